@@ -1,0 +1,129 @@
+"""The `plate` command: one subcommand per job, registered in COMMANDS."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import PlateError
+
+
+def _machine(args):
+    from .machine import get_machine
+
+    return get_machine(args.machine)
+
+
+def cmd_info(args) -> int:
+    from .isa.table import ISA
+
+    m = _machine(args)
+    if args.json:
+        print(json.dumps(m.to_dict(), indent=2))
+    else:
+        print(m.describe())
+        print(f"  ISA      : {len(ISA)} instructions")
+    return 0
+
+
+def _load_program(path: str):
+    from .isa import asm, encoding
+
+    data = Path(path).read_bytes()
+    if data[:8] == b"PLATEBIN":
+        return encoding.decode(data)
+    return asm.assemble(data.decode(), filename=path) if _takes_filename(asm.assemble) else asm.assemble(data.decode())
+
+
+def _takes_filename(fn) -> bool:
+    import inspect
+
+    return "filename" in inspect.signature(fn).parameters
+
+
+def cmd_asm(args) -> int:
+    from .isa import encoding, program
+
+    prog = _load_program(args.file)
+    program.verify(prog, _machine(args))
+    out = Path(args.output or Path(args.file).with_suffix(".pbin"))
+    out.write_bytes(encoding.encode(prog))
+    print(f"{out}: {len(prog.instrs)} instructions, {len(prog.tiles)} tiles, {prog.sram_bytes} SRAM bytes")
+    return 0
+
+
+def cmd_disasm(args) -> int:
+    from .isa import asm
+
+    print(asm.disassemble(_load_program(args.file)), end="")
+    return 0
+
+
+def cmd_run_asm(args) -> int:
+    from .runasm import check_expect, run_asm
+
+    prog = _load_program(args.file)
+    grid = tuple(int(g) for g in args.grid.split(","))
+    grid = grid + (1,) * (3 - len(grid))
+    specs = {}
+    for a in args.arg:
+        if "=" not in a:
+            raise PlateError(f"--arg {a!r}: expected NAME=VALUE")
+        k, v = a.split("=", 1)
+        specs[k.strip()] = v.strip()
+    run = run_asm(prog, grid, specs, _machine(args), seed=args.seed, policy=args.policy, trace_path=args.trace)
+    print(f"kernel {prog.name}: grid {grid}, {len(prog.instrs)} instructions, {prog.sram_bytes} SRAM bytes per core")
+    print(run.profile.summary())
+    if args.trace:
+        print(f"trace written to {args.trace} (open in https://ui.perfetto.dev)")
+    if args.expect:
+        ok, msg = check_expect(run, args.expect)
+        print(msg)
+        return 0 if ok else 1
+    return 0
+
+
+COMMANDS = {
+    "info": (cmd_info, "print the PLATE machine description"),
+    "asm": (cmd_asm, "assemble a .pasm file into a .pbin binary"),
+    "disasm": (cmd_disasm, "print a .pbin (or .pasm) program as canonical assembly"),
+    "run-asm": (cmd_run_asm, "run a .pasm/.pbin program on the simulator and print its profile"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="plate", description="PLATE: NUMA tile accelerator toolchain and simulator")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, (_, help_) in COMMANDS.items():
+        sp = sub.add_parser(name, help=help_)
+        sp.add_argument("--machine", default=None, help="machine preset (plate1, plate-mini, plate4)")
+        if name == "info":
+            sp.add_argument("--json", action="store_true", help="print the description as JSON")
+        if name in ("asm", "disasm", "run-asm"):
+            sp.add_argument("file")
+        if name == "asm":
+            sp.add_argument("-o", "--output")
+        if name == "run-asm":
+            sp.add_argument("--grid", default="1", help="X[,Y[,Z]] program instances")
+            sp.add_argument("--arg", action="append", default=[], help="NAME=NUMBER or NAME=KIND:DTYPE:COUNT")
+            sp.add_argument("--expect", help="'OUT = numpy expression' checked after the run")
+            sp.add_argument("--trace", help="write a Chrome/Perfetto trace JSON here")
+            sp.add_argument("--policy", default="round_robin", help="grid -> core policy")
+            sp.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    fn = COMMANDS[args.command][0]
+    try:
+        return fn(args)
+    except PlateError as e:
+        print(f"plate {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

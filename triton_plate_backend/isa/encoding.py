@@ -1,0 +1,374 @@
+"""The PLATE binary (.pbin): Program <-> bytes, little-endian.
+
+The format is described ONCE, as data: every record kind is a `Layout`, a list of (field, struct
+code) pairs, and `Layout.pack` / `Layout.unpack` derive both directions from it, so the encoder and
+the decoder cannot disagree. A code ``"I*n"`` is an array of u32 whose length is the earlier field
+``n`` (``"s*n"``: n raw bytes); the encoder fills such count fields from the array's length.
+
+File: HEADER, then ``nsections`` SECTION entries, then the sections' payloads. The header's crc32
+covers every byte after the header. A section payload is its optional head record, a u32 count,
+then that many records (SECTIONS says which). Every string (kernel, argument, file, variable,
+label and tile names, string constants) lives in the ``strings`` section and is referenced by
+index. Readers skip section kinds they do not know (a minor version may add some).
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+import struct
+import zlib
+from dataclasses import dataclass
+
+from ..errors import BinaryFormatError, IsaError
+from .program import ARG_TYPES, Arg, Inst, Loc, Program, Tile, verify
+from .table import BY_OPCODE, DTYPES, ENUMS, OPERAND_KINDS
+
+MAGIC = b"PLATEBIN"
+VERSION = (1, 0)  # (major, minor): a reader accepts its own major and any minor
+
+
+class Layout:
+    """One record kind: named fields, each a struct code (little-endian), possibly an array."""
+
+    def __init__(self, name: str, fields: tuple[tuple[str, str], ...]):
+        self.name, self.fields = name, fields
+        self.counts: dict[str, str] = {}  # count field -> the array it counts (filled on pack)
+        self.offsets: dict[str, int] = {}  # byte offset of each field before the first array
+        self.min_size, fixed = 0, True
+        self._steps = []
+        for fname, code in fields:
+            elem, _, count = code.partition("*")
+            st = struct.Struct("<" + elem)
+            if count:
+                self.counts.setdefault(count, fname)
+                fixed = False
+            else:
+                if fixed:
+                    self.offsets[fname] = self.min_size
+                self.min_size += st.size
+            self._steps.append((fname, code, elem, st, count))
+
+    def pack(self, values: dict) -> bytes:
+        out, seen = [], {}
+        for fname, code, elem, st, count in self._steps:
+            v = len(values[self.counts[fname]]) if fname in self.counts else values[fname]
+            seen[fname] = v
+            if count and len(v) != seen[count]:
+                raise IsaError(f"{self.name}: {fname} has {len(v)} entries but {count} = {seen[count]}")
+            try:
+                if not count:
+                    out.append(st.pack(v))
+                else:
+                    out.append(bytes(v) if elem == "s" else struct.pack(f"<{len(v)}{elem}", *v))
+            except (struct.error, TypeError) as e:
+                raise IsaError(f"{self.name}: field {fname} = {v!r} does not fit its encoding {code!r} ({e})") from None
+        return b"".join(out)
+
+    def unpack(self, reader: _Reader) -> dict:
+        rec = {"_offset": reader.pos}
+        for fname, _code, elem, st, count in self._steps:
+            if not count:
+                rec[fname] = st.unpack(reader.take(st.size, f"{self.name} field {fname}"))[0]
+            else:
+                n = rec[count]
+                raw = reader.take(n * st.size, f"{self.name} field {fname} ({n} entries)")
+                rec[fname] = bytes(raw) if elem == "s" else struct.unpack(f"<{n}{elem}", raw)
+        return rec
+
+    def at(self, rec: dict, fname: str) -> int:
+        """File offset of field fname of a record unpacked by this layout."""
+        return rec["_offset"] + self.offsets.get(fname, 0)
+
+
+class _Reader:
+    """A cursor over data[start:end] that reports truncation with the byte offset."""
+
+    def __init__(self, data: bytes, start: int, end: int):
+        self.data, self.pos, self.end = data, start, end
+
+    def take(self, n: int, what: str) -> bytes:
+        if n > self.end - self.pos:
+            raise BinaryFormatError(f"truncated {what}: needs {n} bytes, {self.end - self.pos} left", offset=self.pos)
+        self.pos += n
+        return self.data[self.pos - n : self.pos]
+
+
+# ---- the format, as data ---------------------------------------------------------------------
+HEADER = Layout("header", (("magic", "8s"), ("major", "H"), ("minor", "H"), ("flags", "I"), ("crc32", "I"),
+                           ("nsections", "I")))
+SECTION = Layout("section entry", (("kind", "I"), ("offset", "I"), ("size", "I")))
+COUNT = Layout("record count", (("count", "I"),))
+STRING = Layout("string", (("size", "I"), ("utf8", "s*size")))
+META = Layout("meta", (("name", "I"), ("sram_bytes", "I")))  # name: string index
+ARG = Layout("argument", (("name", "I"), ("type", "B")))  # type: index in ARG_TYPES
+CONST = Layout("constant", (("tag", "B"), ("bits", "Q")))  # tag: index in CONST_TAGS
+TILE = Layout("tile", (("addr", "I"), ("dtype", "B"), ("rank", "B"), ("shape", "I*rank"), ("strides", "i*rank")))
+LOC = Layout("location", (("file", "I"), ("line", "I"), ("col", "I"), ("name", "I")))
+LABEL = Layout("label", (("kind", "B"), ("name", "I"), ("value", "I")))  # kind: index in LABEL_KINDS
+INST = Layout("instruction", (("opcode", "H"), ("modifier", "H"), ("loc", "I")))
+WORD = Layout("operand", (("index", "I"),))
+RLIST = Layout("register list", (("count", "I"), ("regs", "I*count")))
+OPERAND = {kind: RLIST if kind == "rlist" else WORD for kind in OPERAND_KINDS}
+CONST_TAGS = ("int", "float", "str")  # int: int64 bits; float: float64 bits; str: string index
+LABEL_KINDS = ("label", "tile")  # label: value = pc; tile: the name of tile `value`
+MASK64 = (1 << 64) - 1
+
+
+class _InstructionLayout:
+    """An instruction: INST, then each operand of its ISA row in order, laid out by OPERAND[kind]."""
+
+    name, min_size = "instruction", INST.min_size
+
+    def pack(self, values: dict) -> bytes:
+        kinds = [od.kind for od in BY_OPCODE[values["opcode"]].operands]
+        return INST.pack(values) + b"".join(OPERAND[k].pack(v) for k, v in zip(kinds, values["operands"]))
+
+    def unpack(self, reader: _Reader) -> dict:
+        rec = INST.unpack(reader)
+        row = BY_OPCODE.get(rec["opcode"])
+        if row is None:
+            raise BinaryFormatError(f"unknown opcode {rec['opcode']} (the ISA has 0..{len(BY_OPCODE) - 1})",
+                                    offset=rec["_offset"])
+        rec["row"] = row
+        rec["operands"] = [OPERAND[od.kind].unpack(reader) for od in row.operands]
+        return rec
+
+
+@dataclass(frozen=True)
+class Section:
+    kind: int
+    name: str
+    head: Layout | None  # one record before the count
+    record: Layout | _InstructionLayout
+    required: bool = True
+
+
+SECTIONS = (Section(1, "strings", None, STRING), Section(2, "meta", META, ARG), Section(3, "consts", None, CONST),
+            Section(4, "tiles", None, TILE), Section(5, "locs", None, LOC),
+            Section(6, "code", None, _InstructionLayout()), Section(7, "labels", None, LABEL, required=False))
+SECTION_BY_KIND = {s.kind: s for s in SECTIONS}
+
+
+def float_bits(x: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def bits_float(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+def tile_names(program: Program) -> list[str] | None:
+    """The names the tiles were declared with (kept by the assembler and the binary), or None.
+
+    Program has no field for them: they ride on the instance as ``program.tile_names``."""
+    names = getattr(program, "tile_names", None)
+    if names and len(names) == len(program.tiles) and all(isinstance(n, str) for n in names):
+        return list(names)
+    return None
+
+
+# ---- encode ----------------------------------------------------------------------------------
+def encode(program: Program) -> bytes:
+    """Program -> .pbin bytes. Verifies the program first (IsaError if it is not valid)."""
+    verify(program)
+    strings: dict[str, int] = {}
+
+    def s(text: str) -> int:
+        return strings.setdefault(text, len(strings))
+
+    n = len(program.instrs)
+    for name, pc in program.labels.items():
+        if not isinstance(pc, int) or not 0 <= pc <= n:
+            raise IsaError(f"label {name!r} points at pc {pc}, outside the program's 0..{n}")
+    labels = [{"kind": 0, "name": s(name), "value": pc} for name, pc in program.labels.items()]
+    labels += [{"kind": 1, "name": s(name), "value": i} for i, name in enumerate(tile_names(program) or ())]
+    records = {
+        "meta": ({"name": s(program.name), "sram_bytes": program.sram_bytes},
+                 [{"name": s(a.name), "type": ARG_TYPES.index(a.type)} for a in program.args]),
+        "consts": (None, [_const_record(c, s) for c in program.consts]),
+        "tiles": (None, [{"addr": t.addr, "dtype": DTYPES.index(t.dtype), "shape": t.shape, "strides": t.strides}
+                         for t in program.tiles]),
+        "locs": (None, [{"file": s(loc.file), "line": loc.line, "col": loc.col, "name": s(loc.name)}
+                        for loc in program.locs]),
+        "code": (None, [_inst_record(ins) for ins in program.instrs]),
+        "labels": (None, labels),
+    }
+    payloads = {sec.name: _pack_section(sec, *records[sec.name]) for sec in SECTIONS if sec.name in records}
+    payloads["strings"] = _pack_section(SECTION_BY_KIND[1], None, [{"utf8": _utf8(t)} for t in strings])
+    table, body, offset = [], [], HEADER.min_size + SECTION.min_size * len(SECTIONS)
+    for sec in SECTIONS:
+        table.append(SECTION.pack({"kind": sec.kind, "offset": offset, "size": len(payloads[sec.name])}))
+        body.append(payloads[sec.name])
+        offset += len(payloads[sec.name])
+    rest = b"".join(table + body)
+    header = HEADER.pack({"magic": MAGIC, "major": VERSION[0], "minor": VERSION[1], "flags": 0,
+                          "crc32": zlib.crc32(rest), "nsections": len(SECTIONS)})
+    return header + rest
+
+
+def _pack_section(sec: Section, head: dict | None, records: list[dict]) -> bytes:
+    return ((sec.head.pack(head) if sec.head else b"") + COUNT.pack({"count": len(records)})
+            + b"".join(sec.record.pack(r) for r in records))
+
+
+def _utf8(text: str) -> bytes:
+    if not isinstance(text, str):
+        raise IsaError(f"expected a string (name, file or constant), got {text!r}")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise IsaError(f"string {text!r} cannot be encoded as UTF-8: {e}") from None
+
+
+def _const_record(c, s) -> dict:
+    if isinstance(c, str):
+        return {"tag": 2, "bits": s(c)}
+    if isinstance(c, numbers.Integral):
+        if not -(1 << 63) <= int(c) < 1 << 63:
+            raise IsaError(f"integer constant {c} does not fit int64")
+        return {"tag": 0, "bits": int(c) & MASK64}
+    if isinstance(c, numbers.Real):
+        return {"tag": 1, "bits": float_bits(float(c))}
+    raise IsaError(f"constant {c!r} is not an int, float or str")
+
+
+def _inst_record(ins: Inst) -> dict:
+    row = ins.row
+    modifier = sum(ENUMS[e].index(v) << (8 * k) for k, (e, v) in enumerate(zip(row.suffixes, ins.suffixes)))
+    return {"opcode": row.opcode, "modifier": modifier, "loc": ins.loc,
+            "operands": [{"regs": v} if od.kind == "rlist" else {"index": v} for od, v in zip(row.operands, ins.operands)]}
+
+
+# ---- decode ----------------------------------------------------------------------------------
+def decode(data: bytes, machine=None) -> Program:
+    """.pbin bytes -> Program, verified (against machine's bounds if given).
+
+    Raises BinaryFormatError, carrying the byte offset, on anything malformed."""
+    data = bytes(data)
+    reader = _Reader(data, 0, len(data))
+    head = HEADER.unpack(reader)
+    if head["magic"] != MAGIC:
+        raise BinaryFormatError(f"bad magic {head['magic']!r}: not a PLATE binary (expected {MAGIC!r})", offset=0)
+    if head["major"] != VERSION[0]:
+        raise BinaryFormatError(f"unsupported .pbin version {head['major']}.{head['minor']}: this reader supports "
+                                f"version {VERSION[0]}.x", offset=HEADER.offsets["major"])
+    crc = zlib.crc32(data[HEADER.min_size:])
+    if crc != head["crc32"]:
+        raise BinaryFormatError(f"crc32 mismatch: header says {head['crc32']:#010x}, contents give {crc:#010x} "
+                                "(the file is corrupt)", offset=HEADER.offsets["crc32"])
+    entries = [SECTION.unpack(reader) for _ in _bounded(head["nsections"], SECTION, reader)]
+    table_end, sections = reader.pos, {}
+    for e in entries:
+        sec = SECTION_BY_KIND.get(e["kind"])
+        if sec is None:
+            continue
+        if sec.name in sections:
+            raise BinaryFormatError(f"second {sec.name} section", offset=e["_offset"])
+        if e["offset"] < table_end or e["offset"] + e["size"] > len(data):
+            raise BinaryFormatError(f"{sec.name} section [{e['offset']}, {e['offset'] + e['size']}) lies outside "
+                                    f"the file's payload [{table_end}, {len(data)})", offset=e["_offset"])
+        sections[sec.name] = _unpack_section(sec, _Reader(data, e["offset"], e["offset"] + e["size"]))
+    for sec in SECTIONS:
+        if sec.required and sec.name not in sections:
+            raise BinaryFormatError(f"missing {sec.name} section", offset=HEADER.min_size)
+    return _program(sections, machine)
+
+
+def _bounded(count: int, layout, reader: _Reader) -> range:
+    """range(count), after checking the records can fit (so a bogus count fails fast)."""
+    if count * layout.min_size > reader.end - reader.pos:
+        raise BinaryFormatError(f"truncated: {count} {layout.name} records need at least "
+                                f"{count * layout.min_size} bytes, {reader.end - reader.pos} left", offset=reader.pos)
+    return range(count)
+
+
+def _unpack_section(sec: Section, reader: _Reader) -> tuple[dict | None, list[dict]]:
+    head = sec.head.unpack(reader) if sec.head else None
+    records = [sec.record.unpack(reader) for _ in _bounded(COUNT.unpack(reader)["count"], sec.record, reader)]
+    if reader.pos != reader.end:
+        raise BinaryFormatError(f"{reader.end - reader.pos} trailing bytes in the {sec.name} section", offset=reader.pos)
+    return head, records
+
+
+def _pick(table, layout: Layout, rec: dict, fname: str, what: str):
+    """table[rec[fname]], or a BinaryFormatError pointing at the field."""
+    i = rec[fname]
+    if i >= len(table):
+        raise BinaryFormatError(f"{what} {i} out of range (0..{len(table) - 1})", offset=layout.at(rec, fname))
+    return table[i]
+
+
+def _program(sections: dict, machine) -> Program:
+    strings = []
+    for rec in sections["strings"][1]:
+        try:
+            strings.append(rec["utf8"].decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise BinaryFormatError(f"string is not valid UTF-8: {e.reason}", offset=rec["_offset"] + 4) from None
+
+    def s(layout, rec, fname):
+        return _pick(strings, layout, rec, fname, "string index")
+
+    meta, args = sections["meta"]
+    consts = [_const_value(rec, s) for rec in sections["consts"][1]]
+    tiles = [Tile(r["addr"], _pick(DTYPES, TILE, r, "dtype", "dtype code"), r["shape"], r["strides"])
+             for r in sections["tiles"][1]]
+    locs = [Loc(s(LOC, r, "file"), r["line"], r["col"], s(LOC, r, "name")) for r in sections["locs"][1]]
+    code = sections["code"][1]
+    program = Program(
+        name=s(META, meta, "name"), instrs=[_inst(r) for r in code], tiles=tiles, consts=consts, locs=locs,
+        args=[Arg(s(ARG, r, "name"), _pick(ARG_TYPES, ARG, r, "type", "argument type code")) for r in args],
+        sram_bytes=meta["sram_bytes"])
+    names: dict[int, str] = {}
+    for r in sections.get("labels", (None, []))[1]:
+        kind, name, value = _pick(LABEL_KINDS, LABEL, r, "kind", "label kind"), s(LABEL, r, "name"), r["value"]
+        table, limit = (program.labels, len(code) + 1) if kind == "label" else (names, len(tiles))
+        key = name if kind == "label" else value
+        if value >= limit or key in table:
+            raise BinaryFormatError(f"{kind} {name!r} -> {value}: out of range (0..{limit - 1}) or defined twice",
+                                    offset=LABEL.at(r, "value"))
+        table[key] = name if kind == "tile" else value
+    if names:
+        if len(names) != len(tiles):
+            raise BinaryFormatError(f"names for {len(names)} of {len(tiles)} tiles", offset=HEADER.min_size)
+        program.tile_names = [names[i] for i in range(len(tiles))]
+    try:
+        return verify(program, machine)
+    except IsaError as e:
+        raise BinaryFormatError(f"invalid program: {e}", offset=_offset_of(e, code, sections["tiles"][1])) from e
+
+
+def _const_value(rec: dict, s):
+    tag, bits = _pick(CONST_TAGS, CONST, rec, "tag", "constant tag"), rec["bits"]
+    if tag == "int":
+        return bits - (1 << 64) if bits >> 63 else bits
+    if tag == "float":
+        return bits_float(bits)
+    return s(CONST, rec, "bits")
+
+
+def _inst(rec: dict) -> Inst:
+    row, suffixes = rec["row"], []
+    for k in range(2):
+        i = (rec["modifier"] >> (8 * k)) & 0xFF
+        if k < len(row.suffixes):
+            values = ENUMS[row.suffixes[k]]
+            if i >= len(values):
+                raise BinaryFormatError(f"{row.mnemonic}: suffix {k} index {i} is not a {row.suffixes[k]} "
+                                        f"(0..{len(values) - 1})", offset=INST.at(rec, "modifier"))
+            suffixes.append(values[i])
+        elif i:
+            raise BinaryFormatError(f"{row.mnemonic} takes {len(row.suffixes)} suffixes but modifier byte {k} is {i}",
+                                    offset=INST.at(rec, "modifier"))
+    operands = tuple(tuple(o["regs"]) if "regs" in o else o["index"] for o in rec["operands"])
+    return Inst(row.mnemonic, tuple(suffixes), operands, rec["loc"])
+
+
+def _offset_of(err: IsaError, code: list[dict], tiles: list[dict]) -> int:
+    """The record a verify() message names ("pc N ..." or "tile tN ...")."""
+    for pattern, records in ((r"pc (\d+)", code), (r"tile t(\d+)", tiles)):
+        m = re.match(pattern, str(err))
+        if m and int(m.group(1)) < len(records):
+            return records[int(m.group(1))]["_offset"]
+    return HEADER.min_size  # not tied to one record: point at the section table

@@ -1,0 +1,203 @@
+"""A PLATE program in memory: what the assembler reads and writes, what the encoder turns into
+bytes, what the simulator executes and what the compiler emits. A data record, no behaviour
+beyond checking itself against the ISA table and a machine."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import IsaError
+from .table import ENUMS, ISA, ITEMSIZE, Instr
+
+ARG_TYPES = ("ptr", "i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class Tile:
+    """A scratchpad region: SRAM byte address, element type, shape, element strides."""
+
+    addr: int
+    dtype: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None = None  # None: row-major contiguous
+
+    def __post_init__(self):
+        if self.dtype not in ITEMSIZE:
+            raise IsaError(f"tile dtype {self.dtype!r} is not one of {', '.join(ITEMSIZE)}")
+        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+        if self.strides is None:
+            object.__setattr__(self, "strides", contiguous_strides(self.shape))
+        else:
+            object.__setattr__(self, "strides", tuple(int(s) for s in self.strides))
+        if len(self.strides) != len(self.shape):
+            raise IsaError(f"tile {self}: {len(self.shape)} dims but {len(self.strides)} strides")
+
+    @property
+    def itemsize(self) -> int:
+        return ITEMSIZE[self.dtype]
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def span(self) -> tuple[int, int]:
+        """[lo, hi) SRAM bytes this tile can touch."""
+        if self.numel == 0:
+            return self.addr, self.addr
+        lo = self.addr + sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides)) * self.itemsize
+        hi = self.addr + (sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides)) + 1) * self.itemsize
+        return lo, hi
+
+    def is_contiguous(self) -> bool:
+        return self.strides == contiguous_strides(self.shape)
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A kernel source location: file, line, column and the Python variable name if known."""
+
+    file: str = ""
+    line: int = 0
+    col: int = 0
+    name: str = ""
+
+    def __str__(self) -> str:
+        if not self.file and not self.line:
+            return "<unknown>"
+        s = f"{self.file}:{self.line}:{self.col}"
+        return f"{s} ({self.name})" if self.name else s
+
+
+UNKNOWN_LOC = Loc()
+
+
+@dataclass(frozen=True)
+class Inst:
+    """One instruction: ISA row, enum suffix values, operand values, location index."""
+
+    mnemonic: str
+    suffixes: tuple[str, ...] = ()
+    operands: tuple = ()  # int per operand; tuple[int, ...] for rlist
+    loc: int = 0  # index into Program.locs; 0 is unknown
+
+    @property
+    def row(self) -> Instr:
+        return ISA[self.mnemonic]
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    type: str  # one of ARG_TYPES
+
+
+@dataclass
+class Program:
+    name: str
+    instrs: list[Inst] = field(default_factory=list)
+    tiles: list[Tile] = field(default_factory=list)
+    consts: list = field(default_factory=list)  # int, float or str
+    locs: list[Loc] = field(default_factory=lambda: [UNKNOWN_LOC])
+    args: list[Arg] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)  # for printing only
+    sram_bytes: int = 0  # high-water mark of the tiles, filled by verify() if 0
+
+    def loc_of(self, pc: int) -> Loc:
+        if 0 <= pc < len(self.instrs):
+            i = self.instrs[pc].loc
+            if 0 <= i < len(self.locs):
+                return self.locs[i]
+        return UNKNOWN_LOC
+
+    def sram_high_water(self) -> int:
+        return max((t.span()[1] for t in self.tiles), default=0)
+
+
+def verify(program: Program, machine=None) -> Program:
+    """Check every instruction against the ISA table (and the machine's bounds if given).
+
+    Raises IsaError naming the pc, the instruction and what is wrong."""
+    nreg = machine.core.scalar_registers if machine else 1 << 16
+    ntok = machine.core.dma_tokens if machine else 1 << 16
+    sram = machine.core.sram_bytes if machine else 1 << 32
+    for i, t in enumerate(program.tiles):
+        lo, hi = t.span()
+        if lo < 0 or hi > sram:
+            raise IsaError(f"tile t{i} {t} covers SRAM bytes [{lo}, {hi}), outside the core's {sram} bytes")
+    for a in program.args:
+        if a.type not in ARG_TYPES:
+            raise IsaError(f"argument {a.name!r} has type {a.type!r}; expected one of {', '.join(ARG_TYPES)}")
+    n = len(program.instrs)
+    for pc, ins in enumerate(program.instrs):
+        where = f"pc {pc} ({ins.mnemonic})"
+        row = ISA.get(ins.mnemonic)
+        if row is None:
+            raise IsaError(f"{where}: unknown instruction")
+        if len(ins.suffixes) != len(row.suffixes):
+            raise IsaError(f"{where}: takes suffixes {'.'.join(row.suffixes) or 'none'}, got {ins.suffixes}")
+        for enum, val in zip(row.suffixes, ins.suffixes):
+            if val not in ENUMS[enum]:
+                raise IsaError(f"{where}: {val!r} is not a {enum} ({', '.join(ENUMS[enum])})")
+        if len(ins.operands) != len(row.operands):
+            raise IsaError(f"{where}: takes {len(row.operands)} operands, got {len(ins.operands)}")
+        for od, val in zip(row.operands, ins.operands):
+            _check_operand(program, where, od.kind, od.name, val, nreg, ntok, n)
+        if not 0 <= ins.loc < len(program.locs):
+            raise IsaError(f"{where}: location index {ins.loc} outside the table of {len(program.locs)}")
+        if machine is not None:
+            _check_bounds(program, where, ins, machine)
+    if not program.sram_bytes:
+        program.sram_bytes = program.sram_high_water()
+    return program
+
+
+def _check_operand(program, where, kind, name, val, nreg, ntok, n):
+    def bad(msg):
+        raise IsaError(f"{where}: operand {name}: {msg}")
+
+    if kind == "rlist":
+        if not isinstance(val, tuple):
+            bad("expected a register list")
+        for r in val:
+            if not (isinstance(r, int) and 0 <= r < nreg):
+                bad(f"register r{r} out of range (0..{nreg - 1})")
+        return
+    if not isinstance(val, int) or isinstance(val, bool):
+        bad(f"expected an integer index, got {val!r}")
+    limit = {"r": nreg, "q": ntok, "t": len(program.tiles), "imm": len(program.consts),
+             "str": len(program.consts), "label": n + 1}[kind]
+    if not 0 <= val < limit:
+        bad(f"{kind} index {val} out of range (0..{limit - 1})")
+    if kind == "str" and not isinstance(program.consts[val], str):
+        bad(f"constant {val} is not a string")
+    if kind == "imm" and isinstance(program.consts[val], str):
+        bad(f"constant {val} is a string, expected a number")
+
+
+def _check_bounds(program, where, ins, machine):
+    row = ins.row
+    tiles = [program.tiles[v] for od, v in zip(row.operands, ins.operands) if od.kind == "t"]
+    if row.unit == "vector":
+        for t in tiles:
+            if t.numel > machine.core.vector.max_elements:
+                raise IsaError(f"{where}: tile {t} has {t.numel} elements; a vector instruction covers at most "
+                               f"{machine.core.vector.max_elements}: split it")
+    if row.unit == "matrix":
+        acc, a, b = tiles
+        dim, max_k = machine.core.matrix.dim, machine.core.matrix.max_k
+        if len(acc.shape) != 2 or len(a.shape) != 2 or len(b.shape) != 2:
+            raise IsaError(f"{where}: matrix operands must be 2-D")
+        (m, nn), (m2, k), (k2, n2) = acc.shape, a.shape, b.shape
+        if (m, nn, k) != (m2, n2, k2):
+            raise IsaError(f"{where}: shapes acc{acc.shape} a{a.shape} b{b.shape} do not chain")
+        if m > dim or nn > dim or k > max_k:
+            raise IsaError(f"{where}: {m}x{nn}x{k} exceeds the matrix unit ({dim}x{dim}, K <= {max_k})")

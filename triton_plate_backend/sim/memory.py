@@ -1,0 +1,472 @@
+"""Device memory of the simulator: NUMA arenas of host memory, bounds-checked.
+
+Device addresses ARE host addresses. Each allocation is either a numpy buffer owned here
+(``alloc``) or host memory owned by someone else and registered by address and size
+(``register``: torch storages from the C++ allocator, CPU tensors in host-memory mode). Every
+access goes through a numpy view of exactly the allocation's bytes, and ``locate`` checks each
+element address against the live allocations before anything is read or written, so a wrong
+kernel raises ``MemoryFault`` instead of corrupting the host process.
+
+Each allocation has a placement (PLATE.md "Memory placement modes") that gives every byte a home
+domain; capacity is accounted per domain.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import DeviceOutOfMemory, MemoryFault, PlateError
+from ..machine import Machine, get_machine
+
+ALIGN = 256  # base alignment of owned buffers; also the granule of blocked chunks
+MODES = ("interleaved", "local", "blocked", "explicit")
+FREED_KEPT = 4096  # freed allocations remembered for fault messages
+
+
+class AllocationError(PlateError):
+    """A bad alloc/register/free request (bad placement, overlap, double free, unknown address)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where an allocation's bytes live.
+
+    interleaved: ``stripe_bytes`` stripes round robin over ``domains`` (default: all of chip 0's);
+    local: all in ``domain`` (default 0); blocked: split into ``len(domains)`` equal contiguous
+    chunks (default all of chip 0's), chunk i in domains[i]; explicit: ``domain`` or ``domains``
+    named by the compiler or the user (a list is laid out like blocked)."""
+
+    mode: str = "interleaved"
+    domain: int | None = None
+    domains: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise AllocationError(f"placement mode {self.mode!r} is not one of {', '.join(MODES)}")
+        if self.domains is not None:
+            object.__setattr__(self, "domains", tuple(int(d) for d in self.domains))
+            if not self.domains:
+                raise AllocationError(f"placement {self.mode}: an empty domain list; name at least one domain")
+        if self.mode == "explicit" and self.domain is None and self.domains is None:
+            raise AllocationError("explicit placement needs domain= or domains=")
+
+    @classmethod
+    def parse(cls, spec) -> Placement:
+        """None -> interleaved; 'local', 'local:2', 'blocked', 'blocked:0,1', 'explicit:3',
+        'interleaved:0,2'; an int -> explicit domain; a list of ints -> explicit domains."""
+        if spec is None:
+            return cls()
+        if isinstance(spec, Placement):
+            return spec
+        if isinstance(spec, (int, np.integer)):
+            return cls("explicit", domain=int(spec))
+        if isinstance(spec, (list, tuple)):
+            return cls("explicit", domains=tuple(spec))
+        if isinstance(spec, str):
+            mode, _, rest = spec.partition(":")
+            mode = mode.strip()
+            if not rest:
+                return cls(mode)
+            try:
+                doms = tuple(int(x) for x in rest.split(","))
+            except ValueError:
+                raise AllocationError(f"placement {spec!r}: expected MODE or MODE:d0,d1,... with integer domains") from None
+            if mode in ("local", "explicit") and len(doms) == 1:
+                return cls(mode, domain=doms[0])
+            return cls(mode, domains=doms)
+        raise AllocationError(f"placement {spec!r}: expected a Placement, a mode string, an int or a list of ints")
+
+    def owners(self, machine: Machine) -> tuple[int, ...]:
+        """Home domains in stripe/chunk order, checked against the machine."""
+        chip0 = tuple(range(machine.domains))
+        if self.mode == "local":
+            owners = (self.domain if self.domain is not None else (self.domains or (0,))[0],)
+        elif self.mode == "explicit":
+            owners = self.domains if self.domains is not None else (self.domain,)
+        else:
+            owners = self.domains if self.domains is not None else chip0
+        for d in owners:
+            if not 0 <= d < machine.total_domains:
+                raise AllocationError(
+                    f"placement {self}: domain {d} does not exist; machine {machine.name} has domains "
+                    f"0..{machine.total_domains - 1}")
+        return tuple(int(d) for d in owners)
+
+    def __str__(self) -> str:
+        if self.domains is not None:
+            return f"{self.mode}({','.join(map(str, self.domains))})"
+        return f"{self.mode}({self.domain})" if self.domain is not None else self.mode
+
+
+@dataclass(eq=False)
+class Allocation:
+    """One device allocation: bytes [base, base + nbytes) and where they live."""
+
+    id: int
+    base: int
+    nbytes: int
+    placement: Placement
+    label: str
+    owners: tuple[int, ...]  # home domains, in stripe (interleaved) or chunk order
+    striped: bool  # interleaved: stripes round robin; otherwise contiguous chunks
+    granule: int  # stripe bytes (striped) or chunk bytes
+    view: np.ndarray | None  # uint8 view of exactly [base, base + nbytes); None once freed
+    external: bool = False
+    owner: object = None  # keeps registered host memory alive
+    live: bool = True
+    shares: np.ndarray = field(default=None, repr=False)  # int64 bytes per global domain
+    _typed: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def end(self) -> int:
+        return self.base + self.nbytes
+
+    def describe(self) -> str:
+        state = "" if self.live else ", FREED"
+        return (f"'{self.label}' [{self.base:#x}, {self.end:#x}) ({self.nbytes} bytes, "
+                f"{self.placement}, alloc #{self.id}{state})")
+
+    def typed(self, dtype: np.dtype) -> tuple[np.ndarray, int]:
+        """A 1-D view of the allocation as ``dtype`` elements starting at the first address that is
+        a multiple of the item size, and that start's byte offset from ``base``."""
+        dtype = np.dtype(dtype)
+        hit = self._typed.get(dtype)
+        if hit is None:
+            isz = dtype.itemsize
+            start = (-self.base) % isz
+            n = max(self.nbytes - start, 0) // isz
+            hit = (self.view[start:start + n * isz].view(dtype), start)
+            self._typed[dtype] = hit
+        return hit
+
+    def owner_index(self, rel: np.ndarray) -> np.ndarray:
+        """Position in ``owners`` of the home domain of byte offsets ``rel`` (from base)."""
+        k = len(self.owners)
+        if k == 1:
+            return np.zeros(np.shape(rel), np.int64)
+        if self.striped:
+            return (rel // self.granule) % k
+        return np.minimum(rel // self.granule, k - 1)
+
+    def home_domain(self, rel: np.ndarray) -> np.ndarray:
+        return np.asarray(self.owners, np.int64)[self.owner_index(rel)]
+
+    def split(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Bytes of each range [lo, hi) (offsets from base) per owner position: float64 [n, len(owners)]."""
+        lo = np.asarray(lo, np.int64)[:, None]
+        hi = np.asarray(hi, np.int64)[:, None]
+        k = len(self.owners)
+        j = np.arange(k, dtype=np.int64)[None, :]
+        g = self.granule
+        if k == 1:
+            return (hi - lo).astype(np.float64)
+        if self.striped:
+            cycle = g * k
+
+            def below(x):  # bytes of owner j in [0, x)
+                return (x // cycle) * g + np.clip(x % cycle - j * g, 0, g)
+
+            return (below(hi) - below(lo)).astype(np.float64)
+        c_lo = j * g
+        c_hi = np.where(j == k - 1, np.iinfo(np.int64).max, (j + 1) * g)
+        return np.clip(np.minimum(hi, c_hi) - np.maximum(lo, c_lo), 0, None).astype(np.float64)
+
+
+def _ctypes_view(addr: int, nbytes: int) -> np.ndarray:
+    if nbytes == 0:
+        return np.zeros(0, np.uint8)
+    ptr = ctypes.cast(ctypes.c_void_p(addr), ctypes.POINTER(ctypes.c_uint8))
+    return np.ctypeslib.as_array(ptr, shape=(nbytes,))
+
+
+class DeviceMemory:
+    """All device memory of one simulated device (or system): allocations, placement, accounting."""
+
+    def __init__(self, machine: Machine | str | None = None):
+        self.machine = get_machine(machine)
+        nd = self.machine.total_domains
+        self.capacity = np.full(nd, self.machine.domain.hbm_bytes, np.int64)
+        self.used = np.zeros(nd, np.int64)
+        self.peak = np.zeros(nd, np.int64)
+        self.peak_total = 0
+        self.num_allocs = 0
+        self.num_frees = 0
+        self._next_id = 1
+        self._by_id: dict[int, Allocation] = {}
+        self._live_bases: list[int] = []  # sorted
+        self._live: list[Allocation] = []  # same order
+        self._freed: deque[Allocation] = deque(maxlen=FREED_KEPT)
+        self._tables = None  # (bases, ends) int64 arrays, rebuilt lazily
+
+    # ---- allocation ------------------------------------------------------------------------
+    def alloc(self, nbytes: int, placement=None, label: str | None = None) -> Allocation:
+        """A zero-filled owned buffer of ``nbytes`` bytes, based at a multiple of 256."""
+        nbytes = self._check_size(nbytes)
+        place = Placement.parse(placement)
+        record = self._record(0, nbytes, place, label)  # accounts capacity before the host allocates
+        backing = np.zeros(nbytes + ALIGN, np.uint8)  # +ALIGN: room to align, and a distinct base for 0 bytes
+        addr = backing.ctypes.data
+        off = (-addr) % ALIGN
+        record.base, record.view, record.owner = addr + off, backing[off:off + nbytes], backing
+        return self._insert(record)
+
+    def register(self, host_addr: int, nbytes: int, placement=None, owner=None, label: str | None = None) -> Allocation:
+        """Make externally owned host memory [host_addr, host_addr + nbytes) device memory.
+        ``owner`` (a tensor, array, ...) is kept alive until ``free``."""
+        nbytes = self._check_size(nbytes)
+        host_addr = int(host_addr)
+        if host_addr <= 0:
+            raise AllocationError(f"register: host address {host_addr:#x} is not a valid pointer")
+        i = bisect.bisect_right(self._live_bases, host_addr)
+        for other in self._live[max(i - 1, 0):i + 1]:
+            if nbytes and other.nbytes and host_addr < other.end and other.base < host_addr + nbytes:
+                raise AllocationError(
+                    f"register: [{host_addr:#x}, {host_addr + nbytes:#x}) overlaps live allocation "
+                    f"{other.describe()}; free it first")
+        record = self._record(host_addr, nbytes, Placement.parse(placement), label)
+        record.view, record.owner, record.external = _ctypes_view(host_addr, nbytes), owner, True
+        return self._insert(record)
+
+    def free(self, addr: int) -> None:
+        """Release the allocation based at ``addr``; later accesses fault as 'freed allocation'."""
+        addr = int(addr)
+        i = bisect.bisect_left(self._live_bases, addr)
+        if i < len(self._live) and self._live_bases[i] == addr:
+            rec = self._live.pop(i)
+            self._live_bases.pop(i)
+            self._tables = None
+            rec.live, rec.view, rec.owner, rec._typed = False, None, None, {}
+            self.used -= rec.shares
+            self.num_frees += 1
+            self._freed.append(rec)
+            return
+        dead = [r for r in self._freed if r.base == addr]
+        if dead:
+            raise AllocationError(f"double free of {dead[-1].describe()}")
+        near = self._nearest_text(addr)
+        raise AllocationError(f"free({addr:#x}): not the base address of a live allocation{near}")
+
+    def allocation(self, alloc_id: int) -> Allocation:
+        return self._by_id[alloc_id]
+
+    @property
+    def allocations(self) -> list[Allocation]:
+        """Live allocations, by base address."""
+        return list(self._live)
+
+    # ---- accounting ------------------------------------------------------------------------
+    def memory_allocated(self, domain: int | None = None) -> int:
+        return int(self.used.sum() if domain is None else self.used[domain])
+
+    def max_memory_allocated(self, domain: int | None = None) -> int:
+        return int(self.peak_total if domain is None else self.peak[domain])
+
+    def reset_peak(self) -> None:
+        self.peak[:] = self.used
+        self.peak_total = int(self.used.sum())
+
+    def memory_stats(self) -> dict:
+        return {
+            "allocated_bytes": self.memory_allocated(),
+            "peak_bytes": self.max_memory_allocated(),
+            "allocated_bytes_by_domain": self.used.tolist(),
+            "peak_bytes_by_domain": self.peak.tolist(),
+            "capacity_bytes_by_domain": self.capacity.tolist(),
+            "active_allocations": len(self._live),
+            "num_allocs": self.num_allocs,
+            "num_frees": self.num_frees,
+        }
+
+    # ---- lookup ------------------------------------------------------------------------------
+    def find(self, addrs, itemsize: int = 1, mask=None, access: str = "access") -> np.ndarray:
+        """Allocation id of each address (-1 where masked off). ``addrs`` is [P, ...] with axis 0 the
+        program instance; raises MemoryFault if an element [a, a + itemsize) is not inside one live
+        allocation."""
+        addrs = np.asarray(addrs, np.int64)
+        flat, sel, m = self._flatten(addrs, mask)
+        pos = self.locate(flat, itemsize, m, access)
+        ids = np.fromiter((r.id for r in self._live), np.int64, len(self._live))
+        out = np.full(flat.shape, -1, np.int64)
+        out[sel] = ids[pos]
+        return out.reshape(addrs.shape)
+
+    def home_domain(self, addrs) -> np.ndarray:
+        """Home domain of each byte address (same shape); MemoryFault outside live allocations."""
+        addrs = np.asarray(addrs, np.int64)
+        flat = addrs.reshape(max(addrs.shape[:1] or (1,)[0], 1) if addrs.ndim else 1, -1)
+        pos = np.broadcast_to(self.locate(flat, 1), flat.shape).reshape(-1)
+        out = np.empty(flat.size, np.int64)
+        av = flat.reshape(-1)
+        for p in np.unique(pos):
+            rec = self._live[p]
+            sel = pos == p
+            out[sel] = rec.home_domain(av[sel] - rec.base)
+        return out.reshape(addrs.shape)
+
+    def locate(self, addrs: np.ndarray, itemsize: int, mask: np.ndarray | None = None,
+               access: str = "access") -> np.ndarray | int:
+        """Check element addresses and return the live-table position of each.
+
+        ``addrs`` int64 [P, N] (P program instances), ``mask`` bool [P, N] or None (all). Returns an
+        int when every checked element is in the same allocation, else int64 [count] positions of
+        the masked elements in C order. Raises MemoryFault (misaligned, or outside every live
+        allocation) with ``programs`` = the offending program indices."""
+        av = addrs[mask] if mask is not None else addrs.reshape(-1)
+        if av.size == 0:
+            return 0
+        if itemsize > 1 and np.any(av & (itemsize - 1)):
+            self._fault(addrs, mask, (addrs & (itemsize - 1)) != 0, itemsize, access, misaligned=True)
+        bases, ends = self._table()
+        lo, hi = int(av.min()), int(av.max())
+        p = int(np.searchsorted(bases, lo, "right")) - 1
+        if p >= 0 and hi + itemsize <= ends[p]:
+            return p
+        pos = np.searchsorted(bases, av, "right") - 1
+        ok = (pos >= 0) & (av + itemsize <= ends[np.maximum(pos, 0)])
+        if not ok.all():
+            bad = np.zeros(addrs.shape, bool)
+            if mask is not None:
+                bad[mask] = ~ok
+            else:
+                bad.reshape(-1)[:] = ~ok
+            self._fault(addrs, mask, bad, itemsize, access)
+        return pos
+
+    def span_positions(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Live-table position of the allocation holding each byte range [lo, hi) whole, or -1."""
+        bases, ends = self._table()
+        if len(bases) == 0:
+            return np.full(lo.shape, -1, np.int64)
+        pos = np.searchsorted(bases, lo, "right") - 1
+        ok = (pos >= 0) & (hi <= ends[np.maximum(pos, 0)])
+        return np.where(ok, pos, -1)
+
+    def live(self, position: int) -> Allocation:
+        return self._live[position]
+
+    # ---- host-side copies (the device's memcpy) -------------------------------------------------
+    def view(self, addr: int, nbytes: int) -> np.ndarray:
+        """uint8 view of device bytes [addr, addr + nbytes), which must lie in one live allocation."""
+        addr, nbytes = int(addr), int(nbytes)
+        if nbytes == 0:
+            return np.zeros(0, np.uint8)
+        p = self.locate(np.array([[addr]], np.int64), 1, access=f"{nbytes}-byte copy")
+        rec = self._live[p]
+        if addr + nbytes > rec.end:
+            self._fault(np.array([[addr + nbytes - 1]], np.int64), None, np.ones((1, 1), bool), 1,
+                        f"{nbytes}-byte copy from {addr:#x}")
+        return rec.view[addr - rec.base:addr - rec.base + nbytes]
+
+    def read_bytes(self, addr: int, nbytes: int) -> bytes:
+        return self.view(addr, nbytes).tobytes()
+
+    def write_bytes(self, addr: int, data) -> None:
+        src = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+        self.view(addr, src.size)[:] = src
+
+    # ---- internals ---------------------------------------------------------------------------
+    @staticmethod
+    def _check_size(nbytes) -> int:
+        n = int(nbytes)
+        if n < 0:
+            raise AllocationError(f"allocation size {n} is negative")
+        return n
+
+    @staticmethod
+    def _flatten(addrs, mask):
+        p = addrs.shape[0] if addrs.ndim else 1
+        flat = addrs.reshape(p, -1)
+        if mask is None:
+            return flat, np.ones(flat.shape, bool), None
+        m = np.broadcast_to(np.asarray(mask, bool), addrs.shape).reshape(p, -1)
+        return flat, m, m
+
+    def _record(self, base, nbytes, place: Placement, label) -> Allocation:
+        mach = self.machine
+        owners = place.owners(mach)
+        striped = place.mode == "interleaved" and len(owners) > 1
+        if striped:
+            granule = mach.domain.stripe_bytes
+        else:
+            granule = max(ALIGN, -(-math.ceil(nbytes / len(owners)) // ALIGN) * ALIGN)
+        rec = Allocation(self._next_id, base, nbytes, place, label or f"alloc{self._next_id}", owners,
+                         striped, granule, None)
+        per_owner = rec.split(np.array([0]), np.array([nbytes]))[0].astype(np.int64)
+        shares = np.zeros(mach.total_domains, np.int64)
+        np.add.at(shares, np.asarray(owners, np.int64), per_owner)
+        over = np.nonzero(self.used + shares > self.capacity)[0]
+        if over.size:
+            d = int(over[0])
+            raise DeviceOutOfMemory(
+                f"out of device memory: allocating {nbytes} bytes ({rec.label!r}, {place}) needs "
+                f"{int(shares[d])} bytes in domain {d}, which has {int(self.used[d])} of "
+                f"{int(self.capacity[d])} bytes in use; free tensors or place the allocation on other domains")
+        rec.shares = shares
+        return rec
+
+    def _insert(self, rec: Allocation) -> Allocation:
+        self._next_id += 1
+        self.num_allocs += 1
+        self.used += rec.shares
+        self.peak = np.maximum(self.peak, self.used)
+        self.peak_total = max(self.peak_total, int(self.used.sum()))
+        self._by_id[rec.id] = rec
+        i = bisect.bisect_right(self._live_bases, rec.base)
+        self._live_bases.insert(i, rec.base)
+        self._live.insert(i, rec)
+        self._tables = None
+        return rec
+
+    def _table(self):
+        if self._tables is None:
+            self._tables = (np.array(self._live_bases, np.int64).reshape(-1),
+                            np.array([r.end for r in self._live], np.int64).reshape(-1))
+        return self._tables
+
+    def _nearest_text(self, addr: int) -> str:
+        parts = []
+        for rec in self._freed:
+            if rec.base <= addr < max(rec.end, rec.base + 1):
+                parts.append(f"it lies in freed allocation {rec.describe()}")
+                break
+        i = bisect.bisect_right(self._live_bases, addr)
+        if i > 0:
+            below = self._live[i - 1]
+            if addr >= below.end:
+                parts.append(f"{addr - below.end + 1} byte(s) past the end of {below.describe()}")
+            else:
+                parts.append(f"inside {below.describe()}, at offset {addr - below.base}")
+        if i < len(self._live):
+            above = self._live[i]
+            parts.append(f"{above.base - addr} byte(s) before the start of {above.describe()}")
+        if not self._live:
+            parts.append("there are no live allocations")
+        return "; " + "; ".join(parts) if parts else ""
+
+    def _fault(self, addrs, mask, bad, itemsize, access, misaligned=False):
+        bad = bad if mask is None else bad & mask
+        progs, elems = np.nonzero(bad.reshape(bad.shape[0], -1))
+        flat = addrs.reshape(addrs.shape[0], -1)
+        a = int(flat[progs[0], elems[0]])
+        more = f" (and {len(progs) - 1} more bad element(s))" if len(progs) > 1 else ""
+        if misaligned:
+            msg = (f"misaligned {access}: address {a:#x} is not a multiple of the {itemsize}-byte element size "
+                   f"(program {progs[0]}, element {elems[0]}){more}")
+        else:
+            last = a + itemsize - 1
+            near = self._nearest_text(a if self._contains(a) is None else last)
+            msg = (f"out-of-bounds {access}: {itemsize}-byte element at address {a:#x} is outside every live "
+                   f"allocation (program {progs[0]}, element {elems[0]}){more}{near}")
+        raise MemoryFault(msg, programs=sorted({int(p) for p in progs}))
+
+    def _contains(self, addr: int):
+        i = bisect.bisect_right(self._live_bases, addr)
+        if i > 0 and addr < self._live[i - 1].end:
+            return self._live[i - 1]
+        return None
