@@ -19,14 +19,34 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {
-    "vec_add": dict(grid=(1024, 1, 1), args={"x": "rand:f32:1048576", "y": "rand:f32:1048576",
-                                             "o": "zeros:f32:1048576", "n": "1048576"}, expect="o = x + y"),
-    "softmax": dict(grid=(1024, 1, 1), args={"out": "zeros:f32:1048576", "inp": "randn:f32:1048576",
-                                             "in_stride": "1024", "out_stride": "1024", "n_cols": "1024"},
-                    expect="out = softmax(inp.reshape(1024, 1024)).ravel()"),
-    "matmul": dict(grid=(8, 8, 1), args={"a": "randn:f16:65536", "b": "randn:f16:65536", "c": "zeros:f32:65536",
-                                         "M": "256", "N": "256", "K": "256"},
-                   expect="c = (a.astype('f4').reshape(256, 256) @ b.astype('f4').reshape(256, 256)).ravel()"),
+    "vec_add": dict(
+        grid=(1024, 1, 1),
+        args={"x": "rand:f32:1048576", "y": "rand:f32:1048576", "o": "zeros:f32:1048576", "n": "1048576"},
+        expect="o = x + y",
+    ),
+    "softmax": dict(
+        grid=(1024, 1, 1),
+        args={
+            "out": "zeros:f32:1048576",
+            "inp": "randn:f32:1048576",
+            "in_stride": "1024",
+            "out_stride": "1024",
+            "n_cols": "1024",
+        },
+        expect="out = softmax(inp.reshape(1024, 1024)).ravel()",
+    ),
+    "matmul": dict(
+        grid=(8, 8, 1),
+        args={
+            "a": "randn:f16:65536",
+            "b": "randn:f16:65536",
+            "c": "zeros:f32:65536",
+            "M": "256",
+            "N": "256",
+            "K": "256",
+        },
+        expect="c = (a.astype('f4').reshape(256, 256) @ b.astype('f4').reshape(256, 256)).ravel()",
+    ),
 }
 
 
@@ -47,8 +67,10 @@ def time_plate(name: str, repeat: int = 3):
 
 
 def time_interpreter(name: str) -> float | None:
-    code = ("import sys, json; sys.path.insert(0, %r); import triton_kernels as k; "
-            "print(json.dumps(k.run_interpreter(%r)))") % (str(ROOT / "benchmarks"), name)
+    code = (
+        f"import sys, json; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import triton_kernels as k; "
+        f"print(json.dumps(k.run_interpreter({name!r})))"
+    )
     env = dict(os.environ, TRITON_INTERPRET="1")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     if r.returncode != 0:
@@ -69,8 +91,10 @@ def main() -> int:
         ratio = interp / wall if interp else None
         if ratio:
             ratios.append(ratio)
-        print(f"{name:10} {wall:14.1f} {profile.time_ns / 1e3:11.1f} {str(ok):>8} "
-              f"{(f'{interp:.1f}' if interp else '-'):>10} {(f'{ratio:.1f}x' if ratio else '-'):>8}")
+        print(
+            f"{name:10} {wall:14.1f} {profile.time_ns / 1e3:11.1f} {str(ok):>8} "
+            f"{(f'{interp:.1f}' if interp else '-'):>10} {(f'{ratio:.1f}x' if ratio else '-'):>8}"
+        )
     if ratios:
         print(f"geomean speedup over TRITON_INTERPRET=1: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.1f}x")
     return 0

@@ -33,8 +33,9 @@ def matmul(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexp
     rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
-        a_t = tl.load(a + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
-        b_t = tl.load(b + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        kk = k + rk
+        a_t = tl.load(a + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b_t = tl.load(b + kk[:, None] * N + rn[None, :], mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc += tl.dot(a_t, b_t, input_precision="ieee")
     tl.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
@@ -63,6 +64,7 @@ def run_interpreter(name: str, repeat: int = 3) -> float:
 
         def launch():
             matmul[(8, 8)](a, b, c, 256, 256, 256, BM=32, BN=32, BK=32)
+
     launch()
     best = float("inf")
     for _ in range(repeat):

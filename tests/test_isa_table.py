@@ -17,10 +17,35 @@ def test_rows_are_consistent():
 
 
 def test_isa_covers_the_required_families():
-    need = ["s.add", "s.cmpi", "jmp", "bnz", "loop", "s.pid", "s.nprog", "dma.load", "dma.store",
-            "dma.gather", "dma.scatter", "dma.wait", "v.add", "v.exp", "v.cmpf", "v.select", "v.fcvt",
-            "v.copy", "v.reduce", "v.scan", "m.mma", "atom.rmw", "atom.cas", "fence", "barrier",
-            "dbg.print", "dbg.assert"]
+    need = [
+        "s.add",
+        "s.cmpi",
+        "jmp",
+        "bnz",
+        "loop",
+        "s.pid",
+        "s.nprog",
+        "dma.load",
+        "dma.store",
+        "dma.gather",
+        "dma.scatter",
+        "dma.wait",
+        "v.add",
+        "v.exp",
+        "v.cmpf",
+        "v.select",
+        "v.fcvt",
+        "v.copy",
+        "v.reduce",
+        "v.scan",
+        "m.mma",
+        "atom.rmw",
+        "atom.cas",
+        "fence",
+        "barrier",
+        "dbg.print",
+        "dbg.assert",
+    ]
     assert not [m for m in need if m not in ISA]
     assert set(ENUMS["atom"]) >= {"add", "fadd", "min", "max", "umin", "umax", "and", "or", "xor", "xchg"}
 

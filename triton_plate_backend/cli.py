@@ -28,19 +28,33 @@ def cmd_info(args) -> int:
     return 0
 
 
+def cmd_isa(args) -> int:
+    from .isa.table import ENUMS, ISA
+
+    print("| mnemonic | operands | unit | cost rule | semantics |\n|---|---|---|---|---|")
+    for row in ISA.values():
+        name = ".".join((row.mnemonic, *(f"<{s}>" for s in row.suffixes)))
+        ops = ", ".join(
+            ("=" if o.role == "def" else "+" if o.role == "inout" else "") + f"{o.name}:{o.kind}" for o in row.operands
+        )
+        print(f"| `{name}` | {ops} | {row.unit} | {row.cost} | {row.doc} |")
+    print()
+    for enum, values in ENUMS.items():
+        print(f"- `<{enum}>`: {', '.join(values)}")
+    return 0
+
+
 def _load_program(path: str):
     from .isa import asm, encoding
 
     data = Path(path).read_bytes()
     if data[:8] == b"PLATEBIN":
         return encoding.decode(data)
-    return asm.assemble(data.decode(), filename=path) if _takes_filename(asm.assemble) else asm.assemble(data.decode())
-
-
-def _takes_filename(fn) -> bool:
-    import inspect
-
-    return "filename" in inspect.signature(fn).parameters
+    try:
+        return asm.assemble(data.decode())
+    except PlateError as e:
+        e.args = (f"{path}: {e}",)  # name the file; the message already has line, column and caret
+        raise
 
 
 def cmd_asm(args) -> int:
@@ -87,6 +101,7 @@ def cmd_run_asm(args) -> int:
 
 COMMANDS = {
     "info": (cmd_info, "print the PLATE machine description"),
+    "isa": (cmd_isa, "print the instruction set table (Markdown)"),
     "asm": (cmd_asm, "assemble a .pasm file into a .pbin binary"),
     "disasm": (cmd_disasm, "print a .pbin (or .pasm) program as canonical assembly"),
     "run-asm": (cmd_run_asm, "run a .pasm/.pbin program on the simulator and print its profile"),
@@ -123,6 +138,9 @@ def main(argv=None) -> int:
     except PlateError as e:
         print(f"plate {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `plate isa | head`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

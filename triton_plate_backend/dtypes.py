@@ -22,8 +22,11 @@ NUMPY: dict[str, np.dtype] = {
 }
 # same-width unsigned views, for unsigned integer semantics (divu, shru, uitofp, ...)
 UNSIGNED: dict[str, np.dtype] = {
-    "i1": np.dtype(np.uint8), "i8": np.dtype(np.uint8), "i16": np.dtype(np.uint16),
-    "i32": np.dtype(np.uint32), "i64": np.dtype(np.uint64),
+    "i1": np.dtype(np.uint8),
+    "i8": np.dtype(np.uint8),
+    "i16": np.dtype(np.uint16),
+    "i32": np.dtype(np.uint32),
+    "i64": np.dtype(np.uint64),
 }
 # raw bit patterns of each type, for bitcasts and memory images
 BITS: dict[str, np.dtype] = {k: np.dtype(f"u{ITEMSIZE[k]}") for k in NUMPY}

@@ -38,8 +38,7 @@ class BinaryFormatError(IsaError):
 class SimulatorError(PlateError):
     """A fault while executing a program: names pc, instruction and source location."""
 
-    def __init__(self, message: str, *, pc: int | None = None, instr: str = "", loc: str = "",
-                 programs=None):
+    def __init__(self, message: str, *, pc: int | None = None, instr: str = "", loc: str = "", programs=None):
         self.pc, self.instr, self.loc, self.programs = pc, instr, loc, programs
         parts = [message]
         if pc is not None:

@@ -22,8 +22,9 @@ class MatrixUnit:
     dim: int = 32  # M and N of one matrix instruction are at most this
     max_k: int = 1024  # bound on K of one matrix instruction
     # MACs per cycle by input dtype; fp32 takes the tf32-like path
-    macs_per_cycle: dict = field(default_factory=lambda: {
-        "bf16": 1024, "f16": 1024, "f8e4m3fn": 2048, "f8e5m2": 2048, "i8": 2048, "f32": 128})
+    macs_per_cycle: dict = field(
+        default_factory=lambda: {"bf16": 1024, "f16": 1024, "f8e4m3fn": 2048, "f8e5m2": 2048, "i8": 2048, "f32": 128}
+    )
     fill_cycles: int = 94
 
     def k_rate(self, dtype: str) -> float:
@@ -180,7 +181,8 @@ class Machine:
             f"  per core : SRAM {c.sram_bytes // KiB} KiB ({c.sram_banks} banks x {c.sram_bank_bytes} B, "
             f"{c.sram_latency}-cycle load-to-use), {c.scalar_registers} scalar registers, "
             f"{c.dma_tokens} DMA tokens",
-            f"  matrix   : {m.dim}x{m.dim}, MAC/cycle " + ", ".join(f"{k} {v_}" for k, v_ in m.macs_per_cycle.items())
+            f"  matrix   : {m.dim}x{m.dim}, MAC/cycle "
+            + ", ".join(f"{k} {v_}" for k, v_ in m.macs_per_cycle.items())
             + f", fill {m.fill_cycles} cycles, K <= {m.max_k} per instruction",
             f"  vector   : {v.lanes_fp32} fp32 lanes, {v.transcendental_cpo} cycles/vector transcendental, "
             f"+{v.overhead_cycles} per instruction, <= {v.max_elements} elements per instruction",
@@ -198,7 +200,8 @@ class Machine:
             lines.append(
                 f"  system   : {self.chips} chips on a ring, {lk.links_per_neighbour} links/neighbour x "
                 f"{lk.bytes_per_cycle:g} B/cycle/direction, {lk.hop_cycles}+{lk.issue_cycles} cycles per hop, "
-                f"link engines in domains {list(lk.engine_domains)}")
+                f"link engines in domains {list(lk.engine_domains)}"
+            )
         return "\n".join(lines)
 
 

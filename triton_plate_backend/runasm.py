@@ -56,8 +56,9 @@ def parse_args(program: Program, specs: dict[str, str], rng: np.random.Generator
     missing = [a.name for a in program.args if a.name not in specs]
     extra = sorted(set(specs) - {a.name for a in program.args})
     if missing or extra:
-        raise ArgSpecError(f"kernel {program.name} takes {[a.name for a in program.args]}; "
-                           f"missing {missing}, unknown {extra}")
+        raise ArgSpecError(
+            f"kernel {program.name} takes {[a.name for a in program.args]}; missing {missing}, unknown {extra}"
+        )
     buffers, scalars = {}, {}
     for a in program.args:
         spec = specs[a.name]
@@ -75,8 +76,16 @@ def _host_view(address: int, nbytes: int) -> np.ndarray:
     return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
 
 
-def run_asm(program: Program, grid, specs: dict[str, str], machine: Machine, *, seed: int = 0,
-            policy: str = "round_robin", trace_path: str | None = None) -> AsmRun:
+def run_asm(
+    program: Program,
+    grid,
+    specs: dict[str, str],
+    machine: Machine,
+    *,
+    seed: int = 0,
+    policy: str = "round_robin",
+    trace_path: str | None = None,
+) -> AsmRun:
     from .sim.device import Device
 
     device = Device(machine)
@@ -112,7 +121,8 @@ def check_expect(run: AsmRun, expect: str, *, rtol: float = 1e-4, atol: float = 
     env = {"np": np, "softmax": softmax, **run.inputs, **run.scalars}
     want = np.asarray(eval(rhs, {"__builtins__": {}}, env))  # the user's own command line
     got = run.outputs[lhs]
-    ok = got.shape == want.ravel().shape and np.allclose(got.astype(np.float64), want.ravel().astype(np.float64),
-                                                         rtol=rtol, atol=atol, equal_nan=True)
+    ok = got.shape == want.ravel().shape and np.allclose(
+        got.astype(np.float64), want.ravel().astype(np.float64), rtol=rtol, atol=atol, equal_nan=True
+    )
     err = np.max(np.abs(got.astype(np.float64) - want.ravel().astype(np.float64))) if got.size == want.size else None
     return ok, f"{lhs}: {'matches' if ok else 'DIFFERS from'} the reference (max abs error {err})"

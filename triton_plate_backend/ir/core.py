@@ -6,8 +6,9 @@ attributes, regions, location. Behaviour (parsing, printing, lowering) lives els
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from ..isa.program import Loc
 

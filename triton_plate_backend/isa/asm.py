@@ -27,8 +27,10 @@ from .encoding import bits_float, float_bits, tile_names
 from .program import ARG_TYPES, UNKNOWN_LOC, Arg, Inst, Loc, Program, Tile, verify
 from .table import DTYPES, ENUMS, ISA, Instr, Operand
 
-_TOKEN = re.compile(r'\s*(?:(?P<comment>;|//)|(?P<str>"(?:[^"\\\n]|\\.)*")|(?P<punct>[\[\](),:@])'
-                    r'|(?P<word>[^\s\[\](),:@;"/]+))')
+_TOKEN = re.compile(
+    r'\s*(?:(?P<comment>;|//)|(?P<str>"(?:[^"\\\n]|\\.)*")|(?P<punct>[\[\](),:@])'
+    r'|(?P<word>[^\s\[\](),:@;"/]+))'
+)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.$]*")
 _INT = re.compile(r"([+-]?)(0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][+-]?[0-9]+)?")
@@ -130,9 +132,7 @@ class _Assembler:
         if tok.kind == "word" and tok.text.startswith("."):
             directive = self.DIRECTIVES.get(tok.text)
             if directive is None:
-                close = difflib.get_close_matches(tok.text, self.DIRECTIVES)
-                raise ln.error(f"unknown directive {tok.text}" + (f"; did you mean {', '.join(close)}?" if close
-                               else f" (known: {', '.join(self.DIRECTIVES)})"), tok)
+                raise ln.error(f"unknown directive {tok.text} (known: {', '.join(self.DIRECTIVES)})", tok)
             ln.i += 1
             directive(self, ln)
             ln.done(f"{tok.text} takes no more fields")
@@ -164,13 +164,13 @@ class _Assembler:
             raise ln.error(f"expected {what} (an integer literal{'' if signed else ' >= 0'}), got {tok.text!r}", tok)
         return v
 
-    def _once(self, ln, field, what):
+    def _once(self, ln, field, value):
         if getattr(self, field) is not None:
-            raise ln.error(f"second {what} directive", ln.toks[0])
+            raise ln.error(f"second {ln.toks[0].text} directive", ln.toks[0])
+        setattr(self, field, value)
 
     def _kernel(self, ln):
-        self._once(ln, "name", ".kernel")
-        self.name = self._name(ln, "kernel name")
+        self._once(ln, "name", self._name(ln, "kernel name"))
 
     def _arg(self, ln):
         name = self._name(ln, "argument name")
@@ -181,8 +181,7 @@ class _Assembler:
         self.args.append(Arg(name, tok.text))
 
     def _sram(self, ln):
-        self._once(ln, "sram", ".sram")
-        self.sram = self._uint(ln, "a byte count")
+        self._once(ln, "sram", self._uint(ln, "a byte count"))
 
     def _tile(self, ln):
         tok = ln.next("word", "a tile name")
@@ -216,7 +215,7 @@ class _Assembler:
         return tuple(out)
 
     def _loc(self, ln):
-        first = ln.toks[ln.i]
+        first = ln.peek()
         n = self._uint(ln, "a location index")
         if n != len(self.locs) and not (n == 0 and len(self.locs) == 1 and ("loc", 0) not in self.lines):
             raise ln.error(f"expected .loc {len(self.locs)} next (indices are consecutive; .loc 0 only first)", first)
@@ -236,14 +235,14 @@ class _Assembler:
         operands = []
         for k, od in enumerate(row.operands):
             if k:
-                ln.punct(",", f"',' and operand {od.name}:{od.kind} (expected: {sig})")
+                ln.punct(",", f"',' and operand {od.name}:{od.kind} (form: {sig})")
             operands.append(self.OPERANDS[od.kind](self, ln, od))
         loc = (0, None)
         if ln.peek("@"):
             ln.i += 1
             loc_tok = ln.peek()
             loc = (self._uint(ln, "a location index after '@'"), loc_tok)
-        ln.done(f"too many operands (expected: {sig} [@LOC])")
+        ln.done(f"too many operands (form: {sig} [@LOC])")
         self.instrs.append((ln, tok, row, suffixes, operands, loc))
 
     def _mnemonic(self, ln, tok) -> tuple[Instr, tuple[str, ...]]:
@@ -252,10 +251,9 @@ class _Assembler:
             if (row := ISA.get(".".join(parts[:n]))) is not None:
                 break
         else:
-            close = dict.fromkeys(difflib.get_close_matches(tok.text, ISA, 3) +
-                                  difflib.get_close_matches(".".join(parts[:2]), ISA, 3))
-            raise ln.error(f"unknown mnemonic {tok.text!r}" + (f"; did you mean {', '.join(close)}?" if close else ""),
-                           tok)
+            stem = ".".join(parts[:2])
+            close = difflib.get_close_matches(tok.text, ISA, 3) or difflib.get_close_matches(stem, ISA, 3)
+            raise ln.error(f"unknown mnemonic {tok.text!r}" + _suggest(close), tok)
         given = parts[n:]
         form = ".".join((row.mnemonic, *row.suffixes))
         if len(given) != len(row.suffixes):
@@ -305,8 +303,7 @@ class _Assembler:
             return self._const(bits_float(bits))
         if low in ("inf", "+inf", "-inf") or _FLOAT.fullmatch(tok.text):
             return self._const(float(tok.text))
-        raise ln.error(f"bad number literal {tok.text!r} for operand {od.name} (integer: 12, -3, 0x1f; "
-                       "float: 1.5, 2e-3, inf, nan)", tok)
+        raise ln.error(f"bad number literal {tok.text!r} (integers: 12, -3, 0x1f; floats: 1.5, 2e-3, inf, nan)", tok)
 
     def _const(self, value) -> int:
         key = (type(value), float_bits(value) if isinstance(value, float) else value)
@@ -331,28 +328,32 @@ class _Assembler:
         for ln, _tok, row, suffixes, operands, (loc, loc_tok) in self.instrs:
             ops = tuple(self._resolve(ln, v) if isinstance(v, _Ref) else v for v in operands)
             if loc >= len(self.locs):
-                raise ln.error(f"undefined location @{loc} (declare it with .loc {loc} \"file\" LINE COL)", loc_tok)
+                raise ln.error(f'undefined location @{loc} (declare it with .loc {loc} "file" LINE COL)', loc_tok)
             instrs.append(Inst(row.mnemonic, suffixes, ops, loc))
-        program = Program(self.name if self.name is not None else "kernel", instrs, self.tiles, self.consts,
-                          self.locs, self.args, self.labels, self.sram or 0)
+        name = "kernel" if self.name is None else self.name
+        program = Program(name, instrs, self.tiles, self.consts, self.locs, self.args, self.labels, self.sram or 0)
         program.tile_names = list(self.tile_ids)
         try:
             return verify(program, self.machine)
-        except IsaError as e:
-            for pattern, what in ((r"pc (\d+)", "pc"), (r"tile t(\d+)", "tile")):
-                if (m := re.match(pattern, str(e))) and int(m.group(1)) < len(self.instrs if what == "pc" else self.tiles):
-                    i = int(m.group(1))
-                    ln, tok = self.instrs[i][:2] if what == "pc" else (self.lines[("tile", i)], None)
-                    raise ln.error(str(e), tok or (ln.toks[0] if ln.toks else None)) from e
+        except IsaError as e:  # point at the statement verify() names: "pc N (...)" or "tile tN ..."
+            if m := re.match(r"pc (\d+)", str(e)):
+                ln, tok = self.instrs[int(m.group(1))][:2]
+                raise ln.error(str(e), tok) from e
+            if m := re.match(r"tile t(\d+)", str(e)):
+                ln = self.lines[("tile", int(m.group(1)))]
+                raise ln.error(str(e), 1) from e
             raise AsmError(str(e)) from e
 
     def _resolve(self, ln, ref: _Ref) -> int:
         table = self.tile_ids if ref.kind == "tile" else self.labels
         if ref.tok.text not in table:
             close = difflib.get_close_matches(ref.tok.text, table)
-            raise ln.error(f"undefined {ref.kind} {ref.tok.text!r}" + (f"; did you mean {', '.join(close)}?"
-                                                                        if close else ""), ref.tok)
+            raise ln.error(f"undefined {ref.kind} {ref.tok.text!r}" + _suggest(close), ref.tok)
         return table[ref.tok.text]
+
+
+def _suggest(names: list[str]) -> str:
+    return f"; did you mean {', '.join(names)}?" if names else ""
 
 
 def _unquote(ln: _Line, tok: _Tok) -> str:
@@ -362,7 +363,7 @@ def _unquote(ln: _Line, tok: _Tok) -> str:
             return _UNESCAPE[e]
         if e.startswith("u{") and (cp := int(e[2:-1], 16)) <= 0x10FFFF and not 0xD800 <= cp < 0xE000:
             return chr(cp)
-        raise ln.error(f"bad escape \\{e} in string (use \\\\ \\\" \\n \\t \\r or \\u{{hex}})", tok.col + 1 + m.start())
+        raise ln.error(f'bad escape \\{e} in string (use \\\\ \\" \\n \\t \\r or \\u{{hex}})', tok.col + 1 + m.start())
 
     return _ESCAPE.sub(escape, tok.text[1:-1])
 
@@ -434,8 +435,9 @@ def disassemble(program: Program) -> str:
     out = [f".kernel {_name(program.name)}"] + [f".arg {_name(a.name)} {a.type}" for a in program.args]
     if program.sram_bytes not in (0, program.sram_high_water()):
         out.append(f".sram {program.sram_bytes}")
-    out += [f".loc {i} {quote(loc.file)} {loc.line} {loc.col} {quote(loc.name)}"
-            for i, loc in enumerate(program.locs) if i or loc != UNKNOWN_LOC]
+    for i, loc in enumerate(program.locs):
+        if i or loc != UNKNOWN_LOC:
+            out.append(f".loc {i} {quote(loc.file)} {loc.line} {loc.col} {quote(loc.name)}")
     for name, t in zip(names, program.tiles):
         strides = "" if t.is_contiguous() else f" strides({','.join(map(str, t.strides))})"
         out.append(f".tile {name} {t.dtype}[{','.join(map(str, t.shape))}]{strides} @{t.addr:#x}")

@@ -26,6 +26,7 @@ from .table import BY_OPCODE, DTYPES, ENUMS, OPERAND_KINDS
 
 MAGIC = b"PLATEBIN"
 VERSION = (1, 0)  # (major, minor): a reader accepts its own major and any minor
+# header flags: none are defined in 1.0; written as 0 and ignored on read
 
 
 class Layout:
@@ -95,8 +96,9 @@ class _Reader:
 
 
 # ---- the format, as data ---------------------------------------------------------------------
-HEADER = Layout("header", (("magic", "8s"), ("major", "H"), ("minor", "H"), ("flags", "I"), ("crc32", "I"),
-                           ("nsections", "I")))
+HEADER = Layout(
+    "header", (("magic", "8s"), ("major", "H"), ("minor", "H"), ("flags", "I"), ("crc32", "I"), ("nsections", "I"))
+)
 SECTION = Layout("section entry", (("kind", "I"), ("offset", "I"), ("size", "I")))
 COUNT = Layout("record count", (("count", "I"),))
 STRING = Layout("string", (("size", "I"), ("utf8", "s*size")))
@@ -128,8 +130,9 @@ class _InstructionLayout:
         rec = INST.unpack(reader)
         row = BY_OPCODE.get(rec["opcode"])
         if row is None:
-            raise BinaryFormatError(f"unknown opcode {rec['opcode']} (the ISA has 0..{len(BY_OPCODE) - 1})",
-                                    offset=rec["_offset"])
+            raise BinaryFormatError(
+                f"unknown opcode {rec['opcode']} (the ISA has 0..{len(BY_OPCODE) - 1})", offset=rec["_offset"]
+            )
         rec["row"] = row
         rec["operands"] = [OPERAND[od.kind].unpack(reader) for od in row.operands]
         return rec
@@ -144,9 +147,15 @@ class Section:
     required: bool = True
 
 
-SECTIONS = (Section(1, "strings", None, STRING), Section(2, "meta", META, ARG), Section(3, "consts", None, CONST),
-            Section(4, "tiles", None, TILE), Section(5, "locs", None, LOC),
-            Section(6, "code", None, _InstructionLayout()), Section(7, "labels", None, LABEL, required=False))
+SECTIONS = (
+    Section(1, "strings", None, STRING),
+    Section(2, "meta", META, ARG),
+    Section(3, "consts", None, CONST),
+    Section(4, "tiles", None, TILE),
+    Section(5, "locs", None, LOC),
+    Section(6, "code", None, _InstructionLayout()),
+    Section(7, "labels", None, LABEL, required=False),
+)
 SECTION_BY_KIND = {s.kind: s for s in SECTIONS}
 
 
@@ -161,7 +170,7 @@ def bits_float(bits: int) -> float:
 def tile_names(program: Program) -> list[str] | None:
     """The names the tiles were declared with (kept by the assembler and the binary), or None.
 
-    Program has no field for them: they ride on the instance as ``program.tile_names``."""
+    Empty or mismatched names (e.g. compiler output) print as t0..tN."""
     names = getattr(program, "tile_names", None)
     if names and len(names) == len(program.tiles) and all(isinstance(n, str) for n in names):
         return list(names)
@@ -183,14 +192,14 @@ def encode(program: Program) -> bytes:
             raise IsaError(f"label {name!r} points at pc {pc}, outside the program's 0..{n}")
     labels = [{"kind": 0, "name": s(name), "value": pc} for name, pc in program.labels.items()]
     labels += [{"kind": 1, "name": s(name), "value": i} for i, name in enumerate(tile_names(program) or ())]
+    args = [dict(name=s(a.name), type=ARG_TYPES.index(a.type)) for a in program.args]
+    tiles = [dict(addr=t.addr, dtype=DTYPES.index(t.dtype), shape=t.shape, strides=t.strides) for t in program.tiles]
+    locs = [dict(file=s(loc.file), line=loc.line, col=loc.col, name=s(loc.name)) for loc in program.locs]
     records = {
-        "meta": ({"name": s(program.name), "sram_bytes": program.sram_bytes},
-                 [{"name": s(a.name), "type": ARG_TYPES.index(a.type)} for a in program.args]),
+        "meta": (dict(name=s(program.name), sram_bytes=program.sram_bytes), args),
         "consts": (None, [_const_record(c, s) for c in program.consts]),
-        "tiles": (None, [{"addr": t.addr, "dtype": DTYPES.index(t.dtype), "shape": t.shape, "strides": t.strides}
-                         for t in program.tiles]),
-        "locs": (None, [{"file": s(loc.file), "line": loc.line, "col": loc.col, "name": s(loc.name)}
-                        for loc in program.locs]),
+        "tiles": (None, tiles),
+        "locs": (None, locs),
         "code": (None, [_inst_record(ins) for ins in program.instrs]),
         "labels": (None, labels),
     }
@@ -202,14 +211,14 @@ def encode(program: Program) -> bytes:
         body.append(payloads[sec.name])
         offset += len(payloads[sec.name])
     rest = b"".join(table + body)
-    header = HEADER.pack({"magic": MAGIC, "major": VERSION[0], "minor": VERSION[1], "flags": 0,
-                          "crc32": zlib.crc32(rest), "nsections": len(SECTIONS)})
-    return header + rest
+    major, minor = VERSION
+    crc, nsections = zlib.crc32(rest), len(SECTIONS)
+    return HEADER.pack(dict(magic=MAGIC, major=major, minor=minor, flags=0, crc32=crc, nsections=nsections)) + rest
 
 
 def _pack_section(sec: Section, head: dict | None, records: list[dict]) -> bytes:
-    return ((sec.head.pack(head) if sec.head else b"") + COUNT.pack({"count": len(records)})
-            + b"".join(sec.record.pack(r) for r in records))
+    body = b"".join(sec.record.pack(r) for r in records)
+    return (sec.head.pack(head) if sec.head else b"") + COUNT.pack({"count": len(records)}) + body
 
 
 def _utf8(text: str) -> bytes:
@@ -236,8 +245,12 @@ def _const_record(c, s) -> dict:
 def _inst_record(ins: Inst) -> dict:
     row = ins.row
     modifier = sum(ENUMS[e].index(v) << (8 * k) for k, (e, v) in enumerate(zip(row.suffixes, ins.suffixes)))
-    return {"opcode": row.opcode, "modifier": modifier, "loc": ins.loc,
-            "operands": [{"regs": v} if od.kind == "rlist" else {"index": v} for od, v in zip(row.operands, ins.operands)]}
+    return {
+        "opcode": row.opcode,
+        "modifier": modifier,
+        "loc": ins.loc,
+        "operands": [{"regs": v} if od.kind == "rlist" else {"index": v} for od, v in zip(row.operands, ins.operands)],
+    }
 
 
 # ---- decode ----------------------------------------------------------------------------------
@@ -251,12 +264,16 @@ def decode(data: bytes, machine=None) -> Program:
     if head["magic"] != MAGIC:
         raise BinaryFormatError(f"bad magic {head['magic']!r}: not a PLATE binary (expected {MAGIC!r})", offset=0)
     if head["major"] != VERSION[0]:
-        raise BinaryFormatError(f"unsupported .pbin version {head['major']}.{head['minor']}: this reader supports "
-                                f"version {VERSION[0]}.x", offset=HEADER.offsets["major"])
-    crc = zlib.crc32(data[HEADER.min_size:])
+        raise BinaryFormatError(
+            f"unsupported .pbin version {head['major']}.{head['minor']}: this reader supports version {VERSION[0]}.x",
+            offset=HEADER.offsets["major"],
+        )
+    crc = zlib.crc32(data[HEADER.min_size :])
     if crc != head["crc32"]:
-        raise BinaryFormatError(f"crc32 mismatch: header says {head['crc32']:#010x}, contents give {crc:#010x} "
-                                "(the file is corrupt)", offset=HEADER.offsets["crc32"])
+        raise BinaryFormatError(
+            f"crc32 mismatch: header says {head['crc32']:#010x}, contents give {crc:#010x} (the file is corrupt)",
+            offset=HEADER.offsets["crc32"],
+        )
     entries = [SECTION.unpack(reader) for _ in _bounded(head["nsections"], SECTION, reader)]
     table_end, sections = reader.pos, {}
     for e in entries:
@@ -266,8 +283,11 @@ def decode(data: bytes, machine=None) -> Program:
         if sec.name in sections:
             raise BinaryFormatError(f"second {sec.name} section", offset=e["_offset"])
         if e["offset"] < table_end or e["offset"] + e["size"] > len(data):
-            raise BinaryFormatError(f"{sec.name} section [{e['offset']}, {e['offset'] + e['size']}) lies outside "
-                                    f"the file's payload [{table_end}, {len(data)})", offset=e["_offset"])
+            raise BinaryFormatError(
+                f"{sec.name} section [{e['offset']}, {e['offset'] + e['size']}) lies outside "
+                f"the file's payload [{table_end}, {len(data)})",
+                offset=e["_offset"],
+            )
         sections[sec.name] = _unpack_section(sec, _Reader(data, e["offset"], e["offset"] + e["size"]))
     for sec in SECTIONS:
         if sec.required and sec.name not in sections:
@@ -278,8 +298,11 @@ def decode(data: bytes, machine=None) -> Program:
 def _bounded(count: int, layout, reader: _Reader) -> range:
     """range(count), after checking the records can fit (so a bogus count fails fast)."""
     if count * layout.min_size > reader.end - reader.pos:
-        raise BinaryFormatError(f"truncated: {count} {layout.name} records need at least "
-                                f"{count * layout.min_size} bytes, {reader.end - reader.pos} left", offset=reader.pos)
+        raise BinaryFormatError(
+            f"truncated: {count} {layout.name} records need at least "
+            f"{count * layout.min_size} bytes, {reader.end - reader.pos} left",
+            offset=reader.pos,
+        )
     return range(count)
 
 
@@ -287,7 +310,9 @@ def _unpack_section(sec: Section, reader: _Reader) -> tuple[dict | None, list[di
     head = sec.head.unpack(reader) if sec.head else None
     records = [sec.record.unpack(reader) for _ in _bounded(COUNT.unpack(reader)["count"], sec.record, reader)]
     if reader.pos != reader.end:
-        raise BinaryFormatError(f"{reader.end - reader.pos} trailing bytes in the {sec.name} section", offset=reader.pos)
+        raise BinaryFormatError(
+            f"{reader.end - reader.pos} trailing bytes in the {sec.name} section", offset=reader.pos
+        )
     return head, records
 
 
@@ -312,22 +337,31 @@ def _program(sections: dict, machine) -> Program:
 
     meta, args = sections["meta"]
     consts = [_const_value(rec, s) for rec in sections["consts"][1]]
-    tiles = [Tile(r["addr"], _pick(DTYPES, TILE, r, "dtype", "dtype code"), r["shape"], r["strides"])
-             for r in sections["tiles"][1]]
+    tiles = [
+        Tile(r["addr"], _pick(DTYPES, TILE, r, "dtype", "dtype code"), r["shape"], r["strides"])
+        for r in sections["tiles"][1]
+    ]
     locs = [Loc(s(LOC, r, "file"), r["line"], r["col"], s(LOC, r, "name")) for r in sections["locs"][1]]
     code = sections["code"][1]
     program = Program(
-        name=s(META, meta, "name"), instrs=[_inst(r) for r in code], tiles=tiles, consts=consts, locs=locs,
+        name=s(META, meta, "name"),
+        instrs=[_inst(r) for r in code],
+        tiles=tiles,
+        consts=consts,
+        locs=locs,
         args=[Arg(s(ARG, r, "name"), _pick(ARG_TYPES, ARG, r, "type", "argument type code")) for r in args],
-        sram_bytes=meta["sram_bytes"])
+        sram_bytes=meta["sram_bytes"],
+    )
     names: dict[int, str] = {}
     for r in sections.get("labels", (None, []))[1]:
         kind, name, value = _pick(LABEL_KINDS, LABEL, r, "kind", "label kind"), s(LABEL, r, "name"), r["value"]
         table, limit = (program.labels, len(code) + 1) if kind == "label" else (names, len(tiles))
         key = name if kind == "label" else value
         if value >= limit or key in table:
-            raise BinaryFormatError(f"{kind} {name!r} -> {value}: out of range (0..{limit - 1}) or defined twice",
-                                    offset=LABEL.at(r, "value"))
+            raise BinaryFormatError(
+                f"{kind} {name!r} -> {value}: out of range (0..{limit - 1}) or defined twice",
+                offset=LABEL.at(r, "value"),
+            )
         table[key] = name if kind == "tile" else value
     if names:
         if len(names) != len(tiles):
@@ -355,20 +389,28 @@ def _inst(rec: dict) -> Inst:
         if k < len(row.suffixes):
             values = ENUMS[row.suffixes[k]]
             if i >= len(values):
-                raise BinaryFormatError(f"{row.mnemonic}: suffix {k} index {i} is not a {row.suffixes[k]} "
-                                        f"(0..{len(values) - 1})", offset=INST.at(rec, "modifier"))
+                raise BinaryFormatError(
+                    f"{row.mnemonic}: suffix {k} index {i} is not a {row.suffixes[k]} (0..{len(values) - 1})",
+                    offset=INST.at(rec, "modifier"),
+                )
             suffixes.append(values[i])
         elif i:
-            raise BinaryFormatError(f"{row.mnemonic} takes {len(row.suffixes)} suffixes but modifier byte {k} is {i}",
-                                    offset=INST.at(rec, "modifier"))
+            raise BinaryFormatError(
+                f"{row.mnemonic} takes {len(row.suffixes)} suffixes but modifier byte {k} is {i}",
+                offset=INST.at(rec, "modifier"),
+            )
     operands = tuple(tuple(o["regs"]) if "regs" in o else o["index"] for o in rec["operands"])
     return Inst(row.mnemonic, tuple(suffixes), operands, rec["loc"])
 
 
 def _offset_of(err: IsaError, code: list[dict], tiles: list[dict]) -> int:
-    """The record a verify() message names ("pc N ..." or "tile tN ...")."""
+    """The record a verify() message names ("pc N (...): operand X: ..." or "tile tN ...")."""
     for pattern, records in ((r"pc (\d+)", code), (r"tile t(\d+)", tiles)):
         m = re.match(pattern, str(err))
         if m and int(m.group(1)) < len(records):
-            return records[int(m.group(1))]["_offset"]
+            rec = records[int(m.group(1))]
+            if records is code and (op := re.search(r"\): operand (\w+):", str(err))):
+                names = [od.name for od in rec["row"].operands]
+                return rec["operands"][names.index(op.group(1))]["_offset"] if op.group(1) in names else rec["_offset"]
+            return rec["_offset"]
     return HEADER.min_size  # not tied to one record: point at the section table

@@ -110,6 +110,7 @@ class Program:
     args: list[Arg] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)  # for printing only
     sram_bytes: int = 0  # high-water mark of the tiles, filled by verify() if 0
+    tile_names: list[str] = field(default_factory=list, compare=False)  # for printing only; empty: t0..tN
 
     def loc_of(self, pc: int) -> Loc:
         if 0 <= pc < len(self.instrs):
@@ -155,8 +156,11 @@ def verify(program: Program, machine=None) -> Program:
             raise IsaError(f"{where}: location index {ins.loc} outside the table of {len(program.locs)}")
         if machine is not None:
             _check_bounds(program, where, ins, machine)
+    high_water = program.sram_high_water()
     if not program.sram_bytes:
-        program.sram_bytes = program.sram_high_water()
+        program.sram_bytes = high_water
+    elif program.sram_bytes < high_water:
+        raise IsaError(f"program declares {program.sram_bytes} SRAM bytes but its tiles reach byte {high_water}")
     return program
 
 
@@ -173,8 +177,14 @@ def _check_operand(program, where, kind, name, val, nreg, ntok, n):
         return
     if not isinstance(val, int) or isinstance(val, bool):
         bad(f"expected an integer index, got {val!r}")
-    limit = {"r": nreg, "q": ntok, "t": len(program.tiles), "imm": len(program.consts),
-             "str": len(program.consts), "label": n + 1}[kind]
+    limit = {
+        "r": nreg,
+        "q": ntok,
+        "t": len(program.tiles),
+        "imm": len(program.consts),
+        "str": len(program.consts),
+        "label": n + 1,
+    }[kind]
     if not 0 <= val < limit:
         bad(f"{kind} index {val} out of range (0..{limit - 1})")
     if kind == "str" and not isinstance(program.consts[val], str):
@@ -189,8 +199,10 @@ def _check_bounds(program, where, ins, machine):
     if row.unit == "vector":
         for t in tiles:
             if t.numel > machine.core.vector.max_elements:
-                raise IsaError(f"{where}: tile {t} has {t.numel} elements; a vector instruction covers at most "
-                               f"{machine.core.vector.max_elements}: split it")
+                raise IsaError(
+                    f"{where}: tile {t} has {t.numel} elements; a vector instruction covers at most "
+                    f"{machine.core.vector.max_elements}: split it"
+                )
     if row.unit == "matrix":
         acc, a, b = tiles
         dim, max_k = machine.core.matrix.dim, machine.core.matrix.max_k

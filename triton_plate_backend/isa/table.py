@@ -29,14 +29,41 @@ from dataclasses import dataclass
 DTYPES = ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "f8e4m3fn", "f8e5m2")
 INT_DTYPES = ("i1", "i8", "i16", "i32", "i64")
 FLOAT_DTYPES = ("f16", "bf16", "f32", "f64", "f8e4m3fn", "f8e5m2")
-ITEMSIZE = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4,
-            "f64": 8, "f8e4m3fn": 1, "f8e5m2": 1}
+ITEMSIZE = {
+    "i1": 1,
+    "i8": 1,
+    "i16": 2,
+    "i32": 4,
+    "i64": 8,
+    "f16": 2,
+    "bf16": 2,
+    "f32": 4,
+    "f64": 8,
+    "f8e4m3fn": 1,
+    "f8e5m2": 1,
+}
 
 ENUMS: dict[str, tuple[str, ...]] = {
     "stype": DTYPES,  # scalar op type
     "ipred": ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"),
-    "fpred": ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
-              "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true"),
+    "fpred": (
+        "false",
+        "oeq",
+        "ogt",
+        "oge",
+        "olt",
+        "ole",
+        "one",
+        "ord",
+        "ueq",
+        "ugt",
+        "uge",
+        "ult",
+        "ule",
+        "une",
+        "uno",
+        "true",
+    ),
     # combine ops of reductions/scans; max/min on floats propagate NaN, maxnum/minnum ignore it
     "combine": ("add", "mul", "max", "min", "maxnum", "minnum", "umax", "umin", "and", "or", "xor"),
     "round": ("rtne", "rtz"),
@@ -109,24 +136,49 @@ _row("s.mov", (), "=d:r a:r", "scalar", "scalar", "d = a")
 _row("s.arg", (), "=d:r i:imm", "scalar", "scalar", "d = kernel argument i (pointer, int or float)")
 _row("s.pid", ("axis",), "=d:r", "scalar", "scalar", "d = program id along axis")
 _row("s.nprog", ("axis",), "=d:r", "scalar", "scalar", "d = number of programs along axis")
-for _op, _doc in [("add", "a + b"), ("sub", "a - b"), ("mul", "a * b"), ("div", "a / b (float)"),
-                  ("divs", "a / b signed, toward zero"), ("divu", "a / b unsigned"),
-                  ("rems", "a % b signed (sign of a)"), ("remu", "a % b unsigned"),
-                  ("and", "a & b"), ("or", "a | b"), ("xor", "a ^ b"), ("shl", "a << b"),
-                  ("shrs", "a >> b arithmetic"), ("shru", "a >> b logical"),
-                  ("maxs", "signed max (float: NaN-propagating)"), ("mins", "signed min (float: NaN-propagating)"),
-                  ("maxu", "unsigned max"), ("minu", "unsigned min")]:
+for _op, _doc in [
+    ("add", "a + b"),
+    ("sub", "a - b"),
+    ("mul", "a * b"),
+    ("div", "a / b (float)"),
+    ("divs", "a / b signed, toward zero"),
+    ("divu", "a / b unsigned"),
+    ("rems", "a % b signed (sign of a)"),
+    ("remu", "a % b unsigned"),
+    ("and", "a & b"),
+    ("or", "a | b"),
+    ("xor", "a ^ b"),
+    ("shl", "a << b"),
+    ("shrs", "a >> b arithmetic"),
+    ("shru", "a >> b logical"),
+    ("maxs", "signed max (float: NaN-propagating)"),
+    ("mins", "signed min (float: NaN-propagating)"),
+    ("maxu", "unsigned max"),
+    ("minu", "unsigned min"),
+]:
     _row(f"s.{_op}", ("stype",), "=d:r a:r b:r", "scalar", "scalar", f"d = {_doc}, wrapped to stype")
 _row("s.cmpi", ("ipred", "stype"), "=d:r a:r b:r", "scalar", "scalar", "d = (a pred b) as 0/1")
 _row("s.cmpf", ("fpred", "stype"), "=d:r a:r b:r", "scalar", "scalar", "d = (a pred b) as 0/1")
 _row("s.select", (), "=d:r c:r a:r b:r", "scalar", "scalar", "d = c != 0 ? a : b")
-for _op, _doc in [("sext", "sign-extend/convert int"), ("zext", "zero-extend int"),
-                  ("trunc", "truncate int"), ("sitofp", "signed int to float"),
-                  ("uitofp", "unsigned int to float"), ("fptosi", "float to signed int, toward zero"),
-                  ("fptoui", "float to unsigned int, toward zero"), ("fcvt", "float to float, rtne"),
-                  ("bitcast", "reinterpret bits")]:
-    _row(f"s.{_op}", ("stype", "stype"), "=d:r a:r", "scalar", "scalar",
-         f"d = {_doc}; suffixes: destination type, source type")
+for _op, _doc in [
+    ("sext", "sign-extend/convert int"),
+    ("zext", "zero-extend int"),
+    ("trunc", "truncate int"),
+    ("sitofp", "signed int to float"),
+    ("uitofp", "unsigned int to float"),
+    ("fptosi", "float to signed int, toward zero"),
+    ("fptoui", "float to unsigned int, toward zero"),
+    ("fcvt", "float to float, rtne"),
+    ("bitcast", "reinterpret bits"),
+]:
+    _row(
+        f"s.{_op}",
+        ("stype", "stype"),
+        "=d:r a:r",
+        "scalar",
+        "scalar",
+        f"d = {_doc}; suffixes: destination type, source type",
+    )
 
 # ---- control flow ----------------------------------------------------------------------------
 _row("jmp", (), "target:label", "scalar", "branch", "pc = target")
@@ -140,93 +192,245 @@ _row("v.splat", (), "=d:t a:r", "vector", "vector", "every element of d = scalar
 _row("v.extract", (), "=d:r a:t i:imm", "vector", "vector_one", "d = element i (row-major) of a")
 _row("v.iota", (), "=d:t start:imm", "vector", "vector", "d (row-major) = start, start+1, ...")
 _row("v.fill", (), "=d:t v:imm", "vector", "vector", "every element of d = constant v")
-_row("v.copy", (), "=d:t a:t", "vector", "vector",
-     "d = a element by element in row-major order (same element count): reshape, transpose, "
-     "broadcast, split/join/concat through tile views with strides")
+_row(
+    "v.copy",
+    (),
+    "=d:t a:t",
+    "vector",
+    "vector",
+    "d = a element by element in row-major order (same element count): reshape, transpose, "
+    "broadcast, split/join/concat through tile views with strides",
+)
 _row("v.gather", (), "=d:t a:t idx:t axis:imm", "vector", "vector", "d = take_along_axis(a, idx, axis)")
-_row("v.hist", (), "=d:t a:t m:t", "vector", "vector",
-     "d[b] = count of a == b where m (d is i32/i64 of n bins; values outside [0, n) ignored)")
+_row(
+    "v.hist",
+    (),
+    "=d:t a:t m:t",
+    "vector",
+    "vector",
+    "d[b] = count of a == b where m (d is i32/i64 of n bins; values outside [0, n) ignored)",
+)
 
 # ---- vector unit: elementwise ------------------------------------------------------------------
 VECTOR_BINARY = {
-    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b (float, IEEE)",
-    "divs": "a / b signed int, toward zero", "divu": "a / b unsigned int",
-    "rems": "a % b signed int (sign of a)", "remu": "a % b unsigned int", "remf": "fmod(a, b)",
-    "and": "a & b", "or": "a | b", "xor": "a ^ b", "shl": "a << b", "shrs": "a >> b arithmetic",
-    "shru": "a >> b logical", "maxs": "signed int max", "mins": "signed int min",
-    "maxu": "unsigned int max", "minu": "unsigned int min",
-    "maxnum": "float max ignoring NaN", "minnum": "float min ignoring NaN",
-    "maximum": "float max propagating NaN", "minimum": "float min propagating NaN",
-    "mulhiu": "high half of unsigned a * b", "mulhis": "high half of signed a * b",
-    "pow": "a ** b", "atan2": "atan2(a, b)", "hypot": "hypot(a, b)", "copysign": "copysign(a, b)",
+    "add": "a + b",
+    "sub": "a - b",
+    "mul": "a * b",
+    "div": "a / b (float, IEEE)",
+    "divs": "a / b signed int, toward zero",
+    "divu": "a / b unsigned int",
+    "rems": "a % b signed int (sign of a)",
+    "remu": "a % b unsigned int",
+    "remf": "fmod(a, b)",
+    "and": "a & b",
+    "or": "a | b",
+    "xor": "a ^ b",
+    "shl": "a << b",
+    "shrs": "a >> b arithmetic",
+    "shru": "a >> b logical",
+    "maxs": "signed int max",
+    "mins": "signed int min",
+    "maxu": "unsigned int max",
+    "minu": "unsigned int min",
+    "maxnum": "float max ignoring NaN",
+    "minnum": "float min ignoring NaN",
+    "maximum": "float max propagating NaN",
+    "minimum": "float min propagating NaN",
+    "mulhiu": "high half of unsigned a * b",
+    "mulhis": "high half of signed a * b",
+    "pow": "a ** b",
+    "atan2": "atan2(a, b)",
+    "hypot": "hypot(a, b)",
+    "copysign": "copysign(a, b)",
     "nextafter": "nextafter(a, b)",
 }
 VECTOR_UNARY = {
-    "neg": "-a", "abs": "|a|", "not": "~a", "sqrt": "sqrt(a) (IEEE)", "rsqrt": "1/sqrt(a)",
-    "exp": "e**a", "exp2": "2**a", "expm1": "e**a - 1", "log": "ln a", "log2": "log2 a",
-    "log10": "log10 a", "log1p": "ln(1 + a)", "sin": "sin a", "cos": "cos a", "tan": "tan a",
-    "asin": "asin a", "acos": "acos a", "atan": "atan a", "sinh": "sinh a", "cosh": "cosh a",
-    "tanh": "tanh a", "asinh": "asinh a", "acosh": "acosh a", "atanh": "atanh a",
-    "erf": "erf a", "erfc": "erfc a", "lgamma": "log|gamma(a)|", "cbrt": "cube root",
-    "floor": "floor a", "ceil": "ceil a", "ftrunc": "round toward zero", "rint": "round to nearest even",
-    "isnan": "a is NaN (i1)", "isinf": "a is +-inf (i1)", "signbit": "sign bit of a (i1)",
-    "popc": "population count", "clz": "count leading zeros", "recip": "1 / a",
+    "neg": "-a",
+    "abs": "|a|",
+    "not": "~a",
+    "sqrt": "sqrt(a) (IEEE)",
+    "rsqrt": "1/sqrt(a)",
+    "exp": "e**a",
+    "exp2": "2**a",
+    "expm1": "e**a - 1",
+    "log": "ln a",
+    "log2": "log2 a",
+    "log10": "log10 a",
+    "log1p": "ln(1 + a)",
+    "sin": "sin a",
+    "cos": "cos a",
+    "tan": "tan a",
+    "asin": "asin a",
+    "acos": "acos a",
+    "atan": "atan a",
+    "sinh": "sinh a",
+    "cosh": "cosh a",
+    "tanh": "tanh a",
+    "asinh": "asinh a",
+    "acosh": "acosh a",
+    "atanh": "atanh a",
+    "erf": "erf a",
+    "erfc": "erfc a",
+    "lgamma": "log|gamma(a)|",
+    "cbrt": "cube root",
+    "floor": "floor a",
+    "ceil": "ceil a",
+    "ftrunc": "round toward zero",
+    "rint": "round to nearest even",
+    "isnan": "a is NaN (i1)",
+    "isinf": "a is +-inf (i1)",
+    "signbit": "sign bit of a (i1)",
+    "popc": "population count",
+    "clz": "count leading zeros",
+    "recip": "1 / a",
 }
-TRANSCENDENTAL = {"sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin",
-                  "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
-                  "atanh", "erf", "erfc", "lgamma", "cbrt", "pow", "atan2", "hypot", "div", "recip",
-                  "remf"}
+TRANSCENDENTAL = {
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "erfc",
+    "lgamma",
+    "cbrt",
+    "pow",
+    "atan2",
+    "hypot",
+    "div",
+    "recip",
+    "remf",
+}
 for _op, _doc in VECTOR_BINARY.items():
-    _row(f"v.{_op}", (), "=d:t a:t b:t", "vector",
-         "vector_tx" if _op in TRANSCENDENTAL else "vector", f"d = {_doc}")
+    _row(f"v.{_op}", (), "=d:t a:t b:t", "vector", "vector_tx" if _op in TRANSCENDENTAL else "vector", f"d = {_doc}")
 for _op, _doc in VECTOR_UNARY.items():
-    _row(f"v.{_op}", (), "=d:t a:t", "vector",
-         "vector_tx" if _op in TRANSCENDENTAL else "vector", f"d = {_doc}")
+    _row(f"v.{_op}", (), "=d:t a:t", "vector", "vector_tx" if _op in TRANSCENDENTAL else "vector", f"d = {_doc}")
 _row("v.fma", (), "=d:t a:t b:t c:t", "vector", "vector", "d = a * b + c, one rounding")
 _row("v.select", (), "=d:t c:t a:t b:t", "vector", "vector", "d = c ? a : b")
 _row("v.clamp", ("nan",), "=d:t a:t lo:t hi:t", "vector", "vector", "d = min(max(a, lo), hi)")
 _row("v.cmpi", ("ipred",), "=d:t a:t b:t", "vector", "vector", "d (i1) = a pred b, integers")
 _row("v.cmpf", ("fpred",), "=d:t a:t b:t", "vector", "vector", "d (i1) = a pred b, floats")
-for _op, _doc in [("sext", "sign-extend int"), ("zext", "zero-extend int"), ("trunc", "truncate int"),
-                  ("sitofp", "signed int to float, rtne"), ("uitofp", "unsigned int to float, rtne"),
-                  ("fptosi", "float to signed int, toward zero"),
-                  ("fptoui", "float to unsigned int, toward zero"),
-                  ("bitcast", "reinterpret bits (same item size)")]:
+for _op, _doc in [
+    ("sext", "sign-extend int"),
+    ("zext", "zero-extend int"),
+    ("trunc", "truncate int"),
+    ("sitofp", "signed int to float, rtne"),
+    ("uitofp", "unsigned int to float, rtne"),
+    ("fptosi", "float to signed int, toward zero"),
+    ("fptoui", "float to unsigned int, toward zero"),
+    ("bitcast", "reinterpret bits (same item size)"),
+]:
     _row(f"v.{_op}", (), "=d:t a:t", "vector", "vector", f"d = {_doc}")
 _row("v.fcvt", ("round",), "=d:t a:t", "vector", "vector", "d = float a converted to d's float type")
 
 # ---- vector unit: reductions and scans ---------------------------------------------------------
-_row("v.reduce", ("combine",), "=d:t a:t axis:imm", "vector", "reduce",
-     "d = a combined along axis (d has a's shape without that axis)")
-_row("v.scan", ("combine",), "=d:t a:t axis:imm reverse:imm", "vector", "reduce",
-     "d = inclusive scan of a along axis (reverse != 0: from the end)")
+_row(
+    "v.reduce",
+    ("combine",),
+    "=d:t a:t axis:imm",
+    "vector",
+    "reduce",
+    "d = a combined along axis (d has a's shape without that axis)",
+)
+_row(
+    "v.scan",
+    ("combine",),
+    "=d:t a:t axis:imm reverse:imm",
+    "vector",
+    "reduce",
+    "d = inclusive scan of a along axis (reverse != 0: from the end)",
+)
 
 # ---- matrix unit -------------------------------------------------------------------------------
-_row("m.mma", ("prec",), "+acc:t a:t b:t", "matrix", "mma",
-     "acc[M,N] += a[M,K] @ b[K,N]; M, N <= 32; products exact, fp32/int32 accumulation")
+_row(
+    "m.mma",
+    ("prec",),
+    "+acc:t a:t b:t",
+    "matrix",
+    "mma",
+    "acc[M,N] += a[M,K] @ b[K,N]; M, N <= 32; products exact, fp32/int32 accumulation",
+)
 
 # ---- DMA engines -------------------------------------------------------------------------------
-_row("dma.load", (), "=q:q d:t base:r strides:rlist lo:rlist hi:rlist fill:imm", "dma_in", "dma",
-     "d[i] = mem[base + sum(i_k * strides_k) * itemsize] where lo_k <= i_k < hi_k, else fill")
-_row("dma.store", (), "=q:q a:t base:r strides:rlist lo:rlist hi:rlist", "dma_out", "dma",
-     "mem[base + sum(i_k * strides_k) * itemsize] = a[i] where lo_k <= i_k < hi_k")
-_row("dma.gather", (), "=q:q d:t addr:t m:t fill:imm", "dma_in", "dma_gather",
-     "d[i] = m[i] ? mem[addr[i]] : fill (addr: byte addresses)")
-_row("dma.scatter", (), "=q:q a:t addr:t m:t", "dma_out", "dma_gather",
-     "mem[addr[i]] = a[i] where m[i], in row-major order")
+_row(
+    "dma.load",
+    (),
+    "=q:q d:t base:r strides:rlist lo:rlist hi:rlist fill:imm",
+    "dma_in",
+    "dma",
+    "d[i] = mem[base + sum(i_k * strides_k) * itemsize] where lo_k <= i_k < hi_k, else fill",
+)
+_row(
+    "dma.store",
+    (),
+    "=q:q a:t base:r strides:rlist lo:rlist hi:rlist",
+    "dma_out",
+    "dma",
+    "mem[base + sum(i_k * strides_k) * itemsize] = a[i] where lo_k <= i_k < hi_k",
+)
+_row(
+    "dma.gather",
+    (),
+    "=q:q d:t addr:t m:t fill:imm",
+    "dma_in",
+    "dma_gather",
+    "d[i] = m[i] ? mem[addr[i]] : fill (addr: byte addresses)",
+)
+_row(
+    "dma.scatter",
+    (),
+    "=q:q a:t addr:t m:t",
+    "dma_out",
+    "dma_gather",
+    "mem[addr[i]] = a[i] where m[i], in row-major order",
+)
 _row("dma.wait", (), "q:q", "sync", "sync", "block until the DMA that defined q is complete")
-_row("atom.rmw", ("atom", "sem"), "=d:t addr:t v:t m:t", "dma_out", "atomic",
-     "d[i] = mem[addr[i]]; mem[addr[i]] = op(d[i], v[i]) where m[i], element by element")
-_row("atom.cas", ("sem",), "=d:t addr:t cmp:t v:t m:t", "dma_out", "atomic",
-     "d[i] = mem[addr[i]]; if d[i] == cmp[i]: mem[addr[i]] = v[i], where m[i]")
+_row(
+    "atom.rmw",
+    ("atom", "sem"),
+    "=d:t addr:t v:t m:t",
+    "dma_out",
+    "atomic",
+    "d[i] = mem[addr[i]]; mem[addr[i]] = op(d[i], v[i]) where m[i], element by element",
+)
+_row(
+    "atom.cas",
+    ("sem",),
+    "=d:t addr:t cmp:t v:t m:t",
+    "dma_out",
+    "atomic",
+    "d[i] = mem[addr[i]]; if d[i] == cmp[i]: mem[addr[i]] = v[i], where m[i]",
+)
 _row("fence", ("sem",), "", "sync", "sync", "order memory accesses; waits for outstanding DMA")
 _row("barrier", (), "", "sync", "sync", "wait for all outstanding DMA of this core")
 
 # ---- debug ---------------------------------------------------------------------------------------
 _row("dbg.print", (), "prefix:str a:t hex:imm", "scalar", "scalar", "print a with the program id and prefix")
 _row("dbg.printr", (), "prefix:str a:r", "scalar", "scalar", "print scalar register a")
-_row("dbg.assert", (), "c:t msg:str", "scalar", "scalar",
-     "raise, with the instruction's source location, if any element of c is false")
+_row(
+    "dbg.assert",
+    (),
+    "c:t msg:str",
+    "scalar",
+    "scalar",
+    "raise, with the instruction's source location, if any element of c is false",
+)
 
 
 ISA: dict[str, Instr] = {}
