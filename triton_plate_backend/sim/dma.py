@@ -20,7 +20,8 @@ import numpy as np
 
 from ..dtypes import BITS, NUMPY, UNSIGNED, is_float
 from ..errors import SimulatorError
-from ..isa.table import ENUMS, ITEMSIZE
+from ..isa.program import contiguous_strides
+from ..isa.table import ENUMS, INT_DTYPES, ITEMSIZE
 from .memory import DeviceMemory
 
 # groups of one address with more elements than this apply by ufunc.accumulate, not rank rounds
@@ -79,6 +80,8 @@ def fill_value(fill, dtype: str):
 # ---- reading and writing checked addresses ----------------------------------------------------------
 def _groups(pos, n: int):
     """(live position, selector) per allocation touched; selector is slice(None) for all."""
+    if n == 0:
+        return
     if isinstance(pos, (int, np.integer)):
         yield int(pos), slice(None)
         return
@@ -96,14 +99,31 @@ def _read(mem: DeviceMemory, pos, addrs: np.ndarray, storage: np.dtype) -> np.nd
     return out
 
 
+def _address_order(addrs: np.ndarray) -> np.ndarray:
+    """A stable argsort of addresses: equal addresses keep their (program, element) order. Sorts
+    (address, position) packed in one int64 when it fits: several times faster than a stable argsort."""
+    n = addrs.size
+    if n == 0:
+        return np.zeros(0, np.int64)
+    lo = int(addrs.min())
+    bits = max((n - 1).bit_length(), 1)
+    if int(addrs.max()) - lo < 1 << (62 - bits):
+        key = ((addrs - lo) << bits) | np.arange(n, dtype=np.int64)
+        key.sort()
+        return key & ((1 << bits) - 1)
+    return np.argsort(addrs, kind="stable")
+
+
 def _last_writes(addrs: np.ndarray, values: np.ndarray, pos):
     """Keep only the last write to each address (row-major program, element order wins)."""
-    rev = addrs[::-1]
-    uniq, first = np.unique(rev, return_index=True)
-    if uniq.size == addrs.size:
+    order = _address_order(addrs)
+    sa = addrs[order]
+    last = np.ones(sa.size, bool)
+    np.not_equal(sa[1:], sa[:-1], out=last[:-1])
+    if last.all():
         return addrs, values, pos
-    keep = addrs.size - 1 - first
-    return uniq, values[keep], pos if isinstance(pos, (int, np.integer)) else pos[keep]
+    keep = order[last]
+    return sa[last], values[keep], pos if isinstance(pos, (int, np.integer)) else pos[keep]
 
 
 def _write(mem: DeviceMemory, pos, addrs: np.ndarray, values: np.ndarray, unique: bool = False) -> None:
@@ -124,7 +144,7 @@ def _element_bytes(mem: DeviceMemory, pos, addrs: np.ndarray, progs: np.ndarray,
         rec = mem.live(p)
         pr = progs[sel]
         if len(rec.owners) == 1:
-            out[rec.owners[0]::nd] += np.bincount(pr, minlength=nprog) * float(isz)
+            out[rec.owners[0] :: nd] += np.bincount(pr, minlength=nprog) * float(isz)
         else:
             dom = rec.home_domain(addrs[sel] - rec.base)
             out += np.bincount(pr * nd + dom, minlength=nprog * nd) * float(isz)
@@ -134,10 +154,10 @@ def _element_bytes(mem: DeviceMemory, pos, addrs: np.ndarray, progs: np.ndarray,
 def _flat(addrs, mask):
     addrs = np.asarray(addrs, np.int64)
     nprog = addrs.shape[0]
-    flat = addrs.reshape(nprog, -1)
+    flat = addrs.reshape(nprog, math.prod(addrs.shape[1:]))
     if mask is None:
         return addrs.shape, flat, None
-    m = np.broadcast_to(np.asarray(mask, bool), addrs.shape).reshape(nprog, -1)
+    m = np.broadcast_to(np.asarray(mask, bool), addrs.shape).reshape(nprog, math.prod(addrs.shape[1:]))
     return addrs.shape, flat, (None if m.all() else m)
 
 
@@ -179,7 +199,7 @@ def scatter(mem: DeviceMemory, addrs, mask, values, dtype: str | None = None, ac
     nprog = shape[0]
     pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}")
     av, progs = _elements_of(flat, m)
-    vals = _to_storage(np.broadcast_to(values, shape), dtype).reshape(nprog, -1)
+    vals = _to_storage(np.broadcast_to(values, shape), dtype).reshape(nprog, math.prod(shape[1:]))
     _write(mem, pos, av, vals.reshape(-1) if m is None else vals[m])
     return _element_traffic(mem, pos, av, progs, nprog, storage.itemsize)
 
@@ -193,6 +213,14 @@ def _dtype_name(values) -> str:
 
 
 # ---- strided (box-masked) DMA ------------------------------------------------------------------------
+def _per_program(x, nprog: int, rank: int) -> np.ndarray:
+    """[P, rank] int64 from [P, rank], [P * rank] or one [rank] row shared by all programs."""
+    if rank == 0:
+        return np.zeros((nprog, 0), np.int64)
+    arr = np.asarray(x, np.int64)
+    return np.broadcast_to(arr if arr.ndim == 2 else arr.reshape(-1, rank), (nprog, rank))
+
+
 class _Box:
     """A strided descriptor for P programs: element i valid iff lo <= i < hi on every axis."""
 
@@ -203,27 +231,37 @@ class _Box:
         r = len(self.shape)
         self.base = np.asarray(base, np.int64).reshape(-1)
         nprog = self.nprog = self.base.size
-        self.strides = np.broadcast_to(np.asarray(strides, np.int64).reshape(-1, r), (nprog, r))
+        self.strides = _per_program(strides, nprog, r)
         shp = np.asarray(self.shape, np.int64)
-        self.a = np.clip(np.broadcast_to(np.asarray(lo, np.int64).reshape(-1, r), (nprog, r)), 0, shp)
-        self.b = np.clip(np.broadcast_to(np.asarray(hi, np.int64).reshape(-1, r), (nprog, r)), 0, shp)
+        self.a = np.clip(_per_program(lo, nprog, r), 0, shp)
+        self.b = np.clip(_per_program(hi, nprog, r), 0, shp)
         self.n = np.maximum(self.b - self.a, 0)
         self.count = np.prod(self.n, axis=1, dtype=np.int64)
         self.full = np.all((self.a == 0) & (self.b == shp), axis=1)
-        first, last = self.a * self.strides, (self.b - 1) * self.strides
-        self.span_lo = self.base + np.minimum(first, last).sum(axis=1) * self.isz
-        self.span_hi = self.base + (np.maximum(first, last).sum(axis=1) + 1) * self.isz
+        self.span_lo, self.span_hi = self.span()
         self.uniform = nprog <= 1 or bool((self.strides == self.strides[:1]).all())
         self.unit_inner = r > 0 and bool((np.abs(self.strides[:, -1]) == 1).all())
+
+    def span(self, sel=slice(None), whole: bool = False):
+        """Byte range [lo, hi) of each program's valid elements (whole=True: of all its elements)."""
+        s = self.strides[sel]
+        a = np.zeros_like(s) if whole else self.a[sel]
+        b = np.broadcast_to(np.asarray(self.shape, np.int64), s.shape) if whole else self.b[sel]
+        first, last = a * s, (b - 1) * s
+        base = self.base[sel]
+        return (
+            base + np.minimum(first, last).sum(axis=1) * self.isz,
+            base + (np.maximum(first, last).sum(axis=1) + 1) * self.isz,
+        )
 
     def offsets(self, sel=slice(None), dims=None) -> np.ndarray:
         """Element offsets from base, [p, *shape[:dims]] for the selected programs."""
         shape = self.shape[:dims]
-        s = self.strides[sel][:, :len(shape)]
+        s = self.strides[sel][:, : len(shape)]
         if self.uniform:
             rel = np.zeros((), np.int64)
             for k, nk in enumerate(shape):
-                rel = np.add.outer(rel, np.arange(nk, dtype=np.int64) * s[0, k]) if k else np.arange(nk) * s[0, k]
+                rel = np.add.outer(rel, np.arange(nk, dtype=np.int64) * s[0, k])
             return np.broadcast_to(rel, (s.shape[0], *shape))
         out = np.zeros((s.shape[0],) + (1,) * len(shape), np.int64)
         for k, nk in enumerate(shape):
@@ -232,20 +270,36 @@ class _Box:
             out = out + np.arange(nk, dtype=np.int64).reshape(1, *ax) * s[:, k].reshape(-1, *([1] * len(shape)))
         return out
 
-    def valid(self, dims=None) -> np.ndarray:
-        """bool [P, *shape[:dims]]: element inside every program's box (on those dims)."""
+    def valid(self, sel=slice(None), dims=None) -> np.ndarray:
+        """bool [p, *shape[:dims]]: element inside its program's box (on those dims)."""
         shape = self.shape[:dims]
-        m = np.ones((self.nprog,) + (1,) * len(shape), bool)
+        a, b = self.a[sel], self.b[sel]
+        m = np.ones((a.shape[0],) + (1,) * len(shape), bool)
         for k, nk in enumerate(shape):
             ar = np.arange(nk).reshape([1] + [nk if j == k else 1 for j in range(len(shape))])
-            lo = self.a[:, k].reshape(-1, *([1] * len(shape)))
-            hi = self.b[:, k].reshape(-1, *([1] * len(shape)))
+            lo = a[:, k].reshape(-1, *([1] * len(shape)))
+            hi = b[:, k].reshape(-1, *([1] * len(shape)))
             m = m & (ar >= lo) & (ar < hi)
-        return np.broadcast_to(m, (self.nprog, *shape))
+        return np.broadcast_to(m, (a.shape[0], *shape))
+
+    def rows(self, sel=slice(None)):
+        """Valid innermost rows of the selected programs as byte ranges (needs |inner stride| == 1):
+        (absolute start [n], length [n], program [n])."""
+        r = len(self.shape)
+        progs = np.arange(self.nprog)[sel]
+        s, a, b = self.strides[sel, -1], self.a[sel, -1], self.b[sel, -1]
+        first = self.base[sel] + np.minimum(a * s, (b - 1) * s) * self.isz
+        starts = first.reshape(-1, *([1] * (r - 1))) + self.offsets(sel, r - 1) * self.isz
+        m = self.valid(sel, r - 1) & (self.n[sel, -1] > 0).reshape(-1, *([1] * (r - 1)))
+        nrow = m.reshape(progs.size, -1).sum(axis=1)
+        lens = np.repeat(self.n[sel, -1] * self.isz, nrow)
+        return starts[m], lens, np.repeat(progs, nrow)
 
     def runs(self) -> np.ndarray:
         """Contiguous runs per program: elements minus row-major steps that move one element."""
         n, s = self.n, self.strides
+        if not self.shape:
+            return self.count.copy()
         wrap = (n - 1) * s  # offset change of an axis going from its last to its first valid index
         inner = np.cumsum(wrap[:, ::-1], axis=1)[:, ::-1] - wrap  # sum over axes after k
         step = s - inner
@@ -262,8 +316,8 @@ class _Box:
         reach = np.cumsum((ns - 1) * es, axis=1) - (ns - 1) * es  # extent of the finer axes
         return np.all((ns <= 1) | (es > reach), axis=1)
 
-    def element_addrs(self) -> np.ndarray:
-        return self.base.reshape(-1, *([1] * len(self.shape))) + self.offsets() * self.isz
+    def element_addrs(self, sel=slice(None)) -> np.ndarray:
+        return self.base[sel].reshape(-1, *([1] * len(self.shape))) + self.offsets(sel) * self.isz
 
 
 def _box_locate(mem: DeviceMemory, box: _Box):
@@ -285,42 +339,64 @@ def _box_traffic(mem: DeviceMemory, box: _Box, pos: np.ndarray) -> Traffic:
     for p in np.unique(pos[pos >= 0]):
         rec = mem.live(int(p))
         sel = np.nonzero(pos == p)[0]
-        nbytes = box.count[sel] * float(box.isz)
         if len(rec.owners) == 1:
-            out[sel, rec.owners[0]] += nbytes
+            out[sel, rec.owners[0]] += box.count[sel] * float(box.isz)
             continue
-        lo, hi = box.span_lo[sel] - rec.base, box.span_hi[sel] - rec.base - 1
-        one = (lo // rec.granule) == (hi // rec.granule)
-        out[sel[one], np.asarray(rec.owners)[rec.owner_index(lo[one])]] += nbytes[one]
-        multi = sel[~one]
-        if multi.size == 0:
-            continue
-        if box.unit_inner:  # one byte range per row
-            r = len(box.shape)
-            rows = (box.base[multi] - rec.base).reshape(-1, *([1] * (r - 1))) + box.offsets(multi, r - 1) * box.isz
-            s, a, b = box.strides[multi, -1], box.a[multi, -1], box.b[multi, -1]
-            start = np.minimum(a * s, (b - 1) * s) * box.isz
-            rows = rows.reshape(multi.size, -1) + start[:, None]
-            length = (box.n[multi, -1] * box.isz)[:, None]
-            part = rec.split(rows.reshape(-1), (rows + length).reshape(-1)).reshape(multi.size, rows.shape[1], -1)
-            part *= box.valid(r - 1)[multi].reshape(multi.size, -1, 1)
-            part = part.sum(axis=1)
-            for j, d in enumerate(rec.owners):
-                out[multi, d] += part[:, j]
+        if box.unit_inner:  # one contiguous byte range per row
+            starts, lens, progs = box.rows(sel)
+            starts -= rec.base
         else:
-            rel = (box.base[multi] - rec.base).reshape(-1, *([1] * len(box.shape))) + box.offsets(multi) * box.isz
-            m = box.valid()[multi]
-            dom = rec.home_domain(rel[m])
-            progs = np.nonzero(m.reshape(multi.size, -1))[0]
-            out[multi] += np.bincount(progs * nd + dom, minlength=multi.size * nd).reshape(-1, nd) * float(box.isz)
+            m = box.valid(sel)
+            starts = (box.element_addrs(sel) - rec.base)[m]
+            lens, progs = np.full(starts.shape, box.isz), sel[np.nonzero(m.reshape(sel.size, -1))[0]]
+        _range_bytes(rec, starts, lens, progs, out)
     return Traffic(out, box.count.copy(), box.runs())
 
 
-def _typed_index(mem, box: _Box, p: int, sel):
-    rec = mem.live(p)
-    typed, start = rec.typed(box.storage)
-    e0 = (box.base[sel] - (rec.base + start)) // box.isz
-    return typed, e0.reshape(-1, *([1] * len(box.shape))) + box.offsets(sel)
+def _range_bytes(rec, starts, lens, progs, out) -> None:
+    """Add the bytes of ranges [start, start + len) (offsets in ``rec``) to out[prog, home domain]."""
+    nd = out.shape[1]
+    last = starts + lens - 1
+    one = (starts // rec.granule) == (last // rec.granule)  # the common case: inside one stripe/chunk
+    dom = rec.home_domain(starts[one])
+    out.reshape(-1)[:] += np.bincount(progs[one] * nd + dom, weights=lens[one], minlength=out.size)
+    if not one.all():
+        part = rec.split(starts[~one], starts[~one] + lens[~one])
+        for j, d in enumerate(rec.owners):
+            np.add.at(out[:, d], progs[~one], part[:, j])
+
+
+_MAX_TILE_GROUPS = 16  # more distinct (extent, strides) groups than this: index arrays instead
+
+
+def _view(flat: np.ndarray, extent, strides) -> np.ndarray:
+    """``flat`` (1-D) seen as [len, *extent] with element ``strides``: view[e] is the tile at e.
+    Callers index it only at offsets whose every element they have checked."""
+    isz = flat.itemsize
+    return np.lib.stride_tricks.as_strided(
+        flat, shape=(flat.size, *extent), strides=(isz, *(np.asarray(strides, np.int64) * isz)), writeable=True
+    )
+
+
+def _tile_groups(box: _Box, sel: np.ndarray):
+    """Programs ``sel`` grouped by valid-box extent and strides, each group one strided view:
+    [(programs, element offset of the first valid element from base, extent, strides, offset of
+    that element in the [P, *shape] tile array)], or None when there are too many groups."""
+    r = len(box.shape)
+    key = np.concatenate([box.n[sel], box.strides[sel]], axis=1)
+    if (key == key[:1]).all():
+        groups = [(sel, key[0])]
+    else:
+        uniq, inv = np.unique(key, axis=0, return_inverse=True)
+        if len(uniq) > _MAX_TILE_GROUPS:
+            return None
+        groups = [(sel[inv.reshape(-1) == g], uniq[g]) for g in range(len(uniq))]
+    tile_strides = np.asarray(contiguous_strides(box.shape), np.int64)
+    numel = math.prod(box.shape)
+    return [
+        (q, (box.a[q] * k[r:]).sum(axis=1), tuple(k[:r]), k[r:], q * numel + (box.a[q] * tile_strides).sum(axis=1))
+        for q, k in groups
+    ]
 
 
 def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill):
@@ -336,19 +412,29 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         values, traffic = gather(mem, box.element_addrs(), box.valid(), dtype, fill, access="load")
         traffic.runs = box.runs()
         return values, traffic
-    used = np.unique(pos)
-    if used.size == 1 and used[0] >= 0:
-        typed, idx = _typed_index(mem, box, int(used[0]), slice(None))
-        out = typed.take(idx, mode="clip")  # clip: masked-off elements never leave the allocation
-    else:
+    out = None
+    for p in np.unique(pos[pos >= 0]):
+        rec = mem.live(int(p))
+        typed, start = rec.typed(box.storage)
+        sel = np.nonzero(pos == p)[0]
+        e0 = (box.base[sel] - (rec.base + start)) // box.isz
+        # programs whose whole tile (masked-off elements too) is inside the allocation read it
+        # through one strided view; the others index element by element, clipped to the allocation
+        lo, hi = box.span(sel, whole=True)
+        view_ok = (mem.span_positions(lo, hi) == p) if box.uniform else np.zeros(sel.size, bool)
+        if view_ok.all() and sel.size == box.nprog:
+            out = _view(typed, box.shape, box.strides[0])[e0]
+            continue
+        if out is None:
+            out = np.empty((box.nprog, *box.shape), box.storage)
+        if view_ok.any():
+            out[sel[view_ok]] = _view(typed, box.shape, box.strides[0])[e0[view_ok]]
+        rest = sel[~view_ok]
+        if rest.size:
+            idx = e0[~view_ok].reshape(-1, *([1] * len(box.shape))) + box.offsets(rest)
+            out[rest] = typed.take(idx, mode="clip")
+    if out is None:
         out = np.empty((box.nprog, *box.shape), box.storage)
-        for p in used:
-            sel = np.nonzero(pos == p)[0]
-            if p < 0:
-                out[sel] = 0
-                continue
-            typed, idx = _typed_index(mem, box, int(p), sel)
-            out[sel] = typed.take(idx, mode="clip")
     if not box.full.all():
         np.copyto(out, _to_storage(fillv, dtype), where=~box.valid())
     return _from_storage(out, dtype), _box_traffic(mem, box, pos)
@@ -362,27 +448,30 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
     box = _Box(base, dtype, values.shape[1:], strides, lo, hi)
     if box.nprog == 0 or not box.count.any():
         return Traffic.zeros(box.nprog, mem.machine.total_domains)
-    vals = _to_storage(values, dtype)
     pos = _box_locate(mem, box)
     if pos is None:
-        traffic = scatter(mem, box.element_addrs(), box.valid(), vals, "i8" if dtype == "i1" else dtype,
-                          access="store")
+        traffic = scatter(mem, box.element_addrs(), box.valid(), values, dtype, access="store")
         traffic.runs = box.runs()
         return traffic
+    vals = np.ascontiguousarray(_to_storage(values, dtype))
+    flat_vals = vals.reshape(-1)
     unique = _box_unique(box, pos)
-    full = box.full.all()
-    valid = None if full else box.valid()
     for p in np.unique(pos[pos >= 0]):
+        rec = mem.live(int(p))
+        typed, start = rec.typed(box.storage)
         sel = np.nonzero(pos == p)[0]
-        typed, idx = _typed_index(mem, box, int(p), sel)
-        v = vals[sel]
-        if valid is not None:
-            m = valid[sel]
-            idx, v = idx[m], v[m]
-        idx, v = idx.reshape(-1), v.reshape(-1)
-        if not unique:
-            idx, v, _ = _last_writes(idx, v, 0)
-        typed[idx] = v
+        e0 = (box.base - (rec.base + start)) // box.isz
+        groups = _tile_groups(box, sel) if unique else None
+        if groups is None:  # element by element; the last write to an address wins
+            idx = e0[sel].reshape(-1, *([1] * len(box.shape))) + box.offsets(sel)
+            m = box.valid(sel)
+            idx, v = idx[m], vals[sel][m]
+            if not unique:
+                idx, v, _ = _last_writes(idx, v, 0)
+            typed[idx] = v
+            continue
+        for q, first, extent, st, tile in groups:
+            _view(typed, extent, st)[e0[q] + first] = _view(flat_vals, extent, contiguous_strides(box.shape))[tile]
     return _box_traffic(mem, box, pos)
 
 
@@ -398,38 +487,38 @@ def _box_unique(box: _Box, pos: np.ndarray) -> bool:
     if not box.unit_inner:
         return False
     # rows are disjoint intervals: program spans interleave (tiles of one matrix) but rows do not
-    r = len(box.shape)
-    rows = box.base.reshape(-1, *([1] * (r - 1))) + box.offsets(slice(None), r - 1) * box.isz
-    start = np.minimum(box.a[:, -1] * box.strides[:, -1], (box.b[:, -1] - 1) * box.strides[:, -1]) * box.isz
-    rows = (rows.reshape(box.nprog, -1) + start[:, None])
-    length = np.broadcast_to((box.n[:, -1] * box.isz)[:, None], rows.shape)
-    m = box.valid(r - 1).reshape(box.nprog, -1) & (length > 0)
-    starts, lens = rows[m], length[m]
-    order = np.argsort(starts, kind="stable")
+    starts, lens, _ = box.rows()
+    order = np.argsort(starts)
     starts, ends = starts[order], starts[order] + lens[order]
     return bool(np.all(ends[:-1] <= starts[1:]))
 
 
 # ---- atomics ---------------------------------------------------------------------------------------
-def _no_float(name):
-    def check(dtype):
-        return not is_float(dtype) and (dtype != "i1" or name in ("and", "or", "xor"))
-    return check
+def _integer(dtype: str) -> bool:
+    return dtype in INT_DTYPES and dtype != "i1"
 
 
-# op -> (numpy combine, dtype check, memory view: "signed" / "unsigned" / "bits" / "float")
+def _bitwise(dtype: str) -> bool:
+    return dtype in INT_DTYPES
+
+
+def _arith_float(dtype: str) -> bool:
+    return dtype in ("f16", "bf16", "f32", "f64")
+
+
+# op -> (numpy combine (None: chosen by dtype), dtypes it is defined on, memory view it works in)
 ATOMIC_OPS = {
-    "add": (np.add, _no_float("add"), "signed"),
-    "fadd": (np.add, lambda d: d in ("f16", "bf16", "f32", "f64"), "float"),
-    # float max/min are IEEE maxNum/minNum (NaN loses to a number), like CUDA fmaxf/fminf
-    "max": (None, lambda d: d != "i1" and not d.startswith("f8"), "signed"),
-    "min": (None, lambda d: d != "i1" and not d.startswith("f8"), "signed"),
-    "umax": (np.maximum, _no_float("umax"), "unsigned"),
-    "umin": (np.minimum, _no_float("umin"), "unsigned"),
-    "and": (np.bitwise_and, _no_float("and"), "signed"),
-    "or": (np.bitwise_or, _no_float("or"), "signed"),
-    "xor": (np.bitwise_xor, _no_float("xor"), "signed"),
-    "xchg": (None, lambda d: True, "bits"),
+    "add": (np.add, _integer, "signed"),  # wraps around
+    "fadd": (np.add, _arith_float, "float"),
+    # float max/min are IEEE maxNum/minNum (a NaN operand loses to a number), like CUDA fmaxf/fminf
+    "max": (None, lambda d: _integer(d) or _arith_float(d), "signed"),
+    "min": (None, lambda d: _integer(d) or _arith_float(d), "signed"),
+    "umax": (np.maximum, _integer, "unsigned"),
+    "umin": (np.minimum, _integer, "unsigned"),
+    "and": (np.bitwise_and, _bitwise, "signed"),
+    "or": (np.bitwise_or, _bitwise, "signed"),
+    "xor": (np.bitwise_xor, _bitwise, "signed"),
+    "xchg": (None, lambda d: d in NUMPY, "bits"),
 }
 assert set(ATOMIC_OPS) == set(ENUMS["atom"]), "ATOMIC_OPS must cover the ISA's atom enum"
 
@@ -458,7 +547,7 @@ def _atomic_operands(mem, addrs, mask, dtype, what):
 
 
 def _select(values, shape, m, dtype, work):
-    v = _to_storage(np.broadcast_to(values, shape), dtype).reshape(shape[0], -1)
+    v = _to_storage(np.broadcast_to(values, shape), dtype).reshape(shape[0], math.prod(shape[1:]))
     v = v.reshape(-1) if m is None else v[m]
     return v.view(work)
 
@@ -482,8 +571,10 @@ def atomic_rmw(mem: DeviceMemory, op: str, addrs, values, mask, dtype: str):
         raise SimulatorError(f"atom.rmw: unknown op {op!r}; expected one of {', '.join(ATOMIC_OPS)}")
     _, ok, view = ATOMIC_OPS[op]
     if not ok(dtype):
-        raise SimulatorError(f"atom.rmw.{op} is not defined on {dtype}; use "
-                             + ("fadd for floats, add for integers" if op in ("add", "fadd") else "another dtype"))
+        raise SimulatorError(
+            f"atom.rmw.{op} is not defined on {dtype}; use "
+            + ("fadd for floats, add for integers" if op in ("add", "fadd") else "another dtype")
+        )
     work = _work_dtype(view, dtype)
     shape, flat, m, pos, av, progs = _atomic_operands(mem, addrs, mask, dtype, op)
     v = _select(values, shape, m, dtype, work)
@@ -511,7 +602,7 @@ def _sequential(mem, pos, av, work, v, step, kind, ufunc=None, cmp=None):
     n = av.size
     if n == 0:
         return np.zeros(0, work)
-    order = np.argsort(av, kind="stable")  # stable: each address keeps program order
+    order = _address_order(av)  # stable: each address keeps program order
     sa = av[order]
     new = np.empty(n, bool)
     new[0] = True
@@ -542,7 +633,7 @@ def _segmented(kind, ufunc, cur0, order, v, cmp, gstart, n, step):
         old[1:] = sv[:-1]
         old[gstart] = cur0
         return old, sv[gend]
-    if kind in ("add", "xor") and not is_float_dtype(sv.dtype):  # invertible: global scan, then rebase
+    if kind in ("add", "xor"):  # integer and invertible: global scan, then rebase
         incl = ufunc.accumulate(sv, dtype=sv.dtype)
         excl = incl - sv if kind == "add" else incl ^ sv
         off = excl[gstart]
@@ -555,7 +646,7 @@ def _segmented(kind, ufunc, cur0, order, v, cmp, gstart, n, step):
     for g in big:  # a hot address (a lock, a global counter): one pass along it
         s, e = gstart[g], gend[g] + 1
         if ufunc is not None:
-            acc = ufunc.accumulate(np.concatenate([cur0[g:g + 1], sv[s:e]]), dtype=sv.dtype)
+            acc = ufunc.accumulate(np.concatenate([cur0[g : g + 1], sv[s:e]]), dtype=sv.dtype)
             old[s:e], final[g] = acc[:-1], acc[-1]
         else:  # cas: a Python loop over the group's elements
             cur, cs, vs, olds = cur0[g], cmp[order[s:e]].tolist(), sv[s:e].tolist(), []
@@ -570,12 +661,8 @@ def _segmented(kind, ufunc, cur0, order, v, cmp, gstart, n, step):
         by_rank = small[np.argsort(rank[small], kind="stable")]
         bounds = np.concatenate([[0], np.cumsum(np.bincount(rank[small]))])
         for r in range(bounds.size - 1):
-            k = by_rank[bounds[r]:bounds[r + 1]]
+            k = by_rank[bounds[r] : bounds[r + 1]]
             g = gid[k]
             old[k] = final[g]
             final[g] = step(final[g], order[k])
     return old, final
-
-
-def is_float_dtype(dt: np.dtype) -> bool:
-    return dt.kind == "f" or dt.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2")
