@@ -1,0 +1,324 @@
+"""sim/executor.py: whole hand-built programs over grids: batching, masking, divergence and
+reconvergence, loops, a spin lock, fault wrapping, the step budget, tracing and speed."""
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from triton_plate_backend.errors import MemoryFault, SimulatorError
+from triton_plate_backend.isa.program import Arg, Inst, Loc, Program, Tile
+from triton_plate_backend.isa.table import ISA
+from triton_plate_backend.machine import get_machine
+from triton_plate_backend.sim.executor import execute, format_inst
+from triton_plate_backend.sim.memory import DeviceMemory
+from triton_plate_backend.sim.semantics import DeviceAssertionError
+
+MACHINE = get_machine("plate-mini")
+_UNIT_PREFIXES = ("s", "v", "m", "dma", "atom", "dbg")
+
+
+class Builder:
+    """Builds a Program from mnemonic text and raw operands: numbers for imm/str operands (put in
+    the constant pool), label names for label operands, tuples for register lists."""
+
+    def __init__(self, name="k", args=()):
+        self.program = Program(name, args=[Arg(n, t) for n, t in args])
+        self.lines = []
+        self.loc = 0
+
+    def tile(self, dtype, shape, strides=None):
+        addr = max((t.span()[1] for t in self.program.tiles), default=0)
+        addr = -(-addr // 64) * 64
+        self.program.tiles.append(Tile(addr, dtype, tuple(shape), strides))
+        return len(self.program.tiles) - 1
+
+    def at(self, file, line):
+        self.program.locs.append(Loc(file, line, 1))
+        self.loc = len(self.program.locs) - 1
+        return self
+
+    def label(self, name):
+        self.program.labels[name] = len(self.lines)
+        return self
+
+    def __call__(self, text, *operands):
+        parts = text.split(".")
+        n = 2 if parts[0] in _UNIT_PREFIXES else 1
+        self.lines.append((".".join(parts[:n]), tuple(parts[n:]), operands, self.loc))
+        return self
+
+    def _const(self, value):
+        for i, c in enumerate(self.program.consts):
+            if type(c) is type(value) and c == value:
+                return i
+        self.program.consts.append(value)
+        return len(self.program.consts) - 1
+
+    def build(self):
+        for mnemonic, suffixes, operands, loc in self.lines:
+            vals = []
+            for od, v in zip(ISA[mnemonic].operands, operands):
+                if od.kind in ("imm", "str"):
+                    vals.append(self._const(v))
+                elif od.kind == "label":
+                    vals.append(self.program.labels[v])
+                else:
+                    vals.append(tuple(v) if od.kind == "rlist" else v)
+            self.program.instrs.append(Inst(mnemonic, suffixes, tuple(vals), loc))
+        return self.program
+
+
+@pytest.fixture
+def mem():
+    return DeviceMemory(MACHINE)
+
+
+def alloc(mem, values):
+    values = np.ascontiguousarray(values)
+    a = mem.alloc(max(values.nbytes, 1))
+    mem.view(a.base, values.nbytes)[:] = values.view(np.uint8).reshape(-1)
+    return a.base
+
+
+def host(mem, addr, n, dtype):
+    return mem.view(addr, n * np.dtype(dtype).itemsize).view(dtype)
+
+
+def vector_add(block):
+    """out[i] = x[i] + y[i] for i < n, one block of ``block`` elements per program."""
+    b = Builder("add", [("x", "ptr"), ("y", "ptr"), ("out", "ptr"), ("n", "i32")])
+    tx, ty, to = b.tile("f32", [block]), b.tile("f32", [block]), b.tile("f32", [block])
+    b("s.pid.x", 0)("s.li", 1, block)("s.mul.i64", 2, 0, 1)("s.arg", 3, 3)("s.sub.i64", 4, 3, 2)  # r4: elements left
+    b("s.li", 5, 4)("s.mul.i64", 6, 2, 5)("s.li", 10, 1)("s.li", 11, 0)
+    for reg, arg in ((7, 0), (8, 1), (9, 2)):
+        b("s.arg", reg, arg)("s.add.i64", reg, reg, 6)
+    b.at("add.py", 7)("dma.load", 0, tx, 7, [10], [11], [4], 0.0)("dma.load", 1, ty, 8, [10], [11], [4], 0.0)
+    b("dma.wait", 0)("dma.wait", 1)("v.add", to, tx, ty)
+    b("dma.store", 2, to, 9, [10], [11], [4])("dma.wait", 2)("halt")
+    return b.build()
+
+
+def _pc_of(program, mnemonic):
+    return next(pc for pc, ins in enumerate(program.instrs) if ins.mnemonic == mnemonic)
+
+
+def store_i64_at_pid(b, value_reg, out_arg=0):
+    """Append: out[pid] = r<value_reg> (i64), through a one-element tile."""
+    t = b.tile("i64", [1])
+    b("s.pid.x", 40)("s.li", 41, 8)("s.mul.i64", 40, 40, 41)("s.arg", 42, out_arg)("s.add.i64", 42, 42, 40)
+    b("s.li", 43, 1)("s.li", 44, 0)("v.splat", t, value_reg)("dma.store", 0, t, 42, [43], [44], [43])
+
+
+# ---- straight-line programs over a grid ----------------------------------------------------------------
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_vector_add_with_masked_tail(mem, batch_size):
+    n, block = 1000, 128
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    y = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    px, py, po = alloc(mem, x), alloc(mem, y), alloc(mem, np.zeros(n, np.float32))
+    grid = -(-n // block)
+    trace = execute(vector_add(block), grid, [px, py, po, n], mem, MACHINE, batch_size=batch_size)
+    np.testing.assert_array_equal(host(mem, po, n, np.float32), x + y)
+    assert trace.grid == (grid, 1, 1) and trace.num_programs == 8
+    ran = np.concatenate([e.programs for e in trace.entries if e.pc == 0])
+    assert sorted(ran.tolist()) == list(range(8))
+    first_load = _pc_of(vector_add(block), "dma.load")
+    loads = [e for e in trace.entries if e.pc == first_load]
+    assert sum(float(e.bytes_by_domain.sum()) for e in loads) == 4 * n
+    assert np.concatenate([e.elements for e in loads]).tolist() == [block] * 7 + [n - 7 * block]
+
+
+def test_three_d_grid_program_ids(mem):
+    b = Builder("ids", [("out", "ptr")])
+    b("s.pid.x", 1)("s.pid.y", 2)("s.pid.z", 3)("s.nprog.x", 4)("s.nprog.y", 5)
+    b("s.li", 6, 10)("s.mul.i64", 2, 2, 6)("s.li", 6, 100)("s.mul.i64", 3, 3, 6)
+    b("s.add.i64", 1, 1, 2)("s.add.i64", 1, 1, 3)
+    # linear id = x + nx * (y + ny * z), the slot this program writes
+    b("s.pid.x", 7)("s.pid.y", 8)("s.pid.z", 9)("s.mul.i64", 9, 9, 5)("s.add.i64", 8, 8, 9)("s.mul.i64", 8, 8, 4)
+    b("s.add.i64", 7, 7, 8)("s.li", 41, 8)("s.mul.i64", 7, 7, 41)("s.arg", 42, 0)("s.add.i64", 42, 42, 7)
+    t = b.tile("i64", [1])
+    b("s.li", 43, 1)("s.li", 44, 0)("v.splat", t, 1)("dma.store", 0, t, 42, [43], [44], [43])
+    out = alloc(mem, np.zeros(24, np.int64))
+    execute(b.build(), (2, 3, 4), [out], mem, MACHINE, record_trace=False)
+    want = [x + 10 * y + 100 * z for z in range(4) for y in range(3) for x in range(2)]
+    assert host(mem, out, 24, np.int64).tolist() == want
+
+
+# ---- control flow ---------------------------------------------------------------------------------------
+def test_divergent_if_else_reconverges(mem):
+    b = Builder("branchy", [("out", "ptr")])
+    b("s.pid.x", 0)("s.li", 1, 2)("s.rems.i64", 2, 0, 1)("bz", 2, "even")
+    b("s.mul.i64", 3, 0, 1)("jmp", "join")  # odd: 2 * pid
+    b.label("even")("s.li", 4, 0)("s.sub.i64", 3, 4, 0)  # even: -pid
+    b.label("join")
+    store_i64_at_pid(b, 3)
+    b("halt")
+    program = b.build()
+    out = alloc(mem, np.zeros(10, np.int64))
+    trace = execute(program, 10, [out], mem, MACHINE)
+    assert host(mem, out, 10, np.int64).tolist() == [2 * p if p % 2 else -p for p in range(10)]
+    join = program.labels["join"]
+    at_join = [e for e in trace.entries if e.pc == join]
+    assert len(at_join) == 1 and at_join[0].programs.tolist() == list(range(10))  # merged again
+    odd = [e for e in trace.entries if e.pc == join - 3]  # the odd branch's multiply
+    assert len(odd) == 1 and odd[0].programs.tolist() == [1, 3, 5, 7, 9]
+
+
+def test_loop_with_per_program_trip_counts(mem):
+    b = Builder("tri", [("out", "ptr")])
+    b("s.pid.x", 0)("s.li", 1, 1)("s.add.i64", 2, 0, 1)("s.li", 3, 0)  # r2 = pid + 1 trips, r3 = acc
+    b.label("top")("s.add.i64", 3, 3, 2)("loop", 2, "top")  # acc += counter
+    store_i64_at_pid(b, 3)
+    out = alloc(mem, np.zeros(16, np.int64))
+    trace = execute(b.build(), 16, [out], mem, MACHINE)  # no halt: falling off the end ends a program
+    assert host(mem, out, 16, np.int64).tolist() == [(p + 1) * (p + 2) // 2 for p in range(16)]
+    assert sum(len(e.programs) for e in trace.entries if e.pc == 4) == sum(p + 1 for p in range(16))
+
+
+def _spin_lock_program():
+    b = Builder("spin", [("lock", "ptr"), ("counter", "ptr")])
+    t_lock, m, old, zero, one = (
+        b.tile("i64", [1]),
+        b.tile("i1", [1]),
+        b.tile("i32", [1]),
+        b.tile("i32", [1]),
+        b.tile("i32", [1]),
+    )
+    t_cnt, val = b.tile("i64", [1]), b.tile("i32", [1])
+    b("s.arg", 0, 0)("s.arg", 1, 1)("v.splat", t_lock, 0)("v.splat", t_cnt, 1)
+    b("v.fill", m, 1)("v.fill", zero, 0)("v.fill", one, 1)
+    b.label("spin")("atom.cas.acquire", old, t_lock, zero, one, m)("v.extract", 2, old, 0)("bnz", 2, "spin")
+    # critical section: a plain (non-atomic) read-modify-write, safe only under the lock
+    b("dma.gather", 0, val, t_cnt, m, 0)("dma.wait", 0)("v.add", val, val, one)
+    b("dma.scatter", 1, val, t_cnt, m)("dma.wait", 1)
+    b("atom.rmw.xchg.release", old, t_lock, zero, m)("halt")
+    return b.build()
+
+
+@pytest.mark.parametrize("batch_size", [None, 16])
+def test_spin_lock_from_cas_terminates_and_counts(mem, batch_size):
+    lock, counter = alloc(mem, np.zeros(1, np.int32)), alloc(mem, np.zeros(1, np.int32))
+    execute(_spin_lock_program(), 64, [lock, counter], mem, MACHINE, batch_size=batch_size, max_steps=200_000)
+    assert host(mem, counter, 1, np.int32)[0] == 64 and host(mem, lock, 1, np.int32)[0] == 0
+
+
+def test_step_budget_stops_endless_loops(mem):
+    b = Builder("forever")
+    b("s.li", 0, 1).label("top")("s.add.i64", 1, 1, 0)("jmp", "top")
+    with pytest.raises(SimulatorError, match="did not finish within 1000") as err:
+        execute(b.build(), 4, [], mem, MACHINE, max_steps=1000)
+    assert err.value.pc in (1, 2)
+    # a lock nobody releases: every program spins, in several contexts, and the budget still ends it
+    lock, counter = alloc(mem, np.ones(1, np.int32)), alloc(mem, np.zeros(1, np.int32))
+    with pytest.raises(SimulatorError, match="possible infinite loop"):
+        execute(_spin_lock_program(), 8, [lock, counter], mem, MACHINE, max_steps=5000)
+
+
+# ---- faults, debug, arguments ------------------------------------------------------------------------------
+def test_memory_fault_names_pc_instruction_source_and_grid(mem):
+    n = 300
+    x = alloc(mem, np.zeros(n, np.float32))
+    with pytest.raises(MemoryFault) as err:  # n says 1000 but the buffers hold 300
+        execute(vector_add(128), 8, [x, x, x, 1000], mem, MACHINE)
+    e = err.value
+    text = str(e)
+    pc = _pc_of(vector_add(128), "dma.load")
+    assert e.pc == pc and "dma.load q0, t0, r7, [r10], [r11], [r4], 0.0" in text and f"at pc {pc}:" in text
+    assert "add.py:7" in text and e.loc.startswith("add.py:7")
+    assert (2, 0, 0) in e.programs and (0, 0, 0) not in e.programs and "out-of-bounds" in text
+
+
+def test_rule_errors_are_wrapped_once_with_context(mem):
+    b = Builder("bad")
+    ta, tb = b.tile("f32", [4]), b.tile("i32", [4])
+    b("v.fill", ta, 1.0).at("bad.py", 3)("v.add", ta, ta, tb)
+    with pytest.raises(SimulatorError) as err:
+        execute(b.build(), (2, 2), [], mem, MACHINE)
+    text = str(err.value)
+    assert text.count("at pc 1") == 1 and "IsaError" in text and "v.add t0, t0, t1" in text and "bad.py:3" in text
+    assert list(err.value.programs) == [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0)]
+
+
+def test_misaligned_tile_and_division_by_zero(mem):
+    b = Builder("odd")
+    b.program.tiles.append(Tile(2, "f32", (4,)))
+    b("v.fill", 0, 1.0)
+    with pytest.raises(SimulatorError, match="not aligned") as err:
+        execute(b.build(), 1, [], mem, MACHINE)
+    assert err.value.pc == 0
+    b = Builder("div0", [("out", "ptr")])
+    f, z, i = b.tile("f32", [2]), b.tile("f32", [2]), b.tile("i32", [2])
+    b("v.fill", f, 1.0)("v.fill", z, 0.0)("v.div", f, f, z)("v.fill", i, 7)("v.divs", i, i, i)
+    b("v.fill", i, 0)("v.divs", i, i, i)("v.extract", 0, i, 0)("s.li", 1, 0)("s.divs.i64", 2, 1, 1)
+    store_i64_at_pid(b, 0)
+    out = alloc(mem, np.zeros(1, np.int64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy warning escapes the executor
+        execute(b.build(), 1, [out], mem, MACHINE)
+    assert host(mem, out, 1, np.int64)[0] == -1  # 0 / 0 = -1 (PTX div.s)
+
+
+def test_print_and_assert_through_the_executor(mem):
+    b = Builder("dbg", [("n", "i32")])
+    c, v = b.tile("i1", [2]), b.tile("i32", [2])
+    b("s.pid.x", 0)("v.splat", v, 0)("dbg.print", "v", v, 0)("s.arg", 1, 0)("dbg.printr", "n", 1)
+    b("v.fill", c, 1)("s.li", 2, 2)("bnz", 0, "check")("v.fill", c, 0)  # program 0 fails the assert
+    b.label("check").at("dbg.py", 9)("dbg.assert", c, "pid must be positive")
+    lines = []
+    with pytest.raises(DeviceAssertionError, match="pid must be positive") as err:
+        execute(b.build(), 3, [5], mem, MACHINE, printer=lines.append)
+    assert lines[:3] == ["pid (0, 0, 0) idx (0) v: 0", "pid (0, 0, 0) idx (1) v: 0", "pid (1, 0, 0) idx (0) v: 1"]
+    assert "pid (2, 0, 0) n: 5" in lines
+    assert list(err.value.programs) == [(0, 0, 0)] and "dbg.py:9" in str(err.value)
+
+
+def test_arguments_are_checked_and_converted(mem):
+    b = Builder("args", [("x", "f32"), ("k", "i8"), ("out", "ptr")])
+    b("s.arg", 0, 0)("s.arg", 1, 1)
+    store_i64_at_pid(b, 1, out_arg=2)
+    out = alloc(mem, np.zeros(1, np.int64))
+    execute(b.build(), 1, [0.1, 200, out], mem, MACHINE)
+    assert host(mem, out, 1, np.int64)[0] == 200 - 256  # i8 arguments wrap
+    with pytest.raises(SimulatorError, match="takes 3 argument"):
+        execute(b.build(), 1, [0.1], mem, MACHINE)
+
+
+def test_trace_records_contexts_and_can_be_off(mem):
+    x = alloc(mem, np.zeros(256, np.float32))
+    program = vector_add(64)
+    trace = execute(program, 4, [x, x, x, 256], mem, MACHINE, batch_size=2)
+    assert [e.pc for e in trace.entries[: len(program.instrs)]] == list(range(len(program.instrs)))
+    assert {tuple(e.programs.tolist()) for e in trace.entries} == {(0, 1), (2, 3)}
+    mem_entries = [e for e in trace.entries if e.runs is not None]
+    assert len(mem_entries) == 6 and all(e.runs.tolist() == [1, 1] for e in mem_entries)
+    assert execute(program, 4, [x, x, x, 256], mem, MACHINE, record_trace=False).entries == []
+
+
+def test_format_inst():
+    program = vector_add(16)
+    assert format_inst(program, program.instrs[0]) == "s.pid.x r0"
+    assert format_inst(program, program.instrs[-1]) == "halt"
+
+
+# ---- speed ------------------------------------------------------------------------------------------------
+def test_vector_add_one_million_elements_is_fast(mem):
+    """2**20 f32 in blocks of 1024 (1024 programs, 23 instructions). Measured on the 2-core dev
+    box: ~55 ms per launch, ~45 ms of it in sim/dma.py's strided load/store; the bound here is loose
+    so a busy machine does not fail it."""
+    n = 1 << 20
+    x = np.arange(n, dtype=np.float32)
+    px, py, po = alloc(mem, x), alloc(mem, x), alloc(mem, np.zeros(n, np.float32))
+    program = vector_add(1024)
+    execute(program, 1024, [px, py, po, n], mem, MACHINE)
+    best = min(_timed(lambda: execute(program, 1024, [px, py, po, n], mem, MACHINE)) for _ in range(3))
+    np.testing.assert_array_equal(host(mem, po, n, np.float32), 2 * x)
+    print(f"vector add 2**20 f32: {best * 1e3:.1f} ms")
+    assert best < 0.5
+
+
+def _timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t

@@ -1,0 +1,248 @@
+"""sim/numerics.py: rounding, conversions, fma, mulhi, predicates, against independent references
+(Python integers and fractions, explicit bit manipulation, torch CPU)."""
+
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from triton_plate_backend.sim import numerics as nx
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+F32_FINITE = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+def bits32(x):
+    return np.asarray(x, np.float32).view(np.uint32)
+
+
+# ---- round-to-nearest-even, ties --------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "dtype, ulp_at_one",
+    [("f16", 2.0**-10), ("bf16", 2.0**-7), ("f8e4m3fn", 2.0**-3), ("f8e5m2", 2.0**-2)],
+)
+def test_rtne_ties_go_to_even(dtype, ulp_at_one):
+    half = ulp_at_one / 2
+    x = np.array([1 + half, 1 + 3 * half, -(1 + half), 2 - half], np.float32)
+    got = nx.round_float(x, dtype).astype(np.float64)
+    assert got.tolist() == [1.0, 1 + 2 * ulp_at_one, -1.0, 2.0]
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", [("f16", torch.float16), ("bf16", torch.bfloat16)])
+def test_rtne_matches_torch(dtype, torch_dtype):
+    rng = np.random.default_rng(1)
+    raw = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    raw = raw[np.isfinite(raw)]
+    ours = nx.round_float(raw, dtype).astype(np.float32)
+    ref = torch.from_numpy(raw).to(torch_dtype).float().numpy()
+    np.testing.assert_array_equal(bits32(ours), bits32(ref))
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", [("f8e4m3fn", torch.float8_e4m3fn), ("f8e5m2", torch.float8_e5m2)])
+def test_fp8_in_range_matches_torch(dtype, torch_dtype):
+    fmax = float(ml_dtypes.finfo(nx.NUMPY[dtype]).max)
+    x = np.random.default_rng(2).uniform(-fmax, fmax, 5000).astype(np.float32)
+    x = np.concatenate([x, x / 1e3, x / 1e6])
+    ours = nx.round_float(x, dtype).astype(np.float32)
+    ref = torch.from_numpy(x).to(torch_dtype).float().numpy()
+    np.testing.assert_array_equal(ours, ref)
+
+
+def test_fp8_saturates_like_ptx_satfinite():
+    x = np.array([464.0, 470.0, 1e9, np.inf, -np.inf, np.nan], np.float32)
+    e4 = nx.round_float(x, "f8e4m3fn").astype(np.float32)
+    assert e4[:5].tolist() == [448, 448, 448, 448, -448] and np.isnan(e4[5])
+    e5 = nx.round_float(np.array([61440.0, 1e9, -np.inf], np.float32), "f8e5m2").astype(np.float32)
+    assert e5.tolist() == [57344, 57344, -57344]
+
+
+def test_ieee_overflow_goes_to_inf_under_rtne():
+    got = nx.round_float(np.array([65520.0, -1e10, 65519.0]), "f16").astype(np.float64)
+    assert got.tolist() == [np.inf, -np.inf, 65504.0]
+
+
+def test_no_double_rounding_from_f64():
+    # via float32 this rounds 1 + 2**-8 + 2**-30 -> 1 + 2**-8 (a tie) -> 1.0; correct is 1 + 2**-7
+    x = np.array([1 + 2.0**-8 + 2.0**-30])
+    assert float(nx.round_float(x, "bf16")[0]) == 1 + 2.0**-7
+    assert float(nx.round_float(np.array([448 + 16 + 1e-9]), "f8e4m3fn")[0]) == 448  # saturates, no NaN
+
+
+# ---- round toward zero -----------------------------------------------------------------------------
+def test_rtz_bf16_is_bit_truncation():
+    rng = np.random.default_rng(3)
+    raw = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32)
+    x = raw.view(np.float32)
+    keep = ~np.isnan(x)
+    x, raw = x[keep], raw[keep]
+    ours = nx.round_float(x, "bf16", "rtz").view(np.uint16).astype(np.uint32)
+    np.testing.assert_array_equal(ours, raw >> 16)
+
+
+def test_rtz_f16_never_rounds_away():
+    x = np.random.default_rng(4).standard_normal(20000).astype(np.float32) * np.float32(3e4)
+    x = np.concatenate([x, np.array([1e6, -1e6, np.inf, 65519.0, 2.0**-25, -(2.0**-24) * 1.5], np.float32)])
+    ours = nx.round_float(x, "f16", "rtz")
+    ref = x.astype(np.float16)  # RNE, then step back toward zero where it went away from it
+    away = np.abs(ref.astype(np.float64)) > np.abs(x.astype(np.float64))
+    ref = np.where(away, np.nextafter(ref, np.float16(0)), ref)
+    np.testing.assert_array_equal(ours.view(np.uint16), ref.view(np.uint16))
+    assert float(ours[-4]) == np.inf  # inf stays inf; finite overflow saturates (checked by the reference)
+
+
+# ---- integer -> float --------------------------------------------------------------------------------
+def _round_int(x: int, precision: int) -> float:
+    """Exact RNE of a Python int to ``precision`` significant bits."""
+    m = abs(x)
+    if m.bit_length() <= precision:
+        return float(x)
+    shift = m.bit_length() - precision
+    q, r = divmod(m, 1 << shift)
+    half = 1 << (shift - 1)
+    if r > half or (r == half and q & 1):
+        q += 1
+    return float(q << shift) * (1 if x >= 0 else -1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=20))
+def test_int64_to_bf16_and_f32_round_once(values):
+    x = np.array(values, np.int64)
+    assert nx.int_to_float(x, True, "bf16").astype(np.float64).tolist() == [_round_int(v, 8) for v in values]
+    assert nx.int_to_float(x, True, "f32").astype(np.float64).tolist() == [_round_int(v, 24) for v in values]
+
+
+def test_uint64_to_float():
+    x = np.array([2**64 - 1, 2**63 + 2**40 + 1, 3], np.uint64)
+    got = nx.int_to_float(x, False, "bf16").astype(np.float64).tolist()
+    assert got == [_round_int(int(v), 8) for v in x.tolist()]
+
+
+# ---- float -> integer --------------------------------------------------------------------------------
+def test_float_to_int_saturates_and_nan_is_zero():
+    x = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, -2.9, 2.9, 2.0**63, -(2.0**63)])
+    assert nx.float_to_int(x, "i64", True).tolist() == [
+        0,
+        2**63 - 1,
+        -(2**63),
+        2**63 - 1,
+        -(2**63),
+        -2,
+        2,
+        2**63 - 1,
+        -(2**63),
+    ]
+    assert nx.float_to_int(x, "i8", True).tolist() == [0, 127, -128, 127, -128, -2, 2, 127, -128]
+    u32 = nx.float_to_int(x, "i32", False).view(np.uint32).tolist()
+    assert u32 == [0, 2**32 - 1, 0, 2**32 - 1, 0, 0, 2, 2**32 - 1, 0]
+    u64 = nx.float_to_int(np.array([2.0**64, 2.0**63, -1.0]), "i64", False).view(np.uint64).tolist()
+    assert u64 == [2**64 - 1, 2**63, 0]
+
+
+# ---- fused multiply-add ------------------------------------------------------------------------------
+def _round_fraction_f32(fr: Fraction) -> np.float32:
+    """Exact RNE of a rational to float32: pick the nearest of the neighbours of float(fr)."""
+    c = np.float32(float(fr))
+    cands = {c, np.nextafter(c, np.float32(np.inf)), np.nextafter(c, np.float32(-np.inf))}
+    cands = [v for v in cands if np.isfinite(v)]
+    best = min(cands, key=lambda v: (abs(Fraction(float(v)) - fr), int(bits32(v)) & 1))
+    return np.float32(best)
+
+
+@settings(max_examples=150, deadline=None)
+@given(F32_FINITE, F32_FINITE, F32_FINITE)
+def test_fma_f32_rounds_once(a, b, c):
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if abs(exact) > Fraction(float(np.finfo(np.float32).max)):
+        return
+    got = nx.fma(np.array([a], np.float32), np.array([b], np.float32), np.array([c], np.float32), "f32")[0]
+    # an exact zero takes its sign from IEEE rules (the product is exact in float64)
+    want = np.float32(np.float64(a) * np.float64(b) + np.float64(c)) if exact == 0 else _round_fraction_f32(exact)
+    assert bits32(got) == bits32(want)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.floats(-1e150, 1e150), st.floats(-1e150, 1e150), st.floats(-1e300, 1e300))
+def test_fma_f64_rounds_once(a, b, c):
+    got = nx.fma64(np.array([a]), np.array([b]), np.array([c]))[0]
+    assert got == float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
+def test_fma_cancellation_case():
+    a = np.float32(1 + 2.0**-12)
+    c = -np.float32(1 + 2.0**-11)
+    got = nx.fma(np.array([a]), np.array([a]), np.array([c]), "f32")[0]
+    assert got == np.float32(2.0**-24)  # a*a - c keeps the 2**-24 that a rounded product loses
+
+
+# ---- integer helpers ---------------------------------------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), st.integers(-(2**63), 2**63 - 1)), min_size=1))
+def test_mulhi_64(pairs):
+    a = np.array([p[0] for p in pairs], np.int64)
+    b = np.array([p[1] for p in pairs], np.int64)
+    hs = nx.mulhi(a, b, "i64", True).tolist()
+    assert hs == [(x * y) >> 64 for x, y in pairs]
+    hu = nx.mulhi(a, b, "i64", False).view(np.uint64).tolist()
+    assert hu == [((x % 2**64) * (y % 2**64)) >> 64 for x, y in pairs]
+
+
+def test_mulhi_32():
+    a = np.array([-(2**31), 2**31 - 1, -1], np.int32)
+    b = np.array([-(2**31), 2**31 - 1, -1], np.int32)
+    assert nx.mulhi(a, b, "i32", True).tolist() == [(2**62) >> 32, ((2**31 - 1) ** 2) >> 32, 0]
+    assert nx.mulhi(a, b, "i32", False).view(np.uint32).tolist() == [2**30, ((2**31 - 1) ** 2) >> 32, 2**32 - 2]
+
+
+def test_clz_and_popcount():
+    u = np.array([0, 1, 0x80000000, 0x00F0F000, 0xFFFFFFFF], np.uint32)
+    assert nx.count_leading_zeros(u, 32).tolist() == [32, 31, 0, 8, 0]
+    assert nx.popcount(u).tolist() == [0, 1, 1, 8, 32]
+    assert nx.count_leading_zeros(np.array([1], np.uint64), 64).tolist() == [63]
+
+
+# ---- comparisons -------------------------------------------------------------------------------------
+def _llvm_fcmp(pred, a, b):
+    unord = a != a or b != b
+    rel = {"eq": a == b, "gt": a > b, "ge": a >= b, "lt": a < b, "le": a <= b, "ne": a != b}
+    if pred in ("false", "true"):
+        return pred == "true"
+    if pred == "ord":
+        return not unord
+    if pred == "uno":
+        return unord
+    if pred[0] == "o":
+        return not unord and rel[pred[1:]]
+    return unord or rel[pred[1:]]
+
+
+@pytest.mark.parametrize("pred", list(nx.FPRED))
+def test_fcmp_predicates_follow_llvm(pred):
+    vals = [0.0, -0.0, 1.0, -1.0, np.inf, np.nan]
+    a = np.array([x for x in vals for _ in vals], np.float32)
+    b = np.array([y for _ in vals for y in vals], np.float32)
+    got = nx.compare_float(pred, a, b).tolist()
+    assert got == [_llvm_fcmp(pred, float(x), float(y)) for x, y in zip(a, b)]
+
+
+def test_icmp_signed_and_unsigned():
+    a, b = np.array([-1, 1], np.int8), np.array([1, -1], np.int8)
+    assert nx.compare_int("slt", a, b, "i8").tolist() == [True, False]
+    assert nx.compare_int("ult", a, b, "i8").tolist() == [False, True]
+    assert nx.compare_int("eq", np.array([True]), np.array([True]), "i1").tolist() == [True]
+
+
+def test_const_and_words_round_trip():
+    assert nx.const_array(2**40 + 7, "i32").tolist() == [7]
+    assert nx.const_array(-1.7, "i8").tolist() == [-1]
+    assert nx.const_array(0.1, "bf16").astype(np.float32).tolist() == [float(ml_dtypes.bfloat16(0.1))]
+    w = nx.to_word(np.array([-3], np.int16), "i16")
+    assert w.tolist() == [-3] and nx.from_word(w, "i16").tolist() == [-3]
+    fw = nx.to_word(np.array([1.5], np.float32), "f32")
+    assert fw.view(np.float64).tolist() == [1.5]
+    assert nx.to_word(np.array([True]), "i1").tolist() == [1]

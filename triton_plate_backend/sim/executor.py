@@ -1,0 +1,392 @@
+"""The functional executor: runs a Program over a 3-D grid of program instances, many at once.
+
+Program instances (linear id x + gx * (y + gy * z)) run in batches of up to B, in increasing id;
+B is chosen so the batch's SRAM image fits ``SRAM_BATCH_BUDGET``. A batch is a set of CONTEXTS,
+each a group of instances at one pc with their own rows of registers [NREG, P] (int64 words, see
+isa/table.py), DMA tokens and SRAM [P, row bytes]. Every instruction runs once per context, for
+all of its instances, through the SEMANTICS rule of its mnemonic.
+
+Control flow: a branch whose condition agrees across the context just jumps. One that diverges
+SPLITS the context: the fall-through part keeps running, the taken part waits. Scheduling:
+
+- a context runs until it halts (or falls off the end), takes a backward branch while others
+  wait (round-robin: it goes to the back of the queue), or jumps forward over the pc of a
+  waiting context (that one runs next, so an if/else reconverges at its join);
+- a context that arrives at the pc of a waiting context absorbs it (the batch re-merges).
+
+Every context executes at least one instruction per turn, so a spin lock built from atom.cas
+terminates: the holder progresses between the spinners' turns. A global budget of instruction
+steps (``max_steps``, one step = one instruction for one context) turns an endless loop into a
+SimulatorError instead of a hang.
+
+Faults: anything a rule raises is wrapped once into a SimulatorError (or the MemoryFault /
+DeviceAssertionError it was) carrying pc, instruction text, source line and grid coordinates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import NUMPY, is_float
+from ..errors import IsaError, SimulatorError
+from ..isa.asm import format_number, quote
+from ..isa.program import Inst, Program, verify
+from ..machine import MiB, get_machine
+from . import numerics as nx
+from .semantics import HALT, SEMANTICS, Branch, DeviceAssertionError
+from .trace import Trace, TraceEntry
+
+DEFAULT_MAX_STEPS = 10_000_000
+SRAM_BATCH_BUDGET = 256 * MiB  # bytes of SRAM image per batch
+MAX_BATCH = 4096  # program instances per batch
+_ROW_ALIGN = 64  # SRAM row stride: keeps every tile of every row aligned
+
+__all__ = ["execute", "new_context", "Context", "DeviceAssertionError", "DEFAULT_MAX_STEPS", "format_inst"]
+
+
+class GridCoords(list):
+    """(x, y, z) of program instances; prints the first few only."""
+
+    SHOWN = 8
+
+    def __repr__(self) -> str:
+        head = ", ".join(map(str, self[: self.SHOWN]))
+        return f"[{head}, ... {len(self) - self.SHOWN} more]" if len(self) > self.SHOWN else f"[{head}]"
+
+
+class Context:
+    """A group of program instances at one pc, with their registers, tokens and SRAM rows.
+
+    What semantic rules use: ``P``, ``regs`` [NREG, P] int64, ``tokens`` [NTOK, P] int64,
+    ``read(t)`` / ``write(t, values)`` / ``view(t)`` on tile t ([P, *shape] numpy views of SRAM),
+    ``coords()``, and the launch's ``tiles``, ``consts``, ``args`` (int64 words), ``grid``,
+    ``memory``, ``machine``, ``printer``."""
+
+    def __init__(self, launch: _Launch, pids, regs, tokens, sram, pc: int = 0):
+        self.launch = launch
+        self.tiles, self.consts, self.args = launch.program.tiles, launch.program.consts, launch.args
+        self.grid, self.memory, self.machine, self.printer = launch.grid, launch.memory, launch.machine, launch.printer
+        self.pc = pc
+        self._set(pids, regs, tokens, sram)
+
+    @classmethod
+    def fresh(cls, launch: _Launch, pids: np.ndarray) -> Context:
+        p = pids.size
+        regs = np.zeros((launch.machine.core.scalar_registers, p), np.int64)
+        tokens = np.zeros((launch.machine.core.dma_tokens, p), np.int64)
+        return cls(launch, pids, regs, tokens, np.zeros((p, launch.row_bytes), np.uint8))
+
+    def _set(self, pids, regs, tokens, sram):
+        self.pids, self.regs, self.tokens, self.sram = pids, regs, tokens, sram
+        self.P = pids.size
+        self._views = [None] * len(self.tiles)
+        self._coords = None
+
+    # ---- tiles -------------------------------------------------------------------------------
+    def view(self, t: int) -> np.ndarray:
+        v = self._views[t]
+        if v is None:
+            tile = self.tiles[t]
+            isz = tile.itemsize
+            if tile.addr % isz:
+                raise IsaError(
+                    f"tile t{t} at SRAM address {tile.addr:#x} is not aligned to its {isz}-byte {tile.dtype} elements"
+                )
+            v = np.ndarray(
+                (self.P, *tile.shape),
+                NUMPY[tile.dtype],
+                buffer=self.sram,
+                offset=tile.addr,
+                strides=(self.sram.shape[1], *(s * isz for s in tile.strides)),
+            )
+            self._views[t] = v
+        return v
+
+    def read(self, t: int) -> np.ndarray:
+        v = self.view(t)
+        return v.view(np.uint8) != 0 if v.dtype == np.bool_ else v  # an i1 byte may hold any bits
+
+    def write(self, t: int, values) -> None:
+        np.copyto(self.view(t), values)  # copyto buffers overlapping source views
+
+    def coords(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._coords is None:
+            gx, gy, _ = self.grid
+            p = self.pids
+            self._coords = (p % gx, (p // gx) % gy, p // (gx * gy))
+        return self._coords
+
+    # ---- divergence --------------------------------------------------------------------------
+    def split_off(self, mask: np.ndarray) -> Context:
+        """Move the instances where ``mask`` into a new context (same pc); keep the rest."""
+        other = Context(
+            self.launch, self.pids[mask], self.regs[:, mask], self.tokens[:, mask], self.sram[mask], self.pc
+        )
+        keep = ~mask
+        self._set(self.pids[keep], self.regs[:, keep], self.tokens[:, keep], self.sram[keep])
+        return other
+
+    def absorb(self, others: list[Context]) -> None:
+        """Merge contexts waiting at this pc into this one, instances in increasing id."""
+        group = [self, *others]
+        pids = np.concatenate([c.pids for c in group])
+        order = np.argsort(pids, kind="stable")
+        self._set(
+            pids[order],
+            np.concatenate([c.regs for c in group], axis=1)[:, order],
+            np.concatenate([c.tokens for c in group], axis=1)[:, order],
+            np.concatenate([c.sram for c in group])[order],
+        )
+
+
+class _Waiting:
+    """Contexts waiting for a turn, in round-robin order, with a count per pc for O(1) arrival checks."""
+
+    def __init__(self):
+        self.queue: list[Context] = []
+        self.pcs: dict[int, int] = {}
+
+    def add(self, ctx: Context, front: bool = False) -> None:
+        self.queue.insert(0, ctx) if front else self.queue.append(ctx)
+        self.pcs[ctx.pc] = self.pcs.get(ctx.pc, 0) + 1
+
+    def take(self, ctx: Context) -> Context:
+        self.queue.remove(ctx)
+        n = self.pcs[ctx.pc] - 1
+        if n:
+            self.pcs[ctx.pc] = n
+        else:
+            del self.pcs[ctx.pc]
+        return ctx
+
+    def at(self, pc: int) -> list[Context]:
+        if pc not in self.pcs:
+            return []
+        return [self.take(c) for c in [c for c in self.queue if c.pc == pc]]
+
+    def jumped_over(self, lo: int, hi: int) -> Context | None:
+        """The waiting context with the lowest pc strictly between lo and hi, if any."""
+        if not any(lo < pc < hi for pc in self.pcs):
+            return None
+        return self.take(min((c for c in self.queue if lo < c.pc < hi), key=lambda c: c.pc))
+
+    def next(self) -> Context | None:
+        if not self.queue:
+            return None
+        ctx = self.take(self.queue[0])
+        same = self.at(ctx.pc)
+        if same:
+            ctx.absorb(same)
+        return ctx
+
+
+_DONE, _YIELD = object(), object()
+
+
+class _Launch:
+    """One execute() call: the program, its rule per pc, the shared state and the step budget."""
+
+    def __init__(self, program: Program, grid, args, memory, machine, printer, record_trace, max_steps):
+        self.program, self.grid, self.memory, self.machine = program, grid, memory, machine
+        self.printer = printer or print
+        self.args = _arg_words(program, args)
+        self.row_bytes = -(-max(program.sram_bytes, program.sram_high_water(), 1) // _ROW_ALIGN) * _ROW_ALIGN
+        self.rules = [SEMANTICS[ins.mnemonic] for ins in program.instrs]
+        self.record = record_trace
+        self.max_steps, self.steps = max_steps, 0
+        self.trace = Trace(program, grid)
+
+    def run_batch(self, pids: np.ndarray) -> None:
+        waiting = _Waiting()
+        ctx = Context.fresh(self, pids)
+        while ctx is not None:
+            event = self._run(ctx, waiting)
+            if event is _DONE:
+                ctx = waiting.next()
+            elif event is _YIELD:
+                waiting.add(ctx)
+                ctx = waiting.next()
+            else:  # jumped forward over a waiting context: run that one first
+                waiting.add(ctx, front=True)
+                ctx = event
+
+    def _run(self, ctx: Context, waiting: _Waiting):
+        instrs, rules, n = self.program.instrs, self.rules, len(self.program.instrs)
+        entries = self.trace.entries if self.record else None
+        while True:
+            pc = ctx.pc
+            if pc >= n:
+                return _DONE
+            if self.steps >= self.max_steps:
+                raise self._fault(
+                    ctx,
+                    pc,
+                    SimulatorError(
+                        f"program did not finish within {self.max_steps} instruction steps: possible infinite loop "
+                        "(pass a larger max_steps if it is legitimately long)"
+                    ),
+                )
+            self.steps += 1
+            ins = instrs[pc]
+            try:
+                out = rules[pc](ctx, ins)
+            except Exception as e:
+                raise self._fault(ctx, pc, e) from e
+            if out is None:
+                if entries is not None:
+                    entries.append(TraceEntry(pc, ctx.pids))
+                new = pc + 1
+            elif out is HALT:
+                if entries is not None:
+                    entries.append(TraceEntry(pc, ctx.pids))
+                return _DONE
+            elif isinstance(out, Branch):
+                if entries is not None:
+                    entries.append(TraceEntry(pc, ctx.pids))
+                taken, target = out.taken, out.target
+                if taken is not True:
+                    count = np.count_nonzero(taken)
+                    taken = False if count == 0 else True if count == taken.size else taken
+                if taken is True:
+                    ctx.pc = target
+                    if target <= pc:
+                        if waiting.queue:
+                            return _YIELD
+                        continue
+                    if waiting.queue:
+                        over = waiting.jumped_over(pc, target)
+                        if over is not None:
+                            return over
+                    new = target
+                elif taken is False:
+                    new = pc + 1
+                else:
+                    other = ctx.split_off(taken)
+                    other.pc = target
+                    waiting.add(other, front=target > pc)
+                    new = pc + 1
+            else:  # a memory access's Traffic
+                if entries is not None:
+                    entries.append(TraceEntry(pc, ctx.pids, out.bytes_by_domain, out.elements, out.runs))
+                new = pc + 1
+            ctx.pc = new
+            if waiting.pcs:
+                same = waiting.at(new)
+                if same:
+                    ctx.absorb(same)
+
+    def _fault(self, ctx: Context, pc: int, e: Exception) -> SimulatorError:
+        rows = None
+        if isinstance(e, SimulatorError):
+            cls, msg, rows = type(e), e.args[0] if e.args else str(e), e.programs
+            if rows is not None:
+                msg = msg.rsplit("\n  program id(s): ", 1)[0]
+        else:
+            cls, msg = SimulatorError, f"{type(e).__name__}: {e}"
+        rows = np.arange(ctx.P) if rows is None else np.asarray(rows, np.int64).reshape(-1)
+        rows = rows[(rows >= 0) & (rows < ctx.P)]
+        x, y, z = (c[rows] for c in ctx.coords())
+        coords = GridCoords(zip(x.tolist(), y.tolist(), z.tolist()))
+        where = dict(
+            pc=pc,
+            instr=format_inst(self.program, self.program.instrs[pc]),
+            loc=str(self.program.loc_of(pc)),
+            programs=coords,
+        )
+        try:
+            return cls(msg, **where)
+        except TypeError:  # a subclass with another constructor
+            return SimulatorError(f"{type(e).__name__}: {msg}", **where)
+
+
+def format_inst(program: Program, ins: Inst) -> str:
+    """One instruction as assembly-like text: ``v.add t2, t0, t1``."""
+    labels = {pc: name for name, pc in program.labels.items()}
+
+    def operand(kind, v):
+        if kind == "rlist":
+            return "[" + ", ".join(f"r{r}" for r in v) + "]"
+        if kind in ("r", "q", "t"):
+            return f"{kind}{v}"
+        if kind in ("imm", "str") and isinstance(v, int) and 0 <= v < len(program.consts):
+            c = program.consts[v]
+            return quote(c) if isinstance(c, str) else format_number(c)
+        if kind == "label":
+            return labels.get(v, f"L{v}")
+        return f"?{v}"
+
+    ops = ", ".join(operand(od.kind, v) for od, v in zip(ins.row.operands, ins.operands))
+    return ".".join((ins.mnemonic, *ins.suffixes)) + (f" {ops}" if ops else "")
+
+
+def _arg_words(program: Program, args) -> np.ndarray:
+    """Kernel arguments as register words: pointers and ints wrapped to their type, floats rounded."""
+    args = list(args)
+    if len(args) != len(program.args):
+        names = ", ".join(f"{a.name}: {a.type}" for a in program.args)
+        raise SimulatorError(
+            f"kernel {program.name!r} takes {len(program.args)} argument(s) ({names}), got {len(args)}"
+        )
+    words = np.zeros(len(args), np.int64)
+    for i, (arg, v) in enumerate(zip(program.args, args)):
+        try:
+            if arg.type == "ptr":
+                v = getattr(v, "base", v)
+                words[i] = nx.const_array(int(v), "i64").astype(np.int64)[0]
+            else:
+                value = float(v) if is_float(arg.type) else v
+                words[i] = nx.to_word(nx.const_array(value, arg.type), arg.type)[0]
+        except (TypeError, ValueError) as e:
+            raise SimulatorError(
+                f"kernel {program.name!r} argument {arg.name!r} ({arg.type}): cannot use {v!r}: {e}"
+            ) from None
+    return words
+
+
+def _grid3(grid) -> tuple[int, int, int]:
+    g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
+    if not 1 <= len(g) <= 3 or any(int(v) < 0 for v in g):
+        raise SimulatorError(f"grid {grid!r}: expected 1 to 3 non-negative sizes")
+    return tuple(int(v) for v in g) + (1,) * (3 - len(g))
+
+
+def new_context(program: Program, grid=1, args=(), memory=None, machine=None, *, printer=None) -> Context:
+    """A fresh context of every instance of ``grid`` at pc 0, for tests and tools that drive
+    SEMANTICS rules directly (``SEMANTICS[m](ctx, inst)``)."""
+    machine = get_machine(machine if machine is not None else getattr(memory, "machine", None))
+    verify(program, machine)
+    grid = _grid3(grid)
+    launch = _Launch(program, grid, args, memory, machine, printer, False, DEFAULT_MAX_STEPS)
+    return Context.fresh(launch, np.arange(grid[0] * grid[1] * grid[2], dtype=np.int64))
+
+
+def execute(
+    program: Program,
+    grid,
+    args,
+    memory,
+    machine=None,
+    *,
+    record_trace: bool = True,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    batch_size: int | None = None,
+    printer=None,
+) -> Trace:
+    """Run ``program`` for every instance of ``grid`` (int or up to 3 sizes) with kernel ``args``
+    (Program.args order: pointers as device addresses, ints, floats) on device ``memory``.
+
+    Returns the Trace (one entry per instruction per context; empty unless ``record_trace``).
+    ``printer`` receives dbg.print lines (default: print). Raises SimulatorError (MemoryFault,
+    DeviceAssertionError) naming pc, instruction, source line and grid coordinates."""
+    machine = get_machine(machine if machine is not None else getattr(memory, "machine", None))
+    verify(program, machine)
+    grid = _grid3(grid)
+    launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps)
+    total = grid[0] * grid[1] * grid[2]
+    if batch_size is None:
+        batch_size = min(MAX_BATCH, max(1, SRAM_BATCH_BUDGET // launch.row_bytes))
+    batch_size = max(1, int(batch_size))
+    with np.errstate(all="ignore"):
+        for start in range(0, total, batch_size):
+            launch.run_batch(np.arange(start, min(total, start + batch_size), dtype=np.int64))
+    return launch.trace

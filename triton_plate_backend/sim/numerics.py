@@ -1,0 +1,413 @@
+"""Bit-exact numerics shared by the scalar, vector and matrix semantics.
+
+Rounding is done once, from a value that is exact or rounded-to-odd at a precision of at least
+p + 2 bits (53-bit float64 for every format up to fp32), so no result is ever double-rounded:
+
+- ``round_float``: any float/int array -> an ISA float type, round-to-nearest-even (``rtne``)
+  or toward zero (``rtz``). fp8 targets saturate (PTX ``cvt.rn.satfinite``: overflow and +-inf
+  become +-max finite, NaN stays NaN); f16/bf16/f32 overflow to +-inf under rtne and to
+  +-max finite under rtz (inf inputs stay inf), like IEEE.
+- ``int_to_float``: int64 beyond 2**53 goes through round-to-odd, so bf16/fp8 are exact.
+- ``float_to_int``: toward zero, saturating, NaN -> 0 (PTX ``cvt.rzi.sat``).
+- ``fma``: one rounding; fp32 and narrower via an exact product and a round-to-odd sum in
+  float64; fp64 via Boldo-Melquiond emulation (exact product, round-to-odd of the low parts).
+
+Integers: an ISA integer tile of width w is stored as numpy int{w} (i1 as bool); arithmetic
+wraps modulo 2**w; "signed"/"unsigned" views reinterpret the same bits.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from ..dtypes import NUMPY, UNSIGNED, is_float
+from ..errors import IsaError
+
+F64 = np.dtype(np.float64)
+F32 = np.dtype(np.float32)
+
+
+class FloatFormat:
+    """precision (significand bits incl. the implicit one), min normal exponent, max finite."""
+
+    def __init__(self, name: str, precision: int, min_exp: int, max_finite: float, has_inf: bool, saturate: bool):
+        self.name, self.precision, self.min_exp = name, precision, min_exp
+        self.max_finite, self.has_inf, self.saturate = max_finite, has_inf, saturate
+
+
+def _fmt(name: str, saturate: bool = False) -> FloatFormat:
+    fi = ml_dtypes.finfo(NUMPY[name]) if name in ("bf16", "f8e4m3fn", "f8e5m2") else np.finfo(NUMPY[name])
+    has_inf = name != "f8e4m3fn"
+    return FloatFormat(name, int(fi.nmant) + 1, int(fi.minexp), float(fi.max), has_inf, saturate)
+
+
+FORMATS: dict[str, FloatFormat] = {
+    "f16": _fmt("f16"),
+    "bf16": _fmt("bf16"),
+    "f32": _fmt("f32"),
+    "f64": _fmt("f64"),
+    "f8e4m3fn": _fmt("f8e4m3fn", saturate=True),
+    "f8e5m2": _fmt("f8e5m2", saturate=True),
+}
+
+
+def compute_dtype(dtype: str) -> np.dtype:
+    """The type arithmetic on ``dtype`` runs in: f64 for f64, f32 for every narrower float."""
+    return F64 if dtype == "f64" else F32
+
+
+# ---- float rounding ------------------------------------------------------------------------------
+def _round64(x: np.ndarray, fmt: FloatFormat, mode: str) -> np.ndarray:
+    """float64 x rounded to fmt's precision and subnormal grid; overflow handled by the caller."""
+    _, e = np.frexp(x)  # x = m * 2**e with 0.5 <= |m| < 1: leading bit at 2**(e - 1)
+    q = np.maximum(e - 1, fmt.min_exp) - (fmt.precision - 1)  # exponent of one unit in the last place
+    s = np.ldexp(x, -q)
+    s = np.rint(s) if mode == "rtne" else np.trunc(s)
+    return np.ldexp(s, q)
+
+
+def _overflow(y: np.ndarray, x: np.ndarray, fmt: FloatFormat, mode: str) -> np.ndarray:
+    over = np.abs(y) > fmt.max_finite
+    if not over.any():
+        return y
+    if fmt.saturate:
+        big = np.copysign(fmt.max_finite, y)
+    elif mode == "rtz":
+        big = np.where(np.isinf(x), y, np.copysign(fmt.max_finite, y))
+    else:
+        big = np.copysign(np.inf, y)
+    return np.where(over, big, y)
+
+
+# sources whose every value the target represents exactly (a plain cast is then correct)
+_EXACT_INTO = {
+    "f64": {"f16", "bf16", "f32", "f8e4m3fn", "f8e5m2"},
+    "f32": {"f16", "bf16", "f8e4m3fn", "f8e5m2"},
+    "f16": {"f8e4m3fn", "f8e5m2"},
+    "bf16": {"f8e4m3fn", "f8e5m2"},
+    "f8e4m3fn": set(),
+    "f8e5m2": set(),
+}
+_BY_NUMPY = {v: k for k, v in NUMPY.items()}
+
+
+def round_float(x, dtype: str, mode: str = "rtne") -> np.ndarray:
+    """Float array ``x`` rounded once to the ISA float ``dtype`` (array of NUMPY[dtype]).
+
+    Integer inputs are taken as float64, so they must be exact there (see int_to_float)."""
+    out_dt = NUMPY[dtype]
+    x = np.asarray(x)
+    if x.dtype.kind in "iub":
+        x = x.astype(F64)
+    if x.dtype == out_dt:
+        return x
+    if _BY_NUMPY.get(x.dtype) in _EXACT_INTO[dtype]:
+        return x.astype(out_dt)
+    # numpy's f64->f32, f32/f64->f16 and ml_dtypes' f32->bf16 are single correct RNE roundings
+    if mode == "rtne" and (
+        dtype == "f32" or (dtype == "f16" and x.dtype in (F32, F64)) or (dtype == "bf16" and x.dtype == F32)
+    ):
+        return x.astype(out_dt)
+    fmt = FORMATS[dtype]
+    x64 = x.astype(F64)
+    return _overflow(_round64(x64, fmt, mode), x64, fmt, mode).astype(out_dt)
+
+
+def round_tf32(x: np.ndarray) -> np.ndarray:
+    """float32 -> float32 holding a TF32 value (10-bit mantissa), round-to-nearest-even."""
+    u = np.ascontiguousarray(x, F32).view(np.uint32)
+    r = (u + np.uint32(0x0FFF) + ((u >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    special = (u & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+    return np.where(special, u, r).view(F32)
+
+
+# ---- integer <-> float ---------------------------------------------------------------------------
+def _int_to_f64_odd(x: np.ndarray, signed: bool) -> np.ndarray:
+    """int64/uint64 -> float64, exact below 2**53, rounded to odd above (safe to round again)."""
+    if signed:
+        x = x.astype(np.int64)
+        neg = x < 0
+        u = np.where(neg, (-x).view(np.uint64), x.view(np.uint64))  # -INT64_MIN wraps to 2**63
+    else:
+        neg, u = None, x.astype(np.uint64)
+    f = u.astype(F64)
+    big = u >= np.uint64(1 << 53)
+    if big.any():
+        ub = u[big]
+        k = (np.frexp(f[big])[1] - 53).astype(np.uint64)  # >= 1; one too big is still >= p + 2 bits
+        sticky = (ub & ((np.uint64(1) << k) - np.uint64(1))) != 0
+        f[big] = (((ub >> k) | sticky.astype(np.uint64)) << k).astype(F64)
+    return np.where(neg, -f, f) if signed else f
+
+
+def int_to_float(x: np.ndarray, signed: bool, dtype: str) -> np.ndarray:
+    """Integer array (interpreted signed or unsigned) -> ISA float ``dtype``, rtne (saturating fp8)."""
+    if dtype in ("f32", "f64"):  # numpy's C conversions round once, correctly
+        return (x.astype(np.int64) if signed else x.astype(np.uint64)).astype(NUMPY[dtype])
+    return round_float(_int_to_f64_odd(x, signed), dtype)
+
+
+def int_range(bits: int, signed: bool) -> tuple[int, int]:
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
+def float_to_int(x: np.ndarray, dtype: str, signed: bool) -> np.ndarray:
+    """Float -> ISA int ``dtype`` toward zero, saturating to the (signed or unsigned) range, NaN -> 0."""
+    bits = INT_BITS[dtype]
+    lo, hi = int_range(bits, signed)
+    t = np.trunc(np.asarray(x).astype(F64))
+    nan = np.isnan(t)
+    if bits < 64:
+        v = np.clip(np.where(nan, 0.0, t), lo, hi).astype(np.int64)
+        return store_int(v, dtype)
+    work = np.int64 if signed else np.uint64
+    top = float(1 << 63) if signed else float(1 << 64)  # first float beyond the range
+    v = np.clip(np.where(nan, 0.0, t), float(lo), np.nextafter(top, 0)).astype(work)
+    v = np.where(t >= top, np.array(hi).astype(work), v)
+    return store_int(v, dtype)
+
+
+# ---- integer views -------------------------------------------------------------------------------
+INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
+
+
+def check_int(dtype: str, what: str) -> None:
+    if dtype not in INT_BITS:
+        raise IsaError(f"{what} needs an integer type, got {dtype}")
+
+
+def check_float(dtype: str, what: str) -> None:
+    if not is_float(dtype):
+        raise IsaError(f"{what} needs a float type, got {dtype}")
+
+
+def signed(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Values as signed integers of their width (i1: 0 / -1 as int8)."""
+    if dtype == "i1":
+        return -np.asarray(x).astype(np.int8)
+    return x
+
+
+def unsigned(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Same bits as unsigned integers (i1: 0 / 1 as uint8)."""
+    if dtype == "i1":
+        return np.asarray(x).astype(np.uint8)
+    return np.asarray(x).view(UNSIGNED[dtype])
+
+
+def store_int(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Any integer array wrapped to ``dtype``'s width, in its storage type (i1: bool of the low bit)."""
+    x = np.asarray(x)
+    if dtype == "i1":
+        return (x & 1).astype(bool)
+    return x.astype(NUMPY[dtype], copy=False)
+
+
+def popcount(u: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(u)
+
+
+def count_leading_zeros(u: np.ndarray, bits: int) -> np.ndarray:
+    """u unsigned; smear the top set bit right, then count what is left."""
+    s = u.copy()
+    shift = 1
+    while shift < bits:
+        s |= s >> s.dtype.type(shift)
+        shift *= 2
+    return bits - np.bitwise_count(s).astype(np.int64)
+
+
+def _umulhi64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    m, k = np.uint64(0xFFFFFFFF), np.uint64(32)
+    al, ah, bl, bh = a & m, a >> k, b & m, b >> k
+    ll, hl, lh, hh = al * bl, ah * bl, al * bh, ah * bh
+    cross = (ll >> k) + (hl & m) + lh  # < 2**64: no carry lost
+    return hh + (hl >> k) + (cross >> k)
+
+
+def mulhi(a: np.ndarray, b: np.ndarray, dtype: str, is_signed: bool) -> np.ndarray:
+    """High ``w`` bits of the 2w-bit product of a and b (storage arrays of ``dtype``)."""
+    bits = INT_BITS[dtype]
+    if bits <= 32:
+        if is_signed:
+            p = signed(a, dtype).astype(np.int64) * signed(b, dtype).astype(np.int64)
+            return store_int(p >> np.int64(bits), dtype)
+        p = unsigned(a, dtype).astype(np.uint64) * unsigned(b, dtype).astype(np.uint64)
+        return store_int((p >> np.uint64(bits)).astype(np.int64), dtype)
+    ua, ub = a.view(np.uint64), b.view(np.uint64)
+    hi = _umulhi64(ua, ub)
+    if is_signed:  # signed high = unsigned high - (a < 0 ? b : 0) - (b < 0 ? a : 0)  (mod 2**64)
+        hi = hi - np.where(a < 0, ub, np.uint64(0)) - np.where(b < 0, ua, np.uint64(0))
+    return hi.view(np.int64)
+
+
+# ---- fused multiply-add --------------------------------------------------------------------------
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _add_round_to_odd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """float64 a + b rounded to odd: the exact sum if representable, else its odd neighbour."""
+    s, e = _two_sum(a, b)
+    inexact = np.isfinite(s) & (e != 0)
+    even = (s.view(np.int64) & 1) == 0
+    fix = inexact & even
+    if fix.any():
+        s = np.where(fix, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+    return s
+
+
+def _split(a):
+    c = a * 134217729.0  # 2**27 + 1 (Veltkamp)
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_product(a, b):
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Correctly rounded a*b + c in float64 (Boldo & Melquiond 2008, rounding to odd). Operands
+    whose product or sum nears overflow or underflow fall back to two roundings."""
+    uh, ul = _two_product(a, b)
+    th, tl = _two_sum(c, uh)
+    v = _add_round_to_odd(tl, ul)
+    r = th + v
+    plain = a * b + c
+    big = 2.0**960
+    safe = (
+        np.isfinite(r)
+        & np.isfinite(plain)
+        & (np.abs(a) < big)
+        & (np.abs(b) < big)
+        & (np.abs(uh) < big)
+        & (np.abs(c) < big)
+        & ((np.abs(uh) > 1 / big) | (a == 0) | (b == 0))
+    )
+    return np.where(safe, r, plain)
+
+
+def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: str) -> np.ndarray:
+    """a*b + c with one rounding to the ISA float ``dtype``."""
+    a64, b64, c64 = (np.asarray(v).astype(F64) for v in (a, b, c))
+    if dtype == "f64":
+        return fma64(a64, b64, c64)
+    s = _add_round_to_odd(a64 * b64, c64)  # product of <= 24-bit significands is exact in float64
+    return round_float(s, dtype)
+
+
+# ---- comparisons ---------------------------------------------------------------------------------
+def _unord(a, b):
+    return np.isnan(a) | np.isnan(b)
+
+
+FPRED = {  # LLVM fcmp: o* false when either is NaN, u* true when either is NaN
+    "false": lambda a, b: np.zeros(np.broadcast(a, b).shape, bool),
+    "oeq": lambda a, b: a == b,
+    "ogt": lambda a, b: a > b,
+    "oge": lambda a, b: a >= b,
+    "olt": lambda a, b: a < b,
+    "ole": lambda a, b: a <= b,
+    "one": lambda a, b: (a < b) | (a > b),
+    "ord": lambda a, b: ~_unord(a, b),
+    "ueq": lambda a, b: (a == b) | _unord(a, b),
+    "ugt": lambda a, b: ~(a <= b),
+    "uge": lambda a, b: ~(a < b),
+    "ult": lambda a, b: ~(a >= b),
+    "ule": lambda a, b: ~(a > b),
+    "une": lambda a, b: a != b,
+    "uno": _unord,
+    "true": lambda a, b: np.ones(np.broadcast(a, b).shape, bool),
+}
+
+_CMP = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+
+
+def compare_int(pred: str, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
+    """LLVM icmp on storage arrays of ``dtype``: s*/eq/ne signed, u* unsigned."""
+    if pred in ("eq", "ne"):
+        return _CMP[pred](unsigned(a, dtype), unsigned(b, dtype))
+    view = unsigned if pred[0] == "u" else signed
+    return _CMP[pred[1:]](view(a, dtype), view(b, dtype))
+
+
+def compare_float(pred: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype not in (F32, F64):
+        a, b = a.astype(F32), b.astype(F32)  # exact widening of f16/bf16/fp8
+    return FPRED[pred](a, b)
+
+
+# ---- special functions numpy lacks ---------------------------------------------------------------
+def _lgamma(x: float) -> float:
+    try:
+        return math.lgamma(x)
+    except ValueError:  # poles (0, negative integers)
+        return math.inf
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+_ERFC = np.frompyfunc(math.erfc, 1, 1)
+_LGAMMA = np.frompyfunc(_lgamma, 1, 1)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    return _ERF(x).astype(F64)
+
+
+def erfc(x: np.ndarray) -> np.ndarray:
+    return _ERFC(x).astype(F64)
+
+
+def lgamma(x: np.ndarray) -> np.ndarray:
+    return _LGAMMA(x).astype(F64)
+
+
+# ---- register words <-> typed values -------------------------------------------------------------
+# A scalar register is an int64 word: integers sign-extended from their width (i1 kept as 0/1),
+# floats as the bits of the float64 that equals their value.
+MASK64 = (1 << 64) - 1
+
+
+_FLOATS = frozenset(FORMATS)
+
+
+def from_word(words: np.ndarray, dtype: str) -> np.ndarray:
+    """int64 register words -> storage array of ``dtype`` (floats rounded, ints wrapped)."""
+    if dtype in _FLOATS:
+        return round_float(words.view(F64), dtype)
+    return store_int(words, dtype)
+
+
+def to_word(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Storage array of ``dtype`` -> int64 register words."""
+    values = np.asarray(values)
+    if dtype in _FLOATS:
+        return values.astype(F64, copy=False).view(np.int64)
+    return values.astype(np.int64, copy=False)  # numpy int -> int64 sign-extends; bool -> 0/1
+
+
+def const_array(value, dtype: str) -> np.ndarray:
+    """A constant-pool number as a 1-element storage array of ``dtype``: floats round to nearest
+    (fp8 saturating), a float into an int type truncates and saturates, ints wrap."""
+    if isinstance(value, (float, np.floating)):
+        x = np.array([float(value)], F64)
+        return round_float(x, dtype) if is_float(dtype) else float_to_int(x, dtype, True)
+    w = np.array([int(value) & MASK64], np.uint64).view(np.int64)
+    return int_to_float(w, True, dtype) if is_float(dtype) else store_int(w, dtype)

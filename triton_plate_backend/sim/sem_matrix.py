@@ -1,0 +1,103 @@
+"""Matrix-unit semantics: m.mma.<prec>, acc[M, N] += a[M, K] @ b[K, N].
+
+- f16 / bf16 / fp8 inputs (any mix): widened to fp32 exactly, products exact in fp32, summed
+  in fp32 (a float32 matmul: BLAS's summation order), accumulated into acc; the precision
+  suffix does not apply.
+- i8 inputs: exact products and sums, int32 accumulator wrapping modulo 2**32.
+- f32 inputs: PRECISION[prec] below (triton's input_precision).
+- f64 inputs: float64 matmul, f64 accumulator.
+- an f16 / bf16 accumulator is computed in fp32 and rounded to its type once per instruction.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import IsaError
+from ..isa.table import ENUMS
+from .numerics import F32, F64, round_float, round_tf32, store_int
+
+_NARROW = ("f16", "bf16", "f8e4m3fn", "f8e5m2")
+
+
+def _bf16(x):
+    return x.astype(ml_dtypes.bfloat16).astype(F32)  # RNE
+
+
+def _split(x, rounder, parts):
+    """x = parts[0] + parts[1] + ... (each exactly representable in the narrow format)."""
+    out, rest = [], x
+    for _ in range(parts):
+        p = rounder(rest)
+        out.append(p)
+        rest = rest - p  # exact in fp32
+    return out
+
+
+def _terms(acc, pairs):
+    """acc + sum of a_i @ b_j in the given order (smallest terms first, like triton's F32DotTC)."""
+    for a, b in pairs:
+        acc = acc + np.matmul(a, b)
+    return acc
+
+
+def _ieee(a, b, acc):
+    return (acc.astype(F64) + np.matmul(a.astype(F64), b.astype(F64))).astype(F32)
+
+
+def _tf32(a, b, acc):
+    return _terms(acc, [(round_tf32(a), round_tf32(b))])
+
+
+def _x3(rounder):
+    def dot(a, b, acc):
+        (ab, as_), (bb, bs) = _split(a, rounder, 2), _split(b, rounder, 2)
+        return _terms(acc, [(as_, bb), (ab, bs), (ab, bb)])
+
+    return dot
+
+
+def _bf16x6(a, b, acc):
+    a0, a1, a2 = _split(a, _bf16, 3)
+    b0, b1, b2 = _split(b, _bf16, 3)
+    return _terms(acc, [(a2, b0), (a1, b1), (a0, b2), (a1, b0), (a0, b1), (a0, b0)])
+
+
+# fp32 inputs: prec -> fn(a f32 [P,M,K], b f32 [P,K,N], acc f32 [P,M,N]) -> f32 [P,M,N].
+# tf32: inputs rounded to 10 mantissa bits (RNE; NVIDIA hardware's cvt.rna rounds ties away);
+# tf32x3 / bf16x3: x = big + small, big*big + big*small + small*big; bf16x6: three-way bf16 split,
+# the six products whose parts sum to order <= 2.
+PRECISION = {"ieee": _ieee, "tf32": _tf32, "tf32x3": _x3(round_tf32), "bf16x3": _x3(_bf16), "bf16x6": _bf16x6}
+assert set(PRECISION) == set(ENUMS["prec"]), "PRECISION must cover the ISA's prec enum"
+
+
+def _mma(st, ins):
+    acc, a, b = ins.operands
+    tc, ta, tb = st.tiles[acc], st.tiles[a], st.tiles[b]
+    if (
+        len(tc.shape) != 2
+        or len(ta.shape) != 2
+        or len(tb.shape) != 2
+        or (ta.shape[0], tb.shape[1], ta.shape[1]) != (tc.shape[0], tc.shape[1], tb.shape[0])
+    ):
+        raise IsaError(f"m.mma: shapes acc{list(tc.shape)} a{list(ta.shape)} b{list(tb.shape)} do not chain")
+    A, B, C = st.read(a), st.read(b), st.read(acc)
+    pair = {ta.dtype, tb.dtype}
+    if pair == {"i8"} and tc.dtype == "i32":
+        exact = np.matmul(A.astype(F64), B.astype(F64)).astype(np.int64)  # |sum| < 2**53: exact
+        st.write(acc, store_int(exact + C, "i32"))
+    elif pair == {"f64"} and tc.dtype == "f64":
+        st.write(acc, C + np.matmul(A, B))
+    elif pair == {"f32"} and tc.dtype in ("f32", "f16", "bf16"):
+        st.write(acc, round_float(PRECISION[ins.suffixes[0]](A, B, C.astype(F32)), tc.dtype))
+    elif pair <= set(_NARROW) and tc.dtype in ("f32", "f16", "bf16"):
+        st.write(acc, round_float(C.astype(F32) + np.matmul(A.astype(F32), B.astype(F32)), tc.dtype))
+    else:
+        raise IsaError(
+            f"m.mma: unsupported types acc {tc.dtype}, a {ta.dtype}, b {tb.dtype} (inputs f16/bf16/fp8 "
+            "with an f32/f16/bf16 accumulator, f32 with f32, i8 with i32, or f64 with f64)"
+        )
+
+
+SEMANTICS = {"m.mma": _mma}

@@ -1,0 +1,126 @@
+"""DMA and atomic semantics: dma.load/store/gather/scatter, atom.rmw/cas, and the functional
+no-ops dma.wait, fence, barrier (data lands when the DMA is issued; when it would land is the
+timing model's business). Every access goes through sim/dma.py, which checks addresses against
+the live allocations and returns the Traffic the executor records in the trace.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import IsaError
+from . import dma
+from . import numerics as nx
+
+
+def _bounds(st, ins, tile, *rlists):
+    """Per-program [P, rank] int64 for each register list (strides, lo, hi)."""
+    rank = len(tile.shape)
+    out = []
+    for regs in rlists:
+        if len(regs) != rank:
+            raise IsaError(f"{ins.mnemonic}: a rank-{rank} tile needs {rank} registers per list, got {len(regs)}")
+        out.append(st.regs[list(regs)].T if regs else np.zeros((st.P, 0), np.int64))
+    return out
+
+
+def _fill(st, index, dtype):
+    return nx.const_array(st.consts[index], dtype)[0]
+
+
+def _issued(st, q):
+    st.tokens[q] += 1  # a token counts the DMAs issued on it; waits are functional no-ops
+
+
+def _addresses(st, ins, addr, mask, like):
+    ta, tm = st.tiles[addr], st.tiles[mask]
+    if ta.dtype != "i64" or tm.dtype != "i1" or ta.shape != like.shape or tm.shape != like.shape:
+        raise IsaError(
+            f"{ins.mnemonic}: addresses t{addr} must be i64 and mask t{mask} i1, both shaped "
+            f"{list(like.shape)}; got {ta.dtype}{list(ta.shape)} and {tm.dtype}{list(tm.shape)}"
+        )
+    return st.read(addr), st.read(mask)
+
+
+def _load(st, ins):
+    q, d, base, strides, lo, hi, fill = ins.operands
+    t = st.tiles[d]
+    s, a, b = _bounds(st, ins, t, strides, lo, hi)
+    vals, traffic = dma.load_strided(st.memory, st.regs[base], t.dtype, t.shape, s, a, b, _fill(st, fill, t.dtype))
+    st.write(d, vals)
+    _issued(st, q)
+    return traffic
+
+
+def _store(st, ins):
+    q, a, base, strides, lo, hi = ins.operands
+    t = st.tiles[a]
+    s, lo_, hi_ = _bounds(st, ins, t, strides, lo, hi)
+    traffic = dma.store_strided(st.memory, st.regs[base], st.read(a), s, lo_, hi_, dtype=t.dtype)
+    _issued(st, q)
+    return traffic
+
+
+def _gather(st, ins):
+    q, d, addr, m, fill = ins.operands
+    t = st.tiles[d]
+    addrs, mask = _addresses(st, ins, addr, m, t)
+    vals, traffic = dma.gather(st.memory, addrs, mask, t.dtype, _fill(st, fill, t.dtype))
+    st.write(d, vals)
+    _issued(st, q)
+    return traffic
+
+
+def _scatter(st, ins):
+    q, a, addr, m = ins.operands
+    t = st.tiles[a]
+    addrs, mask = _addresses(st, ins, addr, m, t)
+    traffic = dma.scatter(st.memory, addrs, mask, st.read(a), t.dtype)
+    _issued(st, q)
+    return traffic
+
+
+def _same_values(st, ins, d, *values):
+    td = st.tiles[d]
+    for v in values:
+        tv = st.tiles[v]
+        if tv.dtype != td.dtype or tv.shape != td.shape:
+            raise IsaError(
+                f"{ins.mnemonic}: t{v} {tv.dtype}{list(tv.shape)} must match t{d} {td.dtype}{list(td.shape)}"
+            )
+    return td
+
+
+def _rmw(st, ins):
+    d, addr, v, m = ins.operands
+    t = _same_values(st, ins, d, v)
+    addrs, mask = _addresses(st, ins, addr, m, t)
+    old, traffic = dma.atomic_rmw(st.memory, ins.suffixes[0], addrs, st.read(v), mask, t.dtype)
+    st.write(d, old)
+    return traffic
+
+
+def _cas(st, ins):
+    d, addr, cmp, v, m = ins.operands
+    t = _same_values(st, ins, d, cmp, v)
+    addrs, mask = _addresses(st, ins, addr, m, t)
+    old, traffic = dma.atomic_cas(st.memory, addrs, st.read(cmp), st.read(v), mask, t.dtype)
+    st.write(d, old)
+    return traffic
+
+
+def _no_op(st, ins):
+    return None
+
+
+SEMANTICS = {
+    "dma.load": _load,
+    "dma.store": _store,
+    "dma.gather": _gather,
+    "dma.scatter": _scatter,
+    "dma.wait": _no_op,
+    "atom.rmw": _rmw,
+    "atom.cas": _cas,
+    "fence": _no_op,
+    "barrier": _no_op,
+}

@@ -1,0 +1,248 @@
+"""Scalar-unit semantics: s.*, control flow (jmp, bz, bnz, loop, halt) and dbg.*.
+
+A scalar op ``s.<op>.<stype>`` reads its registers as values of ``stype`` and runs the vector
+unit's function for that op (sem_vector.BINARY) on them, so scalar and vector arithmetic agree
+bit for bit (wrapping, division by zero, shift clamping, rounding). Control-flow rules return a
+``Branch`` (or ``HALT``); the executor turns that into pc updates, divergence and scheduling.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import BITS, is_float
+from ..errors import IsaError, SimulatorError
+from ..isa.table import ISA
+from . import numerics as nx
+from .sem_vector import BINARY, convert, kind
+
+
+class DeviceAssertionError(SimulatorError):
+    """A ``dbg.assert`` (tl.device_assert / tl.static ... assert) failed in some program instances."""
+
+
+class Branch:
+    """A control-flow outcome: ``taken`` (bool, or bool [P] per program) jumps to ``target``."""
+
+    __slots__ = ("taken", "target")
+
+    def __init__(self, taken, target: int):
+        self.taken, self.target = taken, target
+
+
+HALT = object()  # the program instance ends
+
+# s.<op> -> (vector op on integer stypes, vector op on float stypes); None: not defined
+SCALAR_OPS = {
+    "add": ("add", "add"),
+    "sub": ("sub", "sub"),
+    "mul": ("mul", "mul"),
+    "div": (None, "div"),
+    "divs": ("divs", None),
+    "divu": ("divu", None),
+    "rems": ("rems", None),
+    "remu": ("remu", None),
+    "and": ("and", None),
+    "or": ("or", None),
+    "xor": ("xor", None),
+    "shl": ("shl", None),
+    "shrs": ("shrs", None),
+    "shru": ("shru", None),
+    "maxs": ("maxs", "maximum"),
+    "mins": ("mins", "minimum"),
+    "maxu": ("maxu", None),
+    "minu": ("minu", None),
+}
+
+
+# i64 ops that are one numpy ufunc on the raw words: run in place on the register rows
+_DIRECT_I64 = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+def _binary(op):
+    int_op, float_op = SCALAR_OPS[op]
+    direct = _DIRECT_I64.get(op)
+    by_stype = {}  # stype -> the vector function, resolved once
+
+    def resolve(dt, mnemonic):
+        name = float_op if is_float(dt) else int_op
+        if name is None:
+            raise IsaError(f"{mnemonic} is not defined on {dt}")
+        by_stype[dt] = BINARY[name][kind(dt)]
+        return by_stype[dt]
+
+    def rule(st, ins):
+        d, a, b = ins.operands
+        dt = ins.suffixes[0]
+        regs = st.regs
+        if direct is not None and dt == "i64":
+            direct(regs[a], regs[b], out=regs[d])
+            return
+        fn = by_stype.get(dt) or resolve(dt, ins.mnemonic)
+        regs[d] = nx.to_word(fn(nx.from_word(regs[a], dt), nx.from_word(regs[b], dt), dt), dt)
+
+    return rule
+
+
+def _word_of_const(value) -> np.int64:
+    if isinstance(value, float):
+        return np.float64(value).view(np.int64)
+    return np.int64(((int(value) + (1 << 63)) & nx.MASK64) - (1 << 63))
+
+
+def _li(st, ins):
+    d, v = ins.operands
+    st.regs[d] = _word_of_const(st.consts[v])
+
+
+def _mov(st, ins):
+    d, a = ins.operands
+    st.regs[d] = st.regs[a]
+
+
+def _arg(st, ins):
+    d, i = ins.operands
+    k = st.consts[i]
+    if not isinstance(k, int) or not 0 <= k < len(st.args):
+        raise IsaError(f"s.arg {k!r}: the kernel has {len(st.args)} arguments")
+    st.regs[d] = st.args[k]
+
+
+_AXIS = {"x": 0, "y": 1, "z": 2}
+
+
+def _pid(st, ins):
+    st.regs[ins.operands[0]] = st.coords()[_AXIS[ins.suffixes[0]]]
+
+
+def _nprog(st, ins):
+    st.regs[ins.operands[0]] = st.grid[_AXIS[ins.suffixes[0]]]
+
+
+def _cmpi(st, ins):
+    d, a, b = ins.operands
+    pred, dt = ins.suffixes
+    nx.check_int(dt, ins.mnemonic)
+    st.regs[d] = nx.compare_int(pred, nx.from_word(st.regs[a], dt), nx.from_word(st.regs[b], dt), dt)
+
+
+def _cmpf(st, ins):
+    d, a, b = ins.operands
+    pred, dt = ins.suffixes
+    nx.check_float(dt, ins.mnemonic)
+    st.regs[d] = nx.compare_float(pred, nx.from_word(st.regs[a], dt), nx.from_word(st.regs[b], dt))
+
+
+def _select(st, ins):
+    d, c, a, b = ins.operands
+    st.regs[d] = np.where(st.regs[c] != 0, st.regs[a], st.regs[b])
+
+
+def _conversion(name):
+    def rule(st, ins):
+        d, a = ins.operands
+        dst, src = ins.suffixes
+        st.regs[d] = nx.to_word(convert(name, nx.from_word(st.regs[a], src), src, dst, (), ins.mnemonic), dst)
+
+    return rule
+
+
+# ---- control flow --------------------------------------------------------------------------------
+def _jmp(st, ins):
+    return Branch(True, ins.operands[0])
+
+
+def _bz(st, ins):
+    c, target = ins.operands
+    return Branch(st.regs[c] == 0, target)
+
+
+def _bnz(st, ins):
+    c, target = ins.operands
+    return Branch(st.regs[c] != 0, target)
+
+
+def _loop(st, ins):
+    c, target = ins.operands
+    counter = st.regs[c]
+    np.subtract(counter, 1, out=counter)
+    return Branch(counter != 0, target)
+
+
+def _halt(st, ins):
+    return HALT
+
+
+# ---- debug ---------------------------------------------------------------------------------------
+def _text(v, dtype: str, hexa: bool) -> str:
+    if hexa:
+        bits = np.asarray(v).astype(np.uint8) if dtype == "i1" else np.asarray(v).view(BITS[dtype])
+        return f"0x{int(bits):0{2 * bits.itemsize}x}"
+    return str(v) if is_float(dtype) else str(int(v))
+
+
+def _print(st, ins):
+    """Triton's device_print format: ``pid (x, y, z) idx (i, j) prefix: value``, one line per element."""
+    p, a, h = ins.operands
+    prefix, t, hexa = st.consts[p], st.tiles[a], bool(st.consts[h])
+    vals = st.read(a)
+    xs, ys, zs = st.coords()
+    for row in range(st.P):
+        pid = f"pid ({xs[row]}, {ys[row]}, {zs[row]})"
+        for idx in np.ndindex(*t.shape):
+            st.printer(f"{pid} idx ({', '.join(map(str, idx))}) {prefix}: {_text(vals[(row, *idx)], t.dtype, hexa)}")
+
+
+def _printr(st, ins):
+    """The register as a signed 64-bit integer (print a float through a tile)."""
+    p, a = ins.operands
+    xs, ys, zs = st.coords()
+    for row in range(st.P):
+        st.printer(f"pid ({xs[row]}, {ys[row]}, {zs[row]}) {st.consts[p]}: {int(st.regs[a][row])}")
+
+
+def _assert(st, ins):
+    c, m = ins.operands
+    if st.tiles[c].dtype != "i1":
+        raise IsaError(f"dbg.assert: condition t{c} must be i1, got {st.tiles[c].dtype}")
+    ok = st.read(c).reshape(st.P, -1).all(axis=1)
+    if not ok.all():
+        raise DeviceAssertionError(f"device assertion failed: {st.consts[m]}", programs=np.nonzero(~ok)[0])
+
+
+SEMANTICS = {f"s.{op}": _binary(op) for op in SCALAR_OPS}
+SEMANTICS.update(
+    {
+        f"s.{name}": _conversion(name)
+        for name in ("sext", "zext", "trunc", "sitofp", "uitofp", "fptosi", "fptoui", "fcvt", "bitcast")
+    }
+)
+SEMANTICS.update(
+    {
+        "nop": lambda st, ins: None,
+        "s.li": _li,
+        "s.mov": _mov,
+        "s.arg": _arg,
+        "s.pid": _pid,
+        "s.nprog": _nprog,
+        "s.cmpi": _cmpi,
+        "s.cmpf": _cmpf,
+        "s.select": _select,
+        "jmp": _jmp,
+        "bz": _bz,
+        "bnz": _bnz,
+        "loop": _loop,
+        "halt": _halt,
+        "dbg.print": _print,
+        "dbg.printr": _printr,
+        "dbg.assert": _assert,
+    }
+)
+assert all(m in ISA for m in SEMANTICS), "scalar SEMANTICS names a mnemonic the ISA lacks"

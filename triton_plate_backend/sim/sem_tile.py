@@ -1,0 +1,187 @@
+"""Vector-unit data movement, reductions and scans: v.splat, v.extract, v.iota, v.fill, v.copy,
+v.gather, v.hist, v.reduce, v.scan.
+
+Reduction order (fixed, so results are reproducible): a pairwise tree along the axis; at each
+level element i combines with element i + n//2 (an odd last element is carried up). Scans are
+Hillis-Steele: log2(n) steps, step s combines element i - s into element i. Every combine is the
+vector unit's own binary op (sem_vector.BINARY), rounded to the tile type at each step, as the
+hardware's combine tree would: f16 sums round to f16 at every add; integer adds wrap.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import IsaError, SimulatorError
+from ..isa.table import ENUMS
+from . import numerics as nx
+from .sem_vector import BINARY, kind
+
+# combine suffix -> (op on integers, op on floats); None: not defined on that kind
+COMBINE = {
+    "add": ("add", "add"),
+    "mul": ("mul", "mul"),
+    "max": ("maxs", "maximum"),
+    "min": ("mins", "minimum"),
+    "maxnum": (None, "maxnum"),
+    "minnum": (None, "minnum"),
+    "umax": ("maxu", None),
+    "umin": ("minu", None),
+    "and": ("and", None),
+    "or": ("or", None),
+    "xor": ("xor", None),
+}
+assert set(COMBINE) == set(ENUMS["combine"]), "COMBINE must cover the ISA's combine enum"
+
+
+def combine_fn(name: str, dtype: str, what: str):
+    op = COMBINE[name][0 if kind(dtype) == "int" else 1]
+    if op is None:
+        raise IsaError(f"{what}: combine {name} is not defined on {dtype}")
+    fn = BINARY[op][kind(dtype)]
+    return lambda a, b: fn(a, b, dtype)
+
+
+def reduce_last(x: np.ndarray, fn) -> np.ndarray:
+    """Pairwise-tree reduction of the last axis."""
+    while x.shape[-1] > 1:
+        n = x.shape[-1]
+        h = n // 2
+        y = fn(x[..., :h], x[..., h : 2 * h])
+        x = np.concatenate([y, x[..., 2 * h :]], axis=-1) if n % 2 else y
+    return x[..., 0]
+
+
+def scan_last(x: np.ndarray, fn) -> np.ndarray:
+    """Inclusive Hillis-Steele scan of the last axis."""
+    n, s = x.shape[-1], 1
+    while s < n:
+        x = np.concatenate([x[..., :s], fn(x[..., :-s], x[..., s:])], axis=-1)
+        s *= 2
+    return x
+
+
+def _axis(st, ins, tile_index, imm_index):
+    ax = st.consts[imm_index]
+    rank = len(st.tiles[tile_index].shape)
+    if not isinstance(ax, int) or not 0 <= ax < rank:
+        raise IsaError(f"{ins.mnemonic}: axis {ax!r} outside a rank-{rank} tile")
+    return ax
+
+
+# ---- rules ---------------------------------------------------------------------------------------
+def _splat(st, ins):
+    d, r = ins.operands
+    t = st.tiles[d]
+    vals = nx.from_word(st.regs[r], t.dtype)
+    st.write(d, vals.reshape((st.P,) + (1,) * len(t.shape)))
+
+
+def _extract(st, ins):
+    r, a, i = ins.operands
+    t = st.tiles[a]
+    k = st.consts[i]
+    if not isinstance(k, int) or not 0 <= k < t.numel:
+        raise IsaError(f"v.extract: element {k!r} outside t{a} of {t.numel} elements")
+    idx = np.unravel_index(k, t.shape)
+    st.regs[r] = nx.to_word(st.read(a)[(slice(None), *idx)], t.dtype)
+
+
+def _iota(st, ins):
+    d, start = ins.operands
+    t = st.tiles[d]
+    vals = np.arange(t.numel, dtype=np.int64) + np.int64(st.consts[start])
+    vals = nx.int_to_float(vals, True, t.dtype) if kind(t.dtype) == "float" else nx.store_int(vals, t.dtype)
+    st.write(d, vals.reshape(t.shape))
+
+
+def _fill(st, ins):
+    d, v = ins.operands
+    st.write(d, nx.const_array(st.consts[v], st.tiles[d].dtype)[0])
+
+
+def _copy(st, ins):
+    d, a = ins.operands
+    td, ta = st.tiles[d], st.tiles[a]
+    if td.dtype != ta.dtype or td.numel != ta.numel:
+        raise IsaError(
+            f"v.copy: t{d} {td.dtype}{list(td.shape)} and t{a} {ta.dtype}{list(ta.shape)} must have "
+            "the same dtype and element count (convert with v.fcvt/v.sext/... first)"
+        )
+    st.write(d, st.read(a).reshape((st.P,) + td.shape))
+
+
+def _gather(st, ins):
+    d, a, idx, axis = ins.operands
+    ax = _axis(st, ins, a, axis)
+    ta, ti, td = st.tiles[a], st.tiles[idx], st.tiles[d]
+    nx.check_int(ti.dtype, "v.gather index")
+    if td.dtype != ta.dtype or td.shape != ti.shape or len(ti.shape) != len(ta.shape):
+        raise IsaError(f"v.gather: result t{d} must have a's dtype and idx's shape, same rank as a")
+    ids = nx.signed(st.read(idx), ti.dtype).astype(np.int64)
+    n = ta.shape[ax]
+    bad = (ids < 0) | (ids >= n)
+    if bad.any():
+        rows = np.nonzero(bad.reshape(st.P, -1).any(axis=1))[0]
+        raise SimulatorError(f"v.gather: index {int(ids[bad][0])} outside axis {ax} of length {n}", programs=rows)
+    st.write(d, np.take_along_axis(st.read(a), ids, axis=ax + 1))
+
+
+def _hist(st, ins):
+    d, a, m = ins.operands
+    td, ta, tm = st.tiles[d], st.tiles[a], st.tiles[m]
+    nx.check_int(ta.dtype, "v.hist values")
+    if len(td.shape) != 1 or td.dtype not in ("i32", "i64") or tm.dtype != "i1" or tm.shape != ta.shape:
+        raise IsaError("v.hist: d must be a 1-D i32/i64 tile of bins and m an i1 tile shaped like a")
+    n = td.shape[0]
+    vals = nx.signed(st.read(a), ta.dtype).astype(np.int64).reshape(st.P, -1)
+    ok = st.read(m).reshape(st.P, -1) & (vals >= 0) & (vals < n)
+    flat = (np.arange(st.P, dtype=np.int64)[:, None] * n + vals)[ok]
+    counts = np.bincount(flat, minlength=st.P * n).reshape(st.P, n)
+    st.write(d, nx.store_int(counts, td.dtype))
+
+
+def _reduce(st, ins):
+    d, a, axis = ins.operands
+    ax = _axis(st, ins, a, axis)
+    ta, td = st.tiles[a], st.tiles[d]
+    if ta.shape[ax] == 0:
+        raise IsaError("v.reduce over an empty axis")
+    out_shape = ta.shape[:ax] + ta.shape[ax + 1 :]
+    if td.dtype != ta.dtype or td.numel != math.prod(out_shape):
+        raise IsaError(f"v.reduce: result t{d} {td.dtype}{list(td.shape)} must be {ta.dtype}{list(out_shape)}")
+    fn = combine_fn(ins.suffixes[0], ta.dtype, ins.mnemonic)
+    r = reduce_last(np.moveaxis(st.read(a), ax + 1, -1), fn)
+    st.write(d, r.reshape((st.P,) + td.shape))
+
+
+def _scan(st, ins):
+    d, a, axis, reverse = ins.operands
+    ax = _axis(st, ins, a, axis)
+    ta, td = st.tiles[a], st.tiles[d]
+    if td.dtype != ta.dtype or td.shape != ta.shape:
+        raise IsaError(f"v.scan: result t{d} must match t{a} {ta.dtype}{list(ta.shape)}")
+    fn = combine_fn(ins.suffixes[0], ta.dtype, ins.mnemonic)
+    x = np.moveaxis(st.read(a), ax + 1, -1)
+    rev = bool(st.consts[reverse])
+    if rev:
+        x = x[..., ::-1]
+    x = scan_last(x, fn)
+    if rev:
+        x = x[..., ::-1]
+    st.write(d, np.moveaxis(x, -1, ax + 1))
+
+
+SEMANTICS = {
+    "v.splat": _splat,
+    "v.extract": _extract,
+    "v.iota": _iota,
+    "v.fill": _fill,
+    "v.copy": _copy,
+    "v.gather": _gather,
+    "v.hist": _hist,
+    "v.reduce": _reduce,
+    "v.scan": _scan,
+}

@@ -1,0 +1,416 @@
+"""Vector-unit elementwise semantics: v.<binary>, v.<unary>, v.fma, v.select, v.clamp, v.cmpi,
+v.cmpf and the conversions.
+
+BINARY and UNARY map an op name (the ISA's VECTOR_BINARY / VECTOR_UNARY keys) to one function
+per operand kind, ``fn(a, b, dtype) -> array`` on storage arrays of the ISA ``dtype``. The scalar
+unit (sem_scalar), the reductions and scans (sem_tile) reuse the same functions, so an op means
+the same thing on every unit.
+
+Floats: exact IEEE ops (add, sub, mul, div, sqrt, recip, fmod, min/max, rounding ops) run in
+fp32 for every type up to fp32 (fp64 for fp64) and are rounded once to the tile type, which is
+correctly rounded (fp32 holds >= 2p + 2 bits of f16/bf16/fp8). Transcendentals run in fp64 and
+are rounded once: within 1 ulp of the exact result (tests measure it), usually correctly rounded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import BITS, NUMPY, is_float
+from ..errors import IsaError
+from ..isa.table import VECTOR_BINARY, VECTOR_UNARY
+from . import numerics as nx
+from .numerics import F64, compute_dtype, round_float, signed, store_int, unsigned
+
+
+def kind(dtype: str) -> str:
+    return "float" if is_float(dtype) else "int"
+
+
+# ---- float ops -----------------------------------------------------------------------------------
+def _exact(fn):
+    """An IEEE-exact op: computed in the compute type, rounded once to the tile type."""
+
+    def op(*args):
+        *xs, dt = args
+        c = compute_dtype(dt)
+        return round_float(fn(*(x.astype(c, copy=False) for x in xs)), dt)
+
+    return op
+
+
+def _wide(fn):
+    """A transcendental: computed in float64, rounded once to the tile type."""
+
+    def op(*args):
+        *xs, dt = args
+        return round_float(fn(*(x.astype(F64, copy=False) for x in xs)), dt)
+
+    return op
+
+
+def _zero_ordered_max(fn):
+    """fn's max, with -0.0 < +0.0 (numpy returns either zero)."""
+    return lambda a, b: np.where(a == b, np.where(np.signbit(a), b, a), fn(a, b))
+
+
+def _zero_ordered_min(fn):
+    return lambda a, b: np.where(a == b, np.where(np.signbit(a), a, b), fn(a, b))
+
+
+_maximum, _minimum = _zero_ordered_max(np.maximum), _zero_ordered_min(np.minimum)  # NaN propagates
+_maxnum, _minnum = _zero_ordered_max(np.fmax), _zero_ordered_min(np.fmin)  # a NaN operand is ignored
+
+
+def _nextafter(a, b, dt):
+    return np.nextafter(a, b)  # numpy (f16/f32/f64) and ml_dtypes (bf16, fp8) step in the type itself
+
+
+def _rsqrt(x):
+    return 1.0 / np.sqrt(x)
+
+
+# ---- integer ops ---------------------------------------------------------------------------------
+def _wrapping(fn):
+    """add/sub/mul/and/or/xor: numpy integer arrays wrap; i1 computes on 0/1 bytes."""
+
+    def op(*args):
+        *xs, dt = args
+        if dt == "i1":
+            return store_int(fn(*(x.astype(np.uint8) for x in xs)), dt)
+        return fn(*xs)
+
+    return op
+
+
+def _divs(a, b, dt):
+    """Toward zero; x / 0 = -1 and INT_MIN / -1 = INT_MIN (wraps), like PTX div.s."""
+    a, b = signed(a, dt), signed(b, dt)
+    zero, m1 = b == 0, b == -1
+    safe = np.where(zero | m1, 1, b).astype(a.dtype)
+    q = (a - np.fmod(a, safe)) // safe  # exact: the dividend minus its remainder
+    q = np.where(m1, -a, q)
+    return store_int(np.where(zero, -1, q), dt)
+
+
+def _rems(a, b, dt):
+    """Sign of the dividend; x % 0 = x, like PTX rem.s."""
+    a, b = signed(a, dt), signed(b, dt)
+    zero, m1 = b == 0, b == -1
+    r = np.fmod(a, np.where(zero | m1, 1, b).astype(a.dtype))
+    return store_int(np.where(zero, a, np.where(m1, 0, r)), dt)
+
+
+def _divu(a, b, dt):
+    """x / 0 = all ones, like PTX div.u."""
+    a, b = unsigned(a, dt), unsigned(b, dt)
+    zero = b == 0
+    q = a // np.where(zero, 1, b).astype(b.dtype)
+    return store_int(np.where(zero, np.iinfo(a.dtype).max, q), dt)
+
+
+def _remu(a, b, dt):
+    a, b = unsigned(a, dt), unsigned(b, dt)
+    zero = b == 0
+    return store_int(np.where(zero, a, a % np.where(zero, 1, b).astype(b.dtype)), dt)
+
+
+def _shift_amount(b, dt):
+    """Shift amounts are unsigned and clamp at the width (PTX shl/shr semantics)."""
+    amt = unsigned(b, dt)
+    bits = nx.INT_BITS[dt]
+    return amt >= bits, np.minimum(amt, bits - 1).astype(amt.dtype)
+
+
+def _shl(a, b, dt):
+    over, s = _shift_amount(b, dt)
+    ua = unsigned(a, dt)
+    return store_int(np.where(over, 0, ua << s.astype(ua.dtype)), dt)
+
+
+def _shru(a, b, dt):
+    over, s = _shift_amount(b, dt)
+    ua = unsigned(a, dt)
+    return store_int(np.where(over, 0, ua >> s.astype(ua.dtype)), dt)
+
+
+def _shrs(a, b, dt):
+    _, s = _shift_amount(b, dt)  # >= width: the sign fills every bit, as a shift by width - 1
+    sa = signed(a, dt)
+    return store_int(sa >> s.astype(sa.dtype), dt)
+
+
+def _signed_op(fn):
+    return lambda a, b, dt: store_int(fn(signed(a, dt), signed(b, dt)), dt)
+
+
+def _unsigned_op(fn):
+    return lambda a, b, dt: store_int(fn(unsigned(a, dt), unsigned(b, dt)), dt)
+
+
+def _popc(a, dt):
+    return store_int(nx.popcount(unsigned(a, dt)).astype(np.int64), dt)
+
+
+def _clz(a, dt):
+    return store_int(nx.count_leading_zeros(unsigned(a, dt), nx.INT_BITS[dt]), dt)
+
+
+# ---- the tables ----------------------------------------------------------------------------------
+BINARY: dict[str, dict[str, object]] = {
+    "add": {"int": _wrapping(np.add), "float": _exact(np.add)},
+    "sub": {"int": _wrapping(np.subtract), "float": _exact(np.subtract)},
+    "mul": {"int": _wrapping(np.multiply), "float": _exact(np.multiply)},
+    "div": {"float": _exact(np.divide)},
+    "divs": {"int": _divs},
+    "divu": {"int": _divu},
+    "rems": {"int": _rems},
+    "remu": {"int": _remu},
+    "remf": {"float": _exact(np.fmod)},
+    "and": {"int": _wrapping(np.bitwise_and)},
+    "or": {"int": _wrapping(np.bitwise_or)},
+    "xor": {"int": _wrapping(np.bitwise_xor)},
+    "shl": {"int": _shl},
+    "shrs": {"int": _shrs},
+    "shru": {"int": _shru},
+    "maxs": {"int": _signed_op(np.maximum)},
+    "mins": {"int": _signed_op(np.minimum)},
+    "maxu": {"int": _unsigned_op(np.maximum)},
+    "minu": {"int": _unsigned_op(np.minimum)},
+    "maxnum": {"float": _exact(_maxnum)},
+    "minnum": {"float": _exact(_minnum)},
+    "maximum": {"float": _exact(_maximum)},
+    "minimum": {"float": _exact(_minimum)},
+    "mulhiu": {"int": lambda a, b, dt: nx.mulhi(a, b, dt, False)},
+    "mulhis": {"int": lambda a, b, dt: nx.mulhi(a, b, dt, True)},
+    "pow": {"float": _wide(np.power)},
+    "atan2": {"float": _wide(np.arctan2)},
+    "hypot": {"float": _wide(np.hypot)},
+    "copysign": {"float": _exact(np.copysign)},
+    "nextafter": {"float": _nextafter},
+}
+
+UNARY: dict[str, dict[str, object]] = {
+    "neg": {"int": _wrapping(np.negative), "float": _exact(np.negative)},
+    "abs": {"int": lambda a, dt: store_int(np.abs(signed(a, dt)), dt), "float": _exact(np.abs)},
+    "not": {"int": lambda a, dt: np.invert(a)},
+    "sqrt": {"float": _exact(np.sqrt)},
+    "rsqrt": {"float": _wide(_rsqrt)},
+    "exp": {"float": _wide(np.exp)},
+    "exp2": {"float": _wide(np.exp2)},
+    "expm1": {"float": _wide(np.expm1)},
+    "log": {"float": _wide(np.log)},
+    "log2": {"float": _wide(np.log2)},
+    "log10": {"float": _wide(np.log10)},
+    "log1p": {"float": _wide(np.log1p)},
+    "sin": {"float": _wide(np.sin)},
+    "cos": {"float": _wide(np.cos)},
+    "tan": {"float": _wide(np.tan)},
+    "asin": {"float": _wide(np.arcsin)},
+    "acos": {"float": _wide(np.arccos)},
+    "atan": {"float": _wide(np.arctan)},
+    "sinh": {"float": _wide(np.sinh)},
+    "cosh": {"float": _wide(np.cosh)},
+    "tanh": {"float": _wide(np.tanh)},
+    "asinh": {"float": _wide(np.arcsinh)},
+    "acosh": {"float": _wide(np.arccosh)},
+    "atanh": {"float": _wide(np.arctanh)},
+    "erf": {"float": _wide(nx.erf)},
+    "erfc": {"float": _wide(nx.erfc)},
+    "lgamma": {"float": _wide(nx.lgamma)},
+    "cbrt": {"float": _wide(np.cbrt)},
+    "floor": {"float": _exact(np.floor)},
+    "ceil": {"float": _exact(np.ceil)},
+    "ftrunc": {"float": _exact(np.trunc)},
+    "rint": {"float": _exact(np.rint)},
+    "isnan": {"float": lambda a, dt: np.isnan(a.astype(compute_dtype(dt), copy=False))},
+    "isinf": {"float": lambda a, dt: np.isinf(a.astype(compute_dtype(dt), copy=False))},
+    "signbit": {"float": lambda a, dt: np.signbit(a.astype(compute_dtype(dt), copy=False))},
+    "popc": {"int": _popc},
+    "clz": {"int": _clz},
+    "recip": {"float": _exact(np.reciprocal)},
+}
+PREDICATES = {"isnan", "isinf", "signbit"}  # unary ops whose result is i1
+
+assert set(BINARY) == set(VECTOR_BINARY), "BINARY must cover ISA VECTOR_BINARY exactly"
+assert set(UNARY) == set(VECTOR_UNARY), "UNARY must cover ISA VECTOR_UNARY exactly"
+
+
+def op_for(table: dict, op: str, dtype: str, what: str):
+    fn = table[op].get(kind(dtype))
+    if fn is None:
+        kinds = " or ".join(table[op])
+        raise IsaError(f"{what} is defined on {kinds} types, not {dtype}")
+    return fn
+
+
+# ---- rules ---------------------------------------------------------------------------------------
+def _same(st, ins, operands, what=None):
+    """The common dtype and shape of tile operands; IsaError naming them if they differ."""
+    tiles = [st.tiles[i] for i in operands]
+    dt, shape = tiles[0].dtype, tiles[0].shape
+    for t in tiles:
+        if t.dtype != dt or t.shape != shape:
+            listing = ", ".join(f"t{j} {u.dtype}{list(u.shape)}" for j, u in zip(operands, tiles))
+            raise IsaError(f"{what or ins.mnemonic}: operands must share dtype and shape, got {listing}")
+    return dt
+
+
+def _same_shape(st, ins, x, y):
+    if st.tiles[x].shape != st.tiles[y].shape:
+        raise IsaError(
+            f"{ins.mnemonic}: t{x}{list(st.tiles[x].shape)} and t{y}{list(st.tiles[y].shape)} differ in shape"
+        )
+
+
+def _need(st, ins, tile_index, dtypes, role):
+    t = st.tiles[tile_index]
+    if t.dtype not in dtypes:
+        raise IsaError(f"{ins.mnemonic}: {role} t{tile_index} must be {' or '.join(dtypes)}, got {t.dtype}")
+    return t
+
+
+# ops that are a single numpy ufunc on fp32/fp64 and on i8..i64 storage: computed straight into the
+# destination view (numpy buffers operands that overlap it), skipping a temporary and a copy
+_DIRECT_FLOAT = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "copysign": np.copysign,
+    "remf": np.fmod,
+}
+_DIRECT_INT = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+def _binary_rule(op):
+    direct_float, direct_int = _DIRECT_FLOAT.get(op), _DIRECT_INT.get(op)
+
+    def rule(st, ins):
+        d, a, b = ins.operands
+        dt = _same(st, ins, (d, a, b))
+        if direct_float is not None and dt in ("f32", "f64"):
+            direct_float(st.view(a), st.view(b), out=st.view(d))
+        elif direct_int is not None and dt in ("i8", "i16", "i32", "i64"):
+            direct_int(st.view(a), st.view(b), out=st.view(d))
+        else:
+            st.write(d, op_for(BINARY, op, dt, ins.mnemonic)(st.read(a), st.read(b), dt))
+
+    return rule
+
+
+def _unary_rule(op):
+    def rule(st, ins):
+        d, a = ins.operands
+        if op in PREDICATES:
+            _need(st, ins, d, ("i1",), "result")
+            _same_shape(st, ins, d, a)
+            dt = st.tiles[a].dtype
+        else:
+            dt = _same(st, ins, (d, a))
+        st.write(d, op_for(UNARY, op, dt, ins.mnemonic)(st.read(a), dt))
+
+    return rule
+
+
+def _fma(st, ins):
+    d, a, b, c = ins.operands
+    dt = _same(st, ins, (d, a, b, c))
+    x, y, z = st.read(a), st.read(b), st.read(c)
+    if is_float(dt):
+        st.write(d, nx.fma(x, y, z, dt))
+    else:
+        mul, add = BINARY["mul"]["int"], BINARY["add"]["int"]
+        st.write(d, add(mul(x, y, dt), z, dt))
+
+
+def _select(st, ins):
+    d, c, a, b = ins.operands
+    _same(st, ins, (d, a, b))
+    _need(st, ins, c, ("i1",), "condition")
+    _same_shape(st, ins, c, d)
+    st.write(d, np.where(st.read(c), st.read(a), st.read(b)))
+
+
+def _clamp(st, ins):
+    """tt.clampf: nan=all propagates a NaN operand (max/min), nan=none ignores it (maxnum/minnum)."""
+    d, a, lo, hi = ins.operands
+    dt = _same(st, ins, (d, a, lo, hi))
+    if is_float(dt):
+        mx, mn = ("maximum", "minimum") if ins.suffixes[0] == "all" else ("maxnum", "minnum")
+    else:
+        mx, mn = "maxs", "mins"
+    k = kind(dt)
+    st.write(d, BINARY[mn][k](BINARY[mx][k](st.read(a), st.read(lo), dt), st.read(hi), dt))
+
+
+def _cmp_rule(is_int):
+    def rule(st, ins):
+        d, a, b = ins.operands
+        dt = _same(st, ins, (a, b))
+        _need(st, ins, d, ("i1",), "result")
+        _same_shape(st, ins, d, a)
+        if is_int:
+            nx.check_int(dt, ins.mnemonic)
+            st.write(d, nx.compare_int(ins.suffixes[0], st.read(a), st.read(b), dt))
+        else:
+            nx.check_float(dt, ins.mnemonic)
+            st.write(d, nx.compare_float(ins.suffixes[0], st.read(a), st.read(b)))
+
+    return rule
+
+
+# ---- conversions: fn(values, src dtype, dst dtype, suffixes) -------------------------------------
+def _bitcast(x, src, dst, _):
+    if NUMPY[src].itemsize != NUMPY[dst].itemsize:
+        raise IsaError(f"bitcast {src} -> {dst}: item sizes differ")
+    raw = x.astype(np.uint8) if src == "i1" else x.view(BITS[src])
+    return store_int(raw, dst) if dst == "i1" else raw.view(NUMPY[dst])
+
+
+# name -> (source kind, destination kind, fn)
+CONVERSIONS = {
+    "sext": ("int", "int", lambda x, s, d, _: store_int(signed(x, s).astype(np.int64), d)),
+    "zext": ("int", "int", lambda x, s, d, _: store_int(unsigned(x, s).astype(np.uint64), d)),
+    "trunc": ("int", "int", lambda x, s, d, _: store_int(x, d)),
+    "sitofp": ("int", "float", lambda x, s, d, _: nx.int_to_float(signed(x, s), True, d)),
+    "uitofp": ("int", "float", lambda x, s, d, _: nx.int_to_float(unsigned(x, s), False, d)),
+    "fptosi": ("float", "int", lambda x, s, d, _: nx.float_to_int(x, d, True)),
+    "fptoui": ("float", "int", lambda x, s, d, _: nx.float_to_int(x, d, False)),
+    "fcvt": ("float", "float", lambda x, s, d, suf: round_float(x, d, suf[0] if suf else "rtne")),
+    "bitcast": (None, None, _bitcast),
+}
+
+
+def convert(name: str, x, src: str, dst: str, suffixes=(), what: str = ""):
+    src_kind, dst_kind, fn = CONVERSIONS[name]
+    what = what or name
+    if src_kind and kind(src) != src_kind or dst_kind and kind(dst) != dst_kind:
+        raise IsaError(f"{what}: converts {src_kind} to {dst_kind}, got {src} -> {dst}")
+    return fn(x, src, dst, suffixes)
+
+
+def _convert_rule(name):
+    def rule(st, ins):
+        d, a = ins.operands
+        td, ta = st.tiles[d], st.tiles[a]
+        if td.shape != ta.shape:
+            raise IsaError(f"{ins.mnemonic}: shapes differ, t{d}{list(td.shape)} vs t{a}{list(ta.shape)}")
+        st.write(d, convert(name, st.read(a), ta.dtype, td.dtype, ins.suffixes, ins.mnemonic))
+
+    return rule
+
+
+SEMANTICS = {f"v.{op}": _binary_rule(op) for op in BINARY}
+SEMANTICS.update({f"v.{op}": _unary_rule(op) for op in UNARY})
+SEMANTICS.update({f"v.{name}": _convert_rule(name) for name in CONVERSIONS})
+SEMANTICS.update(
+    {"v.fma": _fma, "v.select": _select, "v.clamp": _clamp, "v.cmpi": _cmp_rule(True), "v.cmpf": _cmp_rule(False)}
+)
