@@ -7,6 +7,7 @@ scheduling, Inductor placement) reads these fields; change a number here and in 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass, field
 
@@ -169,8 +170,13 @@ class Machine:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def cache_key(self) -> str:
+    @functools.cached_property
+    def _cache_key(self) -> str:  # cached_property writes __dict__ directly, so frozen is fine
         return json.dumps(self.to_dict(), sort_keys=True)
+
+    def cache_key(self) -> str:
+        """The whole description as canonical JSON (compile cache keys, memoisation)."""
+        return self._cache_key
 
     def describe(self) -> str:
         d, c, m, v = self.domain, self.core, self.core.matrix, self.core.vector

@@ -1,0 +1,257 @@
+"""The Triton driver: activation, target, device table, binaries, properties, modeled-time benchmarking."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+
+from triton_plate_backend import driver as plate_driver
+from triton_plate_backend.compiler import PlateBackend
+from triton_plate_backend.driver import PlateDriver, do_bench_modeled
+from triton_plate_backend.errors import PlateError
+from triton_plate_backend.sim import device as sim_device
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VEC_ADD_PASM = os.path.join(REPO, "examples", "asm", "vec_add.pasm")
+
+
+@pytest.fixture
+def mini(monkeypatch):
+    """A fresh plate-mini device 0."""
+    monkeypatch.setenv("PLATE_MACHINE", "plate-mini")
+    sim_device.reset_device(0)
+    yield sim_device.get_device(0)
+    sim_device.reset_device(0)
+
+
+@pytest.fixture
+def active(monkeypatch, mini, tmp_path):
+    """PlateDriver as Triton's active driver (registering the backend if the entry point is absent)."""
+    from triton.backends import Backend, backends
+
+    if "plate" not in backends:
+        monkeypatch.setitem(backends, "plate", Backend(PlateBackend, PlateDriver))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv("PLATE_HOST_MEMORY", "1")
+    saved = triton.runtime.driver._active
+    drv = PlateDriver()
+    triton.runtime.driver.set_active(drv)
+    yield drv
+    triton.runtime.driver._active = saved
+
+
+def _advance(dev, ns):
+    def fn():
+        with dev._lock:
+            dev.clock_ns += ns
+
+    return fn
+
+
+def _vec_add_binary():
+    from triton_plate_backend.isa.asm import assemble
+    from triton_plate_backend.isa.encoding import encode
+
+    with open(VEC_ADD_PASM) as f:
+        return encode(assemble(f.read()))
+
+
+# ---- activation and target ---------------------------------------------------------------------
+def test_is_active(monkeypatch):
+    monkeypatch.setenv("TRITON_DEFAULT_BACKEND", "plate")
+    assert PlateDriver.is_active()
+    monkeypatch.setenv("TRITON_DEFAULT_BACKEND", "nvidia")
+    assert not PlateDriver.is_active()
+    monkeypatch.delenv("TRITON_DEFAULT_BACKEND")
+    monkeypatch.setattr(plate_driver, "_gpu_usable", lambda: True)
+    assert not PlateDriver.is_active()  # never a second active driver on a GPU machine
+    monkeypatch.setattr(plate_driver, "_gpu_usable", lambda: False)
+    assert PlateDriver.is_active()
+
+
+def test_gpu_check_on_this_machine():
+    import torch
+
+    assert plate_driver._gpu_usable() == torch.cuda.is_available()
+
+
+def test_target_and_basic_queries(mini):
+    d = PlateDriver()
+    assert d.get_current_target() == GPUTarget("plate", 1, 32)
+    assert d.get_current_device() == 0 and d.get_current_stream(0) == 0
+    d.set_current_device(0)
+    with pytest.raises(PlateError, match="no plate device 1"):
+        d.set_current_device(1)
+    assert d.map_python_to_cpp_type("*fp32") == "uint64_t"
+    assert d.map_python_to_cpp_type("i32") == "int32_t" and d.map_python_to_cpp_type("fp16") == "double"
+    with pytest.raises(PlateError, match="no C\\+\\+ type"):
+        d.map_python_to_cpp_type("nvTmaDesc")
+    import torch
+
+    assert d.get_active_torch_device() == torch.device("cpu")  # until the plate torch device exists
+    assert d.launcher_cls.__name__ == "PlateLauncher"
+    assert d.get_benchmarker() is do_bench_modeled
+    d.clear_cache(d.get_empty_cache_for_benchmark())
+
+
+def test_current_device_is_per_thread(mini):
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(sim_device.current_device()))
+    t.start()
+    t.join()
+    assert seen == [0]
+    assert sim_device.get_device() is sim_device.get_device(0) is mini
+    assert sim_device.device_count() == 1
+
+
+def test_device_properties_follow_the_machine(mini, active):
+    m = mini.machine
+    props = PlateDriver().utils.get_device_properties(0)
+    assert props["max_shared_mem"] == m.core.sram_bytes
+    assert props["multiprocessor_count"] == m.total_cores == 8
+    assert props["warpSize"] == 32 and props["machine"] == "plate-mini"
+    # triton.testing's DRAM bandwidth formula gives the machine's HBM bandwidth
+    gbps = triton.testing.get_dram_gbps(0)
+    assert gbps == pytest.approx(m.hbm_bytes_per_cycle_chip() * m.clock_ghz)
+
+
+def test_machine_comes_from_the_knob(monkeypatch):
+    monkeypatch.setenv("PLATE_MACHINE", "plate4")
+    sim_device.reset_device(0)
+    try:
+        assert sim_device.get_device(0).machine.name == "plate4"
+    finally:
+        sim_device.reset_device(0)
+
+
+# ---- load_binary ------------------------------------------------------------------------------------
+def test_load_binary_decodes_the_pbin(mini):
+    utils = PlateDriver().utils
+    module, function, n_regs, n_spills, n_max_threads = utils.load_binary("vec_add", _vec_add_binary(), 0x3000, 0)
+    assert module.name == function.name == "vec_add" and function.program is module
+    assert [a.name for a in module.args] == ["x", "y", "o", "n"]
+    assert n_regs == 12 and n_spills == 0 and n_max_threads >= 32 * 32
+    with pytest.raises(PlateError, match="holds kernel 'vec_add'"):
+        utils.load_binary("other", _vec_add_binary(), 0x3000, 0)
+    with pytest.raises(PlateError, match="bytes of SRAM"):
+        utils.load_binary("vec_add", _vec_add_binary(), mini.machine.core.sram_bytes + 1, 0)
+
+
+# ---- modeled time --------------------------------------------------------------------------------
+def test_events_read_the_modeled_clock(mini, active):
+    di = active.get_device_interface()
+    start, end = di.Event(enable_timing=True), di.Event(enable_timing=True)
+    start.record()
+    _advance(mini, 2500)()
+    end.record()
+    di.synchronize()
+    assert start.elapsed_time(end) == pytest.approx(0.0025)
+    assert di.current_device() == 0
+    with pytest.raises(PlateError, match="recorded"):
+        di.Event().elapsed_time(end)
+
+
+def test_benchmarker_returns_modeled_ms(mini, monkeypatch):
+    calls = []
+    fn = _advance(mini, 1500)
+    assert do_bench_modeled(lambda: (calls.append(1), fn())) == pytest.approx(0.0015)
+    assert len(calls) == 1 + 3  # one untimed run, PLATE_BENCH_REPS timed ones
+    monkeypatch.setenv("PLATE_BENCH_REPS", "5")
+    med, lo, hi = do_bench_modeled(fn, quantiles=(0.5, 0.2, 0.8))
+    assert med == lo == hi == pytest.approx(0.0015)
+    assert do_bench_modeled(fn, return_mode="all") == pytest.approx([0.0015] * 5)
+
+
+def test_tritons_do_bench_measures_modeled_time(mini, active):
+    # triton.testing.do_bench itself, through get_device_interface(): modeled ms, not wall time
+    ms = triton.testing.do_bench(_advance(mini, 40_000), warmup=0.1, rep=0.5)
+    assert ms == pytest.approx(0.04)
+
+
+# ---- with the simulator: real launches (need the executor and the timing model) ----------------------
+@pytest.fixture
+def simulator():
+    pytest.importorskip("triton_plate_backend.sim.executor", reason="executor not written yet")
+    pytest.importorskip("triton_plate_backend.sim.timing", reason="timing model not written yet")
+
+
+@pytest.fixture
+def lowering():
+    pytest.importorskip("triton_plate_backend.passes.pipeline", reason="lowering pipeline not written yet")
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def test_do_bench_on_a_kernel(active, simulator, lowering):
+    import torch
+
+    x = torch.randn(4096)
+    out = torch.empty_like(x)
+    ms = triton.testing.do_bench(lambda: copy_kernel[(4,)](x, out, x.numel(), BLOCK=1024), warmup=0.01, rep=0.05)
+    assert torch.equal(out, x)
+    assert ms > 0
+    profile = triton_plate_backend_last_profile()
+    assert ms == pytest.approx(profile.time_ns / 1e6)
+
+
+def triton_plate_backend_last_profile():
+    import triton_plate_backend
+
+    return triton_plate_backend.last_profile()
+
+
+def test_autotune_picks_by_modeled_time(active, simulator, lowering):
+    import torch
+
+    configs = [triton.Config({"BLOCK": b}) for b in (32, 256, 1024)]
+    timings = {}
+
+    @triton.autotune(configs=configs, key=["n"])
+    @triton.jit
+    def tuned_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+    x = torch.randn(8192)
+    out = torch.empty_like(x)
+    tuned_copy[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel())
+    assert torch.equal(out, x)
+    timings = {cfg.kwargs["BLOCK"]: t[0] for cfg, t in tuned_copy.configs_timings.items()}
+    assert all(t > 0 for t in timings.values()) and len(timings) == 3
+    assert tuned_copy.best_config.kwargs["BLOCK"] == min(timings, key=timings.get)
+
+
+# ---- knobs ---------------------------------------------------------------------------------------
+def test_knobs_are_typed_and_documented(monkeypatch):
+    from triton_plate_backend import knobs
+
+    assert set(knobs.KNOBS) >= {"PLATE_MACHINE", "PLATE_TRACE", "PLATE_HOST_MEMORY", "PLATE_POLICY", "PLATE_DUMP_DIR"}
+    for name in knobs.KNOBS:
+        monkeypatch.delenv(name, raising=False)
+    assert (knobs.machine(), knobs.trace(), knobs.host_memory(), knobs.policy(), knobs.dump_dir()) == (
+        "plate1",
+        None,
+        False,
+        "round_robin",
+        None,
+    )
+    monkeypatch.setenv("PLATE_HOST_MEMORY", "yes")
+    assert knobs.host_memory() is True
+    monkeypatch.setenv("PLATE_HOST_MEMORY", "maybe")
+    with pytest.raises(ValueError, match="PLATE_HOST_MEMORY='maybe': expected 1 or 0"):
+        knobs.host_memory()
+    monkeypatch.setenv("PLATE_BENCH_REPS", "0")
+    with pytest.raises(PlateError, match="positive integer"):
+        knobs.bench_reps()
+    assert all(name in knobs.describe() for name in knobs.KNOBS)

@@ -1,0 +1,353 @@
+"""The Triton compiler backend for PLATE: option parsing and stage wiring, nothing else.
+
+Stages (keys are the file extensions of kernel.asm and of Triton's cache):
+
+    ttir  Triton's own TTIR passes (the list the NVIDIA backend runs), on Triton's MLIR module
+    pir   our TTIR parser, then the lowering pipeline (passes.pipeline): plate IR text
+    pasm  PLATE assembly text of the lowered program
+    pbin  the PLATE binary (bytes): what the launcher loads
+
+Stages talk through their text/bytes and ``metadata``; the pir and pasm texts also carry the
+in-memory Program forward (``StageText.program``), so the program is not re-assembled from text
+(the pbin stage assembles the text when no program came with it).
+
+Triton imports this module during ``import triton``: keep the imports at the top light (no torch,
+no triton.language, no triton.runtime.jit, no other backend's classes).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, fields
+
+if "triton" not in sys.modules:
+    # Imported before Triton. `import triton` runs Triton's backend discovery, which imports this
+    # module and must find its classes complete, not this half-run copy: step aside so discovery
+    # builds a fresh copy; importlib then hands that copy (the one Triton registered) to our
+    # importer. Without the plate entry point installed, discovery skips us: take our place back.
+    _partial = sys.modules.pop(__name__)
+    import triton  # noqa: F401
+
+    sys.modules.setdefault(__name__, _partial)
+
+from triton.backends.compiler import BaseBackend, GPUTarget, Language
+
+from . import __version__, knobs
+from .errors import CompileError, PlateError
+from .machine import PRESETS
+
+PLATE_ARCH = 1  # the ISA version: GPUTarget("plate", PLATE_ARCH, WARP_SIZE)
+WARP_SIZE = 32  # PLATE has no warps; Triton's layouts still need a warp size
+
+DOT_INPUT_PRECISIONS = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")  # isa.table ENUMS["prec"]
+FP8_DTYPES = ("fp8e4nv", "fp8e5")  # Triton names of the ISA's f8e4m3fn and f8e5m2
+
+# Triton's TTIR passes, in the order the NVIDIA backend's make_ttir runs them. PLATE has no TMA:
+# tensor descriptors are always rewritten to pointers (NVIDIA does so below sm90).
+TTIR_PASSES = (
+    ("common", "add_inliner"),
+    ("ttir", "add_rewrite_tensor_pointer"),
+    ("ttir", "add_rewrite_tensor_descriptor_to_pointer"),
+    ("common", "add_canonicalizer"),
+    ("ttir", "add_combine"),
+    ("ttir", "add_reorder_broadcast"),
+    ("common", "add_cse"),
+    ("common", "add_symbol_dce"),
+    ("ttir", "add_loop_unroll"),
+)
+
+
+class OptionError(PlateError, ValueError):
+    """A compile option with a value PLATE cannot honour; says the legal form."""
+
+
+def _tuple(value) -> tuple:
+    return tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
+
+
+@dataclass(frozen=True)
+class PlateOptions:
+    num_warps: int = 4  # accepted for Triton's layouts; PLATE runs one program instance per core
+    num_ctas: int = 1
+    num_stages: int = 3
+    warp_size: int = WARP_SIZE
+    maxnreg: int | None = None  # CUDA register cap: accepted so portable autotune configs run
+    ir_override: str | None = None
+    enable_fp_fusion: bool = True
+    launch_cooperative_grid: bool = False
+    launch_pdl: bool = False
+    supported_fp8_dtypes: tuple[str, ...] = FP8_DTYPES
+    deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
+    # with "tf32" allowed, tl.dot defaults to tf32 whatever this says (Triton's frontend)
+    default_dot_input_precision: str = "tf32"
+    allowed_dot_input_precisions: tuple[str, ...] = DOT_INPUT_PRECISIONS
+    max_num_imprecise_acc_default: int = 0
+    extern_libs: tuple | None = None
+    debug: bool = False
+    backend_name: str = "plate"
+    sanitize_overflow: bool = True
+    arch: str = f"plate-isa{PLATE_ARCH}"
+    instrumentation_mode: str = ""
+    machine: str = "plate1"  # machine.PRESETS name; parse_options fills it from PLATE_MACHINE
+
+    def __post_init__(self):
+        def bad(field, value, legal):
+            raise OptionError(f"option {field}={value!r} is not supported by plate; legal: {legal}")
+
+        def is_int(v):
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        for name in ("supported_fp8_dtypes", "deprecated_fp8_dot_operand_dtypes", "allowed_dot_input_precisions"):
+            object.__setattr__(self, name, _tuple(getattr(self, name)))
+        if self.extern_libs is not None:
+            libs = self.extern_libs.items() if isinstance(self.extern_libs, dict) else self.extern_libs
+            object.__setattr__(self, "extern_libs", tuple(sorted((str(k), str(v)) for k, v in libs)))
+        n = self.num_warps
+        if not is_int(n) or n < 1 or n & (n - 1):
+            bad("num_warps", n, "a power of 2 (1, 2, 4, 8, ...)")
+        if self.num_ctas != 1:
+            bad("num_ctas", self.num_ctas, "1 (PLATE has no CTA clusters)")
+        if not is_int(self.num_stages) or self.num_stages < 0:
+            bad("num_stages", self.num_stages, "an integer >= 0")
+        if self.warp_size != WARP_SIZE:
+            bad("warp_size", self.warp_size, str(WARP_SIZE))
+        if self.maxnreg is not None and (not is_int(self.maxnreg) or self.maxnreg < 1):
+            bad("maxnreg", self.maxnreg, "None or a positive integer")
+        unknown = [p for p in self.allowed_dot_input_precisions if p not in DOT_INPUT_PRECISIONS]
+        if unknown or not self.allowed_dot_input_precisions:
+            bad(
+                "allowed_dot_input_precisions",
+                self.allowed_dot_input_precisions,
+                f"a non-empty subset of {DOT_INPUT_PRECISIONS}",
+            )
+        if self.default_dot_input_precision not in self.allowed_dot_input_precisions:
+            bad(
+                "default_dot_input_precision",
+                self.default_dot_input_precision,
+                f"one of {self.allowed_dot_input_precisions}",
+            )
+        for name in ("supported_fp8_dtypes", "deprecated_fp8_dot_operand_dtypes"):
+            if any(d not in FP8_DTYPES for d in getattr(self, name)):
+                bad(name, getattr(self, name), f"a subset of {FP8_DTYPES}")
+        if self.instrumentation_mode:
+            bad("instrumentation_mode", self.instrumentation_mode, "'' (no instrumentation passes on plate)")
+        if self.machine not in PRESETS:
+            bad("machine", self.machine, f"one of {', '.join(PRESETS)} (set PLATE_MACHINE)")
+        if self.backend_name != "plate":
+            bad("backend_name", self.backend_name, "'plate'")
+
+    def hash(self) -> str:
+        key = "_".join(f"{k}-{v}" for k, v in sorted(self.__dict__.items()))
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+OPTION_FIELDS = tuple(f.name for f in fields(PlateOptions))
+
+
+@functools.cache
+def package_source_hash() -> str:
+    """sha256 of every .py file of triton_plate_backend: Triton's own key (triton_key) covers only
+    Triton, so a change to the lowering must change ours."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256(__version__.encode())
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                h.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
+
+
+def min_dot_size(lhs_type, rhs_type) -> tuple[int, int, int]:
+    """Smallest (M, N, K) of a tl.dot: the compiler pads any tile to the matrix unit, so none."""
+    return (1, 1, 1)
+
+
+class StageText(str):
+    """Stage output text that also carries the lowered Program (and the pipeline's report)."""
+
+    program = None
+    report = None
+
+    def __new__(cls, text: str, program=None, report=None):
+        self = super().__new__(cls, text)
+        self.program, self.report = program, report
+        return self
+
+
+# ---- stages --------------------------------------------------------------------------------------
+def make_ttir(mod, metadata, options):
+    from triton._C.libtriton import ir, passes
+
+    pm = ir.pass_manager(mod.context)
+    pm.enable_debug()
+    for namespace, add_pass in TTIR_PASSES:
+        getattr(getattr(passes, namespace), add_pass)(pm)
+    pm.run(mod, "make_ttir")
+    return mod
+
+
+def make_pir(src, metadata, options):
+    from .machine import get_machine
+    from .passes.pipeline import run_pipeline
+    from .ttir.parser import parse
+
+    ttir_text = str(src)
+    name = _entry_name(src, ttir_text)
+    metadata["name"] = name
+    _dump(metadata, "ttir", ttir_text)
+    try:
+        module_ir = parse(ttir_text, f"{name}.ttir")
+        pir_text, program, report = run_pipeline(module_ir, options, get_machine(options.machine))
+    except PlateError as e:
+        e.add_note(f"reproducer: {_write_reproducer(metadata, 'ttir', ttir_text)} (the TTIR the pir stage read)")
+        raise
+    _dump(metadata, "pir", pir_text)
+    if report is not None:
+        _dump(metadata, "report.txt", str(report))
+    return StageText(pir_text, program, report)
+
+
+def make_pasm(src, metadata, options):
+    from .isa.asm import disassemble
+    from .isa.program import verify
+    from .machine import get_machine
+
+    program = getattr(src, "program", None)
+    if program is None:
+        raise CompileError(
+            f"kernel {metadata.get('name', '?')}: the pasm stage needs the Program the pir stage "
+            "lowered; plate IR text alone is not re-lowered (an IR override of .pir is not supported)"
+        )
+    verify(program, get_machine(options.machine))
+    _set_binary_metadata(metadata, program)
+    text = disassemble(program)
+    _dump(metadata, "pasm", text)
+    return StageText(text, program, getattr(src, "report", None))
+
+
+def make_pbin(src, metadata, options):
+    from .isa.encoding import encode
+
+    program = getattr(src, "program", None)
+    if program is None:
+        from .isa.asm import assemble
+        from .isa.program import verify
+        from .machine import get_machine
+
+        program = verify(assemble(str(src)), get_machine(options.machine))
+    _set_binary_metadata(metadata, program)
+    return bytes(encode(program))
+
+
+def _set_binary_metadata(metadata, program) -> None:
+    """What Triton's launcher, its cache and Inductor read; PLATE needs no scratch memory."""
+    metadata["name"] = program.name
+    metadata["shared"] = int(program.sram_bytes or program.sram_high_water())
+    metadata["global_scratch_size"] = 0
+    metadata["global_scratch_align"] = 1
+    metadata["profile_scratch_size"] = 0
+    metadata["profile_scratch_align"] = 1
+
+
+def _entry_name(src, text: str) -> str:
+    get = getattr(src, "get_entry_func_name", None)
+    if get is not None:
+        return get()
+    m = re.search(r"tt\.func\s+(?:public\s+)?@([\w$.]+)", text)
+    if m is None:
+        raise CompileError("the TTIR has no tt.func: nothing to compile")
+    return m.group(1)
+
+
+def _file_stem(metadata) -> str:
+    return f"{metadata.get('name', 'kernel')}-{str(metadata.get('hash', 'nohash'))[:12]}"
+
+
+def _dump(metadata, ext: str, text: str) -> None:
+    directory = knobs.dump_dir()
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, f"{_file_stem(metadata)}.{ext}"), "w") as f:
+            f.write(text)
+
+
+def _write_reproducer(metadata, ext: str, text: str) -> str:
+    directory = knobs.dump_dir() or os.path.join(tempfile.gettempdir(), "plate-repro")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{_file_stem(metadata)}.{ext}")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+STAGES = {"ttir": make_ttir, "pir": make_pir, "pasm": make_pasm, "pbin": make_pbin}
+
+
+# ---- the backend ----------------------------------------------------------------------------------
+class PlateBackend(BaseBackend):
+    @staticmethod
+    def supports_target(target: GPUTarget):
+        return target.backend == "plate"
+
+    def __init__(self, target: GPUTarget) -> None:
+        super().__init__(target)
+        self.binary_ext = "pbin"
+
+    def hash(self) -> str:
+        return f"plate-{__version__}-{package_source_hash()[:16]}-{knobs.machine()}-{self.target.arch}"
+
+    def get_target_name(self, options) -> str:
+        return f"plate:{self.target.arch}"
+
+    def parse_options(self, opts) -> PlateOptions:
+        args = {k: opts[k] for k in OPTION_FIELDS if k in opts and opts[k] is not None}
+        args.setdefault("machine", knobs.machine())
+        if "enable_fp_fusion" not in args:
+            from triton import knobs as triton_knobs
+
+            args["enable_fp_fusion"] = triton_knobs.language.default_fp_fusion
+        return PlateOptions(**args)
+
+    def add_stages(self, stages, options, language=Language.TRITON):
+        if language != Language.TRITON:
+            raise CompileError(
+                f"plate compiles Triton kernels only, not {language.name} (Gluon targets GPU "
+                "layouts and starts at ttgir)"
+            )
+        for ext, stage in STAGES.items():
+            stages[ext] = functools.partial(_run_stage, stage, options=options)
+        from triton import knobs as triton_knobs
+
+        if triton_knobs.runtime.add_stages_inspection_hook is not None:
+            triton_knobs.runtime.add_stages_inspection_hook(self, stages, options, language, None)
+
+    def pack_metadata(self, metadata):
+        return (metadata.num_warps, metadata.num_ctas, metadata.shared, getattr(metadata, "machine", None))
+
+    def get_codegen_implementation(self, options):
+        return {"min_dot_size": min_dot_size}
+
+    def get_module_map(self):
+        # Inductor and users call triton.language.extra.libdevice: map it to the CUDA libdevice
+        # wrappers, whose tt.extern_elementwise symbols (__nv_tanhf, ...) the lowering maps to
+        # PLATE math. Nothing of the NVIDIA backend is imported.
+        from triton.language.extra.cuda import libdevice
+
+        return {"triton.language.extra.libdevice": libdevice}
+
+    def load_dialects(self, ctx):
+        """Triton's own dialects (loaded by Triton) are all the TTIR stage needs."""
+        return None
+
+
+def _run_stage(stage, src, metadata, *, options):
+    return stage(src, metadata, options)

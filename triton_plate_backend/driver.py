@@ -1,0 +1,284 @@
+"""The Triton driver for PLATE: target, device, launcher, and a benchmarker on the modeled clock.
+
+Triton imports this module during ``import triton``: keep the imports at the top light (no torch,
+no numpy, no triton.language, no triton.runtime.jit, no other backend's classes). Everything
+that runs kernels lives in ``launcher`` and ``sim.device`` and is imported on first use.
+
+Time: the device clock is the simulator's modeled clock (sim.device.Device.clock_ns). The events
+of ``get_device_interface()`` read it, so ``triton.testing.do_bench`` measures modeled time; the
+benchmarker of ``get_benchmarker()`` (what ``@triton.autotune`` uses) does too, with a few
+repetitions instead of a time budget, because modeled time does not jitter and a simulated launch
+costs real milliseconds (``do_bench`` would repeat a 2 µs kernel 50000 times to fill 100 ms).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if "triton" not in sys.modules:
+    # Imported before Triton. `import triton` runs Triton's backend discovery, which imports this
+    # module and must find its classes complete, not this half-run copy: step aside so discovery
+    # builds a fresh copy; importlib then hands that copy (the one Triton registered) to our
+    # importer. Without the plate entry point installed, discovery skips us: take our place back.
+    _partial = sys.modules.pop(__name__)
+    import triton  # noqa: F401
+
+    sys.modules.setdefault(__name__, _partial)
+
+from triton.backends.compiler import GPUTarget
+from triton.backends.driver import DriverBase
+
+from .errors import PlateError
+
+BACKEND = "plate"  # the entry-point name, the target backend and the torch device type
+PLATE_ARCH = 1  # keep equal to compiler.PLATE_ARCH (not imported: each module stands alone for Triton)
+WARP_SIZE = 32
+MAX_THREADS = WARP_SIZE * 1024  # no threads on PLATE: only bounds num_warps * warp_size for Triton's check
+
+CPP_TYPES = {
+    "i1": "int8_t",
+    "i8": "int8_t",
+    "i16": "int16_t",
+    "i32": "int32_t",
+    "i64": "int64_t",
+    "u1": "uint8_t",
+    "u8": "uint8_t",
+    "u16": "uint16_t",
+    "u32": "uint32_t",
+    "u64": "uint64_t",
+    "fp16": "double",
+    "bf16": "double",
+    "fp32": "double",
+    "f32": "double",
+    "fp64": "double",
+}
+
+
+def _gpu_usable() -> bool:
+    """Is a CUDA or ROCm device usable through torch? (what Triton's own drivers check)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    try:
+        return bool(torch.cuda.is_available())  # ROCm builds answer through torch.cuda too
+    except Exception:  # a broken CUDA install counts as no GPU, never as an import failure
+        return False
+
+
+# ---- utils: load_binary and device properties ----------------------------------------------------
+class PlateUtils:
+    def load_binary(self, name, kernel, shared, device):
+        """Decode pbin bytes into a Program: (module, function, n_regs, n_spills, n_max_threads)."""
+        from .isa.encoding import decode
+        from .launcher import KernelHandle
+        from .sim.device import get_device
+
+        dev = get_device(device)
+        program = decode(bytes(kernel), dev.machine)  # verified against the device's machine
+        if program.name != name:
+            raise PlateError(f"load_binary: the binary holds kernel {program.name!r}, Triton asked for {name!r}")
+        if shared > dev.machine.core.sram_bytes:
+            raise PlateError(
+                f"kernel {name} needs {shared} bytes of SRAM; a core of {dev.machine.name} has "
+                f"{dev.machine.core.sram_bytes}"
+            )
+        return program, KernelHandle(name, program, dev.index), _registers_used(program), 0, MAX_THREADS
+
+    def get_device_properties(self, device):
+        from .sim.device import get_device
+
+        m = get_device(device).machine
+        hbm_bytes_per_cycle = m.hbm_bytes_per_cycle_chip() * m.chips
+        return {
+            "max_shared_mem": m.core.sram_bytes,
+            "max_num_regs": m.core.scalar_registers,
+            "multiprocessor_count": m.total_cores,
+            "warpSize": WARP_SIZE,
+            "sm_clock_rate": int(m.clock_ghz * 1e6),  # kHz
+            # double data rate at half the core clock over a bus of 8 bits per HBM byte/cycle, so that
+            # triton.testing.get_dram_gbps (clock * width * 2 / 8) gives the machine's HBM bandwidth
+            "mem_clock_rate": int(m.clock_ghz * 1e6 / 2),  # kHz
+            "mem_bus_width": int(hbm_bytes_per_cycle * 8),  # bits
+            "machine": m.name,
+            "domains": m.total_domains,
+            "sram_bytes": m.core.sram_bytes,
+        }
+
+    def set_printf_fifo_size(self, size):
+        """device_print output goes straight to the host: there is no FIFO to size."""
+        return None
+
+
+def _registers_used(program) -> int:
+    from .isa.table import ISA
+
+    highest = -1
+    for ins in program.instrs:
+        for od, value in zip(ISA[ins.mnemonic].operands, ins.operands):
+            if od.kind == "r":
+                highest = max(highest, value)
+            elif od.kind == "rlist":
+                highest = max(highest, *value) if value else highest
+    return highest + 1
+
+
+# ---- events on the modeled clock --------------------------------------------------------------
+class ModeledEvent:
+    """A CUDA-style event that reads the device's modeled clock instead of a wall clock."""
+
+    def __init__(self, enable_timing: bool = True, blocking: bool = False, interprocess: bool = False):
+        self.enable_timing = enable_timing
+        self.time_ns = None
+
+    def record(self, stream=None):
+        from .sim.device import get_device
+
+        self.time_ns = get_device().now_ns()
+
+    def synchronize(self):
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def wait(self, stream=None):
+        return None
+
+    def elapsed_time(self, end: ModeledEvent) -> float:
+        """Modeled milliseconds from this event to ``end``."""
+        if self.time_ns is None or end.time_ns is None:
+            raise PlateError("elapsed_time: both events must be recorded first (call record())")
+        return (end.time_ns - self.time_ns) / 1e6
+
+
+class PlateDeviceInterface:
+    """What triton.testing asks of get_device_interface(): synchronize, Event, current_device."""
+
+    Event = ModeledEvent
+
+    @staticmethod
+    def synchronize(device=None):
+        from .sim.device import get_device
+
+        get_device(device).synchronize()
+
+    @staticmethod
+    def current_device() -> int:
+        from .sim.device import current_device
+
+        return current_device()
+
+    @staticmethod
+    def set_device(device: int) -> None:
+        from .sim.device import set_current_device
+
+        set_current_device(device)
+
+    @staticmethod
+    def device_count() -> int:
+        from .sim.device import device_count
+
+        return device_count()
+
+    @staticmethod
+    def is_available() -> bool:
+        return True
+
+
+DEVICE_INTERFACE = PlateDeviceInterface()
+
+
+def do_bench_modeled(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
+    """``triton.testing.do_bench`` on the modeled clock, with ``PLATE_BENCH_REPS`` timed runs after
+    one untimed run (compile and first launch). ``warmup`` and ``rep`` are accepted for
+    compatibility; modeled time needs no warm-up and does not jitter."""
+    from triton.testing import _summarize_statistics
+
+    from . import knobs
+
+    if return_mode not in ("min", "max", "mean", "median", "all"):
+        raise ValueError(f"return_mode {return_mode!r}: expected min, max, mean, median or all")
+    fn()
+    DEVICE_INTERFACE.synchronize()
+    times = []
+    for _ in range(knobs.bench_reps()):
+        for x in grad_to_none or ():
+            x.grad = None
+        start, end = ModeledEvent(), ModeledEvent()
+        start.record()
+        fn()
+        end.record()
+        times.append(start.elapsed_time(end))
+    return _summarize_statistics(times, quantiles, return_mode)
+
+
+# ---- the driver ---------------------------------------------------------------------------------
+class PlateDriver(DriverBase):
+    def __init__(self):
+        super().__init__()
+        self.utils = PlateUtils()
+
+    @staticmethod
+    def is_active():
+        """Selected by TRITON_DEFAULT_BACKEND=plate; otherwise only when no CUDA/ROCm device is usable
+        (so a GPU machine never has two active drivers)."""
+        selected = os.environ.get("TRITON_DEFAULT_BACKEND")
+        if selected:
+            return selected == BACKEND
+        return not _gpu_usable()
+
+    @property
+    def launcher_cls(self):
+        from .launcher import PlateLauncher
+
+        return PlateLauncher
+
+    def get_current_target(self):
+        return GPUTarget(BACKEND, PLATE_ARCH, WARP_SIZE)
+
+    def get_current_device(self):
+        from .sim.device import current_device
+
+        return current_device()
+
+    def set_current_device(self, device):
+        from .sim.device import set_current_device
+
+        set_current_device(device)
+
+    def get_current_stream(self, device=None):
+        return 0  # one in-order queue per device: launches are synchronous
+
+    def get_active_torch_device(self):
+        """torch.device("plate", i) once the plate torch device is registered (PrivateUse1 renamed
+        "plate"); until then torch.device("cpu"), where host-memory mode keeps kernel arguments."""
+        import torch
+
+        if torch._C._get_privateuse1_backend_name() == BACKEND:
+            return torch.device(BACKEND, self.get_current_device())
+        return torch.device("cpu")
+
+    def get_device_interface(self):
+        return DEVICE_INTERFACE
+
+    def map_python_to_cpp_type(self, ty: str) -> str:
+        if ty.startswith("*"):
+            return "uint64_t"  # a device address
+        try:
+            return CPP_TYPES[ty]
+        except KeyError:
+            raise PlateError(
+                f"no C++ type for Triton type {ty!r}; known: pointers (*T), {', '.join(CPP_TYPES)}"
+            ) from None
+
+    def get_benchmarker(self):
+        return do_bench_modeled
+
+    def get_empty_cache_for_benchmark(self):
+        """PLATE has no hardware cache between HBM and SRAM: nothing to flush, so an empty buffer."""
+        return bytearray(0)
+
+    def clear_cache(self, cache):
+        return None

@@ -1,0 +1,147 @@
+"""Every PLATE_* environment variable, typed and documented, in one place.
+
+No other module reads the environment for plate settings: they call the accessors below. Each
+accessor reads the variable when called (not at import), so a test or a user can change it between
+launches. Settings that change what a compile produces (PLATE_MACHINE) are read once per compile by
+``compiler.parse_options`` and so land in the options and the cache key; the rest only change
+what happens at run time or what gets written to disk.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .errors import PlateError
+
+
+class KnobError(PlateError, ValueError):
+    """A PLATE_* environment variable holds a value of the wrong form."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    default: object
+    parse: Callable[[str], object]
+    doc: str
+
+    def get(self):
+        raw = os.environ.get(self.name)
+        if raw is None or raw == "":
+            return self.default
+        return self.parse(raw)
+
+
+def _flag(name: str) -> Callable[[str], bool]:
+    def parse(raw: str) -> bool:
+        value = raw.strip().lower()
+        if value in ("1", "true", "yes", "on"):
+            return True
+        if value in ("0", "false", "no", "off"):
+            return False
+        raise KnobError(f"{name}={raw!r}: expected 1 or 0 (also true/false, yes/no, on/off)")
+
+    return parse
+
+
+def _positive_int(name: str) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise KnobError(f"{name}={raw!r}: expected a positive integer")
+        return value
+
+    return parse
+
+
+def _text(raw: str) -> str:
+    return raw.strip()
+
+
+KNOBS: dict[str, Knob] = {
+    k.name: k
+    for k in (
+        Knob(
+            "PLATE_MACHINE",
+            "plate1",
+            _text,
+            "Machine preset the compiler targets and the simulator runs (machine.PRESETS: plate1, plate-mini, "
+            "plate4). Part of the compile cache key.",
+        ),
+        Knob(
+            "PLATE_TRACE",
+            None,
+            _text,
+            "Write a Perfetto/Chrome trace of every launch. A path ending in .json names one file, rewritten "
+            "by each launch (so it holds the last one); any other path is a directory that gets one file per "
+            "launch, <launch number>-<kernel>.json. Unset: no traces (faster timing).",
+        ),
+        Knob(
+            "PLATE_HOST_MEMORY",
+            False,
+            _flag("PLATE_HOST_MEMORY"),
+            "1: explicit host-memory mode. CPU torch tensors are accepted as kernel pointer arguments; each "
+            "tensor's storage is registered with the simulator's device memory for the duration of the launch "
+            "(bounds-checked like any allocation). Temporary: it exists until the plate torch device does; "
+            "without it a CPU tensor argument is an error, as on CUDA.",
+        ),
+        Knob(
+            "PLATE_POLICY",
+            "round_robin",
+            _text,
+            "Grid -> core policy of the timing model: a sim.timing.POLICIES name (round_robin, blocked, "
+            "domain_aligned), passed to simulate_timing as policy=.",
+        ),
+        Knob(
+            "PLATE_DUMP_DIR",
+            None,
+            _text,
+            "Directory that receives the ttir, pir and pasm text of each compile, as <kernel>-<hash>.<ext>. "
+            "Only compiles write it: a cache hit writes nothing (set TRITON_ALWAYS_COMPILE=1 to force).",
+        ),
+        Knob(
+            "PLATE_BENCH_REPS",
+            3,
+            _positive_int("PLATE_BENCH_REPS"),
+            "Timed repetitions of the driver's benchmarker (get_benchmarker, used by @triton.autotune). "
+            "Modeled time does not jitter, so a few repetitions suffice (data-dependent kernels may differ).",
+        ),
+    )
+}
+
+
+def machine() -> str:
+    return KNOBS["PLATE_MACHINE"].get()
+
+
+def trace() -> str | None:
+    return KNOBS["PLATE_TRACE"].get()
+
+
+def host_memory() -> bool:
+    return KNOBS["PLATE_HOST_MEMORY"].get()
+
+
+def policy() -> str:
+    return KNOBS["PLATE_POLICY"].get()
+
+
+def dump_dir() -> str | None:
+    return KNOBS["PLATE_DUMP_DIR"].get()
+
+
+def bench_reps() -> int:
+    return KNOBS["PLATE_BENCH_REPS"].get()
+
+
+def describe() -> str:
+    """All knobs with their current values, for `plate info`-style output and bug reports."""
+    lines = []
+    for k in KNOBS.values():
+        lines.append(f"{k.name} = {os.environ.get(k.name, '')!r} (default {k.default!r})\n    {k.doc}")
+    return "\n".join(lines)

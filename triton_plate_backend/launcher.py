@@ -1,0 +1,227 @@
+"""The kernel launcher: what Triton calls to run a compiled kernel on the simulated device.
+
+Triton calls ``PlateLauncher(src, metadata)`` once per compiled kernel, then the instance per
+launch as ``(gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
+launch_enter_hook, launch_exit_hook, *args)``, where ``args`` are the kernel's Python arguments in
+declaration order, constexprs and nested tuples included. The launcher reads ``src.signature`` to
+drop constexprs and flatten tuples, turns tensors into device addresses, and runs the Program that
+``driver.PlateUtils.load_binary`` decoded from the pbin bytes (``function``): it needs nothing of
+the Python kernel, so it works in a process that only has the binary (Inductor's compile workers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import knobs
+from .errors import PlateError
+
+# Same limits as CUDA: Triton and Inductor size grids (and split them) against these.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "u1": 1, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
+FLOAT_TYPES = ("fp16", "bf16", "fp32", "f32", "fp64")
+
+
+class LaunchError(PlateError, RuntimeError):
+    """A launch that cannot run: bad grid, argument count or kind, machine mismatch."""
+
+
+class PointerArgumentError(PlateError, ValueError):
+    """A pointer argument that is not device memory (a CPU tensor outside host-memory mode, ...)."""
+
+
+@dataclass
+class KernelHandle:
+    """The 'function' of a loaded kernel: its decoded Program and the device it was loaded on."""
+
+    name: str
+    program: object
+    device: int = 0
+
+
+class PlateLauncher:
+    def __init__(self, src, metadata):
+        signature = getattr(src, "signature", None)
+        self.signature = list(signature.values()) if signature else None
+        self.name = getattr(metadata, "name", "?")
+        self.machine = getattr(metadata, "machine", None)
+
+    def __call__(
+        self,
+        gridX,
+        gridY,
+        gridZ,
+        stream,
+        function,
+        kernel_metadata,
+        launch_metadata,
+        launch_enter_hook,
+        launch_exit_hook,
+        *args,
+    ):
+        if launch_enter_hook is not None:
+            launch_enter_hook(launch_metadata)
+        from .sim.device import get_device
+
+        grid = check_grid(self.name, gridX, gridY, gridZ)
+        device = get_device(function.device)
+        if self.machine is not None and self.machine != device.machine.name:
+            raise LaunchError(
+                f"kernel {self.name} was compiled for machine {self.machine!r} but device {device.index} runs "
+                f"{device.machine.name!r}: set PLATE_MACHINE before the first launch, or reset the device "
+                f"(triton_plate_backend.sim.device.reset_device)"
+            )
+        values, host_buffers = bind_arguments(self.name, function.program, self.signature, args, device)
+        if all(grid):
+            device.launch(function.program, grid, values, host_buffers=host_buffers)
+        if launch_exit_hook is not None:
+            launch_exit_hook(launch_metadata)
+
+
+def check_grid(name: str, gx, gy, gz) -> tuple[int, int, int]:
+    grid = (int(gx), int(gy), int(gz))
+    for axis, n, limit in zip("xyz", grid, MAX_GRID):
+        if n < 0 or n > limit:
+            raise LaunchError(
+                f"kernel {name}: grid {grid} is invalid: {axis} = {n} outside 0..{limit} "
+                f"(the limits are {MAX_GRID}, as on CUDA); split the launch or fold the axis"
+            )
+    return grid
+
+
+def flatten(signature, args):
+    """(declaration position, Triton type, value) of every runtime argument: constexprs dropped,
+    tuples flattened, tensor descriptors expanded the way Triton's TTIR rewrite expects."""
+    out = []
+
+    def walk(position, ty, value):
+        if isinstance(ty, tuple):
+            if not isinstance(value, (tuple, list)) or len(value) != len(ty):
+                raise LaunchError(f"argument {position}: expected a tuple of {len(ty)} values, got {value!r}")
+            for t, v in zip(ty, value):
+                walk(position, t, v)
+        elif ty == "constexpr":
+            return
+        elif isinstance(ty, str) and ty.startswith("tensordesc"):
+            out.extend((position, t, v) for t, v in _expand_tensordesc(ty, value))
+        else:
+            out.append((position, ty, value))
+
+    if signature is None:  # no source at all: every argument is a runtime argument
+        for i, value in enumerate(args):
+            walk(i, _type_of(value), value)
+        return out
+    if len(signature) != len(args):
+        raise LaunchError(f"the kernel takes {len(signature)} arguments, the launch passed {len(args)}")
+    for i, (ty, value) in enumerate(zip(signature, args)):
+        walk(i, ty, value)
+    return out
+
+
+def _type_of(value):
+    if isinstance(value, (tuple, list)):
+        return tuple(_type_of(v) for v in value)
+    if value is None:
+        return "constexpr"
+    if hasattr(value, "data_ptr"):
+        return "*"
+    if isinstance(value, float):
+        return "fp64"
+    return "i64"
+
+
+def _expand_tensordesc(ty: str, desc):
+    # NVIDIA's host-side decomposition without TMA metadata (driver.make_tensordesc_arg):
+    # base, shape, strides, padding == "nan", round_f32_to_tf32, shape (i32), strides (i64)
+    ndim = len(desc.shape)
+    dtype = ty[len("tensordesc<") :].split("[", 1)[0]
+    types = [f"*{dtype}", *["i64"] * (2 * ndim), "i1", "i1", *["i32"] * ndim, *["i64"] * ndim]
+    values = [
+        desc.base,
+        *desc.shape,
+        *desc.strides,
+        desc.padding == "nan",
+        bool(desc.round_f32_to_tf32),
+        *desc.shape,
+        *desc.strides,
+    ]
+    return list(zip(types, values))
+
+
+def bind_arguments(name, program, signature, args, device):
+    """Runtime values in Program.args order, and the host buffers to register (host-memory mode)."""
+    from .sim.device import HostBuffer
+
+    flat = flatten(signature, args)
+    params = program.args
+    if len(flat) != len(params):
+        wanted = ", ".join(f"{a.name}: {a.type}" for a in params)
+        raise LaunchError(
+            f"kernel {name} takes {len(params)} runtime argument(s) ({wanted}); the launch gave "
+            f"{len(flat)} after dropping constexprs and flattening tuples"
+        )
+    host_mode = knobs.host_memory()
+    values, host_buffers = [], []
+    for (position, _ty, value), param in zip(flat, params):
+        if param.type == "ptr":
+            addr, host = _pointer(name, position, value, device, host_mode)
+            values.append(addr)
+            if host is not None:
+                host_buffers.append(HostBuffer(*host, label=f"{name} arg {position} ({param.name})"))
+        elif param.type.startswith("f"):
+            values.append(float(value))
+        else:
+            values.append(_integer(int(value), param.type))
+    return values, host_buffers
+
+
+def _integer(value: int, ty: str) -> int:
+    """Wrap to the parameter's width, signed (u64 bit patterns keep their bits)."""
+    bits = INT_BITS.get(ty, 64)
+    if bits == 1:
+        return value & 1
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _pointer(name, position, value, device, host_mode):
+    """(device address, (host addr, nbytes, owner) to register or None)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, None  # a raw device address
+    data_ptr = getattr(value, "data_ptr", None)
+    if data_ptr is None:
+        raise PointerArgumentError(
+            f"Pointer argument (at {position}) of kernel {name} must be a tensor (an object "
+            f"with data_ptr()), got {type(value).__name__}"
+        )
+    addr = int(data_ptr())
+    dev = getattr(value, "device", None)
+    dev_type = getattr(dev, "type", dev if isinstance(dev, str) else None)
+    if dev_type == "cpu":
+        base, nbytes, owner = _host_extent(value, addr)
+        if host_mode:
+            return addr, (base, nbytes, owner)
+        if nbytes and device.covers(base, nbytes):
+            return addr, None  # host memory the user made device memory explicitly
+        raise PointerArgumentError(
+            f"Pointer argument (at {position}) cannot be accessed from Triton (cpu tensor?): kernel {name} runs "
+            f"on the plate device; set PLATE_HOST_MEMORY=1 to let the simulator use CPU tensors as device memory"
+        )
+    if dev_type not in (None, "plate"):
+        raise PointerArgumentError(
+            f"Pointer argument (at {position}) of kernel {name} is a {dev_type} tensor; "
+            f"plate kernels read plate device memory"
+        )
+    return addr, None
+
+
+def _host_extent(value, addr):
+    """The whole host allocation behind a CPU tensor: its storage (views share it)."""
+    base = getattr(value, "base", None)  # triton.reinterpret's TensorWrapper keeps the tensor in .base
+    tensor = base if hasattr(base, "untyped_storage") else value
+    storage = getattr(tensor, "untyped_storage", None)
+    if storage is not None:
+        st = storage()
+        return int(st.data_ptr()), int(st.nbytes()), tensor
+    nbytes = int(value.numel()) * int(value.element_size())
+    return addr, nbytes, value

@@ -1,0 +1,161 @@
+"""The runtime device: one simulated PLATE machine with its memory and its modeled clock.
+
+A launch runs the program functionally (``sim.executor.execute``: results land in device memory),
+then through the timing model (``sim.timing.simulate_timing``: a Profile). The device clock is the
+modeled clock: it advances by each launch's modeled time, and it is what Triton's ``do_bench`` and
+``@triton.autotune`` read through the driver's events. Launches are synchronous: when ``launch``
+returns, the results are in memory and the clock has advanced.
+
+A lock serialises launches, so kernels launched from several Python threads run one after another
+and each sees a consistent memory and clock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import knobs
+from ..errors import PlateError
+from ..machine import Machine, get_machine
+from .memory import DeviceMemory
+
+DEVICE_COUNT = 1  # one simulated system per process; a multi-chip preset is still one device
+
+
+class DeviceError(PlateError):
+    """A bad device index or a device-level misuse."""
+
+
+@dataclass(frozen=True)
+class HostBuffer:
+    """Host memory to make device memory for the duration of one launch (host-memory mode)."""
+
+    addr: int
+    nbytes: int
+    owner: object = None  # kept alive while registered
+    label: str = "host"
+
+
+class Device:
+    def __init__(self, index: int = 0, machine: Machine | str | None = None):
+        self.index = index
+        self.machine = get_machine(machine if machine is not None else knobs.machine())
+        self.memory = DeviceMemory(self.machine)
+        self.clock_ns = 0.0  # modeled time of every launch so far
+        self.launches = 0
+        self.last_profile = None
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"Device({self.index}, machine={self.machine.name!r}, clock_ns={self.clock_ns:g})"
+
+    # ---- time ------------------------------------------------------------------------------
+    def now_ns(self) -> float:
+        with self._lock:
+            return self.clock_ns
+
+    def synchronize(self) -> None:
+        """Wait for a launch running in another thread; a launch itself returns only when it is done."""
+        with self._lock:
+            pass
+
+    # ---- memory ----------------------------------------------------------------------------
+    def covers(self, addr: int, nbytes: int) -> bool:
+        """True when bytes [addr, addr + nbytes) lie inside one live allocation."""
+        with self._lock:
+            lo = np.array([int(addr)], np.int64)
+            return bool(self.memory.span_positions(lo, lo + max(int(nbytes), 1))[0] >= 0)
+
+    # ---- launch ----------------------------------------------------------------------------
+    def launch(self, program, grid: tuple[int, int, int], args, *, host_buffers=(), policy=None, trace_path=None):
+        """Run ``program`` over ``grid`` with runtime ``args`` (Program.args order: ints for
+        pointers and integers, floats for floats) and return its Profile.
+
+        ``host_buffers`` are registered as device memory for this launch only, unless an
+        allocation already covers them. ``policy`` (grid -> core) and ``trace_path`` default to
+        the PLATE_POLICY and PLATE_TRACE knobs."""
+        from .executor import execute
+        from .timing import simulate_timing
+
+        grid = tuple(int(g) for g in grid)
+        trace_path = trace_path or knobs.trace()
+        policy = policy or knobs.policy()
+        with self._lock:
+            registered = []
+            try:
+                for buf in host_buffers:
+                    if buf.nbytes <= 0 or self.covers(buf.addr, buf.nbytes):
+                        continue
+                    rec = self.memory.register(buf.addr, buf.nbytes, owner=buf.owner, label=buf.label)
+                    registered.append(rec.base)
+                trace = execute(program, grid, list(args), self.memory, self.machine, record_trace=True)
+            finally:
+                for base in registered:
+                    self.memory.free(base)
+            profile = simulate_timing(trace, self.machine, policy=policy, collect_events=bool(trace_path))
+            self.clock_ns += float(profile.time_ns)
+            self.launches += 1
+            self.last_profile = profile
+            if trace_path:
+                profile.write_trace(_trace_file(trace_path, self.launches, program.name))
+            return profile
+
+
+def _trace_file(setting: str, launch_number: int, kernel: str) -> str:
+    if setting.endswith(".json"):
+        parent = os.path.dirname(setting)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        return setting
+    os.makedirs(setting, exist_ok=True)
+    return os.path.join(setting, f"{launch_number:06d}-{kernel}.json")
+
+
+# ---- the device table and the current device (per thread, like CUDA) ------------------------
+_devices: dict[int, Device] = {}
+_devices_lock = threading.Lock()
+_current = threading.local()
+
+
+def device_count() -> int:
+    return DEVICE_COUNT
+
+
+def _check_index(index: int) -> int:
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < DEVICE_COUNT:
+        raise DeviceError(
+            f"no plate device {index!r}: there {'is' if DEVICE_COUNT == 1 else 'are'} "
+            f"{DEVICE_COUNT} (indices 0..{DEVICE_COUNT - 1})"
+        )
+    return int(index)
+
+
+def current_device() -> int:
+    return getattr(_current, "index", 0)
+
+
+def set_current_device(index: int) -> None:
+    _current.index = _check_index(index)
+
+
+def get_device(index: int | None = None) -> Device:
+    """The Device of ``index`` (default: the current device), created on first use from the knobs."""
+    index = current_device() if index is None else _check_index(index)
+    dev = _devices.get(index)
+    if dev is None:
+        with _devices_lock:
+            dev = _devices.get(index)
+            if dev is None:
+                dev = _devices[index] = Device(index)
+    return dev
+
+
+def reset_device(index: int = 0) -> None:
+    """Forget device ``index``: its memory, clock and profile. The next ``get_device`` builds a
+    fresh one from the knobs as they are then (tests use this to switch PLATE_MACHINE)."""
+    with _devices_lock:
+        _devices.pop(_check_index(index), None)
