@@ -1,0 +1,376 @@
+"""Scalar expressions over IR values: what the code generator materialises into scalar registers.
+
+An `Expr` is a frozen dataclass tree:
+
+    Const(value)            an integer
+    Val(value)              an IR scalar (int, i1 or pointer) the code generator already holds in a register
+    Add(a, b) Sub(a, b) Mul(a, b)
+    CeilDiv(a, c) FloorDiv(a, c)   mathematical division by a positive int constant c, rounding toward
+                                   +inf / -inf (not C's truncation: -3 fdiv 2 == -2)
+    Min(a, b) Max(a, b)
+    Select(cond, a, b)      cond is an IR i1 scalar Value: a if cond else b
+    Carried(arg, k)         the k-th scalar companion register of the loop-carried pointer `arg`
+                            (a block argument of an scf.for; see passes/access.py, CarriedPointer)
+
+Build expressions with the helpers `add`, `sub`, `mul`, `neg`, `ceil_div`, `floor_div`, `min_`, `max_`,
+`select` rather than the classes: they keep every sum of products in one canonical form (constants
+folded, `x*1`, `x+0` and `x-x` gone, terms in a fixed order), so two expressions that are equal as
+polynomials compare equal with `==`.
+
+Values are unbounded integers: the code generator evaluates them in 64-bit scalar registers; i32
+wrap-around of the TTIR that produced them is not modelled (Triton's address arithmetic assumes none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir.core import Value
+
+
+class Expr:
+    """Base of scalar expressions (see the module docstring)."""
+
+    def __str__(self) -> str:
+        return _render(self)
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: int
+
+
+@dataclass(frozen=True)
+class Val(Expr):
+    value: Value
+
+
+@dataclass(frozen=True)
+class Add(Expr):
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class Sub(Expr):
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class Mul(Expr):
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class CeilDiv(Expr):
+    a: Expr
+    c: int
+
+
+@dataclass(frozen=True)
+class FloorDiv(Expr):
+    a: Expr
+    c: int
+
+
+@dataclass(frozen=True)
+class Min(Expr):
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class Max(Expr):
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class Select(Expr):
+    cond: Value
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class Carried(Expr):
+    arg: Value
+    k: int = 0
+
+
+ZERO = Const(0)
+ONE = Const(1)
+
+
+# ---- canonical polynomial form ---------------------------------------------------------------------
+# A polynomial maps a monomial (sorted tuple of atoms: every node but Const/Add/Sub/Mul) to its coefficient.
+
+Poly = dict[tuple[Expr, ...], int]
+
+
+def _key(e: Expr) -> tuple:
+    """A total order on expressions, stable for equal trees (Values order by creation)."""
+    match e:
+        case Const(v):
+            return (0, v)
+        case Val(v):
+            return (1, v.id)
+        case Carried(arg, k):
+            return (2, arg.id, k)
+        case CeilDiv(a, c):
+            return (3, _key(a), c)
+        case FloorDiv(a, c):
+            return (4, _key(a), c)
+        case Min(a, b):
+            return (5, _key(a), _key(b))
+        case Max(a, b):
+            return (6, _key(a), _key(b))
+        case Select(cond, a, b):
+            return (7, cond.id, _key(a), _key(b))
+        case Add(a, b) | Sub(a, b) | Mul(a, b):
+            return (8, type(e).__name__, _key(a), _key(b))
+    raise TypeError(f"not an Expr: {e!r}")
+
+
+def _mono_key(m: tuple[Expr, ...]) -> tuple:
+    return (len(m), tuple(_key(a) for a in m))
+
+
+def poly(e: Expr) -> Poly:
+    match e:
+        case Const(v):
+            return {(): v} if v else {}
+        case Add(a, b):
+            return _poly_add(poly(a), poly(b), 1)
+        case Sub(a, b):
+            return _poly_add(poly(a), poly(b), -1)
+        case Mul(a, b):
+            out: Poly = {}
+            for ma, ca in poly(a).items():
+                for mb, cb in poly(b).items():
+                    m = tuple(sorted(ma + mb, key=_key))
+                    out[m] = out.get(m, 0) + ca * cb
+            return {m: c for m, c in out.items() if c}
+    return {(e,): 1}
+
+
+def _poly_add(p: Poly, q: Poly, sign: int) -> Poly:
+    out = dict(p)
+    for m, c in q.items():
+        out[m] = out.get(m, 0) + sign * c
+    return {m: c for m, c in out.items() if c}
+
+
+def _product(atoms: tuple[Expr, ...]) -> Expr:
+    acc = atoms[0]
+    for a in atoms[1:]:
+        acc = Mul(acc, a)
+    return acc
+
+
+def from_poly(p: Poly) -> Expr:
+    """The canonical tree of a polynomial: positive terms, then negative ones, constant last."""
+    terms = sorted((m for m in p if m), key=_mono_key)
+    pos = [m for m in terms if p[m] > 0] + ([()] if p.get((), 0) > 0 else [])
+    negs = [m for m in terms if p[m] < 0] + ([()] if p.get((), 0) < 0 else [])
+
+    def term(m, c):
+        if not m:
+            return Const(c)
+        return _product(m) if c == 1 else Mul(_product(m), Const(c))
+
+    acc: Expr | None = None
+    for m in pos:
+        t = term(m, p[m])
+        acc = t if acc is None else Add(acc, t)
+    for m in negs:
+        if acc is None:
+            acc = term(m, p[m])
+        else:
+            acc = Sub(acc, term(m, -p[m]))
+    return ZERO if acc is None else acc
+
+
+def _e(x: Expr | int) -> Expr:
+    if isinstance(x, bool) or not isinstance(x, int | Expr):
+        raise TypeError(f"expected an Expr or an int, got {x!r}")
+    return Const(x) if isinstance(x, int) else x
+
+
+def canon(e: Expr | int) -> Expr:
+    return from_poly(poly(_e(e)))
+
+
+def add(a: Expr | int, b: Expr | int) -> Expr:
+    return from_poly(_poly_add(poly(_e(a)), poly(_e(b)), 1))
+
+
+def sub(a: Expr | int, b: Expr | int) -> Expr:
+    return from_poly(_poly_add(poly(_e(a)), poly(_e(b)), -1))
+
+
+def mul(a: Expr | int, b: Expr | int) -> Expr:
+    return canon(Mul(_e(a), _e(b)))
+
+
+def neg(a: Expr | int) -> Expr:
+    return sub(0, a)
+
+
+def const_value(e: Expr) -> int | None:
+    """The integer an expression folds to, or None when it depends on a register."""
+    p = poly(e)
+    if not p:
+        return 0
+    if set(p) == {()}:
+        return p[()]
+    return None
+
+
+def _div(a: Expr | int, c: int, node: type, rounding) -> Expr:
+    if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
+        raise ValueError(f"division by {c!r}: the divisor must be a positive int constant")
+    p = poly(_e(a))
+    if c == 1:
+        return from_poly(p)
+    const = p.get((), 0)
+    rest = {m: k for m, k in p.items() if m}
+    if all(k % c == 0 for k in rest.values()):  # the variable part divides exactly: q + round(const / c)
+        return add(from_poly({m: k // c for m, k in rest.items()}), rounding(const, c))
+    return node(from_poly(p), c)
+
+
+def ceil_div(a: Expr | int, c: int) -> Expr:
+    return _div(a, c, CeilDiv, lambda x, d: -(-x // d))
+
+
+def floor_div(a: Expr | int, c: int) -> Expr:
+    return _div(a, c, FloorDiv, lambda x, d: x // d)
+
+
+def _minmax(a: Expr | int | None, b: Expr | int | None, node: type, pick_a_when_a_le_b: bool) -> Expr | None:
+    """min/max where None stands for 'no bound' (the other operand wins)."""
+    if a is None or b is None:
+        return None if a is None and b is None else canon(a if b is None else b)
+    a, b = canon(a), canon(b)
+    d = const_value(sub(a, b))
+    if d is not None:
+        return a if (d <= 0) == pick_a_when_a_le_b else b
+    return node(*sorted((a, b), key=_key))
+
+
+def min_(a: Expr | int | None, b: Expr | int | None) -> Expr | None:
+    """min(a, b); None (unbounded) is the identity."""
+    return _minmax(a, b, Min, True)
+
+
+def max_(a: Expr | int | None, b: Expr | int | None) -> Expr | None:
+    """max(a, b); None (unbounded) is the identity."""
+    return _minmax(a, b, Max, False)
+
+
+def select(cond: Value, a: Expr | int, b: Expr | int) -> Expr:
+    a, b = canon(a), canon(b)
+    return a if a == b else Select(cond, a, b)
+
+
+def carried(arg: Value, k: int = 0) -> Expr:
+    return Carried(arg, k)
+
+
+def indicator(y: Expr | int) -> Expr:
+    """1 when the integer y > 0, else 0 (as min(max(y, 0), 1))."""
+    return min_(max_(y, 0), 1)
+
+
+# ---- walking and evaluating ------------------------------------------------------------------------
+
+
+def nodes(e: Expr) -> Iterator[Expr]:
+    """Every node of the tree, pre-order."""
+    yield e
+    for child in (getattr(e, "a", None), getattr(e, "b", None)):
+        if isinstance(child, Expr):
+            yield from nodes(child)
+
+
+def values(e: Expr) -> set[Value]:
+    """The IR values an expression reads (Val and Select conditions; Carried args)."""
+    out: set[Value] = set()
+    for n in nodes(e):
+        if isinstance(n, Val):
+            out.add(n.value)
+        elif isinstance(n, Select):
+            out.add(n.cond)
+        elif isinstance(n, Carried):
+            out.add(n.arg)
+    return out
+
+
+def evaluate(e: Expr, env: Mapping[Any, Any]) -> int:
+    """The integer value of `e`; env maps each Value to its int and each (arg, k) to a carried companion."""
+    match e:
+        case Const(v):
+            return v
+        case Val(v):
+            return int(env[v])
+        case Carried(arg, k):
+            return int(env[(arg, k)])
+        case Add(a, b):
+            return evaluate(a, env) + evaluate(b, env)
+        case Sub(a, b):
+            return evaluate(a, env) - evaluate(b, env)
+        case Mul(a, b):
+            return evaluate(a, env) * evaluate(b, env)
+        case CeilDiv(a, c):
+            return -(-evaluate(a, env) // c)
+        case FloorDiv(a, c):
+            return evaluate(a, env) // c
+        case Min(a, b):
+            return min(evaluate(a, env), evaluate(b, env))
+        case Max(a, b):
+            return max(evaluate(a, env), evaluate(b, env))
+        case Select(cond, a, b):
+            return evaluate(a, env) if env[cond] else evaluate(b, env)
+    raise TypeError(f"not an Expr: {e!r}")
+
+
+# ---- printing ----------------------------------------------------------------------------------------
+
+
+def value_name(v: Value) -> str:
+    return f"%{v.name}" if v.name else f"%{v.id}"
+
+
+def _render(e: Expr) -> str:
+    match e:
+        case Const(v):
+            return str(v)
+        case Val(v):
+            return value_name(v)
+        case Carried(arg, k):
+            return f"carried({value_name(arg)}, {k})"
+        case Add(a, b):
+            return f"{_render(a)} + {_render(b)}"
+        case Sub(a, b):
+            rb = _render(b)
+            return f"{_render(a)} - ({rb})" if isinstance(b, Add | Sub) else f"{_render(a)} - {rb}"
+        case Mul(a, Const(c)) if c < 0:
+            return f"-{_render(Mul(a, Const(-c)) if c != -1 else a)}"
+        case Mul(a, b):
+            return "*".join(f"({_render(x)})" if isinstance(x, Add | Sub) else _render(x) for x in (a, b))
+        case CeilDiv(a, c):
+            return f"cdiv({_render(a)}, {c})"
+        case FloorDiv(a, c):
+            return f"fdiv({_render(a)}, {c})"
+        case Min(a, b):
+            return f"min({_render(a)}, {_render(b)})"
+        case Max(a, b):
+            return f"max({_render(a)}, {_render(b)})"
+        case Select(cond, a, b):
+            return f"select({value_name(cond)}, {_render(a)}, {_render(b)})"
+    return repr(e)
