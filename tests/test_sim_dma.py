@@ -628,3 +628,17 @@ def test_address_order_is_stable_even_without_packing():
     addrs = np.array([5, 1 << 61, 5, 0, 1 << 61, 5], np.int64)  # too wide to pack address and position
     assert dma._address_order(addrs).tolist() == [3, 0, 2, 5, 1, 4]
     assert dma._address_order(np.array([7, 3, 7, 3])).tolist() == [1, 3, 0, 2]
+
+
+def test_float8_e5m2_store_and_load_round_trip():
+    import ml_dtypes
+
+    from triton_plate_backend.sim import dma
+    from triton_plate_backend.sim.memory import DeviceMemory
+
+    mem = DeviceMemory("plate-mini")
+    base = mem.alloc(8).base
+    vals = np.arange(8, dtype=np.float32).astype(ml_dtypes.float8_e5m2).reshape(1, 8)
+    dma.store_strided(mem, [base], vals, [1], [0], [8], "f8e5m2")
+    got, _ = dma.load_strided(mem, np.array([base]), "f8e5m2", (8,), [1], [0], [8], 0.0)
+    np.testing.assert_array_equal(got.astype(np.float32), vals.astype(np.float32))

@@ -373,9 +373,11 @@ def _view(flat: np.ndarray, extent, strides) -> np.ndarray:
     """``flat`` (1-D) seen as [len, *extent] with element ``strides``: view[e] is the tile at e.
     Callers index it only at offsets whose every element they have checked."""
     isz = flat.itemsize
-    return np.lib.stride_tricks.as_strided(
-        flat, shape=(flat.size, *extent), strides=(isz, *(np.asarray(strides, np.int64) * isz)), writeable=True
+    bits = flat.view(f"u{isz}")  # as_strided rejects some ml_dtypes (float8_e5m2): stride the raw bits
+    view = np.lib.stride_tricks.as_strided(
+        bits, shape=(bits.size, *extent), strides=(isz, *(np.asarray(strides, np.int64) * isz)), writeable=True
     )
+    return view.view(flat.dtype)
 
 
 def _tile_groups(box: _Box, sel: np.ndarray):

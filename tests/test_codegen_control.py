@@ -1,0 +1,170 @@
+"""Code generation of control flow: scf.for (iter_args, parallel copies, nesting), scf.if with
+tensor results, scf.while, early returns (cf.cond_br)."""
+
+from __future__ import annotations
+
+import numpy as np
+import triton
+import triton.language as tl
+from codegen_kernels.harness import close, compile_kernel, run
+
+RNG = np.random.default_rng(4)
+B = 32
+
+
+@triton.jit
+def swap_loop(x, o, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(x + offs)
+    b = tl.load(x + BLOCK + offs)
+    s = 0
+    t = 1
+    for _ in range(n):
+        a, b = b, a + b  # yields swap tensors: parallel-copy semantics
+        s, t = t, s + t
+    tl.store(o + offs, a)
+    tl.store(o + BLOCK + offs, b)
+    tl.store(o + 2 * BLOCK, s.to(tl.float32))
+
+
+def test_loop_carried_swaps():
+    x = RNG.uniform(-1, 1, 2 * B).astype(np.float32)
+    prog = compile_kernel(swap_loop, {"x": "*fp32", "o": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": B})
+    (_, out), _ = run(prog, 1, [x, np.zeros(2 * B + 1, np.float32), 7])
+    a, b, s, t = x[:B].copy(), x[B:].copy(), 0, 1
+    for _ in range(7):
+        a, b = b, a + b
+        s, t = t, s + t
+    close(out[:B], a, rtol=1e-6)
+    close(out[B : 2 * B], b, rtol=1e-6)
+    assert out[2 * B] == s
+
+
+@triton.jit
+def nested_loops(x, o, n, m, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(n):
+        row = tl.zeros([BLOCK], dtype=tl.float32)
+        for j in range(i, m):
+            row += tl.load(x + j * BLOCK + offs) * (i + 1)
+        acc = acc * 0.5 + row
+    tl.store(o + offs, acc)
+
+
+def test_nested_loops():
+    n, m = 3, 5
+    x = RNG.uniform(-1, 1, (m, B)).astype(np.float32)
+    sig = {"x": "*fp32", "o": "*fp32", "n": "i32", "m": "i32", "BLOCK": "constexpr"}
+    (_, out), _ = run(compile_kernel(nested_loops, sig, {"BLOCK": B}), 1, [x, np.zeros(B, np.float32), n, m])
+    acc = np.zeros(B, np.float32)
+    for i in range(n):
+        acc = acc * 0.5 + sum(x[j] * (i + 1) for j in range(i, m))
+    close(out, acc, rtol=1e-5)
+
+
+@triton.jit
+def if_tensor(x, o, flag, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    if flag > 0:
+        w = v * 2.0
+        k = 1
+    else:
+        w = v - 1.0
+        k = 2
+    tl.store(o + offs, w + k)
+
+
+def test_if_with_tensor_results():
+    x = RNG.uniform(-1, 1, B).astype(np.float32)
+    prog = compile_kernel(if_tensor, {"x": "*fp32", "o": "*fp32", "flag": "i32", "BLOCK": "constexpr"}, {"BLOCK": B})
+    for flag, want in [(1, x * 2 + 1), (0, x - 1 + 2)]:
+        (_, out), _ = run(prog, 1, [x, np.zeros(B, np.float32), flag])
+        close(out, want, rtol=1e-6)
+
+
+@triton.jit
+def while_tensor(x, o, limit, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    steps = 0
+    while tl.max(v, axis=0) < limit:
+        v = v * 2.0 + 0.5
+        steps += 1
+    tl.store(o + offs, v)
+    tl.store(o + BLOCK, steps.to(tl.float32))
+
+
+def test_while_with_tensor_state():
+    x = RNG.uniform(0, 1, B).astype(np.float32)
+    sig = {"x": "*fp32", "o": "*fp32", "limit": "fp32", "BLOCK": "constexpr"}
+    (_, out), _ = run(compile_kernel(while_tensor, sig, {"BLOCK": B}), 1, [x, np.zeros(B + 1, np.float32), 40.0])
+    v, steps = x.copy(), 0
+    while v.max() < 40:
+        v, steps = v * 2 + 0.5, steps + 1
+    close(out[:B], v, rtol=1e-6)
+    assert out[B] == steps
+
+
+@triton.jit
+def early_exit(x, o, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    if tl.load(x + pid * BLOCK) < 0:
+        return
+    tl.store(o + offs, tl.load(x + offs) + 1.0)
+
+
+def test_early_return_per_program():
+    x = RNG.uniform(0, 1, 4 * B).astype(np.float32)
+    x[B] = -1.0  # program 1 returns early
+    prog = compile_kernel(early_exit, {"x": "*fp32", "o": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": B})
+    (_, out), _ = run(prog, 4, [x, np.zeros(4 * B, np.float32)])
+    want = x + 1
+    want[B : 2 * B] = 0
+    close(out, want)
+
+
+@triton.jit
+def loop_with_step(o, lo, hi, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.int32)
+    for i in tl.range(lo, hi, 3):
+        acc += offs * i
+    tl.store(o + offs, acc)
+
+
+def test_loop_bounds_and_zero_trip():
+    prog = compile_kernel(loop_with_step, {"o": "*i32", "lo": "i32", "hi": "i32", "BLOCK": "constexpr"}, {"BLOCK": B})
+    for lo, hi in [(-4, 11), (5, 5), (9, 2)]:
+        (out,), _ = run(prog, 1, [np.zeros(B, np.int32), lo, hi])
+        np.testing.assert_array_equal(out, np.arange(B) * sum(range(lo, hi, 3)))
+
+
+@triton.jit(noinline=True)
+def _poly(v, n):
+    acc = v * 0.0
+    for i in range(n):
+        acc = acc * v + i
+    return acc
+
+
+@triton.jit
+def calls(x, o, n):
+    v = tl.load(x)
+    tl.store(o, _poly(v, n) + _poly(v * 2.0, n + 1))
+
+
+def test_noinline_calls_are_inlined():
+    x = np.array([0.75], np.float32)
+    prog = compile_kernel(calls, {"x": "*fp32", "o": "*fp32", "n": "i32"})
+    (_, out), _ = run(prog, 1, [x, np.zeros(1, np.float32), 4])
+
+    def poly(v, n):
+        acc = np.float32(0)
+        for i in range(n):
+            acc = acc * v + np.float32(i)
+        return acc
+
+    close(out, [poly(x[0], 4) + poly(x[0] * 2, 5)], rtol=1e-6)

@@ -1,0 +1,148 @@
+"""Code generation of tt.dot: input types, precisions, accumulator types, tiling into 32x32
+m.mma pieces and K chunks, transposed operands and batched (3-D) dots."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import ml_dtypes
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from codegen_kernels.harness import MACHINE, close, compile_kernel, run
+
+RNG = np.random.default_rng(6)
+
+
+@triton.jit
+def dot_kernel(
+    a,
+    b,
+    c,
+    o,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    PREC: tl.constexpr,
+    OUT: tl.constexpr,
+    TRANS_B: tl.constexpr,
+):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    av = tl.load(a + rm[:, None] * BK + rk[None, :])
+    if TRANS_B:
+        bv = tl.trans(tl.load(b + rn[:, None] * BK + rk[None, :]))
+    else:
+        bv = tl.load(b + rk[:, None] * BN + rn[None, :])
+    cv = tl.load(c + rm[:, None] * BN + rn[None, :])
+    d = tl.dot(av, bv, cv, input_precision=PREC, out_dtype=OUT)
+    tl.store(o + rm[:, None] * BN + rn[None, :], d)
+
+
+def _dot(a_dt, c_dt, bm, bn, bk, prec="ieee", trans_b=False, machine=MACHINE):
+    tl_name = {
+        np.float16: "fp16",
+        ml_dtypes.bfloat16: "bf16",
+        np.float32: "fp32",
+        np.int8: "i8",
+        np.int32: "i32",
+        ml_dtypes.float8_e4m3fn: "fp8e4nv",
+    }
+    sig = {
+        "a": f"*{tl_name[a_dt]}",
+        "b": f"*{tl_name[a_dt]}",
+        "c": f"*{tl_name[c_dt]}",
+        "o": f"*{tl_name[c_dt]}",
+        "BM": "constexpr",
+        "BN": "constexpr",
+        "BK": "constexpr",
+        "PREC": "constexpr",
+        "OUT": "constexpr",
+        "TRANS_B": "constexpr",
+    }
+    out_dt = {np.float16: tl.float16, np.float32: tl.float32, np.int32: tl.int32}[c_dt]
+    prog = compile_kernel(
+        dot_kernel,
+        sig,
+        {"BM": bm, "BN": bn, "BK": bk, "PREC": prec, "OUT": out_dt, "TRANS_B": trans_b},
+        machine=machine,
+    )
+    if a_dt is np.int8:
+        a, b = (RNG.integers(-128, 128, s).astype(np.int8) for s in ((bm, bk), (bk, bn)))
+        c = RNG.integers(-1000, 1000, (bm, bn)).astype(np.int32)
+    else:
+        a, b = (RNG.uniform(-1, 1, s).astype(a_dt) for s in ((bm, bk), (bk, bn)))
+        c = RNG.uniform(-1, 1, (bm, bn)).astype(c_dt)
+    b_in = np.ascontiguousarray(b.T) if trans_b else b
+    (_, _, _, out), _ = run(prog, 1, [a, b_in, c, np.zeros((bm, bn), c_dt)], machine=machine)
+    return a, b, c, out, prog
+
+
+@pytest.mark.parametrize("a_dt", [np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn])
+def test_low_precision_inputs_f32_acc(a_dt):
+    a, b, c, out, _ = _dot(a_dt, np.float32, 64, 32, 32)
+    close(out, a.astype(np.float64) @ b.astype(np.float64) + c, rtol=1e-5, atol=1e-5)
+
+
+def test_f16_accumulator():
+    a, b, c, out, _ = _dot(np.float16, np.float16, 32, 32, 16)
+    close(
+        out,
+        (a.astype(np.float32) @ b.astype(np.float32) + c.astype(np.float32)).astype(np.float16),
+        rtol=2e-3,
+        atol=2e-3,
+    )
+
+
+def _tf32(x):
+    bits = x.astype(np.float32).view(np.uint32)
+    return ((bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFE000).view(np.float32)
+
+
+@pytest.mark.parametrize("prec", ["ieee", "tf32", "tf32x3"])
+def test_fp32_precisions(prec):
+    a, b, c, out, prog = _dot(np.float32, np.float32, 32, 64, 32, prec=prec)
+    assert any(ins.mnemonic == "m.mma" and ins.suffixes == (prec,) for ins in prog.instrs)
+    exact = a.astype(np.float64) @ b.astype(np.float64) + c
+    if prec == "tf32":
+        close(out, _tf32(a).astype(np.float64) @ _tf32(b).astype(np.float64) + c, rtol=1e-5, atol=1e-5)
+        assert np.abs(out - exact).max() > 1e-6  # tf32 really drops bits
+    else:
+        close(out, exact, rtol=1e-5, atol=1e-5)
+
+
+def test_int8_to_int32():
+    a, b, c, out, _ = _dot(np.int8, np.int32, 32, 32, 64)
+    np.testing.assert_array_equal(out, a.astype(np.int32) @ b.astype(np.int32) + c)
+
+
+def test_tiling_into_matrix_unit_pieces_and_k_chunks():
+    machine = dataclasses.replace(
+        MACHINE,
+        name="mini-k16",
+        core=dataclasses.replace(MACHINE.core, matrix=dataclasses.replace(MACHINE.core.matrix, max_k=16)),
+    )
+    a, b, c, out, prog = _dot(np.float16, np.float32, 64, 128, 64, trans_b=True, machine=machine)
+    close(out, a.astype(np.float64) @ b.astype(np.float64) + c, rtol=1e-5, atol=1e-5)
+    mmas = [prog.tiles[ins.operands[1]].shape for ins in prog.instrs if ins.mnemonic == "m.mma"]
+    assert len(mmas) == 2 * 4 * 4 and all(s == (32, 16) for s in mmas)
+
+
+@triton.jit
+def batched(a, b, o, BB: tl.constexpr, BM: tl.constexpr):
+    r = tl.arange(0, BM)
+    rb = tl.arange(0, BB)
+    offs = rb[:, None, None] * BM * BM + r[None, :, None] * BM + r[None, None, :]
+    tl.store(o + offs, tl.dot(tl.load(a + offs), tl.load(b + offs)))
+
+
+def test_batched_dot():
+    a = RNG.uniform(-1, 1, (2, 16, 16)).astype(np.float16)
+    b = RNG.uniform(-1, 1, (2, 16, 16)).astype(np.float16)
+    prog = compile_kernel(
+        batched, {"a": "*fp16", "b": "*fp16", "o": "*fp32", "BB": "constexpr", "BM": "constexpr"}, {"BB": 2, "BM": 16}
+    )
+    (_, _, out), _ = run(prog, 1, [a, b, np.zeros((2, 16, 16), np.float32)])
+    close(out, np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64)), rtol=1e-5, atol=1e-5)

@@ -1,0 +1,146 @@
+"""Code generation of math.*, libdevice (tt.extern_elementwise) and the tt math ops."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from codegen_kernels.harness import close, compile_kernel, compile_text, run, ttir_of
+from triton.language.extra.cuda import libdevice
+
+from triton_plate_backend.errors import CompileError
+from triton_plate_backend.isa.table import ISA
+from triton_plate_backend.passes import rules_math
+
+RNG = np.random.default_rng(2)
+N = 64
+SIG = {"x": "*fp32", "o": "*fp32", "BLOCK": "constexpr"}
+
+
+@triton.jit
+def unary_fns(x, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    base = o + offs * 16
+    tl.store(base + 0, tl.exp(v))
+    tl.store(base + 1, tl.exp2(v))
+    tl.store(base + 2, tl.log(v))
+    tl.store(base + 3, tl.log2(v))
+    tl.store(base + 4, tl.sqrt(v))
+    tl.store(base + 5, tl.rsqrt(v))
+    tl.store(base + 6, tl.sin(v))
+    tl.store(base + 7, tl.cos(v))
+    tl.store(base + 8, tl.abs(v - 2.0))
+    tl.store(base + 9, tl.floor(v - 2.0))
+    tl.store(base + 10, tl.ceil(v - 2.0))
+    tl.store(base + 11, tl.erf(v - 2.0))
+    tl.store(base + 12, tl.sqrt_rn(v))
+    tl.store(base + 13, tl.div_rn(v, v + 1.0))
+    tl.store(base + 14, tl.clamp(v, 1.0, 3.0))
+    tl.store(base + 15, tl.sigmoid(v))
+
+
+def test_unary_math():
+    v = RNG.uniform(0.1, 4, N).astype(np.float32)
+    (_, out), _ = run(compile_kernel(unary_fns, SIG, {"BLOCK": N}), 1, [v, np.zeros((N, 16), np.float32)])
+    d = v.astype(np.float64)
+    erf = np.vectorize(math.erf)
+    want = np.stack(
+        [
+            np.exp(d),
+            np.exp2(d),
+            np.log(d),
+            np.log2(d),
+            np.sqrt(d),
+            1 / np.sqrt(d),
+            np.sin(d),
+            np.cos(d),
+            np.abs(d - 2),
+            np.floor(d - 2),
+            np.ceil(d - 2),
+            erf(d - 2),
+            np.sqrt(d),
+            d / (d + 1),
+            np.clip(d, 1, 3),
+            1 / (1 + np.exp(-d)),
+        ],
+        1,
+    )
+    close(out, want, rtol=2e-6, atol=1e-6)
+
+
+@triton.jit
+def libdevice_fns(x, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    base = o + offs * 8
+    tl.store(base + 0, libdevice.tanh(v))
+    tl.store(base + 1, libdevice.pow(v, 1.5))
+    tl.store(base + 2, libdevice.atan2(v, v + 1.0))
+    tl.store(base + 3, libdevice.isnan(v / (v - v)).to(tl.float32))
+    tl.store(base + 4, libdevice.round(v * 4.0))
+    tl.store(base + 5, libdevice.log1p(v))
+    tl.store(base + 6, libdevice.trunc(-v))
+    tl.store(base + 7, libdevice.isinf(v / (v - v)).to(tl.float32))
+
+
+def test_libdevice():
+    v = RNG.uniform(0.1, 3, N).astype(np.float32)
+    v[:4] = [0.125, 0.375, 1.125, 2.625]  # *4 -> .5 cases: round half away from zero
+    (_, out), _ = run(compile_kernel(libdevice_fns, SIG, {"BLOCK": N}), 1, [v, np.zeros((N, 8), np.float32)])
+    d = v.astype(np.float64)
+    half_away = np.sign(d * 4) * np.floor(np.abs(d * 4) + 0.5)
+    want = np.stack(
+        [np.tanh(d), d**1.5, np.arctan2(d, d + 1), np.zeros(N), half_away, np.log1p(d), np.trunc(-d), np.ones(N)], 1
+    )
+    close(out, want, rtol=2e-6, atol=1e-6)
+
+
+@triton.jit
+def f64_fns(x, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    d = tl.load(x + offs)
+    tl.store(o + offs, libdevice.cbrt(d) + tl.exp(d))
+
+
+def test_f64_math():
+    x = RNG.uniform(-2, 2, N)
+    (_, out), _ = run(
+        compile_kernel(f64_fns, {"x": "*fp64", "o": "*fp64", "BLOCK": "constexpr"}, {"BLOCK": N}), 1, [x, np.zeros(N)]
+    )
+    close(out, np.cbrt(x) + np.exp(x), rtol=1e-13)
+
+
+@triton.jit
+def inline_asm(x, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    r = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [v], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(o + offs, r)
+
+
+def test_inline_asm_is_rejected_with_the_source_line():
+    text = ttir_of(inline_asm, SIG, {"BLOCK": N})
+    with pytest.raises(CompileError) as e:
+        compile_text(text, "inline_asm")
+    msg = str(e.value)
+    assert "tt.elementwise_inline_asm" in msg and "PTX inline assembly cannot run on PLATE" in msg
+    assert "test_codegen_math.py:" in msg  # the kernel's source line
+
+
+def test_unknown_libdevice_symbol_names_it():
+    text = ttir_of(libdevice_fns, SIG, {"BLOCK": N}).replace("__nv_tanhf", "__nv_mystery")
+    with pytest.raises(CompileError, match="__nv_mystery"):
+        compile_text(text, "libdevice_fns")
+
+
+def test_libdevice_table_maps_to_real_instructions():
+    for symbol, mnemonic in rules_math.LIBDEVICE.items():
+        assert mnemonic in ISA or mnemonic in rules_math.COMPOSITE, f"{symbol} -> {mnemonic}"
+    for op_name, mnemonic in rules_math.MATH.items():
+        assert mnemonic in ISA, f"{op_name} -> {mnemonic}"
+    for must in ("__nv_expf", "__nv_tanhf", "__nv_erff", "__nv_rsqrtf", "__nv_powf", "__nv_isnanf", "__nv_cbrt"):
+        assert must in rules_math.LIBDEVICE

@@ -1,0 +1,228 @@
+"""Code generation of device-memory ops: strided and gather loads/stores, `other`, masks,
+atomics, block pointers and tensor descriptors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from codegen_kernels.harness import cdiv, close, compile_kernel, run
+
+RNG = np.random.default_rng(5)
+
+
+@triton.jit
+def masked_2d(x, o, M, N, sx, so, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    m = (rm[:, None] < M) & (rn[None, :] < N)
+    v = tl.load(x + rm[:, None] * sx + rn[None, :], mask=m, other=-1.0)
+    tl.store(o + rm[:, None] * so + rn[None, :], v * 2.0, mask=rn[None, :] < N + 2)
+
+
+def test_masked_2d_strided():
+    M, N = 13, 10
+    x = RNG.uniform(0, 1, (M, 16)).astype(np.float32)
+    o = np.zeros((cdiv(M, 8) * 8, 20), np.float32)
+    sig = {
+        "x": "*fp32",
+        "o": "*fp32",
+        "M": "i32",
+        "N": "i32",
+        "sx": "i32",
+        "so": "i32",
+        "BM": "constexpr",
+        "BN": "constexpr",
+    }
+    prog = compile_kernel(masked_2d, sig, {"BM": 8, "BN": 16})
+    (_, out), _ = run(prog, cdiv(M, 8), [x, o, M, N, 16, 20])
+    want = np.full_like(o, 0)
+    vals = np.full((16, 16), -1.0, np.float32)
+    vals[:M, :N] = x[:, :N]
+    want[:, : N + 2] = (vals * 2)[:, : N + 2]
+    np.testing.assert_array_equal(out, want)
+
+
+@triton.jit
+def indirect(x, idx, other, o, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    i = tl.load(idx + offs)
+    alt = tl.load(other + offs)
+    v = tl.load(x + i, mask=(i >= 0) & (offs < n), other=alt)  # a gather with a tensor `other`
+    tl.store(o + i, v + 1.0, mask=i >= 0)  # a scatter
+
+
+def test_gather_scatter_with_tensor_other():
+    n = 30
+    x = RNG.uniform(0, 1, 64).astype(np.float32)
+    idx = RNG.permutation(64)[:32].astype(np.int32)
+    idx[::5] = -1
+    alt = RNG.uniform(5, 6, 32).astype(np.float32)
+    sig = {"x": "*fp32", "idx": "*i32", "other": "*fp32", "o": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+    prog = compile_kernel(indirect, sig, {"BLOCK": 32})
+    (_, _, _, out), _ = run(prog, 1, [x, idx, alt, np.zeros(64, np.float32), n])
+    want = np.zeros(64, np.float32)
+    ok = idx >= 0
+    v = np.where(ok & (np.arange(32) < n), x[np.maximum(idx, 0)], alt)
+    want[idx[ok]] = v[ok] + 1
+    np.testing.assert_array_equal(out, want)
+
+
+@triton.jit
+def store_then_load(x, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x + offs, offs.to(tl.float32))
+    v = tl.load(x + BLOCK - 1 - offs)  # must see the store just made
+    tl.store(o + offs, v)
+
+
+def test_load_after_store_sees_it():
+    prog = compile_kernel(store_then_load, {"x": "*fp32", "o": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 32})
+    (_, out), _ = run(prog, 1, [np.zeros(32, np.float32), np.zeros(32, np.float32)])
+    np.testing.assert_array_equal(out, np.arange(32)[::-1])
+
+
+@triton.jit
+def atomics_kernel(fp, ip, up, v, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    f = tl.load(v + offs)
+    i = (f * 100).to(tl.int32)
+    tl.atomic_add(fp + offs % 4, f, mask=m)
+    tl.atomic_max(fp + 4 + offs % 2, f, mask=m)
+    tl.atomic_min(fp + 6 + offs % 2, f, mask=m)
+    tl.atomic_and(ip + offs % 3, i, mask=m)
+    tl.atomic_or(ip + 3 + offs % 3, i, mask=m)
+    tl.atomic_xor(ip + 6 + offs % 3, i, mask=m)
+    tl.atomic_max(up + offs % 2, i.to(tl.uint32), mask=m)
+    tl.atomic_min(up + 2 + offs % 2, i.to(tl.uint32), mask=m)
+    old = tl.atomic_xchg(ip + 9 + offs, i, mask=m)
+    tl.store(ip + 9 + BLOCK + offs, old, mask=m)
+    prev = tl.atomic_cas(ip + 9 + 2 * BLOCK + offs % 2, offs * 0, offs + 1)
+    tl.store(ip + 9 + 3 * BLOCK + offs, prev)
+
+
+def test_atomics():
+    B, n = 16, 13
+    v = RNG.uniform(-1, 1, B).astype(np.float32)
+    fp = np.zeros(8, np.float32)
+    fp[6:8] = 10
+    ip = np.zeros(9 + 4 * B, np.int32)
+    ip[:3] = -1
+    ip[9 : 9 + B] = np.arange(100, 100 + B)
+    up = np.array([0, 0, 2**32 - 1, 2**32 - 1], np.uint32)
+    sig = {"fp": "*fp32", "ip": "*i32", "up": "*u32", "v": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+    prog = compile_kernel(atomics_kernel, sig, {"BLOCK": B})
+    (fo, io, uo, _), _ = run(prog, 1, [fp, ip.copy(), up, v, n])
+    f, i = v[:n], (v[:n] * 100).astype(np.int32)
+    k = np.arange(n)
+    close(fo[:4], [f[k % 4 == j].sum() for j in range(4)], rtol=1e-6, atol=1e-6)
+    close(fo[4:6], [max(0, f[k % 2 == j].max()) for j in range(2)])
+    close(fo[6:8], [min(10, f[k % 2 == j].min()) for j in range(2)])
+    np.testing.assert_array_equal(io[:3], [np.bitwise_and.reduce(np.append(i[k % 3 == j], -1)) for j in range(3)])
+    np.testing.assert_array_equal(io[3:6], [np.bitwise_or.reduce(i[k % 3 == j]) for j in range(3)])
+    np.testing.assert_array_equal(io[6:9], [np.bitwise_xor.reduce(i[k % 3 == j]) for j in range(3)])
+    iu = i.view(np.uint32)
+    np.testing.assert_array_equal(uo[:2], [iu[k % 2 == j].max() for j in range(2)])
+    np.testing.assert_array_equal(uo[2:], [iu[k % 2 == j].min() for j in range(2)])
+    np.testing.assert_array_equal(io[9 : 9 + n], i)
+    np.testing.assert_array_equal(io[9 + B : 9 + B + n], np.arange(100, 100 + n))
+    # cas: element 0 and 1 win (memory 0 == cmp 0) and write 1 and 2; the rest see those
+    np.testing.assert_array_equal(io[9 + 2 * B : 9 + 2 * B + 2], [1, 2])
+    np.testing.assert_array_equal(io[9 + 3 * B : 9 + 4 * B], [0, 0] + [1, 2] * ((B - 2) // 2))
+
+
+@triton.jit
+def block_ptr_2d(a, o, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    p = tl.make_block_ptr(a, (M, N), (N, 1), (pid_m * BM, pid_n * BN), (BM, BN), (1, 0))
+    t = tl.load(p, boundary_check=(0, 1), padding_option="nan")
+    q = tl.make_block_ptr(o, (M, N), (N, 1), (pid_m * BM, pid_n * BN), (BM, BN), (1, 0))
+    tl.store(q, tl.where(t != t, -7.0, t + 1.0), boundary_check=(0, 1))
+    tl.store(o + M * N + pid_m * 16 + pid_n, tl.sum(tl.where(t != t, 1.0, 0.0)))
+
+
+def test_block_pointer_nan_padding_and_bounds():
+    M, N, BM, BN = 10, 12, 8, 8
+    a = RNG.uniform(0, 1, (M, N)).astype(np.float32)
+    o = np.zeros(M * N + 64, np.float32)
+    sig = {"a": "*fp32", "o": "*fp32", "M": "i32", "N": "i32", "BM": "constexpr", "BN": "constexpr"}
+    (_, out), _ = run(compile_kernel(block_ptr_2d, sig, {"BM": BM, "BN": BN}), (2, 2), [a, o, M, N])
+    close(out[: M * N].reshape(M, N), a + 1)
+    for pm in range(2):
+        for pn in range(2):
+            valid = max(0, min(BM, M - pm * BM)) * max(0, min(BN, N - pn * BN))
+            assert out[M * N + pm * 16 + pn] == BM * BN - valid
+
+
+@triton.jit
+def desc_oob(a, o, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    d = tl.make_tensor_descriptor(a, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    e = tl.make_tensor_descriptor(o, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    t = d.load([tl.program_id(0) * BM - 3, 5])  # starts before row 0: those rows read 0
+    e.store([tl.program_id(0) * BM - 3, 5], t + 1.0)
+
+
+def test_tensor_descriptor_out_of_bounds():
+    M, N = 9, 16
+    a = RNG.uniform(0, 1, (M, N)).astype(np.float32)
+    sig = {"a": "*fp32", "o": "*fp32", "M": "i32", "N": "i32", "BM": "constexpr", "BN": "constexpr"}
+    (_, out), _ = run(compile_kernel(desc_oob, sig, {"BM": 8, "BN": 16}), 2, [a, np.zeros_like(a), M, N])
+    want = np.zeros_like(a)
+    for pid in range(2):
+        r0 = pid * 8 - 3
+        for r in range(max(r0, 0), min(r0 + 8, M)):
+            want[r, 5:] = a[r, 5:] + 1
+    np.testing.assert_array_equal(out, want)
+
+
+@triton.jit
+def scalar_memory(x, o, n):
+    acc = 0.0
+    for i in range(n):
+        acc += tl.load(x + i) * i
+    tl.store(o + tl.program_id(0), acc)
+
+
+@pytest.mark.parametrize("grid", [1, 3])
+def test_scalar_loads_in_a_loop(grid):
+    x = RNG.uniform(0, 1, 9).astype(np.float32)
+    prog = compile_kernel(scalar_memory, {"x": "*fp32", "o": "*fp32", "n": "i32"})
+    (_, out), _ = run(prog, grid, [x, np.zeros(grid, np.float32), 9])
+    close(out, np.full(grid, (x * np.arange(9)).sum()), rtol=1e-6)
+
+
+@triton.jit
+def host_descriptor(d, o, BM: tl.constexpr, BN: tl.constexpr):
+    t = d.load([tl.program_id(0) * BM, 4])
+    r = tl.arange(0, BM)[:, None]
+    c = tl.arange(0, BN)[None, :]
+    tl.store(o + (tl.program_id(0) * BM + r) * BN + c, t)
+
+
+def test_host_side_tensor_descriptor_argument():
+    M, N = 12, 16
+    a = RNG.uniform(0, 1, (M, N)).astype(np.float32)
+    sig = {"d": "tensordesc<fp32[8, 8]>", "o": "*fp32", "BM": "constexpr", "BN": "constexpr"}
+    prog = compile_kernel(host_descriptor, sig, {"BM": 8, "BN": 8})
+    assert [x.type for x in prog.args] == [
+        "ptr",
+        "i64",
+        "i64",
+        "i64",
+        "i64",
+        "i1",
+        "i1",
+        "i32",
+        "i32",
+        "i64",
+        "i64",
+        "ptr",
+    ]
+    o = np.zeros((16, 8), np.float32)
+    (_, out), _ = run(prog, 2, [a, M, N, N, 1, 0, 0, M, N, N, 1, o])
+    want = np.zeros((16, 8), np.float32)
+    want[:M] = a[:, 4:12]
+    np.testing.assert_array_equal(out, want)

@@ -1,0 +1,369 @@
+"""What the code generator writes into: virtual scalar registers, DMA tokens and SRAM buffers,
+views of buffers (tiles with an element offset, shape and strides), labels, and a list of
+pseudo-instructions that `finalize` turns into a `Program` once registers and SRAM are planned.
+
+The emitter also owns the two hardware contracts every instruction must respect:
+- DMA is asynchronous: `emit` inserts `dma.wait` lazily, just before the first instruction that
+  reads a tile a pending DMA writes, or writes a tile a pending DMA reads or writes; device-memory
+  order (a load after a store, a store after a load) and the DMA queue depth force waits too, and
+  every label or branch waits for everything, except loop prefetches marked `carry` (they stay in
+  flight across the loop's back edge; the loop waits for them before their first use).
+- vector instructions cover at most `max_elements` elements: `vector` chunks larger operations.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import CompileError
+from ..isa.program import contiguous_strides
+from ..isa.table import ISA, ITEMSIZE
+
+ALIGN = 64  # SRAM byte alignment of every buffer
+
+
+class VReg:
+    """A virtual scalar register; `regalloc` maps it to r0..rN."""
+
+    __slots__ = ("id", "hint")
+    _next = 0
+
+    def __init__(self, hint: str = ""):
+        VReg._next += 1
+        self.id, self.hint = VReg._next, hint
+
+    def __repr__(self):
+        return f"v{self.id}{'(' + self.hint + ')' if self.hint else ''}"
+
+
+class Token:
+    """A virtual DMA token; `regalloc` maps it to q0..qN."""
+
+    __slots__ = ("id",)
+    _next = 0
+
+    def __init__(self):
+        Token._next += 1
+        self.id = Token._next
+
+    def __repr__(self):
+        return f"tok{self.id}"
+
+
+class Buffer:
+    """An SRAM allocation: `sram_plan` gives it an address. `what` says what it holds (for
+    SramOverflow messages); `owner` is the IR value it was made for (None for temporaries)."""
+
+    __slots__ = ("id", "nbytes", "what", "loc", "owner", "aliases", "addr")
+    _next = 0
+
+    def __init__(self, nbytes: int, what: str = "", loc=None, owner=None):
+        Buffer._next += 1
+        self.id, self.nbytes, self.what, self.loc = Buffer._next, max(int(nbytes), 1), what, loc
+        self.owner, self.aliases, self.addr = owner, set(), None
+
+    def __repr__(self):
+        return f"buf{self.id}[{self.nbytes}B {self.what}]"
+
+
+@dataclass(frozen=True)
+class View:
+    """A tile over a buffer: element offset (in dtype elements), dtype, shape, element strides."""
+
+    buffer: Buffer
+    offset: int
+    dtype: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def is_contiguous(self) -> bool:
+        return all(s == c for s, c, n in zip(self.strides, contiguous_strides(self.shape), self.shape) if n != 1)
+
+    def is_whole(self) -> bool:
+        """The view is its buffer, row-major, nothing else."""
+        return self.offset == 0 and self.is_contiguous() and self.numel * ITEMSIZE[self.dtype] == self.buffer.nbytes
+
+    def _with(self, offset=None, shape=None, strides=None, dtype=None) -> View:
+        return View(
+            self.buffer,
+            self.offset if offset is None else offset,
+            dtype or self.dtype,
+            tuple(self.shape if shape is None else shape),
+            tuple(self.strides if strides is None else strides),
+        )
+
+    def sub(self, dim: int, start: int, size: int, step: int = 1) -> View:
+        """Elements start, start+step, ... (size of them) along dim."""
+        shape, strides = list(self.shape), list(self.strides)
+        shape[dim], strides[dim] = size, strides[dim] * step
+        return self._with(self.offset + start * self.strides[dim], shape, strides)
+
+    def index(self, dim: int, i: int) -> View:
+        """Drop dim, fixing it at index i."""
+        return self._with(
+            self.offset + i * self.strides[dim],
+            self.shape[:dim] + self.shape[dim + 1 :],
+            self.strides[:dim] + self.strides[dim + 1 :],
+        )
+
+    def expand(self, axis: int) -> View:
+        return self._with(
+            shape=self.shape[:axis] + (1,) + self.shape[axis:], strides=self.strides[:axis] + (0,) + self.strides[axis:]
+        )
+
+    def broadcast(self, shape: tuple[int, ...]) -> View:
+        if len(shape) != self.rank:
+            raise CompileError(f"broadcast of {self.shape} to {shape}: ranks differ")
+        strides = []
+        for n, m, s in zip(self.shape, shape, self.strides):
+            if n != m and n != 1:
+                raise CompileError(f"broadcast of {self.shape} to {shape}: dim of size {n} cannot grow to {m}")
+            strides.append(s if n == m else 0)
+        return self._with(shape=shape, strides=strides)
+
+    def permute(self, order) -> View:
+        return self._with(shape=[self.shape[i] for i in order], strides=[self.strides[i] for i in order])
+
+    def flip(self, dim: int) -> View:
+        strides = list(self.strides)
+        strides[dim] = -strides[dim]
+        return self._with(self.offset + (self.shape[dim] - 1) * self.strides[dim], strides=strides)
+
+    def retype(self, dtype: str) -> View:
+        if ITEMSIZE[dtype] != ITEMSIZE[self.dtype]:
+            raise CompileError(f"view of {self.dtype} as {dtype}: item sizes differ")
+        return self._with(dtype=dtype)
+
+    def reshape(self, shape: tuple[int, ...]) -> View | None:
+        """The same elements in row-major order with a new shape, without a copy; None when the
+        strides cannot express it (the caller then copies to a contiguous buffer first)."""
+        shape = tuple(shape)
+        if math.prod(shape) != self.numel:
+            raise CompileError(f"reshape of {self.shape} to {shape}: element counts differ")
+        strides = _reshape_strides([(n, s) for n, s in zip(self.shape, self.strides) if n != 1], shape)
+        return None if strides is None else self._with(shape=shape, strides=strides)
+
+
+def _reshape_strides(old, shape):
+    """numpy's no-copy reshape: match groups of old dims (size-1 dims dropped) to groups of new
+    dims with equal products; each old group must be one contiguous run."""
+    strides = [0] * len(shape)
+    oi = ni = 0
+    while ni < len(shape) and oi < len(old):
+        nj, oj = ni + 1, oi + 1
+        pn, po = shape[ni], old[oi][0]
+        while pn != po:
+            if pn < po:
+                pn *= shape[nj]
+                nj += 1
+            else:
+                po *= old[oj][0]
+                oj += 1
+        if any(old[k][1] != old[k + 1][0] * old[k + 1][1] for k in range(oi, oj - 1)):
+            return None
+        strides[nj - 1] = old[oj - 1][1]
+        for k in range(nj - 1, ni, -1):
+            strides[k - 1] = strides[k] * shape[k]
+        ni, oi = nj, oj
+    return strides
+
+
+def whole(buffer: Buffer, dtype: str, shape) -> View:
+    shape = tuple(shape)
+    return View(buffer, 0, dtype, shape, contiguous_strides(shape))
+
+
+@dataclass(frozen=True)
+class Label:
+    name: str
+
+
+@dataclass(frozen=True)
+class Imm:
+    value: int | float
+
+
+@dataclass(frozen=True)
+class Str:
+    value: str
+
+
+@dataclass
+class PInst:
+    """A pseudo-instruction: an ISA mnemonic with virtual operands, or `.label` / `.def` (a buffer
+    is (re)defined whole here: liveness kills it) / `.use` (keeps buffers alive)."""
+
+    mnemonic: str
+    suffixes: tuple = ()
+    operands: tuple = ()
+    loc: object = None
+    extra_uses: tuple = ()  # buffers a dma.wait keeps alive
+
+
+@dataclass
+class _Pending:
+    token: Token
+    writes: set = field(default_factory=set)  # buffers the DMA writes (loads)
+    reads: set = field(default_factory=set)  # buffers the DMA reads (addresses, masks, stored data)
+    memory: str = "read"  # "read" (load/gather) or "write" (store/scatter)
+    carried: bool = False  # a prefetch that stays in flight across labels and the loop's back edge
+
+
+DMA_WRITES = {"dma.load", "dma.gather"}  # their tile `d` is written by the DMA engine
+DMA_MEMORY = {"dma.load": "read", "dma.gather": "read", "dma.store": "write", "dma.scatter": "write"}
+BRANCHES = {"jmp", "bz", "bnz", "loop", "halt"}
+
+
+class Emitter:
+    def __init__(self, machine):
+        self.machine = machine
+        self.max_elements = machine.core.vector.max_elements
+        self.queue_depth = machine.core.dma.queue_depth
+        self.code: list[PInst] = []
+        self.buffers: list[Buffer] = []
+        self.pending: list[_Pending] = []
+        self.loc = None
+        self._labels = 0
+
+    # ---- resources -------------------------------------------------------------------------
+    def buffer(self, dtype: str, shape, what: str = "", owner=None) -> View:
+        shape = tuple(shape)
+        buf = Buffer(math.prod(shape) * ITEMSIZE[dtype], what or f"{dtype}{list(shape)}", self.loc, owner)
+        self.buffers.append(buf)
+        self.code.append(PInst(".def", operands=(buf,), loc=self.loc))
+        return whole(buf, dtype, shape)
+
+    def label(self, hint: str = "L") -> Label:
+        self._labels += 1
+        return Label(f"{hint}{self._labels}")
+
+    def place(self, label: Label) -> None:
+        self.wait_all()
+        self.code.append(PInst(".label", operands=(label,), loc=self.loc))
+
+    # ---- instructions ------------------------------------------------------------------------
+    def emit(self, mnemonic: str, *operands, suffixes=()) -> PInst:
+        row = ISA[mnemonic]
+        if len(operands) != len(row.operands):
+            raise CompileError(f"internal: {mnemonic} takes {len(row.operands)} operands, got {len(operands)}")
+        if mnemonic in BRANCHES:
+            self.wait_all(force=mnemonic == "halt")
+        else:
+            self._hazards(mnemonic, row, operands)
+        inst = PInst(mnemonic, tuple(suffixes), tuple(operands), self.loc)
+        self.code.append(inst)
+        if mnemonic in DMA_MEMORY:
+            self._track(mnemonic, row, operands)
+        return inst
+
+    @staticmethod
+    def _tiles(mnemonic, row, operands, written: bool):
+        """Buffers the instruction writes (written=True) or reads. A DMA load's destination `d` is
+        written asynchronously, so the ISA table lists it as a use; count it as written here."""
+        out = set()
+        for od, v in zip(row.operands, operands):
+            if od.kind != "t":
+                continue
+            w = od.role in ("def", "inout") or (mnemonic in DMA_WRITES and od.name == "d")
+            r = od.role in ("use", "inout") and not (mnemonic in DMA_WRITES and od.name == "d")
+            if w if written else r:
+                out.add(v.buffer)
+        return out
+
+    def _hazards(self, mnemonic, row, operands):
+        reads = self._tiles(mnemonic, row, operands, False)
+        writes = self._tiles(mnemonic, row, operands, True)
+        memory = DMA_MEMORY.get(mnemonic) or ("both" if mnemonic.startswith("atom.") else None)
+        for p in list(self.pending):
+            clash = (p.writes & (reads | writes)) or (p.reads & writes)
+            if memory in ("read", "both") and p.memory == "write":
+                clash = True  # a load must see an earlier store
+            if memory in ("write", "both") and p.memory == "read":
+                clash = True  # a store must not overtake an earlier load of the same memory
+            if mnemonic in ("fence", "barrier"):
+                clash = True
+            if clash:
+                self.wait(p)
+        if memory in ("read", "write"):
+            while len(self.pending) >= self.queue_depth:
+                self.wait(self.pending[0])
+
+    def _track(self, mnemonic, row, operands):
+        tok = operands[0]
+        self.pending.append(
+            _Pending(
+                tok,
+                self._tiles(mnemonic, row, operands, True),
+                self._tiles(mnemonic, row, operands, False),
+                DMA_MEMORY[mnemonic],
+            )
+        )
+
+    def wait(self, p: _Pending) -> None:
+        self.pending.remove(p)
+        self.code.append(PInst("dma.wait", (), (p.token,), self.loc, tuple(p.writes | p.reads)))
+
+    def wait_all(self, force: bool = False) -> None:
+        """Wait for every outstanding DMA (but carried prefetches, unless force)."""
+        for p in list(self.pending):
+            if force or not p.carried:
+                self.wait(p)
+
+    def carry(self, token: Token, carried: bool = True) -> None:
+        """Let the DMA of `token` stay in flight across labels and branches (a loop prefetch: the
+        loop's code waits for it before its first use in the next iteration), or stop that."""
+        for p in self.pending:
+            if p.token is token:
+                p.carried = carried
+
+    def wait_token(self, token: Token) -> None:
+        for p in list(self.pending):
+            if p.token is token:
+                self.wait(p)
+
+    # ---- chunked vector instructions --------------------------------------------------------------
+    def vector(self, mnemonic: str, *operands, suffixes=()) -> None:
+        """Emit an elementwise vector instruction whose tile operands all have one shape, split
+        into pieces of at most max_elements elements (flat when every tile is contiguous, else
+        along the leading dims). v.iota's start follows the row-major position of each piece."""
+        views = [v for v in operands if isinstance(v, View)]
+        shape = views[0].shape
+        if any(v.shape != shape for v in views):
+            raise CompileError(f"internal: {mnemonic} operands differ in shape: {[v.shape for v in views]}")
+        n = math.prod(shape)
+        if n <= self.max_elements:
+            self.emit(mnemonic, *operands, suffixes=suffixes)
+            return
+        flat = [v.reshape((n,)) for v in views]
+        if all(f is not None for f in flat):
+            it = iter(flat)
+            operands = tuple(next(it) if isinstance(v, View) else v for v in operands)
+            shape = (n,)
+        for start, piece in _pieces(shape, self.max_elements):
+            ops = tuple(piece(v) if isinstance(v, View) else v for v in operands)
+            if mnemonic == "v.iota":
+                ops = (ops[0], Imm(operands[1].value + start))
+            self.emit(mnemonic, *ops, suffixes=suffixes)
+
+
+def _pieces(shape, limit):
+    """(row-major start, view -> sub-view) covering shape with pieces of <= limit elements."""
+    inner = math.prod(shape[1:])
+    if inner <= limit:
+        rows = max(1, limit // max(inner, 1))
+        for r in range(0, shape[0], rows):
+            size = min(rows, shape[0] - r)
+            yield r * inner, (lambda v, r=r, size=size: v.sub(0, r, size))
+        return
+    for r in range(shape[0]):
+        for start, piece in _pieces(shape[1:], limit):
+            yield r * inner + start, (lambda v, r=r, piece=piece: piece(v.index(0, r)))

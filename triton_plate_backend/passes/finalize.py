@@ -1,0 +1,87 @@
+"""finalize: the code generator's virtual code -> a verified `Program`.
+
+Liveness over the emitted pseudo-instructions (`regalloc.live_intervals`) gives scalar registers
+and DMA tokens (`regalloc.allocate`) and SRAM addresses (`sram_plan.plan`); then views become
+entries of the tile table, immediates and strings entries of the constant pool, labels pcs and
+op locations entries of the location table (all deduplicated)."""
+
+from __future__ import annotations
+
+from ..errors import CompileError
+from ..isa.encoding import float_bits
+from ..isa.program import UNKNOWN_LOC, Inst, Program, Tile, verify
+from ..isa.table import ITEMSIZE
+from . import regalloc, sram_plan
+from .emitter import Buffer, Emitter, Imm, Label, Str, Token, View, VReg
+
+
+def sram_by_op(ctx) -> dict:
+    """op -> 'addr+bytes' of the buffers made for its results (for the pir dump)."""
+    out: dict = {}
+    for buf in ctx.em.buffers:
+        op = ctx.defs.get(buf.owner) if buf.owner is not None else None
+        if op is not None and buf.addr is not None:
+            text = f"{buf.addr:#x}+{buf.nbytes}"
+            out[op] = f"{out[op]}, {text}" if op in out else text
+    return out
+
+
+def finalize(em: Emitter, name: str, args, machine) -> tuple[Program, int]:
+    """Liveness -> registers, tokens and SRAM addresses -> a verified Program."""
+    code = em.code
+    intervals = regalloc.live_intervals(code)
+    regs = regalloc.allocate(intervals, VReg, machine.core.scalar_registers, "scalar registers", name)
+    toks = regalloc.allocate(intervals, Token, machine.core.dma_tokens, "DMA tokens", name)
+    top = sram_plan.plan(intervals, machine.core.sram_bytes, name)
+    program = Program(name=name, args=list(args))
+    tiles, consts, locs = {}, {}, {UNKNOWN_LOC: 0}
+    pcs, pc = {}, 0
+    for inst in code:
+        if inst.mnemonic == ".label":
+            pcs[inst.operands[0]] = pc
+        elif not inst.mnemonic.startswith("."):
+            pc += 1
+
+    def tile(v: View) -> int:
+        t = Tile(v.buffer.addr + v.offset * ITEMSIZE[v.dtype], v.dtype, v.shape, v.strides)
+        if t not in tiles:
+            tiles[t] = len(program.tiles)
+            program.tiles.append(t)
+        return tiles[t]
+
+    def const(c) -> int:
+        key = ("s", c) if isinstance(c, str) else ("f", float_bits(c)) if isinstance(c, float) else ("i", int(c))
+        if key not in consts:
+            consts[key] = len(program.consts)
+            program.consts.append(c if isinstance(c, (str, float)) else int(c))
+        return consts[key]
+
+    def operand(v):
+        if isinstance(v, VReg):
+            return regs[v]
+        if isinstance(v, Token):
+            return toks[v]
+        if isinstance(v, View):
+            return tile(v)
+        if isinstance(v, (Imm, Str)):
+            return const(v.value)
+        if isinstance(v, Label):
+            return pcs[v]
+        if isinstance(v, tuple):
+            return tuple(regs[r] for r in v)
+        raise CompileError(f"internal: bad operand {v!r}")
+
+    for inst in code:
+        if inst.mnemonic.startswith("."):
+            continue
+        loc = inst.loc or UNKNOWN_LOC
+        if loc not in locs:
+            locs[loc] = len(program.locs)
+            program.locs.append(loc)
+        program.instrs.append(
+            Inst(inst.mnemonic, tuple(inst.suffixes), tuple(operand(v) for v in inst.operands), locs[loc])
+        )
+    program.labels = {lab.name: p for lab, p in pcs.items()}
+    program.sram_bytes = max(top, program.sram_high_water())
+    verify(program, machine)
+    return program, sum(1 for r in intervals if isinstance(r, Buffer))

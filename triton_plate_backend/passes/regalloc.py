@@ -1,0 +1,139 @@
+"""Liveness over the emitted pseudo-instructions, and interval allocation of scalar registers and
+DMA tokens.
+
+Liveness is the textbook backward dataflow over basic blocks (split at labels and after branches),
+so loops, scf.while and cf branches with block arguments all come out right. Each resource
+(virtual register, DMA token, SRAM buffer) gets one live interval: the hull of every point where
+it is live, in half-steps (2*pc = just before pc reads, 2*pc+1 = pc writes). A register or
+token written by an instruction may reuse one the same instruction last reads; SRAM buffers are
+written at 2*pc, so an instruction's output tile never overlaps one of its dying inputs (unless
+the code generator chose that in-place on purpose, by writing the same buffer)."""
+
+from __future__ import annotations
+
+from ..errors import CompileError
+from ..isa.table import ISA
+from .emitter import Buffer, Label, PInst, Token, View, VReg
+
+
+def _effects(inst: PInst):
+    """(uses, kills) of one pseudo-instruction: sets of VReg / Token / Buffer."""
+    if inst.mnemonic == ".def":
+        return set(), {inst.operands[0]}
+    if inst.mnemonic == ".use":
+        return set(inst.operands), set()
+    if inst.mnemonic == ".label":
+        return set(), set()
+    uses, kills = set(inst.extra_uses), set()
+    for od, v in zip(ISA[inst.mnemonic].operands, inst.operands):
+        if isinstance(v, View):
+            uses.add(v.buffer)  # tile writes are partial: the .def before them kills
+        elif isinstance(v, tuple):
+            uses.update(v)
+        elif isinstance(v, (VReg, Token)):
+            if od.role == "def":
+                kills.add(v)
+            else:
+                uses.add(v)
+    return uses, kills
+
+
+def _blocks(code: list[PInst]):
+    """Basic blocks as (start, end) index ranges, and successor lists."""
+    starts = {0}
+    label_at = {}
+    for i, inst in enumerate(code):
+        if inst.mnemonic == ".label":
+            starts.add(i)
+            label_at[inst.operands[0]] = i
+        elif inst.mnemonic in ("jmp", "bz", "bnz", "loop", "halt"):
+            starts.add(i + 1)
+    starts = sorted(s for s in starts if s < len(code))
+    bounds = [(s, (starts[k + 1] if k + 1 < len(starts) else len(code)) - 1) for k, s in enumerate(starts)]
+    index = {s: k for k, (s, _) in enumerate(bounds)}
+    succs = []
+    for k, (_, e) in enumerate(bounds):
+        last = code[e]
+        out = []
+        target = next((v for v in last.operands if isinstance(v, Label)), None)
+        if target is not None:
+            out.append(index[label_at[target]] if label_at[target] < len(code) else None)
+        if last.mnemonic not in ("jmp", "halt") and k + 1 < len(bounds):
+            out.append(k + 1)
+        succs.append([o for o in out if o is not None])
+    return bounds, succs
+
+
+def live_intervals(code: list[PInst]) -> dict:
+    """resource -> (lo, hi) half-step interval (see the module docstring)."""
+    effects = [_effects(inst) for inst in code]
+    bounds, succs = _blocks(code)
+    gen, kill = [], []
+    for s, e in bounds:
+        g, k = set(), set()
+        for i in range(e, s - 1, -1):
+            u, d = effects[i]
+            g -= d
+            k |= d
+            g |= u
+        gen.append(g)
+        kill.append(k - g)
+    live_in = [set() for _ in bounds]
+    live_out = [set() for _ in bounds]
+    changed = True
+    while changed:
+        changed = False
+        for b in range(len(bounds) - 1, -1, -1):
+            out = set().union(*(live_in[s] for s in succs[b])) if succs[b] else set()
+            inn = gen[b] | (out - kill[b])
+            if out != live_out[b] or inn != live_in[b]:
+                live_out[b], live_in[b], changed = out, inn, True
+    lo, hi = {}, {}
+
+    def mark(r, p):
+        if r not in lo or p < lo[r]:
+            lo[r] = p
+        if r not in hi or p > hi[r]:
+            hi[r] = p
+
+    for b, (s, e) in enumerate(bounds):
+        live = set(live_out[b])
+        for r in live:
+            mark(r, 2 * e + 2)
+        for i in range(e, s - 1, -1):
+            u, d = effects[i]
+            for r in d:
+                mark(r, 2 * i if isinstance(r, Buffer) else 2 * i + 1)
+                live.discard(r)
+            for r in u:
+                mark(r, 2 * i)
+                live.add(r)
+        for r in live:
+            mark(r, 2 * s)
+    return {r: (lo[r], hi[r]) for r in lo}
+
+
+def allocate(intervals: dict, kind: type, count: int, what: str, kernel: str) -> dict:
+    """Linear scan over hull intervals: resource -> physical index in 0..count-1."""
+    items = sorted(((iv, r) for r, iv in intervals.items() if isinstance(r, kind)), key=lambda x: (x[0][0], x[1].id))
+    free = list(range(count))
+    active: list[tuple[int, int, object]] = []  # (hi, phys, resource)
+    out = {}
+    for (lo, hi), r in items:
+        still = []
+        for a in active:
+            if a[0] < lo:
+                free.append(a[1])
+            else:
+                still.append(a)
+        active = still
+        if not free:
+            raise CompileError(
+                f"kernel {kernel}: more than {count} {what} live at once; split the kernel, reduce the number of "
+                f"live scalars (pointers, offsets, loop-carried scalars) or unroll less"
+            )
+        free.sort()
+        phys = free.pop(0)
+        out[r] = phys
+        active.append((hi, phys, r))
+    return out

@@ -1,0 +1,258 @@
+"""Lowering rules for math.*, tt.extern_elementwise (libdevice), tt.precise_sqrt/divf,
+tt.clampf and tt.mulhiui. Every function maps through ONE table (`MATH`, `LIBDEVICE`) to a
+vector instruction; scalars go through a 1-element tile (the scalar unit has no transcendentals).
+A few functions with no instruction of their own are short compositions (`COMPOSITE`)."""
+
+from __future__ import annotations
+
+from ..isa.table import VECTOR_BINARY, VECTOR_UNARY
+from .codegen import dtype_of
+from .emitter import Imm
+from .rules_arith import elementwise, enum_value, tensor_shape
+
+# math dialect op -> vector mnemonic
+MATH = {
+    "math.absf": "v.abs",
+    "math.absi": "v.abs",
+    "math.ceil": "v.ceil",
+    "math.floor": "v.floor",
+    "math.cos": "v.cos",
+    "math.sin": "v.sin",
+    "math.tan": "v.tan",
+    "math.erf": "v.erf",
+    "math.erfc": "v.erfc",
+    "math.exp": "v.exp",
+    "math.exp2": "v.exp2",
+    "math.expm1": "v.expm1",
+    "math.log": "v.log",
+    "math.log2": "v.log2",
+    "math.log10": "v.log10",
+    "math.log1p": "v.log1p",
+    "math.sqrt": "v.sqrt",
+    "math.rsqrt": "v.rsqrt",
+    "math.tanh": "v.tanh",
+    "math.sinh": "v.sinh",
+    "math.cosh": "v.cosh",
+    "math.asin": "v.asin",
+    "math.acos": "v.acos",
+    "math.atan": "v.atan",
+    "math.asinh": "v.asinh",
+    "math.acosh": "v.acosh",
+    "math.atanh": "v.atanh",
+    "math.cbrt": "v.cbrt",
+    "math.trunc": "v.ftrunc",
+    "math.roundeven": "v.rint",
+    "math.ctpop": "v.popc",
+    "math.ctlz": "v.clz",
+    "math.isnan": "v.isnan",
+    "math.isinf": "v.isinf",
+    "math.powf": "v.pow",
+    "math.atan2": "v.atan2",
+    "math.copysign": "v.copysign",
+    "math.fma": "v.fma",
+    "tt.precise_sqrt": "v.sqrt",
+    "tt.precise_divf": "v.div",
+    "tt.mulhiui": "v.mulhiu",
+}
+
+# instructions whose natural result is i1 (converted to the op's result type when it differs)
+I1_RESULT = {"v.isnan", "v.isinf", "v.signbit"}
+
+
+def _libdevice_table() -> dict:
+    """`__nv_*` symbol -> vector mnemonic (f32 names end in 'f', f64 names do not)."""
+    table = {}
+    same = [n for n in {**VECTOR_UNARY, **VECTOR_BINARY} if n not in ("neg", "not", "div", "mul", "add", "sub")]
+    for n in same:
+        table[f"__nv_{n}f"] = table[f"__nv_{n}"] = f"v.{n}"
+    aliases = {
+        "fabs": "abs",
+        "trunc": "ftrunc",
+        "nearbyint": "rint",
+        "fmod": "remf",
+        "fmax": "maxnum",
+        "fmin": "minnum",
+        "fdivide": "div",
+        "fast_exp": "exp",
+        "fast_log": "log",
+        "fast_exp10": None,
+        "fast_sin": "sin",
+        "fast_cos": "cos",
+        "fast_tan": "tan",
+        "fast_log2": "log2",
+        "fast_pow": "pow",
+        "fast_fdivide": "div",
+        "isinf": "isinf",
+        "isnan": "isnan",
+        "fsqrt_rn": "sqrt",
+        "fdiv_rn": "div",
+        "frcp_rn": "recip",
+        "fma": "fma",
+    }
+    for n, m in aliases.items():
+        if m:
+            table[f"__nv_{n}f"] = table[f"__nv_{n}"] = f"v.{m}"
+    table.update(
+        {
+            "__nv_isinfd": "v.isinf",
+            "__nv_isnand": "v.isnan",
+            "__nv_signbitf": "v.signbit",
+            "__nv_signbitd": "v.signbit",
+            "__nv_dsqrt_rn": "v.sqrt",
+            "__nv_ddiv_rn": "v.div",
+            "__nv_drcp_rn": "v.recip",
+            "__nv_popc": "v.popc",
+            "__nv_popcll": "v.popc",
+            "__nv_clz": "v.clz",
+            "__nv_clzll": "v.clz",
+            "__nv_abs": "v.abs",
+            "__nv_llabs": "v.abs",
+            "__nv_max": "v.maxs",
+            "__nv_min": "v.mins",
+            "__nv_llmax": "v.maxs",
+            "__nv_llmin": "v.mins",
+            "__nv_umax": "v.maxu",
+            "__nv_umin": "v.minu",
+            "__nv_ullmax": "v.maxu",
+            "__nv_ullmin": "v.minu",
+            "__nv_mulhi": "v.mulhis",
+            "__nv_umulhi": "v.mulhiu",
+            "__nv_mul64hi": "v.mulhis",
+            "__nv_umul64hi": "v.mulhiu",
+            "__nv_fmaf_rn": "v.fma",
+            "__nv_fma_rn": "v.fma",
+            "__nv_saturatef": "saturate",
+            "__nv_roundf": "round",
+            "__nv_round": "round",
+            "__nv_finitef": "isfinite",
+            "__nv_isfinited": "isfinite",
+            "__nv_exp10f": "exp10",
+            "__nv_exp10": "exp10",
+        }
+    )
+    return table
+
+
+LIBDEVICE = _libdevice_table()
+
+
+def apply(ctx, op, mnemonic, operands=None, suffixes=()):
+    """One mnemonic (or composite) on the op's operands, converting an i1 result when needed."""
+    operands = list(op.operands if operands is None else operands)
+    if mnemonic in COMPOSITE:
+        COMPOSITE[mnemonic](ctx, op, operands)
+        return
+    res = op.results[0]
+    if mnemonic in I1_RESULT and dtype_of(res.type) != "i1":
+        shape = tensor_shape(ctx, operands) or (1,)
+        tmp = ctx.new("i1", shape, what=f"{mnemonic} result")
+        ctx.vec(mnemonic, tmp, *(ctx.view(v, shape) for v in operands))
+        dst = ctx.new(dtype_of(res.type), shape, owner=res)
+        ctx.vec("v.zext", dst, tmp)
+        _bind_result(ctx, op, res, dst, scalar=tensor_shape(ctx, operands) is None)
+        return
+    elementwise(ctx, op, mnemonic, None, suffixes)
+
+
+def _bind_result(ctx, op, res, dst, scalar):
+    if scalar:
+        from .emitter import VReg
+
+        r = VReg()
+        ctx.emit("v.extract", r, dst, Imm(0))
+        ctx.bind(res, r)
+    else:
+        ctx.bind(res, dst)
+
+
+def _composite(ctx, op, operands, steps):
+    """Run a short sequence of vector instructions over tiles of the operands' shape.
+    steps: list of (mnemonic, dst name, src names/constants); 'x','y' are the operands, 'out' the result."""
+    res = op.results[0]
+    shape = tensor_shape(ctx, operands) or (1,)
+    dtype = dtype_of(operands[0].type)
+    named = {n: ctx.view(v, shape) for n, v in zip("xyz", operands)}
+    out = ctx.new(dtype_of(res.type), shape, owner=res)
+    for mnemonic, dst, srcs, *suffix in steps:
+        if dst not in named:
+            named[dst] = out if dst == "out" else ctx.new("i1" if dst.startswith("m") else dtype, shape)
+        args = [named[s] if isinstance(s, str) else ctx.fill(s, dtype, shape) for s in srcs]
+        ctx.vec(mnemonic, named[dst], *args, suffixes=tuple(suffix))
+    _bind_result(ctx, op, res, out, scalar=tensor_shape(ctx, operands) is None)
+
+
+# round half away from zero: t = trunc(x); t + (|x - t| >= 0.5 ? copysign(1, x) : 0)  (x - t is exact)
+_ROUND = [
+    ("v.ftrunc", "t", ["x"]),
+    ("v.sub", "f", ["x", "t"]),
+    ("v.abs", "f", ["f"]),
+    ("v.cmpf", "m", ["f", 0.5], "oge"),
+    ("v.copysign", "s", [1.0, "x"]),
+    ("v.select", "s", ["m", "s", 0.0]),
+    ("v.add", "out", ["t", "s"]),
+]
+_ISFINITE = [
+    ("v.isnan", "m1", ["x"]),
+    ("v.isinf", "m2", ["x"]),
+    ("v.or", "m1", ["m1", "m2"]),
+    ("v.not", "m1", ["m1"]),
+    ("v.zext", "out", ["m1"]),
+]
+_SATURATE = [("v.maxnum", "t", ["x", 0.0]), ("v.minnum", "out", ["t", 1.0])]
+_EXP10 = [("v.mul", "t", ["x", 3.321928094887362]), ("v.exp2", "out", ["t"])]
+
+COMPOSITE = {
+    "round": lambda ctx, op, xs: _composite(ctx, op, xs, _ROUND),
+    "isfinite": lambda ctx, op, xs: _composite(
+        ctx, op, xs, _ISFINITE if dtype_of(op.result.type) != "i1" else _ISFINITE[:3] + [("v.not", "out", ["m1"])]
+    ),
+    "saturate": lambda ctx, op, xs: _composite(ctx, op, xs, _SATURATE),
+    "exp10": lambda ctx, op, xs: _composite(ctx, op, xs, _EXP10),
+}
+
+
+def _math(name):
+    mnemonic = MATH[name]
+
+    def rule(ctx, op):
+        apply(ctx, op, mnemonic)
+
+    rule.__name__ = "_lower_" + name.replace(".", "_")
+    return rule
+
+
+def _lower_math_round(ctx, op):
+    apply(ctx, op, "round")
+
+
+def _lower_math_isfinite(ctx, op):
+    apply(ctx, op, "isfinite")
+
+
+def _lower_tt_clampf(ctx, op):
+    nan = enum_value(op.attrs.get("propagateNan"), "nan") if "propagateNan" in op.attrs else "none"
+    nan = "all" if nan in ("all", "ALL", "1") else "none"
+    elementwise(ctx, op, "v.clamp", None, (nan,))
+
+
+def _lower_tt_extern_elementwise(ctx, op):
+    symbol = op.attrs["symbol"].value
+    mnemonic = LIBDEVICE.get(symbol)
+    if mnemonic is None:
+        raise ctx.error(
+            f"external function {symbol!r} (library {getattr(op.attrs.get('libname'), 'value', '?')}) "
+            f"has no PLATE equivalent; plate maps these libdevice functions: "
+            f"{', '.join(sorted(s for s in LIBDEVICE if s.endswith('f'))[:12])}, ..."
+        )
+    apply(ctx, op, mnemonic)
+
+
+RULES = {name: _math(name) for name in MATH}
+RULES.update(
+    {
+        "math.round": _lower_math_round,
+        "math.isfinite": _lower_math_isfinite,
+        "tt.clampf": _lower_tt_clampf,
+        "tt.extern_elementwise": _lower_tt_extern_elementwise,
+    }
+)

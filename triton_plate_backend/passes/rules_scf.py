@@ -1,0 +1,207 @@
+"""Lowering rules for control flow: scf.for, scf.if, scf.while, cf.br / cf.cond_br (block
+arguments) and tt.return.
+
+Every value that flows through control flow (loop-carried iter_args, branch results, block
+arguments) gets a home: a scalar register, a whole SRAM buffer, or a record of registers (block
+pointers, tensor descriptors). scf.yield / scf.condition / cf.br copy into homes in parallel
+(`Ctx.assign`), so swaps are right; a result computed in place in its home costs no copy.
+
+scf.for is rotated: one guard before the loop, the test at the bottom (signed compare unless the
+op carries `unsignedCmp`). Loads whose addresses follow the loop counter are software-pipelined
+(num_stages >= 2): `prefetch` issues each one an iteration ahead."""
+
+from __future__ import annotations
+
+from ..ir.core import PtrType, TensorDescType, TensorType
+from . import prefetch
+from .codegen import dtype_of
+from .emitter import VReg
+from .rules_access import init_companions, step_companions
+
+
+def is_record_type(t) -> bool:
+    return isinstance(t, TensorDescType) or (isinstance(t, PtrType) and isinstance(t.pointee, TensorType))
+
+
+def homes_for(ctx, types, likes=None, steal=()):
+    """Homes for values of these types; an initial tensor value that dies here and owns its
+    buffer becomes the home itself (no copy)."""
+    likes = likes or [None] * len(types)
+    homes, taken = [], set()
+    for i, (t, like) in enumerate(zip(types, likes)):
+        b = ctx.dying_buffer(steal[i]) if i < len(steal) and steal.count(steal[i]) == 1 else None
+        if b is not None and b.buffer not in taken:
+            taken.add(b.buffer)
+            homes.append(b)
+        else:
+            homes.append(None if is_record_type(t) and like is None else ctx.home(t, like))
+    return homes
+
+
+def fill_homes(ctx, homes, bindings):
+    """Record homes (block pointers) are made from the first binding that reaches them."""
+    return [h if h is not None else b.fresh(ctx) for h, b in zip(homes, bindings)]
+
+
+def own(homes, values) -> None:
+    """The home buffers now hold these values (block arguments or results): in-place updates of
+    a value that dies in the region may overwrite its home."""
+    for h, v in zip(homes, values):
+        if hasattr(h, "buffer"):
+            h.buffer.owner = v
+            h.buffer.aliases.clear()
+
+
+def carried_iter_args(ctx, op) -> list[int]:
+    """Indices of the iter_args codegen carries (demand analysis drops the unread ones, e.g.
+    pointer tensors whose accesses are all strided: they travel as companion registers)."""
+    args = op.regions[0].blocks[0].args[1:]
+    if ctx.demand is None:
+        return list(range(len(args)))
+    return [j for j, a in enumerate(args) if a in ctx.demand.tensor_args]
+
+
+def _lower_scf_for(ctx, op):
+    lb, ub, step, *inits = op.operands
+    body = op.regions[0].blocks[0]
+    keep = carried_iter_args(ctx, op)
+    inits = [inits[j] for j in keep]
+    stype = dtype_of(lb.type)
+    pred = "ult" if "unsignedCmp" in op.attrs else "slt"
+    init_b = [ctx.binding(v) for v in inits]
+    iv = VReg("iv")
+    homes = homes_for(ctx, [op.results[j].type for j in keep], init_b, steal=inits)
+    homes = fill_homes(ctx, homes, init_b)
+    ctx.assign([(iv, ctx.binding(lb))] + list(zip(homes, init_b)))
+    companions = init_companions(ctx, op)
+    top, end = ctx.em.label("for_body"), ctx.em.label("for_end")
+    c = VReg()
+    ctx.emit("s.cmpi", c, iv, ctx.reg(ub), suffixes=(pred, stype))
+    ctx.emit("bz", c, end)
+    ctx.bind(body.args[0], iv)
+    prefetches = prefetch.start(ctx, op, (iv, ub, step, pred, stype))
+    ctx.em.place(top)
+    args = [body.args[1 + j] for j in keep]
+    own(homes, args)
+    for a, h in zip(args, homes):
+        ctx.bind(a, h)
+    term = ctx.lower_ops(body, ("scf.yield",))
+    yields = [ctx.binding(term.operands[j]) for j in keep]
+    ctx.assign(list(zip(homes, yields)))
+    step_companions(ctx, companions)
+    ctx.emit("s.add", iv, iv, ctx.reg(step), suffixes=(stype,))
+    c2 = VReg()
+    ctx.emit("s.cmpi", c2, iv, ctx.reg(ub), suffixes=(pred, stype))
+    ctx.emit("bnz", c2, top)
+    prefetch.finish(ctx, prefetches)
+    ctx.em.place(end)
+    results = [op.results[j] for j in keep]
+    own(homes, results)
+    for r, h in zip(results, homes):
+        ctx.bind(r, h)
+
+
+def _lower_scf_if(ctx, op):
+    cond = ctx.reg(op.operands[0])
+    homes = homes_for(ctx, [r.type for r in op.results])
+    other, end = ctx.em.label("else"), ctx.em.label("endif")
+    ctx.emit("bz", cond, other)
+    then_y = ctx.run_region(op.regions[0].blocks[0], [], "scf.yield")
+    homes = fill_homes(ctx, homes, then_y)
+    ctx.assign(list(zip(homes, then_y)))
+    has_else = len(op.regions) > 1 and op.regions[1].blocks and op.regions[1].blocks[0].ops
+    if has_else:
+        ctx.emit("jmp", end)
+    ctx.em.place(other)
+    if has_else:
+        else_y = ctx.run_region(op.regions[1].blocks[0], [], "scf.yield")
+        ctx.assign(list(zip(homes, else_y)))
+        ctx.em.place(end)
+    own(homes, op.results)
+    for r, h in zip(op.results, homes):
+        ctx.bind(r, h)
+
+
+def _lower_scf_while(ctx, op):
+    before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    init_b = [ctx.binding(v) for v in op.operands]
+    before_homes = fill_homes(ctx, homes_for(ctx, [a.type for a in before.args], init_b), init_b)
+    ctx.assign(list(zip(before_homes, init_b)))
+    top, end = ctx.em.label("while"), ctx.em.label("endwhile")
+    ctx.em.place(top)
+    own(before_homes, before.args)
+    cond, *fwd = ctx.run_region(before, before_homes, "scf.condition")
+    after_homes = fill_homes(ctx, homes_for(ctx, [r.type for r in op.results], fwd), fwd)
+    ctx.assign(list(zip(after_homes, fwd)))
+    ctx.emit("bz", ctx.as_reg(cond), end)
+    own(after_homes, after.args)
+    yields = ctx.run_region(after, after_homes, "scf.yield")
+    ctx.assign(list(zip(before_homes, yields)))
+    ctx.emit("jmp", top)
+    ctx.em.place(end)
+    own(after_homes, op.results)
+    for r, h in zip(op.results, after_homes):
+        ctx.bind(r, h)
+
+
+def _lower_stray_terminator(ctx, op):
+    raise ctx.error("terminator outside the region op that owns it")
+
+
+# ---- unstructured control flow (cf dialect) ---------------------------------------------------------
+def prepare_blocks(ctx, blocks) -> None:
+    """A label and homes for the arguments of every block but the entry."""
+    for b in blocks[1:]:
+        if any(is_record_type(a.type) for a in b.args):
+            raise ctx.error("block arguments of block-pointer or descriptor type are not supported")
+        ctx.block_homes[b] = (ctx.em.label("bb"), [ctx.home(a.type) for a in b.args])
+
+
+def enter_block(ctx, block) -> None:
+    if block not in ctx.block_homes:
+        return
+    label, homes = ctx.block_homes[block]
+    ctx.em.place(label)
+    for a, h in zip(block.args, homes):
+        ctx.bind(a, h)
+
+
+def _branch(ctx, dest, args):
+    label, homes = ctx.block_homes[dest]
+    ctx.assign(list(zip(homes, [ctx.binding(v) for v in args])))
+    ctx.emit("jmp", label)
+
+
+def _lower_cf_br(ctx, op):
+    _branch(ctx, op.successors[0], op.operands)
+
+
+def _lower_cf_cond_br(ctx, op):
+    t, f = op.successors
+    cond, rest = op.operands[0], op.operands[1:]
+    seg = op.attrs.get("operandSegmentSizes")
+    nt = int(seg.values[1]) if seg is not None else len(t.args)
+    c = ctx.reg(cond)
+    other = ctx.em.label("false")
+    ctx.emit("bz", c, other)
+    _branch(ctx, t, rest[:nt])
+    ctx.em.place(other)
+    _branch(ctx, f, rest[nt : nt + len(f.args)])
+
+
+def _lower_tt_return(ctx, op):
+    if op.operands:
+        raise ctx.error("a kernel returns no values (tt.return with operands in the entry function)")
+    ctx.emit("halt")
+
+
+RULES = {
+    "scf.for": _lower_scf_for,
+    "scf.if": _lower_scf_if,
+    "scf.while": _lower_scf_while,
+    "scf.yield": _lower_stray_terminator,
+    "scf.condition": _lower_stray_terminator,
+    "cf.br": _lower_cf_br,
+    "cf.cond_br": _lower_cf_cond_br,
+    "tt.return": _lower_tt_return,
+}

@@ -1,0 +1,269 @@
+"""Lowering rules for tt shape ops (splat, make_range, expand_dims, broadcast, reshape, trans,
+join, split, cat, gather, histogram), pointer arithmetic (addptr), program ids and debug ops.
+Most shape ops are free views of their operand's tile; join and cat copy into one buffer."""
+
+from __future__ import annotations
+
+from ..ir.core import ArrayAttr, DenseAttr, EnumAttr, IntAttr, PtrType, element_type
+from ..isa.table import ITEMSIZE
+from .codegen import Const, dtype_of, is_float
+from .emitter import Imm, Str, VReg
+
+AXES = "xyz"
+
+
+def int_list(attr) -> list[int]:
+    if isinstance(attr, (ArrayAttr, DenseAttr)):
+        return [int(getattr(x, "value", x)) for x in attr.values]
+    return [int(getattr(attr, "value", attr))]
+
+
+def int_attr(op, name, default=None) -> int:
+    a = op.attrs.get(name)
+    return default if a is None else int(getattr(a, "value", a))
+
+
+def constant_value(ctx, value):
+    """The Python value of a splat constant operand (arith.constant), or None."""
+    op = ctx.defining_op(value)
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attrs.get("value")
+    if isinstance(attr, DenseAttr):
+        vals = set(attr.values)
+        return next(iter(vals)) if len(vals) == 1 else None
+    return getattr(attr, "value", None)
+
+
+def pointee_size(t) -> int:
+    p = element_type(t)
+    if not isinstance(p, PtrType):
+        raise TypeError(f"{t} is not a pointer type")
+    return ITEMSIZE[dtype_of(p.pointee)]
+
+
+# ---- views and copies ------------------------------------------------------------------------------
+def _lower_tt_splat(ctx, op):
+    t = op.result.type
+    b = ctx.binding(op.operands[0])
+    if isinstance(b, Const):
+        ctx.bind(op.result, ctx.fill(b.value, dtype_of(t), t.shape))
+    else:
+        ctx.bind(op.result, ctx.splat(ctx.as_reg(b), dtype_of(t), t.shape))
+
+
+def _lower_tt_make_range(ctx, op):
+    n = op.result.type.shape[0]
+    dst = ctx.new(dtype_of(op.result.type), (n,), owner=op.result)
+    ctx.vec("v.iota", dst, Imm(int_attr(op, "start", 0)))
+    ctx.bind(op.result, dst)
+
+
+def _lower_tt_expand_dims(ctx, op):
+    ctx.bind(op.result, ctx.view(op.operands[0]).expand(int_attr(op, "axis")))
+
+
+def _lower_tt_broadcast(ctx, op):
+    ctx.bind(op.result, ctx.view(op.operands[0]).broadcast(tuple(op.result.type.shape)))
+
+
+def _lower_tt_reshape(ctx, op):
+    ctx.bind(op.result, ctx.reshaped(ctx.view(op.operands[0]), op.result.type.shape))
+
+
+def _lower_tt_trans(ctx, op):
+    ctx.bind(op.result, ctx.view(op.operands[0]).permute(int_list(op.attrs["order"])))
+
+
+def _lower_tt_join(ctx, op):
+    t = op.result.type
+    dst = ctx.new(dtype_of(t), t.shape, owner=op.result)
+    last = len(t.shape) - 1
+    for i, v in enumerate(op.operands):
+        ctx.copy(dst.index(last, i), ctx.view(v))
+    ctx.bind(op.result, dst)
+
+
+def _lower_tt_split(ctx, op):
+    src = ctx.view(op.operands[0])
+    for i, r in enumerate(op.results):
+        ctx.bind(r, src.index(src.rank - 1, i))
+
+
+def _lower_tt_cat(ctx, op):
+    t = op.result.type
+    dst = ctx.new(dtype_of(t), t.shape, owner=op.result)
+    start = 0
+    for v in op.operands:
+        src = ctx.view(v)
+        ctx.copy(dst.sub(0, start, src.shape[0]), src)
+        start += src.shape[0]
+    ctx.bind(op.result, dst)
+
+
+def _lower_tt_unsplat(ctx, op):
+    r = VReg()
+    ctx.emit("v.extract", r, ctx.view(op.operands[0]), Imm(0))
+    ctx.bind(op.result, r)
+
+
+def chunked(ctx, mnemonic, dst, srcs, tail=(), keep=()):
+    """A non-elementwise vector instruction (gather, hist) split along a dim not in `keep`
+    until every tile fits max_elements."""
+    limit = ctx.em.max_elements
+    if max(v.numel for v in (dst, *srcs)) <= limit:
+        ctx.emit(mnemonic, dst, *srcs, *tail)
+        return
+    dims = [
+        k
+        for k in range(dst.rank)
+        if k not in keep and dst.shape[k] > 1 and all(s.shape[k] == dst.shape[k] for s in srcs)
+    ]
+    if not dims:
+        raise ctx.error(f"{mnemonic} on {dst.shape} exceeds the vector unit ({limit} elements) and cannot be split")
+    k = dims[0]
+    for i in range(dst.shape[k]):
+        chunked(ctx, mnemonic, dst.sub(k, i, 1), [s.sub(k, i, 1) for s in srcs], tail, keep)
+
+
+def _lower_tt_gather(ctx, op):
+    axis = int_attr(op, "axis")
+    src, idx = ctx.view(op.operands[0]), ctx.view(op.operands[1])
+    dst = ctx.new(dtype_of(op.result.type), idx.shape, owner=op.result)
+    chunked(ctx, "v.gather", dst, [src, idx], (Imm(axis),), keep=(axis,))
+    ctx.bind(op.result, dst)
+
+
+def _lower_tt_histogram(ctx, op):
+    src = ctx.view(op.operands[0])
+    mask = ctx.view(op.operands[1]) if len(op.operands) > 1 else ctx.fill(1, "i1", src.shape)
+    dst = ctx.new(dtype_of(op.result.type), op.result.type.shape, owner=op.result)
+    if src.numel > ctx.em.max_elements:  # count piece by piece, then add the partial histograms
+        part = ctx.new(dst.dtype, dst.shape, what="partial histogram")
+        ctx.vec("v.fill", dst, Imm(0))
+        step = ctx.em.max_elements
+        flat, fm = ctx.reshaped(src, (src.numel,)), ctx.reshaped(mask, (src.numel,))
+        for s in range(0, src.numel, step):
+            n = min(step, src.numel - s)
+            ctx.emit("v.hist", part, flat.sub(0, s, n), fm.sub(0, s, n))
+            ctx.vec("v.add", dst, dst, part)
+    else:
+        ctx.emit("v.hist", dst, src, mask)
+    ctx.bind(op.result, dst)
+
+
+# ---- pointers -------------------------------------------------------------------------------------
+def _lower_tt_addptr(ctx, op):
+    ptr, off = op.operands
+    size = pointee_size(ptr.type)
+    res = op.result
+    if not ctx.is_tensor(ptr) and not ctx.is_tensor(off):
+        ob = ctx.binding(off)
+        if isinstance(ob, Const):
+            o = ctx.li(ob.value * size)
+        else:
+            o = ctx.reg(off)
+            if size != 1:
+                t = VReg()
+                ctx.emit("s.mul", t, o, ctx.li(size), suffixes=("i64",))
+                o = t
+        d = VReg("ptr")
+        ctx.emit("s.add", d, ctx.reg(ptr), o, suffixes=("i64",))
+        ctx.bind(res, d)
+        return
+    shape = tuple(res.type.shape)
+    p, o = ctx.view(ptr, shape), ctx.view(off, shape)
+    c = constant_value(ctx, off)
+    if c is not None:  # a constant offset: one splat of its byte count
+        dst = ctx.out(res, shape, reuse=[ptr])
+        ctx.vec("v.add", dst, p, ctx.fill(int(c) * size, "i64", shape))
+        ctx.bind(res, dst)
+        return
+    if o.dtype != "i64" or size != 1:
+        t = ctx.new("i64", shape, what="pointer offset (bytes)")
+        if o.dtype != "i64":
+            ctx.vec("v.sext", t, o)
+            o = t
+        if size != 1:
+            ctx.vec("v.mul", t, o, ctx.fill(size, "i64", shape))
+        o = t
+    dst = ctx.out(res, shape, reuse=[ptr])
+    ctx.vec("v.add", dst, p, o)
+    ctx.bind(res, dst)
+
+
+# ---- program ids ---------------------------------------------------------------------------------
+def axis_of(op) -> str:
+    a = op.attrs.get("axis")
+    if isinstance(a, IntAttr):
+        return AXES[a.value]
+    if isinstance(a, EnumAttr):
+        return a.value
+    return str(getattr(a, "value", "x"))
+
+
+def _lower_tt_get_program_id(ctx, op):
+    d = VReg("pid")
+    ctx.emit("s.pid", d, suffixes=(axis_of(op),))
+    ctx.bind(op.result, d)
+
+
+def _lower_tt_get_num_programs(ctx, op):
+    d = VReg("nprog")
+    ctx.emit("s.nprog", d, suffixes=(axis_of(op),))
+    ctx.bind(op.result, d)
+
+
+# ---- debug ---------------------------------------------------------------------------------------
+def _lower_tt_print(ctx, op):
+    # Triton's prefix ends in ": "; dbg.print adds its own separator
+    prefix = getattr(op.attrs.get("prefix"), "value", "").strip()
+    prefix = prefix[:-1].rstrip() if prefix.endswith(":") else prefix
+    hexa = int(bool(getattr(op.attrs.get("hex"), "value", False)))
+    if not op.operands:
+        ctx.emit("dbg.printr", Str(prefix), ctx.li(0))
+    for v in op.operands:
+        if ctx.is_tensor(v):
+            ctx.emit("dbg.print", Str(prefix), ctx.view(v), Imm(hexa))
+        elif is_float(dtype_of(v.type)):  # dbg.printr prints integers: a float goes through a tile
+            ctx.emit("dbg.print", Str(prefix), ctx.view(v, (1,)), Imm(hexa))
+        else:
+            ctx.emit("dbg.printr", Str(prefix), ctx.reg(v))
+
+
+def _lower_tt_assert(ctx, op):
+    msg = getattr(op.attrs.get("message"), "value", "assertion failed")
+    cond = op.operands[0]
+    ctx.emit("dbg.assert", ctx.view(cond) if ctx.is_tensor(cond) else ctx.view(cond, (1,)), Str(msg))
+
+
+def _lower_barrier(ctx, op):
+    ctx.emit("barrier")
+
+
+def _lower_drop(ctx, op):
+    """llvm.intr.assume: a hint; nothing to run."""
+
+
+RULES = {
+    "tt.splat": _lower_tt_splat,
+    "tt.make_range": _lower_tt_make_range,
+    "tt.expand_dims": _lower_tt_expand_dims,
+    "tt.broadcast": _lower_tt_broadcast,
+    "tt.reshape": _lower_tt_reshape,
+    "tt.trans": _lower_tt_trans,
+    "tt.join": _lower_tt_join,
+    "tt.split": _lower_tt_split,
+    "tt.cat": _lower_tt_cat,
+    "tt.unsplat": _lower_tt_unsplat,
+    "tt.gather": _lower_tt_gather,
+    "tt.histogram": _lower_tt_histogram,
+    "tt.addptr": _lower_tt_addptr,
+    "tt.get_program_id": _lower_tt_get_program_id,
+    "tt.get_num_programs": _lower_tt_get_num_programs,
+    "tt.print": _lower_tt_print,
+    "tt.assert": _lower_tt_assert,
+    "ttg.barrier": _lower_barrier,
+    "gpu.barrier": _lower_barrier,
+    "llvm.intr.assume": _lower_drop,
+}

@@ -1,0 +1,75 @@
+"""SRAM planning: give every buffer the code generator made (one per tensor value that is not a
+free view of another, plus temporaries) a scratchpad address.
+
+Liveness comes from `regalloc.live_intervals` over the emitted code, so a buffer live into a
+loop stays live for the whole loop, and a buffer a DMA reads or writes stays live until its
+`dma.wait`. Placement is first-fit over the live intervals, 64-byte aligned, trying two orders
+(by start, by size) and keeping the smaller footprint. A plan that exceeds the core's SRAM is
+a compile-time error (`SramOverflow`), never a silent spill."""
+
+from __future__ import annotations
+
+from ..errors import SramOverflow
+from .emitter import ALIGN, Buffer
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _first_fit(items) -> tuple[dict, int]:
+    placed: list[tuple[int, int, int, int]] = []  # (lo, hi, addr, end)
+    addrs, top = {}, 0
+    for buf, (lo, hi) in items:
+        size = _align(buf.nbytes)
+        busy = sorted((a, e) for l2, h2, a, e in placed if not (h2 < lo or hi < l2))
+        addr = 0
+        for a, e in busy:
+            if addr + size <= a:
+                break
+            addr = max(addr, e)
+        addrs[buf] = addr
+        placed.append((lo, hi, addr, addr + size))
+        top = max(top, addr + size)
+    return addrs, top
+
+
+def plan(intervals: dict, sram_bytes: int, kernel: str = "kernel") -> int:
+    """Set `addr` on every Buffer in `intervals`; return the SRAM high-water mark in bytes."""
+    items = [(r, iv) for r, iv in intervals.items() if isinstance(r, Buffer)]
+    best = None
+    for key in (lambda x: (x[1][0], -x[0].nbytes, x[0].id), lambda x: (-_align(x[0].nbytes), x[1][0], x[0].id)):
+        addrs, top = _first_fit(sorted(items, key=key))
+        if best is None or top < best[1]:
+            best = (addrs, top)
+    addrs, top = best
+    if top > sram_bytes:
+        raise SramOverflow(overflow_message(kernel, items, top, sram_bytes))
+    for buf, addr in addrs.items():
+        buf.addr = addr
+    return top
+
+
+def peak(items) -> tuple[int, list]:
+    """The point where the most bytes are live at once, and the buffers live there."""
+    events = sorted({lo for _, (lo, _) in items})
+    best, at = 0, []
+    for p in events:
+        live = [b for b, (lo, hi) in items if lo <= p <= hi]
+        total = sum(_align(b.nbytes) for b in live)
+        if total > best:
+            best, at = total, live
+    return best, at
+
+
+def overflow_message(kernel: str, items, needed: int, available: int) -> str:
+    total, live = peak(items)
+    live = sorted(live, key=lambda b: -b.nbytes)[:6]
+    lines = [
+        f"kernel {kernel} needs {needed} bytes of SRAM but a core has {available} "
+        f"({total} bytes are live at once at the peak). Largest live tensors there:"
+    ]
+    for b in live:
+        lines.append(f"  {b.nbytes:>9} B  {b.what}  at {b.loc or '<unknown>'}")
+    lines.append("Shrink the block sizes (BLOCK_*, BLOCK_M/N/K) or num_stages so the live tiles fit.")
+    return "\n".join(lines)
