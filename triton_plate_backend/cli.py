@@ -99,7 +99,14 @@ def cmd_run_asm(args) -> int:
     return 0
 
 
+def cmd_run(args) -> int:
+    from .run_example import cmd_run as run
+
+    return run(args)
+
+
 COMMANDS = {
+    "run": (cmd_run, "run a Triton script's main() on plate (examples/*.py) and print its last launch's profile"),
     "info": (cmd_info, "print the PLATE machine description"),
     "isa": (cmd_isa, "print the instruction set table (Markdown)"),
     "asm": (cmd_asm, "assemble a .pasm file into a .pbin binary"),
@@ -114,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (_, help_) in COMMANDS.items():
         sp = sub.add_parser(name, help=help_)
         sp.add_argument("--machine", default=None, help="machine preset (plate1, plate-mini, plate4)")
+        if name == "run":
+            from .run_example import add_arguments
+
+            add_arguments(sp)
         if name == "info":
             sp.add_argument("--json", action="store_true", help="print the description as JSON")
         if name in ("asm", "disasm", "run-asm"):
