@@ -99,6 +99,29 @@ def cmd_run_asm(args) -> int:
     return 0
 
 
+def _upstream(module: str):
+    """upstream/ sits at the repository root beside the package (an editable install of a checkout)."""
+    import importlib
+
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "upstream" / "__init__.py").is_file():
+        raise PlateError(
+            f"{root}/upstream/ not found: `plate upstream` and `plate patches` need a plate "
+            "source checkout installed editable (pip install -e .)"
+        )
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return importlib.import_module(f"upstream.{module}")
+
+
+def cmd_upstream(args) -> int:
+    return _upstream("runner").main(args.rest, prog="plate upstream")
+
+
+def cmd_patches(args) -> int:
+    return _upstream("patches").main(args.rest, prog="plate patches")
+
+
 def cmd_run(args) -> int:
     from .run_example import cmd_run as run
 
@@ -108,6 +131,8 @@ def cmd_run(args) -> int:
 COMMANDS = {
     "run": (cmd_run, "run a Triton script's main() on plate (examples/*.py) and print its last launch's profile"),
     "info": (cmd_info, "print the PLATE machine description"),
+    "upstream": (cmd_upstream, "run Triton's and Inductor's own test suites against plate (upstream/)"),
+    "patches": (cmd_patches, "list or check the upstream-ready patches under patches/"),
     "isa": (cmd_isa, "print the instruction set table (Markdown)"),
     "asm": (cmd_asm, "assemble a .pasm file into a .pbin binary"),
     "disasm": (cmd_disasm, "print a .pbin (or .pasm) program as canonical assembly"),
@@ -119,6 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="plate", description="PLATE: NUMA tile accelerator toolchain and simulator")
     sub = p.add_subparsers(dest="command", required=True)
     for name, (_, help_) in COMMANDS.items():
+        if name in ("upstream", "patches"):  # their own parsers take every argument
+            sp = sub.add_parser(name, help=help_, add_help=False)
+            sp.add_argument("rest", nargs=argparse.REMAINDER)
+            continue
         sp = sub.add_parser(name, help=help_)
         sp.add_argument("--machine", default=None, help="machine preset (plate1, plate-mini, plate4)")
         if name == "run":

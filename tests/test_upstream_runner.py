@@ -1,0 +1,339 @@
+"""The upstream runner, skip lists, reports and patch tooling, on a tiny fake upstream tree.
+
+CI cannot fetch Triton or PyTorch: tests/fake_upstream/ mimics their layouts with a handful of
+passing, failing, skipped, xfail, parametrized and broken tests, and a skip list with stale entries.
+The runner is exercised end to end (pytest in a subprocess, as on the real trees).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # `upstream/` is a repo-root package, not part of the installed wheel
+    sys.path.insert(0, str(REPO))
+
+from upstream import UpstreamError, patches, report, runner  # noqa: E402
+from upstream.progress import format_progress  # noqa: E402
+from upstream.revisions import get_revision  # noqa: E402
+from upstream.skiplist import find_stale, load_skiplist  # noqa: E402
+
+FAKE = REPO / "tests" / "fake_upstream"
+FAKE_SKIPLIST = FAKE / "skiplist.toml"
+
+
+@pytest.fixture(autouse=True)
+def _fast_pytest_subprocesses(monkeypatch):
+    # the fake trees need no hypothesis: its pytest plugin alone costs seconds of import per subprocess
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+
+
+def _materialize(src: Path, dest: Path) -> Path:
+    """Copy a fake tree, dropping the `.in` suffix that hides it from the project's own pytest run."""
+    shutil.copytree(src, dest)
+    for f in dest.rglob("*.in"):
+        f.rename(f.with_suffix(""))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def triton_tree(tmp_path_factory) -> Path:
+    return _materialize(FAKE / "triton", tmp_path_factory.mktemp("fake") / "triton")
+
+
+def _run(argv: list[str]) -> int:
+    return runner.main(argv)
+
+
+def _report(report_dir: Path, name: str = "triton") -> dict:
+    return json.loads((report_dir / f"{name}.json").read_text())
+
+
+def _git(cwd: Path, *args: str) -> str:
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    return subprocess.run(["git", *ident, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+# -- skip lists ----------------------------------------------------------------------------------
+def test_skiplist_reports_every_problem_at_once(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        '[[skip]]\ntest = "a.py::t"\ncategory = "maybe"\nreason = ""\n'
+        '[[skip]]\nglob = "a.py::t*"\ncategory = "by-design"\nreason = "r"\n'
+        '[[skip]]\ntest = "a.py::u"\ncategory = "not-yet"\nreason = "r"\ncolour = "red"\n'
+        '[[skip]]\ntest = "a.py::v"\ncategory = "not-yet"\nreason = "r"\n'
+        '[[skip]]\ntest = "a.py::v"\ncategory = "not-yet"\nreason = "again"\n'
+    )
+    with pytest.raises(UpstreamError) as e:
+        load_skiplist(bad)
+    text = str(e.value)
+    for expected in (
+        "'maybe' is not one of",
+        "`reason` is missing",
+        "a glob needs `count`",
+        "unknown key 'colour'",
+        "duplicate of entry 4",
+    ):
+        assert expected in text
+
+
+def test_skiplist_lookup_exact_file_and_glob_with_literal_brackets():
+    sl = load_skiplist(FAKE_SKIPLIST)
+    assert sl.lookup("unit/language/test_alpha.py::test_param[3]").category == "not-yet"
+    assert sl.lookup("unit/language/test_alpha.py::test_param[2]") is None
+    assert sl.lookup("unit/language/test_beta.py::test_cast[bfloat16]").key.endswith("[*16]")
+    assert sl.lookup("unit/language/test_beta.py::test_cast[float32]") is None
+    assert sl.lookup("unit/language/test_beta.py::test_cast1") is None  # `[` is not a character class
+    assert sl.lookup("unit/language/test_cuda_only.py::anything").is_file
+
+
+def test_find_stale_counts_globs_and_skips_files_not_in_the_run(tmp_path):
+    (tmp_path / "a.py").write_text("")
+    (tmp_path / "b.py").write_text("")
+    path = tmp_path / "skiplist.toml"
+    path.write_text(
+        '[[skip]]\ntest = "a.py::x"\ncategory = "not-yet"\nreason = "r"\n'
+        '[[skip]]\ntest = "a.py::gone"\ncategory = "upstream-bug"\nreason = "r"\n'
+        '[[skip]]\ntest = "b.py::y"\ncategory = "not-yet"\nreason = "r"\n'
+        '[[skip]]\nglob = "a.py::g*"\ncount = 3\ncategory = "by-design"\nreason = "r"\n'
+    )
+    collected = ["a.py::x", "a.py::g1", "a.py::g2"]
+    stale = find_stale(load_skiplist(path), collected, {"a.py"}, {"a.py::x": "xpassed"}, tmp_path)
+    assert stale.passing == {"a.py::x": ["a.py::x"]}
+    assert set(stale.missing) == {"a.py::gone", "a.py::g*"}
+    assert "glob matches 2 tests, the entry says count = 3" in stale.missing["a.py::g*"]
+    assert stale.not_checked == ["b.py::y"]  # b.py exists but was not part of this run
+
+
+# -- progress and reports ------------------------------------------------------------------------
+def test_format_progress_shows_counts_and_time_left():
+    line = format_progress(Counter(passed=40, failed=2, skipped=8), total=100, elapsed=70.0, running=50.0)
+    assert " 50/100  50%" in line and "pass 40 fail 2 skip 8" in line
+    assert "1m10s, ~0m50s left" in line
+    assert line.startswith("[" + "#" * 12 + "." * 12 + "]")
+
+
+def test_report_pass_rate_excludes_by_design():
+    results = {
+        "tests": [
+            {"test": "f.py::a", "outcome": "passed", "duration": 2.0},
+            {"test": "f.py::b", "outcome": "failed", "duration": 1.0, "message": "x\nE   ValueError: bad\ny"},
+            {
+                "test": "f.py::c",
+                "outcome": "skipped",
+                "duration": 0.0,
+                "category": "by-design",
+                "message": "[by-design] r",
+            },
+            {"test": "g.py::d", "outcome": "xpassed", "duration": 0.5, "category": "not-yet"},
+        ],
+        "collection_errors": [{"test": "h.py", "message": "E   ImportError: nope"}],
+    }
+    rep = report.summarize(results, {"suite": "triton", "wall_s": 3.0})
+    t = rep["totals"]
+    assert (t["total"], t["by_design"], t["errors"]) == (5, 1, 1)
+    assert t["pass_rate"] == 0.5  # (1 passed + 1 xpassed) / (5 - 1)
+    assert t["by_design_share"] == 0.2
+    assert rep["failures"] == [
+        {"test": "f.py::b", "outcome": "failed", "message": "ValueError: bad"},
+        {"test": "h.py", "outcome": "errors", "message": "ImportError: nope"},
+    ]
+    assert rep["slowest"][0] == {"test": "f.py::a", "duration": 2.0}
+    md = report.render_markdown(rep)
+    assert "pass rate: **50.0%**" in md and "| `g.py` | 0 | 0 | 0 | 0 | 0 | 1 |" in md
+
+
+# -- the runner, end to end on the fake Triton tree ----------------------------------------------
+def test_runner_on_fake_tree(triton_tree, tmp_path, capfd):
+    argv = ["triton", "--src", str(triton_tree), "--device", "fakedev", "--skiplist", str(FAKE_SKIPLIST)]
+    rc = _run([*argv, "--report-dir", str(tmp_path), "--jobs", "0"])
+    out, err = capfd.readouterr()
+    assert rc == runner.EXIT_STALE
+    rep = _report(tmp_path)
+    t = rep["totals"]
+    assert (t["passed"], t["failed"], t["errors"], t["skipped"], t["xfailed"], t["xpassed"]) == (6, 1, 1, 4, 4, 1)
+    assert (t["total"], t["by_design"], t["pass_rate"]) == (17, 3, 0.5)
+    assert rep["files"]["unit/runtime/test_gamma.py"]["by_design"] == 2
+    assert "unit/language/test_cuda_only.py" not in rep["files"]  # a whole-file entry is never collected
+    assert rep["skiplist"]["ignored_files"] == ["unit/language/test_cuda_only.py"]
+    stale = rep["skiplist"]["stale"]
+    assert list(stale["passing"]) == ["unit/language/test_alpha.py::test_fixed_now"]
+    assert set(stale["missing"]) == {
+        "unit/language/test_alpha.py::test_removed",
+        "unit/language/test_deleted.py",
+        "unit/runtime/test_gamma.py::test_launch_*",
+    }
+    assert [f["test"] for f in rep["failures"]] == [
+        "unit/language/test_alpha.py::test_fails",
+        "unit/language/test_broken.py",
+    ]
+    assert "16/16 100%" in err  # the progress line
+    assert "STALE skip-list entries (4)" in out and "test_fixed_now: listed as failing but passes" in out
+    md = (tmp_path / "triton.md").read_text()
+    assert "483327f0336aac7feb02a0eed45c2a6e2207ca00" in md and "--device fakedev" in md
+    assert "arithmetic is broken" in (tmp_path / "triton-failures.txt").read_text()
+
+
+def test_runner_under_xdist_with_timeout_and_selection(triton_tree, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_SLEEP", "20")
+    argv = ["triton", "--src", str(triton_tree), "--device", "fakedev", "--skiplist", str(FAKE_SKIPLIST)]
+    rc = _run([*argv, "--report-dir", str(tmp_path), "-j", "2", "--timeout", "0.5", "-k", "test_sleeps or test_passes"])
+    rep = _report(tmp_path)
+    assert rc == runner.EXIT_STALE  # the removed test and file are still found with -k
+    assert rep["totals"]["passed"] == 1 and rep["totals"]["failed"] == 1
+    assert rep["failures"][0]["test"].endswith("test_sleeps")
+    assert "ran past --timeout 0.5 s" in rep["failures"][0]["message"]
+    assert rep["skiplist"]["stale"]["passing"] == {}  # test_fixed_now was not selected
+    # entries of deselected tests still match: staleness looks at the collection before -k
+    assert set(rep["skiplist"]["stale"]["missing"]) == {
+        "unit/language/test_alpha.py::test_removed",
+        "unit/language/test_deleted.py",
+        "unit/runtime/test_gamma.py::test_launch_*",
+    }
+
+
+def test_check_stale_runs_only_listed_known_failures(triton_tree, tmp_path):
+    argv = ["triton", "--src", str(triton_tree), "--device", "fakedev", "--skiplist", str(FAKE_SKIPLIST)]
+    rc = _run([*argv, "--report-dir", str(tmp_path), "-j", "0", "--check-stale"])
+    rep = _report(tmp_path)
+    assert rc == runner.EXIT_STALE
+    assert rep["totals"]["total"] == 4 + 1  # param[3], cast[float16], cast[bfloat16], fixed_now; + test_broken.py
+    assert (rep["totals"]["xfailed"], rep["totals"]["xpassed"]) == (3, 1)
+
+
+def test_skip_known_skips_them_and_cannot_see_passes(triton_tree, tmp_path):
+    argv = ["triton", "--src", str(triton_tree), "--device", "fakedev", "--skiplist", str(FAKE_SKIPLIST)]
+    _run([*argv, "--report-dir", str(tmp_path), "-j", "0", "--skip-known", "--files", "unit/language/test_alpha.py"])
+    rep = _report(tmp_path)
+    assert rep["totals"]["xfailed"] == 1  # only upstream's own xfail
+    assert rep["skiplist"]["stale"]["passing"] == {}
+    assert "unit/runtime/test_gamma.py::test_launch_*" in rep["skiplist"]["stale"]["not_checked"]
+
+
+def test_bad_skiplist_or_tree_fails_before_pytest(triton_tree, tmp_path, capfd):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[skip]]\ntest = "x.py::t"\ncategory = "later"\nreason = "r"\n')
+    assert _run(["triton", "--src", str(triton_tree), "--skiplist", str(bad)]) == runner.EXIT_USAGE
+    assert _run(["triton", "--src", str(tmp_path / "nowhere")]) == runner.EXIT_USAGE
+    err = capfd.readouterr().err
+    assert "category 'later' is not one of" in err
+    assert "not a triton checkout" in err and "--fetch" in err
+
+
+def test_fetch_clones_the_pinned_commit_from_a_mirror(tmp_path, capfd):
+    mirror = _materialize(FAKE / "triton", tmp_path / "mirror")
+    _git(mirror, "init", "-q")
+    _git(mirror, "add", "-A")
+    _git(mirror, "commit", "-q", "-m", "fake triton")
+    commit = _git(mirror, "rev-parse", "HEAD").strip()
+    revisions = (REPO / "upstream" / "revisions.toml").read_text().replace(get_revision("triton").ref, commit)
+    (tmp_path / "revisions.toml").write_text(revisions)
+    common = ["triton", "--revisions", str(tmp_path / "revisions.toml"), "--fetch", "--report-dir", str(tmp_path)]
+    common += ["--skiplist", str(FAKE_SKIPLIST)]
+    rc = _run([*common, "--src", str(tmp_path / "clone"), "--fetch-url", str(mirror), "--device", "fakedev", "-j", "0"])
+    assert rc == runner.EXIT_STALE and _report(tmp_path)["totals"]["total"] == 17
+    assert _run([*common, "--src", str(tmp_path / "clone2"), "--fetch-url", str(tmp_path / "no-such-repo")]) == 2
+    assert "no network here?" in capfd.readouterr().err
+    assert not (tmp_path / "clone2").exists()  # a failed fetch leaves nothing behind
+
+
+# -- the Inductor plugin --------------------------------------------------------------------------
+def test_inductor_plugin_makes_the_device_the_gpu(tmp_path, capfd):
+    tree = _materialize(FAKE / "inductor", tmp_path / "inductor")
+    revisions = (REPO / "upstream" / "revisions.toml").read_text()
+    (tmp_path / "rev.toml").write_text(revisions.replace('requires = ["expecttest"]', "requires = []"))
+    (tmp_path / "missing.toml").write_text(
+        revisions.replace('requires = ["expecttest"]', 'requires = ["no_such_mod_x"]')
+    )
+    argv = ["inductor", "--src", str(tree), "--device", "fakedev", "--report-dir", str(tmp_path), "-j", "0"]
+    extra = ["--device-setup", "fake_device_setup", "--", "--inductor-utils-module", "fake_inductor_utils"]
+    assert _run([*argv, "--revisions", str(tmp_path / "rev.toml"), *extra]) == runner.EXIT_OK
+    rep = _report(tmp_path, "inductor")
+    assert rep["totals"]["passed"] == 2 and rep["totals"]["total"] == 2  # GPUTests only: RUN_CPU is off
+    assert _run([*argv, "--revisions", str(tmp_path / "missing.toml")]) == runner.EXIT_USAGE
+    assert "pip install no_such_mod_x" in capfd.readouterr().err
+
+
+# -- patches ---------------------------------------------------------------------------------------
+FAKE_REVISIONS = """
+[fakeproj]
+repo = "https://example.invalid/fakeproj.git"
+commit = "0000000000000000000000000000000000000000"
+take = ["src", "tests"]
+test_root = "tests"
+library = { package = "fakelib", folder = "src" }
+[fakeproj.suite]
+paths = ["test_lib.py"]
+"""
+
+
+def _commit_patch(repo: Path, file: str, text: str, message: str) -> str:
+    (repo / file).write_text(text)
+    _git(repo, "commit", "-q", "-a", "-m", message)
+    return _git(repo, "format-patch", "--stdout", "HEAD~1..HEAD")
+
+
+@pytest.fixture
+def patch_setup(tmp_path):
+    repo = tmp_path / "fakeproj"
+    (repo / "src").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "src" / "fakelib.py").write_text("VALUE = 1\n")
+    (repo / "tests" / "conftest.py").write_text(
+        "# fakelib is not installed: only the overlay of a patched copy finds it\n"
+    )
+    (repo / "tests" / "test_lib.py").write_text(
+        "import fakelib\n\n\ndef test_value():\n    assert fakelib.VALUE == 2\n"
+    )
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    body = "Problem: VALUE is 1.\n\nChange: make it 2.\n\nTest: tests/test_lib.py::test_value\nTest-Env: FAKE=1"
+    good = _commit_patch(repo, "src/fakelib.py", "VALUE = 2\n", "Set VALUE to 2\n\n" + body)
+    _commit_patch(repo, "src/fakelib.py", "VALUE = 3\n", "an unexported step")
+    stale = _commit_patch(repo, "src/fakelib.py", "VALUE = 4\n", "Move VALUE from 3 to 4\n\nTest: tests/test_lib.py")
+    _git(repo, "reset", "-q", "--hard", "HEAD~3")
+    untested = _commit_patch(repo, "tests/conftest.py", "# nothing\n", "A long subject line " + "x" * 80)
+    _git(repo, "reset", "-q", "--hard", "HEAD~1")
+    pdir = tmp_path / "patches" / "fakeproj"
+    pdir.mkdir(parents=True)
+    for name, text in (("good.patch", good), ("stale.patch", stale), ("untested.patch", untested)):
+        (pdir / name).write_text(text)
+    (tmp_path / "rev.toml").write_text(FAKE_REVISIONS)
+    common = ["--patches-dir", str(tmp_path / "patches"), "--revisions", str(tmp_path / "rev.toml")]
+    return repo, common + ["--report-dir", str(tmp_path / "reports")]
+
+
+def test_parse_patch_reads_subject_trailers_and_files(patch_setup, tmp_path):
+    found = {p.path.name: p for p in patches.find_patches(tmp_path / "patches")}
+    good = found["good.patch"]
+    assert good.subject == "Set VALUE to 2"
+    assert good.tests == ("tests/test_lib.py::test_value",) and good.test_env == {"FAKE": "1"}
+    assert good.files == ("src/fakelib.py",)
+    assert found["untested.patch"].subject.endswith("x" * 80)  # a folded Subject: header is joined back
+    assert found["untested.patch"].tests == ()
+
+
+def test_patches_check_and_list(patch_setup, capsys):
+    repo, common = patch_setup
+    assert patches.main(["list", *common]) == 0
+    listed = capsys.readouterr().out
+    assert "fakeproj/good.patch" in listed and "untested" in listed  # no tree given: nothing checked
+    rc = patches.main(["check", *common, "--src", f"fakeproj={repo}", "--before"])
+    out = capsys.readouterr().out
+    assert rc == 1  # stale.patch does not apply
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("fakeproj/")}
+    assert "applies" in rows["fakeproj/good.patch"] and "pass 1/1 (before: error)" in rows["fakeproj/good.patch"]
+    assert " fails " in rows["fakeproj/stale.patch"]
+    assert "names no Test: trailer" in rows["fakeproj/untested.patch"]
+    assert patches.main(["list", *common, "--src", f"fakeproj={repo}"]) == 0
+    listed = capsys.readouterr().out
+    good_row = next(line for line in listed.splitlines() if line.startswith("fakeproj/good.patch"))
+    assert "applies" in good_row and "pass 1/1 (before: error)" in good_row  # the last check is remembered

@@ -1,0 +1,232 @@
+"""pytest plugin for upstream runs (`-p upstream.plugin`): skip lists, per-test timeout, progress, JSON results.
+
+Loaded into the upstream suites from outside their files. It works alone and under pytest-xdist:
+workers apply the skip list at collection and enforce the timeout; the controller (or the single
+process) records every outcome, draws the progress line and writes the results file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import json
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from . import UpstreamError
+from .progress import Progress
+from .skiplist import find_stale, load_skiplist
+
+MESSAGE_CHARS = 4000  # of each failure's text kept in the results file
+
+
+class TestTimeout(BaseException):  # noqa: N818 - BaseException: a test's `except Exception` must not swallow it
+    """A test phase ran past --plate-timeout."""
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("plate-upstream", "plate: upstream suite runs")
+    group.addoption("--plate-skiplist", default=None, help="skip list TOML (upstream/skiplists/*.toml)")
+    group.addoption("--plate-results", default=None, help="write every outcome here as JSON")
+    group.addoption("--plate-timeout", type=float, default=0.0, help="seconds per test phase; 0 = none")
+    group.addoption(
+        "--plate-known",
+        choices=("xfail", "skip", "only"),
+        default="xfail",
+        help="not-yet/upstream-bug entries: run as expected failures (a pass is stale), skip them, "
+        "or run only them (stale check)",
+    )
+    group.addoption("--plate-progress", action="store_true", help="draw a progress line on stderr")
+
+
+def pytest_configure(config):
+    try:
+        run = UpstreamRun(config)
+    except UpstreamError as e:
+        raise pytest.UsageError(str(e)) from e
+    config.pluginmanager.register(run, "plate-upstream-run")
+
+
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _outcome(report) -> str | None:
+    """The outcome one phase report settles, or None when the phase says nothing new."""
+    xfail = hasattr(report, "wasxfail")
+    if report.when == "call":
+        if report.passed:
+            return "xpassed" if xfail else "passed"
+        if report.skipped:
+            return "xfailed" if xfail else "skipped"
+        return "failed"
+    if report.failed:  # setup or teardown
+        return "errors"
+    if report.when == "setup" and report.skipped:
+        return "xfailed" if xfail else "skipped"
+    return None
+
+
+def _message(report) -> str:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    return report.longreprtext[-MESSAGE_CHARS:]
+
+
+class UpstreamRun:
+    def __init__(self, config):
+        self.config = config
+        opt = config.getoption
+        self.skiplist = load_skiplist(Path(opt("--plate-skiplist")) if opt("--plate-skiplist") else None)
+        self.results_path = opt("--plate-results")
+        self.timeout = opt("--plate-timeout")
+        self.known = opt("--plate-known")
+        self.worker = _is_worker(config)
+        self.tests: dict[str, dict] = {}
+        self.collect_errors: dict[str, str] = {}
+        self.collected: list[str] | None = None
+        self.progress = None
+        if opt("--plate-progress") and not self.worker:
+            self.progress = Progress(sys.stderr)
+        self.start = time.time()
+
+    # -- collection: whole-file entries are not collected; the others get a mark -----------------
+    def pytest_ignore_collect(self, collection_path, config):
+        try:
+            rel = Path(collection_path).relative_to(config.rootpath).as_posix()
+        except ValueError:
+            return None
+        entry = self.skiplist.lookup(rel)
+        return True if entry is not None and entry.is_file else None
+
+    @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection: staleness needs the whole collection
+    def pytest_collection_modifyitems(self, session, config, items):
+        self.collected = [item.nodeid for item in items]
+        keep, drop = [], []
+        for item in items:
+            entry = self.skiplist.lookup(item.nodeid)
+            if entry is not None and entry.is_known_failure and self.known != "skip":
+                item.add_marker(pytest.mark.xfail(reason=entry.marker_reason(), strict=False))
+            elif entry is not None:
+                item.add_marker(pytest.mark.skip(reason=entry.marker_reason()))
+            only_known = self.known == "only" and not (entry is not None and entry.is_known_failure)
+            (drop if only_known else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+        if self.worker:
+            config.workeroutput["plate_collected"] = self.collected
+
+    def pytest_collection_finish(self, session):
+        if self.progress is not None:
+            self.progress.begin(len(session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if self.progress is not None and self.progress.first_test is None:
+            self.progress.begin(len(ids))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        collected = getattr(node, "workeroutput", {}).get("plate_collected")
+        if collected is not None and self.collected is None:
+            self.collected = list(collected)
+
+    def pytest_collectreport(self, report):
+        if report.failed and not self.worker:
+            self.collect_errors.setdefault(report.nodeid, report.longreprtext[-MESSAGE_CHARS:])
+
+    # -- per-test timeout -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _deadline(self, item, phase):
+        if not self.timeout or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def expire(signum, frame):
+            raise TestTimeout(f"{item.nodeid}: {phase} ran past --timeout {self.timeout:g} s")
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        if self.worker:  # a hang in C code never returns to Python: let xdist replace the worker
+            faulthandler.dump_traceback_later(self.timeout + 60, exit=True)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            if self.worker:
+                faulthandler.cancel_dump_traceback_later()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item):
+        with self._deadline(item, "setup"):
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item):
+        with self._deadline(item, "call"):
+            return (yield)
+
+    # -- outcomes ---------------------------------------------------------------------------------
+    def pytest_runtest_logreport(self, report):
+        if self.worker:
+            return
+        record = self.tests.setdefault(report.nodeid, {"test": report.nodeid, "outcome": None, "duration": 0.0})
+        record["duration"] += report.duration
+        outcome = _outcome(report)
+        if outcome is not None and record["outcome"] != "errors":
+            record["outcome"] = outcome
+            if outcome not in ("passed", "xpassed"):
+                record["message"] = _message(report)
+        entry = self.skiplist.lookup(report.nodeid)
+        if entry is not None:
+            record["category"] = entry.category
+        finished = report.when not in ("setup", "call")  # teardown, or xdist's report for a crashed worker
+        if finished and self.progress is not None:
+            capman = self.config.pluginmanager.getplugin("capturemanager")
+            with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+                self.progress.update(record["outcome"] or "errors")
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self.worker:
+            return
+        if self.progress is not None:
+            self.progress.finish()
+        if self.results_path:
+            self._write_results(session, int(exitstatus))
+
+    def _write_results(self, session, exitstatus):
+        rootdir = Path(self.config.rootpath)
+        errored = {nodeid.split("::", 1)[0] for nodeid in self.collect_errors}
+        collected = self.collected or []
+        files = {nodeid.split("::", 1)[0] for nodeid in collected} | errored
+        outcomes = {t: r["outcome"] for t, r in self.tests.items()}
+        stale = find_stale(self.skiplist, collected, files, outcomes, rootdir, frozenset(errored))
+        if self.known == "skip":  # listed tests did not run: a pass could not be seen
+            stale.passing.clear()
+        data = {
+            "rootdir": str(rootdir),
+            "exitstatus": exitstatus,
+            "wall_s": round(time.time() - self.start, 3),
+            "collected": len(collected),
+            "known_failures": self.known,
+            "tests": list(self.tests.values()),
+            "collection_errors": [{"test": k, "message": v} for k, v in self.collect_errors.items()],
+            "skiplist": {
+                "path": str(self.skiplist.path) if self.skiplist.path else None,
+                "entries": [
+                    {"key": e.key, "category": e.category, "reason": e.reason, "glob": e.is_glob, "file": e.is_file}
+                    for e in self.skiplist.entries
+                ],
+                "ignored_files": [e.key for e in self.skiplist.file_entries() if (rootdir / e.key).is_file()],
+                "stale": stale.to_dict(),
+            },
+        }
+        Path(self.results_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(self.results_path).write_text(json.dumps(data, indent=1))

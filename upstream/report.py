@@ -1,0 +1,183 @@
+"""Pass-rate reports of an upstream run: JSON for tools, Markdown for people, a file of failure texts.
+
+pass rate = passed / (total - by-design): by-design entries (things plate does not do on purpose)
+leave the denominator and are reported as their own share. `xpassed` (a listed or upstream xfail
+that passes) counts as passed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+OUTCOMES = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
+SLOWEST = 20
+FAILURES_SHOWN = 100
+SKIP_REASONS = 15
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _rate(passed: int, denominator: int) -> float | None:
+    return round(passed / denominator, 4) if denominator else None
+
+
+def _counts(records: list[dict]) -> dict:
+    c = Counter(r["outcome"] or "errors" for r in records)
+    cat = Counter(r.get("category") for r in records)
+    total = len(records)
+    by_design = cat["by-design"]
+    passed = c["passed"] + c["xpassed"]
+    out = {o: c[o] for o in OUTCOMES}
+    out.update(
+        total=total,
+        by_design=by_design,
+        not_yet=cat["not-yet"],
+        upstream_bug=cat["upstream-bug"],
+        pass_rate=_rate(passed, total - by_design),
+        by_design_share=_rate(by_design, total),
+    )
+    return out
+
+
+def first_line(message: str | None) -> str:
+    """The line of a failure text that says what went wrong (pytest's `E   ...`), else its last line."""
+    lines = [ln.strip() for ln in (message or "").splitlines() if ln.strip()]
+    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+    return (errors[0] if errors else lines[-1] if lines else "")[:200]
+
+
+def summarize(results: dict, meta: dict) -> dict:
+    """Combine the plugin's results file with what the runner knows (suite, revision, command, wall time)."""
+    records = [dict(r) for r in results.get("tests", [])]
+    records += [
+        {"test": e["test"], "outcome": "errors", "duration": 0.0, "message": e["message"], "collection": True}
+        for e in results.get("collection_errors", [])
+    ]
+    by_file: dict[str, list[dict]] = {}
+    for r in records:
+        by_file.setdefault(_file(r["test"]), []).append(r)
+    unlisted_failures = [r for r in records if r["outcome"] in ("failed", "errors") and not r.get("category")]
+    skiplist = results.get("skiplist", {})
+    return {
+        **meta,
+        "totals": _counts(records),
+        "files": {f: _counts(rs) for f, rs in sorted(by_file.items())},
+        "slowest": [
+            {"test": r["test"], "duration": round(r["duration"], 3)}
+            for r in sorted(records, key=lambda r: -r["duration"])[:SLOWEST]
+        ],
+        "failures": [
+            {"test": r["test"], "outcome": r["outcome"], "message": first_line(r.get("message"))}
+            for r in unlisted_failures
+        ],
+        "skiplist": {
+            "path": skiplist.get("path"),
+            "entries": len(skiplist.get("entries", [])),
+            "by_category": dict(Counter(e["category"] for e in skiplist.get("entries", []))),
+            "ignored_files": skiplist.get("ignored_files", []),
+            "stale": skiplist.get("stale", {"passing": {}, "missing": {}, "not_checked": []}),
+        },
+        "skip_reasons": [
+            {"reason": reason, "count": n}
+            for reason, n in Counter(
+                first_line(r.get("message")) for r in records if r["outcome"] == "skipped" and not r.get("category")
+            ).most_common(SKIP_REASONS)
+        ],
+        "collected": results.get("collected", 0),
+        "pytest_exitstatus": results.get("exitstatus"),
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _table(rows: list[list[str]], header: list[str]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def render_markdown(report: dict) -> str:
+    t = report["totals"]
+    rev = report.get("revision", {})
+    lines = [
+        f"# Upstream {report['suite']} suite on {report.get('device', '?')}",
+        "",
+        f"- revision: {rev.get('project', '?')} `{rev.get('ref', '?')}` ({rev.get('describe', '')})",
+        f"- plate: `{report.get('plate_commit') or 'unknown'}`",
+        f"- started: {report.get('started', '?')}, wall time {report.get('wall_s', 0):.1f} s, "
+        f"{report.get('jobs', '?')} jobs",
+        f"- command: `{report.get('command', '')}`",
+        f"- pass rate: **{_pct(t['pass_rate'])}** = {t['passed'] + t['xpassed']} passed / "
+        f"({t['total']} total - {t['by_design']} by-design)",
+        f"- by-design share: {_pct(t['by_design_share'])} ({t['by_design']} of {t['total']})",
+        "",
+        "## Totals",
+        "",
+        *_table([[str(t[o]) for o in (*OUTCOMES, "total")]], [*OUTCOMES, "total"]),
+        "",
+        "## Per file",
+        "",
+    ]
+    rows = [
+        [f"`{f}`", *(str(c[o]) for o in OUTCOMES), str(c["by_design"]), str(c["total"]), _pct(c["pass_rate"])]
+        for f, c in report["files"].items()
+    ]
+    lines += _table(rows, ["file", *OUTCOMES, "by-design", "total", "pass rate"])
+    sk = report["skiplist"]
+    stale = sk["stale"]
+    lines += ["", "## Skip list", "", f"`{sk['path']}`: {sk['entries']} entries {sk['by_category']}."]
+    if sk["ignored_files"]:
+        lines.append("Files not collected (whole-file entries): " + ", ".join(f"`{f}`" for f in sk["ignored_files"]))
+    if stale.get("passing") or stale.get("missing"):
+        lines += ["", "**Stale entries** (remove or fix them):", ""]
+        lines += [f"- `{k}`: passes ({', '.join(v[:3])})" for k, v in stale.get("passing", {}).items()]
+        lines += [f"- `{k}`: {why}" for k, why in stale.get("missing", {}).items()]
+    if stale.get("not_checked"):
+        lines.append(f"\n{len(stale['not_checked'])} entries not checked (their files were not in this run).")
+    if report["skip_reasons"]:
+        lines += ["", "## Upstream's own skips, by reason", ""]
+        lines += _table(
+            [[str(s["count"]), s["reason"] or "(none given)"] for s in report["skip_reasons"]], ["tests", "reason"]
+        )
+    lines += ["", f"## Slowest {len(report['slowest'])}", ""]
+    lines += _table([[f"`{s['test']}`", f"{s['duration']:.2f} s"] for s in report["slowest"]], ["test", "time"])
+    failures = report["failures"]
+    lines += ["", f"## Failures not in the skip list ({len(failures)})", ""]
+    lines += [f"- `{f['test']}` ({f['outcome']}): {f['message']}" for f in failures[:FAILURES_SHOWN]]
+    if len(failures) > FAILURES_SHOWN:
+        lines.append(f"- ... and {len(failures) - FAILURES_SHOWN} more (see the .json and -failures.txt files)")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(report: dict, results: dict, report_dir: Path, name: str) -> list[Path]:
+    """Write `<name>.json`, `<name>.md` and `<name>-failures.txt` (full failure texts) into report_dir."""
+    report_dir = Path(report_dir)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    paths = [report_dir / f"{name}.json", report_dir / f"{name}.md", report_dir / f"{name}-failures.txt"]
+    paths[0].write_text(json.dumps(report, indent=1) + "\n")
+    paths[1].write_text(render_markdown(report))
+    texts = [
+        f"{'=' * 100}\n{r['test']} ({r['outcome']})\n{r.get('message', '')}\n"
+        for r in [
+            *results.get("tests", []),
+            *({"outcome": "errors", **e} for e in results.get("collection_errors", [])),
+        ]
+        if r["outcome"] in ("failed", "errors")
+    ]
+    paths[2].write_text("".join(texts))
+    return paths
+
+
+def summary_lines(report: dict) -> list[str]:
+    """What the runner prints at the end of a run."""
+    t = report["totals"]
+    counts = ", ".join(f"{t[o]} {o}" for o in OUTCOMES if t[o])
+    return [
+        f"{report['suite']}: {t['total']} tests: {counts or 'nothing ran'}",
+        f"pass rate {_pct(t['pass_rate'])} (passed / (total - {t['by_design']} by-design)), "
+        f"by-design share {_pct(t['by_design_share'])}, wall {report.get('wall_s', 0):.1f} s",
+    ]

@@ -1,0 +1,236 @@
+"""Run an upstream test suite (Triton's or Inductor's) against plate and write its pass-rate report.
+
+    python -m upstream.runner triton   --src DIR [options] [-- extra pytest args]
+    python -m upstream.runner inductor --src DIR [options] [-- extra pytest args]
+
+DIR is a checkout of the upstream repo at the pinned revision (revisions.toml) or just its test
+folder. pytest runs in a subprocess with our plugins (skip list, timeout, progress, JSON results),
+under pytest-xdist, with HOME/TRITON_HOME/caches in a fresh temporary folder. Exit status: 0 all
+ran tests passed or are listed; 1 unlisted failures or errors; 2 a usage or setup problem; 3 stale
+skip-list entries (a listed test passes, or an entry matches nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import DEFAULT_SRC_DIR, REPO_ROOT, REPORTS_DIR, SKIPLISTS_DIR, UpstreamError
+from .report import summarize, summary_lines, write_report
+from .revisions import REVISIONS_FILE, Revision, Tree, fetch, find_tree, get_revision
+from .skiplist import load_skiplist
+
+SUITE_PROJECT = {"triton": "triton", "inductor": "pytorch"}  # suite name -> [project] of revisions.toml
+EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_STALE = 0, 1, 2, 3
+EMPTY_INI = "[pytest]\n"  # so no pytest config of the tree's parents (ours included) leaks into the run
+
+
+def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Run an upstream test suite against plate; pytest args may follow `--`.",
+    )
+    p.add_argument("suite", choices=sorted(SUITE_PROJECT), help="which upstream suite")
+    p.add_argument(
+        "--src", type=Path, help=f"the upstream checkout or its test folder (default {DEFAULT_SRC_DIR}/<project>)"
+    )
+    p.add_argument("--fetch", action="store_true", help="clone the pinned revision into --src first (needs network)")
+    p.add_argument("--fetch-url", help="clone from here instead of the repo in revisions.toml (a mirror)")
+    p.add_argument("-k", "--select", metavar="EXPR", help="pytest -k expression")
+    p.add_argument(
+        "--files", nargs="+", metavar="PATH", help="files/folders under the test root instead of the suite's"
+    )
+    p.add_argument("--extended", action="store_true", help="also run the suite's `extended` files")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="pytest-xdist workers; 0 = in process")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per test phase (0 = none; default 300)")
+    p.add_argument("--report-dir", type=Path, default=REPORTS_DIR, help=f"where reports go (default {REPORTS_DIR})")
+    p.add_argument("--name", help="report file name stem (default: the suite)")
+    p.add_argument("--skiplist", type=Path, help="skip list TOML (default upstream/skiplists/<suite>.toml)")
+    p.add_argument("--revisions", type=Path, default=REVISIONS_FILE, help=argparse.SUPPRESS)
+    p.add_argument("--device", default="plate", help="the device the tests run on (default plate)")
+    p.add_argument(
+        "--interpret",
+        action="store_true",
+        help="triton: run under Triton's interpreter (TRITON_INTERPRET=1, --device cpu): checks the runner, not plate",
+    )
+    p.add_argument("--device-setup", default="inductor_plate", help="inductor: module that registers the device")
+    known = p.add_mutually_exclusive_group()
+    known.add_argument(
+        "--skip-known", action="store_true", help="skip not-yet/upstream-bug entries instead of running them as xfail"
+    )
+    known.add_argument(
+        "--check-stale", action="store_true", help="run only the not-yet/upstream-bug entries; report those that pass"
+    )
+    p.add_argument(
+        "--pytest-output", action="store_true", help="pytest's own terminal output instead of the progress line"
+    )
+    p.add_argument(
+        "--keep-home", action="store_true", help="keep the temporary HOME (caches, dumps) and print its path"
+    )
+    return p
+
+
+def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1 :]
+    return argv, []
+
+
+def _test_paths(revision: Revision, tree: Tree, args) -> list[str]:
+    wanted = list(args.files or revision.suite.paths)
+    if args.extended and not args.files:
+        wanted += revision.suite.extended
+    present = [p for p in wanted if (tree.test_dir / p.split("::", 1)[0]).exists()]
+    for p in sorted(set(wanted) - set(present)):
+        print(f"upstream: {p} is not in {tree.test_dir}; skipping it", file=sys.stderr)
+    if not present:
+        raise UpstreamError(f"none of {', '.join(wanted)} exists under {tree.test_dir}")
+    return present
+
+
+def _environment(revision: Revision, args, home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(revision.suite.env)
+    if args.interpret:
+        env.pop("TRITON_DEFAULT_BACKEND", None)
+        env["TRITON_INTERPRET"] = "1"
+    env.update(
+        HOME=str(home),
+        TRITON_HOME=str(home),  # fresh_knobs resets TRITON_HOME: HOME keeps the cache in the sandbox too
+        TRITON_CACHE_DIR=str(home / ".triton" / "cache"),
+        TORCHINDUCTOR_CACHE_DIR=str(home / "inductor-cache"),
+        PYTHONPATH=os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])]),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    return env
+
+
+def pytest_command(suite: str, tree: Tree, paths: list[str], args, ini: Path, results: Path) -> list[str]:
+    """The pytest command line of a run (run with cwd = the test root)."""
+    device = "cpu" if args.interpret else args.device
+    known = "only" if args.check_stale else "skip" if args.skip_known else "xfail"
+    skiplist = args.skiplist or SKIPLISTS_DIR / f"{suite}.toml"
+    cmd = [sys.executable, "-m", "pytest", *paths, "-c", str(ini), "--rootdir", str(tree.test_dir)]
+    cmd += ["--confcutdir", str(tree.test_dir), "-p", "no:cacheprovider", "--continue-on-collection-errors"]
+    cmd += ["-p", "upstream.plugin", "--plate-skiplist", str(skiplist), "--plate-results", str(results)]
+    cmd += ["--plate-timeout", str(args.timeout), "--plate-known", known]
+    if suite == "triton":
+        cmd += ["--device", device]
+    else:
+        cmd += ["-p", "upstream.inductor_plugin", "--inductor-device", device]
+        cmd += ["--inductor-device-setup", args.device_setup]
+    if args.jobs > 0:
+        cmd += ["-n", str(args.jobs)]
+    cmd += ["-q", "-rN"] if args.pytest_output else ["-p", "no:terminal", "--plate-progress"]
+    if args.select:
+        cmd += ["-k", args.select]
+    return cmd
+
+
+def _plate_commit() -> str | None:
+    done = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
+def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
+    revision = get_revision(SUITE_PROJECT[args.suite], args.revisions)
+    if args.interpret and args.suite != "triton":
+        raise UpstreamError("--interpret is Triton's interpreter: only for the triton suite")
+    tree = fetch(revision, args.src or DEFAULT_SRC_DIR / revision.project, args.fetch_url) if args.fetch else None
+    tree = tree or find_tree(revision, args.src)
+    missing = [m for m in revision.suite.requires if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UpstreamError(f"the {args.suite} tests import {', '.join(missing)}: pip install {' '.join(missing)}")
+    args.skiplist = Path(args.skiplist or SKIPLISTS_DIR / f"{args.suite}.toml").resolve()  # pytest runs elsewhere
+    load_skiplist(args.skiplist)  # a bad list fails here, before pytest starts
+    paths = _test_paths(revision, tree, args)
+    home = Path(tempfile.mkdtemp(prefix=f"plate-upstream-{args.suite}-"))
+    try:
+        ini = home / "pytest.ini"
+        upstream_ini = tree.root / "pytest.ini" if tree.root else None
+        if upstream_ini is not None and upstream_ini.is_file():
+            ini = upstream_ini
+        else:
+            ini.write_text(EMPTY_INI)
+        results_path = home / "results.json"
+        cmd = pytest_command(args.suite, tree, paths, args, ini, results_path) + passthrough
+        env = _environment(revision, args, home)
+        print(f"upstream {args.suite}: {revision.project} {revision.ref[:12]} in {tree.test_dir}", file=sys.stderr)
+        print(f"upstream {args.suite}: {shlex.join(cmd)}", file=sys.stderr)
+        started = datetime.datetime.now(datetime.UTC)
+        t0 = time.monotonic()
+        rc = subprocess.run(cmd, cwd=tree.test_dir, env=env).returncode
+        wall = time.monotonic() - t0
+        if not results_path.is_file():
+            raise UpstreamError(f"pytest exited with status {rc} before writing results (see its output above)")
+        results = json.loads(results_path.read_text())
+    finally:
+        if args.keep_home:
+            print(f"upstream: temporary HOME kept at {home}", file=sys.stderr)
+        else:
+            shutil.rmtree(home, ignore_errors=True)
+    meta = {
+        "suite": args.suite,
+        "device": "cpu (Triton interpreter)" if args.interpret else args.device,
+        "revision": {
+            "project": revision.project,
+            "repo": revision.repo,
+            "ref": revision.ref,
+            "describe": revision.describe,
+        },
+        "plate_commit": _plate_commit(),
+        "command": shlex.join(["python", "-m", "upstream.runner", *argv]),
+        "pytest_command": shlex.join(cmd),
+        "started": started.isoformat(timespec="seconds"),
+        "wall_s": round(wall, 2),
+        "jobs": args.jobs,
+        "timeout_s": args.timeout,
+        "paths": paths,
+        "pytest_returncode": rc,
+    }
+    report = summarize(results, meta)
+    written = write_report(report, results, args.report_dir, args.name or args.suite)
+    for line in summary_lines(report):
+        print(line)
+    print("report: " + ", ".join(str(p) for p in written))
+    stale = report["skiplist"]["stale"]
+    stale_lines = [f"  {k}: listed as failing but passes: {', '.join(v[:3])}" for k, v in stale["passing"].items()]
+    stale_lines += [f"  {k}: {why}" for k, why in stale["missing"].items()]
+    if stale_lines:
+        print(f"STALE skip-list entries ({len(stale_lines)}); fix {results['skiplist']['path']}:")
+        print("\n".join(stale_lines))
+        return EXIT_STALE
+    if report["failures"]:
+        print(f"{len(report['failures'])} failures/errors not in the skip list; first: {report['failures'][0]['test']}")
+        return EXIT_FAILURES
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m upstream.runner") -> int:
+    """Entry point of `python -m upstream.runner` and of `plate upstream` (which passes prog="plate upstream")."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    own, passthrough = _split_passthrough(argv)
+    args = build_parser(prog).parse_args(own)
+    try:
+        return run_suite(args, passthrough, argv)
+    except UpstreamError as e:
+        print(f"upstream {args.suite}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"upstream {args.suite}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
