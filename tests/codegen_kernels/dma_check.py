@@ -12,16 +12,14 @@ from __future__ import annotations
 
 from triton_plate_backend.isa.table import ISA
 
-DMA_WRITES = {"dma.load", "dma.gather"}
-
 
 def _tiles(program, inst, written: bool):
     out = []
     for od, v in zip(ISA[inst.mnemonic].operands, inst.operands):
         if od.kind != "t":
             continue
-        w = od.role in ("def", "inout") or (inst.mnemonic in DMA_WRITES and od.name == "d")
-        r = od.role in ("use", "inout") and not (inst.mnemonic in DMA_WRITES and od.name == "d")
+        w = od.role in ("def", "inout")
+        r = od.role in ("use", "inout")
         if w if written else r:
             out.append(program.tiles[v].span())
     return tuple(out)

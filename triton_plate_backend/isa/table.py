@@ -371,7 +371,7 @@ _row(
 _row(
     "dma.load",
     (),
-    "=q:q d:t base:r strides:rlist lo:rlist hi:rlist fill:imm",
+    "=q:q =d:t base:r strides:rlist lo:rlist hi:rlist fill:imm",
     "dma_in",
     "dma",
     "d[i] = mem[base + sum(i_k * strides_k) * itemsize] where lo_k <= i_k < hi_k, else fill",
@@ -387,7 +387,7 @@ _row(
 _row(
     "dma.gather",
     (),
-    "=q:q d:t addr:t m:t fill:imm",
+    "=q:q =d:t addr:t m:t fill:imm",
     "dma_in",
     "dma_gather",
     "d[i] = m[i] ? mem[addr[i]] : fill (addr: byte addresses)",

@@ -218,7 +218,6 @@ class _Pending:
     carried: bool = False  # a prefetch that stays in flight across labels and the loop's back edge
 
 
-DMA_WRITES = {"dma.load", "dma.gather"}  # their tile `d` is written by the DMA engine
 DMA_MEMORY = {"dma.load": "read", "dma.gather": "read", "dma.store": "write", "dma.scatter": "write"}
 BRANCHES = {"jmp", "bz", "bnz", "loop", "halt"}
 
@@ -273,8 +272,8 @@ class Emitter:
         for od, v in zip(row.operands, operands):
             if od.kind != "t":
                 continue
-            w = od.role in ("def", "inout") or (mnemonic in DMA_WRITES and od.name == "d")
-            r = od.role in ("use", "inout") and not (mnemonic in DMA_WRITES and od.name == "d")
+            w = od.role in ("def", "inout")
+            r = od.role in ("use", "inout")
             if w if written else r:
                 out.add(v.buffer)
         return out

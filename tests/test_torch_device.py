@@ -1,0 +1,472 @@
+"""The `plate` torch device: registration, memory in the simulator, eager ops against the CPU,
+placement, errors, seeds, events and threads."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import triton_plate_backend.torch_device as plate_device
+from triton_plate_backend.sim.device import DeviceError, get_device
+from triton_plate_backend.sim.memory import AllocationError
+
+
+def on_plate(t: torch.Tensor) -> torch.Tensor:
+    return t.to("plate")
+
+
+# ---- registration and naming -------------------------------------------------------------------------
+def test_registered_as_torch_plate():
+    assert torch.plate is plate_device
+    assert torch._C._get_privateuse1_backend_name() == "plate"
+    assert torch.device("plate").type == "plate"
+    assert torch.plate.is_available() and torch.plate.device_count() >= 1
+    assert torch.plate.current_device() == 0
+
+
+def test_registration_is_idempotent():
+    import importlib
+
+    from triton_plate_backend.torch_device import _registration
+
+    _registration.register(plate_device, plate_device.memory, _registration.extension())
+    assert importlib.reload(plate_device) is plate_device  # registering again changes nothing
+    assert torch.plate is plate_device
+    assert torch.ones(2, device="plate").device.type == "plate"
+
+
+def test_tensor_methods_and_device_strings():
+    x = torch.arange(4).plate()
+    assert x.device == torch.device("plate", 0) and x.is_plate and not torch.ones(1).is_plate
+    assert str(x.device) == "plate:0"
+    assert x.untyped_storage().device.type == "plate"
+    assert torch.accelerator.current_accelerator().type == "plate"
+
+
+def test_tensors_live_in_the_simulators_memory():
+    x = torch.zeros(1000, device="plate")
+    mem = get_device().memory
+    rec = mem.live(int(mem.span_positions(*([[x.data_ptr()]] * 2))[0]))
+    assert rec.base == x.data_ptr() and rec.nbytes == 4000 and rec.label == "torch"
+    mem.write_bytes(x.data_ptr(), torch.full((2,), 3.0).numpy().tobytes())  # the simulator writes, torch reads
+    assert x[:3].tolist() == [3.0, 3.0, 0.0]
+
+
+# ---- factories and copies ----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: torch.empty(3, 4, device=d).fill_(2.5),
+        lambda d: torch.zeros(2, 3, dtype=torch.int64, device=d),
+        lambda d: torch.ones(5, dtype=torch.bfloat16, device=d),
+        lambda d: torch.full((2, 2), 7, dtype=torch.int16, device=d),
+        lambda d: torch.arange(0, 10, 3, device=d),
+        lambda d: torch.linspace(-1, 1, 7, device=d),
+        lambda d: torch.eye(3, dtype=torch.float16, device=d),
+        lambda d: torch.empty_strided((2, 3), (1, 2), device=d).fill_(1),
+        lambda d: torch.tensor([[1, 2], [3, 4]], dtype=torch.uint8, device=d),
+    ],
+)
+def test_factories_match_cpu(make):
+    got, want = make("plate"), make("cpu")
+    assert got.device.type == "plate" and got.dtype == want.dtype and got.stride() == want.stride()
+    assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.bool])
+def test_copies_both_ways(dtype):
+    src = (torch.randn(6, 5) * 10).to(dtype)
+    dev = src.plate()
+    assert torch.equal(dev.cpu(), src)
+    back = torch.empty_like(src)
+    back.copy_(dev.t().t())
+    assert torch.equal(back, src)
+    other = torch.empty(6, 5, dtype=dtype, device="plate")
+    other.copy_(dev)  # plate -> plate
+    assert torch.equal(other.cpu(), src)
+    assert torch.equal(dev.to(torch.float64).cpu(), src.to(torch.float64))  # converting copy
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 5), min_size=1, max_size=3),
+    step=st.integers(1, 3),
+    transpose=st.booleans(),
+)
+def test_strided_round_trip(shape, step, transpose):
+    base = torch.arange(int(torch.tensor(shape).prod()), dtype=torch.float32).reshape(shape)
+    view = base[..., ::step]
+    if transpose and view.dim() > 1:
+        view = view.transpose(0, -1)
+    dev = view.plate()
+    assert torch.equal(dev.cpu(), view)
+    dev_view = base.plate()[..., ::step]
+    if transpose and dev_view.dim() > 1:
+        dev_view = dev_view.transpose(0, -1)
+    assert dev_view.stride() == view.stride() and torch.equal(dev_view.cpu(), view)
+
+
+# ---- eager ops against the CPU -----------------------------------------------------------------------
+A, B = torch.randn(4, 6, generator=torch.Generator().manual_seed(1)), torch.randn(4, 6)
+M = torch.randn(6, 3)
+IDX = torch.tensor([0, 2, 3])
+
+OPS = {
+    "add": lambda t: t(A) + t(B),
+    "sub_alpha": lambda t: torch.sub(t(A), t(B), alpha=2),
+    "mul_cpu_scalar_first": lambda t: torch.tensor(3.0, dtype=A.dtype) * t(A),
+    "div": lambda t: t(A) / (t(B).abs() + 1),
+    "matmul": lambda t: t(A) @ t(M),
+    "bmm": lambda t: torch.bmm(t(A).reshape(2, 2, 6), t(M).expand(2, 6, 3)),
+    "sum_dim": lambda t: t(A).sum(1),
+    "mean": lambda t: t(A).mean(),
+    "amax": lambda t: t(A).amax(0),
+    "max_dim": lambda t: t(A).max(1).values,
+    "argmin": lambda t: t(A).argmin(1),
+    "cumsum": lambda t: t(A).cumsum(1),
+    "softmax": lambda t: torch.softmax(t(A), -1),
+    "exp_log": lambda t: t(A).exp().log1p(),
+    "where": lambda t: torch.where(t(A) > 0, t(A), t(B)),
+    "clamp": lambda t: t(A).clamp(-0.5, 0.5),
+    "compare": lambda t: t(A) >= t(B),
+    "index_cpu_indices": lambda t: t(A)[IDX],
+    "index_device_indices": lambda t: t(A)[t(IDX)],
+    "boolean_mask": lambda t: t(A)[t(A) > 0],
+    "gather": lambda t: t(A).gather(1, t(torch.tensor([[0, 1]] * 4))),
+    "cat": lambda t: torch.cat([t(A), t(B)], 1),
+    "stack": lambda t: torch.stack([t(A), t(B)]),
+    "sort": lambda t: t(A).sort(1).values,
+    "topk": lambda t: t(A).topk(2).indices,
+    "nonzero": lambda t: torch.nonzero(t(A) > 0),
+    "linear": lambda t: torch.nn.functional.linear(t(A), t(M.t())),
+    "conv1d": lambda t: torch.nn.functional.conv1d(t(A)[None], t(torch.ones(2, 4, 3))),
+    "layer_norm": lambda t: torch.nn.functional.layer_norm(t(A), (6,)),
+    "einsum": lambda t: torch.einsum("ij,jk->ik", t(A), t(M)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_eager_ops_match_cpu_float32(name):
+    want = OPS[name](lambda x: x)
+    got = OPS[name](on_plate)
+    assert got.device.type == "plate"
+    # the CPU kernels run, so most ops are bit-exact; a few (layer_norm) take torch's composite
+    # decomposition on a non-CPU device and round differently in the last bit
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", ["add", "mul_cpu_scalar_first", "matmul", "sum_dim", "softmax", "where", "cat"])
+def test_eager_ops_match_cpu_low_precision(name, dtype):
+    def cast(x):
+        return x.to(dtype) if x.is_floating_point() else x
+
+    want = OPS[name](cast)
+    got = OPS[name](lambda x: cast(x).plate())
+    assert got.dtype == want.dtype == dtype
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)
+
+
+def test_item_and_python_scalars():
+    x = torch.tensor([1.5, -2.0], device="plate")
+    assert x.sum().item() == -0.5 and x[0].item() == 1.5
+    assert torch.tensor(7, device="plate").item() == 7 and bool(torch.tensor(True, device="plate"))
+
+
+def test_autograd_matches_cpu():
+    lin = torch.nn.Linear(6, 3)
+    lin_dev = torch.nn.Linear(6, 3)
+    lin_dev.load_state_dict(lin.state_dict())
+    lin_dev.plate()
+    lin(A).tanh().sum().backward()
+    lin_dev(A.plate()).tanh().sum().backward()
+    assert lin_dev.weight.grad.device.type == "plate"
+    assert torch.allclose(lin_dev.weight.grad.cpu(), lin.weight.grad) and torch.allclose(
+        lin_dev.bias.grad.cpu(), lin.bias.grad
+    )
+
+
+# ---- views and in-place ops --------------------------------------------------------------------------
+def test_views_share_device_memory():
+    x = torch.zeros(4, 6, device="plate")
+    x.t()[1].fill_(1.0)  # a view of a view, written in place
+    x[2:, ::2] += 5
+    x.view(-1)[0] = -1
+    want = torch.zeros(4, 6)
+    want.t()[1].fill_(1.0)
+    want[2:, ::2] += 5
+    want.view(-1)[0] = -1
+    assert torch.equal(x.cpu(), want)
+    assert x.t().data_ptr() == x.data_ptr() and x[1].data_ptr() == x.data_ptr() + 24
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda t: t.unfold(1, 2, 2),
+        lambda t: t.diagonal(),
+        lambda t: t.expand(3, 4, 6)[1],
+        lambda t: t.unsqueeze(0).squeeze(0).permute(1, 0),
+        lambda t: t.reshape(2, 12)[:, 3:9],
+        lambda t: torch.view_as_real(torch.complex(t, t * 2)),
+        lambda t: t.view(torch.int32),
+    ],
+)
+def test_view_ops_match_cpu(view):
+    base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    want, got = view(base), view(base.plate())
+    assert got.device.type == "plate" and got.shape == want.shape and got.stride() == want.stride()
+    assert torch.equal(got.cpu(), want)
+
+
+def test_in_place_ops_match_cpu():
+    def run(t):
+        x = t(A.clone())
+        x.add_(t(B)).mul_(2).clamp_(max=1.0)
+        x.masked_fill_(x < -1, -1.0)
+        x.index_put_((IDX,), torch.tensor(9.0))
+        x[:, 0].zero_()
+        x.unsqueeze_(0).transpose_(1, 2)  # in-place metadata changes
+        return x
+
+    want, got = run(lambda x: x), run(on_plate)
+    assert got.shape == want.shape and got.stride() == want.stride() and torch.equal(got.cpu(), want)
+
+
+def test_out_argument_is_resized_on_device():
+    out = torch.empty(0, device="plate")
+    res = torch.add(A.plate(), B.plate(), out=out)
+    assert res is out and out.shape == (4, 6) and torch.equal(out.cpu(), A + B)
+
+
+def test_storage_and_tensor_resize():
+    x = torch.arange(4.0, device="plate")
+    x.resize_(8)
+    assert x.shape == (8,) and x[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
+    x.untyped_storage().resize_(64)
+    assert x.untyped_storage().nbytes() == 64 and x[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+# ---- memory accounting -------------------------------------------------------------------------------
+def test_memory_allocated_rises_and_returns():
+    before = torch.plate.memory_allocated()
+    x = torch.empty(1000, device="plate")
+    assert torch.plate.memory_allocated() == before + 4000
+    assert torch.accelerator.memory_allocated() == before + 4000
+    assert get_device().memory.memory_allocated() >= 4000
+    del x
+    assert torch.plate.memory_allocated() == before
+
+
+def test_max_memory_allocated_and_reset():
+    torch.plate.reset_peak_memory_stats()
+    base = torch.plate.memory_allocated()
+    assert torch.plate.max_memory_allocated() == base
+    x = torch.empty(2048, device="plate")
+    del x
+    assert torch.plate.max_memory_allocated() == base + 8192
+    stats = torch.plate.memory_stats()
+    assert stats["allocated_bytes.all.peak"] == base + 8192 and "device.allocated_bytes_by_domain" in stats
+    torch.plate.reset_peak_memory_stats()
+    assert torch.plate.max_memory_allocated() == base
+    free, total = torch.plate.mem_get_info()
+    assert 0 < free <= total == get_device().memory.capacity.sum()
+
+
+# ---- placement ---------------------------------------------------------------------------------------
+def test_default_placement_interleaves_over_domains():
+    machine = get_device().machine
+    stripe = machine.domain.stripe_bytes
+    x = torch.empty(machine.domains * stripe // 4, device="plate")
+    assert torch.plate.home_domains(x) == {d: stripe for d in range(machine.domains)}
+
+
+@pytest.mark.parametrize(
+    "kwargs, expect",
+    [
+        ({"mode": "local", "domain": 2}, {2: 16384}),
+        ({"mode": "explicit", "domain": 1}, {1: 16384}),
+        ({"mode": "blocked", "domains": (3, 1)}, {3: 8192, 1: 8192}),
+        ({"mode": "interleaved", "domains": (0, 2)}, {0: 8192, 2: 8192}),
+    ],
+)
+def test_placement_sets_home_domains(kwargs, expect):
+    with torch.plate.placement(**kwargs):
+        x = torch.empty(4096, device="plate")
+        y = x * 2  # also made inside: same placement
+    z = torch.empty(4096, device="plate")  # made after: the default again
+    assert torch.plate.home_domains(x) == expect and torch.plate.home_domains(y) == expect
+    assert len(torch.plate.home_domains(z)) == get_device().machine.domains
+
+
+def test_home_domains_of_a_view_counts_its_span():
+    with torch.plate.placement("blocked"):
+        x = torch.empty(4 * 1024, device="plate")  # 4 chunks of 4 KiB
+    assert torch.plate.home_domains(x[:256]) == {0: 1024}
+    assert torch.plate.home_domains(x[1024 + 512 : 2048 + 512]) == {1: 2048, 2: 2048}
+
+
+def test_placement_errors():
+    with pytest.raises(AllocationError, match="does not exist"):
+        with torch.plate.placement("local", domain=99):
+            pass
+    with pytest.raises(AllocationError, match="not one of"):
+        with torch.plate.placement("scattered"):
+            pass
+    with pytest.raises(DeviceError, match="not a plate device"):
+        torch.plate.home_domains(torch.ones(2))
+
+
+# ---- errors ------------------------------------------------------------------------------------------
+def test_out_of_memory_names_size_and_capacity():
+    assert torch.cuda.OutOfMemoryError is torch.OutOfMemoryError
+    machine = get_device().machine
+    capacity = machine.domain.hbm_bytes
+    too_big = capacity * machine.total_domains + 4096
+    before = torch.plate.memory_stats()["num_ooms"]
+    with pytest.raises(torch.OutOfMemoryError) as err:
+        torch.empty(too_big, dtype=torch.uint8, device="plate")
+    assert f"allocating {too_big} bytes" in str(err.value) and f"of {capacity} bytes" in str(err.value)
+    assert torch.plate.memory_stats()["num_ooms"] == before + 1
+    with pytest.raises(torch.OutOfMemoryError, match="domain 3"):
+        with torch.plate.placement("local", domain=3):
+            torch.empty(capacity + 1, dtype=torch.uint8, device="plate")
+
+
+def test_mixed_devices_are_refused():
+    x = torch.ones(3, device="plate")
+    for op in (lambda: torch.add(x, torch.ones(3)), lambda: torch.ones(3) * x, lambda: x @ torch.ones(3)):
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            op()
+    assert torch.equal((x + torch.tensor(2.0)).cpu(), torch.full((3,), 3.0))  # a CPU scalar is fine
+
+
+def test_bad_device_index():
+    with pytest.raises(DeviceError, match="expected a plate device"):
+        torch.plate.synchronize("cpu")
+    with pytest.raises(RuntimeError, match="no device plate:5"):
+        torch.empty(2, device="plate:5")
+    with pytest.raises(RuntimeError, match="no device plate:3"):
+        torch.plate.set_device(3)
+
+
+# ---- random numbers ----------------------------------------------------------------------------------
+def test_manual_seed_reproduces_and_matches_cpu():
+    torch.plate.manual_seed(1234)
+    first = torch.randn(100, device="plate")
+    torch.plate.manual_seed(1234)
+    second = torch.randn(100, device="plate")
+    assert torch.equal(first.cpu(), second.cpu())
+    assert torch.plate.initial_seed() == 1234
+    torch.plate.manual_seed(99)
+    assert not torch.equal(torch.randn(100, device="plate").cpu(), first.cpu())
+    torch.manual_seed(1234)  # seeds plate too (torch seeds every registered device)
+    assert torch.equal(torch.randn(100, device="plate").cpu(), first.cpu())
+    torch.manual_seed(1234)
+    assert torch.equal(torch.randn(100), first.cpu())  # the same stream as the CPU's
+
+
+def test_generators_and_rng_state():
+    gen = torch.Generator(device="plate").manual_seed(5)
+    assert gen.device.type == "plate"
+    a = torch.rand(10, device="plate", generator=gen)
+    state = torch.plate.get_rng_state()
+    b = torch.rand(10, device="plate")
+    torch.plate.set_rng_state(state)
+    assert torch.equal(torch.rand(10, device="plate").cpu(), b.cpu())
+    assert torch.equal(torch.rand(10, generator=torch.Generator().manual_seed(5)), a.cpu())
+
+
+# ---- streams and events ------------------------------------------------------------------------------
+def test_event_elapsed_time_reads_the_modeled_clock():
+    start, end = torch.plate.Event(enable_timing=True), torch.plate.Event(enable_timing=True)
+    start.record()
+    get_device().clock_ns += 2.5e6  # what a 2.5 ms modeled launch does to the device clock
+    end.record()
+    end.synchronize()
+    assert start.elapsed_time(end) == pytest.approx(2.5)
+    assert start.query() and end.elapsed_time(end) == 0.0
+    plain = torch.Event(device="plate", enable_timing=True)
+    plain.record()
+    assert start.elapsed_time(plain) >= 0  # a torch.Event on plate mixes with plate Events
+    with pytest.raises(RuntimeError, match="enable_timing"):
+        untimed = torch.plate.Event()
+        untimed.record()
+        untimed.elapsed_time(end)
+
+
+def test_streams():
+    default = torch.plate.current_stream()
+    assert isinstance(default, torch.Stream) and default.device.type == "plate" and default.stream_id == 0
+    side = torch.plate.Stream()
+    assert side != default and side.query()
+    with torch.plate.stream(side):
+        assert torch.plate.current_stream() == side
+        event = side.record_event()
+    assert torch.plate.current_stream() == default and event.query()
+    side.synchronize()
+    torch.plate.synchronize()
+
+
+# ---- device API --------------------------------------------------------------------------------------
+def test_device_api():
+    with torch.plate.device(0):
+        assert torch.plate.current_device() == 0
+    props = torch.plate.get_device_properties(0)
+    machine = get_device().machine
+    assert props.multi_processor_count == machine.total_cores and props.domains == machine.total_domains
+    assert torch.plate.get_device_name() == f"PLATE {machine.name}"
+    assert torch.plate.last_profile() is get_device().last_profile
+    assert not torch.plate._is_in_bad_fork() and torch.plate.is_bf16_supported()
+
+
+# ---- threads -----------------------------------------------------------------------------------------
+def test_threads_allocate_concurrently():
+    before = torch.plate.memory_allocated()
+    errors, results = [], {}
+
+    def work(i):
+        try:
+            with torch.plate.placement("local", domain=i % 4):
+                acc = torch.zeros(32, 32, device="plate")
+                for k in range(20):
+                    t = torch.full((32, 32), float(i + k), device="plate")
+                    acc += t @ torch.eye(32, device="plate")
+                results[i] = (acc.sum().item(), torch.plate.home_domains(acc))
+        except Exception as err:  # collected: a thread's failure must fail the test
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i in range(4):
+        assert results[i] == (32 * 32 * sum(i + k for k in range(20)), {i % 4: 4096})
+    assert torch.plate.memory_allocated() == before
+
+
+# ---- Triton on plate tensors -------------------------------------------------------------------------
+def test_triton_kernel_runs_on_plate_tensors_and_advances_the_modeled_clock():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def double(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+    x = torch.arange(300.0, device="plate")
+    start, end = torch.plate.Event(enable_timing=True), torch.plate.Event(enable_timing=True)
+    start.record()
+    double[(3,)](x, 300, BLOCK=128)  # the kernel reads and writes the tensor's device memory
+    end.record()
+    assert torch.equal(x.cpu(), torch.arange(300.0) * 2)
+    profile = torch.plate.last_profile()
+    assert profile is not None and profile.time_ns > 0
+    assert start.elapsed_time(end) == pytest.approx(profile.time_ns / 1e6)

@@ -1,0 +1,164 @@
+// PrivateUse1 hooks (what torch asks a backend: availability, generators, pinned memory, torch.accelerator)
+// and the plate random generator.
+//
+// Random numbers: plate runs random ops through the CPU fallback, and CPU kernels accept only a CPU
+// generator. A plate generator therefore keeps its state in a CPU generator (its "CPU twin") that the
+// fallback hands to the kernel; seeding or reading the plate generator reads that twin. So
+// torch.plate.manual_seed(s) + torch.randn(..., device="plate") draws exactly what
+// torch.manual_seed(s) + torch.randn(...) draws on the CPU.
+#include "plate.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/Generator.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace plate {
+namespace {
+
+struct PlateGeneratorImpl final : public c10::GeneratorImpl {
+  explicit PlateGeneratorImpl(c10::DeviceIndex device, at::Generator twin)
+      : c10::GeneratorImpl(c10::Device(kPlate, device), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
+        twin_(std::move(twin)) {}
+
+  explicit PlateGeneratorImpl(c10::DeviceIndex device)
+      : PlateGeneratorImpl(device, at::make_generator<at::CPUGeneratorImpl>(c10::default_rng_seed_val)) {}
+
+  void set_current_seed(uint64_t seed) override {
+    std::lock_guard<std::mutex> lock(twin_.mutex());
+    twin_.set_current_seed(seed);
+  }
+  void set_offset(uint64_t offset) override {
+    std::lock_guard<std::mutex> lock(twin_.mutex());
+    twin_.set_offset(offset);
+  }
+  uint64_t get_offset() const override {
+    return twin_.get_offset();
+  }
+  uint64_t current_seed() const override {
+    return twin_.current_seed();
+  }
+  uint64_t seed() override {
+    std::lock_guard<std::mutex> lock(twin_.mutex());
+    return twin_.seed();
+  }
+  void set_state(const c10::TensorImpl& new_state) override {
+    std::lock_guard<std::mutex> lock(twin_.mutex());
+    twin_.unsafeGetGeneratorImpl()->set_state(new_state);
+  }
+  c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
+    return twin_.unsafeGetGeneratorImpl()->get_state();
+  }
+
+  const at::Generator& twin() const {
+    return twin_;
+  }
+
+ private:
+  PlateGeneratorImpl* clone_impl() const override {
+    return new PlateGeneratorImpl(device_.index(), twin_.clone());
+  }
+
+  at::Generator twin_;
+};
+
+std::vector<at::Generator>& default_generators() {
+  const auto n = device_count();  // may call Python: not inside the static initialiser's lock
+  static std::vector<at::Generator>* gens = [n] {
+    auto* v = new std::vector<at::Generator>();
+    for (c10::DeviceIndex i = 0; i < n; ++i) {
+      v->push_back(at::make_generator<PlateGeneratorImpl>(i));
+      v->back().seed();  // like CUDA: a nondeterministic seed until manual_seed
+    }
+    return v;
+  }();
+  return *gens;
+}
+
+struct PlateHooks final : public at::PrivateUse1HooksInterface {
+  bool isBuilt() const override {
+    return true;
+  }
+  bool isAvailable() const override {
+    return device_count() > 0;
+  }
+  bool hasPrimaryContext(c10::DeviceIndex /*unused*/) const override {
+    return true;  // nothing to initialise: the simulator is created on first use
+  }
+  c10::DeviceIndex deviceCount() const override {
+    return device_count();
+  }
+  void setCurrentDevice(c10::DeviceIndex device) const override {
+    set_current_device(device);
+  }
+  c10::DeviceIndex getCurrentDevice() const override {
+    return current_device();
+  }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
+    return exchange_device(device);
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override {
+    return (device < 0 || device >= device_count()) ? current_device() : exchange_device(device);
+  }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex device) const override {
+    return default_generator(device);
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex device) const override {
+    const auto d = device < 0 ? current_device() : device;
+    check_device_index(d);
+    return at::make_generator<PlateGeneratorImpl>(d);
+  }
+  at::Device getDeviceFromPtr(void* data) const override {
+    Region r;
+    return c10::Device(kPlate, find_region(data, &r) ? r.device : current_device());
+  }
+  bool isPinnedPtr(const void* /*unused*/) const override {
+    return false;
+  }
+  at::Allocator* getPinnedMemoryAllocator() const override {
+    TORCH_CHECK(false, "plate: there is no pinned host memory on plate (device memory already is host "
+                "memory, copies are memcpy); drop pin_memory=True");
+  }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    // storage.resize_(): what the CPU does (resize_bytes_cpu): new bytes from the storage's allocator, memcpy
+    auto* impl = storage.unsafeGetStorageImpl();
+    TORCH_CHECK(impl->resizable(), "plate: this storage is not resizable");
+    at::DataPtr fresh = newsize == 0 ? at::DataPtr(nullptr, impl->device()) : impl->allocator()->allocate(newsize);
+    const size_t keep = std::min(newsize, impl->nbytes());
+    if (keep > 0) {
+      std::memcpy(fresh.get(), impl->data(), keep);
+    }
+    impl->set_data_ptr_noswap(std::move(fresh));
+    impl->set_nbytes(newsize);
+  }
+};
+
+const bool g_hooks_registered = [] {
+  at::RegisterPrivateUse1HooksInterface(new PlateHooks());
+  return true;
+}();
+
+}  // namespace
+
+const at::Generator& default_generator(c10::DeviceIndex device) {
+  const auto d = device < 0 ? current_device() : device;
+  check_device_index(d);
+  auto& gens = default_generators();
+  TORCH_CHECK(d < static_cast<c10::DeviceIndex>(gens.size()), "plate: no default generator for plate:", int(d));
+  return gens[d];
+}
+
+at::Generator cpu_twin(const at::Generator& gen) {
+  if (gen.defined() && gen.device().type() == kPlate) {
+    return static_cast<const PlateGeneratorImpl*>(gen.unsafeGetGeneratorImpl())->twin();
+  }
+  return gen;  // already a CPU generator
+}
+
+}  // namespace plate

@@ -1,0 +1,216 @@
+// The plate device's own ATen kernels: OpenReg's "minimal" set (factories, views, resize, set_,
+// copies, item()). Everything else goes through the boxed CPU fallback (fallback.cpp).
+//
+// Device memory is host memory: a copy is the CPU copy_ between "host aliases" (CPU tensors over the
+// same bytes), after checking that the plate side lies inside a live device allocation.
+#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include "plate.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/_local_scalar_dense_ops.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_cpu_dispatch.h>
+#include <ATen/ops/convolution_backward_ops.h>
+#include <ATen/ops/convolution_ops.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/resize_native.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <sstream>
+
+namespace plate {
+
+void check_device_bytes(const at::Tensor& t, const char* what) {
+  if (!t.defined() || t.device().type() != kPlate || t.numel() == 0) {
+    return;
+  }
+  const auto& storage = t.storage();
+  const void* base = storage.data();
+  const auto storage_bytes = storage.nbytes();
+  // the tensor's extent inside its storage (torch strides are never negative)
+  int64_t last = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    last += (t.size(d) - 1) * t.stride(d);
+  }
+  const auto end_bytes = static_cast<size_t>(last + 1) * t.element_size();
+  TORCH_CHECK(t.storage_offset() >= 0 && end_bytes <= storage_bytes, "plate: ", what, ": the tensor (sizes ",
+              t.sizes(), ", strides ", t.strides(), ", offset ", t.storage_offset(), ") reaches byte ", end_bytes,
+              " of a ", storage_bytes, "-byte storage");
+  Region r;
+  if (find_region(base, &r)) {
+    TORCH_CHECK(storage_bytes <= r.nbytes, "plate: ", what, ": storage of ", storage_bytes,
+                " bytes is larger than its ", r.nbytes, "-byte device allocation at ", base);
+    TORCH_CHECK(r.device == t.device().index(), "plate: ", what, ": the tensor says ", t.device(),
+                " but its memory lives on plate:", int(r.device));
+    return;
+  }
+  // not made by this allocator (e.g. wrapped by the runtime): ask the simulator's memory itself
+  TORCH_CHECK(runtime_covers(t.device().index(), base, storage_bytes), "plate: ", what, ": storage [", base,
+              ", +", storage_bytes, " bytes) is not inside any live allocation of ", t.device(),
+              " (freed, or never device memory)");
+}
+
+at::Tensor host_alias(const at::Tensor& t, const char* what) {
+  check_device_bytes(t, what);
+  auto alias = at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(c10::kCPU));
+  alias.unsafeGetTensorImpl()->_set_conj(t.is_conj());
+  alias.unsafeGetTensorImpl()->_set_neg(t.is_neg());
+  return alias;
+}
+
+namespace {
+
+void check_factory_options(const c10::Device& device, std::optional<c10::Layout> layout,
+                           std::optional<bool> pin_memory) {
+  TORCH_CHECK(device.type() == kPlate, "plate: a plate factory got device ", device);
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
+              "plate: only strided tensors exist on plate, not ", c10::layout_or_default(layout));
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "plate: pin_memory applies to CPU tensors only");
+}
+
+constexpr c10::DispatchKeySet kPlateKeys(c10::DispatchKey::PrivateUse1);
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
+  const auto where = c10::device_or_default(device);
+  check_factory_options(where, layout, pin_memory);
+  const c10::DeviceGuard guard(where);
+  return at::detail::empty_generic(size, c10::GetAllocator(kPlate), kPlateKeys, c10::dtype_or_default(dtype),
+                                   memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                         std::optional<bool> pin_memory) {
+  const auto where = c10::device_or_default(device);
+  check_factory_options(where, layout, pin_memory);
+  const c10::DeviceGuard guard(where);
+  return at::detail::empty_strided_generic(size, stride, c10::GetAllocator(kPlate), kPlateKeys,
+                                           c10::dtype_or_default(dtype));
+}
+
+at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                      std::optional<c10::SymInt> storage_offset) {
+  return at::cpu::as_strided_symint(self, size, stride, std::move(storage_offset));
+}
+
+at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
+  return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
+}
+
+at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+  return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format) {
+  const c10::DeviceGuard guard(self.device());  // a grown storage is allocated on self's device
+  return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), memory_format);
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking: copies are synchronous*/) {
+  TORCH_CHECK(self.defined() && dst.defined(), "plate: copy with an undefined tensor");
+  const auto src_host = self.is_cpu() ? self : host_alias(self, "copy source");
+  auto dst_host = dst.is_cpu() ? dst : host_alias(dst, "copy destination");
+  dst_host.copy_(src_host);
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  dst.resize_(self.sizes());
+  copy_from(self, dst, false);
+  return dst;
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  return at::_ops::_local_scalar_dense::call(host_alias(self, "item()"));
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
+  return at::native::set_tensor_(self, source);
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, at::Storage source) {
+  return at::native::set_(self, std::move(source));
+}
+
+at::Tensor& set_source_storage_offset(at::Tensor& self, at::Storage source, int64_t storage_offset,
+                                      c10::IntArrayRef size, c10::IntArrayRef stride) {
+  return at::native::set_storage_cpu_(self, std::move(source), storage_offset, size, stride);
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  // the CPU kernel would give a plate tensor a CPU storage: make an empty plate one instead
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, c10::GetAllocator(kPlate), /*resizable=*/true);
+  return at::native::set_storage_cpu_(self, std::move(storage), 0, {0}, {});
+}
+
+// Convolution: torch picks a convolution backend by device, and for devices it does not know calls
+// these "overrideable" ops, which only throw. Run the CPU's choice on host aliases instead.
+void check_same_device(const at::Tensor& a, const at::Tensor& b, const char* op) {
+  TORCH_CHECK(!b.defined() || a.device() == b.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ", a.device(), " and ",
+              b.device(), "! (plate: in ", op, ")");
+}
+
+at::Tensor host_or_undefined(const at::Tensor& t, const char* what) {
+  return t.defined() ? host_alias(t, what) : t;
+}
+
+at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
+                                    const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                                    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+                                    c10::IntArrayRef output_padding, int64_t groups) {
+  const auto b = bias.has_value() ? *bias : at::Tensor();
+  check_same_device(input, weight, "convolution");
+  check_same_device(input, b, "convolution");
+  const auto out = at::_ops::convolution::call(
+      host_alias(input, "convolution"), host_alias(weight, "convolution"), host_or_undefined(b, "convolution"),
+      c10::fromIntArrayRefSlow(stride), c10::fromIntArrayRefSlow(padding), c10::fromIntArrayRefSlow(dilation),
+      transposed, c10::fromIntArrayRefSlow(output_padding), groups);
+  return out.to(input.device());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride,
+    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding,
+    int64_t groups, std::array<bool, 3> output_mask) {
+  check_same_device(input, weight, "convolution_backward");
+  check_same_device(input, grad_output, "convolution_backward");
+  const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
+  const std::vector<c10::SymInt> bias_sizes{c10::SymInt(out_channels)};
+  auto [gi, gw, gb] = at::_ops::convolution_backward::call(
+      host_alias(grad_output, "convolution_backward"), host_alias(input, "convolution_backward"),
+      host_alias(weight, "convolution_backward"), c10::SymIntArrayRef(bias_sizes), c10::fromIntArrayRefSlow(stride),
+      c10::fromIntArrayRefSlow(padding), c10::fromIntArrayRefSlow(dilation), transposed,
+      c10::fromIntArrayRefSlow(output_padding), groups, output_mask);
+  const auto to_device = [&](const at::Tensor& t) { return t.defined() ? t.to(input.device()) : t; };
+  return {to_device(gi), to_device(gw), to_device(gb)};
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("convolution_overrideable", convolution_overrideable);
+  m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", as_strided);
+  m.impl("view", view);
+  m.impl("_reshape_alias", reshape_alias);
+  m.impl("resize_", resize_);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
+  m.impl("set_", set_empty);
+}
+
+}  // namespace
+}  // namespace plate

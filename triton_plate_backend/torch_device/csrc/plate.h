@@ -1,0 +1,79 @@
+// The plate torch device, C++ side: what the translation units share.
+//
+// Layers, one direction (STYLE.md, OpenReg): Python API (torch_device/*.py) -> this thin C++
+// binding -> the Python runtime object (torch_device/memory.py) -> the simulator's DeviceMemory.
+// Device addresses are host addresses: a plate tensor's data_ptr() points at bytes the simulator
+// owns, so copies are memcpy and CPU kernels can read device memory directly.
+#pragma once
+
+#include <c10/core/Allocator.h>
+#include <c10/core/Device.h>
+#include <c10/core/Stream.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+typedef struct _object PyObject;  // Python.h stays out of the headers the kernels include
+
+namespace at {
+class Generator;
+class Tensor;
+}  // namespace at
+
+namespace plate {
+
+constexpr c10::DeviceType kPlate = c10::DeviceType::PrivateUse1;
+
+// ---- the Python runtime (runtime.cpp) ------------------------------------------------------------
+// Set once at import by torch_device/_registration.py; the object has alloc, free, now_ns, mem_info,
+// covers and device_count (see memory.py). Every call acquires the GIL, so any thread may call.
+void set_runtime(PyObject* runtime);
+// After interpreter shutdown begins nothing calls Python any more (frees become no-ops).
+void stop_runtime();
+
+void* runtime_alloc(size_t nbytes, c10::DeviceIndex device);  // throws c10::OutOfMemoryError on OOM
+void runtime_free(void* ptr, c10::DeviceIndex device) noexcept;
+double runtime_now_ns(c10::DeviceIndex device);
+std::pair<size_t, size_t> runtime_mem_info(c10::DeviceIndex device);  // (free, total) bytes
+bool runtime_covers(c10::DeviceIndex device, const void* ptr, size_t nbytes);
+
+// ---- devices (runtime.cpp) ------------------------------------------------------------------------
+c10::DeviceIndex device_count() noexcept;  // from the runtime, cached; 1 before it is known
+c10::DeviceIndex current_device() noexcept;
+void set_current_device(c10::DeviceIndex index);
+c10::DeviceIndex exchange_device(c10::DeviceIndex index);
+void check_device_index(c10::DeviceIndex index);
+
+// ---- memory (allocator.cpp) -----------------------------------------------------------------------
+struct Region {
+  size_t nbytes = 0;
+  c10::DeviceIndex device = -1;
+};
+// The live allocation based at ``base``, if the plate allocator made it.
+bool find_region(const void* base, Region* out);
+struct AllocatorCounters {
+  int64_t allocated, peak, num_allocs, num_frees, num_ooms;
+};
+AllocatorCounters allocator_counters(c10::DeviceIndex device);
+void reset_peak(c10::DeviceIndex device);
+void reset_accumulated(c10::DeviceIndex device);
+
+// ---- streams (guard.cpp) --------------------------------------------------------------------------
+c10::Stream current_stream(c10::DeviceIndex device);
+void set_current_stream(const c10::Stream& stream);
+// Modeled milliseconds between two recorded events (event ids as torch.Event.event_id gives them).
+double event_elapsed_ms(const void* start, const void* end);
+
+// ---- random numbers (hooks.cpp) -------------------------------------------------------------------
+const at::Generator& default_generator(c10::DeviceIndex device);
+// The CPU generator that holds a plate generator's state: what CPU kernels draw from in the fallback.
+at::Generator cpu_twin(const at::Generator& gen);
+
+// ---- tensors (kernels.cpp) ------------------------------------------------------------------------
+// Checks that a plate tensor's bytes lie inside a live device allocation and its own storage.
+void check_device_bytes(const at::Tensor& t, const char* what);
+// A CPU tensor over the same host bytes (same sizes, strides, dtype, conj/neg bits): no copy.
+at::Tensor host_alias(const at::Tensor& t, const char* what);
+
+}  // namespace plate

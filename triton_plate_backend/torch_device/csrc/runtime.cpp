@@ -1,0 +1,227 @@
+// The bridge to the Python runtime object (torch_device/memory.py) and the current device.
+//
+// Every call takes the GIL (PyGILState_Ensure: any thread, re-entrant) and turns a Python
+// exception into a c10::Error that names the exception, so torch raises it as a RuntimeError.
+#include <Python.h>
+
+#include "plate.h"
+
+#include <c10/util/Exception.h>
+
+#include <atomic>
+#include <string>
+
+namespace plate {
+namespace {
+
+PyObject* g_runtime = nullptr;  // strong reference, never released (lives as long as the process)
+std::atomic<bool> g_alive{false};
+std::atomic<int> g_device_count{-1};
+thread_local c10::DeviceIndex t_current_device = 0;
+
+bool python_usable() {
+  return g_alive.load() && g_runtime != nullptr && Py_IsInitialized() && !_Py_IsFinalizing();
+}
+
+// Holds the GIL and sets aside a Python exception already pending in this thread: a tensor freed
+// while an error propagates (its last reference dropped by the unwinding) must neither run Python
+// code with that error set nor swallow it.
+struct Gil {
+  PyGILState_STATE state;
+  PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
+  Gil() : state(PyGILState_Ensure()) {
+    PyErr_Fetch(&type, &value, &trace);
+  }
+  ~Gil() {
+    if (type != nullptr) {
+      PyErr_Restore(type, value, trace);
+    }
+    PyGILState_Release(state);
+  }
+};
+
+// The pending Python exception as "Type: message", cleared. Call with the GIL held.
+std::string take_python_error() {
+  PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
+  PyErr_Fetch(&type, &value, &trace);
+  PyErr_NormalizeException(&type, &value, &trace);
+  std::string text = "unknown Python error";
+  if (type != nullptr) {
+    const char* name = reinterpret_cast<PyTypeObject*>(type)->tp_name;
+    text = name ? name : "Exception";
+  }
+  if (value != nullptr) {
+    if (PyObject* s = PyObject_Str(value)) {
+      if (const char* c = PyUnicode_AsUTF8(s)) {
+        text += std::string(": ") + c;
+      }
+      Py_DECREF(s);
+    }
+  }
+  PyErr_Clear();
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(trace);
+  return text;
+}
+
+// runtime.<method>(*args) (steals args); a new reference. Call with the GIL held.
+PyObject* call_runtime(const char* method, PyObject* args) {
+  TORCH_CHECK(g_runtime != nullptr, "plate: the torch device runtime is not registered yet; import "
+              "triton_plate_backend.torch_device first");
+  PyObject* fn = PyObject_GetAttrString(g_runtime, method);
+  PyObject* out = fn ? PyObject_CallObject(fn, args) : nullptr;
+  Py_XDECREF(fn);
+  Py_XDECREF(args);
+  if (out == nullptr) {
+    std::string err = take_python_error();
+    TORCH_CHECK(false, "plate: the device runtime's ", method, "() failed: ", err);
+  }
+  return out;
+}
+
+struct Ref {
+  PyObject* p;
+  explicit Ref(PyObject* o) : p(o) {}
+  ~Ref() {
+    Py_XDECREF(p);
+  }
+};
+
+}  // namespace
+
+void set_runtime(PyObject* runtime) {
+  Py_XINCREF(runtime);
+  PyObject* old = g_runtime;
+  g_runtime = runtime;
+  Py_XDECREF(old);
+  g_device_count.store(-1);
+  g_alive.store(runtime != nullptr);
+}
+
+void stop_runtime() {
+  g_alive.store(false);
+}
+
+void* runtime_alloc(size_t nbytes, c10::DeviceIndex device) {
+  TORCH_CHECK(python_usable(), "plate: cannot allocate ", nbytes, " bytes on plate:", int(device),
+              ": the Python runtime is gone (interpreter shutdown) or not registered");
+  std::string oom;
+  void* ptr = nullptr;
+  {
+    Gil gil;
+    Ref out(call_runtime("alloc", Py_BuildValue("(Ki)", (unsigned long long)nbytes, int(device))));
+    if (PyUnicode_Check(out.p)) {  // the runtime's answer to DeviceOutOfMemory: the message
+      const char* c = PyUnicode_AsUTF8(out.p);
+      oom = c ? c : "out of device memory";
+    } else {
+      unsigned long long addr = PyLong_AsUnsignedLongLong(out.p);
+      if (PyErr_Occurred()) {
+        std::string err = take_python_error();
+        TORCH_CHECK(false, "plate: the device runtime's alloc() returned no address: ", err);
+      }
+      ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(addr));
+    }
+  }
+  TORCH_CHECK_WITH(OutOfMemoryError, oom.empty(), oom);
+  TORCH_CHECK(ptr != nullptr, "plate: the device runtime's alloc(", nbytes, ") returned address 0");
+  return ptr;
+}
+
+void runtime_free(void* ptr, c10::DeviceIndex device) noexcept {
+  if (!python_usable()) {
+    return;  // shutdown: the simulator's memory goes away with the interpreter
+  }
+  Gil gil;
+  PyObject* fn = PyObject_GetAttrString(g_runtime, "free");
+  PyObject* out = fn ? PyObject_CallFunction(fn, "(Ki)", (unsigned long long)reinterpret_cast<uintptr_t>(ptr),
+                                             int(device))
+                     : nullptr;
+  if (out == nullptr) {
+    PyErr_WriteUnraisable(fn ? fn : Py_None);  // a deleter must not throw: report and go on
+  }
+  Py_XDECREF(out);
+  Py_XDECREF(fn);
+}
+
+double runtime_now_ns(c10::DeviceIndex device) {
+  Gil gil;
+  Ref out(call_runtime("now_ns", Py_BuildValue("(i)", int(device))));
+  double ns = PyFloat_AsDouble(out.p);
+  if (PyErr_Occurred()) {
+    std::string err = take_python_error();
+    TORCH_CHECK(false, "plate: now_ns() did not return a number: ", err);
+  }
+  return ns;
+}
+
+std::pair<size_t, size_t> runtime_mem_info(c10::DeviceIndex device) {
+  Gil gil;
+  Ref out(call_runtime("mem_info", Py_BuildValue("(i)", int(device))));
+  unsigned long long free_b = 0, total_b = 0;
+  if (!PyArg_ParseTuple(out.p, "KK", &free_b, &total_b)) {
+    std::string err = take_python_error();
+    TORCH_CHECK(false, "plate: mem_info() must return (free, total): ", err);
+  }
+  return {size_t(free_b), size_t(total_b)};
+}
+
+bool runtime_covers(c10::DeviceIndex device, const void* ptr, size_t nbytes) {
+  if (!python_usable()) {
+    return false;
+  }
+  Gil gil;
+  Ref out(call_runtime("covers", Py_BuildValue("(iKK)", int(device),
+                                               (unsigned long long)reinterpret_cast<uintptr_t>(ptr),
+                                               (unsigned long long)nbytes)));
+  return PyObject_IsTrue(out.p) == 1;
+}
+
+c10::DeviceIndex device_count() noexcept {
+  int n = g_device_count.load();
+  if (n >= 0) {
+    return static_cast<c10::DeviceIndex>(n);
+  }
+  if (!python_usable()) {
+    return 1;  // the default until the runtime answers
+  }
+  try {
+    Gil gil;
+    Ref out(call_runtime("device_count", nullptr));
+    long v = PyLong_AsLong(out.p);
+    if (PyErr_Occurred() || v < 0) {
+      PyErr_Clear();
+      return 1;
+    }
+    g_device_count.store(static_cast<int>(v));
+    return static_cast<c10::DeviceIndex>(v);
+  } catch (...) {
+    return 1;  // deviceCount() must not throw (DeviceGuardImplInterface)
+  }
+}
+
+void check_device_index(c10::DeviceIndex index) {
+  const auto n = device_count();
+  TORCH_CHECK(index >= 0 && index < n, "plate: no device plate:", int(index), "; there ",
+              n == 1 ? "is 1 device" : "are " + std::to_string(n) + " devices", " (indices 0..", n - 1, ")");
+}
+
+c10::DeviceIndex current_device() noexcept {
+  return t_current_device;
+}
+
+void set_current_device(c10::DeviceIndex index) {
+  if (index < 0) {
+    return;  // -1: "the current device", nothing to change
+  }
+  check_device_index(index);
+  t_current_device = index;
+}
+
+c10::DeviceIndex exchange_device(c10::DeviceIndex index) {
+  const auto old = t_current_device;
+  set_current_device(index);
+  return old;
+}
+
+}  // namespace plate
