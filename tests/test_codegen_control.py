@@ -168,3 +168,28 @@ def test_noinline_calls_are_inlined():
         return acc
 
     close(out, [poly(x[0], 4) + poly(x[0] * 2, 5)], rtol=1e-6)
+
+
+@triton.jit
+def _early_returns(x, k):
+    if k == 0:
+        return x + 1
+    elif k == 1:
+        return x * 3
+    return x - 5
+
+
+@triton.jit
+def branchy_call(x, o, k):
+    v = tl.load(x)
+    if tl.program_id(0) == 0:  # the call sits inside an scf.if region: it cannot stay a multi-block CFG
+        v = _early_returns(v, k)
+    tl.store(o, v)
+
+
+def test_call_with_early_returns_in_a_region_becomes_nested_ifs():  # upstream test_if_call[jit_if]
+    prog = compile_kernel(branchy_call, {"x": "*i32", "o": "*i32", "k": "i32"})
+    assert not any(ins.mnemonic.startswith("call") for ins in prog.instrs)
+    for k, want in [(0, 8), (1, 21), (2, 2)]:
+        (_, out), _ = run(prog, 1, [np.array([7], np.int32), np.zeros(1, np.int32), k])
+        assert out[0] == want, (k, out)

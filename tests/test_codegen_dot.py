@@ -46,6 +46,7 @@ def _dot(a_dt, c_dt, bm, bn, bk, prec="ieee", trans_b=False, machine=MACHINE):
         np.float16: "fp16",
         ml_dtypes.bfloat16: "bf16",
         np.float32: "fp32",
+        np.float64: "fp64",
         np.int8: "i8",
         np.int32: "i32",
         ml_dtypes.float8_e4m3fn: "fp8e4nv",
@@ -62,7 +63,7 @@ def _dot(a_dt, c_dt, bm, bn, bk, prec="ieee", trans_b=False, machine=MACHINE):
         "OUT": "constexpr",
         "TRANS_B": "constexpr",
     }
-    out_dt = {np.float16: tl.float16, np.float32: tl.float32, np.int32: tl.int32}[c_dt]
+    out_dt = {np.float16: tl.float16, np.float32: tl.float32, np.float64: tl.float64, np.int32: tl.int32}[c_dt]
     prog = compile_kernel(
         dot_kernel,
         sig,
@@ -118,6 +119,12 @@ def test_int8_to_int32():
     np.testing.assert_array_equal(out, a.astype(np.int32) @ b.astype(np.int32) + c)
 
 
+def test_f64_accumulates_in_f64():  # upstream test_dot3d[...-float64-float64]
+    a, b, c, out, prog = _dot(np.float64, np.float64, 32, 32, 16)
+    assert out.dtype == np.float64 and any(ins.mnemonic == "m.mma" for ins in prog.instrs)
+    close(out, a @ b + c, rtol=1e-12, atol=1e-12)
+
+
 def test_tiling_into_matrix_unit_pieces_and_k_chunks():
     machine = dataclasses.replace(
         MACHINE,
@@ -146,3 +153,27 @@ def test_batched_dot():
     )
     (_, _, out), _ = run(prog, 1, [a, b, np.zeros((2, 16, 16), np.float32)])
     close(out, np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64)), rtol=1e-5, atol=1e-5)
+
+
+@triton.jit
+def dot_scaled_lhs_only(a, sa, b, o, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    av = tl.load(a + rm[:, None] * BK + rk[None, :])
+    sv = tl.load(sa + rm[:, None] * (BK // 32) + tl.arange(0, BK // 32)[None, :])
+    bv = tl.load(b + rk[:, None] * BN + rn[None, :])
+    d = tl.dot_scaled(av, sv, "e4m3", bv, None, "bf16")
+    tl.store(o + rm[:, None] * BN + rn[None, :], d)
+
+
+def test_dot_scaled_with_one_scale_and_a_bf16_side():  # upstream test_scaled_dot[...-e4m3-bf16-...]
+    bm, bn, bk = 32, 32, 64
+    sig = {"a": "*fp8e4nv", "sa": "*u8", "b": "*bf16", "o": "*fp32", "BM": "constexpr", "BN": "constexpr"}
+    prog = compile_kernel(dot_scaled_lhs_only, {**sig, "BK": "constexpr"}, {"BM": bm, "BN": bn, "BK": bk})
+    a = RNG.uniform(-2, 2, (bm, bk)).astype(ml_dtypes.float8_e4m3fn)
+    sa = RNG.integers(120, 135, (bm, bk // 32)).astype(np.uint8)
+    b = RNG.uniform(-1, 1, (bk, bn)).astype(ml_dtypes.bfloat16)
+    (_, _, _, out), _ = run(prog, 1, [a, sa, b, np.zeros((bm, bn), np.float32)])
+    a_scaled = a.astype(np.float64) * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, axis=1)
+    close(out, a_scaled @ b.astype(np.float64), rtol=1e-5, atol=1e-5)

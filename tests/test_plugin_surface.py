@@ -208,6 +208,11 @@ def test_bad_options_say_the_legal_form(opts, legal):
     assert legal in str(e.value)
 
 
+def test_num_warps_not_a_power_of_2_is_an_assertion_error():  # as upstream test_num_warps_pow2 expects
+    with pytest.raises(AssertionError, match="must be a power of 2"):
+        PlateBackend(TARGET).parse_options({"num_warps": 3})
+
+
 def test_backend_hash_covers_package_source_and_machine(monkeypatch):
     be = PlateBackend(TARGET)
     monkeypatch.setenv("PLATE_MACHINE", "plate1")

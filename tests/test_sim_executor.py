@@ -130,6 +130,27 @@ def test_vector_add_with_masked_tail(mem, batch_size):
     assert np.concatenate([e.elements for e in loads]).tolist() == [block] * 7 + [n - 7 * block]
 
 
+def test_free_during_a_launch_waits_until_it_ends(mem, monkeypatch):
+    """A garbage collection inside a launch can free a dead tensor (same thread, so the device lock
+    lets it through); the launch's live-table positions must stay valid (upstream test_bin_op)."""
+    n, block = 256, 128
+    x = np.arange(n, dtype=np.float32)
+    px, py, po = alloc(mem, x), alloc(mem, x), alloc(mem, np.zeros(n, np.float32))
+    victim = mem.register(256, 64)  # the lowest address: freeing it shifts every other position
+    looked_up, collected = mem.span_positions, []
+
+    def span_positions_then_collect(lo, hi):
+        out = looked_up(lo, hi)
+        if not collected:
+            collected.append(mem.free(victim.base))
+        return out
+
+    monkeypatch.setattr(mem, "span_positions", span_positions_then_collect)
+    execute(vector_add(block), n // block, [px, py, po, n], mem, MACHINE)
+    np.testing.assert_array_equal(host(mem, po, n, np.float32), 2 * x)
+    assert collected and not victim.live
+
+
 def test_three_d_grid_program_ids(mem):
     b = Builder("ids", [("out", "ptr")])
     b("s.pid.x", 1)("s.pid.y", 2)("s.pid.z", 3)("s.nprog.x", 4)("s.nprog.y", 5)

@@ -136,6 +136,17 @@ def test_double_free_and_unknown_free(mem):
     assert isinstance(AllocationError("x"), PlateError)
 
 
+def test_frees_held_until_the_block_ends(mem):
+    a, b = mem.alloc(64), mem.alloc(64)
+    with mem.frees_held():
+        with mem.frees_held():  # nests: only the outermost block releases
+            mem.free(a.base)
+        assert a.live and len(mem.allocations) == 2
+    assert not a.live and b.live and len(mem.allocations) == 1
+    mem.free(b.base)
+    assert not b.live
+
+
 def test_find_returns_ids(mem):
     a, b = mem.alloc(256), mem.alloc(512)
     addrs = np.array([[a.base, b.base + 511], [a.base + 255, b.base]])

@@ -272,6 +272,8 @@ ORACLE_SNIPPETS = {
     "    %d = arith.addf %x, %c fastmath<fast> : tensor<8xf32>\n    %u = ub.poison : f32\n"
     "    %e = arith.addi %i, %i overflow<nsw> : i32\n    %f = arith.bitcast %i : i32 to f32\n"
     "    %g = math.fma %x, %x, %x : tensor<8xf32>",
+    "unsplat_and_scalar_select": "    %one = arith.constant dense<true> : tensor<1xi1>\n"
+    "    %c = tt.unsplat %one : tensor<1xi1>\n    %s = arith.select %c, %x, %x : tensor<8xf32>",
     "loop_and_branch": "    %s = scf.for %k = %i to %i step %i iter_args(%acc = %x) -> (tensor<8xf32>) : i32 {\n"
     "      scf.yield %acc : tensor<8xf32>\n    }\n    cf.br ^bb1(%i : i32)\n  ^bb1(%z: i32):",
 }

@@ -66,6 +66,10 @@ class OptionError(PlateError, ValueError):
     """A compile option with a value PLATE cannot honour; says the legal form."""
 
 
+class NumWarpsError(OptionError, AssertionError):
+    """num_warps not a power of 2: an AssertionError too, as Triton's GPU backends raise (test_num_warps_pow2)."""
+
+
 def _tuple(value) -> tuple:
     return tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
 
@@ -96,8 +100,8 @@ class PlateOptions:
     machine: str = "plate1"  # machine.PRESETS name; parse_options fills it from PLATE_MACHINE
 
     def __post_init__(self):
-        def bad(field, value, legal):
-            raise OptionError(f"option {field}={value!r} is not supported by plate; legal: {legal}")
+        def bad(field, value, legal, error=OptionError):
+            raise error(f"option {field}={value!r} is not supported by plate; legal: {legal}")
 
         def is_int(v):
             return isinstance(v, int) and not isinstance(v, bool)
@@ -109,7 +113,7 @@ class PlateOptions:
             object.__setattr__(self, "extern_libs", tuple(sorted((str(k), str(v)) for k, v in libs)))
         n = self.num_warps
         if not is_int(n) or n < 1 or n & (n - 1):
-            bad("num_warps", n, "a power of 2 (1, 2, 4, 8, ...)")
+            bad("num_warps", n, "a power of 2 (1, 2, 4, 8, ...): num_warps must be a power of 2", NumWarpsError)
         if self.num_ctas != 1:
             bad("num_ctas", self.num_ctas, "1 (PLATE has no CTA clusters)")
         if not is_int(self.num_stages) or self.num_stages < 0:

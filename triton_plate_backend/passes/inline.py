@@ -2,16 +2,19 @@
 
 Triton's own inliner already inlined everything but `noinline=True` functions; PLATE has no
 call instruction, so plate inlines those too (innermost calls first, as many rounds as the call
-depth). A callee with several blocks (early returns) or a recursive call cannot be inlined: the
-call stays and codegen rejects it with the kernel's source line. Functions no longer called are
+depth). A callee with several blocks (an early return: `if c: return a` becomes cf.cond_br) is
+inlined as nested scf.if when its branches form no loop, each block copied on every path that
+reaches it. A recursive call, or a callee with a loop of branches, cannot be inlined: the call
+stays and codegen rejects it with the kernel's source line. Functions no longer called are
 dropped from the module."""
 
 from __future__ import annotations
 
 from ..errors import CompileError
-from ..ir.core import Block, Module, Op, Region, Value
+from ..ir.core import Block, Module, Op, Region, Value, new_op
 
 MAX_DEPTH = 32
+MAX_STRUCTURED_OPS = 4096  # ops copied when a branchy callee becomes nested scf.if (paths duplicate blocks)
 
 
 def _name(func: Op) -> str:
@@ -58,14 +61,74 @@ def _clone_op(op: Op, vmap: dict) -> Op:
     return new
 
 
+class _Unstructured(Exception):
+    """The callee's branches loop, end in something else than tt.return, or copy too many ops."""
+
+
+def _structured(block: Block, args, vmap: dict, results: tuple, budget: list) -> tuple[list[Op], list]:
+    """Ops running ``block`` (with ``args`` for its arguments) to the callee's tt.return, branches
+    as nested scf.if yielding the returned values; and those values."""
+    vmap = {**vmap, **dict(zip(block.args, args))}
+    budget[0] -= len(block.ops)
+    if budget[0] < 0 or not block.ops:
+        raise _Unstructured
+    ops = [_clone_op(op, vmap) for op in block.ops[:-1]]
+    term = block.ops[-1]
+    operands = [vmap.get(v, v) for v in term.operands]
+    if term.name == "tt.return":
+        return ops, operands
+    if term.name == "cf.br":
+        more, returned = _structured(term.successors[0], operands, vmap, results, budget)
+        return ops + more, returned
+    if term.name != "cf.cond_br":
+        raise _Unstructured
+    n_true = term.attrs["operandSegmentSizes"].values[1]
+    arms = []
+    for succ, succ_args in zip(term.successors, (operands[1 : 1 + n_true], operands[1 + n_true :])):
+        body, returned = _structured(succ, succ_args, vmap, results, budget)
+        arm = Block(args=[])
+        for op in body:
+            arm.append(op)
+        arm.append(new_op("scf.yield", returned, loc=term.loc))
+        arms.append(Region(blocks=[arm]))
+    branch = new_op("scf.if", [operands[0]], results, regions=arms, loc=term.loc)
+    for arm in arms:
+        arm.blocks[0].parent = arm
+    return [*ops, branch], list(branch.results)
+
+
+def _loops(blocks: list[Block]) -> bool:
+    """True when some branch path returns to a block it left (a cycle of successors)."""
+    state: dict = {}
+
+    def visit(b: Block) -> bool:
+        state[b] = 1
+        for s in b.ops[-1].successors if b.ops else []:
+            if state.get(s) == 1 or (s not in state and visit(s)):
+                return True
+        state[b] = 2
+        return False
+
+    return visit(blocks[0])
+
+
 def _inline_call(call: Op, callee: Op) -> list[Op] | None:
     """Ops replacing `call`, or None when the callee cannot be inlined."""
     blocks = callee.regions[0].blocks
-    if len(blocks) != 1 or not blocks[0].ops or blocks[0].ops[-1].name != "tt.return":
+    if not blocks or not blocks[0].ops:
         return None
-    vmap = dict(zip(blocks[0].args, call.operands))
-    body = [_clone_op(op, vmap) for op in blocks[0].ops[:-1]]
-    returned = [vmap.get(v, v) for v in blocks[0].ops[-1].operands]
+    if len(blocks) != 1 or blocks[0].ops[-1].name != "tt.return":
+        if _loops(blocks):
+            return None
+        results = tuple(callee.attrs["function_type"].type.results)
+        try:
+            body, returned = _structured(blocks[0], call.operands, {}, results, [MAX_STRUCTURED_OPS])
+        except _Unstructured:
+            return None
+    else:
+        vmap = dict(zip(blocks[0].args, call.operands))
+        body = [_clone_op(op, vmap) for op in blocks[0].ops[:-1]]
+        returned = [vmap.get(v, v) for v in blocks[0].ops[-1].operands]
     if len(returned) != len(call.results):
         raise CompileError(
             f"tt.call at {call.loc}: {_name(callee)} returns {len(returned)} values, the call expects "

@@ -54,7 +54,7 @@ def mma(ctx, acc: View, a: View, b: View, prec: str) -> None:
 def accumulate(ctx, op, c, a: View, b: View, prec: str) -> None:
     res = op.result
     dtype, shape = dtype_of(res.type), tuple(res.type.shape)
-    if dtype in ("f32", "i32"):
+    if dtype in ("f32", "i32", "f64"):  # the matrix unit's own accumulator types
         acc = ctx.dying_buffer(c)
         if acc is not None and acc.dtype == dtype:
             acc.buffer.owner = res
@@ -79,11 +79,14 @@ def _lower_tt_dot(ctx, op):
     accumulate(ctx, op, c, A, B, precision(op, A.dtype))
 
 
-def scaled(ctx, x: View, scale: View, k_axis: int) -> View:
-    """x (fp8/bf16) as f32 times 2**(scale - 127), one scale per 32 elements along k_axis.
-    scale is [rows, K/32] for the lhs (k_axis 1) and [cols, K/32] for the rhs (k_axis 0)."""
+def scaled(ctx, x: View, scale: View | None, k_axis: int) -> View:
+    """x (fp8/bf16/fp16) as f32 times 2**(scale - 127), one scale per 32 elements along k_axis
+    (no scale: x as f32). scale is [rows, K/32] for the lhs (k_axis 1) and [cols, K/32] for the
+    rhs (k_axis 0)."""
     xf = ctx.new("f32", x.shape, what="scaled dot operand")
     ctx.vec("v.fcvt", xf, x, suffixes=("rtne",))
+    if scale is None:
+        return xf
     groups = scale.shape[1]
     si = ctx.new("i32", scale.shape, what="dot scale exponents")
     ctx.vec("v.zext", si, scale.retype("i8") if scale.dtype != "i8" else scale)
@@ -104,18 +107,23 @@ def scaled(ctx, x: View, scale: View, k_axis: int) -> View:
 def _lower_tt_dot_scaled(ctx, op):
     res = op.result
     ops = op.operands
-    if len(ops) == 5 and ops[2].type == res.type:  # ODS order: a, b, c, a_scale, b_scale
+    seg = getattr(op.attrs.get("operandSegmentSizes"), "values", ())
+    if len(seg) == 5:  # ODS order: a, b, c, a_scale?, b_scale?
+        a, b, c, *rest = ops
+        sa = rest.pop(0) if seg[3] else None
+        sb = rest.pop(0) if seg[4] else None
+    elif len(ops) == 5 and ops[2].type == res.type:
         a, b, c, sa, sb = ops
     elif len(ops) == 5:  # text order: a scale sa, b scale sb, c
         a, sa, b, sb, c = ops
     else:
-        raise ctx.error("tt.dot_scaled without both scales is not supported")
+        raise ctx.error("tt.dot_scaled without operandSegmentSizes needs both scales")
     for side in ("lhs", "rhs"):
         kind = getattr(op.attrs.get(side), "value", "e4m3")
-        if kind not in ("e4m3", "e5m2"):
-            raise ctx.error(f"tt.dot_scaled with {side} = {kind} is not supported (e4m3, e5m2)")
-    A = scaled(ctx, ctx.view(a), ctx.view(sa), 1)
-    B = scaled(ctx, ctx.view(b), ctx.view(sb), 0)
+        if kind not in ("e4m3", "e5m2", "bf16", "fp16"):
+            raise ctx.error(f"tt.dot_scaled with {side} = {kind} is not supported (e4m3, e5m2, bf16, fp16)")
+    A = scaled(ctx, ctx.view(a), None if sa is None else ctx.view(sa), 1)
+    B = scaled(ctx, ctx.view(b), None if sb is None else ctx.view(sb), 0)
     accumulate(ctx, op, c, A, B, "ieee")
 
 

@@ -25,6 +25,8 @@ DeviceAssertionError it was) carrying pc, instruction text, source line and grid
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ..dtypes import NUMPY, is_float
@@ -386,7 +388,8 @@ def execute(
     if batch_size is None:
         batch_size = min(MAX_BATCH, max(1, SRAM_BATCH_BUDGET // launch.row_bytes))
     batch_size = max(1, int(batch_size))
-    with np.errstate(all="ignore"):
+    frees_held = getattr(memory, "frees_held", contextlib.nullcontext)
+    with np.errstate(all="ignore"), frees_held():
         for start in range(0, total, batch_size):
             launch.run_batch(np.arange(start, min(total, start + batch_size), dtype=np.int64))
     return launch.trace

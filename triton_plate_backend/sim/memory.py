@@ -14,6 +14,7 @@ domain; capacity is accounted per domain.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import ctypes
 import math
 from collections import deque
@@ -210,6 +211,8 @@ class DeviceMemory:
         self._freed: deque[Allocation] = deque(maxlen=FREED_KEPT)
         self._empty: dict[int, list[Allocation]] = {}  # zero-byte allocations: outside the lookup table
         self._tables = None  # (bases, ends) int64 arrays, rebuilt lazily
+        self._hold = 0  # > 0 inside frees_held(): free() queues the address in _held_frees
+        self._held_frees: list[int] = []
 
     # ---- allocation ------------------------------------------------------------------------
     def alloc(self, nbytes: int, placement=None, label: str | None = None) -> Allocation:
@@ -242,8 +245,12 @@ class DeviceMemory:
         return self._insert(record)
 
     def free(self, addr: int) -> None:
-        """Release the allocation based at ``addr``; later accesses fault as 'freed allocation'."""
+        """Release the allocation based at ``addr``; later accesses fault as 'freed allocation'.
+        Inside ``frees_held()`` the release waits until the block ends."""
         addr = int(addr)
+        if self._hold:
+            self._held_frees.append(addr)
+            return
         i = bisect.bisect_left(self._live_bases, addr)
         rec = None
         if i < len(self._live) and self._live_bases[i] == addr:
@@ -266,6 +273,21 @@ class DeviceMemory:
             raise AllocationError(f"double free of {dead[-1].describe()}")
         near = self._nearest_text(addr)
         raise AllocationError(f"free({addr:#x}): not the base address of a live allocation{near}")
+
+    @contextlib.contextmanager
+    def frees_held(self):
+        """Queue frees until the block ends. A launch keeps live-table positions across numpy calls;
+        a garbage collection inside one can free a dead tensor (same thread, so the device lock
+        does not stop it), which would shift the table under those positions."""
+        self._hold += 1
+        try:
+            yield self
+        finally:
+            self._hold -= 1
+            if not self._hold:
+                held, self._held_frees = self._held_frees, []
+                for addr in held:
+                    self.free(addr)
 
     def allocation(self, alloc_id: int) -> Allocation:
         """The live allocation with this id."""

@@ -89,10 +89,17 @@ def select(p, op: Op) -> list[Type]:
     index = p.i
     p.expect(":")
     types = p.type_list()
-    if len(types) == 1:
-        types = [i1_like(types[0]), types[0]]
+    if len(types) == 1:  # MLIR prints the condition's type only when it is shaped: one type = scalar i1
+        types = [I1, types[0]]
     p.bind_types(op.operands, [types[0], types[1], types[1]], index)
     return [types[1]]
+
+
+def element_of(p, op: Op) -> list[Type]:
+    """`%x {attrs} : tensor<1xT>` -> T (tt.unsplat)."""
+    op.operands = p.operand_list()
+    t = typed_operands(p, op, op.operands)[0]
+    return [t.element if isinstance(t, TensorType) else t]
 
 
 def cast(p, op: Op) -> list[Type]:

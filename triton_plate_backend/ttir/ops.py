@@ -28,7 +28,7 @@ _MATH_SAME = (
 ).split()
 _ARITH_CASTS = "extf truncf extsi extui trunci sitofp uitofp fptosi fptoui bitcast index_cast index_castui".split()
 _TT_ARROW = (
-    "splat unsplat broadcast expand_dims bitcast int_to_ptr ptr_to_int histogram trans reshape fp_to_fp cat join"
+    "splat broadcast expand_dims bitcast int_to_ptr ptr_to_int histogram trans reshape fp_to_fp cat join"
 ).split()
 
 CUSTOM_FORMATS = {
@@ -46,6 +46,7 @@ CUSTOM_FORMATS = {
     "ub.poison": F.attrs_colon_type,
     "tt.make_range": F.attrs_colon_type,
     "tt.split": partial(F.arrow, results=2),
+    "tt.unsplat": F.element_of,
     "tt.reinterpret_tensor_descriptor": F.cast,
     "tt.atomic_rmw": partial(F.functional, enums=("atomic_rmw_op", "sem", "scope")),
     "tt.atomic_cas": partial(F.functional, enums=("sem", "scope")),
@@ -55,6 +56,7 @@ CUSTOM_FORMATS = {
     "tt.return": F.operands_colon_types,
     "tt.reduce.return": F.operands_colon_types,
     "tt.scan.return": F.operands_colon_types,
+    "tt.map_elementwise.return": F.operands_colon_types,
     "scf.yield": F.operands_colon_types,
     "llvm.intr.assume": F.effect,
     "tt.load": TT.load,
