@@ -138,6 +138,20 @@ def last_profile(device=None):
     return get_device(device_index(device)).last_profile
 
 
+# Inductor's PrivateUse1 discovery (init_backend_registration) asks torch.plate for these on the first
+# compile; answering loads inductor_plate, which registers plate's Inductor backend. This is the one
+# reference upward, lazy and by name: triton_plate_backend never imports inductor_plate's code.
+_INDUCTOR_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+
+
+def __getattr__(name):
+    if name in _INDUCTOR_NAMES:
+        import importlib
+
+        return getattr(importlib.import_module("inductor_plate"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _autoload() -> None:
     """The `torch.backends` entry point: importing this package already registered plate."""
     if _extension is None:  # torch is autoloading a broken build: importing the package again must raise

@@ -1,0 +1,89 @@
+"""inductor_plate: PyTorch Inductor for the plate device (torch.compile runs models on the simulator).
+
+Importing this package registers everything with Dynamo and Inductor, once (``register()`` is
+idempotent):
+
+- the DeviceInterface (device_interface.PlateInterface),
+- the backend: PlateScheduling (Triton kernels with the plate policy), PlateWrapperCodegen, the
+  per-op fallback pass and the knobs of inductor_plate.config (the FX-graph cache key sees them),
+- the DeviceOpOverrides (op_overrides), the modeled-time benchmarker (benchmarker),
+- the GEMM template configurations (templates), and the shims for what PyTorch hard-codes (shims).
+
+No call is needed for ``torch.compile`` on plate tensors: Inductor's own PrivateUse1 discovery
+(``init_backend_registration``) asks ``torch.plate`` for ``Scheduling``, ``PythonWrapperCodegen``,
+``CppWrapperCodegen`` and ``WrapperFxCodegen`` on the first compile, and the torch device answers
+those four names by importing this package and returning the attributes of the same names below.
+``CppWrapperCodegen`` is None (plate has no C++ wrapper), which makes that discovery stop after this
+package registered the backend itself, with its custom pass and config.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import triton_plate_backend.torch_device  # noqa: F401  (registers torch.plate; import it first)
+
+from .profiling import ProfileRun, collect_profiles
+
+__all__ = [
+    "CppWrapperCodegen",
+    "ProfileRun",
+    "PythonWrapperCodegen",
+    "Scheduling",
+    "WrapperFxCodegen",
+    "collect_profiles",
+    "register",
+    "registered",
+]
+
+BACKEND = "plate"
+_lock = threading.Lock()
+_registered = False
+
+
+def registered() -> bool:
+    return _registered
+
+
+def register() -> None:
+    """Register plate with Dynamo and Inductor (idempotent, thread-safe)."""
+    global _registered
+    if _registered:
+        return
+    with _lock:
+        if _registered:
+            return
+        from torch._dynamo.device_interface import register_interface_for_device
+        from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
+
+        from . import benchmarker, config, fallback, shims, templates
+        from .device_interface import PlateInterface
+        from .op_overrides import PlateDeviceOpOverrides
+        from .scheduling import PlateScheduling
+        from .wrapper import PlateWrapperCodegen
+
+        register_interface_for_device(BACKEND, PlateInterface)
+        for index in range(PlateInterface.device_count()):
+            register_interface_for_device(f"{BACKEND}:{index}", PlateInterface)
+        register_backend_for_device(
+            BACKEND,
+            PlateScheduling,
+            PlateWrapperCodegen,
+            device_custom_pass=fallback.EagerOpsPass(),
+            device_custom_config=config,
+        )
+        register_device_op_overrides(BACKEND, PlateDeviceOpOverrides())
+        benchmarker.register()
+        shims.apply()
+        templates.register()
+        _registered = True
+
+
+register()
+
+# Inductor's PrivateUse1 discovery reads these four names from torch.plate (see the docstring).
+from .scheduling import PlateScheduling as Scheduling  # noqa: E402
+from .wrapper import PlateWrapperCodegen as PythonWrapperCodegen  # noqa: E402
+
+CppWrapperCodegen = None  # plate has no C++ wrapper (AOTInductor / cpp_wrapper)
+WrapperFxCodegen = None

@@ -1,0 +1,40 @@
+"""Inductor's benchmarker for plate: every autotuning decision compares MODELED time.
+
+Inductor benchmarks through a per-device registry (torch._inductor.runtime.benchmarking); a device
+without an entry falls into the CUDA path. The plate entry runs the callable through the Triton
+driver's ``do_bench_modeled`` (one untimed run, then PLATE_BENCH_REPS runs timed on the simulated
+device's clock), the same measure ``@triton.autotune`` and ``triton.testing.do_bench`` use.
+
+A callable that launches no plate kernel (an extern aten kernel: it runs on the host through the
+CPU fallback) has no modeled time; it is ranked at ``config.extern_choice_ms``, after every plate
+kernel (policy.py, "Matrix products").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import config, policy
+
+
+def benchmark_modeled(benchmarker: Any, fn: Callable[[], Any], *, warmup: int = 0, rep: int = 0, **kwargs) -> float:
+    """Modeled milliseconds of ``fn()``: Inductor's benchmarker signature (self, fn, *, warmup, rep, ...)."""
+    from triton_plate_backend.driver import do_bench_modeled
+    from triton_plate_backend.sim.device import get_device
+
+    device = get_device()
+    launches = device.launches
+    quantiles = kwargs.get("quantiles")
+    ms = do_bench_modeled(fn, quantiles=quantiles, return_mode=kwargs.get("return_mode", "median"))
+    if quantiles is not None:
+        ms = ms[0]
+    if device.launches == launches:
+        return float(config.extern_choice_ms)
+    return max(float(ms), policy.MIN_MODELED_MS)
+
+
+def register() -> None:
+    from torch._inductor.runtime.benchmarking import register_benchmarker
+
+    register_benchmarker("plate", benchmark_modeled, override=True)

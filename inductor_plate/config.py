@@ -1,0 +1,50 @@
+"""Inductor knobs of the plate backend: the `device_custom_config` of the "plate" device.
+
+Inductor hashes this module (``save_config_portable``) into every FX-graph cache key, so a change
+to any value here gives a fresh compile instead of a stale cached graph. Runtime monkeypatches
+(shims.py) are NOT in the key: every decision that changes generated code reads a value from here.
+
+Change a value for a block of code with ``inductor_plate.config.patch(...)``, like Inductor's own
+config. Values of ``None`` are derived from the machine description by policy.py.
+"""
+
+import sys  # no `from __future__ import annotations`: install_config_module would read it as a knob
+
+from torch.utils._config_module import install_config_module
+
+# The machine preset the decisions below are made for. None: the machine of the current plate device
+# (PLATE_MACHINE when the device was created); the fallback pass's uuid puts it in the cache key.
+machine: str | None = None
+
+# Fusion: the scheduler refuses a fusion whose kernel would stage more bytes of distinct buffers per
+# program than this. None: half the core's SRAM (the other half double-buffers the DMA).
+max_fusion_sram_bytes: int | None = None
+
+# Fusion: most scheduler nodes in one fused kernel (Inductor's global max_fusion_size still applies).
+max_fusion_nodes: int = 32
+
+# Reductions: a persistent reduction keeps the whole reduced row in SRAM; allow it only when the row
+# of every reduced input fits this many bytes. None: a quarter of the core's SRAM.
+persistent_reduction_sram_bytes: int | None = None
+
+# mm/bmm/addmm/baddbmm: "max-autotune" (Triton GEMM templates on the matrix unit when Inductor's
+# max-autotune is on, extern aten kernels on the host otherwise) or "never" (always extern).
+gemm_templates: str = "max-autotune"
+
+# Benchmarks (autotuning) rank a choice that launches no plate kernel (an extern aten kernel running
+# on the host through the CPU fallback) at this many modeled milliseconds: after every plate kernel.
+extern_choice_ms: float = 1.0e3
+
+# Convolutions: let Inductor make convolution layouts channels-last on plate (its layout optimization
+# for GPUs). False: convolutions run as extern kernels on the host, where the layout buys nothing.
+conv_layout_optimization: bool = False
+
+# aten ops that always run eagerly on plate (extern calls through the CPU fallback), besides the
+# policy's built-in table (policy.EAGER_OPS) and the ops learned from kernels that failed to compile.
+eager_ops: list[str] = []
+
+# A kernel plate cannot compile: True runs its frame eagerly with a one-line warning and runs the
+# kernel's aten ops eagerly in later compiles; False raises the compile error.
+fallback_on_compile_error: bool = True
+
+install_config_module(sys.modules[__name__])

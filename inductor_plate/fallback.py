@@ -1,0 +1,209 @@
+"""What plate does with an op it cannot compile: run it eagerly, say so in one line, never crash.
+
+Two mechanisms, both Inductor's own:
+
+1. Per-op, before lowering. ``EagerOpsPass`` is the plate device's custom post-grad pass
+   (``register_backend_for_device(..., device_custom_pass=...)``): it marks every FX node whose aten op
+   is in ``policy.eager_ops()`` with ``meta["should_fallback"]``, which makes Inductor's lowering emit
+   an extern call to the aten op (it runs on plate tensors through the device's CPU fallback) instead
+   of fusing it into a Triton kernel. Its uuid hashes the op set, so the FX-graph cache key follows it.
+
+2. Per-frame, when a kernel fails to compile. The generated wrapper code defines each plate kernel
+   through ``guard_kernel`` and calls ``check_kernels`` after Inductor's ``async_compile.wait``
+   (wrapper.py emits both). A Triton/plate compile error is caught; once every kernel of the graph
+   has compiled or failed, the failed kernels' culprit ops (``culprits``: the op on the source line
+   the error names, else the ops no compiled kernel has shown to work) are learned, so mechanism 1
+   runs them eagerly in every later compile; a one-line warning names them; and Dynamo's
+   ``SkipFrame`` makes this frame run eagerly now. Errors that are not a plate compile failure
+   propagate unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import warnings
+from dataclasses import dataclass
+
+from torch._inductor.custom_graph_pass import CustomGraphModulePass
+
+from . import config, policy
+
+_learned: set[str] = set()
+_warned: set[str] = set()
+
+
+class PlateFallbackWarning(UserWarning):
+    """An op or kernel that plate cannot compile runs eagerly instead."""
+
+
+def learned_eager_ops() -> frozenset[str]:
+    """aten ops learned from kernels that failed to compile in this process."""
+    return frozenset(_learned)
+
+
+def forget_learned_ops() -> None:
+    """Drop what this process learned (tests; or after upgrading the lowering in a long-lived process)."""
+    _learned.clear()
+    _warned.clear()
+    _compiled_ops.clear()
+
+
+def warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, PlateFallbackWarning, stacklevel=3)
+
+
+# ---- 1. the custom pass ----------------------------------------------------------------------------
+def _on_plate(node) -> bool:
+    val = node.meta.get("val")
+    vals = val if isinstance(val, (list, tuple)) else (val,)
+    return any(getattr(getattr(v, "device", None), "type", None) == "plate" for v in vals)
+
+
+class EagerOpsPass(CustomGraphModulePass):
+    """Marks plate nodes of ``policy.eager_ops()`` for Inductor's per-node fallback."""
+
+    def __call__(self, gm) -> None:
+        ops = policy.eager_ops()
+        if not ops:
+            return
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and str(node.target) in ops and _on_plate(node):
+                node.meta["should_fallback"] = True
+                op = str(node.target)
+                warn_once(op, f"plate: {op} runs eagerly ({policy.eager_reason(op)})")
+
+    def uuid(self) -> str:
+        """Changes with the eager ops and with the machine decisions are made for (FX-graph cache key)."""
+        ops = ",".join(sorted(policy.eager_ops()))
+        return hashlib.sha256(f"plate-eager-ops:{ops};machine:{policy.machine().cache_key()}".encode()).hexdigest()
+
+
+# ---- 2. kernels that fail to compile ---------------------------------------------------------------
+_compiled_ops: set[str] = set()  # ops of kernels that compiled: never blamed for another kernel's failure
+_LOCATION = re.compile(r"(/[^\s:'\"]+\.py):(\d+)")
+
+
+def is_plate_compile_failure(error: BaseException) -> bool:
+    """Did compiling a plate kernel fail in the plate lowering or Triton's frontend (not a bug elsewhere)?
+    Compile workers send errors back as text (SubprocException), so the text is read too."""
+    from triton_plate_backend.errors import PlateError
+
+    seen = error
+    while seen is not None:
+        if isinstance(seen, PlateError) or type(seen).__name__ == "CompilationError":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    text = _chain_text(error)
+    return "triton_plate_backend" in text or "triton.compiler.errors.CompilationError" in text
+
+
+@dataclass
+class FailedKernel:
+    """Stands in the wrapper module for a kernel that did not compile, until ``check_kernels``."""
+
+    name: str
+    ops: tuple[str, ...]
+    error: BaseException
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise self.error
+
+
+class _GuardedFuture:
+    """A compile-worker future that resolves to the kernel, or to a FailedKernel (async_compile.wait)."""
+
+    def __init__(self, name: str, ops: tuple[str, ...], future):
+        self.name, self.ops, self.future = name, ops, future
+
+    def result(self, timeout=None):
+        return _resolve(self.name, self.ops, lambda: self.future.result(timeout=timeout))
+
+
+def _resolve(name: str, ops: tuple[str, ...], compile_kernel):
+    try:
+        kernel = compile_kernel()
+    except Exception as error:
+        if not config.fallback_on_compile_error or not is_plate_compile_failure(error):
+            raise
+        return FailedKernel(name, ops, error)
+    _compiled_ops.update(ops)
+    return kernel
+
+
+def guard_kernel(name: str, ops: tuple[str, ...], compile_kernel):
+    """Compile kernel ``name`` (``compile_kernel()`` is the async_compile.triton call): the kernel,
+    a future of it, or a FailedKernel when plate cannot compile it."""
+    from torch._inductor.codecache import CodeCacheFuture
+
+    kernel = _resolve(name, ops, compile_kernel)
+    if isinstance(kernel, CodeCacheFuture):
+        guarded = type("PlateGuardedFuture", (_GuardedFuture, CodeCacheFuture), {})
+        return guarded(name, ops, kernel)
+    return kernel
+
+
+def check_kernels(scope: dict) -> None:
+    """After async_compile.wait: if a kernel failed, learn its culprit ops, warn, skip the frame."""
+    failed = [value for value in scope.values() if isinstance(value, FailedKernel)]
+    if not failed:
+        return
+    from torch._dynamo.exc import SkipFrame
+
+    messages = []
+    for kernel in failed:
+        blamed = culprits(kernel.ops, kernel.error)
+        _learned.update(blamed)
+        named = ", ".join(blamed) or "no aten op"
+        message = f"plate: cannot compile kernel {kernel.name} ({named}): {_first_line(kernel.error)}"
+        warn_once(f"kernel:{kernel.name}:{named}", f"{message}; this frame runs eagerly, {named} eagerly from now on")
+        messages.append(message)
+    raise SkipFrame("; ".join(messages))
+
+
+def culprits(ops: tuple[str, ...], error: BaseException) -> tuple[str, ...]:
+    """Which of a failed kernel's aten ops to run eagerly from now on: those named on the kernel
+    source line the error points at; else those no compiled kernel has shown to work; else all."""
+    named = set()
+    for path, line in _LOCATION.findall(_chain_text(error)):
+        text = _source_line(path, int(line))
+        named |= {op for op in ops if re.search(rf"\b{re.escape(_base_name(op))}\b", text)}
+    if named:
+        return tuple(sorted(named))
+    unproven = tuple(op for op in ops if op not in _compiled_ops)
+    return unproven or tuple(ops)
+
+
+def _chain_text(error: BaseException) -> str:
+    """The messages of an error and of everything it was raised from (Inductor re-raises)."""
+    texts, seen = [], error
+    while seen is not None and len(texts) < 16:
+        texts.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(texts)
+
+
+def _base_name(op: str) -> str:
+    """aten.frexp.Tensor -> frexp; prims.convert_element_type.default -> convert_element_type."""
+    parts = op.split(".")
+    return parts[1] if len(parts) > 1 else op
+
+
+def _source_line(path: str, line: int) -> str:
+    try:
+        with open(path) as f:
+            return next((text for number, text in enumerate(f, 1) if number == line), "")
+    except OSError:
+        return ""
+
+
+def _first_line(error: BaseException) -> str:
+    """The line that says what went wrong: a worker's traceback text ends with "...Error: message"."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    said = [line for line in lines if "Error:" in line and not line.startswith("Traceback")]
+    line = said[-1] if said else lines[0] if lines else type(error).__name__
+    return line.split("; ")[0][:240]  # plate's errors go on with "; what is supported": keep what failed

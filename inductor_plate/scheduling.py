@@ -1,0 +1,56 @@
+"""PlateScheduling: Inductor's Triton scheduling with the plate policy (policy.py) applied.
+
+Inductor builds one scheduling object per device per graph; this one decides fusions against the
+core's SRAM, keeps persistent reductions within it, claims the Backend features plate supports, and
+tells the wrapper code which aten ops each kernel computes (for the fallback warning, fallback.py).
+"""
+
+from __future__ import annotations
+
+from torch._inductor.codegen.common import BackendFeature
+from torch._inductor.codegen.triton import TritonKernel, TritonScheduling
+from torch._inductor.scheduler import WhyNoFuse
+from torch.utils._ordered_set import OrderedSet
+
+from . import policy
+
+
+class PlateTritonKernel(TritonKernel):
+    def should_use_persistent_reduction(self) -> bool:
+        return super().should_use_persistent_reduction() and policy.persistent_reduction_fits(self.features)
+
+
+def kernel_aten_ops(node_schedule) -> tuple[str, ...]:
+    """The aten ops (FX origins) a kernel computes, sorted: what a fallback warning names."""
+    ops = set()
+    for node in node_schedule:
+        for inner in getattr(node, "get_nodes", lambda: ())():
+            for origin in getattr(getattr(inner, "node", None), "origins", ()) or ():
+                if origin.op == "call_function":
+                    ops.add(str(origin.target))
+    return tuple(sorted(ops))
+
+
+class PlateScheduling(TritonScheduling):
+    kernel_type = PlateTritonKernel
+    backend_features = OrderedSet(BackendFeature[name] for name in policy.BACKEND_FEATURE_NAMES)
+
+    def can_fuse_vertical(self, node1, node2) -> bool:
+        return super().can_fuse_vertical(node1, node2) and self._fits(node1, node2)
+
+    def can_fuse_horizontal(self, node1, node2) -> bool:
+        return super().can_fuse_horizontal(node1, node2) and self._fits(node1, node2)
+
+    @staticmethod
+    def _fits(node1, node2) -> bool:
+        fits, reason = policy.fusion_fits(node1, node2)
+        if not fits:
+            WhyNoFuse(node1, node2)("plate: %s", reason)
+        return fits
+
+    def _emit_kernel_to_wrapper(self, wrapper, kernel, src_code, kernel_name, *args, **kwargs):
+        ops = getattr(wrapper, "plate_kernel_ops", None)
+        if ops is not None:
+            node_schedule = args[1] if len(args) > 1 else kwargs.get("node_schedule", ())
+            ops[kernel_name] = kernel_aten_ops(node_schedule)
+        return super()._emit_kernel_to_wrapper(wrapper, kernel, src_code, kernel_name, *args, **kwargs)

@@ -1,0 +1,209 @@
+"""THE module of runtime patches to PyTorch: every place where PyTorch 2.13 hard-codes cuda/xpu.
+
+Each shim names the upstream patch (in patches/pytorch/) that makes it unnecessary, and checks first
+whether the running PyTorch already has that patch's behaviour: then it changes nothing. Nothing
+here enters Inductor's FX-graph cache key, so no shim may change generated code by itself; the
+decisions behind them read inductor_plate.config (which is in the key).
+
+``apply()`` is idempotent; ``STATUS`` says, per shim, "applied" or "not needed".
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+
+BACKEND = "plate"
+
+
+@dataclass(frozen=True)
+class Shim:
+    name: str
+    patch: str  # the file under patches/ whose upstream merge removes this shim
+    apply: Callable[[], bool]  # True: patched now; False: PyTorch already behaves so
+
+
+# ---- GPU_TYPES: Inductor's list of GPU-like devices ------------------------------------------------
+def _register_gpu_type() -> bool:
+    """Device guards, divisibility hints, GEMM templates: Inductor gives GPU treatment only to
+    torch._inductor.utils.GPU_TYPES. Every user imports the same list object: append to it."""
+    from torch._inductor import utils
+
+    register = getattr(utils, "register_gpu_type", None)
+    if register is not None:  # the patch is in: use its API
+        register(BACKEND)
+        return False
+    if BACKEND not in utils.GPU_TYPES:
+        utils.GPU_TYPES.append(BACKEND)
+        utils.get_gpu_type.cache_clear()
+    return True
+
+
+# ---- has_triton: whether any device can run Triton ------------------------------------------------
+def _privateuse1_has_triton() -> bool:
+    """What has-triton-privateuse1.patch adds: the PrivateUse1 device's interface answers."""
+    import torch
+    from torch._dynamo.device_interface import get_registered_device_interfaces
+    from torch.utils._triton import has_triton_package
+
+    name = torch._C._get_privateuse1_backend_name()
+    interface = dict(get_registered_device_interfaces()).get(name)
+    return has_triton_package() and interface is not None and interface.is_available() and interface.is_triton_capable()
+
+
+def _has_triton_with_privateuse1() -> bool:  # its code replaces has_triton's: runs with that module's globals
+    return _plate_builtin_has_triton() or _plate_privateuse1_has_triton()  # noqa: F821
+
+
+def _has_triton() -> bool:
+    """has_triton() is cached and imported by name into a dozen modules (the scheduler refuses to
+    create a Triton backend without it, Dynamo treats @triton.jit kernels as opaque): no rebinding
+    reaches them all, so the shared function object's code is swapped for "builtin answer, or the
+    PrivateUse1 device's interface says it is Triton-capable", and its cache cleared."""
+    from torch.utils import _triton as triton_utils
+
+    cached = triton_utils.has_triton
+    cached.cache_clear()
+    if cached():  # a GPU, or the patch is in (it asks the PrivateUse1 interface, registered by now)
+        cached.cache_clear()
+        return False
+    original = cached.__wrapped__
+    namespace = original.__globals__
+    namespace["_plate_builtin_has_triton"] = types.FunctionType(
+        original.__code__, namespace, "has_triton_builtin", original.__defaults__, original.__closure__
+    )
+    namespace["_plate_privateuse1_has_triton"] = _privateuse1_has_triton
+    original.__code__ = _has_triton_with_privateuse1.__code__
+    cached.cache_clear()
+    return True
+
+
+# ---- is_big_gpu: "enough SMs" for the GEMM templates -----------------------------------------------
+def _is_big_gpu() -> bool:
+    """Inductor offers its Triton GEMM templates only on devices with >= 68 SMs (16 on xpu).
+    PLATE has 32 cores on plate1 (8 on plate-mini), each with a matrix unit: templates are the way
+    to run a GEMM on it. Rather than inflate multi_processor_count (Inductor sizes grids with it),
+    plate answers by policy (policy.use_gemm_templates)."""
+    import torch
+    from torch._inductor import utils
+
+    original = utils.is_big_gpu
+    if getattr(original, "_plate_shim", False):
+        return False
+
+    def is_big_gpu(index_or_device: int | torch.device = 0) -> bool:
+        device = index_or_device
+        if not isinstance(device, torch.device):
+            device = torch.device(utils.get_gpu_type(), index_or_device)
+        if device.type == BACKEND:
+            from . import policy
+
+            return policy.use_gemm_templates()
+        return original(index_or_device)
+
+    is_big_gpu._plate_shim = True
+    is_big_gpu.__wrapped__ = original
+    utils.is_big_gpu = is_big_gpu
+    return True
+
+
+# ---- SkipFrame through the FX-graph-cache bypass path ------------------------------------------------
+def _skip_frame_on_cache_bypass() -> bool:
+    """A backend asks Dynamo to run a frame eagerly by raising SkipFrame (plate does when a kernel
+    cannot compile: fallback.py). compile_fx re-raises SkipFrame on the cache-hit/miss paths but
+    wraps it in InductorError on the cache-bypass path (caches off, or an uncacheable graph), which
+    turns the fallback into a crash: unwrap it there. _compile_fx_inner is looked up by name at each
+    call (compile_fx_inner -> wrap_compiler_debug(_compile_fx_inner)), so rebinding it reaches it."""
+    from torch._dynamo.exc import SkipFrame
+    from torch._inductor import compile_fx
+    from torch._inductor.exc import InductorError
+
+    original = compile_fx._compile_fx_inner
+    if getattr(original, "_plate_shim", False):
+        return False
+
+    def _compile_fx_inner(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        except InductorError as error:
+            if isinstance(error.inner_exception, SkipFrame):
+                raise error.inner_exception from None
+            raise
+
+    _compile_fx_inner._plate_shim = True
+    _compile_fx_inner.__wrapped__ = original
+    compile_fx._compile_fx_inner = _compile_fx_inner
+    return True
+
+
+# ---- layout optimization: channels-last convolutions -------------------------------------------------
+def _conv_layout_per_device() -> bool:
+    """Inductor turns convolutions channels-last on every GPU-like device (layout optimization).
+    On plate convolutions are extern kernels on the host (policy.py), so the layout buys nothing, and
+    the host kernel's output strides can differ from what the fake kernel predicted for the plate
+    device. A graph with a convolution on plate keeps Inductor's decision only when
+    config.conv_layout_optimization says so (config is in the FX-graph cache key)."""
+    from torch._inductor.graph import GraphLowering
+
+    original = GraphLowering.decide_layout_opt
+    if getattr(original, "_plate_shim", False):
+        return False
+
+    def decide_layout_opt(gm, *, is_inference: bool) -> bool:
+        from . import config
+
+        if not config.conv_layout_optimization and _has_plate_convolution(gm):
+            return False
+        return original(gm, is_inference=is_inference)
+
+    decide_layout_opt._plate_shim = True
+    decide_layout_opt.__wrapped__ = original
+    GraphLowering.decide_layout_opt = staticmethod(decide_layout_opt)
+    return True
+
+
+def _has_plate_convolution(gm) -> bool:
+    import torch
+
+    for node in gm.graph.nodes:
+        if node.target is torch.ops.aten.convolution.default:
+            val = node.meta.get("val")
+            if getattr(getattr(val, "device", None), "type", None) == BACKEND:
+                return True
+    return False
+
+
+SHIMS: tuple[Shim, ...] = (
+    Shim("GPU_TYPES includes plate", "patches/pytorch/register-gpu-type.patch", _register_gpu_type),
+    Shim("has_triton() asks the PrivateUse1 device", "patches/pytorch/has-triton-privateuse1.patch", _has_triton),
+    Shim(
+        "is_big_gpu() asks the device's policy",
+        "patches/pytorch/is-big-gpu-device-interface.patch",
+        _is_big_gpu,
+    ),
+    Shim(
+        "layout optimization asks the device",
+        "patches/pytorch/layout-opt-per-device.patch",
+        _conv_layout_per_device,
+    ),
+    Shim(
+        "SkipFrame passes the FX-cache bypass path",
+        "patches/pytorch/inductor-cache-bypass-reraises-skipframe.patch",
+        _skip_frame_on_cache_bypass,
+    ),
+)
+
+STATUS: dict[str, str] = {}
+
+
+def apply() -> dict[str, str]:
+    """Apply every shim not applied yet; returns {shim name: "applied" | "not needed"}."""
+    for shim in SHIMS:
+        if shim.name not in STATUS:
+            STATUS[shim.name] = "applied" if shim.apply() else "not needed"
+    return dict(STATUS)
+
+
+def describe() -> str:
+    return "\n".join(f"{s.name}: {STATUS.get(s.name, 'pending')} (removed by {s.patch})" for s in SHIMS)

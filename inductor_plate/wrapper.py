@@ -1,0 +1,54 @@
+"""The Python wrapper code Inductor generates for plate graphs: PythonWrapperCodegen, with every
+Triton kernel defined through ``fallback.guard_kernel`` so a kernel plate cannot compile becomes an
+eager fallback (fallback.py) instead of a crash."""
+
+from __future__ import annotations
+
+from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+
+GUARD = "plate_guard_kernel"
+CHECK = "plate_check_kernels"
+TRITON_DEFINITION = "async_compile.triton("
+
+
+class _GuardedKernels:
+    """Wraps ``name = async_compile.triton(...)`` as ``name = plate_guard_kernel(name, ops, lambda: ...)``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.plate_kernel_ops: dict[str, tuple[str, ...]] = {}  # kernel name -> its aten ops (scheduling.py)
+
+    def _define_kernel_helper(self, kernel_name, kernel_body, metadata=None, gpu=True, cpp_definition=None):
+        if gpu and kernel_body.lstrip().startswith(TRITON_DEFINITION):
+            ops = self.plate_kernel_ops.get(kernel_name, ())
+            kernel_body = f"{GUARD}({kernel_name!r}, {ops!r}, lambda: {kernel_body.strip()})"
+        return super()._define_kernel_helper(
+            kernel_name, kernel_body, metadata=metadata, gpu=gpu, cpp_definition=cpp_definition
+        )
+
+
+class PlateSubgraphWrapperCodegen(_GuardedKernels, SubgraphPythonWrapperCodegen):
+    """Subgraphs (control flow) share the parent's header, which imports the guard."""
+
+
+class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
+    @staticmethod
+    def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
+        if is_subgraph:
+            return PlateSubgraphWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
+        return PlateWrapperCodegen()
+
+    def write_header(self) -> None:
+        super().write_header()
+        self.imports.writeline(f"from inductor_plate.fallback import check_kernels as {CHECK}, guard_kernel as {GUARD}")
+
+    def write_async_compile_wait(self) -> None:
+        """Inductor's wait for the kernels, then the fallback check (it raises SkipFrame on a failure)."""
+        self.prefix.splice(
+            f"""
+
+            async_compile.wait(globals())
+            {CHECK}(globals())
+            del async_compile
+            """
+        )

@@ -1,0 +1,351 @@
+"""inductor_plate, the fast subset: registration, shims, the device interface, op overrides, the
+benchmarker, the policy, one small compile against CPU eager, the profile collector and the
+fallback of an op plate cannot compile. The model suite is tests/test_models.py."""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+
+import pytest
+import torch
+import triton
+from torch._dynamo import device_interface as dynamo_devices
+from torch._inductor.codegen import common as inductor_common
+from torch._inductor.utils import run_and_get_code
+
+import inductor_plate
+from inductor_plate import benchmarker, config, fallback, policy, shims, templates
+from inductor_plate.device_interface import PlateInterface
+from inductor_plate.op_overrides import PlateDeviceOpOverrides
+from inductor_plate.scheduling import PlateScheduling
+from inductor_plate.wrapper import PlateWrapperCodegen
+from triton_plate_backend import compiler as plate_compiler
+from triton_plate_backend.driver import PLATE_ARCH, PlateDriver
+from triton_plate_backend.errors import CompileError
+from triton_plate_backend.sim import device as sim_device
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mini():
+    """Every test here runs on the plate-mini machine (4 domains x 2 cores)."""
+    saved = os.environ.get("PLATE_MACHINE")
+    os.environ["PLATE_MACHINE"] = "plate-mini"
+    sim_device.reset_device(0)
+    yield sim_device.get_device(0)
+    if saved is None:
+        os.environ.pop("PLATE_MACHINE", None)
+    else:
+        os.environ["PLATE_MACHINE"] = saved
+    sim_device.reset_device(0)
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+# ---- registration -----------------------------------------------------------------------------------
+def test_registration_is_complete_and_idempotent():
+    inductor_plate.register()
+    inductor_plate.register()
+    assert inductor_plate.registered()
+    assert dynamo_devices.get_interface_for_device("plate") is PlateInterface
+    assert dynamo_devices.get_interface_for_device(torch.device("plate", 0)) is PlateInterface
+    assert inductor_common.get_scheduling_for_device("plate") is PlateScheduling
+    assert inductor_common.get_wrapper_codegen_for_device("plate") is PlateWrapperCodegen
+    assert inductor_common.get_custom_backend_config_for_device("plate") is config
+    assert isinstance(inductor_common.get_custom_backend_pass_for_device("plate"), fallback.EagerOpsPass)
+    assert isinstance(inductor_common.get_device_op_overrides("plate"), PlateDeviceOpOverrides)
+    from torch._inductor.runtime.benchmarking import _BENCHMARK_DISPATCH
+
+    assert _BENCHMARK_DISPATCH["plate"] is benchmarker.benchmark_modeled
+
+
+def test_privateuse1_discovery_names():
+    """Inductor's init_backend_registration reads these four names from torch.plate; answering
+    CppWrapperCodegen with None stops it from re-registering plate without config and pass."""
+    assert inductor_plate.Scheduling is PlateScheduling
+    assert inductor_plate.PythonWrapperCodegen is PlateWrapperCodegen
+    assert inductor_plate.CppWrapperCodegen is None and inductor_plate.WrapperFxCodegen is None
+    inductor_common.init_backend_registration.__wrapped__()  # run the discovery again: nothing changes
+    assert inductor_common.get_custom_backend_config_for_device("plate") is config
+
+
+def test_torch_plate_answers_inductor_discovery():
+    assert torch.plate.__dict__.get("__getattr__") is not None
+    assert torch.plate.Scheduling is PlateScheduling
+    assert torch.plate.CppWrapperCodegen is None
+
+
+# ---- shims ---------------------------------------------------------------------------------------------
+def test_shims_applied_and_named():
+    status = shims.apply()
+    assert set(status) == {s.name for s in shims.SHIMS}
+    assert all(v in ("applied", "not needed") for v in status.values())
+    for shim in shims.SHIMS:
+        assert re.fullmatch(r"patches/pytorch/[a-z0-9-]+\.patch", shim.patch), shim.patch
+    from torch._inductor import utils
+
+    assert "plate" in utils.GPU_TYPES and utils.is_gpu("plate")
+    from torch.utils._triton import has_triton
+
+    assert has_triton()
+
+
+def test_is_big_gpu_follows_the_gemm_policy():
+    from torch._inductor import utils
+
+    assert utils.is_big_gpu(torch.device("plate", 0)) is True
+    with config.patch(gemm_templates="never"):
+        assert utils.is_big_gpu(torch.device("plate", 0)) is False
+    with config.patch(gemm_templates="sometimes"), pytest.raises(Exception, match="gemm_templates"):
+        policy.use_gemm_templates()
+
+
+# ---- the device interface --------------------------------------------------------------------------------
+def test_device_properties_come_from_the_machine(mini):
+    m = mini.machine
+    props = PlateInterface.get_device_properties(torch.device("plate", 0))
+    assert props.multi_processor_count == m.total_cores == 8
+    assert props.warp_size == 32 and props.max_threads_per_block == 1024
+    assert props.regs_per_multiprocessor == m.core.scalar_registers
+    assert props.shared_memory_per_block_optin == props.sram_bytes == m.core.sram_bytes
+    assert (props.major, props.minor) == (PLATE_ARCH, 0) and "plate-mini" in props.name
+    assert PlateInterface.Worker.get_device_properties() == props
+    assert dynamo_devices.caching_worker_device_properties["plate"][0] == props
+
+
+def test_compute_capability_is_the_triton_target_arch():
+    assert PlateInterface.get_compute_capability() == PlateDriver().get_current_target().arch
+
+
+def test_interface_runtime_methods():
+    assert PlateInterface.is_available() and PlateInterface.device_count() >= 1
+    assert PlateInterface.is_triton_capable() and PlateInterface.is_bf16_supported()
+    PlateInterface.raise_if_triton_unavailable()
+    assert PlateInterface.exchange_device(0) == 0 and PlateInterface.maybe_exchange_device(0) == 0
+    with PlateInterface.device(0):
+        assert PlateInterface.current_device() == 0
+    stream = PlateInterface.current_stream()
+    assert isinstance(stream, torch.Stream) and stream.device.type == "plate"
+    assert PlateInterface.get_raw_stream(0) == stream.stream_id
+    x = torch.ones(256, device="plate")
+    assert PlateInterface.memory_allocated() >= x.numel() * 4
+    PlateInterface.synchronize()
+    start, end = PlateInterface.Event(enable_timing=True), PlateInterface.Event(enable_timing=True)
+    assert isinstance(start, torch.Event)
+    start.record()
+    end.record()
+    assert start.elapsed_time(end) == 0.0  # nothing launched: the modeled clock stood still
+
+
+def test_op_overrides_are_runnable_python():
+    o = PlateDeviceOpOverrides()
+    scope = {"torch": torch}
+    line = o.import_get_raw_stream_as("get_raw_stream")
+    assert "\n" not in line
+    exec(line, scope)
+    assert scope["get_raw_stream"](0) == torch.plate.current_stream(0).stream_id
+    exec(o.set_device(0), scope)
+    exec(o.synchronize(), scope)
+    exec(f"with {o.device_guard(0)}: pass", scope)
+    assert eval(o.current_stream(), scope).device.type == "plate"
+
+
+# ---- benchmarker and policy --------------------------------------------------------------------------------
+def test_benchmarker_returns_modeled_time_and_ranks_extern_last():
+    import triton.language as tl
+
+    @triton.jit
+    def double(x_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) * 2, mask=offsets < n)
+
+    x = torch.ones(1024, device="plate")
+    ms = benchmarker.benchmark_modeled(None, lambda: double[(4,)](x, 1024, BLOCK=256))
+    profile = torch.plate.last_profile()
+    assert ms == pytest.approx(profile.time_ns / 1e6)
+    assert benchmarker.benchmark_modeled(None, lambda: x.cpu()) == config.extern_choice_ms
+
+
+def test_policy_budgets_follow_the_sram(mini):
+    sram = mini.machine.core.sram_bytes
+    assert policy.fusion_sram_bytes() == sram // 2
+    assert policy.persistent_reduction_sram_bytes() == sram // 4
+    with config.patch(max_fusion_sram_bytes=4096):
+        assert policy.fusion_sram_bytes() == 4096
+    for c in templates.plate_gemm_configs(policy.fusion_sram_bytes(), mini.machine.core.matrix.dim):
+        assert c.block_m % 32 == 0 and c.block_n % 32 == 0
+        assert templates.sram_needed(c.block_m, c.block_n, c.block_k, c.num_stages) <= sram // 2
+    assert templates.plate_gemm_configs(0, 32) == []
+
+
+def test_culprits_name_the_op_on_the_failing_line(tmp_path):
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text("tmp1 = tl_math.sin(tmp0)\ntmp2, tmp3 = triton_helpers.frexp(tmp1)\n")
+    error = CompileError(f"[codegen] tt.extern_elementwise at {kernel}:2:38: no PLATE equivalent")
+    ops = ("aten.add.Tensor", "aten.frexp.Tensor", "aten.sin.default")
+    assert fallback.culprits(ops, error) == ("aten.frexp.Tensor",)
+    assert set(fallback.culprits(ops, CompileError("no location"))) <= set(ops)
+    assert fallback.is_plate_compile_failure(RuntimeError("x")) is False
+    assert fallback.is_plate_compile_failure(error)
+
+
+# ---- compiling ---------------------------------------------------------------------------------------------
+def softmax_residual(x, y):
+    return torch.softmax(x * 2.0, dim=-1) + y.sin()
+
+
+def test_compile_matches_eager_and_profiles_launches():
+    x, y = torch.randn(8, 64), torch.randn(8, 64)
+    compiled = torch.compile(softmax_residual)
+    out, codes = run_and_get_code(compiled, x.to("plate"), y.to("plate"))
+    torch.testing.assert_close(out.cpu(), softmax_residual(x, y), rtol=1e-5, atol=1e-5)
+    assert any("plate_guard_kernel(" in code and "plate_check_kernels(globals())" in code for code in codes)
+    with inductor_plate.collect_profiles() as run:
+        compiled(x.to("plate"), y.to("plate"))
+    assert run.launches and all(launch.kernel.startswith("triton_") for launch in run.launches)
+    assert run.time_ns == pytest.approx(sum(k.time_ns for k in run.by_kernel()))
+    assert run.traffic_by_domain().sum() > 0 and "launches" in run.report()
+
+
+def test_config_eager_ops_run_as_extern_calls():
+    x = torch.randn(4, 32)
+    fn = lambda x: torch.tanh(x) * 3.0  # noqa: E731
+    fallback.forget_learned_ops()  # the warning comes once per op per process
+    with (
+        config.patch(eager_ops=["aten.tanh.default"]),
+        torch._inductor.config.patch(force_disable_caches=True),  # a cache hit would skip the pass
+        warnings.catch_warnings(record=True) as caught,
+    ):
+        warnings.simplefilter("always")
+        out, codes = run_and_get_code(torch.compile(fn), x.to("plate"))
+    torch.testing.assert_close(out.cpu(), fn(x))
+    assert any("torch.ops.aten.tanh.default(" in code for code in codes)
+    said = "plate: aten.tanh.default runs eagerly (listed in inductor_plate.config.eager_ops)"
+    assert any(str(w.message) == said for w in caught)
+
+
+def _fail_on_atan2(real_make_pir):
+    """A pir stage that rejects kernels calling atan2, with the kernel source line in the error, as
+    the real lowering does for an op it has no rule for."""
+
+    def make_pir(src, metadata, options):
+        text = str(src)
+        if "atan2" in text:
+            path = re.search(r'#loc\d* = loc\("([^"]+\.py)":', text).group(1)
+            with open(path) as f:
+                line = next(i for i, s in enumerate(f, 1) if re.search(r"\batan2\(", s))
+            raise CompileError(f"[codegen] tt.extern_elementwise at {path}:{line}:1: injected: no rule for atan2")
+        return real_make_pir(src, metadata, options)
+
+    return make_pir
+
+
+def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
+    monkeypatch.setitem(plate_compiler.STAGES, "pir", _fail_on_atan2(plate_compiler.STAGES["pir"]))
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+    fallback.forget_learned_ops()
+    x, y = torch.randn(4, 32), torch.randn(4, 32) + 2
+
+    def first(x, y):
+        return torch.atan2(x.cos(), y) * 1.625 + 0.5
+
+    def second(x, y):
+        return torch.atan2(x, y).exp() - 0.25
+
+    try:
+        with (
+            torch._inductor.config.patch(force_disable_caches=True, compile_threads=1),
+            warnings.catch_warnings(record=True) as caught,
+        ):
+            warnings.simplefilter("always")
+            out = torch.compile(first)(x.to("plate"), y.to("plate"))  # the frame runs eagerly
+            torch.testing.assert_close(out.cpu(), first(x, y))
+            assert fallback.learned_eager_ops() == {"aten.atan2.default"}
+            out, codes = run_and_get_code(torch.compile(second), x.to("plate"), y.to("plate"))
+            torch.testing.assert_close(out.cpu(), second(x, y))
+        messages = [str(w.message) for w in caught if issubclass(w.category, fallback.PlateFallbackWarning)]
+        assert any(m.startswith("plate: cannot compile kernel") and "aten.atan2.default" in m for m in messages)
+        assert all("\n" not in m for m in messages)
+        assert any("torch.ops.aten.atan2.default(" in code and "plate_guard_kernel(" in code for code in codes)
+    finally:
+        fallback.forget_learned_ops()
+
+
+# One strict xfail per row of policy.EAGER_OPS: compiled into a Triton kernel, the op fails in the
+# lowering today; when the lowering learns it, the test passes and the row should go.
+EAGER_OP_CASES = {
+    "aten.frexp.Tensor": lambda x: torch.frexp(x * 1.5)[0] + 0.25,
+    "aten.erfinv.default": lambda x: torch.erfinv(torch.tanh(x) * 0.875) - 0.125,
+}
+
+
+class LoweringGap(Exception):
+    """The lowering rejected the op for the reason its EAGER_OPS row gives (and not for another)."""
+
+
+def test_every_eager_op_has_a_case():
+    assert set(EAGER_OP_CASES) == set(policy.EAGER_OPS)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        pytest.param(
+            "aten.frexp.Tensor",
+            marks=pytest.mark.xfail(
+                strict=True,
+                raises=LoweringGap,
+                reason="CompileError: [codegen] tt.extern_elementwise: external function '__nv_ilogbf' has no PLATE "
+                "equivalent",
+            ),
+        ),
+        pytest.param(
+            "aten.erfinv.default",
+            marks=pytest.mark.xfail(
+                strict=True,
+                raises=LoweringGap,
+                reason="CompileError: [codegen] tt.extern_elementwise: external function '__nv_erfinvf' has no PLATE "
+                "equivalent",
+            ),
+        ),
+    ],
+)
+def test_eager_op_compiles_without_its_row(op, monkeypatch):
+    monkeypatch.setattr(policy, "EAGER_OPS", policy.EAGER_OPS - {op})
+    fn, x = EAGER_OP_CASES[op], torch.randn(4, 32)
+    symbol = re.search(r"__nv_\w+", policy.EAGER_OPS_WHY[op]).group(0)
+    try:
+        with torch._inductor.config.patch(force_disable_caches=True), config.patch(fallback_on_compile_error=False):
+            out, codes = run_and_get_code(torch.compile(fn), x.to("plate"))
+    except Exception as error:
+        if symbol in str(error):
+            raise LoweringGap(str(error)[:300]) from error
+        raise
+    torch.testing.assert_close(out.cpu(), fn(x), rtol=1e-4, atol=1e-5)
+    assert not any(f"torch.ops.{op}(" in code for code in codes)
+
+
+@pytest.mark.parametrize("op", sorted(EAGER_OP_CASES))
+def test_eager_ops_run_eagerly(op):
+    fn, x = EAGER_OP_CASES[op], torch.randn(4, 32)
+    out, codes = run_and_get_code(torch.compile(fn), x.to("plate"))
+    torch.testing.assert_close(out.cpu(), fn(x), rtol=1e-4, atol=1e-5)
+    assert any(f"torch.ops.{op}(" in code for code in codes)
+
+
+def test_fallback_off_raises_the_compile_error(monkeypatch):
+    monkeypatch.setitem(plate_compiler.STAGES, "pir", _fail_on_atan2(plate_compiler.STAGES["pir"]))
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+    x = torch.randn(4, 32)
+    with (
+        torch._inductor.config.patch(force_disable_caches=True, compile_threads=1),
+        config.patch(fallback_on_compile_error=False),
+        pytest.raises(Exception, match="injected: no rule for atan2"),
+    ):
+        torch.compile(lambda x: torch.atan2(x, x + 3.5) * 0.75)(x.to("plate"))
