@@ -38,7 +38,7 @@ if "triton" not in sys.modules:
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
 from . import __version__, knobs
-from .errors import CompileError, PlateError
+from .errors import CompileError, PlateError, SramOverflow
 from .machine import PRESETS
 
 PLATE_ARCH = 1  # the ISA version: GPUTarget("plate", PLATE_ARCH, WARP_SIZE)
@@ -199,6 +199,30 @@ def make_ttir(mod, metadata, options):
     return mod
 
 
+@functools.cache
+def _sram_out_of_resources_class():
+    """SramOverflow as Triton's OutOfResources too, so @triton.autotune prunes a config that does not
+    fit. Built lazily: importing triton.runtime from this module's top level is a circular import."""
+    from triton.runtime.errors import OutOfResources
+
+    class SramOutOfResources(SramOverflow, OutOfResources):
+        def __init__(self, message: str, *, required=None, limit=None):
+            SramOverflow.__init__(self, message, required=required, limit=limit)
+            self.name = "shared memory (PLATE scratchpad SRAM)"
+
+        def __str__(self) -> str:  # our message (sizes, largest tensors, what to shrink), not Triton's
+            return Exception.__str__(self)
+
+        def __reduce__(self):
+            return (sram_out_of_resources, (str(self), self.required, self.limit))
+
+    return SramOutOfResources
+
+
+def sram_out_of_resources(message: str, required=None, limit=None):
+    return _sram_out_of_resources_class()(message, required=required, limit=limit)
+
+
 def make_pir(src, metadata, options):
     from .machine import get_machine
     from .passes.pipeline import run_pipeline
@@ -211,6 +235,8 @@ def make_pir(src, metadata, options):
     try:
         module_ir = parse(ttir_text, f"{name}.ttir")
         pir_text, program, report = run_pipeline(module_ir, options, get_machine(options.machine))
+    except SramOverflow as e:  # as Triton's OutOfResources too, so @triton.autotune prunes the config
+        raise sram_out_of_resources(str(e), e.required, e.limit) from e
     except PlateError as e:
         e.add_note(f"reproducer: {_write_reproducer(metadata, 'ttir', ttir_text)} (the TTIR the pir stage read)")
         raise

@@ -61,6 +61,10 @@ class DeviceOutOfMemory(PlateError):
 class SramOverflow(PlateError):
     """A kernel needs more scratchpad than a core has: a compile-time error."""
 
+    def __init__(self, message: str, *, required: int | None = None, limit: int | None = None):
+        Exception.__init__(self, message)  # not super(): a subclass also derives Triton's OutOfResources
+        self.required, self.limit = required, limit
+
 
 class CompileError(PlateError):
     """A TTIR construct plate cannot lower; names the op and the kernel source line."""

@@ -44,7 +44,7 @@ def plan(intervals: dict, sram_bytes: int, kernel: str = "kernel") -> int:
             best = (addrs, top)
     addrs, top = best
     if top > sram_bytes:
-        raise SramOverflow(overflow_message(kernel, items, top, sram_bytes))
+        raise SramOverflow(overflow_message(kernel, items, top, sram_bytes), required=top, limit=sram_bytes)
     for buf, addr in addrs.items():
         buf.addr = addr
     return top
