@@ -1,0 +1,26 @@
+"""Suite-wide checks.
+
+Every kernel the test suite compiles for plate has its TTIR cross-checked against Triton's own
+parser (tests/ttir_oracle.py): op names and operand/result types in walk order must agree with
+plate's parser before the pir stage runs."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ttir_oracle_on_every_compile():
+    from ttir_oracle import compare
+
+    from triton_plate_backend import compiler
+
+    original = compiler.STAGES["pir"]
+
+    def checked_pir(src, metadata, options):
+        diffs = compare(str(src))
+        if diffs:
+            raise AssertionError(f"plate's TTIR parser disagrees with Triton's on {metadata.get('name')}: {diffs[:5]}")
+        return original(src, metadata, options)
+
+    compiler.STAGES["pir"] = checked_pir
+    yield
+    compiler.STAGES["pir"] = original
