@@ -450,6 +450,10 @@ def test_atomic_rmw_matches_sequential_reference(mem, data):
     old, tr = dma.atomic_rmw(mem, op, rec.base + idx * npdt.itemsize, vals, mask, dtype)
     assert old.dtype == npdt
     bits = f"u{npdt.itemsize}"
+    if op in ("max", "min") and not dtype.startswith("i"):
+        # IEEE maxNum/minNum leave the sign of a zero result open: compare -0.0 and +0.0 as equal
+        old, want_old, want = old + npdt.type(0), want_old + npdt.type(0), want + npdt.type(0)
+        t = t + npdt.type(0)
     assert np.array_equal(old[mask].view(bits), want_old[mask].view(bits))
     assert np.array_equal(t.view(bits), want.view(bits))
     assert tr.elements.tolist() == mask.sum(1).tolist()

@@ -362,6 +362,29 @@ def new_context(program: Program, grid=1, args=(), memory=None, machine=None, *,
     return Context.fresh(launch, np.arange(grid[0] * grid[1] * grid[2], dtype=np.int64))
 
 
+_VERIFIED: dict = {}  # id(program) -> (program, what was verified): a kernel is launched many times
+
+
+def _verify_once(program: Program, machine) -> None:
+    """verify() unless this program, unchanged, already passed it on this machine."""
+    seen = (
+        machine.cache_key(),
+        tuple(program.instrs),
+        tuple(program.tiles),
+        tuple(program.consts),
+        tuple(program.args),
+        len(program.locs),
+        program.sram_bytes,
+    )
+    hit = _VERIFIED.get(id(program))
+    if hit is not None and hit[0] is program and hit[1] == seen:
+        return
+    verify(program, machine)
+    if len(_VERIFIED) >= 64:
+        _VERIFIED.clear()
+    _VERIFIED[id(program)] = (program, seen[:-1] + (program.sram_bytes,))
+
+
 def execute(
     program: Program,
     grid,
@@ -381,7 +404,7 @@ def execute(
     ``printer`` receives dbg.print lines (default: print). Raises SimulatorError (MemoryFault,
     DeviceAssertionError) naming pc, instruction, source line and grid coordinates."""
     machine = get_machine(machine if machine is not None else getattr(memory, "machine", None))
-    verify(program, machine)
+    _verify_once(program, machine)
     grid = _grid3(grid)
     launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps)
     total = grid[0] * grid[1] * grid[2]

@@ -42,6 +42,8 @@ NOTES: where Triton/LLVM leave a result undefined, PLATE defines it (PTX's choic
 | dbg.printr                             | prints the register as a signed 64-bit integer           |
 | SRAM at program start                  | zero (undefined on hardware)                             |
 | dma.wait, fence, barrier               | no-ops: data lands when the DMA is issued                |
+| atom.rmw max/min on floats             | IEEE maxNum/minNum: a NaN operand loses; the sign of a   |
+|                                        | zero result (max(-0.0, +0.0)) is unspecified             |
 """
 
 from __future__ import annotations

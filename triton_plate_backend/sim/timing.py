@@ -39,8 +39,8 @@ The exact rules and approximations:
   an even engine split among the flows of one DMA; no SRAM bank conflicts, NoC hops inside a
   domain, HBM page effects or link-engine collectives (chip links are plain shared resources).
 - Processing order: in WAVES (wave w = the w-th program of every core), and inside a wave trace
-  entry by trace entry, vectorised across cores with numpy. Runs of scalar-only entries executed
-  by the same programs are merged (unless events are collected).
+  entry by trace entry, vectorised across cores with numpy (``sim/replay.py``). Runs of
+  scalar-only entries executed by the same programs are merged (unless events are collected).
 - Total cycles = the last engine end or DMA completion over all cores.
 """
 
@@ -49,18 +49,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import cost
 from ..errors import SimulatorError
 from ..machine import Machine, get_machine
-from .bandwidth import Calendar
 from .profile import Profile
+from .replay import Pc, merged_steps, replay, static_facts
 from .trace import Trace
-
-ENGINE_OF_UNIT = {"dma_in": 0, "scalar": 1, "vector": 1, "matrix": 1, "sync": 1, "dma_out": 2}
 
 # ---- grid -> core policies -----------------------------------------------------------------------
 
@@ -111,243 +108,42 @@ def map_programs(policy, num_programs: int, machine: Machine) -> np.ndarray:
     return cores
 
 
-# ---- static facts per pc ---------------------------------------------------------------------------------
+# ---- level 0 and the entry point ----------------------------------------------------------------------
 
 
-@dataclass
-class _Pc:
-    kind: str  # "scalar", "compute", "wait", "wait_all", "dma"
-    engine: int
-    cost: float  # compute/sync cycles; DMA rows compute issue cycles per entry
-    ins: tuple  # tiles read (use, inout)
-    outs: tuple  # tiles written (def, inout)
-    token: int | None
-    flops: int
-    outbound: bool  # DMA towards memory (dma_out engine)
-    extra_latency: float
-    count: int = 1  # instructions merged into this step
+def _issue(machine: Machine, trace: Trace, entry, n: int) -> np.ndarray:
+    """Issue cycles of a DMA entry, one per program."""
+    dyn = {"runs": entry.runs, "elements": entry.elements}
+    issue = cost.inst_cost(machine, trace.program.instrs[entry.pc], trace.program, **dyn)
+    return np.broadcast_to(np.asarray(issue, dtype=np.float64), (n,))
 
 
-def _static(trace: Trace, machine: Machine) -> list[_Pc]:
-    prog = trace.program
-    out = []
-    for inst in prog.instrs:
-        row = inst.row
-        tiles = [(od.role, v) for od, v in zip(row.operands, inst.operands) if od.kind == "t"]
-        toks = [(od.role, v) for od, v in zip(row.operands, inst.operands) if od.kind == "q"]
-        engine = ENGINE_OF_UNIT[row.unit]
-        if engine != 1:
-            kind = "dma"
-        elif row.unit == "sync":
-            kind = "wait" if toks else "wait_all"
-        else:
-            kind = "compute" if tiles else "scalar"
-        c = 0.0 if kind == "dma" else float(cost.inst_cost(machine, inst, prog))
-        out.append(
-            _Pc(
-                kind,
-                engine,
-                c,
-                tuple(v for r, v in tiles if r != "def"),
-                tuple(v for r, v in tiles if r != "use"),
-                toks[0][1] if toks else None,
-                cost.flops(inst, prog),
-                engine == 2,
-                float(machine.domain.hbm_latency) if row.cost == "atomic" else 0.0,
-            )
-        )
-    return out
-
-
-def _overlaps(trace: Trace) -> list:
-    """Per tile: its index (int) if it overlaps no other tile, else the array of overlapping tiles."""
-    spans = np.array([t.span() for t in trace.program.tiles], dtype=np.int64).reshape(-1, 2)
-    lo, hi = spans[:, 0], spans[:, 1]
-    out = []
-    for i in range(len(lo)):
-        ov = np.nonzero((lo < hi[i]) & (lo[i] < hi))[0]
-        ov = np.union1d(ov, [i])
-        out.append(i if len(ov) == 1 else ov)
-    return out
-
-
-# ---- the replay -------------------------------------------------------------------------------------------
-
-
-class _State:
-    def __init__(self, machine: Machine, trace: Trace, bucket: float, max_events: int | None):
-        C, D = machine.total_cores, machine.total_domains
-        T = max(len(trace.program.tiles), 1)
-        toks = [v for ins in trace.program.instrs for od, v in zip(ins.row.operands, ins.operands) if od.kind == "q"]
-        Q = max([machine.core.dma_tokens] + [v + 1 for v in toks])
-        self.machine, self.topo = machine, cost.topology(machine)
-        self.eng, self.busy = np.zeros((3, C)), np.zeros((3, C))
-        self.ready, self.read = np.zeros((C, T)), np.zeros((C, T))
-        self.tok, self.done = np.zeros((C, Q)), np.zeros(C)
-        self.depth = machine.core.dma.queue_depth
-        self.ring, self.nq = np.zeros((2, C, self.depth)), np.zeros((2, C), dtype=np.int64)
-        self.read_bytes, self.write_bytes = np.zeros((D, D)), np.zeros((D, D))
-        self.core_domain = np.arange(C) // machine.domain.cores
-        self.calendar = Calendar(self.topo.capacity, bucket)
-        self.ov = _overlaps(trace)
-        self.program = trace.program
-        self.live_cores = np.arange(C)  # cores with programs in the current wave or later
-        self.flops = self.instrs = self.dmas = 0
-        self.events = [] if max_events is not None else None
-        self.max_events, self.n_events, self.dropped = max_events or 0, 0, 0
-
-    def after_tiles(self, p: _Pc, cs, t):
-        for ti in p.ins:
-            t = np.maximum(t, self.ready[cs, ti])
-        for ti in p.outs:
-            ov = self.ov[ti]
-            if isinstance(ov, int):
-                t = np.maximum(t, np.maximum(self.ready[cs, ov], self.read[cs, ov]))
-            else:
-                sub = (cs[:, None], ov[None, :])
-                t = np.maximum(t, np.maximum(self.ready[sub].max(axis=1), self.read[sub].max(axis=1)))
-        return t
-
-    def wrote(self, p: _Pc, cs, t):
-        for ti in p.outs:
-            ov = self.ov[ti]
-            if isinstance(ov, int):
-                self.ready[cs, ov] = np.maximum(self.ready[cs, ov], t)
-            else:
-                sub = (cs[:, None], ov[None, :])
-                self.ready[sub] = np.maximum(self.ready[sub], t[:, None])
-
-    def record(self, pc, engine, cs, start, end, progs):
-        if self.events is None:
-            return
-        n = len(cs)
-        if self.n_events + n > self.max_events:
-            self.dropped += n
-            return
-        self.n_events += n
-        self.events.append((pc, engine, cs.copy(), np.array(start, dtype=np.float64), end.copy(), progs.copy()))
-
-
-def _step_scalar(st: _State, p: _Pc, pc, entry, rows, cs, progs):
-    start = st.eng[1, cs]
-    end = start + p.cost
-    st.eng[1, cs] = end
-    st.busy[1, cs] += p.cost
-    st.record(pc, 1, cs, start, end, progs)
-
-
-def _step_compute(st: _State, p: _Pc, pc, entry, rows, cs, progs):
-    start = st.after_tiles(p, cs, st.eng[1, cs])
-    end = start + p.cost
-    st.eng[1, cs] = end
-    st.busy[1, cs] += p.cost
-    for ti in p.ins:
-        st.read[cs, ti] = np.maximum(st.read[cs, ti], end)
-    st.wrote(p, cs, end)
-    st.flops += p.flops * len(cs)
-    st.record(pc, 1, cs, start, end, progs)
-
-
-def _step_wait(st: _State, p: _Pc, pc, entry, rows, cs, progs):
-    start = np.maximum(st.eng[1, cs], st.tok[cs, p.token])
-    st.eng[1, cs] = start + p.cost
-    st.busy[1, cs] += p.cost
-    st.record(pc, 1, cs, start, start + p.cost, progs)
-
-
-def _step_wait_all(st: _State, p: _Pc, pc, entry, rows, cs, progs):
-    start = np.maximum(st.eng[1, cs], st.done[cs])
-    st.eng[1, cs] = start + p.cost
-    st.busy[1, cs] += p.cost
-    st.record(pc, 1, cs, start, start + p.cost, progs)
-
-
-def _step_dma(st: _State, p: _Pc, pc, entry, rows, cs, progs):
-    m, e = st.machine, p.engine
-    qi = e // 2
-    slot_i = st.nq[qi, cs] % st.depth
-    slot = st.ring[qi, cs, slot_i]
-    st.eng[1, cs] = np.maximum(st.eng[1, cs], slot)  # a full DMA queue stalls the instruction stream
-    s = st.after_tiles(p, cs, np.maximum(st.eng[e, cs], st.eng[1, cs]))
-    dyn = {
-        "runs": None if entry.runs is None else entry.runs[rows],
-        "elements": None if entry.elements is None else entry.elements[rows],
-    }
-    issue = cost.inst_cost(m, st.program.instrs[pc], st.program, **dyn)
-    issue = np.broadcast_to(np.asarray(issue, dtype=np.float64), s.shape)
-    a = s + issue
-    xe, comp = a.copy(), a.copy()
-    if entry.bytes_by_domain is not None:
-        bbd = entry.bytes_by_domain[rows]
-        i, h = np.nonzero(bbd > 0)
-        if i.size:
-            b = bbd[i, h]
-            cd = st.core_domain[cs[i]]
-            src, dst = (cd, h) if p.outbound else (h, cd)
-            res = np.concatenate([h[:, None], st.topo.links[src, dst]], axis=1)
-            # a DMA starts no earlier than its core's compute engine: older buckets are history
-            st.calendar.forget_before(float(st.eng[1, st.live_cores].min()))
-            ends = st.calendar.transfer(a[i], b, res, i, float(m.core.dma.bytes_per_cycle))
-            np.maximum.at(xe, i, ends)
-            np.maximum.at(comp, i, ends + st.topo.latency[src, dst] + p.extra_latency)
-            np.add.at(st.write_bytes if p.outbound else st.read_bytes, (cd, h), b)
-    st.eng[e, cs] = xe
-    st.busy[e, cs] += xe - s
-    if p.token is not None:
-        st.tok[cs, p.token] = comp
-    st.done[cs] = np.maximum(st.done[cs], comp)
-    st.ring[qi, cs, slot_i] = comp
-    st.nq[qi, cs] += 1
-    for ti in p.ins:
-        st.read[cs, ti] = np.maximum(st.read[cs, ti], xe)
-    st.wrote(p, cs, comp)
-    st.dmas += len(cs)
-    st.record(pc, e, cs, s, xe, progs)
-
-
-STEPS = {
-    "scalar": _step_scalar,
-    "compute": _step_compute,
-    "wait": _step_wait,
-    "wait_all": _step_wait_all,
-    "dma": _step_dma,
-}
-
-
-def _ops(trace: Trace, pcs: list[_Pc], merge: bool) -> list:
-    """(pc info, pc, entry) per step; consecutive scalar entries of the same programs merge."""
-    ops = []
-    for entry in trace.entries:
-        p = pcs[entry.pc]
-        if merge and p.kind == "scalar" and ops and ops[-1][0].kind == "scalar":
-            q, _, prev = ops[-1]
-            if prev.programs is entry.programs or np.array_equal(prev.programs, entry.programs):
-                ops[-1] = (_Pc("scalar", 1, q.cost + p.cost, (), (), None, 0, False, 0.0, q.count + 1), -1, prev)
-                continue
-        ops.append((p, entry.pc, entry))
-    return ops
-
-
-def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[_Pc]):
+def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc], issues=None):
     """Per-core compute and DMA-engine cycles and the byte matrices: the level-0 inputs."""
     C, D = machine.total_cores, machine.total_domains
     comp, eng = np.zeros(C), np.zeros((2, C))
     read, write = np.zeros((D, D)), np.zeros((D, D))
     rate = machine.core.dma.bytes_per_cycle
+    compute = {}  # id(programs) -> [programs, summed cost]: entries of one context share the array
     for entry in trace.entries:
-        p, progs = pcs[entry.pc], np.asarray(entry.programs, dtype=np.int64)
-        cs = core_of[progs]
+        p = pcs[entry.pc]
         if p.kind != "dma":
-            comp += np.bincount(cs, minlength=C) * p.cost
+            acc = compute.get(id(entry.programs))
+            if acc is None:
+                compute[id(entry.programs)] = [entry.programs, p.cost]
+            else:
+                acc[1] += p.cost
             continue
-        dyn = {"runs": entry.runs, "elements": entry.elements}
-        issue = np.broadcast_to(cost.inst_cost(machine, trace.program.instrs[entry.pc], trace.program, **dyn), cs.shape)
+        cs = core_of[np.asarray(entry.programs, dtype=np.int64)]
+        issue = issues[id(entry)] if issues is not None else _issue(machine, trace, entry, len(cs))
         bbd = entry.bytes_by_domain if entry.bytes_by_domain is not None else np.zeros((len(cs), D))
         eng[p.engine // 2] += np.bincount(cs, weights=issue + bbd.sum(axis=1) / rate, minlength=C)
         onehot = np.zeros((D, len(cs)))
         onehot[cs // machine.domain.cores, np.arange(len(cs))] = 1.0
         mat = write if p.outbound else read
         mat += onehot @ bbd
+    for progs, total in compute.values():  # costs are whole cycles: the sums are exact in any order
+        comp += np.bincount(core_of[np.asarray(progs, dtype=np.int64)], minlength=C) * total
     return comp, eng, read, write
 
 
@@ -355,13 +151,13 @@ def level0_bound(trace: Trace, machine=None, *, policy="round_robin") -> cost.Bo
     """PLATE.md level 0 for a trace under a grid -> core policy (see cost.level0_bound)."""
     machine = get_machine(machine)
     core_of = map_programs(policy, trace.num_programs, machine)
-    comp, eng, read, write = _aggregate(trace, machine, core_of, _static(trace, machine))
+    comp, eng, read, write = _aggregate(trace, machine, core_of, static_facts(trace.program, machine)[0])
     return cost.level0_bound(
         machine, compute_cycles=comp, dma_engine_cycles=eng.ravel(), read_bytes=read, write_bytes=write
     )
 
 
-def _auto_bucket(trace: Trace, pcs: list[_Pc], waves: int, bound_cycles: float) -> float:
+def _auto_bucket(trace: Trace, pcs: list[Pc], waves: int, bound_cycles: float) -> float:
     """About an eighth of a DMA's share of the level-0 time (a power of two), and at most 64k buckets."""
     per_program = sum(len(e.programs) for e in trace.entries if pcs[e.pc].kind == "dma") / max(trace.num_programs, 1)
     typical = bound_cycles / max(waves * per_program, 1.0)
@@ -383,8 +179,9 @@ def simulate_timing(
     machine = get_machine(machine)
     n = trace.num_programs
     core_of = map_programs(policy, n, machine)
-    pcs = _static(trace, machine)
-    comp, eng, read, write = _aggregate(trace, machine, core_of, pcs)
+    pcs = static_facts(trace.program, machine)[0]
+    issues = {id(e): _issue(machine, trace, e, len(e.programs)) for e in trace.entries if pcs[e.pc].kind == "dma"}
+    comp, eng, read, write = _aggregate(trace, machine, core_of, pcs, issues)
     used = np.unique(core_of)
     bound = cost.level0_bound(
         machine, compute_cycles=comp, dma_engine_cycles=eng.ravel(), read_bytes=read, write_bytes=write
@@ -397,27 +194,14 @@ def simulate_timing(
     W = int(wave.max(initial=-1)) + 1
     # an explicit bucket is kept unless the calendar would pass 64k buckets of the level-0 time
     bucket = max(bucket_cycles, bound.cycles / 65536) if bucket_cycles else _auto_bucket(trace, pcs, W, bound.cycles)
-    st = _State(machine, trace, bucket, max_events if collect_events else None)
-    plan = []
-    for p, pc, entry in _ops(trace, pcs, merge=not collect_events):
-        progs = np.asarray(entry.programs, dtype=np.int64)
-        w = wave[progs]
-        o = np.argsort(w, kind="stable")
-        plan.append((STEPS[p.kind], p, pc, entry, progs, o, np.searchsorted(w[o], np.arange(W + 1)).tolist()))
-    per_core = np.bincount(core_of, minlength=machine.total_cores)
-    for w in range(W):
-        st.live_cores = np.flatnonzero(per_core > w)
-        for step, p, pc, entry, progs, o, bounds in plan:
-            lo, hi = bounds[w], bounds[w + 1]
-            if lo == hi:
-                continue
-            rows = o[lo:hi]
-            pr = progs[rows]
-            step(st, p, pc, entry, rows, core_of[pr], pr)
-            st.instrs += p.count * (hi - lo)
+    steps = merged_steps(trace, pcs, merge=not collect_events)
+    st = replay(trace, machine, steps, core_of, wave, W, issues, bucket, max_events if collect_events else None)
+    # the compute engine is busy for the cost of every compute and sync row (whole cycles: exact sums)
+    st.busy[1] = comp
     cycles = float(max(st.eng.max(initial=0.0), st.done.max(initial=0.0)))
     prog = trace.program
     names = [f"{ins.mnemonic} @ {prog.loc_of(i)}" for i, ins in enumerate(prog.instrs)] if collect_events else []
+    counts = [(p.count, p, len(e.programs)) for p, _, e in steps]
     return Profile(
         machine=machine.name,
         clock_ghz=machine.clock_ghz,
@@ -429,9 +213,9 @@ def simulate_timing(
         busy_by_core=st.busy,
         read_bytes=st.read_bytes,
         write_bytes=st.write_bytes,
-        dma_count=st.dmas,
-        instr_count=st.instrs,
-        flops=float(st.flops),
+        dma_count=sum(k for _, p, k in counts if p.kind == "dma"),
+        instr_count=sum(c * k for c, _, k in counts),
+        flops=float(sum(p.flops * k for _, p, k in counts)),
         peak_hbm_bytes_per_cycle=machine.domain.hbm_bytes_per_cycle * machine.total_domains,
         hbm_efficiency=machine.domain.hbm_efficiency,
         peak_flops_per_cycle_core=2.0 * machine.core.matrix.macs_per_cycle["bf16"],
