@@ -7,6 +7,18 @@ plate's parser before the pir stage runs."""
 import pytest
 
 
+@pytest.fixture(scope="module")
+def plate_mini_module():
+    """The plate-mini machine (4 domains x 2 cores) as device 0 for a whole test module."""
+    from triton_plate_backend.sim import device as sim_device
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PLATE_MACHINE", "plate-mini")
+        sim_device.reset_device(0)
+        yield sim_device.get_device(0)
+    sim_device.reset_device(0)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _ttir_oracle_on_every_compile():
     from ttir_oracle import compare

@@ -4,7 +4,6 @@ fallback of an op plate cannot compile. The model suite is tests/test_models.py.
 
 from __future__ import annotations
 
-import os
 import re
 import warnings
 
@@ -24,21 +23,12 @@ from inductor_plate.wrapper import PlateWrapperCodegen
 from triton_plate_backend import compiler as plate_compiler
 from triton_plate_backend.driver import PLATE_ARCH, PlateDriver
 from triton_plate_backend.errors import CompileError
-from triton_plate_backend.sim import device as sim_device
 
 
 @pytest.fixture(scope="module", autouse=True)
-def mini():
+def mini(plate_mini_module):
     """Every test here runs on the plate-mini machine (4 domains x 2 cores)."""
-    saved = os.environ.get("PLATE_MACHINE")
-    os.environ["PLATE_MACHINE"] = "plate-mini"
-    sim_device.reset_device(0)
-    yield sim_device.get_device(0)
-    if saved is None:
-        os.environ.pop("PLATE_MACHINE", None)
-    else:
-        os.environ["PLATE_MACHINE"] = saved
-    sim_device.reset_device(0)
+    return plate_mini_module
 
 
 @pytest.fixture(autouse=True)

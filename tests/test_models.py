@@ -20,23 +20,15 @@ from torch._inductor.utils import run_and_get_code
 
 import inductor_plate  # noqa: F401  (registers plate with Inductor; the discovery hook would too)
 from inductor_plate import model_suite
-from triton_plate_backend.sim import device as sim_device
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOL = {"rtol": 1e-4, "atol": 1e-4}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def mini():
-    saved = os.environ.get("PLATE_MACHINE")
-    os.environ["PLATE_MACHINE"] = "plate-mini"
-    sim_device.reset_device(0)
-    yield sim_device.get_device(0)
-    if saved is None:
-        os.environ.pop("PLATE_MACHINE", None)
-    else:
-        os.environ["PLATE_MACHINE"] = saved
-    sim_device.reset_device(0)
+def mini(plate_mini_module):
+    """Every test here runs on the plate-mini machine (4 domains x 2 cores)."""
+    return plate_mini_module
 
 
 @pytest.fixture(autouse=True)
