@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from triton_plate_backend.dtypes import NUMPY, UNSIGNED
 from triton_plate_backend.errors import MemoryFault, SimulatorError
-from triton_plate_backend.sim import dma
+from triton_plate_backend.sim import atomics, dma
 from triton_plate_backend.sim.memory import DeviceMemory
 
 STRIPE = 4096
@@ -447,7 +447,7 @@ def test_atomic_rmw_matches_sequential_reference(mem, data):
     vals = vals.reshape(P, n)
     want = init.copy()
     want_old = ref_atomic(want, op, idx, vals, mask, dtype)
-    old, tr = dma.atomic_rmw(mem, op, rec.base + idx * npdt.itemsize, vals, mask, dtype)
+    old, tr = atomics.atomic_rmw(mem, op, rec.base + idx * npdt.itemsize, vals, mask, dtype)
     assert old.dtype == npdt
     bits = f"u{npdt.itemsize}"
     if op in ("max", "min") and not dtype.startswith("i"):
@@ -466,7 +466,7 @@ def test_4096_atomics_to_one_address(mem, dtype, op):
     npdt = NUMPY[dtype]
     P = 64
     vals = np.arange(P * 64).reshape(P, 64).astype(npdt)
-    old, _ = dma.atomic_rmw(mem, op, np.full((P, 64), rec.base), vals, None, dtype)
+    old, _ = atomics.atomic_rmw(mem, op, np.full((P, 64), rec.base), vals, None, dtype)
     t = typed(mem, rec, dtype)
     flat = np.arange(P * 64)
     if op in ("add", "fadd"):
@@ -482,47 +482,47 @@ def test_atomic_add_histogram_and_wraparound(mem):
     rec = mem.alloc(16 * 4)
     rng = np.random.default_rng(1)
     bins = rng.integers(0, 16, (32, 128))
-    dma.atomic_rmw(mem, "add", rec.base + bins * 4, np.ones((32, 128), np.int32), None, "i32")
+    atomics.atomic_rmw(mem, "add", rec.base + bins * 4, np.ones((32, 128), np.int32), None, "i32")
     assert np.array_equal(typed(mem, rec, "i32"), np.bincount(bins.ravel(), minlength=16))
     r8 = mem.alloc(1)
-    old, _ = dma.atomic_rmw(mem, "add", np.full((1, 3), r8.base), np.array([[100, 100, 100]], np.int8), None, "i8")
+    old, _ = atomics.atomic_rmw(mem, "add", np.full((1, 3), r8.base), np.array([[100, 100, 100]], np.int8), None, "i8")
     assert old.tolist() == [[0, 100, -56]] and typed(mem, r8, "i8")[0] == 44
 
 
 def test_fadd_f16_rounds_each_step(mem):
     rec = mem.alloc(2)
     typed(mem, rec, "f16")[0] = 2048
-    old, _ = dma.atomic_rmw(mem, "fadd", np.full((100, 1), rec.base), np.ones((100, 1), np.float16), None, "f16")
+    old, _ = atomics.atomic_rmw(mem, "fadd", np.full((100, 1), rec.base), np.ones((100, 1), np.float16), None, "f16")
     assert typed(mem, rec, "f16")[0] == 2048 and (old == 2048).all()  # 2048 + 1 rounds back to 2048 every time
 
 
 def test_float_max_ignores_nan_and_umax_is_unsigned(mem):
     rec = mem.alloc(8)
-    old, _ = dma.atomic_rmw(
+    old, _ = atomics.atomic_rmw(
         mem, "max", np.full((1, 3), rec.base), np.array([[np.nan, 3.0, -1.0]], np.float32), None, "f32"
     )
     assert typed(mem, rec, "f32")[0] == 3.0
     r = mem.alloc(4)
-    dma.atomic_rmw(mem, "umax", np.array([[r.base, r.base]]), np.array([[5, -1]], np.int32), None, "i32")
+    atomics.atomic_rmw(mem, "umax", np.array([[r.base, r.base]]), np.array([[5, -1]], np.int32), None, "i32")
     assert typed(mem, r, "i32")[0] == -1  # 0xffffffff is the largest unsigned value
-    dma.atomic_rmw(mem, "max", np.array([[r.base]]), np.array([[5]], np.int32), None, "i32")
+    atomics.atomic_rmw(mem, "max", np.array([[r.base]]), np.array([[5]], np.int32), None, "i32")
     assert typed(mem, r, "i32")[0] == 5
 
 
 def test_atomic_type_errors(mem):
     rec = mem.alloc(8)
     with pytest.raises(SimulatorError, match="fadd"):
-        dma.atomic_rmw(mem, "add", np.array([[rec.base]]), np.array([[1.0]], np.float32), None, "f32")
+        atomics.atomic_rmw(mem, "add", np.array([[rec.base]]), np.array([[1.0]], np.float32), None, "f32")
     with pytest.raises(SimulatorError):
-        dma.atomic_rmw(mem, "fadd", np.array([[rec.base]]), np.array([[1]], np.int32), None, "i32")
+        atomics.atomic_rmw(mem, "fadd", np.array([[rec.base]]), np.array([[1]], np.int32), None, "i32")
     with pytest.raises(SimulatorError, match="unknown op"):
-        dma.atomic_rmw(mem, "nand", np.array([[rec.base]]), np.array([[1]], np.int32), None, "i32")
+        atomics.atomic_rmw(mem, "nand", np.array([[rec.base]]), np.array([[1]], np.int32), None, "i32")
 
 
 def test_atomic_faults_before_any_update(mem):
     rec = mem.alloc(8)
     with pytest.raises(MemoryFault) as e:
-        dma.atomic_rmw(mem, "add", np.array([[rec.base], [rec.base + 8]]), np.ones((2, 1), np.int32), None, "i32")
+        atomics.atomic_rmw(mem, "add", np.array([[rec.base], [rec.base + 8]]), np.ones((2, 1), np.int32), None, "i32")
     assert e.value.programs == [1] and typed(mem, rec, "i32")[0] == 0
 
 
@@ -532,14 +532,14 @@ def test_cas_lock_acquisition_order(mem):
     addrs = np.full((P, 1), lock.base)
     me = (np.arange(P) + 1).reshape(P, 1).astype(np.int32)
     # everyone tries to take the free lock: program 0 (first in order) wins, the rest see its id
-    old, tr = dma.atomic_cas(mem, addrs, np.zeros((P, 1), np.int32), me, None, "i32")
+    old, tr = atomics.atomic_cas(mem, addrs, np.zeros((P, 1), np.int32), me, None, "i32")
     assert old[0, 0] == 0 and (old[1:, 0] == 1).all() and typed(mem, lock, "i32")[0] == 1
     # program 0 releases (1 -> 0) and, later in order, program 5 and then 7 try: 5 wins
     mask = np.zeros((P, 1), bool)
     mask[[0, 5, 7]] = True
     cmp = np.where(np.arange(P)[:, None] == 0, 1, 0).astype(np.int32)
     val = np.where(np.arange(P)[:, None] == 0, 0, me).astype(np.int32)
-    old, tr = dma.atomic_cas(mem, addrs, cmp, val, mask, "i32")
+    old, tr = atomics.atomic_cas(mem, addrs, cmp, val, mask, "i32")
     assert old[[0, 5, 7], 0].tolist() == [1, 0, 6] and typed(mem, lock, "i32")[0] == 6
     assert tr.elements.tolist() == mask[:, 0].astype(int).tolist()
 
@@ -548,12 +548,12 @@ def test_cas_float_compares_bits(mem):
     rec = mem.alloc(4)
     t = typed(mem, rec, "f32")
     t[0] = -0.0
-    old, _ = dma.atomic_cas(
+    old, _ = atomics.atomic_cas(
         mem, np.array([[rec.base]]), np.array([[0.0]], np.float32), np.array([[1.0]], np.float32), None, "f32"
     )
     assert t[0] == 0.0 and np.signbit(t[0])  # +0.0 != -0.0 bitwise: no swap
     t[0] = np.nan
-    dma.atomic_cas(
+    atomics.atomic_cas(
         mem, np.array([[rec.base]]), np.array([[np.nan]], np.float32), np.array([[2.0]], np.float32), None, "f32"
     )
     assert t[0] == 2.0  # same NaN bits compare equal
@@ -568,7 +568,7 @@ def test_registered_numpy_array_through_dma(mem):
     assert tr.bytes_by_domain[:, 2].tolist() == [16.0, 16.0] and tr.bytes_by_domain.sum() == 32
     dma.store_strided(mem, np.array([rec.base + 4]), -np.ones((1, 3), np.float32), *box_args(1, (3,), [1]))
     assert host[:5].tolist() == [0, -1, -1, -1, 4]
-    dma.atomic_rmw(mem, "fadd", np.array([[rec.base + 124]]), np.array([[0.5]], np.float32), None, "f32")
+    atomics.atomic_rmw(mem, "fadd", np.array([[rec.base + 124]]), np.array([[0.5]], np.float32), None, "f32")
     assert host[31] == 31.5
     with pytest.raises(MemoryFault):
         dma.gather(mem, np.array([[rec.base + 128]]), None, "f32", 0)
@@ -609,7 +609,7 @@ def test_atomic_cas_matches_sequential_reference(mem, data):
     mask = np.array(data.draw(st.lists(st.booleans(), min_size=P * n, max_size=P * n))).reshape(P, n)
     want = init.copy()
     want_old = ref_atomic(want, "cas", idx, vals, mask, dtype, cmp=cmp)
-    old, _ = dma.atomic_cas(mem, rec.base + idx * npdt.itemsize, cmp, vals, mask, dtype)
+    old, _ = atomics.atomic_cas(mem, rec.base + idx * npdt.itemsize, cmp, vals, mask, dtype)
     assert np.array_equal(old[mask], want_old[mask]) and np.array_equal(t, want)
 
 

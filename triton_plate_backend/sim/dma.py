@@ -1,4 +1,4 @@
-"""Functional semantics of every device-memory access (dma.* and atom.*), batched over program
+"""Functional semantics of the DMA accesses (dma.*; the atomics are in sim/atomics.py), batched over program
 instances: axis 0 of every array is the program instance (P of them), the rest is the tile.
 
 Nothing here touches host memory before every element that will be touched has been checked
@@ -8,7 +8,7 @@ neither checked nor touched. Misaligned elements fault as on a GPU.
 Each access also returns its Traffic (sim/trace.py TraceEntry fields): bytes per HOME domain per
 program, elements moved, and contiguous runs (a run continues while the next element in row-major
 order is at the adjacent address, ascending or descending; gathers and atomics count one run per
-element). Atomics count each element's item size once, like a load.
+element).
 """
 
 from __future__ import annotations
@@ -18,14 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import BITS, NUMPY, UNSIGNED, is_float
+from ..dtypes import NUMPY, is_float
 from ..errors import SimulatorError
 from ..isa.program import contiguous_strides
-from ..isa.table import ENUMS, INT_DTYPES, ITEMSIZE
 from .memory import DeviceMemory
-
-# groups of one address with more elements than this apply by ufunc.accumulate, not rank rounds
-_BIG_GROUP = 64
 
 
 @dataclass
@@ -493,178 +489,3 @@ def _box_unique(box: _Box, pos: np.ndarray) -> bool:
     order = np.argsort(starts)
     starts, ends = starts[order], starts[order] + lens[order]
     return bool(np.all(ends[:-1] <= starts[1:]))
-
-
-# ---- atomics ---------------------------------------------------------------------------------------
-def _integer(dtype: str) -> bool:
-    return dtype in INT_DTYPES and dtype != "i1"
-
-
-def _bitwise(dtype: str) -> bool:
-    return dtype in INT_DTYPES
-
-
-def _arith_float(dtype: str) -> bool:
-    return dtype in ("f16", "bf16", "f32", "f64")
-
-
-# op -> (numpy combine (None: chosen by dtype), dtypes it is defined on, memory view it works in)
-ATOMIC_OPS = {
-    "add": (np.add, _integer, "signed"),  # wraps around
-    "fadd": (np.add, _arith_float, "float"),
-    # float max/min are IEEE maxNum/minNum (a NaN operand loses to a number), like CUDA fmaxf/fminf
-    "max": (None, lambda d: _integer(d) or _arith_float(d), "signed"),
-    "min": (None, lambda d: _integer(d) or _arith_float(d), "signed"),
-    "umax": (np.maximum, _integer, "unsigned"),
-    "umin": (np.minimum, _integer, "unsigned"),
-    "and": (np.bitwise_and, _bitwise, "signed"),
-    "or": (np.bitwise_or, _bitwise, "signed"),
-    "xor": (np.bitwise_xor, _bitwise, "signed"),
-    "xchg": (None, lambda d: d in NUMPY, "bits"),
-}
-assert set(ATOMIC_OPS) == set(ENUMS["atom"]), "ATOMIC_OPS must cover the ISA's atom enum"
-
-
-def _combine_of(op: str, dtype: str):
-    ufunc = ATOMIC_OPS[op][0]
-    if op in ("max", "min"):
-        if is_float(dtype):
-            return np.fmax if op == "max" else np.fmin
-        return np.maximum if op == "max" else np.minimum
-    return ufunc
-
-
-def _work_dtype(view: str, dtype: str) -> np.dtype:
-    if view == "bits" or (dtype == "i1"):
-        return BITS[dtype]
-    return UNSIGNED[dtype] if view == "unsigned" else NUMPY[dtype]
-
-
-def _atomic_operands(mem, addrs, mask, dtype, what):
-    storage = _storage(dtype)
-    shape, flat, m = _flat(addrs, mask)
-    pos = mem.locate(flat, storage.itemsize, m, f"atomic {what} of {dtype}")
-    av, progs = _elements_of(flat, m)
-    return shape, flat, m, pos, av, progs
-
-
-def _select(values, shape, m, dtype, work):
-    v = _to_storage(np.broadcast_to(values, shape), dtype).reshape(shape[0], math.prod(shape[1:]))
-    v = v.reshape(-1) if m is None else v[m]
-    return v.view(work)
-
-
-def _finish(mem, shape, m, pos, av, progs, old, dtype):
-    nprog = shape[0]
-    old = old.view(_storage(dtype))
-    if m is None:
-        out = old.reshape(shape)
-    else:
-        out = np.zeros((nprog, m.shape[1]), old.dtype)
-        out[m] = old
-    traffic = _element_traffic(mem, pos, av, progs, nprog, ITEMSIZE[dtype])
-    return _from_storage(out.reshape(shape), dtype), traffic
-
-
-def atomic_rmw(mem: DeviceMemory, op: str, addrs, values, mask, dtype: str):
-    """old = mem[a]; mem[a] = op(old, v), element by element in (program, row-major) order, each
-    seeing the ones before it. Returns (old values [P, *shape] (0 where masked off), Traffic)."""
-    if op not in ATOMIC_OPS:
-        raise SimulatorError(f"atom.rmw: unknown op {op!r}; expected one of {', '.join(ATOMIC_OPS)}")
-    _, ok, view = ATOMIC_OPS[op]
-    if not ok(dtype):
-        raise SimulatorError(
-            f"atom.rmw.{op} is not defined on {dtype}; use "
-            + ("fadd for floats, add for integers" if op in ("add", "fadd") else "another dtype")
-        )
-    work = _work_dtype(view, dtype)
-    shape, flat, m, pos, av, progs = _atomic_operands(mem, addrs, mask, dtype, op)
-    v = _select(values, shape, m, dtype, work)
-    if op == "xchg":
-        old = _sequential(mem, pos, av, work, v, lambda cur, k: v[k], "xchg")
-    else:
-        fn = _combine_of(op, dtype)
-        old = _sequential(mem, pos, av, work, v, lambda cur, k: fn(cur, v[k]), op, fn)
-    return _finish(mem, shape, m, pos, av, progs, old, dtype)
-
-
-def atomic_cas(mem: DeviceMemory, addrs, cmp, values, mask, dtype: str):
-    """old = mem[a]; if old == cmp (bit patterns, as CUDA atomicCAS): mem[a] = v; element by
-    element in (program, row-major) order. Returns (old values, Traffic)."""
-    work = BITS[dtype]
-    shape, flat, m, pos, av, progs = _atomic_operands(mem, addrs, mask, dtype, "cas")
-    c = _select(cmp, shape, m, dtype, work)
-    v = _select(values, shape, m, dtype, work)
-    old = _sequential(mem, pos, av, work, v, lambda cur, k: np.where(cur == c[k], v[k], cur), "cas", cmp=c)
-    return _finish(mem, shape, m, pos, av, progs, old, dtype)
-
-
-def _sequential(mem, pos, av, work, v, step, kind, ufunc=None, cmp=None):
-    """Apply ``step(cur, k)`` for elements k in order, grouping equal addresses; return old values."""
-    n = av.size
-    if n == 0:
-        return np.zeros(0, work)
-    order = _address_order(av)  # stable: each address keeps program order
-    sa = av[order]
-    new = np.empty(n, bool)
-    new[0] = True
-    np.not_equal(sa[1:], sa[:-1], out=new[1:])
-    gstart = np.nonzero(new)[0]
-    gpos = pos if isinstance(pos, (int, np.integer)) else pos[order][gstart]
-    cur0 = _read(mem, gpos, sa[gstart], work)
-    if gstart.size == n:  # no address repeats: one vectorized step
-        old_sorted = cur0
-        final = step(cur0, order)
-    else:
-        old_sorted, final = _segmented(kind, ufunc, cur0, order, v, cmp, gstart, n, step)
-    _write(mem, gpos, sa[gstart], np.asarray(final, work), unique=True)
-    old = np.empty(n, work)
-    old[order] = old_sorted
-    return old
-
-
-def _segmented(kind, ufunc, cur0, order, v, cmp, gstart, n, step):
-    """Exclusive scan of the step within each run of equal addresses (sorted order)."""
-    sv = v[order]
-    ngroups = gstart.size
-    sizes = np.diff(np.append(gstart, n))
-    gid = np.repeat(np.arange(ngroups), sizes)
-    gend = gstart + sizes - 1
-    old = np.empty(n, sv.dtype)
-    if kind == "xchg":
-        old[1:] = sv[:-1]
-        old[gstart] = cur0
-        return old, sv[gend]
-    if kind in ("add", "xor"):  # integer and invertible: global scan, then rebase
-        incl = ufunc.accumulate(sv, dtype=sv.dtype)
-        excl = incl - sv if kind == "add" else incl ^ sv
-        off = excl[gstart]
-        if kind == "add":
-            return cur0[gid] + (excl - off[gid]), cur0 + (incl[gend] - off)
-        return cur0[gid] ^ excl ^ off[gid], cur0 ^ incl[gend] ^ off
-    final = cur0.copy()
-    rank = np.arange(n) - gstart[gid]
-    big = np.nonzero(sizes > _BIG_GROUP)[0]
-    for g in big:  # a hot address (a lock, a global counter): one pass along it
-        s, e = gstart[g], gend[g] + 1
-        if ufunc is not None:
-            acc = ufunc.accumulate(np.concatenate([cur0[g : g + 1], sv[s:e]]), dtype=sv.dtype)
-            old[s:e], final[g] = acc[:-1], acc[-1]
-        else:  # cas: a Python loop over the group's elements
-            cur, cs, vs, olds = cur0[g], cmp[order[s:e]].tolist(), sv[s:e].tolist(), []
-            cur = cur.item()
-            for c, x in zip(cs, vs):
-                olds.append(cur)
-                if cur == c:
-                    cur = x
-            old[s:e], final[g] = olds, cur
-    small = np.nonzero(sizes[gid] <= _BIG_GROUP)[0]
-    if small.size:  # rank rounds: all groups' r-th elements at once
-        by_rank = small[np.argsort(rank[small], kind="stable")]
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(rank[small]))])
-        for r in range(bounds.size - 1):
-            k = by_rank[bounds[r] : bounds[r + 1]]
-            g = gid[k]
-            old[k] = final[g]
-            final[g] = step(final[g], order[k])
-    return old, final

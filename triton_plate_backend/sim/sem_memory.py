@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import IsaError
-from . import dma
+from . import atomics, dma
 from . import numerics as nx
 
 
@@ -95,7 +95,7 @@ def _rmw(st, ins):
     d, addr, v, m = ins.operands
     t = _same_values(st, ins, d, v)
     addrs, mask = _addresses(st, ins, addr, m, t)
-    old, traffic = dma.atomic_rmw(st.memory, ins.suffixes[0], addrs, st.read(v), mask, t.dtype)
+    old, traffic = atomics.atomic_rmw(st.memory, ins.suffixes[0], addrs, st.read(v), mask, t.dtype)
     st.write(d, old)
     return traffic
 
@@ -104,7 +104,7 @@ def _cas(st, ins):
     d, addr, cmp, v, m = ins.operands
     t = _same_values(st, ins, d, cmp, v)
     addrs, mask = _addresses(st, ins, addr, m, t)
-    old, traffic = dma.atomic_cas(st.memory, addrs, st.read(cmp), st.read(v), mask, t.dtype)
+    old, traffic = atomics.atomic_cas(st.memory, addrs, st.read(cmp), st.read(v), mask, t.dtype)
     st.write(d, old)
     return traffic
 
