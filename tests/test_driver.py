@@ -175,18 +175,7 @@ def test_tritons_do_bench_measures_modeled_time(mini, active):
     assert ms == pytest.approx(0.04)
 
 
-# ---- with the simulator: real launches (need the executor and the timing model) ----------------------
-@pytest.fixture
-def simulator():
-    pytest.importorskip("triton_plate_backend.sim.executor", reason="executor not written yet")
-    pytest.importorskip("triton_plate_backend.sim.timing", reason="timing model not written yet")
-
-
-@pytest.fixture
-def lowering():
-    pytest.importorskip("triton_plate_backend.passes.pipeline", reason="lowering pipeline not written yet")
-
-
+# ---- with the simulator: real launches ----------------------------------------------------------------
 @triton.jit
 def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -194,7 +183,7 @@ def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
 
 
-def test_do_bench_on_a_kernel(active, simulator, lowering):
+def test_do_bench_on_a_kernel(active):
     import torch
 
     x = torch.randn(4096)
@@ -212,7 +201,7 @@ def triton_plate_backend_last_profile():
     return triton_plate_backend.last_profile()
 
 
-def test_autotune_picks_by_modeled_time(active, simulator, lowering):
+def test_autotune_picks_by_modeled_time(active):
     import torch
 
     configs = [triton.Config({"BLOCK": b}) for b in (32, 256, 1024)]

@@ -43,17 +43,6 @@ def mini(monkeypatch):
     sim_device.reset_device(0)
 
 
-@pytest.fixture
-def simulator():
-    pytest.importorskip("triton_plate_backend.sim.executor", reason="executor not written yet")
-    pytest.importorskip("triton_plate_backend.sim.timing", reason="timing model not written yet")
-
-
-@pytest.fixture
-def lowering():
-    pytest.importorskip("triton_plate_backend.passes.pipeline", reason="lowering pipeline not written yet")
-
-
 class Hooks:
     def __init__(self):
         self.calls = []
@@ -182,7 +171,7 @@ def _launch_vec_add(launcher, handle, x, y, o, hooks=None, grid=None):
     launcher(*grid, 0, handle, None, {"name": "vec_add"}, h.enter, h.exit, x, y, o, x.numel())
 
 
-def test_launch_from_the_binary_alone(mini, simulator, monkeypatch):
+def test_launch_from_the_binary_alone(mini, monkeypatch):
     monkeypatch.setenv("PLATE_HOST_MEMORY", "1")
     launcher = PlateLauncher(VEC_ADD_SIG, Meta("vec_add", "plate-mini", 4, 1, 0x3000))
     x, y = torch.randn(3000), torch.randn(3000)
@@ -198,7 +187,7 @@ def test_launch_from_the_binary_alone(mini, simulator, monkeypatch):
     assert triton_plate_backend.last_profile() is mini.last_profile and mini.clock_ns == mini.last_profile.time_ns
 
 
-def test_out_of_bounds_access_faults_and_frees_the_host_buffers(mini, simulator, monkeypatch):
+def test_out_of_bounds_access_faults_and_frees_the_host_buffers(mini, monkeypatch):
     from triton_plate_backend.errors import MemoryFault
 
     monkeypatch.setenv("PLATE_HOST_MEMORY", "1")
@@ -209,7 +198,7 @@ def test_out_of_bounds_access_faults_and_frees_the_host_buffers(mini, simulator,
     assert mini.memory.allocations == [] and mini.launches == 0
 
 
-def test_concurrent_launches_from_threads(mini, simulator, monkeypatch):
+def test_concurrent_launches_from_threads(mini, monkeypatch):
     monkeypatch.setenv("PLATE_HOST_MEMORY", "1")
     launcher = PlateLauncher(VEC_ADD_SIG, Meta("vec_add", "plate-mini", 4, 1, 0x3000))
     handle = _vec_add_handle()
@@ -236,7 +225,7 @@ def test_concurrent_launches_from_threads(mini, simulator, monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["dir", "file"])
-def test_trace_per_launch(mini, simulator, monkeypatch, tmp_path, mode):
+def test_trace_per_launch(mini, monkeypatch, tmp_path, mode):
     target = tmp_path / ("traces" if mode == "dir" else "last.json")
     monkeypatch.setenv("PLATE_TRACE", str(target))
     monkeypatch.setenv("PLATE_HOST_MEMORY", "1")
@@ -275,7 +264,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 
-def test_jit_vector_add(active, simulator, lowering):
+def test_jit_vector_add(active):
     x, y = torch.randn(3000), torch.randn(3000)
     out = torch.empty_like(x)
     k = add_kernel[(triton.cdiv(3000, 1024),)](x, y, out, 3000, BLOCK=1024)
@@ -284,7 +273,7 @@ def test_jit_vector_add(active, simulator, lowering):
     assert "add_kernel" in k.asm["pasm"]
 
 
-def test_jit_launch_hooks(active, simulator, lowering):
+def test_jit_launch_hooks(active):
     from triton import knobs
 
     seen = []
@@ -308,7 +297,7 @@ def test_jit_launch_hooks(active, simulator, lowering):
     torch.testing.assert_close(out, 2 * x, rtol=0, atol=0)
 
 
-def test_jit_threads(active, simulator, lowering):
+def test_jit_threads(active):
     xs = [torch.randn(2048) for _ in range(3)]
     outs = [torch.empty(2048) for _ in xs]
     add_kernel[(2,)](xs[0], xs[0], outs[0], 2048, BLOCK=1024)  # compile once, then race launches
@@ -331,14 +320,14 @@ def test_jit_threads(active, simulator, lowering):
         torch.testing.assert_close(o, 2 * x, rtol=0, atol=0)
 
 
-def test_jit_cpu_tensor_without_host_memory_mode(active, simulator, lowering, monkeypatch):
+def test_jit_cpu_tensor_without_host_memory_mode(active, monkeypatch):
     monkeypatch.delenv("PLATE_HOST_MEMORY")
     x = torch.randn(128)
     with pytest.raises(ValueError, match=r"Pointer argument \(at 0\) cannot be accessed from Triton \(cpu tensor\?\)"):
         add_kernel[(1,)](x, x, x, 128, BLOCK=128)
 
 
-def test_cache_hit_in_a_fresh_process_runs_from_the_cached_binary(active, simulator, lowering, tmp_path):
+def test_cache_hit_in_a_fresh_process_runs_from_the_cached_binary(active, tmp_path):
     """A second process finds the kernel in Triton's cache: it has only the .pbin bytes and the metadata."""
     import importlib.util
     import subprocess

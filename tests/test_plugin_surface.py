@@ -277,13 +277,8 @@ def test_ttir_stage_output_reads_with_our_parser():
     assert module is not None
 
 
-# ---- full compiles (need the lowering core) --------------------------------------------------------
-@pytest.fixture
-def lowering():
-    pytest.importorskip("triton_plate_backend.passes.pipeline", reason="lowering pipeline not written yet")
-
-
-def test_compile_produces_every_stage(plate_env, lowering, monkeypatch):
+# ---- full compiles -------------------------------------------------------------------------------------
+def test_compile_produces_every_stage(plate_env, monkeypatch):
     from triton_plate_backend.isa.asm import assemble
     from triton_plate_backend.isa.encoding import decode
 
@@ -302,7 +297,7 @@ def test_compile_produces_every_stage(plate_env, lowering, monkeypatch):
     assert {".ttir", ".pir", ".pasm"} <= set(dumped)
 
 
-def test_compile_cache_key_follows_the_machine(plate_env, lowering, monkeypatch):
+def test_compile_cache_key_follows_the_machine(plate_env, monkeypatch):
     src = ASTSource(add_kernel, signature=ADD_SIG, constexprs={"BLOCK": 64})
     a = triton.compile(src, target=TARGET)
     monkeypatch.setenv("PLATE_MACHINE", "plate1")
@@ -310,7 +305,7 @@ def test_compile_cache_key_follows_the_machine(plate_env, lowering, monkeypatch)
     assert a.hash != b.hash and b.metadata.machine == "plate1"
 
 
-def test_compile_from_a_ttir_file(plate_env, lowering):
+def test_compile_from_a_ttir_file(plate_env):
     """triton.compile(path.ttir) skips our ttir stage and starts at pir (IR-level tests use this)."""
     k = triton.compile(ASTSource(add_kernel, signature=ADD_SIG, constexprs={"BLOCK": 64}), target=TARGET)
     path = plate_env / "add_kernel.ttir"
@@ -319,7 +314,7 @@ def test_compile_from_a_ttir_file(plate_env, lowering):
     assert again.metadata.name == "add_kernel" and again.asm["pasm"] == k.asm["pasm"]
 
 
-def test_pbin_stage_assembles_plain_text_and_pasm_needs_the_program(plate_env, lowering):
+def test_pbin_stage_assembles_plain_text_and_pasm_needs_the_program(plate_env):
     from triton_plate_backend.isa.encoding import decode
 
     stages, mod, _ = _make_ttir(add_kernel, ADD_SIG, {"BLOCK": 128}, {"machine": "plate-mini"})
@@ -334,7 +329,7 @@ def test_pbin_stage_assembles_plain_text_and_pasm_needs_the_program(plate_env, l
         stages["pasm"](str(pir), md)
 
 
-def test_a_failing_lowering_points_to_a_reproducer(plate_env, lowering, monkeypatch):
+def test_a_failing_lowering_points_to_a_reproducer(plate_env, monkeypatch):
     from triton_plate_backend.errors import CompileError
     from triton_plate_backend.passes import pipeline
 
