@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from triton_plate_backend.sim import numerics as nx
@@ -168,6 +168,9 @@ def test_fma_f32_rounds_once(a, b, c):
 
 @settings(max_examples=150, deadline=None)
 @given(st.floats(-1e150, 1e150), st.floats(-1e150, 1e150), st.floats(-1e300, 1e300))
+@example(1.5, 1.1498320780359375e-294, 1.1498320780359375e-294)  # subnormal result: CI found a double rounding
+@example(2.0**-600, 2.0**-500, 2.0**-1074)
+@example(2.0**970, 2.0**40 + 1, -(2.0**1009))  # product beyond the fast path's safe range
 def test_fma_f64_rounds_once(a, b, c):
     got = nx.fma64(np.array([a]), np.array([b]), np.array([c]))[0]
     assert got == float(Fraction(a) * Fraction(b) + Fraction(c))

@@ -19,6 +19,7 @@ wraps modulo 2**w; "signed"/"unsigned" views reinterpret the same bits.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
@@ -276,24 +277,39 @@ def _two_product(a, b):
 
 
 def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Correctly rounded a*b + c in float64 (Boldo & Melquiond 2008, rounding to odd). Operands
-    whose product or sum nears overflow or underflow fall back to two roundings."""
+    """Correctly rounded a*b + c in float64 (Boldo & Melquiond 2008, rounding to odd). Finite
+    operands whose product or sum nears overflow or underflow, where the error-free transforms
+    lose bits, are computed exactly as rationals instead (rare, so the per-element cost is fine)."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(v, F64) for v in (a, b, c)))
     uh, ul = _two_product(a, b)
     th, tl = _two_sum(c, uh)
     v = _add_round_to_odd(tl, ul)
     r = th + v
-    plain = a * b + c
+    out = np.array(a * b + c, dtype=F64)  # right whenever an operand is inf/nan
     big = 2.0**960
     safe = (
         np.isfinite(r)
-        & np.isfinite(plain)
         & (np.abs(a) < big)
         & (np.abs(b) < big)
         & (np.abs(uh) < big)
         & (np.abs(c) < big)
         & ((np.abs(uh) > 1 / big) | (a == 0) | (b == 0))
     )
-    return np.where(safe, r, plain)
+    out = np.where(safe, r, out)
+    edge = ~safe & np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
+    for i in zip(*np.nonzero(edge)):
+        out[i] = _fma_exact(float(a[i]), float(b[i]), float(c[i]))
+    return out
+
+
+def _fma_exact(a: float, b: float, c: float) -> float:
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:  # IEEE: +0 under round-to-nearest unless both addends are zeros of one sign
+        return a * b + c if a == 0 or b == 0 else 0.0
+    try:
+        return float(exact)  # int/int true division rounds correctly, subnormals included
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
 
 
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: str) -> np.ndarray:
