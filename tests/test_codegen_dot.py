@@ -177,3 +177,60 @@ def test_dot_scaled_with_one_scale_and_a_bf16_side():  # upstream test_scaled_do
     (_, _, _, out), _ = run(prog, 1, [a, sa, b, np.zeros((bm, bn), np.float32)])
     a_scaled = a.astype(np.float64) * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, axis=1)
     close(out, a_scaled @ b.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])  # OCP MX spec, table 5
+
+
+def unpack_e2m1(packed: np.ndarray, axis: int) -> np.ndarray:
+    """Two codes per byte along axis, element 2i in the low nibble (Triton's packing)."""
+    lo, hi = E2M1[packed & 15], E2M1[packed >> 4]
+    return np.stack([lo, hi], axis=axis + 1).reshape(*[n * (2 if d == axis else 1) for d, n in enumerate(packed.shape)])
+
+
+@triton.jit
+def dot_scaled_e2m1(a, sa, b, sb, o, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, LHS_FP4: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rg = tl.arange(0, BK // 32)
+    if LHS_FP4:  # a: [BM, BK/2] packed e2m1 with scales, b: bf16 [BK, BN]
+        av = tl.load(a + rm[:, None] * (BK // 2) + tl.arange(0, BK // 2)[None, :])
+        sv = tl.load(sa + rm[:, None] * (BK // 32) + rg[None, :])
+        bv = tl.load(b + tl.arange(0, BK)[:, None] * BN + rn[None, :])
+        d = tl.dot_scaled(av, sv, "e2m1", bv, None, "bf16")
+    else:  # a: e4m3 [BM, BK] with scales, b: [BK/2, BN] packed e2m1 with scales
+        av = tl.load(a + rm[:, None] * BK + tl.arange(0, BK)[None, :])
+        sv = tl.load(sa + rm[:, None] * (BK // 32) + rg[None, :])
+        bv = tl.load(b + tl.arange(0, BK // 2)[:, None] * BN + rn[None, :])
+        tv = tl.load(sb + rn[:, None] * (BK // 32) + rg[None, :])
+        d = tl.dot_scaled(av, sv, "e4m3", bv, tv, "e2m1")
+    tl.store(o + rm[:, None] * BN + rn[None, :], d)
+
+
+@pytest.mark.parametrize("lhs_fp4", [True, False])
+def test_dot_scaled_e2m1_unpacks_low_nibble_first(lhs_fp4):  # upstream test_scaled_dot[...-e2m1-...]
+    bm, bn, bk = 32, 32, 64
+    groups = bk // 32
+    a_type = "*u8" if lhs_fp4 else "*fp8e4nv"
+    b_type = "*bf16" if lhs_fp4 else "*u8"
+    sig = {"a": a_type, "sa": "*u8", "b": b_type, "sb": "*u8", "o": "*fp32"}
+    consts = {"BM": bm, "BN": bn, "BK": bk, "LHS_FP4": lhs_fp4}
+    prog = compile_kernel(dot_scaled_e2m1, {**sig, **dict.fromkeys(consts, "constexpr")}, consts)
+    sa = RNG.integers(120, 135, (bm, groups)).astype(np.uint8)
+    sb = RNG.integers(120, 135, (bn, groups)).astype(np.uint8)
+    sa[3, 1] = 0xFF  # e8m0 NaN: row 3 of the result is NaN
+    if lhs_fp4:
+        a = RNG.integers(0, 256, (bm, bk // 2)).astype(np.uint8)
+        b = RNG.uniform(-1, 1, (bk, bn)).astype(ml_dtypes.bfloat16)
+        a_val, b_val = unpack_e2m1(a, 1), b.astype(np.float64)
+        b_scale = np.ones((bk, bn))
+    else:
+        a = RNG.uniform(-2, 2, (bm, bk)).astype(ml_dtypes.float8_e4m3fn)
+        b = RNG.integers(0, 256, (bk // 2, bn)).astype(np.uint8)
+        a_val, b_val = a.astype(np.float64), unpack_e2m1(b, 0)
+        b_scale = np.repeat(2.0 ** (sb.T.astype(np.float64) - 127), 32, axis=0)
+    a_scale = np.repeat(np.where(sa == 0xFF, np.nan, 2.0 ** (sa.astype(np.float64) - 127)), 32, axis=1)
+    (*_, out), _ = run(prog, 1, [a, sa, b, sb, np.zeros((bm, bn), np.float32)])
+    want = (a_val * a_scale) @ (b_val * b_scale)
+    assert np.isnan(out[3]).all() and np.isnan(want[3]).all()
+    close(np.delete(out, 3, 0), np.delete(want, 3, 0), rtol=1e-5, atol=1e-5)

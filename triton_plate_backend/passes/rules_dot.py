@@ -5,8 +5,9 @@ The accumulator is the C operand's tile when C dies at the dot and owns it (in p
 accumulate in an f32 tile and convert at the end. The product is tiled into m.mma instructions
 on views of at most 32x32 outputs and max_k of K; a 3-D (batched) dot loops over the batch.
 inputPrecision (tf32, tf32x3, ieee, bf16x3, bf16x6) becomes the m.mma suffix for f32 inputs;
-other input types are exact in every mode. tt.dot_scaled scales its fp8 operands by their
-e8m0 exponents (one per 32 K elements) in f32 and multiplies at ieee precision."""
+other input types are exact in every mode. tt.dot_scaled unpacks e2m1 (two codes per byte along
+K), scales its mx operands by their e8m0 exponents (one per 32 K elements) in f32 and multiplies
+at ieee precision."""
 
 from __future__ import annotations
 
@@ -79,14 +80,58 @@ def _lower_tt_dot(ctx, op):
     accumulate(ctx, op, c, A, B, precision(op, A.dtype))
 
 
-def scaled(ctx, x: View, scale: View | None, k_axis: int) -> View:
-    """x (fp8/bf16/fp16) as f32 times 2**(scale - 127), one scale per 32 elements along k_axis
-    (no scale: x as f32). scale is [rows, K/32] for the lhs (k_axis 1) and [cols, K/32] for the
-    rhs (k_axis 0)."""
-    xf = ctx.new("f32", x.shape, what="scaled dot operand")
-    ctx.vec("v.fcvt", xf, x, suffixes=("rtne",))
+FP4_HALF_BITS = 0x3F000000  # 0.5f: e2m1's one subnormal magnitude
+
+
+def decode_e2m1(ctx, nib: View, dst: View) -> None:
+    """dst (f32) = the e2m1 value of each 4-bit code in nib (i32, 0..15): sign bit 3, exponent
+    bits 2:1 (bias 1), mantissa bit 0; codes +-1 are the subnormal +-0.5. Built as f32 bits:
+    magnitude m >= 2 is (m << 22) + (126 << 23)."""
+    shape = nib.shape
+    bits = dst.retype("i32")
+    mag = ctx.new("i32", shape, what="e2m1 magnitudes")
+    ctx.vec("v.and", mag, nib, ctx.fill(7, "i32", shape))
+    ctx.vec("v.shl", bits, mag, ctx.fill(22, "i32", shape))
+    ctx.vec("v.add", bits, bits, ctx.fill(126 << 23, "i32", shape))
+    for code, value in ((1, FP4_HALF_BITS), (0, 0)):
+        hit = ctx.new("i1", shape, what="e2m1 code test")
+        ctx.vec("v.cmpi", hit, mag, ctx.fill(code, "i32", shape), suffixes=("eq",))
+        ctx.vec("v.select", bits, hit, ctx.fill(value, "i32", shape), bits)
+    sign = ctx.new("i32", shape, what="e2m1 signs")
+    ctx.vec("v.and", sign, nib, ctx.fill(8, "i32", shape))
+    ctx.vec("v.shl", sign, sign, ctx.fill(28, "i32", shape))
+    ctx.vec("v.or", bits, bits, sign)
+
+
+def unpack_e2m1(ctx, x: View, k_axis: int) -> View:
+    """x (i8, two e2m1 codes per byte along k_axis, element 2i in the low nibble) as f32 with
+    k_axis twice as long: [M, K/2] -> [M, K] for the lhs, [K/2, N] -> [K, N] for the rhs."""
+    xi = ctx.new("i32", x.shape, what="packed e2m1 bytes")
+    ctx.vec("v.zext", xi, x.retype("i8") if x.dtype != "i8" else x)
+    halves = x.shape[: k_axis + 1] + (2,) + x.shape[k_axis + 1 :]  # [M, K/2, 2] or [K/2, 2, N]
+    out = ctx.new("f32", halves, what="unpacked e2m1 operand")
+    for half, shift in ((0, 0), (1, 4)):
+        nib = ctx.new("i32", x.shape, what="e2m1 codes")
+        ctx.vec("v.shru", nib, xi, ctx.fill(shift, "i32", x.shape))
+        ctx.vec("v.and", nib, nib, ctx.fill(15, "i32", x.shape))
+        decode_e2m1(ctx, nib, out.index(k_axis + 1, half))
+    unpacked = list(x.shape)
+    unpacked[k_axis] *= 2
+    return out.reshape(tuple(unpacked))
+
+
+def scaled(ctx, x: View, kind: str, scale: View | None, k_axis: int) -> View:
+    """x (e2m1 packed in i8, fp8, bf16 or fp16) as f32 times 2**(scale - 127), one scale per 32
+    elements along k_axis (no scale: x as f32); scale 0xFF (e8m0 NaN) makes the group NaN.
+    scale is [rows, K/32] for the lhs (k_axis 1) and [cols, K/32] for the rhs (k_axis 0)."""
+    if kind == "e2m1":
+        xf = unpack_e2m1(ctx, x, k_axis)
+    else:
+        xf = ctx.new("f32", x.shape, what="scaled dot operand")
+        ctx.vec("v.fcvt", xf, x, suffixes=("rtne",))
     if scale is None:
         return xf
+    shape = xf.shape
     groups = scale.shape[1]
     si = ctx.new("i32", scale.shape, what="dot scale exponents")
     ctx.vec("v.zext", si, scale.retype("i8") if scale.dtype != "i8" else scale)
@@ -94,14 +139,20 @@ def scaled(ctx, x: View, scale: View | None, k_axis: int) -> View:
     sf = ctx.new("f32", scale.shape, what="dot scales")
     ctx.vec("v.sitofp", sf, si)
     ctx.vec("v.exp2", sf, sf)
+    nan = ctx.new("i1", scale.shape, what="e8m0 NaN scales")
+    ctx.vec("v.cmpi", nan, si, ctx.fill(255 - 127, "i32", scale.shape), suffixes=("eq",))
+    ctx.vec("v.select", sf, nan, ctx.fill(float("nan"), "f32", scale.shape), sf)
     if k_axis == 1:  # [M, K] as [M, G, 32]; scale [M, G] -> [M, G, 1]
-        x3 = xf.reshape((x.shape[0], groups, x.shape[1] // groups))
+        x3 = xf.reshape((shape[0], groups, shape[1] // groups))
         s3 = sf.expand(2).broadcast(x3.shape)
     else:  # [K, N] as [G, 32, N]; scale [N, G] -> [G, 1, N]
-        x3 = xf.reshape((groups, x.shape[0] // groups, x.shape[1]))
+        x3 = xf.reshape((groups, shape[0] // groups, shape[1]))
         s3 = sf.permute((1, 0)).expand(1).broadcast(x3.shape)
     ctx.vec("v.mul", x3, x3, s3)
     return xf
+
+
+SCALED_KINDS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
 
 
 def _lower_tt_dot_scaled(ctx, op):
@@ -118,12 +169,16 @@ def _lower_tt_dot_scaled(ctx, op):
         a, sa, b, sb, c = ops
     else:
         raise ctx.error("tt.dot_scaled without operandSegmentSizes needs both scales")
+    kinds = {}
     for side in ("lhs", "rhs"):
-        kind = getattr(op.attrs.get(side), "value", "e4m3")
-        if kind not in ("e4m3", "e5m2", "bf16", "fp16"):
-            raise ctx.error(f"tt.dot_scaled with {side} = {kind} is not supported (e4m3, e5m2, bf16, fp16)")
-    A = scaled(ctx, ctx.view(a), None if sa is None else ctx.view(sa), 1)
-    B = scaled(ctx, ctx.view(b), None if sb is None else ctx.view(sb), 0)
+        kinds[side] = getattr(op.attrs.get(side), "value", "e4m3")
+        if kinds[side] not in SCALED_KINDS:
+            raise ctx.error(f"tt.dot_scaled with {side} = {kinds[side]} is not supported ({', '.join(SCALED_KINDS)})")
+        packed_along = op.attrs.get(f"{side}_k_pack")
+        if kinds[side] == "e2m1" and getattr(packed_along, "value", True) is False:
+            raise ctx.error(f"tt.dot_scaled with {side} e2m1 packed along the non-K dimension is not supported")
+    A = scaled(ctx, ctx.view(a), kinds["lhs"], None if sa is None else ctx.view(sa), 1)
+    B = scaled(ctx, ctx.view(b), kinds["rhs"], None if sb is None else ctx.view(sb), 0)
     accumulate(ctx, op, c, A, B, "ieee")
 
 
