@@ -337,3 +337,38 @@ def test_patches_check_and_list(patch_setup, capsys):
     listed = capsys.readouterr().out
     good_row = next(line for line in listed.splitlines() if line.startswith("fakeproj/good.patch"))
     assert "applies" in good_row and "pass 1/1 (before: error)" in good_row  # the last check is remembered
+
+
+def test_runner_compares_with_a_baseline_and_the_interpreter(triton_tree, tmp_path):
+    baseline = tmp_path / "baseline.tsv"
+    alpha = "unit/language/test_alpha.py::"
+    baseline.write_text(
+        "outcome\ttest id\n"
+        + "".join(
+            f"{o}\t{alpha}{t}\n"
+            for o, t in [
+                ("passed", "test_passes"),
+                ("passed", "test_fails"),
+                ("passed", "test_param[3]"),
+                ("passed", "test_param[1]"),
+                ("skipped", "test_param[2]"),
+                ("passed", "test_sleeps"),  # deselected by -k
+                ("passed", "test_not_in_the_tree"),
+            ]
+        )
+    )
+    argv = ["triton", "--src", str(triton_tree), "--device", "fakedev", "--skiplist", str(FAKE_SKIPLIST)]
+    argv += ["--report-dir", str(tmp_path), "--jobs", "0", "--baseline", str(baseline), "--vs-interpreter"]
+    _run([*argv, "-k", "test_passes or test_param or test_fails"])
+    rep = _report(tmp_path)
+    b = rep["baseline"]
+    assert b["baseline_passed"] == 4 and b["baseline_passed_not_run"] == 2  # test_sleeps, test_not_in_the_tree
+    assert b["here"] == {"passed": 2, "failed": 1, "xfailed (not-yet)": 1}
+    assert [x["test"] for x in b["not_passing_here"]] == [f"{alpha}test_fails", f"{alpha}test_param[3]"]
+    i = rep["interpreter"]
+    assert "TRITON_INTERPRET" not in i["pytest_command"] and "--device cpu" in i["pytest_command"]
+    assert i["totals"]["failed"] == 2  # test_passes wants --device fakedev, and test_fails
+    assert i["wall_ratio"] == pytest.approx(rep["wall_s"] / i["wall_s"], abs=0.1)  # both walls are rounded
+    md = (tmp_path / "triton.md").read_text()
+    assert "plate / interpreter wall time" in md and "Passing there, not here:" in md
+    assert runner.main(["inductor", "--vs-interpreter", "--src", str(tmp_path)]) == runner.EXIT_USAGE

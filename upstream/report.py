@@ -50,8 +50,50 @@ def first_line(message: str | None) -> str:
     return (errors[0] if errors else lines[-1] if lines else "")[:200]
 
 
-def summarize(results: dict, meta: dict) -> dict:
-    """Combine the plugin's results file with what the runner knows (suite, revision, command, wall time)."""
+def read_baseline(path: Path) -> dict:
+    """A baseline run as {test id: outcome}: `outcome<TAB>test id` lines; a first line naming the columns and
+    lines of other shapes are skipped."""
+    outcomes = {}
+    for line in Path(path).read_text().splitlines():
+        outcome, sep, test = line.partition("\t")
+        if sep and outcome in OUTCOMES + ("error",):
+            outcomes[test] = outcome
+    return {"path": str(path), "outcomes": outcomes}
+
+
+def compare_baseline(records: list[dict], baseline: dict) -> dict:
+    """How the tests the baseline passed fare here: counts by outcome (and skip-list category), and every one
+    that does not pass."""
+    here = {r["test"]: r for r in records}
+    passed_there = [t for t, o in baseline["outcomes"].items() if o in ("passed", "xpassed") and t in here]
+    fare = Counter()
+    lost = []
+    for t in passed_there:
+        r = here[t]
+        key = r["outcome"] or "errors"
+        if key in ("passed", "xpassed"):
+            fare["passed"] += 1
+            continue
+        key = f"{key} ({r['category']})" if r.get("category") else key
+        fare[key] += 1
+        lost.append({"test": t, "outcome": r["outcome"] or "errors", "category": r.get("category")})
+    files = {_file(r["test"]) for r in records}
+    return {
+        "path": baseline["path"],
+        "baseline_passed": len(passed_there),
+        "baseline_passed_not_run": sum(
+            1
+            for t, o in baseline["outcomes"].items()
+            if o in ("passed", "xpassed") and t not in here and _file(t) in files
+        ),
+        "here": dict(fare),
+        "not_passing_here": lost,
+    }
+
+
+def summarize(results: dict, meta: dict, baseline: dict | None = None) -> dict:
+    """Combine the plugin's results file with what the runner knows (suite, revision, command, wall time) and, given
+    a baseline run (read_baseline), how the tests it passed fare here."""
     records = [dict(r) for r in results.get("tests", [])]
     records += [
         {"test": e["test"], "outcome": "errors", "duration": 0.0, "message": e["message"], "collection": True}
@@ -89,6 +131,7 @@ def summarize(results: dict, meta: dict) -> dict:
         ],
         "collected": results.get("collected", 0),
         "pytest_exitstatus": results.get("exitstatus"),
+        "baseline": compare_baseline(records, baseline) if baseline else None,
     }
 
 
@@ -98,6 +141,46 @@ def _pct(x: float | None) -> str:
 
 def _table(rows: list[list[str]], header: list[str]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def _interpreter_lines(report: dict) -> list[str]:
+    i = report.get("interpreter")
+    if not i:
+        return [""]
+    it = i["totals"]
+    return [
+        f"- the same selection under Triton's interpreter (`TRITON_INTERPRET=1`, run right after): wall "
+        f"{i['wall_s']:.1f} s, {it['passed'] + it['xpassed']} passed / {it['failed'] + it['errors']} failed / "
+        f"{it['skipped']} skipped; **plate / interpreter wall time = {i['wall_ratio']}**",
+        f"- interpreter command: `{i['pytest_command']}`",
+        "",
+    ]
+
+
+def _baseline_lines(report: dict) -> list[str]:
+    b = report.get("baseline")
+    if not b:
+        return []
+    fare = ", ".join(f"{n} {k}" for k, n in sorted(b["here"].items(), key=lambda kv: -kv[1]))
+    lines = [
+        "## Against the baseline",
+        "",
+        f"`{b['path']}` passes {b['baseline_passed']} of the tests this run has; here: {fare or 'none ran'}.",
+    ]
+    if b["baseline_passed_not_run"]:
+        lines.append(
+            f"{b['baseline_passed_not_run']} more it passes, in these files, did not run here "
+            "(deselected, or not in this tree)."
+        )
+    if b["not_passing_here"]:
+        lines += ["", "Passing there, not here:", ""]
+        lines += [
+            f"- `{x['test']}`: {x['outcome']}" + (f" ({x['category']} entry)" if x["category"] else "")
+            for x in b["not_passing_here"][:FAILURES_SHOWN]
+        ]
+        if len(b["not_passing_here"]) > FAILURES_SHOWN:
+            lines.append(f"- ... and {len(b['not_passing_here']) - FAILURES_SHOWN} more (see the .json file)")
+    return [*lines, ""]
 
 
 def render_markdown(report: dict) -> str:
@@ -115,10 +198,12 @@ def render_markdown(report: dict) -> str:
         f"({t['total']} total - {t['by_design']} by-design)",
         f"- by-design share: {_pct(t['by_design_share'])} ({t['by_design']} of {t['total']})",
         "",
+        *_interpreter_lines(report),
         "## Totals",
         "",
         *_table([[str(t[o]) for o in (*OUTCOMES, "total")]], [*OUTCOMES, "total"]),
         "",
+        *_baseline_lines(report),
         "## Per file",
         "",
     ]
@@ -176,8 +261,20 @@ def summary_lines(report: dict) -> list[str]:
     """What the runner prints at the end of a run."""
     t = report["totals"]
     counts = ", ".join(f"{t[o]} {o}" for o in OUTCOMES if t[o])
-    return [
+    lines = [
         f"{report['suite']}: {t['total']} tests: {counts or 'nothing ran'}",
         f"pass rate {_pct(t['pass_rate'])} (passed / (total - {t['by_design']} by-design)), "
         f"by-design share {_pct(t['by_design_share'])}, wall {report.get('wall_s', 0):.1f} s",
     ]
+    if report.get("interpreter"):
+        i = report["interpreter"]
+        lines.append(
+            f"interpreter on the same selection: wall {i['wall_s']:.1f} s; plate / interpreter = {i['wall_ratio']}"
+        )
+    if report.get("baseline"):
+        b = report["baseline"]
+        lines.append(
+            f"baseline ({b['path']}): {b['baseline_passed']} pass there; "
+            f"{len(b['not_passing_here'])} of them do not pass here"
+        )
+    return lines

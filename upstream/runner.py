@@ -26,12 +26,13 @@ import time
 from pathlib import Path
 
 from . import DEFAULT_SRC_DIR, REPO_ROOT, REPORTS_DIR, SKIPLISTS_DIR, UpstreamError
-from .report import summarize, summary_lines, write_report
+from .report import read_baseline, summarize, summary_lines, write_report
 from .revisions import REVISIONS_FILE, Revision, Tree, fetch, find_tree, get_revision
 from .skiplist import load_skiplist
 
 SUITE_PROJECT = {"triton": "triton", "inductor": "pytorch"}  # suite name -> [project] of revisions.toml
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_STALE = 0, 1, 2, 3
+DEFAULT_BASELINE = REPO_ROOT.parent / "shared" / "upstream-baseline" / "interpreter-unit-language.tsv"
 EMPTY_INI = "[pytest]\n"  # so no pytest config of the tree's parents (ours included) leaks into the run
 
 
@@ -62,6 +63,18 @@ def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentPa
         "--interpret",
         action="store_true",
         help="triton: run under Triton's interpreter (TRITON_INTERPRET=1, --device cpu): checks the runner, not plate",
+    )
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        default=DEFAULT_BASELINE if DEFAULT_BASELINE.is_file() else None,
+        help="TSV of `outcome<TAB>test id` from another run (default: the interpreter's, where present): the report "
+        "lists the tests that pass there and not here",
+    )
+    p.add_argument(
+        "--vs-interpreter",
+        action="store_true",
+        help="triton: then run the same selection under Triton's interpreter and report both wall times",
     )
     p.add_argument("--device-setup", default="inductor_plate", help="inductor: module that registers the device")
     known = p.add_mutually_exclusive_group()
@@ -143,18 +156,8 @@ def _plate_commit() -> str | None:
     return done.stdout.strip() or None
 
 
-def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
-    revision = get_revision(SUITE_PROJECT[args.suite], args.revisions)
-    if args.interpret and args.suite != "triton":
-        raise UpstreamError("--interpret is Triton's interpreter: only for the triton suite")
-    tree = fetch(revision, args.src or DEFAULT_SRC_DIR / revision.project, args.fetch_url) if args.fetch else None
-    tree = tree or find_tree(revision, args.src)
-    missing = [m for m in revision.suite.requires if importlib.util.find_spec(m) is None]
-    if missing:
-        raise UpstreamError(f"the {args.suite} tests import {', '.join(missing)}: pip install {' '.join(missing)}")
-    args.skiplist = Path(args.skiplist or SKIPLISTS_DIR / f"{args.suite}.toml").resolve()  # pytest runs elsewhere
-    load_skiplist(args.skiplist)  # a bad list fails here, before pytest starts
-    paths = _test_paths(revision, tree, args)
+def _run_pytest(args, revision: Revision, tree: Tree, paths: list[str], passthrough: list[str]):
+    """One pytest run in a fresh temporary HOME: (results, wall seconds, command, return code)."""
     home = Path(tempfile.mkdtemp(prefix=f"plate-upstream-{args.suite}-"))
     try:
         ini = home / "pytest.ini"
@@ -168,18 +171,47 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
         env = _environment(revision, args, home)
         print(f"upstream {args.suite}: {revision.project} {revision.ref[:12]} in {tree.test_dir}", file=sys.stderr)
         print(f"upstream {args.suite}: {shlex.join(cmd)}", file=sys.stderr)
-        started = datetime.datetime.now(datetime.UTC)
         t0 = time.monotonic()
         rc = subprocess.run(cmd, cwd=tree.test_dir, env=env).returncode
         wall = time.monotonic() - t0
         if not results_path.is_file():
             raise UpstreamError(f"pytest exited with status {rc} before writing results (see its output above)")
-        results = json.loads(results_path.read_text())
+        return json.loads(results_path.read_text()), wall, cmd, rc
     finally:
         if args.keep_home:
             print(f"upstream: temporary HOME kept at {home}", file=sys.stderr)
         else:
             shutil.rmtree(home, ignore_errors=True)
+
+
+def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
+    revision = get_revision(SUITE_PROJECT[args.suite], args.revisions)
+    if args.interpret and args.suite != "triton":
+        raise UpstreamError("--interpret is Triton's interpreter: only for the triton suite")
+    if args.vs_interpreter and (args.suite != "triton" or args.interpret):
+        raise UpstreamError("--vs-interpreter compares a plate run of the triton suite with Triton's interpreter")
+    tree = fetch(revision, args.src or DEFAULT_SRC_DIR / revision.project, args.fetch_url) if args.fetch else None
+    tree = tree or find_tree(revision, args.src)
+    missing = [m for m in revision.suite.requires if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UpstreamError(f"the {args.suite} tests import {', '.join(missing)}: pip install {' '.join(missing)}")
+    args.skiplist = Path(args.skiplist or SKIPLISTS_DIR / f"{args.suite}.toml").resolve()  # pytest runs elsewhere
+    load_skiplist(args.skiplist)  # a bad list fails here, before pytest starts
+    paths = _test_paths(revision, tree, args)
+    started = datetime.datetime.now(datetime.UTC)
+    results, wall, cmd, rc = _run_pytest(args, revision, tree, paths, passthrough)
+    interpreter = None
+    if args.vs_interpreter:  # the same selection under Triton's interpreter, right after, for the wall-time ratio
+        i_results, i_wall, i_cmd, i_rc = _run_pytest(
+            argparse.Namespace(**{**vars(args), "interpret": True}), revision, tree, paths, passthrough
+        )
+        interpreter = {
+            "wall_s": round(i_wall, 2),
+            "pytest_command": shlex.join(i_cmd),
+            "pytest_returncode": i_rc,
+            "totals": summarize(i_results, {})["totals"],
+            "wall_ratio": round(wall / i_wall, 2) if i_wall else None,
+        }
     meta = {
         "suite": args.suite,
         "device": "cpu (Triton interpreter)" if args.interpret else args.device,
@@ -198,8 +230,9 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
         "timeout_s": args.timeout,
         "paths": paths,
         "pytest_returncode": rc,
+        "interpreter": interpreter,
     }
-    report = summarize(results, meta)
+    report = summarize(results, meta, baseline=read_baseline(args.baseline) if args.baseline else None)
     written = write_report(report, results, args.report_dir, args.name or args.suite)
     for line in summary_lines(report):
         print(line)
