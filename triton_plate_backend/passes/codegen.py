@@ -432,10 +432,10 @@ def generate(module, machine, options=None, access=None) -> tuple[Program, dict]
 
 # ---- the one lowering table ------------------------------------------------------------------------
 def _gather_rules() -> dict:
-    from . import rules_arith, rules_dot, rules_math, rules_memory, rules_reduce, rules_scf, rules_tt
+    from . import rules_arith, rules_dot, rules_map, rules_math, rules_memory, rules_reduce, rules_scf, rules_tt
 
     table: dict = {}
-    for mod in (rules_arith, rules_math, rules_tt, rules_reduce, rules_memory, rules_scf, rules_dot):
+    for mod in (rules_arith, rules_math, rules_tt, rules_reduce, rules_map, rules_memory, rules_scf, rules_dot):
         for op_name, rule in mod.RULES.items():
             if op_name in table:
                 raise CompileError(f"internal: two lowering rules for {op_name}")

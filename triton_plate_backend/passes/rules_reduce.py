@@ -1,4 +1,4 @@
-"""Lowering rules for tt.reduce and tt.scan.
+"""Lowering rules for tt.reduce and tt.scan (tt.map_elementwise: rules_map).
 
 A combine region that is one commutative op on the two block arguments (addf, maxnumf, xori, ...)
 becomes v.reduce / v.scan with that combine, split into pieces when the tile exceeds the vector
@@ -92,10 +92,12 @@ def reduce_into(ctx, combine, dst: View, src: View, axis: int) -> None:
 
 
 def run_combine(ctx, op, args: list, shape, terminator: str) -> list[View]:
-    """The op's combine region applied elementwise to tile views of one shape; results as views."""
-    out = ctx.run_region(op.regions[0].blocks[0], args, terminator)
-    results = op.regions[0].blocks[0].ops[-1].operands
-    return [ctx.as_view(b, dtype_of(v.type), shape) for b, v in zip(out, results)]
+    """The op's combine region applied elementwise to tile views of one shape (its branches and
+    loops run per element, see rules_map); results as views."""
+    from .rules_map import run_cfg  # rules_map uses reduce_into: import at call time
+
+    out = run_cfg(ctx, op.regions[0].blocks, args, shape, None, terminator)
+    return [ctx.as_view(b, dtype_of(v.type), shape) for b, v in zip(out, op.operands)]  # combine: operand types
 
 
 def reduce_tree(ctx, op, srcs: list[View], axis: int) -> list[View]:
@@ -214,15 +216,4 @@ def _lower_tt_scan(ctx, op):
     ctx.bind(res, dst)
 
 
-def _lower_tt_map_elementwise(ctx, op):
-    """The region's scalar function on whole tiles: its ops run once, elementwise."""
-    pack = int(getattr(op.attrs.get("pack"), "value", 1))
-    if pack != 1:
-        raise ctx.error(f"tl.map_elementwise with pack={pack} is not supported (pack=1)")
-    shape = tuple(op.results[0].type.shape)
-    args = [ctx.view(v, shape) for v in op.operands]
-    for r, v in zip(op.results, run_combine(ctx, op, args, shape, "tt.map_elementwise.return")):
-        ctx.bind(r, v)
-
-
-RULES = {"tt.reduce": _lower_tt_reduce, "tt.scan": _lower_tt_scan, "tt.map_elementwise": _lower_tt_map_elementwise}
+RULES = {"tt.reduce": _lower_tt_reduce, "tt.scan": _lower_tt_scan}
