@@ -67,9 +67,8 @@ def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentPa
     p.add_argument(
         "--baseline",
         type=Path,
-        default=DEFAULT_BASELINE if DEFAULT_BASELINE.is_file() else None,
-        help="TSV of `outcome<TAB>test id` from another run (default: the interpreter's, where present): the report "
-        "lists the tests that pass there and not here",
+        help="TSV of `outcome<TAB>test id` from another run (triton default: the interpreter's, where present): the "
+        "report lists the tests that pass there and not here",
     )
     p.add_argument(
         "--vs-interpreter",
@@ -198,6 +197,8 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
     args.skiplist = Path(args.skiplist or SKIPLISTS_DIR / f"{args.suite}.toml").resolve()  # pytest runs elsewhere
     load_skiplist(args.skiplist)  # a bad list fails here, before pytest starts
     paths = _test_paths(revision, tree, args)
+    if args.baseline is None and args.suite == "triton" and not args.interpret and DEFAULT_BASELINE.is_file():
+        args.baseline = DEFAULT_BASELINE
     started = datetime.datetime.now(datetime.UTC)
     results, wall, cmd, rc = _run_pytest(args, revision, tree, paths, passthrough)
     interpreter = None
