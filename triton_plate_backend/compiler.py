@@ -45,7 +45,8 @@ PLATE_ARCH = 1  # the ISA version: GPUTarget("plate", PLATE_ARCH, WARP_SIZE)
 WARP_SIZE = 32  # PLATE has no warps; Triton's layouts still need a warp size
 
 DOT_INPUT_PRECISIONS = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")  # isa.table ENUMS["prec"]
-FP8_DTYPES = ("fp8e4nv", "fp8e5")  # Triton names of the ISA's f8e4m3fn and f8e5m2
+# Triton names of the ISA's f8e4m3fn and f8e5m2, and fp8e4b15 (i8 in TTIR, converted by fp8e4b15.py)
+FP8_DTYPES = ("fp8e4nv", "fp8e5", "fp8e4b15")
 
 # Triton's TTIR passes, in the order the NVIDIA backend's make_ttir runs them. PLATE has no TMA:
 # tensor descriptors are always rewritten to pointers (NVIDIA does so below sm90).
@@ -364,7 +365,9 @@ class PlateBackend(BaseBackend):
         return (metadata.num_warps, metadata.num_ctas, metadata.shared, getattr(metadata, "machine", None))
 
     def get_codegen_implementation(self, options):
-        return {"min_dot_size": min_dot_size}
+        from .fp8e4b15 import convert_custom_types  # imports triton.language: not at module top
+
+        return {"min_dot_size": min_dot_size, "convert_custom_types": convert_custom_types}
 
     def get_module_map(self):
         # Inductor and users call triton.language.extra.libdevice: map it to the CUDA libdevice
