@@ -80,14 +80,28 @@ def _has_triton() -> bool:
 
 
 # ---- is_big_gpu: "enough SMs" for the GEMM templates -----------------------------------------------
+def _plate_is_big_gpu(device=None) -> bool:
+    """PlateInterface.is_big_gpu, the question is-big-gpu-device-interface.patch asks the device."""
+    from . import policy
+
+    return policy.use_gemm_templates()
+
+
 def _is_big_gpu() -> bool:
     """Inductor offers its Triton GEMM templates only on devices with >= 68 SMs (16 on xpu).
     PLATE has 32 cores on plate1 (8 on plate-mini), each with a matrix unit: templates are the way
     to run a GEMM on it. Rather than inflate multi_processor_count (Inductor sizes grids with it),
     plate answers by policy (policy.use_gemm_templates)."""
     import torch
+    from torch._dynamo.device_interface import DeviceInterface
     from torch._inductor import utils
 
+    from .device_interface import PlateInterface
+
+    if hasattr(DeviceInterface, "is_big_gpu"):  # the patch is in: is_big_gpu() asks the device's interface
+        if "is_big_gpu" not in vars(PlateInterface):
+            PlateInterface.is_big_gpu = staticmethod(_plate_is_big_gpu)
+        return False
     original = utils.is_big_gpu
     if getattr(original, "_plate_shim", False):
         return False
@@ -97,9 +111,7 @@ def _is_big_gpu() -> bool:
         if not isinstance(device, torch.device):
             device = torch.device(utils.get_gpu_type(), index_or_device)
         if device.type == BACKEND:
-            from . import policy
-
-            return policy.use_gemm_templates()
+            return _plate_is_big_gpu(device)
         return original(index_or_device)
 
     is_big_gpu._plate_shim = True
@@ -120,7 +132,7 @@ def _skip_frame_on_cache_bypass() -> bool:
     from torch._inductor.exc import InductorError
 
     original = compile_fx._compile_fx_inner
-    if getattr(original, "_plate_shim", False):
+    if getattr(original, "_plate_shim", False) or _bypass_reraises_skip_frame(original):
         return False
 
     def _compile_fx_inner(*args, **kwargs):
@@ -137,6 +149,22 @@ def _skip_frame_on_cache_bypass() -> bool:
     return True
 
 
+def _bypass_reraises_skip_frame(compile_fx_inner) -> bool:
+    """Whether inductor-cache-bypass-reraises-skipframe.patch is in: the cache-bypass branch of
+    _compile_fx_inner (between its "bypass" and "miss" cache states) re-raises SkipFrame. Read from
+    the source: running the function to find out would compile a graph. Unreadable: apply the shim
+    (it only unwraps InductorError(SkipFrame), harmless if the patch is in)."""
+    import inspect
+
+    try:
+        source = inspect.getsource(inspect.unwrap(compile_fx_inner))
+    except (OSError, TypeError):
+        return False
+    _, found, rest = source.partition('== "bypass"')
+    bypass_branch = rest.partition('== "miss"')[0]
+    return bool(found) and "SkipFrame" in bypass_branch
+
+
 # ---- layout optimization: channels-last convolutions -------------------------------------------------
 def _conv_layout_per_device() -> bool:
     """Inductor turns convolutions channels-last on every GPU-like device (layout optimization).
@@ -144,16 +172,21 @@ def _conv_layout_per_device() -> bool:
     the host kernel's output strides can differ from what the fake kernel predicted for the plate
     device. A graph with a convolution on plate keeps Inductor's decision only when
     config.conv_layout_optimization says so (config is in the FX-graph cache key)."""
+    from torch._dynamo.device_interface import DeviceInterface
     from torch._inductor.graph import GraphLowering
 
+    from .device_interface import PlateInterface
+
+    if hasattr(DeviceInterface, "use_layout_optimization"):  # the patch is in: it asks the device's interface
+        if "use_layout_optimization" not in vars(PlateInterface):
+            PlateInterface.use_layout_optimization = staticmethod(_plate_use_layout_optimization)
+        return False
     original = GraphLowering.decide_layout_opt
     if getattr(original, "_plate_shim", False):
         return False
 
     def decide_layout_opt(gm, *, is_inference: bool) -> bool:
-        from . import config
-
-        if not config.conv_layout_optimization and _has_plate_convolution(gm):
+        if not _plate_use_layout_optimization() and _has_plate_convolution(gm):
             return False
         return original(gm, is_inference=is_inference)
 
@@ -161,6 +194,13 @@ def _conv_layout_per_device() -> bool:
     decide_layout_opt.__wrapped__ = original
     GraphLowering.decide_layout_opt = staticmethod(decide_layout_opt)
     return True
+
+
+def _plate_use_layout_optimization(device=None) -> bool:
+    """PlateInterface.use_layout_optimization, the question layout-opt-per-device.patch asks the device."""
+    from . import config
+
+    return config.conv_layout_optimization
 
 
 def _has_plate_convolution(gm) -> bool:
