@@ -302,9 +302,16 @@ def patch_setup(tmp_path):
     _git(repo, "reset", "-q", "--hard", "HEAD~3")
     untested = _commit_patch(repo, "tests/conftest.py", "# nothing\n", "A long subject line " + "x" * 80)
     _git(repo, "reset", "-q", "--hard", "HEAD~1")
+    (repo / "src" / "fakelib.py").write_text("VALUE = 2\n")  # a change that brings its own new test file
+    (repo / "tests" / "test_new.py").write_text("import fakelib\n\n\ndef test_new():\n    assert fakelib.VALUE == 2\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "Set VALUE to 2, with a test\n\nTest: tests/test_new.py")
+    with_test = _git(repo, "format-patch", "--stdout", "HEAD~1..HEAD")
+    _git(repo, "reset", "-q", "--hard", "HEAD~1")
     pdir = tmp_path / "patches" / "fakeproj"
     pdir.mkdir(parents=True)
-    for name, text in (("good.patch", good), ("stale.patch", stale), ("untested.patch", untested)):
+    patch_texts = (("good.patch", good), ("stale.patch", stale), ("untested.patch", untested))
+    for name, text in (*patch_texts, ("with-test.patch", with_test)):
         (pdir / name).write_text(text)
     (tmp_path / "rev.toml").write_text(FAKE_REVISIONS)
     common = ["--patches-dir", str(tmp_path / "patches"), "--revisions", str(tmp_path / "rev.toml")]
@@ -333,6 +340,10 @@ def test_patches_check_and_list(patch_setup, capsys):
     assert "applies" in rows["fakeproj/good.patch"] and "pass 1/1 (before: error)" in rows["fakeproj/good.patch"]
     assert " fails " in rows["fakeproj/stale.patch"]
     assert "names no Test: trailer" in rows["fakeproj/untested.patch"]
+    # before = the unpatched tree plus the test file the patch adds: the file is there (it cannot import the
+    # fake library unpatched here), instead of "the named tests collected nothing"
+    state = json.loads((Path(common[-1]) / "patches.json").read_text())["fakeproj/with-test.patch"]
+    assert state["tests"]["status"] == "pass" and "does not import" in state["before"]["detail"]
     assert patches.main(["list", *common, "--src", f"fakeproj={repo}"]) == 0
     listed = capsys.readouterr().out
     good_row = next(line for line in listed.splitlines() if line.startswith("fakeproj/good.patch"))

@@ -218,10 +218,17 @@ def check_patch(patch: Patch, revision: Revision, root: Path | None, options) ->
         result.detail = "tests not run" if patch.tests else "names no Test: trailer"
         return result
     with tempfile.TemporaryDirectory(prefix="plate-patch-") as tmp:
-        tree = Path(tmp)
-        _copy_tree(patch, revision, root, tree)
         if options.before:
-            result.before = run_patch_tests(patch, revision, tree, options, overlay=False)
+            before = Path(tmp) / "before"
+            _copy_tree(patch, revision, root, before)
+            # test files the patch adds go in unchanged, so its named tests exist and show the change missing
+            added = [f for f in patch.files if not (root / f).exists() and not revision.module_of(f)]
+            if added:
+                include = [f"--include={f}" for f in added]
+                subprocess.run(["git", "apply", *include, str(patch.path.resolve())], cwd=before, check=True)
+            result.before = run_patch_tests(patch, revision, before, options, overlay=False)
+        tree = Path(tmp) / "patched"
+        _copy_tree(patch, revision, root, tree)
         done = subprocess.run(["git", "apply", str(patch.path.resolve())], cwd=tree, capture_output=True, text=True)
         if done.returncode != 0:
             return CheckResult(patch, "fails", f"applies to {root} but not to its copy: {done.stderr.strip()}")
