@@ -249,7 +249,7 @@ def make_pir(src, metadata, options):
 
 def make_pasm(src, metadata, options):
     from .isa.asm import disassemble
-    from .isa.program import verify
+    from .isa.verified import verify_once
     from .machine import get_machine
 
     program = getattr(src, "program", None)
@@ -258,7 +258,7 @@ def make_pasm(src, metadata, options):
             f"kernel {metadata.get('name', '?')}: the pasm stage needs the Program the pir stage "
             "lowered; plate IR text alone is not re-lowered (an IR override of .pir is not supported)"
         )
-    verify(program, get_machine(options.machine))
+    verify_once(program, get_machine(options.machine))
     _set_binary_metadata(metadata, program)
     text = disassemble(program)
     _dump(metadata, "pasm", text)

@@ -88,7 +88,7 @@ def run_asm(
 ) -> AsmRun:
     from .sim.device import Device
 
-    device = Device(machine)
+    device = Device(machine=machine)
     rng = np.random.default_rng(seed)
     buffers, scalars = parse_args(program, specs, rng)
     allocs, launch_args = {}, []

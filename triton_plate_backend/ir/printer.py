@@ -48,11 +48,14 @@ _BARE_ID = re.compile(r"[A-Za-z_][\w$.]*\Z")
 _SSA_ID = re.compile(r"(?:[A-Za-z_$.-][\w$.-]*|\d+)\Z")
 _TYPE_LIKE = re.compile(r"(?:[su]?i\d+|f16|bf16|f32|f64|f80|f128|tf32|f[468]E\w+|index|none|true|false|unit)\Z")
 _ENUM_ESCAPE = "#plate.enum<"  # read back by ttir.attrs.dialect_attr
+_PLAIN = re.compile(r"[ !#-\[\]-~]*\Z")  # printable ASCII but " and \: a string that needs no escape
 
 # ---- attributes -------------------------------------------------------------------------------
 
 
 def format_string(s: str) -> str:
+    if _PLAIN.match(s):
+        return '"' + s + '"'
     out = []
     for b in s.encode("utf-8", errors="surrogateescape"):
         c = chr(b)

@@ -14,6 +14,7 @@ index. Readers skip section kinds they do not know (a minor version may add some
 
 from __future__ import annotations
 
+import functools
 import numbers
 import re
 import struct
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from ..errors import BinaryFormatError, IsaError
 from .program import ARG_TYPES, Arg, Inst, Loc, Program, Tile, verify
 from .table import BY_OPCODE, DTYPES, ENUMS, OPERAND_KINDS
+from .verified import passed, verify_once
 
 MAGIC = b"PLATEBIN"
 VERSION = (1, 0)  # (major, minor): a reader accepts its own major and any minor
@@ -180,7 +182,7 @@ def tile_names(program: Program) -> list[str] | None:
 # ---- encode ----------------------------------------------------------------------------------
 def encode(program: Program) -> bytes:
     """Program -> .pbin bytes. Verifies the program first (IsaError if it is not valid)."""
-    verify(program)
+    verify_once(program)
     strings: dict[str, int] = {}
 
     def s(text: str) -> int:
@@ -200,10 +202,10 @@ def encode(program: Program) -> bytes:
         "consts": (None, [_const_record(c, s) for c in program.consts]),
         "tiles": (None, tiles),
         "locs": (None, locs),
-        "code": (None, [_inst_record(ins) for ins in program.instrs]),
         "labels": (None, labels),
     }
     payloads = {sec.name: _pack_section(sec, *records[sec.name]) for sec in SECTIONS if sec.name in records}
+    payloads["code"] = _pack_code(program.instrs)
     payloads["strings"] = _pack_section(SECTION_BY_KIND[1], None, [{"utf8": _utf8(t)} for t in strings])
     table, body, offset = [], [], HEADER.min_size + SECTION.min_size * len(SECTIONS)
     for sec in SECTIONS:
@@ -240,6 +242,27 @@ def _const_record(c, s) -> dict:
     if isinstance(c, numbers.Real):
         return {"tag": 1, "bits": float_bits(float(c))}
     raise IsaError(f"constant {c!r} is not an int, float or str")
+
+
+_U32 = struct.Struct("<I")
+_INST_HEAD = struct.Struct("<HHI")  # INST's fields: opcode, modifier, loc
+
+
+def _pack_code(instrs) -> bytes:
+    """The code section's payload, packed straight from the instructions: the bytes of
+    _pack_section over _inst_record's records (which a value that does not fit falls back to, for
+    its error message), without building them."""
+    try:
+        out = [_U32.pack(len(instrs))]
+        for ins in instrs:
+            row = ins.row
+            modifier = sum(ENUMS[e].index(v) << (8 * k) for k, (e, v) in enumerate(zip(row.suffixes, ins.suffixes)))
+            out.append(_INST_HEAD.pack(row.opcode, modifier, ins.loc))
+            for od, v in zip(row.operands, ins.operands):
+                out.append(struct.pack(f"<I{len(v)}I", len(v), *v) if od.kind == "rlist" else _U32.pack(v))
+        return b"".join(out)
+    except (struct.error, TypeError):
+        return _pack_section(SECTION_BY_KIND[6], None, [_inst_record(ins) for ins in instrs])
 
 
 def _inst_record(ins: Inst) -> dict:
@@ -288,7 +311,12 @@ def decode(data: bytes, machine=None) -> Program:
                 f"the file's payload [{table_end}, {len(data)})",
                 offset=e["_offset"],
             )
-        sections[sec.name] = _unpack_section(sec, _Reader(data, e["offset"], e["offset"] + e["size"]))
+        start, end = e["offset"], e["offset"] + e["size"]
+        instrs = _unpack_code(data, start, end) if sec.name == "code" else None
+        if instrs is not None:  # records only to point an error at: read again on demand
+            sections[sec.name] = (None, instrs, functools.partial(_unpack_section, sec, _Reader(data, start, end)))
+            continue
+        sections[sec.name] = _unpack_section(sec, _Reader(data, start, end))
     for sec in SECTIONS:
         if sec.required and sec.name not in sections:
             raise BinaryFormatError(f"missing {sec.name} section", offset=HEADER.min_size)
@@ -304,6 +332,58 @@ def _bounded(count: int, layout, reader: _Reader) -> range:
             offset=reader.pos,
         )
     return range(count)
+
+
+def _unpack_code(data: bytes, pos: int, end: int) -> list[Inst] | None:
+    """The code section as instructions, what _inst makes of its records; None at anything a
+    well-formed section does not hold (the records then say what is wrong, and where)."""
+    try:
+        (count,) = _U32.unpack_from(data, pos)
+        pos += 4
+        if pos + count * INST.min_size > end:
+            return None
+        instrs = []
+        for _ in range(count):
+            if pos + INST.min_size > end:
+                return None
+            opcode, modifier, loc = _INST_HEAD.unpack_from(data, pos)
+            pos += INST.min_size
+            row = BY_OPCODE.get(opcode)
+            suffixes = _suffixes(row, modifier) if row is not None else None
+            if suffixes is None:
+                return None
+            operands = []
+            for od in row.operands:
+                if pos + 4 > end:
+                    return None
+                (v,) = _U32.unpack_from(data, pos)
+                pos += 4
+                if od.kind == "rlist":
+                    if pos + 4 * v > end:
+                        return None
+                    operands.append(struct.unpack_from(f"<{v}I", data, pos))
+                    pos += 4 * v
+                else:
+                    operands.append(v)
+            instrs.append(Inst(row.mnemonic, suffixes, tuple(operands), loc))
+    except struct.error:
+        return None
+    return instrs if pos == end else None
+
+
+def _suffixes(row, modifier: int) -> tuple | None:
+    """The suffixes the modifier spells for row (as _inst), or None if _inst would reject it."""
+    out = []
+    for k in range(2):
+        i = (modifier >> (8 * k)) & 0xFF
+        if k < len(row.suffixes):
+            values = ENUMS[row.suffixes[k]]
+            if i >= len(values):
+                return None
+            out.append(values[i])
+        elif i:
+            return None
+    return tuple(out)
 
 
 def _unpack_section(sec: Section, reader: _Reader) -> tuple[dict | None, list[dict]]:
@@ -343,9 +423,10 @@ def _program(sections: dict, machine) -> Program:
     ]
     locs = [Loc(s(LOC, r, "file"), r["line"], r["col"], s(LOC, r, "name")) for r in sections["locs"][1]]
     code = sections["code"][1]
+    fast = len(sections["code"]) == 3  # instructions already (decode's _unpack_code), records on demand
     program = Program(
         name=s(META, meta, "name"),
-        instrs=[_inst(r) for r in code],
+        instrs=list(code) if fast else [_inst(r) for r in code],
         tiles=tiles,
         consts=consts,
         locs=locs,
@@ -368,9 +449,12 @@ def _program(sections: dict, machine) -> Program:
             raise BinaryFormatError(f"names for {len(names)} of {len(tiles)} tiles", offset=HEADER.min_size)
         program.tile_names = [names[i] for i in range(len(tiles))]
     try:
-        return verify(program, machine)
+        verify(program, machine)
     except IsaError as e:
-        raise BinaryFormatError(f"invalid program: {e}", offset=_offset_of(e, code, sections["tiles"][1])) from e
+        records = sections["code"][2]()[1] if fast else code
+        raise BinaryFormatError(f"invalid program: {e}", offset=_offset_of(e, records, sections["tiles"][1])) from e
+    passed(program, machine)  # a launch of it need not verify again
+    return program
 
 
 def _const_value(rec: dict, s):

@@ -51,12 +51,15 @@ integer arithmetic (arith.constant/addi/subi/muli/extsi) is expanded into Exprs 
 
 API: `analyze(op)`, `carried_pointers(for_op)`, `pointer_access(ptr_value)` (the addresses alone, for
 building the address tensor of a gather or atomic), `access_report(module)` (debug dump). Each call
-builds a fresh `AccessAnalysis`; a code generator that walks a kernel should keep one AccessAnalysis
-and call its methods of the same names, so every value is decomposed once.
+builds a fresh `AccessAnalysis`, unless inside `shared_analysis()` (the pipeline's passes of one kernel
+share one); a code generator that walks a kernel should keep one AccessAnalysis and call its methods of
+the same names, so every value is decomposed once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,6 +264,11 @@ _ACCESS_RULES = {
 class AccessAnalysis(Forms):
     """The analysis with its memo: share one across a kernel so each value is decomposed once."""
 
+    def forget(self) -> None:
+        """Drop the memo: after a pass rewrote the IR."""
+        self.memo.clear()
+        self.carried.clear()
+
     def analyze(self, op: Op) -> StructuredAccess | GatherAccess:
         """The access pattern of one memory op (see the module docstring)."""
         rule = _ACCESS_RULES.get(op.name)
@@ -321,24 +329,43 @@ class AccessAnalysis(Forms):
         return "\n".join(lines)
 
 
+_SHARED: contextvars.ContextVar[AccessAnalysis | None] = contextvars.ContextVar("plate_access", default=None)
+
+
+@contextlib.contextmanager
+def shared_analysis():
+    """Inside, the functions below share one AccessAnalysis (and its memo): for the passes of one
+    kernel while they leave its IR as it is. Yields the analysis (``forget()`` it after a rewrite)."""
+    analysis = AccessAnalysis()
+    token = _SHARED.set(analysis)
+    try:
+        yield analysis
+    finally:
+        _SHARED.reset(token)
+
+
+def _analysis() -> AccessAnalysis:
+    return _SHARED.get() or AccessAnalysis()
+
+
 def analyze(op: Op) -> StructuredAccess | GatherAccess:
     """The access pattern of one memory op (see the module docstring)."""
-    return AccessAnalysis().analyze(op)
+    return _analysis().analyze(op)
 
 
 def carried_pointers(loop: Op) -> dict[Value, CarriedPointer]:
     """The iter_args of an scf.for that the code generator carries as scalar companions."""
-    return AccessAnalysis().carried_pointers(loop)
+    return _analysis().carried_pointers(loop)
 
 
 def pointer_access(v: Value) -> StructuredAccess | GatherAccess:
     """The addresses of a pointer tensor, no mask: to build the address tensor of a gather or atomic."""
-    return AccessAnalysis().pointer_access(v)
+    return _analysis().pointer_access(v)
 
 
 def access_report(module: Module | Op) -> str:
     """Debug dump: one line per memory op (name, source line, strided/gather and why), one per carried pointer."""
-    return AccessAnalysis().report(module)
+    return _analysis().report(module)
 
 
 def _fmt(xs) -> str:

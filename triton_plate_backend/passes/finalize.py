@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from ..isa.encoding import float_bits
-from ..isa.program import UNKNOWN_LOC, Inst, Program, Tile, verify
+from ..isa.program import UNKNOWN_LOC, Inst, Program, Tile
 from ..isa.table import ITEMSIZE
+from ..isa.verified import verify_once
 from . import regalloc, sram_plan
 from .emitter import Buffer, Emitter, Imm, Label, Str, Token, View, VReg
 
@@ -83,5 +84,5 @@ def finalize(em: Emitter, name: str, args, machine) -> tuple[Program, int]:
         )
     program.labels = {lab.name: p for lab, p in pcs.items()}
     program.sram_bytes = max(top, program.sram_high_water())
-    verify(program, machine)
+    verify_once(program, machine)
     return program, sum(1 for r in intervals if isinstance(r, Buffer))

@@ -30,6 +30,7 @@ PASSES: list[tuple[str, object]] = [
     ("inline", inline.run),
     ("access", annotate_access),
 ]
+ANNOTATE_ONLY = {"access"}  # passes that leave the IR's ops as they are (the access analysis stays valid)
 
 
 def _wrap(name: str, e: Exception) -> Exception:
@@ -62,11 +63,14 @@ def annotate_sram(program, report: dict) -> None:
 def run_pipeline(module: Module, options=None, machine=None):
     """(pir text, Program, report) for one kernel module."""
     machine = get_machine(machine if machine is not None else getattr(options, "machine", None))
-    for name, fn in PASSES:
-        module = run_pass(name, fn, module)
-    program, report = run_pass("codegen", lambda m: codegen.generate(m, machine, options), module)
-    annotate_sram(program, report)
-    report["access"] = access.access_report(module.kernel())
+    with access.shared_analysis() as analysis:  # each memory op analysed once, not once per pass
+        for name, fn in PASSES:
+            module = run_pass(name, fn, module)
+            if name not in ANNOTATE_ONLY:
+                analysis.forget()
+        program, report = run_pass("codegen", lambda m: codegen.generate(m, machine, options), module)
+        annotate_sram(program, report)
+        report["access"] = access.access_report(module.kernel())
     from ..ir.printer import print_module
 
     return print_module(module), program, report

@@ -29,6 +29,7 @@ from .memory import DeviceMemory
 
 # groups of one address with more elements than this apply by ufunc.accumulate, not rank rounds
 _BIG_GROUP = 64
+_CAS_JUMPS = 16  # successful swaps found by search in a hot CAS run before a plain loop takes over
 
 
 # ---- atomics ---------------------------------------------------------------------------------------
@@ -159,6 +160,30 @@ def _sequential(mem, pos, av, work, v, step, kind, ufunc=None, cmp=None):
     return old
 
 
+def _cas_run(cur, cs: np.ndarray, vs: np.ndarray):
+    """(old values, final value) of CASes (cs[k], vs[k]) applied in order to one address holding
+    ``cur``: each one's old value is the current one, which becomes vs[k] where it equals cs[k].
+    Jumps from one successful swap to the next (a lock sees one per round), then finishes in a
+    Python loop if swaps keep coming."""
+    olds = np.empty(cs.size, cs.dtype)
+    i = 0
+    for _ in range(_CAS_JUMPS):
+        hit = np.flatnonzero(cs[i:] == cur)
+        if hit.size == 0:
+            olds[i:] = cur
+            return olds, cur
+        j = i + int(hit[0])
+        olds[i : j + 1] = cur
+        cur, i = vs[j], j + 1
+    cur, rest = cur.item(), []
+    for c, x in zip(cs[i:].tolist(), vs[i:].tolist()):
+        rest.append(cur)
+        if cur == c:
+            cur = x
+    olds[i:] = rest
+    return olds, cur
+
+
 def _segmented(kind, ufunc, cur0, order, v, cmp, gstart, n, step):
     """Exclusive scan of the step within each run of equal addresses (sorted order)."""
     sv = v[order]
@@ -186,14 +211,8 @@ def _segmented(kind, ufunc, cur0, order, v, cmp, gstart, n, step):
         if ufunc is not None:
             acc = ufunc.accumulate(np.concatenate([cur0[g : g + 1], sv[s:e]]), dtype=sv.dtype)
             old[s:e], final[g] = acc[:-1], acc[-1]
-        else:  # cas: a Python loop over the group's elements
-            cur, cs, vs, olds = cur0[g], cmp[order[s:e]].tolist(), sv[s:e].tolist(), []
-            cur = cur.item()
-            for c, x in zip(cs, vs):
-                olds.append(cur)
-                if cur == c:
-                    cur = x
-            old[s:e], final[g] = olds, cur
+        else:
+            old[s:e], final[g] = _cas_run(cur0[g], cmp[order[s:e]], sv[s:e])
     small = np.nonzero(sizes[gid] <= _BIG_GROUP)[0]
     if small.size:  # rank rounds: all groups' r-th elements at once
         by_rank = small[np.argsort(rank[small], kind="stable")]

@@ -4,7 +4,9 @@ A launch runs the program functionally (``sim.executor.execute``: results land i
 then through the timing model (``sim.timing.simulate_timing``: a Profile). The device clock is the
 modeled clock: it advances by each launch's modeled time, and it is what Triton's ``do_bench`` and
 ``@triton.autotune`` read through the driver's events. Launches are synchronous: when ``launch``
-returns, the results are in memory and the clock has advanced.
+returns, the results are in memory and the clock has advanced. A launch with ``defer_timing``
+(Triton's launcher) leaves its timing to ``sim.clock``: computed when the clock or its Profile is
+first read, with the same result.
 
 A lock serialises launches, so kernels launched from several Python threads run one after another
 and each sees a consistent memory and clock.
@@ -21,6 +23,7 @@ import numpy as np
 from .. import knobs
 from ..errors import PlateError
 from ..machine import Machine, get_machine
+from .clock import Clock
 from .memory import DeviceMemory
 
 DEVICE_COUNT = 1  # one simulated system per process; a multi-chip preset is still one device
@@ -45,18 +48,38 @@ class Device:
         self.index = index
         self.machine = get_machine(machine if machine is not None else knobs.machine())
         self.memory = DeviceMemory(self.machine)
-        self.clock_ns = 0.0  # modeled time of every launch so far
         self.launches = 0
-        self.last_profile = None
+        self._clock = Clock(self.machine)
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"Device({self.index}, machine={self.machine.name!r}, clock_ns={self.clock_ns:g})"
 
     # ---- time ------------------------------------------------------------------------------
-    def now_ns(self) -> float:
+    @property
+    def clock_ns(self) -> float:
+        """Modeled time of every launch so far."""
         with self._lock:
-            return self.clock_ns
+            return self._clock.now_ns()
+
+    @clock_ns.setter
+    def clock_ns(self, ns: float) -> None:
+        with self._lock:
+            self._clock.set_ns(ns)
+
+    @property
+    def last_profile(self):
+        """The Profile of the most recent launch, or None."""
+        with self._lock:
+            return self._clock.last_profile()
+
+    @last_profile.setter
+    def last_profile(self, profile) -> None:
+        with self._lock:
+            self._clock.set_last_profile(profile)
+
+    def now_ns(self) -> float:
+        return self.clock_ns
 
     def synchronize(self) -> None:
         """Wait for a launch running in another thread; a launch itself returns only when it is done."""
@@ -71,19 +94,31 @@ class Device:
             return bool(self.memory.span_positions(lo, lo + max(int(nbytes), 1))[0] >= 0)
 
     # ---- launch ----------------------------------------------------------------------------
-    def launch(self, program, grid: tuple[int, int, int], args, *, host_buffers=(), policy=None, trace_path=None):
+    def launch(
+        self,
+        program,
+        grid: tuple[int, int, int],
+        args,
+        *,
+        host_buffers=(),
+        policy=None,
+        trace_path=None,
+        defer_timing: bool = False,
+    ):
         """Run ``program`` over ``grid`` with runtime ``args`` (Program.args order: ints for
         pointers and integers, floats for floats) and return its Profile.
 
         ``host_buffers`` are registered as device memory for this launch only, unless an
         allocation already covers them. ``policy`` (grid -> core) and ``trace_path`` default to
-        the PLATE_POLICY and PLATE_TRACE knobs."""
+        the PLATE_POLICY and PLATE_TRACE knobs. ``defer_timing``: return None and time the launch
+        when the clock or ``last_profile`` is read (a named policy and no trace to write only)."""
         from .executor import execute
-        from .timing import simulate_timing
+        from .timing import POLICIES, simulate_timing
 
         grid = tuple(int(g) for g in grid)
         trace_path = trace_path or knobs.trace()
         policy = policy or knobs.policy()
+        defer_timing = defer_timing and not trace_path and isinstance(policy, str) and policy in POLICIES
         with self._lock:
             registered = []
             try:
@@ -96,10 +131,13 @@ class Device:
             finally:
                 for base in registered:
                     self.memory.free(base)
+            if defer_timing:
+                self.launches += 1
+                self._clock.add_untimed(trace, policy)
+                return None
             profile = simulate_timing(trace, self.machine, policy=policy, collect_events=bool(trace_path))
-            self.clock_ns += float(profile.time_ns)
             self.launches += 1
-            self.last_profile = profile
+            self._clock.add_timed(profile)
             if trace_path:
                 profile.write_trace(_trace_file(trace_path, self.launches, program.name))
             return profile

@@ -329,14 +329,22 @@ def _box_locate(mem: DeviceMemory, box: _Box):
     return pos
 
 
+def _live(pos: np.ndarray):
+    """The live positions the active programs (pos >= 0) touch, in increasing order."""
+    act = pos[pos >= 0]
+    return [int(act[0])] if act.size and act.min() == act.max() else np.unique(act)
+
+
 def _box_traffic(mem: DeviceMemory, box: _Box, pos: np.ndarray) -> Traffic:
     nd = mem.machine.total_domains
     out = np.zeros((box.nprog, nd))
-    for p in np.unique(pos[pos >= 0]):
+    for p in _live(pos):
         rec = mem.live(int(p))
         sel = np.nonzero(pos == p)[0]
-        if len(rec.owners) == 1:
-            out[sel, rec.owners[0]] += box.count[sel] * float(box.isz)
+        lo = box.span_lo[sel] - rec.base
+        if len(rec.owners) == 1 or (lo // rec.granule == (box.span_hi[sel] - 1 - rec.base) // rec.granule).all():
+            # each program's bytes in one stripe or chunk: its whole count to that home (the sum of its rows)
+            out[sel, rec.home_domain(lo)] += box.count[sel] * float(box.isz)
             continue
         if box.unit_inner:  # one contiguous byte range per row
             starts, lens, progs = box.rows(sel)
@@ -411,7 +419,7 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         traffic.runs = box.runs()
         return values, traffic
     out = None
-    for p in np.unique(pos[pos >= 0]):
+    for p in _live(pos):
         rec = mem.live(int(p))
         typed, start = rec.typed(box.storage)
         sel = np.nonzero(pos == p)[0]
@@ -454,7 +462,7 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
     vals = np.ascontiguousarray(_to_storage(values, dtype))
     flat_vals = vals.reshape(-1)
     unique = _box_unique(box, pos)
-    for p in np.unique(pos[pos >= 0]):
+    for p in _live(pos):
         rec = mem.live(int(p))
         typed, start = rec.typed(box.storage)
         sel = np.nonzero(pos == p)[0]

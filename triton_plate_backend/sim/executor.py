@@ -33,6 +33,7 @@ from ..dtypes import NUMPY, is_float
 from ..errors import IsaError, SimulatorError
 from ..isa.asm import format_number, quote
 from ..isa.program import Inst, Program, verify
+from ..isa.verified import verify_once
 from ..machine import MiB, get_machine
 from . import numerics as nx
 from .semantics import HALT, SEMANTICS, Branch, DeviceAssertionError
@@ -121,11 +122,11 @@ class Context:
     # ---- divergence --------------------------------------------------------------------------
     def split_off(self, mask: np.ndarray) -> Context:
         """Move the instances where ``mask`` into a new context (same pc); keep the rest."""
+        moved, kept = _rows(mask), _rows(~mask)
         other = Context(
-            self.launch, self.pids[mask], self.regs[:, mask], self.tokens[:, mask], self.sram[mask], self.pc
+            self.launch, self.pids[moved], self.regs[:, moved], self.tokens[:, moved], self.sram[moved], self.pc
         )
-        keep = ~mask
-        self._set(self.pids[keep], self.regs[:, keep], self.tokens[:, keep], self.sram[keep])
+        self._set(self.pids[kept], self.regs[:, kept], self.tokens[:, kept], self.sram[kept])
         return other
 
     def absorb(self, others: list[Context]) -> None:
@@ -139,6 +140,16 @@ class Context:
             np.concatenate([c.tokens for c in group], axis=1)[:, order],
             np.concatenate([c.sram for c in group])[order],
         )
+
+
+def _rows(mask: np.ndarray):
+    """An index for the instances where ``mask``: a slice when they are consecutive (a lock's winner
+    leaves the front of the spinners), so the split keeps views instead of copying registers and
+    SRAM rows. Contexts never share a row, so views of one array stay independent."""
+    idx = np.flatnonzero(mask)
+    if idx.size and idx[-1] - idx[0] + 1 == idx.size:
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
 
 
 class _Waiting:
@@ -362,29 +373,6 @@ def new_context(program: Program, grid=1, args=(), memory=None, machine=None, *,
     return Context.fresh(launch, np.arange(grid[0] * grid[1] * grid[2], dtype=np.int64))
 
 
-_VERIFIED: dict = {}  # id(program) -> (program, what was verified): a kernel is launched many times
-
-
-def _verify_once(program: Program, machine) -> None:
-    """verify() unless this program, unchanged, already passed it on this machine."""
-    seen = (
-        machine.cache_key(),
-        tuple(program.instrs),
-        tuple(program.tiles),
-        tuple(program.consts),
-        tuple(program.args),
-        len(program.locs),
-        program.sram_bytes,
-    )
-    hit = _VERIFIED.get(id(program))
-    if hit is not None and hit[0] is program and hit[1] == seen:
-        return
-    verify(program, machine)
-    if len(_VERIFIED) >= 64:
-        _VERIFIED.clear()
-    _VERIFIED[id(program)] = (program, seen[:-1] + (program.sram_bytes,))
-
-
 def execute(
     program: Program,
     grid,
@@ -404,7 +392,7 @@ def execute(
     ``printer`` receives dbg.print lines (default: print). Raises SimulatorError (MemoryFault,
     DeviceAssertionError) naming pc, instruction, source line and grid coordinates."""
     machine = get_machine(machine if machine is not None else getattr(memory, "machine", None))
-    _verify_once(program, machine)
+    verify_once(program, machine)
     grid = _grid3(grid)
     launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps)
     total = grid[0] * grid[1] * grid[2]

@@ -1,0 +1,89 @@
+"""sim/clock.py: launches timed on demand read exactly as launches timed as they ran (the clock's
+float sum, every Profile field), whether their traces wait whole, packed, or are served again."""
+
+import pickle
+
+import numpy as np
+import pytest
+from test_timing import MINI, straight_trace, stream_program
+
+from triton_plate_backend.sim import clock as sim_clock
+from triton_plate_backend.sim.timing import simulate_timing
+
+
+def _fields(profile) -> bytes:
+    d = dict(profile.__dict__)
+    d.pop("wall_s")  # host seconds, not a modeled figure
+    return pickle.dumps(d)
+
+
+def _launches(n=9):
+    """Traces of a few programs and grids; some repeat (same program object, same entries)."""
+    progs = [stream_program(chunks=c, elems=e) for c, e in ((1, 1024), (2, 4096), (3, 256))]
+    rng = np.random.default_rng(5)
+    out = []
+    for i in range(n):
+        prog = progs[i % 3]
+        grid = 1 + (i * 7) % 13
+        scale = 1.0 if i % 2 else 2.0  # even launches repeat an earlier trace of their program
+        bytes_ = np.zeros((grid, MINI.total_domains))
+        bytes_[np.arange(grid), np.arange(grid) % MINI.total_domains] = 4096 * scale
+        bytes_ += rng.integers(0, 2) * 64
+        out.append(straight_trace(prog, grid, bytes_))
+    return out + out[:3]
+
+
+def _eager(traces):
+    profiles = [simulate_timing(t, MINI) for t in traces]
+    ns = 0.0
+    for p in profiles:
+        ns += float(p.time_ns)
+    return ns, profiles
+
+
+@pytest.mark.parametrize("budget", [sim_clock.PENDING_BYTES, 1, 30_000])  # whole, all timed, packed
+def test_the_clock_and_profiles_read_as_if_timed_at_launch(monkeypatch, budget):
+    monkeypatch.setattr(sim_clock, "PENDING_BYTES", budget)
+    traces = _launches()
+    want_ns, want = _eager(traces)
+    c = sim_clock.Clock(MINI)
+    for i, t in enumerate(traces):
+        c.add_untimed(t, "round_robin")
+        if i == 4:
+            assert _fields(c.last_profile()) == _fields(want[4])
+    assert _fields(c.last_profile()) == _fields(want[-1])
+    assert c.now_ns() == want_ns  # the same float sum, in launch order
+    c.set_ns(0.0)
+    assert c.now_ns() == 0.0
+
+
+def test_a_repeated_launch_gets_its_own_equal_profile():
+    trace = _launches(1)[0]
+    c = sim_clock.Clock(MINI)
+    c.add_untimed(trace, "round_robin")
+    first = c.last_profile()
+    c.add_untimed(straight_trace(trace.program, trace.grid[0], trace.entries[3].bytes_by_domain), "round_robin")
+    second = c.last_profile()
+    assert second is not first and _fields(second) == _fields(first)
+    assert c.now_ns() == float(first.time_ns) + float(second.time_ns)
+
+
+def test_timed_launches_and_untimed_ones_keep_launch_order():
+    traces = _launches(4)[:4]
+    want_ns, want = _eager(traces)
+    c = sim_clock.Clock(MINI)
+    c.add_untimed(traces[0], "round_robin")
+    c.add_timed(want[1])
+    c.add_untimed(traces[2], "round_robin")
+    c.add_timed(want[3])
+    assert c.last_profile() is want[3]
+    assert c.now_ns() == want_ns
+
+
+def test_waiting_traces_stay_under_the_budget(monkeypatch):
+    monkeypatch.setattr(sim_clock, "PENDING_BYTES", 50_000)
+    c = sim_clock.Clock(MINI)
+    for t in _launches(30):
+        c.add_untimed(t, "round_robin")
+        assert c._waiting_bytes <= 50_000
+    assert c._waiting_bytes == sum(w.nbytes for w in c._waiting)

@@ -1,0 +1,158 @@
+"""A device's modeled clock, with each launch's level-1 timing computed when first read.
+
+A launch runs its program eagerly (results land in memory at once), but its timing
+(``sim.timing.simulate_timing``) only matters to whoever reads it: the launch's Profile
+(``last_profile``) or the clock (events, ``do_bench``, the autotuner). Most launches (tests,
+Triton's own test suite) have no such reader, and timing can cost more than running. So a launch
+hands its Trace to the Clock, which times it on demand:
+
+- ``profile(launch)`` times one launch; ``now_ns()`` times every waiting launch and adds their
+  times in launch order: the same float sum as adding each launch's time as it ran;
+- waiting traces hold memory: past ``PENDING_BYTES`` the largest are packed (``Trace.pack``),
+  then, if that is not enough, timed (their traces dropped): first those a recent profile serves,
+  then the largest; a run that never reads the clock stays bounded;
+- a trace identical to one timed recently (same program object and content, policy, grid and
+  entries: ``Trace.digest``) gets a copy of that Profile: the timing model is deterministic, so a
+  kernel launched many times over the same layout is timed once.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections import OrderedDict, deque
+
+from ..machine import Machine, MiB
+from .profile import Profile
+from .timing import simulate_timing
+from .trace import PackedTrace, Trace
+
+PENDING_BYTES = 64 * MiB  # traces kept for timing on demand
+SHRINK_TO = 0.75  # past PENDING_BYTES, make room down to this share of it
+PENDING_LAUNCHES = 100_000  # launches waiting (timed or not) before the oldest are added to the clock
+PROFILES_KEPT = 32  # recent Profiles kept by trace digest for repeated launches
+
+
+class Launch:
+    """One launch's timing: its Profile once computed, until then the Trace and policy it comes from."""
+
+    __slots__ = ("trace", "policy", "nbytes", "profile", "digest")
+
+    def __init__(self, trace: Trace | None, policy: str | None, profile: Profile | None = None):
+        self.trace: Trace | PackedTrace | None = trace
+        self.policy, self.profile = policy, profile
+        self.nbytes = trace.nbytes() if trace is not None else 0
+        self.digest: bytes | None = None  # the trace's digest, once needed
+
+    def unpacked(self) -> Trace:
+        return self.trace.unpack() if isinstance(self.trace, PackedTrace) else self.trace
+
+    def key(self) -> tuple:
+        """What recent profiles are kept by: (program object, policy, trace digest)."""
+        if self.digest is None:
+            self.digest = self.trace.digest()
+        return (id(self.trace.program), self.policy, self.digest)
+
+    def pack(self) -> int:
+        """Pack the trace (digesting it on the way: a digest is the packed form's); the bytes saved."""
+        packed = self.trace.pack()
+        self.digest = packed.digest()
+        saved, self.trace, self.nbytes = self.nbytes - packed.nbytes(), packed, packed.nbytes()
+        return saved
+
+
+class Clock:
+    """Modeled nanoseconds of every launch so far, launches timed on demand (module docstring)."""
+
+    def __init__(self, machine: Machine):
+        self.machine = machine
+        self._ns = 0.0  # the times of the launches no longer waiting
+        self._waiting: deque[Launch] = deque()  # launches whose time is not in _ns yet, in launch order
+        self._waiting_bytes = 0
+        self._last: Launch | None = None
+        self._recent: OrderedDict = OrderedDict()  # (id(program), policy, digest) -> (program, content, Profile)
+
+    # ---- the clock -----------------------------------------------------------------------------
+    def now_ns(self) -> float:
+        while self._waiting:
+            self._retire()
+        return self._ns
+
+    def set_ns(self, ns: float) -> None:
+        self.now_ns()
+        self._ns = float(ns)
+
+    # ---- launches ------------------------------------------------------------------------------
+    def add_timed(self, profile: Profile) -> None:
+        """A launch timed as it ran."""
+        self._add(Launch(None, None, profile))
+
+    def add_untimed(self, trace: Trace, policy: str) -> None:
+        """A launch to time on demand (``policy``: a name in timing.POLICIES)."""
+        launch = Launch(trace, policy)
+        self._waiting_bytes += launch.nbytes
+        self._add(launch)
+        if self._waiting_bytes > PENDING_BYTES:
+            self._shrink()
+        while len(self._waiting) > PENDING_LAUNCHES:
+            self._retire()
+
+    def last_profile(self) -> Profile | None:
+        return None if self._last is None else self.profile(self._last)
+
+    def set_last_profile(self, profile: Profile | None) -> None:
+        self._last = None if profile is None else Launch(None, None, profile)
+
+    def profile(self, launch: Launch) -> Profile:
+        if launch.profile is None:
+            launch.profile = self._time(launch)
+            self._waiting_bytes -= launch.nbytes
+            launch.trace, launch.nbytes = None, 0
+        return launch.profile
+
+    def _shrink(self) -> None:
+        """Down to SHRINK_TO of PENDING_BYTES (a margin, so that this runs now and then, not at every
+        launch): pack the largest waiting traces; then time the launches a recent profile serves;
+        then time the largest one, and again (the ones like it are served now)."""
+        target = int(PENDING_BYTES * SHRINK_TO)
+        untimed = sorted((w for w in self._waiting if w.profile is None), key=lambda w: -w.nbytes)
+        for launch in untimed:
+            if isinstance(launch.trace, Trace):
+                self._waiting_bytes -= launch.pack()
+                if self._waiting_bytes <= target:
+                    return
+        while self._waiting_bytes > target and untimed:
+            for launch in untimed:
+                if launch.key() in self._recent:
+                    self.profile(launch)
+            untimed = [w for w in untimed if w.profile is None]
+            if self._waiting_bytes > target and untimed:
+                self.profile(untimed.pop(0))  # the largest
+
+    def _add(self, launch: Launch) -> None:
+        self._waiting.append(launch)
+        self._last = launch
+        while self._waiting and self._waiting[0].profile is not None:  # nothing left to compute: fold it in
+            self._ns += float(self._waiting.popleft().profile.time_ns)
+
+    def _retire(self) -> None:
+        """Time the oldest waiting launch and add its time to the clock."""
+        self._ns += float(self.profile(self._waiting.popleft()).time_ns)
+
+    # ---- timing, with repeats served from recent profiles ----------------------------------------
+    def _time(self, launch: Launch) -> Profile:
+        t0 = time.perf_counter()
+        program = launch.trace.program
+        content = (self.machine.cache_key(), tuple(program.instrs), tuple(program.tiles), tuple(program.consts))
+        key = launch.key()
+        hit = self._recent.get(key)
+        if hit is not None and hit[0] is program and hit[1] == content:
+            self._recent.move_to_end(key)
+            profile = copy.deepcopy(hit[2])  # each launch its own Profile, as when timed as it ran
+            profile.wall_s = time.perf_counter() - t0
+            return profile
+        profile = simulate_timing(launch.unpacked(), self.machine, policy=launch.policy)
+        self._recent[key] = (program, content, copy.deepcopy(profile))
+        if len(self._recent) > PROFILES_KEPT:
+            self._recent.popitem(last=False)
+        return profile

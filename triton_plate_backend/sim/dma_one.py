@@ -1,0 +1,170 @@
+"""One program's strided DMA (dma.load / dma.store of a context with P == 1) in Python integers.
+
+The batched code in sim/dma.py spends a small access on a hundred numpy calls over [1, rank]
+arrays. Here the box (clipped bounds, counts, spans, runs) is Python integers, while the data
+moves through the same strided views and the bytes are counted by the same ``_range_bytes``: the
+values, the memory and the Traffic are exactly those of ``load_strided`` / ``store_strided``.
+Anything off the common path (a span outside one allocation or touching a fault, a misaligned
+base, stores that may overlap, a rank-0 tile, numbers that could wrap in int64) returns None:
+the caller then runs the batched code, which handles and reports it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..dtypes import NUMPY
+from ..isa.program import contiguous_strides
+from .dma import Traffic, _from_storage, _range_bytes, _storage, _to_storage, _view, fill_value
+from .memory import DeviceMemory
+
+_SAFE = 1 << 62  # addresses and offsets stay below this: int64 arithmetic in dma.py cannot wrap
+
+
+class _Box1:
+    """dma._Box for one program, in Python integers (same clipping, spans and runs)."""
+
+    def __init__(self, base: int, storage: np.dtype, shape: tuple, strides: list, lo: list, hi: list):
+        self.base, self.storage, self.isz, self.shape, self.s = base, storage, storage.itemsize, shape, strides
+        self.a = [min(max(v, 0), n) for v, n in zip(lo, shape)]
+        self.b = [min(max(v, 0), n) for v, n in zip(hi, shape)]
+        self.n = [max(y - x, 0) for x, y in zip(self.a, self.b)]
+        self.count = math.prod(self.n)
+        self.full = all(x == 0 and y == n for x, y, n in zip(self.a, self.b, shape))
+
+    def safe(self) -> bool:
+        reach = sum(abs(s) * n for s, n in zip(self.s, self.shape)) * self.isz
+        return abs(self.base) + reach < _SAFE
+
+    def span(self, whole: bool = False) -> tuple[int, int]:
+        """Byte range [lo, hi) of the valid elements (whole=True: of all elements)."""
+        a = [0] * len(self.shape) if whole else self.a
+        b = self.shape if whole else self.b
+        first = [x * s for x, s in zip(a, self.s)]
+        last = [(y - 1) * s for y, s in zip(b, self.s)]
+        lo = sum(min(f, g) for f, g in zip(first, last))
+        hi = sum(max(f, g) for f, g in zip(first, last)) + 1
+        return self.base + lo * self.isz, self.base + hi * self.isz
+
+    def runs(self) -> int:
+        """dma._Box.runs: elements minus the row-major steps that move one element."""
+        n, s, r = self.n, self.s, len(self.shape)
+        cont, outer = 0, 1
+        for k in range(r):
+            inner = sum((n[j] - 1) * s[j] for j in range(k + 1, r))
+            if n[k] > 1 and abs(s[k] - inner) == 1:
+                cont += (n[k] - 1) * outer
+            outer *= n[k]
+        return self.count - cont if self.count > 0 else 0
+
+    def injective(self) -> bool:
+        """No two valid elements share an address (dma._Box.injective)."""
+        ext = [abs(s) if n > 1 else 0 for s, n in zip(self.s, self.n)]
+        reach = 0
+        for k in sorted(range(len(ext)), key=ext.__getitem__):
+            if self.n[k] > 1 and ext[k] <= reach:
+                return False
+            reach += (self.n[k] - 1) * ext[k]
+        return True
+
+    def valid(self) -> np.ndarray:
+        m = np.zeros(self.shape, bool)
+        m[tuple(slice(x, y) for x, y in zip(self.a, self.b))] = True
+        return m[None]
+
+    def offsets(self, dims: int) -> np.ndarray:
+        """Element offsets of the valid elements of the first ``dims`` axes, in C order (flat)."""
+        rel = np.zeros((), np.int64)
+        for k in range(dims):
+            rel = np.add.outer(rel, np.arange(self.a[k], self.b[k], dtype=np.int64) * self.s[k])
+        return rel.reshape(-1)
+
+
+def _box(base, dtype: str, shape, strides, lo, hi) -> _Box1 | None:
+    """The box when the arguments are one program's ([1] base, [1, rank] bounds), else None."""
+    shape = tuple(int(v) for v in shape)
+    r = len(shape)
+    if r == 0 or any(not isinstance(x, np.ndarray) or x.shape != (1, r) for x in (strides, lo, hi)):
+        return None
+    if not isinstance(base, np.ndarray) or base.shape != (1,):
+        return None
+    box = _Box1(int(base[0]), _storage(dtype), shape, strides[0].tolist(), lo[0].tolist(), hi[0].tolist())
+    return box if box.safe() else None
+
+
+def _locate(mem: DeviceMemory, box: _Box1) -> int | None:
+    """dma._box_locate: the live position holding the valid span, aligned; None otherwise."""
+    if box.base % box.isz:
+        return None
+    lo, hi = box.span()
+    pos = int(mem.span_positions(np.array([lo], np.int64), np.array([hi], np.int64))[0])
+    return pos if pos >= 0 else None
+
+
+def _traffic(mem: DeviceMemory, box: _Box1, pos: int) -> Traffic:
+    """dma._box_traffic for one program."""
+    out = np.zeros((1, mem.machine.total_domains))
+    rec = mem.live(pos)
+    if len(rec.owners) == 1:
+        out[0, rec.owners[0]] += box.count * float(box.isz)
+    elif abs(box.s[-1]) == 1:  # one contiguous byte range per row
+        a, b, s = box.a[-1], box.b[-1], box.s[-1]
+        first = box.base + min(a * s, (b - 1) * s) * box.isz
+        starts = first + box.offsets(len(box.shape) - 1) * box.isz - rec.base
+        lens = np.full(starts.size, box.n[-1] * box.isz, np.int64)
+        _range_bytes(rec, starts, lens, np.zeros(starts.size, np.int64), out)
+    else:
+        starts = box.base - rec.base + box.offsets(len(box.shape)) * box.isz
+        lens = np.full(starts.size, box.isz, np.int64)
+        _range_bytes(rec, starts, lens, np.zeros(starts.size, np.int64), out)
+    return Traffic(out, np.array([box.count], np.int64), np.array([box.runs()], np.int64))
+
+
+def load(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill):
+    """dma.load_strided for one program, or None (the caller runs load_strided)."""
+    box = _box(base, dtype, shape, strides, lo, hi)
+    if box is None:
+        return None
+    fillv = fill_value(fill, dtype)
+    if box.count == 0:
+        out = np.full((1, *box.shape), fillv, NUMPY[dtype])
+        return out, Traffic.zeros(1, mem.machine.total_domains)
+    pos = _locate(mem, box)
+    if pos is None:
+        return None
+    lo, hi = box.span(whole=True)  # the whole tile (masked-off elements too) inside: one strided view
+    if int(mem.span_positions(np.array([lo], np.int64), np.array([hi], np.int64))[0]) != pos:
+        return None
+    rec = mem.live(pos)
+    typed, start = rec.typed(box.storage)
+    e0 = (box.base - (rec.base + start)) // box.isz
+    out = _view(typed, box.shape, box.s)[np.array([e0])]
+    if not box.full:
+        np.copyto(out, _to_storage(fillv, dtype), where=~box.valid())
+    return _from_storage(out, dtype), _traffic(mem, box, pos)
+
+
+def store(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str) -> Traffic | None:
+    """dma.store_strided for one program, or None (the caller runs store_strided)."""
+    values = np.asarray(values)
+    box = _box(base, dtype, values.shape[1:], strides, lo, hi)
+    if box is None:
+        return None
+    if box.count == 0:
+        return Traffic.zeros(1, mem.machine.total_domains)
+    pos = _locate(mem, box)
+    if pos is None or not box.injective():
+        return None
+    flat_vals = np.ascontiguousarray(_to_storage(values, dtype)).reshape(-1)
+    rec = mem.live(pos)
+    typed, start = rec.typed(box.storage)
+    e0 = (box.base - (rec.base + start)) // box.isz
+    first = sum(x * s for x, s in zip(box.a, box.s))
+    tile = sum(x * t for x, t in zip(box.a, contiguous_strides(box.shape)))
+    extent = tuple(box.n)
+    _view(typed, extent, box.s)[np.array([e0 + first])] = _view(flat_vals, extent, contiguous_strides(box.shape))[
+        np.array([tile])
+    ]
+    return _traffic(mem, box, pos)
