@@ -28,7 +28,7 @@ from .emitter import Imm, Str, Token, View, VReg
 from .rules_memory import fill_imm
 from .rules_reduce import reduce_into
 from .rules_scf import own
-from .rules_tt import constant_value, pointee_size
+from .rules_tt import byte_offsets, constant_value, pointee_size
 
 MAP_RETURN = "tt.map_elementwise.return"
 # ops that read the mask of the lanes running them: loops (a lane outside runs no iteration),
@@ -290,12 +290,7 @@ def _lane_addptr(ctx, op, lanes, mask):
     size = pointee_size(ptr.type)
     o = ctx.as_view(ctx.binding(off), dtype_of(off.type), lanes)
     dst = ctx.new("i64", lanes, owner=op.result)
-    if o.dtype != "i64":
-        ctx.vec("v.sext", dst, o)
-        o = dst
-    if size != 1:
-        ctx.vec("v.mul", dst, o, ctx.fill(size, "i64", lanes))
-        o = dst
+    o = byte_offsets(ctx, o, size, dst)
     ctx.vec("v.add", dst, ctx.as_view(ctx.binding(ptr), "i64", lanes), o)
     ctx.bind(op.result, dst)
 

@@ -153,6 +153,20 @@ def _lower_tt_histogram(ctx, op):
 
 
 # ---- pointers -------------------------------------------------------------------------------------
+
+
+def byte_offsets(ctx, o, size: int, into):
+    """Element offsets o as i64 byte offsets (times the pointee size), written into `into`; o itself when it
+    already is one."""
+    if o.dtype != "i64":
+        ctx.vec("v.sext", into, o)
+        o = into
+    if size != 1:
+        ctx.vec("v.mul", into, o, ctx.fill(size, "i64", into.shape))
+        o = into
+    return o
+
+
 def _lower_tt_addptr(ctx, op):
     ptr, off = op.operands
     size = pointee_size(ptr.type)
@@ -180,13 +194,7 @@ def _lower_tt_addptr(ctx, op):
         ctx.bind(res, dst)
         return
     if o.dtype != "i64" or size != 1:
-        t = ctx.new("i64", shape, what="pointer offset (bytes)")
-        if o.dtype != "i64":
-            ctx.vec("v.sext", t, o)
-            o = t
-        if size != 1:
-            ctx.vec("v.mul", t, o, ctx.fill(size, "i64", shape))
-        o = t
+        o = byte_offsets(ctx, o, size, ctx.new("i64", shape, what="pointer offset (bytes)"))
     dst = ctx.out(res, shape, reuse=[ptr])
     ctx.vec("v.add", dst, p, o)
     ctx.bind(res, dst)
