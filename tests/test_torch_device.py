@@ -223,6 +223,26 @@ def test_view_ops_match_cpu(view):
     assert torch.equal(got.cpu(), want)
 
 
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda t: t.conj().resolve_conj(),
+        lambda t: t.conj() * 2,
+        lambda t: t.conj().imag + 1,  # the negative bit
+        lambda t: t.conj().imag.resolve_neg(),
+        lambda t: t.conj().T.clone(),
+        lambda t: torch.view_as_real(t.conj().resolve_conj()),
+        lambda t: t.clone().conj().copy_(t).resolve_conj(),  # copy into a conj view
+    ],
+)
+def test_conjugate_and_negative_bits_match_cpu(op):
+    # copies of conj()/neg views once recursed through the math-bit fallbacks until the stack overflowed
+    base = torch.complex(A, B)
+    want, got = op(base), op(base.plate())
+    assert got.device.type == "plate" and torch.equal(got.cpu().resolve_conj().resolve_neg(), want)
+    assert torch.equal(base.plate().conj().cpu(), base.conj())  # device -> host copy of a conj view
+
+
 def test_in_place_ops_match_cpu():
     def run(t):
         x = t(A.clone())
@@ -241,6 +261,16 @@ def test_out_argument_is_resized_on_device():
     out = torch.empty(0, device="plate")
     res = torch.add(A.plate(), B.plate(), out=out)
     assert res is out and out.shape == (4, 6) and torch.equal(out.cpu(), A + B)
+
+
+def test_resized_out_argument_takes_the_inputs_layout():
+    # TensorIterator gives a resized out= the inputs' layout on every device; aten.complex relies on it
+    a = torch.arange(15.0).reshape(5, 3).permute(1, 0)
+    got = torch.complex(a.plate(), a.plate())
+    assert got.stride() == torch.complex(a, a).stride() == (1, 3) and torch.equal(got.cpu(), torch.complex(a, a))
+    out = torch.empty(5, 6, device="plate")[:, ::2].t()  # the right size already: its own strides stay
+    torch.add(a.plate(), 1, out=out)
+    assert out.stride() == (2, 6) and torch.equal(out.cpu(), a + 1)
 
 
 def test_storage_and_tensor_resize():

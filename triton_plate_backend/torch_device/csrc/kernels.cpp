@@ -212,5 +212,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_", set_empty);
 }
 
+// The conjugate and negative bits pass through to copy_from, whose host aliases carry them, so the CPU copy_
+// resolves them. Without this a copy from a conj() view recursed until the stack overflowed: the math-bit
+// fallbacks let copy_ through but not _copy_from, which only out-of-tree devices reach, and they resolve the
+// bit with clone -> copy_ -> _copy_from again. (In-tree devices copy in copy_ itself and never meet this.)
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
 }  // namespace
 }  // namespace plate
