@@ -8,6 +8,7 @@ The runner is exercised end to end (pytest in a subprocess, as on the real trees
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -197,6 +198,26 @@ def test_runner_under_xdist_with_timeout_and_selection(triton_tree, tmp_path, mo
         "unit/language/test_deleted.py",
         "unit/runtime/test_gamma.py::test_launch_*",
     }
+
+
+@pytest.mark.parametrize("jobs", ["0", "2"])
+def test_a_stopped_run_reports_the_tests_that_finished(triton_tree, tmp_path, jobs):
+    pid_file = tmp_path / "runner.pid"
+    env = {**os.environ, "FAKE_SLEEP": "60", "FAKE_TERMINATE_RUNNER": str(pid_file), "PYTHONPATH": str(REPO)}
+    argv = ["triton", "--src", str(triton_tree), "--device", "fakedev", "--skiplist", str(FAKE_SKIPLIST)]
+    argv += ["--report-dir", str(tmp_path), "-j", jobs, "--files", "unit/language/test_alpha.py"]
+    # test_sleeps (the file's last test) SIGTERMs the runner, then sleeps: the runner stops pytest, which still
+    # writes the outcomes of the tests that finished
+    cmd = [sys.executable, "-m", "upstream.runner", *argv]
+    proc = subprocess.Popen(cmd, env=env, cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    pid_file.write_text(str(proc.pid))
+    out, _ = proc.communicate(timeout=50)
+    assert proc.returncode == runner.EXIT_INTERRUPTED, out
+    rep = _report(tmp_path)
+    assert rep["interrupted"] and "INTERRUPTED" in out and "**interrupted**" in (tmp_path / "triton.md").read_text()
+    assert 0 < rep["totals"]["total"] < 11 and "unit/language/test_alpha.py::test_sleeps" not in str(rep["slowest"])
+    if jobs == "0":  # one process runs the file in order: every test before test_sleeps finished
+        assert rep["totals"]["total"] == 10 and rep["totals"]["passed"] == 4
 
 
 def test_check_stale_runs_only_listed_known_failures(triton_tree, tmp_path):

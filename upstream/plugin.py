@@ -93,6 +93,11 @@ class UpstreamRun:
         self.progress = None
         if opt("--plate-progress") and not self.worker:
             self.progress = Progress(sys.stderr)
+        if not self.worker and threading.current_thread() is threading.main_thread():
+            # SIGINT may arrive ignored (a background job of a script) and SIGTERM would kill pytest before it
+            # writes anything: both stop the session like Ctrl-C, so the tests that finished are still reported
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
         self.start = time.time()
 
     # -- collection: whole-file entries are not collected; the others get a mark -----------------
@@ -216,7 +221,8 @@ class UpstreamRun:
             "wall_s": round(time.time() - self.start, 3),
             "collected": len(collected),
             "known_failures": self.known,
-            "tests": list(self.tests.values()),
+            "tests": [r for r in self.tests.values() if r["outcome"] is not None],
+            "unfinished": [t for t, r in self.tests.items() if r["outcome"] is None],  # running when interrupted
             "collection_errors": [{"test": k, "message": v} for k, v in self.collect_errors.items()],
             "skiplist": {
                 "path": str(self.skiplist.path) if self.skiplist.path else None,

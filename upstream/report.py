@@ -194,6 +194,11 @@ def render_markdown(report: dict) -> str:
         f"- started: {report.get('started', '?')}, wall time {report.get('wall_s', 0):.1f} s, "
         f"{report.get('jobs', '?')} jobs",
         f"- command: `{report.get('command', '')}`",
+        *(
+            [f"- **interrupted**: {t['total']} tests finished before the run was stopped"]
+            if report.get("interrupted")
+            else []
+        ),
         f"- pass rate: **{_pct(t['pass_rate'])}** = {t['passed'] + t['xpassed']} passed / "
         f"({t['total']} total - {t['by_design']} by-design)",
         f"- by-design share: {_pct(t['by_design_share'])} ({t['by_design']} of {t['total']})",
@@ -266,6 +271,8 @@ def summary_lines(report: dict) -> list[str]:
         f"pass rate {_pct(t['pass_rate'])} (passed / (total - {t['by_design']} by-design)), "
         f"by-design share {_pct(t['by_design_share'])}, wall {report.get('wall_s', 0):.1f} s",
     ]
+    if report.get("interrupted"):
+        lines.append(f"INTERRUPTED: only the {t['total']} tests that finished are counted")
     if report.get("interpreter"):
         i = report["interpreter"]
         lines.append(

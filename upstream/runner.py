@@ -19,6 +19,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,7 +32,8 @@ from .revisions import REVISIONS_FILE, Revision, Tree, fetch, find_tree, get_rev
 from .skiplist import load_skiplist
 
 SUITE_PROJECT = {"triton": "triton", "inductor": "pytorch"}  # suite name -> [project] of revisions.toml
-EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_STALE = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_STALE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+PYTEST_INTERRUPTED = 2  # pytest.ExitCode.INTERRUPTED, as the plugin's results file records it
 DEFAULT_BASELINE = REPO_ROOT.parent / "shared" / "upstream-baseline" / "interpreter-unit-language.tsv"
 EMPTY_INI = "[pytest]\n"  # so no pytest config of the tree's parents (ours included) leaks into the run
 
@@ -171,7 +173,13 @@ def _run_pytest(args, revision: Revision, tree: Tree, paths: list[str], passthro
         print(f"upstream {args.suite}: {revision.project} {revision.ref[:12]} in {tree.test_dir}", file=sys.stderr)
         print(f"upstream {args.suite}: {shlex.join(cmd)}", file=sys.stderr)
         t0 = time.monotonic()
-        rc = subprocess.run(cmd, cwd=tree.test_dir, env=env).returncode
+        proc = subprocess.Popen(cmd, cwd=tree.test_dir, env=env)
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: let pytest stop and write what ran so far
+            proc.send_signal(signal.SIGINT)
+            rc = proc.wait()
+            print(f"upstream {args.suite}: interrupted; reporting the tests that finished", file=sys.stderr)
         wall = time.monotonic() - t0
         if not results_path.is_file():
             raise UpstreamError(f"pytest exited with status {rc} before writing results (see its output above)")
@@ -231,6 +239,7 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
         "timeout_s": args.timeout,
         "paths": paths,
         "pytest_returncode": rc,
+        "interrupted": results.get("exitstatus") == PYTEST_INTERRUPTED,
         "interpreter": interpreter,
     }
     report = summarize(results, meta, baseline=read_baseline(args.baseline) if args.baseline else None)
@@ -238,6 +247,8 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
     for line in summary_lines(report):
         print(line)
     print("report: " + ", ".join(str(p) for p in written))
+    if meta["interrupted"]:
+        return EXIT_INTERRUPTED
     stale = report["skiplist"]["stale"]
     stale_lines = [f"  {k}: listed as failing but passes: {', '.join(v[:3])}" for k, v in stale["passing"].items()]
     stale_lines += [f"  {k}: {why}" for k, why in stale["missing"].items()]
@@ -256,6 +267,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m upstream.runner")
     argv = list(sys.argv[1:] if argv is None else argv)
     own, passthrough = _split_passthrough(argv)
     args = build_parser(prog).parse_args(own)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops a run like Ctrl-C does
     try:
         return run_suite(args, passthrough, argv)
     except UpstreamError as e:
@@ -263,7 +275,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m upstream.runner")
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"upstream {args.suite}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
