@@ -23,6 +23,7 @@ from triton_plate_backend.isa.encoding import (
     decode,
     encode,
     float_bits,
+    load,
     tile_names,
 )
 from triton_plate_backend.isa.program import ARG_TYPES, UNKNOWN_LOC, Arg, Inst, Loc, Program, Tile, verify
@@ -357,3 +358,14 @@ def test_fuzz_flips_and_truncations(p, data):
     if kind.endswith("+crc") and len(good) >= HEADER.min_size:
         struct.pack_into("<I", good, 16, zlib.crc32(bytes(good[HEADER.min_size :])))
     _decodes_or_rejects(bytes(good))
+
+
+def test_load_reuses_the_program_just_encoded_unless_it_changed():
+    sample = assemble(SAMPLE)
+    data = encode(sample)
+    assert load(data) is sample  # Triton loads the binary it just compiled: no second decode
+    assert load(data, get_machine("plate-mini")) is sample
+    sample.instrs.append(sample.instrs[-1])  # changed after encoding: the bytes are decoded afresh
+    again = load(data)
+    assert again is not sample and len(again.instrs) == len(sample.instrs) - 1
+    assert decode(data) is not decode(data)  # decode itself always parses (the format tests rely on it)

@@ -71,12 +71,12 @@ def _gpu_usable() -> bool:
 class PlateUtils:
     def load_binary(self, name, kernel, shared, device):
         """Decode pbin bytes into a Program: (module, function, n_regs, n_spills, n_max_threads)."""
-        from .isa.encoding import decode
+        from .isa.encoding import load
         from .launcher import KernelHandle
         from .sim.device import get_device
 
         dev = get_device(device)
-        program = decode(bytes(kernel), dev.machine)  # verified against the device's machine
+        program = load(bytes(kernel), dev.machine)  # verified against the device's machine
         if program.name != name:
             raise PlateError(f"load_binary: the binary holds kernel {program.name!r}, Triton asked for {name!r}")
         if shared > dev.machine.core.sram_bytes:

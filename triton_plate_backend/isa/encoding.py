@@ -14,6 +14,7 @@ index. Readers skip section kinds they do not know (a minor version may add some
 
 from __future__ import annotations
 
+import collections
 import functools
 import numbers
 import re
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from ..errors import BinaryFormatError, IsaError
 from .program import ARG_TYPES, Arg, Inst, Loc, Program, Tile, verify
 from .table import BY_OPCODE, DTYPES, ENUMS, OPERAND_KINDS
-from .verified import passed, verify_once
+from .verified import content, passed, verify_once
 
 MAGIC = b"PLATEBIN"
 VERSION = (1, 0)  # (major, minor): a reader accepts its own major and any minor
@@ -180,8 +181,29 @@ def tile_names(program: Program) -> list[str] | None:
 
 
 # ---- encode ----------------------------------------------------------------------------------
+# Binaries encoded in this process and the programs they came from. Triton compiles a kernel and then
+# loads the bytes it just wrote: load() hands that program back (if unchanged) instead of parsing and
+# verifying it again. Programs are not changed after finalize; the snapshot check covers anyone who does.
+_ENCODED: collections.OrderedDict[bytes, tuple[Program, tuple]] = collections.OrderedDict()
+_ENCODED_KEEP = 64
+
+
+def _snapshot(program: Program) -> tuple:
+    """Everything of a program that its binary holds."""
+    return content(program), program.name, tuple(program.labels.items()), tuple(tile_names(program) or ())
+
+
 def encode(program: Program) -> bytes:
     """Program -> .pbin bytes. Verifies the program first (IsaError if it is not valid)."""
+    data = _encode(program)
+    _ENCODED[data] = (program, _snapshot(program))
+    _ENCODED.move_to_end(data)
+    while len(_ENCODED) > _ENCODED_KEEP:
+        _ENCODED.popitem(last=False)
+    return data
+
+
+def _encode(program: Program) -> bytes:
     verify_once(program)
     strings: dict[str, int] = {}
 
@@ -277,6 +299,17 @@ def _inst_record(ins: Inst) -> dict:
 
 
 # ---- decode ----------------------------------------------------------------------------------
+def load(data: bytes, machine=None) -> Program:
+    """decode(), or the program these bytes were encoded from in this process if it is unchanged."""
+    known = _ENCODED.get(bytes(data))
+    if known is not None and known[1] == _snapshot(known[0]):
+        try:
+            return verify_once(known[0], machine)
+        except IsaError:
+            pass  # not within this machine's bounds: decode says where
+    return decode(data, machine)
+
+
 def decode(data: bytes, machine=None) -> Program:
     """.pbin bytes -> Program, verified (against machine's bounds if given).
 

@@ -13,7 +13,7 @@ from .program import Program, verify
 _MARK = "_plate_verified"  # on the program: (machine key or None, content it passed with)
 
 
-def _content(program: Program) -> tuple:
+def content(program: Program) -> tuple:
     """What verify() reads (a const is checked only for being a string, a loc index against the count)."""
     return (
         tuple(program.instrs),
@@ -28,7 +28,7 @@ def _content(program: Program) -> tuple:
 def verify_once(program: Program, machine=None) -> Program:
     """verify(program, machine) unless this program, unchanged, already passed it (module docstring)."""
     mark = getattr(program, _MARK, None)
-    if mark is not None and (machine is None or mark[0] == machine.cache_key()) and mark[1] == _content(program):
+    if mark is not None and (machine is None or mark[0] == machine.cache_key()) and mark[1] == content(program):
         return program
     verify(program, machine)
     passed(program, machine)
@@ -37,4 +37,4 @@ def verify_once(program: Program, machine=None) -> Program:
 
 def passed(program: Program, machine=None) -> None:
     """Record (on the program itself: nothing outlives it) that it passed verify() on ``machine`` as it is now."""
-    setattr(program, _MARK, (None if machine is None else machine.cache_key(), _content(program)))
+    setattr(program, _MARK, (None if machine is None else machine.cache_key(), content(program)))
