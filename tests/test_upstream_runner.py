@@ -151,6 +151,26 @@ def test_report_pass_rate_excludes_by_design():
     assert "pass rate: **50.0%**" in md and "| `g.py` | 0 | 0 | 0 | 0 | 0 | 1 |" in md
 
 
+def test_not_in_pin_entries_leave_the_denominator_and_are_counted_apart(tmp_path):
+    results = {
+        "tests": [
+            {"test": "f.py::a", "outcome": "passed", "duration": 1.0},
+            {"test": "f.py::b", "outcome": "failed", "duration": 1.0, "message": "E   AssertionError"},
+            *(
+                {"test": f"f.py::new{i}", "outcome": "skipped", "duration": 0.0, "category": "not-in-pin"}
+                for i in range(2)
+            ),
+        ],
+    }
+    t = report.summarize(results, {"suite": "inductor"})["totals"]
+    assert (t["total"], t["not_in_pin"], t["by_design"], t["pass_rate"]) == (4, 2, 0, 0.5)  # 1 / (4 - 2)
+    md = report.render_markdown(report.summarize(results, {"suite": "inductor"}))
+    assert "(4 total - 0 by-design - 2 not-in-pin)" in md and "the pass rate would be 25.0%" in md
+    (tmp_path / "s.toml").write_text('[[skip]]\ntest = "f.py::new0"\ncategory = "not-in-pin"\nreason = "r"\n')
+    entry = load_skiplist(tmp_path / "s.toml").lookup("f.py::new0")
+    assert entry.category == "not-in-pin" and not entry.is_known_failure  # skipped, not run as an xfail
+
+
 # -- the runner, end to end on the fake Triton tree ----------------------------------------------
 def test_runner_on_fake_tree(triton_tree, tmp_path, capfd):
     argv = ["triton", "--src", str(triton_tree), "--device", "fakedev", "--skiplist", str(FAKE_SKIPLIST)]

@@ -1,8 +1,9 @@
 """Pass-rate reports of an upstream run: JSON for tools, Markdown for people, a file of failure texts.
 
-pass rate = passed / (total - by-design): by-design entries (things plate does not do on purpose)
-leave the denominator and are reported as their own share. `xpassed` (a listed or upstream xfail
-that passes) counts as passed.
+pass rate = passed / (total - by-design - not-in-pin): by-design entries (things plate does not do on
+purpose) leave the denominator and are reported as their own share; so do not-in-pin entries (tests of a
+newer upstream copy that need library code the pinned release lacks), counted apart. `xpassed` (a
+listed or upstream xfail that passes) counts as passed.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _counts(records: list[dict]) -> dict:
     c = Counter(r["outcome"] or "errors" for r in records)
     cat = Counter(r.get("category") for r in records)
     total = len(records)
-    by_design = cat["by-design"]
+    by_design, not_in_pin = cat["by-design"], cat["not-in-pin"]
     passed = c["passed"] + c["xpassed"]
     out = {o: c[o] for o in OUTCOMES}
     out.update(
@@ -37,10 +38,15 @@ def _counts(records: list[dict]) -> dict:
         by_design=by_design,
         not_yet=cat["not-yet"],
         upstream_bug=cat["upstream-bug"],
-        pass_rate=_rate(passed, total - by_design),
+        not_in_pin=not_in_pin,
+        pass_rate=_rate(passed, total - by_design - not_in_pin),
         by_design_share=_rate(by_design, total),
     )
     return out
+
+
+def _not_in_pin(t: dict) -> str:
+    return f" - {t['not_in_pin']} not-in-pin" if t.get("not_in_pin") else ""
 
 
 def first_line(message: str | None) -> str:
@@ -200,8 +206,17 @@ def render_markdown(report: dict) -> str:
             else []
         ),
         f"- pass rate: **{_pct(t['pass_rate'])}** = {t['passed'] + t['xpassed']} passed / "
-        f"({t['total']} total - {t['by_design']} by-design)",
+        f"({t['total']} total - {t['by_design']} by-design{_not_in_pin(t)})",
         f"- by-design share: {_pct(t['by_design_share'])} ({t['by_design']} of {t['total']})",
+        *(
+            [
+                f"- not in the pinned revision: {t['not_in_pin']} tests of the newer file copy this run used, which "
+                f"need library code the pinned release lacks (skip list category `not-in-pin`); counting them, the "
+                f"pass rate would be {_pct(_rate(t['passed'] + t['xpassed'], t['total'] - t['by_design']))}"
+            ]
+            if t.get("not_in_pin")
+            else []
+        ),
         "",
         *_interpreter_lines(report),
         "## Totals",
@@ -268,7 +283,7 @@ def summary_lines(report: dict) -> list[str]:
     counts = ", ".join(f"{t[o]} {o}" for o in OUTCOMES if t[o])
     lines = [
         f"{report['suite']}: {t['total']} tests: {counts or 'nothing ran'}",
-        f"pass rate {_pct(t['pass_rate'])} (passed / (total - {t['by_design']} by-design)), "
+        f"pass rate {_pct(t['pass_rate'])} (passed / (total - {t['by_design']} by-design{_not_in_pin(t)})), "
         f"by-design share {_pct(t['by_design_share'])}, wall {report.get('wall_s', 0):.1f} s",
     ]
     if report.get("interrupted"):

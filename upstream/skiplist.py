@@ -23,7 +23,9 @@ Optional keys: `patch` (the file under patches/ that fixes it), `issue` (a link)
 
 Categories: `by-design` entries are skipped and counted apart (they leave the pass-rate
 denominator); `not-yet` and `upstream-bug` entries run as expected failures, so one that passes is
-reported as stale; an entry that matches no collected test is stale too.
+reported as stale; an entry that matches no collected test is stale too. `not-in-pin` entries (a
+newer copy of an upstream file stands in for the pinned one, and the test needs code the pinned
+library lacks) are skipped and leave the denominator too, counted on their own.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ CATEGORIES = {
     "by-design": "plate does not do this on purpose (PTX/inline asm, CUDA-only features, vendor libraries)",
     "not-yet": "plate should pass this and does not yet",
     "upstream-bug": "the test itself is wrong or non-portable; a patch or upstream fix is due",
+    "not-in-pin": "not a test of the pinned revision: the run uses a newer copy of the file, and the test needs "
+    "library code the pinned release does not have (it fails on every device)",
 }
 KNOWN_FAILURE_CATEGORIES = ("not-yet", "upstream-bug")
 _KEYS = {"test", "glob", "count", "category", "reason", "patch", "issue"}
