@@ -9,6 +9,7 @@ from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPython
 GUARD = "plate_guard_kernel"
 CHECK = "plate_check_kernels"
 TRITON_DEFINITION = "async_compile.triton("
+GUARD_IMPORT = f"from inductor_plate.fallback import check_kernels as {CHECK}, guard_kernel as {GUARD}"
 
 
 class _GuardedKernels:
@@ -40,7 +41,12 @@ class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
 
     def write_header(self) -> None:
         super().write_header()
-        self.imports.writeline(f"from inductor_plate.fallback import check_kernels as {CHECK}, guard_kernel as {GUARD}")
+        self.imports.writeline(GUARD_IMPORT)
+
+    def write_kernel_autotune_defs_header(self) -> None:
+        """triton.autotune_at_compile_time copies every kernel definition, guard included, into its own code."""
+        super().write_kernel_autotune_defs_header()
+        self.kernel_autotune_defs.writeline(GUARD_IMPORT)
 
     def write_async_compile_wait(self) -> None:
         """Inductor's wait for the kernels, then the fallback check (it raises SkipFrame on a failure)."""

@@ -203,6 +203,15 @@ def test_compile_matches_eager_and_profiles_launches():
     assert run.traffic_by_domain().sum() > 0 and "launches" in run.report()
 
 
+def test_kernels_autotuned_at_compile_time_are_guarded_too():
+    # triton.autotune_at_compile_time copies each guarded kernel definition into its own autotuning code
+    x, y = torch.randn(8, 64), torch.randn(8, 64)
+    with torch._inductor.config.patch({"triton.autotune_at_compile_time": True, "force_disable_caches": True}):
+        out, codes = run_and_get_code(torch.compile(softmax_residual), x.to("plate"), y.to("plate"))
+    torch.testing.assert_close(out.cpu(), softmax_residual(x, y), rtol=1e-5, atol=1e-5)
+    assert any("plate_guard_kernel(" in code for code in codes)
+
+
 def test_config_eager_ops_run_as_extern_calls():
     x = torch.randn(4, 32)
     fn = lambda x: torch.tanh(x) * 3.0  # noqa: E731

@@ -158,7 +158,8 @@ def _plate_commit() -> str | None:
 
 
 def _run_pytest(args, revision: Revision, tree: Tree, paths: list[str], passthrough: list[str]):
-    """One pytest run in a fresh temporary HOME: (results, wall seconds, command, return code)."""
+    """One pytest run in a fresh temporary HOME: (results, wall seconds, command, return code); results say
+    "interrupted" when the run was stopped."""
     home = Path(tempfile.mkdtemp(prefix=f"plate-upstream-{args.suite}-"))
     try:
         ini = home / "pytest.ini"
@@ -173,17 +174,20 @@ def _run_pytest(args, revision: Revision, tree: Tree, paths: list[str], passthro
         print(f"upstream {args.suite}: {revision.project} {revision.ref[:12]} in {tree.test_dir}", file=sys.stderr)
         print(f"upstream {args.suite}: {shlex.join(cmd)}", file=sys.stderr)
         t0 = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=tree.test_dir, env=env)
+        proc, stopped = subprocess.Popen(cmd, cwd=tree.test_dir, env=env), False
         try:
             rc = proc.wait()
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: let pytest stop and write what ran so far
             proc.send_signal(signal.SIGINT)
             rc = proc.wait()
+            stopped = True  # pytest may not know: `timeout` signals the whole process group
             print(f"upstream {args.suite}: interrupted; reporting the tests that finished", file=sys.stderr)
         wall = time.monotonic() - t0
         if not results_path.is_file():
             raise UpstreamError(f"pytest exited with status {rc} before writing results (see its output above)")
-        return json.loads(results_path.read_text()), wall, cmd, rc
+        results = json.loads(results_path.read_text())
+        results["interrupted"] = stopped or results.get("exitstatus") == PYTEST_INTERRUPTED
+        return results, wall, cmd, rc
     finally:
         if args.keep_home:
             print(f"upstream: temporary HOME kept at {home}", file=sys.stderr)
@@ -239,7 +243,7 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
         "timeout_s": args.timeout,
         "paths": paths,
         "pytest_returncode": rc,
-        "interrupted": results.get("exitstatus") == PYTEST_INTERRUPTED,
+        "interrupted": results["interrupted"],
         "interpreter": interpreter,
     }
     report = summarize(results, meta, baseline=read_baseline(args.baseline) if args.baseline else None)
