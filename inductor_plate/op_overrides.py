@@ -28,7 +28,7 @@ class PlateDeviceOpOverrides(DeviceOpOverrides):
         return "torch.plate.synchronize()"
 
     def device_guard(self, device_idx: int) -> str:
-        return f"torch.plate.device({device_idx})"
+        return f"torch.plate._DeviceGuard({device_idx})"
 
     def current_stream(self) -> str:
         return "torch.plate.current_stream()"

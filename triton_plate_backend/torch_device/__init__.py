@@ -23,6 +23,7 @@ import torch
 from . import _registration, memory
 from .devices import (
     PlateDeviceProperties,
+    _DeviceGuard,  # noqa: F401 - entered by Inductor's wrapper code, as torch.cuda._DeviceGuard
     current_device,
     device,
     device_count,

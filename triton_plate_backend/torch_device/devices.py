@@ -76,6 +76,13 @@ class device:
         return False
 
 
+class _DeviceGuard(device):
+    """torch.cuda._DeviceGuard's counterpart, which Inductor's wrapper code enters: an integer index only."""
+
+    def __init__(self, index: int):
+        super().__init__(int(index))
+
+
 class device_of(device):
     """Context manager that makes the device of ``obj`` (a plate tensor) current; a CPU tensor changes nothing."""
 
