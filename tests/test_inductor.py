@@ -13,6 +13,7 @@ import triton
 from torch._dynamo import device_interface as dynamo_devices
 from torch._inductor.codegen import common as inductor_common
 from torch._inductor.utils import run_and_get_code
+from torch._subclasses import FakeTensorMode
 
 import inductor_plate
 from inductor_plate import benchmarker, config, fallback, policy, shims, templates
@@ -324,6 +325,66 @@ def test_conv2d_input_grad_uses_the_triton_template():
     out, codes = compile_with_conv_templates(conv2d_input_grad, grad_out, w)
     torch.testing.assert_close(out.cpu(), conv2d_input_grad(grad_out, w), rtol=1e-4, atol=1e-4)
     assert runs_only_triton_templates(codes)
+
+
+def as_tuple(out) -> tuple:
+    return out if isinstance(out, tuple) else (out,)
+
+
+def fake_strides(op, *args):
+    """The strides of each tensor ``op`` returns under the fake kernel Inductor compiles against."""
+    with FakeTensorMode() as mode:
+        out = op(*(mode.from_tensor(a) for a in args))
+    return [t.stride() for t in as_tuple(out)]
+
+
+def eager_strides(op, *args):
+    return [t.stride() for t in as_tuple(op(*args))]
+
+
+def conv1d_of_permuted(x, w, b):
+    """A channel dim of size 1 after a permute: the CPU kernel answers channels-last, the fake contiguous."""
+    return torch.ops.aten.convolution(x.permute(0, 2, 1), w, b, [1], [1], [1], False, [0], 1)
+
+
+def conv1x1_backward(grad_out, x, w):
+    args = ([w.shape[0]], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True])
+    return torch.ops.aten.convolution_backward(grad_out, x, w, *args)
+
+
+CONV_STRIDE_CASES = {
+    "conv1d of a permuted input": (
+        conv1d_of_permuted,
+        lambda: (torch.randn(4, 20, 1), torch.randn(8, 1, 3), torch.randn(8)),
+    ),
+    "conv backward, channels-last weight": (
+        conv1x1_backward,
+        lambda: (
+            torch.randn(2, 6, 4, 4),
+            torch.randn(2, 16, 4, 4),
+            torch.randn(6, 16, 1, 1).to(memory_format=torch.channels_last),
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_STRIDE_CASES))
+def test_conv_results_have_the_strides_the_fake_kernel_predicts(case):
+    """plate runs convolutions with the host's kernel, which may pick channels-last; compiled code
+    checks the strides the fake kernel predicted for plate, so the device restrides to those."""
+    op, make_args = CONV_STRIDE_CASES[case]
+    args = tuple(a.to("plate") for a in make_args())
+    assert eager_strides(op, *args) == fake_strides(op, *args)
+
+
+@pytest.mark.parametrize("case", sorted(CONV_STRIDE_CASES))
+def test_compiled_conv_matches_cpu(case):
+    op, make_args = CONV_STRIDE_CASES[case]
+    args = make_args()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        out = torch.compile(op)(*(a.to("plate") for a in args))
+    for got, want in zip(as_tuple(out), as_tuple(op(*args)), strict=True):
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
 
 
 class InductorTransposedConvGap(Exception):

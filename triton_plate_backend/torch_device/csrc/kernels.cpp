@@ -8,6 +8,7 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/native/ConvUtils.h>
 #include <ATen/ops/_local_scalar_dense_ops.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
@@ -163,6 +164,20 @@ at::Tensor host_or_undefined(const at::Tensor& t, const char* what) {
   return t.defined() ? host_alias(t, what) : t;
 }
 
+// A convolution result on the device, in the memory format torch predicts for plate's (Overrideable)
+// backend: the fake kernel Inductor compiles against asks _determine_backend_memory_format, while
+// the host kernel picks its own (channels-last for some inputs), and the compiled code checks strides.
+at::Tensor to_device_in_predicted_format(const at::Tensor& host, const at::Tensor& input, const at::Tensor& weight) {
+  if (!host.defined()) {
+    return host;
+  }
+  auto format = at::native::_determine_backend_memory_format(input, weight, at::native::ConvBackend::Overrideable);
+  if (host.dim() != 4 && host.dim() != 5) {
+    format = at::MemoryFormat::Contiguous;  // channels-last has no 1-d (3-dim) layout
+  }
+  return host.to(host.options().device(input.device()), /*non_blocking=*/false, /*copy=*/false, format);
+}
+
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                                     c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
@@ -174,7 +189,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
       host_alias(input, "convolution"), host_alias(weight, "convolution"), host_or_undefined(b, "convolution"),
       c10::fromIntArrayRefSlow(stride), c10::fromIntArrayRefSlow(padding), c10::fromIntArrayRefSlow(dilation),
       transposed, c10::fromIntArrayRefSlow(output_padding), groups);
-  return out.to(input.device());
+  return to_device_in_predicted_format(out, input, weight);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
@@ -190,8 +205,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
       host_alias(weight, "convolution_backward"), c10::SymIntArrayRef(bias_sizes), c10::fromIntArrayRefSlow(stride),
       c10::fromIntArrayRefSlow(padding), c10::fromIntArrayRefSlow(dilation), transposed,
       c10::fromIntArrayRefSlow(output_padding), groups, output_mask);
-  const auto to_device = [&](const at::Tensor& t) { return t.defined() ? t.to(input.device()) : t; };
-  return {to_device(gi), to_device(gw), to_device(gb)};
+  return {to_device_in_predicted_format(gi, input, weight), to_device_in_predicted_format(gw, input, weight),
+          gb.defined() ? gb.to(input.device()) : gb};
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
