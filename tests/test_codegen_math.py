@@ -100,6 +100,25 @@ def test_libdevice():
 
 
 @triton.jit
+def rounding_to_int(x, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    tl.store(o + offs * 2, libdevice.llrint(v))
+    tl.store(o + offs * 2 + 1, libdevice.llround(v))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_llrint_and_llround_give_int64(dtype):
+    # Python's round(float) in a compiled graph lowers to llrint: half to even, while llround goes away from zero
+    v = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999, 3.7, -3.7, 1e10, -7.0, 0.0, 4.5, -4.5, 1e-3, -0.0], dtype)
+    sig = {"x": "*fp32" if dtype == np.float32 else "*fp64", "o": "*i64", "BLOCK": "constexpr"}
+    (_, out), _ = run(compile_kernel(rounding_to_int, sig, {"BLOCK": len(v)}), 1, [v, np.zeros((len(v), 2), np.int64)])
+    d = v.astype(np.float64)
+    assert out[:, 0].tolist() == np.rint(d).astype(np.int64).tolist()
+    assert out[:, 1].tolist() == (np.sign(d) * np.floor(np.abs(d) + 0.5)).astype(np.int64).tolist()
+
+
+@triton.jit
 def f64_fns(x, o, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     d = tl.load(x + offs)

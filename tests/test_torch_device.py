@@ -190,6 +190,65 @@ def test_autograd_matches_cpu():
     )
 
 
+@pytest.mark.parametrize("rnn", [torch.nn.LSTM, torch.nn.GRU])
+@pytest.mark.parametrize("bias", [True, False])
+def test_rnn_fused_cells_match_cpu(rnn, bias):
+    """ATen's LSTM/GRU take the fused-cell ops (CUDA-only kernels) on PrivateUse1: plate serves them."""
+    torch.manual_seed(0)
+    ref = rnn(4, 3, num_layers=2, batch_first=True, bias=bias)
+    dev = rnn(4, 3, num_layers=2, batch_first=True, bias=bias)
+    dev.load_state_dict(ref.state_dict())
+    dev.plate()
+    x = torch.randn(2, 5, 4, requires_grad=True)
+    x_dev = x.detach().plate().requires_grad_()
+    (out, hidden), (out_dev, hidden_dev) = ref(x), dev(x_dev)
+    last, last_dev = (hidden[1], hidden_dev[1]) if rnn is torch.nn.LSTM else (hidden, hidden_dev)
+    (out.sum() + last.sum()).backward()
+    (out_dev.sum() + last_dev.sum()).backward()
+    torch.testing.assert_close(out_dev.cpu(), out)
+    torch.testing.assert_close(last_dev.cpu(), last)
+    torch.testing.assert_close(x_dev.grad.cpu(), x.grad)
+    for (name, p), p_dev in zip(ref.named_parameters(), dev.parameters()):
+        torch.testing.assert_close(p_dev.grad.cpu(), p.grad, msg=name)
+
+
+def test_autocast_casts_like_cuda():
+    """Ops under torch.autocast("plate") run (fallthrough) and take CUDA's cast policies."""
+    a, b = A.plate(), torch.randn(6, 2).plate()
+    with torch.autocast("plate", dtype=torch.bfloat16):
+        assert (a @ b).dtype == torch.bfloat16  # lower_precision_fp
+        assert torch.softmax(a.half(), 1).dtype == torch.float32  # fp32
+        assert (a + 1).dtype == torch.float32  # not listed: falls through unchanged
+        emb = torch.nn.functional.embedding(torch.tensor([0, 2], device="plate"), a)
+    torch.testing.assert_close(emb.cpu(), A[[0, 2]])
+
+
+def test_allocation_is_never_traced_by_dynamo():
+    """The allocator's Python runtime runs with Dynamo's frame hook off: frames a compiled function runs
+    eagerly (a skipped frame, code around a graph break) allocate without Dynamo intercepting (and trying
+    to trace) the allocator's frames."""
+    from torch._C._dynamo.eval_frame import set_eval_frame
+    from torch._dynamo.types import ConvertFrameReturn
+
+    seen = []
+
+    def record(frame, cache_entry, frame_state):
+        seen.append(frame.f_code.co_filename)
+        return ConvertFrameReturn(apply_to_code=False)  # run it as is; keep intercepting this code
+
+    def allocate():
+        return torch.empty(8, device="plate"), torch.ones(3, device="plate") + 1
+
+    prior = set_eval_frame(record)
+    try:
+        allocate()
+    finally:
+        set_eval_frame(prior)
+    assert __file__ in seen  # the hook was live
+    runtime_files = (plate_device.memory.__file__, "triton_plate_backend/sim/")
+    assert not [f for f in seen if any(part in f for part in runtime_files)]
+
+
 # ---- views and in-place ops --------------------------------------------------------------------------
 def test_views_share_device_memory():
     x = torch.zeros(4, 6, device="plate")

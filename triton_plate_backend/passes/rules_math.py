@@ -126,6 +126,7 @@ def _libdevice_table() -> dict:
             "__nv_round": "round",
             "__nv_finitef": "isfinite",
             "__nv_isfinited": "isfinite",
+            **{f"__nv_{p}{n}{f}": f"l{n}" for p in ("", "l") for n in ("lrint", "lround") for f in ("", "f")},
             "__nv_exp10f": "exp10",
             "__nv_exp10": "exp10",
         }
@@ -198,6 +199,11 @@ _ISFINITE = [
     ("v.not", "m1", ["m1"]),
     ("v.zext", "out", ["m1"]),
 ]
+# float -> int64 after rounding: llrint half to even (the current mode), llround half away from zero
+_LLRINT = [("v.rint", "t", ["x"]), ("v.fptosi", "out", ["t"])]
+_LLROUND = [(m, "r" if dst == "out" else dst, srcs, *rest) for m, dst, srcs, *rest in _ROUND] + [
+    ("v.fptosi", "out", ["r"])
+]
 _SATURATE = [("v.maxnum", "t", ["x", 0.0]), ("v.minnum", "out", ["t", 1.0])]
 _EXP10 = [("v.mul", "t", ["x", 3.321928094887362]), ("v.exp2", "out", ["t"])]
 
@@ -208,6 +214,8 @@ COMPOSITE = {
     ),
     "saturate": lambda ctx, op, xs: _composite(ctx, op, xs, _SATURATE),
     "exp10": lambda ctx, op, xs: _composite(ctx, op, xs, _EXP10),
+    "llrint": lambda ctx, op, xs: _composite(ctx, op, xs, _LLRINT),
+    "llround": lambda ctx, op, xs: _composite(ctx, op, xs, _LLROUND),
 }
 
 

@@ -15,6 +15,8 @@ namespace plate {
 namespace {
 
 PyObject* g_runtime = nullptr;  // strong reference, never released (lives as long as the process)
+// torch._C._dynamo.eval_frame.set_eval_frame (strong reference; null where torch has no Dynamo).
+PyObject* g_set_eval_frame = nullptr;
 std::atomic<bool> g_alive{false};
 std::atomic<int> g_device_count{-1};
 thread_local c10::DeviceIndex t_current_device = 0;
@@ -23,16 +25,42 @@ bool python_usable() {
   return g_alive.load() && g_runtime != nullptr && Py_IsInitialized() && !_Py_IsFinalizing();
 }
 
+// Swaps Dynamo's eval-frame callback (set_eval_frame: a C function, no Python frame) and returns the
+// previous one, a new reference; null where Dynamo is absent. Call with the GIL held and no error pending.
+PyObject* swap_eval_frame(PyObject* callback) {
+  if (g_set_eval_frame == nullptr) {
+    return nullptr;
+  }
+  PyObject* prior = PyObject_CallOneArg(g_set_eval_frame, callback);
+  if (prior == nullptr) {
+    PyErr_Clear();
+  }
+  return prior;
+}
+
 // Holds the GIL and sets aside a Python exception already pending in this thread: a tensor freed
 // while an error propagates (its last reference dropped by the unwinding) must neither run Python
-// code with that error set nor swallow it.
+// code with that error set nor swallow it. It also switches Dynamo's frame hook off: an allocation
+// made while a compiled function runs (or while Dynamo traces) must run the runtime's Python code,
+// never hand its frames to Dynamo to trace.
 struct Gil {
   PyGILState_STATE state;
   PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
+  PyObject* dynamo_callback = nullptr;  // the hook to put back; None when Dynamo was off
   Gil() : state(PyGILState_Ensure()) {
     PyErr_Fetch(&type, &value, &trace);
+    dynamo_callback = swap_eval_frame(Py_None);
   }
   ~Gil() {
+    if (dynamo_callback != nullptr) {
+      if (dynamo_callback != Py_None) {
+        PyObject *t = nullptr, *v = nullptr, *tb = nullptr;
+        PyErr_Fetch(&t, &v, &tb);
+        Py_XDECREF(swap_eval_frame(dynamo_callback));
+        PyErr_Restore(t, v, tb);
+      }
+      Py_DECREF(dynamo_callback);
+    }
     if (type != nullptr) {
       PyErr_Restore(type, value, trace);
     }
@@ -88,9 +116,26 @@ struct Ref {
   }
 };
 
+// torch._C._dynamo.eval_frame.set_eval_frame, or null (error cleared) where this torch has none.
+PyObject* find_set_eval_frame() {
+  PyObject* obj = PyImport_ImportModule("torch._C");
+  for (const char* name : {"_dynamo", "eval_frame", "set_eval_frame"}) {
+    PyObject* next = obj ? PyObject_GetAttrString(obj, name) : nullptr;
+    Py_XDECREF(obj);
+    obj = next;
+  }
+  if (obj == nullptr) {
+    PyErr_Clear();
+  }
+  return obj;
+}
+
 }  // namespace
 
 void set_runtime(PyObject* runtime) {
+  if (g_set_eval_frame == nullptr) {
+    g_set_eval_frame = find_set_eval_frame();  // called from Python: the GIL is held
+  }
   Py_XINCREF(runtime);
   PyObject* old = g_runtime;
   g_runtime = runtime;
