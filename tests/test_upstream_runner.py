@@ -199,7 +199,9 @@ def test_runner_on_fake_tree(triton_tree, tmp_path, capfd):
     assert "STALE skip-list entries (4)" in out and "test_fixed_now: listed as failing but passes" in out
     md = (tmp_path / "triton.md").read_text()
     assert "483327f0336aac7feb02a0eed45c2a6e2207ca00" in md and "--device fakedev" in md
-    assert "arithmetic is broken" in (tmp_path / "triton-failures.txt").read_text()
+    failures = (tmp_path / "triton-failures.txt").read_text()
+    assert "arithmetic is broken" in failures
+    assert all(line == line.rstrip() for line in failures.splitlines())  # committed as is: no trailing blanks
 
 
 def test_runner_under_xdist_with_timeout_and_selection(triton_tree, tmp_path, monkeypatch):
@@ -293,7 +295,9 @@ def test_inductor_plugin_makes_the_device_the_gpu(tmp_path, capfd):
     (tmp_path / "missing.toml").write_text(
         revisions.replace('requires = ["expecttest"]', 'requires = ["no_such_mod_x"]')
     )
+    (tmp_path / "empty.toml").write_text("# the real list names tests the fake tree does not have\n")
     argv = ["inductor", "--src", str(tree), "--device", "fakedev", "--report-dir", str(tmp_path), "-j", "0"]
+    argv += ["--skiplist", str(tmp_path / "empty.toml")]
     extra = ["--device-setup", "fake_device_setup", "--", "--inductor-utils-module", "fake_inductor_utils"]
     assert _run([*argv, "--revisions", str(tmp_path / "rev.toml"), *extra]) == runner.EXIT_OK
     rep = _report(tmp_path, "inductor")

@@ -273,8 +273,13 @@ def write_report(report: dict, results: dict, report_dir: Path, name: str) -> li
         ]
         if r["outcome"] in ("failed", "errors")
     ]
-    paths[2].write_text("".join(texts))
+    paths[2].write_text(_strip_line_ends("".join(texts)))
     return paths
+
+
+def _strip_line_ends(text: str) -> str:
+    """Failure texts end many lines in blanks (pytest's "E   "): the committed files keep none."""
+    return "".join(line.rstrip() + "\n" for line in text.splitlines())
 
 
 def summary_lines(report: dict) -> list[str]:
