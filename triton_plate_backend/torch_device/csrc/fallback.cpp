@@ -15,6 +15,7 @@
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include "plate.h"
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
@@ -200,11 +201,8 @@ void plate_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (c.plate.sizes() != c.host.sizes()) {
       // the CPU kernel resized its out= argument: TensorIterator gives a resized out the inputs' layout (a
       // permuted input gives a permuted result, as on every device); give the plate one that layout too
-      int64_t extent = c.host.numel() > 0 ? 1 : 0;
-      for (int64_t d = 0; d < c.host.dim(); ++d) {
-        extent += c.host.numel() > 0 ? (c.host.size(d) - 1) * c.host.stride(d) : 0;
-      }
-      c.plate.resize_({extent});
+      const auto elements = at::detail::computeStorageNbytes(c.host.sizes(), c.host.strides(), /*itemsize=*/1);
+      c.plate.resize_({static_cast<int64_t>(elements)});
       c.plate.as_strided_(c.host.sizes(), c.host.strides(), c.plate.storage_offset());
     }
     at::_copy_from_and_resize(c.host, c.plate);

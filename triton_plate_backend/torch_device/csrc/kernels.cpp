@@ -22,6 +22,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace plate {
@@ -34,11 +35,8 @@ void check_device_bytes(const at::Tensor& t, const char* what) {
   const void* base = storage.data();
   const auto storage_bytes = storage.nbytes();
   // the tensor's extent inside its storage (torch strides are never negative)
-  int64_t last = t.storage_offset();
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    last += (t.size(d) - 1) * t.stride(d);
-  }
-  const auto end_bytes = static_cast<size_t>(last + 1) * t.element_size();
+  const auto end_bytes = at::detail::computeStorageNbytes(t.sizes(), t.strides(), t.element_size(),
+                                                          static_cast<size_t>(std::max<int64_t>(t.storage_offset(), 0)));
   TORCH_CHECK(t.storage_offset() >= 0 && end_bytes <= storage_bytes, "plate: ", what, ": the tensor (sizes ",
               t.sizes(), ", strides ", t.strides(), ", offset ", t.storage_offset(), ") reaches byte ", end_bytes,
               " of a ", storage_bytes, "-byte storage");
