@@ -11,6 +11,10 @@ import pytest
 import triton
 import triton.language as tl
 from codegen_kernels.harness import MACHINE, close, compile_kernel, run
+from triton._C.libtriton import ir
+
+from triton_plate_backend.isa.table import ENUMS
+from triton_plate_backend.passes.rules_dot import PRECISION_BY_INDEX
 
 RNG = np.random.default_rng(6)
 
@@ -112,6 +116,14 @@ def test_fp32_precisions(prec):
         assert np.abs(out - exact).max() > 1e-6  # tf32 really drops bits
     else:
         close(out, exact, rtol=1e-5, atol=1e-5)
+
+
+def test_generic_form_precision_indices_are_triton_s_and_the_isa_s():
+    """A generic-form tt.dot carries inputPrecision as Triton's enum index; each index names an m.mma
+    precision of the ISA table."""
+    triton_index = {name.lower(): int(v) for name, v in ir.INPUT_PRECISION.__members__.items()}
+    assert {name: k for k, name in PRECISION_BY_INDEX.items()} == triton_index
+    assert sorted(PRECISION_BY_INDEX.values()) == sorted(ENUMS["prec"])
 
 
 def test_int8_to_int32():

@@ -65,6 +65,15 @@ def test_cost_rules_cover_the_table():
     assert not missing, f"ISA rows name cost rules that do not exist: {missing}"
 
 
+def test_dot_precision_tables_cover_the_prec_enum():
+    from triton_plate_backend.cost import PREC_PASSES
+    from triton_plate_backend.sim.sem_matrix import PRECISION
+
+    for table in (PREC_PASSES, PRECISION):
+        assert sorted(table) == sorted(ENUMS["prec"])
+    assert PREC_PASSES["ieee"] == 1 and PREC_PASSES["bf16x6"] == 6
+
+
 def test_semantics_cover_the_table():
     from triton_plate_backend.sim.semantics import SEMANTICS
 

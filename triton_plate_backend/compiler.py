@@ -39,12 +39,13 @@ from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
 from . import __version__, knobs
 from .errors import CompileError, PlateError, SramOverflow
+from .isa.table import ENUMS
 from .machine import PRESETS
 
 PLATE_ARCH = 1  # the ISA version: GPUTarget("plate", PLATE_ARCH, WARP_SIZE)
 WARP_SIZE = 32  # PLATE has no warps; Triton's layouts still need a warp size
 
-DOT_INPUT_PRECISIONS = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")  # isa.table ENUMS["prec"]
+DOT_INPUT_PRECISIONS = ENUMS["prec"]  # the m.mma precisions of the ISA table
 # Triton names of the ISA's f8e4m3fn and f8e5m2, and fp8e4b15 (i8 in TTIR, converted by fp8e4b15.py)
 FP8_DTYPES = ("fp8e4nv", "fp8e5", "fp8e4b15")
 

@@ -1,8 +1,9 @@
 """The PLATE cost model: PLATE.md's formulas over a Machine, queryable without running a kernel.
 
-Sits below both the simulator and the compiler: the timing model (``sim/timing.py``), the
-compiler's scheduling and tiling, and Inductor's placement all ask these functions, so a choice
-the compiler makes is the one the simulator rewards.
+Sits below both the simulator and the compiler, but today only the simulator asks it: the timing
+model (``sim/timing.py``: issue cycles, the level-0 bound), its replay (``sim/replay.py``) and the
+profile (``sim/profile.py``). The compiler's scheduling and tiling and Inductor's placement do not
+consult it yet; when they do, a choice the compiler makes will be the one the simulator rewards.
 
 - ``COST_RULES[row.cost](machine, inst, program, *, runs=None, elements=None)``: for compute and
   sync rows the engine-busy cycles of one instruction; for DMA rows (``dma``, ``dma_gather``,
@@ -33,7 +34,8 @@ from .machine import Machine
 
 # ---- formulas -----------------------------------------------------------------------------------
 
-# passes of the matrix unit per tl.dot input precision (fp32 inputs); bf16xN run on the bf16 path
+# passes of the matrix unit per tl.dot input precision (fp32 inputs; one row per isa.table
+# ENUMS["prec"], tests/test_isa_table.py); bf16xN run on the bf16 path
 PREC_PASSES = {"ieee": 1, "tf32": 1, "tf32x3": 3, "bf16x3": 3, "bf16x6": 6}
 
 
@@ -147,7 +149,7 @@ def _rule_mma(machine, inst, program, *, runs=None, elements=None):
     prec = inst.suffixes[0] if inst.suffixes else "ieee"
     if prec.startswith("bf16") and ITEMSIZE[dtype] == 4:
         dtype = "bf16"  # bf16x3/x6 split fp32 into bf16 parts on the bf16 path
-    return mma_cycles(machine, M, N, K, dtype, PREC_PASSES.get(prec, 1))
+    return mma_cycles(machine, M, N, K, dtype, PREC_PASSES[prec])
 
 
 def _rule_dma(machine, inst, program, *, runs=None, elements=None):

@@ -5,57 +5,20 @@ or a dominating block of a multi-block region), never across an isolated op (`tt
 terminators last in their block and present where a region needs one; successors inside the
 same region with matching argument counts; the region contracts of scf.for / scf.if / scf.while
 / tt.reduce / tt.scan / tt.func (block arguments, terminator operands, result counts and types);
-operand/result counts of common ops (`ARITY`). Raises `IrVerifyError` naming op and location.
+operand/result counts and the parent op of every op in the vocabulary. Terminators, isolated ops,
+counts, parents and region kinds are `vocabulary.OPS` facts; the rules for each region kind are
+here (`REGION_RULES`). Raises `IrVerifyError` naming op and location.
 """
 
 from __future__ import annotations
 
 from ..errors import PlateError
 from .core import Block, FunctionType, Module, Op, Region, Type, TypeAttr, Value, element_type
+from .vocabulary import ISOLATED, OPS, TERMINATORS, region_terminators
 
 
 class IrVerifyError(PlateError):
     """plate IR breaks a structural rule; names the op, its source location and the rule."""
-
-
-TERMINATORS = frozenset(
-    {"scf.yield", "scf.condition", "tt.return", "tt.reduce.return", "tt.scan.return", "cf.br", "cf.cond_br"}
-)
-ISOLATED = frozenset({"tt.func", "builtin.module"})
-
-# name -> (min operands, max operands, results); None = any
-ARITY: dict[str, tuple[int, int | None, int | None]] = {
-    "tt.load": (1, 3, 1),
-    "tt.store": (2, 3, 0),
-    "tt.addptr": (2, 2, 1),
-    "tt.splat": (1, 1, 1),
-    "tt.broadcast": (1, 1, 1),
-    "tt.expand_dims": (1, 1, 1),
-    "tt.reshape": (1, 1, 1),
-    "tt.trans": (1, 1, 1),
-    "tt.bitcast": (1, 1, 1),
-    "tt.fp_to_fp": (1, 1, 1),
-    "tt.split": (1, 1, 2),
-    "tt.join": (2, 2, 1),
-    "tt.cat": (2, 2, 1),
-    "tt.dot": (3, 3, 1),
-    "tt.make_range": (0, 0, 1),
-    "tt.get_program_id": (0, 0, 1),
-    "tt.get_num_programs": (0, 0, 1),
-    "tt.atomic_rmw": (2, 3, 1),
-    "tt.atomic_cas": (3, 3, 1),
-    "tt.return": (0, None, 0),
-    "scf.yield": (0, None, 0),
-    "scf.condition": (1, None, 0),
-    "scf.if": (1, 1, None),
-    "scf.for": (3, None, None),
-    "arith.constant": (0, 0, 1),
-    "arith.select": (3, 3, 1),
-    "arith.cmpi": (2, 2, 1),
-    "arith.cmpf": (2, 2, 1),
-    "cf.br": (0, None, 0),
-    "cf.cond_br": (1, None, 0),
-}
 
 
 def _fail(op: Op, message: str) -> IrVerifyError:
@@ -149,15 +112,22 @@ def _check_while(op: Op) -> None:
     )
 
 
-def _check_combine(op: Op, ret: str) -> None:
+def _check_combine(op: Op) -> None:
+    """One region: entry arguments (a..., b...) of the operands' element types; every block that
+    returns (a region may branch between blocks) returns those types."""
+    (ret,) = region_terminators(op.name)
     _regions(op, 1)
-    block = _single_block(op, op.regions[0])
+    region = op.regions[0]
     n = len(op.operands)
     if len(op.results) != n:
         raise _fail(op, f"{n} operand(s) but {len(op.results)} result(s)")
+    returns = [b.ops[-1] for b in region.blocks if b.ops and b.ops[-1].name == ret]
+    if not returns:
+        raise _fail(op, f"region must end with {ret}")
     elems = [element_type(v.type) for v in op.operands]
-    _same(op, "combine arguments", _types(block.args), elems + elems)
-    _same(op, f"{ret} operands", _types(_terminator(op, op.regions[0], (ret,)).operands), elems)
+    _same(op, "combine arguments", _types(region.blocks[0].args), elems + elems)
+    for r in returns:
+        _same(op, f"{ret} operands", _types(r.operands), elems)
 
 
 def _check_func(op: Op) -> None:
@@ -173,14 +143,22 @@ def _check_func(op: Op) -> None:
             _same(op, "tt.return operands vs signature", _types(last.operands), list(ftype.type.results))
 
 
+# region kind (vocabulary.REGION_KINDS) -> its contract; "module" and "elementwise" have none beyond
+# the structural checks every region gets
 REGION_RULES = {
-    "scf.for": _check_for,
-    "scf.if": _check_if,
-    "scf.while": _check_while,
-    "tt.reduce": lambda op: _check_combine(op, "tt.reduce.return"),
-    "tt.scan": lambda op: _check_combine(op, "tt.scan.return"),
-    "tt.func": _check_func,
+    "loop": _check_for,
+    "branches": _check_if,
+    "while": _check_while,
+    "combine": _check_combine,
+    "function": _check_func,
 }
+
+
+def _count(what: str, n: int, lo: int, hi: int | None) -> str | None:
+    if lo <= n and (hi is None or n <= hi):
+        return None
+    expected = str(lo) if lo == hi else f"{lo}..{hi if hi is not None else 'any'}"
+    return f"has {n} {what}(s), expected {expected}"
 
 
 def _dominators(region: Region) -> list[set[int]]:
@@ -220,21 +198,20 @@ class _Verifier:
         for k, r in enumerate(op.results):
             if r.owner is not op or r.index != k:
                 raise _fail(op, f"result {k} (%{r.name}) does not point back to its op")
-        arity = ARITY.get(op.name)
-        if arity is None and op.name.startswith(("arith.", "math.")):
-            arity = (0, None, 1)
-        if arity is not None:
-            lo, hi, nres = arity
-            if len(op.operands) < lo or (hi is not None and len(op.operands) > hi):
-                raise _fail(op, f"has {len(op.operands)} operand(s), expected {lo}..{hi if hi is not None else 'any'}")
-            if nres is not None and len(op.results) != nres:
-                raise _fail(op, f"has {len(op.results)} result(s), expected {nres}")
+        known = OPS.get(op.name)  # ops outside the vocabulary are codegen's to reject
+        if known is not None:
+            for problem in (
+                _count("operand", len(op.operands), *known.operands),
+                _count("result", len(op.results), *known.results),
+            ):
+                if problem:
+                    raise _fail(op, problem)
         inner = set() if op.name in ISOLATED else visible
         for region in op.regions:
             if region.parent is not op:
                 raise _fail(op, "a region does not point back to its op")
             self.region(op, region, inner)
-        rule = REGION_RULES.get(op.name)
+        rule = REGION_RULES.get(known.region) if known is not None else None
         if rule is not None:
             rule(op)
 
@@ -265,6 +242,9 @@ class _Verifier:
                 raise _fail(op, "does not point back to its block")
             if op.name in TERMINATORS and k != last:
                 raise _fail(op, "a terminator must be the last op of its block")
+            parents = OPS[op.name].parents if op.name in OPS else ()
+            if parents and region.parent.name not in parents:
+                raise _fail(op, f"stands in a region of {region.parent.name}; it belongs in {' or '.join(parents)}")
             self.op(op, seen)
             for succ in op.successors:
                 self._successor(op, succ, region)

@@ -65,6 +65,7 @@ from typing import Any
 
 from ..errors import CompileError
 from ..ir.core import Module, Op, PtrType, TensorType, Value, shape_of
+from ..ir.vocabulary import OPS
 from . import access_masks  # noqa: F401  (registers the mask rules)
 from .access_forms import (
     Affine,
@@ -85,17 +86,8 @@ from .access_forms import (
 from .access_masks import solve
 from .affine import ZERO, Carried, Expr, add, mul, neg, nodes, sub, value_name
 
-MEMORY_OPS = (
-    "tt.load",
-    "tt.store",
-    "tt.atomic_rmw",
-    "tt.atomic_cas",
-    "tt.descriptor_load",
-    "tt.descriptor_store",
-    "tt.descriptor_gather",
-    "tt.descriptor_scatter",
-    "tt.descriptor_reduce",
-)
+# the ops that read or write device memory through a pointer or descriptor operand
+MEMORY_OPS = tuple(name for name, op in OPS.items() if op.reads or op.writes)
 
 
 @dataclass(frozen=True)

@@ -17,29 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.core import Op, PtrType, TensorType, Value
+from ..ir.vocabulary import OPS
 from . import access
 from .affine import Carried, Select, Val, nodes
 
-EFFECTS = {
-    "tt.store",
-    "tt.atomic_rmw",
-    "tt.atomic_cas",
-    "tt.descriptor_store",
-    "tt.descriptor_scatter",
-    "tt.descriptor_reduce",
-    "tt.print",
-    "tt.assert",
-    "ttg.barrier",
-    "gpu.barrier",
-    "tt.return",
-    "cf.br",
-    "cf.cond_br",
-    "tt.call",
-    "tt.elementwise_inline_asm",
-}
+# ops demanded for their own sake: they write memory, print, assert, synchronise or leave the block
+EFFECTS = frozenset(name for name, op in OPS.items() if op.writes or op.effect)
 STRUCTURED_OPS = ("tt.load", "tt.store")
-# ops whose regions codegen lowers itself with the op (every op inside runs when the op does)
-OPAQUE_REGIONS = {"tt.reduce", "tt.scan", "tt.map_elementwise"}
+# ops whose regions are a function the op applies (combine, map): codegen lowers the region with the
+# op, so every op inside runs when the op does
+OPAQUE_REGIONS = frozenset(name for name, op in OPS.items() if op.region in ("combine", "elementwise"))
 
 
 @dataclass

@@ -28,18 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.core import IntAttr, Op, TensorType
+from ..ir.vocabulary import OPS
 from .affine import Carried, Select, Val, nodes
 from .emitter import Imm, Token, View, VReg
 from .rules_access import descriptor, materialize
 
-WRITES = {
-    "tt.store",
-    "tt.atomic_rmw",
-    "tt.atomic_cas",
-    "tt.descriptor_store",
-    "tt.descriptor_scatter",
-    "tt.descriptor_reduce",
-}
+WRITES = frozenset(name for name, op in OPS.items() if op.writes)  # a loop with one of these is not pipelined
 
 
 @dataclass

@@ -6,8 +6,12 @@ function reads what follows the op name, fills `op.operands`, `op.attrs`, `op.re
 Most ops share a family (`formats.same_type`, `formats.cast`, `formats.arrow`, ...) that follows
 the ODS `assemblyFormat` of those ops; Triton's own shapes are in `tt_formats`, ops with regions or
 successors in `control`. Ops printed only in MLIR's generic form (`"tt.reduce"(...)`) need
-no row: the parser reads the generic form for every op. Attribute names follow
-design/ttir-ops.md (the keyword the text shows: `cacheModifier`, `inputPrecision`, `lhs`...).
+no row: the parser reads the generic form for every op. Attribute names are the keywords the
+text shows (`cacheModifier`, `inputPrecision`, `lhs`...).
+
+This table is syntax only, so it stays with the parser: which ops exist and what they are
+(operand counts, terminators, regions, effects) is `ir.vocabulary.OPS`, one layer below, where the
+verifier and the passes read it; every op named here has a row there (tests/test_ir_vocabulary.py).
 """
 
 from __future__ import annotations

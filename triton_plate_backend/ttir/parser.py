@@ -10,6 +10,7 @@ its CUSTOM printed form lives in ONE table, `ops.CUSTOM_FORMATS`; the small prim
 from __future__ import annotations
 
 from ..ir.core import Block, Module, Op, Region, Type, TypeAttr, Value
+from ..ir.vocabulary import ISOLATED
 from . import attrs as A
 from . import locs as L
 from . import types as T
@@ -20,7 +21,9 @@ from .ops import CUSTOM_FORMATS
 from .types import SCALAR, TypeSyntaxError
 
 _FORWARD = object()  # owner of a placeholder for a value used before its definition
-_ISOLATED = frozenset({"module", "builtin.module", "tt.func", "func.func", "llvm.func"})
+# names scoped like the vocabulary's isolated ops: `module` is how builtin.module prints (its format
+# renames it), func.func / llvm.func are MLIR functions outside TTIR that only the generic form reads
+_ISOLATED = ISOLATED | {"module", "func.func", "llvm.func"}
 
 
 def parse(text: str, filename: str = "<ttir>") -> Module:
