@@ -1,10 +1,16 @@
 """Suite-wide checks.
 
-Every kernel the test suite compiles for plate has its TTIR cross-checked against Triton's own
-parser (tests/ttir_oracle.py): op names and operand/result types in walk order must agree with
-plate's parser before the pir stage runs."""
+Two tiers: tests/unit/ (ir, isa, machine, cost model, sim, passes on hand-built or parsed IR) runs
+with neither torch nor triton importable (test_unit_tier.py checks so); every other test may
+compile kernels. For those, every kernel the suite compiles for plate has its TTIR cross-checked
+against Triton's own parser (tests/ttir_oracle.py): op names and operand/result types in walk
+order must agree with plate's parser before the pir stage runs."""
+
+import pathlib
 
 import pytest
+
+UNIT_TIER = pathlib.Path(__file__).resolve().parent / "unit"
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +25,14 @@ def plate_mini_module():
     sim_device.reset_device(0)
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True)
+def _ttir_oracle_outside_the_unit_tier(request):
+    """The oracle for every test that may compile; the unit tier imports no compiler (nor triton)."""
+    if UNIT_TIER not in request.path.parents:
+        request.getfixturevalue("_ttir_oracle_on_every_compile")
+
+
+@pytest.fixture(scope="session")
 def _ttir_oracle_on_every_compile():
     from ttir_oracle import compare
 

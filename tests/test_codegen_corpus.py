@@ -1,6 +1,6 @@
 """Every kernel of the TTIR corpus: lower it, run it on the simulator, compare with numpy.
 
-The constexprs are the corpus' (see /work/shared/ttir-corpus/kernels.py); runtime sizes are
+The constexprs are the corpus' (see tests/fixtures/ttir/kernels.py); runtime sizes are
 chosen to hit masks and partial blocks."""
 
 from __future__ import annotations

@@ -5,14 +5,13 @@ metadata, the pir dump, the asynchronous-DMA contract, and round trips through a
 from __future__ import annotations
 
 import dataclasses
-import glob
-import os
 import types
 
 import numpy as np
 import pytest
+import ttir_fixtures
 from codegen_kernels.dma_check import dma_violations
-from codegen_kernels.harness import CORPUS, MACHINE, compile_corpus, compile_text, corpus_text, run
+from codegen_kernels.harness import MACHINE, compile_corpus, compile_text, corpus_text, run
 
 from triton_plate_backend.errors import CompileError, PlateError, SramOverflow
 from triton_plate_backend.ir.vocabulary import OPS
@@ -22,7 +21,7 @@ from triton_plate_backend.passes import access, codegen, demand, inline, pipelin
 from triton_plate_backend.sim.timing import simulate_timing
 from triton_plate_backend.ttir.parser import parse
 
-KERNELS = sorted(os.path.basename(f)[: -len(".ttir.mlir")] for f in glob.glob(os.path.join(CORPUS, "*.ttir.mlir")))
+KERNELS = ttir_fixtures.KERNELS
 LOWERABLE = [k for k in KERNELS if k != "math_fns"]  # math_fns uses PTX inline asm: rejected
 
 

@@ -4,12 +4,12 @@ forms the corpus lacks, malformed input (errors with line, column and caret) and
 from __future__ import annotations
 
 import math
-import pathlib
 import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ttir_fixtures import FILES, fixture_text, kernels_py_line, make_fixtures
 from ttir_oracle import compare, plate_walk
 
 from triton_plate_backend.ir.core import (
@@ -34,16 +34,11 @@ from triton_plate_backend.ttir.errors import TtirParseError
 from triton_plate_backend.ttir.lexer import tokenize
 from triton_plate_backend.ttir.parser import parse
 
-CORPUS = pathlib.Path("/work/shared/ttir-corpus")
-FILES = sorted(CORPUS.glob("*.mlir"))
-KERNELS_PY = (CORPUS / "kernels.py").read_text().splitlines() if CORPUS.exists() else []
-pytestmark = pytest.mark.skipif(not FILES, reason="TTIR corpus not present at /work/shared/ttir-corpus")
-
 F32, I32, I1 = ScalarType("f32"), ScalarType("i32"), ScalarType("i1")
 
 
 def _read(name: str) -> str:
-    return (CORPUS / name).read_text()
+    return fixture_text(name)
 
 
 def _ops(module, name):
@@ -79,30 +74,16 @@ def source_stage_ttir():
     """Fresh TTIR straight from Triton's frontend (before its TTIR passes: ub.poison, cf.br,
     arith.bitcast, explicit `else {}`, unreachable blocks), made without a GPU."""
     pytest.importorskip("triton._C.libtriton")
-    import sys
-
-    from triton._C.libtriton import ir
     from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
     from triton.compiler.compiler import make_backend
 
-    sys.path.insert(0, str(CORPUS))
-    try:
-        import kernels
-    finally:
-        sys.path.remove(str(CORPUS))
+    gen = make_fixtures()
     target = GPUTarget("cuda", 90, 32)
     backend = make_backend(target)
     out = {}
-    for name, fn, sig, const, attrs, opts in kernels.KERNELS:
+    for name, fn, sig, const, attrs, opts in gen.load_kernels().KERNELS:
         if name in ("atomics", "while_if", "extra_ops", "reduce_misc"):
-            options = backend.parse_options(dict(opts))
-            ctx = ir.context()
-            ir.load_dialects(ctx)
-            backend.load_dialects(ctx)
-            src = ASTSource(fn, signature=sig, constexprs=const, attrs=attrs)
-            codegen = backend.get_codegen_implementation(options)
-            out[name] = src.make_ir(target, options, codegen, backend.get_module_map(), ctx).str()
+            out[name] = gen.source_ttir(target, backend, fn, sig, const, attrs, opts).str()
     return out
 
 
@@ -321,7 +302,7 @@ def test_generic_and_custom_forms_agree():
 
 
 def _line(loc: Loc) -> str:
-    return KERNELS_PY[loc.line - 1]
+    return kernels_py_line(loc.line)
 
 
 def test_locations_point_at_kernels_py():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -202,6 +203,42 @@ def test_runner_on_fake_tree(triton_tree, tmp_path, capfd):
     failures = (tmp_path / "triton-failures.txt").read_text()
     assert "arithmetic is broken" in failures
     assert all(line == line.rstrip() for line in failures.splitlines())  # committed as is: no trailing blanks
+
+
+ABSOLUTE_PATH = re.compile(r"(?:^|[\s\"'`(=,:\[])(/(?:[\w.+-]+/)+[\w.+-]*)", re.M)
+
+
+def test_reports_name_no_folder_of_the_machine(triton_tree, tmp_path):
+    baseline = tmp_path / "baseline.tsv"
+    baseline.write_text("passed\tunit/language/test_alpha.py::test_fails\n")
+    argv = ["triton", "--src", str(triton_tree), "--device", "fakedev", "--skiplist", str(FAKE_SKIPLIST)]
+    _run([*argv, "--report-dir", str(tmp_path / "out"), "--jobs", "0", "--baseline", str(baseline)])
+    files = sorted((tmp_path / "out").iterdir())
+    assert [f.name for f in files] == ["triton-failures.txt", "triton.json", "triton.md"]
+    for f in files:
+        text = f.read_text()
+        for folder in (str(tmp_path), str(triton_tree), str(REPO), sys.executable):
+            assert folder not in text, f"{f.name} names {folder}"
+        assert not ABSOLUTE_PATH.findall(text), f"{f.name}: {ABSOLUTE_PATH.findall(text)[:5]}"
+    rep = _report(tmp_path / "out")
+    assert rep["skiplist"]["path"] == "tests/fake_upstream/skiplist.toml"  # relative to the repo
+    assert "--src <src> " in rep["command"] and "--rootdir python/test " in rep["pytest_command"]  # to --src
+    assert rep["baseline"]["path"].startswith("$TMPDIR/") and rep["baseline"]["path"].endswith("/baseline.tsv")
+    assert "arithmetic is broken" in (tmp_path / "out" / "triton-failures.txt").read_text()
+
+
+def test_relative_paths_rewrite_whole_paths_only():
+    roots = report.path_roots(Path("/data/src/triton"), Path("/home/u/plate"))
+    data = {
+        "a": ["/data/src/triton/python/test x", "/data/src/triton-old/y", "--src /data/src/triton -k"],
+        "b": 'File "/home/u/plate/upstream/plugin.py", line 3; repo /home/u/plate;',
+        "c": 7,
+    }
+    assert report.relative_paths(data, roots) == {
+        "a": ["python/test x", "/data/src/triton-old/y", "--src <src> -k"],
+        "b": 'File "upstream/plugin.py", line 3; repo .;',
+        "c": 7,
+    }
 
 
 def test_runner_under_xdist_with_timeout_and_selection(triton_tree, tmp_path, monkeypatch):

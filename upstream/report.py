@@ -9,6 +9,10 @@ listed or upstream xfail that passes) counts as passed.
 from __future__ import annotations
 
 import json
+import re
+import sys
+import sysconfig
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +20,39 @@ OUTCOMES = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
 SLOWEST = 20
 FAILURES_SHOWN = 100
 SKIP_REASONS = 15
+
+
+def path_roots(src: Path | None, repo: Path) -> list[tuple[str, str]]:
+    """The machine's folders a run's texts name, each with what a committed report says instead: paths under
+    --src and the repo relative to them, Python's own packages by import path (`torch/...`), the interpreter as
+    `python`, the temporary folder as `$TMPDIR` and the home folder as `~`."""
+    roots = [(sys.executable, "python")]
+    roots += [(sysconfig.get_paths()[k] + "/", "") for k in ("purelib", "platlib", "stdlib")]
+    for folder, name in ((src, "<src>"), (repo, ".")):
+        for path in {str(folder), str(Path(folder).resolve())} if folder else ():
+            roots += [(path + "/", ""), (path, name)]
+    for path, name in ((tempfile.gettempdir(), "$TMPDIR"), (str(Path.home()), "~")):
+        roots += [(path + "/", name + "/"), (str(Path(path).resolve()) + "/", name + "/")]
+    return roots
+
+
+def relative_paths(value, roots: list[tuple[str, str]]):
+    """`value` (a report, results, any JSON-like data) with every mention of a root replaced as path_roots says."""
+    replace = dict(roots)
+    # longest first, so a folder inside another (--src in $TMPDIR) wins; a bare root must end where the path ends
+    alternatives = [re.escape(r) + ("" if r.endswith("/") else r"(?![\w.+-])") for r in sorted(replace, key=len)[::-1]]
+    pattern = re.compile("|".join(alternatives))
+
+    def rewrite(v):
+        if isinstance(v, str):
+            return pattern.sub(lambda m: replace[m.group()], v)
+        if isinstance(v, dict):
+            return {k: rewrite(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [rewrite(x) for x in v]
+        return v
+
+    return rewrite(value)
 
 
 def _file(nodeid: str) -> str:

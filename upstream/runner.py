@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from . import DEFAULT_SRC_DIR, REPO_ROOT, REPORTS_DIR, SKIPLISTS_DIR, UpstreamError
-from .report import read_baseline, summarize, summary_lines, write_report
+from .report import path_roots, read_baseline, relative_paths, summarize, summary_lines, write_report
 from .revisions import REVISIONS_FILE, Revision, Tree, fetch, find_tree, get_revision
 from .skiplist import load_skiplist
 
@@ -247,7 +247,12 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
         "interpreter": interpreter,
     }
     report = summarize(results, meta, baseline=read_baseline(args.baseline) if args.baseline else None)
-    written = write_report(report, results, args.report_dir, args.name or args.suite)
+    # committed reports name no folder of this machine: paths relative to --src, the repo, $TMPDIR, ...
+    roots = path_roots(tree.root or tree.test_dir, REPO_ROOT)
+    shown = relative_paths(report, roots)
+    if shown.get("baseline") and Path(shown["baseline"]["path"]).is_absolute():  # elsewhere: its name says enough
+        shown["baseline"]["path"] = Path(shown["baseline"]["path"]).name
+    written = write_report(shown, relative_paths(results, roots), args.report_dir, args.name or args.suite)
     for line in summary_lines(report):
         print(line)
     print("report: " + ", ".join(str(p) for p in written))

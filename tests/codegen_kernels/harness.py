@@ -2,16 +2,16 @@
 simulator, with numpy arrays in and out.
 
 `ttir_of` makes fresh TTIR for a small @triton.jit kernel without a GPU, exactly like
-/work/shared/ttir-corpus/gen_corpus.py (ASTSource + the NVIDIA backend's make_ttir), cached
-for the test session."""
+tests/fixtures/ttir/make_fixtures.py (ASTSource + the NVIDIA backend's make_ttir), cached
+for the test session. `corpus_text` reads the committed fixtures (tests/ttir_fixtures.py)."""
 
 from __future__ import annotations
 
 import functools
 import math
-import os
 
 import numpy as np
+from ttir_fixtures import fixture_text
 
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.passes.pipeline import run_pipeline
@@ -19,13 +19,11 @@ from triton_plate_backend.sim.executor import execute
 from triton_plate_backend.sim.memory import DeviceMemory
 from triton_plate_backend.ttir.parser import parse
 
-CORPUS = os.environ.get("PLATE_TTIR_CORPUS", "/work/shared/ttir-corpus")
 MACHINE = get_machine("plate-mini")
 
 
 def corpus_text(name: str) -> str:
-    with open(os.path.join(CORPUS, f"{name}.ttir.mlir")) as f:
-        return f.read()
+    return fixture_text(name)
 
 
 def compile_text(text: str, name: str = "kernel", machine=MACHINE):

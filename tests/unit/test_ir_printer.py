@@ -4,11 +4,11 @@ attributes and locations; attribute spellings read back exactly; the verifier ca
 from __future__ import annotations
 
 import math
-import pathlib
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ttir_fixtures import FILES, fixture_text
 from ttir_oracle import plate_walk
 
 from triton_plate_backend.ir.core import (
@@ -36,8 +36,6 @@ from triton_plate_backend.ir.verify import IrVerifyError, verify
 from triton_plate_backend.isa.program import Loc
 from triton_plate_backend.ttir.parser import parse
 
-CORPUS = pathlib.Path("/work/shared/ttir-corpus")
-FILES = sorted(CORPUS.glob("*.mlir"))
 F32, F16, I32, I1 = ScalarType("f32"), ScalarType("f16"), ScalarType("i32"), ScalarType("i1")
 
 
@@ -45,7 +43,6 @@ def _signature(module):
     return [(op.name, op.attrs, op.loc, [v.name for v in op.results]) for op in module.walk()]
 
 
-@pytest.mark.skipif(not FILES, reason="TTIR corpus not present")
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_parse_print_parse_is_identity(path):
     first = parse(path.read_text())
@@ -59,9 +56,7 @@ def test_parse_print_parse_is_identity(path):
 
 
 def test_locations_can_be_left_out():
-    m = parse((CORPUS / "vec_add.ttir.mlir").read_text()) if FILES else None
-    if m is None:
-        pytest.skip("TTIR corpus not present")
+    m = parse(fixture_text("vec_add"))
     assert "loc(" in print_module(m) and "loc(" not in print_module(m, locs=False)
     assert all(op.loc is None for op in parse(print_module(m, locs=False)).walk())
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ttir_fixtures import fixture_text
 
 from triton_plate_backend.ir.core import (
     ArrayAttr,
@@ -41,7 +41,6 @@ from triton_plate_backend.passes.access import (
     pointer_access,
 )
 
-CORPUS = Path("/work/shared/ttir-corpus")
 I1, I32, I64, F32, F16 = (ScalarType(n) for n in ("i1", "i32", "i64", "f32", "f16"))
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CORPUS_SETTINGS = settings(SETTINGS, max_examples=12)
@@ -359,7 +358,7 @@ def ptr_tensor(shape, elem=F32):
 def parse_corpus(name: str, edit=None) -> Module:
     from triton_plate_backend.ttir.parser import parse
 
-    text = (CORPUS / f"{name}.ttir.mlir").read_text()
+    text = fixture_text(name)
     return parse(edit(text) if edit else text, "kernels.py")
 
 

@@ -9,7 +9,7 @@ from triton_plate_backend.isa import asm, encoding
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.runasm import ArgSpecError, check_expect, run_asm
 
-ASM = Path(__file__).resolve().parent.parent / "examples" / "asm"
+ASM = Path(__file__).resolve().parents[2] / "examples" / "asm"
 MINI = get_machine("plate-mini")
 
 CASES = {

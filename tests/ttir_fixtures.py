@@ -1,0 +1,35 @@
+"""The TTIR fixtures: real TTIR of the kernels in tests/fixtures/ttir/kernels.py, made by
+tests/fixtures/ttir/make_fixtures.py and committed (`K.ttir.mlir` with locations,
+`K.ttir.noloc.mlir` without). Locations name `kernels.py`, so a test can read the source line
+an op came from with `kernels_py_line`."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import pathlib
+import types
+
+DIR = pathlib.Path(__file__).resolve().parent / "fixtures" / "ttir"
+FILES = sorted(DIR.glob("*.mlir"))
+KERNELS = sorted(p.name[: -len(".ttir.mlir")] for p in DIR.glob("*.ttir.mlir"))
+KERNELS_PY = DIR / "kernels.py"
+
+
+def fixture_text(name: str) -> str:
+    """A fixture's text by file name (`vec_add.ttir.noloc.mlir`) or kernel name (`vec_add`)."""
+    return (DIR / (name if name.endswith(".mlir") else f"{name}.ttir.mlir")).read_text()
+
+
+@functools.cache
+def make_fixtures() -> types.ModuleType:
+    """The generator script as a module (load_kernels, source_ttir, make, ...)."""
+    spec = importlib.util.spec_from_file_location("make_fixtures", DIR / "make_fixtures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def kernels_py_line(line: int) -> str:
+    """Line `line` (1-based, as in a location) of kernels.py."""
+    return KERNELS_PY.read_text().splitlines()[line - 1]

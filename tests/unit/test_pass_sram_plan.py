@@ -1,0 +1,84 @@
+"""sram_plan: first-fit placement of buffers over their live intervals, 64-byte aligned, the
+better of two orders; a plan larger than the core's SRAM is a SramOverflow that names the
+largest tensors live at the peak."""
+
+from __future__ import annotations
+
+import pytest
+
+from triton_plate_backend.errors import SramOverflow
+from triton_plate_backend.isa.program import Loc
+from triton_plate_backend.machine import get_machine
+from triton_plate_backend.passes import emitter, regalloc, sram_plan
+from triton_plate_backend.passes.emitter import Buffer, Imm, PInst, VReg
+
+
+def _overlap(a, b, intervals):
+    (l1, h1), (l2, h2) = intervals[a], intervals[b]
+    return not (h1 < l2 or h2 < l1)
+
+
+def test_first_fit_is_aligned_and_reuses_space_of_dead_buffers():
+    a, b, c = Buffer(100, "a"), Buffer(64, "b"), Buffer(1, "c")
+    intervals = {a: (0, 10), b: (0, 10), c: (12, 20), VReg(): (0, 30)}  # registers are not SRAM's business
+    top = sram_plan.plan(intervals, 1 << 20)
+    assert (a.addr, b.addr, c.addr) == (0, 128, 0)  # a takes 128 bytes (aligned); c reuses a's space
+    assert top == 192
+
+
+def test_the_smaller_of_the_two_orders_wins():
+    # by start: x at 0, y at 64, then z (128 B) does not fit below y -> 256 bytes;
+    # by size: z at 0, x at 0 (they never overlap), y above both -> 192 bytes
+    x, y, z = Buffer(64, "x"), Buffer(64, "y"), Buffer(128, "z")
+    intervals = {x: (0, 1), y: (0, 3), z: (2, 3)}
+    assert sram_plan.plan(intervals, 1 << 20) == 192
+    assert (z.addr, x.addr, y.addr) == (0, 0, 128)
+
+
+def test_buffers_live_at_once_never_share_bytes():
+    bufs = [Buffer(n, f"b{i}") for i, n in enumerate([1, 63, 64, 65, 200, 4096, 3, 130])]
+    intervals = {b: (i % 3 * 4, i % 3 * 4 + 2 + i) for i, b in enumerate(bufs)}
+    top = sram_plan.plan(intervals, 1 << 20)
+    for b in bufs:
+        assert b.addr % emitter.ALIGN == 0 and b.addr + b.nbytes <= top
+    for i, p in enumerate(bufs):
+        for q in bufs[i + 1 :]:
+            if _overlap(p, q, intervals):
+                assert p.addr + p.nbytes <= q.addr or q.addr + q.nbytes <= p.addr, (p, q)
+
+
+def test_overflow_names_the_largest_tensors_live_at_the_peak():
+    big = Buffer(6000, "f32[1500]", Loc("kernels.py", 12, 4))
+    mid = Buffer(3000, "f16[1500]", Loc("kernels.py", 13, 4))
+    small = Buffer(64, "i32[16]")
+    early = Buffer(7000, "f32[1750] (dead before the peak)")
+    intervals = {early: (0, 1), big: (2, 9), mid: (3, 9), small: (4, 9)}
+    with pytest.raises(SramOverflow) as e:
+        sram_plan.plan(intervals, 8192, "my_kernel")
+    msg = str(e.value)
+    assert e.value.required == 9088 and e.value.limit == 8192  # 6016 + 3008 + 64 (aligned), more than early
+    assert "kernel my_kernel needs 9088 bytes of SRAM but a core has 8192 (9088 bytes are live at once" in msg
+    lines = msg.splitlines()
+    listed = lines[1 : lines.index(next(ln for ln in lines if ln.startswith("Shrink")))]
+    assert [ln.split()[2] for ln in listed] == ["f32[1500]", "f16[1500]", "i32[16]"]  # largest first
+    assert "kernels.py:12" in listed[0] and "<unknown>" in listed[2]
+    assert "dead before the peak" not in msg
+    assert big.addr is None  # nothing is placed when the plan does not fit
+
+
+def test_a_buffer_a_dma_reads_stays_live_until_its_wait():
+    em = emitter.Emitter(get_machine("plate-mini"))
+    data = em.buffer("f32", (64,), "data")
+    em.emit("v.fill", data, Imm(1.0))
+    base = VReg()
+    em.emit("s.li", base, Imm(0))
+    em.emit("dma.store", emitter.Token(), data, base, (), (), ())
+    other = em.buffer("f32", (64,), "other")  # would reuse data's bytes if the store were synchronous
+    em.emit("v.fill", other, Imm(2.0))
+    em.code.append(PInst(".use", operands=(other.buffer,)))
+    em.emit("halt")  # waits for the store
+    intervals = regalloc.live_intervals(em.code)
+    wait = next(pc for pc, i in enumerate(em.code) if i.mnemonic == "dma.wait")
+    assert intervals[data.buffer][1] == 2 * wait
+    sram_plan.plan(intervals, 1 << 20)
+    assert data.buffer.addr != other.buffer.addr
