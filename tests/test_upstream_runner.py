@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # `upstream/` is a repo-root package, not part of the installed wheel
     sys.path.insert(0, str(REPO))
 
-from upstream import UpstreamError, patches, report, runner  # noqa: E402
+from upstream import REPO_ROOT, UpstreamError, patches, report, runner  # noqa: E402
 from upstream.progress import format_progress  # noqa: E402
 from upstream.revisions import get_revision  # noqa: E402
 from upstream.skiplist import find_stale, load_skiplist  # noqa: E402
@@ -465,3 +465,14 @@ def test_runner_compares_with_a_baseline_and_the_interpreter(triton_tree, tmp_pa
     md = (tmp_path / "triton.md").read_text()
     assert "plate / interpreter wall time" in md and "Passing there, not here:" in md
     assert runner.main(["inductor", "--vs-interpreter", "--src", str(tmp_path)]) == runner.EXIT_USAGE
+
+
+def test_the_default_triton_baseline_ships_with_the_repo():
+    """The interpreter baseline lives in the repo (a user's clone has nothing beside it) and reads as outcomes."""
+    from upstream.report import read_baseline
+    from upstream.runner import DEFAULT_BASELINE
+
+    assert DEFAULT_BASELINE.is_file() and DEFAULT_BASELINE.is_relative_to(REPO_ROOT)
+    outcomes = read_baseline(DEFAULT_BASELINE)["outcomes"]
+    assert len(outcomes) > 8000
+    assert sum(o == "passed" for o in outcomes.values()) == 6999

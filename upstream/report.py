@@ -8,6 +8,7 @@ listed or upstream xfail that passes) counts as passed.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import sys
@@ -94,10 +95,12 @@ def first_line(message: str | None) -> str:
 
 
 def read_baseline(path: Path) -> dict:
-    """A baseline run as {test id: outcome}: `outcome<TAB>test id` lines; a first line naming the columns and
-    lines of other shapes are skipped."""
+    """A baseline run as {test id: outcome}: `outcome<TAB>test id` lines (gzipped when the name ends in .gz); a
+    first line naming the columns and lines of other shapes are skipped."""
     outcomes = {}
-    for line in Path(path).read_text().splitlines():
+    path = Path(path)
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    for line in text.splitlines():
         outcome, sep, test = line.partition("\t")
         if sep and outcome in OUTCOMES + ("error",):
             outcomes[test] = outcome

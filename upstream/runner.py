@@ -34,7 +34,7 @@ from .skiplist import load_skiplist
 SUITE_PROJECT = {"triton": "triton", "inductor": "pytorch"}  # suite name -> [project] of revisions.toml
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_STALE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 PYTEST_INTERRUPTED = 2  # pytest.ExitCode.INTERRUPTED, as the plugin's results file records it
-DEFAULT_BASELINE = REPO_ROOT.parent / "shared" / "upstream-baseline" / "interpreter-unit-language.tsv"
+DEFAULT_BASELINE = REPO_ROOT / "upstream" / "baselines" / "interpreter-unit-language.tsv.gz"
 EMPTY_INI = "[pytest]\n"  # so no pytest config of the tree's parents (ours included) leaks into the run
 
 
