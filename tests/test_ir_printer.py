@@ -33,7 +33,7 @@ from triton_plate_backend.ir.core import (
 )
 from triton_plate_backend.ir.printer import IrPrintError, format_attr, format_loc, print_module, print_op
 from triton_plate_backend.ir.verify import IrVerifyError, verify
-from triton_plate_backend.isa.program import Loc
+from triton_plate_backend.srcloc import Loc
 from triton_plate_backend.ttir.parser import parse
 
 CORPUS = pathlib.Path("/work/shared/ttir-corpus")

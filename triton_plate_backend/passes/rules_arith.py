@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..ir.core import BoolAttr, DenseAttr, EnumAttr, IntAttr, element_type
 from ..isa.table import ENUMS
-from .codegen import Const, dtype_of, is_float
+from .context import Const, dtype_of, is_float
 from .emitter import Imm, VReg
 
 # op -> (vector mnemonic, scalar mnemonic or None: go through a 1-element tile)
