@@ -8,7 +8,10 @@ relative imports resolved, and `importlib.import_module("...")` with a literal n
 `FLOORS` below is the architecture's import rule as one table: every module of both packages has
 a floor, and a module may import only modules on its own floor or below. A new module fails the
 test until it is added to the table. A module that must import upward needs a named entry in
-`EXCEPTIONS` saying why (there is none today)."""
+`EXCEPTIONS` saying why (there is none today).
+
+Then each module of the bottom floors, ir/, isa/, sim/, ttir/ and passes/ is imported on its own in
+a fresh interpreter, which is what a user does (`import triton_plate_backend.passes.rules_math`)."""
 
 from __future__ import annotations
 
@@ -478,8 +481,9 @@ _ALONE_SCRIPT = textwrap.dedent(
 
 
 def _fresh(group: str) -> str:
-    """What is unloaded before each module of a group: its subpackage (the floors below it cannot
-    import it back, test_no_upward_imports sees to that, so they may stay loaded), or everything."""
+    """What is unloaded before each module of a group: its own subpackage (the modules below it may
+    stay loaded, which keeps the test fast: a cycle through them is test_no_import_cycles' to find),
+    or, for the small bottom groups, the whole package."""
     return f"{TPB}.{group}" if group in ("sim", "ttir", "passes") else TPB
 
 
