@@ -11,10 +11,13 @@ idempotent):
 
 No call is needed for ``torch.compile`` on plate tensors: Inductor's own PrivateUse1 discovery
 (``init_backend_registration``) asks ``torch.plate`` for ``Scheduling``, ``PythonWrapperCodegen``,
-``CppWrapperCodegen`` and ``WrapperFxCodegen`` on the first compile, and the torch device answers
-those four names by importing this package and returning the attributes of the same names below.
-``CppWrapperCodegen`` is None (plate has no C++ wrapper), which makes that discovery stop after this
-package registered the backend itself, with its custom pass and config.
+``CppWrapperCodegen`` and ``WrapperFxCodegen`` on the first compile. ``register()`` gives the torch
+device those four answers (the attributes of the same names below) through its registration hook,
+``triton_plate_backend.torch_device.compiler_hooks``; when this package is not imported yet, the
+hook imports it through the entry point this package declares (group
+``triton_plate_backend.inductor``). ``CppWrapperCodegen`` is None (plate has no C++ wrapper), which
+makes that discovery stop after this package registered the backend itself, with its custom pass
+and config.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import threading
 
 import triton_plate_backend.torch_device  # noqa: F401  (registers torch.plate; import it first)
+from triton_plate_backend.torch_device.compiler_hooks import register_inductor_backend
 
 from .profiling import ProfileRun, collect_profiles
 
@@ -76,6 +80,12 @@ def register() -> None:
         benchmarker.register()
         shims.apply()
         templates.register()
+        register_inductor_backend(  # what torch.plate answers to Inductor's PrivateUse1 discovery
+            Scheduling=PlateScheduling,
+            PythonWrapperCodegen=PlateWrapperCodegen,
+            CppWrapperCodegen=None,
+            WrapperFxCodegen=None,
+        )
         _registered = True
 
 

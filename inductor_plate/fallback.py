@@ -29,7 +29,6 @@ from torch._inductor.custom_graph_pass import CustomGraphModulePass
 
 from . import config, policy
 
-_learned: set[str] = set()
 _warned: set[str] = set()
 
 
@@ -37,14 +36,9 @@ class PlateFallbackWarning(UserWarning):
     """An op or kernel that plate cannot compile runs eagerly instead."""
 
 
-def learned_eager_ops() -> frozenset[str]:
-    """aten ops learned from kernels that failed to compile in this process."""
-    return frozenset(_learned)
-
-
 def forget_learned_ops() -> None:
     """Drop what this process learned (tests; or after upgrading the lowering in a long-lived process)."""
-    _learned.clear()
+    policy.forget_learned_eager_ops()
     _warned.clear()
     _compiled_ops.clear()
 
@@ -157,7 +151,7 @@ def check_kernels(scope: dict) -> None:
     messages = []
     for kernel in failed:
         blamed = culprits(kernel.ops, kernel.error)
-        _learned.update(blamed)
+        policy.learn_eager_ops(blamed)
         named = ", ".join(blamed) or "no aten op"
         message = f"plate: cannot compile kernel {kernel.name} ({named}): {_first_line(kernel.error)}"
         warn_once(f"kernel:{kernel.name}:{named}", f"{message}; this frame runs eagerly, {named} eagerly from now on")

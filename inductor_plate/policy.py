@@ -46,6 +46,7 @@ EAGER_OPS_WHY: dict[str, str] = {
     "aten.erfinv.default": "libdevice __nv_erfinvf has no PLATE equivalent",
 }
 EAGER_OPS: frozenset[str] = frozenset(EAGER_OPS_WHY)
+_learned: set[str] = set()  # aten ops of kernels that failed to compile in this process
 
 # Inductor BackendFeatures plate claims. SORT and SCAN are Triton kernels like any other on plate.
 BACKEND_FEATURE_NAMES: tuple[str, ...] = (
@@ -147,10 +148,21 @@ def use_gemm_templates() -> bool:
     return mode == "max-autotune"
 
 
+def learned_eager_ops() -> frozenset[str]:
+    """aten ops learned from kernels that failed to compile in this process (fallback.py learns them)."""
+    return frozenset(_learned)
+
+
+def learn_eager_ops(ops) -> None:
+    _learned.update(ops)
+
+
+def forget_learned_eager_ops() -> None:
+    _learned.clear()
+
+
 def eager_reason(op: str) -> str:
     """Why ``op`` runs eagerly on plate, in a few words (what the fallback warning says)."""
-    from .fallback import learned_eager_ops
-
     if op in EAGER_OPS_WHY:
         return EAGER_OPS_WHY[op]
     if op in config.eager_ops:
@@ -162,6 +174,4 @@ def eager_reason(op: str) -> str:
 
 def eager_ops() -> frozenset[str]:
     """aten ops that run eagerly on plate: the built-in table, the config's and the learned ones."""
-    from .fallback import learned_eager_ops
-
     return EAGER_OPS | frozenset(config.eager_ops) | learned_eager_ops()

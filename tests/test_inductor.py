@@ -4,7 +4,11 @@ fallback of an op plate cannot compile. The model suite is tests/test_models.py.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import pytest
@@ -24,6 +28,9 @@ from inductor_plate.wrapper import PlateWrapperCodegen
 from triton_plate_backend import compiler as plate_compiler
 from triton_plate_backend.driver import PLATE_ARCH, PlateDriver
 from triton_plate_backend.errors import CompileError
+from triton_plate_backend.torch_device import compiler_hooks
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -70,6 +77,41 @@ def test_torch_plate_answers_inductor_discovery():
     assert torch.plate.__dict__.get("__getattr__") is not None
     assert torch.plate.Scheduling is PlateScheduling
     assert torch.plate.CppWrapperCodegen is None
+
+
+def test_discovery_imports_the_integration_through_its_entry_point(tmp_path):
+    """torch.compile on plate tensors needs no `import inductor_plate`: Inductor's discovery asks
+    torch.plate, whose hook loads the entry points of its group (the fake dist-info stands for the
+    installed package's metadata). With no entry point, the answer is 'none' and nothing is imported."""
+    info = tmp_path / "plate_inductor_entry_point-0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plate-inductor-entry-point\nVersion: 0.0\n")
+    (info / "entry_points.txt").write_text(f"[{compiler_hooks.ENTRY_POINT_GROUP}]\nplate = inductor_plate\n")
+    script = textwrap.dedent(
+        """
+        import sys
+        import torch
+        import triton_plate_backend.torch_device
+        from triton_plate_backend.torch_device import compiler_hooks
+
+        group = compiler_hooks.ENTRY_POINT_GROUP
+        compiler_hooks.ENTRY_POINT_GROUP = "no.such.group"
+        assert getattr(torch.plate, "Scheduling", None) is None
+        assert "inductor_plate" not in sys.modules
+        compiler_hooks.ENTRY_POINT_GROUP = group
+
+        from torch._inductor.codegen import common
+        common.init_backend_registration()
+        from inductor_plate.scheduling import PlateScheduling
+        from inductor_plate import config
+        assert common.get_scheduling_for_device("plate") is PlateScheduling
+        assert common.get_custom_backend_config_for_device("plate") is config
+        print("ok")
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, str(tmp_path)])}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
 
 
 # ---- shims ---------------------------------------------------------------------------------------------
@@ -266,7 +308,7 @@ def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
             warnings.simplefilter("always")
             out = torch.compile(first)(x.to("plate"), y.to("plate"))  # the frame runs eagerly
             torch.testing.assert_close(out.cpu(), first(x, y))
-            assert fallback.learned_eager_ops() == {"aten.atan2.default"}
+            assert policy.learned_eager_ops() == {"aten.atan2.default"}
             out, codes = run_and_get_code(torch.compile(second), x.to("plate"), y.to("plate"))
             torch.testing.assert_close(out.cpu(), second(x, y))
         messages = [str(w.message) for w in caught if issubclass(w.category, fallback.PlateFallbackWarning)]

@@ -20,6 +20,7 @@ from torch._inductor.utils import run_and_get_code
 
 import inductor_plate  # noqa: F401  (registers plate with Inductor; the discovery hook would too)
 from inductor_plate import model_suite
+from triton_plate_backend.torch_device import compiler_hooks
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOL = {"rtol": 1e-4, "atol": 1e-4}
@@ -138,15 +139,9 @@ def test_user_triton_kernel_inside_compiled_function():
 
 AUTOREGISTRATION = textwrap.dedent(
     """
-    import importlib, sys
+    import sys
     import torch
-    import triton_plate_backend.torch_device as plate
-    if "__getattr__" not in vars(plate):  # the hook torch.plate will carry: Inductor's discovery names
-        def __getattr__(name):
-            if name in ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen"):
-                return getattr(importlib.import_module("inductor_plate"), name)
-            raise AttributeError(name)
-        plate.__getattr__ = __getattr__
+    import triton_plate_backend.torch_device
     assert "inductor_plate" not in sys.modules
     x = torch.randn(64)
     out = torch.compile(lambda x: torch.softmax(x.sin(), 0))(x.to("plate"))
@@ -159,10 +154,20 @@ AUTOREGISTRATION = textwrap.dedent(
 )
 
 
-def test_torch_compile_needs_no_registration_call():
+def test_torch_compile_needs_no_registration_call(tmp_path):
     """A fresh process that never imports inductor_plate: Inductor's PrivateUse1 discovery asks
-    torch.plate, whose hook imports inductor_plate, which registers plate with its config."""
-    env = {**os.environ, "PLATE_MACHINE": "plate-mini", "PYTHONPATH": REPO, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    torch.plate, whose hook loads the entry point inductor_plate declares (the fake dist-info stands
+    for the installed package's metadata), which registers plate with its config."""
+    info = tmp_path / "plate_inductor_entry_point-0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plate-inductor-entry-point\nVersion: 0.0\n")
+    (info / "entry_points.txt").write_text(f"[{compiler_hooks.ENTRY_POINT_GROUP}]\nplate = inductor_plate\n")
+    env = {
+        **os.environ,
+        "PLATE_MACHINE": "plate-mini",
+        "PYTHONPATH": os.pathsep.join([REPO, str(tmp_path)]),
+        "TORCHINDUCTOR_COMPILE_THREADS": "1",
+    }
     done = subprocess.run(
         [sys.executable, "-c", AUTOREGISTRATION], env=env, capture_output=True, text=True, timeout=600
     )

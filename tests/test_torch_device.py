@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import triton_plate_backend.torch_device as plate_device
+from triton_plate_backend.errors import PlateError
 from triton_plate_backend.sim.device import DeviceError, get_device
 from triton_plate_backend.sim.memory import AllocationError
+from triton_plate_backend.torch_device import compiler_hooks
 
 
 def on_plate(t: torch.Tensor) -> torch.Tensor:
@@ -37,6 +39,13 @@ def test_registration_is_idempotent():
     assert importlib.reload(plate_device) is plate_device  # registering again changes nothing
     assert torch.plate is plate_device
     assert torch.ones(2, device="plate").device.type == "plate"
+
+
+def test_inductor_hook_takes_exactly_the_discovery_names():
+    with pytest.raises(PlateError, match="Scheduling, PythonWrapperCodegen, CppWrapperCodegen, WrapperFxCodegen"):
+        compiler_hooks.register_inductor_backend(Scheduling=object)
+    with pytest.raises(AttributeError):
+        torch.plate.NotAnInductorName  # noqa: B018
 
 
 def test_tensor_methods_and_device_strings():

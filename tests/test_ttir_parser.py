@@ -29,7 +29,7 @@ from triton_plate_backend.ir.core import (
     UnitAttr,
 )
 from triton_plate_backend.ir.verify import verify
-from triton_plate_backend.isa.program import Loc
+from triton_plate_backend.srcloc import Loc
 from triton_plate_backend.ttir.errors import TtirParseError
 from triton_plate_backend.ttir.lexer import tokenize
 from triton_plate_backend.ttir.parser import parse

@@ -34,9 +34,5 @@ BITS: dict[str, np.dtype] = {k: np.dtype(f"u{ITEMSIZE[k]}") for k in NUMPY}
 assert all(NUMPY[k].itemsize == ITEMSIZE[k] for k in NUMPY), "dtype table disagrees with ISA ITEMSIZE"
 
 
-def is_float(dtype: str) -> bool:
-    return dtype.startswith(("f", "bf"))
-
-
 def to_numpy(dtype: str) -> np.dtype:
     return NUMPY[dtype]

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 
 from . import knobs
 from .errors import PlateError
+from .isa.table import INT_BITS, is_float
 
 # Same limits as CUDA: Triton and Inductor size grids (and split them) against these.
 MAX_GRID = (2**31 - 1, 65535, 65535)
-INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "u1": 1, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
-FLOAT_TYPES = ("fp16", "bf16", "fp32", "f32", "fp64")
 
 
 class LaunchError(PlateError, RuntimeError):
@@ -168,7 +167,7 @@ def bind_arguments(name, program, signature, args, device):
             values.append(addr)
             if host is not None:
                 host_buffers.append(HostBuffer(*host, label=f"{name} arg {position} ({param.name})"))
-        elif param.type.startswith("f"):
+        elif is_float(param.type):
             values.append(float(value))
         else:
             values.append(_integer(int(value), param.type))

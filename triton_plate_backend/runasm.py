@@ -17,6 +17,7 @@ import numpy as np
 from .dtypes import NUMPY
 from .errors import PlateError
 from .isa.program import Program
+from .isa.table import is_float
 from .machine import Machine
 
 _BUFFER = re.compile(r"^(zeros|ones|arange|rand|randn):([a-z0-9]+):(\d+)$")
@@ -66,7 +67,7 @@ def parse_args(program: Program, specs: dict[str, str], rng: np.random.Generator
             buffers[a.name] = make_buffer(spec, rng)
         else:
             try:
-                scalars[a.name] = float(spec) if a.type.startswith(("f", "bf")) else int(spec, 0)
+                scalars[a.name] = float(spec) if is_float(a.type) else int(spec, 0)
             except ValueError:
                 raise ArgSpecError(f"argument {a.name} ({a.type}): {spec!r} is not a number") from None
     return buffers, scalars

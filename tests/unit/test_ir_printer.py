@@ -33,7 +33,7 @@ from triton_plate_backend.ir.core import (
 )
 from triton_plate_backend.ir.printer import IrPrintError, format_attr, format_loc, print_module, print_op
 from triton_plate_backend.ir.verify import IrVerifyError, verify
-from triton_plate_backend.isa.program import Loc
+from triton_plate_backend.srcloc import Loc
 from triton_plate_backend.ttir.parser import parse
 
 F32, F16, I32, I1 = ScalarType("f32"), ScalarType("f16"), ScalarType("i32"), ScalarType("i1")

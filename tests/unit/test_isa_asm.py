@@ -10,9 +10,10 @@ from test_isa_encoding import FAST, programs, structure
 from triton_plate_backend.errors import AsmError
 from triton_plate_backend.isa.asm import assemble, disassemble, format_number, quote
 from triton_plate_backend.isa.encoding import bits_float, decode, encode, float_bits, tile_names
-from triton_plate_backend.isa.program import Inst, Loc, Program, Tile, verify
+from triton_plate_backend.isa.program import Inst, Program, Tile, verify
 from triton_plate_backend.isa.table import ENUMS, ISA
 from triton_plate_backend.machine import get_machine
+from triton_plate_backend.srcloc import Loc
 
 MINI = get_machine("plate-mini")
 

@@ -26,9 +26,10 @@ from triton_plate_backend.isa.encoding import (
     load,
     tile_names,
 )
-from triton_plate_backend.isa.program import ARG_TYPES, UNKNOWN_LOC, Arg, Inst, Loc, Program, Tile, verify
+from triton_plate_backend.isa.program import ARG_TYPES, Arg, Inst, Program, Tile, verify
 from triton_plate_backend.isa.table import DTYPES, ENUMS, ISA
 from triton_plate_backend.machine import get_machine
+from triton_plate_backend.srcloc import UNKNOWN_LOC, Loc
 
 # ---- random valid programs (also used by test_isa_asm) ---------------------------------------
 IDENT = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,5}", fullmatch=True)

@@ -29,7 +29,6 @@ from triton_plate_backend.ir.core import (
     new_op,
     shape_of,
 )
-from triton_plate_backend.isa.program import Loc
 from triton_plate_backend.passes import affine as A
 from triton_plate_backend.passes.access import (
     MEMORY_OPS,
@@ -40,6 +39,7 @@ from triton_plate_backend.passes.access import (
     carried_pointers,
     pointer_access,
 )
+from triton_plate_backend.srcloc import Loc
 
 I1, I32, I64, F32, F16 = (ScalarType(n) for n in ("i1", "i32", "i64", "f32", "f16"))
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

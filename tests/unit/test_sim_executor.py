@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 from triton_plate_backend.errors import MemoryFault, SimulatorError
-from triton_plate_backend.isa.program import Arg, Inst, Loc, Program, Tile
+from triton_plate_backend.isa.program import Arg, Inst, Program, Tile
 from triton_plate_backend.isa.table import ISA
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.sim.executor import execute, format_inst
 from triton_plate_backend.sim.memory import DeviceMemory
 from triton_plate_backend.sim.semantics import DeviceAssertionError
+from triton_plate_backend.srcloc import Loc
 
 MACHINE = get_machine("plate-mini")
 _UNIT_PREFIXES = ("s", "v", "m", "dma", "atom", "dbg")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..isa.program import Loc
+from ..srcloc import Loc
 
 # ---- types ------------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import struct
 from typing import Any
 
 from ..errors import PlateError
-from ..isa.program import Loc
+from ..srcloc import Loc
 from .core import (
     ArrayAttr,
     Block,

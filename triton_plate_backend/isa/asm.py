@@ -23,8 +23,9 @@ import re
 from dataclasses import dataclass
 
 from ..errors import AsmError, IsaError
+from ..srcloc import UNKNOWN_LOC, Loc
 from .encoding import bits_float, float_bits, tile_names
-from .program import ARG_TYPES, UNKNOWN_LOC, Arg, Inst, Loc, Program, Tile, verify
+from .program import ARG_TYPES, Arg, Inst, Program, Tile, verify
 from .table import DTYPES, ENUMS, ISA, Instr, Operand
 
 _TOKEN = re.compile(

@@ -23,7 +23,8 @@ import zlib
 from dataclasses import dataclass
 
 from ..errors import BinaryFormatError, IsaError
-from .program import ARG_TYPES, Arg, Inst, Loc, Program, Tile, verify
+from ..srcloc import Loc
+from .program import ARG_TYPES, Arg, Inst, Program, Tile, verify
 from .table import BY_OPCODE, DTYPES, ENUMS, OPERAND_KINDS
 from .verified import content, passed, verify_once
 

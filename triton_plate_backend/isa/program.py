@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import IsaError
+from ..srcloc import UNKNOWN_LOC, Loc
 from .table import ENUMS, ISA, ITEMSIZE, Instr
 
 ARG_TYPES = ("ptr", "i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")
@@ -59,25 +60,6 @@ class Tile:
 
     def is_contiguous(self) -> bool:
         return self.strides == contiguous_strides(self.shape)
-
-
-@dataclass(frozen=True)
-class Loc:
-    """A kernel source location: file, line, column and the Python variable name if known."""
-
-    file: str = ""
-    line: int = 0
-    col: int = 0
-    name: str = ""
-
-    def __str__(self) -> str:
-        if not self.file and not self.line:
-            return "<unknown>"
-        s = f"{self.file}:{self.line}:{self.col}"
-        return f"{s} ({self.name})" if self.name else s
-
-
-UNKNOWN_LOC = Loc()
 
 
 @dataclass(frozen=True)

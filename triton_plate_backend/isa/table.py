@@ -42,6 +42,14 @@ ITEMSIZE = {
     "f8e4m3fn": 1,
     "f8e5m2": 1,
 }
+# value bits of each integer type (i1 is one bit stored in a byte)
+INT_BITS = {dtype: 1 if dtype == "i1" else 8 * ITEMSIZE[dtype] for dtype in INT_DTYPES}
+
+
+def is_float(dtype: str) -> bool:
+    """A floating-point element type (of DTYPES, or a kernel argument type)."""
+    return dtype.startswith(("f", "bf"))
+
 
 ENUMS: dict[str, tuple[str, ...]] = {
     "stype": DTYPES,  # scalar op type

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from ..isa.encoding import float_bits
-from ..isa.program import UNKNOWN_LOC, Inst, Program, Tile
+from ..isa.program import Inst, Program, Tile
 from ..isa.table import ITEMSIZE
 from ..isa.verified import verify_once
+from ..srcloc import UNKNOWN_LOC
 from . import regalloc, sram_plan
 from .emitter import Buffer, Emitter, Imm, Label, Str, Token, View, VReg
 

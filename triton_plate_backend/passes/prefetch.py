@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from ..ir.core import IntAttr, Op, TensorType
 from ..ir.vocabulary import OPS
 from .affine import Carried, Select, Val, nodes
+from .dma_operands import descriptor, element_dtype, fill_imm, materialize
 from .emitter import Imm, Token, View, VReg
-from .rules_access import descriptor, materialize
 
 WRITES = frozenset(name for name, op in OPS.items() if op.writes)  # a loop with one of these is not pipelined
 
@@ -91,20 +91,12 @@ def candidates(ctx, loop: Op) -> list:
     return out
 
 
-def _dtype(acc):
-    from .codegen import DTYPE
-
-    return DTYPE.get(acc.element, "i64")
-
-
 def _issue(ctx, pf: Prefetch, memo: dict, valid: VReg | None) -> None:
     start, strides, lo, hi = descriptor(ctx, pf.acc, memo)
     if valid is not None:  # past the last iteration: an empty box
         h0 = VReg()
         ctx.emit("s.select", h0, valid, hi[0], ctx.li(0))
         hi = (h0, *hi[1:])
-    from .rules_memory import fill_imm
-
     fill = 0 if pf.acc.other is None else pf.acc.other
     ctx.emit("dma.load", pf.token, pf.staging, start, strides, lo, hi, fill_imm(pf.staging.dtype, fill))
     ctx.em.carry(pf.token)
@@ -116,7 +108,7 @@ def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
     out = []
     for op, acc in candidates(ctx, loop):
         shape = tuple(op.result.type.shape) if isinstance(op.result.type, TensorType) else (1,)
-        staging = ctx.new(_dtype(acc), shape, what=f"prefetch of {op.result.name or 'a load'}")
+        staging = ctx.new(element_dtype(acc), shape, what=f"prefetch of {op.result.name or 'a load'}")
         pf = Prefetch(op, acc, loop, Token(), staging, counter)
         _issue(ctx, pf, {}, None)
         ctx.prefetches[op] = pf

@@ -6,9 +6,9 @@ and scans reuse these rules on tile views."""
 
 from __future__ import annotations
 
-from ..ir.core import BoolAttr, DenseAttr, EnumAttr, IntAttr, element_type
+from ..ir.core import BoolAttr, DenseAttr, EnumAttr, IntAttr
 from ..isa.table import ENUMS
-from .codegen import Const, dtype_of, is_float
+from .context import Const, dtype_of, is_float
 from .emitter import Imm, VReg
 
 # op -> (vector mnemonic, scalar mnemonic or None: go through a 1-element tile)
@@ -236,10 +236,6 @@ def _lower_arith_bitcast(ctx, op):
 def _lower_alias(ctx, op):
     """int_to_ptr / ptr_to_int: pointers are i64 byte addresses already."""
     ctx.bind(op.result, ctx.binding(op.operands[0]))
-
-
-def is_float_type(t) -> bool:
-    return is_float(dtype_of(element_type(t)))
 
 
 RULES = {name: _binary(name) for name in BINARY}

@@ -12,7 +12,7 @@ at ieee precision."""
 from __future__ import annotations
 
 from ..ir.core import EnumAttr, IntAttr
-from .codegen import dtype_of
+from .context import dtype_of
 from .emitter import View
 
 PRECISION_BY_INDEX = {0: "tf32", 1: "tf32x3", 2: "ieee", 3: "bf16x3", 4: "bf16x6"}

@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.core import Block, Value
-from .codegen import dtype_of
+from .context import dtype_of
+from .dma_operands import fill_imm
 from .emitter import Imm, Str, Token, View, VReg
-from .rules_memory import fill_imm
-from .rules_reduce import reduce_into
+from .reduction import reduce_into
 from .rules_scf import own
 from .rules_tt import byte_offsets, constant_value, pointee_size
 

@@ -6,8 +6,8 @@ A few functions with no instruction of their own are short compositions (`COMPOS
 from __future__ import annotations
 
 from ..isa.table import VECTOR_BINARY, VECTOR_UNARY
-from .codegen import dtype_of
-from .emitter import Imm
+from .context import dtype_of
+from .emitter import Imm, VReg
 from .rules_arith import elementwise, enum_value, tensor_shape
 
 # math dialect op -> vector mnemonic
@@ -157,8 +157,6 @@ def apply(ctx, op, mnemonic, operands=None, suffixes=()):
 
 def _bind_result(ctx, op, res, dst, scalar):
     if scalar:
-        from .emitter import VReg
-
         r = VReg()
         ctx.emit("v.extract", r, dst, Imm(0))
         ctx.bind(res, r)

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 from ..ir.core import IntAttr, TensorType
 from ..isa.table import ITEMSIZE
-from .codegen import dtype_of, is_float
+from .context import dtype_of, is_float
+from .dma_operands import HUGE, bind_loaded, fill_imm, s_op, shape_of_result
 from .emitter import Imm, Token, View, VReg
+from .rules_access import lower_structured
 from .rules_arith import enum_value
 from .rules_tt import constant_value, int_list
-
-HUGE = 1 << 62  # a bound no index reaches: "not checked"
 
 RMW = {
     "and": "and",
@@ -92,38 +92,13 @@ class TensorDesc:
 
 
 # ---- helpers -------------------------------------------------------------------------------------
-def fill_imm(dtype: str, value) -> Imm:
-    if isinstance(value, bool):
-        value = int(value)
-    return Imm(float(value) if is_float(dtype) else int(value))
-
-
-def shape_of_result(v):
-    return tuple(v.type.shape) if isinstance(v.type, TensorType) else (1,)
-
-
-def bind_loaded(ctx, result, tile: View) -> None:
-    if isinstance(result.type, TensorType):
-        ctx.bind(result, tile)
-    else:
-        r = VReg()
-        ctx.emit("v.extract", r, tile, Imm(0))
-        ctx.bind(result, r)
-
-
 def mask_view(ctx, mask, shape) -> View:
     return ctx.view(mask, shape) if mask is not None else ctx.fill(1, "i1", shape)
 
 
-def s_op(ctx, mnemonic, a, b, stype="i64") -> VReg:
-    d = VReg()
-    ctx.emit(mnemonic, d, a, b, suffixes=(stype,))
-    return d
-
-
 # ---- tt.load / tt.store --------------------------------------------------------------------------
 def _lower_tt_load(ctx, op):
-    if ctx.try_structured(op):
+    if lower_structured(ctx, op):
         return
     b = ctx.binding(op.operands[0])
     if isinstance(b, BlockPtr):
@@ -149,7 +124,7 @@ def load_gather(ctx, op):
 
 
 def _lower_tt_store(ctx, op):
-    if ctx.try_structured(op):
+    if lower_structured(ctx, op):
         return
     b = ctx.binding(op.operands[0])
     if isinstance(b, BlockPtr):

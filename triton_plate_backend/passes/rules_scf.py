@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..ir.core import PtrType, TensorDescType, TensorType
 from . import prefetch
-from .codegen import dtype_of
+from .context import dtype_of
 from .emitter import VReg
 from .rules_access import init_companions, step_companions
 

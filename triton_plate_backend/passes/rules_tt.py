@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..ir.core import ArrayAttr, DenseAttr, EnumAttr, IntAttr, PtrType, element_type
 from ..isa.table import ITEMSIZE
-from .codegen import Const, dtype_of, is_float
+from .context import Const, dtype_of, is_float
 from .emitter import Imm, Str, VReg
 
 AXES = "xyz"

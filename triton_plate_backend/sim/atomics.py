@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from ..dtypes import BITS, NUMPY, UNSIGNED, is_float
+from ..dtypes import BITS, NUMPY, UNSIGNED
 from ..errors import SimulatorError
-from ..isa.table import ENUMS, INT_DTYPES, ITEMSIZE
+from ..isa.table import ENUMS, INT_DTYPES, ITEMSIZE, is_float
 from .dma import (
     _address_order,
     _element_traffic,

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import NUMPY, is_float
+from ..dtypes import NUMPY
 from ..errors import SimulatorError
 from ..isa.program import contiguous_strides
+from ..isa.table import is_float
 from .memory import DeviceMemory
 
 

@@ -29,10 +29,11 @@ import contextlib
 
 import numpy as np
 
-from ..dtypes import NUMPY, is_float
+from ..dtypes import NUMPY
 from ..errors import IsaError, SimulatorError
 from ..isa.asm import format_number, quote
 from ..isa.program import Inst, Program, verify
+from ..isa.table import is_float
 from ..isa.verified import verify_once
 from ..machine import MiB, get_machine
 from . import numerics as nx

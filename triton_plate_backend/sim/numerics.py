@@ -24,8 +24,9 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 
-from ..dtypes import NUMPY, UNSIGNED, is_float
+from ..dtypes import NUMPY, UNSIGNED
 from ..errors import IsaError
+from ..isa.table import INT_BITS, is_float
 
 F64 = np.dtype(np.float64)
 F32 = np.dtype(np.float32)
@@ -172,9 +173,6 @@ def float_to_int(x: np.ndarray, dtype: str, signed: bool) -> np.ndarray:
 
 
 # ---- integer views -------------------------------------------------------------------------------
-INT_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
-
-
 def check_int(dtype: str, what: str) -> None:
     if dtype not in INT_BITS:
         raise IsaError(f"{what} needs an integer type, got {dtype}")

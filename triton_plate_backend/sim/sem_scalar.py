@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import BITS, is_float
+from ..dtypes import BITS
 from ..errors import IsaError, SimulatorError
-from ..isa.table import ISA
+from ..isa.table import ISA, is_float
 from . import numerics as nx
-from .sem_vector import BINARY, convert, kind
+from .sem_vector import BINARY, DIRECT_INT, convert, kind
 
 
 class DeviceAssertionError(SimulatorError):
@@ -55,20 +55,9 @@ SCALAR_OPS = {
 }
 
 
-# i64 ops that are one numpy ufunc on the raw words: run in place on the register rows
-_DIRECT_I64 = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "and": np.bitwise_and,
-    "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
-}
-
-
 def _binary(op):
     int_op, float_op = SCALAR_OPS[op]
-    direct = _DIRECT_I64.get(op)
+    direct = DIRECT_INT.get(op)  # one numpy ufunc on the raw i64 words: in place on the register rows
     by_stype = {}  # stype -> the vector function, resolved once
 
     def resolve(dt, mnemonic):

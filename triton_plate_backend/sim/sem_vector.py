@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import BITS, NUMPY, is_float
+from ..dtypes import BITS, NUMPY
 from ..errors import IsaError
-from ..isa.table import VECTOR_BINARY, VECTOR_UNARY
+from ..isa.table import INT_BITS, VECTOR_BINARY, VECTOR_UNARY, is_float
 from . import numerics as nx
 from .numerics import F64, compute_dtype, round_float, signed, store_int, unsigned
 
@@ -118,7 +118,7 @@ def _remu(a, b, dt):
 def _shift_amount(b, dt):
     """Shift amounts are unsigned and clamp at the width (PTX shl/shr semantics)."""
     amt = unsigned(b, dt)
-    bits = nx.INT_BITS[dt]
+    bits = INT_BITS[dt]
     return amt >= bits, np.minimum(amt, bits - 1).astype(amt.dtype)
 
 
@@ -153,7 +153,7 @@ def _popc(a, dt):
 
 
 def _clz(a, dt):
-    return store_int(nx.count_leading_zeros(unsigned(a, dt), nx.INT_BITS[dt]), dt)
+    return store_int(nx.count_leading_zeros(unsigned(a, dt), INT_BITS[dt]), dt)
 
 
 # ---- the tables ----------------------------------------------------------------------------------
@@ -271,7 +271,8 @@ def _need(st, ins, tile_index, dtypes, role):
 
 
 # ops that are a single numpy ufunc on fp32/fp64 and on i8..i64 storage: computed straight into the
-# destination view (numpy buffers operands that overlap it), skipping a temporary and a copy
+# destination view (numpy buffers operands that overlap it), skipping a temporary and a copy; the
+# scalar unit runs DIRECT_INT in place on its i64 register rows
 _DIRECT_FLOAT = {
     "add": np.add,
     "sub": np.subtract,
@@ -280,7 +281,7 @@ _DIRECT_FLOAT = {
     "copysign": np.copysign,
     "remf": np.fmod,
 }
-_DIRECT_INT = {
+DIRECT_INT = {
     "add": np.add,
     "sub": np.subtract,
     "mul": np.multiply,
@@ -291,7 +292,7 @@ _DIRECT_INT = {
 
 
 def _binary_rule(op):
-    direct_float, direct_int = _DIRECT_FLOAT.get(op), _DIRECT_INT.get(op)
+    direct_float, direct_int = _DIRECT_FLOAT.get(op), DIRECT_INT.get(op)
 
     def rule(st, ins):
         d, a, b = ins.operands

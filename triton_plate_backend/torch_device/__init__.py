@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-from . import _registration, memory
+from . import _registration, compiler_hooks, memory
 from .devices import (
     PlateDeviceProperties,
     _DeviceGuard,  # noqa: F401 - entered by Inductor's wrapper code, as torch.cuda._DeviceGuard
@@ -139,17 +139,11 @@ def last_profile(device=None):
     return get_device(device_index(device)).last_profile
 
 
-# Inductor's PrivateUse1 discovery (init_backend_registration) asks torch.plate for these on the first
-# compile; answering loads inductor_plate, which registers plate's Inductor backend. This is the one
-# reference upward, lazy and by name: triton_plate_backend never imports inductor_plate's code.
-_INDUCTOR_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
-
-
 def __getattr__(name):
-    if name in _INDUCTOR_NAMES:
-        import importlib
-
-        return getattr(importlib.import_module("inductor_plate"), name)
+    """Inductor's PrivateUse1 discovery asks torch.plate for Scheduling, PythonWrapperCodegen, ... on the
+    first compile: the answers are what the Inductor integration registered (compiler_hooks)."""
+    if name in compiler_hooks.INDUCTOR_NAMES:
+        return compiler_hooks.inductor_answer(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -13,7 +13,7 @@ called it. A name loc (`loc("x"(...))`, the Python variable) names the outermost
 
 from __future__ import annotations
 
-from ..isa.program import Loc
+from ..srcloc import Loc
 from .attrs import decode_string
 
 UNKNOWN = ("unknown",)

@@ -1,0 +1,293 @@
+"""The lowering context: what every lowering rule sees (`Ctx`), the values a binding can hold
+besides tiles and registers (`Const`, `ArgRef`), and the element types of the ISA (`DTYPE`,
+`dtype_of`, `is_float`).
+
+It imports no rule: the rules_*.py modules import it, and codegen (which imports the rules
+through the lowering table) hands the table to each `Ctx`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import CompileError, PlateError
+from ..ir.core import Op, PtrType, ScalarType, TensorType, Value, element_type
+from ..isa.table import is_float
+from ..srcloc import UNKNOWN_LOC
+from .emitter import Emitter, Imm, View, VReg
+
+__all__ = ["DTYPE", "ArgRef", "Const", "Ctx", "dtype_of", "is_float", "missing_rule"]
+
+# ---- types -------------------------------------------------------------------------------------
+# TTIR element type name -> ISA dtype (index is 64-bit; pointers are i64 byte addresses)
+DTYPE = {name: name for name in ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")}
+DTYPE.update({"index": "i64", "f8E4M3FN": "f8e4m3fn", "f8E5M2": "f8e5m2"})
+
+
+def dtype_of(t) -> str:
+    """ISA dtype of a scalar/tensor type's elements (pointers are i64 byte addresses)."""
+    t = element_type(t)
+    if isinstance(t, PtrType):
+        return "i64"
+    if isinstance(t, ScalarType) and t.name in DTYPE:
+        return DTYPE[t.name]
+    raise CompileError(f"element type {t} has no PLATE dtype (supported: {', '.join(DTYPE)})")
+
+
+@dataclass(frozen=True)
+class Const:
+    """A scalar constant, re-materialised with s.li at each use."""
+
+    value: int | float
+
+
+@dataclass(frozen=True)
+class ArgRef:
+    """Kernel argument i, re-read with s.arg at each use."""
+
+    index: int
+
+
+# ---- the lowering context ----------------------------------------------------------------------
+class Ctx:
+    """What a lowering rule sees: the emitter, value bindings and helpers. Rules take it as
+    their first argument; nothing is global. `rules` is the lowering table (op name -> rule) that
+    `lower_op` dispatches through, `rejected` the ops refused on purpose with the reason (both
+    passed in by codegen, which owns the table: this module imports no rule)."""
+
+    def __init__(self, machine, name: str, rules: dict, rejected: dict, options=None):
+        self.machine, self.name, self.options = machine, name, options
+        self.rules, self.rejected = rules, rejected
+        self.em = Emitter(machine)
+        self.env: dict[Value, object] = {}
+        self.op: Op | None = None
+        self.dies: dict[Op, set] = {}
+        self.dead: set = set()
+        self.unused: set = set()
+        self.block_homes: dict = {}  # cf blocks: Block -> (label, homes)
+        self.defs: dict = {}  # Value -> the op that defines it
+        self.demand = None  # demand.Demand: live ops, strided accesses, carried pointers
+        self.companions: dict = {}  # loop-carried pointer (block arg) -> companion registers
+        self.prefetches: dict = {}  # load op -> prefetch.Prefetch (software-pipelined loads)
+
+    def defining_op(self, value: Value) -> Op | None:
+        return self.defs.get(value)
+
+    # ---- errors and emission
+    def error(self, msg: str, op: Op | None = None) -> CompileError:
+        op = op or self.op
+        return CompileError(f"{op.name} at {op.loc or UNKNOWN_LOC}: {msg}" if op else msg)
+
+    def emit(self, mnemonic, *operands, suffixes=()):
+        return self.em.emit(mnemonic, *operands, suffixes=suffixes)
+
+    def vec(self, mnemonic, *operands, suffixes=()):
+        self.em.vector(mnemonic, *operands, suffixes=suffixes)
+
+    # ---- bindings
+    def bind(self, value: Value, binding) -> None:
+        self.env[value] = binding
+        if isinstance(binding, View) and binding.buffer.owner is not value:
+            binding.buffer.aliases.add(value)
+
+    def binding(self, value: Value):
+        try:
+            return self.env[value]
+        except KeyError:
+            raise self.error(f"value {value!r} is used before it is defined (or its defining op was skipped)") from None
+
+    def is_tensor(self, value: Value) -> bool:
+        return isinstance(self.env.get(value), View)
+
+    def reg(self, value: Value) -> VReg:
+        return self.as_reg(self.binding(value), value.type)
+
+    def as_reg(self, b, t=None) -> VReg:
+        if isinstance(b, VReg):
+            return b
+        if isinstance(b, Const):
+            return self.li(b.value)
+        if isinstance(b, ArgRef):
+            r = VReg("arg")
+            self.emit("s.arg", r, Imm(b.index))
+            return r
+        if isinstance(b, View) and b.numel == 1:
+            r = VReg()
+            self.emit("v.extract", r, b, Imm(0))
+            return r
+        raise self.error(f"expected a scalar, got {b!r} of type {t}")
+
+    def li(self, value, hint: str = "") -> VReg:
+        r = VReg(hint)
+        self.emit("s.li", r, Imm(value))
+        return r
+
+    def view(self, value: Value, shape=None) -> View:
+        """The tile of a tensor value; a scalar is splatted to `shape` (a stride-0 view)."""
+        b = self.binding(value)
+        if shape is None:
+            if not isinstance(b, View):
+                raise self.error(f"expected a tensor, got a scalar {value!r}")
+            return b
+        return self.as_view(b, dtype_of(value.type), shape)
+
+    # ---- tiles
+    def new(self, dtype: str, shape, owner: Value | None = None, what: str = "") -> View:
+        what = what or (f"{owner.name or 'tmp'}: {dtype}{list(shape)}" if owner is not None else "")
+        return self.em.buffer(dtype, shape, what, owner)
+
+    def out(self, value: Value, shape, reuse=()) -> View:
+        """The tile a result is written to: an operand's buffer when that operand dies here and
+        owns it whole (in place), else a fresh buffer."""
+        dtype = dtype_of(value.type)
+        for v in reuse:
+            b = self.dying_buffer(v)
+            if b is not None and b.dtype == dtype and b.shape == tuple(shape):
+                b.buffer.owner = value
+                b.buffer.aliases.clear()
+                return b
+        return self.new(dtype, shape, owner=value)
+
+    def dying_buffer(self, value: Value) -> View | None:
+        """The whole buffer of a value that dies at the current op and that no live value
+        aliases: the op may overwrite it."""
+        b = self.env.get(value)
+        dying = self.dies.get(self.op, ())
+        if (
+            isinstance(b, View)
+            and value in dying
+            and b.buffer.owner is value
+            and b.is_whole()
+            and all(a in self.dead or a in dying or a in self.unused for a in b.buffer.aliases)
+        ):
+            return b
+        return None
+
+    def splat(self, reg: VReg, dtype: str, shape) -> View:
+        one = self.new(dtype, (1,), what=f"splat {dtype}")
+        self.emit("v.splat", one, reg)
+        return one.reshape((1,) * len(shape)).broadcast(tuple(shape)) if shape else one
+
+    def fill(self, value, dtype: str, shape) -> View:
+        one = self.new(dtype, (1,), what=f"constant {value} {dtype}")
+        self.emit("v.fill", one, Imm(value))
+        return one.reshape((1,) * len(shape)).broadcast(tuple(shape)) if shape else one
+
+    def copy(self, dst: View, src: View) -> None:
+        if dst != src:
+            self.vec("v.copy", dst, src.broadcast(dst.shape) if src.shape != dst.shape else src)
+
+    def contiguous(self, v: View, what: str = "") -> View:
+        if v.is_contiguous():
+            return v
+        c = self.new(v.dtype, v.shape, what=what or f"copy {v.dtype}{list(v.shape)}")
+        self.copy(c, v)
+        return c
+
+    def reshaped(self, v: View, shape) -> View:
+        r = v.reshape(tuple(shape))
+        if r is None:
+            c = self.new(v.dtype, v.shape, what=f"reshape {v.dtype}{list(v.shape)}")
+            self.copy(c, v)
+            r = c.reshape(tuple(shape))
+        return r
+
+    # ---- homes and parallel copies (loop-carried values, branch results, block arguments)
+    def home(self, t, like=None):
+        """Fresh storage for a value of type t (like: an example binding for records)."""
+        if like is not None and hasattr(like, "fresh"):
+            return like.fresh(self)
+        if isinstance(t, TensorType):
+            return self.new(dtype_of(t), t.shape, what=f"loop/branch value {t}")
+        if isinstance(t, (PtrType, ScalarType)) and not isinstance(element_type(t), TensorType):
+            return VReg("home")
+        raise self.error(f"cannot carry a value of type {t} through control flow")
+
+    def assign(self, pairs) -> None:
+        """Parallel copy: every (dst home, src binding) pair as if all sources were read first."""
+        leaves = []
+        for dst, src in pairs:
+            leaves += _leaf_pairs(dst, src)
+        dst_regs = {d for d, _ in leaves if isinstance(d, VReg)}
+        dst_bufs = {d.buffer for d, _ in leaves if isinstance(d, View)}
+        staged = []
+        for d, s in leaves:
+            if s is d:
+                continue
+            if isinstance(s, VReg) and s in dst_regs:
+                t = VReg("pcopy")
+                self.emit("s.mov", t, s)
+                s = t
+            elif isinstance(s, View) and s.buffer in dst_bufs:
+                t = self.new(s.dtype, s.shape, what="parallel copy")
+                self.copy(t, s)
+                s = t
+            staged.append((d, s))
+        for d, s in staged:
+            if isinstance(d, VReg):
+                src = s if isinstance(s, VReg) else self.as_reg(s)
+                self.emit("s.mov", d, src)
+            else:
+                self.copy(d, self.as_view(s, d.dtype, d.shape))
+
+    def as_view(self, b, dtype: str, shape) -> View:
+        """A binding (tile, scalar register or constant) as a tile of this dtype and shape."""
+        if isinstance(b, View):
+            return b if b.shape == tuple(shape) else b.broadcast(tuple(shape))
+        if isinstance(b, Const):
+            return self.fill(b.value, dtype, shape)
+        return self.splat(self.as_reg(b), dtype, shape)
+
+    # ---- walking IR
+    def lower_ops(self, block, terminators=()) -> Op | None:
+        """Lower every op of a block; return its terminator if its name is in `terminators`
+        (the caller lowers it)."""
+        for op in block.ops:
+            if op.name in terminators and op is block.ops[-1]:
+                return op
+            if self.demand is None or op in self.demand.live:
+                self.lower_op(op)
+        return None
+
+    def lower_op(self, op: Op) -> None:
+        saved_op, saved_loc = self.op, self.em.loc
+        self.op, self.em.loc = op, op.loc
+        try:
+            rule = self.rules.get(op.name)
+            if rule is None:
+                raise missing_rule(op, self.rejected)
+            try:
+                rule(self, op)
+            except PlateError:
+                raise
+            except Exception as e:  # a bug in a rule: name the op and line, keep the traceback
+                raise self.error(f"internal error while lowering: {type(e).__name__}: {e}") from e
+            self.dead |= self.dies.get(op, set())
+        finally:
+            self.op, self.em.loc = saved_op, saved_loc
+
+    def run_region(self, block, args, terminator: str) -> list:
+        """Bind a region's block arguments, lower its ops, return the terminator's operand bindings."""
+        for a, b in zip(block.args, args):
+            self.bind(a, b)
+        term = self.lower_ops(block, (terminator,))
+        if term is None:
+            raise self.error(f"region does not end with {terminator}")
+        return [self.binding(v) for v in term.operands]
+
+
+def _leaf_pairs(dst, src):
+    if hasattr(dst, "leaves"):
+        return list(zip(dst.leaves(), src.leaves()))
+    return [(dst, src)]
+
+
+def missing_rule(op: Op, rejected: dict) -> CompileError:
+    """The error for an op with no lowering rule: the reason when plate refuses it on purpose."""
+    if op.name in rejected:
+        return CompileError(f"{op.name} at {op.loc or UNKNOWN_LOC}: {rejected[op.name]}")
+    res = ", ".join(str(r.type) for r in op.results) or "none"
+    ins = ", ".join(str(v.type) for v in op.operands) or "none"
+    return CompileError(
+        f"no PLATE lowering for {op.name} (results: {res}; operands: {ins}) at "
+        f"{op.loc or UNKNOWN_LOC}; the kernel uses an op plate does not support yet"
+    )

@@ -1,0 +1,111 @@
+"""The operands of a strided DMA, shared by the rules that emit dma.load / dma.store (rules_access,
+rules_memory) and the software pipeliner (prefetch): scalar registers materialised from access
+analysis' affine expressions (`passes/affine.py` Exprs: Const, Val, Add/Sub/Mul, CeilDiv/FloorDiv,
+Min/Max, Select, Carried), the fill immediate of a load, and binding a loaded tile to its result.
+
+A bound that is None (no bound) becomes a register holding +-2**62, which no index reaches."""
+
+from __future__ import annotations
+
+from ..ir.core import TensorType
+from ..isa.table import ITEMSIZE
+from .affine import Add, CeilDiv, Const, FloorDiv, Max, Min, Mul, Select, Sub, Val
+from .affine import Carried as CarriedExpr
+from .context import DTYPE, is_float
+from .emitter import Imm, View, VReg
+
+HUGE = 1 << 62  # a bound no index reaches: "not checked"
+
+
+def s_op(ctx, mnemonic, a, b, stype="i64") -> VReg:
+    """One scalar instruction `mnemonic d, a, b` on 64-bit (or `stype`) registers; its result."""
+    d = VReg()
+    ctx.emit(mnemonic, d, a, b, suffixes=(stype,))
+    return d
+
+
+def _floor_div(ctx, a: VReg, c: int) -> VReg:
+    """floor(a / c) for a constant c > 0: truncating division, minus one when the remainder is negative."""
+    cr = ctx.li(c)
+    q = s_op(ctx, "s.divs", a, cr)
+    r = s_op(ctx, "s.rems", a, cr)
+    negative = VReg()
+    ctx.emit("s.cmpi", negative, r, ctx.li(0), suffixes=("slt", "i64"))
+    return s_op(ctx, "s.sub", q, negative)
+
+
+def materialize(ctx, e, memo: dict) -> VReg:
+    """An affine Expr as a scalar register (64-bit arithmetic)."""
+    if e in memo:
+        return memo[e]
+    match e:
+        case Const(v):
+            r = ctx.li(int(v))
+        case Val(v):
+            r = ctx.reg(v)
+        case CarriedExpr(arg, k):
+            r = ctx.companions[arg][k]
+        case Add(a, b):
+            r = s_op(ctx, "s.add", materialize(ctx, a, memo), materialize(ctx, b, memo))
+        case Sub(a, b):
+            r = s_op(ctx, "s.sub", materialize(ctx, a, memo), materialize(ctx, b, memo))
+        case Mul(a, b):
+            r = s_op(ctx, "s.mul", materialize(ctx, a, memo), materialize(ctx, b, memo))
+        case FloorDiv(a, c):
+            r = _floor_div(ctx, materialize(ctx, a, memo), c)
+        case CeilDiv(a, c):  # ceil(a / c) = -floor(-a / c)
+            na = s_op(ctx, "s.sub", ctx.li(0), materialize(ctx, a, memo))
+            r = s_op(ctx, "s.sub", ctx.li(0), _floor_div(ctx, na, c))
+        case Min(a, b):
+            r = s_op(ctx, "s.mins", materialize(ctx, a, memo), materialize(ctx, b, memo))
+        case Max(a, b):
+            r = s_op(ctx, "s.maxs", materialize(ctx, a, memo), materialize(ctx, b, memo))
+        case Select(cond, a, b):
+            r = VReg()
+            ctx.emit("s.select", r, ctx.reg(cond), materialize(ctx, a, memo), materialize(ctx, b, memo))
+        case _:
+            raise ctx.error(f"internal: cannot materialise access expression {e!r}")
+    memo[e] = r
+    return r
+
+
+def _bound(ctx, e, default, memo):
+    return ctx.li(default) if e is None else materialize(ctx, e, memo)
+
+
+def descriptor(ctx, acc, memo: dict | None = None):
+    """(start byte address, strides, lo, hi) registers of a StructuredAccess; a 0-d access (scalar
+    pointer) becomes a 1-element box. memo may pre-bind sub-expressions (a prefetch binds the loop
+    counter and companions to their next-iteration values)."""
+    memo = {} if memo is None else memo
+    isz = ITEMSIZE[element_dtype(acc)]
+    base = materialize(ctx, acc.base, memo)
+    start = s_op(ctx, "s.add", base, s_op(ctx, "s.mul", materialize(ctx, acc.offset, memo), ctx.li(isz)))
+    strides = tuple(materialize(ctx, s, memo) for s in acc.strides) or (ctx.li(0),)
+    lo = tuple(_bound(ctx, x, -HUGE, memo) for x in acc.lo) or (ctx.li(-HUGE),)
+    hi = tuple(_bound(ctx, x, HUGE, memo) for x in acc.hi) or (ctx.li(HUGE),)
+    return start, strides, lo, hi
+
+
+def element_dtype(acc) -> str:
+    """The ISA dtype of a StructuredAccess' elements (pointers to pointers: i64 addresses)."""
+    return DTYPE.get(acc.element, "i64")
+
+
+def fill_imm(dtype: str, value) -> Imm:
+    if isinstance(value, bool):
+        value = int(value)
+    return Imm(float(value) if is_float(dtype) else int(value))
+
+
+def shape_of_result(v):
+    return tuple(v.type.shape) if isinstance(v.type, TensorType) else (1,)
+
+
+def bind_loaded(ctx, result, tile: View) -> None:
+    if isinstance(result.type, TensorType):
+        ctx.bind(result, tile)
+    else:
+        r = VReg()
+        ctx.emit("v.extract", r, tile, Imm(0))
+        ctx.bind(result, r)
