@@ -50,7 +50,7 @@ def _on(floor: int, *names: str) -> dict[str, int]:
 
 FLOORS: dict[str, int] = {
     **_on(BASE, f"{TPB}.errors", f"{TPB}.srcloc", f"{TPB}.knobs"),
-    **_on(IR, f"{TPB}.ir", f"{TPB}.ir.core", f"{TPB}.ir.printer", f"{TPB}.ir.verify"),
+    **_on(IR, f"{TPB}.ir", f"{TPB}.ir.core", f"{TPB}.ir.printer", f"{TPB}.ir.verify", f"{TPB}.ir.vocabulary"),
     **_on(
         ISA,
         f"{TPB}.isa",
