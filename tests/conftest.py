@@ -2,7 +2,8 @@
 
 Every kernel the test suite compiles for plate has its TTIR cross-checked against Triton's own
 parser (tests/ttir_oracle.py): op names and operand/result types in walk order must agree with
-plate's parser before the pir stage runs."""
+plate's parser before the pir stage runs; and its pir and pasm texts must read back to what the
+compile made of them (tests/stage_roundtrip.py)."""
 
 import pytest
 
@@ -36,3 +37,13 @@ def _ttir_oracle_on_every_compile():
     compiler.STAGES["pir"] = checked_pir
     yield
     compiler.STAGES["pir"] = original
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _stage_texts_round_trip_on_every_compile():
+    from stage_roundtrip import checked_stages
+
+    from triton_plate_backend import compiler
+
+    with checked_stages(compiler.STAGES):
+        yield
