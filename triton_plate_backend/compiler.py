@@ -215,12 +215,13 @@ def sram_out_of_resources(message: str, required=None, limit=None):
 
 
 # exact stage text -> what the stage that printed it built: the next stage takes it (text_memo)
-PARSED_PIR = TextMemo()  # pir text -> the plate IR module it was printed from
+PARSED_PIR = TextMemo()  # pir text -> (the plate IR module it was printed from, its access analysis)
 ASSEMBLED_PASM = TextMemo()  # pasm text -> the Program it was disassembled from (as read back)
 
 
 def make_pir(src, metadata, options):
     from .ir.printer import print_module
+    from .passes.access import AccessAnalysis
     from .passes.pipeline import run_passes
     from .ttir.parser import parse
 
@@ -229,19 +230,20 @@ def make_pir(src, metadata, options):
     metadata["name"] = name
     _dump(metadata, "ttir", ttir_text)
     try:
-        module = run_passes(parse(ttir_text, f"{name}.ttir"))
+        analysis = AccessAnalysis()
+        module = run_passes(parse(ttir_text, f"{name}.ttir"), analysis)
         pir_text = print_module(module)
     except PlateError as e:
         e.add_note(f"reproducer: {_write_reproducer(metadata, 'ttir', ttir_text)} (the TTIR the pir stage read)")
         raise
-    PARSED_PIR.put(pir_text, module)
+    PARSED_PIR.put(pir_text, (module, analysis))
     _dump(metadata, "pir", pir_text)
     return pir_text
 
 
 def make_pasm(src, metadata, options):
     from .isa.asm import as_read_back, disassemble
-    from .isa.verified import verify_once
+    from .isa.verified import passed, verify_once
     from .machine import get_machine
     from .passes.pipeline import format_report, generate
     from .ttir.errors import TtirParseError
@@ -249,10 +251,8 @@ def make_pasm(src, metadata, options):
     pir_text, filename = _stage_text(src, "pir", metadata, options)
     machine = get_machine(options.machine)
     try:
-        module = PARSED_PIR.take(pir_text)
-        if module is None:
-            module = _read_pir(pir_text, filename)
-        program, report = generate(module, options, machine)
+        module, analysis = PARSED_PIR.take(pir_text) or (_read_pir(pir_text, filename), None)
+        program, report = generate(module, options, machine, analysis)
         verify_once(program, machine)
     except SramOverflow as e:  # as Triton's OutOfResources too, so @triton.autotune prunes the config
         raise sram_out_of_resources(str(e), e.required, e.limit) from e
@@ -266,9 +266,12 @@ def make_pasm(src, metadata, options):
         raise
     _set_binary_metadata(metadata, program)
     text = _sram_comment(report.get("sram", "")) + disassemble(program)
-    ASSEMBLED_PASM.put(text, as_read_back(program))
+    read_back = as_read_back(program)
+    passed(read_back, machine)  # what verify() reads is the same: the names differ, not the content
+    ASSEMBLED_PASM.put(text, read_back)
     _dump(metadata, "pasm", text)
-    _dump(metadata, "report.txt", format_report(report))
+    if knobs.dump_dir():
+        _dump(metadata, "report.txt", format_report(report))
     return text
 
 

@@ -71,9 +71,10 @@ def verify_after(name: str, module: Module) -> None:
         raise
 
 
-def run_passes(module: Module) -> Module:
-    """The IR passes of one kernel module, each rewriting pass checked by the verifier."""
-    with access.shared_analysis() as analysis:  # each memory op analysed once, not once per pass
+def run_passes(module: Module, analysis: access.AccessAnalysis | None = None) -> Module:
+    """The IR passes of one kernel module, each rewriting pass checked by the verifier. `analysis`
+    (optional) ends up holding the access analysis of the module returned, for `generate`."""
+    with access.shared_analysis(analysis) as analysis:  # each memory op analysed once, not once per pass
         for name, fn in PASSES:
             module = run_pass(name, fn, module)
             if name not in ANNOTATE_ONLY:
@@ -87,10 +88,11 @@ def sram_report(sram_by_op: dict) -> str:
     return "\n".join(f"{op.name} {op.loc or '<unknown>'}: {text}" for op, text in sram_by_op.items())
 
 
-def generate(module: Module, options=None, machine=None):
-    """(Program, report) of a module the passes produced: code generation and its report."""
+def generate(module: Module, options=None, machine=None, analysis: access.AccessAnalysis | None = None):
+    """(Program, report) of a module the passes produced: code generation and its report. `analysis`:
+    the access analysis `run_passes` left of this very module (else the module is analysed again)."""
     machine = get_machine(machine if machine is not None else getattr(options, "machine", None))
-    with access.shared_analysis():
+    with access.shared_analysis(analysis):
         program, report = run_pass("codegen", lambda m: codegen.generate(m, machine, options), module)
         report["sram"] = sram_report(report.pop("sram_by_op", {}))
         report["access"] = access.access_report(module.kernel())
@@ -112,7 +114,8 @@ def format_report(report: dict) -> str:
 
 def run_pipeline(module: Module, options=None, machine=None):
     """(pir text, Program, report) for one kernel module: the passes, the printed IR, code generation."""
-    module = run_passes(module)
+    analysis = access.AccessAnalysis()
+    module = run_passes(module, analysis)
     pir_text = print_module(module)
-    program, report = generate(module, options, machine)
+    program, report = generate(module, options, machine, analysis)
     return pir_text, program, report
