@@ -48,12 +48,12 @@ def plate(monkeypatch, tmp_path):
     triton.runtime.driver._active = saved
 
 
-def launch(**options):
+def launch(block=16, **options):
     """Compile (a fresh JITFunction: no in-memory cache, the same source hash) and run on plate tensors."""
     kernel = triton.jit(scale_shift)
     x = X.to("plate")
     out = torch.empty_like(x)
-    compiled = kernel[(1,)](x, out, N, BLOCK=16, **options)
+    compiled = kernel[(1,)](x, out, N, BLOCK=block, **options)
     return out.cpu(), compiled
 
 
@@ -110,6 +110,26 @@ def test_the_ir_override_option_names_an_edited_pir(dumped, plate):
     path.write_text(edit((folder / "scale_shift.pir").read_text(), r'"arith\.addf"', '"arith.mulf"'))
     out, _ = launch(ir_override=str(path))
     torch.testing.assert_close(out, X * 3)  # (x * 3) * 1.0
+
+
+def test_two_specializations_of_one_kernel_take_their_own_edits(plate, monkeypatch):
+    monkeypatch.setenv("TRITON_KERNEL_DUMP", "1")
+    monkeypatch.setenv("TRITON_DUMP_DIR", str(plate / "dump"))
+    launch(block=16)
+    launch(block=32)
+    monkeypatch.delenv("TRITON_KERNEL_DUMP")
+    edits = {16: "arith.subf", 32: "arith.mulf"}
+    for folder in (plate / "dump").iterdir():  # copied whole, as Triton's README says, less the other stages
+        block = 16 if "tensor<16xf32>" in (folder / "scale_shift.ttir").read_text() else 32
+        target = plate / "override" / folder.name
+        target.mkdir(parents=True)
+        shutil.copy(folder / "scale_shift.ttir", target)
+        pir = edit((folder / "scale_shift.pir").read_text(), r'"arith\.addf"', f'"{edits[block]}"')
+        (target / "scale_shift.pir").write_text(pir)
+    monkeypatch.setenv("TRITON_KERNEL_OVERRIDE", "1")
+    monkeypatch.setenv("TRITON_OVERRIDE_DIR", str(plate / "override"))
+    torch.testing.assert_close(launch(block=16)[0], X * 3 - 1)
+    torch.testing.assert_close(launch(block=32)[0], X * 3)
 
 
 def test_unedited_texts_compile_to_the_same_binary(dumped, plate, monkeypatch):

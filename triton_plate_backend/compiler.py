@@ -217,6 +217,7 @@ def sram_out_of_resources(message: str, required=None, limit=None):
 # exact stage text -> what the stage that printed it built: the next stage takes it (text_memo)
 PARSED_PIR = TextMemo()  # pir text -> (the plate IR module it was printed from, its access analysis)
 ASSEMBLED_PASM = TextMemo()  # pasm text -> the Program it was disassembled from (as read back)
+TTIR_READ = TextMemo()  # f"{compile hash} ttir" -> the TTIR text the pir stage read (to tell override folders apart)
 
 
 def make_pir(src, metadata, options):
@@ -237,6 +238,8 @@ def make_pir(src, metadata, options):
         e.add_note(f"reproducer: {_write_reproducer(metadata, 'ttir', ttir_text)} (the TTIR the pir stage read)")
         raise
     PARSED_PIR.put(pir_text, (module, analysis))
+    if "hash" in metadata:
+        TTIR_READ.put(f"{metadata['hash']} ttir", ttir_text)
     _dump(metadata, "pir", pir_text)
     return pir_text
 
@@ -335,9 +338,9 @@ def overridden_stage_file(ext: str, metadata, options) -> str:
     """The file Triton read in place of the `ext` stage's output (it hands the next stage None).
 
     The ``ir_override`` option if it names a ``.ext`` file, else the one file
-    ``$TRITON_OVERRIDE_DIR/<source hash>/<kernel>.ext`` for this kernel (Triton keys the folder by
-    a hash of the kernel's source that no stage sees: two such folders for one kernel name are
-    ambiguous)."""
+    ``$TRITON_OVERRIDE_DIR/<source hash>/<kernel>.ext`` for this kernel. Triton keys the folder by a
+    hash of the kernel's source that no stage sees: of several folders for one kernel name (e.g. two
+    autotune configs), the one whose dumped ``<kernel>.ttir`` is the TTIR this compile read."""
     name = metadata.get("name", "kernel")
     override = getattr(options, "ir_override", None)
     if override and override.endswith(f".{ext}"):
@@ -349,6 +352,9 @@ def overridden_stage_file(ext: str, metadata, options) -> str:
         root = glob.escape(triton_knobs.cache.override_dir)
         for stem in (name, f"@{name}"):  # ASTSource names files by the function, IRSource by @function
             found += glob.glob(os.path.join(root, "*", glob.escape(f"{stem}.{ext}")))
+    if len(found) > 1:  # the folder Triton chose holds the dumped TTIR this compile read, if it was copied whole
+        ttir = TTIR_READ.peek(f"{metadata.get('hash')} ttir")
+        found = [f for f in found if _read_or_none(os.path.splitext(f)[0] + ".ttir") == ttir] or found
     if len(found) == 1:
         return found[0]
     if not found:
@@ -358,8 +364,17 @@ def overridden_stage_file(ext: str, metadata, options) -> str:
         )
     raise CompileError(
         f"kernel {name}: {len(found)} override files could replace its {ext} stage ({', '.join(sorted(found))}) "
-        "and plate cannot tell which one Triton chose; keep one per kernel name, or name it with the ir_override option"
+        "and plate cannot tell which one Triton chose; copy each dumped folder whole (its .ttir tells them apart), "
+        "keep one per kernel name, or name the file with the ir_override option"
     )
+
+
+def _read_or_none(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def _cache_overriding_text(metadata, ext: str, path: str, text: str) -> None:
