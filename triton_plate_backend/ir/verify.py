@@ -19,7 +19,16 @@ class IrVerifyError(PlateError):
 
 
 TERMINATORS = frozenset(
-    {"scf.yield", "scf.condition", "tt.return", "tt.reduce.return", "tt.scan.return", "cf.br", "cf.cond_br"}
+    {
+        "scf.yield",
+        "scf.condition",
+        "tt.return",
+        "tt.reduce.return",
+        "tt.scan.return",
+        "tt.map_elementwise.return",
+        "cf.br",
+        "cf.cond_br",
+    }
 )
 ISOLATED = frozenset({"tt.func", "builtin.module"})
 
@@ -150,14 +159,22 @@ def _check_while(op: Op) -> None:
 
 
 def _check_combine(op: Op, ret: str) -> None:
+    """A combine region: (a..., b...) element arguments in, `ret` of the elements out. It may branch
+    (cf.cond_br of an inlined early return): every block that ends with `ret` returns the elements."""
     _regions(op, 1)
-    block = _single_block(op, op.regions[0])
+    region = op.regions[0]
+    if not region.blocks:
+        raise _fail(op, f"region must end with {ret}, but it is empty")
     n = len(op.operands)
     if len(op.results) != n:
         raise _fail(op, f"{n} operand(s) but {len(op.results)} result(s)")
     elems = [element_type(v.type) for v in op.operands]
-    _same(op, "combine arguments", _types(block.args), elems + elems)
-    _same(op, f"{ret} operands", _types(_terminator(op, op.regions[0], (ret,)).operands), elems)
+    _same(op, "combine arguments", _types(region.blocks[0].args), elems + elems)
+    returns = [b.ops[-1] for b in region.blocks if b.ops and b.ops[-1].name == ret]
+    if not returns:
+        _terminator(op, region, (ret,))  # raises: names what the region ends with instead
+    for r in returns:
+        _same(op, f"{ret} operands", _types(r.operands), elems)
 
 
 def _check_func(op: Op) -> None:
