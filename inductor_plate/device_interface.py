@@ -15,9 +15,8 @@ from torch._dynamo import device_interface as dynamo_devices
 
 import triton_plate_backend.torch_device  # noqa: F401  (registers torch.plate, which this module reads)
 from triton_plate_backend.errors import PlateError
+from triton_plate_backend.target import BACKEND, PLATE_ARCH, WARP_SIZE
 
-BACKEND = "plate"
-WARP_SIZE = 32  # PLATE has no warps; Triton's layouts and Inductor's heuristics still need one
 MAX_THREADS_PER_BLOCK = 1024  # no threads either: only bounds num_warps * warp_size
 
 
@@ -63,8 +62,6 @@ def _index(device) -> int:
 
 
 def device_properties(device=None) -> PlateInductorProperties:
-    from triton_plate_backend.driver import PLATE_ARCH
-
     props = torch.plate.get_device_properties(_index(device))
     return PlateInductorProperties(
         name=props.name,
@@ -170,8 +167,6 @@ class PlateInterface(dynamo_devices.DeviceInterface):
     @staticmethod
     def get_compute_capability(device=None) -> int:
         """The Triton target's arch (GPUTarget("plate", arch, 32)): the PLATE ISA version."""
-        from triton_plate_backend.driver import PLATE_ARCH
-
         return PLATE_ARCH
 
     @staticmethod

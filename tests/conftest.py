@@ -4,7 +4,8 @@ Two tiers: tests/unit/ (ir, isa, machine, cost model, sim, passes on hand-built 
 with neither torch nor triton importable (test_unit_tier.py checks so); every other test may
 compile kernels. For those, every kernel the suite compiles for plate has its TTIR cross-checked
 against Triton's own parser (tests/ttir_oracle.py): op names and operand/result types in walk
-order must agree with plate's parser before the pir stage runs."""
+order must agree with plate's parser before the pir stage runs; and its pir and pasm texts must
+read back to what the compile made of them (tests/stage_roundtrip.py)."""
 
 import pathlib
 
@@ -27,9 +28,11 @@ def plate_mini_module():
 
 @pytest.fixture(autouse=True)
 def _ttir_oracle_outside_the_unit_tier(request):
-    """The oracle for every test that may compile; the unit tier imports no compiler (nor triton)."""
+    """The oracle and the stage round trip for every test that may compile; the unit tier imports no compiler
+    (nor triton)."""
     if UNIT_TIER not in request.path.parents:
         request.getfixturevalue("_ttir_oracle_on_every_compile")
+        request.getfixturevalue("_stage_texts_round_trip_on_every_compile")
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +52,13 @@ def _ttir_oracle_on_every_compile():
     compiler.STAGES["pir"] = checked_pir
     yield
     compiler.STAGES["pir"] = original
+
+
+@pytest.fixture(scope="session")
+def _stage_texts_round_trip_on_every_compile():
+    from stage_roundtrip import checked_stages
+
+    from triton_plate_backend import compiler
+
+    with checked_stages(compiler.STAGES):
+        yield

@@ -5,6 +5,7 @@ metadata, the pir dump, the asynchronous-DMA contract, and round trips through a
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 
 import numpy as np
@@ -78,6 +79,22 @@ def test_a_bug_inside_a_pass_is_wrapped_once_with_the_pass_name(monkeypatch):
     assert isinstance(e.value.__cause__, KeyError)
 
 
+def test_the_verifier_runs_after_each_rewriting_pass_and_names_it(monkeypatch):
+    from triton_plate_backend.ir.verify import IrVerifyError
+
+    def drop_make_range(module):  # leaves the uses of tt.make_range's result undefined
+        for op in module.walk():
+            if op.name == "tt.make_range":
+                op.parent.ops.remove(op)
+                return module
+        raise AssertionError("vec_add has a tt.make_range")
+
+    monkeypatch.setattr(pipeline, "PASSES", [("inline", inline.run), ("drop-range", drop_make_range)])
+    with pytest.raises(IrVerifyError, match=r"^\[drop-range\] the IR this pass produced is invalid") as e:
+        pipeline.run_passes(parse(corpus_text("vec_add"), "vec_add"))
+    assert e.value.plate_pass == "drop-range"
+
+
 def test_sram_overflow_names_the_tensors_and_the_fix():
     small = dataclasses.replace(MACHINE, name="tiny-sram", core=dataclasses.replace(MACHINE.core, sram_bytes=6000))
     with pytest.raises(SramOverflow) as e:
@@ -107,9 +124,12 @@ def test_program_metadata_and_locations():
 
 def test_pir_dump_is_annotated_and_parses_back():
     pir, prog, report = pipeline.run_pipeline(parse(corpus_text("softmax"), "softmax"), None, MACHINE)
-    assert "plate.access" in pir and "strided" in pir and "plate.sram" in pir
+    assert "plate.access" in pir and "strided" in pir
     parse(pir, "softmax.pir")
     assert "tt.load" in report["access"] and report["instructions"] == len(prog.instrs)
+    # where codegen put each op's results: the report (report.txt, the pasm's header), not the pir
+    assert re.search(r"^arith\.divf kernels\.py:37:50: 0x[0-9a-f]+\+512$", report["sram"], re.M)
+    assert "sram:" in pipeline.format_report(report)
 
 
 def test_inline_pass_removes_calls_and_private_functions():

@@ -49,7 +49,7 @@ def _on(floor: int, *names: str) -> dict[str, int]:
 
 
 FLOORS: dict[str, int] = {
-    **_on(BASE, f"{TPB}.errors", f"{TPB}.srcloc", f"{TPB}.knobs"),
+    **_on(BASE, f"{TPB}.errors", f"{TPB}.srcloc", f"{TPB}.knobs", f"{TPB}.text_memo"),
     **_on(IR, f"{TPB}.ir", f"{TPB}.ir.core", f"{TPB}.ir.printer", f"{TPB}.ir.verify", f"{TPB}.ir.vocabulary"),
     **_on(
         ISA,
@@ -140,6 +140,7 @@ FLOORS: dict[str, int] = {
         FRONT,
         TPB,  # the package itself: __version__ and last_profile() (reads the simulator's device)
         f"{TPB}.compiler",
+        f"{TPB}.target",
         f"{TPB}.fp8e4b15",
         f"{TPB}.driver",
         f"{TPB}.launcher",

@@ -314,29 +314,32 @@ def test_compile_from_a_ttir_file(plate_env):
     assert again.metadata.name == "add_kernel" and again.asm["pasm"] == k.asm["pasm"]
 
 
-def test_pbin_stage_assembles_plain_text_and_pasm_needs_the_program(plate_env):
+def test_each_stage_reads_the_text_of_the_stage_before(plate_env):
     from triton_plate_backend.isa.encoding import decode
+    from triton_plate_backend.text_memo import bypassed
 
     stages, mod, _ = _make_ttir(add_kernel, ADD_SIG, {"BLOCK": 128}, {"machine": "plate-mini"})
     md = {"hash": "0123456789abcdef"}
     pir = stages["pir"](mod, md)
     pasm = stages["pasm"](pir, md)
+    assert type(pir) is str and type(pasm) is str  # plain text: nothing rides along
     assert md["name"] == "add_kernel" and md["shared"] > 0
-    from_program = stages["pbin"](pasm, md)
-    from_text = stages["pbin"](str(pasm), md)  # a plain str: the stage re-assembles it
-    assert decode(from_text) == decode(from_program)
-    with pytest.raises(plate_compiler.CompileError, match="needs the Program"):
-        stages["pasm"](str(pir), md)
+    pbin = stages["pbin"](pasm, md)
+    with bypassed():  # the pir text parsed, the pasm text assembled, for real
+        assert stages["pasm"](pir, dict(md)) == pasm
+        assert stages["pbin"](pasm, dict(md)) == pbin
+    assert decode(pbin).name == "add_kernel"
+    assert "; SRAM of the plate IR ops' results" in pasm and "tt.load" in pasm.split(".kernel")[0]
 
 
 def test_a_failing_lowering_points_to_a_reproducer(plate_env, monkeypatch):
     from triton_plate_backend.errors import CompileError
     from triton_plate_backend.passes import pipeline
 
-    def fail(module, options, machine):
+    def fail(module, analysis=None):
         raise CompileError("tt.frobnicate is not supported")
 
-    monkeypatch.setattr(pipeline, "run_pipeline", fail)
+    monkeypatch.setattr(pipeline, "run_passes", fail)
     monkeypatch.setenv("PLATE_DUMP_DIR", str(plate_env / "repro"))
     stages, mod, _ = _make_ttir(add_kernel, ADD_SIG, {"BLOCK": 128})
     with pytest.raises(CompileError, match="frobnicate") as e:

@@ -1,15 +1,25 @@
 """The Triton compiler backend for PLATE: option parsing and stage wiring, nothing else.
 
-Stages (keys are the file extensions of kernel.asm and of Triton's cache):
+Stages (keys are the file extensions of kernel.asm, of Triton's cache and of its dumps):
 
     ttir  Triton's own TTIR passes (the list the NVIDIA backend runs), on Triton's MLIR module
-    pir   our TTIR parser, then the lowering pipeline (passes.pipeline): plate IR text
-    pasm  PLATE assembly text of the lowered program
-    pbin  the PLATE binary (bytes): what the launcher loads
+    pir   our TTIR parser, then the IR passes (passes.pipeline.run_passes, each rewriting pass
+          checked by ir.verify): plate IR text, memory ops annotated with `plate.access`
+    pasm  the pir text parsed back, then code generation (passes.pipeline.generate): PLATE
+          assembly text; a comment block at its top says where each op's results live in SRAM
+    pbin  the pasm text assembled, verified and encoded: the bytes the launcher loads
 
-Stages talk through their text/bytes and ``metadata``; the pir and pasm texts also carry the
-in-memory Program forward (``StageText.program``), so the program is not re-assembled from text
-(the pbin stage assembles the text when no program came with it).
+Each stage reads only the text (or bytes) of the stage before and ``metadata``, so a user can edit
+a ``pir`` or ``pasm`` text and compile on from it: with Triton's override flow
+(``TRITON_KERNEL_DUMP`` then ``TRITON_KERNEL_OVERRIDE``/``TRITON_OVERRIDE_DIR``, or the
+``ir_override`` option naming a ``.pir``/``.pasm`` file). Triton 3.7.1 reads an override file only
+for its own extensions and hands the next stage ``None`` for ours; that stage then reads the file
+(``overridden_stage_file``). An edited text that does not read names its file and line.
+
+Reading a text back costs time when the stage before has just built what it describes: a small
+content-addressed memo (``text_memo``) hands the parsed module / the Program on when the text is
+exactly the one printed; any other text is parsed for real. The per-kernel report (instructions,
+tiles, SRAM per op, access analysis) is the ``report.txt`` dump of the pasm stage (PLATE_DUMP_DIR).
 
 Triton imports this module during ``import triton``: keep the imports at the top light (no torch,
 no triton.language, no triton.runtime.jit, no other backend's classes).
@@ -18,32 +28,24 @@ no triton.language, no triton.runtime.jit, no other backend's classes).
 from __future__ import annotations
 
 import functools
+import glob
 import hashlib
 import os
 import re
-import sys
 import tempfile
 from dataclasses import dataclass, fields
 
-if "triton" not in sys.modules:
-    # Imported before Triton. `import triton` runs Triton's backend discovery, which imports this
-    # module and must find its classes complete, not this half-run copy: step aside so discovery
-    # builds a fresh copy; importlib then hands that copy (the one Triton registered) to our
-    # importer. Without the plate entry point installed, discovery skips us: take our place back.
-    _partial = sys.modules.pop(__name__)
-    import triton  # noqa: F401
+from .target import BACKEND, PLATE_ARCH, WARP_SIZE, import_triton_first
 
-    sys.modules.setdefault(__name__, _partial)
+import_triton_first(__name__)
 
-from triton.backends.compiler import BaseBackend, GPUTarget, Language
+from triton.backends.compiler import BaseBackend, GPUTarget, Language  # noqa: E402
 
-from . import __version__, knobs
-from .errors import CompileError, PlateError, SramOverflow
-from .isa.table import ENUMS
-from .machine import PRESETS
-
-PLATE_ARCH = 1  # the ISA version: GPUTarget("plate", PLATE_ARCH, WARP_SIZE)
-WARP_SIZE = 32  # PLATE has no warps; Triton's layouts still need a warp size
+from . import __version__, knobs  # noqa: E402
+from .errors import AsmError, CompileError, PlateError, SramOverflow  # noqa: E402
+from .isa.table import ENUMS  # noqa: E402
+from .machine import PRESETS  # noqa: E402
+from .text_memo import TextMemo  # noqa: E402
 
 DOT_INPUT_PRECISIONS = ENUMS["prec"]  # the m.mma precisions of the ISA table
 # Triton names of the ISA's f8e4m3fn and f8e5m2, and fp8e4b15 (i8 in TTIR, converted by fp8e4b15.py)
@@ -95,7 +97,7 @@ class PlateOptions:
     max_num_imprecise_acc_default: int = 0
     extern_libs: tuple | None = None
     debug: bool = False
-    backend_name: str = "plate"
+    backend_name: str = BACKEND
     sanitize_overflow: bool = True
     arch: str = f"plate-isa{PLATE_ARCH}"
     instrumentation_mode: str = ""
@@ -144,8 +146,8 @@ class PlateOptions:
             bad("instrumentation_mode", self.instrumentation_mode, "'' (no instrumentation passes on plate)")
         if self.machine not in PRESETS:
             bad("machine", self.machine, f"one of {', '.join(PRESETS)} (set PLATE_MACHINE)")
-        if self.backend_name != "plate":
-            bad("backend_name", self.backend_name, "'plate'")
+        if self.backend_name != BACKEND:
+            bad("backend_name", self.backend_name, repr(BACKEND))
 
     def hash(self) -> str:
         key = "_".join(f"{k}-{v}" for k, v in sorted(self.__dict__.items()))
@@ -175,18 +177,6 @@ def package_source_hash() -> str:
 def min_dot_size(lhs_type, rhs_type) -> tuple[int, int, int]:
     """Smallest (M, N, K) of a tl.dot: the compiler pads any tile to the matrix unit, so none."""
     return (1, 1, 1)
-
-
-class StageText(str):
-    """Stage output text that also carries the lowered Program (and the pipeline's report)."""
-
-    program = None
-    report = None
-
-    def __new__(cls, text: str, program=None, report=None):
-        self = super().__new__(cls, text)
-        self.program, self.report = program, report
-        return self
 
 
 # ---- stages --------------------------------------------------------------------------------------
@@ -225,9 +215,16 @@ def sram_out_of_resources(message: str, required=None, limit=None):
     return _sram_out_of_resources_class()(message, required=required, limit=limit)
 
 
+# exact stage text -> what the stage that printed it built: the next stage takes it (text_memo)
+PARSED_PIR = TextMemo()  # pir text -> (the plate IR module it was printed from, its access analysis)
+ASSEMBLED_PASM = TextMemo()  # pasm text -> the Program it was disassembled from (as read back)
+TTIR_READ = TextMemo()  # f"{compile hash} ttir" -> the TTIR text the pir stage read (to tell override folders apart)
+
+
 def make_pir(src, metadata, options):
-    from .machine import get_machine
-    from .passes.pipeline import run_pipeline
+    from .ir.printer import print_module
+    from .passes.access import AccessAnalysis
+    from .passes.pipeline import run_passes
     from .ttir.parser import parse
 
     ttir_text = str(src)
@@ -235,49 +232,166 @@ def make_pir(src, metadata, options):
     metadata["name"] = name
     _dump(metadata, "ttir", ttir_text)
     try:
-        module_ir = parse(ttir_text, f"{name}.ttir")
-        pir_text, program, report = run_pipeline(module_ir, options, get_machine(options.machine))
-    except SramOverflow as e:  # as Triton's OutOfResources too, so @triton.autotune prunes the config
-        raise sram_out_of_resources(str(e), e.required, e.limit) from e
+        analysis = AccessAnalysis()
+        module = run_passes(parse(ttir_text, f"{name}.ttir"), analysis)
+        pir_text = print_module(module)
     except PlateError as e:
         e.add_note(f"reproducer: {_write_reproducer(metadata, 'ttir', ttir_text)} (the TTIR the pir stage read)")
         raise
+    PARSED_PIR.put(pir_text, (module, analysis))
+    if "hash" in metadata:
+        TTIR_READ.put(f"{metadata['hash']} ttir", ttir_text)
     _dump(metadata, "pir", pir_text)
-    if report is not None:
-        _dump(metadata, "report.txt", str(report))
-    return StageText(pir_text, program, report)
+    return pir_text
 
 
 def make_pasm(src, metadata, options):
-    from .isa.asm import disassemble
-    from .isa.verified import verify_once
+    from .isa.asm import as_read_back, disassemble
+    from .isa.verified import passed, verify_once
     from .machine import get_machine
+    from .passes.pipeline import format_report, generate
+    from .ttir.errors import TtirParseError
 
-    program = getattr(src, "program", None)
-    if program is None:
-        raise CompileError(
-            f"kernel {metadata.get('name', '?')}: the pasm stage needs the Program the pir stage "
-            "lowered; plate IR text alone is not re-lowered (an IR override of .pir is not supported)"
-        )
-    verify_once(program, get_machine(options.machine))
+    pir_text, filename = _stage_text(src, "pir", metadata, options)
+    machine = get_machine(options.machine)
+    try:
+        module, analysis = PARSED_PIR.take(pir_text) or (_read_pir(pir_text, filename), None)
+        program, report = generate(module, options, machine, analysis)
+        verify_once(program, machine)
+    except SramOverflow as e:  # as Triton's OutOfResources too, so @triton.autotune prunes the config
+        raise sram_out_of_resources(str(e), e.required, e.limit) from e
+    except PlateError as e:
+        if isinstance(e, TtirParseError):  # names the file, line and column itself
+            raise
+        if src is None:  # an override file: the file is the reproducer
+            e.add_note(f"in {filename} (the plate IR the pasm stage read)")
+        else:
+            e.add_note(f"reproducer: {_write_reproducer(metadata, 'pir', pir_text)} (the plate IR the pasm stage read)")
+        raise
     _set_binary_metadata(metadata, program)
-    text = disassemble(program)
+    text = _sram_comment(report.get("sram", "")) + disassemble(program)
+    read_back = as_read_back(program)
+    passed(read_back, machine)  # what verify() reads is the same: the names differ, not the content
+    ASSEMBLED_PASM.put(text, read_back)
     _dump(metadata, "pasm", text)
-    return StageText(text, program, getattr(src, "report", None))
+    if knobs.dump_dir():
+        _dump(metadata, "report.txt", format_report(report))
+    return text
 
 
 def make_pbin(src, metadata, options):
+    from .isa.asm import assemble
     from .isa.encoding import encode
+    from .isa.verified import verify_once
+    from .machine import get_machine
 
-    program = getattr(src, "program", None)
+    text, filename = _stage_text(src, "pasm", metadata, options)
+    machine = get_machine(options.machine)
+    program = ASSEMBLED_PASM.take(text)
     if program is None:
-        from .isa.asm import assemble
-        from .isa.program import verify
-        from .machine import get_machine
-
-        program = verify(assemble(str(src)), get_machine(options.machine))
+        try:
+            program = assemble(text, machine)
+        except AsmError as e:
+            raise _in_file(e, filename) from e
+    verify_once(program, machine)
     _set_binary_metadata(metadata, program)
     return bytes(encode(program))
+
+
+def _read_pir(text: str, filename: str):
+    """plate IR text (a user's edit, an override file) -> a module codegen may take."""
+    from .ir.verify import verify
+    from .ttir.parser import parse
+
+    module = parse(text, filename)
+    verify(module)
+    return module
+
+
+def _sram_comment(sram: str) -> str:
+    """The SRAM each op's results got, as `;` comments for the top of the pasm text (the assembler skips them)."""
+    if not sram:
+        return ""
+    lines = ["; SRAM of the plate IR ops' results (op, source line: address+bytes):"]
+    return "\n".join(lines + [f";   {line}" for line in sram.splitlines()]) + "\n"
+
+
+def _in_file(e: AsmError, filename: str) -> AsmError:
+    """The assembler's error with the stage file it read in front of its line and column."""
+    err = AsmError(f"{filename}: {e}")
+    err.line, err.col, err.text = e.line, e.col, e.text
+    return err
+
+
+# ---- a stage's input: the text of the stage before, or the file that overrides it -----------------------
+def _stage_text(src, ext: str, metadata, options) -> tuple[str, str]:
+    """(text, file name for errors) of the `ext` stage's output that this stage reads."""
+    if src is not None:
+        return str(src), f"{metadata.get('name', 'kernel')}.{ext}"
+    path = overridden_stage_file(ext, metadata, options)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    _cache_overriding_text(metadata, ext, path, text)
+    return text, path
+
+
+def overridden_stage_file(ext: str, metadata, options) -> str:
+    """The file Triton read in place of the `ext` stage's output (it hands the next stage None).
+
+    The ``ir_override`` option if it names a ``.ext`` file, else the one file
+    ``$TRITON_OVERRIDE_DIR/<source hash>/<kernel>.ext`` for this kernel. Triton keys the folder by a
+    hash of the kernel's source that no stage sees: of several folders for one kernel name (e.g. two
+    autotune configs), the one whose dumped ``<kernel>.ttir`` is the TTIR this compile read."""
+    name = metadata.get("name", "kernel")
+    override = getattr(options, "ir_override", None)
+    if override and override.endswith(f".{ext}"):
+        return override
+    from triton import knobs as triton_knobs
+
+    found = []
+    if triton_knobs.compilation.override and triton_knobs.cache.override_dir:
+        root = glob.escape(triton_knobs.cache.override_dir)
+        for stem in (name, f"@{name}"):  # ASTSource names files by the function, IRSource by @function
+            found += glob.glob(os.path.join(root, "*", glob.escape(f"{stem}.{ext}")))
+    if len(found) > 1:  # the folder Triton chose holds the dumped TTIR this compile read, if it was copied whole
+        ttir = TTIR_READ.peek(f"{metadata.get('hash')} ttir")
+        found = [f for f in found if _read_or_none(os.path.splitext(f)[0] + ".ttir") == ttir] or found
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise CompileError(
+            f"kernel {name}: the {ext} stage produced no text (Triton overrode it with a file plate cannot "
+            f"find); name the file with the ir_override option or put it in $TRITON_OVERRIDE_DIR/<hash>/{name}.{ext}"
+        )
+    raise CompileError(
+        f"kernel {name}: {len(found)} override files could replace its {ext} stage ({', '.join(sorted(found))}) "
+        "and plate cannot tell which one Triton chose; copy each dumped folder whole (its .ttir tells them apart), "
+        "keep one per kernel name, or name the file with the ir_override option"
+    )
+
+
+def _read_or_none(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _cache_overriding_text(metadata, ext: str, path: str, text: str) -> None:
+    """Triton cached the text it could not read as "None": put the overriding text there (kernel.asm[ext])."""
+    from triton.runtime.cache import get_cache_manager
+
+    if "hash" not in metadata:
+        return
+    cache = get_cache_manager(metadata["hash"])
+    for filename in {os.path.basename(path), f"{metadata.get('name', 'kernel')}.{ext}"}:
+        cached = cache.get_file(filename)
+        if cached is not None:
+            with open(cached, encoding="utf-8") as f:
+                if f.read() != "None":
+                    continue
+            cache.put(text, filename, binary=False)
 
 
 def _set_binary_metadata(metadata, program) -> None:
@@ -328,7 +442,7 @@ STAGES = {"ttir": make_ttir, "pir": make_pir, "pasm": make_pasm, "pbin": make_pb
 class PlateBackend(BaseBackend):
     @staticmethod
     def supports_target(target: GPUTarget):
-        return target.backend == "plate"
+        return target.backend == BACKEND
 
     def __init__(self, target: GPUTarget) -> None:
         super().__init__(target)
@@ -338,7 +452,7 @@ class PlateBackend(BaseBackend):
         return f"plate-{__version__}-{package_source_hash()[:16]}-{knobs.machine()}-{self.target.arch}"
 
     def get_target_name(self, options) -> str:
-        return f"plate:{self.target.arch}"
+        return f"{BACKEND}:{self.target.arch}"
 
     def parse_options(self, opts) -> PlateOptions:
         args = {k: opts[k] for k in OPTION_FIELDS if k in opts and opts[k] is not None}

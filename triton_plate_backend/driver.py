@@ -14,26 +14,16 @@ costs real milliseconds (``do_bench`` would repeat a 2 µs kernel 50000 times to
 from __future__ import annotations
 
 import os
-import sys
 
-if "triton" not in sys.modules:
-    # Imported before Triton. `import triton` runs Triton's backend discovery, which imports this
-    # module and must find its classes complete, not this half-run copy: step aside so discovery
-    # builds a fresh copy; importlib then hands that copy (the one Triton registered) to our
-    # importer. Without the plate entry point installed, discovery skips us: take our place back.
-    _partial = sys.modules.pop(__name__)
-    import triton  # noqa: F401
+from .target import BACKEND, PLATE_ARCH, WARP_SIZE, import_triton_first
 
-    sys.modules.setdefault(__name__, _partial)
+import_triton_first(__name__)
 
-from triton.backends.compiler import GPUTarget
-from triton.backends.driver import DriverBase
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.backends.driver import DriverBase  # noqa: E402
 
-from .errors import PlateError
+from .errors import PlateError  # noqa: E402
 
-BACKEND = "plate"  # the entry-point name, the target backend and the torch device type
-PLATE_ARCH = 1  # keep equal to compiler.PLATE_ARCH (not imported: each module stands alone for Triton)
-WARP_SIZE = 32
 MAX_THREADS = WARP_SIZE * 1024  # no threads on PLATE: only bounds num_warps * warp_size for Triton's check
 
 CPP_TYPES = {

@@ -28,10 +28,14 @@ def corpus_text(name: str) -> str:
 
 def compile_text(text: str, name: str = "kernel", machine=MACHINE):
     """(Program, report) for TTIR text; every program is also checked against the
-    asynchronous-DMA contract (codegen_kernels/dma_check.py)."""
+    asynchronous-DMA contract (codegen_kernels/dma_check.py) and lowered again from its printed
+    pir text (stage_roundtrip.check_lowering)."""
+    from stage_roundtrip import check_lowering
+
     from .dma_check import dma_violations
 
-    _, program, report = run_pipeline(parse(text, name), None, machine)
+    pir_text, program, report = run_pipeline(parse(text, name), None, machine)
+    check_lowering(name, pir_text, program, None, machine)  # the pir text alone lowers to this program
     bad = dma_violations(program)
     assert not bad, f"{name}: DMA contract violated: {bad[:5]}"
     return program, report

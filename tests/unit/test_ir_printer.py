@@ -274,3 +274,27 @@ def test_verifier_checks_branch_arguments():
     m.functions()[0].regions[0].blocks[1].args[0].type = F32
     with pytest.raises(IrVerifyError, match="successor arguments"):
         verify(m)
+
+
+def test_verifier_takes_combine_regions_that_branch():
+    """An inlined combine_fn with an early return: a multi-block tt.reduce region, each path returns."""
+    text = """module {
+  tt.func @f(%t: tensor<4xf32>) -> f32 {
+    %r = "tt.reduce"(%t) ({
+    ^bb0(%a: f32, %b: f32):
+      %c = arith.cmpf ogt, %a, %b : f32
+      cf.cond_br %c, ^bb1, ^bb2
+    ^bb1:
+      "tt.reduce.return"(%a) : (f32) -> ()
+    ^bb2:
+      "tt.reduce.return"(%b) : (f32) -> ()
+    }) {axis = 0 : i32} : (tensor<4xf32>) -> f32
+    tt.return %r : f32
+  }
+}"""
+    m = parse(text)
+    verify(m)
+    reduce = m.functions()[0].regions[0].blocks[0].ops[0]
+    reduce.regions[0].blocks[2].ops[-1].operands = [reduce.regions[0].blocks[0].ops[0].result]  # an i1
+    with pytest.raises(IrVerifyError, match="tt.reduce.return operands"):
+        verify(m)

@@ -16,6 +16,7 @@ pooled by (type, bit pattern); NaNs other than ``nan``/``-nan`` print as ``nan(0
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 import numbers
@@ -426,11 +427,27 @@ _FORMAT = {
 }
 
 
-def disassemble(program: Program) -> str:
-    """Program -> canonical .pasm text (tiles by their declared names if kept, else t0, t1, ...)."""
+def _printed_tile_names(program: Program) -> list[str]:
     names = tile_names(program)
     if not names or len(set(names)) != len(names) or not all(_IDENT.fullmatch(s) for s in names):
         names = [f"t{i}" for i in range(len(program.tiles))]
+    return names
+
+
+def as_read_back(program: Program) -> Program:
+    """The program that ``assemble(disassemble(program))`` returns, without printing and reading the text:
+    the same program with the labels and tile names the text declares (what the binary records of them)."""
+    labels = _label_names(program)
+    return dataclasses.replace(
+        program,
+        labels={name: pc for pc in sorted(labels) for name in labels[pc]},
+        tile_names=_printed_tile_names(program),
+    )
+
+
+def disassemble(program: Program) -> str:
+    """Program -> canonical .pasm text (tiles by their declared names if kept, else t0, t1, ...)."""
+    names = _printed_tile_names(program)
     labels = _label_names(program)
     ctx = {"tiles": names, "consts": program.consts, "labels": labels}
     out = [f".kernel {_name(program.name)}"] + [f".arg {_name(a.name)} {a.type}" for a in program.args]

@@ -325,10 +325,11 @@ _SHARED: contextvars.ContextVar[AccessAnalysis | None] = contextvars.ContextVar(
 
 
 @contextlib.contextmanager
-def shared_analysis():
+def shared_analysis(analysis: AccessAnalysis | None = None):
     """Inside, the functions below share one AccessAnalysis (and its memo): for the passes of one
-    kernel while they leave its IR as it is. Yields the analysis (``forget()`` it after a rewrite)."""
-    analysis = AccessAnalysis()
+    kernel while they leave its IR as it is. Yields the analysis (``forget()`` it after a rewrite);
+    pass the one an earlier pass over the same, unchanged IR yielded to keep its memo."""
+    analysis = analysis if analysis is not None else AccessAnalysis()
     token = _SHARED.set(analysis)
     try:
         yield analysis

@@ -1,19 +1,26 @@
-"""The lowering pipeline: parsed TTIR (plate IR) -> passes -> PLATE Program.
+"""The lowering pipeline: parsed TTIR (plate IR) -> IR passes -> code generation -> PLATE Program.
 
-`PASSES` is the ordered list of IR -> IR passes; `run_pipeline` runs them, then code
-generation (`codegen.generate`: rules, register allocation, SRAM planning, verification). An
-exception inside a pass is wrapped ONCE here with the pass name: plate's own errors (PlateError
+`PASSES` is the ordered list of IR -> IR passes; `run_passes` runs them, and the structural
+verifier (`ir.verify`) after each pass that rewrites the IR, so invalid IR is caught at the pass
+that made it. `generate` is code generation (`codegen.generate`: rules, register allocation,
+SRAM planning, verification) of what the passes produced. The compiler's `pir` stage is
+`run_passes` and its printed text; its `pasm` stage is `generate` of that text parsed back.
+
+An exception inside a pass is wrapped ONCE here with the pass name: plate's own errors (PlateError
 subclasses) keep their type and get the pass name added; anything else becomes a CompileError
 that names the pass and keeps the original as its cause.
 
-The `pir` text is the IR after the passes, annotated for reading: every memory op carries
-`plate.access` (strided or gather, and why) and, after codegen, ops whose results got SRAM carry
-`plate.sram` (address and bytes)."""
+The IR after the passes is annotated for reading: every memory op carries `plate.access`
+(strided or gather, and why). Code generation does not read the annotation (it analyses the IR
+again), so an edited `pir` text needs none. Where codegen put each op's results in SRAM is in
+the report (`report["sram"]`)."""
 
 from __future__ import annotations
 
 from ..errors import CompileError, PlateError
 from ..ir.core import Module, StrAttr
+from ..ir.printer import print_module
+from ..ir.verify import IrVerifyError, verify
 from ..machine import get_machine
 from . import access, codegen, inline
 
@@ -54,23 +61,61 @@ def run_pass(name: str, fn, value):
         raise wrapped from e
 
 
-def annotate_sram(program, report: dict) -> None:
-    """Attach `plate.sram` to ops whose results own a buffer (filled in by codegen's report)."""
-    for op, text in report.pop("sram_by_op", {}).items():
-        op.attrs["plate.sram"] = StrAttr(text)
+def verify_after(name: str, module: Module) -> None:
+    """The structural verifier after pass `name`: an IrVerifyError says which pass left invalid IR."""
+    try:
+        verify(module)
+    except IrVerifyError as e:
+        e.args = (f"[{name}] the IR this pass produced is invalid: {e.args[0] if e.args else e}", *e.args[1:])
+        e.plate_pass = name
+        raise
 
 
-def run_pipeline(module: Module, options=None, machine=None):
-    """(pir text, Program, report) for one kernel module."""
-    machine = get_machine(machine if machine is not None else getattr(options, "machine", None))
-    with access.shared_analysis() as analysis:  # each memory op analysed once, not once per pass
+def run_passes(module: Module, analysis: access.AccessAnalysis | None = None) -> Module:
+    """The IR passes of one kernel module, each rewriting pass checked by the verifier. `analysis`
+    (optional) ends up holding the access analysis of the module returned, for `generate`."""
+    with access.shared_analysis(analysis) as analysis:  # each memory op analysed once, not once per pass
         for name, fn in PASSES:
             module = run_pass(name, fn, module)
             if name not in ANNOTATE_ONLY:
+                verify_after(name, module)
                 analysis.forget()
-        program, report = run_pass("codegen", lambda m: codegen.generate(m, machine, options), module)
-        annotate_sram(program, report)
-        report["access"] = access.access_report(module.kernel())
-    from ..ir.printer import print_module
+    return module
 
-    return print_module(module), program, report
+
+def sram_report(sram_by_op: dict) -> str:
+    """One line per op whose results got SRAM: op, source line, address+bytes."""
+    return "\n".join(f"{op.name} {op.loc or '<unknown>'}: {text}" for op, text in sram_by_op.items())
+
+
+def generate(module: Module, options=None, machine=None, analysis: access.AccessAnalysis | None = None):
+    """(Program, report) of a module the passes produced: code generation and its report. `analysis`:
+    the access analysis `run_passes` left of this very module (else the module is analysed again)."""
+    machine = get_machine(machine if machine is not None else getattr(options, "machine", None))
+    with access.shared_analysis(analysis):
+        program, report = run_pass("codegen", lambda m: codegen.generate(m, machine, options), module)
+        report["sram"] = sram_report(report.pop("sram_by_op", {}))
+        report["access"] = access.access_report(module.kernel())
+    return program, report
+
+
+def format_report(report: dict) -> str:
+    """The report as text (the `report.txt` dump): `key: value`, multi-line values indented below their key."""
+    lines = []
+    for key, value in report.items():
+        text = str(value)
+        if "\n" in text or key in ("sram", "access"):
+            lines.append(f"{key}:")
+            lines += [f"  {line}" for line in text.splitlines()]
+        else:
+            lines.append(f"{key}: {text}")
+    return "\n".join(lines) + "\n"
+
+
+def run_pipeline(module: Module, options=None, machine=None):
+    """(pir text, Program, report) for one kernel module: the passes, the printed IR, code generation."""
+    analysis = access.AccessAnalysis()
+    module = run_passes(module, analysis)
+    pir_text = print_module(module)
+    program, report = generate(module, options, machine, analysis)
+    return pir_text, program, report
