@@ -1,12 +1,13 @@
 """The one lowering table: TTIR op name -> lowering rule (`LOWERING`), gathered at import from the
-rules_*.py modules (each declares its own `RULES`), with the ops plate refuses on purpose
-(`REJECTED`, with the reason the user sees) and the ops whose parent op lowers them
-(`HANDLED_BY_PARENT`). Adding an op means adding a rule to a rules_* module's RULES; a
-completeness test checks the table against the TTIR op list."""
+rules_*.py modules (each declares its own `RULES`). The ops plate refuses on purpose (`REJECTED`,
+with the reason the user sees) and those the op that owns them lowers (`HANDLED_BY_PARENT`) are read
+from the op vocabulary (`ir.vocabulary.OPS`). Adding an op means a row there and a rule in a rules_*
+module's RULES; a completeness test checks the two against each other."""
 
 from __future__ import annotations
 
 from ..errors import CompileError
+from ..ir.vocabulary import OPS
 from . import rules_arith, rules_dot, rules_map, rules_math, rules_memory, rules_reduce, rules_scf, rules_tt
 
 RULE_MODULES = (rules_arith, rules_math, rules_tt, rules_reduce, rules_map, rules_memory, rules_scf, rules_dot)
@@ -24,17 +25,6 @@ def _gather_rules(modules) -> dict:
 
 LOWERING: dict = _gather_rules(RULE_MODULES)
 
-# ops plate refuses on purpose, with the reason the user sees
-REJECTED: dict[str, str] = {
-    "tt.elementwise_inline_asm": "PTX inline assembly cannot run on PLATE; express the function with tl.* ops "
-    "(or libdevice functions plate maps)",
-    "tt.call": "a call to a function that could not be inlined (recursive or with several blocks)",
-}
-
-# ops with no rule of their own because the op that owns them lowers them
-HANDLED_BY_PARENT: dict[str, str] = {
-    "builtin.module": "the module: codegen lowers its public tt.func",
-    "tt.func": "the kernel: codegen walks its body; other functions are inlined (passes/inline.py)",
-    "tt.reduce.return": "terminator of a tt.reduce combine region, read by the tt.reduce rule",
-    "tt.scan.return": "terminator of a tt.scan combine region, read by the tt.scan rule",
-}
+# the ops without a rule, and why: the vocabulary's lowering column (`why` is what the user sees)
+REJECTED: dict[str, str] = {name: op.why for name, op in OPS.items() if op.lowering == "rejected"}
+HANDLED_BY_PARENT: dict[str, str] = {name: op.why for name, op in OPS.items() if op.lowering == "parent"}
