@@ -1,0 +1,348 @@
+"""The sanitizer of one launch (PLATE_SANITIZE): race and uninitialised-read checks on every memory access.
+
+The executor hands every memory instruction's element accesses here (``access``): the byte address and
+size of each element, the program that made it and the pc. Masked-off elements are not accesses.
+
+race: two accesses of one launch CONFLICT when they touch a common byte, come from different programs,
+and at least one of them is a plain (non-atomic) write. The simulator runs programs in its own order,
+not the hardware's, so the order of the two does not matter: without atomics nothing orders programs of
+one launch (``tl.debug_barrier`` and fences order one program's accesses only). Not conflicts: a program
+reading or rewriting its own bytes; atomics against atomics; an atomic against a plain read; accesses
+of different launches (the kernel boundary orders them); two accesses made while holding the same
+lock. A program holds the lock at address L from its scalar atom.cas on L (the spin of
+``while tl.atomic_cas(lock, 0, 1) == 1``) until its next atomic on L (``tl.atomic_xchg(lock, 0)``):
+the critical sections of one lock are ordered, whichever program enters first.
+
+Every access is recorded (address, size, program, pc, kind, lock held); when the record grows past
+``COMPACT_AT`` it is compacted to at most four representatives per address unit and lock (the plain
+writes of the lowest and highest program, the accesses of the lowest and highest program), which
+decide the conflicts exactly. An address unit is the smallest element size an allocation is accessed
+with in the launch, so accesses of different sizes overlap correctly.
+
+init: a kernel read (a load, gather or atomic) of an element of a poisoned allocation
+(``DeviceMemory.alloc(poison=True)``) that was never written since allocation, and still holds the
+poison bytes, is a finding. Kernel stores and atomics mark their bytes written; so do host writes
+that reach ``DeviceMemory.mark_written`` (torch copies and in-place ops through the torch device). A
+write from anywhere else that changed the bytes is seen by the content check (still POISON?); one that
+wrote exactly the poison bytes is not, and reads back as never written.
+
+Findings are collected for the whole launch; ``finish`` raises one SanitizerError listing the first
+``SHOWN`` of them, each with the instruction, source line and program of both accesses (race) or of
+the read (init), the address and the tensor (kernel argument and allocation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SanitizerError
+from .memory import POISON, DeviceMemory
+
+MODES = ("race", "init")
+SHOWN = 10  # findings listed in a SanitizerError
+COMPACT_AT = 1 << 22  # recorded element accesses that trigger a compaction
+READ, WRITE, ATOMIC = 0, 1, 2
+_KIND_NAME = {READ: "read", WRITE: "write", ATOMIC: "atomic"}
+_ONES = {n: np.frombuffer(bytes([1]) * n, f"u{n}")[0] for n in (1, 2, 4, 8)}  # a fully written element
+_POISONED = {n: np.frombuffer(bytes([POISON]) * n, f"u{n}")[0] for n in (1, 2, 4, 8)}
+
+
+@dataclass
+class Finding:
+    """One problem: ``kind`` 'race' or 'init'; ``accesses``: (pc, program id, access kind) of the
+    access(es) involved (two for a race); ``addr``/``size``: the first byte unit; ``count``: how many
+    address units share this (kind, pcs, allocation)."""
+
+    kind: str
+    accesses: list[tuple[int, int, str]]
+    addr: int
+    size: int
+    alloc_id: int
+    count: int
+    text: str = ""
+
+
+def _group_of(ga, gl, wa, wl) -> np.ndarray:
+    """Index in the (ga, gl) groups (sorted by address, then lock) of each (wa, wl), all present."""
+    idx = np.searchsorted(ga, wa, "left")
+    off = gl[idx] != wl
+    while off.any():  # several locks on one unit: step along its groups
+        idx[off] += 1
+        off[off] = gl[idx[off]] != wl[off]
+    return idx
+
+
+class Sanitizer:
+    """Checks of one launch. ``where(pc)`` describes an instruction (pc, text, source line) and
+    ``coords(pid)`` a program's grid coordinates; ``args`` are the launch's argument words."""
+
+    def __init__(self, modes, memory: DeviceMemory, program, args, where, coords):
+        unknown = set(modes) - set(MODES)
+        if unknown:
+            raise ValueError(f"sanitizer modes {sorted(unknown)}: expected some of {', '.join(MODES)}")
+        self.race, self.init = "race" in modes, "init" in modes
+        self.memory, self.program, self.where, self.coords = memory, program, where, coords
+        self.pointers = [(a.name, int(w)) for a, w in zip(program.args, args) if a.type == "ptr"]
+        self._chunks: list[tuple] = []  # (addr, size, pid, pc, kind, lock) arrays of recorded accesses
+        self._held: dict[int, int] = {}  # program id -> address of the lock it holds
+        self._recorded = 0
+        self._init: dict[tuple[int, int], list] = {}  # (pc, alloc id) -> [count, addr, size, pid]
+        self._written_views: dict[tuple[int, int], np.ndarray] = {}
+        self._tracked = self.init and any(r.written is not None for r in memory._live)
+
+    # ---- recording ---------------------------------------------------------------------------
+    def access(self, pc: int, pids: np.ndarray, addrs, mask, itemsize: int, kind: int) -> None:
+        """Element accesses of one instruction: ``addrs`` [P, ...] byte addresses of programs ``pids``
+        [P], ``mask`` (broadcastable bool, or None) selects the elements accessed."""
+        addrs = np.asarray(addrs, np.int64)
+        nprog = addrs.shape[0]
+        flat = addrs.reshape(nprog, -1)
+        if mask is None:
+            av, pv = flat.reshape(-1).copy(), np.repeat(pids, flat.shape[1])
+        else:
+            m = np.broadcast_to(np.asarray(mask, bool), addrs.shape).reshape(nprog, -1)
+            av, pv = flat[m], pids[np.nonzero(m)[0]]
+        if av.size == 0:
+            return
+        if self._tracked:
+            if kind != WRITE:
+                self._check_init(pc, av, pv, itemsize)
+            if kind != READ:
+                self._mark(av, itemsize)
+        if self.race:
+            n = av.size
+            sizes, pcs, kinds = np.full(n, itemsize, np.int8), np.full(n, pc, np.int32), np.full(n, kind, np.int8)
+            if self._held:
+                locks = np.fromiter((self._held.get(p, 0) for p in pv.tolist()), np.int64, n)
+            else:
+                locks = np.zeros(n, np.int64)
+            self._chunks.append((av, sizes, pv.astype(np.int64), pcs, kinds, locks))
+            self._recorded += n
+            if self._recorded >= COMPACT_AT:
+                self._compact()
+
+    def atomic(self, pids: np.ndarray, addrs, mask, cas: bool) -> None:
+        """Lock bookkeeping after an atomic (already reported by ``access``): a scalar CAS takes the lock
+        at its address, the program's next atomic on that address releases it."""
+        if not self.race:
+            return
+        addrs = np.asarray(addrs, np.int64)
+        flat = addrs.reshape(addrs.shape[0], -1)
+        if flat.shape[1] != 1:
+            return
+        m = np.ones(flat.shape[0], bool) if mask is None else np.broadcast_to(mask, addrs.shape).reshape(-1)
+        for p, a in zip(pids[m].tolist(), flat[m, 0].tolist()):
+            if cas:
+                self._held[p] = a
+            elif self._held.get(p) == a:
+                del self._held[p]
+
+    # ---- init --------------------------------------------------------------------------------
+    def _by_allocation(self, av: np.ndarray):
+        """(allocation, selector) for each poisoned allocation ``av`` touches."""
+        bases, _ = self.memory._table()
+        pos = np.searchsorted(bases, av, "right") - 1
+        lo, hi = int(pos.min()), int(pos.max())
+        for p in range(lo, hi + 1) if hi - lo < 8 else np.unique(pos).tolist():
+            rec = self.memory.live(p)
+            if rec.written is None:
+                continue
+            sel = slice(None) if lo == hi else pos == p
+            yield rec, sel
+
+    def _words(self, rec, itemsize: int, of_written: bool) -> np.ndarray:
+        """The allocation's written map (or its bytes) as itemsize-byte words."""
+        n = rec.nbytes // itemsize * itemsize
+        src = rec.written if of_written else rec.view
+        return src[:n].view(f"u{itemsize}")
+
+    def _check_init(self, pc, av, pv, itemsize):
+        for rec, sel in self._by_allocation(av):
+            idx = (av[sel] - rec.base) // itemsize  # owned buffers are 256-aligned: elements are aligned
+            unwritten = self._words(rec, itemsize, True)[idx] != _ONES[itemsize]
+            if not unwritten.any():
+                continue
+            bad = np.flatnonzero(unwritten)
+            bad = bad[self._words(rec, itemsize, False)[idx[bad]] == _POISONED[itemsize]]
+            if bad.size == 0:
+                continue
+            key = (pc, rec.id)
+            hit = self._init.get(key)
+            if hit is None:
+                first = int(bad[0])
+                self._init[key] = [bad.size, int(av[sel][first]), itemsize, int(pv[sel][first])]
+            else:
+                hit[0] += bad.size
+
+    def _mark(self, av, itemsize):
+        for rec, sel in self._by_allocation(av):
+            self._words(rec, itemsize, True)[(av[sel] - rec.base) // itemsize] = _ONES[itemsize]
+
+    # ---- race --------------------------------------------------------------------------------
+    def _records(self):
+        if not self._chunks:
+            return None
+        if len(self._chunks) > 1:
+            self._chunks = [tuple(np.concatenate(c) for c in zip(*self._chunks))]
+        return self._chunks[0]
+
+    def _units(self, addr, size, pid, pc, kind, lock):
+        """Records split into address units: the smallest element size per allocation."""
+        bases, _ = self.memory._table()
+        pos = np.searchsorted(bases, addr, "right") - 1
+        unit = np.full(len(bases), 8, np.int8)
+        np.minimum.at(unit, pos, size)
+        u = unit[pos]
+        parts = (size // u).astype(np.int64)
+        if (parts == 1).all():
+            return addr, size, pid, pc, kind, lock
+        rep = np.repeat(np.arange(addr.size), parts)
+        step = np.arange(rep.size) - np.repeat(np.cumsum(parts) - parts, parts)
+        return addr[rep] + step * u[rep], u[rep], pid[rep], pc[rep], kind[rep], lock[rep]
+
+    @staticmethod
+    def _groups(key: np.ndarray, key2: np.ndarray):
+        """Start and end (inclusive) of each run of equal (key, key2) in sorted order."""
+        new = np.ones(key.size, bool)
+        np.not_equal(key[1:], key[:-1], out=new[1:])
+        new[1:] |= key2[1:] != key2[:-1]
+        start = np.flatnonzero(new)
+        return start, np.append(start[1:], key.size)[: start.size] - 1
+
+    def _summary(self):
+        """The unit-split records and, per (address unit, lock): the record indices of the lowest and
+        highest program over all accesses (amin, amax) and over plain writes (wmin, wmax); groups in
+        (address, lock) order."""
+        addr, size, pid, pc, kind, lock = recs = self._units(*self._records())
+        order = np.lexsort((pid, lock, addr))
+        start, end = self._groups(addr[order], lock[order])
+        wi = np.flatnonzero(kind == WRITE)
+        worder = wi[np.lexsort((pid[wi], lock[wi], addr[wi]))]
+        wstart, wend = self._groups(addr[worder], lock[worder])
+        return recs, (order[start], order[end]), (worder[wstart], worder[wend])
+
+    def _compact(self):
+        recs, (amin, amax), (wmin, wmax) = self._summary()
+        keep = np.unique(np.concatenate([amin, amax, wmin, wmax]))
+        self._chunks = [tuple(r[keep] for r in recs)]
+        self._recorded = keep.size
+
+    def _conflicts(self, addr, pid, lock, amin, amax, wmin, wmax):
+        """(plain write, conflicting access) record index pairs, one per racy address unit."""
+        # in the same (unit, lock) group: only without a lock
+        gi = _group_of(addr[amin], lock[amin], addr[wmin], lock[wmin])  # the all-access group of each written one
+        lo, hi, p0 = amin[gi], amax[gi], pid[wmin]
+        other = np.where(pid[wmax] != p0, wmax, np.where(pid[lo] != p0, lo, hi))
+        same = (pid[other] != p0) & (lock[wmin] == 0)
+        first, second = list(wmin[same]), list(other[same])
+        done = set(addr[wmin[same]].tolist())
+        # across groups of one unit (different locks, or a lock and none): any two programs
+        ga = addr[amin]
+        multi = np.flatnonzero(ga[1:] == ga[:-1])
+        if multi.size:
+            wg = {(int(addr[w]), int(lock[w])): (int(w), int(x)) for w, x in zip(wmin, wmax)}
+            units = np.unique(ga[multi]).tolist()
+            span = np.searchsorted(ga, units, "left"), np.searchsorted(ga, units, "right")
+            for unit, s, e in zip(units, *span):
+                if unit in done:
+                    continue
+                hit = self._across(unit, range(s, e), wg, pid, lock, amin, amax)
+                if hit is not None:
+                    first.append(hit[0])
+                    second.append(hit[1])
+        return np.asarray(first, np.int64), np.asarray(second, np.int64)
+
+    @staticmethod
+    def _across(unit, groups, wg, pid, lock, amin, amax):
+        """A plain write of one lock group of ``unit`` and an access of another by a different program."""
+        for g in groups:
+            w = wg.get((unit, int(lock[amin[g]])))
+            if w is None:
+                continue
+            for h in groups:
+                if h == g:
+                    continue
+                for ww in w:
+                    for o in (amin[h], amax[h]):
+                        if pid[o] != pid[ww]:
+                            return int(ww), int(o)
+        return None
+
+    def _races(self) -> list[Finding]:
+        if self._records() is None:
+            return []
+        (addr, size, pid, pc, kind, lock), (amin, amax), (wmin, wmax) = self._summary()
+        if wmin.size == 0:
+            return []
+        first, second = self._conflicts(addr, pid, lock, amin, amax, wmin, wmax)
+        groups: dict[tuple, Finding] = {}
+        bases, _ = self.memory._table()
+        apos = np.searchsorted(bases, addr[first], "right") - 1
+        for a, b, p in zip(first.tolist(), second.tolist(), apos.tolist()):
+            rec = self.memory.live(p)
+            key = (int(pc[a]), int(pc[b]), int(kind[b]), rec.id)
+            hit = groups.get(key)
+            if hit is None:
+                acc = [(int(pc[i]), int(pid[i]), _KIND_NAME[int(kind[i])]) for i in (a, b)]
+                groups[key] = Finding("race", acc, int(addr[a]), int(size[a]), rec.id, 1)
+            else:
+                hit.count += 1
+        return sorted(groups.values(), key=lambda f: f.addr)
+
+    # ---- the report ----------------------------------------------------------------------------
+    def tensor(self, addr: int, alloc_id: int) -> str:
+        """The kernel argument and allocation holding ``addr``."""
+        rec = self.memory.allocation(alloc_id)
+        inside = [(base, name) for name, base in self.pointers if rec.base <= base < max(rec.end, rec.base + 1)]
+        below = [(base, name) for base, name in inside if base <= addr]
+        arg = ""
+        if below:
+            base, name = max(below)
+            arg = f"argument '{name}' + {addr - base} bytes, "
+        elif inside:
+            arg = f"the allocation of argument '{min(inside)[1]}', "
+        return f"{arg}allocation {rec.describe()} at offset {addr - rec.base}"
+
+    def _line(self, pc: int, pid: int, kind: str) -> str:
+        return f"{kind} by program {tuple(self.coords(pid))} (id {pid}): {self.where(pc)}"
+
+    def _describe(self, f: Finding) -> str:
+        more = f" ({f.count} address units like it)" if f.count > 1 else ""
+        if f.kind == "race":
+            (pa, ia, ka), (pb, ib, kb) = f.accesses
+            head = (
+                f"race: {ka}/{kb} conflict on {f.size} byte(s) at {f.addr:#x}, {self.tensor(f.addr, f.alloc_id)}{more}"
+            )
+            fix = "make the accesses atomic (tl.atomic_*) or give each program its own addresses"
+            return "\n    ".join([head, self._line(pa, ia, ka), self._line(pb, ib, kb), f"fix: {fix}"])
+        ((pc, pid, kind),) = f.accesses
+        head = f"init: {kind} of {f.size} never-written byte(s) at {f.addr:#x}, {self.tensor(f.addr, f.alloc_id)}" + (
+            f" ({f.count} elements from this instruction)" if f.count > 1 else ""
+        )
+        fix = "write the tensor before a kernel reads it (torch.zeros/fill_ instead of torch.empty), or mask the read"
+        return "\n    ".join([head, self._line(pc, pid, kind), f"fix: {fix}"])
+
+    def findings(self) -> list[Finding]:
+        out = self._races() if self.race else []
+        for (pc, alloc_id), (count, addr, size, pid) in self._init.items():
+            kind = "atomic" if self.program.instrs[pc].mnemonic.startswith("atom.") else "read"
+            out.append(Finding("init", [(pc, pid, kind)], addr, size, alloc_id, count))
+        for f in out:
+            f.text = self._describe(f)
+        return out
+
+    def finish(self, kernel: str, grid) -> None:
+        """Raise SanitizerError listing the launch's findings, if any."""
+        found = self.findings()
+        self._chunks, self._init = [], {}
+        if not found:
+            return
+        shown = "\n".join(f"  {i + 1}. {f.text}" for i, f in enumerate(found[:SHOWN]))
+        rest = f"\n  ... and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
+        raise SanitizerError(
+            f"PLATE_SANITIZE: {len(found)} problem(s) in the launch of kernel '{kernel}' over grid {tuple(grid)}:\n"
+            f"{shown}{rest}",
+            findings=found,
+        )
