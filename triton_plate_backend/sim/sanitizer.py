@@ -13,8 +13,11 @@ lock. A program holds the lock at address L from its scalar atom.cas on L (the s
 ``while tl.atomic_cas(lock, 0, 1) == 1``) until its next atomic on L (``tl.atomic_xchg(lock, 0)``):
 the critical sections of one lock are ordered, whichever program enters first.
 
-Every access is recorded (address, size, program, pc, kind, lock held); when the record grows past
-``COMPACT_AT`` it is compacted to at most four representatives per address unit and lock (the plain
+Every access is recorded (address, size, program, pc, kind, lock held), and so is the byte span of
+each program's elements of each instruction. At the end of the launch, spans are clustered by
+overlap: only the accesses in a cluster with a plain write and two programs can conflict, and only
+those are sorted and compared (most kernels have none). When the record grows past ``COMPACT_AT`` it
+is compacted to at most four representatives per address unit and lock (the plain
 writes of the lowest and highest program, the accesses of the lowest and highest program), which
 decide the conflicts exactly. An address unit is the smallest element size an allocation is accessed
 with in the launch, so accesses of different sizes overlap correctly.
@@ -87,6 +90,7 @@ class Sanitizer:
         self.pointers = [(a.name, int(w)) for a, w in zip(program.args, args) if a.type == "ptr"]
         self._chunks: list[tuple] = []  # (addr, size, pid, pc, kind, lock) arrays of recorded accesses
         self._held: dict[int, int] = {}  # program id -> address of the lock it holds
+        self._spans: list[tuple] = []  # (lo, hi, pid, kind) of each program's elements of each access
         self._recorded = 0
         self._init: dict[tuple[int, int], list] = {}  # (pc, alloc id) -> [count, addr, size, pid]
         self._written_views: dict[tuple[int, int], np.ndarray] = {}
@@ -103,7 +107,10 @@ class Sanitizer:
             av, pv = flat.reshape(-1).copy(), np.repeat(pids, flat.shape[1])
         else:
             m = np.broadcast_to(np.asarray(mask, bool), addrs.shape).reshape(nprog, -1)
-            av, pv = flat[m], pids[np.nonzero(m)[0]]
+            if m.all():
+                av, pv = flat.reshape(-1).copy(), np.repeat(pids, flat.shape[1])
+            else:
+                av, pv = flat[m], pids[np.nonzero(m)[0]]
         if av.size == 0:
             return
         if self._tracked:
@@ -119,6 +126,9 @@ class Sanitizer:
             else:
                 locks = np.zeros(n, np.int64)
             self._chunks.append((av, sizes, pv.astype(np.int64), pcs, kinds, locks))
+            first = np.flatnonzero(np.concatenate(([True], pv[1:] != pv[:-1])))  # elements come in program order
+            lo, hi = np.minimum.reduceat(av, first), np.maximum.reduceat(av, first) + itemsize
+            self._spans.append((lo, hi, pv[first].astype(np.int64), np.full(first.size, kind, np.int8)))
             self._recorded += n
             if self._recorded >= COMPACT_AT:
                 self._compact()
@@ -143,8 +153,8 @@ class Sanitizer:
     def _by_allocation(self, av: np.ndarray):
         """(allocation, selector) for each poisoned allocation ``av`` touches."""
         bases, _ = self.memory._table()
-        pos = np.searchsorted(bases, av, "right") - 1
-        lo, hi = int(pos.min()), int(pos.max())
+        lo, hi = (int(x) for x in np.searchsorted(bases, [av.min(), av.max()], "right") - 1)
+        pos = None if lo == hi else np.searchsorted(bases, av, "right") - 1
         for p in range(lo, hi + 1) if hi - lo < 8 else np.unique(pos).tolist():
             rec = self.memory.live(p)
             if rec.written is None:
@@ -211,11 +221,11 @@ class Sanitizer:
         start = np.flatnonzero(new)
         return start, np.append(start[1:], key.size)[: start.size] - 1
 
-    def _summary(self):
+    def _summary(self, records):
         """The unit-split records and, per (address unit, lock): the record indices of the lowest and
         highest program over all accesses (amin, amax) and over plain writes (wmin, wmax); groups in
         (address, lock) order."""
-        addr, size, pid, pc, kind, lock = recs = self._units(*self._records())
+        addr, size, pid, pc, kind, lock = recs = self._units(*records)
         order = np.lexsort((pid, lock, addr))
         start, end = self._groups(addr[order], lock[order])
         wi = np.flatnonzero(kind == WRITE)
@@ -224,7 +234,7 @@ class Sanitizer:
         return recs, (order[start], order[end]), (worder[wstart], worder[wend])
 
     def _compact(self):
-        recs, (amin, amax), (wmin, wmax) = self._summary()
+        recs, (amin, amax), (wmin, wmax) = self._summary(self._records())
         keep = np.unique(np.concatenate([amin, amax, wmin, wmax]))
         self._chunks = [tuple(r[keep] for r in recs)]
         self._recorded = keep.size
@@ -270,10 +280,32 @@ class Sanitizer:
                             return int(ww), int(o)
         return None
 
+    def _suspects(self):
+        """The records in span clusters that hold a plain write and more than one program, or None."""
+        if not self._spans:
+            return None
+        lo, hi, pid, kind = (np.concatenate(c) for c in zip(*self._spans))
+        order = np.argsort(lo, kind="stable")
+        lo, hi, pid, kind = lo[order], hi[order], pid[order], kind[order]
+        reach = np.maximum.accumulate(hi)
+        start = np.flatnonzero(np.concatenate(([True], lo[1:] >= reach[:-1])))
+        two = np.minimum.reduceat(pid, start) != np.maximum.reduceat(pid, start)
+        wrote = np.maximum.reduceat((kind == WRITE).astype(np.int8), start) > 0
+        hot = np.flatnonzero(two & wrote)
+        if hot.size == 0:
+            return None
+        clo, chi = lo[start[hot]], np.maximum.reduceat(hi, start)[hot]
+        records = self._records()
+        addr = records[0]
+        k = np.searchsorted(clo, addr, "right") - 1
+        keep = (k >= 0) & (addr < chi[np.maximum(k, 0)])
+        return tuple(r[keep] for r in records)
+
     def _races(self) -> list[Finding]:
-        if self._records() is None:
+        records = self._suspects()
+        if records is None:
             return []
-        (addr, size, pid, pc, kind, lock), (amin, amax), (wmin, wmax) = self._summary()
+        (addr, size, pid, pc, kind, lock), (amin, amax), (wmin, wmax) = self._summary(records)
         if wmin.size == 0:
             return []
         first, second = self._conflicts(addr, pid, lock, amin, amax, wmin, wmax)
@@ -336,7 +368,7 @@ class Sanitizer:
     def finish(self, kernel: str, grid) -> None:
         """Raise SanitizerError listing the launch's findings, if any."""
         found = self.findings()
-        self._chunks, self._init = [], {}
+        self._chunks, self._spans, self._init = [], [], {}
         if not found:
             return
         shown = "\n".join(f"  {i + 1}. {f.text}" for i, f in enumerate(found[:SHOWN]))
