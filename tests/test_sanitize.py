@@ -88,6 +88,24 @@ def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
 
 
+@triton.jit
+def locked_sum_kernel(lock_ptr, acc_ptr, peek_ptr, PEEK: tl.constexpr):
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(acc_ptr, tl.load(acc_ptr) + 1)
+    tl.atomic_xchg(lock_ptr, 0)
+    if PEEK:
+        tl.store(peek_ptr + tl.program_id(0), tl.load(acc_ptr))  # outside the lock
+
+
+@triton.jit
+def write_word_read_byte_kernel(words_ptr, bytes_ptr, out_ptr):
+    if tl.program_id(0) == 0:
+        tl.store(words_ptr, 0x01020304)
+    else:
+        tl.store(out_ptr, tl.load(bytes_ptr + 2))
+
+
 # ---- the knob ------------------------------------------------------------------------------------------
 def test_knob_parses_modes(monkeypatch):
     monkeypatch.delenv("PLATE_SANITIZE", raising=False)
@@ -144,6 +162,42 @@ def test_no_race_for_atomics_disjoint_writes_and_own_data(sanitize):
     torch.testing.assert_close(x.cpu(), torch.arange(100, dtype=torch.float32) * 2 + 1)
     y = torch.empty(100, device="plate")
     copy_kernel[(4,)](x, y, 100, BLOCK=32)  # disjoint writes, masked-off lanes out of range
+
+
+def test_critical_sections_of_one_lock_do_not_race(sanitize):
+    sanitize("race")
+    lock = torch.zeros(1, dtype=torch.int32, device="plate")
+    acc = torch.zeros(1, dtype=torch.int32, device="plate")
+    peek = torch.zeros(4, dtype=torch.int32, device="plate")
+    locked_sum_kernel[(4,)](lock, acc, peek, PEEK=False)
+    assert acc.item() == 4
+    with pytest.raises(SanitizerError) as err:  # a read outside the lock races with the writes inside it
+        locked_sum_kernel[(4,)](lock, acc, peek, PEEK=True)
+    (f,) = err.value.findings
+    assert [k for _, _, k in f.accesses] == ["write", "read"] and "argument 'acc_ptr'" in f.text
+    assert _line_of(locked_sum_kernel, "tl.store(peek_ptr") in f.text
+
+
+def test_accesses_of_different_sizes_overlap(sanitize):
+    sanitize("race")
+    words = torch.zeros(4, dtype=torch.int32, device="plate")
+    out = torch.zeros(1, dtype=torch.uint8, device="plate")
+    with pytest.raises(SanitizerError) as err:
+        write_word_read_byte_kernel[(2,)](words, words.view(torch.uint8), out)
+    (f,) = err.value.findings
+    assert f.addr == words.data_ptr() + 2 and f.size == 1 and "argument 'words_ptr' + 2 bytes" in f.text
+
+
+def test_compaction_keeps_the_findings(sanitize, monkeypatch):
+    from triton_plate_backend.sim import sanitizer
+
+    sanitize("race")
+    x = torch.zeros(64, device="plate")
+    y = torch.zeros(64, device="plate")
+    monkeypatch.setattr(sanitizer, "COMPACT_AT", 8)
+    with pytest.raises(SanitizerError) as err:
+        read_neighbour_kernel[(4,)](x, y, BLOCK=16)
+    assert sum(f.count for f in err.value.findings) == 64
 
 
 def test_no_race_across_launches(sanitize):
@@ -210,21 +264,39 @@ def test_int_poison_and_partial_write(sanitize):
     assert "program (1, 0, 0)" in str(err.value)
 
 
-@pytest.mark.parametrize("write", ["copy_", "fill_", "zero_", "index"])
+@pytest.mark.parametrize("write", ["copy_", "fill_", "zero_", "index", "zeros", "randn", "full", "to", "clone"])
 def test_torch_writes_initialise(sanitize, write):
     sanitize("init")
-    x = torch.empty(100, device="plate")
+    make = {
+        "zeros": lambda: torch.zeros(100, device="plate"),
+        "randn": lambda: torch.randn(100, device="plate"),
+        "full": lambda: torch.full((100,), -1.0, device="plate"),
+        "to": lambda: torch.arange(100, dtype=torch.float32).to("plate"),
+        "clone": lambda: torch.arange(100, dtype=torch.float32).to("plate").clone(),
+    }
+    x = make[write]() if write in make else torch.empty(100, device="plate")
     if write == "copy_":
         x.copy_(torch.arange(100, dtype=torch.float32))
     elif write == "fill_":
         x.fill_(-1.0)
     elif write == "zero_":
         x.zero_()
-    else:
+    elif write == "index":
         x[:] = torch.full((100,), float("nan"))  # a NaN write still counts as a write
     y = torch.empty(100, device="plate")
     copy_kernel[(4,)](x, y, 100, BLOCK=32)
     torch.testing.assert_close(y.cpu(), x.cpu(), equal_nan=True)
+
+
+def test_host_writes_that_store_the_poison_bytes_count(sanitize):
+    sanitize("init")
+    x = torch.empty(100, dtype=torch.int32, device="plate")
+    x.fill_(-1)  # exactly the poison bytes: only the torch device's report tells it from no write
+    y = torch.empty(100, dtype=torch.int32, device="plate")
+    copy_kernel[(4,)](x, y, 100, BLOCK=32)
+    storage = torch.empty(0, dtype=torch.int32, device="plate")
+    storage.set_(x.untyped_storage().clone())  # Storage copies go through the allocator's copy_data
+    copy_kernel[(4,)](storage, y, 100, BLOCK=32)
 
 
 def test_kernel_store_initialises_for_the_next_launch(sanitize):
@@ -250,6 +322,15 @@ def test_allocations_made_before_init_mode_count_as_written(sanitize):
     y = torch.empty(100, device="plate")
     copy_kernel[(4,)](x, y, 100, BLOCK=32)
     assert (y.cpu() == 0).all()
+
+
+def test_plate_run_sanitize_option(monkeypatch, capsys):
+    from triton_plate_backend.run_example import main
+
+    monkeypatch.delenv("PLATE_SANITIZE", raising=False)
+    assert main(["--sanitize", "race,bogus", os.path.join(REPO, "examples", "vector_add.py")]) == 2
+    assert "unknown mode(s) bogus" in capsys.readouterr().err
+    assert "PLATE_SANITIZE" not in os.environ  # rejected before anything ran
 
 
 # ---- the memory layer -----------------------------------------------------------------------------------
