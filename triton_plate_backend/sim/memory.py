@@ -402,6 +402,12 @@ class DeviceMemory:
     def live(self, position: int) -> Allocation:
         return self._live[position]
 
+    def positions(self, addrs: np.ndarray) -> np.ndarray:
+        """Live-table position of the allocation holding each byte address, for addresses already
+        checked (``locate``); the position below, or -1, for others."""
+        bases, _ = self._table()
+        return np.searchsorted(bases, addrs, "right") - 1
+
     # ---- host-side copies (the device's memcpy) -------------------------------------------------
     def view(self, addr: int, nbytes: int) -> np.ndarray:
         """uint8 view of device bytes [addr, addr + nbytes), which must lie in one live allocation."""

@@ -26,8 +26,8 @@ init: a kernel read (a load, gather or atomic) of an element of a poisoned alloc
 (``DeviceMemory.alloc(poison=True)``) that was never written since allocation, and still holds the
 poison bytes, is a finding. Kernel stores and atomics mark their bytes written; so do host writes
 that reach ``DeviceMemory.mark_written`` (torch copies and in-place ops through the torch device). A
-write from anywhere else that changed the bytes is seen by the content check (still POISON?); one that
-wrote exactly the poison bytes is not, and reads back as never written.
+write from anywhere else is seen when it changed the bytes (the check also requires them to still
+hold the poison); one that wrote exactly the poison bytes reads back as never written.
 
 Findings are collected for the whole launch; ``finish`` raises one SanitizerError listing the first
 ``SHOWN`` of them, each with the instruction, source line and program of both accesses (race) or of
@@ -93,8 +93,7 @@ class Sanitizer:
         self._spans: list[tuple] = []  # (lo, hi, pid, kind) of each program's elements of each access
         self._recorded = 0
         self._init: dict[tuple[int, int], list] = {}  # (pc, alloc id) -> [count, addr, size, pid]
-        self._written_views: dict[tuple[int, int], np.ndarray] = {}
-        self._tracked = self.init and any(r.written is not None for r in memory._live)
+        self._tracked = self.init and any(r.written is not None for r in memory.allocations)
 
     # ---- recording ---------------------------------------------------------------------------
     def access(self, pc: int, pids: np.ndarray, addrs, mask, itemsize: int, kind: int) -> None:
@@ -152,9 +151,8 @@ class Sanitizer:
     # ---- init --------------------------------------------------------------------------------
     def _by_allocation(self, av: np.ndarray):
         """(allocation, selector) for each poisoned allocation ``av`` touches."""
-        bases, _ = self.memory._table()
-        lo, hi = (int(x) for x in np.searchsorted(bases, [av.min(), av.max()], "right") - 1)
-        pos = None if lo == hi else np.searchsorted(bases, av, "right") - 1
+        lo, hi = self.memory.positions(np.array([av.min(), av.max()])).tolist()
+        pos = None if lo == hi else self.memory.positions(av)
         for p in range(lo, hi + 1) if hi - lo < 8 else np.unique(pos).tolist():
             rec = self.memory.live(p)
             if rec.written is None:
@@ -200,9 +198,8 @@ class Sanitizer:
 
     def _units(self, addr, size, pid, pc, kind, lock):
         """Records split into address units: the smallest element size per allocation."""
-        bases, _ = self.memory._table()
-        pos = np.searchsorted(bases, addr, "right") - 1
-        unit = np.full(len(bases), 8, np.int8)
+        pos = self.memory.positions(addr)
+        unit = np.full(int(pos.max()) + 1, 8, np.int8)
         np.minimum.at(unit, pos, size)
         u = unit[pos]
         parts = (size // u).astype(np.int64)
@@ -310,8 +307,7 @@ class Sanitizer:
             return []
         first, second = self._conflicts(addr, pid, lock, amin, amax, wmin, wmax)
         groups: dict[tuple, Finding] = {}
-        bases, _ = self.memory._table()
-        apos = np.searchsorted(bases, addr[first], "right") - 1
+        apos = self.memory.positions(addr[first])
         for a, b, p in zip(first.tolist(), second.tolist(), apos.tolist()):
             rec = self.memory.live(p)
             key = (int(pc[a]), int(pc[b]), int(kind[b]), rec.id)
