@@ -66,3 +66,16 @@ def test_init_reports_never_written_inputs(vec_add):
     mem.write_bytes(y.base, np.ones(n, np.float32).tobytes())
     execute(vec_add, 2, [x.base, y.base, o.base, n], mem, sanitize={"init"})
     assert (o.view.view(np.float32) == 2).all()
+
+
+def test_init_reports_an_element_with_some_bytes_never_written(vec_add):
+    mem = DeviceMemory("plate-mini")
+    n = BLOCK
+    x, y, o = _arrays(mem, n, poison=True)
+    mem.write_bytes(x.base, np.ones(n, np.float32).tobytes())
+    mem.write_bytes(y.base + 4, np.ones(n - 1, np.float32).tobytes())
+    mem.write_bytes(y.base, b"\x00\x00")  # half of element 0: its other two bytes still hold the poison
+    with pytest.raises(SanitizerError) as err:
+        execute(vec_add, 1, [x.base, y.base, o.base, n], mem, sanitize={"init"})
+    (f,) = err.value.findings
+    assert f.addr == y.base and f.count == 1

@@ -23,8 +23,8 @@ decide the conflicts exactly. An address unit is the smallest element size an al
 with in the launch, so accesses of different sizes overlap correctly.
 
 init: a kernel read (a load, gather or atomic) of an element of a poisoned allocation
-(``DeviceMemory.alloc(poison=True)``) that was never written since allocation, and still holds the
-poison bytes, is a finding. Kernel stores and atomics mark their bytes written; so do host writes
+(``DeviceMemory.alloc(poison=True)``) with a byte never written since allocation that still holds
+the poison is a finding. Kernel stores and atomics mark their bytes written; so do host writes
 that reach ``DeviceMemory.mark_written`` (torch copies and in-place ops through the torch device). A
 write from anywhere else is seen when it changed the bytes (the check also requires them to still
 hold the poison); one that wrote exactly the poison bytes reads back as never written.
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SanitizerError
+from ..errors import SanitizerError, SimulatorError
 from .memory import POISON, DeviceMemory
 
 MODES = ("race", "init")
@@ -49,7 +49,6 @@ COMPACT_AT = 1 << 22  # recorded element accesses that trigger a compaction
 READ, WRITE, ATOMIC = 0, 1, 2
 _KIND_NAME = {READ: "read", WRITE: "write", ATOMIC: "atomic"}
 _ONES = {n: np.frombuffer(bytes([1]) * n, f"u{n}")[0] for n in (1, 2, 4, 8)}  # a fully written element
-_POISONED = {n: np.frombuffer(bytes([POISON]) * n, f"u{n}")[0] for n in (1, 2, 4, 8)}
 
 
 @dataclass
@@ -84,7 +83,7 @@ class Sanitizer:
     def __init__(self, modes, memory: DeviceMemory, program, args, where, coords):
         unknown = set(modes) - set(MODES)
         if unknown:
-            raise ValueError(f"sanitizer modes {sorted(unknown)}: expected some of {', '.join(MODES)}")
+            raise SimulatorError(f"sanitizer modes {sorted(unknown)}: expected some of {', '.join(MODES)}")
         self.race, self.init = "race" in modes, "init" in modes
         self.memory, self.program, self.where, self.coords = memory, program, where, coords
         self.pointers = [(a.name, int(w)) for a, w in zip(program.args, args) if a.type == "ptr"]
@@ -160,20 +159,20 @@ class Sanitizer:
             sel = slice(None) if lo == hi else pos == p
             yield rec, sel
 
-    def _words(self, rec, itemsize: int, of_written: bool) -> np.ndarray:
-        """The allocation's written map (or its bytes) as itemsize-byte words."""
-        n = rec.nbytes // itemsize * itemsize
-        src = rec.written if of_written else rec.view
-        return src[:n].view(f"u{itemsize}")
+    @staticmethod
+    def _written_words(rec, itemsize: int) -> np.ndarray:
+        """The allocation's written map as itemsize-byte words (_ONES: every byte written)."""
+        return rec.written[: rec.nbytes // itemsize * itemsize].view(f"u{itemsize}")
 
     def _check_init(self, pc, av, pv, itemsize):
         for rec, sel in self._by_allocation(av):
             idx = (av[sel] - rec.base) // itemsize  # owned buffers are 256-aligned: elements are aligned
-            unwritten = self._words(rec, itemsize, True)[idx] != _ONES[itemsize]
+            unwritten = self._written_words(rec, itemsize)[idx] != _ONES[itemsize]
             if not unwritten.any():
                 continue
             bad = np.flatnonzero(unwritten)
-            bad = bad[self._words(rec, itemsize, False)[idx[bad]] == _POISONED[itemsize]]
+            byte = (idx[bad] * itemsize)[:, None] + np.arange(itemsize)  # a byte never written, still poison
+            bad = bad[((rec.written[byte] == 0) & (rec.view[byte] == POISON)).any(axis=1)]
             if bad.size == 0:
                 continue
             key = (pc, rec.id)
@@ -186,7 +185,7 @@ class Sanitizer:
 
     def _mark(self, av, itemsize):
         for rec, sel in self._by_allocation(av):
-            self._words(rec, itemsize, True)[(av[sel] - rec.base) // itemsize] = _ONES[itemsize]
+            self._written_words(rec, itemsize)[(av[sel] - rec.base) // itemsize] = _ONES[itemsize]
 
     # ---- race --------------------------------------------------------------------------------
     def _records(self):
