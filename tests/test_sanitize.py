@@ -99,6 +99,16 @@ def locked_sum_kernel(lock_ptr, acc_ptr, peek_ptr, PEEK: tl.constexpr):
 
 
 @triton.jit
+def count_then_read_kernel(count_ptr, out_ptr, ATOMIC_READ: tl.constexpr):
+    tl.atomic_add(count_ptr, 1)
+    if ATOMIC_READ:
+        seen = tl.atomic_add(count_ptr, 0)
+    else:
+        seen = tl.load(count_ptr)
+    tl.store(out_ptr + tl.program_id(0), seen)
+
+
+@triton.jit
 def write_word_read_byte_kernel(words_ptr, bytes_ptr, out_ptr):
     if tl.program_id(0) == 0:
         tl.store(words_ptr, 0x01020304)
@@ -162,6 +172,18 @@ def test_no_race_for_atomics_disjoint_writes_and_own_data(sanitize):
     torch.testing.assert_close(x.cpu(), torch.arange(100, dtype=torch.float32) * 2 + 1)
     y = torch.empty(100, device="plate")
     copy_kernel[(4,)](x, y, 100, BLOCK=32)  # disjoint writes, masked-off lanes out of range
+
+
+def test_plain_read_of_an_atomic_counter_races(sanitize):
+    sanitize("race")
+    count = torch.zeros(1, dtype=torch.int32, device="plate")
+    out = torch.zeros(4, dtype=torch.int32, device="plate")
+    count_then_read_kernel[(4,)](count, out, ATOMIC_READ=True)  # atomics against atomics
+    with pytest.raises(SanitizerError) as err:
+        count_then_read_kernel[(4,)](count, out, ATOMIC_READ=False)
+    (f,) = err.value.findings
+    assert [k for _, _, k in f.accesses] == ["atomic", "read"] and "race: atomic/read conflict" in f.text
+    assert _line_of(count_then_read_kernel, "seen = tl.load(count_ptr)") in f.text
 
 
 def test_critical_sections_of_one_lock_do_not_race(sanitize):

@@ -79,3 +79,38 @@ def test_init_reports_an_element_with_some_bytes_never_written(vec_add):
         execute(vec_add, 1, [x.base, y.base, o.base, n], mem, sanitize={"init"})
     (f,) = err.value.findings
     assert f.addr == y.base and f.count == 1
+
+
+@pytest.mark.parametrize("compact_at", [1 << 22, 7])
+@pytest.mark.parametrize("seed", range(6))
+def test_racy_bytes_match_a_pairwise_reference(monkeypatch, seed, compact_at):
+    """Random accesses (sizes 1 and 4, four programs, reads / writes / atomics, some under a lock)
+    give exactly the racy bytes a comparison of every pair of accesses finds."""
+    from triton_plate_backend.isa.program import Program
+    from triton_plate_backend.sim import sanitizer
+    from triton_plate_backend.sim.sanitizer import ATOMIC, READ, WRITE, Sanitizer
+
+    monkeypatch.setattr(sanitizer, "COMPACT_AT", compact_at)
+    rng = np.random.default_rng(seed)
+    mem = DeviceMemory("plate-mini")
+    buf = mem.alloc(32)
+    san = Sanitizer({"race"}, mem, Program("k"), [], lambda pc: f"pc {pc}", lambda pid: (pid, 0, 0))
+    accesses = []
+    for pc in range(40):
+        size = int(rng.choice([1, 4]))
+        pid, kind, lock = int(rng.integers(4)), int(rng.choice([READ, WRITE, ATOMIC])), int(rng.choice([0, 0, 7]))
+        addr = buf.base + size * int(rng.integers(32 // size))
+        san._held = {pid: lock} if lock else {}
+        san.access(pc, np.array([pid]), np.array([[addr]]), None, size, kind)
+        accesses.append((addr, size, pid, kind, lock))
+    racy = set()
+    for i, (a1, s1, p1, k1, l1) in enumerate(accesses):
+        for a2, s2, p2, k2, l2 in accesses[i + 1 :]:
+            kinds = {k1, k2}
+            conflict = WRITE in kinds or kinds == {ATOMIC, READ}
+            if p1 != p2 and conflict and not (l1 == l2 != 0):
+                racy |= set(range(max(a1, a2), min(a1 + s1, a2 + s2)))
+    found = san.findings()
+    unit = 1 if any(s == 1 for _, s, *_ in accesses) else 4
+    assert sum(f.count for f in found) * unit == len(racy)
+    assert all(f.addr in racy for f in found)

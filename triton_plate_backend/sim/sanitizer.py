@@ -4,10 +4,11 @@ The executor hands every memory instruction's element accesses here (``access``)
 size of each element, the program that made it and the pc. Masked-off elements are not accesses.
 
 race: two accesses of one launch CONFLICT when they touch a common byte, come from different programs,
-and at least one of them is a plain (non-atomic) write. The simulator runs programs in its own order,
+and they are not both atomics while one of them writes: a plain write against anything, an atomic
+against a plain read. The simulator runs programs in its own order,
 not the hardware's, so the order of the two does not matter: without atomics nothing orders programs of
 one launch (``tl.debug_barrier`` and fences order one program's accesses only). Not conflicts: a program
-reading or rewriting its own bytes; atomics against atomics; an atomic against a plain read; accesses
+reading or rewriting its own bytes; atomics against atomics; plain reads against plain reads; accesses
 of different launches (the kernel boundary orders them); two accesses made while holding the same
 lock. A program holds the lock at address L from its scalar atom.cas on L (the spin of
 ``while tl.atomic_cas(lock, 0, 1) == 1``) until its next atomic on L (``tl.atomic_xchg(lock, 0)``):
@@ -15,11 +16,11 @@ the critical sections of one lock are ordered, whichever program enters first.
 
 Every access is recorded (address, size, program, pc, kind, lock held), and so is the byte span of
 each program's elements of each instruction. At the end of the launch, spans are clustered by
-overlap: only the accesses in a cluster with a plain write and two programs can conflict, and only
-those are sorted and compared (most kernels have none). When the record grows past ``COMPACT_AT`` it
-is compacted to at most four representatives per address unit and lock (the plain
-writes of the lowest and highest program, the accesses of the lowest and highest program), which
-decide the conflicts exactly. An address unit is the smallest element size an allocation is accessed
+overlap: only the accesses in a cluster of two programs with a plain write (or an atomic and a plain
+read) can conflict, and only those are sorted and compared (most kernels have none). When the record
+grows past ``COMPACT_AT`` it is compacted to at most six representatives per address unit and lock
+(the reads, the plain writes and the atomics of the lowest and the highest program), which decide the
+conflicts exactly. An address unit is the smallest element size an allocation is accessed
 with in the launch, so accesses of different sizes overlap correctly.
 
 init: a kernel read (a load, gather or atomic) of an element of a poisoned allocation
@@ -48,6 +49,8 @@ SHOWN = 10  # findings listed in a SanitizerError
 COMPACT_AT = 1 << 22  # recorded element accesses that trigger a compaction
 READ, WRITE, ATOMIC = 0, 1, 2
 _KIND_NAME = {READ: "read", WRITE: "write", ATOMIC: "atomic"}
+# kinds that conflict between programs, the first one written by the report's first access
+_CONFLICTING = ((WRITE, WRITE), (WRITE, READ), (WRITE, ATOMIC), (ATOMIC, READ))
 _ONES = {n: np.frombuffer(bytes([1]) * n, f"u{n}")[0] for n in (1, 2, 4, 8)}  # a fully written element
 
 
@@ -64,16 +67,6 @@ class Finding:
     alloc_id: int
     count: int
     text: str = ""
-
-
-def _group_of(ga, gl, wa, wl) -> np.ndarray:
-    """Index in the (ga, gl) groups (sorted by address, then lock) of each (wa, wl), all present."""
-    idx = np.searchsorted(ga, wa, "left")
-    off = gl[idx] != wl
-    while off.any():  # several locks on one unit: step along its groups
-        idx[off] += 1
-        off[off] = gl[idx[off]] != wl[off]
-    return idx
 
 
 class Sanitizer:
@@ -208,72 +201,57 @@ class Sanitizer:
         step = np.arange(rep.size) - np.repeat(np.cumsum(parts) - parts, parts)
         return addr[rep] + step * u[rep], u[rep], pid[rep], pc[rep], kind[rep], lock[rep]
 
-    @staticmethod
-    def _groups(key: np.ndarray, key2: np.ndarray):
-        """Start and end (inclusive) of each run of equal (key, key2) in sorted order."""
-        new = np.ones(key.size, bool)
-        np.not_equal(key[1:], key[:-1], out=new[1:])
-        new[1:] |= key2[1:] != key2[:-1]
-        start = np.flatnonzero(new)
-        return start, np.append(start[1:], key.size)[: start.size] - 1
-
     def _summary(self, records):
-        """The unit-split records and, per (address unit, lock): the record indices of the lowest and
-        highest program over all accesses (amin, amax) and over plain writes (wmin, wmax); groups in
-        (address, lock) order."""
+        """The unit-split records, the (address unit, lock) groups they form (sorted), and ``reps``
+        [groups, 3 kinds, 2]: the record index of the lowest and highest program of each kind (READ,
+        WRITE, ATOMIC) in each group, -1 where the group has none of that kind."""
         addr, size, pid, pc, kind, lock = recs = self._units(*records)
-        order = np.lexsort((pid, lock, addr))
-        start, end = self._groups(addr[order], lock[order])
-        wi = np.flatnonzero(kind == WRITE)
-        worder = wi[np.lexsort((pid[wi], lock[wi], addr[wi]))]
-        wstart, wend = self._groups(addr[worder], lock[worder])
-        return recs, (order[start], order[end]), (worder[wstart], worder[wend])
+        order = np.lexsort((pid, kind, lock, addr))
+        a, lk, k = addr[order], lock[order], kind[order]
+        same = (a[1:] == a[:-1]) & (lk[1:] == lk[:-1])
+        run = np.flatnonzero(np.concatenate(([True], ~same | (k[1:] != k[:-1]))))  # (unit, lock, kind) runs
+        last = np.append(run[1:], a.size) - 1
+        group = np.cumsum(np.concatenate(([True], ~same)))[run] - 1
+        reps = np.full((int(group[-1]) + 1, 3, 2), -1, np.int64)
+        reps[group, k[run], 0] = order[run]
+        reps[group, k[run], 1] = order[last]
+        first = run[np.concatenate(([True], group[1:] != group[:-1]))]
+        return recs, (a[first], lk[first]), reps
 
     def _compact(self):
-        recs, (amin, amax), (wmin, wmax) = self._summary(self._records())
-        keep = np.unique(np.concatenate([amin, amax, wmin, wmax]))
+        recs, _, reps = self._summary(self._records())
+        keep = np.unique(reps[reps >= 0])
         self._chunks = [tuple(r[keep] for r in recs)]
         self._recorded = keep.size
 
-    def _conflicts(self, addr, pid, lock, amin, amax, wmin, wmax):
-        """(plain write, conflicting access) record index pairs, one per racy address unit."""
-        # in the same (unit, lock) group: only without a lock
-        gi = _group_of(addr[amin], lock[amin], addr[wmin], lock[wmin])  # the all-access group of each written one
-        lo, hi, p0 = amin[gi], amax[gi], pid[wmin]
-        other = np.where(pid[wmax] != p0, wmax, np.where(pid[lo] != p0, lo, hi))
-        same = (pid[other] != p0) & (lock[wmin] == 0)
-        first, second = list(wmin[same]), list(other[same])
-        done = set(addr[wmin[same]].tolist())
-        # across groups of one unit (different locks, or a lock and none): any two programs
-        ga = addr[amin]
-        multi = np.flatnonzero(ga[1:] == ga[:-1])
-        if multi.size:
-            wg = {(int(addr[w]), int(lock[w])): (int(w), int(x)) for w, x in zip(wmin, wmax)}
-            units = np.unique(ga[multi]).tolist()
-            span = np.searchsorted(ga, units, "left"), np.searchsorted(ga, units, "right")
-            for unit, s, e in zip(units, *span):
-                if unit in done:
-                    continue
-                hit = self._across(unit, range(s, e), wg, pid, lock, amin, amax)
-                if hit is not None:
-                    first.append(hit[0])
-                    second.append(hit[1])
-        return np.asarray(first, np.int64), np.asarray(second, np.int64)
+    @staticmethod
+    def _conflicts(pid, glock, reps):
+        """(first, second) record index pairs, one per racy address unit: a plain write (or an atomic)
+        and a conflicting access of another program. Within a group only without a lock; across the
+        groups of one unit (different locks, or a lock and none) always."""
+        first, second = np.full(len(reps), -1, np.int64), np.full(len(reps), -1, np.int64)
+        free = glock == 0
+        for k1, k2 in _CONFLICTING:
+            x, y = reps[:, k1], reps[:, k2]
+            open_ = free & (first < 0) & (x[:, 0] >= 0) & (y[:, 0] >= 0)
+            for i, j in ((0, 0), (0, 1), (1, 0)):
+                hit = open_ & (pid[x[:, i]] != pid[y[:, j]])
+                first[hit], second[hit] = x[hit, i], y[hit, j]
+                open_ &= ~hit
+        return first, second
 
     @staticmethod
-    def _across(unit, groups, wg, pid, lock, amin, amax):
-        """A plain write of one lock group of ``unit`` and an access of another by a different program."""
+    def _across(groups, pid, reps):
+        """A conflicting pair of accesses from two different groups of one unit, or None."""
         for g in groups:
-            w = wg.get((unit, int(lock[amin[g]])))
-            if w is None:
-                continue
             for h in groups:
-                if h == g:
+                if g == h:
                     continue
-                for ww in w:
-                    for o in (amin[h], amax[h]):
-                        if pid[o] != pid[ww]:
-                            return int(ww), int(o)
+                for k1, k2 in _CONFLICTING:
+                    for x in reps[g, k1]:
+                        for y in reps[h, k2]:
+                            if x >= 0 and y >= 0 and pid[x] != pid[y]:
+                                return int(x), int(y)
         return None
 
     def _suspects(self):
@@ -286,8 +264,8 @@ class Sanitizer:
         reach = np.maximum.accumulate(hi)
         start = np.flatnonzero(np.concatenate(([True], lo[1:] >= reach[:-1])))
         two = np.minimum.reduceat(pid, start) != np.maximum.reduceat(pid, start)
-        wrote = np.maximum.reduceat((kind == WRITE).astype(np.int8), start) > 0
-        hot = np.flatnonzero(two & wrote)
+        has = [np.maximum.reduceat((kind == k).astype(np.int8), start) > 0 for k in (READ, WRITE, ATOMIC)]
+        hot = np.flatnonzero(two & (has[WRITE] | (has[ATOMIC] & has[READ])))
         if hot.size == 0:
             return None
         clo, chi = lo[start[hot]], np.maximum.reduceat(hi, start)[hot]
@@ -301,10 +279,20 @@ class Sanitizer:
         records = self._suspects()
         if records is None:
             return []
-        (addr, size, pid, pc, kind, lock), (amin, amax), (wmin, wmax) = self._summary(records)
-        if wmin.size == 0:
-            return []
-        first, second = self._conflicts(addr, pid, lock, amin, amax, wmin, wmax)
+        (addr, size, pid, pc, kind, lock), (gaddr, glock), reps = self._summary(records)
+        first, second = self._conflicts(pid, glock, reps)
+        multi = np.flatnonzero(gaddr[1:] == gaddr[:-1])  # units with several lock groups
+        if multi.size:
+            units = np.unique(gaddr[multi])
+            lo, hi = np.searchsorted(gaddr, units, "left"), np.searchsorted(gaddr, units, "right")
+            for s, e in zip(lo.tolist(), hi.tolist()):
+                if (first[s:e] >= 0).any():
+                    continue
+                hit = self._across(range(s, e), pid, reps)
+                if hit is not None:
+                    first[s], second[s] = hit
+        racy = first >= 0
+        first, second = first[racy], second[racy]
         groups: dict[tuple, Finding] = {}
         apos = self.memory.positions(addr[first])
         for a, b, p in zip(first.tolist(), second.tolist(), apos.tolist()):
