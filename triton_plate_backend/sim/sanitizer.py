@@ -80,7 +80,8 @@ class Sanitizer:
         self.race, self.init = "race" in modes, "init" in modes
         self.memory, self.program, self.where, self.coords = memory, program, where, coords
         self.pointers = [(a.name, int(w)) for a, w in zip(program.args, args) if a.type == "ptr"]
-        self._chunks: list[tuple] = []  # (addr, size, pid, pc, kind, lock) arrays of recorded accesses
+        self._chunks: list[tuple] = []  # accesses as recorded: (addr, programs, size, pc, kind, locks)
+        self._kept = None  # accesses as arrays, one entry per element: (addr, size, pid, pc, kind, lock)
         self._held: dict[int, int] = {}  # program id -> address of the lock it holds
         self._spans: list[tuple] = []  # (lo, hi, pid, kind) of each program's elements of each access
         self._recorded = 0
@@ -88,41 +89,53 @@ class Sanitizer:
         self._tracked = self.init and any(r.written is not None for r in memory.allocations)
 
     # ---- recording ---------------------------------------------------------------------------
-    def access(self, pc: int, pids: np.ndarray, addrs, mask, itemsize: int, kind: int) -> None:
+    def access(self, pc: int, pids: np.ndarray, addrs, mask, itemsize: int, kind: int, owned: bool = False) -> None:
         """Element accesses of one instruction: ``addrs`` [P, ...] byte addresses of programs ``pids``
-        [P], ``mask`` (broadcastable bool, or None) selects the elements accessed."""
+        [P], ``mask`` (broadcastable bool, or None) selects the elements accessed. ``owned``: ``addrs``
+        is a fresh array the sanitizer may keep (otherwise it copies what it keeps)."""
         addrs = np.asarray(addrs, np.int64)
         nprog = addrs.shape[0]
         flat = addrs.reshape(nprog, -1)
-        if mask is None:
-            av, pv = flat.reshape(-1).copy(), np.repeat(pids, flat.shape[1])
+        m = None if mask is None else np.broadcast_to(np.asarray(mask, bool), addrs.shape).reshape(nprog, -1)
+        if m is None or m.all():
+            av, rows = flat.reshape(-1), None  # element j belongs to program row j // columns
         else:
-            m = np.broadcast_to(np.asarray(mask, bool), addrs.shape).reshape(nprog, -1)
-            if m.all():
-                av, pv = flat.reshape(-1).copy(), np.repeat(pids, flat.shape[1])
-            else:
-                av, pv = flat[m], pids[np.nonzero(m)[0]]
+            av, rows = flat[m], np.nonzero(m)[0]
         if av.size == 0:
             return
+
+        def pids_of(j):
+            return pids[j // flat.shape[1]] if rows is None else pids[rows[j]]
+
         if self._tracked:
             if kind != WRITE:
-                self._check_init(pc, av, pv, itemsize)
+                self._check_init(pc, av, pids_of, itemsize)
             if kind != READ:
                 self._mark(av, itemsize)
         if self.race:
-            n = av.size
-            sizes, pcs, kinds = np.full(n, itemsize, np.int8), np.full(n, pc, np.int32), np.full(n, kind, np.int8)
-            if self._held:
-                locks = np.fromiter((self._held.get(p, 0) for p in pv.tolist()), np.int64, n)
-            else:
-                locks = np.zeros(n, np.int64)
-            self._chunks.append((av, sizes, pv.astype(np.int64), pcs, kinds, locks))
-            first = np.flatnonzero(np.concatenate(([True], pv[1:] != pv[:-1])))  # elements come in program order
-            lo, hi = np.minimum.reduceat(av, first), np.maximum.reduceat(av, first) + itemsize
-            self._spans.append((lo, hi, pv[first].astype(np.int64), np.full(first.size, kind, np.int8)))
-            self._recorded += n
-            if self._recorded >= COMPACT_AT:
-                self._compact()
+            self._record(pc, pids, flat, av, rows, itemsize, kind, owned)
+
+    def _record(self, pc, pids, flat, av, rows, itemsize, kind, owned):
+        """Keep the accesses (the program of each element stays implicit until the end) and each
+        program's byte span."""
+        pids = np.array(pids, np.int64)  # a copy: kept until the end of the launch
+        if rows is None:  # every element: programs in rows of flat
+            av = av if owned else av.copy()
+            who = (pids, flat.shape[1])
+            lo, hi, span_pids = flat.min(axis=1), flat.max(axis=1) + itemsize, pids
+        else:  # elements come in program order
+            first = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+            who = pids[rows]
+            lo, hi, span_pids = np.minimum.reduceat(av, first), np.maximum.reduceat(av, first) + itemsize, who[first]
+        locks = None
+        if self._held:
+            held = np.array([self._held.get(p, 0) for p in pids.tolist()], np.int64)
+            locks = held.repeat(flat.shape[1]) if rows is None else held[rows]
+        self._chunks.append((av, who, itemsize, pc, kind, locks))
+        self._spans.append((lo, hi, span_pids, np.full(lo.size, kind, np.int8)))
+        self._recorded += av.size
+        if self._recorded >= COMPACT_AT:
+            self._compact()
 
     def atomic(self, pids: np.ndarray, addrs, mask, cas: bool) -> None:
         """Lock bookkeeping after an atomic (already reported by ``access``): a scalar CAS takes the lock
@@ -157,7 +170,7 @@ class Sanitizer:
         """The allocation's written map as itemsize-byte words (_ONES: every byte written)."""
         return rec.written[: rec.nbytes // itemsize * itemsize].view(f"u{itemsize}")
 
-    def _check_init(self, pc, av, pv, itemsize):
+    def _check_init(self, pc, av, pids_of, itemsize):
         for rec, sel in self._by_allocation(av):
             idx = (av[sel] - rec.base) // itemsize  # owned buffers are 256-aligned: elements are aligned
             unwritten = self._written_words(rec, itemsize)[idx] != _ONES[itemsize]
@@ -171,8 +184,8 @@ class Sanitizer:
             key = (pc, rec.id)
             hit = self._init.get(key)
             if hit is None:
-                first = int(bad[0])
-                self._init[key] = [bad.size, int(av[sel][first]), itemsize, int(pv[sel][first])]
+                first = int(bad[0]) if isinstance(sel, slice) else int(np.flatnonzero(sel)[bad[0]])
+                self._init[key] = [bad.size, int(av[first]), itemsize, int(pids_of(first))]
             else:
                 hit[0] += bad.size
 
@@ -182,11 +195,18 @@ class Sanitizer:
 
     # ---- race --------------------------------------------------------------------------------
     def _records(self):
-        if not self._chunks:
-            return None
-        if len(self._chunks) > 1:
-            self._chunks = [tuple(np.concatenate(c) for c in zip(*self._chunks))]
-        return self._chunks[0]
+        """All recorded accesses as arrays (addr, size, pid, pc, kind, lock), one entry per element."""
+        parts = [] if self._kept is None else [self._kept]
+        for av, who, size, pc, kind, locks in self._chunks:
+            n = av.size
+            pid = np.repeat(*who) if isinstance(who, tuple) else who
+            lock = np.zeros(n, np.int64) if locks is None else locks
+            sizes, pcs, kinds = np.full(n, size, np.int8), np.full(n, pc, np.int32), np.full(n, kind, np.int8)
+            parts.append((av, sizes, pid, pcs, kinds, lock))
+        self._chunks = []
+        if parts:
+            self._kept = parts[0] if len(parts) == 1 else tuple(np.concatenate(c) for c in zip(*parts))
+        return self._kept
 
     def _units(self, addr, size, pid, pc, kind, lock):
         """Records split into address units: the smallest element size per allocation."""
@@ -221,7 +241,7 @@ class Sanitizer:
     def _compact(self):
         recs, _, reps = self._summary(self._records())
         keep = np.unique(reps[reps >= 0])
-        self._chunks = [tuple(r[keep] for r in recs)]
+        self._kept = tuple(r[keep] for r in recs)
         self._recorded = keep.size
 
     @staticmethod
@@ -351,7 +371,7 @@ class Sanitizer:
     def finish(self, kernel: str, grid) -> None:
         """Raise SanitizerError listing the launch's findings, if any."""
         found = self.findings()
-        self._chunks, self._spans, self._init = [], [], {}
+        self._chunks, self._kept, self._spans, self._init = [], None, [], {}
         if not found:
             return
         shown = "\n".join(f"  {i + 1}. {f.text}" for i, f in enumerate(found[:SHOWN]))

@@ -49,7 +49,7 @@ def _sanitize_box(st, kind, t, base, s, lo, hi):
     san = st.launch.sanitizer
     if san is not None:
         box = dma._Box(st.regs[base], t.dtype, t.shape, s, lo, hi)
-        san.access(st.pc, st.pids, box.element_addrs(), box.valid(), box.isz, kind)
+        san.access(st.pc, st.pids, box.element_addrs(), box.valid(), box.isz, kind, owned=True)
 
 
 def _sanitize_elements(st, kind, t, addrs, mask):
