@@ -99,6 +99,14 @@ def locked_sum_kernel(lock_ptr, acc_ptr, peek_ptr, PEEK: tl.constexpr):
 
 
 @triton.jit
+def masked_whole_row_kernel(x_ptr, N: tl.constexpr, BLOCK: tl.constexpr):
+    ar = tl.arange(0, N)
+    mine = (ar // BLOCK) == tl.program_id(0)  # every lane points into x; only this program's block is on
+    x = tl.load(x_ptr + ar, mask=mine)
+    tl.store(x_ptr + ar, x + 1, mask=mine)
+
+
+@triton.jit
 def count_then_read_kernel(count_ptr, out_ptr, ATOMIC_READ: tl.constexpr):
     tl.atomic_add(count_ptr, 1)
     if ATOMIC_READ:
@@ -220,6 +228,13 @@ def test_compaction_keeps_the_findings(sanitize, monkeypatch):
     with pytest.raises(SanitizerError) as err:
         read_neighbour_kernel[(4,)](x, y, BLOCK=16)
     assert sum(f.count for f in err.value.findings) == 64
+
+
+def test_masked_off_lanes_are_not_accesses(sanitize):
+    sanitize("race,init")
+    x = torch.zeros(64, device="plate")
+    masked_whole_row_kernel[(4,)](x, N=64, BLOCK=16)
+    assert (x.cpu() == 1).all()
 
 
 def test_no_race_across_launches(sanitize):
