@@ -63,6 +63,21 @@ def _text(raw: str) -> str:
     return raw.strip()
 
 
+SANITIZE_MODES = ("race", "init")
+
+
+def parse_sanitize(raw: str) -> frozenset[str]:
+    """'race', 'init', 'race,init' (any order, blanks ignored) -> the set of sanitizer modes."""
+    modes = frozenset(m.strip().lower() for m in raw.split(",") if m.strip())
+    unknown = sorted(modes - set(SANITIZE_MODES))
+    if unknown:
+        raise KnobError(
+            f"PLATE_SANITIZE={raw!r}: unknown mode(s) {', '.join(unknown)}; expected a comma-separated list of "
+            f"{', '.join(SANITIZE_MODES)}"
+        )
+    return modes
+
+
 KNOBS: dict[str, Knob] = {
     k.name: k
     for k in (
@@ -111,6 +126,15 @@ KNOBS: dict[str, Knob] = {
             "Timed repetitions of the driver's benchmarker (get_benchmarker, used by @triton.autotune). "
             "Modeled time does not jitter, so a few repetitions suffice (data-dependent kernels may differ).",
         ),
+        Knob(
+            "PLATE_SANITIZE",
+            frozenset(),
+            parse_sanitize,
+            "Sanitizer modes, comma-separated (docs/sanitizer.md): race (conflicting accesses by different "
+            "programs of one launch without atomics), init (kernel reads of device bytes never written since "
+            "allocation; fresh allocations are filled with 0xFF bytes instead of zeros). A launch with findings "
+            "raises SanitizerError listing them. Bounds checks are always on. Unset: off, at no cost.",
+        ),
     )
 }
 
@@ -137,6 +161,10 @@ def dump_dir() -> str | None:
 
 def bench_reps() -> int:
     return KNOBS["PLATE_BENCH_REPS"].get()
+
+
+def sanitize() -> frozenset[str]:
+    return KNOBS["PLATE_SANITIZE"].get()
 
 
 def describe() -> str:

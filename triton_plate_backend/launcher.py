@@ -72,7 +72,14 @@ class PlateLauncher:
             )
         values, host_buffers = bind_arguments(self.name, function.program, self.signature, args, device)
         if all(grid):
-            device.launch(function.program, grid, values, host_buffers=host_buffers, defer_timing=True)
+            device.launch(
+                function.program,
+                grid,
+                values,
+                host_buffers=host_buffers,
+                defer_timing=True,
+                sanitize=knobs.sanitize(),
+            )
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
 

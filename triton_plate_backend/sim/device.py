@@ -104,6 +104,7 @@ class Device:
         policy=None,
         trace_path=None,
         defer_timing: bool = False,
+        sanitize=(),
     ):
         """Run ``program`` over ``grid`` with runtime ``args`` (Program.args order: ints for
         pointers and integers, floats for floats) and return its Profile.
@@ -111,7 +112,9 @@ class Device:
         ``host_buffers`` are registered as device memory for this launch only, unless an
         allocation already covers them. ``policy`` (grid -> core) and ``trace_path`` default to
         the PLATE_POLICY and PLATE_TRACE knobs. ``defer_timing``: return None and time the launch
-        when the clock or ``last_profile`` is read (a named policy and no trace to write only)."""
+        when the clock or ``last_profile`` is read (a named policy and no trace to write only).
+        ``sanitize``: sanitizer modes for this launch ("race", "init"; sim/sanitizer.py); a launch with
+        findings raises SanitizerError after running, without timing."""
         from .executor import execute
         from .timing import POLICIES, simulate_timing
 
@@ -127,7 +130,9 @@ class Device:
                         continue
                     rec = self.memory.register(buf.addr, buf.nbytes, owner=buf.owner, label=buf.label)
                     registered.append(rec.base)
-                trace = execute(program, grid, list(args), self.memory, self.machine, record_trace=True)
+                trace = execute(
+                    program, grid, list(args), self.memory, self.machine, record_trace=True, sanitize=sanitize
+                )
             finally:
                 for base in registered:
                     self.memory.free(base)

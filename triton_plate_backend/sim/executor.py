@@ -19,6 +19,10 @@ terminates: the holder progresses between the spinners' turns. A global budget o
 steps (``max_steps``, one step = one instruction for one context) turns an endless loop into a
 SimulatorError instead of a hang.
 
+Sanitizer (``sanitize``: "race", "init"; sim/sanitizer.py): the memory rules report their accesses to
+the launch's Sanitizer, which raises one SanitizerError listing its findings when the launch ends.
+No sanitizer, no cost beyond one attribute test per memory instruction.
+
 Faults: anything a rule raises is wrapped once into a SimulatorError (or the MemoryFault /
 DeviceAssertionError it was) carrying pc, instruction text, source line and grid coordinates.
 """
@@ -37,6 +41,7 @@ from ..isa.table import is_float
 from ..isa.verified import verify_once
 from ..machine import MiB, get_machine
 from . import numerics as nx
+from .sanitizer import Sanitizer
 from .semantics import HALT, SEMANTICS, Branch, DeviceAssertionError
 from .trace import Trace, TraceEntry
 
@@ -200,10 +205,13 @@ _DONE, _YIELD = object(), object()
 class _Launch:
     """One execute() call: the program, its rule per pc, the shared state and the step budget."""
 
-    def __init__(self, program: Program, grid, args, memory, machine, printer, record_trace, max_steps):
+    def __init__(self, program: Program, grid, args, memory, machine, printer, record_trace, max_steps, sanitize=()):
         self.program, self.grid, self.memory, self.machine = program, grid, memory, machine
         self.printer = printer or print
         self.args = _arg_words(program, args)
+        self.sanitizer = (
+            Sanitizer(sanitize, memory, program, self.args, self.describe_pc, self.grid_coords) if sanitize else None
+        )
         self.row_bytes = -(-max(program.sram_bytes, program.sram_high_water(), 1) // _ROW_ALIGN) * _ROW_ALIGN
         self.rules = [SEMANTICS[ins.mnemonic] for ins in program.instrs]
         self.record = record_trace
@@ -288,6 +296,13 @@ class _Launch:
                 same = waiting.at(new)
                 if same:
                     ctx.absorb(same)
+
+    def describe_pc(self, pc: int) -> str:
+        return f"pc {pc}: {format_inst(self.program, self.program.instrs[pc])}; source: {self.program.loc_of(pc)}"
+
+    def grid_coords(self, pid: int) -> tuple[int, int, int]:
+        gx, gy, _ = self.grid
+        return pid % gx, (pid // gx) % gy, pid // (gx * gy)
 
     def _fault(self, ctx: Context, pc: int, e: Exception) -> SimulatorError:
         rows = None
@@ -385,17 +400,20 @@ def execute(
     max_steps: int = DEFAULT_MAX_STEPS,
     batch_size: int | None = None,
     printer=None,
+    sanitize=(),
 ) -> Trace:
     """Run ``program`` for every instance of ``grid`` (int or up to 3 sizes) with kernel ``args``
     (Program.args order: pointers as device addresses, ints, floats) on device ``memory``.
 
     Returns the Trace (one entry per instruction per context; empty unless ``record_trace``).
-    ``printer`` receives dbg.print lines (default: print). Raises SimulatorError (MemoryFault,
-    DeviceAssertionError) naming pc, instruction, source line and grid coordinates."""
+    ``printer`` receives dbg.print lines (default: print). ``sanitize``: sanitizer modes ("race",
+    "init"; sim/sanitizer.py), checked over the whole launch. Raises SimulatorError (MemoryFault,
+    DeviceAssertionError) naming pc, instruction, source line and grid coordinates, and after a launch
+    with sanitizer findings SanitizerError listing them."""
     machine = get_machine(machine if machine is not None else getattr(memory, "machine", None))
     verify_once(program, machine)
     grid = _grid3(grid)
-    launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps)
+    launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps, sanitize)
     total = grid[0] * grid[1] * grid[2]
     if batch_size is None:
         batch_size = min(MAX_BATCH, max(1, SRAM_BATCH_BUDGET // launch.row_bytes))
@@ -404,4 +422,6 @@ def execute(
     with np.errstate(all="ignore"), frees_held():
         for start in range(0, total, batch_size):
             launch.run_batch(np.arange(start, min(total, start + batch_size), dtype=np.int64))
+        if launch.sanitizer is not None:
+            launch.sanitizer.finish(program.name, grid)
     return launch.trace

@@ -5,10 +5,14 @@ allocates: ``alloc`` takes the bytes from the simulator's DeviceMemory (so Trito
 torch tensors share one memory, every access is bounds-checked and every byte has a home domain)
 under the placement of the calling context (placement.py). The simulator device's lock guards the
 allocation table, which launches read.
+
+Under PLATE_SANITIZE=init a new allocation is poisoned (0xFF bytes, its writes tracked: sim/memory.py),
+and the C++ side reports the bytes torch writes from the host (copies, in-place ops) through ``wrote``.
 """
 
 from __future__ import annotations
 
+from .. import knobs
 from ..errors import DeviceOutOfMemory
 from . import _registration
 from .devices import device_index
@@ -29,9 +33,12 @@ def alloc(nbytes: int, device: int) -> int | str:
     torch.OutOfMemoryError with it)."""
     dev = _device(device)
     place = current_placement()
+    poison = "init" in knobs.sanitize()
+    if poison:
+        _registration.extension()._track_host_writes(True)
     with dev._lock:
         try:
-            rec = dev.memory.alloc(nbytes, place, label="torch")
+            rec = dev.memory.alloc(nbytes, place, label="torch", poison=poison)
         except DeviceOutOfMemory as err:
             return f"plate:{device}: {err}"
         _homes[rec.base] = dev
@@ -42,6 +49,14 @@ def free(addr: int, device: int) -> None:
     dev = _homes.pop(addr, None) or _device(device)
     with dev._lock:
         dev.memory.free(addr)
+
+
+def wrote(addr: int, nbytes: int, device: int) -> None:
+    """Torch wrote device bytes [addr, addr + nbytes) from the host (only called while poisoned
+    allocations may exist): they count as initialised for the init sanitizer."""
+    dev = _homes.get(addr) or _device(device)
+    with dev._lock:
+        dev.memory.mark_written(addr, nbytes)
 
 
 def now_ns(device: int) -> float:
