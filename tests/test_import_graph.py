@@ -79,6 +79,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.sim",
         f"{TPB}.sim.numerics",
         f"{TPB}.sim.memory",
+        f"{TPB}.sim.sanitizer",
         f"{TPB}.sim.dma",
         f"{TPB}.sim.dma_one",
         f"{TPB}.sim.atomics",
