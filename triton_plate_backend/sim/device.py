@@ -82,9 +82,11 @@ class Device:
         return self.clock_ns
 
     def synchronize(self) -> None:
-        """Wait for a launch running in another thread; a launch itself returns only when it is done."""
+        """Wait for a launch running in another thread (a launch itself returns only when it is done)
+        and settle the modeled clock: the launches waiting to be timed (sim.clock) are timed and their
+        traces dropped, so nothing a launch queued outlives a synchronize."""
         with self._lock:
-            pass
+            self._clock.now_ns()
 
     # ---- memory ----------------------------------------------------------------------------
     def covers(self, addr: int, nbytes: int) -> bool:
