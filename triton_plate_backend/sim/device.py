@@ -106,20 +106,24 @@ class Device:
         policy=None,
         trace_path=None,
         defer_timing: bool = False,
+        max_steps: int | None = None,
     ):
         """Run ``program`` over ``grid`` with runtime ``args`` (Program.args order: ints for
         pointers and integers, floats for floats) and return its Profile.
 
         ``host_buffers`` are registered as device memory for this launch only, unless an
         allocation already covers them. ``policy`` (grid -> core) and ``trace_path`` default to
-        the PLATE_POLICY and PLATE_TRACE knobs. ``defer_timing``: return None and time the launch
-        when the clock or ``last_profile`` is read (a named policy and no trace to write only)."""
+        the PLATE_POLICY and PLATE_TRACE knobs, ``max_steps`` (the step budget) to PLATE_MAX_STEPS.
+        ``defer_timing``: return None and time the launch when the clock or ``last_profile`` is read (a
+        named policy and no trace to write only). A launch that raises leaves nothing behind: no
+        registered host buffer, nothing waiting on the clock."""
         from .executor import execute
         from .timing import POLICIES, simulate_timing
 
         grid = tuple(int(g) for g in grid)
         trace_path = trace_path or knobs.trace()
         policy = policy or knobs.policy()
+        max_steps = max_steps or knobs.max_steps()
         defer_timing = defer_timing and not trace_path and isinstance(policy, str) and policy in POLICIES
         with self._lock:
             registered = []
@@ -129,7 +133,9 @@ class Device:
                         continue
                     rec = self.memory.register(buf.addr, buf.nbytes, owner=buf.owner, label=buf.label)
                     registered.append(rec.base)
-                trace = execute(program, grid, list(args), self.memory, self.machine, record_trace=True)
+                trace = execute(
+                    program, grid, list(args), self.memory, self.machine, record_trace=True, max_steps=max_steps
+                )
             finally:
                 for base in registered:
                     self.memory.free(base)
