@@ -29,7 +29,7 @@ if "triton" not in sys.modules:
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
-from .errors import PlateError
+from .errors import BinaryFormatError, PlateError
 
 BACKEND = "plate"  # the entry-point name, the target backend and the torch device type
 PLATE_ARCH = 1  # keep equal to compiler.PLATE_ARCH (not imported: each module stands alone for Triton)
@@ -70,13 +70,19 @@ def _gpu_usable() -> bool:
 # ---- utils: load_binary and device properties ----------------------------------------------------
 class PlateUtils:
     def load_binary(self, name, kernel, shared, device):
-        """Decode pbin bytes into a Program: (module, function, n_regs, n_spills, n_max_threads)."""
+        """Decode pbin bytes into a Program: (module, function, n_regs, n_spills, n_max_threads).
+        Bytes that do not decode are looked up in Triton's cache and recompiled (binary_cache)."""
         from .isa.encoding import load
         from .launcher import KernelHandle
         from .sim.device import get_device
 
         dev = get_device(device)
-        program = load(bytes(kernel), dev.machine)  # verified against the device's machine
+        try:
+            program = load(bytes(kernel), dev.machine)  # verified against the device's machine
+        except BinaryFormatError as e:
+            from .binary_cache import recompile
+
+            program = load(recompile(name, bytes(kernel), e), dev.machine)
         if program.name != name:
             raise PlateError(f"load_binary: the binary holds kernel {program.name!r}, Triton asked for {name!r}")
         if shared > dev.machine.core.sram_bytes:
