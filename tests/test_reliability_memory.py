@@ -61,14 +61,30 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _launch_each_kind():
-    x, y, out = (torch.ones(1000, device="plate") for _ in range(3))
+def _launch_each_kind(device="plate"):
+    x, y, out = (torch.ones(1000, device=device) for _ in range(3))
     bump[(1,)](x, 1000, BLOCK=1024)
     add_pair[(4,)]((x, y), out, 1000, BLOCK=256)  # a tuple argument: flattened by the launcher
     with pytest.raises(MemoryFault):
         add_pair[(8,)]((x, y), out, 2000, BLOCK=256)  # past the end: a failed launch
     torch.plate.synchronize()
     assert out.cpu().tolist() == [3.0] * 1000
+
+
+def _garbage_of(launches) -> list[str]:
+    """Type names of what the cycle collector finds after ``launches`` ran with it off."""
+    launches()
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        with no_collector():
+            for _ in range(3):
+                launches()
+            gc.collect()
+            return sorted({type(g).__qualname__ for g in gc.garbage})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
 
 
 def test_tensors_passed_to_a_kernel_are_freed_on_del():
@@ -80,19 +96,16 @@ def test_tensors_passed_to_a_kernel_are_freed_on_del():
 
 
 def test_the_launch_path_makes_no_reference_cycles():
-    _launch_each_kind()
-    gc.collect()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        with no_collector():
-            for _ in range(3):
-                _launch_each_kind()
-            gc.collect()
-            garbage = sorted({type(g).__qualname__ for g in gc.garbage})
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
+    garbage = _garbage_of(_launch_each_kind)
     assert garbage == [], f"reference cycles on the launch path hold: {garbage}"
+
+
+def test_host_memory_mode_and_trace_files_make_no_reference_cycles(monkeypatch, tmp_path):
+    monkeypatch.setenv("PLATE_HOST_MEMORY", "1")  # CPU tensors registered as device memory per launch
+    monkeypatch.setenv("PLATE_TRACE", str(tmp_path / "last.json"))  # timed at launch, trace written
+    garbage = _garbage_of(lambda: _launch_each_kind("cpu"))
+    assert garbage == [], f"reference cycles on the launch path hold: {garbage}"
+    assert (tmp_path / "last.json").stat().st_size > 0
 
 
 def _fill_domain0(leave: int) -> torch.Tensor:
