@@ -297,10 +297,13 @@ class _Launch:
         return f"the loop at {self.program.loc_of(pc)} (back edge at pc {pc}: {branch})"
 
     def _over_budget(self) -> str:
-        where = "no loop taken: a grid this large" if self.loop_pc is None else self._loop_text(self.loop_pc)
+        if self.loop_pc is None:
+            why = "it took no loop, its grid needs more"
+        else:
+            why = f"possible infinite loop in {self._loop_text(self.loop_pc)}"
         return (
-            f"kernel {self.program.name!r} did not finish within {self.max_steps} instruction steps: possible "
-            f"infinite loop in {where}. If it is legitimately this long, raise the budget: "
+            f"kernel {self.program.name!r} did not finish within {self.max_steps} instruction steps: {why}. "
+            f"If it is legitimately this long, raise the budget: "
             f"PLATE_MAX_STEPS={10 * self.max_steps} (execute(max_steps=...) when calling the simulator directly)"
         )
 
