@@ -120,6 +120,15 @@ KNOBS: dict[str, Knob] = {
             "Only compiles write it: a cache hit writes nothing (set TRITON_ALWAYS_COMPILE=1 to force).",
         ),
         Knob(
+            "PLATE_MAX_STEPS",
+            None,
+            _positive_int("PLATE_MAX_STEPS"),
+            "Step budget of one launch: instructions executed (one per group of program instances running "
+            "together) before the simulator stops the kernel as a possible infinite loop. Unset: the "
+            "simulator's default, 10,000,000 (about a minute of simulation). Loops proven endless (same state "
+            "again, no memory changed) are stopped at once whatever the budget.",
+        ),
+        Knob(
             "PLATE_BENCH_REPS",
             3,
             _positive_int("PLATE_BENCH_REPS"),
@@ -157,6 +166,10 @@ def policy() -> str:
 
 def dump_dir() -> str | None:
     return KNOBS["PLATE_DUMP_DIR"].get()
+
+
+def max_steps() -> int | None:
+    return KNOBS["PLATE_MAX_STEPS"].get()
 
 
 def bench_reps() -> int:

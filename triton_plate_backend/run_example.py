@@ -96,7 +96,8 @@ def run_example(
     ``sanitize``: PLATE_SANITIZE modes for the script ("race", "init", "race,init")."""
     script = Path(path)
     if not script.is_file():
-        raise ScriptError(f"plate run: no such script {str(script)!r}")
+        raise ScriptError(f"no such script {str(script)!r}")
+    _check_python(script)
     if sanitize is not None:
         knobs.parse_sanitize(sanitize)  # a KnobError before anything runs
         os.environ["PLATE_SANITIZE"] = sanitize
@@ -111,7 +112,7 @@ def run_example(
         namespace = runpy.run_path(str(script), run_name="__plate_run__")
         main = namespace.get("main")
         if not callable(main):
-            raise ScriptError(f"plate run: {script} defines no main(); add one (examples/*.py show the shape)")
+            raise ScriptError(f"{script} defines no main(); add one (examples/*.py show the shape)")
         try:
             takes_argv = bool(inspect.signature(main).parameters)
             status = main(argv) if takes_argv else main()
@@ -131,6 +132,18 @@ def run_example(
             where_to = trace if str(trace).endswith(".json") else f"{trace}/ (one file per launch)"
             print(f"trace written to {where_to} (open in https://ui.perfetto.dev)")
     return status
+
+
+def _check_python(script: Path) -> None:
+    """A file that is not Python at all is bad input, not an error of the script: say so in one line."""
+    try:
+        compile(script.read_bytes(), str(script), "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:  # ValueError: null bytes
+        where = f" (line {e.lineno})" if getattr(e, "lineno", None) else ""
+        reason = e.msg if isinstance(e, SyntaxError) else str(e)
+        raise ScriptError(f"{script} is not a Python script: {reason}{where}") from None
+    except OSError as e:
+        raise ScriptError(f"cannot read {script}: {e.strerror}") from None
 
 
 # ---- the `plate run` subcommand ------------------------------------------------------------------

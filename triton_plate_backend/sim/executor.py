@@ -15,9 +15,11 @@ SPLITS the context: the fall-through part keeps running, the taken part waits. S
 - a context that arrives at the pc of a waiting context absorbs it (the batch re-merges).
 
 Every context executes at least one instruction per turn, so a spin lock built from atom.cas
-terminates: the holder progresses between the spinners' turns. A global budget of instruction
-steps (``max_steps``, one step = one instruction for one context) turns an endless loop into a
-SimulatorError instead of a hang.
+terminates: the holder progresses between the spinners' turns. Endless loops end in a
+SimulatorError instead of a hang: at once when the runaway detector (sim/runaway.py) proves that
+the loop can never finish, at the latest when a global budget of instruction steps (``max_steps``,
+one step = one instruction for one context; the runtime's PLATE_MAX_STEPS) runs out. Both errors
+name the loop's source line.
 
 Sanitizer (``sanitize``: "race", "init"; sim/sanitizer.py): the memory rules report their accesses to
 the launch's Sanitizer, which raises one SanitizerError listing its findings when the launch ends.
@@ -41,6 +43,7 @@ from ..isa.table import is_float
 from ..isa.verified import verify_once
 from ..machine import MiB, get_machine
 from . import numerics as nx
+from .runaway import LoopWatch
 from .sanitizer import Sanitizer
 from .semantics import HALT, SEMANTICS, Branch, DeviceAssertionError
 from .trace import Trace, TraceEntry
@@ -90,6 +93,7 @@ class Context:
         self.P = pids.size
         self._views = [None] * len(self.tiles)
         self._coords = None
+        self.loop_seen = None  # the runaway detector's record of this group of instances
 
     # ---- tiles -------------------------------------------------------------------------------
     def view(self, t: int) -> np.ndarray:
@@ -216,6 +220,8 @@ class _Launch:
         self.rules = [SEMANTICS[ins.mnemonic] for ins in program.instrs]
         self.record = record_trace
         self.max_steps, self.steps = max_steps, 0
+        self.watch = LoopWatch(program)
+        self.loop_pc = None  # the back edge taken last: where a runaway is looping
         self.trace = Trace(program, grid)
 
     def run_batch(self, pids: np.ndarray) -> None:
@@ -240,14 +246,7 @@ class _Launch:
             if pc >= n:
                 return _DONE
             if self.steps >= self.max_steps:
-                raise self._fault(
-                    ctx,
-                    pc,
-                    SimulatorError(
-                        f"program did not finish within {self.max_steps} instruction steps: possible infinite loop "
-                        "(pass a larger max_steps if it is legitimately long)"
-                    ),
-                )
+                raise self._fault(ctx, pc, SimulatorError(self._over_budget()))
             self.steps += 1
             ins = instrs[pc]
             try:
@@ -272,6 +271,9 @@ class _Launch:
                 if taken is True:
                     ctx.pc = target
                     if target <= pc:
+                        self.loop_pc = pc
+                        if self.watch.back_edge(self.steps, ctx, pc, waiting):
+                            raise self._fault(ctx, pc, SimulatorError(self._endless(pc)))
                         if waiting.queue:
                             return _YIELD
                         continue
@@ -290,6 +292,8 @@ class _Launch:
             else:  # a memory access's Traffic
                 if entries is not None:
                     entries.append(TraceEntry(pc, ctx.pids, out.bytes_by_domain, out.elements, out.runs))
+                if self.watch.armed:
+                    self.watch.accessed(ctx, pc, ins)
                 new = pc + 1
             ctx.pc = new
             if waiting.pcs:
@@ -303,6 +307,29 @@ class _Launch:
     def grid_coords(self, pid: int) -> tuple[int, int, int]:
         gx, gy, _ = self.grid
         return pid % gx, (pid // gx) % gy, pid // (gx * gy)
+
+    def _loop_text(self, pc: int) -> str:
+        branch = format_inst(self.program, self.program.instrs[pc])
+        return f"the loop at {self.program.loc_of(pc)} (back edge at pc {pc}: {branch})"
+
+    def _over_budget(self) -> str:
+        if self.loop_pc is None:
+            why = "it took no loop, its grid needs more"
+        else:
+            why = f"possible infinite loop in {self._loop_text(self.loop_pc)}"
+        return (
+            f"kernel {self.program.name!r} did not finish within {self.max_steps} instruction steps: {why}. "
+            f"If it is legitimately this long, raise the budget: "
+            f"PLATE_MAX_STEPS={10 * self.max_steps} (execute(max_steps=...) when calling the simulator directly)"
+        )
+
+    def _endless(self, pc: int) -> str:
+        return (
+            f"kernel {self.program.name!r} is in an endless loop: {self._loop_text(pc)} came back to the same "
+            f"registers and SRAM with no memory changed in between, in every program instance still running, "
+            f"so it can never finish. Fix the loop's exit condition (raising the step budget, "
+            f"PLATE_MAX_STEPS={self.max_steps} now, cannot help)"
+        )
 
     def _fault(self, ctx: Context, pc: int, e: Exception) -> SimulatorError:
         rows = None
@@ -397,7 +424,7 @@ def execute(
     machine=None,
     *,
     record_trace: bool = True,
-    max_steps: int = DEFAULT_MAX_STEPS,
+    max_steps: int | None = None,
     batch_size: int | None = None,
     printer=None,
     sanitize=(),
@@ -406,13 +433,16 @@ def execute(
     (Program.args order: pointers as device addresses, ints, floats) on device ``memory``.
 
     Returns the Trace (one entry per instruction per context; empty unless ``record_trace``).
-    ``printer`` receives dbg.print lines (default: print). ``sanitize``: sanitizer modes ("race",
+    ``printer`` receives dbg.print lines (default: print). ``max_steps`` bounds the instructions
+    executed (one per context; default DEFAULT_MAX_STEPS). ``sanitize``: sanitizer modes ("race",
     "init"; sim/sanitizer.py), checked over the whole launch. Raises SimulatorError (MemoryFault,
-    DeviceAssertionError) naming pc, instruction, source line and grid coordinates, and after a launch
-    with sanitizer findings SanitizerError listing them."""
+    DeviceAssertionError) naming pc, instruction, source line and grid coordinates, also for an
+    endless loop (module docstring), and after a launch with sanitizer findings SanitizerError listing
+    them."""
     machine = get_machine(machine if machine is not None else getattr(memory, "machine", None))
     verify_once(program, machine)
     grid = _grid3(grid)
+    max_steps = DEFAULT_MAX_STEPS if max_steps is None else int(max_steps)
     launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps, sanitize)
     total = grid[0] * grid[1] * grid[2]
     if batch_size is None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import ctypes
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -191,11 +190,18 @@ class Allocation:
         return np.clip(np.minimum(hi, c_hi) - np.maximum(lo, c_lo), 0, None).astype(np.float64)
 
 
-def _ctypes_view(addr: int, nbytes: int) -> np.ndarray:
+class _HostBytes:
+    """Host bytes [addr, addr + nbytes) as numpy sees them, through the array interface. Not ctypes: a
+    ctypes.cast result, and each new array type, is a reference cycle that only the cycle collector frees."""
+
+    def __init__(self, addr: int, nbytes: int):
+        self.__array_interface__ = {"version": 3, "shape": (nbytes,), "typestr": "|u1", "data": (addr, False)}
+
+
+def _host_view(addr: int, nbytes: int) -> np.ndarray:
     if nbytes == 0:
         return np.zeros(0, np.uint8)
-    ptr = ctypes.cast(ctypes.c_void_p(addr), ctypes.POINTER(ctypes.c_uint8))
-    return np.ctypeslib.as_array(ptr, shape=(nbytes,))
+    return np.asarray(_HostBytes(addr, nbytes))
 
 
 class DeviceMemory:
@@ -251,7 +257,7 @@ class DeviceMemory:
                     f"{other.describe()}; free it first"
                 )
         record = self._record(host_addr, nbytes, Placement.parse(placement), label)
-        record.view, record.owner, record.external = _ctypes_view(host_addr, nbytes), owner, True
+        record.view, record.owner, record.external = _host_view(host_addr, nbytes), owner, True
         return self._insert(record)
 
     def free(self, addr: int) -> None:

@@ -13,7 +13,7 @@ from triton_plate_backend.isa.asm import assemble
 from triton_plate_backend.sim.executor import execute
 from triton_plate_backend.sim.memory import DeviceMemory
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLOCK = 1024  # the program's block
 
 
