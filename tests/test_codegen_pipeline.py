@@ -192,3 +192,37 @@ def test_loop_loads_are_prefetched_and_that_pays():
         results[stages] = (out, simulate_timing(trace, MACHINE).cycles)
     np.testing.assert_array_equal(results[1][0], results[2][0])
     assert results[2][1] < 0.9 * results[1][1], "prefetching hides DMA latency behind the loop's compute"
+
+
+@pytest.mark.parametrize("stages", [3, 4])
+def test_num_stages_keeps_that_many_minus_one_tiles_in_flight(stages):
+    """num_stages S: S - 1 staging tiles per pipelined load, all issued before the loop, and the
+    body lowered S - 1 times (one copy per staging tile); every trip count, multiple of S - 1 or
+    not, gives the bits of the unpipelined loop (attention: carried m_i, l_i, acc)."""
+    progs = {}
+    for s in (1, 2, stages):
+        _, progs[s], _ = pipeline.run_pipeline(
+            parse(corpus_text("attn_fwd"), "attn_fwd"), types.SimpleNamespace(num_stages=s), MACHINE
+        )
+        assert dma_violations(progs[s]) == []
+
+    def loop_counts(p):
+        body = p.instrs[p.labels["for_body1"] : p.labels["for_end2"]]
+        before = [ins.mnemonic for ins in p.instrs[: p.labels["for_body1"]]]
+        return before.count("dma.load"), [ins.mnemonic for ins in body]
+
+    ahead, body = loop_counts(progs[stages])
+    ahead2, body2 = loop_counts(progs[2])
+    assert (ahead2, ahead) == (3, 1 + 2 * (stages - 1)), "q, then k and v: num_stages - 1 tiles each"
+    assert body.count("m.mma") == (stages - 1) * body2.count("m.mma") > 0, "one copy of the body per tile"
+    assert body.count("dma.load") == 2 * (stages - 1), "each copy fetches its own next k and v tiles"
+    assert body.count("bz") - body2.count("bz") == stages - 2, "copies but the last can leave the loop"
+    rng = np.random.default_rng(stages)
+    H, D = 1, 64
+    for N in (64, 192, 200, 320):  # 1, 3, 4 (the last masked), 5 iterations
+        q, k, v = (rng.uniform(-1, 1, (H, N, D)).astype(np.float16) for _ in range(3))
+        outs = []
+        for s in (1, stages):
+            (_, _, _, out), _ = run(progs[s], (-(-N // 64), H), [q, k, v, np.zeros_like(q), 0.125, N])
+            outs.append(out)
+        np.testing.assert_array_equal(outs[0], outs[1])

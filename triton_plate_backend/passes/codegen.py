@@ -38,9 +38,9 @@ Design
 - DMA: issues return tokens; `Emitter` waits lazily (first reader of a DMA'd tile, writer of a
   tile a DMA still reads, device-memory order, queue depth, basic-block boundaries), so loads
   overlap each other and compute. Software pipelining (`prefetch`, num_stages >= 2): a loop's
-  strided loads that follow the loop counter are issued one iteration ahead into a staging
-  tile that stays in flight across the back edge; keeping num_stages - 1 tiles in flight (body
-  unrolled, one staging tile per copy) is the next step.
+  strided loads that follow the loop counter are issued num_stages - 1 iterations ahead, one
+  staging tile per iteration in flight across the back edge, the body lowered once per staging
+  tile (the ISA's tile addresses are static).
 - Calls: `passes/inline.py` inlines every tt.call before codegen (PLATE has no call).
 - Every instruction carries the source location of the op it came from; Program.name is the
   kernel's name.
