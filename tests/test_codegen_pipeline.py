@@ -196,9 +196,10 @@ def test_loop_loads_are_prefetched_and_that_pays():
 
 @pytest.mark.parametrize("stages", [3, 4])
 def test_num_stages_keeps_that_many_minus_one_tiles_in_flight(stages):
-    """num_stages S: S - 1 staging tiles per pipelined load, all issued before the loop, and the
-    body lowered S - 1 times (one copy per staging tile); every trip count, multiple of S - 1 or
-    not, gives the bits of the unpipelined loop (attention: carried m_i, l_i, acc)."""
+    """num_stages S >= 3: S - 1 tiles of each pipelined load issued before the loop, S staging
+    tiles, the body lowered S times (one copy per staging tile) computing on the staging tiles
+    without copying them; every trip count, multiple of S or not, gives the bits of the
+    unpipelined loop (attention: carried m_i, l_i, acc)."""
     progs = {}
     for s in (1, 2, stages):
         _, progs[s], _ = pipeline.run_pipeline(
@@ -214,9 +215,10 @@ def test_num_stages_keeps_that_many_minus_one_tiles_in_flight(stages):
     ahead, body = loop_counts(progs[stages])
     ahead2, body2 = loop_counts(progs[2])
     assert (ahead2, ahead) == (3, 1 + 2 * (stages - 1)), "q, then k and v: num_stages - 1 tiles each"
-    assert body.count("m.mma") == (stages - 1) * body2.count("m.mma") > 0, "one copy of the body per tile"
-    assert body.count("dma.load") == 2 * (stages - 1), "each copy fetches its own next k and v tiles"
-    assert body.count("bz") - body2.count("bz") == stages - 2, "copies but the last can leave the loop"
+    assert body.count("m.mma") == stages * body2.count("m.mma") > 0, "one copy of the body per staging tile"
+    assert body.count("dma.load") == 2 * stages, "each copy fetches its own next k and v tiles"
+    assert body.count("bz") - body2.count("bz") == stages - 1, "copies but the last can leave the loop"
+    assert body.count("v.copy") == stages * (body2.count("v.copy") - 2), "k and v are not copied out of staging"
     rng = np.random.default_rng(stages)
     H, D = 1, 64
     for N in (64, 192, 200, 320):  # 1, 3, 4 (the last masked), 5 iterations

@@ -40,7 +40,8 @@ Design
   overlap each other and compute. Software pipelining (`prefetch`, num_stages >= 2): a loop's
   strided loads that follow the loop counter are issued num_stages - 1 iterations ahead, one
   staging tile per iteration in flight across the back edge, the body lowered once per staging
-  tile (the ISA's tile addresses are static).
+  tile (the ISA's tile addresses are static) and, from num_stages 3 on, computing on the staging
+  tiles themselves.
 - Calls: `passes/inline.py` inlines every tt.call before codegen (PLATE has no call).
 - Every instruction carries the source location of the op it came from; Program.name is the
   kernel's name.

@@ -9,8 +9,8 @@ pointers, tensor descriptors). scf.yield / scf.condition / cf.br copy into homes
 scf.for is rotated: one guard before the loop, the test at the bottom (signed compare unless the
 op carries `unsignedCmp`). Loads whose addresses follow the loop counter are software-pipelined
 (num_stages >= 2): `prefetch` issues each one num_stages - 1 iterations ahead, and the body is
-lowered once per staging tile in flight, each copy but the last exiting when the counter reaches
-the bound."""
+lowered once per staging tile, each copy but the last exiting when the counter reaches the
+bound."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def _lower_scf_for(ctx, op):
     exit_ = ctx.em.label("for_exit") if n > 1 else None
     ctx.em.place(top)
     args = [body.args[1 + j] for j in keep]
-    for copy in range(n):  # one copy of the body per staging tile in flight
+    for copy in range(n):  # one copy of the body per staging tile
         prefetch.select(prefetches, copy)
         if copy:
             ctx.dead -= defined_in(op)
