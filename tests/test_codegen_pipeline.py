@@ -228,3 +228,25 @@ def test_num_stages_keeps_that_many_minus_one_tiles_in_flight(stages):
             (_, _, _, out), _ = run(progs[s], (-(-N // 64), H), [q, k, v, np.zeros_like(q), 0.125, N])
             outs.append(out)
         np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_deeper_pipelining_falls_back_when_its_staging_tiles_overflow_sram():
+    """num_stages 3 needs one staging tile per load more than num_stages 2; a kernel whose
+    num_stages 2 plan fits but whose num_stages 3 plan does not compiles to the num_stages 2
+    program, and one that fits at neither still fails with SramOverflow."""
+    plan = {}
+    for s in (2, 3):
+        _, prog, _ = pipeline.run_pipeline(
+            parse(corpus_text("attn_fwd"), "attn_fwd"), types.SimpleNamespace(num_stages=s), MACHINE
+        )
+        plan[s] = prog
+    assert plan[3].sram_bytes > plan[2].sram_bytes
+    for sram, expect in ((plan[3].sram_bytes - 64, plan[2]), (plan[2].sram_bytes - 64, None)):
+        small = dataclasses.replace(MACHINE, core=dataclasses.replace(MACHINE.core, sram_bytes=sram))
+        module = parse(corpus_text("attn_fwd"), "attn_fwd")
+        if expect is None:
+            with pytest.raises(SramOverflow):
+                pipeline.run_pipeline(module, types.SimpleNamespace(num_stages=3), small)
+            continue
+        _, prog, _ = pipeline.run_pipeline(module, types.SimpleNamespace(num_stages=3), small)
+        assert prog.instrs == expect.instrs and prog.sram_bytes == expect.sram_bytes

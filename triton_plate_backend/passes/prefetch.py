@@ -66,10 +66,12 @@ def stages(ctx, loop: Op) -> int:
     win when the body computes, a wash when it only streams)."""
     a = loop.attrs.get("tt.num_stages")
     if isinstance(a, IntAttr):
-        return a.value
-    if not any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk()):
+        n = a.value
+    elif not any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk()):
         return 1
-    return int(getattr(ctx.options, "num_stages", 2) or 1)
+    else:
+        n = int(getattr(ctx.options, "num_stages", 2) or 1)
+    return n if ctx.max_stages is None else min(n, ctx.max_stages)
 
 
 def ahead(ctx, loop: Op) -> int:
@@ -169,8 +171,10 @@ def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
     load into staging tiles 0, 1, ... (the first runs: the guard passed; the others only if they
     run). counter: (iv register, ub value, step value, compare predicate, counter type)."""
     out = []
-    n, depth = copies(ctx, loop), ahead(ctx, loop)
-    for op, acc in candidates(ctx, loop):
+    n, depth, found = copies(ctx, loop), ahead(ctx, loop), candidates(ctx, loop)
+    if found:
+        ctx.deepest_stages = max(ctx.deepest_stages, stages(ctx, loop))
+    for op, acc in found:
         shape = tuple(op.result.type.shape) if isinstance(op.result.type, TensorType) else (1,)
         what = f"prefetch of {op.result.name or 'a load'}"
         stagings = [ctx.new(element_dtype(acc), shape, what=what) for _ in range(n)]
