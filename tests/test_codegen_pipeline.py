@@ -219,6 +219,11 @@ def test_num_stages_keeps_that_many_minus_one_tiles_in_flight(stages):
     assert body.count("dma.load") == 2 * stages, "each copy fetches its own next k and v tiles"
     assert body.count("bz") - body2.count("bz") == stages - 1, "copies but the last can leave the loop"
     assert body.count("v.copy") == stages * (body2.count("v.copy") - 2), "k and v are not copied out of staging"
+    prog = progs[stages]
+    prologue = [ins for ins in prog.instrs[: prog.labels["for_body1"]] if ins.mnemonic == "dma.load"]
+    first_waits = [ins for ins in prog.instrs[prog.labels["for_body1"] :] if ins.mnemonic == "dma.wait"][:2]
+    issued = [ins.operands[0] for ins in prologue[1:]]
+    assert [ins.operands[0] for ins in first_waits] == issued[:2], "the first iteration's k and v are issued first"
     rng = np.random.default_rng(stages)
     H, D = 1, 64
     for N in (64, 192, 200, 320):  # 1, 3, 4 (the last masked), 5 iterations

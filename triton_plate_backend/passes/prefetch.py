@@ -168,8 +168,8 @@ def _ahead(ctx, pf: Prefetch, d: int) -> tuple[dict, VReg]:
 
 def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
     """After the loop guard: issue the tiles of the first `ahead` iterations of every pipelined
-    load into staging tiles 0, 1, ... (the first runs: the guard passed; the others only if they
-    run). counter: (iv register, ub value, step value, compare predicate, counter type)."""
+    load into staging tiles 0, 1, ..., iteration by iteration (the first runs: the guard passed;
+    the others only if they run). counter: (iv register, ub value, step value, compare predicate, counter type)."""
     out = []
     n, depth, found = copies(ctx, loop), ahead(ctx, loop), candidates(ctx, loop)
     if found:
@@ -179,13 +179,12 @@ def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
         what = f"prefetch of {op.result.name or 'a load'}"
         stagings = [ctx.new(element_dtype(acc), shape, what=what) for _ in range(n)]
         pf = Prefetch(op, acc, loop, [Token() for _ in range(n)], stagings, counter, depth)
-        for j in range(depth):
-            if j == 0:
-                _issue(ctx, pf, 0, {}, None)
-            else:
-                _issue(ctx, pf, j, *_ahead(ctx, pf, j))
+        _issue(ctx, pf, 0, {}, None)
         ctx.prefetches[op] = pf
         out.append(pf)
+    for j in range(1, depth):  # iteration by iteration: the tiles the body needs first are issued first
+        for pf in out:
+            _issue(ctx, pf, j, *_ahead(ctx, pf, j))
     return out
 
 
