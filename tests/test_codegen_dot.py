@@ -149,6 +149,21 @@ def test_tiling_into_matrix_unit_pieces_and_k_chunks():
     assert len(mmas) == 2 * 4 * 4 and all(s == (32, 16) for s in mmas)
 
 
+def test_pieces_are_the_largest_the_matrix_unit_takes():
+    """Each m.mma pays a fixed fill, so a dot is cut into as few as the ISA allows: 32x32 outputs
+    (the matrix unit's bound on M and N) and the dot's whole K in one instruction (K <= max_k)."""
+    a, b, c, out, prog = _dot(ml_dtypes.bfloat16, np.float32, 64, 128, 256)
+    close(out, a.astype(np.float64) @ b.astype(np.float64) + c, rtol=1e-5, atol=1e-5)
+    dim = MACHINE.core.matrix.dim
+    pieces = [
+        (prog.tiles[ins.operands[0]].shape, prog.tiles[ins.operands[1]].shape)
+        for ins in prog.instrs
+        if ins.mnemonic == "m.mma"
+    ]
+    assert len(pieces) == (64 // dim) * (128 // dim)
+    assert all(acc == (dim, dim) and a == (dim, 256) for acc, a in pieces)
+
+
 @triton.jit
 def batched(a, b, o, BB: tl.constexpr, BM: tl.constexpr):
     r = tl.arange(0, BM)

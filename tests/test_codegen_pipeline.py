@@ -192,3 +192,66 @@ def test_loop_loads_are_prefetched_and_that_pays():
         results[stages] = (out, simulate_timing(trace, MACHINE).cycles)
     np.testing.assert_array_equal(results[1][0], results[2][0])
     assert results[2][1] < 0.9 * results[1][1], "prefetching hides DMA latency behind the loop's compute"
+
+
+@pytest.mark.parametrize("stages", [3, 4])
+def test_num_stages_keeps_that_many_minus_one_tiles_in_flight(stages):
+    """num_stages S >= 3: S - 1 tiles of each pipelined load issued before the loop, S staging
+    tiles, the body lowered S times (one copy per staging tile) computing on the staging tiles
+    without copying them; every trip count, multiple of S or not, gives the bits of the
+    unpipelined loop (attention: carried m_i, l_i, acc)."""
+    progs = {}
+    for s in (1, 2, stages):
+        _, progs[s], _ = pipeline.run_pipeline(
+            parse(corpus_text("attn_fwd"), "attn_fwd"), types.SimpleNamespace(num_stages=s), MACHINE
+        )
+        assert dma_violations(progs[s]) == []
+
+    def loop_counts(p):
+        body = p.instrs[p.labels["for_body1"] : p.labels["for_end2"]]
+        before = [ins.mnemonic for ins in p.instrs[: p.labels["for_body1"]]]
+        return before.count("dma.load"), [ins.mnemonic for ins in body]
+
+    ahead, body = loop_counts(progs[stages])
+    ahead2, body2 = loop_counts(progs[2])
+    assert (ahead2, ahead) == (3, 1 + 2 * (stages - 1)), "q, then k and v: num_stages - 1 tiles each"
+    assert body.count("m.mma") == stages * body2.count("m.mma") > 0, "one copy of the body per staging tile"
+    assert body.count("dma.load") == 2 * stages, "each copy fetches its own next k and v tiles"
+    assert body.count("bz") - body2.count("bz") == stages - 1, "copies but the last can leave the loop"
+    assert body.count("v.copy") == stages * (body2.count("v.copy") - 2), "k and v are not copied out of staging"
+    prog = progs[stages]
+    prologue = [ins for ins in prog.instrs[: prog.labels["for_body1"]] if ins.mnemonic == "dma.load"]
+    first_waits = [ins for ins in prog.instrs[prog.labels["for_body1"] :] if ins.mnemonic == "dma.wait"][:2]
+    issued = [ins.operands[0] for ins in prologue[1:]]
+    assert [ins.operands[0] for ins in first_waits] == issued[:2], "the first iteration's k and v are issued first"
+    rng = np.random.default_rng(stages)
+    H, D = 1, 64
+    for N in (64, 192, 200, 320):  # 1, 3, 4 (the last masked), 5 iterations
+        q, k, v = (rng.uniform(-1, 1, (H, N, D)).astype(np.float16) for _ in range(3))
+        outs = []
+        for s in (1, stages):
+            (_, _, _, out), _ = run(progs[s], (-(-N // 64), H), [q, k, v, np.zeros_like(q), 0.125, N])
+            outs.append(out)
+        np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_deeper_pipelining_falls_back_when_its_staging_tiles_overflow_sram():
+    """num_stages 3 needs one staging tile per load more than num_stages 2; a kernel whose
+    num_stages 2 plan fits but whose num_stages 3 plan does not compiles to the num_stages 2
+    program, and one that fits at neither still fails with SramOverflow."""
+    plan = {}
+    for s in (2, 3):
+        _, prog, _ = pipeline.run_pipeline(
+            parse(corpus_text("attn_fwd"), "attn_fwd"), types.SimpleNamespace(num_stages=s), MACHINE
+        )
+        plan[s] = prog
+    assert plan[3].sram_bytes > plan[2].sram_bytes
+    for sram, expect in ((plan[3].sram_bytes - 64, plan[2]), (plan[2].sram_bytes - 64, None)):
+        small = dataclasses.replace(MACHINE, core=dataclasses.replace(MACHINE.core, sram_bytes=sram))
+        module = parse(corpus_text("attn_fwd"), "attn_fwd")
+        if expect is None:
+            with pytest.raises(SramOverflow):
+                pipeline.run_pipeline(module, types.SimpleNamespace(num_stages=3), small)
+            continue
+        _, prog, _ = pipeline.run_pipeline(module, types.SimpleNamespace(num_stages=3), small)
+        assert prog.instrs == expect.instrs and prog.sram_bytes == expect.sram_bytes

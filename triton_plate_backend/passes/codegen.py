@@ -38,9 +38,10 @@ Design
 - DMA: issues return tokens; `Emitter` waits lazily (first reader of a DMA'd tile, writer of a
   tile a DMA still reads, device-memory order, queue depth, basic-block boundaries), so loads
   overlap each other and compute. Software pipelining (`prefetch`, num_stages >= 2): a loop's
-  strided loads that follow the loop counter are issued one iteration ahead into a staging
-  tile that stays in flight across the back edge; keeping num_stages - 1 tiles in flight (body
-  unrolled, one staging tile per copy) is the next step.
+  strided loads that follow the loop counter are issued num_stages - 1 iterations ahead, one
+  staging tile per iteration in flight across the back edge, the body lowered once per staging
+  tile (the ISA's tile addresses are static) and, from num_stages 3 on, computing on the staging
+  tiles themselves.
 - Calls: `passes/inline.py` inlines every tt.call before codegen (PLATE has no call).
 - Every instruction carries the source location of the op it came from; Program.name is the
   kernel's name.
@@ -52,7 +53,7 @@ with the reason. What a rule sees, `Ctx`, lives in passes/context.py, which impo
 
 from __future__ import annotations
 
-from ..errors import CompileError
+from ..errors import CompileError, SramOverflow
 from ..ir.core import Op, PtrType, TensorDescType, TensorType
 from ..isa.program import Arg, Program
 from . import demand
@@ -118,10 +119,26 @@ def func_name(func: Op) -> str:
 
 
 def generate(module, machine, options=None) -> tuple[Program, dict]:
-    """Lower the module's kernel to a verified Program; also return a small report."""
+    """Lower the module's kernel to a verified Program; also return a small report.
+
+    Pipelining deeper than num_stages 2 costs a staging tile per stage: when that plan overflows
+    SRAM, the kernel is lowered again one stage shallower (down to 2, one tile in flight) before
+    the overflow is reported, so deeper pipelining never makes a kernel that fits fail."""
+    cap = None
+    while True:
+        ctx = Ctx(machine, func_name(module.kernel()), LOWERING, REJECTED, options)
+        ctx.max_stages = cap
+        try:
+            return _lower_kernel(ctx, module, machine)
+        except SramOverflow:
+            if ctx.deepest_stages <= 2:
+                raise
+            cap = ctx.deepest_stages - 1
+
+
+def _lower_kernel(ctx, module, machine) -> tuple[Program, dict]:
     func = module.kernel()
-    name = func_name(func)
-    ctx = Ctx(machine, name, LOWERING, REJECTED, options)
+    name = ctx.name
     block0 = func.regions[0].blocks[0]
     args = kernel_args(ctx, block0.args)
     ctx.dies, ctx.unused = demand.last_uses(func)

@@ -68,6 +68,8 @@ class Ctx:
         self.demand = None  # demand.Demand: live ops, strided accesses, carried pointers
         self.companions: dict = {}  # loop-carried pointer (block arg) -> companion registers
         self.prefetches: dict = {}  # load op -> prefetch.Prefetch (software-pipelined loads)
+        self.max_stages: int | None = None  # cap on a loop's num_stages (codegen lowers again if SRAM overflows)
+        self.deepest_stages = 0  # the largest num_stages a pipelined loop used
 
     def defining_op(self, value: Value) -> Op | None:
         return self.defs.get(value)

@@ -324,6 +324,15 @@ class Emitter:
             if p.token is token:
                 p.carried = carried
 
+    def wait_merged(self, token: Token, buffers=()) -> None:
+        """Wait for `token` at a point other paths reach with its DMA in flight (a pipelined
+        loop's exit, reached from every copy of the body): an explicit wait when the path being
+        emitted has none pending (waiting for a completed DMA is free), else the pending one."""
+        if any(p.token is token for p in self.pending):
+            self.wait_token(token)
+        else:
+            self.code.append(PInst("dma.wait", (), (token,), self.loc, tuple(buffers)))
+
     def wait_token(self, token: Token) -> None:
         for p in list(self.pending):
             if p.token is token:

@@ -1,27 +1,30 @@
 """prefetch: software pipelining of the strided loads of an scf.for (num_stages >= 2).
 
 A load in the loop body whose addresses and bounds depend only on the loop counter, values from
-before the loop and the loop's own carried-pointer companions is issued one iteration ahead into
-a staging tile:
+before the loop and the loop's own carried-pointer companions is issued A = num_stages - 1
+iterations ahead (at most MAX_AHEAD), one staging tile per iteration in flight. The ISA's tile
+addresses are static, so the body is lowered once per staging tile (`copies`), copy j taking its
+tile from staging tile j.
+
+num_stages >= 3: A + 1 staging tiles, the body computes on them directly (no copy):
 
     guard (trip count > 0)
-    dma.load  staging <- tile of iteration lb                      (prologue)
-  body:
-    dma.wait  staging;  v.copy work <- staging                     (the load's place in the body)
-    dma.load  staging <- tile of iteration i + step, empty past ub (in flight across the back edge)
-    ... the body computes on `work` while the DMA engine fetches the next tile ...
-    bnz body
-    dma.wait  staging                                              (the last, empty, prefetch)
+    dma.load  staging[j] <- tile of iteration lb + j*step, j < A          (prologue)
+  body (copy j of A + 1):
+    dma.wait  staging[j]                          (the load's place in the body: its result)
+    dma.load  staging[j-1] <- tile of iteration i + A*step, empty past ub (copy j-1 is done with it)
+    ... the body computes on staging[j] while the DMA engine fetches the next A tiles ...
+    (copies but the last: exit when the counter reaches ub; the last: bnz body)
+  exit:
+    dma.wait  staging[*]                                                  (the last, empty, prefetches)
+
+num_stages = 2: one staging tile, the body once; the load's place copies the staging tile into
+the tile the body computes on (one vector pass) and refills the staging tile at once.
 
 Loops are pipelined when tl.range(num_stages=...) asks for it, or when the kernel's num_stages is
->= 2 and the body does matrix work. One tile in flight hides min(body compute, DMA latency);
-keeping num_stages - 1 tiles in flight (to hide the latency of streaming loops too) needs the
-body unrolled num_stages - 1 times, one staging tile per copy: the next step.
-
-The copy keeps the ISA's static tile addresses (no unrolling); it costs one vector pass per
-iteration, against a DMA latency of hundreds of cycles. The prefetch of an out-of-range iteration
-has an empty box (hi of dim 0 = 0), so it touches no memory. Loops that write device memory
-(stores, atomics) are not pipelined: a prefetch must not overtake a store it could alias."""
+>= 2 and the body does matrix work. The prefetch of an out-of-range iteration has an empty box
+(hi of dim 0 = 0), so it touches no memory. Loops that write device memory (stores, atomics) are
+not pipelined: a prefetch must not overtake a store it could alias."""
 
 from __future__ import annotations
 
@@ -31,9 +34,12 @@ from ..ir.core import IntAttr, Op, TensorType
 from ..ir.vocabulary import OPS
 from .affine import Carried, Select, Val, nodes
 from .dma_operands import descriptor, element_dtype, fill_imm, materialize
-from .emitter import Imm, Token, View, VReg
+from .emitter import Imm, Token, VReg
 
 WRITES = frozenset(name for name, op in OPS.items() if op.writes)  # a loop with one of these is not pipelined
+
+
+MAX_AHEAD = 3  # at most this many tiles of one load in flight (num_stages - 1, capped: code size)
 
 
 @dataclass
@@ -41,9 +47,17 @@ class Prefetch:
     op: Op
     acc: object  # access.StructuredAccess
     loop: Op
-    token: Token
-    staging: View
+    tokens: list  # one Token per staging tile
+    stagings: list  # one View per copy of the body: copy j computes on (or copies) stagings[j]
     counter: tuple  # (iv register, ub value, step value, compare predicate, counter type)
+    ahead: int  # iterations between a tile's issue and its use: the tiles in flight
+    slot: int = 0  # the copy of the body being lowered
+
+    @property
+    def direct(self) -> bool:
+        """The body computes on the staging tile itself (one more staging tile than in flight)
+        rather than on a copy of it."""
+        return len(self.stagings) > self.ahead
 
 
 def stages(ctx, loop: Op) -> int:
@@ -52,10 +66,33 @@ def stages(ctx, loop: Op) -> int:
     win when the body computes, a wash when it only streams)."""
     a = loop.attrs.get("tt.num_stages")
     if isinstance(a, IntAttr):
-        return a.value
-    if not any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk()):
+        n = a.value
+    elif not any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk()):
         return 1
-    return int(getattr(ctx.options, "num_stages", 2) or 1)
+    else:
+        n = int(getattr(ctx.options, "num_stages", 2) or 1)
+    return n if ctx.max_stages is None else min(n, ctx.max_stages)
+
+
+def ahead(ctx, loop: Op) -> int:
+    """Tiles of each pipelined load in flight: num_stages - 1, at most MAX_AHEAD."""
+    return max(1, min(stages(ctx, loop) - 1, MAX_AHEAD))
+
+
+def copies(ctx, loop: Op) -> int:
+    """How many times the loop's body is lowered, one staging tile per copy: num_stages = 2
+    keeps today's single copy (the body computes on a copy of the one staging tile); from 3 on
+    the body computes on the staging tiles themselves, one more than are in flight."""
+    if not candidates(ctx, loop):
+        return 1
+    n = ahead(ctx, loop)
+    return n + 1 if stages(ctx, loop) >= 3 else n
+
+
+def select(prefetches: list, slot: int) -> None:
+    """The copy of the body about to be lowered takes staging tile `slot` of every prefetch."""
+    for pf in prefetches:
+        pf.slot = slot
 
 
 def candidates(ctx, loop: Op) -> list:
@@ -91,60 +128,93 @@ def candidates(ctx, loop: Op) -> list:
     return out
 
 
-def _issue(ctx, pf: Prefetch, memo: dict, valid: VReg | None) -> None:
+def _issue(ctx, pf: Prefetch, slot: int, memo: dict, valid: VReg | None) -> None:
+    """dma.load into staging tile `slot`; valid (a register) empties the box when false."""
     start, strides, lo, hi = descriptor(ctx, pf.acc, memo)
     if valid is not None:  # past the last iteration: an empty box
         h0 = VReg()
         ctx.emit("s.select", h0, valid, hi[0], ctx.li(0))
         hi = (h0, *hi[1:])
     fill = 0 if pf.acc.other is None else pf.acc.other
-    ctx.emit("dma.load", pf.token, pf.staging, start, strides, lo, hi, fill_imm(pf.staging.dtype, fill))
-    ctx.em.carry(pf.token)
+    staging, token = pf.stagings[slot], pf.tokens[slot]
+    ctx.emit("dma.load", token, staging, start, strides, lo, hi, fill_imm(staging.dtype, fill))
+    ctx.em.carry(token)
 
 
-def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
-    """After the loop guard: issue the first iteration's tile of every pipelined load.
-    counter: (iv register, ub value, step value, compare predicate, counter type)."""
-    out = []
-    for op, acc in candidates(ctx, loop):
-        shape = tuple(op.result.type.shape) if isinstance(op.result.type, TensorType) else (1,)
-        staging = ctx.new(element_dtype(acc), shape, what=f"prefetch of {op.result.name or 'a load'}")
-        pf = Prefetch(op, acc, loop, Token(), staging, counter)
-        _issue(ctx, pf, {}, None)
-        ctx.prefetches[op] = pf
-        out.append(pf)
-    return out
-
-
-def consume(ctx, pf: Prefetch) -> None:
-    """At the load's place in the body: take this iteration's tile, fetch the next one."""
-    res = pf.op.result
+def _ahead(ctx, pf: Prefetch, d: int) -> tuple[dict, VReg]:
+    """A descriptor memo binding the loop counter and the carried-pointer companions to their
+    values d iterations ahead, and the register that says whether that iteration runs."""
     iv, ub, step, pred, stype = pf.counter
-    ctx.em.wait_token(pf.token)
-    if isinstance(res.type, TensorType):
-        work = ctx.new(pf.staging.dtype, pf.staging.shape, owner=res)
-        ctx.copy(work, pf.staging)
-        ctx.bind(res, work)
-    else:
-        r = VReg()
-        ctx.emit("v.extract", r, pf.staging, Imm(0))
-        ctx.bind(res, r)
-    nxt = VReg("iv.next")
-    ctx.emit("s.add", nxt, iv, ctx.reg(step), suffixes=(stype,))
+    nxt = iv
+    for _ in range(d):
+        r = VReg("iv.next")
+        ctx.emit("s.add", r, nxt, ctx.reg(step), suffixes=(stype,))
+        nxt = r
     body = pf.loop.regions[0].blocks[0]
     memo = {Val(body.args[0]): nxt}
     for arg, cp in ctx.demand.companions.get(pf.loop, {}).items():
         for k, (reg, s) in enumerate(zip(ctx.companions[arg], cp.step)):
-            nk = VReg()
-            ctx.emit("s.add", nk, reg, materialize(ctx, s, {}), suffixes=("i64",))
+            step_reg = materialize(ctx, s, {})
+            nk = reg
+            for _ in range(d):
+                r = VReg()
+                ctx.emit("s.add", r, nk, step_reg, suffixes=("i64",))
+                nk = r
             memo[Carried(arg, k)] = nk
     valid = VReg()
     ctx.emit("s.cmpi", valid, nxt, ctx.reg(ub), suffixes=(pred, stype))
-    _issue(ctx, pf, memo, valid)
+    return memo, valid
+
+
+def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
+    """After the loop guard: issue the tiles of the first `ahead` iterations of every pipelined
+    load into staging tiles 0, 1, ..., iteration by iteration (the first runs: the guard passed;
+    the others only if they run). counter: (iv register, ub value, step value, compare predicate, counter type)."""
+    out = []
+    n, depth, found = copies(ctx, loop), ahead(ctx, loop), candidates(ctx, loop)
+    if found:
+        ctx.deepest_stages = max(ctx.deepest_stages, stages(ctx, loop))
+    for op, acc in found:
+        shape = tuple(op.result.type.shape) if isinstance(op.result.type, TensorType) else (1,)
+        what = f"prefetch of {op.result.name or 'a load'}"
+        stagings = [ctx.new(element_dtype(acc), shape, what=what) for _ in range(n)]
+        pf = Prefetch(op, acc, loop, [Token() for _ in range(n)], stagings, counter, depth)
+        _issue(ctx, pf, 0, {}, None)
+        ctx.prefetches[op] = pf
+        out.append(pf)
+    for j in range(1, depth):  # iteration by iteration: the tiles the body needs first are issued first
+        for pf in out:
+            _issue(ctx, pf, j, *_ahead(ctx, pf, j))
+    return out
+
+
+def consume(ctx, pf: Prefetch) -> None:
+    """At the load's place in the body: take this iteration's tile (staging tile `slot`), fetch
+    the one `ahead` iterations on into the staging tile the previous copy of the body computed
+    on (direct) or, once copied, into this one."""
+    res = pf.op.result
+    staging = pf.stagings[pf.slot]
+    ctx.em.wait_token(pf.tokens[pf.slot])
+    if not isinstance(res.type, TensorType):
+        r = VReg()
+        ctx.emit("v.extract", r, staging, Imm(0))
+        ctx.bind(res, r)
+    elif pf.direct:
+        staging.buffer.owner = res
+        staging.buffer.aliases.clear()
+        ctx.bind(res, staging)
+    else:
+        work = ctx.new(staging.dtype, staging.shape, owner=res)
+        ctx.copy(work, staging)
+        ctx.bind(res, work)
+    _issue(ctx, pf, (pf.slot + pf.ahead) % len(pf.stagings), *_ahead(ctx, pf, pf.ahead))
 
 
 def finish(ctx, prefetches: list[Prefetch]) -> None:
     """On the loop's exit path: the last (empty) prefetches may be waited for now."""
     for pf in prefetches:
-        ctx.em.carry(pf.token, False)
+        for token, staging in zip(pf.tokens, pf.stagings):
+            ctx.em.carry(token, False)
+            if pf.direct:  # an exit from copy j leaves a different set of staging tiles in flight
+                ctx.em.wait_merged(token, (staging.buffer,))
         ctx.prefetches.pop(pf.op, None)

@@ -8,7 +8,9 @@ pointers, tensor descriptors). scf.yield / scf.condition / cf.br copy into homes
 
 scf.for is rotated: one guard before the loop, the test at the bottom (signed compare unless the
 op carries `unsignedCmp`). Loads whose addresses follow the loop counter are software-pipelined
-(num_stages >= 2): `prefetch` issues each one an iteration ahead."""
+(num_stages >= 2): `prefetch` issues each one num_stages - 1 iterations ahead, and the body is
+lowered once per staging tile, each copy but the last exiting when the counter reaches the
+bound."""
 
 from __future__ import annotations
 
@@ -61,6 +63,17 @@ def carried_iter_args(ctx, op) -> list[int]:
     return [j for j, a in enumerate(args) if a in ctx.demand.tensor_args]
 
 
+def defined_in(loop) -> set:
+    """Values a loop's body defines (op results and block arguments, nested regions included):
+    a second copy of the body makes them live again."""
+    out = set(loop.regions[0].blocks[0].args)
+    for op in loop.walk():
+        if op is not loop:
+            out.update(op.results)
+            out.update(a for r in op.regions for b in r.blocks for a in b.args)
+    return out
+
+
 def _lower_scf_for(ctx, op):
     lb, ub, step, *inits = op.operands
     body = op.regions[0].blocks[0]
@@ -80,19 +93,30 @@ def _lower_scf_for(ctx, op):
     ctx.emit("bz", c, end)
     ctx.bind(body.args[0], iv)
     prefetches = prefetch.start(ctx, op, (iv, ub, step, pred, stype))
+    n = prefetch.copies(ctx, op)
+    exit_ = ctx.em.label("for_exit") if n > 1 else None
     ctx.em.place(top)
     args = [body.args[1 + j] for j in keep]
-    own(homes, args)
-    for a, h in zip(args, homes):
-        ctx.bind(a, h)
-    term = ctx.lower_ops(body, ("scf.yield",))
-    yields = [ctx.binding(term.operands[j]) for j in keep]
-    ctx.assign(list(zip(homes, yields)))
-    step_companions(ctx, companions)
-    ctx.emit("s.add", iv, iv, ctx.reg(step), suffixes=(stype,))
-    c2 = VReg()
-    ctx.emit("s.cmpi", c2, iv, ctx.reg(ub), suffixes=(pred, stype))
-    ctx.emit("bnz", c2, top)
+    for copy in range(n):  # one copy of the body per staging tile
+        prefetch.select(prefetches, copy)
+        if copy:
+            ctx.dead -= defined_in(op)
+        own(homes, args)
+        for a, h in zip(args, homes):
+            ctx.bind(a, h)
+        term = ctx.lower_ops(body, ("scf.yield",))
+        yields = [ctx.binding(term.operands[j]) for j in keep]
+        ctx.assign(list(zip(homes, yields)))
+        step_companions(ctx, companions)
+        ctx.emit("s.add", iv, iv, ctx.reg(step), suffixes=(stype,))
+        c2 = VReg()
+        ctx.emit("s.cmpi", c2, iv, ctx.reg(ub), suffixes=(pred, stype))
+        if copy < n - 1:
+            ctx.emit("bz", c2, exit_)
+        else:
+            ctx.emit("bnz", c2, top)
+    if exit_ is not None:
+        ctx.em.place(exit_)
     prefetch.finish(ctx, prefetches)
     ctx.em.place(end)
     results = [op.results[j] for j in keep]
