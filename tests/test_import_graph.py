@@ -62,6 +62,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.dtypes",
         f"{TPB}.machine",
         f"{TPB}.cost",
+        f"{TPB}.device_properties",
     ),
     **_on(
         TTIR_SIM,
@@ -141,6 +142,7 @@ FLOORS: dict[str, int] = {
         TPB,  # the package itself: __version__ and last_profile() (reads the simulator's device)
         f"{TPB}.compiler",
         f"{TPB}.target",
+        f"{TPB}.vendor_options",
         f"{TPB}.fp8e4b15",
         f"{TPB}.driver",
         f"{TPB}.launcher",
