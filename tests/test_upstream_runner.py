@@ -513,6 +513,29 @@ def test_tutorials_run_as_scripts_with_their_checks_and_no_benchmark(triton_tree
     assert rep["totals"]["total"] == 8
 
 
+def test_patched_tutorials_run_a_copy_with_the_patches_that_touch_them(triton_tree, tmp_path, monkeypatch):
+    patches_dir = tmp_path / "patches"
+    (patches_dir / "triton").mkdir(parents=True)
+    repo = tmp_path / "repo"
+    shutil.copytree(triton_tree / "python" / "tutorials", repo / "python" / "tutorials")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    fixed = repo / "python" / "tutorials" / "02-assert-fails.py"
+    fixed.write_text(fixed.read_text().replace("== 7", "== 6"))
+    _git(repo, "commit", "-qam", "[TUTORIALS] fix the fake sum\n\nTest: python/tutorials/02-assert-fails.py::script")
+    (patches_dir / "triton" / "fix-sum.patch").write_text(_git(repo, "format-patch", "--stdout", "HEAD~1"))
+    monkeypatch.setattr(runner, "PATCHES_DIR", patches_dir)
+    empty = tmp_path / "none.toml"
+    empty.write_text("")
+    argv = ["triton", "--src", str(triton_tree), "--tutorials", "--patched", "--skiplist", str(empty), "-j", "0"]
+    assert _run([*argv, "--report-dir", str(tmp_path), "--files", "01-passes.py", "02-assert-fails.py"]) == 0
+    rep = _report(tmp_path, "triton-tutorials")
+    assert rep["patches_applied"] == ["triton/fix-sum.patch"] and rep["totals"]["passed"] == 2
+    assert "- patches applied: `triton/fix-sum.patch`" in (tmp_path / "triton-tutorials.md").read_text()
+    assert "== 7" in (triton_tree / "python" / "tutorials" / "02-assert-fails.py").read_text()  # the tree is untouched
+
+
 def test_tutorials_need_a_tree_with_them(triton_tree, tmp_path, capfd):
     tree = tmp_path / "triton"
     shutil.copytree(triton_tree, tree, ignore=shutil.ignore_patterns("tutorials"))

@@ -241,6 +241,11 @@ def render_markdown(report: dict) -> str:
         f"{report.get('jobs', '?')} jobs",
         f"- command: `{report.get('command', '')}`",
         *(
+            [f"- patches applied: {', '.join(f'`{p}`' for p in report['patches_applied']) or 'none apply'}"]
+            if report.get("patches_applied") is not None
+            else []
+        ),
+        *(
             [f"- **interrupted**: {t['total']} tests finished before the run was stopped"]
             if report.get("interrupted")
             else []

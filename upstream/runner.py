@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import DEFAULT_SRC_DIR, REPO_ROOT, REPORTS_DIR, SKIPLISTS_DIR, UpstreamError
+from . import DEFAULT_SRC_DIR, PATCHES_DIR, REPO_ROOT, REPORTS_DIR, SKIPLISTS_DIR, UpstreamError
+from .patches import find_patches
 from .report import path_roots, read_baseline, relative_paths, summarize, summary_lines, write_report
 from .revisions import REVISIONS_FILE, Revision, Tree, fetch, find_tree, get_revision
 from .skiplist import load_skiplist
@@ -59,6 +60,11 @@ def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentPa
         "--tutorials",
         action="store_true",
         help="triton: run the tutorials (python/tutorials 01-09: their checks, not their benchmarks) instead",
+    )
+    p.add_argument(
+        "--patched",
+        action="store_true",
+        help="--tutorials: run a copy of them with the patches under patches/ that touch them applied",
     )
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="pytest-xdist workers; 0 = in process")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per test phase (0 = none; default 300)")
@@ -217,6 +223,23 @@ def _tutorials(revision: Revision, tree: Tree) -> tuple[Revision, Tree]:
     return dataclasses.replace(revision, suite=revision.tutorials), Tree(tree.root, folder)
 
 
+def _patched_tutorials(revision: Revision, tree: Tree, dest: Path) -> tuple[Tree, list[str]]:
+    """A copy of the tutorials' folder under `dest` (same layout) with every patch that touches only files
+    there applied: (its tree, the patches' names)."""
+    root = revision.suite.root
+    copy = dest / root
+    shutil.copytree(tree.test_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    applied = []
+    for patch in find_patches(PATCHES_DIR):
+        if patch.project != revision.project or not all(f.startswith(root + "/") for f in patch.files):
+            continue
+        done = subprocess.run(["git", "apply", str(patch.path)], cwd=dest, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise UpstreamError(f"--patched: {patch.name} does not apply to {tree.test_dir}: {done.stderr.strip()}")
+        applied.append(patch.name)
+    return Tree(dest, copy), applied
+
+
 def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
     revision = get_revision(SUITE_PROJECT[args.suite], args.revisions)
     if args.interpret and args.suite != "triton":
@@ -225,10 +248,23 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
         raise UpstreamError("--vs-interpreter compares a plate run of the triton suite with Triton's interpreter")
     tree = fetch(revision, args.src or DEFAULT_SRC_DIR / revision.project, args.fetch_url) if args.fetch else None
     tree = tree or find_tree(revision, args.src)
-    suite_name = args.suite
+    suite_name, applied = args.suite, None
+    if args.patched and not args.tutorials:
+        raise UpstreamError("--patched applies the tutorials' patches: only with --tutorials")
     if args.tutorials:
         revision, tree = _tutorials(revision, tree)
         suite_name = f"{args.suite}-tutorials"
+    if args.patched:
+        patched_dir = Path(tempfile.mkdtemp(prefix="plate-tutorials-"))
+        try:
+            tree, applied = _patched_tutorials(revision, tree, patched_dir)
+            return _run_suite(args, passthrough, argv, revision, tree, suite_name, applied)
+        finally:
+            shutil.rmtree(patched_dir, ignore_errors=True)
+    return _run_suite(args, passthrough, argv, revision, tree, suite_name, applied)
+
+
+def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_name: str, applied) -> int:
     missing = [m for m in revision.suite.requires if importlib.util.find_spec(m) is None]
     if missing:
         raise UpstreamError(f"the {args.suite} tests import {', '.join(missing)}: pip install {' '.join(missing)}")
@@ -271,6 +307,7 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
         "pytest_returncode": rc,
         "interrupted": results["interrupted"],
         "interpreter": interpreter,
+        "patches_applied": applied,
     }
     report = summarize(results, meta, baseline=read_baseline(args.baseline) if args.baseline else None)
     # committed reports name no folder of this machine: paths relative to --src, the repo, $TMPDIR, ...
