@@ -511,6 +511,8 @@ def test_tutorials_run_as_scripts_with_their_checks_and_no_benchmark(triton_tree
     assert files["01-passes.py"]["passed"] == 1 and files["09-persistent-matmul.py"]["passed"] == 1
     assert (files["06-fused-attention.py"]["passed"], files["06-fused-attention.py"]["failed"]) == (3, 1)
     assert rep["totals"]["total"] == 8
+    md = (tmp_path / "triton-tutorials.md").read_text()
+    assert "tutorials correct: **2/5** (not: 02-assert-fails.py, 03-prints-cross.py, 06-fused-attention.py)" in md
 
 
 def test_patched_tutorials_run_a_copy_with_the_patches_that_touch_them(triton_tree, tmp_path, monkeypatch):
@@ -532,7 +534,9 @@ def test_patched_tutorials_run_a_copy_with_the_patches_that_touch_them(triton_tr
     assert _run([*argv, "--report-dir", str(tmp_path), "--files", "01-passes.py", "02-assert-fails.py"]) == 0
     rep = _report(tmp_path, "triton-tutorials")
     assert rep["patches_applied"] == ["triton/fix-sum.patch"] and rep["totals"]["passed"] == 2
-    assert "- patches applied: `triton/fix-sum.patch`" in (tmp_path / "triton-tutorials.md").read_text()
+    md = (tmp_path / "triton-tutorials.md").read_text()
+    assert "- patches applied: `triton/fix-sum.patch`" in md and "--src <src> --tutorials --patched" in md
+    assert str(triton_tree) not in md and "plate-tutorials-" not in md
     assert "== 7" in (triton_tree / "python" / "tutorials" / "02-assert-fails.py").read_text()  # the tree is untouched
 
 

@@ -254,17 +254,18 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
     if args.tutorials:
         revision, tree = _tutorials(revision, tree)
         suite_name = f"{args.suite}-tutorials"
+    src = tree.root or tree.test_dir
     if args.patched:
         patched_dir = Path(tempfile.mkdtemp(prefix="plate-tutorials-"))
         try:
             tree, applied = _patched_tutorials(revision, tree, patched_dir)
-            return _run_suite(args, passthrough, argv, revision, tree, suite_name, applied)
+            return _run_suite(args, passthrough, argv, revision, tree, suite_name, applied, src)
         finally:
             shutil.rmtree(patched_dir, ignore_errors=True)
-    return _run_suite(args, passthrough, argv, revision, tree, suite_name, applied)
+    return _run_suite(args, passthrough, argv, revision, tree, suite_name, applied, src)
 
 
-def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_name: str, applied) -> int:
+def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_name: str, applied, src: Path) -> int:
     missing = [m for m in revision.suite.requires if importlib.util.find_spec(m) is None]
     if missing:
         raise UpstreamError(f"the {args.suite} tests import {', '.join(missing)}: pip install {' '.join(missing)}")
@@ -311,7 +312,8 @@ def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_na
     }
     report = summarize(results, meta, baseline=read_baseline(args.baseline) if args.baseline else None)
     # committed reports name no folder of this machine: paths relative to --src, the repo, $TMPDIR, ...
-    roots = path_roots(tree.root or tree.test_dir, REPO_ROOT)
+    # the tree --src names, then the one that ran (the same, or a patched copy under $TMPDIR)
+    roots = [(str(src) + "/", ""), (str(src), "<src>"), *path_roots(tree.root or tree.test_dir, REPO_ROOT)]
     shown = relative_paths(report, roots)
     if shown.get("baseline") and Path(shown["baseline"]["path"]).is_absolute():  # elsewhere: its name says enough
         shown["baseline"]["path"] = Path(shown["baseline"]["path"]).name
