@@ -41,6 +41,13 @@ VENDOR_OPTIONS: dict[str, VendorOption] = {
         "ignored: launches are synchronous and in order, so a dependent launch always starts after the one "
         "before has finished; gdc_wait/gdc_launch_dependents have nothing to wait for",
     ),
+    "launch_cooperative_grid": VendorOption(
+        "NVIDIA, AMD",
+        False,
+        "ignored: a cooperative launch promises that every program of the grid runs at once (grid-wide "
+        "barriers); a PLATE core runs one program at a time and the simulator runs programs one after another, "
+        "so a kernel that waits for another program of its grid does not finish",
+    ),
     "ptx_version": VendorOption("NVIDIA", None, "ignored: no PTX is generated"),
     "ptx_options": VendorOption("NVIDIA", None, "ignored: no ptxas runs"),
     "enable_reflect_ftz": VendorOption(
