@@ -17,8 +17,6 @@ import triton_plate_backend.torch_device  # noqa: F401  (registers torch.plate, 
 from triton_plate_backend.errors import PlateError
 from triton_plate_backend.target import BACKEND, PLATE_ARCH, WARP_SIZE
 
-MAX_THREADS_PER_BLOCK = 1024  # no threads either: only bounds num_warps * warp_size
-
 
 class TritonUnavailable(PlateError, RuntimeError):
     """Triton cannot compile for plate in this process (plugin missing or another backend selected)."""
@@ -40,7 +38,7 @@ class PlateInductorProperties:
     warp_size: int
     max_threads_per_block: int
     max_threads_per_multi_processor: int
-    regs_per_multiprocessor: int  # scalar registers of one core
+    regs_per_multiprocessor: int  # scalar registers x lanes (triton_plate_backend.device_properties)
     shared_memory_per_block: int  # SRAM of one core
     shared_memory_per_block_optin: int
     total_memory: int  # HBM bytes, all domains
@@ -70,8 +68,8 @@ def device_properties(device=None) -> PlateInductorProperties:
         minor=0,
         multi_processor_count=props.multi_processor_count,
         warp_size=WARP_SIZE,
-        max_threads_per_block=MAX_THREADS_PER_BLOCK,
-        max_threads_per_multi_processor=MAX_THREADS_PER_BLOCK,
+        max_threads_per_block=props.max_threads_per_block,
+        max_threads_per_multi_processor=props.max_threads_per_multi_processor,
         regs_per_multiprocessor=props.regs_per_multiprocessor,
         shared_memory_per_block=props.sram_bytes,
         shared_memory_per_block_optin=props.sram_bytes,

@@ -62,6 +62,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.dtypes",
         f"{TPB}.machine",
         f"{TPB}.cost",
+        f"{TPB}.device_properties",
     ),
     **_on(
         TTIR_SIM,
@@ -144,6 +145,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.compiler",
         f"{TPB}.target",
         f"{TPB}.binary_cache",
+        f"{TPB}.vendor_options",
         f"{TPB}.fp8e4b15",
         f"{TPB}.driver",
         f"{TPB}.launcher",

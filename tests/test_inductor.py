@@ -145,7 +145,7 @@ def test_device_properties_come_from_the_machine(mini):
     props = PlateInterface.get_device_properties(torch.device("plate", 0))
     assert props.multi_processor_count == m.total_cores == 8
     assert props.warp_size == 32 and props.max_threads_per_block == 1024
-    assert props.regs_per_multiprocessor == m.core.scalar_registers
+    assert props.regs_per_multiprocessor == m.core.scalar_registers * props.max_threads_per_multi_processor
     assert props.shared_memory_per_block_optin == props.sram_bytes == m.core.sram_bytes
     assert (props.major, props.minor) == (PLATE_ARCH, 0) and "plate-mini" in props.name
     assert PlateInterface.Worker.get_device_properties() == props

@@ -476,3 +476,74 @@ def test_the_default_triton_baseline_ships_with_the_repo():
     outcomes = read_baseline(DEFAULT_BASELINE)["outcomes"]
     assert len(outcomes) > 8000
     assert sum(o == "passed" for o in outcomes.values()) == 6999
+
+
+# -- the tutorials ----------------------------------------------------------------------------------
+FAKE_TUTORIALS = [
+    "01-passes.py",
+    "02-assert-fails.py",
+    "03-prints-cross.py",
+    "06-fused-attention.py",
+    "09-persistent-matmul.py",
+]
+
+
+def test_tutorials_run_as_scripts_with_their_checks_and_no_benchmark(triton_tree, tmp_path, capfd):
+    empty = tmp_path / "none.toml"
+    empty.write_text("")
+    argv = ["triton", "--src", str(triton_tree), "--tutorials", "--skiplist", str(empty), "-j", "0"]
+    rc = _run([*argv, "--report-dir", str(tmp_path), "--files", *FAKE_TUTORIALS])
+    out, _ = capfd.readouterr()
+    assert rc == runner.EXIT_FAILURES
+    rep = _report(tmp_path, "triton-tutorials")
+    assert rep["suite"] == "triton-tutorials" and rep["paths"] == FAKE_TUTORIALS
+    failures = {f["test"]: f["message"] for f in rep["failures"]}
+    assert set(failures) == {
+        "02-assert-fails.py::script",  # a module-level assert
+        "03-prints-cross.py::script",  # a printed ❌ verdict
+        "06-fused-attention.py::test_op[3]",  # one of its pytest tests
+    }
+    assert "fake check: the sum is off" in failures["02-assert-fails.py::script"]
+    assert "printed a failed check: ❌ fake Triton and Torch differ" in failures["03-prints-cross.py::script"]
+    files = rep["files"]
+    # 01 ran as __main__ with its benchmark skipped; 06 and 09 were imported, their __main__ benchmarks not run,
+    # and 09's checks (the validate calls of its __main__ block) ran
+    assert files["01-passes.py"]["passed"] == 1 and files["09-persistent-matmul.py"]["passed"] == 1
+    assert (files["06-fused-attention.py"]["passed"], files["06-fused-attention.py"]["failed"]) == (3, 1)
+    assert rep["totals"]["total"] == 8
+    md = (tmp_path / "triton-tutorials.md").read_text()
+    assert "tutorials correct: **2/5** (not: 02-assert-fails.py, 03-prints-cross.py, 06-fused-attention.py)" in md
+
+
+def test_patched_tutorials_run_a_copy_with_the_patches_that_touch_them(triton_tree, tmp_path, monkeypatch):
+    patches_dir = tmp_path / "patches"
+    (patches_dir / "triton").mkdir(parents=True)
+    repo = tmp_path / "repo"
+    shutil.copytree(triton_tree / "python" / "tutorials", repo / "python" / "tutorials")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    fixed = repo / "python" / "tutorials" / "02-assert-fails.py"
+    fixed.write_text(fixed.read_text().replace("== 7", "== 6"))
+    _git(repo, "commit", "-qam", "[TUTORIALS] fix the fake sum\n\nTest: python/tutorials/02-assert-fails.py::script")
+    (patches_dir / "triton" / "fix-sum.patch").write_text(_git(repo, "format-patch", "--stdout", "HEAD~1"))
+    monkeypatch.setattr(runner, "PATCHES_DIR", patches_dir)
+    empty = tmp_path / "none.toml"
+    empty.write_text("")
+    argv = ["triton", "--src", str(triton_tree), "--tutorials", "--patched", "--skiplist", str(empty), "-j", "0"]
+    assert _run([*argv, "--report-dir", str(tmp_path), "--files", "01-passes.py", "02-assert-fails.py"]) == 0
+    rep = _report(tmp_path, "triton-tutorials")
+    assert rep["patches_applied"] == ["triton/fix-sum.patch"] and rep["totals"]["passed"] == 2
+    md = (tmp_path / "triton-tutorials.md").read_text()
+    assert "- patches applied: `triton/fix-sum.patch`" in md and "--src <src> --tutorials --patched" in md
+    assert str(triton_tree) not in md and "plate-tutorials-" not in md
+    assert "== 7" in (triton_tree / "python" / "tutorials" / "02-assert-fails.py").read_text()  # the tree is untouched
+
+
+def test_tutorials_need_a_tree_with_them(triton_tree, tmp_path, capfd):
+    tree = tmp_path / "triton"
+    shutil.copytree(triton_tree, tree, ignore=shutil.ignore_patterns("tutorials"))
+    rc = _run(["triton", "--src", str(tree), "--tutorials", "-j", "0", "--report-dir", str(tmp_path)])
+    assert rc == runner.EXIT_USAGE
+    assert "has no python/tutorials/; pass --src the checkout root" in capfd.readouterr().err
+    assert not list(tmp_path.glob("*.json"))

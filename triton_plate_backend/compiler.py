@@ -46,6 +46,7 @@ from .errors import AsmError, CompileError, PlateError, SramOverflow  # noqa: E4
 from .isa.table import ENUMS  # noqa: E402
 from .machine import PRESETS  # noqa: E402
 from .text_memo import TextMemo  # noqa: E402
+from .vendor_options import accept_vendor_options  # noqa: E402
 
 DOT_INPUT_PRECISIONS = ENUMS["prec"]  # the m.mma precisions of the ISA table
 # Triton names of the ISA's f8e4m3fn and f8e5m2, and fp8e4b15 (i8 in TTIR, converted by fp8e4b15.py)
@@ -84,11 +85,9 @@ class PlateOptions:
     num_ctas: int = 1
     num_stages: int = 3
     warp_size: int = WARP_SIZE
-    maxnreg: int | None = None  # CUDA register cap: accepted so portable autotune configs run
     ir_override: str | None = None
     enable_fp_fusion: bool = True
     launch_cooperative_grid: bool = False
-    launch_pdl: bool = False
     supported_fp8_dtypes: tuple[str, ...] = FP8_DTYPES
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     # with "tf32" allowed, tl.dot defaults to tf32 whatever this says (Triton's frontend)
@@ -102,6 +101,18 @@ class PlateOptions:
     arch: str = f"plate-isa{PLATE_ARCH}"
     instrumentation_mode: str = ""
     machine: str = "plate1"  # machine.PRESETS name; parse_options fills it from PLATE_MACHINE
+    # other backends' options (vendor_options.VENDOR_OPTIONS says what plate does with each): fields so
+    # that Triton's runtime accepts them as launch kwargs; parse_options keeps them at their defaults
+    maxnreg: int | None = None
+    launch_pdl: bool = False
+    ptx_version: int | None = None
+    ptx_options: str | None = None
+    enable_reflect_ftz: bool = True
+    waves_per_eu: int = 0
+    matrix_instr_nonkdim: int = 0
+    kpack: int = 1
+    schedule_hint: str = "none"
+    allow_flush_denorm: bool = False
 
     def __post_init__(self):
         def bad(field, value, legal, error=OptionError):
@@ -456,6 +467,7 @@ class PlateBackend(BaseBackend):
 
     def parse_options(self, opts) -> PlateOptions:
         args = {k: opts[k] for k in OPTION_FIELDS if k in opts and opts[k] is not None}
+        args.update(accept_vendor_options(opts))
         args.setdefault("machine", knobs.machine())
         if "enable_fp_fusion" not in args:
             from triton import knobs as triton_knobs

@@ -24,7 +24,7 @@ from triton.backends.driver import DriverBase  # noqa: E402
 
 from .errors import BinaryFormatError, PlateError  # noqa: E402
 
-MAX_THREADS = WARP_SIZE * 1024  # no threads on PLATE: only bounds num_warps * warp_size for Triton's check
+MAX_THREADS = 1024  # device_properties.PROGRAM_LANES: bounds num_warps * warp_size (Triton's launch check)
 
 CPP_TYPES = {
     "i1": "int8_t",
@@ -83,20 +83,22 @@ class PlateUtils:
         return program, KernelHandle(name, program, dev.index), _registers_used(program), 0, MAX_THREADS
 
     def get_device_properties(self, device):
+        """What Triton's drivers return (NVIDIA's keys, and AMD's max_threads_per_sm), from the one table
+        of device_properties; see there what occupancy means on PLATE."""
+        from .device_properties import device_answers
         from .sim.device import get_device
 
         m = get_device(device).machine
-        hbm_bytes_per_cycle = m.hbm_bytes_per_cycle_chip() * m.chips
+        a = device_answers(m)
         return {
-            "max_shared_mem": m.core.sram_bytes,
-            "max_num_regs": m.core.scalar_registers,
-            "multiprocessor_count": m.total_cores,
-            "warpSize": WARP_SIZE,
-            "sm_clock_rate": int(m.clock_ghz * 1e6),  # kHz
-            # double data rate at half the core clock over a bus of 8 bits per HBM byte/cycle, so that
-            # triton.testing.get_dram_gbps (clock * width * 2 / 8) gives the machine's HBM bandwidth
-            "mem_clock_rate": int(m.clock_ghz * 1e6 / 2),  # kHz
-            "mem_bus_width": int(hbm_bytes_per_cycle * 8),  # bits
+            "max_shared_mem": a.max_shared_mem,
+            "max_num_regs": a.regs_per_multiprocessor,
+            "multiprocessor_count": a.multiprocessor_count,
+            "warpSize": a.warp_size,
+            "max_threads_per_sm": a.max_threads_per_multiprocessor,
+            "sm_clock_rate": a.clock_khz,
+            "mem_clock_rate": a.mem_clock_khz,
+            "mem_bus_width": a.mem_bus_width_bits,
             "machine": m.name,
             "domains": m.total_domains,
             "sram_bytes": m.core.sram_bytes,
@@ -117,7 +119,7 @@ def _registers_used(program) -> int:
                 highest = max(highest, value)
             elif od.kind == "rlist":
                 highest = max(highest, *value) if value else highest
-    return highest + 1
+    return max(highest + 1, 1)  # published occupancy formulas divide by it
 
 
 # ---- events on the modeled clock --------------------------------------------------------------

@@ -159,6 +159,8 @@ def run_patch_tests(patch: Patch, revision: Revision, tree: Path, options, overl
         "no:cacheprovider",
         "-p",
         "upstream.plugin",
+        "-p",
+        "upstream.tutorials",  # a named python/tutorials/NN-*.py::script runs as the tutorial suite runs it
         "--plate-results",
         str(results),
     ]
@@ -168,7 +170,8 @@ def run_patch_tests(patch: Patch, revision: Revision, tree: Path, options, overl
             env.pop("TRITON_DEFAULT_BACKEND", None)
         else:
             env["TRITON_DEFAULT_BACKEND"] = options.device
-        cmd += ["--device", "cpu" if options.interpret else options.device]
+        if any(t.startswith(revision.test_root + "/") for t in patch.tests):  # its conftest defines --device
+            cmd += ["--device", "cpu" if options.interpret else options.device]
     env.update(patch.test_env)
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=options.timeout)
     if not results.is_file():

@@ -229,6 +229,15 @@ def _baseline_lines(report: dict) -> list[str]:
     return [*lines, ""]
 
 
+def tutorials_line(report: dict) -> str:
+    """How many tutorials are correct: every check of the file ran and passed (upstream's own skips aside)."""
+    bad = ("failed", "errors", "xfailed", "xpassed")
+    files = report["files"]
+    correct = [f for f, c in files.items() if c["passed"] and not any(c[o] for o in bad)]
+    wrong = sorted(set(files) - set(correct))
+    return f"- tutorials correct: **{len(correct)}/{len(files)}**" + (f" (not: {', '.join(wrong)})" if wrong else "")
+
+
 def render_markdown(report: dict) -> str:
     t = report["totals"]
     rev = report.get("revision", {})
@@ -241,6 +250,11 @@ def render_markdown(report: dict) -> str:
         f"{report.get('jobs', '?')} jobs",
         f"- command: `{report.get('command', '')}`",
         *(
+            [f"- patches applied: {', '.join(f'`{p}`' for p in report['patches_applied']) or 'none apply'}"]
+            if report.get("patches_applied") is not None
+            else []
+        ),
+        *(
             [f"- **interrupted**: {t['total']} tests finished before the run was stopped"]
             if report.get("interrupted")
             else []
@@ -248,6 +262,7 @@ def render_markdown(report: dict) -> str:
         f"- pass rate: **{_pct(t['pass_rate'])}** = {t['passed'] + t['xpassed']} passed / "
         f"({t['total']} total - {t['by_design']} by-design{_not_in_pin(t)})",
         f"- by-design share: {_pct(t['by_design_share'])} ({t['by_design']} of {t['total']})",
+        *([tutorials_line(report)] if report["suite"].endswith("-tutorials") else []),
         *(
             [
                 f"- not in the pinned revision: {t['not_in_pin']} tests of the newer file copy this run used, which "

@@ -19,6 +19,7 @@ class Suite:
     extended: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     requires: tuple[str, ...] = ()
+    root: str | None = None  # tutorials: the folder of the checkout they live in (test_root otherwise)
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Revision:
     library_package: str
     library_folder: str
     suite: Suite
+    tutorials: Suite | None = None
 
     def module_of(self, path: str) -> str | None:
         """The module name of a library file of this project (`python/triton/x.py` -> `triton.x`), else None."""
@@ -56,6 +58,7 @@ def load_revisions(path: Path = REVISIONS_FILE) -> dict[str, Revision]:
     for project, table in data.items():
         try:
             suite = table["suite"]
+            tutorials = table.get("tutorials")
             revisions[project] = Revision(
                 project=project,
                 repo=table["repo"],
@@ -70,6 +73,14 @@ def load_revisions(path: Path = REVISIONS_FILE) -> dict[str, Revision]:
                     extended=tuple(suite.get("extended", ())),
                     env=dict(suite.get("env", {})),
                     requires=tuple(suite.get("requires", ())),
+                ),
+                tutorials=None
+                if tutorials is None
+                else Suite(
+                    paths=tuple(tutorials["paths"]),
+                    env=dict(tutorials.get("env", {})),
+                    requires=tuple(tutorials.get("requires", ())),
+                    root=tutorials["root"],
                 ),
             )
         except KeyError as e:

@@ -13,6 +13,7 @@ skip-list entries (a listed test passes, or an entry matches nothing).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import importlib.util
 import json
@@ -26,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import DEFAULT_SRC_DIR, REPO_ROOT, REPORTS_DIR, SKIPLISTS_DIR, OneLineParser, UpstreamError
+from . import DEFAULT_SRC_DIR, PATCHES_DIR, REPO_ROOT, REPORTS_DIR, SKIPLISTS_DIR, OneLineParser, UpstreamError
+from .patches import find_patches
 from .report import path_roots, read_baseline, relative_paths, summarize, summary_lines, write_report
 from .revisions import REVISIONS_FILE, Revision, Tree, fetch, find_tree, get_revision
 from .skiplist import load_skiplist
@@ -54,6 +56,16 @@ def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentPa
         "--files", nargs="+", metavar="PATH", help="files/folders under the test root instead of the suite's"
     )
     p.add_argument("--extended", action="store_true", help="also run the suite's `extended` files")
+    p.add_argument(
+        "--tutorials",
+        action="store_true",
+        help="triton: run the tutorials (python/tutorials 01-09: their checks, not their benchmarks) instead",
+    )
+    p.add_argument(
+        "--patched",
+        action="store_true",
+        help="--tutorials: run a copy of them with the patches under patches/ that touch them applied",
+    )
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="pytest-xdist workers; 0 = in process")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per test phase (0 = none; default 300)")
     p.add_argument("--report-dir", type=Path, default=REPORTS_DIR, help=f"where reports go (default {REPORTS_DIR})")
@@ -139,7 +151,9 @@ def pytest_command(suite: str, tree: Tree, paths: list[str], args, ini: Path, re
     cmd += ["--confcutdir", str(tree.test_dir), "-p", "no:cacheprovider", "--continue-on-collection-errors"]
     cmd += ["-p", "upstream.plugin", "--plate-skiplist", str(skiplist), "--plate-results", str(results)]
     cmd += ["--plate-timeout", str(args.timeout), "--plate-known", known]
-    if suite == "triton":
+    if getattr(args, "tutorials", False):  # no conftest there: the device is the active driver's
+        cmd += ["-p", "upstream.tutorials", "-o", "python_files=[0-9][0-9]-*.py"]
+    elif suite == "triton":
         cmd += ["--device", device]
     else:
         cmd += ["-p", "upstream.inductor_plugin", "--inductor-device", device]
@@ -195,6 +209,37 @@ def _run_pytest(args, revision: Revision, tree: Tree, paths: list[str], passthro
             shutil.rmtree(home, ignore_errors=True)
 
 
+def _tutorials(revision: Revision, tree: Tree) -> tuple[Revision, Tree]:
+    """The revision and tree of a --tutorials run: the tutorials' folder instead of the test root."""
+    if revision.tutorials is None:
+        raise UpstreamError(f"--tutorials: {revision.project} has no [{revision.project}.tutorials] in revisions.toml")
+    folder = (tree.root / revision.tutorials.root) if tree.root else None
+    if folder is None or not folder.is_dir():
+        where = tree.root or tree.test_dir
+        raise UpstreamError(
+            f"--tutorials: {where} has no {revision.tutorials.root}/; pass --src the checkout root "
+            f"(a tree with {revision.test_root}/ and {revision.tutorials.root}/), or --fetch"
+        )
+    return dataclasses.replace(revision, suite=revision.tutorials), Tree(tree.root, folder)
+
+
+def _patched_tutorials(revision: Revision, tree: Tree, dest: Path) -> tuple[Tree, list[str]]:
+    """A copy of the tutorials' folder under `dest` (same layout) with every patch that touches only files
+    there applied: (its tree, the patches' names)."""
+    root = revision.suite.root
+    copy = dest / root
+    shutil.copytree(tree.test_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    applied = []
+    for patch in find_patches(PATCHES_DIR):
+        if patch.project != revision.project or not all(f.startswith(root + "/") for f in patch.files):
+            continue
+        done = subprocess.run(["git", "apply", str(patch.path)], cwd=dest, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise UpstreamError(f"--patched: {patch.name} does not apply to {tree.test_dir}: {done.stderr.strip()}")
+        applied.append(patch.name)
+    return Tree(dest, copy), applied
+
+
 def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
     revision = get_revision(SUITE_PROJECT[args.suite], args.revisions)
     if args.interpret and args.suite != "triton":
@@ -203,13 +248,31 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
         raise UpstreamError("--vs-interpreter compares a plate run of the triton suite with Triton's interpreter")
     tree = fetch(revision, args.src or DEFAULT_SRC_DIR / revision.project, args.fetch_url) if args.fetch else None
     tree = tree or find_tree(revision, args.src)
+    suite_name, applied = args.suite, None
+    if args.patched and not args.tutorials:
+        raise UpstreamError("--patched applies the tutorials' patches: only with --tutorials")
+    if args.tutorials:
+        revision, tree = _tutorials(revision, tree)
+        suite_name = f"{args.suite}-tutorials"
+    src = tree.root or tree.test_dir
+    if args.patched:
+        patched_dir = Path(tempfile.mkdtemp(prefix="plate-tutorials-"))
+        try:
+            tree, applied = _patched_tutorials(revision, tree, patched_dir)
+            return _run_suite(args, passthrough, argv, revision, tree, suite_name, applied, src)
+        finally:
+            shutil.rmtree(patched_dir, ignore_errors=True)
+    return _run_suite(args, passthrough, argv, revision, tree, suite_name, applied, src)
+
+
+def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_name: str, applied, src: Path) -> int:
     missing = [m for m in revision.suite.requires if importlib.util.find_spec(m) is None]
     if missing:
         raise UpstreamError(f"the {args.suite} tests import {', '.join(missing)}: pip install {' '.join(missing)}")
-    args.skiplist = Path(args.skiplist or SKIPLISTS_DIR / f"{args.suite}.toml").resolve()  # pytest runs elsewhere
+    args.skiplist = Path(args.skiplist or SKIPLISTS_DIR / f"{suite_name}.toml").resolve()  # pytest runs elsewhere
     load_skiplist(args.skiplist)  # a bad list fails here, before pytest starts
     paths = _test_paths(revision, tree, args)
-    if args.baseline is None and args.suite == "triton" and not args.interpret and DEFAULT_BASELINE.is_file():
+    if args.baseline is None and suite_name == "triton" and not args.interpret and DEFAULT_BASELINE.is_file():
         args.baseline = DEFAULT_BASELINE
     started = datetime.datetime.now(datetime.UTC)
     results, wall, cmd, rc = _run_pytest(args, revision, tree, paths, passthrough)
@@ -226,7 +289,7 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
             "wall_ratio": round(wall / i_wall, 2) if i_wall else None,
         }
     meta = {
-        "suite": args.suite,
+        "suite": suite_name,
         "device": "cpu (Triton interpreter)" if args.interpret else args.device,
         "revision": {
             "project": revision.project,
@@ -245,14 +308,16 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
         "pytest_returncode": rc,
         "interrupted": results["interrupted"],
         "interpreter": interpreter,
+        "patches_applied": applied,
     }
     report = summarize(results, meta, baseline=read_baseline(args.baseline) if args.baseline else None)
     # committed reports name no folder of this machine: paths relative to --src, the repo, $TMPDIR, ...
-    roots = path_roots(tree.root or tree.test_dir, REPO_ROOT)
+    # the tree --src names, then the one that ran (the same, or a patched copy under $TMPDIR)
+    roots = [(str(src) + "/", ""), (str(src), "<src>"), *path_roots(tree.root or tree.test_dir, REPO_ROOT)]
     shown = relative_paths(report, roots)
     if shown.get("baseline") and Path(shown["baseline"]["path"]).is_absolute():  # elsewhere: its name says enough
         shown["baseline"]["path"] = Path(shown["baseline"]["path"]).name
-    written = write_report(shown, relative_paths(results, roots), args.report_dir, args.name or args.suite)
+    written = write_report(shown, relative_paths(results, roots), args.report_dir, args.name or suite_name)
     for line in summary_lines(report):
         print(line)
     print("report: " + ", ".join(str(p) for p in written))

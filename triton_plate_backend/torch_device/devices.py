@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..device_properties import device_answers
 from ..sim.device import DeviceError
 from . import _registration
 
@@ -103,7 +104,8 @@ class PlateDeviceProperties:
     minor: int
     warp_size: int
     max_threads_per_block: int
-    regs_per_multiprocessor: int  # scalar registers of one core
+    max_threads_per_multi_processor: int
+    regs_per_multiprocessor: int  # scalar registers x lanes (device_properties says why)
     clock_rate: int  # kHz
     domains: int
     cores_per_domain: int
@@ -115,17 +117,19 @@ def get_device_properties(device=None) -> PlateDeviceProperties:
     from ..sim.device import get_device
 
     m = get_device(device_index(device)).machine
+    a = device_answers(m)
     return PlateDeviceProperties(
         name=f"PLATE {m.name}",
         machine=m.name,
         total_memory=m.domain.hbm_bytes * m.total_domains,
-        multi_processor_count=m.total_cores,
+        multi_processor_count=a.multiprocessor_count,
         major=1,
         minor=0,
-        warp_size=32,
-        max_threads_per_block=1024,
-        regs_per_multiprocessor=m.core.scalar_registers,
-        clock_rate=int(m.clock_ghz * 1e6),
+        warp_size=a.warp_size,
+        max_threads_per_block=a.max_threads_per_block,
+        max_threads_per_multi_processor=a.max_threads_per_multiprocessor,
+        regs_per_multiprocessor=a.regs_per_multiprocessor,
+        clock_rate=a.clock_khz,
         domains=m.total_domains,
         cores_per_domain=m.domain.cores,
         sram_bytes=m.core.sram_bytes,
