@@ -6,7 +6,8 @@ A rule is ``rule(ctx, inst)``: ``ctx`` is the executor's batch context (register
 ``Branch`` / ``HALT`` (control flow) or the dma Traffic of a memory access. Rules raise PlateError
 (or let numpy raise); the executor wraps any of those ONCE with pc, instruction, source line and
 grid coordinates. The rules live by family: sem_scalar (s.*, control flow, dbg.*), sem_vector
-(elementwise, compares, conversions), sem_tile (data movement, reductions, scans), sem_matrix
+(elementwise, compares, conversions), sem_libm (rounding modes, libdevice's special functions),
+sem_tile (data movement, reductions, scans), sem_matrix
 (m.mma), sem_memory (dma.*, atom.*, fence, barrier); numerics holds the shared rounding code.
 
 NOTES: where Triton/LLVM leave a result undefined, PLATE defines it (PTX's choice unless noted)
@@ -51,11 +52,11 @@ NOTES: where Triton/LLVM leave a result undefined, PLATE defines it (PTX's choic
 from __future__ import annotations
 
 from ..isa.table import ISA
-from . import sem_matrix, sem_memory, sem_scalar, sem_tile, sem_vector
+from . import sem_libm, sem_matrix, sem_memory, sem_scalar, sem_tile, sem_vector
 from .sem_scalar import HALT, Branch, DeviceAssertionError
 
 SEMANTICS: dict = {}
-for _family in (sem_scalar, sem_vector, sem_tile, sem_matrix, sem_memory):
+for _family in (sem_scalar, sem_vector, sem_libm, sem_tile, sem_matrix, sem_memory):
     _overlap = SEMANTICS.keys() & _family.SEMANTICS.keys()
     assert not _overlap, f"two families define {_overlap}"
     SEMANTICS.update(_family.SEMANTICS)

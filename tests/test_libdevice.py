@@ -1,0 +1,741 @@
+"""libdevice on PLATE: every `__nv_*` function of triton.language.extra.cuda.libdevice lowers, and
+computes its documented result on edge values (NaN, inf, signed zeros, subnormals, huge
+arguments): bit-exact against exact rational/integer arithmetic where the result is exact or
+correctly rounded (rounding modes, conversions, bits, integer ops), within an ulp bound against
+numpy/scipy for the transcendental and special functions.
+
+Kernels are TTIR text built here, one per signature with every symbol of that signature in it
+(no Triton compile per function), run through the code generator harness on the simulator."""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import math
+from fractions import Fraction
+from unittest import mock
+
+import mpmath
+import numpy as np
+import pytest
+import scipy.special as sp
+import triton.language.core as core
+from codegen_kernels.harness import compile_text, run
+from triton.language.extra import libdevice as generic_libdevice
+from triton.language.extra.cuda import libdevice
+
+from triton_plate_backend.compiler import PlateBackend
+from triton_plate_backend.errors import CompileError
+from triton_plate_backend.passes.libdevice import LIBDEVICE
+
+TT = {"fp32": "f32", "fp64": "f64", "int32": "i32", "uint32": "i32", "int64": "i64", "uint64": "i64"}
+NP = {"fp32": np.float32, "fp64": np.float64, "int32": np.int32, "uint32": np.uint32, "int64": np.int64}
+NP["uint64"] = np.uint64
+N = 96  # elements per symbol
+
+
+# ---- the functions of Triton's libdevice module -----------------------------------------------------
+def _signatures(module) -> dict:
+    """symbol -> (argument dtype names, result dtype name, Triton function name), read by calling
+    every @core.extern function of the module with extern_elementwise recording its overloads."""
+    out = {}
+
+    def recorder(fn_name):
+        def record(lib_name, lib_path, args, table, is_pure, _semantic=None):
+            for arg_types, (symbol, ret) in table.items():
+                out[symbol] = (tuple(t.name for t in arg_types), ret.name, fn_name)
+            return mock.MagicMock()  # some wrappers convert the result (finitef(...).to(int1))
+
+        return record
+
+    for fn_name, fn in inspect.getmembers(module, callable):
+        if getattr(fn, "__triton_builtin__", False):
+            arity = len(inspect.signature(fn).parameters) - 1
+            with mock.patch.object(core, "extern_elementwise", recorder(fn_name)):
+                fn(*[None] * arity, _semantic=object())
+    return out
+
+
+SIGNATURES = _signatures(libdevice)
+PLATE_MODULE = PlateBackend.get_module_map(None)["triton.language.extra.libdevice"]
+PLATE_SIGNATURES = _signatures(PLATE_MODULE)  # CUDA's and the generic names CUDA lacks
+GROUPS = collections.defaultdict(list)
+for _sym, (_args, _ret, _fn) in sorted(PLATE_SIGNATURES.items()):
+    GROUPS[(_args, _ret)].append(_sym)
+
+
+def kernel_text(symbols, arg_types, ret, n=N) -> str:
+    """TTIR: load one tensor per argument, out[k*n:(k+1)*n] = symbols[k](args...)."""
+    args, r = [TT[t] for t in arg_types], TT[ret]
+    params = ", ".join(f"%a{i}: !tt.ptr<{t}>" for i, t in enumerate(args)) + f", %o: !tt.ptr<{r}>"
+    body = [f"%offs = tt.make_range {{end = {n} : i32, start = 0 : i32}} : tensor<{n}xi32>"]
+    for i, t in enumerate(args):
+        body += [
+            f"%p{i} = tt.splat %a{i} : !tt.ptr<{t}> -> tensor<{n}x!tt.ptr<{t}>>",
+            f"%q{i} = tt.addptr %p{i}, %offs : tensor<{n}x!tt.ptr<{t}>>, tensor<{n}xi32>",
+            f"%v{i} = tt.load %q{i} : tensor<{n}x!tt.ptr<{t}>>",
+        ]
+    body.append(f"%po = tt.splat %o : !tt.ptr<{r}> -> tensor<{n}x!tt.ptr<{r}>>")
+    ins, types = ", ".join(f"%v{i}" for i in range(len(args))), ", ".join(f"tensor<{n}x{t}>" for t in args)
+    for k, s in enumerate(symbols):
+        body += [
+            f"%c{k} = arith.constant dense<{k * n}> : tensor<{n}xi32>",
+            f"%i{k} = arith.addi %offs, %c{k} : tensor<{n}xi32>",
+            f"%qo{k} = tt.addptr %po, %i{k} : tensor<{n}x!tt.ptr<{r}>>, tensor<{n}xi32>",
+            f'%r{k} = tt.extern_elementwise {ins} {{libname = "", libpath = "", pure = true, symbol = "{s}"}} '
+            f": ({types}) -> tensor<{n}x{r}>",
+            f"tt.store %qo{k}, %r{k} : tensor<{n}x!tt.ptr<{r}>>",
+        ]
+    lines = "\n".join(f"    {b}" for b in body + ["tt.return"])
+    return f"module {{\n  tt.func public @libdevice_kernel({params}) {{\n{lines}\n  }}\n}}\n"
+
+
+# ---- (a) completeness ------------------------------------------------------------------------------
+def test_triton_libdevice_has_313_symbols():
+    assert len(SIGNATURES) == 313, sorted(SIGNATURES)
+
+
+def test_every_symbol_lowers():
+    missing = []
+    for (args, ret), symbols in GROUPS.items():
+        for s in symbols:
+            try:
+                compile_text(kernel_text([s], args, ret, 8), s)
+            except CompileError:
+                missing.append(s)
+    lowered = sorted(set(SIGNATURES) - set(missing))
+    print(f"libdevice: {len(lowered)}/{len(SIGNATURES)} symbols lower; missing: {missing}")
+    assert len(lowered) == 313 and not missing, missing
+
+
+def test_every_symbol_is_in_the_table():
+    assert set(PLATE_SIGNATURES) <= set(LIBDEVICE)
+
+
+def test_every_generic_name_resolves_on_plate():
+    generic = {n for n, f in inspect.getmembers(generic_libdevice, inspect.isfunction)}
+    assert generic and generic <= {n for n, f in inspect.getmembers(PLATE_MODULE, callable)}
+
+
+def test_an_unknown_symbol_names_the_function():
+    text = kernel_text(["__nv_no_such_function"], ("fp32",), "fp32", 8)
+    with pytest.raises(CompileError, match="__nv_no_such_function"):
+        compile_text(text, "unknown")
+
+
+# ---- (b) numerics: inputs -------------------------------------------------------------------------
+RNG = np.random.default_rng(11)
+F32_MAX, F64_MAX = float(np.finfo(np.float32).max), float(np.finfo(np.float64).max)
+F32_SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 2.0**-149, -(2.0**-149), 3 * 2.0**-140, 2.0**-126, F32_MAX]
+F32_SPECIAL += [-F32_MAX, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 0.25, 1e-7, -1e-7, 10.0, -10.0, 1e10, -1e30, 24.5]
+F64_SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 5e-324, -5e-324, 3e-310, 2.0**-1022, F64_MAX, -F64_MAX]
+F64_SPECIAL += [1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 0.25, 1e-15, -1e-15, 10.0, -10.0, 1e20, -1e300, 24.5]
+
+
+def _floats(dtype, n=N, seed=0):
+    rng = np.random.default_rng(seed)
+    special = F32_SPECIAL if dtype == np.float32 else F64_SPECIAL
+    big = 38 if dtype == np.float32 else 300
+    rest = n - len(special)
+    parts = [
+        rng.uniform(-1, 1, rest // 4),
+        rng.uniform(-30, 30, rest // 4),
+        rng.choice([-1, 1], rest // 4) * 10.0 ** rng.uniform(-big, big, rest // 4),
+    ]
+    parts.append(rng.uniform(0, 4, rest - sum(len(p) for p in parts)))
+    return np.concatenate([np.array(special), *parts]).astype(dtype)
+
+
+def _ints(dtype, n=N, seed=0):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    special = [0, 1, info.max, info.min, 2, 3, 0xFFFFFF, 0x800000, 0x7F, 0x12345678 % (info.max + 1)]
+    if info.min < 0:
+        special += [-1, -2, -0x800000]
+    if info.bits == 64:
+        special += [2**53 + 1, 2**62 + 3, 2**53 - 1]
+    rand = rng.integers(info.min, info.max, n - len(special), dtype=dtype, endpoint=True)
+    small = rng.integers(max(info.min, -1000), 1000, n // 4, dtype=dtype)
+    rand[: len(small)] = small
+    return np.concatenate([np.array(special, dtype=dtype), rand]).astype(dtype)
+
+
+def inputs(args: tuple) -> list:
+    """One array per argument: edge values first, then random ones; the second float operand
+    negates or repeats the first on a few lanes (exact zero sums, x / x)."""
+    out = []
+    for i, t in enumerate(args):
+        if t.startswith("fp"):
+            x = _floats(NP[t], seed=i)
+            if i > 0 and out and out[0].dtype == x.dtype:
+                x[:12], x[12:20] = -out[0][:12], out[0][12:20]
+        else:
+            x = _ints(NP[t], seed=i)
+        out.append(x)
+    if args[0] == "int32" and args[1:2] in (("fp32",), ("fp64",)):  # jn, yn: small orders
+        out[0] = np.resize(np.array([0, 1, 2, 3, 5, 8, 13, 30, -1], np.int32), N)
+    if args[0].startswith("fp") and args[1:] == ("int32",):  # ldexp, scalbn, powi: exponents
+        n = [0, 1, -1, 2, 3, -3, 7, 20, -20, 64, -64, 150, -150, 300, -300, 1100, -1100, 2**31 - 1, -(2**31)]
+        out[1] = np.resize(np.array(n, np.int32), N)
+        out[1][len(n) :] = RNG.integers(-400, 400, N - len(n))
+    if len(args) == 3 and args[0].startswith("fp"):  # fma, norm3d: near-cancelling a*b + c
+        with np.errstate(all="ignore"):
+            p = out[0].astype(np.float64) * out[1].astype(np.float64)
+            out[2][40:60] = -p[40:60].astype(out[2].dtype)
+    return out
+
+
+# ---- exact references: rationals and integers -----------------------------------------------------
+FORMAT = {np.float32: (24, -126, F32_MAX), np.float64: (53, -1022, F64_MAX)}
+MODE = {"rn": "rtne", "rz": "rtz", "ru": "rtp", "rd": "rtn"}
+
+
+def _finish(n: int, qexp: int, sign: int, inexact_above_half, inexact: bool, dtype, mode: str) -> float:
+    """sign * n * 2**qexp rounded up or not by the mode (n: the truncated magnitude), overflow by mode."""
+    p, emin, fmax = FORMAT[dtype]
+    if inexact:
+        if mode == "rtne":
+            n += inexact_above_half()
+        elif (mode == "rtp" and sign > 0) or (mode == "rtn" and sign < 0):
+            n += 1
+    v = Fraction(n) * Fraction(2) ** qexp
+    if v > fmax:
+        to_inf = mode == "rtne" or (mode == "rtp" and sign > 0) or (mode == "rtn" and sign < 0)
+        return sign * (math.inf if to_inf else fmax)
+    return math.copysign(float(v), sign)
+
+
+def _exponent(a: Fraction) -> int:
+    """floor(log2(a)) for a > 0."""
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    return e - 1 if Fraction(2) ** e > a else e
+
+
+def round_fraction(q: Fraction, dtype, mode: str) -> float:
+    p, emin, _ = FORMAT[dtype]
+    sign, a = (-1 if q < 0 else 1), abs(q)
+    qexp = max(_exponent(a), emin) - (p - 1)
+    scaled = a / Fraction(2) ** qexp
+    n = scaled.numerator // scaled.denominator
+    rem = scaled - n
+    return _finish(
+        n,
+        qexp,
+        sign,
+        lambda: int(rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1)),
+        rem != 0,
+        dtype,
+        mode,
+    )
+
+
+def round_sqrt(a: Fraction, dtype, mode: str) -> float:
+    """sqrt(a) rounded in the mode, a > 0 finite: integer square roots (no ties exist)."""
+    p, emin, _ = FORMAT[dtype]
+    qexp = max(_exponent(a) // 2, emin) - (p - 1)
+    big = a / Fraction(4) ** qexp
+    n = math.isqrt(big.numerator // big.denominator)
+    inexact = Fraction(n * n) != big
+    return _finish(n, qexp, 1, lambda: int((2 * n + 1) ** 2 < 4 * big), inexact, dtype, mode)
+
+
+def _exact_zero_sign(op, xs, mode):
+    a, b = (xs[0] * xs[1], xs[2]) if op == "fma" else (xs[0], xs[1] if op == "add" else -xs[1])
+    if a == 0 and b == 0 and math.copysign(1, a) == math.copysign(1, b):
+        return math.copysign(0.0, a)
+    return -0.0 if mode == "rtn" else 0.0
+
+
+ARITH = {  # on floats (IEEE special values) and on Fractions (exact)
+    "add": lambda a: a[0] + a[1],
+    "sub": lambda a: a[0] - a[1],
+    "mul": lambda a: a[0] * a[1],
+    "div": lambda a: a[0] / a[1],
+    "rcp": lambda a: 1 / a[0],
+    "fma": lambda a: a[0] * a[1] + a[2],
+}
+
+
+def ieee_reference(op: str, xs, dtype, mode: str):
+    """op on float arrays xs, exactly, rounded once in the mode (IEEE special values from numpy)."""
+    out = np.empty(len(xs[0]), dtype)
+    for i in range(len(out)):
+        v = [float(x[i]) for x in xs]
+        f = [np.float64(u) for u in v]
+        with np.errstate(all="ignore"):
+            special = np.sqrt(f[0]) if op == "sqrt" else ARITH[op](f)
+        if not all(map(math.isfinite, v)) or (op in ("div", "rcp") and v[-1] == 0) or (op == "sqrt" and v[0] <= 0):
+            out[i] = special
+            continue
+        q = [Fraction(u) for u in v]
+        if op == "sqrt":
+            out[i] = round_sqrt(q[0], dtype, mode)
+            continue
+        exact = ARITH[op](q)
+        if exact == 0:
+            out[i] = _exact_zero_sign(op, v, mode) if op in ("add", "sub", "fma") else special
+        else:
+            out[i] = round_fraction(exact, dtype, mode)
+    return out
+
+
+def _to_int(x: float, mode: str, bits: int, signed: bool) -> int:
+    """cvt.<mode>i.sat: NaN -> 0, saturating."""
+    lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    if math.isnan(x):
+        return 0
+    if math.isinf(x):
+        return hi if x > 0 else lo
+    q = Fraction(x)
+    n = {"rn": round(q), "rz": math.trunc(q), "ru": math.ceil(q), "rd": math.floor(q)}[mode]
+    return min(max(n, lo), hi)
+
+
+def _wrap(values, dtype):
+    bits = np.dtype(dtype).itemsize * 8
+    return np.array([v % 2**bits for v in values], np.uint64 if bits == 64 else np.uint32).view(dtype)
+
+
+# ---- references by Triton function name -> fn(args, result dtype) -> (want, tolerance) ------------
+# tolerance: 0 = bit-exact; k = within k ulps (NaN where NaN, inf where inf, zeros' signs equal);
+# ("abs", k, atol) = within k ulps or atol (Bessel functions, near their zeros)
+def _ieee(op, mode):
+    return lambda xs, ret: (ieee_reference(op, xs, NP[ret], MODE[mode]), 0)
+
+
+def _f64(fn, tol=1):
+    """A function computed in float64 by numpy/scipy, rounded once to the result type."""
+
+    def ref(xs, ret):
+        with np.errstate(all="ignore"):
+            want = np.asarray(fn(*(x.astype(np.float64) if x.dtype.kind == "f" else x for x in xs)))
+        return want.astype(NP[ret]), tol
+
+    return ref
+
+
+def _bits(fn):
+    return lambda xs, ret: (np.asarray(fn(*xs)).astype(NP[ret]), 0)
+
+
+def _to_int_ref(mode, bits, signed):
+    return lambda xs, ret: (_wrap([_to_int(float(v), mode, bits, signed) for v in xs[0]], NP[ret]), 0)
+
+
+def _from_int_ref(mode):
+    return lambda xs, ret: (
+        np.array([round_fraction(Fraction(int(v)), NP[ret], MODE[mode]) if v else 0.0 for v in xs[0]], NP[ret]),
+        0,
+    )
+
+
+def _per_element(fn):
+    def ref(xs, ret):
+        vals = [fn(*(x[i].item() for x in xs)) for i in range(len(xs[0]))]
+        return (np.array(vals, NP[ret]) if ret.startswith("fp") else _wrap(vals, NP[ret])), 0
+
+    return ref
+
+
+def _remainder(x, y):
+    if math.isnan(x) or math.isnan(y) or math.isinf(x) or y == 0:
+        return math.nan
+    return math.remainder(x, y)
+
+
+def _logb(x):
+    if math.isnan(x):
+        return x
+    if math.isinf(x):
+        return math.inf
+    return -math.inf if x == 0 else float(math.frexp(x)[1] - 1)
+
+
+def _ilogb(x):
+    if math.isnan(x) or x == 0:
+        return -(2**31)
+    return 2**31 - 1 if math.isinf(x) else math.frexp(x)[1] - 1
+
+
+def _sinpi(x):
+    r = np.fmod(x, 2.0)
+    out = np.sin(np.pi * r)
+    out = np.where(r == np.round(r), np.copysign(0.0, x), out)
+    return np.where(2 * r == np.round(2 * r), np.where(r == np.round(r), out, np.sign(np.sin(np.pi * r))), out)
+
+
+def _cospi(x):
+    r = np.fmod(np.abs(x), 2.0)
+    out = np.cos(np.pi * r)
+    out = np.where(2 * r == np.round(2 * r), np.where(r == np.round(r), np.where(r == 1, -1.0, 1.0), 0.0), out)
+    return np.where(np.isinf(x), np.nan, out)
+
+
+def _bessel(scipy_fn, mp_fn):
+    """scipy for moderate arguments, mpmath where scipy's large-argument formulas lose digits;
+    J/Y of order n < 0 are NaN (CUDA's jnf/ynf), of +-inf 0."""
+
+    def ref(*a):
+        *n, x = a
+        n = n[0] if n else np.zeros(len(x), int)
+        out = np.where(n < 0, np.nan, scipy_fn(n, x))
+        for i in np.nonzero((np.abs(x) > 1000) & np.isfinite(x) & (n >= 0))[0]:
+            v = mp_fn(int(n[i]), mpmath.mpf(float(x[i])))
+            out[i] = float(v) if isinstance(v, mpmath.mpf) else math.nan  # Y of x < 0: complex
+        out = np.where(x == np.inf, 0.0, out)
+        out = np.where(x == -np.inf, 0.0 if scipy_fn is sp.jv else np.nan, out)  # Y of x < 0 is NaN
+        return np.where(n < 0, np.nan, out)
+
+    return ref
+
+
+def _mp(fn, tol, dps=40):
+    """mpmath at ``dps`` digits (scipy's special functions miss by several ulps in float64),
+    rounded once to the result type (f32 results: within 1 ulp). ``fn(v)`` gets the float."""
+
+    def ref(xs, ret):
+        x = xs[0].astype(np.float64)
+        want = np.empty(len(x))
+        for i, v in enumerate(x.tolist()):
+            with mpmath.workdps(dps):
+                r = fn(v)
+            want[i] = float(r) if isinstance(r, (mpmath.mpf, float, int)) else math.nan
+        return want.astype(NP[ret]), tol if ret == "fp64" else 1
+
+    return ref
+
+
+def _or(special, fn):
+    """special(v) (a float, or None to go on) before fn(mpf(v))."""
+
+    def f(v):
+        r = special(v)
+        return r if r is not None else fn(mpmath.mpf(v))
+
+    return f
+
+
+def _tiny_dps(p):
+    """Digits enough for 1 - 2p to keep p (normcdfinv of tiny p)."""
+    return 40 + int(-math.log10(p)) if 0 < p < 0.1 else 40
+
+
+def _normcdfinv(p):
+    if math.isnan(p) or p < 0 or p > 1:
+        return math.nan
+    if p in (0, 1):
+        return -math.inf if p == 0 else math.inf
+    with mpmath.workdps(_tiny_dps(float(p))):
+        return -mpmath.sqrt(2) * mpmath.erfinv(1 - 2 * mpmath.mpf(p))
+
+
+def _nan_outside(lo, hi, at_lo, at_hi):
+    def special(v):
+        if math.isnan(v) or v < lo or v > hi:
+            return math.nan
+        return at_lo if v == lo else at_hi if v == hi else None
+
+    return special
+
+
+def _gamma_special(v):
+    if math.isnan(v) or v == -math.inf or (v < 0 and v == math.floor(v)):
+        return math.nan
+    if v == 0:
+        return math.copysign(math.inf, v)
+    return math.inf if v == math.inf or v > 172 else None
+
+
+def _lgamma_special(v):
+    if math.isnan(v):
+        return v
+    if math.isinf(v) or (v <= 0 and v == math.floor(v)):
+        return math.inf
+    return None
+
+
+def _erfcx_special(v):
+    if math.isnan(v):
+        return v
+    return math.inf if v < -27 else 0.0 if v == math.inf else None
+
+
+def _erfcx(x):
+    if x > 1e6:  # mpmath's erfc gives up there: the asymptotic series, exact to far beyond float64
+        return (1 - 1 / (2 * x * x) + 3 / (4 * x**4)) / (x * mpmath.sqrt(mpmath.pi))
+    return mpmath.exp(x * x) * mpmath.erfc(x)
+
+
+def _sinpi_special(v):
+    if not math.isfinite(v):
+        return math.nan
+    return math.copysign(0.0, v) if v == math.floor(v) else None  # sinpi(+-n) = +-0
+
+
+def _cospi_special(v):
+    if not math.isfinite(v):
+        return math.nan
+    return 0.0 if v % 1 == 0.5 else None  # cospi(n + 1/2) = +0
+
+
+def _odd_zero(special):
+    """f(+-0) = +-0 before special."""
+    return lambda v: v if v == 0 else special(v)
+
+
+def _gamma(x):
+    out = sp.gamma(x)
+    return np.where((x < 0) & (x == np.floor(x)), np.nan, np.where(x == -np.inf, np.nan, out))
+
+
+def _hi_lo(hi, lo):
+    return ((hi.astype(np.int64) << 32) | (lo.astype(np.int64) & 0xFFFFFFFF)).view(np.float64)
+
+
+def _norm(*xs):
+    a = np.stack([np.abs(x) for x in xs])
+    m = a.max(0)
+    with np.errstate(all="ignore"):
+        out = m * np.sqrt(((a / np.where(m == 0, 1, m)) ** 2).sum(0))
+    out = np.where(m == 0, 0.0, out)
+    return np.where(np.isinf(a).any(0), np.inf, np.where(np.isnan(a).any(0), np.nan, out))
+
+
+def _fdim(x, y):
+    return np.where(np.isnan(x) | np.isnan(y), np.nan, np.where(x > y, x - y, 0.0))
+
+
+def _sat(bits, signed, fn):
+    lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    return lambda *a: min(max(fn(*a), lo), hi)
+
+
+def _brev(bits):
+    return lambda v: int(f"{v % 2**bits:0{bits}b}"[::-1], 2)
+
+
+def _byte_perm(x, y, s):
+    both = (x % 2**32) | ((y % 2**32) << 32)
+    return sum(((both >> (8 * ((s >> (4 * n)) & 7))) & 0xFF) << (8 * n) for n in range(4))
+
+
+def _ffs(bits):
+    return lambda v: 0 if v % 2**bits == 0 else ((v % 2**bits) & -(v % 2**bits)).bit_length()
+
+
+def _mul24(signed):
+    def f(a, b):
+        a, b = a & 0xFFFFFF, b & 0xFFFFFF
+        if signed:
+            a, b = a - (a >> 23) * 2**24, b - (b >> 23) * 2**24
+        return a * b
+
+    return f
+
+
+def _mulhi(bits):
+    return lambda a, b: (a * b) >> bits
+
+
+def _round_half_away(x):
+    if not math.isfinite(x):
+        return x
+    return math.copysign(float(math.floor(Fraction(abs(x)) + Fraction(1, 2))), x)
+
+
+def _width(fn):
+    """An integer function of the operands' bit width."""
+    return lambda xs, ret: _per_element(fn(8 * xs[0].itemsize))(xs, ret)
+
+
+REFERENCE = {
+    "abs": _per_element(abs),
+    "fabs": _f64(np.abs, 0),
+    "floor": _f64(np.floor, 0),
+    "ceil": _f64(np.ceil, 0),
+    "trunc": _f64(np.trunc, 0),
+    "rint": _f64(np.rint, 0),
+    "nearbyint": _f64(np.rint, 0),
+    "round": _per_element(_round_half_away),
+    "copysign": _f64(np.copysign, 0),
+    "fmod": _f64(np.fmod, 0),
+    "remainder": _per_element(_remainder),
+    "logb": _per_element(_logb),
+    "ilogb": _per_element(_ilogb),
+    "ldexp": lambda xs, ret: (np.ldexp(xs[0], xs[1]), 0),
+    "scalbn": lambda xs, ret: (np.ldexp(xs[0], xs[1]), 0),
+    "nextafter": lambda xs, ret: (np.nextafter(xs[0], xs[1]), 0),
+    "fdim": _f64(_fdim, 0),
+    "saturatef": _f64(lambda x: np.where(np.isnan(x), 0.0, np.clip(x, 0.0, 1.0)) + 0.0, 0),  # -0 -> +0
+    "isnan": _bits(np.isnan),
+    "isinf": _bits(np.isinf),
+    "signbit": _bits(np.signbit),
+    "finitef": _bits(np.isfinite),
+    "isfinited": _bits(np.isfinite),
+    "fma": _ieee("fma", "rn"),
+    "fast_dividef": _ieee("div", "rn"),
+    "sqrt": _ieee("sqrt", "rn"),
+    "rsqrt": _f64(lambda x: 1 / np.sqrt(x)),
+    "rsqrt_rn": _f64(lambda x: 1 / np.sqrt(x), 0),  # exact when the float64 value is not near a midpoint
+    "llrint": _per_element(lambda x: _to_int(x, "rn", 64, True)),  # saturating, NaN -> 0, like cvt.sat
+    "llround": _per_element(lambda x: _to_int(_round_half_away(x), "rz", 64, True)),
+    "float_as_int": _bits(lambda x: x.view(np.int32)),
+    "float_as_uint": _bits(lambda x: x.view(np.int32)),
+    "int_as_float": _bits(lambda x: x.view(np.float32)),
+    "uint_as_float": _bits(lambda x: x.view(np.float32)),
+    "double_as_longlong": _bits(lambda x: x.view(np.int64)),
+    "longlong_as_double": _bits(lambda x: x.view(np.float64)),
+    "hiloint2double": _bits(_hi_lo),
+    "double2loint": _bits(lambda x: x.view(np.int64).astype(np.int32)),
+    "double2hiint": _bits(lambda x: (x.view(np.int64) >> 32).astype(np.int32)),
+    "int2double_rn": _bits(lambda x: x.astype(np.float64)),
+    "uint2double_rn": _bits(lambda x: x.astype(np.float64)),
+    "clz": _width(lambda bits: lambda v: bits - (v % 2**bits).bit_length()),
+    "popc": _width(lambda bits: lambda v: bin(v % 2**bits).count("1")),
+    "brev": _width(_brev),
+    "byte_perm": _per_element(_byte_perm),
+    "ffs": _width(_ffs),
+    "mulhi": _width(_mulhi),
+    "mul24": lambda xs, ret: _per_element(_mul24(xs[0].dtype.kind == "i"))(xs, ret),
+    "hadd": _per_element(lambda a, b: (a + b) >> 1),
+    "rhadd": _per_element(lambda a, b: (a + b + 1) >> 1),
+    "sad": _per_element(lambda a, b, c: abs(a - b) + c),
+    # transcendental and special functions: float64 numpy/scipy, rounded once
+    "exp": _f64(np.exp),
+    "exp2": _f64(np.exp2),
+    "exp10": _f64(lambda x: 10.0**x),
+    "expm1": _f64(np.expm1),
+    "log": _f64(np.log),
+    "log2": _f64(np.log2),
+    "log10": _f64(np.log10),
+    "log1p": _f64(np.log1p),
+    "sin": _f64(np.sin),
+    "cos": _f64(np.cos),
+    "tan": _f64(np.tan),
+    "asin": _f64(np.arcsin),
+    "acos": _f64(np.arccos),
+    "atan": _f64(np.arctan),
+    "sinh": _f64(np.sinh),
+    "cosh": _f64(np.cosh),
+    "tanh": _f64(np.tanh),
+    "asinh": _f64(np.arcsinh),
+    "acosh": _f64(np.arccosh),
+    "atanh": _f64(np.arctanh),
+    "cbrt": _f64(np.cbrt),
+    "rcbrt": _f64(lambda x: 1 / np.cbrt(x)),
+    "pow": lambda xs, ret: _f64(np.power, 1)([xs[0], xs[1].astype(np.float64)], ret),
+    "atan2": _f64(np.arctan2),
+    "hypot": _f64(np.hypot),
+    "rhypot": _f64(lambda x, y: 1 / np.hypot(x, y), 2),
+    "norm3d": _f64(_norm, 2),
+    "rnorm3d": _f64(lambda *a: 1 / _norm(*a), 2),
+    "norm4d": _f64(_norm, 2),
+    "rnorm4d": _f64(lambda *a: 1 / _norm(*a), 2),
+    "erf": _mp(_or(_odd_zero(lambda v: math.erf(v) if not math.isfinite(v) else None), mpmath.erf), 2),
+    "erfc": _mp(_or(lambda v: math.erfc(v) if not -10 < v < 30 else None, mpmath.erfc), 4),  # 2 or 0 beyond
+    "erfinv": _mp(_or(_odd_zero(_nan_outside(-1, 1, -math.inf, math.inf)), mpmath.erfinv), 2),
+    "erfcinv": _mp(_or(_nan_outside(0, 2, math.inf, -math.inf), lambda y: mpmath.erfinv(1 - y) + 0), 2, 400),
+    "erfcx": _mp(_or(_erfcx_special, _erfcx), 4),
+    "normcdf": _mp(_or(lambda v: v if math.isnan(v) else 0.0 if v < -40 else 1.0 if v > 40 else None, mpmath.ncdf), 5),
+    "normcdfinv": _mp(_normcdfinv, 5),  # (a float, as _or's specials)
+    # CUDA: 4 ulp outside [-11.0001, -2.2637], an absolute bound inside (near the zeros of lgamma)
+    "lgamma": _mp(_or(_lgamma_special, lambda x: mpmath.re(mpmath.loggamma(x))), ("abs", 4, 1e-15)),
+    "tgamma": _mp(_or(_gamma_special, mpmath.gamma), 8),
+    "sinpi": _mp(_or(_sinpi_special, mpmath.sinpi), 2),
+    "cospi": _mp(_or(_cospi_special, mpmath.cospi), 2),
+    "j0": _f64(lambda x: _bessel(sp.jv, mpmath.besselj)(np.zeros(len(x), int), x), ("abs", 2, 1e-14)),
+    "j1": _f64(lambda x: _bessel(sp.jv, mpmath.besselj)(np.ones(len(x), int), x), ("abs", 2, 1e-14)),
+    "y0": _f64(lambda x: _bessel(sp.yn, mpmath.bessely)(np.zeros(len(x), int), x), ("abs", 2, 1e-14)),
+    "y1": _f64(lambda x: _bessel(sp.yn, mpmath.bessely)(np.ones(len(x), int), x), ("abs", 2, 1e-14)),
+    # the recurrences' error grows with the order n (<= 30 here)
+    "jn": _f64(_bessel(sp.jv, mpmath.besselj), ("abs", 16, 1e-14)),
+    "yn": _f64(_bessel(sp.yn, mpmath.bessely), ("abs", 16, 1e-14)),
+    "cyl_bessel_i0": _mp(_or(lambda v: abs(v) if not math.isfinite(v) else None, lambda x: mpmath.besseli(0, x)), 6),
+    "cyl_bessel_i1": _mp(
+        _or(_odd_zero(lambda v: v if not math.isfinite(v) else None), lambda x: mpmath.besseli(1, x)), 6
+    ),
+    # a gross approximation (PTX rcp.approx.ftz.f64): 20 good bits, subnormals flushed
+    "rcp64h": _f64(lambda x: 1 / x, ("rel", 2.0**-19, 2.0**-1022)),
+}
+for _f in ("exp", "log", "log2", "log10", "sin", "cos", "tan", "pow", "exp10"):
+    REFERENCE[f"fast_{_f}f"] = REFERENCE[_f]
+REFERENCE["fast_tanhf"] = REFERENCE["tanh"]
+for _m in MODE:
+    REFERENCE[f"add_{_m}"], REFERENCE[f"sub_{_m}"], REFERENCE[f"mul_{_m}"] = (
+        _ieee(o, _m) for o in ("add", "sub", "mul")
+    )
+    REFERENCE[f"div_{_m}"], REFERENCE[f"rcp_{_m}"] = _ieee("div", _m), _ieee("rcp", _m)
+    REFERENCE[f"sqrt_{_m}"], REFERENCE[f"fma_{_m}"] = _ieee("sqrt", _m), _ieee("fma", _m)
+    REFERENCE[f"double2float_{_m}"] = lambda xs, ret, m=_m: (
+        np.array(
+            [round_fraction(Fraction(v), np.float32, MODE[m]) if math.isfinite(v) and v else v for v in xs[0].tolist()],
+            np.float32,
+        ),
+        0,
+    )
+    for _src in ("float", "double"):
+        for _dst, _bits_, _signed in (("int", 32, True), ("uint", 32, False), ("ll", 64, True), ("ull", 64, False)):
+            REFERENCE[f"{_src}2{_dst}_{_m}"] = _to_int_ref(_m, _bits_, _signed)
+    for _src in ("int", "uint", "ll", "ull"):
+        REFERENCE[f"{_src}2float_{_m}"] = _from_int_ref(_m)
+        REFERENCE[f"{_src}2double_{_m}"] = _from_int_ref(_m)
+
+
+# ---- (b) numerics: the test --------------------------------------------------------------------------
+def _ordinal(x) -> list:
+    ints = x.view(np.int32 if x.itemsize == 4 else np.int64).tolist()
+    top = -(2 ** (8 * x.itemsize - 1))
+    return [top - i if i < 0 else i for i in ints]
+
+
+def mismatches(got, want, tol) -> np.ndarray:
+    """Indices where got is not want within tol (0: bit-exact; k: ulps; ("abs", k, atol); ("rel", r, atol))."""
+    if got.dtype.kind != "f":
+        return np.nonzero(got != want)[0]
+    nan = np.isnan(got) | np.isnan(want)
+    bad = np.isnan(got) != np.isnan(want)
+    if tol == 0:
+        return np.nonzero(
+            bad
+            | (~nan & (got.view(np.uint8).reshape(len(got), -1) != want.view(np.uint8).reshape(len(got), -1)).any(1))
+        )[0]
+    inf = np.isinf(got) | np.isinf(want)
+    bad |= inf & ~nan & (got != want)
+    zero = (got == 0) & (want == 0)
+    if isinstance(tol, int):  # an underflowing Bessel value's sign is the reference's guess
+        bad |= zero & (np.signbit(got) != np.signbit(want))
+    k, atol = (tol, 0.0) if isinstance(tol, int) else (tol[1], tol[2])
+    ulps = np.array([abs(a - b) for a, b in zip(_ordinal(got), _ordinal(want))], dtype=float)
+    with np.errstate(all="ignore"):
+        err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    if isinstance(tol, tuple) and tol[0] == "rel":
+        close = err <= np.maximum(k * np.abs(want.astype(np.float64)), atol)
+    else:
+        close = (ulps <= k) | (err <= atol)
+    bad |= ~nan & ~inf & ~close
+    return np.nonzero(bad)[0]
+
+
+@pytest.mark.parametrize("signature", sorted(GROUPS), ids=lambda s: "-".join(s[0]) + "->" + s[1])
+def test_numerics_on_edge_values(signature):
+    args, ret = signature
+    symbols = GROUPS[signature]
+    program, _ = compile_text(kernel_text(symbols, args, ret), "libdevice_" + "_".join(args))
+    xs = inputs(args)
+    outs, _ = run(program, 1, [*xs, np.zeros(N * len(symbols), NP[ret])])
+    failures = []
+    for k, symbol in enumerate(symbols):
+        fn = PLATE_SIGNATURES[symbol][2]
+        got = outs[-1][k * N : (k + 1) * N]
+        with np.errstate(all="ignore"):  # overflow to inf is part of the references
+            want, tol = REFERENCE[fn](xs, ret)
+        want = np.asarray(want).astype(NP[ret])
+        bad = mismatches(got, want, tol)
+        if len(bad):
+            rows = [f"{[x[i] for x in xs]} -> {got[i]!r}, want {want[i]!r}" for i in bad[:4]]
+            failures.append(f"{symbol} ({len(bad)} of {N}): " + "; ".join(rows))
+    assert not failures, "\n".join(failures)
+
+
+def test_every_function_has_a_reference():
+    assert {fn for _, _, fn in PLATE_SIGNATURES.values()} <= set(REFERENCE)
