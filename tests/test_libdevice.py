@@ -21,6 +21,7 @@ import pytest
 import scipy.special as sp
 import triton.language.core as core
 from codegen_kernels.harness import compile_text, run
+from exact_rounding import MODE, ieee_reference, round_fraction
 from triton.language.extra import libdevice as generic_libdevice
 from triton.language.extra.cuda import libdevice
 
@@ -88,6 +89,24 @@ def kernel_text(symbols, arg_types, ret, n=N) -> str:
         ]
     lines = "\n".join(f"    {b}" for b in body + ["tt.return"])
     return f"module {{\n  tt.func public @libdevice_kernel({params}) {{\n{lines}\n  }}\n}}\n"
+
+
+def scalar_kernel_text(symbols, arg_types, ret) -> str:
+    """TTIR: one scalar load per argument, o[k] = symbols[k](args...) on scalars (no tensors)."""
+    args, r = [TT[t] for t in arg_types], TT[ret]
+    params = ", ".join(f"%a{i}: !tt.ptr<{t}>" for i, t in enumerate(args)) + f", %o: !tt.ptr<{r}>"
+    body = [f"%v{i} = tt.load %a{i} : !tt.ptr<{t}>" for i, t in enumerate(args)]
+    ins, types = ", ".join(f"%v{i}" for i in range(len(args))), ", ".join(args)
+    for k, s in enumerate(symbols):
+        body += [
+            f"%c{k} = arith.constant {k} : i32",
+            f"%q{k} = tt.addptr %o, %c{k} : !tt.ptr<{r}>, i32",
+            f'%r{k} = tt.extern_elementwise {ins} {{libname = "", libpath = "", pure = true, symbol = "{s}"}} '
+            f": ({types}) -> {r}",
+            f"tt.store %q{k}, %r{k} : !tt.ptr<{r}>",
+        ]
+    lines = "\n".join(f"    {b}" for b in body + ["tt.return"])
+    return f"module {{\n  tt.func public @libdevice_scalars({params}) {{\n{lines}\n  }}\n}}\n"
 
 
 # ---- (a) completeness ------------------------------------------------------------------------------
@@ -182,100 +201,6 @@ def inputs(args: tuple) -> list:
         with np.errstate(all="ignore"):
             p = out[0].astype(np.float64) * out[1].astype(np.float64)
             out[2][40:60] = -p[40:60].astype(out[2].dtype)
-    return out
-
-
-# ---- exact references: rationals and integers -----------------------------------------------------
-FORMAT = {np.float32: (24, -126, F32_MAX), np.float64: (53, -1022, F64_MAX)}
-MODE = {"rn": "rtne", "rz": "rtz", "ru": "rtp", "rd": "rtn"}
-
-
-def _finish(n: int, qexp: int, sign: int, inexact_above_half, inexact: bool, dtype, mode: str) -> float:
-    """sign * n * 2**qexp rounded up or not by the mode (n: the truncated magnitude), overflow by mode."""
-    p, emin, fmax = FORMAT[dtype]
-    if inexact:
-        if mode == "rtne":
-            n += inexact_above_half()
-        elif (mode == "rtp" and sign > 0) or (mode == "rtn" and sign < 0):
-            n += 1
-    v = Fraction(n) * Fraction(2) ** qexp
-    if v > fmax:
-        to_inf = mode == "rtne" or (mode == "rtp" and sign > 0) or (mode == "rtn" and sign < 0)
-        return sign * (math.inf if to_inf else fmax)
-    return math.copysign(float(v), sign)
-
-
-def _exponent(a: Fraction) -> int:
-    """floor(log2(a)) for a > 0."""
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    return e - 1 if Fraction(2) ** e > a else e
-
-
-def round_fraction(q: Fraction, dtype, mode: str) -> float:
-    p, emin, _ = FORMAT[dtype]
-    sign, a = (-1 if q < 0 else 1), abs(q)
-    qexp = max(_exponent(a), emin) - (p - 1)
-    scaled = a / Fraction(2) ** qexp
-    n = scaled.numerator // scaled.denominator
-    rem = scaled - n
-    return _finish(
-        n,
-        qexp,
-        sign,
-        lambda: int(rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1)),
-        rem != 0,
-        dtype,
-        mode,
-    )
-
-
-def round_sqrt(a: Fraction, dtype, mode: str) -> float:
-    """sqrt(a) rounded in the mode, a > 0 finite: integer square roots (no ties exist)."""
-    p, emin, _ = FORMAT[dtype]
-    qexp = max(_exponent(a) // 2, emin) - (p - 1)
-    big = a / Fraction(4) ** qexp
-    n = math.isqrt(big.numerator // big.denominator)
-    inexact = Fraction(n * n) != big
-    return _finish(n, qexp, 1, lambda: int((2 * n + 1) ** 2 < 4 * big), inexact, dtype, mode)
-
-
-def _exact_zero_sign(op, xs, mode):
-    a, b = (xs[0] * xs[1], xs[2]) if op == "fma" else (xs[0], xs[1] if op == "add" else -xs[1])
-    if a == 0 and b == 0 and math.copysign(1, a) == math.copysign(1, b):
-        return math.copysign(0.0, a)
-    return -0.0 if mode == "rtn" else 0.0
-
-
-ARITH = {  # on floats (IEEE special values) and on Fractions (exact)
-    "add": lambda a: a[0] + a[1],
-    "sub": lambda a: a[0] - a[1],
-    "mul": lambda a: a[0] * a[1],
-    "div": lambda a: a[0] / a[1],
-    "rcp": lambda a: 1 / a[0],
-    "fma": lambda a: a[0] * a[1] + a[2],
-}
-
-
-def ieee_reference(op: str, xs, dtype, mode: str):
-    """op on float arrays xs, exactly, rounded once in the mode (IEEE special values from numpy)."""
-    out = np.empty(len(xs[0]), dtype)
-    for i in range(len(out)):
-        v = [float(x[i]) for x in xs]
-        f = [np.float64(u) for u in v]
-        with np.errstate(all="ignore"):
-            special = np.sqrt(f[0]) if op == "sqrt" else ARITH[op](f)
-        if not all(map(math.isfinite, v)) or (op in ("div", "rcp") and v[-1] == 0) or (op == "sqrt" and v[0] <= 0):
-            out[i] = special
-            continue
-        q = [Fraction(u) for u in v]
-        if op == "sqrt":
-            out[i] = round_sqrt(q[0], dtype, mode)
-            continue
-        exact = ARITH[op](q)
-        if exact == 0:
-            out[i] = _exact_zero_sign(op, v, mode) if op in ("add", "sub", "fma") else special
-        else:
-            out[i] = round_fraction(exact, dtype, mode)
     return out
 
 
@@ -735,6 +660,24 @@ def test_numerics_on_edge_values(signature):
             rows = [f"{[x[i] for x in xs]} -> {got[i]!r}, want {want[i]!r}" for i in bad[:4]]
             failures.append(f"{symbol} ({len(bad)} of {N}): " + "; ".join(rows))
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("signature", sorted(GROUPS), ids=lambda s: "-".join(s[0]) + "->" + s[1])
+def test_scalar_operands_give_the_tensor_results(signature):
+    """Scalars go through 1-element tiles: every symbol on the first lanes' values, as scalars."""
+    args, ret = signature
+    symbols = GROUPS[signature]
+    lanes = 3
+    tensor, _ = compile_text(kernel_text(symbols, args, ret, lanes), "libdevice_lanes")
+    scalar, _ = compile_text(scalar_kernel_text(symbols, args, ret), "libdevice_scalars")
+    xs = [x[5 : 5 + lanes] for x in inputs(args)]  # past the NaNs and infinities
+    (*_, want), _ = run(tensor, 1, [*xs, np.zeros(lanes * len(symbols), NP[ret])])
+    for lane in range(lanes):
+        (*_, got), _ = run(scalar, 1, [*(x[lane : lane + 1] for x in xs), np.zeros(len(symbols), NP[ret])])
+        expect = np.ascontiguousarray(want[lane::lanes])
+        same = (got.view(np.uint8) == expect.view(np.uint8)).reshape(len(symbols), -1).all(1)
+        same |= np.isnan(got) & np.isnan(expect) if got.dtype.kind == "f" else same
+        assert same.all(), [(s, got[k], expect[k]) for k, s in enumerate(symbols) if not same[k]]
 
 
 def test_every_function_has_a_reference():
