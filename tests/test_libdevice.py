@@ -331,7 +331,7 @@ def _mp(fn, tol, dps=40):
 
 
 def _or(special, fn):
-    """special(v) (a float, or None to go on) before fn(mpf(v))."""
+    """special(v) (a float, or None to go on) before fn(mpf(v)) (v itself: an exact float64)."""
 
     def f(v):
         r = special(v)
@@ -340,9 +340,15 @@ def _or(special, fn):
     return f
 
 
-def _tiny_dps(p):
-    """Digits enough for 1 - 2p to keep p (normcdfinv of tiny p)."""
-    return 40 + int(-math.log10(p)) if 0 < p < 0.1 else 40
+def _erfcinv(y):
+    """x with erfc(x) = y for 0 < y < 2: erfinv(1 - y) in the middle (1 - y exact), a root of erfc
+    in the tails (no 1 - y there to lose the digits of a tiny y)."""
+    y = mpmath.mpf(y)
+    if 0.5 <= y <= 1.5:
+        return mpmath.erfinv(1 - y)
+    c = y if y < 1 else 2 - y
+    x = mpmath.findroot(lambda t: mpmath.log(mpmath.erfc(t)) - mpmath.log(c), mpmath.sqrt(-mpmath.log(c)))
+    return x if y < 1 else -x
 
 
 def _normcdfinv(p):
@@ -350,8 +356,7 @@ def _normcdfinv(p):
         return math.nan
     if p in (0, 1):
         return -math.inf if p == 0 else math.inf
-    with mpmath.workdps(_tiny_dps(float(p))):
-        return -mpmath.sqrt(2) * mpmath.erfinv(1 - 2 * mpmath.mpf(p))
+    return -mpmath.sqrt(2) * _erfcinv(2 * p)
 
 
 def _nan_outside(lo, hi, at_lo, at_hi):
@@ -559,10 +564,10 @@ REFERENCE = {
     "erf": _mp(_or(_odd_zero(lambda v: math.erf(v) if not math.isfinite(v) else None), mpmath.erf), 2),
     "erfc": _mp(_or(lambda v: math.erfc(v) if not -10 < v < 30 else None, mpmath.erfc), 4),  # 2 or 0 beyond
     "erfinv": _mp(_or(_odd_zero(_nan_outside(-1, 1, -math.inf, math.inf)), mpmath.erfinv), 2),
-    "erfcinv": _mp(_or(_nan_outside(0, 2, math.inf, -math.inf), lambda y: mpmath.erfinv(1 - y) + 0), 2, 400),
+    "erfcinv": _mp(_or(_nan_outside(0, 2, math.inf, -math.inf), _erfcinv), 2),
     "erfcx": _mp(_or(_erfcx_special, _erfcx), 4),
     "normcdf": _mp(_or(lambda v: v if math.isnan(v) else 0.0 if v < -40 else 1.0 if v > 40 else None, mpmath.ncdf), 5),
-    "normcdfinv": _mp(_normcdfinv, 5),  # (a float, as _or's specials)
+    "normcdfinv": _mp(_normcdfinv, 5),
     # CUDA: 4 ulp outside [-11.0001, -2.2637], an absolute bound inside (near the zeros of lgamma)
     "lgamma": _mp(_or(_lgamma_special, lambda x: mpmath.re(mpmath.loggamma(x))), ("abs", 4, 1e-15)),
     "tgamma": _mp(_or(_gamma_special, mpmath.gamma), 8),
