@@ -396,6 +396,19 @@ def _erfcx(x):
     return mpmath.exp(x * x) * mpmath.erfc(x)
 
 
+def _rsqrt_rn(x):
+    """1/sqrt(x) correctly rounded to f32: 60 digits leave no doubt (the exact value is irrational,
+    and no closer than ~2**-74 relative to a midpoint)."""
+    if math.isnan(x) or x < 0:
+        return math.nan
+    if x == 0 or math.isinf(x):
+        return math.copysign(math.inf, x) if x == 0 else 0.0
+    with mpmath.workdps(60):
+        r = 1 / mpmath.sqrt(mpmath.mpf(x))
+        man, exp = r.man_exp
+    return round_fraction(Fraction(int(man)) * Fraction(2) ** int(exp), np.float32, "rtne")
+
+
 def _sinpi_special(v):
     if not math.isfinite(v):
         return math.nan
@@ -506,7 +519,7 @@ REFERENCE = {
     "fast_dividef": _ieee("div", "rn"),
     "sqrt": _ieee("sqrt", "rn"),
     "rsqrt": _f64(lambda x: 1 / np.sqrt(x)),
-    "rsqrt_rn": _f64(lambda x: 1 / np.sqrt(x), 0),  # exact when the float64 value is not near a midpoint
+    "rsqrt_rn": _per_element(_rsqrt_rn),
     "llrint": _per_element(lambda x: _to_int(x, "rn", 64, True)),  # saturating, NaN -> 0, like cvt.sat
     "llround": _per_element(lambda x: _to_int(_round_half_away(x), "rz", 64, True)),
     "float_as_int": _bits(lambda x: x.view(np.int32)),

@@ -1,7 +1,7 @@
 """The simulator's IEEE ops in each rounding mode (sim/rounding.py), float -> float conversion in
-each mode (numerics.round_float) and int -> float in each mode: bit-exact against exact rational
-arithmetic on random operands spread over the whole exponent range (subnormal results, overflow,
-near-cancelling sums and fmas). No torch, no Triton."""
+each mode (numerics.round_float), int -> float in each mode and the f32 reciprocal square root:
+bit-exact against exact rational arithmetic on random operands spread over the whole exponent
+range (subnormal results, overflow, near-cancelling sums and fmas). No torch, no Triton."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from exact_rounding import MODE, ieee_reference, round_fraction
 
 from triton_plate_backend.sim import rounding
 from triton_plate_backend.sim.numerics import round_float
+from triton_plate_backend.sim.sem_vector import UNARY
 
 DTYPES = {"f32": np.float32, "f64": np.float64}
 ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "rcp": 1, "sqrt": 1, "fma": 3}
@@ -90,3 +91,14 @@ def test_int_to_float_in_each_mode_is_exact(source, dtype, mode):
     assert got.dtype == np_dtype and (got == want).all(), [(v, g, w) for v, g, w in zip(values, got, want) if g != w][
         :4
     ]
+
+
+def test_f32_rsqrt_is_correctly_rounded():
+    """v.rsqrt on f32: 1/sqrt(x) lies between the midpoints around the result (exact rationals)."""
+    x = np.abs(_operands(np.float32, 3000, 9))
+    x = x[np.isfinite(x) & (x > 0)]
+    r = UNARY["rsqrt"]["float"](x, "f32")
+    for xi, ri in zip(x.tolist(), r.tolist()):
+        lo = (Fraction(ri) + Fraction(float(np.nextafter(np.float32(ri), np.float32(0))))) / 2
+        hi = (Fraction(ri) + Fraction(float(np.nextafter(np.float32(ri), np.float32(np.inf))))) / 2
+        assert lo * lo * Fraction(xi) <= 1 <= hi * hi * Fraction(xi), (xi, ri)
