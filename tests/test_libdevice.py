@@ -147,8 +147,10 @@ RNG = np.random.default_rng(11)
 F32_MAX, F64_MAX = float(np.finfo(np.float32).max), float(np.finfo(np.float64).max)
 F32_SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 2.0**-149, -(2.0**-149), 3 * 2.0**-140, 2.0**-126, F32_MAX]
 F32_SPECIAL += [-F32_MAX, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 0.25, 1e-7, -1e-7, 10.0, -10.0, 1e10, -1e30, 24.5]
+F32_SPECIAL += [1 - 2.0**-24, -(1 - 2.0**-24), 2 - 2.0**-22, 88.75, -103.5, 1e-38]
 F64_SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 5e-324, -5e-324, 3e-310, 2.0**-1022, F64_MAX, -F64_MAX]
 F64_SPECIAL += [1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 0.25, 1e-15, -1e-15, 10.0, -10.0, 1e20, -1e300, 24.5]
+F64_SPECIAL += [1 - 2.0**-53, -(1 - 2.0**-53), 2 - 2.0**-51, 709.75, -745.25, 1e-308]
 
 
 def _floats(dtype, n=N, seed=0):
@@ -598,7 +600,9 @@ REFERENCE = {
         _or(_odd_zero(lambda v: v if not math.isfinite(v) else None), lambda x: mpmath.besseli(1, x)), 6
     ),
     # a gross approximation (PTX rcp.approx.ftz.f64): 20 good bits, subnormals flushed
-    "rcp64h": _f64(lambda x: 1 / x, ("rel", 2.0**-19, 2.0**-1022)),
+    "rcp64h": _f64(
+        lambda x: np.where(np.abs(x) < 2.0**-1022, np.copysign(np.inf, x), 1 / x), ("rel", 2.0**-19, 2.0**-1022)
+    ),
 }
 for _f in ("exp", "log", "log2", "log10", "sin", "cos", "tan", "pow", "exp10"):
     REFERENCE[f"fast_{_f}f"] = REFERENCE[_f]
