@@ -17,15 +17,16 @@ it on PLATE, with ``fast_tanhf`` added by libdevice_api.py) plus a few other CUD
 
 from __future__ import annotations
 
+from ..isa.table import ISA
+
 MODES = {"rn": "rtne", "rz": "rtz", "ru": "rtp", "rd": "rtn"}
 TO_INTEGRAL = {"rn": "v.rint", "rz": "v.ftrunc", "ru": "v.ceil", "rd": "v.floor"}
 
 
 def _one(mnemonic, *suffixes):
-    return ((mnemonic, "out", ("x", "y", "z", "w")[: _ARITY.get(mnemonic, 1)], *suffixes),)
-
-
-_ARITY = {"v.addr": 2, "v.subr": 2, "v.mulr": 2, "v.divr": 2, "v.fmar": 3}
+    """One instruction on all the call's operands (as many as the row uses), with suffixes."""
+    arity = sum(o.role == "use" for o in ISA[mnemonic].operands)
+    return ((mnemonic, "out", ("x", "y", "z", "w")[:arity], *suffixes),)
 
 
 def _both(name: str, lowering) -> dict:
@@ -34,7 +35,8 @@ def _both(name: str, lowering) -> dict:
 
 
 def _libm(name: str, arity: int = 1):
-    return ((f"v.libm{arity}", "out", ("x", "y", "z", "w")[:arity], name),)
+    """A special function of v.libm1 .. v.libm4."""
+    return _one(f"v.libm{arity}", name)
 
 
 def _table() -> dict:

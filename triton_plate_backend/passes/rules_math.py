@@ -1,7 +1,8 @@
 """Lowering rules for math.*, tt.extern_elementwise (libdevice), tt.precise_sqrt/divf,
-tt.clampf and tt.mulhiui. Every function maps through ONE table (`MATH`, `LIBDEVICE`) to a
-vector instruction; scalars go through a 1-element tile (the scalar unit has no transcendentals).
-A few functions with no instruction of their own are short compositions (`COMPOSITE`)."""
+tt.clampf and tt.mulhiui. Every function maps through ONE table (`MATH`; `LIBDEVICE` in
+libdevice.py) to a vector instruction; scalars go through a 1-element tile (the scalar unit has no
+transcendentals). Functions with no instruction of their own are short compositions (`COMPOSITE`,
+or a libdevice entry's steps, run by `_composite`)."""
 
 from __future__ import annotations
 
