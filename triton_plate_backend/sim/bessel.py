@@ -1,9 +1,9 @@
 """Bessel functions of libdevice (j0, j1, y0, y1, jn, yn, cyl_bessel_i0, cyl_bessel_i1) in float64,
 numpy and the standard library only (sim/libm.py's LIBM table holds them):
 
-- J0, J1, Y0, Y1 for |x| <= 25: their power series in decimal arithmetic at enough digits that
-  the series' cancellation costs nothing; beyond, Hankel's asymptotic expansion (numpy's sin and
-  cos reduce huge arguments exactly);
+- J0, J1, Y0, Y1 for |x| <= 25: their power series summed in double-double arithmetic, so that
+  the series' cancellation costs nothing, and in decimal arithmetic next to a zero of the function;
+  beyond, Hankel's asymptotic expansion (numpy's sin and cos reduce huge arguments exactly);
 - Jn: Miller's backward recurrence where n > |x|, the forward recurrence from J0, J1 elsewhere
   (stable there); Yn: the forward recurrence from Y0, Y1 (always stable); n < 0 gives NaN (CUDA);
 - I0, I1: their positive power series for |x| <= 30, the asymptotic expansion beyond.
@@ -17,6 +17,8 @@ import math
 import numpy as np
 
 F64 = np.float64
+_D_PI = decimal.Decimal("3.14159265358979323846264338327950288419716939937510582097494")
+_D_GAMMA = decimal.Decimal("0.57721566490153286060651209008240243104215933593992359880577")
 
 
 def _errstate(fn):
@@ -28,12 +30,139 @@ def _errstate(fn):
     return wrapped
 
 
-_D_PI = decimal.Decimal("3.14159265358979323846264338327950288419716939937510582097494")
-_D_GAMMA = decimal.Decimal("0.57721566490153286060651209008240243104215933593992359880577")
+_EULER = 0.5772156649015329
 
 
-def _series(x: float, order: int, kind: str) -> float:
-    """J_order(x) or Y_order(x) (order 0, 1), 0 < |x| <= 25, by the power series in decimal."""
+# ---- double-double arithmetic (value = hi + lo, ~106 bits), vectorized -----------------------------
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _fast_two_sum(a, b):  # |a| >= |b|
+    s = a + b
+    return s, b - (s - a)
+
+
+def _split(a):
+    c = a * 134217729.0  # 2**27 + 1 (Veltkamp)
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_prod(a, b):
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _dd_add(a, b):
+    s, e = _two_sum(a[0], b[0])
+    return _fast_two_sum(s, e + a[1] + b[1])
+
+
+def _dd_mul(a, b):
+    p, e = _two_prod(a[0], b[0])
+    return _fast_two_sum(p, e + a[0] * b[1] + a[1] * b[0])
+
+
+def _dd_div_int(a, k: int):
+    q = a[0] / k
+    p, e = _two_prod(q, np.full_like(q, float(k)))
+    return _fast_two_sum(q, ((a[0] - p) - e + a[1]) / k)
+
+
+def _dd_recip_int(k: int):
+    q = 1.0 / k
+    p, e = _two_prod(np.float64(q), np.float64(k))
+    return q, float((1.0 - p - e) / k)
+
+
+def _series(x, order: int):
+    """(J_order(x), S) for order 0, 1 and 0 < x <= 25 by the power series, summed in double-double
+    so that its cancellation (terms up to ~5e8 for a result ~0.1) costs nothing; S is the series
+    part of Y_order: sum (-1)^k t_k H_k for order 0, sum (-1)^k t_k (H_k + H_{k+1}) for order 1,
+    t_k = (x/2)^(2k + order) / (k! (k + order)!)."""
+    h = x / 2
+    q = _two_prod(h, -h)  # -(x/2)^2, exact
+    zero = np.zeros_like(x)
+    term = (np.ones_like(x), zero) if order == 0 else (h, zero)
+    j = term
+    harm = (0.0, 0.0) if order == 0 else (1.0, 0.0)  # H_0 (+ H_1)
+    ysum = (zero, zero) if order == 0 else term
+    for k in range(1, 64):  # (x/2)^(2k) / (k!)^2 < 1e-19 from k = 50 at x = 25
+        term = _dd_div_int(_dd_mul(term, q), k * (k + order))
+        step = _dd_recip_int(k)
+        if order == 1:
+            step = _dd_add(step, _dd_recip_int(k + 1))
+        harm = _dd_add(harm, step)
+        j = _dd_add(j, term)
+        ysum = _dd_add(ysum, _dd_mul(term, (np.full_like(x, harm[0]), np.full_like(x, harm[1]))))
+    return j, ysum
+
+
+def _dd_div(a, b):
+    q1 = a[0] / b[0]
+    p = _dd_mul((q1, np.zeros_like(q1)), b)
+    r = _dd_add(a, (-p[0], -p[1]))
+    return _fast_two_sum(q1, r[0] / b[0])
+
+
+def _dd_const(d: decimal.Decimal):
+    """A decimal constant as (hi, lo) floats."""
+    hi = float(d)
+    return hi, float(d - decimal.Decimal(hi))
+
+
+with decimal.localcontext(decimal.Context(prec=60)):
+    _DD_LN2 = _dd_const(decimal.Decimal(2).ln())
+    _DD_GAMMA = _dd_const(_D_GAMMA)
+    _DD_2_OVER_PI = _dd_const(2 / _D_PI)
+
+
+def _dd_log(h):
+    """ln(h) as double-double for finite h > 0: h = m 2**e, ln m = 2 atanh((m - 1) / (m + 1))."""
+    m, e = np.frexp(h)
+    low = m < math.sqrt(0.5)
+    m, e = np.where(low, 2 * m, m), np.where(low, e - 1, e).astype(np.float64)
+    zero = np.zeros_like(m)
+    s = _dd_div((m - 1, zero), _two_sum(m, np.ones_like(m)))  # m - 1 is exact
+    s2, p, total = _dd_mul(s, s), s, s
+    for k in range(1, 24):  # |s| <= 0.172: s**(2k) < 1e-33 by k = 24
+        p = _dd_mul(p, s2)
+        total = _dd_add(total, _dd_div_int(p, 2 * k + 1))
+    return _dd_add(
+        _dd_mul((e, zero), (np.full_like(m, _DD_LN2[0]), np.full_like(m, _DD_LN2[1]))), (2 * total[0], 2 * total[1])
+    )
+
+
+def _small(x, order: int, kind: str):
+    """J or Y of order 0, 1 for 0 < x <= 25, all in double-double (exact to ~1e-23 absolute), and
+    whether to redo it in decimal (a result within 1e-6 of a zero)."""
+    j, ysum = _series(x, order)
+    if kind == "j":
+        out = j
+    else:
+        zero = np.zeros_like(x)
+        c = _dd_add(
+            _dd_log(x), (np.full_like(x, _DD_GAMMA[0] - _DD_LN2[0]), np.full_like(x, _DD_GAMMA[1] - _DD_LN2[1]))
+        )
+        if order == 0:  # Y0 = 2/pi ((ln(x/2) + gamma) J0 - S)
+            inner = _dd_add(_dd_mul(c, j), (-ysum[0], -ysum[1]))
+        else:  # Y1 = 2/pi ((ln(x/2) + gamma) J1 - S/2 - 1/x)
+            inner = _dd_add(_dd_mul(c, j), (-ysum[0] / 2, -ysum[1] / 2))
+            recip = _dd_div((np.ones_like(x), zero), (x, zero))
+            inner = _dd_add(inner, (-recip[0], -recip[1]))
+        out = _dd_mul((np.full_like(x, _DD_2_OVER_PI[0]), np.full_like(x, _DD_2_OVER_PI[1])), inner)
+    value = out[0] + out[1]
+    return value, (np.abs(value) < 1e-6) & (x > 0.5)
+
+
+def _series_decimal(x: float, order: int, kind: str) -> float:
+    """J_order(x) or Y_order(x) (order 0, 1), 0 < x <= 25, by the power series in decimal arithmetic:
+    slow, exact to the last bit, for the results next to a zero."""
     ctx = decimal.Context(prec=40 + int(abs(x) * 0.45))
     with decimal.localcontext(ctx):
         d = decimal.Decimal(x)
@@ -90,10 +219,18 @@ def _asymptotic(x, nu, kind):
 def _bessel01(x, order, kind):
     x = np.asarray(x, F64)
     ax = np.abs(x)
-    small = (ax <= 25.0) & (ax > 0)
-    out = _asymptotic(np.where(small | (ax == 0) | ~np.isfinite(ax), 30.0, ax), order, kind)
-    for i in zip(*np.nonzero(small)):
-        out[i] = _series(float(ax[i]), order, kind)
+    tiny = (ax < 2.0**-60) & (ax > 0)  # leading terms: J0 = 1, J1 = x/2, Y0 = 2/pi (ln(x/2) + gamma), Y1 = -2/(pi x)
+    small = (ax <= 25.0) & (ax >= 2.0**-60)
+    out = _asymptotic(np.where(small | (ax < 2.0**-60) | ~np.isfinite(ax), 30.0, ax), order, kind)
+    near, redo = _small(np.where(small, ax, 1.0), order, kind)
+    out = np.where(small, near, out)
+    for i in zip(*np.nonzero(small & redo)):
+        out[i] = _series_decimal(float(ax[i]), order, kind)
+    if kind == "j":
+        lead = np.ones_like(ax) if order == 0 else ax / 2
+    else:
+        lead = (np.log(ax) - _DD_LN2[0] + _DD_GAMMA[0]) * (2 / math.pi) if order == 0 else -(2 / math.pi) / ax
+    out = np.where(tiny, lead, out)
     out = np.where(np.isinf(ax), 0.0, out)
     if kind == "j":
         out = np.where(ax == 0, 1.0 if order == 0 else 0.0, out)
