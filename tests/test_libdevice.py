@@ -21,9 +21,9 @@ import pytest
 import scipy.special as sp
 import triton.language.core as core
 from codegen_kernels.harness import compile_text, run
-from exact_rounding import MODE, ieee_reference, round_fraction
 from triton.language.extra import libdevice as generic_libdevice
 from triton.language.extra.cuda import libdevice
+from unit.exact_rounding import MODE, ieee_reference, round_fraction
 
 from triton_plate_backend.compiler import PlateBackend
 from triton_plate_backend.errors import CompileError
