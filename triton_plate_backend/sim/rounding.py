@@ -125,8 +125,9 @@ def _step(r, err, mode: str):
         up, down = np.zeros(r.shape, bool), err < 0
     else:  # rtz: toward zero
         up, down = (err > 0) & (r < 0), (err < 0) & (r > 0)
-    r = np.where(up, np.nextafter(r, np.inf), r)
-    return np.where(down, np.nextafter(r, -np.inf), r)
+    with np.errstate(all="ignore"):  # stepping off max finite overflows to inf, as wanted
+        r = np.where(up, np.nextafter(r, np.inf), r)
+        return np.where(down, np.nextafter(r, -np.inf), r)
 
 
 def _nearest64(op: str, xs):
