@@ -41,10 +41,7 @@ from . import config
 # aten ops the lowering cannot compile yet (OpOverload names, as str(op) prints them), and why. A row
 # costs a host round trip per call: remove it when the lowering grows (tests/test_inductor.py has a
 # strict xfail per row that starts passing then, and checks that a listed op really runs eagerly).
-EAGER_OPS_WHY: dict[str, str] = {
-    "aten.frexp.Tensor": "libdevice __nv_ilogbf has no PLATE equivalent",
-    "aten.erfinv.default": "libdevice __nv_erfinvf has no PLATE equivalent",
-}
+EAGER_OPS_WHY: dict[str, str] = {}
 EAGER_OPS: frozenset[str] = frozenset(EAGER_OPS_WHY)
 _learned: set[str] = set()  # aten ops of kernels that failed to compile in this process
 

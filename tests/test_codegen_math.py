@@ -12,7 +12,7 @@ from codegen_kernels.harness import close, compile_kernel, compile_text, run, tt
 from triton.language.extra.cuda import libdevice
 
 from triton_plate_backend.errors import CompileError
-from triton_plate_backend.isa.table import ISA
+from triton_plate_backend.isa.table import ENUMS, ISA
 from triton_plate_backend.passes import rules_math
 
 RNG = np.random.default_rng(2)
@@ -157,8 +157,14 @@ def test_unknown_libdevice_symbol_names_it():
 
 
 def test_libdevice_table_maps_to_real_instructions():
-    for symbol, mnemonic in rules_math.LIBDEVICE.items():
-        assert mnemonic in ISA or mnemonic in rules_math.COMPOSITE, f"{symbol} -> {mnemonic}"
+    for symbol, lowering in rules_math.LIBDEVICE.items():
+        if isinstance(lowering, tuple):  # steps (mnemonic, dst, srcs, *suffixes): real rows, legal suffixes
+            for mnemonic, _, _, *suffixes in lowering:
+                assert mnemonic in ISA and len(suffixes) == len(ISA[mnemonic].suffixes), f"{symbol} -> {mnemonic}"
+                for enum, value in zip(ISA[mnemonic].suffixes, suffixes):
+                    assert value in ENUMS[enum], f"{symbol} -> {mnemonic}.{value}"
+        else:
+            assert lowering in ISA or lowering in rules_math.COMPOSITE, f"{symbol} -> {lowering}"
     for op_name, mnemonic in rules_math.MATH.items():
         assert mnemonic in ISA, f"{op_name} -> {mnemonic}"
     for must in ("__nv_expf", "__nv_tanhf", "__nv_erff", "__nv_rsqrtf", "__nv_powf", "__nv_isnanf", "__nv_cbrt"):

@@ -498,11 +498,11 @@ class PlateBackend(BaseBackend):
 
     def get_module_map(self):
         # Inductor and users call triton.language.extra.libdevice: map it to the CUDA libdevice
-        # wrappers, whose tt.extern_elementwise symbols (__nv_tanhf, ...) the lowering maps to
-        # PLATE math. Nothing of the NVIDIA backend is imported.
-        from triton.language.extra.cuda import libdevice
+        # wrappers (plus the generic names they lack), whose tt.extern_elementwise symbols
+        # (__nv_tanhf, ...) the lowering maps to PLATE math. Nothing of the NVIDIA backend is imported.
+        from . import libdevice_api
 
-        return {"triton.language.extra.libdevice": libdevice}
+        return {"triton.language.extra.libdevice": libdevice_api}
 
     def load_dialects(self, ctx):
         """Triton's own dialects (loaded by Triton) are all the TTIR stage needs."""

@@ -74,13 +74,39 @@ ENUMS: dict[str, tuple[str, ...]] = {
     ),
     # combine ops of reductions/scans; max/min on floats propagate NaN, maxnum/minnum ignore it
     "combine": ("add", "mul", "max", "min", "maxnum", "minnum", "umax", "umin", "and", "or", "xor"),
-    "round": ("rtne", "rtz"),
+    # rounding modes (OpenCL names): to nearest even, toward zero, toward +inf, toward -inf
+    "round": ("rtne", "rtz", "rtp", "rtn"),
     # tl.dot input precisions (triton ir.INPUT_PRECISION); semantics in the simulator's table
     "prec": ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6"),
     "atom": ("add", "fadd", "max", "min", "umax", "umin", "and", "or", "xor", "xchg"),
     "sem": ("relaxed", "acquire", "release", "acq_rel"),
     "axis": ("x", "y", "z"),
     "nan": ("none", "all"),  # clamp: propagate NaN or not (tt.clampf propagateNan)
+    # special functions of v.libm1..v.libm4 (libdevice), by operand count; semantics in sim/libm.py
+    "libm1": (
+        "erfinv",
+        "erfcinv",
+        "erfcx",
+        "normcdf",
+        "normcdfinv",
+        "tgamma",
+        "j0",
+        "j1",
+        "y0",
+        "y1",
+        "i0",
+        "i1",
+        "sinpi",
+        "cospi",
+        "rcbrt",
+        "exp10",
+        "logb",
+        "ilogb",
+        "rcp64h",
+    ),
+    "libm2": ("rhypot", "remainder", "ldexp", "jn", "yn"),
+    "libm3": ("norm3d", "rnorm3d"),
+    "libm4": ("norm4d", "rnorm4d"),
 }
 
 # ---- operand kinds ---------------------------------------------------------------------------
@@ -290,6 +316,7 @@ VECTOR_UNARY = {
     "signbit": "sign bit of a (i1)",
     "popc": "population count",
     "clz": "count leading zeros",
+    "brev": "bit reversal",
     "recip": "1 / a",
 }
 TRANSCENDENTAL = {
@@ -346,6 +373,32 @@ for _op, _doc in [
 ]:
     _row(f"v.{_op}", (), "=d:t a:t", "vector", "vector", f"d = {_doc}")
 _row("v.fcvt", ("round",), "=d:t a:t", "vector", "vector", "d = float a converted to d's float type")
+
+# ---- vector unit: IEEE ops in a chosen rounding mode, special functions --------------------------
+for _op, _spec, _cost, _doc in [
+    ("addr", "=d:t a:t b:t", "vector", "a + b"),
+    ("subr", "=d:t a:t b:t", "vector", "a - b"),
+    ("mulr", "=d:t a:t b:t", "vector", "a * b"),
+    ("divr", "=d:t a:t b:t", "vector_tx", "a / b"),
+    ("sqrtr", "=d:t a:t", "vector_tx", "sqrt(a)"),
+    ("recipr", "=d:t a:t", "vector_tx", "1 / a"),
+    ("fmar", "=d:t a:t b:t c:t", "vector", "a * b + c"),
+    ("sitofpr", "=d:t a:t", "vector", "signed int a to d's float type"),
+    ("uitofpr", "=d:t a:t", "vector", "unsigned int a to d's float type"),
+]:
+    _row(f"v.{_op}", ("round",), _spec, "vector", _cost, f"d = {_doc}, rounded once in the given mode (f32, f64)")
+_row("v.libm1", ("libm1",), "=d:t a:t", "vector", "vector_tx", "d = f(a), a libdevice special function")
+_row("v.libm2", ("libm2",), "=d:t a:t b:t", "vector", "vector_tx", "d = f(a, b), a libdevice special function")
+_row("v.libm3", ("libm3",), "=d:t a:t b:t c:t", "vector", "vector_tx", "d = f(a, b, c), a libdevice function")
+_row("v.libm4", ("libm4",), "=d:t a:t b:t c:t e:t", "vector", "vector_tx", "d = f(a, b, c, e), a libdevice function")
+_row(
+    "v.prmt",
+    (),
+    "=d:t a:t b:t s:t",
+    "vector",
+    "vector",
+    "i32 byte permute: byte n of d = byte (s >> 4n) & 7 of the 8 bytes b:a (a the low word)",
+)
 
 # ---- vector unit: reductions and scans ---------------------------------------------------------
 _row(

@@ -1,13 +1,14 @@
 """Lowering rules for math.*, tt.extern_elementwise (libdevice), tt.precise_sqrt/divf,
-tt.clampf and tt.mulhiui. Every function maps through ONE table (`MATH`, `LIBDEVICE`) to a
-vector instruction; scalars go through a 1-element tile (the scalar unit has no transcendentals).
-A few functions with no instruction of their own are short compositions (`COMPOSITE`)."""
+tt.clampf and tt.mulhiui. Every function maps through ONE table (`MATH`; `LIBDEVICE` in
+libdevice.py) to a vector instruction; scalars go through a 1-element tile (the scalar unit has no
+transcendentals). Functions with no instruction of their own are short compositions (`COMPOSITE`,
+or a libdevice entry's steps, run by `_composite`)."""
 
 from __future__ import annotations
 
-from ..isa.table import VECTOR_BINARY, VECTOR_UNARY
 from .context import dtype_of
 from .emitter import Imm, VReg
+from .libdevice import LIBDEVICE
 from .rules_arith import elementwise, enum_value, tensor_shape
 
 # math dialect op -> vector mnemonic
@@ -59,87 +60,12 @@ MATH = {
 I1_RESULT = {"v.isnan", "v.isinf", "v.signbit"}
 
 
-def _libdevice_table() -> dict:
-    """`__nv_*` symbol -> vector mnemonic (f32 names end in 'f', f64 names do not)."""
-    table = {}
-    same = [n for n in {**VECTOR_UNARY, **VECTOR_BINARY} if n not in ("neg", "not", "div", "mul", "add", "sub")]
-    for n in same:
-        table[f"__nv_{n}f"] = table[f"__nv_{n}"] = f"v.{n}"
-    aliases = {
-        "fabs": "abs",
-        "trunc": "ftrunc",
-        "nearbyint": "rint",
-        "fmod": "remf",
-        "fmax": "maxnum",
-        "fmin": "minnum",
-        "fdivide": "div",
-        "fast_exp": "exp",
-        "fast_log": "log",
-        "fast_exp10": None,
-        "fast_sin": "sin",
-        "fast_cos": "cos",
-        "fast_tan": "tan",
-        "fast_log2": "log2",
-        "fast_pow": "pow",
-        "fast_fdivide": "div",
-        "isinf": "isinf",
-        "isnan": "isnan",
-        "fsqrt_rn": "sqrt",
-        "fdiv_rn": "div",
-        "frcp_rn": "recip",
-        "fma": "fma",
-    }
-    for n, m in aliases.items():
-        if m:
-            table[f"__nv_{n}f"] = table[f"__nv_{n}"] = f"v.{m}"
-    table.update(
-        {
-            "__nv_isinfd": "v.isinf",
-            "__nv_isnand": "v.isnan",
-            "__nv_signbitf": "v.signbit",
-            "__nv_signbitd": "v.signbit",
-            "__nv_dsqrt_rn": "v.sqrt",
-            "__nv_ddiv_rn": "v.div",
-            "__nv_drcp_rn": "v.recip",
-            "__nv_popc": "v.popc",
-            "__nv_popcll": "v.popc",
-            "__nv_clz": "v.clz",
-            "__nv_clzll": "v.clz",
-            "__nv_abs": "v.abs",
-            "__nv_llabs": "v.abs",
-            "__nv_max": "v.maxs",
-            "__nv_min": "v.mins",
-            "__nv_llmax": "v.maxs",
-            "__nv_llmin": "v.mins",
-            "__nv_umax": "v.maxu",
-            "__nv_umin": "v.minu",
-            "__nv_ullmax": "v.maxu",
-            "__nv_ullmin": "v.minu",
-            "__nv_mulhi": "v.mulhis",
-            "__nv_umulhi": "v.mulhiu",
-            "__nv_mul64hi": "v.mulhis",
-            "__nv_umul64hi": "v.mulhiu",
-            "__nv_fmaf_rn": "v.fma",
-            "__nv_fma_rn": "v.fma",
-            "__nv_saturatef": "saturate",
-            "__nv_roundf": "round",
-            "__nv_round": "round",
-            "__nv_finitef": "isfinite",
-            "__nv_isfinited": "isfinite",
-            **{f"__nv_{p}{n}{f}": f"l{n}" for p in ("", "l") for n in ("lrint", "lround") for f in ("", "f")},
-            "__nv_exp10f": "exp10",
-            "__nv_exp10": "exp10",
-        }
-    )
-    return table
-
-
-LIBDEVICE = _libdevice_table()
-
-
 def apply(ctx, op, mnemonic, operands=None, suffixes=()):
     """One mnemonic (or composite) on the op's operands, converting an i1 result when needed."""
     operands = list(op.operands if operands is None else operands)
+    if isinstance(mnemonic, tuple):
+        _composite(ctx, op, operands, mnemonic)
+        return
     if mnemonic in COMPOSITE:
         COMPOSITE[mnemonic](ctx, op, operands)
         return
@@ -166,21 +92,26 @@ def _bind_result(ctx, op, res, dst, scalar):
 
 def _composite(ctx, op, operands, steps):
     """Run a short sequence of vector instructions over tiles of the operands' shape.
-    steps: list of (mnemonic, dst name, src names/constants); 'x','y' are the operands, 'out' the result."""
+    steps: (mnemonic, dst name, src names/constants, *suffixes); 'x','y','z','w' are the operands,
+    'out' the result, 'name:dtype' a temporary of that type, 'm*' an i1 one, any other the first
+    operand's type; a constant takes the type of the step's first non-i1 named source."""
     res = op.results[0]
     shape = tensor_shape(ctx, operands) or (1,)
     dtype = dtype_of(operands[0].type)
-    named = {n: ctx.view(v, shape) for n, v in zip("xyz", operands)}
+    named = {n: ctx.view(v, shape) for n, v in zip("xyzw", operands)}
     out = ctx.new(dtype_of(res.type), shape, owner=res)
     for mnemonic, dst, srcs, *suffix in steps:
+        dst, _, typed = dst.partition(":")
         if dst not in named:
-            named[dst] = out if dst == "out" else ctx.new("i1" if dst.startswith("m") else dtype, shape)
-        args = [named[s] if isinstance(s, str) else ctx.fill(s, dtype, shape) for s in srcs]
+            named[dst] = out if dst == "out" else ctx.new(typed or ("i1" if dst.startswith("m") else dtype), shape)
+        const_type = next((named[s].dtype for s in srcs if isinstance(s, str) and named[s].dtype != "i1"), dtype)
+        args = [named[s] if isinstance(s, str) else ctx.fill(s, const_type, shape) for s in srcs]
         ctx.vec(mnemonic, named[dst], *args, suffixes=tuple(suffix))
     _bind_result(ctx, op, res, out, scalar=tensor_shape(ctx, operands) is None)
 
 
-# round half away from zero: t = trunc(x); t + (|x - t| >= 0.5 ? copysign(1, x) : 0)  (x - t is exact)
+# round half away from zero: t = trunc(x); t + (|x - t| >= 0.5 ? copysign(1, x) : 0)  (x - t is exact),
+# with x's sign
 _ROUND = [
     ("v.ftrunc", "t", ["x"]),
     ("v.sub", "f", ["x", "t"]),
@@ -188,7 +119,8 @@ _ROUND = [
     ("v.cmpf", "m", ["f", 0.5], "oge"),
     ("v.copysign", "s", [1.0, "x"]),
     ("v.select", "s", ["m", "s", 0.0]),
-    ("v.add", "out", ["t", "s"]),
+    ("v.add", "a", ["t", "s"]),
+    ("v.copysign", "out", ["a", "x"]),  # round(-0.4) = -0
 ]
 _ISFINITE = [
     ("v.isnan", "m1", ["x"]),
@@ -203,7 +135,6 @@ _LLROUND = [(m, "r" if dst == "out" else dst, srcs, *rest) for m, dst, srcs, *re
     ("v.fptosi", "out", ["r"])
 ]
 _SATURATE = [("v.maxnum", "t", ["x", 0.0]), ("v.minnum", "out", ["t", 1.0])]
-_EXP10 = [("v.mul", "t", ["x", 3.321928094887362]), ("v.exp2", "out", ["t"])]
 
 COMPOSITE = {
     "round": lambda ctx, op, xs: _composite(ctx, op, xs, _ROUND),
@@ -211,7 +142,6 @@ COMPOSITE = {
         ctx, op, xs, _ISFINITE if dtype_of(op.result.type) != "i1" else _ISFINITE[:3] + [("v.not", "out", ["m1"])]
     ),
     "saturate": lambda ctx, op, xs: _composite(ctx, op, xs, _SATURATE),
-    "exp10": lambda ctx, op, xs: _composite(ctx, op, xs, _EXP10),
     "llrint": lambda ctx, op, xs: _composite(ctx, op, xs, _LLRINT),
     "llround": lambda ctx, op, xs: _composite(ctx, op, xs, _LLROUND),
 }

@@ -3,10 +3,10 @@
 Rounding is done once, from a value that is exact or rounded-to-odd at a precision of at least
 p + 2 bits (53-bit float64 for every format up to fp32), so no result is ever double-rounded:
 
-- ``round_float``: any float/int array -> an ISA float type, round-to-nearest-even (``rtne``)
-  or toward zero (``rtz``). fp8 targets saturate (PTX ``cvt.rn.satfinite``: overflow and +-inf
-  become +-max finite, NaN stays NaN); f16/bf16/f32 overflow to +-inf under rtne and to
-  +-max finite under rtz (inf inputs stay inf), like IEEE.
+- ``round_float``: any float/int array -> an ISA float type, round-to-nearest-even (``rtne``),
+  toward zero (``rtz``), toward +inf (``rtp``) or -inf (``rtn``). fp8 targets saturate (PTX
+  ``cvt.rn.satfinite``: overflow and +-inf become +-max finite, NaN stays NaN); f16/bf16/f32
+  overflow to +-inf under rtne and to +-max finite under rtz (inf inputs stay inf), like IEEE.
 - ``int_to_float``: int64 beyond 2**53 goes through round-to-odd, so bf16/fp8 are exact.
 - ``float_to_int``: toward zero, saturating, NaN -> 0 (PTX ``cvt.rzi.sat``).
 - ``fma``: one rounding; fp32 and narrower via an exact product and a round-to-odd sum in
@@ -66,9 +66,12 @@ def _round64(x: np.ndarray, fmt: FloatFormat, mode: str) -> np.ndarray:
     """float64 x rounded to fmt's precision and subnormal grid; overflow handled by the caller."""
     _, e = np.frexp(x)  # x = m * 2**e with 0.5 <= |m| < 1: leading bit at 2**(e - 1)
     q = np.maximum(e - 1, fmt.min_exp) - (fmt.precision - 1)  # exponent of one unit in the last place
-    s = np.ldexp(x, -q)
-    s = np.rint(s) if mode == "rtne" else np.trunc(s)
+    s = ROUND_INTEGER[mode](np.ldexp(x, -q))
     return np.ldexp(s, q)
+
+
+# rounding modes (ISA enum "round") -> float64 to integral value in that mode
+ROUND_INTEGER = {"rtne": np.rint, "rtz": np.trunc, "rtp": np.ceil, "rtn": np.floor}
 
 
 def _overflow(y: np.ndarray, x: np.ndarray, fmt: FloatFormat, mode: str) -> np.ndarray:
@@ -77,10 +80,9 @@ def _overflow(y: np.ndarray, x: np.ndarray, fmt: FloatFormat, mode: str) -> np.n
         return y
     if fmt.saturate:
         big = np.copysign(fmt.max_finite, y)
-    elif mode == "rtz":
-        big = np.where(np.isinf(x), y, np.copysign(fmt.max_finite, y))
-    else:
-        big = np.copysign(np.inf, y)
+    else:  # rounding away from the value's side stops at max finite (an inf input stays inf)
+        to_inf = {"rtne": True, "rtz": False, "rtp": y > 0, "rtn": y < 0}[mode]
+        big = np.where(to_inf | np.isinf(x), np.copysign(np.inf, y), np.copysign(fmt.max_finite, y))
     return np.where(over, big, y)
 
 
@@ -127,7 +129,7 @@ def round_tf32(x: np.ndarray) -> np.ndarray:
 
 
 # ---- integer <-> float ---------------------------------------------------------------------------
-def _int_to_f64_odd(x: np.ndarray, signed: bool) -> np.ndarray:
+def int_to_f64_odd(x: np.ndarray, signed: bool) -> np.ndarray:
     """int64/uint64 -> float64, exact below 2**53, rounded to odd above (safe to round again)."""
     if signed:
         x = x.astype(np.int64)
@@ -149,7 +151,7 @@ def int_to_float(x: np.ndarray, signed: bool, dtype: str) -> np.ndarray:
     """Integer array (interpreted signed or unsigned) -> ISA float ``dtype``, rtne (saturating fp8)."""
     if dtype in ("f32", "f64"):  # numpy's C conversions round once, correctly
         return (x.astype(np.int64) if signed else x.astype(np.uint64)).astype(NUMPY[dtype])
-    return round_float(_int_to_f64_odd(x, signed), dtype)
+    return round_float(int_to_f64_odd(x, signed), dtype)
 
 
 def int_range(bits: int, signed: bool) -> tuple[int, int]:
@@ -244,15 +246,15 @@ def mulhi(a: np.ndarray, b: np.ndarray, dtype: str, is_signed: bool) -> np.ndarr
 
 
 # ---- fused multiply-add --------------------------------------------------------------------------
-def _two_sum(a, b):
+def two_sum(a, b):
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)
 
 
-def _add_round_to_odd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def add_round_to_odd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """float64 a + b rounded to odd: the exact sum if representable, else its odd neighbour."""
-    s, e = _two_sum(a, b)
+    s, e = two_sum(a, b)
     inexact = np.isfinite(s) & (e != 0)
     even = (s.view(np.int64) & 1) == 0
     fix = inexact & even
@@ -280,8 +282,8 @@ def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     lose bits, are computed exactly as rationals instead (rare, so the per-element cost is fine)."""
     a, b, c = np.broadcast_arrays(*(np.asarray(v, F64) for v in (a, b, c)))
     uh, ul = _two_product(a, b)
-    th, tl = _two_sum(c, uh)
-    v = _add_round_to_odd(tl, ul)
+    th, tl = two_sum(c, uh)
+    v = add_round_to_odd(tl, ul)
     r = th + v
     out = np.array(a * b + c, dtype=F64)  # right whenever an operand is inf/nan
     big = 2.0**960
@@ -293,7 +295,8 @@ def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         & (np.abs(c) < big)
         & ((np.abs(uh) > 1 / big) | (a == 0) | (b == 0))
     )
-    out = np.where(safe, r, out)
+    exact_zero_addends = (r == 0) & (c == 0) & ((a == 0) | (b == 0))  # the sign of 0 + 0: IEEE's rule
+    out = np.where(safe & ~exact_zero_addends, r, out)
     edge = ~safe & np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
     for i in zip(*np.nonzero(edge)):
         out[i] = _fma_exact(float(a[i]), float(b[i]), float(c[i]))
@@ -315,7 +318,7 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: str) -> np.ndarray:
     a64, b64, c64 = (np.asarray(v).astype(F64) for v in (a, b, c))
     if dtype == "f64":
         return fma64(a64, b64, c64)
-    s = _add_round_to_odd(a64 * b64, c64)  # product of <= 24-bit significands is exact in float64
+    s = add_round_to_odd(a64 * b64, c64)  # product of <= 24-bit significands is exact in float64
     return round_float(s, dtype)
 
 
@@ -369,16 +372,8 @@ def compare_float(pred: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # ---- special functions numpy lacks ---------------------------------------------------------------
-def _lgamma(x: float) -> float:
-    try:
-        return math.lgamma(x)
-    except ValueError:  # poles (0, negative integers)
-        return math.inf
-
-
 _ERF = np.frompyfunc(math.erf, 1, 1)
 _ERFC = np.frompyfunc(math.erfc, 1, 1)
-_LGAMMA = np.frompyfunc(_lgamma, 1, 1)
 
 
 def erf(x: np.ndarray) -> np.ndarray:
@@ -387,10 +382,6 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 def erfc(x: np.ndarray) -> np.ndarray:
     return _ERFC(x).astype(F64)
-
-
-def lgamma(x: np.ndarray) -> np.ndarray:
-    return _LGAMMA(x).astype(F64)
 
 
 # ---- register words <-> typed values -------------------------------------------------------------

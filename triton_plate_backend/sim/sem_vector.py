@@ -19,6 +19,7 @@ import numpy as np
 from ..dtypes import BITS, NUMPY
 from ..errors import IsaError
 from ..isa.table import INT_BITS, VECTOR_BINARY, VECTOR_UNARY, is_float
+from . import libm
 from . import numerics as nx
 from .numerics import F64, compute_dtype, round_float, signed, store_int, unsigned
 
@@ -66,8 +67,21 @@ def _nextafter(a, b, dt):
     return np.nextafter(a, b)  # numpy (f16/f32/f64) and ml_dtypes (bf16, fp8) step in the type itself
 
 
-def _rsqrt(x):
-    return 1.0 / np.sqrt(x)
+def _rsqrt(x, dt):
+    """1/sqrt(x). Up to f32: correctly rounded (the float64 quotient, rounded, then moved one ulp
+    where the exact value lies beyond a midpoint: m*m*x vs 1, exact through one fma); f64: <= 1 ulp."""
+    x64 = x.astype(F64)
+    with np.errstate(all="ignore"):
+        r = round_float(1.0 / np.sqrt(x64), dt)
+        if dt == "f64":
+            return r
+        r64 = r.astype(F64)
+        up = np.nextafter(r, np.array(np.inf, r.dtype)).astype(F64)
+        down = np.nextafter(r, np.array(-np.inf, r.dtype)).astype(F64)
+        hi, lo = (r64 + up) / 2, (r64 + down) / 2  # midpoints: exact in float64
+        go_up = np.isfinite(r64) & (r64 > 0) & (nx.fma64(hi * hi, x64, -1.0) < 0)  # 1/sqrt(x) > hi
+        go_down = np.isfinite(r64) & (r64 > 0) & (nx.fma64(lo * lo, x64, -1.0) > 0)  # 1/sqrt(x) < lo
+    return np.where(go_up, up, np.where(go_down, down, r64)).astype(r.dtype)
 
 
 # ---- integer ops ---------------------------------------------------------------------------------
@@ -152,6 +166,18 @@ def _popc(a, dt):
     return store_int(nx.popcount(unsigned(a, dt)).astype(np.int64), dt)
 
 
+_BYTE_REVERSED = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], np.uint8)
+
+
+def _brev(a, dt):
+    """Bits reversed: the bytes in reverse order, each byte's bits reversed."""
+    if dt == "i1":
+        return a
+    u = np.ascontiguousarray(unsigned(a, dt))
+    b = u.view(np.uint8).reshape(u.shape + (u.itemsize,))
+    return _BYTE_REVERSED[b[..., ::-1]].copy().view(u.dtype).reshape(u.shape).view(a.dtype)
+
+
 def _clz(a, dt):
     return store_int(nx.count_leading_zeros(unsigned(a, dt), INT_BITS[dt]), dt)
 
@@ -195,7 +221,7 @@ UNARY: dict[str, dict[str, object]] = {
     "abs": {"int": lambda a, dt: store_int(np.abs(signed(a, dt)), dt), "float": _exact(np.abs)},
     "not": {"int": lambda a, dt: np.invert(a)},
     "sqrt": {"float": _exact(np.sqrt)},
-    "rsqrt": {"float": _wide(_rsqrt)},
+    "rsqrt": {"float": _rsqrt},
     "exp": {"float": _wide(np.exp)},
     "exp2": {"float": _wide(np.exp2)},
     "expm1": {"float": _wide(np.expm1)},
@@ -217,7 +243,7 @@ UNARY: dict[str, dict[str, object]] = {
     "atanh": {"float": _wide(np.arctanh)},
     "erf": {"float": _wide(nx.erf)},
     "erfc": {"float": _wide(nx.erfc)},
-    "lgamma": {"float": _wide(nx.lgamma)},
+    "lgamma": {"float": _wide(libm.lgamma)},
     "cbrt": {"float": _wide(np.cbrt)},
     "floor": {"float": _exact(np.floor)},
     "ceil": {"float": _exact(np.ceil)},
@@ -228,6 +254,7 @@ UNARY: dict[str, dict[str, object]] = {
     "signbit": {"float": lambda a, dt: np.signbit(a.astype(compute_dtype(dt), copy=False))},
     "popc": {"int": _popc},
     "clz": {"int": _clz},
+    "brev": {"int": _brev},
     "recip": {"float": _exact(np.reciprocal)},
 }
 PREDICATES = {"isnan", "isinf", "signbit"}  # unary ops whose result is i1

@@ -6,7 +6,8 @@ A rule is ``rule(ctx, inst)``: ``ctx`` is the executor's batch context (register
 ``Branch`` / ``HALT`` (control flow) or the dma Traffic of a memory access. Rules raise PlateError
 (or let numpy raise); the executor wraps any of those ONCE with pc, instruction, source line and
 grid coordinates. The rules live by family: sem_scalar (s.*, control flow, dbg.*), sem_vector
-(elementwise, compares, conversions), sem_tile (data movement, reductions, scans), sem_matrix
+(elementwise, compares, conversions), sem_libm (rounding modes, libdevice's special functions),
+sem_tile (data movement, reductions, scans), sem_matrix
 (m.mma), sem_memory (dma.*, atom.*, fence, barrier); numerics holds the shared rounding code.
 
 NOTES: where Triton/LLVM leave a result undefined, PLATE defines it (PTX's choice unless noted)
@@ -23,7 +24,8 @@ NOTES: where Triton/LLVM leave a result undefined, PLATE defines it (PTX's choic
 | fptosi / fptoui: out of range, +-inf   | saturates to the type's min / max    (PTX cvt.rzi.sat)   |
 | float -> fp8 (e4m3fn, e5m2), overflow  | +-max finite, also for +-inf; NaN stays NaN              |
 |                                        | (PTX cvt.rn.satfinite; ml_dtypes' cast gives NaN / inf)  |
-| float -> f16/bf16/f32 overflow         | rtne: +-inf; rtz: +-max finite (inf stays inf)           |
+| float -> f16/bf16/f32/f64 overflow     | rtne: +-inf; rtz: +-max finite (inf stays inf); rtp, rtn:|
+|                                        | inf on the mode's side, max finite on the other          |
 | fcvt.rtz                               | truncation toward zero in the target format              |
 | f16/bf16/fp8 arithmetic                | computed in fp32, rounded once to the type (RNE)         |
 | transcendentals (exp, sin, erf, ...)   | computed in fp64, rounded once: <= 1 ulp, usually exact  |
@@ -34,6 +36,12 @@ NOTES: where Triton/LLVM leave a result undefined, PLATE defines it (PTX's choic
 | v.gather index outside the axis        | SimulatorError naming the programs (no wrap, no clamp)   |
 | v.hist value outside [0, bins)         | ignored                                                  |
 | v.fma fp64 near overflow/underflow     | falls back to a*b + c with two roundings                 |
+| v.addr ... v.uitofpr .rtz/.rtp/.rtn    | the exact result rounded once in the mode (IEEE 754),    |
+|                                        | an exact zero sum is -0 under rtn, +0 otherwise          |
+| v.libm* (libdevice special functions)  | fp64, rounded once: within CUDA libdevice's ulp bounds   |
+| jn, yn of order n < 0; y* of x < 0     | NaN                                  (CUDA)              |
+| ilogb of 0, NaN; of +-inf              | INT32_MIN; INT32_MAX                 (CUDA)              |
+| rcp64h                                 | 1/x of x's high word, cut to the high word, ftz          |
 | m.mma f32 sum order                    | BLAS sgemm's (fp32 accumulate); ieee: fp64 sum rounded   |
 | i1 values                              | 0 / 1 in registers and SRAM bytes; signed ops read -1    |
 | register kinds                         | s.<op>.<stype>, v.splat read a register as a value of the|
@@ -51,11 +59,11 @@ NOTES: where Triton/LLVM leave a result undefined, PLATE defines it (PTX's choic
 from __future__ import annotations
 
 from ..isa.table import ISA
-from . import sem_matrix, sem_memory, sem_scalar, sem_tile, sem_vector
+from . import sem_libm, sem_matrix, sem_memory, sem_scalar, sem_tile, sem_vector
 from .sem_scalar import HALT, Branch, DeviceAssertionError
 
 SEMANTICS: dict = {}
-for _family in (sem_scalar, sem_vector, sem_tile, sem_matrix, sem_memory):
+for _family in (sem_scalar, sem_vector, sem_libm, sem_tile, sem_matrix, sem_memory):
     _overlap = SEMANTICS.keys() & _family.SEMANTICS.keys()
     assert not _overlap, f"two families define {_overlap}"
     SEMANTICS.update(_family.SEMANTICS)
