@@ -28,7 +28,7 @@ def alloc(nbytes: int, device: int) -> int | str:
     """Base address of ``nbytes`` new zeroed device bytes, or the out-of-memory message (C++ raises
     torch.OutOfMemoryError with it)."""
     dev = _device(device)
-    place = current_placement()
+    place = current_placement(nbytes)
     with dev._lock:
         try:
             rec = dev.memory.alloc(nbytes, place, label="torch")
