@@ -19,6 +19,7 @@ grid -> core mapping.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,7 +79,13 @@ def _check(node: ast.AST, text: str) -> None:
 
 def parse_footprints(text: str) -> list[Footprint] | None:
     """The entries of a footprint text; None for an empty or ``none ...`` text (the analysis could not tell)."""
-    text = (text or "").strip()
+    parsed = _parse_footprints(text or "")
+    return list(parsed) if parsed is not None else None
+
+
+@functools.lru_cache(maxsize=256)  # every launch of a kernel reads the same text
+def _parse_footprints(text: str) -> tuple[Footprint, ...] | None:
+    text = text.strip()
     if not text or text.startswith(UNKNOWN):
         return None
     out = []
@@ -106,7 +113,7 @@ def parse_footprints(text: str) -> list[Footprint] | None:
             _check(ast.Expression(p), entry)
         lo, hi, nbytes = (ast.unparse(p) for p in parts)
         out.append(Footprint(int(node.left.value.id[3:]), lo, hi, nbytes))
-    return out
+    return tuple(out)
 
 
 def _eval(node: ast.AST, names: dict):
@@ -126,10 +133,19 @@ def _eval(node: ast.AST, names: dict):
     return _BINOPS[type(node.op)](a, b)
 
 
-def evaluate(expr: str, names: dict) -> np.ndarray:
-    """An expression over ``names`` (numpy int64 scalars or arrays over the programs)."""
+@functools.lru_cache(maxsize=1024)
+def _expression(expr: str) -> ast.AST:
     node = ast.parse(expr, mode="eval").body
     _check(ast.Expression(node), expr)
+    return node
+
+
+def evaluate(expr: str, names: dict) -> np.ndarray:
+    """An expression over ``names`` (numpy int64 scalars or arrays over the programs)."""
+    try:
+        node = _expression(expr)
+    except SyntaxError:
+        raise FootprintError(f"footprint expression {expr!r} does not parse") from None
     return np.asarray(_eval(node, names), dtype=np.int64)
 
 
