@@ -43,6 +43,14 @@ def histogram_kernel(x, bins, n, BLOCK: tl.constexpr):
     tl.atomic_add(bins + tl.load(x + offs, mask=m, other=0), 1, mask=m)
 
 
+@triton.jit
+def countdown_kernel(o, n):
+    i = n
+    while i > 0:
+        i -= 1
+        tl.store(o + i, i)
+
+
 def remote_share(profile) -> float:
     return profile.remote_bytes / profile.total_bytes
 
@@ -87,12 +95,20 @@ def test_explicit_placement_is_followed(mini):
     assert remote_share(profile) == 0.0 and profile.cores_used == mini.machine.domain.cores
 
 
-def test_kernels_the_analysis_cannot_tell_keep_the_default_mapping(mini):
-    x = torch.randint(0, 8, (4096,), device="plate", dtype=torch.int32)
+def test_atomics_count_as_work_and_the_located_loads_decide(mini):
+    x = torch.randint(0, 8, (1 << 16,), device="plate", dtype=torch.int32)
     bins = torch.zeros(8, device="plate", dtype=torch.int32)
-    kernel = histogram_kernel[(4,)](x, bins, 4096, BLOCK=1024)
+    kernel = histogram_kernel[(64,)](x, bins, 1 << 16, BLOCK=1024)
     assert bins.cpu().tolist() == torch.bincount(x.cpu(), minlength=8).int().tolist()
-    assert 'plate.affinity = "none (' in kernel.asm["pir"]
+    assert 'plate.affinity = "arg0[pid_x*1024*4:(pid_x*1024 + 1024)*4]*4096; arg1[:]*4096"' in kernel.asm["pir"]
+    assert mini.last_profile.policy == "affinity"
+
+
+def test_kernels_the_analysis_cannot_tell_keep_the_default_mapping(mini):
+    o = torch.zeros(64, device="plate", dtype=torch.int32)
+    kernel = countdown_kernel[(1,)](o, 64)
+    assert o.cpu().tolist() == list(range(64))
+    assert 'plate.affinity = "none (' in kernel.asm["pir"] and "scf.while" in kernel.asm["pir"]
     assert mini.last_profile.policy == "round_robin"
 
 

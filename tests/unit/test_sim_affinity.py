@@ -26,9 +26,9 @@ def kernel(affinity: str) -> Program:
 def test_blocked_stream_runs_every_program_in_its_home_domain():
     mem = DeviceMemory(MINI)
     x, o = (mem.alloc(64 * 4096, "blocked") for _ in range(2))
-    by_domain = program_bytes(kernel(STREAM), (64, 1, 1), [x.base, o.base, 0], mem)
+    by_domain, spread = program_bytes(kernel(STREAM), (64, 1, 1), [x.base, o.base, 0], mem)
     home = np.arange(64) // 16  # 16 programs per 64 KiB chunk
-    assert (by_domain.argmax(axis=1) == home).all() and (by_domain.sum(axis=1) == 8192).all()
+    assert (by_domain.argmax(axis=1) == home).all() and (by_domain.sum(axis=1) == 8192).all() and not spread.any()
     mapping = core_mapping(kernel(STREAM), (64, 1, 1), [x.base, o.base, 0], mem)
     cores = map_programs(mapping, 64, MINI)
     assert mapping.name == "affinity" and (cores // MINI.domain.cores == home).all()
@@ -50,6 +50,23 @@ def test_ties_spread_over_domains_when_no_local_byte_is_lost():
     dom = assign(MINI, by_domain) // MINI.domain.cores
     assert np.bincount(dom, minlength=4).tolist() == [16] * 4
     assert (by_domain[r, dom] == 4096).all()  # each still in a domain homing half its bytes
+
+
+def test_gathered_bytes_are_work_that_steers_no_program():
+    mem = DeviceMemory(MINI)
+    x, table = mem.alloc(64 * 4096, "blocked"), mem.alloc(1 << 20, "local:3")
+    text = "arg0[pid_x*4096:(pid_x + 1)*4096]*4096; arg1[:]*(16*4096); any[:]*4096"
+    by_domain, spread = program_bytes(kernel(text), (64, 1, 1), [x.base, table.base, 0], mem)
+    assert (by_domain.sum(axis=1) == 4096).all()
+    assert (spread[:, 3] == 16 * 4096 + 1024).all() and (spread[:, :3] == 1024).all()
+    dom = map_programs(core_mapping(kernel(text), (64, 1, 1), [x.base, table.base, 0], mem), 64, MINI) // 2
+    assert (dom == np.arange(64) // 16).all()  # the located bytes decide; the table's domain does not
+    only_gathers = "arg0[0:0]*0; arg1[:]*4096"  # nothing located: the default mapping, not a pile on domain 3
+    assert core_mapping(kernel(only_gathers), (64, 1, 1), [x.base, table.base, 0], mem) is None
+    half = "arg0[pid_x*4096:(pid_x + 1)*4096]*(pid_x // 32 * 4096); arg1[:]*4096"  # programs 0-31 locate none
+    dom = map_programs(core_mapping(kernel(half), (64, 1, 1), [x.base, table.base, 0], mem), 64, MINI) // 2
+    assert (dom[32:] == np.arange(32, 64) // 16).all()  # the located ones at home, the others spread:
+    assert np.bincount(dom, minlength=4).tolist() == [16] * 4  # no domain gets the unlocated pile
 
 
 def test_unknown_footprint_or_foreign_memory_keeps_the_default_mapping():

@@ -9,7 +9,9 @@ attribute of the pir's ``tt.func``, the pasm's ``.affinity`` directive, the pbin
 The text is ``; ``-separated entries, each ``argK[LO:HI]*BYTES``: program p touches bytes
 [argK + LO, argK + HI) of the memory pointer argument K (Program.args index) points into, moving
 BYTES bytes through them (a strided tile moves fewer bytes than its span; the launch spreads them
-over the span's home domains in proportion). LO, HI and BYTES are integer expressions (Python
+over the span's home domains in proportion). ``argK[:]*BYTES``: BYTES somewhere in that memory (a
+gather or an atomic: the addresses are data); ``any[:]*BYTES``: somewhere in device memory. Those
+count as work spread over the domains, and steer no program. LO, HI and BYTES are integer expressions (Python
 syntax: ``+ - * // %``, ``min(a, b)``, ``max(a, b)``, integer literals) over ``pid_x``, ``pid_y``,
 ``pid_z`` (the program's ids), ``nprog_x``... (the grid) and ``argK`` (integer arguments). A text
 that starts with ``none`` says the analysis cannot tell, and why: the launch keeps the default
@@ -27,6 +29,7 @@ import numpy as np
 from ..errors import PlateError
 
 UNKNOWN = "none"  # prefix of a footprint text that describes no ranges
+ANY = "any"  # the name of memory no pointer argument reaches (a pointer made from an integer, ...)
 AXES = ("x", "y", "z")
 
 
@@ -38,14 +41,15 @@ class FootprintError(PlateError, ValueError):
 class Footprint:
     """One pointer argument's byte range per program (the texts are expressions, see the module docstring)."""
 
-    arg: int
-    lo: str
-    hi: str
+    arg: int  # -1: ``any``
+    lo: str | None  # None (with hi): somewhere in the whole allocation (a gather, an atomic)
+    hi: str | None
     nbytes: str
 
     def __str__(self) -> str:
         nbytes = self.nbytes if self.nbytes.isdigit() else f"({self.nbytes})"
-        return f"arg{self.arg}[{self.lo}:{self.hi}]*{nbytes}"
+        where = ":" if self.lo is None else f"{self.lo}:{self.hi}"
+        return f"{ANY if self.arg < 0 else f'arg{self.arg}'}[{where}]*{nbytes}"
 
 
 def unknown(reason: str) -> str:
@@ -95,24 +99,25 @@ def _parse_footprints(text: str) -> tuple[Footprint, ...] | None:
             node = ast.parse(entry, mode="eval").body
         except SyntaxError:
             node = None
+        sl = node.left.slice if isinstance(node, ast.BinOp) and isinstance(node.left, ast.Subscript) else None
+        name = node.left.value.id if sl is not None and isinstance(node.left.value, ast.Name) else ""
+        whole = isinstance(sl, ast.Slice) and sl.lower is None and sl.upper is None
         if not (
-            isinstance(node, ast.BinOp)
+            sl is not None
             and isinstance(node.op, ast.Mult)
-            and isinstance(node.left, ast.Subscript)
-            and isinstance(node.left.value, ast.Name)
-            and node.left.value.id.startswith("arg")
-            and node.left.value.id[3:].isdigit()
-            and isinstance(node.left.slice, ast.Slice)
-            and node.left.slice.lower is not None
-            and node.left.slice.upper is not None
-            and node.left.slice.step is None
+            and (name[:3] == "arg" and name[3:].isdigit() or name == ANY and whole)
+            and isinstance(sl, ast.Slice)
+            and sl.step is None
+            and (whole or sl.lower is not None and sl.upper is not None)
         ):
-            raise FootprintError(f"footprint entry {entry!r}: expected argK[LO:HI]*BYTES")
-        parts = [node.left.slice.lower, node.left.slice.upper, node.right]
+            forms = "argK[LO:HI]*BYTES, argK[:]*BYTES or any[:]*BYTES"
+            raise FootprintError(f"footprint entry {entry!r}: expected {forms}")
+        parts = [node.right] if whole else [sl.lower, sl.upper, node.right]
         for p in parts:
             _check(ast.Expression(p), entry)
-        lo, hi, nbytes = (ast.unparse(p) for p in parts)
-        out.append(Footprint(int(node.left.value.id[3:]), lo, hi, nbytes))
+        texts = [ast.unparse(p) for p in parts]
+        lo, hi = (None, None) if whole else texts[:2]
+        out.append(Footprint(-1 if name == ANY else int(name[3:]), lo, hi, texts[-1]))
     return tuple(out)
 
 

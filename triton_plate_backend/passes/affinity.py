@@ -9,11 +9,13 @@ pointer argument and the bytes it moves, as the footprint text of isa/footprint.
 Program (``Program.affinity``), and the launch evaluates it with the actual arguments and the home
 domains of their memory (sim/affinity.py) to run each program in the domain that homes its bytes.
 
-The pass cannot tell (and says ``none (why)``, so the launch keeps the default mapping) when a
-memory op is a gather or an atomic, when its pointer is not a kernel argument, when a scalar in
-its range is not integer arithmetic over arguments, program ids and loop counters, or when it
-sits in a loop other than scf.for. Ranges assume each range end is monotonic over the trips of
-a loop (true of affine offsets), so the first and last trips bound it.
+A gather or an atomic (its addresses are data) is written as its bytes somewhere in the memory of
+its root pointer argument (``argK[:]``, or ``any[:]`` when no argument is its root): work that
+steers no program. The pass cannot tell (and says ``none (why)``, so the launch keeps the default
+mapping) when no memory op is located, when a located op's pointer is not a kernel argument, when
+a scalar in its range or a loop bound is not integer arithmetic over arguments, program ids and
+loop counters, or when a memory op sits in a loop other than scf.for. Ranges assume each range end
+is monotonic over the trips of a loop (true of affine offsets), so the first and last trips bound it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import re
 from ..ir.core import Block, Module, Op, PtrType, StrAttr, TensorDescType, TensorType, Value, shape_of
 from ..isa.footprint import Footprint, format_footprints, unknown
 from ..isa.table import ITEMSIZE
-from . import access
+from . import access, access_forms
 from .access_forms import constant
 from .affine import Add, Carried, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mul, Sub, Val
 
@@ -79,17 +81,34 @@ def _mul(a: str, b: str) -> str:
         return b
     if y == 1:
         return a
-    return f"{_paren(a)}*{_paren(b)}"
+    return f"{_left(a)}*{_right(b, product=True)}"
 
 
-def _paren(a: str) -> str:
-    return a if _int(a) is not None and not a.startswith("-") or a.isidentifier() or _closed(a) else f"({a})"
-
-
-def _closed(a: str) -> bool:
-    """True when a is one product or call (no top-level + or -)."""
+def _left(a: str) -> str:
+    """a as the left operand of * // %: bare unless a sum or a negation (the three are left-associative)."""
     node = ast.parse(a, mode="eval").body
-    return not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))) and not a.startswith("-")
+    sum_ = isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+    return f"({a})" if sum_ or isinstance(node, ast.UnaryOp) else a
+
+
+def _right_bare(node: ast.AST, product: bool) -> bool:
+    if isinstance(node, (ast.Name, ast.Call)) or isinstance(node, ast.Constant) and node.value >= 0:
+        return True
+    return (
+        product
+        and isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mult)
+        and (_right_bare(node.left, True) and _right_bare(node.right, True))
+    )
+
+
+def _right(a: str, product: bool = False) -> str:
+    """a as the right operand: bare if an atom (or, right of *, a product of atoms: * is associative)."""
+    return a if _right_bare(ast.parse(a, mode="eval").body, product) else f"({a})"
+
+
+def _mod(a: str, b: str) -> str:
+    return f"{_left(a)} % {_right(b)}"
 
 
 def _call(fn: str, a: str, b: str) -> str:
@@ -100,7 +119,7 @@ def _call(fn: str, a: str, b: str) -> str:
 
 
 def _floordiv(a: str, c: str) -> str:
-    return f"{_paren(a)} // {_paren(c)}"
+    return f"{_left(a)} // {_right(c)}"
 
 
 def _substitute(text: str, values: dict[str, str]) -> str:
@@ -126,7 +145,7 @@ def _substitute(text: str, values: dict[str, str]) -> str:
             return _mul(a, b)
         if op is ast.FloorDiv:
             return _floordiv(a, b)
-        return f"{_paren(a)} % {_paren(b)}"
+        return _mod(a, b)
 
     return walk(node)
 
@@ -141,8 +160,8 @@ _BINARY = {
     "arith.divui": _floordiv,
     "arith.floordivsi": _floordiv,
     "arith.ceildivsi": lambda a, b: _floordiv(_sub(_add(a, b), "1"), b),
-    "arith.remsi": lambda a, b: f"{_paren(a)} % {_paren(b)}",
-    "arith.remui": lambda a, b: f"{_paren(a)} % {_paren(b)}",
+    "arith.remsi": lambda a, b: _mod(a, b),
+    "arith.remui": lambda a, b: _mod(a, b),
     "arith.minsi": lambda a, b: _call("min", a, b),
     "arith.minui": lambda a, b: _call("min", a, b),
     "arith.maxsi": lambda a, b: _call("max", a, b),
@@ -150,6 +169,18 @@ _BINARY = {
 }
 _SAME = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui")
 _GRID = {"tt.get_program_id": "pid", "tt.get_num_programs": "nprog"}
+# ops whose first operand is the pointer they derive from: a gather's root argument is found through them
+_POINTER_CHAIN = (
+    "tt.addptr",
+    "tt.splat",
+    "tt.broadcast",
+    "tt.expand_dims",
+    "tt.reshape",
+    "tt.trans",
+    "tt.advance",
+    "tt.make_tensor_ptr",
+    "tt.make_tensor_descriptor",
+)
 
 
 def _axis(op: Op) -> str:
@@ -243,6 +274,28 @@ class _Footprints:
             parent = owner.parent
         return loops
 
+    def weight(self, op: Op, itemsize: int) -> str:
+        """Bytes the op moves per program: its tile, times the trips of the loops around it."""
+        nbytes = str(math.prod(_tile_shape(op)) * itemsize)
+        for loop in self.enclosing_loops(op):
+            nbytes = _mul(nbytes, self.loop(loop)[1])
+        return nbytes
+
+    def somewhere(self, op: Op) -> Footprint:
+        """A gather or atomic: its bytes, somewhere in the memory its root pointer argument points into."""
+        ptr = op.operands[0]
+        element = access_forms.element_name(ptr.type)
+        while not (isinstance(ptr.owner, Block) and ptr.owner is self.entry):
+            owner = ptr.owner
+            loop = owner.parent.parent if isinstance(owner, Block) and owner.parent is not None else None
+            if loop is not None and loop.name == "scf.for" and ptr.index >= 1:
+                ptr = loop.operands[2 + ptr.index]  # an iter_arg: follow its initial value
+                continue
+            if isinstance(owner, Block) or owner is None or owner.name not in _POINTER_CHAIN:
+                return Footprint(-1, None, None, self.weight(op, _itemsize(element)))
+            ptr = owner.operands[0]
+        return Footprint(ptr.index, None, None, self.weight(op, _itemsize(element)))
+
     def footprint(self, op: Op, acc: access.StructuredAccess) -> Footprint:
         if not (isinstance(acc.base, Val) and acc.base.value.owner is self.entry):
             raise CannotTell(f"{op.name} at {op.loc}: its pointer is not a kernel argument ({acc.base})")
@@ -265,10 +318,7 @@ class _Footprints:
         hi_first, hi_last = _substitute(hi_terms, start), _substitute(hi_terms, end)
         lo = lo_first if lo_first == lo_last else _call("min", lo_first, lo_last)
         hi = hi_first if hi_first == hi_last else _call("max", hi_first, hi_last)
-        nbytes = str(math.prod(shape) * isz)
-        for loop in loops:
-            nbytes = _mul(nbytes, self.loops[loop][1])
-        return Footprint(arg, _mul(lo, str(isz)), _mul(hi, str(isz)), nbytes)
+        return Footprint(arg, _mul(lo, str(isz)), _mul(hi, str(isz)), self.weight(op, isz))
 
 
 def _tile_shape(op: Op) -> tuple[int, ...]:
@@ -301,19 +351,21 @@ def footprint_text(func: Op) -> str:
     if any(isinstance(a.type, TensorDescType) for a in func.regions[0].blocks[0].args):
         return unknown("a host-side tensor descriptor argument")
     fp = _Footprints(func)
-    entries = []
+    entries, gathers = [], []
     try:
         for op in func.walk():
             if op.name not in access.MEMORY_OPS:
                 continue
             acc = access.analyze(op)
             if isinstance(acc, access.GatherAccess):
-                raise CannotTell(f"{op.name} at {op.loc} is a gather ({acc.reason})")
-            entries.append(fp.footprint(op, acc))
+                gathers.append(f"{op.name} at {op.loc} is a gather ({acc.reason})")
+                entries.append(fp.somewhere(op))
+            else:
+                entries.append(fp.footprint(op, acc))
     except CannotTell as e:
         return unknown(str(e))
-    if not entries:
-        return unknown("no memory ops")
+    if all(f.lo is None for f in entries):  # nothing located: nothing to steer a program by
+        return unknown(gathers[0] if gathers else "no memory ops")
     return format_footprints(entries)
 
 

@@ -7,7 +7,8 @@ into, split over that allocation's home domains (``Allocation.split``) and scale
 program moves through it. That gives ``bytes[program, home domain]``.
 
 Assignment (``assign``):
-1. each program goes to the domain that homes most of its bytes;
+1. each program goes to the domain that homes most of its located bytes (the bytes of gathers and
+   atomics, ``argK[:]`` / ``any[:]``, count as work spread over their memory's domains);
 2. while the most loaded domain is above the mean, programs move to the least loaded one if the
    cost model's level-0 bound of the launch (cost.level0_bound: per-core DMA time, HBM, die links)
    says the move pays, or costs nothing and loses no local byte (a program homed evenly in two
@@ -33,8 +34,10 @@ from .timing import CoreMapping
 MAX_ROUNDS = 64  # balancing rounds; each moves a batch of programs
 
 
-def program_bytes(program, grid, args, memory: DeviceMemory) -> np.ndarray | None:
-    """float64 [programs, domains]: the bytes each program moves per home domain; None if unknown."""
+def program_bytes(program, grid, args, memory: DeviceMemory) -> tuple[np.ndarray, np.ndarray] | None:
+    """(located, spread): float64 [programs, domains], the bytes each program moves per home domain
+    through located ranges, and through gathers and atomics (spread over their memory's domains);
+    None if the kernel's footprint cannot tell."""
     footprints = parse_footprints(getattr(program, "affinity", ""))
     if not footprints:
         return None
@@ -42,10 +45,19 @@ def program_bytes(program, grid, args, memory: DeviceMemory) -> np.ndarray | Non
     ints = {k: int(v) for k, (a, v) in enumerate(zip(params, args)) if a.type != "ptr" and not isinstance(v, float)}
     names = program_names(grid, ints)
     P = int(np.prod(grid))
-    out = np.zeros((P, memory.machine.total_domains))
+    located = np.zeros((P, memory.machine.total_domains))
+    spread = np.zeros_like(located)
     if P == 0:
         return None
+    chip0 = memory.machine.domains
     for fp in footprints:
+        try:
+            nbytes = np.broadcast_to(evaluate(fp.nbytes, names), (P,)).astype(np.float64)
+        except FootprintError:
+            return None
+        if fp.arg < 0:  # somewhere in device memory: spread over the chip's domains
+            spread[:, :chip0] += nbytes[:, None] / chip0
+            continue
         if fp.arg >= len(params) or params[fp.arg].type != "ptr":
             return None
         base = int(args[fp.arg])
@@ -53,19 +65,22 @@ def program_bytes(program, grid, args, memory: DeviceMemory) -> np.ndarray | Non
         if pos < 0:
             continue  # not device memory the allocation table knows (a null or freed pointer): no pull
         rec = memory.live(pos)
-        try:
-            lo = np.broadcast_to(evaluate(fp.lo, names), (P,)) + (base - rec.base)
-            hi = np.broadcast_to(evaluate(fp.hi, names), (P,)) + (base - rec.base)
-            nbytes = np.broadcast_to(evaluate(fp.nbytes, names), (P,)).astype(np.float64)
-        except FootprintError:
-            return None
-        lo, hi = np.clip(lo, 0, rec.nbytes), np.clip(hi, 0, rec.nbytes)
+        if fp.lo is None:  # somewhere in this allocation: its bytes in proportion to the homes' shares
+            lo, hi = np.zeros(P, np.int64), np.full(P, rec.nbytes, np.int64)
+        else:
+            try:
+                lo = np.broadcast_to(evaluate(fp.lo, names), (P,)) + (base - rec.base)
+                hi = np.broadcast_to(evaluate(fp.hi, names), (P,)) + (base - rec.base)
+            except FootprintError:
+                return None
+            lo, hi = np.clip(lo, 0, rec.nbytes), np.clip(hi, 0, rec.nbytes)
         split = rec.split(lo, np.maximum(hi, lo))  # [P, owners]
         span = split.sum(axis=1)
         scale = np.divide(nbytes, span, out=np.zeros(P), where=span > 0)
+        out = spread if fp.lo is None else located
         for j, d in enumerate(rec.owners):  # an owner may repeat (explicit domain lists)
             out[:, d] += split[:, j] * scale
-    return out
+    return located, spread
 
 
 def _launch_bound(machine: Machine, by_domain: np.ndarray, dom: np.ndarray) -> float:
@@ -77,15 +92,18 @@ def _launch_bound(machine: Machine, by_domain: np.ndarray, dom: np.ndarray) -> f
     return cost.level0_bound(machine, dma_engine_cycles=per_core, read_bytes=read).cycles
 
 
-def assign(machine: Machine, by_domain: np.ndarray) -> np.ndarray:
-    """Core per program from bytes[program, home domain] (module docstring)."""
+def assign(machine: Machine, by_domain: np.ndarray, spread: np.ndarray | None = None) -> np.ndarray:
+    """Core per program from located bytes[program, home domain] and the ``spread`` bytes of its
+    gathers and atomics (module docstring)."""
     P, D = by_domain.shape
-    moved = by_domain.sum(axis=1)
-    default_dom = np.arange(P, dtype=np.int64) * D // max(P, 1)
-    dom = np.where(moved > 0, by_domain.argmax(axis=1), default_dom)
+    total = by_domain if spread is None else by_domain + spread
+    located = by_domain.sum(axis=1)
+    default_dom = np.arange(P, dtype=np.int64) * machine.domains // max(P, 1)
+    dom = np.where(located > 0, by_domain.argmax(axis=1), default_dom)
     # balance: move programs from the busiest domain to the idlest while the level-0 bound drops
+    moved = total.sum(axis=1)
     work = np.where(moved > 0, moved, 1.0)
-    best = _launch_bound(machine, by_domain, dom)
+    best = _launch_bound(machine, total, dom)
     for _ in range(MAX_ROUNDS):
         load = np.bincount(dom, weights=work, minlength=D)
         hi, lo = int(load.argmax()), int(load.argmin())
@@ -98,7 +116,7 @@ def assign(machine: Machine, by_domain: np.ndarray) -> np.ndarray:
         take = cand[order[: max(1, int(np.searchsorted(np.cumsum(work[cand[order]]), excess)))]]
         trial = dom.copy()
         trial[take] = lo
-        bound = _launch_bound(machine, by_domain, trial)
+        bound = _launch_bound(machine, total, trial)
         free = bool(np.all(by_domain[take, lo] >= by_domain[take, hi]))  # no local byte lost: a tie broken
         if bound > best or (bound == best and not free):
             break
@@ -114,7 +132,7 @@ def assign(machine: Machine, by_domain: np.ndarray) -> np.ndarray:
 def core_mapping(program, grid, args, memory: DeviceMemory) -> CoreMapping | None:
     """The affinity mapping of one launch, or None when the kernel's footprint cannot tell."""
     machine = memory.machine
-    by_domain = program_bytes(program, grid, args, memory)
-    if by_domain is None or not by_domain.any():
+    found = program_bytes(program, grid, args, memory)
+    if found is None or not found[0].any():
         return None
-    return CoreMapping.of("affinity", assign(machine, by_domain))
+    return CoreMapping.of("affinity", assign(machine, *found))
