@@ -119,7 +119,8 @@ def map_programs(policy, num_programs: int, machine: Machine) -> np.ndarray:
         if policy not in POLICIES:
             raise SimulatorError(
                 f"unknown grid->core policy {policy!r}; known: {', '.join(POLICIES)} "
-                "or pass an explicit core-per-program array"
+                "or pass an explicit core-per-program array (PLATE_POLICY=affinity is resolved by the launch, "
+                "sim.device.Device.launch, from the kernel's footprint)"
             )
         cores = POLICIES[policy](num_programs, machine)
     elif callable(policy):
