@@ -234,7 +234,7 @@ def test_knobs_are_typed_and_documented(monkeypatch):
         "plate1",
         None,
         False,
-        "round_robin",
+        "affinity",
         None,
     )
     monkeypatch.setenv("PLATE_HOST_MEMORY", "yes")

@@ -59,6 +59,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.isa.verified",
         f"{TPB}.isa.encoding",
         f"{TPB}.isa.asm",
+        f"{TPB}.isa.footprint",
         f"{TPB}.dtypes",
         f"{TPB}.machine",
         f"{TPB}.cost",
@@ -103,6 +104,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.sim.timing",
         f"{TPB}.sim.clock",
         f"{TPB}.sim.device",
+        f"{TPB}.sim.affinity",
     ),
     **_on(
         PASSES_DEVICE,
@@ -111,6 +113,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.passes.access_forms",
         f"{TPB}.passes.access_masks",
         f"{TPB}.passes.access",
+        f"{TPB}.passes.affinity",
         f"{TPB}.passes.demand",
         f"{TPB}.passes.inline",
         f"{TPB}.passes.emitter",

@@ -356,3 +356,26 @@ def level0_bound(
                 terms[kind], where[kind] = float(t[best]), topo.names[best]
     binding = max(terms, key=lambda k: terms[k])
     return Bound(terms[binding], terms, binding, where)
+
+
+# ---- migration ----------------------------------------------------------------------------------------
+
+
+def migration_cycles(machine: Machine, moved) -> float:
+    """Cycles to move bytes between home domains: ``moved`` [old home, new home] (the diagonal stays put).
+
+    The cores of each new home domain pull its bytes with their DMA engines (a remote read from the
+    old home, a local write), every core of the domain sharing them: the level-0 bound of those
+    transfers (engines, both HBMs, die and chip links) plus the flight latency of the longest route."""
+    moved = np.array(moved, dtype=np.float64).reshape(machine.total_domains, machine.total_domains)
+    np.fill_diagonal(moved, 0.0)
+    if not moved.any():
+        return 0.0
+    incoming = moved.sum(axis=0)  # per new home domain
+    read = moved.T  # [core domain = new home, home = old home]
+    write = np.diag(incoming)
+    engine = np.repeat(incoming / machine.domain.cores / machine.core.dma.bytes_per_cycle, machine.domain.cores)
+    bound = level0_bound(machine, dma_engine_cycles=engine, read_bytes=read, write_bytes=write)
+    src, dst = np.nonzero(moved)
+    latency = max(float(topology(machine).latency[s, d]) for s, d in zip(src, dst))
+    return bound.cycles + machine.core.dma.issue_cycles + latency

@@ -107,10 +107,12 @@ KNOBS: dict[str, Knob] = {
         ),
         Knob(
             "PLATE_POLICY",
-            "round_robin",
+            "affinity",
             _text,
-            "Grid -> core policy of the timing model: a sim.timing.POLICIES name (round_robin, blocked, "
-            "domain_aligned), passed to simulate_timing as policy=.",
+            "Grid -> core policy of a launch: affinity (default: each program runs in the domain that homes "
+            "most of its bytes, from the compiled kernel's footprint and the arguments' memory; round_robin "
+            "where the compiler cannot tell) or a sim.timing.POLICIES name (round_robin, blocked, "
+            "domain_aligned) to override it for experiments.",
         ),
         Knob(
             "PLATE_DUMP_DIR",

@@ -3,6 +3,7 @@
 One statement per line; ``;`` or ``//`` starts a comment::
 
     .kernel NAME                      .arg NAME TYPE                .sram BYTES
+    .affinity "FOOTPRINT"             ; which bytes each program touches (isa/footprint.py)
     .tile NAME DTYPE[d0,d1] [strides(s0,s1)] @ADDR
     .loc N "file" LINE COL ["name"]   ; N = 1, 2, ... in order (.loc 0 redefines "unknown")
     LABEL: [instruction]
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from ..errors import AsmError, IsaError
 from ..srcloc import UNKNOWN_LOC, Loc
 from .encoding import bits_float, float_bits, tile_names
+from .footprint import FootprintError, parse_footprints
 from .program import ARG_TYPES, Arg, Inst, Program, Tile, verify
 from .table import DTYPES, ENUMS, ISA, Instr, Operand
 
@@ -113,7 +115,7 @@ class _Assembler:
         self.machine = machine
         self.nreg = machine.core.scalar_registers if machine else 1 << 16
         self.ntok = machine.core.dma_tokens if machine else 1 << 16
-        self.name = self.sram = None
+        self.name = self.sram = self.affinity = None
         self.args, self.tiles, self.locs, self.consts, self.instrs = [], [], [UNKNOWN_LOC], [], []
         self.const_ids: dict[tuple, int] = {}
         self.tile_ids: dict[str, int] = {}
@@ -227,7 +229,23 @@ class _Assembler:
         self.lines[("loc", n)] = ln
         self.locs[n:] = [Loc(file, line, col, name)]
 
-    DIRECTIVES = {".kernel": _kernel, ".arg": _arg, ".sram": _sram, ".tile": _tile, ".loc": _loc}
+    def _affinity(self, ln):
+        tok = ln.next("str", "a quoted footprint text")
+        text = _unquote(ln, tok)
+        try:
+            parse_footprints(text)
+        except FootprintError as e:
+            raise ln.error(str(e), tok) from None
+        self._once(ln, "affinity", text)
+
+    DIRECTIVES = {
+        ".kernel": _kernel,
+        ".arg": _arg,
+        ".sram": _sram,
+        ".tile": _tile,
+        ".loc": _loc,
+        ".affinity": _affinity,
+    }
 
     # ---- instructions --------------------------------------------------------------------------
     def _instruction(self, ln):
@@ -334,6 +352,7 @@ class _Assembler:
             instrs.append(Inst(row.mnemonic, suffixes, ops, loc))
         name = "kernel" if self.name is None else self.name
         program = Program(name, instrs, self.tiles, self.consts, self.locs, self.args, self.labels, self.sram or 0)
+        program.affinity = self.affinity or ""
         program.tile_names = list(self.tile_ids)
         try:
             return verify(program, self.machine)
@@ -453,6 +472,8 @@ def disassemble(program: Program) -> str:
     out = [f".kernel {_name(program.name)}"] + [f".arg {_name(a.name)} {a.type}" for a in program.args]
     if program.sram_bytes not in (0, program.sram_high_water()):
         out.append(f".sram {program.sram_bytes}")
+    if program.affinity:
+        out.append(f".affinity {quote(program.affinity)}")
     for i, loc in enumerate(program.locs):
         if i or loc != UNKNOWN_LOC:
             out.append(f".loc {i} {quote(loc.file)} {loc.line} {loc.col} {quote(loc.name)}")

@@ -111,6 +111,7 @@ ARG = Layout("argument", (("name", "I"), ("type", "B")))  # type: index in ARG_T
 CONST = Layout("constant", (("tag", "B"), ("bits", "Q")))  # tag: index in CONST_TAGS
 TILE = Layout("tile", (("addr", "I"), ("dtype", "B"), ("rank", "B"), ("shape", "I*rank"), ("strides", "i*rank")))
 LOC = Layout("location", (("file", "I"), ("line", "I"), ("col", "I"), ("name", "I")))
+AFFINITY = Layout("affinity", (("text", "I"),))  # text: string index of the footprint (isa/footprint.py)
 LABEL = Layout("label", (("kind", "B"), ("name", "I"), ("value", "I")))  # kind: index in LABEL_KINDS
 INST = Layout("instruction", (("opcode", "H"), ("modifier", "H"), ("loc", "I")))
 WORD = Layout("operand", (("index", "I"),))
@@ -159,6 +160,7 @@ SECTIONS = (
     Section(5, "locs", None, LOC),
     Section(6, "code", None, _InstructionLayout()),
     Section(7, "labels", None, LABEL, required=False),
+    Section(8, "affinity", None, AFFINITY, required=False),  # absent or empty: the footprint is unknown
 )
 SECTION_BY_KIND = {s.kind: s for s in SECTIONS}
 
@@ -191,7 +193,8 @@ _ENCODED_KEEP = 64
 
 def _snapshot(program: Program) -> tuple:
     """Everything of a program that its binary holds."""
-    return content(program), program.name, tuple(program.labels.items()), tuple(tile_names(program) or ())
+    names = tuple(tile_names(program) or ())
+    return content(program), program.name, tuple(program.labels.items()), names, program.affinity
 
 
 def encode(program: Program) -> bytes:
@@ -226,6 +229,7 @@ def _encode(program: Program) -> bytes:
         "tiles": (None, tiles),
         "locs": (None, locs),
         "labels": (None, labels),
+        "affinity": (None, [{"text": s(program.affinity)}] if program.affinity else []),
     }
     payloads = {sec.name: _pack_section(sec, *records[sec.name]) for sec in SECTIONS if sec.name in records}
     payloads["code"] = _pack_code(program.instrs)
@@ -467,6 +471,8 @@ def _program(sections: dict, machine) -> Program:
         args=[Arg(s(ARG, r, "name"), _pick(ARG_TYPES, ARG, r, "type", "argument type code")) for r in args],
         sram_bytes=meta["sram_bytes"],
     )
+    for r in sections.get("affinity", (None, []))[1]:
+        program.affinity = s(AFFINITY, r, "text")
     names: dict[int, str] = {}
     for r in sections.get("labels", (None, []))[1]:
         kind, name, value = _pick(LABEL_KINDS, LABEL, r, "kind", "label kind"), s(LABEL, r, "name"), r["value"]

@@ -93,6 +93,7 @@ class Program:
     labels: dict[str, int] = field(default_factory=dict)  # for printing only
     sram_bytes: int = 0  # high-water mark of the tiles, filled by verify() if 0
     tile_names: list[str] = field(default_factory=list, compare=False)  # for printing only; empty: t0..tN
+    affinity: str = ""  # the footprint text of isa/footprint.py: which bytes each program touches ("": unknown)
 
     def loc_of(self, pc: int) -> Loc:
         if 0 <= pc < len(self.instrs):

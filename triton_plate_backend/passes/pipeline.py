@@ -11,7 +11,9 @@ subclasses) keep their type and get the pass name added; anything else becomes a
 that names the pass and keeps the original as its cause.
 
 The IR after the passes is annotated for reading: every memory op carries `plate.access`
-(strided or gather, and why). Code generation does not read the annotation (it analyses the IR
+(strided or gather, and why). The kernel's tt.func carries `plate.affinity` (passes/affinity.py:
+which bytes each program touches), which code generation copies into the Program, so an edited
+`pir` text can change it. Code generation does not read the annotation (it analyses the IR
 again), so an edited `pir` text needs none. Where codegen put each op's results in SRAM is in
 the report (`report["sram"]`)."""
 
@@ -22,7 +24,7 @@ from ..ir.core import Module, StrAttr
 from ..ir.printer import print_module
 from ..ir.verify import IrVerifyError, verify
 from ..machine import get_machine
-from . import access, codegen, inline
+from . import access, affinity, codegen, inline
 
 
 def annotate_access(module: Module) -> Module:
@@ -36,8 +38,9 @@ def annotate_access(module: Module) -> Module:
 PASSES: list[tuple[str, object]] = [
     ("inline", inline.run),
     ("access", annotate_access),
+    ("affinity", affinity.annotate_affinity),
 ]
-ANNOTATE_ONLY = {"access"}  # passes that leave the IR's ops as they are (the access analysis stays valid)
+ANNOTATE_ONLY = {"access", "affinity"}  # passes that leave the IR's ops as they are (the access analysis stays valid)
 
 
 def _wrap(name: str, e: Exception) -> Exception:
@@ -94,6 +97,7 @@ def generate(module: Module, options=None, machine=None, analysis: access.Access
     machine = get_machine(machine if machine is not None else getattr(options, "machine", None))
     with access.shared_analysis(analysis):
         program, report = run_pass("codegen", lambda m: codegen.generate(m, machine, options), module)
+        program.affinity = affinity.func_affinity(module)  # the launch maps programs to cores by it
         report["sram"] = sram_report(report.pop("sram_by_op", {}))
         report["access"] = access.access_report(module.kernel())
     return program, report

@@ -88,7 +88,7 @@ class Clock:
         self._add(Launch(None, None, profile))
 
     def add_untimed(self, trace: Trace, policy: str) -> None:
-        """A launch to time on demand (``policy``: a name in timing.POLICIES)."""
+        """A launch to time on demand (``policy``: a name in timing.POLICIES or a timing.CoreMapping)."""
         launch = Launch(trace, policy)
         self._waiting_bytes += launch.nbytes
         self._add(launch)

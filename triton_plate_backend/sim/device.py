@@ -27,6 +27,8 @@ from .clock import Clock
 from .memory import DeviceMemory
 
 DEVICE_COUNT = 1  # one simulated system per process; a multi-chip preset is still one device
+AFFINITY = "affinity"  # the policy that maps programs by the compiled kernel's footprint (sim/affinity.py)
+FALLBACK_POLICY = "round_robin"  # where the footprint cannot tell
 
 
 class DeviceError(PlateError):
@@ -114,20 +116,24 @@ class Device:
 
         ``host_buffers`` are registered as device memory for this launch only, unless an
         allocation already covers them. ``policy`` (grid -> core) and ``trace_path`` default to
-        the PLATE_POLICY and PLATE_TRACE knobs, ``max_steps`` (the step budget) to PLATE_MAX_STEPS.
-        ``defer_timing``: return None and time the launch when the clock or ``last_profile`` is read (a
-        named policy and no trace to write only). A launch that raises leaves nothing behind: no
-        registered host buffer, nothing waiting on the clock. ``sanitize``: sanitizer modes for this
-        launch ("race", "init"; sim/sanitizer.py); a launch with findings raises SanitizerError after
-        running, without timing."""
+        the PLATE_POLICY and PLATE_TRACE knobs, ``max_steps`` (the step budget) to PLATE_MAX_STEPS;
+        policy ``affinity`` maps each program to a core of the domain that homes most of its bytes,
+        from the kernel's footprint and the arguments' memory (sim/affinity.py), and falls back to
+        ``round_robin`` when the footprint cannot tell. ``defer_timing``: return None and time the
+        launch when the clock or ``last_profile`` is read (a named policy or mapping and no trace to
+        write only). A launch that raises leaves nothing behind: no registered host buffer, nothing
+        waiting on the clock. ``sanitize``: sanitizer modes for this launch ("race", "init";
+        sim/sanitizer.py); a launch with findings raises SanitizerError after running, without timing."""
+        from .affinity import core_mapping
         from .executor import execute
-        from .timing import POLICIES, simulate_timing
+        from .timing import POLICIES, CoreMapping, simulate_timing
 
         grid = tuple(int(g) for g in grid)
         trace_path = trace_path or knobs.trace()
         policy = policy or knobs.policy()
         max_steps = max_steps or knobs.max_steps()
-        defer_timing = defer_timing and not trace_path and isinstance(policy, str) and policy in POLICIES
+        named = isinstance(policy, CoreMapping) or (isinstance(policy, str) and policy in (*POLICIES, AFFINITY))
+        defer_timing = defer_timing and not trace_path and named
         with self._lock:
             registered = []
             try:
@@ -136,6 +142,8 @@ class Device:
                         continue
                     rec = self.memory.register(buf.addr, buf.nbytes, owner=buf.owner, label=buf.label)
                     registered.append(rec.base)
+                if isinstance(policy, str) and policy == AFFINITY:
+                    policy = core_mapping(program, grid, args, self.memory) or FALLBACK_POLICY
                 trace = execute(
                     program,
                     grid,

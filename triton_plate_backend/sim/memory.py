@@ -29,6 +29,11 @@ from ..errors import DeviceOutOfMemory, MemoryFault, PlateError
 from ..machine import Machine, get_machine
 
 ALIGN = 256  # base alignment of owned buffers; also the granule of blocked chunks
+# The default placement of tensors (docs/placement.md has the measurements): an allocation of at least
+# BLOCKED_MIN_BYTES is blocked over chip 0's domains, so a kernel streaming it with programs in
+# program-id order finds each program's bytes in one domain (the launch's affinity mapping runs it
+# there); a smaller one is interleaved, so its few programs still spread over every domain.
+BLOCKED_MIN_BYTES = 64 << 10
 MODES = ("interleaved", "local", "blocked", "explicit")
 FREED_KEPT = 4096  # freed allocations remembered for fault messages
 POISON = 0xFF  # init mode's fill byte: NaN in every float type, all ones (-1) in every integer type
@@ -190,6 +195,11 @@ class Allocation:
         return np.clip(np.minimum(hi, c_hi) - np.maximum(lo, c_lo), 0, None).astype(np.float64)
 
 
+def default_placement(nbytes: int) -> Placement:
+    """The placement of a tensor nobody placed: blocked when large, interleaved when small (BLOCKED_MIN_BYTES)."""
+    return Placement("blocked" if nbytes >= BLOCKED_MIN_BYTES else "interleaved")
+
+
 class _HostBytes:
     """Host bytes [addr, addr + nbytes) as numpy sees them, through the array interface. Not ctypes: a
     ctypes.cast result, and each new array type, is a reference cycle that only the cycle collector frees."""
@@ -289,6 +299,35 @@ class DeviceMemory:
             raise AllocationError(f"double free of {dead[-1].describe()}")
         near = self._nearest_text(addr)
         raise AllocationError(f"free({addr:#x}): not the base address of a live allocation{near}")
+
+    def migrate(self, addr: int, placement) -> np.ndarray:
+        """Give the live allocation based at ``addr`` a new placement, in place (its address and bytes
+        stay; their home domains change). Returns the bytes that change home: float64 [D, D], row = old
+        home domain, column = new one (the diagonal: bytes that stay). The caller prices the copy
+        (cost.migration_cycles)."""
+        addr = int(addr)
+        i = bisect.bisect_left(self._live_bases, addr)
+        if not (i < len(self._live) and self._live_bases[i] == addr):
+            near = self._nearest_text(addr)
+            raise AllocationError(f"migrate({addr:#x}): not the base address of a live allocation{near}")
+        old = self._live[i]
+        new = self._record(old.base, old.nbytes, Placement.parse(placement), old.label, reuse=old)
+        moved = np.zeros((self.machine.total_domains,) * 2)
+        piece = math.gcd(old.granule, new.granule)
+        starts = np.arange(0, old.nbytes, piece, dtype=np.int64)
+        sizes = np.minimum(starts + piece, old.nbytes) - starts
+        np.add.at(moved, (old.home_domain(starts), new.home_domain(starts)), sizes)
+        self.used -= old.shares
+        self.used += new.shares
+        self.peak = np.maximum(self.peak, self.used)
+        old.placement, old.owners, old.striped, old.granule, old.shares = (
+            new.placement,
+            new.owners,
+            new.striped,
+            new.granule,
+            new.shares,
+        )
+        return moved
 
     @contextlib.contextmanager
     def frees_held(self):
@@ -471,7 +510,8 @@ class DeviceMemory:
         m = np.broadcast_to(np.asarray(mask, bool), addrs.shape).reshape(p, math.prod(addrs.shape[1:]))
         return flat, m, m
 
-    def _record(self, base, nbytes, place: Placement, label) -> Allocation:
+    def _record(self, base, nbytes, place: Placement, label, reuse: Allocation | None = None) -> Allocation:
+        """A new allocation record (capacity checked); ``reuse``: the record it replaces (its bytes are free)."""
         mach = self.machine
         owners = place.owners(mach)
         striped = place.mode == "interleaved" and len(owners) > 1
@@ -485,12 +525,13 @@ class DeviceMemory:
         per_owner = rec.split(np.array([0]), np.array([nbytes]))[0].astype(np.int64)
         shares = np.zeros(mach.total_domains, np.int64)
         np.add.at(shares, np.asarray(owners, np.int64), per_owner)
-        over = np.nonzero(self.used + shares > self.capacity)[0]
+        used = self.used - (reuse.shares if reuse is not None else 0)
+        over = np.nonzero(used + shares > self.capacity)[0]
         if over.size:
             d = int(over[0])
             raise DeviceOutOfMemory(
                 f"out of device memory: allocating {nbytes} bytes ({rec.label!r}, {place}) needs "
-                f"{int(shares[d])} bytes in domain {d}, which has {int(self.used[d])} of "
+                f"{int(shares[d])} bytes in domain {d}, which has {int(used[d])} of "
                 f"{int(self.capacity[d])} bytes in use; free tensors or place the allocation on other domains"
             )
         rec.shares = shares

@@ -3,7 +3,8 @@
 The exact rules and approximations:
 
 - Grid -> cores: ``POLICIES[name](num_programs, machine) -> core per program`` (``round_robin``
-  default, ``blocked``, ``domain_aligned``), or an explicit mapping array, or a callable. Programs
+  default, ``blocked``, ``domain_aligned``), or an explicit mapping array, a named ``CoreMapping``
+  (the launch's ``affinity``, sim/affinity.py), or a callable. Programs
   on one core run one after another in increasing program id; a core's domain is
   ``machine.core_domain(core)``.
 - Per core three in-order engines: DMA-in, compute (scalar, vector, matrix and sync rows) and
@@ -49,6 +50,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -78,6 +80,29 @@ def _domain_aligned(n: int, machine: Machine) -> np.ndarray:
     return dom * machine.domain.cores + (pid - first) % machine.domain.cores
 
 
+@dataclass(frozen=True)
+class CoreMapping:
+    """An explicit core per program with the name the profile reports (``affinity``: sim/affinity.py).
+    Hashable, so the clock can key repeated launches by it."""
+
+    name: str
+    cores: bytes  # int64 core per program
+
+    @classmethod
+    def of(cls, name: str, cores) -> CoreMapping:
+        return cls(name, np.ascontiguousarray(cores, dtype=np.int64).tobytes())
+
+    def array(self) -> np.ndarray:
+        return np.frombuffer(self.cores, dtype=np.int64)
+
+
+def policy_name(policy) -> str:
+    """What a profile calls a grid -> core policy."""
+    if isinstance(policy, str):
+        return policy
+    return policy.name if isinstance(policy, CoreMapping) else "explicit"
+
+
 POLICIES: dict[str, Callable[[int, Machine], np.ndarray]] = {
     "round_robin": _round_robin,
     "blocked": _blocked,
@@ -86,12 +111,16 @@ POLICIES: dict[str, Callable[[int, Machine], np.ndarray]] = {
 
 
 def map_programs(policy, num_programs: int, machine: Machine) -> np.ndarray:
-    """Core index per program: a POLICIES name, a callable(num_programs, machine) or an explicit array."""
-    if isinstance(policy, str):
+    """Core index per program: a POLICIES name, a callable(num_programs, machine), a CoreMapping or an
+    explicit array."""
+    if isinstance(policy, CoreMapping):
+        cores = policy.array()
+    elif isinstance(policy, str):
         if policy not in POLICIES:
             raise SimulatorError(
                 f"unknown grid->core policy {policy!r}; known: {', '.join(POLICIES)} "
-                "or pass an explicit core-per-program array"
+                "or pass an explicit core-per-program array (PLATE_POLICY=affinity is resolved by the launch, "
+                "sim.device.Device.launch, from the kernel's footprint)"
             )
         cores = POLICIES[policy](num_programs, machine)
     elif callable(policy):
@@ -205,7 +234,7 @@ def simulate_timing(
     return Profile(
         machine=machine.name,
         clock_ghz=machine.clock_ghz,
-        policy=policy if isinstance(policy, str) else "explicit",
+        policy=policy_name(policy),
         num_programs=n,
         cores_used=len(used),
         cycles=cycles,

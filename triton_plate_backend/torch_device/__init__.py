@@ -9,7 +9,7 @@ Importing this package registers the device; so does `import torch` itself, thro
     torch.plate.home_domains(y)                  # {2: 16384}
 
 The API mirrors torch.cuda (device selection, memory statistics, seeds, Stream/Event on the modeled
-clock) plus plate's own: ``placement``, ``home_domains``, ``last_profile``. Layers, top down: this
+clock) plus plate's own: ``placement``, ``home_domains``, ``migrate``, ``last_profile``. Layers, top down: this
 package -> the C++ extension (csrc/: allocator, device guard, hooks, kernels, CPU fallback) -> the
 simulator's Device and DeviceMemory (sim/).
 """
@@ -47,7 +47,7 @@ from .memory import (
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
-from .placement import current_placement, home_domains, placement
+from .placement import current_placement, home_domains, migrate, migration_cost_ns, placement
 from .rng import (
     default_generator,
     get_rng_state,
@@ -98,6 +98,8 @@ __all__ = [
     "memory_allocated",
     "memory_reserved",
     "memory_stats",
+    "migrate",
+    "migration_cost_ns",
     "placement",
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",

@@ -37,7 +37,7 @@ def alloc(nbytes: int, device: int) -> int | str:
     tensors kept only by a reference cycle (a user's, or a library's) are garbage whose bytes a full
     device needs now, not when the collector next happens to run."""
     dev = _device(device)
-    place = current_placement()
+    place = current_placement(nbytes)
     poison = "init" in knobs.sanitize()
     if poison:
         _registration.extension()._track_host_writes(True)

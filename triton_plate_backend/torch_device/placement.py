@@ -1,8 +1,11 @@
-"""Where plate tensors live: the placement of new allocations, and the home domains of a tensor.
+"""Where plate tensors live: the placement of new allocations, the home domains of a tensor, and
+moving a tensor to another placement.
 
 `torch.plate.placement(...)` sets, for the code inside it (per thread and per asyncio task: a
-contextvar), the PLATE.md placement mode of every tensor allocated there. Outside any such block
-tensors are `interleaved` over the chip's domains, the simulator's default.
+contextvar), the PLATE.md placement mode of every tensor allocated there. Outside any such block a
+tensor gets the default (sim.memory.default_placement, docs/placement.md): `blocked` over the chip's
+domains when it is large, `interleaved` when small. `torch.plate.migrate(t, ...)` gives a tensor's
+memory a new placement in place and charges the copy to the modeled clock (cost.migration_cycles).
 """
 
 from __future__ import annotations
@@ -13,15 +16,20 @@ import contextvars
 import numpy as np
 import torch
 
-from ..sim.memory import Placement
+from .. import cost
+from ..sim.memory import Placement, default_placement
 from .devices import device_index
 
 _current: contextvars.ContextVar[Placement | None] = contextvars.ContextVar("plate_placement", default=None)
 
 
-def current_placement() -> Placement:
-    """The placement new plate tensors get here (interleaved unless a placement() block says otherwise)."""
-    return _current.get() or Placement()
+def current_placement(nbytes: int | None = None) -> Placement:
+    """The placement a new plate tensor of ``nbytes`` bytes gets here: the innermost placement() block's,
+    else the default for its size (interleaved when the size is not given)."""
+    chosen = _current.get()
+    if chosen is not None:
+        return chosen
+    return default_placement(nbytes) if nbytes is not None else Placement()
 
 
 @contextlib.contextmanager
@@ -69,3 +77,43 @@ def home_domains(tensor: torch.Tensor) -> dict[int, int]:
         if nbytes > 0:
             out[owner] = out.get(owner, 0) + int(nbytes)
     return dict(sorted(out.items()))
+
+
+def _allocation(tensor: torch.Tensor, what: str):
+    """(device, live allocation) holding ``tensor``'s storage."""
+    from ..sim.device import DeviceError, get_device
+    from ..sim.memory import AllocationError
+
+    if tensor.device.type != "plate":
+        raise DeviceError(f"{what}: the tensor is on {tensor.device}, not a plate device; move it with .plate()")
+    dev = get_device(tensor.device.index or 0)
+    base = tensor.untyped_storage().data_ptr()
+    pos = int(dev.memory.span_positions(np.array([base]), np.array([base + 1]))[0])
+    if pos < 0:
+        raise AllocationError(f"{what}: the tensor's storage at {base:#x} is not a live allocation of {dev}")
+    return dev, dev.memory.live(pos)
+
+
+def migrate(tensor: torch.Tensor, mode: str = "blocked", domain: int | None = None, domains=None) -> torch.Tensor:
+    """Move ``tensor``'s memory (its whole storage: views share it) to a new placement, in place, and
+    return the tensor. The bytes that change home domain are copied by DMA: the copy's modeled time
+    (cost.migration_cycles) advances the device clock, as a launch would. Arguments as in placement()."""
+    place = Placement(mode, domain, tuple(domains) if domains is not None else None)
+    dev, rec = _allocation(tensor, "migrate")
+    with dev._lock:
+        moved = dev.memory.migrate(rec.base, place)
+        cycles = cost.migration_cycles(dev.machine, moved)
+        dev.clock_ns = dev.clock_ns + cycles / dev.machine.clock_ghz
+    return tensor
+
+
+def migration_cost_ns(tensor: torch.Tensor, mode: str = "blocked", domain: int | None = None, domains=None) -> float:
+    """What ``migrate(tensor, ...)`` would charge, in modeled nanoseconds, without moving anything."""
+    from ..sim.memory import DeviceMemory
+
+    place = Placement(mode, domain, tuple(domains) if domains is not None else None)
+    dev, rec = _allocation(tensor, "migration_cost_ns")
+    scratch = DeviceMemory(dev.machine)  # the same layout arithmetic on a copy of the record's placement
+    twin = scratch.register(rec.base, rec.nbytes, rec.placement, label="migration estimate")
+    moved = scratch.migrate(twin.base, place)
+    return cost.migration_cycles(dev.machine, moved) / dev.machine.clock_ghz

@@ -1,0 +1,124 @@
+"""Affinity end to end on plate-mini (4 domains x 2 cores), default settings: Triton kernels on plate
+tensors run each program in the domain that homes its bytes. The remote share of the profile is a
+functional property of the mapping (which core reads which home domain), not a timing figure."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import triton_plate_backend.torch_device  # noqa: F401  (registers the plate device)
+from triton_plate_backend.sim.memory import BLOCKED_MIN_BYTES
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mini(plate_mini_module):
+    return plate_mini_module
+
+
+@triton.jit
+def add_kernel(x, y, o, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+
+@triton.jit
+def softmax_kernel(out, inp, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n_cols
+    x = tl.load(inp + row * in_stride + cols, mask=m, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    tl.store(out + row * out_stride + cols, num / tl.sum(num, axis=0), mask=m)
+
+
+@triton.jit
+def histogram_kernel(x, bins, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.atomic_add(bins + tl.load(x + offs, mask=m, other=0), 1, mask=m)
+
+
+@triton.jit
+def countdown_kernel(o, n):
+    i = n
+    while i > 0:
+        i -= 1
+        tl.store(o + i, i)
+
+
+def remote_share(profile) -> float:
+    return profile.remote_bytes / profile.total_bytes
+
+
+def vector_add(mini, n=1 << 16, block=1024):
+    x, y = torch.rand(n, device="plate"), torch.rand(n, device="plate")
+    o = torch.empty(n, device="plate")
+    kernel = add_kernel[(triton.cdiv(n, block),)](x, y, o, n, BLOCK=block)
+    assert torch.equal(o.cpu(), x.cpu() + y.cpu())
+    return kernel, mini.last_profile
+
+
+def test_vector_add_streams_locally_by_default(mini):
+    kernel, profile = vector_add(mini)
+    assert profile.policy == "affinity" and remote_share(profile) <= 0.10
+    assert profile.cores_used == mini.machine.total_cores
+    pir = kernel.asm["pir"]
+    assert 'plate.affinity = "arg0[pid_x*1024*4:' in pir and '.affinity "arg0[' in kernel.asm["pasm"]
+
+
+def test_softmax_rows_stream_locally_by_default(mini):
+    rows, cols = 256, 256
+    x = torch.randn(rows, cols, device="plate")
+    assert x.numel() * 4 >= BLOCKED_MIN_BYTES  # blocked by default: a quarter of the rows per domain
+    o = torch.empty_like(x)
+    softmax_kernel[(rows,)](o, x, x.stride(0), o.stride(0), cols, BLOCK=cols)
+    torch.testing.assert_close(o.cpu(), torch.softmax(x.cpu(), dim=1))
+    profile = mini.last_profile
+    assert profile.policy == "affinity" and remote_share(profile) <= 0.10
+
+
+def test_interleaved_round_robin_baseline_is_mostly_remote(mini, monkeypatch):
+    monkeypatch.setenv("PLATE_POLICY", "round_robin")
+    with torch.plate.placement("interleaved"):
+        _, profile = vector_add(mini, block=4096)
+    assert profile.policy == "round_robin" and remote_share(profile) >= 0.5
+
+
+def test_explicit_placement_is_followed(mini):
+    with torch.plate.placement("local", domain=3):
+        _, profile = vector_add(mini)
+    assert remote_share(profile) == 0.0 and profile.cores_used == mini.machine.domain.cores
+
+
+def test_atomics_count_as_work_and_the_located_loads_decide(mini):
+    x = torch.randint(0, 8, (1 << 16,), device="plate", dtype=torch.int32)
+    bins = torch.zeros(8, device="plate", dtype=torch.int32)
+    kernel = histogram_kernel[(64,)](x, bins, 1 << 16, BLOCK=1024)
+    assert bins.cpu().tolist() == torch.bincount(x.cpu(), minlength=8).int().tolist()
+    assert 'plate.affinity = "arg0[pid_x*1024*4:(pid_x*1024 + 1024)*4]*4096; arg1[:]*4096"' in kernel.asm["pir"]
+    assert mini.last_profile.policy == "affinity"
+
+
+def test_kernels_the_analysis_cannot_tell_keep_the_default_mapping(mini):
+    o = torch.zeros(64, device="plate", dtype=torch.int32)
+    kernel = countdown_kernel[(1,)](o, 64)
+    assert o.cpu().tolist() == list(range(64))
+    assert 'plate.affinity = "none (' in kernel.asm["pir"] and "scf.while" in kernel.asm["pir"]
+    assert mini.last_profile.policy == "round_robin"
+
+
+def test_migrate_moves_a_tensor_and_charges_the_clock(mini):
+    x = torch.arange(1 << 16, device="plate", dtype=torch.float32)
+    before, clock = torch.plate.home_domains(x), mini.clock_ns
+    estimate = torch.plate.migration_cost_ns(x, "local", domain=2)
+    assert torch.plate.migrate(x, "local", domain=2) is x
+    assert torch.plate.home_domains(x) == {2: 4 << 16} and len(before) == mini.machine.domains
+    assert mini.clock_ns - clock == pytest.approx(estimate) and estimate > 0
+    assert torch.equal(x.cpu(), torch.arange(1 << 16, dtype=torch.float32))
+    _, profile = vector_add(mini)  # new tensors: the default placement again
+    assert remote_share(profile) <= 0.10

@@ -1,0 +1,165 @@
+"""A kernel's footprint: which bytes of each pointer argument one program touches, in its program ids.
+
+The compiler's affinity pass (passes/affinity.py) writes it; the launch (sim/affinity.py) evaluates
+it for every program of the grid with the actual argument values and the home domains of the
+memory behind them, and maps each program to a core of the domain that homes most of its bytes.
+It travels with the kernel through every stage as one line of text: the ``plate.affinity``
+attribute of the pir's ``tt.func``, the pasm's ``.affinity`` directive, the pbin's affinity section.
+
+The text is ``; ``-separated entries, each ``argK[LO:HI]*BYTES``: program p touches bytes
+[argK + LO, argK + HI) of the memory pointer argument K (Program.args index) points into, moving
+BYTES bytes through them (a strided tile moves fewer bytes than its span; the launch spreads them
+over the span's home domains in proportion). ``argK[:]*BYTES``: BYTES somewhere in that memory (a
+gather or an atomic: the addresses are data); ``any[:]*BYTES``: somewhere in device memory. Those
+count as work spread over the domains, and steer no program. LO, HI and BYTES are integer expressions (Python
+syntax: ``+ - * // %``, ``min(a, b)``, ``max(a, b)``, integer literals) over ``pid_x``, ``pid_y``,
+``pid_z`` (the program's ids), ``nprog_x``... (the grid) and ``argK`` (integer arguments). A text
+that starts with ``none`` says the analysis cannot tell, and why: the launch keeps the default
+grid -> core mapping.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import PlateError
+
+UNKNOWN = "none"  # prefix of a footprint text that describes no ranges
+ANY = "any"  # the name of memory no pointer argument reaches (a pointer made from an integer, ...)
+AXES = ("x", "y", "z")
+
+
+class FootprintError(PlateError, ValueError):
+    """A footprint text that does not parse, or names an argument the kernel does not have."""
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """One pointer argument's byte range per program (the texts are expressions, see the module docstring)."""
+
+    arg: int  # -1: ``any``
+    lo: str | None  # None (with hi): somewhere in the whole allocation (a gather, an atomic)
+    hi: str | None
+    nbytes: str
+
+    def __str__(self) -> str:
+        nbytes = self.nbytes if self.nbytes.isdigit() else f"({self.nbytes})"
+        where = ":" if self.lo is None else f"{self.lo}:{self.hi}"
+        return f"{ANY if self.arg < 0 else f'arg{self.arg}'}[{where}]*{nbytes}"
+
+
+def unknown(reason: str) -> str:
+    """The footprint text of a kernel the analysis cannot describe."""
+    return f"{UNKNOWN} ({reason})"
+
+
+def format_footprints(footprints) -> str:
+    return "; ".join(str(f) for f in footprints)
+
+
+_BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.FloorDiv: np.floor_divide, ast.Mod: np.mod}
+_CALLS = {"min": np.minimum, "max": np.maximum}
+
+
+def _check(node: ast.AST, text: str) -> None:
+    """Only the expression forms the module docstring names."""
+    for n in ast.walk(node):
+        ok = isinstance(n, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, ast.USub, ast.Call))
+        ok = ok or type(n) in _BINOPS or (isinstance(n, ast.Constant) and type(n.value) is int)
+        if isinstance(n, ast.Call):
+            ok = isinstance(n.func, ast.Name) and n.func.id in _CALLS and len(n.args) == 2 and not n.keywords
+        if isinstance(n, ast.Name):
+            ok = n.id in _CALLS or n.id.startswith(("pid_", "nprog_", "arg"))
+        if not ok:
+            raise FootprintError(
+                f"footprint expression {text!r}: {type(n).__name__} is not allowed (integers, names, + - * // %, "
+                "min, max)"
+            )
+
+
+def parse_footprints(text: str) -> list[Footprint] | None:
+    """The entries of a footprint text; None for an empty or ``none ...`` text (the analysis could not tell)."""
+    parsed = _parse_footprints(text or "")
+    return list(parsed) if parsed is not None else None
+
+
+@functools.lru_cache(maxsize=256)  # every launch of a kernel reads the same text
+def _parse_footprints(text: str) -> tuple[Footprint, ...] | None:
+    text = text.strip()
+    if not text or text.startswith(UNKNOWN):
+        return None
+    out = []
+    for entry in text.split(";"):
+        entry = entry.strip()
+        try:
+            node = ast.parse(entry, mode="eval").body
+        except SyntaxError:
+            node = None
+        sl = node.left.slice if isinstance(node, ast.BinOp) and isinstance(node.left, ast.Subscript) else None
+        name = node.left.value.id if sl is not None and isinstance(node.left.value, ast.Name) else ""
+        whole = isinstance(sl, ast.Slice) and sl.lower is None and sl.upper is None
+        if not (
+            sl is not None
+            and isinstance(node.op, ast.Mult)
+            and (name[:3] == "arg" and name[3:].isdigit() or name == ANY and whole)
+            and isinstance(sl, ast.Slice)
+            and sl.step is None
+            and (whole or sl.lower is not None and sl.upper is not None)
+        ):
+            forms = "argK[LO:HI]*BYTES, argK[:]*BYTES or any[:]*BYTES"
+            raise FootprintError(f"footprint entry {entry!r}: expected {forms}")
+        parts = [node.right] if whole else [sl.lower, sl.upper, node.right]
+        for p in parts:
+            _check(ast.Expression(p), entry)
+        texts = [ast.unparse(p) for p in parts]
+        lo, hi = (None, None) if whole else texts[:2]
+        out.append(Footprint(-1 if name == ANY else int(name[3:]), lo, hi, texts[-1]))
+    return tuple(out)
+
+
+def _eval(node: ast.AST, names: dict):
+    if isinstance(node, ast.Constant):
+        return np.int64(node.value)
+    if isinstance(node, ast.Name):
+        if node.id not in names:
+            raise FootprintError(f"footprint names {node.id}, which is not an integer argument, pid_* or nprog_*")
+        return names[node.id]
+    if isinstance(node, ast.UnaryOp):
+        return np.negative(_eval(node.operand, names))
+    if isinstance(node, ast.Call):
+        return _CALLS[node.func.id](*(_eval(a, names) for a in node.args))
+    a, b = _eval(node.left, names), _eval(node.right, names)
+    if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+        b = np.where(b == 0, 1, b)  # a grid axis or argument of 0 describes no bytes; never divide by it
+    return _BINOPS[type(node.op)](a, b)
+
+
+@functools.lru_cache(maxsize=1024)
+def _expression(expr: str) -> ast.AST:
+    node = ast.parse(expr, mode="eval").body
+    _check(ast.Expression(node), expr)
+    return node
+
+
+def evaluate(expr: str, names: dict) -> np.ndarray:
+    """An expression over ``names`` (numpy int64 scalars or arrays over the programs)."""
+    try:
+        node = _expression(expr)
+    except SyntaxError:
+        raise FootprintError(f"footprint expression {expr!r} does not parse") from None
+    return np.asarray(_eval(node, names), dtype=np.int64)
+
+
+def program_names(grid, int_args: dict[int, int]) -> dict:
+    """pid_*/nprog_* arrays over the programs (program p = x + gx*(y + gy*z), as the executor numbers
+    them) and the integer arguments ``argK``."""
+    gx, gy, gz = (int(g) for g in grid)
+    p = np.arange(gx * gy * gz, dtype=np.int64)
+    names = {"pid_x": p % gx, "pid_y": (p // gx) % gy, "pid_z": p // (gx * gy)}
+    names.update({f"nprog_{a}": np.int64(g) for a, g in zip(AXES, (gx, gy, gz))})
+    names.update({f"arg{k}": np.int64(v) for k, v in int_args.items()})
+    return names

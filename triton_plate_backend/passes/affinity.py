@@ -1,0 +1,382 @@
+"""The affinity pass: which bytes each program touches, as expressions in its program ids.
+
+From the structured access analysis (passes/access.py) every memory op is a box of a pointer
+argument: element offset, strides, tile shape. Over the loops around it (scf.for: the induction
+variable and loop-carried pointers advance by a uniform step each trip) the box sweeps the range
+from its first to its last trip. The pass writes, for each memory op, the byte range of its
+pointer argument and the bytes it moves, as the footprint text of isa/footprint.py, into the
+``plate.affinity`` attribute of the kernel's tt.func. Code generation copies the text into the
+Program (``Program.affinity``), and the launch evaluates it with the actual arguments and the home
+domains of their memory (sim/affinity.py) to run each program in the domain that homes its bytes.
+
+A gather or an atomic (its addresses are data) is written as its bytes somewhere in the memory of
+its root pointer argument (``argK[:]``, or ``any[:]`` when no argument is its root): work that
+steers no program. The pass cannot tell (and says ``none (why)``, so the launch keeps the default
+mapping) when no memory op is located, when a located op's pointer is not a kernel argument, when
+a scalar in its range or a loop bound is not integer arithmetic over arguments, program ids and
+loop counters, or when a memory op sits in a loop other than scf.for. Ranges assume each range end
+is monotonic over the trips of a loop (true of affine offsets), so the first and last trips bound it.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+
+from ..ir.core import Block, Module, Op, PtrType, StrAttr, TensorDescType, TensorType, Value, shape_of
+from ..isa.footprint import Footprint, format_footprints, unknown
+from ..isa.table import ITEMSIZE
+from . import access, access_forms
+from .access_forms import constant
+from .affine import Add, Carried, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mul, Sub, Val
+
+ATTR = "plate.affinity"
+
+
+class CannotTell(Exception):
+    """A range the footprint language cannot express; the message says which and where."""
+
+
+# ---- host expressions as text, folded where constant ------------------------------------------------
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+_TAIL = re.compile(r"^(.*) ([+-]) (\d+)$")  # a sum ending in a constant term (at depth 0: nothing follows it)
+
+
+def _add(a: str, b: str) -> str:
+    x, y = _int(a), _int(b)
+    if x is not None and y is not None:
+        return str(x + y)
+    if y is not None and (m := _TAIL.match(a)):
+        return _add(m.group(1), str(int(m.group(3)) * (1 if m.group(2) == "+" else -1) + y))
+    if x == 0:
+        return b
+    if y == 0:
+        return a
+    return f"{a} + {b}" if not b.startswith("-") else f"{a} - {b[1:]}" if y is not None else f"{a} + ({b})"
+
+
+def _sub(a: str, b: str) -> str:
+    y = _int(b)
+    if y is not None:
+        return _add(a, str(-y))
+    return f"{a} - ({b})"
+
+
+def _mul(a: str, b: str) -> str:
+    x, y = _int(a), _int(b)
+    if x is not None and y is not None:
+        return str(x * y)
+    if x == 0 or y == 0:
+        return "0"
+    if x == 1:
+        return b
+    if y == 1:
+        return a
+    return f"{_left(a)}*{_right(b, product=True)}"
+
+
+def _left(a: str) -> str:
+    """a as the left operand of * // %: bare unless a sum or a negation (the three are left-associative)."""
+    node = ast.parse(a, mode="eval").body
+    sum_ = isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
+    return f"({a})" if sum_ or isinstance(node, ast.UnaryOp) else a
+
+
+def _right_bare(node: ast.AST, product: bool) -> bool:
+    if isinstance(node, (ast.Name, ast.Call)) or isinstance(node, ast.Constant) and node.value >= 0:
+        return True
+    return (
+        product
+        and isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mult)
+        and (_right_bare(node.left, True) and _right_bare(node.right, True))
+    )
+
+
+def _right(a: str, product: bool = False) -> str:
+    """a as the right operand: bare if an atom (or, right of *, a product of atoms: * is associative)."""
+    return a if _right_bare(ast.parse(a, mode="eval").body, product) else f"({a})"
+
+
+def _mod(a: str, b: str) -> str:
+    return f"{_left(a)} % {_right(b)}"
+
+
+def _call(fn: str, a: str, b: str) -> str:
+    x, y = _int(a), _int(b)
+    if x is not None and y is not None:
+        return str(min(x, y) if fn == "min" else max(x, y))
+    return f"{fn}({a}, {b})"
+
+
+def _floordiv(a: str, c: str) -> str:
+    return f"{_left(a)} // {_right(c)}"
+
+
+def _substitute(text: str, values: dict[str, str]) -> str:
+    """text with loop symbols replaced by expressions, folded again."""
+    node = ast.parse(text, mode="eval").body
+
+    def walk(n) -> str:
+        if isinstance(n, ast.Name):
+            return values.get(n.id, n.id)
+        if isinstance(n, ast.Constant):
+            return str(n.value)
+        if isinstance(n, ast.UnaryOp):
+            return _mul("-1", walk(n.operand))
+        if isinstance(n, ast.Call):
+            return _call(n.func.id, walk(n.args[0]), walk(n.args[1]))
+        a, b = walk(n.left), walk(n.right)
+        op = type(n.op)
+        if op is ast.Add:
+            return _add(a, b)
+        if op is ast.Sub:
+            return _sub(a, b)
+        if op is ast.Mult:
+            return _mul(a, b)
+        if op is ast.FloorDiv:
+            return _floordiv(a, b)
+        return _mod(a, b)
+
+    return walk(node)
+
+
+# ---- IR scalars -> host expressions ------------------------------------------------------------------
+
+_BINARY = {
+    "arith.addi": _add,
+    "arith.subi": _sub,
+    "arith.muli": _mul,
+    "arith.divsi": _floordiv,  # trunc == floor on the non-negative ids and sizes address math uses
+    "arith.divui": _floordiv,
+    "arith.floordivsi": _floordiv,
+    "arith.ceildivsi": lambda a, b: _floordiv(_sub(_add(a, b), "1"), b),
+    "arith.remsi": lambda a, b: _mod(a, b),
+    "arith.remui": lambda a, b: _mod(a, b),
+    "arith.minsi": lambda a, b: _call("min", a, b),
+    "arith.minui": lambda a, b: _call("min", a, b),
+    "arith.maxsi": lambda a, b: _call("max", a, b),
+    "arith.maxui": lambda a, b: _call("max", a, b),
+}
+_SAME = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui")
+_GRID = {"tt.get_program_id": "pid", "tt.get_num_programs": "nprog"}
+# ops whose first operand is the pointer they derive from: a gather's root argument is found through them
+_POINTER_CHAIN = (
+    "tt.addptr",
+    "tt.splat",
+    "tt.broadcast",
+    "tt.expand_dims",
+    "tt.reshape",
+    "tt.trans",
+    "tt.advance",
+    "tt.make_tensor_ptr",
+    "tt.make_tensor_descriptor",
+)
+
+
+def _axis(op: Op) -> str:
+    a = op.attrs.get("axis")
+    text = str(getattr(a, "value", a))
+    return {"0": "x", "1": "y", "2": "z"}.get(text, text)
+
+
+class _Footprints:
+    """The host expressions of one kernel: its arguments, and a symbol per scf.for (its trip index)."""
+
+    def __init__(self, func: Op):
+        self.entry = func.regions[0].blocks[0]
+        self.loops: dict[Op, tuple[str, str]] = {}  # scf.for -> (trip symbol, trip count)
+        self.memo: dict[Value, str] = {}
+
+    def value(self, v: Value) -> str:
+        if v not in self.memo:
+            self.memo[v] = self._value(v)
+        return self.memo[v]
+
+    def _value(self, v: Value) -> str:
+        owner = v.owner
+        if isinstance(owner, Block):
+            if owner is self.entry:
+                return f"arg{v.index}"
+            loop = owner.parent.parent if owner.parent is not None else None
+            if loop is not None and loop.name == "scf.for" and v.index == 0:
+                sym, _ = self.loop(loop)
+                lb, step = self.value(loop.operands[0]), self.value(loop.operands[2])
+                return _add(lb, _mul(sym, step))
+            raise CannotTell(f"%{v.name} is a block argument of {getattr(loop, 'name', 'a block')}")
+        op: Op = owner
+        if op.name == "arith.constant":
+            c = constant(op)
+            if isinstance(c, bool) or not isinstance(c, int):
+                raise CannotTell(f"constant %{v.name} is not an integer")
+            return str(c)
+        if op.name in _GRID:
+            return f"{_GRID[op.name]}_{_axis(op)}"
+        if op.name in _SAME:
+            return self.value(op.operands[0])
+        if op.name in _BINARY:
+            return _BINARY[op.name](self.value(op.operands[0]), self.value(op.operands[1]))
+        raise CannotTell(f"%{v.name} comes from {op.name} at {op.loc}")
+
+    def loop(self, loop: Op) -> tuple[str, str]:
+        if loop not in self.loops:
+            lb, ub, step = (self.value(x) for x in loop.operands[:3])
+            trips = _call("max", "0", _floordiv(_add(_sub(ub, lb), _sub(step, "1")), step))
+            self.loops[loop] = (f"trip{len(self.loops)}", trips)
+        return self.loops[loop]
+
+    def expr(self, e: Expr) -> str:
+        match e:
+            case Const(c):
+                return str(c)
+            case Val(v):
+                return self.value(v)
+            case Add(a, b):
+                return _add(self.expr(a), self.expr(b))
+            case Sub(a, b):
+                return _sub(self.expr(a), self.expr(b))
+            case Mul(a, b):
+                return _mul(self.expr(a), self.expr(b))
+            case FloorDiv(a, c):
+                return _floordiv(self.expr(a), str(c))
+            case CeilDiv(a, c):
+                return _floordiv(_add(self.expr(a), str(c - 1)), str(c))
+            case Min(a, b):
+                return _call("min", self.expr(a), self.expr(b))
+            case Max(a, b):
+                return _call("max", self.expr(a), self.expr(b))
+            case Carried(arg, k):
+                loop = arg.owner.parent.parent
+                cp = access.carried_pointers(loop)[arg]
+                sym, _ = self.loop(loop)
+                return _add(self.expr(cp.init[k]), _mul(sym, self.expr(cp.step[k])))
+        raise CannotTell(f"the expression {e} is not integer arithmetic")
+
+    def enclosing_loops(self, op: Op) -> list[Op]:
+        loops, parent = [], op.parent
+        while parent is not None and parent is not self.entry:
+            owner = parent.parent.parent if parent.parent is not None else None
+            if owner is None or owner.name == "tt.func":
+                break
+            if owner.name == "scf.for":
+                loops.append(owner)
+            elif owner.name in ("scf.while", "scf.execute_region") or not owner.name.startswith(("scf.", "tt.")):
+                raise CannotTell(f"{op.name} at {op.loc} is inside {owner.name}")
+            parent = owner.parent
+        return loops
+
+    def weight(self, op: Op, itemsize: int) -> str:
+        """Bytes the op moves per program: its tile, times the trips of the loops around it."""
+        nbytes = str(math.prod(_tile_shape(op)) * itemsize)
+        for loop in self.enclosing_loops(op):
+            nbytes = _mul(nbytes, self.loop(loop)[1])
+        return nbytes
+
+    def somewhere(self, op: Op) -> Footprint:
+        """A gather or atomic: its bytes, somewhere in the memory its root pointer argument points into."""
+        ptr = op.operands[0]
+        element = access_forms.element_name(ptr.type)
+        while not (isinstance(ptr.owner, Block) and ptr.owner is self.entry):
+            owner = ptr.owner
+            loop = owner.parent.parent if isinstance(owner, Block) and owner.parent is not None else None
+            if loop is not None and loop.name == "scf.for" and ptr.index >= 1:
+                ptr = loop.operands[2 + ptr.index]  # an iter_arg: follow its initial value
+                continue
+            if isinstance(owner, Block) or owner is None or owner.name not in _POINTER_CHAIN:
+                return Footprint(-1, None, None, self.weight(op, _itemsize(element)))
+            ptr = owner.operands[0]
+        return Footprint(ptr.index, None, None, self.weight(op, _itemsize(element)))
+
+    def footprint(self, op: Op, acc: access.StructuredAccess) -> Footprint:
+        if not (isinstance(acc.base, Val) and acc.base.value.owner is self.entry):
+            raise CannotTell(f"{op.name} at {op.loc}: its pointer is not a kernel argument ({acc.base})")
+        arg = acc.base.value.index
+        shape = _tile_shape(op)
+        isz = _itemsize(acc.element)
+        lo_terms = hi_terms = self.expr(acc.offset)
+        for n, s in zip(shape, acc.strides):
+            if n > 1:
+                reach = _mul(str(n - 1), self.expr(s))
+                lo_terms = _add(lo_terms, _call("min", "0", reach))
+                hi_terms = _add(hi_terms, _call("max", "0", reach))
+        hi_terms = _add(hi_terms, "1")
+        loops = self.enclosing_loops(op)
+        for loop in loops:
+            self.loop(loop)
+        start = {sym: "0" for sym, _ in self.loops.values()}
+        end = {sym: _call("max", "0", _sub(trips, "1")) for sym, trips in self.loops.values()}
+        lo_first, lo_last = _substitute(lo_terms, start), _substitute(lo_terms, end)
+        hi_first, hi_last = _substitute(hi_terms, start), _substitute(hi_terms, end)
+        lo = lo_first if lo_first == lo_last else _call("min", lo_first, lo_last)
+        hi = hi_first if hi_first == hi_last else _call("max", hi_first, hi_last)
+        return Footprint(arg, _mul(lo, str(isz)), _mul(hi, str(isz)), self.weight(op, isz))
+
+
+def _tile_shape(op: Op) -> tuple[int, ...]:
+    """The shape of the tile a memory op moves: its result, or the stored value."""
+    if op.results and isinstance(op.results[0].type, TensorType):
+        return tuple(shape_of(op.results[0].type))
+    for v in op.operands:
+        t = v.type
+        if isinstance(t, TensorType) and not isinstance(t.element, PtrType):
+            if op.name in ("tt.descriptor_scatter",) and len(shape_of(t)) == 1:
+                continue  # the row offsets, not the data
+            return tuple(shape_of(t))
+    return ()
+
+
+def _itemsize(element: str) -> int:
+    if element in ITEMSIZE:
+        return ITEMSIZE[element]
+    if element.startswith("f8") or element in ("i1", "i8"):
+        return 1
+    if element.startswith("!tt.ptr"):
+        return 8
+    digits = "".join(c for c in element if c.isdigit())
+    return max(int(digits) // 8, 1) if digits else 1
+
+
+def footprint_text(func: Op) -> str:
+    """The footprint text of a kernel (isa/footprint.py): an entry per memory op, or ``none (why)``.
+    Inside ``access.shared_analysis()`` (the pipeline) it reuses the analysis of the passes before."""
+    if any(isinstance(a.type, TensorDescType) for a in func.regions[0].blocks[0].args):
+        return unknown("a host-side tensor descriptor argument")
+    fp = _Footprints(func)
+    entries, gathers = [], []
+    try:
+        for op in func.walk():
+            if op.name not in access.MEMORY_OPS:
+                continue
+            acc = access.analyze(op)
+            if isinstance(acc, access.GatherAccess):
+                gathers.append(f"{op.name} at {op.loc} is a gather ({acc.reason})")
+                entries.append(fp.somewhere(op))
+            else:
+                entries.append(fp.footprint(op, acc))
+    except CannotTell as e:
+        return unknown(str(e))
+    if all(f.lo is None for f in entries):  # nothing located: nothing to steer a program by
+        return unknown(gathers[0] if gathers else "no memory ops")
+    return format_footprints(entries)
+
+
+def annotate_affinity(module: Module) -> Module:
+    """Attach ``plate.affinity`` (the footprint text) to the kernel's tt.func."""
+    func = module.kernel()
+    func.attrs[ATTR] = StrAttr(footprint_text(func))
+    return module
+
+
+def func_affinity(module: Module) -> str:
+    """The footprint text a (parsed) pir module carries; "" when it has none."""
+    attr = module.kernel().attrs.get(ATTR)
+    return getattr(attr, "value", "") if attr is not None else ""

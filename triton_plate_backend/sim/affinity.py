@@ -1,0 +1,146 @@
+"""Grid -> core mapping from the compiled kernel's footprint and the home domains of its arguments.
+
+At launch the footprint (isa/footprint.py, written by the compiler's affinity pass) is evaluated
+for every program of the grid at once (numpy over the programs) with the actual argument values:
+each pointer argument's byte range per program, clipped to the allocation the argument points
+into, split over that allocation's home domains (``Allocation.split``) and scaled to the bytes the
+program moves through it. That gives ``bytes[program, home domain]``.
+
+Assignment (``assign``):
+1. each program goes to the domain that homes most of its located bytes (the bytes of gathers and
+   atomics, ``argK[:]`` / ``any[:]``, count as work spread over their memory's domains);
+2. while the most loaded domain is above the mean, programs move to the least loaded one if the
+   cost model's level-0 bound of the launch (cost.level0_bound: per-core DMA time, HBM, die links)
+   says the move pays, or costs nothing and loses no local byte (a program homed evenly in two
+   domains); moves go in batches, so a launch of millions of programs takes few rounds;
+3. inside a domain, programs are dealt round robin over its cores in program id order.
+
+A program that moves no bytes stays where the default mapping puts it relative to its domain
+(its domain is chosen like ``domain_aligned``). When the kernel has no footprint, or the grid
+touches no memory the device knows, or its located bytes are under LOCATED_MIN_SHARE of the bytes
+it moves, ``core_mapping`` returns None and the launch keeps the default policy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import cost
+from ..isa.footprint import FootprintError, evaluate, parse_footprints, program_names
+from ..machine import Machine
+from .memory import DeviceMemory
+from .timing import CoreMapping
+
+MAX_ROUNDS = 64  # balancing rounds; each moves a batch of programs
+# Steer only when the located bytes are at least this share of all the launch moves: a kernel whose
+# bytes are mostly gathered (the tutorial matmul's %-wrapped A and B tiles) keeps the default mapping,
+# since where most of its bytes live is data (measured: 1024^3 bf16 matmul, blocked operands, 1018 us
+# steered by C's tile against 871 us round robin).
+LOCATED_MIN_SHARE = 0.5
+
+
+def program_bytes(program, grid, args, memory: DeviceMemory) -> tuple[np.ndarray, np.ndarray] | None:
+    """(located, spread): float64 [programs, domains], the bytes each program moves per home domain
+    through located ranges, and through gathers and atomics (spread over their memory's domains);
+    None if the kernel's footprint cannot tell."""
+    footprints = parse_footprints(getattr(program, "affinity", ""))
+    if not footprints:
+        return None
+    params = program.args
+    ints = {k: int(v) for k, (a, v) in enumerate(zip(params, args)) if a.type != "ptr" and not isinstance(v, float)}
+    names = program_names(grid, ints)
+    P = int(np.prod(grid))
+    located = np.zeros((P, memory.machine.total_domains))
+    spread = np.zeros_like(located)
+    if P == 0:
+        return None
+    chip0 = memory.machine.domains
+    for fp in footprints:
+        try:
+            nbytes = np.broadcast_to(evaluate(fp.nbytes, names), (P,)).astype(np.float64)
+        except FootprintError:
+            return None
+        if fp.arg < 0:  # somewhere in device memory: spread over the chip's domains
+            spread[:, :chip0] += nbytes[:, None] / chip0
+            continue
+        if fp.arg >= len(params) or params[fp.arg].type != "ptr":
+            return None
+        base = int(args[fp.arg])
+        pos = int(memory.span_positions(np.array([base], np.int64), np.array([base + 1], np.int64))[0])
+        if pos < 0:
+            continue  # not device memory the allocation table knows (a null or freed pointer): no pull
+        rec = memory.live(pos)
+        if fp.lo is None:  # somewhere in this allocation: its bytes in proportion to the homes' shares
+            lo, hi = np.zeros(P, np.int64), np.full(P, rec.nbytes, np.int64)
+        else:
+            try:
+                lo = np.broadcast_to(evaluate(fp.lo, names), (P,)) + (base - rec.base)
+                hi = np.broadcast_to(evaluate(fp.hi, names), (P,)) + (base - rec.base)
+            except FootprintError:
+                return None
+            lo, hi = np.clip(lo, 0, rec.nbytes), np.clip(hi, 0, rec.nbytes)
+        split = rec.split(lo, np.maximum(hi, lo))  # [P, owners]
+        span = split.sum(axis=1)
+        scale = np.divide(nbytes, span, out=np.zeros(P), where=span > 0)
+        out = spread if fp.lo is None else located
+        for j, d in enumerate(rec.owners):  # an owner may repeat (explicit domain lists)
+            out[:, d] += split[:, j] * scale
+    return located, spread
+
+
+def _launch_bound(machine: Machine, by_domain: np.ndarray, dom: np.ndarray) -> float:
+    """Level-0 cycles of the programs placed on domains ``dom`` (cores of a domain share its programs evenly)."""
+    D = machine.total_domains
+    read = np.zeros((D, D))
+    np.add.at(read, dom, by_domain)
+    per_core = read.sum(axis=1) / machine.domain.cores / machine.core.dma.bytes_per_cycle
+    return cost.level0_bound(machine, dma_engine_cycles=per_core, read_bytes=read).cycles
+
+
+def assign(machine: Machine, by_domain: np.ndarray, spread: np.ndarray | None = None) -> np.ndarray:
+    """Core per program from located bytes[program, home domain] and the ``spread`` bytes of its
+    gathers and atomics (module docstring)."""
+    P, D = by_domain.shape
+    total = by_domain if spread is None else by_domain + spread
+    located = by_domain.sum(axis=1)
+    default_dom = np.arange(P, dtype=np.int64) * machine.domains // max(P, 1)
+    # ties (a program homed evenly in several domains) go to the program-id order's domain among them
+    nudge = np.zeros_like(by_domain)
+    nudge[np.arange(P), default_dom] = 1e-9 * located
+    dom = np.where(located > 0, (by_domain + nudge).argmax(axis=1), default_dom)
+    # balance: move programs from the busiest domain to the idlest while the level-0 bound drops
+    moved = total.sum(axis=1)
+    work = np.where(moved > 0, moved, 1.0)
+    best = _launch_bound(machine, total, dom)
+    for _ in range(MAX_ROUNDS):
+        load = np.bincount(dom, weights=work, minlength=D)
+        hi, lo = int(load.argmax()), int(load.argmin())
+        excess = (load[hi] - load.mean()) / 2
+        if hi == lo or excess <= 0:
+            break
+        cand = np.nonzero(dom == hi)[0]
+        # the programs that lose least by moving: most bytes homed in the target domain, then the last ids
+        order = np.lexsort((-cand, -(by_domain[cand, lo] - by_domain[cand, hi])))
+        take = cand[order[: max(1, int(np.searchsorted(np.cumsum(work[cand[order]]), excess)))]]
+        trial = dom.copy()
+        trial[take] = lo
+        bound = _launch_bound(machine, total, trial)
+        free = bool(np.all(by_domain[take, lo] >= by_domain[take, hi]))  # no local byte lost: a tie broken
+        if bound > best or (bound == best and not free):
+            break
+        dom, best = trial, bound
+    # round robin over each domain's cores, in program id order
+    order = np.argsort(dom, kind="stable")
+    first = np.searchsorted(dom[order], dom[order])
+    rank = np.empty(P, dtype=np.int64)
+    rank[order] = np.arange(P) - first
+    return dom * machine.domain.cores + rank % machine.domain.cores
+
+
+def core_mapping(program, grid, args, memory: DeviceMemory) -> CoreMapping | None:
+    """The affinity mapping of one launch, or None when the kernel's footprint cannot tell."""
+    machine = memory.machine
+    found = program_bytes(program, grid, args, memory)
+    if found is None or found[0].sum() <= 0 or found[0].sum() < LOCATED_MIN_SHARE * (found[0].sum() + found[1].sum()):
+        return None
+    return CoreMapping.of("affinity", assign(machine, *found))
