@@ -341,7 +341,8 @@ def conv2d_input_grad(grad_out, w):
 
 
 def compile_with_conv_templates(fn, *args):
-    """Compile ``fn`` on plate with only Triton templates allowed for convolutions; (out, codes)."""
+    """Compile ``fn`` on plate with only Inductor's Triton conv templates allowed for convolutions (plate's
+    own lowering of convolutions to GEMMs, conv_gemm.py, off); (out, codes)."""
     conv_backends = {
         "max_autotune": True,
         "max_autotune_conv_backends": "TRITON",
@@ -350,7 +351,8 @@ def compile_with_conv_templates(fn, *args):
     }
     # fp32 products, as on CPU: the templates take ALLOW_TF32 from cudnn.allow_tf32 (True by default)
     no_tf32 = torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled, allow_tf32=False)
-    with torch._inductor.config.patch(conv_backends), config.patch(fallback_on_compile_error=False), no_tf32:
+    plate = config.patch(fallback_on_compile_error=False, conv_as_gemm=False)
+    with torch._inductor.config.patch(conv_backends), plate, no_tf32:
         return run_and_get_code(torch.compile(fn), *(a.to("plate") for a in args))
 
 
