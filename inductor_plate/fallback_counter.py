@@ -46,7 +46,7 @@ _lock = threading.Lock()
 
 
 def host_fallbacks() -> Counter[str]:
-    """What ran on the host inside compiled functions since the last reset: ``{"op aten.mm.default": 3,
+    """What ran on the host inside compiled functions since the last reset: ``{"op aten.mm": 3,
     "frame 0/0 (aten.atan2.default)": 1}``."""
     with _lock:
         return Counter(_counts)
@@ -78,7 +78,7 @@ def is_host_op(name: str) -> bool:
 
 def host_ops_of_graph(operations) -> tuple[str, ...]:
     """The host ops among a lowered graph's operations (Inductor IR): extern kernels on plate without a plate
-    kernel, named by their aten op (or their extern kernel name when they have none)."""
+    kernel, named by their aten op without the overload (or their extern kernel name when they have none)."""
     from torch._inductor import ir
 
     found = []
@@ -89,7 +89,8 @@ def host_ops_of_graph(operations) -> tuple[str, ...]:
         if device is None or device.type != "plate":
             continue
         overload = getattr(operation, "op_overload", None)
-        name = str(overload) if overload is not None else str(getattr(operation, "python_kernel_name", "") or "")
+        packet = getattr(overload, "overloadpacket", None)  # aten.mm for extern_kernels.mm's aten.mm.out
+        name = str(packet or overload or getattr(operation, "python_kernel_name", "") or "")
         if name and is_host_op(name):
             found.append(name)
     return tuple(found)

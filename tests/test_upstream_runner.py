@@ -369,7 +369,7 @@ def test_report_counts_a_pass_with_host_fallbacks_apart():
     results = {
         "tests": [
             {"test": "f.py::a", "outcome": "passed", "duration": 1.0},
-            {"test": "f.py::b", "outcome": "passed", "duration": 1.0, "host_fallbacks": {"op aten.mm.default": 2}},
+            {"test": "f.py::b", "outcome": "passed", "duration": 1.0, "host_fallbacks": {"op aten.mm": 2}},
             {"test": "f.py::c", "outcome": "xpassed", "duration": 1.0, "host_fallbacks": {"frame 0/0 (x)": 1}},
         ],
     }
