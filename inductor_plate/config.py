@@ -43,8 +43,8 @@ conv_as_gemm: bool = True
 # The autotune log reports it as "host, not modeled" (benchmarker.py).
 extern_choice_ms: float = 1.0e3
 
-# Convolutions: let Inductor make convolution layouts channels-last on plate (its layout optimization
-# for GPUs). False: convolutions run as extern kernels on the host, where the layout buys nothing.
+# Convolutions Inductor sees on plate (conv_as_gemm False): let Inductor make their layouts channels-last
+# (its layout optimization for GPUs). False: they run as extern kernels on the host, where it buys nothing.
 conv_layout_optimization: bool = False
 
 # aten ops that always run eagerly on plate (extern calls through the CPU fallback), besides the
