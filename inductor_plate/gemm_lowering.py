@@ -20,18 +20,27 @@ from __future__ import annotations
 import functools
 
 import torch
+from torch._inductor import config as inductor_config
+from torch._inductor.virtualized import V
 
 from . import gemm_config, policy, templates
 
 aten = torch.ops.aten
 
-# op -> index of its first matrix among the lowering's arguments (addmm/baddbmm take the bias first)
-GEMM_OPS: dict = {aten.mm: 0, aten.bmm: 0, aten._int_mm: 0, aten.addmm: 1, aten.baddbmm: 1}
+FLOATS = frozenset({torch.float16, torch.bfloat16, torch.float32})
+
+# op -> (index of its first matrix among the lowering's arguments: addmm/baddbmm take the bias first, the operand
+# dtypes its Triton template takes: others stay with the host kernel)
+GEMM_OPS: dict = {
+    aten.mm: (0, FLOATS),
+    aten.bmm: (0, FLOATS),
+    aten.addmm: (1, FLOATS),
+    aten.baddbmm: (1, FLOATS),
+    aten._int_mm: (0, frozenset({torch.int8})),
+}
 
 
 def _max_autotune() -> bool:
-    from torch._inductor import config as inductor_config
-
     return bool(inductor_config.max_autotune or inductor_config.max_autotune_gemm)
 
 
@@ -41,8 +50,6 @@ def _without_aten(backends: str) -> str:
 
 
 def _hint(size) -> int:
-    from torch._inductor.virtualized import V
-
     return int(V.graph.sizevars.optimization_hint(size, fallback=64))
 
 
@@ -65,16 +72,27 @@ def _on_plate(node) -> bool:
     return device is not None and device.type == "plate"
 
 
-def plate_lowering(original, first_matrix: int):
+def _template_takes(mat1, mat2, dtypes) -> bool:
+    """Can a GEMM template compute this product: operand dtypes it takes, and no empty dimension (Inductor
+    offers a template only then; an empty product, or a float64 one, stays with the host kernel, counted)?"""
+    if mat1.get_dtype() not in dtypes:
+        return False
+    return all(_hint(size) > 0 for size in (*mat1.get_size(), *mat2.get_size()))
+
+
+def plate_lowering(original, first_matrix: int, dtypes: frozenset):
     """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest."""
 
     @functools.wraps(original)
     def lowering(*args, **kwargs):
         mats = args[first_matrix : first_matrix + 2]
-        if len(mats) < 2 or not _on_plate(mats[0]) or policy.gemm_mode() != "always":
+        if (
+            len(mats) < 2
+            or not _on_plate(mats[0])
+            or policy.gemm_mode() != "always"
+            or not _template_takes(*mats, dtypes)
+        ):
             return original(*args, **kwargs)
-        from torch._inductor import config as inductor_config
-
         if _max_autotune():
             backends = _without_aten(inductor_config.max_autotune_gemm_backends)
             with inductor_config.patch(max_autotune_gemm_backends=backends):
@@ -99,9 +117,9 @@ def register() -> None:
     import torch._inductor.kernel.mm  # noqa: F401  (registers the mm/addmm/_int_mm lowerings)
     from torch._inductor.lowering import lowerings
 
-    for packet, first_matrix in GEMM_OPS.items():
+    for packet, (first_matrix, dtypes) in GEMM_OPS.items():
         for name in packet.overloads():
             overload = getattr(packet, name)
             original = lowerings.get(overload)
             if original is not None and not getattr(original, "_plate_gemm", False):
-                lowerings[overload] = plate_lowering(original, first_matrix)
+                lowerings[overload] = plate_lowering(original, first_matrix, dtypes)

@@ -119,6 +119,19 @@ def test_host_kernels_only_when_opted_in_and_then_counted():
     assert "1 host fallbacks" in inductor_plate.fallback_counter.summary()
 
 
+def test_products_no_template_takes_stay_on_the_host_and_are_counted():
+    """float64 (no GEMM template takes it) and an empty product keep Inductor's host kernel: counted."""
+    for a, b in (
+        (torch.randn(8, 16, dtype=torch.float64), torch.randn(16, 8, dtype=torch.float64)),
+        (torch.randn(8, 0), torch.randn(0, 8)),
+    ):
+        torch._dynamo.reset()
+        inductor_plate.reset_host_fallbacks()
+        out, codes, run, _ = compile_on_plate(torch.mm, a, b)
+        torch.testing.assert_close(out.cpu(), a @ b)
+        assert inductor_plate.host_fallbacks() == {"op aten.mm": 1}
+
+
 # ---- convolutions ---------------------------------------------------------------------------------------------
 # (name, input shape, weight shape, convolution arguments after the bias)
 CONV_CASES = [
