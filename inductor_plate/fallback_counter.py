@@ -70,20 +70,37 @@ def count_host_frame(frame: str) -> None:
 
 
 def is_host_op(name: str) -> bool:
-    """Does aten op ``name`` (aten.mm.default, extern_kernels.mm) run on the host when given plate tensors?"""
+    """Does the aten op ``name`` (aten.mm, aten.mm.out, torch.ops.aten.copy_.default, extern_kernels.mm) run on
+    the host when given plate tensors?"""
     parts = name.split(".")
-    base = parts[1] if len(parts) > 1 else parts[0]
+    base = parts[parts.index("aten") + 1] if "aten" in parts[:-1] else parts[-1]
     return base not in HOST_FREE_OPS
 
 
+def _host_kernel_classes() -> tuple[type, ...]:
+    """The Inductor IR nodes that call an aten op (an extern kernel or a fallback), as opposed to those that
+    launch device code (user Triton kernels, subgraphs, control flow) or only read a scalar or assert."""
+    from torch._inductor import ir
+
+    return (
+        ir.ExternKernelOut,
+        ir.ExternKernelAlloc,
+        ir.InplaceBernoulliFallback,
+        ir.InplaceCopyFallback,
+        ir.ScatterFallback,
+        ir.IndexPutFallback,
+        ir.MutatingFirstArgExternKernel,
+    )
+
+
 def host_ops_of_graph(operations) -> tuple[str, ...]:
-    """The host ops among a lowered graph's operations (Inductor IR): extern kernels on plate without a plate
-    kernel, named by their aten op without the overload (or their extern kernel name when they have none)."""
+    """The host ops among a lowered graph's operations (Inductor IR): aten calls on plate without a plate
+    kernel, named by their aten op without the overload (or their kernel name when they have none)."""
     from torch._inductor import ir
 
     found = []
     for operation in operations:
-        if not isinstance(operation, ir.ExternKernel) or isinstance(operation, ir.DeviceCopy):
+        if not isinstance(operation, _host_kernel_classes()) or isinstance(operation, ir.DeviceCopy):
             continue
         device = operation.get_device()
         if device is None or device.type != "plate":

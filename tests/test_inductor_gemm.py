@@ -119,6 +119,13 @@ def test_host_kernels_only_when_opted_in_and_then_counted():
     assert "1 host fallbacks" in inductor_plate.fallback_counter.summary()
 
 
+def test_host_ops_are_the_aten_ops_without_a_plate_kernel():
+    from inductor_plate.fallback_counter import is_host_op
+
+    assert all(map(is_host_op, ("aten.mm", "aten.mm.out", "extern_kernels.bmm", "aten.frexp.Tensor")))
+    assert not any(map(is_host_op, ("torch.ops.aten.copy_.default", "aten.as_strided", "aten.set_.source_Tensor")))
+
+
 def test_products_no_template_takes_stay_on_the_host_and_are_counted():
     """float64 (no GEMM template takes it) and an empty product keep Inductor's host kernel: counted."""
     for a, b in (

@@ -137,9 +137,11 @@ def test_user_triton_kernel_inside_compiled_function():
         return out.cos()
 
     x = torch.randn(200)
+    inductor_plate.reset_host_fallbacks()
     out, codes = run_and_get_code(torch.compile(fn, fullgraph=True), x.to("plate"))
     torch.testing.assert_close(out.cpu(), torch.cos((torch.sin(x) + 1.0) * 3.0), **TOL)
     assert any("_scale_kernel" in code for code in codes)  # captured into the graph, not a graph break
+    assert inductor_plate.host_fallbacks() == {}  # a user kernel is device code, not a host op
 
 
 AUTOREGISTRATION = textwrap.dedent(
