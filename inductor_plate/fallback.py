@@ -25,6 +25,7 @@ import re
 import warnings
 from dataclasses import dataclass
 
+from torch._guards import CompileContext
 from torch._inductor.custom_graph_pass import CustomGraphModulePass
 
 from . import config, fallback_counter, policy
@@ -156,14 +157,13 @@ def check_kernels(scope: dict) -> None:
         message = f"plate: cannot compile kernel {kernel.name} ({named}): {_first_line(kernel.error)}"
         warn_once(f"kernel:{kernel.name}:{named}", f"{message}; this frame runs eagerly, {named} eagerly from now on")
         messages.append(message)
-    fallback_counter.count_host_frame(f"{_compile_id()} ({', '.join(sorted({op for k in failed for op in k.ops}))})")
+    ops = sorted({op for kernel in failed for op in kernel.ops})
+    fallback_counter.count_host_frame(f"{_compile_id()} ({', '.join(ops)})")
     raise SkipFrame("; ".join(messages))
 
 
 def _compile_id() -> str:
     """Dynamo's id of the frame being compiled ("0/0": frame 0, first compile), or "?" outside one."""
-    from torch._guards import CompileContext
-
     compile_id = CompileContext.current_compile_id()
     return str(compile_id) if compile_id is not None else "?"
 

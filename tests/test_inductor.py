@@ -293,6 +293,7 @@ def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
     monkeypatch.setitem(plate_compiler.STAGES, "pir", _fail_on_atan2(plate_compiler.STAGES["pir"]))
     monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
     fallback.forget_learned_ops()
+    inductor_plate.reset_host_fallbacks()
     x, y = torch.randn(4, 32), torch.randn(4, 32) + 2
 
     def first(x, y):
@@ -310,8 +311,11 @@ def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
             out = torch.compile(first)(x.to("plate"), y.to("plate"))  # the frame runs eagerly
             torch.testing.assert_close(out.cpu(), first(x, y))
             assert policy.learned_eager_ops() == {"aten.atan2.default"}
+            frames = [name for name in inductor_plate.host_fallbacks() if name.startswith("frame ")]
+            assert len(frames) == 1 and "aten.atan2.default" in frames[0]  # the frame that ran eagerly, counted
             out, codes = run_and_get_code(torch.compile(second), x.to("plate"), y.to("plate"))
             torch.testing.assert_close(out.cpu(), second(x, y))
+            assert inductor_plate.host_fallbacks()["op aten.atan2"] == 1  # the learned op, run on the host
         messages = [str(w.message) for w in caught if issubclass(w.category, fallback.PlateFallbackWarning)]
         assert any(m.startswith("plate: cannot compile kernel") and "aten.atan2.default" in m for m in messages)
         assert all("\n" not in m for m in messages)
