@@ -1,14 +1,15 @@
 """torch.compile a small GPT for plate, run it on the simulator, and see where the modeled time went.
 
-    python examples/compile_gpt.py [--machine plate1] [--seq 32] [--trace gpt_trace.json] [--extern-gemm]
+    python examples/compile_gpt.py [--machine plate1] [--seq 32] [--trace FILE] [--max-autotune | --extern-gemm]
 
 Prints the modeled time of one forward pass, per kernel (launches, modeled time, share, bytes that
 stayed in their NUMA domain and bytes that crossed), the traffic matrix by (core domain, home
 domain), and writes a Perfetto trace (open it in ui.perfetto.dev): a track of kernels on the
 modeled clock and, under it, every core's DMA / vector / matrix engines.
 
-Matrix products run as Triton GEMM templates on the matrix unit (max-autotune picks the block sizes
-on the modeled clock); --extern-gemm leaves them to aten on the host instead, outside the model.
+Matrix products run as Triton GEMM templates on the matrix unit: in the default mode with the block
+sizes the cost model picks, with --max-autotune with those that win on the modeled clock. --extern-gemm
+leaves them to aten on the host instead, outside the model (counted as host fallbacks, printed).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ def parse(argv):
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--d-model", type=int, default=64)
     p.add_argument("--trace", default="gpt_trace.json", help="Perfetto trace to write ('' for none)")
-    p.add_argument("--extern-gemm", action="store_true", help="matrix products as aten kernels on the host")
+    gemm = p.add_mutually_exclusive_group()
+    gemm.add_argument("--max-autotune", action="store_true", help="autotune the GEMM templates on the modeled clock")
+    gemm.add_argument("--extern-gemm", action="store_true", help="matrix products as aten kernels on the host")
     return p.parse_args(argv)
 
 
@@ -52,8 +55,9 @@ def main(argv=None) -> int:
     model = model.to("plate")
     idx = torch.randint(0, config.vocab, (args.batch, args.seq))
 
-    mode = None if args.extern_gemm else "max-autotune-no-cudagraphs"
-    compiled = torch.compile(model, mode=mode)
+    if args.extern_gemm:
+        inductor_plate.config.gemm_templates = "never"
+    compiled = torch.compile(model, mode="max-autotune-no-cudagraphs" if args.max_autotune else None)
     with torch.no_grad():
         start = time.perf_counter()
         compiled(idx.to("plate"))  # compile, autotune on the modeled clock, first run
@@ -66,6 +70,7 @@ def main(argv=None) -> int:
     print(f"GPT {config.layers} layers, d_model {config.d_model}, batch {args.batch} x seq {args.seq} on {props.name}")
     print(f"compile + first run: {compile_s:.1f} s wall; max |logits - CPU eager| = {error:.2e}")
     print(f"one forward pass: {run.time_ns / 1e3:,.2f} us modeled in {len(run.launches)} kernel launches")
+    print(f"host fallbacks: {dict(inductor_plate.host_fallbacks()) or 'none'}")
     pair = run.traffic_by_domain()
     total = float(pair.sum())
     remote = total - float(pair.trace()) if total else 0.0

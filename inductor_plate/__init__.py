@@ -7,7 +7,12 @@ idempotent):
 - the backend: PlateScheduling (Triton kernels with the plate policy), PlateWrapperCodegen, the
   per-op fallback pass and the knobs of inductor_plate.config (the FX-graph cache key sees them),
 - the DeviceOpOverrides (op_overrides), the modeled-time benchmarker (benchmarker),
-- the GEMM template configurations (templates), and the shims for what PyTorch hard-codes (shims).
+- the GEMM template configurations (templates), the plate lowerings of matrix products
+  (gemm_lowering) and the convolution decompositions (conv_gemm), and the shims for what PyTorch
+  hard-codes (shims).
+
+``host_fallbacks()`` names and counts what ran on the host inside compiled functions
+(fallback_counter.py); ``reset_host_fallbacks()`` clears the count.
 
 No call is needed for ``torch.compile`` on plate tensors: Inductor's own PrivateUse1 discovery
 (``init_backend_registration``) asks ``torch.plate`` for ``Scheduling``, ``PythonWrapperCodegen``,
@@ -27,6 +32,7 @@ import threading
 import triton_plate_backend.torch_device  # noqa: F401  (registers torch.plate; import it first)
 from triton_plate_backend.torch_device.compiler_hooks import register_inductor_backend
 
+from .fallback_counter import host_fallbacks, reset_host_fallbacks
 from .profiling import ProfileRun, collect_profiles
 
 __all__ = [
@@ -36,8 +42,10 @@ __all__ = [
     "Scheduling",
     "WrapperFxCodegen",
     "collect_profiles",
+    "host_fallbacks",
     "register",
     "registered",
+    "reset_host_fallbacks",
 ]
 
 BACKEND = "plate"
@@ -60,7 +68,7 @@ def register() -> None:
         from torch._dynamo.device_interface import register_interface_for_device
         from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
 
-        from . import benchmarker, config, fallback, shims, templates
+        from . import benchmarker, config, conv_gemm, fallback, gemm_lowering, shims, templates
         from .device_interface import PlateInterface
         from .op_overrides import PlateDeviceOpOverrides
         from .scheduling import PlateScheduling
@@ -80,6 +88,8 @@ def register() -> None:
         benchmarker.register()
         shims.apply()
         templates.register()
+        gemm_lowering.register()
+        conv_gemm.register()
         register_inductor_backend(  # what torch.plate answers to Inductor's PrivateUse1 discovery
             Scheduling=PlateScheduling,
             PythonWrapperCodegen=PlateWrapperCodegen,

@@ -7,7 +7,8 @@ device's clock), the same measure ``@triton.autotune`` and ``triton.testing.do_b
 
 A callable that launches no plate kernel (an extern aten kernel: it runs on the host through the
 CPU fallback) has no modeled time; it is ranked at ``config.extern_choice_ms``, after every plate
-kernel (policy.py, "Matrix products").
+kernel (policy.py, "Matrix products"), as a ``HostTime``: a float that Inductor's autotune log prints
+as "host, not modeled" instead of a number.
 """
 
 from __future__ import annotations
@@ -16,6 +17,16 @@ from collections.abc import Callable
 from typing import Any
 
 from . import config, policy
+
+
+class HostTime(float):
+    """The rank of a choice that ran on the host: compares as a number, prints as what it is."""
+
+    def __format__(self, spec: str) -> str:
+        return "host, not modeled"
+
+    def __repr__(self) -> str:
+        return f"HostTime({float(self)!r})"
 
 
 def benchmark_modeled(benchmarker: Any, fn: Callable[[], Any], *, warmup: int = 0, rep: int = 0, **kwargs) -> float:
@@ -30,7 +41,7 @@ def benchmark_modeled(benchmarker: Any, fn: Callable[[], Any], *, warmup: int = 
     if quantiles is not None:
         ms = ms[0]
     if device.launches == launches:
-        return float(config.extern_choice_ms)
+        return HostTime(config.extern_choice_ms)
     return max(float(ms), policy.MIN_MODELED_MS)
 
 

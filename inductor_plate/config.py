@@ -27,16 +27,24 @@ max_fusion_nodes: int = 32
 # of every reduced input fits this many bytes. None: a quarter of the core's SRAM.
 persistent_reduction_sram_bytes: int | None = None
 
-# mm/bmm/addmm/baddbmm: "max-autotune" (Triton GEMM templates on the matrix unit when Inductor's
-# max-autotune is on, extern aten kernels on the host otherwise) or "never" (always extern).
-gemm_templates: str = "max-autotune"
+# mm/bmm/addmm/baddbmm/_int_mm (and convolutions, which become them): "always" (Triton GEMM templates on
+# the matrix unit in every mode: the cost model's one configuration in the default mode, modeled-time
+# autotuning under max-autotune; never a host kernel), or, opting in to extern aten kernels that run on
+# the host outside the modeled clock: "max-autotune" (templates only under Inductor's max-autotune, which
+# also tries the host kernel) or "never" (the host kernel always).
+gemm_templates: str = "always"
+
+# Convolutions on plate: True lowers them to im2col gathers and GEMMs on the matrix unit (conv_gemm.py),
+# forward and backward; False leaves them to Inductor (extern kernels on the host).
+conv_as_gemm: bool = True
 
 # Benchmarks (autotuning) rank a choice that launches no plate kernel (an extern aten kernel running
 # on the host through the CPU fallback) at this many modeled milliseconds: after every plate kernel.
+# The autotune log reports it as "host, not modeled" (benchmarker.py).
 extern_choice_ms: float = 1.0e3
 
-# Convolutions: let Inductor make convolution layouts channels-last on plate (its layout optimization
-# for GPUs). False: convolutions run as extern kernels on the host, where the layout buys nothing.
+# Convolutions Inductor sees on plate (conv_as_gemm False): let Inductor make their layouts channels-last
+# (its layout optimization for GPUs). False: they run as extern kernels on the host, where it buys nothing.
 conv_layout_optimization: bool = False
 
 # aten ops that always run eagerly on plate (extern calls through the CPU fallback), besides the

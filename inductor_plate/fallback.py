@@ -14,8 +14,8 @@ Two mechanisms, both Inductor's own:
    has compiled or failed, the failed kernels' culprit ops (``culprits``: the op on the source line
    the error names, else the ops no compiled kernel has shown to work) are learned, so mechanism 1
    runs them eagerly in every later compile; a one-line warning names them; and Dynamo's
-   ``SkipFrame`` makes this frame run eagerly now. Errors that are not a plate compile failure
-   propagate unchanged.
+   ``SkipFrame`` makes this frame run eagerly now, counted as a host fallback (fallback_counter.py).
+   Errors that are not a plate compile failure propagate unchanged.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ import re
 import warnings
 from dataclasses import dataclass
 
+from torch._guards import CompileContext
 from torch._inductor.custom_graph_pass import CustomGraphModulePass
 
-from . import config, policy
+from . import config, fallback_counter, policy
 
 _warned: set[str] = set()
 
@@ -156,7 +157,15 @@ def check_kernels(scope: dict) -> None:
         message = f"plate: cannot compile kernel {kernel.name} ({named}): {_first_line(kernel.error)}"
         warn_once(f"kernel:{kernel.name}:{named}", f"{message}; this frame runs eagerly, {named} eagerly from now on")
         messages.append(message)
+    ops = sorted({op for kernel in failed for op in kernel.ops})
+    fallback_counter.count_host_frame(f"{_compile_id()} ({', '.join(ops)})")
     raise SkipFrame("; ".join(messages))
+
+
+def _compile_id() -> str:
+    """Dynamo's id of the frame being compiled ("0/0": frame 0, first compile), or "?" outside one."""
+    compile_id = CompileContext.current_compile_id()
+    return str(compile_id) if compile_id is not None else "?"
 
 
 def culprits(ops: tuple[str, ...], error: BaseException) -> tuple[str, ...]:

@@ -20,12 +20,15 @@ SRAM: allowed only when the rows of all its inputs fit ``config.persistent_reduc
 Specialization. Sizes are specialized as Inductor does for GPUs (plate is in GPU_TYPES, so pointer
 arguments get divisibility-by-16 hints and sizes of 1 become constants); nothing else is added.
 
-Matrix products (``use_gemm_templates``). mm, bmm, addmm and baddbmm use Inductor's Triton GEMM
-templates (tl.dot on the matrix unit, block sizes multiples of its 32x32 tile, sized to fit SRAM:
-templates.py) when Inductor's max-autotune is on and ``config.gemm_templates == "max-autotune"``.
-Otherwise they, and convolutions always, are extern aten kernels: they run on the host through the
-plate device's CPU fallback, correct but outside the modeled clock. Autotuning ranks an extern
-choice after every plate kernel (``config.extern_choice_ms``), so a template wins when it compiles.
+Matrix products (``gemm_mode``, ``use_gemm_templates``). mm, bmm, addmm, baddbmm and _int_mm run as
+Inductor's Triton GEMM templates (tl.dot on the matrix unit, block sizes multiples of its 32x32 tile,
+sized to fit SRAM: templates.py) in every mode when ``config.gemm_templates == "always"`` (the default):
+in the default mode with the one configuration the cost model picks (gemm_config.py, no benchmarking),
+under max-autotune ranked by modeled time (gemm_lowering.py). Convolutions on plate become im2col
+gathers and these products (conv_gemm.py). A host kernel (the extern aten kernel, run through the plate
+device's CPU fallback, outside the modeled clock) is used only when the user opts in:
+``"max-autotune"`` (host in the default mode) or ``"never"`` (host always); every host op is counted
+(fallback_counter.py).
 
 Eager ops (``eager_ops``). aten ops in ``EAGER_OPS`` (known gaps of the lowering), in
 ``config.eager_ops``, or learned at run time from a kernel that failed to compile (fallback.py) are
@@ -34,6 +37,7 @@ marked for Inductor's per-node fallback: they run eagerly, through the CPU fallb
 
 from __future__ import annotations
 
+from triton_plate_backend.errors import PlateError
 from triton_plate_backend.machine import Machine, get_machine
 
 from . import config
@@ -135,14 +139,22 @@ def persistent_reduction_fits(features) -> bool:
 
 
 # ---- matrix products and eager ops ---------------------------------------------------------------
-def use_gemm_templates() -> bool:
-    """Do mm/bmm/addmm/baddbmm get Triton templates (when Inductor's max-autotune asks for them)?"""
-    mode = config.gemm_templates
-    if mode not in ("max-autotune", "never"):
-        from triton_plate_backend.errors import PlateError
+GEMM_MODES: tuple[str, ...] = ("always", "max-autotune", "never")
 
-        raise PlateError(f"inductor_plate.config.gemm_templates={mode!r}: expected 'max-autotune' or 'never'")
-    return mode == "max-autotune"
+
+def gemm_mode() -> str:
+    """config.gemm_templates, checked: "always", "max-autotune" or "never"."""
+    mode = config.gemm_templates
+    if mode not in GEMM_MODES:
+        raise PlateError(
+            f"inductor_plate.config.gemm_templates={mode!r}: expected one of {', '.join(map(repr, GEMM_MODES))}"
+        )
+    return mode
+
+
+def use_gemm_templates() -> bool:
+    """May matrix products use Triton templates at all (Inductor's is_big_gpu question)?"""
+    return gemm_mode() != "never"
 
 
 def learned_eager_ops() -> frozenset[str]:

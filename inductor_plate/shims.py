@@ -168,7 +168,8 @@ def _bypass_reraises_skip_frame(compile_fx_inner) -> bool:
 # ---- layout optimization: channels-last convolutions -------------------------------------------------
 def _conv_layout_per_device() -> bool:
     """Inductor turns convolutions channels-last on every GPU-like device (layout optimization).
-    On plate convolutions are extern kernels on the host (policy.py), so the layout buys nothing, and
+    Convolutions that reach Inductor on plate (config.conv_as_gemm off: conv_gemm.py rewrites them
+    otherwise) are extern kernels on the host (policy.py), so the layout buys nothing, and
     the host kernel's output strides can differ from what the fake kernel predicted for the plate
     device. A graph with a convolution on plate keeps Inductor's decision only when
     config.conv_layout_optimization says so (config is in the FX-graph cache key)."""

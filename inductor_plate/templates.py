@@ -1,4 +1,8 @@
-"""Triton GEMM template configurations for plate (what max-autotune tries for mm/bmm/addmm/baddbmm).
+"""Triton GEMM template configurations for plate (what the templates of mm/bmm/addmm/baddbmm try).
+
+Under max-autotune every configuration below that fits is tried, ranked by modeled time. In the
+default mode the lowering (gemm_lowering.py) names the one configuration the cost model chose
+(gemm_config.py) with ``offer_only``, and the heuristic offers just that one: nothing is benchmarked.
 
 Inductor asks a per-device registry (torch._inductor.template_heuristics) for the block sizes of its
 GEMM templates; without an entry for "plate" it offers none. The configurations here follow the
@@ -9,6 +13,8 @@ configuration's operand tiles, pipelined ``num_stages`` deep, plus the fp32 accu
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps): small first (the test sizes), then the
@@ -22,6 +28,20 @@ GEMM_BLOCKS: tuple[tuple[int, int, int, int, int], ...] = (
     (256, 128, 64, 2, 8),
 )
 OPERAND_ITEMSIZE = 4  # budget the SRAM for fp32 operands, the widest the templates take
+
+
+# The one configuration to offer while a default-mode GEMM is lowered (gemm_config.GemmConfig), else None.
+_only: contextvars.ContextVar = contextvars.ContextVar("plate_gemm_config", default=None)
+
+
+@contextlib.contextmanager
+def offer_only(config):
+    """While lowering one matrix product: the template heuristic offers only ``config``."""
+    token = _only.set(config)
+    try:
+        yield
+    finally:
+        _only.reset(token)
 
 
 def sram_needed(block_m: int, block_n: int, block_k: int, num_stages: int, itemsize: int = OPERAND_ITEMSIZE) -> int:
@@ -47,6 +67,7 @@ def register() -> None:
     from torch._inductor.template_heuristics.triton import (
         AddMMConfigMixin,
         BaseConfigHeuristic,
+        GemmConfig,
         MMTemplateConfigMixin,
     )
 
@@ -60,6 +81,13 @@ def register() -> None:
             m = policy.machine()
             self.mm_configs = plate_gemm_configs(policy.fusion_sram_bytes(), m.core.matrix.dim)
             self.exhaustive_configs = self.mm_configs
+
+        def preprocess_mm_configs(self, m, n, k, configs, *args, **kwargs):
+            only = _only.get()
+            if only is None:
+                return super().preprocess_mm_configs(m, n, k, configs, *args, **kwargs)
+            block = GemmConfig(only.block_m, only.block_n, only.block_k, only.num_stages, only.num_warps)
+            return self._finalize_mm_configs([block])
 
     @register_template_heuristic(mm_template.uid, "plate")
     @register_template_heuristic(bmm_template.uid, "plate")

@@ -1,15 +1,21 @@
 """The Python wrapper code Inductor generates for plate graphs: PythonWrapperCodegen, with every
 Triton kernel defined through ``fallback.guard_kernel`` so a kernel plate cannot compile becomes an
-eager fallback (fallback.py) instead of a crash."""
+eager fallback (fallback.py) instead of a crash, and a call that counts the graph's host ops
+(fallback_counter.py) at the top of ``call`` when it has any."""
 
 from __future__ import annotations
 
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+from torch._inductor.virtualized import V
+
+from .fallback_counter import host_ops_of_graph
 
 GUARD = "plate_guard_kernel"
 CHECK = "plate_check_kernels"
 TRITON_DEFINITION = "async_compile.triton("
+COUNT = "plate_count_host_ops"
 GUARD_IMPORT = f"from inductor_plate.fallback import check_kernels as {CHECK}, guard_kernel as {GUARD}"
+COUNT_IMPORT = f"from inductor_plate.fallback_counter import count_host_ops as {COUNT}"
 
 
 class _GuardedKernels:
@@ -42,6 +48,16 @@ class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
     def write_header(self) -> None:
         super().write_header()
         self.imports.writeline(GUARD_IMPORT)
+        self.imports.writeline(COUNT_IMPORT)
+
+    def write_launcher_fn_call_get_indent(self) -> int:
+        """``def call(args):``, then the count of this graph's host ops (nothing when it has none)."""
+        indent = super().write_launcher_fn_call_get_indent()
+        host_ops = host_ops_of_graph(V.graph.operations)
+        if host_ops:
+            with self.prefix.indent(indent):
+                self.prefix.writeline(f"{COUNT}({host_ops!r})")
+        return indent
 
     def write_kernel_autotune_defs_header(self) -> None:
         """triton.autotune_at_compile_time copies every kernel definition, guard included, into its own code."""

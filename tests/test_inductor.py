@@ -202,7 +202,8 @@ def test_benchmarker_returns_modeled_time_and_ranks_extern_last():
     ms = benchmarker.benchmark_modeled(None, lambda: double[(4,)](x, 1024, BLOCK=256))
     profile = torch.plate.last_profile()
     assert ms == pytest.approx(profile.time_ns / 1e6)
-    assert benchmarker.benchmark_modeled(None, lambda: x.cpu()) == config.extern_choice_ms
+    host = benchmarker.benchmark_modeled(None, lambda: x.cpu())
+    assert host == config.extern_choice_ms and f"{host:.4f} ms" == "host, not modeled ms"  # the autotune log's line
 
 
 def test_policy_budgets_follow_the_sram(mini):
@@ -292,6 +293,7 @@ def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
     monkeypatch.setitem(plate_compiler.STAGES, "pir", _fail_on_atan2(plate_compiler.STAGES["pir"]))
     monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
     fallback.forget_learned_ops()
+    inductor_plate.reset_host_fallbacks()
     x, y = torch.randn(4, 32), torch.randn(4, 32) + 2
 
     def first(x, y):
@@ -309,8 +311,11 @@ def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
             out = torch.compile(first)(x.to("plate"), y.to("plate"))  # the frame runs eagerly
             torch.testing.assert_close(out.cpu(), first(x, y))
             assert policy.learned_eager_ops() == {"aten.atan2.default"}
+            frames = [name for name in inductor_plate.host_fallbacks() if name.startswith("frame ")]
+            assert len(frames) == 1 and "aten.atan2.default" in frames[0]  # the frame that ran eagerly, counted
             out, codes = run_and_get_code(torch.compile(second), x.to("plate"), y.to("plate"))
             torch.testing.assert_close(out.cpu(), second(x, y))
+            assert inductor_plate.host_fallbacks()["op aten.atan2"] == 1  # the learned op, run on the host
         messages = [str(w.message) for w in caught if issubclass(w.category, fallback.PlateFallbackWarning)]
         assert any(m.startswith("plate: cannot compile kernel") and "aten.atan2.default" in m for m in messages)
         assert all("\n" not in m for m in messages)
@@ -341,7 +346,8 @@ def conv2d_input_grad(grad_out, w):
 
 
 def compile_with_conv_templates(fn, *args):
-    """Compile ``fn`` on plate with only Triton templates allowed for convolutions; (out, codes)."""
+    """Compile ``fn`` on plate with only Inductor's Triton conv templates allowed for convolutions (plate's
+    own lowering of convolutions to GEMMs, conv_gemm.py, off); (out, codes)."""
     conv_backends = {
         "max_autotune": True,
         "max_autotune_conv_backends": "TRITON",
@@ -350,7 +356,8 @@ def compile_with_conv_templates(fn, *args):
     }
     # fp32 products, as on CPU: the templates take ALLOW_TF32 from cudnn.allow_tf32 (True by default)
     no_tf32 = torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled, allow_tf32=False)
-    with torch._inductor.config.patch(conv_backends), config.patch(fallback_on_compile_error=False), no_tf32:
+    plate = config.patch(fallback_on_compile_error=False, conv_as_gemm=False)
+    with torch._inductor.config.patch(conv_backends), plate, no_tf32:
         return run_and_get_code(torch.compile(fn), *(a.to("plate") for a in args))
 
 

@@ -18,7 +18,7 @@ import triton.language as tl
 from torch._dynamo.utils import counters
 from torch._inductor.utils import run_and_get_code
 
-import inductor_plate  # noqa: F401  (registers plate with Inductor; the discovery hook would too)
+import inductor_plate  # registers plate with Inductor (the discovery hook would too)
 from inductor_plate import model_suite
 from triton_plate_backend.torch_device import compiler_hooks
 
@@ -49,7 +49,9 @@ def loss_of(out):
 
 
 def check_training_step(name: str, **compile_kwargs):
-    """Forward, loss, backward and one SGD step of the compiled plate model match CPU eager."""
+    """Forward, loss, backward and one SGD step of the compiled plate model match CPU eager, and nothing of
+    the compiled forward and backward ran on the host."""
+    inductor_plate.reset_host_fallbacks()
     cpu = model_suite.build(name)
     dev = copy.deepcopy(cpu).to("plate")
     compiled = torch.compile(dev, **compile_kwargs)
@@ -67,6 +69,7 @@ def check_training_step(name: str, **compile_kwargs):
     for b_cpu, b_plate in zip(cpu.buffers(), dev.buffers()):  # batchnorm running statistics
         torch.testing.assert_close(b_plate.cpu(), b_cpu, **TOL)
     assert counters["stats"]["unique_graphs"] >= 1  # Dynamo captured a graph: it really compiled
+    assert inductor_plate.host_fallbacks() == {}
 
 
 def test_mlp_training_step():
@@ -74,7 +77,7 @@ def test_mlp_training_step():
 
 
 def test_cnn_training_step():
-    """conv (extern, host) + batchnorm in training mode + relu + max pool + mean: Triton kernels."""
+    """conv (im2col + GEMM template) + batchnorm in training mode + relu + max pool + mean: Triton kernels."""
     check_training_step("cnn")
 
 
@@ -88,7 +91,8 @@ def test_embedding_cross_entropy_training_step():
 
 
 def test_gpt_dynamic_sequence_length():
-    """One graph for several sequence lengths (dynamic shapes), forward and backward."""
+    """One graph for several sequence lengths (dynamic shapes), forward and backward, nothing on the host."""
+    inductor_plate.reset_host_fallbacks()
     cpu = model_suite.build("gpt", config=model_suite.GPTConfig(layers=1))
     dev = copy.deepcopy(cpu).to("plate")
     compiled = torch.compile(dev, dynamic=True)
@@ -101,11 +105,12 @@ def test_gpt_dynamic_sequence_length():
     for p_cpu, p_plate in zip(cpu.parameters(), dev.parameters()):
         torch.testing.assert_close(p_plate.grad.cpu(), p_cpu.grad, **TOL)
     assert counters["stats"]["unique_graphs"] == 1
+    assert inductor_plate.host_fallbacks() == {}
 
 
 def test_max_autotune_matmul_uses_plate_templates():
-    """max-autotune benchmarks Triton GEMM templates on the modeled clock against the extern aten mm
-    (ranked last: it runs on the host), so a template kernel wins and runs on the matrix unit."""
+    """max-autotune benchmarks Triton GEMM templates on the modeled clock (the extern aten mm, which runs on the
+    host, only when config.gemm_templates opts in), so a template kernel wins and runs on the matrix unit."""
     a, b = torch.randn(64, 48), torch.randn(48, 32)
 
     def fn(a, b):
@@ -132,9 +137,11 @@ def test_user_triton_kernel_inside_compiled_function():
         return out.cos()
 
     x = torch.randn(200)
+    inductor_plate.reset_host_fallbacks()
     out, codes = run_and_get_code(torch.compile(fn, fullgraph=True), x.to("plate"))
     torch.testing.assert_close(out.cpu(), torch.cos((torch.sin(x) + 1.0) * 3.0), **TOL)
     assert any("_scale_kernel" in code for code in codes)  # captured into the graph, not a graph break
+    assert inductor_plate.host_fallbacks() == {}  # a user kernel is device code, not a host op
 
 
 AUTOREGISTRATION = textwrap.dedent(

@@ -343,6 +343,44 @@ def test_inductor_plugin_makes_the_device_the_gpu(tmp_path, capfd):
     assert "pip install no_such_mod_x" in capfd.readouterr().err
 
 
+@pytest.mark.parametrize("fallback", [False, True])
+def test_inductor_run_counts_passes_with_host_fallbacks_apart(tmp_path, monkeypatch, fallback):
+    """The runner turns the device's fallback_on_compile_error off unless asked; a test that ran anything on the
+    host is passed-with-fallback, not passed, in the report."""
+    tree = _materialize(FAKE / "inductor", tmp_path / "inductor")
+    revisions = (REPO / "upstream" / "revisions.toml").read_text()
+    (tmp_path / "rev.toml").write_text(revisions.replace('requires = ["expecttest"]', "requires = []"))
+    (tmp_path / "empty.toml").write_text("# the real list names tests the fake tree does not have\n")
+    monkeypatch.setenv("FAKE_FALLBACK_EXPECTED", str(fallback))
+    argv = ["inductor", "--src", str(tree), "--device", "fakedev", "--report-dir", str(tmp_path), "-j", "0"]
+    argv += ["--skiplist", str(tmp_path / "empty.toml"), "--revisions", str(tmp_path / "rev.toml")]
+    argv += ["--files", "inductor/test_host_fallbacks.py", "--device-setup", "fake_device_setup"]
+    argv += ["--fallback-on-compile-error"] if fallback else []
+    assert _run([*argv, "--", "--inductor-utils-module", "fake_inductor_utils"]) == runner.EXIT_OK
+    rep = _report(tmp_path, "inductor")
+    t = rep["totals"]
+    assert (t["passed"], t["passed-with-fallback"], t["failed"], t["total"]) == (2, 1, 0, 3)
+    assert t["pass_rate"] == round(2 / 3, 4)
+    md = (tmp_path / "inductor.md").read_text()
+    assert "passed with host fallbacks: 1" in md and "passed-with-fallback" in md
+
+
+def test_report_counts_a_pass_with_host_fallbacks_apart():
+    results = {
+        "tests": [
+            {"test": "f.py::a", "outcome": "passed", "duration": 1.0},
+            {"test": "f.py::b", "outcome": "passed", "duration": 1.0, "host_fallbacks": {"op aten.mm": 2}},
+            {"test": "f.py::c", "outcome": "xpassed", "duration": 1.0, "host_fallbacks": {"frame 0/0 (x)": 1}},
+        ],
+    }
+    rep = report.summarize(results, {"suite": "inductor"})
+    t = rep["totals"]
+    assert (t["passed"], t["xpassed"], t["passed-with-fallback"], t["pass_rate"]) == (1, 0, 2, round(1 / 3, 4))
+    baseline = {"path": "b.tsv", "outcomes": {"f.py::a": "passed", "f.py::b": "passed"}}
+    fare = report.compare_baseline([dict(r) for r in results["tests"]], baseline)
+    assert fare["here"] == {"passed": 1, "passed-with-fallback": 1}
+
+
 # -- patches ---------------------------------------------------------------------------------------
 FAKE_REVISIONS = """
 [fakeproj]

@@ -23,6 +23,7 @@ from .progress import Progress
 from .skiplist import find_stale, load_skiplist
 
 MESSAGE_CHARS = 4000  # of each failure's text kept in the results file
+HOST_FALLBACKS = "host_fallbacks"  # user property {name: count} of what a test ran on the host (inductor_plugin)
 
 
 class TestTimeout(BaseException):  # noqa: N818 - BaseException: a test's `except Exception` must not swallow it
@@ -189,6 +190,9 @@ class UpstreamRun:
             record["outcome"] = outcome
             if outcome not in ("passed", "xpassed"):
                 record["message"] = _message(report)
+        for name, value in report.user_properties:
+            if name == HOST_FALLBACKS and value:
+                record[HOST_FALLBACKS] = dict(value)
         entry = self.skiplist.lookup(report.nodeid)
         if entry is not None:
             record["category"] = entry.category

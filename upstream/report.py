@@ -3,7 +3,9 @@
 pass rate = passed / (total - by-design - not-in-pin): by-design entries (things plate does not do on
 purpose) leave the denominator and are reported as their own share; so do not-in-pin entries (tests of a
 newer upstream copy that need library code the pinned release lacks), counted apart. `xpassed` (a
-listed or upstream xfail that passes) counts as passed.
+listed or upstream xfail that passes) counts as passed. A test that passed with any host fallback (an op or
+frame that ran on the host inside a compiled function: the record's `host_fallbacks`) is
+`passed-with-fallback`, its own column, and does not count as passed.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-OUTCOMES = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
+PASSED_WITH_FALLBACK = "passed-with-fallback"
+OUTCOMES = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed", PASSED_WITH_FALLBACK)
 SLOWEST = 20
 FAILURES_SHOWN = 100
 SKIP_REASONS = 15
@@ -64,8 +67,16 @@ def _rate(passed: int, denominator: int) -> float | None:
     return round(passed / denominator, 4) if denominator else None
 
 
+def outcome_of(record: dict) -> str:
+    """The outcome a report counts: passed-with-fallback for a pass with host fallbacks."""
+    outcome = record["outcome"] or "errors"
+    if outcome in ("passed", "xpassed") and record.get("host_fallbacks"):
+        return PASSED_WITH_FALLBACK
+    return outcome
+
+
 def _counts(records: list[dict]) -> dict:
-    c = Counter(r["outcome"] or "errors" for r in records)
+    c = Counter(outcome_of(r) for r in records)
     cat = Counter(r.get("category") for r in records)
     total = len(records)
     by_design, not_in_pin = cat["by-design"], cat["not-in-pin"]
@@ -116,13 +127,13 @@ def compare_baseline(records: list[dict], baseline: dict) -> dict:
     lost = []
     for t in passed_there:
         r = here[t]
-        key = r["outcome"] or "errors"
+        key = outcome_of(r)
         if key in ("passed", "xpassed"):
             fare["passed"] += 1
             continue
         key = f"{key} ({r['category']})" if r.get("category") else key
         fare[key] += 1
-        lost.append({"test": t, "outcome": r["outcome"] or "errors", "category": r.get("category")})
+        lost.append({"test": t, "outcome": key, "category": r.get("category")})
     files = {_file(r["test"]) for r in records}
     return {
         "path": baseline["path"],
@@ -263,6 +274,8 @@ def render_markdown(report: dict) -> str:
         f"({t['total']} total - {t['by_design']} by-design{_not_in_pin(t)})",
         f"- by-design share: {_pct(t['by_design_share'])} ({t['by_design']} of {t['total']})",
         *([tutorials_line(report)] if report["suite"].endswith("-tutorials") else []),
+        f"- passed with host fallbacks: {t[PASSED_WITH_FALLBACK]} (an op or frame ran on the host inside a "
+        "compiled function; not counted as passed)",
         *(
             [
                 f"- not in the pinned revision: {t['not_in_pin']} tests of the newer file copy this run used, which "

@@ -90,6 +90,12 @@ def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentPa
         help="triton: then run the same selection under Triton's interpreter and report both wall times",
     )
     p.add_argument("--device-setup", default="inductor_plate", help="inductor: module that registers the device")
+    p.add_argument(
+        "--fallback-on-compile-error",
+        action="store_true",
+        help="inductor: a kernel the device cannot compile runs its frame eagerly (counted as a host fallback: "
+        "the test is then passed-with-fallback at best); default off: the compile error fails the test",
+    )
     known = p.add_mutually_exclusive_group()
     known.add_argument(
         "--skip-known", action="store_true", help="skip not-yet/upstream-bug entries instead of running them as xfail"
@@ -158,6 +164,8 @@ def pytest_command(suite: str, tree: Tree, paths: list[str], args, ini: Path, re
     else:
         cmd += ["-p", "upstream.inductor_plugin", "--inductor-device", device]
         cmd += ["--inductor-device-setup", args.device_setup]
+        if args.fallback_on_compile_error:
+            cmd += ["--inductor-fallback-on-compile-error"]
     if args.jobs > 0:
         cmd += ["-n", str(args.jobs)]
     cmd += ["-q", "-rN"] if args.pytest_output else ["-p", "no:terminal", "--plate-progress"]

@@ -1,0 +1,212 @@
+"""Convolutions on plate as GEMMs: im2col gathers and matrix products, forward and backward, every variant.
+
+Inductor lowers a convolution to an extern aten kernel in the default mode, and torch 2.13 offers no Triton
+template for a transposed one at all; on plate an extern kernel runs on the host. Instead, the plate
+device's decompositions (registered in Inductor's decomposition table, declining for other devices)
+rewrite ``aten.convolution`` and ``aten.convolution_backward`` on plate tensors before Inductor lowers
+the graph:
+
+- forward: pad; gather the input window of each kernel offset (one strided view, copied: im2col); one
+  GEMM per group, ``weight[g] (O/G x C/G*K) @ cols[g] (C/G*K x N*L)``: mm, or bmm over the groups
+  (grouped and depthwise convolutions alike); the bias added to the product;
+- transposed: zeros inserted between input elements (stride), the padding turned into
+  ``dilation * (k - 1) - padding`` (plus output_padding at the end), the weight flipped with its in/out
+  channels swapped per group: then the forward above with stride 1;
+- backward: the input gradient is the transposed convolution of the output gradient (the plain one for
+  a transposed convolution), the weight gradient one GEMM per group of the output gradient with the
+  im2col of the input, the bias gradient a sum.
+
+The GEMMs then lower as every plate matrix product does (gemm_lowering.py); the gathers and pads are
+Triton kernels. ``config.conv_as_gemm = False`` leaves convolutions to Inductor.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from . import config
+
+aten = torch.ops.aten
+
+
+def _on_plate(*tensors) -> bool:
+    return config.conv_as_gemm and any(t is not None and t.device.type == "plate" for t in tensors)
+
+
+def _static(values) -> bool:
+    return all(isinstance(v, int) for v in values)
+
+
+def _pad_dims(x, pads):
+    """Pad (or, with negative amounts, crop) spatial dims 2.. of ``x`` by ``pads[i] = (before, after)``."""
+    if not any(lo or hi for lo, hi in pads):
+        return x
+    flat = [amount for lo, hi in reversed(pads) for amount in (lo, hi)]  # constant_pad_nd: last dim first
+    return aten.constant_pad_nd(x, flat, 0.0)
+
+
+def _insert_zeros(x, stride):
+    """Between neighbours along each spatial dim, stride - 1 zeros (the input of a transposed conv)."""
+    for i, s in enumerate(stride):
+        if s == 1:
+            continue
+        dim = 2 + i
+        size = x.shape[dim]
+        spread = aten.constant_pad_nd(x.unsqueeze(dim + 1), [0, 0] * (x.dim() - dim - 1) + [0, s - 1], 0.0)
+        shape = list(x.shape)
+        shape[dim] = size * s
+        x = spread.reshape(shape).narrow(dim, 0, (size - 1) * s + 1)
+    return x
+
+
+def im2col(x, kernel, stride, pads, dilation):
+    """(N, C, *S) -> ((N, C, prod(kernel), *out), out): the input window of each kernel offset, read as one
+    strided view of the padded input (a single gather kernel, where slices stacked would be one per offset)."""
+    x = _pad_dims(x, pads).contiguous()
+    shape = list(x.shape)
+    spatial = shape[2:]
+    out = [(spatial[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(len(kernel))]
+    strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]  # contiguous
+    inner = strides[2:]
+    windows = aten.as_strided(
+        x,
+        [*shape[:2], *kernel, *out],
+        [
+            *strides[:2],
+            *(inner[i] * dilation[i] for i in range(len(kernel))),
+            *(inner[i] * stride[i] for i in range(len(kernel))),
+        ],
+        x.storage_offset(),
+    )
+    return windows.reshape(*shape[:2], math.prod(kernel), *out), out
+
+
+def _grouped_cols(cols, groups):
+    """(N, C, K, *out) -> (G, C/G*K, N*L): the right-hand matrix of each group's GEMM."""
+    n, c, k = cols.shape[:3]
+    length = math.prod(cols.shape[3:])
+    return cols.reshape(n, groups, c // groups * k, length).permute(1, 2, 0, 3).reshape(groups, -1, n * length)
+
+
+def _per_group_mm(a, b):
+    """a (G, M, K) @ b (G, K, N): mm when G == 1, else bmm."""
+    if a.shape[0] == 1:
+        return aten.mm(a[0], b[0]).unsqueeze(0)
+    return aten.bmm(a, b)
+
+
+def conv_as_gemm(x, weight, bias, stride, pads, dilation, groups):
+    """A plain convolution with explicit (before, after) padding per spatial dim, as GEMMs."""
+    n, out_channels, kernel = x.shape[0], weight.shape[0], list(weight.shape[2:])
+    cols, out = im2col(x, kernel, stride, pads, dilation)
+    product = _per_group_mm(weight.reshape(groups, out_channels // groups, -1), _grouped_cols(cols, groups))
+    length = math.prod(out)
+    y = product.reshape(groups, out_channels // groups, n, length).permute(2, 0, 1, 3).reshape(n, out_channels, *out)
+    if bias is not None:
+        y = y + bias.reshape(1, out_channels, *([1] * len(out)))
+    return y.contiguous()
+
+
+def _transposed_weight(weight, groups):
+    """(C_in, C_out/G, *k) of a transposed conv -> (C_out, C_in/G, *k) of the plain conv it equals, flipped."""
+    c_in, per_group, kernel = weight.shape[0], weight.shape[1], list(weight.shape[2:])
+    swapped = weight.reshape(groups, c_in // groups, per_group, *kernel).transpose(1, 2)
+    return swapped.reshape(groups * per_group, c_in // groups, *kernel).flip(list(range(2, 2 + len(kernel))))
+
+
+def conv_transpose_as_gemm(x, weight, bias, stride, padding, output_padding, dilation, groups):
+    kernel = list(weight.shape[2:])
+    reach = [dilation[i] * (kernel[i] - 1) for i in range(len(kernel))]
+    pads = [(reach[i] - padding[i], reach[i] - padding[i] + output_padding[i]) for i in range(len(kernel))]
+    ones = [1] * len(kernel)
+    return conv_as_gemm(
+        _insert_zeros(x, stride), _transposed_weight(weight, groups), bias, ones, pads, dilation, groups
+    )
+
+
+def weight_grad(x, grad_out, kernel, stride, padding, dilation, groups):
+    """d(loss)/d(weight) of y = conv(x, w): per group, grad_out (O/G x N*L) @ cols(x)^T; (O, C/G, *kernel)."""
+    cols, _ = im2col(x, kernel, stride, [(p, p) for p in padding], dilation)
+    cols = _grouped_cols(cols, groups)
+    n, out_channels = grad_out.shape[:2]
+    length = math.prod(grad_out.shape[2:])
+    g = grad_out.reshape(n, groups, out_channels // groups, length).permute(1, 2, 0, 3).reshape(groups, -1, n * length)
+    return _per_group_mm(g, cols.transpose(1, 2)).reshape(out_channels, x.shape[1] // groups, *kernel)
+
+
+def _n(values, dims) -> list:
+    values = list(values)
+    return values * dims if len(values) == 1 else values
+
+
+# ---- the decompositions ------------------------------------------------------------------------------------
+def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    if not _on_plate(x, weight) or not _static(weight.shape[2:]):
+        return NotImplemented
+    dims = weight.dim() - 2
+    stride, padding, dilation = _n(stride, dims), _n(padding, dims), _n(dilation, dims)
+    if transposed:
+        output_padding = _n(output_padding, dims)
+        return conv_transpose_as_gemm(x, weight, bias, stride, padding, output_padding, dilation, groups)
+    return conv_as_gemm(x, weight, bias, stride, [(p, p) for p in padding], dilation, groups)
+
+
+def convolution_backward(
+    grad_out, x, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask
+):
+    if not _on_plate(grad_out, x, weight) or not _static(weight.shape[2:]):
+        return NotImplemented
+    dims = weight.dim() - 2
+    stride, padding, dilation = _n(stride, dims), _n(padding, dims), _n(dilation, dims)
+    kernel = list(weight.shape[2:])
+    grad_x = grad_w = grad_b = None
+    if output_mask[0]:
+        if transposed:
+            grad_x = conv_as_gemm(grad_out, weight, None, stride, [(p, p) for p in padding], dilation, groups)
+        else:
+            output_padding = [  # what the forward's floor division dropped
+                x.shape[2 + i]
+                - ((grad_out.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + 1)
+                for i in range(dims)
+            ]
+            grad_x = conv_transpose_as_gemm(grad_out, weight, None, stride, padding, output_padding, dilation, groups)
+    if output_mask[1]:
+        if transposed:
+            grad_w = weight_grad(grad_out, x, kernel, stride, padding, dilation, groups)
+        else:
+            grad_w = weight_grad(x, grad_out, kernel, stride, padding, dilation, groups)
+    if output_mask[2]:
+        grad_b = aten.sum(grad_out, [0, *range(2, grad_out.dim())])
+    return grad_x, grad_w, grad_b
+
+
+DECOMPOSITIONS = {aten.convolution.default: convolution, aten.convolution_backward.default: convolution_backward}
+
+
+def _falling_back_to(mine, previous):
+    """``mine`` for plate tensors; what the table held before (or no decomposition) for the rest."""
+
+    @functools.wraps(mine)
+    def decomposition(*args, **kwargs):
+        result = mine(*args, **kwargs)
+        if result is NotImplemented and previous is not None:
+            return previous(*args, **kwargs)
+        return result
+
+    decomposition._plate_conv = True
+    return decomposition
+
+
+@functools.cache
+def register() -> None:
+    """Put the decompositions in Inductor's table (once; inductor_plate.register)."""
+    from torch._inductor import decomposition
+
+    for op, mine in DECOMPOSITIONS.items():
+        previous = decomposition.decompositions.get(op)
+        if not getattr(previous, "_plate_conv", False):
+            decomposition.decompositions[op] = _falling_back_to(mine, previous)
+    decomposition.fast_random_decomps.cache_clear()

@@ -1,0 +1,125 @@
+"""Matrix products on plate run on the matrix unit in every mode: the plate side of Inductor's GEMM lowerings.
+
+Inductor lowers mm, bmm, addmm, baddbmm and _int_mm to the extern aten kernel unless max-autotune is on
+(``use_aten_gemm_kernels``); on plate that kernel runs on the host, outside the modeled clock. ``register``
+wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_mode()``:
+
+- "always" (default): Triton GEMM templates only. In the default mode the lowering runs with the
+  templates on and the aten kernel off, and the template heuristic offers ONE configuration, chosen
+  by the cost model from the shapes (gemm_config.choose): one choice, so nothing is benchmarked. Under
+  max-autotune every fitting configuration is ranked by modeled time, the aten kernel left out.
+- "max-autotune": the host kernel in the default mode (the user opted in), templates and the aten kernel
+  side by side under max-autotune (the benchmarker logs the host choice as not modeled).
+- "never": the host kernel always (Inductor's own lowering; is_big_gpu says no templates).
+
+Products on other devices reach Inductor's lowering unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from torch._inductor import config as inductor_config
+from torch._inductor.virtualized import V
+
+from . import gemm_config, policy, templates
+
+aten = torch.ops.aten
+
+FLOATS = frozenset({torch.float16, torch.bfloat16, torch.float32})
+
+# op -> (index of its first matrix among the lowering's arguments: addmm/baddbmm take the bias first, the operand
+# dtypes its Triton template takes: others stay with the host kernel)
+GEMM_OPS: dict = {
+    aten.mm: (0, FLOATS),
+    aten.bmm: (0, FLOATS),
+    aten.addmm: (1, FLOATS),
+    aten.baddbmm: (1, FLOATS),
+    aten._int_mm: (0, frozenset({torch.int8})),
+}
+
+
+def _max_autotune() -> bool:
+    return bool(inductor_config.max_autotune or inductor_config.max_autotune_gemm)
+
+
+def _without_aten(backends: str) -> str:
+    kept = [b.strip() for b in backends.split(",") if b.strip() and b.strip().upper() != "ATEN"]
+    return ",".join(kept) or "TRITON"
+
+
+def _hint(size) -> int:
+    return int(V.graph.sizevars.optimization_hint(size, fallback=64))
+
+
+def problem_of(mat1, mat2) -> gemm_config.GemmProblem:
+    """The GEMM of two Inductor IR matrices ([batch,] m x k and k x n), sizes at their hints."""
+    a, b = mat1.get_size(), mat2.get_size()
+    batch = _hint(a[0]) if len(a) == 3 else 1
+    dtype = str(mat1.get_dtype()).removeprefix("torch.")
+    return gemm_config.GemmProblem(m=_hint(a[-2]), n=_hint(b[-1]), k=_hint(a[-1]), batch=batch, dtype=dtype)
+
+
+def default_mode_config(mat1, mat2) -> gemm_config.GemmConfig:
+    """The one template configuration of a default-mode product (the cost model's choice)."""
+    return gemm_config.choose(policy.machine(), problem_of(mat1, mat2), policy.fusion_sram_bytes())
+
+
+def _on_plate(node) -> bool:
+    get_device = getattr(node, "get_device", None)
+    device = get_device() if callable(get_device) else None
+    return device is not None and device.type == "plate"
+
+
+def _template_takes(mat1, mat2, dtypes) -> bool:
+    """Can a GEMM template compute this product: operand dtypes it takes, and no empty dimension (Inductor
+    offers a template only then; an empty product, or a float64 one, stays with the host kernel, counted)?"""
+    if mat1.get_dtype() not in dtypes:
+        return False
+    return all(_hint(size) > 0 for size in (*mat1.get_size(), *mat2.get_size()))
+
+
+def plate_lowering(original, first_matrix: int, dtypes: frozenset):
+    """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest."""
+
+    @functools.wraps(original)
+    def lowering(*args, **kwargs):
+        mats = args[first_matrix : first_matrix + 2]
+        if (
+            len(mats) < 2
+            or not _on_plate(mats[0])
+            or policy.gemm_mode() != "always"
+            or not _template_takes(*mats, dtypes)
+        ):
+            return original(*args, **kwargs)
+        if _max_autotune():
+            backends = _without_aten(inductor_config.max_autotune_gemm_backends)
+            with inductor_config.patch(max_autotune_gemm_backends=backends):
+                return original(*args, **kwargs)
+        chosen = default_mode_config(*mats)
+        one_template = {
+            "max_autotune_gemm": True,
+            "max_autotune_gemm_backends": "TRITON",
+            "triton.num_decompose_k_splits": 0,  # decompose-k would add a second choice
+        }
+        with inductor_config.patch(one_template), templates.offer_only(chosen):
+            return original(*args, **kwargs)
+
+    lowering._plate_gemm = True
+    return lowering
+
+
+@functools.cache
+def register() -> None:
+    """Wrap Inductor's lowering of every overload of the GEMM ops (once; inductor_plate.register)."""
+    import torch._inductor.kernel.bmm  # noqa: F401  (registers the bmm/baddbmm lowerings)
+    import torch._inductor.kernel.mm  # noqa: F401  (registers the mm/addmm/_int_mm lowerings)
+    from torch._inductor.lowering import lowerings
+
+    for packet, (first_matrix, dtypes) in GEMM_OPS.items():
+        for name in packet.overloads():
+            overload = getattr(packet, name)
+            original = lowerings.get(overload)
+            if original is not None and not getattr(original, "_plate_gemm", False):
+                lowerings[overload] = plate_lowering(original, first_matrix, dtypes)

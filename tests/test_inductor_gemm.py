@@ -1,0 +1,224 @@
+"""Matrix products and convolutions on plate in Inductor's DEFAULT mode: Triton kernels on the simulator, the
+GEMM template with the one configuration the cost model chose, and nothing on the host.
+
+The compiled cases run on plate-mini with small shapes; the convolution decompositions are also checked
+exactly, in float64 on CPU, for every variant (forward and backward)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch._inductor.utils import run_and_get_code
+
+import inductor_plate
+from inductor_plate import config, conv_gemm, gemm_config, policy, templates
+from triton_plate_backend.errors import PlateError
+from triton_plate_backend.machine import get_machine
+
+TOL = {"rtol": 1e-4, "atol": 1e-4}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mini(plate_mini_module):
+    return plate_mini_module
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    yield
+    torch._dynamo.reset()
+
+
+def compile_on_plate(fn, *args):
+    """(out, codes, profile run) of the compiled ``fn`` on plate copies of ``args``, caches off."""
+    plate_args = [a.detach().to("plate").requires_grad_(a.requires_grad) for a in args]
+    with torch._inductor.config.patch(force_disable_caches=True), inductor_plate.collect_profiles() as run:
+        out, codes = run_and_get_code(torch.compile(fn), *plate_args)
+    return out, codes, run, plate_args
+
+
+def wrapper_call(codes) -> str:
+    return "".join(code.partition("def call(")[2] for code in codes)
+
+
+# ---- the cost model's choice ------------------------------------------------------------------------------
+def test_choice_fits_the_sram_and_follows_the_shapes():
+    machine = get_machine("plate1")
+    budget = machine.core.sram_bytes // 2
+    small = gemm_config.choose(machine, gemm_config.GemmProblem(32, 32, 32), budget)
+    large = gemm_config.choose(machine, gemm_config.GemmProblem(4096, 4096, 4096), budget)
+    assert (small.block_m, small.block_n) == (32, 32)  # bigger tiles only pad a 32x32 product
+    assert large.block_m * large.block_n > small.block_m * small.block_n  # fewer, fuller programs
+    for chosen in (small, large):
+        assert templates.sram_needed(chosen.block_m, chosen.block_n, chosen.block_k, chosen.num_stages) <= budget
+        assert chosen.block_m % machine.core.matrix.dim == 0 and chosen.block_n % machine.core.matrix.dim == 0
+    problem = gemm_config.GemmProblem(4096, 4096, 4096)
+    fitting = gemm_config.candidates(machine, budget)
+    assert gemm_config.estimate(machine, problem, large) == min(
+        gemm_config.estimate(machine, problem, c) for c in fitting
+    )
+    with pytest.raises(PlateError, match="max_fusion_sram_bytes"):
+        gemm_config.choose(machine, problem, 0)
+
+
+def test_gemm_mode_is_checked():
+    assert policy.gemm_mode() == "always" and policy.use_gemm_templates()
+    with config.patch(gemm_templates="never"):
+        assert not policy.use_gemm_templates()
+    with config.patch(gemm_templates="sometimes"), pytest.raises(PlateError, match="always"):
+        policy.gemm_mode()
+
+
+# ---- matrix products ------------------------------------------------------------------------------------------
+def products(a, b, bias, batch_a, batch_b):
+    return (
+        a @ b,
+        torch.addmm(bias, a, b, beta=0.5),
+        torch.bmm(batch_a, batch_b),
+        torch.baddbmm(batch_a[:, :, :1], batch_a, batch_b, alpha=2.0),
+    )
+
+
+def gemm_args():
+    torch.manual_seed(0)
+    return torch.randn(40, 24), torch.randn(24, 72), torch.randn(72), torch.randn(3, 20, 16), torch.randn(3, 16, 36)
+
+
+def test_products_run_as_templates_on_the_simulator_in_the_default_mode():
+    args = gemm_args()
+    out, codes, run, _ = compile_on_plate(products, *args)
+    for got, want in zip(out, products(*args), strict=True):
+        torch.testing.assert_close(got.cpu(), want, **TOL)
+    call = wrapper_call(codes)
+    assert call.count("triton_tem_") >= 4 and "extern_kernels." not in call and "torch.ops.aten." not in call
+    assert "plate_count_host_ops" not in call
+    templates_run = [launch for launch in run.launches if launch.kernel.startswith("triton_tem_")]
+    assert len({launch.kernel for launch in templates_run}) >= 4 and all(t.time_ns > 0 for t in templates_run)
+    assert inductor_plate.host_fallbacks() == {}
+
+
+def test_int_mm_runs_as_a_template():
+    torch.manual_seed(0)
+    a, b = torch.randint(-8, 8, (32, 64), dtype=torch.int8), torch.randint(-8, 8, (64, 32), dtype=torch.int8)
+    out, codes, run, _ = compile_on_plate(torch._int_mm, a, b)
+    torch.testing.assert_close(out.cpu(), torch._int_mm(a, b))
+    assert "triton_tem_" in wrapper_call(codes) and "extern_kernels." not in wrapper_call(codes)
+    assert inductor_plate.host_fallbacks() == {}
+
+
+def test_host_kernels_only_when_opted_in_and_then_counted():
+    a, b = torch.randn(8, 16), torch.randn(16, 8)
+    with config.patch(gemm_templates="max-autotune"):
+        out, codes, run, _ = compile_on_plate(torch.mm, a, b)
+        torch.testing.assert_close(out.cpu(), a @ b, **TOL)
+    assert "extern_kernels.mm(" in wrapper_call(codes)
+    assert inductor_plate.host_fallbacks() == {"op aten.mm": 1}
+    assert "1 host fallbacks" in inductor_plate.fallback_counter.summary()
+
+
+def test_host_ops_are_the_aten_ops_without_a_plate_kernel():
+    from inductor_plate.fallback_counter import is_host_op
+
+    assert all(map(is_host_op, ("aten.mm", "aten.mm.out", "extern_kernels.bmm", "aten.frexp.Tensor")))
+    assert not any(map(is_host_op, ("torch.ops.aten.copy_.default", "aten.as_strided", "aten.set_.source_Tensor")))
+
+
+def test_products_no_template_takes_stay_on_the_host_and_are_counted():
+    """float64 (no GEMM template takes it) and an empty product keep Inductor's host kernel: counted."""
+    for a, b in (
+        (torch.randn(8, 16, dtype=torch.float64), torch.randn(16, 8, dtype=torch.float64)),
+        (torch.randn(8, 0), torch.randn(0, 8)),
+    ):
+        torch._dynamo.reset()
+        inductor_plate.reset_host_fallbacks()
+        out, codes, run, _ = compile_on_plate(torch.mm, a, b)
+        torch.testing.assert_close(out.cpu(), a @ b)
+        assert inductor_plate.host_fallbacks() == {"op aten.mm": 1}
+
+
+# ---- convolutions ---------------------------------------------------------------------------------------------
+# (name, input shape, weight shape, convolution arguments after the bias)
+CONV_CASES = [
+    ("conv1d strided", (2, 4, 9), (6, 4, 3), ([2], [1], [1], False, [0], 1)),
+    ("conv2d grouped dilated", (2, 4, 7, 6), (6, 2, 3, 2), ([1, 2], [2, 1], [2, 1], False, [0, 0], 2)),
+    ("conv2d depthwise", (1, 4, 5, 5), (4, 1, 3, 3), ([1, 1], [1, 1], [1, 1], False, [0, 0], 4)),
+    ("conv3d", (1, 2, 4, 5, 4), (3, 2, 2, 3, 2), ([1, 2, 1], [0, 1, 1], [1, 1, 2], False, [0, 0, 0], 1)),
+    ("conv_transpose2d grouped", (2, 4, 5, 5), (4, 3, 3, 3), ([2, 2], [1, 1], [2, 2], True, [1, 1], 2)),
+    ("conv_transpose1d", (2, 3, 6), (3, 2, 4), ([3], [2], [1], True, [2], 1)),
+]
+
+
+def _out_channels(weight_shape, conv_args) -> int:
+    transposed, groups = conv_args[3], conv_args[5]
+    return weight_shape[1] * groups if transposed else weight_shape[0]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[c[0] for c in CONV_CASES])
+def test_conv_decomposition_is_exact(case, monkeypatch):
+    """Forward and backward of the im2col + GEMM rewrite equal aten's in float64 (on CPU: the device test off)."""
+    monkeypatch.setattr(conv_gemm, "_on_plate", lambda *tensors: True)
+    _, x_shape, w_shape, args = case
+    torch.manual_seed(0)
+    x, w = torch.randn(x_shape, dtype=torch.float64), torch.randn(w_shape, dtype=torch.float64)
+    bias = torch.randn(_out_channels(w_shape, args), dtype=torch.float64)
+    want = torch.ops.aten.convolution(x, w, bias, *args)
+    torch.testing.assert_close(conv_gemm.convolution(x, w, bias, *args), want)
+    grad = torch.randn_like(want)
+    backward_args = (grad, x, w, [bias.numel()], *args, [True, True, True])
+    for got, expected in zip(
+        conv_gemm.convolution_backward(*backward_args), torch.ops.aten.convolution_backward(*backward_args), strict=True
+    ):
+        torch.testing.assert_close(got, expected)
+
+
+def conv_variants(x1, w1, x2, w2, x3, w3, xt, wt):
+    return (
+        F.conv1d(x1, w1, stride=2, padding=1, dilation=2),
+        F.conv2d(x2, w2, stride=1, padding=1, groups=4),  # depthwise
+        F.conv3d(x3, w3, padding=1),
+        F.conv_transpose2d(xt, wt, stride=2, padding=1, output_padding=1, groups=2),
+    )
+
+
+def test_conv_variants_run_on_the_simulator_in_the_default_mode():
+    torch.manual_seed(0)
+    args = (
+        torch.randn(2, 3, 11),
+        torch.randn(4, 3, 3),
+        torch.randn(1, 4, 6, 6),
+        torch.randn(4, 1, 3, 3),
+        torch.randn(1, 2, 3, 4, 3),
+        torch.randn(2, 2, 3, 3, 3),
+        torch.randn(1, 4, 4, 4),
+        torch.randn(4, 3, 3, 3),
+    )
+    out, codes, run, _ = compile_on_plate(conv_variants, *args)
+    for got, want in zip(out, conv_variants(*args), strict=True):
+        torch.testing.assert_close(got.cpu(), want, **TOL)
+    call = wrapper_call(codes)
+    assert "triton_tem_" in call and "extern_kernels." not in call and "torch.ops.aten." not in call
+    assert any(launch.kernel.startswith("triton_tem_") and launch.time_ns > 0 for launch in run.launches)
+    assert inductor_plate.host_fallbacks() == {}
+
+
+def strided_grouped_conv(x, w, b):
+    return F.conv2d(x, w, b, stride=2, padding=1, groups=2).relu().square().sum()
+
+
+def test_conv_backward_runs_on_the_simulator_in_the_default_mode():
+    torch.manual_seed(0)
+    x, w, b = (torch.randn(2, 4, 6, 6), torch.randn(6, 2, 3, 3), torch.randn(6))
+    cpu = [t.clone().requires_grad_() for t in (x, w, b)]
+    strided_grouped_conv(*cpu).backward()
+    plate = [t.to("plate").requires_grad_() for t in (x, w, b)]
+    with torch._inductor.config.patch(force_disable_caches=True), inductor_plate.collect_profiles() as run:
+        loss = torch.compile(strided_grouped_conv)(*plate)
+        loss.backward()
+    torch.testing.assert_close(loss.cpu(), strided_grouped_conv(x, w, b), **TOL)
+    for got, want in zip(plate, cpu, strict=True):
+        torch.testing.assert_close(got.grad.cpu(), want.grad, **TOL)
+    assert sum(launch.kernel.startswith("triton_tem_") for launch in run.launches) >= 3  # forward, dx, dw
+    assert inductor_plate.host_fallbacks() == {}
