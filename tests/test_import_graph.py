@@ -94,6 +94,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.sim.replay",
         f"{TPB}.sim.profile",
         f"{TPB}.sim.timing",
+        f"{TPB}.sim.estimate",
         f"{TPB}.sim.clock",
         f"{TPB}.sim.device",
     ),
@@ -147,6 +148,10 @@ FLOORS: dict[str, int] = {
         f"{TPB}.runasm",
         f"{TPB}.run_example",
         f"{TPB}.cli",
+        f"{TPB}.estimate",
+        f"{TPB}.bench",
+        f"{TPB}.bench.kernels",
+        f"{TPB}.bench.run",
     ),
     **_on(
         INDUCTOR,

@@ -14,6 +14,7 @@ and each sees a consistent memory and clock.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ class Device:
         self.launches = 0
         self._clock = Clock(self.machine)
         self._lock = threading.RLock()
+        self._estimates: list | None = None  # inside estimating(): the Estimates of the launches
 
     def __repr__(self) -> str:
         return f"Device({self.index}, machine={self.machine.name!r}, clock_ns={self.clock_ns:g})"
@@ -94,6 +96,18 @@ class Device:
             return bool(self.memory.span_positions(lo, lo + max(int(nbytes), 1))[0] >= 0)
 
     # ---- launch ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def estimating(self):
+        """Inside the block, launches are ESTIMATED by the cost model (``sim.estimate``), not run:
+        memory is left as it is, the clock advances by each estimate, and the Estimates are
+        appended to the list the block receives. What autotuning and ``plate.estimate`` use."""
+        with self._lock:
+            outer, self._estimates = self._estimates, []
+            try:
+                yield self._estimates
+            finally:
+                self._estimates = outer
+
     def launch(
         self,
         program,
@@ -112,6 +126,7 @@ class Device:
         allocation already covers them. ``policy`` (grid -> core) and ``trace_path`` default to
         the PLATE_POLICY and PLATE_TRACE knobs. ``defer_timing``: return None and time the launch
         when the clock or ``last_profile`` is read (a named policy and no trace to write only)."""
+        from .estimate import estimate_launch
         from .executor import execute
         from .timing import POLICIES, simulate_timing
 
@@ -127,6 +142,11 @@ class Device:
                         continue
                     rec = self.memory.register(buf.addr, buf.nbytes, owner=buf.owner, label=buf.label)
                     registered.append(rec.base)
+                if self._estimates is not None:
+                    est = estimate_launch(program, grid, list(args), self.memory, self.machine, policy=policy)
+                    self._estimates.append(est)
+                    self._clock.set_ns(self._clock.now_ns() + est.time_ns)
+                    return None
                 trace = execute(program, grid, list(args), self.memory, self.machine, record_trace=True)
             finally:
                 for base in registered:

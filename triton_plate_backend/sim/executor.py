@@ -200,12 +200,12 @@ _DONE, _YIELD = object(), object()
 class _Launch:
     """One execute() call: the program, its rule per pc, the shared state and the step budget."""
 
-    def __init__(self, program: Program, grid, args, memory, machine, printer, record_trace, max_steps):
+    def __init__(self, program: Program, grid, args, memory, machine, printer, record_trace, max_steps, rules=None):
         self.program, self.grid, self.memory, self.machine = program, grid, memory, machine
         self.printer = printer or print
         self.args = _arg_words(program, args)
         self.row_bytes = -(-max(program.sram_bytes, program.sram_high_water(), 1) // _ROW_ALIGN) * _ROW_ALIGN
-        self.rules = [SEMANTICS[ins.mnemonic] for ins in program.instrs]
+        self.rules = rules if rules is not None else [SEMANTICS[ins.mnemonic] for ins in program.instrs]
         self.record = record_trace
         self.max_steps, self.steps = max_steps, 0
         self.trace = Trace(program, grid)
@@ -385,17 +385,19 @@ def execute(
     max_steps: int = DEFAULT_MAX_STEPS,
     batch_size: int | None = None,
     printer=None,
+    rules=None,
 ) -> Trace:
     """Run ``program`` for every instance of ``grid`` (int or up to 3 sizes) with kernel ``args``
     (Program.args order: pointers as device addresses, ints, floats) on device ``memory``.
 
     Returns the Trace (one entry per instruction per context; empty unless ``record_trace``).
-    ``printer`` receives dbg.print lines (default: print). Raises SimulatorError (MemoryFault,
+    ``printer`` receives dbg.print lines (default: print). ``rules``: one semantic rule per pc in
+    place of SEMANTICS (the cost model's address-only run, sim/estimate.py). Raises SimulatorError (MemoryFault,
     DeviceAssertionError) naming pc, instruction, source line and grid coordinates."""
     machine = get_machine(machine if machine is not None else getattr(memory, "machine", None))
     verify_once(program, machine)
     grid = _grid3(grid)
-    launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps)
+    launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps, rules)
     total = grid[0] * grid[1] * grid[2]
     if batch_size is None:
         batch_size = min(MAX_BATCH, max(1, SRAM_BATCH_BUDGET // launch.row_bytes))

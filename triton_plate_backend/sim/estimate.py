@@ -1,0 +1,380 @@
+"""The cost model as a query: how long a launch takes, what binds it and which bytes cross which
+domains, WITHOUT running the kernel. What the compiler asks (grid -> core affinity, autotuning,
+Inductor's template choice) before it commits to a launch.
+
+Two steps, both cheaper than a level-1 simulation:
+
+1. An ADDRESS-ONLY run (``address_trace``): the program's scalar code runs exactly (program ids,
+   loop counters, DMA descriptors are scalar registers), every memory access is checked and
+   counted by home domain but moves no byte, and of the vector and matrix code only the slice
+   that feeds an address, a mask or a scalar runs (``address_slice``: what a gather's addresses or
+   an extracted loop bound depend on). The result is the Trace the functional executor would
+   record (same entries, bytes, runs and elements) unless control flow depends on data the slice
+   does not compute (loaded values, atomics' results). Device memory is only read, never written.
+2. An AGGREGATED timing model over that trace (``model``): each program's three engines
+   (DMA-in, compute, DMA-out) replayed with level 1's rules (in-order engines, tile
+   dependencies, DMA queue depth, flight latency) but no calendar: every flow runs at a fixed
+   rate, its core's FAIR SHARE of each resource on its route (capacity times the core's share of
+   the bytes the resource carries in the whole launch), at most the engine's speed. A core's
+   time is the sum of its programs' engine occupancy plus the last one's drain; the launch's time
+   is the slowest core's, and never below the level-0 bound.
+
+``estimate_launch(program, grid, args, memory, ...) -> Estimate``. Placement is the arguments'
+own (their allocations) unless ``placement`` names another for some pointer arguments; the grid
+-> core mapping is a policy name, a callable or an explicit core per program (default: the
+``PLATE_POLICY`` knob, what a launch uses).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import cost, knobs
+from ..errors import PlateError
+from ..isa.program import Program
+from ..machine import Machine, get_machine
+from .executor import DEFAULT_MAX_STEPS, execute
+from .memory import DeviceMemory
+from .replay import static_facts
+from .sem_memory import TRAFFIC_ONLY
+from .semantics import SEMANTICS
+from .timing import _aggregate, _issue, map_programs
+from .trace import Trace
+
+
+class EstimateError(PlateError):
+    """A launch the cost model cannot estimate without running it (control flow on loaded data)."""
+
+
+# level-0 term -> the bound an Estimate reports
+BOUND_NAMES = {
+    "compute": "compute",
+    "flops": "compute",
+    "dma_engine": "dma-engine",
+    "hbm": "hbm",
+    "die_link": "die-link",
+    "chip_link": "chip-link",
+}
+LATENCY_MARGIN = 1.10  # above this multiple of its level-0 bound a launch is called latency-bound
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What the cost model predicts for one launch (times in ns at the machine's clock)."""
+
+    time_ns: float
+    bound: str  # "hbm", "compute", "die-link", "chip-link", "dma-engine" or "latency"
+    level0_ns: float
+    read_bytes: np.ndarray  # [core domain, home domain]
+    write_bytes: np.ndarray  # [core domain, home domain]
+    flops: float
+    num_programs: int
+    policy: str
+    wall_s: float
+    level0_terms: dict = field(default_factory=dict)  # ns per level-0 term
+
+    @property
+    def bytes(self) -> np.ndarray:
+        """Bytes moved per (core domain, home domain), reads and writes."""
+        return self.read_bytes + self.write_bytes
+
+    @property
+    def remote_share(self) -> float:
+        total = float(self.bytes.sum())
+        return 0.0 if total == 0 else 1.0 - float(np.trace(self.bytes)) / total
+
+    def __str__(self) -> str:
+        return (
+            f"{self.time_ns / 1000:.2f} us ({self.bound}-bound; level 0 {self.level0_ns / 1000:.2f} us), "
+            f"{self.bytes.sum() / 2**20:.1f} MiB, {100 * self.remote_share:.0f}% remote, {self.flops / 1e9:.2f} GFLOP"
+        )
+
+
+# ---- step 1: the address-only run ----------------------------------------------------------------------
+
+
+def _no_data(st, ins):
+    return None
+
+
+def _tile_operands(inst, roles):
+    return [v for od, v in zip(inst.row.operands, inst.operands) if od.kind == "t" and od.role in roles]
+
+
+def address_slice(program: Program) -> set[int]:
+    """The pcs of vector, matrix and load instructions whose results an address, a mask or a
+    scalar register depends on (the backward slice from those uses, through overlapping tiles)."""
+    spans = np.array([t.span() for t in program.tiles], dtype=np.int64).reshape(-1, 2)
+    overlap = (spans[:, None, 0] < spans[None, :, 1]) & (spans[None, :, 0] < spans[:, None, 1])
+    np.fill_diagonal(overlap, True)
+    needed = np.zeros(len(program.tiles), bool)
+    for inst in program.instrs:
+        ops = {od.name: (od, v) for od, v in zip(inst.row.operands, inst.operands)}
+        scalar_def = any(od.kind == "r" and od.role == "def" for od, _ in ops.values())
+        if inst.row.unit in ("dma_in", "dma_out"):
+            for name in ("addr", "m"):
+                if name in ops:
+                    needed[ops[name][1]] = True
+        elif scalar_def and inst.row.unit != "scalar":  # a tile read into a scalar register (v.extract)
+            needed[_tile_operands(inst, ("use", "inout"))] = True
+    run: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for pc, inst in enumerate(program.instrs):
+            if pc in run or inst.row.unit in ("scalar", "sync"):
+                continue
+            written = _tile_operands(inst, ("def", "inout"))
+            if written and (overlap[written][:, needed]).any():
+                run.add(pc)
+                if inst.row.unit == "vector" or inst.row.unit == "matrix":
+                    needed[_tile_operands(inst, ("use", "inout"))] = True
+                    needed |= overlap[needed].any(axis=0)
+                changed = True
+    return run
+
+
+def address_rules(program: Program) -> list:
+    """One rule per pc for the address-only run (module docstring)."""
+    run = address_slice(program)
+    rules = []
+    for pc, inst in enumerate(program.instrs):
+        m, unit = inst.mnemonic, inst.row.unit
+        if m.startswith("dbg."):
+            rules.append(_no_data)
+        elif pc in run and not m.startswith(("atom.", "dma.store", "dma.scatter")):
+            rules.append(SEMANTICS[m])  # vector/matrix slice, loads feeding it: read only
+        elif m in TRAFFIC_ONLY:
+            rules.append(TRAFFIC_ONLY[m])
+        elif unit in ("vector", "matrix"):
+            rules.append(_no_data)
+        else:
+            rules.append(SEMANTICS[m])
+    return rules
+
+
+def _shadow(memory: DeviceMemory, program: Program, args, placement) -> DeviceMemory:
+    """A memory over the same bytes where the allocations of the named pointer arguments have
+    another placement (``placement``: argument name or index -> placement spec)."""
+    if not placement:
+        return memory
+    names = {a.name: i for i, a in enumerate(program.args)}
+    where = {}
+    for key, spec in placement.items():
+        i = names.get(key, key)
+        if not isinstance(i, int) or not 0 <= i < len(args) or program.args[i].type != "ptr":
+            raise EstimateError(
+                f"placement names {key!r}: not a pointer argument of {program.name} "
+                f"({', '.join(a.name for a in program.args if a.type == 'ptr')})"
+            )
+        where[int(args[i])] = spec
+    shadow = DeviceMemory(memory.machine)
+    for rec in memory.allocations:
+        spec = next((s for a, s in where.items() if rec.base <= a < rec.end), rec.placement)
+        shadow.register(rec.base, rec.nbytes, spec, owner=rec, label=rec.label)
+    return shadow
+
+
+def address_trace(
+    program: Program, grid, args, memory: DeviceMemory, machine=None, *, placement=None, max_steps=DEFAULT_MAX_STEPS
+) -> Trace:
+    """The trace of a launch from the address-only run (module docstring, step 1)."""
+    machine = get_machine(machine if machine is not None else memory.machine)
+    mem = _shadow(memory, program, list(args), placement)
+    try:
+        return execute(program, grid, list(args), mem, machine, max_steps=max_steps, rules=address_rules(program))
+    except PlateError as e:
+        if "did not finish" in str(e):
+            raise EstimateError(
+                f"{program.name}: its control flow depends on data the address-only run does not compute "
+                f"(a spin lock, a loop over loaded values); simulate it instead ({e})"
+            ) from e
+        raise
+
+
+# ---- step 2: the aggregated model ----------------------------------------------------------------------
+
+
+def _core_bytes(trace: Trace, pcs, core_of, C: int, D: int):
+    """[2, C, D]: bytes each core reads (0) and writes (1) per home domain."""
+    out = np.zeros((2, C, D))
+    for entry in trace.entries:
+        p = pcs[entry.pc]
+        if p.kind == "dma" and entry.bytes_by_domain is not None:
+            np.add.at(out[int(p.outbound)], core_of[np.asarray(entry.programs, dtype=np.int64)], entry.bytes_by_domain)
+    return out
+
+
+def _fair_rates(machine: Machine, core_bytes: np.ndarray):
+    """[2, C, D] bytes per cycle of a flow of core c to/from home h (reads 0, writes 1): its FAIR
+    share (over the resources of its route, the least of capacity * c's share of the bytes the
+    resource carries); the same ALONE (the route's slowest capacity); and the flight latency."""
+    topo = cost.topology(machine)
+    D, C, R = machine.total_domains, core_bytes.shape[1], len(topo.capacity)
+    cd = np.arange(C) // machine.domain.cores
+    load = np.zeros((C, R))  # bytes per core per resource
+    routes = {}
+    for outbound in (0, 1):
+        for h in range(D):
+            for c in range(C):
+                src, dst = (cd[c], h) if outbound else (h, cd[c])
+                path = topo.links[src, dst]
+                res = [h, *path[path >= 0].tolist()]
+                routes[outbound, c, h] = res
+                load[c, res] += core_bytes[outbound, c, h]
+    total = load.sum(axis=0)
+    share = np.where(total > 0, topo.capacity * load / np.maximum(total, 1e-300), topo.capacity)
+    rate, alone, lat = np.full((2, C, D), np.inf), np.full((2, C, D), np.inf), np.zeros((2, C, D))
+    for (outbound, c, h), res in routes.items():
+        rate[outbound, c, h] = max(share[c, res].min(), 1e-9)
+        alone[outbound, c, h] = topo.capacity[res].min()
+        src, dst = (cd[c], h) if outbound else (h, cd[c])
+        lat[outbound, c, h] = topo.latency[src, dst]
+    return rate, alone, lat
+
+
+def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues, rate, lat):
+    """Each program alone from time 0 under level 1's engine rules with fixed-rate flows:
+    (occupancy of its DMA-in and compute engines, its end with every DMA complete, DMA-out busy,
+    time some transfer of it is in flight)."""
+    n, prog = trace.num_programs, trace.program
+    T, Q = max(len(prog.tiles), 1), static_facts(prog, machine)[1]
+    eng, ready, read = np.zeros((3, n)), np.zeros((T, n)), np.zeros((T, n))
+    tok, done, out_busy = np.zeros((Q, n)), np.zeros(n), np.zeros(n)
+    covered, cover_end = np.zeros(n), np.zeros(n)  # union of transfer intervals (in processing order)
+    depth = machine.core.dma.queue_depth
+    ring, nq = np.zeros((2, depth, n)), np.zeros((2, n), dtype=np.int64)
+    engine_rate = float(machine.core.dma.bytes_per_cycle)
+    for entry in trace.entries:
+        p = pcs[entry.pc]
+        ps = np.asarray(entry.programs, dtype=np.int64)
+        ix = slice(None) if len(ps) == n else ps
+        if p.kind == "scalar":
+            eng[1, ix] += p.cost
+            continue
+        if p.kind == "wait":
+            eng[1, ix] = np.maximum(eng[1, ix], tok[p.token, ix]) + p.cost
+            continue
+        if p.kind == "wait_all":
+            eng[1, ix] = np.maximum(eng[1, ix], done[ix]) + p.cost
+            continue
+        if p.kind == "compute":
+            start = eng[1, ix].copy()
+            for t in p.after_write:
+                np.maximum(start, ready[t, ix], out=start)
+            for t in p.after_read:
+                np.maximum(start, read[t, ix], out=start)
+            end = start + p.cost
+            eng[1, ix] = end
+            for t in p.reads:
+                read[t, ix] = np.maximum(read[t, ix], end)
+            for t in p.writes:
+                ready[t, ix] = np.maximum(ready[t, ix], end)
+            continue
+        k = p.engine // 2
+        slot = nq[k, ix] % depth
+        rows = np.arange(n)[ix]
+        start1 = np.maximum(eng[1, ix], ring[k, slot, rows])  # a full DMA queue stalls the stream
+        eng[1, ix] = start1
+        s = np.maximum(eng[p.engine, ix], start1)
+        for t in p.after_write:
+            np.maximum(s, ready[t, ix], out=s)
+        for t in p.after_read:
+            np.maximum(s, read[t, ix], out=s)
+        a = s + issues[id(entry)]
+        xe, comp = a, a
+        bbd = entry.bytes_by_domain
+        if bbd is not None and bbd.any():
+            cores = core_of[ps]
+            has = bbd > 0
+            flows = np.maximum(has.sum(axis=1), 1)[:, None]
+            r = np.minimum(engine_rate / flows, rate[int(p.outbound)][cores])
+            xe = a + (bbd / r).max(axis=1)
+            flight = np.where(has, lat[int(p.outbound)][cores], 0.0).max(axis=1) + p.extra_latency
+            comp = np.where(has.any(axis=1), xe + flight, a)
+            covered[ix] += np.maximum(xe - np.maximum(a, cover_end[ix]), 0.0)
+            cover_end[ix] = np.maximum(cover_end[ix], xe)
+        eng[p.engine, ix] = xe
+        if p.outbound:
+            out_busy[ix] += xe - s
+        if p.token is not None:
+            tok[p.token, ix] = comp
+        done[ix] = np.maximum(done[ix], comp)
+        ring[k, slot, rows] = comp
+        nq[k, ix] += 1
+        for t in p.reads:
+            read[t, ix] = np.maximum(read[t, ix], xe)
+        for t in p.writes:
+            ready[t, ix] = np.maximum(ready[t, ix], comp)
+    occupancy = np.maximum(eng[0], eng[1])
+    return occupancy, np.maximum(done, eng.max(axis=0)), out_busy, covered
+
+
+def _core_times(trace: Trace, machine: Machine, pcs, core_of, issues, rate, lat):
+    """Per core: its programs one after another (their occupancy, then the last one's drain) and
+    the part of that time with no transfer in flight."""
+    C, n = machine.total_cores, trace.num_programs
+    occupancy, end, out_busy, covered = _program_times(trace, machine, pcs, core_of, issues, rate, lat)
+    per_core = np.bincount(core_of, weights=occupancy, minlength=C)
+    gaps = np.bincount(core_of, weights=np.maximum(occupancy - covered, 0.0), minlength=C)
+    last = np.full(C, -1, dtype=np.int64)  # the last program of each core drains past its occupancy
+    np.maximum.at(last, core_of, np.arange(n))
+    used = last >= 0
+    drain = (end - occupancy)[last[used]]
+    per_core[used] += drain
+    gaps[used] += drain
+    return np.maximum(per_core, np.bincount(core_of, weights=out_busy, minlength=C)), gaps
+
+
+def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Estimate:
+    """The aggregated timing model over a trace (module docstring, step 2)."""
+    t0 = time.perf_counter()
+    machine = get_machine(machine)
+    policy = policy if policy is not None else knobs.policy()
+    n, C, D = trace.num_programs, machine.total_cores, machine.total_domains
+    core_of = map_programs(policy, n, machine)
+    pcs = static_facts(trace.program, machine)[0]
+    issues = {id(e): _issue(machine, trace, e, len(e.programs)) for e in trace.entries if pcs[e.pc].kind == "dma"}
+    comp, eng, read, write = _aggregate(trace, machine, core_of, pcs, issues)
+    flops = float(sum(pcs[e.pc].flops * len(e.programs) for e in trace.entries))
+    bound = cost.level0_bound(
+        machine, compute_cycles=comp, dma_engine_cycles=eng.ravel(), read_bytes=read, write_bytes=write
+    )
+    rate, alone, lat = _fair_rates(machine, _core_bytes(trace, pcs, core_of, C, D))
+    bw = max((v for k, v in bound.terms.items() if k in ("hbm", "die_link", "chip_link")), default=0.0)
+    fair, gaps = _core_times(trace, machine, pcs, core_of, issues, rate, lat)
+    free, gaps = _core_times(trace, machine, pcs, core_of, issues, alone, lat)
+    # three views of each core: alone (no other core takes bandwidth), every flow at its fair share
+    # all the time (right for steady streams, pessimistic when a core's transfers come in bursts),
+    # and the shared resource busy for its level-0 time plus the core's time with nothing in
+    # flight (bursts in lockstep: the gaps are not filled by other cores)
+    per_core = np.maximum(free, np.minimum(fair, bw + gaps))
+    cycles = max(float(per_core.max(initial=0.0)), bound.cycles)
+    kind = BOUND_NAMES.get(bound.binding, bound.binding) if cycles <= LATENCY_MARGIN * bound.cycles else "latency"
+    ns = 1.0 / machine.clock_ghz
+    return Estimate(
+        time_ns=cycles * ns,
+        bound=kind,
+        level0_ns=bound.cycles * ns,
+        read_bytes=read,
+        write_bytes=write,
+        flops=flops,
+        num_programs=n,
+        policy=policy if isinstance(policy, str) else "explicit",
+        wall_s=wall_s + time.perf_counter() - t0,
+        level0_terms={k: v * ns for k, v in bound.terms.items()},
+    )
+
+
+def estimate_launch(
+    program: Program, grid, args, memory: DeviceMemory, machine=None, *, policy=None, placement=None
+) -> Estimate:
+    """Estimate one launch of ``program`` over ``grid`` with runtime ``args`` (Program.args order,
+    pointers as device addresses) on ``memory``, without running it (module docstring)."""
+    t0 = time.perf_counter()
+    machine = get_machine(machine if machine is not None else memory.machine)
+    trace = address_trace(program, grid, args, memory, machine, placement=placement)
+    return model(trace, machine, policy=policy, wall_s=time.perf_counter() - t0)
