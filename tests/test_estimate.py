@@ -57,4 +57,4 @@ def test_estimate_is_near_level_one(name):
         launch.run()
     (est,) = ests
     assert est.time_ns >= est.level0_ns * 0.999
-    assert abs(est.time_ns - level1) / level1 < 0.35, f"{name}: estimate {est.time_ns:.0f} ns vs level 1 {level1:.0f}"
+    assert abs(est.time_ns - level1) / level1 < 0.15, f"{name}: estimate {est.time_ns:.0f} ns vs level 1 {level1:.0f}"

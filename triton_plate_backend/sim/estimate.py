@@ -27,6 +27,7 @@ own (their allocations) unless ``placement`` names another for some pointer argu
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -38,7 +39,7 @@ from ..isa.program import Program
 from ..machine import Machine, get_machine
 from .executor import DEFAULT_MAX_STEPS, execute
 from .memory import DeviceMemory
-from .replay import static_facts
+from .replay import _routes, static_facts
 from .sem_memory import TRAFFIC_ONLY
 from .semantics import SEMANTICS
 from .timing import _aggregate, _issue, map_programs
@@ -75,6 +76,8 @@ class Estimate:
     policy: str
     wall_s: float
     level0_terms: dict = field(default_factory=dict)  # ns per level-0 term
+    kernel: str = ""
+    launch_key: tuple = ()  # kernel name and pointer arguments: what configs of one autotuning share
 
     @property
     def bytes(self) -> np.ndarray:
@@ -198,56 +201,48 @@ def address_trace(
 # ---- step 2: the aggregated model ----------------------------------------------------------------------
 
 
-def _core_bytes(trace: Trace, pcs, core_of, C: int, D: int):
-    """[2, C, D]: bytes each core reads (0) and writes (1) per home domain."""
-    out = np.zeros((2, C, D))
-    for entry in trace.entries:
-        p = pcs[entry.pc]
-        if p.kind == "dma" and entry.bytes_by_domain is not None:
-            np.add.at(out[int(p.outbound)], core_of[np.asarray(entry.programs, dtype=np.int64)], entry.bytes_by_domain)
-    return out
+class _StepRates:
+    """Transfer time of each flow of a DMA entry when the programs of one wave run it in LOCKSTEP
+    (what level 1 sees when every core runs the same code): every resource on a flow's route
+    carries the entry's bytes of one wave at its capacity, so a flow takes the longest of those
+    phases on its route, and at least its bytes at its share of the engine."""
+
+    def __init__(self, machine: Machine):
+        self.machine, self.topo = machine, cost.topology(machine)
+        self.routes = _routes(machine, self.topo)  # per direction: resources per (core domain, home)
+        self.D, self.R = machine.total_domains, len(self.topo.capacity)
+        self.cores_per_domain, self.engine = machine.domain.cores, float(machine.core.dma.bytes_per_cycle)
+
+    def transfer(self, bbd: np.ndarray, cores: np.ndarray, outbound: bool):
+        """(transfer cycles, flight latency) per program of the entry (bbd [k, D] bytes by home)."""
+        D = self.D
+        cd = cores // self.cores_per_domain
+        waves = max(int(np.bincount(cores).max(initial=1)), 1)
+        pair = np.zeros(D * D)
+        np.add.at(pair, (cd[:, None] * D + np.arange(D)[None, :]).ravel(), bbd.ravel())
+        mat = pair.reshape(D, D) / waves
+        carried = cost.resource_bytes(self.machine, None, mat) if outbound else cost.resource_bytes(self.machine, mat)
+        phase = np.append(carried / self.topo.capacity, 0.0)  # padding index R: no resource
+        res, _, _, lat = self.routes[int(outbound)]
+        route_time = phase[res].max(axis=1).reshape(D, D)  # [core domain, home]
+        has = bbd > 0
+        flows = np.maximum(has.sum(axis=1), 1)[:, None]
+        t = np.where(has, np.maximum(route_time[cd], bbd * flows / self.engine), 0.0).max(axis=1)
+        flight = np.where(has, lat.reshape(D, D)[cd], 0.0).max(axis=1)
+        return t, flight, has.any(axis=1)
 
 
-def _fair_rates(machine: Machine, core_bytes: np.ndarray):
-    """[2, C, D] bytes per cycle of a flow of core c to/from home h (reads 0, writes 1): its FAIR
-    share (over the resources of its route, the least of capacity * c's share of the bytes the
-    resource carries); the same ALONE (the route's slowest capacity); and the flight latency."""
-    topo = cost.topology(machine)
-    D, C, R = machine.total_domains, core_bytes.shape[1], len(topo.capacity)
-    cd = np.arange(C) // machine.domain.cores
-    load = np.zeros((C, R))  # bytes per core per resource
-    routes = {}
-    for outbound in (0, 1):
-        for h in range(D):
-            for c in range(C):
-                src, dst = (cd[c], h) if outbound else (h, cd[c])
-                path = topo.links[src, dst]
-                res = [h, *path[path >= 0].tolist()]
-                routes[outbound, c, h] = res
-                load[c, res] += core_bytes[outbound, c, h]
-    total = load.sum(axis=0)
-    share = np.where(total > 0, topo.capacity * load / np.maximum(total, 1e-300), topo.capacity)
-    rate, alone, lat = np.full((2, C, D), np.inf), np.full((2, C, D), np.inf), np.zeros((2, C, D))
-    for (outbound, c, h), res in routes.items():
-        rate[outbound, c, h] = max(share[c, res].min(), 1e-9)
-        alone[outbound, c, h] = topo.capacity[res].min()
-        src, dst = (cd[c], h) if outbound else (h, cd[c])
-        lat[outbound, c, h] = topo.latency[src, dst]
-    return rate, alone, lat
-
-
-def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues, rate, lat):
-    """Each program alone from time 0 under level 1's engine rules with fixed-rate flows:
-    (occupancy of its DMA-in and compute engines, its end with every DMA complete, DMA-out busy,
-    time some transfer of it is in flight)."""
+def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
+    """Each program alone from time 0 under level 1's engine rules, its transfers timed by
+    ``_StepRates``: (occupancy of its DMA-in and compute engines, its end with every DMA complete,
+    DMA-out busy)."""
     n, prog = trace.num_programs, trace.program
     T, Q = max(len(prog.tiles), 1), static_facts(prog, machine)[1]
     eng, ready, read = np.zeros((3, n)), np.zeros((T, n)), np.zeros((T, n))
     tok, done, out_busy = np.zeros((Q, n)), np.zeros(n), np.zeros(n)
-    covered, cover_end = np.zeros(n), np.zeros(n)  # union of transfer intervals (in processing order)
     depth = machine.core.dma.queue_depth
     ring, nq = np.zeros((2, depth, n)), np.zeros((2, n), dtype=np.int64)
-    engine_rate = float(machine.core.dma.bytes_per_cycle)
+    rates = _StepRates(machine)
     for entry in trace.entries:
         p = pcs[entry.pc]
         ps = np.asarray(entry.programs, dtype=np.int64)
@@ -288,15 +283,9 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues, rate, l
         xe, comp = a, a
         bbd = entry.bytes_by_domain
         if bbd is not None and bbd.any():
-            cores = core_of[ps]
-            has = bbd > 0
-            flows = np.maximum(has.sum(axis=1), 1)[:, None]
-            r = np.minimum(engine_rate / flows, rate[int(p.outbound)][cores])
-            xe = a + (bbd / r).max(axis=1)
-            flight = np.where(has, lat[int(p.outbound)][cores], 0.0).max(axis=1) + p.extra_latency
-            comp = np.where(has.any(axis=1), xe + flight, a)
-            covered[ix] += np.maximum(xe - np.maximum(a, cover_end[ix]), 0.0)
-            cover_end[ix] = np.maximum(cover_end[ix], xe)
+            xfer, flight, moved = rates.transfer(bbd, core_of[ps], p.outbound)
+            xe = a + xfer
+            comp = np.where(moved, xe + flight + p.extra_latency, a)
         eng[p.engine, ix] = xe
         if p.outbound:
             out_busy[ix] += xe - s
@@ -310,23 +299,19 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues, rate, l
         for t in p.writes:
             ready[t, ix] = np.maximum(ready[t, ix], comp)
     occupancy = np.maximum(eng[0], eng[1])
-    return occupancy, np.maximum(done, eng.max(axis=0)), out_busy, covered
+    return occupancy, np.maximum(done, eng.max(axis=0)), out_busy
 
 
-def _core_times(trace: Trace, machine: Machine, pcs, core_of, issues, rate, lat):
-    """Per core: its programs one after another (their occupancy, then the last one's drain) and
-    the part of that time with no transfer in flight."""
+def _core_times(trace: Trace, machine: Machine, pcs, core_of, issues) -> np.ndarray:
+    """Per core: its programs one after another (their occupancy), then the last one's drain."""
     C, n = machine.total_cores, trace.num_programs
-    occupancy, end, out_busy, covered = _program_times(trace, machine, pcs, core_of, issues, rate, lat)
+    occupancy, end, out_busy = _program_times(trace, machine, pcs, core_of, issues)
     per_core = np.bincount(core_of, weights=occupancy, minlength=C)
-    gaps = np.bincount(core_of, weights=np.maximum(occupancy - covered, 0.0), minlength=C)
-    last = np.full(C, -1, dtype=np.int64)  # the last program of each core drains past its occupancy
+    last = np.full(C, -1, dtype=np.int64)
     np.maximum.at(last, core_of, np.arange(n))
     used = last >= 0
-    drain = (end - occupancy)[last[used]]
-    per_core[used] += drain
-    gaps[used] += drain
-    return np.maximum(per_core, np.bincount(core_of, weights=out_busy, minlength=C)), gaps
+    per_core[used] += (end - occupancy)[last[used]]
+    return np.maximum(per_core, np.bincount(core_of, weights=out_busy, minlength=C))
 
 
 def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Estimate:
@@ -334,7 +319,7 @@ def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Es
     t0 = time.perf_counter()
     machine = get_machine(machine)
     policy = policy if policy is not None else knobs.policy()
-    n, C, D = trace.num_programs, machine.total_cores, machine.total_domains
+    n = trace.num_programs
     core_of = map_programs(policy, n, machine)
     pcs = static_facts(trace.program, machine)[0]
     issues = {id(e): _issue(machine, trace, e, len(e.programs)) for e in trace.entries if pcs[e.pc].kind == "dma"}
@@ -343,15 +328,7 @@ def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Es
     bound = cost.level0_bound(
         machine, compute_cycles=comp, dma_engine_cycles=eng.ravel(), read_bytes=read, write_bytes=write
     )
-    rate, alone, lat = _fair_rates(machine, _core_bytes(trace, pcs, core_of, C, D))
-    bw = max((v for k, v in bound.terms.items() if k in ("hbm", "die_link", "chip_link")), default=0.0)
-    fair, gaps = _core_times(trace, machine, pcs, core_of, issues, rate, lat)
-    free, gaps = _core_times(trace, machine, pcs, core_of, issues, alone, lat)
-    # three views of each core: alone (no other core takes bandwidth), every flow at its fair share
-    # all the time (right for steady streams, pessimistic when a core's transfers come in bursts),
-    # and the shared resource busy for its level-0 time plus the core's time with nothing in
-    # flight (bursts in lockstep: the gaps are not filled by other cores)
-    per_core = np.maximum(free, np.minimum(fair, bw + gaps))
+    per_core = _core_times(trace, machine, pcs, core_of, issues)
     cycles = max(float(per_core.max(initial=0.0)), bound.cycles)
     kind = BOUND_NAMES.get(bound.binding, bound.binding) if cycles <= LATENCY_MARGIN * bound.cycles else "latency"
     ns = 1.0 / machine.clock_ghz
@@ -377,4 +354,6 @@ def estimate_launch(
     t0 = time.perf_counter()
     machine = get_machine(machine if machine is not None else memory.machine)
     trace = address_trace(program, grid, args, memory, machine, placement=placement)
-    return model(trace, machine, policy=policy, wall_s=time.perf_counter() - t0)
+    est = model(trace, machine, policy=policy, wall_s=time.perf_counter() - t0)
+    pointers = tuple(int(v) for a, v in zip(program.args, args) if a.type == "ptr")
+    return dataclasses.replace(est, kernel=program.name, launch_key=(program.name, pointers))
