@@ -58,3 +58,15 @@ def test_estimate_is_near_level_one(name):
     (est,) = ests
     assert est.time_ns >= est.level0_ns * 0.999
     assert abs(est.time_ns - level1) / level1 < 0.15, f"{name}: estimate {est.time_ns:.0f} ns vs level 1 {level1:.0f}"
+
+
+def test_autotune_simulates_only_configs_the_model_ranks_near_the_best(monkeypatch):
+    """@triton.autotune through the driver's benchmarker: configs whose estimate is far above the best
+    one so far are not simulated, and the choice is exhaustive simulation's."""
+    from triton_plate_backend.bench.autotune import regret
+
+    monkeypatch.setenv("PLATE_BENCH_REPS", "1")
+    r = regret(256)
+    assert r["simulations"] < r["configs"]
+    assert r["chosen"] == r["best"] and r["regret_pct"] == 0.0
+    assert set(r["estimated_ms"]) == set(r["simulated_ms"])

@@ -152,6 +152,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.bench",
         f"{TPB}.bench.kernels",
         f"{TPB}.bench.run",
+        f"{TPB}.bench.autotune",
     ),
     **_on(
         INDUCTOR,

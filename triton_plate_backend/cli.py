@@ -132,7 +132,7 @@ def cmd_bench(args) -> int:
     from .bench.run import run
 
     level = "quick" if args.quick else "full" if args.full else "default"
-    result = run(level, only=args.kernel or None, out=args.out, plot=not args.no_plot)
+    result = run(level, only=args.kernel or None, out=args.out, plot=not args.no_plot, autotune=not args.kernel)
     print(
         f"{len(result['rows'])} runs in {result['wall_s']:.0f} s; cost-model median |error| "
         f"{result['estimate_median_abs_err_pct']:.1f}%; results in {args.out}/"

@@ -261,6 +261,39 @@ def _attention(seq: int, heads: int = 8, d: int = 64) -> Launch:
     )
 
 
+class TransformerBlock(torch.nn.Module):
+    """Pre-norm attention + MLP block, the shape of a GPT layer."""
+
+    def __init__(self, d_model: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d_model), torch.nn.LayerNorm(d_model)
+        self.qkv, self.proj = torch.nn.Linear(d_model, 3 * d_model), torch.nn.Linear(d_model, d_model)
+        self.fc, self.out = torch.nn.Linear(d_model, 4 * d_model), torch.nn.Linear(4 * d_model, d_model)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (y.view(b, t, self.heads, d // self.heads).transpose(1, 2) for y in (q, k, v))
+        att = torch.softmax((q @ k.transpose(-2, -1)) * (d // self.heads) ** -0.5, dim=-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x))))
+
+
+def _inductor_block(seq: int, d_model: int = 128, heads: int = 4, batch: int = 2) -> Launch:
+    torch.manual_seed(0)
+    block = TransformerBlock(d_model, heads).eval().to("plate")
+    x = torch.randn(batch, seq, d_model).to("plate")
+    compiled = torch.compile(block, mode="max-autotune-no-cudagraphs")
+
+    def run():
+        with torch.no_grad():
+            return compiled(x)
+
+    flops = 2.0 * batch * seq * (12 * d_model * d_model + 2 * seq * d_model)  # linears + attention
+    return Launch(run, flops, 0.0, True, f"b{batch} t{seq} d{d_model} h{heads}")
+
+
 CASES: dict[str, Case] = {
     c.name: c
     for c in (
@@ -272,5 +305,6 @@ CASES: dict[str, Case] = {
         Case("gemm_bf16", _gemm(torch.bfloat16), (256,), (1024, 2048), (1024, 2048, 4096), "bf16"),
         Case("gemm_fp32", _gemm(torch.float32), (128,), (1024,), (1024, 2048, 4096)),
         Case("attention_fwd", _attention, (128,), (1024,), (2048,), "bf16"),
+        Case("inductor_block", _inductor_block, (32,), (128,), (256,)),
     )
 }

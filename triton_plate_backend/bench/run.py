@@ -28,6 +28,7 @@ from ..errors import PlateError
 from .kernels import CASES
 
 MODES = ("baseline", "plate")
+AUTOTUNE_SIZE = {"quick": 256, "default": 512, "full": 1024}  # n of the n^3 bf16 GEMM autotuned
 
 
 class BenchError(PlateError):
@@ -71,8 +72,35 @@ def _peak(machine, matrix: bool, dtype: str) -> float:
     return machine.domain.hbm_bytes_per_cycle * machine.total_domains * machine.clock_ghz
 
 
+@contextlib.contextmanager
+def _profiles():
+    """The Profile of every plate launch in the block (Triton's launch hooks; one kernel or a
+    compiled graph's many)."""
+    from triton import knobs as triton_knobs
+
+    from ..sim.device import get_device
+
+    profiles, seen = [], []
+
+    def enter(metadata):
+        seen.append(get_device().launches)
+
+    def exit_(metadata):
+        dev = get_device()
+        if seen and dev.launches > seen.pop() and dev.last_profile is not None:
+            profiles.append(dev.last_profile)
+
+    triton_knobs.runtime.launch_enter_hook.add(enter)
+    triton_knobs.runtime.launch_exit_hook.add(exit_)
+    try:
+        yield profiles
+    finally:
+        triton_knobs.runtime.launch_enter_hook.remove(enter)
+        triton_knobs.runtime.launch_exit_hook.remove(exit_)
+
+
 def measure(name: str, size: int, mode: str) -> dict:
-    """One kernel at one size under one setting (module docstring)."""
+    """One kernel (or compiled graph) at one size under one setting (module docstring)."""
     from ..sim.device import get_device
 
     case = CASES[name]
@@ -84,38 +112,42 @@ def measure(name: str, size: int, mode: str) -> dict:
         dev.last_profile  # noqa: B018  (times the launch now)
         first = time.perf_counter() - t0
         t0 = time.perf_counter()
-        launch.run()
-        profile = dev.last_profile
+        with _profiles() as profiles:
+            launch.run()
         sim_wall = time.perf_counter() - t0
         with dev.estimating() as estimates:
             launch.run()
-    est = estimates[-1]
-    ns = profile.time_ns
+    ns = sum(p.time_ns for p in profiles)
+    level0 = sum(p.bound.cycles / p.clock_ghz for p in profiles)
+    total = sum(p.total_bytes for p in profiles)
+    flops = launch.flops or sum(p.flops for p in profiles)
     peak = _peak(dev.machine, launch.matrix, case.dtype)
-    achieved = launch.flops / ns if launch.matrix else profile.total_bytes / ns
+    achieved = flops / ns if launch.matrix else total / ns
+    est_ns = sum(e.time_ns for e in estimates)
+    longest = max(profiles, key=lambda p: p.time_ns)
     return {
         "kernel": name,
         "shape": launch.shape,
         "dtype": case.dtype,
         "mode": mode,
-        "policy": profile.policy,
+        "policy": longest.policy,
+        "launches": len(profiles),
         "time_us": ns / 1e3,
-        "level0_us": profile.bound.cycles / profile.clock_ghz / 1e3,
-        "bound": profile.bound.binding,
-        "pct_of_level0": 100.0 * profile.bound.cycles / profile.cycles if profile.cycles else 0.0,
+        "level0_us": level0 / 1e3,
+        "bound": longest.bound.binding,
+        "pct_of_level0": 100.0 * level0 / ns if ns else 0.0,
         "peak_kind": "FLOP/s" if launch.matrix else "HBM",
         "pct_of_peak": 100.0 * achieved / peak,
-        "flops": launch.flops,
-        "bytes": profile.total_bytes,
-        "intensity": launch.flops / max(profile.total_bytes, 1.0),
-        "remote_pct": 100.0 * profile.remote_bytes / max(profile.total_bytes, 1.0),
-        "overlap_pct": 100.0 * _overlap(profile),
+        "flops": flops,
+        "bytes": total,
+        "intensity": flops / max(total, 1.0),
+        "remote_pct": 100.0 * sum(p.remote_bytes for p in profiles) / max(total, 1.0),
+        "overlap_pct": 100.0 * sum(_overlap(p) * p.time_ns for p in profiles) / max(ns, 1e-9),
         "compile_s": max(first - sim_wall, 0.0),  # 0 when the same kernel compiled earlier in the run
         "sim_wall_s": sim_wall,
-        "estimate_us": est.time_ns / 1e3,
-        "estimate_bound": est.bound,
-        "estimate_err_pct": 100.0 * (est.time_ns - ns) / ns,
-        "estimate_wall_s": est.wall_s,
+        "estimate_us": est_ns / 1e3,
+        "estimate_err_pct": 100.0 * (est_ns - ns) / ns,
+        "estimate_wall_s": sum(e.wall_s for e in estimates),
     }
 
 
@@ -128,8 +160,11 @@ def _progress(i: int, n: int, label: str) -> None:
         sys.stderr.write("\n")
 
 
-def run(level: str = "default", only=None, out: str | Path = "benchmarks/results", plot: bool = True) -> dict:
-    """Every case (or ``only``) at the sizes of ``level`` ("quick", "default", "full"), both settings."""
+def run(
+    level: str = "default", only=None, out: str | Path = "benchmarks/results", plot: bool = True, autotune: bool = True
+) -> dict:
+    """Every case (or ``only``) at the sizes of ``level`` ("quick", "default", "full"), both settings,
+    and the cost model's autotuning regret (``bench.autotune``)."""
     from .. import torch_device  # noqa: F401  (registers the plate device and torch.plate)
     from ..sim.device import get_device
 
@@ -149,6 +184,12 @@ def run(level: str = "default", only=None, out: str | Path = "benchmarks/results
         _progress(i, len(jobs), f"{name} {size} {mode}")
         rows.append(measure(name, size, mode))
     _progress(len(jobs), len(jobs), "done")
+    tuning = None
+    if autotune:
+        from .autotune import regret
+
+        sys.stderr.write(f"autotuning a {AUTOTUNE_SIZE[level]}^3 bf16 GEMM, exhaustive and model-pruned...\n")
+        tuning = regret(AUTOTUNE_SIZE[level])
     machine = get_device().machine
     errors = [abs(r["estimate_err_pct"]) for r in rows]
     result = {
@@ -158,6 +199,7 @@ def run(level: str = "default", only=None, out: str | Path = "benchmarks/results
         "wall_s": time.perf_counter() - t0,
         "estimate_median_abs_err_pct": statistics.median(errors) if errors else 0.0,
         "rows": rows,
+        "autotune": tuning,
     }
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -200,6 +242,26 @@ def markdown(result: dict) -> str:
         "|" + "---|" * len(cols),
     ]
     lines = ["| " + " | ".join(fmt.format(r[k]) for k, fmt in cols) + " |" for r in result["rows"]]
+    tuning = result.get("autotune")
+    if tuning:
+        lines += [
+            "",
+            f"## Autotuning {tuning['shape']} {tuning['dtype']} GEMM over {tuning['configs']} tile configs",
+            "",
+            f"`@triton.autotune` with the cost model first chose {tuning['chosen']} after simulating "
+            f"{tuning['simulations']} of {tuning['configs']} configs; exhaustive simulation's best is "
+            f"{tuning['best']}: regret {tuning['regret_pct']:.1f}%. Ranking by the estimate alone and "
+            "simulating the top k: "
+            + ", ".join(f"k={k}: {v:.1f}%" for k, v in tuning["top_k_regret_pct"].items())
+            + ".",
+            "",
+            "| config | simulated (us) | estimated (us) |",
+            "|---|---|---|",
+            *(
+                f"| {c} | {1e3 * t:.1f} | {1e3 * tuning['estimated_ms'][c]:.1f} |"
+                for c, t in tuning["simulated_ms"].items()
+            ),
+        ]
     return "\n".join(head + lines) + "\n"
 
 
