@@ -285,17 +285,22 @@ def roofline(result: dict, machine, path: Path) -> None:
         top = _peak(machine, True, dtype)
         ax.plot(xs, [min(top, hbm * x) for x in xs], style, color="gray", label=f"roofline {dtype}")
     markers = {"baseline": "o", "plate": "^"}
+    kernels = list(dict.fromkeys(r["kernel"] for r in result["rows"]))
+    colours = {k: plt.get_cmap("tab10")(i % 10) for i, k in enumerate(kernels)}
+    labelled = set()
     for r in result["rows"]:
         intensity = max(r["intensity"], 1 / 16)
         achieved = r["flops"] / (r["time_us"] * 1e3) if r["flops"] else r["bytes"] / (r["time_us"] * 1e3) * intensity
-        ax.scatter([intensity], [achieved], marker=markers[r["mode"]], s=40)
-        ax.annotate(f"{r['kernel']} {r['mode']}", (intensity, achieved), fontsize=6)
+        label = None if r["kernel"] in labelled else r["kernel"]
+        labelled.add(r["kernel"])
+        ax.scatter([intensity], [achieved], marker=markers[r["mode"]], color=colours[r["kernel"]], s=36, label=label)
+    ax.scatter([], [], marker="o", color="gray", label="o: baseline, ^: plate")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP / byte moved; streaming kernels at 1/16)")
     ax.set_ylabel("GFLOP/s (streaming kernels: GB/s x intensity)")
     ax.set_title(f"plate bench on {machine.name}: achieved vs roofline")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
