@@ -70,3 +70,22 @@ def test_autotune_simulates_only_configs_the_model_ranks_near_the_best(monkeypat
     assert r["simulations"] < r["configs"]
     assert r["chosen"] == r["best"] and r["regret_pct"] == 0.0
     assert set(r["estimated_ms"]) == set(r["simulated_ms"])
+
+
+@pytest.mark.parametrize("name", ["softmax", "reduction", "gemm_fp32", "attention_fwd"])
+def test_the_address_only_run_records_the_functional_trace(name, monkeypatch):
+    """Step 1 of the estimate is exact: the same entries, programs, bytes per home domain, runs and
+    elements as the functional executor's trace (loops, masks and tails included)."""
+    from triton_plate_backend.sim.estimate import address_trace
+    from triton_plate_backend.sim.executor import execute
+
+    dev = get_device()
+    launches = []
+    real = type(dev).launch
+    monkeypatch.setattr(type(dev), "launch", lambda self, p, g, a, **kw: launches.append((p, g, list(a))))
+    case = CASES[name]
+    case.setup(case.quick[0]).run()
+    monkeypatch.setattr(type(dev), "launch", real)
+    ((program, grid, args),) = launches
+    functional = execute(program, grid, args, dev.memory, dev.machine)
+    assert address_trace(program, grid, args, dev.memory).digest() == functional.digest()
