@@ -17,7 +17,10 @@ def test_estimate_leaves_memory_and_matches_the_bytes_of_the_run():
     n = 1 << 16
     x, y = torch.randn(n).to("plate"), torch.randn(n).to("plate")
     out = torch.zeros(n).to("plate")
+    dev = get_device()
+    before = dev.launches
     est = estimate(add_kernel, (n // 4096,), x, y, out, n, BLOCK=4096)
+    assert dev.launches == before + 1 and dev.last_profile is None  # a launch, estimated: no Profile
     assert out.cpu().abs().sum() == 0, "an estimate must not write device memory"
     add_kernel[(n // 4096,)](x, y, out, n, BLOCK=4096)
     prof = get_device().last_profile

@@ -99,8 +99,9 @@ class Device:
     @contextlib.contextmanager
     def estimating(self):
         """Inside the block, launches are ESTIMATED by the cost model (``sim.estimate``), not run:
-        memory is left as it is, the clock advances by each estimate, and the Estimates are
-        appended to the list the block receives. What autotuning and ``plate.estimate`` use."""
+        memory is left as it is, the clock advances by each estimate, ``launches`` counts them,
+        ``last_profile`` is None after them (no Profile), and the Estimates are appended to the
+        list the block receives. What autotuning and ``triton_plate_backend.estimate`` use."""
         with self._lock:
             outer, self._estimates = self._estimates, []
             try:
@@ -146,6 +147,8 @@ class Device:
                     est = estimate_launch(program, grid, list(args), self.memory, self.machine, policy=policy)
                     self._estimates.append(est)
                     self._clock.set_ns(self._clock.now_ns() + est.time_ns)
+                    self._clock.set_last_profile(None)  # a launch, estimated: it has no Profile
+                    self.launches += 1
                     return None
                 trace = execute(program, grid, list(args), self.memory, self.machine, record_trace=True)
             finally:
