@@ -8,16 +8,19 @@ Two steps, both cheaper than a level-1 simulation:
    loop counters, DMA descriptors are scalar registers), every memory access is checked and
    counted by home domain but moves no byte, and of the vector and matrix code only the slice
    that feeds an address, a mask or a scalar runs (``address_slice``: what a gather's addresses or
-   an extracted loop bound depend on). The result is the Trace the functional executor would
-   record (same entries, bytes, runs and elements) unless control flow depends on data the slice
-   does not compute (loaded values, atomics' results). Device memory is only read, never written.
+   an extracted loop bound depend on; loads into that slice read memory for real). The result is
+   the Trace the functional executor would record (same entries, bytes, runs and elements; a
+   test checks it) except where control flow depends on an atomic's result, which reads as 0
+   (an uncontended lock). Device memory is only read, never written.
 2. An AGGREGATED timing model over that trace (``model``): each program's three engines
    (DMA-in, compute, DMA-out) replayed with level 1's rules (in-order engines, tile
-   dependencies, DMA queue depth, flight latency) but no calendar: every flow runs at a fixed
-   rate, its core's FAIR SHARE of each resource on its route (capacity times the core's share of
-   the bytes the resource carries in the whole launch), at most the engine's speed. A core's
-   time is the sum of its programs' engine occupancy plus the last one's drain; the launch's time
-   is the slowest core's, and never below the level-0 bound.
+   dependencies, DMA queue depth, flight latency), vectorised over the programs, without level
+   1's calendar: the programs of one wave (one per core) run each DMA in LOCKSTEP, so a flow
+   takes as long as the most loaded resource on its route needs for that DMA's bytes of the whole
+   wave (``_StepRates``). A core's time is the sum of its programs' occupancy plus the last one's
+   drain; the launch's time is the slowest core's, never below the level-0 bound. Where cores
+   drift out of lockstep (a loop whose DMAs all hit one domain at a time, over many waves) it
+   overestimates contention.
 
 ``estimate_launch(program, grid, args, memory, ...) -> Estimate``. Placement is the arguments'
 own (their allocations) unless ``placement`` names another for some pointer arguments; the grid
