@@ -79,6 +79,8 @@ FLOORS: dict[str, int] = {
         f"{TPB}.sim",
         f"{TPB}.sim.numerics",
         f"{TPB}.sim.memory",
+        f"{TPB}.sim.sanitizer",
+        f"{TPB}.sim.runaway",
         f"{TPB}.sim.dma",
         f"{TPB}.sim.dma_one",
         f"{TPB}.sim.atomics",
@@ -142,6 +144,7 @@ FLOORS: dict[str, int] = {
         TPB,  # the package itself: __version__ and last_profile() (reads the simulator's device)
         f"{TPB}.compiler",
         f"{TPB}.target",
+        f"{TPB}.binary_cache",
         f"{TPB}.fp8e4b15",
         f"{TPB}.driver",
         f"{TPB}.launcher",

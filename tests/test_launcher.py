@@ -367,7 +367,10 @@ def test_cache_hit_in_a_fresh_process_runs_from_the_cached_binary(active, tmp_pa
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plate-entry-point\nVersion: 0.0\n")
     (info / "entry_points.txt").write_text("[triton.backends]\nplate = triton_plate_backend\n")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path / "ep")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "ep"), os.environ.get("PYTHONPATH")])),
+    }
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "cache hits [True]" in r.stdout

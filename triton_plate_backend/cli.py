@@ -1,4 +1,8 @@
-"""The `plate` command: one subcommand per job, registered in COMMANDS."""
+"""The `plate` command: one subcommand per job, registered in COMMANDS.
+
+Bad input (a file that is missing, empty or not what the command reads, an argument of the wrong
+form) ends in one line on stderr, ``plate <cmd>: error: <what>``, and exit status 2; a malformed
+assembly file adds the offending line with a caret."""
 
 from __future__ import annotations
 
@@ -8,6 +12,19 @@ import sys
 from pathlib import Path
 
 from .errors import PlateError
+
+BINARY_MAGIC = b"PLATEBIN"  # isa/encoding.py's MAGIC: what tells a .pbin from .pasm text
+
+
+class CliError(PlateError):
+    """Bad input to a plate subcommand: a file it cannot use or an argument of the wrong form."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with plate's error form: one line, ``plate <cmd>: error: <what>``, exit 2 (no usage block)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _machine(args):
@@ -44,17 +61,43 @@ def cmd_isa(args) -> int:
     return 0
 
 
+def _read_input(path: str) -> bytes:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise CliError(f"cannot read {path}: {e.strerror}") from None
+    if not data.strip():
+        raise CliError(f"{path} is empty: expected PLATE assembly text (.pasm) or a PLATE binary (.pbin)")
+    return data
+
+
 def _load_program(path: str):
     from .isa import asm, encoding
 
-    data = Path(path).read_bytes()
-    if data[:8] == b"PLATEBIN":
-        return encoding.decode(data)
+    data = _read_input(path)
     try:
-        return asm.assemble(data.decode())
-    except PlateError as e:
-        e.args = (f"{path}: {e}",)  # name the file; the message already has line, column and caret
+        if data.startswith(BINARY_MAGIC):
+            return encoding.decode(data)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CliError(
+                f"{path} is neither a PLATE binary (it does not start with {BINARY_MAGIC.decode()}) nor UTF-8 "
+                f"assembly text (byte {data[e.start]:#04x} at offset {e.start})"
+            ) from None
+        return asm.assemble(text)
+    except CliError:
         raise
+    except PlateError as e:
+        e.args = (f"{path}: {e}",)  # name the file; an assembly error already has line, column and caret
+        raise
+
+
+def _write_output(path: Path, data: bytes) -> None:
+    try:
+        path.write_bytes(data)
+    except OSError as e:
+        raise CliError(f"cannot write {path}: {e.strerror}") from None
 
 
 def cmd_asm(args) -> int:
@@ -63,7 +106,7 @@ def cmd_asm(args) -> int:
     prog = _load_program(args.file)
     program.verify(prog, _machine(args))
     out = Path(args.output or Path(args.file).with_suffix(".pbin"))
-    out.write_bytes(encoding.encode(prog))
+    _write_output(out, encoding.encode(prog))
     print(f"{out}: {len(prog.instrs)} instructions, {len(prog.tiles)} tiles, {prog.sram_bytes} SRAM bytes")
     return 0
 
@@ -78,9 +121,8 @@ def cmd_disasm(args) -> int:
 def cmd_run_asm(args) -> int:
     from .runasm import check_expect, run_asm
 
+    grid = _grid(args.grid)
     prog = _load_program(args.file)
-    grid = tuple(int(g) for g in args.grid.split(","))
-    grid = grid + (1,) * (3 - len(grid))
     specs = {}
     for a in args.arg:
         if "=" not in a:
@@ -97,6 +139,14 @@ def cmd_run_asm(args) -> int:
         print(msg)
         return 0 if ok else 1
     return 0
+
+
+def _grid(text: str) -> tuple[int, int, int]:
+    parts = text.split(",")
+    if not 1 <= len(parts) <= 3 or not all(p.strip().isdigit() for p in parts):
+        raise CliError(f"--grid {text!r}: expected X[,Y[,Z]], one to three non-negative integers")
+    grid = tuple(int(p) for p in parts)
+    return grid + (1,) * (3 - len(grid))
 
 
 def _upstream(module: str):
@@ -153,15 +203,19 @@ COMMANDS = {
 }
 
 
+PASS_THROUGH = ("upstream", "patches")  # their own parsers take every argument
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="plate", description="PLATE: NUMA tile accelerator toolchain and simulator")
+    p = _Parser(prog="plate", description="PLATE: NUMA tile accelerator toolchain and simulator")
     sub = p.add_subparsers(dest="command", required=True)
+    p.commands = {}  # name -> its parser, to report an argument it does not take in its name
     for name, (_, help_) in COMMANDS.items():
-        if name in ("upstream", "patches"):  # their own parsers take every argument
-            sp = sub.add_parser(name, help=help_, add_help=False)
+        if name in PASS_THROUGH:
+            sp = p.commands[name] = sub.add_parser(name, help=help_, add_help=False)
             sp.add_argument("rest", nargs=argparse.REMAINDER)
             continue
-        sp = sub.add_parser(name, help=help_)
+        sp = p.commands[name] = sub.add_parser(name, help=help_)
         sp.add_argument("--machine", default=None, help="machine preset (plate1, plate-mini, plate4)")
         if name == "run":
             from .run_example import add_arguments
@@ -190,7 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command in PASS_THROUGH:
+        args.rest = extra + args.rest  # options before the first positional: REMAINDER leaves them out
+    elif extra:
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     fn = COMMANDS[args.command][0]
     try:
         return fn(args)
@@ -200,6 +259,10 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # `plate isa | head`
         sys.stderr.close()
         return 0
+    except OSError as e:  # a file the command writes (--trace) or reads late
+        what = f"{e.strerror}: {e.filename}" if e.filename else str(e)
+        print(f"plate {args.command}: error: {what}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import_triton_first(__name__)
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.backends.driver import DriverBase  # noqa: E402
 
-from .errors import PlateError  # noqa: E402
+from .errors import BinaryFormatError, PlateError  # noqa: E402
 
 MAX_THREADS = WARP_SIZE * 1024  # no threads on PLATE: only bounds num_warps * warp_size for Triton's check
 
@@ -60,13 +60,19 @@ def _gpu_usable() -> bool:
 # ---- utils: load_binary and device properties ----------------------------------------------------
 class PlateUtils:
     def load_binary(self, name, kernel, shared, device):
-        """Decode pbin bytes into a Program: (module, function, n_regs, n_spills, n_max_threads)."""
+        """Decode pbin bytes into a Program: (module, function, n_regs, n_spills, n_max_threads).
+        Bytes that do not decode are looked up in Triton's cache and recompiled (binary_cache)."""
         from .isa.encoding import load
         from .launcher import KernelHandle
         from .sim.device import get_device
 
         dev = get_device(device)
-        program = load(bytes(kernel), dev.machine)  # verified against the device's machine
+        try:
+            program = load(bytes(kernel), dev.machine)  # verified against the device's machine
+        except BinaryFormatError as e:
+            from .binary_cache import recompile
+
+            program = load(recompile(name, bytes(kernel), e), dev.machine)
         if program.name != name:
             raise PlateError(f"load_binary: the binary holds kernel {program.name!r}, Triton asked for {name!r}")
         if shared > dev.machine.core.sram_bytes:

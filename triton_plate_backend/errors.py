@@ -54,6 +54,15 @@ class MemoryFault(SimulatorError):
     """An access outside every live allocation (out of bounds, freed, or wild)."""
 
 
+class SanitizerError(PlateError):
+    """PLATE_SANITIZE found races or reads of never-written memory in a launch; ``findings`` lists them
+    (sim/sanitizer.py Finding), the message the first few."""
+
+    def __init__(self, message: str, *, findings=()):
+        super().__init__(message)
+        self.findings = list(findings)
+
+
 class DeviceOutOfMemory(PlateError):
     """A device allocation does not fit its home domain(s)."""
 

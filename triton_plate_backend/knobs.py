@@ -78,6 +78,21 @@ def _text(raw: str) -> str:
     return raw.strip()
 
 
+SANITIZE_MODES = ("race", "init")
+
+
+def parse_sanitize(raw: str) -> frozenset[str]:
+    """'race', 'init', 'race,init' (any order, blanks ignored) -> the set of sanitizer modes."""
+    modes = frozenset(m.strip().lower() for m in raw.split(",") if m.strip())
+    unknown = sorted(modes - set(SANITIZE_MODES))
+    if unknown:
+        raise KnobError(
+            f"PLATE_SANITIZE={raw!r}: unknown mode(s) {', '.join(unknown)}; expected a comma-separated list of "
+            f"{', '.join(SANITIZE_MODES)}"
+        )
+    return modes
+
+
 KNOBS: dict[str, Knob] = {
     k.name: k
     for k in (
@@ -120,6 +135,15 @@ KNOBS: dict[str, Knob] = {
             "Only compiles write it: a cache hit writes nothing (set TRITON_ALWAYS_COMPILE=1 to force).",
         ),
         Knob(
+            "PLATE_MAX_STEPS",
+            None,
+            _positive_int("PLATE_MAX_STEPS"),
+            "Step budget of one launch: instructions executed (one per group of program instances running "
+            "together) before the simulator stops the kernel as a possible infinite loop. Unset: the "
+            "simulator's default, 10,000,000 (about a minute of simulation). Loops proven endless (same state "
+            "again, no memory changed) are stopped at once whatever the budget.",
+        ),
+        Knob(
             "PLATE_BENCH_REPS",
             3,
             _positive_int("PLATE_BENCH_REPS"),
@@ -134,6 +158,15 @@ KNOBS: dict[str, Knob] = {
             "config only if its estimate is within this many percent of the best estimate of the same "
             "launch so far; the others are timed by their estimate (scaled like the best simulated one). "
             "off: simulate every config (exhaustive autotuning).",
+        ),
+        Knob(
+            "PLATE_SANITIZE",
+            frozenset(),
+            parse_sanitize,
+            "Sanitizer modes, comma-separated (docs/sanitizer.md): race (conflicting accesses by different "
+            "programs of one launch without atomics), init (kernel reads of device bytes never written since "
+            "allocation; fresh allocations are filled with 0xFF bytes instead of zeros). A launch with findings "
+            "raises SanitizerError listing them. Bounds checks are always on. Unset: off, at no cost.",
         ),
     )
 }
@@ -159,12 +192,20 @@ def dump_dir() -> str | None:
     return KNOBS["PLATE_DUMP_DIR"].get()
 
 
+def max_steps() -> int | None:
+    return KNOBS["PLATE_MAX_STEPS"].get()
+
+
 def bench_reps() -> int:
     return KNOBS["PLATE_BENCH_REPS"].get()
 
 
 def autotune_margin() -> float | None:
     return KNOBS["PLATE_AUTOTUNE_MARGIN"].get()
+
+
+def sanitize() -> frozenset[str]:
+    return KNOBS["PLATE_SANITIZE"].get()
 
 
 def describe() -> str:

@@ -72,7 +72,14 @@ class PlateLauncher:
             )
         values, host_buffers = bind_arguments(self.name, function.program, self.signature, args, device)
         if all(grid):
-            device.launch(function.program, grid, values, host_buffers=host_buffers, defer_timing=True)
+            device.launch(
+                function.program,
+                grid,
+                values,
+                host_buffers=host_buffers,
+                defer_timing=True,
+                sanitize=knobs.sanitize(),
+            )
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
 
@@ -92,29 +99,31 @@ def flatten(signature, args):
     """(declaration position, Triton type, value) of every runtime argument: constexprs dropped,
     tuples flattened, tensor descriptors expanded the way Triton's TTIR rewrite expects."""
     out = []
-
-    def walk(position, ty, value):
-        if isinstance(ty, tuple):
-            if not isinstance(value, (tuple, list)) or len(value) != len(ty):
-                raise LaunchError(f"argument {position}: expected a tuple of {len(ty)} values, got {value!r}")
-            for t, v in zip(ty, value):
-                walk(position, t, v)
-        elif ty == "constexpr":
-            return
-        elif isinstance(ty, str) and ty.startswith("tensordesc"):
-            out.extend((position, t, v) for t, v in _expand_tensordesc(ty, value))
-        else:
-            out.append((position, ty, value))
-
     if signature is None:  # no source at all: every argument is a runtime argument
         for i, value in enumerate(args):
-            walk(i, _type_of(value), value)
+            _walk(out, i, _type_of(value), value)
         return out
     if len(signature) != len(args):
         raise LaunchError(f"the kernel takes {len(signature)} arguments, the launch passed {len(args)}")
     for i, (ty, value) in enumerate(zip(signature, args)):
-        walk(i, ty, value)
+        _walk(out, i, ty, value)
     return out
+
+
+def _walk(out: list, position: int, ty, value) -> None:
+    # A module-level function, not a closure: a closure that calls itself is a reference cycle, which
+    # would keep every launch's arguments (and their tensors) alive until the cycle collector runs.
+    if isinstance(ty, tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(ty):
+            raise LaunchError(f"argument {position}: expected a tuple of {len(ty)} values, got {value!r}")
+        for t, v in zip(ty, value):
+            _walk(out, position, t, v)
+    elif ty == "constexpr":
+        return
+    elif isinstance(ty, str) and ty.startswith("tensordesc"):
+        out.extend((position, t, v) for t, v in _expand_tensordesc(ty, value))
+    else:
+        out.append((position, ty, value))
 
 
 def _type_of(value):

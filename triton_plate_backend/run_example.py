@@ -6,7 +6,8 @@ available, host-memory mode is switched on (``PLATE_HOST_MEMORY=1``) so CPU tens
 arguments. After ``main()`` returns, the profile of the last launch is printed. ``--trace PATH``
 (anywhere in the arguments; every other argument goes to the script) sets ``PLATE_TRACE``: a path
 ending in ``.json`` receives the trace of the last launch, any other path is a directory that
-gets one trace per launch (open them in https://ui.perfetto.dev).
+gets one trace per launch (open them in https://ui.perfetto.dev). ``--sanitize race,init`` sets
+``PLATE_SANITIZE`` for the script (docs/sanitizer.md).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import knobs
 from .errors import PlateError
 
 
@@ -86,12 +88,19 @@ def select_plate() -> str:
     return "cpu"
 
 
-def run_example(path: str | os.PathLike, argv: Sequence[str] = (), *, trace: str | None = None) -> int:
+def run_example(
+    path: str | os.PathLike, argv: Sequence[str] = (), *, trace: str | None = None, sanitize: str | None = None
+) -> int:
     """Run the ``main()`` of the script at ``path`` on plate with ``argv`` (``--trace PATH`` in it is
-    taken out, as is ``trace=``), print the last launch's profile; returns main's exit status."""
+    taken out, as is ``trace=``), print the last launch's profile; returns main's exit status.
+    ``sanitize``: PLATE_SANITIZE modes for the script ("race", "init", "race,init")."""
     script = Path(path)
     if not script.is_file():
-        raise ScriptError(f"plate run: no such script {str(script)!r}")
+        raise ScriptError(f"no such script {str(script)!r}")
+    _check_python(script)
+    if sanitize is not None:
+        knobs.parse_sanitize(sanitize)  # a KnobError before anything runs
+        os.environ["PLATE_SANITIZE"] = sanitize
     trace_in_argv, argv = split_trace(argv)
     trace = trace or trace_in_argv
     if trace:
@@ -103,7 +112,7 @@ def run_example(path: str | os.PathLike, argv: Sequence[str] = (), *, trace: str
         namespace = runpy.run_path(str(script), run_name="__plate_run__")
         main = namespace.get("main")
         if not callable(main):
-            raise ScriptError(f"plate run: {script} defines no main(); add one (examples/*.py show the shape)")
+            raise ScriptError(f"{script} defines no main(); add one (examples/*.py show the shape)")
         try:
             takes_argv = bool(inspect.signature(main).parameters)
             status = main(argv) if takes_argv else main()
@@ -125,17 +134,32 @@ def run_example(path: str | os.PathLike, argv: Sequence[str] = (), *, trace: str
     return status
 
 
+def _check_python(script: Path) -> None:
+    """A file that is not Python at all is bad input, not an error of the script: say so in one line."""
+    try:
+        compile(script.read_bytes(), str(script), "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:  # ValueError: null bytes
+        where = f" (line {e.lineno})" if getattr(e, "lineno", None) else ""
+        reason = e.msg if isinstance(e, SyntaxError) else str(e)
+        raise ScriptError(f"{script} is not a Python script: {reason}{where}") from None
+    except OSError as e:
+        raise ScriptError(f"cannot read {script}: {e.strerror}") from None
+
+
 # ---- the `plate run` subcommand ------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("script", help="a Python script with a main() (e.g. examples/matmul.py)")
     parser.add_argument("--trace", help="Perfetto trace: PATH.json gets the last launch, a directory one per launch")
+    parser.add_argument(
+        "--sanitize", metavar="MODES", help="sanitizer modes, comma-separated: race, init (sets PLATE_SANITIZE)"
+    )
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script's main()")
 
 
 def cmd_run(args) -> int:
     if getattr(args, "machine", None):
         os.environ["PLATE_MACHINE"] = args.machine
-    return run_example(args.script, args.script_args, trace=args.trace)
+    return run_example(args.script, args.script_args, trace=args.trace, sanitize=getattr(args, "sanitize", None))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,6 +8,7 @@ and ``plate patches``.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 UPSTREAM_DIR = Path(__file__).resolve().parent
@@ -20,3 +21,10 @@ DEFAULT_SRC_DIR = UPSTREAM_DIR / "src"  # git-ignored: fetched upstream trees li
 
 class UpstreamError(Exception):
     """Something about the upstream trees, skip lists or patches that the user must fix; says what."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one line, ``PROG: error: WHAT``, exit 2: the form of every `plate` command."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")

@@ -31,7 +31,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import DEFAULT_SRC_DIR, PATCHES_DIR, REPO_ROOT, REPORTS_DIR, UPSTREAM_DIR, UpstreamError
+from . import DEFAULT_SRC_DIR, PATCHES_DIR, REPO_ROOT, REPORTS_DIR, UPSTREAM_DIR, OneLineParser, UpstreamError
 from .report import first_line
 from .revisions import REVISIONS_FILE, Revision, load_revisions
 
@@ -308,7 +308,7 @@ COMMANDS = {"list": cmd_list, "check": cmd_check}
 
 
 def build_parser(prog: str = "python -m upstream.patches") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Upstream-ready patches under patches/.")
+    p = OneLineParser(prog=prog, description="Upstream-ready patches under patches/.")
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_ in (("list", "each patch with its status"), ("check", "apply each patch and run its tests")):
         sp = sub.add_parser(name, help=help_)
@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m upstream.patches"
     try:
         return COMMANDS[args.command](args, load_revisions(args.revisions))
     except UpstreamError as e:
-        print(f"patches {args.command}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `... list | head`
         sys.stderr.close()

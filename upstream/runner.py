@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import DEFAULT_SRC_DIR, REPO_ROOT, REPORTS_DIR, SKIPLISTS_DIR, UpstreamError
+from . import DEFAULT_SRC_DIR, REPO_ROOT, REPORTS_DIR, SKIPLISTS_DIR, OneLineParser, UpstreamError
 from .report import path_roots, read_baseline, relative_paths, summarize, summary_lines, write_report
 from .revisions import REVISIONS_FILE, Revision, Tree, fetch, find_tree, get_revision
 from .skiplist import load_skiplist
@@ -39,7 +39,7 @@ EMPTY_INI = "[pytest]\n"  # so no pytest config of the tree's parents (ours incl
 
 
 def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=prog,
         description="Run an upstream test suite against plate; pytest args may follow `--`.",
     )
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m upstream.runner")
     try:
         return run_suite(args, passthrough, argv)
     except UpstreamError as e:
-        print(f"upstream {args.suite}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"upstream {args.suite}: interrupted", file=sys.stderr)

@@ -13,6 +13,7 @@ from triton_plate_backend.isa.table import ISA
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.sim.executor import execute, format_inst
 from triton_plate_backend.sim.memory import DeviceMemory
+from triton_plate_backend.sim.runaway import WATCH_FIRST
 from triton_plate_backend.sim.semantics import DeviceAssertionError
 from triton_plate_backend.srcloc import Loc
 
@@ -233,9 +234,10 @@ def test_step_budget_stops_endless_loops(mem):
         execute(b.build(), 4, [], mem, MACHINE, max_steps=1000)
     assert err.value.pc in (1, 2)
     # a lock nobody releases: every program spins, in several contexts, and the budget still ends it
+    # (a budget below the runaway detector's first watch: test_runaway.py has the detector's cases)
     lock, counter = alloc(mem, np.ones(1, np.int32)), alloc(mem, np.zeros(1, np.int32))
     with pytest.raises(SimulatorError, match="possible infinite loop"):
-        execute(_spin_lock_program(), 8, [lock, counter], mem, MACHINE, max_steps=5000)
+        execute(_spin_lock_program(), 8, [lock, counter], mem, MACHINE, max_steps=WATCH_FIRST)
 
 
 # ---- faults, debug, arguments ------------------------------------------------------------------------------

@@ -138,7 +138,7 @@ def analyze(func: Op) -> Demand:
                         need(v)
 
     for op in func.walk():
-        if op.name in EFFECTS:
+        if op.name in EFFECTS or _volatile(op):
             make_live(op)
     while work:
         v = work.pop()
@@ -157,6 +157,11 @@ def analyze(func: Op) -> Demand:
         if loop is not func:
             make_live(loop)
     return d
+
+
+def _volatile(op: Op) -> bool:
+    """A volatile load is an effect: a spin wait reads memory that someone else writes."""
+    return op.name == "tt.load" and bool(getattr(op.attrs.get("isVolatile"), "value", False))
 
 
 def _need_iter(d: Demand, loop: Op, j: int, need) -> None:

@@ -105,7 +105,7 @@ class Clock:
 
     def profile(self, launch: Launch) -> Profile:
         if launch.profile is None:
-            launch.profile = self._time(launch)
+            launch.profile = self._time(launch, own=launch is self._last)
             self._waiting_bytes -= launch.nbytes
             launch.trace, launch.nbytes = None, 0
         return launch.profile
@@ -140,7 +140,9 @@ class Clock:
         self._ns += float(self.profile(self._waiting.popleft()).time_ns)
 
     # ---- timing, with repeats served from recent profiles ----------------------------------------
-    def _time(self, launch: Launch) -> Profile:
+    def _time(self, launch: Launch, own: bool = True) -> Profile:
+        """The launch's Profile. ``own``: a copy of its own (the last launch's, which a reader may
+        get and change); other launches only lend their time to the clock, so they share a recent one."""
         t0 = time.perf_counter()
         program = launch.trace.program
         content = (self.machine.cache_key(), tuple(program.instrs), tuple(program.tiles), tuple(program.consts))
@@ -148,6 +150,8 @@ class Clock:
         hit = self._recent.get(key)
         if hit is not None and hit[0] is program and hit[1] == content:
             self._recent.move_to_end(key)
+            if not own:
+                return hit[2]
             profile = copy.deepcopy(hit[2])  # each launch its own Profile, as when timed as it ran
             profile.wall_s = time.perf_counter() - t0
             return profile

@@ -84,9 +84,11 @@ class Device:
         return self.clock_ns
 
     def synchronize(self) -> None:
-        """Wait for a launch running in another thread; a launch itself returns only when it is done."""
+        """Wait for a launch running in another thread (a launch itself returns only when it is done)
+        and settle the modeled clock: the launches waiting to be timed (sim.clock) are timed and their
+        traces dropped, so nothing a launch queued outlives a synchronize."""
         with self._lock:
-            pass
+            self._clock.now_ns()
 
     # ---- memory ----------------------------------------------------------------------------
     def covers(self, addr: int, nbytes: int) -> bool:
@@ -119,14 +121,20 @@ class Device:
         policy=None,
         trace_path=None,
         defer_timing: bool = False,
+        sanitize=(),
+        max_steps: int | None = None,
     ):
         """Run ``program`` over ``grid`` with runtime ``args`` (Program.args order: ints for
         pointers and integers, floats for floats) and return its Profile.
 
         ``host_buffers`` are registered as device memory for this launch only, unless an
         allocation already covers them. ``policy`` (grid -> core) and ``trace_path`` default to
-        the PLATE_POLICY and PLATE_TRACE knobs. ``defer_timing``: return None and time the launch
-        when the clock or ``last_profile`` is read (a named policy and no trace to write only)."""
+        the PLATE_POLICY and PLATE_TRACE knobs, ``max_steps`` (the step budget) to PLATE_MAX_STEPS.
+        ``defer_timing``: return None and time the launch when the clock or ``last_profile`` is read (a
+        named policy and no trace to write only). A launch that raises leaves nothing behind: no
+        registered host buffer, nothing waiting on the clock. ``sanitize``: sanitizer modes for this
+        launch ("race", "init"; sim/sanitizer.py); a launch with findings raises SanitizerError after
+        running, without timing."""
         from .estimate import estimate_launch
         from .executor import execute
         from .timing import POLICIES, simulate_timing
@@ -134,6 +142,7 @@ class Device:
         grid = tuple(int(g) for g in grid)
         trace_path = trace_path or knobs.trace()
         policy = policy or knobs.policy()
+        max_steps = max_steps or knobs.max_steps()
         defer_timing = defer_timing and not trace_path and isinstance(policy, str) and policy in POLICIES
         with self._lock:
             registered = []
@@ -150,7 +159,16 @@ class Device:
                     self._clock.set_last_profile(None)  # a launch, estimated: it has no Profile
                     self.launches += 1
                     return None
-                trace = execute(program, grid, list(args), self.memory, self.machine, record_trace=True)
+                trace = execute(
+                    program,
+                    grid,
+                    list(args),
+                    self.memory,
+                    self.machine,
+                    record_trace=True,
+                    sanitize=sanitize,
+                    max_steps=max_steps,
+                )
             finally:
                 for base in registered:
                     self.memory.free(base)

@@ -15,9 +15,15 @@ SPLITS the context: the fall-through part keeps running, the taken part waits. S
 - a context that arrives at the pc of a waiting context absorbs it (the batch re-merges).
 
 Every context executes at least one instruction per turn, so a spin lock built from atom.cas
-terminates: the holder progresses between the spinners' turns. A global budget of instruction
-steps (``max_steps``, one step = one instruction for one context) turns an endless loop into a
-SimulatorError instead of a hang.
+terminates: the holder progresses between the spinners' turns. Endless loops end in a
+SimulatorError instead of a hang: at once when the runaway detector (sim/runaway.py) proves that
+the loop can never finish, at the latest when a global budget of instruction steps (``max_steps``,
+one step = one instruction for one context; the runtime's PLATE_MAX_STEPS) runs out. Both errors
+name the loop's source line.
+
+Sanitizer (``sanitize``: "race", "init"; sim/sanitizer.py): the memory rules report their accesses to
+the launch's Sanitizer, which raises one SanitizerError listing its findings when the launch ends.
+No sanitizer, no cost beyond one attribute test per memory instruction.
 
 Faults: anything a rule raises is wrapped once into a SimulatorError (or the MemoryFault /
 DeviceAssertionError it was) carrying pc, instruction text, source line and grid coordinates.
@@ -37,6 +43,8 @@ from ..isa.table import is_float
 from ..isa.verified import verify_once
 from ..machine import MiB, get_machine
 from . import numerics as nx
+from .runaway import LoopWatch
+from .sanitizer import Sanitizer
 from .semantics import HALT, SEMANTICS, Branch, DeviceAssertionError
 from .trace import Trace, TraceEntry
 
@@ -85,6 +93,7 @@ class Context:
         self.P = pids.size
         self._views = [None] * len(self.tiles)
         self._coords = None
+        self.loop_seen = None  # the runaway detector's record of this group of instances
 
     # ---- tiles -------------------------------------------------------------------------------
     def view(self, t: int) -> np.ndarray:
@@ -200,14 +209,21 @@ _DONE, _YIELD = object(), object()
 class _Launch:
     """One execute() call: the program, its rule per pc, the shared state and the step budget."""
 
-    def __init__(self, program: Program, grid, args, memory, machine, printer, record_trace, max_steps, rules=None):
+    def __init__(
+        self, program: Program, grid, args, memory, machine, printer, record_trace, max_steps, sanitize=(), rules=None
+    ):
         self.program, self.grid, self.memory, self.machine = program, grid, memory, machine
         self.printer = printer or print
         self.args = _arg_words(program, args)
+        self.sanitizer = (
+            Sanitizer(sanitize, memory, program, self.args, self.describe_pc, self.grid_coords) if sanitize else None
+        )
         self.row_bytes = -(-max(program.sram_bytes, program.sram_high_water(), 1) // _ROW_ALIGN) * _ROW_ALIGN
         self.rules = rules if rules is not None else [SEMANTICS[ins.mnemonic] for ins in program.instrs]
         self.record = record_trace
         self.max_steps, self.steps = max_steps, 0
+        self.watch = LoopWatch(program)
+        self.loop_pc = None  # the back edge taken last: where a runaway is looping
         self.trace = Trace(program, grid)
 
     def run_batch(self, pids: np.ndarray) -> None:
@@ -232,14 +248,7 @@ class _Launch:
             if pc >= n:
                 return _DONE
             if self.steps >= self.max_steps:
-                raise self._fault(
-                    ctx,
-                    pc,
-                    SimulatorError(
-                        f"program did not finish within {self.max_steps} instruction steps: possible infinite loop "
-                        "(pass a larger max_steps if it is legitimately long)"
-                    ),
-                )
+                raise self._fault(ctx, pc, SimulatorError(self._over_budget()))
             self.steps += 1
             ins = instrs[pc]
             try:
@@ -264,6 +273,9 @@ class _Launch:
                 if taken is True:
                     ctx.pc = target
                     if target <= pc:
+                        self.loop_pc = pc
+                        if self.watch.back_edge(self.steps, ctx, pc, waiting):
+                            raise self._fault(ctx, pc, SimulatorError(self._endless(pc)))
                         if waiting.queue:
                             return _YIELD
                         continue
@@ -282,12 +294,44 @@ class _Launch:
             else:  # a memory access's Traffic
                 if entries is not None:
                     entries.append(TraceEntry(pc, ctx.pids, out.bytes_by_domain, out.elements, out.runs))
+                if self.watch.armed:
+                    self.watch.accessed(ctx, pc, ins)
                 new = pc + 1
             ctx.pc = new
             if waiting.pcs:
                 same = waiting.at(new)
                 if same:
                     ctx.absorb(same)
+
+    def describe_pc(self, pc: int) -> str:
+        return f"pc {pc}: {format_inst(self.program, self.program.instrs[pc])}; source: {self.program.loc_of(pc)}"
+
+    def grid_coords(self, pid: int) -> tuple[int, int, int]:
+        gx, gy, _ = self.grid
+        return pid % gx, (pid // gx) % gy, pid // (gx * gy)
+
+    def _loop_text(self, pc: int) -> str:
+        branch = format_inst(self.program, self.program.instrs[pc])
+        return f"the loop at {self.program.loc_of(pc)} (back edge at pc {pc}: {branch})"
+
+    def _over_budget(self) -> str:
+        if self.loop_pc is None:
+            why = "it took no loop, its grid needs more"
+        else:
+            why = f"possible infinite loop in {self._loop_text(self.loop_pc)}"
+        return (
+            f"kernel {self.program.name!r} did not finish within {self.max_steps} instruction steps: {why}. "
+            f"If it is legitimately this long, raise the budget: "
+            f"PLATE_MAX_STEPS={10 * self.max_steps} (execute(max_steps=...) when calling the simulator directly)"
+        )
+
+    def _endless(self, pc: int) -> str:
+        return (
+            f"kernel {self.program.name!r} is in an endless loop: {self._loop_text(pc)} came back to the same "
+            f"registers and SRAM with no memory changed in between, in every program instance still running, "
+            f"so it can never finish. Fix the loop's exit condition (raising the step budget, "
+            f"PLATE_MAX_STEPS={self.max_steps} now, cannot help)"
+        )
 
     def _fault(self, ctx: Context, pc: int, e: Exception) -> SimulatorError:
         rows = None
@@ -382,22 +426,28 @@ def execute(
     machine=None,
     *,
     record_trace: bool = True,
-    max_steps: int = DEFAULT_MAX_STEPS,
+    max_steps: int | None = None,
     batch_size: int | None = None,
     printer=None,
+    sanitize=(),
     rules=None,
 ) -> Trace:
     """Run ``program`` for every instance of ``grid`` (int or up to 3 sizes) with kernel ``args``
     (Program.args order: pointers as device addresses, ints, floats) on device ``memory``.
 
     Returns the Trace (one entry per instruction per context; empty unless ``record_trace``).
-    ``printer`` receives dbg.print lines (default: print). ``rules``: one semantic rule per pc in
-    place of SEMANTICS (the cost model's address-only run, sim/estimate.py). Raises SimulatorError (MemoryFault,
-    DeviceAssertionError) naming pc, instruction, source line and grid coordinates."""
+    ``printer`` receives dbg.print lines (default: print). ``max_steps`` bounds the instructions
+    executed (one per context; default DEFAULT_MAX_STEPS). ``sanitize``: sanitizer modes ("race",
+    "init"; sim/sanitizer.py), checked over the whole launch. ``rules``: one semantic rule per pc in
+    place of SEMANTICS (the cost model's address-only run, sim/estimate.py). Raises SimulatorError
+    (MemoryFault, DeviceAssertionError) naming pc, instruction, source line and grid coordinates,
+    also for an endless loop (module docstring), and after a launch with sanitizer findings
+    SanitizerError listing them."""
     machine = get_machine(machine if machine is not None else getattr(memory, "machine", None))
     verify_once(program, machine)
     grid = _grid3(grid)
-    launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps, rules)
+    max_steps = DEFAULT_MAX_STEPS if max_steps is None else int(max_steps)
+    launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps, sanitize, rules)
     total = grid[0] * grid[1] * grid[2]
     if batch_size is None:
         batch_size = min(MAX_BATCH, max(1, SRAM_BATCH_BUDGET // launch.row_bytes))
@@ -406,4 +456,6 @@ def execute(
     with np.errstate(all="ignore"), frees_held():
         for start in range(0, total, batch_size):
             launch.run_batch(np.arange(start, min(total, start + batch_size), dtype=np.int64))
+        if launch.sanitizer is not None:
+            launch.sanitizer.finish(program.name, grid)
     return launch.trace

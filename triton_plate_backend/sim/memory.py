@@ -9,13 +9,16 @@ kernel raises ``MemoryFault`` instead of corrupting the host process.
 
 Each allocation has a placement (PLATE.md "Memory placement modes") that gives every byte a home
 domain; capacity is accounted per domain.
+
+An owned buffer allocated with ``poison=True`` (the sanitizer's init mode) starts as POISON bytes
+instead of zeros and keeps a ``written`` map: one byte per byte, 1 once a kernel store, a host copy
+or ``mark_written`` has written it (sim/sanitizer.py reads it).
 """
 
 from __future__ import annotations
 
 import bisect
 import contextlib
-import ctypes
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -28,6 +31,7 @@ from ..machine import Machine, get_machine
 ALIGN = 256  # base alignment of owned buffers; also the granule of blocked chunks
 MODES = ("interleaved", "local", "blocked", "explicit")
 FREED_KEPT = 4096  # freed allocations remembered for fault messages
+POISON = 0xFF  # init mode's fill byte: NaN in every float type, all ones (-1) in every integer type
 
 
 class AllocationError(PlateError):
@@ -125,6 +129,7 @@ class Allocation:
     owner: object = None  # keeps registered host memory alive
     live: bool = True
     shares: np.ndarray = field(default=None, repr=False)  # int64 bytes per global domain
+    written: np.ndarray | None = field(default=None, repr=False)  # uint8 per byte, poisoned buffers only
     _typed: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -185,11 +190,18 @@ class Allocation:
         return np.clip(np.minimum(hi, c_hi) - np.maximum(lo, c_lo), 0, None).astype(np.float64)
 
 
-def _ctypes_view(addr: int, nbytes: int) -> np.ndarray:
+class _HostBytes:
+    """Host bytes [addr, addr + nbytes) as numpy sees them, through the array interface. Not ctypes: a
+    ctypes.cast result, and each new array type, is a reference cycle that only the cycle collector frees."""
+
+    def __init__(self, addr: int, nbytes: int):
+        self.__array_interface__ = {"version": 3, "shape": (nbytes,), "typestr": "|u1", "data": (addr, False)}
+
+
+def _host_view(addr: int, nbytes: int) -> np.ndarray:
     if nbytes == 0:
         return np.zeros(0, np.uint8)
-    ptr = ctypes.cast(ctypes.c_void_p(addr), ctypes.POINTER(ctypes.c_uint8))
-    return np.ctypeslib.as_array(ptr, shape=(nbytes,))
+    return np.asarray(_HostBytes(addr, nbytes))
 
 
 class DeviceMemory:
@@ -215,15 +227,19 @@ class DeviceMemory:
         self._held_frees: list[int] = []
 
     # ---- allocation ------------------------------------------------------------------------
-    def alloc(self, nbytes: int, placement=None, label: str | None = None) -> Allocation:
-        """A zero-filled owned buffer of ``nbytes`` bytes, based at a multiple of 256."""
+    def alloc(self, nbytes: int, placement=None, label: str | None = None, *, poison: bool = False) -> Allocation:
+        """A zero-filled owned buffer of ``nbytes`` bytes, based at a multiple of 256. ``poison``: filled
+        with POISON bytes instead, and its bytes' writes tracked in ``written``."""
         nbytes = self._check_size(nbytes)
         place = Placement.parse(placement)
         record = self._record(0, nbytes, place, label)  # accounts capacity before the host allocates
-        backing = np.zeros(nbytes + ALIGN, np.uint8)  # +ALIGN: room to align, and a distinct base for 0 bytes
+        # +ALIGN: room to align, and a distinct base for 0 bytes
+        backing = np.full(nbytes + ALIGN, POISON, np.uint8) if poison else np.zeros(nbytes + ALIGN, np.uint8)
         addr = backing.ctypes.data
         off = (-addr) % ALIGN
         record.base, record.view, record.owner = addr + off, backing[off : off + nbytes], backing
+        if poison:
+            record.written = np.zeros(nbytes, np.uint8)
         return self._insert(record)
 
     def register(self, host_addr: int, nbytes: int, placement=None, owner=None, label: str | None = None) -> Allocation:
@@ -241,7 +257,7 @@ class DeviceMemory:
                     f"{other.describe()}; free it first"
                 )
         record = self._record(host_addr, nbytes, Placement.parse(placement), label)
-        record.view, record.owner, record.external = _ctypes_view(host_addr, nbytes), owner, True
+        record.view, record.owner, record.external = _host_view(host_addr, nbytes), owner, True
         return self._insert(record)
 
     def free(self, addr: int) -> None:
@@ -263,7 +279,7 @@ class DeviceMemory:
                 del self._empty[addr]
         if rec is not None:
             del self._by_id[rec.id]
-            rec.live, rec.view, rec.owner, rec._typed = False, None, None, {}
+            rec.live, rec.view, rec.owner, rec._typed, rec.written = False, None, None, {}, None
             self.used -= rec.shares
             self.num_frees += 1
             self._freed.append(rec)
@@ -392,6 +408,12 @@ class DeviceMemory:
     def live(self, position: int) -> Allocation:
         return self._live[position]
 
+    def positions(self, addrs: np.ndarray) -> np.ndarray:
+        """Live-table position of the allocation holding each byte address, for addresses already
+        checked (``locate``); the position below, or -1, for others."""
+        bases, _ = self._table()
+        return np.searchsorted(bases, addrs, "right") - 1
+
     # ---- host-side copies (the device's memcpy) -------------------------------------------------
     def view(self, addr: int, nbytes: int) -> np.ndarray:
         """uint8 view of device bytes [addr, addr + nbytes), which must lie in one live allocation."""
@@ -416,6 +438,21 @@ class DeviceMemory:
     def write_bytes(self, addr: int, data) -> None:
         src = np.frombuffer(memoryview(data).cast("B"), np.uint8)
         self.view(addr, src.size)[:] = src
+        self.mark_written(addr, src.size)
+
+    def mark_written(self, addr: int, nbytes: int) -> None:
+        """Record a write from outside the simulator (a host copy, a torch op) to [addr, addr + nbytes):
+        the parts inside poisoned allocations count as written. Other bytes are ignored."""
+        addr, end = int(addr), int(addr) + int(nbytes)
+        if end <= addr:
+            return
+        bases, ends = self._table()
+        first = max(int(np.searchsorted(bases, addr, "right")) - 1, 0)
+        for p in range(first, int(np.searchsorted(bases, end, "left"))):
+            rec = self._live[p]
+            lo, hi = max(addr, rec.base), min(end, rec.end)
+            if rec.written is not None and lo < hi:
+                rec.written[lo - rec.base : hi - rec.base] = 1
 
     # ---- internals ---------------------------------------------------------------------------
     @staticmethod

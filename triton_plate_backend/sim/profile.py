@@ -204,4 +204,4 @@ class Profile:
             },
         }
         with open(path, "w") as f:
-            json.dump(doc, f)
+            f.write(json.dumps(doc))  # dumps: the C encoder; json.dump's Python one leaves reference cycles

@@ -1,7 +1,8 @@
 """DMA and atomic semantics: dma.load/store/gather/scatter, atom.rmw/cas, and the functional
 no-ops dma.wait, fence, barrier (data lands when the DMA is issued; when it would land is the
 timing model's business). Every access goes through sim/dma.py, which checks addresses against
-the live allocations and returns the Traffic the executor records in the trace.
+the live allocations and returns the Traffic the executor records in the trace. Under a sanitizer
+(``ctx.launch.sanitizer``) each rule then reports the elements it accessed (sim/sanitizer.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import numpy as np
 from ..errors import IsaError
 from . import atomics, dma, dma_one
 from . import numerics as nx
+from .sanitizer import ATOMIC, READ, WRITE
 
 
 def _bounds(st, ins, tile, *rlists):
@@ -42,6 +44,29 @@ def _addresses(st, ins, addr, mask, like):
     return st.read(addr), st.read(mask)
 
 
+def _sanitize_box(st, kind, t, base, s, lo, hi):
+    """Report a strided access's elements to the launch's sanitizer, if there is one."""
+    san = st.launch.sanitizer
+    if san is not None:
+        box = dma._Box(st.regs[base], t.dtype, t.shape, s, lo, hi)
+        san.access(st.pc, st.pids, box.element_addrs(), box.valid(), box.isz, kind, owned=True)
+
+
+def _sanitize_elements(st, kind, t, addrs, mask):
+    san = st.launch.sanitizer
+    if san is not None:
+        san.access(st.pc, st.pids, addrs, mask, dma._storage(t.dtype).itemsize, kind)
+
+
+def _sanitize_atomic(st, ins, t, addrs, mask):
+    """An atomic reads before it writes: report it before it runs, once its addresses are checked."""
+    if st.launch.sanitizer is not None:
+        what = ins.suffixes[0] if ins.mnemonic == "atom.rmw" else "cas"
+        st.memory.find(addrs, dma._storage(t.dtype).itemsize, mask, f"atomic {what} of {t.dtype}")
+        _sanitize_elements(st, ATOMIC, t, addrs, mask)
+        st.launch.sanitizer.atomic(st.pids, addrs, mask, cas=ins.mnemonic == "atom.cas")
+
+
 def _load(st, ins):
     q, d, base, strides, lo, hi, fill = ins.operands
     t = st.tiles[d]
@@ -49,6 +74,7 @@ def _load(st, ins):
     args = (st.memory, st.regs[base], t.dtype, t.shape, s, a, b, _fill(st, fill, t.dtype))
     done = dma_one.load(*args) if st.P == 1 else None  # one program: the same in Python integers
     vals, traffic = done if done is not None else dma.load_strided(*args)
+    _sanitize_box(st, READ, t, base, s, a, b)
     st.write(d, vals)
     _issued(st, q)
     return traffic
@@ -62,6 +88,7 @@ def _store(st, ins):
     traffic = dma_one.store(*args, t.dtype) if st.P == 1 else None  # one program: the same in Python integers
     if traffic is None:
         traffic = dma.store_strided(*args, dtype=t.dtype)
+    _sanitize_box(st, WRITE, t, base, s, lo_, hi_)
     _issued(st, q)
     return traffic
 
@@ -71,6 +98,7 @@ def _gather(st, ins):
     t = st.tiles[d]
     addrs, mask = _addresses(st, ins, addr, m, t)
     vals, traffic = dma.gather(st.memory, addrs, mask, t.dtype, _fill(st, fill, t.dtype))
+    _sanitize_elements(st, READ, t, addrs, mask)
     st.write(d, vals)
     _issued(st, q)
     return traffic
@@ -81,6 +109,7 @@ def _scatter(st, ins):
     t = st.tiles[a]
     addrs, mask = _addresses(st, ins, addr, m, t)
     traffic = dma.scatter(st.memory, addrs, mask, st.read(a), t.dtype)
+    _sanitize_elements(st, WRITE, t, addrs, mask)
     _issued(st, q)
     return traffic
 
@@ -100,6 +129,7 @@ def _rmw(st, ins):
     d, addr, v, m = ins.operands
     t = _same_values(st, ins, d, v)
     addrs, mask = _addresses(st, ins, addr, m, t)
+    _sanitize_atomic(st, ins, t, addrs, mask)
     old, traffic = atomics.atomic_rmw(st.memory, ins.suffixes[0], addrs, st.read(v), mask, t.dtype)
     st.write(d, old)
     return traffic
@@ -109,6 +139,7 @@ def _cas(st, ins):
     d, addr, cmp, v, m = ins.operands
     t = _same_values(st, ins, d, cmp, v)
     addrs, mask = _addresses(st, ins, addr, m, t)
+    _sanitize_atomic(st, ins, t, addrs, mask)
     old, traffic = atomics.atomic_cas(st.memory, addrs, st.read(cmp), st.read(v), mask, t.dtype)
     st.write(d, old)
     return traffic

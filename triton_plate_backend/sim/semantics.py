@@ -41,6 +41,8 @@ NOTES: where Triton/LLVM leave a result undefined, PLATE defines it (PTX's choic
 |                                        | wrap it to the type                                      |
 | dbg.printr                             | prints the register as a signed 64-bit integer           |
 | SRAM at program start                  | zero (undefined on hardware)                             |
+| device memory at allocation            | zero; 0xFF bytes under the init sanitizer (sanitizer.py) |
+| masked-off dma.load lanes              | the fill operand (0 when the kernel gave no `other`)     |
 | dma.wait, fence, barrier               | no-ops: data lands when the DMA is issued                |
 | atom.rmw max/min on floats             | IEEE maxNum/minNum: a NaN operand loses; the sign of a   |
 |                                        | zero result (max(-0.0, +0.0)) is unspecified             |

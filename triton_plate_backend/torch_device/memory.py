@@ -5,16 +5,23 @@ allocates: ``alloc`` takes the bytes from the simulator's DeviceMemory (so Trito
 torch tensors share one memory, every access is bounds-checked and every byte has a home domain)
 under the placement of the calling context (placement.py). The simulator device's lock guards the
 allocation table, which launches read.
+
+Under PLATE_SANITIZE=init a new allocation is poisoned (0xFF bytes, its writes tracked: sim/memory.py),
+and the C++ side reports the bytes torch writes from the host (copies, in-place ops) through ``wrote``.
 """
 
 from __future__ import annotations
 
+import gc
+
+from .. import knobs
 from ..errors import DeviceOutOfMemory
 from . import _registration
 from .devices import device_index
 from .placement import current_placement
 
 _homes: dict[int, object] = {}  # address -> the sim Device that owns it (survives sim.device.reset_device)
+_alloc_retries: dict[int, int] = {}  # device index -> allocations retried after a garbage collection
 
 
 def _device(index: int):
@@ -26,14 +33,29 @@ def _device(index: int):
 # ---- the runtime the C++ side calls (names and signatures fixed by csrc/runtime.cpp) -------------------
 def alloc(nbytes: int, device: int) -> int | str:
     """Base address of ``nbytes`` new zeroed device bytes, or the out-of-memory message (C++ raises
-    torch.OutOfMemoryError with it)."""
+    torch.OutOfMemoryError with it). On out of memory it runs the cycle collector once and retries:
+    tensors kept only by a reference cycle (a user's, or a library's) are garbage whose bytes a full
+    device needs now, not when the collector next happens to run."""
     dev = _device(device)
     place = current_placement()
+    poison = "init" in knobs.sanitize()
+    if poison:
+        _registration.extension()._track_host_writes(True)
+    try:
+        return _alloc(dev, nbytes, place, poison)
+    except DeviceOutOfMemory:
+        pass
+    _alloc_retries[dev.index] = _alloc_retries.get(dev.index, 0) + 1
+    gc.collect()  # outside the device lock: the collected tensors' frees take it
+    try:
+        return _alloc(dev, nbytes, place, poison)
+    except DeviceOutOfMemory as err:
+        return f"plate:{device}: {err}"
+
+
+def _alloc(dev, nbytes: int, place, poison: bool) -> int:
     with dev._lock:
-        try:
-            rec = dev.memory.alloc(nbytes, place, label="torch")
-        except DeviceOutOfMemory as err:
-            return f"plate:{device}: {err}"
+        rec = dev.memory.alloc(nbytes, place, label="torch", poison=poison)
         _homes[rec.base] = dev
     return rec.base
 
@@ -42,6 +64,14 @@ def free(addr: int, device: int) -> None:
     dev = _homes.pop(addr, None) or _device(device)
     with dev._lock:
         dev.memory.free(addr)
+
+
+def wrote(addr: int, nbytes: int, device: int) -> None:
+    """Torch wrote device bytes [addr, addr + nbytes) from the host (only called while poisoned
+    allocations may exist): they count as initialised for the init sanitizer."""
+    dev = _homes.get(addr) or _device(device)
+    with dev._lock:
+        dev.memory.mark_written(addr, nbytes)
 
 
 def now_ns(device: int) -> float:
@@ -93,7 +123,9 @@ def reset_peak_memory_stats(device=None) -> None:
 
 
 def reset_accumulated_memory_stats(device=None) -> None:
-    _registration.extension()._reset_accumulated(device_index(device))
+    index = device_index(device)
+    _registration.extension()._reset_accumulated(index)
+    _alloc_retries.pop(index, None)
 
 
 def empty_cache() -> None:
@@ -119,7 +151,7 @@ def memory_stats(device=None) -> dict:
         "active_bytes.all.peak": peak,
         "num_device_alloc": num_allocs,
         "num_device_free": num_frees,
-        "num_alloc_retries": 0,
+        "num_alloc_retries": _alloc_retries.get(index, 0),
         "num_ooms": num_ooms,
     }
     dev = _device(index)

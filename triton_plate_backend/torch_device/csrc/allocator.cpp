@@ -99,6 +99,7 @@ struct PlateAllocator final : public c10::DeviceAllocator {
 
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);  // device addresses are host addresses
+    runtime_wrote(dest, count, current_device());
   }
 
   bool initialized() override {

@@ -209,6 +209,7 @@ void plate_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   for (const auto& [plate_t, host] : aliased_writes) {
     apply_metadata_change(plate_t, host, name);
+    note_host_write(plate_t);
   }
 
   const size_t rbegin = stack->size() - rets.size();

@@ -133,6 +133,7 @@ struct PlateHooks final : public at::PrivateUse1HooksInterface {
     const size_t keep = std::min(newsize, impl->nbytes());
     if (keep > 0) {
       std::memcpy(fresh.get(), impl->data(), keep);
+      runtime_wrote(fresh.get(), keep, impl->device().index());
     }
     impl->set_data_ptr_noswap(std::move(fresh));
     impl->set_nbytes(newsize);

@@ -62,6 +62,15 @@ at::Tensor host_alias(const at::Tensor& t, const char* what) {
   return alias;
 }
 
+void note_host_write(const at::Tensor& t) {
+  if (!t.defined() || t.device().type() != kPlate || t.numel() == 0) {
+    return;
+  }
+  // from data_ptr to the tensor's last byte: a strided tensor's gaps count too (conservative)
+  const auto nbytes = at::detail::computeStorageNbytes(t.sizes(), t.strides(), t.element_size());
+  runtime_wrote(t.data_ptr(), nbytes, t.device().index());
+}
+
 namespace {
 
 void check_factory_options(const c10::Device& device, std::optional<c10::Layout> layout,
@@ -118,6 +127,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   const auto src_host = self.is_cpu() ? self : host_alias(self, "copy source");
   auto dst_host = dst.is_cpu() ? dst : host_alias(dst, "copy destination");
   dst_host.copy_(src_host);
+  note_host_write(dst);
   return dst;
 }
 

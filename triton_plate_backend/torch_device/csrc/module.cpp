@@ -48,6 +48,11 @@ PyObject* stop_runtime(PyObject* /*self*/, PyObject* /*unused*/) {
   Py_RETURN_NONE;
 }
 
+PyObject* track_host_writes(PyObject* /*self*/, PyObject* on) {
+  plate::set_track_host_writes(PyObject_IsTrue(on) == 1);
+  Py_RETURN_NONE;
+}
+
 PyObject* device_count(PyObject* /*self*/, PyObject* /*unused*/) {
   return PyLong_FromLong(plate::device_count());
 }
@@ -148,6 +153,7 @@ PyObject* elapsed_time(PyObject* /*self*/, PyObject* args) {
 PyMethodDef kMethods[] = {
     {"_set_runtime", set_runtime, METH_O, "Register the Python runtime object (alloc/free/now_ns/...)."},
     {"_stop_runtime", stop_runtime, METH_NOARGS, "Stop calling Python (interpreter shutdown)."},
+    {"_track_host_writes", track_host_writes, METH_O, "Report host writes to the runtime's wrote() (init sanitizer)."},
     {"_device_count", device_count, METH_NOARGS, nullptr},
     {"_current_device", current_device, METH_NOARGS, nullptr},
     {"_set_device", set_device, METH_VARARGS, nullptr},

@@ -37,6 +37,10 @@ void runtime_free(void* ptr, c10::DeviceIndex device) noexcept;
 double runtime_now_ns(c10::DeviceIndex device);
 std::pair<size_t, size_t> runtime_mem_info(c10::DeviceIndex device);  // (free, total) bytes
 bool runtime_covers(c10::DeviceIndex device, const void* ptr, size_t nbytes);
+// Host writes to device bytes, reported to the runtime's wrote() for the init sanitizer
+// (PLATE_SANITIZE=init) once Python switched tracking on; a no-op otherwise.
+void set_track_host_writes(bool on);
+void runtime_wrote(const void* ptr, size_t nbytes, c10::DeviceIndex device);
 
 // ---- devices (runtime.cpp) ------------------------------------------------------------------------
 c10::DeviceIndex device_count() noexcept;  // from the runtime, cached; 1 before it is known
@@ -75,5 +79,7 @@ at::Generator cpu_twin(const at::Generator& gen);
 void check_device_bytes(const at::Tensor& t, const char* what);
 // A CPU tensor over the same host bytes (same sizes, strides, dtype, conj/neg bits): no copy.
 at::Tensor host_alias(const at::Tensor& t, const char* what);
+// Report a host write to a plate tensor: its whole extent counts as written (runtime_wrote).
+void note_host_write(const at::Tensor& t);
 
 }  // namespace plate

@@ -18,6 +18,7 @@ PyObject* g_runtime = nullptr;  // strong reference, never released (lives as lo
 // torch._C._dynamo.eval_frame.set_eval_frame (strong reference; null where torch has no Dynamo).
 PyObject* g_set_eval_frame = nullptr;
 std::atomic<bool> g_alive{false};
+std::atomic<bool> g_track_writes{false};
 std::atomic<int> g_device_count{-1};
 thread_local c10::DeviceIndex t_current_device = 0;
 
@@ -220,6 +221,19 @@ bool runtime_covers(c10::DeviceIndex device, const void* ptr, size_t nbytes) {
                                                (unsigned long long)reinterpret_cast<uintptr_t>(ptr),
                                                (unsigned long long)nbytes)));
   return PyObject_IsTrue(out.p) == 1;
+}
+
+void set_track_host_writes(bool on) {
+  g_track_writes.store(on);
+}
+
+void runtime_wrote(const void* ptr, size_t nbytes, c10::DeviceIndex device) {
+  if (!g_track_writes.load() || nbytes == 0 || !python_usable()) {
+    return;
+  }
+  Gil gil;
+  Ref out(call_runtime("wrote", Py_BuildValue("(KKi)", (unsigned long long)reinterpret_cast<uintptr_t>(ptr),
+                                              (unsigned long long)nbytes, int(device))));
 }
 
 c10::DeviceIndex device_count() noexcept {

@@ -1,0 +1,190 @@
+"""sim/runaway.py and the step budget: an endless loop stops early with an error naming the kernel and
+the loop's source line; loops that end, however long or however they wait, are never stopped."""
+
+import numpy as np
+import pytest
+
+from triton_plate_backend.errors import SimulatorError
+from triton_plate_backend.isa.asm import assemble
+from triton_plate_backend.machine import get_machine
+from triton_plate_backend.sim import runaway
+from triton_plate_backend.sim.executor import execute
+from triton_plate_backend.sim.memory import DeviceMemory
+
+MACHINE = get_machine("plate-mini")
+# Every proof needs one watch window; a budget that ends right after the first one shows that the
+# detector, not the budget, stopped the loop.
+FIRST_WINDOW_END = runaway.WATCH_FIRST + runaway.WATCH_STEPS
+
+# program instances with an even id spin on a flag nobody sets, odd ones on a lock nobody releases
+TWO_LOOPS = """
+.kernel two_loops
+.arg flag ptr
+.arg lock ptr
+.tile F i32[1] @0x0
+.tile L i64[1] @0x40
+.tile M i1[1] @0x80
+.tile OLD i32[1] @0xc0
+.tile ZERO i32[1] @0x100
+.tile ONE i32[1] @0x140
+.loc 1 "waits.py" 7 4
+.loc 2 "waits.py" 12 4
+    s.arg r0, 0
+    s.arg r9, 1
+    s.li r1, 1
+    s.li r2, 0
+    v.splat L, r9
+    v.fill M, 1
+    v.fill ZERO, 0
+    v.fill ONE, 1
+    s.pid.x r5
+    s.and.i64 r7, r5, r1
+    bnz r7, odd
+even:
+    dma.load q0, F, r0, [r1], [r2], [r1], 0 @1
+    v.extract r3, F, 0 @1
+    bz r3, even @1
+    halt
+odd:
+    atom.cas.acquire OLD, L, ZERO, ONE, M @2
+    v.extract r4, OLD, 0 @2
+    bnz r4, odd @2
+    halt
+"""
+
+# a spin on an atomic read (add 0): it writes, but never changes memory
+POLL = """
+.kernel poll
+.arg flag ptr
+.tile L i64[1] @0x0
+.tile M i1[1] @0x40
+.tile OLD i32[1] @0x80
+.tile ZERO i32[1] @0xc0
+.loc 1 "poll.py" 3 4
+    s.arg r0, 0
+    v.splat L, r0
+    v.fill M, 1
+    v.fill ZERO, 0
+top:
+    atom.rmw.add.acquire OLD, L, ZERO, M @1
+    v.extract r3, OLD, 0 @1
+    bz r3, top @1
+    halt
+"""
+
+# program 0 counts COUNT iterations, then sets the flag the others wait for
+HANDOFF = """
+.kernel handoff
+.arg flag ptr
+.tile F i32[1] @0x0
+.tile G i32[1] @0x40
+.loc 1 "handoff.py" 5 4
+.loc 2 "handoff.py" 9 4
+    s.arg r0, 0
+    s.li r1, 1
+    s.li r2, 0
+    s.pid.x r5
+    bnz r5, consumer
+    s.li r8, COUNT
+count:
+    loop r8, count @1
+    v.fill F, 1
+    dma.store q1, F, r0, [r1], [r2], [r1]
+    halt
+consumer:
+    dma.load q0, G, r0, [r1], [r2], [r1], 0 @2
+    v.extract r3, G, 0 @2
+    bz r3, consumer @2
+    halt
+"""
+
+# the state changes at every turn (a counter): only the step budget ends it
+COUNTER = """
+.kernel counter
+.loc 1 "count.py" 21 8
+    s.li r0, 1
+top:
+    s.add.i64 r1, r1, r0 @1
+    jmp top @1
+"""
+
+
+@pytest.fixture
+def mem():
+    return DeviceMemory(MACHINE)
+
+
+def buffer(mem, values, dtype=np.int32) -> int:
+    data = np.asarray(values, dtype)
+    rec = mem.alloc(data.nbytes)
+    mem.write_bytes(rec.base, data.tobytes())
+    return rec.base
+
+
+def read(mem, addr, n=1, dtype=np.int32):
+    return np.frombuffer(mem.read_bytes(addr, n * np.dtype(dtype).itemsize), dtype)
+
+
+@pytest.mark.parametrize("grid", [1, 2, 64])
+def test_spins_that_can_never_end_stop_within_the_first_watch(mem, grid):
+    flag, lock = buffer(mem, [0]), buffer(mem, [1])
+    with pytest.raises(SimulatorError, match="is in an endless loop") as err:
+        execute(assemble(TWO_LOOPS), grid, [flag, lock], mem, MACHINE, max_steps=FIRST_WINDOW_END)
+    text = str(err.value)
+    assert "kernel 'two_loops'" in text and "PLATE_MAX_STEPS=" in text and "cannot help" in text
+    assert "waits.py:7" in text or "waits.py:12" in text  # the loop's source line
+    assert err.value.loc.startswith("waits.py:")
+    assert read(mem, lock)[0] == 1 and read(mem, flag)[0] == 0  # the failed CAS left memory alone
+
+
+def test_a_lock_taken_and_never_released_stops_the_others(mem):
+    lock = buffer(mem, [0])
+    program = assemble(TWO_LOOPS.replace("s.and.i64 r7, r5, r1", "s.li r7, 1"))  # every instance takes the lock
+    with pytest.raises(SimulatorError, match="endless loop") as err:
+        execute(program, 64, [buffer(mem, [0]), lock], mem, MACHINE, max_steps=FIRST_WINDOW_END)
+    assert "waits.py:12" in str(err.value) and len(err.value.programs) == 63  # all but the holder
+    assert read(mem, lock)[0] == 1
+
+
+def test_polling_with_an_atomic_that_changes_nothing_is_endless(mem):
+    with pytest.raises(SimulatorError, match="endless loop") as err:
+        execute(assemble(POLL), 4, [buffer(mem, [0])], mem, MACHINE, max_steps=FIRST_WINDOW_END)
+    assert "poll.py:3" in str(err.value)
+
+
+def test_a_wait_that_another_instance_ends_is_not_stopped(mem):
+    count = FIRST_WINDOW_END // 2  # 4 steps a turn (1 count, 3 wait): the waiters spin through a whole window
+    flag = buffer(mem, [0])
+    execute(assemble(HANDOFF.replace("COUNT", str(count))), 8, [flag], mem, MACHINE)
+    assert read(mem, flag)[0] == 1
+
+
+def test_a_long_loop_that_changes_state_runs_to_its_end(mem):
+    out = buffer(mem, [0], np.int64)
+    program = assemble(
+        """
+        .kernel long_sum
+        .arg out ptr
+        .tile S i64[1] @0x0
+            s.li r0, 0
+            s.li r1, N
+            s.li r2, 1
+        top:
+            s.add.i64 r0, r0, r2
+            loop r1, top
+            v.splat S, r0
+            s.arg r3, 0
+            s.li r4, 0
+            dma.store q0, S, r3, [r2], [r4], [r2]
+        """.replace("N", str(2 * FIRST_WINDOW_END))
+    )
+    execute(program, 3, [out], mem, MACHINE)
+    assert read(mem, out, dtype=np.int64)[0] == 2 * FIRST_WINDOW_END
+
+
+def test_the_budget_stops_loops_that_change_state_and_names_the_loop(mem):
+    with pytest.raises(SimulatorError, match="did not finish within 5000 instruction steps") as err:
+        execute(assemble(COUNTER), 2, [], mem, MACHINE, max_steps=5000)
+    text = str(err.value)
+    assert "kernel 'counter'" in text and "possible infinite loop" in text
+    assert "the loop at count.py:21:8" in text and "PLATE_MAX_STEPS=50000" in text
