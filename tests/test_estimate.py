@@ -87,7 +87,8 @@ def test_the_address_only_run_records_the_functional_trace(name, monkeypatch):
     real = type(dev).launch
     monkeypatch.setattr(type(dev), "launch", lambda self, p, g, a, **kw: launches.append((p, g, list(a))))
     case = CASES[name]
-    case.setup(case.quick[0]).run()
+    launch = case.setup(case.quick[0])  # keeps its tensors alive (memory is freed on del)
+    launch.run()
     monkeypatch.setattr(type(dev), "launch", real)
     ((program, grid, args),) = launches
     functional = execute(program, grid, args, dev.memory, dev.machine)
