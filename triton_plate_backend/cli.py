@@ -222,8 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
 
             add_arguments(sp)
         if name == "bench":
-            sp.add_argument("--quick", action="store_true", help="small sizes (CI, under 2 minutes)")
-            sp.add_argument("--full", action="store_true", help="the largest sizes too (GEMM 4096^3)")
+            size = sp.add_mutually_exclusive_group()
+            size.add_argument("--quick", action="store_true", help="small sizes (CI, about 2 minutes)")
+            size.add_argument("--full", action="store_true", help="the largest sizes too (GEMM 4096^3)")
             sp.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
             sp.add_argument("--out", default="benchmarks/results", help="output folder")
             sp.add_argument("--no-plot", action="store_true", help="skip the roofline PNG (no matplotlib)")
