@@ -93,6 +93,8 @@ def test_a_directory(files, capsys, command):
         (["run"], "run", "the following arguments are required: script"),
         (["upstream", "gluon"], "upstream", "invalid choice: 'gluon'"),
         (["patches", "apply"], "patches", "invalid choice: 'apply'"),
+        (["bench", "--kernel", "nope"], "bench", "unknown kernel(s) nope"),
+        (["bench", "--quick", "--full"], "bench", "not allowed with argument"),
     ],
 )
 def test_bad_arguments(files, capsys, monkeypatch, argv, command, fragment):
@@ -114,7 +116,7 @@ def test_run_with_a_bad_script(files, capsys, name, fragment):
 
 
 def test_every_subcommand_is_covered():
-    covered = {"asm", "disasm", "run-asm", "info", "isa", "run", "upstream", "patches"}
+    covered = {"asm", "disasm", "run-asm", "info", "isa", "run", "upstream", "patches", "bench"}
     assert set(COMMANDS) == covered  # a new subcommand needs its bad-input cases here
 
 

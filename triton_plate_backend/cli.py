@@ -178,11 +178,24 @@ def cmd_run(args) -> int:
     return run(args)
 
 
+def cmd_bench(args) -> int:
+    from .bench.run import run
+
+    level = "quick" if args.quick else "full" if args.full else "default"
+    result = run(level, only=args.kernel or None, out=args.out, plot=not args.no_plot, autotune=not args.kernel)
+    print(
+        f"{len(result['rows'])} runs in {result['wall_s']:.0f} s; cost-model median |error| "
+        f"{result['estimate_median_abs_err_pct']:.1f}%; results in {args.out}/"
+    )
+    return 0
+
+
 COMMANDS = {
     "run": (cmd_run, "run a Triton script's main() on plate (examples/*.py) and print its last launch's profile"),
     "info": (cmd_info, "print the PLATE machine description"),
     "upstream": (cmd_upstream, "run Triton's and Inductor's own test suites against plate (upstream/)"),
     "patches": (cmd_patches, "list or check the upstream-ready patches under patches/"),
+    "bench": (cmd_bench, "benchmark the standard kernels, baseline vs plate's placement (Markdown, JSON, roofline)"),
     "isa": (cmd_isa, "print the instruction set table (Markdown)"),
     "asm": (cmd_asm, "assemble a .pasm file into a .pbin binary"),
     "disasm": (cmd_disasm, "print a .pbin (or .pasm) program as canonical assembly"),
@@ -208,6 +221,13 @@ def build_parser() -> argparse.ArgumentParser:
             from .run_example import add_arguments
 
             add_arguments(sp)
+        if name == "bench":
+            size = sp.add_mutually_exclusive_group()
+            size.add_argument("--quick", action="store_true", help="small sizes (CI, about 2 minutes)")
+            size.add_argument("--full", action="store_true", help="the largest sizes too (GEMM 4096^3)")
+            sp.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
+            sp.add_argument("--out", default="benchmarks/results", help="output folder")
+            sp.add_argument("--no-plot", action="store_true", help="skip the roofline PNG (no matplotlib)")
         if name == "info":
             sp.add_argument("--json", action="store_true", help="print the description as JSON")
         if name in ("asm", "disasm", "run-asm"):

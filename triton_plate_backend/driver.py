@@ -191,14 +191,25 @@ DEVICE_INTERFACE = PlateDeviceInterface()
 def do_bench_modeled(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
     """``triton.testing.do_bench`` on the modeled clock, with ``PLATE_BENCH_REPS`` timed runs after
     one untimed run (compile and first launch). ``warmup`` and ``rep`` are accepted for
-    compatibility; modeled time needs no warm-up and does not jitter."""
+    compatibility; modeled time needs no warm-up and does not jitter.
+
+    The cost model answers first (``PLATE_AUTOTUNE_MARGIN``): a call whose estimate is more than
+    the margin above the best estimate of the same launch so far (an autotuner's earlier config)
+    is not simulated; its time is its estimate, scaled like the best simulated config's."""
     from triton.testing import _summarize_statistics
 
     from . import knobs
 
     if return_mode not in ("min", "max", "mean", "median", "all"):
         raise ValueError(f"return_mode {return_mode!r}: expected min, max, mean, median or all")
-    fn()
+    margin = knobs.autotune_margin()
+    est = _estimate_call(fn) if margin is not None else None  # the untimed run, launches estimated
+    best = _BEST_ESTIMATE.get(est[0]) if est else None
+    if best is not None and est[1] > best[0] * (1 + margin / 100):
+        PRUNED.append(est[0][0])
+        return _summarize_statistics([est[1] * best[1] / 1e6], quantiles, return_mode)
+    if margin is None or est is None:
+        fn()
     DEVICE_INTERFACE.synchronize()
     times = []
     for _ in range(knobs.bench_reps()):
@@ -209,7 +220,32 @@ def do_bench_modeled(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, 
         fn()
         end.record()
         times.append(start.elapsed_time(end))
+    if est and (best is None or est[1] < best[0]) and est[1] > 0:
+        if len(_BEST_ESTIMATE) > 256:
+            _BEST_ESTIMATE.clear()
+        _BEST_ESTIMATE[est[0]] = (est[1], min(times) * 1e6 / est[1])
     return _summarize_statistics(times, quantiles, return_mode)
+
+
+# launch key (kernel, pointer arguments) -> (best estimate in ns, its simulated / estimated time)
+_BEST_ESTIMATE: dict = {}
+PRUNED: list = []  # kernels of the calls the cost model pruned (what tests and `plate bench` count)
+
+
+def _estimate_call(fn):
+    """(launch key, estimated ns) of ``fn()``'s launches without running them; () when it launched
+    none (everything else it does ran), None when the cost model cannot tell or ``fn`` failed (then
+    it runs again for real: the same error, or a simulated run)."""
+    from .sim.device import get_device
+
+    try:
+        with get_device().estimating() as estimates:
+            fn()
+    except Exception:  # noqa: BLE001  (whatever it was, the real run that follows raises it again or runs)
+        return None
+    if not estimates:
+        return ()
+    return estimates[0].launch_key, sum(e.time_ns for e in estimates)
 
 
 # ---- the driver ---------------------------------------------------------------------------------

@@ -59,6 +59,21 @@ def _positive_int(name: str) -> Callable[[str], int]:
     return parse
 
 
+def _margin(name: str) -> Callable[[str], float | None]:
+    def parse(raw: str) -> float | None:
+        if raw.strip().lower() in ("off", "none", "exhaustive"):
+            return None
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if value < 0:
+            raise KnobError(f"{name}={raw!r}: expected a percentage >= 0, or off")
+        return value
+
+    return parse
+
+
 def _text(raw: str) -> str:
     return raw.strip()
 
@@ -138,6 +153,15 @@ KNOBS: dict[str, Knob] = {
             "Modeled time does not jitter, so a few repetitions suffice (data-dependent kernels may differ).",
         ),
         Knob(
+            "PLATE_AUTOTUNE_MARGIN",
+            10.0,
+            _margin("PLATE_AUTOTUNE_MARGIN"),
+            "The driver's benchmarker asks the cost model first (sim.estimate, no run) and simulates a "
+            "config only if its estimate is within this many percent of the best estimate of the same "
+            "launch so far; the others are timed by their estimate (scaled like the best simulated one). "
+            "off: simulate every config (exhaustive autotuning).",
+        ),
+        Knob(
             "PLATE_SANITIZE",
             frozenset(),
             parse_sanitize,
@@ -176,6 +200,10 @@ def max_steps() -> int | None:
 
 def bench_reps() -> int:
     return KNOBS["PLATE_BENCH_REPS"].get()
+
+
+def autotune_margin() -> float | None:
+    return KNOBS["PLATE_AUTOTUNE_MARGIN"].get()
 
 
 def sanitize() -> frozenset[str]:

@@ -137,6 +137,18 @@ def assign(machine: Machine, by_domain: np.ndarray, spread: np.ndarray | None = 
     return dom * machine.domain.cores + rank % machine.domain.cores
 
 
+AFFINITY = "affinity"  # the policy that maps programs by the compiled kernel's footprint
+FALLBACK_POLICY = "round_robin"  # where the footprint cannot tell
+
+
+def resolve_policy(policy, program, grid, args, memory: DeviceMemory):
+    """``policy`` as the timing model takes it: ``affinity`` becomes this launch's CoreMapping (or the
+    fallback policy); any other policy is returned as it is."""
+    if isinstance(policy, str) and policy == AFFINITY:
+        return core_mapping(program, grid, args, memory) or FALLBACK_POLICY
+    return policy
+
+
 def core_mapping(program, grid, args, memory: DeviceMemory) -> CoreMapping | None:
     """The affinity mapping of one launch, or None when the kernel's footprint cannot tell."""
     machine = memory.machine

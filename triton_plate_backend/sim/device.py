@@ -14,6 +14,7 @@ and each sees a consistent memory and clock.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass
@@ -27,8 +28,6 @@ from .clock import Clock
 from .memory import DeviceMemory
 
 DEVICE_COUNT = 1  # one simulated system per process; a multi-chip preset is still one device
-AFFINITY = "affinity"  # the policy that maps programs by the compiled kernel's footprint (sim/affinity.py)
-FALLBACK_POLICY = "round_robin"  # where the footprint cannot tell
 
 
 class DeviceError(PlateError):
@@ -53,6 +52,7 @@ class Device:
         self.launches = 0
         self._clock = Clock(self.machine)
         self._lock = threading.RLock()
+        self._estimates: list | None = None  # inside estimating(): the Estimates of the launches
 
     def __repr__(self) -> str:
         return f"Device({self.index}, machine={self.machine.name!r}, clock_ns={self.clock_ns:g})"
@@ -98,6 +98,19 @@ class Device:
             return bool(self.memory.span_positions(lo, lo + max(int(nbytes), 1))[0] >= 0)
 
     # ---- launch ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def estimating(self):
+        """Inside the block, launches are ESTIMATED by the cost model (``sim.estimate``), not run:
+        memory is left as it is, the clock advances by each estimate, ``launches`` counts them,
+        ``last_profile`` is None after them (no Profile), and the Estimates are appended to the
+        list the block receives. What autotuning and ``triton_plate_backend.estimate`` use."""
+        with self._lock:
+            outer, self._estimates = self._estimates, []
+            try:
+                yield self._estimates
+            finally:
+                self._estimates = outer
+
     def launch(
         self,
         program,
@@ -123,8 +136,10 @@ class Device:
         launch when the clock or ``last_profile`` is read (a named policy or mapping and no trace to
         write only). A launch that raises leaves nothing behind: no registered host buffer, nothing
         waiting on the clock. ``sanitize``: sanitizer modes for this launch ("race", "init";
-        sim/sanitizer.py); a launch with findings raises SanitizerError after running, without timing."""
-        from .affinity import core_mapping
+        sim/sanitizer.py); a launch with findings raises SanitizerError after running, without timing.
+        Inside ``estimating()`` a launch is estimated by the cost model (sim/estimate.py), not run."""
+        from .affinity import AFFINITY, resolve_policy
+        from .estimate import estimate_launch
         from .executor import execute
         from .timing import POLICIES, CoreMapping, simulate_timing
 
@@ -142,8 +157,14 @@ class Device:
                         continue
                     rec = self.memory.register(buf.addr, buf.nbytes, owner=buf.owner, label=buf.label)
                     registered.append(rec.base)
-                if isinstance(policy, str) and policy == AFFINITY:
-                    policy = core_mapping(program, grid, args, self.memory) or FALLBACK_POLICY
+                policy = resolve_policy(policy, program, grid, args, self.memory)
+                if self._estimates is not None:
+                    est = estimate_launch(program, grid, list(args), self.memory, self.machine, policy=policy)
+                    self._estimates.append(est)
+                    self._clock.set_ns(self._clock.now_ns() + est.time_ns)
+                    self._clock.set_last_profile(None)  # a launch, estimated: it has no Profile
+                    self.launches += 1
+                    return None
                 trace = execute(
                     program,
                     grid,

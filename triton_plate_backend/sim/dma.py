@@ -498,3 +498,26 @@ def _box_unique(box: _Box, pos: np.ndarray) -> bool:
     order = np.argsort(starts)
     starts, ends = starts[order], starts[order] + lens[order]
     return bool(np.all(ends[:-1] <= starts[1:]))
+
+
+# ---- traffic only (the cost model's estimate: addresses checked, no byte read or written) ---------------
+def strided_traffic(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> Traffic:
+    """The Traffic of a strided dma.load/dma.store with this descriptor, moving no data."""
+    box = _Box(base, dtype, shape, strides, lo, hi)
+    if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
+        return Traffic.zeros(box.nprog, mem.machine.total_domains)
+    pos = _box_locate(mem, box)
+    if pos is None:  # spans several allocations: element by element, as the load/store would
+        traffic = element_traffic(mem, box.element_addrs(), box.valid(), dtype)
+        traffic.runs = box.runs()
+        return traffic
+    return _box_traffic(mem, box, pos)
+
+
+def element_traffic(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "access") -> Traffic:
+    """The Traffic of a gather/scatter/atomic over these byte addresses, moving no data."""
+    storage = _storage(dtype)
+    shape, flat, m = _flat(addrs, mask)
+    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}")
+    av, progs = _elements_of(flat, m)
+    return _element_traffic(mem, pos, av, progs, shape[0], storage.itemsize)

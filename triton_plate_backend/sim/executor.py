@@ -209,7 +209,9 @@ _DONE, _YIELD = object(), object()
 class _Launch:
     """One execute() call: the program, its rule per pc, the shared state and the step budget."""
 
-    def __init__(self, program: Program, grid, args, memory, machine, printer, record_trace, max_steps, sanitize=()):
+    def __init__(
+        self, program: Program, grid, args, memory, machine, printer, record_trace, max_steps, sanitize=(), rules=None
+    ):
         self.program, self.grid, self.memory, self.machine = program, grid, memory, machine
         self.printer = printer or print
         self.args = _arg_words(program, args)
@@ -217,7 +219,7 @@ class _Launch:
             Sanitizer(sanitize, memory, program, self.args, self.describe_pc, self.grid_coords) if sanitize else None
         )
         self.row_bytes = -(-max(program.sram_bytes, program.sram_high_water(), 1) // _ROW_ALIGN) * _ROW_ALIGN
-        self.rules = [SEMANTICS[ins.mnemonic] for ins in program.instrs]
+        self.rules = rules if rules is not None else [SEMANTICS[ins.mnemonic] for ins in program.instrs]
         self.record = record_trace
         self.max_steps, self.steps = max_steps, 0
         self.watch = LoopWatch(program)
@@ -428,6 +430,7 @@ def execute(
     batch_size: int | None = None,
     printer=None,
     sanitize=(),
+    rules=None,
 ) -> Trace:
     """Run ``program`` for every instance of ``grid`` (int or up to 3 sizes) with kernel ``args``
     (Program.args order: pointers as device addresses, ints, floats) on device ``memory``.
@@ -435,15 +438,16 @@ def execute(
     Returns the Trace (one entry per instruction per context; empty unless ``record_trace``).
     ``printer`` receives dbg.print lines (default: print). ``max_steps`` bounds the instructions
     executed (one per context; default DEFAULT_MAX_STEPS). ``sanitize``: sanitizer modes ("race",
-    "init"; sim/sanitizer.py), checked over the whole launch. Raises SimulatorError (MemoryFault,
-    DeviceAssertionError) naming pc, instruction, source line and grid coordinates, also for an
-    endless loop (module docstring), and after a launch with sanitizer findings SanitizerError listing
-    them."""
+    "init"; sim/sanitizer.py), checked over the whole launch. ``rules``: one semantic rule per pc in
+    place of SEMANTICS (the cost model's address-only run, sim/estimate.py). Raises SimulatorError
+    (MemoryFault, DeviceAssertionError) naming pc, instruction, source line and grid coordinates,
+    also for an endless loop (module docstring), and after a launch with sanitizer findings
+    SanitizerError listing them."""
     machine = get_machine(machine if machine is not None else getattr(memory, "machine", None))
     verify_once(program, machine)
     grid = _grid3(grid)
     max_steps = DEFAULT_MAX_STEPS if max_steps is None else int(max_steps)
-    launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps, sanitize)
+    launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps, sanitize, rules)
     total = grid[0] * grid[1] * grid[2]
     if batch_size is None:
         batch_size = min(MAX_BATCH, max(1, SRAM_BATCH_BUDGET // launch.row_bytes))

@@ -160,3 +160,44 @@ SEMANTICS = {
     "fence": _no_op,
     "barrier": _no_op,
 }
+
+
+# ---- traffic only: the same accesses, checked and counted, moving no data (sim/estimate.py) ----------
+def _load_traffic(st, ins):
+    q, d, base, strides, lo, hi, fill = ins.operands
+    t = st.tiles[d]
+    s, a, b = _bounds(st, ins, t, strides, lo, hi)
+    _issued(st, q)
+    return dma.strided_traffic(st.memory, st.regs[base], t.dtype, t.shape, s, a, b)
+
+
+def _store_traffic(st, ins):
+    q, a, base, strides, lo, hi = ins.operands
+    t = st.tiles[a]
+    s, lo_, hi_ = _bounds(st, ins, t, strides, lo, hi)
+    _issued(st, q)
+    return dma.strided_traffic(st.memory, st.regs[base], t.dtype, t.shape, s, lo_, hi_)
+
+
+def _element_rule(value: str, access: str, token: bool):
+    """Traffic of an access by address tile (gather, scatter, atomics): ``value`` names the data operand."""
+
+    def rule(st, ins):
+        ops = {od.name: v for od, v in zip(ins.row.operands, ins.operands)}
+        t = st.tiles[ops[value]]
+        addrs, mask = _addresses(st, ins, ops["addr"], ops["m"], t)
+        if token:
+            _issued(st, ops["q"])
+        return dma.element_traffic(st.memory, addrs, mask, t.dtype, access)
+
+    return rule
+
+
+TRAFFIC_ONLY = {
+    "dma.load": _load_traffic,
+    "dma.store": _store_traffic,
+    "dma.gather": _element_rule("d", "gather", True),
+    "dma.scatter": _element_rule("a", "scatter", True),
+    "atom.rmw": _element_rule("d", "atomic", False),
+    "atom.cas": _element_rule("d", "atomic", False),
+}

@@ -1,0 +1,1 @@
+"""`plate bench`: the kernels (``kernels``) and the runner that measures them (``run``)."""

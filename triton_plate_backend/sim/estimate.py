@@ -1,0 +1,364 @@
+"""The cost model as a query: how long a launch takes, what binds it and which bytes cross which
+domains, WITHOUT running the kernel. What the compiler asks (grid -> core affinity, autotuning,
+Inductor's template choice) before it commits to a launch.
+
+Two steps, both cheaper than a level-1 simulation:
+
+1. An ADDRESS-ONLY run (``address_trace``): the program's scalar code runs exactly (program ids,
+   loop counters, DMA descriptors are scalar registers), every memory access is checked and
+   counted by home domain but moves no byte, and of the vector and matrix code only the slice
+   that feeds an address, a mask or a scalar runs (``address_slice``: what a gather's addresses or
+   an extracted loop bound depend on; loads into that slice read memory for real). The result is
+   the Trace the functional executor would record (same entries, bytes, runs and elements; a
+   test checks it) except where control flow depends on an atomic's result, which reads as 0
+   (an uncontended lock). Device memory is only read, never written.
+2. An AGGREGATED timing model over that trace (``model``): each program's three engines
+   (DMA-in, compute, DMA-out) replayed with level 1's rules (in-order engines, tile
+   dependencies, DMA queue depth, flight latency), vectorised over the programs, without level
+   1's calendar: the programs of one wave (one per core) run each DMA in LOCKSTEP, so a flow
+   takes as long as the most loaded resource on its route needs for that DMA's bytes of the whole
+   wave (``_StepRates``). A core's time is the sum of its programs' occupancy plus the last one's
+   drain; the launch's time is the slowest core's, never below the level-0 bound. Where cores
+   drift out of lockstep (a loop whose DMAs all hit one domain at a time, over many waves) it
+   overestimates contention.
+
+``estimate_launch(program, grid, args, memory, ...) -> Estimate``. Placement is the arguments'
+own (their allocations) unless ``placement`` names another for some pointer arguments; the grid
+-> core mapping is a policy name, a callable or an explicit core per program (default: the
+``PLATE_POLICY`` knob, what a launch uses).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import cost, knobs
+from ..errors import PlateError
+from ..isa.program import Program
+from ..machine import Machine, get_machine
+from .affinity import resolve_policy
+from .executor import DEFAULT_MAX_STEPS, execute
+from .memory import DeviceMemory
+from .replay import _routes, static_facts
+from .sem_memory import TRAFFIC_ONLY
+from .semantics import SEMANTICS
+from .timing import _aggregate, _issue, map_programs
+from .trace import Trace
+
+
+class EstimateError(PlateError):
+    """A launch the cost model cannot estimate without running it (control flow on loaded data)."""
+
+
+# level-0 term -> the bound an Estimate reports
+BOUND_NAMES = {
+    "compute": "compute",
+    "flops": "compute",
+    "dma_engine": "dma-engine",
+    "hbm": "hbm",
+    "die_link": "die-link",
+    "chip_link": "chip-link",
+}
+LATENCY_MARGIN = 1.10  # above this multiple of its level-0 bound a launch is called latency-bound
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What the cost model predicts for one launch (times in ns at the machine's clock)."""
+
+    time_ns: float
+    bound: str  # "hbm", "compute", "die-link", "chip-link", "dma-engine" or "latency"
+    level0_ns: float
+    read_bytes: np.ndarray  # [core domain, home domain]
+    write_bytes: np.ndarray  # [core domain, home domain]
+    flops: float
+    num_programs: int
+    policy: str
+    wall_s: float
+    level0_terms: dict = field(default_factory=dict)  # ns per level-0 term
+    kernel: str = ""
+    launch_key: tuple = ()  # kernel name and pointer arguments: what configs of one autotuning share
+
+    @property
+    def bytes(self) -> np.ndarray:
+        """Bytes moved per (core domain, home domain), reads and writes."""
+        return self.read_bytes + self.write_bytes
+
+    @property
+    def remote_share(self) -> float:
+        total = float(self.bytes.sum())
+        return 0.0 if total == 0 else 1.0 - float(np.trace(self.bytes)) / total
+
+    def __str__(self) -> str:
+        return (
+            f"{self.time_ns / 1000:.2f} us ({self.bound}-bound; level 0 {self.level0_ns / 1000:.2f} us), "
+            f"{self.bytes.sum() / 2**20:.1f} MiB, {100 * self.remote_share:.0f}% remote, {self.flops / 1e9:.2f} GFLOP"
+        )
+
+
+# ---- step 1: the address-only run ----------------------------------------------------------------------
+
+
+def _no_data(st, ins):
+    return None
+
+
+def _tile_operands(inst, roles):
+    return [v for od, v in zip(inst.row.operands, inst.operands) if od.kind == "t" and od.role in roles]
+
+
+def address_slice(program: Program) -> set[int]:
+    """The pcs of vector, matrix and load instructions whose results an address, a mask or a
+    scalar register depends on (the backward slice from those uses, through overlapping tiles)."""
+    spans = np.array([t.span() for t in program.tiles], dtype=np.int64).reshape(-1, 2)
+    overlap = (spans[:, None, 0] < spans[None, :, 1]) & (spans[None, :, 0] < spans[:, None, 1])
+    np.fill_diagonal(overlap, True)
+    needed = np.zeros(len(program.tiles), bool)
+    for inst in program.instrs:
+        ops = {od.name: (od, v) for od, v in zip(inst.row.operands, inst.operands)}
+        scalar_def = any(od.kind == "r" and od.role == "def" for od, _ in ops.values())
+        if inst.row.unit in ("dma_in", "dma_out"):
+            for name in ("addr", "m"):
+                if name in ops:
+                    needed[ops[name][1]] = True
+        elif scalar_def and inst.row.unit != "scalar":  # a tile read into a scalar register (v.extract)
+            needed[_tile_operands(inst, ("use", "inout"))] = True
+    run: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for pc, inst in enumerate(program.instrs):
+            if pc in run or inst.row.unit in ("scalar", "sync"):
+                continue
+            written = _tile_operands(inst, ("def", "inout"))
+            if written and (overlap[written][:, needed]).any():
+                run.add(pc)
+                if inst.row.unit == "vector" or inst.row.unit == "matrix":
+                    needed[_tile_operands(inst, ("use", "inout"))] = True
+                    needed |= overlap[needed].any(axis=0)
+                changed = True
+    return run
+
+
+def address_rules(program: Program) -> list:
+    """One rule per pc for the address-only run (module docstring)."""
+    run = address_slice(program)
+    rules = []
+    for pc, inst in enumerate(program.instrs):
+        m, unit = inst.mnemonic, inst.row.unit
+        if m.startswith("dbg."):
+            rules.append(_no_data)
+        elif pc in run and not m.startswith(("atom.", "dma.store", "dma.scatter")):
+            rules.append(SEMANTICS[m])  # vector/matrix slice, loads feeding it: read only
+        elif m in TRAFFIC_ONLY:
+            rules.append(TRAFFIC_ONLY[m])
+        elif unit in ("vector", "matrix"):
+            rules.append(_no_data)
+        else:
+            rules.append(SEMANTICS[m])
+    return rules
+
+
+def _shadow(memory: DeviceMemory, program: Program, args, placement) -> DeviceMemory:
+    """A memory over the same bytes where the allocations of the named pointer arguments have
+    another placement (``placement``: argument name or index -> placement spec)."""
+    if not placement:
+        return memory
+    names = {a.name: i for i, a in enumerate(program.args)}
+    where = {}
+    for key, spec in placement.items():
+        i = names.get(key, key)
+        if not isinstance(i, int) or not 0 <= i < len(args) or program.args[i].type != "ptr":
+            raise EstimateError(
+                f"placement names {key!r}: not a pointer argument of {program.name} "
+                f"({', '.join(a.name for a in program.args if a.type == 'ptr')})"
+            )
+        where[int(args[i])] = spec
+    shadow = DeviceMemory(memory.machine)
+    for rec in memory.allocations:
+        spec = next((s for a, s in where.items() if rec.base <= a < rec.end), rec.placement)
+        shadow.register(rec.base, rec.nbytes, spec, owner=rec, label=rec.label)
+    return shadow
+
+
+def address_trace(
+    program: Program, grid, args, memory: DeviceMemory, machine=None, *, placement=None, max_steps=DEFAULT_MAX_STEPS
+) -> Trace:
+    """The trace of a launch from the address-only run (module docstring, step 1)."""
+    machine = get_machine(machine if machine is not None else memory.machine)
+    mem = _shadow(memory, program, list(args), placement)
+    try:
+        return execute(program, grid, list(args), mem, machine, max_steps=max_steps, rules=address_rules(program))
+    except PlateError as e:
+        if "did not finish" in str(e):
+            raise EstimateError(
+                f"{program.name}: its control flow depends on data the address-only run does not compute "
+                f"(a spin lock, a loop over loaded values); simulate it instead ({e})"
+            ) from e
+        raise
+
+
+# ---- step 2: the aggregated model ----------------------------------------------------------------------
+
+
+class _StepRates:
+    """Transfer time of each flow of a DMA entry when the programs of one wave run it in LOCKSTEP
+    (what level 1 sees when every core runs the same code): every resource on a flow's route
+    carries the entry's bytes of one wave at its capacity, so a flow takes the longest of those
+    phases on its route, and at least its bytes at its share of the engine."""
+
+    def __init__(self, machine: Machine):
+        self.machine, self.topo = machine, cost.topology(machine)
+        self.routes = _routes(machine, self.topo)  # per direction: resources per (core domain, home)
+        self.D, self.R = machine.total_domains, len(self.topo.capacity)
+        self.cores_per_domain, self.engine = machine.domain.cores, float(machine.core.dma.bytes_per_cycle)
+
+    def transfer(self, bbd: np.ndarray, cores: np.ndarray, outbound: bool):
+        """(transfer cycles, flight latency) per program of the entry (bbd [k, D] bytes by home)."""
+        D = self.D
+        cd = cores // self.cores_per_domain
+        waves = max(int(np.bincount(cores).max(initial=1)), 1)
+        pair = np.zeros(D * D)
+        np.add.at(pair, (cd[:, None] * D + np.arange(D)[None, :]).ravel(), bbd.ravel())
+        mat = pair.reshape(D, D) / waves
+        carried = cost.resource_bytes(self.machine, None, mat) if outbound else cost.resource_bytes(self.machine, mat)
+        phase = np.append(carried / self.topo.capacity, 0.0)  # padding index R: no resource
+        res, _, _, lat = self.routes[int(outbound)]
+        route_time = phase[res].max(axis=1).reshape(D, D)  # [core domain, home]
+        has = bbd > 0
+        flows = np.maximum(has.sum(axis=1), 1)[:, None]
+        t = np.where(has, np.maximum(route_time[cd], bbd * flows / self.engine), 0.0).max(axis=1)
+        flight = np.where(has, lat.reshape(D, D)[cd], 0.0).max(axis=1)
+        return t, flight, has.any(axis=1)
+
+
+def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
+    """Each program alone from time 0 under level 1's engine rules, its transfers timed by
+    ``_StepRates``: (occupancy of its DMA-in and compute engines, its end with every DMA complete,
+    DMA-out busy)."""
+    n, prog = trace.num_programs, trace.program
+    T, Q = max(len(prog.tiles), 1), static_facts(prog, machine)[1]
+    eng, ready, read = np.zeros((3, n)), np.zeros((T, n)), np.zeros((T, n))
+    tok, done, out_busy = np.zeros((Q, n)), np.zeros(n), np.zeros(n)
+    depth = machine.core.dma.queue_depth
+    ring, nq = np.zeros((2, depth, n)), np.zeros((2, n), dtype=np.int64)
+    rates = _StepRates(machine)
+    for entry in trace.entries:
+        p = pcs[entry.pc]
+        ps = np.asarray(entry.programs, dtype=np.int64)
+        ix = slice(None) if len(ps) == n else ps
+        if p.kind == "scalar":
+            eng[1, ix] += p.cost
+            continue
+        if p.kind == "wait":
+            eng[1, ix] = np.maximum(eng[1, ix], tok[p.token, ix]) + p.cost
+            continue
+        if p.kind == "wait_all":
+            eng[1, ix] = np.maximum(eng[1, ix], done[ix]) + p.cost
+            continue
+        if p.kind == "compute":
+            start = eng[1, ix].copy()
+            for t in p.after_write:
+                np.maximum(start, ready[t, ix], out=start)
+            for t in p.after_read:
+                np.maximum(start, read[t, ix], out=start)
+            end = start + p.cost
+            eng[1, ix] = end
+            for t in p.reads:
+                read[t, ix] = np.maximum(read[t, ix], end)
+            for t in p.writes:
+                ready[t, ix] = np.maximum(ready[t, ix], end)
+            continue
+        k = p.engine // 2
+        slot = nq[k, ix] % depth
+        rows = np.arange(n)[ix]
+        start1 = np.maximum(eng[1, ix], ring[k, slot, rows])  # a full DMA queue stalls the stream
+        eng[1, ix] = start1
+        s = np.maximum(eng[p.engine, ix], start1)
+        for t in p.after_write:
+            np.maximum(s, ready[t, ix], out=s)
+        for t in p.after_read:
+            np.maximum(s, read[t, ix], out=s)
+        a = s + issues[id(entry)]
+        xe, comp = a, a
+        bbd = entry.bytes_by_domain
+        if bbd is not None and bbd.any():
+            xfer, flight, moved = rates.transfer(bbd, core_of[ps], p.outbound)
+            xe = a + xfer
+            comp = np.where(moved, xe + flight + p.extra_latency, a)
+        eng[p.engine, ix] = xe
+        if p.outbound:
+            out_busy[ix] += xe - s
+        if p.token is not None:
+            tok[p.token, ix] = comp
+        done[ix] = np.maximum(done[ix], comp)
+        ring[k, slot, rows] = comp
+        nq[k, ix] += 1
+        for t in p.reads:
+            read[t, ix] = np.maximum(read[t, ix], xe)
+        for t in p.writes:
+            ready[t, ix] = np.maximum(ready[t, ix], comp)
+    occupancy = np.maximum(eng[0], eng[1])
+    return occupancy, np.maximum(done, eng.max(axis=0)), out_busy
+
+
+def _core_times(trace: Trace, machine: Machine, pcs, core_of, issues) -> np.ndarray:
+    """Per core: its programs one after another (their occupancy), then the last one's drain."""
+    C, n = machine.total_cores, trace.num_programs
+    occupancy, end, out_busy = _program_times(trace, machine, pcs, core_of, issues)
+    per_core = np.bincount(core_of, weights=occupancy, minlength=C)
+    last = np.full(C, -1, dtype=np.int64)
+    np.maximum.at(last, core_of, np.arange(n))
+    used = last >= 0
+    per_core[used] += (end - occupancy)[last[used]]
+    return np.maximum(per_core, np.bincount(core_of, weights=out_busy, minlength=C))
+
+
+def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Estimate:
+    """The aggregated timing model over a trace (module docstring, step 2)."""
+    t0 = time.perf_counter()
+    machine = get_machine(machine)
+    policy = policy if policy is not None else knobs.policy()
+    n = trace.num_programs
+    core_of = map_programs(policy, n, machine)
+    pcs = static_facts(trace.program, machine)[0]
+    issues = {id(e): _issue(machine, trace, e, len(e.programs)) for e in trace.entries if pcs[e.pc].kind == "dma"}
+    comp, eng, read, write = _aggregate(trace, machine, core_of, pcs, issues)
+    flops = float(sum(pcs[e.pc].flops * len(e.programs) for e in trace.entries))
+    bound = cost.level0_bound(
+        machine, compute_cycles=comp, dma_engine_cycles=eng.ravel(), read_bytes=read, write_bytes=write
+    )
+    per_core = _core_times(trace, machine, pcs, core_of, issues)
+    cycles = max(float(per_core.max(initial=0.0)), bound.cycles)
+    kind = BOUND_NAMES.get(bound.binding, bound.binding) if cycles <= LATENCY_MARGIN * bound.cycles else "latency"
+    ns = 1.0 / machine.clock_ghz
+    return Estimate(
+        time_ns=cycles * ns,
+        bound=kind,
+        level0_ns=bound.cycles * ns,
+        read_bytes=read,
+        write_bytes=write,
+        flops=flops,
+        num_programs=n,
+        policy=policy if isinstance(policy, str) else "explicit",
+        wall_s=wall_s + time.perf_counter() - t0,
+        level0_terms={k: v * ns for k, v in bound.terms.items()},
+    )
+
+
+def estimate_launch(
+    program: Program, grid, args, memory: DeviceMemory, machine=None, *, policy=None, placement=None
+) -> Estimate:
+    """Estimate one launch of ``program`` over ``grid`` with runtime ``args`` (Program.args order,
+    pointers as device addresses) on ``memory``, without running it (module docstring)."""
+    t0 = time.perf_counter()
+    machine = get_machine(machine if machine is not None else memory.machine)
+    trace = address_trace(program, grid, args, memory, machine, placement=placement)
+    policy = resolve_policy(policy if policy is not None else knobs.policy(), program, grid, args, memory)
+    est = model(trace, machine, policy=policy, wall_s=time.perf_counter() - t0)
+    pointers = tuple(int(v) for a, v in zip(program.args, args) if a.type == "ptr")
+    return dataclasses.replace(est, kernel=program.name, launch_key=(program.name, pointers))
