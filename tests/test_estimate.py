@@ -28,7 +28,7 @@ def test_estimate_leaves_memory_and_matches_the_bytes_of_the_run():
     np.testing.assert_allclose(est.read_bytes, prof.read_bytes)
     np.testing.assert_allclose(est.write_bytes, prof.write_bytes)
     assert est.read_bytes.sum() == 8 * n and est.write_bytes.sum() == 4 * n
-    assert est.remote_share == pytest.approx(0.75)  # interleaved over 4 domains
+    assert est.remote_share == pytest.approx(0.0)  # blocked by default, each program in its block's domain
     assert est.level0_ns == pytest.approx(prof.bound.cycles / prof.clock_ghz)
     assert est.time_ns >= est.level0_ns
 
