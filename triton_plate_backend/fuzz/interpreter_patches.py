@@ -1,0 +1,139 @@
+"""Patches of Triton's interpreter where its numpy implementation misses Triton's semantics.
+
+`bf16` is always on (REFERENCE): the interpreter stores bfloat16 as uint16 and runs arithmetic,
+comparisons, min/max reductions and dots on those integers (1.5 + 2.0 gives NaN); the patch computes
+in fp32 and rounds to nearest even, which is what compiled Triton does. The others are named by a
+RULES row of compare.py: a mismatch is explained by the row only if the interpreter, rerun under the
+patch, then agrees with plate."""
+
+from __future__ import annotations
+
+import contextlib
+
+import ml_dtypes
+import numpy as np
+
+
+def _f32(data: np.ndarray) -> np.ndarray:
+    return (data.astype(np.uint32) << 16).view(np.float32)
+
+
+def _round_bf16(x: np.ndarray) -> np.ndarray:
+    """Any real array -> bf16 bits, one rounding to nearest even from float64 (overflow -> +-inf)."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        q = np.maximum(np.frexp(x)[1] - 1, -126) - 7  # the exponent of bf16's last place at x
+        y = np.where(np.isfinite(x) & (x != 0), np.ldexp(np.rint(np.ldexp(x, -q)), q), x)
+        y = np.where(np.abs(y) > float(ml_dtypes.finfo(ml_dtypes.bfloat16).max), np.copysign(np.inf, y), y)
+    return (y.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def _bf16(data: np.ndarray) -> np.ndarray:
+    if data.dtype.kind == "f":
+        return _round_bf16(data)
+    return data.astype(np.uint16)  # a comparison's booleans, as the interpreter stores them for a bf16 operand
+
+
+@contextlib.contextmanager
+def bf16():
+    """bfloat16 arithmetic, comparisons, min/max reductions and dots computed in fp32, rounded to bf16; casts
+    to and from bf16 by value (the interpreter casts the uint16 storage, and truncates fp32 -> bf16)."""
+    import triton.language as tl
+    from triton.runtime import interpreter as interp
+
+    builder, reduce_ops, handle = interp.InterpreterBuilder, interp.ReduceOps, interp.TensorHandle
+    saved = builder.binary_op, builder.unary_op, builder.create_dot, reduce_ops.min_max, builder.cast_impl
+    binary_op, unary_op, create_dot, min_max, cast_impl = saved
+
+    def is_bf16(*hs) -> bool:
+        return any(h.dtype.scalar == tl.bfloat16 for h in hs)
+
+    def patched_binary(self, lhs, rhs, op):
+        if not is_bf16(lhs, rhs):
+            return binary_op(self, lhs, rhs, op)
+        return handle(_bf16(op(_f32(lhs.data), _f32(rhs.data))), tl.bfloat16)
+
+    def patched_unary(self, arg, op):
+        if not is_bf16(arg):
+            return unary_op(self, arg, op)
+        return handle(_bf16(op(_f32(arg.data))), tl.bfloat16)
+
+    def patched_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        if is_bf16(a, b):
+            a, b = handle(_f32(a.data), tl.float32), handle(_f32(b.data), tl.float32)
+        return create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+    def patched_min_max(self, input, val_reduce_op, idx_reduce_op=None):
+        tensor = input[0] if isinstance(input, tuple) else input
+        if val_reduce_op is not None and tensor.dtype == tl.bfloat16:
+            op = val_reduce_op
+            val_reduce_op = lambda data, **kw: _bf16(op(_f32(data), **kw).astype(np.float32))  # noqa: E731
+        return min_max(self, input, val_reduce_op, idx_reduce_op)
+
+    def patched_cast(self, src, dst_type):
+        dst = dst_type.scalar
+        if src.dtype.scalar != tl.bfloat16 and dst != tl.bfloat16:
+            return cast_impl(self, src, dst_type)
+        value = _f32(src.data) if src.dtype.scalar == tl.bfloat16 else src.data
+        if dst == tl.bfloat16:
+            return handle(_round_bf16(value), dst)
+        return handle(value.astype(interp._get_np_dtype(dst_type)), dst)
+
+    builder.binary_op, builder.unary_op, builder.create_dot = patched_binary, patched_unary, patched_dot
+    reduce_ops.min_max, builder.cast_impl = patched_min_max, patched_cast
+    try:
+        yield
+    finally:
+        builder.binary_op, builder.unary_op, builder.create_dot, reduce_ops.min_max, builder.cast_impl = saved
+
+
+@contextlib.contextmanager
+def maxnum():
+    """arith.maxnumf / minnumf (tl.maximum / tl.minimum) return the non-NaN operand, as the tl.max / tl.min
+    reductions already do there (np.nanmax)."""
+    from triton.runtime import interpreter as interp
+
+    builder = interp.InterpreterBuilder
+    saved = builder.create_maxnumf, builder.create_minnumf
+    builder.create_maxnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.fmax)
+    builder.create_minnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.fmin)
+    try:
+        yield
+    finally:
+        builder.create_maxnumf, builder.create_minnumf = saved
+
+
+FLOAT8 = {"fp8e5": (ml_dtypes.float8_e5m2, 57344.0), "fp8e4nv": (ml_dtypes.float8_e4m3fn, 448.0)}
+WIDER = {"fp32": np.float32, "fp16": np.float16, "fp64": np.float64}
+
+
+@contextlib.contextmanager
+def fp8_satfinite():
+    """Downcasts to fp8e5 / fp8e4nv as PTX cvt.rn.satfinite: round to nearest even, overflow and +-inf to
+    +-max finite, NaN stays NaN. The interpreter's bit-twiddling `_convert_float` rounds half up on one bit,
+    clamps the exponent field (no inf, no NaN) and truncates subnormal results."""
+    from triton.runtime import interpreter as interp
+
+    saved = interp._convert_float
+
+    def convert(input, input_dtype, output_dtype, rounding_mode):
+        target = FLOAT8.get(str(output_dtype))
+        source = "bf16" if str(input_dtype) == "bf16" else str(input_dtype)
+        if target is None or (source not in WIDER and source != "bf16"):
+            return saved(input, input_dtype, output_dtype, rounding_mode)
+        x = _f32(input) if source == "bf16" else input.view(WIDER[source])
+        x = x.astype(np.float64)
+        fp8, largest = target
+        with np.errstate(invalid="ignore"):
+            x = np.where(np.abs(x) > largest, np.copysign(largest, x), x)
+        return x.astype(fp8).view(np.uint8)
+
+    interp._convert_float = convert
+    try:
+        yield
+    finally:
+        interp._convert_float = saved
+
+
+PATCHES = {"maxnum": maxnum, "bf16": bf16, "fp8-satfinite": fp8_satfinite}
+REFERENCE = ("bf16",)  # always on: the reference is the interpreter with these fixed
