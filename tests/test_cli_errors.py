@@ -93,6 +93,11 @@ def test_a_directory(files, capsys, command):
         (["run"], "run", "the following arguments are required: script"),
         (["upstream", "gluon"], "upstream", "invalid choice: 'gluon'"),
         (["patches", "apply"], "patches", "invalid choice: 'apply'"),
+        (["fuzz", "--cases", "0"], "fuzz", "--cases 0: expected an integer >= 1"),
+        (["fuzz", "--cases", "x"], "fuzz", "invalid int value: 'x'"),
+        (["fuzz", "--jobs", "0"], "fuzz", "--jobs 0: expected an integer >= 1"),
+        (["fuzz", "--start", "-3"], "fuzz", "--start -3: expected an integer >= 0"),
+        (["fuzz", "--out", "ok.pasm"], "fuzz", "--out ok.pasm: not a directory"),
     ],
 )
 def test_bad_arguments(files, capsys, monkeypatch, argv, command, fragment):
@@ -114,7 +119,7 @@ def test_run_with_a_bad_script(files, capsys, name, fragment):
 
 
 def test_every_subcommand_is_covered():
-    covered = {"asm", "disasm", "run-asm", "info", "isa", "run", "upstream", "patches"}
+    covered = {"asm", "disasm", "run-asm", "info", "isa", "run", "upstream", "patches", "fuzz"}
     assert set(COMMANDS) == covered  # a new subcommand needs its bad-input cases here
 
 

@@ -133,7 +133,10 @@ def _exact(b, got, want, outs) -> tuple[bool, str]:
     if not diff.any():
         return True, ""
     i = int(np.flatnonzero(diff)[0])
-    return False, f"{int(diff.sum())} of {diff.size} lanes differ; lane {i}: plate {got[i]!r} vs interpreter {want[i]!r}"
+    return (
+        False,
+        f"{int(diff.sum())} of {diff.size} lanes differ; lane {i}: plate {got[i]!r} vs interpreter {want[i]!r}",
+    )
 
 
 CHECKS: dict[str, Callable] = {
@@ -183,6 +186,13 @@ RULES = (
         "inf/NaN, subnormals truncated); compiled Triton and plate use cvt.rn.satfinite (ties to even, saturate)",
         _any("fp8:", "dot:fp8"),
         patch="fp8-satfinite",
+    ),
+    Rule(
+        "tf32-input-rounding",
+        "docs/differences.md 'TF32 rounding of tl.dot inputs': plate rounds fp32 dot inputs to tf32 (ties to "
+        "even; FLT_MAX rounds to inf); Triton's interpreter ignores input_precision and multiplies in fp32",
+        lambda features: "dot:fp32:tf32" in features,
+        patch="tf32",
     ),
     Rule(
         "signed-zero-min-max",

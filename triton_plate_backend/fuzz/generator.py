@@ -4,7 +4,7 @@ Each case is a typed expression tree over loaded tiles (every dtype in DTYPES, m
 row/column broadcasts, casts incl. fp8 round trips, `where`, min/max, bit ops, safe integer
 division) with a tail: a masked store, a reduction or scan on a random axis, a transpose or
 reshape, an atomic, or (its own template) a `tl.dot`. Loops and branches wrap the body. Every
-operand carries its dtype, and every binary op's result is cast back to it, so the emitted kernel
+operand carries its dtype, and every op's result is cast back to it, so the emitted kernel
 type-checks whatever Triton's promotion rules do. The same (seed, index) gives the same case."""
 
 from __future__ import annotations
@@ -135,7 +135,9 @@ class _Builder:
         if s.kind == "f" and d.kind != "f":  # NaN and out-of-range are undefined: clamp in fp64 first
             lo, hi = INT_RANGE[dst]
             wide = f"{var}.to(tl.float64)"
-            return self.emit(f"tl.where({var} != {var}, 0.0, tl.minimum(tl.maximum({wide}, {lo}.0), {hi}.0)).to({d.tl})")
+            return self.emit(
+                f"tl.where({var} != {var}, 0.0, tl.minimum(tl.maximum({wide}, {lo}.0), {hi}.0)).to({d.tl})"
+            )
         return self.emit(f"{var}.to({d.tl})")
 
     # ---- expression trees
@@ -164,13 +166,13 @@ class _Builder:
             a = self.expr(dtype, depth - 1)
             if kind == "u":  # not `~`: the interpreter's invert of an unsigned tile overflows numpy
                 return self.emit(f"(-{a}).to({d})")
-            return self.emit(self.rng.choice([f"(-{a}).to({d})", f"tl.abs({a})"]))
+            return self.emit(self.rng.choice([f"(-{a}).to({d})", f"tl.abs({a}).to({d})"]))
         if op == "where":
             other = self.rng.choice(list(DTYPES))
             c1, c2 = self.expr(other, depth - 1), self.expr(other, depth - 1)
             a, b = self.expr(dtype, depth - 1), self.expr(dtype, depth - 1)
             self.features.add("where")
-            return self.emit(f"tl.where({c1} {self.rng.choice(CMPS)} {c2}, {a}, {b})")
+            return self.emit(f"tl.where({c1} {self.rng.choice(CMPS)} {c2}, {a}, {b}).to({d})")
         if op == "cast":
             src = self.rng.choice([t for t in DTYPES if t != dtype])
             return self.cast(self.expr(src, depth - 1), src, dtype)
@@ -179,9 +181,9 @@ class _Builder:
             fn = self.rng.choice(["tl.maximum", "tl.minimum"])
             if kind == "f" and self.rng.random() < 0.5:
                 self.features.add("minmax-nan-all")
-                return self.emit(f"{fn}({a}, {b}, propagate_nan=tl.PropagateNan.ALL)")
+                return self.emit(f"{fn}({a}, {b}, propagate_nan=tl.PropagateNan.ALL).to({d})")
             self.features.add("minmax" if kind != "f" else "minmax-float")
-            return self.emit(f"{fn}({a}, {b})")
+            return self.emit(f"{fn}({a}, {b}).to({d})")  # bf16 min/max come back fp32
         if op == "fp8":
             f8 = self.rng.choice(list(FLOAT8))
             self.features.add(f"fp8:{f8}")
@@ -189,7 +191,9 @@ class _Builder:
             return self.emit(f"{a}.to({FLOAT8[f8]}).to({d})")
         a, b = self.expr(dtype, depth - 1), self.expr(dtype, depth - 1)  # "rn": IEEE-exact fp32 ops
         self.features.add("rn")
-        return self.emit(self.rng.choice([f"tl.div_rn({a}, {b})", f"tl.sqrt_rn({a})", f"tl.fma({a}, {b}, {a})"]))
+        return self.emit(
+            self.rng.choice([f"tl.div_rn({a}, {b})", f"tl.sqrt_rn({a})", f"tl.fma({a}, {b}, {a})"]) + ".to(tl.float32)"
+        )
 
 
 HEADER = "import triton\nimport triton.language as tl\n\n\n"
@@ -226,9 +230,8 @@ def generate(seed: int, index: int) -> Case:
     offs = "pid * BM + rm" if len(shape) == 1 else "pid * BM * BN + rm[:, None] * BN + rn[None, :]"
     store_lines: list[str] = []
     outputs: list[Buffer] = []
-    fp = DTYPES[dtype].kind == "f"
     if tail == "store":
-        if fp and dtype == "fp32" and rng.random() < 0.3:
+        if dtype == "fp32" and rng.random() < 0.6:
             fn = rng.choice([*TRANSCENDENTAL, *CORRECTLY_ROUNDED])
             b.features.add(f"math:{fn}")
             body = b.emit(f"tl.{fn}({body})")
@@ -357,7 +360,9 @@ def _generate_dot(seed: int, index: int, rng: random.Random, nprng: np.random.Ge
     if with_acc:
         lines.append("c = tl.load(in2 + pid * BM * BN + rm[:, None] * BN + rn[None, :])")
         acc = ", acc=c"
-        buffers.append(Buffer("in2", acc_dtype, grid * m * n, random_values(nprng, acc_dtype, grid * m * n, special=0.0)))
+        buffers.append(
+            Buffer("in2", acc_dtype, grid * m * n, random_values(nprng, acc_dtype, grid * m * n, special=0.0))
+        )
     prec = f', input_precision="{precision}"' if dtype == "fp32" else ""
     out_ty = ", out_dtype=tl.int32" if dtype == "i8" else ""
     lines.append(f"d = tl.dot(a, b{acc}{prec}{out_ty})")

@@ -110,20 +110,26 @@ WIDER = {"fp32": np.float32, "fp16": np.float16, "fp64": np.float64}
 @contextlib.contextmanager
 def fp8_satfinite():
     """Downcasts to fp8e5 / fp8e4nv as PTX cvt.rn.satfinite: round to nearest even, overflow and +-inf to
-    +-max finite, NaN stays NaN. The interpreter's bit-twiddling `_convert_float` rounds half up on one bit,
-    clamps the exponent field (no inf, no NaN) and truncates subnormal results."""
+    +-max finite, NaN stays NaN; upcasts from fp8 exact. The interpreter's bit-twiddling `_convert_float`
+    rounds half up on one bit, clamps the exponent field (no inf, no NaN) and mishandles subnormals."""
     from triton.runtime import interpreter as interp
 
     saved = interp._convert_float
 
     def convert(input, input_dtype, output_dtype, rounding_mode):
-        target = FLOAT8.get(str(output_dtype))
-        source = "bf16" if str(input_dtype) == "bf16" else str(input_dtype)
-        if target is None or (source not in WIDER and source != "bf16"):
+        source, target = str(input_dtype), str(output_dtype)
+        known = (*FLOAT8, *WIDER, "bf16")
+        if source not in known or target not in known or (source not in FLOAT8 and target not in FLOAT8):
             return saved(input, input_dtype, output_dtype, rounding_mode)
-        x = _f32(input) if source == "bf16" else input.view(WIDER[source])
-        x = x.astype(np.float64)
-        fp8, largest = target
+        if source in FLOAT8:  # upcasts from fp8 are exact; the interpreter loses fp8 subnormals
+            x = input.view(FLOAT8[source][0]).astype(np.float64)
+        else:
+            x = (_f32(input) if source == "bf16" else input.view(WIDER[source])).astype(np.float64)
+        if target == "bf16":
+            return _round_bf16(x)
+        if target in WIDER:
+            return x.astype(WIDER[target])
+        fp8, largest = FLOAT8[target]
         with np.errstate(invalid="ignore"):
             x = np.where(np.abs(x) > largest, np.copysign(largest, x), x)
         return x.astype(fp8).view(np.uint8)
@@ -135,5 +141,36 @@ def fp8_satfinite():
         interp._convert_float = saved
 
 
-PATCHES = {"maxnum": maxnum, "bf16": bf16, "fp8-satfinite": fp8_satfinite}
+def _round_tf32(x: np.ndarray) -> np.ndarray:
+    """fp32 -> tf32 (10 stored mantissa bits) to nearest even, kept in fp32; FLT_MAX and its neighbours -> inf."""
+    x = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        q = np.maximum(np.frexp(x)[1] - 1, -126) - 10
+        y = np.where(np.isfinite(x) & (x != 0), np.ldexp(np.rint(np.ldexp(x, -q)), q), x)
+        return y.astype(np.float32)
+
+
+@contextlib.contextmanager
+def tf32():
+    """tl.dot with input_precision="tf32" rounds its fp32 inputs to tf32 (docs/differences.md: ties to even);
+    the interpreter multiplies the full fp32 values."""
+    from triton._C.libtriton import ir
+    from triton.runtime import interpreter as interp
+
+    builder, handle = interp.InterpreterBuilder, interp.TensorHandle
+    saved = builder.create_dot
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        if input_precision == ir.INPUT_PRECISION.TF32 and a.data.dtype == np.float32:
+            a, b = handle(_round_tf32(a.data), a.dtype.scalar), handle(_round_tf32(b.data), b.dtype.scalar)
+        return saved(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+    builder.create_dot = create_dot
+    try:
+        yield
+    finally:
+        builder.create_dot = saved
+
+
+PATCHES = {"tf32": tf32, "maxnum": maxnum, "bf16": bf16, "fp8-satfinite": fp8_satfinite}
 REFERENCE = ("bf16",)  # always on: the reference is the interpreter with these fixed

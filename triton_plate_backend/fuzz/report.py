@@ -61,8 +61,13 @@ def write_reproducer(case: Case, result, folder: Path) -> Path:
     path = folder / f"{case.name}.py"
     body = case.source.split("\n", 2)[2]  # the imports are in the template's source already
     text = REPRODUCER.format(
-        seed=case.seed, index=case.index, category=result.category, detail=result.detail.replace('"""', "'''"),
-        name=case.name, source="import triton\nimport triton.language as tl\n" + body, case_json=case_to_json(case),
+        seed=case.seed,
+        index=case.index,
+        category=result.category,
+        detail=result.detail.replace('"""', "'''"),
+        name=case.name,
+        source="import triton\nimport triton.language as tl\n" + body,
+        case_json=case_to_json(case),
     )
     path.write_text(text)
     return path
@@ -76,11 +81,19 @@ def summarize(results: list[dict], seed: int, wall: float) -> dict:
     features = Counter(f.split(":")[0] for r in results for f in r["features"])
     cases = len(results)
     return {
-        "seed": seed, "cases": cases, "exact": status["exact"], "bounded": status["bounded"],
-        "explained": status["explained"], "mismatches": status["mismatch"], "invalid": status["invalid"],
-        "mismatches_by_category": dict(mismatches.most_common()), "explained_by_rule": dict(explained.most_common()),
-        "invalid_by_error": dict(invalid.most_common()), "features": dict(features.most_common()),
-        "wall_seconds": round(wall, 1), "kernel_seconds": round(sum(r["seconds"] for r in results), 1),
+        "seed": seed,
+        "cases": cases,
+        "exact": status["exact"],
+        "bounded": status["bounded"],
+        "explained": status["explained"],
+        "mismatches": status["mismatch"],
+        "invalid": status["invalid"],
+        "mismatches_by_category": dict(mismatches.most_common()),
+        "explained_by_rule": dict(explained.most_common()),
+        "invalid_by_error": dict(invalid.most_common()),
+        "features": dict(features.most_common()),
+        "wall_seconds": round(wall, 1),
+        "kernel_seconds": round(sum(r["seconds"] for r in results), 1),
     }
 
 
@@ -100,8 +113,12 @@ def summary_markdown(s: dict) -> str:
         f"Time: {s['kernel_seconds']} s in kernels ({rate:.2f} kernels/s), {s['wall_seconds']} s wall.",
         "",
     ]
-    for title, key in (("Mismatches by category", "mismatches_by_category"), ("Explained by rule", "explained_by_rule"),
-                       ("Not runnable by the interpreter", "invalid_by_error"), ("Features covered", "features")):
+    for title, key in (
+        ("Mismatches by category", "mismatches_by_category"),
+        ("Explained by rule", "explained_by_rule"),
+        ("Not runnable by the interpreter", "invalid_by_error"),
+        ("Features covered", "features"),
+    ):
         if s[key]:
             lines += [f"## {title}", "", "| | kernels |", "|---|---|"]
             lines += [f"| `{k}` | {v} |" for k, v in s[key].items()]

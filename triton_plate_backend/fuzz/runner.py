@@ -144,8 +144,11 @@ def run_case(case: Case, folder: Path, device: str) -> tuple[Result, dict, dict]
     failed = [n for n, (ok, _) in checks.items() if not ok]
     kinds = {b.name: b.check["kind"] for b in case.outputs()}
     if not failed:
-        bounded = any(kinds[n] != "exact" and compare.differing(b.dtype, got[n], want[n]).any()
-                      for b in case.outputs() for n in [b.name])
+        bounded = any(
+            kinds[n] != "exact" and compare.differing(b.dtype, got[n], want[n]).any()
+            for b in case.outputs()
+            for n in [b.name]
+        )
         res.status = "bounded" if bounded else "exact"
     else:
         res.detail = "; ".join(f"{n}: {checks[n][1]}" for n in failed)

@@ -65,8 +65,13 @@ def fuzz(cases: int, seed: int, out: Path, jobs: int = 1, start: int = 0, stream
             if r["status"] == "mismatch":
                 print(f"case {r['index']}: MISMATCH {r['category']}: {r['detail'][:200]}", file=stream)
             elapsed = time.perf_counter() - t0
-            print(f"\r[{n}/{len(todo)}] {counts['mismatch']} mismatches, {counts['explained']} explained, "
-                  f"{n / elapsed:.2f} kernels/s", end="", file=stream, flush=True)
+            print(
+                f"\r[{n}/{len(todo)}] {counts['mismatch']} mismatches, {counts['explained']} explained, "
+                f"{n / elapsed:.2f} kernels/s",
+                end="",
+                file=stream,
+                flush=True,
+            )
     print(file=stream)
     summary = summarize(list(done.values()), seed, time.perf_counter() - t0)
     (out / "fuzz-summary.json").write_text(json.dumps(summary, indent=2) + "\n")

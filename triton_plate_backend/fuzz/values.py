@@ -48,7 +48,9 @@ def float_specials(dtype: str) -> np.ndarray:
 def int_specials(dtype: str) -> np.ndarray:
     t = DTYPES[dtype].np
     ii = np.iinfo(t)
-    return np.array([ii.min, ii.max, ii.min + 1, ii.max - 1, 0, 1, -1 if ii.min < 0 else 2, 2 ** (ii.bits - 2)]).astype(t)
+    return np.array([ii.min, ii.max, ii.min + 1, ii.max - 1, 0, 1, -1 if ii.min < 0 else 2, 2 ** (ii.bits - 2)]).astype(
+        t
+    )
 
 
 def random_values(rng: np.random.Generator, dtype: str, count: int, special: float = 0.2) -> np.ndarray:
