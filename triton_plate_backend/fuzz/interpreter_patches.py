@@ -152,8 +152,9 @@ def _round_tf32(x: np.ndarray) -> np.ndarray:
 
 @contextlib.contextmanager
 def tf32():
-    """tl.dot with input_precision="tf32" rounds its fp32 inputs to tf32 (docs/differences.md: ties to even);
-    the interpreter multiplies the full fp32 values."""
+    """tl.dot with input_precision="tf32" rounds its fp32 inputs to tf32 (docs/differences.md: ties to even),
+    "tf32x3" sums three tf32 products of the inputs split into big + small parts; the interpreter
+    multiplies the full fp32 values for both."""
     from triton._C.libtriton import ir
     from triton.runtime import interpreter as interp
 
@@ -161,9 +162,15 @@ def tf32():
     saved = builder.create_dot
 
     def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
-        if input_precision == ir.INPUT_PRECISION.TF32 and a.data.dtype == np.float32:
-            a, b = handle(_round_tf32(a.data), a.dtype.scalar), handle(_round_tf32(b.data), b.dtype.scalar)
-        return saved(self, a, b, d, input_precision, max_num_imprecise_acc)
+        if a.data.dtype != np.float32 or input_precision not in (ir.INPUT_PRECISION.TF32, ir.INPUT_PRECISION.TF32x3):
+            return saved(self, a, b, d, input_precision, max_num_imprecise_acc)
+        big_a, big_b = _round_tf32(a.data), _round_tf32(b.data)
+        if input_precision == ir.INPUT_PRECISION.TF32:
+            return handle(np.matmul(big_a, big_b, dtype=np.float32) + d.data, d.dtype.scalar)
+        with np.errstate(all="ignore"):  # 3xTF32: a_big*b_big + a_big*b_small + a_small*b_big
+            small_a, small_b = _round_tf32(a.data - big_a), _round_tf32(b.data - big_b)
+            out = np.matmul(big_a, small_b) + np.matmul(small_a, big_b) + np.matmul(big_a, big_b)
+        return handle((out + d.data).astype(np.float32), d.dtype.scalar)
 
     builder.create_dot = create_dot
     try:
@@ -172,5 +179,40 @@ def tf32():
         builder.create_dot = saved
 
 
-PATCHES = {"tf32": tf32, "maxnum": maxnum, "bf16": bf16, "fp8-satfinite": fp8_satfinite}
+def _fma64(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """x * y + z for fp32 (or narrower) operands with one rounding: the product is exact in float64, the sum
+    is rounded to odd there (TwoSum's error decides the sticky bit), so the final cast rounds once."""
+    p, z = x.astype(np.float64) * y.astype(np.float64), z.astype(np.float64)
+    with np.errstate(all="ignore"):
+        s = p + z
+        bp = s - z
+        err = (p - bp) + (z - (s - bp))
+        bits = s.view(np.uint64)
+        inexact = np.isfinite(s) & (err != 0) & ((bits & 1) == 0)
+        toward = np.where((err > 0) == (s > 0), bits + 1, bits - 1).astype(np.uint64)
+        s = np.where(inexact & (s != 0), toward.view(np.float64), s)
+    return s
+
+
+@contextlib.contextmanager
+def fma():
+    """tl.fma rounded once (the interpreter's x * y + z rounds the product, then the sum)."""
+    from triton.runtime import interpreter as interp
+
+    builder, handle = interp.InterpreterBuilder, interp.TensorHandle
+    saved = builder.create_fma
+
+    def create_fma(self, x, y, z):
+        if z.data.dtype != np.float32:
+            return saved(self, x, y, z)
+        return handle(_fma64(x.data, y.data, z.data).astype(np.float32), z.dtype.scalar)
+
+    builder.create_fma = create_fma
+    try:
+        yield
+    finally:
+        builder.create_fma = saved
+
+
+PATCHES = {"fma": fma, "tf32": tf32, "maxnum": maxnum, "bf16": bf16, "fp8-satfinite": fp8_satfinite}
 REFERENCE = ("bf16",)  # always on: the reference is the interpreter with these fixed
