@@ -36,7 +36,7 @@ def _bf16(data: np.ndarray) -> np.ndarray:
 
 @contextlib.contextmanager
 def bf16():
-    """bfloat16 arithmetic, comparisons, min/max reductions and dots computed in fp32, rounded to bf16; casts
+    """bfloat16 arithmetic, comparisons, reductions, scans and dots computed in fp32, rounded to bf16; casts
     to and from bf16 by value (the interpreter casts the uint16 storage, and truncates fp32 -> bf16)."""
     import triton.language as tl
     from triton.runtime import interpreter as interp
@@ -79,12 +79,28 @@ def bf16():
             return handle(_round_bf16(value), dst)
         return handle(value.astype(interp._get_np_dtype(dst_type)), dst)
 
+    scan_ops = interp.ScanOps
+    fast = reduce_ops.sum, scan_ops.cumsum, scan_ops.cumprod
+
+    def on_values(method, np_op):  # the fast sum / cumsum / cumprod paths run numpy on the uint16 storage
+        def patched(self, input):
+            if input.dtype != tl.bfloat16:
+                return method(self, input)
+            kw = {"keepdims": self.keep_dims} if method is fast[0] else {}
+            value = self.to_tensor(_round_bf16(np_op(_f32(input.handle.data), axis=self.axis, **kw)), input.dtype)
+            return value if method is fast[0] else [value]
+
+        return patched
+
     builder.binary_op, builder.unary_op, builder.create_dot = patched_binary, patched_unary, patched_dot
     reduce_ops.min_max, builder.cast_impl = patched_min_max, patched_cast
+    reduce_ops.sum = on_values(fast[0], np.sum)
+    scan_ops.cumsum, scan_ops.cumprod = on_values(fast[1], np.cumsum), on_values(fast[2], np.cumprod)
     try:
         yield
     finally:
         builder.binary_op, builder.unary_op, builder.create_dot, reduce_ops.min_max, builder.cast_impl = saved
+        reduce_ops.sum, scan_ops.cumsum, scan_ops.cumprod = fast
 
 
 @contextlib.contextmanager

@@ -106,11 +106,11 @@ def _library_interpreted():
         JITFunction.__call__ = saved
 
 
-def run_interpreter(fn, case: Case, patch: str | None = None) -> dict[str, np.ndarray]:
+def run_interpreter(fn, case: Case, patches: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     from triton.runtime.interpreter import InterpretedFunction
 
     with contextlib.ExitStack() as stack:
-        for name in (*REFERENCE, *([patch] if patch else [])):
+        for name in (*REFERENCE, *patches):
             stack.enter_context(PATCHES[name]())
         stack.enter_context(_library_interpreted())
         stack.enter_context(np.errstate(all="ignore"))
@@ -160,11 +160,14 @@ def run_case(case: Case, folder: Path, device: str) -> tuple[Result, dict, dict]
 
 
 def _explained_by_patch(fn, case: Case, got) -> str:
-    for rule in compare.RULES:
-        if rule.patch and rule.applies(case.features):
-            want = run_interpreter(fn, case, rule.patch)
-            if all(ok for ok, _ in compare.judge(case, got, want).values()):
-                return rule.name
+    """The patch rule (or, failing each alone, all applicable patch rules together) under which the
+    interpreter agrees with plate, as "name" or "name+name"; '' if none."""
+    rules = [r for r in compare.RULES if r.patch and r.applies(case.features)]
+    tries = [[r] for r in rules] + ([rules] if len(rules) > 1 else [])
+    for group in tries:
+        want = run_interpreter(fn, case, tuple(r.patch for r in group))
+        if all(ok for ok, _ in compare.judge(case, got, want).values()):
+            return "+".join(r.name for r in group)
     return ""
 
 
