@@ -39,7 +39,7 @@ def case_from_json(text: str, source: str) -> Case:
     return Case(d["seed"], d["index"], source, bufs, d["scalars"], d["constexprs"], d["grid"], d["features"])
 
 
-REPRODUCER = '''"""plate fuzz reproducer: seed {seed}, case {index} ({category}).
+REPRODUCER = '''r"""plate fuzz reproducer: seed {seed}, case {index} ({category}).
 {detail}
 
 Run: python {name}.py  (prints the outputs where plate and Triton's interpreter differ)"""

@@ -161,13 +161,15 @@ def run_case(case: Case, folder: Path, device: str) -> tuple[Result, dict, dict]
 
 def _explained_by_patch(fn, case: Case, got) -> str:
     """The patch rule (or, failing each alone, all applicable patch rules together) under which the
-    interpreter agrees with plate, as "name" or "name+name"; '' if none."""
+    interpreter agrees with plate, maybe with a lane rule for what is left, as "name+name"; '' if none."""
     rules = [r for r in compare.RULES if r.patch and r.applies(case.features)]
     tries = [[r] for r in rules] + ([rules] if len(rules) > 1 else [])
     for group in tries:
         want = run_interpreter(fn, case, tuple(r.patch for r in group))
-        if all(ok for ok, _ in compare.judge(case, got, want).values()):
-            return "+".join(r.name for r in group)
+        left = [n for n, (ok, _) in compare.judge(case, got, want).items() if not ok]
+        lane_rule = compare.explained_by_lanes(case, got, want, left) if left else ""
+        if not left or lane_rule:
+            return "+".join([r.name for r in group] + ([lane_rule] if lane_rule else []))
     return ""
 
 
