@@ -1,8 +1,9 @@
 """Patches of Triton's interpreter where its numpy implementation misses Triton's semantics.
 
-`bf16` is always on (REFERENCE): the interpreter stores bfloat16 as uint16 and runs arithmetic,
-comparisons, min/max reductions and dots on those integers (1.5 + 2.0 gives NaN); the patch computes
-in fp32 and rounds to nearest even, which is what compiled Triton does. The others are named by a
+`bf16` and `contiguous-atomics` are always on (REFERENCE): the interpreter stores bfloat16 as uint16
+and runs arithmetic, comparisons, reductions and dots on those integers (1.5 + 2.0 gives NaN), and
+its atomics read a broadcast value's buffer as if it were dense. The patches compute bf16 in fp32
+rounded to nearest even, as compiled Triton does, and hand the atomics dense copies. The others are named by a
 RULES row of compare.py: a mismatch is explained by the row only if the interpreter, rerun under the
 patch, then agrees with plate."""
 
@@ -230,5 +231,36 @@ def fma():
         builder.create_fma = saved
 
 
-PATCHES = {"fma": fma, "tf32": tf32, "maxnum": maxnum, "bf16": bf16, "fp8-satfinite": fp8_satfinite}
-REFERENCE = ("bf16",)  # always on: the reference is the interpreter with these fixed
+@contextlib.contextmanager
+def contiguous_atomics():
+    """Atomics get contiguous operands: the interpreter's C++ atomic_rmw/cas read the raw buffer of a
+    broadcast value (a numpy view with stride 0) past its end, i.e. garbage."""
+    from triton.runtime import interpreter as interp
+
+    builder, handle = interp.InterpreterBuilder, interp.TensorHandle
+    saved = builder.create_atomic_rmw, builder.create_atomic_cas
+
+    def dense(h):
+        return handle(np.ascontiguousarray(h.data), h.dtype.scalar)
+
+    builder.create_atomic_rmw = lambda self, op, ptr, val, mask, sem, scope: saved[0](
+        self, op, dense(ptr), dense(val), dense(mask), sem, scope
+    )
+    builder.create_atomic_cas = lambda self, ptr, cmp, val, sem, scope: saved[1](
+        self, dense(ptr), dense(cmp), dense(val), sem, scope
+    )
+    try:
+        yield
+    finally:
+        builder.create_atomic_rmw, builder.create_atomic_cas = saved
+
+
+PATCHES = {
+    "contiguous-atomics": contiguous_atomics,
+    "fma": fma,
+    "tf32": tf32,
+    "maxnum": maxnum,
+    "bf16": bf16,
+    "fp8-satfinite": fp8_satfinite,
+}
+REFERENCE = ("bf16", "contiguous-atomics")  # always on: the reference is the interpreter with these fixed
