@@ -78,7 +78,7 @@ def summarize(results: list[dict], seed: int, wall: float) -> dict:
     mismatches = Counter(r["category"] for r in results if r["status"] == "mismatch")
     explained = Counter(r["rule"] for r in results if r["status"] == "explained")
     invalid = Counter(r["detail"].split(":")[0] for r in results if r["status"] == "invalid")
-    features = Counter(f.split(":")[0] for r in results for f in r["features"])
+    features = Counter(kind for r in results for kind in {f.split(":")[0] for f in r["features"]})
     cases = len(results)
     return {
         "seed": seed,
@@ -110,7 +110,8 @@ def summary_markdown(s: dict) -> str:
         f"| **unexplained mismatches** | **{s['mismatches']}** |",
         f"| not runnable by the interpreter | {s['invalid']} |",
         "",
-        f"Time: {s['kernel_seconds']} s in kernels ({rate:.2f} kernels/s), {s['wall_seconds']} s wall.",
+        f"Time: {s['kernel_seconds']} s in kernels, all batches ({rate:.2f} kernels/s); "
+        f"{s['wall_seconds']} s wall in the last batch.",
         "",
     ]
     for title, key in (
