@@ -95,6 +95,11 @@ def test_a_directory(files, capsys, command):
         (["patches", "apply"], "patches", "invalid choice: 'apply'"),
         (["bench", "--kernel", "nope"], "bench", "unknown kernel(s) nope"),
         (["bench", "--quick", "--full"], "bench", "not allowed with argument"),
+        (["fuzz", "--cases", "0"], "fuzz", "--cases 0: expected an integer >= 1"),
+        (["fuzz", "--cases", "x"], "fuzz", "invalid int value: 'x'"),
+        (["fuzz", "--jobs", "0"], "fuzz", "--jobs 0: expected an integer >= 1"),
+        (["fuzz", "--start", "-3"], "fuzz", "--start -3: expected an integer >= 0"),
+        (["fuzz", "--out", "ok.pasm"], "fuzz", "--out ok.pasm: not a directory"),
     ],
 )
 def test_bad_arguments(files, capsys, monkeypatch, argv, command, fragment):
@@ -116,7 +121,7 @@ def test_run_with_a_bad_script(files, capsys, name, fragment):
 
 
 def test_every_subcommand_is_covered():
-    covered = {"asm", "disasm", "run-asm", "info", "isa", "run", "upstream", "patches", "bench"}
+    covered = {"asm", "disasm", "run-asm", "info", "isa", "run", "upstream", "patches", "bench", "fuzz"}
     assert set(COMMANDS) == covered  # a new subcommand needs its bad-input cases here
 
 

@@ -41,6 +41,24 @@ def test_loop_carried_swaps():
 
 
 @triton.jit
+def init_read_in_body(x, o, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(x + offs)
+    acc = a
+    for _ in range(n):
+        acc = acc ^ a  # the initial value is read at every turn: it must not be the carried value's home
+    tl.store(o + offs, acc)
+
+
+def test_a_loop_init_value_read_in_the_body_keeps_its_value():  # found by plate fuzz (seed 1, case 239)
+    x = RNG.integers(1, 2**30, B).astype(np.int32)
+    prog = compile_kernel(init_read_in_body, {"x": "*i32", "o": "*i32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": B})
+    for n in (1, 2, 3):
+        (_, out), _ = run(prog, 1, [x, np.zeros(B, np.int32), n])
+        np.testing.assert_array_equal(out, x if n % 2 == 0 else np.zeros_like(x))
+
+
+@triton.jit
 def nested_loops(x, o, n, m, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros([BLOCK], dtype=tl.float32)

@@ -190,6 +190,21 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_fuzz(args) -> int:
+    from .fuzz.session import fuzz
+
+    for flag, value, least in (("--cases", args.cases, 1), ("--jobs", args.jobs, 1), ("--start", args.start, 0)):
+        if value < least:
+            raise CliError(f"{flag} {value}: expected an integer >= {least}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {args.out}: not a directory")
+    summary = fuzz(args.cases, args.seed, out, jobs=args.jobs, start=args.start)
+    print((out / "fuzz-summary.md").read_text())
+    print(f"summary: {out / 'fuzz-summary.md'} and .json; reproducers: {out / 'reproducers'}")
+    return 1 if summary["mismatches"] else 0
+
+
 COMMANDS = {
     "run": (cmd_run, "run a Triton script's main() on plate (examples/*.py) and print its last launch's profile"),
     "info": (cmd_info, "print the PLATE machine description"),
@@ -200,6 +215,7 @@ COMMANDS = {
     "asm": (cmd_asm, "assemble a .pasm file into a .pbin binary"),
     "disasm": (cmd_disasm, "print a .pbin (or .pasm) program as canonical assembly"),
     "run-asm": (cmd_run_asm, "run a .pasm/.pbin program on the simulator and print its profile"),
+    "fuzz": (cmd_fuzz, "differential fuzzing: random Triton kernels on plate against Triton's interpreter"),
 }
 
 
@@ -241,6 +257,12 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--trace", help="write a Chrome/Perfetto trace JSON here")
             sp.add_argument("--policy", default="round_robin", help="grid -> core policy")
             sp.add_argument("--seed", type=int, default=0)
+        if name == "fuzz":
+            sp.add_argument("--cases", type=int, default=200, help="how many kernels (cases START..START+N-1)")
+            sp.add_argument("--seed", type=int, default=0, help="the run's seed: the same seed, the same kernels")
+            sp.add_argument("--start", type=int, default=0, help="first case index (to split a run into batches)")
+            sp.add_argument("--out", default="fuzz-out", help="results, summary and reproducers (resumable)")
+            sp.add_argument("--jobs", type=int, default=1, help="worker processes")
     return p
 
 

@@ -83,7 +83,11 @@ def _lower_scf_for(ctx, op):
     pred = "ult" if "unsignedCmp" in op.attrs else "slt"
     init_b = [ctx.binding(v) for v in inits]
     iv = VReg("iv")
-    homes = homes_for(ctx, [op.results[j].type for j in keep], init_b, steal=inits)
+    # an initial value the body also reads (acc = x; for ...: acc = acc - x) dies at the loop op, yet
+    # the body reads it at every turn: it cannot become the carried value's home
+    read_inside = {v for inner in op.walk() if inner is not op for v in inner.operands}
+    steal = [None if v in read_inside else v for v in inits]
+    homes = homes_for(ctx, [op.results[j].type for j in keep], init_b, steal=steal)
     homes = fill_homes(ctx, homes, init_b)
     ctx.assign([(iv, ctx.binding(lb))] + list(zip(homes, init_b)))
     companions = init_companions(ctx, op)
