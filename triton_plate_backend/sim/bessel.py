@@ -22,6 +22,8 @@ _D_GAMMA = decimal.Decimal("0.57721566490153286060651209008240243104215933593992
 
 
 def _errstate(fn):
+    """``fn`` with numpy's floating-point warnings off: special functions meet inf and NaN by design."""
+
     def wrapped(*args):
         with np.errstate(all="ignore"):
             return fn(*args)

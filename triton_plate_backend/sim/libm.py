@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from .bessel import i0, i1, j0, j1, jn, y0, y1, yn
+from .bessel import _errstate, i0, i1, j0, j1, jn, y0, y1, yn
 from .numerics import fma64
 
 F64 = np.float64
@@ -35,15 +35,6 @@ def _vectorize(fn):
 
 
 _ERF, _ERFC = _vectorize(math.erf), _vectorize(math.erfc)
-
-
-def _errstate(fn):
-    def wrapped(*args):
-        with np.errstate(all="ignore"):
-            return fn(*args)
-
-    wrapped.__name__ = fn.__name__
-    return wrapped
 
 
 # ---- error function family -----------------------------------------------------------------------
