@@ -36,7 +36,8 @@ sys.exit(pytest.main(sys.argv[1:]))
 
 
 def _run_blocked(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-c", RUN_BLOCKED, *args, "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    # one process (the blocker lives in it), without the suite's -n addopts
+    cmd = [sys.executable, "-c", RUN_BLOCKED, *args, "-q", "-o", "addopts=", "-p", "no:cacheprovider", "-p", "no:xdist"]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1200)
 
 
