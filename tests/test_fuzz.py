@@ -183,3 +183,19 @@ def test_the_cli_runs_a_slice_and_writes_the_summary(tmp_path, capsys, seed):
     assert main(["fuzz", "--cases", "3", "--seed", str(seed), "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "plate fuzz: seed 0, 3 kernels" in out and (tmp_path / "fuzz-summary.json").is_file()
+
+
+def test_a_product_through_the_subnormal_range_is_held_to_an_absolute_bound():
+    """Case 8475 of seed 1: a float64 cumprod whose prefixes go subnormal loses relative precision,
+    by how much depends on the order; the check allows what subnormal rounding loses (tiny per step,
+    magnified by the later factors), and no more."""
+    aux = Buffer("a", "fp64", 4, check={"kind": "exact"})
+    x = np.array([1e-300, 1e-20, 1e10, 1e10], np.float64)
+    out = Buffer("o", "fp64", 4, check={"kind": "scan", "op": "cumprod", "axis": 0, "aux": "a", "shape": [1, 4]})
+    want = np.cumprod(x)  # in order: x0 * x1 rounds in the subnormal range
+    assert 0 < want[1] < np.finfo(np.float64).tiny
+    got = want.copy()
+    got[3] = x[0] * ((x[1] * x[2]) * x[3])  # another grouping: no subnormal step
+    assert got[3] != want[3] and abs(got[3] - want[3]) > 1e6 * np.spacing(want[3])
+    assert _judge(out, got, want, aux=(aux, x))
+    assert not _judge(out, want * np.array([1, 1, 1, 1.01]), want, aux=(aux, x))
