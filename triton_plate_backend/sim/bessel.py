@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from .numerics import two_product, two_sum
+
 F64 = np.float64
 _D_PI = decimal.Decimal("3.14159265358979323846264338327950288419716939937510582097494")
 _D_GAMMA = decimal.Decimal("0.57721566490153286060651209008240243104215933593992359880577")
@@ -36,49 +38,30 @@ _EULER = 0.5772156649015329
 
 
 # ---- double-double arithmetic (value = hi + lo, ~106 bits), vectorized -----------------------------
-def _two_sum(a, b):
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
 def _fast_two_sum(a, b):  # |a| >= |b|
     s = a + b
     return s, b - (s - a)
 
 
-def _split(a):
-    c = a * 134217729.0  # 2**27 + 1 (Veltkamp)
-    hi = c - (c - a)
-    return hi, a - hi
-
-
-def _two_prod(a, b):
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
 def _dd_add(a, b):
-    s, e = _two_sum(a[0], b[0])
+    s, e = two_sum(a[0], b[0])
     return _fast_two_sum(s, e + a[1] + b[1])
 
 
 def _dd_mul(a, b):
-    p, e = _two_prod(a[0], b[0])
+    p, e = two_product(a[0], b[0])
     return _fast_two_sum(p, e + a[0] * b[1] + a[1] * b[0])
 
 
 def _dd_div_int(a, k: int):
     q = a[0] / k
-    p, e = _two_prod(q, np.full_like(q, float(k)))
+    p, e = two_product(q, np.full_like(q, float(k)))
     return _fast_two_sum(q, ((a[0] - p) - e + a[1]) / k)
 
 
 def _dd_recip_int(k: int):
     q = 1.0 / k
-    p, e = _two_prod(np.float64(q), np.float64(k))
+    p, e = two_product(np.float64(q), np.float64(k))
     return q, float((1.0 - p - e) / k)
 
 
@@ -88,7 +71,7 @@ def _series(x, order: int):
     part of Y_order: sum (-1)^k t_k H_k for order 0, sum (-1)^k t_k (H_k + H_{k+1}) for order 1,
     t_k = (x/2)^(2k + order) / (k! (k + order)!)."""
     h = x / 2
-    q = _two_prod(h, -h)  # -(x/2)^2, exact
+    q = two_product(h, -h)  # -(x/2)^2, exact
     zero = np.zeros_like(x)
     term = (np.ones_like(x), zero) if order == 0 else (h, zero)
     j = term
@@ -130,7 +113,7 @@ def _dd_log(h):
     low = m < math.sqrt(0.5)
     m, e = np.where(low, 2 * m, m), np.where(low, e - 1, e).astype(np.float64)
     zero = np.zeros_like(m)
-    s = _dd_div((m - 1, zero), _two_sum(m, np.ones_like(m)))  # m - 1 is exact
+    s = _dd_div((m - 1, zero), two_sum(m, np.ones_like(m)))  # m - 1 is exact
     s2, p, total = _dd_mul(s, s), s, s
     for k in range(1, 24):  # |s| <= 0.172: s**(2k) < 1e-33 by k = 24
         p = _dd_mul(p, s2)

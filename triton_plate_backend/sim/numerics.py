@@ -247,6 +247,7 @@ def mulhi(a: np.ndarray, b: np.ndarray, dtype: str, is_signed: bool) -> np.ndarr
 
 # ---- fused multiply-add --------------------------------------------------------------------------
 def two_sum(a, b):
+    """(a + b, its rounding error), both float64 (Knuth's TwoSum, exact for finite results)."""
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)
@@ -269,7 +270,8 @@ def _split(a):
     return hi, a - hi
 
 
-def _two_product(a, b):
+def two_product(a, b):
+    """(a * b, its rounding error), both float64 (Dekker/Veltkamp; exact without overflow or underflow)."""
     p = a * b
     ah, al = _split(a)
     bh, bl = _split(b)
@@ -281,7 +283,7 @@ def fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     operands whose product or sum nears overflow or underflow, where the error-free transforms
     lose bits, are computed exactly as rationals instead (rare, so the per-element cost is fine)."""
     a, b, c = np.broadcast_arrays(*(np.asarray(v, F64) for v in (a, b, c)))
-    uh, ul = _two_product(a, b)
+    uh, ul = two_product(a, b)
     th, tl = two_sum(c, uh)
     v = add_round_to_odd(tl, ul)
     r = th + v
