@@ -20,35 +20,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import torch  # noqa: E402
 import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
 from layer_norm import layer_norm_forward  # noqa: E402
+from triton_kernels import softmax as softmax_kernel  # noqa: E402  (beside this script)
+from triton_kernels import vec_add  # noqa: E402
 
 import triton_plate_backend.torch_device  # noqa: E402, F401
 from triton_plate_backend.sim.device import get_device  # noqa: E402
 
 
-@triton.jit
-def add_kernel(x, y, o, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(o + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
-
-
-@triton.jit
-def softmax_kernel(out, inp, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    m = cols < n_cols
-    x = tl.load(inp + row * in_stride + cols, mask=m, other=-float("inf"))
-    x = x - tl.max(x, axis=0)
-    num = tl.exp(x)
-    tl.store(out + row * out_stride + cols, num / tl.sum(num, axis=0), mask=m)
-
-
 def vector_add(scale):
     n = (1 << 24) // scale
     x, y, o = torch.rand(n, device="plate"), torch.rand(n, device="plate"), torch.empty(n, device="plate")
-    return lambda: add_kernel[(triton.cdiv(n, 4096),)](x, y, o, n, BLOCK=4096)
+    return lambda: vec_add[(triton.cdiv(n, 4096),)](x, y, o, n, BLOCK=4096)
 
 
 def softmax(scale):
