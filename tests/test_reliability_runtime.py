@@ -7,6 +7,8 @@ from __future__ import annotations
 import _thread
 import gc
 import inspect
+import os
+import re
 import threading
 import warnings
 
@@ -57,10 +59,11 @@ def copy(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
 
 
 def loop_line(kernel) -> str:
-    """'file:line' of the kernel's while statement."""
+    """'file:line' of the kernel's while statement, the file by name only: Triton's cache key leaves out the
+    source path, so a kernel compiled in another checkout of the same file keeps that checkout's path."""
     lines, first = inspect.getsourcelines(kernel.fn)
     n = next(i for i, text in enumerate(lines) if text.strip().startswith("while"))
-    return f"{inspect.getsourcefile(kernel.fn)}:{first + n}"
+    return f"{os.path.basename(inspect.getsourcefile(kernel.fn))}:{first + n}"
 
 
 # ---- runaway kernels ------------------------------------------------------------------------------------
@@ -71,7 +74,8 @@ def test_an_endless_spin_stops_early_naming_the_kernel_and_the_loop(monkeypatch,
     with pytest.raises(SimulatorError, match="is in an endless loop") as err:
         kernel[(64,)](word)
     text = str(err.value)
-    assert f"kernel '{kernel.fn.__name__}'" in text and f"the loop at {loop_line(kernel)}" in text
+    assert f"kernel '{kernel.fn.__name__}'" in text
+    assert re.search(rf"the loop at \S*/{re.escape(loop_line(kernel))}:", text)
     assert f"PLATE_MAX_STEPS={FIRST_WINDOW_END}" in text
     assert word.item() == value
 
@@ -82,7 +86,7 @@ def test_plate_max_steps_sets_the_budget_and_the_error_says_how_to_raise_it(monk
     with pytest.raises(SimulatorError, match="did not finish within 3000 instruction steps") as err:
         count_up[(1,)](out, 1)
     text = str(err.value)
-    assert "kernel 'count_up'" in text and f"the loop at {loop_line(count_up)}" in text
+    assert "kernel 'count_up'" in text and re.search(rf"the loop at \S*/{re.escape(loop_line(count_up))}:", text)
     assert "PLATE_MAX_STEPS=30000" in text
     monkeypatch.setenv("PLATE_MAX_STEPS", "a lot")
     with pytest.raises(KnobError, match="PLATE_MAX_STEPS='a lot': expected a positive integer"):
