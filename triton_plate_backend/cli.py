@@ -255,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--arg", action="append", default=[], help="NAME=NUMBER or NAME=KIND:DTYPE:COUNT")
             sp.add_argument("--expect", help="'OUT = numpy expression' checked after the run")
             sp.add_argument("--trace", help="write a Chrome/Perfetto trace JSON here")
-            sp.add_argument("--policy", default="round_robin", help="grid -> core policy")
+            sp.add_argument("--policy", help="grid -> core policy (default: PLATE_POLICY, as launches use)")
             sp.add_argument("--seed", type=int, default=0)
         if name == "fuzz":
             sp.add_argument("--cases", type=int, default=200, help="how many kernels (cases START..START+N-1)")

@@ -84,7 +84,7 @@ def run_asm(
     machine: Machine,
     *,
     seed: int = 0,
-    policy: str = "round_robin",
+    policy: str | None = None,
     trace_path: str | None = None,
 ) -> AsmRun:
     from .sim.device import Device

@@ -116,3 +116,12 @@ def test_out_of_bounds_names_instruction_address_allocation_and_source():
     msg = str(e.value)
     assert "outside every live allocation" in msg and "'x'" in msg and "dma.load" in msg
     assert "vec_add.py:23:31 (x)" in msg and "(1, 0, 0)" in msg
+
+
+def test_run_asm_takes_its_policy_from_plate_policy_like_a_launch(monkeypatch):
+    grid, specs, _ = CASES["vec_add"]
+    program = asm.assemble((ASM / "vec_add.pasm").read_text())
+    monkeypatch.setenv("PLATE_POLICY", "blocked")
+    assert run_asm(program, grid, specs, MINI).profile.policy == "blocked"
+    monkeypatch.setenv("PLATE_POLICY", "round_robin")
+    assert run_asm(program, grid, specs, MINI).profile.policy == "round_robin"
