@@ -13,7 +13,7 @@ from triton_plate_backend.cache_files import PlateFileCacheManager
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setattr(triton_knobs.cache, "dir", str(tmp_path))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))  # the knob reads it on each use
     return tmp_path
 
 
