@@ -154,6 +154,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.compiler",
         f"{TPB}.target",
         f"{TPB}.binary_cache",
+        f"{TPB}.cache_files",
         f"{TPB}.vendor_options",
         f"{TPB}.fp8e4b15",
         f"{TPB}.libdevice_api",

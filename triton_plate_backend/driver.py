@@ -251,8 +251,12 @@ def _estimate_call(fn):
 # ---- the driver ---------------------------------------------------------------------------------
 class PlateDriver(DriverBase):
     def __init__(self):
+        """Triton builds the active driver only: what it installs reaches plate's processes alone."""
         super().__init__()
         self.utils = PlateUtils()
+        from .cache_files import install  # imports triton.runtime: only once `import triton` is done
+
+        install()
 
     @staticmethod
     def is_active():

@@ -400,6 +400,8 @@ def assemble(text: str, machine=None) -> Program:
 # ---- disassembly -------------------------------------------------------------------------------
 def quote(s: str) -> str:
     """A string as a .pasm literal (printable characters kept, the rest escaped)."""
+    if s.isprintable() and '"' not in s and "\\" not in s:  # the common case (paths, footprints): nothing to escape
+        return f'"{s}"'
     return '"' + "".join(_QUOTE.get(c) or (c if c.isprintable() else f"\\u{{{ord(c):x}}}") for c in s) + '"'
 
 

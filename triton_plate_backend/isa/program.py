@@ -121,24 +121,25 @@ def verify(program: Program, machine=None) -> Program:
         if a.type not in ARG_TYPES:
             raise IsaError(f"argument {a.name!r} has type {a.type!r}; expected one of {', '.join(ARG_TYPES)}")
     n = len(program.instrs)
+    limits = {"r": nreg, "q": ntok, "t": len(program.tiles), "imm": len(program.consts), "str": len(program.consts)}
+    limits["label"] = n + 1  # operand kind -> the bound of its index (an rlist's registers: "r")
     for pc, ins in enumerate(program.instrs):
-        where = f"pc {pc} ({ins.mnemonic})"
         row = ISA.get(ins.mnemonic)
         if row is None:
-            raise IsaError(f"{where}: unknown instruction")
+            raise IsaError(f"{_where(pc, ins)}: unknown instruction")
         if len(ins.suffixes) != len(row.suffixes):
-            raise IsaError(f"{where}: takes suffixes {'.'.join(row.suffixes) or 'none'}, got {ins.suffixes}")
+            raise IsaError(f"{_where(pc, ins)}: takes suffixes {'.'.join(row.suffixes) or 'none'}, got {ins.suffixes}")
         for enum, val in zip(row.suffixes, ins.suffixes):
             if val not in ENUMS[enum]:
-                raise IsaError(f"{where}: {val!r} is not a {enum} ({', '.join(ENUMS[enum])})")
+                raise IsaError(f"{_where(pc, ins)}: {val!r} is not a {enum} ({', '.join(ENUMS[enum])})")
         if len(ins.operands) != len(row.operands):
-            raise IsaError(f"{where}: takes {len(row.operands)} operands, got {len(ins.operands)}")
+            raise IsaError(f"{_where(pc, ins)}: takes {len(row.operands)} operands, got {len(ins.operands)}")
         for od, val in zip(row.operands, ins.operands):
-            _check_operand(program, where, od.kind, od.name, val, nreg, ntok, n)
+            _check_operand(program, pc, ins, od.kind, od.name, val, limits)
         if not 0 <= ins.loc < len(program.locs):
-            raise IsaError(f"{where}: location index {ins.loc} outside the table of {len(program.locs)}")
+            raise IsaError(f"{_where(pc, ins)}: location index {ins.loc} outside the table of {len(program.locs)}")
         if machine is not None:
-            _check_bounds(program, where, ins, machine)
+            _check_bounds(program, _where(pc, ins), ins, machine)
     high_water = program.sram_high_water()
     if not program.sram_bytes:
         program.sram_bytes = high_water
@@ -147,27 +148,25 @@ def verify(program: Program, machine=None) -> Program:
     return program
 
 
-def _check_operand(program, where, kind, name, val, nreg, ntok, n):
+def _where(pc: int, ins: Inst) -> str:
+    """The instruction an error names (formatted only when there is an error)."""
+    return f"pc {pc} ({ins.mnemonic})"
+
+
+def _check_operand(program, pc, ins, kind, name, val, limits):
     def bad(msg):
-        raise IsaError(f"{where}: operand {name}: {msg}")
+        raise IsaError(f"{_where(pc, ins)}: operand {name}: {msg}")
 
     if kind == "rlist":
         if not isinstance(val, tuple):
             bad("expected a register list")
         for r in val:
-            if not (isinstance(r, int) and 0 <= r < nreg):
-                bad(f"register r{r} out of range (0..{nreg - 1})")
+            if not (isinstance(r, int) and 0 <= r < limits["r"]):
+                bad(f"register r{r} out of range (0..{limits['r'] - 1})")
         return
     if not isinstance(val, int) or isinstance(val, bool):
         bad(f"expected an integer index, got {val!r}")
-    limit = {
-        "r": nreg,
-        "q": ntok,
-        "t": len(program.tiles),
-        "imm": len(program.consts),
-        "str": len(program.consts),
-        "label": n + 1,
-    }[kind]
+    limit = limits[kind]
     if not 0 <= val < limit:
         bad(f"{kind} index {val} out of range (0..{limit - 1})")
     if kind == "str" and not isinstance(program.consts[val], str):

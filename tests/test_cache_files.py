@@ -1,0 +1,66 @@
+"""The cache manager the plate driver installs: Triton's files, written without a temporary directory."""
+
+import os
+
+import pytest
+import triton
+from triton import knobs as triton_knobs
+from triton.runtime.cache import FileCacheManager
+
+from triton_plate_backend import cache_files
+from triton_plate_backend.cache_files import PlateFileCacheManager
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))  # the knob reads it on each use
+    return tmp_path
+
+
+def test_put_writes_the_same_files_as_triton_and_leaves_nothing_else(cache_dir):
+    ours, theirs = PlateFileCacheManager("a" * 32), FileCacheManager("b" * 32)
+    for manager in (ours, theirs):
+        text = manager.put("tt.func @k", "k.ttir")
+        binary = manager.put(b"\x00\x01pbin", "k.pbin")
+        manager.put_group("k.json", {"k.ttir": text, "k.pbin": binary})
+    for manager in (ours, theirs):
+        assert sorted(os.listdir(manager.cache_dir)) == ["__grp__k.json", "k.pbin", "k.ttir"]
+        assert open(manager.get_file("k.ttir")).read() == "tt.func @k"
+        assert open(manager.get_file("k.pbin"), "rb").read() == b"\x00\x01pbin"
+        assert set(manager.get_group("k.json")) == {"k.ttir", "k.pbin"}
+    mode = {os.stat(m.get_file("k.ttir")).st_mode for m in (ours, theirs)}
+    assert len(mode) == 1, f"the file permissions differ from Triton's: {mode}"
+
+
+def test_put_replaces_an_existing_file(cache_dir):
+    manager = PlateFileCacheManager("c" * 32)
+    manager.put("old", "k.pasm")
+    path = manager.put("new", "k.pasm")
+    assert open(path).read() == "new"
+    assert os.listdir(manager.cache_dir) == ["k.pasm"]
+
+
+def test_a_failed_rename_leaves_no_temporary_file(cache_dir, monkeypatch):
+    manager = PlateFileCacheManager("d" * 32)
+
+    def no_rename(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(cache_files.os, "replace", no_rename)
+    with pytest.raises(OSError, match="disk full"):
+        manager.put("text", "k.pir")
+    assert os.listdir(manager.cache_dir) == []
+
+
+def test_install_keeps_a_configured_manager(monkeypatch):
+    class Mine(FileCacheManager):
+        pass
+
+    monkeypatch.setattr(triton_knobs.cache, "manager_class", Mine)
+    assert not cache_files.install()
+    assert triton_knobs.cache.manager_class is Mine
+
+
+def test_the_active_plate_driver_installed_it():
+    triton.runtime.driver.active.get_current_target()  # the driver exists
+    assert triton_knobs.cache.manager_class is PlateFileCacheManager
