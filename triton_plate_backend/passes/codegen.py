@@ -28,7 +28,7 @@ Design
   scalar companion registers instead of an SRAM tile.
 - Bounded instructions: a vector instruction covers at most machine.core.vector.max_elements
   elements (`Emitter.vector` chunks, flat for contiguous tiles, else along leading dims); tt.dot
-  is tiled into m.mma on views of at most 32x32 outputs and K <= max_k.
+  becomes one m.mma per K <= max_k chunk over the whole output tile (one fill per instruction).
 - Reductions and scans with a single-op combine region use v.reduce / v.scan; other combine
   regions (argmax, several operands, custom combine_fn) run the region's own ops on tile views:
   a log2(n) tree for reductions (adjacent pairs, so order is kept), Hillis-Steele for scans
