@@ -53,7 +53,7 @@ with the reason. What a rule sees, `Ctx`, lives in passes/context.py, which impo
 
 from __future__ import annotations
 
-from ..errors import CompileError, SramOverflow
+from ..errors import CompileError, RegisterOverflow, SramOverflow
 from ..ir.core import Op, PtrType, TensorDescType, TensorType
 from ..isa.program import Arg, Program
 from . import demand
@@ -121,16 +121,17 @@ def func_name(func: Op) -> str:
 def generate(module, machine, options=None) -> tuple[Program, dict]:
     """Lower the module's kernel to a verified Program; also return a small report.
 
-    Pipelining deeper than num_stages 2 costs a staging tile per stage: when that plan overflows
-    SRAM, the kernel is lowered again one stage shallower (down to 2, one tile in flight) before
-    the overflow is reported, so deeper pipelining never makes a kernel that fits fail."""
+    Pipelining deeper than num_stages 2 costs a staging tile (and a DMA token) per stage: when that
+    plan overflows SRAM or the tokens, the kernel is lowered again one stage shallower (down to 2,
+    one tile in flight; a loop without matrix work is then not pipelined at all) before the overflow
+    is reported, so deeper pipelining never makes a kernel that fits fail."""
     cap = None
     while True:
         ctx = Ctx(machine, func_name(module.kernel()), LOWERING, REJECTED, options)
         ctx.max_stages = cap
         try:
             return _lower_kernel(ctx, module, machine)
-        except SramOverflow:
+        except (SramOverflow, RegisterOverflow):
             if ctx.deepest_stages <= 2:
                 raise
             cap = ctx.deepest_stages - 1
