@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from ..ir.core import IntAttr, Op, TensorType
 from ..ir.vocabulary import OPS
 from .affine import Carried, Select, Val, nodes
-from .dma_operands import descriptor, element_dtype, fill_imm, materialize
+from .dma_operands import descriptor, element_dtype, fill_imm, inverse, materialize, memory_order, reorder
 from .emitter import Imm, Token, VReg
 
 WRITES = frozenset(name for name, op in OPS.items() if op.writes)  # a loop with one of these is not pipelined
@@ -54,6 +54,7 @@ class Prefetch:
     counter: tuple  # (iv register, ub value, step value, compare predicate, counter type)
     ahead: int  # iterations between a tile's issue and its use: the tiles in flight
     slot: int = 0  # the copy of the body being lowered
+    view_order: tuple | None = None  # a transposed load (dma_operands.memory_order): the result's permutation
 
     @property
     def direct(self) -> bool:
@@ -200,10 +201,15 @@ def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
     if found:
         ctx.deepest_stages = max(ctx.deepest_stages, stages(ctx, loop))
     for op, acc in found:
-        shape = tuple(op.result.type.shape) if isinstance(op.result.type, TensorType) else (1,)
+        tensor = isinstance(op.result.type, TensorType)
+        shape = tuple(op.result.type.shape) if tensor else (1,)
+        order = memory_order(acc, shape) if tensor else None
+        if order is not None:
+            acc, shape = reorder(acc, order), tuple(shape[k] for k in order)
         what = f"prefetch of {op.result.name or 'a load'}"
         stagings = [ctx.new(element_dtype(acc), shape, what=what) for _ in range(n)]
         pf = Prefetch(op, acc, loop, [Token() for _ in range(n)], stagings, counter, depth)
+        pf.view_order = None if order is None else inverse(order)
         _issue(ctx, pf, 0, {}, None)
         ctx.prefetches[op] = pf
         out.append(pf)
@@ -227,11 +233,11 @@ def consume(ctx, pf: Prefetch) -> None:
     elif pf.direct:
         staging.buffer.owner = res
         staging.buffer.aliases.clear()
-        ctx.bind(res, staging)
+        ctx.bind(res, staging if pf.view_order is None else staging.permute(pf.view_order))
     else:
         work = ctx.new(staging.dtype, staging.shape, owner=res)
         ctx.copy(work, staging)
-        ctx.bind(res, work)
+        ctx.bind(res, work if pf.view_order is None else work.permute(pf.view_order))
     _issue(ctx, pf, (pf.slot + pf.ahead) % len(pf.stagings), *_ahead(ctx, pf, pf.ahead))
 
 
