@@ -130,3 +130,25 @@ def test_the_option_turns_it_off(mini):
     k = softmax_kernel[(rows,)](o, x, x.stride(0), cols, BLOCK=cols, persistent_programs=False)
     torch.testing.assert_close(o.cpu(), torch.softmax(x.cpu(), dim=1))
     assert ROWS_ARG not in k.asm["pir"] and mini.last_profile.num_programs == rows
+
+
+@triton.jit
+def many_loads_kernel(out, inp, stride, BLOCK: tl.constexpr, LOADS: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for k in tl.static_range(LOADS):
+        acc += tl.load(inp + row * stride + k * BLOCK + cols) * (k + 1)
+    tl.store(out + row * BLOCK + cols, acc)
+
+
+def test_too_many_loads_to_pipeline_still_compile_and_run(mini):
+    """Twenty row loads pipelined ahead need more DMA tokens than a core has (16): the
+    persistent loop is lowered again shallower, then unpipelined, never failing to compile."""
+    rows, block, loads = 20, 32, 20
+    x = torch.randn(rows, block * loads, device="plate")
+    o = torch.empty(rows, block, device="plate")
+    k = many_loads_kernel[(rows,)](o, x, x.stride(0), BLOCK=block, LOADS=loads)
+    want = sum(x.cpu()[:, i * block : (i + 1) * block] * (i + 1) for i in range(loads))
+    torch.testing.assert_close(o.cpu(), want)
+    assert ROWS_ARG in k.asm["pir"]

@@ -123,8 +123,8 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
 
     Pipelining deeper than num_stages 2 costs a staging tile (and a DMA token) per stage: when that
     plan overflows SRAM or the tokens, the kernel is lowered again one stage shallower (down to 2,
-    one tile in flight; a loop without matrix work is then not pipelined at all) before the overflow
-    is reported, so deeper pipelining never makes a kernel that fits fail."""
+    one tile in flight; when a loop without matrix work was pipelined, down to 1: no pipelining)
+    before the overflow is reported, so pipelining never makes a kernel that fits fail."""
     cap = None
     while True:
         ctx = Ctx(machine, func_name(module.kernel()), LOWERING, REJECTED, options)
@@ -132,7 +132,7 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
         try:
             return _lower_kernel(ctx, module, machine)
         except (SramOverflow, RegisterOverflow):
-            if ctx.deepest_stages <= 2:
+            if ctx.deepest_stages <= (1 if ctx.streaming_pipelined else 2):
                 raise
             cap = ctx.deepest_stages - 1
 

@@ -200,6 +200,7 @@ def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
     n, depth, found = copies(ctx, loop), ahead(ctx, loop), candidates(ctx, loop)
     if found:
         ctx.deepest_stages = max(ctx.deepest_stages, stages(ctx, loop))
+        ctx.streaming_pipelined |= not any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk())
     for op, acc in found:
         tensor = isinstance(op.result.type, TensorType)
         shape = tuple(op.result.type.shape) if tensor else (1,)
