@@ -152,3 +152,20 @@ def test_too_many_loads_to_pipeline_still_compile_and_run(mini):
     want = sum(x.cpu()[:, i * block : (i + 1) * block] * (i + 1) for i in range(loads))
     torch.testing.assert_close(o.cpu(), want)
     assert ROWS_ARG in k.asm["pir"]
+
+
+@triton.jit
+def nested_ids_kernel(out, flag):
+    f = tl.load(flag)
+    if f > 0:  # program_id and num_programs read only inside the scf.if
+        pid = tl.program_id(0)
+        tl.store(out + pid, pid * 1000 + tl.num_programs(0))
+
+
+def test_program_ids_read_inside_nested_regions_are_the_grid_asked_for(mini):
+    n = 21
+    flag = torch.ones(1, dtype=torch.int32, device="plate")
+    out = torch.zeros(n, dtype=torch.int32, device="plate")
+    k = nested_ids_kernel[(n,)](out, flag)
+    assert ROWS_ARG in k.asm["pir"]
+    assert out.cpu().tolist() == [i * 1000 + n for i in range(n)]

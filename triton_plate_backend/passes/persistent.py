@@ -116,13 +116,14 @@ def run(module: Module, sram_bytes: int) -> Module:
     body.args.append(j)
     row = new_op("arith.addi", (base.result, j), (I32,), loc=loc)
     body.append(row)
+    grid_ops = {"tt.get_program_id": row.result, "tt.get_num_programs": grid}
+    along_x = [op for o in ops for op in o.walk() if op.name in grid_ops and _axis(op) in ("x", "0")]
+    for op in along_x:  # at any depth: one inside an scf.if reads the grid asked for too
+        _replace(op, grid_ops[op.name], ops)
+    _drop(ops, along_x)
     hoisted, varying, stored = [], {row.result}, False
     for op in ops:
-        if op.name == "tt.get_program_id" and _axis(op) in ("x", "0"):
-            _replace(op, row.result, ops)
-            continue
-        if op.name == "tt.get_num_programs" and _axis(op) in ("x", "0"):
-            _replace(op, grid, ops)
+        if op in along_x:
             continue
         d = OPS.get(op.name)
         stored = stored or d is None or bool(d.writes or d.effect)
@@ -153,8 +154,18 @@ def _invariant(op: Op, d, reads: set, varying: set, stored: bool) -> bool:
     return op.name == "tt.load" and not stored and not volatile and not d.writes
 
 
+def _drop(ops: list[Op], dropped: list[Op]) -> None:
+    """Remove `dropped` from the blocks of the regions nested in ops (top-level ones are skipped by the caller)."""
+    gone = set(map(id, dropped))
+    for o in ops:
+        for inner in o.walk():
+            for region in inner.regions:
+                for block in region.blocks:
+                    block.ops = [x for x in block.ops if id(x) not in gone]
+
+
 def _replace(op: Op, new: Value, ops: list[Op]) -> None:
-    """Every use of op's result (in ops and their regions) reads `new` instead; op is dropped."""
+    """Every use of op's result (in ops and their regions) reads `new` instead."""
     old = op.result
     for o in ops:
         for inner in o.walk():
