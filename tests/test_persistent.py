@@ -169,3 +169,28 @@ def test_program_ids_read_inside_nested_regions_are_the_grid_asked_for(mini):
     k = nested_ids_kernel[(n,)](out, flag)
     assert ROWS_ARG in k.asm["pir"]
     assert out.cpu().tolist() == [i * 1000 + n for i in range(n)]
+
+
+@triton.jit
+def read_neighbour_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, offs.to(tl.float32))
+    v = tl.load(x_ptr + ((pid + 1) % tl.num_programs(0)) * BLOCK + tl.arange(0, BLOCK))
+    tl.store(y_ptr + offs, v)
+
+
+def test_the_sanitizer_still_sees_every_program_of_the_grid(mini, monkeypatch):
+    """Under PLATE_SANITIZE a persistent kernel runs one program per grid element, so a race
+    between neighbouring programs (which a persistent loop would put in one program) is found."""
+    from triton_plate_backend.errors import SanitizerError
+
+    n = 4 * mini.machine.total_cores  # enough programs to be folded four to a program without the sanitizer
+    x, y = torch.zeros(n * 16, device="plate"), torch.zeros(n * 16, device="plate")
+    monkeypatch.setenv("PLATE_SANITIZE", "race")
+    with pytest.raises(SanitizerError) as err:
+        k = read_neighbour_kernel[(n,)](x, y, BLOCK=16)
+    monkeypatch.delenv("PLATE_SANITIZE")
+    assert sum(f.count for f in err.value.findings) == n * 16  # every element of x, across every pair
+    k = read_neighbour_kernel[(n,)](x, y, BLOCK=16)
+    assert ROWS_ARG in k.asm["pir"] and mini.last_profile.num_programs == mini.machine.total_cores

@@ -72,9 +72,11 @@ class PlateLauncher:
                 f"(triton_plate_backend.sim.device.reset_device)"
             )
         values, host_buffers = bind_arguments(self.name, function.program, self.signature, args, device)
+        sanitize = knobs.sanitize()
         if all(grid) and is_persistent(function.program):
-            values += [0, grid[0]]  # plate_rows (below), plate_grid_x: the x extent the kernel was launched with
-            grid, values[-2] = persistent_grid(grid, device.machine.total_cores)
+            values += [1, grid[0]]  # plate_rows (below), plate_grid_x: the x extent the kernel was launched with
+            if not sanitize:  # the sanitizer tells programs apart by their ids: one per grid element
+                grid, values[-2] = persistent_grid(grid, device.machine.total_cores)
         if all(grid):
             device.launch(
                 function.program,
@@ -82,7 +84,7 @@ class PlateLauncher:
                 values,
                 host_buffers=host_buffers,
                 defer_timing=True,
-                sanitize=knobs.sanitize(),
+                sanitize=sanitize,
             )
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
