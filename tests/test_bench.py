@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from triton_plate_backend.bench.run import MODES
+from triton_plate_backend.bench.kernels import GEMM_TILES
+from triton_plate_backend.bench.run import MODES, tile_ceiling
 from triton_plate_backend.cli import main
+from triton_plate_backend.machine import get_machine
 
 
 def test_plate_bench_quick_writes_json_markdown_and_roofline(tmp_path, capsys):
@@ -22,8 +24,11 @@ def test_plate_bench_quick_writes_json_markdown_and_roofline(tmp_path, capsys):
         assert 0 <= r["remote_pct"] <= 100 and 0 <= r["overlap_pct"] <= 100
         assert r["estimate_us"] > 0 and r["sim_wall_s"] > 0
     assert rows[2]["peak_kind"] == "FLOP/s" and rows[0]["peak_kind"] == "HBM"
+    assert all(tuple(r["tile"]) in GEMM_TILES["bf16"] for r in rows[2:]) and rows[0]["tile"] is None
+    assert {"tile": "512x256", "dtype": "bf16"}.items() <= result["gemm_ceilings"][-1].items()
     md = (tmp_path / "results.md").read_text()
     assert md.count("| vector_add |") == 2 and "median |error|" in md
+    assert "## GEMM tiles: the ceiling from local HBM" in md and "| 512x256 | bf16 | 171 | 60% |" in md
     assert (tmp_path / "roofline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "cost-model median" in capsys.readouterr().out
 
@@ -31,3 +36,24 @@ def test_plate_bench_quick_writes_json_markdown_and_roofline(tmp_path, capsys):
 def test_plate_bench_names_an_unknown_kernel(tmp_path, capsys):
     assert main(["bench", "--quick", "--kernel", "nope", "--out", str(tmp_path)]) == 2
     assert "unknown kernel(s) nope" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "tile, dtype, intensity, ceiling",
+    [((128, 128), "bf16", 64, 22.5), ((512, 256), "bf16", 512 / 3, 60.0), ((128, 128), "fp32", 32, 90.0)],
+)
+def test_tile_ceiling_is_intensity_times_a_cores_hbm_share(tile, dtype, intensity, ceiling):
+    c = tile_ceiling(get_machine("plate1"), *tile, dtype)
+    assert c["bytes_per_cycle_per_core"] == pytest.approx(7.2)
+    assert c["intensity"] == pytest.approx(intensity) and c["ceiling_pct"] == pytest.approx(ceiling)
+
+
+def test_gemm_tile_takes_the_fastest_estimate_and_skips_a_tile_that_overflows_sram():
+    import torch
+
+    from triton_plate_backend.bench.kernels import gemm_tile
+
+    n = 512
+    a, b = (torch.randn(n, n, dtype=torch.bfloat16).to("plate") for _ in range(2))
+    c = torch.empty(n, n, dtype=torch.bfloat16, device="plate")
+    assert gemm_tile(n, a, b, c, ((32, 32, 32), (512, 512, 64), (128, 128, 64))) == (128, 128, 64)

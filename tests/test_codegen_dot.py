@@ -1,5 +1,5 @@
-"""Code generation of tt.dot: input types, precisions, accumulator types, tiling into 32x32
-m.mma pieces and K chunks, transposed operands and batched (3-D) dots."""
+"""Code generation of tt.dot: input types, precisions, accumulator types, one whole-tile m.mma
+per K chunk, transposed operands and batched (3-D) dots."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import triton.language as tl
 from codegen_kernels.harness import MACHINE, close, compile_kernel, run
 from triton._C.libtriton import ir
 
+from triton_plate_backend.isa.program import Inst, Tile
 from triton_plate_backend.isa.table import ENUMS
 from triton_plate_backend.passes.rules_dot import PRECISION_BY_INDEX
 
@@ -137,7 +138,7 @@ def test_f64_accumulates_in_f64():  # upstream test_dot3d[...-float64-float64]
     close(out, a @ b + c, rtol=1e-12, atol=1e-12)
 
 
-def test_tiling_into_matrix_unit_pieces_and_k_chunks():
+def test_k_chunks_of_max_k_over_the_whole_tile():
     machine = dataclasses.replace(
         MACHINE,
         name="mini-k16",
@@ -145,23 +146,54 @@ def test_tiling_into_matrix_unit_pieces_and_k_chunks():
     )
     a, b, c, out, prog = _dot(np.float16, np.float32, 64, 128, 64, trans_b=True, machine=machine)
     close(out, a.astype(np.float64) @ b.astype(np.float64) + c, rtol=1e-5, atol=1e-5)
-    mmas = [prog.tiles[ins.operands[1]].shape for ins in prog.instrs if ins.mnemonic == "m.mma"]
-    assert len(mmas) == 2 * 4 * 4 and all(s == (32, 16) for s in mmas)
-
-
-def test_pieces_are_the_largest_the_matrix_unit_takes():
-    """Each m.mma pays a fixed fill, so a dot is cut into as few as the ISA allows: 32x32 outputs
-    (the matrix unit's bound on M and N) and the dot's whole K in one instruction (K <= max_k)."""
-    a, b, c, out, prog = _dot(ml_dtypes.bfloat16, np.float32, 64, 128, 256)
-    close(out, a.astype(np.float64) @ b.astype(np.float64) + c, rtol=1e-5, atol=1e-5)
-    dim = MACHINE.core.matrix.dim
-    pieces = [
+    mmas = [
         (prog.tiles[ins.operands[0]].shape, prog.tiles[ins.operands[1]].shape)
         for ins in prog.instrs
         if ins.mnemonic == "m.mma"
     ]
-    assert len(pieces) == (64 // dim) * (128 // dim)
-    assert all(acc == (dim, dim) and a == (dim, 256) for acc, a in pieces)
+    assert mmas == [((64, 128), (64, 16))] * 4
+
+
+def test_one_m_mma_covers_the_whole_output_tile():
+    """Each m.mma pays one fill whatever its M x N (the 32x32 array makes the passes), so a dot is
+    one instruction over the whole output tile and its whole K (K <= max_k)."""
+    a, b, c, out, prog = _dot(ml_dtypes.bfloat16, np.float32, 64, 128, 256)
+    close(out, a.astype(np.float64) @ b.astype(np.float64) + c, rtol=1e-5, atol=1e-5)
+    pieces = [
+        (prog.tiles[ins.operands[0]].shape, prog.tiles[ins.operands[1]].shape, prog.tiles[ins.operands[2]].shape)
+        for ins in prog.instrs
+        if ins.mnemonic == "m.mma"
+    ]
+    assert pieces == [((64, 128), (64, 256), (256, 128))]
+
+
+@pytest.mark.parametrize(
+    "a_dt, prec",
+    [(ml_dtypes.bfloat16, "ieee"), (np.int8, "ieee")]
+    + [(np.float32, p) for p in ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")],
+)
+def test_whole_tile_result_equals_the_32x32_pieces(a_dt, prec):
+    """The cut does not change a bit: every output element sums the same K in the same order
+    whether the instruction covers 32x32 outputs or the whole 64x64 tile."""
+    c_dt = np.int32 if a_dt is np.int8 else np.float32
+    a, b, c, out, prog = _dot(a_dt, c_dt, 64, 64, 32, prec=prec)
+    (mma,) = [i for i in prog.instrs if i.mnemonic == "m.mma"]
+    acc_t, a_t, b_t = (prog.tiles[v] for v in mma.operands)
+
+    def view(t, row, col):
+        return Tile(t.addr + (row * t.strides[0] + col * t.strides[1]) * t.itemsize, t.dtype, (32, 32), t.strides)
+
+    tiles, pieces = list(prog.tiles), []
+    for i in (0, 32):
+        for j in (0, 32):
+            tiles += (view(acc_t, i, j), view(a_t, i, 0), view(b_t, 0, j))
+            pieces.append(Inst("m.mma", mma.suffixes, tuple(range(len(tiles) - 3, len(tiles))), mma.loc))
+    at = prog.instrs.index(mma)
+    cut = dataclasses.replace(prog, instrs=prog.instrs[:at] + pieces + prog.instrs[at + 1 :], tiles=tiles)
+    args = [a, b, c, np.zeros_like(c)]
+    (*_, whole), _ = run(prog, 1, args)
+    (*_, pieced), _ = run(cut, 1, args)
+    assert len(pieces) == 4 and whole.view(np.uint32).tolist() == pieced.view(np.uint32).tolist()
 
 
 @triton.jit

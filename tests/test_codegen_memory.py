@@ -226,3 +226,28 @@ def test_host_side_tensor_descriptor_argument():
     want = np.zeros((16, 8), np.float32)
     want[:M] = a[:, 4:12]
     np.testing.assert_array_equal(out, want)
+
+
+@triton.jit
+def transposed_load(x, o, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    # element (n, m) of the tile is x[m, n]: the tile's last dim walks memory with stride N
+    t = tl.load(x + rm[None, :] * N + rn[:, None], mask=(rm[None, :] < M) & (rn[:, None] < N), other=-1.0)
+    tl.store(o + rn[:, None] * BM + rm[None, :], t + 1.0)
+
+
+def test_a_transposed_load_moves_memory_rows_and_computes_on_a_permuted_view():
+    """The DMA brings rows of contiguous elements (one run per row, not one per element) into a
+    tile in memory's order; the tile the kernel computes on is a permuted view of it."""
+    M, N, BM, BN = 12, 24, 16, 32
+    x = RNG.uniform(0, 1, (M, N)).astype(np.float32)
+    sig = {"x": "*fp32", "o": "*fp32", "M": "i32", "N": "i32", "BM": "constexpr", "BN": "constexpr"}
+    prog = compile_kernel(transposed_load, sig, {"BM": BM, "BN": BN})
+    (_, out), _ = run(prog, 1, [x, np.zeros((BN, BM), np.float32), M, N])
+    want = np.full((BN, BM), -1.0, np.float32)
+    want[:N, :M] = x.T
+    close(out, want + 1.0)
+    (load,) = [ins for ins in prog.instrs if ins.mnemonic == "dma.load"]
+    dst = prog.tiles[load.operands[1]]
+    assert dst.shape == (BM, BN) and dst.strides == (BN, 1)

@@ -43,7 +43,8 @@ def test_estimate_of_a_placement_question():
     k._init_handles()
     from triton_plate_backend.sim.estimate import estimate_launch
 
-    args = [x.data_ptr(), y.data_ptr(), out.data_ptr(), n]
+    # the kernel is persistent (passes/persistent.py): plate_rows 1 and plate_grid_x 16 keep one row per program
+    args = [x.data_ptr(), y.data_ptr(), out.data_ptr(), n, 1, 16]
     local = {"x_ptr": "local:0", "y_ptr": "local:0", "out_ptr": "local:0"}
     est = estimate_launch(k.function.program, (16,), args, dev.memory, policy=np.zeros(16, np.int64), placement=local)
     assert est.remote_share == 0.0 and est.bytes[0, 0] == 12 * n
@@ -85,9 +86,9 @@ def test_the_address_only_run_records_the_functional_trace(name, monkeypatch):
     dev = get_device()
     launches = []
     real = type(dev).launch
-    monkeypatch.setattr(type(dev), "launch", lambda self, p, g, a, **kw: launches.append((p, g, list(a))))
     case = CASES[name]
-    launch = case.setup(case.quick[0])  # keeps its tensors alive (memory is freed on del)
+    launch = case.setup(case.quick[0])  # keeps its tensors alive (memory is freed on del); a GEMM asks the model
+    monkeypatch.setattr(type(dev), "launch", lambda self, p, g, a, **kw: launches.append((p, g, list(a))))
     launch.run()
     monkeypatch.setattr(type(dev), "launch", real)
     ((program, grid, args),) = launches

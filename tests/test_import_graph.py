@@ -125,6 +125,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.passes.dma_operands",
         f"{TPB}.passes.reduction",
         f"{TPB}.passes.prefetch",
+        f"{TPB}.passes.persistent",
         f"{TPB}.passes.rules_access",
         f"{TPB}.passes.rules_arith",
         f"{TPB}.passes.libdevice",

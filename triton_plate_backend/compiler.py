@@ -84,6 +84,8 @@ class PlateOptions:
     num_warps: int = 4  # accepted for Triton's layouts; PLATE runs one program instance per core
     num_ctas: int = 1
     num_stages: int = 3
+    # streaming kernels run as persistent loops over programs (passes/persistent.py); False: one program each
+    persistent_programs: bool = True
     warp_size: int = WARP_SIZE
     ir_override: str | None = None
     enable_fp_fusion: bool = True
@@ -234,6 +236,7 @@ TTIR_READ = TextMemo()  # f"{compile hash} ttir" -> the TTIR text the pir stage 
 
 def make_pir(src, metadata, options):
     from .ir.printer import print_module
+    from .machine import get_machine
     from .passes.access import AccessAnalysis
     from .passes.pipeline import run_passes
     from .ttir.parser import parse
@@ -244,7 +247,8 @@ def make_pir(src, metadata, options):
     _dump(metadata, "ttir", ttir_text)
     try:
         analysis = AccessAnalysis()
-        module = run_passes(parse(ttir_text, f"{name}.ttir"), analysis)
+        sram = get_machine(options.machine).core.sram_bytes if options.persistent_programs else None
+        module = run_passes(parse(ttir_text, f"{name}.ttir"), analysis, persistent_sram=sram)
         pir_text = print_module(module)
     except PlateError as e:
         e.add_note(f"reproducer: {_write_reproducer(metadata, 'ttir', ttir_text)} (the TTIR the pir stage read)")

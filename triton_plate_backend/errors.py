@@ -77,3 +77,8 @@ class SramOverflow(PlateError):
 
 class CompileError(PlateError):
     """A TTIR construct plate cannot lower; names the op and the kernel source line."""
+
+
+class RegisterOverflow(CompileError):
+    """More scalar registers or DMA tokens live at once than a core has (codegen may lower again
+    with shallower pipelining before reporting it)."""

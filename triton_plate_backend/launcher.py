@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from . import knobs
 from .errors import PlateError
 from .isa.table import INT_BITS, is_float
+from .passes.persistent import GRID_ARG, ROWS_ARG
 
 # Same limits as CUDA: Triton and Inductor size grids (and split them) against these.
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -71,6 +72,11 @@ class PlateLauncher:
                 f"(triton_plate_backend.sim.device.reset_device)"
             )
         values, host_buffers = bind_arguments(self.name, function.program, self.signature, args, device)
+        sanitize = knobs.sanitize()
+        if all(grid) and is_persistent(function.program):
+            values += [1, grid[0]]  # plate_rows (below), plate_grid_x: the x extent the kernel was launched with
+            if not sanitize:  # the sanitizer tells programs apart by their ids: one per grid element
+                grid, values[-2] = persistent_grid(grid, device.machine.total_cores)
         if all(grid):
             device.launch(
                 function.program,
@@ -78,10 +84,24 @@ class PlateLauncher:
                 values,
                 host_buffers=host_buffers,
                 defer_timing=True,
-                sanitize=knobs.sanitize(),
+                sanitize=sanitize,
             )
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
+
+
+def is_persistent(program) -> bool:
+    """The kernel went through passes/persistent.py: its last two arguments are the launcher's."""
+    return [a.name for a in program.args[-2:]] == [ROWS_ARG, GRID_ARG]
+
+
+def persistent_grid(grid: tuple[int, int, int], cores: int) -> tuple[tuple[int, int, int], int]:
+    """(the grid to launch, programs along x per launched program) for a persistent kernel: as few
+    programs per core as fill every core once, so each core pipelines the most trips."""
+    gx, gy, gz = grid
+    per_x = max(1, -(-cores // (gy * gz)))  # launched programs along x that fill the cores
+    rows = max(1, -(-gx // per_x))
+    return (-(-gx // rows), gy, gz), rows
 
 
 def check_grid(name: str, gx, gy, gz) -> tuple[int, int, int]:
@@ -161,7 +181,7 @@ def bind_arguments(name, program, signature, args, device):
     from .sim.device import HostBuffer
 
     flat = flatten(signature, args)
-    params = program.args
+    params = program.args[:-2] if is_persistent(program) else program.args
     if len(flat) != len(params):
         wanted = ", ".join(f"{a.name}: {a.type}" for a in params)
         raise LaunchError(

@@ -20,7 +20,9 @@ GiB = 1024 * MiB
 
 @dataclass(frozen=True)
 class MatrixUnit:
-    dim: int = 32  # M and N of one matrix instruction are at most this
+    # the physical array: one pass computes dim x dim outputs; an m.mma of any M x N makes
+    # ceil(M/dim) * ceil(N/dim) passes behind one fill (PLATE.md's cost rule)
+    dim: int = 32
     max_k: int = 1024  # bound on K of one matrix instruction
     # MACs per cycle by input dtype; fp32 takes the tf32-like path
     macs_per_cycle: dict = field(

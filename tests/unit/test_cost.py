@@ -48,6 +48,18 @@ def test_mma_rule_reads_the_tiles_and_the_precision():
     assert cost.flops(prog.instrs[0], prog) == 2 * 32 * 32 * 32
 
 
+def test_one_whole_tile_m_mma_verifies_and_pays_one_fill():
+    """m.mma takes any M x N (the 32x32 array makes ceil(M/32)*ceil(N/32) passes behind one fill):
+    a 512x256x64 bf16 instruction verifies and runs at 8192 / (8192 + 94) of the unit's peak."""
+    from triton_plate_backend.isa.program import verify
+
+    tiles = [Tile(0, "f32", (512, 256)), Tile(512 * 1024, "bf16", (512, 64)), Tile(576 * 1024, "bf16", (64, 256))]
+    prog = Program("p", [Inst("m.mma", ("ieee",), (0, 1, 2)), Inst("halt")], tiles, consts=[0])
+    verify(prog, M1)
+    assert one("m.mma", tiles, (0, 1, 2), ("ieee",)) == 16 * 8 * 64 + 94
+    assert cost.flops(prog.instrs[0], prog) == 2 * 512 * 256 * 64
+
+
 def test_vector_cycles():
     assert cost.vector_cycles(M1, 1024, 4) == 32 + 5  # 32 fp32 lanes, +5 per instruction
     assert cost.vector_cycles(M1, 1024, 2) == 16 + 5  # bf16 packs two per lane

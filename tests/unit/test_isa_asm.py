@@ -224,6 +224,13 @@ ERRORS = [
     ("dma.store q0, A, r1, [r1 r2], [], []", None, "expected ',' or ']'", 1, 26),
     (".tile A f32[9000] @0\n\nv.neg A, A", MINI, "a vector instruction covers at most 8192", 3, 1),
     (TILES + "m.mma.ieee A, A, A", MINI, "matrix operands must be 2-D", 2, 1),
+    (
+        ".tile C f32[32,32] @0\n.tile A bf16[32,2048] @0x1000\n.tile B bf16[2048,32] @0x21000\nm.mma.ieee C, A, B",
+        MINI,
+        "32x32x2048 exceeds the matrix unit's K <= 1024 per instruction",
+        4,
+        1,
+    ),
     (".tile A f32[4] @0x100000", MINI, "outside the core's", 1, 1),
     ('dbg.printr "abc, r1', None, "unterminated string", 1, 12),
     ('dbg.printr "a\\q", r1', None, "bad escape \\q", 1, 14),

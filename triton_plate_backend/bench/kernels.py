@@ -151,6 +151,7 @@ class Launch:
     min_bytes: float  # bytes the kernel must move at least (inputs read once, outputs written once)
     matrix: bool  # peak: the matrix unit's FLOP/s (True) or HBM bandwidth (False)
     shape: str
+    tile: tuple[int, int, int] | None = None  # GEMM: the (BM, BN, BK) chosen
 
 
 @dataclass(frozen=True)
@@ -230,20 +231,49 @@ def _reduction(n_rows: int) -> Launch:
     )
 
 
+# GEMM tiles (BM, BN, BK) the bench chooses from, smallest to largest; num_stages 3 (the compiler drops
+# to fewer stages when SRAM is short). The cost model's estimate picks one per shape and placement.
+GEMM_TILES = {
+    "bf16": ((128, 128, 64), (256, 128, 64), (256, 256, 64), (512, 256, 64)),
+    "fp32": ((64, 64, 32), (128, 128, 32), (256, 128, 32), (256, 256, 32)),
+}
+GEMM_STAGES = 3
+
+
+def gemm_tile(n: int, a, b, c, tiles) -> tuple[int, int, int]:
+    """The tile of ``tiles`` with the least estimated time for an n^3 GEMM on these tensors (their
+    placement included); a tile whose plan overflows SRAM is skipped."""
+    from triton_plate_backend.errors import SramOverflow
+    from triton_plate_backend.estimate import estimate
+
+    best, chosen = float("inf"), None
+    for bm, bn, bk in tiles:
+        grid = (triton.cdiv(n, bm) * triton.cdiv(n, bn),)
+        args = (a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+        try:
+            t = estimate(matmul_kernel, grid, *args, BM=bm, BN=bn, BK=bk, GROUP_M=8, num_stages=GEMM_STAGES).time_ns
+        except SramOverflow:
+            continue
+        if t < best:
+            best, chosen = t, (bm, bn, bk)
+    return chosen or tiles[0]  # none fits: the smallest, whose launch then reports the overflow
+
+
 def _gemm(dtype):
     def setup(n: int) -> Launch:
         a, b = _dev(n, n, dtype=dtype), _dev(n, n, dtype=dtype)
         c = torch.empty(n, n, dtype=dtype, device="plate")
-        bm, bn, bk = (128, 128, 64) if dtype == torch.bfloat16 else (64, 64, 32)
+        fitting = [t for t in GEMM_TILES["bf16" if dtype == torch.bfloat16 else "fp32"] if n % t[0] == n % t[1] == 0]
+        bm, bn, bk = gemm_tile(n, a, b, c, fitting)
         grid = (triton.cdiv(n, bm) * triton.cdiv(n, bn),)
 
         def run():
             return matmul_kernel[grid](
                 a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-                BM=bm, BN=bn, BK=bk, GROUP_M=8,
+                BM=bm, BN=bn, BK=bk, GROUP_M=8, num_stages=GEMM_STAGES,
             )  # fmt: skip
 
-        return Launch(run, 2.0 * n**3, 3.0 * n * n * a.element_size(), True, f"{n}^3 ({bm}x{bn}x{bk})")
+        return Launch(run, 2.0 * n**3, 3.0 * n * n * a.element_size(), True, f"{n}^3 ({bm}x{bn}x{bk})", (bm, bn, bk))
 
     return setup
 

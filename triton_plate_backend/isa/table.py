@@ -13,7 +13,11 @@ Contract (PLATE.md "What makes the ISA a real ISA"):
   it defines a token ``q`` that ``dma.wait`` consumes;
 - scalars (program ids, addresses, loop counters) live in 64-bit scalar registers ``r``;
 - shapes are bounded: a vector instruction covers at most ``VectorUnit.max_elements``
-  elements, a matrix instruction at most 32x32 outputs and ``MatrixUnit.max_k`` of K.
+  elements, a matrix instruction at most ``MatrixUnit.max_k`` of K.
+- ``m.mma`` takes a whole output tile of any M x N (as large as SRAM holds): PLATE.md's cost
+  rule ceil(M/32)*ceil(N/32)*ceil(K*r) + fill prices an instruction of any M x N, the 32x32
+  being the physical array it makes passes over, so one fill is paid per instruction, not
+  per 32x32 piece (a decision of the project lead; numa-arithmetic's whole-tile GEMM).
 
 Scalar registers hold 64 bits: an integer of any width is kept sign-extended to 64 bits;
 a floating-point scalar is kept as the float64 that exactly equals its value in its type.
@@ -425,7 +429,8 @@ _row(
     "+acc:t a:t b:t",
     "matrix",
     "mma",
-    "acc[M,N] += a[M,K] @ b[K,N]; M, N <= 32; products exact, fp32/int32 accumulation",
+    "acc[M,N] += a[M,K] @ b[K,N]; any M x N (passes of the 32x32 array), K <= max_k; products exact, "
+    "fp32/int32 accumulation",
 )
 
 # ---- DMA engines -------------------------------------------------------------------------------

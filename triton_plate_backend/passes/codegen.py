@@ -28,7 +28,7 @@ Design
   scalar companion registers instead of an SRAM tile.
 - Bounded instructions: a vector instruction covers at most machine.core.vector.max_elements
   elements (`Emitter.vector` chunks, flat for contiguous tiles, else along leading dims); tt.dot
-  is tiled into m.mma on views of at most 32x32 outputs and K <= max_k.
+  becomes one m.mma per K <= max_k chunk over the whole output tile (one fill per instruction).
 - Reductions and scans with a single-op combine region use v.reduce / v.scan; other combine
   regions (argmax, several operands, custom combine_fn) run the region's own ops on tile views:
   a log2(n) tree for reductions (adjacent pairs, so order is kept), Hillis-Steele for scans
@@ -53,7 +53,7 @@ with the reason. What a rule sees, `Ctx`, lives in passes/context.py, which impo
 
 from __future__ import annotations
 
-from ..errors import CompileError, SramOverflow
+from ..errors import CompileError, RegisterOverflow, SramOverflow
 from ..ir.core import Op, PtrType, TensorDescType, TensorType
 from ..isa.program import Arg, Program
 from . import demand
@@ -121,17 +121,18 @@ def func_name(func: Op) -> str:
 def generate(module, machine, options=None) -> tuple[Program, dict]:
     """Lower the module's kernel to a verified Program; also return a small report.
 
-    Pipelining deeper than num_stages 2 costs a staging tile per stage: when that plan overflows
-    SRAM, the kernel is lowered again one stage shallower (down to 2, one tile in flight) before
-    the overflow is reported, so deeper pipelining never makes a kernel that fits fail."""
+    Pipelining deeper than num_stages 2 costs a staging tile (and a DMA token) per stage: when that
+    plan overflows SRAM or the tokens, the kernel is lowered again one stage shallower (down to 2,
+    one tile in flight; when a loop without matrix work was pipelined, down to 1: no pipelining)
+    before the overflow is reported, so pipelining never makes a kernel that fits fail."""
     cap = None
     while True:
         ctx = Ctx(machine, func_name(module.kernel()), LOWERING, REJECTED, options)
         ctx.max_stages = cap
         try:
             return _lower_kernel(ctx, module, machine)
-        except SramOverflow:
-            if ctx.deepest_stages <= 2:
+        except (SramOverflow, RegisterOverflow):
+            if ctx.deepest_stages <= (1 if ctx.streaming_pipelined else 2):
                 raise
             cap = ctx.deepest_stages - 1
 

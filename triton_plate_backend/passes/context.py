@@ -70,6 +70,7 @@ class Ctx:
         self.prefetches: dict = {}  # load op -> prefetch.Prefetch (software-pipelined loads)
         self.max_stages: int | None = None  # cap on a loop's num_stages (codegen lowers again if SRAM overflows)
         self.deepest_stages = 0  # the largest num_stages a pipelined loop used
+        self.streaming_pipelined = False  # a loop without matrix work was pipelined (it may go unpipelined)
 
     def defining_op(self, value: Value) -> Op | None:
         return self.defs.get(value)

@@ -7,6 +7,8 @@ A bound that is None (no bound) becomes a register holding +-2**62, which no ind
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..ir.core import TensorType
 from ..isa.table import ITEMSIZE
 from .affine import Add, CeilDiv, Const, FloorDiv, Max, Min, Mul, Select, Sub, Val
@@ -85,6 +87,36 @@ def descriptor(ctx, acc, memo: dict | None = None):
     lo = tuple(_bound(ctx, x, -HUGE, memo) for x in acc.lo) or (ctx.li(-HUGE),)
     hi = tuple(_bound(ctx, x, HUGE, memo) for x in acc.hi) or (ctx.li(HUGE),)
     return start, strides, lo, hi
+
+
+def memory_order(acc, shape) -> tuple[int, ...] | None:
+    """The tile dims in the order memory has them when the last dim is not the contiguous one but
+    another is (a transposed load, k[None, :] * D + d[:, None]): the DMA then moves rows of
+    contiguous elements (one run each, not one per element) into a tile of that order, and the
+    result is a permuted view of it (compute reads tiles through strides for free). None: keep."""
+    strides = [s.value if isinstance(s, Const) else None for s in acc.strides]
+    if len(shape) < 2 or len(strides) != len(shape) or strides[-1] == 1 or shape[-1] == 1:
+        return None
+    if not isinstance(acc.other, (int, float, type(None))):
+        return None  # a tensor fill is selected in the result's own layout
+    unit = [k for k, st in enumerate(strides) if st == 1 and shape[k] > 1]
+    if len(unit) != 1:
+        return None
+    return tuple(k for k in range(len(shape)) if k != unit[0]) + (unit[0],)
+
+
+def reorder(acc, order: tuple[int, ...]):
+    """The StructuredAccess with its tile dims in `order` (strides and bounds follow their dims)."""
+    return dataclasses.replace(
+        acc,
+        strides=tuple(acc.strides[k] for k in order),
+        lo=tuple(acc.lo[k] for k in order),
+        hi=tuple(acc.hi[k] for k in order),
+    )
+
+
+def inverse(order: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(sorted(range(len(order)), key=lambda k: order[k]))
 
 
 def element_dtype(acc) -> str:

@@ -5,7 +5,8 @@ pseudo-instructions that `finalize` turns into a `Program` once registers and SR
 The emitter also owns the two hardware contracts every instruction must respect:
 - DMA is asynchronous: `emit` inserts `dma.wait` lazily, just before the first instruction that
   reads a tile a pending DMA writes, or writes a tile a pending DMA reads or writes; device-memory
-  order (a load after a store, a store after a load) and the DMA queue depth force waits too, and
+  order (a load after a store, a store after a load, within one program) and the DMA queue depth
+  force waits too, and
   every label or branch waits for everything, except loop prefetches marked `carry` (they stay in
   flight across the loop's back edge; the loop waits for them before their first use).
 - vector instructions cover at most `max_elements` elements: `vector` chunks larger operations.
@@ -216,6 +217,7 @@ class _Pending:
     reads: set = field(default_factory=set)  # buffers the DMA reads (addresses, masks, stored data)
     memory: str = "read"  # "read" (load/gather) or "write" (store/scatter)
     carried: bool = False  # a prefetch that stays in flight across labels and the loop's back edge
+    other_program: bool = False  # a persistent loop's prefetch for a later program: no memory order with this one
 
 
 DMA_MEMORY = {"dma.load": "read", "dma.gather": "read", "dma.store": "write", "dma.scatter": "write"}
@@ -230,6 +232,7 @@ class Emitter:
         self.code: list[PInst] = []
         self.buffers: list[Buffer] = []
         self.pending: list[_Pending] = []
+        self.other_program = False  # set while emitting a DMA of another program (prefetch.py, persistent loops)
         self.loc = None
         self._labels = 0
 
@@ -284,9 +287,10 @@ class Emitter:
         memory = DMA_MEMORY.get(mnemonic) or ("both" if mnemonic.startswith("atom.") else None)
         for p in list(self.pending):
             clash = (p.writes & (reads | writes)) or (p.reads & writes)
-            if memory in ("read", "both") and p.memory == "write":
+            ordered = not (self.other_program or p.other_program)  # programs do not see each other's memory
+            if ordered and memory in ("read", "both") and p.memory == "write":
                 clash = True  # a load must see an earlier store
-            if memory in ("write", "both") and p.memory == "read":
+            if ordered and memory in ("write", "both") and p.memory == "read":
                 clash = True  # a store must not overtake an earlier load of the same memory
             if mnemonic in ("fence", "barrier"):
                 clash = True
@@ -304,6 +308,7 @@ class Emitter:
                 self._tiles(mnemonic, row, operands, True),
                 self._tiles(mnemonic, row, operands, False),
                 DMA_MEMORY[mnemonic],
+                other_program=self.other_program,
             )
         )
 
@@ -316,6 +321,19 @@ class Emitter:
         for p in list(self.pending):
             if force or not p.carried:
                 self.wait(p)
+
+    def branch_keeping(self, mnemonic: str, cond, target: Label) -> list:
+        """A conditional branch that leaves this path's DMAs in flight (the fall-through keeps
+        tracking them); `target` must be a stub placed by `settle` with what this returns."""
+        self.code.append(PInst(mnemonic, (), (cond, target), self.loc))
+        return [p for p in self.pending if not p.carried]
+
+    def settle(self, label: Label, pending: list, then: Label) -> None:
+        """The stub of a `branch_keeping` branch: wait for the DMAs its path left in flight, go on to `then`."""
+        self.code.append(PInst(".label", operands=(label,), loc=self.loc))
+        for p in pending:
+            self.code.append(PInst("dma.wait", (), (p.token,), self.loc, tuple(p.writes | p.reads)))
+        self.emit("jmp", then)
 
     def carry(self, token: Token, carried: bool = True) -> None:
         """Let the DMA of `token` stay in flight across labels and branches (a loop prefetch: the

@@ -24,7 +24,7 @@ from ..ir.core import Module, StrAttr
 from ..ir.printer import print_module
 from ..ir.verify import IrVerifyError, verify
 from ..machine import get_machine
-from . import access, affinity, codegen, inline
+from . import access, affinity, codegen, inline, persistent
 
 
 def annotate_access(module: Module) -> Module:
@@ -74,11 +74,18 @@ def verify_after(name: str, module: Module) -> None:
         raise
 
 
-def run_passes(module: Module, analysis: access.AccessAnalysis | None = None) -> Module:
+def run_passes(
+    module: Module, analysis: access.AccessAnalysis | None = None, persistent_sram: int | None = None
+) -> Module:
     """The IR passes of one kernel module, each rewriting pass checked by the verifier. `analysis`
-    (optional) ends up holding the access analysis of the module returned, for `generate`."""
+    (optional) ends up holding the access analysis of the module returned, for `generate`.
+    `persistent_sram`: the core's SRAM bytes, to run `persistent` after inlining (the compiler's
+    option; a launch must then pass its two arguments, as the launcher does)."""
+    passes = list(PASSES)
+    if persistent_sram is not None:
+        passes.insert(1, ("persistent", lambda m: persistent.run(m, persistent_sram)))
     with access.shared_analysis(analysis) as analysis:  # each memory op analysed once, not once per pass
-        for name, fn in PASSES:
+        for name, fn in passes:
             module = run_pass(name, fn, module)
             if name not in ANNOTATE_ONLY:
                 verify_after(name, module)

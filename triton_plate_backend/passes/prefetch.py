@@ -21,10 +21,12 @@ num_stages >= 3: A + 1 staging tiles, the body computes on them directly (no cop
 num_stages = 2: one staging tile, the body once; the load's place copies the staging tile into
 the tile the body computes on (one vector pass) and refills the staging tile at once.
 
-Loops are pipelined when tl.range(num_stages=...) asks for it, or when the kernel's num_stages is
->= 2 and the body does matrix work. The prefetch of an out-of-range iteration has an empty box
+Loops are pipelined when tl.range(num_stages=...) asks for it, when the kernel's num_stages is
+>= 2 and the body does matrix work, or when it is >= 3 (no copy: a streaming loop's loads run
+ahead of its compute for the price of the staging tiles). The prefetch of an out-of-range iteration has an empty box
 (hi of dim 0 = 0), so it touches no memory. Loops that write device memory (stores, atomics) are
-not pipelined: a prefetch must not overtake a store it could alias."""
+not pipelined: a prefetch must not overtake a store it could alias; the loop of a persistent
+kernel (`plate.programs`, one program per trip) is, since programs do not see each other's stores."""
 
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from ..ir.core import IntAttr, Op, TensorType
 from ..ir.vocabulary import OPS
 from .affine import Carried, Select, Val, nodes
-from .dma_operands import descriptor, element_dtype, fill_imm, materialize
+from .dma_operands import descriptor, element_dtype, fill_imm, inverse, materialize, memory_order, reorder
 from .emitter import Imm, Token, VReg
 
 WRITES = frozenset(name for name, op in OPS.items() if op.writes)  # a loop with one of these is not pipelined
@@ -52,6 +54,7 @@ class Prefetch:
     counter: tuple  # (iv register, ub value, step value, compare predicate, counter type)
     ahead: int  # iterations between a tile's issue and its use: the tiles in flight
     slot: int = 0  # the copy of the body being lowered
+    view_order: tuple | None = None  # a transposed load (dma_operands.memory_order): the result's permutation
 
     @property
     def direct(self) -> bool:
@@ -60,18 +63,23 @@ class Prefetch:
         return len(self.stagings) > self.ahead
 
 
+PROGRAMS_ATTR = "plate.programs"  # on the loop of a persistent kernel (passes/persistent.py): one program per trip
+
+
 def stages(ctx, loop: Op) -> int:
     """The loop's tt.num_stages (tl.range(num_stages=...)) when set; else the kernel's num_stages
-    for loops with matrix work (one prefetch hides min(compute, DMA latency) and costs a copy: a
-    win when the body computes, a wash when it only streams)."""
+    for loops with matrix work, and for other loops from num_stages 3 on, where the body computes
+    on the staging tiles themselves: a prefetch hides min(compute, DMA latency), and only at
+    num_stages 2 costs a copy (a win when the body computes, a wash when it only streams)."""
     a = loop.attrs.get("tt.num_stages")
     if isinstance(a, IntAttr):
         n = a.value
-    elif not any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk()):
-        return 1
     else:
         n = int(getattr(ctx.options, "num_stages", 2) or 1)
-    return n if ctx.max_stages is None else min(n, ctx.max_stages)
+    n = n if ctx.max_stages is None else min(n, ctx.max_stages)
+    if not isinstance(a, IntAttr) and n < 3 and not any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk()):
+        return 1
+    return n
 
 
 def ahead(ctx, loop: Op) -> int:
@@ -86,7 +94,11 @@ def copies(ctx, loop: Op) -> int:
     if not candidates(ctx, loop):
         return 1
     n = ahead(ctx, loop)
-    return n + 1 if stages(ctx, loop) >= 3 else n
+    if stages(ctx, loop) < 3:
+        return n
+    # a persistent loop stores what it computed on (often the staging tile itself): one more tile, so
+    # the refill of a tile waits for a store issued two trips before, not the one just issued
+    return n + 2 if PROGRAMS_ATTR in loop.attrs else n + 1
 
 
 def select(prefetches: list, slot: int) -> None:
@@ -95,9 +107,16 @@ def select(prefetches: list, slot: int) -> None:
         pf.slot = slot
 
 
+def _blocking(loop: Op) -> frozenset:
+    """Ops that keep a loop's loads from being issued early: any write to device memory, except
+    the stores of a persistent kernel's loop, whose trips are distinct programs (a program's load
+    may not depend on another program's store; atomics still block)."""
+    return WRITES - {"tt.store", "tt.descriptor_store"} if PROGRAMS_ATTR in loop.attrs else WRITES
+
+
 def candidates(ctx, loop: Op) -> list:
     """(load op, access) of the body's loads that can be issued an iteration early."""
-    if ctx.demand is None or stages(ctx, loop) < 2 or any(op.name in WRITES for op in loop.walk()):
+    if ctx.demand is None or stages(ctx, loop) < 2 or any(op.name in _blocking(loop) for op in loop.walk()):
         return []
     body = loop.regions[0].blocks[0]
     iv = body.args[0]
@@ -117,11 +136,13 @@ def candidates(ctx, loop: Op) -> list:
                     return False
         return True
 
-    out = []
+    out, stored = [], False
     for op in body.ops:
         acc = ctx.demand.strided.get(op)
         volatile = bool(getattr(op.attrs.get("isVolatile"), "value", False))
-        if op.name == "tt.load" and acc is not None and not volatile:
+        # in a persistent loop a load after the trip's own store must see it: not issued early
+        stored = stored or any(inner.name in WRITES for inner in op.walk())
+        if op.name == "tt.load" and acc is not None and not volatile and not stored:
             exprs = [acc.base, acc.offset, *acc.strides, *acc.lo, *acc.hi]
             if all(e is None or invariant(e) for e in exprs):
                 out.append((op, acc))
@@ -137,7 +158,12 @@ def _issue(ctx, pf: Prefetch, slot: int, memo: dict, valid: VReg | None) -> None
         hi = (h0, *hi[1:])
     fill = 0 if pf.acc.other is None else pf.acc.other
     staging, token = pf.stagings[slot], pf.tokens[slot]
-    ctx.emit("dma.load", token, staging, start, strides, lo, hi, fill_imm(staging.dtype, fill))
+    ctx.em.other_program = PROGRAMS_ATTR in pf.loop.attrs  # a later trip: another program's load
+    loc, ctx.em.loc = ctx.em.loc, pf.op.loc or ctx.em.loc  # the DMA names its load's source line
+    try:
+        ctx.emit("dma.load", token, staging, start, strides, lo, hi, fill_imm(staging.dtype, fill))
+    finally:
+        ctx.em.other_program, ctx.em.loc = False, loc
     ctx.em.carry(token)
 
 
@@ -174,11 +200,17 @@ def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
     n, depth, found = copies(ctx, loop), ahead(ctx, loop), candidates(ctx, loop)
     if found:
         ctx.deepest_stages = max(ctx.deepest_stages, stages(ctx, loop))
+        ctx.streaming_pipelined |= not any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk())
     for op, acc in found:
-        shape = tuple(op.result.type.shape) if isinstance(op.result.type, TensorType) else (1,)
+        tensor = isinstance(op.result.type, TensorType)
+        shape = tuple(op.result.type.shape) if tensor else (1,)
+        order = memory_order(acc, shape) if tensor else None
+        if order is not None:
+            acc, shape = reorder(acc, order), tuple(shape[k] for k in order)
         what = f"prefetch of {op.result.name or 'a load'}"
         stagings = [ctx.new(element_dtype(acc), shape, what=what) for _ in range(n)]
         pf = Prefetch(op, acc, loop, [Token() for _ in range(n)], stagings, counter, depth)
+        pf.view_order = None if order is None else inverse(order)
         _issue(ctx, pf, 0, {}, None)
         ctx.prefetches[op] = pf
         out.append(pf)
@@ -202,11 +234,11 @@ def consume(ctx, pf: Prefetch) -> None:
     elif pf.direct:
         staging.buffer.owner = res
         staging.buffer.aliases.clear()
-        ctx.bind(res, staging)
+        ctx.bind(res, staging if pf.view_order is None else staging.permute(pf.view_order))
     else:
         work = ctx.new(staging.dtype, staging.shape, owner=res)
         ctx.copy(work, staging)
-        ctx.bind(res, work)
+        ctx.bind(res, work if pf.view_order is None else work.permute(pf.view_order))
     _issue(ctx, pf, (pf.slot + pf.ahead) % len(pf.stagings), *_ahead(ctx, pf, pf.ahead))
 
 

@@ -11,7 +11,7 @@ the code generator chose that in-place on purpose, by writing the same buffer)."
 
 from __future__ import annotations
 
-from ..errors import CompileError
+from ..errors import RegisterOverflow
 from ..isa.table import ISA
 from .emitter import Buffer, Label, PInst, Token, View, VReg
 
@@ -128,7 +128,7 @@ def allocate(intervals: dict, kind: type, count: int, what: str, kernel: str) ->
                 still.append(a)
         active = still
         if not free:
-            raise CompileError(
+            raise RegisterOverflow(
                 f"kernel {kernel}: more than {count} {what} live at once; split the kernel, reduce the number of "
                 f"live scalars (pointers, offsets, loop-carried scalars) or unroll less"
             )

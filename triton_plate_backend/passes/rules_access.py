@@ -5,7 +5,18 @@ base, strides and bounds are scalar registers materialised from the analysis' ex
 
 from __future__ import annotations
 
-from .dma_operands import bind_loaded, descriptor, element_dtype, fill_imm, materialize, shape_of_result
+from ..ir.core import TensorType
+from .dma_operands import (
+    bind_loaded,
+    descriptor,
+    element_dtype,
+    fill_imm,
+    inverse,
+    materialize,
+    memory_order,
+    reorder,
+    shape_of_result,
+)
 from .emitter import Token, VReg
 from .prefetch import consume
 
@@ -18,15 +29,19 @@ def lower_structured(ctx, op) -> bool:
     if op in ctx.prefetches:  # software-pipelined: the DMA was issued an iteration ago
         consume(ctx, ctx.prefetches[op])
         return True
-    start, strides, lo, hi = descriptor(ctx, acc)
     if op.name == "tt.load":
         res = op.result
         shape = shape_of_result(res)
+        order = memory_order(acc, shape) if isinstance(res.type, TensorType) else None
+        if order is not None:  # a transposed load: rows of memory into a tile of memory's order
+            acc, shape = reorder(acc, order), tuple(shape[k] for k in order)
+        start, strides, lo, hi = descriptor(ctx, acc)
         dst = ctx.new(element_dtype(acc), shape, owner=res)
         fill = 0 if acc.other is None else acc.other
         ctx.emit("dma.load", Token(), dst, start, strides, lo, hi, fill_imm(dst.dtype, fill))
-        bind_loaded(ctx, res, dst)
+        bind_loaded(ctx, res, dst if order is None else dst.permute(inverse(order)))
     else:
+        start, strides, lo, hi = descriptor(ctx, acc)
         val = op.operands[1]
         ctx.emit("dma.store", Token(), ctx.view(val, shape_of_result(val)), start, strides, lo, hi)
     return True

@@ -2,8 +2,9 @@
 
 The accumulator is the C operand's tile when C dies at the dot and owns it (in place: a loop's
 `acc = tl.dot(a, b, acc)` never copies), else a fresh tile C is copied into. f16/bf16 results
-accumulate in an f32 tile and convert at the end. The product is tiled into m.mma instructions
-on views of at most 32x32 outputs and max_k of K; a 3-D (batched) dot loops over the batch.
+accumulate in an f32 tile and convert at the end. The product is one m.mma over the whole output
+tile per max_k of K (a fill per instruction, so as few as possible); a 3-D (batched) dot loops
+over the batch.
 inputPrecision (tf32, tf32x3, ieee, bf16x3, bf16x6) becomes the m.mma suffix for f32 inputs;
 other input types are exact in every mode. tt.dot_scaled unpacks e2m1 (two codes per byte along
 K), scales its mx operands by their e8m0 exponents (one per 32 K elements) in f32 and multiplies
@@ -30,26 +31,20 @@ def precision(op, a_dtype: str) -> str:
 
 
 def mma(ctx, acc: View, a: View, b: View, prec: str) -> None:
-    """acc[M,N] += a[M,K] @ b[K,N] in pieces the matrix unit takes."""
+    """acc[M,N] += a[M,K] @ b[K,N]: one m.mma over the whole output tile per chunk of K <= max_k.
+
+    Each instruction pays the matrix unit's fill once whatever its M x N (the 32x32 array makes
+    the passes), so the fewest instructions are the fastest; every output element still sums
+    the same K chunks in the same order, so results do not depend on the cut."""
     if acc.rank == 3:
         for i in range(acc.shape[0]):
             mma(ctx, acc.index(0, i), a.index(0, i), b.index(0, i), prec)
         return
-    dim, max_k = ctx.machine.core.matrix.dim, ctx.machine.core.matrix.max_k
-    (m, n), k = acc.shape, a.shape[1]
-    for i in range(0, m, dim):
-        mi = min(dim, m - i)
-        for j in range(0, n, dim):
-            nj = min(dim, n - j)
-            for kk in range(0, k, max_k):
-                kn = min(max_k, k - kk)
-                ctx.emit(
-                    "m.mma",
-                    acc.sub(0, i, mi).sub(1, j, nj),
-                    a.sub(0, i, mi).sub(1, kk, kn),
-                    b.sub(0, kk, kn).sub(1, j, nj),
-                    suffixes=(prec,),
-                )
+    max_k = ctx.machine.core.matrix.max_k
+    k = a.shape[1]
+    for kk in range(0, k, max_k):
+        kn = min(max_k, k - kk)
+        ctx.emit("m.mma", acc, a.sub(1, kk, kn), b.sub(0, kk, kn), suffixes=(prec,))
 
 
 def accumulate(ctx, op, c, a: View, b: View, prec: str) -> None:

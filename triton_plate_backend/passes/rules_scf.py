@@ -101,6 +101,9 @@ def _lower_scf_for(ctx, op):
     exit_ = ctx.em.label("for_exit") if n > 1 else None
     ctx.em.place(top)
     args = [body.args[1 + j] for j in keep]
+    # a persistent loop (one program per trip) leaves a trip's stores in flight into the next copy;
+    # a copy's early exit goes through a stub that waits for them
+    stubs = [] if prefetch.PROGRAMS_ATTR in op.attrs else None
     for copy in range(n):  # one copy of the body per staging tile
         prefetch.select(prefetches, copy)
         if copy:
@@ -115,10 +118,17 @@ def _lower_scf_for(ctx, op):
         ctx.emit("s.add", iv, iv, ctx.reg(step), suffixes=(stype,))
         c2 = VReg()
         ctx.emit("s.cmpi", c2, iv, ctx.reg(ub), suffixes=(pred, stype))
-        if copy < n - 1:
+        if copy < n - 1 and stubs is not None:
+            stub = ctx.em.label("for_exit_wait")
+            stubs.append((stub, ctx.em.branch_keeping("bz", c2, stub)))
+        elif copy < n - 1:
             ctx.emit("bz", c2, exit_)
         else:
             ctx.emit("bnz", c2, top)
+    if stubs:
+        ctx.emit("jmp", exit_)
+        for stub, pending in stubs:
+            ctx.em.settle(stub, pending, exit_)
     if exit_ is not None:
         ctx.em.place(exit_)
     prefetch.finish(ctx, prefetches)
