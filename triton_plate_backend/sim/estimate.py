@@ -46,7 +46,7 @@ from .memory import DeviceMemory
 from .replay import _routes, static_facts
 from .sem_memory import TRAFFIC_ONLY
 from .semantics import SEMANTICS
-from .timing import _aggregate, _issue, map_programs
+from .timing import _aggregate, _issue, fold_replicas, map_programs
 from .trace import Trace
 
 
@@ -326,6 +326,7 @@ def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Es
     n = trace.num_programs
     core_of = map_programs(policy, n, machine)
     pcs = static_facts(trace.program, machine)[0]
+    trace = fold_replicas(trace, machine, core_of, pcs)
     issues = {id(e): _issue(machine, trace, e, len(e.programs)) for e in trace.entries if pcs[e.pc].kind == "dma"}
     comp, eng, read, write = _aggregate(trace, machine, core_of, pcs, issues)
     flops = float(sum(pcs[e.pc].flops * len(e.programs) for e in trace.entries))

@@ -38,8 +38,9 @@ def placement(mode: str = "interleaved", domain: int | None = None, domains=None
 
     mode: "interleaved" (4 KiB stripes round robin over ``domains``, default all of chip 0's),
     "local" (all in ``domain``, default 0), "blocked" (one contiguous chunk per domain of
-    ``domains``), "explicit" (``domain`` or ``domains`` named). Checked against the machine of
-    ``device`` (default: the current plate device) on entry."""
+    ``domains``), "explicit" (``domain`` or ``domains`` named), "replicated" (a copy in each of
+    chip 0's domains: reads are local, a write updates every copy; memory counts every copy).
+    Checked against the machine of ``device`` (default: the current plate device) on entry."""
     from ..sim.device import get_device
 
     place = Placement(mode, domain, tuple(domains) if domains is not None else None)
@@ -71,6 +72,8 @@ def home_domains(tensor: torch.Tensor) -> dict[int, int]:
                 f"home_domains: bytes [{lo:#x}, {hi:#x}) of the tensor are not inside one live allocation of {dev}"
             )
         rec = dev.memory.live(pos)
+        if rec.replicas:  # a copy of every byte in each domain
+            return {d: hi - lo for d in rec.replicas}
         per_owner = rec.split(np.array([lo - rec.base]), np.array([hi - rec.base]))[0]
     out: dict[int, int] = {}
     for owner, nbytes in zip(rec.owners, per_owner):
