@@ -106,6 +106,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.sim.clock",
         f"{TPB}.sim.device",
         f"{TPB}.sim.affinity",
+        f"{TPB}.sim.operands",
     ),
     **_on(
         PASSES_DEVICE,

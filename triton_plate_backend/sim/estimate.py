@@ -358,7 +358,8 @@ def estimate_launch(
     pointers as device addresses) on ``memory``, without running it (module docstring)."""
     t0 = time.perf_counter()
     machine = get_machine(machine if machine is not None else memory.machine)
-    trace = address_trace(program, grid, args, memory, machine, placement=placement)
+    memory = _shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about
+    trace = address_trace(program, grid, args, memory, machine)
     policy = resolve_policy(policy if policy is not None else knobs.policy(), program, grid, args, memory)
     est = model(trace, machine, policy=policy, wall_s=time.perf_counter() - t0)
     pointers = tuple(int(v) for a, v in zip(program.args, args) if a.type == "ptr")

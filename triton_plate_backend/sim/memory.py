@@ -140,6 +140,8 @@ class Allocation:
     live: bool = True
     shares: np.ndarray = field(default=None, repr=False)  # int64 bytes per global domain
     written: np.ndarray | None = field(default=None, repr=False)  # uint8 per byte, poisoned buffers only
+    replica_of: Placement | None = None  # a replica the launch made (sim/operands.py): its placement before
+    pinned: bool = False  # placed by the user or a compiler: launches never move it (sim/operands.py)
     _typed: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -320,12 +322,7 @@ class DeviceMemory:
         stay; their home domains change). Returns the bytes that change home: float64 [D, D], row = old
         home domain, column = new one (the diagonal: bytes that stay). The caller prices the copy
         (cost.migration_cycles)."""
-        addr = int(addr)
-        i = bisect.bisect_left(self._live_bases, addr)
-        if not (i < len(self._live) and self._live_bases[i] == addr):
-            near = self._nearest_text(addr)
-            raise AllocationError(f"migrate({addr:#x}): not the base address of a live allocation{near}")
-        old = self._live[i]
+        old = self._based_at(addr, "migrate")
         new = self._record(old.base, old.nbytes, Placement.parse(placement), old.label, reuse=old)
         moved = self._moved(old, new)
         self.used -= old.shares
@@ -334,6 +331,7 @@ class DeviceMemory:
         self.copy_peak = max(self.copy_peak, self.copy_bytes)
         self.peak = np.maximum(self.peak, self.used)
         self.peak_total = max(self.peak_total, int(self.used.sum()))
+        old.replica_of = None
         old.placement, old.owners, old.striped, old.granule, old.shares = (
             new.placement,
             new.owners,
@@ -342,6 +340,19 @@ class DeviceMemory:
             new.shares,
         )
         return moved
+
+    def moved_by(self, addr: int, placement) -> np.ndarray:
+        """What ``migrate(addr, placement)`` would return, moving nothing (DeviceOutOfMemory if it does not fit)."""
+        old = self._based_at(addr, "moved_by")
+        return self._moved(old, self._record(old.base, old.nbytes, Placement.parse(placement), old.label, reuse=old))
+
+    def _based_at(self, addr: int, what: str) -> Allocation:
+        addr = int(addr)
+        i = bisect.bisect_left(self._live_bases, addr)
+        if not (i < len(self._live) and self._live_bases[i] == addr):
+            near = self._nearest_text(addr)
+            raise AllocationError(f"{what}({addr:#x}): not the base address of a live allocation{near}")
+        return self._live[i]
 
     def _moved(self, old: Allocation, new: Allocation) -> np.ndarray:
         """Bytes per (old home, new home) of a placement change. A replicated target gets a copy of every

@@ -18,7 +18,7 @@ from .. import knobs
 from ..errors import DeviceOutOfMemory
 from . import _registration
 from .devices import device_index
-from .placement import current_placement
+from .placement import current_placement, placement_chosen
 
 _homes: dict[int, object] = {}  # address -> the sim Device that owns it (survives sim.device.reset_device)
 _alloc_retries: dict[int, int] = {}  # device index -> allocations retried after a garbage collection
@@ -56,6 +56,7 @@ def alloc(nbytes: int, device: int) -> int | str:
 def _alloc(dev, nbytes: int, place, poison: bool) -> int:
     with dev._lock:
         rec = dev.memory.alloc(nbytes, place, label="torch", poison=poison)
+        rec.pinned = placement_chosen()  # inside torch.plate.placement(): launches keep it where it is
         _homes[rec.base] = dev
     return rec.base
 

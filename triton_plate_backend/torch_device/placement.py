@@ -32,6 +32,11 @@ def current_placement(nbytes: int | None = None) -> Placement:
     return default_placement(nbytes) if nbytes is not None else Placement()
 
 
+def placement_chosen() -> bool:
+    """True inside a placement() block: the placement of a new tensor is the user's (or a compiler's) choice."""
+    return _current.get() is not None
+
+
 @contextlib.contextmanager
 def placement(mode: str = "interleaved", domain: int | None = None, domains=None, device=None):
     """Allocate the plate tensors made inside the block with this placement.
@@ -105,6 +110,7 @@ def migrate(tensor: torch.Tensor, mode: str = "blocked", domain: int | None = No
     dev, rec = _allocation(tensor, "migrate")
     with dev._lock:
         moved = dev.memory.migrate(rec.base, place)
+        rec.pinned = True  # placed by the caller: launches keep it there
         cycles = cost.migration_cycles(dev.machine, moved)
         dev.clock_ns = dev.clock_ns + cycles / dev.machine.clock_ghz
     return tensor
@@ -112,11 +118,8 @@ def migrate(tensor: torch.Tensor, mode: str = "blocked", domain: int | None = No
 
 def migration_cost_ns(tensor: torch.Tensor, mode: str = "blocked", domain: int | None = None, domains=None) -> float:
     """What ``migrate(tensor, ...)`` would charge, in modeled nanoseconds, without moving anything."""
-    from ..sim.memory import DeviceMemory
-
     place = Placement(mode, domain, tuple(domains) if domains is not None else None)
     dev, rec = _allocation(tensor, "migration_cost_ns")
-    scratch = DeviceMemory(dev.machine)  # the same layout arithmetic on a copy of the record's placement
-    twin = scratch.register(rec.base, rec.nbytes, rec.placement, label="migration estimate")
-    moved = scratch.migrate(twin.base, place)
+    with dev._lock:
+        moved = dev.memory.moved_by(rec.base, place)
     return cost.migration_cycles(dev.machine, moved) / dev.machine.clock_ghz
