@@ -191,6 +191,7 @@ FLOORS: dict[str, int] = {
         "inductor_plate.gemm_lowering",
         "inductor_plate.model_suite",
         "inductor_plate.op_overrides",
+        "inductor_plate.placement",
         "inductor_plate.policy",
         "inductor_plate.profiling",
         "inductor_plate.scheduling",

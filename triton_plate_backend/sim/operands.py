@@ -3,15 +3,16 @@ serves them all, when the cost model says the move pays.
 
 Blocked placement (the default for large tensors) is local to programs that PARTITION a tensor: each
 reads its own slice, the launch runs it in the domain of that slice. An operand whose programs'
-ranges each span more than one domain's share of it is SHARED: a GEMM's B, every program reading all
-of K one slab at a time and in step, so blocked by rows each slab lives in one domain and the whole
-chip reads one domain's HBM at a time. At such a launch the cost model (sim/estimate.py: the launch's
-own affinity mapping under the placement asked about) prices the kernel with each shared operand as
-it is, interleaved and replicated, each plus the migration to it (cost.migration_cycles); the
-cheapest within this one launch wins; a replica that pays only over several launches is made once
-the launches that read the operand have lost its price (``OperandPlanner``: rent or buy). An operand
-the kernel writes is never replicated (its estimate writes every copy), and one the user or the
-compiler placed (``Allocation.pinned``: torch.plate.placement, torch.plate.migrate) is never moved.
+ranges each span more than one domain's share of it, or that the kernel gathers from, is SHARED: a
+GEMM's B, every program reading all of K one slab at a time and in step, so blocked by rows each
+slab lives in one domain and the whole chip reads one domain's HBM at a time. At such a launch the
+cost model (sim/estimate.py: the launch's own affinity mapping under the placement asked about)
+prices the kernel with each shared operand as it is, interleaved and replicated, each plus the
+migration to it (cost.migration_cycles); the cheapest within this one launch wins. A replica that
+pays only over several launches is made once the launches that read the operand have lost its price
+(``OperandPlanner``: rent or buy). An operand the kernel writes is never replicated (its estimate
+writes every copy), and one the user or the compiler placed (``Allocation.pinned``:
+torch.plate.placement, torch.plate.migrate) is never moved.
 
 A replica made here is a cache: it stays while launches only read it. A launch that writes
 replicated memory through one of its arguments returns that argument's launch-made replica to its
@@ -52,7 +53,8 @@ class Move:
 
 def shared_operands(program, grid, args, memory: DeviceMemory) -> list[tuple[int, Allocation]]:
     """(argument index, allocation) of each operand whose programs' ranges span, on average, more than
-    one domain's share of its allocation; none when the kernel's footprint cannot tell."""
+    one domain's share of its allocation, or that the kernel gathers from (its addresses are data: any
+    program may read any of it); none when the kernel's footprint cannot tell."""
     footprints = parse_footprints(getattr(program, "affinity", ""))
     if not footprints:
         return []
@@ -62,13 +64,16 @@ def shared_operands(program, grid, args, memory: DeviceMemory) -> list[tuple[int
     names = program_names(grid, ints)
     found: dict[int, Allocation] = {}
     for fp in footprints:
-        if fp.lo is None or fp.arg in found or program.args[fp.arg].type != "ptr":
+        if fp.arg < 0 or fp.arg in found or program.args[fp.arg].type != "ptr":
             continue
         base = int(args[fp.arg])
         pos = int(memory.span_positions(np.array([base], np.int64), np.array([base + 1], np.int64))[0])
         if pos < 0:
             continue
         rec = memory.live(pos)
+        if fp.lo is None:  # gathered: any program may read any of it
+            found[fp.arg] = rec
+            continue
         try:
             span = np.mean(np.broadcast_to(evaluate(fp.hi, names) - evaluate(fp.lo, names), (int(np.prod(grid)),)))
         except FootprintError:

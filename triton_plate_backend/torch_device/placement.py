@@ -87,6 +87,12 @@ def home_domains(tensor: torch.Tensor) -> dict[int, int]:
     return dict(sorted(out.items()))
 
 
+def placement_of(tensor: torch.Tensor) -> str:
+    """The placement mode of ``tensor``'s storage ("interleaved", "blocked", "replicated", ...)."""
+    _, rec = _allocation(tensor, "placement_of")
+    return rec.placement.mode
+
+
 def _allocation(tensor: torch.Tensor, what: str):
     """(device, live allocation) holding ``tensor``'s storage."""
     from ..sim.device import DeviceError, get_device
