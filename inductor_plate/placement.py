@@ -26,6 +26,7 @@ the same lines are a comment in the graph's generated code.
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -74,8 +75,20 @@ class GraphPlan:
 
 _lock = threading.Lock()
 _plans: dict[str, GraphPlan] = {}
-_rent: dict[tuple[int, int], float] = {}  # (storage address, bytes) -> ns a replica would have saved so far
+_rent: dict[int, float] = {}  # id of a live input tensor -> ns a replica would have saved it so far
 MAX_KEPT = 4096
+
+
+def _written(graph) -> set[str]:
+    """Names of the graph inputs the graph writes (mutations, in-place copies back into an input)."""
+    names = set(graph.mutated_inputs)
+    for op in graph.operations:
+        try:
+            names.update(op.get_mutation_names())
+            names.update(dep.name for dep in op.get_read_writes().writes)
+        except (AttributeError, NotImplementedError):
+            continue
+    return names
 
 
 def _readers(operations) -> dict[str, int]:
@@ -105,7 +118,7 @@ def _nbytes(node) -> int:
 def plan_graph(graph, key: str) -> GraphPlan:
     """The placement of every buffer of a lowered graph (module docstring)."""
     readers = _readers(graph.operations)
-    written = set(graph.mutated_inputs)
+    written = _written(graph)
     plan = GraphPlan(key)
     for name in graph.graph_input_names:
         node = graph.graph_inputs.get(name)
@@ -177,12 +190,11 @@ def place_inputs(args, key: str, replicas) -> None:
             continue
         homes = torch.plate.home_domains(t)
         machine = get_device(t.device.index or 0).machine
-        storage = (t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
         saving = replica_saving_ns(machine, t.untyped_storage().nbytes(), readers, homes)
-        with _lock:
-            rent = _rent[storage] = _rent.get(storage, 0.0) + saving
-            if len(_rent) >= MAX_KEPT:
-                _rent.clear()
+        with _lock:  # keyed by the tensor: a parameter comes back at every call, a fresh input never does
+            if id(t) not in _rent:
+                weakref.finalize(t, _rent.pop, id(t), None)
+            rent = _rent[id(t)] = _rent.get(id(t), 0.0) + saving
         try:
             price = torch.plate.migration_cost_ns(t, REPLICATE)
         except DeviceOutOfMemory:  # the copies do not fit: it stays as it is
@@ -191,7 +203,7 @@ def place_inputs(args, key: str, replicas) -> None:
             continue
         torch.plate.migrate(t, REPLICATE)
         with _lock:
-            _rent.pop(storage, None)
+            _rent[id(t)] = 0.0
             plan = _plans.get(key)
             if plan is not None:
                 seen = plan.replicated.setdefault(name, [0, price, saving])

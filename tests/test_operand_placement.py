@@ -34,6 +34,12 @@ def bump_kernel(x, n, BLOCK: tl.constexpr):
     tl.store(x + offs, tl.load(x + offs, mask=m) + 1.0, mask=m)
 
 
+@triton.jit
+def sum_all_kernel(w, o, BLOCK: tl.constexpr):
+    """One program reads the whole of ``w``."""
+    tl.store(o + tl.program_id(0), tl.sum(tl.load(w + tl.arange(0, BLOCK)), axis=0))
+
+
 def gemm(a, b, c):
     matmul_kernel[(triton.cdiv(N, 64) ** 2,)](
         a, b, c, N, N, N, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
@@ -116,3 +122,15 @@ def test_operands_the_user_placed_stay(mini):
     gemm(a, b, c)
     assert moves_since(mini, before) == []
     assert torch.equal(c.cpu(), reference(a_cpu, b_cpu))
+
+
+def test_no_move_where_it_does_not_pay(mini):
+    """One program reads all of a blocked operand once: interleaving it gains nothing, and a replica
+    copies it three times to save three quarters of one read: the first launch moves nothing."""
+    w = torch.randn(1 << 14, device="plate")  # 64 KiB: blocked
+    o = torch.empty(1, device="plate")
+    before = len(mini.operand_moves)
+    sum_all_kernel[(1,)](w, o, BLOCK=1 << 14)
+    assert moves_since(mini, before) == []
+    assert torch.plate.placement_of(w) == "blocked"
+    torch.testing.assert_close(o.cpu(), w.cpu().sum().reshape(1), rtol=1e-4, atol=1e-3)
