@@ -171,7 +171,7 @@ class Device:
                         continue
                     rec = self.memory.register(buf.addr, buf.nbytes, owner=buf.owner, label=buf.label)
                     registered.append(rec.base)
-                if policy == AFFINITY and self._estimates is None:
+                if isinstance(policy, str) and policy == AFFINITY and self._estimates is None:
                     self._place_operands(program, grid, args)
                 policy = resolve_policy(policy, program, grid, args, self.memory)
                 if self._estimates is not None:

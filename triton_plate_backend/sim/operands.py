@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import cost
-from ..errors import DeviceOutOfMemory
+from ..errors import DeviceOutOfMemory, PlateError
 from ..isa.footprint import FootprintError, evaluate, parse_footprints, program_names
-from .estimate import EstimateError, estimate_launch
+from .estimate import estimate_launch
 from .memory import Allocation, DeviceMemory
 from .replay import static_facts
 from .trace import Trace
@@ -153,7 +153,7 @@ class OperandPlanner:
                 choices.append(_Choice(i, best, base.time_ns - after.time_ns, gain, replica[1] if replica else 0.0))
                 if best is not None:
                     chosen[i], base = best, after
-        except EstimateError:  # control flow on loaded data: nothing to price, nothing moved
+        except PlateError:  # control flow on loaded data, a fault: nothing priced or moved; the launch itself reports
             choices = []
         if len(self._decided) >= MAX_DECISIONS:
             self._decided.clear()
@@ -193,6 +193,16 @@ class OperandPlanner:
 def drop_written_replicas(trace: Trace, program, args, memory: DeviceMemory) -> list[Allocation]:
     """After a launch: when it wrote replicated memory, its arguments' launch-made replicas go back to
     the placement they had (free). Returns the allocations returned."""
+    made = []
+    for a, v in zip(program.args, args):
+        if a.type != "ptr":
+            continue
+        pos = int(memory.span_positions(np.array([int(v)]), np.array([int(v) + 1]))[0])
+        rec = memory.live(pos) if pos >= 0 else None
+        if rec is not None and rec.replica_of is not None and rec not in made:
+            made.append(rec)
+    if not made:
+        return []
     D = memory.machine.total_domains
     pcs = static_facts(trace.program, memory.machine)[0]
     wrote = any(
@@ -204,16 +214,9 @@ def drop_written_replicas(trace: Trace, program, args, memory: DeviceMemory) -> 
     )
     if not wrote:
         return []
-    dropped = []
-    for a, v in zip(program.args, args):
-        if a.type != "ptr":
-            continue
-        pos = int(memory.span_positions(np.array([int(v)]), np.array([int(v) + 1]))[0])
-        rec = memory.live(pos) if pos >= 0 else None
-        if rec is not None and rec.replica_of is not None and rec not in dropped:
-            memory.migrate(rec.base, rec.replica_of)
-            dropped.append(rec)
-    return dropped
+    for rec in made:
+        memory.migrate(rec.base, rec.replica_of)
+    return made
 
 
 __all__ = ["Move", "OperandPlanner", "drop_written_replicas", "shared_operands"]
