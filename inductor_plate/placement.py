@@ -25,6 +25,7 @@ the same lines are a comment in the graph's generated code.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ from triton_plate_backend.errors import DeviceOutOfMemory
 from triton_plate_backend.sim.memory import BLOCKED_MIN_BYTES
 
 REPLICATE = "replicated"
+# What a compiled graph's code calls here: part of the FX-graph cache key (fallback.EagerOpsPass.uuid), so
+# a graph compiled before the call changed is compiled again instead of loaded without it.
+WRAPPER_CALLS = "place_inputs(args, key, rows) v1"
 
 
 @dataclass
@@ -46,6 +50,7 @@ class BufferPlan:
     layout: str
     reason: str
     readers: int
+    position: int = -1  # a graph input's position in the compiled call's arguments
 
 
 @dataclass
@@ -57,8 +62,12 @@ class GraphPlan:
     def replicas(self) -> tuple[tuple[int, str, int], ...]:
         """(input position, name, readers) of the inputs to replicate."""
         return tuple(
-            (i, b.name, b.readers) for i, b in enumerate(self.buffers) if b.kind == "input" and b.layout == REPLICATE
+            (b.position, b.name, b.readers) for b in self.buffers if b.kind == "input" and b.layout == REPLICATE
         )
+
+    def rows(self) -> tuple[tuple, ...]:
+        """The buffers as literals (the generated code passes them to ``place_inputs``)."""
+        return tuple((b.name, b.nbytes, b.kind, b.layout, b.reason, b.readers, b.position) for b in self.buffers)
 
     def lines(self) -> list[str]:
         width = max((len(b.name) for b in self.buffers), default=4)
@@ -115,30 +124,30 @@ def _nbytes(node) -> int:
         return 0
 
 
-def plan_graph(graph, key: str) -> GraphPlan:
-    """The placement of every buffer of a lowered graph (module docstring)."""
+def plan_graph(graph, name: str = "call") -> GraphPlan:
+    """The placement of every buffer of a lowered graph (module docstring). Its key is ``name`` and a hash
+    of the plan: a graph loaded from Inductor's cache in another process finds its plan under the same key."""
     readers = _readers(graph.operations)
     written = _written(graph)
-    plan = GraphPlan(key)
-    for name in graph.graph_input_names:
+    plan = GraphPlan(name)
+    for position, name in enumerate(graph.graph_input_names):
         node = graph.graph_inputs.get(name)
         device = getattr(node, "get_device", lambda: None)() if node is not None else None
         if node is None or device is None or device.type != "plate":
             continue
         n, k = _nbytes(node), readers.get(name, 0)
         if name in written:
-            plan.buffers.append(BufferPlan(name, n, "written input", "as given", "written by the graph: kept", k))
-        elif k == 0:
-            plan.buffers.append(BufferPlan(name, n, "input", "as given", "read by no kernel", k))
-        else:
             plan.buffers.append(
-                BufferPlan(
-                    name, n, "input", REPLICATE, f"read by {k} kernel(s), never written: a copy per domain once paid", k
-                )
+                BufferPlan(name, n, "written input", "as given", "written by the graph: kept", k, position)
             )
+        elif k == 0:
+            plan.buffers.append(BufferPlan(name, n, "input", "as given", "read by no kernel", k, position))
+        else:
+            reason = f"read by {k} kernel(s), never written: a copy per domain once paid"
+            plan.buffers.append(BufferPlan(name, n, "input", REPLICATE, reason, k, position))
     for op in graph.operations:
-        name = op.get_name()
-        if name in graph.graph_input_names:
+        name = getattr(op, "name", None)  # the buffer it makes (get_name() asserts when there is none)
+        if name is None or name in graph.graph_input_names:  # a user's Triton kernel makes no buffer
             continue
         n = _nbytes(op)
         if n <= 0:
@@ -148,11 +157,18 @@ def plan_graph(graph, key: str) -> GraphPlan:
         else:
             layout, reason = "interleaved", "made here, < 64 KiB: 4 KiB stripes"
         plan.buffers.append(BufferPlan(name, n, "buffer", layout, reason, readers.get(name, 0)))
-    with _lock:
-        if len(_plans) >= MAX_KEPT:
-            _plans.pop(next(iter(_plans)))
-        _plans[key] = plan
+    plan.key = f"{plan.key}#{hashlib.sha1(repr(plan.rows()).encode()).hexdigest()[:10]}"
+    _register(plan)
     return plan
+
+
+def _register(plan: GraphPlan) -> GraphPlan:
+    with _lock:
+        if plan.key not in _plans:
+            if len(_plans) >= MAX_KEPT:
+                _plans.pop(next(iter(_plans)))
+            _plans[plan.key] = plan
+        return _plans[plan.key]
 
 
 def replica_saving_ns(machine, nbytes: int, readers: int, home_shares: dict[int, int]) -> float:
@@ -175,12 +191,19 @@ def replica_saving_ns(machine, nbytes: int, readers: int, home_shares: dict[int,
     return max(readers * (cycles + crossing), 0.0) / machine.clock_ghz
 
 
-def place_inputs(args, key: str, replicas) -> None:
-    """Called by a compiled graph at the top of each call: replicate the inputs the plan names once their
-    rent is paid (module docstring). ``replicas``: (input position, name, readers)."""
+def place_inputs(args, key: str, rows=()) -> None:
+    """Called by a compiled graph at the top of each call: replicate the inputs its plan names once their
+    rent is paid (module docstring). ``rows``: the plan (GraphPlan.rows), registered for
+    ``placement_summary`` when this process did not compile the graph (Inductor's cache)."""
     import torch
 
     from triton_plate_backend.sim.device import get_device
+
+    with _lock:
+        plan = _plans.get(key)
+    if plan is None:
+        plan = _register(GraphPlan(key, [BufferPlan(*row) for row in rows]))
+    replicas = plan.replicas()
 
     for pos, name, readers in replicas:
         t = args[pos] if pos < len(args) else None
@@ -211,7 +234,8 @@ def place_inputs(args, key: str, replicas) -> None:
 
 
 def placement_summary() -> str:
-    """Every buffer of the plate graphs compiled in this process: its layout and the reason (module docstring)."""
+    """Every buffer of the plate graphs compiled or run in this process: its layout and the reason (module
+    docstring), and the copies made."""
     with _lock:
         plans = list(_plans.values())
     return "\n".join(line for p in plans for line in p.lines())

@@ -5,8 +5,6 @@ eager fallback (fallback.py) instead of a crash, and a call that counts the grap
 
 from __future__ import annotations
 
-import itertools
-
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
 from torch._inductor.virtualized import V
 
@@ -21,7 +19,6 @@ GUARD_IMPORT = f"from inductor_plate.fallback import check_kernels as {CHECK}, g
 COUNT_IMPORT = f"from inductor_plate.fallback_counter import count_host_ops as {COUNT}"
 PLACE = "plate_place_inputs"
 PLACE_IMPORT = f"from inductor_plate.placement import place_inputs as {PLACE}"
-_graphs = itertools.count(1)
 
 
 class _GuardedKernels:
@@ -69,11 +66,10 @@ class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
     def write_args(self, input_names: list[str]) -> None:
         """The graph-level placement (placement.py): its plan as a comment, the inputs to replicate placed
         while ``args`` still holds them, then Inductor's unpacking of ``args``."""
-        plan = plan_graph(V.graph, f"{self.launcher_fn_name}#{next(_graphs)}")
+        plan = plan_graph(V.graph, self.launcher_fn_name or "call")
         for line in plan.lines():
             self.prefix.writeline(f"# {line}")
-        if plan.replicas():
-            self.prefix.writeline(f"{PLACE}(args, {plan.key!r}, {plan.replicas()!r})")
+        self.prefix.writeline(f"{PLACE}(args, {plan.key!r}, {plan.rows()!r})")
         super().write_args(input_names)
 
     def write_kernel_autotune_defs_header(self) -> None:

@@ -96,15 +96,19 @@ def test_a_replica_is_made_only_once_it_pays(mini):
     price = torch.plate.migration_cost_ns(big, "replicated")
     assert 0 < one_call < price
     calls_to_pay = int(price // one_call) + 1
+    big_plan = (("big", big.nbytes, "input", "replicated", "a weight", 1, 0),)  # GraphPlan.rows of a 1-input graph
+    small_plan = (("small", small.nbytes, "input", "replicated", "a weight", 8, 0),)
     clock = mini.clock_ns
     for _ in range(calls_to_pay - 1):
-        place_inputs([big], "test", ((0, "big", 1),))
+        place_inputs([big], "test-big", big_plan)
     assert torch.plate.placement_of(big) != "replicated" and mini.clock_ns == clock
-    place_inputs([big], "test", ((0, "big", 1),))
+    place_inputs([big], "test-big", big_plan)
     assert torch.plate.placement_of(big) == "replicated"
     assert mini.clock_ns - clock == pytest.approx(price)  # the copy is charged once, when it is made
     assert replica_saving_ns(mini.machine, small.nbytes, 8, torch.plate.home_domains(small)) > (
         torch.plate.migration_cost_ns(small, "replicated")
     )
-    place_inputs([small], "test", ((0, "small", 8),))
+    place_inputs([small], "test-small", small_plan)
     assert torch.plate.placement_of(small) == "replicated"
+    summary = inductor_plate.placement_summary()  # plans this process did not compile are listed too
+    assert "plate placement of graph test-big" in summary and "big replicated once" in summary
