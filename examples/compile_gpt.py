@@ -76,6 +76,7 @@ def main(argv=None) -> int:
     remote = total - float(pair.trace()) if total else 0.0
     print(f"traffic: {total:,.0f} bytes, {remote:,.0f} remote ({remote / total:.1%})" if total else "traffic: none")
     print(run.report(top=12))
+    print(inductor_plate.placement_summary())
     if args.trace:
         run.write_trace(args.trace)
         print(f"trace: {args.trace} (open in ui.perfetto.dev)")

@@ -11,6 +11,9 @@ idempotent):
   (gemm_lowering) and the convolution decompositions (conv_gemm), and the shims for what PyTorch
   hard-codes (shims).
 
+``placement_summary()`` lists every buffer of the compiled graphs with its layout across the NUMA
+domains and the reason (placement.py, the graph-level placement pass).
+
 ``host_fallbacks()`` names and counts what ran on the host inside compiled functions
 (fallback_counter.py); ``reset_host_fallbacks()`` clears the count.
 
@@ -33,6 +36,7 @@ import triton_plate_backend.torch_device  # noqa: F401  (registers torch.plate; 
 from triton_plate_backend.torch_device.compiler_hooks import register_inductor_backend
 
 from .fallback_counter import host_fallbacks, reset_host_fallbacks
+from .placement import placement_summary, reset_placement_summary
 from .profiling import ProfileRun, collect_profiles
 
 __all__ = [
@@ -43,9 +47,11 @@ __all__ = [
     "WrapperFxCodegen",
     "collect_profiles",
     "host_fallbacks",
+    "placement_summary",
     "register",
     "registered",
     "reset_host_fallbacks",
+    "reset_placement_summary",
 ]
 
 BACKEND = "plate"

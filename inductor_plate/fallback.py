@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from torch._guards import CompileContext
 from torch._inductor.custom_graph_pass import CustomGraphModulePass
 
-from . import config, fallback_counter, policy
+from . import config, fallback_counter, placement, policy
 
 _warned: set[str] = set()
 
@@ -71,9 +71,11 @@ class EagerOpsPass(CustomGraphModulePass):
                 warn_once(op, f"plate: {op} runs eagerly ({policy.eager_reason(op)})")
 
     def uuid(self) -> str:
-        """Changes with the eager ops and with the machine decisions are made for (FX-graph cache key)."""
+        """Changes with the eager ops, with the machine decisions are made for and with what the generated
+        code calls (placement.WRAPPER_CALLS; FX-graph cache key)."""
         ops = ",".join(sorted(policy.eager_ops()))
-        return hashlib.sha256(f"plate-eager-ops:{ops};machine:{policy.machine().cache_key()}".encode()).hexdigest()
+        key = f"plate-eager-ops:{ops};machine:{policy.machine().cache_key()};calls:{placement.WRAPPER_CALLS}"
+        return hashlib.sha256(key.encode()).hexdigest()
 
 
 # ---- 2. kernels that fail to compile ---------------------------------------------------------------

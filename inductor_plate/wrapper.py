@@ -1,7 +1,7 @@
 """The Python wrapper code Inductor generates for plate graphs: PythonWrapperCodegen, with every
 Triton kernel defined through ``fallback.guard_kernel`` so a kernel plate cannot compile becomes an
 eager fallback (fallback.py) instead of a crash, and a call that counts the graph's host ops
-(fallback_counter.py) at the top of ``call`` when it has any."""
+(fallback_counter.py) at the top of ``call`` when it has any, and the graph's placement (placement.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPython
 from torch._inductor.virtualized import V
 
 from .fallback_counter import host_ops_of_graph
+from .placement import plan_graph
 
 GUARD = "plate_guard_kernel"
 CHECK = "plate_check_kernels"
@@ -16,6 +17,8 @@ TRITON_DEFINITION = "async_compile.triton("
 COUNT = "plate_count_host_ops"
 GUARD_IMPORT = f"from inductor_plate.fallback import check_kernels as {CHECK}, guard_kernel as {GUARD}"
 COUNT_IMPORT = f"from inductor_plate.fallback_counter import count_host_ops as {COUNT}"
+PLACE = "plate_place_inputs"
+PLACE_IMPORT = f"from inductor_plate.placement import place_inputs as {PLACE}"
 
 
 class _GuardedKernels:
@@ -49,6 +52,7 @@ class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
         super().write_header()
         self.imports.writeline(GUARD_IMPORT)
         self.imports.writeline(COUNT_IMPORT)
+        self.imports.writeline(PLACE_IMPORT)
 
     def write_launcher_fn_call_get_indent(self) -> int:
         """``def call(args):``, then the count of this graph's host ops (nothing when it has none)."""
@@ -58,6 +62,15 @@ class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
             with self.prefix.indent(indent):
                 self.prefix.writeline(f"{COUNT}({host_ops!r})")
         return indent
+
+    def write_args(self, input_names: list[str]) -> None:
+        """The graph-level placement (placement.py): its plan as a comment, the inputs to replicate placed
+        while ``args`` still holds them, then Inductor's unpacking of ``args``."""
+        plan = plan_graph(V.graph, self.launcher_fn_name or "call")
+        for line in plan.lines():
+            self.prefix.writeline(f"# {line}")
+        self.prefix.writeline(f"{PLACE}(args, {plan.key!r}, {plan.rows()!r})")
+        super().write_args(input_names)
 
     def write_kernel_autotune_defs_header(self) -> None:
         """triton.autotune_at_compile_time copies every kernel definition, guard included, into its own code."""

@@ -106,6 +106,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.sim.clock",
         f"{TPB}.sim.device",
         f"{TPB}.sim.affinity",
+        f"{TPB}.sim.operands",
     ),
     **_on(
         PASSES_DEVICE,
@@ -192,6 +193,7 @@ FLOORS: dict[str, int] = {
         "inductor_plate.gemm_lowering",
         "inductor_plate.model_suite",
         "inductor_plate.op_overrides",
+        "inductor_plate.placement",
         "inductor_plate.policy",
         "inductor_plate.profiling",
         "inductor_plate.scheduling",

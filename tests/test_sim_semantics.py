@@ -709,7 +709,7 @@ def test_gather_scatter_and_strided_load(mem):
     b.set(1, addrs).set(2, [[1, 1, 1, 0], [1, 0, 1, 0]])
     traffic = b.run("dma.gather", 0, 0, 1, 2, b.k(-1.0))
     assert b.get(0).tolist() == [[0, 5, 63, -1], [1, -1, 3, -1]]
-    assert traffic.elements.tolist() == [3, 2] and traffic.bytes_by_domain.shape == (2, mem.machine.total_domains)
+    assert traffic.elements.tolist() == [3, 2] and traffic.bytes_by_domain.shape == (2, mem.traffic_columns)
     assert b.ctx.tokens[0].tolist() == [1, 1]
     b.set(0, [[100, 101, 102, 103], [200, 201, 202, 203]])
     b.run("dma.scatter", 1, 0, 1, 2)

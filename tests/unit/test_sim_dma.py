@@ -56,8 +56,9 @@ def ref_load(mem, base, dtype, shape, strides, lo, hi, fill):
 
 
 def ref_traffic(mem, base, isz, shape, strides, lo, hi):
+    """Bytes per program and home domain (and the replica column, memory.DeviceMemory.traffic_columns)."""
     P = len(base)
-    by_dom = np.zeros((P, mem.machine.total_domains))
+    by_dom = np.zeros((P, mem.traffic_columns))
     for p in range(P):
         for i in itertools.product(*map(range, shape)):
             if all(lo[p, k] <= i[k] < hi[p, k] for k in range(len(shape))):
@@ -323,7 +324,7 @@ def test_store_matches_reference(mem, data):
 def test_traffic_whole_allocation(mem, place, want):
     rec = mem.alloc(16384, place)
     vals, tr = dma.load_strided(mem, np.array([rec.base]), "f32", (64, 64), *box_args(1, (64, 64), [64, 1]), 0)
-    assert tr.bytes_by_domain[0].tolist() == want and tr.runs.tolist() == [1] and tr.elements.tolist() == [4096]
+    assert tr.bytes_by_domain[0].tolist() == [*want, 0.0] and tr.runs.tolist() == [1] and tr.elements.tolist() == [4096]
 
 
 def test_traffic_interleaved_per_program(mem):
@@ -335,10 +336,10 @@ def test_traffic_interleaved_per_program(mem):
         want = np.zeros(4)
         want[p % 4] += 3072
         want[(p + 1) % 4] += 1024
-        assert tr.bytes_by_domain[p].tolist() == want.tolist()
+        assert tr.bytes_by_domain[p].tolist() == [*want.tolist(), 0.0]
     # a column walk (stride = one stripe): one element per stripe, round robin, one run each
     vals, tr = dma.load_strided(mem, np.array([rec.base]), "i32", (9,), *box_args(1, (9,), [1024]), 0)
-    assert tr.bytes_by_domain[0].tolist() == [12.0, 8.0, 8.0, 8.0] and tr.runs.tolist() == [9]
+    assert tr.bytes_by_domain[0].tolist() == [12.0, 8.0, 8.0, 8.0, 0.0] and tr.runs.tolist() == [9]
 
 
 # ---- gather / scatter ---------------------------------------------------------------------------------
@@ -355,7 +356,7 @@ def test_gather_and_scatter_reference(mem):
     assert tr.elements.tolist() == mask.reshape(3, -1).sum(1).tolist() == tr.runs.tolist()
     dom = idx * 8 // 512
     for p in range(3):
-        assert tr.bytes_by_domain[p].tolist() == [8.0 * np.sum(mask[p] & (dom[p] == d)) for d in range(4)]
+        assert tr.bytes_by_domain[p].tolist() == [*(8.0 * np.sum(mask[p] & (dom[p] == d)) for d in range(4)), 0.0]
     new = rng.random((3, 4, 5))
     want = t.copy()
     for p, i, j in itertools.product(range(3), range(4), range(5)):

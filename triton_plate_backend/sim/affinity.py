@@ -70,6 +70,8 @@ def program_bytes(program, grid, args, memory: DeviceMemory) -> tuple[np.ndarray
         if pos < 0:
             continue  # not device memory the allocation table knows (a null or freed pointer): no pull
         rec = memory.live(pos)
+        if rec.replicas:  # a copy in every domain: local wherever the program runs, so it steers nothing
+            continue
         if fp.lo is None:  # somewhere in this allocation: its bytes in proportion to the homes' shares
             lo, hi = np.zeros(P, np.int64), np.full(P, rec.nbytes, np.int64)
         else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +54,8 @@ class Device:
         self._clock = Clock(self.machine)
         self._lock = threading.RLock()
         self._estimates: list | None = None  # inside estimating(): the Estimates of the launches
+        self._operands = None  # sim.operands.OperandPlanner, made at the first affinity launch
+        self.operand_moves: deque = deque(maxlen=256)  # the operand placement changes launches made (sim/operands.py)
 
     def __repr__(self) -> str:
         return f"Device({self.index}, machine={self.machine.name!r}, clock_ns={self.clock_ns:g})"
@@ -111,6 +114,16 @@ class Device:
             finally:
                 self._estimates = outer
 
+    def _place_operands(self, program, grid, args) -> None:
+        """Per-operand placement for this launch (sim/operands.py); each move's copy advances the clock."""
+        from .operands import OperandPlanner
+
+        if self._operands is None:
+            self._operands = OperandPlanner()
+        for move in self._operands.apply(program, grid, args, self.memory):
+            self._clock.set_ns(self._clock.now_ns() + move.migration_ns)
+            self.operand_moves.append(move)
+
     def launch(
         self,
         program,
@@ -141,6 +154,7 @@ class Device:
         from .affinity import AFFINITY, resolve_policy
         from .estimate import estimate_launch
         from .executor import execute
+        from .operands import drop_written_replicas
         from .timing import POLICIES, CoreMapping, simulate_timing
 
         grid = tuple(int(g) for g in grid)
@@ -157,6 +171,8 @@ class Device:
                         continue
                     rec = self.memory.register(buf.addr, buf.nbytes, owner=buf.owner, label=buf.label)
                     registered.append(rec.base)
+                if isinstance(policy, str) and policy == AFFINITY and self._estimates is None:
+                    self._place_operands(program, grid, args)
                 policy = resolve_policy(policy, program, grid, args, self.memory)
                 if self._estimates is not None:
                     est = estimate_launch(program, grid, list(args), self.memory, self.machine, policy=policy)
@@ -178,6 +194,8 @@ class Device:
             finally:
                 for base in registered:
                     self.memory.free(base)
+            if self._operands is not None:
+                drop_written_replicas(trace, program, args, self.memory)
             if defer_timing:
                 self.launches += 1
                 self._clock.add_untimed(trace, policy)

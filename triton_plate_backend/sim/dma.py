@@ -27,7 +27,7 @@ from .memory import DeviceMemory
 
 @dataclass
 class Traffic:
-    bytes_by_domain: np.ndarray  # float64 [P, total_domains], by home domain
+    bytes_by_domain: np.ndarray  # float64 [P, total_domains + 1], by home domain (last: replicas, memory.py)
     elements: np.ndarray  # int64 [P], valid elements moved
     runs: np.ndarray  # int64 [P], contiguous runs (elements for gather/scatter/atomics)
 
@@ -135,7 +135,7 @@ def _write(mem: DeviceMemory, pos, addrs: np.ndarray, values: np.ndarray, unique
 
 def _element_bytes(mem: DeviceMemory, pos, addrs: np.ndarray, progs: np.ndarray, nprog: int, isz: int):
     """float64 [P, D]: isz bytes per element to the home domain of its address."""
-    nd = mem.machine.total_domains
+    nd = mem.traffic_columns
     out = np.zeros(nprog * nd)
     for p, sel in _groups(pos, addrs.size):
         rec = mem.live(p)
@@ -337,7 +337,7 @@ def _live(pos: np.ndarray):
 
 
 def _box_traffic(mem: DeviceMemory, box: _Box, pos: np.ndarray) -> Traffic:
-    nd = mem.machine.total_domains
+    nd = mem.traffic_columns
     out = np.zeros((box.nprog, nd))
     for p in _live(pos):
         rec = mem.live(int(p))
@@ -413,7 +413,7 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     fillv = fill_value(fill, dtype)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
         out = np.full((box.nprog, *box.shape), fillv, NUMPY[dtype])
-        return out, Traffic.zeros(box.nprog, mem.machine.total_domains)
+        return out, Traffic.zeros(box.nprog, mem.traffic_columns)
     pos = _box_locate(mem, box)
     if pos is None:  # spans several allocations, or a fault: check each element
         values, traffic = gather(mem, box.element_addrs(), box.valid(), dtype, fill, access="load")
@@ -454,7 +454,7 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
     values = np.asarray(values)
     box = _Box(base, dtype, values.shape[1:], strides, lo, hi)
     if box.nprog == 0 or not box.count.any():
-        return Traffic.zeros(box.nprog, mem.machine.total_domains)
+        return Traffic.zeros(box.nprog, mem.traffic_columns)
     pos = _box_locate(mem, box)
     if pos is None:
         traffic = scatter(mem, box.element_addrs(), box.valid(), values, dtype, access="store")
@@ -505,7 +505,7 @@ def strided_traffic(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi)
     """The Traffic of a strided dma.load/dma.store with this descriptor, moving no data."""
     box = _Box(base, dtype, shape, strides, lo, hi)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
-        return Traffic.zeros(box.nprog, mem.machine.total_domains)
+        return Traffic.zeros(box.nprog, mem.traffic_columns)
     pos = _box_locate(mem, box)
     if pos is None:  # spans several allocations: element by element, as the load/store would
         traffic = element_traffic(mem, box.element_addrs(), box.valid(), dtype)

@@ -105,7 +105,7 @@ def _locate(mem: DeviceMemory, box: _Box1) -> int | None:
 
 def _traffic(mem: DeviceMemory, box: _Box1, pos: int) -> Traffic:
     """dma._box_traffic for one program."""
-    out = np.zeros((1, mem.machine.total_domains))
+    out = np.zeros((1, mem.traffic_columns))
     rec = mem.live(pos)
     if len(rec.owners) == 1:
         out[0, rec.owners[0]] += box.count * float(box.isz)
@@ -130,7 +130,7 @@ def load(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill):
     fillv = fill_value(fill, dtype)
     if box.count == 0:
         out = np.full((1, *box.shape), fillv, NUMPY[dtype])
-        return out, Traffic.zeros(1, mem.machine.total_domains)
+        return out, Traffic.zeros(1, mem.traffic_columns)
     pos = _locate(mem, box)
     if pos is None:
         return None
@@ -153,7 +153,7 @@ def store(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str) -> Traff
     if box is None:
         return None
     if box.count == 0:
-        return Traffic.zeros(1, mem.machine.total_domains)
+        return Traffic.zeros(1, mem.traffic_columns)
     pos = _locate(mem, box)
     if pos is None or not box.injective():
         return None

@@ -46,7 +46,7 @@ from .memory import DeviceMemory
 from .replay import _routes, static_facts
 from .sem_memory import TRAFFIC_ONLY
 from .semantics import SEMANTICS
-from .timing import _aggregate, _issue, map_programs
+from .timing import _aggregate, _issue, fold_replicas, map_programs
 from .trace import Trace
 
 
@@ -326,6 +326,7 @@ def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Es
     n = trace.num_programs
     core_of = map_programs(policy, n, machine)
     pcs = static_facts(trace.program, machine)[0]
+    trace = fold_replicas(trace, machine, core_of, pcs)
     issues = {id(e): _issue(machine, trace, e, len(e.programs)) for e in trace.entries if pcs[e.pc].kind == "dma"}
     comp, eng, read, write = _aggregate(trace, machine, core_of, pcs, issues)
     flops = float(sum(pcs[e.pc].flops * len(e.programs) for e in trace.entries))
@@ -357,7 +358,8 @@ def estimate_launch(
     pointers as device addresses) on ``memory``, without running it (module docstring)."""
     t0 = time.perf_counter()
     machine = get_machine(machine if machine is not None else memory.machine)
-    trace = address_trace(program, grid, args, memory, machine, placement=placement)
+    memory = _shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about
+    trace = address_trace(program, grid, args, memory, machine)
     policy = resolve_policy(policy if policy is not None else knobs.policy(), program, grid, args, memory)
     est = model(trace, machine, policy=policy, wall_s=time.perf_counter() - t0)
     pointers = tuple(int(v) for a, v in zip(program.args, args) if a.type == "ptr")

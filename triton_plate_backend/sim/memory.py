@@ -34,7 +34,7 @@ ALIGN = 256  # base alignment of owned buffers; also the granule of blocked chun
 # program-id order finds each program's bytes in one domain (the launch's affinity mapping runs it
 # there); a smaller one is interleaved, so its few programs still spread over every domain.
 BLOCKED_MIN_BYTES = 64 << 10
-MODES = ("interleaved", "local", "blocked", "explicit")
+MODES = ("interleaved", "local", "blocked", "explicit", "replicated")
 FREED_KEPT = 4096  # freed allocations remembered for fault messages
 POISON = 0xFF  # init mode's fill byte: NaN in every float type, all ones (-1) in every integer type
 
@@ -50,7 +50,8 @@ class Placement:
     interleaved: ``stripe_bytes`` stripes round robin over ``domains`` (default: all of chip 0's);
     local: all in ``domain`` (default 0); blocked: split into ``len(domains)`` equal contiguous
     chunks (default all of chip 0's), chunk i in domains[i]; explicit: ``domain`` or ``domains``
-    named by the compiler or the user (a list is laid out like blocked)."""
+    named by the compiler or the user (a list is laid out like blocked); replicated: one copy in each
+    of chip 0's domains (reads hit the reader's own domain's copy, a write updates every copy)."""
 
     mode: str = "interleaved"
     domain: int | None = None
@@ -65,6 +66,8 @@ class Placement:
                 raise AllocationError(f"placement {self.mode}: an empty domain list; name at least one domain")
         if self.mode == "explicit" and self.domain is None and self.domains is None:
             raise AllocationError("explicit placement needs domain= or domains=")
+        if self.mode == "replicated" and (self.domain is not None or self.domains is not None):
+            raise AllocationError("replicated placement keeps one copy in every domain of chip 0; name no domains")
 
     @classmethod
     def parse(cls, spec) -> Placement:
@@ -101,6 +104,8 @@ class Placement:
             owners = (self.domain if self.domain is not None else (self.domains or (0,))[0],)
         elif self.mode == "explicit":
             owners = self.domains if self.domains is not None else (self.domain,)
+        elif self.mode == "replicated":  # one home: the traffic column of "the reader's own domain"
+            return (machine.total_domains,)
         else:
             owners = self.domains if self.domains is not None else chip0
         for d in owners:
@@ -135,6 +140,8 @@ class Allocation:
     live: bool = True
     shares: np.ndarray = field(default=None, repr=False)  # int64 bytes per global domain
     written: np.ndarray | None = field(default=None, repr=False)  # uint8 per byte, poisoned buffers only
+    replica_of: Placement | None = None  # a replica the launch made (sim/operands.py): its placement before
+    pinned: bool = False  # placed by the user or a compiler: launches never move it (sim/operands.py)
     _typed: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -173,6 +180,11 @@ class Allocation:
 
     def home_domain(self, rel: np.ndarray) -> np.ndarray:
         return np.asarray(self.owners, np.int64)[self.owner_index(rel)]
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        """Domains holding a copy of every byte: chip 0's for a replicated allocation, else none."""
+        return tuple(int(d) for d in np.nonzero(self.shares)[0]) if self.placement.mode == "replicated" else ()
 
     def split(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Bytes of each range [lo, hi) (offsets from base) per owner position: float64 [n, len(owners)]."""
@@ -224,6 +236,10 @@ class DeviceMemory:
         self.used = np.zeros(nd, np.int64)
         self.peak = np.zeros(nd, np.int64)
         self.peak_total = 0
+        self.copy_bytes = (
+            0  # bytes of the second and later copies of replicated allocations (torch's counters miss them)
+        )
+        self.copy_peak = 0
         self.num_allocs = 0
         self.num_frees = 0
         self._next_id = 1
@@ -291,6 +307,7 @@ class DeviceMemory:
             del self._by_id[rec.id]
             rec.live, rec.view, rec.owner, rec._typed, rec.written = False, None, None, {}, None
             self.used -= rec.shares
+            self.copy_bytes -= int(rec.shares.sum()) - rec.nbytes
             self.num_frees += 1
             self._freed.append(rec)
             return
@@ -305,21 +322,16 @@ class DeviceMemory:
         stay; their home domains change). Returns the bytes that change home: float64 [D, D], row = old
         home domain, column = new one (the diagonal: bytes that stay). The caller prices the copy
         (cost.migration_cycles)."""
-        addr = int(addr)
-        i = bisect.bisect_left(self._live_bases, addr)
-        if not (i < len(self._live) and self._live_bases[i] == addr):
-            near = self._nearest_text(addr)
-            raise AllocationError(f"migrate({addr:#x}): not the base address of a live allocation{near}")
-        old = self._live[i]
+        old = self._based_at(addr, "migrate")
         new = self._record(old.base, old.nbytes, Placement.parse(placement), old.label, reuse=old)
-        moved = np.zeros((self.machine.total_domains,) * 2)
-        piece = math.gcd(old.granule, new.granule)
-        starts = np.arange(0, old.nbytes, piece, dtype=np.int64)
-        sizes = np.minimum(starts + piece, old.nbytes) - starts
-        np.add.at(moved, (old.home_domain(starts), new.home_domain(starts)), sizes)
+        moved = self._moved(old, new)
         self.used -= old.shares
         self.used += new.shares
+        self.copy_bytes += int(new.shares.sum()) - int(old.shares.sum())
+        self.copy_peak = max(self.copy_peak, self.copy_bytes)
         self.peak = np.maximum(self.peak, self.used)
+        self.peak_total = max(self.peak_total, int(self.used.sum()))
+        old.replica_of = None
         old.placement, old.owners, old.striped, old.granule, old.shares = (
             new.placement,
             new.owners,
@@ -327,6 +339,40 @@ class DeviceMemory:
             new.granule,
             new.shares,
         )
+        return moved
+
+    def moved_by(self, addr: int, placement) -> np.ndarray:
+        """What ``migrate(addr, placement)`` would return, moving nothing (DeviceOutOfMemory if it does not fit)."""
+        old = self._based_at(addr, "moved_by")
+        return self._moved(old, self._record(old.base, old.nbytes, Placement.parse(placement), old.label, reuse=old))
+
+    def _based_at(self, addr: int, what: str) -> Allocation:
+        addr = int(addr)
+        i = bisect.bisect_left(self._live_bases, addr)
+        if not (i < len(self._live) and self._live_bases[i] == addr):
+            near = self._nearest_text(addr)
+            raise AllocationError(f"{what}({addr:#x}): not the base address of a live allocation{near}")
+        return self._live[i]
+
+    def _moved(self, old: Allocation, new: Allocation) -> np.ndarray:
+        """Bytes per (old home, new home) of a placement change. A replicated target gets a copy of every
+        byte in every domain (from the byte's old home); a replicated source already has a copy in each
+        new home, so nothing moves (dropping the other copies is free)."""
+        D = self.machine.total_domains
+        moved = np.zeros((D, D))
+        if old.placement.mode == "replicated":
+            for d in np.nonzero(new.shares)[0]:  # each new home keeps its copy; off chip 0 one is pulled from domain 0
+                moved[d if d in old.replicas else 0, d] = new.shares[d]
+            return moved
+        piece = math.gcd(old.granule, new.granule)
+        starts = np.arange(0, old.nbytes, piece, dtype=np.int64)
+        sizes = np.minimum(starts + piece, old.nbytes) - starts
+        src = old.home_domain(starts)
+        if new.placement.mode == "replicated":
+            for d in range(self.machine.domains):
+                np.add.at(moved, (src, d), sizes)
+            return moved
+        np.add.at(moved, (src, new.home_domain(starts)), sizes)
         return moved
 
     @contextlib.contextmanager
@@ -357,6 +403,13 @@ class DeviceMemory:
         return sorted([*self._live, *(r for rs in self._empty.values() for r in rs)], key=lambda r: r.base)
 
     # ---- accounting ------------------------------------------------------------------------
+    @property
+    def traffic_columns(self) -> int:
+        """Width of a kernel's bytes-by-home-domain arrays: one column per domain, and a last one,
+        REPLICA = total_domains, for bytes of replicated allocations: homed in the domain of the core
+        that moves them, known once programs are mapped to cores (sim/timing.py fold_replicas)."""
+        return self.machine.total_domains + 1
+
     def memory_allocated(self, domain: int | None = None) -> int:
         return int(self.used.sum() if domain is None else self.used[domain])
 
@@ -364,6 +417,7 @@ class DeviceMemory:
         return int(self.peak_total if domain is None else self.peak[domain])
 
     def reset_peak(self) -> None:
+        self.copy_peak = self.copy_bytes
         self.peak[:] = self.used
         self.peak_total = int(self.used.sum())
 
@@ -522,9 +576,12 @@ class DeviceMemory:
         rec = Allocation(
             self._next_id, base, nbytes, place, label or f"alloc{self._next_id}", owners, striped, granule, None
         )
-        per_owner = rec.split(np.array([0]), np.array([nbytes]))[0].astype(np.int64)
         shares = np.zeros(mach.total_domains, np.int64)
-        np.add.at(shares, np.asarray(owners, np.int64), per_owner)
+        if place.mode == "replicated":  # a full copy in each of chip 0's domains: memory_allocated counts them all
+            shares[: mach.domains] = nbytes
+        else:
+            per_owner = rec.split(np.array([0]), np.array([nbytes]))[0].astype(np.int64)
+            np.add.at(shares, np.asarray(owners, np.int64), per_owner)
         used = self.used - (reuse.shares if reuse is not None else 0)
         over = np.nonzero(used + shares > self.capacity)[0]
         if over.size:
@@ -541,6 +598,8 @@ class DeviceMemory:
         self._next_id += 1
         self.num_allocs += 1
         self.used += rec.shares
+        self.copy_bytes += int(rec.shares.sum()) - rec.nbytes
+        self.copy_peak = max(self.copy_peak, self.copy_bytes)
         self.peak = np.maximum(self.peak, self.used)
         self.peak_total = max(self.peak_total, int(self.used.sum()))
         self._by_id[rec.id] = rec

@@ -17,6 +17,9 @@ The exact rules and approximations:
   engine: the instruction stream (compute engine) stalls until the DMA ``queue_depth`` back on the
   same engine completes. ``dma.wait q`` waits for the DMA that defined q; ``fence``/``barrier``
   wait for every DMA the core issued so far. Sync rows cost 1 cycle on the compute engine.
+- Replicated memory (sim/memory.py): the executor counts its bytes in a last column of each
+  entry's bytes by home domain; ``fold_replicas`` homes them once programs have cores: a read in
+  the reader's own domain (its copy), a write in every domain of chip 0 (each copy is updated).
 - A DMA holds its engine for issue + transfer; it completes at transfer end + flight latency
   (``cost.flight_latency``: HBM latency + die crossings (+ chip hops), the max over the home
   domains it touches; atomics pay the HBM latency twice, a read-modify-write round trip). A
@@ -59,7 +62,7 @@ from ..errors import SimulatorError
 from ..machine import Machine, get_machine
 from .profile import Profile
 from .replay import Pc, merged_steps, replay, static_facts
-from .trace import Trace
+from .trace import Trace, TraceEntry
 
 # ---- grid -> core policies -----------------------------------------------------------------------
 
@@ -140,6 +143,33 @@ def map_programs(policy, num_programs: int, machine: Machine) -> np.ndarray:
 # ---- level 0 and the entry point ----------------------------------------------------------------------
 
 
+def fold_replicas(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc]) -> Trace:
+    """``trace`` with each entry's bytes by home domain cut to the machine's domains: the replica column
+    (memory.DeviceMemory.traffic_columns) goes to the program's core domain for a read and to every
+    domain of chip 0 for a write or an atomic (a write updates every copy)."""
+    D = machine.total_domains
+    entries, done = [], {}
+    for e in trace.entries:
+        bbd = e.bytes_by_domain
+        if bbd is None or bbd.shape[1] == D:
+            entries.append(e)
+            continue
+        key = (id(bbd), id(e.programs), pcs[e.pc].outbound)
+        new = done.get(key)
+        if new is None:
+            rep, new = bbd[:, D], bbd[:, :D]
+            if rep.any():
+                new = new.copy()
+                if pcs[e.pc].outbound:
+                    new[:, : machine.domains] += rep[:, None]
+                else:
+                    progs = np.asarray(e.programs, dtype=np.int64)
+                    np.add.at(new, (np.arange(len(progs)), core_of[progs] // machine.domain.cores), rep)
+            done[key] = new
+        entries.append(TraceEntry(e.pc, e.programs, new, e.elements, e.runs))
+    return Trace(trace.program, trace.grid, entries)
+
+
 def _issue(machine: Machine, trace: Trace, entry, n: int) -> np.ndarray:
     """Issue cycles of a DMA entry, one per program."""
     dyn = {"runs": entry.runs, "elements": entry.elements}
@@ -180,7 +210,8 @@ def level0_bound(trace: Trace, machine=None, *, policy="round_robin") -> cost.Bo
     """PLATE.md level 0 for a trace under a grid -> core policy (see cost.level0_bound)."""
     machine = get_machine(machine)
     core_of = map_programs(policy, trace.num_programs, machine)
-    comp, eng, read, write = _aggregate(trace, machine, core_of, static_facts(trace.program, machine)[0])
+    pcs = static_facts(trace.program, machine)[0]
+    comp, eng, read, write = _aggregate(fold_replicas(trace, machine, core_of, pcs), machine, core_of, pcs)
     return cost.level0_bound(
         machine, compute_cycles=comp, dma_engine_cycles=eng.ravel(), read_bytes=read, write_bytes=write
     )
@@ -209,6 +240,7 @@ def simulate_timing(
     n = trace.num_programs
     core_of = map_programs(policy, n, machine)
     pcs = static_facts(trace.program, machine)[0]
+    trace = fold_replicas(trace, machine, core_of, pcs)
     issues = {id(e): _issue(machine, trace, e, len(e.programs)) for e in trace.entries if pcs[e.pc].kind == "dma"}
     comp, eng, read, write = _aggregate(trace, machine, core_of, pcs, issues)
     used = np.unique(core_of)

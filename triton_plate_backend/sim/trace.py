@@ -23,9 +23,9 @@ class TraceEntry:
     # linear program ids (x fastest: pid = x + gx * (y + gy * z)) that executed this instruction,
     # in increasing order
     programs: np.ndarray
-    # memory instructions only (dma.*, atom.*): float64 [len(programs), total_domains], bytes
-    # moved per HOME domain of the device memory touched (the core's domain is the timing
-    # model's business: it depends on the grid -> core policy)
+    # memory instructions only (dma.*, atom.*): float64 [len(programs), total_domains + 1], bytes
+    # moved per HOME domain of the device memory touched, the last column for replicated memory
+    # (the core's domain is the timing model's business: it depends on the grid -> core policy)
     bytes_by_domain: np.ndarray | None = None
     # memory instructions only: int64 [len(programs)], elements moved (gather/scatter/atomic
     # cost is per element) and contiguous runs (strided DMA cost is per run)

@@ -47,7 +47,7 @@ from .memory import (
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
-from .placement import current_placement, home_domains, migrate, migration_cost_ns, placement
+from .placement import current_placement, home_domains, migrate, migration_cost_ns, placement, placement_of
 from .rng import (
     default_generator,
     get_rng_state,
@@ -101,6 +101,7 @@ __all__ = [
     "migrate",
     "migration_cost_ns",
     "placement",
+    "placement_of",
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "seed",

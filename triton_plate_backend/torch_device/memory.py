@@ -18,7 +18,7 @@ from .. import knobs
 from ..errors import DeviceOutOfMemory
 from . import _registration
 from .devices import device_index
-from .placement import current_placement
+from .placement import current_placement, placement_chosen
 
 _homes: dict[int, object] = {}  # address -> the sim Device that owns it (survives sim.device.reset_device)
 _alloc_retries: dict[int, int] = {}  # device index -> allocations retried after a garbage collection
@@ -56,6 +56,7 @@ def alloc(nbytes: int, device: int) -> int | str:
 def _alloc(dev, nbytes: int, place, poison: bool) -> int:
     with dev._lock:
         rec = dev.memory.alloc(nbytes, place, label="torch", poison=poison)
+        rec.pinned = placement_chosen()  # inside torch.plate.placement(): launches keep it where it is
         _homes[rec.base] = dev
     return rec.base
 
@@ -96,13 +97,16 @@ def device_count() -> int:
 
 # ---- torch.plate memory statistics --------------------------------------------------------------------
 def memory_allocated(device=None) -> int:
-    """Bytes of device memory held by plate tensors now."""
-    return _registration.extension()._memory_counters(device_index(device))[0]
+    """Bytes of device memory held by plate tensors now, every copy of a replicated one counted."""
+    index = device_index(device)
+    return _registration.extension()._memory_counters(index)[0] + _device(index).memory.copy_bytes
 
 
 def max_memory_allocated(device=None) -> int:
-    """Peak of memory_allocated since the start or the last reset_peak_memory_stats."""
-    return _registration.extension()._memory_counters(device_index(device))[1]
+    """Peak of memory_allocated since the start or the last reset_peak_memory_stats (the copies of replicated
+    tensors add their own peak: exact while they are made once, like a model's weights, else an upper bound)."""
+    index = device_index(device)
+    return _registration.extension()._memory_counters(index)[1] + _device(index).memory.copy_peak
 
 
 def memory_reserved(device=None) -> int:
@@ -142,6 +146,7 @@ def memory_stats(device=None) -> dict:
     of ALL device memory (tensors and anything else) per NUMA domain."""
     index = device_index(device)
     allocated, peak, num_allocs, num_frees, num_ooms = _registration.extension()._memory_counters(index)
+    allocated, peak = memory_allocated(index), max_memory_allocated(index)  # with the replicas' copies
     stats = {
         "allocated_bytes.all.current": allocated,
         "allocated_bytes.all.peak": peak,

@@ -32,14 +32,20 @@ def current_placement(nbytes: int | None = None) -> Placement:
     return default_placement(nbytes) if nbytes is not None else Placement()
 
 
+def placement_chosen() -> bool:
+    """True inside a placement() block: the placement of a new tensor is the user's (or a compiler's) choice."""
+    return _current.get() is not None
+
+
 @contextlib.contextmanager
 def placement(mode: str = "interleaved", domain: int | None = None, domains=None, device=None):
     """Allocate the plate tensors made inside the block with this placement.
 
     mode: "interleaved" (4 KiB stripes round robin over ``domains``, default all of chip 0's),
     "local" (all in ``domain``, default 0), "blocked" (one contiguous chunk per domain of
-    ``domains``), "explicit" (``domain`` or ``domains`` named). Checked against the machine of
-    ``device`` (default: the current plate device) on entry."""
+    ``domains``), "explicit" (``domain`` or ``domains`` named), "replicated" (a copy in each of
+    chip 0's domains: reads are local, a write updates every copy; memory counts every copy).
+    Checked against the machine of ``device`` (default: the current plate device) on entry."""
     from ..sim.device import get_device
 
     place = Placement(mode, domain, tuple(domains) if domains is not None else None)
@@ -71,12 +77,20 @@ def home_domains(tensor: torch.Tensor) -> dict[int, int]:
                 f"home_domains: bytes [{lo:#x}, {hi:#x}) of the tensor are not inside one live allocation of {dev}"
             )
         rec = dev.memory.live(pos)
+        if rec.replicas:  # a copy of every byte in each domain
+            return {d: hi - lo for d in rec.replicas}
         per_owner = rec.split(np.array([lo - rec.base]), np.array([hi - rec.base]))[0]
     out: dict[int, int] = {}
     for owner, nbytes in zip(rec.owners, per_owner):
         if nbytes > 0:
             out[owner] = out.get(owner, 0) + int(nbytes)
     return dict(sorted(out.items()))
+
+
+def placement_of(tensor: torch.Tensor) -> str:
+    """The placement mode of ``tensor``'s storage ("interleaved", "blocked", "replicated", ...)."""
+    _, rec = _allocation(tensor, "placement_of")
+    return rec.placement.mode
 
 
 def _allocation(tensor: torch.Tensor, what: str):
@@ -102,6 +116,7 @@ def migrate(tensor: torch.Tensor, mode: str = "blocked", domain: int | None = No
     dev, rec = _allocation(tensor, "migrate")
     with dev._lock:
         moved = dev.memory.migrate(rec.base, place)
+        rec.pinned = True  # placed by the caller: launches keep it there
         cycles = cost.migration_cycles(dev.machine, moved)
         dev.clock_ns = dev.clock_ns + cycles / dev.machine.clock_ghz
     return tensor
@@ -109,11 +124,8 @@ def migrate(tensor: torch.Tensor, mode: str = "blocked", domain: int | None = No
 
 def migration_cost_ns(tensor: torch.Tensor, mode: str = "blocked", domain: int | None = None, domains=None) -> float:
     """What ``migrate(tensor, ...)`` would charge, in modeled nanoseconds, without moving anything."""
-    from ..sim.memory import DeviceMemory
-
     place = Placement(mode, domain, tuple(domains) if domains is not None else None)
     dev, rec = _allocation(tensor, "migration_cost_ns")
-    scratch = DeviceMemory(dev.machine)  # the same layout arithmetic on a copy of the record's placement
-    twin = scratch.register(rec.base, rec.nbytes, rec.placement, label="migration estimate")
-    moved = scratch.migrate(twin.base, place)
+    with dev._lock:
+        moved = dev.memory.moved_by(rec.base, place)
     return cost.migration_cycles(dev.machine, moved) / dev.machine.clock_ghz

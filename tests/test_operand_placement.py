@@ -1,0 +1,136 @@
+"""Per-operand placement at launch (sim/operands.py) on plate-mini (4 domains x 2 cores), default settings:
+an operand every program reads through (a GEMM's B) leaves the blocked default for the layout the cost
+model prices cheapest, migration included; operands the programs partition stay blocked; a replica is
+bought once the launches reading the operand have lost its price; a written replica returns to its
+placement before; operands the user placed are never moved."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import triton_plate_backend.torch_device  # noqa: F401  (registers the plate device)
+from triton_plate_backend.bench.kernels import matmul_kernel
+from triton_plate_backend.sim.memory import DeviceMemory
+from triton_plate_backend.sim.operands import shared_operands
+
+N = 256
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mini(plate_mini_module):
+    return plate_mini_module
+
+
+@triton.jit
+def bump_kernel(x, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(x + offs, tl.load(x + offs, mask=m) + 1.0, mask=m)
+
+
+@triton.jit
+def sum_all_kernel(w, o, BLOCK: tl.constexpr):
+    """One program reads the whole of ``w``."""
+    tl.store(o + tl.program_id(0), tl.sum(tl.load(w + tl.arange(0, BLOCK)), axis=0))
+
+
+def gemm(a, b, c):
+    matmul_kernel[(triton.cdiv(N, 64) ** 2,)](
+        a, b, c, N, N, N, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BM=64, BN=64, BK=32, GROUP_M=4,
+    )  # fmt: skip
+
+
+def operands():
+    a, b = torch.randn(N, N), torch.randn(N, N)
+    return a, b, a.to("plate"), b.to("plate"), torch.empty(N, N, device="plate")
+
+
+def reference(a_cpu, b_cpu):
+    """The same kernel on operands the user placed (interleaved, never moved): placement changes no value."""
+    with torch.plate.placement("interleaved"):
+        a, b, c = a_cpu.to("plate"), b_cpu.to("plate"), torch.empty(N, N, device="plate")
+    gemm(a, b, c)
+    torch.testing.assert_close(c.cpu(), a_cpu @ b_cpu, rtol=1e-2, atol=0.1)  # tf32 products
+    return c.cpu()
+
+
+def moves_since(mini, before):
+    return list(mini.operand_moves)[before:]
+
+
+def test_only_the_operand_every_program_reads_through_is_shared():
+    mem = DeviceMemory("plate-mini")
+    a, b, c = (mem.alloc(N * N * 4) for _ in range(3))  # blocked by default
+    ptr = SimpleNamespace(type="ptr")
+    program = SimpleNamespace(
+        args=[ptr, ptr, ptr],
+        # 4 x 4 tiles of 64: program p reads rows of A and all of K of B's column block, writes its tile of C
+        affinity=f"arg0[(pid_x // 4)*64*{N * 4}:(pid_x // 4 + 1)*64*{N * 4}]*{64 * N * 4}; "
+        f"arg1[(pid_x % 4)*64*4:{(N - 1) * N * 4} + (pid_x % 4 + 1)*64*4]*{64 * N * 4}; "
+        f"arg2[(pid_x // 4)*64*{N * 4}:(pid_x // 4 + 1)*64*{N * 4}]*{64 * 64 * 4}",
+    )
+    shared = shared_operands(program, (16, 1, 1), [a.base, b.base, c.base], mem)
+    assert [(i, rec.base) for i, rec in shared] == [(1, b.base)]  # A and C: a quarter each, B: all of it
+
+
+def test_a_shared_blocked_operand_moves_when_the_cost_model_says_it_pays(mini):
+    a_cpu, b_cpu, a, b, c = operands()
+    assert torch.plate.home_domains(b) == {d: N * N for d in range(4)}  # blocked by default: N*N*4 / 4 each
+    before = len(mini.operand_moves)
+    gemm(a, b, c)
+    moves = moves_since(mini, before)
+    assert [(m.arg, m.before, m.after) for m in moves] == [("b_ptr", "blocked", "interleaved")]
+    assert moves[0].saved_ns > moves[0].migration_ns > 0
+    assert torch.equal(c.cpu(), reference(a_cpu, b_cpu))
+    assert torch.plate.home_domains(a) == {d: N * N for d in range(4)}  # A stays blocked
+
+
+def test_a_replica_is_bought_once_its_rent_is_paid_and_dropped_when_written(mini):
+    a_cpu, b_cpu, a, b, c = operands()
+    before = len(mini.operand_moves)
+    for _ in range(8):
+        gemm(a, b, c)
+    moves = moves_since(mini, before)
+    assert [m.after for m in moves] == ["interleaved", "replicated"]
+    replica = moves[1]
+    assert replica.saved_ns > 0 and replica.migration_ns > replica.saved_ns  # it pays over several launches
+    assert mini.last_profile.remote_bytes < mini.last_profile.total_bytes  # B now read locally
+    assert torch.plate.memory_allocated() >= 3 * 4 * N * N  # its copies count
+    assert torch.equal(c.cpu(), reference(a_cpu, b_cpu))
+    bump_kernel[(N * N // 1024,)](b, N * N, BLOCK=1024)  # a kernel writes the replica: every copy, then it is dropped
+    assert mini.last_profile.write_bytes.sum() == 4 * 4 * N * N
+    rec = mini.memory.live(int(mini.memory.span_positions(np.array([b.data_ptr()]), np.array([b.data_ptr() + 1]))[0]))
+    assert rec.placement.mode == "interleaved" and rec.replica_of is None
+    torch.testing.assert_close(b.cpu(), b_cpu + 1)
+
+
+def test_operands_the_user_placed_stay(mini):
+    a_cpu, b_cpu = torch.randn(N, N), torch.randn(N, N)
+    a = a_cpu.to("plate")
+    with torch.plate.placement("blocked"):
+        b = b_cpu.to("plate")
+    c = torch.empty(N, N, device="plate")
+    before = len(mini.operand_moves)
+    gemm(a, b, c)
+    gemm(a, b, c)
+    assert moves_since(mini, before) == []
+    assert torch.equal(c.cpu(), reference(a_cpu, b_cpu))
+
+
+def test_no_move_where_it_does_not_pay(mini):
+    """One program reads all of a blocked operand once: interleaving it gains nothing, and a replica
+    copies it three times to save three quarters of one read: the first launch moves nothing."""
+    w = torch.randn(1 << 14, device="plate")  # 64 KiB: blocked
+    o = torch.empty(1, device="plate")
+    before = len(mini.operand_moves)
+    sum_all_kernel[(1,)](w, o, BLOCK=1 << 14)
+    assert moves_since(mini, before) == []
+    assert torch.plate.placement_of(w) == "blocked"
+    torch.testing.assert_close(o.cpu(), w.cpu().sum().reshape(1), rtol=1e-4, atol=1e-3)

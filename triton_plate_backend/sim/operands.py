@@ -1,0 +1,222 @@
+"""Per-operand placement at launch: an operand that every program reads through gets the layout that
+serves them all, when the cost model says the move pays.
+
+Blocked placement (the default for large tensors) is local to programs that PARTITION a tensor: each
+reads its own slice, the launch runs it in the domain of that slice. An operand whose programs'
+ranges each span more than one domain's share of it, or that the kernel gathers from, is SHARED: a
+GEMM's B, every program reading all of K one slab at a time and in step, so blocked by rows each
+slab lives in one domain and the whole chip reads one domain's HBM at a time. At such a launch the
+cost model (sim/estimate.py: the launch's own affinity mapping under the placement asked about)
+prices the kernel with each shared operand as it is, interleaved and replicated, each plus the
+migration to it (cost.migration_cycles); the cheapest within this one launch wins. A replica that
+pays only over several launches is made once the launches that read the operand have lost its price
+(``OperandPlanner``: rent or buy). An operand the kernel writes is never replicated (its estimate
+writes every copy), and one the user or the compiler placed (``Allocation.pinned``:
+torch.plate.placement, torch.plate.migrate) is never moved.
+
+A replica made here is a cache: it stays while launches only read it. A launch that writes
+replicated memory through one of its arguments returns that argument's launch-made replica to its
+placement before (``drop_written_replicas``; free: every domain holds a copy). Decisions are kept
+per kernel, grid, integer arguments and operand layout, not addresses, so a graph that allocates
+fresh buffers per call pays the estimates once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import cost
+from ..errors import DeviceOutOfMemory, PlateError
+from ..isa.footprint import FootprintError, evaluate, parse_footprints, program_names
+from .estimate import estimate_launch
+from .memory import Allocation, DeviceMemory
+from .replay import static_facts
+from .trace import Trace
+
+CANDIDATES = ("interleaved", "replicated")
+MAX_DECISIONS = 4096  # remembered launch layouts
+
+
+@dataclass(frozen=True)
+class Move:
+    """One operand's placement change, decided for a launch."""
+
+    kernel: str
+    arg: str
+    before: str
+    after: str
+    migration_ns: float
+    saved_ns: float  # the launch's estimated time before minus after, the migration not counted
+
+
+def shared_operands(program, grid, args, memory: DeviceMemory) -> list[tuple[int, Allocation]]:
+    """(argument index, allocation) of each operand whose programs' ranges span, on average, more than
+    one domain's share of its allocation, or that the kernel gathers from (its addresses are data: any
+    program may read any of it); none when the kernel's footprint cannot tell."""
+    footprints = parse_footprints(getattr(program, "affinity", ""))
+    if not footprints:
+        return []
+    ints = {
+        k: int(v) for k, (a, v) in enumerate(zip(program.args, args)) if a.type != "ptr" and not isinstance(v, float)
+    }
+    names = program_names(grid, ints)
+    found: dict[int, Allocation] = {}
+    for fp in footprints:
+        if fp.arg < 0 or fp.arg in found or program.args[fp.arg].type != "ptr":
+            continue
+        base = int(args[fp.arg])
+        pos = int(memory.span_positions(np.array([base], np.int64), np.array([base + 1], np.int64))[0])
+        if pos < 0:
+            continue
+        rec = memory.live(pos)
+        if fp.lo is None:  # gathered: any program may read any of it
+            found[fp.arg] = rec
+            continue
+        try:
+            span = np.mean(np.broadcast_to(evaluate(fp.hi, names) - evaluate(fp.lo, names), (int(np.prod(grid)),)))
+        except FootprintError:
+            return []
+        if rec.nbytes and span > rec.nbytes / memory.machine.domains:
+            found[fp.arg] = rec
+    return sorted(found.items())
+
+
+def _migration_ns(memory: DeviceMemory, rec: Allocation, spec: str) -> float:
+    moved = memory.moved_by(rec.base, spec)
+    return cost.migration_cycles(memory.machine, moved) / memory.machine.clock_ghz
+
+
+@dataclass(frozen=True)
+class _Choice:
+    """The cost model's answer for one shared operand of a launch layout."""
+
+    arg: int
+    spec: str | None  # the placement that pays within this launch (None: keep)
+    saved_ns: float  # the launch's time saved by ``spec``
+    replica_gain_ns: float  # the launch's time saved by a replica over ``spec`` (or what it keeps); 0 when none
+    replica_ns: float  # the replica's migration time
+
+
+class OperandPlanner:
+    """The per-operand decisions of one device (module docstring).
+
+    A replica that does not pay within one launch is bought like skis (the rent-or-buy rule, at most
+    twice the best cost in hindsight): each launch that reads the operand adds the time a replica
+    would have saved it to the operand's RENT; once the rent reaches the replica's migration time,
+    the replica is made."""
+
+    def __init__(self):
+        self._decided: dict[tuple, tuple[_Choice, ...]] = {}
+        self._rent: dict[int, float] = {}  # allocation id -> ns a replica would have saved so far
+
+    def _key(self, program, grid, args, shared) -> tuple:
+        ints = tuple(int(v) for a, v in zip(program.args, args) if a.type != "ptr" and not isinstance(v, float))
+        layout = tuple((i, rec.nbytes, int(args[i]) - rec.base, str(rec.placement)) for i, rec in shared)
+        return (id(program), program.name, tuple(grid), ints, layout)
+
+    def plan(
+        self, program, grid, args, memory: DeviceMemory
+    ) -> tuple[list[tuple[int, Allocation]], tuple[_Choice, ...]]:
+        """The shared operands of this launch that launches may move, and the cost model's choice for each."""
+        shared = [(i, rec) for i, rec in shared_operands(program, grid, args, memory) if not rec.pinned]
+        if not shared:
+            return shared, ()
+        key = self._key(program, grid, args, shared)
+        hit = self._decided.get(key)
+        if hit is not None:
+            return shared, hit
+        chosen: dict[int, str] = {}
+        choices = []
+        try:
+            base = estimate_launch(program, grid, list(args), memory)
+            for i, rec in shared:
+                found = {}  # placement -> (estimate, migration ns)
+                for spec in CANDIDATES:
+                    if spec == rec.placement.mode:
+                        continue
+                    try:
+                        move_ns = _migration_ns(memory, rec, spec)
+                    except DeviceOutOfMemory:
+                        continue
+                    est = estimate_launch(program, grid, list(args), memory, placement={**chosen, i: spec})
+                    if spec == "replicated" and est.write_bytes.sum() > base.write_bytes.sum():
+                        continue  # the kernel writes it: every copy would be written
+                    found[spec] = (est, move_ns)
+                best = min(found, key=lambda k: found[k][0].time_ns + found[k][1], default=None)
+                if best is not None and found[best][0].time_ns + found[best][1] >= base.time_ns:
+                    best = None
+                after = found[best][0] if best is not None else base
+                replica = found.get("replicated") if best != "replicated" else None
+                gain = max(after.time_ns - replica[0].time_ns, 0.0) if replica else 0.0
+                choices.append(_Choice(i, best, base.time_ns - after.time_ns, gain, replica[1] if replica else 0.0))
+                if best is not None:
+                    chosen[i], base = best, after
+        except PlateError:  # control flow on loaded data, a fault: nothing priced or moved; the launch itself reports
+            choices = []
+        if len(self._decided) >= MAX_DECISIONS:
+            self._decided.clear()
+        self._decided[key] = tuple(choices)
+        return shared, self._decided[key]
+
+    def apply(self, program, grid, args, memory: DeviceMemory) -> list[Move]:
+        """Make this launch's changes (``plan``, and replicas whose rent is paid) and return them; the
+        caller advances the clock."""
+        shared, choices = self.plan(program, grid, args, memory)
+        recs = dict(shared)
+        moves = []
+        for c in choices:
+            rec = recs[c.arg]
+            spec, saved = c.spec, c.saved_ns
+            if c.replica_gain_ns > 0:
+                rent = self._rent[rec.id] = self._rent.get(rec.id, 0.0) + c.replica_gain_ns
+                if rent >= c.replica_ns:
+                    spec, saved = "replicated", c.saved_ns + c.replica_gain_ns
+                    self._rent.pop(rec.id)
+            if spec is None:
+                continue
+            before = rec.placement
+            try:
+                ns = _migration_ns(memory, rec, spec)
+                memory.migrate(rec.base, spec)
+            except DeviceOutOfMemory:
+                continue
+            if spec == "replicated":
+                rec.replica_of = before
+            moves.append(Move(program.name, program.args[c.arg].name, str(before), spec, ns, saved))
+        if len(self._rent) >= MAX_DECISIONS:
+            self._rent.clear()
+        return moves
+
+
+def drop_written_replicas(trace: Trace, program, args, memory: DeviceMemory) -> list[Allocation]:
+    """After a launch: when it wrote replicated memory, its arguments' launch-made replicas go back to
+    the placement they had (free). Returns the allocations returned."""
+    made = []
+    for a, v in zip(program.args, args):
+        if a.type != "ptr":
+            continue
+        pos = int(memory.span_positions(np.array([int(v)]), np.array([int(v) + 1]))[0])
+        rec = memory.live(pos) if pos >= 0 else None
+        if rec is not None and rec.replica_of is not None and rec not in made:
+            made.append(rec)
+    if not made:
+        return []
+    D = memory.machine.total_domains
+    pcs = static_facts(trace.program, memory.machine)[0]
+    wrote = any(
+        e.bytes_by_domain is not None
+        and pcs[e.pc].outbound
+        and e.bytes_by_domain.shape[1] > D
+        and e.bytes_by_domain[:, D].any()
+        for e in trace.entries
+    )
+    if not wrote:
+        return []
+    for rec in made:
+        memory.migrate(rec.base, rec.replica_of)
+    return made
+
+
+__all__ = ["Move", "OperandPlanner", "drop_written_replicas", "shared_operands"]
