@@ -70,10 +70,11 @@ def test_reads_of_a_replica_are_local_and_correct(mini):
     with torch.plate.placement("interleaved"):  # w read whole by every program: 3/4 of it remote
         w, x = w_cpu.to("plate"), x_cpu.to("plate")
         o, o2 = torch.empty(N, device="plate"), torch.empty(N, device="plate")
-    scale_by_all_kernel[(N // 1024,)](w, x, o, N, BLOCK=1024)
+    # one program per grid element (no persistent loop), so each of the 16 reads w once
+    scale_by_all_kernel[(N // 1024,)](w, x, o, N, BLOCK=1024, persistent_programs=False)
     interleaved = mini.last_profile.read_bytes
     torch.plate.migrate(w, "replicated")
-    scale_by_all_kernel[(N // 1024,)](w, x, o2, N, BLOCK=1024)
+    scale_by_all_kernel[(N // 1024,)](w, x, o2, N, BLOCK=1024, persistent_programs=False)
     read = mini.last_profile.read_bytes
     expected = x_cpu * w_cpu.sum()
     torch.testing.assert_close(o.cpu(), expected)
