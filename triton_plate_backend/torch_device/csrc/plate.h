@@ -12,7 +12,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
+#include <vector>
 
 typedef struct _object PyObject;  // Python.h stays out of the headers the kernels include
 
@@ -81,5 +83,14 @@ void check_device_bytes(const at::Tensor& t, const char* what);
 at::Tensor host_alias(const at::Tensor& t, const char* what);
 // Report a host write to a plate tensor: its whole extent counts as written (runtime_wrote).
 void note_host_write(const at::Tensor& t);
+
+// ---- host ops (host_ops.cpp) ------------------------------------------------------------------------
+// What the CPU fallback ran on the host, by operator name: process-wide, and per scope of one thread.
+using HostOpCounts = std::vector<std::pair<std::string, int64_t>>;
+void count_host_op(const std::string& name);  // called by the fallback for every op it runs
+HostOpCounts host_op_counts();
+void reset_host_op_counts();
+size_t enter_host_op_scope();  // returns the scope's depth, to hand to exit_host_op_scope
+HostOpCounts exit_host_op_scope(size_t depth);  // the ops this thread ran on the host since the enter
 
 }  // namespace plate
