@@ -69,6 +69,7 @@ def register() -> None:
         BaseConfigHeuristic,
         GemmConfig,
         MMTemplateConfigMixin,
+        ScaledMMConfigMixin,
     )
 
     from . import policy
@@ -98,3 +99,8 @@ def register() -> None:
     @register_template_heuristic(bmm_template.uid, "plate", op_name="baddbmm")
     class PlateAddMMTemplateConfigHeuristic(AddMMConfigMixin, PlateMMTemplateConfigHeuristic):
         """addmm and baddbmm templates on plate (bias epilogue)."""
+
+    @register_template_heuristic(mm_template.uid, "plate", op_name="scaled_mm")
+    class PlateScaledMMTemplateConfigHeuristic(ScaledMMConfigMixin, PlateConfigHeuristic):
+        """_scaled_mm on plate: the mm template with the scales as suffix inputs and the scaling epilogue.
+        Without it the mm heuristic would serve scaled_mm too and name two inputs of four (def_kernel asserts)."""

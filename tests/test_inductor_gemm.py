@@ -109,6 +109,46 @@ def test_int_mm_runs_as_a_template():
     assert inductor_plate.host_fallbacks() == {}
 
 
+def scaled_mm_args(m, k, n, per_row: bool, bias: bool):
+    torch.manual_seed(0)
+    a = (torch.randn(m, k) * 4).to(torch.float8_e4m3fn)
+    b = (torch.randn(n, k) * 4).to(torch.float8_e4m3fn).t()  # _scaled_mm takes B column-major
+    if per_row:
+        scales = (torch.rand(m, 1) + 0.5, torch.rand(1, n) + 0.5)
+    else:
+        scales = (torch.tensor(0.25), torch.tensor(1.5))
+    return (a, b, *scales, torch.randn(n).to(torch.bfloat16)) if bias else (a, b, *scales)
+
+
+def scaled_mm(a, b, scale_a, scale_b, bias=None):
+    return torch._scaled_mm(a, b, scale_a, scale_b, bias=bias, out_dtype=torch.bfloat16)
+
+
+@pytest.mark.parametrize("per_row, bias", [(False, False), (True, True)], ids=["per-tensor", "per-row-bias"])
+def test_scaled_mm_runs_as_a_template_against_the_cpu(per_row, bias):
+    args = scaled_mm_args(48, 64, 40, per_row, bias)
+    out, codes, run, _ = compile_on_plate(scaled_mm, *args)
+    want = scaled_mm(*args)  # the CPU's own _scaled_mm
+    torch.testing.assert_close(out.cpu().float(), want.float(), rtol=1e-2, atol=1e-1)
+    call = wrapper_call(codes)
+    assert "triton_tem_" in call and "extern_kernels." not in call
+    assert any(launch.kernel.startswith("triton_tem_") and launch.time_ns > 0 for launch in run.launches)
+    assert inductor_plate.host_fallbacks() == {}
+
+
+def test_scaled_mm_scales_the_template_takes():
+    """A result scale (or block scales) has no template: Inductor's host kernel, counted."""
+    a, b, scale_a, scale_b = scaled_mm_args(32, 32, 32, per_row=False, bias=False)
+
+    def with_result_scale(a, b, scale_a, scale_b, scale_result):
+        return torch._scaled_mm(a, b, scale_a, scale_b, scale_result=scale_result, out_dtype=torch.float32)
+
+    out, codes, _, _ = compile_on_plate(with_result_scale, a, b, scale_a, scale_b, torch.tensor(1.0))
+    torch.testing.assert_close(out.cpu(), with_result_scale(a, b, scale_a, scale_b, torch.tensor(1.0)))
+    assert "extern_kernels." in wrapper_call(codes)
+    assert inductor_plate.host_fallbacks() == {"op aten._scaled_mm": 1}
+
+
 def test_host_kernels_only_when_opted_in_and_then_counted():
     a, b = torch.randn(8, 16), torch.randn(16, 8)
     with config.patch(gemm_templates="max-autotune"):
