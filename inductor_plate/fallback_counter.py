@@ -8,6 +8,9 @@ Two kinds, one counter:
   scope of the device (torch_device/host_op_counter.py) at the top of ``call`` and counts what ran in it before
   returning, so each run counts each op as often as it ran. Ops the plate device serves itself
   (``HOST_FREE_OPS``: allocation, views, copies) never reach the fallback.
+- an eager op: an aten op the device's CPU fallback ran for the compiled function's own eager code (the
+  code Dynamo left in Python at a graph break), outside its graphs (torch_device's
+  ``compiled_frame_host_ops``, watched from ``inductor_plate.register``).
 - a frame: a frame that ran eagerly because a plate kernel failed to compile (fallback.py raises
   Dynamo's SkipFrame), counted once per compile that fell back.
 
@@ -42,6 +45,7 @@ HOST_FREE_OPS: frozenset[str] = frozenset(
     }
 )
 OP_PREFIX = "op "
+EAGER_OP_PREFIX = "eager op "
 FRAME_PREFIX = "frame "
 
 _counts: Counter[str] = Counter()
@@ -50,14 +54,17 @@ _lock = threading.Lock()
 
 def host_fallbacks() -> Counter[str]:
     """What ran on the host inside compiled functions since the last reset: ``{"op aten.mm": 3,
-    "frame 0/0 (aten.atan2.default)": 1}``."""
+    "eager op aten.sin": 1, "frame 0/0 (aten.atan2.default)": 1}``."""
     with _lock:
-        return Counter(_counts)
+        counts = Counter(_counts)
+    counts.update({EAGER_OP_PREFIX + op: n for op, n in host_op_counter.compiled_frame_host_ops().items()})
+    return counts
 
 
 def reset_host_fallbacks() -> None:
     with _lock:
         _counts.clear()
+    host_op_counter.reset_compiled_frame_host_ops()
 
 
 def enter_graph() -> int:

@@ -3,7 +3,10 @@
 
 Every op without a plate kernel computes its CPU kernel on the host, outside the modeled clock. The counts
 cover the whole process (eager code and compiled graphs alike); ``host_op_scope()`` gives those of one
-thread between two points (the host ops of one run of a compiled graph, say).
+thread between two points (the host ops of one run of a compiled graph, say). Once
+``watch_compiled_frames(True)``, the ops that run outside any scope while a torch.compile'd function runs
+its own eager code (the code at its graph breaks: Dynamo's frame hook is set there) are also kept apart,
+``compiled_frame_host_ops()``; watching takes the GIL once per host op, so it is off until asked for.
 """
 
 from __future__ import annotations
@@ -55,3 +58,16 @@ def host_op_scope() -> Iterator[Counter[str]]:
         yield ops
     finally:
         ops.update(exit_scope(token))
+
+
+def watch_compiled_frames(on: bool = True) -> None:
+    _registration.extension()._watch_compiled_frames(on)
+
+
+def compiled_frame_host_ops() -> Counter[str]:
+    """The host ops a compiled function's eager code ran (outside its graphs) since the last reset."""
+    return _named(_registration.extension()._compiled_frame_host_ops())
+
+
+def reset_compiled_frame_host_ops() -> None:
+    _registration.extension()._reset_compiled_frame_host_ops()

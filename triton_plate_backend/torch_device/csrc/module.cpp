@@ -173,6 +173,20 @@ PyObject* reset_host_ops(PyObject* /*self*/, PyObject* /*unused*/) {
   Py_RETURN_NONE;
 }
 
+PyObject* watch_compiled_frames(PyObject* /*self*/, PyObject* on) {
+  plate::watch_compiled_frames(PyObject_IsTrue(on) == 1);
+  Py_RETURN_NONE;
+}
+
+PyObject* compiled_frame_host_ops(PyObject* /*self*/, PyObject* /*unused*/) {
+  return to_dict(plate::compiled_frame_host_op_counts());
+}
+
+PyObject* reset_compiled_frame_host_ops(PyObject* /*self*/, PyObject* /*unused*/) {
+  plate::reset_compiled_frame_host_op_counts();
+  Py_RETURN_NONE;
+}
+
 PyObject* enter_host_op_scope(PyObject* /*self*/, PyObject* /*unused*/) {
   return PyLong_FromSize_t(plate::enter_host_op_scope());
 }
@@ -188,6 +202,9 @@ PyObject* exit_host_op_scope(PyObject* /*self*/, PyObject* depth) {
 PyMethodDef kMethods[] = {
     {"_host_ops", host_ops, METH_NOARGS, "{operator name: count} of the ops the CPU fallback ran on the host."},
     {"_reset_host_ops", reset_host_ops, METH_NOARGS, nullptr},
+    {"_watch_compiled_frames", watch_compiled_frames, METH_O, "Count host ops of compiled functions' eager code."},
+    {"_compiled_frame_host_ops", compiled_frame_host_ops, METH_NOARGS, "{name: count} of those ops."},
+    {"_reset_compiled_frame_host_ops", reset_compiled_frame_host_ops, METH_NOARGS, nullptr},
     {"_enter_host_op_scope", enter_host_op_scope, METH_NOARGS, "Open a host-op scope of this thread; its depth."},
     {"_exit_host_op_scope", exit_host_op_scope, METH_O, "Close the scope of that depth: its {name: count}."},
     {"_set_runtime", set_runtime, METH_O, "Register the Python runtime object (alloc/free/now_ns/...)."},
