@@ -45,6 +45,22 @@ def wrapper_call(codes) -> str:
 
 
 # ---- the cost model's choice ------------------------------------------------------------------------------
+def test_choice_ranks_the_tiles_inductor_really_runs():
+    """Inductor shrinks every block to the problem (power of two, at least 16): a 64-row tile of a 32-row
+    product runs as a 32-row tile, so it costs what that tile costs, and its fewer programs can win."""
+    machine = get_machine("plate-mini")
+    narrow = gemm_config.GemmProblem(32, 512, 144)
+    wide = gemm_config.GemmConfig(64, 64, 32, 2, 4)
+    assert gemm_config.effective_blocks(narrow, wide) == (32, 64, 32)
+    assert gemm_config.effective_blocks(gemm_config.GemmProblem(8, 20, 5), wide) == (16, 32, 16)
+    assert gemm_config.effective_blocks(gemm_config.GemmProblem(8, 20, 5, dtype="int8"), wide) == (16, 32, 32)
+    same_tile = gemm_config.GemmConfig(32, 64, 32, 2, 4)
+    assert gemm_config.estimate(machine, narrow, wide) == gemm_config.estimate(machine, narrow, same_tile)
+    chosen = gemm_config.choose(machine, narrow, policy.fusion_sram_bytes())
+    m, n, _ = gemm_config.effective_blocks(narrow, chosen)
+    assert (32 // m) * (512 // n) <= machine.total_cores  # one wave, not two of 32x32 tiles
+
+
 def test_choice_fits_the_sram_and_follows_the_shapes():
     machine = get_machine("plate1")
     budget = machine.core.sram_bytes // 2
