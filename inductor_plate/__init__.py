@@ -33,6 +33,7 @@ from __future__ import annotations
 import threading
 
 import triton_plate_backend.torch_device  # noqa: F401  (registers torch.plate; import it first)
+from triton_plate_backend.torch_device import host_op_counter
 from triton_plate_backend.torch_device.compiler_hooks import register_inductor_backend
 
 from .fallback_counter import host_fallbacks, reset_host_fallbacks
@@ -91,6 +92,7 @@ def register() -> None:
             device_custom_config=config,
         )
         register_device_op_overrides(BACKEND, PlateDeviceOpOverrides())
+        host_op_counter.watch_compiled_frames(True)  # host ops at graph breaks count too (fallback_counter.py)
         benchmarker.register()
         shims.apply()
         templates.register()

@@ -20,15 +20,17 @@ Two mechanisms, both Inductor's own:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 from torch._guards import CompileContext
 from torch._inductor.custom_graph_pass import CustomGraphModulePass
 
-from . import config, fallback_counter, placement, policy
+from . import config, fallback_counter, policy
 
 _warned: set[str] = set()
 
@@ -71,11 +73,22 @@ class EagerOpsPass(CustomGraphModulePass):
                 warn_once(op, f"plate: {op} runs eagerly ({policy.eager_reason(op)})")
 
     def uuid(self) -> str:
-        """Changes with the eager ops, with the machine decisions are made for and with what the generated
-        code calls (placement.WRAPPER_CALLS; FX-graph cache key)."""
+        """Changes with the eager ops, with the machine decisions are made for and with inductor_plate's code
+        (FX-graph cache key: a cached graph's wrapper code calls inductor_plate, and Inductor's key covers only
+        torch's own code)."""
         ops = ",".join(sorted(policy.eager_ops()))
-        key = f"plate-eager-ops:{ops};machine:{policy.machine().cache_key()};calls:{placement.WRAPPER_CALLS}"
+        key = f"plate-eager-ops:{ops};machine:{policy.machine().cache_key()};code:{_source_hash()}"
         return hashlib.sha256(key.encode()).hexdigest()
+
+
+@functools.cache
+def _source_hash() -> str:
+    """sha256 of inductor_plate's .py files."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 # ---- 2. kernels that fail to compile ---------------------------------------------------------------

@@ -2,11 +2,15 @@
 
 Two kinds, one counter:
 
-- an op: an extern kernel of a compiled plate graph (``extern_kernels.mm``, ``torch.ops.aten.frexp``...)
-  whose aten op has no plate kernel, so the device's boxed CPU fallback runs it on the host, outside the
-  modeled clock. The wrapper code (wrapper.py) calls ``count_host_ops`` with the graph's host ops at the
-  top of every call, so each run of the compiled function counts each of them once per launch site.
-  Ops the plate device serves itself (``HOST_FREE_OPS``: allocation, views, copies) are not counted.
+- an op: an aten op that ran on the host through the device's boxed CPU fallback while a compiled plate
+  graph ran (an extern kernel such as ``extern_kernels.mm``, a fallback such as ``aten.frexp``, a
+  ``zero_`` of the wrapper code), outside the modeled clock. The wrapper code (wrapper.py) opens a host-op
+  scope of the device (torch_device/host_op_counter.py) at the top of ``call`` and counts what ran in it before
+  returning, so each run counts each op as often as it ran. Ops the plate device serves itself
+  (``HOST_FREE_OPS``: allocation, views, copies) never reach the fallback.
+- an eager op: an aten op the device's CPU fallback ran for the compiled function's own eager code (the
+  code Dynamo left in Python at a graph break), outside its graphs (torch_device's
+  ``compiled_frame_host_ops``, watched from ``inductor_plate.register``).
 - a frame: a frame that ran eagerly because a plate kernel failed to compile (fallback.py raises
   Dynamo's SkipFrame), counted once per compile that fell back.
 
@@ -20,6 +24,8 @@ import atexit
 import sys
 import threading
 from collections import Counter
+
+from triton_plate_backend.torch_device import host_op_counter
 
 # aten ops the plate device runs with kernels of its own (torch_device/csrc/kernels.cpp): allocation,
 # views and copies. Nothing else has a plate kernel: every other op runs its CPU kernel on the host.
@@ -39,6 +45,7 @@ HOST_FREE_OPS: frozenset[str] = frozenset(
     }
 )
 OP_PREFIX = "op "
+EAGER_OP_PREFIX = "eager op "
 FRAME_PREFIX = "frame "
 
 _counts: Counter[str] = Counter()
@@ -47,20 +54,30 @@ _lock = threading.Lock()
 
 def host_fallbacks() -> Counter[str]:
     """What ran on the host inside compiled functions since the last reset: ``{"op aten.mm": 3,
-    "frame 0/0 (aten.atan2.default)": 1}``."""
+    "eager op aten.sin": 1, "frame 0/0 (aten.atan2.default)": 1}``."""
     with _lock:
-        return Counter(_counts)
+        counts = Counter(_counts)
+    counts.update({EAGER_OP_PREFIX + op: n for op, n in host_op_counter.compiled_frame_host_ops().items()})
+    return counts
 
 
 def reset_host_fallbacks() -> None:
     with _lock:
         _counts.clear()
+    host_op_counter.reset_compiled_frame_host_ops()
 
 
-def count_host_ops(ops: tuple[str, ...]) -> None:
-    """One run of a compiled graph whose extern kernels ``ops`` run on the host (called by its wrapper code)."""
-    with _lock:
-        _counts.update(OP_PREFIX + op for op in ops)
+def enter_graph() -> int:
+    """A compiled graph starts running on this thread (its wrapper code's first line): opens a host-op scope."""
+    return host_op_counter.enter_scope()
+
+
+def exit_graph(token: int) -> None:
+    """The graph ``token`` started returns: every op the device's CPU fallback ran for it counts."""
+    ops = host_op_counter.exit_scope(token)
+    if ops:
+        with _lock:
+            _counts.update({OP_PREFIX + op: n for op, n in ops.items()})
 
 
 def count_host_frame(frame: str) -> None:
@@ -75,42 +92,6 @@ def is_host_op(name: str) -> bool:
     parts = name.split(".")
     base = parts[parts.index("aten") + 1] if "aten" in parts[:-1] else parts[-1]
     return base not in HOST_FREE_OPS
-
-
-def _host_kernel_classes() -> tuple[type, ...]:
-    """The Inductor IR nodes that call an aten op (an extern kernel or a fallback), as opposed to those that
-    launch device code (user Triton kernels, subgraphs, control flow) or only read a scalar or assert."""
-    from torch._inductor import ir
-
-    return (
-        ir.ExternKernelOut,
-        ir.ExternKernelAlloc,
-        ir.InplaceBernoulliFallback,
-        ir.InplaceCopyFallback,
-        ir.ScatterFallback,
-        ir.IndexPutFallback,
-        ir.MutatingFirstArgExternKernel,
-    )
-
-
-def host_ops_of_graph(operations) -> tuple[str, ...]:
-    """The host ops among a lowered graph's operations (Inductor IR): aten calls on plate without a plate
-    kernel, named by their aten op without the overload (or their kernel name when they have none)."""
-    from torch._inductor import ir
-
-    found = []
-    for operation in operations:
-        if not isinstance(operation, _host_kernel_classes()) or isinstance(operation, ir.DeviceCopy):
-            continue
-        device = operation.get_device()
-        if device is None or device.type != "plate":
-            continue
-        overload = getattr(operation, "op_overload", None)
-        packet = getattr(overload, "overloadpacket", None)  # aten.mm for extern_kernels.mm's aten.mm.out
-        name = str(packet or overload or getattr(operation, "python_kernel_name", "") or "")
-        if name and is_host_op(name):
-            found.append(name)
-    return tuple(found)
 
 
 def summary() -> str:

@@ -68,10 +68,25 @@ def candidates(machine: Machine, sram_budget: int) -> list[GemmConfig]:
     ]
 
 
+def _pow2_at_least(value: int, floor: int) -> int:
+    return max(1 << max(value - 1, 0).bit_length(), floor)
+
+
+def effective_blocks(problem: GemmProblem, config: GemmConfig) -> tuple[int, int, int]:
+    """The tile the template really runs: Inductor shrinks every block to the problem's dimension rounded up to a
+    power of two, at least 16 (32 for K of int8) (template_heuristics' _scale_mm_configs), in both modes."""
+    k_floor = 32 if problem.dtype == "int8" else 16
+    return (
+        min(config.block_m, _pow2_at_least(problem.m, 16)),
+        min(config.block_n, _pow2_at_least(problem.n, 16)),
+        min(config.block_k, _pow2_at_least(problem.k, k_floor)),
+    )
+
+
 def estimate(machine: Machine, problem: GemmProblem, config: GemmConfig) -> float:
     """Modeled cycles of the GEMM template with ``config`` on ``machine`` (see the module docstring)."""
     dtype, itemsize = DTYPES.get(problem.dtype, ("f32", 4))
-    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    bm, bn, bk = effective_blocks(problem, config)
     k_steps = max(1, math.ceil(problem.k / bk))
     compute = cost.mma_cycles(machine, bm, bn, bk, dtype)
     latency = cost.flight_latency(machine)

@@ -1,6 +1,6 @@
 """Matrix products on plate run on the matrix unit in every mode: the plate side of Inductor's GEMM lowerings.
 
-Inductor lowers mm, bmm, addmm, baddbmm and _int_mm to the extern aten kernel unless max-autotune is on
+Inductor lowers mm, bmm, addmm, baddbmm, _int_mm and _scaled_mm to the extern aten kernel unless max-autotune is on
 (``use_aten_gemm_kernels``); on plate that kernel runs on the host, outside the modeled clock. ``register``
 wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_mode()``:
 
@@ -28,6 +28,7 @@ from . import gemm_config, policy, templates
 aten = torch.ops.aten
 
 FLOATS = frozenset({torch.float16, torch.bfloat16, torch.float32})
+FP8 = frozenset({torch.float8_e4m3fn, torch.float8_e5m2})
 
 # op -> (index of its first matrix among the lowering's arguments: addmm/baddbmm take the bias first, the operand
 # dtypes its Triton template takes: others stay with the host kernel)
@@ -37,6 +38,7 @@ GEMM_OPS: dict = {
     aten.addmm: (1, FLOATS),
     aten.baddbmm: (1, FLOATS),
     aten._int_mm: (0, frozenset({torch.int8})),
+    aten._scaled_mm: (0, FP8),
 }
 
 
@@ -80,6 +82,22 @@ def _template_takes(mat1, mat2, dtypes) -> bool:
     return all(_hint(size) > 0 for size in (*mat1.get_size(), *mat2.get_size()))
 
 
+def _scales_template_takes(args, kwargs) -> bool:
+    """_scaled_mm's template (the mm template with a scaling epilogue, templates.py) takes float32 scales per
+    tensor (one element each) or per row of A and column of B, no result scale, and K > 16; the rest (block
+    scales, MX formats) stays with the host kernel, counted."""
+    mat_a, mat_b, scale_a, scale_b = args[:4]
+    scale_result = args[5] if len(args) > 5 else kwargs.get("scale_result")
+    if scale_result is not None or {scale_a.get_dtype(), scale_b.get_dtype()} != {torch.float32}:
+        return False
+    m, k = (_hint(s) for s in mat_a.get_size())
+    n = _hint(mat_b.get_size()[-1])
+    size_a, size_b = [_hint(s) for s in scale_a.get_size()], [_hint(s) for s in scale_b.get_size()]
+    per_tensor = len(size_a) <= 1 and len(size_b) <= 1 and size_a in ([], [1]) and size_b in ([], [1])
+    per_row = size_a == [m, 1] and size_b == [1, n]
+    return k > 16 and (per_tensor or per_row)
+
+
 def plate_lowering(original, first_matrix: int, dtypes: frozenset):
     """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest."""
 
@@ -91,6 +109,7 @@ def plate_lowering(original, first_matrix: int, dtypes: frozenset):
             or not _on_plate(mats[0])
             or policy.gemm_mode() != "always"
             or not _template_takes(*mats, dtypes)
+            or (dtypes is FP8 and not _scales_template_takes(args, kwargs))
         ):
             return original(*args, **kwargs)
         if _max_autotune():

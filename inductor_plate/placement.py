@@ -37,9 +37,6 @@ from triton_plate_backend.errors import DeviceOutOfMemory
 from triton_plate_backend.sim.memory import BLOCKED_MIN_BYTES
 
 REPLICATE = "replicated"
-# What a compiled graph's code calls here: part of the FX-graph cache key (fallback.EagerOpsPass.uuid), so
-# a graph compiled before the call changed is compiled again instead of loaded without it.
-WRAPPER_CALLS = "place_inputs(args, key, rows) v1"
 
 
 @dataclass

@@ -69,6 +69,7 @@ def register() -> None:
         BaseConfigHeuristic,
         GemmConfig,
         MMTemplateConfigMixin,
+        ScaledMMConfigMixin,
     )
 
     from . import policy
@@ -87,7 +88,10 @@ def register() -> None:
             if only is None:
                 return super().preprocess_mm_configs(m, n, k, configs, *args, **kwargs)
             block = GemmConfig(only.block_m, only.block_n, only.block_k, only.num_stages, only.num_warps)
-            return self._finalize_mm_configs([block])
+            # shrunk to the problem like every max-autotune candidate (BLOCK_M 16 for an 8-row product), so the
+            # two modes compare the same kernels
+            scaled = list(super().preprocess_mm_configs(m, n, k, [block], *args, **kwargs))
+            return scaled or self._finalize_mm_configs([block])
 
     @register_template_heuristic(mm_template.uid, "plate")
     @register_template_heuristic(bmm_template.uid, "plate")
@@ -98,3 +102,8 @@ def register() -> None:
     @register_template_heuristic(bmm_template.uid, "plate", op_name="baddbmm")
     class PlateAddMMTemplateConfigHeuristic(AddMMConfigMixin, PlateMMTemplateConfigHeuristic):
         """addmm and baddbmm templates on plate (bias epilogue)."""
+
+    @register_template_heuristic(mm_template.uid, "plate", op_name="scaled_mm")
+    class PlateScaledMMTemplateConfigHeuristic(ScaledMMConfigMixin, PlateConfigHeuristic):
+        """_scaled_mm on plate: the mm template with the scales as suffix inputs and the scaling epilogue.
+        Without it the mm heuristic would serve scaled_mm too and name two inputs of four (def_kernel asserts)."""

@@ -1,22 +1,22 @@
 """The Python wrapper code Inductor generates for plate graphs: PythonWrapperCodegen, with every
 Triton kernel defined through ``fallback.guard_kernel`` so a kernel plate cannot compile becomes an
-eager fallback (fallback.py) instead of a crash, and a call that counts the graph's host ops
-(fallback_counter.py) at the top of ``call`` when it has any, and the graph's placement (placement.py)."""
+eager fallback (fallback.py) instead of a crash, a ``call`` that counts the ops the device ran on the
+host while it ran (fallback_counter.py: a host-op scope from its first line to its return), and the graph's
+placement (placement.py) at the top of ``call``."""
 
 from __future__ import annotations
 
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
 from torch._inductor.virtualized import V
 
-from .fallback_counter import host_ops_of_graph
 from .placement import plan_graph
 
 GUARD = "plate_guard_kernel"
 CHECK = "plate_check_kernels"
 TRITON_DEFINITION = "async_compile.triton("
-COUNT = "plate_count_host_ops"
+ENTER, EXIT, SCOPE = "plate_enter_graph", "plate_exit_graph", "plate_host_scope"
 GUARD_IMPORT = f"from inductor_plate.fallback import check_kernels as {CHECK}, guard_kernel as {GUARD}"
-COUNT_IMPORT = f"from inductor_plate.fallback_counter import count_host_ops as {COUNT}"
+COUNT_IMPORT = f"from inductor_plate.fallback_counter import enter_graph as {ENTER}, exit_graph as {EXIT}"
 PLACE = "plate_place_inputs"
 PLACE_IMPORT = f"from inductor_plate.placement import place_inputs as {PLACE}"
 
@@ -55,12 +55,10 @@ class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
         self.imports.writeline(PLACE_IMPORT)
 
     def write_launcher_fn_call_get_indent(self) -> int:
-        """``def call(args):``, then the count of this graph's host ops (nothing when it has none)."""
+        """``def call(args):``, then a host-op scope that ``generate_return`` closes."""
         indent = super().write_launcher_fn_call_get_indent()
-        host_ops = host_ops_of_graph(V.graph.operations)
-        if host_ops:
-            with self.prefix.indent(indent):
-                self.prefix.writeline(f"{COUNT}({host_ops!r})")
+        with self.prefix.indent(indent):
+            self.prefix.writeline(f"{SCOPE} = {ENTER}()")
         return indent
 
     def write_args(self, input_names: list[str]) -> None:
@@ -71,6 +69,10 @@ class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
             self.prefix.writeline(f"# {line}")
         self.prefix.writeline(f"{PLACE}(args, {plan.key!r}, {plan.rows()!r})")
         super().write_args(input_names)
+
+    def generate_return(self, output_refs: list[str]) -> None:
+        self.wrapper_call.writeline(f"{EXIT}({SCOPE})")
+        super().generate_return(output_refs)
 
     def write_kernel_autotune_defs_header(self) -> None:
         """triton.autotune_at_compile_time copies every kernel definition, guard included, into its own code."""

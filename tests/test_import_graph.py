@@ -145,6 +145,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.torch_device.autoload",
         f"{TPB}.torch_device.compiler_hooks",
         f"{TPB}.torch_device.devices",
+        f"{TPB}.torch_device.host_op_counter",
         f"{TPB}.torch_device.memory",
         f"{TPB}.torch_device.placement",
         f"{TPB}.torch_device.rng",

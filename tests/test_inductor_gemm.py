@@ -45,6 +45,22 @@ def wrapper_call(codes) -> str:
 
 
 # ---- the cost model's choice ------------------------------------------------------------------------------
+def test_choice_ranks_the_tiles_inductor_really_runs():
+    """Inductor shrinks every block to the problem (power of two, at least 16): a 64-row tile of a 32-row
+    product runs as a 32-row tile, so it costs what that tile costs, and its fewer programs can win."""
+    machine = get_machine("plate-mini")
+    narrow = gemm_config.GemmProblem(32, 512, 144)
+    wide = gemm_config.GemmConfig(64, 64, 32, 2, 4)
+    assert gemm_config.effective_blocks(narrow, wide) == (32, 64, 32)
+    assert gemm_config.effective_blocks(gemm_config.GemmProblem(8, 20, 5), wide) == (16, 32, 16)
+    assert gemm_config.effective_blocks(gemm_config.GemmProblem(8, 20, 5, dtype="int8"), wide) == (16, 32, 32)
+    same_tile = gemm_config.GemmConfig(32, 64, 32, 2, 4)
+    assert gemm_config.estimate(machine, narrow, wide) == gemm_config.estimate(machine, narrow, same_tile)
+    chosen = gemm_config.choose(machine, narrow, policy.fusion_sram_bytes())
+    m, n, _ = gemm_config.effective_blocks(narrow, chosen)
+    assert (32 // m) * (512 // n) <= machine.total_cores  # one wave, not two of 32x32 tiles
+
+
 def test_choice_fits_the_sram_and_follows_the_shapes():
     machine = get_machine("plate1")
     budget = machine.core.sram_bytes // 2
@@ -94,7 +110,7 @@ def test_products_run_as_templates_on_the_simulator_in_the_default_mode():
         torch.testing.assert_close(got.cpu(), want, **TOL)
     call = wrapper_call(codes)
     assert call.count("triton_tem_") >= 4 and "extern_kernels." not in call and "torch.ops.aten." not in call
-    assert "plate_count_host_ops" not in call
+    assert "plate_enter_graph()" in call  # a host-op scope; it saw none (below)
     templates_run = [launch for launch in run.launches if launch.kernel.startswith("triton_tem_")]
     assert len({launch.kernel for launch in templates_run}) >= 4 and all(t.time_ns > 0 for t in templates_run)
     assert inductor_plate.host_fallbacks() == {}
@@ -107,6 +123,46 @@ def test_int_mm_runs_as_a_template():
     torch.testing.assert_close(out.cpu(), torch._int_mm(a, b))
     assert "triton_tem_" in wrapper_call(codes) and "extern_kernels." not in wrapper_call(codes)
     assert inductor_plate.host_fallbacks() == {}
+
+
+def scaled_mm_args(m, k, n, per_row: bool, bias: bool):
+    torch.manual_seed(0)
+    a = (torch.randn(m, k) * 4).to(torch.float8_e4m3fn)
+    b = (torch.randn(n, k) * 4).to(torch.float8_e4m3fn).t()  # _scaled_mm takes B column-major
+    if per_row:
+        scales = (torch.rand(m, 1) + 0.5, torch.rand(1, n) + 0.5)
+    else:
+        scales = (torch.tensor(0.25), torch.tensor(1.5))
+    return (a, b, *scales, torch.randn(n).to(torch.bfloat16)) if bias else (a, b, *scales)
+
+
+def scaled_mm(a, b, scale_a, scale_b, bias=None):
+    return torch._scaled_mm(a, b, scale_a, scale_b, bias=bias, out_dtype=torch.bfloat16)
+
+
+@pytest.mark.parametrize("per_row, bias", [(False, False), (True, True)], ids=["per-tensor", "per-row-bias"])
+def test_scaled_mm_runs_as_a_template_against_the_cpu(per_row, bias):
+    args = scaled_mm_args(48, 64, 40, per_row, bias)
+    out, codes, run, _ = compile_on_plate(scaled_mm, *args)
+    want = scaled_mm(*args)  # the CPU's own _scaled_mm
+    torch.testing.assert_close(out.cpu().float(), want.float(), rtol=1e-2, atol=1e-1)
+    call = wrapper_call(codes)
+    assert "triton_tem_" in call and "extern_kernels." not in call
+    assert any(launch.kernel.startswith("triton_tem_") and launch.time_ns > 0 for launch in run.launches)
+    assert inductor_plate.host_fallbacks() == {}
+
+
+def test_scaled_mm_scales_the_template_takes():
+    """A result scale (or block scales) has no template: Inductor's host kernel, counted."""
+    a, b, scale_a, scale_b = scaled_mm_args(32, 32, 32, per_row=False, bias=False)
+
+    def with_result_scale(a, b, scale_a, scale_b, scale_result):
+        return torch._scaled_mm(a, b, scale_a, scale_b, scale_result=scale_result, out_dtype=torch.float32)
+
+    out, codes, _, _ = compile_on_plate(with_result_scale, a, b, scale_a, scale_b, torch.tensor(1.0))
+    torch.testing.assert_close(out.cpu(), with_result_scale(a, b, scale_a, scale_b, torch.tensor(1.0)))
+    assert "extern_kernels." in wrapper_call(codes)
+    assert inductor_plate.host_fallbacks() == {"op aten._scaled_mm": 1}
 
 
 def test_host_kernels_only_when_opted_in_and_then_counted():
@@ -222,3 +278,19 @@ def test_conv_backward_runs_on_the_simulator_in_the_default_mode():
         torch.testing.assert_close(got.grad.cpu(), want.grad, **TOL)
     assert sum(launch.kernel.startswith("triton_tem_") for launch in run.launches) >= 3  # forward, dx, dw
     assert inductor_plate.host_fallbacks() == {}
+
+
+def test_host_ops_at_a_graph_break_count_as_eager_ops_of_the_compiled_function():
+    def fn(x):
+        y = x.sin()  # compiled: a plate kernel
+        idx = y.nonzero()  # a data-dependent shape: Dynamo breaks the graph and runs it in Python, on the host
+        return idx.sum() + 1  # compiled again
+
+    x = torch.randn(16)
+    inductor_plate.reset_host_fallbacks()
+    out, _, _, (plate_x,) = compile_on_plate(fn, x)
+    torch.testing.assert_close(out.cpu(), fn(x))
+    assert inductor_plate.host_fallbacks() == {"eager op aten.nonzero": 1}
+    plate_x.nonzero()  # eager, outside any compiled function: not a host fallback
+    assert inductor_plate.host_fallbacks() == {"eager op aten.nonzero": 1}
+    assert torch.plate.host_ops()["aten.nonzero"] >= 2  # the device counts both

@@ -568,3 +568,55 @@ def test_triton_kernel_runs_on_plate_tensors_and_advances_the_modeled_clock():
     profile = torch.plate.last_profile()
     assert profile is not None and profile.time_ns > 0
     assert start.elapsed_time(end) == pytest.approx(profile.time_ns / 1e6)
+
+
+# ---- host ops: what the CPU fallback ran on the host --------------------------------------------------------
+def test_eager_host_ops_are_counted_and_named():
+    a, b = on_plate(torch.randn(8, 8)), on_plate(torch.randn(8, 8))
+    torch.plate.reset_host_ops()
+    c = (a @ b).relu()
+    c.sum()
+    counts = torch.plate.host_ops()
+    assert counts["aten.mm"] == 1 and counts["aten.relu"] == 1 and counts["aten.sum"] == 1
+    torch.plate.reset_host_ops()
+    assert torch.plate.host_ops() == {}
+
+
+def test_ops_with_plate_kernels_are_not_host_ops():
+    torch.plate.reset_host_ops()
+    x = torch.empty(4, 4, device="plate")
+    x.copy_(torch.ones(4, 4))
+    x.view(2, 8)
+    assert torch.plate.host_ops() == {}
+
+
+def test_a_host_op_scope_counts_only_its_own_thread():
+    x = on_plate(torch.randn(16))
+    seen = {}
+
+    def other():
+        with torch.plate.host_op_scope() as ops:
+            x.exp()
+        seen.update(ops)
+
+    with torch.plate.host_op_scope() as outer:
+        x.sin()
+        with torch.plate.host_op_scope() as inner:
+            x.cos()
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+    assert inner == {"aten.cos": 1}
+    assert outer == {"aten.sin": 1, "aten.cos": 1}  # the inner scope's ops are the outer one's too
+    assert seen == {"aten.exp": 1}
+
+
+def test_a_scope_left_open_by_an_error_closes_with_its_parent():
+    x = on_plate(torch.randn(4))
+    token = plate_device.host_op_counter.enter_scope()
+    plate_device.host_op_counter.enter_scope()  # never exited, as after an exception
+    x.neg()
+    assert plate_device.host_op_counter.exit_scope(token) == {"aten.neg": 1}
+    with torch.plate.host_op_scope() as ops:
+        x.abs()
+    assert ops == {"aten.abs": 1}

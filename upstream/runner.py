@@ -107,6 +107,12 @@ def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentPa
         "--pytest-output", action="store_true", help="pytest's own terminal output instead of the progress line"
     )
     p.add_argument(
+        "--src-revision",
+        metavar="OWNER/REPO@COMMIT",
+        help="where --src's test files really came from when that is not the pin of revisions.toml (a fork's or "
+        "another commit's copy): the report's header names it instead of the pin",
+    )
+    p.add_argument(
         "--keep-home", action="store_true", help="keep the temporary HOME (caches, dumps) and print its path"
     )
     return p
@@ -172,6 +178,21 @@ def pytest_command(suite: str, tree: Tree, paths: list[str], args, ini: Path, re
     if args.select:
         cmd += ["-k", args.select]
     return cmd
+
+
+def _revision_of_tests(revision: Revision, src_revision: str | None) -> dict:
+    """The revision the report names: the pin, or the copy --src-revision says the test files came from."""
+    if not src_revision:
+        return {"project": revision.project, "repo": revision.repo, "ref": revision.ref, "describe": revision.describe}
+    repo, sep, commit = src_revision.partition("@")
+    if not sep or not repo or not commit:
+        raise UpstreamError(f"--src-revision {src_revision!r}: give OWNER/REPO@COMMIT, where --src's tests came from")
+    return {
+        "project": revision.project,
+        "repo": repo,
+        "ref": commit,
+        "describe": f"test files from {repo} @ {commit[:12]}, not the pinned {revision.ref}",
+    }
 
 
 def _plate_commit() -> str | None:
@@ -299,12 +320,7 @@ def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_na
     meta = {
         "suite": suite_name,
         "device": "cpu (Triton interpreter)" if args.interpret else args.device,
-        "revision": {
-            "project": revision.project,
-            "repo": revision.repo,
-            "ref": revision.ref,
-            "describe": revision.describe,
-        },
+        "revision": _revision_of_tests(revision, args.src_revision),
         "plate_commit": _plate_commit(),
         "command": shlex.join(["python", "-m", "upstream.runner", *argv]),
         "pytest_command": shlex.join(cmd),

@@ -36,6 +36,7 @@ from .devices import (
     set_device,
     synchronize,
 )
+from .host_op_counter import host_op_scope, host_ops, reset_host_ops
 from .memory import (
     empty_cache,
     max_memory_allocated,
@@ -84,6 +85,8 @@ __all__ = [
     "get_rng_state",
     "get_rng_state_all",
     "home_domains",
+    "host_op_scope",
+    "host_ops",
     "init",
     "initial_seed",
     "is_available",
@@ -103,6 +106,7 @@ __all__ = [
     "placement",
     "placement_of",
     "reset_accumulated_memory_stats",
+    "reset_host_ops",
     "reset_peak_memory_stats",
     "seed",
     "seed_all",

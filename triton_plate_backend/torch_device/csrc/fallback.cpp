@@ -145,6 +145,7 @@ void plate_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t begin = stack->size() - args.size();
   const auto target = target_device(op, stack, begin);
   const std::vector<c10::IValue> originals(stack->begin() + begin, stack->end());
+  count_host_op(name);
 
   struct Copied {
     at::Tensor plate, host;  // an out= argument: computed on a CPU copy, copied back

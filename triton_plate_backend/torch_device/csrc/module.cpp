@@ -150,7 +150,63 @@ PyObject* elapsed_time(PyObject* /*self*/, PyObject* args) {
   PLATE_PY_END
 }
 
+PyObject* to_dict(const plate::HostOpCounts& counts) {
+  PyObject* d = PyDict_New();
+  for (const auto& [name, n] : counts) {
+    PyObject* v = PyLong_FromLongLong(n);
+    if (d == nullptr || v == nullptr || PyDict_SetItemString(d, name.c_str(), v) != 0) {
+      Py_XDECREF(v);
+      Py_XDECREF(d);
+      return nullptr;
+    }
+    Py_DECREF(v);
+  }
+  return d;
+}
+
+PyObject* host_ops(PyObject* /*self*/, PyObject* /*unused*/) {
+  return to_dict(plate::host_op_counts());
+}
+
+PyObject* reset_host_ops(PyObject* /*self*/, PyObject* /*unused*/) {
+  plate::reset_host_op_counts();
+  Py_RETURN_NONE;
+}
+
+PyObject* watch_compiled_frames(PyObject* /*self*/, PyObject* on) {
+  plate::watch_compiled_frames(PyObject_IsTrue(on) == 1);
+  Py_RETURN_NONE;
+}
+
+PyObject* compiled_frame_host_ops(PyObject* /*self*/, PyObject* /*unused*/) {
+  return to_dict(plate::compiled_frame_host_op_counts());
+}
+
+PyObject* reset_compiled_frame_host_ops(PyObject* /*self*/, PyObject* /*unused*/) {
+  plate::reset_compiled_frame_host_op_counts();
+  Py_RETURN_NONE;
+}
+
+PyObject* enter_host_op_scope(PyObject* /*self*/, PyObject* /*unused*/) {
+  return PyLong_FromSize_t(plate::enter_host_op_scope());
+}
+
+PyObject* exit_host_op_scope(PyObject* /*self*/, PyObject* depth) {
+  const size_t d = PyLong_AsSize_t(depth);
+  if (d == static_cast<size_t>(-1) && PyErr_Occurred()) {
+    return nullptr;
+  }
+  return to_dict(plate::exit_host_op_scope(d));
+}
+
 PyMethodDef kMethods[] = {
+    {"_host_ops", host_ops, METH_NOARGS, "{operator name: count} of the ops the CPU fallback ran on the host."},
+    {"_reset_host_ops", reset_host_ops, METH_NOARGS, nullptr},
+    {"_watch_compiled_frames", watch_compiled_frames, METH_O, "Count host ops of compiled functions' eager code."},
+    {"_compiled_frame_host_ops", compiled_frame_host_ops, METH_NOARGS, "{name: count} of those ops."},
+    {"_reset_compiled_frame_host_ops", reset_compiled_frame_host_ops, METH_NOARGS, nullptr},
+    {"_enter_host_op_scope", enter_host_op_scope, METH_NOARGS, "Open a host-op scope of this thread; its depth."},
+    {"_exit_host_op_scope", exit_host_op_scope, METH_O, "Close the scope of that depth: its {name: count}."},
     {"_set_runtime", set_runtime, METH_O, "Register the Python runtime object (alloc/free/now_ns/...)."},
     {"_stop_runtime", stop_runtime, METH_NOARGS, "Stop calling Python (interpreter shutdown)."},
     {"_track_host_writes", track_host_writes, METH_O, "Report host writes to the runtime's wrote() (init sanitizer)."},

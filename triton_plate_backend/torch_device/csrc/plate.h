@@ -12,7 +12,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
+#include <vector>
 
 typedef struct _object PyObject;  // Python.h stays out of the headers the kernels include
 
@@ -31,6 +33,9 @@ constexpr c10::DeviceType kPlate = c10::DeviceType::PrivateUse1;
 void set_runtime(PyObject* runtime);
 // After interpreter shutdown begins nothing calls Python any more (frees become no-ops).
 void stop_runtime();
+// Is this thread running a function torch.compile wraps (Dynamo's frame hook is set), outside its compiled
+// graphs (Dynamo switches the hook off inside them)? Takes the GIL; false once Python is unusable.
+bool in_compiled_frame();
 
 void* runtime_alloc(size_t nbytes, c10::DeviceIndex device);  // throws c10::OutOfMemoryError on OOM
 void runtime_free(void* ptr, c10::DeviceIndex device) noexcept;
@@ -81,5 +86,19 @@ void check_device_bytes(const at::Tensor& t, const char* what);
 at::Tensor host_alias(const at::Tensor& t, const char* what);
 // Report a host write to a plate tensor: its whole extent counts as written (runtime_wrote).
 void note_host_write(const at::Tensor& t);
+
+// ---- host ops (host_ops.cpp) ------------------------------------------------------------------------
+// What the CPU fallback ran on the host, by operator name: process-wide, and per scope of one thread.
+using HostOpCounts = std::vector<std::pair<std::string, int64_t>>;
+void count_host_op(const std::string& name);  // called by the fallback for every op it runs
+HostOpCounts host_op_counts();
+void reset_host_op_counts();
+size_t enter_host_op_scope();  // returns the scope's depth, to hand to exit_host_op_scope
+HostOpCounts exit_host_op_scope(size_t depth);  // the ops this thread ran on the host since the enter
+// Host ops outside any scope while a compiled function's eager code ran (its graph breaks), kept apart
+// once watching is on (it takes the GIL per host op, so it is off until asked for).
+void watch_compiled_frames(bool on);
+HostOpCounts compiled_frame_host_op_counts();
+void reset_compiled_frame_host_op_counts();
 
 }  // namespace plate

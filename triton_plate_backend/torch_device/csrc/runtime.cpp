@@ -149,6 +149,14 @@ void stop_runtime() {
   g_alive.store(false);
 }
 
+bool in_compiled_frame() {
+  if (!python_usable() || g_set_eval_frame == nullptr) {
+    return false;
+  }
+  Gil gil;  // puts Dynamo's hook back on exit: what it swapped out is the answer
+  return gil.dynamo_callback != nullptr && gil.dynamo_callback != Py_None;
+}
+
 void* runtime_alloc(size_t nbytes, c10::DeviceIndex device) {
   TORCH_CHECK(python_usable(), "plate: cannot allocate ", nbytes, " bytes on plate:", int(device),
               ": the Python runtime is gone (interpreter shutdown) or not registered");

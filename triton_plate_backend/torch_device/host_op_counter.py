@@ -1,0 +1,73 @@
+"""Host ops: the aten ops that ran on the host for plate tensors through the device's CPU fallback
+(csrc/fallback.cpp), counted and named by the extension (csrc/host_ops.cpp).
+
+Every op without a plate kernel computes its CPU kernel on the host, outside the modeled clock. The counts
+cover the whole process (eager code and compiled graphs alike); ``host_op_scope()`` gives those of one
+thread between two points (the host ops of one run of a compiled graph, say). Once
+``watch_compiled_frames(True)``, the ops that run outside any scope while a torch.compile'd function runs
+its own eager code (the code at its graph breaks: Dynamo's frame hook is set there) are also kept apart,
+``compiled_frame_host_ops()``; watching takes the GIL once per host op, so it is off until asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Iterator
+
+from . import _registration
+
+
+def op_name(operator: str) -> str:
+    """``aten::mm.out`` -> ``aten.mm``: the op without its overload, spelled as torch.ops spells it."""
+    return operator.split(".", 1)[0].replace("::", ".")
+
+
+def _named(counts: dict[str, int]) -> Counter[str]:
+    named: Counter[str] = Counter()
+    for operator, n in counts.items():
+        named[op_name(operator)] += n
+    return named
+
+
+def host_ops() -> Counter[str]:
+    """``{"aten.mm": 3, ...}``: the ops the host ran for plate tensors since the last reset."""
+    return _named(_registration.extension()._host_ops())
+
+
+def reset_host_ops() -> None:
+    _registration.extension()._reset_host_ops()
+
+
+def enter_scope() -> int:
+    """Open a host-op scope on this thread; returns the token ``exit_scope`` takes."""
+    return _registration.extension()._enter_host_op_scope()
+
+
+def exit_scope(token: int) -> Counter[str]:
+    """Close the scope ``token`` opened (and any left open inside it): the host ops this thread ran in it."""
+    return _named(_registration.extension()._exit_host_op_scope(token))
+
+
+@contextlib.contextmanager
+def host_op_scope() -> Iterator[Counter[str]]:
+    """``with host_op_scope() as ops:``; after the block, ``ops`` holds the host ops this thread ran in it."""
+    ops: Counter[str] = Counter()
+    token = enter_scope()
+    try:
+        yield ops
+    finally:
+        ops.update(exit_scope(token))
+
+
+def watch_compiled_frames(on: bool = True) -> None:
+    _registration.extension()._watch_compiled_frames(on)
+
+
+def compiled_frame_host_ops() -> Counter[str]:
+    """The host ops a compiled function's eager code ran (outside its graphs) since the last reset."""
+    return _named(_registration.extension()._compiled_frame_host_ops())
+
+
+def reset_compiled_frame_host_ops() -> None:
+    _registration.extension()._reset_compiled_frame_host_ops()
