@@ -1,6 +1,7 @@
 """The simulator's fast paths give the results of the plain code, bit for bit: one program's strided DMA
 (sim/dma_one.py) against the batched code in sim/dma.py, a hot CAS run against an element-by-element
-loop, a packed trace against the trace it packs."""
+loop, a packed trace against the trace it packs, merged runs of compute-engine steps against step by
+step timing, m.mma's in-place widened f32 sum (on threads) against the plain expression."""
 
 import numpy as np
 import pytest
@@ -188,3 +189,101 @@ def test_a_digest_sees_every_field():
     c = _trace(np.random.default_rng(1))
     c.entries[3] = TraceEntry(c.entries[3].pc, c.entries[3].programs.copy())  # same values, not shared
     assert a.digest() != c.digest()
+
+
+# ---- level-1 timing: runs of compute-engine steps merged ---------------------------------------------
+def _run_program():
+    """Loads, waits, a fence, chains of compute over overlapping tiles, scalar runs, a store."""
+    from triton_plate_backend.isa.program import Inst, Program, Tile
+
+    tiles = [Tile(0, "f32", (1024,)), Tile(4096, "f32", (1024,)), Tile(8192, "f32", (1024,)), Tile(0, "f32", (512,))]
+    load = lambda q, t: Inst("dma.load", (), (q, t, 0, (1,), (2,), (1,), 0))  # noqa: E731
+    store = lambda q, t: Inst("dma.store", (), (q, t, 0, (1,), (2,), (1,)))  # noqa: E731
+    ins = [
+        Inst("s.li", (), (0, 0)),
+        load(0, 0),
+        load(1, 1),
+        Inst("s.li", (), (1, 0)),
+        Inst("dma.wait", (), (0,)),
+        Inst("v.exp", (), (2, 0)),
+        Inst("s.li", (), (2, 0)),
+        Inst("dma.wait", (), (1,)),
+        Inst("v.add", (), (3, 1, 2)),
+        Inst("v.exp", (), (1, 3)),
+        Inst("fence", ("acq_rel",), ()),
+        Inst("v.exp", (), (0, 2)),
+        store(2, 0),
+        Inst("v.exp", (), (2, 1)),
+        Inst("v.exp", (), (3, 2)),
+        store(3, 2),
+        Inst("halt"),
+    ]
+    return Program("runs", ins, tiles, consts=[0])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31), st.sampled_from([1, 5, 40, 100]), st.sampled_from(["round_robin", "blocked"]))
+def test_merged_compute_runs_time_as_step_by_step(seed, nprog, policy):
+    from triton_plate_backend.machine import get_machine
+    from triton_plate_backend.sim import replay
+    from triton_plate_backend.sim.timing import simulate_timing
+
+    machine = get_machine("plate1")
+    prog = _run_program()
+    rng = np.random.default_rng(seed)
+    allp = np.arange(nprog)
+    some = np.flatnonzero(rng.random(nprog) < 0.5) if nprog > 1 else allp
+    entries = []
+    for pc, ins in enumerate(prog.instrs):
+        who = some if ins.mnemonic == "v.exp" and pc > 10 and some.size else allp  # a branch skips a part
+        for _ in range(2 if pc in (5, 9) else 1):  # a loop runs these twice
+            if ins.row.unit in ("dma_in", "dma_out"):
+                b = rng.integers(0, 3, (who.size, machine.total_domains)) * rng.uniform(100, 9000)
+                entries.append(TraceEntry(pc, who, b, np.full(who.size, 1024), np.full(who.size, 3)))
+            else:
+                entries.append(TraceEntry(pc, who))
+    trace = Trace(prog, (nprog, 1, 1), entries)
+    merged = simulate_timing(trace, machine, policy=policy)
+    replay.MERGE_RUNS = False
+    try:
+        plain = simulate_timing(trace, machine, policy=policy)
+    finally:
+        replay.MERGE_RUNS = True
+    assert merged.cycles == plain.cycles
+    for field in ("busy_by_core", "read_bytes", "write_bytes"):
+        np.testing.assert_array_equal(getattr(merged, field), getattr(plain, field))
+    assert (merged.instr_count, merged.dma_count, merged.flops) == (plain.instr_count, plain.dma_count, plain.flops)
+
+
+# ---- m.mma: narrow inputs into an f32 accumulator, widened in place, rows on threads -----------------
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"])
+def test_widening_is_the_cast(dtype):
+    import ml_dtypes
+
+    from triton_plate_backend.sim.sem_matrix import _widen_into
+
+    dt = np.dtype(getattr(ml_dtypes, dtype, None) or dtype)
+    x = np.arange(2 ** (8 * dt.itemsize), dtype=f"u{dt.itemsize}").view(dt)  # every bit pattern
+    out = np.empty(x.shape, np.float32)
+    _widen_into(x, out)
+    np.testing.assert_array_equal(out.view(np.uint32), x.astype(np.float32).view(np.uint32))
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_narrow_mma_in_place_is_the_plain_sum(monkeypatch, threads):
+    import ml_dtypes
+
+    from triton_plate_backend.sim import parallel
+    from triton_plate_backend.sim.sem_matrix import _narrow_into
+
+    monkeypatch.setattr(parallel, "MIN_WORK", 1)
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    rng = np.random.default_rng(threads)
+    a = rng.standard_normal((7, 32, 64)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((7, 64, 32)).astype(np.float32).astype(ml_dtypes.bfloat16)
+    a[0, 0, 0], a[1, 2, 3] = np.inf, np.nan
+    sram = rng.standard_normal((7, 2 * 32 * 32)).astype(np.float32)
+    c = sram[:, ::2].reshape(7, 32, 32)  # a strided view, like a tile in SRAM rows
+    want = c + np.matmul(a.astype(np.float32), b.astype(np.float32))
+    _narrow_into(a, b, c)
+    np.testing.assert_array_equal(c.view(np.uint32), want.view(np.uint32))
