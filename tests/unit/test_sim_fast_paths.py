@@ -287,3 +287,52 @@ def test_narrow_mma_in_place_is_the_plain_sum(monkeypatch, threads):
     want = c + np.matmul(a.astype(np.float32), b.astype(np.float32))
     _narrow_into(a, b, c)
     np.testing.assert_array_equal(c.view(np.uint32), want.view(np.uint32))
+
+
+def test_widened_operands_are_reused_only_while_sram_is_unchanged():
+    """Consecutive m.mma of a context reuse A and B widened; a write to them (by an accumulator
+    aliasing A, or by any other instruction in between) makes the next m.mma widen afresh."""
+    import ml_dtypes
+
+    from triton_plate_backend.isa.program import Inst, Program, Tile
+    from triton_plate_backend.sim.executor import new_context
+    from triton_plate_backend.sim.semantics import SEMANTICS
+
+    tiles = [
+        Tile(0, "bf16", (4, 8)),  # t0: A
+        Tile(64, "bf16", (8, 4)),  # t1: B0
+        Tile(128, "bf16", (8, 4)),  # t2: B1
+        Tile(256, "f32", (4, 4)),  # t3: C0
+        Tile(320, "f32", (4, 4)),  # t4: C1
+        Tile(0, "f32", (2, 4)),  # t5: an accumulator over A's first 32 bytes
+        Tile(384, "bf16", (2, 4)),  # t6
+        Tile(400, "bf16", (4, 4)),  # t7
+    ]
+    mma = lambda c, a, b: Inst("m.mma", ("ieee",), (c, a, b))  # noqa: E731
+    prog = Program("mmas", [mma(3, 0, 1), mma(4, 0, 2), mma(5, 6, 7), mma(3, 0, 1), mma(4, 0, 2)], tiles)
+    ctx = new_context(prog, grid=3)
+    rng = np.random.default_rng(0)
+    for t in (0, 1, 2, 6, 7):
+        ctx.write(t, rng.standard_normal((3, *tiles[t].shape)).astype(ml_dtypes.bfloat16))
+    for t in (3, 4):
+        ctx.write(t, rng.standard_normal((3, 4, 4)).astype(np.float32))
+    want = ctx.sram.copy()
+
+    def plain(sram, c, a, b):  # the plain rule on a copy of SRAM
+        view = lambda t: np.ndarray(  # noqa: E731
+            (3, *tiles[t].shape), np.float32 if tiles[t].dtype == "f32" else ml_dtypes.bfloat16, sram, tiles[t].addr,
+            (sram.shape[1], tiles[t].shape[1] * tiles[t].itemsize, tiles[t].itemsize),
+        )  # fmt: skip
+        view(c)[...] = view(c) + np.matmul(view(a).astype(np.float32), view(b).astype(np.float32))
+
+    steps = [1, 2, 3, 4, 6]  # the last m.mma comes after another instruction (ctx.write below)
+    for i, ins in enumerate(prog.instrs):
+        if i == 4:
+            ctx.write(0, np.ones((3, 4, 8), ml_dtypes.bfloat16))
+            want_view = np.ndarray((3, 4, 8), ml_dtypes.bfloat16, want, 0, (want.shape[1], 16, 2))
+            want_view[...] = 1
+        ctx.launch.steps = steps[i]
+        SEMANTICS["m.mma"](ctx, ins)
+        plain(want, *ins.operands)
+        np.testing.assert_array_equal(ctx.sram, want, err_msg=f"after m.mma #{i}")
+    assert ctx.mma_widened[0] == 6 and set(ctx.mma_widened[2]) == {0, 2}
