@@ -1,7 +1,8 @@
 """The simulator's fast paths give the results of the plain code, bit for bit: one program's strided DMA
 (sim/dma_one.py) against the batched code in sim/dma.py, a hot CAS run against an element-by-element
 loop, a packed trace against the trace it packs, merged runs of compute-engine steps against step by
-step timing, m.mma's in-place widened f32 sum (on threads) against the plain expression."""
+step timing, m.mma's in-place widened f32 sum (on threads) against the plain expression, max/min with
+ordered zeros against their np.where form."""
 
 import numpy as np
 import pytest
@@ -336,3 +337,30 @@ def test_widened_operands_are_reused_only_while_sram_is_unchanged():
         plain(want, *ins.operands)
         np.testing.assert_array_equal(ctx.sram, want, err_msg=f"after m.mma #{i}")
     assert ctx.mma_widened[0] == 6 and set(ctx.mma_widened[2]) == {0, 2}
+
+
+# ---- max / min with ordered zeros: bit operations on equal operands against the np.where form ---------
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_zero_ordered_max_min_are_the_where_form(dtype):
+    from triton_plate_backend.sim import sem_vector as sv
+
+    def plain_max(fn):
+        return lambda a, b: np.where(a == b, np.where(np.signbit(a), b, a), fn(a, b))
+
+    def plain_min(fn):
+        return lambda a, b: np.where(a == b, np.where(np.signbit(a), a, b), fn(a, b))
+
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0, 5e-324, -5e-324, 2.0]
+    vals = np.concatenate([special, np.random.default_rng(0).standard_normal(20)]).astype(dtype)
+    a, b = np.meshgrid(vals, vals)
+    pairs = [(a, b), (a[:, :1], b), (a[::2], b[::2]), (a.T, b), (dtype(-0.0), dtype(0.0)), (a[0, 1], b[0, 1])]
+    for fast, plain in (
+        (sv._maximum, plain_max(np.maximum)),
+        (sv._minimum, plain_min(np.minimum)),
+        (sv._maxnum, plain_max(np.fmax)),
+        (sv._minnum, plain_min(np.fmin)),
+    ):
+        for x, y in pairs:
+            got, want = np.asarray(fast(x, y)), np.asarray(plain(x, y))
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert got.tobytes() == want.tobytes()
