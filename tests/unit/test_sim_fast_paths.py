@@ -364,3 +364,36 @@ def test_zero_ordered_max_min_are_the_where_form(dtype):
             got, want = np.asarray(fast(x, y)), np.asarray(plain(x, y))
             assert got.dtype == want.dtype and got.shape == want.shape
             assert got.tobytes() == want.tobytes()
+
+
+# ---- strided DMA: evenly spaced programs through one view, large tiles copied program by program ------
+@pytest.mark.parametrize("order", ["even", "shuffled"])
+@pytest.mark.parametrize("masked", [False, True])
+def test_strided_load_into_sram_and_store_from_it_match_the_gather(mem, order, masked):
+    rows, cols, nprog = 64, 48, 12  # 3072 elements per program: the program-by-program copy
+    a = mem.alloc(nprog * rows * cols * 4 + 4096, "interleaved")
+    src = np.random.default_rng(1).standard_normal(nprog * rows * cols).astype(np.float32)
+    mem.write_bytes(a.base, src.tobytes())
+    progs = np.arange(nprog) if order == "even" else np.random.default_rng(2).permutation(nprog)
+    base = a.base + progs * rows * cols * 4
+    strides, lo = np.array([cols, 1]), np.zeros(2, np.int64)
+    hi = np.array([rows - 3, cols]) if masked else np.array([rows, cols])
+    want = src.reshape(nprog, rows, cols)[progs].copy()
+    if masked:
+        want[:, rows - 3 :] = -1.0
+    plain, t1 = dma.load_strided(mem, base, "f32", (rows, cols), strides, lo, hi, -1.0)
+    sram = np.zeros((nprog, rows * cols * 4 + 64), np.uint8)
+    into = np.ndarray((nprog, rows, cols), np.float32, sram, 64, (sram.shape[1], cols * 4, 4))
+    got, t2 = dma.load_strided(mem, base, "f32", (rows, cols), strides, lo, hi, -1.0, into=into)
+    np.testing.assert_array_equal(plain, want)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(t1.bytes_by_domain, t2.bytes_by_domain)
+    assert (got is into) == (order == "shuffled")  # evenly spaced: a view of memory the caller copies
+    if got is not into:
+        into[...] = got
+    # and back: a store from the SRAM view puts the same bytes where they came from
+    mem.write_bytes(a.base, bytes(len(src) * 4))
+    dma.store_strided(mem, base, into, strides, lo, hi, dtype="f32")
+    back = np.frombuffer(mem.read_bytes(a.base, len(src) * 4), np.float32).reshape(nprog, rows, cols)[progs]
+    np.testing.assert_array_equal(back[:, : hi[0]], want[:, : hi[0]])
+    mem.free(a.base)

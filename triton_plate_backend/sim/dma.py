@@ -427,9 +427,15 @@ def _tile_groups(box: _Box, sel: np.ndarray):
     ]
 
 
-def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill):
+_COPY_PER_PROGRAM = 2048  # elements per program from which a gather copies program by program
+
+
+def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill, into=None):
     """values[P, *shape]: element i of program p = mem[base[p] + sum_k i_k*strides[p,k]*itemsize] if
-    lo[p] <= i < hi[p] on every axis, else ``fill``. Returns (values, Traffic)."""
+    lo[p] <= i < hi[p] on every axis, else ``fill``. Returns (values, Traffic). ``into``: a
+    [P, *shape] array of the storage type (the destination tile's SRAM view) the common case
+    copies the values straight into; the values returned are then ``into`` itself, or else an
+    array the caller copies (possibly a read-only view of memory)."""
     box = _Box(base, dtype, shape, strides, lo, hi)
     fillv = fill_value(fill, dtype)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
@@ -453,7 +459,13 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         if view_ok.all() and sel.size == box.nprog:
             out = _programs_view(typed, e0, box.shape, box.strides[0], writeable=False)
             if out is None:
-                out = _view(typed, box.shape, box.strides[0])[e0]
+                view = _view(typed, box.shape, box.strides[0])
+                if into is not None and math.prod(box.shape) >= _COPY_PER_PROGRAM:  # large tiles: no gather copy
+                    for i, e in enumerate(e0.tolist()):
+                        np.copyto(into[i], view[e])
+                    out = into
+                else:
+                    out = view[e0]
             continue
         if out is None:
             out = np.empty((box.nprog, *box.shape), box.storage)
