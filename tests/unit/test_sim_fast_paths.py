@@ -2,7 +2,7 @@
 (sim/dma_one.py) against the batched code in sim/dma.py, a hot CAS run against an element-by-element
 loop, a packed trace against the trace it packs, merged runs of compute-engine steps against step by
 step timing, m.mma's in-place widened f32 sum (on threads) against the plain expression, max/min with
-ordered zeros against their np.where form."""
+ordered zeros against their np.where form, rows split across threads."""
 
 import numpy as np
 import pytest
@@ -397,3 +397,24 @@ def test_strided_load_into_sram_and_store_from_it_match_the_gather(mem, order, m
     back = np.frombuffer(mem.read_bytes(a.base, len(src) * 4), np.float32).reshape(nprog, rows, cols)[progs]
     np.testing.assert_array_equal(back[:, : hi[0]], want[:, : hi[0]])
     mem.free(a.base)
+
+
+# ---- rows on threads ------------------------------------------------------------------------------------
+def test_rows_on_threads_cover_every_row_once_and_keep_numpys_error_state(monkeypatch):
+    from triton_plate_backend.sim import parallel
+
+    monkeypatch.setattr(parallel, "MIN_WORK", 1)
+    monkeypatch.setattr(parallel, "THREADS", 3)
+    assert parallel.chunks(10, 0) == [slice(0, 10)]  # small work: one piece
+    seen = np.zeros(10, np.int64)
+
+    def count(s):
+        seen[s] += 1
+
+    parallel.for_rows(count, 10, 10**9)
+    assert (seen == 1).all() and len(parallel.chunks(10, 10**9)) == 3
+    x = np.full(30, np.inf)
+    with np.errstate(all="ignore"):
+        parallel.for_rows(lambda s: x[s] - x[s], 30, 10**9)
+    with pytest.raises(FloatingPointError), np.errstate(invalid="raise"):
+        parallel.for_rows(lambda s: x[s] - x[s], 30, 10**9)

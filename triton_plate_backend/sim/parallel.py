@@ -11,6 +11,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 MIN_WORK = 1 << 22  # below this many multiply-adds (or elements) per instruction, one thread: pool overhead
 MAX_THREADS = 4
 
@@ -52,7 +54,13 @@ def for_rows(fn, rows: int, work: int) -> None:
         for s in parts:
             fn(s)
         return
-    futures = [_get_pool().submit(fn, s) for s in parts[1:]]
+    errstate = np.geterr()  # numpy's error state is per thread: the workers take the caller's
+
+    def run(s):
+        with np.errstate(**errstate):
+            fn(s)
+
+    futures = [_get_pool().submit(run, s) for s in parts[1:]]
     try:
         fn(parts[0])
     finally:
