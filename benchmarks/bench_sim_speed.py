@@ -7,7 +7,8 @@ Kernels: those of bench_triton.py (vector add 2^20 fp32, row softmax 1024^2 fp32
 fp16 -> fp32) at the same sizes. Per kernel: plate's best launch (functional simulation; its
 level-1 timing is deferred to the clock, as in bench_triton.py), plate's best launch with its
 timing (the clock settled after each launch, every launch timed afresh), and Triton's interpreter
-(TRITON_INTERPRET=1, in a subprocess). Ratios: interpreter / plate.
+(TRITON_INTERPRET=1, in a subprocess). Each as wall and as CPU time of the process (the CPU ratio
+is the steadier one on a shared machine). Ratios: interpreter / plate.
 
 GEMM: bench/kernels.py's matmul_kernel on bf16 4096x4096 operands (C bf16, fp32 accumulation,
 GROUP_M 8), tiles 128x128x64 and 512x256x64, each in a fresh subprocess: one launch, functional
@@ -113,9 +114,8 @@ def run_gemm(n: int, tiles) -> dict:
 
 def bench_gemm(n: int) -> list[dict]:
     print(f"== bf16 GEMM {n}^3, functional + level-1 timing, one launch per fresh process ==")
-    print(
-        f"{'tiles':12} {'wall s':>7} {'functional s':>13} {'timing s':>9} {'CPU s':>6} {'RSS before MiB':>15} {'peak RSS MiB':>13}"
-    )
+    head = f"{'tiles':12} {'wall s':>7} {'functional s':>13} {'timing s':>9} {'CPU s':>6}"
+    print(f"{head} {'RSS before MiB':>15} {'peak RSS MiB':>13}")
     out = []
     for tiles in GEMM_TILES:
         r = run_gemm(n, tiles)
@@ -127,51 +127,101 @@ def bench_gemm(n: int) -> list[dict]:
     return out
 
 
-def time_plate_timed(name: str, device, repeat: int) -> float:
-    """Best ms of one launch with its level-1 timing (the clock settled, no profile reuse)."""
+def _best(fn, repeat: int) -> tuple[float, float]:
+    """(best wall ms, best CPU ms) of fn() over ``repeat`` calls."""
+    wall = cpu = float("inf")
+    for _ in range(repeat):
+        c, t = time.process_time(), time.perf_counter()
+        fn()
+        wall, cpu = min(wall, time.perf_counter() - t), min(cpu, time.process_time() - c)
+    return wall * 1e3, cpu * 1e3
+
+
+def time_plate(name: str, device, repeat: int) -> dict:
+    """Best wall and CPU ms of one launch (its timing deferred, as bench_triton.py measures it) and of
+    one launch with its level-1 timing (the clock settled, each launch timed afresh), and correctness."""
     import bench_triton
 
     import triton_plate_backend
     from triton_plate_backend.sim import clock
 
-    launch, _ = bench_triton.plate_case(name, device)
-    launch()
-    triton_plate_backend.last_profile()
-    kept, clock.PROFILES_KEPT = clock.PROFILES_KEPT, 0  # time each launch, not a copy of the last one
+    kept, clock.PROFILES_KEPT = clock.PROFILES_KEPT, 0  # time each launch, not a copy of an earlier one
     try:
-        best = float("inf")
-        for _ in range(repeat):
-            t = time.perf_counter()
+        launch, check = bench_triton.plate_case(name, device)
+        launch()
+        triton_plate_backend.last_profile()
+        wall, cpu = _best(launch, repeat)
+        try:
+            check()
+            ok = True
+        except AssertionError:
+            ok = False
+
+        def timed():
             launch()
             triton_plate_backend.last_profile()
-            best = min(best, time.perf_counter() - t)
+
+        triton_plate_backend.last_profile()
+        twall, tcpu = _best(timed, repeat)
     finally:
         clock.PROFILES_KEPT = kept
-    return best * 1e3
+    return {"plate_ms": wall, "plate_cpu_ms": cpu, "plate_timed_ms": twall, "plate_timed_cpu_ms": tcpu, "ok": ok}
+
+
+def time_interpreter(name: str, repeat: int) -> tuple[float, float] | None:
+    """Best wall and CPU ms of one launch under TRITON_INTERPRET=1, in a subprocess: triton_kernels'
+    run_interpreter, then again with its clock read as CPU time."""
+    code = (
+        f"import sys, json, time; sys.path.insert(0, {str(HERE)!r}); import triton_kernels as k; "
+        f"wall = k.run_interpreter({name!r}, repeat={repeat}); time.perf_counter = time.process_time; "
+        f"print(json.dumps([wall, k.run_interpreter({name!r}, repeat={repeat})]))"
+    )
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    env.pop("TRITON_DEFAULT_BACKEND", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=3600)
+    if r.returncode != 0:
+        print(f"  interpreter run of {name} failed: {r.stderr.strip().splitlines()[-1:]}")
+        return None
+    return tuple(json.loads(r.stdout.strip().splitlines()[-1]))
 
 
 def bench_kernels(repeat: int, interpreter: bool) -> list[dict]:
     import bench_triton
 
     device = bench_triton._plate_device()
-    print(f"== benchmark kernels: plate vs TRITON_INTERPRET=1, best of {repeat} ==")
-    head = f"{'kernel':9} {'plate ms':>9} {'+timing ms':>11} {'interp ms':>10} {'speedup':>8} {'with timing':>12}"
-    print(f"{head} {'ok':>5}")
+    print(f"== benchmark kernels: plate vs TRITON_INTERPRET=1, best of {repeat}; wall ms / CPU ms ==")
+    print(
+        f"{'kernel':9} {'plate':>13} {'plate+timing':>13} {'interpreter':>15} {'speedup':>13} "
+        f"{'with timing':>13} {'ok':>5}"
+    )
     rows = []
     for name in bench_triton.KERNELS:
-        _, best, _, ok = bench_triton.time_plate(name, device, repeat)
-        timed = time_plate_timed(name, device, repeat)
-        interp = bench_triton.time_interpreter(name, repeat) if interpreter else None
-        rows.append({"kernel": name, "plate_ms": best, "plate_timed_ms": timed, "interp_ms": interp, "ok": ok})
-        r1 = f"{interp / best:.1f}x" if interp else "-"
-        r2 = f"{interp / timed:.1f}x" if interp else "-"
+        r = {"kernel": name, **time_plate(name, device, repeat)}
+        interp = time_interpreter(name, repeat) if interpreter else None
+        r["interp_ms"], r["interp_cpu_ms"] = interp if interp else (None, None)
+        rows.append(r)
+
+        def ratio(a, b):
+            return f"{a / b:.0f}x" if a else "-"
+
         print(
-            f"{name:9} {best:9.2f} {timed:11.2f} {(f'{interp:.1f}' if interp else '-'):>10} {r1:>8} {r2:>12} {ok!s:>5}"
+            f"{name:9} {r['plate_ms']:6.1f}/{r['plate_cpu_ms']:6.1f} {r['plate_timed_ms']:6.1f}/"
+            f"{r['plate_timed_cpu_ms']:6.1f} "
+            + (f"{r['interp_ms']:7.0f}/{r['interp_cpu_ms']:7.0f}" if interp else f"{'-':>15}")
+            + f" {ratio(r['interp_ms'], r['plate_ms']):>6}/{ratio(r['interp_cpu_ms'], r['plate_cpu_ms']):>6}"
+            f" {ratio(r['interp_ms'], r['plate_timed_ms']):>6}/{ratio(r['interp_cpu_ms'], r['plate_timed_cpu_ms']):>6}"
+            f" {r['ok']!s:>5}"
         )
     if interpreter and all(r["interp_ms"] for r in rows):
-        g1 = bench_triton.geomean([r["interp_ms"] / r["plate_ms"] for r in rows])
-        g2 = bench_triton.geomean([r["interp_ms"] / r["plate_timed_ms"] for r in rows])
-        print(f"geomean speedup over TRITON_INTERPRET=1: {g1:.1f}x, with timing {g2:.1f}x (target >= 100x)")
+        g = {
+            f"{k} {c}": bench_triton.geomean([r[f"interp{c}"] / r[f"plate{k}{c}"] for r in rows])
+            for k in ("", "_timed")
+            for c in ("_ms", "_cpu_ms")
+        }
+        print(
+            f"geomean speedup over TRITON_INTERPRET=1 (target >= 100x): wall {g[' _ms']:.1f}x, CPU "
+            f"{g[' _cpu_ms']:.1f}x; with timing: wall {g['_timed _ms']:.1f}x, CPU {g['_timed _cpu_ms']:.1f}x"
+        )
     return rows
 
 
