@@ -93,6 +93,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.sim.sem_vector",
         f"{TPB}.sim.sem_scalar",
         f"{TPB}.sim.sem_tile",
+        f"{TPB}.sim.parallel",
         f"{TPB}.sim.sem_matrix",
         f"{TPB}.sim.sem_memory",
         f"{TPB}.sim.semantics",

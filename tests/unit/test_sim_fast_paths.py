@@ -1,6 +1,8 @@
 """The simulator's fast paths give the results of the plain code, bit for bit: one program's strided DMA
 (sim/dma_one.py) against the batched code in sim/dma.py, a hot CAS run against an element-by-element
-loop, a packed trace against the trace it packs."""
+loop, a packed trace against the trace it packs, merged runs of compute-engine steps against step by
+step timing, m.mma's in-place widened f32 sum (on threads) against the plain expression, max/min with
+ordered zeros against their np.where form, rows split across threads."""
 
 import numpy as np
 import pytest
@@ -188,3 +190,231 @@ def test_a_digest_sees_every_field():
     c = _trace(np.random.default_rng(1))
     c.entries[3] = TraceEntry(c.entries[3].pc, c.entries[3].programs.copy())  # same values, not shared
     assert a.digest() != c.digest()
+
+
+# ---- level-1 timing: runs of compute-engine steps merged ---------------------------------------------
+def _run_program():
+    """Loads, waits, a fence, chains of compute over overlapping tiles, scalar runs, a store."""
+    from triton_plate_backend.isa.program import Inst, Program, Tile
+
+    tiles = [Tile(0, "f32", (1024,)), Tile(4096, "f32", (1024,)), Tile(8192, "f32", (1024,)), Tile(0, "f32", (512,))]
+    load = lambda q, t: Inst("dma.load", (), (q, t, 0, (1,), (2,), (1,), 0))  # noqa: E731
+    store = lambda q, t: Inst("dma.store", (), (q, t, 0, (1,), (2,), (1,)))  # noqa: E731
+    ins = [
+        Inst("s.li", (), (0, 0)),
+        load(0, 0),
+        load(1, 1),
+        Inst("s.li", (), (1, 0)),
+        Inst("dma.wait", (), (0,)),
+        Inst("v.exp", (), (2, 0)),
+        Inst("s.li", (), (2, 0)),
+        Inst("dma.wait", (), (1,)),
+        Inst("v.add", (), (3, 1, 2)),
+        Inst("v.exp", (), (1, 3)),
+        Inst("fence", ("acq_rel",), ()),
+        Inst("v.exp", (), (0, 2)),
+        store(2, 0),
+        Inst("v.exp", (), (2, 1)),
+        Inst("v.exp", (), (3, 2)),
+        store(3, 2),
+        Inst("halt"),
+    ]
+    return Program("runs", ins, tiles, consts=[0])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31), st.sampled_from([1, 5, 40, 100]), st.sampled_from(["round_robin", "blocked"]))
+def test_merged_compute_runs_time_as_step_by_step(seed, nprog, policy):
+    from triton_plate_backend.machine import get_machine
+    from triton_plate_backend.sim import replay
+    from triton_plate_backend.sim.timing import simulate_timing
+
+    machine = get_machine("plate1")
+    prog = _run_program()
+    rng = np.random.default_rng(seed)
+    allp = np.arange(nprog)
+    some = np.flatnonzero(rng.random(nprog) < 0.5) if nprog > 1 else allp
+    entries = []
+    for pc, ins in enumerate(prog.instrs):
+        who = some if ins.mnemonic == "v.exp" and pc > 10 and some.size else allp  # a branch skips a part
+        for _ in range(2 if pc in (5, 9) else 1):  # a loop runs these twice
+            if ins.row.unit in ("dma_in", "dma_out"):
+                b = rng.integers(0, 3, (who.size, machine.total_domains)) * rng.uniform(100, 9000)
+                entries.append(TraceEntry(pc, who, b, np.full(who.size, 1024), np.full(who.size, 3)))
+            else:
+                entries.append(TraceEntry(pc, who))
+    trace = Trace(prog, (nprog, 1, 1), entries)
+    merged = simulate_timing(trace, machine, policy=policy)
+    replay.MERGE_RUNS = False
+    try:
+        plain = simulate_timing(trace, machine, policy=policy)
+    finally:
+        replay.MERGE_RUNS = True
+    assert merged.cycles == plain.cycles
+    for field in ("busy_by_core", "read_bytes", "write_bytes"):
+        np.testing.assert_array_equal(getattr(merged, field), getattr(plain, field))
+    assert (merged.instr_count, merged.dma_count, merged.flops) == (plain.instr_count, plain.dma_count, plain.flops)
+
+
+# ---- m.mma: narrow inputs into an f32 accumulator, widened in place, rows on threads -----------------
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float8_e4m3fn", "float8_e5m2"])
+def test_widening_is_the_cast(dtype):
+    import ml_dtypes
+
+    from triton_plate_backend.sim.sem_matrix import _widen_into
+
+    dt = np.dtype(getattr(ml_dtypes, dtype, None) or dtype)
+    x = np.arange(2 ** (8 * dt.itemsize), dtype=f"u{dt.itemsize}").view(dt)  # every bit pattern
+    out = np.empty(x.shape, np.float32)
+    _widen_into(x, out)
+    np.testing.assert_array_equal(out.view(np.uint32), x.astype(np.float32).view(np.uint32))
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_narrow_mma_in_place_is_the_plain_sum(monkeypatch, threads):
+    import ml_dtypes
+
+    from triton_plate_backend.sim import parallel
+    from triton_plate_backend.sim.sem_matrix import _narrow_into
+
+    monkeypatch.setattr(parallel, "MIN_WORK", 1)
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    rng = np.random.default_rng(threads)
+    a = rng.standard_normal((7, 32, 64)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((7, 64, 32)).astype(np.float32).astype(ml_dtypes.bfloat16)
+    a[0, 0, 0], a[1, 2, 3] = np.inf, np.nan
+    sram = rng.standard_normal((7, 2 * 32 * 32)).astype(np.float32)
+    c = sram[:, ::2].reshape(7, 32, 32)  # a strided view, like a tile in SRAM rows
+    want = c + np.matmul(a.astype(np.float32), b.astype(np.float32))
+    _narrow_into(a, b, c)
+    np.testing.assert_array_equal(c.view(np.uint32), want.view(np.uint32))
+
+
+def test_widened_operands_are_reused_only_while_sram_is_unchanged():
+    """Consecutive m.mma of a context reuse A and B widened; a write to them (by an accumulator
+    aliasing A, or by any other instruction in between) makes the next m.mma widen afresh."""
+    import ml_dtypes
+
+    from triton_plate_backend.isa.program import Inst, Program, Tile
+    from triton_plate_backend.sim.executor import new_context
+    from triton_plate_backend.sim.semantics import SEMANTICS
+
+    tiles = [
+        Tile(0, "bf16", (4, 8)),  # t0: A
+        Tile(64, "bf16", (8, 4)),  # t1: B0
+        Tile(128, "bf16", (8, 4)),  # t2: B1
+        Tile(256, "f32", (4, 4)),  # t3: C0
+        Tile(320, "f32", (4, 4)),  # t4: C1
+        Tile(0, "f32", (2, 4)),  # t5: an accumulator over A's first 32 bytes
+        Tile(384, "bf16", (2, 4)),  # t6
+        Tile(400, "bf16", (4, 4)),  # t7
+    ]
+    mma = lambda c, a, b: Inst("m.mma", ("ieee",), (c, a, b))  # noqa: E731
+    prog = Program("mmas", [mma(3, 0, 1), mma(4, 0, 2), mma(5, 6, 7), mma(3, 0, 1), mma(4, 0, 2)], tiles)
+    ctx = new_context(prog, grid=3)
+    rng = np.random.default_rng(0)
+    for t in (0, 1, 2, 6, 7):
+        ctx.write(t, rng.standard_normal((3, *tiles[t].shape)).astype(ml_dtypes.bfloat16))
+    for t in (3, 4):
+        ctx.write(t, rng.standard_normal((3, 4, 4)).astype(np.float32))
+    want = ctx.sram.copy()
+
+    def plain(sram, c, a, b):  # the plain rule on a copy of SRAM
+        view = lambda t: np.ndarray(  # noqa: E731
+            (3, *tiles[t].shape), np.float32 if tiles[t].dtype == "f32" else ml_dtypes.bfloat16, sram, tiles[t].addr,
+            (sram.shape[1], tiles[t].shape[1] * tiles[t].itemsize, tiles[t].itemsize),
+        )  # fmt: skip
+        view(c)[...] = view(c) + np.matmul(view(a).astype(np.float32), view(b).astype(np.float32))
+
+    steps = [1, 2, 3, 4, 6]  # the last m.mma comes after another instruction (ctx.write below)
+    for i, ins in enumerate(prog.instrs):
+        if i == 4:
+            ctx.write(0, np.ones((3, 4, 8), ml_dtypes.bfloat16))
+            want_view = np.ndarray((3, 4, 8), ml_dtypes.bfloat16, want, 0, (want.shape[1], 16, 2))
+            want_view[...] = 1
+        ctx.launch.steps = steps[i]
+        SEMANTICS["m.mma"](ctx, ins)
+        plain(want, *ins.operands)
+        np.testing.assert_array_equal(ctx.sram, want, err_msg=f"after m.mma #{i}")
+    assert ctx.mma_widened[0] == 6 and set(ctx.mma_widened[2]) == {0, 2}
+
+
+# ---- max / min with ordered zeros: bit operations on equal operands against the np.where form ---------
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_zero_ordered_max_min_are_the_where_form(dtype):
+    from triton_plate_backend.sim import sem_vector as sv
+
+    def plain_max(fn):
+        return lambda a, b: np.where(a == b, np.where(np.signbit(a), b, a), fn(a, b))
+
+    def plain_min(fn):
+        return lambda a, b: np.where(a == b, np.where(np.signbit(a), a, b), fn(a, b))
+
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0, 5e-324, -5e-324, 2.0]
+    vals = np.concatenate([special, np.random.default_rng(0).standard_normal(20)]).astype(dtype)
+    a, b = np.meshgrid(vals, vals)
+    pairs = [(a, b), (a[:, :1], b), (a[::2], b[::2]), (a.T, b), (dtype(-0.0), dtype(0.0)), (a[0, 1], b[0, 1])]
+    for fast, plain in (
+        (sv._maximum, plain_max(np.maximum)),
+        (sv._minimum, plain_min(np.minimum)),
+        (sv._maxnum, plain_max(np.fmax)),
+        (sv._minnum, plain_min(np.fmin)),
+    ):
+        for x, y in pairs:
+            got, want = np.asarray(fast(x, y)), np.asarray(plain(x, y))
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert got.tobytes() == want.tobytes()
+
+
+# ---- strided DMA: evenly spaced programs through one view, large tiles copied program by program ------
+@pytest.mark.parametrize("order", ["even", "shuffled"])
+@pytest.mark.parametrize("masked", [False, True])
+def test_strided_load_into_sram_and_store_from_it_match_the_gather(mem, order, masked):
+    rows, cols, nprog = 64, 48, 12  # 3072 elements per program: the program-by-program copy
+    a = mem.alloc(nprog * rows * cols * 4 + 4096, "interleaved")
+    src = np.random.default_rng(1).standard_normal(nprog * rows * cols).astype(np.float32)
+    mem.write_bytes(a.base, src.tobytes())
+    progs = np.arange(nprog) if order == "even" else np.random.default_rng(2).permutation(nprog)
+    base = a.base + progs * rows * cols * 4
+    strides, lo = np.array([cols, 1]), np.zeros(2, np.int64)
+    hi = np.array([rows - 3, cols]) if masked else np.array([rows, cols])
+    want = src.reshape(nprog, rows, cols)[progs].copy()
+    if masked:
+        want[:, rows - 3 :] = -1.0
+    plain, t1 = dma.load_strided(mem, base, "f32", (rows, cols), strides, lo, hi, -1.0)
+    sram = np.zeros((nprog, rows * cols * 4 + 64), np.uint8)
+    into = np.ndarray((nprog, rows, cols), np.float32, sram, 64, (sram.shape[1], cols * 4, 4))
+    got, t2 = dma.load_strided(mem, base, "f32", (rows, cols), strides, lo, hi, -1.0, into=into)
+    np.testing.assert_array_equal(plain, want)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(t1.bytes_by_domain, t2.bytes_by_domain)
+    assert (got is into) == (order == "shuffled")  # evenly spaced: a view of memory the caller copies
+    if got is not into:
+        into[...] = got
+    # and back: a store from the SRAM view puts the same bytes where they came from
+    mem.write_bytes(a.base, bytes(len(src) * 4))
+    dma.store_strided(mem, base, into, strides, lo, hi, dtype="f32")
+    back = np.frombuffer(mem.read_bytes(a.base, len(src) * 4), np.float32).reshape(nprog, rows, cols)[progs]
+    np.testing.assert_array_equal(back[:, : hi[0]], want[:, : hi[0]])
+    mem.free(a.base)
+
+
+# ---- rows on threads ------------------------------------------------------------------------------------
+def test_rows_on_threads_cover_every_row_once_and_keep_numpys_error_state(monkeypatch):
+    from triton_plate_backend.sim import parallel
+
+    monkeypatch.setattr(parallel, "MIN_WORK", 1)
+    monkeypatch.setattr(parallel, "THREADS", 3)
+    assert parallel.chunks(10, 0) == [slice(0, 10)]  # small work: one piece
+    seen = np.zeros(10, np.int64)
+
+    def count(s):
+        seen[s] += 1
+
+    parallel.for_rows(count, 10, 10**9)
+    assert (seen == 1).all() and len(parallel.chunks(10, 10**9)) == 3
+    x = np.full(30, np.inf)
+    with np.errstate(all="ignore"):
+        parallel.for_rows(lambda s: x[s] - x[s], 30, 10**9)
+    with pytest.raises(FloatingPointError), np.errstate(invalid="raise"):
+        parallel.for_rows(lambda s: x[s] - x[s], 30, 10**9)

@@ -385,6 +385,27 @@ def _view(flat: np.ndarray, extent, strides) -> np.ndarray:
     return view.view(flat.dtype)
 
 
+def _programs_view(flat: np.ndarray, e0: np.ndarray, extent, strides, writeable: bool = True):
+    """``flat`` (1-D) seen as [P, *extent] with program p's tile at element e0[p], when e0 steps
+    evenly (programs reading consecutive blocks, rows, tiles of a matrix); else None. A strided
+    view instead of ``_view(...)[e0]``: the same elements, no copy. Callers have checked them all."""
+    if e0.size > 1:
+        step = int(e0[1] - e0[0])
+        if not (np.diff(e0) == step).all():
+            return None
+    else:
+        step = 0
+    isz = flat.itemsize
+    bits = flat.view(f"u{isz}")[int(e0[0]) :] if e0.size else flat.view(f"u{isz}")
+    view = np.lib.stride_tricks.as_strided(
+        bits,
+        shape=(e0.size, *extent),
+        strides=(step * isz, *(np.asarray(strides, np.int64) * isz)),
+        writeable=writeable,
+    )
+    return view.view(flat.dtype)
+
+
 def _tile_groups(box: _Box, sel: np.ndarray):
     """Programs ``sel`` grouped by valid-box extent and strides, each group one strided view:
     [(programs, element offset of the first valid element from base, extent, strides, offset of
@@ -406,9 +427,15 @@ def _tile_groups(box: _Box, sel: np.ndarray):
     ]
 
 
-def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill):
+_COPY_PER_PROGRAM = 2048  # elements per program from which a gather copies program by program
+
+
+def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill, into=None):
     """values[P, *shape]: element i of program p = mem[base[p] + sum_k i_k*strides[p,k]*itemsize] if
-    lo[p] <= i < hi[p] on every axis, else ``fill``. Returns (values, Traffic)."""
+    lo[p] <= i < hi[p] on every axis, else ``fill``. Returns (values, Traffic). ``into``: a
+    [P, *shape] array of the storage type (the destination tile's SRAM view) the common case
+    copies the values straight into; the values returned are then ``into`` itself, or else an
+    array the caller copies (possibly a read-only view of memory)."""
     box = _Box(base, dtype, shape, strides, lo, hi)
     fillv = fill_value(fill, dtype)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
@@ -430,7 +457,15 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         lo, hi = box.span(sel, whole=True)
         view_ok = (mem.span_positions(lo, hi) == p) if box.uniform else np.zeros(sel.size, bool)
         if view_ok.all() and sel.size == box.nprog:
-            out = _view(typed, box.shape, box.strides[0])[e0]
+            out = _programs_view(typed, e0, box.shape, box.strides[0], writeable=False)
+            if out is None:
+                view = _view(typed, box.shape, box.strides[0])
+                if into is not None and math.prod(box.shape) >= _COPY_PER_PROGRAM:  # large tiles: no gather copy
+                    for i, e in enumerate(e0.tolist()):
+                        np.copyto(into[i], view[e])
+                    out = into
+                else:
+                    out = view[e0]
             continue
         if out is None:
             out = np.empty((box.nprog, *box.shape), box.storage)
@@ -443,6 +478,8 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     if out is None:
         out = np.empty((box.nprog, *box.shape), box.storage)
     if not box.full.all():
+        if not out.flags.writeable:  # a view of memory: fill a copy
+            out = out.copy()
         np.copyto(out, _to_storage(fillv, dtype), where=~box.valid())
     return _from_storage(out, dtype), _box_traffic(mem, box, pos)
 
@@ -460,9 +497,17 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
         traffic = scatter(mem, box.element_addrs(), box.valid(), values, dtype, access="store")
         traffic.runs = box.runs()
         return traffic
+    unique = _box_unique(box, pos)
+    if unique and dtype != "i1" and box.uniform and box.full.all() and (pos == pos[0]).all():
+        # every program's whole tile in one allocation, programs evenly spaced: one strided copy
+        rec = mem.live(int(pos[0]))
+        typed, start = rec.typed(box.storage)
+        dst = _programs_view(typed, (box.base - (rec.base + start)) // box.isz, box.shape, box.strides[0])
+        if dst is not None:
+            np.copyto(dst, _to_storage(values, dtype).view(dst.dtype))
+            return _box_traffic(mem, box, pos)
     vals = np.ascontiguousarray(_to_storage(values, dtype))
     flat_vals = vals.reshape(-1)
-    unique = _box_unique(box, pos)
     for p in _live(pos):
         rec = mem.live(int(p))
         typed, start = rec.typed(box.storage)

@@ -6,7 +6,8 @@ Arranged for speed, computing what a plain replay of the rules computes, bit for
 facts of a program's pcs are cached per program; each entry's programs are sorted by wave once
 (entries of one context share them); the flows of a DMA entry (resources, engine share, flight
 latency) are found once for all its waves; per-core state lives in rows indexed by core (1-D
-fancy indexing, the cheap kind); the bytes moved are added up at the end, in processing order.
+fancy indexing, the cheap kind); the bytes moved are added up at the end, in processing order; a run
+of compute-engine steps of the same programs is one step (``_runs``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..machine import Machine
 from .bandwidth import Calendar
 from .trace import Trace
 
+MERGE_RUNS = True  # merge runs of compute-engine steps (_runs); False: step by step, for comparison
 ENGINE_OF_UNIT = {"dma_in": 0, "scalar": 1, "vector": 1, "matrix": 1, "sync": 1, "dma_out": 2}
 
 # ---- static facts per pc ---------------------------------------------------------------------------------
@@ -192,11 +194,11 @@ class _Item:
     """One step of the plan (a trace entry, or a run of merged scalar entries) with its programs
     sorted by wave: wave w runs programs progs[bounds[w]:bounds[w + 1]] on cores[...]."""
 
-    __slots__ = ("step", "p", "pc", "bounds", "cores", "progs", "issue", "flows")
+    __slots__ = ("step", "p", "pc", "bounds", "cores", "progs", "issue", "flows", "chain", "finals")
 
     def __init__(self, step, p, pc, bounds, cores, progs):
         self.step, self.p, self.pc, self.bounds, self.cores, self.progs = step, p, pc, bounds, cores, progs
-        self.issue = self.flows = None
+        self.issue = self.flows = self.chain = self.finals = None
 
 
 class _Flows:
@@ -305,6 +307,34 @@ def _step_dma(st: State, it: _Item, w, lo, hi):
         st.record(it.pc, p.engine, cs, s, xe, it.progs[lo:hi])
 
 
+def _dep(st: State, key, cs):
+    kind, i = key
+    if kind == "ready":
+        return st.ready[i][cs]
+    if kind == "read":
+        return st.read[i][cs]
+    if kind == "tok":
+        return st.tok[i][cs]
+    return st.done[cs]
+
+
+def _step_run(st: State, it: _Item, w, lo, hi):
+    """A run of compute-engine steps (module docstring: the rules of each, applied in order)."""
+    cs, e1 = it.cores[lo:hi], st.eng[1]
+    e = e1[cs]
+    ends = []
+    for cost_, deps, keep in it.chain:
+        for key in deps:
+            np.maximum(e, _dep(st, key, cs), out=e)
+        e = e + cost_
+        if keep:
+            ends.append(e)
+    e1[cs] = e
+    for (kind, t), k in it.finals:
+        row = st.ready[t] if kind == "ready" else st.read[t]
+        row[cs] = np.maximum(row[cs], ends[k])
+
+
 STEPS = {
     "scalar": _step_scalar,
     "compute": _step_compute,
@@ -359,7 +389,60 @@ def _plan(ops, st: State, machine, trace, core_of, wave, W, issues) -> list[_Ite
                 bbd = entry.bytes_by_domain if o is None else entry.bytes_by_domain[o]
                 it.flows = _Flows(np.asarray(bbd, dtype=np.float64), cores, bounds, p.outbound, st)
         plan.append(it)
-    return plan
+    return _runs(plan) if st.events is None and MERGE_RUNS else plan
+
+
+_ON_COMPUTE_ENGINE = ("scalar", "compute", "wait", "wait_all")
+
+
+def _runs(plan: list[_Item]) -> list[_Item]:
+    """Consecutive steps of the compute engine (scalar, compute, dma.wait, fence) run by the same
+    programs merged into one step that computes the same times with fewer array operations.
+
+    Why it is exact: within the run no DMA changes a token, a tile's last write or read, or the
+    DMA completions, and the compute engine's time only grows. So a dependency a step shares with
+    an earlier step of the run is already met (a tile written or read earlier in the run was
+    waited on there: the write waited for the tile's last write and read, the read for its last
+    write), and the others are the values from before the run. The engine's time goes through the
+    same float max and add per step as step by step; the tiles' last reads and writes are raised
+    once at the end, to the end of the last step that read or wrote them (ends only grow)."""
+    out, i = [], 0
+    while i < len(plan):
+        j = i
+        while j < len(plan) and plan[j].p.kind in _ON_COMPUTE_ENGINE and plan[j].cores is plan[i].cores:
+            j += 1
+        if j - i < 2:
+            out.append(plan[i])
+            i += 1
+            continue
+        first = plan[i]
+        run = _Item(_step_run, None, first.pc, first.bounds, first.cores, first.progs)
+        chain, seen, last = [], set(), {}
+        for k, it in enumerate(plan[i:j]):
+            p = it.p
+            if p.kind == "compute":
+                deps = [("ready", t) for t in p.after_write] + [("read", t) for t in p.after_read]
+                for t in p.reads:
+                    last[("read", t)] = k
+                for t in p.writes:
+                    last[("ready", t)] = k
+            elif p.kind == "wait":
+                deps = [("tok", p.token)]
+            elif p.kind == "wait_all":
+                deps = [("done", 0)]
+            else:
+                deps = []
+            fresh = tuple(d for d in deps if d not in seen)
+            seen.update(fresh)
+            chain.append([p.cost, fresh, False])
+        keep = sorted(set(last.values()))
+        for k in keep:
+            chain[k][2] = True
+        run.chain = [tuple(c) for c in chain]
+        run.finals = [(key, keep.index(k)) for key, k in last.items()]
+        out.append(run)
+        i = j
+    return out
 
 
 def _traffic(st: State) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import IsaError
 from ..isa.table import ENUMS
 from .numerics import F32, F64, round_float, round_tf32, store_int
+from .parallel import for_rows
 
 _NARROW = ("f16", "bf16", "f8e4m3fn", "f8e5m2")
 
@@ -72,6 +73,71 @@ PRECISION = {"ieee": _ieee, "tf32": _tf32, "tf32x3": _x3(round_tf32), "bf16x3": 
 assert set(PRECISION) == set(ENUMS["prec"]), "PRECISION must cover the ISA's prec enum"
 
 
+_F16_TO_F32: list = []  # numpy's cast of every f16 bit pattern, once needed
+
+
+def _widen_into(x, out) -> None:
+    """out (f32) = x (f16 / bf16 / fp8), exactly: bf16 by moving its bits up, f16 by a table of
+    numpy's cast (both the cast's bits, faster on strided SRAM views), fp8 by the cast."""
+    if x.dtype == ml_dtypes.bfloat16:
+        np.left_shift(x.view(np.uint16), 16, out=out.view(np.uint32), dtype=np.uint32)
+    elif x.dtype == np.float16:
+        if not _F16_TO_F32:
+            _F16_TO_F32.append(np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(F32))
+        np.take(_F16_TO_F32[0], x.view(np.uint16), out=out)
+    else:
+        np.copyto(out, x)
+
+
+def _narrow_into(A, B, C, a32=None, b32=None):
+    """C (an f32 tile view) += widen(A) @ widen(B): the same fp32 matmul and sum as
+    ``C + np.matmul(A.astype(F32), B.astype(F32))``, written in place, rows split across threads.
+    ``a32`` / ``b32``: A / B already widened. Returns (a32, b32)."""
+    P, M, K = A.shape
+    N = B.shape[2]
+    wa, wb = a32 is None, b32 is None
+    a32 = np.empty(A.shape, F32) if wa else a32
+    b32 = np.empty(B.shape, F32) if wb else b32
+    prod = np.empty(C.shape, F32)
+
+    def rows(s):
+        if wa:
+            _widen_into(A[s], a32[s])
+        if wb:
+            _widen_into(B[s], b32[s])
+        np.matmul(a32[s], b32[s], out=prod[s])
+        np.add(C[s], prod[s], out=C[s])
+
+    for_rows(rows, P, P * M * N * K)
+    return a32, b32
+
+
+WIDENED_BYTES = 256 << 20  # widened operands kept between consecutive m.mma of one context, at most
+
+
+def _kept_widened(st) -> dict:
+    """The widened operands the context's previous instruction kept, when it was an m.mma (a dot
+    split into pieces of the matrix unit reads each piece of A and B several times in a row): no
+    other instruction ran in between, so SRAM holds what they were widened from (the same rows: a
+    context that split or absorbed others since has another SRAM array)."""
+    launch = getattr(st, "launch", None)
+    kept = getattr(st, "mma_widened", None)
+    if launch is None or kept is None or kept[0] != launch.steps - 1 or kept[1] is not st.sram:
+        return {}
+    return kept[2]
+
+
+def _keep_widened(st, kept: dict, acc: int) -> None:
+    launch = getattr(st, "launch", None)
+    if launch is None:
+        return
+    lo, hi = st.tiles[acc].span()
+    kept = {t: v for t, v in kept.items() if not (st.tiles[t].span()[0] < hi and lo < st.tiles[t].span()[1])}
+    while kept and sum(v.nbytes for v in kept.values()) > WIDENED_BYTES:
+        del kept[next(iter(kept))]  # the oldest first
+    st.mma_widened = (launch.steps, st.sram, kept)
+
+
 def _mma(st, ins):
     acc, a, b = ins.operands
     tc, ta, tb = st.tiles[acc], st.tiles[a], st.tiles[b]
@@ -91,7 +157,11 @@ def _mma(st, ins):
         st.write(acc, C + np.matmul(A, B))
     elif pair == {"f32"} and tc.dtype in ("f32", "f16", "bf16"):
         st.write(acc, round_float(PRECISION[ins.suffixes[0]](A, B, C.astype(F32)), tc.dtype))
-    elif pair <= set(_NARROW) and tc.dtype in ("f32", "f16", "bf16"):
+    elif pair <= set(_NARROW) and tc.dtype == "f32":
+        kept = _kept_widened(st)
+        kept[a], kept[b] = _narrow_into(A, B, C, kept.get(a), kept.get(b))
+        _keep_widened(st, kept, acc)
+    elif pair <= set(_NARROW) and tc.dtype in ("f16", "bf16"):
         st.write(acc, round_float(C.astype(F32) + np.matmul(A.astype(F32), B.astype(F32)), tc.dtype))
     else:
         raise IsaError(

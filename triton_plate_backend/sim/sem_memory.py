@@ -73,9 +73,11 @@ def _load(st, ins):
     s, a, b = _bounds(st, ins, t, strides, lo, hi)
     args = (st.memory, st.regs[base], t.dtype, t.shape, s, a, b, _fill(st, fill, t.dtype))
     done = dma_one.load(*args) if st.P == 1 else None  # one program: the same in Python integers
-    vals, traffic = done if done is not None else dma.load_strided(*args)
+    into = st.view(d) if t.dtype != "i1" else None
+    vals, traffic = done if done is not None else dma.load_strided(*args, into=into)
     _sanitize_box(st, READ, t, base, s, a, b)
-    st.write(d, vals)
+    if vals is not into:
+        st.write(d, vals)
     _issued(st, q)
     return traffic
 

@@ -50,13 +50,34 @@ def _wide(fn):
     return op
 
 
+def _zero_ordered(fn, bits):
+    """fn(a, b) where a != b, else ``bits`` of the two bit patterns: equal floats have equal bits but
+    for the zeros, and of those the AND keeps +0.0 unless both are -0.0 (max), the OR -0.0 (min).
+    (numpy's maximum and minimum return either zero.)"""
+
+    def op(a, b):
+        r = np.asarray(fn(a, b))
+        eq = a == b
+        if r.ndim == 0 or not r.flags.writeable:
+            return np.where(eq, bits(_bits(a), _bits(b)).view(r.dtype), r)
+        bits(_bits(a), _bits(b), out=r.view(f"u{r.itemsize}"), where=eq)
+        return r
+
+    return op
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return x.view(f"u{x.itemsize}")
+
+
 def _zero_ordered_max(fn):
-    """fn's max, with -0.0 < +0.0 (numpy returns either zero)."""
-    return lambda a, b: np.where(a == b, np.where(np.signbit(a), b, a), fn(a, b))
+    """fn's max, with -0.0 < +0.0."""
+    return _zero_ordered(fn, np.bitwise_and)
 
 
 def _zero_ordered_min(fn):
-    return lambda a, b: np.where(a == b, np.where(np.signbit(a), a, b), fn(a, b))
+    return _zero_ordered(fn, np.bitwise_or)
 
 
 _maximum, _minimum = _zero_ordered_max(np.maximum), _zero_ordered_min(np.minimum)  # NaN propagates

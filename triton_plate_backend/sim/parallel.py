@@ -1,0 +1,70 @@
+"""Row-parallel numpy work: a context's program instances split across host threads.
+
+numpy releases the GIL inside its loops and BLAS calls, and program instances never share SRAM
+rows, so a rule can hand disjoint row ranges to several threads. Each row is computed by the same
+numpy calls on the same values as on one thread: results do not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+MIN_WORK = 1 << 22  # below this many multiply-adds (or elements) per instruction, one thread: pool overhead
+MAX_THREADS = 4
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+THREADS = max(1, min(MAX_THREADS, _cores()))
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _get_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(THREADS, thread_name_prefix="plate-sim")
+    return _pool
+
+
+def chunks(rows: int, work: int) -> list[slice]:
+    """Row ranges covering [0, rows): one when ``work`` is small or there is one thread."""
+    n = min(THREADS, rows, max(1, work // MIN_WORK))
+    if n <= 1:
+        return [slice(0, rows)]
+    step = -(-rows // n)
+    return [slice(i, min(rows, i + step)) for i in range(0, rows, step)]
+
+
+def for_rows(fn, rows: int, work: int) -> None:
+    """fn(row_slice) over [0, rows), the slices on threads when the work is large; exceptions re-raised."""
+    parts = chunks(rows, work)
+    if len(parts) == 1 or threading.current_thread().name.startswith("plate-sim"):
+        for s in parts:
+            fn(s)
+        return
+    errstate = np.geterr()  # numpy's error state is per thread: the workers take the caller's
+
+    def run(s):
+        with np.errstate(**errstate):
+            fn(s)
+
+    futures = [_get_pool().submit(run, s) for s in parts[1:]]
+    try:
+        fn(parts[0])
+    finally:
+        errors = [f.exception() for f in futures]
+    for e in errors:
+        if e is not None:
+            raise e
