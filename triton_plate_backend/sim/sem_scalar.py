@@ -8,6 +8,8 @@ bit for bit (wrapping, division by zero, shift clamping, rounding). Control-flow
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..dtypes import BITS
@@ -174,19 +176,23 @@ def _text(v, dtype: str, hexa: bool) -> str:
     if hexa:
         bits = np.asarray(v).astype(np.uint8) if dtype == "i1" else np.asarray(v).view(BITS[dtype])
         return f"0x{int(bits):0{2 * bits.itemsize}x}"
-    return str(v) if is_float(dtype) else str(int(v))
+    return f"{float(v):f}" if is_float(dtype) else str(int(v))  # printf's %f, as Triton's device_print
 
 
 def _print(st, ins):
-    """Triton's device_print format: ``pid (x, y, z) idx (i, j) prefix: value``, one line per element."""
+    """Triton's device_print format: ``pid (x, y, z) idx (  i,  j) prefix: value``, one line per element; each
+    index padded to the digits of its dimension (ceil(log10(size))), floats as printf's %f."""
     p, a, h = ins.operands
     prefix, t, hexa = st.consts[p], st.tiles[a], bool(st.consts[h])
     vals = st.read(a)
     xs, ys, zs = st.coords()
+    widths = [math.ceil(math.log10(n)) if n > 1 else 0 for n in t.shape]
+    tail = f" {prefix}: " if prefix else ": "
     for row in range(st.P):
         pid = f"pid ({xs[row]}, {ys[row]}, {zs[row]})"
         for idx in np.ndindex(*t.shape):
-            st.printer(f"{pid} idx ({', '.join(map(str, idx))}) {prefix}: {_text(vals[(row, *idx)], t.dtype, hexa)}")
+            index = ", ".join(f"{i:{w}}" for i, w in zip(idx, widths, strict=True))
+            st.printer(f"{pid} idx ({index}){tail}{_text(vals[(row, *idx)], t.dtype, hexa)}")
 
 
 def _printr(st, ins):
