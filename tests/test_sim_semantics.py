@@ -758,3 +758,11 @@ def test_print_and_assert():
         b.run("dbg.assert", 1, b.k("n must be positive"))
     assert list(err.value.programs) == [1]
     b.set(1, True).run("dbg.assert", 1, b.k("ok"))
+
+
+def test_failed_device_assert_is_a_runtime_error_as_on_cuda():
+    """torch raises RuntimeError('... device-side assert triggered') on CUDA; Triton's tests catch that."""
+    b = Bench(("i1", [2]), grid=(1, 1, 1))
+    b.set(0, [[True, False]])
+    with pytest.raises(RuntimeError, match="device-side assert triggered: boom"):
+        b.run("dbg.assert", 0, b.k("boom"))

@@ -19,8 +19,9 @@ from . import numerics as nx
 from .sem_vector import BINARY, DIRECT_INT, convert, kind
 
 
-class DeviceAssertionError(SimulatorError):
-    """A ``dbg.assert`` (tl.device_assert / tl.static ... assert) failed in some program instances."""
+class DeviceAssertionError(SimulatorError, RuntimeError):
+    """A ``dbg.assert`` (tl.device_assert / tl.static ... assert) failed in some program instances; a
+    RuntimeError as well, as torch's CUDA error for a device-side assert is."""
 
 
 class Branch:
@@ -209,7 +210,7 @@ def _assert(st, ins):
         raise IsaError(f"dbg.assert: condition t{c} must be i1, got {st.tiles[c].dtype}")
     ok = st.read(c).reshape(st.P, -1).all(axis=1)
     if not ok.all():
-        raise DeviceAssertionError(f"device assertion failed: {st.consts[m]}", programs=np.nonzero(~ok)[0])
+        raise DeviceAssertionError(f"device-side assert triggered: {st.consts[m]}", programs=np.nonzero(~ok)[0])
 
 
 SEMANTICS = {f"s.{op}": _binary(op) for op in SCALAR_OPS}
