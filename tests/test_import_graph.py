@@ -143,6 +143,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.passes.pipeline",
         f"{TPB}.torch_device",
         f"{TPB}.torch_device._registration",
+        f"{TPB}.torch_device.accumulation",
         f"{TPB}.torch_device.autoload",
         f"{TPB}.torch_device.compiler_hooks",
         f"{TPB}.torch_device.devices",

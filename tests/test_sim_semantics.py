@@ -745,7 +745,7 @@ def test_print_and_assert():
     b = Bench(("f32", [2]), ("i1", [2]), grid=(2, 1, 1), printer=lines.append)
     b.set(0, [[1.5, -2], [3, 4]])
     b.run("dbg.print", b.k("x"), 0, b.k(0))
-    assert lines[:2] == ["pid (0, 0, 0) idx (0) x: 1.5", "pid (0, 0, 0) idx (1) x: -2.0"] and len(lines) == 4
+    assert lines[:2] == ["pid (0, 0, 0) idx (0) x: 1.500000", "pid (0, 0, 0) idx (1) x: -2.000000"] and len(lines) == 4
     lines.clear()
     b.run("dbg.print", b.k("h"), 0, b.k(1))
     assert lines[0] == "pid (0, 0, 0) idx (0) h: 0x3fc00000"
@@ -758,3 +758,11 @@ def test_print_and_assert():
         b.run("dbg.assert", 1, b.k("n must be positive"))
     assert list(err.value.programs) == [1]
     b.set(1, True).run("dbg.assert", 1, b.k("ok"))
+
+
+def test_failed_device_assert_is_a_runtime_error_as_on_cuda():
+    """torch raises RuntimeError('... device-side assert triggered') on CUDA; Triton's tests catch that."""
+    b = Bench(("i1", [2]), grid=(1, 1, 1))
+    b.set(0, [[True, False]])
+    with pytest.raises(RuntimeError, match="device-side assert triggered: boom"):
+        b.run("dbg.assert", 0, b.k("boom"))

@@ -175,6 +175,8 @@ def test_eager_ops_match_cpu_low_precision(name, dtype):
         return x.to(dtype) if x.is_floating_point() else x
 
     want = OPS[name](cast)
+    if name in ("matmul", "sum_dim", "softmax"):  # accumulate as on CUDA: computed wide, rounded once
+        want = OPS[name](lambda x: cast(x).double()).float().to(dtype)
     got = OPS[name](lambda x: cast(x).plate())
     assert got.dtype == want.dtype == dtype
     torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0)

@@ -578,6 +578,38 @@ def test_patched_tutorials_run_a_copy_with_the_patches_that_touch_them(triton_tr
     assert "== 7" in (triton_tree / "python" / "tutorials" / "02-assert-fails.py").read_text()  # the tree is untouched
 
 
+def test_patched_suite_runs_a_copy_with_the_patches_that_touch_only_its_files(triton_tree, tmp_path, monkeypatch):
+    """A test file that does not collect unpatched runs with --patched; a patch of other files stays out."""
+    patches_dir = tmp_path / "patches"
+    (patches_dir / "triton").mkdir(parents=True)
+    repo = tmp_path / "repo"
+    shutil.copytree(triton_tree / "python" / "test", repo / "python" / "test")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    broken = repo / "python" / "test" / "unit" / "language" / "test_broken.py"
+    broken.write_text("def test_x():\n    assert True\n")
+    _git(repo, "commit", "-qam", "[TESTS] importable\n\nTest: python/test/unit/language/test_broken.py::test_x")
+    (patches_dir / "triton" / "importable.patch").write_text(_git(repo, "format-patch", "--stdout", "HEAD~1"))
+    beta = repo / "python" / "test" / "unit" / "language" / "test_beta.py"
+    beta.write_text(beta.read_text().replace('== "float32"', "is not None"))
+    _git(repo, "commit", "-qam", "[TESTS] beta\n\nTest: python/test/unit/language/test_beta.py::test_cast")
+    (patches_dir / "triton" / "beta.patch").write_text(_git(repo, "format-patch", "--stdout", "HEAD~1"))
+    monkeypatch.setattr(runner, "PATCHES_DIR", patches_dir)
+    listed = tmp_path / "list.toml"  # the file's entry names the patch: with the patch applied it is no failure
+    listed.write_text(
+        '[[skip]]\ntest = "unit/language/test_broken.py"\ncategory = "upstream-bug"\nreason = "does not collect"\n'
+        'patch = "triton/importable.patch"\n'
+    )
+    argv = ["triton", "--src", str(triton_tree), "--patched", "--skiplist", str(listed), "-j", "0"]
+    assert _run([*argv, "--report-dir", str(tmp_path), "--files", "unit/language/test_broken.py"]) == 0
+    rep = _report(tmp_path)
+    assert rep["patches_applied"] == ["triton/importable.patch"]  # beta.patch touches a file this run leaves out
+    assert rep["totals"]["passed"] == rep["totals"]["total"] == 1
+    original = triton_tree / "python" / "test" / "unit" / "language" / "test_broken.py"
+    assert "import a_module_that_does_not_exist" in original.read_text()  # the tree is untouched
+
+
 def test_tutorials_need_a_tree_with_them(triton_tree, tmp_path, capfd):
     tree = tmp_path / "triton"
     shutil.copytree(triton_tree, tree, ignore=shutil.ignore_patterns("tutorials"))

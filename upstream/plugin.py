@@ -20,7 +20,7 @@ import pytest
 
 from . import UpstreamError
 from .progress import Progress
-from .skiplist import find_stale, load_skiplist
+from .skiplist import SkipList, find_stale, load_skiplist
 
 MESSAGE_CHARS = 4000  # of each failure's text kept in the results file
 HOST_FALLBACKS = "host_fallbacks"  # user property {name: count} of what a test ran on the host (inductor_plugin)
@@ -43,6 +43,7 @@ def pytest_addoption(parser):
         "or run only them (stale check)",
     )
     group.addoption("--plate-progress", action="store_true", help="draw a progress line on stderr")
+    group.addoption("--plate-patches-applied", default="", help="patches (comma-separated) the tests run with")
 
 
 def pytest_configure(config):
@@ -83,7 +84,10 @@ class UpstreamRun:
     def __init__(self, config):
         self.config = config
         opt = config.getoption
-        self.skiplist = load_skiplist(Path(opt("--plate-skiplist")) if opt("--plate-skiplist") else None)
+        skiplist = load_skiplist(Path(opt("--plate-skiplist")) if opt("--plate-skiplist") else None)
+        applied = set(filter(None, (opt("--plate-patches-applied") or "").split(",")))
+        # an entry whose patch this run applied is fixed here: the test runs as any other
+        self.skiplist = SkipList([e for e in skiplist.entries if e.patch not in applied], skiplist.path)
         self.results_path = opt("--plate-results")
         self.timeout = opt("--plate-timeout")
         self.known = opt("--plate-known")

@@ -64,7 +64,8 @@ def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentPa
     p.add_argument(
         "--patched",
         action="store_true",
-        help="--tutorials: run a copy of them with the patches under patches/ that touch them applied",
+        help="run a copy of the tests (or --tutorials) with the patches under patches/ applied that touch only "
+        "the files the run selects (test patches: a file that does not collect unpatched)",
     )
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="pytest-xdist workers; 0 = in process")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per test phase (0 = none; default 300)")
@@ -172,6 +173,8 @@ def pytest_command(suite: str, tree: Tree, paths: list[str], args, ini: Path, re
         cmd += ["--inductor-device-setup", args.device_setup]
         if args.fallback_on_compile_error:
             cmd += ["--inductor-fallback-on-compile-error"]
+    if getattr(args, "patches_applied", None):
+        cmd += ["--plate-patches-applied", ",".join(args.patches_applied)]
     if args.jobs > 0:
         cmd += ["-n", str(args.jobs)]
     cmd += ["-q", "-rN"] if args.pytest_output else ["-p", "no:terminal", "--plate-progress"]
@@ -252,15 +255,17 @@ def _tutorials(revision: Revision, tree: Tree) -> tuple[Revision, Tree]:
     return dataclasses.replace(revision, suite=revision.tutorials), Tree(tree.root, folder)
 
 
-def _patched_tutorials(revision: Revision, tree: Tree, dest: Path) -> tuple[Tree, list[str]]:
-    """A copy of the tutorials' folder under `dest` (same layout) with every patch that touches only files
-    there applied: (its tree, the patches' names)."""
-    root = revision.suite.root
+def _patched_copy(revision: Revision, tree: Tree, dest: Path, root: str, wanted: list[str]) -> tuple[Tree, list[str]]:
+    """A copy of the tree's test (or tutorials) folder `root` under `dest` (same layout) with every patch
+    applied whose files all lie in that folder, under the `wanted` paths (relative to it): (its tree, the
+    patches' names)."""
     copy = dest / root
     shutil.copytree(tree.test_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    prefixes = [f"{root}/{w.split('::', 1)[0].rstrip('/')}" for w in wanted]
     applied = []
     for patch in find_patches(PATCHES_DIR):
-        if patch.project != revision.project or not all(f.startswith(root + "/") for f in patch.files):
+        inside = all(any(f == p or f.startswith(p + "/") for p in prefixes) for f in patch.files)
+        if patch.project != revision.project or not inside:
             continue
         done = subprocess.run(["git", "apply", str(patch.path)], cwd=dest, capture_output=True, text=True)
         if done.returncode != 0:
@@ -278,16 +283,15 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
     tree = fetch(revision, args.src or DEFAULT_SRC_DIR / revision.project, args.fetch_url) if args.fetch else None
     tree = tree or find_tree(revision, args.src)
     suite_name, applied = args.suite, None
-    if args.patched and not args.tutorials:
-        raise UpstreamError("--patched applies the tutorials' patches: only with --tutorials")
     if args.tutorials:
         revision, tree = _tutorials(revision, tree)
         suite_name = f"{args.suite}-tutorials"
     src = tree.root or tree.test_dir
     if args.patched:
-        patched_dir = Path(tempfile.mkdtemp(prefix="plate-tutorials-"))
+        root = revision.suite.root or revision.test_root
+        patched_dir = Path(tempfile.mkdtemp(prefix="plate-patched-"))
         try:
-            tree, applied = _patched_tutorials(revision, tree, patched_dir)
+            tree, applied = _patched_copy(revision, tree, patched_dir, root, _test_paths(revision, tree, args))
             return _run_suite(args, passthrough, argv, revision, tree, suite_name, applied, src)
         finally:
             shutil.rmtree(patched_dir, ignore_errors=True)
@@ -304,6 +308,7 @@ def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_na
     if args.baseline is None and suite_name == "triton" and not args.interpret and DEFAULT_BASELINE.is_file():
         args.baseline = DEFAULT_BASELINE
     started = datetime.datetime.now(datetime.UTC)
+    args.patches_applied = applied
     results, wall, cmd, rc = _run_pytest(args, revision, tree, paths, passthrough)
     interpreter = None
     if args.vs_interpreter:  # the same selection under Triton's interpreter, right after, for the wall-time ratio

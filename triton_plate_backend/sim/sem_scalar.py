@@ -8,6 +8,8 @@ bit for bit (wrapping, division by zero, shift clamping, rounding). Control-flow
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..dtypes import BITS
@@ -17,8 +19,9 @@ from . import numerics as nx
 from .sem_vector import BINARY, DIRECT_INT, convert, kind
 
 
-class DeviceAssertionError(SimulatorError):
-    """A ``dbg.assert`` (tl.device_assert / tl.static ... assert) failed in some program instances."""
+class DeviceAssertionError(SimulatorError, RuntimeError):
+    """A ``dbg.assert`` (tl.device_assert / tl.static ... assert) failed in some program instances; a
+    RuntimeError as well, as torch's CUDA error for a device-side assert is."""
 
 
 class Branch:
@@ -174,19 +177,23 @@ def _text(v, dtype: str, hexa: bool) -> str:
     if hexa:
         bits = np.asarray(v).astype(np.uint8) if dtype == "i1" else np.asarray(v).view(BITS[dtype])
         return f"0x{int(bits):0{2 * bits.itemsize}x}"
-    return str(v) if is_float(dtype) else str(int(v))
+    return f"{float(v):f}" if is_float(dtype) else str(int(v))  # printf's %f, as Triton's device_print
 
 
 def _print(st, ins):
-    """Triton's device_print format: ``pid (x, y, z) idx (i, j) prefix: value``, one line per element."""
+    """Triton's device_print format: ``pid (x, y, z) idx (  i,  j) prefix: value``, one line per element; each
+    index padded to the digits of its dimension (ceil(log10(size))), floats as printf's %f."""
     p, a, h = ins.operands
     prefix, t, hexa = st.consts[p], st.tiles[a], bool(st.consts[h])
     vals = st.read(a)
     xs, ys, zs = st.coords()
+    widths = [math.ceil(math.log10(n)) if n > 1 else 0 for n in t.shape]
+    tail = f" {prefix}: " if prefix else ": "
     for row in range(st.P):
         pid = f"pid ({xs[row]}, {ys[row]}, {zs[row]})"
         for idx in np.ndindex(*t.shape):
-            st.printer(f"{pid} idx ({', '.join(map(str, idx))}) {prefix}: {_text(vals[(row, *idx)], t.dtype, hexa)}")
+            index = ", ".join(f"{i:{w}}" for i, w in zip(idx, widths, strict=True))
+            st.printer(f"{pid} idx ({index}){tail}{_text(vals[(row, *idx)], t.dtype, hexa)}")
 
 
 def _printr(st, ins):
@@ -203,7 +210,7 @@ def _assert(st, ins):
         raise IsaError(f"dbg.assert: condition t{c} must be i1, got {st.tiles[c].dtype}")
     ok = st.read(c).reshape(st.P, -1).all(axis=1)
     if not ok.all():
-        raise DeviceAssertionError(f"device assertion failed: {st.consts[m]}", programs=np.nonzero(~ok)[0])
+        raise DeviceAssertionError(f"device-side assert triggered: {st.consts[m]}", programs=np.nonzero(~ok)[0])
 
 
 SEMANTICS = {f"s.{op}": _binary(op) for op in SCALAR_OPS}

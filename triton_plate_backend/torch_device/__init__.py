@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-from . import _registration, compiler_hooks, memory
+from . import _registration, accumulation, compiler_hooks, memory
 from .devices import (
     PlateDeviceProperties,
     _DeviceGuard,  # noqa: F401 - entered by Inductor's wrapper code, as torch.cuda._DeviceGuard
@@ -163,3 +163,4 @@ def _autoload() -> None:
 _extension = _registration.load_extension()
 if _extension is not None:
     _registration.register(sys.modules[__name__], memory, _extension)
+    accumulation.register()  # eager fp16/bf16 reductions, norms, softmax and matmuls accumulate as on CUDA

@@ -1,0 +1,268 @@
+"""Eager fp16/bf16 numerics like CUDA's (torch_device/accumulation.py): reductions, norms, softmax and
+matmuls of half-precision plate tensors accumulate wide and round once, the same way on every host.
+
+The reference of each check is the op computed in float64 on the host and rounded once to the result
+dtype; the shapes are long enough that accumulating in the half type would visibly miss it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import triton_plate_backend.torch_device  # noqa: F401 - registers the plate device
+from triton_plate_backend.torch_device import accumulation
+
+F = torch.nn.functional
+HALF = [torch.float16, torch.bfloat16]
+
+
+def wide(x):
+    return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+
+
+def rounded_once(result, like):
+    """A float64 result rounded once to `like`'s dtype (through float32: the same for fp16/bf16)."""
+    return result.float().to(like.dtype) if like.dtype in HALF else result.to(like.dtype)
+
+
+def check_rounded_once(fn, *inputs):
+    """fn on plate tensors == fn in float64 on the host, rounded once; and within one half ulp of fn in
+    float32 (what CUDA's fp32 accumulation gives, up to its own rounding)."""
+    got = fn(*[x.to("plate") if isinstance(x, torch.Tensor) else x for x in inputs])
+    want = fn(*[wide(x) for x in inputs])
+    fp32 = fn(*[x.float() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs])
+    got, want, fp32 = (r if isinstance(r, tuple) else (r,) for r in (got, want, fp32))
+    assert len(got) == len(want)
+    for g, w, f in zip(got, want, fp32, strict=True):
+        assert g.device.type == "plate"
+        expected = rounded_once(w, g)
+        torch.testing.assert_close(g.cpu(), expected, rtol=0, atol=0, equal_nan=True)
+        if g.dtype in HALF:  # within one ulp of the fp32 result, give or take the fp32 result's own error
+            near, fr = g.cpu().double(), f.double()
+            info = torch.finfo(g.dtype)
+            ulp = (info.eps * torch.maximum(near.abs(), fr.abs())).clamp_min(info.eps * info.smallest_normal)
+            own_error = (fr - w.double()).abs()
+            assert bool(((near == fr) | ((near - fr).abs() <= ulp + own_error)).all())
+
+
+def data(shape, dtype, seed=0, offset=0.0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=g) + offset).to(dtype)
+
+
+# ---- the accumulation itself: a half accumulator would be far off --------------------------------------
+@pytest.mark.parametrize("dtype", HALF)
+def test_long_sum_accumulates_wide(dtype):
+    ones = torch.ones(8192, dtype=dtype, device="plate")
+    assert ones.sum().item() == 8192  # an fp16 accumulator stops at 2048, a bf16 one at 256
+    assert ones.mean().item() == 1.0
+    assert ones.cumsum(0)[-1].item() == 8192
+    assert torch.linalg.vector_norm(ones).item() == pytest.approx(8192**0.5, rel=2**-8)
+    assert (ones[:4096].reshape(1, -1) @ ones[:4096].reshape(-1, 1)).item() == 4096
+
+
+REDUCTIONS = {
+    "sum": lambda x: x.sum(),
+    "sum_dim0": lambda x: x.sum(0),
+    "sum_dim1_keepdim": lambda x: x.sum(1, keepdim=True),
+    "sum_to_float32": lambda x: x.sum(1, dtype=torch.float32) if x.dtype != torch.float32 else x.sum(1),
+    "mean": lambda x: x.mean(1),
+    "nansum": lambda x: x.nansum(0),
+    "var": lambda x: x.var(1),
+    "std_unbiased0": lambda x: x.std(0, correction=0),
+    "var_mean": lambda x: torch.var_mean(x, 1),
+    "std_mean": lambda x: torch.std_mean(x, (0, 1)),
+    "vector_norm": lambda x: torch.linalg.vector_norm(x, dim=1),
+    "vector_norm_1": lambda x: torch.linalg.vector_norm(x, 1, dim=0),
+    "vector_norm_3": lambda x: torch.linalg.vector_norm(x, 3.0, dim=1),
+    "vector_norm_inf": lambda x: torch.linalg.vector_norm(x, float("inf"), dim=1),
+    "norm": lambda x: x.norm(),
+    "cumsum": lambda x: x.cumsum(1),
+    "prod": lambda x: x[:, :6].prod(1),
+    "cumprod": lambda x: x[:, :6].cumprod(1),
+    "softmax": lambda x: x.softmax(1),
+    "log_softmax": lambda x: x.log_softmax(0),
+    "softmax_to_float32": lambda x: F.softmax(x, 1, dtype=torch.float32),
+}
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reductions_round_once(name, dtype):
+    if name == "sum_to_float32":  # fp32 is the result dtype: compare with float64 rounded to it
+        x = data((48, 4096), dtype, offset=0.5)
+        got = REDUCTIONS[name](x.to("plate")).cpu()
+        assert got.dtype == torch.float32
+        torch.testing.assert_close(got, x.double().sum(1).float(), rtol=0, atol=0)
+        return
+    check_rounded_once(REDUCTIONS[name], data((48, 4096), dtype, offset=0.5))
+
+
+def test_half_sum_is_exact_and_order_free():
+    """fp16 values are multiples of 2**-24 below 2**16: their float64 sum is exact, so it is the
+    correctly rounded sum, whatever the shape of the reduction."""
+    x = data((64, 2048), torch.float16, seed=3) * 300
+    exact = np.array(x.numpy().astype(np.float64).sum(dtype=np.float64))  # exact: partial sums < 2**29
+    assert x.to("plate").sum().item() == float(torch.tensor(exact).float().half())
+    assert x.to("plate").reshape(-1).sum().item() == x.to("plate").t().contiguous().sum().item()
+
+
+# ---- norms, forward and backward -----------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", HALF)
+def test_layer_norm_forward_and_backward(dtype):
+    x, w, b = data((64, 2048), dtype), data((2048,), dtype, 1), data((2048,), dtype, 2)
+    check_rounded_once(lambda x, w, b: torch.ops.aten.native_layer_norm(x, [2048], w, b, 1e-5), x, w, b)
+    out, mean, rstd = torch.ops.aten.native_layer_norm(wide(x), [2048], wide(w), wide(b), 1e-5)
+    assert torch.ops.aten.native_layer_norm(x.plate(), [2048], w.plate(), b.plate(), 1e-5)[1].dtype == torch.float32
+    dy = data((64, 2048), dtype, 4)
+    check_rounded_once(
+        lambda dy, x, m, r, w, b: torch.ops.aten.native_layer_norm_backward(
+            dy, x, [2048], m, r, w, b, [True, True, True]
+        ),
+        dy,
+        x,
+        mean.float(),
+        rstd.float(),
+        w,
+        b,
+    )
+
+
+def test_layer_norm_backward_weight_grad_like_tutorial_05():
+    """Tutorial 05's check: dW and db of fp16 layer norm at 1151x8192 against an fp32 reference, 1e-2."""
+    m, n = 1151, 8192
+    x, w, b = data((m, n), torch.float16, 5), data((n,), torch.float16, 6), data((n,), torch.float16, 7)
+    dy = 0.1 * data((m, n), torch.float16, 8)
+    grads = []
+    for device, dtype in (("plate", torch.float16), ("cpu", torch.float32)):
+        params = [t.to(device, dtype).requires_grad_() for t in (w, b)]
+        F.layer_norm(x.to(device, dtype), (n,), *params, 1e-5).backward(dy.to(device, dtype))
+        grads.append([p.grad.cpu().float() for p in params])
+    for got, want in zip(*grads, strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_group_and_batch_norm_forward_and_backward(dtype):
+    x, w, b = data((8, 32, 512), dtype), data((32,), dtype, 1), data((32,), dtype, 2)
+    check_rounded_once(lambda x, w, b: torch.ops.aten.native_group_norm(x, w, b, 8, 32, 512, 4, 1e-5), x, w, b)
+    _, mean, rstd = torch.ops.aten.native_group_norm(wide(x), wide(w), wide(b), 8, 32, 512, 4, 1e-5)
+    dy = data((8, 32, 512), dtype, 3)
+    check_rounded_once(
+        lambda dy, x, m, r, w: torch.ops.aten.native_group_norm_backward(
+            dy, x, m, r, w, 8, 32, 512, 4, [True, True, True]
+        ),
+        dy,
+        x,
+        mean.to(dtype),
+        rstd.to(dtype),
+        w,
+    )
+    check_rounded_once(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), x, w, b)
+
+
+def test_batch_norm_updates_running_statistics_in_place():
+    x = data((8, 32, 512), torch.float16, offset=2.0)
+    mean, var = torch.zeros(32, device="plate"), torch.ones(32, device="plate")
+    F.batch_norm(x.plate(), mean, var, training=True, momentum=0.5)
+    want = 0.5 * x.double().mean((0, 2))
+    torch.testing.assert_close(mean.cpu(), want.float(), rtol=0, atol=0)
+    assert var.device.type == "plate" and bool((var.cpu() != 1).all())
+
+
+def test_softmax_backward_rounds_once():
+    y, dy = data((32, 4096), torch.float16).softmax(1), data((32, 4096), torch.float16, 1)
+    check_rounded_once(lambda g, y: torch.ops.aten._softmax_backward_data(g, y, 1, g.dtype), dy, y)
+    check_rounded_once(lambda g, y: torch.ops.aten._log_softmax_backward_data(g, y, 0, g.dtype), dy, y.log())
+
+
+# ---- matmul family and its gradients ------------------------------------------------------------------
+MATMULS = {
+    "mm": (lambda a, b: a @ b, ((64, 4096), (4096, 48))),
+    "mm_transposed": (lambda a, b: a @ b.t(), ((64, 4096), (48, 4096))),
+    "bmm": (lambda a, b: a @ b, ((3, 16, 2048), (3, 2048, 8))),
+    "linear": (lambda a, w, bias: F.linear(a, w, bias), ((32, 2048), (24, 2048), (24,))),
+    "addmm": (lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2.0), ((16, 8), (16, 2048), (2048, 8))),
+    "baddbmm": (lambda c, a, b: torch.baddbmm(c, a, b), ((2, 4, 8), (2, 4, 2048), (2, 2048, 8))),
+    "addbmm": (lambda c, a, b: torch.addbmm(c, a, b), ((4, 8), (3, 4, 1024), (3, 1024, 8))),
+    "mv": (lambda a, v: a @ v, ((16, 4096), (4096,))),
+    "dot": (lambda a, b: a.dot(b), ((8192,), (8192,))),
+}
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("name", sorted(MATMULS))
+def test_matmuls_round_once(name, dtype):
+    fn, shapes = MATMULS[name]
+    check_rounded_once(fn, *[data(s, dtype, seed=i, offset=0.25) for i, s in enumerate(shapes)])
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_matmul_gradients_round_once(dtype):
+    a, b, g = data((32, 2048), dtype), data((2048, 16), dtype, 1), data((32, 16), dtype, 2)
+    pa, pb = a.plate().requires_grad_(), b.plate().requires_grad_()
+    (pa @ pb).backward(g.plate())
+    assert pa.grad.dtype == dtype
+    torch.testing.assert_close(pa.grad.cpu(), rounded_once(wide(g) @ wide(b).t(), a), rtol=0, atol=0)
+    torch.testing.assert_close(pb.grad.cpu(), rounded_once(wide(a).t() @ wide(g), b), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [*HALF, torch.float32])
+def test_matmul_bits_do_not_depend_on_layout_shape_or_threads(dtype):
+    """What varies between hosts is how a BLAS blocks a matmul (ISA, sizes, layout, threads): plate's
+    result is the same whatever the host's blocking, so the same on every host."""
+    a, b = data((96, 3000), dtype, 1), data((3000, 40), dtype, 2)
+    full = (a.plate() @ b.plate()).cpu()
+    assert torch.equal((a.plate() @ b.t().contiguous().plate().t()).cpu(), full)
+    assert torch.equal((a[5:6].plate() @ b.plate()).cpu(), full[5:6])
+    assert torch.equal((a[:, None].plate() @ b.plate()).cpu()[:, 0], full)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert torch.equal((a.plate() @ b.plate()).cpu(), full)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_float32_matmul_is_the_exact_result_rounded():
+    a, b = data((24, 4096), torch.float32, 1), data((4096, 24), torch.float32, 2)
+    exact = a.numpy().astype(np.longdouble) @ b.numpy().astype(np.longdouble)  # 64-bit significand
+    got = (a.plate() @ b.plate()).cpu().numpy()
+    assert np.array_equal(got, exact.astype(np.float32))
+
+
+def test_matmul_infinities_and_nans_as_ieee_says():
+    a = torch.ones(2, 4, dtype=torch.float16)
+    a[0, 1] = float("inf")
+    b = torch.ones(4, 3, dtype=torch.float16)
+    b[1, 2] = 0.0
+    got = (a.plate() @ b.plate()).cpu()
+    assert torch.isinf(got[0, :2]).all() and torch.isnan(got[0, 2])
+    assert torch.equal(got[1], torch.tensor([4.0, 4.0, 3.0]).half())
+
+
+# ---- what stays as it was ---------------------------------------------------------------------------------
+def test_other_dtypes_keep_the_host_kernels():
+    x = data((16, 1000), torch.float32)
+    assert torch.equal(x.plate().sum(1).cpu(), x.sum(1))
+    assert torch.equal(x.double().plate().softmax(1).cpu(), x.double().softmax(1))
+    i = torch.arange(12).reshape(3, 4)
+    assert torch.equal((i.plate() @ i.t().plate()).cpu(), i @ i.t())
+
+
+def test_out_arguments_and_mixed_devices():
+    a, b = data((4, 512), torch.float16), data((512, 3), torch.float16, 1)
+    out = torch.empty(0, dtype=torch.float16, device="plate")
+    assert torch.mm(a.plate(), b.plate(), out=out) is out
+    assert torch.equal(out.cpu(), rounded_once(wide(a) @ wide(b), a))
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.mm(a.plate(), b)
+
+
+def test_one_table_of_ops():
+    for name, rule in accumulation.ACCUMULATING.items():
+        packet, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload or "default")
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"), name
+        assert rule.kind in ("matmul", "tree", "host")
