@@ -9,15 +9,12 @@ kernel written in Triton, with the ratio. Figures are measurements of this run, 
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
 CASES = {
     "vec_add": dict(
         grid=(1024, 1, 1),
@@ -66,20 +63,9 @@ def time_plate(name: str, repeat: int = 3):
     return best * 1e3, run.profile, ok
 
 
-def time_interpreter(name: str) -> float | None:
-    code = (
-        f"import sys, json; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import triton_kernels as k; "
-        f"print(json.dumps(k.run_interpreter({name!r})))"
-    )
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
-    if r.returncode != 0:
-        print(f"  interpreter run of {name} failed: {r.stderr.strip().splitlines()[-1:]}")
-        return None
-    return json.loads(r.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
+    import bench_triton
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-interpreter", action="store_true", help="skip the TRITON_INTERPRET=1 side")
     args = ap.parse_args()
@@ -87,7 +73,8 @@ def main() -> int:
     print(f"{'program':10} {'plate wall ms':>14} {'modeled us':>11} {'correct':>8} {'interp ms':>10} {'speedup':>8}")
     for name in CASES:
         wall, profile, ok = time_plate(name)
-        interp = None if args.no_interpreter else time_interpreter(name)
+        timed = None if args.no_interpreter else bench_triton.time_interpreter(name, repeat=3)
+        interp = timed[0] if timed else None
         ratio = interp / wall if interp else None
         if ratio:
             ratios.append(ratio)
@@ -96,7 +83,7 @@ def main() -> int:
             f"{(f'{interp:.1f}' if interp else '-'):>10} {(f'{ratio:.1f}x' if ratio else '-'):>8}"
         )
     if ratios:
-        print(f"geomean speedup over TRITON_INTERPRET=1: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.1f}x")
+        print(f"geomean speedup over TRITON_INTERPRET=1: {bench_triton.geomean(ratios):.1f}x")
     return 0
 
 

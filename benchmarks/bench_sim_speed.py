@@ -101,11 +101,13 @@ def gemm_child(n: int, bm: int, bn: int, bk: int) -> dict:
 
 
 def run_gemm(n: int, tiles) -> dict:
+    """gemm_child(n, *tiles) in a fresh subprocess (its own peak RSS); RuntimeError when it fails."""
     code = (
         f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import bench_sim_speed as b; "
         f"print(json.dumps(b.gemm_child({n}, {tiles[0]}, {tiles[1]}, {tiles[2]})))"
     )
-    env = dict(os.environ, TRITON_DEFAULT_BACKEND="plate")
+    pythonpath = os.pathsep.join([str(HERE.parent), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = dict(os.environ, TRITON_DEFAULT_BACKEND="plate", PYTHONPATH=pythonpath)  # this checkout's package
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=3600)
     if r.returncode != 0:
         raise RuntimeError(f"GEMM {tiles} failed: {r.stderr.strip()[-2000:]}")
@@ -168,23 +170,6 @@ def time_plate(name: str, device, repeat: int) -> dict:
     return {"plate_ms": wall, "plate_cpu_ms": cpu, "plate_timed_ms": twall, "plate_timed_cpu_ms": tcpu, "ok": ok}
 
 
-def time_interpreter(name: str, repeat: int) -> tuple[float, float] | None:
-    """Best wall and CPU ms of one launch under TRITON_INTERPRET=1, in a subprocess: triton_kernels'
-    run_interpreter, then again with its clock read as CPU time."""
-    code = (
-        f"import sys, json, time; sys.path.insert(0, {str(HERE)!r}); import triton_kernels as k; "
-        f"wall = k.run_interpreter({name!r}, repeat={repeat}); time.perf_counter = time.process_time; "
-        f"print(json.dumps([wall, k.run_interpreter({name!r}, repeat={repeat})]))"
-    )
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env.pop("TRITON_DEFAULT_BACKEND", None)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=3600)
-    if r.returncode != 0:
-        print(f"  interpreter run of {name} failed: {r.stderr.strip().splitlines()[-1:]}")
-        return None
-    return tuple(json.loads(r.stdout.strip().splitlines()[-1]))
-
-
 def bench_kernels(repeat: int, interpreter: bool) -> list[dict]:
     import bench_triton
 
@@ -197,7 +182,7 @@ def bench_kernels(repeat: int, interpreter: bool) -> list[dict]:
     rows = []
     for name in bench_triton.KERNELS:
         r = {"kernel": name, **time_plate(name, device, repeat)}
-        interp = time_interpreter(name, repeat) if interpreter else None
+        interp = bench_triton.time_interpreter(name, repeat, cpu=True) if interpreter else None
         r["interp_ms"], r["interp_cpu_ms"] = interp if interp else (None, None)
         rows.append(r)
 
@@ -212,17 +197,28 @@ def bench_kernels(repeat: int, interpreter: bool) -> list[dict]:
             f" {ratio(r['interp_ms'], r['plate_timed_ms']):>6}/{ratio(r['interp_cpu_ms'], r['plate_timed_cpu_ms']):>6}"
             f" {r['ok']!s:>5}"
         )
-    if interpreter and all(r["interp_ms"] for r in rows):
-        g = {
-            f"{k} {c}": bench_triton.geomean([r[f"interp{c}"] / r[f"plate{k}{c}"] for r in rows])
-            for k in ("", "_timed")
-            for c in ("_ms", "_cpu_ms")
-        }
+    g = speedups(rows)
+    if g:
         print(
-            f"geomean speedup over TRITON_INTERPRET=1 (target >= 100x): wall {g[' _ms']:.1f}x, CPU "
-            f"{g[' _cpu_ms']:.1f}x; with timing: wall {g['_timed _ms']:.1f}x, CPU {g['_timed _cpu_ms']:.1f}x"
+            f"geomean speedup over TRITON_INTERPRET=1 (target >= 100x): wall {g['ms']:.1f}x, CPU "
+            f"{g['cpu_ms']:.1f}x; with timing: wall {g['timed_ms']:.1f}x, CPU {g['timed_cpu_ms']:.1f}x"
         )
     return rows
+
+
+def speedups(rows: list[dict]) -> dict[str, float] | None:
+    """Geomean interpreter / plate over bench_kernels' rows: ``ms`` and ``cpu_ms`` (plate's launch, its
+    timing deferred), ``timed_ms`` and ``timed_cpu_ms`` (each launch timed); None unless every kernel
+    has an interpreter figure."""
+    import bench_triton
+
+    if not rows or not all(r["interp_ms"] for r in rows):
+        return None
+    return {
+        f"{k}{c}": bench_triton.geomean([r[f"interp_{c}"] / r[f"plate_{k}{c}"] for r in rows])
+        for k in ("", "timed_")
+        for c in ("ms", "cpu_ms")
+    }
 
 
 def main(argv=None) -> int:

@@ -3,14 +3,17 @@
     python benchmarks/bench_speed.py [--repeat 3] [--skip-gemm] [--gemm-n 4096]
 
 1. Simulator vs TRITON_INTERPRET=1: geomean speedup of one launch on the benchmark kernels of
-   triton_kernels.py (bench_triton.py's sizes; best of --repeat after a compiling launch).
+   triton_kernels.py (bench_triton.py's sizes; best of --repeat after a compiling launch), measured by
+   bench_sim_speed.py: CPU time as the headline (steadier on a shared machine), wall time beside it,
+   plate's timing deferred to the clock and, on the next row, settled after every launch.
 2. Compile: plate's TTIR -> pbin over Triton's CUDA sm_90 TTIR -> llir, geomean over the same
    kernels, Triton's cache bypassed: the stage functions' own CPU time (Triton's stage-inspection
    hook times them; a shared machine inflates CPU time far less than wall time), and beside it
    bench_triton.py's measure (Triton's compile listener: wall time, each stage's cache write included).
 3. bf16 GEMM n^3 (bench/kernels.py's matmul kernel) with 128x128x64 and 512x256x64 tiles: wall
    time of one launch simulated (functional + level-1 timing; compiled beforehand on a small
-   problem of the same specialization) and the peak RSS of the process that ran it (a fresh one per tile).
+   problem of the same specialization) and the peak RSS of the process that ran it (a fresh one per tile):
+   bench_sim_speed.py's GEMM run.
 
 The fourth target, upstream test_core's interpreter selection against the interpreter's wall time,
 takes minutes; its command (the runner's) is printed with the ratio of the last committed report.
@@ -20,10 +23,8 @@ Figures are measurements of this run on this machine, not assertions.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,59 +34,12 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 TARGETS = {"interpreter": 100.0, "compile": 0.25, "gemm_s": 5.0, "test_core": 1.0}
-GEMM_TILES = ((128, 128, 64), (512, 256, 64))
 PLATE_STAGES, CUDA_STAGES = ("pir", "pasm", "pbin"), ("ttgir", "llir")  # after the shared ttir stage
 TEST_CORE_REPORT = REPO / "upstream" / "reports" / "triton-test_core-interpreter-selection.md"
 TEST_CORE_COMMAND = (
     "python -m upstream.runner triton --files unit/language/test_core.py --jobs 2 --timeout 300 "
     "--vs-interpreter --name triton-test_core-interpreter-selection -- -m interpreter"
 )
-
-GEMM_CHILD = """
-import json, resource, sys, time
-import torch, triton
-import triton_plate_backend
-import triton_plate_backend.torch_device  # noqa: F401
-from triton_plate_backend.bench.kernels import matmul_kernel
-
-n, bm, bn, bk = (int(v) for v in sys.argv[1:5])
-
-def launch(size):
-    a = torch.randn(size, size, dtype=torch.bfloat16).to("plate")
-    b = torch.randn(size, size, dtype=torch.bfloat16).to("plate")
-    c = torch.empty(size, size, dtype=torch.bfloat16, device="plate")
-    grid = (triton.cdiv(size, bm) * triton.cdiv(size, bn),)
-    args = (a, b, c, size, size, size, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
-    start = time.perf_counter()
-    matmul_kernel[grid](*args, BM=bm, BN=bn, BK=bk, GROUP_M=8)
-    triton_plate_backend.last_profile()  # level-1 timing runs when the clock is read
-    return time.perf_counter() - start
-
-launch(max(256, bm, bn))  # compiles: the kernel loads whole tiles; sizes and strides divisible by 16 as n
-wall = launch(n)
-peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"wall_s": wall, "peak_rss_gb": peak_kib * 1024 / 1e9,
-                  "modeled_us": triton_plate_backend.last_profile().time_ns / 1e3}))
-"""
-
-
-def interpreter_ratio(repeat: int) -> float | None:
-    import bench_triton
-
-    device = bench_triton._plate_device()
-    ratios = []
-    print("simulator vs TRITON_INTERPRET=1 (one launch, best of --repeat):")
-    for name in bench_triton.KERNELS:
-        _, plate_ms, _, ok = bench_triton.time_plate(name, device, repeat)
-        interp_ms = bench_triton.time_interpreter(name, repeat)
-        ratio = interp_ms / plate_ms if interp_ms else None
-        print(
-            f"  {name:9} plate {plate_ms:8.1f} ms  interpreter {interp_ms or float('nan'):9.1f} ms  "
-            f"{(f'{ratio:.1f}x' if ratio else '-'):>7}  correct {ok}"
-        )
-        if ratio:
-            ratios.append(ratio)
-    return bench_triton.geomean(ratios) if ratios else None
 
 
 def stage_times(fn, signature, constexprs, target, repeat: int) -> dict[str, float]:
@@ -161,18 +115,6 @@ def compile_ratio(repeat: int) -> tuple[float | None, float | None]:
     return (geo(cpu) if cpu else None), (geo(wall) if wall else None)
 
 
-def gemm(n: int, tile: tuple[int, int, int]) -> dict | None:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    env.setdefault("TRITON_DEFAULT_BACKEND", "plate")
-    done = subprocess.run(
-        [sys.executable, "-c", GEMM_CHILD, str(n), *map(str, tile)], capture_output=True, text=True, env=env
-    )
-    if done.returncode != 0:
-        print(f"  gemm {tile} failed: {done.stderr.strip().splitlines()[-1:]}")
-        return None
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def last_test_core_ratio() -> str:
     try:
         text = TEST_CORE_REPORT.read_text()
@@ -190,13 +132,18 @@ def main(argv=None) -> int:
     ap.add_argument("--gemm-n", type=int, default=4096, help="the GEMM's M = N = K")
     ap.add_argument("--skip-gemm", action="store_true", help="leave out the GEMM (minutes on a busy machine)")
     args = ap.parse_args(argv)
+    import bench_sim_speed
+
     os.environ["TRITON_DEFAULT_BACKEND"] = "plate"
     start = time.perf_counter()
     rows = []
-    r = interpreter_ratio(args.repeat)
-    rows.append(
-        ("simulator vs TRITON_INTERPRET=1, geomean", f"{r:.1f}x" if r else "-", f">= {TARGETS['interpreter']:g}x")
-    )
+    speed = bench_sim_speed.speedups(bench_sim_speed.bench_kernels(args.repeat, interpreter=True))
+    for name, k in (
+        ("simulator vs TRITON_INTERPRET=1, geomean, CPU (wall)", ""),
+        ("... the same, every launch's timing settled, CPU (wall)", "timed_"),
+    ):
+        value = f"{speed[k + 'cpu_ms']:.1f}x (wall {speed[k + 'ms']:.1f}x)" if speed else "-"
+        rows.append((name, value, f">= {TARGETS['interpreter']:g}x"))
     cpu, wall = compile_ratio(args.repeat)
     rows.append(("compile TTIR->pbin / cuda:90 TTIR->llir, geomean, CPU", f"{cpu:.2f}x" if cpu else "-", "<= 0.25x"))
     rows.append(("... the same, wall with cache writes (bench_triton.py)", f"{wall:.2f}x" if wall else "-", "<= 0.25x"))
@@ -204,13 +151,17 @@ def main(argv=None) -> int:
         print(
             f"bf16 GEMM {args.gemm_n}^3, one launch simulated (functional + level-1 timing), a fresh process per tile:"
         )
-        for tile in GEMM_TILES:
-            g = gemm(args.gemm_n, tile)
+        for tile in bench_sim_speed.GEMM_TILES:
+            try:
+                g = bench_sim_speed.run_gemm(args.gemm_n, tile)
+            except RuntimeError as e:
+                print(f"  gemm {tile} failed: {str(e).splitlines()[-1:]}")
+                g = None
             name = f"bf16 GEMM {args.gemm_n}^3 {'x'.join(map(str, tile))}: wall, peak RSS"
             if g:
-                wall, rss, modeled = g["wall_s"], g["peak_rss_gb"], g["modeled_us"]
+                wall, rss, modeled = g["wall_s"], g["peak_rss_mib"] * 2**20 / 1e9, g["modeled_us"]
                 print(f"  {tile}: {wall:.1f} s, peak RSS {rss:.2f} GB, modeled {modeled:.0f} us")
-            rows.append((name, f"{g['wall_s']:.1f} s, {g['peak_rss_gb']:.2f} GB" if g else "-", "<= 5 s"))
+            rows.append((name, f"{wall:.1f} s, {rss:.2f} GB" if g else "-", f"<= {TARGETS['gemm_s']:g} s"))
     rows.append(("test_core interpreter selection, plate / interpreter wall", last_test_core_ratio(), "<= 1.0x"))
     print("\n| target | measured | goal |\n|---|---|---|")
     for name, value, goal in rows:
