@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .host_op_counter import count_host_op
+
 HALF = (torch.float16, torch.bfloat16)
 SLICES = 3  # a matmul operand's integer slices (matmul64): 3 x 21 bits cover fp32's 24 and a wide row
 
@@ -353,8 +355,10 @@ def kernel_for(op: torch._ops.OpOverload, rule: Rule) -> Callable:
     ]
     outs = [a.name for a in schema.arguments if a.is_out]
     by_alias = {frozenset(a.alias_info.before_set): a.name for a in schema.arguments if a.alias_info}
+    operator = f"{schema.name}.{op._overloadname}"
 
     def kernel(*args, **kwargs):
+        count_host_op(operator)  # it computes on the host, as the CPU fallback's ops do
         bound = dict(zip(names, args))
         bound.update({a.name: kwargs.get(a.name, a.default_value) for a in schema.arguments[len(args) :]})
         device = _device_of(bound.values(), str(op))

@@ -1,5 +1,6 @@
 """Host ops: the aten ops that ran on the host for plate tensors through the device's CPU fallback
-(csrc/fallback.cpp), counted and named by the extension (csrc/host_ops.cpp).
+(csrc/fallback.cpp) or a host kernel registered from Python (accumulation.py), counted and named by the
+extension (csrc/host_ops.cpp).
 
 Every op without a plate kernel computes its CPU kernel on the host, outside the modeled clock. The counts
 cover the whole process (eager code and compiled graphs alike); ``host_op_scope()`` gives those of one
@@ -33,6 +34,12 @@ def _named(counts: dict[str, int]) -> Counter[str]:
 def host_ops() -> Counter[str]:
     """``{"aten.mm": 3, ...}``: the ops the host ran for plate tensors since the last reset."""
     return _named(_registration.extension()._host_ops())
+
+
+def count_host_op(operator: str) -> None:
+    """Count ``operator`` (``aten::mm.default``) as run on the host: for plate kernels registered from
+    Python (accumulation.py) that compute on the host without passing through the CPU fallback."""
+    _registration.extension()._count_host_op(operator)
 
 
 def reset_host_ops() -> None:

@@ -168,6 +168,15 @@ PyObject* host_ops(PyObject* /*self*/, PyObject* /*unused*/) {
   return to_dict(plate::host_op_counts());
 }
 
+PyObject* count_host_op(PyObject* /*self*/, PyObject* name) {
+  const char* text = PyUnicode_AsUTF8(name);
+  if (text == nullptr) {
+    return nullptr;
+  }
+  plate::count_host_op(text);
+  Py_RETURN_NONE;
+}
+
 PyObject* reset_host_ops(PyObject* /*self*/, PyObject* /*unused*/) {
   plate::reset_host_op_counts();
   Py_RETURN_NONE;
@@ -202,6 +211,7 @@ PyObject* exit_host_op_scope(PyObject* /*self*/, PyObject* depth) {
 PyMethodDef kMethods[] = {
     {"_host_ops", host_ops, METH_NOARGS, "{operator name: count} of the ops the CPU fallback ran on the host."},
     {"_reset_host_ops", reset_host_ops, METH_NOARGS, nullptr},
+    {"_count_host_op", count_host_op, METH_O, "Count a host op that a Python-registered plate kernel ran."},
     {"_watch_compiled_frames", watch_compiled_frames, METH_O, "Count host ops of compiled functions' eager code."},
     {"_compiled_frame_host_ops", compiled_frame_host_ops, METH_NOARGS, "{name: count} of those ops."},
     {"_reset_compiled_frame_host_ops", reset_compiled_frame_host_ops, METH_NOARGS, nullptr},
