@@ -102,7 +102,7 @@ def first_line(message: str | None) -> str:
     """The line of a failure text that says what went wrong (pytest's `E   ...`), else its last line."""
     lines = [ln.strip() for ln in (message or "").splitlines() if ln.strip()]
     errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
-    return (errors[0] if errors else lines[-1] if lines else "")[:200]
+    return (errors[0] if errors else lines[-1] if lines else "")[:200].rstrip()
 
 
 def read_baseline(path: Path) -> dict:
