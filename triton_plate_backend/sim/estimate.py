@@ -46,7 +46,7 @@ from .memory import DeviceMemory
 from .replay import _routes, static_facts
 from .sem_memory import TRAFFIC_ONLY
 from .semantics import SEMANTICS
-from .timing import _aggregate, _issue, fold_replicas, map_programs
+from .timing import mapped
 from .trace import Trace
 
 
@@ -324,15 +324,9 @@ def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Es
     machine = get_machine(machine)
     policy = policy if policy is not None else knobs.policy()
     n = trace.num_programs
-    core_of = map_programs(policy, n, machine)
-    pcs = static_facts(trace.program, machine)[0]
-    trace = fold_replicas(trace, machine, core_of, pcs)
-    issues = {id(e): _issue(machine, trace, e, len(e.programs)) for e in trace.entries if pcs[e.pc].kind == "dma"}
-    comp, eng, read, write = _aggregate(trace, machine, core_of, pcs, issues)
+    m = mapped(trace, machine, policy)
+    trace, core_of, pcs, issues, read, write, bound = m.trace, m.core_of, m.pcs, m.issues, m.read, m.write, m.bound
     flops = float(sum(pcs[e.pc].flops * len(e.programs) for e in trace.entries))
-    bound = cost.level0_bound(
-        machine, compute_cycles=comp, dma_engine_cycles=eng.ravel(), read_bytes=read, write_bytes=write
-    )
     per_core = _core_times(trace, machine, pcs, core_of, issues)
     cycles = max(float(per_core.max(initial=0.0)), bound.cycles)
     kind = BOUND_NAMES.get(bound.binding, bound.binding) if cycles <= LATENCY_MARGIN * bound.cycles else "latency"

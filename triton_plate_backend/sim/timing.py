@@ -177,7 +177,7 @@ def _issue(machine: Machine, trace: Trace, entry, n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(issue, dtype=np.float64), (n,))
 
 
-def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc], issues=None):
+def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc], issues: dict):
     """Per-core compute and DMA-engine cycles and the byte matrices: the level-0 inputs."""
     C, D = machine.total_cores, machine.total_domains
     comp, eng = np.zeros(C), np.zeros((2, C))
@@ -194,7 +194,7 @@ def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc
                 acc[1] += p.cost
             continue
         cs = core_of[np.asarray(entry.programs, dtype=np.int64)]
-        issue = issues[id(entry)] if issues is not None else _issue(machine, trace, entry, len(cs))
+        issue = issues[id(entry)]
         bbd = entry.bytes_by_domain if entry.bytes_by_domain is not None else np.zeros((len(cs), D))
         eng[p.engine // 2] += np.bincount(cs, weights=issue + bbd.sum(axis=1) / rate, minlength=C)
         onehot = np.zeros((D, len(cs)))
@@ -206,15 +206,37 @@ def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc
     return comp, eng, read, write
 
 
-def level0_bound(trace: Trace, machine=None, *, policy="round_robin") -> cost.Bound:
-    """PLATE.md level 0 for a trace under a grid -> core policy (see cost.level0_bound)."""
-    machine = get_machine(machine)
+@dataclass(frozen=True)
+class Mapped:
+    """A trace mapped to cores and its level-0 inputs: where the level-1 timing and the cost model's
+    estimate (sim/estimate.py) both start, so the two share one mapping, one replica rule and one bound."""
+
+    trace: Trace  # replicated bytes homed by the mapping (fold_replicas)
+    core_of: np.ndarray
+    pcs: list[Pc]
+    issues: dict  # id(DMA entry) -> issue cycles per program
+    compute: np.ndarray  # per core
+    engines: np.ndarray  # (2, cores): DMA-in, DMA-out
+    read: np.ndarray  # (core domain, home domain) bytes
+    write: np.ndarray
+    bound: cost.Bound
+
+
+def mapped(trace: Trace, machine: Machine, policy) -> Mapped:
     core_of = map_programs(policy, trace.num_programs, machine)
     pcs = static_facts(trace.program, machine)[0]
-    comp, eng, read, write = _aggregate(fold_replicas(trace, machine, core_of, pcs), machine, core_of, pcs)
-    return cost.level0_bound(
+    trace = fold_replicas(trace, machine, core_of, pcs)
+    issues = {id(e): _issue(machine, trace, e, len(e.programs)) for e in trace.entries if pcs[e.pc].kind == "dma"}
+    comp, eng, read, write = _aggregate(trace, machine, core_of, pcs, issues)
+    bound = cost.level0_bound(
         machine, compute_cycles=comp, dma_engine_cycles=eng.ravel(), read_bytes=read, write_bytes=write
     )
+    return Mapped(trace, core_of, pcs, issues, comp, eng, read, write, bound)
+
+
+def level0_bound(trace: Trace, machine=None, *, policy="round_robin") -> cost.Bound:
+    """PLATE.md level 0 for a trace under a grid -> core policy (see cost.level0_bound)."""
+    return mapped(trace, get_machine(machine), policy).bound
 
 
 def _auto_bucket(trace: Trace, pcs: list[Pc], waves: int, bound_cycles: float) -> float:
@@ -238,15 +260,9 @@ def simulate_timing(
     t0 = time.perf_counter()
     machine = get_machine(machine)
     n = trace.num_programs
-    core_of = map_programs(policy, n, machine)
-    pcs = static_facts(trace.program, machine)[0]
-    trace = fold_replicas(trace, machine, core_of, pcs)
-    issues = {id(e): _issue(machine, trace, e, len(e.programs)) for e in trace.entries if pcs[e.pc].kind == "dma"}
-    comp, eng, read, write = _aggregate(trace, machine, core_of, pcs, issues)
+    m = mapped(trace, machine, policy)
+    trace, core_of, pcs, issues, comp, bound = m.trace, m.core_of, m.pcs, m.issues, m.compute, m.bound
     used = np.unique(core_of)
-    bound = cost.level0_bound(
-        machine, compute_cycles=comp, dma_engine_cycles=eng.ravel(), read_bytes=read, write_bytes=write
-    )
     # wave of each program: its rank among the programs of its core, in program id order
     order = np.argsort(core_of, kind="stable")
     first = np.searchsorted(core_of[order], core_of[order])
