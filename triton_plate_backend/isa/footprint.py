@@ -163,3 +163,9 @@ def program_names(grid, int_args: dict[int, int]) -> dict:
     names.update({f"nprog_{a}": np.int64(g) for a, g in zip(AXES, (gx, gy, gz))})
     names.update({f"arg{k}": np.int64(v) for k, v in int_args.items()})
     return names
+
+
+def launch_names(grid, params, args) -> dict:
+    """program_names of a launch: the integer arguments among ``args`` (``params``: the Program's args)."""
+    ints = {k: int(v) for k, (a, v) in enumerate(zip(params, args)) if a.type != "ptr" and not isinstance(v, float)}
+    return program_names(grid, ints)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import cost
-from ..isa.footprint import FootprintError, evaluate, parse_footprints, program_names
+from ..isa.footprint import FootprintError, evaluate, launch_names, parse_footprints
 from ..machine import Machine
 from .memory import DeviceMemory
 from .timing import CoreMapping
@@ -47,8 +47,7 @@ def program_bytes(program, grid, args, memory: DeviceMemory) -> tuple[np.ndarray
     if not footprints:
         return None
     params = program.args
-    ints = {k: int(v) for k, (a, v) in enumerate(zip(params, args)) if a.type != "ptr" and not isinstance(v, float)}
-    names = program_names(grid, ints)
+    names = launch_names(grid, params, args)
     P = int(np.prod(grid))
     located = np.zeros((P, memory.machine.total_domains))
     spread = np.zeros_like(located)
@@ -66,10 +65,9 @@ def program_bytes(program, grid, args, memory: DeviceMemory) -> tuple[np.ndarray
         if fp.arg >= len(params) or params[fp.arg].type != "ptr":
             return None
         base = int(args[fp.arg])
-        pos = int(memory.span_positions(np.array([base], np.int64), np.array([base + 1], np.int64))[0])
-        if pos < 0:
+        rec = memory.holding(base)
+        if rec is None:
             continue  # not device memory the allocation table knows (a null or freed pointer): no pull
-        rec = memory.live(pos)
         if rec.replicas:  # a copy in every domain: local wherever the program runs, so it steers nothing
             continue
         if fp.lo is None:  # somewhere in this allocation: its bytes in proportion to the homes' shares

@@ -501,6 +501,11 @@ class DeviceMemory:
     def live(self, position: int) -> Allocation:
         return self._live[position]
 
+    def holding(self, addr: int) -> Allocation | None:
+        """The live allocation that holds byte ``addr``, or None."""
+        pos = int(self.span_positions(np.array([addr], np.int64), np.array([addr + 1], np.int64))[0])
+        return self._live[pos] if pos >= 0 else None
+
     def positions(self, addrs: np.ndarray) -> np.ndarray:
         """Live-table position of the allocation holding each byte address, for addresses already
         checked (``locate``); the position below, or -1, for others."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import cost
 from ..errors import DeviceOutOfMemory, PlateError
-from ..isa.footprint import FootprintError, evaluate, parse_footprints, program_names
+from ..isa.footprint import FootprintError, evaluate, launch_names, parse_footprints
 from .estimate import estimate_launch
 from .memory import Allocation, DeviceMemory
 from .replay import static_facts
@@ -58,19 +58,15 @@ def shared_operands(program, grid, args, memory: DeviceMemory) -> list[tuple[int
     footprints = parse_footprints(getattr(program, "affinity", ""))
     if not footprints:
         return []
-    ints = {
-        k: int(v) for k, (a, v) in enumerate(zip(program.args, args)) if a.type != "ptr" and not isinstance(v, float)
-    }
-    names = program_names(grid, ints)
+    names = launch_names(grid, program.args, args)
     found: dict[int, Allocation] = {}
     for fp in footprints:
         if fp.arg < 0 or fp.arg in found or program.args[fp.arg].type != "ptr":
             continue
         base = int(args[fp.arg])
-        pos = int(memory.span_positions(np.array([base], np.int64), np.array([base + 1], np.int64))[0])
-        if pos < 0:
+        rec = memory.holding(base)
+        if rec is None:
             continue
-        rec = memory.live(pos)
         if fp.lo is None:  # gathered: any program may read any of it
             found[fp.arg] = rec
             continue
@@ -197,8 +193,7 @@ def drop_written_replicas(trace: Trace, program, args, memory: DeviceMemory) -> 
     for a, v in zip(program.args, args):
         if a.type != "ptr":
             continue
-        pos = int(memory.span_positions(np.array([int(v)]), np.array([int(v) + 1]))[0])
-        rec = memory.live(pos) if pos >= 0 else None
+        rec = memory.holding(int(v))
         if rec is not None and rec.replica_of is not None and rec not in made:
             made.append(rec)
     if not made:

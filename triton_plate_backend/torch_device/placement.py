@@ -102,10 +102,10 @@ def _allocation(tensor: torch.Tensor, what: str):
         raise DeviceError(f"{what}: the tensor is on {tensor.device}, not a plate device; move it with .plate()")
     dev = get_device(tensor.device.index or 0)
     base = tensor.untyped_storage().data_ptr()
-    pos = int(dev.memory.span_positions(np.array([base]), np.array([base + 1]))[0])
-    if pos < 0:
+    rec = dev.memory.holding(base)
+    if rec is None:
         raise AllocationError(f"{what}: the tensor's storage at {base:#x} is not a live allocation of {dev}")
-    return dev, dev.memory.live(pos)
+    return dev, rec
 
 
 def migrate(tensor: torch.Tensor, mode: str = "blocked", domain: int | None = None, domains=None) -> torch.Tensor:
