@@ -90,13 +90,19 @@ def test_discovery_imports_the_integration_through_its_entry_point(tmp_path):
     script = textwrap.dedent(
         """
         import sys
+        import warnings
         import torch
         import triton_plate_backend.torch_device
         from triton_plate_backend.torch_device import compiler_hooks
 
         group = compiler_hooks.ENTRY_POINT_GROUP
         compiler_hooks.ENTRY_POINT_GROUP = "no.such.group"
-        assert getattr(torch.plate, "Scheduling", None) is None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert getattr(torch.plate, "Scheduling", None) is None
+            assert getattr(torch.plate, "PythonWrapperCodegen", None) is None
+        said = [str(w.message) for w in caught if "no.such.group" in str(w.message)]
+        assert len(said) == 1 and "egg-info" in said[0], said
         assert "inductor_plate" not in sys.modules
         compiler_hooks.ENTRY_POINT_GROUP = group
 

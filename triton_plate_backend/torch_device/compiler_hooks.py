@@ -10,6 +10,7 @@ metadata declares (pyproject.toml); loading one imports the package, which regis
 
 from __future__ import annotations
 
+import warnings
 from importlib.metadata import entry_points
 
 from ..errors import PlateError
@@ -17,6 +18,7 @@ from ..errors import PlateError
 ENTRY_POINT_GROUP = "triton_plate_backend.inductor"
 INDUCTOR_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
 _answers: dict[str, object] = {}
+_warned_missing = False
 
 
 def register_inductor_backend(**answers) -> None:
@@ -36,8 +38,24 @@ def inductor_answer(name: str):
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             ep.load()  # importing the integration registers it
     if name not in _answers:
-        raise AttributeError(
-            f"torch.plate.{name}: no Inductor integration registered (none is imported, and no package "
-            f"declares an entry point in the group {ENTRY_POINT_GROUP!r})"
+        missing = (
+            f"no Inductor integration registered (none is imported, and no package declares an entry point in "
+            f"the group {ENTRY_POINT_GROUP!r})"
         )
+        _warn_missing_once(missing)
+        raise AttributeError(f"torch.plate.{name}: {missing}")
     return _answers[name]
+
+
+def _warn_missing_once(missing: str) -> None:
+    # Inductor's discovery swallows the AttributeError and later fails with a bare `assert scheduling_ctor`;
+    # the warning is what tells the user why and what to change.
+    global _warned_missing
+    if not _warned_missing:
+        _warned_missing = True
+        warnings.warn(
+            f"plate: {missing}, so torch.compile on plate tensors has no Inductor backend. Install plate with "
+            f"`pip install -e .` (its metadata declares the entry point) or `import inductor_plate`; a stale "
+            f"`*.egg-info` folder in the working directory can shadow the installed metadata.",
+            stacklevel=3,
+        )
