@@ -66,7 +66,7 @@ from typing import Any
 from ..errors import CompileError
 from ..ir.core import Module, Op, PtrType, TensorType, Value, shape_of
 from ..ir.vocabulary import OPS
-from . import access_masks  # noqa: F401  (registers the mask rules)
+from . import access_masks, access_modular  # noqa: F401  (register the mask rules and the remainder rule)
 from .access_forms import (
     Affine,
     BlockPtr,
