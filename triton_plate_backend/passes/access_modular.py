@@ -46,7 +46,7 @@ from .affine import (
 
 POISON = 1 << 40  # elements: added to the offset of a program whose remainder would be negative
 
-# scalar ops whose result is >= 0 when the listed operands are (by index); "any" for max: one suffices
+# scalar ops whose result is >= 0 when the listed operands (by index) are; arith.maxsi needs only one (_nonneg_op)
 _NONNEG_ALL = {
     "arith.addi": (0, 1),
     "arith.muli": (0, 1),
