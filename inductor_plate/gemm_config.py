@@ -9,7 +9,9 @@ the SRAM budget, the one with the least modeled time, from the cost model's form
 - DMA of one program per K step: the A and B tiles through the core's DMA engine
   (``dma_cycles`` less the flight latency, which pipelining hides when ``num_stages >= 2``);
 - a program: K steps of max(compute, DMA) (the pipeline overlaps them), one DMA latency to fill it,
-  and the store of its fp32 accumulator tile;
+  and the store of its fp32 accumulator tile; both cross a die when the tile's rows span more than
+  one domain's share of A's and C's rows (``spans_domains``: the default placement gives each domain
+  a contiguous share of a tensor's rows, and the launch runs a program where most of its bytes are);
 - the grid: programs in waves over all cores; no faster than the chip's HBM moving every tile.
 
 ``estimate`` is the whole model; a later change can point it at the cost model's own query.
@@ -25,7 +27,7 @@ from triton_plate_backend import cost
 from triton_plate_backend.errors import PlateError
 from triton_plate_backend.machine import Machine
 
-from .templates import GEMM_BLOCKS, sram_needed
+from .templates import GEMM_BLOCKS, sram_needed, suits_matrix_unit
 
 # torch dtype name -> (cost-model dtype of the matrix unit, bytes per element)
 DTYPES: dict[str, tuple[str, int]] = {
@@ -64,7 +66,7 @@ def candidates(machine: Machine, sram_budget: int) -> list[GemmConfig]:
     return [
         GemmConfig(m, n, k, stages, warps)
         for m, n, k, stages, warps in GEMM_BLOCKS
-        if m % dim == 0 and n % dim == 0 and sram_needed(m, n, k, stages) <= sram_budget
+        if suits_matrix_unit(m, n, dim) and sram_needed(m, n, k, stages) <= sram_budget
     ]
 
 
@@ -83,6 +85,11 @@ def effective_blocks(problem: GemmProblem, config: GemmConfig) -> tuple[int, int
     )
 
 
+def spans_domains(machine: Machine, problem: GemmProblem, block_m: int) -> bool:
+    """Whether a tile of ``block_m`` rows reaches past one domain's share of the rows of A and C."""
+    return block_m > math.ceil(problem.batch * problem.m / machine.domains)
+
+
 def estimate(machine: Machine, problem: GemmProblem, config: GemmConfig) -> float:
     """Modeled cycles of the GEMM template with ``config`` on ``machine`` (see the module docstring)."""
     dtype, itemsize = DTYPES.get(problem.dtype, ("f32", 4))
@@ -90,10 +97,11 @@ def estimate(machine: Machine, problem: GemmProblem, config: GemmConfig) -> floa
     k_steps = max(1, math.ceil(problem.k / bk))
     compute = cost.mma_cycles(machine, bm, bn, bk, dtype)
     latency = cost.flight_latency(machine)
+    hops = 1 if spans_domains(machine, problem, bm) else 0
     operand_bytes = (bm * bk + bk * bn) * itemsize
     dma = cost.dma_cycles(machine, bm * bk * itemsize) + cost.dma_cycles(machine, bk * bn * itemsize) - 2 * latency
     step = max(compute, dma) if config.num_stages >= 2 else compute + dma + latency
-    program = k_steps * step + latency + cost.dma_cycles(machine, bm * bn * 4)
+    program = k_steps * step + cost.flight_latency(machine, hops) + cost.dma_cycles(machine, bm * bn * 4, hops=hops)
     programs = problem.batch * math.ceil(problem.m / bm) * math.ceil(problem.n / bn)
     waves = math.ceil(programs / machine.total_cores)
     hbm = programs * (k_steps * operand_bytes + bm * bn * 4) / machine.hbm_bytes_per_cycle_chip()

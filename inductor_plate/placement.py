@@ -10,7 +10,10 @@ which buffers are graph inputs, which the graph writes, which kernels read each.
   replica would have saved its readers (``replica_saving_ns``) to the input's RENT, and the copy is
   made once the rent reaches its price (``torch.plate.migration_cost_ns``), the rent-or-buy rule (at
   most twice the best cost in hindsight). A weight read by a few kernels pays at the first call;
-  an input that is a fresh tensor at every call (token ids) never does.
+  an input that is a fresh tensor at every call (token ids) never does. A module's parameter is
+  bought at its first call when its copy pays within PARAMETER_HORIZON calls: it is the module's
+  state, read again at every call of the compiled forward, so waiting for the rent only runs the
+  first calls remote (a 64-token GPT's projection weights took 5 calls to pay, measured).
 - a graph input the graph writes keeps the placement it has (every copy of a replica would be written);
 - a buffer the graph makes keeps the default placement (sim/memory.py default_placement): blocked
   along its first axis when it has 64 KiB or more (each domain homes a contiguous quarter of its
@@ -37,6 +40,7 @@ from triton_plate_backend.errors import DeviceOutOfMemory
 from triton_plate_backend.sim.memory import BLOCKED_MIN_BYTES
 
 REPLICATE = "replicated"
+PARAMETER_HORIZON = 8  # calls within which a parameter's replica must pay to be bought at the first call
 
 
 @dataclass
@@ -219,7 +223,8 @@ def place_inputs(args, key: str, rows=()) -> None:
             price = torch.plate.migration_cost_ns(t, REPLICATE)
         except DeviceOutOfMemory:  # the copies do not fit: it stays as it is
             continue
-        if rent < price:
+        parameter = isinstance(t, torch.nn.Parameter) and PARAMETER_HORIZON * saving >= price
+        if rent < price and not parameter:
             continue
         torch.plate.migrate(t, REPLICATE)
         with _lock:

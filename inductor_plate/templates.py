@@ -6,7 +6,10 @@ default mode the lowering (gemm_lowering.py) names the one configuration the cos
 
 Inductor asks a per-device registry (torch._inductor.template_heuristics) for the block sizes of its
 GEMM templates; without an entry for "plate" it offers none. The configurations here follow the
-PLATE core: BLOCK_M and BLOCK_N are multiples of the matrix unit's tile (32x32), and every
+PLATE core: BLOCK_N is a multiple of the matrix unit's tile (32x32), BLOCK_M a multiple or a divisor
+of it (a 16-row tile costs the matrix unit a whole 32-row pass, but on a product of few rows it is
+what keeps a program's rows of A and C in one domain: the default placement gives each domain a
+contiguous quarter of a tensor's rows, 16 of a 64-token batch), and every
 configuration's operand tiles, pipelined ``num_stages`` deep, plus the fp32 accumulator fit the SRAM
 (policy.fusion_sram_bytes()). ``register()`` runs once, from inductor_plate.register().
 """
@@ -20,6 +23,8 @@ import functools
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps): small first (the test sizes), then the
 # shapes that keep the matrix unit busy on large products.
 GEMM_BLOCKS: tuple[tuple[int, int, int, int, int], ...] = (
+    (16, 32, 32, 2, 4),
+    (16, 64, 32, 2, 4),
     (32, 32, 32, 2, 4),
     (64, 64, 32, 2, 4),
     (64, 64, 64, 2, 4),
@@ -55,8 +60,13 @@ def plate_gemm_configs(budget: int, matrix_dim: int) -> list:
     return [
         GemmConfig(m, n, k, stages, warps)
         for m, n, k, stages, warps in GEMM_BLOCKS
-        if m % matrix_dim == 0 and n % matrix_dim == 0 and sram_needed(m, n, k, stages) <= budget
+        if suits_matrix_unit(m, n, matrix_dim) and sram_needed(m, n, k, stages) <= budget
     ]
+
+
+def suits_matrix_unit(block_m: int, block_n: int, matrix_dim: int) -> bool:
+    """BLOCK_N a multiple of the matrix unit's tile, BLOCK_M a multiple or a divisor of it (module docstring)."""
+    return (block_m % matrix_dim == 0 or matrix_dim % block_m == 0) and block_n % matrix_dim == 0
 
 
 @functools.cache

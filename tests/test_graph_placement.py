@@ -11,6 +11,7 @@ from torch._inductor import config as inductor_config
 from torch._inductor.utils import run_and_get_code
 
 import inductor_plate
+from inductor_plate import placement
 from inductor_plate.placement import place_inputs, replica_saving_ns
 
 
@@ -112,3 +113,22 @@ def test_a_replica_is_made_only_once_it_pays(mini):
     assert torch.plate.placement_of(small) == "replicated"
     summary = inductor_plate.placement_summary()  # plans this process did not compile are listed too
     assert "plate placement of graph test-big" in summary and "big replicated once" in summary
+
+
+def test_a_parameter_is_bought_at_the_first_call_when_it_pays_within_the_horizon(mini, monkeypatch):
+    """A module's parameter comes back at every call: its replica is made at the first call when it pays
+    within PARAMETER_HORIZON calls; a plain input of the same size waits for its rent."""
+    plain = torch.zeros(1 << 14, device="plate")
+    weight = torch.nn.Parameter(torch.zeros(1 << 14, device="plate"), requires_grad=False)
+    one_call = replica_saving_ns(mini.machine, plain.nbytes, 1, torch.plate.home_domains(plain))
+    price = torch.plate.migration_cost_ns(plain, "replicated")
+    assert one_call < price <= placement.PARAMETER_HORIZON * one_call
+    plan = (("x", plain.nbytes, "input", "replicated", "a weight", 1, 0),)
+    place_inputs([plain], "test-plain", plan)
+    assert torch.plate.placement_of(plain) != "replicated"
+    monkeypatch.setattr(placement, "PARAMETER_HORIZON", 1)  # a copy that would not pay within the horizon
+    place_inputs([weight], "test-weight", plan)
+    assert torch.plate.placement_of(weight) != "replicated"
+    monkeypatch.undo()
+    place_inputs([weight], "test-weight", plan)
+    assert torch.plate.placement_of(weight) == "replicated"

@@ -115,6 +115,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.passes.affine",
         f"{TPB}.passes.access_forms",
         f"{TPB}.passes.access_masks",
+        f"{TPB}.passes.access_modular",
         f"{TPB}.passes.access",
         f"{TPB}.passes.affinity",
         f"{TPB}.passes.demand",

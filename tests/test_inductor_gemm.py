@@ -66,11 +66,12 @@ def test_choice_fits_the_sram_and_follows_the_shapes():
     budget = machine.core.sram_bytes // 2
     small = gemm_config.choose(machine, gemm_config.GemmProblem(32, 32, 32), budget)
     large = gemm_config.choose(machine, gemm_config.GemmProblem(4096, 4096, 4096), budget)
-    assert (small.block_m, small.block_n) == (32, 32)  # bigger tiles only pad a 32x32 product
+    # bigger tiles only pad a 32x32 product; 16-row tiles keep each program's rows in one domain
+    assert (small.block_m, small.block_n) == (16, 32)
     assert large.block_m * large.block_n > small.block_m * small.block_n  # fewer, fuller programs
     for chosen in (small, large):
         assert templates.sram_needed(chosen.block_m, chosen.block_n, chosen.block_k, chosen.num_stages) <= budget
-        assert chosen.block_m % machine.core.matrix.dim == 0 and chosen.block_n % machine.core.matrix.dim == 0
+        assert templates.suits_matrix_unit(chosen.block_m, chosen.block_n, machine.core.matrix.dim)
     problem = gemm_config.GemmProblem(4096, 4096, 4096)
     fitting = gemm_config.candidates(machine, budget)
     assert gemm_config.estimate(machine, problem, large) == min(
@@ -78,6 +79,21 @@ def test_choice_fits_the_sram_and_follows_the_shapes():
     )
     with pytest.raises(PlateError, match="max_fusion_sram_bytes"):
         gemm_config.choose(machine, problem, 0)
+
+
+def test_tiles_whose_rows_span_domains_pay_the_die_crossing():
+    """64 tokens over plate1's 4 domains: 16 rows each. A 32-row tile fills and stores across a die, so a
+    transformer's projections take 16-row tiles (each program's rows of A and C in one domain)."""
+    machine = get_machine("plate1")
+    problem = gemm_config.GemmProblem(64, 256, 64)
+    tall, short = gemm_config.GemmConfig(32, 32, 32, 2, 4), gemm_config.GemmConfig(16, 32, 32, 2, 4)
+    assert gemm_config.spans_domains(machine, problem, 32) and not gemm_config.spans_domains(machine, problem, 16)
+    # 128 rows: 32 per domain, the same programs in one wave, none crossing: the fill and the store differ
+    local, problem64 = gemm_config.GemmProblem(128, 64, 64), gemm_config.GemmProblem(64, 64, 64)
+    crossing = 2 * machine.domain.die_crossing_cycles
+    assert gemm_config.estimate(machine, problem64, tall) - gemm_config.estimate(machine, local, tall) == crossing
+    assert gemm_config.choose(machine, problem, machine.core.sram_bytes // 2) == short
+    assert not gemm_config.spans_domains(machine, gemm_config.GemmProblem(4096, 4096, 4096), 256)
 
 
 def test_gemm_mode_is_checked():

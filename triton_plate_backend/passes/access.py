@@ -17,7 +17,8 @@ Recognised forms:
   fold into `offset`, so `base` is the root pointer (a kernel argument, usually).
 - affine offsets: tt.make_range, tt.splat, dense splat constants (and 1-D arithmetic progressions),
   arith.addi/subi, arith.muli with one uniform side, extsi/extui/trunci (assumed not to overflow, as
-  Triton's own axis analysis does), and the shape ops above.
+  Triton's own axis analysis does), the shape ops above, and arith.remsi by a constant when no tile
+  can wrap (`rm % M` of the GEMM templates; passes/access_modular.py).
 - masks: arith.andi of arith.cmpi between an offset that varies along one dim with a constant
   coefficient and a uniform bound (either operand order; eq/slt/sle/sgt/sge; ult/ule against a
   non-negative constant), splat(i1 scalar p) (hi_0 = select(p, size_0, 0)), uniform comparisons,
@@ -66,7 +67,7 @@ from typing import Any
 from ..errors import CompileError
 from ..ir.core import Module, Op, PtrType, TensorType, Value, shape_of
 from ..ir.vocabulary import OPS
-from . import access_masks  # noqa: F401  (registers the mask rules)
+from . import access_masks, access_modular  # noqa: F401  (register the mask rules and the remainder rule)
 from .access_forms import (
     Affine,
     BlockPtr,

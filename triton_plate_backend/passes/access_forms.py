@@ -6,8 +6,9 @@
   descriptors (tt.make_tensor_descriptor) as Exprs over scalars.
 
 `Forms` memoises the decomposition of each value; one rule per op, in the tables below (mask rules
-live in access_masks.py). A value that has no such form raises `NotStructured` with the reason, naming
-the op and its source line. See passes/access.py for the public API and the loop-carried pointers.
+live in access_masks.py, the remainder rule in access_modular.py). A value that has no such form
+raises `NotStructured` with the reason, naming the op and its source line. See passes/access.py for
+the public API and the loop-carried pointers.
 """
 
 from __future__ import annotations
@@ -261,7 +262,7 @@ class Forms:
         op = defining_op(v)
         if op is None:
             raise NotStructured(f"offset is a tensor block argument {value_name(v)}")
-        rule = _OFFSET_RULES.get(op.name)
+        rule = OFFSET_RULES.get(op.name)
         if rule is None:
             raise NotStructured(f"offset is not affine: {where(op)}")
         return rule(self, op)
@@ -382,7 +383,8 @@ def _off_shape(a: Forms, op: Op) -> Affine:
     return Affine(x.const, tuple(ZERO if s is None or k in bcast else x.coeffs[s] for k, s in enumerate(m)))
 
 
-_OFFSET_RULES = {
+# op name -> rule(forms, op) -> Affine; access_modular.py adds the remainder rule (imported by access.py)
+OFFSET_RULES: dict[str, Any] = {
     "arith.constant": _off_constant,
     "tt.make_range": lambda a, op: Affine(Const(int_value(op.attrs["start"])), (ONE,)),
     "tt.splat": lambda a, op: Affine(a.scalar(op.operands[0]), (ZERO,) * len(shape_of(op.results[0].type))),
