@@ -4,6 +4,8 @@ loop, a packed trace against the trace it packs, merged runs of compute-engine s
 step timing, m.mma's in-place widened f32 sum (on threads) against the plain expression, max/min with
 ordered zeros against their np.where form, rows split across threads."""
 
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -418,3 +420,25 @@ def test_rows_on_threads_cover_every_row_once_and_keep_numpys_error_state(monkey
         parallel.for_rows(lambda s: x[s] - x[s], 30, 10**9)
     with pytest.raises(FloatingPointError), np.errstate(invalid="raise"):
         parallel.for_rows(lambda s: x[s] - x[s], 30, 10**9)
+
+
+def test_rows_run_numpys_openblas_on_one_thread_and_restore_it(monkeypatch):
+    from triton_plate_backend.sim import parallel
+
+    blas = parallel._openblas()
+    if sys.platform == "linux":
+        assert blas is not None, "numpy's OpenBLAS not found: its threads would run under the simulator's"
+    if blas is None:
+        return
+    before = blas[0]()
+    blas[1](2)
+    try:
+        inside = []
+        parallel.for_rows(lambda s: inside.append(blas[0]()), 4, 0)
+        assert inside == [1] and blas[0]() == 2
+        a = np.arange(4 * 64 * 64, dtype=np.float32).reshape(4, 64, 64) / 7
+        with parallel.one_blas_thread():
+            one = np.matmul(a, a)
+        np.testing.assert_array_equal(one, np.matmul(a, a))  # one thread or two: the same sums
+    finally:
+        blas[1](before)
