@@ -89,6 +89,9 @@ def _widen_into(x, out) -> None:
         np.copyto(out, x)
 
 
+PRODUCT_ELEMENTS = 1 << 18  # the products m.mma computes before adding them to the accumulator (1 MiB)
+
+
 def _narrow_into(A, B, C, a32=None, b32=None):
     """C (an f32 tile view) += widen(A) @ widen(B): the same fp32 matmul and sum as
     ``C + np.matmul(A.astype(F32), B.astype(F32))``, written in place, rows split across threads.
@@ -98,15 +101,18 @@ def _narrow_into(A, B, C, a32=None, b32=None):
     wa, wb = a32 is None, b32 is None
     a32 = np.empty(A.shape, F32) if wa else a32
     b32 = np.empty(B.shape, F32) if wb else b32
-    prod = np.empty(C.shape, F32)
+    step = max(1, PRODUCT_ELEMENTS // max(M * N, 1))
 
     def rows(s):
         if wa:
             _widen_into(A[s], a32[s])
         if wb:
             _widen_into(B[s], b32[s])
-        np.matmul(a32[s], b32[s], out=prod[s])
-        np.add(C[s], prod[s], out=C[s])
+        prod = np.empty((min(step, s.stop - s.start), M, N), F32)
+        for i in range(s.start, s.stop, step):  # a few programs' products at a time, added while in cache
+            j = min(i + step, s.stop)
+            np.matmul(a32[i:j], b32[i:j], out=prod[: j - i])
+            np.add(C[i:j], prod[: j - i], out=C[i:j])
 
     for_rows(rows, P, P * M * N * K)
     return a32, b32
