@@ -138,3 +138,18 @@ def test_a_launch_shape_evaluates_its_footprints_once_for_mapping_and_operand_pl
     assert all(launch._values[t] is v for t, v in evaluated.items())
     # x's range spans every domain's share: shared; o's programs each read their own slice
     assert [i for i, _ in shared_operands(k, (64, 1, 1), [x.base, o.base, 64 * 4096], mem)] == [0]
+
+
+def test_a_large_grid_keeps_only_its_last_launch_shape(monkeypatch):
+    from triton_plate_backend.sim import footprints
+
+    monkeypatch.setattr(footprints, "KEPT_PROGRAMS", 16)
+    mem = DeviceMemory(MINI)
+    x, o = (mem.alloc(64 * 4096, "blocked") for _ in range(2))
+    k = kernel(STREAM)
+    first = footprints.launch_footprints(k, (64, 1, 1), [x.base, o.base, 1])
+    assert footprints.launch_footprints(k, (64, 1, 1), [x.base, o.base, 1]) is first  # the same launch: shared
+    other = footprints.launch_footprints(k, (64, 1, 1), [x.base, o.base, 2])
+    assert other is not first and footprints.launch_footprints(k, (64, 1, 1), [x.base, o.base, 1]) is not first
+    small = footprints.launch_footprints(k, (8, 1, 1), [x.base, o.base, 1])
+    assert footprints.launch_footprints(k, (8, 1, 1), [x.base, o.base, 1]) is small

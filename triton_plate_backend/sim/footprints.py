@@ -14,6 +14,7 @@ import numpy as np
 from ..isa.footprint import Footprint, evaluate, launch_ints, parse_footprints, program_names
 
 LAUNCH_SHAPES = 8  # launch shapes kept (each holds a few int64 arrays over its programs)
+KEPT_PROGRAMS = 1 << 16  # larger grids: only the last launch shape is kept (its arrays are large)
 
 
 class LaunchFootprints:
@@ -39,14 +40,26 @@ def launch_footprints(program, grid, args) -> LaunchFootprints | None:
     text = getattr(program, "affinity", "")
     if not parse_footprints(text):
         return None
-    ints = tuple(launch_ints(program.args, args).items())
-    return _launch(text, tuple(int(g) for g in grid), ints)
+    key = (text, tuple(int(g) for g in grid), tuple(launch_ints(program.args, args).items()))
+    if int(np.prod(key[1])) <= KEPT_PROGRAMS:
+        return _kept(*key)
+    last = _last
+    if last and last[0] == key:
+        return last[1]
+    found = _launch(*key)
+    _last[:] = [key, found]
+    return found
 
 
-@functools.lru_cache(maxsize=LAUNCH_SHAPES)
+_last: list = []  # [key, LaunchFootprints] of the last launch shape over KEPT_PROGRAMS programs
+
+
 def _launch(text: str, grid: tuple[int, ...], ints: tuple[tuple[int, int], ...]) -> LaunchFootprints:
     names = program_names(grid, dict(ints))
     return LaunchFootprints(tuple(parse_footprints(text)), names, int(np.prod(grid)))
+
+
+_kept = functools.lru_cache(maxsize=LAUNCH_SHAPES)(_launch)
 
 
 __all__ = ["LaunchFootprints", "launch_footprints"]
