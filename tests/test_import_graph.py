@@ -106,6 +106,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.sim.estimate",
         f"{TPB}.sim.clock",
         f"{TPB}.sim.device",
+        f"{TPB}.sim.footprints",
         f"{TPB}.sim.affinity",
         f"{TPB}.sim.operands",
     ),

@@ -116,3 +116,40 @@ def test_migration_moves_homes_in_place_and_is_priced_by_the_cost_model():
     assert cycles >= 3 * (1 << 18) / hbm  # the bytes that change home all land in domain 1's HBM
     assert cost.migration_cycles(MINI, np.diag([5.0, 6.0, 7.0, 8.0])) == 0.0  # nothing changes home
     assert mem.migrate(rec.base, "local:1")[1, 1] == 1 << 20  # already there: nothing to move
+
+
+def test_a_launch_shape_evaluates_its_footprints_once_for_mapping_and_operand_planner():
+    from triton_plate_backend.sim.footprints import launch_footprints
+    from triton_plate_backend.sim.operands import shared_operands
+
+    mem = DeviceMemory(MINI)
+    x, o = (mem.alloc(64 * 4096, "blocked") for _ in range(2))
+    k = kernel("arg0[0:arg2]*4096; arg1[pid_x*4096:(pid_x + 1)*4096]*4096")
+    launch = launch_footprints(k, (64, 1, 1), [x.base, o.base, 64 * 4096])
+    assert launch_footprints(k, (64, 1, 1), [x.base + 8, o.base, 64 * 4096]) is launch  # pointers are not its key
+    assert launch_footprints(k, (64, 1, 1), [x.base, o.base, 4096]) is not launch  # integer arguments are
+    assert launch.value("pid_x*4096").tolist() == [p * 4096 for p in range(64)]
+    assert not launch.value("arg2").flags.writeable and launch.value("arg2").shape == (64,)
+    evaluated = dict(launch._values)
+    program_bytes(k, (64, 1, 1), [x.base, o.base, 64 * 4096], mem)
+    shared_operands(k, (64, 1, 1), [x.base, o.base, 64 * 4096], mem)
+    texts = {t for fp in launch.footprints for t in (fp.lo, fp.hi, fp.nbytes)}
+    assert set(launch._values) == texts | set(evaluated)  # each expression evaluated once, kept for both
+    assert all(launch._values[t] is v for t, v in evaluated.items())
+    # x's range spans every domain's share: shared; o's programs each read their own slice
+    assert [i for i, _ in shared_operands(k, (64, 1, 1), [x.base, o.base, 64 * 4096], mem)] == [0]
+
+
+def test_a_large_grid_keeps_only_its_last_launch_shape(monkeypatch):
+    from triton_plate_backend.sim import footprints
+
+    monkeypatch.setattr(footprints, "KEPT_PROGRAMS", 16)
+    mem = DeviceMemory(MINI)
+    x, o = (mem.alloc(64 * 4096, "blocked") for _ in range(2))
+    k = kernel(STREAM)
+    first = footprints.launch_footprints(k, (64, 1, 1), [x.base, o.base, 1])
+    assert footprints.launch_footprints(k, (64, 1, 1), [x.base, o.base, 1]) is first  # the same launch: shared
+    other = footprints.launch_footprints(k, (64, 1, 1), [x.base, o.base, 2])
+    assert other is not first and footprints.launch_footprints(k, (64, 1, 1), [x.base, o.base, 1]) is not first
+    small = footprints.launch_footprints(k, (8, 1, 1), [x.base, o.base, 1])
+    assert footprints.launch_footprints(k, (8, 1, 1), [x.base, o.base, 1]) is small

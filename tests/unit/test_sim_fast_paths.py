@@ -4,6 +4,8 @@ loop, a packed trace against the trace it packs, merged runs of compute-engine s
 step timing, m.mma's in-place widened f32 sum (on threads) against the plain expression, max/min with
 ordered zeros against their np.where form, rows split across threads."""
 
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -367,14 +369,18 @@ def test_zero_ordered_max_min_are_the_where_form(dtype):
 
 
 # ---- strided DMA: evenly spaced programs through one view, large tiles copied program by program ------
-@pytest.mark.parametrize("order", ["even", "shuffled"])
+@pytest.mark.parametrize("order", ["even", "shuffled", "grouped"])
 @pytest.mark.parametrize("masked", [False, True])
 def test_strided_load_into_sram_and_store_from_it_match_the_gather(mem, order, masked):
     rows, cols, nprog = 64, 48, 12  # 3072 elements per program: the program-by-program copy
     a = mem.alloc(nprog * rows * cols * 4 + 4096, "interleaved")
     src = np.random.default_rng(1).standard_normal(nprog * rows * cols).astype(np.float32)
     mem.write_bytes(a.base, src.tobytes())
-    progs = np.arange(nprog) if order == "even" else np.random.default_rng(2).permutation(nprog)
+    progs = {
+        "even": np.arange(nprog),
+        "shuffled": np.random.default_rng(2).permutation(nprog),
+        "grouped": np.array([9, 6, 3, 0, 1, 4, 7, 10, 2, 2, 2, 2]),  # evenly spaced runs, down to 0, a repeated tile
+    }[order]
     base = a.base + progs * rows * cols * 4
     strides, lo = np.array([cols, 1]), np.zeros(2, np.int64)
     hi = np.array([rows - 3, cols]) if masked else np.array([rows, cols])
@@ -388,7 +394,7 @@ def test_strided_load_into_sram_and_store_from_it_match_the_gather(mem, order, m
     np.testing.assert_array_equal(plain, want)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(t1.bytes_by_domain, t2.bytes_by_domain)
-    assert (got is into) == (order == "shuffled")  # evenly spaced: a view of memory the caller copies
+    assert (got is into) == (order != "even")  # evenly spaced: a view of memory the caller copies
     if got is not into:
         into[...] = got
     # and back: a store from the SRAM view puts the same bytes where they came from
@@ -418,3 +424,25 @@ def test_rows_on_threads_cover_every_row_once_and_keep_numpys_error_state(monkey
         parallel.for_rows(lambda s: x[s] - x[s], 30, 10**9)
     with pytest.raises(FloatingPointError), np.errstate(invalid="raise"):
         parallel.for_rows(lambda s: x[s] - x[s], 30, 10**9)
+
+
+def test_rows_run_numpys_openblas_on_one_thread_and_restore_it(monkeypatch):
+    from triton_plate_backend.sim import parallel
+
+    blas = parallel._openblas()
+    if sys.platform == "linux":
+        assert blas is not None, "numpy's OpenBLAS not found: its threads would run under the simulator's"
+    if blas is None:
+        return
+    before = blas[0]()
+    blas[1](2)
+    try:
+        inside = []
+        parallel.for_rows(lambda s: inside.append(blas[0]()), 4, 0)
+        assert inside == [1] and blas[0]() == 2
+        a = np.arange(4 * 64 * 64, dtype=np.float32).reshape(4, 64, 64) / 7
+        with parallel.one_blas_thread():
+            one = np.matmul(a, a)
+        np.testing.assert_array_equal(one, np.matmul(a, a))  # one thread or two: the same sums
+    finally:
+        blas[1](before)

@@ -165,7 +165,11 @@ def program_names(grid, int_args: dict[int, int]) -> dict:
     return names
 
 
+def launch_ints(params, args) -> dict[int, int]:
+    """The integer arguments among a launch's ``args`` by index (``params``: the Program's args)."""
+    return {k: int(v) for k, (a, v) in enumerate(zip(params, args)) if a.type != "ptr" and not isinstance(v, float)}
+
+
 def launch_names(grid, params, args) -> dict:
     """program_names of a launch: the integer arguments among ``args`` (``params``: the Program's args)."""
-    ints = {k: int(v) for k, (a, v) in enumerate(zip(params, args)) if a.type != "ptr" and not isinstance(v, float)}
-    return program_names(grid, ints)
+    return program_names(grid, launch_ints(params, args))

@@ -26,8 +26,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import cost
-from ..isa.footprint import FootprintError, evaluate, launch_names, parse_footprints
+from ..isa.footprint import FootprintError
 from ..machine import Machine
+from .footprints import launch_footprints
 from .memory import DeviceMemory
 from .timing import CoreMapping
 
@@ -43,20 +44,19 @@ def program_bytes(program, grid, args, memory: DeviceMemory) -> tuple[np.ndarray
     """(located, spread): float64 [programs, domains], the bytes each program moves per home domain
     through located ranges, and through gathers and atomics (spread over their memory's domains);
     None if the kernel's footprint cannot tell."""
-    footprints = parse_footprints(getattr(program, "affinity", ""))
-    if not footprints:
+    launch = launch_footprints(program, grid, args)
+    if launch is None:
         return None
     params = program.args
-    names = launch_names(grid, params, args)
-    P = int(np.prod(grid))
+    P = launch.programs
     located = np.zeros((P, memory.machine.total_domains))
     spread = np.zeros_like(located)
     if P == 0:
         return None
     chip0 = memory.machine.domains
-    for fp in footprints:
+    for fp in launch.footprints:
         try:
-            nbytes = np.broadcast_to(evaluate(fp.nbytes, names), (P,)).astype(np.float64)
+            nbytes = launch.value(fp.nbytes).astype(np.float64)
         except FootprintError:
             return None
         if fp.arg < 0:  # somewhere in device memory: spread over the chip's domains
@@ -74,8 +74,8 @@ def program_bytes(program, grid, args, memory: DeviceMemory) -> tuple[np.ndarray
             lo, hi = np.zeros(P, np.int64), np.full(P, rec.nbytes, np.int64)
         else:
             try:
-                lo = np.broadcast_to(evaluate(fp.lo, names), (P,)) + (base - rec.base)
-                hi = np.broadcast_to(evaluate(fp.hi, names), (P,)) + (base - rec.base)
+                lo = launch.value(fp.lo) + (base - rec.base)
+                hi = launch.value(fp.hi) + (base - rec.base)
             except FootprintError:
                 return None
             lo, hi = np.clip(lo, 0, rec.nbytes), np.clip(hi, 0, rec.nbytes)

@@ -406,6 +406,21 @@ def _programs_view(flat: np.ndarray, e0: np.ndarray, extent, strides, writeable:
     return view.view(flat.dtype)
 
 
+def _even_runs(e0: list[int]) -> list[tuple[int, int]]:
+    """[i, j) ranges covering ``e0`` in order, each evenly spaced (a grouped program order's runs)."""
+    runs, i, n = [], 0, len(e0)
+    while i < n:
+        j = i + 1  # the run's end
+        if j < n:
+            step = e0[j] - e0[i]
+            j += 1
+            while j < n and e0[j] - e0[j - 1] == step:
+                j += 1
+        runs.append((i, j))
+        i = j
+    return runs
+
+
 def _tile_groups(box: _Box, sel: np.ndarray):
     """Programs ``sel`` grouped by valid-box extent and strides, each group one strided view:
     [(programs, element offset of the first valid element from base, extent, strides, offset of
@@ -461,8 +476,16 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
             if out is None:
                 view = _view(typed, box.shape, box.strides[0])
                 if into is not None and math.prod(box.shape) >= _COPY_PER_PROGRAM:  # large tiles: no gather copy
-                    for i, e in enumerate(e0.tolist()):
-                        np.copyto(into[i], view[e])
+                    el = e0.tolist()
+                    runs = _even_runs(el)
+                    if len(runs) * 4 <= len(el):  # grouped orders: runs of evenly spaced programs, a slice each
+                        for i, j in runs:
+                            e, step = el[i], (el[i + 1] - el[i] if j - i > 1 else 1)
+                            stop = e + step * (j - i)
+                            np.copyto(into[i:j], view[e] if step == 0 else view[e : stop if stop >= 0 else None : step])
+                    else:
+                        for i, e in enumerate(el):
+                            np.copyto(into[i], view[e])
                     out = into
                 else:
                     out = view[e0]

@@ -29,8 +29,9 @@ import numpy as np
 
 from .. import cost
 from ..errors import DeviceOutOfMemory, PlateError
-from ..isa.footprint import FootprintError, evaluate, launch_names, parse_footprints
+from ..isa.footprint import FootprintError
 from .estimate import estimate_launch
+from .footprints import launch_footprints
 from .memory import Allocation, DeviceMemory
 from .replay import static_facts
 from .trace import Trace
@@ -55,12 +56,11 @@ def shared_operands(program, grid, args, memory: DeviceMemory) -> list[tuple[int
     """(argument index, allocation) of each operand whose programs' ranges span, on average, more than
     one domain's share of its allocation, or that the kernel gathers from (its addresses are data: any
     program may read any of it); none when the kernel's footprint cannot tell."""
-    footprints = parse_footprints(getattr(program, "affinity", ""))
-    if not footprints:
+    launch = launch_footprints(program, grid, args)
+    if launch is None:
         return []
-    names = launch_names(grid, program.args, args)
     found: dict[int, Allocation] = {}
-    for fp in footprints:
+    for fp in launch.footprints:
         if fp.arg < 0 or fp.arg in found or program.args[fp.arg].type != "ptr":
             continue
         base = int(args[fp.arg])
@@ -71,7 +71,7 @@ def shared_operands(program, grid, args, memory: DeviceMemory) -> list[tuple[int
             found[fp.arg] = rec
             continue
         try:
-            span = np.mean(np.broadcast_to(evaluate(fp.hi, names) - evaluate(fp.lo, names), (int(np.prod(grid)),)))
+            span = np.mean(launch.value(fp.hi) - launch.value(fp.lo))
         except FootprintError:
             return []
         if rec.nbytes and span > rec.nbytes / memory.machine.domains:

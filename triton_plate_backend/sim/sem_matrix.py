@@ -89,24 +89,39 @@ def _widen_into(x, out) -> None:
         np.copyto(out, x)
 
 
-def _narrow_into(A, B, C, a32=None, b32=None):
+PRODUCT_ELEMENTS = 1 << 18  # the products m.mma computes before adding them to the accumulator (1 MiB)
+
+
+def _narrow_into(A, B, C, a32=None, b32=None, spare=()):
     """C (an f32 tile view) += widen(A) @ widen(B): the same fp32 matmul and sum as
     ``C + np.matmul(A.astype(F32), B.astype(F32))``, written in place, rows split across threads.
-    ``a32`` / ``b32``: A / B already widened. Returns (a32, b32)."""
+    ``a32`` / ``b32``: A / B already widened; ``spare``: f32 arrays free to widen into (fresh pages
+    cost more than the widening). Returns (a32, b32)."""
     P, M, K = A.shape
     N = B.shape[2]
     wa, wb = a32 is None, b32 is None
-    a32 = np.empty(A.shape, F32) if wa else a32
-    b32 = np.empty(B.shape, F32) if wb else b32
-    prod = np.empty(C.shape, F32)
+    spare = list(spare)
+
+    def buffer(shape):
+        for i, x in enumerate(spare):
+            if x.shape == shape and x.dtype == F32:
+                return spare.pop(i)
+        return np.empty(shape, F32)
+
+    a32 = buffer(A.shape) if wa else a32
+    b32 = buffer(B.shape) if wb else b32
+    step = max(1, PRODUCT_ELEMENTS // max(M * N, 1))
 
     def rows(s):
         if wa:
             _widen_into(A[s], a32[s])
         if wb:
             _widen_into(B[s], b32[s])
-        np.matmul(a32[s], b32[s], out=prod[s])
-        np.add(C[s], prod[s], out=C[s])
+        prod = np.empty((min(step, s.stop - s.start), M, N), F32)
+        for i in range(s.start, s.stop, step):  # a few programs' products at a time, added while in cache
+            j = min(i + step, s.stop)
+            np.matmul(a32[i:j], b32[i:j], out=prod[: j - i])
+            np.add(C[i:j], prod[: j - i], out=C[i:j])
 
     for_rows(rows, P, P * M * N * K)
     return a32, b32
@@ -115,16 +130,20 @@ def _narrow_into(A, B, C, a32=None, b32=None):
 WIDENED_BYTES = 256 << 20  # widened operands kept between consecutive m.mma of one context, at most
 
 
-def _kept_widened(st) -> dict:
+def _kept_widened(st) -> tuple[dict, list]:
     """The widened operands the context's previous instruction kept, when it was an m.mma (a dot
     split into pieces of the matrix unit reads each piece of A and B several times in a row): no
     other instruction ran in between, so SRAM holds what they were widened from (the same rows: a
-    context that split or absorbed others since has another SRAM array)."""
+    context that split or absorbed others since has another SRAM array). Else the arrays an earlier
+    m.mma kept, stale, free to widen into again: ({}, arrays)."""
     launch = getattr(st, "launch", None)
     kept = getattr(st, "mma_widened", None)
-    if launch is None or kept is None or kept[0] != launch.steps - 1 or kept[1] is not st.sram:
-        return {}
-    return kept[2]
+    if kept is None:
+        return {}, []
+    if launch is None or kept[0] != launch.steps - 1 or kept[1] is not st.sram:
+        st.mma_widened = None
+        return {}, list(kept[2].values())
+    return kept[2], []
 
 
 def _keep_widened(st, kept: dict, acc: int) -> None:
@@ -158,8 +177,8 @@ def _mma(st, ins):
     elif pair == {"f32"} and tc.dtype in ("f32", "f16", "bf16"):
         st.write(acc, round_float(PRECISION[ins.suffixes[0]](A, B, C.astype(F32)), tc.dtype))
     elif pair <= set(_NARROW) and tc.dtype == "f32":
-        kept = _kept_widened(st)
-        kept[a], kept[b] = _narrow_into(A, B, C, kept.get(a), kept.get(b))
+        kept, spare = _kept_widened(st)
+        kept[a], kept[b] = _narrow_into(A, B, C, kept.get(a), kept.get(b), spare)
         _keep_widened(st, kept, acc)
     elif pair <= set(_NARROW) and tc.dtype in ("f16", "bf16"):
         st.write(acc, round_float(C.astype(F32) + np.matmul(A.astype(F32), B.astype(F32)), tc.dtype))
