@@ -323,3 +323,30 @@ def test_dot_scaled_nvfp4_takes_e4m3_scales_per_16_elements():  # upstream test_
     a_val = unpack_e2m1(a, 1) * np.repeat(sa.astype(np.float64), vec, axis=1)
     b_val = unpack_e2m1(b_nk, 1) * np.repeat(sb.astype(np.float64), vec, axis=1)
     close(out, a_val @ b_val.T, rtol=1e-5, atol=1e-5)
+
+
+@triton.jit
+def dot_scaled_e2m1_mn(a, sa, b, sb, o, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rk = tl.arange(0, BK)
+    rg = tl.arange(0, BK // 32)
+    av = tl.load(a + tl.arange(0, BM // 2)[:, None] * BK + rk[None, :])  # [BM/2, BK]: two rows per byte
+    bv = tl.load(b + rk[:, None] * (BN // 2) + tl.arange(0, BN // 2)[None, :])  # [BK, BN/2]: two columns per byte
+    sv = tl.load(sa + tl.arange(0, BM)[:, None] * (BK // 32) + rg[None, :])
+    tv = tl.load(sb + tl.arange(0, BN)[:, None] * (BK // 32) + rg[None, :])
+    d = tl.dot_scaled(av, sv, "e2m1", bv, tv, "e2m1", lhs_k_pack=False, rhs_k_pack=False)
+    tl.store(o + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], d)
+
+
+def test_dot_scaled_e2m1_packed_along_m_and_n():  # upstream test_block_scale_fp4[0-mxfp4-False-...]
+    bm, bn, bk = 32, 16, 64
+    sig = {"a": "*u8", "sa": "*u8", "b": "*u8", "sb": "*u8", "o": "*fp32"}
+    consts = {"BM": bm, "BN": bn, "BK": bk}
+    prog = compile_kernel(dot_scaled_e2m1_mn, {**sig, **dict.fromkeys(consts, "constexpr")}, consts)
+    a = RNG.integers(0, 256, (bm // 2, bk)).astype(np.uint8)
+    b = RNG.integers(0, 256, (bk, bn // 2)).astype(np.uint8)
+    sa = RNG.integers(120, 135, (bm, bk // 32)).astype(np.uint8)
+    sb = RNG.integers(120, 135, (bn, bk // 32)).astype(np.uint8)
+    (*_, out), _ = run(prog, 1, [a, sa, b, sb, np.zeros((bm, bn), np.float32)])
+    a_val = unpack_e2m1(a, 0) * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, axis=1)
+    b_val = unpack_e2m1(b, 1) * np.repeat(2.0 ** (sb.T.astype(np.float64) - 127), 32, axis=0)
+    close(out, a_val @ b_val, rtol=1e-5, atol=1e-5)
