@@ -484,21 +484,29 @@ def convert(name: str, x, src: str, dst: str, suffixes=(), what: str = ""):
     return fn(x, src, dst, suffixes)
 
 
-# integer width changes as one casting copy into the destination (C's integer casts wrap, as
-# store_int does): the source seen zero- or sign-extended, or as it is for a truncation
+# one casting copy into the destination: integer width changes (C's integer casts wrap, as
+# store_int does: the source seen zero- or sign-extended, or as it is for a truncation) and
+# integers to f32/f64 (C's conversion rounds once, to nearest even, as int_to_float's does)
 _INT_RESIZE = {"zext": unsigned, "sext": signed, "trunc": lambda x, _: x}
+_INT_TO_WIDE_FLOAT = {"sitofp": signed, "uitofp": unsigned}
 
 
 def _convert_rule(name):
-    resize = _INT_RESIZE.get(name)
+    resize, to_float = _INT_RESIZE.get(name), _INT_TO_WIDE_FLOAT.get(name)
 
     def rule(st, ins):
         d, a = ins.operands
         td, ta = st.tiles[d], st.tiles[a]
         if td.shape != ta.shape:
             raise IsaError(f"{ins.mnemonic}: shapes differ, t{d}{list(td.shape)} vs t{a}{list(ta.shape)}")
-        if resize is not None and ta.dtype in INT_BITS and td.dtype in INT_BITS and td.dtype != "i1":
-            np.copyto(st.view(d), resize(st.read(a), ta.dtype), casting="unsafe")
+        if ta.dtype in INT_BITS and (
+            resize is not None
+            and td.dtype in INT_BITS
+            and td.dtype != "i1"
+            or to_float is not None
+            and td.dtype in ("f32", "f64")
+        ):
+            np.copyto(st.view(d), (resize or to_float)(st.read(a), ta.dtype), casting="unsafe")
             return
         st.write(d, convert(name, st.read(a), ta.dtype, td.dtype, ins.suffixes, ins.mnemonic))
 
