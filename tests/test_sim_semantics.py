@@ -138,7 +138,7 @@ def test_shifts_with_every_amount_below_the_width_match_python_integers(op, dtyp
     assert b.get(1).reshape(-1).tolist() == [INT_REF[op](x, y, bits) for x, y in zip(a, amounts)]
 
 
-@pytest.mark.parametrize("share", [0.0, 0.02, 0.5, 0.97, 1.0])  # one side, few of one side (np.where), mixed
+@pytest.mark.parametrize("share", [0.0, 0.02, 0.5, 0.97, 1.0])  # one side whole, few of one side, mixed
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "i8", "i64"])
 def test_select_keeps_every_bit_whatever_the_condition_and_aliasing(dtype, share):
     n = 256

@@ -395,9 +395,6 @@ def _in_width(amount: np.ndarray, dt: str) -> bool:
     return amount.size == 0 or int(amount.max()) < INT_BITS[dt]
 
 
-_MIXED = 16  # a condition with more than 1/_MIXED of each side selects branch-free
-
-
 def _select(st, ins):
     d, c, a, b = ins.operands
     dt = _same(st, ins, (d, a, b))
@@ -411,19 +408,15 @@ def _select(st, ins):
     if taken in (0, cond.size):  # one side whole (copyto buffers a source overlapping d)
         np.copyto(st.view(d), st.view(a if taken else b))
         return
-    if min(taken, cond.size - taken) * _MIXED < cond.size:  # few of one side: its branch predicts well
-        st.write(d, np.where(cond, st.read(a), st.read(b)))
-        return
-    # a mixed condition: b ^ ((a ^ b) & all-ones-where-cond) on the bits, branch-free (np.where
-    # mispredicts about half its elements then, several times slower) and into the destination; a
-    # is read into a temporary before d is written, and the last ufunc buffers a b overlapping d
+    # b + (a - b) * cond on the bits as unsigned integers (exact mod 2**width): branch-free, about
+    # twice as fast as np.where's per-element branch even when it predicts well, and into the
+    # destination; a is read into a temporary before d is written, the last ufunc buffers a b
+    # that overlaps d
     bits = BITS[dt]
-    ua, ub = st.view(a).view(bits), st.view(b).view(bits)
-    m = cond.astype(bits)
-    np.negative(m, out=m)
-    x = np.bitwise_xor(ua, ub)
-    np.bitwise_and(x, m, out=x)
-    np.bitwise_xor(x, ub, out=st.view(d).view(bits))
+    ub = st.view(b).view(bits)
+    x = np.subtract(st.view(a).view(bits), ub)
+    np.multiply(x, cond, out=x)
+    np.add(x, ub, out=st.view(d).view(bits))
 
 
 def _clamp(st, ins):
