@@ -293,3 +293,60 @@ def test_dot_scaled_e2m1_unpacks_low_nibble_first(lhs_fp4):  # upstream test_sca
     want = (a_val * a_scale) @ (b_val * b_scale)
     assert np.isnan(out[3]).all() and np.isnan(want[3]).all()
     close(np.delete(out, 3, 0), np.delete(want, 3, 0), rtol=1e-5, atol=1e-5)
+
+
+@triton.jit
+def dot_scaled_nvfp4(a, sa, b, sb, o, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, VEC: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK // 2)
+    rg = tl.arange(0, BK // VEC)
+    av = tl.load(a + rm[:, None] * (BK // 2) + rk[None, :])
+    bv = tl.load(b + rk[:, None] + rn[None, :] * (BK // 2))  # b stored [BN, BK/2]: a transposed view, as upstream's
+    sv = tl.load(sa + rm[:, None] * (BK // VEC) + rg[None, :])
+    tv = tl.load(sb + rn[:, None] * (BK // VEC) + rg[None, :])
+    d = tl.dot_scaled(av, sv, "e2m1", bv, tv, "e2m1")
+    tl.store(o + rm[:, None] * BN + rn[None, :], d)
+
+
+def test_dot_scaled_nvfp4_takes_e4m3_scales_per_16_elements():  # upstream test_block_scale_fp4[0-nvfp4-...]
+    """nvfp4: e2m1 operands with float8_e4m3fn scales (their value, not an e8m0 exponent), one per 16 K elements."""
+    bm, bn, bk, vec = 32, 16, 64, 16
+    sig = {"a": "*u8", "sa": "*fp8e4nv", "b": "*u8", "sb": "*fp8e4nv", "o": "*fp32"}
+    consts = {"BM": bm, "BN": bn, "BK": bk, "VEC": vec}
+    prog = compile_kernel(dot_scaled_nvfp4, {**sig, **dict.fromkeys(consts, "constexpr")}, consts)
+    a = RNG.integers(0, 256, (bm, bk // 2)).astype(np.uint8)
+    b_nk = RNG.integers(0, 256, (bn, bk // 2)).astype(np.uint8)
+    sa = RNG.uniform(0, 1, (bm, bk // vec)).astype(ml_dtypes.float8_e4m3fn)
+    sb = RNG.uniform(0, 1, (bn, bk // vec)).astype(ml_dtypes.float8_e4m3fn)
+    (*_, out), _ = run(prog, 1, [a, sa, b_nk, sb, np.zeros((bm, bn), np.float32)])
+    a_val = unpack_e2m1(a, 1) * np.repeat(sa.astype(np.float64), vec, axis=1)
+    b_val = unpack_e2m1(b_nk, 1) * np.repeat(sb.astype(np.float64), vec, axis=1)
+    close(out, a_val @ b_val.T, rtol=1e-5, atol=1e-5)
+
+
+@triton.jit
+def dot_scaled_e2m1_mn(a, sa, b, sb, o, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rk = tl.arange(0, BK)
+    rg = tl.arange(0, BK // 32)
+    av = tl.load(a + tl.arange(0, BM // 2)[:, None] * BK + rk[None, :])  # [BM/2, BK]: two rows per byte
+    bv = tl.load(b + rk[:, None] * (BN // 2) + tl.arange(0, BN // 2)[None, :])  # [BK, BN/2]: two columns per byte
+    sv = tl.load(sa + tl.arange(0, BM)[:, None] * (BK // 32) + rg[None, :])
+    tv = tl.load(sb + tl.arange(0, BN)[:, None] * (BK // 32) + rg[None, :])
+    d = tl.dot_scaled(av, sv, "e2m1", bv, tv, "e2m1", lhs_k_pack=False, rhs_k_pack=False)
+    tl.store(o + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], d)
+
+
+def test_dot_scaled_e2m1_packed_along_m_and_n():  # upstream test_block_scale_fp4[0-mxfp4-False-...]
+    bm, bn, bk = 32, 16, 64
+    sig = {"a": "*u8", "sa": "*u8", "b": "*u8", "sb": "*u8", "o": "*fp32"}
+    consts = {"BM": bm, "BN": bn, "BK": bk}
+    prog = compile_kernel(dot_scaled_e2m1_mn, {**sig, **dict.fromkeys(consts, "constexpr")}, consts)
+    a = RNG.integers(0, 256, (bm // 2, bk)).astype(np.uint8)
+    b = RNG.integers(0, 256, (bk, bn // 2)).astype(np.uint8)
+    sa = RNG.integers(120, 135, (bm, bk // 32)).astype(np.uint8)
+    sb = RNG.integers(120, 135, (bn, bk // 32)).astype(np.uint8)
+    (*_, out), _ = run(prog, 1, [a, sa, b, sb, np.zeros((bm, bn), np.float32)])
+    a_val = unpack_e2m1(a, 0) * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, axis=1)
+    b_val = unpack_e2m1(b, 1) * np.repeat(2.0 ** (sb.T.astype(np.float64) - 127), 32, axis=0)
+    close(out, a_val @ b_val, rtol=1e-5, atol=1e-5)

@@ -123,6 +123,41 @@ def test_integer_binary_matches_python_integers(op, dtype, bits):
     assert b.get(0).reshape(-1).tolist() == [INT_REF[op](x, y, bits) for x, y in pairs]
 
 
+@pytest.mark.parametrize("dtype, bits", [("i8", 8), ("i16", 16), ("i32", 32), ("i64", 64)])
+@pytest.mark.parametrize("op", ["shl", "shru", "shrs"])
+def test_shifts_with_every_amount_below_the_width_match_python_integers(op, dtype, bits):
+    """The one-ufunc path (no amount to clamp) against the same definitions."""
+    rng = np.random.default_rng(bits)
+    a = rng.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1, 64, endpoint=True).tolist()
+    amounts = [0, bits - 1, *rng.integers(0, bits, 62).tolist()]
+    b = Bench((dtype, [32]), (dtype, [32]), (dtype, [32]), P=2)
+    b.set(1, np.array(a).reshape(2, 32)).set(2, np.array(amounts).reshape(2, 32))
+    b.run(f"v.{op}", 0, 1, 2)
+    assert b.get(0).reshape(-1).tolist() == [INT_REF[op](x, y, bits) for x, y in zip(a, amounts)]
+    b.run(f"v.{op}", 1, 1, 2)  # in place
+    assert b.get(1).reshape(-1).tolist() == [INT_REF[op](x, y, bits) for x, y in zip(a, amounts)]
+
+
+@pytest.mark.parametrize("share", [0.0, 0.02, 0.5, 0.97, 1.0])  # one side whole, few of one side, mixed
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "i8", "i64"])
+def test_select_keeps_every_bit_whatever_the_condition_and_aliasing(dtype, share):
+    n = 256
+    rng = np.random.default_rng(int(share * 100))
+    bits = np.dtype(f"u{NUMPY[dtype].itemsize}")
+    raw_a = rng.integers(0, np.iinfo(bits).max, (2, n), dtype=bits, endpoint=True)
+    raw_b = rng.integers(0, np.iinfo(bits).max, (2, n), dtype=bits, endpoint=True)
+    if dtype == "f32":  # NaN payloads and -0.0 pass through untouched
+        raw_a[0, :3] = [0x7FC00001, 0xFFFFFFFF, 0x80000000]
+    cond = rng.random((2, n)) < share
+    want = np.where(cond, raw_a, raw_b)
+    for d, a, b_ in [(0, 2, 3), (2, 2, 3), (3, 2, 3)]:  # distinct, d == a, d == b
+        b = Bench((dtype, [n]), ("i1", [n]), (dtype, [n]), (dtype, [n]), P=2).set(1, cond)
+        b.ctx.view(2).view(bits)[...] = raw_a
+        b.ctx.view(3).view(bits)[...] = raw_b
+        b.run("v.select", d, 1, a, b_)
+        np.testing.assert_array_equal(b.ctx.view(d).view(bits), want)
+
+
 def test_i1_arithmetic_wraps_mod_2():
     b = Bench(("i1", [4]), ("i1", [4]), ("i1", [4]), P=1)
     b.set(1, [[0, 1, 0, 1]]).set(2, [[0, 0, 1, 1]])
@@ -397,6 +432,12 @@ def test_int_float_conversions():
     assert b.get(1).tolist() == [[0, 2**31 - 1, -(2**31), -2, 2]]
     b.run("v.fptoui", 1, 0)
     assert b.get(1).view(np.uint32).tolist() == [[0, 2**32 - 1, 0, 0, 2]]
+    b.set(0, [[-0.0, -2.7, 2.7, -(2.0**31), 2.0**31 - 128]])  # all in range: the plain cast path
+    b.run("v.fptosi", 1, 0)
+    assert b.get(1).tolist() == [[0, -2, 2, -(2**31), 2**31 - 128]]
+    b.set(0, [[0.0, 0.9, 2.7, 2.0**32 - 256, 5.0]])
+    b.run("v.fptoui", 1, 0)
+    assert b.get(1).view(np.uint32).tolist() == [[0, 0, 2, 2**32 - 256, 5]]
 
 
 def test_fcvt_modes():

@@ -152,6 +152,32 @@ def test_report_pass_rate_excludes_by_design():
     assert "pass rate: **50.0%**" in md and "| `g.py` | 0 | 0 | 0 | 0 | 0 | 1 |" in md
 
 
+def test_applicable_rate_also_leaves_out_upstream_skips_gated_on_hardware():
+    skip = {"outcome": "skipped", "duration": 0.0}
+    results = {
+        "tests": [
+            {"test": "f.py::a", "outcome": "passed", "duration": 1.0},
+            {"test": "f.py::b", "outcome": "failed", "duration": 1.0, "message": "E   AssertionError"},
+            {"test": "f.py::c", **skip, "message": "Requires Hopper or Blackwell"},
+            {"test": "f.py::d", **skip, "message": "gfx942 arch only for HIP"},
+            {"test": "f.py::e", **skip, "message": "uint cannot be negative"},  # every device: stays in
+            {"test": "f.py::f", **skip, "message": "small dots are supported only on HIP at the moment"},  # stays
+            {"test": "f.py::g", **skip, "category": "by-design", "message": "[by-design] Requires CUDA"},
+        ],
+    }
+    rep = report.summarize(results, {"suite": "triton"})
+    t = rep["totals"]
+    assert t["pass_rate"] == round(1 / 6, 4)  # the conservative rate keeps upstream's own skips
+    assert (t["hardware_gated"], t["applicable_rate"]) == (2, 0.25)  # 1 / (7 - 1 by-design - 2 gated)
+    assert rep["hardware_gated"] == [
+        {"reason": "Requires Hopper or Blackwell", "count": 1, "needs": "NVIDIA sm90 or sm100"},
+        {"reason": "gfx942 arch only for HIP", "count": 1, "needs": "AMD HIP"},
+    ]
+    md = report.render_markdown(rep)
+    assert "pass rate: **16.7%**" in md and "pass rate over applicable tests: **25.0%**" in md
+    assert "| 1 | gfx942 arch only for HIP | AMD HIP |" in md
+
+
 def test_not_in_pin_entries_leave_the_denominator_and_are_counted_apart(tmp_path):
     results = {
         "tests": [

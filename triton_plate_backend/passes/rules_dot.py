@@ -7,8 +7,8 @@ tile per max_k of K (a fill per instruction, so as few as possible); a 3-D (batc
 over the batch.
 inputPrecision (tf32, tf32x3, ieee, bf16x3, bf16x6) becomes the m.mma suffix for f32 inputs;
 other input types are exact in every mode. tt.dot_scaled unpacks e2m1 (two codes per byte along
-K), scales its mx operands by their e8m0 exponents (one per 32 K elements) in f32 and multiplies
-at ieee precision."""
+K, or along M/N when not k_pack), scales its mx operands by their e8m0 exponents (one per 32 K
+elements) or nvfp4 ones by their e4m3 scales (one per 16) in f32 and multiplies at ieee precision."""
 
 from __future__ import annotations
 
@@ -100,7 +100,8 @@ def decode_e2m1(ctx, nib: View, dst: View) -> None:
 
 def unpack_e2m1(ctx, x: View, k_axis: int) -> View:
     """x (i8, two e2m1 codes per byte along k_axis, element 2i in the low nibble) as f32 with
-    k_axis twice as long: [M, K/2] -> [M, K] for the lhs, [K/2, N] -> [K, N] for the rhs."""
+    k_axis twice as long: [M, K/2] -> [M, K] for the lhs, [K/2, N] -> [K, N] for the rhs (packed
+    along M or N instead: k_axis is that axis)."""
     xi = ctx.new("i32", x.shape, what="packed e2m1 bytes")
     ctx.vec("v.zext", xi, x.retype("i8") if x.dtype != "i8" else x)
     halves = x.shape[: k_axis + 1] + (2,) + x.shape[k_axis + 1 :]  # [M, K/2, 2] or [K/2, 2, N]
@@ -115,12 +116,14 @@ def unpack_e2m1(ctx, x: View, k_axis: int) -> View:
     return out.reshape(tuple(unpacked))
 
 
-def scaled(ctx, x: View, kind: str, scale: View | None, k_axis: int) -> View:
-    """x (e2m1 packed in i8, fp8, bf16 or fp16) as f32 times 2**(scale - 127), one scale per 32
-    elements along k_axis (no scale: x as f32); scale 0xFF (e8m0 NaN) makes the group NaN.
-    scale is [rows, K/32] for the lhs (k_axis 1) and [cols, K/32] for the rhs (k_axis 0)."""
+def scaled(ctx, x: View, kind: str, scale: View | None, k_axis: int, k_packed: bool = True) -> View:
+    """x (e2m1 packed in i8, fp8, bf16 or fp16) as f32 times its group's scale (no scale: x as f32).
+    An e8m0 scale (mx, one per 32 elements along k_axis) is 2**(scale - 127), 0xFF (NaN) making the
+    group NaN; an e4m3 scale (nvfp4, one per 16) is its value. scale is [rows, K/group] for the lhs
+    (k_axis 1) and [cols, K/group] for the rhs (k_axis 0). e2m1 not k_packed: its two codes per
+    byte are along the other axis (M for the lhs, N for the rhs)."""
     if kind == "e2m1":
-        xf = unpack_e2m1(ctx, x, k_axis)
+        xf = unpack_e2m1(ctx, x, k_axis if k_packed else 1 - k_axis)
     else:
         xf = ctx.new("f32", x.shape, what="scaled dot operand")
         ctx.vec("v.fcvt", xf, x, suffixes=("rtne",))
@@ -128,15 +131,18 @@ def scaled(ctx, x: View, kind: str, scale: View | None, k_axis: int) -> View:
         return xf
     shape = xf.shape
     groups = scale.shape[1]
-    si = ctx.new("i32", scale.shape, what="dot scale exponents")
-    ctx.vec("v.zext", si, scale.retype("i8") if scale.dtype != "i8" else scale)
-    ctx.vec("v.sub", si, si, ctx.fill(127, "i32", scale.shape))
     sf = ctx.new("f32", scale.shape, what="dot scales")
-    ctx.vec("v.sitofp", sf, si)
-    ctx.vec("v.exp2", sf, sf)
-    nan = ctx.new("i1", scale.shape, what="e8m0 NaN scales")
-    ctx.vec("v.cmpi", nan, si, ctx.fill(255 - 127, "i32", scale.shape), suffixes=("eq",))
-    ctx.vec("v.select", sf, nan, ctx.fill(float("nan"), "f32", scale.shape), sf)
+    if scale.dtype == "f8e4m3fn":  # nvfp4: the scale is an e4m3 value (its NaN code gives NaN)
+        ctx.vec("v.fcvt", sf, scale, suffixes=("rtne",))
+    else:  # mx: an e8m0 exponent in a byte
+        si = ctx.new("i32", scale.shape, what="dot scale exponents")
+        ctx.vec("v.zext", si, scale.retype("i8") if scale.dtype != "i8" else scale)
+        ctx.vec("v.sub", si, si, ctx.fill(127, "i32", scale.shape))
+        ctx.vec("v.sitofp", sf, si)
+        ctx.vec("v.exp2", sf, sf)
+        nan = ctx.new("i1", scale.shape, what="e8m0 NaN scales")
+        ctx.vec("v.cmpi", nan, si, ctx.fill(255 - 127, "i32", scale.shape), suffixes=("eq",))
+        ctx.vec("v.select", sf, nan, ctx.fill(float("nan"), "f32", scale.shape), sf)
     if k_axis == 1:  # [M, K] as [M, G, 32]; scale [M, G] -> [M, G, 1]
         x3 = xf.reshape((shape[0], groups, shape[1] // groups))
         s3 = sf.expand(2).broadcast(x3.shape)
@@ -164,16 +170,14 @@ def _lower_tt_dot_scaled(ctx, op):
         a, sa, b, sb, c = ops
     else:
         raise ctx.error("tt.dot_scaled without operandSegmentSizes needs both scales")
-    kinds = {}
+    kinds, k_packed = {}, {}
     for side in ("lhs", "rhs"):
         kinds[side] = getattr(op.attrs.get(side), "value", "e4m3")
         if kinds[side] not in SCALED_KINDS:
             raise ctx.error(f"tt.dot_scaled with {side} = {kinds[side]} is not supported ({', '.join(SCALED_KINDS)})")
-        packed_along = op.attrs.get(f"{side}_k_pack")
-        if kinds[side] == "e2m1" and getattr(packed_along, "value", True) is False:
-            raise ctx.error(f"tt.dot_scaled with {side} e2m1 packed along the non-K dimension is not supported")
-    A = scaled(ctx, ctx.view(a), kinds["lhs"], None if sa is None else ctx.view(sa), 1)
-    B = scaled(ctx, ctx.view(b), kinds["rhs"], None if sb is None else ctx.view(sb), 0)
+        k_packed[side] = getattr(op.attrs.get(f"{side}_k_pack"), "value", True) is not False
+    A = scaled(ctx, ctx.view(a), kinds["lhs"], None if sa is None else ctx.view(sa), 1, k_packed["lhs"])
+    B = scaled(ctx, ctx.view(b), kinds["rhs"], None if sb is None else ctx.view(sb), 0, k_packed["rhs"])
     accumulate(ctx, op, c, A, B, "ieee")
 
 
