@@ -135,10 +135,13 @@ def verify(program: Program, machine=None) -> Program:
         if len(ins.operands) != len(row.operands):
             raise IsaError(f"{_where(pc, ins)}: takes {len(row.operands)} operands, got {len(ins.operands)}")
         for od, val in zip(row.operands, ins.operands):
-            _check_operand(program, pc, ins, od.kind, od.name, val, limits)
+            kind = od.kind
+            if kind in _PLAIN_INDEX and type(val) is int and 0 <= val < limits[kind]:
+                continue  # the common case, checked inline; _check_operand says what is wrong otherwise
+            _check_operand(program, pc, ins, kind, od.name, val, limits)
         if not 0 <= ins.loc < len(program.locs):
             raise IsaError(f"{_where(pc, ins)}: location index {ins.loc} outside the table of {len(program.locs)}")
-        if machine is not None:
+        if machine is not None and row.unit in _BOUNDED_UNITS:
             _check_bounds(program, _where(pc, ins), ins, machine)
     high_water = program.sram_high_water()
     if not program.sram_bytes:
@@ -146,6 +149,10 @@ def verify(program: Program, machine=None) -> Program:
     elif program.sram_bytes < high_water:
         raise IsaError(f"program declares {program.sram_bytes} SRAM bytes but its tiles reach byte {high_water}")
     return program
+
+
+_PLAIN_INDEX = frozenset(("r", "q", "t", "label"))  # operand kinds whose only check is an int index in range
+_BOUNDED_UNITS = frozenset(("vector", "matrix"))  # the units _check_bounds checks against the machine
 
 
 def _where(pc: int, ins: Inst) -> str:

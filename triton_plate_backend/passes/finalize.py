@@ -36,7 +36,7 @@ def finalize(em: Emitter, name: str, args, machine) -> tuple[Program, int]:
     toks = regalloc.allocate(intervals, Token, machine.core.dma_tokens, "DMA tokens", name)
     top = sram_plan.plan(intervals, machine.core.sram_bytes, name)
     program = Program(name=name, args=list(args))
-    tiles, consts, locs = {}, {}, {UNKNOWN_LOC: 0}
+    tiles, consts, locs, view_tiles = {}, {}, {UNKNOWN_LOC: 0}, {}
     pcs, pc = {}, 0
     for inst in code:
         if inst.mnemonic == ".label":
@@ -45,10 +45,13 @@ def finalize(em: Emitter, name: str, args, machine) -> tuple[Program, int]:
             pc += 1
 
     def tile(v: View) -> int:
+        if v in view_tiles:  # the same view again (a tile is built, and checked, once per distinct view)
+            return view_tiles[v]
         t = Tile(v.buffer.addr + v.offset * ITEMSIZE[v.dtype], v.dtype, v.shape, v.strides)
         if t not in tiles:
             tiles[t] = len(program.tiles)
             program.tiles.append(t)
+        view_tiles[v] = tiles[t]
         return tiles[t]
 
     def const(c) -> int:

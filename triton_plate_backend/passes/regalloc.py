@@ -25,17 +25,28 @@ def _effects(inst: PInst):
     if inst.mnemonic == ".label":
         return set(), set()
     uses, kills = set(inst.extra_uses), set()
-    for od, v in zip(ISA[inst.mnemonic].operands, inst.operands):
-        if isinstance(v, View):
-            uses.add(v.buffer)  # tile writes are partial: the .def before them kills
-        elif isinstance(v, tuple):
-            uses.update(v)
-        elif isinstance(v, (VReg, Token)):
-            if od.role == "def":
+    for is_def, v in zip(_defs(inst.mnemonic), inst.operands):
+        t = type(v)
+        if t is VReg or t is Token:
+            if is_def:
                 kills.add(v)
             else:
                 uses.add(v)
+        elif isinstance(v, View):
+            uses.add(v.buffer)  # tile writes are partial: the .def before them kills
+        elif isinstance(v, tuple):
+            uses.update(v)
     return uses, kills
+
+
+_DEFS: dict[str, tuple[bool, ...]] = {}  # mnemonic -> per operand: does the instruction define it
+
+
+def _defs(mnemonic: str) -> tuple[bool, ...]:
+    got = _DEFS.get(mnemonic)
+    if got is None:
+        got = _DEFS[mnemonic] = tuple(od.role == "def" for od in ISA[mnemonic].operands)
+    return got
 
 
 def _blocks(code: list[PInst]):
