@@ -11,6 +11,8 @@ the code generator chose that in-place on purpose, by writing the same buffer)."
 
 from __future__ import annotations
 
+import heapq
+
 from ..errors import RegisterOverflow
 from ..isa.table import ISA
 from .emitter import Buffer, Label, PInst, Token, View, VReg
@@ -127,24 +129,18 @@ def live_intervals(code: list[PInst]) -> dict:
 def allocate(intervals: dict, kind: type, count: int, what: str, kernel: str) -> dict:
     """Linear scan over hull intervals: resource -> physical index in 0..count-1."""
     items = sorted(((iv, r) for r, iv in intervals.items() if isinstance(r, kind)), key=lambda x: (x[0][0], x[1].id))
-    free = list(range(count))
-    active: list[tuple[int, int, object]] = []  # (hi, phys, resource)
+    free = list(range(count))  # a heap: the lowest free index is taken first
+    active: list[tuple[int, int]] = []  # a heap of (hi, phys): the intervals that end first leave first
     out = {}
     for (lo, hi), r in items:
-        still = []
-        for a in active:
-            if a[0] < lo:
-                free.append(a[1])
-            else:
-                still.append(a)
-        active = still
+        while active and active[0][0] < lo:
+            heapq.heappush(free, heapq.heappop(active)[1])
         if not free:
             raise RegisterOverflow(
                 f"kernel {kernel}: more than {count} {what} live at once; split the kernel, reduce the number of "
                 f"live scalars (pointers, offsets, loop-carried scalars) or unroll less"
             )
-        free.sort()
-        phys = free.pop(0)
+        phys = heapq.heappop(free)
         out[r] = phys
-        active.append((hi, phys, r))
+        heapq.heappush(active, (hi, phys))
     return out
