@@ -76,6 +76,7 @@ def finalize(em: Emitter, name: str, args, machine) -> tuple[Program, int]:
             return tuple(regs[r] for r in v)
         raise CompileError(f"internal: bad operand {v!r}")
 
+    by_type = {VReg: regs.__getitem__, Token: toks.__getitem__, View: tile, Label: pcs.__getitem__}
     for inst in code:
         if inst.mnemonic.startswith("."):
             continue
@@ -83,9 +84,8 @@ def finalize(em: Emitter, name: str, args, machine) -> tuple[Program, int]:
         if loc not in locs:
             locs[loc] = len(program.locs)
             program.locs.append(loc)
-        program.instrs.append(
-            Inst(inst.mnemonic, tuple(inst.suffixes), tuple(operand(v) for v in inst.operands), locs[loc])
-        )
+        operands = tuple([(by_type.get(type(v)) or operand)(v) for v in inst.operands])  # the common kinds directly
+        program.instrs.append(Inst(inst.mnemonic, tuple(inst.suffixes), operands, locs[loc]))
     program.labels = {lab.name: p for lab, p in pcs.items()}
     program.sram_bytes = max(top, program.sram_high_water())
     verify_once(program, machine)

@@ -101,28 +101,37 @@ def live_intervals(code: list[PInst]) -> dict:
             inn = gen[b] | (out - kill[b])
             if out != live_out[b] or inn != live_in[b]:
                 live_out[b], live_in[b], changed = out, inn, True
-    lo, hi = {}, {}
-
-    def mark(r, p):
-        if r not in lo or p < lo[r]:
-            lo[r] = p
-        if r not in hi or p > hi[r]:
-            hi[r] = p
-
+    lo, hi = {}, {}  # the hull of the points each resource is live at (the marks inlined: this loop is hot)
     for b, (s, e) in enumerate(bounds):
         live = set(live_out[b])
         for r in live:
-            mark(r, 2 * e + 2)
+            p = 2 * e + 2
+            if r not in lo or p < lo[r]:
+                lo[r] = p
+            if r not in hi or p > hi[r]:
+                hi[r] = p
         for i in range(e, s - 1, -1):
             u, d = effects[i]
             for r in d:
-                mark(r, 2 * i if isinstance(r, Buffer) else 2 * i + 1)
+                p = 2 * i if isinstance(r, Buffer) else 2 * i + 1
+                if r not in lo or p < lo[r]:
+                    lo[r] = p
+                if r not in hi or p > hi[r]:
+                    hi[r] = p
                 live.discard(r)
+            p = 2 * i
             for r in u:
-                mark(r, 2 * i)
+                if r not in lo or p < lo[r]:
+                    lo[r] = p
+                if r not in hi or p > hi[r]:
+                    hi[r] = p
                 live.add(r)
+        p = 2 * s
         for r in live:
-            mark(r, 2 * s)
+            if r not in lo or p < lo[r]:
+                lo[r] = p
+            if r not in hi or p > hi[r]:
+                hi[r] = p
     return {r: (lo[r], hi[r]) for r in lo}
 
 
