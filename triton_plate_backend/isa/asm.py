@@ -420,6 +420,16 @@ def _name(s: str) -> str:
     return s if _IDENT.fullmatch(s) else quote(s)
 
 
+_LABEL_POSITIONS: dict[str, tuple[int, ...]] = {}  # mnemonic -> positions of its label operands
+
+
+def _label_positions(mnemonic: str) -> tuple[int, ...]:
+    got = _LABEL_POSITIONS.get(mnemonic)
+    if got is None:
+        got = _LABEL_POSITIONS[mnemonic] = tuple(i for i, od in enumerate(ISA[mnemonic].operands) if od.kind == "label")
+    return got
+
+
 def _label_names(program: Program) -> dict[int, list[str]]:
     """pc -> the label names printed there: the program's own, plus L<pc> for unnamed branch targets."""
     n, at = len(program.instrs), {}
@@ -427,7 +437,7 @@ def _label_names(program: Program) -> dict[int, list[str]]:
         if isinstance(name, str) and _IDENT.fullmatch(name) and isinstance(pc, int) and 0 <= pc <= n:
             at.setdefault(pc, []).append(name)
     taken = {name for names in at.values() for name in names}
-    targets = {v for ins in program.instrs for od, v in zip(ins.row.operands, ins.operands) if od.kind == "label"}
+    targets = {ins.operands[i] for ins in program.instrs for i in _label_positions(ins.mnemonic)}
     for pc in sorted(targets - at.keys()):
         name = f"L{pc}"
         while name in taken:
@@ -482,11 +492,19 @@ def disassemble(program: Program) -> str:
     for name, t in zip(names, program.tiles):
         strides = "" if t.is_contiguous() else f" strides({','.join(map(str, t.strides))})"
         out.append(f".tile {name} {t.dtype}[{','.join(map(str, t.shape))}]{strides} @{t.addr:#x}")
-    for pc in range(len(program.instrs) + 1):
-        out += [f"{name}:" for name in labels.get(pc, ())]
-        if pc < len(program.instrs):
-            ins = program.instrs[pc]
-            ops = ", ".join(_FORMAT[od.kind](ctx, v) for od, v in zip(ins.row.operands, ins.operands))
-            text = ".".join((ins.mnemonic, *ins.suffixes)) + (f" {ops}" if ops else "")
-            out.append(f"    {text}" + (f"  @{ins.loc}" if ins.loc else ""))
+    heads: dict[tuple, tuple] = {}  # (mnemonic, suffixes) -> (the line's start, its operands' formatters)
+    for pc, ins in enumerate(program.instrs):
+        if pc in labels:
+            out += [f"{name}:" for name in labels[pc]]
+        key = (ins.mnemonic, ins.suffixes)
+        head = heads.get(key)
+        if head is None:
+            head = heads[key] = (
+                "    " + ".".join((ins.mnemonic, *ins.suffixes)),
+                [_FORMAT[od.kind] for od in ins.row.operands],
+            )
+        ops = ", ".join([f(ctx, v) for f, v in zip(head[1], ins.operands)])
+        text = f"{head[0]} {ops}" if ops else head[0]
+        out.append(f"{text}  @{ins.loc}" if ins.loc else text)
+    out += [f"{name}:" for name in labels.get(len(program.instrs), ())]
     return "\n".join(out) + "\n"

@@ -282,14 +282,28 @@ def _pack_code(instrs) -> bytes:
     try:
         out = [_U32.pack(len(instrs))]
         for ins in instrs:
-            row = ins.row
-            modifier = sum(ENUMS[e].index(v) << (8 * k) for k, (e, v) in enumerate(zip(row.suffixes, ins.suffixes)))
-            out.append(_INST_HEAD.pack(row.opcode, modifier, ins.loc))
-            for od, v in zip(row.operands, ins.operands):
+            key = (ins.mnemonic, ins.suffixes)
+            form = _CODE_FORMS.get(key) or _code_form(key, ins.row)
+            if form[0] is not None:  # no register list: the whole record in one pack
+                out.append(form[0].pack(form[1], form[2], ins.loc, *ins.operands))
+                continue
+            out.append(_INST_HEAD.pack(form[1], form[2], ins.loc))
+            for od, v in zip(ins.row.operands, ins.operands):
                 out.append(struct.pack(f"<I{len(v)}I", len(v), *v) if od.kind == "rlist" else _U32.pack(v))
         return b"".join(out)
     except (struct.error, TypeError):
         return _pack_section(SECTION_BY_KIND[6], None, [_inst_record(ins) for ins in instrs])
+
+
+_CODE_FORMS: dict[tuple, tuple] = {}  # (mnemonic, suffixes) -> (Struct of the whole record or None, opcode, modifier)
+
+
+def _code_form(key: tuple, row) -> tuple:
+    """What _pack_code packs of every instruction with this mnemonic and these suffixes, once per pair."""
+    modifier = sum(ENUMS[e].index(v) << (8 * k) for k, (e, v) in enumerate(zip(row.suffixes, key[1])))
+    whole = None if any(od.kind == "rlist" for od in row.operands) else struct.Struct(f"<HHI{len(row.operands)}I")
+    _CODE_FORMS[key] = form = (whole, row.opcode, modifier)
+    return form
 
 
 def _inst_record(ins: Inst) -> dict:

@@ -123,22 +123,23 @@ def verify(program: Program, machine=None) -> Program:
     n = len(program.instrs)
     limits = {"r": nreg, "q": ntok, "t": len(program.tiles), "imm": len(program.consts), "str": len(program.consts)}
     limits["label"] = n + 1  # operand kind -> the bound of its index (an rlist's registers: "r")
+    heads: dict[tuple, Instr] = {}  # (mnemonic, suffixes) that passed -> the ISA row
     for pc, ins in enumerate(program.instrs):
-        row = ISA.get(ins.mnemonic)
+        row = heads.get((ins.mnemonic, ins.suffixes)) if type(ins.suffixes) is tuple else None
         if row is None:
-            raise IsaError(f"{_where(pc, ins)}: unknown instruction")
-        if len(ins.suffixes) != len(row.suffixes):
-            raise IsaError(f"{_where(pc, ins)}: takes suffixes {'.'.join(row.suffixes) or 'none'}, got {ins.suffixes}")
-        for enum, val in zip(row.suffixes, ins.suffixes):
-            if val not in ENUMS[enum]:
-                raise IsaError(f"{_where(pc, ins)}: {val!r} is not a {enum} ({', '.join(ENUMS[enum])})")
+            row = _check_head(pc, ins)
+            if type(ins.suffixes) is tuple:
+                heads[ins.mnemonic, ins.suffixes] = row
         if len(ins.operands) != len(row.operands):
             raise IsaError(f"{_where(pc, ins)}: takes {len(row.operands)} operands, got {len(ins.operands)}")
         for od, val in zip(row.operands, ins.operands):
-            _check_operand(program, pc, ins, od.kind, od.name, val, limits)
+            kind = od.kind
+            if kind in _PLAIN_INDEX and type(val) is int and 0 <= val < limits[kind]:
+                continue  # the common case, checked inline; _check_operand says what is wrong otherwise
+            _check_operand(program, pc, ins, kind, od.name, val, limits)
         if not 0 <= ins.loc < len(program.locs):
             raise IsaError(f"{_where(pc, ins)}: location index {ins.loc} outside the table of {len(program.locs)}")
-        if machine is not None:
+        if machine is not None and row.unit in _BOUNDED_UNITS:
             _check_bounds(program, _where(pc, ins), ins, machine)
     high_water = program.sram_high_water()
     if not program.sram_bytes:
@@ -146,6 +147,23 @@ def verify(program: Program, machine=None) -> Program:
     elif program.sram_bytes < high_water:
         raise IsaError(f"program declares {program.sram_bytes} SRAM bytes but its tiles reach byte {high_water}")
     return program
+
+
+def _check_head(pc: int, ins: Inst) -> Instr:
+    """The instruction's ISA row, after checking its mnemonic and suffixes."""
+    row = ISA.get(ins.mnemonic)
+    if row is None:
+        raise IsaError(f"{_where(pc, ins)}: unknown instruction")
+    if len(ins.suffixes) != len(row.suffixes):
+        raise IsaError(f"{_where(pc, ins)}: takes suffixes {'.'.join(row.suffixes) or 'none'}, got {ins.suffixes}")
+    for enum, val in zip(row.suffixes, ins.suffixes):
+        if val not in ENUMS[enum]:
+            raise IsaError(f"{_where(pc, ins)}: {val!r} is not a {enum} ({', '.join(ENUMS[enum])})")
+    return row
+
+
+_PLAIN_INDEX = frozenset(("r", "q", "t", "label"))  # operand kinds whose only check is an int index in range
+_BOUNDED_UNITS = frozenset(("vector", "matrix"))  # the units _check_bounds checks against the machine
 
 
 def _where(pc: int, ins: Inst) -> str:

@@ -21,6 +21,7 @@ is monotonic over the trips of a loop (true of affine offsets), so the first and
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 
@@ -84,9 +85,16 @@ def _mul(a: str, b: str) -> str:
     return f"{_left(a)}*{_right(b, product=True)}"
 
 
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str) -> ast.expr:
+    """The expression tree of a host expression's text (read only: the folds build new text). The same texts
+    come back many times while ranges are built, and Python's parser is the slow part of a fold."""
+    return ast.parse(text, mode="eval").body
+
+
 def _left(a: str) -> str:
     """a as the left operand of * // %: bare unless a sum or a negation (the three are left-associative)."""
-    node = ast.parse(a, mode="eval").body
+    node = _parse(a)
     sum_ = isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub))
     return f"({a})" if sum_ or isinstance(node, ast.UnaryOp) else a
 
@@ -104,7 +112,7 @@ def _right_bare(node: ast.AST, product: bool) -> bool:
 
 def _right(a: str, product: bool = False) -> str:
     """a as the right operand: bare if an atom (or, right of *, a product of atoms: * is associative)."""
-    return a if _right_bare(ast.parse(a, mode="eval").body, product) else f"({a})"
+    return a if _right_bare(_parse(a), product) else f"({a})"
 
 
 def _mod(a: str, b: str) -> str:
@@ -124,7 +132,7 @@ def _floordiv(a: str, c: str) -> str:
 
 def _substitute(text: str, values: dict[str, str]) -> str:
     """text with loop symbols replaced by expressions, folded again."""
-    node = ast.parse(text, mode="eval").body
+    node = _parse(text)
 
     def walk(n) -> str:
         if isinstance(n, ast.Name):

@@ -220,6 +220,22 @@ class _Pending:
     other_program: bool = False  # a persistent loop's prefetch for a later program: no memory order with this one
 
 
+_TILE_POSITIONS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}  # mnemonic -> (read, written)
+
+
+def _tile_positions(row) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(positions of the tile operands an instruction reads, of those it writes), from its ISA row, once per row."""
+    got = _TILE_POSITIONS.get(row.mnemonic)
+    if got is None:
+        tiles = [(i, od.role) for i, od in enumerate(row.operands) if od.kind == "t"]
+        got = (
+            tuple(i for i, role in tiles if role in ("use", "inout")),
+            tuple(i for i, role in tiles if role in ("def", "inout")),
+        )
+        _TILE_POSITIONS[row.mnemonic] = got
+    return got
+
+
 DMA_MEMORY = {"dma.load": "read", "dma.gather": "read", "dma.store": "write", "dma.scatter": "write"}
 BRANCHES = {"jmp", "bz", "bnz", "loop", "halt"}
 
@@ -271,17 +287,11 @@ class Emitter:
     def _tiles(mnemonic, row, operands, written: bool):
         """Buffers the instruction writes (written=True) or reads. A DMA load's destination `d` is
         written asynchronously, so the ISA table lists it as a use; count it as written here."""
-        out = set()
-        for od, v in zip(row.operands, operands):
-            if od.kind != "t":
-                continue
-            w = od.role in ("def", "inout")
-            r = od.role in ("use", "inout")
-            if w if written else r:
-                out.add(v.buffer)
-        return out
+        return {operands[i].buffer for i in _tile_positions(row)[written]}
 
     def _hazards(self, mnemonic, row, operands):
+        if not self.pending:  # nothing in flight: no clash and no full queue
+            return
         reads = self._tiles(mnemonic, row, operands, False)
         writes = self._tiles(mnemonic, row, operands, True)
         memory = DMA_MEMORY.get(mnemonic) or ("both" if mnemonic.startswith("atom.") else None)

@@ -36,7 +36,7 @@ def finalize(em: Emitter, name: str, args, machine) -> tuple[Program, int]:
     toks = regalloc.allocate(intervals, Token, machine.core.dma_tokens, "DMA tokens", name)
     top = sram_plan.plan(intervals, machine.core.sram_bytes, name)
     program = Program(name=name, args=list(args))
-    tiles, consts, locs = {}, {}, {UNKNOWN_LOC: 0}
+    tiles, consts, locs, view_tiles = {}, {}, {UNKNOWN_LOC: 0}, {}
     pcs, pc = {}, 0
     for inst in code:
         if inst.mnemonic == ".label":
@@ -45,10 +45,13 @@ def finalize(em: Emitter, name: str, args, machine) -> tuple[Program, int]:
             pc += 1
 
     def tile(v: View) -> int:
+        if v in view_tiles:  # the same view again (a tile is built, and checked, once per distinct view)
+            return view_tiles[v]
         t = Tile(v.buffer.addr + v.offset * ITEMSIZE[v.dtype], v.dtype, v.shape, v.strides)
         if t not in tiles:
             tiles[t] = len(program.tiles)
             program.tiles.append(t)
+        view_tiles[v] = tiles[t]
         return tiles[t]
 
     def const(c) -> int:
@@ -73,6 +76,7 @@ def finalize(em: Emitter, name: str, args, machine) -> tuple[Program, int]:
             return tuple(regs[r] for r in v)
         raise CompileError(f"internal: bad operand {v!r}")
 
+    by_type = {VReg: regs.__getitem__, Token: toks.__getitem__, View: tile, Label: pcs.__getitem__}
     for inst in code:
         if inst.mnemonic.startswith("."):
             continue
@@ -80,9 +84,8 @@ def finalize(em: Emitter, name: str, args, machine) -> tuple[Program, int]:
         if loc not in locs:
             locs[loc] = len(program.locs)
             program.locs.append(loc)
-        program.instrs.append(
-            Inst(inst.mnemonic, tuple(inst.suffixes), tuple(operand(v) for v in inst.operands), locs[loc])
-        )
+        operands = tuple([(by_type.get(type(v)) or operand)(v) for v in inst.operands])  # the common kinds directly
+        program.instrs.append(Inst(inst.mnemonic, tuple(inst.suffixes), operands, locs[loc]))
     program.labels = {lab.name: p for lab, p in pcs.items()}
     program.sram_bytes = max(top, program.sram_high_water())
     verify_once(program, machine)

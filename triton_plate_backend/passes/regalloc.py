@@ -11,6 +11,8 @@ the code generator chose that in-place on purpose, by writing the same buffer)."
 
 from __future__ import annotations
 
+import heapq
+
 from ..errors import RegisterOverflow
 from ..isa.table import ISA
 from .emitter import Buffer, Label, PInst, Token, View, VReg
@@ -25,17 +27,28 @@ def _effects(inst: PInst):
     if inst.mnemonic == ".label":
         return set(), set()
     uses, kills = set(inst.extra_uses), set()
-    for od, v in zip(ISA[inst.mnemonic].operands, inst.operands):
-        if isinstance(v, View):
-            uses.add(v.buffer)  # tile writes are partial: the .def before them kills
-        elif isinstance(v, tuple):
-            uses.update(v)
-        elif isinstance(v, (VReg, Token)):
-            if od.role == "def":
+    for is_def, v in zip(_defs(inst.mnemonic), inst.operands):
+        t = type(v)
+        if t is VReg or t is Token:
+            if is_def:
                 kills.add(v)
             else:
                 uses.add(v)
+        elif isinstance(v, View):
+            uses.add(v.buffer)  # tile writes are partial: the .def before them kills
+        elif isinstance(v, tuple):
+            uses.update(v)
     return uses, kills
+
+
+_DEFS: dict[str, tuple[bool, ...]] = {}  # mnemonic -> per operand: does the instruction define it
+
+
+def _defs(mnemonic: str) -> tuple[bool, ...]:
+    got = _DEFS.get(mnemonic)
+    if got is None:
+        got = _DEFS[mnemonic] = tuple(od.role == "def" for od in ISA[mnemonic].operands)
+    return got
 
 
 def _blocks(code: list[PInst]):
@@ -88,52 +101,55 @@ def live_intervals(code: list[PInst]) -> dict:
             inn = gen[b] | (out - kill[b])
             if out != live_out[b] or inn != live_in[b]:
                 live_out[b], live_in[b], changed = out, inn, True
-    lo, hi = {}, {}
-
-    def mark(r, p):
-        if r not in lo or p < lo[r]:
-            lo[r] = p
-        if r not in hi or p > hi[r]:
-            hi[r] = p
-
+    lo, hi = {}, {}  # the hull of the points each resource is live at (the marks inlined: this loop is hot)
     for b, (s, e) in enumerate(bounds):
         live = set(live_out[b])
         for r in live:
-            mark(r, 2 * e + 2)
+            p = 2 * e + 2
+            if r not in lo or p < lo[r]:
+                lo[r] = p
+            if r not in hi or p > hi[r]:
+                hi[r] = p
         for i in range(e, s - 1, -1):
             u, d = effects[i]
             for r in d:
-                mark(r, 2 * i if isinstance(r, Buffer) else 2 * i + 1)
+                p = 2 * i if isinstance(r, Buffer) else 2 * i + 1
+                if r not in lo or p < lo[r]:
+                    lo[r] = p
+                if r not in hi or p > hi[r]:
+                    hi[r] = p
                 live.discard(r)
+            p = 2 * i
             for r in u:
-                mark(r, 2 * i)
+                if r not in lo or p < lo[r]:
+                    lo[r] = p
+                if r not in hi or p > hi[r]:
+                    hi[r] = p
                 live.add(r)
+        p = 2 * s
         for r in live:
-            mark(r, 2 * s)
+            if r not in lo or p < lo[r]:
+                lo[r] = p
+            if r not in hi or p > hi[r]:
+                hi[r] = p
     return {r: (lo[r], hi[r]) for r in lo}
 
 
 def allocate(intervals: dict, kind: type, count: int, what: str, kernel: str) -> dict:
     """Linear scan over hull intervals: resource -> physical index in 0..count-1."""
     items = sorted(((iv, r) for r, iv in intervals.items() if isinstance(r, kind)), key=lambda x: (x[0][0], x[1].id))
-    free = list(range(count))
-    active: list[tuple[int, int, object]] = []  # (hi, phys, resource)
+    free = list(range(count))  # a heap: the lowest free index is taken first
+    active: list[tuple[int, int]] = []  # a heap of (hi, phys): the intervals that end first leave first
     out = {}
     for (lo, hi), r in items:
-        still = []
-        for a in active:
-            if a[0] < lo:
-                free.append(a[1])
-            else:
-                still.append(a)
-        active = still
+        while active and active[0][0] < lo:
+            heapq.heappush(free, heapq.heappop(active)[1])
         if not free:
             raise RegisterOverflow(
                 f"kernel {kernel}: more than {count} {what} live at once; split the kernel, reduce the number of "
                 f"live scalars (pointers, offsets, loop-carried scalars) or unroll less"
             )
-        free.sort()
-        phys = free.pop(0)
+        phys = heapq.heappop(free)
         out[r] = phys
-        active.append((hi, phys, r))
+        heapq.heappush(active, (hi, phys))
     return out
