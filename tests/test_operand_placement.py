@@ -95,7 +95,7 @@ def test_a_shared_blocked_operand_moves_when_the_cost_model_says_it_pays(mini):
 def test_a_replica_is_bought_once_its_rent_is_paid_and_dropped_when_written(mini):
     a_cpu, b_cpu, a, b, c = operands()
     before = len(mini.operand_moves)
-    for _ in range(8):
+    for _ in range(12):
         gemm(a, b, c)
     moves = moves_since(mini, before)
     assert [m.after for m in moves] == ["interleaved", "replicated"]
