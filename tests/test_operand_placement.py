@@ -92,10 +92,28 @@ def test_a_shared_blocked_operand_moves_when_the_cost_model_says_it_pays(mini):
     assert torch.plate.home_domains(a) == {d: N * N for d in range(4)}  # A stays blocked
 
 
+def test_an_estimate_prices_the_launch_with_the_operand_moves_it_would_make_and_moves_nothing(mini):
+    from triton_plate_backend.estimate import estimate
+
+    _, _, a, b, c = operands()
+    args = (a, b, c, N, N, N, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    meta = dict(BM=64, BN=64, BK=32, GROUP_M=4)
+    grid = (triton.cdiv(N, 64) ** 2,)
+    before = len(mini.operand_moves)
+    planned = estimate(matmul_kernel, grid, *args, **meta)
+    assert torch.plate.placement_of(b) == "blocked" and not moves_since(mini, before)  # nothing moved
+    gemm(a, b, c)  # the launch moves B (blocked -> interleaved); estimated now, nothing is left to move
+    assert [m.after for m in moves_since(mini, before)] == ["interleaved"]
+    ran = mini.last_profile.time_ns
+    moved = estimate(matmul_kernel, grid, *args, **meta)
+    assert planned.time_ns == pytest.approx(moved.time_ns, rel=1e-6)
+    assert planned.time_ns == pytest.approx(ran, rel=0.15)
+
+
 def test_a_replica_is_bought_once_its_rent_is_paid_and_dropped_when_written(mini):
     a_cpu, b_cpu, a, b, c = operands()
     before = len(mini.operand_moves)
-    for _ in range(8):
+    for _ in range(12):
         gemm(a, b, c)
     moves = moves_since(mini, before)
     assert [m.after for m in moves] == ["interleaved", "replicated"]

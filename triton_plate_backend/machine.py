@@ -144,15 +144,13 @@ class Machine:
             return []
         if self.domains == 2:
             return [(src, dst)]
-        ring = [0, 1, 3, 2]
-        i, j = ring.index(src), ring.index(dst)
-        step = 1 if (j - i) % 4 <= 2 else -1  # diagonal: go clockwise (deterministic)
-        path, k = [], i
-        while k != j:
-            n = (k + step) % 4
-            path.append((ring[k], ring[n]))
-            k = n
-        return path
+        # domain d sits at (x, y) = (d % 2, d // 2) of the 2x2 ring; a diagonal goes along x first, then
+        # y (dimension order): every directed link then carries one neighbour's traffic and one
+        # diagonal's, where always turning the same way round the ring loads half the links three times
+        if src ^ dst == 3:
+            mid = dst ^ 2  # src with dst's x
+            return [(src, mid), (mid, dst)]
+        return [(src, dst)]
 
     def chip_hops(self, a: int, b: int) -> int:
         d = abs(a - b)

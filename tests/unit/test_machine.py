@@ -1,4 +1,5 @@
 import json
+from collections import Counter
 
 import pytest
 
@@ -29,6 +30,16 @@ def test_ring_topology():
             if path:
                 assert path[0][0] == a and path[-1][1] == b
                 assert all(x[1] == y[0] for x, y in zip(path, path[1:]))
+
+
+def test_diagonal_routes_go_along_x_then_y_so_every_die_link_carries_the_same_routes():
+    """All-to-all traffic (interleaved memory, a GEMM's shared B) loads every directed die link with
+    one neighbour's route and one diagonal's; turning the same way round the ring for every diagonal
+    put three routes on half the links and one on the others."""
+    m = get_machine("plate1")
+    assert m.domain_path(0, 3) == [(0, 1), (1, 3)] and m.domain_path(1, 2) == [(1, 0), (0, 2)]
+    load = Counter(link for a in range(4) for b in range(4) for link in m.domain_path(a, b))
+    assert len(load) == 8 and set(load.values()) == {2}
 
 
 def test_presets_and_errors():

@@ -104,6 +104,7 @@ class Device:
     @contextlib.contextmanager
     def estimating(self):
         """Inside the block, launches are ESTIMATED by the cost model (``sim.estimate``), not run:
+        priced with the moves of shared operands the launch would make (``_planned_operands``),
         memory is left as it is, the clock advances by each estimate, ``launches`` counts them,
         ``last_profile`` is None after them (no Profile), and the Estimates are appended to the
         list the block receives. What autotuning and ``triton_plate_backend.estimate`` use."""
@@ -123,6 +124,16 @@ class Device:
         for move in self._operands.apply(program, grid, args, self.memory):
             self._clock.set_ns(self._clock.now_ns() + move.migration_ns)
             self.operand_moves.append(move)
+
+    def _planned_operands(self, program, grid, args) -> dict[int, str] | None:
+        """The moves a launch would make to its shared operands by itself (``_place_operands``
+        without the replicas a rent pays for), as an estimate's placement: argument -> layout."""
+        from .operands import OperandPlanner
+
+        if self._operands is None:
+            self._operands = OperandPlanner()
+        _, choices = self._operands.plan(program, grid, args, self.memory)
+        return {c.arg: c.spec for c in choices if c.spec is not None} or None
 
     def launch(
         self,
@@ -171,11 +182,19 @@ class Device:
                         continue
                     rec = self.memory.register(buf.addr, buf.nbytes, owner=buf.owner, label=buf.label)
                     registered.append(rec.base)
-                if isinstance(policy, str) and policy == AFFINITY and self._estimates is None:
-                    self._place_operands(program, grid, args)
-                policy = resolve_policy(policy, program, grid, args, self.memory)
+                planned = None
+                if isinstance(policy, str) and policy == AFFINITY:
+                    if self._estimates is None:
+                        self._place_operands(program, grid, args)
+                    else:
+                        planned = self._planned_operands(program, grid, args)
+                if planned is None:  # else the estimate resolves it under the planned placement
+                    policy = resolve_policy(policy, program, grid, args, self.memory)
                 if self._estimates is not None:
-                    est = estimate_launch(program, grid, list(args), self.memory, self.machine, policy=policy)
+                    # the launch as it would run, with the operand moves it would make
+                    est = estimate_launch(
+                        program, grid, list(args), self.memory, self.machine, policy=policy, placement=planned
+                    )
                     self._estimates.append(est)
                     self._clock.set_ns(self._clock.now_ns() + est.time_ns)
                     self._clock.set_last_profile(None)  # a launch, estimated: it has no Profile

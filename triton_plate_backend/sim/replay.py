@@ -40,11 +40,11 @@ class Pc:
     extra_latency: float
     count: int = 1  # instructions merged into this step
     # the tiles (indices) the tile rules touch:
-    after_write: tuple = ()  # its start waits for their last write: the tiles read (RAW) and those
-    #                          overlapping a tile written (WAW)
+    after_write: tuple = ()  # its start waits for their last write: tiles overlapping one read (RAW)
+    #                          or one written (WAW)
     after_read: tuple = ()  # its start waits for their last read: tiles overlapping one written (WAR)
     reads: tuple = ()  # their last read moves to its end: the tiles read
-    writes: tuple = ()  # their last write moves to its end: tiles overlapping one written
+    writes: tuple = ()  # their last write moves to its end: the tiles written
 
 
 def _columns(tiles) -> tuple:
@@ -78,7 +78,11 @@ def static_facts(prog, machine: Machine) -> tuple[list[Pc], int]:
         c = 0.0 if kind == "dma" else float(cost.inst_cost(machine, inst, prog))
         ins = tuple(v for r, v in tiles if r != "def")
         outs = tuple(v for r, v in tiles if r != "use")
-        written = [t for o in outs for t in np.atleast_1d(ov[o]).tolist()]
+        # a tile's last read and write are recorded on the tiles the instruction names; the rules look
+        # at every tile overlapping those (two loads into disjoint tiles that a larger tile overlaps
+        # do not wait for each other)
+        near_out = [t for o in outs for t in np.atleast_1d(ov[o]).tolist()]
+        near_in = [t for i in ins for t in np.atleast_1d(ov[i]).tolist()]
         out.append(
             Pc(
                 kind,
@@ -90,10 +94,10 @@ def static_facts(prog, machine: Machine) -> tuple[list[Pc], int]:
                 cost.flops(inst, prog),
                 engine == 2,
                 float(machine.domain.hbm_latency) if row.cost == "atomic" else 0.0,
-                after_write=_columns(list(ins) + written),
-                after_read=_columns(written),
+                after_write=_columns(near_in + near_out),
+                after_read=_columns(near_out),
                 reads=_columns(ins),
-                writes=_columns(written),
+                writes=_columns(outs),
             )
         )
     toks = [v for ins in prog.instrs for od, v in zip(ins.row.operands, ins.operands) if od.kind == "q"]

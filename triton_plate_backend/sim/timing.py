@@ -11,7 +11,10 @@ The exact rules and approximations:
   DMA-out (``dma.store``, ``dma.scatter``, ``atom.*``). An instruction starts at max(its engine's
   free time, the ready time of its inputs). Tiles are SRAM ranges: writing tile t waits for the
   last read (WAR) and the last write (WAW) of every tile overlapping t (from ``Tile.span()``);
-  reading t waits for its last write (RAW). Compute instructions take their cost rule's cycles.
+  reading t waits for the last write of every tile overlapping t (RAW). Reads and writes are
+  recorded on the tiles an instruction names, so two DMAs into disjoint tiles that one larger
+  tile overlaps (an epilogue tile sharing SRAM with the K loop's staging tiles) do not wait for
+  each other. Compute instructions take their cost rule's cycles.
 - Scalar registers are ready at the compute engine's time: a DMA issues no earlier than the
   compute engine has reached it in program order. The DMA queue holds ``queue_depth`` DMAs per
   engine: the instruction stream (compute engine) stalls until the DMA ``queue_depth`` back on the
