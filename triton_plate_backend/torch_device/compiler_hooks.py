@@ -55,7 +55,7 @@ def _warn_missing_once(missing: str) -> None:
         _warned_missing = True
         warnings.warn(
             f"plate: {missing}, so torch.compile on plate tensors has no Inductor backend. Install plate with "
-            f"`pip install -e .` (its metadata declares the entry point) or `import inductor_plate`; a stale "
+            f"`pip install -e .` (its metadata declares the entry point) or import its Inductor package; a stale "
             f"`*.egg-info` folder in the working directory can shadow the installed metadata.",
             stacklevel=3,
         )
