@@ -618,3 +618,11 @@ def test_tutorials_need_a_tree_with_them(triton_tree, tmp_path, capfd):
     assert rc == runner.EXIT_USAGE
     assert "has no python/tutorials/; pass --src the checkout root" in capfd.readouterr().err
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_plate_knobs_set_in_the_environment_are_part_of_the_command(monkeypatch):
+    for name in [n for n in os.environ if n.startswith("PLATE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PLATE_AUTOTUNE_MARGIN", "off")
+    monkeypatch.setenv("OTHER_KNOB", "1")
+    assert runner._plate_knobs_set() == ["PLATE_AUTOTUNE_MARGIN=off"]
