@@ -314,6 +314,7 @@ def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_na
     if args.baseline is None and suite_name == "triton" and not args.interpret and DEFAULT_BASELINE.is_file():
         args.baseline = DEFAULT_BASELINE
     started = datetime.datetime.now(datetime.UTC)
+    plate_commit = _plate_commit()  # the code under test: HEAD when the run starts, not when it ends
     args.patches_applied = applied
     results, wall, cmd, rc = _run_pytest(args, revision, tree, paths, passthrough)
     interpreter = None
@@ -332,7 +333,7 @@ def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_na
         "suite": suite_name,
         "device": "cpu (Triton interpreter)" if args.interpret else args.device,
         "revision": _revision_of_tests(revision, args.src_revision),
-        "plate_commit": _plate_commit(),
+        "plate_commit": plate_commit,
         "command": shlex.join([*_plate_knobs_set(), "python", "-m", "upstream.runner", *argv]),
         "pytest_command": shlex.join(cmd),
         "started": started.isoformat(timespec="seconds"),
