@@ -377,6 +377,11 @@ def test_report_counts_a_pass_with_host_fallbacks_apart():
     rep = report.summarize(results, {"suite": "inductor"})
     t = rep["totals"]
     assert (t["passed"], t["xpassed"], t["passed-with-fallback"], t["pass_rate"]) == (1, 0, 2, round(1 / 3, 4))
+    assert rep["passed_with_fallback"] == [
+        {"test": "f.py::b", "host_fallbacks": {"op aten.mm": 2}},
+        {"test": "f.py::c", "host_fallbacks": {"frame 0/0 (x)": 1}},
+    ]
+    assert "- `f.py::b`: op aten.mm x2" in report.render_markdown(rep)
     baseline = {"path": "b.tsv", "outcomes": {"f.py::a": "passed", "f.py::b": "passed"}}
     fare = report.compare_baseline([dict(r) for r in results["tests"]], baseline)
     assert fare["here"] == {"passed": 1, "passed-with-fallback": 1}

@@ -179,6 +179,11 @@ def summarize(results: dict, meta: dict, baseline: dict | None = None) -> dict:
             {"test": r["test"], "outcome": r["outcome"], "message": first_line(r.get("message"))}
             for r in unlisted_failures
         ],
+        "passed_with_fallback": [
+            {"test": r["test"], "host_fallbacks": r["host_fallbacks"]}
+            for r in records
+            if outcome_of(r) == PASSED_WITH_FALLBACK
+        ],
         "skiplist": {
             "path": skiplist.get("path"),
             "entries": len(skiplist.get("entries", [])),
@@ -324,6 +329,13 @@ def render_markdown(report: dict) -> str:
         )
     lines += ["", f"## Slowest {len(report['slowest'])}", ""]
     lines += _table([[f"`{s['test']}`", f"{s['duration']:.2f} s"] for s in report["slowest"]], ["test", "time"])
+    with_fallback = report.get("passed_with_fallback")
+    if with_fallback:
+        lines += ["", f"## Passed with host fallbacks ({len(with_fallback)}): what ran on the host", ""]
+        lines += [
+            f"- `{r['test']}`: " + ", ".join(f"{name} x{n}" for name, n in r["host_fallbacks"].items())
+            for r in with_fallback
+        ]
     failures = report["failures"]
     lines += ["", f"## Failures not in the skip list ({len(failures)})", ""]
     lines += [f"- `{f['test']}` ({f['outcome']}): {f['message']}" for f in failures[:FAILURES_SHOWN]]
