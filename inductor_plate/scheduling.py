@@ -7,6 +7,8 @@ tells the wrapper code which aten ops each kernel computes (for the fallback war
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from torch._inductor.codegen.common import BackendFeature
 from torch._inductor.codegen.triton import TritonKernel, TritonScheduling
 from torch._inductor.scheduler import WhyNoFuse
@@ -14,8 +16,16 @@ from torch.utils._ordered_set import OrderedSet
 
 from . import policy
 
+HEURISTICS_IMPORT = "from inductor_plate import heuristics as triton_heuristics"
+
 
 class PlateTritonKernel(TritonKernel):
+    @classmethod
+    @lru_cache(None)
+    def gen_common_triton_imports(cls) -> str:
+        """Inductor's imports, then plate's heuristics (heuristics.py) in place of ``triton_heuristics``."""
+        return f"{super().gen_common_triton_imports().rstrip()}\n{HEURISTICS_IMPORT}\n"
+
     def should_use_persistent_reduction(self) -> bool:
         return super().should_use_persistent_reduction() and policy.persistent_reduction_fits(self.features)
 

@@ -33,6 +33,9 @@ GEMM_BLOCKS: tuple[tuple[int, int, int, int, int], ...] = (
     (256, 128, 64, 2, 8),
 )
 OPERAND_ITEMSIZE = 4  # budget the SRAM for fp32 operands, the widest the templates take
+# mm_plus_mm (a @ b + c @ d, max-autotune's pattern): Inductor keeps a configuration only if BLOCK_K < K, so the
+# K=16 blocks serve products with K of 32; its template stages two pairs of tiles (half the budget each).
+MM_PLUS_MM_EXTRA_BLOCKS: tuple[tuple[int, int, int, int, int], ...] = ((32, 32, 16, 1, 2), (64, 64, 16, 2, 4))
 
 
 # The one configuration to offer while a default-mode GEMM is lowered (gemm_config.GemmConfig), else None.
@@ -54,12 +57,12 @@ def sram_needed(block_m: int, block_n: int, block_k: int, num_stages: int, items
     return max(num_stages, 1) * (block_m * block_k + block_k * block_n) * itemsize + block_m * block_n * 4
 
 
-def plate_gemm_configs(budget: int, matrix_dim: int) -> list:
+def plate_gemm_configs(budget: int, matrix_dim: int, blocks=GEMM_BLOCKS) -> list:
     from torch._inductor.template_heuristics.triton import GemmConfig
 
     return [
         GemmConfig(m, n, k, stages, warps)
-        for m, n, k, stages, warps in GEMM_BLOCKS
+        for m, n, k, stages, warps in blocks
         if suits_matrix_unit(m, n, matrix_dim) and sram_needed(m, n, k, stages) <= budget
     ]
 
@@ -73,11 +76,13 @@ def suits_matrix_unit(block_m: int, block_n: int, matrix_dim: int) -> bool:
 def register() -> None:
     from torch._inductor.kernel.bmm import bmm_template
     from torch._inductor.kernel.mm import mm_template
+    from torch._inductor.kernel.mm_plus_mm import mm_plus_mm_template
     from torch._inductor.template_heuristics.registry import register_template_heuristic
     from torch._inductor.template_heuristics.triton import (
         AddMMConfigMixin,
         BaseConfigHeuristic,
         GemmConfig,
+        MMPlusMMTemplateConfigMixin,
         MMTemplateConfigMixin,
         ScaledMMConfigMixin,
     )
@@ -117,3 +122,15 @@ def register() -> None:
     class PlateScaledMMTemplateConfigHeuristic(ScaledMMConfigMixin, PlateConfigHeuristic):
         """_scaled_mm on plate: the mm template with the scales as suffix inputs and the scaling epilogue.
         Without it the mm heuristic would serve scaled_mm too and name two inputs of four (def_kernel asserts)."""
+
+    @register_template_heuristic(mm_plus_mm_template.uid, "plate")
+    class PlateMMPlusMMTemplateConfigHeuristic(MMPlusMMTemplateConfigMixin, PlateConfigHeuristic):
+        """a @ b + c @ d in one template (max-autotune's mm_plus_mm pattern). Without it Inductor's only choice on
+        plate would be the aten kernel, on the host."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            m = policy.machine()
+            blocks = MM_PLUS_MM_EXTRA_BLOCKS + GEMM_BLOCKS
+            self.mm_configs = plate_gemm_configs(policy.fusion_sram_bytes() // 2, m.core.matrix.dim, blocks)
+            self.exhaustive_configs = self.mm_configs

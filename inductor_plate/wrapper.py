@@ -6,6 +6,8 @@ placement (placement.py) at the top of ``call``."""
 
 from __future__ import annotations
 
+import torch
+from torch._inductor import config
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
 from torch._inductor.virtualized import V
 
@@ -19,6 +21,13 @@ GUARD_IMPORT = f"from inductor_plate.fallback import check_kernels as {CHECK}, g
 COUNT_IMPORT = f"from inductor_plate.fallback_counter import enter_graph as {ENTER}, exit_graph as {EXIT}"
 PLACE = "plate_place_inputs"
 PLACE_IMPORT = f"from inductor_plate.placement import place_inputs as {PLACE}"
+ALLOC = "empty_strided_plate"
+ALLOC_IMPORT = f"from inductor_plate.wrapper import {ALLOC}"
+
+
+def empty_strided_plate(size, stride, dtype):
+    """The allocation a plate graph's code calls, named per device as Inductor names cpu/cuda/xpu's."""
+    return torch.empty_strided(size, stride, device="plate", dtype=dtype)
 
 
 class _GuardedKernels:
@@ -53,6 +62,19 @@ class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
         self.imports.writeline(GUARD_IMPORT)
         self.imports.writeline(COUNT_IMPORT)
         self.imports.writeline(PLACE_IMPORT)
+        self.imports.writeline(ALLOC_IMPORT)
+
+    def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None, is_pinned=False):
+        """``empty_strided_plate(shape, stride, dtype)`` where Inductor would write the generic
+        ``empty_strided(..., device='plate', ...)``: the same call, in the form Inductor gives its own devices."""
+        if device.type != "plate" or config.test_configs.track_memory_lifecycle:
+            return super().make_allocation(name, device, dtype, shape, stride, allocation_shape, is_pinned)
+        allocation_shape = shape if allocation_shape is None else allocation_shape
+        tuple_of = self.codegen_python_shape_tuple
+        out = f"{name} = {ALLOC}({tuple_of(allocation_shape)}, {tuple_of(stride)}, {dtype})"
+        if tuple_of(shape) != tuple_of(allocation_shape):
+            out += f".as_strided({tuple_of(shape)}, {tuple_of(stride)})"
+        return out
 
     def write_launcher_fn_call_get_indent(self) -> int:
         """``def call(args):``, then a host-op scope that ``generate_return`` closes."""

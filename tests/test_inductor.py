@@ -16,11 +16,12 @@ import torch
 import triton
 from torch._dynamo import device_interface as dynamo_devices
 from torch._inductor.codegen import common as inductor_common
+from torch._inductor.runtime.hints import DeviceProperties
 from torch._inductor.utils import run_and_get_code
 from torch._subclasses import FakeTensorMode
 
 import inductor_plate
-from inductor_plate import benchmarker, config, fallback, policy, shims, templates
+from inductor_plate import benchmarker, config, fallback, heuristics, policy, shims, templates
 from inductor_plate.device_interface import PlateInterface
 from inductor_plate.op_overrides import PlateDeviceOpOverrides
 from inductor_plate.scheduling import PlateScheduling
@@ -251,6 +252,38 @@ def test_compile_matches_eager_and_profiles_launches():
     assert run.launches and all(launch.kernel.startswith("triton_") for launch in run.launches)
     assert run.time_ns == pytest.approx(sum(k.time_ns for k in run.by_kernel()))
     assert run.traffic_by_domain().sum() > 0 and "launches" in run.report()
+
+
+def test_graph_buffers_are_allocated_with_the_per_device_allocator():
+    x, y = torch.randn(8, 64), torch.randn(8, 64)
+    with torch._inductor.config.patch(force_disable_caches=True):
+        out, codes = run_and_get_code(torch.compile(softmax_residual), x.to("plate"), y.to("plate"))
+    torch.testing.assert_close(out.cpu(), softmax_residual(x, y), rtol=1e-5, atol=1e-5)
+    assert any("empty_strided_plate((8, 64), (64, 1), torch.float32)" in code for code in codes)
+    assert not any(" = empty_strided(" in code for code in codes)
+    got = inductor_plate.wrapper.empty_strided_plate((2, 3), (1, 2), torch.float16)
+    assert (got.device.type, got.dtype, got.stride()) == ("plate", torch.float16, (1, 2))
+
+
+@pytest.mark.parametrize(
+    ("numel", "cores", "block"), [(16384, 8, 2048), (12800, 8, 2048), (100, 8, 16), (1 << 20, 8, 4096)]
+)
+def test_wave_block_gives_each_core_one_program_up_to_the_largest_block(numel, cores, block):
+    assert heuristics.wave_block(numel, cores) == block
+
+
+def test_pointwise_kernels_offer_the_one_wave_block():
+    x = torch.randn(16384)
+    with torch._inductor.config.patch(force_disable_caches=True):
+        out, (code,) = run_and_get_code(torch.compile(lambda t: torch.relu(t) * 2.0), x.to("plate"))
+    torch.testing.assert_close(out.cpu(), torch.relu(x) * 2.0)
+    assert "from inductor_plate import heuristics as triton_heuristics" in code
+    size_hints = {"x": 16384}
+    props = PlateInterface.get_device_properties()
+    meta = {"signature": {"in_ptr0": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"}}
+    meta["device"] = DeviceProperties.create(torch.device("plate"))
+    blocks = [c.kwargs["XBLOCK"] for c in heuristics.pointwise_configs(size_hints, meta, inductor_meta={})]
+    assert heuristics.wave_block(16384, props.multi_processor_count) in blocks and len(blocks) == 3
 
 
 def test_kernels_autotuned_at_compile_time_are_guarded_too():

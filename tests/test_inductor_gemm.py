@@ -132,6 +132,19 @@ def test_products_run_as_templates_on_the_simulator_in_the_default_mode():
     assert inductor_plate.host_fallbacks() == {}
 
 
+def test_mm_plus_mm_under_max_autotune_runs_as_a_template():
+    # max-autotune rewrites a @ b + c @ d into one mm_plus_mm; its choices were the aten kernel alone on plate
+    torch.manual_seed(0)
+    args = [torch.randn(32, 32) for _ in range(4)]
+    with torch._inductor.config.patch(max_autotune=True):
+        out, codes, run, _ = compile_on_plate(lambda a, b, c, d: a @ b + c @ d, *args)
+    torch.testing.assert_close(out.cpu(), args[0] @ args[1] + args[2] @ args[3], **TOL)
+    call = wrapper_call(codes)
+    assert "extern_kernels." not in call and "torch.ops.aten." not in call
+    assert [launch.kernel for launch in run.launches if launch.kernel.startswith("triton_tem_")], run.report()
+    assert inductor_plate.host_fallbacks() == {}
+
+
 def test_int_mm_runs_as_a_template():
     torch.manual_seed(0)
     a, b = torch.randint(-8, 8, (32, 64), dtype=torch.int8), torch.randint(-8, 8, (64, 32), dtype=torch.int8)

@@ -178,7 +178,7 @@ def test_applicable_rate_also_leaves_out_upstream_skips_gated_on_hardware():
     assert "| 1 | gfx942 arch only for HIP | AMD HIP |" in md
 
 
-def test_not_in_pin_entries_leave_the_denominator_and_are_counted_apart(tmp_path):
+def test_not_in_pin_entries_count_as_not_passed_in_the_headline_and_the_other_rate_is_beside_it(tmp_path):
     results = {
         "tests": [
             {"test": "f.py::a", "outcome": "passed", "duration": 1.0},
@@ -190,9 +190,10 @@ def test_not_in_pin_entries_leave_the_denominator_and_are_counted_apart(tmp_path
         ],
     }
     t = report.summarize(results, {"suite": "inductor"})["totals"]
-    assert (t["total"], t["not_in_pin"], t["by_design"], t["pass_rate"]) == (4, 2, 0, 0.5)  # 1 / (4 - 2)
+    assert (t["total"], t["not_in_pin"], t["by_design"], t["pass_rate"]) == (4, 2, 0, 0.25)  # 1 / 4
+    assert t["pass_rate_in_pin"] == 0.5  # 1 / (4 - 2)
     md = report.render_markdown(report.summarize(results, {"suite": "inductor"}))
-    assert "(4 total - 0 by-design - 2 not-in-pin)" in md and "the pass rate would be 25.0%" in md
+    assert "pass rate: **25.0%** = 1 passed / (4 total - 0 by-design); without the 2 not-in-pin tests: 50.0%" in md
     (tmp_path / "s.toml").write_text('[[skip]]\ntest = "f.py::new0"\ncategory = "not-in-pin"\nreason = "r"\n')
     entry = load_skiplist(tmp_path / "s.toml").lookup("f.py::new0")
     assert entry.category == "not-in-pin" and not entry.is_known_failure  # skipped, not run as an xfail
@@ -402,6 +403,11 @@ def test_report_counts_a_pass_with_host_fallbacks_apart():
     rep = report.summarize(results, {"suite": "inductor"})
     t = rep["totals"]
     assert (t["passed"], t["xpassed"], t["passed-with-fallback"], t["pass_rate"]) == (1, 0, 2, round(1 / 3, 4))
+    assert rep["passed_with_fallback"] == [
+        {"test": "f.py::b", "host_fallbacks": {"op aten.mm": 2}},
+        {"test": "f.py::c", "host_fallbacks": {"frame 0/0 (x)": 1}},
+    ]
+    assert "- `f.py::b`: op aten.mm x2" in report.render_markdown(rep)
     baseline = {"path": "b.tsv", "outcomes": {"f.py::a": "passed", "f.py::b": "passed"}}
     fare = report.compare_baseline([dict(r) for r in results["tests"]], baseline)
     assert fare["here"] == {"passed": 1, "passed-with-fallback": 1}
@@ -643,3 +649,11 @@ def test_tutorials_need_a_tree_with_them(triton_tree, tmp_path, capfd):
     assert rc == runner.EXIT_USAGE
     assert "has no python/tutorials/; pass --src the checkout root" in capfd.readouterr().err
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_plate_knobs_set_in_the_environment_are_part_of_the_command(monkeypatch):
+    for name in [n for n in os.environ if n.startswith("PLATE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PLATE_AUTOTUNE_MARGIN", "off")
+    monkeypatch.setenv("OTHER_KNOB", "1")
+    assert runner._plate_knobs_set() == ["PLATE_AUTOTUNE_MARGIN=off"]

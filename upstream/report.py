@@ -1,8 +1,9 @@
 """Pass-rate reports of an upstream run: JSON for tools, Markdown for people, a file of failure texts.
 
-pass rate = passed / (total - by-design - not-in-pin): by-design entries (things plate does not do on
-purpose) leave the denominator and are reported as their own share; so do not-in-pin entries (tests of a
-newer upstream copy that need library code the pinned release lacks), counted apart. `xpassed` (a
+pass rate = passed / (total - by-design): by-design entries (things plate does not do on purpose) leave the
+denominator and are reported as their own share. It is the conservative rate: not-in-pin entries (tests of a
+newer upstream copy that need library code the pinned release lacks) stay in it as not passed; the rate
+without them, `pass_rate_in_pin` = passed / (total - by-design - not-in-pin), is shown beside it. `xpassed` (a
 listed or upstream xfail that passes) counts as passed. A test that passed with any host fallback (an op or
 frame that ran on the host inside a compiled function: the record's `host_fallbacks`) is
 `passed-with-fallback`, its own column, and does not count as passed.
@@ -130,7 +131,8 @@ def _counts(records: list[dict]) -> dict:
         not_yet=cat["not-yet"],
         upstream_bug=cat["upstream-bug"],
         not_in_pin=not_in_pin,
-        pass_rate=_rate(passed, total - by_design - not_in_pin),
+        pass_rate=_rate(passed, total - by_design),
+        pass_rate_in_pin=_rate(passed, total - by_design - not_in_pin),
         by_design_share=_rate(by_design, total),
         hardware_gated=gated,
         applicable_rate=_rate(passed, total - by_design - not_in_pin - gated),
@@ -139,7 +141,11 @@ def _counts(records: list[dict]) -> dict:
 
 
 def _not_in_pin(t: dict) -> str:
-    return f" - {t['not_in_pin']} not-in-pin" if t.get("not_in_pin") else ""
+    """The other rate, beside the conservative one: without the not-in-pin tests."""
+    if not t.get("not_in_pin"):
+        return ""
+    in_pin = t.get("pass_rate_in_pin", _rate(t["passed"] + t["xpassed"], t["total"] - t["by_design"] - t["not_in_pin"]))
+    return f"; without the {t['not_in_pin']} not-in-pin tests: {_pct(in_pin)}"
 
 
 def first_line(message: str | None) -> str:
@@ -216,6 +222,11 @@ def summarize(results: dict, meta: dict, baseline: dict | None = None) -> dict:
         "failures": [
             {"test": r["test"], "outcome": r["outcome"], "message": first_line(r.get("message"))}
             for r in unlisted_failures
+        ],
+        "passed_with_fallback": [
+            {"test": r["test"], "host_fallbacks": r["host_fallbacks"]}
+            for r in records
+            if outcome_of(r) == PASSED_WITH_FALLBACK
         ],
         "skiplist": {
             "path": skiplist.get("path"),
@@ -329,7 +340,7 @@ def render_markdown(report: dict) -> str:
             else []
         ),
         f"- pass rate: **{_pct(t['pass_rate'])}** = {t['passed'] + t['xpassed']} passed / "
-        f"({t['total']} total - {t['by_design']} by-design{_not_in_pin(t)})",
+        f"({t['total']} total - {t['by_design']} by-design){_not_in_pin(t)}",
         *_applicable_lines(t),
         f"- by-design share: {_pct(t['by_design_share'])} ({t['by_design']} of {t['total']})",
         *([tutorials_line(report)] if report["suite"].endswith("-tutorials") else []),
@@ -338,8 +349,8 @@ def render_markdown(report: dict) -> str:
         *(
             [
                 f"- not in the pinned revision: {t['not_in_pin']} tests of the newer file copy this run used, which "
-                f"need library code the pinned release lacks (skip list category `not-in-pin`); counting them, the "
-                f"pass rate would be {_pct(_rate(t['passed'] + t['xpassed'], t['total'] - t['by_design']))}"
+                f"need library code the pinned release lacks (skip list category `not-in-pin`); the pass rate "
+                "counts them as not passed"
             ]
             if t.get("not_in_pin")
             else []
@@ -397,6 +408,13 @@ def render_markdown(report: dict) -> str:
         )
     lines += ["", f"## Slowest {len(report['slowest'])}", ""]
     lines += _table([[f"`{s['test']}`", f"{s['duration']:.2f} s"] for s in report["slowest"]], ["test", "time"])
+    with_fallback = report.get("passed_with_fallback")
+    if with_fallback:
+        lines += ["", f"## Passed with host fallbacks ({len(with_fallback)}): what ran on the host", ""]
+        lines += [
+            f"- `{r['test']}`: " + ", ".join(f"{name} x{n}" for name, n in r["host_fallbacks"].items())
+            for r in with_fallback
+        ]
     failures = report["failures"]
     lines += ["", f"## Failures not in the skip list ({len(failures)})", ""]
     lines += [f"- `{f['test']}` ({f['outcome']}): {f['message']}" for f in failures[:FAILURES_SHOWN]]
@@ -435,7 +453,7 @@ def summary_lines(report: dict) -> list[str]:
     counts = ", ".join(f"{t[o]} {o}" for o in OUTCOMES if t[o])
     lines = [
         f"{report['suite']}: {t['total']} tests: {counts or 'nothing ran'}",
-        f"pass rate {_pct(t['pass_rate'])} (passed / (total - {t['by_design']} by-design{_not_in_pin(t)})), "
+        f"pass rate {_pct(t['pass_rate'])} (passed / (total - {t['by_design']} by-design){_not_in_pin(t)}), "
         f"by-design share {_pct(t['by_design_share'])}, wall {report.get('wall_s', 0):.1f} s",
     ]
     if t.get("hardware_gated"):

@@ -183,6 +183,12 @@ def pytest_command(suite: str, tree: Tree, paths: list[str], args, ini: Path, re
     return cmd
 
 
+def _plate_knobs_set() -> list[str]:
+    """``NAME=value`` of every plate knob (PLATE_*) set in the environment: part of the command that reproduces
+    a run (e.g. PLATE_AUTOTUNE_MARGIN=off, which simulates every autotuning choice)."""
+    return [f"{name}={value}" for name, value in sorted(os.environ.items()) if name.startswith("PLATE_")]
+
+
 def _revision_of_tests(revision: Revision, src_revision: str | None) -> dict:
     """The revision the report names: the pin, or the copy --src-revision says the test files came from."""
     if not src_revision:
@@ -308,6 +314,7 @@ def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_na
     if args.baseline is None and suite_name == "triton" and not args.interpret and DEFAULT_BASELINE.is_file():
         args.baseline = DEFAULT_BASELINE
     started = datetime.datetime.now(datetime.UTC)
+    plate_commit = _plate_commit()  # the code under test: HEAD when the run starts, not when it ends
     args.patches_applied = applied
     results, wall, cmd, rc = _run_pytest(args, revision, tree, paths, passthrough)
     interpreter = None
@@ -326,8 +333,8 @@ def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_na
         "suite": suite_name,
         "device": "cpu (Triton interpreter)" if args.interpret else args.device,
         "revision": _revision_of_tests(revision, args.src_revision),
-        "plate_commit": _plate_commit(),
-        "command": shlex.join(["python", "-m", "upstream.runner", *argv]),
+        "plate_commit": plate_commit,
+        "command": shlex.join([*_plate_knobs_set(), "python", "-m", "upstream.runner", *argv]),
         "pytest_command": shlex.join(cmd),
         "started": started.isoformat(timespec="seconds"),
         "wall_s": round(wall, 2),
