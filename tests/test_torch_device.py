@@ -189,6 +189,9 @@ def test_item_and_python_scalars():
 
 
 def test_autograd_matches_cpu():
+    # plate's eager fp32 products round once (exact accumulation) where the host BLAS rounds per step: the
+    # gradients agree to fp32 tolerances, not bit for bit, so compare with assert_close, from a fixed seed
+    torch.manual_seed(0)
     lin = torch.nn.Linear(6, 3)
     lin_dev = torch.nn.Linear(6, 3)
     lin_dev.load_state_dict(lin.state_dict())
@@ -196,9 +199,8 @@ def test_autograd_matches_cpu():
     lin(A).tanh().sum().backward()
     lin_dev(A.plate()).tanh().sum().backward()
     assert lin_dev.weight.grad.device.type == "plate"
-    assert torch.allclose(lin_dev.weight.grad.cpu(), lin.weight.grad) and torch.allclose(
-        lin_dev.bias.grad.cpu(), lin.bias.grad
-    )
+    torch.testing.assert_close(lin_dev.weight.grad.cpu(), lin.weight.grad)
+    torch.testing.assert_close(lin_dev.bias.grad.cpu(), lin.bias.grad)
 
 
 @pytest.mark.parametrize("rnn", [torch.nn.LSTM, torch.nn.GRU])
