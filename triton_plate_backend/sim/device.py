@@ -115,24 +115,24 @@ class Device:
             finally:
                 self._estimates = outer
 
-    def _place_operands(self, program, grid, args) -> None:
-        """Per-operand placement for this launch (sim/operands.py); each move's copy advances the clock."""
+    def _planner(self):
+        """The device's operand planner (sim/operands.py), made at the first affinity launch."""
         from .operands import OperandPlanner
 
         if self._operands is None:
             self._operands = OperandPlanner()
-        for move in self._operands.apply(program, grid, args, self.memory):
+        return self._operands
+
+    def _place_operands(self, program, grid, args) -> None:
+        """Per-operand placement for this launch (sim/operands.py); each move's copy advances the clock."""
+        for move in self._planner().apply(program, grid, args, self.memory):
             self._clock.set_ns(self._clock.now_ns() + move.migration_ns)
             self.operand_moves.append(move)
 
     def _planned_operands(self, program, grid, args) -> dict[int, str] | None:
         """The moves a launch would make to its shared operands by itself (``_place_operands``
         without the replicas a rent pays for), as an estimate's placement: argument -> layout."""
-        from .operands import OperandPlanner
-
-        if self._operands is None:
-            self._operands = OperandPlanner()
-        _, choices = self._operands.plan(program, grid, args, self.memory)
+        _, choices = self._planner().plan(program, grid, args, self.memory)
         return {c.arg: c.spec for c in choices if c.spec is not None} or None
 
     def launch(
