@@ -178,6 +178,19 @@ def test_applicable_rate_also_leaves_out_upstream_skips_gated_on_hardware():
     assert "| 1 | gfx942 arch only for HIP | AMD HIP |" in md
 
 
+def test_applicable_rate_line_names_the_not_in_pin_tests_it_leaves_out():
+    skip = {"outcome": "skipped", "duration": 0.0}
+    results = {
+        "tests": [
+            {"test": "f.py::a", "outcome": "passed", "duration": 1.0},
+            {"test": "f.py::c", **skip, "message": "Requires Hopper or Blackwell"},
+            {"test": "f.py::n", **skip, "category": "not-in-pin", "message": "[not-in-pin] newer torch"},
+        ],
+    }
+    md = report.render_markdown(report.summarize(results, {"suite": "triton"}))
+    assert "applicable tests: **100.0%** = 1 passed / (3 total - 0 by-design - 1 not-in-pin - 1 upstream skips" in md
+
+
 def test_not_in_pin_entries_count_as_not_passed_in_the_headline_and_the_other_rate_is_beside_it(tmp_path):
     results = {
         "tests": [

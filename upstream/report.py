@@ -311,9 +311,10 @@ def tutorials_line(report: dict) -> str:
 def _applicable_lines(t: dict) -> list[str]:
     if not t.get("hardware_gated"):
         return []
+    not_in_pin = f" - {t['not_in_pin']} not-in-pin" if t.get("not_in_pin") else ""  # the rate leaves them out
     return [
         f"- pass rate over applicable tests: **{_pct(t['applicable_rate'])}** = {t['passed'] + t['xpassed']} passed / "
-        f"({t['total']} total - {t['by_design']} by-design{_not_in_pin(t)} - {t['hardware_gated']} upstream skips "
+        f"({t['total']} total - {t['by_design']} by-design{not_in_pin} - {t['hardware_gated']} upstream skips "
         'that need a particular GPU, listed under "Upstream skips gated on hardware")'
     ]
 
