@@ -17,10 +17,10 @@ Two steps, both cheaper than a level-1 simulation:
    dependencies, DMA queue depth, flight latency), vectorised over the programs, without level
    1's calendar: the programs of one wave (one per core) run each DMA in LOCKSTEP, so a flow
    takes as long as the most loaded resource on its route needs for that DMA's bytes of the whole
-   wave (``_StepRates``). A core's time is the sum of its programs' occupancy plus the last one's
-   drain; the launch's time is the slowest core's, never below the level-0 bound. Where cores
-   drift out of lockstep (a loop whose DMAs all hit one domain at a time, over many waves) it
-   overestimates contention.
+   wave (``_StepRates``; each wave its own bytes: waves may read different domains). A core's
+   time is the sum of its programs' occupancy plus the last one's drain; the launch's time is the
+   slowest core's, never below the level-0 bound. Where cores drift out of lockstep (a loop whose
+   DMAs all hit one domain at a time, over many waves) it overestimates contention.
 
 ``estimate_launch(program, grid, args, memory, ...) -> Estimate``. Placement is the arguments'
 own (their allocations) unless ``placement`` names another for some pointer arguments; the grid
@@ -46,7 +46,7 @@ from .memory import DeviceMemory
 from .replay import _routes, static_facts
 from .sem_memory import TRAFFIC_ONLY
 from .semantics import SEMANTICS
-from .timing import mapped
+from .timing import mapped, program_waves
 from .trace import Trace
 
 
@@ -208,30 +208,42 @@ def address_trace(
 class _StepRates:
     """Transfer time of each flow of a DMA entry when the programs of one wave run it in LOCKSTEP
     (what level 1 sees when every core runs the same code): every resource on a flow's route
-    carries the entry's bytes of one wave at its capacity, so a flow takes the longest of those
-    phases on its route, and at least its bytes at its share of the engine."""
+    carries the entry's bytes of THAT wave at its capacity, so a flow takes the longest of those
+    phases on its route, and at least its bytes at its share of the engine. Waves are kept apart:
+    the programs of one wave may all read the same domains (a GEMM's B interleaved with rows of two
+    stripes: the first waves' column blocks live in domains 0 and 2, the later ones' in 1 and 3),
+    and an average over the waves would spread their bytes over every domain."""
 
     def __init__(self, machine: Machine):
         self.machine, self.topo = machine, cost.topology(machine)
         self.routes = _routes(machine, self.topo)  # per direction: resources per (core domain, home)
         self.D, self.R = machine.total_domains, len(self.topo.capacity)
         self.cores_per_domain, self.engine = machine.domain.cores, float(machine.core.dma.bytes_per_cycle)
+        self.inverse_capacity = np.append(1.0 / self.topo.capacity, 0.0)  # padding index R: no resource
+        # per direction: [route (core domain * D + home), resource] 1 where the route crosses the resource
+        self.crosses = []
+        for res, *_ in self.routes:
+            inc = np.zeros((self.D * self.D, self.R + 1))
+            np.put_along_axis(inc, res, 1.0, axis=1)
+            self.crosses.append(inc[:, : self.R])
 
-    def transfer(self, bbd: np.ndarray, cores: np.ndarray, outbound: bool):
-        """(transfer cycles, flight latency) per program of the entry (bbd [k, D] bytes by home)."""
+    def transfer(self, bbd: np.ndarray, cores: np.ndarray, waves: np.ndarray, outbound: bool):
+        """(transfer cycles, flight latency) per program of the entry (bbd [k, D] bytes by home;
+        waves [k]: each program's wave, its rank among the programs of its core)."""
         D = self.D
         cd = cores // self.cores_per_domain
-        waves = max(int(np.bincount(cores).max(initial=1)), 1)
-        pair = np.zeros(D * D)
-        np.add.at(pair, (cd[:, None] * D + np.arange(D)[None, :]).ravel(), bbd.ravel())
-        mat = pair.reshape(D, D) / waves
-        carried = cost.resource_bytes(self.machine, None, mat) if outbound else cost.resource_bytes(self.machine, mat)
-        phase = np.append(carried / self.topo.capacity, 0.0)  # padding index R: no resource
+        wave_ids, w = np.unique(waves, return_inverse=True)
+        pair = np.zeros((len(wave_ids), D * D))
+        np.add.at(pair, (np.repeat(w, D), (cd[:, None] * D + np.arange(D)[None, :]).ravel()), bbd.ravel())
+        carried = pair @ self.crosses[int(outbound)]  # [wave, resource] bytes
+        phase = np.zeros((len(wave_ids), self.R + 1))
+        phase[:, : self.R] = carried * self.inverse_capacity[: self.R]
         res, _, _, lat = self.routes[int(outbound)]
-        route_time = phase[res].max(axis=1).reshape(D, D)  # [core domain, home]
+        route_time = phase[:, res].max(axis=2)  # [wave, core domain * D + home]
         has = bbd > 0
         flows = np.maximum(has.sum(axis=1), 1)[:, None]
-        t = np.where(has, np.maximum(route_time[cd], bbd * flows / self.engine), 0.0).max(axis=1)
+        mine = route_time[w[:, None], cd[:, None] * D + np.arange(D)[None, :]]  # [k, home]
+        t = np.where(has, np.maximum(mine, bbd * flows / self.engine), 0.0).max(axis=1)
         flight = np.where(has, lat.reshape(D, D)[cd], 0.0).max(axis=1)
         return t, flight, has.any(axis=1)
 
@@ -247,6 +259,7 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
     depth = machine.core.dma.queue_depth
     ring, nq = np.zeros((2, depth, n)), np.zeros((2, n), dtype=np.int64)
     rates = _StepRates(machine)
+    wave = program_waves(core_of)
     for entry in trace.entries:
         p = pcs[entry.pc]
         ps = np.asarray(entry.programs, dtype=np.int64)
@@ -287,7 +300,7 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
         xe, comp = a, a
         bbd = entry.bytes_by_domain
         if bbd is not None and bbd.any():
-            xfer, flight, moved = rates.transfer(bbd, core_of[ps], p.outbound)
+            xfer, flight, moved = rates.transfer(bbd, core_of[ps], wave[ps], p.outbound)
             xe = a + xfer
             comp = np.where(moved, xe + flight + p.extra_latency, a)
         eng[p.engine, ix] = xe

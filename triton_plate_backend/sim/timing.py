@@ -242,6 +242,15 @@ def level0_bound(trace: Trace, machine=None, *, policy="round_robin") -> cost.Bo
     return mapped(trace, get_machine(machine), policy).bound
 
 
+def program_waves(core_of: np.ndarray) -> np.ndarray:
+    """Each program's wave: its rank among the programs of its core, in program id order."""
+    order = np.argsort(core_of, kind="stable")
+    first = np.searchsorted(core_of[order], core_of[order])
+    wave = np.empty(len(core_of), dtype=np.int64)
+    wave[order] = np.arange(len(core_of)) - first
+    return wave
+
+
 def _auto_bucket(trace: Trace, pcs: list[Pc], waves: int, bound_cycles: float) -> float:
     """About an eighth of a DMA's share of the level-0 time (a power of two), and at most 64k buckets."""
     per_program = sum(len(e.programs) for e in trace.entries if pcs[e.pc].kind == "dma") / max(trace.num_programs, 1)
@@ -266,11 +275,7 @@ def simulate_timing(
     m = mapped(trace, machine, policy)
     trace, core_of, pcs, issues, comp, bound = m.trace, m.core_of, m.pcs, m.issues, m.compute, m.bound
     used = np.unique(core_of)
-    # wave of each program: its rank among the programs of its core, in program id order
-    order = np.argsort(core_of, kind="stable")
-    first = np.searchsorted(core_of[order], core_of[order])
-    wave = np.empty(n, dtype=np.int64)
-    wave[order] = np.arange(n) - first
+    wave = program_waves(core_of)
     W = int(wave.max(initial=-1)) + 1
     # an explicit bucket is kept unless the calendar would pass 64k buckets of the level-0 time
     bucket = max(bucket_cycles, bound.cycles / 65536) if bucket_cycles else _auto_bucket(trace, pcs, W, bound.cycles)
