@@ -66,18 +66,26 @@ class Prefetch:
 PROGRAMS_ATTR = "plate.programs"  # on the loop of a persistent kernel (passes/persistent.py): one program per trip
 
 
+STREAMING_STAGES = 3  # the least num_stages of a loop without matrix work (``stages``)
+
+
 def stages(ctx, loop: Op) -> int:
     """The loop's tt.num_stages (tl.range(num_stages=...)) when set; else the kernel's num_stages
-    for loops with matrix work, and for other loops from num_stages 3 on, where the body computes
-    on the staging tiles themselves: a prefetch hides min(compute, DMA latency), and only at
-    num_stages 2 costs a copy (a win when the body computes, a wash when it only streams)."""
+    for loops with matrix work, and at least STREAMING_STAGES for other loops, where the body
+    computes on the staging tiles themselves: a prefetch hides min(compute, DMA latency), and only
+    at num_stages 2 costs a copy (a win when the body computes, a wash when it only streams). A
+    kernel's num_stages is a GPU's shared-memory budget for its K loop: Inductor asks 1 for its
+    looped reductions, which on plate would leave every chunk's load latency in series with the
+    transfers (codegen.generate lowers again unpipelined when the staging tiles do not fit)."""
     a = loop.attrs.get("tt.num_stages")
+    matrix = any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk())
     if isinstance(a, IntAttr):
         n = a.value
     else:
         n = int(getattr(ctx.options, "num_stages", 2) or 1)
+        n = n if matrix else max(n, STREAMING_STAGES)
     n = n if ctx.max_stages is None else min(n, ctx.max_stages)
-    if not isinstance(a, IntAttr) and n < 3 and not any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk()):
+    if not isinstance(a, IntAttr) and n < 3 and not matrix:
         return 1
     return n
 
