@@ -22,11 +22,12 @@ num_stages = 2: one staging tile, the body once; the load's place copies the sta
 the tile the body computes on (one vector pass) and refills the staging tile at once.
 
 Loops are pipelined when tl.range(num_stages=...) asks for it, when the kernel's num_stages is
->= 2 and the body does matrix work, or when it is >= 3 (no copy: a streaming loop's loads run
-ahead of its compute for the price of the staging tiles). The prefetch of an out-of-range iteration has an empty box
-(hi of dim 0 = 0), so it touches no memory. Loops that write device memory (stores, atomics) are
-not pipelined: a prefetch must not overtake a store it could alias; the loop of a persistent
-kernel (`plate.programs`, one program per trip) is, since programs do not see each other's stores."""
+>= 2 and the body does matrix work, and always when it does not (at num_stages >= 3, no copy: a
+streaming loop's loads run ahead of its compute for the price of the staging tiles). The
+prefetch of an out-of-range iteration has an empty box (hi of dim 0 = 0), so it touches no memory.
+Loops that write device memory (stores, atomics) are not pipelined: a prefetch must not overtake
+a store it could alias; the loop of a persistent kernel (`plate.programs`, one program per trip)
+is, since programs do not see each other's stores."""
 
 from __future__ import annotations
 
