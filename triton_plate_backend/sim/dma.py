@@ -215,11 +215,30 @@ def _per_program(x, nprog: int, rank: int) -> np.ndarray:
     if rank == 0:
         return np.zeros((nprog, 0), np.int64)
     arr = np.asarray(x, np.int64)
+    if arr.shape == (nprog, rank):  # the registers' rows already: no broadcast
+        return arr
     return np.broadcast_to(arr if arr.ndim == 2 else arr.reshape(-1, rank), (nprog, rank))
 
 
+_SHAPES: dict = {}
+
+
+def _shape_row(shape: tuple) -> np.ndarray:
+    """A tile shape as an int64 row (kept per shape: the same few shapes come back every instruction)."""
+    row = _SHAPES.get(shape)
+    if row is None:
+        if len(_SHAPES) > 256:
+            _SHAPES.clear()
+        row = _SHAPES[shape] = np.asarray(shape, np.int64)
+        row.flags.writeable = False
+    return row
+
+
 class _Box:
-    """A strided descriptor for P programs: element i valid iff lo <= i < hi on every axis."""
+    """A strided descriptor for P programs: element i valid iff lo <= i < hi on every axis.
+
+    Built once per DMA instruction, for a few dozen programs in a persistent loop's trip: rank 1
+    (the streaming kernels' rows) takes shortcuts computing the same values with fewer numpy calls."""
 
     def __init__(self, base, dtype, shape, strides, lo, hi):
         self.dtype, self.storage = dtype, _storage(dtype)
@@ -229,23 +248,34 @@ class _Box:
         self.base = np.asarray(base, np.int64).reshape(-1)
         nprog = self.nprog = self.base.size
         self.strides = _per_program(strides, nprog, r)
-        shp = np.asarray(self.shape, np.int64)
-        self.a = np.clip(_per_program(lo, nprog, r), 0, shp)
-        self.b = np.clip(_per_program(hi, nprog, r), 0, shp)
+        shp = _shape_row(self.shape)
+        self.a = np.minimum(np.maximum(_per_program(lo, nprog, r), 0), shp)  # np.clip(., 0, shp), faster
+        self.b = np.minimum(np.maximum(_per_program(hi, nprog, r), 0), shp)
         self.n = np.maximum(self.b - self.a, 0)
-        self.count = np.prod(self.n, axis=1, dtype=np.int64)
-        self.full = np.all((self.a == 0) & (self.b == shp), axis=1)
+        if r == 1:
+            self.count = self.n[:, 0].copy()
+            self.full = (self.a[:, 0] == 0) & (self.b[:, 0] == self.shape[0])
+        else:
+            self.count = np.prod(self.n, axis=1, dtype=np.int64)
+            self.full = ((self.a == 0) & (self.b == shp)).all(axis=1)
         self.span_lo, self.span_hi = self.span()
-        self.uniform = nprog <= 1 or bool((self.strides == self.strides[:1]).all())
-        self.unit_inner = r > 0 and bool((np.abs(self.strides[:, -1]) == 1).all())
+        st = self.strides
+        self.uniform = nprog <= 1 or bool((st == st[:1]).all())
+        self.unit_inner = r > 0 and bool((np.abs(st[:, -1]) == 1).all())
 
     def span(self, sel=slice(None), whole: bool = False):
         """Byte range [lo, hi) of each program's valid elements (whole=True: of all its elements)."""
         s = self.strides[sel]
+        base = self.base[sel]
+        if len(self.shape) == 1:
+            s = s[:, 0]
+            a = 0 if whole else self.a[sel, 0]
+            b = self.shape[0] if whole else self.b[sel, 0]
+            first, last = a * s, (b - 1) * s
+            return base + np.minimum(first, last) * self.isz, base + (np.maximum(first, last) + 1) * self.isz
         a = np.zeros_like(s) if whole else self.a[sel]
         b = np.broadcast_to(np.asarray(self.shape, np.int64), s.shape) if whole else self.b[sel]
         first, last = a * s, (b - 1) * s
-        base = self.base[sel]
         return (
             base + np.minimum(first, last).sum(axis=1) * self.isz,
             base + (np.maximum(first, last).sum(axis=1) + 1) * self.isz,
@@ -297,6 +327,10 @@ class _Box:
         n, s = self.n, self.strides
         if not self.shape:
             return self.count.copy()
+        if len(self.shape) == 1:  # the general formula with one axis: a unit stride makes one run
+            n0 = n[:, 0]
+            cont = np.where((n0 > 1) & (np.abs(s[:, 0]) == 1), n0 - 1, 0)
+            return np.where(self.count > 0, self.count - cont, 0)
         wrap = (n - 1) * s  # offset change of an axis going from its last to its first valid index
         inner = np.cumsum(wrap[:, ::-1], axis=1)[:, ::-1] - wrap  # sum over axes after k
         step = s - inner
@@ -306,6 +340,8 @@ class _Box:
 
     def injective(self) -> np.ndarray:
         """bool [P]: no two valid elements of a program share an address."""
+        if len(self.shape) == 1:  # one axis: distinct unless it repeats one address
+            return (self.n[:, 0] <= 1) | (self.strides[:, 0] != 0)
         ext = np.where(self.n > 1, np.abs(self.strides), 0)
         order = np.argsort(ext, axis=1, kind="stable")
         es = np.take_along_axis(ext, order, axis=1)
@@ -321,6 +357,11 @@ def _box_locate(mem: DeviceMemory, box: _Box):
     """Live position per active program when each active program's whole span sits in one
     allocation and is aligned; None otherwise (the caller checks element by element)."""
     active = box.count > 0
+    if active.all():  # the common case: every program moves something
+        if (box.base % box.isz).any():
+            return None
+        pos = mem.span_positions(box.span_lo, box.span_hi)
+        return None if (pos < 0).any() else pos
     if np.any(box.base[active] % box.isz):
         return None
     pos = np.full(box.nprog, -1, np.int64)
@@ -332,6 +373,9 @@ def _box_locate(mem: DeviceMemory, box: _Box):
 
 def _live(pos: np.ndarray):
     """The live positions the active programs (pos >= 0) touch, in increasing order."""
+    lo, hi = int(pos.min()), int(pos.max())
+    if lo >= 0 and lo == hi:  # one allocation for all (the common case)
+        return [lo]
     act = pos[pos >= 0]
     return [int(act[0])] if act.size and act.min() == act.max() else np.unique(act)
 

@@ -94,6 +94,21 @@ def _li(st, ins):
     st.regs[d] = _word_of_const(st.consts[v])
 
 
+def li_rule(ins, consts):
+    """The rule of this one s.li with its word resolved once (a persistent loop runs each s.li once
+    per trip), or None when the constant is not a number (the generic rule then raises as it runs)."""
+    d, v = ins.operands
+    try:
+        word = _word_of_const(consts[v])
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+    def rule(st, ins):
+        st.regs[d] = word
+
+    return rule
+
+
 def _mov(st, ins):
     d, a = ins.operands
     st.regs[d] = st.regs[a]
