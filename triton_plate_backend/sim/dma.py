@@ -328,9 +328,9 @@ class _Box:
         if not self.shape:
             return self.count.copy()
         if len(self.shape) == 1:  # the general formula with one axis: a unit stride makes one run
-            n0 = n[:, 0]
-            cont = np.where((n0 > 1) & (np.abs(s[:, 0]) == 1), n0 - 1, 0)
-            return np.where(self.count > 0, self.count - cont, 0)
+            if self.unit_inner:
+                return np.minimum(self.count, 1)
+            return np.where(np.abs(s[:, 0]) == 1, np.minimum(self.count, 1), self.count)
         wrap = (n - 1) * s  # offset change of an axis going from its last to its first valid index
         inner = np.cumsum(wrap[:, ::-1], axis=1)[:, ::-1] - wrap  # sum over axes after k
         step = s - inner
@@ -378,6 +378,15 @@ def _live(pos: np.ndarray):
         return [lo]
     act = pos[pos >= 0]
     return [int(act[0])] if act.size and act.min() == act.max() else np.unique(act)
+
+
+def _whole_inside(box: _Box, rec) -> bool:
+    """Every program's whole tile (masked-off elements too) inside allocation ``rec``, for a uniform
+    box: its programs' tiles differ by their bases only."""
+    lo = hi = 0
+    for n, st in zip(box.shape, box.strides[0].tolist()):
+        lo, hi = lo + min(0, (n - 1) * st), hi + max(0, (n - 1) * st)
+    return int(box.base.min()) + lo * box.isz >= rec.base and int(box.base.max()) + (hi + 1) * box.isz <= rec.end
 
 
 def _box_traffic(mem: DeviceMemory, box: _Box, pos: np.ndarray) -> Traffic:
@@ -513,9 +522,12 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         e0 = (box.base[sel] - (rec.base + start)) // box.isz
         # programs whose whole tile (masked-off elements too) is inside the allocation read it
         # through one strided view; the others index element by element, clipped to the allocation
-        lo, hi = box.span(sel, whole=True)
-        view_ok = (mem.span_positions(lo, hi) == p) if box.uniform else np.zeros(sel.size, bool)
-        if view_ok.all() and sel.size == box.nprog:
+        if sel.size == box.nprog and box.uniform and _whole_inside(box, rec):
+            view_ok = None  # all of them (what the test below finds, in a few Python integers)
+        else:
+            lo, hi = box.span(sel, whole=True)
+            view_ok = (mem.span_positions(lo, hi) == p) if box.uniform else np.zeros(sel.size, bool)
+        if view_ok is None or (view_ok.all() and sel.size == box.nprog):
             out = _programs_view(typed, e0, box.shape, box.strides[0], writeable=False)
             if out is None:
                 view = _view(typed, box.shape, box.strides[0])

@@ -77,6 +77,10 @@ def _binary(op):
         if direct is not None and dt == "i64":
             direct(regs[a], regs[b], out=regs[d])
             return
+        if direct is not None and dt == "i32":  # the low 32 bits of the i64 result, sign-extended: the same word
+            direct(regs[a], regs[b], out=regs[d])
+            regs[d] = regs[d].astype(np.int32)
+            return
         fn = by_stype.get(dt) or resolve(dt, ins.mnemonic)
         regs[d] = nx.to_word(fn(nx.from_word(regs[a], dt), nx.from_word(regs[b], dt), dt), dt)
 
