@@ -651,8 +651,13 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
     dtype = dtype or _dtype_name(values)
     values = np.asarray(values)
     row = _Row.make(mem, base, dtype, values.shape[1:], strides, lo, hi)
-    if row is not None and row.stride != 0 and row.full() and (row.span_hi[:-1] <= row.span_lo[1:]).all():
-        # full rows at increasing, disjoint addresses: no two writes to one address, one strided copy
+    if (
+        row is not None
+        and (row.stride != 0 or row.size == 1)
+        and row.full()
+        and (row.span_hi[:-1] <= row.span_lo[1:]).all()
+    ):
+        # full rows (of distinct addresses) at increasing, disjoint spans: no address written twice, one strided copy
         dst = row.view(writeable=True)
         np.copyto(dst, _to_storage(values, dtype).view(dst.dtype))
         return row.traffic(mem)
