@@ -215,11 +215,30 @@ def _per_program(x, nprog: int, rank: int) -> np.ndarray:
     if rank == 0:
         return np.zeros((nprog, 0), np.int64)
     arr = np.asarray(x, np.int64)
+    if arr.shape == (nprog, rank):  # the registers' rows already: no broadcast
+        return arr
     return np.broadcast_to(arr if arr.ndim == 2 else arr.reshape(-1, rank), (nprog, rank))
 
 
+_SHAPES: dict = {}
+
+
+def _shape_row(shape: tuple) -> np.ndarray:
+    """A tile shape as an int64 row (kept per shape: the same few shapes come back every instruction)."""
+    row = _SHAPES.get(shape)
+    if row is None:
+        if len(_SHAPES) > 256:
+            _SHAPES.clear()
+        row = _SHAPES[shape] = np.asarray(shape, np.int64)
+        row.flags.writeable = False
+    return row
+
+
 class _Box:
-    """A strided descriptor for P programs: element i valid iff lo <= i < hi on every axis."""
+    """A strided descriptor for P programs: element i valid iff lo <= i < hi on every axis.
+
+    Built once per DMA instruction, for a few dozen programs in a persistent loop's trip: rank 1
+    (the streaming kernels' rows) takes shortcuts computing the same values with fewer numpy calls."""
 
     def __init__(self, base, dtype, shape, strides, lo, hi):
         self.dtype, self.storage = dtype, _storage(dtype)
@@ -229,23 +248,34 @@ class _Box:
         self.base = np.asarray(base, np.int64).reshape(-1)
         nprog = self.nprog = self.base.size
         self.strides = _per_program(strides, nprog, r)
-        shp = np.asarray(self.shape, np.int64)
-        self.a = np.clip(_per_program(lo, nprog, r), 0, shp)
-        self.b = np.clip(_per_program(hi, nprog, r), 0, shp)
+        shp = _shape_row(self.shape)
+        self.a = np.minimum(np.maximum(_per_program(lo, nprog, r), 0), shp)  # np.clip(., 0, shp), faster
+        self.b = np.minimum(np.maximum(_per_program(hi, nprog, r), 0), shp)
         self.n = np.maximum(self.b - self.a, 0)
-        self.count = np.prod(self.n, axis=1, dtype=np.int64)
-        self.full = np.all((self.a == 0) & (self.b == shp), axis=1)
+        if r == 1:
+            self.count = self.n[:, 0].copy()
+            self.full = (self.a[:, 0] == 0) & (self.b[:, 0] == self.shape[0])
+        else:
+            self.count = np.prod(self.n, axis=1, dtype=np.int64)
+            self.full = ((self.a == 0) & (self.b == shp)).all(axis=1)
         self.span_lo, self.span_hi = self.span()
-        self.uniform = nprog <= 1 or bool((self.strides == self.strides[:1]).all())
-        self.unit_inner = r > 0 and bool((np.abs(self.strides[:, -1]) == 1).all())
+        st = self.strides
+        self.uniform = nprog <= 1 or bool((st == st[:1]).all())
+        self.unit_inner = r > 0 and bool((np.abs(st[:, -1]) == 1).all())
 
     def span(self, sel=slice(None), whole: bool = False):
         """Byte range [lo, hi) of each program's valid elements (whole=True: of all its elements)."""
         s = self.strides[sel]
+        base = self.base[sel]
+        if len(self.shape) == 1:
+            s = s[:, 0]
+            a = 0 if whole else self.a[sel, 0]
+            b = self.shape[0] if whole else self.b[sel, 0]
+            first, last = a * s, (b - 1) * s
+            return base + np.minimum(first, last) * self.isz, base + (np.maximum(first, last) + 1) * self.isz
         a = np.zeros_like(s) if whole else self.a[sel]
         b = np.broadcast_to(np.asarray(self.shape, np.int64), s.shape) if whole else self.b[sel]
         first, last = a * s, (b - 1) * s
-        base = self.base[sel]
         return (
             base + np.minimum(first, last).sum(axis=1) * self.isz,
             base + (np.maximum(first, last).sum(axis=1) + 1) * self.isz,
@@ -297,6 +327,10 @@ class _Box:
         n, s = self.n, self.strides
         if not self.shape:
             return self.count.copy()
+        if len(self.shape) == 1:  # the general formula with one axis: a unit stride makes one run
+            if self.unit_inner:
+                return np.minimum(self.count, 1)
+            return np.where(np.abs(s[:, 0]) == 1, np.minimum(self.count, 1), self.count)
         wrap = (n - 1) * s  # offset change of an axis going from its last to its first valid index
         inner = np.cumsum(wrap[:, ::-1], axis=1)[:, ::-1] - wrap  # sum over axes after k
         step = s - inner
@@ -306,6 +340,8 @@ class _Box:
 
     def injective(self) -> np.ndarray:
         """bool [P]: no two valid elements of a program share an address."""
+        if len(self.shape) == 1:  # one axis: distinct unless it repeats one address
+            return (self.n[:, 0] <= 1) | (self.strides[:, 0] != 0)
         ext = np.where(self.n > 1, np.abs(self.strides), 0)
         order = np.argsort(ext, axis=1, kind="stable")
         es = np.take_along_axis(ext, order, axis=1)
@@ -321,6 +357,11 @@ def _box_locate(mem: DeviceMemory, box: _Box):
     """Live position per active program when each active program's whole span sits in one
     allocation and is aligned; None otherwise (the caller checks element by element)."""
     active = box.count > 0
+    if active.all():  # the common case: every program moves something
+        if (box.base % box.isz).any():
+            return None
+        pos = mem.span_positions(box.span_lo, box.span_hi)
+        return None if (pos < 0).any() else pos
     if np.any(box.base[active] % box.isz):
         return None
     pos = np.full(box.nprog, -1, np.int64)
@@ -332,8 +373,20 @@ def _box_locate(mem: DeviceMemory, box: _Box):
 
 def _live(pos: np.ndarray):
     """The live positions the active programs (pos >= 0) touch, in increasing order."""
+    lo, hi = int(pos.min()), int(pos.max())
+    if lo >= 0 and lo == hi:  # one allocation for all (the common case)
+        return [lo]
     act = pos[pos >= 0]
     return [int(act[0])] if act.size and act.min() == act.max() else np.unique(act)
+
+
+def _whole_inside(box: _Box, rec) -> bool:
+    """Every program's whole tile (masked-off elements too) inside allocation ``rec``, for a uniform
+    box: its programs' tiles differ by their bases only."""
+    lo = hi = 0
+    for n, st in zip(box.shape, box.strides[0].tolist()):
+        lo, hi = lo + min(0, (n - 1) * st), hi + max(0, (n - 1) * st)
+    return int(box.base.min()) + lo * box.isz >= rec.base and int(box.base.max()) + (hi + 1) * box.isz <= rec.end
 
 
 def _box_traffic(mem: DeviceMemory, box: _Box, pos: np.ndarray) -> Traffic:
@@ -391,7 +444,7 @@ def _programs_view(flat: np.ndarray, e0: np.ndarray, extent, strides, writeable:
     view instead of ``_view(...)[e0]``: the same elements, no copy. Callers have checked them all."""
     if e0.size > 1:
         step = int(e0[1] - e0[0])
-        if not (np.diff(e0) == step).all():
+        if not (e0[1:] - e0[:-1] == step).all():  # np.diff without its Python overhead
             return None
     else:
         step = 0
@@ -445,12 +498,94 @@ def _tile_groups(box: _Box, sel: np.ndarray):
 _COPY_PER_PROGRAM = 2048  # elements per program from which a gather copies program by program
 
 
+class _Row:
+    """The common case of a strided DMA, taken without building a _Box: one axis, at least two
+    programs, one stride shared by all, every program moving something from an aligned base, all
+    of their whole rows inside one allocation, the bases evenly spaced (a persistent loop's trip
+    over consecutive rows or blocks). ``make`` returns None for anything else; the general path then
+    runs. Computes the same values as the general path, in fewer numpy calls."""
+
+    __slots__ = ("base", "dtype", "storage", "isz", "size", "stride", "a", "b", "count", "span_lo", "span_hi")
+    __slots__ += ("rec", "pos", "e0")
+
+    @classmethod
+    def make(cls, mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> _Row | None:
+        if len(shape) != 1 or dtype == "i1" or dtype not in NUMPY:
+            return None
+        base = np.asarray(base, np.int64).reshape(-1)
+        nprog, size = base.size, int(shape[0])
+        st, lo, hi = (np.asarray(x, np.int64) for x in (strides, lo, hi))
+        if nprog < 2 or size == 0 or st.shape != (nprog, 1) or lo.shape != (nprog, 1) or hi.shape != (nprog, 1):
+            return None
+        s = int(st[0, 0])
+        if not (st == s).all():
+            return None
+        a = np.minimum(np.maximum(lo[:, 0], 0), size)
+        b = np.minimum(np.maximum(hi[:, 0], 0), size)
+        count = np.maximum(b - a, 0)
+        storage = NUMPY[dtype]
+        isz = storage.itemsize
+        if not count.all() or (base % isz).any():
+            return None
+        b0, b1 = int(base.min()), int(base.max())
+        whole_lo, whole_hi = b0 + min(0, (size - 1) * s) * isz, b1 + (max(0, (size - 1) * s) + 1) * isz
+        p = int(mem.span_positions(np.array([whole_lo], np.int64), np.array([whole_hi], np.int64))[0])
+        if p < 0:
+            return None
+        rec = mem.live(p)
+        typed, start = rec.typed(storage)
+        e0 = (base - (rec.base + start)) // isz
+        step = int(e0[1] - e0[0])
+        if not (e0[1:] - e0[:-1] == step).all():  # np.diff without its Python overhead
+            return None
+        row = cls()
+        row.base, row.dtype, row.storage, row.isz, row.size, row.stride = base, dtype, storage, isz, size, s
+        row.a, row.b, row.count, row.rec, row.pos, row.e0 = a, b, count, rec, p, e0
+        first, last = a * s, (b - 1) * s
+        row.span_lo = base + np.minimum(first, last) * isz
+        row.span_hi = base + (np.maximum(first, last) + 1) * isz
+        return row
+
+    def view(self, writeable: bool) -> np.ndarray:
+        """[P, size] strided view of the programs' rows in memory (_programs_view)."""
+        typed, _ = self.rec.typed(self.storage)
+        return _programs_view(typed, self.e0, (self.size,), (self.stride,), writeable=writeable)
+
+    def full(self) -> bool:
+        return bool((self.count == self.size).all())
+
+    def valid(self) -> np.ndarray:
+        ar = np.arange(self.size)
+        return (ar >= self.a[:, None]) & (ar < self.b[:, None])
+
+    def traffic(self, mem: DeviceMemory) -> Traffic:
+        """_box_traffic of the same box: bytes to the home of each program's span when it sits in
+        one stripe or chunk, else the general computation."""
+        rec, nprog = self.rec, self.base.size
+        lo = self.span_lo - rec.base
+        if len(rec.owners) == 1 or (lo // rec.granule == (self.span_hi - 1 - rec.base) // rec.granule).all():
+            out = np.zeros((nprog, mem.traffic_columns))
+            out[np.arange(nprog), rec.home_domain(lo)] = self.count * float(self.isz)  # 0.0 + x: x
+            runs = np.minimum(self.count, 1) if abs(self.stride) == 1 else self.count.copy()
+            return Traffic(out, self.count.copy(), runs)
+        box = _Box(self.base, self.dtype, (self.size,), [self.stride], self.a[:, None], self.b[:, None])
+        return _box_traffic(mem, box, np.full(nprog, self.pos, np.int64))
+
+
 def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill, into=None):
     """values[P, *shape]: element i of program p = mem[base[p] + sum_k i_k*strides[p,k]*itemsize] if
     lo[p] <= i < hi[p] on every axis, else ``fill``. Returns (values, Traffic). ``into``: a
     [P, *shape] array of the storage type (the destination tile's SRAM view) the common case
     copies the values straight into; the values returned are then ``into`` itself, or else an
     array the caller copies (possibly a read-only view of memory)."""
+    row = _Row.make(mem, base, dtype, shape, strides, lo, hi)
+    if row is not None:
+        fillv = fill_value(fill, dtype)
+        out = row.view(writeable=False)
+        if not row.full():
+            out = out.copy()
+            np.copyto(out, _to_storage(fillv, dtype), where=~row.valid())
+        return out, row.traffic(mem)
     box = _Box(base, dtype, shape, strides, lo, hi)
     fillv = fill_value(fill, dtype)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
@@ -469,9 +604,12 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         e0 = (box.base[sel] - (rec.base + start)) // box.isz
         # programs whose whole tile (masked-off elements too) is inside the allocation read it
         # through one strided view; the others index element by element, clipped to the allocation
-        lo, hi = box.span(sel, whole=True)
-        view_ok = (mem.span_positions(lo, hi) == p) if box.uniform else np.zeros(sel.size, bool)
-        if view_ok.all() and sel.size == box.nprog:
+        if sel.size == box.nprog and box.uniform and _whole_inside(box, rec):
+            view_ok = None  # all of them (what the test below finds, in a few Python integers)
+        else:
+            lo, hi = box.span(sel, whole=True)
+            view_ok = (mem.span_positions(lo, hi) == p) if box.uniform else np.zeros(sel.size, bool)
+        if view_ok is None or (view_ok.all() and sel.size == box.nprog):
             out = _programs_view(typed, e0, box.shape, box.strides[0], writeable=False)
             if out is None:
                 view = _view(typed, box.shape, box.strides[0])
@@ -512,6 +650,17 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
     overlapping writes: the last in (program, row-major element) order wins."""
     dtype = dtype or _dtype_name(values)
     values = np.asarray(values)
+    row = _Row.make(mem, base, dtype, values.shape[1:], strides, lo, hi)
+    if (
+        row is not None
+        and (row.stride != 0 or row.size == 1)
+        and row.full()
+        and (row.span_hi[:-1] <= row.span_lo[1:]).all()
+    ):
+        # full rows (of distinct addresses) at increasing, disjoint spans: no address written twice, one strided copy
+        dst = row.view(writeable=True)
+        np.copyto(dst, _to_storage(values, dtype).view(dst.dtype))
+        return row.traffic(mem)
     box = _Box(base, dtype, values.shape[1:], strides, lo, hi)
     if box.nprog == 0 or not box.count.any():
         return Traffic.zeros(box.nprog, mem.traffic_columns)

@@ -43,6 +43,7 @@ from ..isa.table import is_float
 from ..isa.verified import verify_once
 from ..machine import MiB, get_machine
 from . import numerics as nx
+from . import sem_scalar
 from .runaway import LoopWatch
 from .sanitizer import Sanitizer
 from .semantics import HALT, SEMANTICS, Branch, DeviceAssertionError
@@ -206,6 +207,35 @@ class _Waiting:
 _DONE, _YIELD = object(), object()
 
 
+# units and mnemonics whose rules never return anything (no branch, halt or memory traffic): a run of
+# them executes as one block (_Launch._run)
+_PLAIN_UNITS = frozenset({"vector", "matrix"})
+_PLAIN_SCALAR = frozenset({"nop", "dma.wait", "fence", "barrier"})
+
+
+def _straight(program: Program) -> list[int]:
+    """Per pc, the end of the run of plain instructions starting there (pc itself when it is not plain)."""
+    n = len(program.instrs)
+    end = list(range(n))
+    for pc in range(n - 1, -1, -1):
+        ins = program.instrs[pc]
+        m = ins.mnemonic
+        if m.startswith("s.") or m in _PLAIN_SCALAR or ins.row.unit in _PLAIN_UNITS:
+            end[pc] = end[pc + 1] if pc + 1 < n else n
+    return end
+
+
+def _rules(program: Program) -> list:
+    """The SEMANTICS rule of each pc; an s.li gets a rule with its word resolved once (unless the
+    table's s.li was replaced, as a test may do)."""
+    li = SEMANTICS["s.li"] is sem_scalar._li
+    out = []
+    for ins in program.instrs:
+        rule = sem_scalar.li_rule(ins, program.consts) if li and ins.mnemonic == "s.li" else None
+        out.append(rule or SEMANTICS[ins.mnemonic])
+    return out
+
+
 class _Launch:
     """One execute() call: the program, its rule per pc, the shared state and the step budget."""
 
@@ -219,7 +249,8 @@ class _Launch:
             Sanitizer(sanitize, memory, program, self.args, self.describe_pc, self.grid_coords) if sanitize else None
         )
         self.row_bytes = -(-max(program.sram_bytes, program.sram_high_water(), 1) // _ROW_ALIGN) * _ROW_ALIGN
-        self.rules = rules if rules is not None else [SEMANTICS[ins.mnemonic] for ins in program.instrs]
+        self.rules = rules if rules is not None else _rules(program)
+        self.straight = _straight(program)
         self.record = record_trace
         self.max_steps, self.steps = max_steps, 0
         self.watch = LoopWatch(program)
@@ -241,12 +272,28 @@ class _Launch:
                 ctx = event
 
     def _run(self, ctx: Context, waiting: _Waiting):
-        instrs, rules, n = self.program.instrs, self.rules, len(self.program.instrs)
+        instrs, rules, n, straight = self.program.instrs, self.rules, len(self.program.instrs), self.straight
         entries = self.trace.entries if self.record else None
         while True:
             pc = ctx.pc
             if pc >= n:
                 return _DONE
+            end = straight[pc]
+            if end > pc + 1 and not waiting.pcs and self.steps + (end - pc) <= self.max_steps:
+                # a block of plain instructions with no context waiting inside it: the same steps,
+                # without the per-step tests (none branches, halts or moves memory)
+                pids = ctx.pids
+                for q in range(pc, end):
+                    self.steps += 1
+                    ctx.pc = q
+                    try:
+                        rules[q](ctx, instrs[q])
+                    except Exception as e:
+                        raise self._fault(ctx, q, e) from e
+                    if entries is not None:
+                        entries.append(TraceEntry(q, pids))
+                ctx.pc = end
+                continue
             if self.steps >= self.max_steps:
                 raise self._fault(ctx, pc, SimulatorError(self._over_budget()))
             self.steps += 1

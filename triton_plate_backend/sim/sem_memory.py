@@ -22,7 +22,10 @@ def _bounds(st, ins, tile, *rlists):
     for regs in rlists:
         if len(regs) != rank:
             raise IsaError(f"{ins.mnemonic}: a rank-{rank} tile needs {rank} registers per list, got {len(regs)}")
-        out.append(st.regs[list(regs)].T if regs else np.zeros((st.P, 0), np.int64))
+        if len(regs) == 1:  # a view of the register's row as [P, 1]: read before any register changes
+            out.append(st.regs[regs[0], :, None])
+        else:
+            out.append(st.regs[list(regs)].T if regs else np.zeros((st.P, 0), np.int64))
     return out
 
 

@@ -77,6 +77,10 @@ def _binary(op):
         if direct is not None and dt == "i64":
             direct(regs[a], regs[b], out=regs[d])
             return
+        if direct is not None and dt == "i32":  # the low 32 bits of the i64 result, sign-extended: the same word
+            direct(regs[a], regs[b], out=regs[d])
+            regs[d] = regs[d].astype(np.int32)
+            return
         fn = by_stype.get(dt) or resolve(dt, ins.mnemonic)
         regs[d] = nx.to_word(fn(nx.from_word(regs[a], dt), nx.from_word(regs[b], dt), dt), dt)
 
@@ -92,6 +96,21 @@ def _word_of_const(value) -> np.int64:
 def _li(st, ins):
     d, v = ins.operands
     st.regs[d] = _word_of_const(st.consts[v])
+
+
+def li_rule(ins, consts):
+    """The rule of this one s.li with its word resolved once (a persistent loop runs each s.li once
+    per trip), or None when the constant is not a number (the generic rule then raises as it runs)."""
+    d, v = ins.operands
+    try:
+        word = _word_of_const(consts[v])
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+    def rule(st, ins):
+        st.regs[d] = word
+
+    return rule
 
 
 def _mov(st, ins):

@@ -47,8 +47,22 @@ class Trace:
     def nbytes(self) -> int:
         """Bytes the entries hold: their arrays, each shared one once (the entries of one context
         share their programs array), and a rough overhead per entry."""
-        arrays = {id(a): a for e in self.entries for a in (e.programs, e.bytes_by_domain, e.elements, e.runs)}
-        return sum(getattr(a, "nbytes", 0) for a in arrays.values()) + _ENTRY_BYTES * len(self.entries)
+        seen: set[int] = set()
+        total, last = 0, None
+        for e in self.entries:
+            p = e.programs
+            if p is not last:  # consecutive entries of one context share it: one test instead of four
+                last = p
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    total += getattr(p, "nbytes", 0)
+            if e.bytes_by_domain is None and e.elements is None and e.runs is None:
+                continue
+            for a in (e.bytes_by_domain, e.elements, e.runs):
+                if a is not None and id(a) not in seen:
+                    seen.add(id(a))
+                    total += getattr(a, "nbytes", 0)
+        return total + _ENTRY_BYTES * len(self.entries)
 
     def digest(self) -> bytes:
         """A fingerprint of all the timing model reads from a trace but its program (PackedTrace.digest)."""

@@ -1,0 +1,202 @@
+"""The simulator's short paths for many-step launches (a persistent loop's trips) give the results of
+the general code, bit for bit: the one-axis DMA of evenly spaced programs (dma._Row) against the
+_Box code, straight-line blocks and resolved s.li words against one step at a time (the trace, the
+memory and the modeled cycles of a persistent kernel), the i32 scalar ops on words against the
+generic rule."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from triton_plate_backend.machine import get_machine
+from triton_plate_backend.passes import access
+from triton_plate_backend.passes.pipeline import generate, run_passes
+from triton_plate_backend.sim import dma, executor
+from triton_plate_backend.sim import numerics as nx
+from triton_plate_backend.sim.memory import DeviceMemory
+from triton_plate_backend.sim.sem_vector import BINARY, DIRECT_INT
+from triton_plate_backend.sim.timing import simulate_timing
+from triton_plate_backend.ttir.parser import parse
+
+HYP = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+MACHINE = get_machine("plate-mini")
+
+
+@pytest.fixture(scope="module")
+def mem():
+    return DeviceMemory(MACHINE)
+
+
+@st.composite
+def rows(draw):
+    """Several programs' one-axis accesses: evenly spaced bases (sometimes not), one stride, per-program bounds."""
+    p = draw(st.integers(2, 6))
+    size = draw(st.integers(1, 40))
+    stride = draw(st.sampled_from([1, 1, 1, -1, 2, 0, 3]))
+    step = draw(st.sampled_from([size, size, 64, 0, -size, 7]))
+    lo = draw(st.lists(st.sampled_from([-(2**62), 0, 1, 3]), min_size=p, max_size=p))
+    hi = draw(st.lists(st.sampled_from([size, size, size, 0, 2, 5, 2**40]), min_size=p, max_size=p))
+    uneven = draw(st.booleans()) and draw(st.booleans())
+    return dict(
+        dtype=draw(st.sampled_from(["f32", "f16", "i64", "i8", "bf16"])),
+        placement=draw(st.sampled_from(["interleaved", "local:1", "blocked"])),
+        p=p,
+        size=size,
+        stride=stride,
+        step=step,
+        uneven=uneven,
+        lo=np.array(lo, np.int64)[:, None],
+        hi=np.array(hi, np.int64)[:, None],
+        seed=draw(st.integers(0, 2**31)),
+    )
+
+
+def _setup(mem, r, nbytes=64 * 1024):
+    rec = mem.alloc(nbytes, r["placement"])
+    mem.view(rec.base, nbytes)[:] = np.random.default_rng(r["seed"]).integers(0, 256, nbytes, dtype=np.uint8)
+    isz = dma._storage(r["dtype"]).itemsize
+    first = rec.base + (8000 // isz) * isz  # room below for negative strides and steps
+    elems = first // isz + np.arange(r["p"]) * r["step"] + (np.arange(r["p"]) == 1) * 5 * r["uneven"]
+    strides = np.full((r["p"], 1), r["stride"], np.int64)
+    return rec, elems * isz, strides
+
+
+def _same_traffic(a, b):
+    for f in ("bytes_by_domain", "elements", "runs"):
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), f
+
+
+def _general(monkeypatch):
+    monkeypatch.setattr(dma._Row, "make", classmethod(lambda cls, *a: None))
+
+
+@HYP
+@given(r=rows())
+def test_row_load_matches_the_box_load(mem, r):
+    rec, base, strides = _setup(mem, r)
+    args = (mem, base, r["dtype"], (r["size"],), strides, r["lo"], r["hi"], 3)
+    try:
+        vals, traffic = dma.load_strided(*args)
+        with pytest.MonkeyPatch.context() as mp:
+            _general(mp)
+            want_vals, want_traffic = dma.load_strided(*args)
+        assert vals.dtype == want_vals.dtype and vals.shape == want_vals.shape
+        assert np.ascontiguousarray(vals).tobytes() == np.ascontiguousarray(want_vals).tobytes()
+        _same_traffic(traffic, want_traffic)
+    finally:
+        mem.free(rec.base)
+
+
+@HYP
+@given(r=rows())
+def test_row_store_matches_the_box_store(mem, r):
+    rec, base, strides = _setup(mem, r)
+    before = mem.read_bytes(rec.base, rec.nbytes)
+    raw = np.random.default_rng(r["seed"] + 1).integers(0, 256, (r["p"], r["size"], 8), dtype=np.uint8)
+    values = raw.view(dma._storage(r["dtype"]))[..., 0].astype(dma.NUMPY[r["dtype"]])
+    args = (mem, base, values, strides, r["lo"], r["hi"])
+    try:
+        traffic = dma.store_strided(*args, dtype=r["dtype"])
+        after = mem.read_bytes(rec.base, rec.nbytes)
+        mem.write_bytes(rec.base, before)
+        with pytest.MonkeyPatch.context() as mp:
+            _general(mp)
+            want = dma.store_strided(*args, dtype=r["dtype"])
+        assert after == mem.read_bytes(rec.base, rec.nbytes)
+        _same_traffic(traffic, want)
+    finally:
+        mem.free(rec.base)
+
+
+def test_a_persistent_trip_takes_the_row_path(mem):
+    """The common case (32 programs' consecutive blocks, a masked tail) must not fall back, or the path is dead code."""
+    rec = mem.alloc(32 * 4096)
+    try:
+        base = rec.base + np.arange(32, dtype=np.int64) * 4096
+        one = np.ones((32, 1), np.int64)
+        hi = np.full((32, 1), 1024, np.int64)
+        hi[-1] = 100
+        assert dma._Row.make(mem, base, "f32", (1024,), one, one * 0, hi) is not None
+    finally:
+        mem.free(rec.base)
+
+
+def test_i32_scalar_ops_on_words_match_the_generic_rule():
+    rng = np.random.default_rng(0)
+    edges = np.array([0, 1, -1, 2**31 - 1, -(2**31), 2**31, 2**32 - 1, 2**63 - 1, -(2**63)], np.int64)
+    vals = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 2000, dtype=np.int64), edges])
+    a, b = rng.choice(vals, 8000), rng.choice(vals, 8000)
+    for op, fn in DIRECT_INT.items():
+        want = nx.to_word(BINARY[op]["int"](nx.from_word(a, "i32"), nx.from_word(b, "i32"), "i32"), "i32")
+        regs = np.zeros((3, a.size), np.int64)
+        regs[1], regs[2] = a, b
+        fn(regs[1], regs[2], out=regs[0])
+        regs[0] = regs[0].astype(np.int32)
+        assert np.array_equal(regs[0], want), op
+
+
+VEC_ADD = """
+module {
+  tt.func public @vec_add(%x: !tt.ptr<f32>, %y: !tt.ptr<f32>, %o: !tt.ptr<f32>, %n: i32) {
+    %c = arith.constant 256 : i32
+    %pid = tt.get_program_id x : i32
+    %start = arith.muli %pid, %c : i32
+    %r = tt.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>
+    %s = tt.splat %start : i32 -> tensor<256xi32>
+    %offs = arith.addi %s, %r : tensor<256xi32>
+    %ns = tt.splat %n : i32 -> tensor<256xi32>
+    %m = arith.cmpi slt, %offs, %ns : tensor<256xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<256x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %offs : tensor<256x!tt.ptr<f32>>, tensor<256xi32>
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<256x!tt.ptr<f32>>
+    %yp = tt.addptr %ys, %offs : tensor<256x!tt.ptr<f32>>, tensor<256xi32>
+    %a = tt.load %xp, %m : tensor<256x!tt.ptr<f32>>
+    %b = tt.load %yp, %m : tensor<256x!tt.ptr<f32>>
+    %sum = arith.addf %a, %b : tensor<256xf32>
+    %os = tt.splat %o : !tt.ptr<f32> -> tensor<256x!tt.ptr<f32>>
+    %op = tt.addptr %os, %offs : tensor<256x!tt.ptr<f32>>, tensor<256xi32>
+    tt.store %op, %sum, %m : tensor<256x!tt.ptr<f32>>
+    tt.return
+  }
+}
+"""
+
+
+def _persistent_vec_add():
+    analysis = access.AccessAnalysis()
+    module = run_passes(parse(VEC_ADD, "vec_add.ttir"), analysis, persistent_sram=MACHINE.core.sram_bytes)
+    program, _ = generate(module, None, MACHINE, analysis)
+    assert [a.name for a in program.args[-2:]] == ["plate_rows", "plate_grid_x"], "not made persistent"
+    return program
+
+
+def _launch(program):
+    """A persistent launch as the launcher makes it: 4 programs of 5 trips each (the last one of 3)."""
+    n = 256 * 18 - 37
+    mem = DeviceMemory(MACHINE)
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    ptrs = []
+    for arr in (x, y, np.zeros(n, np.float32)):
+        rec = mem.alloc(arr.nbytes)
+        mem.write_bytes(rec.base, arr.tobytes())
+        ptrs.append(rec.base)
+    trace = executor.execute(program, 4, [*ptrs, n, 5, 18], mem, MACHINE)
+    out = np.frombuffer(mem.read_bytes(ptrs[2], 4 * n), np.float32)
+    np.testing.assert_array_equal(out, x + y)
+    return out.tobytes(), trace.digest(), simulate_timing(trace, MACHINE).cycles
+
+
+def test_a_persistent_kernel_runs_the_same_on_the_short_paths(monkeypatch):
+    """Straight-line blocks, resolved s.li words and the row DMA path: the same memory, the same trace
+    (what the timing model reads) and the same modeled cycles as one step at a time on the general code."""
+    program = _persistent_vec_add()
+    fast = _launch(program)
+    straight = executor._straight(program)
+    assert any(end > pc + 1 for pc, end in enumerate(straight)), "no straight-line block: the path is dead code"
+    monkeypatch.setattr(executor, "_straight", lambda p: list(range(len(p.instrs))))
+    monkeypatch.setattr(executor, "_rules", lambda p: [executor.SEMANTICS[i.mnemonic] for i in p.instrs])
+    _general(monkeypatch)
+    assert _launch(program) == fast
