@@ -251,3 +251,46 @@ def test_a_transposed_load_moves_memory_rows_and_computes_on_a_permuted_view():
     (load,) = [ins for ins in prog.instrs if ins.mnemonic == "dma.load"]
     dst = prog.tiles[load.operands[1]]
     assert dst.shape == (BM, BN) and dst.strides == (BN, 1)
+
+
+@triton.jit
+def advanced_gather(x, o, M, step, n_steps, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM) % M  # a modular row index: the pointers are a tensor, not a strided access
+    ptrs = x + rm[:, None] * BN + tl.arange(0, BN)[None, :]
+    acc = tl.zeros((BM, BN), tl.float32)
+    for _ in range(n_steps):
+        acc += tl.load(ptrs)
+        ptrs += step  # one runtime offset for every pointer
+    tl.store(o + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], acc)
+
+
+def test_pointers_advanced_by_one_scalar_keep_no_offset_tile():
+    """`ptrs += step` with a runtime scalar: its byte count is computed once and broadcast, not
+    widened and scaled over an i64 tile as large as the pointers (SRAM a large gather kernel needs)."""
+    BM, BN, M, step, n_steps = 16, 32, 12, 7, 3
+    x = RNG.uniform(0, 1, 1024).astype(np.float32)
+    o = np.zeros((BM, BN), np.float32)
+    sig = {
+        "x": "*fp32",
+        "o": "*fp32",
+        "M": "i32",
+        "step": "i32",
+        "n_steps": "i32",
+        "BM": "constexpr",
+        "BN": "constexpr",
+    }
+    prog = compile_kernel(advanced_gather, sig, {"BM": BM, "BN": BN})
+    (_, out), _ = run(prog, 1, [x, o, M, step, n_steps])
+    rows = np.arange(BM) % M
+    base = rows[:, None] * BN + np.arange(BN)[None, :]
+    want = sum(x[base + s * step].astype(np.float64) for s in range(n_steps)).astype(np.float32)
+    close(out, want)
+    widened = [
+        ins.mnemonic
+        for ins in prog.instrs
+        if ins.mnemonic in ("v.sext", "v.mul")
+        and prog.tiles[ins.operands[0]].dtype == "i64"
+        and prog.tiles[ins.operands[0]].numel == BM * BN
+    ]
+    # the initial pointers' i32 offsets are widened once; the loop's step is not
+    assert widened == ["v.sext", "v.mul"], widened

@@ -158,6 +158,38 @@ def test_select_keeps_every_bit_whatever_the_condition_and_aliasing(dtype, share
         np.testing.assert_array_equal(b.ctx.view(d).view(bits), want)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "i8", "i64"])
+def test_select_into_a_destination_that_overlaps_a_side_in_part_or_a_broadcast_side(dtype):
+    """d shifted by a few elements against a or b (SRAM reuse can overlap tiles in part), and b a
+    stride-0 constant: np.where of the operands as they were before the write, bit for bit."""
+    n, size = 64, NUMPY[dtype].itemsize
+    bits = np.dtype(f"u{size}")
+    rng = np.random.default_rng(3)
+    cond = rng.random((2, n)) < 0.5
+    region = 3 * n * size + 64
+    for d_off, a_off, b_off, b_stride in [
+        (8, 0, 2 * n, 1),  # d over a's tail
+        (0, 8, 2 * n, 1),  # d over a's head
+        (2 * n - 8, 0, 2 * n, 1),  # d over b's head
+        (2 * n + 8, 0, 2 * n, 1),  # d over b's tail
+        (0, n + 8, 2 * n, 0),  # b a broadcast constant
+        (n // 2, 0, n, 1),  # d over a's tail and b's head
+    ]:
+        tiles = [
+            Tile(region, "i1", (n,)),
+            Tile(d_off * size, dtype, (n,)),
+            Tile(a_off * size, dtype, (n,)),
+            Tile(b_off * size, dtype, (n,), (b_stride,)),
+        ]
+        b = Bench(*tiles, P=2)
+        raw = rng.integers(0, 256, (2, region), dtype=np.uint8)
+        b.ctx.sram[:, :region] = raw
+        b.set(0, cond)
+        want = np.where(cond, b.ctx.view(2).view(bits).copy(), b.ctx.view(3).view(bits).copy())
+        b.run("v.select", 1, 0, 2, 3)
+        np.testing.assert_array_equal(b.ctx.view(1).view(bits), want, err_msg=f"d@{d_off} a@{a_off} b@{b_off}")
+
+
 def test_i1_arithmetic_wraps_mod_2():
     b = Bench(("i1", [4]), ("i1", [4]), ("i1", [4]), P=1)
     b.set(1, [[0, 1, 0, 1]]).set(2, [[0, 0, 1, 1]])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import ml_dtypes
 import numpy as np
 import pytest
 from exact_rounding import MODE, ieee_reference, round_fraction
@@ -103,3 +104,48 @@ def test_f32_rsqrt_is_correctly_rounded():
         lo = (Fraction(ri) + Fraction(float(np.nextafter(np.float32(ri), np.float32(0))))) / 2
         hi = (Fraction(ri) + Fraction(float(np.nextafter(np.float32(ri), np.float32(np.inf))))) / 2
         assert lo * lo * Fraction(xi) <= 1 <= hi * hi * Fraction(xi), (xi, ri)
+
+
+def _f32_edge_values():
+    """Every sign and exponent (zeros, subnormals, inf, NaNs with payloads) with significands at and
+    next to a tie for every bit position a narrower format can round at, plus random ones."""
+    low = {0, 1, 0x7FFFFF, 0x400000, 0x400001, 0x3FFFFF}
+    for j in range(23):
+        low |= {(1 << j) - 1, 1 << j, (1 << j) + 1, 3 << j, ((1 << j) - 1) | (1 << 22)}
+    rng = np.random.default_rng(0)
+    m = np.array(sorted(low) + list(rng.integers(0, 1 << 23, 100)), np.uint32)
+    bits = (np.arange(256, dtype=np.uint32)[:, None] << np.uint32(23) | m[None, :]).reshape(-1)
+    return np.concatenate([bits, bits | np.uint32(0x80000000)]).view(np.float32)
+
+
+_EDGE_SOURCES = {
+    "f32": _f32_edge_values,
+    "f16": lambda: np.arange(1 << 16, dtype=np.uint16).view(np.float16),
+    "bf16": lambda: np.arange(1 << 16, dtype=np.uint16).view(ml_dtypes.bfloat16),
+}
+
+
+# (source, target, mode) that the float32 path handles: not a source into itself, and not f32 into
+# f16/bf16 to nearest even (a plain numpy / ml_dtypes cast, before it)
+_NARROWINGS = [
+    (source, dtype, mode)
+    for source in sorted(_EDGE_SOURCES)
+    for dtype in ("f16", "bf16", "f8e4m3fn", "f8e5m2")
+    for mode in sorted(MODE)
+    if source != dtype and not (source == "f32" and MODE[mode] == "rtne" and dtype in ("f16", "bf16"))
+]
+
+
+@pytest.mark.parametrize("source, dtype, mode", _NARROWINGS)
+def test_narrowing_from_f32_and_halves_keeps_the_float64_paths_bits(source, dtype, mode):
+    """round_float rounds f32/f16/bf16 into narrower formats in float32 (rtne into fp8: one
+    saturating cast); every bit must be the float64 path's, NaN payloads, signed zeros,
+    subnormals, ties and saturation included."""
+    x = _EDGE_SOURCES[source]()
+    with np.errstate(all="ignore"):
+        got = round_float(x, dtype, MODE[mode])
+        want = round_float(x.astype(np.float64), dtype, MODE[mode])
+    assert got.dtype == want.dtype
+    u = f"u{got.dtype.itemsize}"
+    bad = np.nonzero(got.view(u) != want.view(u))[0]
+    assert not len(bad), [(x[i], got.view(u)[i], want.view(u)[i]) for i in bad[:4]]

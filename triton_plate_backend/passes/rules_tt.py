@@ -193,7 +193,12 @@ def _lower_tt_addptr(ctx, op):
         ctx.vec("v.add", dst, p, ctx.fill(int(c) * size, "i64", shape))
         ctx.bind(res, dst)
         return
-    if o.dtype != "i64" or size != 1:
+    if (o.dtype != "i64" or size != 1) and shape and not any(o.strides):
+        # one offset for every element (`ptrs += BLOCK_K * stride`): its byte count once, broadcast,
+        # instead of a tile of i64 as large as the pointers
+        one = byte_offsets(ctx, o._with(shape=(1,), strides=(1,)), size, ctx.new("i64", (1,), what="pointer offset"))
+        o = one.reshape((1,) * len(shape)).broadcast(shape)
+    elif o.dtype != "i64" or size != 1:
         o = byte_offsets(ctx, o, size, ctx.new("i64", shape, what="pointer offset (bytes)"))
     dst = ctx.out(res, shape, reuse=[ptr])
     ctx.vec("v.add", dst, p, o)

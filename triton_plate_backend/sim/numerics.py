@@ -63,7 +63,8 @@ def compute_dtype(dtype: str) -> np.dtype:
 
 # ---- float rounding ------------------------------------------------------------------------------
 def _round64(x: np.ndarray, fmt: FloatFormat, mode: str) -> np.ndarray:
-    """float64 x rounded to fmt's precision and subnormal grid; overflow handled by the caller."""
+    """float64 x (or float32 x, for a format narrower than f32) rounded to fmt's precision and
+    subnormal grid; overflow handled by the caller."""
     _, e = np.frexp(x)  # x = m * 2**e with 0.5 <= |m| < 1: leading bit at 2**(e - 1)
     q = np.maximum(e - 1, fmt.min_exp) - (fmt.precision - 1)  # exponent of one unit in the last place
     s = ROUND_INTEGER[mode](np.ldexp(x, -q))
@@ -116,8 +117,34 @@ def round_float(x, dtype: str, mode: str = "rtne") -> np.ndarray:
     ):
         return x.astype(out_dt)
     fmt = FORMATS[dtype]
+    if x.dtype in _EXACT_IN_F32 and dtype in _NARROWER_THAN_F32:
+        if mode == "rtne" and fmt.saturate:
+            return _saturating_cast(x, fmt, out_dt)
+        x32 = x.astype(F32, copy=False)  # exact; half the bytes per pass of the float64 path
+        return _overflow(_round64(x32, fmt, mode), x32, fmt, mode).astype(out_dt)
     x64 = x.astype(F64)
     return _overflow(_round64(x64, fmt, mode), x64, fmt, mode).astype(out_dt)
+
+
+# sources float32 holds exactly, and targets whose every value (and whose rounding's scaled
+# intermediates, up to 2**p) float32 holds exactly: _round64's steps are exact in float32 for
+# them, so rounding in float32 gives the float64 path's bits (an f32 value rounded past f32's max
+# becomes inf instead of 2**128, which _overflow treats the same)
+_EXACT_IN_F32 = {F32, np.dtype(NUMPY["f16"]), np.dtype(NUMPY["bf16"])}
+_NARROWER_THAN_F32 = {"f16", "bf16", "f8e4m3fn", "f8e5m2"}
+
+
+def _saturating_cast(x: np.ndarray, fmt: FloatFormat, out_dt) -> np.ndarray:
+    """Round-to-nearest-even into a saturating fp8 format in one cast: ml_dtypes' cast rounds once
+    to nearest even (subnormals included) and turns overflow into inf (e5m2) or NaN (e4m3fn);
+    those elements, where the source is no NaN, become +-max finite (inf sources included)."""
+    y = x.astype(out_dt)
+    bad = ~np.isfinite(y)
+    if bad.any():
+        fix = bad & ~np.isnan(x)
+        if fix.any():
+            y[fix] = np.copysign(fmt.max_finite, x[fix].astype(F32)).astype(out_dt)
+    return y
 
 
 def round_tf32(x: np.ndarray) -> np.ndarray:

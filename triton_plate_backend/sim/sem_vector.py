@@ -395,6 +395,12 @@ def _in_width(amount: np.ndarray, dt: str) -> bool:
     return amount.size == 0 or int(amount.max()) < INT_BITS[dt]
 
 
+def _overlap(st, x: int, y: int) -> bool:
+    """Whether tiles x and y share SRAM bytes (within a program's row; rows never overlap)."""
+    (lo_x, hi_x), (lo_y, hi_y) = st.tiles[x].span(), st.tiles[y].span()
+    return lo_x < hi_y and lo_y < hi_x
+
+
 def _select(st, ins):
     d, c, a, b = ins.operands
     dt = _same(st, ins, (d, a, b))
@@ -409,14 +415,24 @@ def _select(st, ins):
         np.copyto(st.view(d), st.view(a if taken else b))
         return
     # b + (a - b) * cond on the bits as unsigned integers (exact mod 2**width): branch-free, about
-    # twice as fast as np.where's per-element branch even when it predicts well, and into the
-    # destination; a is read into a temporary before d is written, the last ufunc buffers a b
-    # that overlaps d
+    # twice as fast as np.where's per-element branch even when it predicts well. Computed in the
+    # destination when it does not overlap the side added back last (no tile-sized temporary: a
+    # fresh one costs more in page faults than the arithmetic); else through a temporary, the
+    # last ufunc buffering an overlap
     bits = BITS[dt]
-    ub = st.view(b).view(bits)
-    x = np.subtract(st.view(a).view(bits), ub)
-    np.multiply(x, cond, out=x)
-    np.add(x, ub, out=st.view(d).view(bits))
+    ua, ub, ud = st.view(a).view(bits), st.view(b).view(bits), st.view(d).view(bits)
+    if not _overlap(st, d, b):
+        np.subtract(ua, ub, out=ud)
+        np.multiply(ud, cond, out=ud)
+        np.add(ud, ub, out=ud)
+    elif not _overlap(st, d, a):  # a + (b - a) * not cond
+        np.subtract(ub, ua, out=ud)
+        np.multiply(ud, np.logical_not(cond, out=cond), out=ud)
+        np.add(ud, ua, out=ud)
+    else:
+        x = np.subtract(ua, ub)
+        np.multiply(x, cond, out=x)
+        np.add(x, ub, out=ud)
 
 
 def _clamp(st, ins):
