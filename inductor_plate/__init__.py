@@ -72,6 +72,7 @@ def register() -> None:
     with _lock:
         if _registered:
             return
+        from torch._dynamo import trace_rules
         from torch._dynamo.device_interface import register_interface_for_device
         from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
 
@@ -92,6 +93,10 @@ def register() -> None:
             device_custom_config=config,
         )
         register_device_op_overrides(BACKEND, PlateDeviceOpOverrides())
+        # Dynamo never traces into a Triton backend (trace_rules skips triton/backends), but plate's lives
+        # in its own package: without this, a kernel launched from a frame Dynamo resumes after a graph break
+        # has the launcher and the simulator traced as user code (slow, and a fake tensor meets np.copyto).
+        trace_rules.add("triton_plate_backend")
         host_op_counter.watch_compiled_frames(True)  # host ops at graph breaks count too (fallback_counter.py)
         benchmarker.register()
         shims.apply()

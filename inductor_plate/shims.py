@@ -215,6 +215,46 @@ def _has_plate_convolution(gm) -> bool:
     return False
 
 
+# ---- host-side TMA: tensor descriptors built by the host ---------------------------------------------
+def _plate_supports_tma(device=None) -> bool:
+    """PlateInterface.supports_tma, the question device-supports-tma-interface.patch asks the device:
+    plate's launcher takes triton.tools.tensor_descriptor.TensorDescriptor arguments (the kernel
+    reads the descriptor's base, shape and strides), so user kernels with host TMA run on it."""
+    from .device_interface import PlateInterface
+
+    return PlateInterface.is_available()
+
+
+def _device_supports_tma() -> bool:
+    """torch.utils._triton._device_supports_tma() accepts only CUDA sm90+: host-side TMA (user
+    Triton kernels taking TensorDescriptor arguments inside torch.compile, and the tests of it)
+    is refused on every other device. has_triton_tensor_descriptor_host_tma() and friends look the
+    function up by name in their module at each (cached) call, so rebinding it there and clearing
+    their caches reaches them all."""
+    from torch._dynamo.device_interface import DeviceInterface
+    from torch.utils import _triton as triton_utils
+
+    from .device_interface import PlateInterface
+
+    if hasattr(DeviceInterface, "supports_tma"):  # the patch is in: it asks the PrivateUse1 device's interface
+        if "supports_tma" not in vars(PlateInterface):
+            PlateInterface.supports_tma = staticmethod(_plate_supports_tma)
+        return False
+    original = triton_utils._device_supports_tma
+    if getattr(original, "_plate_shim", False):
+        return False
+
+    def device_supports_tma() -> bool:
+        return original() or _plate_supports_tma()
+
+    device_supports_tma._plate_shim = True
+    device_supports_tma.__wrapped__ = original
+    triton_utils._device_supports_tma = device_supports_tma
+    for name in ("has_triton_tensor_descriptor_host_tma", "has_triton_experimental_host_tma", "has_triton_tma"):
+        getattr(triton_utils, name).cache_clear()
+    return True
+
+
 SHIMS: tuple[Shim, ...] = (
     Shim("GPU_TYPES includes plate", "patches/pytorch/register-gpu-type.patch", _register_gpu_type),
     Shim("has_triton() asks the PrivateUse1 device", "patches/pytorch/has-triton-privateuse1.patch", _has_triton),
@@ -232,6 +272,11 @@ SHIMS: tuple[Shim, ...] = (
         "SkipFrame passes the FX-cache bypass path",
         "patches/pytorch/inductor-cache-bypass-reraises-skipframe.patch",
         _skip_frame_on_cache_bypass,
+    ),
+    Shim(
+        "host-side TMA asks the device",
+        "patches/pytorch/device-supports-tma-interface.patch",
+        _device_supports_tma,
     ),
 )
 

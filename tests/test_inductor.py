@@ -136,6 +136,25 @@ def test_shims_applied_and_named():
     assert has_triton()
 
 
+def test_host_tma_is_offered_on_plate():
+    """User kernels taking TensorDescriptor arguments inside torch.compile (shims._device_supports_tma)."""
+    from torch.utils._triton import has_triton_tensor_descriptor_host_tma
+
+    shims.apply()
+    assert has_triton_tensor_descriptor_host_tma()
+
+
+def test_dynamo_skips_the_plate_backend():
+    """A kernel launched from a frame Dynamo resumes must not have the simulator traced as user code."""
+    from torch._dynamo import trace_rules
+
+    from triton_plate_backend import launcher
+    from triton_plate_backend.sim import executor
+
+    assert trace_rules.check_file(executor.__file__).skipped
+    assert trace_rules.check_file(launcher.__file__).skipped
+
+
 def test_is_big_gpu_follows_the_gemm_policy():
     from torch._inductor import utils
 

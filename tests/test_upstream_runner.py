@@ -212,6 +212,15 @@ def test_not_in_pin_entries_count_as_not_passed_in_the_headline_and_the_other_ra
     assert entry.category == "not-in-pin" and not entry.is_known_failure  # skipped, not run as an xfail
 
 
+def test_caveats_of_an_old_report_show_in_its_header():
+    results = {"tests": [{"test": "f.py::a", "outcome": "passed", "duration": 1.0}]}
+    rep = report.summarize(results, {"suite": "inductor", "command": "python -m upstream.runner inductor"})
+    assert "caveat" not in report.render_markdown(rep)
+    rep["caveats"] = ["measured with fallbacks on"]
+    header = report.render_markdown(rep).split("## Totals")[0]
+    assert "- **caveat**: measured with fallbacks on" in header
+
+
 # -- the runner, end to end on the fake Triton tree ----------------------------------------------
 def test_runner_on_fake_tree(triton_tree, tmp_path, capfd):
     argv = ["triton", "--src", str(triton_tree), "--device", "fakedev", "--skiplist", str(FAKE_SKIPLIST)]

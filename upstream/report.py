@@ -330,6 +330,8 @@ def render_markdown(report: dict) -> str:
         f"- started: {report.get('started', '?')}, wall time {report.get('wall_s', 0):.1f} s, "
         f"{report.get('jobs', '?')} jobs",
         f"- command: `{report.get('command', '')}`",
+        # what a reader must know that the counts cannot say (added to an old report's JSON, never by a run)
+        *(f"- **caveat**: {c}" for c in report.get("caveats", [])),
         *(
             [f"- patches applied: {', '.join(f'`{p}`' for p in report['patches_applied']) or 'none apply'}"]
             if report.get("patches_applied") is not None
