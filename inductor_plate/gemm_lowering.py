@@ -12,6 +12,8 @@ wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_
   side by side under max-autotune (the benchmarker logs the host choice as not modeled).
 - "never": the host kernel always (Inductor's own lowering; is_big_gpu says no templates).
 
+A product with an empty dimension becomes zeros (plus ``beta * input`` for addmm/baddbmm), no kernel needed;
+a bmm with an out_dtype (its own, or decompose-k's over K splits under max-autotune) runs as the bmm template.
 Products on other devices reach Inductor's lowering unchanged.
 """
 
@@ -29,6 +31,7 @@ aten = torch.ops.aten
 
 FLOATS = frozenset({torch.float16, torch.bfloat16, torch.float32})
 FP8 = frozenset({torch.float8_e4m3fn, torch.float8_e5m2})
+INT8 = frozenset({torch.int8})
 
 # op -> (index of its first matrix among the lowering's arguments: addmm/baddbmm take the bias first, the operand
 # dtypes its Triton template takes: others stay with the host kernel)
@@ -37,7 +40,7 @@ GEMM_OPS: dict = {
     aten.bmm: (0, FLOATS),
     aten.addmm: (1, FLOATS),
     aten.baddbmm: (1, FLOATS),
-    aten._int_mm: (0, frozenset({torch.int8})),
+    aten._int_mm: (0, INT8),
     aten._scaled_mm: (0, FP8),
 }
 
@@ -74,9 +77,53 @@ def _on_plate(node) -> bool:
     return device is not None and device.type == "plate"
 
 
+def _is_empty(mat1, mat2) -> bool:
+    """Is a dimension of the product known to be 0 (Dynamo specializes a size of 0, dynamic or not)?"""
+    return any(V.graph.sizevars.statically_known_equals(size, 0) for size in (*mat1.get_size(), *mat2.get_size()))
+
+
+def empty_product(mats, args, kwargs, first_matrix: int, out_dtype):
+    """A product with an empty dimension, without a kernel of its own: zeros of the result's shape (K == 0),
+    an empty result (M or N == 0), plus ``beta * input`` for addmm/baddbmm. Inductor offers no template for it
+    and its aten kernel would run on the host."""
+    from torch._inductor.lowering import lowerings
+
+    mat1, mat2 = mats
+    size = [*mat1.get_size()[:-1], mat2.get_size()[-1]]
+    dtype = out_dtype or mat1.get_dtype()
+    zeros = lowerings[aten.full.default](size, 0, dtype=dtype, device=mat1.get_device())
+    beta = kwargs.get("beta", 1)
+    if first_matrix == 0 or beta == 0:  # beta == 0 ignores the input, NaN and all (torch.addmm)
+        return zeros
+    return lowerings[aten.add.Tensor](zeros, lowerings[aten.mul.Tensor](args[0], beta))
+
+
+def bmm_with_out_dtype(mat1, mat2, out_dtype):
+    """bmm(a, b, out_dtype=...) as the bmm template with an ``out_dtype`` result (it accumulates in float32 and
+    stores that dtype). Inductor's own bmm lowering asserts that out_dtype is for CUDA or XPU; decompose-k's
+    subgraph (a long-K mm as a bmm over K splits and a sum) lowers such a bmm too."""
+    from torch._inductor.kernel.bmm import bmm_template
+    from torch._inductor.kernel.mm_common import mm_args
+    from torch._inductor.kernel_inputs import MMKernelInputs
+    from torch._inductor.select_algorithm import autotune_select_algorithm
+
+    _, _, _, layout, mat1, mat2 = mm_args(mat1, mat2, layout=None, out_dtype=out_dtype)
+    kernel_inputs = MMKernelInputs([mat1, mat2], out_dtype=out_dtype)
+    choices = V.choices.get_template_configs(kernel_inputs, [bmm_template], "bmm")
+    node, _ = autotune_select_algorithm("bmm", choices, kernel_inputs.nodes(), layout)
+    return node
+
+
+def _out_dtype(args, kwargs, first_matrix: int):
+    """The out_dtype of bmm.dtype / mm.dtype (positional after the two matrices, or a keyword), else None."""
+    if len(args) > first_matrix + 2:
+        return args[first_matrix + 2]
+    return kwargs.get("out_dtype")
+
+
 def _template_takes(mat1, mat2, dtypes) -> bool:
     """Can a GEMM template compute this product: operand dtypes it takes, and no empty dimension (Inductor
-    offers a template only then; an empty product, or a float64 one, stays with the host kernel, counted)?"""
+    offers a template only then; a float64 product stays with the host kernel, counted)?"""
     if mat1.get_dtype() not in dtypes:
         return False
     return all(_hint(size) > 0 for size in (*mat1.get_size(), *mat2.get_size()))
@@ -98,24 +145,29 @@ def _scales_template_takes(args, kwargs) -> bool:
     return k > 16 and (per_tensor or per_row)
 
 
-def plate_lowering(original, first_matrix: int, dtypes: frozenset):
-    """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest."""
+def plate_lowering(original, first_matrix: int, dtypes: frozenset, with_out_dtype=None):
+    """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest; a product with an
+    out_dtype through ``with_out_dtype(mat1, mat2, out_dtype)`` when given."""
 
     @functools.wraps(original)
     def lowering(*args, **kwargs):
         mats = args[first_matrix : first_matrix + 2]
-        if (
-            len(mats) < 2
-            or not _on_plate(mats[0])
-            or policy.gemm_mode() != "always"
-            or not _template_takes(*mats, dtypes)
-            or (dtypes is FP8 and not _scales_template_takes(args, kwargs))
-        ):
+        if len(mats) < 2 or not _on_plate(mats[0]) or policy.gemm_mode() != "always":
             return original(*args, **kwargs)
+        if dtypes is not FP8 and _is_empty(*mats):
+            out_dtype = torch.int32 if dtypes is INT8 else _out_dtype(args, kwargs, first_matrix)
+            return empty_product(mats, args, kwargs, first_matrix, out_dtype)
+        if not _template_takes(*mats, dtypes) or (dtypes is FP8 and not _scales_template_takes(args, kwargs)):
+            return original(*args, **kwargs)
+        out_dtype = _out_dtype(args, kwargs, first_matrix)
+        if out_dtype is not None and with_out_dtype is not None:
+            lower = functools.partial(with_out_dtype, *mats, out_dtype)
+        else:
+            lower = functools.partial(original, *args, **kwargs)
         if _max_autotune():
             backends = _without_aten(inductor_config.max_autotune_gemm_backends)
             with inductor_config.patch(max_autotune_gemm_backends=backends):
-                return original(*args, **kwargs)
+                return lower()
         chosen = default_mode_config(*mats)
         one_template = {
             "max_autotune_gemm": True,
@@ -123,7 +175,7 @@ def plate_lowering(original, first_matrix: int, dtypes: frozenset):
             "triton.num_decompose_k_splits": 0,  # decompose-k would add a second choice
         }
         with inductor_config.patch(one_template), templates.offer_only(chosen):
-            return original(*args, **kwargs)
+            return lower()
 
     lowering._plate_gemm = True
     return lowering
@@ -141,4 +193,5 @@ def register() -> None:
             overload = getattr(packet, name)
             original = lowerings.get(overload)
             if original is not None and not getattr(original, "_plate_gemm", False):
-                lowerings[overload] = plate_lowering(original, first_matrix, dtypes)
+                with_out_dtype = bmm_with_out_dtype if packet is aten.bmm else None
+                lowerings[overload] = plate_lowering(original, first_matrix, dtypes, with_out_dtype)
