@@ -50,8 +50,11 @@ def _max_autotune() -> bool:
 
 
 def _without_aten(backends: str) -> str:
-    kept = [b.strip() for b in backends.split(",") if b.strip() and b.strip().upper() != "ATEN"]
-    return ",".join(kept) or "TRITON"
+    """The backends less ATEN; "TRITON" when ATEN was the only one. None asked for stays none (Inductor then
+    raises NoValidChoicesError, as on any device)."""
+    named = [b.strip() for b in backends.split(",") if b.strip()]
+    kept = [b for b in named if b.upper() != "ATEN"]
+    return ",".join(kept) or ("TRITON" if named else "")
 
 
 def _hint(size) -> int:

@@ -91,3 +91,10 @@ def test_long_k_product_decomposes_k_under_max_autotune():
     torch.testing.assert_close(out.cpu(), a @ b, rtol=1e-4, atol=1e-3)
     assert "decompose_k" in codes[0] and "extern_kernels." not in call_of(codes)
     assert inductor_plate.host_fallbacks() == {}
+
+
+def test_no_gemm_backend_leaves_no_choice_as_on_any_device():
+    """max_autotune_gemm_backends="" asks for no backend: plate read it as "TRITON" and compiled anyway."""
+    a, b = torch.zeros(2, 2), torch.zeros(2, 2)
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="NoValidChoicesError"):
+        compile_on_plate(lambda a, b: a @ b, a, b, max_autotune_gemm_backends="")
