@@ -13,7 +13,7 @@ wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_
 - "never": the host kernel always (Inductor's own lowering; is_big_gpu says no templates).
 
 A product with an empty dimension becomes zeros (plus ``beta * input`` for addmm/baddbmm), no kernel needed;
-a bmm with an out_dtype (its own, or decompose-k's over K splits under max-autotune) runs as the bmm template.
+an mm or bmm with an out_dtype (decompose-k's bmm over K splits under max-autotune too) runs as the mm or bmm template.
 Products on other devices reach Inductor's lowering unchanged.
 """
 
@@ -101,20 +101,30 @@ def empty_product(mats, args, kwargs, first_matrix: int, out_dtype):
     return lowerings[aten.add.Tensor](zeros, lowerings[aten.mul.Tensor](args[0], beta))
 
 
-def bmm_with_out_dtype(mat1, mat2, out_dtype):
-    """bmm(a, b, out_dtype=...) as the bmm template with an ``out_dtype`` result (it accumulates in float32 and
-    stores that dtype). Inductor's own bmm lowering asserts that out_dtype is for CUDA or XPU; decompose-k's
-    subgraph (a long-K mm as a bmm over K splits and a sum) lowers such a bmm too."""
+def product_with_out_dtype(name: str, mat1, mat2, out_dtype):
+    """mm/bmm(a, b, out_dtype=...) as the mm or bmm template with an ``out_dtype`` result (it accumulates in float32
+    and stores that dtype). Inductor's bmm lowering asserts that out_dtype is for CUDA or XPU, and its mm lowering
+    offers only the aten kernel then; decompose-k's subgraph (a long-K mm as a bmm over K splits, then a sum)
+    lowers such a bmm too."""
     from torch._inductor.kernel.bmm import bmm_template
+    from torch._inductor.kernel.mm import mm_template
     from torch._inductor.kernel.mm_common import mm_args
     from torch._inductor.kernel_inputs import MMKernelInputs
     from torch._inductor.select_algorithm import autotune_select_algorithm
 
+    template = {"mm": mm_template, "bmm": bmm_template}[name]
     _, _, _, layout, mat1, mat2 = mm_args(mat1, mat2, layout=None, out_dtype=out_dtype)
     kernel_inputs = MMKernelInputs([mat1, mat2], out_dtype=out_dtype)
-    choices = V.choices.get_template_configs(kernel_inputs, [bmm_template], "bmm")
-    node, _ = autotune_select_algorithm("bmm", choices, kernel_inputs.nodes(), layout)
+    choices = V.choices.get_template_configs(kernel_inputs, [template], name)
+    node, _ = autotune_select_algorithm(name, choices, kernel_inputs.nodes(), layout)
     return node
+
+
+# ops whose out_dtype overload plate lowers itself, and the name of their template
+OUT_DTYPE_PRODUCTS: dict = {
+    aten.mm: functools.partial(product_with_out_dtype, "mm"),
+    aten.bmm: functools.partial(product_with_out_dtype, "bmm"),
+}
 
 
 def _out_dtype(args, kwargs, first_matrix: int):
@@ -196,5 +206,5 @@ def register() -> None:
             overload = getattr(packet, name)
             original = lowerings.get(overload)
             if original is not None and not getattr(original, "_plate_gemm", False):
-                with_out_dtype = bmm_with_out_dtype if packet is aten.bmm else None
+                with_out_dtype = OUT_DTYPE_PRODUCTS.get(packet)
                 lowerings[overload] = plate_lowering(original, first_matrix, dtypes, with_out_dtype)

@@ -68,15 +68,18 @@ def test_convolution_of_an_empty_batch_compiles():
 
 
 @pytest.mark.parametrize("max_autotune", [False, True], ids=["default", "max-autotune"])
-def test_bmm_with_out_dtype_runs_as_the_bmm_template(max_autotune):
-    """Inductor's bmm lowering asserted that out_dtype is only for CUDA or XPU."""
+@pytest.mark.parametrize("op", ["mm", "bmm"])
+def test_products_with_out_dtype_run_as_templates(op, max_autotune):
+    """Inductor's bmm lowering asserted that out_dtype is only for CUDA or XPU; its mm lowering offered only the
+    aten kernel, which plate leaves out: NoValidChoicesError."""
     torch.manual_seed(0)
-    a, b = torch.randn(2, 3, 4, dtype=torch.float16), torch.randn(2, 4, 5, dtype=torch.float16)
-    bmm_f32 = lambda a, b: torch.bmm(a, b, out_dtype=torch.float32)  # noqa: E731
-    out, codes = compile_on_plate(bmm_f32, a, b, max_autotune=max_autotune)
+    batch = (2,) if op == "bmm" else ()
+    a, b = torch.randn(*batch, 24, 40, dtype=torch.float16), torch.randn(*batch, 40, 20, dtype=torch.float16)
+    product = getattr(torch, op)
+    out, codes = compile_on_plate(lambda a, b: product(a, b, out_dtype=torch.float32), a, b, max_autotune=max_autotune)
     assert out.dtype == torch.float32
-    torch.testing.assert_close(out.cpu(), torch.bmm(a.float(), b.float()), **TOL)
-    assert "triton_tem_fused_bmm" in codes[0] and "extern_kernels." not in call_of(codes)
+    torch.testing.assert_close(out.cpu(), product(a.float(), b.float()), **TOL)
+    assert f"triton_tem_fused_{op}" in codes[0] and "extern_kernels." not in call_of(codes)
     assert inductor_plate.host_fallbacks() == {}
 
 
