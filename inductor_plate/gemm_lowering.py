@@ -101,11 +101,11 @@ def empty_product(mats, args, kwargs, first_matrix: int, out_dtype):
     return lowerings[aten.add.Tensor](zeros, lowerings[aten.mul.Tensor](args[0], beta))
 
 
-def product_with_out_dtype(name: str, mat1, mat2, out_dtype):
-    """mm/bmm(a, b, out_dtype=...) as the mm or bmm template with an ``out_dtype`` result (it accumulates in float32
-    and stores that dtype). Inductor's bmm lowering asserts that out_dtype is for CUDA or XPU, and its mm lowering
-    offers only the aten kernel then; decompose-k's subgraph (a long-K mm as a bmm over K splits, then a sum)
-    lowers such a bmm too."""
+def template_product(name: str, mat1, mat2, out_dtype=None):
+    """mm/bmm(a, b[, out_dtype=...]) as the mm or bmm template alone, its result of ``out_dtype`` when given (it
+    accumulates in float32 and stores that dtype). Inductor's bmm lowering asserts that out_dtype is for CUDA or
+    XPU, and its mm lowering offers only the aten kernel then; decompose-k's subgraph (a long-K mm as a bmm over K
+    splits, then a sum) lowers such a bmm too. Also the mm Inductor would leave without a choice (_long_k_only)."""
     from torch._inductor.kernel.bmm import bmm_template
     from torch._inductor.kernel.mm import mm_template
     from torch._inductor.kernel.mm_common import mm_args
@@ -115,16 +115,34 @@ def product_with_out_dtype(name: str, mat1, mat2, out_dtype):
     template = {"mm": mm_template, "bmm": bmm_template}[name]
     _, _, _, layout, mat1, mat2 = mm_args(mat1, mat2, layout=None, out_dtype=out_dtype)
     kernel_inputs = MMKernelInputs([mat1, mat2], out_dtype=out_dtype)
-    choices = V.choices.get_template_configs(kernel_inputs, [template], name)
+    backends = [b.strip().upper() for b in inductor_config.max_autotune_gemm_backends.split(",")]
+    choices = V.choices.get_template_configs(kernel_inputs, [template], name) if "TRITON" in backends else []
     node, _ = autotune_select_algorithm(name, choices, kernel_inputs.nodes(), layout)
     return node
 
 
-# ops whose out_dtype overload plate lowers itself, and the name of their template
-OUT_DTYPE_PRODUCTS: dict = {
-    aten.mm: functools.partial(product_with_out_dtype, "mm"),
-    aten.bmm: functools.partial(product_with_out_dtype, "bmm"),
+# ops plate lowers as their template alone when Inductor's lowering cannot (template_product)
+TEMPLATE_PRODUCTS: dict = {
+    aten.mm: functools.partial(template_product, "mm"),
+    aten.bmm: functools.partial(template_product, "bmm"),
 }
+
+
+def _long_k_only(mat1, mat2) -> bool:
+    """Would Inductor's max-autotune mm have no choice: K >= 64 * max(M, N), so only decompose-k is offered (no mm
+    template), and no K split divides K (a prime K) or a size is unbacked, so decompose-k offers none either?"""
+    from torch._inductor.kernel.mm import decompose_k_subgraph_template
+    from torch._inductor.kernel_inputs import MMKernelInputs
+    from torch._inductor.template_heuristics.registry import get_template_heuristic
+    from torch._inductor.utils import use_decompose_k_choice
+
+    if len(mat1.get_size()) != 2:
+        return False
+    (m, k), n = mat1.get_size(), mat2.get_size()[-1]
+    if not use_decompose_k_choice(m, n, k, threshold_multiple=2):
+        return False
+    heuristic = get_template_heuristic(decompose_k_subgraph_template.uid, "plate", "mm")
+    return next(iter(heuristic.get_template_configs(MMKernelInputs([mat1, mat2]), "mm")), None) is None
 
 
 def _out_dtype(args, kwargs, first_matrix: int):
@@ -158,9 +176,10 @@ def _scales_template_takes(args, kwargs) -> bool:
     return k > 16 and (per_tensor or per_row)
 
 
-def plate_lowering(original, first_matrix: int, dtypes: frozenset, with_out_dtype=None):
-    """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest; a product with an
-    out_dtype through ``with_out_dtype(mat1, mat2, out_dtype)`` when given."""
+def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
+    """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest. ``alone(mat1, mat2,
+    out_dtype)``, when given, lowers the op as its template alone: a product with an out_dtype, or one Inductor would
+    leave without a choice."""
 
     @functools.wraps(original)
     def lowering(*args, **kwargs):
@@ -173,8 +192,10 @@ def plate_lowering(original, first_matrix: int, dtypes: frozenset, with_out_dtyp
         if not _template_takes(*mats, dtypes) or (dtypes is FP8 and not _scales_template_takes(args, kwargs)):
             return original(*args, **kwargs)
         out_dtype = _out_dtype(args, kwargs, first_matrix)
-        if out_dtype is not None and with_out_dtype is not None:
-            lower = functools.partial(with_out_dtype, *mats, out_dtype)
+        if out_dtype is not None and alone is not None:
+            lower = functools.partial(alone, *mats, out_dtype)
+        elif alone is not None and _max_autotune() and _long_k_only(*mats):
+            lower = functools.partial(alone, *mats, None)
         else:
             lower = functools.partial(original, *args, **kwargs)
         if _max_autotune():
@@ -206,5 +227,5 @@ def register() -> None:
             overload = getattr(packet, name)
             original = lowerings.get(overload)
             if original is not None and not getattr(original, "_plate_gemm", False):
-                with_out_dtype = OUT_DTYPE_PRODUCTS.get(packet)
-                lowerings[overload] = plate_lowering(original, first_matrix, dtypes, with_out_dtype)
+                alone = TEMPLATE_PRODUCTS.get(packet)
+                lowerings[overload] = plate_lowering(original, first_matrix, dtypes, alone)

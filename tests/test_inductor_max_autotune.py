@@ -101,3 +101,14 @@ def test_no_gemm_backend_leaves_no_choice_as_on_any_device():
     a, b = torch.zeros(2, 2), torch.zeros(2, 2)
     with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="NoValidChoicesError"):
         compile_on_plate(lambda a, b: a @ b, a, b, max_autotune_gemm_backends="")
+
+
+def test_long_prime_k_product_falls_back_to_the_mm_template():
+    """K >= 64 * max(M, N) and prime: Inductor offers decompose-k only, and no K split divides K, so it had no
+    choice at all on plate (NoValidChoicesError; CUDA has the aten kernel). Now the mm template alone."""
+    torch.manual_seed(0)
+    a, b = torch.randn(16, 1031), torch.randn(1031, 16)
+    out, codes = compile_on_plate(lambda a, b: a @ b, a, b, max_autotune_gemm_backends="TRITON")
+    torch.testing.assert_close(out.cpu(), a @ b, rtol=1e-4, atol=1e-3)
+    assert "triton_tem_fused_mm" in codes[0] and "extern_kernels." not in call_of(codes)
+    assert inductor_plate.host_fallbacks() == {}
