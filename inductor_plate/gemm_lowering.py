@@ -13,7 +13,8 @@ wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_
 - "never": the host kernel always (Inductor's own lowering; is_big_gpu says no templates).
 
 A product with an empty dimension becomes zeros (plus ``beta * input`` for addmm/baddbmm), no kernel needed;
-an mm or bmm with an out_dtype (decompose-k's bmm over K splits under max-autotune too) runs as the mm or bmm template.
+an mm or bmm with an out_dtype (decompose-k's bmm over K splits under max-autotune too) runs as the mm or bmm template;
+so does a max-autotune mm whose K is too long for the mm template and has no decompose-k split (a prime K).
 Products on other devices reach Inductor's lowering unchanged.
 """
 
