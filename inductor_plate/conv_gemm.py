@@ -85,10 +85,12 @@ def im2col(x, kernel, stride, pads, dilation):
 
 
 def _grouped_cols(cols, groups):
-    """(N, C, K, *out) -> (G, C/G*K, N*L): the right-hand matrix of each group's GEMM."""
+    """(N, C, K, *out) -> (G, C/G*K, N*L): the right-hand matrix of each group's GEMM (every size named: a -1
+    cannot be inferred when the batch is empty)."""
     n, c, k = cols.shape[:3]
     length = math.prod(cols.shape[3:])
-    return cols.reshape(n, groups, c // groups * k, length).permute(1, 2, 0, 3).reshape(groups, -1, n * length)
+    per_group = c // groups * k
+    return cols.reshape(n, groups, per_group, length).permute(1, 2, 0, 3).reshape(groups, per_group, n * length)
 
 
 def _per_group_mm(a, b):
@@ -102,7 +104,8 @@ def conv_as_gemm(x, weight, bias, stride, pads, dilation, groups):
     """A plain convolution with explicit (before, after) padding per spatial dim, as GEMMs."""
     n, out_channels, kernel = x.shape[0], weight.shape[0], list(weight.shape[2:])
     cols, out = im2col(x, kernel, stride, pads, dilation)
-    product = _per_group_mm(weight.reshape(groups, out_channels // groups, -1), _grouped_cols(cols, groups))
+    per_group = out_channels // groups
+    product = _per_group_mm(weight.reshape(groups, per_group, math.prod(weight.shape[1:])), _grouped_cols(cols, groups))
     length = math.prod(out)
     y = product.reshape(groups, out_channels // groups, n, length).permute(2, 0, 1, 3).reshape(n, out_channels, *out)
     if bias is not None:
@@ -133,7 +136,8 @@ def weight_grad(x, grad_out, kernel, stride, padding, dilation, groups):
     cols = _grouped_cols(cols, groups)
     n, out_channels = grad_out.shape[:2]
     length = math.prod(grad_out.shape[2:])
-    g = grad_out.reshape(n, groups, out_channels // groups, length).permute(1, 2, 0, 3).reshape(groups, -1, n * length)
+    per_group = out_channels // groups
+    g = grad_out.reshape(n, groups, per_group, length).permute(1, 2, 0, 3).reshape(groups, per_group, n * length)
     return _per_group_mm(g, cols.transpose(1, 2)).reshape(out_channels, x.shape[1] // groups, *kernel)
 
 

@@ -12,6 +12,9 @@ wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_
   side by side under max-autotune (the benchmarker logs the host choice as not modeled).
 - "never": the host kernel always (Inductor's own lowering; is_big_gpu says no templates).
 
+A product with an empty dimension becomes zeros (plus ``beta * input`` for addmm/baddbmm), no kernel needed;
+an mm or bmm with an out_dtype (decompose-k's bmm over K splits under max-autotune too) runs as the mm or bmm template;
+so does a max-autotune mm whose K is too long for the mm template and has no decompose-k split (a prime K).
 Products on other devices reach Inductor's lowering unchanged.
 """
 
@@ -29,6 +32,7 @@ aten = torch.ops.aten
 
 FLOATS = frozenset({torch.float16, torch.bfloat16, torch.float32})
 FP8 = frozenset({torch.float8_e4m3fn, torch.float8_e5m2})
+INT8 = frozenset({torch.int8})
 
 # op -> (index of its first matrix among the lowering's arguments: addmm/baddbmm take the bias first, the operand
 # dtypes its Triton template takes: others stay with the host kernel)
@@ -37,7 +41,7 @@ GEMM_OPS: dict = {
     aten.bmm: (0, FLOATS),
     aten.addmm: (1, FLOATS),
     aten.baddbmm: (1, FLOATS),
-    aten._int_mm: (0, frozenset({torch.int8})),
+    aten._int_mm: (0, INT8),
     aten._scaled_mm: (0, FP8),
 }
 
@@ -47,8 +51,11 @@ def _max_autotune() -> bool:
 
 
 def _without_aten(backends: str) -> str:
-    kept = [b.strip() for b in backends.split(",") if b.strip() and b.strip().upper() != "ATEN"]
-    return ",".join(kept) or "TRITON"
+    """The backends less ATEN; "TRITON" when ATEN was the only one. None asked for stays none (Inductor then
+    raises NoValidChoicesError, as on any device)."""
+    named = [b.strip() for b in backends.split(",") if b.strip()]
+    kept = [b for b in named if b.upper() != "ATEN"]
+    return ",".join(kept) or ("TRITON" if named else "")
 
 
 def _hint(size) -> int:
@@ -74,9 +81,81 @@ def _on_plate(node) -> bool:
     return device is not None and device.type == "plate"
 
 
+def _is_empty(mat1, mat2) -> bool:
+    """Is a dimension of the product known to be 0 (Dynamo specializes a size of 0, dynamic or not)?"""
+    return any(V.graph.sizevars.statically_known_equals(size, 0) for size in (*mat1.get_size(), *mat2.get_size()))
+
+
+def empty_product(mats, args, kwargs, first_matrix: int, out_dtype):
+    """A product with an empty dimension, without a kernel of its own: zeros of the result's shape (K == 0),
+    an empty result (M or N == 0), plus ``beta * input`` for addmm/baddbmm. Inductor offers no template for it
+    and its aten kernel would run on the host."""
+    from torch._inductor.lowering import lowerings
+
+    mat1, mat2 = mats
+    size = [*mat1.get_size()[:-1], mat2.get_size()[-1]]
+    dtype = out_dtype or mat1.get_dtype()
+    zeros = lowerings[aten.full.default](size, 0, dtype=dtype, device=mat1.get_device())
+    beta = kwargs.get("beta", 1)
+    if first_matrix == 0 or beta == 0:  # beta == 0 ignores the input, NaN and all (torch.addmm)
+        return zeros
+    return lowerings[aten.add.Tensor](zeros, lowerings[aten.mul.Tensor](args[0], beta))
+
+
+def template_product(name: str, mat1, mat2, out_dtype=None):
+    """mm/bmm(a, b[, out_dtype=...]) as the mm or bmm template alone, its result of ``out_dtype`` when given (it
+    accumulates in float32 and stores that dtype). Inductor's bmm lowering asserts that out_dtype is for CUDA or
+    XPU, and its mm lowering offers only the aten kernel then; decompose-k's subgraph (a long-K mm as a bmm over K
+    splits, then a sum) lowers such a bmm too. Also the mm Inductor would leave without a choice (_long_k_only)."""
+    from torch._inductor.kernel.bmm import bmm_template
+    from torch._inductor.kernel.mm import mm_template
+    from torch._inductor.kernel.mm_common import mm_args
+    from torch._inductor.kernel_inputs import MMKernelInputs
+    from torch._inductor.select_algorithm import autotune_select_algorithm
+
+    template = {"mm": mm_template, "bmm": bmm_template}[name]
+    _, _, _, layout, mat1, mat2 = mm_args(mat1, mat2, layout=None, out_dtype=out_dtype)
+    kernel_inputs = MMKernelInputs([mat1, mat2], out_dtype=out_dtype)
+    backends = [b.strip().upper() for b in inductor_config.max_autotune_gemm_backends.split(",")]
+    choices = V.choices.get_template_configs(kernel_inputs, [template], name) if "TRITON" in backends else []
+    node, _ = autotune_select_algorithm(name, choices, kernel_inputs.nodes(), layout)
+    return node
+
+
+# ops plate lowers as their template alone when Inductor's lowering cannot (template_product)
+TEMPLATE_PRODUCTS: dict = {
+    aten.mm: functools.partial(template_product, "mm"),
+    aten.bmm: functools.partial(template_product, "bmm"),
+}
+
+
+def _long_k_only(mat1, mat2) -> bool:
+    """Would Inductor's max-autotune mm have no choice: K >= 64 * max(M, N), so only decompose-k is offered (no mm
+    template), and no K split divides K (a prime K) or a size is unbacked, so decompose-k offers none either?"""
+    from torch._inductor.kernel.mm import decompose_k_subgraph_template
+    from torch._inductor.kernel_inputs import MMKernelInputs
+    from torch._inductor.template_heuristics.registry import get_template_heuristic
+    from torch._inductor.utils import use_decompose_k_choice
+
+    if len(mat1.get_size()) != 2:
+        return False
+    (m, k), n = mat1.get_size(), mat2.get_size()[-1]
+    if not use_decompose_k_choice(m, n, k, threshold_multiple=2):
+        return False
+    heuristic = get_template_heuristic(decompose_k_subgraph_template.uid, "plate", "mm")
+    return next(iter(heuristic.get_template_configs(MMKernelInputs([mat1, mat2]), "mm")), None) is None
+
+
+def _out_dtype(args, kwargs, first_matrix: int):
+    """The out_dtype of bmm.dtype / mm.dtype (positional after the two matrices, or a keyword), else None."""
+    if len(args) > first_matrix + 2:
+        return args[first_matrix + 2]
+    return kwargs.get("out_dtype")
+
+
 def _template_takes(mat1, mat2, dtypes) -> bool:
     """Can a GEMM template compute this product: operand dtypes it takes, and no empty dimension (Inductor
-    offers a template only then; an empty product, or a float64 one, stays with the host kernel, counted)?"""
+    offers a template only then; a float64 product stays with the host kernel, counted)?"""
     if mat1.get_dtype() not in dtypes:
         return False
     return all(_hint(size) > 0 for size in (*mat1.get_size(), *mat2.get_size()))
@@ -98,24 +177,32 @@ def _scales_template_takes(args, kwargs) -> bool:
     return k > 16 and (per_tensor or per_row)
 
 
-def plate_lowering(original, first_matrix: int, dtypes: frozenset):
-    """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest."""
+def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
+    """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest. ``alone(mat1, mat2,
+    out_dtype)``, when given, lowers the op as its template alone: a product with an out_dtype, or one Inductor would
+    leave without a choice."""
 
     @functools.wraps(original)
     def lowering(*args, **kwargs):
         mats = args[first_matrix : first_matrix + 2]
-        if (
-            len(mats) < 2
-            or not _on_plate(mats[0])
-            or policy.gemm_mode() != "always"
-            or not _template_takes(*mats, dtypes)
-            or (dtypes is FP8 and not _scales_template_takes(args, kwargs))
-        ):
+        if len(mats) < 2 or not _on_plate(mats[0]) or policy.gemm_mode() != "always":
             return original(*args, **kwargs)
+        if dtypes is not FP8 and _is_empty(*mats):
+            out_dtype = torch.int32 if dtypes is INT8 else _out_dtype(args, kwargs, first_matrix)
+            return empty_product(mats, args, kwargs, first_matrix, out_dtype)
+        if not _template_takes(*mats, dtypes) or (dtypes is FP8 and not _scales_template_takes(args, kwargs)):
+            return original(*args, **kwargs)
+        out_dtype = _out_dtype(args, kwargs, first_matrix)
+        if out_dtype is not None and alone is not None:
+            lower = functools.partial(alone, *mats, out_dtype)
+        elif alone is not None and _max_autotune() and _long_k_only(*mats):
+            lower = functools.partial(alone, *mats, None)
+        else:
+            lower = functools.partial(original, *args, **kwargs)
         if _max_autotune():
             backends = _without_aten(inductor_config.max_autotune_gemm_backends)
             with inductor_config.patch(max_autotune_gemm_backends=backends):
-                return original(*args, **kwargs)
+                return lower()
         chosen = default_mode_config(*mats)
         one_template = {
             "max_autotune_gemm": True,
@@ -123,7 +210,7 @@ def plate_lowering(original, first_matrix: int, dtypes: frozenset):
             "triton.num_decompose_k_splits": 0,  # decompose-k would add a second choice
         }
         with inductor_config.patch(one_template), templates.offer_only(chosen):
-            return original(*args, **kwargs)
+            return lower()
 
     lowering._plate_gemm = True
     return lowering
@@ -141,4 +228,5 @@ def register() -> None:
             overload = getattr(packet, name)
             original = lowerings.get(overload)
             if original is not None and not getattr(original, "_plate_gemm", False):
-                lowerings[overload] = plate_lowering(original, first_matrix, dtypes)
+                alone = TEMPLATE_PRODUCTS.get(packet)
+                lowerings[overload] = plate_lowering(original, first_matrix, dtypes, alone)

@@ -75,8 +75,9 @@ def suits_matrix_unit(block_m: int, block_n: int, matrix_dim: int) -> bool:
 @functools.cache
 def register() -> None:
     from torch._inductor.kernel.bmm import bmm_template
-    from torch._inductor.kernel.mm import mm_template
+    from torch._inductor.kernel.mm import decompose_k_subgraph_template, mm_template
     from torch._inductor.kernel.mm_plus_mm import mm_plus_mm_template
+    from torch._inductor.template_heuristics.decompose_k import DecomposeKConfigHeuristics
     from torch._inductor.template_heuristics.registry import register_template_heuristic
     from torch._inductor.template_heuristics.triton import (
         AddMMConfigMixin,
@@ -122,6 +123,11 @@ def register() -> None:
     class PlateScaledMMTemplateConfigHeuristic(ScaledMMConfigMixin, PlateConfigHeuristic):
         """_scaled_mm on plate: the mm template with the scales as suffix inputs and the scaling epilogue.
         Without it the mm heuristic would serve scaled_mm too and name two inputs of four (def_kernel asserts)."""
+
+    # decompose-k (max-autotune's choice for a long K: a bmm over K splits, then a sum) on plate as on CUDA. Without
+    # it a product with K >= 64 * max(M, N) had no choice at all (Inductor then drops the mm template), and the
+    # splits spread a few-tile product's K over the cores.
+    register_template_heuristic(decompose_k_subgraph_template.uid, "plate", op_name="mm")(DecomposeKConfigHeuristics)
 
     @register_template_heuristic(mm_plus_mm_template.uid, "plate")
     class PlateMMPlusMMTemplateConfigHeuristic(MMPlusMMTemplateConfigMixin, PlateConfigHeuristic):

@@ -1,0 +1,114 @@
+"""torch.compile(mode="max-autotune") on plate: products Inductor's own lowering left without a plate choice.
+
+Each case failed before on plate (NoValidChoicesError, an assertion in Inductor's lowering, a failed
+decomposition or a host kernel); here it compiles to plate kernels, matches the CPU, and runs nothing on
+the host. The compiled cases run on plate-mini with small shapes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch._inductor.utils import run_and_get_code
+
+import inductor_plate
+
+TOL = {"rtol": 1e-4, "atol": 1e-4}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mini(plate_mini_module):
+    return plate_mini_module
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    yield
+    torch._dynamo.reset()
+
+
+def compile_on_plate(fn, *args, max_autotune: bool = True, **inductor_config):
+    """(out, codes) of the compiled ``fn`` on plate copies of ``args``, caches off."""
+    plate_args = [a.to("plate") for a in args]
+    patch = {"max_autotune": max_autotune, "force_disable_caches": True, **inductor_config}
+    with torch._inductor.config.patch(patch):
+        return run_and_get_code(torch.compile(fn), *plate_args)
+
+
+def call_of(codes) -> str:
+    return "".join(code.partition("def call(")[2] for code in codes)
+
+
+@pytest.mark.parametrize("max_autotune", [False, True], ids=["default", "max-autotune"])
+def test_empty_products_are_plate_kernels(max_autotune):
+    """An empty M, N or K: no template takes it and Inductor's aten kernel ran on the host (counted)."""
+    bias = torch.randn(8)
+    cases = [
+        (torch.mm, (torch.randn(8, 0), torch.randn(0, 8))),  # K == 0: zeros
+        (lambda x, a, b: torch.addmm(x, a, b), (torch.randn(100), torch.randn(0, 10), torch.randn(10, 100))),
+        (lambda x, a, b: torch.addmm(x, a, b, beta=2), (bias, torch.randn(8, 0), torch.randn(0, 8))),
+        (lambda x, a, b: torch.addmm(x, a, b, beta=0), (bias * float("nan"), torch.randn(8, 0), torch.randn(0, 8))),
+        (torch.bmm, (torch.randn(2, 3, 0), torch.randn(2, 0, 5))),
+    ]
+    for fn, args in cases:
+        torch._dynamo.reset()
+        out, codes = compile_on_plate(fn, *args, max_autotune=max_autotune)
+        torch.testing.assert_close(out.cpu(), fn(*args))
+        assert "extern_kernels." not in call_of(codes)
+    assert inductor_plate.host_fallbacks() == {}
+
+
+def test_convolution_of_an_empty_batch_compiles():
+    """The im2col GEMMs of an empty batch: a reshape with -1 could not infer its size and the compile failed."""
+    x, weight = torch.randn(0, 4, 5, 5), torch.randn(6, 4, 3, 3)
+    out, _ = compile_on_plate(lambda x, w: torch.nn.functional.conv2d(x, w), x, weight)
+    assert out.shape == (0, 6, 3, 3)
+    assert inductor_plate.host_fallbacks() == {}
+
+
+@pytest.mark.parametrize("max_autotune", [False, True], ids=["default", "max-autotune"])
+@pytest.mark.parametrize("op", ["mm", "bmm"])
+def test_products_with_out_dtype_run_as_templates(op, max_autotune):
+    """Inductor's bmm lowering asserted that out_dtype is only for CUDA or XPU; its mm lowering offered only the
+    aten kernel, which plate leaves out: NoValidChoicesError."""
+    torch.manual_seed(0)
+    batch = (2,) if op == "bmm" else ()
+    a, b = torch.randn(*batch, 24, 40, dtype=torch.float16), torch.randn(*batch, 40, 20, dtype=torch.float16)
+    product = getattr(torch, op)
+    out, codes = compile_on_plate(lambda a, b: product(a, b, out_dtype=torch.float32), a, b, max_autotune=max_autotune)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out.cpu(), product(a.float(), b.float()), **TOL)
+    assert f"triton_tem_fused_{op}" in codes[0] and "extern_kernels." not in call_of(codes)
+    assert inductor_plate.host_fallbacks() == {}
+
+
+def test_long_k_product_decomposes_k_under_max_autotune():
+    """K >= 64 * max(M, N): Inductor offers decompose-k only (no mm template), and plate had no decompose-k
+    heuristic: no choice at all (NoValidChoicesError). Now the splits are bmm templates and a sum."""
+    torch.manual_seed(0)
+    a, b = torch.randn(16, 1024), torch.randn(1024, 16)
+    out, codes = compile_on_plate(
+        lambda a, b: a @ b, a, b, max_autotune_gemm_backends="TRITON", **{"triton.num_decompose_k_splits": 2}
+    )
+    torch.testing.assert_close(out.cpu(), a @ b, rtol=1e-4, atol=1e-3)
+    assert "decompose_k" in codes[0] and "extern_kernels." not in call_of(codes)
+    assert inductor_plate.host_fallbacks() == {}
+
+
+def test_no_gemm_backend_leaves_no_choice_as_on_any_device():
+    """max_autotune_gemm_backends="" asks for no backend: plate read it as "TRITON" and compiled anyway."""
+    a, b = torch.zeros(2, 2), torch.zeros(2, 2)
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="NoValidChoicesError"):
+        compile_on_plate(lambda a, b: a @ b, a, b, max_autotune_gemm_backends="")
+
+
+def test_long_prime_k_product_falls_back_to_the_mm_template():
+    """K >= 64 * max(M, N) and prime: Inductor offers decompose-k only, and no K split divides K, so it had no
+    choice at all on plate (NoValidChoicesError; CUDA has the aten kernel). Now the mm template alone."""
+    torch.manual_seed(0)
+    a, b = torch.randn(16, 1031), torch.randn(1031, 16)
+    out, codes = compile_on_plate(lambda a, b: a @ b, a, b, max_autotune_gemm_backends="TRITON")
+    torch.testing.assert_close(out.cpu(), a @ b, rtol=1e-4, atol=1e-3)
+    assert "triton_tem_fused_mm" in codes[0] and "extern_kernels." not in call_of(codes)
+    assert inductor_plate.host_fallbacks() == {}
