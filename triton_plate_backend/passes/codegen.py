@@ -56,7 +56,7 @@ from __future__ import annotations
 from ..errors import CompileError, RegisterOverflow, SramOverflow
 from ..ir.core import Op, PtrType, TensorDescType, TensorType
 from ..isa.program import Arg, Program
-from . import demand
+from . import demand, licm, scalar_cse
 from .context import ArgRef, Ctx, dtype_of
 from .finalize import finalize, sram_by_op
 from .lowering import HANDLED_BY_PARENT, LOWERING, REJECTED
@@ -137,6 +137,19 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
             cap = ctx.deepest_stages - 1
 
 
+def _finalize(em, name, args, machine):
+    """finalize the code with its loop-invariant scalar instructions in front of their loops and
+    recomputed scalar values dropped (licm, scalar_cse); the code as emitted when what they keep in
+    registers across a loop does not fit the machine's registers."""
+    emitted = em.code
+    em.code = scalar_cse.run(licm.run(emitted))
+    try:
+        return finalize(em, name, args, machine)
+    except RegisterOverflow:
+        em.code = emitted
+        return finalize(em, name, args, machine)
+
+
 def _lower_kernel(ctx, module, machine) -> tuple[Program, dict]:
     func = module.kernel()
     name = ctx.name
@@ -155,7 +168,7 @@ def _lower_kernel(ctx, module, machine) -> tuple[Program, dict]:
     if not code or code[-1].mnemonic != "halt":
         ctx.em.wait_all()
         ctx.emit("halt")
-    program, planned = finalize(ctx.em, name, args, machine)
+    program, planned = _finalize(ctx.em, name, args, machine)
     report = {
         "kernel": name,
         "instructions": len(program.instrs),
