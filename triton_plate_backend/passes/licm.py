@@ -26,7 +26,7 @@ registers run out (codegen._finalize)."""
 from __future__ import annotations
 
 from .emitter import PInst
-from .scalar_flow import PURE, read, target, writes, written
+from .scalar_flow import BRANCHES, PURE, read, target, writes, written
 
 UNCONDITIONAL = frozenset({"jmp", "halt"})
 
@@ -40,16 +40,12 @@ def loops(code: list[PInst]) -> list[tuple[int, int]]:
         if t is not None and label_at.get(t, i + 1) <= i:
             h = label_at[t]
             ends[h] = max(ends.get(h, i), i)
-    inside_labels = {}
-    for h, e in ends.items():
-        inside_labels[h] = {code[k].operands[0] for k in range(h, e + 1) if code[k].mnemonic == ".label"}
+    jumps = [(k, label_at.get(target(inst), -1)) for k, inst in enumerate(code) if inst.mnemonic in BRANCHES]
     out = []
     for h, e in ends.items():
         if h == 0 or code[h - 1].mnemonic in UNCONDITIONAL:
             continue  # no fall-through entry to put the moved code on
-        labels = inside_labels[h]
-        entered = any(target(code[k]) in labels for k in range(len(code)) if not h <= k <= e)
-        if not entered:
+        if not any(h <= to <= e and not h <= k <= e for k, to in jumps):  # nothing jumps in from outside
             out.append((h, e))
     return sorted(out, key=lambda he: he[1] - he[0])
 
@@ -60,7 +56,7 @@ def invariant(code: list[PInst], header: int, end: int, count) -> list[int]:
     written_inside = {r for k in body for r in written(code[k])}
     found: list[int] = []
     moved_regs: set = set()
-    candidates = [k for k in body if code[k].mnemonic in PURE and count[code[k].operands[0]] == 1]
+    candidates = [k for k in body if code[k].mnemonic in PURE and count.get(code[k].operands[0]) == 1]
     changed = True
     while changed:  # in code order, again until nothing more moves: a value read before its write is found
         changed = False
@@ -76,9 +72,9 @@ def invariant(code: list[PInst], header: int, end: int, count) -> list[int]:
 
 def run(code: list[PInst]) -> list[PInst]:
     """The code with every loop's invariant scalar instructions in front of the loop."""
+    count = writes(code)  # moving instructions changes no count
     done: set = set()  # loop headers handled (by their label), each once
     while True:
-        count = writes(code)
         todo = [(h, e) for h, e in loops(code) if code[h].operands[0] not in done]
         if not todo:
             return code

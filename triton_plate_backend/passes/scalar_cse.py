@@ -19,7 +19,7 @@ from __future__ import annotations
 import struct
 
 from .emitter import Imm, PInst, VReg
-from .scalar_flow import PURE, writes, written
+from .scalar_flow import PURE, WRITTEN_AT, writes
 
 # operands in either order give the same bits (integers only: a float sum of two NaNs keeps the first's payload)
 COMMUTATIVE = frozenset(f"s.{op}" for op in ("add", "mul", "and", "or", "xor", "maxs", "mins", "maxu", "minu"))
@@ -53,7 +53,7 @@ def run(code: list[PInst]) -> list[PInst]:
         if inst.mnemonic == ".label":
             number.clear()
             holder.clear()
-        if inst.mnemonic in PURE and count[inst.operands[0]] == 1:
+        if inst.mnemonic in PURE and count.get(inst.operands[0]) == 1:
             d = inst.operands[0]
             srcs = [("r", num(v)) if type(v) is VReg else _imm_key(v) for v in inst.operands[1:]]
             if inst.mnemonic in COMMUTATIVE and inst.suffixes[0].startswith("i"):
@@ -61,7 +61,7 @@ def run(code: list[PInst]) -> list[PInst]:
             key = ("mov", srcs[0]) if inst.mnemonic == "s.mov" else (inst.mnemonic, inst.suffixes, tuple(srcs))
             if inst.mnemonic == "s.mov" and type(inst.operands[1]) is VReg:
                 src = rename.get(inst.operands[1], inst.operands[1])
-                if count[src] == 1:
+                if count.get(src) == 1:
                     rename[d] = src
                     continue
             h = holder.get(key)
@@ -70,9 +70,11 @@ def run(code: list[PInst]) -> list[PInst]:
                 continue
             holder[key] = d
             number[d] = next(fresh)
-        else:
-            for r in written(inst):
-                number[r] = next(fresh)
+        elif inst.mnemonic[0] != ".":
+            ops = inst.operands
+            for i in WRITTEN_AT[inst.mnemonic]:
+                if type(ops[i]) is VReg:
+                    number[ops[i]] = next(fresh)
         keep.append(inst)
         if inst.mnemonic in NEW_BLOCK:
             number.clear()
@@ -81,9 +83,11 @@ def run(code: list[PInst]) -> list[PInst]:
         return keep
     out = []
     for inst in keep:
-        if any(type(v) is VReg and v in rename or isinstance(v, tuple) for v in inst.operands):
-            ops = tuple(_renamed(v, rename) for v in inst.operands)
-            inst = PInst(inst.mnemonic, inst.suffixes, ops, inst.loc, inst.extra_uses)
+        for v in inst.operands:
+            if (type(v) is VReg and v in rename) or type(v) is tuple:
+                ops = tuple(_renamed(v, rename) for v in inst.operands)
+                inst = PInst(inst.mnemonic, inst.suffixes, ops, inst.loc, inst.extra_uses)
+                break
         out.append(inst)
     return out
 

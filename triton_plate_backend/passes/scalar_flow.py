@@ -12,39 +12,33 @@ loop-carried home is written several times and is never moved or renamed."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 from ..isa.table import ISA
 from .emitter import Label, PInst, VReg
 
 PURE = frozenset(m for m, row in ISA.items() if m.startswith("s.") and row.unit == "scalar" and row.cost == "scalar")
 BRANCHES = frozenset(m for m, row in ISA.items() if row.cost == "branch")
 
-_ROLES: dict[str, tuple[str, ...]] = {}  # mnemonic -> the role of each operand (def, use, inout)
-
-
-def _roles(mnemonic: str) -> tuple[str, ...]:
-    got = _ROLES.get(mnemonic)
-    if got is None:
-        got = _ROLES[mnemonic] = tuple(od.role for od in ISA[mnemonic].operands)
-    return got
+# mnemonic -> positions of the operands it writes (def, inout) and of those it reads (use, inout)
+WRITTEN_AT = {m: tuple(i for i, od in enumerate(row.operands) if od.role != "use") for m, row in ISA.items()}
+READ_AT = {m: tuple(i for i, od in enumerate(row.operands) if od.role != "def") for m, row in ISA.items()}
 
 
 def written(inst: PInst) -> list[VReg]:
     """The registers the instruction writes (its def and inout register operands)."""
-    if inst.mnemonic.startswith("."):
+    if inst.mnemonic[0] == ".":
         return []
-    return [v for role, v in zip(_roles(inst.mnemonic), inst.operands) if role != "use" and type(v) is VReg]
+    ops = inst.operands
+    return [ops[i] for i in WRITTEN_AT[inst.mnemonic] if type(ops[i]) is VReg]
 
 
 def read(inst: PInst) -> list[VReg]:
     """The registers the instruction reads (use and inout operands, register lists included)."""
-    if inst.mnemonic.startswith("."):
-        return [v for v in inst.operands if type(v) is VReg]
+    ops = inst.operands
+    if inst.mnemonic[0] == ".":
+        return [v for v in ops if type(v) is VReg]
     out = []
-    for role, v in zip(_roles(inst.mnemonic), inst.operands):
-        if role == "def":
-            continue
+    for i in READ_AT[inst.mnemonic]:
+        v = ops[i]
         if type(v) is VReg:
             out.append(v)
         elif isinstance(v, tuple):
@@ -52,11 +46,16 @@ def read(inst: PInst) -> list[VReg]:
     return out
 
 
-def writes(code: list[PInst]) -> Counter:
-    """register -> how many instructions of the code write it."""
-    count: Counter = Counter()
+def writes(code: list[PInst]) -> dict[VReg, int]:
+    """register -> how many instructions of the code write it (registers never written are absent)."""
+    count: dict[VReg, int] = {}
     for inst in code:
-        count.update(written(inst))
+        if inst.mnemonic[0] != ".":
+            ops = inst.operands
+            for i in WRITTEN_AT[inst.mnemonic]:
+                v = ops[i]
+                if type(v) is VReg:
+                    count[v] = count.get(v, 0) + 1
     return count
 
 
