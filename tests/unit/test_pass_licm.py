@@ -5,9 +5,12 @@ scalar_cse drops. The programs are also run on the simulator before and after: s
 
 from __future__ import annotations
 
+import pytest
+
+from triton_plate_backend.errors import RegisterOverflow
 from triton_plate_backend.isa.program import Arg
 from triton_plate_backend.machine import get_machine
-from triton_plate_backend.passes import licm, scalar_cse
+from triton_plate_backend.passes import codegen, licm, scalar_cse
 from triton_plate_backend.passes.emitter import Buffer, Emitter, Imm, Label, PInst, Str, Token, VReg, whole
 from triton_plate_backend.passes.finalize import finalize
 from triton_plate_backend.sim.executor import execute
@@ -224,3 +227,26 @@ def test_moved_and_merged_code_prints_the_same_values_with_fewer_instructions():
     after, steps_after = _run(scalar_cse.run(licm.run(list(code))), [5, 7])
     assert before == after and before
     assert steps_after < steps_before * 0.75
+
+
+def test_code_that_runs_out_of_registers_once_moved_stays_as_emitted():
+    """Seventy distinct constants, each read once per trip: as emitted each lives one instruction;
+    moved in front of the loop all seventy live across it, more than the machine's 64 registers."""
+    n, iv, acc = VReg("n"), VReg("iv"), VReg("acc")
+    top, end = Label("top"), Label("end")
+    body = []
+    for v in range(70):
+        k = VReg()
+        body += [li(k, 1000 + v), op("add", acc, acc, k)]
+    code = [arg(n, 0), li(acc, 0)] + counted_loop(body, n, iv, top, end)
+    code += [PInst("dbg.printr", (), (Str("acc"), acc)), PInst("halt")]
+    em = Emitter(MACHINE)
+    em.code = scalar_cse.run(licm.run(list(code)))
+    with pytest.raises(RegisterOverflow):
+        finalize(em, "k", [Arg("a0", "i64")], MACHINE)
+    em.code = list(code)
+    program, _ = codegen._finalize(em, "k", [Arg("a0", "i64")], MACHINE)
+    assert len(program.instrs) == len(code) - 2  # the two labels: every instruction as emitted
+    lines = []
+    execute(program, 1, [3], DeviceMemory(MACHINE), MACHINE, printer=lines.append)
+    assert lines and str(3 * sum(1000 + v for v in range(70))) in lines[0]

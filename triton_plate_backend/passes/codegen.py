@@ -9,8 +9,9 @@ Design
 - Scalars (ints, pointers, uniform floats) live in scalar registers. The code generator uses
   virtual registers; after emission `regalloc` computes liveness over the emitted code and
   allocates the machine's registers (a clear CompileError if more are live at once). Scalar
-  constants and kernel arguments are re-materialised (`s.li` / `s.arg`) at each use, so they
-  never hold a register across a loop.
+  constants and kernel arguments are re-materialised (`s.li` / `s.arg`) at each use; `licm` then
+  moves those a loop does not change in front of it and `scalar_cse` keeps one of each (they hold
+  a register across the loop; when that does not fit, the code stays as emitted).
 - Tensors live in SRAM tiles. Every tensor value that is not a free view gets a buffer; buffers
   get addresses from `sram_plan` after emission (liveness-based first-fit, 64-byte aligned;
   SramOverflow names the largest live tensors). View ops are free: expand_dims, broadcast and
