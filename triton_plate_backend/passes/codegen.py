@@ -9,8 +9,9 @@ Design
 - Scalars (ints, pointers, uniform floats) live in scalar registers. The code generator uses
   virtual registers; after emission `regalloc` computes liveness over the emitted code and
   allocates the machine's registers (a clear CompileError if more are live at once). Scalar
-  constants and kernel arguments are re-materialised (`s.li` / `s.arg`) at each use, so they
-  never hold a register across a loop.
+  constants and kernel arguments are re-materialised (`s.li` / `s.arg`) at each use; `licm` then
+  moves those a loop does not change in front of it and `scalar_cse` keeps one of each (they hold
+  a register across the loop; when that does not fit, the code stays as emitted).
 - Tensors live in SRAM tiles. Every tensor value that is not a free view gets a buffer; buffers
   get addresses from `sram_plan` after emission (liveness-based first-fit, 64-byte aligned;
   SramOverflow names the largest live tensors). View ops are free: expand_dims, broadcast and
@@ -56,7 +57,7 @@ from __future__ import annotations
 from ..errors import CompileError, RegisterOverflow, SramOverflow
 from ..ir.core import Op, PtrType, TensorDescType, TensorType
 from ..isa.program import Arg, Program
-from . import demand
+from . import demand, licm, scalar_cse
 from .context import ArgRef, Ctx, dtype_of
 from .finalize import finalize, sram_by_op
 from .lowering import HANDLED_BY_PARENT, LOWERING, REJECTED
@@ -137,6 +138,19 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
             cap = ctx.deepest_stages - 1
 
 
+def _finalize(em, name, args, machine):
+    """finalize the code with its loop-invariant scalar instructions in front of their loops and
+    recomputed scalar values dropped (licm, scalar_cse); the code as emitted when what they keep in
+    registers across a loop does not fit the machine's registers."""
+    emitted = em.code
+    em.code = scalar_cse.run(licm.run(emitted))
+    try:
+        return finalize(em, name, args, machine)
+    except RegisterOverflow:
+        em.code = emitted
+        return finalize(em, name, args, machine)
+
+
 def _lower_kernel(ctx, module, machine) -> tuple[Program, dict]:
     func = module.kernel()
     name = ctx.name
@@ -155,7 +169,7 @@ def _lower_kernel(ctx, module, machine) -> tuple[Program, dict]:
     if not code or code[-1].mnemonic != "halt":
         ctx.em.wait_all()
         ctx.emit("halt")
-    program, planned = finalize(ctx.em, name, args, machine)
+    program, planned = _finalize(ctx.em, name, args, machine)
     report = {
         "kernel": name,
         "instructions": len(program.instrs),

@@ -1,0 +1,87 @@
+"""licm: loop-invariant scalar instructions of the emitted code, moved in front of their loop.
+
+The code generator rematerialises scalar constants and kernel arguments at each use and builds
+every DMA descriptor from its access expressions where the DMA is issued (dma_operands), so a
+loop's body recomputes, every trip, address arithmetic that does not change from trip to trip: a
+pipelined persistent loop (passes/persistent.py, prefetch.py) spent ~70 of a vector add trip's ~90
+instructions on it. This pass works on the code generator's virtual code (before register
+allocation), where that arithmetic exists; the IR has none of it (the descriptors come from
+access analysis of tensor ops, and Triton's frontend already hoists the IR's invariant ops).
+
+A loop is a backward branch (scf.for's rotated `bnz`, scf.while's `jmp`, a cf back edge) to a
+label before it, with one entry: nothing outside [label, branch] branches into it, and the code
+before the label falls through into it. An instruction inside a loop is invariant when it is pure
+(scalar_flow.PURE), its register is written by no other instruction of the code, and every
+register it reads is written nowhere in the loop or by an invariant instruction. Invariant
+instructions move, in an order that keeps each after what it reads, to just before the loop's
+label: after the loop's guard and prefetch prologue, so they run once when the loop runs and not
+at all when its guard skips it. One that ran only on some trips (inside an if) now runs once
+regardless: it cannot fault and writes a register nothing else writes. Inner loops go first, so
+what leaves an inner loop can leave the outer one too.
+
+What moved is recomputed once per loop instead of once per use (`scalar_cse` then merges the
+copies); it holds a register across the loop, so codegen keeps the code as it was when the
+registers run out (codegen._finalize)."""
+
+from __future__ import annotations
+
+from .emitter import PInst
+from .scalar_flow import BRANCHES, PURE, read, target, writes, written
+
+UNCONDITIONAL = frozenset({"jmp", "halt"})
+
+
+def loops(code: list[PInst]) -> list[tuple[int, int]]:
+    """(header index, last back-edge index) of every loop with one entry, innermost (shortest) first."""
+    label_at = {inst.operands[0]: i for i, inst in enumerate(code) if inst.mnemonic == ".label"}
+    ends: dict[int, int] = {}
+    for i, inst in enumerate(code):
+        t = target(inst)
+        if t is not None and label_at.get(t, i + 1) <= i:
+            h = label_at[t]
+            ends[h] = max(ends.get(h, i), i)
+    jumps = [(k, label_at.get(target(inst), -1)) for k, inst in enumerate(code) if inst.mnemonic in BRANCHES]
+    out = []
+    for h, e in ends.items():
+        if h == 0 or code[h - 1].mnemonic in UNCONDITIONAL:
+            continue  # no fall-through entry to put the moved code on
+        if not any(h <= to <= e and not h <= k <= e for k, to in jumps):  # nothing jumps in from outside
+            out.append((h, e))
+    return sorted(out, key=lambda he: he[1] - he[0])
+
+
+def invariant(code: list[PInst], header: int, end: int, count) -> list[int]:
+    """Indices of the loop's invariant instructions, each after the ones it reads (module docstring)."""
+    body = range(header, end + 1)
+    written_inside = {r for k in body for r in written(code[k])}
+    found: list[int] = []
+    moved_regs: set = set()
+    candidates = [k for k in body if code[k].mnemonic in PURE and count.get(code[k].operands[0]) == 1]
+    changed = True
+    while changed:  # in code order, again until nothing more moves: a value read before its write is found
+        changed = False
+        for k in candidates:
+            if code[k].operands[0] in moved_regs:
+                continue
+            if all(r not in written_inside or r in moved_regs for r in read(code[k])):
+                found.append(k)
+                moved_regs.add(code[k].operands[0])
+                changed = True
+    return found
+
+
+def run(code: list[PInst]) -> list[PInst]:
+    """The code with every loop's invariant scalar instructions in front of the loop."""
+    count = writes(code)  # moving instructions changes no count
+    done: set = set()  # loop headers handled (by their label), each once
+    while True:
+        todo = [(h, e) for h, e in loops(code) if code[h].operands[0] not in done]
+        if not todo:
+            return code
+        header, end = todo[0]
+        done.add(code[header].operands[0])
+        found = invariant(code, header, end, count)
+        if found:
+            gone = set(found)
+            hoisted = [code[k] for k in found]
+            code = code[:header] + hoisted + [inst for k, inst in enumerate(code) if k >= header and k not in gone]

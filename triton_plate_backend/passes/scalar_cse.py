@@ -1,0 +1,98 @@
+"""scalar_cse: a pure scalar instruction that recomputes a value already held in a register is
+dropped, and what read its register reads the earlier one (local value numbering).
+
+The code generator builds each DMA descriptor on its own, so the loads of one trip compute the
+same offsets, bounds and next-trip counters once per load, and `licm` leaves one copy of each
+invariant per use in front of the loop. Values are numbered along extended basic blocks: the
+numbering runs on across a conditional branch (the code after it is reached only from here) and
+starts again at a label (other paths join there) and after jmp/halt.
+
+An instruction is dropped only when it is pure (scalar_flow.PURE), its register is written by no
+other instruction, and the register that holds the value is written only once, earlier in the
+same extended block: that write then precedes every read of the dropped register, and nothing
+changes the register between. A copy (`s.mov`) between two such registers is dropped the same
+way. Commutative operations number their operands in either order alike; immediates are told
+apart by type and bits (0.0 from -0.0)."""
+
+from __future__ import annotations
+
+import struct
+
+from .emitter import Imm, PInst, VReg
+from .scalar_flow import PURE, WRITTEN_AT, writes
+
+# operands in either order give the same bits (integers only: a float sum of two NaNs keeps the first's payload)
+COMMUTATIVE = frozenset(f"s.{op}" for op in ("add", "mul", "and", "or", "xor", "maxs", "mins", "maxu", "minu"))
+NEW_BLOCK = frozenset({".label", "jmp", "halt"})
+
+
+def _imm_key(v: Imm) -> tuple:
+    x = v.value
+    if isinstance(x, float):
+        return ("f", struct.pack("<d", x))
+    return ("i", int(x))
+
+
+def run(code: list[PInst]) -> list[PInst]:
+    """The code with recomputed pure scalar values dropped and their readers renamed (module docstring)."""
+    count = writes(code)
+    rename: dict[VReg, VReg] = {}
+    number: dict[VReg, int] = {}  # register -> the value number it holds in this extended block
+    holder: dict[tuple, VReg] = {}  # expression key -> the once-written register that holds it
+    fresh = iter(range(1 << 62))
+    keep = []
+
+    def num(r: VReg) -> int:
+        r = rename.get(r, r)
+        n = number.get(r)
+        if n is None:
+            n = number[r] = next(fresh)
+        return n
+
+    for inst in code:
+        if inst.mnemonic == ".label":
+            number.clear()
+            holder.clear()
+        if inst.mnemonic in PURE and count.get(inst.operands[0]) == 1:
+            d = inst.operands[0]
+            srcs = [("r", num(v)) if type(v) is VReg else _imm_key(v) for v in inst.operands[1:]]
+            if inst.mnemonic in COMMUTATIVE and inst.suffixes[0].startswith("i"):
+                srcs.sort()
+            key = ("mov", srcs[0]) if inst.mnemonic == "s.mov" else (inst.mnemonic, inst.suffixes, tuple(srcs))
+            if inst.mnemonic == "s.mov" and type(inst.operands[1]) is VReg:
+                src = rename.get(inst.operands[1], inst.operands[1])
+                if count.get(src) == 1:
+                    rename[d] = src
+                    continue
+            h = holder.get(key)
+            if h is not None:
+                rename[d] = h
+                continue
+            holder[key] = d
+            number[d] = next(fresh)
+        elif inst.mnemonic[0] != ".":
+            ops = inst.operands
+            for i in WRITTEN_AT[inst.mnemonic]:
+                if type(ops[i]) is VReg:
+                    number[ops[i]] = next(fresh)
+        keep.append(inst)
+        if inst.mnemonic in NEW_BLOCK:
+            number.clear()
+            holder.clear()
+    if not rename:
+        return keep
+    out = []
+    for inst in keep:
+        for v in inst.operands:
+            if (type(v) is VReg and v in rename) or type(v) is tuple:
+                ops = tuple(_renamed(v, rename) for v in inst.operands)
+                inst = PInst(inst.mnemonic, inst.suffixes, ops, inst.loc, inst.extra_uses)
+                break
+        out.append(inst)
+    return out
+
+
+def _renamed(v, rename: dict):
+    if isinstance(v, tuple):
+        return tuple(rename.get(r, r) for r in v)
+    return rename.get(v, v) if type(v) is VReg else v
