@@ -29,7 +29,8 @@ persistent_reduction_sram_bytes: int | None = None
 
 # mm/bmm/addmm/baddbmm/_int_mm (and convolutions, which become them): "always" (Triton GEMM templates on
 # the matrix unit in every mode: the cost model's one configuration in the default mode, modeled-time
-# autotuning under max-autotune; never a host kernel), or, opting in to extern aten kernels that run on
+# autotuning under max-autotune; float64 and integer products, which no template takes, a sum over k as
+# a plate reduction kernel; never a host kernel), or, opting in to extern aten kernels that run on
 # the host outside the modeled clock: "max-autotune" (templates only under Inductor's max-autotune, which
 # also tries the host kernel) or "never" (the host kernel always).
 gemm_templates: str = "always"

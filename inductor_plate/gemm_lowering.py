@@ -4,7 +4,8 @@ Inductor lowers mm, bmm, addmm, baddbmm, _int_mm and _scaled_mm to the extern at
 (``use_aten_gemm_kernels``); on plate that kernel runs on the host, outside the modeled clock. ``register``
 wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_mode()``:
 
-- "always" (default): Triton GEMM templates only. In the default mode the lowering runs with the
+- "always" (default): Triton GEMM templates only; a product of a dtype no template takes (float64, integers)
+  is a sum over k in Inductor IR (reduction_gemm), a plate kernel too. In the default mode the lowering runs with the
   templates on and the aten kernel off, and the template heuristic offers ONE configuration, chosen
   by the cost model from the shapes (gemm_config.choose): one choice, so nothing is benchmarked. Under
   max-autotune every fitting configuration is ranked by modeled time, the aten kernel left out.
@@ -26,7 +27,7 @@ import torch
 from torch._inductor import config as inductor_config
 from torch._inductor.virtualized import V
 
-from . import gemm_config, policy, templates
+from . import gemm_config, policy, reduction_gemm, templates
 
 aten = torch.ops.aten
 
@@ -35,7 +36,7 @@ FP8 = frozenset({torch.float8_e4m3fn, torch.float8_e5m2})
 INT8 = frozenset({torch.int8})
 
 # op -> (index of its first matrix among the lowering's arguments: addmm/baddbmm take the bias first, the operand
-# dtypes its Triton template takes: others stay with the host kernel)
+# dtypes its Triton template takes: mm/bmm/addmm/baddbmm of others are reductions, the rest stay with the host kernel)
 GEMM_OPS: dict = {
     aten.mm: (0, FLOATS),
     aten.bmm: (0, FLOATS),
@@ -177,6 +178,18 @@ def _scales_template_takes(args, kwargs) -> bool:
     return k > 16 and (per_tensor or per_row)
 
 
+def _as_reduction(args, kwargs, first_matrix: int):
+    """The product as a plate reduction (reduction_gemm) when no template takes its dtype, else None."""
+    mats = args[first_matrix : first_matrix + 2]
+    if kwargs.get("out_dtype") is not None or len(args) > first_matrix + 2 or not reduction_gemm.takes(*mats):
+        return None
+    if not all(_hint(size) > 0 for size in (*mats[0].get_size(), *mats[1].get_size())):
+        return None
+    if first_matrix == 0:
+        return reduction_gemm.product(*mats)
+    return reduction_gemm.biased(args[0], *mats, alpha=kwargs.get("alpha", 1), beta=kwargs.get("beta", 1))
+
+
 def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
     """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest. ``alone(mat1, mat2,
     out_dtype)``, when given, lowers the op as its template alone: a product with an out_dtype, or one Inductor would
@@ -190,6 +203,8 @@ def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
         if dtypes is not FP8 and _is_empty(*mats):
             out_dtype = torch.int32 if dtypes is INT8 else _out_dtype(args, kwargs, first_matrix)
             return empty_product(mats, args, kwargs, first_matrix, out_dtype)
+        if dtypes is FLOATS and (reduced := _as_reduction(args, kwargs, first_matrix)) is not None:
+            return reduced
         if not _template_takes(*mats, dtypes) or (dtypes is FP8 and not _scales_template_takes(args, kwargs)):
             return original(*args, **kwargs)
         out_dtype = _out_dtype(args, kwargs, first_matrix)

@@ -205,6 +205,7 @@ FLOORS: dict[str, int] = {
         "inductor_plate.placement",
         "inductor_plate.policy",
         "inductor_plate.profiling",
+        "inductor_plate.reduction_gemm",
         "inductor_plate.scheduling",
         "inductor_plate.shims",
         "inductor_plate.templates",

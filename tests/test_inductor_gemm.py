@@ -211,11 +211,52 @@ def test_host_ops_are_the_aten_ops_without_a_plate_kernel():
     assert not any(map(is_host_op, ("torch.ops.aten.copy_.default", "aten.as_strided", "aten.set_.source_Tensor")))
 
 
-def test_products_no_template_takes_stay_on_the_host_and_are_counted():
-    """float64 (no GEMM template takes it) keeps Inductor's host kernel: counted. (An empty product is zeros on
-    plate: tests/test_inductor_max_autotune.py.)"""
+def reduction_args(dtype):
+    """Operands of the products below; integers span the dtype so the products and sums overflow."""
+    torch.manual_seed(0)
+    shapes = ((6, 12), (12, 10), (10,), (3, 5, 12), (3, 12, 7), (3, 5, 1))
+    if dtype.is_floating_point:
+        return [torch.randn(shape, dtype=dtype) for shape in shapes]
+    info = torch.iinfo(dtype)
+    return [torch.randint(info.min, info.max, shape, dtype=dtype) for shape in shapes]
+
+
+def reduction_products(a, b, bias, batch_a, batch_b, batch_bias):
+    return (
+        a @ b,
+        torch.addmm(bias, a, b, beta=3, alpha=2),
+        torch.addmm(bias, a, b, beta=0),
+        torch.bmm(batch_a, batch_b),
+        torch.baddbmm(batch_bias, batch_a, batch_b, alpha=5),
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int32, torch.int64, torch.int8, torch.int16, torch.uint8])
+def test_products_no_template_takes_are_plate_reductions(dtype):
+    """float64 and integer products (no GEMM template takes them) run as a sum over k on plate, not on the
+    host: integers wrap around exactly as on CPU, float64 accumulates in float64."""
+    args = reduction_args(dtype)
+    out, codes, run, _ = compile_on_plate(reduction_products, *args)
+    for got, want in zip(out, reduction_products(*args), strict=True):
+        assert got.dtype == want.dtype
+        if dtype.is_floating_point:
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-12, atol=1e-12)
+        else:
+            assert torch.equal(got.cpu(), want)
+    call = wrapper_call(codes)
+    assert "extern_kernels." not in call and "torch.ops.aten." not in call
+    assert run.launches and all(launch.time_ns > 0 for launch in run.launches)
+    assert inductor_plate.host_fallbacks() == {}
+
+
+def test_products_opted_into_the_host_stay_on_the_host_and_are_counted():
+    """The host kernel stays for a float64 product when the user opted into host kernels. (An empty product is
+    zeros on plate: tests/test_inductor_max_autotune.py.)"""
     a, b = torch.randn(8, 16, dtype=torch.float64), torch.randn(16, 8, dtype=torch.float64)
-    out, codes, run, _ = compile_on_plate(torch.mm, a, b)
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    with config.patch(gemm_templates="max-autotune"):
+        out, codes, run, _ = compile_on_plate(torch.mm, a, b)
     torch.testing.assert_close(out.cpu(), a @ b)
     assert inductor_plate.host_fallbacks() == {"op aten.mm": 1}
 
