@@ -156,7 +156,7 @@ def _out_dtype(args, kwargs, first_matrix: int):
 
 def _template_takes(mat1, mat2, dtypes) -> bool:
     """Can a GEMM template compute this product: operand dtypes it takes, and no empty dimension (Inductor
-    offers a template only then; a float64 product stays with the host kernel, counted)?"""
+    offers a template only then; a float64 or integer product is a reduction instead, _as_reduction)?"""
     if mat1.get_dtype() not in dtypes:
         return False
     return all(_hint(size) > 0 for size in (*mat1.get_size(), *mat2.get_size()))
