@@ -287,22 +287,41 @@ def topology(machine: Machine) -> Topology:
     return topo
 
 
+_INCIDENCE: dict = {}  # machine key -> route_incidence
+
+
+def route_incidence(machine: Machine) -> tuple[np.ndarray, np.ndarray]:
+    """Per direction (0: reads, home -> core; 1: writes, core -> home): float64 [D * D, R], row
+    core domain * D + home, 1 at every resource the flow crosses (the home domain's HBM, then the
+    links of its route). Bytes of a [core domain, home] matrix times it: bytes per resource, the
+    one mapping of flows to resources `resource_bytes` and the estimate's step rates share."""
+    key = machine.cache_key()
+    if key not in _INCIDENCE:
+        topo = topology(machine)
+        D, R = machine.total_domains, len(topo.names)
+        out = []
+        for outbound in (False, True):
+            inc = np.zeros((D * D, R))
+            for c in range(D):
+                for h in range(D):
+                    path = topo.links[c, h] if outbound else topo.links[h, c]
+                    inc[c * D + h, h] = 1.0
+                    inc[c * D + h, path[path >= 0]] = 1.0
+            out.append(inc)
+        _INCIDENCE[key] = tuple(out)
+    return _INCIDENCE[key]
+
+
 def resource_bytes(machine: Machine, read_bytes=None, write_bytes=None) -> np.ndarray:
     """Bytes each shared resource carries, from [core domain, home domain] read/write matrices.
 
     Reads travel home -> core, writes core -> home; both spend the home domain's HBM."""
-    topo = topology(machine)
     D = machine.total_domains
-    out = np.zeros(len(topo.names))
-    for mat, outbound in ((read_bytes, False), (write_bytes, True)):
-        if mat is None:
-            continue
-        mat = np.asarray(mat, dtype=np.float64).reshape(D, D)
-        out[:D] += mat.sum(axis=0)
-        for c, h in zip(*np.nonzero(mat)):
-            src, dst = (c, h) if outbound else (h, c)
-            path = topo.links[src, dst]
-            out[path[path >= 0]] += mat[c, h]
+    incidence = route_incidence(machine)
+    out = np.zeros(incidence[0].shape[1])
+    for mat, inc in zip((read_bytes, write_bytes), incidence):
+        if mat is not None:
+            out += np.asarray(mat, dtype=np.float64).reshape(D * D) @ inc
     return out
 
 

@@ -64,7 +64,8 @@ def materialize(ctx, e, memo: dict) -> VReg:
             r = s_op(ctx, "s.maxs", materialize(ctx, a, memo), materialize(ctx, b, memo))
         case Select(cond, a, b):
             r = VReg()
-            ctx.emit("s.select", r, ctx.reg(cond), materialize(ctx, a, memo), materialize(ctx, b, memo))
+            c = memo[Val(cond)] if Val(cond) in memo else ctx.reg(cond)  # a prefetch's condition of a later trip
+            ctx.emit("s.select", r, c, materialize(ctx, a, memo), materialize(ctx, b, memo))
         case _:
             raise ctx.error(f"internal: cannot materialise access expression {e!r}")
     memo[e] = r

@@ -19,11 +19,33 @@ programs.
 Applies to a kernel whose body is one block ending in a plain tt.return, that reads program_id(x)
 and loads at the top level of its body (what the pipeline can run ahead), and that has no matrix
 work (a GEMM pipelines its K loop instead), no atomics and no device print or assert (their order
-across programs would change). Every other kernel is left as it is."""
+across programs would change).
+
+A kernel whose program is one chunk loop (a row reduction, Inductor's looped reductions: the loads
+inside the loop) is flattened instead (`flattenable`): the loop over programs and the chunk loop
+become ONE loop over every chunk of this launch's programs,
+
+    chunks = trips of the chunk loop (its bounds the same in every program)
+    if chunks > 0:
+        for t in [0, count * chunks):                 (plate.programs, num_stages 3)
+            program, chunk = t / chunks, t - program * chunks
+            <the ops before the chunk loop that vary with the program>
+            a' = <the chunk loop's body> at lb + chunk * step, on the carried a
+            a = scf.if chunk == chunks - 1: <the ops after the loop on a'>; yield the initial values
+                else: yield a'
+    else:
+        the plain loop over programs, the ops after the chunk loop on its initial values
+
+so `prefetch` pipelines one stream: the next program's first chunks are in flight under this
+program's last chunks, its reduction and its store (prefetch.derived: the addresses of a later trip
+come from its program and chunk). The row's store may then be overtaken by the next row's loads:
+the transform is made only when the stores go through pointer arguments the loop does not load
+from (`_disjoint`). Every other kernel is left as it is."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..ir.core import (
     ArrayAttr,
@@ -42,8 +64,10 @@ from ..ir.core import (
 )
 from ..ir.vocabulary import OPS
 from ..isa.table import ITEMSIZE
+from . import access
+from .affine import Val
 from .context import dtype_of
-from .prefetch import PROGRAMS_ATTR
+from .prefetch import PROGRAMS_ATTR, WRITES
 
 ROWS_ARG, GRID_ARG = "plate_rows", "plate_grid_x"  # the appended arguments, by name (launcher.py)
 EXCLUDED = frozenset({"tt.dot", "tt.dot_scaled", "tt.atomic_rmw", "tt.atomic_cas", "tt.print", "tt.assert"})
@@ -71,30 +95,31 @@ def eligible(func: Op, sram_bytes: int) -> bool:
     tensors fit the SRAM twice over even if no buffer were reused: the loop and what is hoisted out
     of it then always fit (when the pipelined loop's copies of the body do not, codegen lowers the
     loop again unpipelined, see codegen.generate), so the transform never makes a kernel overflow."""
+    return _shape_ok(func, sram_bytes) and any(op.name == "tt.load" for op in func.regions[0].blocks[0].ops)
+
+
+def _shape_ok(func: Op, sram_bytes: int) -> bool:
+    """One block ending in a plain tt.return, no EXCLUDED op or branch, reads program_id(x), and its
+    tensors fit the SRAM twice over (`eligible`)."""
     if 2 * tensor_bytes(func) > sram_bytes:
         return False
     blocks = func.regions[0].blocks
     if len(blocks) != 1 or not blocks[0].ops:
         return False
-    body = blocks[0].ops
-    last = body[-1]
+    last = blocks[0].ops[-1]
     if last.name != "tt.return" or last.operands:
         return False
     if any(op.name in EXCLUDED or op.name.startswith("cf.") for op in func.walk()):
         return False
-    uses_pid = any(op.name == "tt.get_program_id" and _axis(op) in ("x", "0") for op in func.walk())
-    return uses_pid and any(op.name == "tt.load" for op in body)
+    return any(op.name == "tt.get_program_id" and _axis(op) in ("x", "0") for op in func.walk())
 
 
 def _const(value: int, loc) -> Op:
     return new_op("arith.constant", (), (I32,), {"value": IntAttr(value, I32)}, loc=loc)
 
 
-def run(module: Module, sram_bytes: int) -> Module:
-    """Rewrite the kernel into a persistent loop when it is eligible (module docstring)."""
-    func = module.kernel()
-    if not eligible(func, sram_bytes):
-        return module
+def _append_args(func: Op) -> tuple[Value, Value]:
+    """The launcher's two i32 arguments (plate_rows, plate_grid_x), appended to the kernel's."""
     entry = func.regions[0].blocks[0]
     n = len(entry.args)
     rows, grid = Value(I32, ROWS_ARG, owner=entry, index=n), Value(I32, GRID_ARG, owner=entry, index=n + 1)
@@ -104,23 +129,51 @@ def run(module: Module, sram_bytes: int) -> Module:
     if "arg_attrs" in func.attrs:
         attrs = func.attrs["arg_attrs"]
         func.attrs["arg_attrs"] = ArrayAttr((*attrs.values, {}, {}), attrs.element)
-    ops, ret = entry.ops[:-1], entry.ops[-1]
-    loc = func.loc
+    return rows, grid
+
+
+def _programs(rows: Value, grid: Value, loc) -> tuple[list[Op], Value, Value]:
+    """(ops, base, count): this launched program runs programs base .. base + count - 1 along x."""
     pid = new_op("tt.get_program_id", (), (I32,), {"axis": EnumAttr("x")}, loc=loc)
     base = new_op("arith.muli", (pid.result, rows), (I32,), loc=loc)
     left = new_op("arith.subi", (grid, base.result), (I32,), loc=loc)
     ub = new_op("arith.minsi", (rows, left.result), (I32,), loc=loc)
+    return [pid, base, left, ub], base.result, ub.result
+
+
+def _along_x(ops: list[Op], row: Value, grid: Value) -> list[Op]:
+    """program_id(x) and num_programs(x), at any depth in ops, read `row` and `grid` instead (one
+    inside an scf.if reads the grid asked for too); returns the ops replaced (dropped from nested
+    blocks; the caller skips top-level ones)."""
+    grid_ops = {"tt.get_program_id": row, "tt.get_num_programs": grid}
+    along_x = [op for o in ops for op in o.walk() if op.name in grid_ops and _axis(op) in ("x", "0")]
+    for op in along_x:
+        _replace(op, grid_ops[op.name], ops)
+    _drop(ops, along_x)
+    return along_x
+
+
+def run(module: Module, sram_bytes: int) -> Module:
+    """Rewrite the kernel into a persistent loop when it is eligible (module docstring), or into
+    one flattened loop over its programs' chunks when `flattenable`."""
+    func = module.kernel()
+    if not eligible(func, sram_bytes):
+        plan = flattenable(func, sram_bytes)
+        if plan is not None:
+            _flatten(func, plan)
+        return module
+    entry = func.regions[0].blocks[0]
+    rows, grid = _append_args(func)
+    ops, ret = entry.ops[:-1], entry.ops[-1]
+    loc = func.loc
+    setup, base, ub = _programs(rows, grid, loc)
     zero, one = _const(0, loc), _const(1, loc)
     body = Block(args=[])
     j = Value(I32, "program", owner=body, index=0)
     body.args.append(j)
-    row = new_op("arith.addi", (base.result, j), (I32,), loc=loc)
+    row = new_op("arith.addi", (base, j), (I32,), loc=loc)
     body.append(row)
-    grid_ops = {"tt.get_program_id": row.result, "tt.get_num_programs": grid}
-    along_x = [op for o in ops for op in o.walk() if op.name in grid_ops and _axis(op) in ("x", "0")]
-    for op in along_x:  # at any depth: one inside an scf.if reads the grid asked for too
-        _replace(op, grid_ops[op.name], ops)
-    _drop(ops, along_x)
+    along_x = _along_x(ops, row.result, grid)
     hoisted, varying, stored = [], {row.result}, False
     for op in ops:
         if op in along_x:
@@ -135,10 +188,10 @@ def run(module: Module, sram_bytes: int) -> Module:
             body.append(op)
     body.append(new_op("scf.yield", (), (), loc=ret.loc))
     attrs = {"tt.num_stages": IntAttr(STAGES, I32), PROGRAMS_ATTR: IntAttr(1, I32)}
-    loop = new_op("scf.for", (zero.result, ub.result, one.result), (), attrs, regions=[Region([body])], loc=loc)
+    loop = new_op("scf.for", (zero.result, ub, one.result), (), attrs, regions=[Region([body])], loc=loc)
     body.parent = loop.regions[0]
     entry.ops = []
-    for op in (*hoisted, pid, base, left, ub, zero, one, loop, ret):
+    for op in (*hoisted, *setup, zero, one, loop, ret):
         entry.append(op)
     return module
 
@@ -170,3 +223,211 @@ def _replace(op: Op, new: Value, ops: list[Op]) -> None:
     for o in ops:
         for inner in o.walk():
             inner.operands = [new if v is old else v for v in inner.operands]
+
+
+# ---- a program's chunk loop flattened into the persistent loop ----------------------------------
+
+
+@dataclass
+class Flat:
+    """What `flattenable` found: the kernel's top-level ops around its one chunk loop."""
+
+    pre: list  # before the loop: the same in every program (hoisted) or pure (recomputed every trip)
+    hoisted: list
+    loop: Op
+    post: list  # after it (its reduce and store), before tt.return
+
+
+def _constant(v: Value) -> int | None:
+    op = v.owner if isinstance(v.owner, Op) else None
+    if op is not None and op.name == "arith.constant" and isinstance(op.attrs.get("value"), IntAttr):
+        return op.attrs["value"].value
+    return None
+
+
+def _base_arg(acc, args: set) -> Value | None:
+    """The kernel argument a structured access's addresses start from; None when not known."""
+    base = getattr(acc, "base", None)
+    return base.value if isinstance(base, Val) and base.value in args else None
+
+
+def _disjoint(func: Op, loop: Op, post: list) -> bool:
+    """The writes after the chunk loop go through pointer arguments its loads do not read: the next
+    program's prefetches, issued before this program's store, cannot read what it stores."""
+    args = set(func.regions[0].blocks[0].args)
+    loads = [access.analyze(op) for op in loop.walk() if op.name in access.MEMORY_OPS]
+    writes = [access.analyze(op) for o in post for op in o.walk() if op.name in WRITES]
+    read = {_base_arg(a, args) for a in loads}
+    written = {_base_arg(a, args) for a in writes}
+    return None not in read and None not in written and not read & written
+
+
+def flattenable(func: Op, sram_bytes: int) -> Flat | None:
+    """The kernel is a program of one chunk loop (a row reduction, Inductor's looped reductions):
+    `_shape_ok` as for `eligible`; one top-level scf.for whose body loads at its top level and
+    writes no memory, with bounds, a positive constant step and initial values the same in every
+    program (i32); the ops before it that vary with the program pure (recomputed every trip); the
+    writes after it `_disjoint` from its loads. Else None: the kernel is left as it is."""
+    if not _shape_ok(func, sram_bytes):
+        return None
+    ops = func.regions[0].blocks[0].ops[:-1]
+    loops = [op for op in ops if op.name == "scf.for"]
+    if len(loops) != 1:
+        return None
+    loop = loops[0]
+    i = ops.index(loop)
+    pre, post = ops[:i], ops[i + 1 :]
+    lb, ub, step = loop.operands[:3]
+    if str(lb.type) != "i32" or not ((_constant(step) or 0) > 0):
+        return None
+    if "tt.num_stages" in loop.attrs or not any(op.name == "tt.load" for op in loop.regions[0].blocks[0].ops):
+        return None  # tl.range(num_stages=...) asked for its own pipelining: as asked
+    if any(op.name in WRITES or op.name == "scf.while" for op in loop.walk()):
+        return None
+    hoisted, varying, stored = [], set(), False
+    for op in pre:
+        d = OPS.get(op.name)
+        stored = stored or d is None or bool(d.writes or d.effect)
+        reads = {v for inner in op.walk() for v in inner.operands}
+        if op.name == "tt.get_program_id" and _axis(op) in ("x", "0"):
+            varying.update(op.results)
+        elif _invariant(op, d, reads, varying, stored):
+            hoisted.append(op)
+        elif d is not None and d.pure and not op.regions:
+            varying.update(op.results)
+        else:
+            return None
+    if set(loop.operands) & varying or not _disjoint(func, loop, post):
+        return None
+    return Flat(pre, hoisted, loop, post)
+
+
+def _flatten(func: Op, plan: Flat) -> None:
+    """Rewrite the kernel into one loop over every chunk of its programs (module docstring)."""
+    entry = func.regions[0].blocks[0]
+    ret, loc = entry.ops[-1], func.loc
+    rows, grid = _append_args(func)
+    setup, base, nrows = _programs(rows, grid, loc)
+    loop = plan.loop
+    lb, ub, step, *inits = loop.operands
+    inner = loop.regions[0].blocks[0]
+    top: list[Op] = []
+
+    def op_(name, *operands, into=top, attrs=None, name_as=""):
+        o = new_op(name, operands, (I32,), attrs, loc=loc)
+        o.results[0].name = name_as
+        into.append(o)
+        return o.result
+
+    zero, one = _const(0, loc), _const(1, loc)
+    top += [zero, one]
+    # the chunk loop's trips, the same in every program: max(0, ceil((ub - lb) / step)), step > 0
+    span = op_("arith.subi", ub, lb)
+    bias = _const(_constant(step) - 1, loc)
+    top.append(bias)
+    trips = op_("arith.divsi", op_("arith.addi", span, bias.result), step)
+    trips = op_("arith.maxsi", trips, zero.result, name_as="chunks")
+    last_chunk = op_("arith.subi", trips, one.result)
+    total = op_("arith.muli", nrows, trips)
+    some = new_op("arith.cmpi", (trips, zero.result), (ScalarType("i1"),), {"predicate": EnumAttr("sgt")}, loc=loc)
+    top.append(some)
+
+    # the flat loop's body: trip t is chunk c of program base + j
+    body = Block(args=[])
+    t = Value(I32, "trip", owner=body, index=0)
+    carried = [Value(a.type, a.name, owner=body, index=k + 1) for k, a in enumerate(inner.args[1:])]
+    body.args += [t, *carried]
+    head: list[Op] = []
+    j = op_("arith.divsi", t, trips, into=head, name_as="program")
+    c = op_("arith.subi", t, op_("arith.muli", j, trips, into=head), into=head, name_as="chunk")
+    row = op_("arith.addi", base, j, into=head)
+    k = op_("arith.addi", lb, op_("arith.muli", c, step, into=head), into=head, name_as=inner.args[0].name)
+    along_x = _along_x([*plan.pre, loop, *plan.post], row, grid)
+    plan.post = [op for op in plan.post if op not in along_x]
+    recomputed = [op for op in plan.pre if op not in plan.hoisted and op not in along_x]
+
+    # the programs of a launch whose chunk loop runs no trip: the plain loop over programs
+    plain = Block(args=[])
+    jp = Value(I32, "program", owner=plain, index=0)
+    plain.args.append(jp)
+    row_p = op_("arith.addi", base, jp, into=plain.ops)
+    for o in plain.ops:
+        o.parent = plain
+    vmap = {row: row_p, **dict(zip(loop.results, inits))}
+    for op in (*recomputed, *plan.post):
+        plain.append(_clone(op, vmap))
+    plain.append(new_op("scf.yield", (), (), loc=ret.loc))
+
+    # the chunk loop's body, on this trip's chunk and the carried values
+    _substitute(inner.ops, {inner.args[0]: k, **dict(zip(inner.args[1:], carried))})
+    yields = inner.ops[-1].operands
+    _substitute(plan.post, dict(zip(loop.results, yields)))
+    then = Block(args=[])
+    for op in plan.post:
+        then.append(op)
+    then.append(new_op("scf.yield", inits, (), loc=ret.loc))
+    keep = Block(args=[])
+    keep.append(new_op("scf.yield", yields, (), loc=ret.loc))
+    is_last = new_op("arith.cmpi", (c, last_chunk), (ScalarType("i1"),), {"predicate": EnumAttr("eq")}, loc=loc)
+    row_end = new_op("scf.if", (is_last.result,), [v.type for v in carried], regions=[_region(then), _region(keep)])
+    row_end.loc = loc
+    for op in (*head, *recomputed, *inner.ops[:-1], is_last, row_end):
+        body.append(op)
+    body.append(new_op("scf.yield", row_end.results, (), loc=ret.loc))
+
+    attrs = {"tt.num_stages": IntAttr(STAGES, I32), PROGRAMS_ATTR: IntAttr(1, I32)}
+    flat = new_op("scf.for", (zero.result, total, one.result, *inits), [v.type for v in carried], attrs, loc=loc)
+    flat.regions = [_region(body)]
+    flat.regions[0].parent = flat
+    per_program = new_op("scf.for", (zero.result, nrows, one.result), (), dict(attrs), loc=loc)
+    per_program.regions = [_region(plain)]
+    per_program.regions[0].parent = per_program
+    then_b, else_b = Block(args=[]), Block(args=[])
+    then_b.append(flat)
+    then_b.append(new_op("scf.yield", (), (), loc=loc))
+    else_b.append(per_program)
+    else_b.append(new_op("scf.yield", (), (), loc=loc))
+    choose = new_op("scf.if", (some.result,), (), regions=[_region(then_b), _region(else_b)], loc=loc)
+    entry.ops = []
+    for op in (*plan.hoisted, *setup, *top, choose, ret):
+        entry.append(op)
+
+
+def _region(block: Block) -> Region:
+    r = Region([block])
+    block.parent = r
+    for op in block.ops:
+        op.parent = block
+    return r
+
+
+def _substitute(ops: list[Op], mapping: dict) -> None:
+    """Every use of a key of mapping, in ops and their regions, reads its value instead."""
+    for o in ops:
+        for inner in o.walk():
+            inner.operands = [mapping.get(v, v) for v in inner.operands]
+
+
+def _clone(op: Op, vmap: dict) -> Op:
+    """A copy of op (regions included) reading vmap[v] for every mapped v; vmap gains its results."""
+    regions = []
+    for region in op.regions:
+        blocks = []
+        for block in region.blocks:
+            nb = Block(args=[])
+            for i, a in enumerate(block.args):
+                nb.args.append(Value(a.type, a.name, owner=nb, index=i))
+                vmap[a] = nb.args[-1]
+            for o in block.ops:
+                nb.append(_clone(o, vmap))
+            blocks.append(nb)
+        r = Region(blocks)
+        for nb in blocks:
+            nb.parent = r
+        regions.append(r)
+    new = new_op(op.name, [vmap.get(v, v) for v in op.operands], [r.type for r in op.results], dict(op.attrs), regions)
+    new.loc = op.loc
+    for old, r in zip(op.results, new.results):
+        r.name = old.name
+        vmap[old] = r
+    return new

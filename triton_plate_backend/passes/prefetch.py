@@ -1,7 +1,8 @@
 """prefetch: software pipelining of the strided loads of an scf.for (num_stages >= 2).
 
-A load in the loop body whose addresses and bounds depend only on the loop counter, values from
-before the loop and the loop's own carried-pointer companions is issued A = num_stages - 1
+A load in the loop body whose addresses and bounds depend only on the loop counter, scalars the
+body computes from it alone (`derived`: a flattened loop's program and chunk, computed again for the
+trip fetched), values from before the loop and the loop's own carried-pointer companions is issued A = num_stages - 1
 iterations ahead (at most MAX_AHEAD), one staging tile per iteration in flight. The ISA's tile
 addresses are static, so the body is lowered once per staging tile (`copies`), copy j taking its
 tile from staging tile j.
@@ -56,6 +57,7 @@ class Prefetch:
     ahead: int  # iterations between a tile's issue and its use: the tiles in flight
     slot: int = 0  # the copy of the body being lowered
     view_order: tuple | None = None  # a transposed load (dma_operands.memory_order): the result's permutation
+    derived: tuple = ()  # the body's scalar ops of the counter its addresses read (`derived`), in body order
 
     @property
     def direct(self) -> bool:
@@ -123,6 +125,35 @@ def _blocking(loop: Op) -> frozenset:
     return WRITES - {"tt.store", "tt.descriptor_store"} if PROGRAMS_ATTR in loop.attrs else WRITES
 
 
+def derived(loop: Op) -> list[Op]:
+    """The ops at the top of the loop's body that compute a scalar from the counter and values from
+    before the loop only (a flattened loop's program and chunk, passes/persistent.py): a prefetch
+    computes them again for the iteration it fetches."""
+    body = loop.regions[0].blocks[0]
+    inside = {r for op in loop.walk() if op is not loop for r in op.results}
+    known, out = {body.args[0]}, []
+    for op in body.ops:
+        d = OPS.get(op.name)
+        scalar = len(op.results) == 1 and not isinstance(op.result.type, TensorType)
+        if d is not None and d.pure and not op.regions and scalar:
+            if all(v in known or (v not in inside and v not in body.args) for v in op.operands):
+                known.add(op.result)
+                out.append(op)
+    return out
+
+
+def _needed(ops: list[Op], exprs) -> tuple:
+    """The ops of `derived` that the expressions read, with the ones they read, in body order."""
+    want = {n.value for e in exprs if e is not None for n in nodes(e) if isinstance(n, Val)}
+    want |= {n.cond for e in exprs if e is not None for n in nodes(e) if isinstance(n, Select)}
+    keep = []
+    for op in reversed(ops):
+        if op.result in want:
+            keep.append(op)
+            want.update(op.operands)
+    return tuple(reversed(keep))
+
+
 def candidates(ctx, loop: Op) -> list:
     """(load op, access) of the body's loads that can be issued an iteration early."""
     if ctx.demand is None or stages(ctx, loop) < 2 or any(op.name in _blocking(loop) for op in loop.walk()):
@@ -131,13 +162,14 @@ def candidates(ctx, loop: Op) -> list:
     iv = body.args[0]
     inside = {r for op in loop.walk() if op is not loop for r in op.results}
     inside |= {a for op in loop.walk() for reg in op.regions for b in reg.blocks for a in b.args}
+    of_counter = {op.result for op in derived(loop)}
     companions = ctx.demand.companions.get(loop, {})
 
     def invariant(e, allow_iv=True) -> bool:
         for n in nodes(e):
-            if isinstance(n, Val) and n.value in inside and not (allow_iv and n.value is iv):
+            if isinstance(n, Val) and n.value in inside and not (allow_iv and n.value in of_counter | {iv}):
                 return False
-            if isinstance(n, Select) and n.cond in inside:
+            if isinstance(n, Select) and n.cond in inside and not (allow_iv and n.cond in of_counter):
                 return False
             if isinstance(n, Carried) and n.arg in inside:
                 cp = companions.get(n.arg)
@@ -176,9 +208,10 @@ def _issue(ctx, pf: Prefetch, slot: int, memo: dict, valid: VReg | None) -> None
     ctx.em.carry(token)
 
 
-def _ahead(ctx, pf: Prefetch, d: int) -> tuple[dict, VReg]:
-    """A descriptor memo binding the loop counter and the carried-pointer companions to their
-    values d iterations ahead, and the register that says whether that iteration runs."""
+def _ahead(ctx, pf: Prefetch, d: int) -> tuple[dict, VReg | None]:
+    """A descriptor memo binding the loop counter, the scalars derived from it and the carried-pointer
+    companions to their values d iterations ahead, and the register that says whether that
+    iteration runs (None for d = 0: this one)."""
     iv, ub, step, pred, stype = pf.counter
     nxt = iv
     for _ in range(d):
@@ -186,7 +219,7 @@ def _ahead(ctx, pf: Prefetch, d: int) -> tuple[dict, VReg]:
         ctx.emit("s.add", r, nxt, ctx.reg(step), suffixes=(stype,))
         nxt = r
     body = pf.loop.regions[0].blocks[0]
-    memo = {Val(body.args[0]): nxt}
+    memo = {Val(body.args[0]): nxt, **_recompute(ctx, pf.derived, body.args[0], nxt)}
     for arg, cp in ctx.demand.companions.get(pf.loop, {}).items():
         for k, (reg, s) in enumerate(zip(ctx.companions[arg], cp.step)):
             step_reg = materialize(ctx, s, {})
@@ -196,9 +229,30 @@ def _ahead(ctx, pf: Prefetch, d: int) -> tuple[dict, VReg]:
                 ctx.emit("s.add", r, nk, step_reg, suffixes=("i64",))
                 nk = r
             memo[Carried(arg, k)] = nk
+    if d == 0:
+        return memo, None
     valid = VReg()
     ctx.emit("s.cmpi", valid, nxt, ctx.reg(ub), suffixes=(pred, stype))
     return memo, valid
+
+
+def _recompute(ctx, ops: tuple, iv, reg: VReg) -> dict:
+    """{Val(result): register} of the derived ops lowered again with the counter in `reg`; the
+    bindings of the body's own lowering are left as they were."""
+    if not ops:
+        return {}
+    saved = {v: ctx.env[v] for v in (iv, *(op.result for op in ops)) if v in ctx.env}
+    ctx.bind(iv, reg)
+    out = {}
+    try:
+        for op in ops:
+            ctx.rules[op.name](ctx, op)
+            out[Val(op.result)] = ctx.reg(op.result)
+    finally:
+        for v in (iv, *(op.result for op in ops)):
+            ctx.env.pop(v, None)
+        ctx.env.update(saved)
+    return out
 
 
 def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
@@ -220,7 +274,8 @@ def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
         stagings = [ctx.new(element_dtype(acc), shape, what=what) for _ in range(n)]
         pf = Prefetch(op, acc, loop, [Token() for _ in range(n)], stagings, counter, depth)
         pf.view_order = None if order is None else inverse(order)
-        _issue(ctx, pf, 0, {}, None)
+        pf.derived = _needed(derived(loop), [acc.base, acc.offset, *acc.strides, *acc.lo, *acc.hi])
+        _issue(ctx, pf, 0, *_ahead(ctx, pf, 0))
         ctx.prefetches[op] = pf
         out.append(pf)
     for j in range(1, depth):  # iteration by iteration: the tiles the body needs first are issued first

@@ -220,12 +220,7 @@ class _StepRates:
         self.D, self.R = machine.total_domains, len(self.topo.capacity)
         self.cores_per_domain, self.engine = machine.domain.cores, float(machine.core.dma.bytes_per_cycle)
         self.inverse_capacity = np.append(1.0 / self.topo.capacity, 0.0)  # padding index R: no resource
-        # per direction: [route (core domain * D + home), resource] 1 where the route crosses the resource
-        self.crosses = []
-        for res, *_ in self.routes:
-            inc = np.zeros((self.D * self.D, self.R + 1))
-            np.put_along_axis(inc, res, 1.0, axis=1)
-            self.crosses.append(inc[:, : self.R])
+        self.crosses = cost.route_incidence(machine)  # per direction: [route, resource], as resource_bytes
 
     def transfer(self, bbd: np.ndarray, cores: np.ndarray, waves: np.ndarray, outbound: bool):
         """(transfer cycles, flight latency) per program of the entry (bbd [k, D] bytes by home;

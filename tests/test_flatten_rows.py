@@ -1,0 +1,105 @@
+"""passes/persistent.py's flattened form: a program that is one chunk loop (a row reduction) runs,
+with the persistent loop over programs, as ONE pipelined loop over every chunk of every program.
+Same results, fewer modeled cycles; a kernel it cannot prove legal keeps today's code."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from triton_plate_backend.passes.persistent import ROWS_ARG
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mini(plate_mini_module):
+    return plate_mini_module
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, out_ptr, stride, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * stride + cols, mask=cols < n, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def row_max_scaled_kernel(x_ptr, out_ptr, stride, n, scale, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    base = x_ptr + row * stride  # varies with the program: recomputed every trip of the flat loop
+    acc = tl.full([BLOCK], -float("inf"), tl.float32)
+    total = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(base + cols, mask=cols < n, other=-float("inf"))
+        acc = tl.maximum(acc, x)
+        total += tl.where(cols < n, x, 0.0)
+    tl.store(out_ptr + 2 * row, tl.max(acc, axis=0) * scale)
+    tl.store(out_ptr + 2 * row + 1, tl.sum(total, axis=0))
+
+
+@triton.jit
+def row_sum_in_place_kernel(x_ptr, stride, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * stride + cols, mask=cols < n, other=0.0)
+    tl.store(x_ptr + row * stride, tl.sum(acc, axis=0))  # the tensor it reads: maybe the next row's
+
+
+def _flat(pir: str) -> bool:
+    return '"arith.divsi"(%trip, %chunks)' in pir
+
+
+def _sum(x, rows, n, **opts):
+    out = torch.empty(rows, device="plate")
+    k = row_sum_kernel[(rows,)](x, out, x.stride(0), n, BLOCK=64, **opts)
+    return out, k
+
+
+def test_a_row_reduction_runs_as_one_flat_loop_with_the_same_results_in_fewer_cycles(mini):
+    rows, n = 70, 500  # more rows than cores, not a multiple of them; a partial last chunk
+    x = torch.randn(rows, n, device="plate")
+    flat, k = _sum(x, rows, n)
+    t_flat = mini.last_profile.time_ns
+    plain, k0 = _sum(x, rows, n, persistent_programs=False)
+    t_plain = mini.last_profile.time_ns
+    assert _flat(k.asm["pir"]) and not _flat(k0.asm["pir"])
+    assert torch.equal(flat.cpu(), plain.cpu())  # the same operations in the same order: bit-identical
+    torch.testing.assert_close(flat.cpu(), x.cpu().sum(dim=1), rtol=1e-5, atol=1e-4)
+    assert t_flat < 0.9 * t_plain
+
+
+def test_ops_before_the_loop_that_vary_with_the_program_and_two_results(mini):
+    rows, n = 37, 300
+    x = torch.randn(rows, n, device="plate")
+    out = torch.empty(2 * rows, device="plate")
+    k = row_max_scaled_kernel[(rows,)](x, out, x.stride(0), n, 0.5, BLOCK=64)
+    assert _flat(k.asm["pir"])
+    got = out.cpu().view(rows, 2)
+    torch.testing.assert_close(got[:, 0], x.cpu().amax(dim=1) * 0.5)
+    torch.testing.assert_close(got[:, 1], x.cpu().sum(dim=1), rtol=1e-5, atol=1e-4)
+
+
+def test_a_chunk_loop_of_no_trips_still_stores_every_row(mini):
+    rows = 40
+    x = torch.randn(rows, 8, device="plate")
+    out = torch.full((rows,), 7.0, device="plate")
+    k = row_sum_kernel[(rows,)](x, out, x.stride(0), 0, BLOCK=64)
+    assert _flat(k.asm["pir"]) and out.cpu().tolist() == [0.0] * rows
+
+
+def test_a_store_to_the_tensor_the_loop_reads_keeps_todays_code(mini):
+    rows, n = 40, 200
+    x = torch.randn(rows, n, device="plate")
+    want = x.cpu().clone()
+    want[:, 0] = want.sum(dim=1)
+    k = row_sum_in_place_kernel[(rows,)](x, x.stride(0), n, BLOCK=64)
+    pir = k.asm["pir"]
+    assert not _flat(pir) and ROWS_ARG not in pir  # not flattened: one program per row, as before
+    torch.testing.assert_close(x.cpu(), want, rtol=1e-5, atol=1e-4)
