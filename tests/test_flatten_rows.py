@@ -8,6 +8,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from codegen_kernels.dma_check import dma_violations
 
 from triton_plate_backend.passes.persistent import ROWS_ARG
 
@@ -52,6 +53,22 @@ def row_sum_in_place_kernel(x_ptr, stride, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + row * stride, tl.sum(acc, axis=0))  # the tensor it reads: maybe the next row's
 
 
+@triton.jit
+def looped_sum_kernel(in_ptr0, out_ptr0, xnumel, r0_numel, XBLOCK: tl.constexpr, R0_BLOCK: tl.constexpr):
+    # the shape of Inductor's looped reductions (triton_red_fused_sum_0 of x.sum(dim=1))
+    xoffset = tl.program_id(0) * XBLOCK
+    xindex = xoffset + tl.arange(0, XBLOCK)[:, None]
+    xmask = xindex < xnumel
+    r0_base = tl.arange(0, R0_BLOCK)[None, :]
+    _tmp2 = tl.full([XBLOCK, R0_BLOCK], 0, tl.float32)
+    for r0_offset in tl.range(0, r0_numel, R0_BLOCK):
+        r0_index = r0_offset + r0_base
+        r0_mask = r0_index < r0_numel
+        tmp0 = tl.load(in_ptr0 + (r0_index + r0_numel * xindex), r0_mask & xmask, other=0.0)
+        _tmp2 = tl.where(r0_mask & xmask, _tmp2 + tmp0, _tmp2)
+    tl.store(out_ptr0 + xindex, tl.sum(_tmp2, 1)[:, None], xmask)
+
+
 def _flat(pir: str) -> bool:
     return '"arith.divsi"(%trip, %chunks)' in pir
 
@@ -73,6 +90,8 @@ def test_a_row_reduction_runs_as_one_flat_loop_with_the_same_results_in_fewer_cy
     assert torch.equal(flat.cpu(), plain.cpu())  # the same operations in the same order: bit-identical
     torch.testing.assert_close(flat.cpu(), x.cpu().sum(dim=1), rtol=1e-5, atol=1e-4)
     assert t_flat < 0.9 * t_plain
+    k._init_handles()
+    assert not dma_violations(k.function.program), "the DMA contract holds with each row's store left in flight"
 
 
 def test_ops_before_the_loop_that_vary_with_the_program_and_two_results(mini):
@@ -103,3 +122,21 @@ def test_a_store_to_the_tensor_the_loop_reads_keeps_todays_code(mini):
     pir = k.asm["pir"]
     assert not _flat(pir) and ROWS_ARG not in pir  # not flattened: one program per row, as before
     torch.testing.assert_close(x.cpu(), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("xblock", [1, 4])  # XBLOCK 1: the row mask is a scalar condition of the trip's program
+def test_inductors_looped_reduction_is_flattened_and_pipelined(mini, xblock):
+    rows, n = 64, 7000  # 7 chunks of 1024 a row, the last one partial; 8 rows a core, none across domains
+    x = torch.randn(rows, n, device="plate")
+    times, outs = [], []
+    for persistent in (True, False):
+        out = torch.empty(rows, 1, device="plate")
+        k = looped_sum_kernel[(-(-rows // xblock),)](
+            x, out, rows, n, XBLOCK=xblock, R0_BLOCK=1024, persistent_programs=persistent
+        )
+        assert _flat(k.asm["pir"]) == persistent
+        times.append(mini.last_profile.time_ns)
+        outs.append(out.cpu())
+    assert torch.equal(outs[0], outs[1])
+    torch.testing.assert_close(outs[0][:, 0], x.cpu().sum(dim=1), rtol=1e-5, atol=1e-4)
+    assert times[0] < 0.9 * times[1]

@@ -67,7 +67,7 @@ from ..isa.table import ITEMSIZE
 from . import access
 from .affine import Val
 from .context import dtype_of
-from .prefetch import PROGRAMS_ATTR, WRITES
+from .prefetch import PROGRAMS_ATTR, ROW_END_ATTR, WRITES
 
 ROWS_ARG, GRID_ARG = "plate_rows", "plate_grid_x"  # the appended arguments, by name (launcher.py)
 EXCLUDED = frozenset({"tt.dot", "tt.dot_scaled", "tt.atomic_rmw", "tt.atomic_cas", "tt.print", "tt.assert"})
@@ -371,6 +371,7 @@ def _flatten(func: Op, plan: Flat) -> None:
     is_last = new_op("arith.cmpi", (c, last_chunk), (ScalarType("i1"),), {"predicate": EnumAttr("eq")}, loc=loc)
     row_end = new_op("scf.if", (is_last.result,), [v.type for v in carried], regions=[_region(then), _region(keep)])
     row_end.loc = loc
+    row_end.attrs[ROW_END_ATTR] = IntAttr(1, I32)
     for op in (*head, *recomputed, *inner.ops[:-1], is_last, row_end):
         body.append(op)
     body.append(new_op("scf.yield", row_end.results, (), loc=ret.loc))

@@ -67,6 +67,7 @@ class Prefetch:
 
 
 PROGRAMS_ATTR = "plate.programs"  # on the loop of a persistent kernel (passes/persistent.py): one program per trip
+ROW_END_ATTR = "plate.program_end"  # on a flattened loop's scf.if that ends a program (its DMAs left in flight)
 
 
 STREAMING_STAGES = 3  # the least num_stages of a loop without matrix work (``stages``)

@@ -141,12 +141,22 @@ def _lower_scf_for(ctx, op):
 
 def _lower_scf_if(ctx, op):
     cond = ctx.reg(op.operands[0])
-    homes = homes_for(ctx, [r.type for r in op.results])
+    row_end = prefetch.ROW_END_ATTR in op.attrs
+    # a flattened loop's program end yields the chunk loop's values unchanged on the other path:
+    # they become the results' homes (no copy on every trip), the program's end overwrites them last
+    steal = op.regions[1].blocks[0].ops[-1].operands if row_end else ()
+    homes = homes_for(ctx, [r.type for r in op.results], steal=list(steal))
     other, end = ctx.em.label("else"), ctx.em.label("endif")
     ctx.emit("bz", cond, other)
     then_y = ctx.run_region(op.regions[0].blocks[0], [], "scf.yield")
     homes = fill_homes(ctx, homes, then_y)
     ctx.assign(list(zip(homes, then_y)))
+    # the end of a flattened loop's program (passes/persistent.py): its store stays in flight past
+    # the merge, under the next program's chunks; the code after it waits as for any pending DMA
+    # (on the other path it waits for an earlier program's store, done or not)
+    kept = [p for p in ctx.em.pending if not p.carried] if row_end else []
+    for p in kept:
+        p.carried = True
     has_else = len(op.regions) > 1 and op.regions[1].blocks and op.regions[1].blocks[0].ops
     if has_else:
         ctx.emit("jmp", end)
@@ -155,6 +165,8 @@ def _lower_scf_if(ctx, op):
         else_y = ctx.run_region(op.regions[1].blocks[0], [], "scf.yield")
         ctx.assign(list(zip(homes, else_y)))
         ctx.em.place(end)
+    for p in kept:
+        p.carried = False
     own(homes, op.results)
     for r, h in zip(op.results, homes):
         ctx.bind(r, h)
