@@ -32,6 +32,7 @@ def row_sum_kernel(x_ptr, out_ptr, stride, n, BLOCK: tl.constexpr):
 def row_max_scaled_kernel(x_ptr, out_ptr, stride, n, scale, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     base = x_ptr + row * stride  # varies with the program: recomputed every trip of the flat loop
+    nprog = tl.num_programs(0)  # the grid asked for, not the persistent one
     acc = tl.full([BLOCK], -float("inf"), tl.float32)
     total = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, n, BLOCK):
@@ -39,7 +40,7 @@ def row_max_scaled_kernel(x_ptr, out_ptr, stride, n, scale, BLOCK: tl.constexpr)
         x = tl.load(base + cols, mask=cols < n, other=-float("inf"))
         acc = tl.maximum(acc, x)
         total += tl.where(cols < n, x, 0.0)
-    tl.store(out_ptr + 2 * row, tl.max(acc, axis=0) * scale)
+    tl.store(out_ptr + 2 * row, tl.max(acc, axis=0) * scale + nprog)
     tl.store(out_ptr + 2 * row + 1, tl.sum(total, axis=0))
 
 
@@ -101,7 +102,7 @@ def test_ops_before_the_loop_that_vary_with_the_program_and_two_results(mini):
     k = row_max_scaled_kernel[(rows,)](x, out, x.stride(0), n, 0.5, BLOCK=64)
     assert _flat(k.asm["pir"])
     got = out.cpu().view(rows, 2)
-    torch.testing.assert_close(got[:, 0], x.cpu().amax(dim=1) * 0.5)
+    torch.testing.assert_close(got[:, 0], x.cpu().amax(dim=1) * 0.5 + rows)
     torch.testing.assert_close(got[:, 1], x.cpu().sum(dim=1), rtol=1e-5, atol=1e-4)
 
 

@@ -390,7 +390,7 @@ def _flatten(func: Op, plan: Flat) -> None:
     else_b.append(new_op("scf.yield", (), (), loc=loc))
     choose = new_op("scf.if", (some.result,), (), regions=[_region(then_b), _region(else_b)], loc=loc)
     entry.ops = []
-    for op in (*plan.hoisted, *setup, *top, choose, ret):
+    for op in (*(op for op in plan.hoisted if op not in along_x), *setup, *top, choose, ret):
         entry.append(op)
 
 
