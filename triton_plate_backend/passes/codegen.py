@@ -141,14 +141,19 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
 def _finalize(em, name, args, machine):
     """finalize the code with its loop-invariant scalar instructions in front of their loops and
     recomputed scalar values dropped (licm, scalar_cse); the code as emitted when what they keep in
-    registers across a loop does not fit the machine's registers."""
+    registers across a loop does not fit the machine's registers; and when even that does not fit,
+    the code as emitted with the scalars the registers cannot hold kept in SRAM (`spill`)."""
     emitted = em.code
     em.code = scalar_cse.run(licm.run(emitted))
     try:
         return finalize(em, name, args, machine)
     except RegisterOverflow:
         em.code = emitted
+    try:
         return finalize(em, name, args, machine)
+    except RegisterOverflow:
+        em.code = emitted
+        return finalize(em, name, args, machine, spill_scalars=True)
 
 
 def _lower_kernel(ctx, module, machine) -> tuple[Program, dict]:
