@@ -337,3 +337,33 @@ def test_a_large_gathered_pointer_tile_is_a_scalar_base_and_i32_offsets(monkeypa
     close(out, want)
     gathers = [i for i in prog.instrs if i.mnemonic == "dma.gather"]
     assert len(gathers) == BM * BN // 4096 and all(prog.tiles[i.operands[2]].numel == 4096 for i in gathers)
+
+
+@triton.jit
+def large_gather_uses(x, o, M, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM) % M
+    ptrs = x + (rm[:, None] * BN + tl.arange(0, BN)[None, :])
+    addrs = ptrs.to(tl.int64, bitcast=True)  # the pointer tensor's addresses themselves
+    v = tl.load(ptrs, mask=rm[:, None] < M - 1, other=-1.0)
+    tl.store(o + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], v + (addrs - addrs).to(tl.float32))
+    tl.store(ptrs + 1, v * 2, mask=rm[:, None] == 0)  # a scatter through the same pointers
+
+
+def test_other_uses_of_a_based_pointer_tensor_see_its_addresses():
+    """A pointer tensor kept as base + i32 offsets read as addresses (a bitcast), through a masked
+    gather with `other`, and moved by a constant into a masked scatter."""
+    BM, BN, M = 128, 128, 100
+    sig = {"x": "*fp32", "o": "*fp32", "M": "i32", "BM": "constexpr", "BN": "constexpr"}
+    prog = compile_kernel(large_gather_uses, sig, {"BM": BM, "BN": BN})
+    x = RNG.uniform(0, 1, BM * BN + 1).astype(np.float32)
+    (xo, out), _ = run(prog, 1, [x, np.zeros((BM, BN), np.float32), M])
+    rows = np.arange(BM) % M
+    offs = rows[:, None] * BN + np.arange(BN)[None, :]
+    want = np.where(rows[:, None] < M - 1, x[offs], -1.0)
+    close(out, want)
+    xw = x.copy()
+    xw[offs[0] + 1] = want[0] * 2
+    close(xo, xw)
+    chunks = BM * BN // 4096  # the gather and the scatter make their addresses 4096 at a time
+    assert [i.mnemonic for i in prog.instrs].count("dma.gather") == chunks
+    assert [i.mnemonic for i in prog.instrs].count("dma.scatter") == chunks

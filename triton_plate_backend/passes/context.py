@@ -50,21 +50,27 @@ class ArgRef:
 @dataclass(frozen=True)
 class BasedPtr:
     """A pointer tensor kept as a scalar base and its tt.addptr's i32 element offsets: element i
-    points at base + sext(offsets[i]) * size. Half the bytes of the i64 address tile, which is
-    made only where an instruction needs addresses (a gather/scatter makes it a chunk at a time,
-    `rules_memory`); adding a uniform offset moves the base alone (`a_ptrs += BLOCK_K * stride`),
-    so a loop carries the offsets unchanged. Loops carry it as a record (leaves: base, offsets)."""
+        points at base + sext(offsets[i]) * size. Half the bytes of the i64 address tile, which is
+        made only where an instruction needs addresses (a gather/scatter makes it a chunk at a time,
+        `rules_memory`); adding a uniform offset moves the base alone (`a_ptrs += BLOCK_K * stride`),
+        so a loop carries the offsets unchanged. Loops carry it as a record (leaves: base, offsets). The
+    offsets' buffer lists the pointer as an alias, so no op overwrites it in place while it lives."""
 
     base: VReg
     offsets: View  # i32, the pointer tensor's shape
     size: int  # bytes per element of the pointee
 
+    @property
+    def shape(self) -> tuple:
+        return self.offsets.shape
+
     def leaves(self):
         return [self.base, self.offsets]
 
     def fresh(self, ctx):
-        shape = self.offsets.shape
-        return BasedPtr(VReg("ptr.base"), ctx.new("i32", shape, what=f"pointer offsets i32{list(shape)}"), self.size)
+        """A loop's home: a base register of its own and the same offsets, which nothing writes
+        (the loop moves the base only, `rules_scf.carried_form`), so they need no copy."""
+        return BasedPtr(VReg("ptr.base"), self.offsets, self.size)
 
     def addresses(self, ctx, into: View, rows: slice | None = None) -> View:
         """The i64 byte addresses of the elements (of `rows` of dim 0 only), written into `into`."""

@@ -53,6 +53,8 @@ def own(homes, values) -> None:
         if hasattr(h, "buffer"):
             h.buffer.owner = v
             h.buffer.aliases.clear()
+        elif isinstance(h, BasedPtr):  # offsets shared with the initial pointer: one more reader
+            h.offsets.buffer.aliases.add(v)
 
 
 def carried_iter_args(ctx, op) -> list[int]:
@@ -75,9 +77,19 @@ def defined_in(loop) -> set:
     return out
 
 
+def _uniform(op) -> bool:
+    """A tensor op whose elements are all one value: tt.splat, or a splat arith.constant."""
+    if op is None:
+        return False
+    if op.name == "tt.splat":
+        return True
+    value = op.attrs.get("value")
+    return op.name == "arith.constant" and bool(getattr(value, "splat", False))
+
+
 def carried_form(ctx, body, j, b):
     """How an scf.for carries iter_arg j: a BasedPtr stays one when each trip yields it advanced by a
-    uniform offset (tt.addptr(arg, tt.splat(s)): the base moves, the offsets stay); any other
+    uniform offset (tt.addptr(arg, splat or splat constant): the base moves, the offsets stay); any other
     BasedPtr is carried as its i64 address tile."""
     if not isinstance(b, BasedPtr):
         return b
@@ -87,7 +99,7 @@ def carried_form(ctx, body, j, b):
         step is not None
         and step.name == "tt.addptr"
         and step.operands[0] is body.args[1 + j]
-        and getattr(ctx.defining_op(step.operands[1]), "name", None) == "tt.splat"
+        and _uniform(ctx.defining_op(step.operands[1]))
     ):
         return b
     return ctx.as_view(b, "i64", b.offsets.shape)

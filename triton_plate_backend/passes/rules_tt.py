@@ -198,6 +198,7 @@ def _based(ctx, op, size: int) -> bool:
             step = t
         base = VReg("ptr.base")
         ctx.emit("s.add", base, pb.base, step, suffixes=("i64",))
+        pb.offsets.buffer.aliases.add(op.result)
         ctx.bind(op.result, BasedPtr(base, pb.offsets, size))
         return True
     shape = tuple(op.result.type.shape)
