@@ -312,23 +312,30 @@ def large_gather(x, o, M, step, n_steps, BM: tl.constexpr, BN: tl.constexpr):
     tl.store(o + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], acc)
 
 
+def tighter(prog, name):
+    """plate-mini with one byte of SRAM less than ``prog`` needs as it is."""
+    core = dataclasses.replace(MACHINE.core, sram_bytes=prog.sram_bytes - 1)
+    return dataclasses.replace(MACHINE, name=name, core=core)
+
+
 def test_a_large_gathered_pointer_tile_is_a_scalar_base_and_i32_offsets(monkeypatch):
     """A 128x256 pointer tensor carried through a loop: as an i64 address tile it needs 256 KiB of
-    SRAM (and as much again while its i32 offsets are widened); kept as i32 offsets from a scalar
-    base (the loop moves only the base), 128 KiB, and the gather makes its addresses 32 KiB at a
-    time. A core with too little SRAM for the i64 form runs the kernel, with the same results."""
+    SRAM (and as much again while its i32 offsets are widened). On a core without that SRAM it is
+    kept as i32 offsets from a scalar base (the loop moves only the base), 128 KiB, and the gather
+    makes its addresses 32 KiB at a time: the kernel runs, with the same results."""
     BM, BN, M, step, n_steps = 128, 256, 100, 7, 3
     sig = {"x": "*fp32", "o": "*fp32", "M": "i32", "step": "i32", "n_steps": "i32", "BM": "constexpr"}
     sig["BN"] = "constexpr"
     text = ttir_of(large_gather, sig, {"BM": BM, "BN": BN})
-    need = compile_text(text, "large_gather")[0].sram_bytes
-    tight = dataclasses.replace(MACHINE, name="tight-sram", core=dataclasses.replace(MACHINE.core, sram_bytes=need))
+    wide = compile_text(text, "large_gather")[0]  # fits a whole core as it is: unchanged
+    assert [i.mnemonic for i in wide.instrs].count("dma.gather") == 1
+    tight = tighter(wide, "tight-sram")
     prog = compile_text(text, "large_gather", tight)[0]
+    assert wide.sram_bytes - prog.sram_bytes >= 2 * BM * BN
     with monkeypatch.context() as m:
-        m.setattr(rules_tt, "BASED_POINTER_BYTES", 1 << 60)  # every pointer tensor an i64 address tile
+        m.setattr(rules_tt, "BASED_POINTER_BYTES", 1 << 60)  # no pointer tensor kept as offsets
         with pytest.raises(SramOverflow, match="large_gather"):
             compile_text(text, "large_gather", tight)
-        assert compile_text(text, "large_gather")[0].sram_bytes - need >= 2 * BM * BN
     x = RNG.uniform(0, 1, BM * BN + n_steps * step).astype(np.float32)
     (_, out), _ = run(prog, 1, [x, np.zeros((BM, BN), np.float32), M, step, n_steps], machine=tight)
     rows = np.arange(BM) % M
@@ -354,9 +361,11 @@ def test_other_uses_of_a_based_pointer_tensor_see_its_addresses():
     gather with `other`, and moved by a constant into a masked scatter."""
     BM, BN, M = 128, 128, 100
     sig = {"x": "*fp32", "o": "*fp32", "M": "i32", "BM": "constexpr", "BN": "constexpr"}
-    prog = compile_kernel(large_gather_uses, sig, {"BM": BM, "BN": BN})
+    text = ttir_of(large_gather_uses, sig, {"BM": BM, "BN": BN})
+    tight = tighter(compile_text(text, "large_gather_uses")[0], "tight-sram-2")
+    prog = compile_text(text, "large_gather_uses", tight)[0]
     x = RNG.uniform(0, 1, BM * BN + 1).astype(np.float32)
-    (xo, out), _ = run(prog, 1, [x, np.zeros((BM, BN), np.float32), M])
+    (xo, out), _ = run(prog, 1, [x, np.zeros((BM, BN), np.float32), M], machine=tight)
     rows = np.arange(BM) % M
     offs = rows[:, None] * BN + np.arange(BN)[None, :]
     want = np.where(rows[:, None] < M - 1, x[offs], -1.0)

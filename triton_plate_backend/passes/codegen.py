@@ -126,13 +126,14 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
     plan overflows SRAM or the tokens, the kernel is lowered again one stage shallower (down to 2,
     one tile in flight; when a loop without matrix work was pipelined, down to 1: no pipelining)
     before the overflow is reported, so pipelining never makes a kernel that fits fail. When the
-    scalar registers overflow at every depth, the kernel is lowered again, from the deepest, with
-    the scalars the registers cannot hold kept in SRAM (`spill`): a kernel that fits without
-    spilling is never spilled."""
-    cap, spill_scalars = None, False
+    overflow persists at every depth, the kernel is lowered again, from the deepest: scalar registers
+    with the scalars the registers cannot hold kept in SRAM (`spill`); SRAM with its large pointer
+    tensors kept as a scalar base and i32 offsets (`context.BasedPtr`). A kernel that fits as it is
+    is lowered as it is."""
+    cap, spill_scalars, based = None, False, False
     while True:
         ctx = Ctx(machine, func_name(module.kernel()), LOWERING, REJECTED, options)
-        ctx.max_stages = cap
+        ctx.max_stages, ctx.based_pointers = cap, based
         try:
             return _lower_kernel(ctx, module, machine, spill_scalars)
         except (SramOverflow, RegisterOverflow) as e:
@@ -140,6 +141,8 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
                 cap = ctx.deepest_stages - 1
             elif isinstance(e, RegisterOverflow) and not spill_scalars:
                 cap, spill_scalars = None, True
+            elif isinstance(e, SramOverflow) and not based and ctx.based_candidates:
+                cap, based = None, True
             else:
                 raise
 

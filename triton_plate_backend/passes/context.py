@@ -106,6 +106,8 @@ class Ctx:
         self.max_stages: int | None = None  # cap on a loop's num_stages (codegen lowers again if SRAM overflows)
         self.deepest_stages = 0  # the largest num_stages a pipelined loop used
         self.streaming_pipelined = False  # a loop without matrix work was pipelined (it may go unpipelined)
+        self.based_pointers = False  # large pointer tensors as BasedPtr (codegen lowers again if SRAM overflows)
+        self.based_candidates = False  # a pointer tensor that could have been a BasedPtr was seen
 
     def defining_op(self, value: Value) -> Op | None:
         return self.defs.get(value)

@@ -170,6 +170,7 @@ def byte_offsets(ctx, o, size: int, into):
 
 
 # an i64 address tile at least this large is kept as a scalar base and i32 offsets (context.BasedPtr)
+# when the kernel does not fit SRAM otherwise (`ctx.based_pointers`, codegen.generate)
 BASED_POINTER_BYTES = 64 * 1024
 
 
@@ -212,6 +213,9 @@ def _based(ctx, op, size: int) -> bool:
         or not any(ob.strides)
         or 8 * math.prod(shape) < BASED_POINTER_BYTES
     ):
+        return False
+    ctx.based_candidates = True
+    if not ctx.based_pointers:
         return False
     offsets = ob if ob.shape == shape else ob.broadcast(shape)
     offsets.buffer.aliases.add(op.result)  # the offsets stay as long as the pointer does
