@@ -106,3 +106,20 @@ def test_a_launch_repeated_many_times_holds_one_trace():
     assert len(c._waiting) == 2
     assert _fields(c.last_profile()) == _fields(simulate_timing(other, MINI))
     assert c.now_ns() == want_ns + float(simulate_timing(other, MINI).time_ns)
+
+
+def test_a_launch_retired_by_reading_the_clock_still_hands_out_its_own_profile():
+    """Reading the clock times a launch with a recent profile lent to it (no copy: do_bench reads the
+    clock around every launch); last_profile() then gives a copy of its own."""
+    trace = _launches(1)[0]
+    c = sim_clock.Clock(MINI)
+    c.add_untimed(trace, "round_robin")
+    first = c.last_profile()
+    c.add_untimed(straight_trace(trace.program, trace.grid[0], trace.entries[3].bytes_by_domain), "round_robin")
+    c.add_timed(first)  # something in between, so that the second launch is not coalesced into a later one
+    c.add_untimed(straight_trace(trace.program, trace.grid[0], trace.entries[3].bytes_by_domain), "round_robin")
+    assert c.now_ns() == 4 * float(first.time_ns)
+    lent = c._last.profile
+    assert c._last.shared and lent is next(iter(c._recent.values()))[2]
+    own = c.last_profile()
+    assert own is not lent and _fields(own) == _fields(first) and not c._last.shared

@@ -40,7 +40,7 @@ PROFILES_KEPT = 32  # recent Profiles kept by trace digest for repeated launches
 class Launch:
     """One launch's timing: its Profile once computed, until then the Trace and policy it comes from."""
 
-    __slots__ = ("trace", "policy", "nbytes", "profile", "digest", "repeats")
+    __slots__ = ("trace", "policy", "nbytes", "profile", "digest", "repeats", "shared")
 
     def __init__(self, trace: Trace | PackedTrace | None, policy: str | None, profile: Profile | None = None):
         self.trace: Trace | PackedTrace | None = trace
@@ -48,6 +48,7 @@ class Launch:
         self.nbytes = trace.nbytes() if trace is not None else 0
         self.digest: bytes | None = trace.digest() if isinstance(trace, PackedTrace) else None
         self.repeats = 1  # launches this one stands for: itself and identical ones right after it
+        self.shared = False  # its profile is a recent one lent to it (last_profile copies it first)
 
     def unpacked(self) -> Trace:
         return self.trace.unpack() if isinstance(self.trace, PackedTrace) else self.trace
@@ -113,14 +114,21 @@ class Clock:
             self._retire()
 
     def last_profile(self) -> Profile | None:
-        return None if self._last is None else self.profile(self._last)
+        launch = self._last
+        if launch is None:
+            return None
+        profile = self.profile(launch)
+        if launch.shared:  # a reader may change it: a copy of its own, as when timed as it ran
+            launch.profile, launch.shared = copy.deepcopy(profile), False
+        return launch.profile
 
     def set_last_profile(self, profile: Profile | None) -> None:
         self._last = None if profile is None else Launch(None, None, profile)
 
-    def profile(self, launch: Launch) -> Profile:
+    def profile(self, launch: Launch, own: bool | None = None) -> Profile:
+        """The launch's Profile; ``own`` (default: for the last launch) a copy of its own."""
         if launch.profile is None:
-            launch.profile = self._time(launch, own=launch is self._last)
+            launch.profile, launch.shared = self._time(launch, own=launch is self._last if own is None else own)
             self._waiting_bytes -= launch.nbytes
             launch.trace, launch.nbytes = None, 0
         return launch.profile
@@ -151,9 +159,10 @@ class Clock:
             self._fold(self._waiting.popleft())
 
     def _retire(self) -> None:
-        """Time the oldest waiting launch and add its time to the clock."""
+        """Time the oldest waiting launch and add its time to the clock (a lent profile will do: only
+        `last_profile` hands a Profile out)."""
         launch = self._waiting.popleft()
-        self.profile(launch)
+        self.profile(launch, own=False)
         self._fold(launch)
 
     def _fold(self, launch: Launch) -> None:
@@ -162,9 +171,10 @@ class Clock:
             self._ns += t
 
     # ---- timing, with repeats served from recent profiles ----------------------------------------
-    def _time(self, launch: Launch, own: bool = True) -> Profile:
-        """The launch's Profile. ``own``: a copy of its own (the last launch's, which a reader may
-        get and change); other launches only lend their time to the clock, so they share a recent one."""
+    def _time(self, launch: Launch, own: bool = True) -> tuple[Profile, bool]:
+        """(the launch's Profile, whether it is a recent one lent to it). ``own``: a copy of its own
+        (the last launch's, which a reader may get and change); other launches only lend their time
+        to the clock, so they share a recent one."""
         t0 = time.perf_counter()
         program = launch.trace.program
         content = (self.machine.cache_key(), tuple(program.instrs), tuple(program.tiles), tuple(program.consts))
@@ -173,15 +183,15 @@ class Clock:
         if hit is not None and hit[0] is program and hit[1] == content:
             self._recent.move_to_end(key)
             if not own:
-                return hit[2]
+                return hit[2], True
             profile = copy.deepcopy(hit[2])  # each launch its own Profile, as when timed as it ran
             profile.wall_s = time.perf_counter() - t0
-            return profile
+            return profile, False
         profile = simulate_timing(launch.unpacked(), self.machine, policy=launch.policy)
         self._recent[key] = (program, content, copy.deepcopy(profile))
         if len(self._recent) > PROFILES_KEPT:
             self._recent.popitem(last=False)
-        return profile
+        return profile, False
 
 
 def _may_repeat(prev: Launch, trace: Trace, policy) -> bool:
