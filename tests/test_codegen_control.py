@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import triton
 import triton.language as tl
-from codegen_kernels.harness import close, compile_kernel, run
+from codegen_kernels.harness import MACHINE, close, compile_kernel, run
 
 RNG = np.random.default_rng(4)
 B = 32
@@ -211,3 +211,31 @@ def test_call_with_early_returns_in_a_region_becomes_nested_ifs():  # upstream t
     for k, want in [(0, 8), (1, 21), (2, 2)]:
         (_, out), _ = run(prog, 1, [np.array([7], np.int32), np.zeros(1, np.int32), k])
         assert out[0] == want, (k, out)
+
+
+@triton.jit
+def many_scalars(o, n, NS: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    vals = ()
+    for i in tl.static_range(NS):
+        vals = vals + ((pid + 1) * (i * 7 + 3) + n,)
+    acc = tl.zeros([BLOCK], tl.int32)
+    for t in range(n):
+        for i in tl.static_range(NS):
+            acc += vals[i] * (i + t)
+    tl.store(o + pid * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+def test_a_hundred_live_scalars_spill_to_sram_and_compute_the_same():
+    """100 scalars live across a loop, more than the core's 64 registers: the ones the registers
+    cannot hold live in SRAM slots (v.splat after a write, v.extract before a read)."""
+    prog = compile_kernel(
+        many_scalars, {"o": "*i32", "n": "i32", "NS": "constexpr", "BLOCK": "constexpr"}, {"NS": 100, "BLOCK": 16}
+    )
+    slots = [i for i in prog.instrs if i.mnemonic == "v.splat" and prog.tiles[i.operands[0]].shape == (1,)]
+    assert len(slots) >= 100 - MACHINE.core.scalar_registers
+    n = 3
+    (out,), _ = run(prog, 2, [np.zeros(32, np.int32), n])
+    for pid in range(2):
+        want = sum(((pid + 1) * (i * 7 + 3) + n) * (i + t) for t in range(n) for i in range(100))
+        assert (out[pid * 16 : pid * 16 + 16] == want).all()

@@ -3,11 +3,16 @@ atomics, block pointers and tensor descriptors."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import triton
 import triton.language as tl
-from codegen_kernels.harness import cdiv, close, compile_kernel, run
+from codegen_kernels.harness import MACHINE, cdiv, close, compile_kernel, compile_text, run, ttir_of
+
+from triton_plate_backend.errors import SramOverflow
+from triton_plate_backend.passes import rules_tt
 
 RNG = np.random.default_rng(5)
 
@@ -294,3 +299,80 @@ def test_pointers_advanced_by_one_scalar_keep_no_offset_tile():
     ]
     # the initial pointers' i32 offsets are widened once; the loop's step is not
     assert widened == ["v.sext", "v.mul"], widened
+
+
+@triton.jit
+def large_gather(x, o, M, step, n_steps, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM) % M  # a modular row index: a gather
+    ptrs = x + (rm[:, None] * BN + tl.arange(0, BN)[None, :])  # one tt.addptr of i32 offsets
+    acc = tl.zeros((BM, BN), tl.float32)
+    for _ in range(n_steps):
+        acc += tl.load(ptrs)
+        ptrs += step
+    tl.store(o + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], acc)
+
+
+def tighter(prog, name):
+    """plate-mini with one byte of SRAM less than ``prog`` needs as it is."""
+    core = dataclasses.replace(MACHINE.core, sram_bytes=prog.sram_bytes - 1)
+    return dataclasses.replace(MACHINE, name=name, core=core)
+
+
+def test_a_large_gathered_pointer_tile_is_a_scalar_base_and_i32_offsets(monkeypatch):
+    """A 128x256 pointer tensor carried through a loop: as an i64 address tile it needs 256 KiB of
+    SRAM (and as much again while its i32 offsets are widened). On a core without that SRAM it is
+    kept as i32 offsets from a scalar base (the loop moves only the base), 128 KiB, and the gather
+    makes its addresses 32 KiB at a time: the kernel runs, with the same results."""
+    BM, BN, M, step, n_steps = 128, 256, 100, 7, 3
+    sig = {"x": "*fp32", "o": "*fp32", "M": "i32", "step": "i32", "n_steps": "i32", "BM": "constexpr"}
+    sig["BN"] = "constexpr"
+    text = ttir_of(large_gather, sig, {"BM": BM, "BN": BN})
+    wide = compile_text(text, "large_gather")[0]  # fits a whole core as it is: unchanged
+    assert [i.mnemonic for i in wide.instrs].count("dma.gather") == 1
+    tight = tighter(wide, "tight-sram")
+    prog = compile_text(text, "large_gather", tight)[0]
+    assert wide.sram_bytes - prog.sram_bytes >= 2 * BM * BN
+    with monkeypatch.context() as m:
+        m.setattr(rules_tt, "BASED_POINTER_BYTES", 1 << 60)  # no pointer tensor kept as offsets
+        with pytest.raises(SramOverflow, match="large_gather"):
+            compile_text(text, "large_gather", tight)
+    x = RNG.uniform(0, 1, BM * BN + n_steps * step).astype(np.float32)
+    (_, out), _ = run(prog, 1, [x, np.zeros((BM, BN), np.float32), M, step, n_steps], machine=tight)
+    rows = np.arange(BM) % M
+    offs = rows[:, None] * BN + np.arange(BN)[None, :]
+    want = sum(x[offs + s * step].astype(np.float64) for s in range(n_steps)).astype(np.float32)
+    close(out, want)
+    gathers = [i for i in prog.instrs if i.mnemonic == "dma.gather"]
+    assert len(gathers) == BM * BN // 4096 and all(prog.tiles[i.operands[2]].numel == 4096 for i in gathers)
+
+
+@triton.jit
+def large_gather_uses(x, o, M, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM) % M
+    ptrs = x + (rm[:, None] * BN + tl.arange(0, BN)[None, :])
+    addrs = ptrs.to(tl.int64, bitcast=True)  # the pointer tensor's addresses themselves
+    v = tl.load(ptrs, mask=rm[:, None] < M - 1, other=-1.0)
+    tl.store(o + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], v + (addrs - addrs).to(tl.float32))
+    tl.store(ptrs + 1, v * 2, mask=rm[:, None] == 0)  # a scatter through the same pointers
+
+
+def test_other_uses_of_a_based_pointer_tensor_see_its_addresses():
+    """A pointer tensor kept as base + i32 offsets read as addresses (a bitcast), through a masked
+    gather with `other`, and moved by a constant into a masked scatter."""
+    BM, BN, M = 128, 128, 100
+    sig = {"x": "*fp32", "o": "*fp32", "M": "i32", "BM": "constexpr", "BN": "constexpr"}
+    text = ttir_of(large_gather_uses, sig, {"BM": BM, "BN": BN})
+    tight = tighter(compile_text(text, "large_gather_uses")[0], "tight-sram-2")
+    prog = compile_text(text, "large_gather_uses", tight)[0]
+    x = RNG.uniform(0, 1, BM * BN + 1).astype(np.float32)
+    (xo, out), _ = run(prog, 1, [x, np.zeros((BM, BN), np.float32), M], machine=tight)
+    rows = np.arange(BM) % M
+    offs = rows[:, None] * BN + np.arange(BN)[None, :]
+    want = np.where(rows[:, None] < M - 1, x[offs], -1.0)
+    close(out, want)
+    xw = x.copy()
+    xw[offs[0] + 1] = want[0] * 2
+    close(xo, xw)
+    chunks = BM * BN // 4096  # the gather and the scatter make their addresses 4096 at a time
+    assert [i.mnemonic for i in prog.instrs].count("dma.gather") == chunks
+    assert [i.mnemonic for i in prog.instrs].count("dma.scatter") == chunks

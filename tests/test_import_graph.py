@@ -123,6 +123,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.passes.inline",
         f"{TPB}.passes.emitter",
         f"{TPB}.passes.regalloc",
+        f"{TPB}.passes.spill",
         f"{TPB}.passes.scalar_flow",
         f"{TPB}.passes.licm",
         f"{TPB}.passes.scalar_cse",

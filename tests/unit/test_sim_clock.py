@@ -87,3 +87,39 @@ def test_waiting_traces_stay_under_the_budget(monkeypatch):
         c.add_untimed(t, "round_robin")
         assert c._waiting_bytes <= 50_000
     assert c._waiting_bytes == sum(w.nbytes for w in c._waiting)
+
+
+def test_a_launch_repeated_many_times_holds_one_trace():
+    """A loop that launches one kernel the same way again and again without reading the clock (the
+    upstream test_launch memory-leak check): one waiting launch counts them, and the clock and the
+    last profile read as if each had been timed as it ran."""
+    trace = _launches(1)[0]
+    again = [straight_trace(trace.program, trace.grid[0], trace.entries[3].bytes_by_domain) for _ in range(200)]
+    want_ns, want = _eager([trace, *again])
+    c = sim_clock.Clock(MINI)
+    for t in [trace, *again]:
+        c.add_untimed(t, "round_robin")
+    assert len(c._waiting) == 1 and c._waiting[0].repeats == 201
+    assert c._waiting_bytes == c._waiting[0].nbytes < trace.nbytes()  # one trace, kept packed
+    other = _launches(2)[1]  # another program: a launch of its own
+    c.add_untimed(other, "round_robin")
+    assert len(c._waiting) == 2
+    assert _fields(c.last_profile()) == _fields(simulate_timing(other, MINI))
+    assert c.now_ns() == want_ns + float(simulate_timing(other, MINI).time_ns)
+
+
+def test_a_launch_retired_by_reading_the_clock_still_hands_out_its_own_profile():
+    """Reading the clock times a launch with a recent profile lent to it (no copy: do_bench reads the
+    clock around every launch); last_profile() then gives a copy of its own."""
+    trace = _launches(1)[0]
+    c = sim_clock.Clock(MINI)
+    c.add_untimed(trace, "round_robin")
+    first = c.last_profile()
+    c.add_untimed(straight_trace(trace.program, trace.grid[0], trace.entries[3].bytes_by_domain), "round_robin")
+    c.add_timed(first)  # something in between, so that the second launch is not coalesced into a later one
+    c.add_untimed(straight_trace(trace.program, trace.grid[0], trace.entries[3].bytes_by_domain), "round_robin")
+    assert c.now_ns() == 4 * float(first.time_ns)
+    lent = c._last.profile
+    assert c._last.shared and lent is next(iter(c._recent.values()))[2]
+    own = c.last_profile()
+    assert own is not lent and _fields(own) == _fields(first) and not c._last.shared

@@ -125,33 +125,49 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
     Pipelining deeper than num_stages 2 costs a staging tile (and a DMA token) per stage: when that
     plan overflows SRAM or the tokens, the kernel is lowered again one stage shallower (down to 2,
     one tile in flight; when a loop without matrix work was pipelined, down to 1: no pipelining)
-    before the overflow is reported, so pipelining never makes a kernel that fits fail."""
-    cap = None
+    before the overflow is reported, so pipelining never makes a kernel that fits fail. When the
+    overflow persists at every depth, the kernel is lowered again, from the deepest: scalar registers
+    with the scalars the registers cannot hold kept in SRAM (`spill`); SRAM with its large pointer
+    tensors kept as a scalar base and i32 offsets (`context.BasedPtr`). A kernel that fits as it is
+    is lowered as it is."""
+    cap, spill_scalars, based = None, False, False
     while True:
         ctx = Ctx(machine, func_name(module.kernel()), LOWERING, REJECTED, options)
-        ctx.max_stages = cap
+        ctx.max_stages, ctx.based_pointers = cap, based
         try:
-            return _lower_kernel(ctx, module, machine)
-        except (SramOverflow, RegisterOverflow):
-            if ctx.deepest_stages <= (1 if ctx.streaming_pipelined else 2):
+            return _lower_kernel(ctx, module, machine, spill_scalars)
+        except (SramOverflow, RegisterOverflow) as e:
+            if ctx.deepest_stages > (1 if ctx.streaming_pipelined else 2):
+                cap = ctx.deepest_stages - 1
+            elif isinstance(e, RegisterOverflow) and not spill_scalars:
+                cap, spill_scalars = None, True
+            elif isinstance(e, SramOverflow) and not based and ctx.based_candidates:
+                cap, based = None, True
+            else:
                 raise
-            cap = ctx.deepest_stages - 1
 
 
-def _finalize(em, name, args, machine):
+def _finalize(em, name, args, machine, spill_scalars=False):
     """finalize the code with its loop-invariant scalar instructions in front of their loops and
     recomputed scalar values dropped (licm, scalar_cse); the code as emitted when what they keep in
-    registers across a loop does not fit the machine's registers."""
+    registers across a loop does not fit the machine's registers; with ``spill_scalars``, when even
+    that does not fit, the code as emitted with the scalars the registers cannot hold in SRAM."""
     emitted = em.code
     em.code = scalar_cse.run(licm.run(emitted))
     try:
         return finalize(em, name, args, machine)
     except RegisterOverflow:
         em.code = emitted
+    if not spill_scalars:
         return finalize(em, name, args, machine)
+    try:
+        return finalize(em, name, args, machine)
+    except RegisterOverflow:
+        em.code = emitted
+        return finalize(em, name, args, machine, spill_scalars=True)
 
 
-def _lower_kernel(ctx, module, machine) -> tuple[Program, dict]:
+def _lower_kernel(ctx, module, machine, spill_scalars=False) -> tuple[Program, dict]:
     func = module.kernel()
     name = ctx.name
     block0 = func.regions[0].blocks[0]
@@ -169,7 +185,7 @@ def _lower_kernel(ctx, module, machine) -> tuple[Program, dict]:
     if not code or code[-1].mnemonic != "halt":
         ctx.em.wait_all()
         ctx.emit("halt")
-    program, planned = _finalize(ctx.em, name, args, machine)
+    program, planned = _finalize(ctx.em, name, args, machine, spill_scalars)
     report = {
         "kernel": name,
         "instructions": len(program.instrs),

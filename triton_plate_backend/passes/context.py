@@ -1,5 +1,5 @@
 """The lowering context: what every lowering rule sees (`Ctx`), the values a binding can hold
-besides tiles and registers (`Const`, `ArgRef`), and the element types of the ISA (`DTYPE`,
+besides tiles and registers (`Const`, `ArgRef`, `BasedPtr`), and the element types of the ISA (`DTYPE`,
 `dtype_of`, `is_float`).
 
 It imports no rule: the rules_*.py modules import it, and codegen (which imports the rules
@@ -15,7 +15,7 @@ from ..isa.table import is_float
 from ..srcloc import UNKNOWN_LOC
 from .emitter import Emitter, Imm, View, VReg
 
-__all__ = ["DTYPE", "ArgRef", "Const", "Ctx", "dtype_of", "is_float", "missing_rule"]
+__all__ = ["DTYPE", "ArgRef", "BasedPtr", "Const", "Ctx", "dtype_of", "is_float", "missing_rule"]
 
 # ---- types -------------------------------------------------------------------------------------
 # TTIR element type name -> ISA dtype (index is 64-bit; pointers are i64 byte addresses)
@@ -47,6 +47,41 @@ class ArgRef:
     index: int
 
 
+@dataclass(frozen=True)
+class BasedPtr:
+    """A pointer tensor kept as a scalar base and its tt.addptr's i32 element offsets: element i
+        points at base + sext(offsets[i]) * size. Half the bytes of the i64 address tile, which is
+        made only where an instruction needs addresses (a gather/scatter makes it a chunk at a time,
+        `rules_memory`); adding a uniform offset moves the base alone (`a_ptrs += BLOCK_K * stride`),
+        so a loop carries the offsets unchanged. Loops carry it as a record (leaves: base, offsets). The
+    offsets' buffer lists the pointer as an alias, so no op overwrites it in place while it lives."""
+
+    base: VReg
+    offsets: View  # i32, the pointer tensor's shape
+    size: int  # bytes per element of the pointee
+
+    @property
+    def shape(self) -> tuple:
+        return self.offsets.shape
+
+    def leaves(self):
+        return [self.base, self.offsets]
+
+    def fresh(self, ctx):
+        """A loop's home: a base register of its own and the same offsets, which nothing writes
+        (the loop moves the base only, `rules_scf.carried_form`), so they need no copy."""
+        return BasedPtr(VReg("ptr.base"), self.offsets, self.size)
+
+    def addresses(self, ctx, into: View, rows: slice | None = None) -> View:
+        """The i64 byte addresses of the elements (of `rows` of dim 0 only), written into `into`."""
+        offs = self.offsets if rows is None else self.offsets.sub(0, rows.start, rows.stop - rows.start)
+        ctx.vec("v.sext", into, offs)
+        if self.size != 1:
+            ctx.vec("v.mul", into, into, ctx.fill(self.size, "i64", into.shape))
+        ctx.vec("v.add", into, into, ctx.splat(self.base, "i64", into.shape))
+        return into
+
+
 # ---- the lowering context ----------------------------------------------------------------------
 class Ctx:
     """What a lowering rule sees: the emitter, value bindings and helpers. Rules take it as
@@ -71,6 +106,8 @@ class Ctx:
         self.max_stages: int | None = None  # cap on a loop's num_stages (codegen lowers again if SRAM overflows)
         self.deepest_stages = 0  # the largest num_stages a pipelined loop used
         self.streaming_pipelined = False  # a loop without matrix work was pipelined (it may go unpipelined)
+        self.based_pointers = False  # large pointer tensors as BasedPtr (codegen lowers again if SRAM overflows)
+        self.based_candidates = False  # a pointer tensor that could have been a BasedPtr was seen
 
     def defining_op(self, value: Value) -> Op | None:
         return self.defs.get(value)
@@ -99,7 +136,7 @@ class Ctx:
             raise self.error(f"value {value!r} is used before it is defined (or its defining op was skipped)") from None
 
     def is_tensor(self, value: Value) -> bool:
-        return isinstance(self.env.get(value), View)
+        return isinstance(self.env.get(value), (View, BasedPtr))
 
     def reg(self, value: Value) -> VReg:
         return self.as_reg(self.binding(value), value.type)
@@ -128,6 +165,8 @@ class Ctx:
         """The tile of a tensor value; a scalar is splatted to `shape` (a stride-0 view)."""
         b = self.binding(value)
         if shape is None:
+            if isinstance(b, BasedPtr):
+                return self.as_view(b, "i64", b.offsets.shape)
             if not isinstance(b, View):
                 raise self.error(f"expected a tensor, got a scalar {value!r}")
             return b
@@ -236,6 +275,11 @@ class Ctx:
         """A binding (tile, scalar register or constant) as a tile of this dtype and shape."""
         if isinstance(b, View):
             return b if b.shape == tuple(shape) else b.broadcast(tuple(shape))
+        if isinstance(b, BasedPtr):  # an instruction that needs the whole address tile
+            t = b.addresses(
+                self, self.new("i64", b.offsets.shape, what=f"pointer addresses i64{list(b.offsets.shape)}")
+            )
+            return t if t.shape == tuple(shape) else t.broadcast(tuple(shape))
         if isinstance(b, Const):
             return self.fill(b.value, dtype, shape)
         return self.splat(self.as_reg(b), dtype, shape)

@@ -1,7 +1,8 @@
 """finalize: the code generator's virtual code -> a verified `Program`.
 
 Liveness over the emitted pseudo-instructions (`regalloc.live_intervals`) gives scalar registers
-and DMA tokens (`regalloc.allocate`) and SRAM addresses (`sram_plan.plan`); then views become
+and DMA tokens (`regalloc.allocate`; with ``spill_scalars``, scalars the registers cannot hold go to SRAM
+slots, `spill.allocate`) and SRAM addresses (`sram_plan.plan`); then views become
 entries of the tile table, immediates and strings entries of the constant pool, labels pcs and
 op locations entries of the location table (all deduplicated)."""
 
@@ -13,7 +14,7 @@ from ..isa.program import Inst, Program, Tile
 from ..isa.table import ITEMSIZE
 from ..isa.verified import verify_once
 from ..srcloc import UNKNOWN_LOC
-from . import regalloc, sram_plan
+from . import regalloc, spill, sram_plan
 from .emitter import Buffer, Emitter, Imm, Label, Str, Token, View, VReg
 
 
@@ -28,11 +29,14 @@ def sram_by_op(ctx) -> dict:
     return out
 
 
-def finalize(em: Emitter, name: str, args, machine) -> tuple[Program, int]:
+def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False) -> tuple[Program, int]:
     """Liveness -> registers, tokens and SRAM addresses -> a verified Program."""
+    if spill_scalars:
+        em.code, intervals, regs = spill.allocate(em.code, machine.core.scalar_registers, name, em.buffers)
+    else:
+        intervals = regalloc.live_intervals(em.code)
+        regs = regalloc.allocate(intervals, VReg, machine.core.scalar_registers, "scalar registers", name)
     code = em.code
-    intervals = regalloc.live_intervals(code)
-    regs = regalloc.allocate(intervals, VReg, machine.core.scalar_registers, "scalar registers", name)
     toks = regalloc.allocate(intervals, Token, machine.core.dma_tokens, "DMA tokens", name)
     top = sram_plan.plan(intervals, machine.core.sram_bytes, name)
     program = Program(name=name, args=list(args))

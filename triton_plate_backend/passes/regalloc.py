@@ -7,7 +7,10 @@ so loops, scf.while and cf branches with block arguments all come out right. Eac
 it is live, in half-steps (2*pc = just before pc reads, 2*pc+1 = pc writes). A register or
 token written by an instruction may reuse one the same instruction last reads; SRAM buffers are
 written at 2*pc, so an instruction's output tile never overlaps one of its dying inputs (unless
-the code generator chose that in-place on purpose, by writing the same buffer)."""
+the code generator chose that in-place on purpose, by writing the same buffer).
+
+When the scalar registers run out, `spill_choice` runs the same scan and names the registers to
+keep in SRAM instead (the one live longest at each point of overflow); `spill` rewrites the code."""
 
 from __future__ import annotations
 
@@ -153,3 +156,33 @@ def allocate(intervals: dict, kind: type, count: int, what: str, kernel: str) ->
         out[r] = phys
         heapq.heappush(active, (hi, phys))
     return out
+
+
+def spill_choice(intervals: dict, count: int, pinned: set) -> tuple[set, int | None]:
+    """The same linear scan as `allocate`, choosing instead of failing: where more than ``count``
+    VRegs are live, the live one (not in ``pinned``) whose interval ends last goes to SRAM.
+    Returns (the chosen VRegs, None), or (set(), the half-step where only pinned ones are live)."""
+    items = sorted(((iv, r) for r, iv in intervals.items() if isinstance(r, VReg)), key=lambda x: (x[0][0], x[1].id))
+    free = list(range(count))
+    active: list[tuple[int, int, VReg]] = []  # a heap of (hi, id, vreg)
+    chosen = set()
+    for (lo, hi), r in items:
+        while active and active[0][0] < lo:
+            heapq.heappop(active)
+            free.append(0)
+        if free:
+            free.pop()
+            heapq.heappush(active, (hi, r.id, r))
+            continue
+        victims = [(h, i, v) for h, i, v in active if v not in pinned]
+        far = max(victims, key=lambda x: (x[0], x[1]), default=None)
+        if r not in pinned and (far is None or hi >= far[0]):
+            chosen.add(r)  # the new one lives longest: it goes to SRAM, the registers stay as they are
+            continue
+        if far is None:
+            return set(), lo
+        chosen.add(far[2])
+        active.remove(far)
+        heapq.heapify(active)
+        heapq.heappush(active, (hi, r.id, r))
+    return chosen, None

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..ir.core import IntAttr, TensorType
 from ..isa.table import ITEMSIZE
-from .context import dtype_of, is_float
+from .context import BasedPtr, dtype_of, is_float
 from .dma_operands import HUGE, bind_loaded, fill_imm, s_op, shape_of_result
 from .emitter import Imm, Token, View, VReg
 from .rules_access import lower_structured
@@ -112,10 +112,14 @@ def load_gather(ctx, op):
     mask = op.operands[1] if len(op.operands) > 1 else None
     other = op.operands[2] if len(op.operands) > 2 else None
     shape, dtype = shape_of_result(res), dtype_of(res.type)
-    addr, m = ctx.view(ptr, shape), mask_view(ctx, mask, shape)
+    m = mask_view(ctx, mask, shape)
     fill = 0 if other is None else constant_value(ctx, other)
     dst = ctx.new(dtype, shape, owner=res if isinstance(res.type, TensorType) else None)
-    ctx.emit("dma.gather", Token(), dst, addr, m, fill_imm(dtype, 0 if fill is None else fill))
+    for addr, rows in addresses(ctx, ctx.binding(ptr), ptr, shape):
+        fill_value = fill_imm(dtype, 0 if fill is None else fill)
+        ctx.emit("dma.gather", tok := Token(), rows_of(dst, rows), addr, rows_of(m, rows), fill_value)
+    if rows is not None:
+        ctx.em.wait_token(tok)  # the chunks' address tiles die now, not where the result is first read
     if other is not None and fill is None:
         sel = ctx.new(dtype, shape, owner=res)
         ctx.vec("v.select", sel, m, dst, ctx.view(other, shape))
@@ -137,7 +141,40 @@ def store_scatter(ctx, op):
     ptr, val = op.operands[:2]
     mask = op.operands[2] if len(op.operands) > 2 else None
     shape = shape_of_result(val)
-    ctx.emit("dma.scatter", Token(), ctx.view(val, shape), ctx.view(ptr, shape), mask_view(ctx, mask, shape))
+    v, m = ctx.view(val, shape), mask_view(ctx, mask, shape)
+    for addr, rows in addresses(ctx, ctx.binding(ptr), ptr, shape):
+        ctx.emit("dma.scatter", tok := Token(), rows_of(v, rows), addr, rows_of(m, rows))
+    if rows is not None:
+        ctx.em.wait_token(tok)  # the chunks' address tiles die now
+
+
+def rows_of(v: View, rows: slice | None) -> View:
+    return v if rows is None else v.sub(0, rows.start, rows.stop - rows.start)
+
+
+ADDRESS_CHUNK = 4096  # i64 addresses a gather/scatter through a BasedPtr makes at a time (32 KiB)
+
+
+def addresses(ctx, b, ptr, shape):
+    """(address tile, rows of dim 0 it covers or None for all) for a gather/scatter: the pointer's own
+    tile, or for a BasedPtr its addresses a chunk of rows at a time, into two tiles used in turn (the
+    emitter waits for the DMA that reads one before it is written again): the SRAM of two chunks,
+    not of the whole i64 tile."""
+    if not isinstance(b, BasedPtr) or not shape:
+        yield ctx.view(ptr, shape), None
+        return
+    per_row = math.prod(shape[1:])
+    n = max(1, min(shape[0], ADDRESS_CHUNK // max(per_row, 1)))
+    if n == shape[0]:
+        yield b.addresses(ctx, ctx.new("i64", shape, what=f"pointer addresses i64{list(shape)}")), None
+        return
+    tiles = [ctx.new("i64", (n, *shape[1:]), what=f"pointer addresses i64{[n, *shape[1:]]} (chunk)") for _ in range(2)]
+    for k, r0 in enumerate(range(0, shape[0], n)):
+        rows = slice(r0, min(r0 + n, shape[0]))
+        t = tiles[k % 2]
+        if rows.stop - rows.start < n:
+            t = t.sub(0, 0, rows.stop - rows.start)
+        yield b.addresses(ctx, t, rows), rows
 
 
 # ---- atomics -------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..ir.core import PtrType, TensorDescType, TensorType
 from . import prefetch
-from .context import dtype_of
+from .context import BasedPtr, dtype_of
 from .emitter import VReg
 from .rules_access import init_companions, step_companions
 
@@ -25,10 +25,11 @@ def is_record_type(t) -> bool:
     return isinstance(t, TensorDescType) or (isinstance(t, PtrType) and isinstance(t.pointee, TensorType))
 
 
-def homes_for(ctx, types, likes=None, steal=()):
+def homes_for(ctx, types, likes=None, steal=(), based=False):
     """Homes for values of these types; an initial tensor value that dies here and owns its
-    buffer becomes the home itself (no copy)."""
-    likes = likes or [None] * len(types)
+    buffer becomes the home itself (no copy). A BasedPtr gets a record home only when ``based``
+    (an scf.for whose every BasedPtr init was checked by `carried_form`), else an address tile."""
+    likes = [None if isinstance(x, BasedPtr) and not based else x for x in likes or [None] * len(types)]
     homes, taken = [], set()
     for i, (t, like) in enumerate(zip(types, likes)):
         b = ctx.dying_buffer(steal[i]) if i < len(steal) and steal.count(steal[i]) == 1 else None
@@ -52,6 +53,8 @@ def own(homes, values) -> None:
         if hasattr(h, "buffer"):
             h.buffer.owner = v
             h.buffer.aliases.clear()
+        elif isinstance(h, BasedPtr):  # offsets shared with the initial pointer: one more reader
+            h.offsets.buffer.aliases.add(v)
 
 
 def carried_iter_args(ctx, op) -> list[int]:
@@ -74,6 +77,34 @@ def defined_in(loop) -> set:
     return out
 
 
+def _uniform(op) -> bool:
+    """A tensor op whose elements are all one value: tt.splat, or a splat arith.constant."""
+    if op is None:
+        return False
+    if op.name == "tt.splat":
+        return True
+    value = op.attrs.get("value")
+    return op.name == "arith.constant" and bool(getattr(value, "splat", False))
+
+
+def carried_form(ctx, body, j, b):
+    """How an scf.for carries iter_arg j: a BasedPtr stays one when each trip yields it advanced by a
+    uniform offset (tt.addptr(arg, splat or splat constant): the base moves, the offsets stay); any other
+    BasedPtr is carried as its i64 address tile."""
+    if not isinstance(b, BasedPtr):
+        return b
+    y = body.ops[-1].operands[j]
+    step = ctx.defining_op(y)
+    if (
+        step is not None
+        and step.name == "tt.addptr"
+        and step.operands[0] is body.args[1 + j]
+        and _uniform(ctx.defining_op(step.operands[1]))
+    ):
+        return b
+    return ctx.as_view(b, "i64", b.offsets.shape)
+
+
 def _lower_scf_for(ctx, op):
     lb, ub, step, *inits = op.operands
     body = op.regions[0].blocks[0]
@@ -81,13 +112,13 @@ def _lower_scf_for(ctx, op):
     inits = [inits[j] for j in keep]
     stype = dtype_of(lb.type)
     pred = "ult" if "unsignedCmp" in op.attrs else "slt"
-    init_b = [ctx.binding(v) for v in inits]
+    init_b = [carried_form(ctx, body, j, ctx.binding(v)) for j, v in zip(keep, inits)]
     iv = VReg("iv")
     # an initial value the body also reads (acc = x; for ...: acc = acc - x) dies at the loop op, yet
     # the body reads it at every turn: it cannot become the carried value's home
     read_inside = {v for inner in op.walk() if inner is not op for v in inner.operands}
     steal = [None if v in read_inside else v for v in inits]
-    homes = homes_for(ctx, [op.results[j].type for j in keep], init_b, steal=steal)
+    homes = homes_for(ctx, [op.results[j].type for j in keep], init_b, steal=steal, based=True)
     homes = fill_homes(ctx, homes, init_b)
     ctx.assign([(iv, ctx.binding(lb))] + list(zip(homes, init_b)))
     companions = init_companions(ctx, op)

@@ -4,10 +4,12 @@ Most shape ops are free views of their operand's tile; join and cat copy into on
 
 from __future__ import annotations
 
-from ..ir.core import ArrayAttr, DenseAttr, EnumAttr, IntAttr, PtrType, element_type
+import math
+
+from ..ir.core import ArrayAttr, DenseAttr, EnumAttr, IntAttr, PtrType, TensorType, element_type
 from ..isa.table import ITEMSIZE
-from .context import Const, dtype_of, is_float
-from .emitter import Imm, Str, VReg
+from .context import BasedPtr, Const, dtype_of, is_float
+from .emitter import Imm, Str, View, VReg
 
 AXES = "xyz"
 
@@ -167,10 +169,66 @@ def byte_offsets(ctx, o, size: int, into):
     return o
 
 
+# an i64 address tile at least this large is kept as a scalar base and i32 offsets (context.BasedPtr)
+# when the kernel does not fit SRAM otherwise (`ctx.based_pointers`, codegen.generate)
+BASED_POINTER_BYTES = 64 * 1024
+
+
+def _uniform_reg(ctx, off):
+    """The scalar every element of the offset `off` holds, as a register; None when they differ."""
+    b = ctx.binding(off)
+    if not isinstance(b, View):
+        return ctx.as_reg(b)
+    if any(b.strides):
+        return None
+    return ctx.as_reg(b._with(shape=(1,), strides=(1,)))
+
+
+def _based(ctx, op, size: int) -> bool:
+    """tt.addptr into a BasedPtr: a uniform offset added to one moves its base; splat(p) + i32 offsets
+    with a large result starts one. False: lowered as an i64 address tile."""
+    ptr, off = op.operands
+    pb = ctx.env.get(ptr)
+    if isinstance(pb, BasedPtr):
+        step = _uniform_reg(ctx, off)  # an i32 register holds its value sign-extended: usable as i64
+        if step is None:
+            return False
+        if size != 1:
+            t = VReg()
+            ctx.emit("s.mul", t, step, ctx.li(size), suffixes=("i64",))
+            step = t
+        base = VReg("ptr.base")
+        ctx.emit("s.add", base, pb.base, step, suffixes=("i64",))
+        pb.offsets.buffer.aliases.add(op.result)
+        ctx.bind(op.result, BasedPtr(base, pb.offsets, size))
+        return True
+    shape = tuple(op.result.type.shape)
+    splat = ctx.defining_op(ptr)
+    ob = ctx.env.get(off)
+    if (
+        splat is None
+        or splat.name != "tt.splat"
+        or not isinstance(ob, View)
+        or ob.dtype != "i32"
+        or not any(ob.strides)
+        or 8 * math.prod(shape) < BASED_POINTER_BYTES
+    ):
+        return False
+    ctx.based_candidates = True
+    if not ctx.based_pointers:
+        return False
+    offsets = ob if ob.shape == shape else ob.broadcast(shape)
+    offsets.buffer.aliases.add(op.result)  # the offsets stay as long as the pointer does
+    ctx.bind(op.result, BasedPtr(ctx.reg(splat.operands[0]), offsets, size))
+    return True
+
+
 def _lower_tt_addptr(ctx, op):
     ptr, off = op.operands
     size = pointee_size(ptr.type)
     res = op.result
+    if isinstance(res.type, TensorType) and _based(ctx, op, size):
+        return
     if not ctx.is_tensor(ptr) and not ctx.is_tensor(off):
         ob = ctx.binding(off)
         if isinstance(ob, Const):

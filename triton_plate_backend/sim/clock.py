@@ -11,6 +11,10 @@ hands its Trace to the Clock, which times it on demand:
 - waiting traces hold memory: past ``PENDING_BYTES`` the largest are packed (``Trace.pack``),
   then, if that is not enough, timed (their traces dropped): first those a recent profile serves,
   then the largest; a run that never reads the clock stays bounded;
+- a launch identical to the one before it, still waiting (same program object, policy and trace
+  digest: a kernel launched again and again with the same arguments) keeps no trace of its own: the
+  waiting launch counts it (``repeats``), so a loop of launches that never reads the clock holds
+  one trace, not one per launch;
 - a trace identical to one timed recently (same program object and content, policy, grid and
   entries: ``Trace.digest``) gets a copy of that Profile: the timing model is deterministic, so a
   kernel launched many times over the same layout is timed once.
@@ -36,13 +40,15 @@ PROFILES_KEPT = 32  # recent Profiles kept by trace digest for repeated launches
 class Launch:
     """One launch's timing: its Profile once computed, until then the Trace and policy it comes from."""
 
-    __slots__ = ("trace", "policy", "nbytes", "profile", "digest")
+    __slots__ = ("trace", "policy", "nbytes", "profile", "digest", "repeats", "shared")
 
-    def __init__(self, trace: Trace | None, policy: str | None, profile: Profile | None = None):
+    def __init__(self, trace: Trace | PackedTrace | None, policy: str | None, profile: Profile | None = None):
         self.trace: Trace | PackedTrace | None = trace
         self.policy, self.profile = policy, profile
         self.nbytes = trace.nbytes() if trace is not None else 0
-        self.digest: bytes | None = None  # the trace's digest, once needed
+        self.digest: bytes | None = trace.digest() if isinstance(trace, PackedTrace) else None
+        self.repeats = 1  # launches this one stands for: itself and identical ones right after it
+        self.shared = False  # its profile is a recent one lent to it (last_profile copies it first)
 
     def unpacked(self) -> Trace:
         return self.trace.unpack() if isinstance(self.trace, PackedTrace) else self.trace
@@ -89,6 +95,16 @@ class Clock:
 
     def add_untimed(self, trace: Trace, policy: str) -> None:
         """A launch to time on demand (``policy``: a name in timing.POLICIES or a timing.CoreMapping)."""
+        prev = self._waiting[-1] if self._waiting else None
+        if prev is not None and prev.profile is None and _may_repeat(prev, trace, policy):
+            if prev.digest is None:
+                self._waiting_bytes -= prev.pack()
+            packed = trace.pack()
+            if packed.digest() == prev.digest:
+                prev.repeats += 1  # the same launch again: counted, its trace dropped
+                self._last = prev
+                return
+            trace = packed  # kept packed: packing was the price of the comparison
         launch = Launch(trace, policy)
         self._waiting_bytes += launch.nbytes
         self._add(launch)
@@ -98,14 +114,21 @@ class Clock:
             self._retire()
 
     def last_profile(self) -> Profile | None:
-        return None if self._last is None else self.profile(self._last)
+        launch = self._last
+        if launch is None:
+            return None
+        profile = self.profile(launch)
+        if launch.shared:  # a reader may change it: a copy of its own, as when timed as it ran
+            launch.profile, launch.shared = copy.deepcopy(profile), False
+        return launch.profile
 
     def set_last_profile(self, profile: Profile | None) -> None:
         self._last = None if profile is None else Launch(None, None, profile)
 
-    def profile(self, launch: Launch) -> Profile:
+    def profile(self, launch: Launch, own: bool | None = None) -> Profile:
+        """The launch's Profile; ``own`` (default: for the last launch) a copy of its own."""
         if launch.profile is None:
-            launch.profile = self._time(launch, own=launch is self._last)
+            launch.profile, launch.shared = self._time(launch, own=launch is self._last if own is None else own)
             self._waiting_bytes -= launch.nbytes
             launch.trace, launch.nbytes = None, 0
         return launch.profile
@@ -133,16 +156,25 @@ class Clock:
         self._waiting.append(launch)
         self._last = launch
         while self._waiting and self._waiting[0].profile is not None:  # nothing left to compute: fold it in
-            self._ns += float(self._waiting.popleft().profile.time_ns)
+            self._fold(self._waiting.popleft())
 
     def _retire(self) -> None:
-        """Time the oldest waiting launch and add its time to the clock."""
-        self._ns += float(self.profile(self._waiting.popleft()).time_ns)
+        """Time the oldest waiting launch and add its time to the clock (a lent profile will do: only
+        `last_profile` hands a Profile out)."""
+        launch = self._waiting.popleft()
+        self.profile(launch, own=False)
+        self._fold(launch)
+
+    def _fold(self, launch: Launch) -> None:
+        t = float(launch.profile.time_ns)
+        for _ in range(launch.repeats):  # one add per launch: the same float sum as launch by launch
+            self._ns += t
 
     # ---- timing, with repeats served from recent profiles ----------------------------------------
-    def _time(self, launch: Launch, own: bool = True) -> Profile:
-        """The launch's Profile. ``own``: a copy of its own (the last launch's, which a reader may
-        get and change); other launches only lend their time to the clock, so they share a recent one."""
+    def _time(self, launch: Launch, own: bool = True) -> tuple[Profile, bool]:
+        """(the launch's Profile, whether it is a recent one lent to it). ``own``: a copy of its own
+        (the last launch's, which a reader may get and change); other launches only lend their time
+        to the clock, so they share a recent one."""
         t0 = time.perf_counter()
         program = launch.trace.program
         content = (self.machine.cache_key(), tuple(program.instrs), tuple(program.tiles), tuple(program.consts))
@@ -151,12 +183,20 @@ class Clock:
         if hit is not None and hit[0] is program and hit[1] == content:
             self._recent.move_to_end(key)
             if not own:
-                return hit[2]
+                return hit[2], True
             profile = copy.deepcopy(hit[2])  # each launch its own Profile, as when timed as it ran
             profile.wall_s = time.perf_counter() - t0
-            return profile
+            return profile, False
         profile = simulate_timing(launch.unpacked(), self.machine, policy=launch.policy)
         self._recent[key] = (program, content, copy.deepcopy(profile))
         if len(self._recent) > PROFILES_KEPT:
             self._recent.popitem(last=False)
-        return profile
+        return profile, False
+
+
+def _may_repeat(prev: Launch, trace: Trace, policy) -> bool:
+    """Cheap checks before comparing digests: the same program object, policy, grid and length."""
+    held = prev.trace
+    if held is None or held.program is not trace.program or held.grid != trace.grid or prev.policy != policy:
+        return False
+    return (held.rows if isinstance(held, PackedTrace) else len(held.entries)) == len(trace.entries)
