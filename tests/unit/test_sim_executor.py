@@ -139,15 +139,19 @@ def test_free_during_a_launch_waits_until_it_ends(mem, monkeypatch):
     x = np.arange(n, dtype=np.float32)
     px, py, po = alloc(mem, x), alloc(mem, x), alloc(mem, np.zeros(n, np.float32))
     victim = mem.register(256, 64)  # the lowest address: freeing it shifts every other position
-    looked_up, collected = mem.span_positions, []
+    collected = []
 
-    def span_positions_then_collect(lo, hi):
-        out = looked_up(lo, hi)
-        if not collected:
-            collected.append(mem.free(victim.base))
-        return out
+    def then_collect(looked_up):  # a DMA's allocation lookup (of many ranges or of one), then a free
+        def lookup(lo, hi):
+            out = looked_up(lo, hi)
+            if not collected:
+                collected.append(mem.free(victim.base))
+            return out
 
-    monkeypatch.setattr(mem, "span_positions", span_positions_then_collect)
+        return lookup
+
+    monkeypatch.setattr(mem, "span_positions", then_collect(mem.span_positions))
+    monkeypatch.setattr(mem, "span_position", then_collect(mem.span_position))
     execute(vector_add(block), n // block, [px, py, po, n], mem, MACHINE)
     np.testing.assert_array_equal(host(mem, po, n, np.float32), 2 * x)
     assert collected and not victim.live

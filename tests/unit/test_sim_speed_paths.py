@@ -9,10 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from triton_plate_backend.dtypes import NUMPY
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.passes import access
 from triton_plate_backend.passes.pipeline import generate, run_passes
-from triton_plate_backend.sim import dma, executor
+from triton_plate_backend.sim import dma, executor, sem_tile
 from triton_plate_backend.sim import numerics as nx
 from triton_plate_backend.sim.memory import DeviceMemory
 from triton_plate_backend.sim.sem_vector import BINARY, DIRECT_INT
@@ -119,8 +120,63 @@ def test_a_persistent_trip_takes_the_row_path(mem):
         hi = np.full((32, 1), 1024, np.int64)
         hi[-1] = 100
         assert dma._Row.make(mem, base, "f32", (1024,), one, one * 0, hi) is not None
+        hi[-1] = 1024  # every row whole (an unbounded lower bound, as codegen emits): the integer-only case
+        row = dma._Row.make(mem, base, "f32", (1024,), one, one * -(2**62), hi)
+        assert row is not None and row.whole
     finally:
         mem.free(rec.base)
+
+
+def test_one_span_position_matches_the_array_lookup(mem):
+    recs = [mem.alloc(n) for n in (256, 4096, 1000)]
+    try:
+        for rec in recs:
+            for lo, hi in (
+                (rec.base, rec.end),
+                (rec.base + 8, rec.end - 8),
+                (rec.base - 1, rec.end),
+                (rec.base, rec.end + 1),
+            ):
+                want = int(mem.span_positions(np.array([lo], np.int64), np.array([hi], np.int64))[0])
+                assert mem.span_position(lo, hi) == want
+        assert mem.span_position(recs[0].base, recs[0].end) >= 0 and mem.span_position(0, 8) == -1
+    finally:
+        for rec in recs:
+            mem.free(rec.base)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+@pytest.mark.parametrize("combine", ["max", "min", "maxnum", "minnum"])
+def test_float_extremes_in_one_reduction_match_the_tree(dtype, combine):
+    """v.reduce's max/min as one numpy reduction: the pairwise tree's bits, signed zeros included; a
+    NaN anywhere leaves it to the tree (which NaN's bits survive depends on the order)."""
+    npdt = NUMPY[dtype]
+    rng = np.random.default_rng(7)
+    fn = sem_tile.combine_fn(combine, dtype, "v.reduce")
+    pool = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 2.5, -2.5, 1e-30, -1e-30], npdt)
+    for trial in range(200):
+        shape = (int(rng.integers(1, 5)), int(rng.integers(1, 5)), int(rng.integers(1, 70)))
+        x = rng.choice(pool, size=shape) if trial % 2 else rng.standard_normal(shape).astype(npdt)
+        want = sem_tile.reduce_last(x, fn)
+        got = sem_tile.reduce_extreme(x, combine, dtype)
+        assert got is not None and got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}")), (x, want, got)
+    x = np.array([[1.0, np.nan, 2.0]], npdt)
+    assert sem_tile.reduce_extreme(x, combine, dtype) is None
+    assert sem_tile.reduce_extreme(np.array([[1, 2]], np.int32), combine, "i32") is None
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("combine", ["add", "mul"])
+def test_direct_float_combines_match_the_vector_units_op(dtype, combine):
+    npdt = NUMPY[dtype]
+    a, b = np.random.default_rng(3).standard_normal((2, 8, 33)).astype(npdt)
+    a[0, :3] = [np.nan, -0.0, np.inf]
+    b[0, :3] = [1.0, 0.0, -np.inf]
+    with np.errstate(all="ignore"):  # inf - inf: as the executor runs
+        want = BINARY[combine]["float"](a, b, dtype)
+        got = sem_tile.combine_fn(combine, dtype, "v.reduce")(a, b)
+    assert got.dtype == want.dtype and np.array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
 
 
 def test_i32_scalar_ops_on_words_match_the_generic_rule():
@@ -135,6 +191,24 @@ def test_i32_scalar_ops_on_words_match_the_generic_rule():
         fn(regs[1], regs[2], out=regs[0])
         regs[0] = regs[0].astype(np.int32)
         assert np.array_equal(regs[0], want), op
+
+
+@pytest.mark.parametrize("dt", ["i32", "i64"])
+def test_cmpi_on_words_matches_compare_int(dt):
+    from types import SimpleNamespace
+
+    from triton_plate_backend.sim import sem_scalar
+
+    rng = np.random.default_rng(1)
+    edges = np.array([0, 1, -1, 2**31 - 1, -(2**31), 2**31, 2**32 - 1, 2**63 - 1, -(2**63)], np.int64)
+    vals = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64), edges, edges])
+    a, b = rng.choice(vals, 3000), rng.choice(vals, 3000)
+    b[:500] = a[:500]  # equal operands too
+    for pred in ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"):
+        want = nx.compare_int(pred, nx.from_word(a, dt), nx.from_word(b, dt), dt)
+        st = SimpleNamespace(regs=np.stack([np.zeros_like(a), a, b]))
+        sem_scalar._cmpi(st, SimpleNamespace(operands=(0, 1, 2), suffixes=(pred, dt), mnemonic="s.cmpi"))
+        assert np.array_equal(st.regs[0], want.astype(np.int64)), pred
 
 
 VEC_ADD = """

@@ -503,10 +503,11 @@ class _Row:
     programs, one stride shared by all, every program moving something from an aligned base, all
     of their whole rows inside one allocation, the bases evenly spaced (a persistent loop's trip
     over consecutive rows or blocks). ``make`` returns None for anything else; the general path then
-    runs. Computes the same values as the general path, in fewer numpy calls."""
+    runs. Computes the same values as the general path, in fewer numpy calls; when every program
+    moves its whole row (the usual case), in Python integers where the general path needs arrays."""
 
     __slots__ = ("base", "dtype", "storage", "isz", "size", "stride", "a", "b", "count", "span_lo", "span_hi")
-    __slots__ += ("rec", "pos", "e0")
+    __slots__ += ("rec", "pos", "whole", "offset", "step")
 
     @classmethod
     def make(cls, mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> _Row | None:
@@ -517,45 +518,73 @@ class _Row:
         st, lo, hi = (np.asarray(x, np.int64) for x in (strides, lo, hi))
         if nprog < 2 or size == 0 or st.shape != (nprog, 1) or lo.shape != (nprog, 1) or hi.shape != (nprog, 1):
             return None
-        s = int(st[0, 0])
-        if not (st == s).all():
+        # a few dozen programs: their registers as Python lists cost fewer calls than numpy's reductions
+        sl = st.reshape(-1).tolist()
+        s = sl[0]
+        if sl.count(s) != nprog:
             return None
-        a = np.minimum(np.maximum(lo[:, 0], 0), size)
-        b = np.minimum(np.maximum(hi[:, 0], 0), size)
-        count = np.maximum(b - a, 0)
         storage = NUMPY[dtype]
         isz = storage.itemsize
-        if not count.all() or (base % isz).any():
+        bl = base.tolist()
+        first_base = bl[0]
+        step = bl[1] - first_base
+        # evenly spaced aligned bases (the general path's test on the element offsets, the same for aligned bases)
+        if first_base % isz or step % isz:
             return None
-        b0, b1 = int(base.min()), int(base.max())
-        whole_lo, whole_hi = b0 + min(0, (size - 1) * s) * isz, b1 + (max(0, (size - 1) * s) + 1) * isz
-        p = int(mem.span_positions(np.array([whole_lo], np.int64), np.array([whole_hi], np.int64))[0])
+        if bl != (list(range(first_base, first_base + step * nprog, step)) if step else [first_base] * nprog):
+            return None
+        whole = max(lo.reshape(-1).tolist()) <= 0 and min(hi.reshape(-1).tolist()) >= size  # whole rows, all
+        if whole:
+            a, b, count = None, None, np.full(nprog, size, np.int64)
+            first, last = 0, (size - 1) * s
+        else:
+            a = np.minimum(np.maximum(lo[:, 0], 0), size)
+            b = np.minimum(np.maximum(hi[:, 0], 0), size)
+            count = np.maximum(b - a, 0)
+            if not count.all():
+                return None
+            first, last = a * s, (b - 1) * s
+        last_base = first_base + step * (nprog - 1)
+        whole_lo = min(first_base, last_base) + min(0, (size - 1) * s) * isz
+        whole_hi = max(first_base, last_base) + (max(0, (size - 1) * s) + 1) * isz
+        p = mem.span_position(whole_lo, whole_hi)
         if p < 0:
             return None
         rec = mem.live(p)
-        typed, start = rec.typed(storage)
-        e0 = (base - (rec.base + start)) // isz
-        step = int(e0[1] - e0[0])
-        if not (e0[1:] - e0[:-1] == step).all():  # np.diff without its Python overhead
-            return None
+        _, start = rec.typed(storage)
         row = cls()
         row.base, row.dtype, row.storage, row.isz, row.size, row.stride = base, dtype, storage, isz, size, s
-        row.a, row.b, row.count, row.rec, row.pos, row.e0 = a, b, count, rec, p, e0
-        first, last = a * s, (b - 1) * s
-        row.span_lo = base + np.minimum(first, last) * isz
-        row.span_hi = base + (np.maximum(first, last) + 1) * isz
+        row.a, row.b, row.count, row.rec, row.pos, row.whole = a, b, count, rec, p, whole
+        row.offset, row.step = first_base - rec.base, step  # byte offset of program 0's row in the allocation
+        if whole:
+            row.span_lo = base + min(first, last) * isz
+            row.span_hi = base + (max(first, last) + 1) * isz
+        else:
+            row.span_lo = base + np.minimum(first, last) * isz
+            row.span_hi = base + (np.maximum(first, last) + 1) * isz
         return row
 
     def view(self, writeable: bool) -> np.ndarray:
-        """[P, size] strided view of the programs' rows in memory (_programs_view)."""
-        typed, _ = self.rec.typed(self.storage)
-        return _programs_view(typed, self.e0, (self.size,), (self.stride,), writeable=writeable)
+        """[P, size] strided view of the programs' rows in memory (_programs_view's, built directly
+        on the allocation's bytes)."""
+        out = np.ndarray(
+            (self.base.size, self.size),
+            self.storage,
+            buffer=self.rec.view,
+            offset=self.offset,
+            strides=(self.step, self.stride * self.isz),
+        )
+        if not writeable:
+            out.flags.writeable = False
+        return out
 
     def full(self) -> bool:
-        return bool((self.count == self.size).all())
+        return self.whole or bool((self.count == self.size).all())
 
     def valid(self) -> np.ndarray:
         ar = np.arange(self.size)
+        if self.whole:
+            return np.ones((self.base.size, self.size), bool)
         return (ar >= self.a[:, None]) & (ar < self.b[:, None])
 
     def traffic(self, mem: DeviceMemory) -> Traffic:
@@ -565,10 +594,19 @@ class _Row:
         lo = self.span_lo - rec.base
         if len(rec.owners) == 1 or (lo // rec.granule == (self.span_hi - 1 - rec.base) // rec.granule).all():
             out = np.zeros((nprog, mem.traffic_columns))
+            if self.whole:  # count * float(isz) with every count == size
+                if len(rec.owners) == 1:
+                    out[:, rec.owners[0]] = float(self.size) * float(self.isz)
+                else:
+                    out[np.arange(nprog), rec.home_domain(lo)] = float(self.size) * float(self.isz)
+                runs = np.ones(nprog, np.int64) if abs(self.stride) == 1 else self.count.copy()
+                return Traffic(out, self.count.copy(), runs)
             out[np.arange(nprog), rec.home_domain(lo)] = self.count * float(self.isz)  # 0.0 + x: x
             runs = np.minimum(self.count, 1) if abs(self.stride) == 1 else self.count.copy()
             return Traffic(out, self.count.copy(), runs)
-        box = _Box(self.base, self.dtype, (self.size,), [self.stride], self.a[:, None], self.b[:, None])
+        a = np.zeros((nprog, 1), np.int64) if self.whole else self.a[:, None]
+        b = np.full((nprog, 1), self.size, np.int64) if self.whole else self.b[:, None]
+        box = _Box(self.base, self.dtype, (self.size,), [self.stride], a, b)
         return _box_traffic(mem, box, np.full(nprog, self.pos, np.int64))
 
 

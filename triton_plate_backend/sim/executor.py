@@ -256,6 +256,7 @@ class _Launch:
         self.watch = LoopWatch(program)
         self.loop_pc = None  # the back edge taken last: where a runaway is looping
         self.trace = Trace(program, grid)
+        self.fills: dict = {}  # (constant index, dtype) -> a DMA load's fill value (sem_memory)
 
     def run_batch(self, pids: np.ndarray) -> None:
         waiting = _Waiting()

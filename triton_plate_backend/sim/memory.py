@@ -498,6 +498,11 @@ class DeviceMemory:
         ok = (pos >= 0) & (hi <= ends[np.maximum(pos, 0)])
         return np.where(ok, pos, -1)
 
+    def span_position(self, lo: int, hi: int) -> int:
+        """span_positions for one byte range, in Python integers."""
+        pos = bisect.bisect_right(self._live_bases, lo) - 1
+        return pos if pos >= 0 and hi <= self._live[pos].end else -1
+
     def live(self, position: int) -> Allocation:
         return self._live[position]
 

@@ -379,7 +379,7 @@ FPRED = {  # LLVM fcmp: o* false when either is NaN, u* true when either is NaN
     "true": lambda a, b: np.ones(np.broadcast(a, b).shape, bool),
 }
 
-_CMP = {
+CMP = {
     "eq": np.equal,
     "ne": np.not_equal,
     "lt": np.less,
@@ -392,9 +392,9 @@ _CMP = {
 def compare_int(pred: str, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
     """LLVM icmp on storage arrays of ``dtype``: s*/eq/ne signed, u* unsigned."""
     if pred in ("eq", "ne"):
-        return _CMP[pred](unsigned(a, dtype), unsigned(b, dtype))
+        return CMP[pred](unsigned(a, dtype), unsigned(b, dtype))
     view = unsigned if pred[0] == "u" else signed
-    return _CMP[pred[1:]](view(a, dtype), view(b, dtype))
+    return CMP[pred[1:]](view(a, dtype), view(b, dtype))
 
 
 def compare_float(pred: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:

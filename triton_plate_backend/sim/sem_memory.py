@@ -30,7 +30,12 @@ def _bounds(st, ins, tile, *rlists):
 
 
 def _fill(st, index, dtype):
-    return nx.const_array(st.consts[index], dtype)[0]
+    """The fill constant as a ``dtype`` scalar, converted once per launch (a persistent loop loads every trip)."""
+    fills, key = st.launch.fills, (index, dtype)
+    v = fills.get(key)
+    if v is None:
+        v = fills[key] = nx.const_array(st.consts[index], dtype)[0]
+    return v
 
 
 def _issued(st, q):

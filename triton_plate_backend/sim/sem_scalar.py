@@ -137,9 +137,20 @@ def _nprog(st, ins):
     st.regs[ins.operands[0]] = st.grid[_AXIS[ins.suffixes[0]]]
 
 
+# s.cmpi on i32/i64 words: compare_int's ufunc on the words' low bits (from_word's cast), signed or unsigned
+_CMPI_WORDS = {"i32": (np.int32, np.uint32), "i64": (np.int64, np.uint64)}
+
+
 def _cmpi(st, ins):
     d, a, b = ins.operands
     pred, dt = ins.suffixes
+    words = _CMPI_WORDS.get(dt)
+    if words is not None:
+        x, y = st.regs[a].astype(words[0], copy=False), st.regs[b].astype(words[0], copy=False)
+        if pred[0] == "u":
+            x, y = x.view(words[1]), y.view(words[1])
+        st.regs[d] = nx.CMP[pred if pred in ("eq", "ne") else pred[1:]](x, y)
+        return
     nx.check_int(dt, ins.mnemonic)
     st.regs[d] = nx.compare_int(pred, nx.from_word(st.regs[a], dt), nx.from_word(st.regs[b], dt), dt)
 

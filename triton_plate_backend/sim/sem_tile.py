@@ -40,8 +40,15 @@ def combine_fn(name: str, dtype: str, what: str):
     op = COMBINE[name][0 if kind(dtype) == "int" else 1]
     if op is None:
         raise IsaError(f"{what}: combine {name} is not defined on {dtype}")
+    direct = _DIRECT_COMBINE.get(op) if dtype in ("f32", "f64") else None
+    if direct is not None:  # what BINARY's exact op computes on operands of the tile's own type
+        return direct
     fn = BINARY[op][kind(dtype)]
     return lambda a, b: fn(a, b, dtype)
+
+
+# float combines that f32/f64 compute in their own type, one ufunc (sem_vector._exact's shortcut)
+_DIRECT_COMBINE = {"add": np.add, "mul": np.multiply}
 
 
 def reduce_last(x: np.ndarray, fn) -> np.ndarray:
@@ -52,6 +59,30 @@ def reduce_last(x: np.ndarray, fn) -> np.ndarray:
         y = fn(x[..., :h], x[..., h : 2 * h])
         x = np.concatenate([y, x[..., 2 * h :]], axis=-1) if n % 2 else y
     return x[..., 0]
+
+
+# float combines that pick an extreme with -0.0 < +0.0 (and a NaN propagating, or ignored: the same
+# without NaNs): the tree's result is then the row's extreme in that total order, whatever the order of
+# the combines, and equal elements of that order have equal bits
+_EXTREME = {"max": np.maximum, "maxnum": np.maximum, "min": np.minimum, "minnum": np.minimum}
+_SIGNED_ZERO_PICK = {np.maximum: np.bitwise_and, np.minimum: np.bitwise_or}  # max: +0.0 unless all -0.0
+
+
+def reduce_extreme(x: np.ndarray, combine: str, dtype: str) -> np.ndarray | None:
+    """reduce_last's result for a float max/min (``_EXTREME``) as one numpy reduction, or None when
+    the tree is needed (other types, NaNs: which NaN's bits survive depends on the order)."""
+    ufunc = _EXTREME.get(combine)
+    if ufunc is None or dtype not in ("f16", "f32", "f64") or np.isnan(x).any():
+        return None
+    r = ufunc.reduce(x, axis=-1)
+    zero = r == 0
+    if zero.any():  # numpy keeps either zero: take the signs' AND (max) or OR (min) over the row's zeros
+        bits = x.view(f"u{x.itemsize}")
+        pick = _SIGNED_ZERO_PICK[ufunc]
+        neutral = np.array(0 if pick is np.bitwise_or else -1).astype(bits.dtype)
+        signs = pick.reduce(np.where(x == 0, bits, neutral), axis=-1)
+        r = np.where(zero, signs.view(x.dtype), r)
+    return r
 
 
 def scan_last(x: np.ndarray, fn) -> np.ndarray:
@@ -153,7 +184,10 @@ def _reduce(st, ins):
     if td.dtype != ta.dtype or td.numel != math.prod(out_shape):
         raise IsaError(f"v.reduce: result t{d} {td.dtype}{list(td.shape)} must be {ta.dtype}{list(out_shape)}")
     fn = combine_fn(ins.suffixes[0], ta.dtype, ins.mnemonic)
-    r = reduce_last(np.moveaxis(st.read(a), ax + 1, -1), fn)
+    x = np.moveaxis(st.read(a), ax + 1, -1)
+    r = reduce_extreme(x, ins.suffixes[0], ta.dtype)
+    if r is None:
+        r = reduce_last(x, fn)
     st.write(d, r.reshape((st.P,) + td.shape))
 
 

@@ -35,9 +35,14 @@ def _exact(fn):
     def op(*args):
         *xs, dt = args
         c = compute_dtype(dt)
+        if dt in _OWN_COMPUTE and all(x.dtype == c for x in xs):
+            return fn(*xs)  # f32/f64 operands: computed in their own type, nothing to widen or round
         return round_float(fn(*(x.astype(c, copy=False) for x in xs)), dt)
 
     return op
+
+
+_OWN_COMPUTE = frozenset({"f32", "f64"})  # float types that compute_dtype keeps as they are
 
 
 def _wide(fn):
