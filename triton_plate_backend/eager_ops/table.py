@@ -1,0 +1,68 @@
+"""THE table of plate's eager kernels: aten op overload -> the plate kernel that runs it.
+
+One row per op; its out= and in-place overloads share the row (``VARIANTS``). A row names its kernel
+family (ops.FAMILIES: how the call is taken apart and launched) and, for elementwise ops, the element
+function (kernels.FUNCTIONS) and the schema arguments it reads. Adding an elementwise op is adding a
+row and, if it has none yet, a one-line element function. Ops absent here run on the host through the
+CPU fallback and are counted as host ops.
+
+This module imports neither torch nor Triton: registering the table (eager_ops.register) costs no
+Triton import, and the kernels compile on their first call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Row:
+    family: str  # ops.FAMILIES key
+    fn: str = ""  # the element function (kernels.FUNCTIONS) or, for random ops, the distribution
+    operands: tuple[str, ...] = ("self",)  # the schema arguments the kernel reads, in order
+    promote: tuple[str, ...] = ()  # the arguments whose promoted type the op computes in (default: operands)
+    complex_fn: str | None = None  # complex tensors: "real" (fn over real views) or a complex element function
+    real_operands: tuple[str, ...] = ()  # operands that stay real for complex tensors (a condition, alpha)
+
+
+BINARY = ("self", "other")
+EAGER_OPS: dict[str, Row] = {
+    "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
+    "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
+    "mul.Tensor": Row("elementwise", "mul", BINARY, complex_fn="complex_mul"),
+    "neg.default": Row("elementwise", "neg", complex_fn="real"),
+    "where.self": Row(
+        "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
+    ),
+    "isnan.default": Row("elementwise", "isnan"),
+    "fill_.Scalar": Row("fill"),
+    "fill_.Tensor": Row("fill"),
+    "zero_.default": Row("fill"),
+    "random_.default": Row("random", "random"),
+    "random_.from": Row("random", "random"),
+    "random_.to": Row("random", "random"),
+    "uniform_.default": Row("random", "uniform"),
+    "normal_.default": Row("random", "normal"),
+    "bernoulli_.float": Row("random", "bernoulli"),
+    "exponential_.default": Row("random", "exponential"),
+    "bernoulli_.Tensor": Row("bernoulli_tensor"),
+    "bernoulli.default": Row("bernoulli_tensor"),
+    "native_dropout.default": Row("dropout"),
+}
+
+# overload -> its in-place and out= overloads, which take the same row
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "add.Tensor": ("add_.Tensor", "add.out"),
+    "sub.Tensor": ("sub_.Tensor", "sub.out"),
+    "mul.Tensor": ("mul_.Tensor", "mul.out"),
+    "neg.default": ("neg_.default", "neg.out"),
+    "where.self": ("where.self_out",),
+    "isnan.default": ("isnan.out",),
+}
+
+
+def overloads() -> dict[str, Row]:
+    """Every overload the table covers (the rows and their variants), each with its row."""
+    every = dict(EAGER_OPS)
+    for name, variants in VARIANTS.items():
+        every.update({variant: EAGER_OPS[name] for variant in variants})
+    return every
