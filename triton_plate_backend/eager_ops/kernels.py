@@ -58,6 +58,36 @@ def isnan(x, y, z):
 
 
 @triton.jit
+def eq(x, y, z):
+    return x == y
+
+
+@triton.jit
+def ne(x, y, z):
+    return x != y
+
+
+@triton.jit
+def lt(x, y, z):
+    return x < y
+
+
+@triton.jit
+def le(x, y, z):
+    return x <= y
+
+
+@triton.jit
+def gt(x, y, z):
+    return x > y
+
+
+@triton.jit
+def ge(x, y, z):
+    return x >= y
+
+
+@triton.jit
 def complex_add(ar, ai, br, bi, alpha):
     return ar + br * alpha, ai + bi * alpha
 
@@ -72,7 +102,10 @@ def complex_mul(ar, ai, br, bi, alpha):
     return ar * br - ai * bi, ar * bi + ai * br
 
 
-FUNCTIONS = {f.__name__: f for f in (copy, add, sub, mul, neg, where, isnan, complex_add, complex_sub, complex_mul)}
+FUNCTIONS = {
+    f.__name__: f
+    for f in (copy, add, sub, mul, neg, where, isnan, eq, ne, lt, le, gt, ge, complex_add, complex_sub, complex_mul)
+}
 
 
 # ---- indexing ----------------------------------------------------------------------------------------

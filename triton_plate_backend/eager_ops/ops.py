@@ -19,6 +19,8 @@ from .launch import COMPLEX_PARTS, REAL_DTYPES, broadcast_strides
 from .table import Row
 
 HALF = (torch.float16, torch.bfloat16)
+# a Python number as torch wraps it into a tensor (c10's scalar_to_tensor)
+_WRAPPED_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
 
 
 # ---- arguments ----------------------------------------------------------------------------------------
@@ -47,14 +49,30 @@ class Call:
         return self.bound[name]
 
     def meta(self):
-        """The op on meta tensors: torch's argument checks and the result's layout and dtype."""
-        return self.op(**{k: _meta(v) for k, v in self.bound.items()})
+        """The op on meta tensors: torch's argument checks and the result's layout and dtype. None when the
+        meta kernel refuses the call: then the host ran it (``host_result``), raising the CPU's own error
+        text (the meta kernels word some errors differently) or computing what the meta kernel refused."""
+        try:
+            return self.op(**{k: _meta(v) for k, v in self.bound.items()})
+        except Exception:  # noqa: BLE001 - the host decides, and raises its own error
+            self.host_result = self.on_host()
+            return None
 
     def on_host(self):
         """The op through the CPU fallback, as if plate had no kernel for it (counted as a host op)."""
         schema = self.op._schema
         overload = "" if self.op._overloadname == "default" else self.op._overloadname
-        return _registration.extension()._run_on_host(schema.name, overload, tuple(self.args), dict(self.kwargs))
+        args, kwargs, wrapped = list(self.args), dict(self.kwargs), set()
+        for i, a in enumerate(schema.arguments):  # scalar operands came as Python numbers: wrap them again
+            value = args[i] if i < len(args) else kwargs.get(a.name)
+            if isinstance(a.type, torch.TensorType) and isinstance(value, (bool, int, float, complex)):
+                wrapped.add(a.name)
+                number = torch.tensor(value, dtype=_WRAPPED_DTYPES[type(value)])
+                if i < len(args):
+                    args[i] = number
+                else:
+                    kwargs[a.name] = number
+        return _registration.extension()._run_on_host(schema.name, overload, tuple(args), kwargs, frozenset(wrapped))
 
 
 def _tensors(values):
@@ -132,6 +150,8 @@ def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
         if call.mixed:
             return call.on_host()
         expected = call.meta()
+        if expected is None:
+            return call.host_result
         device = _plate_device(call, row.operands)
         values = [call[name] for name in row.operands]
         if device is None or _overlaps_target(call, values):
@@ -230,7 +250,8 @@ def fill(op: torch._ops.OpOverload, row: Row) -> Callable:
         call = Call(op, args, kwargs)
         if call.mixed:
             return call.on_host()
-        call.meta()
+        if call.meta() is None:
+            return call.host_result
         self = call["self"]
         value = call.bound.get("value", 0)
         if isinstance(value, torch.Tensor):
@@ -276,7 +297,7 @@ def _integer_range(call: Call, dtype: torch.dtype) -> tuple[int, int] | None:
     """random_'s (low, count): the values low + [0, count), as torch's CPU and CUDA kernels take them."""
     low, high = call.bound.get("from", 0), call.bound.get("to")
     if dtype.is_floating_point:
-        top = 2 ** (torch.finfo(dtype).nmant + 1)  # random_() covers [0, 2**digits]
+        top = round(2 / torch.finfo(dtype).eps)  # random_() covers [0, 2**digits]
     elif dtype == torch.bool:
         top = 1
     else:
@@ -293,7 +314,8 @@ def random(op: torch._ops.OpOverload, row: Row) -> Callable:
         call = Call(op, args, kwargs)
         if call.mixed:
             return call.on_host()
-        call.meta()
+        if call.meta() is None:
+            return call.host_result
         self = call["self"]
         if self.dtype not in REAL_DTYPES or (row.fn != "random" and not self.dtype.is_floating_point):
             return call.on_host()
@@ -333,6 +355,8 @@ def bernoulli_tensor(op: torch._ops.OpOverload, row: Row) -> Callable:
         if call.mixed:
             return call.on_host()
         expected = call.meta()
+        if expected is None:
+            return call.host_result
         self = call["self"]
         probabilities = call.bound.get("p", self)
         if not isinstance(probabilities, torch.Tensor) or probabilities.device != self.device:
@@ -363,7 +387,8 @@ def dropout(op: torch._ops.OpOverload, row: Row) -> Callable:
         call = Call(op, args, kwargs)
         if call.mixed:
             return call.on_host()
-        call.meta()
+        if call.meta() is None:
+            return call.host_result
         x, p, train = call["input"], float(call["p"]), call["train"]
         if x.dtype not in REAL_DTYPES or not x.dtype.is_floating_point:
             return call.on_host()

@@ -25,6 +25,7 @@ class Row:
 
 
 BINARY = ("self", "other")
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 EAGER_OPS: dict[str, Row] = {
     "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
@@ -34,6 +35,8 @@ EAGER_OPS: dict[str, Row] = {
         "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
     ),
     "isnan.default": Row("elementwise", "isnan"),
+    **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
+    **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     "fill_.Scalar": Row("fill"),
     "fill_.Tensor": Row("fill"),
     "zero_.default": Row("fill"),
@@ -57,6 +60,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "neg.default": ("neg_.default", "neg.out"),
     "where.self": ("where.self_out",),
     "isnan.default": ("isnan.out",),
+    **{f"{cmp}.Tensor": (f"{cmp}_.Tensor", f"{cmp}.Tensor_out") for cmp in COMPARISONS},
+    **{f"{cmp}.Scalar": (f"{cmp}_.Scalar", f"{cmp}.Scalar_out") for cmp in COMPARISONS},
 }
 
 
