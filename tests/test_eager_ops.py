@@ -102,6 +102,14 @@ def test_unary_isnan_and_neg(no_host_ops):
     same(-torch.arange(5).to("plate"), -torch.arange(5))
 
 
+@pytest.mark.parametrize("name", [*table.FLOAT_FUNCTIONS, "abs", "relu"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.float16])
+def test_unary_functions(name, dtype, no_host_ops):
+    x = (torch.rand(4, 5) * 4 + 0.1).to(dtype)
+    fn = getattr(torch, name)
+    same(fn(x.to("plate").t()), fn(x.t()))  # an int input gives float32, as torch's does
+
+
 def test_in_place_and_out_variants(no_host_ops):
     a = torch.randn(4, 5)
     x = a.to("plate")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 RANK = 4  # strided dims a kernel takes after coalescing
 BLOCK = 512
@@ -55,6 +56,76 @@ def where(x, y, z):
 @triton.jit
 def isnan(x, y, z):
     return x != x
+
+
+@triton.jit
+def exp(x, y, z):
+    return tl.exp(x)
+
+
+@triton.jit
+def log(x, y, z):
+    return tl.log(x)
+
+
+@triton.jit
+def log1p(x, y, z):
+    return libdevice.log1p(x)
+
+
+@triton.jit
+def sin(x, y, z):
+    return tl.sin(x)
+
+
+@triton.jit
+def cos(x, y, z):
+    return tl.cos(x)
+
+
+@triton.jit
+def tanh(x, y, z):
+    return libdevice.tanh(x)
+
+
+@triton.jit
+def sigmoid(x, y, z):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def abs(x, y, z):
+    return tl.abs(x)
+
+
+@triton.jit
+def sqrt(x, y, z):
+    return tl.sqrt_rn(x)
+
+
+@triton.jit
+def rsqrt(x, y, z):
+    return 1.0 / tl.sqrt_rn(x)
+
+
+@triton.jit
+def reciprocal(x, y, z):
+    return 1.0 / x
+
+
+@triton.jit
+def relu(x, y, z):
+    return tl.maximum(x, 0)
+
+
+@triton.jit
+def expm1(x, y, z):
+    return libdevice.expm1(x)
+
+
+@triton.jit
+def erf(x, y, z):
+    return libdevice.erf(x)
 
 
 @triton.jit
@@ -104,7 +175,38 @@ def complex_mul(ar, ai, br, bi, alpha):
 
 FUNCTIONS = {
     f.__name__: f
-    for f in (copy, add, sub, mul, neg, where, isnan, eq, ne, lt, le, gt, ge, complex_add, complex_sub, complex_mul)
+    for f in (
+        copy,
+        add,
+        sub,
+        mul,
+        neg,
+        where,
+        isnan,
+        eq,
+        ne,
+        lt,
+        le,
+        gt,
+        ge,
+        exp,
+        log,
+        log1p,
+        sin,
+        cos,
+        tanh,
+        sigmoid,
+        abs,
+        sqrt,
+        rsqrt,
+        reciprocal,
+        relu,
+        expm1,
+        erf,
+        complex_add,
+        complex_sub,
+        complex_mul,
+    )
 }
 
 

@@ -159,7 +159,7 @@ def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
         if expected.dtype.is_complex or any(_is_complex(v) for v in values):
             return _complex(call, row, expected, device, values)
         promoted = [call[name] for name in row.promote] if row.promote else values
-        ct = _opmath(_promoted(promoted))
+        ct = _opmath(expected.dtype if row.compute == "result" else _promoted(promoted))
         if expected.dtype not in REAL_DTYPES or any(_dtype(v) not in REAL_DTYPES for v in values):
             return call.on_host()
         shape = expected.shape

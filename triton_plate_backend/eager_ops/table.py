@@ -22,10 +22,26 @@ class Row:
     promote: tuple[str, ...] = ()  # the arguments whose promoted type the op computes in (default: operands)
     complex_fn: str | None = None  # complex tensors: "real" (fn over real views) or a complex element function
     real_operands: tuple[str, ...] = ()  # operands that stay real for complex tensors (a condition, alpha)
+    compute: str = "promoted"  # "result": compute in the result's type (an int input of a float function)
 
 
 BINARY = ("self", "other")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+# float functions: an integer input computes (and returns) the default float type, as torch does
+FLOAT_FUNCTIONS = (
+    "exp",
+    "log",
+    "log1p",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "expm1",
+    "erf",
+)
 EAGER_OPS: dict[str, Row] = {
     "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
@@ -35,6 +51,9 @@ EAGER_OPS: dict[str, Row] = {
         "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
     ),
     "isnan.default": Row("elementwise", "isnan"),
+    "abs.default": Row("elementwise", "abs"),
+    "relu.default": Row("elementwise", "relu"),
+    **{f"{name}.default": Row("elementwise", name, compute="result") for name in FLOAT_FUNCTIONS},
     **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     "fill_.Scalar": Row("fill"),
@@ -60,6 +79,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "neg.default": ("neg_.default", "neg.out"),
     "where.self": ("where.self_out",),
     "isnan.default": ("isnan.out",),
+    "abs.default": ("abs_.default", "abs.out"),
+    "relu.default": ("relu_.default",),
+    **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in FLOAT_FUNCTIONS},
     **{f"{cmp}.Tensor": (f"{cmp}_.Tensor", f"{cmp}.Tensor_out") for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": (f"{cmp}_.Scalar", f"{cmp}.Scalar_out") for cmp in COMPARISONS},
 }
