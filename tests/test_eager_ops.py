@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from triton_plate_backend import eager_ops
-from triton_plate_backend.eager_ops import kernels, ops, table
+from triton_plate_backend.eager_ops import kernels, table
 
 eager_ops.register()  # what the torch.backends entry point does at `import torch`
 
@@ -37,7 +37,7 @@ def test_every_row_names_a_real_overload_family_and_function():
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload)  # raises for a misspelt overload
         assert torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"), name
-        assert row.family in ops.FAMILIES, name
+        assert row.family in eager_ops.FAMILIES, name
         if row.family == "elementwise":
             assert row.fn in kernels.FUNCTIONS, name
             assert row.complex_fn in (None, "real") or row.complex_fn in kernels.FUNCTIONS, name
@@ -291,3 +291,59 @@ def test_import_torch_registers_the_eager_ops_without_importing_triton():
         "assert torch.plate.host_ops() == {}, torch.plate.host_ops()\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---- index ops -----------------------------------------------------------------------------------------
+X = torch.randn(5, 7)
+INDEX = torch.randint(0, 5, (3, 7))
+SOURCE = torch.randn(3, 7)
+PERMUTED = torch.stack([torch.randperm(5)[:3] for _ in range(7)], 1)  # distinct targets per column
+
+
+def test_gather_and_index_select(no_host_ops):
+    px, pi = X.to("plate"), INDEX.to("plate")
+    same(torch.gather(px, 0, pi), torch.gather(X, 0, INDEX))
+    same(torch.gather(px.t(), 1, pi.t()), torch.gather(X.t(), 1, INDEX.t()))
+    j = torch.tensor([4, 0, 2, 4])
+    same(torch.index_select(px, 1, j.to("plate")), torch.index_select(X, 1, j))
+    same(torch.index_select(px.t(), 1, j.to("plate")), torch.index_select(X.t(), 1, j))
+    same(px[j], X[j])  # a CPU index, as CUDA takes one
+    same(px[j.to("plate")][:, 1:], X[j][:, 1:])
+
+
+@pytest.mark.parametrize("reduce", ["sum", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_family(reduce, include_self, no_host_ops):
+    px, pi, ps = X.to("plate"), INDEX.to("plate"), SOURCE.to("plate")
+    same(px.scatter(0, PERMUTED.to("plate"), ps), X.scatter(0, PERMUTED, SOURCE))
+    same(px.scatter(0, PERMUTED.to("plate"), 2.5), X.scatter(0, PERMUTED, 2.5))
+    same(px.scatter_add(0, pi, ps), X.scatter_add(0, INDEX, SOURCE))
+    same(
+        px.scatter_reduce(0, pi, ps, reduce, include_self=include_self),
+        X.scatter_reduce(0, INDEX, SOURCE, reduce, include_self=include_self),
+    )
+    ints = torch.arange(10)
+    where, values = torch.tensor([1, 1, 2]), torch.tensor([5, 6, 7])
+    same(ints.to("plate").scatter_add(0, where.to("plate"), values.to("plate")), ints.scatter_add(0, where, values))
+
+
+def test_index_put(no_host_ops):
+    y = X.clone()
+    py = y.to("plate")
+    rows, values = torch.tensor([1, 3, 3]), torch.randn(3, 7)
+    py.index_put_((rows,), values.to("plate"), accumulate=True)
+    y.index_put_((rows,), values, accumulate=True)
+    same(py, y)
+    py[torch.tensor([0, 2])] = 1.0
+    y[torch.tensor([0, 2])] = 1.0
+    same(py, y)
+
+
+def test_index_forms_outside_the_family_run_on_the_host_counted():
+    px = X.to("plate")
+    torch.plate.reset_host_ops()
+    same(
+        px.scatter_reduce(0, INDEX.to("plate"), SOURCE.to("plate"), "mean"), X.scatter_reduce(0, INDEX, SOURCE, "mean")
+    )
+    same(px[X > 0], X[X > 0])  # a boolean mask
+    assert torch.plate.host_ops()["aten.scatter_reduce"] == 1 and torch.plate.host_ops()["aten.index"] == 1

@@ -189,6 +189,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.fuzz.session",
         f"{TPB}.eager_ops",
         f"{TPB}.eager_ops.autoload",
+        f"{TPB}.eager_ops.indexing",
         f"{TPB}.eager_ops.kernels",
         f"{TPB}.eager_ops.launch",
         f"{TPB}.eager_ops.ops",

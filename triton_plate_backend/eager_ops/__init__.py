@@ -16,8 +16,11 @@ from collections.abc import Callable
 import torch
 from torch._C._dynamo import eval_frame
 
-from . import ops
+from . import indexing, ops
 from .table import overloads
+
+# Row.family -> the builder of that family's kernels
+FAMILIES = {**ops.FAMILIES, **indexing.FAMILIES}
 
 _library = None
 
@@ -48,7 +51,7 @@ def register() -> None:
     for name, row in overloads().items():
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload)
-        library.impl(op, _untraced(ops.FAMILIES[row.family](op, row)), "PrivateUse1")
+        library.impl(op, _untraced(FAMILIES[row.family](op, row)), "PrivateUse1")
     _library = library
 
 

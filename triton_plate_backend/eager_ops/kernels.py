@@ -334,3 +334,35 @@ def dropout(
     value = tl.where(keep, x * scale, 0.0)
     tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), value.to(out.dtype.element_ty), mask=mask)
     tl.store(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), keep.to(b.dtype.element_ty), mask=mask)
+
+
+# ---- gather / scatter along one dim (index ops) ------------------------------------------------------------
+GATHER, SCATTER, SCATTER_ADD, SCATTER_MAX, SCATTER_MIN = (tl.constexpr(k) for k in range(5))
+
+
+@triton.jit(do_not_specialize=_NO_SPECIALIZE + ["size", "step"])
+def indexed(
+    out, a, b, c, n, s1, s2, s3,
+    o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+    size, step, MODE: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Over the index's iteration space, b the index (negative counts from `size`), `step` the indexed
+    tensor's stride along the indexed dim (its own strides are 0 there): GATHER reads a at the index into
+    out; the SCATTERs write (or atomically combine) a into out at the index."""
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    idx = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask).to(tl.int64)
+    idx = tl.where(idx < 0, idx + size, idx)
+    if MODE == GATHER:
+        x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3) + idx * step, mask=mask)
+        tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), x.to(out.dtype.element_ty), mask=mask)
+    else:
+        x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(out.dtype.element_ty)
+        where = out + _at(i0, i1, i2, i3, o0, o1, o2, o3) + idx * step
+        if MODE == SCATTER:
+            tl.store(where, x, mask=mask)
+        elif MODE == SCATTER_ADD:
+            tl.atomic_add(where, x, mask=mask)
+        elif MODE == SCATTER_MAX:
+            tl.atomic_max(where, x, mask=mask)
+        else:
+            tl.atomic_min(where, x, mask=mask)

@@ -69,6 +69,15 @@ EAGER_OPS: dict[str, Row] = {
     "bernoulli_.Tensor": Row("bernoulli_tensor"),
     "bernoulli.default": Row("bernoulli_tensor"),
     "native_dropout.default": Row("dropout"),
+    "gather.default": Row("gather", "gather"),
+    "index_select.default": Row("gather", "index_select"),
+    "scatter.src": Row("scatter", "scatter"),
+    "scatter.value": Row("scatter", "scatter"),
+    "scatter_add.default": Row("scatter", "scatter_add"),
+    "scatter_reduce.two": Row("scatter", "scatter_reduce"),
+    "index.Tensor": Row("index", "index"),
+    "index_put_.default": Row("index", "index_put"),
+    "_index_put_impl_.default": Row("index", "index_put"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
@@ -78,6 +87,12 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "mul.Tensor": ("mul_.Tensor", "mul.out"),
     "neg.default": ("neg_.default", "neg.out"),
     "where.self": ("where.self_out",),
+    "gather.default": ("gather.out",),
+    "index_select.default": ("index_select.out",),
+    "scatter.src": ("scatter_.src",),
+    "scatter.value": ("scatter_.value",),
+    "scatter_add.default": ("scatter_add_.default",),
+    "scatter_reduce.two": ("scatter_reduce_.two",),
     "isnan.default": ("isnan.out",),
     "abs.default": ("abs_.default", "abs.out"),
     "relu.default": ("relu_.default",),
