@@ -293,6 +293,16 @@ def test_import_torch_registers_the_eager_ops_without_importing_triton():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_cat(no_host_ops):
+    a, b = torch.randn(2, 3), torch.arange(12).reshape(4, 3)
+    same(torch.cat([a.to("plate"), b.to("plate")]), torch.cat([a, b]))  # promoted to float
+    same(torch.cat([a.to("plate").t(), b.to("plate").t()], 1), torch.cat([a.t(), b.t()], 1))
+    same(torch.cat([a.to("plate"), torch.empty(0).to("plate")]), torch.cat([a, torch.empty(0)]))
+    out = torch.empty(0, dtype=torch.float64, device="plate")
+    torch.cat([a.half().to("plate"), a.to("plate")], -1, out=out)
+    same(out, torch.cat([a.half(), a], -1).double())
+
+
 # ---- index ops -----------------------------------------------------------------------------------------
 X = torch.randn(5, 7)
 INDEX = torch.randint(0, 5, (3, 7))

@@ -410,7 +410,49 @@ def dropout(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+# ---- cat -----------------------------------------------------------------------------------------------
+def cat(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """cat(tensors, dim): each input copied (and converted to the promoted type) into its slice of the
+    result, one copy kernel per input."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        if call.mixed:
+            return call.on_host()
+        expected = call.meta()
+        if expected is None:
+            return call.host_result
+        tensors = list(call["tensors"])
+        if expected.dtype not in REAL_DTYPES or any(t.dtype not in REAL_DTYPES for t in tensors):
+            return call.on_host()
+        device = tensors[0].device
+        out = _result(call, expected, device)
+        if _overlaps(out, tensors) or out.dim() == 0:
+            return call.on_host()
+        dim = call["dim"] % out.dim()
+        offset = 0
+        launches = []
+        for t in tensors:
+            if t.dim() == 1 and t.shape[0] == 0 and out.dim() > 1:
+                continue  # a legacy empty input: skipped, as torch skips it
+            part = out.narrow(dim, offset, t.shape[dim])
+            offset += t.shape[dim]
+            strides = [broadcast_strides(x, part.shape) for x in (part, t)]
+            if not launch.fits(part.shape, strides):
+                return call.on_host()
+            launches.append((part, t, strides))
+        for part, t, strides in launches:
+            launch.launch(
+                "elementwise", part.shape, [part, t], strides,
+                FN=launch.kernels().copy, ARITY=1, CT=launch.triton_dtype(_opmath(t.dtype)),
+            )  # fmt: skip
+        return out
+
+    return kernel
+
+
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
+    "cat": cat,
     "elementwise": elementwise,
     "fill": fill,
     "random": random,
