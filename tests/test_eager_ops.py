@@ -357,3 +357,12 @@ def test_index_forms_outside_the_family_run_on_the_host_counted():
     )
     same(px[X > 0], X[X > 0])  # a boolean mask
     assert torch.plate.host_ops()["aten.scatter_reduce"] == 1 and torch.plate.host_ops()["aten.index"] == 1
+
+
+def test_a_kernel_follows_the_device_to_another_machine(plate_mini_module):
+    """Run last in this module: the fixture resets device 0 to plate-mini; the kernels compiled for plate1
+    above compile again for it rather than launch on the wrong machine."""
+    assert plate_mini_module.machine.name == "plate-mini"
+    torch.plate.reset_host_ops()
+    same(torch.zeros(5, device="plate") + 1, torch.ones(5))
+    assert torch.plate.host_ops() == {}

@@ -16,10 +16,18 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
+from ..sim.device import get_device
+
 RANK = 4  # strided dims a kernel takes after coalescing
 BLOCK = 512
 STRIDES = [f"{name}{d}" for name in "oabc" for d in range(RANK)]
 _NO_SPECIALIZE = ["n", "s1", "s2", "s3", *STRIDES]
+
+
+def machine_of(tensor) -> str:
+    """The machine preset of the device holding `tensor`: a launch option, so that a kernel compiled for
+    one preset is never launched on a device reset to another (PLATE_MACHINE changed in between)."""
+    return get_device(tensor.device.index).machine.name
 
 
 # ---- the element functions (the table's `fn` names them) -----------------------------------------

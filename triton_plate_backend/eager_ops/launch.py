@@ -78,12 +78,15 @@ def launch(kernel_name: str, shape, tensors: list[torch.Tensor], strides: list[l
     layout = coalesce(shape, strides)
     assert layout is not None, "launch: the caller checks fits() first"
     sizes, steps = layout
-    pointers = list(tensors) + [tensors[0]] * (4 - len(tensors))
+    out = tensors[0]
+    pointers = list(tensors) + [out] * (4 - len(tensors))
     steps = steps + [[0] * RANK] * (4 - len(steps))
     flat = [s for step in steps for s in step]
-    kernel = getattr(kernels(), kernel_name)
+    k = kernels()
     grid = (triton_cdiv(n, BLOCK),)
-    kernel[grid](*pointers, n, sizes[1], sizes[2], sizes[3], *flat, *extra, BLOCK=BLOCK, **constexprs)
+    getattr(k, kernel_name)[grid](
+        *pointers, n, sizes[1], sizes[2], sizes[3], *flat, *extra, BLOCK=BLOCK, machine=k.machine_of(out), **constexprs
+    )
 
 
 def launch_fill(shape, out: torch.Tensor, *extra, **constexprs):
@@ -92,8 +95,10 @@ def launch_fill(shape, out: torch.Tensor, *extra, **constexprs):
     if n == 0:
         return
     sizes, (steps,) = coalesce(shape, [broadcast_strides(out, shape)])
-    kernel = kernels().random_fill
-    kernel[(triton_cdiv(n, BLOCK),)](out, n, sizes[1], sizes[2], sizes[3], *steps, *extra, BLOCK=BLOCK, **constexprs)
+    k = kernels()
+    k.random_fill[(triton_cdiv(n, BLOCK),)](
+        out, n, sizes[1], sizes[2], sizes[3], *steps, *extra, BLOCK=BLOCK, machine=k.machine_of(out), **constexprs
+    )
 
 
 def fits(shape, strides: list[list[int]]) -> bool:
