@@ -213,6 +213,7 @@ SAMPLERS = {
     "randn": lambda **kw: torch.randn(1000, device="plate", **kw),
     "randint": lambda **kw: torch.randint(-5, 7, (1000,), device="plate", **kw),
     "randint64": lambda **kw: torch.randint(2**63 - 1, (100,), device="plate", **kw),
+    "randint full": lambda **kw: torch.randint(-(2**63), 2**63 - 1, (100,), device="plate", **kw),
     "bernoulli": lambda **kw: torch.empty(1000, device="plate").bernoulli_(0.25, **kw),
     "exponential": lambda **kw: torch.empty(1000, device="plate").exponential_(2.0, **kw),
 }
@@ -244,6 +245,8 @@ def test_random_numbers_are_distributed_as_asked(no_host_ops):
     assert set(i.unique().tolist()) == set(range(-5, 7))
     big = torch.randint(2**63 - 1, (1000,), device="plate").cpu()
     assert big.min() >= 0 and big.max() > 2**62  # 63 random bits, not 32
+    full = torch.randint(-(2**63), 2**63 - 1, (1000,), device="plate").cpu()
+    assert full.min() < -(2**62) and full.max() > 2**62  # the whole int64 range
     b = torch.bernoulli(torch.full((20000,), 0.3, device="plate")).cpu()
     assert set(b.unique().tolist()) <= {0.0, 1.0} and abs(b.mean() - 0.3) < 0.02
     f = torch.empty(1000, dtype=torch.float16, device="plate").random_().cpu()

@@ -276,14 +276,20 @@ def complex_binary(
 
 # ---- random numbers (Philox, counter offset + i) -----------------------------------------------------------
 UNIFORM, NORMAL, BERNOULLI, INTEGERS, EXPONENTIAL = (tl.constexpr(k) for k in range(5))
-# INTEGERS' widths: 32 random bits mod range; 64 bits (63 kept) mod range; 63 bits as they are (range 2**63)
-NARROW, WIDE, FULL63 = (tl.constexpr(k) for k in range(3))
+# INTEGERS' widths: 32 random bits mod range; 64 bits (63 kept) mod range; 63 bits as they are (range 2**63);
+# 64 bits as they are (the whole int64 range: `to` itself comes out with probability 2**-64)
+NARROW, WIDE, FULL63, FULL64 = (tl.constexpr(k) for k in range(4))
+
+
+@triton.jit
+def _bits64(seed, counter):
+    r0, r1, _, _ = tl.randint4x(seed, counter)
+    return ((r0.to(tl.uint64) << 32) | r1.to(tl.uint64)).to(tl.int64)
 
 
 @triton.jit
 def _bits63(seed, counter):
-    r0, r1, _, _ = tl.randint4x(seed, counter)
-    return ((r0.to(tl.uint64) << 32) | r1.to(tl.uint64)).to(tl.int64) & 0x7FFFFFFFFFFFFFFF
+    return _bits64(seed, counter) & 0x7FFFFFFFFFFFFFFF
 
 
 @triton.jit(do_not_specialize=["n", "s1", "s2", "s3", "o0", "o1", "o2", "o3", "seed", "offset", "p0", "p1"])
@@ -311,8 +317,10 @@ def random_fill(
             value = p0.to(tl.int64) + bits % p1.to(tl.int64)
         elif WIDTH == WIDE:
             value = p0.to(tl.int64) + _bits63(seed, counter) % p1.to(tl.int64)
-        else:
+        elif WIDTH == FULL63:
             value = p0.to(tl.int64) + _bits63(seed, counter)
+        else:
+            value = p0.to(tl.int64) + _bits64(seed, counter)
     tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), value.to(out.dtype.element_ty), mask=mask)
 
 

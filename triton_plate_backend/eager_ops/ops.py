@@ -326,9 +326,10 @@ def random(op: torch._ops.OpOverload, row: Row) -> Callable:
         width = k.NARROW
         if row.fn == "random":
             low, count = _integer_range(call, self.dtype)
-            if count <= 0 or count > 2**63 or (count == 2**63 and low != 0):
+            full = count >= 2**64 - 1 and self.dtype == torch.int64  # randint(-2**63, 2**63 - 1): AOT's seeds
+            if count <= 0 or (count > 2**63 and not full) or (count == 2**63 and low != 0):
                 return call.on_host()
-            width = k.NARROW if count < 2**32 else k.WIDE if count < 2**63 else k.FULL63
+            width = k.NARROW if count < 2**32 else k.WIDE if count < 2**63 else k.FULL63 if count == 2**63 else k.FULL64
             params = (low, count if count < 2**63 else 0)
         elif row.fn == "uniform":
             params = (float(call["from"]), float(call["to"]))
