@@ -579,10 +579,10 @@ def test_triton_kernel_runs_on_plate_tensors_and_advances_the_modeled_clock():
 def test_eager_host_ops_are_counted_and_named():
     a, b = on_plate(torch.randn(8, 8)), on_plate(torch.randn(8, 8))
     torch.plate.reset_host_ops()
-    c = (a @ b).relu()
+    c = (a @ b).lgamma()
     c.sum()
     counts = torch.plate.host_ops()
-    assert counts["aten.mm"] == 1 and counts["aten.relu"] == 1 and counts["aten.sum"] == 1
+    assert counts["aten.mm"] == 1 and counts["aten.lgamma"] == 1 and counts["aten.sum"] == 1
     torch.plate.reset_host_ops()
     assert torch.plate.host_ops() == {}
 
@@ -592,6 +592,7 @@ def test_ops_with_plate_kernels_are_not_host_ops():
     x = torch.empty(4, 4, device="plate")
     x.copy_(torch.ones(4, 4))
     x.view(2, 8)
+    x.relu()  # an eager kernel of plate's (triton_plate_backend/eager_ops)
     assert torch.plate.host_ops() == {}
 
 
@@ -601,19 +602,19 @@ def test_a_host_op_scope_counts_only_its_own_thread():
 
     def other():
         with torch.plate.host_op_scope() as ops:
-            x.exp()
+            x.digamma()
         seen.update(ops)
 
     with torch.plate.host_op_scope() as outer:
-        x.sin()
+        x.sinh()
         with torch.plate.host_op_scope() as inner:
-            x.cos()
+            x.cosh()
         worker = threading.Thread(target=other)
         worker.start()
         worker.join()
-    assert inner == {"aten.cos": 1}
-    assert outer == {"aten.sin": 1, "aten.cos": 1}  # the inner scope's ops are the outer one's too
-    assert seen == {"aten.exp": 1}
+    assert inner == {"aten.cosh": 1}
+    assert outer == {"aten.sinh": 1, "aten.cosh": 1}  # the inner scope's ops are the outer one's too
+    assert seen == {"aten.digamma": 1}
 
 
 def test_a_scope_left_open_by_an_error_closes_with_its_parent():
@@ -623,5 +624,5 @@ def test_a_scope_left_open_by_an_error_closes_with_its_parent():
     x.lgamma()
     assert plate_device.host_op_counter.exit_scope(token) == {"aten.lgamma": 1}
     with torch.plate.host_op_scope() as ops:
-        x.abs()
-    assert ops == {"aten.abs": 1}
+        x.atan()
+    assert ops == {"aten.atan": 1}
