@@ -18,6 +18,12 @@ from .table import Row
 INDEX_DTYPES = (torch.int64, torch.int32)
 # scatter_reduce's reductions with an atomic: the kernel mode and the identity include_self=False starts from
 REDUCTIONS = {"sum": ("SCATTER_ADD", 0), "amax": ("SCATTER_MAX", "min"), "amin": ("SCATTER_MIN", "max")}
+# the element types Triton's atomics take, by kernel mode (others, bool and the half types, go to the host)
+ATOMIC_DTYPES = {
+    "SCATTER_ADD": (torch.float32, torch.float64, torch.int32, torch.int64),
+    "SCATTER_MAX": (torch.float32, torch.int32, torch.int64),
+    "SCATTER_MIN": (torch.float32, torch.int32, torch.int64),
+}
 
 
 def _strides_without(t: torch.Tensor, dim: int) -> list[int]:
@@ -85,6 +91,8 @@ def scatter(op: torch._ops.OpOverload, row: Row) -> Callable:
         if source is None:
             source = torch.tensor(call["value"], dtype=self.dtype).to(self.device)
         if self.dim() == 0 or mode is None or index.dtype not in INDEX_DTYPES or not _covered(self, index, source):
+            return call.on_host()
+        if mode in ATOMIC_DTYPES and self.dtype not in ATOMIC_DTYPES[mode]:
             return call.on_host()
         inplace = call.target_name == "self"
         if _overlaps(self, [index, source]) and inplace:
@@ -160,6 +168,8 @@ def index(op: torch._ops.OpOverload, row: Row) -> Callable:
         inplace = call.target_name == "self"
         out = self if inplace else self.clone(memory_format=torch.preserve_format)
         mode = "SCATTER_ADD" if call["accumulate"] else "SCATTER"
+        if mode in ATOMIC_DTYPES and self.dtype not in ATOMIC_DTYPES[mode]:
+            return call.on_host()
         strides = [self_strides, broadcast_strides(values, shape), index_strides]
         if not _run(mode, shape, out, values, idx, strides, self.shape[0], self.stride(0)):
             return call.on_host()
