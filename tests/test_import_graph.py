@@ -188,6 +188,13 @@ FLOORS: dict[str, int] = {
         f"{TPB}.fuzz.report",
         f"{TPB}.fuzz.reproduce",
         f"{TPB}.fuzz.session",
+        f"{TPB}.eager_ops",
+        f"{TPB}.eager_ops.autoload",
+        f"{TPB}.eager_ops.indexing",
+        f"{TPB}.eager_ops.kernels",
+        f"{TPB}.eager_ops.launch",
+        f"{TPB}.eager_ops.ops",
+        f"{TPB}.eager_ops.table",
     ),
     **_on(
         INDUCTOR,

@@ -1,7 +1,11 @@
 """Random number generators of the plate device, as in torch.cuda.
 
-Each device has one default generator (csrc/hooks.cpp). Random ops run in the CPU fallback and
-draw from the generator's CPU twin, so a seed gives the same numbers as the same seed on the CPU.
+Each device has one default generator (csrc/hooks.cpp): a Philox (seed, offset) pair, as CUDA's.
+plate's random kernels (triton_plate_backend/eager_ops: random_, uniform_, normal_, bernoulli_,
+exponential_, native_dropout) draw counters offset, offset + 1, ... under the seed and move the offset
+past them, so a seed reproduces on plate and the numbers differ from the CPU's, as CUDA's do. Random
+ops without a plate kernel run on the host (counted) and draw from the generator's CPU twin, seeded
+with it. get_rng_state/set_rng_state save and restore both (the twin's state, then the offset).
 """
 
 from __future__ import annotations

@@ -261,4 +261,9 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 }
 
 }  // namespace
+
+void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  plate_fallback(op, stack);
+}
+
 }  // namespace plate

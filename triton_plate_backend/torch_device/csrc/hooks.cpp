@@ -1,11 +1,12 @@
 // PrivateUse1 hooks (what torch asks a backend: availability, generators, pinned memory, torch.accelerator)
 // and the plate random generator.
 //
-// Random numbers: plate runs random ops through the CPU fallback, and CPU kernels accept only a CPU
-// generator. A plate generator therefore keeps its state in a CPU generator (its "CPU twin") that the
-// fallback hands to the kernel; seeding or reading the plate generator reads that twin. So
-// torch.plate.manual_seed(s) + torch.randn(..., device="plate") draws exactly what
-// torch.manual_seed(s) + torch.randn(...) draws on the CPU.
+// Random numbers, as on CUDA: a plate generator is a Philox (seed, offset) pair. plate's random kernels
+// (triton_plate_backend/eager_ops/) read the seed and the offset and advance the offset past the
+// counters they used, so a seed reproduces on plate, and the numbers differ from the CPU's as CUDA's do.
+// The random ops still left to the host (the CPU fallback) draw from a CPU generator, the "CPU twin",
+// that holds the seed too: seeding seeds both, and the state (get_state/set_state) is the twin's state
+// followed by the 8 bytes of the Philox offset.
 #include "plate.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -14,7 +15,10 @@
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
 
+#include <ATen/ops/empty.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -33,27 +37,48 @@ struct PlateGeneratorImpl final : public c10::GeneratorImpl {
   void set_current_seed(uint64_t seed) override {
     std::lock_guard<std::mutex> lock(twin_.mutex());
     twin_.set_current_seed(seed);
+    philox_offset_ = 0;
   }
   void set_offset(uint64_t offset) override {
-    std::lock_guard<std::mutex> lock(twin_.mutex());
-    twin_.set_offset(offset);
+    philox_offset_ = offset;  // the Philox counter (CUDA's philox_offset_per_thread)
   }
   uint64_t get_offset() const override {
-    return twin_.get_offset();
+    return philox_offset_;
   }
   uint64_t current_seed() const override {
     return twin_.current_seed();
   }
   uint64_t seed() override {
     std::lock_guard<std::mutex> lock(twin_.mutex());
+    philox_offset_ = 0;
     return twin_.seed();
   }
   void set_state(const c10::TensorImpl& new_state) override {
+    // the twin's state, then the Philox offset (a bare CPU generator state restores the seed, offset 0)
+    const auto twin_bytes = static_cast<int64_t>(twin_.unsafeGetGeneratorImpl()->get_state()->numel());
+    const auto n = new_state.numel();
+    TORCH_CHECK(new_state.dtype() == at::kByte && (n == twin_bytes + kOffsetBytes || n == twin_bytes),
+                "plate: a generator state is ", twin_bytes + kOffsetBytes, " bytes (torch.uint8), got ", n,
+                " of ", new_state.dtype(), "; pass what get_rng_state() returned");
+    auto twin_state = c10::make_intrusive<c10::TensorImpl>(
+        c10::Storage(new_state.storage()), new_state.key_set(), new_state.dtype());
+    twin_state->set_sizes_contiguous({twin_bytes});
+    twin_state->set_storage_offset(new_state.storage_offset());
     std::lock_guard<std::mutex> lock(twin_.mutex());
-    twin_.unsafeGetGeneratorImpl()->set_state(new_state);
+    twin_.unsafeGetGeneratorImpl()->set_state(*twin_state);
+    uint64_t offset = 0;
+    if (n == twin_bytes + kOffsetBytes) {
+      std::memcpy(&offset, static_cast<const uint8_t*>(new_state.data()) + twin_bytes, kOffsetBytes);
+    }
+    philox_offset_ = offset;
   }
   c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
-    return twin_.unsafeGetGeneratorImpl()->get_state();
+    auto twin_state = at::Tensor(twin_.unsafeGetGeneratorImpl()->get_state());
+    auto state = at::empty({twin_state.numel() + kOffsetBytes}, twin_state.options());
+    std::memcpy(state.data_ptr(), twin_state.data_ptr(), twin_state.numel());
+    const uint64_t offset = philox_offset_;
+    std::memcpy(static_cast<uint8_t*>(state.data_ptr()) + twin_state.numel(), &offset, kOffsetBytes);
+    return state.getIntrusivePtr();
   }
 
   const at::Generator& twin() const {
@@ -62,10 +87,14 @@ struct PlateGeneratorImpl final : public c10::GeneratorImpl {
 
  private:
   PlateGeneratorImpl* clone_impl() const override {
-    return new PlateGeneratorImpl(device_.index(), twin_.clone());
+    auto* copy = new PlateGeneratorImpl(device_.index(), twin_.clone());
+    copy->philox_offset_ = philox_offset_.load();
+    return copy;
   }
 
+  static constexpr int64_t kOffsetBytes = sizeof(uint64_t);
   at::Generator twin_;
+  std::atomic<uint64_t> philox_offset_{0};
 };
 
 std::vector<at::Generator>& default_generators() {

@@ -17,6 +17,8 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/resize_native.h>
 #include <ATen/ops/set_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
@@ -233,6 +235,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
   m.impl("set_", set_empty);
+  // complex <-> real pairs are views (at::native's, as on CPU and CUDA): they never compute
+  m.impl("view_as_real", at::native::view_as_real);
+  m.impl("view_as_complex", at::native::view_as_complex);
 }
 
 // The conjugate and negative bits pass through to copy_from, whose host aliases carry them, so the CPU copy_

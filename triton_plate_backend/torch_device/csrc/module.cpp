@@ -211,6 +211,7 @@ PyObject* exit_host_op_scope(PyObject* /*self*/, PyObject* depth) {
 PyMethodDef kMethods[] = {
     {"_host_ops", host_ops, METH_NOARGS, "{operator name: count} of the ops the CPU fallback ran on the host."},
     {"_reset_host_ops", reset_host_ops, METH_NOARGS, nullptr},
+    {"_run_on_host", plate::run_on_host_py, METH_VARARGS, "Run an aten op through the CPU fallback (counted)."},
     {"_count_host_op", count_host_op, METH_O, "Count a host op that a Python-registered plate kernel ran."},
     {"_watch_compiled_frames", watch_compiled_frames, METH_O, "Count host ops of compiled functions' eager code."},
     {"_compiled_frame_host_ops", compiled_frame_host_ops, METH_NOARGS, "{name: count} of those ops."},

@@ -18,6 +18,11 @@
 
 typedef struct _object PyObject;  // Python.h stays out of the headers the kernels include
 
+namespace c10 {
+class OperatorHandle;
+struct IValue;
+}  // namespace c10
+
 namespace at {
 class Generator;
 class Tensor;
@@ -87,6 +92,11 @@ at::Tensor host_alias(const at::Tensor& t, const char* what);
 // Report a host write to a plate tensor: its whole extent counts as written (runtime_wrote).
 void note_host_write(const at::Tensor& t);
 
+// ---- the CPU fallback (fallback.cpp) -------------------------------------------------------------------
+// Run `op` on the host as the fallback does (counted): for plate kernels that leave some cases to the host.
+void run_on_host(const c10::OperatorHandle& op, std::vector<c10::IValue>* stack);
+// Python: _run_on_host(name, overload, args, kwargs) (host_call.cpp).
+PyObject* run_on_host_py(PyObject* self, PyObject* args);
 // ---- host ops (host_ops.cpp) ------------------------------------------------------------------------
 // What the CPU fallback ran on the host, by operator name: process-wide, and per scope of one thread.
 using HostOpCounts = std::vector<std::pair<std::string, int64_t>>;

@@ -1,0 +1,382 @@
+"""plate's eager kernels (triton_plate_backend/eager_ops): each op of the table against the CPU on edge
+cases (strided, broadcast, 0-dim, empty, promoted, in-place, out=), with the host-op counter at zero;
+Philox random numbers reproducible from a seed and from a saved generator state; what the table does
+not cover still runs on the host, counted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from triton_plate_backend import eager_ops
+from triton_plate_backend.eager_ops import kernels, table
+
+eager_ops.register()  # what the torch.backends entry point does at `import torch`
+
+
+@pytest.fixture
+def no_host_ops():
+    torch.plate.reset_host_ops()
+    yield
+    assert torch.plate.host_ops() == {}
+
+
+def same(plate_result, cpu_result):
+    assert plate_result.device.type == "plate"
+    assert plate_result.dtype == cpu_result.dtype
+    assert plate_result.shape == cpu_result.shape
+    torch.testing.assert_close(plate_result.cpu(), cpu_result, equal_nan=True)
+
+
+# ---- the table -----------------------------------------------------------------------------------------
+def test_every_row_names_a_real_overload_family_and_function():
+    for name, row in table.overloads().items():
+        packet, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)  # raises for a misspelt overload
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"), name
+        assert row.family in eager_ops.FAMILIES, name
+        if row.family == "elementwise":
+            assert row.fn in kernels.FUNCTIONS, name
+            assert row.complex_fn in (None, "real") or row.complex_fn in kernels.FUNCTIONS, name
+
+
+# ---- elementwise ---------------------------------------------------------------------------------------
+A = torch.randn(5, 6)
+B = torch.randn(6)
+LAYOUTS = {
+    "contiguous": (A, A * 2),
+    "transposed": (A.t(), A.t() + 1),
+    "broadcast": (A, B),
+    "sliced": (A[::2, 1::2], A[::2, ::2]),
+    "0-dim": (torch.tensor(1.5), torch.tensor(-2.0)),
+    "0-dim with tensor": (A, torch.tensor(3.0)),
+    "empty": (torch.empty(0, 6), B),
+    "5-dim": (torch.randn(2, 3, 1, 4, 5).permute(4, 2, 0, 3, 1), torch.randn(5, 1, 2, 1, 3)),
+}
+BINARY = {
+    "add": lambda a, b: a + b,
+    "add alpha": lambda a, b: torch.add(a, b, alpha=-3),
+    "sub": lambda a, b: torch.sub(a, b, alpha=2),
+    "mul": lambda a, b: a * b,
+    "where": lambda a, b: torch.where(a > 0, a, b),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("fn", BINARY)
+def test_binary_ops_match_the_cpu(fn, layout, no_host_ops):
+    a, b = LAYOUTS[layout]
+    pa, pb = a.to("plate"), b.to("plate")
+    cond = a > 0
+    if fn == "where":
+        same(torch.where(cond.to("plate"), pa, pb), torch.where(cond, a, b))
+    else:
+        same(BINARY[fn](pa, pb), BINARY[fn](a, b))
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (torch.arange(6, dtype=torch.int32), torch.arange(6, dtype=torch.int64)),  # int32 + int64 -> int64
+        (torch.arange(6, dtype=torch.int64), torch.randn(6)),  # int + float -> float
+        (torch.randn(6).half(), torch.randn(6).bfloat16()),  # -> float32
+        (torch.randn(6).half(), 2.5),  # a Python scalar keeps half
+        (torch.tensor([True, False, True]), torch.tensor([True, True, False])),  # bool add is or, mul is and
+        (torch.randn(6, dtype=torch.float64), torch.randn(6)),
+        (torch.arange(6, dtype=torch.int8), 100),  # wraps as int8
+    ],
+)
+def test_promotion_is_torchs(a, b, no_host_ops):
+    pb = b.to("plate") if isinstance(b, torch.Tensor) else b
+    same(a.to("plate") + pb, a + b)
+    same(a.to("plate") * pb, a * b)
+
+
+def test_unary_isnan_and_neg(no_host_ops):
+    x = torch.tensor([[1.0, float("nan")], [-float("inf"), 0.0]])
+    same(torch.isnan(x.to("plate").t()), torch.isnan(x.t()))
+    same(-x.to("plate"), -x)
+    same(-torch.arange(5).to("plate"), -torch.arange(5))
+
+
+@pytest.mark.parametrize("name", [*table.FLOAT_FUNCTIONS, "abs", "relu"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.float16])
+def test_unary_functions(name, dtype, no_host_ops):
+    x = (torch.rand(4, 5) * 4 + 0.1).to(dtype)
+    fn = getattr(torch, name)
+    same(fn(x.to("plate").t()), fn(x.t()))  # an int input gives float32, as torch's does
+
+
+def test_in_place_and_out_variants(no_host_ops):
+    a = torch.randn(4, 5)
+    x = a.to("plate")
+    x.t().add_(torch.ones(5, 1).to("plate"))  # in place through a transposed view, broadcast operand
+    same(x, a + 1)
+    x.mul_(2).sub_(torch.tensor(1.0))
+    same(x, (a + 1) * 2 - 1)
+    out = torch.empty(0, device="plate")  # out= is resized as torch resizes it
+    torch.add(x, x, alpha=0.5, out=out)
+    same(out, torch.add((a + 1) * 2 - 1, (a + 1) * 2 - 1, alpha=0.5))
+    mask = torch.empty(4, 5, dtype=torch.bool, device="plate")
+    torch.gt(x, 0, out=mask)
+    same(mask, (a + 1) * 2 - 1 > 0)
+
+
+def test_a_call_torch_refuses_raises_torchs_error():
+    ints = torch.arange(6).to("plate")
+    with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+        ints.add_(0.5)  # the CPU's error text (the meta kernel words it differently)
+    with pytest.raises(RuntimeError, match="must match the size"):
+        torch.ones(3, device="plate") + torch.ones(4, device="plate")
+
+
+def test_an_output_overlapping_its_input_is_left_to_the_host():
+    x = torch.arange(6.0).to("plate")
+    torch.plate.reset_host_ops()
+    x[1:].add_(x[:-1])  # elements read after they were written: the host's CPU kernel decides
+    assert torch.plate.host_ops() == {"aten.add_": 1}
+
+
+def test_autograd_through_plate_kernels():
+    x = torch.randn(3, 4).to("plate").requires_grad_()
+    y = torch.randn(4).to("plate").requires_grad_()
+    torch.plate.reset_host_ops()
+    (x * y + x).backward(torch.ones(3, 4).to("plate"))
+    same(x.grad, y.detach().cpu().expand(3, 4) + 1)
+    same(y.grad, x.detach().cpu().sum(0))
+    assert set(torch.plate.host_ops()) <= {"aten.sum"}  # y's broadcast gradient: a reduction, not in the table
+
+
+def test_an_uncovered_dtype_runs_on_the_host_counted():
+    x = torch.ones(4, dtype=torch.uint16).to("plate")
+    torch.plate.reset_host_ops()
+    x.fill_(2)
+    assert torch.equal(x.cpu(), torch.full((4,), 2, dtype=torch.uint16))
+    assert torch.plate.host_ops() == {"aten.fill_": 1}
+
+
+# ---- fill_ / zero_ -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool, torch.int8])
+def test_fill_and_zero(dtype, no_host_ops):
+    x = torch.ones(4, 6, dtype=dtype).to("plate")
+    x[:, ::2].fill_(3)  # a strided target; only its elements change
+    expected = torch.ones(4, 6, dtype=dtype)
+    expected[:, ::2] = 3
+    same(x, expected)
+    x.t()[1].zero_()
+    expected.t()[1] = 0
+    same(x, expected)
+    x.fill_(torch.tensor(2))
+    same(x, torch.full((4, 6), 2, dtype=dtype))
+    same(torch.zeros(0, 3, dtype=dtype, device="plate"), torch.zeros(0, 3, dtype=dtype))
+
+
+def test_fill_complex(no_host_ops):
+    x = torch.zeros(3, dtype=torch.complex64, device="plate")
+    x.fill_(1 - 2j)
+    same(x, torch.full((3,), 1 - 2j, dtype=torch.complex64))
+
+
+# ---- complex: views and arithmetic ---------------------------------------------------------------------
+def test_view_as_real_and_complex_are_views(no_host_ops):
+    c = torch.randn(4, 3, dtype=torch.complex64)
+    pc = c.to("plate")
+    r = torch.view_as_real(pc)
+    assert r.untyped_storage().data_ptr() == pc.untyped_storage().data_ptr()
+    same(r, torch.view_as_real(c))
+    back = torch.view_as_complex(r)
+    assert back.data_ptr() == pc.data_ptr()
+    same(back, c)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_arithmetic(dtype, no_host_ops):
+    a = torch.randn(3, 4, dtype=dtype)
+    b = torch.randn(4, dtype=dtype)
+    pa, pb = a.to("plate"), b.to("plate")
+    same(pa + pb, a + b)
+    same(pa.t() - 2 * pb[:3], a.t() - 2 * b[:3])
+    same(pa * pb, a * b)
+    same(pa.t() * pa.t(), a.t() * a.t())
+    same(-pa, -a)
+    same(pa * 3, a * 3)
+    same(pa + torch.ones(4).to("plate"), a + torch.ones(4))  # real + complex promotes
+    same(torch.where(pa.real > 0, pa, pb), torch.where(a.real.contiguous() > 0, a, b))
+
+
+# ---- random numbers ------------------------------------------------------------------------------------
+SAMPLERS = {
+    "rand": lambda **kw: torch.rand(64, 33, device="plate", **kw),
+    "randn": lambda **kw: torch.randn(1000, device="plate", **kw),
+    "randint": lambda **kw: torch.randint(-5, 7, (1000,), device="plate", **kw),
+    "randint64": lambda **kw: torch.randint(2**63 - 1, (100,), device="plate", **kw),
+    "randint full": lambda **kw: torch.randint(-(2**63), 2**63 - 1, (100,), device="plate", **kw),
+    "bernoulli": lambda **kw: torch.empty(1000, device="plate").bernoulli_(0.25, **kw),
+    "exponential": lambda **kw: torch.empty(1000, device="plate").exponential_(2.0, **kw),
+}
+
+
+@pytest.mark.parametrize("sample", SAMPLERS)
+def test_random_numbers_reproduce_from_a_seed_and_a_state(sample, no_host_ops):
+    draw = SAMPLERS[sample]
+    torch.plate.manual_seed(7)
+    first, second = draw().cpu(), draw().cpu()
+    assert not torch.equal(first, second)  # the generator moved on
+    torch.plate.manual_seed(7)
+    assert torch.equal(draw().cpu(), first)
+    state = torch.plate.get_rng_state()
+    assert torch.equal(draw().cpu(), second)
+    torch.plate.set_rng_state(state)
+    assert torch.equal(draw().cpu(), second)
+    gen = torch.Generator(device="plate").manual_seed(7)
+    assert torch.equal(draw(generator=gen).cpu(), first)  # a generator of its own: the same stream
+
+
+def test_random_numbers_are_distributed_as_asked(no_host_ops):
+    torch.plate.manual_seed(0)
+    u = torch.empty(20000, device="plate").uniform_(-2, 3).cpu()
+    assert u.min() >= -2 and u.max() < 3 and abs(u.mean() - 0.5) < 0.05
+    n = torch.empty(20000, dtype=torch.float64, device="plate").normal_(1.0, 2.0).cpu()
+    assert abs(n.mean() - 1) < 0.1 and abs(n.std() - 2) < 0.1
+    i = torch.randint(-5, 7, (20000,), device="plate").cpu()
+    assert set(i.unique().tolist()) == set(range(-5, 7))
+    big = torch.randint(2**63 - 1, (1000,), device="plate").cpu()
+    assert big.min() >= 0 and big.max() > 2**62  # 63 random bits, not 32
+    full = torch.randint(-(2**63), 2**63 - 1, (1000,), device="plate").cpu()
+    assert full.min() < -(2**62) and full.max() > 2**62  # the whole int64 range
+    b = torch.bernoulli(torch.full((20000,), 0.3, device="plate")).cpu()
+    assert set(b.unique().tolist()) <= {0.0, 1.0} and abs(b.mean() - 0.3) < 0.02
+    f = torch.empty(1000, dtype=torch.float16, device="plate").random_().cpu()
+    assert f.min() >= 0 and f.max() <= 2**11 and torch.equal(f, f.round())
+    flags = torch.empty(1000, dtype=torch.bool, device="plate").random_().cpu()
+    assert flags.any() and not flags.all()
+
+
+def test_plate_numbers_differ_from_the_cpus():
+    torch.manual_seed(3)  # seeds the CPU and plate alike
+    on_plate = torch.rand(100, device="plate").cpu()
+    torch.manual_seed(3)
+    assert not torch.equal(on_plate, torch.rand(100))  # Philox, as CUDA's, not the CPU's Mersenne twister
+
+
+def test_fork_rng_restores_plate(no_host_ops):
+    torch.plate.manual_seed(11)
+    with torch.random.fork_rng(device_type="plate"):
+        inside = torch.rand(10, device="plate").cpu()
+    assert torch.equal(torch.rand(10, device="plate").cpu(), inside)
+
+
+def test_dropout(no_host_ops):
+    x = torch.ones(50, 40).to("plate")
+    torch.plate.manual_seed(1)
+    out, mask = torch.ops.aten.native_dropout(x, 0.25, True)
+    out, mask = out.cpu(), mask.cpu()
+    assert mask.dtype == torch.bool and abs(mask.float().mean() - 0.75) < 0.05
+    assert torch.equal(out, mask.float() / 0.75)
+    torch.plate.manual_seed(1)
+    assert torch.equal(torch.ops.aten.native_dropout(x, 0.25, True)[1].cpu(), mask)
+    kept, all_kept = torch.ops.aten.native_dropout(x, 0.25, False)
+    assert torch.equal(kept.cpu(), x.cpu()) and all_kept.cpu().all()
+
+
+# ---- registration --------------------------------------------------------------------------------------
+def test_import_torch_registers_the_eager_ops_without_importing_triton():
+    code = (
+        "import sys, torch\n"
+        "from triton_plate_backend import eager_ops\n"
+        "assert eager_ops.registered(), 'the torch.backends entry point did not register the eager ops'\n"
+        "assert 'triton' not in sys.modules, 'registering imported triton'\n"
+        "torch.plate.reset_host_ops()\n"
+        "x = torch.zeros(3, device='plate') + 1\n"
+        "assert torch.plate.host_ops() == {}, torch.plate.host_ops()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cat(no_host_ops):
+    a, b = torch.randn(2, 3), torch.arange(12).reshape(4, 3)
+    same(torch.cat([a.to("plate"), b.to("plate")]), torch.cat([a, b]))  # promoted to float
+    same(torch.cat([a.to("plate").t(), b.to("plate").t()], 1), torch.cat([a.t(), b.t()], 1))
+    same(torch.cat([a.to("plate"), torch.empty(0).to("plate")]), torch.cat([a, torch.empty(0)]))
+    out = torch.empty(0, dtype=torch.float64, device="plate")
+    torch.cat([a.half().to("plate"), a.to("plate")], -1, out=out)
+    same(out, torch.cat([a.half(), a], -1).double())
+
+
+# ---- index ops -----------------------------------------------------------------------------------------
+X = torch.randn(5, 7)
+INDEX = torch.randint(0, 5, (3, 7))
+SOURCE = torch.randn(3, 7)
+PERMUTED = torch.stack([torch.randperm(5)[:3] for _ in range(7)], 1)  # distinct targets per column
+
+
+def test_gather_and_index_select(no_host_ops):
+    px, pi = X.to("plate"), INDEX.to("plate")
+    same(torch.gather(px, 0, pi), torch.gather(X, 0, INDEX))
+    same(torch.gather(px.t(), 1, pi.t()), torch.gather(X.t(), 1, INDEX.t()))
+    j = torch.tensor([4, 0, 2, 4])
+    same(torch.index_select(px, 1, j.to("plate")), torch.index_select(X, 1, j))
+    same(torch.index_select(px.t(), 1, j.to("plate")), torch.index_select(X.t(), 1, j))
+    same(px[j], X[j])  # a CPU index, as CUDA takes one
+    same(px[j.to("plate")][:, 1:], X[j][:, 1:])
+
+
+@pytest.mark.parametrize("reduce", ["sum", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_family(reduce, include_self, no_host_ops):
+    px, pi, ps = X.to("plate"), INDEX.to("plate"), SOURCE.to("plate")
+    same(px.scatter(0, PERMUTED.to("plate"), ps), X.scatter(0, PERMUTED, SOURCE))
+    same(px.scatter(0, PERMUTED.to("plate"), 2.5), X.scatter(0, PERMUTED, 2.5))
+    same(px.scatter_add(0, pi, ps), X.scatter_add(0, INDEX, SOURCE))
+    same(
+        px.scatter_reduce(0, pi, ps, reduce, include_self=include_self),
+        X.scatter_reduce(0, INDEX, SOURCE, reduce, include_self=include_self),
+    )
+    ints = torch.arange(10)
+    where, values = torch.tensor([1, 1, 2]), torch.tensor([5, 6, 7])
+    same(ints.to("plate").scatter_add(0, where.to("plate"), values.to("plate")), ints.scatter_add(0, where, values))
+
+
+def test_index_put(no_host_ops):
+    y = X.clone()
+    py = y.to("plate")
+    rows, values = torch.tensor([1, 3, 3]), torch.randn(3, 7)
+    py.index_put_((rows,), values.to("plate"), accumulate=True)
+    y.index_put_((rows,), values, accumulate=True)
+    same(py, y)
+    py[torch.tensor([0, 2])] = 1.0
+    y[torch.tensor([0, 2])] = 1.0
+    same(py, y)
+
+
+def test_index_forms_outside_the_family_run_on_the_host_counted():
+    px = X.to("plate")
+    torch.plate.reset_host_ops()
+    same(
+        px.scatter_reduce(0, INDEX.to("plate"), SOURCE.to("plate"), "mean"), X.scatter_reduce(0, INDEX, SOURCE, "mean")
+    )
+    same(px[X > 0], X[X > 0])  # a boolean mask
+    flags = torch.zeros(5, 7, dtype=torch.bool)
+    same(
+        flags.to("plate").scatter_add(0, INDEX.to("plate"), flags[:3].to("plate")),
+        flags.scatter_add(0, INDEX, flags[:3]),
+    )
+    half = X.bfloat16()
+    same(
+        half.to("plate").scatter_reduce(0, INDEX.to("plate"), SOURCE.bfloat16().to("plate"), "amax"),
+        half.scatter_reduce(0, INDEX, SOURCE.bfloat16(), "amax"),
+    )  # Triton's atomics take neither bool nor the half types
+    ops = torch.plate.host_ops()
+    assert ops["aten.scatter_reduce"] == 2 and ops["aten.index"] == 1 and ops["aten.scatter_add"] == 1
+
+
+def test_a_kernel_follows_the_device_to_another_machine(plate_mini_module):
+    """Run last in this module: the fixture resets device 0 to plate-mini; the kernels compiled for plate1
+    above compile again for it rather than launch on the wrong machine."""
+    assert plate_mini_module.machine.name == "plate-mini"
+    torch.plate.reset_host_ops()
+    same(torch.zeros(5, device="plate") + 1, torch.ones(5))
+    assert torch.plate.host_ops() == {}

@@ -1,0 +1,59 @@
+"""plate's eager kernels: aten ops on plate tensors run as Triton kernels compiled by plate's backend
+and executed on the simulator (modeled and counted as device work, like CUDA's eager kernels) instead
+of the host's CPU kernels.
+
+``register()`` puts the table (table.py) on the PrivateUse1 dispatch key through torch.library. It
+runs when torch autoloads plate (the ``torch.backends`` entry point, autoload.py: the device first,
+then these kernels) and may be called again (idempotent), e.g. after ``import
+triton_plate_backend.torch_device`` with torch's autoload off. Registering imports torch and the
+torch device only; each Triton kernel compiles on its first call and is cached as Triton caches
+kernels."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch._C._dynamo import eval_frame
+
+from . import indexing, ops
+from .table import overloads
+
+# Row.family -> the builder of that family's kernels
+FAMILIES = {**ops.FAMILIES, **indexing.FAMILIES}
+
+_library = None
+
+
+def _untraced(kernel: Callable) -> Callable:
+    """`kernel`, run with Dynamo's frame hook off: a compiled function's eager code (a graph break) may
+    call it, and Dynamo must not trace the kernel, its launch or the simulator (as the allocator, whose C++
+    side swaps the hook out)."""
+
+    def run(*args, **kwargs):
+        return kernel(*args, **kwargs)
+
+    return run
+
+
+# `run`'s frames and every frame under them skip Dynamo's hook (one code object serves every kernel)
+eval_frame.set_code_exec_strategy(
+    _untraced(None).__code__, eval_frame._FrameExecStrategy(eval_frame._FrameAction.SKIP, eval_frame._FrameAction.SKIP)
+)
+
+
+def register() -> None:
+    """Register every overload of the table as plate's kernel for it (idempotent)."""
+    global _library
+    if _library is not None:
+        return
+    library = torch.library.Library("aten", "IMPL")
+    for name, row in overloads().items():
+        packet, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)
+        library.impl(op, _untraced(FAMILIES[row.family](op, row)), "PrivateUse1")
+    _library = library
+
+
+def registered() -> bool:
+    return _library is not None

@@ -1,0 +1,185 @@
+"""The index family: gather, index_select, scatter (value, src, add, amax/amin/sum reductions) and
+index/index_put with one index tensor on the first dim, as launches of kernels.indexed over the
+index's iteration space. An index out of range faults in the simulator (a MemoryFault naming the
+access), as CUDA's device-side assert stops the kernel. Other forms (boolean masks, several index
+tensors, scatter's mean and prod) run on the host, counted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from . import launch
+from .launch import REAL_DTYPES, broadcast_strides
+from .ops import Call, _overlaps
+from .table import Row
+
+INDEX_DTYPES = (torch.int64, torch.int32)
+# scatter_reduce's reductions with an atomic: the kernel mode and the identity include_self=False starts from
+REDUCTIONS = {"sum": ("SCATTER_ADD", 0), "amax": ("SCATTER_MAX", "min"), "amin": ("SCATTER_MIN", "max")}
+# the element types Triton's atomics take, by kernel mode (others, bool and the half types, go to the host)
+ATOMIC_DTYPES = {
+    "SCATTER_ADD": (torch.float32, torch.float64, torch.int32, torch.int64),
+    "SCATTER_MAX": (torch.float32, torch.int32, torch.int64),
+    "SCATTER_MIN": (torch.float32, torch.int32, torch.int64),
+}
+
+
+def _strides_without(t: torch.Tensor, dim: int) -> list[int]:
+    return [0 if d == dim else t.stride(d) for d in range(t.dim())]
+
+
+def _run(mode: str, shape, out, source, index, strides, size: int, step: int) -> bool:
+    if not launch.fits(shape, strides):
+        return False
+    k = launch.kernels()
+    launch.launch("indexed", shape, [out, source, index], strides, size, step, MODE=getattr(k, mode).value)
+    return True
+
+
+def _covered(*tensors) -> bool:
+    return all(t.dtype in REAL_DTYPES and t.device.type == "plate" for t in tensors)
+
+
+def gather(op: torch._ops.OpOverload, row: Row) -> Callable:
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        if call.mixed:
+            return call.on_host()
+        expected = call.meta()
+        if expected is None:
+            return call.host_result
+        self, index = call["self"], call["index"]
+        dim = call["dim"] % max(self.dim(), 1)
+        if self.dim() == 0 or index.dtype not in INDEX_DTYPES or not _covered(self, index):
+            return call.on_host()
+        out = call[call.target_name] if call.target_name else None
+        if out is None:
+            out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=self.device)
+        elif out.shape != expected.shape:
+            out.resize_(expected.shape)
+        if _overlaps(out, [self, index]):
+            return call.on_host()
+        shape = out.shape
+        if row.fn == "index_select":  # a 1-D (or 0-dim) index along dim
+            index_strides = [index.stride(0) if d == dim and index.dim() else 0 for d in range(len(shape))]
+        else:
+            index_strides = broadcast_strides(index, shape)
+        strides = [list(out.stride()), _strides_without(self, dim), index_strides]
+        if not _run("GATHER", shape, out, self, index, strides, self.shape[dim], self.stride(dim)):
+            return call.on_host()
+        return out
+
+    return kernel
+
+
+def scatter(op: torch._ops.OpOverload, row: Row) -> Callable:
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        if call.mixed:
+            return call.on_host()
+        expected = call.meta()
+        if expected is None:
+            return call.host_result
+        self, index = call["self"], call["index"]
+        reduce = call.bound.get("reduce")
+        if row.fn == "scatter_add":
+            reduce = "sum"
+        mode = "SCATTER" if reduce is None else REDUCTIONS.get(reduce, (None,))[0]
+        source = call.bound.get("src")
+        if source is None:
+            source = torch.tensor(call["value"], dtype=self.dtype).to(self.device)
+        if self.dim() == 0 or mode is None or index.dtype not in INDEX_DTYPES or not _covered(self, index, source):
+            return call.on_host()
+        if mode in ATOMIC_DTYPES and self.dtype not in ATOMIC_DTYPES[mode]:
+            return call.on_host()
+        inplace = call.target_name == "self"
+        if _overlaps(self, [index, source]) and inplace:
+            return call.on_host()
+        out = self if inplace else self.clone(memory_format=torch.preserve_format)
+        dim = call["dim"] % self.dim()
+        shape = index.shape
+        if index.numel() == 0:
+            return out
+        strides = [_strides_without(out, dim), broadcast_strides(source, shape), list(index.stride())]
+        if source.dim() and source.dim() != index.dim():
+            return call.on_host()
+        if source.dim():
+            strides[1] = [source.stride(d) for d in range(source.dim())]
+        if call.bound.get("include_self", True) is False:  # start the scattered places from the identity
+            identity = REDUCTIONS[reduce][1]
+            if isinstance(identity, str):
+                info = torch.finfo(out.dtype) if out.dtype.is_floating_point else torch.iinfo(out.dtype)
+                identity = getattr(info, identity)
+                if out.dtype.is_floating_point:
+                    identity = -float("inf") if reduce == "amax" else float("inf")
+            start = torch.tensor(identity, dtype=out.dtype).to(out.device)
+            fill = [strides[0], [0] * len(shape), strides[2]]
+            if not _run("SCATTER", shape, out, start, index, fill, out.shape[dim], out.stride(dim)):
+                return call.on_host()
+        if not _run(mode, shape, out, source, index, strides, out.shape[dim], out.stride(dim)):
+            return call.on_host()
+        return out
+
+    return kernel
+
+
+def _single_index(call: Call):
+    """The index tensor of index/index_put when it is one integer tensor on the first dim, else None."""
+    indices = [i for i in call["indices"]]
+    while indices and indices[-1] is None:
+        indices.pop()
+    if len(indices) != 1 or indices[0] is None or indices[0].dtype not in INDEX_DTYPES:
+        return None
+    return indices[0]
+
+
+def index(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """index.Tensor (x[idx]) and index_put_/_index_put_impl_ (x[idx] = v, x[idx] += v) with one index on dim 0."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        self = call["self"]
+        idx = _single_index(call)
+        if idx is None or self.dim() == 0 or not _covered(self):
+            return call.on_host()
+        idx = idx.to(self.device)  # a CPU index, as CUDA takes one
+        rest = list(self.shape[1:])
+        shape = [*idx.shape, *rest]
+        k = idx.dim()
+        index_strides = [*idx.stride(), *([0] * len(rest))]
+        self_strides = [*([0] * k), *self.stride()[1:]]
+        if row.fn == "index":
+            out = torch.empty(shape, dtype=self.dtype, device=self.device)
+            strides = [list(out.stride()), self_strides, index_strides]
+            if not _run("GATHER", shape, out, self, idx, strides, self.shape[0], self.stride(0)):
+                return call.on_host()
+            return out
+        values = call["values"]
+        if values.device.type == "cpu" and values.dim() == 0:
+            values = values.to(self.device)
+        if values.device != self.device or values.dtype not in REAL_DTYPES or _overlaps(self, [values, idx]):
+            return call.on_host()
+        try:
+            torch.broadcast_shapes(values.shape, shape)
+        except RuntimeError:
+            return call.on_host()
+        inplace = call.target_name == "self"
+        out = self if inplace else self.clone(memory_format=torch.preserve_format)
+        mode = "SCATTER_ADD" if call["accumulate"] else "SCATTER"
+        if mode in ATOMIC_DTYPES and self.dtype not in ATOMIC_DTYPES[mode]:
+            return call.on_host()
+        strides = [self_strides, broadcast_strides(values, shape), index_strides]
+        if not _run(mode, shape, out, values, idx, strides, self.shape[0], self.stride(0)):
+            return call.on_host()
+        return out
+
+    return kernel
+
+
+FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
+    "gather": gather,
+    "scatter": scatter,
+    "index": index,
+}

@@ -1,0 +1,384 @@
+"""The Triton kernels of plate's eager ops (compiled by plate's backend on first use, cached as Triton
+caches every kernel, and run on the simulator like any launch).
+
+Two families, both over up to RANK strided dimensions (the launcher coalesces a tensor's dims to these):
+
+- ``elementwise``: out[i] = FN(a[i], b[i], c[i]) for up to three broadcast operands, computed in the
+  type CT (torch's promoted type, half types widened to float32 as CUDA's opmath does) and stored in
+  the output's type; ``complex_binary`` does the same over complex operands as (real, imag) pairs.
+- ``random_fill``/``bernoulli_tensor``/``dropout``: Philox numbers of counter ``offset + i`` under
+  ``seed`` (the generator's state, rng.py), as CUDA's kernels draw them.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from ..sim.device import get_device
+
+RANK = 4  # strided dims a kernel takes after coalescing
+BLOCK = 512
+STRIDES = [f"{name}{d}" for name in "oabc" for d in range(RANK)]
+_NO_SPECIALIZE = ["n", "s1", "s2", "s3", *STRIDES]
+
+
+def machine_of(tensor) -> str:
+    """The machine preset of the device holding `tensor`: a launch option, so that a kernel compiled for
+    one preset is never launched on a device reset to another (PLATE_MACHINE changed in between)."""
+    return get_device(tensor.device.index).machine.name
+
+
+# ---- the element functions (the table's `fn` names them) -----------------------------------------
+@triton.jit
+def copy(x, y, z):
+    return x
+
+
+@triton.jit
+def add(x, y, z):
+    return x + y * z  # z: alpha
+
+
+@triton.jit
+def sub(x, y, z):
+    return x - y * z
+
+
+@triton.jit
+def mul(x, y, z):
+    return x * y
+
+
+@triton.jit
+def neg(x, y, z):
+    return -x
+
+
+@triton.jit
+def where(x, y, z):
+    return tl.where(x != 0, y, z)
+
+
+@triton.jit
+def isnan(x, y, z):
+    return x != x
+
+
+@triton.jit
+def exp(x, y, z):
+    return tl.exp(x)
+
+
+@triton.jit
+def log(x, y, z):
+    return tl.log(x)
+
+
+@triton.jit
+def log1p(x, y, z):
+    return libdevice.log1p(x)
+
+
+@triton.jit
+def sin(x, y, z):
+    return tl.sin(x)
+
+
+@triton.jit
+def cos(x, y, z):
+    return tl.cos(x)
+
+
+@triton.jit
+def tanh(x, y, z):
+    return libdevice.tanh(x)
+
+
+@triton.jit
+def sigmoid(x, y, z):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def abs(x, y, z):
+    return tl.abs(x)
+
+
+@triton.jit
+def sqrt(x, y, z):
+    return tl.sqrt_rn(x)
+
+
+@triton.jit
+def rsqrt(x, y, z):
+    return 1.0 / tl.sqrt_rn(x)
+
+
+@triton.jit
+def reciprocal(x, y, z):
+    return 1.0 / x
+
+
+@triton.jit
+def relu(x, y, z):
+    return tl.maximum(x, 0)
+
+
+@triton.jit
+def expm1(x, y, z):
+    return libdevice.expm1(x)
+
+
+@triton.jit
+def erf(x, y, z):
+    return libdevice.erf(x)
+
+
+@triton.jit
+def eq(x, y, z):
+    return x == y
+
+
+@triton.jit
+def ne(x, y, z):
+    return x != y
+
+
+@triton.jit
+def lt(x, y, z):
+    return x < y
+
+
+@triton.jit
+def le(x, y, z):
+    return x <= y
+
+
+@triton.jit
+def gt(x, y, z):
+    return x > y
+
+
+@triton.jit
+def ge(x, y, z):
+    return x >= y
+
+
+@triton.jit
+def complex_add(ar, ai, br, bi, alpha):
+    return ar + br * alpha, ai + bi * alpha
+
+
+@triton.jit
+def complex_sub(ar, ai, br, bi, alpha):
+    return ar - br * alpha, ai - bi * alpha
+
+
+@triton.jit
+def complex_mul(ar, ai, br, bi, alpha):
+    return ar * br - ai * bi, ar * bi + ai * br
+
+
+FUNCTIONS = {
+    f.__name__: f
+    for f in (
+        copy,
+        add,
+        sub,
+        mul,
+        neg,
+        where,
+        isnan,
+        eq,
+        ne,
+        lt,
+        le,
+        gt,
+        ge,
+        exp,
+        log,
+        log1p,
+        sin,
+        cos,
+        tanh,
+        sigmoid,
+        abs,
+        sqrt,
+        rsqrt,
+        reciprocal,
+        relu,
+        expm1,
+        erf,
+        complex_add,
+        complex_sub,
+        complex_mul,
+    )
+}
+
+
+# ---- indexing ----------------------------------------------------------------------------------------
+@triton.jit
+def _indices(n, s1, s2, s3, BLOCK: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    i3 = i % s3
+    rest = i // s3
+    i2 = rest % s2
+    rest = rest // s2
+    return i, i < n, rest // s1, rest % s1, i2, i3
+
+
+@triton.jit
+def _at(i0, i1, i2, i3, t0, t1, t2, t3):
+    return i0 * t0 + i1 * t1 + i2 * t2 + i3 * t3
+
+
+# ---- elementwise ---------------------------------------------------------------------------------------
+@triton.jit(do_not_specialize=_NO_SPECIALIZE)
+def elementwise(
+    out, a, b, c, n, s1, s2, s3,
+    o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+    FN: tl.constexpr, ARITY: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(CT)
+    y = x
+    z = x
+    if ARITY >= 2:
+        y = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask).to(CT)
+    if ARITY >= 3:
+        z = tl.load(c + _at(i0, i1, i2, i3, c0, c1, c2, c3), mask=mask).to(CT)
+    result = FN(x, y, z)
+    tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), result.to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=_NO_SPECIALIZE)
+def complex_binary(
+    out, a, b, c, n, s1, s2, s3,
+    o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+    FN: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Over real views: each operand's (real, imag) pair lies at offsets (k, k + 1); c is a real alpha."""
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    pa = a + _at(i0, i1, i2, i3, a0, a1, a2, a3)
+    pb = b + _at(i0, i1, i2, i3, b0, b1, b2, b3)
+    alpha = tl.load(c + _at(i0, i1, i2, i3, c0, c1, c2, c3), mask=mask).to(CT)
+    ar = tl.load(pa, mask=mask).to(CT)
+    ai = tl.load(pa + 1, mask=mask).to(CT)
+    br = tl.load(pb, mask=mask).to(CT)
+    bi = tl.load(pb + 1, mask=mask).to(CT)
+    re, im = FN(ar, ai, br, bi, alpha)
+    po = out + _at(i0, i1, i2, i3, o0, o1, o2, o3)
+    tl.store(po, re.to(out.dtype.element_ty), mask=mask)
+    tl.store(po + 1, im.to(out.dtype.element_ty), mask=mask)
+
+
+# ---- random numbers (Philox, counter offset + i) -----------------------------------------------------------
+UNIFORM, NORMAL, BERNOULLI, INTEGERS, EXPONENTIAL = (tl.constexpr(k) for k in range(5))
+# INTEGERS' widths: 32 random bits mod range; 64 bits (63 kept) mod range; 63 bits as they are (range 2**63);
+# 64 bits as they are (the whole int64 range: `to` itself comes out with probability 2**-64)
+NARROW, WIDE, FULL63, FULL64 = (tl.constexpr(k) for k in range(4))
+
+
+@triton.jit
+def _bits64(seed, counter):
+    r0, r1, _, _ = tl.randint4x(seed, counter)
+    return ((r0.to(tl.uint64) << 32) | r1.to(tl.uint64)).to(tl.int64)
+
+
+@triton.jit
+def _bits63(seed, counter):
+    return _bits64(seed, counter) & 0x7FFFFFFFFFFFFFFF
+
+
+@triton.jit(do_not_specialize=["n", "s1", "s2", "s3", "o0", "o1", "o2", "o3", "seed", "offset", "p0", "p1"])
+def random_fill(
+    out, n, s1, s2, s3, o0, o1, o2, o3, seed, offset, p0, p1,
+    KIND: tl.constexpr, WIDTH: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """UNIFORM [p0, p1); NORMAL mean p0, std p1; BERNOULLI p0; INTEGERS p0 + [0, p1); EXPONENTIAL rate p0."""
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    counter = offset + i
+    if KIND == UNIFORM:
+        u = tl.rand(seed, counter)
+        value = p0 + u * (p1 - p0)
+        value = tl.where(value < p1, value, p0)  # rounding may reach `to`: keep the interval half-open
+    elif KIND == NORMAL:
+        value = p0 + tl.randn(seed, counter) * p1
+    elif KIND == BERNOULLI:
+        value = (tl.rand(seed, counter) < p0).to(tl.float32)
+    elif KIND == EXPONENTIAL:
+        u = tl.rand(seed, counter)
+        value = -tl.log(1.0 - u) / p0
+    else:
+        if WIDTH == NARROW:
+            bits = tl.randint(seed, counter).to(tl.uint32).to(tl.int64)
+            value = p0.to(tl.int64) + bits % p1.to(tl.int64)
+        elif WIDTH == WIDE:
+            value = p0.to(tl.int64) + _bits63(seed, counter) % p1.to(tl.int64)
+        elif WIDTH == FULL63:
+            value = p0.to(tl.int64) + _bits63(seed, counter)
+        else:
+            value = p0.to(tl.int64) + _bits64(seed, counter)
+    tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), value.to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=_NO_SPECIALIZE + ["seed", "offset"])
+def bernoulli_tensor(
+    out, a, b, c, n, s1, s2, s3,
+    o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+    seed, offset, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """out[i] = 1 with probability a[i] (an element of the probabilities tensor), else 0."""
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    p = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(tl.float32)
+    value = tl.rand(seed, offset + i) < p
+    tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), value.to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=_NO_SPECIALIZE + ["seed", "offset", "p", "scale"])
+def dropout(
+    out, a, b, c, n, s1, s2, s3,
+    o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+    seed, offset, p, scale, CT: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """out = a * keep * scale and the mask b = keep, keep with probability 1 - p."""
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(CT)
+    keep = tl.rand(seed, offset + i) >= p
+    value = tl.where(keep, x * scale, 0.0)
+    tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), value.to(out.dtype.element_ty), mask=mask)
+    tl.store(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), keep.to(b.dtype.element_ty), mask=mask)
+
+
+# ---- gather / scatter along one dim (index ops) ------------------------------------------------------------
+GATHER, SCATTER, SCATTER_ADD, SCATTER_MAX, SCATTER_MIN = (tl.constexpr(k) for k in range(5))
+
+
+@triton.jit(do_not_specialize=_NO_SPECIALIZE + ["size", "step"])
+def indexed(
+    out, a, b, c, n, s1, s2, s3,
+    o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+    size, step, MODE: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Over the index's iteration space, b the index (negative counts from `size`), `step` the indexed
+    tensor's stride along the indexed dim (its own strides are 0 there): GATHER reads a at the index into
+    out; the SCATTERs write (or atomically combine) a into out at the index."""
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    idx = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask).to(tl.int64)
+    idx = tl.where(idx < 0, idx + size, idx)
+    if MODE == GATHER:
+        x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3) + idx * step, mask=mask)
+        tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), x.to(out.dtype.element_ty), mask=mask)
+    else:
+        x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(out.dtype.element_ty)
+        where = out + _at(i0, i1, i2, i3, o0, o1, o2, o3) + idx * step
+        if MODE == SCATTER:
+            tl.store(where, x, mask=mask)
+        elif MODE == SCATTER_ADD:
+            tl.atomic_add(where, x, mask=mask)
+        elif MODE == SCATTER_MAX:
+            tl.atomic_max(where, x, mask=mask)
+        else:
+            tl.atomic_min(where, x, mask=mask)

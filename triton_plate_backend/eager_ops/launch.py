@@ -1,0 +1,109 @@
+"""Launching the eager kernels: a result's dims coalesced to the kernels' RANK strided dims, the grid,
+and the Triton kernels themselves, imported on the first launch (so registering the eager ops at
+`import torch` imports no Triton)."""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import torch
+
+RANK = 4  # kernels.RANK: the strided dims a kernel takes
+BLOCK = 512  # kernels.BLOCK
+# the element types plate's kernels load and store (complex tensors run over their real views)
+REAL_DTYPES = frozenset(
+    {
+        torch.bool,
+        torch.uint8,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+    }
+)
+COMPLEX_PARTS = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
+def kernels():
+    return importlib.import_module(f"{__package__}.kernels")
+
+
+def triton_dtype(dtype: torch.dtype):
+    """The triton.language type of a torch dtype (the compute type CT the kernels take)."""
+    tl = importlib.import_module("triton.language")
+    return tl.int1 if dtype == torch.bool else getattr(tl, str(dtype).removeprefix("torch."))
+
+
+def broadcast_strides(t: torch.Tensor, shape) -> list[int]:
+    """t's strides as an operand of a result of `shape`: 0 along the dims it is broadcast over."""
+    lead = len(shape) - t.dim()
+    return [0 if d < lead or t.shape[d - lead] == 1 else t.stride(d - lead) for d in range(len(shape))]
+
+
+def coalesce(shape, strides: list[list[int]]) -> tuple[list[int], list[list[int]]] | None:
+    """(sizes, each operand's strides) over at most RANK dims, outermost first, padded with size-1
+    dims; adjacent dims merge where every operand steps through them as through one. None when more
+    than RANK dims remain (the caller leaves such a layout to the host)."""
+    sizes: list[int] = []
+    merged: list[list[int]] = [[] for _ in strides]
+    for d, size in enumerate(shape):
+        if size == 1:
+            continue
+        if sizes and all(m[-1] == s[d] * size for m, s in zip(merged, strides)):
+            sizes[-1] *= size
+            for m, s in zip(merged, strides):
+                m[-1] = s[d]
+            continue
+        sizes.append(size)
+        for m, s in zip(merged, strides):
+            m.append(s[d])
+    if len(sizes) > RANK:
+        return None
+    pad = RANK - len(sizes)
+    return [1] * pad + sizes, [[0] * pad + m for m in merged]
+
+
+def launch(kernel_name: str, shape, tensors: list[torch.Tensor], strides: list[list[int]], *extra, **constexprs):
+    """Run kernels.<kernel_name> over a result of `shape`: tensors[0] is the output and up to three
+    operands follow (missing ones are the output, never read), `strides` each one's element strides
+    over `shape`. `extra` are the kernel's further scalar arguments."""
+    n = math.prod(shape)
+    if n == 0:
+        return
+    layout = coalesce(shape, strides)
+    assert layout is not None, "launch: the caller checks fits() first"
+    sizes, steps = layout
+    out = tensors[0]
+    pointers = list(tensors) + [out] * (4 - len(tensors))
+    steps = steps + [[0] * RANK] * (4 - len(steps))
+    flat = [s for step in steps for s in step]
+    k = kernels()
+    grid = (triton_cdiv(n, BLOCK),)
+    getattr(k, kernel_name)[grid](
+        *pointers, n, sizes[1], sizes[2], sizes[3], *flat, *extra, BLOCK=BLOCK, machine=k.machine_of(out), **constexprs
+    )
+
+
+def launch_fill(shape, out: torch.Tensor, *extra, **constexprs):
+    """random_fill's launch: the output is its only tensor."""
+    n = math.prod(shape)
+    if n == 0:
+        return
+    sizes, (steps,) = coalesce(shape, [broadcast_strides(out, shape)])
+    k = kernels()
+    k.random_fill[(triton_cdiv(n, BLOCK),)](
+        out, n, sizes[1], sizes[2], sizes[3], *steps, *extra, BLOCK=BLOCK, machine=k.machine_of(out), **constexprs
+    )
+
+
+def fits(shape, strides: list[list[int]]) -> bool:
+    return coalesce(shape, strides) is not None
+
+
+def triton_cdiv(n: int, block: int) -> int:
+    return -(-n // block)

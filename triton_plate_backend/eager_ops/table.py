@@ -1,0 +1,112 @@
+"""THE table of plate's eager kernels: aten op overload -> the plate kernel that runs it.
+
+One row per op; its out= and in-place overloads share the row (``VARIANTS``). A row names its kernel
+family (ops.FAMILIES: how the call is taken apart and launched) and, for elementwise ops, the element
+function (kernels.FUNCTIONS) and the schema arguments it reads. Adding an elementwise op is adding a
+row and, if it has none yet, a one-line element function. Ops absent here run on the host through the
+CPU fallback and are counted as host ops.
+
+This module imports neither torch nor Triton: registering the table (eager_ops.register) costs no
+Triton import, and the kernels compile on their first call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Row:
+    family: str  # ops.FAMILIES key
+    fn: str = ""  # the element function (kernels.FUNCTIONS) or, for random ops, the distribution
+    operands: tuple[str, ...] = ("self",)  # the schema arguments the kernel reads, in order
+    promote: tuple[str, ...] = ()  # the arguments whose promoted type the op computes in (default: operands)
+    complex_fn: str | None = None  # complex tensors: "real" (fn over real views) or a complex element function
+    real_operands: tuple[str, ...] = ()  # operands that stay real for complex tensors (a condition, alpha)
+    compute: str = "promoted"  # "result": compute in the result's type (an int input of a float function)
+
+
+BINARY = ("self", "other")
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+# float functions: an integer input computes (and returns) the default float type, as torch does
+FLOAT_FUNCTIONS = (
+    "exp",
+    "log",
+    "log1p",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "expm1",
+    "erf",
+)
+EAGER_OPS: dict[str, Row] = {
+    "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
+    "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
+    "mul.Tensor": Row("elementwise", "mul", BINARY, complex_fn="complex_mul"),
+    "neg.default": Row("elementwise", "neg", complex_fn="real"),
+    "where.self": Row(
+        "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
+    ),
+    "isnan.default": Row("elementwise", "isnan"),
+    "abs.default": Row("elementwise", "abs"),
+    "relu.default": Row("elementwise", "relu"),
+    **{f"{name}.default": Row("elementwise", name, compute="result") for name in FLOAT_FUNCTIONS},
+    **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
+    **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
+    "fill_.Scalar": Row("fill"),
+    "fill_.Tensor": Row("fill"),
+    "zero_.default": Row("fill"),
+    "random_.default": Row("random", "random"),
+    "random_.from": Row("random", "random"),
+    "random_.to": Row("random", "random"),
+    "uniform_.default": Row("random", "uniform"),
+    "normal_.default": Row("random", "normal"),
+    "bernoulli_.float": Row("random", "bernoulli"),
+    "exponential_.default": Row("random", "exponential"),
+    "bernoulli_.Tensor": Row("bernoulli_tensor"),
+    "bernoulli.default": Row("bernoulli_tensor"),
+    "native_dropout.default": Row("dropout"),
+    "cat.default": Row("cat"),
+    "gather.default": Row("gather", "gather"),
+    "index_select.default": Row("gather", "index_select"),
+    "scatter.src": Row("scatter", "scatter"),
+    "scatter.value": Row("scatter", "scatter"),
+    "scatter_add.default": Row("scatter", "scatter_add"),
+    "scatter_reduce.two": Row("scatter", "scatter_reduce"),
+    "index.Tensor": Row("index", "index"),
+    "index_put_.default": Row("index", "index_put"),
+    "_index_put_impl_.default": Row("index", "index_put"),
+}
+
+# overload -> its in-place and out= overloads, which take the same row
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "add.Tensor": ("add_.Tensor", "add.out"),
+    "sub.Tensor": ("sub_.Tensor", "sub.out"),
+    "mul.Tensor": ("mul_.Tensor", "mul.out"),
+    "neg.default": ("neg_.default", "neg.out"),
+    "where.self": ("where.self_out",),
+    "cat.default": ("cat.out",),
+    "gather.default": ("gather.out",),
+    "index_select.default": ("index_select.out",),
+    "scatter.src": ("scatter_.src",),
+    "scatter.value": ("scatter_.value",),
+    "scatter_add.default": ("scatter_add_.default",),
+    "scatter_reduce.two": ("scatter_reduce_.two",),
+    "isnan.default": ("isnan.out",),
+    "abs.default": ("abs_.default", "abs.out"),
+    "relu.default": ("relu_.default",),
+    **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in FLOAT_FUNCTIONS},
+    **{f"{cmp}.Tensor": (f"{cmp}_.Tensor", f"{cmp}.Tensor_out") for cmp in COMPARISONS},
+    **{f"{cmp}.Scalar": (f"{cmp}_.Scalar", f"{cmp}.Scalar_out") for cmp in COMPARISONS},
+}
+
+
+def overloads() -> dict[str, Row]:
+    """Every overload the table covers (the rows and their variants), each with its row."""
+    every = dict(EAGER_OPS)
+    for name, variants in VARIANTS.items():
+        every.update({variant: EAGER_OPS[name] for variant in variants})
+    return every
