@@ -193,4 +193,5 @@ def test_the_sanitizer_still_sees_every_program_of_the_grid(mini, monkeypatch):
     monkeypatch.delenv("PLATE_SANITIZE")
     assert sum(f.count for f in err.value.findings) == n * 16  # every element of x, across every pair
     k = read_neighbour_kernel[(n,)](x, y, BLOCK=16)
-    assert ROWS_ARG in k.asm["pir"] and mini.last_profile.num_programs == mini.machine.total_cores
+    # folded: as many launched programs as the cores the affinity mapping of the n programs uses (launcher.py)
+    assert ROWS_ARG in k.asm["pir"] and mini.last_profile.num_programs < n
