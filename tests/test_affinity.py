@@ -70,7 +70,7 @@ def test_vector_add_streams_locally_by_default(mini):
     pir = kernel.asm["pir"]
     # a persistent kernel (passes/persistent.py): program pid_x runs its share of group pid_x // plate_rows
     # (arg7: after x, y, out, n and the three plate_split arguments of plate-mini's four domains)
-    assert 'plate.affinity = "arg0[min(((min(1, max(0, pid_x // arg7))*arg4 + ' in pir
+    assert 'plate.affinity = "arg0[min(min(min(1, max(0, pid_x // arg7))*arg4 + ' in pir
     assert '.affinity "arg0[' in kernel.asm["pasm"]
 
 

@@ -127,9 +127,14 @@ class PersistentSplit:
     (`persistent_grid`). Then the cost model (sim/estimate.py) prices that launch against one
     program per launched program (the kernel as written, on the same placement and policy) and the
     cheaper runs: the persistent loop never makes a launch slower by the model. Decisions are kept
-    per kernel, grid, integer arguments and operand layout, like sim/operands.py's."""
+    per kernel, grid, integer arguments and operand layout, like sim/operands.py's. Past
+    PRICED_PROGRAMS programs per launched program the model is not asked (the address-only run of
+    so long a loop costs seconds, more than the launch: 1M-element vector add at BLOCK 16 on
+    plate-mini, 11 s): the persistent loop runs, its fill and drain paid once per core instead of
+    once per program."""
 
     MAX_DECISIONS = 1024
+    PRICED_PROGRAMS = 64
 
     def __init__(self):
         self._decided: dict[tuple, tuple] = {}
@@ -143,7 +148,8 @@ class PersistentSplit:
         key = self._key(program, grid, values, device)
         hit = self._decided.get(key)
         if hit is None:
-            hit = self._decide(program, grid, values, device, launched, one_each)
+            priced = grid[0] <= self.PRICED_PROGRAMS * launched[0]
+            hit = self._decide(program, grid, values, device, launched, one_each, priced)
             if len(self._decided) >= self.MAX_DECISIONS:
                 self._decided.clear()
             self._decided[key] = hit
@@ -165,7 +171,7 @@ class PersistentSplit:
         return (id(program), program.name, tuple(grid), tuple(layout), knobs.policy())
 
     @staticmethod
-    def _decide(program, grid, values, device, launched, one_each) -> tuple:
+    def _decide(program, grid, values, device, launched, one_each, priced: bool) -> tuple:
         """(launched grid or None for one program each, group starts, launched programs per group)."""
         from .sim.affinity import AFFINITY, core_mapping, domain_runs
         from .sim.estimate import estimate_launch
@@ -177,6 +183,8 @@ class PersistentSplit:
             starts = None if mapping is None else domain_runs(mapping.array(), machine)
             if starts is not None:
                 split = ((len(starts) * machine.domain.cores, 1, 1), starts, machine.domain.cores)
+        if not priced:
+            return split
         try:
             args = _split_args(program, grid[0], split[1], split[2], values)
             persistent = estimate_launch(program, split[0], args, memory, machine, policy=policy)

@@ -7,7 +7,8 @@ engines idle in turn. This pass wraps the kernel's body in a loop over programs,
 
     g, i = pid_x // plate_rows, pid_x % plate_rows        (group g, its i-th launched program)
     a, b = split[g], split[g + 1]                         (split = 0, plate_split1.., plate_grid_x)
-    base, end = a + i * (b - a) // plate_rows, a + (i + 1) * (b - a) // plate_rows
+    q, r = divmod(b - a, plate_rows)                      (shares of q programs, the first r one more)
+    base, end = a + i * q + min(i, r), a + (i + 1) * q + min(i + 1, r)
     for j in [0, end - base):                             (plate.programs, num_stages 3)
         <the body, with program_id(x) = base + j and num_programs(x) = plate_grid_x>
 
@@ -174,11 +175,17 @@ def _programs(splits: list[Value], rows: Value, grid: Value, loc) -> tuple[list[
 
     a = start(g)
     n = op_("arith.subi", start(op_("arith.addi", g, const(1))), a)
-    # a + i * n // rows as ONE division by an argument: an atom to the access analysis, so an address
-    # of the loop adds one register, not every term of the sum above (a term a trip each)
-    first = op_("arith.muli", a, rows)
-    base = op_("arith.divsi", op_("arith.addi", first, op_("arith.muli", i, n)), rows)
-    end = op_("arith.divsi", op_("arith.addi", first, op_("arith.muli", op_("arith.addi", i, const(1)), n)), rows)
+    q = op_("arith.divsi", n, rows)  # shares of q programs, the first r of them one more (no i32 product over n)
+    r = op_("arith.subi", n, op_("arith.muli", q, rows))
+
+    def share_start(k: Value) -> Value:  # min(a + k * q + min(k, r), plate_grid_x): the min (the identity
+        # here) makes it an atom to the access analysis, so an address in the loop adds one register, not
+        # every term of the sum above (a term a trip each)
+        at = op_("arith.addi", op_("arith.addi", a, op_("arith.muli", k, q)), op_("arith.minsi", k, r))
+        return op_("arith.minsi", at, grid)
+
+    base = share_start(i)
+    end = share_start(op_("arith.addi", i, const(1)))
     return ops, base, op_("arith.subi", end, base)
 
 
