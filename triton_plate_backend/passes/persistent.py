@@ -16,11 +16,11 @@ i32 arguments appended to the kernel: a launched program runs one contiguous run
 share of its group's, and the groups (one per domain of the machine, `run`'s `groups`) split the
 grid where the launcher says. `prefetch` pipelines the loop like any other (its trips are distinct
 programs, so a load may run ahead of the stores of earlier trips): the next program's loads are in
-flight while this one computes and its store drains. The launcher (`launcher.persistent_launch`)
+flight while this one computes and its store drains. The launcher (`launcher.PersistentSplit`)
 makes each group the run of programs the affinity mapping puts in one domain, split over its cores
 (one launched program per core: the most trips to pipeline over), or one group split evenly
-(`persistent_grid`) when the mapping cannot tell; and it keeps one program per launched program (a
-group per program: the kernel as it was) when the cost model says that is faster.
+(`persistent_grid`) when the mapping cannot tell; and it runs one program per launched program (one
+group of grid_x launched programs: the kernel as written) when the cost model says that is faster.
 
 Applies to a kernel whose body is one block ending in a plain tt.return, that reads program_id(x)
 and loads at the top level of its body (what the pipeline can run ahead), and that has no matrix
