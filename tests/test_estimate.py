@@ -43,8 +43,9 @@ def test_estimate_of_a_placement_question():
     k._init_handles()
     from triton_plate_backend.sim.estimate import estimate_launch
 
-    # the kernel is persistent (passes/persistent.py): plate_rows 1 and plate_grid_x 16 keep one row per program
-    args = [x.data_ptr(), y.data_ptr(), out.data_ptr(), n, 1, 16]
+    # the kernel is persistent (passes/persistent.py): one group of 16 (the three plate_split of plate-mini's
+    # four domains, plate_rows and plate_grid_x all 16) keeps one row per program
+    args = [x.data_ptr(), y.data_ptr(), out.data_ptr(), n, 16, 16, 16, 16, 16]
     local = {"x_ptr": "local:0", "y_ptr": "local:0", "out_ptr": "local:0"}
     est = estimate_launch(k.function.program, (16,), args, dev.memory, policy=np.zeros(16, np.int64), placement=local)
     assert est.remote_share == 0.0 and est.bytes[0, 0] == 12 * n

@@ -4,6 +4,9 @@ Same results, fewer modeled cycles; a kernel it cannot prove legal keeps today's
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pytest
 import torch
 import triton
@@ -141,3 +144,53 @@ def test_inductors_looped_reduction_is_flattened_and_pipelined(mini, xblock):
     assert torch.equal(outs[0], outs[1])
     torch.testing.assert_close(outs[0][:, 0], x.cpu().sum(dim=1), rtol=1e-5, atol=1e-4)
     assert times[0] < 0.9 * times[1]
+
+
+def _looped(x, rows, n, persistent):
+    out = torch.empty(rows, 1, device="plate")
+    k = looped_sum_kernel[(rows,)](x, out, rows, n, XBLOCK=1, R0_BLOCK=1024, persistent_programs=persistent)
+    return out.cpu(), k
+
+
+def test_rows_across_domain_boundaries_split_by_the_affinity_mapping(mini):
+    """66 rows of 7000: the domains' shares of the tensor end mid-row. Each launched program runs the
+    rows of one domain's run (the mapping the plain grid gets), so none reads across a boundary."""
+    rows, n = 66, 7000
+    x = torch.randn(rows, n, device="plate")
+    flat, k = _looped(x, rows, n, True)
+    profile = mini.last_profile
+    plain, _ = _looped(x, rows, n, False)
+    base = mini.last_profile
+    assert _flat(k.asm["pir"]) and torch.equal(flat, plain)
+    share = profile.remote_bytes / profile.total_bytes
+    assert share <= base.remote_bytes / base.total_bytes + 1e-3 and share < 0.02  # not the contiguous split's 13.6%
+    assert profile.num_programs == mini.machine.total_cores and profile.time_ns <= base.time_ns
+
+
+def test_the_cost_model_keeps_one_program_each_when_that_is_cheaper(mini, monkeypatch):
+    """The launcher prices the persistent launch against one program per launched program and runs
+    the cheaper: here the model is made to prefer the latter, and the grid runs as written."""
+    from triton_plate_backend.sim import estimate
+
+    real = estimate.estimate_launch
+
+    def prefer_plain(program, grid, args, *a, **kw):
+        est = real(program, grid, args, *a, **kw)
+        return dataclasses.replace(est, time_ns=est.time_ns * (100.0 if grid[0] < rows else 1.0))
+
+    monkeypatch.setattr(estimate, "estimate_launch", prefer_plain)
+    rows, n = 40, 3000
+    x = torch.randn(rows, n, device="plate")
+    flat, k = _looped(x, rows, n, True)
+    assert _flat(k.asm["pir"]) and mini.last_profile.num_programs == rows
+    assert torch.equal(flat, _looped(x, rows, n, False)[0])
+
+
+def test_domain_runs():
+    from triton_plate_backend.machine import get_machine
+    from triton_plate_backend.sim.affinity import domain_runs
+
+    mini = get_machine("plate-mini")  # 4 domains of 2 cores
+    assert domain_runs(np.array([0, 1, 0, 2, 3, 3, 6, 7]), mini) == [0, 3, 6]
+    assert domain_runs(np.array([4, 5, 0, 1]), mini) == [0, 2]  # runs in any domain order
+    assert domain_runs(np.array([0, 2, 0]), mini) is None  # domain 0's programs are two runs

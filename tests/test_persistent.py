@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 from codegen_kernels.dma_check import dma_violations
 
-from triton_plate_backend.launcher import is_persistent, persistent_grid
+from triton_plate_backend.launcher import _one_each, is_persistent, persistent_grid
 from triton_plate_backend.passes.persistent import GRID_ARG, ROWS_ARG
 
 
@@ -193,4 +193,20 @@ def test_the_sanitizer_still_sees_every_program_of_the_grid(mini, monkeypatch):
     monkeypatch.delenv("PLATE_SANITIZE")
     assert sum(f.count for f in err.value.findings) == n * 16  # every element of x, across every pair
     k = read_neighbour_kernel[(n,)](x, y, BLOCK=16)
-    assert ROWS_ARG in k.asm["pir"] and mini.last_profile.num_programs == mini.machine.total_cores
+    # folded: as many launched programs as the cores the affinity mapping of the n programs uses (launcher.py)
+    assert ROWS_ARG in k.asm["pir"] and mini.last_profile.num_programs < n
+
+
+def test_one_program_each_over_a_grid_past_i32_products(mini):
+    """One program per launched program (one group of grid_x programs: the sanitizer's launch and the
+    cost model's plain alternative) over 50,000 programs: the shares' arithmetic forms no product of
+    two grid sizes, which would overflow i32 (and send program 46,341 and later elsewhere)."""
+    n = 50_000
+    src = torch.arange(n, dtype=torch.int32, device="plate")
+    k = ids_kernel[(8,)](torch.zeros(8, dtype=torch.int32, device="plate"), src)  # compiled: the same binary
+    k._init_handles()
+    program = k.function.program
+    out = torch.zeros(n, dtype=torch.int32, device="plate")
+    args = _one_each(program, (n, 1, 1), [out.data_ptr(), src.data_ptr()])
+    mini.launch(program, (n, 1, 1), args, policy="round_robin", defer_timing=True)  # the results, not the time
+    assert out.cpu().tolist() == (torch.arange(n, dtype=torch.int32) * 1001 + n).tolist()

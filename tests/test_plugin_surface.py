@@ -338,7 +338,7 @@ def test_a_failing_lowering_points_to_a_reproducer(plate_env, monkeypatch):
     from triton_plate_backend.errors import CompileError
     from triton_plate_backend.passes import pipeline
 
-    def fail(module, analysis=None, persistent_sram=None):
+    def fail(module, analysis=None, persistent_sram=None, persistent_groups=1):
         raise CompileError("tt.frobnicate is not supported")
 
     monkeypatch.setattr(pipeline, "run_passes", fail)

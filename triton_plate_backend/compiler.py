@@ -247,8 +247,11 @@ def make_pir(src, metadata, options):
     _dump(metadata, "ttir", ttir_text)
     try:
         analysis = AccessAnalysis()
-        sram = get_machine(options.machine).core.sram_bytes if options.persistent_programs else None
-        module = run_passes(parse(ttir_text, f"{name}.ttir"), analysis, persistent_sram=sram)
+        machine = get_machine(options.machine)
+        sram = machine.core.sram_bytes if options.persistent_programs else None
+        module = run_passes(
+            parse(ttir_text, f"{name}.ttir"), analysis, persistent_sram=sram, persistent_groups=machine.total_domains
+        )
         pir_text = print_module(module)
     except PlateError as e:
         e.add_note(f"reproducer: {_write_reproducer(metadata, 'ttir', ttir_text)} (the TTIR the pir stage read)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from . import knobs
 from .errors import PlateError
 from .isa.table import INT_BITS, is_float
-from .passes.persistent import GRID_ARG, ROWS_ARG
+from .passes.persistent import GRID_ARG, ROWS_ARG, SPLIT_ARG
 
 # Same limits as CUDA: Triton and Inductor size grids (and split them) against these.
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -45,6 +45,7 @@ class PlateLauncher:
         self.signature = list(signature.values()) if signature else None
         self.name = getattr(metadata, "name", "?")
         self.machine = getattr(metadata, "machine", None)
+        self._persistent = PersistentSplit()
 
     def __call__(
         self,
@@ -74,9 +75,7 @@ class PlateLauncher:
         values, host_buffers = bind_arguments(self.name, function.program, self.signature, args, device)
         sanitize = knobs.sanitize()
         if all(grid) and is_persistent(function.program):
-            values += [1, grid[0]]  # plate_rows (below), plate_grid_x: the x extent the kernel was launched with
-            if not sanitize:  # the sanitizer tells programs apart by their ids: one per grid element
-                grid, values[-2] = persistent_grid(grid, device.machine.total_cores)
+            grid, values = self._persistent.launch(function.program, grid, values, device, sanitize)
         if all(grid):
             device.launch(
                 function.program,
@@ -102,6 +101,97 @@ def persistent_grid(grid: tuple[int, int, int], cores: int) -> tuple[tuple[int, 
     per_x = max(1, -(-cores // (gy * gz)))  # launched programs along x that fill the cores
     rows = max(1, -(-gx // per_x))
     return (-(-gx // rows), gy, gz), rows
+
+
+def _one_each(program, grid, values) -> list:
+    """A persistent kernel's arguments that run one program per launched program (one group of
+    grid_x programs): the kernel as written, over its own grid."""
+    splits = sum(a.name.startswith(SPLIT_ARG) for a in program.args)
+    return [*values, *[grid[0]] * splits, grid[0], grid[0]]
+
+
+def _split_args(program, grid_x: int, starts: list[int], per_group: int, values) -> list:
+    """The appended arguments of launched groups of `per_group` programs each, group g running
+    programs starts[g] .. starts[g + 1] - 1 (passes/persistent.py)."""
+    splits = sum(a.name.startswith(SPLIT_ARG) for a in program.args)
+    later = [*starts[1:], *[grid_x] * splits][:splits]
+    return [*values, *later, per_group, grid_x]
+
+
+class PersistentSplit:
+    """How a persistent kernel's launch runs its grid (passes/persistent.py). Under the affinity
+    policy each domain's run of programs (the mapping the plain grid would get: sim/affinity.py) is
+    one group, split evenly over the domain's cores, so no launched program reads across a domain
+    boundary and the domains stay balanced as the mapping balanced them; where the mapping cannot
+    tell (or another policy is asked for), one group split evenly over the launched programs
+    (`persistent_grid`). Then the cost model (sim/estimate.py) prices that launch against one
+    program per launched program (the kernel as written, on the same placement and policy) and the
+    cheaper runs: the persistent loop never makes a launch slower by the model. Decisions are kept
+    per kernel, grid, integer arguments and operand layout, like sim/operands.py's. Past
+    PRICED_PROGRAMS programs per launched program the model is not asked (the address-only run of
+    so long a loop costs seconds, more than the launch: 1M-element vector add at BLOCK 16 on
+    plate-mini, 11 s): the persistent loop runs, its fill and drain paid once per core instead of
+    once per program."""
+
+    MAX_DECISIONS = 1024
+    PRICED_PROGRAMS = 64
+
+    def __init__(self):
+        self._decided: dict[tuple, tuple] = {}
+
+    def launch(self, program, grid, values, device, sanitize) -> tuple[tuple[int, int, int], list]:
+        """(grid, arguments) of this launch."""
+        one_each = _one_each(program, grid, values)
+        launched, _ = persistent_grid(grid, device.machine.total_cores)
+        if sanitize or launched == grid:  # the sanitizer tells programs apart by their ids: one per grid element
+            return grid, one_each
+        key = self._key(program, grid, values, device)
+        hit = self._decided.get(key)
+        if hit is None:
+            priced = grid[0] <= self.PRICED_PROGRAMS * launched[0]
+            hit = self._decide(program, grid, values, device, launched, one_each, priced)
+            if len(self._decided) >= self.MAX_DECISIONS:
+                self._decided.clear()
+            self._decided[key] = hit
+        split, starts, per_group = hit
+        if not split:
+            return grid, one_each
+        return split, _split_args(program, grid[0], starts, per_group, values)
+
+    @staticmethod
+    def _key(program, grid, values, device) -> tuple:
+        memory = device.memory
+        layout = []
+        for a, v in zip(program.args, values):
+            if a.type == "ptr":
+                rec = memory.holding(int(v))
+                layout.append(None if rec is None else (rec.nbytes, int(v) - rec.base, str(rec.placement)))
+            elif not isinstance(v, float):
+                layout.append(int(v))
+        return (id(program), program.name, tuple(grid), tuple(layout), knobs.policy())
+
+    @staticmethod
+    def _decide(program, grid, values, device, launched, one_each, priced: bool) -> tuple:
+        """(launched grid or None for one program each, group starts, launched programs per group)."""
+        from .sim.affinity import AFFINITY, core_mapping, domain_runs
+        from .sim.estimate import estimate_launch
+
+        machine, memory, policy = device.machine, device.memory, knobs.policy()
+        split = (launched, [0], launched[0])
+        if grid[1] * grid[2] == 1 and policy == AFFINITY:
+            mapping = core_mapping(program, grid, one_each, memory)
+            starts = None if mapping is None else domain_runs(mapping.array(), machine)
+            if starts is not None:
+                split = ((len(starts) * machine.domain.cores, 1, 1), starts, machine.domain.cores)
+        if not priced:
+            return split
+        try:
+            args = _split_args(program, grid[0], split[1], split[2], values)
+            persistent = estimate_launch(program, split[0], args, memory, machine, policy=policy)
+            plain = estimate_launch(program, grid, one_each, memory, machine, policy=policy)
+        except PlateError:  # the model cannot price it (control flow on loaded data): the persistent loop
+            return split
+        return split if persistent.time_ns <= plain.time_ns else (None, [0], grid[0])
 
 
 def check_grid(name: str, gx, gy, gz) -> tuple[int, int, int]:
@@ -181,7 +271,9 @@ def bind_arguments(name, program, signature, args, device):
     from .sim.device import HostBuffer
 
     flat = flatten(signature, args)
-    params = program.args[:-2] if is_persistent(program) else program.args
+    params = program.args
+    if is_persistent(program):
+        params = [a for a in params[:-2] if not a.name.startswith(SPLIT_ARG)]
     if len(flat) != len(params):
         wanted = ", ".join(f"{a.name}: {a.type}" for a in params)
         raise LaunchError(

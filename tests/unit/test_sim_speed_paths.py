@@ -247,7 +247,8 @@ def _persistent_vec_add():
 
 
 def _launch(program):
-    """A persistent launch as the launcher makes it: 4 programs of 5 trips each (the last one of 3)."""
+    """A persistent launch as the launcher makes it: one group of 18 programs over 4 launched programs,
+    of 5, 5, 4 and 4 trips (plate_rows 4, plate_grid_x 18)."""
     n = 256 * 18 - 37
     mem = DeviceMemory(MACHINE)
     rng = np.random.default_rng(1)
@@ -257,7 +258,7 @@ def _launch(program):
         rec = mem.alloc(arr.nbytes)
         mem.write_bytes(rec.base, arr.tobytes())
         ptrs.append(rec.base)
-    trace = executor.execute(program, 4, [*ptrs, n, 5, 18], mem, MACHINE)
+    trace = executor.execute(program, 4, [*ptrs, n, 4, 18], mem, MACHINE)
     out = np.frombuffer(mem.read_bytes(ptrs[2], 4 * n), np.float32)
     np.testing.assert_array_equal(out, x + y)
     return out.tobytes(), trace.digest(), simulate_timing(trace, MACHINE).cycles

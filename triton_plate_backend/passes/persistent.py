@@ -5,16 +5,22 @@ computes and stores, and a core runs its programs one after another: the DMA lat
 cycles a load, as much a store) and the compute sit in series with the transfers, and the
 engines idle in turn. This pass wraps the kernel's body in a loop over programs,
 
-    base = pid_x * plate_rows
-    for j in [0, min(plate_rows, plate_grid_x - base)):     (plate.programs, num_stages 3)
+    g, i = pid_x // plate_rows, pid_x % plate_rows        (group g, its i-th launched program)
+    a, b = split[g], split[g + 1]                         (split = 0, plate_split1.., plate_grid_x)
+    q, r = divmod(b - a, plate_rows)                      (shares of q programs, the first r one more)
+    base, end = a + i * q + min(i, r), a + (i + 1) * q + min(i + 1, r)
+    for j in [0, end - base):                             (plate.programs, num_stages 3)
         <the body, with program_id(x) = base + j and num_programs(x) = plate_grid_x>
 
-two i32 arguments appended to the kernel. `prefetch` pipelines the loop like any other (its
-trips are distinct programs, so a load may run ahead of the stores of earlier trips): the next
-program's loads are in flight while this one computes and its store drains. The launcher
-(`launcher.persistent_grid`) picks plate_rows so the grid fills the cores once (one program per
-core: the most trips to pipeline over, no core idle) and launches ceil(grid_x / plate_rows)
-programs.
+i32 arguments appended to the kernel: a launched program runs one contiguous run of programs, its
+share of its group's, and the groups (one per domain of the machine, `run`'s `groups`) split the
+grid where the launcher says. `prefetch` pipelines the loop like any other (its trips are distinct
+programs, so a load may run ahead of the stores of earlier trips): the next program's loads are in
+flight while this one computes and its store drains. The launcher (`launcher.PersistentSplit`)
+makes each group the run of programs the affinity mapping puts in one domain, split over its cores
+(one launched program per core: the most trips to pipeline over), or one group split evenly
+(`persistent_grid`) when the mapping cannot tell; and it runs one program per launched program (one
+group of grid_x launched programs: the kernel as written) when the cost model says that is faster.
 
 Applies to a kernel whose body is one block ending in a plain tt.return, that reads program_id(x)
 and loads at the top level of its body (what the pipeline can run ahead), and that has no matrix
@@ -69,7 +75,8 @@ from .affine import Val
 from .context import dtype_of
 from .prefetch import PROGRAMS_ATTR, ROW_END_ATTR, WRITES
 
-ROWS_ARG, GRID_ARG = "plate_rows", "plate_grid_x"  # the appended arguments, by name (launcher.py)
+ROWS_ARG, GRID_ARG = "plate_rows", "plate_grid_x"  # the last two appended arguments, by name (launcher.py)
+SPLIT_ARG = "plate_split"  # plate_split1 .. plate_split<groups - 1>: where each group after the first starts
 EXCLUDED = frozenset({"tt.dot", "tt.dot_scaled", "tt.atomic_rmw", "tt.atomic_cas", "tt.print", "tt.assert"})
 STAGES = 3  # the loop's num_stages: two programs' loads in flight, computed in place (no copy)
 I32 = ScalarType("i32")
@@ -118,27 +125,68 @@ def _const(value: int, loc) -> Op:
     return new_op("arith.constant", (), (I32,), {"value": IntAttr(value, I32)}, loc=loc)
 
 
-def _append_args(func: Op) -> tuple[Value, Value]:
-    """The launcher's two i32 arguments (plate_rows, plate_grid_x), appended to the kernel's."""
+def _append_args(func: Op, groups: int) -> tuple[list[Value], Value, Value]:
+    """The launcher's i32 arguments (plate_split1 .. plate_split<groups - 1>, plate_rows,
+    plate_grid_x), appended to the kernel's."""
     entry = func.regions[0].blocks[0]
     n = len(entry.args)
-    rows, grid = Value(I32, ROWS_ARG, owner=entry, index=n), Value(I32, GRID_ARG, owner=entry, index=n + 1)
-    entry.args += [rows, grid]
+    names = [f"{SPLIT_ARG}{g}" for g in range(1, groups)] + [ROWS_ARG, GRID_ARG]
+    added = [Value(I32, name, owner=entry, index=n + k) for k, name in enumerate(names)]
+    entry.args += added
     ftype = func.attrs["function_type"].type
-    func.attrs["function_type"] = TypeAttr(FunctionType((*ftype.inputs, I32, I32), ftype.results))
+    func.attrs["function_type"] = TypeAttr(FunctionType((*ftype.inputs, *[I32] * len(added)), ftype.results))
     if "arg_attrs" in func.attrs:
         attrs = func.attrs["arg_attrs"]
-        func.attrs["arg_attrs"] = ArrayAttr((*attrs.values, {}, {}), attrs.element)
-    return rows, grid
+        func.attrs["arg_attrs"] = ArrayAttr((*attrs.values, *[{}] * len(added)), attrs.element)
+    return added[:-2], added[-2], added[-1]
 
 
-def _programs(rows: Value, grid: Value, loc) -> tuple[list[Op], Value, Value]:
-    """(ops, base, count): this launched program runs programs base .. base + count - 1 along x."""
+def _programs(splits: list[Value], rows: Value, grid: Value, loc) -> tuple[list[Op], Value, Value]:
+    """(ops, base, count): this launched program runs programs base .. base + count - 1 along x
+    (module docstring). split[g] = sum over d in 1..groups of [g >= d] * (split[d] - split[d - 1]),
+    with split[0] = 0 and split[groups] = plate_grid_x: no select, so the affinity pass can still
+    tell each launched program's range."""
+    ops: list[Op] = []
+    consts: dict[int, Value] = {}
+
+    def op_(name, *operands):
+        o = new_op(name, operands, (I32,), loc=loc)
+        ops.append(o)
+        return o.result
+
+    def const(v: int) -> Value:
+        if v not in consts:
+            ops.append(_const(v, loc))
+            consts[v] = ops[-1].result
+        return consts[v]
+
     pid = new_op("tt.get_program_id", (), (I32,), {"axis": EnumAttr("x")}, loc=loc)
-    base = new_op("arith.muli", (pid.result, rows), (I32,), loc=loc)
-    left = new_op("arith.subi", (grid, base.result), (I32,), loc=loc)
-    ub = new_op("arith.minsi", (rows, left.result), (I32,), loc=loc)
-    return [pid, base, left, ub], base.result, ub.result
+    ops.append(pid)
+    g = op_("arith.divsi", pid.result, rows)
+    i = op_("arith.subi", pid.result, op_("arith.muli", g, rows))
+    bounds = [const(0), *splits, grid]
+
+    def start(h: Value) -> Value:  # split[h], h >= 0
+        total = bounds[0]
+        for d in range(1, len(bounds)):
+            past = op_("arith.minsi", const(1), op_("arith.maxsi", const(0), op_("arith.subi", h, const(d - 1))))
+            total = op_("arith.addi", total, op_("arith.muli", past, op_("arith.subi", bounds[d], bounds[d - 1])))
+        return total
+
+    a = start(g)
+    n = op_("arith.subi", start(op_("arith.addi", g, const(1))), a)
+    q = op_("arith.divsi", n, rows)  # shares of q programs, the first r of them one more (no i32 product over n)
+    r = op_("arith.subi", n, op_("arith.muli", q, rows))
+
+    def share_start(k: Value) -> Value:  # min(a + k * q + min(k, r), plate_grid_x): the min (the identity
+        # here) makes it an atom to the access analysis, so an address in the loop adds one register, not
+        # every term of the sum above (a term a trip each)
+        at = op_("arith.addi", op_("arith.addi", a, op_("arith.muli", k, q)), op_("arith.minsi", k, r))
+        return op_("arith.minsi", at, grid)
+
+    base = share_start(i)
+    end = share_start(op_("arith.addi", i, const(1)))
+    return ops, base, op_("arith.subi", end, base)
 
 
 def _along_x(ops: list[Op], row: Value, grid: Value) -> list[Op]:
@@ -153,20 +201,21 @@ def _along_x(ops: list[Op], row: Value, grid: Value) -> list[Op]:
     return along_x
 
 
-def run(module: Module, sram_bytes: int) -> Module:
+def run(module: Module, sram_bytes: int, groups: int = 1) -> Module:
     """Rewrite the kernel into a persistent loop when it is eligible (module docstring), or into
-    one flattened loop over its programs' chunks when `flattenable`."""
+    one flattened loop over its programs' chunks when `flattenable`. `groups`: how many runs of
+    programs the launcher may split the grid into (the machine's domains)."""
     func = module.kernel()
     if not eligible(func, sram_bytes):
         plan = flattenable(func, sram_bytes)
         if plan is not None:
-            _flatten(func, plan)
+            _flatten(func, plan, groups)
         return module
     entry = func.regions[0].blocks[0]
-    rows, grid = _append_args(func)
+    splits, rows, grid = _append_args(func, groups)
     ops, ret = entry.ops[:-1], entry.ops[-1]
     loc = func.loc
-    setup, base, ub = _programs(rows, grid, loc)
+    setup, base, ub = _programs(splits, rows, grid, loc)
     zero, one = _const(0, loc), _const(1, loc)
     body = Block(args=[])
     j = Value(I32, "program", owner=body, index=0)
@@ -302,12 +351,12 @@ def flattenable(func: Op, sram_bytes: int) -> Flat | None:
     return Flat(pre, hoisted, loop, post)
 
 
-def _flatten(func: Op, plan: Flat) -> None:
+def _flatten(func: Op, plan: Flat, groups: int) -> None:
     """Rewrite the kernel into one loop over every chunk of its programs (module docstring)."""
     entry = func.regions[0].blocks[0]
     ret, loc = entry.ops[-1], func.loc
-    rows, grid = _append_args(func)
-    setup, base, nrows = _programs(rows, grid, loc)
+    splits, rows, grid = _append_args(func, groups)
+    setup, base, nrows = _programs(splits, rows, grid, loc)
     loop = plan.loop
     lb, ub, step, *inits = loop.operands
     inner = loop.regions[0].blocks[0]

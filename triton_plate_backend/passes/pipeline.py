@@ -75,15 +75,19 @@ def verify_after(name: str, module: Module) -> None:
 
 
 def run_passes(
-    module: Module, analysis: access.AccessAnalysis | None = None, persistent_sram: int | None = None
+    module: Module,
+    analysis: access.AccessAnalysis | None = None,
+    persistent_sram: int | None = None,
+    persistent_groups: int = 1,
 ) -> Module:
     """The IR passes of one kernel module, each rewriting pass checked by the verifier. `analysis`
     (optional) ends up holding the access analysis of the module returned, for `generate`.
     `persistent_sram`: the core's SRAM bytes, to run `persistent` after inlining (the compiler's
-    option; a launch must then pass its two arguments, as the launcher does)."""
+    option; a launch must then pass its arguments, as the launcher does), and `persistent_groups` the
+    runs of programs the launcher may split its grid into (the machine's domains)."""
     passes = list(PASSES)
     if persistent_sram is not None:
-        passes.insert(1, ("persistent", lambda m: persistent.run(m, persistent_sram)))
+        passes.insert(1, ("persistent", lambda m: persistent.run(m, persistent_sram, persistent_groups)))
     with access.shared_analysis(analysis) as analysis:  # each memory op analysed once, not once per pass
         for name, fn in passes:
             module = run_pass(name, fn, module)

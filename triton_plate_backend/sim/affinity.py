@@ -137,6 +137,17 @@ def assign(machine: Machine, by_domain: np.ndarray, spread: np.ndarray | None = 
     return dom * machine.domain.cores + rank % machine.domain.cores
 
 
+def domain_runs(cores: np.ndarray, machine: Machine) -> list[int] | None:
+    """The first program of each run of consecutive programs that a mapping (core per program) puts in
+    one domain, in program order; None when a domain's programs are not one run or the runs outnumber
+    the domains (a persistent kernel's launched programs each run one run's share: launcher.py)."""
+    dom = np.asarray(cores, dtype=np.int64) // machine.domain.cores
+    starts = np.flatnonzero(np.diff(dom, prepend=-1))
+    if len(starts) > machine.total_domains or len(set(dom[starts].tolist())) < len(starts):
+        return None
+    return starts.tolist()
+
+
 AFFINITY = "affinity"  # the policy that maps programs by the compiled kernel's footprint
 FALLBACK_POLICY = "round_robin"  # where the footprint cannot tell
 
