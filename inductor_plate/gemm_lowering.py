@@ -16,6 +16,8 @@ wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_
 A product with an empty dimension becomes zeros (plus ``beta * input`` for addmm/baddbmm), no kernel needed;
 an mm or bmm with an out_dtype (decompose-k's bmm over K splits under max-autotune too) runs as the mm or bmm template;
 so does a max-autotune mm whose K is too long for the mm template and has no decompose-k split (a prime K).
+A matrix that is a dtype view of its buffer (``x.view(torch.float16)`` of int16 storage) goes to a template as a
+copy of its own dtype: the templates load an operand at its buffer's dtype (_bitcast_operands).
 Products on other devices reach Inductor's lowering unchanged.
 """
 
@@ -190,6 +192,31 @@ def _as_reduction(args, kwargs, first_matrix: int):
     return reduction_gemm.biased(args[0], *mats, alpha=kwargs.get("alpha", 1), beta=kwargs.get("beta", 1))
 
 
+def reinterprets_storage(node) -> bool:
+    """Is ``node`` its buffer under another dtype (``x.view(torch.float16)`` of int16 storage: Inductor's view of a
+    buffer under an equal-width dtype is a ReinterpretView of another dtype)?"""
+    from torch._inductor import ir
+
+    if not ir.is_storage_and_layout(node):
+        return False
+    storage, layout = ir.as_storage_and_layout(node, freeze=False)
+    return layout.dtype != storage.get_dtype()
+
+
+def _bitcast_operands(args, first_matrix: int) -> tuple:
+    """``args`` with every matrix that reinterprets its storage copied into a buffer of its own dtype (a plate
+    kernel that bitcasts). The GEMM templates load an operand through its buffer's pointer, of the buffer's dtype:
+    a dtype view passed as is would give ``tl.dot`` the int16 bits of a float16 view, or, fused into the template as
+    a prologue, convert them as integers."""
+    from torch._inductor import ir
+
+    args = list(args)
+    for i in range(first_matrix, first_matrix + 2):
+        if reinterprets_storage(args[i]):
+            args[i] = ir.ExternKernel.copy_input(args[i])
+    return tuple(args)
+
+
 def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
     """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest. ``alone(mat1, mat2,
     out_dtype)``, when given, lowers the op as its template alone: a product with an out_dtype, or one Inductor would
@@ -207,6 +234,8 @@ def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
             return reduced
         if not _template_takes(*mats, dtypes) or (dtypes is FP8 and not _scales_template_takes(args, kwargs)):
             return original(*args, **kwargs)
+        args = _bitcast_operands(args, first_matrix)
+        mats = args[first_matrix : first_matrix + 2]
         out_dtype = _out_dtype(args, kwargs, first_matrix)
         if out_dtype is not None and alone is not None:
             lower = functools.partial(alone, *mats, out_dtype)

@@ -145,6 +145,26 @@ def test_mm_plus_mm_under_max_autotune_runs_as_a_template():
     assert inductor_plate.host_fallbacks() == {}
 
 
+@pytest.mark.parametrize("storage, view", [(torch.int16, torch.float16), (torch.int32, torch.float32)])
+def test_products_of_dtype_views_bitcast_their_operands(storage, view):
+    """A float product of a dtype view of integer storage: the template loads the view's bits as floats. The view
+    passed as is gave tl.dot the integer tensor (a compile error)."""
+
+    def fn(x, y, x2):
+        x = x.view(view)
+        return x @ (y.view(view) + 1), (x2.view(view) + 1) @ x
+
+    torch.manual_seed(0)
+    x, y = (torch.randn(24, 24).to(view).view(storage) for _ in range(2))
+    with config.patch(fallback_on_compile_error=False):
+        out, codes, run, _ = compile_on_plate(fn, x, y, x.clone())
+    for got, want in zip(out, fn(x, y, x.clone()), strict=True):
+        assert got.dtype == view
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-2, atol=1e-2)
+    assert wrapper_call(codes).count("triton_tem_") >= 2 and "extern_kernels." not in wrapper_call(codes)
+    assert inductor_plate.host_fallbacks() == {}
+
+
 def test_int_mm_runs_as_a_template():
     torch.manual_seed(0)
     a, b = torch.randint(-8, 8, (32, 64), dtype=torch.int8), torch.randint(-8, 8, (64, 32), dtype=torch.int8)
