@@ -251,6 +251,17 @@ def test_other_dtypes_keep_the_host_kernels():
     assert torch.equal((i.plate() @ i.t().plate()).cpu(), i @ i.t())
 
 
+def test_matmuls_of_a_float_and_an_integer_operand_raise_the_dtype_error():
+    """As on CPU and CUDA (the wide matmul took the int64 operand for a float one and raised from frexp)."""
+    a, i = torch.arange(6.0).view(2, 3), torch.arange(9).view(3, 3)
+    for fn in (torch.mm, lambda x, y: torch.addmm(x[:, :1], x, y), lambda x, y: torch.nn.functional.linear(y, x)):
+        with pytest.raises(RuntimeError, match="same dtype") as on_cpu:
+            fn(a, i)
+        with pytest.raises(RuntimeError) as on_plate:
+            fn(a.plate(), i.plate())
+        assert str(on_plate.value) == str(on_cpu.value)
+
+
 def test_out_arguments_and_mixed_devices():
     a, b = data((4, 512), torch.float16), data((512, 3), torch.float16, 1)
     out = torch.empty(0, dtype=torch.float16, device="plate")

@@ -226,6 +226,8 @@ class Rule:
 
     def applies_to(self, dtypes: set[torch.dtype]) -> bool:
         wide = HALF + (torch.float32,) if self.kind == "matmul" else HALF
+        if self.kind == "matmul" and not all(d.is_floating_point for d in dtypes):
+            return False  # an integer operand: the host kernel raises its dtype error, as CUDA's does
         return bool(dtypes & set(wide))
 
 
