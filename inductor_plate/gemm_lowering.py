@@ -13,7 +13,8 @@ wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_
   side by side under max-autotune (the benchmarker logs the host choice as not modeled).
 - "never": the host kernel always (Inductor's own lowering; is_big_gpu says no templates).
 
-A product with an empty dimension becomes zeros (plus ``beta * input`` for addmm/baddbmm), no kernel needed;
+A product with an empty dimension becomes zeros (plus ``beta * input`` for addmm/baddbmm), no kernel needed; an
+addmm/baddbmm with beta == 0 is ``alpha *`` its mm/bmm (torch ignores the input, NaN and all);
 an mm or bmm with an out_dtype (decompose-k's bmm over K splits under max-autotune too) runs as the mm or bmm template;
 so does a max-autotune mm whose K is too long for the mm template and has no decompose-k split (a prime K).
 A matrix that is a dtype view of its buffer (``x.view(torch.float16)`` of int16 storage) goes to a template as a
@@ -217,6 +218,22 @@ def _bitcast_operands(args, first_matrix: int) -> tuple:
     return tuple(args)
 
 
+def _ignores_input(args, kwargs, first_matrix: int) -> bool:
+    """addmm/baddbmm with beta == 0: torch ignores the input, NaN and all. The templates' epilogue would add
+    ``0 * input`` (NaN where the input is NaN or infinite)."""
+    beta = kwargs.get("beta", 1)
+    return first_matrix == 1 and isinstance(beta, (int, float)) and beta == 0
+
+
+def product_alone(mats, alpha):
+    """alpha * (mat1 @ mat2), lowered as mm or bmm (plate's lowerings again)."""
+    from torch._inductor.lowering import lowerings
+
+    op = aten.bmm.default if len(mats[0].get_size()) == 3 else aten.mm.default
+    result = lowerings[op](*mats)
+    return result if alpha == 1 else lowerings[aten.mul.Tensor](result, alpha)
+
+
 def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
     """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest. ``alone(mat1, mat2,
     out_dtype)``, when given, lowers the op as its template alone: a product with an out_dtype, or one Inductor would
@@ -230,6 +247,8 @@ def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
         if dtypes is not FP8 and _is_empty(*mats):
             out_dtype = torch.int32 if dtypes is INT8 else _out_dtype(args, kwargs, first_matrix)
             return empty_product(mats, args, kwargs, first_matrix, out_dtype)
+        if dtypes is FLOATS and _ignores_input(args, kwargs, first_matrix):
+            return product_alone(mats, kwargs.get("alpha", 1))
         if dtypes is FLOATS and (reduced := _as_reduction(args, kwargs, first_matrix)) is not None:
             return reduced
         if not _template_takes(*mats, dtypes) or (dtypes is FP8 and not _scales_template_takes(args, kwargs)):

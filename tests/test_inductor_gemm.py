@@ -145,6 +145,23 @@ def test_mm_plus_mm_under_max_autotune_runs_as_a_template():
     assert inductor_plate.host_fallbacks() == {}
 
 
+def test_beta_zero_ignores_a_nan_input():
+    """addmm/baddbmm with beta == 0 ignore the input, NaN and all (torch.addmm); the template's epilogue added
+    0 * NaN."""
+
+    def fn(bias, a, b, batch_bias, batch_a, batch_b):
+        return torch.addmm(bias, a, b, beta=0.0, alpha=2.0), torch.baddbmm(batch_bias, batch_a, batch_b, beta=0.0)
+
+    torch.manual_seed(0)
+    args = (torch.full((40, 72), torch.nan), *gemm_args()[:2], torch.full((3, 1, 36), torch.nan), *gemm_args()[3:])
+    out, codes, _, _ = compile_on_plate(fn, *args)
+    for got, want in zip(out, fn(*args), strict=True):
+        assert not want.isnan().any()
+        torch.testing.assert_close(got.cpu(), want, **TOL)
+    assert wrapper_call(codes).count("triton_tem_") >= 2 and "extern_kernels." not in wrapper_call(codes)
+    assert inductor_plate.host_fallbacks() == {}
+
+
 @pytest.mark.parametrize("storage, view", [(torch.int16, torch.float16), (torch.int32, torch.float32)])
 def test_products_of_dtype_views_bitcast_their_operands(storage, view):
     """A float product of a dtype view of integer storage: the template loads the view's bits as floats. The view
