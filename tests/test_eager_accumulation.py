@@ -242,6 +242,16 @@ def test_matmul_infinities_and_nans_as_ieee_says():
     assert torch.equal(got[1], torch.tensor([4.0, 4.0, 3.0]).half())
 
 
+def test_softmax_backward_refuses_a_half_grad_of_a_float32_input_as_cuda_does():
+    """Only the half-to-float backward (float32 grad, float16 input) mixes dtypes on CUDA; a float16 grad with
+    input_dtype float32 is refused there. plate returned float32 (the meta kernel's dtype), Inductor float16."""
+    y, dy = data((4, 64), torch.float16).softmax(1), data((4, 64), torch.float16, 1)
+    for op in (torch.ops.aten._softmax_backward_data, torch.ops.aten._log_softmax_backward_data):
+        with pytest.raises(RuntimeError, match="expected input and grad types to match"):
+            op(dy.plate(), y.plate(), 1, torch.float32)
+        assert op(dy.plate(), y.plate(), 1, torch.float16).dtype == torch.float16
+
+
 # ---- what stays as it was ---------------------------------------------------------------------------------
 def test_other_dtypes_keep_the_host_kernels():
     x = data((16, 1000), torch.float32)
