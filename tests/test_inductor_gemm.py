@@ -6,6 +6,9 @@ exactly, in float64 on CPU, for every variant (forward and backward)."""
 
 from __future__ import annotations
 
+import copy
+import functools
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -361,6 +364,23 @@ def test_conv_variants_run_on_the_simulator_in_the_default_mode():
     assert "triton_tem_" in call and "extern_kernels." not in call and "torch.ops.aten." not in call
     assert any(launch.kernel.startswith("triton_tem_") and launch.time_ns > 0 for launch in run.launches)
     assert inductor_plate.host_fallbacks() == {}
+
+
+def test_a_template_fuses_only_its_prologues_and_epilogues():
+    """A complex convolution is GEMMs of the real and imaginary parts: Inductor fused the first GEMM's template
+    horizontally with an independent node of the other part, then generated that node in the template's ranges as
+    an epilogue (CantSplit: 1 not divisible by 2)."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(1, 1, 2, dtype=torch.complex64)
+    x = torch.randn(2, 4, dtype=torch.complex64)
+
+    def model(conv, x):
+        return conv(x.conj().view(2, 1, 2, 2))
+
+    with config.patch(fallback_on_compile_error=False):
+        out, codes, _, _ = compile_on_plate(functools.partial(model, copy.deepcopy(conv).to("plate")), x)
+    torch.testing.assert_close(out.cpu(), model(conv, x), **TOL)
+    assert "triton_tem_" in wrapper_call(codes)
 
 
 def strided_grouped_conv(x, w, b):
