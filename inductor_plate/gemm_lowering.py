@@ -14,7 +14,8 @@ wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_
 - "never": the host kernel always (Inductor's own lowering; is_big_gpu says no templates).
 
 A product with an empty dimension becomes zeros (plus ``beta * input`` for addmm/baddbmm), no kernel needed; an
-addmm/baddbmm with beta == 0 is ``alpha *`` its mm/bmm (torch ignores the input, NaN and all);
+addmm/baddbmm with beta == 0 is ``alpha *`` its mm/bmm (torch ignores the input, NaN and all); a product of two
+dtypes (float and int64) is Inductor's (the aten kernel, which raises torch's dtype error as it does on CUDA);
 an mm or bmm with an out_dtype (decompose-k's bmm over K splits under max-autotune too) runs as the mm or bmm template;
 so does a max-autotune mm whose K is too long for the mm template and has no decompose-k split (a prime K).
 A matrix that is a dtype view of its buffer (``x.view(torch.float16)`` of int16 storage) goes to a template as a
@@ -247,6 +248,8 @@ def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
         if dtypes is not FP8 and _is_empty(*mats):
             out_dtype = torch.int32 if dtypes is INT8 else _out_dtype(args, kwargs, first_matrix)
             return empty_product(mats, args, kwargs, first_matrix, out_dtype)
+        if dtypes is FLOATS and mats[0].get_dtype() != mats[1].get_dtype():
+            return original(*args, **kwargs)  # the aten kernel raises torch's dtype error, as on CUDA
         if dtypes is FLOATS and _ignores_input(args, kwargs, first_matrix):
             return product_alone(mats, kwargs.get("alpha", 1))
         if dtypes is FLOATS and (reduced := _as_reduction(args, kwargs, first_matrix)) is not None:

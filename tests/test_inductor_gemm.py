@@ -148,6 +148,14 @@ def test_mm_plus_mm_under_max_autotune_runs_as_a_template():
     assert inductor_plate.host_fallbacks() == {}
 
 
+def test_a_product_of_two_dtypes_raises_torchs_error():
+    """torch.mm of float and int64 raises torch's dtype error when compiled too, as on CUDA (the aten kernel does);
+    the float template got the int64 operand and failed to compile ('Unsupported rhs dtype int64')."""
+    a, i = torch.arange(6.0).view(2, 3), torch.arange(9).view(3, 3)
+    with config.patch(fallback_on_compile_error=False), pytest.raises(RuntimeError, match="same dtype"):
+        torch.compile(torch.mm)(a.to("plate"), i.to("plate"))
+
+
 def test_beta_zero_ignores_a_nan_input():
     """addmm/baddbmm with beta == 0 ignore the input, NaN and all (torch.addmm); the template's epilogue added
     0 * NaN."""
