@@ -18,6 +18,7 @@ import inductor_plate
 from inductor_plate import config, conv_gemm, gemm_config, policy, templates
 from triton_plate_backend.errors import PlateError
 from triton_plate_backend.machine import get_machine
+from triton_plate_backend.torch_device import host_op_counter
 
 TOL = {"rtol": 1e-4, "atol": 1e-4}
 
@@ -152,8 +153,10 @@ def test_a_product_of_two_dtypes_raises_torchs_error():
     """torch.mm of float and int64 raises torch's dtype error when compiled too, as on CUDA (the aten kernel does);
     the float template got the int64 operand and failed to compile ('Unsupported rhs dtype int64')."""
     a, i = torch.arange(6.0).view(2, 3), torch.arange(9).view(3, 3)
-    with config.patch(fallback_on_compile_error=False), pytest.raises(RuntimeError, match="same dtype"):
-        torch.compile(torch.mm)(a.to("plate"), i.to("plate"))
+    # the graph raises between its host-op scope's enter and exit; the outer scope closes the one it leaves open
+    with host_op_counter.host_op_scope(), config.patch(fallback_on_compile_error=False):
+        with pytest.raises(RuntimeError, match="same dtype"):
+            torch.compile(torch.mm)(a.to("plate"), i.to("plate"))
 
 
 def test_beta_zero_ignores_a_nan_input():
