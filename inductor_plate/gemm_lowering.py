@@ -13,9 +13,13 @@ wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_
   side by side under max-autotune (the benchmarker logs the host choice as not modeled).
 - "never": the host kernel always (Inductor's own lowering; is_big_gpu says no templates).
 
-A product with an empty dimension becomes zeros (plus ``beta * input`` for addmm/baddbmm), no kernel needed;
+A product with an empty dimension becomes zeros (plus ``beta * input`` for addmm/baddbmm), no kernel needed; an
+addmm/baddbmm with beta == 0 is ``alpha *`` its mm/bmm (torch ignores the input, NaN and all); a product of two
+dtypes (float and int64) is Inductor's (the aten kernel, which raises torch's dtype error as it does on CUDA);
 an mm or bmm with an out_dtype (decompose-k's bmm over K splits under max-autotune too) runs as the mm or bmm template;
 so does a max-autotune mm whose K is too long for the mm template and has no decompose-k split (a prime K).
+A matrix that is a dtype view of its buffer (``x.view(torch.float16)`` of int16 storage) goes to a template as a
+copy of its own dtype: the templates load an operand at its buffer's dtype (_bitcast_operands).
 Products on other devices reach Inductor's lowering unchanged.
 """
 
@@ -190,6 +194,47 @@ def _as_reduction(args, kwargs, first_matrix: int):
     return reduction_gemm.biased(args[0], *mats, alpha=kwargs.get("alpha", 1), beta=kwargs.get("beta", 1))
 
 
+def reinterprets_storage(node) -> bool:
+    """Is ``node`` its buffer under another dtype (``x.view(torch.float16)`` of int16 storage: Inductor's view of a
+    buffer under an equal-width dtype is a ReinterpretView of another dtype)?"""
+    from torch._inductor import ir
+
+    if not ir.is_storage_and_layout(node):
+        return False
+    storage, layout = ir.as_storage_and_layout(node, freeze=False)
+    return layout.dtype != storage.get_dtype()
+
+
+def _bitcast_operands(args, first_matrix: int) -> tuple:
+    """``args`` with every matrix that reinterprets its storage copied into a buffer of its own dtype (a plate
+    kernel that bitcasts). The GEMM templates load an operand through its buffer's pointer, of the buffer's dtype:
+    a dtype view passed as is would give ``tl.dot`` the int16 bits of a float16 view, or, fused into the template as
+    a prologue, convert them as integers."""
+    from torch._inductor import ir
+
+    args = list(args)
+    for i in range(first_matrix, first_matrix + 2):
+        if reinterprets_storage(args[i]):
+            args[i] = ir.ExternKernel.copy_input(args[i])
+    return tuple(args)
+
+
+def _ignores_input(args, kwargs, first_matrix: int) -> bool:
+    """addmm/baddbmm with beta == 0: torch ignores the input, NaN and all. The templates' epilogue would add
+    ``0 * input`` (NaN where the input is NaN or infinite)."""
+    beta = kwargs.get("beta", 1)
+    return first_matrix == 1 and isinstance(beta, (int, float)) and beta == 0
+
+
+def product_alone(mats, alpha):
+    """alpha * (mat1 @ mat2), lowered as mm or bmm (plate's lowerings again)."""
+    from torch._inductor.lowering import lowerings
+
+    op = aten.bmm.default if len(mats[0].get_size()) == 3 else aten.mm.default
+    result = lowerings[op](*mats)
+    return result if alpha == 1 else lowerings[aten.mul.Tensor](result, alpha)
+
+
 def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
     """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest. ``alone(mat1, mat2,
     out_dtype)``, when given, lowers the op as its template alone: a product with an out_dtype, or one Inductor would
@@ -203,10 +248,16 @@ def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
         if dtypes is not FP8 and _is_empty(*mats):
             out_dtype = torch.int32 if dtypes is INT8 else _out_dtype(args, kwargs, first_matrix)
             return empty_product(mats, args, kwargs, first_matrix, out_dtype)
+        if dtypes is FLOATS and mats[0].get_dtype() != mats[1].get_dtype():
+            return original(*args, **kwargs)  # the aten kernel raises torch's dtype error, as on CUDA
+        if dtypes is FLOATS and _ignores_input(args, kwargs, first_matrix):
+            return product_alone(mats, kwargs.get("alpha", 1))
         if dtypes is FLOATS and (reduced := _as_reduction(args, kwargs, first_matrix)) is not None:
             return reduced
         if not _template_takes(*mats, dtypes) or (dtypes is FP8 and not _scales_template_takes(args, kwargs)):
             return original(*args, **kwargs)
+        args = _bitcast_operands(args, first_matrix)
+        mats = args[first_matrix : first_matrix + 2]
         out_dtype = _out_dtype(args, kwargs, first_matrix)
         if out_dtype is not None and alone is not None:
             lower = functools.partial(alone, *mats, out_dtype)

@@ -49,6 +49,13 @@ class PlateScheduling(TritonScheduling):
         return super().can_fuse_vertical(node1, node2) and self._fits(node1, node2)
 
     def can_fuse_horizontal(self, node1, node2) -> bool:
+        if node1.is_template() or node2.is_template():
+            # A template's kernel takes its prologues and epilogues only: an independent node fused after it is
+            # generated as an epilogue, in the template's ranges (CantSplit when its own differ: a complex
+            # convolution's two GEMMs and their operands). Inductor meets this only under max-autotune elsewhere;
+            # plate's templates run in every mode.
+            WhyNoFuse(node1, node2)("plate: a template fuses only its prologues and epilogues")
+            return False
         return super().can_fuse_horizontal(node1, node2) and self._fits(node1, node2)
 
     @staticmethod

@@ -242,6 +242,16 @@ def test_matmul_infinities_and_nans_as_ieee_says():
     assert torch.equal(got[1], torch.tensor([4.0, 4.0, 3.0]).half())
 
 
+def test_softmax_backward_refuses_a_half_grad_of_a_float32_input_as_cuda_does():
+    """Only the half-to-float backward (float32 grad, float16 input) mixes dtypes on CUDA; a float16 grad with
+    input_dtype float32 is refused there. plate returned float32 (the meta kernel's dtype), Inductor float16."""
+    y, dy = data((4, 64), torch.float16).softmax(1), data((4, 64), torch.float16, 1)
+    for op in (torch.ops.aten._softmax_backward_data, torch.ops.aten._log_softmax_backward_data):
+        with pytest.raises(RuntimeError, match="expected input and grad types to match"):
+            op(dy.plate(), y.plate(), 1, torch.float32)
+        assert op(dy.plate(), y.plate(), 1, torch.float16).dtype == torch.float16
+
+
 # ---- what stays as it was ---------------------------------------------------------------------------------
 def test_other_dtypes_keep_the_host_kernels():
     x = data((16, 1000), torch.float32)
@@ -249,6 +259,17 @@ def test_other_dtypes_keep_the_host_kernels():
     assert torch.equal(x.double().plate().softmax(1).cpu(), x.double().softmax(1))
     i = torch.arange(12).reshape(3, 4)
     assert torch.equal((i.plate() @ i.t().plate()).cpu(), i @ i.t())
+
+
+def test_matmuls_of_a_float_and_an_integer_operand_raise_the_dtype_error():
+    """As on CPU and CUDA (the wide matmul took the int64 operand for a float one and raised from frexp)."""
+    a, i = torch.arange(6.0).view(2, 3), torch.arange(9).view(3, 3)
+    for fn in (torch.mm, lambda x, y: torch.addmm(x[:, :1], x, y), lambda x, y: torch.nn.functional.linear(y, x)):
+        with pytest.raises(RuntimeError, match="same dtype") as on_cpu:
+            fn(a, i)
+        with pytest.raises(RuntimeError) as on_plate:
+            fn(a.plate(), i.plate())
+        assert str(on_plate.value) == str(on_cpu.value)
 
 
 def test_out_arguments_and_mixed_devices():

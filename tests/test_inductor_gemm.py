@@ -6,6 +6,9 @@ exactly, in float64 on CPU, for every variant (forward and backward)."""
 
 from __future__ import annotations
 
+import copy
+import functools
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -15,6 +18,7 @@ import inductor_plate
 from inductor_plate import config, conv_gemm, gemm_config, policy, templates
 from triton_plate_backend.errors import PlateError
 from triton_plate_backend.machine import get_machine
+from triton_plate_backend.torch_device import host_op_counter
 
 TOL = {"rtol": 1e-4, "atol": 1e-4}
 
@@ -142,6 +146,53 @@ def test_mm_plus_mm_under_max_autotune_runs_as_a_template():
     call = wrapper_call(codes)
     assert "extern_kernels." not in call and "torch.ops.aten." not in call
     assert [launch.kernel for launch in run.launches if launch.kernel.startswith("triton_tem_")], run.report()
+    assert inductor_plate.host_fallbacks() == {}
+
+
+def test_a_product_of_two_dtypes_raises_torchs_error():
+    """torch.mm of float and int64 raises torch's dtype error when compiled too, as on CUDA (the aten kernel does);
+    the float template got the int64 operand and failed to compile ('Unsupported rhs dtype int64')."""
+    a, i = torch.arange(6.0).view(2, 3), torch.arange(9).view(3, 3)
+    # the graph raises between its host-op scope's enter and exit; the outer scope closes the one it leaves open
+    with host_op_counter.host_op_scope(), config.patch(fallback_on_compile_error=False):
+        with pytest.raises(RuntimeError, match="same dtype"):
+            torch.compile(torch.mm)(a.to("plate"), i.to("plate"))
+
+
+def test_beta_zero_ignores_a_nan_input():
+    """addmm/baddbmm with beta == 0 ignore the input, NaN and all (torch.addmm); the template's epilogue added
+    0 * NaN."""
+
+    def fn(bias, a, b, batch_bias, batch_a, batch_b):
+        return torch.addmm(bias, a, b, beta=0.0, alpha=2.0), torch.baddbmm(batch_bias, batch_a, batch_b, beta=0.0)
+
+    torch.manual_seed(0)
+    args = (torch.full((40, 72), torch.nan), *gemm_args()[:2], torch.full((3, 1, 36), torch.nan), *gemm_args()[3:])
+    out, codes, _, _ = compile_on_plate(fn, *args)
+    for got, want in zip(out, fn(*args), strict=True):
+        assert not want.isnan().any()
+        torch.testing.assert_close(got.cpu(), want, **TOL)
+    assert wrapper_call(codes).count("triton_tem_") >= 2 and "extern_kernels." not in wrapper_call(codes)
+    assert inductor_plate.host_fallbacks() == {}
+
+
+@pytest.mark.parametrize("storage, view", [(torch.int16, torch.float16), (torch.int32, torch.float32)])
+def test_products_of_dtype_views_bitcast_their_operands(storage, view):
+    """A float product of a dtype view of integer storage: the template loads the view's bits as floats. The view
+    passed as is gave tl.dot the integer tensor (a compile error)."""
+
+    def fn(x, y, x2):
+        x = x.view(view)
+        return x @ (y.view(view) + 1), (x2.view(view) + 1) @ x
+
+    torch.manual_seed(0)
+    x, y = (torch.randn(24, 24).to(view).view(storage) for _ in range(2))
+    with config.patch(fallback_on_compile_error=False):
+        out, codes, run, _ = compile_on_plate(fn, x, y, x.clone())
+    for got, want in zip(out, fn(x, y, x.clone()), strict=True):
+        assert got.dtype == view
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-2, atol=1e-2)
+    assert wrapper_call(codes).count("triton_tem_") >= 2 and "extern_kernels." not in wrapper_call(codes)
     assert inductor_plate.host_fallbacks() == {}
 
 
@@ -324,6 +375,23 @@ def test_conv_variants_run_on_the_simulator_in_the_default_mode():
     assert "triton_tem_" in call and "extern_kernels." not in call and "torch.ops.aten." not in call
     assert any(launch.kernel.startswith("triton_tem_") and launch.time_ns > 0 for launch in run.launches)
     assert inductor_plate.host_fallbacks() == {}
+
+
+def test_a_template_fuses_only_its_prologues_and_epilogues():
+    """A complex convolution is GEMMs of the real and imaginary parts: Inductor fused the first GEMM's template
+    horizontally with an independent node of the other part, then generated that node in the template's ranges as
+    an epilogue (CantSplit: 1 not divisible by 2)."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(1, 1, 2, dtype=torch.complex64)
+    x = torch.randn(2, 4, dtype=torch.complex64)
+
+    def model(conv, x):
+        return conv(x.conj().view(2, 1, 2, 2))
+
+    with config.patch(fallback_on_compile_error=False):
+        out, codes, _, _ = compile_on_plate(functools.partial(model, copy.deepcopy(conv).to("plate")), x)
+    torch.testing.assert_close(out.cpu(), model(conv, x), **TOL)
+    assert "triton_tem_" in wrapper_call(codes)
 
 
 def strided_grouped_conv(x, w, b):

@@ -219,13 +219,23 @@ def _scaled_add(product, c, beta, alpha):
     return out + (c if beta == 1 else c * beta)
 
 
+def _check_softmax_backward(grad_output, output, dim, input_dtype):
+    """CUDA's check: a softmax backward whose grad is not of the input's dtype is the half-to-float one (float32
+    grad of a float16 input); CPU's kernel would return the grad's dtype, the meta kernel the input's."""
+    if grad_output.dtype != input_dtype and not (grad_output.dtype == torch.float32 and input_dtype == torch.float16):
+        raise RuntimeError("expected input and grad types to match, or input to be at::Half and grad to be at::Float")
+
+
 @dataclass(frozen=True)
 class Rule:
     kind: str  # "matmul", "tree" or "host" (the module docstring says what each guarantees)
     compute: Callable | None = None  # None: the aten op itself on float64 host tensors
+    check: Callable | None = None  # raises CUDA's error for arguments CUDA's kernel refuses (the op's arguments)
 
     def applies_to(self, dtypes: set[torch.dtype]) -> bool:
         wide = HALF + (torch.float32,) if self.kind == "matmul" else HALF
+        if self.kind == "matmul" and not all(d.is_floating_point for d in dtypes):
+            return False  # an integer operand: the host kernel raises its dtype error, as CUDA's does
         return bool(dtypes & set(wide))
 
 
@@ -274,8 +284,8 @@ ACCUMULATING: dict[str, Rule] = {
     # softmax, forward and backward
     "_softmax": Rule("host"),
     "_log_softmax": Rule("host"),
-    "_softmax_backward_data": Rule("host"),
-    "_log_softmax_backward_data": Rule("host"),
+    "_softmax_backward_data": Rule("host", check=_check_softmax_backward),
+    "_log_softmax_backward_data": Rule("host", check=_check_softmax_backward),
 }
 
 # arguments that name a compute dtype: on the float64 copies the op computes in float64 instead
@@ -362,6 +372,8 @@ def kernel_for(op: torch._ops.OpOverload, rule: Rule) -> Callable:
         bound = dict(zip(names, args))
         bound.update({a.name: kwargs.get(a.name, a.default_value) for a in schema.arguments[len(args) :]})
         device = _device_of(bound.values(), str(op))
+        if rule.check is not None:
+            rule.check(**bound)
         wide = rule.applies_to(_dtypes(bound.values()))
         expected = _flat(op(**{k: _meta(v) for k, v in bound.items()}))  # CUDA's result dtypes
         host = {k: _host(v, wide) for k, v in bound.items()}
