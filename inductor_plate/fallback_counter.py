@@ -4,9 +4,9 @@ Two kinds, one counter:
 
 - an op: an aten op that ran on the host through the device's boxed CPU fallback while a compiled plate
   graph ran (an extern kernel such as ``extern_kernels.mm``, a fallback such as ``aten.frexp``, a
-  ``zero_`` of the wrapper code), outside the modeled clock. The wrapper code (wrapper.py) opens a host-op
-  scope of the device (torch_device/host_op_counter.py) at the top of ``call`` and counts what ran in it before
-  returning, so each run counts each op as often as it ran. Ops the plate device serves itself
+  ``zero_`` of the wrapper code), outside the modeled clock. The wrapper code (wrapper.py) runs ``call`` in a host-op
+  scope of the device (torch_device/host_op_counter.py, ``counted_graph``) and counts what ran in it when it
+  returns or raises, so each run counts each op as often as it ran. Ops the plate device serves itself
   (``HOST_FREE_OPS``: allocation, views, copies) never reach the fallback.
 - an eager op: an aten op the device's CPU fallback ran for the compiled function's own eager code (the
   code Dynamo left in Python at a graph break), outside its graphs (torch_device's
@@ -21,6 +21,7 @@ which any happened prints one line to stderr (``summary()``).
 from __future__ import annotations
 
 import atexit
+import functools
 import sys
 import threading
 from collections import Counter
@@ -78,6 +79,21 @@ def exit_graph(token: int) -> None:
     if ops:
         with _lock:
             _counts.update({OP_PREFIX + op: n for op, n in ops.items()})
+
+
+def counted_graph(call):
+    """A compiled graph's ``call`` (its wrapper code wraps it): every op the device's CPU fallback runs while it
+    runs counts, also when it raises."""
+
+    @functools.wraps(call)
+    def run(*args, **kwargs):
+        token = enter_graph()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            exit_graph(token)
+
+    return run
 
 
 def count_host_frame(frame: str) -> None:

@@ -1,7 +1,7 @@
 """The Python wrapper code Inductor generates for plate graphs: PythonWrapperCodegen, with every
 Triton kernel defined through ``fallback.guard_kernel`` so a kernel plate cannot compile becomes an
 eager fallback (fallback.py) instead of a crash, a ``call`` that counts the ops the device ran on the
-host while it ran (fallback_counter.py: a host-op scope from its first line to its return), and the graph's
+host while it ran (fallback_counter.py: ``call`` in a host-op scope that closes however it ends), and the graph's
 placement (placement.py) at the top of ``call``."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from .placement import plan_graph
 GUARD = "plate_guard_kernel"
 CHECK = "plate_check_kernels"
 TRITON_DEFINITION = "async_compile.triton("
-ENTER, EXIT, SCOPE = "plate_enter_graph", "plate_exit_graph", "plate_host_scope"
+COUNTED = "plate_counted_graph"
 GUARD_IMPORT = f"from inductor_plate.fallback import check_kernels as {CHECK}, guard_kernel as {GUARD}"
-COUNT_IMPORT = f"from inductor_plate.fallback_counter import enter_graph as {ENTER}, exit_graph as {EXIT}"
+COUNT_IMPORT = f"from inductor_plate.fallback_counter import counted_graph as {COUNTED}"
 PLACE = "plate_place_inputs"
 PLACE_IMPORT = f"from inductor_plate.placement import place_inputs as {PLACE}"
 ALLOC = "empty_strided_plate"
@@ -76,13 +76,6 @@ class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
             out += f".as_strided({tuple_of(shape)}, {tuple_of(stride)})"
         return out
 
-    def write_launcher_fn_call_get_indent(self) -> int:
-        """``def call(args):``, then a host-op scope that ``generate_return`` closes."""
-        indent = super().write_launcher_fn_call_get_indent()
-        with self.prefix.indent(indent):
-            self.prefix.writeline(f"{SCOPE} = {ENTER}()")
-        return indent
-
     def write_args(self, input_names: list[str]) -> None:
         """The graph-level placement (placement.py): its plan as a comment, the inputs to replicate placed
         while ``args`` still holds them, then Inductor's unpacking of ``args``."""
@@ -92,9 +85,11 @@ class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
         self.prefix.writeline(f"{PLACE}(args, {plan.key!r}, {plan.rows()!r})")
         super().write_args(input_names)
 
-    def generate_return(self, output_refs: list[str]) -> None:
-        self.wrapper_call.writeline(f"{EXIT}({SCOPE})")
-        super().generate_return(output_refs)
+    def generate_after_suffix(self, result) -> None:
+        """After ``call`` is defined (``runner.call`` under graph partitions): ``call`` counted as a whole, so a
+        graph that raises still closes its host-op scope (enter/exit lines inside it left it open)."""
+        super().generate_after_suffix(result)
+        result.writeline(f"call = {COUNTED}(call)")
 
     def write_kernel_autotune_defs_header(self) -> None:
         """triton.autotune_at_compile_time copies every kernel definition, guard included, into its own code."""
