@@ -18,7 +18,6 @@ import inductor_plate
 from inductor_plate import config, conv_gemm, gemm_config, policy, templates
 from triton_plate_backend.errors import PlateError
 from triton_plate_backend.machine import get_machine
-from triton_plate_backend.torch_device import host_op_counter
 
 TOL = {"rtol": 1e-4, "atol": 1e-4}
 
