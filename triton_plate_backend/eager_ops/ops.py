@@ -13,6 +13,7 @@ from collections.abc import Callable
 import torch
 
 from ..torch_device import _registration
+from ..torch_device.accumulation import tensors_in
 from ..torch_device.rng import default_generator
 from . import launch
 from .launch import COMPLEX_PARTS, REAL_DTYPES, broadcast_strides
@@ -42,7 +43,7 @@ class Call:
     def mixed(self) -> bool:
         """Tensors of more than one device (a CPU tensor counts only if it is not 0-dim, as in
         TensorIterator): the host refuses them with torch's own error."""
-        devices = {v.device for v in _tensors(self.bound.values()) if not (v.device.type == "cpu" and v.dim() == 0)}
+        devices = {v.device for v in tensors_in(self.bound.values()) if not (v.device.type == "cpu" and v.dim() == 0)}
         return len(devices) > 1 or any(d.type != "plate" for d in devices)
 
     def __getitem__(self, name: str):
@@ -73,14 +74,6 @@ class Call:
                 else:
                     kwargs[a.name] = number
         return _registration.extension()._run_on_host(schema.name, overload, tuple(args), kwargs, frozenset(wrapped))
-
-
-def _tensors(values):
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            yield v
-        elif isinstance(v, (list, tuple)):
-            yield from _tensors(v)
 
 
 def _meta(value):

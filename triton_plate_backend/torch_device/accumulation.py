@@ -331,18 +331,19 @@ def _round_to(value: torch.Tensor, dtype: torch.dtype, device) -> torch.Tensor:
     return value.to(dtype).to(device)
 
 
-def _tensors(values):
+def tensors_in(values):
+    """The tensors among an op's argument values, nested lists and tuples included."""
     for v in values:
         if isinstance(v, torch.Tensor):
             yield v
         elif isinstance(v, (list, tuple)):
-            yield from _tensors(v)
+            yield from tensors_in(v)
 
 
 def _device_of(values, op: str) -> torch.device:
     """The plate device of the arguments; mixed devices raise as the CPU fallback does (a 0-dim CPU
     tensor is a scalar, as in TensorIterator)."""
-    tensors = list(_tensors(values))
+    tensors = list(tensors_in(values))
     device = next(t.device for t in tensors if t.device.type != "cpu")
     for t in tensors:
         if t.device != device and not (t.device.type == "cpu" and t.dim() == 0):
