@@ -194,6 +194,8 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.kernels",
         f"{TPB}.eager_ops.launch",
         f"{TPB}.eager_ops.ops",
+        f"{TPB}.eager_ops.special",
+        f"{TPB}.eager_ops.special_family",
         f"{TPB}.eager_ops.table",
     ),
     **_on(

@@ -42,6 +42,10 @@ FLOAT_FUNCTIONS = (
     "expm1",
     "erf",
 )
+# special functions of (x, n): n the polynomial's degree
+POLYNOMIALS = tuple(
+    f"{kind}_polynomial_{letter}" for kind in ("chebyshev", "shifted_chebyshev") for letter in "tuvw"
+) + ("hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
 EAGER_OPS: dict[str, Row] = {
     "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
@@ -79,6 +83,25 @@ EAGER_OPS: dict[str, Row] = {
     "index.Tensor": Row("index", "index"),
     "index_put_.default": Row("index", "index_put"),
     "_index_put_impl_.default": Row("index", "index_put"),
+    # ---- special functions (special.py, special_family.py) ----
+    **{f"special_{name}.default": Row("special", name, ("x", "n"), compute="result") for name in POLYNOMIALS},
+    "digamma.default": Row("special", "digamma", compute="result"),
+    "polygamma.default": Row("special", "polygamma", ("self", "n"), ("self",), compute="result"),
+    "special_zeta.default": Row("special", "zeta", BINARY, compute="result"),
+    "i0.default": Row("special", "i0", compute="result"),
+    "special_i0e.default": Row("special", "i0e", compute="result"),
+    "special_i1.default": Row("special", "i1", compute="result"),
+    "special_i1e.default": Row("special", "i1e", compute="result"),
+    "special_modified_bessel_i0.default": Row("special", "i0", compute="result"),
+    "special_modified_bessel_i1.default": Row("special", "modified_bessel_i1", compute="result"),
+    "special_modified_bessel_k0.default": Row("special", "modified_bessel_k0", compute="result"),
+    "special_modified_bessel_k1.default": Row("special", "modified_bessel_k1", compute="result"),
+    "special_scaled_modified_bessel_k0.default": Row("special", "scaled_modified_bessel_k0", ("x",), compute="result"),
+    "special_scaled_modified_bessel_k1.default": Row("special", "scaled_modified_bessel_k1", ("x",), compute="result"),
+    "special_spherical_bessel_j0.default": Row("special", "spherical_bessel_j0", ("x",), compute="result"),
+    "special_airy_ai.default": Row("special", "airy_ai", ("x",), compute="result"),
+    "special_ndtri.default": Row("special", "ndtri", compute="result"),
+    "special_log_ndtr.default": Row("special", "log_ndtr", compute="result"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
@@ -101,6 +124,30 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in FLOAT_FUNCTIONS},
     **{f"{cmp}.Tensor": (f"{cmp}_.Tensor", f"{cmp}.Tensor_out") for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": (f"{cmp}_.Scalar", f"{cmp}.Scalar_out") for cmp in COMPARISONS},
+    # ---- special functions (special.py, special_family.py) ----
+    **{f"special_{name}.default": (f"special_{name}.out",) for name in POLYNOMIALS},
+    "digamma.default": ("digamma_.default", "digamma.out"),
+    "polygamma.default": ("polygamma.out",),
+    "special_zeta.default": ("special_zeta.out",),
+    "i0.default": ("i0_.default", "i0.out"),
+    **{
+        f"special_{name}.default": (f"special_{name}.out",)
+        for name in (
+            "i0e",
+            "i1",
+            "i1e",
+            "modified_bessel_i0",
+            "modified_bessel_i1",
+            "modified_bessel_k0",
+            "modified_bessel_k1",
+            "scaled_modified_bessel_k0",
+            "scaled_modified_bessel_k1",
+            "spherical_bessel_j0",
+            "airy_ai",
+            "ndtri",
+            "log_ndtr",
+        )
+    },  # fmt: skip
 }
 
 

@@ -1,0 +1,1112 @@
+"""The element functions of plate's eager special functions (torch.special, digamma, polygamma, zeta, the
+orthogonal polynomials, the modified Bessel functions, ndtri, Airy's Ai) and the kernel that runs them.
+
+Each is ATen's CPU implementation (aten/src/ATen/native/Math.h at PyTorch revision
+cf30153c4c131c8164ee7798e5022d810682e2cb, torch 2.13.0: Cephes' coefficients and algorithms) written as a
+Triton device function over a block: its branches become masks (`tl.where`), its early exits freeze the
+lanes that took them, and its special cases (NaN, inf, 0, n < 0, |x| == 1, large n) come first as they do
+there. Every step keeps ATen's own precision for the type: float32 computes in float32 except where ATen
+widens to double (zeta's sums, digamma's reflection term, modified_bessel_k0's log), so that results agree
+with torch's CPU to a few ulp.
+
+An element function is ``FN(x, y, LIMIT)``: x and y the operands in the compute type, LIMIT a scalar
+bounding its data-dependent loops (the largest degree n of a polynomial, zeta's summation length), which the
+caller reads from the operands (special_family.py) because a loop bound must be a scalar.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from .kernels import _at, _indices
+
+PI = tl.constexpr(3.14159265358979323846)
+# (a float literal assigned inside a jit function becomes a float32 scalar: constants live here)
+F32_MACHEP = tl.constexpr(5.9604644775390625e-8)
+F32_EPSILON = tl.constexpr(1.1920928955078125e-07)
+F64_EPSILON = tl.constexpr(2.220446049250313e-16)
+PSI_10 = tl.constexpr(2.25175258906672110764)  # digamma(10)
+EXP_M2 = tl.constexpr(0.13533528323661269189)  # exp(-2)
+F64_MACHEP = tl.constexpr(1.11022302462515654042e-16)
+
+I0E_A = tl.constexpr(
+    (
+        -4.41534164647933937950e-18,
+        3.33079451882223809783e-17,
+        -2.43127984654795469359e-16,
+        1.71539128555513303061e-15,
+        -1.16853328779934516808e-14,
+        7.67618549860493561688e-14,
+        -4.85644678311192946090e-13,
+        2.95505266312963983461e-12,
+        -1.72682629144155570723e-11,
+        9.67580903537323691224e-11,
+        -5.18979560163526290666e-10,
+        2.65982372468238665035e-9,
+        -1.30002500998624804212e-8,
+        6.04699502254191894932e-8,
+        -2.67079385394061173391e-7,
+        1.11738753912010371815e-6,
+        -4.41673835845875056359e-6,
+        1.64484480707288970893e-5,
+        -5.75419501008210370398e-5,
+        1.88502885095841655729e-4,
+        -5.76375574538582365885e-4,
+        1.63947561694133579842e-3,
+        -4.32430999505057594430e-3,
+        1.05464603945949983183e-2,
+        -2.37374148058994688156e-2,
+        4.93052842396707084878e-2,
+        -9.49010970480476444210e-2,
+        1.71620901522208775349e-1,
+        -3.04682672343198398683e-1,
+        6.76795274409476084995e-1,
+    )
+)
+I0E_B = tl.constexpr(
+    (
+        -7.23318048787475395456e-18,
+        -4.83050448594418207126e-18,
+        4.46562142029675999901e-17,
+        3.46122286769746109310e-17,
+        -2.82762398051658348494e-16,
+        -3.42548561967721913462e-16,
+        1.77256013305652638360e-15,
+        3.81168066935262242075e-15,
+        -9.55484669882830764870e-15,
+        -4.15056934728722208663e-14,
+        1.54008621752140982691e-14,
+        3.85277838274214270114e-13,
+        7.18012445138366623367e-13,
+        -1.79417853150680611778e-12,
+        -1.32158118404477131188e-11,
+        -3.14991652796324136454e-11,
+        1.18891471078464383424e-11,
+        4.94060238822496958910e-10,
+        3.39623202570838634515e-9,
+        2.26666899049817806459e-8,
+        2.04891858946906374183e-7,
+        2.89137052083475648297e-6,
+        6.88975834691682398426e-5,
+        3.36911647825569408990e-3,
+        8.04490411014108831608e-1,
+    )
+)
+ZETA_A = tl.constexpr(
+    (
+        12.0,
+        -720.0,
+        30240.0,
+        -1209600.0,
+        47900160.0,
+        -1.8924375803183791606e9,
+        7.47242496e10,
+        -2.950130727918164224e12,
+        1.1646782814350067249e14,
+        -4.5979787224074726105e15,
+        1.8152105401943546773e17,
+        -7.1661652561756670113e18,
+    )
+)
+DIGAMMA_A = tl.constexpr(
+    (
+        8.33333333333333333333e-2,
+        -2.10927960927960927961e-2,
+        7.57575757575757575758e-3,
+        -4.16666666666666666667e-3,
+        3.96825396825396825397e-3,
+        -8.33333333333333333333e-3,
+        8.33333333333333333333e-2,
+    )
+)
+I1E_A = tl.constexpr(
+    (
+        2.77791411276104639959e-18,
+        -2.11142121435816608115e-17,
+        1.55363195773620046921e-16,
+        -1.10559694773538630805e-15,
+        7.60068429473540693410e-15,
+        -5.04218550472791168711e-14,
+        3.22379336594557470981e-13,
+        -1.98397439776494371520e-12,
+        1.17361862988909016308e-11,
+        -6.66348972350202774223e-11,
+        3.62559028155211703701e-10,
+        -1.88724975172282928790e-9,
+        9.38153738649577178388e-9,
+        -4.44505912879632808065e-8,
+        2.00329475355213526229e-7,
+        -8.56872026469545474066e-7,
+        3.47025130813767847674e-6,
+        -1.32731636560394358279e-5,
+        4.78156510755005422638e-5,
+        -1.61760815825896745588e-4,
+        5.12285956168575772895e-4,
+        -1.51357245063125314899e-3,
+        4.15642294431288815669e-3,
+        -1.05640848946261981558e-2,
+        2.47264490306265168283e-2,
+        -5.29459812080949914269e-2,
+        1.02643658689847095384e-1,
+        -1.76416518357834055153e-1,
+        2.52587186443633654823e-1,
+    )
+)
+I1E_A_F32 = tl.constexpr(
+    (
+        9.38153738649577178388e-9,
+        -4.44505912879632808065e-8,
+        2.00329475355213526229e-7,
+        -8.56872026469545474066e-7,
+        3.47025130813767847674e-6,
+        -1.32731636560394358279e-5,
+        4.78156510755005422638e-5,
+        -1.61760815825896745588e-4,
+        5.12285956168575772895e-4,
+        -1.51357245063125314899e-3,
+        4.15642294431288815669e-3,
+        -1.05640848946261981558e-2,
+        2.47264490306265168283e-2,
+        -5.29459812080949914269e-2,
+        1.02643658689847095384e-1,
+        -1.76416518357834055153e-1,
+        2.52587186443633654823e-1,
+    )
+)
+I1E_B = tl.constexpr(
+    (
+        7.51729631084210481353e-18,
+        4.41434832307170791151e-18,
+        -4.65030536848935832153e-17,
+        -3.20952592199342395980e-17,
+        2.96262899764595013876e-16,
+        3.30820231092092828324e-16,
+        -1.88035477551078244854e-15,
+        -3.81440307243700780478e-15,
+        1.04202769841288027642e-14,
+        4.27244001671195135429e-14,
+        -2.10154184277266431302e-14,
+        -4.08355111109219731823e-13,
+        -7.19855177624590851209e-13,
+        2.03562854414708950722e-12,
+        1.41258074366137813316e-11,
+        3.25260358301548823856e-11,
+        -1.89749581235054123450e-11,
+        -5.58974346219658380687e-10,
+        -3.83538038596423702205e-9,
+        -2.63146884688951950684e-8,
+        -2.51223623787020892529e-7,
+        -3.88256480887769039346e-6,
+        -1.10588938762623716291e-4,
+        -9.76109749136146840777e-3,
+        7.78576235018280120474e-1,
+    )
+)
+I1E_B_F32 = tl.constexpr(
+    (
+        -3.83538038596423702205e-9,
+        -2.63146884688951950684e-8,
+        -2.51223623787020892529e-7,
+        -3.88256480887769039346e-6,
+        -1.10588938762623716291e-4,
+        -9.76109749136146840777e-3,
+        7.78576235018280120474e-1,
+    )
+)
+AIRY_AN = tl.constexpr(
+    (
+        +3.46538101525629032477e-01,
+        +1.20075952739645805542e01,
+        +7.62796053615234516538e01,
+        +1.68089224934630576269e02,
+        +1.59756391350164413639e02,
+        +7.05360906840444183113e01,
+        +1.40264691163389668864e01,
+        +9.99999999999999995305e-01,
+    )
+)
+AIRY_AD = tl.constexpr(
+    (
+        +5.67594532638770212846e-01,
+        +1.47562562584847203173e01,
+        +8.45138970141474626562e01,
+        +1.77318088145400459522e02,
+        +1.64234692871529701831e02,
+        +7.14778400825575695274e01,
+        +1.40959135607834029598e01,
+        +1.00000000000000000470e00,
+    )
+)
+AIRY_AFN = tl.constexpr(
+    (
+        -1.31696323418331795333e-01,
+        -6.26456544431912369773e-01,
+        -6.93158036036933542233e-01,
+        -2.79779981545119124951e-01,
+        -4.91900132609500318020e-02,
+        -4.06265923594885404393e-03,
+        -1.59276496239262096340e-04,
+        -2.77649108155232920844e-06,
+        -1.67787698489114633780e-08,
+    )
+)
+AIRY_AFD = tl.constexpr(
+    (
+        +1.33560420706553243746e01,
+        +3.26825032795224613948e01,
+        +2.67367040941499554804e01,
+        +9.18707402907259625840e00,
+        +1.47529146771666414581e00,
+        +1.15687173795188044134e-01,
+        +4.40291641615211203805e-03,
+        +7.54720348287414296618e-05,
+        +4.51850092970580378464e-07,
+    )
+)
+AIRY_AGN = tl.constexpr(
+    (
+        +1.97339932091685679179e-02,
+        +3.91103029615688277255e-01,
+        +1.06579897599595591108e00,
+        +9.39169229816650230044e-01,
+        +3.51465656105547619242e-01,
+        +6.33888919628925490927e-02,
+        +5.85804113048388458567e-03,
+        +2.82851600836737019778e-04,
+        +6.98793669997260967291e-06,
+        +8.11789239554389293311e-08,
+        +3.41551784765923618484e-10,
+    )
+)
+AIRY_AGD = tl.constexpr(
+    (
+        +9.30892908077441974853e00,
+        +1.98352928718312140417e01,
+        +1.55646628932864612953e01,
+        +5.47686069422975497931e00,
+        +9.54293611618961883998e-01,
+        +8.64580826352392193095e-02,
+        +4.12656523824222607191e-03,
+        +1.01259085116509135510e-04,
+        +1.17166733214413521882e-06,
+        +4.91834570062930015649e-09,
+    )
+)
+K0_A = tl.constexpr(
+    (
+        +1.37446543561352307156e-16,
+        +4.25981614279661018399e-14,
+        +1.03496952576338420167e-11,
+        +1.90451637722020886025e-09,
+        +2.53479107902614945675e-07,
+        +2.28621210311945178607e-05,
+        +1.26461541144692592338e-03,
+        +3.59799365153615016266e-02,
+        +3.44289899924628486886e-01,
+        -5.35327393233902768720e-01,
+    )
+)
+K0_B = tl.constexpr(
+    (
+        +5.30043377268626276149e-18,
+        -1.64758043015242134646e-17,
+        +5.21039150503902756861e-17,
+        -1.67823109680541210385e-16,
+        +5.51205597852431940784e-16,
+        -1.84859337734377901440e-15,
+        +6.34007647740507060557e-15,
+        -2.22751332699166985548e-14,
+        +8.03289077536357521100e-14,
+        -2.98009692317273043925e-13,
+        +1.14034058820847496303e-12,
+        -4.51459788337394416547e-12,
+        +1.85594911495471785253e-11,
+        -7.95748924447710747776e-11,
+        +3.57739728140030116597e-10,
+        -1.69753450938905987466e-09,
+        +8.57403401741422608519e-09,
+        -4.66048989768794782956e-08,
+        +2.76681363944501510342e-07,
+        -1.83175552271911948767e-06,
+        +1.39498137188764993662e-05,
+        -1.28495495816278026384e-04,
+        +1.56988388573005337491e-03,
+        -3.14481013119645005427e-02,
+        +2.44030308206595545468e00,
+    )
+)
+K1_A = tl.constexpr(
+    (
+        -7.02386347938628759343e-18,
+        -2.42744985051936593393e-15,
+        -6.66690169419932900609e-13,
+        -1.41148839263352776110e-10,
+        -2.21338763073472585583e-08,
+        -2.43340614156596823496e-06,
+        -1.73028895751305206302e-04,
+        -6.97572385963986435018e-03,
+        -1.22611180822657148235e-01,
+        -3.53155960776544875667e-01,
+        +1.52530022733894777053e00,
+    )
+)
+K1_B = tl.constexpr(
+    (
+        -5.75674448366501715755e-18,
+        +1.79405087314755922667e-17,
+        -5.68946255844285935196e-17,
+        +1.83809354436663880070e-16,
+        -6.05704724837331885336e-16,
+        +2.03870316562433424052e-15,
+        -7.01983709041831346144e-15,
+        +2.47715442448130437068e-14,
+        -8.97670518232499435011e-14,
+        +3.34841966607842919884e-13,
+        -1.28917396095102890680e-12,
+        +5.13963967348173025100e-12,
+        -2.12996783842756842877e-11,
+        +9.21831518760500529508e-11,
+        -4.19035475934189648750e-10,
+        +2.01504975519703286596e-09,
+        -1.03457624656780970260e-08,
+        +5.74108412545004946722e-08,
+        -3.50196060308781257119e-07,
+        +2.40648494783721712015e-06,
+        -1.93619797416608296024e-05,
+        +1.95215518471351631108e-04,
+        -2.85781685962277938680e-03,
+        +1.03923736576817238437e-01,
+        +2.72062619048444266945e00,
+    )
+)
+
+NDTRI_P0 = tl.constexpr(
+    (
+        -5.99633501014107895267e1,
+        9.80010754185999661536e1,
+        -5.66762857469070293439e1,
+        1.39312609387279679503e1,
+        -1.23916583867381258016e0,
+    )
+)
+NDTRI_Q0 = tl.constexpr(
+    (
+        1.0,
+        1.95448858338141759834e0,
+        4.67627912898881538453e0,
+        8.63602421390890590575e1,
+        -2.25462687854119370527e2,
+        2.00260212380060660359e2,
+        -8.20372256168333339912e1,
+        1.59056225126211695515e1,
+        -1.18331621121330003142e0,
+    )
+)
+NDTRI_P1 = tl.constexpr(
+    (
+        4.05544892305962419923e0,
+        3.15251094599893866154e1,
+        5.71628192246421288162e1,
+        4.40805073893200834700e1,
+        1.46849561928858024014e1,
+        2.18663306850790267539e0,
+        -1.40256079171354495875e-1,
+        -3.50424626827848203418e-2,
+        -8.57456785154685413611e-4,
+    )
+)
+NDTRI_Q1 = tl.constexpr(
+    (
+        1.0,
+        1.57799883256466749731e1,
+        4.53907635128879210584e1,
+        4.13172038254672030440e1,
+        1.50425385692907503408e1,
+        2.50464946208309415979e0,
+        -1.42182922854787788574e-1,
+        -3.80806407691578277194e-2,
+        -9.33259480895457427372e-4,
+    )
+)
+NDTRI_P2 = tl.constexpr(
+    (
+        3.23774891776946035970e0,
+        6.91522889068984211695e0,
+        3.93881025292474443415e0,
+        1.33303460815807542389e0,
+        2.01485389549179081538e-1,
+        1.23716634817820021358e-2,
+        3.01581553508235416007e-4,
+        2.65806974686737550832e-6,
+        6.23974539184983293730e-9,
+    )
+)
+NDTRI_Q2 = tl.constexpr(
+    (
+        1.0,
+        6.02427039364742014255e0,
+        3.67983563856160859403e0,
+        1.37702099489081330271e0,
+        2.16236993594496635890e-1,
+        1.34204006088543189037e-2,
+        3.28014464682127739104e-4,
+        2.89247864745380683936e-6,
+        6.79019408009981274425e-9,
+    )
+)
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------
+@triton.jit
+def _full(x, value):
+    """`value` in x's type and shape (an ATen constant T(value))."""
+    return tl.full(x.shape, value, x.dtype)
+
+
+@triton.jit
+def _polevl(x, C: tl.constexpr):
+    """Cephes' polevl: C[0] x^N + ... + C[N] by Horner's rule."""
+    acc = _full(x, C[0])
+    for i in tl.static_range(1, len(C)):
+        acc = acc * x + C[i]
+    return acc
+
+
+@triton.jit
+def _chbevl(x, C: tl.constexpr):
+    """Cephes' chbevl: the Chebyshev series of C at x (Clenshaw's recurrence), 0.5 * (b0 - b2)."""
+    b0 = _full(x, C[0])
+    b1 = _full(x, 0.0)
+    b2 = _full(x, 0.0)
+    for i in tl.static_range(1, len(C)):
+        b2 = b1
+        b1 = b0
+        b0 = x * b1 - b2 + C[i]
+    return 0.5 * (b0 - b2)
+
+
+@triton.jit
+def _degree(n):
+    """static_cast<int64_t>(n) of a float degree as x86 converts it: NaN, inf and out-of-range values
+    become INT64_MIN, i.e. negative (every polynomial is then 0)."""
+    ok = (n == n) & (tl.abs(n) < 9.0e18)
+    return tl.where(ok, n, -1.0).to(tl.int64)
+
+
+@triton.jit
+def _is_integer(x):
+    return x == libdevice.trunc(x)
+
+
+# ---- orthogonal polynomials (x, n): ATen's three-term recurrences up to n, frozen once q is NaN ----------
+@triton.jit
+def _chebyshev_recurrence(p, q, t, n, LIMIT):
+    """q_k = t q_{k-1} - q_{k-2} for k = 2..n; a lane stops where ATen's loop stops (k > n or q NaN)."""
+    for k in range(2, LIMIT + 1):
+        go = (k <= n) & (q == q)
+        r = libdevice.fma(t, q, -p)
+        p = tl.where(go, q, p)
+        q = tl.where(go, r, q)
+    return q
+
+
+@triton.jit
+def chebyshev_polynomial_t(x, y, LIMIT):
+    n = _degree(y)
+    ax = tl.abs(x)
+    r = _chebyshev_recurrence(_full(x, 1.0), x, x + x, n, LIMIT)
+    r = tl.where(n == 1, x, r)
+    r = tl.where(n == 0, 1.0, r)
+    r = tl.where((n > 6) & (ax < 1.0), tl.cos(n.to(x.dtype) * libdevice.acos(x)), r)
+    r = tl.where(ax == 1.0, tl.where((x > 0.0) | (n % 2 == 0), 1.0, -1.0), r)
+    return tl.where(n < 0, 0.0, r)
+
+
+@triton.jit
+def chebyshev_polynomial_u(x, y, LIMIT):
+    n = _degree(y)
+    ax = tl.abs(x)
+    n1 = (n + 1).to(x.dtype)
+    acos = libdevice.acos(x)
+    r = _chebyshev_recurrence(_full(x, 1.0), x + x, x + x, n, LIMIT)
+    r = tl.where(n == 1, x + x, r)
+    r = tl.where(n == 0, 1.0, r)
+    s = tl.sin(acos)
+    closed = tl.where(s != 0.0, tl.sin(n1 * acos) / s, n1 * tl.cos(n1 * acos) / x)
+    r = tl.where((n > 8) & (ax < 1.0), closed, r)
+    r = tl.where(ax == 1.0, tl.where((x > 0.0) | (n % 2 == 0), n1, -n1), r)
+    return tl.where(n < 0, 0.0, r)
+
+
+@triton.jit
+def chebyshev_polynomial_v(x, y, LIMIT):
+    n = _degree(y)
+    ax = tl.abs(x)
+    odd = (n + n + 1).to(x.dtype)
+    alternating = tl.where(n % 2 == 0, odd, -odd)
+    acos = libdevice.acos(x)
+    r = _chebyshev_recurrence(_full(x, 1.0), x + x - 1.0, x + x, n, LIMIT)
+    r = tl.where(n == 1, x + x - 1.0, r)
+    r = tl.where(n == 0, 1.0, r)
+    closed = tl.cos((n.to(x.dtype) + 0.5) * acos) / tl.cos(acos / 2.0)
+    closed = tl.where(tl.sin(acos / 2.0) != 1.0, closed, alternating)
+    r = tl.where((n > 8) & (ax < 1.0), closed, r)
+    r = tl.where(ax == 1.0, tl.where(x > 0.0, 1.0, alternating), r)
+    return tl.where(n < 0, 0.0, r)
+
+
+@triton.jit
+def chebyshev_polynomial_w(x, y, LIMIT):
+    n = _degree(y)
+    ax = tl.abs(x)
+    odd = (n + n + 1).to(x.dtype)
+    at_one = tl.where(x > 0.0, odd, tl.where(n % 2 == 0, 1.0, -1.0))
+    acos = libdevice.acos(x)
+    r = _chebyshev_recurrence(_full(x, 1.0), x + x + 1.0, x + x, n, LIMIT)
+    r = tl.where(n == 1, x + x + 1.0, r)
+    r = tl.where(n == 0, 1.0, r)
+    closed = tl.sin((n.to(x.dtype) + 0.5) * acos) / tl.sin(acos / 2.0)
+    closed = tl.where(tl.cos(acos / 2.0) != 1.0, closed, at_one)
+    r = tl.where((n > 8) & (ax < 1.0), closed, r)
+    r = tl.where(ax == 1.0, at_one, r)
+    return tl.where(n < 0, 0.0, r)
+
+
+@triton.jit
+def shifted_chebyshev_polynomial_t(x, y, LIMIT):
+    n = _degree(y)
+    s = x + x - 1.0
+    r = _chebyshev_recurrence(_full(x, 1.0), s, s + s, n, LIMIT)
+    r = tl.where(n == 1, s, r)
+    r = tl.where(n == 0, 1.0, r)
+    r = tl.where((n > 6) & (tl.abs(s) < 1.0), tl.cos(n.to(x.dtype) * libdevice.acos(s)), r)
+    r = tl.where(x == 0.0, tl.where(n % 2 == 0, 1.0, -1.0), r)
+    r = tl.where(x == 1.0, 1.0, r)
+    return tl.where(n < 0, 0.0, r)
+
+
+@triton.jit
+def shifted_chebyshev_polynomial_u(x, y, LIMIT):
+    n = _degree(y)
+    s = x + x - 1.0
+    n1 = (n + 1).to(x.dtype)
+    acos = libdevice.acos(s)
+    r = _chebyshev_recurrence(_full(x, 1.0), s + s, s + s, n, LIMIT)
+    r = tl.where(n == 1, s + s, r)
+    r = tl.where(n == 0, 1.0, r)
+    sin = tl.sin(acos)
+    closed = tl.where(sin != 0.0, tl.sin(n1 * acos) / sin, n1 * tl.cos(n1 * acos) / s)
+    r = tl.where((n > 6) & (tl.abs(s) < 1.0), closed, r)
+    r = tl.where(x == 0.0, tl.where(n % 2 == 0, n1, -n1), r)
+    r = tl.where(x == 1.0, n1, r)
+    return tl.where(n < 0, 0.0, r)
+
+
+@triton.jit
+def shifted_chebyshev_polynomial_v(x, y, LIMIT):
+    n = _degree(y)
+    s = x + x - 1.0
+    odd = (n + n + 1).to(x.dtype)
+    alternating = tl.where(n % 2 == 0, odd, -odd)
+    acos = libdevice.acos(s)
+    r = _chebyshev_recurrence(_full(x, 1.0), s + s - 1.0, s + s, n, LIMIT)
+    r = tl.where(n == 1, s + s - 1.0, r)
+    r = tl.where(n == 0, 1.0, r)
+    closed = tl.cos((n.to(x.dtype) + 0.5) * acos) / tl.cos(acos / 2.0)
+    closed = tl.where(tl.sin(acos / 2.0) != 1.0, closed, alternating)
+    r = tl.where((n > 6) & (tl.abs(s) < 1.0), closed, r)
+    r = tl.where(x == 0.0, alternating, r)
+    r = tl.where(x == 1.0, 1.0, r)
+    return tl.where(n < 0, 0.0, r)
+
+
+@triton.jit
+def shifted_chebyshev_polynomial_w(x, y, LIMIT):
+    n = _degree(y)
+    s = x + x - 1.0
+    sign = tl.where(n % 2 == 0, 1.0, -1.0)
+    acos = libdevice.acos(s)
+    r = _chebyshev_recurrence(_full(x, 1.0), s + s + 1.0, s + s, n, LIMIT)
+    r = tl.where(n == 1, s + s + 1.0, r)
+    r = tl.where(n == 0, 1.0, r)
+    closed = tl.sin((n.to(x.dtype) + 0.5) * acos) / tl.sin(acos / 2.0)
+    closed = tl.where(tl.cos(acos / 2.0) != 1.0, closed, sign)
+    r = tl.where((n > 4) & (tl.abs(s) < 1.0), closed, r)
+    r = tl.where(x == 0.0, sign, r)
+    r = tl.where(x == 1.0, (n + n + 1).to(x.dtype), r)
+    return tl.where(n < 0, 0.0, r)
+
+
+@triton.jit
+def _hermite_limit(x):
+    """ATen's getHermitianLimit: above this degree H_n and He_n are NaN."""
+    if x.dtype == tl.float32:
+        limit = 128
+    else:
+        limit = 512
+    return limit
+
+
+@triton.jit
+def hermite_polynomial_h(x, y, LIMIT):
+    n = _degree(y)
+    p = _full(x, 1.0)
+    q = x + x
+    for j in range(1, LIMIT):  # ATen's k = 2j: r = 2x q - k p for k = 2, 4, ..., 2n - 2
+        go = j < n
+        r = libdevice.fma(x + x, q, -((j + j).to(x.dtype) * p))
+        p = tl.where(go, q, p)
+        q = tl.where(go, r, q)
+    r = tl.where(n > _hermite_limit(x), float("nan"), q)
+    r = tl.where(n == 1, x + x, r)
+    r = tl.where(n == 0, 1.0, r)
+    return tl.where(n < 0, 0.0, r)
+
+
+@triton.jit
+def hermite_polynomial_he(x, y, LIMIT):
+    n = _degree(y)
+    p = _full(x, 1.0)
+    q = x
+    for k in range(1, LIMIT):
+        go = k < n
+        r = libdevice.fma(x, q, -(k.to(x.dtype) * p))
+        p = tl.where(go, q, p)
+        q = tl.where(go, r, q)
+    r = tl.where(n > _hermite_limit(x), float("nan"), q)
+    r = tl.where(n == 1, x, r)
+    r = tl.where(n == 0, 1.0, r)
+    return tl.where(n < 0, 0.0, r)
+
+
+@triton.jit
+def laguerre_polynomial_l(x, y, LIMIT):
+    n = _degree(y)
+    p = _full(x, 1.0)
+    q = 1.0 - x
+    for k in range(1, LIMIT):
+        go = (k < n) & (q == q)
+        kf = k.to(x.dtype)
+        r = libdevice.fma((k + k).to(x.dtype) + (1.0 - x), q, -(kf * p)) / (k + 1).to(x.dtype)
+        p = tl.where(go, q, p)
+        q = tl.where(go, r, q)
+    r = tl.where(n == 1, 1.0 - x, q)
+    r = tl.where(n == 0, 1.0, r)
+    r = tl.where(tl.abs(x) == 0.0, 1.0, r)
+    return tl.where(n < 0, 0.0, r)
+
+
+@triton.jit
+def legendre_polynomial_p(x, y, LIMIT):
+    n = _degree(y)
+    p = _full(x, 1.0)
+    q = x
+    for k in range(1, LIMIT):
+        go = (k < n) & (q == q)
+        r = libdevice.fma((k + k + 1).to(x.dtype) * x, q, -(k.to(x.dtype) * p)) / (k + 1).to(x.dtype)
+        p = tl.where(go, q, p)
+        q = tl.where(go, r, q)
+    r = tl.where(n == 1, x, q)
+    r = tl.where(n == 0, 1.0, r)
+    r = tl.where(tl.abs(x) == 1.0, tl.where((x > 0.0) | (n % 2 == 0), 1.0, -1.0), r)
+    return tl.where(n < 0, 0.0, r)
+
+
+# ---- gamma family: digamma, trigamma, zeta, polygamma ------------------------------------------------------
+@triton.jit
+def _digamma_positive(x):
+    """calc_digamma's x > 0 branch: x pushed to >= 10 (at most ten steps), then the asymptotic series."""
+    result = _full(x, 0.0)
+    for _ in tl.static_range(10):
+        go = x < 10.0
+        result = tl.where(go, result - 1.0 / x, result)
+        x = tl.where(go, x + 1.0, x)
+    z = 1.0 / (x * x)
+    y = tl.where(x < 1.0e17, z * _polevl(z, DIGAMMA_A), 0.0)
+    return tl.where(x == 10.0, result + PSI_10, result + tl.log(x) - 0.5 / x - y)
+
+
+@triton.jit
+def digamma(x, y, LIMIT):
+    # a negative non-integer reflects: digamma(1 - x) - pi / tan(pi r), r = x's fractional part, in double
+    r = x.to(tl.float64) - libdevice.trunc(x.to(tl.float64))
+    reflection = (3.14159265358979323846 / libdevice.tan(3.14159265358979323846 * r)).to(x.dtype)
+    negative = x < 0.0
+    value = _digamma_positive(tl.where(negative, 1.0 - x, x))
+    value = tl.where(negative, value - reflection, value)
+    value = tl.where(negative & _is_integer(x), float("nan"), value)
+    # +-0: -+inf (C++'s tgamma convention)
+    return tl.where(x == 0.0, tl.where(1.0 / x < 0.0, float("inf"), -float("inf")), value)
+
+
+@triton.jit
+def trigamma(x, y, LIMIT):
+    reflect = x < 0.5
+    pi = _full(x, PI)  # c10::pi<T>: pi * pi rounds in T
+    sin_pi_x = tl.sin(pi * x)
+    result = tl.where(reflect, -(pi * pi) / (sin_pi_x * sin_pi_x), 0.0)
+    x = tl.where(reflect, 1.0 - x, x)
+    for _ in tl.static_range(6):
+        result += 1.0 / (x * x)
+        x += 1.0
+    ixx = 1.0 / (x * x)
+    sixth = _full(x, 1.0) / 6.0
+    thirtieth = _full(x, 1.0) / 30.0
+    fortysecond = _full(x, 1.0) / 42.0
+    result += (1.0 + 1.0 / (2.0 * x) + ixx * (sixth - ixx * (thirtieth - ixx * fortysecond))) / x
+    return tl.where(reflect, -result, result)
+
+
+@triton.jit
+def _zeta(x, q, LIMIT):
+    """ATen's zeta(x, q), the Hurwitz zeta function, summed in double (acc_type) whatever x's type; the
+    first term pow(q, -x) in the operands' type as std::pow computes it. LIMIT >= the number of direct terms
+    ATen's `while (i < 9 || a <= 9)` loop takes."""
+    first = libdevice.pow(q, -x).to(tl.float64)
+    xd = x.to(tl.float64)
+    qd = q.to(tl.float64)
+    s = first
+    a = qd
+    b = tl.zeros_like(qd)
+    done = qd != qd  # all False
+    for i in range(0, LIMIT):
+        go = (~done) & ((i < 9) | (a <= 9.0))
+        a = tl.where(go, a + 1.0, a)
+        b = tl.where(go, libdevice.pow(a, -xd), b)
+        s = tl.where(go, s + b, s)
+        done = done | (go & (-F64_MACHEP * s < b) & (b < F64_MACHEP * s))
+    w = a
+    s = tl.where(done, s, s + b * w / (xd - 1.0) - 0.5 * b)
+    a = tl.full(qd.shape, 1.0, tl.float64)
+    k = tl.zeros_like(qd)
+    for i in tl.static_range(12):
+        a *= xd + k
+        b /= w
+        t = a * b / ZETA_A[i]
+        s2 = s + t
+        s = tl.where(done, s, s2)
+        done = done | (tl.abs(t / s2) < F64_MACHEP)
+        k += 1.0
+        a *= xd + k
+        b /= w
+        k += 1.0
+    value = s.to(x.dtype)
+    value = tl.where((q <= 0.0) & (x != libdevice.floor(x)), float("nan"), value)
+    value = tl.where((q <= 0.0) & (q == libdevice.floor(q)), float("inf"), value)
+    value = tl.where(x < 1.0, float("nan"), value)
+    return tl.where(x == 1.0, float("inf"), value)
+
+
+@triton.jit
+def zeta(x, y, LIMIT):
+    return _zeta(x, y, LIMIT)
+
+
+@triton.jit
+def polygamma(x, y, LIMIT):
+    """polygamma(n, x) with x the operand and y the order n (one value: the op's int argument)."""
+    n = y.to(tl.int32)
+    nf = n.to(x.dtype)
+    sign = tl.where(n % 2 == 1, 1.0, -1.0)
+    value = sign * tl.exp(libdevice.lgamma(nf + 1.0)) * _zeta(nf + 1.0, x, LIMIT)
+    value = tl.where(n == 1, trigamma(x, x, LIMIT), value)
+    return tl.where(n == 0, digamma(x, x, LIMIT), value)
+
+
+# ---- modified Bessel functions -------------------------------------------------------------------------------
+@triton.jit
+def i0e(x, y, LIMIT):
+    ax = tl.abs(x)
+    small = _chbevl(ax / 2.0 - 2.0, I0E_A)
+    large = _chbevl(32.0 / ax - 2.0, I0E_B) / tl.sqrt(ax)
+    return tl.where(ax <= 8.0, small, large)
+
+
+@triton.jit
+def i0(x, y, LIMIT):
+    """calc_i0 and modified_bessel_i0_forward (the same steps)."""
+    ax = tl.abs(x)
+    small = tl.exp(ax) * _chbevl(ax / 2.0 - 2.0, I0E_A)
+    large = tl.exp(ax) * _chbevl(32.0 / ax - 2.0, I0E_B) / tl.sqrt(ax)
+    return tl.where(ax <= 8.0, small, large)
+
+
+@triton.jit
+def _i1e_series(ax):
+    """(chbevl over [0, 8], chbevl over (8, inf)) of calc_i1/calc_i1e: float32 takes Cephes' shorter
+    float tables, as ATen does."""
+    if ax.dtype == tl.float32:
+        small = _chbevl(ax / 2.0 - 2.0, I1E_A_F32)
+        large = _chbevl(32.0 / ax - 2.0, I1E_B_F32)
+    else:
+        small = _chbevl(ax / 2.0 - 2.0, I1E_A)
+        large = _chbevl(32.0 / ax - 2.0, I1E_B)
+    return small, large
+
+
+@triton.jit
+def i1e(x, y, LIMIT):
+    ax = tl.abs(x)
+    small, large = _i1e_series(ax)
+    out = tl.where(ax <= 8.0, small * ax, large / tl.sqrt(ax))
+    return tl.where(x < 0.0, -out, out)
+
+
+@triton.jit
+def i1(x, y, LIMIT):
+    ax = tl.abs(x)
+    small, large = _i1e_series(ax)
+    e = tl.exp(ax)
+    out = tl.where(ax <= 8.0, e * ax * small, (e * large) / tl.sqrt(ax))
+    return tl.where(x < 0.0, -out, out)
+
+
+@triton.jit
+def modified_bessel_i1(x, y, LIMIT):
+    """modified_bessel_i1_forward: the full tables in every type (calc_i1 shortens them for float)."""
+    ax = tl.abs(x)
+    e = tl.exp(ax)
+    small = _chbevl(ax / 2.0 - 2.0, I1E_A) * ax * e
+    large = e * _chbevl(32.0 / ax - 2.0, I1E_B) / tl.sqrt(ax)
+    out = tl.where(ax <= 8.0, small, large)
+    return tl.where(x < 0.0, -out, out)
+
+
+@triton.jit
+def _k_domain(x, value):
+    """K0, K1 and their scaled forms: inf at 0, NaN below."""
+    value = tl.where(x < 0.0, float("nan"), value)
+    return tl.where(x == 0.0, float("inf"), value)
+
+
+@triton.jit
+def modified_bessel_k0(x, y, LIMIT):
+    # ATen's `std::log(0.5 * x)` is a double log (0.5 a double literal): the small branch sums in double
+    log_half_x = tl.log(0.5 * x.to(tl.float64))
+    small = (_chbevl(x * x - 2.0, K0_A).to(tl.float64) - log_half_x * i0(x, x, LIMIT).to(tl.float64)).to(x.dtype)
+    large = tl.exp(-x) * _chbevl(8.0 / x - 2.0, K0_B) / tl.sqrt(x)
+    return _k_domain(x, tl.where(x <= 2.0, small, large))
+
+
+@triton.jit
+def modified_bessel_k1(x, y, LIMIT):
+    small = tl.log(0.5 * x) * modified_bessel_i1(x, x, LIMIT) + _chbevl(x * x - 2.0, K1_A) / x
+    large = tl.exp(-x) * _chbevl(8.0 / x - 2.0, K1_B) / tl.sqrt(x)
+    return _k_domain(x, tl.where(x <= 2.0, small, large))
+
+
+@triton.jit
+def scaled_modified_bessel_k0(x, y, LIMIT):
+    small = (_chbevl(x * x - 2.0, K0_A) - tl.log(0.5 * x) * i0(x, x, LIMIT)) * tl.exp(x)
+    large = _chbevl(8.0 / x - 2.0, K0_B) / tl.sqrt(x)
+    return _k_domain(x, tl.where(x <= 2.0, small, large))
+
+
+@triton.jit
+def scaled_modified_bessel_k1(x, y, LIMIT):
+    small = (tl.log(0.5 * x) * modified_bessel_i1(x, x, LIMIT) + _chbevl(x * x - 2.0, K1_A) / x) * tl.exp(x)
+    large = _chbevl(8.0 / x - 2.0, K1_B) / tl.sqrt(x)
+    return _k_domain(x, tl.where(x <= 2.0, small, large))
+
+
+@triton.jit
+def spherical_bessel_j0(x, y, LIMIT):
+    x2 = x * x
+    one = _full(x, 1.0)
+    series = x2 * (one / 6227020800.0)
+    series = x2 * (-one / 39916800.0 + series)
+    series = x2 * (one / 362880.0 + series)
+    series = x2 * (-one / 5040.0 + series)
+    series = x2 * (one / 120.0 + series)
+    series = 1.0 + x2 * (-one / 6.0 + series)
+    value = tl.where(tl.abs(x) < 0.5, series, tl.sin(x) / x)
+    return tl.where(tl.abs(x) == float("inf"), 0.0, value)
+
+
+# ---- ndtri, log_ndtr -------------------------------------------------------------------------------------
+@triton.jit
+def ndtri(x, y, LIMIT):
+    upper = x > _full(x, 1.0) - EXP_M2  # one - T{exp(-2)}, rounded in T
+    yy = tl.where(upper, 1.0 - x, x)
+    # the central range |y - 0.5| <= 3/8
+    c = yy - 0.5
+    c2 = c * c
+    central = (c + c * (c2 * _polevl(c2, NDTRI_P0) / _polevl(c2, NDTRI_Q0))) * 2.50662827463100050242
+    # the tails, in z = sqrt(-2 log y)
+    t = tl.sqrt(-2.0 * tl.log(yy))
+    x0 = t - tl.log(t) / t
+    z = 1.0 / t
+    x1 = tl.where(
+        t < 8.0, z * _polevl(z, NDTRI_P1) / _polevl(z, NDTRI_Q1), z * _polevl(z, NDTRI_P2) / _polevl(z, NDTRI_Q2)
+    )
+    tail = x0 - x1
+    tail = tl.where(upper, tail, -tail)
+    value = tl.where(yy > EXP_M2, central, tail)
+    value = tl.where((x < 0.0) | (x > 1.0), float("nan"), value)
+    value = tl.where(x == 1.0, float("inf"), value)
+    return tl.where(x == 0.0, -float("inf"), value)
+
+
+@triton.jit
+def log_ndtr(x, y, LIMIT):
+    """calc_log_ndtr, with libdevice's erfcx and erfc for ATen's (both within an ulp or two)."""
+    t = x * 0.707106781186547524400844362104849039
+    low = tl.log(libdevice.erfcx(-t) / 2.0) - t * t
+    high = libdevice.log1p(-libdevice.erfc(t) / 2.0)
+    return tl.where(x < -1.0, low, high)
+
+
+# ---- Airy's Ai ---------------------------------------------------------------------------------------------
+@triton.jit
+def _polevl_in(x, C: tl.constexpr):
+    """airy_ai_forward's `acc = acc * x + C[i]` from acc = 0 (not Cephes' polevl: 0 * inf is NaN)."""
+    acc = _full(x, 0.0)
+    for i in tl.static_range(len(C)):
+        acc = acc * x + C[i]
+    return acc
+
+
+@triton.jit
+def _epsilon(x):
+    """std::numeric_limits<T>::epsilon() in x's type and shape."""
+    if x.dtype == tl.float32:
+        eps = _full(x, F32_EPSILON)
+    else:
+        eps = _full(x, F64_EPSILON)
+    return eps
+
+
+@triton.jit
+def airy_ai(x, y, LIMIT):
+    two = _full(x, 2.0)
+    three = _full(x, 3.0)
+    # x < -2.09: the oscillating asymptotic form
+    root = tl.sqrt(-x)
+    zeta_neg = -two * x * root / three
+    z = 1.0 / zeta_neg
+    zz = z * z
+    afn = _polevl_in(zz, AIRY_AFN)
+    afd = _polevl_in(zz, AIRY_AFD)
+    agn = _polevl_in(zz, AIRY_AGN)
+    agd = _polevl_in(zz, AIRY_AGD)
+    t = zeta_neg + 0.25 * _full(x, PI)
+    negative = (
+        5.64189583547756286948e-01 / tl.sqrt(root) * (tl.sin(t) * (1.0 + zz * afn / afd) - tl.cos(t) * (z * agn / agd))
+    )
+    # x >= 2.09: the decaying asymptotic form
+    zeta = two * x * tl.sqrt(x) / three
+    inverse = 1.0 / zeta
+    an = _polevl_in(inverse, AIRY_AN)
+    ad = _polevl_in(inverse, AIRY_AD)
+    positive = 5.64189583547756286948e-01 * (an / ad) / (2.0 * tl.sqrt(tl.sqrt(x)) * tl.exp(zeta))
+    # |x| < 2.09: the power series, summed until a term falls below epsilon (at most 12 in double)
+    eps = _epsilon(x)
+    f = _full(x, 1.0)
+    g = x
+    k = _full(x, 1.0)
+    m = _full(x, 1.0)
+    n = x
+    cube = x * x * x
+    active = f == 1.0  # ATen's loop takes its first step whatever x is (t starts at 1)
+    for _ in range(0, 40):
+        m2 = m * cube
+        k2 = k + 1.0
+        m2 = m2 / k2
+        n2 = n * cube
+        k2 = k2 + 1.0
+        n2 = n2 / k2
+        m2 = m2 / k2
+        f2 = f + m2
+        k2 = k2 + 1.0
+        n2 = n2 / k2
+        g2 = g + n2
+        m = tl.where(active, m2, m)
+        n = tl.where(active, n2, n)
+        k = tl.where(active, k2, k)
+        f = tl.where(active, f2, f)
+        g = tl.where(active, g2, g)
+        active = active & (tl.abs(m2 / f2) > eps)
+    series = 0.355028053887817239260 * f - 0.258819403792806798405 * g
+    value = tl.where(x < -2.09, negative, tl.where(x >= 2.09, positive, series))
+    value = tl.where(x > 103.892, 0.0, value)
+    return tl.where(tl.abs(x) == float("inf"), float("nan"), value)
+
+
+FUNCTIONS = {
+    f.__name__: f
+    for f in (
+        chebyshev_polynomial_t,
+        chebyshev_polynomial_u,
+        chebyshev_polynomial_v,
+        chebyshev_polynomial_w,
+        shifted_chebyshev_polynomial_t,
+        shifted_chebyshev_polynomial_u,
+        shifted_chebyshev_polynomial_v,
+        shifted_chebyshev_polynomial_w,
+        hermite_polynomial_h,
+        hermite_polynomial_he,
+        laguerre_polynomial_l,
+        legendre_polynomial_p,
+        digamma,
+        trigamma,
+        polygamma,
+        zeta,
+        i0,
+        i0e,
+        i1,
+        i1e,
+        modified_bessel_i1,
+        modified_bessel_k0,
+        modified_bessel_k1,
+        scaled_modified_bessel_k0,
+        scaled_modified_bessel_k1,
+        spherical_bessel_j0,
+        ndtri,
+        log_ndtr,
+        airy_ai,
+    )
+}
+
+
+# ---- the kernel ----------------------------------------------------------------------------------------------
+@triton.jit(
+    do_not_specialize=[
+        "n",
+        "s1",
+        "s2",
+        "s3",
+        "o0",
+        "o1",
+        "o2",
+        "o3",
+        "a0",
+        "a1",
+        "a2",
+        "a3",
+        "b0",
+        "b1",
+        "b2",
+        "b3",
+        "c0",
+        "c1",
+        "c2",
+        "c3",
+        "limit",
+    ]
+)
+def special_pointwise(
+    out, a, b, c, n, s1, s2, s3,
+    o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+    limit, FN: tl.constexpr, ARITY: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """out[i] = FN(a[i], b[i], limit) in the compute type CT (kernels.elementwise's layout: up to RANK
+    strided dims, operands broadcast by zero strides; c is unused)."""
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(CT)
+    y = x
+    if ARITY >= 2:
+        y = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask).to(CT)
+    result = FN(x, y, limit)
+    tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), result.to(out.dtype.element_ty), mask=mask)
