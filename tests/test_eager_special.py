@@ -9,8 +9,9 @@ type; ATOL lets results that are zero up to rounding (a polynomial at a root) di
 polynomials' recurrences use fused multiply-adds where the host's compiler contracts ATen's `a * q - p`
 (matching it bit for bit); their closed forms for |x| < 1 (cos(n acos x)) carry a one-ulp difference of the
 host's acos n-fold, so their tolerances grow with the degree: RTOL * (|n| + 1) * max(1, |value|).
-log_ndtr uses libdevice's erfcx and erfc where ATen has its own (LOOSE, 64 ulp): both are accurate to a
-couple of ulp, but log() of a value near 1 magnifies them."""
+log_ndtr, erfcx, lgamma and erfinv use libdevice's erfcx, erfc, lgamma and erfinv where ATen has its own
+(LOOSE, 64 ulp): each is accurate to a couple of ulp, but log() of a value near 1 magnifies them (log_ndtr),
+as lgamma's near its roots 1 and 2."""
 
 from __future__ import annotations
 
@@ -86,7 +87,14 @@ UNARY = {
     "airy_ai": torch.special.airy_ai,
     "ndtri": torch.special.ndtri,
     "log_ndtr": torch.special.log_ndtr,
+    "erfcx": torch.special.erfcx,
+    "lgamma": torch.lgamma,
+    "erfinv": torch.erfinv,
+    "entr": torch.special.entr,
+    "sinc": torch.sinc,
 }
+# libdevice's versions where ATen has its own algorithm (see the module's docstring)
+LIBDEVICE = {"log_ndtr", "erfcx", "lgamma", "erfinv"}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -94,9 +102,10 @@ UNARY = {
 def test_functions_of_x_match_the_cpu(name, dtype, no_host_ops):
     fn = UNARY[name]
     x = edge_values(dtype)
-    if name == "ndtri":  # a probability: (0, 1) and its edges
+    if name in ("ndtri", "erfinv"):  # a probability (or its erf): (0, 1) and its edges
+        x = torch.cat([x, -x[10:13]])
         x = torch.cat([x, torch.tensor([1e-30, 1e-10, 0.01, 0.1, 0.2, 0.5, 0.9, 0.99, 1 - 1e-7], dtype=dtype)])
-    same(fn(x.to("plate")), fn(x), loose=name == "log_ndtr")
+    same(fn(x.to("plate")), fn(x), loose=name in LIBDEVICE)
 
 
 def test_functions_of_x_promote_integers_and_keep_strides(no_host_ops):
@@ -121,6 +130,18 @@ def test_a_half_input_of_a_float_only_function_raises_as_on_the_cpu():
 def test_digamma_of_half_runs_on_plate_in_float(no_host_ops):
     x = torch.tensor([-2.5, -0.5, 0.0, 0.25, 1.0, 3.0, 100.0], dtype=torch.float16)
     torch.testing.assert_close(torch.digamma(x.to("plate")).cpu(), torch.digamma(x), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_xlogy_and_xlog1py_match_the_cpu(dtype, no_host_ops):
+    x = edge_values(dtype)
+    y = x.flip(0)
+    for fn in (torch.xlogy, torch.special.xlog1py):
+        same(fn(*plate(x, y)), fn(x, y))
+        same(fn(*plate(torch.zeros_like(x), y)), fn(torch.zeros_like(x), y))  # 0 * log(y) is 0 unless y is NaN
+        same(fn(*plate(x, 2.5)), fn(x, 2.5))
+    z = torch.arange(-3, 5)
+    same(torch.xlogy(*plate(z, z)), torch.xlogy(z, z))  # int64 -> float32
 
 
 # ---- polygamma, zeta ----------------------------------------------------------------------------------

@@ -1034,6 +1034,47 @@ def airy_ai(x, y, LIMIT):
     return tl.where(tl.abs(x) == float("inf"), float("nan"), value)
 
 
+# ---- functions libdevice holds (plate's libdevice: computed in double and rounded once) -------------------
+@triton.jit
+def erfcx(x, y, LIMIT):
+    return libdevice.erfcx(x)
+
+
+@triton.jit
+def lgamma(x, y, LIMIT):
+    return libdevice.lgamma(x)
+
+
+@triton.jit
+def erfinv(x, y, LIMIT):
+    return libdevice.erfinv(x)
+
+
+# ---- entr, sinc, xlogy, xlog1py (ATen's cpu kernels' lambdas) ---------------------------------------------------
+@triton.jit
+def entr(x, y, LIMIT):
+    value = tl.where(x > 0.0, -x * tl.log(x), tl.where(x == 0.0, 0.0, -float("inf")))
+    return tl.where(x != x, x, value)
+
+
+@triton.jit
+def sinc(x, y, LIMIT):
+    product = _full(x, PI) * x
+    return tl.where(x == 0.0, 1.0, tl.sin(product) / product)
+
+
+@triton.jit
+def xlogy(x, y, LIMIT):
+    value = tl.where(x == 0.0, 0.0, x * tl.log(y))
+    return tl.where(y != y, float("nan"), value)
+
+
+@triton.jit
+def xlog1py(x, y, LIMIT):
+    value = tl.where(x == 0.0, 0.0, x * libdevice.log1p(y))
+    return tl.where(y != y, float("nan"), value)
+
+
 FUNCTIONS = {
     f.__name__: f
     for f in (
@@ -1066,6 +1107,13 @@ FUNCTIONS = {
         ndtri,
         log_ndtr,
         airy_ai,
+        erfcx,
+        lgamma,
+        erfinv,
+        entr,
+        sinc,
+        xlogy,
+        xlog1py,
     )
 }
 

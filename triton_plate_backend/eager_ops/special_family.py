@@ -41,6 +41,7 @@ MAX_LIMIT = 1 << 16
 FLOAT_ONLY = frozenset(
     {
         "airy_ai",
+        "erfcx",
         "chebyshev_polynomial_t",
         "chebyshev_polynomial_u",
         "chebyshev_polynomial_v",

@@ -102,6 +102,13 @@ EAGER_OPS: dict[str, Row] = {
     "special_airy_ai.default": Row("special", "airy_ai", ("x",), compute="result"),
     "special_ndtri.default": Row("special", "ndtri", compute="result"),
     "special_log_ndtr.default": Row("special", "log_ndtr", compute="result"),
+    "special_erfcx.default": Row("special", "erfcx", compute="result"),
+    "lgamma.default": Row("special", "lgamma", compute="result"),
+    "erfinv.default": Row("special", "erfinv", compute="result"),
+    "special_entr.default": Row("special", "entr", compute="result"),
+    "sinc.default": Row("special", "sinc", compute="result"),
+    "xlogy.Tensor": Row("special", "xlogy", BINARY, compute="result"),
+    "special_xlog1py.default": Row("special", "xlog1py", BINARY, compute="result"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
@@ -146,8 +153,15 @@ VARIANTS: dict[str, tuple[str, ...]] = {
             "airy_ai",
             "ndtri",
             "log_ndtr",
+            "entr",
+            "erfcx",
         )
     },  # fmt: skip
+    "lgamma.default": ("lgamma_.default", "lgamma.out"),
+    "erfinv.default": ("erfinv_.default", "erfinv.out"),
+    "sinc.default": ("sinc_.default", "sinc.out"),
+    "xlogy.Tensor": ("xlogy_.Tensor", "xlogy.OutTensor"),
+    "special_xlog1py.default": ("special_xlog1py.out",),
 }
 
 
