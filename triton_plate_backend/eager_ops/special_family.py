@@ -41,6 +41,10 @@ MAX_LIMIT = 1 << 16
 FLOAT_ONLY = frozenset(
     {
         "airy_ai",
+        "bessel_j0",
+        "bessel_j1",
+        "bessel_y0",
+        "bessel_y1",
         "erfcx",
         "chebyshev_polynomial_t",
         "chebyshev_polynomial_u",

@@ -46,6 +46,7 @@ FLOAT_FUNCTIONS = (
 POLYNOMIALS = tuple(
     f"{kind}_polynomial_{letter}" for kind in ("chebyshev", "shifted_chebyshev") for letter in "tuvw"
 ) + ("hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
+BESSEL = ("j0", "j1", "y0", "y1")
 EAGER_OPS: dict[str, Row] = {
     "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
@@ -103,6 +104,7 @@ EAGER_OPS: dict[str, Row] = {
     "special_ndtri.default": Row("special", "ndtri", compute="result"),
     "special_log_ndtr.default": Row("special", "log_ndtr", compute="result"),
     "special_erfcx.default": Row("special", "erfcx", compute="result"),
+    **{f"special_bessel_{kind}.default": Row("special", f"bessel_{kind}", compute="result") for kind in BESSEL},
     "lgamma.default": Row("special", "lgamma", compute="result"),
     "erfinv.default": Row("special", "erfinv", compute="result"),
     "special_entr.default": Row("special", "entr", compute="result"),
@@ -155,6 +157,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
             "log_ndtr",
             "entr",
             "erfcx",
+            *(f"bessel_{kind}" for kind in BESSEL),
         )
     },  # fmt: skip
     "lgamma.default": ("lgamma_.default", "lgamma.out"),
