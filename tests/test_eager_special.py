@@ -181,6 +181,21 @@ def test_zeta_far_below_zero_runs_its_long_sum_on_the_host():
     assert sum(torch.plate.host_ops().values()) == 1
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_igamma_and_igammac_match_the_cpu(dtype, no_host_ops):
+    """Every branch of calc_igamma/calc_igammac: the boundary values, the power series, the continued
+    fraction, the complement series, and the asymptotic series for a ~ x (20 < a < 200, and a > 200)."""
+    a = torch.tensor(
+        [NAN, INF, 0.0, -1.0, 1e-3, 0.1, 0.5, 1.0, 2.5, 7.0, 25.0, 60.0, 150.0, 250.0, 1e3, 1e4], dtype=dtype
+    )
+    x = torch.tensor(
+        [NAN, INF, 0.0, -1.0, 1e-3, 0.3, 0.7, 1.05, 2.0, 6.0, 24.0, 70.0, 140.0, 255.0, 1.01e3, 9.9e3], dtype=dtype
+    )
+    grid_a, grid_x = torch.meshgrid(a, x, indexing="ij")
+    for fn in (torch.igamma, torch.igammac):
+        same(fn(*plate(grid_a, grid_x)), fn(grid_a, grid_x))
+
+
 # ---- polynomials of (x, n) ---------------------------------------------------------------------------------
 POLYNOMIALS = {name: getattr(torch.special, name) for name in table.POLYNOMIALS}
 # ATen's recurrences that declare `T r;` return it uninitialized for NaN x and n >= 2 (their loop stops

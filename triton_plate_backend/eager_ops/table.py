@@ -104,6 +104,8 @@ EAGER_OPS: dict[str, Row] = {
     "special_ndtri.default": Row("special", "ndtri", compute="result"),
     "special_log_ndtr.default": Row("special", "log_ndtr", compute="result"),
     "special_erfcx.default": Row("special", "erfcx", compute="result"),
+    "igamma.default": Row("special", "igamma", BINARY, compute="result"),
+    "igammac.default": Row("special", "igammac", BINARY, compute="result"),
     **{f"special_bessel_{kind}.default": Row("special", f"bessel_{kind}", compute="result") for kind in BESSEL},
     "lgamma.default": Row("special", "lgamma", compute="result"),
     "erfinv.default": Row("special", "erfinv", compute="result"),
@@ -161,6 +163,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
         )
     },  # fmt: skip
     "lgamma.default": ("lgamma_.default", "lgamma.out"),
+    "igamma.default": ("igamma_.default", "igamma.out"),
+    "igammac.default": ("igammac_.default", "igammac.out"),
     "erfinv.default": ("erfinv_.default", "erfinv.out"),
     "sinc.default": ("sinc_.default", "sinc.out"),
     "xlogy.Tensor": ("xlogy_.Tensor", "xlogy.OutTensor"),
