@@ -71,7 +71,7 @@ FLOAT_ONLY = frozenset(
     }
 )
 DEGREE = "degree"  # LIMIT: the largest degree n (the second operand)
-ZETA_TERMS = "zeta_terms"  # LIMIT: zeta's direct terms for the smallest shift q of operand `LIMIT_OPERAND`
+ZETA_TERMS = "zeta_terms"  # LIMIT: the direct terms zeta sums for the smallest shift q (LIMITS names the operand)
 
 
 def _elements(t: torch.Tensor, ct: torch.dtype) -> torch.Tensor:
