@@ -579,10 +579,10 @@ def test_triton_kernel_runs_on_plate_tensors_and_advances_the_modeled_clock():
 def test_eager_host_ops_are_counted_and_named():
     a, b = on_plate(torch.randn(8, 8)), on_plate(torch.randn(8, 8))
     torch.plate.reset_host_ops()
-    c = (a @ b).lgamma()
+    c = (a @ b).asinh()
     c.sum()
     counts = torch.plate.host_ops()
-    assert counts["aten.mm"] == 1 and counts["aten.lgamma"] == 1 and counts["aten.sum"] == 1
+    assert counts["aten.mm"] == 1 and counts["aten.asinh"] == 1 and counts["aten.sum"] == 1
     torch.plate.reset_host_ops()
     assert torch.plate.host_ops() == {}
 
@@ -602,7 +602,7 @@ def test_a_host_op_scope_counts_only_its_own_thread():
 
     def other():
         with torch.plate.host_op_scope() as ops:
-            x.digamma()
+            x.tan()
         seen.update(ops)
 
     with torch.plate.host_op_scope() as outer:
@@ -614,15 +614,15 @@ def test_a_host_op_scope_counts_only_its_own_thread():
         worker.join()
     assert inner == {"aten.cosh": 1}
     assert outer == {"aten.sinh": 1, "aten.cosh": 1}  # the inner scope's ops are the outer one's too
-    assert seen == {"aten.digamma": 1}
+    assert seen == {"aten.tan": 1}
 
 
 def test_a_scope_left_open_by_an_error_closes_with_its_parent():
     x = on_plate(torch.randn(4))
     token = plate_device.host_op_counter.enter_scope()
     plate_device.host_op_counter.enter_scope()  # never exited, as after an exception
-    x.lgamma()
-    assert plate_device.host_op_counter.exit_scope(token) == {"aten.lgamma": 1}
+    x.asinh()
+    assert plate_device.host_op_counter.exit_scope(token) == {"aten.asinh": 1}
     with torch.plate.host_op_scope() as ops:
         x.atan()
     assert ops == {"aten.atan": 1}
