@@ -121,17 +121,20 @@ class PackedTrace:
         h.update(b"%d|" % self.rows)
         h.update(self.table)  # zlib output is a function of its input
         pieces: dict[int, bytes] = {}  # id of a compact form -> its bytes (equal arrays share one)
+        parts = []  # hashed as one string: the same digest as one update per part
         for a in self.arrays:
-            if isinstance(a, (_Bitmap, _Runs)):
+            kind = type(a)
+            if kind is _Bitmap or kind is _Runs:
                 piece = pieces.get(id(a))
                 if piece is None:
                     piece = pieces[id(a)] = _compact_bytes(a)
-                h.update(piece)
+                parts.append(piece)
             elif isinstance(a, np.ndarray):
-                h.update(f"|A{a.dtype.str}{a.shape}|".encode())
-                h.update(np.ascontiguousarray(a).tobytes())
+                parts.append(f"|A{a.dtype.str}{a.shape}|".encode())
+                parts.append(np.ascontiguousarray(a).tobytes())
             else:
-                h.update(f"|O{a!r}|".encode())
+                parts.append(f"|O{a!r}|".encode())
+        h.update(b"".join(parts))
         return h.digest()
 
     def _table(self) -> np.ndarray:
