@@ -427,3 +427,31 @@ def test_matrix_tile_rows_match_the_general_rows(seed):
     for sel in (slice(None), np.flatnonzero(rng.random(p) < 0.5)):
         for got, want in zip(box.rows(sel), general.rows(sel), strict=True):
             assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("kind", ["load", "store"])
+def test_whole_rows_past_the_allocation_still_fault(mem, kind):
+    """The integer-only whole-row case checks the last program's span: a row one element past the end
+    raises the general path's MemoryFault, naming the programs."""
+    from triton_plate_backend.errors import MemoryFault
+
+    rec = mem.alloc(32 * 4096)
+    try:
+        base = rec.base + 4 + np.arange(32, dtype=np.int64) * 4096
+        one = np.ones((32, 1), np.int64)
+        with pytest.raises(MemoryFault, match="out-of-bounds") as err:
+            if kind == "load":
+                dma.load_strided(mem, base, "f32", (1024,), one, one * -(2**62), one * 1024, 0.0)
+            else:
+                dma.store_strided(mem, base, np.zeros((32, 1024), np.float32), one, one * 0, one * 1024, dtype="f32")
+        assert err.value.programs == [31]
+    finally:
+        mem.free(rec.base)
+
+
+def test_an_empty_trace_packs_as_before():
+    from triton_plate_backend.sim.trace import Trace
+
+    trace = Trace(None, (0, 1, 1), [])
+    packed = trace.pack()
+    assert packed.digest() == _reference_pack(trace)[2] and packed.unpack().entries == []
