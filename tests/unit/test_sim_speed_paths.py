@@ -111,6 +111,40 @@ def test_row_store_matches_the_box_store(mem, r):
         mem.free(rec.base)
 
 
+@pytest.mark.parametrize("placement", ["blocked", "interleaved", "local:1"])
+@pytest.mark.parametrize("size, step", [(1024, 4096), (1024, 1024), (1000, 5000), (1024, 16384), (3, 12), (1024, 0)])
+@pytest.mark.parametrize("offset", [0, 4096 - 64, 65536 - 2048, 65536 - 4096 + 16])
+def test_whole_rows_of_many_programs_match_the_box_traffic(mem, placement, size, step, offset):
+    """32 programs' whole rows (the integer-only case) over chunks and stripes: spans inside one piece,
+    spans crossing into the next (the general computation), runs of programs per piece; loads and
+    stores, values, memory and Traffic equal to the _Box path's."""
+    nbytes = 4 * 65536 + 32 * 16384 * 4
+    rec = mem.alloc(nbytes, placement)
+    try:
+        mem.view(rec.base, nbytes)[:] = np.random.default_rng(step + offset).integers(0, 256, nbytes, dtype=np.uint8)
+        base = rec.base + offset + np.arange(32, dtype=np.int64) * step * 4
+        one = np.ones((32, 1), np.int64)
+        args = (mem, base, "f32", (size,), one, one * -(2**62), one * size, 0.0)
+        assert dma._Row.make(*args[:-1]).whole
+        vals, traffic = dma.load_strided(*args)
+        vals = np.array(vals)
+        before = mem.read_bytes(rec.base, nbytes)
+        store = dma.store_strided(mem, base, -vals, one, one * 0, one * size, dtype="f32")
+        after = mem.read_bytes(rec.base, nbytes)
+        mem.write_bytes(rec.base, before)
+        with pytest.MonkeyPatch.context() as mp:
+            _general(mp)
+            want_vals, want_traffic = dma.load_strided(*args)
+            want_vals = np.array(want_vals)  # a view of memory, which the store changes
+            want_store = dma.store_strided(mem, base, -vals, one, one * 0, one * size, dtype="f32")
+        assert vals.tobytes() == want_vals.tobytes()
+        assert after == mem.read_bytes(rec.base, nbytes)
+        _same_traffic(traffic, want_traffic)
+        _same_traffic(store, want_store)
+    finally:
+        mem.free(rec.base)
+
+
 def test_a_persistent_trip_takes_the_row_path(mem):
     """The common case (32 programs' consecutive blocks, a masked tail) must not fall back, or the path is dead code."""
     rec = mem.alloc(32 * 4096)
@@ -275,3 +309,149 @@ def test_a_persistent_kernel_runs_the_same_on_the_short_paths(monkeypatch):
     monkeypatch.setattr(executor, "_rules", lambda p: [executor.SEMANTICS[i.mnemonic] for i in p.instrs])
     _general(monkeypatch)
     assert _launch(program) == fast
+
+
+# ---- packed traces: equal arrays packed once, one pass over the entries ---------------------------
+def _reference_pack(trace):
+    """The packing as it was before equal arrays shared their compact form: (table rows, packed
+    arrays, digest), each array packed on its own and the digest fed field by field."""
+    import hashlib
+    import zlib
+
+    from triton_plate_backend.sim import trace as tr
+
+    held = [a for e in trace.entries for a in (e.programs, e.bytes_by_domain, e.elements, e.runs)]
+    first: dict = {}
+    for a in held:
+        first.setdefault(id(a), a)
+    first.pop(id(None), None)
+    slot = {k: i for i, k in enumerate(first)}
+    slot[id(None)] = -1
+    arrays = [tr._pack_array(a) for a in first.values()]
+    table = np.empty((len(trace.entries), 5), np.int64)
+    table[:, 0] = [e.pc for e in trace.entries]
+    table[:, 1:] = np.array([slot[id(a)] for a in held], np.int64).reshape(-1, 4)
+    h = hashlib.blake2b(repr(trace.grid).encode(), digest_size=20)
+    h.update(b"%d|" % len(table))
+    h.update(zlib.compress(table.tobytes(), 1))
+    for a in arrays:
+        if isinstance(a, tr._Bitmap):
+            h.update(f"|B{a.dtype.str} {a.lo} {a.n}|".encode())
+            h.update(a.bits.tobytes())
+        elif isinstance(a, tr._Runs):
+            h.update(f"|R{a.rows.dtype.str}{a.shape}{a.starts.size}|".encode())
+            h.update(a.starts.tobytes())
+            h.update(np.ascontiguousarray(a.rows).tobytes())
+        elif isinstance(a, np.ndarray):
+            h.update(f"|A{a.dtype.str}{a.shape}|".encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+        else:
+            h.update(f"|O{a!r}|".encode())
+    return table, arrays, h.digest()
+
+
+def _loop_trace(seed: int):
+    """A persistent loop's trace: contexts sharing their programs array, DMA entries whose traffic
+    arrays are equal trip after trip but distinct objects, some shared between fields, some large,
+    some random (kept as they are), a split context, an empty entry list's neighbours."""
+    from triton_plate_backend.sim.trace import Trace, TraceEntry
+
+    rng = np.random.default_rng(seed)
+    pids, entries = np.arange(32, dtype=np.int64), []
+    for trip in range(12):
+        for pc in range(5):
+            if pc == 1:
+                out = np.zeros((32, 5))
+                out[:, trip % 4] = 4096.0
+                count = np.full(32, 1024, np.int64)
+                entries.append(TraceEntry(pc, pids, out, count, np.ones(32, np.int64)))
+            elif pc == 2:
+                runs = rng.integers(0, 3, 32)
+                entries.append(TraceEntry(pc, pids, np.tile([[8.0, 0, 0, 0, 0]], (32, 1)), runs, runs))
+            elif pc == 3 and trip % 3 == 0:
+                big = np.zeros((5000, 5))
+                big[::7, 1] = 2.0
+                entries.append(TraceEntry(pc, np.arange(5000, dtype=np.int64), big, np.arange(5000), None))
+            elif pc == 4 and trip < 2:  # equal bytes, another dtype: not the same array
+                entries.append(TraceEntry(pc, pids, np.zeros(32), np.zeros(32, np.int64), np.zeros(32, np.int32)))
+            else:
+                entries.append(TraceEntry(pc, pids))
+        if trip == 6:
+            pids = pids[::2].copy()
+    return Trace(None, (32, 1, 1), entries)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_packing_equal_arrays_once_matches_packing_each(seed):
+    trace = _loop_trace(seed)
+    packed = trace.pack()
+    table, arrays, digest = _reference_pack(trace)
+    assert packed.digest() == digest
+    assert np.array_equal(packed._table(), table)
+    assert len(packed.arrays) == len(arrays)
+    for a, b in zip(packed.arrays, arrays, strict=True):
+        assert type(a) is type(b)
+        x, y = (v.unpack() if hasattr(v, "unpack") else v for v in (a, b))
+        assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+    back = packed.unpack()
+    for e, f in zip(trace.entries, back.entries, strict=True):
+        assert e.pc == f.pc
+        for a, b in zip(
+            (e.programs, e.bytes_by_domain, e.elements, e.runs), (f.programs, f.bytes_by_domain, f.elements, f.runs)
+        ):
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    # each trip's equal traffic arrays share one compact form
+    forms = {id(a) for a in packed.arrays if not isinstance(a, np.ndarray)}
+    assert len(forms) < len([a for a in packed.arrays if not isinstance(a, np.ndarray)])
+
+
+# ---- a matrix tile's rows (the traffic of 2-D DMAs crossing stripes) --------------------------------
+@pytest.mark.parametrize("seed", range(8))
+def test_matrix_tile_rows_match_the_general_rows(seed):
+    """_Box.rows of a uniform rank-2 tile (the row-major shortcut) against the general computation
+    (the same box taken as non-uniform): masked rows and columns, empty programs, negative inner
+    strides, a selection of programs."""
+    rng = np.random.default_rng(seed)
+    p, r0, r1 = int(rng.integers(1, 40)), int(rng.integers(1, 40)), int(rng.integers(1, 40))
+    inner = int(rng.choice([1, -1]))
+    strides = np.tile([[int(rng.integers(-3, 300)), inner]], (p, 1))
+    lo = rng.integers(-3, 5, (p, 2))
+    hi = np.stack([rng.integers(-1, r0 + 3, p), rng.integers(-1, r1 + 3, p)], axis=1)
+    base = (1 << 20) + rng.integers(0, 4096, p) * 8
+    box = dma._Box(base, "f64", (r0, r1), strides, lo, hi)
+    assert box.uniform and box.unit_inner
+    general = dma._Box(base, "f64", (r0, r1), strides, lo, hi)
+    general.uniform = False
+    for sel in (slice(None), np.flatnonzero(rng.random(p) < 0.5)):
+        for got, want in zip(box.rows(sel), general.rows(sel), strict=True):
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("kind", ["load", "store"])
+def test_whole_rows_past_the_allocation_still_fault(mem, kind):
+    """The integer-only whole-row case checks the last program's span: a row one element past the end
+    raises the general path's MemoryFault, naming the programs."""
+    from triton_plate_backend.errors import MemoryFault
+
+    rec = mem.alloc(32 * 4096)
+    try:
+        base = rec.base + 4 + np.arange(32, dtype=np.int64) * 4096
+        one = np.ones((32, 1), np.int64)
+        with pytest.raises(MemoryFault, match="out-of-bounds") as err:
+            if kind == "load":
+                dma.load_strided(mem, base, "f32", (1024,), one, one * -(2**62), one * 1024, 0.0)
+            else:
+                dma.store_strided(mem, base, np.zeros((32, 1024), np.float32), one, one * 0, one * 1024, dtype="f32")
+        assert err.value.programs == [31]
+    finally:
+        mem.free(rec.base)
+
+
+def test_an_empty_trace_packs_as_before():
+    from triton_plate_backend.sim.trace import Trace
+
+    trace = Trace(None, (0, 1, 1), [])
+    packed = trace.pack()
+    assert packed.digest() == _reference_pack(trace)[2] and packed.unpack().entries == []

@@ -316,6 +316,13 @@ class _Box:
         progs = np.arange(self.nprog)[sel]
         s, a, b = self.strides[sel, -1], self.a[sel, -1], self.b[sel, -1]
         first = self.base[sel] + np.minimum(a * s, (b - 1) * s) * self.isz
+        if r == 2 and self.uniform:  # a matrix tile: row j of every program at first + j * row stride
+            j = np.arange(self.shape[0], dtype=np.int64)
+            starts = first[:, None] + j * (int(self.strides[0, 0]) * self.isz)
+            a0, b0, n = self.a[sel, :1], self.b[sel, :1], self.n[sel, 1]
+            m = (j >= a0) & (j < b0) & (n > 0)[:, None]
+            nrow = np.count_nonzero(m, axis=1)
+            return starts[m], np.repeat(n * self.isz, nrow), np.repeat(progs, nrow)
         starts = first.reshape(-1, *([1] * (r - 1))) + self.offsets(sel, r - 1) * self.isz
         m = self.valid(sel, r - 1) & (self.n[sel, -1] > 0).reshape(-1, *([1] * (r - 1)))
         nrow = m.reshape(progs.size, -1).sum(axis=1)
@@ -396,10 +403,14 @@ def _box_traffic(mem: DeviceMemory, box: _Box, pos: np.ndarray) -> Traffic:
         rec = mem.live(int(p))
         sel = np.nonzero(pos == p)[0]
         lo = box.span_lo[sel] - rec.base
-        if len(rec.owners) == 1 or (lo // rec.granule == (box.span_hi[sel] - 1 - rec.base) // rec.granule).all():
+        inside = len(rec.owners) == 1 or lo // rec.granule == (box.span_hi[sel] - 1 - rec.base) // rec.granule
+        if inside is True or inside.all():
             # each program's bytes in one stripe or chunk: its whole count to that home (the sum of its rows)
             out[sel, rec.home_domain(lo)] += box.count[sel] * float(box.isz)
             continue
+        if inside.any():  # the same, and the programs crossing pieces row by row (sums of whole bytes: exact)
+            out[sel[inside], rec.home_domain(lo[inside])] += box.count[sel[inside]] * float(box.isz)
+            sel = sel[~inside]
         if box.unit_inner:  # one contiguous byte range per row
             starts, lens, progs = box.rows(sel)
             starts -= rec.base
@@ -504,10 +515,11 @@ class _Row:
     of their whole rows inside one allocation, the bases evenly spaced (a persistent loop's trip
     over consecutive rows or blocks). ``make`` returns None for anything else; the general path then
     runs. Computes the same values as the general path, in fewer numpy calls; when every program
-    moves its whole row (the usual case), in Python integers where the general path needs arrays."""
+    moves its whole row (the usual case), in Python integers where the general path needs arrays:
+    the spans are then ``lo0 + i * step + [0, length)``."""
 
-    __slots__ = ("base", "dtype", "storage", "isz", "size", "stride", "a", "b", "count", "span_lo", "span_hi")
-    __slots__ += ("rec", "pos", "whole", "offset", "step")
+    __slots__ = ("base", "dtype", "storage", "isz", "size", "stride", "a", "b", "count", "nprog")
+    __slots__ += ("rec", "pos", "whole", "offset", "step", "lo0", "length", "_span")
 
     @classmethod
     def make(cls, mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> _Row | None:
@@ -535,7 +547,7 @@ class _Row:
             return None
         whole = max(lo.reshape(-1).tolist()) <= 0 and min(hi.reshape(-1).tolist()) >= size  # whole rows, all
         if whole:
-            a, b, count = None, None, np.full(nprog, size, np.int64)
+            a = b = count = None  # count: size for every program
             first, last = 0, (size - 1) * s
         else:
             a = np.minimum(np.maximum(lo[:, 0], 0), size)
@@ -551,24 +563,45 @@ class _Row:
         if p < 0:
             return None
         rec = mem.live(p)
-        _, start = rec.typed(storage)
         row = cls()
         row.base, row.dtype, row.storage, row.isz, row.size, row.stride = base, dtype, storage, isz, size, s
-        row.a, row.b, row.count, row.rec, row.pos, row.whole = a, b, count, rec, p, whole
+        row.a, row.b, row.count, row.rec, row.pos, row.whole, row.nprog = a, b, count, rec, p, whole, nprog
         row.offset, row.step = first_base - rec.base, step  # byte offset of program 0's row in the allocation
-        if whole:
-            row.span_lo = base + min(first, last) * isz
-            row.span_hi = base + (max(first, last) + 1) * isz
+        if whole:  # program i's span: [lo0 + i * step, lo0 + i * step + length)
+            row.lo0 = first_base + min(first, last) * isz
+            row.length = (max(first, last) + 1 - min(first, last)) * isz
+            row._span = None
         else:
-            row.span_lo = base + np.minimum(first, last) * isz
-            row.span_hi = base + (np.maximum(first, last) + 1) * isz
+            row._span = (base + np.minimum(first, last) * isz, base + (np.maximum(first, last) + 1) * isz)
         return row
+
+    @property
+    def span_lo(self) -> np.ndarray:
+        return self.spans()[0]
+
+    @property
+    def span_hi(self) -> np.ndarray:
+        return self.spans()[1]
+
+    def spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """Byte range [lo, hi) of each program's valid elements, as arrays."""
+        if self._span is None:
+            lo = self.lo0 + np.arange(self.nprog, dtype=np.int64) * self.step
+            self._span = (lo, lo + self.length)
+        return self._span
+
+    def disjoint_increasing(self) -> bool:
+        """Spans at increasing addresses, none overlapping the next (``span_hi[:-1] <= span_lo[1:]``)."""
+        if self.whole:  # span_hi[i] = span_lo[i] + length, span_lo[i + 1] = span_lo[i] + step
+            return self.length <= self.step
+        lo, hi = self.spans()
+        return bool((hi[:-1] <= lo[1:]).all())
 
     def view(self, writeable: bool) -> np.ndarray:
         """[P, size] strided view of the programs' rows in memory (_programs_view's, built directly
         on the allocation's bytes)."""
         out = np.ndarray(
-            (self.base.size, self.size),
+            (self.nprog, self.size),
             self.storage,
             buffer=self.rec.view,
             offset=self.offset,
@@ -584,26 +617,49 @@ class _Row:
     def valid(self) -> np.ndarray:
         ar = np.arange(self.size)
         if self.whole:
-            return np.ones((self.base.size, self.size), bool)
+            return np.ones((self.nprog, self.size), bool)
         return (ar >= self.a[:, None]) & (ar < self.b[:, None])
+
+    def _whole_homes(self, rec) -> list[tuple[int, int, int]] | None:
+        """Whole rows at increasing bases: [(first program, end, home domain)] covering the programs in
+        order when every span sits in one stripe or chunk, else None (``lo // g == (hi - 1) // g`` and
+        Allocation.owner_index, in Python integers, one step per stripe or chunk the spans start in)."""
+        k, g, owners = len(rec.owners), rec.granule, rec.owners
+        n, step, length = self.nprog, self.step, self.length
+        lo0 = self.lo0 - rec.base
+        out, i = [], 0
+        while i < n:
+            piece = (lo0 + i * step) // g
+            nxt = (piece + 1) * g
+            j = min(n, -((lo0 - nxt) // step))  # the first program whose span starts at nxt or above
+            if lo0 + (j - 1) * step + length > nxt:  # the last one starting in this piece crosses into the next
+                return None
+            out.append((i, j, owners[piece % k if rec.striped else min(piece, k - 1)]))
+            i = j
+        return out
 
     def traffic(self, mem: DeviceMemory) -> Traffic:
         """_box_traffic of the same box: bytes to the home of each program's span when it sits in
         one stripe or chunk, else the general computation."""
-        rec, nprog = self.rec, self.base.size
-        lo = self.span_lo - rec.base
-        if len(rec.owners) == 1 or (lo // rec.granule == (self.span_hi - 1 - rec.base) // rec.granule).all():
-            out = np.zeros((nprog, mem.traffic_columns))
-            if self.whole:  # count * float(isz) with every count == size
-                if len(rec.owners) == 1:
-                    out[:, rec.owners[0]] = float(self.size) * float(self.isz)
-                else:
-                    out[np.arange(nprog), rec.home_domain(lo)] = float(self.size) * float(self.isz)
-                runs = np.ones(nprog, np.int64) if abs(self.stride) == 1 else self.count.copy()
+        rec, nprog = self.rec, self.nprog
+        if self.whole and (len(rec.owners) == 1 or self.step > 0):  # count * float(isz) with every count == size
+            homes = [(0, nprog, rec.owners[0])] if len(rec.owners) == 1 else self._whole_homes(rec)
+            if homes is not None:
+                out = np.zeros((nprog, mem.traffic_columns))
+                nbytes = float(self.size) * float(self.isz)
+                for i, j, d in homes:
+                    out[i:j, d] = nbytes
+                count = np.full(nprog, self.size, np.int64)
+                runs = np.ones(nprog, np.int64) if abs(self.stride) == 1 else count.copy()
+                return Traffic(out, count, runs)
+        elif not self.whole:
+            span_lo, span_hi = self.spans()
+            lo = span_lo - rec.base
+            if len(rec.owners) == 1 or (lo // rec.granule == (span_hi - 1 - rec.base) // rec.granule).all():
+                out = np.zeros((nprog, mem.traffic_columns))
+                out[np.arange(nprog), rec.home_domain(lo)] = self.count * float(self.isz)  # 0.0 + x: x
+                runs = np.minimum(self.count, 1) if abs(self.stride) == 1 else self.count.copy()
                 return Traffic(out, self.count.copy(), runs)
-            out[np.arange(nprog), rec.home_domain(lo)] = self.count * float(self.isz)  # 0.0 + x: x
-            runs = np.minimum(self.count, 1) if abs(self.stride) == 1 else self.count.copy()
-            return Traffic(out, self.count.copy(), runs)
         a = np.zeros((nprog, 1), np.int64) if self.whole else self.a[:, None]
         b = np.full((nprog, 1), self.size, np.int64) if self.whole else self.b[:, None]
         box = _Box(self.base, self.dtype, (self.size,), [self.stride], a, b)
@@ -689,12 +745,7 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
     dtype = dtype or _dtype_name(values)
     values = np.asarray(values)
     row = _Row.make(mem, base, dtype, values.shape[1:], strides, lo, hi)
-    if (
-        row is not None
-        and (row.stride != 0 or row.size == 1)
-        and row.full()
-        and (row.span_hi[:-1] <= row.span_lo[1:]).all()
-    ):
+    if row is not None and (row.stride != 0 or row.size == 1) and row.full() and row.disjoint_increasing():
         # full rows (of distinct addresses) at increasing, disjoint spans: no address written twice, one strided copy
         dst = row.view(writeable=True)
         np.copyto(dst, _to_storage(values, dtype).view(dst.dtype))

@@ -81,18 +81,32 @@ class PackedTrace:
 
     def __init__(self, trace: Trace):
         self.program, self.grid = trace.program, trace.grid
-        held = [a for e in trace.entries for a in (e.programs, e.bytes_by_domain, e.elements, e.runs)]
-        first: dict[int, object] = {}  # id -> array, in order of first appearance
-        for a in held:
-            first.setdefault(id(a), a)
-        first.pop(id(None), None)
-        slot = {k: i for i, k in enumerate(first)}
-        slot[id(None)] = -1
-        self.arrays = [_pack_array(a) for a in first.values()]
-        # per entry: pc, then the index in self.arrays of each field's array (-1: None)
-        table = np.empty((len(trace.entries), 1 + len(_FIELDS)), np.int64)
-        table[:, 0] = [e.pc for e in trace.entries]
-        table[:, 1:] = np.array([slot[id(a)] for a in held], np.int64).reshape(-1, len(_FIELDS))
+        first: list = []  # the arrays, in order of first appearance (fields in _FIELDS order)
+        slot: dict[int, int] = {}  # id -> index in first
+        rows = []  # per entry: pc, then the index in first of each field's array (-1: None)
+        last, at = None, -1  # consecutive entries of one context share their programs array
+        for e in trace.entries:
+            p = e.programs
+            if p is not last:
+                last, at = p, slot.get(id(p), -1)
+                if at < 0 and p is not None:
+                    at = slot[id(p)] = len(first)
+                    first.append(p)
+            if e.bytes_by_domain is None and e.elements is None and e.runs is None:
+                rows.append((e.pc, at, -1, -1, -1))
+                continue
+            row = [e.pc, at]
+            for a in (e.bytes_by_domain, e.elements, e.runs):
+                i = -1 if a is None else slot.get(id(a), -1)
+                if i < 0 and a is not None:
+                    i = slot[id(a)] = len(first)
+                    first.append(a)
+                row.append(i)
+            rows.append(row)
+        # a launch's traffic arrays repeat (each trip of a loop moves the same bytes): equal arrays
+        # pack to one shared compact form, computed once
+        self.arrays = _pack_arrays(first)
+        table = np.array(rows, np.int64).reshape(len(rows), 1 + len(_FIELDS))
         # a loop's entries repeat: the table compresses well (zlib's fastest level, ~20x on a spin loop)
         self.rows, self.table = len(table), zlib.compress(table.tobytes(), 1)
 
@@ -106,19 +120,21 @@ class PackedTrace:
         h = hashlib.blake2b(repr(self.grid).encode(), digest_size=20)
         h.update(b"%d|" % self.rows)
         h.update(self.table)  # zlib output is a function of its input
+        pieces: dict[int, bytes] = {}  # id of a compact form -> its bytes (equal arrays share one)
+        parts = []  # hashed as one string: the same digest as one update per part
         for a in self.arrays:
-            if isinstance(a, _Bitmap):
-                h.update(f"|B{a.dtype.str} {a.lo} {a.n}|".encode())
-                h.update(a.bits.tobytes())
-            elif isinstance(a, _Runs):
-                h.update(f"|R{a.rows.dtype.str}{a.shape}{a.starts.size}|".encode())
-                h.update(a.starts.tobytes())
-                h.update(np.ascontiguousarray(a.rows).tobytes())
+            kind = type(a)
+            if kind is _Bitmap or kind is _Runs:
+                piece = pieces.get(id(a))
+                if piece is None:
+                    piece = pieces[id(a)] = _compact_bytes(a)
+                parts.append(piece)
             elif isinstance(a, np.ndarray):
-                h.update(f"|A{a.dtype.str}{a.shape}|".encode())
-                h.update(np.ascontiguousarray(a).tobytes())
+                parts.append(f"|A{a.dtype.str}{a.shape}|".encode())
+                parts.append(np.ascontiguousarray(a).tobytes())
             else:
-                h.update(f"|O{a!r}|".encode())
+                parts.append(f"|O{a!r}|".encode())
+        h.update(b"".join(parts))
         return h.digest()
 
     def _table(self) -> np.ndarray:
@@ -159,6 +175,34 @@ class _Runs:
 
     def unpack(self) -> np.ndarray:
         return np.repeat(self.rows, np.diff(np.append(self.starts, self.shape[0])), axis=0)
+
+
+def _compact_bytes(a) -> bytes:
+    """What the digest hashes of a compact form."""
+    if isinstance(a, _Bitmap):
+        return f"|B{a.dtype.str} {a.lo} {a.n}|".encode() + a.bits.tobytes()
+    head = f"|R{a.rows.dtype.str}{a.shape}{a.starts.size}|".encode()
+    return head + a.starts.tobytes() + np.ascontiguousarray(a.rows).tobytes()
+
+
+_MEMO_BYTES = 1 << 16  # arrays up to this size are looked up by content before packing
+
+
+def _pack_arrays(arrays) -> list:
+    """``_pack_array`` of each, equal small arrays (dtype, shape and bytes) packed once: the same
+    compact form, or each its own array when it stays as it is."""
+    memo: dict = {}
+    out = []
+    for a in arrays:
+        if isinstance(a, np.ndarray) and a.nbytes <= _MEMO_BYTES:
+            key = (a.dtype.str, a.shape, a.tobytes())
+            packed = memo.get(key)
+            if packed is None:
+                packed = memo[key] = _pack_array(a)
+            out.append(a if isinstance(packed, np.ndarray) else packed)
+        else:
+            out.append(_pack_array(a))
+    return out
 
 
 def _pack_array(a):
