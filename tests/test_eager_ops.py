@@ -95,6 +95,15 @@ def test_promotion_is_torchs(a, b, no_host_ops):
     same(a.to("plate") * pb, a * b)
 
 
+def test_a_python_scalar_is_rounded_to_the_common_type_first(no_host_ops):
+    # bf16 == 3.14 compares with 3.14 in bf16 (3.140625), as TensorIterator casts the scalar
+    x = torch.tensor([3.14, 1.0, 3.140625, 0.0], dtype=torch.bfloat16)
+    same(x.to("plate") == 3.14, x == 3.14)
+    same(x.to("plate") != 3.14, x != 3.14)
+    same(x.to("plate") == torch.tensor(3.14, dtype=torch.float64), x == torch.tensor(3.14, dtype=torch.float64))
+    same(torch.where(x.to("plate") > 0.5, x.to("plate"), 3.14), torch.where(x > 0.5, x, 3.14))
+
+
 def test_unary_isnan_and_neg(no_host_ops):
     x = torch.tensor([[1.0, float("nan")], [-float("inf"), 0.0]])
     same(torch.isnan(x.to("plate").t()), torch.isnan(x.t()))
