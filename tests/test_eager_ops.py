@@ -104,6 +104,20 @@ def test_a_python_scalar_is_rounded_to_the_common_type_first(no_host_ops):
     same(torch.where(x.to("plate") > 0.5, x.to("plate"), 3.14), torch.where(x > 0.5, x, 3.14))
 
 
+def test_a_contiguous_operand_is_a_strided_load_not_a_gather(no_host_ops):
+    """The kernel of a layout that coalesces to one dim skips the index divisions (DIMS=1): its loads
+    and stores are strided DMA, not gathers of computed offsets (the simulator runs those per element)."""
+    import re
+
+    a = torch.randn(3001)
+    same(a.to("plate") * 3.0 - a.to("plate"), a * 3.0 - a)
+    compiled = [k for cache in kernels.elementwise.device_caches.values() for k in cache[0].values()]
+    flat = [k for k in compiled if k.src.constants.get((len(k.src.fn.arg_names) - 1,)) == 1]
+    assert flat, "no kernel compiled for one dim"
+    for k in flat:
+        assert not re.search(r"\bdma\.(gather|scatter)\b", k.asm["pasm"]), k.asm["pasm"]
+
+
 def test_unary_isnan_and_neg(no_host_ops):
     x = torch.tensor([[1.0, float("nan")], [-float("inf"), 0.0]])
     same(torch.isnan(x.to("plate").t()), torch.isnan(x.t()))
