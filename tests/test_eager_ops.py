@@ -403,3 +403,31 @@ def test_a_kernel_follows_the_device_to_another_machine(plate_mini_module):
     torch.plate.reset_host_ops()
     same(torch.zeros(5, device="plate") + 1, torch.ones(5))
     assert torch.plate.host_ops() == {}
+
+
+# ---- composite ops -------------------------------------------------------------------------------------
+def test_fused_rms_norm_runs_whole_on_plate_and_stays_whole_in_lite_mode():
+    """_fused_rms_norm (CUDA: a fused kernel) is registered on plate as its decomposition, so it dispatches
+    as on CUDA: forward and backward match the CPU, and Inductor's lite mode keeps the op in its graph."""
+    from torch._inductor.utils import run_and_get_code
+
+    x = torch.randn(4, 6)
+    w = torch.randn(6)
+    xp = x.to("plate").requires_grad_()
+    wp = w.to("plate").requires_grad_()
+    xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+    out = torch.nn.functional.rms_norm(xp, [6], wp, 1e-5)
+    ref = torch.nn.functional.rms_norm(xc, [6], wc, 1e-5)
+    same(out.detach(), ref.detach())
+    out.sum().backward()
+    ref.sum().backward()
+    same(xp.grad, xc.grad)
+    same(wp.grad, wc.grad)
+
+    def f(x, shape):
+        z = torch.ops.aten._fused_rms_norm(x + 1, shape, None, None)
+        return z[0] + z[1]
+
+    result, (code,) = run_and_get_code(torch.compile(f, mode="lite"), x.to("plate"), [6])
+    assert "torch.ops.aten._fused_rms_norm.default(" in code
+    same(result, f(x, [6]))

@@ -79,6 +79,9 @@ EAGER_OPS: dict[str, Row] = {
     "index.Tensor": Row("index", "index"),
     "index_put_.default": Row("index", "index_put"),
     "_index_put_impl_.default": Row("index", "index_put"),
+    # composite.py: their decomposition over plate tensors (a fused kernel on CUDA)
+    "_fused_rms_norm.default": Row("composite"),
+    "_fused_rms_norm_backward.default": Row("composite"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
