@@ -431,3 +431,18 @@ def test_fused_rms_norm_runs_whole_on_plate_and_stays_whole_in_lite_mode():
     result, (code,) = run_and_get_code(torch.compile(f, mode="lite"), x.to("plate"), [6])
     assert "torch.ops.aten._fused_rms_norm.default(" in code
     same(result, f(x, [6]))
+
+
+def test_nonzero_static_has_the_layout_of_its_meta_kernel():
+    """CUDA's nonzero_static is column-major, as its meta (fake) kernel says; the host's CPU kernel is
+    row-major, so plate lays the host's result out as the meta kernel does."""
+    from torch._subclasses import FakeTensorMode
+
+    x = torch.eye(8)
+    eager = torch.nonzero_static(x.to("plate"), size=8)
+    mode = FakeTensorMode()
+    fake_x = mode.from_tensor(x.to("plate"))
+    with mode:
+        fake = torch.nonzero_static(fake_x, size=8)
+    assert eager.stride() == fake.stride() == (1, 8)
+    same(eager, torch.nonzero_static(x, size=8))

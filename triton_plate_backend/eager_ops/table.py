@@ -79,9 +79,10 @@ EAGER_OPS: dict[str, Row] = {
     "index.Tensor": Row("index", "index"),
     "index_put_.default": Row("index", "index_put"),
     "_index_put_impl_.default": Row("index", "index_put"),
-    # composite.py: their decomposition over plate tensors (a fused kernel on CUDA)
+    # composite.py: a decomposition over plate tensors (a fused kernel on CUDA), a host result in CUDA's layout
     "_fused_rms_norm.default": Row("composite"),
     "_fused_rms_norm_backward.default": Row("composite"),
+    "nonzero_static.default": Row("host_layout"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
