@@ -376,3 +376,35 @@ def test_other_uses_of_a_based_pointer_tensor_see_its_addresses():
     chunks = BM * BN // 4096  # the gather and the scatter make their addresses 4096 at a time
     assert [i.mnemonic for i in prog.instrs].count("dma.gather") == chunks
     assert [i.mnemonic for i in prog.instrs].count("dma.scatter") == chunks
+
+
+@triton.jit
+def divided_rows(x, o, BN: tl.constexpr):
+    r = tl.arange(0, BN) // 3  # not affine: a gather, which the analysis memoises as not structured
+    tl.store(o + tl.arange(0, BN), tl.load(x + r))
+
+
+def test_an_unstructured_access_keeps_no_callers_frame_alive():
+    """The analysis memoises a value it cannot structure by its reason, not by the raised exception:
+    the traceback of that would hold the caller's frame, and its tensors, until the cyclic GC ran
+    (an eager kernel's first call left torch's compared tensors alive)."""
+    import gc
+    import weakref
+
+    text = ttir_of(divided_rows, {"x": "*fp32", "o": "*fp32", "BN": "constexpr"}, {"BN": 16})
+
+    class Held:
+        pass
+
+    def caller():
+        held = Held()
+        compile_text(text, "divided_rows")
+        return weakref.ref(held)
+
+    gc.collect()
+    gc.disable()
+    try:
+        ref = caller()
+        assert ref() is None, "a frame of the compile outlived it"
+    finally:
+        gc.enable()

@@ -95,6 +95,29 @@ def test_promotion_is_torchs(a, b, no_host_ops):
     same(a.to("plate") * pb, a * b)
 
 
+def test_a_python_scalar_is_rounded_to_the_common_type_first(no_host_ops):
+    # bf16 == 3.14 compares with 3.14 in bf16 (3.140625), as TensorIterator casts the scalar
+    x = torch.tensor([3.14, 1.0, 3.140625, 0.0], dtype=torch.bfloat16)
+    same(x.to("plate") == 3.14, x == 3.14)
+    same(x.to("plate") != 3.14, x != 3.14)
+    same(x.to("plate") == torch.tensor(3.14, dtype=torch.float64), x == torch.tensor(3.14, dtype=torch.float64))
+    same(torch.where(x.to("plate") > 0.5, x.to("plate"), 3.14), torch.where(x > 0.5, x, 3.14))
+
+
+def test_a_contiguous_operand_is_a_strided_load_not_a_gather(no_host_ops):
+    """The kernel of a layout that coalesces to one dim skips the index divisions (DIMS=1): its loads
+    and stores are strided DMA, not gathers of computed offsets (the simulator runs those per element)."""
+    import re
+
+    a = torch.randn(3001)
+    same(a.to("plate") * 3.0 - a.to("plate"), a * 3.0 - a)
+    compiled = [k for cache in kernels.elementwise.device_caches.values() for k in cache[0].values()]
+    flat = [k for k in compiled if k.src.constants.get((len(k.src.fn.arg_names) - 1,)) == 1]
+    assert flat, "no kernel compiled for one dim"
+    for k in flat:
+        assert not re.search(r"\bdma\.(gather|scatter)\b", k.asm["pasm"]), k.asm["pasm"]
+
+
 def test_unary_isnan_and_neg(no_host_ops):
     x = torch.tensor([[1.0, float("nan")], [-float("inf"), 0.0]])
     same(torch.isnan(x.to("plate").t()), torch.isnan(x.t()))
@@ -380,3 +403,46 @@ def test_a_kernel_follows_the_device_to_another_machine(plate_mini_module):
     torch.plate.reset_host_ops()
     same(torch.zeros(5, device="plate") + 1, torch.ones(5))
     assert torch.plate.host_ops() == {}
+
+
+# ---- composite ops -------------------------------------------------------------------------------------
+def test_fused_rms_norm_runs_whole_on_plate_and_stays_whole_in_lite_mode():
+    """_fused_rms_norm (CUDA: a fused kernel) is registered on plate as its decomposition, so it dispatches
+    as on CUDA: forward and backward match the CPU, and Inductor's lite mode keeps the op in its graph."""
+    from torch._inductor.utils import run_and_get_code
+
+    x = torch.randn(4, 6)
+    w = torch.randn(6)
+    xp = x.to("plate").requires_grad_()
+    wp = w.to("plate").requires_grad_()
+    xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+    out = torch.nn.functional.rms_norm(xp, [6], wp, 1e-5)
+    ref = torch.nn.functional.rms_norm(xc, [6], wc, 1e-5)
+    same(out.detach(), ref.detach())
+    out.sum().backward()
+    ref.sum().backward()
+    same(xp.grad, xc.grad)
+    same(wp.grad, wc.grad)
+
+    def f(x, shape):
+        z = torch.ops.aten._fused_rms_norm(x + 1, shape, None, None)
+        return z[0] + z[1]
+
+    result, (code,) = run_and_get_code(torch.compile(f, mode="lite"), x.to("plate"), [6])
+    assert "torch.ops.aten._fused_rms_norm.default(" in code
+    same(result, f(x, [6]))
+
+
+def test_nonzero_static_has_the_layout_of_its_meta_kernel():
+    """CUDA's nonzero_static is column-major, as its meta (fake) kernel says; the host's CPU kernel is
+    row-major, so plate lays the host's result out as the meta kernel does."""
+    from torch._subclasses import FakeTensorMode
+
+    x = torch.eye(8)
+    eager = torch.nonzero_static(x.to("plate"), size=8)
+    mode = FakeTensorMode()
+    fake_x = mode.from_tensor(x.to("plate"))
+    with mode:
+        fake = torch.nonzero_static(fake_x, size=8)
+    assert eager.stride() == fake.stride() == (1, 8)
+    same(eager, torch.nonzero_static(x, size=8))

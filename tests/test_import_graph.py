@@ -190,6 +190,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.fuzz.session",
         f"{TPB}.eager_ops",
         f"{TPB}.eager_ops.autoload",
+        f"{TPB}.eager_ops.composite",
         f"{TPB}.eager_ops.indexing",
         f"{TPB}.eager_ops.kernels",
         f"{TPB}.eager_ops.launch",

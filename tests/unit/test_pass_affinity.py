@@ -193,3 +193,26 @@ def test_footprint_survives_the_pasm_and_pbin_stages():
     assert assemble(text.replace(".affinity", "; .affinity")).affinity == ""  # none: the launch's default
     with pytest.raises(Exception, match="expected argK"):
         assemble(text.replace(program.affinity, "arg0[0:4]"))
+
+
+def test_the_memoised_substitution_gives_the_fold_of_its_own_texts():
+    """_substitute's cache (shared by compiles): a hit returns what a cold fold returns; other values or
+    another text miss and fold anew. The fast refusal in _int agrees with int()."""
+    from triton_plate_backend.passes import affinity
+
+    text = "max(0, 16*pid + i0*(arg3 - 1)) + i1 - 2"
+    end = {"i0": "max(0, arg4 - 1)", "i1": "7"}
+    affinity._substituted.cache_clear()
+    cold = affinity._substitute(text, end)
+    assert affinity._substitute(text, dict(end)) == cold
+    assert affinity._substituted.cache_info().hits == 1
+    affinity._substituted.cache_clear()
+    assert affinity._substitute(text, end) == cold
+    assert affinity._substitute(text, {"i0": "0", "i1": "0"}) == "max(0, 16*pid) - 2"
+    assert affinity._substitute("i1 + 1", end) == "8"
+    for s in ("12", "-3", " 4", "+5", "1_0", "pid", "arg0", "-1*x", "(a)", "", "²", "4 "):
+        try:
+            want = int(s)
+        except ValueError:
+            want = None
+        assert affinity._int(s) == want, s

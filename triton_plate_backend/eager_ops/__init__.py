@@ -16,11 +16,11 @@ from collections.abc import Callable
 import torch
 from torch._C._dynamo import eval_frame
 
-from . import indexing, ops, special_family
+from . import composite, indexing, ops, special_family
 from .table import overloads
 
 # Row.family -> the builder of that family's kernels
-FAMILIES = {**ops.FAMILIES, **indexing.FAMILIES, **special_family.FAMILIES}
+FAMILIES = {**ops.FAMILIES, **indexing.FAMILIES, **special_family.FAMILIES, **composite.FAMILIES}
 
 _library = None
 

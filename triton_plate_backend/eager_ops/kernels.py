@@ -220,13 +220,25 @@ FUNCTIONS = {
 
 # ---- indexing ----------------------------------------------------------------------------------------
 @triton.jit
-def _indices(n, s1, s2, s3, BLOCK: tl.constexpr):
+def _indices(n, s1, s2, s3, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4):
+    """Element i's index (i0, i1, i2, i3) over sizes (., s1, s2, s3). DIMS: how many of them are not
+    padding (launch.dims); the padded ones are 0, which folds the address terms and the divisions away
+    (a contiguous operand becomes a strided load instead of a gather of computed offsets)."""
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    i3 = i % s3
-    rest = i // s3
-    i2 = rest % s2
-    rest = rest // s2
-    return i, i < n, rest // s1, rest % s1, i2, i3
+    i0 = 0
+    i1 = 0
+    i2 = 0
+    i3 = i
+    if DIMS >= 2:
+        i3 = i % s3
+        i2 = i // s3
+    if DIMS >= 3:
+        i1 = i2 // s2
+        i2 = i2 % s2
+    if DIMS >= 4:
+        i0 = i1 // s1
+        i1 = i1 % s1
+    return i, i < n, i0, i1, i2, i3
 
 
 @triton.jit
@@ -239,9 +251,9 @@ def _at(i0, i1, i2, i3, t0, t1, t2, t3):
 def elementwise(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
-    FN: tl.constexpr, ARITY: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr,
+    FN: tl.constexpr, ARITY: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
 ):  # fmt: skip
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
     x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(CT)
     y = x
     z = x
@@ -257,10 +269,10 @@ def elementwise(
 def complex_binary(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
-    FN: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr,
+    FN: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
 ):  # fmt: skip
     """Over real views: each operand's (real, imag) pair lies at offsets (k, k + 1); c is a real alpha."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
     pa = a + _at(i0, i1, i2, i3, a0, a1, a2, a3)
     pb = b + _at(i0, i1, i2, i3, b0, b1, b2, b3)
     alpha = tl.load(c + _at(i0, i1, i2, i3, c0, c1, c2, c3), mask=mask).to(CT)
@@ -295,10 +307,10 @@ def _bits63(seed, counter):
 @triton.jit(do_not_specialize=["n", "s1", "s2", "s3", "o0", "o1", "o2", "o3", "seed", "offset", "p0", "p1"])
 def random_fill(
     out, n, s1, s2, s3, o0, o1, o2, o3, seed, offset, p0, p1,
-    KIND: tl.constexpr, WIDTH: tl.constexpr, BLOCK: tl.constexpr,
+    KIND: tl.constexpr, WIDTH: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
 ):  # fmt: skip
     """UNIFORM [p0, p1); NORMAL mean p0, std p1; BERNOULLI p0; INTEGERS p0 + [0, p1); EXPONENTIAL rate p0."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
     counter = offset + i
     if KIND == UNIFORM:
         u = tl.rand(seed, counter)
@@ -328,10 +340,10 @@ def random_fill(
 def bernoulli_tensor(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
-    seed, offset, BLOCK: tl.constexpr,
+    seed, offset, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
 ):  # fmt: skip
     """out[i] = 1 with probability a[i] (an element of the probabilities tensor), else 0."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
     p = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(tl.float32)
     value = tl.rand(seed, offset + i) < p
     tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), value.to(out.dtype.element_ty), mask=mask)
@@ -341,10 +353,10 @@ def bernoulli_tensor(
 def dropout(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
-    seed, offset, p, scale, CT: tl.constexpr, BLOCK: tl.constexpr,
+    seed, offset, p, scale, CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
 ):  # fmt: skip
     """out = a * keep * scale and the mask b = keep, keep with probability 1 - p."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
     x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(CT)
     keep = tl.rand(seed, offset + i) >= p
     value = tl.where(keep, x * scale, 0.0)
@@ -360,12 +372,12 @@ GATHER, SCATTER, SCATTER_ADD, SCATTER_MAX, SCATTER_MIN = (tl.constexpr(k) for k 
 def indexed(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
-    size, step, MODE: tl.constexpr, BLOCK: tl.constexpr,
+    size, step, MODE: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
 ):  # fmt: skip
     """Over the index's iteration space, b the index (negative counts from `size`), `step` the indexed
     tensor's stride along the indexed dim (its own strides are 0 there): GATHER reads a at the index into
     out; the SCATTERs write (or atomically combine) a into out at the index."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
     idx = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask).to(tl.int64)
     idx = tl.where(idx < 0, idx + size, idx)
     if MODE == GATHER:

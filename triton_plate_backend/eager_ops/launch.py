@@ -84,7 +84,9 @@ def launch(kernel_name: str, shape, tensors: list[torch.Tensor], strides: list[l
     flat = [s for step in steps for s in step]
     k = kernels()
     grid = (triton_cdiv(n, BLOCK),)
-    getattr(k, kernel_name)[grid](
+    kernel = getattr(k, kernel_name)
+    constexprs.update(_dims(kernel, sizes))
+    kernel[grid](
         *pointers, n, sizes[1], sizes[2], sizes[3], *flat, *extra, BLOCK=BLOCK, machine=k.machine_of(out), **constexprs
     )
 
@@ -97,8 +99,17 @@ def launch_fill(shape, out: torch.Tensor, *extra, **constexprs):
     sizes, (steps,) = coalesce(shape, [broadcast_strides(out, shape)])
     k = kernels()
     k.random_fill[(triton_cdiv(n, BLOCK),)](
-        out, n, sizes[1], sizes[2], sizes[3], *steps, *extra, BLOCK=BLOCK, machine=k.machine_of(out), **constexprs
-    )
+        out, n, sizes[1], sizes[2], sizes[3], *steps, *extra,
+        BLOCK=BLOCK, machine=k.machine_of(out), **constexprs, **_dims(k.random_fill, sizes),
+    )  # fmt: skip
+
+
+def _dims(kernel, sizes: list[int]) -> dict:
+    """The DIMS constexpr of a kernel that takes it: how many of the coalesced sizes are not the leading
+    1s of padding (kernels._indices skips the index arithmetic of the others)."""
+    if "DIMS" not in kernel.arg_names:
+        return {}
+    return {"DIMS": max(1, RANK - next((d for d, size in enumerate(sizes) if size != 1), RANK))}
 
 
 def fits(shape, strides: list[list[int]]) -> bool:

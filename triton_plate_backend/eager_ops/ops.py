@@ -126,13 +126,17 @@ def _opmath(dtype: torch.dtype) -> torch.dtype:
     return torch.int8 if dtype == torch.bool else dtype
 
 
-def _operand(value, dtype: torch.dtype, device) -> torch.Tensor:
+def _operand(value, dtype: torch.dtype, device, common: torch.dtype | None = None) -> torch.Tensor:
     """A kernel operand on the plate device: a Python scalar or CPU 0-dim tensor becomes a plate 0-dim
-    tensor (a copy, as CUDA copies a CPU scalar tensor)."""
+    tensor (a copy, as CUDA copies a CPU scalar tensor). Given the op's ``common`` type, a scalar is
+    first rounded to it, as TensorIterator casts a CPU scalar to the common type (``bf16 == 3.14``
+    compares with 3.140625)."""
     if isinstance(value, torch.Tensor):
         if value.device.type == "cpu":
-            return value.to(device)
+            return value.to(common or value.dtype).to(device)
         return value.resolve_neg()
+    if common is not None:
+        value = torch.tensor(value, dtype=common).item()
     return torch.tensor(value, dtype=dtype, device=device)
 
 
@@ -152,11 +156,13 @@ def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
         if expected.dtype.is_complex or any(_is_complex(v) for v in values):
             return _complex(call, row, expected, device, values)
         promoted = [call[name] for name in row.promote] if row.promote else values
-        ct = _opmath(expected.dtype if row.compute == "result" else _promoted(promoted))
+        common = _promoted(promoted)
+        ct = _opmath(expected.dtype if row.compute == "result" else common)
         if expected.dtype not in REAL_DTYPES or any(_dtype(v) not in REAL_DTYPES for v in values):
             return call.on_host()
         shape = expected.shape
-        operands = [_operand(v, ct, device) for v in values]
+        rounded = row.promote or row.operands  # the operands cast to the common type
+        operands = [_operand(v, ct, device, common if n in rounded else None) for n, v in zip(row.operands, values)]
         out = _result(call, expected, device)
         strides = [broadcast_strides(t, shape) for t in (out, *operands)]
         if not launch.fits(shape, strides):

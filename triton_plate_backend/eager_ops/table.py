@@ -113,6 +113,10 @@ EAGER_OPS: dict[str, Row] = {
     "sinc.default": Row("special", "sinc", compute="result"),
     "xlogy.Tensor": Row("special", "xlogy", BINARY, compute="result"),
     "special_xlog1py.default": Row("special", "xlog1py", BINARY, compute="result"),
+    # composite.py: a decomposition over plate tensors (a fused kernel on CUDA), a host result in CUDA's layout
+    "_fused_rms_norm.default": Row("composite"),
+    "_fused_rms_norm_backward.default": Row("composite"),
+    "nonzero_static.default": Row("host_layout"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row

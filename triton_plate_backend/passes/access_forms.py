@@ -236,7 +236,9 @@ class Forms:
         try:
             r = compute(v)
         except NotStructured as e:
-            self.memo[key] = e
+            # the reason only: a raised exception's traceback holds every caller's frame (and their
+            # tensors) alive until the cyclic GC runs
+            self.memo[key] = NotStructured(e.reason)
             raise
         self.memo[key] = r
         return r

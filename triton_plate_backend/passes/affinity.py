@@ -43,6 +43,9 @@ class CannotTell(Exception):
 
 
 def _int(text: str) -> int | None:
+    head = text[:1]
+    if not head or not (head.isdecimal() or head in "+-" or head.isspace()):
+        return None  # int() would raise: most texts are names and sums, and a raise is the slow part
     try:
         return int(text)
     except ValueError:
@@ -132,6 +135,14 @@ def _floordiv(a: str, c: str) -> str:
 
 def _substitute(text: str, values: dict[str, str]) -> str:
     """text with loop symbols replaced by expressions, folded again."""
+    return _substituted(text, tuple(values.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _substituted(text: str, items: tuple[tuple[str, str], ...]) -> str:
+    """_substitute's fold (a function of its texts alone): each footprint substitutes the first and the
+    last trip into the same terms, and the ops of one tile share them."""
+    values = dict(items)
     node = _parse(text)
 
     def walk(n) -> str:

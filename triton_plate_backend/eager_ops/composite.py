@@ -1,0 +1,48 @@
+"""Ops plate runs as on CUDA although it has no kernel of its own for them.
+
+- ``composite``: the op's Python decomposition over plate tensors (each op of it a plate kernel, or a
+  counted host op). Registered on plate, the op dispatches as on CUDA, where a fused kernel backs it:
+  autograd uses the op's own derivative (``_fused_rms_norm_backward``) and Inductor's lite mode keeps
+  the op whole in its graph, instead of decomposing it at the Autograd key as on the CPU.
+- ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
+  CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch._decomp import decomposition_table
+
+from .ops import Call
+from .table import Row
+
+
+def composite(op: torch._ops.OpOverload, row: Row) -> Callable:
+    decomposition = decomposition_table[op]
+
+    def kernel(*args, **kwargs):
+        return decomposition(*args, **kwargs)
+
+    return kernel
+
+
+def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        expected = call.meta()
+        if expected is None:
+            return call.host_result
+        result = call.on_host()
+        if result.stride() == expected.stride():
+            return result
+        out = torch.empty_strided(expected.shape, expected.stride(), dtype=result.dtype, device=result.device)
+        return out.copy_(result)
+
+    return kernel
+
+
+FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
+    "composite": composite,
+    "host_layout": host_layout,
+}
