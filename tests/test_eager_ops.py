@@ -355,22 +355,9 @@ def test_index_put(no_host_ops):
 def test_index_forms_outside_the_family_run_on_the_host_counted():
     px = X.to("plate")
     torch.plate.reset_host_ops()
-    same(
-        px.scatter_reduce(0, INDEX.to("plate"), SOURCE.to("plate"), "mean"), X.scatter_reduce(0, INDEX, SOURCE, "mean")
-    )
     same(px[X > 0], X[X > 0])  # a boolean mask
-    flags = torch.zeros(5, 7, dtype=torch.bool)
-    same(
-        flags.to("plate").scatter_add(0, INDEX.to("plate"), flags[:3].to("plate")),
-        flags.scatter_add(0, INDEX, flags[:3]),
-    )
-    half = X.bfloat16()
-    same(
-        half.to("plate").scatter_reduce(0, INDEX.to("plate"), SOURCE.bfloat16().to("plate"), "amax"),
-        half.scatter_reduce(0, INDEX, SOURCE.bfloat16(), "amax"),
-    )  # Triton's atomics take neither bool nor the half types
-    ops = torch.plate.host_ops()
-    assert ops["aten.scatter_reduce"] == 2 and ops["aten.index"] == 1 and ops["aten.scatter_add"] == 1
+    same(px[:, torch.tensor([1, 2])], X[:, torch.tensor([1, 2])])  # an index on another dim than the first
+    assert torch.plate.host_ops() == {"aten.index": 2}
 
 
 def test_a_kernel_follows_the_device_to_another_machine(plate_mini_module):

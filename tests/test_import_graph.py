@@ -194,6 +194,10 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.kernels",
         f"{TPB}.eager_ops.launch",
         f"{TPB}.eager_ops.ops",
+        f"{TPB}.eager_ops.pooling",
+        f"{TPB}.eager_ops.pooling_kernels",
+        f"{TPB}.eager_ops.scatter_reduce",
+        f"{TPB}.eager_ops.scatter_kernels",
         f"{TPB}.eager_ops.table",
     ),
     **_on(

@@ -1,8 +1,9 @@
 """The index family: gather, index_select, scatter (value, src, add, amax/amin/sum reductions) and
 index/index_put with one index tensor on the first dim, as launches of kernels.indexed over the
-index's iteration space. An index out of range faults in the simulator (a MemoryFault naming the
+index's iteration space; scatter's prod and mean and the types atomics lack in index order
+(scatter_reduce.py). An index out of range faults in the simulator (a MemoryFault naming the
 access), as CUDA's device-side assert stops the kernel. Other forms (boolean masks, several index
-tensors, scatter's mean and prod) run on the host, counted."""
+tensors) run on the host, counted."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import torch
 from . import launch
 from .launch import REAL_DTYPES, broadcast_strides
 from .ops import Call, _overlaps
+from .scatter_reduce import scatter_in_order
 from .table import Row
 
 INDEX_DTYPES = (torch.int64, torch.int32)
@@ -90,15 +92,19 @@ def scatter(op: torch._ops.OpOverload, row: Row) -> Callable:
         source = call.bound.get("src")
         if source is None:
             source = torch.tensor(call["value"], dtype=self.dtype).to(self.device)
-        if self.dim() == 0 or mode is None or index.dtype not in INDEX_DTYPES or not _covered(self, index, source):
-            return call.on_host()
-        if mode in ATOMIC_DTYPES and self.dtype not in ATOMIC_DTYPES[mode]:
+        if self.dim() == 0 or index.dtype not in INDEX_DTYPES or not _covered(self, index, source):
             return call.on_host()
         inplace = call.target_name == "self"
         if _overlaps(self, [index, source]) and inplace:
             return call.on_host()
         out = self if inplace else self.clone(memory_format=torch.preserve_format)
         dim = call["dim"] % self.dim()
+        if reduce is not None and (mode is None or self.dtype not in ATOMIC_DTYPES[mode]):
+            # prod, mean and the types atomics lack: in index order, without atomics
+            include_self = call.bound.get("include_self", True) is not False
+            if not scatter_in_order(out, index, source, dim, reduce, include_self):
+                return call.on_host()
+            return out
         shape = index.shape
         if index.numel() == 0:
             return out

@@ -79,6 +79,15 @@ EAGER_OPS: dict[str, Row] = {
     "index.Tensor": Row("index", "index"),
     "index_put_.default": Row("index", "index_put"),
     "_index_put_impl_.default": Row("index", "index_put"),
+    # hostops: pooling.py, sorting.py (scatter's prod/mean: scatter_reduce.py, under the scatter rows)
+    **{f"avg_pool{d}d.default": Row("pool", "avg") for d in (2, 3)},
+    **{f"avg_pool{d}d_backward.default": Row("pool_backward", "avg") for d in (2, 3)},
+    **{f"max_pool{d}d_with_indices.default": Row("pool", "max") for d in (2, 3)},
+    **{f"max_pool{d}d_with_indices_backward.default": Row("pool_backward", "max") for d in (2, 3)},
+    **{f"_adaptive_avg_pool{d}d.default": Row("pool", "adaptive_avg") for d in (2, 3)},
+    **{f"_adaptive_avg_pool{d}d_backward.default": Row("pool_backward", "adaptive_avg") for d in (2, 3)},
+    **{f"adaptive_max_pool{d}d.default": Row("pool", "adaptive_max") for d in (2, 3)},
+    **{f"adaptive_max_pool{d}d_backward.default": Row("pool_backward", "adaptive_max") for d in (2, 3)},
 }
 
 # overload -> its in-place and out= overloads, which take the same row
