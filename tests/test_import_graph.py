@@ -198,6 +198,8 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.pooling_kernels",
         f"{TPB}.eager_ops.scatter_reduce",
         f"{TPB}.eager_ops.scatter_kernels",
+        f"{TPB}.eager_ops.sorting",
+        f"{TPB}.eager_ops.sorting_kernels",
         f"{TPB}.eager_ops.table",
     ),
     **_on(

@@ -16,11 +16,11 @@ from collections.abc import Callable
 import torch
 from torch._C._dynamo import eval_frame
 
-from . import indexing, ops, pooling
+from . import indexing, ops, pooling, sorting
 from .table import overloads
 
 # Row.family -> the builder of that family's kernels
-FAMILIES = {**ops.FAMILIES, **indexing.FAMILIES, **pooling.FAMILIES}
+FAMILIES = {**ops.FAMILIES, **indexing.FAMILIES, **pooling.FAMILIES, **sorting.FAMILIES}
 
 _library = None
 

@@ -88,6 +88,9 @@ EAGER_OPS: dict[str, Row] = {
     **{f"_adaptive_avg_pool{d}d_backward.default": Row("pool_backward", "adaptive_avg") for d in (2, 3)},
     **{f"adaptive_max_pool{d}d.default": Row("pool", "adaptive_max") for d in (2, 3)},
     **{f"adaptive_max_pool{d}d_backward.default": Row("pool_backward", "adaptive_max") for d in (2, 3)},
+    "sort.default": Row("sort", "sort"),
+    "sort.stable": Row("sort", "sort"),
+    "topk.default": Row("sort", "topk"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
