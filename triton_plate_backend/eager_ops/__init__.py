@@ -16,11 +16,11 @@ from collections.abc import Callable
 import torch
 from torch._C._dynamo import eval_frame
 
-from . import indexing, ops, pooling, sorting
+from . import advanced_index, indexing, ops, pooling, sorting
 from .table import overloads
 
 # Row.family -> the builder of that family's kernels
-FAMILIES = {**ops.FAMILIES, **indexing.FAMILIES, **pooling.FAMILIES, **sorting.FAMILIES}
+FAMILIES = {**ops.FAMILIES, **indexing.FAMILIES, **pooling.FAMILIES, **sorting.FAMILIES, **advanced_index.FAMILIES}
 
 _library = None
 

@@ -1,9 +1,9 @@
 """The index family: gather, index_select, scatter (value, src, add, amax/amin/sum reductions) and
 index/index_put with one index tensor on the first dim, as launches of kernels.indexed over the
 index's iteration space; scatter's prod and mean and the types atomics lack in index order
-(scatter_reduce.py). An index out of range faults in the simulator (a MemoryFault naming the
-access), as CUDA's device-side assert stops the kernel. Other forms (boolean masks, several index
-tensors) run on the host, counted."""
+(scatter_reduce.py); several index tensors and boolean masks through element offsets
+(advanced_index.py). An index out of range faults in the simulator (a MemoryFault naming the access),
+as CUDA's device-side assert stops the kernel."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Callable
 import torch
 
 from . import launch
+from .advanced_index import index_or_put
 from .launch import REAL_DTYPES, broadcast_strides
 from .ops import Call, _overlaps
 from .scatter_reduce import scatter_in_order
@@ -148,6 +149,9 @@ def index(op: torch._ops.OpOverload, row: Row) -> Callable:
         call = Call(op, args, kwargs)
         self = call["self"]
         idx = _single_index(call)
+        if idx is None and self.dim() and _covered(self) and not _atomic_refused(call, self):
+            result = index_or_put(call, row, _run)  # several indices, masks, other dims
+            return call.on_host() if result is None else result
         if idx is None or self.dim() == 0 or not _covered(self):
             return call.on_host()
         idx = idx.to(self.device)  # a CPU index, as CUDA takes one
@@ -182,6 +186,12 @@ def index(op: torch._ops.OpOverload, row: Row) -> Callable:
         return out
 
     return kernel
+
+
+def _atomic_refused(call: Call, self: torch.Tensor) -> bool:
+    """index_put_ with accumulate=True of a type Triton's atomics lack."""
+    accumulate = call.bound.get("accumulate", False)
+    return bool(accumulate) and self.dtype not in ATOMIC_DTYPES["SCATTER_ADD"]
 
 
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {

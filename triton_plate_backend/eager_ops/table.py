@@ -79,7 +79,8 @@ EAGER_OPS: dict[str, Row] = {
     "index.Tensor": Row("index", "index"),
     "index_put_.default": Row("index", "index_put"),
     "_index_put_impl_.default": Row("index", "index_put"),
-    # hostops: pooling.py, sorting.py (scatter's prod/mean: scatter_reduce.py, under the scatter rows)
+    # hostops: pooling.py, sorting.py, advanced_index.py (scatter's prod/mean: scatter_reduce.py, and index's
+    # several indices and masks: advanced_index.py, both under the index family's rows)
     **{f"avg_pool{d}d.default": Row("pool", "avg") for d in (2, 3)},
     **{f"avg_pool{d}d_backward.default": Row("pool_backward", "avg") for d in (2, 3)},
     **{f"max_pool{d}d_with_indices.default": Row("pool", "max") for d in (2, 3)},
@@ -91,6 +92,7 @@ EAGER_OPS: dict[str, Row] = {
     "sort.default": Row("sort", "sort"),
     "sort.stable": Row("sort", "sort"),
     "topk.default": Row("sort", "topk"),
+    "nonzero.default": Row("nonzero"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
