@@ -207,6 +207,13 @@ def test_complex_arithmetic(dtype, no_host_ops):
     same(torch.where(pa.real > 0, pa, pb), torch.where(a.real.contiguous() > 0, a, b))
 
 
+def test_complex32_arithmetic_computes_in_float32(no_host_ops):
+    a = torch.tensor([1 + 1j, -1 + 1j, -2 + 2j, 3 - 3j, 0, 1j, 1, -1], dtype=torch.complex32)
+    got, expected = (a.to("plate") + a.to("plate")) * 2, (a + a) * 2
+    assert got.dtype == torch.complex32
+    torch.testing.assert_close(torch.view_as_real(got.cpu()), torch.view_as_real(expected), rtol=0, atol=0)
+
+
 # ---- random numbers ------------------------------------------------------------------------------------
 SAMPLERS = {
     "rand": lambda **kw: torch.rand(64, 33, device="plate", **kw),

@@ -26,7 +26,7 @@ REAL_DTYPES = frozenset(
         torch.float64,
     }
 )
-COMPLEX_PARTS = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+COMPLEX_PARTS = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}
 
 
 def kernels():

@@ -214,7 +214,7 @@ def _complex(call: Call, row: Row, expected: torch.Tensor, device, values):
             return call.on_host()
         launch.launch(
             "elementwise", real_shape, [torch.view_as_real(out), *views], strides,
-            FN=launch.kernels().FUNCTIONS[row.fn], ARITY=len(views), CT=launch.triton_dtype(part),
+            FN=launch.kernels().FUNCTIONS[row.fn], ARITY=len(views), CT=launch.triton_dtype(_opmath(part)),
         )  # fmt: skip
         return out
     # pairs: strides over the complex shape, in real elements (the real view's, less its last dim)
@@ -227,7 +227,7 @@ def _complex(call: Call, row: Row, expected: torch.Tensor, device, values):
         return call.on_host()
     launch.launch(
         "complex_binary", shape, pairs, strides, FN=launch.kernels().FUNCTIONS[row.complex_fn],
-        CT=launch.triton_dtype(part),
+        CT=launch.triton_dtype(_opmath(part)),
     )  # fmt: skip
     return out
 
