@@ -16,11 +16,18 @@ from collections.abc import Callable
 import torch
 from torch._C._dynamo import eval_frame
 
-from . import advanced_index, indexing, ops, pooling, sorting
+from . import advanced_index, indexing, ops, pooling, scans, sorting
 from .table import overloads
 
 # Row.family -> the builder of that family's kernels
-FAMILIES = {**ops.FAMILIES, **indexing.FAMILIES, **pooling.FAMILIES, **sorting.FAMILIES, **advanced_index.FAMILIES}
+FAMILIES = {
+    **ops.FAMILIES,
+    **indexing.FAMILIES,
+    **pooling.FAMILIES,
+    **sorting.FAMILIES,
+    **advanced_index.FAMILIES,
+    **scans.FAMILIES,
+}
 
 _library = None
 

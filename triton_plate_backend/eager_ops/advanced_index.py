@@ -1,7 +1,7 @@
 """Advanced indexing beyond the index family's one index on the first dim (indexing.py): several index
 tensors, on any dims, boolean masks, and nonzero.
 
-A mask becomes its nonzero elements' coordinates (nonzero_kernels.nonzero, one index tensor per dim it
+A mask becomes its nonzero elements' coordinates (prefix_kernels.nonzero, one index tensor per dim it
 covers). The index tensors, broadcast together, give each element of the indexed shape one element offset
 into self (sum of index * stride, negatives counted from the dim's size, computed by plate's elementwise
 kernels); kernels.indexed then gathers (index) or scatters (index_put_, atomically adding with
@@ -22,7 +22,7 @@ MASK_DTYPES = (torch.bool, torch.uint8)
 
 
 def kernels():
-    return importlib.import_module(f"{__package__}.nonzero_kernels")
+    return importlib.import_module(f"{__package__}.prefix_kernels")
 
 
 def nonzero_of(x: torch.Tensor) -> torch.Tensor | None:

@@ -79,7 +79,7 @@ EAGER_OPS: dict[str, Row] = {
     "index.Tensor": Row("index", "index"),
     "index_put_.default": Row("index", "index_put"),
     "_index_put_impl_.default": Row("index", "index_put"),
-    # hostops: pooling.py, sorting.py, advanced_index.py (scatter's prod/mean: scatter_reduce.py, and index's
+    # hostops: pooling.py, sorting.py, advanced_index.py, scans.py (scatter's prod/mean: scatter_reduce.py, and index's
     # several indices and masks: advanced_index.py, both under the index family's rows)
     **{f"avg_pool{d}d.default": Row("pool", "avg") for d in (2, 3)},
     **{f"avg_pool{d}d_backward.default": Row("pool_backward", "avg") for d in (2, 3)},
@@ -93,6 +93,9 @@ EAGER_OPS: dict[str, Row] = {
     "sort.stable": Row("sort", "sort"),
     "topk.default": Row("sort", "topk"),
     "nonzero.default": Row("nonzero"),
+    "any.default": Row("any_all", "any"),
+    "all.default": Row("any_all", "all"),
+    "repeat_interleave.Tensor": Row("repeat_interleave"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
