@@ -214,6 +214,24 @@ def test_complex32_arithmetic_computes_in_float32(no_host_ops):
     torch.testing.assert_close(torch.view_as_real(got.cpu()), torch.view_as_real(expected), rtol=0, atol=0)
 
 
+def test_complex_exp_log_log1p_isnan(no_host_ops):
+    a = torch.randn(8, 8).to(torch.complex64)
+    a[0, 0] = complex(float("nan"), 1.0)
+    a[1, 1] = complex(1e-5, -2e-5)  # log1p near 0: its real part through log1p, not log
+    for fn in (torch.exp, torch.log, torch.log1p, torch.isnan):
+        same(fn(a.to("plate")), fn(a))
+
+
+def test_complex_and_polar_build_complex_tensors(no_host_ops):
+    a = torch.randn(5, 3).permute(1, 0)
+    got, expected = torch.complex(a.to("plate"), a.to("plate") * 2), torch.complex(a, a * 2)
+    assert got.stride() == expected.stride()
+    same(got, expected)
+    dist = torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64)
+    angle = torch.tensor([1.5707963267948966, 3.9269908169872414, -1.0], dtype=torch.float64)
+    same(torch.polar(dist.to("plate"), angle.to("plate")), torch.polar(dist, angle))
+
+
 # ---- random numbers ------------------------------------------------------------------------------------
 SAMPLERS = {
     "rand": lambda **kw: torch.rand(64, 33, device="plate", **kw),

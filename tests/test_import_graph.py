@@ -191,6 +191,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops",
         f"{TPB}.eager_ops.advanced_index",
         f"{TPB}.eager_ops.autoload",
+        f"{TPB}.eager_ops.complex_ops",
         f"{TPB}.eager_ops.indexing",
         f"{TPB}.eager_ops.kernels",
         f"{TPB}.eager_ops.launch",

@@ -181,6 +181,23 @@ def complex_mul(ar, ai, br, bi, alpha):
     return ar * br - ai * bi, ar * bi + ai * br
 
 
+@triton.jit
+def complex_exp(ar, ai, br, bi, alpha):
+    e = tl.exp(ar)
+    return e * tl.cos(ai), e * tl.sin(ai)
+
+
+@triton.jit
+def complex_log(ar, ai, br, bi, alpha):
+    return 0.5 * tl.log(ar * ar + ai * ai), libdevice.atan2(ai, ar)
+
+
+@triton.jit
+def complex_log1p(ar, ai, br, bi, alpha):
+    # |1 + z|^2 - 1 = 2 re + re^2 + im^2, through log1p: exact near z = 0
+    return 0.5 * libdevice.log1p(ar * (2.0 + ar) + ai * ai), libdevice.atan2(ai, 1.0 + ar)
+
+
 FUNCTIONS = {
     f.__name__: f
     for f in (
@@ -214,6 +231,9 @@ FUNCTIONS = {
         complex_add,
         complex_sub,
         complex_mul,
+        complex_exp,
+        complex_log,
+        complex_log1p,
     )
 }
 

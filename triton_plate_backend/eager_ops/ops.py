@@ -149,6 +149,9 @@ def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
         values = [call[name] for name in row.operands]
         if device is None or _overlaps_target(call, values):
             return call.on_host()
+        if row.fn == "isnan" and _is_complex(values[0]) and call.target_name is None:
+            parts = torch.view_as_real(_operand(values[0], expected.dtype, device).resolve_conj())
+            return torch.isnan(parts[..., 0]) + torch.isnan(parts[..., 1])  # either part NaN (bools add as or)
         if expected.dtype.is_complex or any(_is_complex(v) for v in values):
             return _complex(call, row, expected, device, values)
         promoted = [call[name] for name in row.promote] if row.promote else values

@@ -148,24 +148,56 @@ def pool_backward(op: torch._ops.OpOverload, row: Row):
         if not _small(r5, g5):
             return call.on_host()
         (k, s, p, dil), _ = _window_args(call, row, spatial, x5, g5)
+        ct = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
+        count_pad = call.bound.get("count_include_pad", True)
+        divisor = call.bound.get("divisor_override") or 0
+        if row.fn == "avg":
+            done = _avg_backward(r5, g5, list(x5.shape[2:]), (k, s, p), divisor, count_pad, ct)
+            return result if done else call.on_host()
         if row.fn.startswith("adaptive"):
             counts = [-(-o // i) + 1 for i, o in zip(x5.shape[2:], g5.shape[2:])]
         else:
             counts = [((kk - 1) * dd + 1 - 1) // ss + 1 for kk, dd, ss in zip(k, dil, s)]
-        divisor = call.bound.get("divisor_override") or 0
-        shape = list(r5.shape)
-        strides = [list(r5.stride()), [*g5.stride()[:2], 0, 0, 0], [*i5.stride()[:2], 0, 0, 0], _position()]
-        scalars = (
-            *x5.shape[2:], *g5.shape[2:], *_spatial_strides(i5), *_spatial_strides(g5),
-            *k, *s, *p, *dil, *counts, divisor,
-        )  # fmt: skip
-        ct = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
-        count_pad = call.bound.get("count_include_pad", True)
-        if not _launch(kernels().pool_backward, shape, [r5, g5, i5], strides, scalars, MODES[row.fn], count_pad, ct):
+        window = (k, s, p, dil, counts)
+        if not _backward(r5, g5, i5, window, divisor, MODES[row.fn], count_pad, ct):
             return call.on_host()
         return result
 
     return kernel
+
+
+def _backward(result, grad, indices, window, divisor, mode, count_pad, ct) -> bool:
+    """One launch of pool_backward: result (N, C, D, H, W) from grad (and the max pools' indices)."""
+    k, s, p, dil, counts = window
+    strides = [list(result.stride()), [*grad.stride()[:2], 0, 0, 0], [*indices.stride()[:2], 0, 0, 0], _position()]
+    scalars = (
+        *result.shape[2:], *grad.shape[2:], *_spatial_strides(indices), *_spatial_strides(grad),
+        *k, *s, *p, *dil, *counts, divisor,
+    )  # fmt: skip
+    return _launch(
+        kernels().pool_backward, list(result.shape), [result, grad, indices], strides, scalars, mode, count_pad, ct
+    )
+
+
+def _avg_backward(result, grad, sizes, window, divisor, count_pad, ct) -> bool:
+    """avg_pool's backward one dim at a time (W, then H, then D): its windows and divisors are products of
+    one factor per dim, so three passes of one-dim windows do what one pass of K^3 candidates would (a
+    13x13x13 window: 13 * 3 steps per element instead of 2197). The divisor_override divides once."""
+    k, s, p = window
+    source = grad
+    for axis in (2, 1, 0):
+        one = [1, 1, 1]
+        ks, ss, ps, counts = list(one), list(one), [0, 0, 0], list(one)
+        ks[axis], ss[axis], ps[axis] = k[axis], s[axis], p[axis]
+        counts[axis] = (k[axis] - 1) // s[axis] + 1
+        shape = list(source.shape)
+        shape[2 + axis] = sizes[axis]
+        target = result if axis == 0 else torch.empty(shape, dtype=ct, device=result.device)
+        part = divisor if axis == 2 else (1 if divisor else 0)
+        if not _backward(target, source, source, (ks, ss, ps, one, counts), part, "AVG", count_pad, ct):
+            return False
+        source = target
+    return True
 
 
 FAMILIES = {"pool": pool, "pool_backward": pool_backward}

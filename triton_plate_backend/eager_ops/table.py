@@ -42,6 +42,8 @@ FLOAT_FUNCTIONS = (
     "expm1",
     "erf",
 )
+# float functions with a complex kernel (kernels.FUNCTIONS, over (real, imag) pairs)
+COMPLEX_FUNCTIONS = {"exp": "complex_exp", "log": "complex_log", "log1p": "complex_log1p"}
 EAGER_OPS: dict[str, Row] = {
     "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
@@ -53,7 +55,10 @@ EAGER_OPS: dict[str, Row] = {
     "isnan.default": Row("elementwise", "isnan"),
     "abs.default": Row("elementwise", "abs"),
     "relu.default": Row("elementwise", "relu"),
-    **{f"{name}.default": Row("elementwise", name, compute="result") for name in FLOAT_FUNCTIONS},
+    **{
+        f"{name}.default": Row("elementwise", name, compute="result", complex_fn=COMPLEX_FUNCTIONS.get(name))
+        for name in FLOAT_FUNCTIONS
+    },
     **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     "fill_.Scalar": Row("fill"),
@@ -79,8 +84,8 @@ EAGER_OPS: dict[str, Row] = {
     "index.Tensor": Row("index", "index"),
     "index_put_.default": Row("index", "index_put"),
     "_index_put_impl_.default": Row("index", "index_put"),
-    # hostops: pooling.py, sorting.py, advanced_index.py, scans.py (scatter's prod/mean: scatter_reduce.py, and index's
-    # several indices and masks: advanced_index.py, both under the index family's rows)
+    # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py (scatter's prod/mean:
+    # scatter_reduce.py, and index's several indices and masks: advanced_index.py, under the rows above)
     **{f"avg_pool{d}d.default": Row("pool", "avg") for d in (2, 3)},
     **{f"avg_pool{d}d_backward.default": Row("pool_backward", "avg") for d in (2, 3)},
     **{f"max_pool{d}d_with_indices.default": Row("pool", "max") for d in (2, 3)},
@@ -96,6 +101,8 @@ EAGER_OPS: dict[str, Row] = {
     "any.default": Row("any_all", "any"),
     "all.default": Row("any_all", "all"),
     "repeat_interleave.Tensor": Row("repeat_interleave"),
+    "complex.default": Row("complex_build", "complex"),
+    "polar.default": Row("complex_build", "polar"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
