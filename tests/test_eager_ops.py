@@ -214,6 +214,23 @@ def test_complex32_arithmetic_computes_in_float32(no_host_ops):
     torch.testing.assert_close(torch.view_as_real(got.cpu()), torch.view_as_real(expected), rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
+def test_integer_pow_is_exact_and_wraps_as_the_cpus(dtype, no_host_ops):
+    top = torch.iinfo(dtype).max
+    x = torch.randint(-100 if dtype.is_signed else 0, 100, (16, 16)).to(dtype)
+    y = torch.randint(0, top, (16, 16), dtype=torch.int64).to(dtype)
+    same(torch.pow(x.to("plate"), 0x57), torch.pow(x, 0x57))
+    same(torch.pow(x.to("plate"), y.to("plate")), torch.pow(x, y))
+
+
+def test_pow_of_negative_exponents_and_floats(no_host_ops):
+    base, exponent = torch.tensor([-3, -1, 0, 1, 2, -1]), torch.tensor([-2, -3, 3, -1, 10, -4])
+    same(torch.pow(base.to("plate"), exponent.to("plate")), torch.pow(base, exponent))
+    f = torch.rand(10) * 3
+    same(torch.pow(f.to("plate"), 2.5), torch.pow(f, 2.5))
+    same(torch.pow(f.to("plate"), f.to("plate")), torch.pow(f, f))
+
+
 def test_complex_exp_log_log1p_isnan(no_host_ops):
     a = torch.randn(8, 8).to(torch.complex64)
     a[0, 0] = complex(float("nan"), 1.0)

@@ -137,6 +137,25 @@ def erf(x, y, z):
 
 
 @triton.jit
+def power(x, y, z):
+    if x.dtype.is_floating():
+        result = libdevice.pow(x, y)
+    else:  # exact, wrapping in the type as the CPU's: square-and-multiply over the exponent's bits
+        result = x * 0 + 1
+        base = x
+        e = y
+        for _ in range(64):
+            result = tl.where((e & 1) != 0, result * base, result)
+            base = base * base
+            e = e >> 1
+        # a negative exponent: 1 / x rounds to 0 except for x = 1 and x = -1
+        odd = (y & 1) != 0
+        inverse = tl.where(x == 1, 1, tl.where(x == -1, tl.where(odd, -1, 1), 0)).to(result.dtype)
+        result = tl.where(y < 0, inverse, result)
+    return result
+
+
+@triton.jit
 def eq(x, y, z):
     return x == y
 
@@ -226,6 +245,7 @@ FUNCTIONS = {
         rsqrt,
         reciprocal,
         relu,
+        power,
         expm1,
         erf,
         complex_add,

@@ -101,6 +101,8 @@ EAGER_OPS: dict[str, Row] = {
     "any.default": Row("any_all", "any"),
     "all.default": Row("any_all", "all"),
     "repeat_interleave.Tensor": Row("repeat_interleave"),
+    "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
+    "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
     "complex.default": Row("complex_build", "complex"),
     "polar.default": Row("complex_build", "polar"),
 }
