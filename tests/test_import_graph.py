@@ -205,6 +205,8 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.sorting",
         f"{TPB}.eager_ops.sorting_kernels",
         f"{TPB}.eager_ops.table",
+        f"{TPB}.eager_ops.weight_norm",
+        f"{TPB}.eager_ops.weight_norm_kernels",
     ),
     **_on(
         INDUCTOR,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 from torch._C._dynamo import eval_frame
 
-from . import advanced_index, complex_ops, indexing, ops, pooling, scans, sorting
+from . import advanced_index, complex_ops, indexing, ops, pooling, scans, sorting, weight_norm
 from .table import overloads
 
 # Row.family -> the builder of that family's kernels
@@ -28,6 +28,7 @@ FAMILIES = {
     **advanced_index.FAMILIES,
     **scans.FAMILIES,
     **complex_ops.FAMILIES,
+    **weight_norm.FAMILIES,
 }
 
 _library = None

@@ -84,7 +84,8 @@ EAGER_OPS: dict[str, Row] = {
     "index.Tensor": Row("index", "index"),
     "index_put_.default": Row("index", "index_put"),
     "_index_put_impl_.default": Row("index", "index_put"),
-    # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py (scatter's prod/mean:
+    # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py, weight_norm.py, and
+    # pow's and complex exp/log/log1p's element functions in kernels.py (scatter's prod/mean:
     # scatter_reduce.py, and index's several indices and masks: advanced_index.py, under the rows above)
     **{f"avg_pool{d}d.default": Row("pool", "avg") for d in (2, 3)},
     **{f"avg_pool{d}d_backward.default": Row("pool_backward", "avg") for d in (2, 3)},
@@ -105,6 +106,7 @@ EAGER_OPS: dict[str, Row] = {
     "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
     "complex.default": Row("complex_build", "complex"),
     "polar.default": Row("complex_build", "polar"),
+    "_weight_norm_interface_backward.default": Row("weight_norm_backward"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
