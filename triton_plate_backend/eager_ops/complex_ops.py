@@ -8,7 +8,7 @@ import torch
 
 from . import launch
 from .launch import COMPLEX_PARTS, broadcast_strides
-from .ops import Call, _overlaps
+from .ops import Call, _overlaps, checked
 from .table import Row
 
 
@@ -26,13 +26,8 @@ def _write(part: torch.Tensor, fn: str, operands: list[torch.Tensor]) -> bool:
 
 
 def build(op: torch._ops.OpOverload, row: Row):
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         first, second = (call["real"], call["imag"]) if row.fn == "complex" else (call["abs"], call["angle"])
         if expected.dtype not in COMPLEX_PARTS or call.target_name is not None:
             return call.on_host()

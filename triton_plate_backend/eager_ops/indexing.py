@@ -14,7 +14,7 @@ import torch
 from . import launch
 from .advanced_index import index_or_put
 from .launch import REAL_DTYPES, broadcast_strides
-from .ops import Call, _overlaps
+from .ops import Call, _overlaps, checked
 from .scatter_reduce import scatter_in_order
 from .table import Row
 
@@ -46,13 +46,8 @@ def _covered(*tensors) -> bool:
 
 
 def gather(op: torch._ops.OpOverload, row: Row) -> Callable:
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         self, index = call["self"], call["index"]
         dim = call["dim"] % max(self.dim(), 1)
         if self.dim() == 0 or index.dtype not in INDEX_DTYPES or not _covered(self, index):
@@ -78,13 +73,8 @@ def gather(op: torch._ops.OpOverload, row: Row) -> Callable:
 
 
 def scatter(op: torch._ops.OpOverload, row: Row) -> Callable:
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         self, index = call["self"], call["index"]
         reduce = call.bound.get("reduce")
         if row.fn == "scatter_add":

@@ -14,7 +14,7 @@ import torch
 
 from . import launch
 from .launch import REAL_DTYPES
-from .ops import Call
+from .ops import Call, checked
 from .table import Row
 
 # Row.fn -> the kernels' mode
@@ -95,13 +95,8 @@ def _small(*tensors) -> bool:
 def pool(op: torch._ops.OpOverload, row: Row):
     spatial = _dims(op)
 
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         x = call["self"]
         shapes = expected if isinstance(expected, tuple) else (expected,)
         results = [torch.empty_strided(e.shape, e.stride(), dtype=e.dtype, device=x.device) for e in shapes]
@@ -130,13 +125,8 @@ def pool(op: torch._ops.OpOverload, row: Row):
 def pool_backward(op: torch._ops.OpOverload, row: Row):
     spatial = _dims(op)
 
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         grad, x = call["grad_output"], call["self"]
         indices = call.bound.get("indices")
         out = call[call.target_name] if call.target_name else None

@@ -12,7 +12,7 @@ import torch
 
 from . import launch
 from .launch import REAL_DTYPES
-from .ops import Call
+from .ops import Call, checked
 from .table import Row
 
 
@@ -63,13 +63,8 @@ def _into(expected: torch.Tensor, moved: torch.Tensor, dim: int, target) -> torc
 
 
 def sort(op: torch._ops.OpOverload, row: Row):
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         x = call["self"]
         if x.dtype not in REAL_DTYPES or x.device.type != "plate":
             return call.on_host()

@@ -9,7 +9,7 @@ import importlib
 import torch
 
 from .launch import REAL_DTYPES, triton_dtype
-from .ops import Call
+from .ops import Call, checked
 from .table import Row
 
 FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -20,13 +20,8 @@ def kernels():
 
 
 def weight_norm_backward(op: torch._ops.OpOverload, row: Row):
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         grad_w, v, g, norms = call["grad_w"], call["saved_v"], call["saved_g"], call["saved_norms"]
         tensors = (grad_w, v, g, norms)
         if any(t.dtype not in FLOATS or t.dtype not in REAL_DTYPES for t in tensors) or v.dim() == 0:
