@@ -90,7 +90,9 @@ def test_cpu_indices_of_a_plate_tensor(no_host_ops):
     latent = torch.randn(24, 16, 4, 4).to(memory_format=torch.channels_last).view(2, 12, 16, 4, 4)
     order = torch.argsort(torch.rand(2, 12), dim=-1)
     index = (torch.arange(2).unsqueeze(-1), order[:, :3])
-    same(latent.to("plate")[index], latent[index])
+    got, expected = latent.to("plate")[index], latent[index]
+    same(got, expected)
+    assert got.stride() == expected.stride()  # TensorIterator's: channels_last along the sliced dims
 
 
 def test_forms_left_to_the_host_are_counted():

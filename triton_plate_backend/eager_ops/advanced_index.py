@@ -93,6 +93,16 @@ def _layout(self: torch.Tensor, indices: list):
     return shape, self_strides, offset, offset_strides
 
 
+def _index_layout(self: torch.Tensor, indices: list) -> torch.Tensor:
+    """index's result on meta tensors, its masks replaced by their coordinates: the strides torch gives it
+    (TensorIterator's, which keep self's memory format along the sliced dims)."""
+
+    def meta(t):
+        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+
+    return torch.ops.aten.index.Tensor(meta(self), [None if i is None else meta(i) for i in indices])
+
+
 def index_or_put(call: Call, row, run) -> torch.Tensor | None:
     """index.Tensor or index_put_/_index_put_impl_ through offsets (`run`: indexing._run); None where the
     kernels do not take the call (the caller runs it on the host)."""
@@ -107,7 +117,10 @@ def index_or_put(call: Call, row, run) -> torch.Tensor | None:
     except RuntimeError:
         return None  # indices that do not broadcast: the host raises torch's error
     if row.fn == "index":
-        out = torch.empty(shape, dtype=self.dtype, device=self.device)
+        expected = _index_layout(self, indices)
+        if list(expected.shape) != shape:
+            return None
+        out = torch.empty_strided(shape, expected.stride(), dtype=self.dtype, device=self.device)
         strides = [list(out.stride()), self_strides, offset_strides]
         return out if run("GATHER", shape, out, self, offset, strides, 0, 1) else None
     values = call["values"]
