@@ -95,10 +95,14 @@ def test_cpu_indices_of_a_plate_tensor(no_host_ops):
     assert got.stride() == expected.stride()  # TensorIterator's: channels_last along the sliced dims
 
 
-def test_forms_left_to_the_host_are_counted():
-    torch.plate.reset_host_ops()
-    half = torch.zeros(4, dtype=torch.bfloat16)
-    at = torch.tensor([True, False, True, False])
-    got = half.to("plate").index_put_((at.to("plate"),), torch.ones(2, dtype=torch.bfloat16, device="plate"), True)
-    same(got, half.index_put_((at,), torch.ones(2, dtype=torch.bfloat16), True))  # no bf16 atomic add
-    assert torch.plate.host_ops() == {"aten.index_put_": 1}
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.bool, torch.uint8, torch.int16])
+def test_accumulate_of_types_atomics_lack(dtype, no_host_ops):
+    x = torch.zeros(4, 3, dtype=dtype)
+    mask = torch.tensor([True, False, True, False])
+    values = torch.full((2, 3), 200 if dtype == torch.uint8 else 1, dtype=dtype)  # uint8: 400 wraps
+    rows = torch.tensor([1, 1, 3])  # a repeated row: small sums, exact in every type
+    for index, v in (((mask,), values), ((rows,), values[:1].expand(3, 3))):
+        got, expected = x.to("plate"), x.clone()
+        got.index_put_([i.to("plate") for i in index], v.to("plate"), accumulate=True)
+        expected.index_put_(index, v, accumulate=True)
+        same(got, expected)

@@ -19,6 +19,15 @@ from .scatter_reduce import scatter_in_order
 from .table import Row
 
 INDEX_DTYPES = (torch.int64, torch.int32)
+# index_put_'s accumulate of a type atomics lack: the type it accumulates in
+WIDER = {
+    torch.float16: torch.float32,
+    torch.bfloat16: torch.float32,
+    torch.bool: torch.int64,
+    torch.uint8: torch.int64,
+    torch.int8: torch.int64,
+    torch.int16: torch.int64,
+}
 # scatter_reduce's reductions with an atomic: the kernel mode and the identity include_self=False starts from
 REDUCTIONS = {"sum": ("SCATTER_ADD", 0), "amax": ("SCATTER_MAX", "min"), "amin": ("SCATTER_MIN", "max")}
 # the element types Triton's atomics take, by kernel mode (others, bool and the half types, go to the host)
@@ -138,6 +147,8 @@ def index(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
         self = call["self"]
+        if _atomic_refused(call, self) and self.device.type == "plate" and self.dtype in WIDER:
+            return _accumulate_wider(call)
         idx = _single_index(call)
         if idx is None and self.dim() and _covered(self) and not _atomic_refused(call, self):
             result = index_or_put(call, row, _run)  # several indices, masks, other dims
@@ -176,6 +187,19 @@ def index(op: torch._ops.OpOverload, row: Row) -> Callable:
         return out
 
     return kernel
+
+
+def _accumulate_wider(call: Call) -> torch.Tensor:
+    """index_put_ with accumulate=True of a type atomics lack, accumulated in a wider copy and copied back:
+    the half types in float32 (rounding once, as CUDA's opmath), bool and the small integers in int64
+    (which or and wrap alike)."""
+    self, values = call["self"], call["values"]
+    if values.dtype != self.dtype:
+        return call.on_host()  # the host raises torch's error
+    wide = WIDER[self.dtype]
+    work = self.to(wide)
+    torch.ops.aten.index_put_(work, call["indices"], values.to(wide), True)
+    return self.copy_(work) if call.target_name == "self" else work.to(self.dtype)
 
 
 def _atomic_refused(call: Call, self: torch.Tensor) -> bool:
