@@ -25,10 +25,15 @@ def any_all(op: torch._ops.OpOverload, row: Row):
         x = call["self"]
         if x.dtype not in REAL_DTYPES or call.target_name is not None:
             return call.on_host()
-        out = torch.empty((), dtype=expected.dtype, device=x.device)
+        found = torch.zeros(1, dtype=torch.int32, device=x.device)
         k = kernels()
-        k.any_nonzero[(1,)](x.contiguous(), out, x.numel(), ALL=row.fn == "all", BLOCK=k.BLOCK, machine=k.machine_of(x))
-        return out
+        if x.numel():
+            grid = (launch.triton_cdiv(x.numel(), k.ANY_BLOCK),)
+            k.any_nonzero[grid](
+                x.contiguous(), found, x.numel(), ALL=row.fn == "all", BLOCK=k.ANY_BLOCK, machine=k.machine_of(x)
+            )
+        # any: something found; all: nothing zero found
+        return (found != 0 if row.fn == "any" else found == 0).reshape(()).to(expected.dtype)
 
     return kernel
 
