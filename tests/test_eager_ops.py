@@ -235,6 +235,7 @@ def test_complex_exp_log_log1p_isnan(no_host_ops):
     a = torch.randn(8, 8).to(torch.complex64)
     a[0, 0] = complex(float("nan"), 1.0)
     a[1, 1] = complex(1e-5, -2e-5)  # log1p near 0: its real part through log1p, not log
+    a[2, 2], a[3, 3] = complex(-0.99, 0.0), complex(-1.2, 1e-3)  # log1p near -1: through log
     for fn in (torch.exp, torch.log, torch.log1p, torch.isnan):
         same(fn(a.to("plate")), fn(a))
 

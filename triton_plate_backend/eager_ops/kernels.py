@@ -213,8 +213,11 @@ def complex_log(ar, ai, br, bi, alpha):
 
 @triton.jit
 def complex_log1p(ar, ai, br, bi, alpha):
-    # |1 + z|^2 - 1 = 2 re + re^2 + im^2, through log1p: exact near z = 0
-    return 0.5 * libdevice.log1p(ar * (2.0 + ar) + ai * ai), libdevice.atan2(ai, 1.0 + ar)
+    # near z = 0: |1 + z|^2 - 1 = 2 re + re^2 + im^2 through log1p; elsewhere (z near -1 above all) |1 + z|^2
+    one = 1.0 + ar
+    near = libdevice.log1p(ar * (2.0 + ar) + ai * ai)
+    far = tl.log(one * one + ai * ai)
+    return 0.5 * tl.where(ar * ar + ai * ai < 0.25, near, far), libdevice.atan2(ai, one)
 
 
 FUNCTIONS = {
