@@ -16,11 +16,33 @@ from collections.abc import Callable
 import torch
 from torch._C._dynamo import eval_frame
 
-from . import composite, indexing, ops, special_family
+from . import (
+    advanced_index,
+    complex_ops,
+    composite,
+    indexing,
+    ops,
+    pooling,
+    scans,
+    sorting,
+    special_family,
+    weight_norm,
+)
 from .table import overloads
 
 # Row.family -> the builder of that family's kernels
-FAMILIES = {**ops.FAMILIES, **indexing.FAMILIES, **special_family.FAMILIES, **composite.FAMILIES}
+FAMILIES = {
+    **ops.FAMILIES,
+    **indexing.FAMILIES,
+    **pooling.FAMILIES,
+    **sorting.FAMILIES,
+    **advanced_index.FAMILIES,
+    **scans.FAMILIES,
+    **complex_ops.FAMILIES,
+    **weight_norm.FAMILIES,
+    **special_family.FAMILIES,
+    **composite.FAMILIES,
+}
 
 _library = None
 

@@ -1,8 +1,9 @@
 """The index family: gather, index_select, scatter (value, src, add, amax/amin/sum reductions) and
 index/index_put with one index tensor on the first dim, as launches of kernels.indexed over the
-index's iteration space. An index out of range faults in the simulator (a MemoryFault naming the
-access), as CUDA's device-side assert stops the kernel. Other forms (boolean masks, several index
-tensors, scatter's mean and prod) run on the host, counted."""
+index's iteration space; scatter's prod and mean and the types atomics lack in index order
+(scatter_reduce.py); several index tensors and boolean masks through element offsets
+(advanced_index.py). An index out of range faults in the simulator (a MemoryFault naming the access),
+as CUDA's device-side assert stops the kernel."""
 
 from __future__ import annotations
 
@@ -11,11 +12,22 @@ from collections.abc import Callable
 import torch
 
 from . import launch
+from .advanced_index import index_or_put
 from .launch import REAL_DTYPES, broadcast_strides
-from .ops import Call, _overlaps
+from .ops import Call, _overlaps, checked
+from .scatter_reduce import scatter_in_order
 from .table import Row
 
 INDEX_DTYPES = (torch.int64, torch.int32)
+# index_put_'s accumulate of a type atomics lack: the type it accumulates in
+WIDER = {
+    torch.float16: torch.float32,
+    torch.bfloat16: torch.float32,
+    torch.bool: torch.int64,
+    torch.uint8: torch.int64,
+    torch.int8: torch.int64,
+    torch.int16: torch.int64,
+}
 # scatter_reduce's reductions with an atomic: the kernel mode and the identity include_self=False starts from
 REDUCTIONS = {"sum": ("SCATTER_ADD", 0), "amax": ("SCATTER_MAX", "min"), "amin": ("SCATTER_MIN", "max")}
 # the element types Triton's atomics take, by kernel mode (others, bool and the half types, go to the host)
@@ -43,13 +55,8 @@ def _covered(*tensors) -> bool:
 
 
 def gather(op: torch._ops.OpOverload, row: Row) -> Callable:
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         self, index = call["self"], call["index"]
         dim = call["dim"] % max(self.dim(), 1)
         if self.dim() == 0 or index.dtype not in INDEX_DTYPES or not _covered(self, index):
@@ -75,13 +82,8 @@ def gather(op: torch._ops.OpOverload, row: Row) -> Callable:
 
 
 def scatter(op: torch._ops.OpOverload, row: Row) -> Callable:
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         self, index = call["self"], call["index"]
         reduce = call.bound.get("reduce")
         if row.fn == "scatter_add":
@@ -90,15 +92,19 @@ def scatter(op: torch._ops.OpOverload, row: Row) -> Callable:
         source = call.bound.get("src")
         if source is None:
             source = torch.tensor(call["value"], dtype=self.dtype).to(self.device)
-        if self.dim() == 0 or mode is None or index.dtype not in INDEX_DTYPES or not _covered(self, index, source):
-            return call.on_host()
-        if mode in ATOMIC_DTYPES and self.dtype not in ATOMIC_DTYPES[mode]:
+        if self.dim() == 0 or index.dtype not in INDEX_DTYPES or not _covered(self, index, source):
             return call.on_host()
         inplace = call.target_name == "self"
         if _overlaps(self, [index, source]) and inplace:
             return call.on_host()
         out = self if inplace else self.clone(memory_format=torch.preserve_format)
         dim = call["dim"] % self.dim()
+        if reduce is not None and (mode is None or self.dtype not in ATOMIC_DTYPES[mode]):
+            # prod, mean and the types atomics lack: in index order, without atomics
+            include_self = call.bound.get("include_self", True) is not False
+            if not scatter_in_order(out, index, source, dim, reduce, include_self):
+                return call.on_host()
+            return out
         shape = index.shape
         if index.numel() == 0:
             return out
@@ -141,7 +147,12 @@ def index(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
         self = call["self"]
+        if _atomic_refused(call, self) and self.device.type == "plate" and self.dtype in WIDER:
+            return _accumulate_wider(call)
         idx = _single_index(call)
+        if idx is None and self.dim() and _covered(self) and not _atomic_refused(call, self):
+            result = index_or_put(call, row, _run)  # several indices, masks, other dims
+            return call.on_host() if result is None else result
         if idx is None or self.dim() == 0 or not _covered(self):
             return call.on_host()
         idx = idx.to(self.device)  # a CPU index, as CUDA takes one
@@ -176,6 +187,25 @@ def index(op: torch._ops.OpOverload, row: Row) -> Callable:
         return out
 
     return kernel
+
+
+def _accumulate_wider(call: Call) -> torch.Tensor:
+    """index_put_ with accumulate=True of a type atomics lack, accumulated in a wider copy and copied back:
+    the half types in float32 (rounding once, as CUDA's opmath), bool and the small integers in int64
+    (which or and wrap alike)."""
+    self, values = call["self"], call["values"]
+    if values.dtype != self.dtype:
+        return call.on_host()  # the host raises torch's error
+    wide = WIDER[self.dtype]
+    work = self.to(wide)
+    torch.ops.aten.index_put_(work, call["indices"], values.to(wide), True)
+    return self.copy_(work) if call.target_name == "self" else work.to(self.dtype)
+
+
+def _atomic_refused(call: Call, self: torch.Tensor) -> bool:
+    """index_put_ with accumulate=True of a type Triton's atomics lack."""
+    accumulate = call.bound.get("accumulate", False)
+    return bool(accumulate) and self.dtype not in ATOMIC_DTYPES["SCATTER_ADD"]
 
 
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {

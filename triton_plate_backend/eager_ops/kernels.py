@@ -137,6 +137,25 @@ def erf(x, y, z):
 
 
 @triton.jit
+def power(x, y, z):
+    if x.dtype.is_floating():
+        result = libdevice.pow(x, y)
+    else:  # exact, wrapping in the type as the CPU's: square-and-multiply over the exponent's bits
+        result = x * 0 + 1
+        base = x
+        e = y
+        for _ in range(64):
+            result = tl.where((e & 1) != 0, result * base, result)
+            base = base * base
+            e = e >> 1
+        # a negative exponent: 1 / x rounds to 0 except for x = 1 and x = -1
+        odd = (y & 1) != 0
+        inverse = tl.where(x == 1, 1, tl.where(x == -1, tl.where(odd, -1, 1), 0)).to(result.dtype)
+        result = tl.where(y < 0, inverse, result)
+    return result
+
+
+@triton.jit
 def eq(x, y, z):
     return x == y
 
@@ -181,6 +200,26 @@ def complex_mul(ar, ai, br, bi, alpha):
     return ar * br - ai * bi, ar * bi + ai * br
 
 
+@triton.jit
+def complex_exp(ar, ai, br, bi, alpha):
+    e = tl.exp(ar)
+    return e * tl.cos(ai), e * tl.sin(ai)
+
+
+@triton.jit
+def complex_log(ar, ai, br, bi, alpha):
+    return 0.5 * tl.log(ar * ar + ai * ai), libdevice.atan2(ai, ar)
+
+
+@triton.jit
+def complex_log1p(ar, ai, br, bi, alpha):
+    # near z = 0: |1 + z|^2 - 1 = 2 re + re^2 + im^2 through log1p; elsewhere (z near -1 above all) |1 + z|^2
+    one = 1.0 + ar
+    near = libdevice.log1p(ar * (2.0 + ar) + ai * ai)
+    far = tl.log(one * one + ai * ai)
+    return 0.5 * tl.where(ar * ar + ai * ai < 0.25, near, far), libdevice.atan2(ai, one)
+
+
 FUNCTIONS = {
     f.__name__: f
     for f in (
@@ -209,11 +248,15 @@ FUNCTIONS = {
         rsqrt,
         reciprocal,
         relu,
+        power,
         expm1,
         erf,
         complex_add,
         complex_sub,
         complex_mul,
+        complex_exp,
+        complex_log,
+        complex_log1p,
     )
 }
 

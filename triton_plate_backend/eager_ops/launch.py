@@ -26,7 +26,7 @@ REAL_DTYPES = frozenset(
         torch.float64,
     }
 )
-COMPLEX_PARTS = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+COMPLEX_PARTS = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}
 
 
 def kernels():
@@ -72,6 +72,12 @@ def launch(kernel_name: str, shape, tensors: list[torch.Tensor], strides: list[l
     """Run kernels.<kernel_name> over a result of `shape`: tensors[0] is the output and up to three
     operands follow (missing ones are the output, never read), `strides` each one's element strides
     over `shape`. `extra` are the kernel's further scalar arguments."""
+    launch_kernel(getattr(kernels(), kernel_name), shape, tensors, strides, *extra, **constexprs)
+
+
+def launch_kernel(kernel, shape, tensors: list[torch.Tensor], strides: list[list[int]], *extra, **constexprs):
+    """`launch` of a Triton kernel of any module that takes kernels.elementwise's leading arguments (four
+    pointers, n, the sizes, four operands' strides)."""
     n = math.prod(shape)
     if n == 0:
         return
@@ -82,13 +88,12 @@ def launch(kernel_name: str, shape, tensors: list[torch.Tensor], strides: list[l
     pointers = list(tensors) + [out] * (4 - len(tensors))
     steps = steps + [[0] * RANK] * (4 - len(steps))
     flat = [s for step in steps for s in step]
-    k = kernels()
     grid = (triton_cdiv(n, BLOCK),)
-    kernel = getattr(k, kernel_name)
     constexprs.update(_dims(kernel, sizes))
     kernel[grid](
-        *pointers, n, sizes[1], sizes[2], sizes[3], *flat, *extra, BLOCK=BLOCK, machine=k.machine_of(out), **constexprs
-    )
+        *pointers, n, sizes[1], sizes[2], sizes[3], *flat, *extra,
+        BLOCK=BLOCK, machine=kernels().machine_of(out), **constexprs,
+    )  # fmt: skip
 
 
 def launch_fill(shape, out: torch.Tensor, *extra, **constexprs):

@@ -76,6 +76,26 @@ class Call:
         return _registration.extension()._run_on_host(schema.name, overload, tuple(args), kwargs, frozenset(wrapped))
 
 
+def checked(op: torch._ops.OpOverload) -> Callable:
+    """The start every eager kernel shares, as a decorator of its body ``kernel(call, expected)``: the
+    call's arguments (Call); mixed devices to the host (which raises torch's error); the op on meta
+    tensors, whose result ``expected`` the body lays its result out by (None: the host ran the call)."""
+
+    def wrap(body: Callable) -> Callable:
+        def kernel(*args, **kwargs):
+            call = Call(op, args, kwargs)
+            if call.mixed:
+                return call.on_host()
+            expected = call.meta()
+            if expected is None:
+                return call.host_result
+            return body(call, expected)
+
+        return kernel
+
+    return wrap
+
+
 def _meta(value):
     if isinstance(value, torch.Tensor) and value.device.type != "cpu":
         return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
@@ -142,17 +162,15 @@ def _operand(value, dtype: torch.dtype, device, common: torch.dtype | None = Non
 
 # ---- elementwise ---------------------------------------------------------------------------------------
 def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         device = _plate_device(call, row.operands)
         values = [call[name] for name in row.operands]
         if device is None or _overlaps_target(call, values):
             return call.on_host()
+        if row.fn == "isnan" and _is_complex(values[0]) and call.target_name is None:
+            parts = torch.view_as_real(_operand(values[0], expected.dtype, device).resolve_conj())
+            return torch.isnan(parts[..., 0]) + torch.isnan(parts[..., 1])  # either part NaN (bools add as or)
         if expected.dtype.is_complex or any(_is_complex(v) for v in values):
             return _complex(call, row, expected, device, values)
         promoted = [call[name] for name in row.promote] if row.promote else values
@@ -220,7 +238,7 @@ def _complex(call: Call, row: Row, expected: torch.Tensor, device, values):
             return call.on_host()
         launch.launch(
             "elementwise", real_shape, [torch.view_as_real(out), *views], strides,
-            FN=launch.kernels().FUNCTIONS[row.fn], ARITY=len(views), CT=launch.triton_dtype(part),
+            FN=launch.kernels().FUNCTIONS[row.fn], ARITY=len(views), CT=launch.triton_dtype(_opmath(part)),
         )  # fmt: skip
         return out
     # pairs: strides over the complex shape, in real elements (the real view's, less its last dim)
@@ -233,7 +251,7 @@ def _complex(call: Call, row: Row, expected: torch.Tensor, device, values):
         return call.on_host()
     launch.launch(
         "complex_binary", shape, pairs, strides, FN=launch.kernels().FUNCTIONS[row.complex_fn],
-        CT=launch.triton_dtype(part),
+        CT=launch.triton_dtype(_opmath(part)),
     )  # fmt: skip
     return out
 
@@ -245,12 +263,8 @@ def _pair_strides(real_view: torch.Tensor, shape) -> list[int]:
 
 # ---- fill_ / zero_ -------------------------------------------------------------------------------------
 def fill(op: torch._ops.OpOverload, row: Row) -> Callable:
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        if call.meta() is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         self = call["self"]
         value = call.bound.get("value", 0)
         if isinstance(value, torch.Tensor):
@@ -309,12 +323,8 @@ def _integer_range(call: Call, dtype: torch.dtype) -> tuple[int, int] | None:
 def random(op: torch._ops.OpOverload, row: Row) -> Callable:
     kinds = launch.kernels  # the KIND constants live with the kernel
 
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        if call.meta() is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         self = call["self"]
         if self.dtype not in REAL_DTYPES or (row.fn != "random" and not self.dtype.is_floating_point):
             return call.on_host()
@@ -350,13 +360,8 @@ def random(op: torch._ops.OpOverload, row: Row) -> Callable:
 def bernoulli_tensor(op: torch._ops.OpOverload, row: Row) -> Callable:
     """bernoulli_(self, p: Tensor) and bernoulli(self): each element 1 with its own probability."""
 
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         self = call["self"]
         probabilities = call.bound.get("p", self)
         if not isinstance(probabilities, torch.Tensor) or probabilities.device != self.device:
@@ -383,12 +388,8 @@ def bernoulli_tensor(op: torch._ops.OpOverload, row: Row) -> Callable:
 def dropout(op: torch._ops.OpOverload, row: Row) -> Callable:
     """native_dropout(input, p, train): (input * keep / (1 - p), keep), keep with probability 1 - p."""
 
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        if call.meta() is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         x, p, train = call["input"], float(call["p"]), call["train"]
         if x.dtype not in REAL_DTYPES or not x.dtype.is_floating_point:
             return call.on_host()
@@ -415,13 +416,8 @@ def cat(op: torch._ops.OpOverload, row: Row) -> Callable:
     """cat(tensors, dim): each input copied (and converted to the promoted type) into its slice of the
     result, one copy kernel per input."""
 
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        if call.mixed:
-            return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
+    @checked(op)
+    def kernel(call: Call, expected):
         tensors = list(call["tensors"])
         if expected.dtype not in REAL_DTYPES or any(t.dtype not in REAL_DTYPES for t in tensors):
             return call.on_host()

@@ -47,6 +47,8 @@ POLYNOMIALS = tuple(
     f"{kind}_polynomial_{letter}" for kind in ("chebyshev", "shifted_chebyshev") for letter in "tuvw"
 ) + ("hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
 BESSEL = ("j0", "j1", "y0", "y1")
+# float functions with a complex kernel (kernels.FUNCTIONS, over (real, imag) pairs)
+COMPLEX_FUNCTIONS = {"exp": "complex_exp", "log": "complex_log", "log1p": "complex_log1p"}
 EAGER_OPS: dict[str, Row] = {
     "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
@@ -58,7 +60,10 @@ EAGER_OPS: dict[str, Row] = {
     "isnan.default": Row("elementwise", "isnan"),
     "abs.default": Row("elementwise", "abs"),
     "relu.default": Row("elementwise", "relu"),
-    **{f"{name}.default": Row("elementwise", name, compute="result") for name in FLOAT_FUNCTIONS},
+    **{
+        f"{name}.default": Row("elementwise", name, compute="result", complex_fn=COMPLEX_FUNCTIONS.get(name))
+        for name in FLOAT_FUNCTIONS
+    },
     **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     "fill_.Scalar": Row("fill"),
@@ -117,6 +122,29 @@ EAGER_OPS: dict[str, Row] = {
     "_fused_rms_norm.default": Row("composite"),
     "_fused_rms_norm_backward.default": Row("composite"),
     "nonzero_static.default": Row("host_layout"),
+    # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py, weight_norm.py, and
+    # pow's and complex exp/log/log1p's element functions in kernels.py (scatter's prod/mean:
+    # scatter_reduce.py, and index's several indices and masks: advanced_index.py, under the rows above)
+    **{f"avg_pool{d}d.default": Row("pool", "avg") for d in (2, 3)},
+    **{f"avg_pool{d}d_backward.default": Row("pool_backward", "avg") for d in (2, 3)},
+    **{f"max_pool{d}d_with_indices.default": Row("pool", "max") for d in (2, 3)},
+    **{f"max_pool{d}d_with_indices_backward.default": Row("pool_backward", "max") for d in (2, 3)},
+    **{f"_adaptive_avg_pool{d}d.default": Row("pool", "adaptive_avg") for d in (2, 3)},
+    **{f"_adaptive_avg_pool{d}d_backward.default": Row("pool_backward", "adaptive_avg") for d in (2, 3)},
+    **{f"adaptive_max_pool{d}d.default": Row("pool", "adaptive_max") for d in (2, 3)},
+    **{f"adaptive_max_pool{d}d_backward.default": Row("pool_backward", "adaptive_max") for d in (2, 3)},
+    "sort.default": Row("sort", "sort"),
+    "sort.stable": Row("sort", "sort"),
+    "topk.default": Row("sort", "topk"),
+    "nonzero.default": Row("nonzero"),
+    "any.default": Row("any_all", "any"),
+    "all.default": Row("any_all", "all"),
+    "repeat_interleave.Tensor": Row("repeat_interleave"),
+    "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
+    "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
+    "complex.default": Row("complex_build", "complex"),
+    "polar.default": Row("complex_build", "polar"),
+    "_weight_norm_interface_backward.default": Row("weight_norm_backward"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row

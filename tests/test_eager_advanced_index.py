@@ -1,0 +1,108 @@
+"""Advanced indexing on plate (triton_plate_backend/eager_ops/advanced_index.py): nonzero, boolean masks,
+several index tensors on any dims (adjacent or apart), CPU index tensors, index_put_ with and without
+accumulate, all exactly as the CPU, with the host-op counter at zero."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from triton_plate_backend import eager_ops
+
+eager_ops.register()
+aten = torch.ops.aten
+
+
+@pytest.fixture
+def no_host_ops():
+    torch.plate.reset_host_ops()
+    yield
+    assert torch.plate.host_ops() == {}
+
+
+def same(got, expected):
+    assert got.device.type == "plate" and (got.shape, got.dtype) == (expected.shape, expected.dtype)
+    torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)
+
+
+X = torch.randn(5, 7)
+Y = torch.randn(3, 4, 5, 6)
+
+
+def test_nonzero_lists_coordinates_in_row_major_order(no_host_ops):
+    same(X.to("plate").nonzero(), X.nonzero())
+    ints = torch.tensor([0, 1, 3, 4, 2, 0, 0])
+    same(ints.to("plate").nonzero(), ints.nonzero())
+    flags = torch.rand(3, 4, 5) > 0.5
+    same(flags.to("plate").nonzero(), flags.nonzero())
+    long_row = torch.rand(1500) > 0.3  # more than one block of the kernel's walk
+    same(long_row.to("plate").nonzero(), long_row.nonzero())
+    same(torch.zeros(2, 3, device="plate").nonzero(), torch.zeros(2, 3).nonzero())
+
+
+def test_masks_and_several_indices(no_host_ops):
+    px, py = X.to("plate"), Y.to("plate")
+    same(px[X > 0], X[X > 0])
+    same(px[:, torch.tensor([1, 2])], X[:, torch.tensor([1, 2])])
+    rows, cols = torch.tensor([[0], [3]]), torch.tensor([1, -2, 4])  # broadcast together, a negative index
+    same(px[rows, cols], X[rows, cols])
+    apart = (slice(None), torch.tensor([0, 2]), slice(None), torch.tensor([1, 5]))  # the index dims go first
+    same(py[apart], Y[apart])
+    same(py[torch.tensor([0, 2]), :, torch.tensor([[1], [4]])], Y[torch.tensor([0, 2]), :, torch.tensor([[1], [4]])])
+    plane = torch.rand(4, 5) > 0.5
+    same(py[:, plane.to("plate")], Y[:, plane])
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_with_masks_and_several_indices(accumulate, no_host_ops):
+    a = torch.randn(3)
+    pa = a.to("plate")
+    mask, values = torch.tensor([True, True, False]), torch.randn(2)
+    aten.index_put_(pa, [mask.to("plate")], values.to("plate"), accumulate)
+    aten.index_put_(a, [mask], values, accumulate)
+    same(pa, a)
+    b = torch.randn(1, 2, 3)
+    pb = b.to("plate")
+    index, scalar = torch.tensor([0, 1]), torch.randn([])
+    aten.index_put_(pb, [None, index.to("plate"), mask.to("plate")], scalar.to("plate"), accumulate)
+    aten.index_put_(b, [None, index, mask], scalar, accumulate)
+    same(pb, b)
+    c = torch.zeros(5, 7)
+    pc = c.to("plate")
+    rows, cols = torch.tensor([1, 3, 3]), torch.tensor([0, 2, 2])  # a repeated place: accumulate adds twice
+    pc.index_put_((rows.to("plate"), cols.to("plate")), torch.ones(3, device="plate"), accumulate=accumulate)
+    c.index_put_((rows, cols), torch.ones(3), accumulate=accumulate)
+    same(pc, c)
+
+
+def test_a_strided_view_with_a_mask_and_a_cpu_value(no_host_ops):
+    x = torch.randn(512, 19).permute(1, 0).view(-1, 128, 4)[:, :, 1:]
+    px = x.to("plate")
+    mask = torch.ones(128, 3, dtype=torch.int32) == 1
+    px[:, mask.to("plate")] = -math.inf
+    x[:, mask] = -math.inf
+    same(px, x)
+
+
+def test_cpu_indices_of_a_plate_tensor(no_host_ops):
+    latent = torch.randn(24, 16, 4, 4).to(memory_format=torch.channels_last).view(2, 12, 16, 4, 4)
+    order = torch.argsort(torch.rand(2, 12), dim=-1)
+    index = (torch.arange(2).unsqueeze(-1), order[:, :3])
+    got, expected = latent.to("plate")[index], latent[index]
+    same(got, expected)
+    assert got.stride() == expected.stride()  # TensorIterator's: channels_last along the sliced dims
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.bool, torch.uint8, torch.int16])
+def test_accumulate_of_types_atomics_lack(dtype, no_host_ops):
+    x = torch.zeros(4, 3, dtype=dtype)
+    mask = torch.tensor([True, False, True, False])
+    values = torch.full((2, 3), 200 if dtype == torch.uint8 else 1, dtype=dtype)  # uint8: 400 wraps
+    rows = torch.tensor([1, 1, 3])  # a repeated row: small sums, exact in every type
+    for index, v in (((mask,), values), ((rows,), values[:1].expand(3, 3))):
+        got, expected = x.to("plate"), x.clone()
+        got.index_put_([i.to("plate") for i in index], v.to("plate"), accumulate=True)
+        expected.index_put_(index, v, accumulate=True)
+        same(got, expected)

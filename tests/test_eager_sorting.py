@@ -1,0 +1,58 @@
+"""plate's sort and topk (triton_plate_backend/eager_ops/sorting.py) against the CPU: values and indices
+exactly (a stable sort: equal elements in their order; NaN last, first when descending), the CPU's
+layouts, with the host-op counter at zero."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from triton_plate_backend import eager_ops
+
+eager_ops.register()
+
+
+@pytest.fixture
+def no_host_ops():
+    torch.plate.reset_host_ops()
+    yield
+    assert torch.plate.host_ops() == {}
+
+
+def check(fn, x):
+    expected, got = fn(x), fn(x.to("plate"))
+    for g, e in zip(got, expected, strict=True):
+        assert g.device.type == "plate" and (g.shape, g.stride(), g.dtype) == (e.shape, e.stride(), e.dtype)
+        torch.testing.assert_close(g.cpu(), e, rtol=0, atol=0, equal_nan=True)
+
+
+TIES = torch.randint(0, 5, (6, 37)).float()
+TIES[1, 3] = TIES[1, 9] = TIES[4, 0] = float("nan")
+TIES[2, 0], TIES[2, 5] = float("-inf"), float("inf")
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_stable_sort_with_ties_and_nan(descending, no_host_ops):
+    check(lambda x: torch.sort(x, stable=True, descending=descending), TIES)
+    check(lambda x: torch.sort(x, dim=0, stable=True, descending=descending), TIES)
+    check(lambda x: torch.sort(x, descending=descending), TIES.t())  # transposed: the CPU's strides
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bfloat16, torch.bool, torch.float64])
+def test_sort_dtypes(dtype, no_host_ops):
+    check(lambda x: torch.sort(x, stable=True), TIES.nan_to_num(7).clamp(-9, 9).to(dtype))
+
+
+def test_topk(no_host_ops):
+    x = torch.randint(0, 999, (1, 1, 8, 8)).float()
+    check(lambda x: torch.topk(x, 2, -1), x)
+    check(lambda x: torch.topk(x, 3, 2, largest=False), x)
+    distinct = torch.randperm(1000).float()
+    check(lambda x: torch.topk(x, 500), distinct)  # distinct values: the same indices whatever the algorithm
+
+
+def test_edge_shapes(no_host_ops):
+    check(lambda x: torch.sort(x), torch.tensor(3.0))
+    check(lambda x: torch.sort(x, dim=1), torch.randn(4, 1))
+    check(lambda x: torch.sort(x), torch.empty(3, 0))
+    check(lambda x: torch.argsort(x, stable=True).unsqueeze(0), TIES)

@@ -1,0 +1,95 @@
+"""The Triton kernels that walk a tensor in order with a running count (one program, a block at a time):
+nonzero (advanced_index.py) and repeat_interleave's offsets (scans.py); and any/all (scans.py), one
+program per block."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .kernels import machine_of  # noqa: F401 - the launch option every eager kernel takes
+
+BLOCK = 512
+ANY_BLOCK = 4096  # any/all: the elements of one program
+RANK = 4  # the dims nonzero takes (sizes s0..s3, the first padded with 1)
+
+
+@triton.jit(do_not_specialize=["n", "s1", "s2", "s3"])
+def nonzero(x, out, count, n, s1, s2, s3, NDIM: tl.constexpr, BLOCK: tl.constexpr):
+    """x contiguous of n elements, sizes (., s1, s2, s3): out[c, :NDIM] = the coordinates of the c-th
+    nonzero element (at its running count, so in row-major order as torch lists them); count[0] = how many."""
+    total = tl.zeros([1], dtype=tl.int64)
+    for start in range(0, n, BLOCK):
+        i = start + tl.arange(0, BLOCK).to(tl.int64)
+        inside = i < n
+        flag = (tl.load(x + i, mask=inside, other=0) != 0) & inside
+        ones = flag.to(tl.int64)
+        place = total + tl.cumsum(ones, axis=0) - ones
+        i3 = i % s3
+        rest = i // s3
+        i2 = rest % s2
+        rest = rest // s2
+        i1 = rest % s1
+        i0 = rest // s1
+        row = out + place * NDIM
+        if NDIM == 1:
+            tl.store(row, i3, mask=flag)
+        elif NDIM == 2:
+            tl.store(row, i2, mask=flag)
+            tl.store(row + 1, i3, mask=flag)
+        elif NDIM == 3:
+            tl.store(row, i1, mask=flag)
+            tl.store(row + 1, i2, mask=flag)
+            tl.store(row + 2, i3, mask=flag)
+        else:
+            tl.store(row, i0, mask=flag)
+            tl.store(row + 1, i1, mask=flag)
+            tl.store(row + 2, i2, mask=flag)
+            tl.store(row + 3, i3, mask=flag)
+        total += tl.sum(ones, axis=0)
+    tl.store(count + tl.arange(0, 1), total)
+
+
+@triton.jit(do_not_specialize=["n"])
+def any_nonzero(x, out, n, ALL: tl.constexpr, BLOCK: tl.constexpr):
+    """out[0] (int32, 0 before) = 1 where any element of x (contiguous, n elements) is nonzero (NaN counts),
+    or with ALL, where any is zero: each program a block, combined by an atomic max (no walk: a 4M-element
+    tensor in one program's loop took a minute in the simulator)."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    inside = i < n
+    flag = tl.load(x + i, mask=inside) != 0
+    if ALL:
+        hit = (flag == 0) & inside
+    else:
+        hit = flag & inside
+    tl.atomic_max(out + tl.arange(0, 1), tl.max(hit.to(tl.int32), axis=0) + tl.zeros([1], dtype=tl.int32))
+
+
+@triton.jit(do_not_specialize=["n"])
+def exclusive_sum(x, out, total, n, BLOCK: tl.constexpr):
+    """out[i] = x[0] + ... + x[i - 1] (x contiguous, n elements, integers); total[0] = the whole sum."""
+    carried = tl.zeros([1], dtype=tl.int64)
+    for start in range(0, n, BLOCK):
+        i = start + tl.arange(0, BLOCK)
+        inside = i < n
+        r = tl.load(x + i, mask=inside, other=0).to(tl.int64)
+        tl.store(out + i, carried + tl.cumsum(r, axis=0) - r, mask=inside)
+        carried += tl.sum(r, axis=0)
+    tl.store(total + tl.arange(0, 1), carried)
+
+
+@triton.jit(do_not_specialize=["n", "m", "steps"])
+def repeat_positions(starts, out, n, m, steps, BLOCK: tl.constexpr):
+    """out[j] (j < m) = the last i < n whose start (an exclusive sum of repeats) is at most j: a binary
+    search of `steps` halvings, one output element per lane."""
+    j = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    inside = j < m
+    lo = tl.zeros([BLOCK], dtype=tl.int64)
+    hi = tl.zeros([BLOCK], dtype=tl.int64) + n
+    for _ in range(0, steps):
+        mid = (lo + hi) // 2
+        start = tl.load(starts + mid, mask=inside & (mid < n), other=0)
+        up = (start <= j) & (hi - lo > 1)
+        lo = tl.where(up, mid, lo)
+        hi = tl.where(up | (hi - lo <= 1), hi, mid)
+    tl.store(out + j, lo, mask=inside)

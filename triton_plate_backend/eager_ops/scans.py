@@ -1,0 +1,66 @@
+"""Ops that walk a tensor in order with a running count (prefix_kernels): any and all of a whole tensor,
+and repeat_interleave(repeats) (each position i repeated repeats[i] times: the exclusive sum of the
+repeats gives each run's start, and each output element finds its run by a binary search). any/all
+along dims run on the host, counted."""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from . import launch
+from .launch import REAL_DTYPES
+from .ops import Call, checked
+from .table import Row
+
+
+def kernels():
+    return importlib.import_module(f"{__package__}.prefix_kernels")
+
+
+def any_all(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.dtype not in REAL_DTYPES or call.target_name is not None:
+            return call.on_host()
+        found = torch.zeros(1, dtype=torch.int32, device=x.device)
+        k = kernels()
+        if x.numel():
+            grid = (launch.triton_cdiv(x.numel(), k.ANY_BLOCK),)
+            k.any_nonzero[grid](
+                x.contiguous(), found, x.numel(), ALL=row.fn == "all", BLOCK=k.ANY_BLOCK, machine=k.machine_of(x)
+            )
+        # any: something found; all: nothing zero found
+        return (found != 0 if row.fn == "any" else found == 0).reshape(()).to(expected.dtype)
+
+    return kernel
+
+
+def repeat_interleave(op: torch._ops.OpOverload, row: Row):
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        repeats = call["repeats"]
+        if call.mixed or repeats.dim() != 1 or repeats.dtype not in (torch.int64, torch.int32):
+            return call.on_host()  # a 0-dim repeats, a wrong dtype: the host raises torch's error
+        n = repeats.numel()
+        k = kernels()
+        starts = torch.empty(n, dtype=torch.int64, device=repeats.device)
+        total = torch.zeros(1, dtype=torch.int64, device=repeats.device)
+        if n:
+            k.exclusive_sum[(1,)](repeats.contiguous(), starts, total, n, BLOCK=k.BLOCK, machine=k.machine_of(repeats))
+        size = call.bound.get("output_size")
+        m = int(total.item()) if size is None else int(size)
+        out = torch.empty(m, dtype=repeats.dtype, device=repeats.device)
+        if m and n:
+            grid = (launch.triton_cdiv(m, k.BLOCK),)
+            k.repeat_positions[grid](
+                starts, out, n, m, max(n - 1, 1).bit_length() + 1, BLOCK=k.BLOCK, machine=k.machine_of(repeats)
+            )
+        return out
+
+    return kernel
+
+
+FAMILIES = {"any_all": any_all, "repeat_interleave": repeat_interleave}

@@ -1,0 +1,89 @@
+"""The sort family: sort (stable or not: always stable, as the CPU's sort is for equal elements) and topk
+(the k first of a stable sort, so equal elements come in their order in the row) along one dim, as
+the stages of sorting_kernels' bitonic network over the rows (the dim moved last, copied contiguous). NaN sorts
+after every number (first when descending), as torch sorts it. Complex tensors run on the host,
+counted."""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from . import launch
+from .launch import REAL_DTYPES
+from .ops import Call, checked
+from .table import Row
+
+
+def kernels():
+    return importlib.import_module(f"{__package__}.sorting_kernels")
+
+
+def _bitonic_sort(x: torch.Tensor, dim: int, descending: bool, keep: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(values, indices) of the `keep` first of x sorted along dim, with dim moved last: the rows copied into
+    a power-of-two width (the padding sorts last), sorted by the bitonic network's stages in place."""
+    rows = x.movedim(dim, -1)
+    length = rows.shape[-1]
+    width = 1 << max(length - 1, 0).bit_length()
+    keys = torch.empty((*rows.shape[:-1], width), dtype=x.dtype, device=x.device)
+    keys[..., :length].copy_(rows)
+    positions = torch.empty(keys.shape, dtype=torch.int64, device=x.device)  # the first stage fills it
+    pairs = keys.numel() // 2
+    if width == 1:
+        positions.zero_()
+    elif pairs:
+        kernel = kernels()
+        ct = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+        ct = torch.int8 if ct == torch.bool else ct
+        grid = (launch.triton_cdiv(pairs, kernel.BLOCK),)
+        k = 2
+        while k <= width:
+            j = k // 2
+            while j:
+                kernel.bitonic_stage[grid](
+                    keys, positions, pairs, width // 2, length, k, j,
+                    CT=launch.triton_dtype(ct), DESCENDING=descending, FIRST=k == 2, BLOCK=kernel.BLOCK,
+                    machine=kernel.machine_of(x),
+                )  # fmt: skip
+                j //= 2
+            k *= 2
+    return keys[..., :keep], positions[..., :keep]
+
+
+def _into(expected: torch.Tensor, moved: torch.Tensor, dim: int, target) -> torch.Tensor:
+    """The result laid out as torch lays it out (or the out= tensor), from its dim-last copy."""
+    out = target
+    if out is None:
+        out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=moved.device)
+    elif out.shape != expected.shape:
+        out.resize_(expected.shape)
+    out.copy_(moved.movedim(-1, dim) if moved.dim() else moved)
+    return out
+
+
+def sort(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.dtype not in REAL_DTYPES or x.device.type != "plate":
+            return call.on_host()
+        dim = call["dim"] % max(x.dim(), 1) if x.dim() else 0
+        if row.fn == "topk":
+            keep, descending = int(call["k"]), bool(call["largest"])
+        else:
+            keep, descending = (x.shape[dim] if x.dim() else 1), bool(call["descending"])
+        source = x if x.dim() else x.reshape(1)
+        values, indices = _bitonic_sort(source, dim, descending, keep)
+        if not x.dim():
+            values, indices = values.reshape(()), indices.reshape(())
+        targets = (call.bound.get("values"), call.bound.get("indices"))
+        return (
+            _into(expected[0], values, dim, targets[0]),
+            _into(expected[1], indices, dim, targets[1]),
+        )
+
+    return kernel
+
+
+FAMILIES = {"sort": sort}

@@ -1,0 +1,51 @@
+"""_weight_norm_interface_backward as a plate kernel (weight_norm_kernels): the weight's slices along dim
+(the first or the last, as torch's fused kernel takes; moved first and copied contiguous) as rows, one
+program each. Another dim goes to the host, which raises torch's error."""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from .launch import REAL_DTYPES, triton_dtype
+from .ops import Call, checked
+from .table import Row
+
+FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def kernels():
+    return importlib.import_module(f"{__package__}.weight_norm_kernels")
+
+
+def weight_norm_backward(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        grad_w, v, g, norms = call["grad_w"], call["saved_v"], call["saved_g"], call["saved_norms"]
+        tensors = (grad_w, v, g, norms)
+        if any(t.dtype not in FLOATS or t.dtype not in REAL_DTYPES for t in tensors) or v.dim() == 0:
+            return call.on_host()
+        dim = call["dim"] % v.dim()
+        if dim not in (0, v.dim() - 1) or v.shape[dim] != g.numel() or g.numel() != norms.numel():
+            return call.on_host()
+        rows = v.shape[dim]
+        moved_v = v.movedim(dim, 0).contiguous()
+        moved_grad = grad_w.movedim(dim, 0).contiguous()
+        grad_v = torch.empty(moved_v.shape, dtype=expected[0].dtype, device=v.device)
+        grad_g = torch.empty_strided(expected[1].shape, expected[1].stride(), dtype=expected[1].dtype, device=v.device)
+        if rows and v.numel():
+            k = kernels()
+            ct = torch.float64 if v.dtype == torch.float64 else torch.float32
+            k.weight_norm_backward[(rows,)](
+                grad_v, grad_g, moved_grad, moved_v, g.contiguous(), norms.contiguous(), v.numel() // rows,
+                CT=triton_dtype(ct), BLOCK=k.BLOCK, machine=k.machine_of(v),
+            )  # fmt: skip
+        out_v = torch.empty_strided(expected[0].shape, expected[0].stride(), dtype=expected[0].dtype, device=v.device)
+        out_v.copy_(grad_v.movedim(0, dim))
+        return out_v, grad_g
+
+    return kernel
+
+
+FAMILIES = {"weight_norm_backward": weight_norm_backward}
