@@ -362,6 +362,17 @@ def test_import_torch_registers_the_eager_ops_without_importing_triton():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_importing_the_eager_ops_before_torch_registers_them():
+    # torch's autoload runs inside the package's `import torch` and needs `register` before the package is done
+    code = (
+        "from triton_plate_backend import eager_ops\n"
+        "import torch\n"
+        "assert eager_ops.registered()\n"
+        "assert (torch.zeros(3, device='plate') + 1).cpu().tolist() == [1.0, 1.0, 1.0]\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_cat(no_host_ops):
     a, b = torch.randn(2, 3), torch.arange(12).reshape(4, 3)
     same(torch.cat([a.to("plate"), b.to("plate")]), torch.cat([a, b]))  # promoted to float

@@ -202,6 +202,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.special_family",
         f"{TPB}.eager_ops.pooling",
         f"{TPB}.eager_ops.pooling_kernels",
+        f"{TPB}.eager_ops.registry",
         f"{TPB}.eager_ops.scatter_reduce",
         f"{TPB}.eager_ops.scans",
         f"{TPB}.eager_ops.scatter_kernels",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import torch_device
 from ..torch_device import autoload as device_autoload
-from . import register
+from .registry import register
 
 
 def autoload() -> None:

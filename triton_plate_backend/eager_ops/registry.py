@@ -1,0 +1,76 @@
+"""The registration of plate's eager kernels: the table's overloads on the PrivateUse1 dispatch key.
+
+Its own module so that torch's autoload hook (autoload.py) can import it while the package's
+``__init__`` is still waiting on ``import torch``: importing ``triton_plate_backend.eager_ops`` before
+torch starts torch's autoload, which needs ``register`` before the package has finished."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch._C._dynamo import eval_frame
+
+from . import (
+    advanced_index,
+    complex_ops,
+    composite,
+    indexing,
+    ops,
+    pooling,
+    scans,
+    sorting,
+    special_family,
+    weight_norm,
+)
+from .table import overloads
+
+# Row.family -> the builder of that family's kernels
+FAMILIES = {
+    **ops.FAMILIES,
+    **indexing.FAMILIES,
+    **pooling.FAMILIES,
+    **sorting.FAMILIES,
+    **advanced_index.FAMILIES,
+    **scans.FAMILIES,
+    **complex_ops.FAMILIES,
+    **weight_norm.FAMILIES,
+    **special_family.FAMILIES,
+    **composite.FAMILIES,
+}
+
+_library = None
+
+
+def _untraced(kernel: Callable) -> Callable:
+    """`kernel`, run with Dynamo's frame hook off: a compiled function's eager code (a graph break) may
+    call it, and Dynamo must not trace the kernel, its launch or the simulator (as the allocator, whose C++
+    side swaps the hook out)."""
+
+    def run(*args, **kwargs):
+        return kernel(*args, **kwargs)
+
+    return run
+
+
+# `run`'s frames and every frame under them skip Dynamo's hook (one code object serves every kernel)
+eval_frame.set_code_exec_strategy(
+    _untraced(None).__code__, eval_frame._FrameExecStrategy(eval_frame._FrameAction.SKIP, eval_frame._FrameAction.SKIP)
+)
+
+
+def register() -> None:
+    """Register every overload of the table as plate's kernel for it (idempotent)."""
+    global _library
+    if _library is not None:
+        return
+    library = torch.library.Library("aten", "IMPL")
+    for name, row in overloads().items():
+        packet, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)
+        library.impl(op, _untraced(FAMILIES[row.family](op, row)), "PrivateUse1")
+    _library = library
+
+
+def registered() -> bool:
+    return _library is not None
