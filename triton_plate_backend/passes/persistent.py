@@ -24,7 +24,7 @@ group of grid_x launched programs: the kernel as written) when the cost model sa
 
 Applies to a kernel whose body is one block ending in a plain tt.return, that reads program_id(x)
 and loads at the top level of its body (what the pipeline can run ahead), and that has no matrix
-work (a GEMM pipelines its K loop instead), no atomics and no device print or assert (their order
+work (a GEMM is flattened, below), no atomics and no device print or assert (their order
 across programs would change).
 
 A kernel whose program is one chunk loop (a row reduction, Inductor's looped reductions: the loads
@@ -46,7 +46,17 @@ so `prefetch` pipelines one stream: the next program's first chunks are in fligh
 program's last chunks, its reduction and its store (prefetch.derived: the addresses of a later trip
 come from its program and chunk). The row's store may then be overtaken by the next row's loads:
 the transform is made only when the stores go through pointer arguments the loop does not load
-from (`_disjoint`). Every other kernel is left as it is."""
+from (`_disjoint`).
+
+A GEMM (tt.dot in its chunk loop, the K loop) is flattened the same way: the next output tile's
+first K steps load under this tile's last m.mma, its epilogue and its store. Its carried A and B
+pointers start where the program's tile does, so they are not carried: each trip computes them as
+init + chunk * step from its program and K step (`_advanced`), which `prefetch` recomputes for the
+trip it fetches; the accumulator is carried and reset at the program's end as before. The K order of
+accumulation is the plain GEMM's: results are bit-identical. The flat loop keeps the kernel's
+num_stages; its SRAM is checked by `gemm_fits` (the output tile can no longer reuse the staging
+tiles, the next tile's are in flight), else the kernel is left as it is. Every other kernel is left
+as it is."""
 
 from __future__ import annotations
 
@@ -406,12 +416,14 @@ def _advanced(loop: Op, j: int) -> tuple[Value, list[Op]] | None:
 
 
 def gemm_fits(loop: Op, post: list, sram_bytes: int) -> bool:
-    """The flattened GEMM's SRAM at num_stages 2, worked out rather than planned: the carried
-    tensors (the accumulator), each load's staging tile (the next trip's, in flight) and the tile the
-    body computes on (its copy), and the output tile the epilogue makes while the next program's
-    first tiles are in flight, so it cannot reuse the staging tiles' SRAM as the plain GEMM's does.
-    When this does not fit the kernel keeps today's code (one program each, the output tile over the
-    staging tiles)."""
+    """The flattened GEMM's SRAM at num_stages 2 (codegen lowers it that shallow when deeper does
+    not fit), worked out rather than planned: the carried tensors (the accumulator) and each load's
+    staging tile (the next trip's, in flight across the loop's back edge) for the whole loop, then
+    the larger of the tiles the body computes on (the staging tiles' copies) and the output tile the
+    program's end makes (waited for there: rules_scf, one copy of the body), which share SRAM.
+    The plain GEMM puts its output tile over the staging tiles instead; the flat one cannot, the
+    next program's first tiles are in flight. A stored loop result (an fp32 accumulator stored as
+    it is) is no tile of its own. When this does not fit the kernel keeps today's code."""
     body = loop.regions[0].blocks[0]
 
     def nbytes(t) -> int:
@@ -421,8 +433,9 @@ def gemm_fits(loop: Op, post: list, sram_bytes: int) -> bool:
 
     carried = sum(nbytes(r.type) for r in loop.results)
     loads = sum(nbytes(op.result.type) for op in body.ops if op.name == "tt.load")
-    out = sum(nbytes(op.operands[1].type) for o in post for op in o.walk() if op.name == "tt.store")
-    return carried + 2 * loads + out <= sram_bytes
+    stored = [op.operands[1] for o in post for op in o.walk() if op.name == "tt.store"]
+    out = sum(nbytes(v.type) for v in stored if v not in loop.results)
+    return carried + loads + max(loads, out) <= sram_bytes
 
 
 def _flatten(func: Op, plan: Flat, groups: int) -> None:
