@@ -467,6 +467,12 @@ def _flatten(func: Op, plan: Flat, groups: int) -> None:
     total = op_("arith.muli", nrows, trips)
     some = new_op("arith.cmpi", (trips, zero.result), (ScalarType("i1"),), {"predicate": EnumAttr("sgt")}, loc=loc)
     top.append(some)
+    if plan.matrix:  # a GEMM runs flat only with several programs: one alone runs as written (no per-trip
+        # program and K-step arithmetic), as the launcher's one program each does
+        several = new_op("arith.cmpi", (nrows, one.result), (ScalarType("i1"),), {"predicate": EnumAttr("sgt")})
+        some = new_op("arith.andi", (some.result, several.result), (ScalarType("i1"),), loc=loc)
+        several.loc = loc
+        top += [several, some]
 
     # the flat loop's body: trip t is chunk c of program base + j
     body = Block(args=[])
@@ -485,15 +491,16 @@ def _flatten(func: Op, plan: Flat, groups: int) -> None:
     plan.post = [op for op in plan.post if op not in along_x]
     recomputed = [op for op in plan.pre if op not in plan.hoisted and op not in along_x]
 
-    # the programs of a launch whose chunk loop runs no trip: the plain loop over programs
+    # the programs of a launch whose chunk loop runs no trip (a GEMM's: or that runs one program): the
+    # plain loop over programs (a GEMM's: each program as written, its K loop included)
     plain = Block(args=[])
     jp = Value(I32, "program", owner=plain, index=0)
     plain.args.append(jp)
     row_p = op_("arith.addi", base, jp, into=plain.ops)
     for o in plain.ops:
         o.parent = plain
-    vmap = {row: row_p, **dict(zip(loop.results, inits))}
-    for op in (*recomputed, *plan.post):
+    vmap = {row: row_p} if plan.matrix else {row: row_p, **dict(zip(loop.results, inits))}
+    for op in (*recomputed, loop, *plan.post) if plan.matrix else (*recomputed, *plan.post):
         plain.append(_clone(op, vmap))
     plain.append(new_op("scf.yield", (), (), loc=ret.loc))
 
