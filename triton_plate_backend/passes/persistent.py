@@ -55,8 +55,9 @@ init + chunk * step from its program and K step (`_advanced`), which `prefetch` 
 trip it fetches; the accumulator is carried and reset at the program's end as before. The K order of
 accumulation is the plain GEMM's: results are bit-identical. The flat loop keeps the kernel's
 num_stages; its SRAM is checked by `gemm_fits` (the output tile can no longer reuse the staging
-tiles, the next tile's are in flight), else the kernel is left as it is. Every other kernel is left
-as it is."""
+tiles, the next tile's are in flight), else the kernel is left as it is. A launched program that
+runs one program (the launcher's one program each) runs it as written, K loop included. Every other
+kernel is left as it is."""
 
 from __future__ import annotations
 
@@ -527,7 +528,7 @@ def _flatten(func: Op, plan: Flat, groups: int) -> None:
     body.append(new_op("scf.yield", row_end.results, (), loc=ret.loc))
 
     # a GEMM keeps the kernel's num_stages (its staging tiles are large: codegen goes shallower when short)
-    attrs = {PROGRAMS_ATTR: IntAttr(1, I32)} if plan.matrix else {"tt.num_stages": IntAttr(STAGES, I32)}
+    attrs = {} if plan.matrix else {"tt.num_stages": IntAttr(STAGES, I32)}
     attrs[PROGRAMS_ATTR] = IntAttr(1, I32)
     flat_inits = [inits[n] for n in kept]
     flat = new_op("scf.for", (zero.result, total, one.result, *flat_inits), [v.type for v in carried], attrs, loc=loc)
