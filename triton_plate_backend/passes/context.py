@@ -106,6 +106,7 @@ class Ctx:
         self.max_stages: int | None = None  # cap on a loop's num_stages (codegen lowers again if SRAM overflows)
         self.deepest_stages = 0  # the largest num_stages a pipelined loop used
         self.streaming_pipelined = False  # a loop without matrix work was pipelined (it may go unpipelined)
+        self.body_copies: list[int] = []  # the enclosing scf.for's copies of its body, innermost last
         self.based_pointers = False  # large pointer tensors as BasedPtr (codegen lowers again if SRAM overflows)
         self.based_candidates = False  # a pointer tensor that could have been a BasedPtr was seen
 

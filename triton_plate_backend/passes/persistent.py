@@ -24,7 +24,7 @@ group of grid_x launched programs: the kernel as written) when the cost model sa
 
 Applies to a kernel whose body is one block ending in a plain tt.return, that reads program_id(x)
 and loads at the top level of its body (what the pipeline can run ahead), and that has no matrix
-work (a GEMM pipelines its K loop instead), no atomics and no device print or assert (their order
+work (a GEMM is flattened, below), no atomics and no device print or assert (their order
 across programs would change).
 
 A kernel whose program is one chunk loop (a row reduction, Inductor's looped reductions: the loads
@@ -46,12 +46,23 @@ so `prefetch` pipelines one stream: the next program's first chunks are in fligh
 program's last chunks, its reduction and its store (prefetch.derived: the addresses of a later trip
 come from its program and chunk). The row's store may then be overtaken by the next row's loads:
 the transform is made only when the stores go through pointer arguments the loop does not load
-from (`_disjoint`). Every other kernel is left as it is."""
+from (`_disjoint`).
+
+A GEMM (tt.dot in its chunk loop, the K loop) is flattened the same way: the next output tile's
+first K steps load under this tile's last m.mma, its epilogue and its store. Its carried A and B
+pointers start where the program's tile does, so they are not carried: each trip computes them as
+init + chunk * step from its program and K step (`_advanced`), which `prefetch` recomputes for the
+trip it fetches; the accumulator is carried and reset at the program's end as before. The K order of
+accumulation is the plain GEMM's: results are bit-identical. The flat loop keeps the kernel's
+num_stages; its SRAM is checked by `gemm_fits` (the output tile can no longer reuse the staging
+tiles, the next tile's are in flight), else the kernel is left as it is. A launched program that
+runs one program (the launcher's one program each) runs it as written, K loop included. Every other
+kernel is left as it is."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..ir.core import (
     ArrayAttr,
@@ -61,11 +72,13 @@ from ..ir.core import (
     IntAttr,
     Module,
     Op,
+    PtrType,
     Region,
     ScalarType,
     TensorType,
     TypeAttr,
     Value,
+    element_type,
     new_op,
 )
 from ..ir.vocabulary import OPS
@@ -77,6 +90,7 @@ from .prefetch import PROGRAMS_ATTR, ROW_END_ATTR, WRITES
 
 ROWS_ARG, GRID_ARG = "plate_rows", "plate_grid_x"  # the last two appended arguments, by name (launcher.py)
 SPLIT_ARG = "plate_split"  # plate_split1 .. plate_split<groups - 1>: where each group after the first starts
+MATRIX = frozenset({"tt.dot"})  # a GEMM's K loop may be flattened (`flattenable`); tt.dot_scaled not yet
 EXCLUDED = frozenset({"tt.dot", "tt.dot_scaled", "tt.atomic_rmw", "tt.atomic_cas", "tt.print", "tt.assert"})
 STAGES = 3  # the loop's num_stages: two programs' loads in flight, computed in place (no copy)
 I32 = ScalarType("i32")
@@ -105,10 +119,10 @@ def eligible(func: Op, sram_bytes: int) -> bool:
     return _shape_ok(func, sram_bytes) and any(op.name == "tt.load" for op in func.regions[0].blocks[0].ops)
 
 
-def _shape_ok(func: Op, sram_bytes: int) -> bool:
-    """One block ending in a plain tt.return, no EXCLUDED op or branch, reads program_id(x), and its
-    tensors fit the SRAM twice over (`eligible`)."""
-    if 2 * tensor_bytes(func) > sram_bytes:
+def _shape_ok(func: Op, sram_bytes: int | None, excluded: frozenset = EXCLUDED) -> bool:
+    """One block ending in a plain tt.return, no `excluded` op or branch, reads program_id(x), and its
+    tensors fit the SRAM twice over (`eligible`; sram_bytes None: the caller checks the SRAM itself)."""
+    if sram_bytes is not None and 2 * tensor_bytes(func) > sram_bytes:
         return False
     blocks = func.regions[0].blocks
     if len(blocks) != 1 or not blocks[0].ops:
@@ -116,7 +130,7 @@ def _shape_ok(func: Op, sram_bytes: int) -> bool:
     last = blocks[0].ops[-1]
     if last.name != "tt.return" or last.operands:
         return False
-    if any(op.name in EXCLUDED or op.name.startswith("cf.") for op in func.walk()):
+    if any(op.name in excluded or op.name.startswith("cf.") for op in func.walk()):
         return False
     return any(op.name == "tt.get_program_id" and _axis(op) in ("x", "0") for op in func.walk())
 
@@ -285,6 +299,10 @@ class Flat:
     hoisted: list
     loop: Op
     post: list  # after it (its reduce and store), before tt.return
+    # a GEMM's carried pointers whose initial values vary with the program: iter_arg index -> (the
+    # step each trip adds, the body's ops that compute it), recomputed from the trip's chunk instead
+    advanced: dict = field(default_factory=dict)
+    matrix: bool = False
 
 
 def _constant(v: Value) -> int | None:
@@ -312,12 +330,15 @@ def _disjoint(func: Op, loop: Op, post: list) -> bool:
 
 
 def flattenable(func: Op, sram_bytes: int) -> Flat | None:
-    """The kernel is a program of one chunk loop (a row reduction, Inductor's looped reductions):
-    `_shape_ok` as for `eligible`; one top-level scf.for whose body loads at its top level and
-    writes no memory, with bounds, a positive constant step and initial values the same in every
-    program (i32); the ops before it that vary with the program pure (recomputed every trip); the
-    writes after it `_disjoint` from its loads. Else None: the kernel is left as it is."""
-    if not _shape_ok(func, sram_bytes):
+    """The kernel is a program of one chunk loop (a row reduction, Inductor's looped reductions, a
+    GEMM's K loop): `_shape_ok` as for `eligible` (a GEMM: tt.dot allowed, `gemm_fits` for the
+    SRAM); one top-level scf.for whose body loads at its top level and writes no memory, with
+    bounds, a positive constant step and initial values the same in every program (i32), except a
+    GEMM's carried pointers advanced by a step the same in every trip (`_advanced`); the ops before
+    it that vary with the program pure (recomputed every trip); the writes after it `_disjoint`
+    from its loads. Else None: the kernel is left as it is."""
+    matrix = any(op.name in MATRIX for op in func.walk())
+    if not _shape_ok(func, None if matrix else sram_bytes, EXCLUDED - MATRIX if matrix else EXCLUDED):
         return None
     ops = func.regions[0].blocks[0].ops[:-1]
     loops = [op for op in ops if op.name == "scf.for"]
@@ -333,6 +354,8 @@ def flattenable(func: Op, sram_bytes: int) -> Flat | None:
         return None  # tl.range(num_stages=...) asked for its own pipelining: as asked
     if any(op.name in WRITES or op.name == "scf.while" for op in loop.walk()):
         return None
+    if matrix and any(op.name in MATRIX for o in (*pre, *post) for op in o.walk()):
+        return None  # matrix work outside the chunk loop: not a GEMM's K loop
     hoisted, varying, stored = [], set(), False
     for op in pre:
         d = OPS.get(op.name)
@@ -346,9 +369,74 @@ def flattenable(func: Op, sram_bytes: int) -> Flat | None:
             varying.update(op.results)
         else:
             return None
-    if set(loop.operands) & varying or not _disjoint(func, loop, post):
+    if set(loop.operands[:3]) & varying or not _disjoint(func, loop, post):
         return None
-    return Flat(pre, hoisted, loop, post)
+    advanced = {}
+    used_after = {v for o in post for inner in o.walk() for v in inner.operands}
+    for j, v in enumerate(loop.operands[3:]):
+        if v in varying:
+            found = _advanced(loop, j) if matrix else None
+            if found is None or loop.results[j] in used_after:
+                return None
+            advanced[j] = found
+    if matrix and not gemm_fits(loop, post, sram_bytes):
+        return None
+    return Flat(pre, hoisted, loop, post, advanced, matrix)
+
+
+def _advanced(loop: Op, j: int) -> tuple[Value, list[Op]] | None:
+    """(step, ops) when the loop's carried value j is a pointer the body advances as
+    arg' = tt.addptr(arg, step), with an i32 step computed from values from before the loop by `ops`
+    (pure ops of the body, in body order): at chunk c it is then init + c * step. Else None."""
+    body = loop.regions[0].blocks[0]
+    arg, nxt = body.args[1 + j], body.ops[-1].operands[j]
+    op = nxt.owner if isinstance(nxt.owner, Op) else None
+    if op is None or op.name != "tt.addptr" or op.operands[0] is not arg or op.parent is not body:
+        return None
+    step = op.operands[1]
+    if dtype_of(step.type) != "i32":
+        return None
+    own = {r: o for o in body.ops for r in o.results}
+    chain: list[Op] = []
+
+    def outside(v: Value) -> bool:  # v is computed from values from before the loop only
+        o = own.get(v)
+        if o is None:
+            return v not in body.args
+        d = OPS.get(o.name)
+        if d is None or not d.pure or o.regions or not all(outside(x) for x in o.operands):
+            return False
+        if o not in chain:
+            chain.append(o)
+        return True
+
+    if not outside(step):
+        return None
+    order = {id(o): k for k, o in enumerate(body.ops)}
+    return step, sorted(chain, key=lambda o: order[id(o)])
+
+
+def gemm_fits(loop: Op, post: list, sram_bytes: int) -> bool:
+    """The flattened GEMM's SRAM at num_stages 2 (codegen lowers it that shallow when deeper does
+    not fit), worked out rather than planned: the carried tensors (the accumulator) and each load's
+    staging tile (the next trip's, in flight across the loop's back edge) for the whole loop, then
+    the larger of the tiles the body computes on (the staging tiles' copies) and the output tile the
+    program's end makes (waited for there: rules_scf, one copy of the body), which share SRAM.
+    The plain GEMM puts its output tile over the staging tiles instead; the flat one cannot, the
+    next program's first tiles are in flight. A stored loop result (an fp32 accumulator stored as
+    it is) is no tile of its own. When this does not fit the kernel keeps today's code."""
+    body = loop.regions[0].blocks[0]
+
+    def nbytes(t) -> int:
+        if not isinstance(t, TensorType) or isinstance(element_type(t), PtrType):
+            return 0  # pointer tensors are addresses the DMAs compute, not tiles
+        return math.prod(t.shape) * ITEMSIZE.get(dtype_of(t), 8)
+
+    carried = sum(nbytes(r.type) for r in loop.results)
+    loads = sum(nbytes(op.result.type) for op in body.ops if op.name == "tt.load")
+    stored = [op.operands[1] for o in post for op in o.walk() if op.name == "tt.store"]
+    out = sum(nbytes(v.type) for v in stored if v not in loop.results)
+    return carried + loads + max(loads, out) <= sram_bytes
 
 
 def _flatten(func: Op, plan: Flat, groups: int) -> None:
@@ -380,11 +468,20 @@ def _flatten(func: Op, plan: Flat, groups: int) -> None:
     total = op_("arith.muli", nrows, trips)
     some = new_op("arith.cmpi", (trips, zero.result), (ScalarType("i1"),), {"predicate": EnumAttr("sgt")}, loc=loc)
     top.append(some)
+    if plan.matrix:  # a GEMM runs flat only with several programs: one alone runs as written (no per-trip
+        # program and K-step arithmetic), as the launcher's one program each does
+        several = new_op("arith.cmpi", (nrows, one.result), (ScalarType("i1"),), {"predicate": EnumAttr("sgt")})
+        some = new_op("arith.andi", (some.result, several.result), (ScalarType("i1"),), loc=loc)
+        several.loc = loc
+        top += [several, some]
 
     # the flat loop's body: trip t is chunk c of program base + j
     body = Block(args=[])
     t = Value(I32, "trip", owner=body, index=0)
-    carried = [Value(a.type, a.name, owner=body, index=k + 1) for k, a in enumerate(inner.args[1:])]
+    kept = [n for n in range(len(inits)) if n not in plan.advanced]  # the values the flat loop carries
+    carried = [
+        Value(inner.args[1 + n].type, inner.args[1 + n].name, owner=body, index=i + 1) for i, n in enumerate(kept)
+    ]
     body.args += [t, *carried]
     head: list[Op] = []
     j = op_("arith.divsi", t, trips, into=head, name_as="program")
@@ -395,41 +492,50 @@ def _flatten(func: Op, plan: Flat, groups: int) -> None:
     plan.post = [op for op in plan.post if op not in along_x]
     recomputed = [op for op in plan.pre if op not in plan.hoisted and op not in along_x]
 
-    # the programs of a launch whose chunk loop runs no trip: the plain loop over programs
+    # the programs of a launch whose chunk loop runs no trip (a GEMM's: or that runs one program): the
+    # plain loop over programs (a GEMM's: each program as written, its K loop included)
     plain = Block(args=[])
     jp = Value(I32, "program", owner=plain, index=0)
     plain.args.append(jp)
     row_p = op_("arith.addi", base, jp, into=plain.ops)
     for o in plain.ops:
         o.parent = plain
-    vmap = {row: row_p, **dict(zip(loop.results, inits))}
-    for op in (*recomputed, *plan.post):
+    vmap = {row: row_p} if plan.matrix else {row: row_p, **dict(zip(loop.results, inits))}
+    for op in (*recomputed, loop, *plan.post) if plan.matrix else (*recomputed, *plan.post):
         plain.append(_clone(op, vmap))
     plain.append(new_op("scf.yield", (), (), loc=ret.loc))
 
-    # the chunk loop's body, on this trip's chunk and the carried values
-    _substitute(inner.ops, {inner.args[0]: k, **dict(zip(inner.args[1:], carried))})
-    yields = inner.ops[-1].operands
-    _substitute(plan.post, dict(zip(loop.results, yields)))
+    # the chunk loop's body, on this trip's chunk and the carried values; a GEMM's advanced pointers
+    # computed from the trip's program and chunk: init + chunk * step
+    advance = _advance_ops(plan, inner, inits, c, loc)
+    body_ops = [op for op in inner.ops[:-1] if op not in advance.dropped]
+    _substitute(inner.ops, {inner.args[0]: k, **dict(zip([inner.args[1 + n] for n in kept], carried)), **advance.args})
+    all_yields = inner.ops[-1].operands
+    yields = [all_yields[n] for n in kept]
+    _substitute(plan.post, dict(zip(loop.results, all_yields)))
     then = Block(args=[])
     for op in plan.post:
         then.append(op)
-    then.append(new_op("scf.yield", inits, (), loc=ret.loc))
+    then.append(new_op("scf.yield", [inits[n] for n in kept], (), loc=ret.loc))
     keep = Block(args=[])
     keep.append(new_op("scf.yield", yields, (), loc=ret.loc))
     is_last = new_op("arith.cmpi", (c, last_chunk), (ScalarType("i1"),), {"predicate": EnumAttr("eq")}, loc=loc)
     row_end = new_op("scf.if", (is_last.result,), [v.type for v in carried], regions=[_region(then), _region(keep)])
     row_end.loc = loc
     row_end.attrs[ROW_END_ATTR] = IntAttr(1, I32)
-    for op in (*head, *recomputed, *inner.ops[:-1], is_last, row_end):
+    for op in (*head, *recomputed, *advance.ops, *body_ops, is_last, row_end):
         body.append(op)
     body.append(new_op("scf.yield", row_end.results, (), loc=ret.loc))
 
-    attrs = {"tt.num_stages": IntAttr(STAGES, I32), PROGRAMS_ATTR: IntAttr(1, I32)}
-    flat = new_op("scf.for", (zero.result, total, one.result, *inits), [v.type for v in carried], attrs, loc=loc)
+    # a GEMM keeps the kernel's num_stages (its staging tiles are large: codegen goes shallower when short)
+    attrs = {} if plan.matrix else {"tt.num_stages": IntAttr(STAGES, I32)}
+    attrs[PROGRAMS_ATTR] = IntAttr(1, I32)
+    flat_inits = [inits[n] for n in kept]
+    flat = new_op("scf.for", (zero.result, total, one.result, *flat_inits), [v.type for v in carried], attrs, loc=loc)
     flat.regions = [_region(body)]
     flat.regions[0].parent = flat
-    per_program = new_op("scf.for", (zero.result, nrows, one.result), (), dict(attrs), loc=loc)
+    attrs = {"tt.num_stages": IntAttr(STAGES, I32), PROGRAMS_ATTR: IntAttr(1, I32)}
+    per_program = new_op("scf.for", (zero.result, nrows, one.result), (), attrs, loc=loc)
     per_program.regions = [_region(plain)]
     per_program.regions[0].parent = per_program
     then_b, else_b = Block(args=[]), Block(args=[])
@@ -441,6 +547,40 @@ def _flatten(func: Op, plan: Flat, groups: int) -> None:
     entry.ops = []
     for op in (*(op for op in plan.hoisted if op not in along_x), *setup, *top, choose, ret):
         entry.append(op)
+
+
+@dataclass
+class _Advance:
+    ops: list  # the ops to put before the chunk loop's body
+    args: dict  # the body's advanced pointer -> its value at this trip
+    dropped: list  # the body's ops that advanced them (their results only yielded)
+
+
+def _advance_ops(plan: Flat, inner: Block, inits: list, chunk: Value, loc) -> _Advance:
+    """For each advanced pointer (`_advanced`): its step's ops cloned, then init + splat(chunk) * step."""
+    out = _Advance([], {}, [])
+    vmap: dict = {}
+    uses = [v for op in inner.ops for inner_op in op.walk() for v in inner_op.operands]
+    for n, (step, chain) in plan.advanced.items():
+        for op in chain:
+            if op.results[0] not in vmap:
+                out.ops.append(_clone(op, vmap))
+        step_now = vmap.get(step, step)
+        arg = inner.args[1 + n]
+        times = chunk
+        if isinstance(step_now.type, TensorType):
+            splat = new_op("tt.splat", (chunk,), (step_now.type,), loc=loc)
+            out.ops.append(splat)
+            times = splat.result
+        prod = new_op("arith.muli", (step_now, times), (step_now.type,), loc=loc)
+        at = new_op("tt.addptr", (inits[n], prod.result), (arg.type,), loc=loc)
+        at.results[0].name = arg.name
+        out.ops += [prod, at]
+        out.args[arg] = at.result
+        nxt = inner.ops[-1].operands[n]
+        if uses.count(nxt) == 1:  # only yielded: the flat loop no longer carries it
+            out.dropped.append(nxt.owner)
+    return out
 
 
 def _region(block: Block) -> Region:

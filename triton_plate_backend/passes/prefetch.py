@@ -109,8 +109,10 @@ def copies(ctx, loop: Op) -> int:
     if stages(ctx, loop) < 3:
         return n
     # a persistent loop stores what it computed on (often the staging tile itself): one more tile, so
-    # the refill of a tile waits for a store issued two trips before, not the one just issued
-    return n + 2 if PROGRAMS_ATTR in loop.attrs else n + 1
+    # the refill of a tile waits for a store issued two trips before, not the one just issued; a
+    # flattened GEMM stores its own output tile, never a staging tile
+    matrix = any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk())
+    return n + 2 if PROGRAMS_ATTR in loop.attrs and not matrix else n + 1
 
 
 def select(prefetches: list, slot: int) -> None:

@@ -135,6 +135,7 @@ def _lower_scf_for(ctx, op):
     # a persistent loop (one program per trip) leaves a trip's stores in flight into the next copy;
     # a copy's early exit goes through a stub that waits for them
     stubs = [] if prefetch.PROGRAMS_ATTR in op.attrs else None
+    ctx.body_copies.append(n)
     for copy in range(n):  # one copy of the body per staging tile
         prefetch.select(prefetches, copy)
         if copy:
@@ -156,6 +157,7 @@ def _lower_scf_for(ctx, op):
             ctx.emit("bz", c2, exit_)
         else:
             ctx.emit("bnz", c2, top)
+    ctx.body_copies.pop()
     if stubs:
         ctx.emit("jmp", exit_)
         for stub, pending in stubs:
@@ -184,8 +186,12 @@ def _lower_scf_if(ctx, op):
     ctx.assign(list(zip(homes, then_y)))
     # the end of a flattened loop's program (passes/persistent.py): its store stays in flight past
     # the merge, under the next program's chunks; the code after it waits as for any pending DMA
-    # (on the other path it waits for an earlier program's store, done or not)
-    kept = [p for p in ctx.em.pending if not p.carried] if row_end else []
+    # (on the other path it waits for an earlier program's store, done or not). A loop lowered as
+    # one copy of its body would wait for it at the back edge anyway: there it is waited for on this
+    # path, so the stored tile is not live on the other one (a GEMM's output tile then shares SRAM
+    # with the tiles the body computes on)
+    in_flight = row_end and bool(ctx.body_copies) and ctx.body_copies[-1] > 1
+    kept = [p for p in ctx.em.pending if not p.carried] if in_flight else []
     for p in kept:
         p.carried = True
     has_else = len(op.regions) > 1 and op.regions[1].blocks and op.regions[1].blocks[0].ops
