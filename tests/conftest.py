@@ -62,3 +62,13 @@ def _stage_texts_round_trip_on_every_compile():
 
     with checked_stages(compiler.STAGES):
         yield
+
+
+@pytest.fixture
+def no_host_ops():
+    """The test body runs on plate only: no eager op ran on the host through the CPU fallback."""
+    import torch  # here, not at the top: most of the suite's files never touch the torch device
+
+    torch.plate.reset_host_ops()
+    yield
+    assert torch.plate.host_ops() == {}

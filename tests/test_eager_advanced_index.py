@@ -15,13 +15,6 @@ eager_ops.register()
 aten = torch.ops.aten
 
 
-@pytest.fixture
-def no_host_ops():
-    torch.plate.reset_host_ops()
-    yield
-    assert torch.plate.host_ops() == {}
-
-
 def same(got, expected):
     assert got.device.type == "plate" and (got.shape, got.dtype) == (expected.shape, expected.dtype)
     torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)

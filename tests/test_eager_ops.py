@@ -17,13 +17,6 @@ from triton_plate_backend.eager_ops import kernels, table
 eager_ops.register()  # what the torch.backends entry point does at `import torch`
 
 
-@pytest.fixture
-def no_host_ops():
-    torch.plate.reset_host_ops()
-    yield
-    assert torch.plate.host_ops() == {}
-
-
 def same(plate_result, cpu_result):
     assert plate_result.device.type == "plate"
     assert plate_result.dtype == cpu_result.dtype

@@ -13,13 +13,6 @@ eager_ops.register()
 aten = torch.ops.aten
 
 
-@pytest.fixture
-def no_host_ops():
-    torch.plate.reset_host_ops()
-    yield
-    assert torch.plate.host_ops() == {}
-
-
 def check(fn, *args, exact=False):
     """fn on plate tensors against fn on the CPU: every result on plate, of the CPU's shape, strides and dtype."""
     expected = fn(*args)

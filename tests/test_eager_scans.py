@@ -11,13 +11,6 @@ from triton_plate_backend import eager_ops
 eager_ops.register()
 
 
-@pytest.fixture
-def no_host_ops():
-    torch.plate.reset_host_ops()
-    yield
-    assert torch.plate.host_ops() == {}
-
-
 def same(got, expected):
     assert got.device.type == "plate" and (got.shape, got.dtype) == (expected.shape, expected.dtype)
     assert torch.equal(got.cpu(), expected)

@@ -15,13 +15,6 @@ INDEX = torch.tensor([[0, 1, 2, 0, 4, 4, 1], [2, 2, 0, 1, 3, 3, 3], [4, 0, 0, 0,
 SOURCE = torch.randn(3, 7) * 4
 
 
-@pytest.fixture
-def no_host_ops():
-    torch.plate.reset_host_ops()
-    yield
-    assert torch.plate.host_ops() == {}
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])

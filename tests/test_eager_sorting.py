@@ -12,13 +12,6 @@ from triton_plate_backend import eager_ops
 eager_ops.register()
 
 
-@pytest.fixture
-def no_host_ops():
-    torch.plate.reset_host_ops()
-    yield
-    assert torch.plate.host_ops() == {}
-
-
 def check(fn, x):
     expected, got = fn(x), fn(x.to("plate"))
     for g, e in zip(got, expected, strict=True):

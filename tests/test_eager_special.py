@@ -30,13 +30,6 @@ DTYPES = (torch.float32, torch.float64)
 INF, NAN = float("inf"), float("nan")
 
 
-@pytest.fixture
-def no_host_ops():
-    torch.plate.reset_host_ops()
-    yield
-    assert torch.plate.host_ops() == {}
-
-
 def edge_values(dtype: torch.dtype) -> torch.Tensor:
     """NaN, +-inf, +-0, the smallest subnormal and normal, values around each function's branch points
     (0.5, 1, 2, 2.09, 8, 10), negative integers and non-integers, large arguments."""

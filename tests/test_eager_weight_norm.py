@@ -13,13 +13,6 @@ eager_ops.register()
 aten = torch.ops.aten
 
 
-@pytest.fixture
-def no_host_ops():
-    torch.plate.reset_host_ops()
-    yield
-    assert torch.plate.host_ops() == {}
-
-
 @pytest.mark.parametrize("shape, dim", [((2, 7), 0), ((4, 3, 3, 3), 0), ((5, 6), 1), ((3, 4, 600), 2)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_weight_norm_backward_matches_the_cpu(shape, dim, dtype, no_host_ops):
