@@ -939,13 +939,19 @@ def _polevl_in(x, C: tl.constexpr):
 
 
 @triton.jit
+def _in_type(x, f32_value, f64_value):
+    """A constant ATen takes per type (float's or double's), in x's type and shape."""
+    if x.dtype == tl.float32:
+        value = _full(x, f32_value)
+    else:
+        value = _full(x, f64_value)
+    return value
+
+
+@triton.jit
 def _epsilon(x):
     """std::numeric_limits<T>::epsilon() in x's type and shape."""
-    if x.dtype == tl.float32:
-        eps = _full(x, F32_EPSILON)
-    else:
-        eps = _full(x, F64_EPSILON)
-    return eps
+    return _in_type(x, F32_EPSILON, F64_EPSILON)
 
 
 @triton.jit
@@ -2008,11 +2014,7 @@ PI_F32 = tl.constexpr(3.1415927410125732)  # c10::pi<float>, which the asymptoti
 
 @triton.jit
 def _machep(x):
-    if x.dtype == tl.float32:
-        eps = _full(x, F32_MACHEP)
-    else:
-        eps = _full(x, F64_MACHEP)
-    return eps
+    return _in_type(x, F32_MACHEP, F64_MACHEP)
 
 
 @triton.jit
@@ -2028,10 +2030,7 @@ def _lanczos_sum_expg_scaled(x):
 @triton.jit
 def _igam_fac(a, x):
     """x^a exp(-x) / gamma(a) (_igam_helper_fac)."""
-    if a.dtype == tl.float32:
-        maxlog = _full(a, 88.72283905206835)
-    else:
-        maxlog = _full(a, 7.09782712893383996843e2)
+    maxlog = _in_type(a, 88.72283905206835, 7.09782712893383996843e2)
     ax = a * tl.log(x) - x - libdevice.lgamma(a)
     far = tl.where(ax < -maxlog, 0.0, tl.exp(ax))
     g = _full(a, LANCZOS_G)
@@ -2129,12 +2128,8 @@ def _igam_asymptotic(a, x, IGAM: tl.constexpr):
 def _igamc_continued_fraction(a, x):
     """_igamc_helper_continued_fraction: DLMF 8.9.2, rescaled when the convergents grow past BIG."""
     eps = _machep(a)
-    if a.dtype == tl.float32:
-        big = _full(a, 16777216.0)
-        biginv = _full(a, 5.9604644775390625e-8)
-    else:
-        big = _full(a, 4.503599627370496e15)
-        biginv = _full(a, 2.22044604925031308085e-16)
+    big = _in_type(a, 16777216.0, 4.503599627370496e15)
+    biginv = _in_type(a, 5.9604644775390625e-8, 2.22044604925031308085e-16)
     ax = _igam_fac(a, x)
     y = 1.0 - a
     z = x + y + 1.0

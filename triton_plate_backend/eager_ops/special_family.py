@@ -34,30 +34,16 @@ from .ops import (
     _promoted,
     _result,
 )
-from .table import Row
+from .table import BESSEL, POLYNOMIALS, Row
 
 MAX_LIMIT = 1 << 16
 # ops (aten names less "special_") whose CPU kernels dispatch float and double only (AT_DISPATCH_FLOATING_TYPES)
 FLOAT_ONLY = frozenset(
     {
+        *POLYNOMIALS,
+        *(f"bessel_{kind}" for kind in BESSEL),
         "airy_ai",
-        "bessel_j0",
-        "bessel_j1",
-        "bessel_y0",
-        "bessel_y1",
         "erfcx",
-        "chebyshev_polynomial_t",
-        "chebyshev_polynomial_u",
-        "chebyshev_polynomial_v",
-        "chebyshev_polynomial_w",
-        "shifted_chebyshev_polynomial_t",
-        "shifted_chebyshev_polynomial_u",
-        "shifted_chebyshev_polynomial_v",
-        "shifted_chebyshev_polynomial_w",
-        "hermite_polynomial_h",
-        "hermite_polynomial_he",
-        "laguerre_polynomial_l",
-        "legendre_polynomial_p",
         "modified_bessel_i0",
         "modified_bessel_i1",
         "modified_bessel_k0",
