@@ -98,19 +98,32 @@ def test_ctrl_c_interrupts_a_launch_and_the_device_stays_usable():
     out = torch.zeros(1, dtype=torch.int32, device="plate")
     gc.collect()  # what earlier tests' tracebacks held
     launches, allocated = device.launches, torch.plate.memory_allocated()
-    timer = threading.Timer(0.5, _thread.interrupt_main)  # SIGINT's effect: KeyboardInterrupt in the main thread
-    # an interrupt that lands in a gc callback (hypothesis installs one) is swallowed as "unraisable":
-    # no collections, no callbacks while it may land
+    # SIGINT's effect, KeyboardInterrupt in the main thread, every 0.5 s until the launch gives up: one that lands
+    # in a __del__ or a gc callback (hypothesis installs one) is swallowed as "unraisable", so the next must land.
+    # The kernel's step budget (a minute of simulation) is what ends it if none ever does.
+    stop = threading.Event()
+
+    def interrupt_until_stopped():
+        while not stop.wait(0.5):
+            _thread.interrupt_main()
+
+    interrupter = threading.Thread(target=interrupt_until_stopped)
     callbacks, gc.callbacks[:] = gc.callbacks[:], []
     gc.disable()
-    timer.start()
+    interrupter.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            count_up[(1,)](out, 1)  # ~a minute of simulation before its budget runs out
+            count_up[(1,)](out, 1)
     finally:
-        timer.cancel()
-        gc.enable()
-        gc.callbacks[:] = callbacks
+        while True:  # an interrupt already sent when the launch ended lands here, not in the asserts below
+            try:
+                stop.set()
+                interrupter.join()
+                gc.enable()
+                gc.callbacks[:] = callbacks
+                break
+            except KeyboardInterrupt:
+                continue
     assert device.launches == launches and torch.plate.memory_allocated() == allocated
     src, dst = torch.arange(100.0, device="plate"), torch.zeros(100, device="plate")
     copy[(1,)](src, dst, 100, BLOCK=128)
