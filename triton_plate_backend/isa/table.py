@@ -30,9 +30,24 @@ from dataclasses import dataclass
 # ---- enums (suffixes) ------------------------------------------------------------------------
 # Each enum's values are encoded by their index; at most 255 values per enum.
 
-DTYPES = ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "f8e4m3fn", "f8e5m2")
+# f8e4m3fnuz, f8e5m2fnuz: AMD's fp8 (Triton's fp8e4b8, fp8e5b16): biases 8 and 16, no infinity, no -0, NaN 0x80
+DTYPES = (
+    "i1",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "f16",
+    "bf16",
+    "f32",
+    "f64",
+    "f8e4m3fn",
+    "f8e5m2",
+    "f8e4m3fnuz",
+    "f8e5m2fnuz",
+)
 INT_DTYPES = ("i1", "i8", "i16", "i32", "i64")
-FLOAT_DTYPES = ("f16", "bf16", "f32", "f64", "f8e4m3fn", "f8e5m2")
+FLOAT_DTYPES = ("f16", "bf16", "f32", "f64", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz")
 ITEMSIZE = {
     "i1": 1,
     "i8": 1,
@@ -45,6 +60,8 @@ ITEMSIZE = {
     "f64": 8,
     "f8e4m3fn": 1,
     "f8e5m2": 1,
+    "f8e4m3fnuz": 1,
+    "f8e5m2fnuz": 1,
 }
 # value bits of each integer type (i1 is one bit stored in a byte)
 INT_BITS = {dtype: 1 if dtype == "i1" else 8 * ITEMSIZE[dtype] for dtype in INT_DTYPES}
@@ -487,7 +504,19 @@ _row("fence", ("sem",), "", "sync", "sync", "order memory accesses; waits for ou
 _row("barrier", (), "", "sync", "sync", "wait for all outstanding DMA of this core")
 
 # ---- debug ---------------------------------------------------------------------------------------
-_row("dbg.print", (), "prefix:str a:t hex:imm", "scalar", "scalar", "print a with the program id and prefix")
+# dbg.print's fmt flags: Triton's hex= and isSigned= per operand, and the operand's label when tt.print has several
+# (Triton prints each as "(operand n) value").
+PRINT_HEX = 1
+PRINT_UNSIGNED = 2
+PRINT_LABEL_SHIFT = 8
+_row(
+    "dbg.print",
+    (),
+    "prefix:str a:t fmt:imm",
+    "scalar",
+    "scalar",
+    "print a with the program id and prefix; fmt: PRINT_HEX | PRINT_UNSIGNED | (n + 1) << PRINT_LABEL_SHIFT",
+)
 _row("dbg.printr", (), "prefix:str a:r", "scalar", "scalar", "print scalar register a")
 _row(
     "dbg.assert",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ..ir.core import ArrayAttr, DenseAttr, EnumAttr, IntAttr, PtrType, TensorType, element_type
-from ..isa.table import ITEMSIZE
+from ..isa.table import ITEMSIZE, PRINT_HEX, PRINT_LABEL_SHIFT, PRINT_UNSIGNED
 from .context import BasedPtr, Const, dtype_of, is_float
 from .emitter import Imm, Str, View, VReg
 
@@ -290,14 +290,18 @@ def _lower_tt_print(ctx, op):
     # Triton's prefix ends in ": "; dbg.print adds its own separator
     prefix = getattr(op.attrs.get("prefix"), "value", "").strip()
     prefix = prefix[:-1].rstrip() if prefix.endswith(":") else prefix
-    hexa = int(bool(getattr(op.attrs.get("hex"), "value", False)))
+    hexa = PRINT_HEX if getattr(op.attrs.get("hex"), "value", False) else 0
+    signed = [getattr(x, "value", x) for x in getattr(op.attrs.get("isSigned"), "values", ())]
     if not op.operands:
         ctx.emit("dbg.printr", Str(prefix), ctx.li(0))
-    for v in op.operands:
+    for i, v in enumerate(op.operands):
+        fmt = hexa | (PRINT_UNSIGNED if i < len(signed) and not signed[i] else 0)
+        if len(op.operands) > 1:
+            fmt |= (i + 1) << PRINT_LABEL_SHIFT
         if ctx.is_tensor(v):
-            ctx.emit("dbg.print", Str(prefix), ctx.view(v), Imm(hexa))
-        elif is_float(dtype_of(v.type)):  # dbg.printr prints integers: a float goes through a tile
-            ctx.emit("dbg.print", Str(prefix), ctx.view(v, (1,)), Imm(hexa))
+            ctx.emit("dbg.print", Str(prefix), ctx.view(v), Imm(fmt))
+        elif fmt != hexa or is_float(dtype_of(v.type)):  # dbg.printr prints signed integers, no label
+            ctx.emit("dbg.print", Str(prefix), ctx.view(v, (1,)), Imm(fmt))
         else:
             ctx.emit("dbg.printr", Str(prefix), ctx.reg(v))
 

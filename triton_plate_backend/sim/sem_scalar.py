@@ -14,7 +14,7 @@ import numpy as np
 
 from ..dtypes import BITS
 from ..errors import IsaError, SimulatorError
-from ..isa.table import ISA, is_float
+from ..isa.table import ISA, PRINT_HEX, PRINT_LABEL_SHIFT, PRINT_UNSIGNED, is_float
 from . import numerics as nx
 from .sem_vector import BINARY, DIRECT_INT, convert, kind
 
@@ -203,27 +203,34 @@ def _halt(st, ins):
 
 
 # ---- debug ---------------------------------------------------------------------------------------
-def _text(v, dtype: str, hexa: bool) -> str:
-    if hexa:
+def _text(v, dtype: str, fmt: int) -> str:
+    if fmt & PRINT_HEX:
         bits = np.asarray(v).astype(np.uint8) if dtype == "i1" else np.asarray(v).view(BITS[dtype])
         return f"0x{int(bits):0{2 * bits.itemsize}x}"
-    return f"{float(v):f}" if is_float(dtype) else str(int(v))  # printf's %f, as Triton's device_print
+    if is_float(dtype):
+        return f"{float(v):f}"  # printf's %f, as Triton's device_print
+    if fmt & PRINT_UNSIGNED and dtype != "i1":
+        return str(int(np.asarray(v).view(BITS[dtype])))
+    return str(int(v))
 
 
 def _print(st, ins):
     """Triton's device_print format: ``pid (x, y, z) idx (  i,  j) prefix: value``, one line per element; each
-    index padded to the digits of its dimension (ceil(log10(size))), floats as printf's %f."""
-    p, a, h = ins.operands
-    prefix, t, hexa = st.consts[p], st.tiles[a], bool(st.consts[h])
+    index padded to the digits of its dimension (ceil(log10(size))), floats as printf's %f; an operand of a print
+    of several says which (``prefix: (operand n) value``)."""
+    p, a, f = ins.operands
+    prefix, t, fmt = st.consts[p], st.tiles[a], int(st.consts[f])
     vals = st.read(a)
     xs, ys, zs = st.coords()
     widths = [math.ceil(math.log10(n)) if n > 1 else 0 for n in t.shape]
     tail = f" {prefix}: " if prefix else ": "
+    if fmt >> PRINT_LABEL_SHIFT:
+        tail += f"(operand {(fmt >> PRINT_LABEL_SHIFT) - 1}) "
     for row in range(st.P):
         pid = f"pid ({xs[row]}, {ys[row]}, {zs[row]})"
         for idx in np.ndindex(*t.shape):
             index = ", ".join(f"{i:{w}}" for i, w in zip(idx, widths, strict=True))
-            st.printer(f"{pid} idx ({index}){tail}{_text(vals[(row, *idx)], t.dtype, hexa)}")
+            st.printer(f"{pid} idx ({index}){tail}{_text(vals[(row, *idx)], t.dtype, fmt)}")
 
 
 def _printr(st, ins):
