@@ -148,7 +148,7 @@ def test_options_defaults_json_and_hash(plate_env):
     assert o.machine == "plate-mini"  # from PLATE_MACHINE
     assert o.backend_name == "plate" and o.num_ctas == 1 and o.instrumentation_mode == "" and o.debug is False
     assert set(o.allowed_dot_input_precisions) == set(DOT_INPUT_PRECISIONS)
-    assert o.supported_fp8_dtypes == ("fp8e4nv", "fp8e5", "fp8e4b15")
+    assert o.supported_fp8_dtypes == ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16")
     json.dumps(o.__dict__)
     assert o.hash() == be.parse_options({}).hash()
     assert o.hash() != be.parse_options({"num_warps": 8}).hash()
@@ -198,7 +198,7 @@ def test_parse_options_round_trip_property(num_warps, num_stages, precisions, de
         ({"num_stages": -1}, ">= 0"),
         ({"default_dot_input_precision": "fp64x9"}, "one of"),
         ({"allowed_dot_input_precisions": ("ieee", "magic")}, "subset"),
-        ({"supported_fp8_dtypes": ("fp8e4b8",)}, "subset of ('fp8e4nv', 'fp8e5', 'fp8e4b15')"),
+        ({"supported_fp8_dtypes": ("fp8e8m0",)}, "subset of ('fp8e4nv', 'fp8e5', 'fp8e4b15', 'fp8e4b8', 'fp8e5b16')"),
         ({"instrumentation_mode": "consan"}, "''"),
         ({"machine": "plate99"}, "plate1, plate-mini, plate4"),
     ],

@@ -49,8 +49,9 @@ from .text_memo import TextMemo  # noqa: E402
 from .vendor_options import accept_vendor_options  # noqa: E402
 
 DOT_INPUT_PRECISIONS = ENUMS["prec"]  # the m.mma precisions of the ISA table
-# Triton names of the ISA's f8e4m3fn and f8e5m2, and fp8e4b15 (i8 in TTIR, converted by fp8e4b15.py)
-FP8_DTYPES = ("fp8e4nv", "fp8e5", "fp8e4b15")
+# Triton names of the ISA's f8e4m3fn, f8e5m2, f8e4m3fnuz and f8e5m2fnuz, and fp8e4b15 (i8 in TTIR, converted by
+# fp8e4b15.py)
+FP8_DTYPES = ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16")
 
 # Triton's TTIR passes, in the order the NVIDIA backend's make_ttir runs them. PLATE has no TMA:
 # tensor descriptors are always rewritten to pointers (NVIDIA does so below sm90).

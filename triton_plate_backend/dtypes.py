@@ -19,6 +19,8 @@ NUMPY: dict[str, np.dtype] = {
     "f64": np.dtype(np.float64),
     "f8e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
     "f8e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "f8e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz),
+    "f8e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz),
 }
 # same-width unsigned views, for unsigned integer semantics (divu, shru, uitofp, ...)
 UNSIGNED: dict[str, np.dtype] = {

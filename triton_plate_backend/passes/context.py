@@ -20,7 +20,15 @@ __all__ = ["DTYPE", "ArgRef", "BasedPtr", "Const", "Ctx", "dtype_of", "is_float"
 # ---- types -------------------------------------------------------------------------------------
 # TTIR element type name -> ISA dtype (index is 64-bit; pointers are i64 byte addresses)
 DTYPE = {name: name for name in ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")}
-DTYPE.update({"index": "i64", "f8E4M3FN": "f8e4m3fn", "f8E5M2": "f8e5m2"})
+DTYPE.update(
+    {
+        "index": "i64",
+        "f8E4M3FN": "f8e4m3fn",
+        "f8E5M2": "f8e5m2",
+        "f8E4M3FNUZ": "f8e4m3fnuz",
+        "f8E5M2FNUZ": "f8e5m2fnuz",
+    }
+)
 
 
 def dtype_of(t) -> str:

@@ -40,9 +40,13 @@ class FloatFormat:
         self.max_finite, self.has_inf, self.saturate = max_finite, has_inf, saturate
 
 
+FP8 = ("f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz")
+FNUZ = ("f8e4m3fnuz", "f8e5m2fnuz")  # no infinity: overflow and inf become NaN (0x80) in a plain cast
+
+
 def _fmt(name: str, saturate: bool = False) -> FloatFormat:
-    fi = ml_dtypes.finfo(NUMPY[name]) if name in ("bf16", "f8e4m3fn", "f8e5m2") else np.finfo(NUMPY[name])
-    has_inf = name != "f8e4m3fn"
+    fi = ml_dtypes.finfo(NUMPY[name]) if name in ("bf16", *FP8) else np.finfo(NUMPY[name])
+    has_inf = name not in ("f8e4m3fn", *FNUZ)
     return FloatFormat(name, int(fi.nmant) + 1, int(fi.minexp), float(fi.max), has_inf, saturate)
 
 
@@ -53,6 +57,8 @@ FORMATS: dict[str, FloatFormat] = {
     "f64": _fmt("f64"),
     "f8e4m3fn": _fmt("f8e4m3fn", saturate=True),
     "f8e5m2": _fmt("f8e5m2", saturate=True),
+    "f8e4m3fnuz": _fmt("f8e4m3fnuz", saturate=True),
+    "f8e5m2fnuz": _fmt("f8e5m2fnuz", saturate=True),
 }
 
 
@@ -89,12 +95,11 @@ def _overflow(y: np.ndarray, x: np.ndarray, fmt: FloatFormat, mode: str) -> np.n
 
 # sources whose every value the target represents exactly (a plain cast is then correct)
 _EXACT_INTO = {
-    "f64": {"f16", "bf16", "f32", "f8e4m3fn", "f8e5m2"},
-    "f32": {"f16", "bf16", "f8e4m3fn", "f8e5m2"},
-    "f16": {"f8e4m3fn", "f8e5m2"},
-    "bf16": {"f8e4m3fn", "f8e5m2"},
-    "f8e4m3fn": set(),
-    "f8e5m2": set(),
+    "f64": {"f16", "bf16", "f32", *FP8},
+    "f32": {"f16", "bf16", *FP8},
+    "f16": set(FP8),
+    "bf16": set(FP8),
+    **{name: set() for name in FP8},
 }
 _BY_NUMPY = {v: k for k, v in NUMPY.items()}
 
@@ -131,7 +136,7 @@ def round_float(x, dtype: str, mode: str = "rtne") -> np.ndarray:
 # them, so rounding in float32 gives the float64 path's bits (an f32 value rounded past f32's max
 # becomes inf instead of 2**128, which _overflow treats the same)
 _EXACT_IN_F32 = {F32, np.dtype(NUMPY["f16"]), np.dtype(NUMPY["bf16"])}
-_NARROWER_THAN_F32 = {"f16", "bf16", "f8e4m3fn", "f8e5m2"}
+_NARROWER_THAN_F32 = {"f16", "bf16", *FP8}
 
 
 def _saturating_cast(x: np.ndarray, fmt: FloatFormat, out_dt) -> np.ndarray:

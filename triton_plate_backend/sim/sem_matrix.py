@@ -19,7 +19,7 @@ from ..isa.table import ENUMS
 from .numerics import F32, F64, round_float, round_tf32, store_int
 from .parallel import for_rows
 
-_NARROW = ("f16", "bf16", "f8e4m3fn", "f8e5m2")
+_NARROW = ("f16", "bf16", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz")
 
 
 def _bf16(x):
