@@ -97,6 +97,15 @@ def test_a_python_scalar_is_rounded_to_the_common_type_first(no_host_ops):
     same(torch.where(x.to("plate") > 0.5, x.to("plate"), 3.14), torch.where(x > 0.5, x, 3.14))
 
 
+def test_an_int_scalar_out_of_the_common_types_range_wraps_as_on_cuda(no_host_ops):
+    # int8 == 0x80 compares with -128 (torch.where(dst == 0x80, 0, dst) in Triton's test_conversions)
+    x = torch.tensor([-128, 0, 127], dtype=torch.int8)
+    same(x.to("plate") == 0x80, x == 0x80)
+    same(torch.where(x.to("plate") == 0x80, 0, x.to("plate")), torch.where(x == 0x80, 0, x))
+    u = torch.tensor([255, 1], dtype=torch.uint8)
+    same(u.to("plate") == -1, u == -1)
+
+
 def test_a_contiguous_operand_is_a_strided_load_not_a_gather(no_host_ops):
     """The kernel of a layout that coalesces to one dim skips the index divisions (DIMS=1): its loads
     and stores are strided DMA, not gathers of computed offsets (the simulator runs those per element)."""

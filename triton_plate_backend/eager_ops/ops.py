@@ -155,7 +155,9 @@ def _operand(value, dtype: torch.dtype, device, common: torch.dtype | None = Non
         if value.device.type == "cpu":
             return value.to(common or value.dtype).to(device)
         return value.resolve_neg()
-    if common is not None:
+    if common is not None and type(value) is int and not (common.is_floating_point or common.is_complex):
+        value = torch.tensor(value, dtype=torch.int64).to(common).item()  # wraps, as TensorIterator's cast does
+    elif common is not None:
         value = torch.tensor(value, dtype=common).item()
     return torch.tensor(value, dtype=dtype, device=device)
 
