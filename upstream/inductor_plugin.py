@@ -3,7 +3,8 @@
 `torch/testing/_internal/inductor_utils.py` computes GPU_TYPE, HAS_GPU and RUN_GPU at import from
 hard-coded cuda/xpu checks, and test_torchinductor.py builds its `GPUTests` class from them at
 import. This plugin imports the device's setup module (which registers the device with torch and
-Inductor), then sets those names before any test file is imported, from outside the upstream files.
+Inductor), then sets those names before any test file is imported, from outside the upstream files, and
+`triton_utils.requires_gpu_and_triton` (computed from the cuda/xpu checks too) so the device's tests under it run.
 
 Host fallbacks: the setup module's ``config.fallback_on_compile_error`` (a kernel the device cannot compile
 runs its frame eagerly) is set from ``--inductor-fallback-on-compile-error`` (off unless given). When the
