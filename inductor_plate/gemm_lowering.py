@@ -15,7 +15,7 @@ wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_
 
 A product with an empty dimension becomes zeros (plus ``beta * input`` for addmm/baddbmm), no kernel needed; an
 addmm/baddbmm with beta == 0 is ``alpha *`` its mm/bmm (torch ignores the input, NaN and all); a product of two
-dtypes (float and int64) is Inductor's (the aten kernel, which raises torch's dtype error as it does on CUDA);
+dtypes (float and int64) raises torch's dtype error while lowering (CUDA's aten kernel raises it at run time);
 an mm or bmm with an out_dtype (decompose-k's bmm over K splits under max-autotune too) runs as the mm or bmm template;
 so does a max-autotune mm whose K is too long for the mm template and has no decompose-k split (a prime K).
 A matrix that is a dtype view of its buffer (``x.view(torch.float16)`` of int16 storage) goes to a template as a
@@ -30,6 +30,8 @@ import functools
 import torch
 from torch._inductor import config as inductor_config
 from torch._inductor.virtualized import V
+
+from triton_plate_backend.errors import PlateError
 
 from . import gemm_config, policy, reduction_gemm, templates
 
@@ -235,6 +237,35 @@ def product_alone(mats, alpha):
     return result if alpha == 1 else lowerings[aten.mul.Tensor](result, alpha)
 
 
+class OperandDtypeMismatch(PlateError, RuntimeError):
+    """A product of two matrices of different dtypes: torch's error, raised while lowering."""
+
+
+def raise_dtype_mismatch(mat1, mat2) -> None:
+    """Raise torch's error for a product of mixed dtypes (CUDA's aten kernel raises it when the graph runs). The
+    extern aten kernel would raise it too, but on the host: the device's CPU fallback runs it (a host op)."""
+    names = (_ATEN_DTYPE_NAMES.get(m.get_dtype(), str(m.get_dtype())) for m in (mat1, mat2))
+    raise OperandDtypeMismatch(
+        "expected mat1 and mat2 to have the same dtype, but got: {} != {} (a plate GEMM lowering: cast one "
+        "operand to the other's dtype)".format(*names)
+    )
+
+
+# torch's C++ names of the dtypes (c10::toString), as its dtype errors spell them
+_ATEN_DTYPE_NAMES = {
+    torch.float16: "c10::Half",
+    torch.bfloat16: "c10::BFloat16",
+    torch.float32: "float",
+    torch.float64: "double",
+    torch.int8: "signed char",
+    torch.uint8: "unsigned char",
+    torch.int16: "short int",
+    torch.int32: "int",
+    torch.int64: "long int",
+    torch.bool: "bool",
+}
+
+
 def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
     """The lowering of one GEMM op: plate's modes for plate products, ``original`` for the rest. ``alone(mat1, mat2,
     out_dtype)``, when given, lowers the op as its template alone: a product with an out_dtype, or one Inductor would
@@ -249,7 +280,7 @@ def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
             out_dtype = torch.int32 if dtypes is INT8 else _out_dtype(args, kwargs, first_matrix)
             return empty_product(mats, args, kwargs, first_matrix, out_dtype)
         if dtypes is FLOATS and mats[0].get_dtype() != mats[1].get_dtype():
-            return original(*args, **kwargs)  # the aten kernel raises torch's dtype error, as on CUDA
+            raise_dtype_mismatch(*mats)
         if dtypes is FLOATS and _ignores_input(args, kwargs, first_matrix):
             return product_alone(mats, kwargs.get("alpha", 1))
         if dtypes is FLOATS and (reduced := _as_reduction(args, kwargs, first_matrix)) is not None:

@@ -87,3 +87,13 @@ def test_an_integer_pool_runs_on_the_host_counted():
     ints = torch.randint(0, 9, (1, 2, 6, 6))
     check(lambda x: aten.max_pool2d_with_indices(x, [2, 2]), ints)
     assert torch.plate.host_ops() == {"aten.max_pool2d_with_indices": 1}
+
+
+@pytest.mark.parametrize("op", ["_adaptive_avg_pool", "adaptive_max_pool"])
+@pytest.mark.parametrize("dims", [2, 3])
+def test_an_adaptive_pool_of_integers_raises_torchs_error_on_plate(op, dims, no_host_ops):
+    """torch implements the adaptive pools for floats only; plate raises its "not implemented" error itself, as
+    CUDA's kernel does, instead of passing the call to the host's kernel to raise it (a host op)."""
+    ints = torch.zeros([1] * (dims + 2), dtype=torch.int64, device="plate")
+    with pytest.raises(NotImplementedError, match=f"adaptive_.*_pool{dims}d\" not implemented for 'Long'"):
+        getattr(aten, f"{op}{dims}d")(ints, [5] * dims)

@@ -149,14 +149,17 @@ def test_mm_plus_mm_under_max_autotune_runs_as_a_template():
 
 
 def test_a_product_of_two_dtypes_raises_torchs_error():
-    """torch.mm of float and int64 raises torch's dtype error when compiled too, as on CUDA (the aten kernel does);
-    the float template got the int64 operand and failed to compile ('Unsupported rhs dtype int64')."""
+    """torch.mm of float and int64 raises torch's dtype error when compiled too, as on CUDA; the lowering raises it,
+    so nothing runs on the host (the extern aten kernel raised it on the host, a host op)."""
     a, i = torch.arange(6.0).view(2, 3), torch.arange(9).view(3, 3)
     with config.patch(fallback_on_compile_error=False):
-        with pytest.raises(RuntimeError, match="same dtype"):
+        with pytest.raises(RuntimeError, match="expected mat1 and mat2 to have the same dtype, but got: float != long"):
             torch.compile(torch.mm)(a.to("plate"), i.to("plate"))
-    # the host kernel that raised counts: the graph's host-op scope closes on the raise too
-    assert any("aten.mm" in name for name in inductor_plate.host_fallbacks()), inductor_plate.host_fallbacks()
+        with pytest.raises(RuntimeError, match="same dtype, but got: c10::Half != double"):
+            torch.compile(torch.addmm)(
+                *(torch.ones(2, 2, dtype=d, device="plate") for d in (torch.half,) * 2 + (torch.double,))
+            )
+    assert inductor_plate.host_fallbacks() == {}
 
 
 def test_beta_zero_ignores_a_nan_input():

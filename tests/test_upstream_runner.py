@@ -392,6 +392,40 @@ def test_inductor_plugin_makes_the_device_the_gpu(tmp_path, capfd):
     assert "pip install no_such_mod_x" in capfd.readouterr().err
 
 
+def test_inductor_plugin_runs_the_tests_that_require_a_gpu_and_triton(monkeypatch):
+    """triton_utils.requires_gpu_and_triton was computed from the cuda/xpu checks at import: the plugin makes the
+    device's tests under it run (upstream skipped 16 tests of test_torchinductor.py on plate with it)."""
+    import importlib
+    import unittest
+
+    from upstream import inductor_plugin
+
+    utils = importlib.import_module(inductor_plugin.INDUCTOR_UTILS)
+    triton_utils = importlib.import_module(inductor_plugin.TRITON_UTILS)
+    for attr in inductor_plugin.overrides("fakedev"):  # restored after the test
+        monkeypatch.setattr(utils, attr, getattr(utils, attr))
+    monkeypatch.setattr(triton_utils, "requires_gpu_and_triton", triton_utils.requires_gpu_and_triton)
+    options = {
+        "--inductor-device": "fakedev",
+        "--inductor-device-setup": "",
+        "--inductor-utils-module": inductor_plugin.INDUCTOR_UTILS,
+    }
+
+    class Config:
+        def getoption(self, name):
+            return options[name]
+
+    inductor_plugin.pytest_configure(Config())
+
+    @triton_utils.requires_gpu_and_triton
+    class Case(unittest.TestCase):
+        def test_it(self):
+            pass
+
+    assert not getattr(Case, "__unittest_skip__", False)
+    assert utils.GPU_TYPE == "fakedev"
+
+
 @pytest.mark.parametrize("fallback", [False, True])
 def test_inductor_run_counts_passes_with_host_fallbacks_apart(tmp_path, monkeypatch, fallback):
     """The runner turns the device's fallback_on_compile_error off unless asked; a test that ran anything on the

@@ -3,7 +3,8 @@
 `torch/testing/_internal/inductor_utils.py` computes GPU_TYPE, HAS_GPU and RUN_GPU at import from
 hard-coded cuda/xpu checks, and test_torchinductor.py builds its `GPUTests` class from them at
 import. This plugin imports the device's setup module (which registers the device with torch and
-Inductor), then sets those names before any test file is imported, from outside the upstream files.
+Inductor), then sets those names before any test file is imported, from outside the upstream files, and
+`triton_utils.requires_gpu_and_triton` (computed from the cuda/xpu checks too) so the device's tests under it run.
 
 Host fallbacks: the setup module's ``config.fallback_on_compile_error`` (a kernel the device cannot compile
 runs its frame eagerly) is set from ``--inductor-fallback-on-compile-error`` (off unless given). When the
@@ -23,6 +24,7 @@ import pytest
 from .plugin import HOST_FALLBACKS
 
 INDUCTOR_UTILS = "torch.testing._internal.inductor_utils"
+TRITON_UTILS = "torch.testing._internal.triton_utils"  # its requires_gpu_and_triton: a Triton device's tests
 
 
 def overrides(device: str) -> dict[str, object]:
@@ -88,6 +90,9 @@ def pytest_configure(config):
         ) from e
     for attr, value in overrides(device).items():
         setattr(utils, attr, value)
+    if name == INDUCTOR_UTILS:  # triton_utils computed its decorator from the cuda/xpu checks at import too
+        triton_utils = importlib.import_module(TRITON_UTILS)
+        triton_utils.requires_gpu_and_triton = unittest.skipUnless(True, "requires gpu and triton")
 
 
 class HostFallbackRecorder:

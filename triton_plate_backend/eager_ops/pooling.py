@@ -12,6 +12,7 @@ import importlib
 
 import torch
 
+from ..errors import PlateError
 from . import launch
 from .launch import REAL_DTYPES
 from .ops import Call, checked
@@ -84,6 +85,34 @@ def _launch(kernel, shape, tensors, strides, scalars, mode, count_pad, ct) -> bo
     return True
 
 
+# torch's names of the dtypes (c10::toString of a ScalarType), as its "not implemented for" errors spell them
+_SCALAR_TYPE_NAMES = {
+    torch.bool: "Bool",
+    torch.uint8: "Byte",
+    torch.int8: "Char",
+    torch.int16: "Short",
+    torch.int32: "Int",
+    torch.int64: "Long",
+    torch.uint16: "UInt16",
+    torch.uint32: "UInt32",
+    torch.uint64: "UInt64",
+}
+
+
+class PoolDtypeNotImplemented(PlateError, NotImplementedError):
+    """An adaptive pool of an integer or bool tensor: torch (CPU and CUDA) implements them for floats only."""
+
+
+def _refuse_integers(op: torch._ops.OpOverload, row: Row, x: torch.Tensor) -> None:
+    """Raise torch's error for an adaptive pool of integers here, as CUDA's kernel does, rather than letting the
+    host's kernel raise it (a host op)."""
+    if row.fn.startswith("adaptive") and x.dtype in _SCALAR_TYPE_NAMES:
+        name = op._schema.name.split("::")[-1].lstrip("_")
+        raise PoolDtypeNotImplemented(
+            f"\"{name}\" not implemented for '{_SCALAR_TYPE_NAMES[x.dtype]}' on plate: pool a float tensor"
+        )
+
+
 def _covered(*tensors) -> bool:
     return all(t.dtype in FLOATS and t.dtype in REAL_DTYPES and t.device.type == "plate" for t in tensors)
 
@@ -99,6 +128,7 @@ def pool(op: torch._ops.OpOverload, row: Row):
     def kernel(call: Call, expected):
         x = call["self"]
         shapes = expected if isinstance(expected, tuple) else (expected,)
+        _refuse_integers(op, row, x)
         results = [torch.empty_strided(e.shape, e.stride(), dtype=e.dtype, device=x.device) for e in shapes]
         if not _covered(x) or any(e.numel() == 0 for e in shapes) or x.numel() == 0:
             return call.on_host()
