@@ -30,7 +30,9 @@ own (their allocations) unless ``placement`` names another for some pointer argu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -395,11 +397,66 @@ def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Es
     )
 
 
+_shared = threading.local()  # .memo: the queries answered inside ``shared_estimates``, else absent
+
+
+@contextlib.contextmanager
+def shared_estimates():
+    """Inside the block, an estimate asked again with the same program, grid, arguments, policy and
+    placement, over the same allocations and placements, is the first answer: a launch's preparation
+    (the persistent gate, then the operand planner) asks for the same launch twice, and nothing
+    writes device memory before it runs. No estimate may be asked in the block after memory was written
+    (the launcher's block ends with the launch's run)."""
+    outer = getattr(_shared, "memo", None)
+    _shared.memo = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _shared.memo = outer
+
+
+def _memo_key(program, grid, args, memory, machine, policy, placement):
+    if not (policy is None or isinstance(policy, str)):
+        return None
+    g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
+    try:
+        key = (
+            id(program),
+            tuple(int(v) for v in g),
+            tuple(args),
+            id(memory),
+            id(get_machine(machine if machine is not None else memory.machine)),
+            policy if policy is not None else knobs.policy(),
+            None if not placement else tuple(sorted(placement.items(), key=repr)),
+            tuple((r.base, r.nbytes, str(r.placement)) for r in memory.allocations),
+        )
+        hash(key)
+    except TypeError:  # an argument without a value to compare (a tensor): asked afresh
+        return None
+    return key
+
+
 def estimate_launch(
     program: Program, grid, args, memory: DeviceMemory, machine=None, *, policy=None, placement=None
 ) -> Estimate:
     """Estimate one launch of ``program`` over ``grid`` with runtime ``args`` (Program.args order,
     pointers as device addresses) on ``memory``, without running it (module docstring)."""
+    memo = getattr(_shared, "memo", None)
+    key = None if memo is None else _memo_key(program, grid, args, memory, machine, policy, placement)
+    if key is None:
+        return _estimate_launch(program, grid, args, memory, machine, policy=policy, placement=placement)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not program:
+        hit = memo[key] = (
+            program,
+            _estimate_launch(program, grid, args, memory, machine, policy=policy, placement=placement),
+        )
+    return hit[1]
+
+
+def _estimate_launch(
+    program: Program, grid, args, memory: DeviceMemory, machine=None, *, policy=None, placement=None
+) -> Estimate:
     t0 = time.perf_counter()
     machine = get_machine(machine if machine is not None else memory.machine)
     memory = _shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about
