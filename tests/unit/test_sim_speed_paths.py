@@ -547,3 +547,41 @@ def test_the_estimate_over_grouped_entries_matches_entry_by_entry(monkeypatch, l
             times = estimate._program_times(m.trace, MACHINE, m.pcs, m.core_of, m.issues)
             results.append((est.time_ns, est.bound, est.read_bytes.tobytes(), *(t.tobytes() for t in times)))
     assert results[:2] == results[2:]
+
+
+@pytest.mark.parametrize("dt", ["i32", "i64"])
+@pytest.mark.parametrize("op", ["divs", "rems"])
+def test_divs_rems_of_non_negative_by_positive_match_the_general_rule(dt, op):
+    """s.divs / s.rems take numpy's floor division when every dividend is >= 0 and every divisor > 0 (as
+    words of ``dt``): the same words as the general rule's truncation, and the general rule otherwise
+    (a zero or negative divisor, a negative dividend, in one program of many)."""
+    from types import SimpleNamespace
+
+    from triton_plate_backend.sim import sem_scalar
+
+    rng = np.random.default_rng(2)
+    hi = 2**31 - 1 if dt == "i32" else 2**63 - 1
+    edges = np.array([0, 1, 2, 3, 7, 64, hi - 1, hi], np.int64)
+    a = np.concatenate([rng.integers(0, hi, 300, dtype=np.int64), edges])
+    b = np.concatenate(
+        [rng.integers(1, 1000, 150, dtype=np.int64), rng.integers(1, hi, 150, dtype=np.int64), np.maximum(edges, 1)]
+    )
+    if dt == "i32":  # words whose low 32 bits are what the rule reads: high bits set
+        a = a + (rng.integers(-4, 4, a.size) << 32)
+    cases = [(a, b)]
+    for bad in (0, -1, -3):  # one program's divisor off the fast path
+        y = b.copy()
+        y[17] = bad
+        cases.append((a, y))
+    x = a.copy()
+    x[5] = -9  # one negative dividend
+    cases.append((x, b))
+    fast = general = 0
+    for x, y in cases:
+        want = nx.to_word(BINARY[op]["int"](nx.from_word(x, dt), nx.from_word(y, dt), dt), dt)
+        st = SimpleNamespace(regs=np.stack([np.zeros_like(x), x, y]))
+        sem_scalar.SEMANTICS[f"s.{op}"](st, SimpleNamespace(operands=(0, 1, 2), suffixes=(dt,), mnemonic=f"s.{op}"))
+        assert st.regs[0].dtype == np.int64 and np.array_equal(st.regs[0], want)
+        on_fast = nx.from_word(x, dt).min() >= 0 and nx.from_word(y, dt).min() > 0
+        fast, general = fast + on_fast, general + (not on_fast)
+    assert fast == 1 and general == 4
