@@ -140,3 +140,37 @@ def test_the_planner_buys_the_replica_of_b_when_waves_contend():
     assert [(m.arg, m.before, m.after) for m in moves] == [("b_ptr", "blocked", "replicated")]
     assert moves[0].saved_ns > moves[0].migration_ns
     assert dev.last_profile.remote_bytes == 0
+
+
+def test_inside_a_launch_an_equal_question_is_answered_once(monkeypatch):
+    """``shared_estimates``: the same launch asked twice (the persistent gate, then the operand planner) is
+    estimated once and answered with the same Estimate; another placement, another policy or memory
+    whose allocations changed is asked afresh, and so is everything outside the block."""
+    from triton_plate_backend.sim import estimate as est_mod
+
+    n = 1 << 16
+    x, y, out = (torch.randn(n).to("plate") for _ in range(3))
+    dev = get_device()
+    k = add_kernel.warmup(x, y, out, n, BLOCK=4096, grid=(16,))
+    k._init_handles()
+    program = k.function.program
+    args = [x.data_ptr(), y.data_ptr(), out.data_ptr(), n, 16, 16, 16, 16, 16]
+    asked = []
+    real = est_mod._estimate_launch
+    monkeypatch.setattr(est_mod, "_estimate_launch", lambda *a, **kw: asked.append(kw) or real(*a, **kw))
+
+    def ask(**kw):
+        return est_mod.estimate_launch(program, (16, 1, 1), list(args), dev.memory, **kw)
+
+    alone = ask()
+    with est_mod.shared_estimates():
+        first = ask()
+        assert ask() is first and ask(machine=dev.machine) is first and len(asked) == 2
+        local = ask(placement={"x_ptr": "local:0"})
+        assert ask(placement={"x_ptr": "local:0"}) is local and local.time_ns != first.time_ns
+        assert ask(policy="round_robin") is not first and len(asked) == 4
+        extra = torch.randn(64).to("plate")  # another allocation: memory is not what it was
+        assert ask() is not first and len(asked) == 5
+        del extra
+    assert ask() is not first and len(asked) == 6
+    assert (first.time_ns, first.read_bytes.tobytes()) == (alone.time_ns, alone.read_bytes.tobytes())

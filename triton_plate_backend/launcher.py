@@ -63,6 +63,7 @@ class PlateLauncher:
         if launch_enter_hook is not None:
             launch_enter_hook(launch_metadata)
         from .sim.device import get_device
+        from .sim.estimate import shared_estimates
 
         grid = check_grid(self.name, gridX, gridY, gridZ)
         device = get_device(function.device)
@@ -74,17 +75,18 @@ class PlateLauncher:
             )
         values, host_buffers = bind_arguments(self.name, function.program, self.signature, args, device)
         sanitize = knobs.sanitize()
-        if all(grid) and is_persistent(function.program):
-            grid, values = self._persistent.launch(function.program, grid, values, device, sanitize)
-        if all(grid):
-            device.launch(
-                function.program,
-                grid,
-                values,
-                host_buffers=host_buffers,
-                defer_timing=True,
-                sanitize=sanitize,
-            )
+        with shared_estimates():  # the persistent gate's estimate of the launch is the operand planner's too
+            if all(grid) and is_persistent(function.program):
+                grid, values = self._persistent.launch(function.program, grid, values, device, sanitize)
+            if all(grid):
+                device.launch(
+                    function.program,
+                    grid,
+                    values,
+                    host_buffers=host_buffers,
+                    defer_timing=True,
+                    sanitize=sanitize,
+                )
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
 

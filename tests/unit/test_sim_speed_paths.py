@@ -8,16 +8,17 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from trace_compare import assert_same_entries
 
 from triton_plate_backend.dtypes import NUMPY
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.passes import access
 from triton_plate_backend.passes.pipeline import generate, run_passes
-from triton_plate_backend.sim import dma, executor, sem_tile
+from triton_plate_backend.sim import dma, estimate, executor, sem_tile
 from triton_plate_backend.sim import numerics as nx
 from triton_plate_backend.sim.memory import DeviceMemory
 from triton_plate_backend.sim.sem_vector import BINARY, DIRECT_INT
-from triton_plate_backend.sim.timing import simulate_timing
+from triton_plate_backend.sim.timing import mapped, simulate_timing
 from triton_plate_backend.ttir.parser import parse
 
 HYP = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -394,14 +395,7 @@ def test_packing_equal_arrays_once_matches_packing_each(seed):
         x, y = (v.unpack() if hasattr(v, "unpack") else v for v in (a, b))
         assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
     back = packed.unpack()
-    for e, f in zip(trace.entries, back.entries, strict=True):
-        assert e.pc == f.pc
-        for a, b in zip(
-            (e.programs, e.bytes_by_domain, e.elements, e.runs), (f.programs, f.bytes_by_domain, f.elements, f.runs)
-        ):
-            assert (a is None) == (b is None)
-            if a is not None:
-                assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    assert_same_entries(trace.entries, back.entries)
     # each trip's equal traffic arrays share one compact form
     forms = {id(a) for a in packed.arrays if not isinstance(a, np.ndarray)}
     assert len(forms) < len([a for a in packed.arrays if not isinstance(a, np.ndarray)])
@@ -455,3 +449,139 @@ def test_an_empty_trace_packs_as_before():
     trace = Trace(None, (0, 1, 1), [])
     packed = trace.pack()
     assert packed.digest() == _reference_pack(trace)[2] and packed.unpack().entries == []
+
+
+# ---- the cost model's per-program replay: scalar runs and each entry's programs taken once -----------
+def _reference_program_times(trace, machine, pcs, core_of, issues):
+    """estimate._program_times as it was: every entry on its own (its programs converted, each scalar
+    entry's cost added by itself, the DMA's waves found again)."""
+    from triton_plate_backend.sim.replay import static_facts
+    from triton_plate_backend.sim.timing import program_waves
+
+    n, prog = trace.num_programs, trace.program
+    T, Q = max(len(prog.tiles), 1), static_facts(prog, machine)[1]
+    eng, ready, read = np.zeros((3, n)), np.zeros((T, n)), np.zeros((T, n))
+    tok, done, out_busy = np.zeros((Q, n)), np.zeros(n), np.zeros(n)
+    depth = machine.core.dma.queue_depth
+    ring, nq = np.zeros((2, depth, n)), np.zeros((2, n), dtype=np.int64)
+    rates = estimate._StepRates(machine)
+    wave = program_waves(core_of)
+    for entry in trace.entries:
+        p = pcs[entry.pc]
+        ps = np.asarray(entry.programs, dtype=np.int64)
+        ix = slice(None) if len(ps) == n else ps
+        if p.kind == "scalar":
+            eng[1, ix] += p.cost
+            continue
+        if p.kind == "wait":
+            eng[1, ix] = np.maximum(eng[1, ix], tok[p.token, ix]) + p.cost
+            continue
+        if p.kind == "wait_all":
+            eng[1, ix] = np.maximum(eng[1, ix], done[ix]) + p.cost
+            continue
+        if p.kind == "compute":
+            start = eng[1, ix].copy()
+            for t in p.after_write:
+                np.maximum(start, ready[t, ix], out=start)
+            for t in p.after_read:
+                np.maximum(start, read[t, ix], out=start)
+            end = start + p.cost
+            eng[1, ix] = end
+            for t in p.reads:
+                read[t, ix] = np.maximum(read[t, ix], end)
+            for t in p.writes:
+                ready[t, ix] = np.maximum(ready[t, ix], end)
+            continue
+        k = p.engine // 2
+        slot = nq[k, ix] % depth
+        rows = np.arange(n)[ix]
+        start1 = np.maximum(eng[1, ix], ring[k, slot, rows])
+        eng[1, ix] = start1
+        s = np.maximum(eng[p.engine, ix], start1)
+        for t in p.after_write:
+            np.maximum(s, ready[t, ix], out=s)
+        for t in p.after_read:
+            np.maximum(s, read[t, ix], out=s)
+        a = s + issues[id(entry)]
+        xe, comp = a, a
+        bbd = entry.bytes_by_domain
+        if bbd is not None and bbd.any():
+            xfer, flight, moved = rates.transfer(bbd, rates.group(core_of[ps], wave[ps]), p.outbound)
+            xe = a + xfer
+            comp = np.where(moved, xe + flight + p.extra_latency, a)
+        eng[p.engine, ix] = xe
+        if p.outbound:
+            out_busy[ix] += xe - s
+        if p.token is not None:
+            tok[p.token, ix] = comp
+        done[ix] = np.maximum(done[ix], comp)
+        ring[k, slot, rows] = comp
+        nq[k, ix] += 1
+        for t in p.reads:
+            read[t, ix] = np.maximum(read[t, ix], xe)
+        for t in p.writes:
+            ready[t, ix] = np.maximum(ready[t, ix], comp)
+    occupancy = np.maximum(eng[0], eng[1])
+    return occupancy, np.maximum(done, eng.max(axis=0)), out_busy
+
+
+@pytest.mark.parametrize("launched, rows", [(4, 18), (300, 601), (700, 1403)])
+def test_the_estimate_over_grouped_entries_matches_entry_by_entry(monkeypatch, launched, rows):
+    """The cost model's replay with scalar runs added per group and each programs array converted once:
+    the same per-program times (bit for bit) as entry by entry, over persistent launches whose programs
+    run different trip counts (split contexts) across one to six waves of cores, two placements."""
+    program = _persistent_vec_add()
+    n = 256 * rows - 37
+    results = []
+    for reference in (False, True):
+        if reference:
+            monkeypatch.setattr(estimate, "_program_times", _reference_program_times)
+        for placement in ("blocked", "interleaved"):
+            mem = DeviceMemory(MACHINE)
+            ptrs = [mem.alloc(4 * n, placement=placement).base for _ in range(3)]
+            trace = executor.execute(program, launched, [*ptrs, n, launched, rows], mem, MACHINE)
+            if not reference:
+                assert len({id(e.programs) for e in trace.entries}) > (launched > 4), "no split context"
+            est = estimate.model(trace, MACHINE, policy="round_robin")
+            m = mapped(trace, MACHINE, "round_robin")
+            times = estimate._program_times(m.trace, MACHINE, m.pcs, m.core_of, m.issues)
+            results.append((est.time_ns, est.bound, est.read_bytes.tobytes(), *(t.tobytes() for t in times)))
+    assert results[:2] == results[2:]
+
+
+@pytest.mark.parametrize("dt", ["i32", "i64"])
+@pytest.mark.parametrize("op", ["divs", "rems"])
+def test_divs_rems_of_non_negative_by_positive_match_the_general_rule(dt, op):
+    """s.divs / s.rems take numpy's floor division when every dividend is >= 0 and every divisor > 0 (as
+    words of ``dt``): the same words as the general rule's truncation, and the general rule otherwise
+    (a zero or negative divisor, a negative dividend, in one program of many)."""
+    from types import SimpleNamespace
+
+    from triton_plate_backend.sim import sem_scalar
+
+    rng = np.random.default_rng(2)
+    hi = 2**31 - 1 if dt == "i32" else 2**63 - 1
+    edges = np.array([0, 1, 2, 3, 7, 64, hi - 1, hi], np.int64)
+    a = np.concatenate([rng.integers(0, hi, 300, dtype=np.int64), edges])
+    b = np.concatenate(
+        [rng.integers(1, 1000, 150, dtype=np.int64), rng.integers(1, hi, 150, dtype=np.int64), np.maximum(edges, 1)]
+    )
+    if dt == "i32":  # words whose low 32 bits are what the rule reads: high bits set
+        a = a + (rng.integers(-4, 4, a.size) << 32)
+    cases = [(a, b)]
+    for bad in (0, -1, -3):  # one program's divisor off the fast path
+        y = b.copy()
+        y[17] = bad
+        cases.append((a, y))
+    x = a.copy()
+    x[5] = -9  # one negative dividend
+    cases.append((x, b))
+    fast = general = 0
+    for x, y in cases:
+        want = nx.to_word(BINARY[op]["int"](nx.from_word(x, dt), nx.from_word(y, dt), dt), dt)
+        st = SimpleNamespace(regs=np.stack([np.zeros_like(x), x, y]))
+        sem_scalar.SEMANTICS[f"s.{op}"](st, SimpleNamespace(operands=(0, 1, 2), suffixes=(dt,), mnemonic=f"s.{op}"))
+        assert st.regs[0].dtype == np.int64 and np.array_equal(st.regs[0], want)
+        on_fast = nx.from_word(x, dt).min() >= 0 and nx.from_word(y, dt).min() > 0
+        fast, general = fast + on_fast, general + (not on_fast)
+    assert fast == 1 and general == 4

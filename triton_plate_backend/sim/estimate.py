@@ -30,7 +30,9 @@ own (their allocations) unless ``placement`` names another for some pointer argu
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -222,22 +224,32 @@ class _StepRates:
         self.inverse_capacity = np.append(1.0 / self.topo.capacity, 0.0)  # padding index R: no resource
         self.crosses = cost.route_incidence(machine)  # per direction: [route, resource], as resource_bytes
 
-    def transfer(self, bbd: np.ndarray, cores: np.ndarray, waves: np.ndarray, outbound: bool):
-        """(transfer cycles, flight latency) per program of the entry (bbd [k, D] bytes by home;
-        waves [k]: each program's wave, its rank among the programs of its core)."""
+    def group(self, cores: np.ndarray, waves: np.ndarray) -> tuple:
+        """What ``transfer`` needs of the programs of an entry (their cores and waves), computed once for
+        every entry of the same programs."""
         D = self.D
         cd = cores // self.cores_per_domain
         wave_ids, w = np.unique(waves, return_inverse=True)
-        pair = np.zeros((len(wave_ids), D * D))
-        np.add.at(pair, (np.repeat(w, D), (cd[:, None] * D + np.arange(D)[None, :]).ravel()), bbd.ravel())
+        at = (np.repeat(w, D), (cd[:, None] * D + np.arange(D)[None, :]).ravel())
+        mine = (w[:, None], cd[:, None] * D + np.arange(D)[None, :])
+        return cd, len(wave_ids), at, mine
+
+    def transfer(self, bbd: np.ndarray, group: tuple, outbound: bool):
+        """(transfer cycles, flight latency) per program of the entry (bbd [k, D] bytes by home;
+        ``group``: ``self.group`` of the entry's programs' cores and waves, each program's wave its rank
+        among the programs of its core)."""
+        D = self.D
+        cd, waves, at, mine_at = group
+        pair = np.zeros((waves, D * D))
+        np.add.at(pair, at, bbd.ravel())
         carried = pair @ self.crosses[int(outbound)]  # [wave, resource] bytes
-        phase = np.zeros((len(wave_ids), self.R + 1))
+        phase = np.zeros((waves, self.R + 1))
         phase[:, : self.R] = carried * self.inverse_capacity[: self.R]
         res, _, _, lat = self.routes[int(outbound)]
         route_time = phase[:, res].max(axis=2)  # [wave, core domain * D + home]
         has = bbd > 0
         flows = np.maximum(has.sum(axis=1), 1)[:, None]
-        mine = route_time[w[:, None], cd[:, None] * D + np.arange(D)[None, :]]  # [k, home]
+        mine = route_time[mine_at]  # [k, home]
         t = np.where(has, np.maximum(mine, bbd * flows / self.engine), 0.0).max(axis=1)
         flight = np.where(has, lat.reshape(D, D)[cd], 0.0).max(axis=1)
         return t, flight, has.any(axis=1)
@@ -255,13 +267,41 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
     ring, nq = np.zeros((2, depth, n)), np.zeros((2, n), dtype=np.int64)
     rates = _StepRates(machine)
     wave = program_waves(core_of)
+    groups: dict[int, tuple] = {}  # id(entry.programs) -> (programs, ps, ix, rows, transfer group or None)
+
+    def group_of(programs) -> tuple:
+        g = groups.get(id(programs))
+        if g is None or g[0] is not programs:
+            ps = np.asarray(programs, dtype=np.int64)
+            ix = slice(None) if len(ps) == n else ps
+            g = groups[id(programs)] = [programs, ps, ix, np.arange(n)[ix], None]
+        return g
+
+    # a run of scalar entries of the same programs: their costs added in order, one gather and scatter
+    run_of, run = None, []
+
+    def add_run():
+        ix = group_of(run_of)[2]
+        e1 = eng[1, ix]  # a view for all programs, else a copy written back
+        for c in run:
+            e1 += c
+        if not isinstance(ix, slice):
+            eng[1, ix] = e1
+
     for entry in trace.entries:
         p = pcs[entry.pc]
-        ps = np.asarray(entry.programs, dtype=np.int64)
-        ix = slice(None) if len(ps) == n else ps
         if p.kind == "scalar":
-            eng[1, ix] += p.cost
+            if entry.programs is not run_of:
+                if run:
+                    add_run()
+                run_of, run = entry.programs, []
+            run.append(p.cost)
             continue
+        if run:
+            add_run()
+            run_of, run = None, []
+        g = group_of(entry.programs)
+        ps, ix = g[1], g[2]
         if p.kind == "wait":
             eng[1, ix] = np.maximum(eng[1, ix], tok[p.token, ix]) + p.cost
             continue
@@ -283,7 +323,7 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
             continue
         k = p.engine // 2
         slot = nq[k, ix] % depth
-        rows = np.arange(n)[ix]
+        rows = g[3]
         start1 = np.maximum(eng[1, ix], ring[k, slot, rows])  # a full DMA queue stalls the stream
         eng[1, ix] = start1
         s = np.maximum(eng[p.engine, ix], start1)
@@ -295,7 +335,9 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
         xe, comp = a, a
         bbd = entry.bytes_by_domain
         if bbd is not None and bbd.any():
-            xfer, flight, moved = rates.transfer(bbd, core_of[ps], wave[ps], p.outbound)
+            if g[4] is None:
+                g[4] = rates.group(core_of[ps], wave[ps])
+            xfer, flight, moved = rates.transfer(bbd, g[4], p.outbound)
             xe = a + xfer
             comp = np.where(moved, xe + flight + p.extra_latency, a)
         eng[p.engine, ix] = xe
@@ -310,6 +352,8 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
             read[t, ix] = np.maximum(read[t, ix], xe)
         for t in p.writes:
             ready[t, ix] = np.maximum(ready[t, ix], comp)
+    if run:
+        add_run()
     occupancy = np.maximum(eng[0], eng[1])
     return occupancy, np.maximum(done, eng.max(axis=0)), out_busy
 
@@ -353,11 +397,66 @@ def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Es
     )
 
 
+_shared = threading.local()  # .memo: the queries answered inside ``shared_estimates``, else absent
+
+
+@contextlib.contextmanager
+def shared_estimates():
+    """Inside the block, an estimate asked again with the same program, grid, arguments, policy and
+    placement, over the same allocations and placements, is the first answer: a launch's preparation
+    (the persistent gate, then the operand planner) asks for the same launch twice, and nothing
+    writes device memory before it runs. No estimate may be asked in the block after memory was written
+    (the launcher's block ends with the launch's run)."""
+    outer = getattr(_shared, "memo", None)
+    _shared.memo = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _shared.memo = outer
+
+
+def _memo_key(program, grid, args, memory, machine, policy, placement):
+    if not (policy is None or isinstance(policy, str)):
+        return None
+    g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
+    try:
+        key = (
+            id(program),
+            tuple(int(v) for v in g),
+            tuple(args),
+            id(memory),
+            id(get_machine(machine if machine is not None else memory.machine)),
+            policy if policy is not None else knobs.policy(),
+            None if not placement else tuple(sorted(placement.items(), key=repr)),
+            tuple((r.base, r.nbytes, str(r.placement)) for r in memory.allocations),
+        )
+        hash(key)
+    except TypeError:  # an argument without a value to compare (a tensor): asked afresh
+        return None
+    return key
+
+
 def estimate_launch(
     program: Program, grid, args, memory: DeviceMemory, machine=None, *, policy=None, placement=None
 ) -> Estimate:
     """Estimate one launch of ``program`` over ``grid`` with runtime ``args`` (Program.args order,
     pointers as device addresses) on ``memory``, without running it (module docstring)."""
+    memo = getattr(_shared, "memo", None)
+    key = None if memo is None else _memo_key(program, grid, args, memory, machine, policy, placement)
+    if key is None:
+        return _estimate_launch(program, grid, args, memory, machine, policy=policy, placement=placement)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not program:
+        hit = memo[key] = (
+            program,
+            _estimate_launch(program, grid, args, memory, machine, policy=policy, placement=placement),
+        )
+    return hit[1]
+
+
+def _estimate_launch(
+    program: Program, grid, args, memory: DeviceMemory, machine=None, *, policy=None, placement=None
+) -> Estimate:
     t0 = time.perf_counter()
     machine = get_machine(machine if machine is not None else memory.machine)
     memory = _shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about

@@ -58,9 +58,15 @@ SCALAR_OPS = {
 }
 
 
+_FLOOR_DIV = {"divs": np.floor_divide, "rems": np.remainder}  # s.divs / s.rems of non-negative by positive
+
+
 def _binary(op):
     int_op, float_op = SCALAR_OPS[op]
     direct = DIRECT_INT.get(op)  # one numpy ufunc on the raw i64 words: in place on the register rows
+    # a non-negative dividend over a positive divisor (index arithmetic): truncation is the floor, and
+    # the remainder numpy's, so the ufunc gives the general rule's result without its zero and -1 cases
+    floor = _FLOOR_DIV.get(op)
     by_stype = {}  # stype -> the vector function, resolved once
 
     def resolve(dt, mnemonic):
@@ -82,7 +88,11 @@ def _binary(op):
             regs[d] = regs[d].astype(np.int32)
             return
         fn = by_stype.get(dt) or resolve(dt, ins.mnemonic)
-        regs[d] = nx.to_word(fn(nx.from_word(regs[a], dt), nx.from_word(regs[b], dt), dt), dt)
+        x, y = nx.from_word(regs[a], dt), nx.from_word(regs[b], dt)
+        if floor is not None and dt in ("i32", "i64") and x.min(initial=0) >= 0 and y.min(initial=1) > 0:
+            regs[d] = nx.to_word(floor(x, y), dt)
+            return
+        regs[d] = nx.to_word(fn(x, y, dt), dt)
 
     return rule
 
