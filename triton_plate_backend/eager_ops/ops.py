@@ -76,14 +76,15 @@ class Call:
         return _registration.extension()._run_on_host(schema.name, overload, tuple(args), kwargs, frozenset(wrapped))
 
 
-def checked(op: torch._ops.OpOverload) -> Callable:
+def checked(op: torch._ops.OpOverload, prepare: Callable | None = None) -> Callable:
     """The start every eager kernel shares, as a decorator of its body ``kernel(call, expected)``: the
-    call's arguments (Call); mixed devices to the host (which raises torch's error); the op on meta
-    tensors, whose result ``expected`` the body lays its result out by (None: the host ran the call)."""
+    call's arguments (Call, after ``prepare(op, args, kwargs) -> (args, kwargs)`` when given); mixed devices
+    to the host (which raises torch's error); the op on meta tensors, whose result ``expected`` the body
+    lays its result out by (None: the host ran the call)."""
 
     def wrap(body: Callable) -> Callable:
         def kernel(*args, **kwargs):
-            call = Call(op, args, kwargs)
+            call = Call(op, *prepare(op, args, kwargs)) if prepare else Call(op, args, kwargs)
             if call.mixed:
                 return call.on_host()
             expected = call.meta()
@@ -175,25 +176,40 @@ def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
             return torch.isnan(parts[..., 0]) + torch.isnan(parts[..., 1])  # either part NaN (bools add as or)
         if expected.dtype.is_complex or any(_is_complex(v) for v in values):
             return _complex(call, row, expected, device, values)
-        promoted = [call[name] for name in row.promote] if row.promote else values
-        common = _promoted(promoted)
-        ct = _opmath(expected.dtype if row.compute == "result" else common)
-        if expected.dtype not in REAL_DTYPES or any(_dtype(v) not in REAL_DTYPES for v in values):
+        typed = real_operands(call, row, expected, values, device)
+        if typed is None:
             return call.on_host()
-        shape = expected.shape
-        rounded = row.promote or row.operands  # the operands cast to the common type
-        operands = [_operand(v, ct, device, common if n in rounded else None) for n, v in zip(row.operands, values)]
-        out = _result(call, expected, device)
-        strides = [broadcast_strides(t, shape) for t in (out, *operands)]
-        if not launch.fits(shape, strides):
+        ct, operands = typed
+        laid_out = result_and_strides(call, expected, device, operands)
+        if laid_out is None:
             return call.on_host()
+        out, strides = laid_out
         launch.launch(
-            "elementwise", shape, [out, *operands], strides,
+            "elementwise", expected.shape, [out, *operands], strides,
             FN=launch.kernels().FUNCTIONS[row.fn], ARITY=len(operands), CT=launch.triton_dtype(ct),
         )  # fmt: skip
         return out
 
     return kernel
+
+
+def real_operands(call: Call, row: Row, expected, values, device) -> tuple[torch.dtype, list[torch.Tensor]] | None:
+    """An elementwise call's compute type and its operands on the device in that type (scalars rounded to
+    the common type first, as TensorIterator does); None when a type is not a real one the kernels take."""
+    common = _promoted([call[name] for name in row.promote] if row.promote else values)
+    ct = _opmath(expected.dtype if row.compute == "result" else common)
+    if expected.dtype not in REAL_DTYPES or any(_dtype(v) not in REAL_DTYPES for v in values):
+        return None
+    rounded = row.promote or row.operands  # the operands cast to the common type
+    return ct, [_operand(v, ct, device, common if n in rounded else None) for n, v in zip(row.operands, values)]
+
+
+def result_and_strides(call: Call, expected, device, operands) -> tuple[torch.Tensor, list[list[int]]] | None:
+    """The tensor an elementwise call writes and every tensor's strides over its shape; None when the
+    launch cannot address them (launch.fits)."""
+    out = _result(call, expected, device)
+    strides = [broadcast_strides(t, expected.shape) for t in (out, *operands)]
+    return (out, strides) if launch.fits(expected.shape, strides) else None
 
 
 def _promoted(values) -> torch.dtype:

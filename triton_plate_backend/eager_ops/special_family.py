@@ -21,18 +21,15 @@ import torch
 
 from ..torch_device.accumulation import tensors_in
 from . import launch
-from .launch import REAL_DTYPES, broadcast_strides
 from .ops import (
     _WRAPPED_DTYPES,
     HALF,
     Call,
-    _dtype,
-    _operand,
-    _opmath,
     _overlaps_target,
     _plate_device,
-    _promoted,
-    _result,
+    checked,
+    real_operands,
+    result_and_strides,
 )
 from .table import BESSEL, POLYNOMIALS, Row
 
@@ -104,27 +101,18 @@ def special(op: torch._ops.OpOverload, row: Row) -> Callable:
     limit_of = LIMITS.get(row.fn)
     float_only = op._schema.name.removeprefix("aten::").removeprefix("special_") in FLOAT_ONLY
 
-    def kernel(*args, **kwargs):
-        call = Call(op, *_numbers_wrapped(op, args, kwargs))
-        if call.mixed:
-            return call.on_host()
+    @checked(op, prepare=_numbers_wrapped)
+    def kernel(call: Call, expected):
         if float_only and any(t.dtype in HALF for t in tensors_in(call.bound.values())):
             return call.on_host()
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
         device = _plate_device(call, row.operands)
         values = [call[name] for name in row.operands]
         if device is None or _overlaps_target(call, values):
             return call.on_host()
-        promoted = [call[name] for name in row.promote] if row.promote else values
-        ct = _opmath(expected.dtype if row.compute == "result" else _promoted(promoted))
-        if expected.dtype not in REAL_DTYPES or any(_dtype(v) not in REAL_DTYPES for v in values):
+        typed = real_operands(call, row, expected, values, device)
+        if typed is None or not typed[0].is_floating_point:
             return call.on_host()
-        if not ct.is_floating_point:
-            return call.on_host()
-        shape = expected.shape
-        operands = [_operand(v, ct, device) for v in values]
+        ct, operands = typed
         limit = 0
         if limit_of is not None:
             kind, index, cap = limit_of
@@ -132,11 +120,11 @@ def special(op: torch._ops.OpOverload, row: Row) -> Callable:
             limit = limit if cap is None else min(limit, cap)
             if limit > MAX_LIMIT:
                 return call.on_host()
-        out = _result(call, expected, device)
-        strides = [broadcast_strides(t, shape) for t in (out, *operands)]
-        if not launch.fits(shape, strides):
+        laid_out = result_and_strides(call, expected, device, operands)
+        if laid_out is None:
             return call.on_host()
-        _launch(shape, [out, *operands], strides, limit, row.fn, ct)
+        out, strides = laid_out
+        _launch(expected.shape, [out, *operands], strides, limit, row.fn, ct)
         return out
 
     return kernel
