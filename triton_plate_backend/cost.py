@@ -11,8 +11,10 @@ consult it yet; when they do, a choice the compiler makes will be the one the si
   business). ``runs``/``elements`` are the dynamic counts the executor records (scalars or
   arrays, one per program); without them a static estimate from the tile is used (a 2-D tile
   moves one contiguous run per row; gather/scatter/atomics move every element).
-- Formula helpers: ``vector_cycles``, ``mma_cycles``, ``dma_issue_cycles``, ``flight_latency``,
-  ``dma_latency``, ``dma_cycles``; ``flops`` of an instruction (matrix only: 2*M*N*K).
+- Formula helpers: ``vector_cycles``, ``mma_cycles``, ``dma_issue_cycles``, ``dma_stages`` (the
+  engine's issue and transfer stages: the one rule level 1 and the estimate replay),
+  ``dma_engine_bound``, ``flight_latency``, ``dma_latency``, ``dma_cycles``; ``flops`` of an
+  instruction (matrix only: 2*M*N*K).
 - ``topology(machine)``: the shared bandwidth resources (HBM per domain, directed die links,
   directed chip links), the route between two domains, hops and flight latency.
 - ``level0_bound(machine, ...)``: PLATE.md level 0, T >= max(compute, DMA engine, HBM, die link,
@@ -73,6 +75,29 @@ def dma_issue_cycles(machine: Machine, runs=1, elements=0):
         + d.strided_cycles_per_run * np.asarray(runs)
         + d.gather_cycles_per_element * np.asarray(elements)
     )
+
+
+def dma_stages(issued_until, moving_until, ready, issue):
+    """When a DMA issues and when it starts moving bytes on its engine: (issue start, issue end,
+    transfer start). Arrays of one value per core (or program) are fine.
+
+    A DMA engine with a descriptor queue (PLATE.md: 8 deep) is two stages in program order: the
+    issue stage spends ``dma_issue_cycles`` on a descriptor (its fixed issue, then an address per
+    contiguous run or gathered element) as soon as it has issued the previous one and the DMA's
+    inputs are ready (``ready``); the transfer stage moves a DMA's bytes once its issue is done and
+    the previous transfer has left the engine. So a queued descriptor issues while the one before
+    it moves its bytes, as a real engine's descriptor front end runs ahead of its data mover; one
+    DMA alone still pays issue + transfer. ``issued_until``/``moving_until``: when each stage is
+    free (the engine's last issue end and last transfer end)."""
+    start = np.maximum(issued_until, ready)
+    issued = start + issue
+    return start, issued, np.maximum(issued, moving_until)
+
+
+def dma_engine_bound(issue_cycles, transfer_cycles):
+    """Level 0's DMA-engine term for one engine: its issue and transfer stages overlap across DMAs
+    (``dma_stages``), so each stage's total alone is a lower bound, not their sum."""
+    return np.maximum(issue_cycles, transfer_cycles)
 
 
 def flight_latency(machine: Machine, hops: int = 0, chip_hops: int = 0) -> int:

@@ -103,6 +103,14 @@ def test_dma_issue_rules():
     assert one("atom.rmw", g + [Tile(4096, "f32", (100,))], (0, 1, 3, 2), ("add", "relaxed")) == 150
 
 
+def test_dma_stages_issue_the_next_descriptor_while_the_previous_one_moves():
+    # per core: the issue stage free at 100 / 100, the transfer stage busy until 1000 / 120, inputs ready at 0 / 300
+    start, issued, moving = cost.dma_stages(np.array([100.0, 100.0]), np.array([1000.0, 120.0]), np.array([0, 300]), 52)
+    assert list(start) == [100, 300] and list(issued) == [152, 352]
+    assert list(moving) == [1000, 352]  # core 0: its issue hid under the transfer before it
+    assert cost.dma_engine_bound(np.array([10.0, 500.0]), np.array([400.0, 20.0])).tolist() == [400, 500]
+
+
 def test_latencies():
     assert cost.dma_latency(M1, 0) == 50 + 400
     assert cost.dma_latency(M1, 1) == 50 + 400 + 200

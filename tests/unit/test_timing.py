@@ -155,21 +155,39 @@ def _aliased_loads(reader):
 
 def test_loads_into_disjoint_tiles_that_a_larger_tile_covers_do_not_wait_for_each_other():
     p = _aliased_loads([])
-    x = 52 + 65536 / HBM
-    # the second load starts when the first leaves the engine, not when it completes (+400)
-    assert p.cycles == pytest.approx(2 * x + 400 + 1, rel=1e-9)
+    x = 65536 / HBM
+    # the second load moves its bytes when the first leaves the engine, not when it completes (+400);
+    # it issued (52 cycles) while the first moved its bytes (the engine's two stages, cost.dma_stages)
+    assert p.cycles == pytest.approx(52 + 2 * x + 400 + 1, rel=1e-9)
 
 
 def test_a_read_of_the_covering_tile_waits_for_every_write_under_it():
-    x = 52 + 65536 / HBM
+    x = 65536 / HBM
     p = _aliased_loads([Inst("v.exp", (), (2, 2))])
     cyc = cost.vector_cycles(P1, 32768, 4, True)
-    assert p.cycles == pytest.approx(2 * x + 400 + 1 + cyc, rel=1e-9)
+    assert p.cycles == pytest.approx(52 + 2 * x + 400 + 1 + cyc, rel=1e-9)
     # a store of tile 2 waits for the vector op that wrote tile 0 under it (RAW through the overlap;
     # the trace moves 64 KiB per DMA)
     q = _aliased_loads([Inst("v.exp", (), (0, 0)), store(2, 2), Inst("dma.wait", (), (2,))])
     half = cost.vector_cycles(P1, 16384, 4, True)
-    assert q.cycles == pytest.approx(2 * x + 400 + 1 + half + 52 + 65536 / HBM + 400 + 1, rel=1e-9)
+    assert q.cycles == pytest.approx(52 + 2 * x + 400 + 1 + half + 52 + 65536 / HBM + 400 + 1, rel=1e-9)
+
+
+def test_a_queued_dma_issues_while_the_one_before_it_moves_bytes():
+    """The DMA engine's issue stage runs ahead of its transfer stage (cost.dma_stages): with 200 runs
+    per DMA (50 + 2 * 200 = 450 issue cycles) two back-to-back loads cost one issue, not two, and
+    the engine is busy from the first issue to the last transfer; a DMA alone still pays issue + transfer."""
+    t = [Tile(0, "f32", (16384,)), Tile(65536, "f32", (16384,))]
+    ins = [load(0, 0), load(1, 1), Inst("dma.wait", (), (0,)), Inst("dma.wait", (), (1,))]
+    tr = straight_trace(Program("two", ins, t, consts=[0]), 1, one_hot_bytes(P1, [0], 65536), runs=200)
+    p = simulate_timing(tr, P1)
+    issue, x = 50 + 2 * 200, 65536 / HBM
+    assert p.cycles == pytest.approx(issue + 2 * x + 400 + 1, rel=1e-9)  # the second issue is hidden
+    assert p.busy["dma_in"] == pytest.approx(issue + 2 * x, rel=1e-9)
+    assert p.bound.terms["dma_engine"] == pytest.approx(2 * 65536 / 64)  # max(2 issues, 2 transfers)
+    alone = Program("one", ins[:1] + ins[2:3], t, consts=[0])
+    one = simulate_timing(straight_trace(alone, 1, one_hot_bytes(P1, [0], 65536), runs=200), P1)
+    assert one.cycles == pytest.approx(issue + x + 400 + 1, rel=1e-9)
 
 
 def test_queue_depth_stalls_the_instruction_stream():

@@ -155,6 +155,7 @@ class State:
         self.routes = _routes(machine, self.topo)
         # per-core state as rows indexed by core: 1-D fancy indexing is the cheap kind
         self.eng, self.busy = np.zeros((3, C)), np.zeros((3, C))  # per engine: free at / busy for
+        self.issued = np.zeros((3, C))  # per DMA engine: its issue stage free at (cost.dma_stages)
         self.ready, self.read = list(np.zeros((T, C))), list(np.zeros((T, C)))  # per tile: last write / read
         self.tok, self.done = list(np.zeros((Q, C))), np.zeros(C)  # per token: completion; every DMA's
         self.depth = machine.core.dma.queue_depth
@@ -268,14 +269,14 @@ def _step_wait_all(st: State, it: _Item, w, lo, hi):
 
 def _step_dma(st: State, it: _Item, w, lo, hi):
     p, cs = it.p, it.cores[lo:hi]
-    e, e1 = st.eng[p.engine], st.eng[1]
+    e, e1, f = st.eng[p.engine], st.eng[1], st.issued[p.engine]
     ring, nq = st.ring[p.engine // 2], st.nq[p.engine // 2]
     issued = nq[cs]
     slot = issued % st.depth * st.C + cs
     start1 = np.maximum(e1[cs], ring[slot])  # a full DMA queue stalls the instruction stream
     e1[cs] = start1
-    s = st.after_tiles(p, cs, np.maximum(e[cs], start1))
-    a = s + it.issue[lo:hi]
+    moving = e[cs]  # the previous transfer on this engine ends
+    s, f[cs], a = cost.dma_stages(f[cs], moving, st.after_tiles(p, cs, start1), it.issue[lo:hi])
     xe = comp = a
     fl = it.flows
     if fl is not None and fl.fbounds[w] < fl.fbounds[w + 1]:
@@ -300,7 +301,7 @@ def _step_dma(st: State, it: _Item, w, lo, hi):
         st.traffic.append((it, f0, f1))
     e[cs] = xe
     busy = st.busy[p.engine]
-    busy[cs] += xe - s
+    busy[cs] += xe - np.maximum(s, moving)  # the engine is busy while either stage is
     if p.token is not None:
         st.tok[p.token][cs] = comp
     st.done[cs] = np.maximum(st.done[cs], comp)

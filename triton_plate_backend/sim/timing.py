@@ -23,7 +23,10 @@ The exact rules and approximations:
 - Replicated memory (sim/memory.py): the executor counts its bytes in a last column of each
   entry's bytes by home domain; ``fold_replicas`` homes them once programs have cores: a read in
   the reader's own domain (its copy), a write in every domain of chip 0 (each copy is updated).
-- A DMA holds its engine for issue + transfer; it completes at transfer end + flight latency
+- A DMA engine is two stages in program order (``cost.dma_stages``): a DMA issues (its cost rule's
+  cycles) once the engine has issued the previous DMA and its inputs are ready, and moves its bytes
+  once issued and the previous transfer has left the engine, so a queued DMA issues while the one
+  before it transfers. A DMA completes at its transfer end + flight latency
   (``cost.flight_latency``: HBM latency + die crossings (+ chip hops), the max over the home
   domains it touches; atomics pay the HBM latency twice, a read-modify-write round trip). A
   load's tile is ready at completion; a store's tile is free again (WAR) when its transfer ends.
@@ -183,7 +186,7 @@ def _issue(machine: Machine, trace: Trace, entry, n: int) -> np.ndarray:
 def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc], issues: dict):
     """Per-core compute and DMA-engine cycles and the byte matrices: the level-0 inputs."""
     C, D = machine.total_cores, machine.total_domains
-    comp, eng = np.zeros(C), np.zeros((2, C))
+    comp, issued, moved = np.zeros(C), np.zeros((2, C)), np.zeros((2, C))  # per DMA engine: stage cycles
     read, write = np.zeros((D, D)), np.zeros((D, D))
     rate = machine.core.dma.bytes_per_cycle
     compute = {}  # id(programs) -> [programs, summed cost]: entries of one context share the array
@@ -199,14 +202,15 @@ def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc
         cs = core_of[np.asarray(entry.programs, dtype=np.int64)]
         issue = issues[id(entry)]
         bbd = entry.bytes_by_domain if entry.bytes_by_domain is not None else np.zeros((len(cs), D))
-        eng[p.engine // 2] += np.bincount(cs, weights=issue + bbd.sum(axis=1) / rate, minlength=C)
+        issued[p.engine // 2] += np.bincount(cs, weights=issue, minlength=C)
+        moved[p.engine // 2] += np.bincount(cs, weights=bbd.sum(axis=1) / rate, minlength=C)
         onehot = np.zeros((D, len(cs)))
         onehot[cs // machine.domain.cores, np.arange(len(cs))] = 1.0
         mat = write if p.outbound else read
         mat += onehot @ bbd
     for progs, total in compute.values():  # costs are whole cycles: the sums are exact in any order
         comp += np.bincount(core_of[np.asarray(progs, dtype=np.int64)], minlength=C) * total
-    return comp, eng, read, write
+    return comp, cost.dma_engine_bound(issued, moved), read, write
 
 
 @dataclass(frozen=True)
