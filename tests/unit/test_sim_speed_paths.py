@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trace_compare import assert_same_entries
 
+from triton_plate_backend import cost
 from triton_plate_backend.dtypes import NUMPY
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.passes import access
@@ -461,6 +462,7 @@ def _reference_program_times(trace, machine, pcs, core_of, issues):
     n, prog = trace.num_programs, trace.program
     T, Q = max(len(prog.tiles), 1), static_facts(prog, machine)[1]
     eng, ready, read = np.zeros((3, n)), np.zeros((T, n)), np.zeros((T, n))
+    issued = np.zeros((3, n))
     tok, done, out_busy = np.zeros((Q, n)), np.zeros(n), np.zeros(n)
     depth = machine.core.dma.queue_depth
     ring, nq = np.zeros((2, depth, n)), np.zeros((2, n), dtype=np.int64)
@@ -497,12 +499,12 @@ def _reference_program_times(trace, machine, pcs, core_of, issues):
         rows = np.arange(n)[ix]
         start1 = np.maximum(eng[1, ix], ring[k, slot, rows])
         eng[1, ix] = start1
-        s = np.maximum(eng[p.engine, ix], start1)
         for t in p.after_write:
-            np.maximum(s, ready[t, ix], out=s)
+            np.maximum(start1, ready[t, ix], out=start1)
         for t in p.after_read:
-            np.maximum(s, read[t, ix], out=s)
-        a = s + issues[id(entry)]
+            np.maximum(start1, read[t, ix], out=start1)
+        moving = eng[p.engine, ix].copy()
+        s, issued[p.engine, ix], a = cost.dma_stages(issued[p.engine, ix], moving, start1, issues[id(entry)])
         xe, comp = a, a
         bbd = entry.bytes_by_domain
         if bbd is not None and bbd.any():
@@ -511,7 +513,7 @@ def _reference_program_times(trace, machine, pcs, core_of, issues):
             comp = np.where(moved, xe + flight + p.extra_latency, a)
         eng[p.engine, ix] = xe
         if p.outbound:
-            out_busy[ix] += xe - s
+            out_busy[ix] += xe - np.maximum(s, moving)
         if p.token is not None:
             tok[p.token, ix] = comp
         done[ix] = np.maximum(done[ix], comp)
