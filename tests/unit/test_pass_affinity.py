@@ -216,3 +216,43 @@ def test_the_memoised_substitution_gives_the_fold_of_its_own_texts():
         except ValueError:
             want = None
         assert affinity._int(s) == want, s
+
+
+def test_the_trees_the_folds_build_are_the_parse_of_their_texts(monkeypatch):
+    """Each fold keeps its text's tree beside the text instead of parsing it again: on random folds (sums
+    and products chained onto sums and products, negative constants, min/max, // and %) every kept tree
+    is what ast.parse gives, so parenthesising and substituting read the same trees as before."""
+    import ast
+    import random
+
+    from triton_plate_backend.passes import affinity
+
+    kept = []
+    keep = affinity._keep
+    monkeypatch.setattr(affinity, "_keep", lambda text, node: kept.append((text, node)) or keep(text, node))
+    affinity._TREES.clear()
+    rng = random.Random(14)
+    pool = ["pid_x", "arg3", "trip0", "0", "1", "7", "-2", "32"]
+    folds = (
+        affinity._add,
+        affinity._sub,
+        affinity._mul,
+        affinity._floordiv,
+        affinity._mod,
+        lambda a, b: affinity._call("min", a, b),
+        lambda a, b: affinity._call("max", a, b),
+    )
+    for _ in range(1500):
+        fold = rng.choice(folds)
+        b = rng.choice(pool)
+        if fold in (affinity._floordiv, affinity._mod) and affinity._int(b) in (0, None):
+            b = "arg3"  # a divisor: what the pass folds (constants and sizes)
+        pool.append(fold(rng.choice(pool), b))
+        if len(pool[-1]) > 300:
+            pool.pop()
+    texts = pool[8:]
+    for t in rng.sample(texts, 40):  # substitution re-folds a text through its tree
+        affinity._substitute(t, {"trip0": "max(0, arg4 - 1)", "pid_x": "3"})
+    assert len(kept) > 1000
+    for text, node in kept:
+        assert ast.dump(node) == ast.dump(ast.parse(text, mode="eval").body), text

@@ -55,24 +55,80 @@ def _int(text: str) -> int | None:
 _TAIL = re.compile(r"^(.*) ([+-]) (\d+)$")  # a sum ending in a constant term (at depth 0: nothing follows it)
 
 
+# Each fold builds its text and, beside it, the text's expression tree (what ast.parse would give): the
+# folds read their operands' trees (to parenthesise, to substitute), and the texts grow to kilobytes
+# (nested min/max of the trips of every loop), where Python's parser spent most of a first compile.
+_TREES: dict[str, ast.expr] = {}  # text -> its parse; shared by compiles (texts repeat across them)
+_TREES_MAX = 1 << 16
+_SUMS, _PRODUCTS = (ast.Add, ast.Sub), (ast.Mult,)
+
+
+def _parse(text: str) -> ast.expr:
+    """The expression tree of a host expression's text (read only: the folds build new text)."""
+    node = _TREES.get(text)
+    if node is None:
+        if text.isidentifier():
+            node = ast.Name(text, ast.Load())
+        elif (n := _int(text)) is not None and str(n) == text:
+            node = _constant(n)
+        else:  # a text no fold here built (a test's, a caller's)
+            node = ast.parse(text, mode="eval").body
+        _keep(text, node)
+    return node
+
+
+def _constant(n: int) -> ast.expr:
+    return ast.Constant(n) if n >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-n))
+
+
+def _keep(text: str, node: ast.expr) -> str:
+    if len(_TREES) >= _TREES_MAX:
+        _TREES.clear()
+    _TREES[text] = node
+    return text
+
+
+def _joined(a: ast.expr, op: ast.operator, b: ast.expr, spine: tuple) -> ast.expr:
+    """The parse of ``A op B`` with B's text bare: Python's left-associative parse hangs A under the
+    leftmost operand of B's chain of ``spine`` operators (``a + x - 1`` is ``(a + x) - 1``)."""
+    chain = []
+    while isinstance(b, ast.BinOp) and isinstance(b.op, spine):
+        chain.append(b)
+        b = b.left
+    node = ast.BinOp(a, op, b)
+    for link in reversed(chain):
+        node = ast.BinOp(node, link.op, link.right)
+    return node
+
+
 def _add(a: str, b: str) -> str:
     x, y = _int(a), _int(b)
     if x is not None and y is not None:
         return str(x + y)
     if y is not None and (m := _TAIL.match(a)):
-        return _add(m.group(1), str(int(m.group(3)) * (1 if m.group(2) == "+" else -1) + y))
+        head = m.group(1)
+        if head not in _TREES:  # a's tree is (head +- n): its left operand is head's parse
+            t = _parse(a)
+            sign = ast.Add if m.group(2) == "+" else ast.Sub
+            if isinstance(t, ast.BinOp) and isinstance(t.op, sign) and isinstance(t.right, ast.Constant):
+                _keep(head, t.left)
+        return _add(head, str(int(m.group(3)) * (1 if m.group(2) == "+" else -1) + y))
     if x == 0:
         return b
     if y == 0:
         return a
-    return f"{a} + {b}" if not b.startswith("-") else f"{a} - {b[1:]}" if y is not None else f"{a} + ({b})"
+    if not b.startswith("-"):
+        return _keep(f"{a} + {b}", _joined(_parse(a), ast.Add(), _parse(b), _SUMS))
+    if y is not None:
+        return _keep(f"{a} - {b[1:]}", ast.BinOp(_parse(a), ast.Sub(), ast.Constant(-y)))
+    return _keep(f"{a} + ({b})", ast.BinOp(_parse(a), ast.Add(), _parse(b)))
 
 
 def _sub(a: str, b: str) -> str:
     y = _int(b)
     if y is not None:
         return _add(a, str(-y))
-    return f"{a} - ({b})"
+    return _keep(f"{a} - ({b})", ast.BinOp(_parse(a), ast.Sub(), _parse(b)))
 
 
 def _mul(a: str, b: str) -> str:
@@ -85,14 +141,10 @@ def _mul(a: str, b: str) -> str:
         return b
     if y == 1:
         return a
-    return f"{_left(a)}*{_right(b, product=True)}"
-
-
-@functools.lru_cache(maxsize=4096)
-def _parse(text: str) -> ast.expr:
-    """The expression tree of a host expression's text (read only: the folds build new text). The same texts
-    come back many times while ranges are built, and Python's parser is the slow part of a fold."""
-    return ast.parse(text, mode="eval").body
+    right = _right(b, product=True)
+    node = _parse(b)
+    node = _joined(_parse(a), ast.Mult(), node, _PRODUCTS) if right is b else ast.BinOp(_parse(a), ast.Mult(), node)
+    return _keep(f"{_left(a)}*{right}", node)
 
 
 def _left(a: str) -> str:
@@ -119,18 +171,18 @@ def _right(a: str, product: bool = False) -> str:
 
 
 def _mod(a: str, b: str) -> str:
-    return f"{_left(a)} % {_right(b)}"
+    return _keep(f"{_left(a)} % {_right(b)}", ast.BinOp(_parse(a), ast.Mod(), _parse(b)))
 
 
 def _call(fn: str, a: str, b: str) -> str:
     x, y = _int(a), _int(b)
     if x is not None and y is not None:
         return str(min(x, y) if fn == "min" else max(x, y))
-    return f"{fn}({a}, {b})"
+    return _keep(f"{fn}({a}, {b})", ast.Call(ast.Name(fn, ast.Load()), [_parse(a), _parse(b)], []))
 
 
 def _floordiv(a: str, c: str) -> str:
-    return f"{_left(a)} // {_right(c)}"
+    return _keep(f"{_left(a)} // {_right(c)}", ast.BinOp(_parse(a), ast.FloorDiv(), _parse(c)))
 
 
 def _substitute(text: str, values: dict[str, str]) -> str:
