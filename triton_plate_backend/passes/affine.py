@@ -113,7 +113,15 @@ Poly = dict[tuple[Expr, ...], int]
 
 
 def _key(e: Expr) -> tuple:
-    """A total order on expressions, stable for equal trees (Values order by creation)."""
+    """A total order on expressions, stable for equal trees (Values order by creation). Kept on the node:
+    the trees are immutable, and the flattened loops' index trees are deep and sorted again and again."""
+    k = e.__dict__.get("_key")
+    if k is None:
+        k = e.__dict__["_key"] = _key_of(e)  # frozen forbids setattr, not the instance's own dict
+    return k
+
+
+def _key_of(e: Expr) -> tuple:
     match e:
         case Const(v):
             return (0, v)
