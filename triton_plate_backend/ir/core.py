@@ -205,7 +205,10 @@ class Op:
         for region in self.regions:
             for block in region.blocks:
                 for op in list(block.ops):
-                    yield from op.walk()
+                    if op.regions:
+                        yield from op.walk()
+                    else:  # a leaf yields itself: no generator per op (most ops are leaves)
+                        yield op
 
     def __repr__(self):
         return f"<Op {self.name} at {self.loc}>"

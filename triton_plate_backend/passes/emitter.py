@@ -292,9 +292,11 @@ class Emitter:
     def _hazards(self, mnemonic, row, operands):
         if not self.pending:  # nothing in flight: no clash and no full queue
             return
+        memory = DMA_MEMORY.get(mnemonic) or ("both" if mnemonic.startswith("atom.") else None)
+        if memory is None and _tile_positions(row) == ((), ()) and mnemonic not in ("fence", "barrier"):
+            return  # scalar work (most of a loop): no tile and no memory to clash with
         reads = self._tiles(mnemonic, row, operands, False)
         writes = self._tiles(mnemonic, row, operands, True)
-        memory = DMA_MEMORY.get(mnemonic) or ("both" if mnemonic.startswith("atom.") else None)
         for p in list(self.pending):
             clash = (p.writes & (reads | writes)) or (p.reads & writes)
             ordered = not (self.other_program or p.other_program)  # programs do not see each other's memory

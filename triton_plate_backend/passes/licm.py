@@ -56,17 +56,25 @@ def invariant(code: list[PInst], header: int, end: int, count) -> list[int]:
     written_inside = {r for k in body for r in written(code[k])}
     found: list[int] = []
     moved_regs: set = set()
-    candidates = [k for k in body if code[k].mnemonic in PURE and count.get(code[k].operands[0]) == 1]
+    # (index, register written, registers read inside the loop) of each pure once-written instruction
+    candidates = [
+        (k, inst.operands[0], [r for r in read(inst) if r in written_inside])
+        for k in body
+        if (inst := code[k]).mnemonic in PURE and count.get(inst.operands[0]) == 1
+    ]
     changed = True
     while changed:  # in code order, again until nothing more moves: a value read before its write is found
         changed = False
-        for k in candidates:
-            if code[k].operands[0] in moved_regs:
-                continue
-            if all(r not in written_inside or r in moved_regs for r in read(code[k])):
+        left = []
+        for c in candidates:
+            k, d, inside = c
+            if all(r in moved_regs for r in inside):
                 found.append(k)
-                moved_regs.add(code[k].operands[0])
+                moved_regs.add(d)
                 changed = True
+            else:
+                left.append(c)
+        candidates = left
     return found
 
 
