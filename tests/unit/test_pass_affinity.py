@@ -242,17 +242,26 @@ def test_the_trees_the_folds_build_are_the_parse_of_their_texts(monkeypatch):
         lambda a, b: affinity._call("min", a, b),
         lambda a, b: affinity._call("max", a, b),
     )
-    for _ in range(1500):
+    for _ in range(600):
         fold = rng.choice(folds)
         b = rng.choice(pool)
         if fold in (affinity._floordiv, affinity._mod) and affinity._int(b) in (0, None):
             b = "arg3"  # a divisor: what the pass folds (constants and sizes)
         pool.append(fold(rng.choice(pool), b))
-        if len(pool[-1]) > 300:
+        if len(pool[-1]) > 200:
             pool.pop()
     texts = pool[8:]
-    for t in rng.sample(texts, 40):  # substitution re-folds a text through its tree
+    for t in rng.sample(texts, 20):  # substitution re-folds a text through its tree
         affinity._substitute(t, {"trip0": "max(0, arg4 - 1)", "pid_x": "3"})
-    assert len(kept) > 1000
+    assert len(kept) > 400
     for text, node in kept:
         assert ast.dump(node) == ast.dump(ast.parse(text, mode="eval").body), text
+    # the registry is bounded: emptied when full, the folds parse what they no longer find, same texts
+    affinity._substituted.cache_clear()
+    monkeypatch.setattr(affinity, "_TREES_MAX", 50)
+    small = [affinity._substitute(t, {"trip0": "arg4", "pid_x": "pid_x + 1"}) for t in texts[::10]]
+    affinity._TREES.clear()
+    affinity._substituted.cache_clear()
+    monkeypatch.setattr(affinity, "_TREES_MAX", 1 << 16)
+    assert small == [affinity._substitute(t, {"trip0": "arg4", "pid_x": "pid_x + 1"}) for t in texts[::10]]
+    assert len(affinity._TREES) > 50
