@@ -196,8 +196,15 @@ def _substituted(text: str, items: tuple[tuple[str, str], ...]) -> str:
     last trip into the same terms, and the ops of one tile share them."""
     values = dict(items)
     node = _parse(text)
+    done: dict[int, str] = {}  # id(subtree) -> its fold: the folds' trees share repeated subtrees
 
     def walk(n) -> str:
+        got = done.get(id(n))
+        if got is None:
+            got = done[id(n)] = fold(n)
+        return got
+
+    def fold(n) -> str:
         if isinstance(n, ast.Name):
             return values.get(n.id, n.id)
         if isinstance(n, ast.Constant):
