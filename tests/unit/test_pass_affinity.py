@@ -262,6 +262,6 @@ def test_the_trees_the_folds_build_are_the_parse_of_their_texts(monkeypatch):
     small = [affinity._substitute(t, {"trip0": "arg4", "pid_x": "pid_x + 1"}) for t in texts[::10]]
     affinity._TREES.clear()
     affinity._substituted.cache_clear()
-    monkeypatch.setattr(affinity, "_TREES_MAX", 1 << 16)
+    monkeypatch.setattr(affinity, "_TREES_MAX", 4096)
     assert small == [affinity._substitute(t, {"trip0": "arg4", "pid_x": "pid_x + 1"}) for t in texts[::10]]
     assert len(affinity._TREES) > 50

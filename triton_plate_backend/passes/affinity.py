@@ -59,7 +59,7 @@ _TAIL = re.compile(r"^(.*) ([+-]) (\d+)$")  # a sum ending in a constant term (a
 # folds read their operands' trees (to parenthesise, to substitute), and the texts grow to kilobytes
 # (nested min/max of the trips of every loop), where Python's parser spent most of a first compile.
 _TREES: dict[str, ast.expr] = {}  # text -> its parse; shared by compiles (texts repeat across them)
-_TREES_MAX = 1 << 16
+_TREES_MAX = 4096  # as many texts as the parse cache it replaces kept (~250 per matmul compile)
 _SUMS, _PRODUCTS = (ast.Add, ast.Sub), (ast.Mult,)
 
 
