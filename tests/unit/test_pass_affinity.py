@@ -210,7 +210,25 @@ def test_the_memoised_substitution_gives_the_fold_of_its_own_texts():
     assert affinity._substitute(text, end) == cold
     assert affinity._substitute(text, {"i0": "0", "i1": "0"}) == "max(0, 16*pid) - 2"
     assert affinity._substitute("i1 + 1", end) == "8"
-    for s in ("12", "-3", " 4", "+5", "1_0", "pid", "arg0", "-1*x", "(a)", "", "²", "4 "):
+    for s in (
+        "12",
+        "-3",
+        " 4",
+        "+5",
+        "1_0",
+        "pid",
+        "arg0",
+        "-1*x",
+        "(a)",
+        "",
+        "²",
+        "4 ",
+        "2*x",
+        "0 // y",
+        "12345678*x",
+        "- 1",
+        "1 2",
+    ):
         try:
             want = int(s)
         except ValueError:

@@ -46,6 +46,9 @@ def _int(text: str) -> int | None:
     head = text[:1]
     if not head or not (head.isdecimal() or head in "+-" or head.isspace()):
         return None  # int() would raise: most texts are names and sums, and a raise is the slow part
+    for c in text[1:8]:  # a product or quotient of a constant ("2*...", "0 // ..."): int() would raise
+        if not (c.isdecimal() or c.isspace() or c in "+-_"):  # after copying the whole (kilobyte) text
+            return None
     try:
         return int(text)
     except ValueError:
@@ -105,7 +108,7 @@ def _add(a: str, b: str) -> str:
     x, y = _int(a), _int(b)
     if x is not None and y is not None:
         return str(x + y)
-    if y is not None and (m := _TAIL.match(a)):
+    if y is not None and a[-1:].isdigit() and (m := _TAIL.match(a)):  # (the test first: a failed match scans a)
         head = m.group(1)
         if head not in _TREES:  # a's tree is (head +- n): its left operand is head's parse
             t = _parse(a)
