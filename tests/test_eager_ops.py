@@ -120,6 +120,36 @@ def test_a_contiguous_operand_is_a_strided_load_not_a_gather(no_host_ops):
         assert not re.search(r"\bdma\.(gather|scatter)\b", k.asm["pasm"]), k.asm["pasm"]
 
 
+def test_a_large_one_dim_op_runs_in_wide_programs(monkeypatch, no_host_ops):
+    """From WIDE_FROM elements an elementwise op over one coalesced dim takes WIDE_BLOCK elements per program
+    (fewer persistent-loop trips to simulate): same values, the tail masked, every float function's tiles
+    within a core's SRAM; a layout of more dims keeps BLOCK."""
+    from triton_plate_backend.eager_ops import launch
+
+    monkeypatch.setattr(launch, "WIDE_FROM", launch.WIDE_BLOCK)
+    n = 2 * launch.WIDE_BLOCK + 77
+    x = torch.rand(n) * 4 + 0.1
+    y = torch.rand(n) * 2 - 1
+    px, py = x.to("plate"), y.to("plate")
+    for name in [*table.FLOAT_FUNCTIONS, "abs", "relu"]:
+        same(getattr(torch, name)(px), getattr(torch, name)(x))
+    same(torch.where(px > 1, py, px), torch.where(x > 1, y, x))
+    same(px * py - px, x * y - x)
+    same(px.to(torch.float64), x.to(torch.float64))
+    i = torch.arange(n, dtype=torch.int64) * 0x9E3779B97F4A7C15
+    same(-i.to("plate"), -i)
+    b = torch.arange(-128, 128, dtype=torch.int8).repeat(n // 256 + 1)[:n]
+    pb = b.to("plate")
+    same(torch.where(pb == 0x80, 0, pb), torch.where(b == 0x80, 0, b))  # test_conversions' fnuz fix-up
+    grid = torch.rand(n // 7, 7)
+    same(grid.to("plate").t() * 2, grid.t() * 2)  # two dims: BLOCK
+    arg = kernels.elementwise.arg_names.index("BLOCK")
+    blocks = {
+        k.src.constants.get((arg,)) for cache in kernels.elementwise.device_caches.values() for k in cache[0].values()
+    }
+    assert {launch.BLOCK, launch.WIDE_BLOCK} <= blocks
+
+
 def test_unary_isnan_and_neg(no_host_ops):
     x = torch.tensor([[1.0, float("nan")], [-float("inf"), 0.0]])
     same(torch.isnan(x.to("plate").t()), torch.isnan(x.t()))

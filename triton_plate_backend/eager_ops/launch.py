@@ -11,6 +11,14 @@ import torch
 
 RANK = 4  # kernels.RANK: the strided dims a kernel takes
 BLOCK = 512  # kernels.BLOCK
+# a large elementwise op over one coalesced dim runs in wider programs: the same elements in 8x fewer
+# programs, so 8x fewer persistent-loop trips for the simulator to step (each costs a few DMAs' setup on
+# the host: 1.2 s of CPU for `x == 0x80` on 2**24 int8 at BLOCK, 0.1 s at WIDE_BLOCK); from WIDE_FROM
+# elements a launch still has >= 1024 programs, dozens per core. WIDE: the kernels that take it (their
+# programs' tiles fit a core's SRAM at WIDE_BLOCK, tests/test_eager_ops.py)
+WIDE_BLOCK = 4096
+WIDE_FROM = 1 << 22
+WIDE = frozenset({"elementwise"})
 # the element types plate's kernels load and store (complex tensors run over their real views)
 REAL_DTYPES = frozenset(
     {
@@ -72,27 +80,31 @@ def launch(kernel_name: str, shape, tensors: list[torch.Tensor], strides: list[l
     """Run kernels.<kernel_name> over a result of `shape`: tensors[0] is the output and up to three
     operands follow (missing ones are the output, never read), `strides` each one's element strides
     over `shape`. `extra` are the kernel's further scalar arguments."""
-    launch_kernel(getattr(kernels(), kernel_name), shape, tensors, strides, *extra, **constexprs)
+    wide = kernel_name in WIDE
+    launch_kernel(getattr(kernels(), kernel_name), shape, tensors, strides, *extra, wide=wide, **constexprs)
 
 
-def launch_kernel(kernel, shape, tensors: list[torch.Tensor], strides: list[list[int]], *extra, **constexprs):
+def launch_kernel(
+    kernel, shape, tensors: list[torch.Tensor], strides: list[list[int]], *extra, wide: bool = False, **constexprs
+):
     """`launch` of a Triton kernel of any module that takes kernels.elementwise's leading arguments (four
-    pointers, n, the sizes, four operands' strides)."""
+    pointers, n, the sizes, four operands' strides). wide: WIDE_BLOCK programs for a large one-dim launch."""
     n = math.prod(shape)
     if n == 0:
         return
     layout = coalesce(shape, strides)
     assert layout is not None, "launch: the caller checks fits() first"
     sizes, steps = layout
+    block = WIDE_BLOCK if wide and n >= WIDE_FROM and sizes[:-1] == [1] * (RANK - 1) else BLOCK
     out = tensors[0]
     pointers = list(tensors) + [out] * (4 - len(tensors))
     steps = steps + [[0] * RANK] * (4 - len(steps))
     flat = [s for step in steps for s in step]
-    grid = (triton_cdiv(n, BLOCK),)
+    grid = (triton_cdiv(n, block),)
     constexprs.update(_dims(kernel, sizes))
     kernel[grid](
         *pointers, n, sizes[1], sizes[2], sizes[3], *flat, *extra,
-        BLOCK=BLOCK, machine=kernels().machine_of(out), **constexprs,
+        BLOCK=block, machine=kernels().machine_of(out), **constexprs,
     )  # fmt: skip
 
 

@@ -123,12 +123,35 @@ def round_float(x, dtype: str, mode: str = "rtne") -> np.ndarray:
         return x.astype(out_dt)
     fmt = FORMATS[dtype]
     if x.dtype in _EXACT_IN_F32 and dtype in _NARROWER_THAN_F32:
-        if mode == "rtne" and fmt.saturate:
-            return _saturating_cast(x, fmt, out_dt)
-        x32 = x.astype(F32, copy=False)  # exact; half the bytes per pass of the float64 path
-        return _overflow(_round64(x32, fmt, mode), x32, fmt, mode).astype(out_dt)
+        if x.dtype.itemsize == 2 and dtype in FP8 and x.size >= _TABLE_FROM and x.ndim:
+            return _table(x.dtype, dtype, mode)[x.view(np.uint16)]
+        return _round_f32(x, fmt, mode, out_dt)
     x64 = x.astype(F64)
     return _overflow(_round64(x64, fmt, mode), x64, fmt, mode).astype(out_dt)
+
+
+def _round_f32(x: np.ndarray, fmt: FloatFormat, mode: str, out_dt) -> np.ndarray:
+    if mode == "rtne" and fmt.saturate:
+        return _saturating_cast(x, fmt, out_dt)
+    x32 = x.astype(F32, copy=False)  # exact; half the bytes per pass of the float64 path
+    return _overflow(_round64(x32, fmt, mode), x32, fmt, mode).astype(out_dt)
+
+
+# f16/bf16 into fp8: one lookup per element in the table of every 16-bit code's rounding (the same
+# _round_f32 bits, 2 to 3x faster than its cast and fix-ups), for tiles from _TABLE_FROM elements
+_TABLE_FROM = 4096
+_TABLES: dict = {}
+
+
+def _table(source: np.dtype, dtype: str, mode: str) -> np.ndarray:
+    key = (source, dtype, mode)
+    table = _TABLES.get(key)
+    if table is None:
+        with np.errstate(invalid="ignore"):  # NaN codes: frexp/ldexp of NaN, NaN out as they should
+            table = _round_f32(np.arange(1 << 16, dtype=np.uint16).view(source), FORMATS[dtype], mode, NUMPY[dtype])
+        table.flags.writeable = False
+        _TABLES[key] = table
+    return table
 
 
 # sources float32 holds exactly, and targets whose every value (and whose rounding's scaled
