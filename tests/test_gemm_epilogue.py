@@ -40,6 +40,12 @@ SIG |= {"BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
 TILE = {"BM": 128, "BN": 256, "BK": 32}  # a 32768-element accumulator: 4 conversion pieces of 8192
 
 
+@pytest.fixture(autouse=True)
+def pieces_on(monkeypatch):
+    """store_pieces is off by default (its docstring says why): these tests switch it on."""
+    monkeypatch.setattr(store_pieces, "ENABLED", True)
+
+
 def _program():
     return compile_kernel(gemm_kernel, SIG, TILE)
 

@@ -10,7 +10,12 @@ The store's own address arithmetic (scalar instructions, emitted after the conve
 front of the conversion; each piece's store is the whole store's descriptor with its rows cut:
 start + r0 * stride0 * itemsize, dim 0's bounds lo0 - r0 and hi0 - r0 (a masked row stays masked).
 At most as many pieces as the DMA queue has free entries (a full queue would stall the compute
-engine), cut only where a vector instruction ends a whole row."""
+engine), cut only where a vector instruction ends a whole row.
+
+Off by default (`ENABLED`): measured on plate1, it takes the bf16 2048^3 GEMM of `plate bench` from
+484.5 to 480.4 us but its 1024^3 row (256 x 256 x 64 tiles, 16 programs) from 90.7 to 99.8 us: core
+0's K loop ends 11k cycles later while the other cores' pieces store (not analysed further). Which
+launches gain needs the cost model's say at launch time, not a compile-time rule."""
 
 from __future__ import annotations
 
@@ -49,11 +54,14 @@ def _groups(pieces: list, v: View, most: int) -> list[tuple[int, int]]:
     return [aligned[math.ceil((g + 1) * len(aligned) / n) - 1] for g in range(n)]
 
 
+ENABLED = False  # module docstring: which launches gain is not a compile-time question
+
+
 def store(ctx, v: View, start, strides, lo, hi) -> bool:
     """Emit the store of `v` in row pieces interleaved with the vector instructions that just wrote
-    it (module docstring); False (nothing emitted) when the code before is not that shape."""
+    it (module docstring); False (nothing emitted) when disabled or the code before is not that shape."""
     em = ctx.em
-    if v.rank < 2 or v.shape[0] < 2 or not v.is_contiguous():
+    if not ENABLED or v.rank < 2 or v.shape[0] < 2 or not v.is_contiguous():
         return False
     code = em.code
     k = len(code)
