@@ -133,6 +133,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.passes.dma_operands",
         f"{TPB}.passes.reduction",
         f"{TPB}.passes.prefetch",
+        f"{TPB}.passes.store_pieces",
         f"{TPB}.passes.persistent",
         f"{TPB}.passes.rules_access",
         f"{TPB}.passes.rules_arith",

@@ -38,7 +38,7 @@ from ..ir.core import IntAttr, Op, TensorType
 from ..ir.vocabulary import OPS
 from .affine import Carried, Select, Val, nodes
 from .dma_operands import descriptor, element_dtype, fill_imm, inverse, materialize, memory_order, reorder
-from .emitter import Imm, Token, VReg
+from .emitter import Imm, Token, View, VReg
 
 WRITES = frozenset(name for name, op in OPS.items() if op.writes)  # a loop with one of these is not pipelined
 
@@ -258,10 +258,12 @@ def _recompute(ctx, ops: tuple, iv, reg: VReg) -> dict:
     return out
 
 
-def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
+def start(ctx, loop: Op, counter: tuple, guard: VReg | None = None) -> list[Prefetch]:
     """After the loop guard: issue the tiles of the first `ahead` iterations of every pipelined
     load into staging tiles 0, 1, ..., iteration by iteration (the first runs: the guard passed;
-    the others only if they run). counter: (iv register, ub value, step value, compare predicate, counter type)."""
+    the others only if they run). counter: (iv register, ub value, step value, compare predicate, counter type).
+    guard: the guard's condition when the tiles are issued before the guard branches (`early`): the
+    first iteration's tile is then empty when the loop runs no trip, like the others past the bound."""
     out = []
     n, depth, found = copies(ctx, loop), ahead(ctx, loop), candidates(ctx, loop)
     if found:
@@ -278,13 +280,33 @@ def start(ctx, loop: Op, counter: tuple) -> list[Prefetch]:
         pf = Prefetch(op, acc, loop, [Token() for _ in range(n)], stagings, counter, depth)
         pf.view_order = None if order is None else inverse(order)
         pf.derived = _needed(derived(loop), [acc.base, acc.offset, *acc.strides, *acc.lo, *acc.hi])
-        _issue(ctx, pf, 0, *_ahead(ctx, pf, 0))
+        memo, valid = _ahead(ctx, pf, 0)
+        _issue(ctx, pf, 0, memo, guard if valid is None else valid)
         ctx.prefetches[op] = pf
         out.append(pf)
     for j in range(1, depth):  # iteration by iteration: the tiles the body needs first are issued first
         for pf in out:
             _issue(ctx, pf, j, *_ahead(ctx, pf, j))
     return out
+
+
+def early(ctx, loop: Op, pairs) -> bool:
+    """Issue the loop's first tiles before its carried values are copied into their homes (and so
+    before the guard): when some tensor home is filled by a copy (an accumulator's zero fill, vector
+    work on the compute engine) and the loop has loads to pipeline, whose issue would otherwise wait
+    in program order behind that copy."""
+    copied = any(
+        isinstance(home, View) and not (isinstance(init, View) and init.buffer is home.buffer) for home, init in pairs
+    )
+    return copied and bool(candidates(ctx, loop))
+
+
+def settle_guard(ctx, prefetches: list[Prefetch]) -> None:
+    """After the loop (where its guard's skip lands): wait for the first tiles issued before the guard
+    (`early`); a loop that ran waited for them already, one that did not left them (empty) in flight."""
+    for pf in prefetches:
+        for token, staging in zip(pf.tokens[: pf.ahead], pf.stagings):
+            ctx.em.wait_merged(token, (staging.buffer,))
 
 
 def consume(ctx, pf: Prefetch) -> None:

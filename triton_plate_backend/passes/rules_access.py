@@ -6,6 +6,7 @@ base, strides and bounds are scalar registers materialised from the analysis' ex
 from __future__ import annotations
 
 from ..ir.core import TensorType
+from . import store_pieces
 from .dma_operands import (
     bind_loaded,
     descriptor,
@@ -43,7 +44,9 @@ def lower_structured(ctx, op) -> bool:
     else:
         start, strides, lo, hi = descriptor(ctx, acc)
         val = op.operands[1]
-        ctx.emit("dma.store", Token(), ctx.view(val, shape_of_result(val)), start, strides, lo, hi)
+        tile = ctx.view(val, shape_of_result(val))
+        if not store_pieces.store(ctx, tile, start, strides, lo, hi):  # whole, unless just written in pieces
+            ctx.emit("dma.store", Token(), tile, start, strides, lo, hi)
     return True
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..ir.core import PtrType, TensorDescType, TensorType
 from . import prefetch
 from .context import BasedPtr, dtype_of
-from .emitter import VReg
+from .emitter import View, VReg
 from .rules_access import init_companions, step_companions
 
 
@@ -120,14 +120,24 @@ def _lower_scf_for(ctx, op):
     steal = [None if v in read_inside else v for v in inits]
     homes = homes_for(ctx, [op.results[j].type for j in keep], init_b, steal=steal, based=True)
     homes = fill_homes(ctx, homes, init_b)
-    ctx.assign([(iv, ctx.binding(lb))] + list(zip(homes, init_b)))
+    pairs = list(zip(homes, init_b))
+    # the first loads issue before a tensor home's fill (an accumulator's zero fill on the compute
+    # engine), not behind it in program order: the guard's condition empties them when no trip runs
+    early = prefetch.early(ctx, op, pairs)
+    late = [p for p in pairs if isinstance(p[0], View)] if early else []
+    ctx.assign([(iv, ctx.binding(lb))] + [p for p in pairs if not any(p is q for q in late)])
     companions = init_companions(ctx, op)
     top, end = ctx.em.label("for_body"), ctx.em.label("for_end")
     c = VReg()
     ctx.emit("s.cmpi", c, iv, ctx.reg(ub), suffixes=(pred, stype))
+    if early:
+        ctx.bind(body.args[0], iv)
+        prefetches = prefetch.start(ctx, op, (iv, ub, step, pred, stype), guard=c)
+        ctx.assign(late)
     ctx.emit("bz", c, end)
     ctx.bind(body.args[0], iv)
-    prefetches = prefetch.start(ctx, op, (iv, ub, step, pred, stype))
+    if not early:
+        prefetches = prefetch.start(ctx, op, (iv, ub, step, pred, stype))
     n = prefetch.copies(ctx, op)
     exit_ = ctx.em.label("for_exit") if n > 1 else None
     ctx.em.place(top)
@@ -166,6 +176,8 @@ def _lower_scf_for(ctx, op):
         ctx.em.place(exit_)
     prefetch.finish(ctx, prefetches)
     ctx.em.place(end)
+    if early:
+        prefetch.settle_guard(ctx, prefetches)
     results = [op.results[j] for j in keep]
     own(homes, results)
     for r, h in zip(results, homes):

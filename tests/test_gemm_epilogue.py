@@ -1,0 +1,99 @@
+"""A GEMM's prologue and epilogue code: the K loop's first loads issue before the accumulator's zero
+fill (prefetch.early), and the output tile is stored in the row pieces of its fp32 -> bf16
+conversion, each piece's store right after its conversion (passes/store_pieces.py). Both reorder
+or cut the code only: results are bit-identical to the code without them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from codegen_kernels.harness import compile_kernel, run
+
+from triton_plate_backend.passes import prefetch, store_pieces
+
+
+@triton.jit
+def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid = tl.program_id(0)
+    num_n = tl.cdiv(N, BN)
+    rm = (pid // num_n) * BM + tl.arange(0, BM)
+    rn = (pid % num_n) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * K + rk[None, :]
+    b = b_ptr + rk[:, None] * N + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        left = K - k * BK
+        x = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < left), other=0.0)
+        y = tl.load(b, mask=(rk[:, None] < left) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(x, y)
+        a += BK
+        b += BK * N
+    c = c_ptr + rm[:, None] * N + rn[None, :]
+    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+SIG = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
+SIG |= {"BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+TILE = {"BM": 128, "BN": 256, "BK": 32}  # a 32768-element accumulator: 4 conversion pieces of 8192
+
+
+@pytest.fixture(autouse=True)
+def pieces_on(monkeypatch):
+    """store_pieces is off by default (its docstring says why): these tests switch it on."""
+    monkeypatch.setattr(store_pieces, "ENABLED", True)
+
+
+def _program():
+    return compile_kernel(gemm_kernel, SIG, TILE)
+
+
+def _without(monkeypatch):
+    """The program compiled with neither transformation (the code before them)."""
+    with monkeypatch.context() as m:
+        m.setattr(prefetch, "early", lambda ctx, loop, pairs: False)
+        m.setattr(store_pieces, "store", lambda *a, **k: False)
+        return _program()
+
+
+def _names(prog):
+    return [i.mnemonic for i in prog.instrs]
+
+
+def test_the_first_loads_issue_before_the_zero_fill(monkeypatch):
+    names = _names(_program())
+    fill = names.index("v.copy")  # the accumulator's zero fill: the first vector copy
+    first_loads = [i for i, n in enumerate(names) if n == "dma.load"][:2]
+    assert len(first_loads) == 2 and max(first_loads) < fill
+    before = _names(_without(monkeypatch))
+    assert before.index("v.copy") < before.index("dma.load")  # what the transformation changed
+
+
+def test_the_store_follows_the_conversion_piece_by_piece(monkeypatch):
+    names = _names(_program())
+    fcvt = [i for i, n in enumerate(names) if n == "v.fcvt"]
+    stores = [i for i, n in enumerate(names) if n == "dma.store"]
+    assert len(fcvt) == 4 and len(stores) == 4
+    assert all(f < s for f, s in zip(fcvt, stores)) and all(s < f for s, f in zip(stores, fcvt[1:]))
+    assert _names(_without(monkeypatch)).count("dma.store") == 1
+
+
+@pytest.mark.parametrize("m, n, k", [(256, 512, 96), (200, 300, 70), (130, 256, 0)])
+def test_results_are_bit_identical_to_the_code_without_them(monkeypatch, m, n, k):
+    """Masked edges (rows and columns past M and N inside a tile, K not a multiple of BK) and a K
+    loop that runs no trip (its early loads empty, the zero fill stored)."""
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal((m, max(k, 1))).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    b = (rng.standard_normal((max(k, 1), n)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    grid = -(-m // TILE["BM"]) * -(-n // TILE["BN"])
+    outs = []
+    for prog in (_program(), _without(monkeypatch)):
+        c = np.full((m, n), 0x7FC1, np.uint16)  # a NaN pattern: every element the kernel leaves keeps it
+        (*_, got), _ = run(prog, grid, [a, b, c, m, n, k])
+        outs.append(got)
+    assert outs[0].tobytes() == outs[1].tobytes()
+    want = (a.astype(np.uint32) << 16).view(np.float32)[:, :k] @ (b.astype(np.uint32) << 16).view(np.float32)[:k]
+    got = (outs[0].astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)

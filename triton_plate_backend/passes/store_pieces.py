@@ -1,0 +1,102 @@
+"""store_pieces: a strided store of a tile that a run of vector instructions has just written piece
+by piece (a GEMM's fp32 -> bf16 conversion of its accumulator, chunked by `Emitter.vector`) is
+issued in row pieces, each right after the instructions that write its rows.
+
+A core's engines run in program order: one store after the whole conversion leaves HBM idle while
+the compute engine converts; stored in pieces, the DMA-out engine moves the first rows while the
+compute engine converts the next. Same bytes to the same addresses, so results do not change.
+
+The store's own address arithmetic (scalar instructions, emitted after the conversion) moves in
+front of the conversion; each piece's store is the whole store's descriptor with its rows cut:
+start + r0 * stride0 * itemsize, dim 0's bounds lo0 - r0 and hi0 - r0 (a masked row stays masked).
+At most as many pieces as the DMA queue has free entries (a full queue would stall the compute
+engine), cut only where a vector instruction ends a whole row.
+
+Off by default (`ENABLED`): measured on plate1, it takes the bf16 2048^3 GEMM of `plate bench` from
+484.5 to 480.4 us but its 1024^3 row (256 x 256 x 64 tiles, 16 programs) from 90.7 to 99.8 us: core
+0's K loop ends 11k cycles later while the other cores' pieces store (not analysed further). Which
+launches gain needs the cost model's say at launch time, not a compile-time rule."""
+
+from __future__ import annotations
+
+import math
+
+from ..isa.table import ISA, ITEMSIZE
+from .emitter import BRANCHES, Token, View, VReg
+
+
+def _scalar(inst) -> bool:
+    row = ISA.get(inst.mnemonic)
+    return row is not None and row.unit == "scalar" and inst.mnemonic not in BRANCHES
+
+
+def _writes_piece(inst, v: View) -> tuple[int, int] | None:
+    """(first, end) elements of v's buffer that a vector instruction writes as one contiguous piece
+    inside v, with tiles and immediates only; else None."""
+    row = ISA.get(inst.mnemonic)
+    if row is None or row.unit != "vector" or any(isinstance(o, VReg) for o in inst.operands):
+        return None
+    written = [o for od, o in zip(row.operands, inst.operands) if od.kind == "t" and od.role in ("def", "inout")]
+    if len(written) != 1 or written[0].buffer is not v.buffer or not written[0].is_contiguous():
+        return None
+    w = written[0]
+    first, end = w.offset, w.offset + w.numel
+    return (first, end) if v.offset <= first and end <= v.offset + v.numel else None
+
+
+def _groups(pieces: list, v: View, most: int) -> list[tuple[int, int]]:
+    """(end piece index, end row) of each store: cuts at row-aligned piece ends, as even as possible."""
+    row = math.prod(v.shape[1:])
+    aligned = [(i + 1, (end - v.offset) // row) for i, (_, end, _) in enumerate(pieces) if (end - v.offset) % row == 0]
+    if len(aligned) < 2 or most < 2:
+        return []
+    n = min(len(aligned), most)
+    return [aligned[math.ceil((g + 1) * len(aligned) / n) - 1] for g in range(n)]
+
+
+ENABLED = False  # module docstring: which launches gain is not a compile-time question
+
+
+def store(ctx, v: View, start, strides, lo, hi) -> bool:
+    """Emit the store of `v` in row pieces interleaved with the vector instructions that just wrote
+    it (module docstring); False (nothing emitted) when disabled or the code before is not that shape."""
+    em = ctx.em
+    if not ENABLED or v.rank < 2 or v.shape[0] < 2 or not v.is_contiguous():
+        return False
+    code = em.code
+    k = len(code)
+    while k > 0 and _scalar(code[k - 1]):
+        k -= 1
+    j, pieces = k, []
+    while j > 0 and (span := _writes_piece(code[j - 1], v)) is not None:
+        pieces.append((*span, code[j - 1]))
+        j -= 1
+    pieces.reverse()
+    if not pieces or pieces[0][0] != v.offset or pieces[-1][1] != v.offset + v.numel:
+        return False
+    if any(a[1] != b[0] for a, b in zip(pieces, pieces[1:])):
+        return False  # not one pass over the tile's elements in order
+    groups = _groups(pieces, v, em.queue_depth - len(em.pending))
+    if not groups:
+        return False
+    tail = code[k:]
+    del code[j:]
+    code += tail  # the store's address arithmetic, before the pieces
+    isz = ITEMSIZE[v.dtype]
+    cuts, r0 = [], 0
+    for _, r1 in groups:  # each piece's descriptor, computed up front
+        first = VReg()
+        ctx.emit("s.mul", first, strides[0], ctx.li(r0 * isz), suffixes=("i64",))
+        s = VReg()
+        ctx.emit("s.add", s, start, first, suffixes=("i64",))
+        lo0, hi0 = VReg(), VReg()
+        ctx.emit("s.sub", lo0, lo[0], ctx.li(r0), suffixes=("i64",))
+        ctx.emit("s.sub", hi0, hi[0], ctx.li(r0), suffixes=("i64",))
+        cuts.append((r0, r1, s, lo0, hi0))
+        r0 = r1
+    done = 0
+    for (end_piece, _), (r0, r1, s, lo0, hi0) in zip(groups, cuts):
+        code += [p[2] for p in pieces[done:end_piece]]
+        ctx.emit("dma.store", Token(), v.sub(0, r0, r1 - r0), s, strides, (lo0, *lo[1:]), (hi0, *hi[1:]))
+        done = end_piece
+    return True
