@@ -173,8 +173,10 @@ def test_one_m_mma_covers_the_whole_output_tile():
     + [(np.float32, p) for p in ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")],
 )
 def test_whole_tile_result_equals_the_32x32_pieces(a_dt, prec):
-    """The cut does not change a bit: every output element sums the same K in the same order
-    whether the instruction covers 32x32 outputs or the whole 64x64 tile."""
+    """Cutting an m.mma into 32x32 pieces computes the same dot products: bit for bit where the
+    sum is exact or taken in fp64 (int8, fp32 ieee); otherwise the fp32 sum is the host BLAS's,
+    whose order can depend on the tile's shape (OpenBLAS's kernels differ for 8 and 16+ rows), so
+    the pieces agree with the whole within fp32 summation error."""
     c_dt = np.int32 if a_dt is np.int8 else np.float32
     a, b, c, out, prog = _dot(a_dt, c_dt, 64, 64, 32, prec=prec)
     (mma,) = [i for i in prog.instrs if i.mnemonic == "m.mma"]
@@ -193,7 +195,13 @@ def test_whole_tile_result_equals_the_32x32_pieces(a_dt, prec):
     args = [a, b, c, np.zeros_like(c)]
     (*_, whole), _ = run(prog, 1, args)
     (*_, pieced), _ = run(cut, 1, args)
-    assert len(pieces) == 4 and whole.view(np.uint32).tolist() == pieced.view(np.uint32).tolist()
+    assert len(pieces) == 4
+    if a_dt is np.int8 or (a_dt is np.float32 and prec == "ieee"):
+        assert whole.view(np.uint32).tolist() == pieced.view(np.uint32).tolist()
+    else:
+        wide = [x.astype(np.float64) for x in (a, b, c)]
+        bound = 8 * 32 * np.finfo(np.float32).eps * (np.abs(wide[0]) @ np.abs(wide[1]) + np.abs(wide[2]))
+        assert np.all(np.abs(whole.astype(np.float64) - pieced.astype(np.float64)) <= bound)
 
 
 @triton.jit
