@@ -30,6 +30,9 @@ class Traffic:
     bytes_by_domain: np.ndarray  # float64 [P, total_domains + 1], by home domain (last: replicas, memory.py)
     elements: np.ndarray  # int64 [P], valid elements moved
     runs: np.ndarray  # int64 [P], contiguous runs (elements for gather/scatter/atomics)
+    # a traffic-only access (``strided_traffic``, ``element_traffic``) as it can be counted again over
+    # another placement of the same allocations (sim/estimate.py); None for the functional accesses
+    access: Access | None = None
 
     @classmethod
     def zeros(cls, programs: int, domains: int) -> Traffic:
@@ -807,17 +810,44 @@ def _box_unique(box: _Box, pos: np.ndarray) -> bool:
 
 
 # ---- traffic only (the cost model's estimate: addresses checked, no byte read or written) ---------------
+@dataclass(frozen=True)
+class Access:
+    """A traffic-only access's own inputs, kept to count its bytes by home domain again over another
+    placement of the same allocations (the cost model prices placements without running the launch
+    again: sim/estimate.py). ``lo``/``hi``: the byte range holding every element it moves (lo == hi:
+    none), so an access outside every moved allocation keeps its count."""
+
+    strided: bool
+    args: tuple
+    lo: int
+    hi: int
+
+    def traffic(self, mem: DeviceMemory) -> Traffic:
+        """The Traffic this access has over ``mem``: the same call with the same inputs."""
+        return strided_traffic(mem, *self.args) if self.strided else element_traffic(mem, *self.args)
+
+
 def strided_traffic(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> Traffic:
     """The Traffic of a strided dma.load/dma.store with this descriptor, moving no data."""
     box = _Box(base, dtype, shape, strides, lo, hi)
+    # the descriptor's registers change later (views of the register file): copies of what was read
+    kept = (box.base.copy(), dtype, box.shape, *(np.array(x, np.int64) for x in (box.strides, box.a, box.b)))
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
-        return Traffic.zeros(box.nprog, mem.traffic_columns)
+        traffic = Traffic.zeros(box.nprog, mem.traffic_columns)
+        traffic.access = Access(True, kept, 0, 0)
+        return traffic
     pos = _box_locate(mem, box)
     if pos is None:  # spans several allocations: element by element, as the load/store would
         traffic = element_traffic(mem, box.element_addrs(), box.valid(), dtype)
         traffic.runs = box.runs()
-        return traffic
-    return _box_traffic(mem, box, pos)
+    else:
+        traffic = _box_traffic(mem, box, pos)
+    moving = box.count > 0
+    traffic.access = Access(True, kept, int(box.span_lo[moving].min()), int(box.span_hi[moving].max()))
+    return traffic
+
+
+ACCESS_BYTES = 1 << 24  # element accesses with more address bytes than this are not kept for re-pricing
 
 
 def element_traffic(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "access") -> Traffic:
@@ -826,4 +856,9 @@ def element_traffic(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "a
     shape, flat, m = _flat(addrs, mask)
     pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}")
     av, progs = _elements_of(flat, m)
-    return _element_traffic(mem, pos, av, progs, shape[0], storage.itemsize)
+    traffic = _element_traffic(mem, pos, av, progs, shape[0], storage.itemsize)
+    if flat.nbytes <= ACCESS_BYTES:
+        span = (int(av.min()), int(av.max()) + storage.itemsize) if av.size else (0, 0)
+        kept = (flat.copy(), None if m is None else m.copy())
+        traffic.access = Access(False, (*kept, dtype, access), *span)
+    return traffic
