@@ -11,7 +11,9 @@ Two steps, both cheaper than a level-1 simulation:
    an extracted loop bound depend on; loads into that slice read memory for real). The result is
    the Trace the functional executor would record (same entries, bytes, runs and elements; a
    test checks it) except where control flow depends on an atomic's result, which reads as 0
-   (an uncontended lock). Device memory is only read, never written.
+   (an uncontended lock). Device memory is only read, never written. A placement changes only the
+   home domain of each byte, so inside ``shared_estimates`` one run of a launch prices every
+   placement asked about it (``_repriced``).
 2. An AGGREGATED timing model over that trace (``model``): each program's three engines
    (DMA-in, compute, DMA-out) replayed with level 1's rules (in-order engines, tile
    dependencies, DMA queue depth, flight latency), vectorised over the programs, without level
