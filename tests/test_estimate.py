@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import triton_plate_backend.torch_device  # noqa: F401
 from triton_plate_backend.bench.kernels import CASES, add_kernel
@@ -174,3 +176,112 @@ def test_inside_a_launch_an_equal_question_is_answered_once(monkeypatch):
         del extra
     assert ask() is not first and len(asked) == 6
     assert (first.time_ns, first.read_bytes.tobytes()) == (alone.time_ns, alone.read_bytes.tobytes())
+
+
+@triton.jit
+def _scatter_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + (offs * 7) % n, tl.load(x_ptr + offs))  # a scatter: counted element by element
+
+
+@triton.jit
+def _indexed_gather_kernel(x_ptr, idx_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + tl.load(idx_ptr + offs)))  # addresses loaded: run for real
+
+
+def _program_and_args(kernel, grid, *args, **meta):
+    from triton_plate_backend.launcher import _one_each, bind_arguments, is_persistent
+
+    k = kernel.warmup(*args, grid=grid, **meta)
+    k._init_handles()
+    program, dev = k.function.program, get_device()
+    values, _ = bind_arguments(program.name, program, list(k.src.signature.values()), [*args, *meta.values()], dev)
+    return program, (_one_each(program, grid, values) if is_persistent(program) else values)
+
+
+def test_a_placement_is_priced_from_the_launch_s_one_run(monkeypatch):
+    """Inside ``shared_estimates`` the address-only run of the launch as placed is kept, and another
+    placement's trace is that run with the accesses to the moved allocations counted again: the same
+    trace (digest) and Estimate as that placement's own run, for strided tiles (a GEMM's A, B and C),
+    a scatter, and several operands moved at once; a launch whose address slice loads for real (a
+    gather: its addresses, or tiles sharing their SRAM, are data) runs each placement again."""
+    from triton_plate_backend.bench.kernels import matmul_kernel
+    from triton_plate_backend.sim import estimate as est_mod
+
+    runs, model = [], est_mod.model
+    real_run = est_mod._address_run
+    monkeypatch.setattr(est_mod, "_address_run", lambda *a, **kw: runs.append(1) or real_run(*a, **kw))
+    dev = get_device()
+
+    def check(program, grid, args, placements, runs_inside):
+        traces = {}
+        monkeypatch.setattr(
+            est_mod, "model", lambda t, *a, **kw: traces.setdefault(len(traces), t) and model(t, *a, **kw)
+        )
+        alone = [est_mod.estimate_launch(program, grid, list(args), dev.memory, placement=p) for p in placements]
+        own = [traces[i].digest() for i in range(len(placements))]
+        traces.clear()
+        del runs[:]
+        with est_mod.shared_estimates():
+            shared = [est_mod.estimate_launch(program, grid, list(args), dev.memory, placement=p) for p in placements]
+        assert len(runs) == runs_inside
+        assert [traces[i].digest() for i in range(len(placements))] == own
+        for a, b in zip(alone, shared):
+            assert (a.time_ns, a.bound, a.read_bytes.tobytes(), a.write_bytes.tobytes()) == (
+                b.time_ns, b.bound, b.read_bytes.tobytes(), b.write_bytes.tobytes()
+            )  # fmt: skip
+        return alone
+
+    m = k = n = 512
+    a, b = (torch.randn(m, k, dtype=torch.bfloat16).to("plate") for _ in range(2))
+    c = torch.empty(m, n, dtype=torch.bfloat16, device="plate")
+    grid = ((m // 128) * (n // 128), 1, 1)
+    strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    program, args = _program_and_args(matmul_kernel, grid, a, b, c, m, n, k, *strides, BM=128, BN=128, BK=64, GROUP_M=8)
+    placements = [None, {"b_ptr": "interleaved"}, {"b_ptr": "replicated"}, {"a_ptr": "local:1", "b_ptr": "replicated"},
+                  {"c_ptr": "replicated"}, {"c_ptr": "interleaved", "a_ptr": "interleaved"}]  # fmt: skip
+    times = check(program, grid, args, placements, runs_inside=1)
+    assert len({e.time_ns for e in times}) > 2  # the placements do price differently
+
+    x = torch.randn(1 << 14).to("plate")
+    out = torch.empty(1 << 14, device="plate")
+    program, args = _program_and_args(_scatter_kernel, (16, 1, 1), x, out, 1 << 14, BLOCK=1024)
+    check(program, (16, 1, 1), args, [None, {"out_ptr": "interleaved"}, {"out_ptr": "local:2"}], runs_inside=1)
+
+    idx = torch.randint(0, 1 << 14, (1 << 14,), dtype=torch.int32).to("plate")
+    program, args = _program_and_args(_indexed_gather_kernel, (16, 1, 1), x, idx, out, BLOCK=1024)
+    check(program, (16, 1, 1), args, [None, {"x_ptr": "interleaved"}, {"x_ptr": "local:2"}], runs_inside=3)
+
+
+def test_a_kept_launch_run_is_not_used_once_memory_or_the_launch_changed(monkeypatch):
+    """The run kept inside ``shared_estimates`` answers only the same launch (program, grid, arguments)
+    over the same allocations and placements: a migrated operand, another grid or another argument
+    runs again."""
+    from triton_plate_backend.sim import estimate as est_mod
+
+    runs = []
+    real_run = est_mod._address_run
+    monkeypatch.setattr(est_mod, "_address_run", lambda *a, **kw: runs.append(1) or real_run(*a, **kw))
+    n = 1 << 16
+    x, y, out = (torch.randn(n).to("plate") for _ in range(3))
+    dev = get_device()
+    program, args = _program_and_args(add_kernel, (16, 1, 1), x, y, out, n, BLOCK=4096)
+
+    def ask(grid=(16, 1, 1), args=args, placement=None):
+        return est_mod.estimate_launch(program, grid, list(args), dev.memory, placement=placement)
+
+    with est_mod.shared_estimates():
+        ask()
+        ask(placement={"x_ptr": "interleaved"})
+        assert len(runs) == 1
+        ask(grid=(8, 1, 1))
+        assert len(runs) == 2
+        ask(args=[*args[:3], n // 2, *args[4:]])
+        assert len(runs) == 3
+        dev.memory.migrate(x.data_ptr(), "interleaved")
+        moved = ask()
+        assert len(runs) == 4
+        assert ask(placement={"x_ptr": "interleaved"}) is not moved and len(runs) == 4  # re-priced from the new run
+        fresh = est_mod._estimate_launch(program, (16, 1, 1), list(args), dev.memory)
+        assert moved.time_ns == fresh.time_ns and moved.read_bytes.tobytes() == fresh.read_bytes.tobytes()

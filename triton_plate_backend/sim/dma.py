@@ -30,6 +30,9 @@ class Traffic:
     bytes_by_domain: np.ndarray  # float64 [P, total_domains + 1], by home domain (last: replicas, memory.py)
     elements: np.ndarray  # int64 [P], valid elements moved
     runs: np.ndarray  # int64 [P], contiguous runs (elements for gather/scatter/atomics)
+    # a traffic-only access (``strided_traffic``, ``element_traffic``) as it can be counted again over
+    # another placement of the same allocations (sim/estimate.py); None for the functional accesses
+    access: Access | None = None
 
     @classmethod
     def zeros(cls, programs: int, domains: int) -> Traffic:
@@ -807,21 +810,62 @@ def _box_unique(box: _Box, pos: np.ndarray) -> bool:
 
 
 # ---- traffic only (the cost model's estimate: addresses checked, no byte read or written) ---------------
+@dataclass(frozen=True)
+class Access:
+    """A traffic-only access's own inputs, kept to count its bytes by home domain again over another
+    placement of the same allocations (the cost model prices placements without running the launch
+    again: sim/estimate.py): a strided access's descriptor (``box``) or an element access's addresses
+    (``args``). ``lo``/``hi``: the byte range holding every element it moves (lo == hi: none), so an
+    access outside every moved allocation keeps its count."""
+
+    box: _Box | None
+    args: tuple | None
+    lo: int
+    hi: int
+
+    def traffic(self, mem: DeviceMemory) -> Traffic:
+        """The Traffic this access has over ``mem``: what the same call on the same inputs returns."""
+        return _strided_traffic(mem, self.box) if self.box is not None else _element_traffic_of(mem, *self.args)
+
+
 def strided_traffic(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> Traffic:
     """The Traffic of a strided dma.load/dma.store with this descriptor, moving no data."""
     box = _Box(base, dtype, shape, strides, lo, hi)
+    traffic = _strided_traffic(mem, box)
+    box.base, box.strides = box.base.copy(), np.array(box.strides)  # views of the register file: kept as read
+    moving = box.count > 0
+    span = (int(box.span_lo[moving].min()), int(box.span_hi[moving].max())) if moving.any() else (0, 0)
+    traffic.access = Access(box, None, *span)
+    return traffic
+
+
+def _strided_traffic(mem: DeviceMemory, box: _Box) -> Traffic:
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
         return Traffic.zeros(box.nprog, mem.traffic_columns)
     pos = _box_locate(mem, box)
     if pos is None:  # spans several allocations: element by element, as the load/store would
-        traffic = element_traffic(mem, box.element_addrs(), box.valid(), dtype)
+        traffic = _element_traffic_of(mem, box.element_addrs(), box.valid(), box.dtype)
         traffic.runs = box.runs()
         return traffic
     return _box_traffic(mem, box, pos)
 
 
+ACCESS_BYTES = 1 << 24  # element accesses with more address bytes than this are not kept for re-pricing
+
+
 def element_traffic(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "access") -> Traffic:
     """The Traffic of a gather/scatter/atomic over these byte addresses, moving no data."""
+    traffic = _element_traffic_of(mem, addrs, mask, dtype, access)
+    addrs = np.asarray(addrs)
+    if addrs.nbytes <= ACCESS_BYTES:
+        shape, flat, m = _flat(addrs, mask)
+        av = flat[m] if m is not None else flat
+        span = (int(av.min()), int(av.max()) + _storage(dtype).itemsize) if av.size else (0, 0)
+        traffic.access = Access(None, (flat.copy(), None if m is None else m.copy(), dtype, access), *span)
+    return traffic
+
+
+def _element_traffic_of(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "access") -> Traffic:
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
     pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}")

@@ -11,7 +11,9 @@ Two steps, both cheaper than a level-1 simulation:
    an extracted loop bound depend on; loads into that slice read memory for real). The result is
    the Trace the functional executor would record (same entries, bytes, runs and elements; a
    test checks it) except where control flow depends on an atomic's result, which reads as 0
-   (an uncontended lock). Device memory is only read, never written.
+   (an uncontended lock). Device memory is only read, never written. A placement changes only the
+   home domain of each byte, so inside ``shared_estimates`` one run of a launch prices every
+   placement asked about it (``_repriced``).
 2. An AGGREGATED timing model over that trace (``model``): each program's three engines
    (DMA-in, compute, DMA-out) replayed with level 1's rules (in-order engines, tile
    dependencies, DMA queue depth, flight latency), vectorised over the programs, without level
@@ -43,13 +45,14 @@ from ..errors import PlateError
 from ..isa.program import Program
 from ..machine import Machine, get_machine
 from .affinity import resolve_policy
+from .dma import Traffic
 from .executor import DEFAULT_MAX_STEPS, execute
 from .memory import DeviceMemory
 from .replay import _routes, static_facts
 from .sem_memory import TRAFFIC_ONLY
 from .semantics import SEMANTICS
 from .timing import mapped, program_waves
-from .trace import Trace
+from .trace import Trace, TraceEntry
 
 
 class EstimateError(PlateError):
@@ -165,14 +168,12 @@ def address_rules(program: Program) -> list:
     return rules
 
 
-def _shadow(memory: DeviceMemory, program: Program, args, placement) -> DeviceMemory:
-    """A memory over the same bytes where the allocations of the named pointer arguments have
-    another placement (``placement``: argument name or index -> placement spec)."""
-    if not placement:
-        return memory
+def _placed(memory: DeviceMemory, program: Program, args, placement) -> dict[int, tuple]:
+    """id() of each allocation ``placement`` names (argument name or index -> placement spec) ->
+    (the allocation, the placement asked for it)."""
     names = {a.name: i for i, a in enumerate(program.args)}
     where = {}
-    for key, spec in placement.items():
+    for key, spec in (placement or {}).items():
         i = names.get(key, key)
         if not isinstance(i, int) or not 0 <= i < len(args) or program.args[i].type != "ptr":
             raise EstimateError(
@@ -180,9 +181,23 @@ def _shadow(memory: DeviceMemory, program: Program, args, placement) -> DeviceMe
                 f"({', '.join(a.name for a in program.args if a.type == 'ptr')})"
             )
         where[int(args[i])] = spec
+    moved = {}
+    for rec in memory.allocations:
+        spec = next((s for a, s in where.items() if rec.base <= a < rec.end), None)
+        if spec is not None:
+            moved[id(rec)] = rec, spec
+    return moved
+
+
+def _shadow(memory: DeviceMemory, program: Program, args, placement) -> DeviceMemory:
+    """A memory over the same bytes where the allocations of the named pointer arguments have
+    another placement (``placement``: argument name or index -> placement spec)."""
+    if not placement:
+        return memory
+    moved = _placed(memory, program, args, placement)
     shadow = DeviceMemory(memory.machine)
     for rec in memory.allocations:
-        spec = next((s for a, s in where.items() if rec.base <= a < rec.end), rec.placement)
+        spec = moved[id(rec)][1] if id(rec) in moved else rec.placement
         shadow.register(rec.base, rec.nbytes, spec, owner=rec, label=rec.label)
     return shadow
 
@@ -193,8 +208,20 @@ def address_trace(
     """The trace of a launch from the address-only run (module docstring, step 1)."""
     machine = get_machine(machine if machine is not None else memory.machine)
     mem = _shadow(memory, program, list(args), placement)
+    return _address_run(program, grid, args, mem, machine, max_steps=max_steps)
+
+
+def _address_run(program, grid, args, memory, machine, *, max_steps=DEFAULT_MAX_STEPS, accesses=None) -> Trace:
+    """``address_trace`` over ``memory`` as it is; ``accesses``: a list that gets each memory entry's
+    ``dma.Access`` (None where it has none), in the order of the trace's entries."""
+    rules = address_rules(program)
+    if accesses is not None:
+        rules = [
+            _logging(r, accesses) if i.mnemonic.startswith(("dma.", "atom.")) else r
+            for r, i in zip(rules, program.instrs)
+        ]
     try:
-        return execute(program, grid, list(args), mem, machine, max_steps=max_steps, rules=address_rules(program))
+        return execute(program, grid, list(args), memory, machine, max_steps=max_steps, rules=rules)
     except PlateError as e:
         if "did not finish" in str(e):
             raise EstimateError(
@@ -202,6 +229,67 @@ def address_trace(
                 f"(a spin lock, a loop over loaded values); simulate it instead ({e})"
             ) from e
         raise
+
+
+def _logging(rule, accesses: list):
+    def logged(st, ins):
+        out = rule(st, ins)
+        if isinstance(out, Traffic):  # the executor records it as one entry with bytes by domain
+            accesses.append(out.access)
+        return out
+
+    return logged
+
+
+def _repriced(trace: Trace, accesses: list, moved: dict, shadow: DeviceMemory) -> Trace | None:
+    """``trace`` (an address-only run) as the same run over ``shadow`` records it, where ``shadow`` is the
+    run's memory with the allocations in ``moved`` placed otherwise: a placement changes no address,
+    control flow, element or run, only the home domain of each byte, so each access that touches a
+    moved allocation is counted again over ``shadow`` (the same call on the same inputs) and every other
+    entry is the run's own. None when an access was not kept (a load the address slice runs for real)."""
+    spans = [(rec.base, rec.end) for rec, _ in moved.values()]
+    entries, kept = [], iter(accesses)
+    for e in trace.entries:
+        if e.bytes_by_domain is None:
+            entries.append(e)
+            continue
+        access = next(kept, None)
+        if access is None:
+            return None
+        if not any(access.lo < hi and lo < access.hi for lo, hi in spans):
+            entries.append(e)
+            continue
+        t = access.traffic(shadow)
+        entries.append(TraceEntry(e.pc, e.programs, t.bytes_by_domain, t.elements, t.runs))
+    if next(kept, None) is not None:
+        return None
+    return Trace(trace.program, trace.grid, entries)
+
+
+def _launch_trace(program, grid, args, memory: DeviceMemory, shadow: DeviceMemory, machine, placement) -> Trace:
+    """The address-only run's trace over ``shadow`` (``memory`` with ``placement``). Inside
+    ``shared_estimates`` the run over ``memory`` itself is kept with its accesses, and a placement's
+    trace is that run's, re-priced (``_repriced``): the operand planner prices up to five placements
+    of one launch with one run."""
+    memo = getattr(_shared, "memo", None)
+    key = None if memo is None else _memo_key(program, grid, args, memory, machine, "", None)
+    if key is None:
+        return _address_run(program, grid, args, shadow, machine)
+    key = ("address run", *key)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is not program:
+        hit = None
+    if placement:
+        if hit is not None:
+            trace = _repriced(hit[1], hit[2], _placed(memory, program, list(args), placement), shadow)
+            if trace is not None:
+                return trace
+        return _address_run(program, grid, args, shadow, machine)
+    if hit is None:
+        accesses = []
+        trace = _address_run(program, grid, args, memory, machine, accesses=accesses)
+        hit = memo[key] = (program, trace, accesses)
+    return hit[1]
 
 
 # ---- step 2: the aggregated model ----------------------------------------------------------------------
@@ -460,9 +548,9 @@ def _estimate_launch(
 ) -> Estimate:
     t0 = time.perf_counter()
     machine = get_machine(machine if machine is not None else memory.machine)
-    memory = _shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about
-    trace = address_trace(program, grid, args, memory, machine)
-    policy = resolve_policy(policy if policy is not None else knobs.policy(), program, grid, args, memory)
+    shadow = _shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about
+    trace = _launch_trace(program, grid, args, memory, shadow, machine, placement)
+    policy = resolve_policy(policy if policy is not None else knobs.policy(), program, grid, args, shadow)
     est = model(trace, machine, policy=policy, wall_s=time.perf_counter() - t0)
     pointers = tuple(int(v) for a, v in zip(program.args, args) if a.type == "ptr")
     return dataclasses.replace(est, kernel=program.name, launch_key=(program.name, pointers))
