@@ -1,7 +1,8 @@
-"""THE module of runtime patches to PyTorch: every place where PyTorch 2.13 hard-codes cuda/xpu.
+"""THE module of runtime patches to PyTorch (every place where PyTorch 2.13 hard-codes cuda/xpu) and
+to Triton (where Triton assumes a device clock that runs at device speed).
 
-Each shim names the upstream patch (in patches/pytorch/) that makes it unnecessary, and checks first
-whether the running PyTorch already has that patch's behaviour: then it changes nothing. Nothing
+Each shim names the upstream patch (in patches/pytorch/ or patches/triton/) that makes it unnecessary,
+and checks first whether the running library already has that patch's behaviour: then it changes nothing. Nothing
 here enters Inductor's FX-graph cache key, so no shim may change generated code by itself; the
 decisions behind them read inductor_plate.config (which is in the key).
 
@@ -255,6 +256,39 @@ def _device_supports_tma() -> bool:
     return True
 
 
+# ---- triton.testing.do_bench: a time budget on a modeled clock ------------------------------------
+def _do_bench_on_modeled_clock() -> bool:
+    """do_bench repeats a kernel until `rep` ms of device time are filled; on plate that is modeled
+    time, so a 2 us kernel would be simulated ~10000 times for rep=20. @triton.autotune(warmup=,
+    rep=) (deprecated, still used: torch's add_kernel_autotuned_with_unsupported_args) calls it
+    directly, past the driver's benchmarker. The patch makes do_bench ask a driver with
+    `modeled_clock` for its benchmarker; the Autotuner looks do_bench up in triton.testing at each
+    call, so rebinding it there reaches it."""
+    import inspect
+
+    import triton.testing
+
+    original = triton.testing.do_bench
+    if getattr(original, "_plate_shim", False) or "modeled_clock" in inspect.getsource(original):
+        return False
+
+    def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
+        from triton import runtime
+
+        active = runtime.driver.active
+        if getattr(active, "modeled_clock", False):
+            bench = active.get_benchmarker()
+            return bench(
+                fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none, quantiles=quantiles, return_mode=return_mode
+            )
+        return original(fn, warmup, rep, grad_to_none, quantiles, return_mode)
+
+    do_bench._plate_shim = True
+    do_bench.__wrapped__ = original
+    triton.testing.do_bench = do_bench
+    return True
+
+
 SHIMS: tuple[Shim, ...] = (
     Shim("GPU_TYPES includes plate", "patches/pytorch/register-gpu-type.patch", _register_gpu_type),
     Shim("has_triton() asks the PrivateUse1 device", "patches/pytorch/has-triton-privateuse1.patch", _has_triton),
@@ -277,6 +311,11 @@ SHIMS: tuple[Shim, ...] = (
         "host-side TMA asks the device",
         "patches/pytorch/device-supports-tma-interface.patch",
         _device_supports_tma,
+    ),
+    Shim(
+        "triton.testing.do_bench asks a modeled-clock driver",
+        "patches/triton/do-bench-modeled-clock-driver.patch",
+        _do_bench_on_modeled_clock,
     ),
 )
 

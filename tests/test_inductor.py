@@ -127,13 +127,39 @@ def test_shims_applied_and_named():
     assert set(status) == {s.name for s in shims.SHIMS}
     assert all(v in ("applied", "not needed") for v in status.values())
     for shim in shims.SHIMS:
-        assert re.fullmatch(r"patches/pytorch/[a-z0-9-]+\.patch", shim.patch), shim.patch
+        assert re.fullmatch(r"patches/(pytorch|triton)/[a-z0-9-]+\.patch", shim.patch), shim.patch
+        assert os.path.exists(os.path.join(REPO, shim.patch)), shim.patch
     from torch._inductor import utils
 
     assert "plate" in utils.GPU_TYPES and utils.is_gpu("plate")
     from torch.utils._triton import has_triton
 
     assert has_triton()
+
+
+def test_do_bench_times_a_few_runs_on_plate():
+    """triton.testing.do_bench fills `rep` ms of device time; on plate's modeled clock a tiny kernel
+    would be simulated thousands of times. @triton.autotune(warmup=, rep=) calls it directly
+    (shims._do_bench_on_modeled_clock): it must time a few runs, as the driver's benchmarker does."""
+    import triton.language as tl
+
+    from triton_plate_backend import knobs
+
+    @triton.jit
+    def add_one(x_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) + 1, mask=offsets < n)
+
+    shims.apply()
+    x = torch.zeros(16, device="plate")
+    runs = []
+
+    def fn():
+        runs.append(1)
+        add_one[(1,)](x, 16, BLOCK=16)
+
+    assert triton.testing.do_bench(fn, warmup=10, rep=20) > 0
+    assert 1 <= len(runs) <= 1 + knobs.bench_reps()
 
 
 def test_host_tma_is_offered_on_plate():

@@ -9,6 +9,8 @@ of ``get_device_interface()`` read it, so ``triton.testing.do_bench`` measures m
 benchmarker of ``get_benchmarker()`` (what ``@triton.autotune`` uses) does too, with a few
 repetitions instead of a time budget, because modeled time does not jitter and a simulated launch
 costs real milliseconds (``do_bench`` would repeat a 2 µs kernel 50000 times to fill 100 ms).
+``PlateDriver.modeled_clock`` says so: with patches/triton/do-bench-modeled-clock-driver.patch (or
+the Inductor device's runtime shim of it) ``do_bench`` itself hands its loop to that benchmarker.
 """
 
 from __future__ import annotations
@@ -250,6 +252,10 @@ def _estimate_call(fn):
 
 # ---- the driver ---------------------------------------------------------------------------------
 class PlateDriver(DriverBase):
+    # the device clock is the simulator's: triton.testing.do_bench times a few runs with
+    # get_benchmarker() instead of filling a time budget (patches/triton/do-bench-modeled-clock-driver.patch)
+    modeled_clock = True
+
     def __init__(self):
         """Triton builds the active driver only: what it installs reaches plate's processes alone."""
         super().__init__()
