@@ -12,10 +12,11 @@ start + r0 * stride0 * itemsize, dim 0's bounds lo0 - r0 and hi0 - r0 (a masked 
 At most as many pieces as the DMA queue has free entries (a full queue would stall the compute
 engine), cut only where a vector instruction ends a whole row.
 
-Off by default (`ENABLED`): measured on plate1, it takes the bf16 2048^3 GEMM of `plate bench` from
-484.5 to 480.4 us but its 1024^3 row (256 x 256 x 64 tiles, 16 programs) from 90.7 to 99.8 us: core
-0's K loop ends 11k cycles later while the other cores' pieces store (not analysed further). Which
-launches gain needs the cost model's say at launch time, not a compile-time rule."""
+Each piece holds a DMA token until the program's end waits for it: when the pieces overflow the
+tokens (or registers), `codegen.generate` lowers the kernel again with half as many before it
+gives up a pipeline stage (bench's bf16 1024^3 at 256 x 256 x 64 and num_stages 3: 8 pieces
+overflow its 16 tokens, 2 fit; with 8 it ran at 2 stages, 99.8 us against 90.7 without pieces,
+89.4 us with 2)."""
 
 from __future__ import annotations
 
@@ -54,14 +55,11 @@ def _groups(pieces: list, v: View, most: int) -> list[tuple[int, int]]:
     return [aligned[math.ceil((g + 1) * len(aligned) / n) - 1] for g in range(n)]
 
 
-ENABLED = False  # module docstring: which launches gain is not a compile-time question
-
-
 def store(ctx, v: View, start, strides, lo, hi) -> bool:
     """Emit the store of `v` in row pieces interleaved with the vector instructions that just wrote
-    it (module docstring); False (nothing emitted) when disabled or the code before is not that shape."""
+    it (module docstring); False (nothing emitted) when the code before is not that shape."""
     em = ctx.em
-    if not ENABLED or v.rank < 2 or v.shape[0] < 2 or not v.is_contiguous():
+    if v.rank < 2 or v.shape[0] < 2 or not v.is_contiguous():
         return False
     code = em.code
     k = len(code)
@@ -76,9 +74,11 @@ def store(ctx, v: View, start, strides, lo, hi) -> bool:
         return False
     if any(a[1] != b[0] for a, b in zip(pieces, pieces[1:])):
         return False  # not one pass over the tile's elements in order
-    groups = _groups(pieces, v, em.queue_depth - len(em.pending))
+    most = em.queue_depth - len(em.pending)
+    groups = _groups(pieces, v, most if ctx.max_store_pieces is None else min(most, ctx.max_store_pieces))
     if not groups:
         return False
+    ctx.most_store_pieces = max(ctx.most_store_pieces, len(groups))
     tail = code[k:]
     del code[j:]
     code += tail  # the store's address arithmetic, before the pieces
