@@ -6,6 +6,7 @@ or cut the code only: results are bit-identical to the code without them."""
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -102,3 +103,12 @@ def test_pieces_that_overflow_the_dma_tokens_are_halved_before_a_stage_goes():
     names = _names(compile_kernel(gemm_kernel, SIG, TILE, machine=dataclasses.replace(MACHINE, core=core)))
     assert names.count("dma.store") == 2
     assert names.count("dma.load") == _names(_program()).count("dma.load")
+
+
+def test_the_first_of_three_or_more_stores_is_one_piece_and_two_split_evenly():
+    """8 conversion pieces of 4 rows each: 4 stores start the DMA-out engine after the first piece,
+    2 stores cut the tile in halves (the second would otherwise wait for the rest of the tile)."""
+    v = SimpleNamespace(shape=(32, 16), offset=0)
+    pieces = [(64 * i, 64 * (i + 1), None) for i in range(8)]
+    assert store_pieces._groups(pieces, v, 4) == [(1, 4), (4, 16), (6, 24), (8, 32)]
+    assert store_pieces._groups(pieces, v, 2) == [(4, 16), (8, 32)]

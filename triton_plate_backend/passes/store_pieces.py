@@ -46,13 +46,17 @@ def _writes_piece(inst, v: View) -> tuple[int, int] | None:
 
 
 def _groups(pieces: list, v: View, most: int) -> list[tuple[int, int]]:
-    """(end piece index, end row) of each store: cuts at row-aligned piece ends, as even as possible."""
+    """(end piece index, end row) of each store: cuts at row-aligned piece ends, as even as possible.
+    With 3 stores or more the first ends at the first cut (the DMA-out engine starts as early as it
+    can, the next stores keep it busy); with 2, the second would wait for the rest of the tile."""
     row = math.prod(v.shape[1:])
     aligned = [(i + 1, (end - v.offset) // row) for i, (_, end, _) in enumerate(pieces) if (end - v.offset) % row == 0]
     if len(aligned) < 2 or most < 2:
         return []
     n = min(len(aligned), most)
-    return [aligned[math.ceil((g + 1) * len(aligned) / n) - 1] for g in range(n)]
+    first, rest = ([], aligned) if n < 3 else ([aligned[0]], aligned[1:])
+    n -= len(first)
+    return first + [rest[math.ceil((g + 1) * len(rest) / n) - 1] for g in range(n)]
 
 
 def store(ctx, v: View, start, strides, lo, hi) -> bool:
