@@ -5,11 +5,14 @@ or cut the code only: results are bit-identical to the code without them."""
 
 from __future__ import annotations
 
+import dataclasses
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import triton
 import triton.language as tl
-from codegen_kernels.harness import compile_kernel, run
+from codegen_kernels.harness import MACHINE, compile_kernel, run
 
 from triton_plate_backend.passes import prefetch, store_pieces
 
@@ -38,12 +41,6 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr
 SIG = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
 SIG |= {"BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
 TILE = {"BM": 128, "BN": 256, "BK": 32}  # a 32768-element accumulator: 4 conversion pieces of 8192
-
-
-@pytest.fixture(autouse=True)
-def pieces_on(monkeypatch):
-    """store_pieces is off by default (its docstring says why): these tests switch it on."""
-    monkeypatch.setattr(store_pieces, "ENABLED", True)
 
 
 def _program():
@@ -97,3 +94,21 @@ def test_results_are_bit_identical_to_the_code_without_them(monkeypatch, m, n, k
     want = (a.astype(np.uint32) << 16).view(np.float32)[:, :k] @ (b.astype(np.uint32) << 16).view(np.float32)[:k]
     got = (outs[0].astype(np.uint32) << 16).view(np.float32)
     np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+
+
+def test_pieces_that_overflow_the_dma_tokens_are_halved_before_a_stage_goes():
+    """Each piece's store holds a token until the program's end: on a core with 3 tokens the 4 pieces
+    do not fit, 2 do, at the same pipeline depth (the K loop's loads unchanged)."""
+    core = dataclasses.replace(MACHINE.core, dma_tokens=3)
+    names = _names(compile_kernel(gemm_kernel, SIG, TILE, machine=dataclasses.replace(MACHINE, core=core)))
+    assert names.count("dma.store") == 2
+    assert names.count("dma.load") == _names(_program()).count("dma.load")
+
+
+def test_the_first_of_three_or_more_stores_is_one_piece_and_two_split_evenly():
+    """8 conversion pieces of 4 rows each: 4 stores start the DMA-out engine after the first piece,
+    2 stores cut the tile in halves (the second would otherwise wait for the rest of the tile)."""
+    v = SimpleNamespace(shape=(32, 16), offset=0)
+    pieces = [(64 * i, 64 * (i + 1), None) for i in range(8)]
+    assert store_pieces._groups(pieces, v, 4) == [(1, 4), (4, 16), (6, 24), (8, 32)]
+    assert store_pieces._groups(pieces, v, 2) == [(4, 16), (8, 32)]

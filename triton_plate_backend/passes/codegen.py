@@ -125,20 +125,24 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
     Pipelining deeper than num_stages 2 costs a staging tile (and a DMA token) per stage: when that
     plan overflows SRAM or the tokens, the kernel is lowered again one stage shallower (down to 2,
     one tile in flight; when a loop without matrix work was pipelined, down to 1: no pipelining)
-    before the overflow is reported, so pipelining never makes a kernel that fits fail. When the
+    before the overflow is reported, so pipelining never makes a kernel that fits fail; a store cut in
+    pieces (`store_pieces`, each piece a DMA token) that overflows the registers is first cut in half
+    as many, since a pipeline stage is worth more than the pieces. When the
     overflow persists at every depth, the kernel is lowered again, from the deepest: scalar registers
     with the scalars the registers cannot hold kept in SRAM (`spill`); SRAM with its large pointer
     tensors kept as a scalar base and i32 offsets (`context.BasedPtr`). A kernel that fits as it is
     is lowered as it is."""
-    cap, spill_scalars, based = None, False, False
+    cap, spill_scalars, based, pieces = None, False, False, None
     while True:
         ctx = Ctx(machine, func_name(module.kernel()), LOWERING, REJECTED, options)
-        ctx.max_stages, ctx.based_pointers = cap, based
+        ctx.max_stages, ctx.based_pointers, ctx.max_store_pieces = cap, based, pieces
         try:
             return _lower_kernel(ctx, module, machine, spill_scalars)
         except (SramOverflow, RegisterOverflow) as e:
-            if ctx.deepest_stages > (1 if ctx.streaming_pipelined else 2):
-                cap = ctx.deepest_stages - 1
+            if isinstance(e, RegisterOverflow) and ctx.most_store_pieces:
+                pieces = ctx.most_store_pieces // 2  # a store's pieces hold DMA tokens: fewer before a stage
+            elif ctx.deepest_stages > (1 if ctx.streaming_pipelined else 2):
+                cap, pieces = ctx.deepest_stages - 1, None
             elif isinstance(e, RegisterOverflow) and not spill_scalars:
                 cap, spill_scalars = None, True
             elif isinstance(e, SramOverflow) and not based and ctx.based_candidates:

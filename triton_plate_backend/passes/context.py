@@ -117,6 +117,8 @@ class Ctx:
         self.body_copies: list[int] = []  # the enclosing scf.for's copies of its body, innermost last
         self.based_pointers = False  # large pointer tensors as BasedPtr (codegen lowers again if SRAM overflows)
         self.based_candidates = False  # a pointer tensor that could have been a BasedPtr was seen
+        self.max_store_pieces: int | None = None  # cap on store_pieces' pieces (codegen lowers again on overflow)
+        self.most_store_pieces = 0  # the most pieces one store was cut in
 
     def defining_op(self, value: Value) -> Op | None:
         return self.defs.get(value)

@@ -12,10 +12,11 @@ start + r0 * stride0 * itemsize, dim 0's bounds lo0 - r0 and hi0 - r0 (a masked 
 At most as many pieces as the DMA queue has free entries (a full queue would stall the compute
 engine), cut only where a vector instruction ends a whole row.
 
-Off by default (`ENABLED`): measured on plate1, it takes the bf16 2048^3 GEMM of `plate bench` from
-484.5 to 480.4 us but its 1024^3 row (256 x 256 x 64 tiles, 16 programs) from 90.7 to 99.8 us: core
-0's K loop ends 11k cycles later while the other cores' pieces store (not analysed further). Which
-launches gain needs the cost model's say at launch time, not a compile-time rule."""
+Each piece holds a DMA token until the program's end waits for it: when the pieces overflow the
+tokens (or registers), `codegen.generate` lowers the kernel again with half as many before it
+gives up a pipeline stage (bench's bf16 1024^3 at 256 x 256 x 64 and num_stages 3: 8 pieces
+overflow its 16 tokens, 2 fit; with 8 it ran at 2 stages, 99.8 us against 90.7 without pieces,
+89.4 us with 2)."""
 
 from __future__ import annotations
 
@@ -45,23 +46,24 @@ def _writes_piece(inst, v: View) -> tuple[int, int] | None:
 
 
 def _groups(pieces: list, v: View, most: int) -> list[tuple[int, int]]:
-    """(end piece index, end row) of each store: cuts at row-aligned piece ends, as even as possible."""
+    """(end piece index, end row) of each store: cuts at row-aligned piece ends, as even as possible.
+    With 3 stores or more the first ends at the first cut (the DMA-out engine starts as early as it
+    can, the next stores keep it busy); with 2, the second would wait for the rest of the tile."""
     row = math.prod(v.shape[1:])
     aligned = [(i + 1, (end - v.offset) // row) for i, (_, end, _) in enumerate(pieces) if (end - v.offset) % row == 0]
     if len(aligned) < 2 or most < 2:
         return []
     n = min(len(aligned), most)
-    return [aligned[math.ceil((g + 1) * len(aligned) / n) - 1] for g in range(n)]
-
-
-ENABLED = False  # module docstring: which launches gain is not a compile-time question
+    first, rest = ([], aligned) if n < 3 else ([aligned[0]], aligned[1:])
+    n -= len(first)
+    return first + [rest[math.ceil((g + 1) * len(rest) / n) - 1] for g in range(n)]
 
 
 def store(ctx, v: View, start, strides, lo, hi) -> bool:
     """Emit the store of `v` in row pieces interleaved with the vector instructions that just wrote
-    it (module docstring); False (nothing emitted) when disabled or the code before is not that shape."""
+    it (module docstring); False (nothing emitted) when the code before is not that shape."""
     em = ctx.em
-    if not ENABLED or v.rank < 2 or v.shape[0] < 2 or not v.is_contiguous():
+    if v.rank < 2 or v.shape[0] < 2 or not v.is_contiguous():
         return False
     code = em.code
     k = len(code)
@@ -76,9 +78,11 @@ def store(ctx, v: View, start, strides, lo, hi) -> bool:
         return False
     if any(a[1] != b[0] for a, b in zip(pieces, pieces[1:])):
         return False  # not one pass over the tile's elements in order
-    groups = _groups(pieces, v, em.queue_depth - len(em.pending))
+    most = em.queue_depth - len(em.pending)
+    groups = _groups(pieces, v, most if ctx.max_store_pieces is None else min(most, ctx.max_store_pieces))
     if not groups:
         return False
+    ctx.most_store_pieces = max(ctx.most_store_pieces, len(groups))
     tail = code[k:]
     del code[j:]
     code += tail  # the store's address arithmetic, before the pieces
