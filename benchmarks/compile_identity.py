@@ -45,37 +45,20 @@ def records() -> list[dict]:
         sys.path.insert(0, str(ROOT))
     import bench_triton
     import triton
-    from triton import knobs
+    from compile_stages import stage_calls
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     from triton_plate_backend.compiler import PLATE_ARCH, WARP_SIZE
 
-    stages: dict = {}
-
-    def hook(*args):
-        if not args:  # triton.compile asks for the hook's part of the cache key
-            return "compile-identity", "0"
-        for ext, stage in list(args[1].items()):
-
-            def run(src, md, ext=ext, stage=stage):
-                stages.setdefault(ext, (stage, copy.deepcopy(dict(md))))
-                return stage(src, md)
-
-            args[1][ext] = run
-
     out = []
-    saved = knobs.runtime.add_stages_inspection_hook, knobs.compilation.always_compile
-    knobs.runtime.add_stages_inspection_hook, knobs.compilation.always_compile = hook, True
-    try:
+    with stage_calls("compile-identity") as calls:
         for name, (fn, sig, const) in bench_triton.sources().items():
             k = triton.compile(ASTSource(fn, sig, constexprs=const), target=GPUTarget("plate", PLATE_ARCH, WARP_SIZE))
             md = {f: v for f, v in k.metadata._asdict().items() if f != "hash"}
             out.append({"case": name, **{s: _h(k.asm[s]) for s in ("pir", "pasm", "pbin")}, "metadata": _metadata(md)})
-    finally:
-        knobs.runtime.add_stages_inspection_hook, knobs.compilation.always_compile = saved
-    pir, md0 = stages["pir"]
-    pasm, pbin = stages["pasm"][0], stages["pbin"][0]
+    pir, _, md0 = calls["pir"][0]
+    pasm, pbin = calls["pasm"][0][0], calls["pbin"][0][0]
     for path in sorted(FIXTURES.glob("*.mlir")):
         md, rec = copy.deepcopy(md0), {"case": path.name}
         md.pop("hash", None)

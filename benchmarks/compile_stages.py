@@ -15,6 +15,7 @@ machine, not assertions.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import cProfile
 import os
@@ -27,41 +28,51 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 
+@contextlib.contextmanager
+def stage_calls(name: str):
+    """Inside: every triton.compile runs plate's stages through Triton's stage-inspection hook (its
+    cache bypassed); yields a dict ext -> [(stage function, source, metadata before the stage), ...]
+    in call order."""
+    from triton import knobs
+
+    calls: dict = {}
+
+    def hook(*args):
+        if not args:  # triton.compile asks for the hook's part of the cache key
+            return name, "0"
+        for ext, stage in list(args[1].items()):
+
+            def run(src, md, ext=ext, stage=stage):
+                calls.setdefault(ext, []).append((stage, str(src), copy.deepcopy(dict(md))))
+                return stage(src, md)
+
+            args[1][ext] = run
+
+    saved = knobs.runtime.add_stages_inspection_hook, knobs.compilation.always_compile
+    knobs.runtime.add_stages_inspection_hook, knobs.compilation.always_compile = hook, True
+    try:
+        yield calls
+    finally:
+        knobs.runtime.add_stages_inspection_hook, knobs.compilation.always_compile = saved
+
+
 def capture() -> dict:
     """kernel -> (pir stage, TTIR text, metadata before the pir stage, pasm stage, pbin stage)."""
     os.environ.setdefault("TRITON_DEFAULT_BACKEND", "plate")
     import bench_triton
     import triton
-    from triton import knobs
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     from triton_plate_backend.compiler import PLATE_ARCH, WARP_SIZE
 
-    seen: dict = {}
-
-    def hook(*args):
-        if not args:  # triton.compile asks for the hook's part of the cache key
-            return "compile-stages", "0"
-        for ext, stage in list(args[1].items()):
-
-            def run(src, md, ext=ext, stage=stage):
-                seen[ext] = (stage, str(src), copy.deepcopy(dict(md)))
-                return stage(src, md)
-
-            args[1][ext] = run
-
     out = {}
-    saved = knobs.runtime.add_stages_inspection_hook, knobs.compilation.always_compile
-    knobs.runtime.add_stages_inspection_hook, knobs.compilation.always_compile = hook, True
-    try:
+    with stage_calls("compile-stages") as seen:
         for name, (fn, sig, const) in bench_triton.sources().items():
             seen.clear()
             triton.compile(ASTSource(fn, sig, constexprs=const), target=GPUTarget("plate", PLATE_ARCH, WARP_SIZE))
-            pir, ttir, md = seen["pir"]
-            out[name] = (pir, ttir, md, seen["pasm"][0], seen["pbin"][0])
-    finally:
-        knobs.runtime.add_stages_inspection_hook, knobs.compilation.always_compile = saved
+            pir, ttir, md = seen["pir"][-1]
+            out[name] = (pir, ttir, md, seen["pasm"][-1][0], seen["pbin"][-1][0])
     return out
 
 
