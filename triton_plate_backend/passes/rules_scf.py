@@ -124,8 +124,10 @@ def _lower_scf_for(ctx, op):
     # the first loads issue before a tensor home's fill (an accumulator's zero fill on the compute
     # engine), not behind it in program order: the guard's condition empties them when no trip runs
     early = prefetch.early(ctx, op, pairs)
-    late = [p for p in pairs if isinstance(p[0], View)] if early else []
-    ctx.assign([(iv, ctx.binding(lb))] + [p for p in pairs if not any(p is q for q in late)])
+    now, late = [(iv, ctx.binding(lb))], []
+    for p in pairs:
+        (late if early and isinstance(p[0], View) else now).append(p)
+    ctx.assign(now)
     companions = init_companions(ctx, op)
     top, end = ctx.em.label("for_body"), ctx.em.label("for_end")
     c = VReg()

@@ -13,7 +13,9 @@ element).
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,9 +32,10 @@ class Traffic:
     bytes_by_domain: np.ndarray  # float64 [P, total_domains + 1], by home domain (last: replicas, memory.py)
     elements: np.ndarray  # int64 [P], valid elements moved
     runs: np.ndarray  # int64 [P], contiguous runs (elements for gather/scatter/atomics)
-    # a traffic-only access (``strided_traffic``, ``element_traffic``) as it can be counted again over
-    # another placement of the same allocations (sim/estimate.py); None for the functional accesses
-    access: Access | None = None
+    # a traffic-only access (``strided_traffic``, ``element_traffic``): called at once, before the
+    # register file changes, it keeps the access as it can be counted again over another placement of
+    # the same allocations (sim/estimate.py; None: not kept); only a run that re-prices calls it
+    keep: Callable[[], Access | None] | None = None
 
     @classmethod
     def zeros(cls, programs: int, domains: int) -> Traffic:
@@ -832,11 +835,15 @@ def strided_traffic(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi)
     """The Traffic of a strided dma.load/dma.store with this descriptor, moving no data."""
     box = _Box(base, dtype, shape, strides, lo, hi)
     traffic = _strided_traffic(mem, box)
+    traffic.keep = functools.partial(_kept_box, box)
+    return traffic
+
+
+def _kept_box(box: _Box) -> Access:
     box.base, box.strides = box.base.copy(), np.array(box.strides)  # views of the register file: kept as read
     moving = box.count > 0
     span = (int(box.span_lo[moving].min()), int(box.span_hi[moving].max())) if moving.any() else (0, 0)
-    traffic.access = Access(box, None, *span)
-    return traffic
+    return Access(box, None, *span)
 
 
 def _strided_traffic(mem: DeviceMemory, box: _Box) -> Traffic:
@@ -856,13 +863,18 @@ ACCESS_BYTES = 1 << 24  # element accesses with more address bytes than this are
 def element_traffic(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "access") -> Traffic:
     """The Traffic of a gather/scatter/atomic over these byte addresses, moving no data."""
     traffic = _element_traffic_of(mem, addrs, mask, dtype, access)
-    addrs = np.asarray(addrs)
-    if addrs.nbytes <= ACCESS_BYTES:
-        shape, flat, m = _flat(addrs, mask)
-        av = flat[m] if m is not None else flat
-        span = (int(av.min()), int(av.max()) + _storage(dtype).itemsize) if av.size else (0, 0)
-        traffic.access = Access(None, (flat.copy(), None if m is None else m.copy(), dtype, access), *span)
+    traffic.keep = functools.partial(_kept_elements, addrs, mask, dtype, access)
     return traffic
+
+
+def _kept_elements(addrs, mask, dtype: str, access: str) -> Access | None:
+    addrs = np.asarray(addrs)
+    if addrs.nbytes > ACCESS_BYTES:
+        return None
+    shape, flat, m = _flat(addrs, mask)
+    av = flat[m] if m is not None else flat
+    span = (int(av.min()), int(av.max()) + _storage(dtype).itemsize) if av.size else (0, 0)
+    return Access(None, (flat.copy(), None if m is None else m.copy(), dtype, access), *span)
 
 
 def _element_traffic_of(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "access") -> Traffic:

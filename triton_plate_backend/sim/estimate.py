@@ -235,7 +235,7 @@ def _logging(rule, accesses: list):
     def logged(st, ins):
         out = rule(st, ins)
         if isinstance(out, Traffic):  # the executor records it as one entry with bytes by domain
-            accesses.append(out.access)
+            accesses.append(out.keep() if out.keep is not None else None)
         return out
 
     return logged
