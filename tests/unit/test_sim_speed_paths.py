@@ -424,6 +424,117 @@ def test_matrix_tile_rows_match_the_general_rows(seed):
             assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
+# ---- whole matrix tiles (dma._Tiles: a trip of a matmul's K loop) -----------------------------------
+@st.composite
+def tiles(draw):
+    """Several programs' rank-2/3 accesses: one set of strides (sometimes not), bases on a few tile
+    rows and columns (not evenly spaced), whole tiles (sometimes one element masked off, misaligned or
+    past the allocation's end)."""
+    p = draw(st.integers(2, 9))
+    shape = tuple(draw(st.lists(st.integers(1, 9), min_size=2, max_size=3)))
+    r = len(shape)
+    strides = draw(st.lists(st.sampled_from([1, 1, -1, 0, 2, 9, 40, 64, -40]), min_size=r, max_size=r))
+    return dict(
+        dtype=draw(st.sampled_from(["f32", "f16", "i64", "bf16", "i8"])),
+        placement=draw(st.sampled_from(["interleaved", "local:1", "blocked"])),
+        shape=shape,
+        strides=strides,
+        rows=draw(st.lists(st.integers(0, 3), min_size=p, max_size=p)),
+        cols=draw(st.lists(st.integers(0, 3), min_size=p, max_size=p)),
+        row_step=draw(st.sampled_from([0, 512, 4096, 4160])),
+        col_step=draw(st.sampled_from([0, 8, 64, 1000])),
+        odd=draw(st.sampled_from([None, None, "masked", "strides", "misaligned", "outside"])),
+        seed=draw(st.integers(0, 2**31)),
+    )
+
+
+def _tile_args(mem, t):
+    nbytes = 256 * 1024
+    rec = mem.alloc(nbytes, t["placement"])
+    mem.view(rec.base, nbytes)[:] = np.random.default_rng(t["seed"]).integers(0, 256, nbytes, dtype=np.uint8)
+    isz = dma._storage(t["dtype"]).itemsize
+    p, r = len(t["rows"]), len(t["shape"])
+    elems = 24000 // isz + np.array(t["rows"]) * t["row_step"] + np.array(t["cols"]) * t["col_step"]
+    base = rec.base + elems * isz
+    strides = np.tile(np.array(t["strides"], np.int64), (p, 1))
+    lo, hi = np.full((p, r), -(2**62), np.int64), np.tile(np.array(t["shape"], np.int64) + 5, (p, 1))
+    if t["odd"] == "masked":
+        hi[p - 1, 0] = t["shape"][0] - 1
+    elif t["odd"] == "strides":
+        strides[0, -1] += 1
+    elif t["odd"] == "misaligned" and isz > 1:
+        base[1] += 1
+    elif t["odd"] == "outside":
+        base[0] = rec.end
+    return rec, (mem, base, t["dtype"], t["shape"], strides, lo, hi)
+
+
+def _no_tiles(monkeypatch):
+    monkeypatch.setattr(dma._Tiles, "make", classmethod(lambda cls, *a: None))
+
+
+def _outcome(fn):
+    from triton_plate_backend.errors import SimulatorError
+
+    try:
+        return fn(), None
+    except SimulatorError as e:
+        return None, str(e)
+
+
+@HYP
+@given(t=tiles())
+def test_whole_tile_load_and_traffic_match_the_box_path(mem, t):
+    """The load's values and Traffic, and the traffic-only count (the cost model's) with what it keeps for
+    re-pricing: equal to the general path's; a descriptor it does not cover (masked, differing strides,
+    misaligned, outside) takes the general path, faults included."""
+    rec, args = _tile_args(mem, t)
+    p = len(t["rows"])
+    try:
+        into = np.zeros((p, *t["shape"]), dma._storage(t["dtype"]))
+        got = _outcome(lambda: dma.load_strided(*args, 3, into=into.copy()))
+        count = _outcome(lambda: dma.strided_traffic(*args))
+        with pytest.MonkeyPatch.context() as mp:
+            _no_tiles(mp)
+            want = _outcome(lambda: dma.load_strided(*args, 3, into=into.copy()))
+            want_count = _outcome(lambda: dma.strided_traffic(*args))
+        assert got[1] == want[1] and count[1] == want_count[1]
+        if want[1] is None:
+            (vals, traffic), (want_vals, want_traffic) = got[0], want[0]
+            assert vals.dtype == want_vals.dtype and vals.shape == want_vals.shape
+            assert np.ascontiguousarray(vals).tobytes() == np.ascontiguousarray(want_vals).tobytes()
+            _same_traffic(traffic, want_traffic)
+            _same_traffic(count[0], want_count[0])
+            kept, want_kept = count[0].keep(), want_count[0].keep()
+            assert (kept.lo, kept.hi) == (want_kept.lo, want_kept.hi)
+            _same_traffic(kept.traffic(mem), want_kept.traffic(mem))
+        taken = dma._Tiles.make(*args) is not None
+        assert taken == (t["odd"] is None or (t["odd"] == "misaligned" and dma._storage(t["dtype"]).itemsize == 1))
+    finally:
+        mem.free(rec.base)
+
+
+@pytest.mark.parametrize("placement", ["blocked", "interleaved", "local:1"])
+def test_a_matmul_trip_takes_the_tile_path(mem, placement):
+    """32 programs' 32x32 f16 tiles of a 256x256 matrix (4 tile rows, 8 tile columns, the codegen's
+    unbounded masks), over chunks and stripes: the tile path, or it is dead code; its Traffic equal to
+    the general path's, also where tiles cross stripes."""
+    rec = mem.alloc(256 * 256 * 2, placement)
+    try:
+        pm, pn = np.divmod(np.arange(32), 8)
+        base = rec.base + (pm * 32 * 256 + pn * 32) * 2
+        strides = np.tile([[256, 1]], (32, 1))
+        lo, hi = np.full((32, 2), -(2**62)), np.tile([[256, 192]], (32, 1))
+        args = (mem, base, "f16", (32, 32), strides, lo, hi)
+        assert dma._Tiles.make(*args) is not None
+        traffic = dma.strided_traffic(*args)
+        with pytest.MonkeyPatch.context() as mp:
+            _no_tiles(mp)
+            _same_traffic(traffic, dma.strided_traffic(*args))
+    finally:
+        mem.free(rec.base)
+
+
 @pytest.mark.parametrize("kind", ["load", "store"])
 def test_whole_rows_past_the_allocation_still_fault(mem, kind):
     """The integer-only whole-row case checks the last program's span: a row one element past the end

@@ -672,6 +672,105 @@ class _Row:
         return _box_traffic(mem, box, np.full(nprog, self.pos, np.int64))
 
 
+class _Tiles:
+    """The common case of a matrix tile's strided DMA, taken without building a _Box: rank 2 or more,
+    at least two programs, one set of strides shared by all, every program moving its whole tile
+    (no element masked off) from an aligned base, all of the tiles inside one allocation (a
+    persistent loop's trip over the tiles of a matrix; the bases need not be evenly spaced). ``make``
+    returns None for anything else; the general path then runs. The same values as the general path
+    (what _Box, _box_locate and _box_traffic compute for such a box), in Python integers where the
+    general path needs arrays: every program moves ``numel`` elements in ``runs`` runs, its span is
+    ``base + [lo_off, hi_off) * isz``."""
+
+    __slots__ = ("base", "dtype", "storage", "isz", "shape", "strides", "nprog", "rec", "pos")
+    __slots__ += ("numel", "runs", "lo_off", "hi_off")
+
+    @classmethod
+    def make(cls, mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> _Tiles | None:
+        r = len(shape)
+        if r < 2 or dtype == "i1" or dtype not in NUMPY:
+            return None
+        base = np.asarray(base, np.int64).reshape(-1)
+        nprog = base.size
+        st, lo, hi = (np.asarray(x, np.int64) for x in (strides, lo, hi))
+        if nprog < 2 or st.shape != (nprog, r) or lo.shape != (nprog, r) or hi.shape != (nprog, r):
+            return None
+        shape = tuple(int(n) for n in shape)
+        numel = math.prod(shape)
+        if numel == 0 or int(lo.max()) > 0 or (hi < _shape_row(shape)).any() or not (st == st[:1]).all():
+            return None  # masked elements, or strides that differ between programs: the general path
+        s = st[0].tolist()
+        storage = NUMPY[dtype]
+        isz = storage.itemsize
+        bl = base.tolist()
+        if any(b % isz for b in bl):
+            return None  # misaligned: the general path faults or checks element by element
+        lo_off = sum(min(0, (n - 1) * k) for n, k in zip(shape, s))  # _Box.span(whole=True), in elements
+        hi_off = sum(max(0, (n - 1) * k) for n, k in zip(shape, s)) + 1
+        p = mem.span_position(min(bl) + lo_off * isz, max(bl) + hi_off * isz)
+        if p < 0:
+            return None
+        # _Box.runs with n == shape for every program: elements less the row-major steps that move one element
+        inner, outer, cont = 0, numel, 0
+        for n, k in zip(reversed(shape), reversed(s)):
+            outer //= n  # the product of the sizes of the axes before this one
+            if n > 1 and abs(k - inner) == 1:
+                cont += (n - 1) * outer
+            inner += (n - 1) * k  # for the next (outer) axis: the sum of (n - 1) * stride over the axes after it
+        t = cls()
+        t.base, t.dtype, t.storage, t.isz, t.shape, t.strides, t.nprog = base, dtype, storage, isz, shape, s, nprog
+        t.rec, t.pos, t.numel, t.runs, t.lo_off, t.hi_off = mem.live(p), p, numel, numel - cont, lo_off, hi_off
+        return t
+
+    def box(self) -> _Box:
+        """The general path's descriptor of the same access."""
+        n = np.broadcast_to(_shape_row(self.shape), (self.nprog, len(self.shape)))
+        return _Box(self.base, self.dtype, self.shape, np.asarray([self.strides], np.int64), np.zeros_like(n), n)
+
+    def values(self, into=None) -> np.ndarray:
+        """[P, *shape] of the tiles' elements (load_strided's, for one allocation holding every tile whole)."""
+        typed, start = self.rec.typed(self.storage)
+        return _tile_values(typed, (self.base - (self.rec.base + start)) // self.isz, self.shape, self.strides, into)
+
+    def traffic(self, mem: DeviceMemory) -> Traffic:
+        """_box_traffic of the same box: each program's bytes to the home of its span when it sits in one
+        stripe or chunk, else the general computation."""
+        rec, nprog = self.rec, self.nprog
+        out = np.zeros((nprog, mem.traffic_columns))
+        nbytes = self.numel * float(self.isz)
+        if len(rec.owners) == 1:
+            out[:, rec.owners[0]] = nbytes
+        else:
+            lo = self.base + (self.lo_off * self.isz - rec.base)
+            if not (lo // rec.granule == (lo + ((self.hi_off - self.lo_off) * self.isz - 1)) // rec.granule).all():
+                return _box_traffic(mem, self.box(), np.full(nprog, self.pos, np.int64))
+            out[np.arange(nprog), rec.home_domain(lo)] = nbytes
+        return Traffic(out, np.full(nprog, self.numel, np.int64), np.full(nprog, self.runs, np.int64))
+
+
+def _tile_values(typed: np.ndarray, e0: np.ndarray, shape, strides, into) -> np.ndarray:
+    """[P, *shape] of the tiles at elements e0 of ``typed`` (each checked whole inside it): a strided
+    view of memory when e0 steps evenly, else copies (straight into ``into``, the destination tile's
+    SRAM view, for large tiles)."""
+    out = _programs_view(typed, e0, shape, strides, writeable=False)
+    if out is not None:
+        return out
+    view = _view(typed, shape, strides)
+    if into is None or math.prod(shape) < _COPY_PER_PROGRAM:
+        return view[e0]
+    el = e0.tolist()  # large tiles: no gather copy
+    runs = _even_runs(el)
+    if len(runs) * 4 <= len(el):  # grouped orders: runs of evenly spaced programs, a slice each
+        for i, j in runs:
+            e, step = el[i], (el[i + 1] - el[i] if j - i > 1 else 1)
+            stop = e + step * (j - i)
+            np.copyto(into[i:j], view[e] if step == 0 else view[e : stop if stop >= 0 else None : step])
+    else:
+        for i, e in enumerate(el):
+            np.copyto(into[i], view[e])
+    return into
+
+
 def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill, into=None):
     """values[P, *shape]: element i of program p = mem[base[p] + sum_k i_k*strides[p,k]*itemsize] if
     lo[p] <= i < hi[p] on every axis, else ``fill``. Returns (values, Traffic). ``into``: a
@@ -686,6 +785,9 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
             out = out.copy()
             np.copyto(out, _to_storage(fillv, dtype), where=~row.valid())
         return out, row.traffic(mem)
+    tiles = _Tiles.make(mem, base, dtype, shape, strides, lo, hi)
+    if tiles is not None:
+        return tiles.values(into), tiles.traffic(mem)
     box = _Box(base, dtype, shape, strides, lo, hi)
     fillv = fill_value(fill, dtype)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
@@ -710,23 +812,7 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
             lo, hi = box.span(sel, whole=True)
             view_ok = (mem.span_positions(lo, hi) == p) if box.uniform else np.zeros(sel.size, bool)
         if view_ok is None or (view_ok.all() and sel.size == box.nprog):
-            out = _programs_view(typed, e0, box.shape, box.strides[0], writeable=False)
-            if out is None:
-                view = _view(typed, box.shape, box.strides[0])
-                if into is not None and math.prod(box.shape) >= _COPY_PER_PROGRAM:  # large tiles: no gather copy
-                    el = e0.tolist()
-                    runs = _even_runs(el)
-                    if len(runs) * 4 <= len(el):  # grouped orders: runs of evenly spaced programs, a slice each
-                        for i, j in runs:
-                            e, step = el[i], (el[i + 1] - el[i] if j - i > 1 else 1)
-                            stop = e + step * (j - i)
-                            np.copyto(into[i:j], view[e] if step == 0 else view[e : stop if stop >= 0 else None : step])
-                    else:
-                        for i, e in enumerate(el):
-                            np.copyto(into[i], view[e])
-                    out = into
-                else:
-                    out = view[e0]
+            out = _tile_values(typed, e0, box.shape, box.strides[0], into)
             continue
         if out is None:
             out = np.empty((box.nprog, *box.shape), box.storage)
@@ -833,6 +919,11 @@ class Access:
 
 def strided_traffic(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> Traffic:
     """The Traffic of a strided dma.load/dma.store with this descriptor, moving no data."""
+    tiles = _Tiles.make(mem, base, dtype, shape, strides, lo, hi)
+    if tiles is not None:
+        traffic = tiles.traffic(mem)
+        traffic.keep = lambda: _kept_box(tiles.box())
+        return traffic
     box = _Box(base, dtype, shape, strides, lo, hi)
     traffic = _strided_traffic(mem, box)
     traffic.keep = functools.partial(_kept_box, box)
