@@ -508,8 +508,20 @@ def test_whole_tile_load_and_traffic_match_the_box_path(mem, t):
             kept, want_kept = count[0].keep(), want_count[0].keep()
             assert (kept.lo, kept.hi) == (want_kept.lo, want_kept.hi)
             _same_traffic(kept.traffic(mem), want_kept.traffic(mem))
-        taken = dma._Tiles.make(*args) is not None
-        assert taken == (t["odd"] is None or (t["odd"] == "misaligned" and dma._storage(t["dtype"]).itemsize == 1))
+        tiles = dma._Tiles.make(*args)
+        assert (tiles is not None) == (
+            t["odd"] is None or (t["odd"] == "misaligned" and dma._storage(t["dtype"]).itemsize == 1)
+        )
+        if tiles is not None:  # its general descriptor: every attribute _Box() computes, equal
+            box, want_box = vars(tiles.box()), vars(dma._Box(*args[1:]))
+            assert box.keys() == want_box.keys()
+            for k, v in want_box.items():
+                got = box[k]
+                assert type(got) is type(v), k
+                if isinstance(v, np.ndarray):
+                    assert got.dtype == v.dtype and got.shape == v.shape and np.array_equal(got, v), k
+                else:
+                    assert got == v, k
     finally:
         mem.free(rec.base)
 

@@ -723,9 +723,25 @@ class _Tiles:
         return t
 
     def box(self) -> _Box:
-        """The general path's descriptor of the same access."""
-        n = np.broadcast_to(_shape_row(self.shape), (self.nprog, len(self.shape)))
-        return _Box(self.base, self.dtype, self.shape, np.asarray([self.strides], np.int64), np.zeros_like(n), n)
+        """The general path's descriptor of the same access: what _Box() computes from its registers, each
+        attribute filled from what is known of whole tiles (a kept access, a tile crossing stripes)."""
+        box = _Box.__new__(_Box)
+        p, r, isz = self.nprog, len(self.shape), self.isz
+        box.dtype, box.storage, box.isz, box.shape, box.base, box.nprog = (
+            self.dtype,
+            self.storage,
+            isz,
+            self.shape,
+            self.base,
+            p,
+        )
+        box.strides = np.broadcast_to(np.asarray([self.strides], np.int64), (p, r))
+        box.a, box.b = np.zeros((p, r), np.int64), np.tile(_shape_row(self.shape), (p, 1))
+        box.n = box.b.copy()
+        box.count, box.full = np.full(p, self.numel, np.int64), np.ones(p, bool)
+        box.span_lo, box.span_hi = self.base + self.lo_off * isz, self.base + self.hi_off * isz
+        box.uniform, box.unit_inner = True, abs(self.strides[-1]) == 1
+        return box
 
     def values(self, into=None) -> np.ndarray:
         """[P, *shape] of the tiles' elements (load_strided's, for one allocation holding every tile whole)."""
