@@ -13,6 +13,24 @@ import pytest
 
 UNIT_TIER = pathlib.Path(__file__).resolve().parent / "unit"
 
+# Files whose tests run first, in this order (the rest keep pytest's order). Counting tests collect
+# garbage, and a full collection scans everything the tests before it on the worker keep alive: seconds
+# each late in a run. The long ones next, so that no worker is left with one at the end (xdist hands out
+# tests in this order).
+RUN_FIRST = (
+    "test_reliability_memory.py",
+    "test_replicated.py",
+    "test_torch_device.py",
+    "test_codegen_memory.py",
+    "test_unit_tier.py",
+    "test_models.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(RUN_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(RUN_FIRST)))  # stable: files keep their order
+
 
 @pytest.fixture(scope="module")
 def plate_mini_module():
@@ -62,6 +80,19 @@ def _stage_texts_round_trip_on_every_compile():
 
     with checked_stages(compiler.STAGES):
         yield
+
+
+@pytest.fixture
+def frozen_heap():
+    """The test's cycle collections scan only the objects made after it started: the garbage earlier tests
+    left is collected once, then what lives on is frozen (gc.freeze) until the test ends. Late in a
+    worker's run a full collection scans everything its earlier tests keep alive: seconds each."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ simulator and are checked bit for bit against a reference written here with Pyth
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from fractions import Fraction
@@ -33,6 +34,8 @@ def ref_value(code: int) -> Fraction:
 
 
 POSITIVE = [(ref_value(c), c) for c in range(MAX_ENCODED + 1)]
+VALUES = [v for v, _ in POSITIVE]  # strictly increasing with the code: the nearest codes are x's two neighbours
+assert all(a < b for a, b in zip(VALUES, VALUES[1:]))
 
 
 def ref_encode(x: float, mode: str) -> int:
@@ -41,10 +44,12 @@ def ref_encode(x: float, mode: str) -> int:
     if math.isnan(x) or math.isinf(x):
         return MAX_ENCODED | sign
     ax = abs(Fraction(x))
+    above = bisect.bisect_right(VALUES, ax)  # the codes below it are <= |x| (code 0 is zero: at least one)
     if mode == "rtz":
-        return max(c for v, c in POSITIVE if v <= ax) | sign
-    best = min(POSITIVE, key=lambda vc: (abs(vc[0] - ax), vc[1] & 1))
-    return best[1] | sign
+        return (above - 1) | sign
+    neighbours = [c for c in (above - 1, above) if c <= MAX_ENCODED]
+    best = min(neighbours, key=lambda c: (abs(VALUES[c] - ax), c & 1))
+    return best | sign
 
 
 def ref_encode_all(xs, mode: str) -> np.ndarray:

@@ -32,6 +32,11 @@ def _mini(plate_mini_module):
     return plate_mini_module
 
 
+@pytest.fixture(autouse=True)
+def _frozen(frozen_heap):
+    """Each test collects garbage several times (directly and through the out-of-memory retry)."""
+
+
 @triton.jit
 def bump(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)

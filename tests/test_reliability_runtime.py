@@ -81,7 +81,9 @@ def test_an_endless_spin_stops_early_naming_the_kernel_and_the_loop(monkeypatch,
 
 
 def test_plate_max_steps_sets_the_budget_and_the_error_says_how_to_raise_it(monkeypatch):
-    out = torch.zeros(1, dtype=torch.int32, device="plate")
+    # 64 words, of which the one program stores one: no operand spans domains, so the launch runs no
+    # operand-placement estimate first (that one runs a runaway kernel to the default budget, 10**7 steps)
+    out = torch.zeros(64, dtype=torch.int32, device="plate")
     monkeypatch.setenv("PLATE_MAX_STEPS", "3000")
     with pytest.raises(SimulatorError, match="did not finish within 3000 instruction steps") as err:
         count_up[(1,)](out, 1)

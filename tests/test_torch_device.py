@@ -424,7 +424,7 @@ def test_placement_errors():
 
 
 # ---- errors ------------------------------------------------------------------------------------------
-def test_out_of_memory_names_size_and_capacity():
+def test_out_of_memory_names_size_and_capacity(frozen_heap):  # each failed allocation collects garbage
     assert torch.cuda.OutOfMemoryError is torch.OutOfMemoryError
     machine = get_device().machine
     capacity = machine.domain.hbm_bytes
