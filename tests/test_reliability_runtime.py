@@ -21,7 +21,7 @@ import triton_plate_backend.torch_device  # noqa: F401 - registers the plate dev
 from triton_plate_backend.binary_cache import CorruptCacheError, CorruptCacheWarning
 from triton_plate_backend.errors import MemoryFault, SimulatorError
 from triton_plate_backend.knobs import KnobError
-from triton_plate_backend.sim import runaway
+from triton_plate_backend.sim import estimate, runaway
 from triton_plate_backend.sim.device import get_device
 
 FIRST_WINDOW_END = runaway.WATCH_FIRST + runaway.WATCH_STEPS  # a budget only the detector beats
@@ -93,6 +93,24 @@ def test_plate_max_steps_sets_the_budget_and_the_error_says_how_to_raise_it(monk
     monkeypatch.setenv("PLATE_MAX_STEPS", "a lot")
     with pytest.raises(KnobError, match="PLATE_MAX_STEPS='a lot': expected a positive integer"):
         count_up[(1,)](out, 1)
+
+
+def test_the_operand_planners_run_keeps_the_launchs_step_budget(monkeypatch):
+    # one word: the store spans domains, so the launch first estimates its operands' placement with an
+    # address-only run, which must stop at PLATE_MAX_STEPS too, not run the runaway to the default 10**7 steps
+    budgets = []
+    real = estimate.execute
+
+    def spy(*args, **kwargs):
+        budgets.append(kwargs.get("max_steps"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(estimate, "execute", spy)
+    monkeypatch.setenv("PLATE_MAX_STEPS", "3000")
+    out = torch.zeros(1, dtype=torch.int32, device="plate")
+    with pytest.raises(SimulatorError, match="did not finish within 3000 instruction steps"):
+        count_up[(1,)](out, 1)
+    assert budgets and set(budgets) == {3000}
 
 
 def test_ctrl_c_interrupts_a_launch_and_the_device_stays_usable():

@@ -203,7 +203,7 @@ def _shadow(memory: DeviceMemory, program: Program, args, placement) -> DeviceMe
 
 
 def address_trace(
-    program: Program, grid, args, memory: DeviceMemory, machine=None, *, placement=None, max_steps=DEFAULT_MAX_STEPS
+    program: Program, grid, args, memory: DeviceMemory, machine=None, *, placement=None, max_steps=None
 ) -> Trace:
     """The trace of a launch from the address-only run (module docstring, step 1)."""
     machine = get_machine(machine if machine is not None else memory.machine)
@@ -211,9 +211,12 @@ def address_trace(
     return _address_run(program, grid, args, mem, machine, max_steps=max_steps)
 
 
-def _address_run(program, grid, args, memory, machine, *, max_steps=DEFAULT_MAX_STEPS, accesses=None) -> Trace:
+def _address_run(program, grid, args, memory, machine, *, max_steps=None, accesses=None) -> Trace:
     """``address_trace`` over ``memory`` as it is; ``accesses``: a list that gets each memory entry's
-    ``dma.Access`` (None where it has none), in the order of the trace's entries."""
+    ``dma.Access`` (None where it has none), in the order of the trace's entries. ``max_steps``: the
+    launch's own budget (PLATE_MAX_STEPS) unless given, so a runaway kernel stops here as soon as
+    its launch would, not after the default budget."""
+    max_steps = max_steps or knobs.max_steps() or DEFAULT_MAX_STEPS
     rules = address_rules(program)
     if accesses is not None:
         rules = [
