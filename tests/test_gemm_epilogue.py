@@ -1,7 +1,9 @@
 """A GEMM's prologue and epilogue code: the K loop's first loads issue before the accumulator's zero
-fill (prefetch.early), and the output tile is stored in the row pieces of its fp32 -> bf16
-conversion, each piece's store right after its conversion (passes/store_pieces.py). Both reorder
-or cut the code only: results are bit-identical to the code without them."""
+fill (prefetch.early), the output tile is stored in the row pieces of its fp32 -> bf16
+conversion, each piece's store right after its conversion (passes/store_pieces.py), and the K
+loop's last trip is lowered after the loop with its m.mma in row blocks, each block's conversion
+and store right after it (rules_scf.peeled_tail, passes/row_blocks.py). They reorder, cut or
+duplicate the code only: results are bit-identical to the code without them."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import triton
 import triton.language as tl
 from codegen_kernels.harness import MACHINE, compile_kernel, run
 
-from triton_plate_backend.passes import prefetch, store_pieces
+from triton_plate_backend.passes import prefetch, rules_scf, store_pieces
 
 
 @triton.jit
@@ -52,6 +54,7 @@ def _without(monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(prefetch, "early", lambda ctx, loop, pairs: False)
         m.setattr(store_pieces, "store", lambda *a, **k: False)
+        m.setattr(rules_scf, "peeled_tail", lambda ctx, loop, keep: None)
         return _program()
 
 
@@ -68,8 +71,13 @@ def test_the_first_loads_issue_before_the_zero_fill(monkeypatch):
     assert before.index("v.copy") < before.index("dma.load")  # what the transformation changed
 
 
+def _ran(names):
+    """The path where the K loop ran (its last trip and the epilogue end in the first halt)."""
+    return names[: names.index("halt") + 1]
+
+
 def test_the_store_follows_the_conversion_piece_by_piece(monkeypatch):
-    names = _names(_program())
+    names = _ran(_names(_program()))
     fcvt = [i for i, n in enumerate(names) if n == "v.fcvt"]
     stores = [i for i, n in enumerate(names) if n == "dma.store"]
     assert len(fcvt) == 4 and len(stores) == 4
@@ -77,10 +85,24 @@ def test_the_store_follows_the_conversion_piece_by_piece(monkeypatch):
     assert _names(_without(monkeypatch)).count("dma.store") == 1
 
 
-@pytest.mark.parametrize("m, n, k", [(256, 512, 96), (200, 300, 70), (130, 256, 0)])
+def test_the_last_trip_runs_in_row_blocks_each_followed_by_its_conversion_and_store():
+    """The loop's m.mma covers the tile (one instruction); the last trip's, after the loop, covers it
+    in 4 blocks of 32 rows, each followed by its conversion piece (32 rows of 256) and its store; the
+    path where the loop runs no trip converts and stores the zero fill, with no m.mma."""
+    names = _names(_program())
+    ran, none = _ran(names), names[names.index("halt") + 1 :]
+    loop = ran[: ran.index("bnz") + 1]
+    assert loop.count("m.mma") == 1
+    order = [n for n in ran[len(loop) :] if n in ("m.mma", "v.fcvt", "dma.store")]
+    assert order == ["m.mma", "v.fcvt", "dma.store"] * 4
+    assert "m.mma" not in none and none.count("v.fcvt") == 4 and none.count("dma.store") == 4
+
+
+@pytest.mark.parametrize("m, n, k", [(256, 512, 96), (200, 300, 70), (130, 256, 0), (128, 256, 20), (100, 256, 32)])
 def test_results_are_bit_identical_to_the_code_without_them(monkeypatch, m, n, k):
-    """Masked edges (rows and columns past M and N inside a tile, K not a multiple of BK) and a K
-    loop that runs no trip (its early loads empty, the zero fill stored)."""
+    """Masked edges (rows and columns past M and N inside a tile, K not a multiple of BK), a K
+    loop that runs no trip (its early loads empty, the zero fill stored), K smaller than one block
+    and K of one block (one trip: the last, straight after the guard)."""
     rng = np.random.default_rng(0)
     a = (rng.standard_normal((m, max(k, 1))).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
     b = (rng.standard_normal((max(k, 1), n)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)

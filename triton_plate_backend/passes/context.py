@@ -119,6 +119,9 @@ class Ctx:
         self.based_candidates = False  # a pointer tensor that could have been a BasedPtr was seen
         self.max_store_pieces: int | None = None  # cap on store_pieces' pieces (codegen lowers again on overflow)
         self.most_store_pieces = 0  # the most pieces one store was cut in
+        self.rest: list = []  # lower_ops' blocks being lowered, innermost last: [ops, index, end]
+        self.mma_rows: int | None = None  # set while a peeled last trip is lowered: m.mma in row blocks
+        self.last_trip = False  # set while a peeled last trip is lowered: its loads prefetch nothing
 
     def defining_op(self, value: Value) -> Op | None:
         return self.defs.get(value)
@@ -299,12 +302,38 @@ class Ctx:
     def lower_ops(self, block, terminators=()) -> Op | None:
         """Lower every op of a block; return its terminator if its name is in `terminators`
         (the caller lowers it)."""
-        for op in block.ops:
-            if op.name in terminators and op is block.ops[-1]:
-                return op
+        ops = block.ops
+        end = len(ops) - 1 if ops and ops[-1].name in terminators else len(ops)
+        frame = [ops, 0, end]  # what `take_rest` hands a rule: ops[i + 1 : end]
+        self.rest.append(frame)
+        try:
+            while frame[1] < frame[2]:
+                op = ops[frame[1]]
+                if self.demand is None or op in self.demand.live:
+                    self.lower_op(op)
+                frame[1] += 1
+        finally:
+            self.rest.pop()
+        return ops[end] if end < len(ops) else None
+
+    def rest_of_block(self) -> list[Op]:
+        """The ops after the one being lowered in its block, its terminator left out when the caller
+        lowers it (`lower_ops`' terminators)."""
+        ops, i, end = self.rest[-1]
+        return ops[i + 1 : end]
+
+    def take_rest(self) -> list[Op]:
+        """`rest_of_block`, which the rule being run now lowers itself (`lower_list`, once per path):
+        `lower_ops` then skips it."""
+        frame = self.rest[-1]
+        ops = frame[0][frame[1] + 1 : frame[2]]
+        frame[1] = frame[2] - 1
+        return ops
+
+    def lower_list(self, ops) -> None:
+        for op in ops:
             if self.demand is None or op in self.demand.live:
                 self.lower_op(op)
-        return None
 
     def lower_op(self, op: Op) -> None:
         saved_op, saved_loc = self.op, self.em.loc

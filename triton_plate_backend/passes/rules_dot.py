@@ -41,10 +41,14 @@ def mma(ctx, acc: View, a: View, b: View, prec: str) -> None:
             mma(ctx, acc.index(0, i), a.index(0, i), b.index(0, i), prec)
         return
     max_k = ctx.machine.core.matrix.max_k
-    k = a.shape[1]
-    for kk in range(0, k, max_k):
-        kn = min(max_k, k - kk)
-        ctx.emit("m.mma", acc, a.sub(1, kk, kn), b.sub(0, kk, kn), suffixes=(prec,))
+    k, m = a.shape[1], acc.shape[0]
+    rows = ctx.mma_rows or m  # a peeled last trip (rules_scf): row blocks the epilogue follows one by one
+    for r in range(0, m, rows):
+        n = min(rows, m - r)
+        block, a_rows = (acc, a) if n == m else (acc.sub(0, r, n), a.sub(0, r, n))
+        for kk in range(0, k, max_k):
+            kn = min(max_k, k - kk)
+            ctx.emit("m.mma", block, a_rows.sub(1, kk, kn), b.sub(0, kk, kn), suffixes=(prec,))
 
 
 def accumulate(ctx, op, c, a: View, b: View, prec: str) -> None:
