@@ -98,6 +98,19 @@ def test_the_last_trip_runs_in_row_blocks_each_followed_by_its_conversion_and_st
     assert "m.mma" not in none and none.count("v.fcvt") == 4 and none.count("dma.store") == 4
 
 
+def test_a_last_trip_that_overflows_sram_is_lowered_with_the_loop(monkeypatch):
+    """The last trip lowered apart keeps its staging tiles live with the output tile: on a core whose
+    SRAM holds the kernel only without that, codegen lowers the loop whole at the same depth."""
+    peeled = _program()
+    with monkeypatch.context() as m:
+        m.setattr(rules_scf, "peeled_tail", lambda ctx, loop, keep: None)
+        whole = _program()
+    assert whole.sram_bytes < peeled.sram_bytes
+    core = dataclasses.replace(MACHINE.core, sram_bytes=whole.sram_bytes)
+    names = _names(compile_kernel(gemm_kernel, SIG, TILE, machine=dataclasses.replace(MACHINE, core=core)))
+    assert names == _names(whole)
+
+
 @pytest.mark.parametrize("m, n, k", [(256, 512, 96), (200, 300, 70), (130, 256, 0), (128, 256, 20), (100, 256, 32)])
 def test_results_are_bit_identical_to_the_code_without_them(monkeypatch, m, n, k):
     """Masked edges (rows and columns past M and N inside a tile, K not a multiple of BK), a K

@@ -132,14 +132,17 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
     with the scalars the registers cannot hold kept in SRAM (`spill`); SRAM with its large pointer
     tensors kept as a scalar base and i32 offsets (`context.BasedPtr`). A kernel that fits as it is
     is lowered as it is."""
-    cap, spill_scalars, based, pieces = None, False, False, None
+    cap, spill_scalars, based, pieces, peel = None, False, False, None, True
     while True:
         ctx = Ctx(machine, func_name(module.kernel()), LOWERING, REJECTED, options)
         ctx.max_stages, ctx.based_pointers, ctx.max_store_pieces = cap, based, pieces
+        ctx.peel = peel
         try:
             return _lower_kernel(ctx, module, machine, spill_scalars)
         except (SramOverflow, RegisterOverflow) as e:
-            if isinstance(e, RegisterOverflow) and ctx.most_store_pieces:
+            if ctx.peeled:
+                peel = False  # a loop's peeled last trip keeps its staging tiles live with the epilogue's
+            elif isinstance(e, RegisterOverflow) and ctx.most_store_pieces:
                 pieces = ctx.most_store_pieces // 2  # a store's pieces hold DMA tokens: fewer before a stage
             elif ctx.deepest_stages > (1 if ctx.streaming_pipelined else 2):
                 cap, pieces = ctx.deepest_stages - 1, None

@@ -122,6 +122,8 @@ class Ctx:
         self.rest: list = []  # lower_ops' blocks being lowered, innermost last: [ops, index, end]
         self.mma_rows: int | None = None  # set while a peeled last trip is lowered: m.mma in row blocks
         self.last_trip = False  # set while a peeled last trip is lowered: its loads prefetch nothing
+        self.peel = True  # a K loop's last trip may be lowered apart (codegen lowers again without on overflow)
+        self.peeled = False  # some loop's last trip was
 
     def defining_op(self, value: Value) -> Op | None:
         return self.defs.get(value)

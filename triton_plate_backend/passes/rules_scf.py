@@ -112,7 +112,7 @@ def peeled_tail(ctx, op, keep) -> list | None:
     row blocks the epilogue follows (`row_blocks`); the ops are lowered once on each path (the loop
     ran, or ran no trip), so none of their results may be read after them."""
     body = op.regions[0].blocks[0]
-    if prefetch.PROGRAMS_ATTR in op.attrs or ctx.block_homes or not prefetch.candidates(ctx, op):
+    if not ctx.peel or prefetch.PROGRAMS_ATTR in op.attrs or ctx.block_homes or not prefetch.candidates(ctx, op):
         return None
     if prefetch.copies(ctx, op) != 1:
         return None
@@ -237,6 +237,7 @@ def _last_trip(ctx, op, last, none, keep, homes, prefetches, early, tail) -> Non
     body = op.regions[0].blocks[0]
     args, results = [body.args[1 + j] for j in keep], [op.results[j] for j in keep]
     ctx.em.place(last)
+    ctx.peeled = True
     ctx.dead -= defined_in(op)
     own(homes, args)
     for a, h in zip(args, homes):
