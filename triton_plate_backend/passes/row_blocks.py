@@ -5,8 +5,9 @@ last trip ends in one m.mma over the whole output tile, the epilogue's conversio
 store piece, `store_pieces`) waits for all of it, and only the store then runs under nothing.
 `rules_scf` lowers such a loop's last trip apart from the loop with its m.mma cut in row blocks
 (`rules_dot.mma`, ctx.mma_rows); `interleave` then moves each later instruction up over the blocks
-it does not depend on, so each block's conversion and store piece come right after it and the
-DMA-out engine moves rows while the matrix unit computes the next. Only the order changes (same
+it does not depend on (scalar work also over the waits for the blocks' operands and over buffers'
+definitions), so each block's conversion and store piece come right after it and the DMA-out
+engine moves rows while the matrix unit computes the next. Only the order changes (same
 instructions, each after everything it reads or overwrites), so results do not change."""
 
 from __future__ import annotations
@@ -66,11 +67,25 @@ def interleave(code: list, blocks: list) -> None:
     first = next((i for i, inst in enumerate(code) if id(inst) in ids), None)
     if first is None:
         return
+    waits = set()  # the waits for the blocks' operands just above them: scalar work moves over them too
+    while first > 0 and code[first - 1].mnemonic == "dma.wait":
+        first -= 1
+        waits.add(id(code[first]))
     out: list = []
     for inst in code[first:]:
         pos = len(out)
         if id(inst) not in ids and (x := _access(inst)) is not None:
-            while pos > 0 and id(out[pos - 1]) in ids and _independent(x, _access(out[pos - 1])):
+            scalar = _scalar(inst)
+            while pos > 0 and (
+                (id(out[pos - 1]) in ids and _independent(x, _access(out[pos - 1])))
+                or (scalar and (id(out[pos - 1]) in waits or out[pos - 1].mnemonic == ".def"))
+            ):
                 pos -= 1
         out.insert(pos, inst)
     code[first:] = out
+
+
+def _scalar(inst) -> bool:
+    """Scalar register work only: no tile, no DMA token, no memory (a wait does not delay it)."""
+    row = ISA.get(inst.mnemonic)
+    return row is not None and row.unit == "scalar" and all(od.kind in ("r", "rlist", "imm") for od in row.operands)
