@@ -85,17 +85,81 @@ def test_the_store_follows_the_conversion_piece_by_piece(monkeypatch):
     assert _names(_without(monkeypatch)).count("dma.store") == 1
 
 
-def test_the_last_trip_runs_in_row_blocks_each_followed_by_its_conversion_and_store():
-    """The loop's m.mma covers the tile (one instruction); the last trip's, after the loop, covers it
-    in 4 blocks of 32 rows, each followed by its conversion piece (32 rows of 256) and its store; the
-    path where the loop runs no trip converts and stores the zero fill, with no m.mma."""
+def test_the_last_trip_runs_after_the_loop_on_its_staging_tiles():
+    """The K loop's last trip runs after the loop: one m.mma over the tile as in the loop (a row block
+    of a floating-point m.mma would sum in another order), on the staging tiles (no copy), then the
+    conversion pieces and their stores; where the loop runs no trip the zero fill is converted and
+    stored, with no m.mma."""
     names = _names(_program())
     ran, none = _ran(names), names[names.index("halt") + 1 :]
-    loop = ran[: ran.index("bnz") + 1]
-    assert loop.count("m.mma") == 1
-    order = [n for n in ran[len(loop) :] if n in ("m.mma", "v.fcvt", "dma.store")]
-    assert order == ["m.mma", "v.fcvt", "dma.store"] * 4
+    loop, last = ran[: ran.index("bnz") + 1], ran[ran.index("bnz") + 1 :]
+    assert loop.count("m.mma") == 1 and last.count("m.mma") == 1 and "v.copy" not in last
+    order = [n for n in last if n in ("m.mma", "v.fcvt", "dma.store")]
+    assert order == ["m.mma"] + ["v.fcvt", "dma.store"] * 4
     assert "m.mma" not in none and none.count("v.fcvt") == 4 and none.count("dma.store") == 4
+
+
+@triton.jit
+def int_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid = tl.program_id(0)
+    num_n = tl.cdiv(N, BN)
+    rm = (pid // num_n) * BM + tl.arange(0, BM)
+    rn = (pid % num_n) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * K + rk[None, :]
+    b = b_ptr + rk[:, None] * N + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.int32)
+    for k in range(0, tl.cdiv(K, BK)):
+        left = K - k * BK
+        x = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < left), other=0)
+        y = tl.load(b, mask=(rk[:, None] < left) & (rn[None, :] < N), other=0)
+        acc += tl.dot(x, y)
+        a += BK
+        b += BK * N
+    c = c_ptr + rm[:, None] * N + rn[None, :]
+    tl.store(c, acc.to(tl.float32), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+INT_SIG = SIG | {"a_ptr": "*i8", "b_ptr": "*i8", "c_ptr": "*fp32"}
+
+
+def _int_program():
+    return compile_kernel(int_gemm_kernel, INT_SIG, TILE)
+
+
+def test_an_exact_last_trip_runs_in_row_blocks_each_followed_by_its_conversion_and_store():
+    """Integer products sum exactly: the last trip's m.mma runs in 4 blocks of 32 rows, each followed
+    by its conversion piece (32 rows of 256) and its store; the loop's m.mma covers the tile."""
+    names = _names(_int_program())
+    ran = _ran(names)
+    loop, last = ran[: ran.index("bnz") + 1], ran[ran.index("bnz") + 1 :]
+    assert loop.count("m.mma") == 1
+    convert = {n for n in last if n.startswith("v.")}
+    assert len(convert) == 1
+    order = [n for n in last if n in ("m.mma", "dma.store", *convert)]
+    assert order == ["m.mma", *convert, "dma.store"] * 4
+
+
+@pytest.mark.parametrize("m, n, k", [(200, 300, 70), (130, 256, 0), (128, 256, 20), (100, 256, 32)])
+def test_row_blocks_give_the_bits_of_the_whole_loop(monkeypatch, m, n, k):
+    """Masked edges, no trip, K below one block, one trip: the same results as the loop lowered whole,
+    and the exact integer products."""
+    rng = np.random.default_rng(1)
+    a = rng.integers(-128, 128, (m, max(k, 1)), dtype=np.int8)
+    b = rng.integers(-128, 128, (max(k, 1), n), dtype=np.int8)
+    grid = -(-m // TILE["BM"]) * -(-n // TILE["BN"])
+    outs = []
+    with monkeypatch.context() as mp:
+        for prog in (_int_program(), None):
+            if prog is None:
+                mp.setattr(rules_scf, "peeled_tail", lambda ctx, loop, keep: None)
+                prog = _int_program()
+            c = np.full((m, n), np.nan, np.float32)
+            (*_, got), _ = run(prog, grid, [a, b, c, m, n, k])
+            outs.append(got)
+    assert outs[0].tobytes() == outs[1].tobytes()
+    want = a.astype(np.int64)[:, :k] @ b.astype(np.int64)[:k]
+    np.testing.assert_array_equal(outs[0], want.astype(np.float32))
 
 
 def test_a_last_trip_that_overflows_sram_is_lowered_with_the_loop(monkeypatch):

@@ -42,7 +42,10 @@ Design
   strided loads that follow the loop counter are issued num_stages - 1 iterations ahead, one
   staging tile per iteration in flight across the back edge, the body lowered once per staging
   tile (the ISA's tile addresses are static) and, from num_stages 3 on, computing on the staging
-  tiles themselves.
+  tiles themselves. A K loop lowered as one copy (num_stages 2) whose tt.dot feeds the code after
+  it runs its last trip after the loop, m.mma in row blocks each followed by its share of that
+  code (`rules_scf.peeled_tail`, `row_blocks`): the epilogue's conversion and store overlap the
+  last trip's matrix work.
 - Calls: `passes/inline.py` inlines every tt.call before codegen (PLATE has no call).
 - Every instruction carries the source location of the op it came from; Program.name is the
   kernel's name.

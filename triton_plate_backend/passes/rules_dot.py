@@ -16,6 +16,7 @@ from ..ir.core import EnumAttr, IntAttr
 from .context import dtype_of
 from .emitter import View
 
+EXACT_SUMS = frozenset({"i8"})  # m.mma inputs whose products sum exactly (the int32 accumulator wraps)
 PRECISION_BY_INDEX = {0: "tf32", 1: "tf32x3", 2: "ieee", 3: "bf16x3", 4: "bf16x6"}
 
 
@@ -42,7 +43,11 @@ def mma(ctx, acc: View, a: View, b: View, prec: str) -> None:
         return
     max_k = ctx.machine.core.matrix.max_k
     k, m = a.shape[1], acc.shape[0]
-    rows = ctx.mma_rows or m  # a peeled last trip (rules_scf): row blocks the epilogue follows one by one
+    # a peeled last trip (rules_scf): row blocks the epilogue follows one by one, where they give the
+    # same bits: the simulator sums floating-point products in BLAS's order, which depends on the
+    # instruction's M and N (tests/test_gemm_epilogue.py), integer products sum exactly
+    exact = a.dtype in EXACT_SUMS and b.dtype in EXACT_SUMS
+    rows = ctx.mma_rows if ctx.mma_rows and exact else m
     for r in range(0, m, rows):
         n = min(rows, m - r)
         block, a_rows = (acc, a) if n == m else (acc.sub(0, r, n), a.sub(0, r, n))

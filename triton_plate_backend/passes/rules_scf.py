@@ -10,7 +10,10 @@ scf.for is rotated: one guard before the loop, the test at the bottom (signed co
 op carries `unsignedCmp`). Loads whose addresses follow the loop counter are software-pipelined
 (num_stages >= 2): `prefetch` issues each one num_stages - 1 iterations ahead, and the body is
 lowered once per staging tile, each copy but the last exiting when the counter reaches the
-bound."""
+bound. A loop whose body's tt.dot feeds the code after it (a GEMM's K loop and its epilogue) and
+whose body is one copy has its last trip lowered after the loop (`peeled_tail`), m.mma in row blocks
+the epilogue follows block by block (`row_blocks`); the epilogue is lowered once more where the
+loop runs no trip."""
 
 from __future__ import annotations
 
@@ -168,7 +171,7 @@ def _lower_scf_for(ctx, op):
         prefetches = prefetch.start(ctx, op, (iv, ub, step, pred, stype))
     n = prefetch.copies(ctx, op)
     exit_ = ctx.em.label("for_exit") if n > 1 else None
-    last = ctx.em.label("for_last") if tail is not None else None
+    last = end if tail is not None else None  # the last trip starts where the loop ends
     if last is not None:  # one trip: straight to the last
         ctx.emit("bz", _next_runs(ctx, iv, ub, step, pred, stype), last)
     ctx.em.place(top)
