@@ -140,6 +140,52 @@ def test_an_exact_last_trip_runs_in_row_blocks_each_followed_by_its_conversion_a
     assert order == ["m.mma", *convert, "dma.store"] * 4
 
 
+@triton.jit
+def two_loops_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Two K loops in a row, each with its epilogue: the first's peeled tail holds the second loop."""
+    pid = tl.program_id(0)
+    num_n = tl.cdiv(N, BN)
+    rm = (pid // num_n) * BM + tl.arange(0, BM)
+    rn = (pid % num_n) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    for out in tl.static_range(2):
+        a = a_ptr + rm[:, None] * K + rk[None, :]
+        b = b_ptr + rk[:, None] * N + rn[None, :]
+        acc = tl.zeros((BM, BN), dtype=tl.int32)
+        for k in range(0, tl.cdiv(K, BK)):
+            left = K - k * BK
+            x = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < left), other=0)
+            y = tl.load(b, mask=(rk[:, None] < left) & (rn[None, :] < N), other=0)
+            acc += tl.dot(x, y)
+            a += BK
+            b += BK * N
+        if out == 0:
+            tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float32), mask=mask)
+        else:
+            tl.store(d_ptr + rm[:, None] * N + rn[None, :], (acc * 2).to(tl.float32), mask=mask)
+
+
+def test_two_loops_in_a_row_each_peel_and_keep_the_bits(monkeypatch):
+    """The second loop is in the first one's tail, lowered on both of its paths, and peels there too:
+    4 epilogues, the exact products in both outputs, with K = 0 and K of several blocks."""
+    sig = INT_SIG | {"d_ptr": "*fp32"}
+    prog = compile_kernel(two_loops_kernel, sig, TILE)
+    names = _names(prog)
+    # the first loop and its 4 blocks, then the second loop and its blocks on both of the first's paths
+    assert names.count("halt") >= 4 and names.count("m.mma") == 5 + 2 * 5
+    rng = np.random.default_rng(2)
+    for m, n, k in [(150, 300, 70), (128, 256, 0)]:
+        a = rng.integers(-128, 128, (m, max(k, 1)), dtype=np.int8)
+        b = rng.integers(-128, 128, (max(k, 1), n), dtype=np.int8)
+        c, d = np.full((m, n), np.nan, np.float32), np.full((m, n), np.nan, np.float32)
+        grid = -(-m // TILE["BM"]) * -(-n // TILE["BN"])
+        (*_, got_c, got_d), _ = run(prog, grid, [a, b, c, d, m, n, k])
+        want = (a.astype(np.int64)[:, :k] @ b.astype(np.int64)[:k]).astype(np.float32)
+        np.testing.assert_array_equal(got_c, want)
+        np.testing.assert_array_equal(got_d, 2 * want)
+
+
 @pytest.mark.parametrize("m, n, k", [(200, 300, 70), (130, 256, 0), (128, 256, 20), (100, 256, 32)])
 def test_row_blocks_give_the_bits_of_the_whole_loop(monkeypatch, m, n, k):
     """Masked edges, no trip, K below one block, one trip: the same results as the loop lowered whole,

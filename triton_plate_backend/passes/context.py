@@ -119,7 +119,7 @@ class Ctx:
         self.based_candidates = False  # a pointer tensor that could have been a BasedPtr was seen
         self.max_store_pieces: int | None = None  # cap on store_pieces' pieces (codegen lowers again on overflow)
         self.most_store_pieces = 0  # the most pieces one store was cut in
-        self.rest: list = []  # lower_ops' blocks being lowered, innermost last: [ops, index, end]
+        self.rest: list = []  # op lists being lowered, innermost last: [ops, index, end, ops after]
         self.mma_rows: int | None = None  # set while a peeled last trip is lowered: m.mma in row blocks
         self.last_trip = False  # set while a peeled last trip is lowered: its loads prefetch nothing
         self.peel = True  # a K loop's last trip may be lowered apart (codegen lowers again without on overflow)
@@ -306,22 +306,13 @@ class Ctx:
         (the caller lowers it)."""
         ops = block.ops
         end = len(ops) - 1 if ops and ops[-1].name in terminators else len(ops)
-        frame = [ops, 0, end]  # what `take_rest` hands a rule: ops[i + 1 : end]
-        self.rest.append(frame)
-        try:
-            while frame[1] < frame[2]:
-                op = ops[frame[1]]
-                if self.demand is None or op in self.demand.live:
-                    self.lower_op(op)
-                frame[1] += 1
-        finally:
-            self.rest.pop()
+        self.lower_list(ops[:end], ops[end:])
         return ops[end] if end < len(ops) else None
 
     def rest_of_block(self) -> list[Op]:
         """The ops after the one being lowered in its block, its terminator left out when the caller
         lowers it (`lower_ops`' terminators)."""
-        ops, i, end = self.rest[-1]
+        ops, i, end, _ = self.rest[-1]
         return ops[i + 1 : end]
 
     def take_rest(self) -> list[Op]:
@@ -332,10 +323,20 @@ class Ctx:
         frame[1] = frame[2] - 1
         return ops
 
-    def lower_list(self, ops) -> None:
-        for op in ops:
-            if self.demand is None or op in self.demand.live:
-                self.lower_op(op)
+    def lower_list(self, ops, after=()) -> None:
+        """Lower these ops in order (a block's, or the ops after a loop a rule lowers itself); `after`:
+        the ops that follow them, which the caller lowers (a block's terminator)."""
+        ops = list(ops)
+        frame = [ops, 0, len(ops), list(after)]  # what `take_rest` hands a rule: ops[i + 1 : end]
+        self.rest.append(frame)
+        try:
+            while frame[1] < frame[2]:
+                op = ops[frame[1]]
+                if self.demand is None or op in self.demand.live:
+                    self.lower_op(op)
+                frame[1] += 1
+        finally:
+            self.rest.pop()
 
     def lower_op(self, op: Op) -> None:
         saved_op, saved_loc = self.op, self.em.loc

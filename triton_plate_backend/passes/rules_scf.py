@@ -125,8 +125,7 @@ def peeled_tail(ctx, op, keep) -> list | None:
     if not any(v in carried for o in tail for inner in o.walk() for v in inner.operands):
         return None
     made = {r for o in tail for inner in o.walk() for r in inner.results}
-    ops, _, end = ctx.rest[-1]
-    after = ops[end:]
+    after = ctx.rest[-1][3]
     if any(v in made for o in after for inner in o.walk() for v in inner.operands):
         return None
     return tail
@@ -257,13 +256,14 @@ def _last_trip(ctx, op, last, none, keep, homes, prefetches, early, tail) -> Non
     ctx.assign(list(zip(homes, [ctx.binding(term.operands[j]) for j in keep])))
     prefetch.finish(ctx, prefetches)
     ops = ctx.take_rest()
+    after = ctx.rest[-1][3]
     revive = {v for o in ops for inner in o.walk() for v in (*inner.results, *ctx.dies.get(inner, ()))}
     revive |= {v for o in ops for v in ctx.dies.get(o, ())}
     own(homes, results)
     for r, h in zip(results, homes):
         ctx.bind(r, h)
     start = len(ctx.em.code)
-    ctx.lower_list(ops)
+    ctx.lower_list(ops, after)
     row_blocks.interleave(ctx.em.code, blocks)
     merge = ctx.em.label("for_merge")
     ended = ctx.em.code[start:] and ctx.em.code[-1].mnemonic == "halt"
@@ -276,7 +276,7 @@ def _last_trip(ctx, op, last, none, keep, homes, prefetches, early, tail) -> Non
     own(homes, results)
     for r, h in zip(results, homes):
         ctx.bind(r, h)
-    ctx.lower_list(ops)
+    ctx.lower_list(ops, after)
     ctx.em.place(merge)
 
 
