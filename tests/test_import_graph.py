@@ -134,6 +134,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.passes.reduction",
         f"{TPB}.passes.prefetch",
         f"{TPB}.passes.store_pieces",
+        f"{TPB}.passes.row_blocks",
         f"{TPB}.passes.persistent",
         f"{TPB}.passes.rules_access",
         f"{TPB}.passes.rules_arith",
