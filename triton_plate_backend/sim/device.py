@@ -27,6 +27,7 @@ from ..errors import PlateError
 from ..machine import Machine, get_machine
 from .clock import Clock
 from .memory import DeviceMemory
+from .persistent_runs import PersistentRuns
 
 DEVICE_COUNT = 1  # one simulated system per process; a multi-chip preset is still one device
 
@@ -56,6 +57,7 @@ class Device:
         self._estimates: list | None = None  # inside estimating(): the Estimates of the launches
         self._operands = None  # sim.operands.OperandPlanner, made at the first affinity launch
         self.operand_moves: deque = deque(maxlen=256)  # the operand placement changes launches made (sim/operands.py)
+        self._persistent_runs = PersistentRuns()  # traces of persistent launches, for their repeats
 
     def __repr__(self) -> str:
         return f"Device({self.index}, machine={self.machine.name!r}, clock_ns={self.clock_ns:g})"
@@ -147,6 +149,7 @@ class Device:
         defer_timing: bool = False,
         sanitize=(),
         max_steps: int | None = None,
+        as_written=None,
     ):
         """Run ``program`` over ``grid`` with runtime ``args`` (Program.args order: ints for
         pointers and integers, floats for floats) and return its Profile.
@@ -161,7 +164,10 @@ class Device:
         write only). A launch that raises leaves nothing behind: no registered host buffer, nothing
         waiting on the clock. ``sanitize``: sanitizer modes for this launch ("race", "init";
         sim/sanitizer.py); a launch with findings raises SanitizerError after running, without timing.
-        Inside ``estimating()`` a launch is estimated by the cost model (sim/estimate.py), not run."""
+        Inside ``estimating()`` a launch is estimated by the cost model (sim/estimate.py), not run.
+        ``as_written``: (grid, args) of the same launch run one program per grid element, for a
+        persistent kernel's launch (launcher.py): a repeat of a launch whose trace reads no data runs
+        that way, with the kept trace of the first (sim/persistent_runs.py)."""
         from .affinity import AFFINITY, resolve_policy
         from .estimate import estimate_launch
         from .executor import execute
@@ -200,16 +206,37 @@ class Device:
                     self._clock.set_last_profile(None)  # a launch, estimated: it has no Profile
                     self.launches += 1
                     return None
-                trace = execute(
-                    program,
-                    grid,
-                    list(args),
-                    self.memory,
-                    self.machine,
-                    record_trace=True,
-                    sanitize=sanitize,
-                    max_steps=max_steps,
-                )
+                key = None
+                if as_written is not None and not sanitize:
+                    key = self._persistent_runs.key(program, grid, list(args), self.memory)
+                trace = None if key is None else self._persistent_runs.get(key, program)
+                if trace is not None:
+                    grid_w, args_w = as_written[0], list(as_written[1])
+                    live = self._persistent_runs.live(key, program, grid_w, args_w, self.memory, self.machine)
+                    if live is None or live.size:
+                        execute(
+                            program,
+                            grid_w,
+                            args_w,
+                            self.memory,
+                            self.machine,
+                            record_trace=False,
+                            max_steps=max_steps,
+                            programs=live,
+                        )
+                else:
+                    trace = execute(
+                        program,
+                        grid,
+                        list(args),
+                        self.memory,
+                        self.machine,
+                        record_trace=True,
+                        sanitize=sanitize,
+                        max_steps=max_steps,
+                    )
+                    if key is not None:
+                        self._persistent_runs.keep(key, program, trace)
             finally:
                 for base in registered:
                     self.memory.free(base)
