@@ -170,7 +170,6 @@ class Device:
         that way, with the kept trace of the first (sim/persistent_runs.py)."""
         from .affinity import AFFINITY, resolve_policy
         from .estimate import estimate_launch
-        from .executor import execute
         from .operands import drop_written_replicas
         from .timing import POLICIES, CoreMapping, simulate_timing
 
@@ -206,37 +205,7 @@ class Device:
                     self._clock.set_last_profile(None)  # a launch, estimated: it has no Profile
                     self.launches += 1
                     return None
-                key = None
-                if as_written is not None and not sanitize:
-                    key = self._persistent_runs.key(program, grid, list(args), self.memory)
-                trace = None if key is None else self._persistent_runs.get(key, program)
-                if trace is not None:
-                    grid_w, args_w = as_written[0], list(as_written[1])
-                    live = self._persistent_runs.live(key, program, grid_w, args_w, self.memory, self.machine)
-                    if live is None or live.size:
-                        execute(
-                            program,
-                            grid_w,
-                            args_w,
-                            self.memory,
-                            self.machine,
-                            record_trace=False,
-                            max_steps=max_steps,
-                            programs=live,
-                        )
-                else:
-                    trace = execute(
-                        program,
-                        grid,
-                        list(args),
-                        self.memory,
-                        self.machine,
-                        record_trace=True,
-                        sanitize=sanitize,
-                        max_steps=max_steps,
-                    )
-                    if key is not None:
-                        self._persistent_runs.keep(key, program, trace)
+                trace, kept = self._run(program, grid, args, sanitize, max_steps, as_written)
             finally:
                 for base in registered:
                     self.memory.free(base)
@@ -244,7 +213,7 @@ class Device:
                 drop_written_replicas(trace, program, args, self.memory)
             if defer_timing:
                 self.launches += 1
-                self._clock.add_untimed(trace, policy)
+                self._clock.add_untimed(trace if kept is None else kept, policy)
                 return None
             profile = simulate_timing(trace, self.machine, policy=policy, collect_events=bool(trace_path))
             self.launches += 1
@@ -252,6 +221,43 @@ class Device:
             if trace_path:
                 profile.write_trace(_trace_file(trace_path, self.launches, program.name))
             return profile
+
+    def _run(self, program, grid, args, sanitize, max_steps, as_written):
+        """(the launch's trace, its packed form when it is a kept one): the launch run, or for a
+        repeat of a kept persistent launch the launch as written, untraced (sim/persistent_runs.py)."""
+        from .executor import execute
+
+        runs = self._persistent_runs
+        key = None if as_written is None or sanitize else runs.key(program, grid, list(args), self.memory)
+        trace = None if key is None else runs.get(key, program)
+        if trace is None:
+            trace = execute(
+                program,
+                grid,
+                list(args),
+                self.memory,
+                self.machine,
+                record_trace=True,
+                sanitize=sanitize,
+                max_steps=max_steps,
+            )
+            if key is not None:
+                runs.keep(key, program, trace)
+            return trace, None
+        grid_w, args_w = as_written[0], list(as_written[1])
+        live = runs.live(key, program, grid_w, args_w, self.memory, self.machine)
+        if live is None or live.size:
+            execute(
+                program,
+                grid_w,
+                args_w,
+                self.memory,
+                self.machine,
+                record_trace=False,
+                max_steps=max_steps,
+                programs=live,
+            )
+        return trace, runs.packed(key, program)
 
 
 def _trace_file(setting: str, launch_number: int, kernel: str) -> str:

@@ -38,7 +38,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .data_flow import trace_reads_no_data
-from .trace import Trace
+from .trace import PackedTrace, Trace
 
 KEPT = 8  # recent launches' traces kept
 KEPT_BYTES = 64 << 20  # ... and at most this many bytes of them (Trace.nbytes)
@@ -48,7 +48,8 @@ class PersistentRuns:
     """The traces of recent persistent launches whose trace reads no memory data (module docstring)."""
 
     def __init__(self):
-        self._traces: OrderedDict = OrderedDict()  # key -> [program, trace, nbytes, live programs or None]
+        # key -> [program, trace, nbytes, live programs (None: not found yet), packed trace (None: not yet)]
+        self._traces: OrderedDict = OrderedDict()
         self._no_data: dict[int, tuple] = {}  # id(program) -> (program, trace_reads_no_data)
 
     def key(self, program, grid, args, memory) -> tuple | None:
@@ -82,11 +83,20 @@ class PersistentRuns:
         self._traces.move_to_end(key)
         return hit[1]
 
+    def packed(self, key, program) -> PackedTrace | None:
+        """The kept trace packed, once (what the clock compares and keeps a repeat by)."""
+        hit = self._traces.get(key)
+        if hit is None or hit[0] is not program:
+            return None
+        if hit[4] is None:
+            hit[4] = hit[1].pack()
+        return hit[4]
+
     def keep(self, key, program, trace: Trace) -> None:
         nbytes = trace.nbytes()
         if nbytes > KEPT_BYTES:
             return
-        self._traces[key] = [program, trace, nbytes, None]
+        self._traces[key] = [program, trace, nbytes, None, None]
         self._traces.move_to_end(key)
         while len(self._traces) > KEPT or sum(h[2] for h in self._traces.values()) > KEPT_BYTES:
             self._traces.popitem(last=False)
