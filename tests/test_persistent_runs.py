@@ -1,6 +1,6 @@
-"""sim/persistent_runs.py and sim/data_flow.py: a persistent launch repeated over the same layout runs
-as written (only the programs that store anything) and is timed from the first run's trace, which
-equals the trace its own persistent run records."""
+"""sim/persistent_runs.py and sim/data_flow.py: a persistent launch whose trace reads no data runs as
+written (only the programs that store anything) and is timed from the address-only run's trace, kept
+for its repeats over the same layout; that trace equals the one its own persistent run records."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def _fresh_trace(mini, program, grid, args):
     return executor.execute(program, grid, args, mini.memory, mini.machine)
 
 
-def test_a_repeat_runs_as_written_and_is_timed_from_the_first_runs_trace(mini, monkeypatch):
+def test_a_launch_runs_as_written_and_is_timed_from_the_kept_trace(mini, monkeypatch):
     n = 4096  # past the launcher's priced size on plate-mini: the persistent loop runs
     runs = Runs(monkeypatch, mini, "double_kernel")
     times = []
@@ -92,9 +92,8 @@ def test_a_repeat_runs_as_written_and_is_timed_from_the_first_runs_trace(mini, m
         del keep
     program, grid, args, as_written = runs.launches[-1]
     assert grid != (n, 1, 1) and as_written[0] == (n, 1, 1)
-    # the first launch ran the persistent loop traced; the repeats ran the grid as written, untraced
-    assert runs.runs[0] == (grid, True, None)
-    assert [r[:2] for r in runs.runs[1:]] == [((n, 1, 1), False)] * 2
+    # every launch ran the grid as written, untraced (the trace: the first's address-only run, kept)
+    assert runs.runs == [((n, 1, 1), False, n)] * 3
     assert times[0] == times[1] == times[2]
     # the kept trace is the one this launch's own persistent run records, and times the same
     kept = mini._persistent_runs.get(mini._persistent_runs.key(program, grid, args, mini.memory), program)
@@ -119,7 +118,7 @@ def test_programs_that_store_nothing_are_left_out_of_the_run_as_written(mini, mo
         times.append(mini.last_profile.time_ns)
     assert times[0] == times[1] == times[2]
     live = (nx // block) * (ny // block)  # 8 of the 512 programs touch the tensors
-    assert runs.runs[-1] == ((nx, ny, 1), False, live)
+    assert runs.runs == [((nx, ny, 1), False, live)] * 3
 
 
 def test_a_trace_that_reads_data_is_never_reused(mini, monkeypatch):

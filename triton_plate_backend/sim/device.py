@@ -230,6 +230,8 @@ class Device:
         runs = self._persistent_runs
         key = None if as_written is None or sanitize else runs.key(program, grid, list(args), self.memory)
         trace = None if key is None else runs.get(key, program)
+        if trace is None and key is not None:
+            trace = runs.first(key, program, grid, list(args), self.memory, self.machine, max_steps)
         if trace is None:
             trace = execute(
                 program,

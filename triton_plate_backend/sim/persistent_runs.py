@@ -1,4 +1,4 @@
-"""A persistent launch run again: its trace from the run before, its results from the kernel as written.
+"""A persistent launch whose trace reads no data: timed from a kept trace, run as written.
 
 A persistent kernel (passes/persistent.py) runs a few launched programs, one per core, each looping
 over a run of the grid's programs; its loop is software-pipelined, so the executor steps it trip by
@@ -7,29 +7,30 @@ trip for each group of launched programs (2048 trips of 32 programs for a 65536-
 The pipelined loop issues a trip's loads ahead of earlier trips' stores and carries tiles from one
 trip to the next, so its trips cannot be stepped as one batch of instances in the loop's own code.
 
-Two facts make the repeat cheap without changing what is computed or timed:
+Two facts let the launch run otherwise without changing what is computed or timed:
 
 - the trips are the grid's programs, independent by construction (that is what the pass and its
   pipelining assume), so running the kernel as written over the grid (one program per launched
   program, ``launcher._one_each``) writes the same results;
 - when the program's control flow, addresses and masks read no memory data
   (``data_flow.trace_reads_no_data``), its trace (what the timing model reads: control flow,
-  elements, runs and bytes by home domain, no address) depends only on the program, the launched
-  grid, the integer and float arguments, and for each pointer argument its offset in its allocation
-  and that allocation's size and placement (a home domain follows the offset in the allocation,
-  sim/memory.py), as long as every access stays in the allocation of the pointer it comes from
-  (a kernel that reads another tensor through an out-of-bounds pointer is out of contract).
+  elements, runs and bytes by home domain, no address) is the address-only run's (sim/estimate.py:
+  no vector work, no data moved; the same entries as the functional run's), and depends only on the
+  program, the launched grid, the integer and float arguments, and for each pointer argument its
+  offset in its allocation and that allocation's size and placement (a home domain follows the
+  offset in the allocation, sim/memory.py), as long as every access stays in the allocation of the
+  pointer it comes from (a kernel that reads another tensor through an out-of-bounds pointer is out
+  of contract).
 
-So a launch with the same key as one kept here runs as written, untraced, and hands the timing
-model the kept trace: the Profile is the one the persistent run records. The first launch of a key
-runs the persistent loop as before and keeps its trace. A few recent traces are kept (``KEPT``).
+So such a launch takes its trace from the address-only run of the persistent launch (``first``),
+kept by that key for its repeats (``KEPT`` recent ones), and runs as written, untraced: the Profile
+is the one the persistent run records.
 
 A program whose every store is masked off writes nothing (such a kernel has no atomics, prints or
-asserts: `trace_reads_no_data`), so the run as written leaves it out: the first repeat finds which
-programs store anything from the address-only run of the launch as written (sim/estimate.py: no
-vector work, no data moved; its masks are the functional run's, they read no data) and keeps that
-list with the trace (``live``). A 512 x 256 grid of 64 x 64 tiles over a 512 x 256 tensor runs 32
-programs of its 131,072."""
+asserts: `trace_reads_no_data`), so the run as written leaves it out: the programs that store
+anything come from the address-only run of the launch as written (its masks are the functional
+run's, they read no data), kept with the trace (``live``). A 512 x 256 grid of 64 x 64 tiles over a
+512 x 256 tensor runs 32 programs of its 131,072."""
 
 from __future__ import annotations
 
@@ -121,3 +122,17 @@ class PersistentRuns:
             stored = [e.programs[e.elements > 0] for e in written.entries if outbound[e.pc] and e.elements is not None]
             hit[3] = np.unique(np.concatenate(stored)) if stored else np.zeros(0, np.int64)
         return None if hit[3] is False else hit[3]
+
+    def first(self, key, program, grid, args, memory, machine, max_steps) -> Trace | None:
+        """The first launch of a key: its trace from the address-only run of the launch (sim/estimate.py:
+        the functional run's trace, without its vector work or data moved), kept; None when that run
+        cannot tell (the launch then runs for real)."""
+        from ..errors import PlateError
+        from .estimate import address_trace
+
+        try:
+            trace = address_trace(program, grid, args, memory, machine, max_steps=max_steps)
+        except PlateError:
+            return None
+        self.keep(key, program, trace)
+        return trace
