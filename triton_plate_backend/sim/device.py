@@ -166,8 +166,8 @@ class Device:
         sim/sanitizer.py); a launch with findings raises SanitizerError after running, without timing.
         Inside ``estimating()`` a launch is estimated by the cost model (sim/estimate.py), not run.
         ``as_written``: (grid, args) of the same launch run one program per grid element, for a
-        persistent kernel's launch (launcher.py): a repeat of a launch whose trace reads no data runs
-        that way, with the kept trace of the first (sim/persistent_runs.py)."""
+        persistent kernel's launch (launcher.py): a launch whose trace reads no data runs that way,
+        timed from the address-only run's trace, kept for its repeats (sim/persistent_runs.py)."""
         from .affinity import AFFINITY, resolve_policy
         from .estimate import estimate_launch
         from .operands import drop_written_replicas
