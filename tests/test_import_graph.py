@@ -104,6 +104,8 @@ FLOORS: dict[str, int] = {
         f"{TPB}.sim.profile",
         f"{TPB}.sim.timing",
         f"{TPB}.sim.estimate",
+        f"{TPB}.sim.data_flow",
+        f"{TPB}.sim.persistent_runs",
         f"{TPB}.sim.clock",
         f"{TPB}.sim.device",
         f"{TPB}.sim.footprints",
