@@ -783,3 +783,28 @@ def test_the_level0_inputs_over_runs_of_entries_match_entry_by_entry(monkeypatch
             )
     assert results[:2] == results[2:]
     assert all(r[6] == r[7] for r in results)
+
+
+def test_the_cycle_collector_is_paused_inside_and_restored_after():
+    """sim.host.cycle_collection_paused: off inside (nested blocks too), back as it was after, also
+    when the block raises; a block entered with the collector off leaves it off."""
+    import gc
+
+    from triton_plate_backend.sim.host import cycle_collection_paused
+
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with pytest.raises(ValueError):
+            with cycle_collection_paused():
+                with cycle_collection_paused():
+                    assert not gc.isenabled()
+                assert not gc.isenabled()
+                raise ValueError
+        assert gc.isenabled()
+        gc.disable()
+        with cycle_collection_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
