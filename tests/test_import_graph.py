@@ -94,6 +94,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.sim.sem_scalar",
         f"{TPB}.sim.sem_tile",
         f"{TPB}.sim.parallel",
+        f"{TPB}.sim.host",
         f"{TPB}.sim.sem_matrix",
         f"{TPB}.sim.sem_memory",
         f"{TPB}.sim.semantics",

@@ -64,6 +64,7 @@ class PlateLauncher:
             launch_enter_hook(launch_metadata)
         from .sim.device import get_device
         from .sim.estimate import shared_estimates
+        from .sim.host import cycle_collection_paused
 
         grid = check_grid(self.name, gridX, gridY, gridZ)
         device = get_device(function.device)
@@ -75,7 +76,8 @@ class PlateLauncher:
             )
         values, host_buffers = bind_arguments(self.name, function.program, self.signature, args, device)
         sanitize = knobs.sanitize()
-        with shared_estimates():  # the persistent gate's estimate of the launch is the operand planner's too
+        # the persistent gate's estimate of the launch is the operand planner's too
+        with cycle_collection_paused(), shared_estimates():
             as_written = None  # a persistent launch: the same launch, one program per grid element
             if all(grid) and is_persistent(function.program):
                 as_written = (grid, _one_each(function.program, grid, values))

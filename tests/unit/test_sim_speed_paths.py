@@ -710,3 +710,101 @@ def test_divs_rems_of_non_negative_by_positive_match_the_general_rule(dt, op):
         on_fast = nx.from_word(x, dt).min() >= 0 and nx.from_word(y, dt).min() > 0
         fast, general = fast + on_fast, general + (not on_fast)
     assert fast == 1 and general == 4
+
+
+def _reference_aggregate(trace, machine, core_of, pcs, issues):
+    """timing._aggregate as it was: every non-DMA entry's cost added to its programs' table row."""
+    C, D = machine.total_cores, machine.total_domains
+    comp, issued, moved = np.zeros(C), np.zeros((2, C)), np.zeros((2, C))
+    read, write = np.zeros((D, D)), np.zeros((D, D))
+    rate = machine.core.dma.bytes_per_cycle
+    compute = {}
+    for entry in trace.entries:
+        p = pcs[entry.pc]
+        if p.kind != "dma":
+            acc = compute.get(id(entry.programs))
+            if acc is None:
+                compute[id(entry.programs)] = [entry.programs, p.cost]
+            else:
+                acc[1] += p.cost
+            continue
+        cs = core_of[np.asarray(entry.programs, dtype=np.int64)]
+        issue = issues[id(entry)]
+        bbd = entry.bytes_by_domain if entry.bytes_by_domain is not None else np.zeros((len(cs), D))
+        issued[p.engine // 2] += np.bincount(cs, weights=issue, minlength=C)
+        moved[p.engine // 2] += np.bincount(cs, weights=bbd.sum(axis=1) / rate, minlength=C)
+        onehot = np.zeros((D, len(cs)))
+        onehot[cs // machine.domain.cores, np.arange(len(cs))] = 1.0
+        mat = write if p.outbound else read
+        mat += onehot @ bbd
+    for progs, total in compute.values():
+        comp += np.bincount(core_of[np.asarray(progs, dtype=np.int64)], minlength=C) * total
+    return comp, cost.dma_engine_bound(issued, moved), read, write
+
+
+@pytest.mark.parametrize("launched, rows", [(4, 18), (300, 601)])
+def test_the_level0_inputs_over_runs_of_entries_match_entry_by_entry(monkeypatch, launched, rows):
+    """mapped() with each run of non-DMA entries of one programs array summed before it meets the table,
+    and issue cycles kept as computed when already one per program: the same compute, engine and byte
+    sums, bound, issue cycles and FLOPs (bit for bit) as entry by entry, over persistent launches whose
+    programs run different trip counts (contexts interleaved), x replicated (the replica column folded)."""
+    from triton_plate_backend.sim import timing
+
+    program = _persistent_vec_add()
+    n = 256 * rows - 37
+    results = []
+    for reference in (False, True):
+        if reference:
+            monkeypatch.setattr(timing, "_aggregate", _reference_aggregate)
+        for placement in ("blocked", "replicated"):
+            mem = DeviceMemory(MACHINE)
+            ptrs = [mem.alloc(4 * n, placement=p).base for p in (placement, "blocked", "interleaved")]
+            trace = executor.execute(program, launched, [*ptrs, n, launched, rows], mem, MACHINE)
+            if not reference:
+                assert any(e.bytes_by_domain is not None and e.bytes_by_domain[:, -1].any() for e in trace.entries) == (
+                    placement == "replicated"
+                )
+            m = mapped(trace, MACHINE, "round_robin")
+            dmas = [e for e in m.trace.entries if id(e) in m.issues]
+            issues = [m.issues[id(e)] for e in dmas]
+            assert dmas and all(i.shape == (len(e.programs),) for i, e in zip(issues, dmas))
+            flops = estimate.model(trace, MACHINE, policy="round_robin").flops
+            results.append(
+                (
+                    m.compute.tobytes(),
+                    m.engines.tobytes(),
+                    m.read.tobytes(),
+                    m.write.tobytes(),
+                    m.bound,
+                    b"".join(i.astype(np.float64).tobytes() for i in issues),
+                    flops,
+                    float(sum(m.pcs[e.pc].flops * len(e.programs) for e in m.trace.entries)),
+                )
+            )
+    assert results[:2] == results[2:]
+    assert all(r[6] == r[7] for r in results)
+
+
+def test_the_cycle_collector_is_paused_inside_and_restored_after():
+    """sim.host.cycle_collection_paused: off inside (nested blocks too), back as it was after, also
+    when the block raises; a block entered with the collector off leaves it off."""
+    import gc
+
+    from triton_plate_backend.sim.host import cycle_collection_paused
+
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with pytest.raises(ValueError):
+            with cycle_collection_paused():
+                with cycle_collection_paused():
+                    assert not gc.isenabled()
+                assert not gc.isenabled()
+                raise ValueError
+        assert gc.isenabled()
+        gc.disable()
+        with cycle_collection_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -27,6 +27,7 @@ import time
 from collections import OrderedDict, deque
 
 from ..machine import Machine, MiB
+from .host import cycle_collection_paused
 from .profile import Profile
 from .timing import simulate_timing
 from .trace import PackedTrace, Trace
@@ -129,7 +130,8 @@ class Clock:
     def profile(self, launch: Launch, own: bool | None = None) -> Profile:
         """The launch's Profile; ``own`` (default: for the last launch) a copy of its own."""
         if launch.profile is None:
-            launch.profile, launch.shared = self._time(launch, own=launch is self._last if own is None else own)
+            with cycle_collection_paused():
+                launch.profile, launch.shared = self._time(launch, own=launch is self._last if own is None else own)
             self._waiting_bytes -= launch.nbytes
             launch.trace, launch.nbytes = None, 0
         return launch.profile

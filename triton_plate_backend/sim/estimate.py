@@ -470,7 +470,8 @@ def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Es
     n = trace.num_programs
     m = mapped(trace, machine, policy)
     trace, core_of, pcs, issues, read, write, bound = m.trace, m.core_of, m.pcs, m.issues, m.read, m.write, m.bound
-    flops = float(sum(pcs[e.pc].flops * len(e.programs) for e in trace.entries))
+    per_pc = [p.flops for p in pcs]  # whole numbers: the sum of the nonzero terms is the same
+    flops = float(sum(per_pc[e.pc] * len(e.programs) for e in trace.entries if per_pc[e.pc]))
     per_core = _core_times(trace, machine, pcs, core_of, issues)
     cycles = max(float(per_core.max(initial=0.0)), bound.cycles)
     kind = BOUND_NAMES.get(bound.binding, bound.binding) if cycles <= LATENCY_MARGIN * bound.cycles else "latency"

@@ -155,10 +155,11 @@ def fold_replicas(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list
     domain of chip 0 for a write or an atomic (a write updates every copy)."""
     D = machine.total_domains
     entries, done = [], {}
+    keep = entries.append
     for e in trace.entries:
         bbd = e.bytes_by_domain
-        if bbd is None or bbd.shape[1] == D:
-            entries.append(e)
+        if bbd is None or bbd.shape[1] == D:  # most entries (every scalar one): one test, one append
+            keep(e)
             continue
         key = (id(bbd), id(e.programs), pcs[e.pc].outbound)
         new = done.get(key)
@@ -179,8 +180,16 @@ def fold_replicas(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list
 def _issue(machine: Machine, trace: Trace, entry, n: int) -> np.ndarray:
     """Issue cycles of a DMA entry, one per program."""
     dyn = {"runs": entry.runs, "elements": entry.elements}
-    issue = cost.inst_cost(machine, trace.program.instrs[entry.pc], trace.program, **dyn)
-    return np.broadcast_to(np.asarray(issue, dtype=np.float64), (n,))
+    issue = np.asarray(cost.inst_cost(machine, trace.program.instrs[entry.pc], trace.program, **dyn), dtype=np.float64)
+    return issue if issue.shape == (n,) else np.broadcast_to(issue, (n,))  # already one per program: as it is
+
+
+def _add_cost(compute: dict, programs, total: float) -> None:
+    acc = compute.get(id(programs))
+    if acc is None:
+        compute[id(programs)] = [programs, total]
+    else:
+        acc[1] += total
 
 
 def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc], issues: dict):
@@ -190,15 +199,22 @@ def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc
     read, write = np.zeros((D, D)), np.zeros((D, D))
     rate = machine.core.dma.bytes_per_cycle
     compute = {}  # id(programs) -> [programs, summed cost]: entries of one context share the array
+    dma = [p.kind == "dma" for p in pcs]
+    costs = [p.cost for p in pcs]
+    # consecutive non-DMA entries of one programs array (a basic block's scalar and compute rows) are
+    # summed in a local before they meet the table: costs are whole cycles, exact in any grouping
+    run_of, run = None, 0.0
     for entry in trace.entries:
-        p = pcs[entry.pc]
-        if p.kind != "dma":
-            acc = compute.get(id(entry.programs))
-            if acc is None:
-                compute[id(entry.programs)] = [entry.programs, p.cost]
-            else:
-                acc[1] += p.cost
+        pc = entry.pc
+        if not dma[pc]:
+            if entry.programs is run_of:
+                run += costs[pc]
+                continue
+            if run_of is not None:
+                _add_cost(compute, run_of, run)
+            run_of, run = entry.programs, costs[pc]
             continue
+        p = pcs[pc]
         cs = core_of[np.asarray(entry.programs, dtype=np.int64)]
         issue = issues[id(entry)]
         bbd = entry.bytes_by_domain if entry.bytes_by_domain is not None else np.zeros((len(cs), D))
@@ -208,6 +224,8 @@ def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc
         onehot[cs // machine.domain.cores, np.arange(len(cs))] = 1.0
         mat = write if p.outbound else read
         mat += onehot @ bbd
+    if run_of is not None:
+        _add_cost(compute, run_of, run)
     for progs, total in compute.values():  # costs are whole cycles: the sums are exact in any order
         comp += np.bincount(core_of[np.asarray(progs, dtype=np.int64)], minlength=C) * total
     return comp, cost.dma_engine_bound(issued, moved), read, write
