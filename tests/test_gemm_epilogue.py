@@ -1,7 +1,9 @@
 """A GEMM's prologue and epilogue code: the K loop's first loads issue before the accumulator's zero
-fill (prefetch.early), and the output tile is stored in the row pieces of its fp32 -> bf16
-conversion, each piece's store right after its conversion (passes/store_pieces.py). Both reorder
-or cut the code only: results are bit-identical to the code without them."""
+fill (prefetch.early), the output tile is stored in the row pieces of its fp32 -> bf16
+conversion, each piece's store right after its conversion (passes/store_pieces.py), and the K
+loop's last trip is lowered after the loop with its m.mma in row blocks, each block's conversion
+and store right after it (rules_scf.peeled_tail, passes/row_blocks.py). They reorder, cut or
+duplicate the code only: results are bit-identical to the code without them."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import triton
 import triton.language as tl
 from codegen_kernels.harness import MACHINE, compile_kernel, run
 
-from triton_plate_backend.passes import prefetch, store_pieces
+from triton_plate_backend.passes import prefetch, rules_scf, store_pieces
 
 
 @triton.jit
@@ -52,6 +54,7 @@ def _without(monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(prefetch, "early", lambda ctx, loop, pairs: False)
         m.setattr(store_pieces, "store", lambda *a, **k: False)
+        m.setattr(rules_scf, "peeled_tail", lambda ctx, loop, keep: None)
         return _program()
 
 
@@ -68,8 +71,13 @@ def test_the_first_loads_issue_before_the_zero_fill(monkeypatch):
     assert before.index("v.copy") < before.index("dma.load")  # what the transformation changed
 
 
+def _ran(names):
+    """The path where the K loop ran (its last trip and the epilogue end in the first halt)."""
+    return names[: names.index("halt") + 1]
+
+
 def test_the_store_follows_the_conversion_piece_by_piece(monkeypatch):
-    names = _names(_program())
+    names = _ran(_names(_program()))
     fcvt = [i for i, n in enumerate(names) if n == "v.fcvt"]
     stores = [i for i, n in enumerate(names) if n == "dma.store"]
     assert len(fcvt) == 4 and len(stores) == 4
@@ -77,10 +85,147 @@ def test_the_store_follows_the_conversion_piece_by_piece(monkeypatch):
     assert _names(_without(monkeypatch)).count("dma.store") == 1
 
 
-@pytest.mark.parametrize("m, n, k", [(256, 512, 96), (200, 300, 70), (130, 256, 0)])
+def test_the_last_trip_runs_after_the_loop_on_its_staging_tiles():
+    """The K loop's last trip runs after the loop: one m.mma over the tile as in the loop (a row block
+    of a floating-point m.mma would sum in another order), on the staging tiles (no copy), then the
+    conversion pieces and their stores; where the loop runs no trip the zero fill is converted and
+    stored, with no m.mma."""
+    names = _names(_program())
+    ran, none = _ran(names), names[names.index("halt") + 1 :]
+    loop, last = ran[: ran.index("bnz") + 1], ran[ran.index("bnz") + 1 :]
+    assert loop.count("m.mma") == 1 and last.count("m.mma") == 1 and "v.copy" not in last
+    order = [n for n in last if n in ("m.mma", "v.fcvt", "dma.store")]
+    assert order == ["m.mma"] + ["v.fcvt", "dma.store"] * 4
+    assert "m.mma" not in none and none.count("v.fcvt") == 4 and none.count("dma.store") == 4
+
+
+@triton.jit
+def int_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid = tl.program_id(0)
+    num_n = tl.cdiv(N, BN)
+    rm = (pid // num_n) * BM + tl.arange(0, BM)
+    rn = (pid % num_n) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * K + rk[None, :]
+    b = b_ptr + rk[:, None] * N + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.int32)
+    for k in range(0, tl.cdiv(K, BK)):
+        left = K - k * BK
+        x = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < left), other=0)
+        y = tl.load(b, mask=(rk[:, None] < left) & (rn[None, :] < N), other=0)
+        acc += tl.dot(x, y)
+        a += BK
+        b += BK * N
+    c = c_ptr + rm[:, None] * N + rn[None, :]
+    tl.store(c, acc.to(tl.float32), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+INT_SIG = SIG | {"a_ptr": "*i8", "b_ptr": "*i8", "c_ptr": "*fp32"}
+
+
+def _int_program():
+    return compile_kernel(int_gemm_kernel, INT_SIG, TILE)
+
+
+def test_an_exact_last_trip_runs_in_row_blocks_each_followed_by_its_conversion_and_store():
+    """Integer products sum exactly: the last trip's m.mma runs in 4 blocks of 32 rows, each followed
+    by its conversion piece (32 rows of 256) and its store; the loop's m.mma covers the tile."""
+    names = _names(_int_program())
+    ran = _ran(names)
+    loop, last = ran[: ran.index("bnz") + 1], ran[ran.index("bnz") + 1 :]
+    assert loop.count("m.mma") == 1
+    convert = {n for n in last if n.startswith("v.")}
+    assert len(convert) == 1
+    order = [n for n in last if n in ("m.mma", "dma.store", *convert)]
+    assert order == ["m.mma", *convert, "dma.store"] * 4
+
+
+@triton.jit
+def two_loops_kernel(a_ptr, b_ptr, c_ptr, d_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Two K loops in a row, each with its epilogue: the first's peeled tail holds the second loop."""
+    pid = tl.program_id(0)
+    num_n = tl.cdiv(N, BN)
+    rm = (pid // num_n) * BM + tl.arange(0, BM)
+    rn = (pid % num_n) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    for out in tl.static_range(2):
+        a = a_ptr + rm[:, None] * K + rk[None, :]
+        b = b_ptr + rk[:, None] * N + rn[None, :]
+        acc = tl.zeros((BM, BN), dtype=tl.int32)
+        for k in range(0, tl.cdiv(K, BK)):
+            left = K - k * BK
+            x = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < left), other=0)
+            y = tl.load(b, mask=(rk[:, None] < left) & (rn[None, :] < N), other=0)
+            acc += tl.dot(x, y)
+            a += BK
+            b += BK * N
+        if out == 0:
+            tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float32), mask=mask)
+        else:
+            tl.store(d_ptr + rm[:, None] * N + rn[None, :], (acc * 2).to(tl.float32), mask=mask)
+
+
+def test_two_loops_in_a_row_each_peel_and_keep_the_bits(monkeypatch):
+    """The second loop is in the first one's tail, lowered on both of its paths, and peels there too:
+    4 epilogues, the exact products in both outputs, with K = 0 and K of several blocks."""
+    sig = INT_SIG | {"d_ptr": "*fp32"}
+    prog = compile_kernel(two_loops_kernel, sig, TILE)
+    names = _names(prog)
+    # the first loop and its 4 blocks, then the second loop and its blocks on both of the first's paths
+    assert names.count("halt") >= 4 and names.count("m.mma") == 5 + 2 * 5
+    rng = np.random.default_rng(2)
+    for m, n, k in [(150, 300, 70), (128, 256, 0)]:
+        a = rng.integers(-128, 128, (m, max(k, 1)), dtype=np.int8)
+        b = rng.integers(-128, 128, (max(k, 1), n), dtype=np.int8)
+        c, d = np.full((m, n), np.nan, np.float32), np.full((m, n), np.nan, np.float32)
+        grid = -(-m // TILE["BM"]) * -(-n // TILE["BN"])
+        (*_, got_c, got_d), _ = run(prog, grid, [a, b, c, d, m, n, k])
+        want = (a.astype(np.int64)[:, :k] @ b.astype(np.int64)[:k]).astype(np.float32)
+        np.testing.assert_array_equal(got_c, want)
+        np.testing.assert_array_equal(got_d, 2 * want)
+
+
+@pytest.mark.parametrize("m, n, k", [(200, 300, 70), (130, 256, 0), (128, 256, 20), (100, 256, 32)])
+def test_row_blocks_give_the_bits_of_the_whole_loop(monkeypatch, m, n, k):
+    """Masked edges, no trip, K below one block, one trip: the same results as the loop lowered whole,
+    and the exact integer products."""
+    rng = np.random.default_rng(1)
+    a = rng.integers(-128, 128, (m, max(k, 1)), dtype=np.int8)
+    b = rng.integers(-128, 128, (max(k, 1), n), dtype=np.int8)
+    grid = -(-m // TILE["BM"]) * -(-n // TILE["BN"])
+    outs = []
+    with monkeypatch.context() as mp:
+        for prog in (_int_program(), None):
+            if prog is None:
+                mp.setattr(rules_scf, "peeled_tail", lambda ctx, loop, keep: None)
+                prog = _int_program()
+            c = np.full((m, n), np.nan, np.float32)
+            (*_, got), _ = run(prog, grid, [a, b, c, m, n, k])
+            outs.append(got)
+    assert outs[0].tobytes() == outs[1].tobytes()
+    want = a.astype(np.int64)[:, :k] @ b.astype(np.int64)[:k]
+    np.testing.assert_array_equal(outs[0], want.astype(np.float32))
+
+
+def test_a_last_trip_that_overflows_sram_is_lowered_with_the_loop(monkeypatch):
+    """The last trip lowered apart keeps its staging tiles live with the output tile: on a core whose
+    SRAM holds the kernel only without that, codegen lowers the loop whole at the same depth."""
+    peeled = _program()
+    with monkeypatch.context() as m:
+        m.setattr(rules_scf, "peeled_tail", lambda ctx, loop, keep: None)
+        whole = _program()
+    assert whole.sram_bytes < peeled.sram_bytes
+    core = dataclasses.replace(MACHINE.core, sram_bytes=whole.sram_bytes)
+    names = _names(compile_kernel(gemm_kernel, SIG, TILE, machine=dataclasses.replace(MACHINE, core=core)))
+    assert names == _names(whole)
+
+
+@pytest.mark.parametrize("m, n, k", [(256, 512, 96), (200, 300, 70), (130, 256, 0), (128, 256, 20), (100, 256, 32)])
 def test_results_are_bit_identical_to_the_code_without_them(monkeypatch, m, n, k):
-    """Masked edges (rows and columns past M and N inside a tile, K not a multiple of BK) and a K
-    loop that runs no trip (its early loads empty, the zero fill stored)."""
+    """Masked edges (rows and columns past M and N inside a tile, K not a multiple of BK), a K
+    loop that runs no trip (its early loads empty, the zero fill stored), K smaller than one block
+    and K of one block (one trip: the last, straight after the guard)."""
     rng = np.random.default_rng(0)
     a = (rng.standard_normal((m, max(k, 1))).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
     b = (rng.standard_normal((max(k, 1), n)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)

@@ -76,7 +76,9 @@ class PlateLauncher:
         values, host_buffers = bind_arguments(self.name, function.program, self.signature, args, device)
         sanitize = knobs.sanitize()
         with shared_estimates():  # the persistent gate's estimate of the launch is the operand planner's too
+            as_written = None  # a persistent launch: the same launch, one program per grid element
             if all(grid) and is_persistent(function.program):
+                as_written = (grid, _one_each(function.program, grid, values))
                 grid, values = self._persistent.launch(function.program, grid, values, device, sanitize)
             if all(grid):
                 device.launch(
@@ -86,6 +88,7 @@ class PlateLauncher:
                     host_buffers=host_buffers,
                     defer_timing=True,
                     sanitize=sanitize,
+                    as_written=as_written,
                 )
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)

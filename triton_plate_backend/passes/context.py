@@ -119,6 +119,11 @@ class Ctx:
         self.based_candidates = False  # a pointer tensor that could have been a BasedPtr was seen
         self.max_store_pieces: int | None = None  # cap on store_pieces' pieces (codegen lowers again on overflow)
         self.most_store_pieces = 0  # the most pieces one store was cut in
+        self.rest: list = []  # op lists being lowered, innermost last: [ops, index, end, ops after]
+        self.mma_rows: int | None = None  # set while a peeled last trip is lowered: m.mma in row blocks
+        self.last_trip = False  # set while a peeled last trip is lowered: its loads prefetch nothing
+        self.peel = True  # a K loop's last trip may be lowered apart (codegen lowers again without on overflow)
+        self.peeled = False  # some loop's last trip was
 
     def defining_op(self, value: Value) -> Op | None:
         return self.defs.get(value)
@@ -299,12 +304,39 @@ class Ctx:
     def lower_ops(self, block, terminators=()) -> Op | None:
         """Lower every op of a block; return its terminator if its name is in `terminators`
         (the caller lowers it)."""
-        for op in block.ops:
-            if op.name in terminators and op is block.ops[-1]:
-                return op
-            if self.demand is None or op in self.demand.live:
-                self.lower_op(op)
-        return None
+        ops = block.ops
+        end = len(ops) - 1 if ops and ops[-1].name in terminators else len(ops)
+        self.lower_list(ops[:end], ops[end:])
+        return ops[end] if end < len(ops) else None
+
+    def rest_of_block(self) -> list[Op]:
+        """The ops after the one being lowered in its block, its terminator left out when the caller
+        lowers it (`lower_ops`' terminators)."""
+        ops, i, end, _ = self.rest[-1]
+        return ops[i + 1 : end]
+
+    def take_rest(self) -> list[Op]:
+        """`rest_of_block`, which the rule being run now lowers itself (`lower_list`, once per path):
+        `lower_ops` then skips it."""
+        frame = self.rest[-1]
+        ops = frame[0][frame[1] + 1 : frame[2]]
+        frame[1] = frame[2] - 1
+        return ops
+
+    def lower_list(self, ops, after=()) -> None:
+        """Lower these ops in order (a block's, or the ops after a loop a rule lowers itself); `after`:
+        the ops that follow them, which the caller lowers (a block's terminator)."""
+        ops = list(ops)
+        frame = [ops, 0, len(ops), list(after)]  # what `take_rest` hands a rule: ops[i + 1 : end]
+        self.rest.append(frame)
+        try:
+            while frame[1] < frame[2]:
+                op = ops[frame[1]]
+                if self.demand is None or op in self.demand.live:
+                    self.lower_op(op)
+                frame[1] += 1
+        finally:
+            self.rest.pop()
 
     def lower_op(self, op: Op) -> None:
         saved_op, saved_loc = self.op, self.em.loc

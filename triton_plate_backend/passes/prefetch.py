@@ -320,7 +320,7 @@ def consume(ctx, pf: Prefetch) -> None:
         r = VReg()
         ctx.emit("v.extract", r, staging, Imm(0))
         ctx.bind(res, r)
-    elif pf.direct:
+    elif pf.direct or ctx.last_trip:  # a peeled last trip refills nothing: it computes on the tile itself
         staging.buffer.owner = res
         staging.buffer.aliases.clear()
         ctx.bind(res, staging if pf.view_order is None else staging.permute(pf.view_order))
@@ -328,6 +328,8 @@ def consume(ctx, pf: Prefetch) -> None:
         work = ctx.new(staging.dtype, staging.shape, owner=res)
         ctx.copy(work, staging)
         ctx.bind(res, work if pf.view_order is None else work.permute(pf.view_order))
+    if ctx.last_trip:
+        return
     _issue(ctx, pf, (pf.slot + pf.ahead) % len(pf.stagings), *_ahead(ctx, pf, pf.ahead))
 
 

@@ -16,6 +16,7 @@ from ..ir.core import EnumAttr, IntAttr
 from .context import dtype_of
 from .emitter import View
 
+EXACT_SUMS = frozenset({"i8"})  # m.mma inputs whose products sum exactly (the int32 accumulator wraps)
 PRECISION_BY_INDEX = {0: "tf32", 1: "tf32x3", 2: "ieee", 3: "bf16x3", 4: "bf16x6"}
 
 
@@ -41,10 +42,18 @@ def mma(ctx, acc: View, a: View, b: View, prec: str) -> None:
             mma(ctx, acc.index(0, i), a.index(0, i), b.index(0, i), prec)
         return
     max_k = ctx.machine.core.matrix.max_k
-    k = a.shape[1]
-    for kk in range(0, k, max_k):
-        kn = min(max_k, k - kk)
-        ctx.emit("m.mma", acc, a.sub(1, kk, kn), b.sub(0, kk, kn), suffixes=(prec,))
+    k, m = a.shape[1], acc.shape[0]
+    # a peeled last trip (rules_scf): row blocks the epilogue follows one by one, where they give the
+    # same bits: the simulator sums floating-point products in BLAS's order, which depends on the
+    # instruction's M and N (tests/test_gemm_epilogue.py), integer products sum exactly
+    exact = a.dtype in EXACT_SUMS and b.dtype in EXACT_SUMS
+    rows = ctx.mma_rows if ctx.mma_rows and exact else m
+    for r in range(0, m, rows):
+        n = min(rows, m - r)
+        block, a_rows = (acc, a) if n == m else (acc.sub(0, r, n), a.sub(0, r, n))
+        for kk in range(0, k, max_k):
+            kn = min(max_k, k - kk)
+            ctx.emit("m.mma", block, a_rows.sub(1, kk, kn), b.sub(0, kk, kn), suffixes=(prec,))
 
 
 def accumulate(ctx, op, c, a: View, b: View, prec: str) -> None:

@@ -10,12 +10,15 @@ scf.for is rotated: one guard before the loop, the test at the bottom (signed co
 op carries `unsignedCmp`). Loads whose addresses follow the loop counter are software-pipelined
 (num_stages >= 2): `prefetch` issues each one num_stages - 1 iterations ahead, and the body is
 lowered once per staging tile, each copy but the last exiting when the counter reaches the
-bound."""
+bound. A loop whose body's tt.dot feeds the code after it (a GEMM's K loop and its epilogue) and
+whose body is one copy has its last trip lowered after the loop (`peeled_tail`), m.mma in row blocks
+the epilogue follows block by block (`row_blocks`); the epilogue is lowered once more where the
+loop runs no trip."""
 
 from __future__ import annotations
 
 from ..ir.core import PtrType, TensorDescType, TensorType
-from . import prefetch
+from . import prefetch, row_blocks
 from .context import BasedPtr, dtype_of
 from .emitter import View, VReg
 from .rules_access import init_companions, step_companions
@@ -105,6 +108,29 @@ def carried_form(ctx, body, j, b):
     return ctx.as_view(b, "i64", b.offsets.shape)
 
 
+def peeled_tail(ctx, op, keep) -> list | None:
+    """The ops after a loop (up to its block's terminator) when its last trip is lowered apart
+    (`_lower_scf_for`): a pipelined loop lowered as one copy of its body (num_stages 2), not a
+    persistent one, whose body's tt.dot yields a carried value those ops read. Its m.mma then runs in
+    row blocks the epilogue follows (`row_blocks`); the ops are lowered once on each path (the loop
+    ran, or ran no trip), so none of their results may be read after them."""
+    body = op.regions[0].blocks[0]
+    if not ctx.peel or prefetch.PROGRAMS_ATTR in op.attrs or ctx.block_homes or not prefetch.candidates(ctx, op):
+        return None
+    if prefetch.copies(ctx, op) != 1:
+        return None
+    dots = {r for o in body.ops if o.name == "tt.dot" for r in o.results}
+    carried = {op.results[j] for j in keep if body.ops[-1].operands[j] in dots}
+    tail = ctx.rest_of_block()
+    if not any(v in carried for o in tail for inner in o.walk() for v in inner.operands):
+        return None
+    made = {r for o in tail for inner in o.walk() for r in inner.results}
+    after = ctx.rest[-1][3]
+    if any(v in made for o in after for inner in o.walk() for v in inner.operands):
+        return None
+    return tail
+
+
 def _lower_scf_for(ctx, op):
     lb, ub, step, *inits = op.operands
     body = op.regions[0].blocks[0]
@@ -129,19 +155,24 @@ def _lower_scf_for(ctx, op):
         (late if early and isinstance(p[0], View) else now).append(p)
     ctx.assign(now)
     companions = init_companions(ctx, op)
+    tail = peeled_tail(ctx, op, keep)
     top, end = ctx.em.label("for_body"), ctx.em.label("for_end")
+    none = ctx.em.label("for_none") if tail is not None else end
     c = VReg()
     ctx.emit("s.cmpi", c, iv, ctx.reg(ub), suffixes=(pred, stype))
     if early:
         ctx.bind(body.args[0], iv)
         prefetches = prefetch.start(ctx, op, (iv, ub, step, pred, stype), guard=c)
         ctx.assign(late)
-    ctx.emit("bz", c, end)
+    ctx.emit("bz", c, none)
     ctx.bind(body.args[0], iv)
     if not early:
         prefetches = prefetch.start(ctx, op, (iv, ub, step, pred, stype))
     n = prefetch.copies(ctx, op)
     exit_ = ctx.em.label("for_exit") if n > 1 else None
+    last = end if tail is not None else None  # the last trip starts where the loop ends
+    if last is not None:  # one trip: straight to the last
+        ctx.emit("bz", _next_runs(ctx, iv, ub, step, pred, stype), last)
     ctx.em.place(top)
     args = [body.args[1 + j] for j in keep]
     # a persistent loop (one program per trip) leaves a trip's stores in flight into the next copy;
@@ -160,8 +191,11 @@ def _lower_scf_for(ctx, op):
         ctx.assign(list(zip(homes, yields)))
         step_companions(ctx, companions)
         ctx.emit("s.add", iv, iv, ctx.reg(step), suffixes=(stype,))
-        c2 = VReg()
-        ctx.emit("s.cmpi", c2, iv, ctx.reg(ub), suffixes=(pred, stype))
+        if last is not None:  # the loop leaves its last trip to the code after it
+            c2 = _next_runs(ctx, iv, ub, step, pred, stype)
+        else:
+            c2 = VReg()
+            ctx.emit("s.cmpi", c2, iv, ctx.reg(ub), suffixes=(pred, stype))
         if copy < n - 1 and stubs is not None:
             stub = ctx.em.label("for_exit_wait")
             stubs.append((stub, ctx.em.branch_keeping("bz", c2, stub)))
@@ -170,6 +204,9 @@ def _lower_scf_for(ctx, op):
         else:
             ctx.emit("bnz", c2, top)
     ctx.body_copies.pop()
+    if last is not None:
+        _last_trip(ctx, op, last, none, keep, homes, prefetches, early, tail)
+        return
     if stubs:
         ctx.emit("jmp", exit_)
         for stub, pending in stubs:
@@ -184,6 +221,63 @@ def _lower_scf_for(ctx, op):
     own(homes, results)
     for r, h in zip(results, homes):
         ctx.bind(r, h)
+
+
+def _next_runs(ctx, iv, ub, step, pred, stype) -> VReg:
+    """A register: the trip after the one at `iv` runs."""
+    nxt, c = VReg("iv.next"), VReg()
+    ctx.emit("s.add", nxt, iv, ctx.reg(step), suffixes=(stype,))
+    ctx.emit("s.cmpi", c, nxt, ctx.reg(ub), suffixes=(pred, stype))
+    return c
+
+
+def _last_trip(ctx, op, last, none, keep, homes, prefetches, early, tail) -> None:
+    """The loop's last trip lowered after it (`peeled_tail`), on its staging tiles with nothing
+    prefetched, its m.mma in row blocks of the matrix array's rows, then the ops after the loop
+    interleaved with those blocks (`row_blocks`); where the loop runs no trip (`none`, the guard's
+    branch) the ops after it are lowered again on the carried values' initial homes."""
+    body = op.regions[0].blocks[0]
+    args, results = [body.args[1 + j] for j in keep], [op.results[j] for j in keep]
+    ctx.em.place(last)
+    ctx.peeled = True
+    ctx.dead -= defined_in(op)
+    own(homes, args)
+    for a, h in zip(args, homes):
+        ctx.bind(a, h)
+    mark = len(ctx.em.code)
+    ctx.mma_rows, ctx.last_trip = ctx.machine.core.matrix.dim, True
+    ctx.body_copies.append(1)
+    try:
+        term = ctx.lower_ops(body, ("scf.yield",))
+    finally:
+        ctx.mma_rows, ctx.last_trip = None, False
+        ctx.body_copies.pop()
+    blocks = [i for i in ctx.em.code[mark:] if i.mnemonic == "m.mma"]
+    ctx.assign(list(zip(homes, [ctx.binding(term.operands[j]) for j in keep])))
+    prefetch.finish(ctx, prefetches)
+    ops = ctx.take_rest()
+    after = ctx.rest[-1][3]
+    revive = {v for o in ops for inner in o.walk() for v in (*inner.results, *ctx.dies.get(inner, ()))}
+    revive |= {v for o in ops for v in ctx.dies.get(o, ())}
+    own(homes, results)
+    for r, h in zip(results, homes):
+        ctx.bind(r, h)
+    start = len(ctx.em.code)
+    ctx.lower_list(ops, after)
+    row_blocks.interleave(ctx.em.code, blocks)
+    merge = ctx.em.label("for_merge")
+    ended = ctx.em.code[start:] and ctx.em.code[-1].mnemonic == "halt"
+    if not ended:
+        ctx.emit("jmp", merge)
+    ctx.em.place(none)
+    if early:
+        prefetch.settle_guard(ctx, prefetches)
+    ctx.dead -= revive
+    own(homes, results)
+    for r, h in zip(results, homes):
+        ctx.bind(r, h)
+    ctx.lower_list(ops, after)
+    ctx.em.place(merge)
 
 
 def _lower_scf_if(ctx, op):

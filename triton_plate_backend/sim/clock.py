@@ -93,13 +93,14 @@ class Clock:
         """A launch timed as it ran."""
         self._add(Launch(None, None, profile))
 
-    def add_untimed(self, trace: Trace, policy: str) -> None:
-        """A launch to time on demand (``policy``: a name in timing.POLICIES or a timing.CoreMapping)."""
+    def add_untimed(self, trace: Trace | PackedTrace, policy: str) -> None:
+        """A launch to time on demand (``policy``: a name in timing.POLICIES or a timing.CoreMapping);
+        its trace may come packed (a kept one: sim/persistent_runs.py)."""
         prev = self._waiting[-1] if self._waiting else None
         if prev is not None and prev.profile is None and _may_repeat(prev, trace, policy):
             if prev.digest is None:
                 self._waiting_bytes -= prev.pack()
-            packed = trace.pack()
+            packed = trace if isinstance(trace, PackedTrace) else trace.pack()
             if packed.digest() == prev.digest:
                 prev.repeats += 1  # the same launch again: counted, its trace dropped
                 self._last = prev
@@ -194,9 +195,13 @@ class Clock:
         return profile, False
 
 
-def _may_repeat(prev: Launch, trace: Trace, policy) -> bool:
+def _rows(trace: Trace | PackedTrace) -> int:
+    return trace.rows if isinstance(trace, PackedTrace) else len(trace.entries)
+
+
+def _may_repeat(prev: Launch, trace: Trace | PackedTrace, policy) -> bool:
     """Cheap checks before comparing digests: the same program object, policy, grid and length."""
     held = prev.trace
     if held is None or held.program is not trace.program or held.grid != trace.grid or prev.policy != policy:
         return False
-    return (held.rows if isinstance(held, PackedTrace) else len(held.entries)) == len(trace.entries)
+    return _rows(held) == _rows(trace)

@@ -27,6 +27,7 @@ from ..errors import PlateError
 from ..machine import Machine, get_machine
 from .clock import Clock
 from .memory import DeviceMemory
+from .persistent_runs import PersistentRuns
 
 DEVICE_COUNT = 1  # one simulated system per process; a multi-chip preset is still one device
 
@@ -56,6 +57,7 @@ class Device:
         self._estimates: list | None = None  # inside estimating(): the Estimates of the launches
         self._operands = None  # sim.operands.OperandPlanner, made at the first affinity launch
         self.operand_moves: deque = deque(maxlen=256)  # the operand placement changes launches made (sim/operands.py)
+        self._persistent_runs = PersistentRuns()  # traces of persistent launches, for their repeats
 
     def __repr__(self) -> str:
         return f"Device({self.index}, machine={self.machine.name!r}, clock_ns={self.clock_ns:g})"
@@ -147,6 +149,7 @@ class Device:
         defer_timing: bool = False,
         sanitize=(),
         max_steps: int | None = None,
+        as_written=None,
     ):
         """Run ``program`` over ``grid`` with runtime ``args`` (Program.args order: ints for
         pointers and integers, floats for floats) and return its Profile.
@@ -161,10 +164,12 @@ class Device:
         write only). A launch that raises leaves nothing behind: no registered host buffer, nothing
         waiting on the clock. ``sanitize``: sanitizer modes for this launch ("race", "init";
         sim/sanitizer.py); a launch with findings raises SanitizerError after running, without timing.
-        Inside ``estimating()`` a launch is estimated by the cost model (sim/estimate.py), not run."""
+        Inside ``estimating()`` a launch is estimated by the cost model (sim/estimate.py), not run.
+        ``as_written``: (grid, args) of the same launch run one program per grid element, for a
+        persistent kernel's launch (launcher.py): a launch whose trace reads no data runs that way,
+        timed from the address-only run's trace, kept for its repeats (sim/persistent_runs.py)."""
         from .affinity import AFFINITY, resolve_policy
         from .estimate import estimate_launch
-        from .executor import execute
         from .operands import drop_written_replicas
         from .timing import POLICIES, CoreMapping, simulate_timing
 
@@ -200,16 +205,7 @@ class Device:
                     self._clock.set_last_profile(None)  # a launch, estimated: it has no Profile
                     self.launches += 1
                     return None
-                trace = execute(
-                    program,
-                    grid,
-                    list(args),
-                    self.memory,
-                    self.machine,
-                    record_trace=True,
-                    sanitize=sanitize,
-                    max_steps=max_steps,
-                )
+                trace, kept = self._run(program, grid, args, sanitize, max_steps, as_written)
             finally:
                 for base in registered:
                     self.memory.free(base)
@@ -217,7 +213,7 @@ class Device:
                 drop_written_replicas(trace, program, args, self.memory)
             if defer_timing:
                 self.launches += 1
-                self._clock.add_untimed(trace, policy)
+                self._clock.add_untimed(trace if kept is None else kept, policy)
                 return None
             profile = simulate_timing(trace, self.machine, policy=policy, collect_events=bool(trace_path))
             self.launches += 1
@@ -225,6 +221,45 @@ class Device:
             if trace_path:
                 profile.write_trace(_trace_file(trace_path, self.launches, program.name))
             return profile
+
+    def _run(self, program, grid, args, sanitize, max_steps, as_written):
+        """(the launch's trace, its packed form when it is a kept one): the launch run, or for a
+        repeat of a kept persistent launch the launch as written, untraced (sim/persistent_runs.py)."""
+        from .executor import execute
+
+        runs = self._persistent_runs
+        key = None if as_written is None or sanitize else runs.key(program, grid, list(args), self.memory)
+        trace = None if key is None else runs.get(key, program)
+        if trace is None and key is not None:
+            trace = runs.first(key, program, grid, list(args), self.memory, self.machine, max_steps)
+        if trace is None:
+            trace = execute(
+                program,
+                grid,
+                list(args),
+                self.memory,
+                self.machine,
+                record_trace=True,
+                sanitize=sanitize,
+                max_steps=max_steps,
+            )
+            if key is not None:
+                runs.keep(key, program, trace)
+            return trace, None
+        grid_w, args_w = as_written[0], list(as_written[1])
+        live = runs.live(key, program, grid_w, args_w, self.memory, self.machine)
+        if live is None or live.size:
+            execute(
+                program,
+                grid_w,
+                args_w,
+                self.memory,
+                self.machine,
+                record_trace=False,
+                max_steps=max_steps,
+                programs=live,
+            )
+        return trace, runs.packed(key, program)
 
 
 def _trace_file(setting: str, launch_number: int, kernel: str) -> str:

@@ -479,6 +479,7 @@ def execute(
     printer=None,
     sanitize=(),
     rules=None,
+    programs=None,
 ) -> Trace:
     """Run ``program`` for every instance of ``grid`` (int or up to 3 sizes) with kernel ``args``
     (Program.args order: pointers as device addresses, ints, floats) on device ``memory``.
@@ -487,7 +488,9 @@ def execute(
     ``printer`` receives dbg.print lines (default: print). ``max_steps`` bounds the instructions
     executed (one per context; default DEFAULT_MAX_STEPS). ``sanitize``: sanitizer modes ("race",
     "init"; sim/sanitizer.py), checked over the whole launch. ``rules``: one semantic rule per pc in
-    place of SEMANTICS (the cost model's address-only run, sim/estimate.py). Raises SimulatorError
+    place of SEMANTICS (the cost model's address-only run, sim/estimate.py). ``programs``: the linear
+    ids of the instances to run, increasing (default: all of the grid; sim/persistent_runs.py leaves
+    out programs that write nothing). Raises SimulatorError
     (MemoryFault, DeviceAssertionError) naming pc, instruction, source line and grid coordinates,
     also for an endless loop (module docstring), and after a launch with sanitizer findings
     SanitizerError listing them."""
@@ -502,8 +505,13 @@ def execute(
     batch_size = max(1, int(batch_size))
     frees_held = getattr(memory, "frees_held", contextlib.nullcontext)
     with np.errstate(all="ignore"), frees_held():
-        for start in range(0, total, batch_size):
-            launch.run_batch(np.arange(start, min(total, start + batch_size), dtype=np.int64))
+        if programs is None:
+            for start in range(0, total, batch_size):
+                launch.run_batch(np.arange(start, min(total, start + batch_size), dtype=np.int64))
+        else:
+            programs = np.asarray(programs, np.int64)
+            for start in range(0, programs.size, batch_size):
+                launch.run_batch(programs[start : start + batch_size])
         if launch.sanitizer is not None:
             launch.sanitizer.finish(program.name, grid)
     return launch.trace

@@ -109,14 +109,23 @@ class PackedTrace:
         table = np.array(rows, np.int64).reshape(len(rows), 1 + len(_FIELDS))
         # a loop's entries repeat: the table compresses well (zlib's fastest level, ~20x on a spin loop)
         self.rows, self.table = len(table), zlib.compress(table.tobytes(), 1)
+        self._nbytes = self._digest = None  # computed once: a packed trace never changes (a kept one is
+        # handed to the clock at every repeat of its launch, sim/persistent_runs.py)
 
     def nbytes(self) -> int:
-        return len(self.table) + sum(_packed_bytes(a) for a in self.arrays)
+        if self._nbytes is None:
+            self._nbytes = len(self.table) + sum(_packed_bytes(a) for a in self.arrays)
+        return self._nbytes
 
     def digest(self) -> bytes:
         """A fingerprint of all the timing model reads from the trace but its program: the grid,
         each entry's pc and arrays, and which entries share an array. Packing is a function of
         the trace, so equal digests (same program, machine and policy) time the same."""
+        if self._digest is None:
+            self._digest = self._compute_digest()
+        return self._digest
+
+    def _compute_digest(self) -> bytes:
         h = hashlib.blake2b(repr(self.grid).encode(), digest_size=20)
         h.update(b"%d|" % self.rows)
         h.update(self.table)  # zlib output is a function of its input

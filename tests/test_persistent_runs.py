@@ -1,0 +1,148 @@
+"""sim/persistent_runs.py and sim/data_flow.py: a persistent launch whose trace reads no data runs as
+written (only the programs that store anything) and is timed from the address-only run's trace, kept
+for its repeats over the same layout; that trace equals the one its own persistent run records."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from triton_plate_backend.sim import executor
+from triton_plate_backend.sim.data_flow import trace_reads_no_data
+from triton_plate_backend.sim.timing import simulate_timing
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mini(plate_mini_module):
+    return plate_mini_module
+
+
+@triton.jit
+def double_kernel(out_ptr, in_ptr):
+    pid = tl.program_id(axis=0)
+    tl.store(out_ptr + pid, tl.load(in_ptr + pid) * 2)
+
+
+@triton.jit
+def add_2d_kernel(a_ptr, b_ptr, out_ptr, nx, ny, BX: tl.constexpr, BY: tl.constexpr):
+    xi = tl.program_id(0) * BX + tl.arange(0, BX)[:, None]
+    yi = tl.program_id(1) * BY + tl.arange(0, BY)[None, :]
+    m = (xi < nx) & (yi < ny)
+    a = tl.load(a_ptr + xi + nx * yi, m)
+    b = tl.load(b_ptr + yi + ny * xi, m)
+    tl.store(out_ptr + xi + nx * yi, a + b, m)
+
+
+@triton.jit
+def masked_by_data_kernel(out_ptr, in_ptr, keep_ptr):
+    pid = tl.program_id(axis=0)
+    keep = tl.load(keep_ptr + pid) > 0
+    tl.store(out_ptr + pid, tl.load(in_ptr + pid) + 1, mask=keep)
+
+
+@triton.jit
+def histogram_kernel(x, bins, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.atomic_add(bins + tl.load(x + offs, mask=m, other=0), 1, mask=m)
+
+
+class Runs:
+    """One kernel's launches (program, grid, args, as written) and executor runs (grid, traced, programs)."""
+
+    def __init__(self, monkeypatch, device, kernel: str):
+        self.launches, self.runs = [], []
+        launch, execute = type(device).launch, executor.execute
+
+        def recorded_launch(dev, program, grid, args, **kw):
+            if program.name == kernel:
+                self.launches.append((program, tuple(grid), list(args), kw.get("as_written")))
+            return launch(dev, program, grid, args, **kw)
+
+        def recorded_execute(program, grid, args, memory, *a, **kw):
+            if kw.get("rules") is None and program.name == kernel:
+                programs = kw.get("programs")
+                self.runs.append(
+                    (tuple(grid), kw.get("record_trace", True), None if programs is None else len(programs))
+                )
+            return execute(program, grid, args, memory, *a, **kw)
+
+        monkeypatch.setattr(type(device), "launch", recorded_launch)
+        monkeypatch.setattr(executor, "execute", recorded_execute)
+
+
+def _fresh_trace(mini, program, grid, args):
+    """The trace the persistent launch records now (the kernel writes out of place: running it again is harmless)."""
+    return executor.execute(program, grid, args, mini.memory, mini.machine)
+
+
+def test_a_launch_runs_as_written_and_is_timed_from_the_kept_trace(mini, monkeypatch):
+    n = 4096  # past the launcher's priced size on plate-mini: the persistent loop runs
+    runs = Runs(monkeypatch, mini, "double_kernel")
+    times = []
+    for i in range(3):
+        x = torch.arange(n, dtype=torch.float32, device="plate") + i
+        keep = [torch.empty(777 * (i + 1), device="plate")]  # other allocations between launches: another layout
+        out = torch.empty(n, device="plate")
+        double_kernel[(n,)](out, x)
+        assert out.cpu().tolist() == (2 * (torch.arange(n, dtype=torch.float32) + i)).tolist()
+        times.append(mini.last_profile.time_ns)
+        del keep
+    program, grid, args, as_written = runs.launches[-1]
+    assert grid != (n, 1, 1) and as_written[0] == (n, 1, 1)
+    # every launch ran the grid as written, untraced (the trace: the first's address-only run, kept)
+    assert runs.runs == [((n, 1, 1), False, n)] * 3
+    assert times[0] == times[1] == times[2]
+    # the kept trace is the one this launch's own persistent run records, and times the same
+    kept = mini._persistent_runs.get(mini._persistent_runs.key(program, grid, args, mini.memory), program)
+    fresh = _fresh_trace(mini, program, grid, args)
+    assert kept is not None and kept.digest() == fresh.digest()
+    assert simulate_timing(fresh, mini.machine).time_ns == times[-1]
+
+
+def test_programs_that_store_nothing_are_left_out_of_the_run_as_written(mini, monkeypatch):
+    nx, ny, block = 32, 16, 8
+    a, b = torch.rand(nx, ny), torch.rand(nx, ny)
+    xs, ys = torch.meshgrid(torch.arange(nx), torch.arange(ny), indexing="ij")
+    ref = torch.zeros(nx * ny)
+    ref[xs + nx * ys] = a.reshape(-1)[xs + nx * ys] + b.reshape(-1)[ys + ny * xs]
+    ad, bd = a.to("plate"), b.to("plate")
+    runs = Runs(monkeypatch, mini, "add_2d_kernel")
+    times = []
+    for _ in range(3):
+        out = torch.zeros(nx, ny, device="plate")
+        add_2d_kernel[(nx, ny)](ad, bd, out, nx, ny, BX=block, BY=block)  # one program per element, as grid_type_1
+        assert out.cpu().reshape(-1).tolist() == ref.tolist()
+        times.append(mini.last_profile.time_ns)
+    assert times[0] == times[1] == times[2]
+    live = (nx // block) * (ny // block)  # 8 of the 512 programs touch the tensors
+    assert runs.runs == [((nx, ny, 1), False, live)] * 3
+
+
+def test_a_trace_that_reads_data_is_never_reused(mini, monkeypatch):
+    n = 4096
+    runs = Runs(monkeypatch, mini, "masked_by_data_kernel")
+    for i in range(2):
+        x = torch.arange(n, dtype=torch.float32, device="plate")
+        keep = (torch.arange(n, device="plate") % (2 + i) == 0).to(torch.int32)
+        out = torch.zeros(n, device="plate")
+        masked_by_data_kernel[(n,)](out, x, keep)
+        want = torch.where(keep.cpu() > 0, torch.arange(n, dtype=torch.float32) + 1, 0.0)
+        assert out.cpu().tolist() == want.tolist()
+    program = runs.launches[-1][0]
+    assert not trace_reads_no_data(program)
+    assert all(traced for _, traced, _ in runs.runs)  # each launch ran its persistent loop, traced
+
+
+def test_atomics_and_data_dependent_masks_read_data(mini):
+    x = torch.randint(0, 8, (512,), dtype=torch.int32, device="plate")
+    bins = torch.zeros(8, dtype=torch.int32, device="plate")
+    k = histogram_kernel[(4,)](x, bins, 512, BLOCK=128)
+    k._init_handles()
+    assert not trace_reads_no_data(k.function.program)
+    out = torch.empty(64, device="plate")
+    k = double_kernel[(64,)](out, torch.ones(64, device="plate"))
+    k._init_handles()
+    assert trace_reads_no_data(k.function.program)  # the loaded value only feeds the stored one

@@ -1,0 +1,138 @@
+"""A persistent launch whose trace reads no data: timed from a kept trace, run as written.
+
+A persistent kernel (passes/persistent.py) runs a few launched programs, one per core, each looping
+over a run of the grid's programs; its loop is software-pipelined, so the executor steps it trip by
+trip for each group of launched programs (2048 trips of 32 programs for a 65536-program launch:
+~40,000 steps, against ~400 for the same grid run one program per grid element in batches of 4096).
+The pipelined loop issues a trip's loads ahead of earlier trips' stores and carries tiles from one
+trip to the next, so its trips cannot be stepped as one batch of instances in the loop's own code.
+
+Two facts let the launch run otherwise without changing what is computed or timed:
+
+- the trips are the grid's programs, independent by construction (that is what the pass and its
+  pipelining assume), so running the kernel as written over the grid (one program per launched
+  program, ``launcher._one_each``) writes the same results;
+- when the program's control flow, addresses and masks read no memory data
+  (``data_flow.trace_reads_no_data``), its trace (what the timing model reads: control flow,
+  elements, runs and bytes by home domain, no address) is the address-only run's (sim/estimate.py:
+  no vector work, no data moved; the same entries as the functional run's), and depends only on the
+  program, the launched grid, the integer and float arguments, and for each pointer argument its
+  offset in its allocation and that allocation's size and placement (a home domain follows the
+  offset in the allocation, sim/memory.py), as long as every access stays in the allocation of the
+  pointer it comes from (a kernel that reads another tensor through an out-of-bounds pointer is out
+  of contract).
+
+So such a launch takes its trace from the address-only run of the persistent launch (``first``),
+kept by that key for its repeats (``KEPT`` recent ones), and runs as written, untraced: the Profile
+is the one the persistent run records.
+
+A program whose every store is masked off writes nothing (such a kernel has no atomics, prints or
+asserts: `trace_reads_no_data`), so the run as written leaves it out: the programs that store
+anything come from the address-only run of the launch as written (its masks are the functional
+run's, they read no data), kept with the trace (``live``). A 512 x 256 grid of 64 x 64 tiles over a
+512 x 256 tensor runs 32 programs of its 131,072."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from .data_flow import trace_reads_no_data
+from .trace import PackedTrace, Trace
+
+KEPT = 8  # recent launches' traces kept
+KEPT_BYTES = 64 << 20  # ... and at most this many bytes of them (Trace.nbytes)
+
+
+class PersistentRuns:
+    """The traces of recent persistent launches whose trace reads no memory data (module docstring)."""
+
+    def __init__(self):
+        # key -> [program, trace, nbytes, live programs (None: not found yet), packed trace (None: not yet)]
+        self._traces: OrderedDict = OrderedDict()
+        self._no_data: dict[int, tuple] = {}  # id(program) -> (program, trace_reads_no_data)
+
+    def key(self, program, grid, args, memory) -> tuple | None:
+        """What a kept trace is found by, or None when the program's trace may read data."""
+        hit = self._no_data.get(id(program))
+        if hit is None or hit[0] is not program:
+            if len(self._no_data) >= 256:
+                self._no_data.clear()
+            hit = self._no_data[id(program)] = (program, trace_reads_no_data(program))
+        if not hit[1]:
+            return None
+        layout = []
+        for a, v in zip(program.args, args):
+            rec = memory.holding(int(v)) if a.type == "ptr" else None
+            if rec is None:
+                layout.append(v)
+            else:  # where in its allocation, and how that allocation is placed: what its home domains follow
+                where = (int(v) - rec.base, rec.nbytes, str(rec.placement), rec.owners, rec.striped, rec.granule)
+                layout.append((*where, rec.replica_of is not None))
+        key = (id(program), tuple(int(g) for g in grid), tuple(layout), id(memory))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+    def get(self, key, program) -> Trace | None:
+        hit = self._traces.get(key)
+        if hit is None or hit[0] is not program:
+            return None
+        self._traces.move_to_end(key)
+        return hit[1]
+
+    def packed(self, key, program) -> PackedTrace | None:
+        """The kept trace packed, once (what the clock compares and keeps a repeat by)."""
+        hit = self._traces.get(key)
+        if hit is None or hit[0] is not program:
+            return None
+        if hit[4] is None:
+            hit[4] = hit[1].pack()
+        return hit[4]
+
+    def keep(self, key, program, trace: Trace) -> None:
+        nbytes = trace.nbytes()
+        if nbytes > KEPT_BYTES:
+            return
+        self._traces[key] = [program, trace, nbytes, None, None]
+        self._traces.move_to_end(key)
+        while len(self._traces) > KEPT or sum(h[2] for h in self._traces.values()) > KEPT_BYTES:
+            self._traces.popitem(last=False)
+
+    def live(self, key, program, grid, args, memory, machine) -> np.ndarray | None:
+        """The programs of the launch as written (``grid``, ``args``) that store anything, in increasing
+        id, found once per kept trace (module docstring); None (run them all) when the address-only run
+        cannot tell."""
+        hit = self._traces.get(key)
+        if hit is None or hit[0] is not program:
+            return None
+        if hit[3] is None:
+            from ..errors import PlateError
+            from .estimate import address_trace
+
+            try:
+                written = address_trace(program, grid, args, memory, machine)
+            except PlateError:
+                hit[3] = False
+                return None
+            outbound = [i.row.unit == "dma_out" for i in program.instrs]
+            stored = [e.programs[e.elements > 0] for e in written.entries if outbound[e.pc] and e.elements is not None]
+            hit[3] = np.unique(np.concatenate(stored)) if stored else np.zeros(0, np.int64)
+        return None if hit[3] is False else hit[3]
+
+    def first(self, key, program, grid, args, memory, machine, max_steps) -> Trace | None:
+        """The first launch of a key: its trace from the address-only run of the launch (sim/estimate.py:
+        the functional run's trace, without its vector work or data moved), kept; None when that run
+        cannot tell (the launch then runs for real)."""
+        from ..errors import PlateError
+        from .estimate import address_trace
+
+        try:
+            trace = address_trace(program, grid, args, memory, machine, max_steps=max_steps)
+        except PlateError:
+            return None
+        self.keep(key, program, trace)
+        return trace
