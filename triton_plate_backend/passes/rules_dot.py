@@ -13,10 +13,10 @@ elements) or nvfp4 ones by their e4m3 scales (one per 16) in f32 and multiplies 
 from __future__ import annotations
 
 from ..ir.core import EnumAttr, IntAttr
+from ..machine import MatrixUnit
 from .context import dtype_of
 from .emitter import View
 
-EXACT_SUMS = frozenset({"i8"})  # m.mma inputs whose products sum exactly (the int32 accumulator wraps)
 PRECISION_BY_INDEX = {0: "tf32", 1: "tf32x3", 2: "ieee", 3: "bf16x3", 4: "bf16x6"}
 
 
@@ -43,11 +43,10 @@ def mma(ctx, acc: View, a: View, b: View, prec: str) -> None:
         return
     max_k = ctx.machine.core.matrix.max_k
     k, m = a.shape[1], acc.shape[0]
-    # a peeled last trip (rules_scf): row blocks the epilogue follows one by one, where they give the
-    # same bits: the simulator sums floating-point products in BLAS's order, which depends on the
-    # instruction's M and N (tests/test_gemm_epilogue.py), integer products sum exactly
-    exact = a.dtype in EXACT_SUMS and b.dtype in EXACT_SUMS
-    rows = ctx.mma_rows if ctx.mma_rows and exact else m
+    # a peeled last trip (rules_scf): row blocks the epilogue follows one by one. They give the whole
+    # instruction's bits for every type: integer products sum exactly, and the simulator sums
+    # floating-point ones in fixed blocks of MatrixUnit.dim rows (sim/sem_matrix.py), whatever M is
+    rows = ctx.mma_rows if ctx.mma_rows and ctx.mma_rows % MatrixUnit.dim == 0 else m
     for r in range(0, m, rows):
         n = min(rows, m - r)
         block, a_rows = (acc, a) if n == m else (acc.sub(0, r, n), a.sub(0, r, n))
