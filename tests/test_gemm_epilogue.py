@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 from codegen_kernels.harness import MACHINE, compile_kernel, corpus_text, run
 
-from triton_plate_backend.passes import pipeline, prefetch, rules_scf, store_pieces
+from triton_plate_backend.passes import pipeline, prefetch, rules_dot, rules_scf, store_pieces
 from triton_plate_backend.ttir.parser import parse
 
 
@@ -283,18 +283,26 @@ def test_fp32_sums_of_the_row_blocks_are_the_whole_loops_bits(monkeypatch, m, n,
 
 
 def test_attention_with_its_last_trip_in_row_blocks_keeps_the_bits(monkeypatch):
-    """Attention at 2 stages: the last trip's two f16 dots (q @ k^T, p @ v) run in 32-row blocks; the
-    output has the bits of the loop lowered whole."""
+    """Attention at 2 stages: its dots do not accumulate into the loop's carried value, so its last
+    trip keeps whole-tile m.mma (each block would pay a fill); cut in 32-row blocks all the same (q @
+    k^T and p @ v), the output has the bits of the loop lowered whole."""
     rng = np.random.default_rng(8)
     H, N, D = 2, 256, 64
     q, k, v = (rng.uniform(-1, 1, (H, N, D)).astype(np.float16) for _ in range(3))
+
+    def lowered():
+        module = parse(corpus_text("attn_fwd"), "attn_fwd")
+        return pipeline.run_pipeline(module, SimpleNamespace(num_stages=2), MACHINE)[1]
+
+    assert _names(lowered()).count("m.mma") == 4  # two in the loop, two in its last trip
     outs = []
     with monkeypatch.context() as mp:
+        mma = rules_dot.mma
+        mp.setattr(rules_dot, "mma", lambda ctx, acc, a, b, prec, blocks=False: mma(ctx, acc, a, b, prec, True))
         for whole in (False, True):
             if whole:
                 mp.setattr(rules_scf, "peeled_tail", lambda ctx, loop, keep: None)
-            module = parse(corpus_text("attn_fwd"), "attn_fwd")
-            _, prog, _ = pipeline.run_pipeline(module, SimpleNamespace(num_stages=2), MACHINE)
+            prog = lowered()
             assert _names(prog).count("m.mma") == (2 if whole else 6)
             (*_, out), _ = run(prog, (N // 64, H), [q, k, v, np.zeros_like(q), 0.125, N])
             outs.append(out)
