@@ -167,36 +167,38 @@ def test_one_m_mma_covers_the_whole_output_tile():
     assert pieces == [((64, 128), (64, 256), (256, 128))]
 
 
+@pytest.mark.parametrize("cut", ["rows", "32x32"])
 @pytest.mark.parametrize(
     "a_dt, prec",
-    [(ml_dtypes.bfloat16, "ieee"), (np.int8, "ieee")]
+    [(ml_dtypes.bfloat16, "ieee"), (np.float16, "ieee"), (ml_dtypes.float8_e4m3fn, "ieee"), (np.int8, "ieee")]
     + [(np.float32, p) for p in ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")],
 )
-def test_whole_tile_result_equals_the_32x32_pieces(a_dt, prec):
-    """Cutting an m.mma into 32x32 pieces computes the same dot products: bit for bit where the
-    sum is exact or taken in fp64 (int8, fp32 ieee); otherwise the fp32 sum is the host BLAS's,
-    whose order can depend on the tile's shape (OpenBLAS's kernels differ for 8 and 16+ rows), so
-    the pieces agree with the whole within fp32 summation error."""
+def test_whole_tile_result_equals_the_pieces(a_dt, prec, cut):
+    """Cutting an m.mma into 32-row pieces computes the same bits: the simulator sums every m.mma
+    in 32-row blocks, so the host BLAS sees the same shapes. Cut in 32x32 pieces too, the bits are
+    the same where the sum is exact or taken in fp64 (int8, fp32 ieee); otherwise the BLAS's order
+    can depend on N, and the pieces agree with the whole within fp32 summation error."""
     c_dt = np.int32 if a_dt is np.int8 else np.float32
     a, b, c, out, prog = _dot(a_dt, c_dt, 64, 64, 32, prec=prec)
     (mma,) = [i for i in prog.instrs if i.mnemonic == "m.mma"]
     acc_t, a_t, b_t = (prog.tiles[v] for v in mma.operands)
 
-    def view(t, row, col):
-        return Tile(t.addr + (row * t.strides[0] + col * t.strides[1]) * t.itemsize, t.dtype, (32, 32), t.strides)
+    def view(t, row, col, rows, cols):
+        return Tile(t.addr + (row * t.strides[0] + col * t.strides[1]) * t.itemsize, t.dtype, (rows, cols), t.strides)
 
     tiles, pieces = list(prog.tiles), []
+    width = 64 if cut == "rows" else 32
     for i in (0, 32):
-        for j in (0, 32):
-            tiles += (view(acc_t, i, j), view(a_t, i, 0), view(b_t, 0, j))
+        for j in range(0, 64, width):
+            tiles += (view(acc_t, i, j, 32, width), view(a_t, i, 0, 32, 32), view(b_t, 0, j, 32, width))
             pieces.append(Inst("m.mma", mma.suffixes, tuple(range(len(tiles) - 3, len(tiles))), mma.loc))
     at = prog.instrs.index(mma)
-    cut = dataclasses.replace(prog, instrs=prog.instrs[:at] + pieces + prog.instrs[at + 1 :], tiles=tiles)
+    cut_prog = dataclasses.replace(prog, instrs=prog.instrs[:at] + pieces + prog.instrs[at + 1 :], tiles=tiles)
     args = [a, b, c, np.zeros_like(c)]
     (*_, whole), _ = run(prog, 1, args)
-    (*_, pieced), _ = run(cut, 1, args)
-    assert len(pieces) == 4
-    if a_dt is np.int8 or (a_dt is np.float32 and prec == "ieee"):
+    (*_, pieced), _ = run(cut_prog, 1, args)
+    assert len(pieces) == (2 if cut == "rows" else 4)
+    if cut == "rows" or a_dt is np.int8 or (a_dt is np.float32 and prec == "ieee"):
         assert whole.view(np.uint32).tolist() == pieced.view(np.uint32).tolist()
     else:
         wide = [x.astype(np.float64) for x in (a, b, c)]

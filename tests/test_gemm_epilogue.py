@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
-from codegen_kernels.harness import MACHINE, compile_kernel, run
+from codegen_kernels.harness import MACHINE, compile_kernel, corpus_text, run
 
-from triton_plate_backend.passes import prefetch, rules_scf, store_pieces
+from triton_plate_backend.passes import pipeline, prefetch, rules_dot, rules_scf, store_pieces
+from triton_plate_backend.ttir.parser import parse
 
 
 @triton.jit
@@ -86,16 +87,16 @@ def test_the_store_follows_the_conversion_piece_by_piece(monkeypatch):
 
 
 def test_the_last_trip_runs_after_the_loop_on_its_staging_tiles():
-    """The K loop's last trip runs after the loop: one m.mma over the tile as in the loop (a row block
-    of a floating-point m.mma would sum in another order), on the staging tiles (no copy), then the
-    conversion pieces and their stores; where the loop runs no trip the zero fill is converted and
-    stored, with no m.mma."""
+    """The K loop's last trip runs after the loop on the staging tiles (no copy), its bf16 m.mma in 4
+    blocks of 32 rows (the simulator sums every m.mma in 32-row blocks: the same bits as the
+    whole), each followed by its conversion piece and its store; where the loop runs no trip the
+    zero fill is converted and stored, with no m.mma."""
     names = _names(_program())
     ran, none = _ran(names), names[names.index("halt") + 1 :]
     loop, last = ran[: ran.index("bnz") + 1], ran[ran.index("bnz") + 1 :]
-    assert loop.count("m.mma") == 1 and last.count("m.mma") == 1 and "v.copy" not in last
+    assert loop.count("m.mma") == 1 and "v.copy" not in last
     order = [n for n in last if n in ("m.mma", "v.fcvt", "dma.store")]
-    assert order == ["m.mma"] + ["v.fcvt", "dma.store"] * 4
+    assert order == ["m.mma", "v.fcvt", "dma.store"] * 4
     assert "m.mma" not in none and none.count("v.fcvt") == 4 and none.count("dma.store") == 4
 
 
@@ -127,8 +128,8 @@ def _int_program():
     return compile_kernel(int_gemm_kernel, INT_SIG, TILE)
 
 
-def test_an_exact_last_trip_runs_in_row_blocks_each_followed_by_its_conversion_and_store():
-    """Integer products sum exactly: the last trip's m.mma runs in 4 blocks of 32 rows, each followed
+def test_an_integer_last_trip_runs_in_row_blocks_each_followed_by_its_conversion_and_store():
+    """Integer products too: the last trip's m.mma runs in 4 blocks of 32 rows, each followed
     by its conversion piece (32 rows of 256) and its store; the loop's m.mma covers the tile."""
     names = _names(_int_program())
     ran = _ran(names)
@@ -188,8 +189,8 @@ def test_two_loops_in_a_row_each_peel_and_keep_the_bits(monkeypatch):
 
 @pytest.mark.parametrize("m, n, k", [(200, 300, 70), (130, 256, 0), (128, 256, 20), (100, 256, 32)])
 def test_row_blocks_give_the_bits_of_the_whole_loop(monkeypatch, m, n, k):
-    """Masked edges, no trip, K below one block, one trip: the same results as the loop lowered whole,
-    and the exact integer products."""
+    """Integer products: masked edges, no trip, K below one block, one trip: the same results as the
+    loop lowered whole, and the exact integer products."""
     rng = np.random.default_rng(1)
     a = rng.integers(-128, 128, (m, max(k, 1)), dtype=np.int8)
     b = rng.integers(-128, 128, (max(k, 1), n), dtype=np.int8)
@@ -223,9 +224,10 @@ def test_a_last_trip_that_overflows_sram_is_lowered_with_the_loop(monkeypatch):
 
 @pytest.mark.parametrize("m, n, k", [(256, 512, 96), (200, 300, 70), (130, 256, 0), (128, 256, 20), (100, 256, 32)])
 def test_results_are_bit_identical_to_the_code_without_them(monkeypatch, m, n, k):
-    """Masked edges (rows and columns past M and N inside a tile, K not a multiple of BK), a K
-    loop that runs no trip (its early loads empty, the zero fill stored), K smaller than one block
-    and K of one block (one trip: the last, straight after the guard)."""
+    """bf16 with the last trip's m.mma in row blocks: masked edges (rows and columns past M and N
+    inside a tile, K not a multiple of BK), a K loop that runs no trip (its early loads empty, the
+    zero fill stored), K smaller than one block and K of one block (one trip: the last, straight
+    after the guard)."""
     rng = np.random.default_rng(0)
     a = (rng.standard_normal((m, max(k, 1))).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
     b = (rng.standard_normal((max(k, 1), n)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
@@ -257,3 +259,51 @@ def test_the_first_of_three_or_more_stores_is_one_piece_and_two_split_evenly():
     pieces = [(64 * i, 64 * (i + 1), None) for i in range(8)]
     assert store_pieces._groups(pieces, v, 4) == [(1, 4), (4, 16), (6, 24), (8, 32)]
     assert store_pieces._groups(pieces, v, 2) == [(4, 16), (8, 32)]
+
+
+@pytest.mark.parametrize("m, n, k", [(256, 512, 96), (200, 300, 70)])
+def test_fp32_sums_of_the_row_blocks_are_the_whole_loops_bits(monkeypatch, m, n, k):
+    """bf16 products into an fp32 output, not rounded to bf16: every fp32 sum of the row-blocked
+    last trip has the bits of the loop lowered whole."""
+    sig = SIG | {"c_ptr": "*fp32"}
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((m, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    b = (rng.standard_normal((k, n)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    grid = -(-m // TILE["BM"]) * -(-n // TILE["BN"])
+    outs = []
+    with monkeypatch.context() as mp:
+        for whole in (False, True):
+            if whole:
+                mp.setattr(rules_scf, "peeled_tail", lambda ctx, loop, keep: None)
+            prog = compile_kernel(gemm_kernel, sig, TILE)
+            assert _names(prog).count("m.mma") == (1 if whole else 5)
+            (*_, got), _ = run(prog, grid, [a, b, np.full((m, n), np.nan, np.float32), m, n, k])
+            outs.append(got)
+    assert outs[0].tobytes() == outs[1].tobytes()
+
+
+def test_attention_with_its_last_trip_in_row_blocks_keeps_the_bits(monkeypatch):
+    """Attention at 2 stages: its dots do not accumulate into the loop's carried value, so its last
+    trip keeps whole-tile m.mma (each block would pay a fill); cut in 32-row blocks all the same (q @
+    k^T and p @ v), the output has the bits of the loop lowered whole."""
+    rng = np.random.default_rng(8)
+    H, N, D = 2, 256, 64
+    q, k, v = (rng.uniform(-1, 1, (H, N, D)).astype(np.float16) for _ in range(3))
+
+    def lowered():
+        module = parse(corpus_text("attn_fwd"), "attn_fwd")
+        return pipeline.run_pipeline(module, SimpleNamespace(num_stages=2), MACHINE)[1]
+
+    assert _names(lowered()).count("m.mma") == 4  # two in the loop, two in its last trip
+    outs = []
+    with monkeypatch.context() as mp:
+        mma = rules_dot.mma
+        mp.setattr(rules_dot, "mma", lambda ctx, acc, a, b, prec, blocks=False: mma(ctx, acc, a, b, prec, True))
+        for whole in (False, True):
+            if whole:
+                mp.setattr(rules_scf, "peeled_tail", lambda ctx, loop, keep: None)
+            prog = lowered()
+            assert _names(prog).count("m.mma") == (2 if whole else 6)
+            (*_, out), _ = run(prog, (N // 64, H), [q, k, v, np.zeros_like(q), 0.125, N])
+            outs.append(out)
+    assert outs[0].tobytes() == outs[1].tobytes()

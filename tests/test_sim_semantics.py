@@ -668,6 +668,33 @@ def test_mma_f32_precisions():
     assert err["tf32x3"] < 1e-4 and err["bf16x6"] < 1e-5
 
 
+@pytest.mark.parametrize(
+    "dt, prec, acc",
+    [("bf16", "ieee", "f32"), ("f16", "ieee", "f32"), ("f8e4m3fn", "ieee", "f32"), ("bf16", "ieee", "bf16")]
+    + [("f32", p, "f32") for p in ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")],
+)
+def test_mma_row_does_not_depend_on_the_instructions_rows(dt, prec, acc):
+    """The host BLAS picks its kernel and sum order by shape (OpenBLAS sums 8-row and 32-row
+    products differently): m.mma sums in blocks of ROWS rows, so the first rows of an
+    instruction have the same bits whatever its M (multiples of ROWS, not, and fewer than ROWS)."""
+    from triton_plate_backend.sim.sem_matrix import ROWS
+
+    rng = np.random.default_rng(12)
+    k, n, top = 96, 48, ROWS // 2
+    a = rng.standard_normal((2, 4 * ROWS, k)).astype(NUMPY[dt])
+    bm = rng.standard_normal((2, k, n)).astype(NUMPY[dt])
+    c = rng.standard_normal((2, 4 * ROWS, n)).astype(NUMPY[acc])
+    rows = {}
+    for m in (ROWS, 2 * ROWS, 4 * ROWS, 3 * ROWS - 5, top, 8):
+        b = _mma_bench(dt, dt, acc, m=m, k=k, n=n).set(0, c[:, :m]).set(1, a[:, :m]).set(2, bm)
+        b.run(f"m.mma.{prec}", 0, 1, 2)
+        rows[m] = b.get(0)[:, :8].tobytes()
+        if m >= 2 * ROWS:  # a later block's rows too
+            rows[m, "block 1"] = b.get(0)[:, ROWS : ROWS + top].tobytes()
+    assert len(set(rows[m] for m in rows if not isinstance(m, tuple))) == 1
+    assert rows[2 * ROWS, "block 1"] == rows[4 * ROWS, "block 1"]
+
+
 def test_mma_f16_accumulator_rounds_and_bad_types_fail():
     b = _mma_bench("f16", "f16", "f16", m=1, k=2, n=1, P=1).set(0, [[[2048.0]]]).set(1, [[[1.0, 1.0]]])
     b.set(2, [[[0.5], [0.5]]])

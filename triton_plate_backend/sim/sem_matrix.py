@@ -7,6 +7,12 @@
 - f32 inputs: PRECISION[prec] below (triton's input_precision).
 - f64 inputs: float64 matmul, f64 accumulator.
 - an f16 / bf16 accumulator is computed in fp32 and rounded to its type once per instruction.
+
+Float matmuls are taken in blocks of ROWS rows (the matrix unit's pass), the last one padded with
+zero rows: every BLAS call of an instruction has the shape (ROWS, K, N) whatever its M, and the
+host BLAS picks its kernel and sum order by shape, so an output row's bits do not depend on how
+many rows the compiler put in the instruction (a dot cut in ROWS-row blocks computes the whole's
+bits). Within a block the order is still the host BLAS's.
 """
 
 from __future__ import annotations
@@ -16,10 +22,32 @@ import numpy as np
 
 from ..errors import IsaError
 from ..isa.table import ENUMS
+from ..machine import MatrixUnit
 from .numerics import F32, F64, round_float, round_tf32, store_int
 from .parallel import for_rows
 
 _NARROW = ("f16", "bf16", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz")
+ROWS = MatrixUnit.dim  # rows of one BLAS call: the sum order BLAS picks by shape is the same for any M
+
+
+def _matmul(a, b, out=None, pad=None):
+    """a [P, M, K] @ b [P, K, N] (float) as one BLAS product per ROWS-row block of a, the last block
+    padded with zero rows: full blocks through views (a's rows split, b broadcast over them, no
+    copy), the rest through ``pad`` (zeros past the rest's rows; made when None)."""
+    P, M, K = a.shape
+    N = b.shape[2]
+    if out is None:
+        out = np.empty((P, M, N), np.result_type(a, b))
+    full = M - M % ROWS
+    if full:
+        n = full // ROWS
+        np.matmul(a[:, :full].reshape(P, n, ROWS, K), b[:, None], out=out[:, :full].reshape(P, n, ROWS, N))
+    if full < M:
+        if pad is None:
+            pad = np.zeros((P, ROWS, K), out.dtype)
+        pad[:P, : M - full] = a[:, full:]
+        out[:, full:] = np.matmul(pad[:P], b)[:, : M - full]
+    return out
 
 
 def _bf16(x):
@@ -39,12 +67,12 @@ def _split(x, rounder, parts):
 def _terms(acc, pairs):
     """acc + sum of a_i @ b_j in the given order (smallest terms first, like triton's F32DotTC)."""
     for a, b in pairs:
-        acc = acc + np.matmul(a, b)
+        acc = acc + _matmul(a, b)
     return acc
 
 
 def _ieee(a, b, acc):
-    return (acc.astype(F64) + np.matmul(a.astype(F64), b.astype(F64))).astype(F32)
+    return (acc.astype(F64) + _matmul(a.astype(F64), b.astype(F64))).astype(F32)
 
 
 def _tf32(a, b, acc):
@@ -94,7 +122,7 @@ PRODUCT_ELEMENTS = 1 << 18  # the products m.mma computes before adding them to 
 
 def _narrow_into(A, B, C, a32=None, b32=None, spare=()):
     """C (an f32 tile view) += widen(A) @ widen(B): the same fp32 matmul and sum as
-    ``C + np.matmul(A.astype(F32), B.astype(F32))``, written in place, rows split across threads.
+    ``C + _matmul(A.astype(F32), B.astype(F32))``, written in place, rows split across threads.
     ``a32`` / ``b32``: A / B already widened; ``spare``: f32 arrays free to widen into (fresh pages
     cost more than the widening). Returns (a32, b32)."""
     P, M, K = A.shape
@@ -118,9 +146,10 @@ def _narrow_into(A, B, C, a32=None, b32=None, spare=()):
         if wb:
             _widen_into(B[s], b32[s])
         prod = np.empty((min(step, s.stop - s.start), M, N), F32)
+        pad = np.zeros((len(prod), ROWS, K), F32) if M % ROWS else None
         for i in range(s.start, s.stop, step):  # a few programs' products at a time, added while in cache
             j = min(i + step, s.stop)
-            np.matmul(a32[i:j], b32[i:j], out=prod[: j - i])
+            _matmul(a32[i:j], b32[i:j], prod[: j - i], pad)
             np.add(C[i:j], prod[: j - i], out=C[i:j])
 
     for_rows(rows, P, P * M * N * K)
@@ -173,7 +202,7 @@ def _mma(st, ins):
         exact = np.matmul(A.astype(F64), B.astype(F64)).astype(np.int64)  # |sum| < 2**53: exact
         st.write(acc, store_int(exact + C, "i32"))
     elif pair == {"f64"} and tc.dtype == "f64":
-        st.write(acc, C + np.matmul(A, B))
+        st.write(acc, C + _matmul(A, B))
     elif pair == {"f32"} and tc.dtype in ("f32", "f16", "bf16"):
         st.write(acc, round_float(PRECISION[ins.suffixes[0]](A, B, C.astype(F32)), tc.dtype))
     elif pair <= set(_NARROW) and tc.dtype == "f32":
@@ -181,7 +210,7 @@ def _mma(st, ins):
         kept[a], kept[b] = _narrow_into(A, B, C, kept.get(a), kept.get(b), spare)
         _keep_widened(st, kept, acc)
     elif pair <= set(_NARROW) and tc.dtype in ("f16", "bf16"):
-        st.write(acc, round_float(C.astype(F32) + np.matmul(A.astype(F32), B.astype(F32)), tc.dtype))
+        st.write(acc, round_float(C.astype(F32) + _matmul(A.astype(F32), B.astype(F32)), tc.dtype))
     else:
         raise IsaError(
             f"m.mma: unsupported types acc {tc.dtype}, a {ta.dtype}, b {tb.dtype} (inputs f16/bf16/fp8 "
