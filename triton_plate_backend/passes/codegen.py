@@ -132,8 +132,9 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
     pieces (`store_pieces`, each piece a DMA token) that overflows the registers is first cut in half
     as many, since a pipeline stage is worth more than the pieces. Before either, a kernel with a
     loop's last trip lowered apart (`rules_scf.peeled_tail`) is lowered again without it when that
-    overflows, or when its code leaves licm's loop-invariant scalars no registers (`_finalize`:
-    bf16 4096^3 ran 0.2 us slower with the scalars recomputed in the loop). When the
+    overflows; one whose code leaves licm's loop-invariant scalars no registers keeps the peel and
+    recomputes them in the loop, on the scalar engine under the matrix work (`_finalize`; bf16
+    2048^3 480.2 -> 476.2 us with the peel, 4096^3 3665.1 -> 3665.3 us). When the
     overflow persists at every depth, the kernel is lowered again, from the deepest: scalar registers
     with the scalars the registers cannot hold kept in SRAM (`spill`); SRAM with its large pointer
     tensors kept as a scalar base and i32 offsets (`context.BasedPtr`). A kernel that fits as it is
@@ -160,7 +161,7 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
                 raise
 
 
-def _finalize(em, name, args, machine, spill_scalars=False, peeled=False):
+def _finalize(em, name, args, machine, spill_scalars=False):
     """finalize the code with its loop-invariant scalar instructions in front of their loops and
     recomputed scalar values dropped (licm, scalar_cse); the code as emitted when what they keep in
     registers across a loop does not fit the machine's registers; with ``spill_scalars``, when even
@@ -170,8 +171,6 @@ def _finalize(em, name, args, machine, spill_scalars=False, peeled=False):
     try:
         return finalize(em, name, args, machine)
     except RegisterOverflow:
-        if peeled:  # the loop-invariant scalars are worth more than a peeled last trip: lower again without it
-            raise
         em.code = emitted
     if not spill_scalars:
         return finalize(em, name, args, machine)
@@ -200,7 +199,7 @@ def _lower_kernel(ctx, module, machine, spill_scalars=False) -> tuple[Program, d
     if not code or code[-1].mnemonic != "halt":
         ctx.em.wait_all()
         ctx.emit("halt")
-    program, planned = _finalize(ctx.em, name, args, machine, spill_scalars, ctx.peeled)
+    program, planned = _finalize(ctx.em, name, args, machine, spill_scalars)
     report = {
         "kernel": name,
         "instructions": len(program.instrs),
