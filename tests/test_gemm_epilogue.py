@@ -29,11 +29,12 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr
     rk = tl.arange(0, BK)
     a = a_ptr + rm[:, None] * K + rk[None, :]
     b = b_ptr + rk[:, None] * N + rn[None, :]
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    # i8 operands sum exactly into an int32 accumulator, the others into fp32
+    acc = tl.zeros((BM, BN), dtype=tl.int32 if a_ptr.dtype.element_ty == tl.int8 else tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
         left = K - k * BK
-        x = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < left), other=0.0)
-        y = tl.load(b, mask=(rk[:, None] < left) & (rn[None, :] < N), other=0.0)
+        x = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < left), other=0)
+        y = tl.load(b, mask=(rk[:, None] < left) & (rn[None, :] < N), other=0)
         acc += tl.dot(x, y)
         a += BK
         b += BK * N
@@ -100,32 +101,11 @@ def test_the_last_trip_runs_after_the_loop_on_its_staging_tiles():
     assert "m.mma" not in none and none.count("v.fcvt") == 4 and none.count("dma.store") == 4
 
 
-@triton.jit
-def int_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pid = tl.program_id(0)
-    num_n = tl.cdiv(N, BN)
-    rm = (pid // num_n) * BM + tl.arange(0, BM)
-    rn = (pid % num_n) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a = a_ptr + rm[:, None] * K + rk[None, :]
-    b = b_ptr + rk[:, None] * N + rn[None, :]
-    acc = tl.zeros((BM, BN), dtype=tl.int32)
-    for k in range(0, tl.cdiv(K, BK)):
-        left = K - k * BK
-        x = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < left), other=0)
-        y = tl.load(b, mask=(rk[:, None] < left) & (rn[None, :] < N), other=0)
-        acc += tl.dot(x, y)
-        a += BK
-        b += BK * N
-    c = c_ptr + rm[:, None] * N + rn[None, :]
-    tl.store(c, acc.to(tl.float32), mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
 INT_SIG = SIG | {"a_ptr": "*i8", "b_ptr": "*i8", "c_ptr": "*fp32"}
 
 
 def _int_program():
-    return compile_kernel(int_gemm_kernel, INT_SIG, TILE)
+    return compile_kernel(gemm_kernel, INT_SIG, TILE)
 
 
 def test_an_integer_last_trip_runs_in_row_blocks_each_followed_by_its_conversion_and_store():
