@@ -121,6 +121,8 @@ EAGER_OPS: dict[str, Row] = {
     # composite.py: a decomposition over plate tensors (a fused kernel on CUDA), a host result in CUDA's layout
     "_fused_rms_norm.default": Row("composite"),
     "_fused_rms_norm_backward.default": Row("composite"),
+    "_embedding_bag.default": Row("composite"),
+    "_embedding_bag_forward_only.default": Row("composite"),
     "nonzero_static.default": Row("host_layout"),
     # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py, weight_norm.py, and
     # pow's and complex exp/log/log1p's element functions in kernels.py (scatter's prod/mean:
