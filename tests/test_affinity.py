@@ -10,6 +10,7 @@ import triton
 import triton.language as tl
 
 import triton_plate_backend.torch_device  # noqa: F401  (registers the plate device)
+from triton_plate_backend.isa.footprint import parse_footprints
 from triton_plate_backend.sim.memory import BLOCKED_MIN_BYTES
 
 
@@ -41,6 +42,19 @@ def histogram_kernel(x, bins, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     tl.atomic_add(bins + tl.load(x + offs, mask=m, other=0), 1, mask=m)
+
+
+@triton.jit
+def row_block_sum_kernel(x, w, o, n_rows, n_cols, rows_per_program, BLOCK: tl.constexpr):
+    """Liger's RMSNorm backward shape: a top-level load (so `persistent` wraps it in its loop over
+    programs) and a row loop whose bounds come from program_id."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n_cols
+    acc = tl.load(w + cols, mask=m, other=0.0)
+    for r in range(pid * rows_per_program, tl.minimum((pid + 1) * rows_per_program, n_rows)):
+        acc += tl.load(x + r * n_cols + cols, mask=m, other=0.0)
+    tl.store(o + pid * n_cols + cols, acc, mask=m)
 
 
 @triton.jit
@@ -113,6 +127,26 @@ def test_kernels_the_analysis_cannot_tell_keep_the_default_mapping(mini):
     assert o.cpu().tolist() == list(range(64))
     assert 'plate.affinity = "none (' in kernel.asm["pir"] and "scf.while" in kernel.asm["pir"]
     assert mini.last_profile.policy == "round_robin"
+
+
+def test_a_loop_with_program_id_bounds_inside_the_persistent_loop_is_located(mini):
+    """The row loop's bounds come from program_id, which the persistent loop over programs makes from
+    its own trip: the footprint holds no loop symbol (it did, and the launch failed parsing it) and
+    each program is steered to the domain of its rows."""
+    n_rows, n_cols, programs = 512, 100, 64
+    per = triton.cdiv(n_rows - 3, programs)  # the last program runs fewer rows
+    x = torch.randn(n_rows, n_cols, device="plate")
+    assert x.numel() * 4 >= BLOCKED_MIN_BYTES
+    w, o = torch.randn(n_cols, device="plate"), torch.empty(programs, n_cols, device="plate")
+    kernel = row_block_sum_kernel[(programs,)](x, w, o, n_rows - 3, n_cols, per, BLOCK=128)
+    xc = x.cpu()
+    want = torch.stack([xc[p * per : min((p + 1) * per, n_rows - 3)].sum(0) for p in range(programs)]) + w.cpu()
+    torch.testing.assert_close(o.cpu(), want)
+    pir = kernel.asm["pir"]
+    assert "plate.programs" in pir  # run as a persistent loop over programs
+    text = pir.split('plate.affinity = "', 1)[1].split('"', 1)[0]
+    assert parse_footprints(text) is not None and "trip" not in text
+    assert mini.last_profile.policy == "affinity" and remote_share(mini.last_profile) <= 0.25
 
 
 def test_migrate_moves_a_tensor_and_charges_the_clock(mini):

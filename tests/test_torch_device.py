@@ -203,6 +203,49 @@ def test_autograd_matches_cpu():
     torch.testing.assert_close(lin_dev.bias.grad.cpu(), lin.bias.grad)
 
 
+class TiedHead(torch.nn.Module):
+    """An embedding whose weight is also the output projection's (GPT-2's LM head)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(11, 4)
+        self.head = torch.nn.Linear(4, 11, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, idx):
+        return self.head(torch.tanh(self.embed(idx)))
+
+
+def test_module_to_plate_keeps_tied_weights():
+    # Module._apply moves a parameter in place (param.data = moved) only when torch says the two tensor types are
+    # shallow-copy compatible; otherwise each module gets a new Parameter and the tie is two copies that train apart
+    torch.manual_seed(0)
+    cpu = TiedHead()
+    dev = TiedHead()
+    dev.load_state_dict(cpu.state_dict())
+    weight = dev.embed.weight
+    dev.to("plate")
+    assert dev.embed.weight is weight and dev.head.weight is dev.embed.weight
+    assert dev.embed.weight.device.type == "plate" and len(list(dev.parameters())) == 1
+    idx, target = torch.tensor([[1, 4, 7], [2, 9, 0]]), torch.tensor([3, 5, 8, 1, 10, 6])
+    for model, where in ((cpu, "cpu"), (dev, "plate")):
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        loss = torch.nn.functional.cross_entropy(model(idx.to(where)).view(-1, 11), target.to(where))
+        loss.backward()
+        opt.step()
+    torch.testing.assert_close(dev.embed.weight.detach().cpu(), cpu.embed.weight.detach())
+    assert dev.head.weight is dev.embed.weight
+
+
+def test_shallow_copy_compatibility_is_dense_cpu_and_plate_only():
+    dense_cpu, dense_plate = torch.ones(2), torch.ones(2, device="plate")
+    assert torch._has_compatible_shallow_copy_type(dense_cpu, dense_plate)
+    assert torch._has_compatible_shallow_copy_type(dense_plate, dense_cpu)
+    assert torch._has_compatible_shallow_copy_type(dense_plate, dense_plate)
+    assert not torch._has_compatible_shallow_copy_type(torch.ones(2).to_sparse(), dense_plate)
+    assert not torch._has_compatible_shallow_copy_type(dense_plate, torch.ones(2).to_sparse())
+
+
 @pytest.mark.parametrize("rnn", [torch.nn.LSTM, torch.nn.GRU])
 @pytest.mark.parametrize("bias", [True, False])
 def test_rnn_fused_cells_match_cpu(rnn, bias):

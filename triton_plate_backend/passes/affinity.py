@@ -355,11 +355,29 @@ class _Footprints:
             parent = owner.parent
         return loops
 
+    def trip_bounds(self, loops: list[Op]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+        """(first, last, trips) of `loops` (innermost first, as enclosing_loops lists them): each loop's
+        trip symbol at its first and at its last trip, and its trip count, as expressions in the
+        arguments and program ids alone. A loop's bounds may come from the trips of the loops around it
+        (a row loop from program_id(x) inside the persistent loop over programs, `for r in
+        range(pid * n, ...)`): its last trip is taken with theirs at their last, and its count is the mean
+        of its counts at their first and their last trips (exact for counts affine in the trips)."""
+        first: dict[str, str] = {}
+        last: dict[str, str] = {}
+        trips: dict[str, str] = {}
+        for loop in reversed(loops):  # outermost first: the symbols of a loop's bounds are substituted
+            sym, count = self.loop(loop)
+            at_first, at_last = _substitute(count, first), _substitute(count, last)
+            first[sym] = "0"
+            last[sym] = _call("max", "0", _sub(at_last, "1"))
+            trips[sym] = at_first if at_first == at_last else _floordiv(_add(_add(at_first, at_last), "1"), "2")
+        return first, last, trips
+
     def weight(self, op: Op, itemsize: int) -> str:
         """Bytes the op moves per program: its tile, times the trips of the loops around it."""
         nbytes = str(math.prod(_tile_shape(op)) * itemsize)
-        for loop in self.enclosing_loops(op):
-            nbytes = _mul(nbytes, self.loop(loop)[1])
+        for count in self.trip_bounds(self.enclosing_loops(op))[2].values():
+            nbytes = _mul(nbytes, count)
         return nbytes
 
     def somewhere(self, op: Op) -> Footprint:
@@ -390,11 +408,7 @@ class _Footprints:
                 lo_terms = _add(lo_terms, _call("min", "0", reach))
                 hi_terms = _add(hi_terms, _call("max", "0", reach))
         hi_terms = _add(hi_terms, "1")
-        loops = self.enclosing_loops(op)
-        for loop in loops:
-            self.loop(loop)
-        start = {sym: "0" for sym, _ in self.loops.values()}
-        end = {sym: _call("max", "0", _sub(trips, "1")) for sym, trips in self.loops.values()}
+        start, end, _ = self.trip_bounds(self.enclosing_loops(op))
         lo_first, lo_last = _substitute(lo_terms, start), _substitute(lo_terms, end)
         hi_first, hi_last = _substitute(hi_terms, start), _substitute(hi_terms, end)
         lo = lo_first if lo_first == lo_last else _call("min", lo_first, lo_last)

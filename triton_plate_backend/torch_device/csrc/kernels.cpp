@@ -162,6 +162,20 @@ at::Tensor& set_empty(at::Tensor& self) {
   return at::native::set_storage_cpu_(self, std::move(storage), 0, {0}, {});
 }
 
+// Whether `self.data = from` may swap from's storage and metadata into self's TensorImpl (Module._apply asks
+// this before it moves a parameter in place; the .data setter checks it). TensorImpl's own answer knows only
+// the in-tree dense backends, so a CPU parameter moved to plate got a new Parameter object instead, and a weight
+// two modules share (a tied LM head) became two. A plate tensor and a CPU one are the same class of TensorImpl
+// (dense), as a CUDA tensor and a CPU one are: the
+// check is TensorImpl::has_compatible_shallow_copy_type's, with PrivateUse1 among the dense backends.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  const auto dense = [](c10::DispatchKeySet keys) {
+    constexpr c10::DispatchKeySet backends({c10::BackendComponent::CPUBit, c10::BackendComponent::PrivateUse1Bit});
+    return keys.has_any(c10::DispatchKeySet(c10::DispatchKey::Dense)) && keys.has_any(backends);
+  };
+  return self.key_set() == from.key_set() || (dense(self.key_set()) && dense(from.key_set()));
+}
+
 // Convolution: torch picks a convolution backend by device, and for devices it does not know calls
 // these "overrideable" ops, which only throw. Run the CPU's choice on host aliases instead.
 void check_same_device(const at::Tensor& a, const at::Tensor& b, const char* op) {
@@ -235,6 +249,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
   m.impl("set_", set_empty);
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   // complex <-> real pairs are views (at::native's, as on CPU and CUDA): they never compute
   m.impl("view_as_real", at::native::view_as_real);
   m.impl("view_as_complex", at::native::view_as_complex);
