@@ -256,8 +256,9 @@ def test_a_placement_is_priced_from_the_launch_s_one_run(monkeypatch):
 
 def test_a_kept_launch_run_is_not_used_once_memory_or_the_launch_changed(monkeypatch):
     """The run kept inside ``shared_estimates`` answers only the same launch (program, grid, arguments)
-    over the same allocations and placements: a migrated operand, another grid or another argument
-    runs again."""
+    over the same allocations and placements: another grid or another argument runs again, and so does
+    an operand migrated to a layout no estimate priced; one migrated to a layout a placement priced
+    (what the operand planner's launch does) takes that placement's trace, the trace of its own run."""
     from triton_plate_backend.sim import estimate as est_mod
 
     runs = []
@@ -271,6 +272,9 @@ def test_a_kept_launch_run_is_not_used_once_memory_or_the_launch_changed(monkeyp
     def ask(grid=(16, 1, 1), args=args, placement=None):
         return est_mod.estimate_launch(program, grid, list(args), dev.memory, placement=placement)
 
+    def own_run():
+        return est_mod.address_trace(program, (16, 1, 1), list(args), dev.memory)
+
     with est_mod.shared_estimates():
         ask()
         ask(placement={"x_ptr": "interleaved"})
@@ -281,7 +285,14 @@ def test_a_kept_launch_run_is_not_used_once_memory_or_the_launch_changed(monkeyp
         assert len(runs) == 3
         dev.memory.migrate(x.data_ptr(), "interleaved")
         moved = ask()
-        assert len(runs) == 4
-        assert ask(placement={"x_ptr": "interleaved"}) is not moved and len(runs) == 4  # re-priced from the new run
-        fresh = est_mod._estimate_launch(program, (16, 1, 1), list(args), dev.memory)
-        assert moved.time_ns == fresh.time_ns and moved.read_bytes.tobytes() == fresh.read_bytes.tobytes()
+        kept = est_mod.kept_address_trace(program, (16, 1, 1), list(args), dev.memory, dev.machine)
+        assert len(runs) == 3  # the placement priced above
+        assert kept.digest() == own_run().digest()
+        dev.memory.migrate(x.data_ptr(), "local:1")
+        assert ask() is not moved and len(runs) == 5  # (own_run ran once)
+        assert ask(placement={"x_ptr": "interleaved"}) is not moved and len(runs) == 5  # re-priced from the new run
+    fresh = est_mod._estimate_launch(program, (16, 1, 1), list(args), dev.memory)
+    dev.memory.migrate(x.data_ptr(), "interleaved")
+    fresh_moved = est_mod._estimate_launch(program, (16, 1, 1), list(args), dev.memory)
+    assert moved.time_ns == fresh_moved.time_ns and moved.read_bytes.tobytes() == fresh_moved.read_bytes.tobytes()
+    assert fresh.read_bytes.tobytes() != fresh_moved.read_bytes.tobytes()  # the layouts do price differently
