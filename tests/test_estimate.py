@@ -99,6 +99,39 @@ def test_the_address_only_run_records_the_functional_trace(name, monkeypatch):
     assert address_trace(program, grid, args, dev.memory).digest() == functional.digest()
 
 
+@triton.jit
+def _loop_on_loaded_kernel(x_ptr, n_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    n = tl.load(n_ptr + pid)  # a scalar from memory: a loop bound and a branch condition
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in range(n):
+        acc += tl.load(x_ptr + i * BLOCK + tl.arange(0, BLOCK))
+    if n > 2:
+        tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+def test_the_address_only_run_follows_a_loaded_loop_bound_and_branch(monkeypatch):
+    """A scalar loaded from memory (a tile read into a register: v.extract) that bounds a loop and
+    decides a branch is computed by the address-only run, which records the functional trace."""
+    from triton_plate_backend.sim.estimate import address_trace
+    from triton_plate_backend.sim.executor import execute
+
+    dev = get_device()
+    launches = []
+    real = type(dev).launch
+    x = torch.randn(8 * 64).to("plate")
+    counts = torch.tensor([1, 3, 5, 0], dtype=torch.int32).to("plate")
+    out = torch.zeros(4 * 64).to("plate")
+    monkeypatch.setattr(type(dev), "launch", lambda self, p, g, a, **kw: launches.append((p, g, list(a))))
+    _loop_on_loaded_kernel[(4,)](x, counts, out, BLOCK=64)
+    monkeypatch.setattr(type(dev), "launch", real)
+    ((program, grid, args),) = launches
+    assert any(i.mnemonic == "v.extract" for i in program.instrs)
+    functional = execute(program, grid, args, dev.memory, dev.machine)
+    assert len({len(e.programs) for e in functional.entries}) > 1  # the programs' trips differ
+    assert address_trace(program, grid, args, dev.memory).digest() == functional.digest()
+
+
 def _gemm_with_wide_b(m: int, k: int, n: int, b_placement: str | None):
     """A bf16 GEMM whose B rows are two interleaving stripes long (n = 4096: 8 KiB): each column block
     of B lives in two domains, and the programs of one wave read the same column blocks (GROUP_M 8 over

@@ -118,12 +118,15 @@ def _tile_operands(inst, roles):
 
 def address_slice(program: Program) -> set[int]:
     """The pcs of vector, matrix and load instructions whose results an address, a mask or a
-    scalar register depends on (the backward slice from those uses, through overlapping tiles)."""
+    scalar register depends on (the backward slice from those uses, through overlapping tiles), and
+    the instructions that read a tile into a scalar register (v.extract: a loop bound or a branch
+    condition loaded from memory)."""
     spans = np.array([t.span() for t in program.tiles], dtype=np.int64).reshape(-1, 2)
     overlap = (spans[:, None, 0] < spans[None, :, 1]) & (spans[None, :, 0] < spans[:, None, 1])
     np.fill_diagonal(overlap, True)
     needed = np.zeros(len(program.tiles), bool)
-    for inst in program.instrs:
+    run: set[int] = set()
+    for pc, inst in enumerate(program.instrs):
         ops = {od.name: (od, v) for od, v in zip(inst.row.operands, inst.operands)}
         scalar_def = any(od.kind == "r" and od.role == "def" for od, _ in ops.values())
         if inst.row.unit in ("dma_in", "dma_out"):
@@ -132,7 +135,7 @@ def address_slice(program: Program) -> set[int]:
                     needed[ops[name][1]] = True
         elif scalar_def and inst.row.unit != "scalar":  # a tile read into a scalar register (v.extract)
             needed[_tile_operands(inst, ("use", "inout"))] = True
-    run: set[int] = set()
+            run.add(pc)
     changed = True
     while changed:
         changed = False
