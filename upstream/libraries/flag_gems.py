@@ -46,7 +46,7 @@ def name_the_device(vendor: str, device: str) -> object:
     return module.vendor_info
 
 
-@pytest.hookimpl(trylast=True)  # after upstream.library_plugin registered the device
+@pytest.hookimpl(tryfirst=True)  # before the conftest imports flag_gems (pytest loads it in this hook)
 def pytest_load_initial_conftests(early_config, parser, args):
     device = early_config.known_args_namespace.lib_device
     vendor = os.environ.get(VENDOR_ENV)
