@@ -527,6 +527,47 @@ def test_generators_and_rng_state():
     assert torch.equal(again.cpu(), a.cpu())  # a generator's seed reproduces its numbers
 
 
+def test_generator_state_is_cudas_seed_and_offset():
+    """Libraries read and write the state as CUDA's (FlagGems: ``seed, offset = state.view(torch.int64)``)."""
+    gens = torch.plate.default_generators  # torch.cuda.default_generators: one per device
+    assert len(gens) == torch.plate.device_count() and gens[0] is torch.plate.default_generator(0)
+    gens[0].manual_seed(1234)
+    torch.rand(100, device="plate")
+    state = gens[0].get_state()
+    assert state.dtype == torch.uint8 and state.numel() == 16
+    seed, offset = state.view(torch.int64).tolist()
+    assert seed == 1234 and offset == gens[0].get_offset() > 0
+    b = torch.rand(10, device="plate")
+    moved = state.clone()
+    moved.view(torch.int64)[1] = offset + 4  # a library reserving counters moves the offset on
+    gens[0].set_state(moved)
+    assert gens[0].get_offset() == offset + 4
+    gens[0].set_state(state)
+    assert torch.equal(torch.rand(10, device="plate").cpu(), b.cpu())
+    with pytest.raises(RuntimeError, match="16 bytes"):
+        gens[0].set_state(torch.zeros(8, dtype=torch.uint8))
+
+
+def test_host_random_draws_reproduce_from_the_state():
+    """A random op without a plate kernel draws on the host from (seed, offset) and moves the offset on."""
+    torch.plate.manual_seed(7)
+    state = torch.plate.get_rng_state()
+    with torch.plate.host_op_scope() as ops:
+        a = torch.empty(64, device="plate").cauchy_()
+    torch.plate.set_rng_state(state)
+    b = torch.empty(64, device="plate").cauchy_()
+    assert torch.equal(a.cpu(), b.cpu()) and sum(ops.values()) >= 1  # it did run on the host
+    assert not torch.equal(torch.empty(64, device="plate").cauchy_().cpu(), a.cpu())  # the offset moved
+
+
+def test_backends_module_is_registered():
+    """torch.backends.plate, as torch.backends.cuda: libraries import torch.backends.<device> by name."""
+    import importlib
+
+    module = importlib.import_module("torch.backends.plate")
+    assert module is torch.backends.plate and module.is_built() and module.is_available()
+
+
 # ---- streams and events ------------------------------------------------------------------------------
 def test_event_elapsed_time_reads_the_modeled_clock():
     start, end = torch.plate.Event(enable_timing=True), torch.plate.Event(enable_timing=True)

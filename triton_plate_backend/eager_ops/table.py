@@ -54,6 +54,9 @@ EAGER_OPS: dict[str, Row] = {
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "mul.Tensor": Row("elementwise", "mul", BINARY, complex_fn="complex_mul"),
     "neg.default": Row("elementwise", "neg", complex_fn="real"),
+    # the rounding mode picks the element function (ops.divide): div, div_trunc or div_floor
+    "div.Tensor": Row("divide", "div", BINARY, compute="result"),
+    "div.Tensor_mode": Row("divide", "div", BINARY, compute="result"),
     "where.self": Row(
         "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
     ),
@@ -155,6 +158,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "sub.Tensor": ("sub_.Tensor", "sub.out"),
     "mul.Tensor": ("mul_.Tensor", "mul.out"),
     "neg.default": ("neg_.default", "neg.out"),
+    "div.Tensor": ("div_.Tensor", "div.out"),
+    "div.Tensor_mode": ("div_.Tensor_mode", "div.out_mode"),
     "where.self": ("where.self_out",),
     "cat.default": ("cat.out",),
     "gather.default": ("gather.out",),
