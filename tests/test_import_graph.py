@@ -222,6 +222,7 @@ FLOORS: dict[str, int] = {
         INDUCTOR,
         "inductor_plate",
         "inductor_plate.benchmarker",
+        "inductor_plate.compile_workers",
         "inductor_plate.config",
         "inductor_plate.conv_gemm",
         "inductor_plate.device_interface",

@@ -142,3 +142,21 @@ def test_conv_backward_compiled_matches_eager_at_fp32_tolerance(channels_last):
     got = cpu(compiled_without_host_ops(fn, grad, x, w))
     for g, e in zip(got, eager):
         torch.testing.assert_close(g, e)
+
+
+def test_compile_workers_restart_when_the_machine_preset_changes(monkeypatch):
+    """Compile workers inherit PLATE_MACHINE when they start: after a switch of preset they are stopped, so the
+    next graph's kernels are not compiled for the old one (a LaunchError "compiled for machine 'plate-mini' but
+    device 0 runs 'plate1'" when test_models.py, on plate-mini, ran before a plate1 test in one process)."""
+    from torch._inductor import async_compile
+
+    from inductor_plate import compile_workers
+
+    stopped = []
+    monkeypatch.setattr(async_compile, "shutdown_compile_workers", lambda: stopped.append(True))
+    monkeypatch.setenv("PLATE_MACHINE", "plate-mini")
+    compile_workers.follow_machine()
+    assert not compile_workers.follow_machine() and stopped == []  # the same preset: the workers stay
+    monkeypatch.setenv("PLATE_MACHINE", "plate1")
+    assert compile_workers.follow_machine() and stopped == [True]
+    assert not compile_workers.follow_machine() and stopped == [True]

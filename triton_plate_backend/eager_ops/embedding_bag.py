@@ -2,9 +2,8 @@
 results: the meta kernel's shapes for a non-CPU device, which plate is.
 
 One definition serves both sides: eager plate runs it (the ``composite`` family: each op of it a plate kernel or
-a counted host op) and Inductor decomposes the op with it on plate (the Inductor device's extern
-decompositions), so a compiled embedding bag is plate kernels, not the host's extern call, and agrees with the
-eager one.
+a counted host op) and the Inductor integration decomposes the op with it on plate, so a compiled embedding bag is
+plate kernels, not the host's extern call, and agrees with the eager one.
 
 CUDA's kernels (EmbeddingBag.cu), which this follows:
 

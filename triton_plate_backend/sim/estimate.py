@@ -394,6 +394,9 @@ class _StepRates:
         return t, flight, has.any(axis=1)
 
 
+TRANSFER_KEY_BYTES = 16 << 10  # a DMA entry's bytes by home up to this size are a key of its transfer times
+
+
 def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
     """Each program alone from time 0 under level 1's engine rules, its transfers timed by
     ``_StepRates``: (occupancy of its DMA-in and compute engines, its end with every DMA complete,
@@ -407,14 +410,15 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
     ring, nq = np.zeros((2, depth, n)), np.zeros((2, n), dtype=np.int64)
     rates = _StepRates(machine)
     wave = program_waves(core_of)
-    groups: dict[int, tuple] = {}  # id(entry.programs) -> (programs, ps, ix, rows, transfer group or None)
+    # id(entry.programs) -> (programs, ps, ix, rows, transfer group or None, transfer times by bytes)
+    groups: dict[int, tuple] = {}
 
     def group_of(programs) -> tuple:
         g = groups.get(id(programs))
         if g is None or g[0] is not programs:
             ps = np.asarray(programs, dtype=np.int64)
             ix = slice(None) if len(ps) == n else ps
-            g = groups[id(programs)] = [programs, ps, ix, np.arange(n)[ix], None]
+            g = groups[id(programs)] = [programs, ps, ix, np.arange(n)[ix], None, {}]
         return g
 
     # a run of scalar entries of the same programs: their costs added in order, one gather and scatter
@@ -475,9 +479,16 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
         xe, comp = a, a
         bbd = entry.bytes_by_domain
         if bbd is not None and bbd.any():
-            if g[4] is None:
-                g[4] = rates.group(core_of[ps], wave[ps])
-            xfer, flight, moved = rates.transfer(bbd, g[4], p.outbound)
+            # the same programs moving the same bytes by home (a loop's trips): the same times, computed once
+            key = (p.outbound, bbd.shape, bbd.dtype.str, bbd.tobytes()) if bbd.nbytes <= TRANSFER_KEY_BYTES else None
+            times = None if key is None else g[5].get(key)
+            if times is None:
+                if g[4] is None:
+                    g[4] = rates.group(core_of[ps], wave[ps])
+                times = rates.transfer(bbd, g[4], p.outbound)
+                if key is not None:
+                    g[5][key] = times
+            xfer, flight, moved = times
             xe = a + xfer
             comp = np.where(moved, xe + flight + p.extra_latency, a)
         eng[p.engine, ix] = xe
