@@ -154,6 +154,7 @@ def test_compile_workers_restart_when_the_machine_preset_changes(monkeypatch):
 
     stopped = []
     monkeypatch.setattr(async_compile, "shutdown_compile_workers", lambda: stopped.append(True))
+    monkeypatch.setattr(compile_workers, "_machine", None)  # no graph compiled yet, whatever ran before in the process
     monkeypatch.setenv("PLATE_MACHINE", "plate-mini")
     compile_workers.follow_machine()
     assert not compile_workers.follow_machine() and stopped == []  # the same preset: the workers stay
