@@ -188,6 +188,23 @@ def test_a_call_torch_refuses_raises_torchs_error():
         torch.ones(3, device="plate") + torch.ones(4, device="plate")
 
 
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int8, torch.int32, torch.int64])
+def test_bitwise_ops_match_the_cpu(dtype, no_host_ops):
+    a = (torch.arange(12) % 3).to(dtype).reshape(3, 4)
+    b = (torch.arange(12) % 5).to(dtype).reshape(3, 4)
+    pa, pb = a.to("plate"), b.to("plate")
+    for got, want in [(pa & pb, a & b), (pa | pb, a | b), (pa ^ pb, a ^ b), (pa & pb[0], a & b[0])]:
+        assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+    pa &= pb
+    assert torch.equal(pa.cpu(), a & b)
+
+
+def test_bitwise_ops_on_floats_raise_torchs_error():
+    x = torch.ones(3, device="plate")
+    with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
+        x & x
+
+
 def test_an_output_overlapping_its_input_is_left_to_the_host():
     x = torch.arange(6.0).to("plate")
     torch.plate.reset_host_ops()

@@ -52,6 +52,21 @@ def mul(x, y, z):
 
 
 @triton.jit
+def bitwise_and(x, y, z):
+    return x & y
+
+
+@triton.jit
+def bitwise_or(x, y, z):
+    return x | y
+
+
+@triton.jit
+def bitwise_xor(x, y, z):
+    return x ^ y
+
+
+@triton.jit
 def neg(x, y, z):
     return -x
 
@@ -299,6 +314,9 @@ FUNCTIONS = {
         div_floor,
         div_floor_fp16,
         div_floor_bf16,
+        bitwise_and,
+        bitwise_or,
+        bitwise_xor,
         neg,
         where,
         isnan,

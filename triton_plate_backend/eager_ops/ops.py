@@ -175,6 +175,8 @@ def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
         if row.fn == "isnan" and _is_complex(values[0]) and call.target_name is None:
             parts = torch.view_as_real(_operand(values[0], expected.dtype, device).resolve_conj())
             return torch.isnan(parts[..., 0]) + torch.isnan(parts[..., 1])  # either part NaN (bools add as or)
+        if row.integral and (expected.dtype.is_floating_point or expected.dtype.is_complex):
+            return call.on_host()
         if expected.dtype.is_complex or any(_is_complex(v) for v in values):
             return _complex(call, row, expected, device, values)
         typed = real_operands(call, row, expected, values, device)

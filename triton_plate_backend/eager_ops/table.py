@@ -23,10 +23,12 @@ class Row:
     complex_fn: str | None = None  # complex tensors: "real" (fn over real views) or a complex element function
     real_operands: tuple[str, ...] = ()  # operands that stay real for complex tensors (a condition, alpha)
     compute: str = "promoted"  # "result": compute in the result's type (an int input of a float function)
+    integral: bool = False  # bool and integer tensors only: others go to the host, which raises torch's error
 
 
 BINARY = ("self", "other")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")  # bool and integer tensors (torch refuses floats)
 # float functions: an integer input computes (and returns) the default float type, as torch does
 FLOAT_FUNCTIONS = (
     "exp",
@@ -69,6 +71,7 @@ EAGER_OPS: dict[str, Row] = {
     },
     **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
+    **{f"{op}.Tensor": Row("elementwise", op, BINARY, integral=True) for op in BITWISE},
     "fill_.Scalar": Row("fill"),
     "fill_.Tensor": Row("fill"),
     "zero_.default": Row("fill"),
@@ -174,6 +177,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in FLOAT_FUNCTIONS},
     **{f"{cmp}.Tensor": (f"{cmp}_.Tensor", f"{cmp}.Tensor_out") for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": (f"{cmp}_.Scalar", f"{cmp}.Scalar_out") for cmp in COMPARISONS},
+    **{f"{op}.Tensor": (f"{op}_.Tensor", f"{op}.Tensor_out") for op in BITWISE},
     # ---- special functions (special.py, special_family.py) ----
     **{f"special_{name}.default": (f"special_{name}.out",) for name in POLYNOMIALS},
     "digamma.default": ("digamma_.default", "digamma.out"),
