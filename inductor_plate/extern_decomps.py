@@ -13,6 +13,11 @@ keep what the table held), they are rewritten before lowering:
   float64 matrix products with the cos/sin table (angles ``2*pi*(j*k mod n)/n``, exact arguments), rounded once
   to complex64 at the end: more accurate than a float32 FFT, O(n^2) per dim instead of O(n log n).
   float64 products are plate reductions (reduction_gemm.py).
+
+And one lowering: ``lift_fresh_copy`` of a complex constant of the graph (``x + torch.tensor(1 + 1j, device=...)``).
+Inductor lowers the op as a clone even for complex tensors (it exempts it from its complex fallback), and no Triton
+kernel takes a complex pointer: generating the copy failed with KeyError 'complex64'. On plate the constant is kept
+as its real view (view_as_real), copied by a float kernel and viewed as complex again (view_as_complex, a view).
 """
 
 from __future__ import annotations
@@ -99,13 +104,39 @@ def _falling_back_to(mine, previous):
     return decomposition
 
 
+def _complex_constant_copy(original):
+    """Inductor's lift_fresh_copy lowering; a complex constant on plate copied through its real view."""
+    from torch._inductor.lowering import lowerings
+    from torch._inductor.virtualized import V
+
+    def lowering(x):
+        device = x.get_device()
+        value = None
+        if x.get_dtype().is_complex and device is not None and device.type == "plate":
+            try:
+                value = V.graph.constants.get(x.get_name())
+            except (AttributeError, NotImplementedError):  # not a buffer: a view of one
+                value = None
+        if value is None:
+            return original(x)
+        parts = V.graph.add_tensor_constant(torch.view_as_real(value).contiguous())
+        return lowerings[aten.view_as_complex.default](lowerings[aten.clone.default](parts))
+
+    lowering._plate_extern = True
+    return lowering
+
+
 @functools.cache
 def register() -> None:
-    """Put the decompositions in Inductor's table (once; inductor_plate.register)."""
+    """Put the decompositions in Inductor's table and the lowering in its lowerings (once; inductor_plate.register)."""
     from torch._inductor import decomposition
+    from torch._inductor.lowering import lowerings
 
     for op, mine in DECOMPOSITIONS.items():
         previous = decomposition.decompositions.get(op)
         if not getattr(previous, "_plate_extern", False):
             decomposition.decompositions[op] = _falling_back_to(mine, previous)
     decomposition.fast_random_decomps.cache_clear()
+    original = lowerings[aten.lift_fresh_copy.default]
+    if not getattr(original, "_plate_extern", False):
+        lowerings[aten.lift_fresh_copy.default] = _complex_constant_copy(original)

@@ -295,6 +295,37 @@ def test_integer_pow_is_exact_and_wraps_as_the_cpus(dtype, no_host_ops):
     same(torch.pow(x.to("plate"), y.to("plate")), torch.pow(x, y))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64])
+def test_div_in_every_rounding_mode_is_the_cpus(dtype, no_host_ops):
+    """true, trunc and floor division, by a tensor and by a Python scalar: the CPU's bits (fp16/bf16 trunc and floor
+    round every step to the half type, as ATen's scalar code does); 0 and inf quotients included for floats."""
+    torch.manual_seed(0)
+    if dtype.is_floating_point:
+        a, b = (torch.randn(512) * 10).to(dtype), (torch.randn(512) * 3).to(dtype)
+        a[:4], b[:4] = torch.tensor([0.0, -0.0, 5.0, -7.0]), torch.tensor([3.0, -2.0, 0.0, 0.0])
+    else:
+        a, b = torch.randint(-100, 100, (512,), dtype=dtype), torch.randint(1, 9, (512,), dtype=dtype)
+        b[::2] *= -1
+
+    def exact(got, want):
+        same(got, want)
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, equal_nan=True)
+
+    for mode in (None, "trunc", "floor"):
+        exact(torch.div(a.to("plate"), b.to("plate"), rounding_mode=mode), torch.div(a, b, rounding_mode=mode))
+        exact(torch.div(a.to("plate"), -3, rounding_mode=mode), torch.div(a, -3, rounding_mode=mode))
+    out = a.to("plate").clone()
+    out.div_(b.to("plate"), rounding_mode="floor")
+    exact(out, torch.div(a, b, rounding_mode="floor"))
+
+
+def test_integer_division_by_zero_runs_on_the_host_and_raises():
+    torch.plate.reset_host_ops()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.div(torch.arange(4).to("plate"), torch.tensor([1, 0, 2, 3]).to("plate"), rounding_mode="trunc")
+    assert torch.plate.host_ops() == {"aten.div": 1}
+
+
 def test_pow_of_negative_exponents_and_floats(no_host_ops):
     base, exponent = torch.tensor([-3, -1, 0, 1, 2, -1]), torch.tensor([-2, -3, 3, -1, 10, -4])
     same(torch.pow(base.to("plate"), exponent.to("plate")), torch.pow(base, exponent))

@@ -156,8 +156,23 @@ def test_compile_workers_restart_when_the_machine_preset_changes(monkeypatch):
     monkeypatch.setattr(async_compile, "shutdown_compile_workers", lambda: stopped.append(True))
     monkeypatch.setattr(compile_workers, "_machine", None)  # no graph compiled yet, whatever ran before in the process
     monkeypatch.setenv("PLATE_MACHINE", "plate-mini")
-    compile_workers.follow_machine()
+    compile_workers.follow_machine()  # stops them or not, as the graphs compiled before this test ran
+    stopped.clear()
     assert not compile_workers.follow_machine() and stopped == []  # the same preset: the workers stay
     monkeypatch.setenv("PLATE_MACHINE", "plate1")
     assert compile_workers.follow_machine() and stopped == [True]
     assert not compile_workers.follow_machine() and stopped == [True]
+
+
+@pytest.mark.parametrize("shape", ["0-d", "1-d"])
+def test_a_complex_constant_of_the_graph_compiles(shape):
+    """lift_fresh_copy of a complex constant: a float copy of its real view (it was a clone Inductor generated as a
+    complex Triton kernel: KeyError 'complex64')."""
+    value = 1 + 1j if shape == "0-d" else [1 + 1j, 2j, 3, -4]
+    x = torch.randn(4, dtype=torch.complex64)
+
+    def fn(x):
+        return x + torch.tensor(value, dtype=torch.complex64, device=x.device)
+
+    got = cpu(compiled_without_host_ops(fn, x))
+    torch.testing.assert_close(got, fn(x), rtol=0, atol=0)

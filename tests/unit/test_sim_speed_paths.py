@@ -547,6 +547,41 @@ def test_a_matmul_trip_takes_the_tile_path(mem, placement):
         mem.free(rec.base)
 
 
+@pytest.mark.parametrize("placement", ["interleaved", "blocked"])
+def test_tiles_crossing_stripes_are_counted_row_by_row_on_the_tile_path(mem, placement, monkeypatch):
+    """A GEMM's B tiles (64 x 128 bf16 of a 1024-wide matrix, 32 programs: each tile's rows in several
+    stripes, or two chunks): each row's bytes to its home without the general box, the general path's
+    Traffic bit for bit, counted and re-priced from the kept access; a row that itself crosses a stripe
+    (a 3000-element row) takes the general path."""
+    rec = mem.alloc(1024 * 1024 * 2, placement)
+    general, box_traffic = [], dma._box_traffic
+    monkeypatch.setattr(dma, "_box_traffic", lambda *a: general.append(1) or box_traffic(*a))
+    try:
+        k, n = np.divmod(np.arange(32), 8)
+        for cols in (128, 3000):
+            base = rec.base + (k * 64 * 1024 + n * 16) * 2 if cols == 128 else rec.base + k * 2 * 3000 * 2
+            shape = (64, cols) if cols == 128 else (2, 3000)
+            strides = np.tile([[1024 if cols == 128 else 3000, 1]], (32, 1))
+            lo, hi = np.zeros((32, 2), np.int64), np.tile([shape], (32, 1))
+            args = (mem, base, "bf16", shape, strides, lo, hi)
+            assert dma._Tiles.make(*args) is not None
+            with pytest.MonkeyPatch.context() as mp:
+                _no_tiles(mp)
+                want = dma.strided_traffic(*args)
+                want_kept = want.keep().traffic(mem)  # re-priced (estimate._repriced)
+            del general[:]
+            got = dma.strided_traffic(*args)
+            _same_traffic(got, want)
+            _same_traffic(got.keep().traffic(mem), want_kept)
+            crossing = (want.bytes_by_domain > 0).sum(axis=1).max() > 1
+            if cols == 128:
+                assert general == [] and crossing == (placement == "interleaved")
+            else:
+                assert general == [1, 1] or not crossing  # counted and re-priced
+    finally:
+        mem.free(rec.base)
+
+
 @pytest.mark.parametrize("kind", ["load", "store"])
 def test_whole_rows_past_the_allocation_still_fault(mem, kind):
     """The integer-only whole-row case checks the last program's span: a row one element past the end

@@ -759,9 +759,32 @@ class _Tiles:
         else:
             lo = self.base + (self.lo_off * self.isz - rec.base)
             if not (lo // rec.granule == (lo + ((self.hi_off - self.lo_off) * self.isz - 1)) // rec.granule).all():
-                return _box_traffic(mem, self.box(), np.full(nprog, self.pos, np.int64))
+                if not self._rows_by_home(rec, out):
+                    return _box_traffic(mem, self.box(), np.full(nprog, self.pos, np.int64))
+                return Traffic(out, np.full(nprog, self.numel, np.int64), np.full(nprog, self.runs, np.int64))
             out[np.arange(nprog), rec.home_domain(lo)] = nbytes
         return Traffic(out, np.full(nprog, self.numel, np.int64), np.full(nprog, self.runs, np.int64))
+
+    def _rows_by_home(self, rec, out) -> bool:
+        """Tiles crossing stripes or chunks, row by row: each contiguous innermost row's bytes to its
+        home, added into ``out`` (what _box_traffic's rows and _range_bytes add: sums of whole bytes,
+        exact in any order); False (``out`` untouched) when the inner stride is not 1 or a row itself
+        crosses a stripe or chunk (the general path then runs)."""
+        shape, s, isz = self.shape, self.strides, self.isz
+        if abs(s[-1]) != 1:
+            return False
+        first = min(0, (shape[-1] - 1) * s[-1])  # the row's lowest element, from its start index
+        rows = np.full(1, first, np.int64)
+        for n, k in zip(shape[:-1], s[:-1]):  # row offsets (elements) over the outer axes, row-major
+            rows = (rows[:, None] + np.arange(n, dtype=np.int64) * k).reshape(-1)
+        starts = (self.base - rec.base)[:, None] + rows * isz  # [P, rows] byte offsets in rec
+        length = shape[-1] * isz
+        if not (starts // rec.granule == (starts + (length - 1)) // rec.granule).all():
+            return False
+        nd = out.shape[1]
+        cells = np.arange(self.nprog, dtype=np.int64)[:, None] * nd + rec.home_domain(starts)
+        out.reshape(-1)[:] += np.bincount(cells.reshape(-1), minlength=out.size) * float(length)
+        return True
 
 
 def _tile_values(typed: np.ndarray, e0: np.ndarray, shape, strides, into) -> np.ndarray:
@@ -929,8 +952,13 @@ class Access:
     hi: int
 
     def traffic(self, mem: DeviceMemory) -> Traffic:
-        """The Traffic this access has over ``mem``: what the same call on the same inputs returns."""
-        return _strided_traffic(mem, self.box) if self.box is not None else _element_traffic_of(mem, *self.args)
+        """The Traffic this access has over ``mem``: what the same call on the same inputs returns (a
+        strided access: ``strided_traffic``'s paths, whole matrix tiles without the general box)."""
+        if self.box is None:
+            return _element_traffic_of(mem, *self.args)
+        box = self.box  # box.a / box.b: lo / hi clipped to the shape, the same whole-tile test as theirs
+        tiles = _Tiles.make(mem, box.base, box.dtype, box.shape, box.strides, box.a, box.b)
+        return tiles.traffic(mem) if tiles is not None else _strided_traffic(mem, box)
 
 
 def strided_traffic(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> Traffic:
