@@ -152,3 +152,18 @@ def test_no_move_where_it_does_not_pay(mini):
     assert moves_since(mini, before) == []
     assert torch.plate.placement_of(w) == "blocked"
     torch.testing.assert_close(o.cpu(), w.cpu().sum().reshape(1), rtol=1e-4, atol=1e-3)
+
+
+def test_a_decision_is_never_another_programs(mini, monkeypatch):
+    """Decisions are keyed by id(program), which Python reuses once a program is freed: with every key made
+    equal, the GEMM after sum_all_kernel still gets its own decision (B moves), not sum_all's (nothing moves)."""
+    from triton_plate_backend.sim.operands import OperandPlanner
+
+    monkeypatch.setattr(OperandPlanner, "_key", lambda self, program, grid, args, shared: ("one key",))
+    w, o = torch.randn(1 << 14, device="plate"), torch.empty(1, device="plate")
+    sum_all_kernel[(1,)](w, o, BLOCK=1 << 14)
+    a_cpu, b_cpu, a, b, c = operands()
+    before = len(mini.operand_moves)
+    gemm(a, b, c)
+    assert [(m.arg, m.after) for m in moves_since(mini, before)] == [("b_ptr", "interleaved")]
+    assert torch.equal(c.cpu(), reference(a_cpu, b_cpu))

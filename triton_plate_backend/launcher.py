@@ -160,13 +160,13 @@ class PersistentSplit:
             return grid, one_each
         key = self._key(program, grid, values, device)
         hit = self._decided.get(key)
-        if hit is None:
+        if hit is None or hit[0] is not program:  # the key holds id(program): an id is reused once its program is freed
             priced = grid[0] <= self.PRICED_PROGRAMS * launched[0]
-            hit = self._decide(program, grid, values, device, launched, one_each, priced)
+            hit = (program, self._decide(program, grid, values, device, launched, one_each, priced))
             if len(self._decided) >= self.MAX_DECISIONS:
                 self._decided.clear()
             self._decided[key] = hit
-        split, starts, per_group = hit
+        split, starts, per_group = hit[1]
         if not split:
             return grid, one_each
         return split, _split_args(program, grid[0], starts, per_group, values)

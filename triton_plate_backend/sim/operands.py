@@ -104,7 +104,7 @@ class OperandPlanner:
     the replica is made."""
 
     def __init__(self):
-        self._decided: dict[tuple, tuple[_Choice, ...]] = {}
+        self._decided: dict[tuple, tuple] = {}  # key -> (program, its choices)
         self._rent: dict[int, float] = {}  # allocation id -> ns a replica would have saved so far
 
     def _key(self, program, grid, args, shared) -> tuple:
@@ -121,8 +121,8 @@ class OperandPlanner:
             return shared, ()
         key = self._key(program, grid, args, shared)
         hit = self._decided.get(key)
-        if hit is not None:
-            return shared, hit
+        if hit is not None and hit[0] is program:  # id(program) in the key is reused once it is freed
+            return shared, hit[1]
         chosen: dict[int, str] = {}
         choices = []
         try:
@@ -153,8 +153,8 @@ class OperandPlanner:
             choices = []
         if len(self._decided) >= MAX_DECISIONS:
             self._decided.clear()
-        self._decided[key] = tuple(choices)
-        return shared, self._decided[key]
+        self._decided[key] = (program, tuple(choices))
+        return shared, self._decided[key][1]
 
     def apply(self, program, grid, args, memory: DeviceMemory) -> list[Move]:
         """Make this launch's changes (``plan``, and replicas whose rent is paid) and return them; the
