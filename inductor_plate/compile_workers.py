@@ -5,9 +5,11 @@ started; plate's backend reads the machine preset (PLATE_MACHINE, triton_plate_b
 compiles, and it is part of the kernel (its launch checks it against the device's). A process that switches
 presets after the pool started (reset_device under another PLATE_MACHINE: tests of plate-mini, then plate1) would
 have its workers compile for the old one, and the launch fails ("compiled for machine 'plate-mini' but device 0
-runs 'plate1'"). ``follow_machine()``, called before each graph's kernels are generated (scheduling.py), shuts the
-pool down when the preset differs from the previous graph's; the next compile starts workers with the environment
-as it is.
+runs 'plate1'"). ``follow_machine()``, called before each graph's kernels are generated (scheduling.py) and after
+every device reset (the switch itself: a graph served whole from Inductor's caches schedules nothing), shuts the
+pool down when the preset differs from the previous one; the next compile starts workers with the environment as it
+is. The same switch empties Inductor's in-process caches keyed by kernel source, which names no preset: compiled
+Triton kernels, loaded wrapper modules, and the device properties the generated code reads.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ def follow_machine() -> bool:
     if previous is None or previous == machine:
         return False
     from torch._inductor import async_compile
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.runtime.hints import DeviceProperties
 
     async_compile.shutdown_compile_workers()
+    async_compile.CompiledTritonKernels.cache_clear()
+    PyCodeCache.cache_clear(purge=False)
+    DeviceProperties.create.cache_clear()
     return True

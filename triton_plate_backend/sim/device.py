@@ -311,8 +311,20 @@ def get_device(index: int | None = None) -> Device:
     return dev
 
 
+_reset_hooks: list = []  # called after every reset_device: the layers above keep state per machine preset
+
+
+def on_reset(hook) -> None:
+    """Call ``hook()`` after each ``reset_device`` (the Inductor integration drops kernels it compiled for the
+    preset before: its caches key them by source, which names no preset)."""
+    if hook not in _reset_hooks:
+        _reset_hooks.append(hook)
+
+
 def reset_device(index: int = 0) -> None:
     """Forget device ``index``: its memory, clock and profile. The next ``get_device`` builds a
     fresh one from the knobs as they are then (tests use this to switch PLATE_MACHINE)."""
     with _devices_lock:
         _devices.pop(_check_index(index), None)
+    for hook in list(_reset_hooks):
+        hook()
