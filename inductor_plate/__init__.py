@@ -8,8 +8,8 @@ idempotent):
   per-op fallback pass and the knobs of inductor_plate.config (the FX-graph cache key sees them),
 - the DeviceOpOverrides (op_overrides), the modeled-time benchmarker (benchmarker),
 - the GEMM template configurations (templates), the plate lowerings of matrix products
-  (gemm_lowering) and the convolution decompositions (conv_gemm), and the shims for what PyTorch
-  hard-codes (shims).
+  (gemm_lowering), the convolution decompositions (conv_gemm) and those of ops Inductor would call on
+  the host (extern_decomps), and the shims for what PyTorch hard-codes (shims).
 
 ``placement_summary()`` lists every buffer of the compiled graphs with its layout across the NUMA
 domains and the reason (placement.py, the graph-level placement pass).
@@ -76,7 +76,7 @@ def register() -> None:
         from torch._dynamo.device_interface import register_interface_for_device
         from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
 
-        from . import benchmarker, config, conv_gemm, fallback, gemm_lowering, shims, templates
+        from . import benchmarker, config, conv_gemm, extern_decomps, fallback, gemm_lowering, shims, templates
         from .device_interface import PlateInterface
         from .op_overrides import PlateDeviceOpOverrides
         from .scheduling import PlateScheduling
@@ -103,6 +103,7 @@ def register() -> None:
         templates.register()
         gemm_lowering.register()
         conv_gemm.register()
+        extern_decomps.register()
         register_inductor_backend(  # what torch.plate answers to Inductor's PrivateUse1 discovery
             Scheduling=PlateScheduling,
             PythonWrapperCodegen=PlateWrapperCodegen,

@@ -14,7 +14,7 @@ from torch._inductor.codegen.triton import TritonKernel, TritonScheduling
 from torch._inductor.scheduler import WhyNoFuse
 from torch.utils._ordered_set import OrderedSet
 
-from . import policy
+from . import compile_workers, policy
 
 HEURISTICS_IMPORT = "from inductor_plate import heuristics as triton_heuristics"
 
@@ -44,6 +44,10 @@ def kernel_aten_ops(node_schedule) -> tuple[str, ...]:
 class PlateScheduling(TritonScheduling):
     kernel_type = PlateTritonKernel
     backend_features = OrderedSet(BackendFeature[name] for name in policy.BACKEND_FEATURE_NAMES)
+
+    def __init__(self, scheduler) -> None:
+        compile_workers.follow_machine()  # before this graph's kernels go to the compile workers
+        super().__init__(scheduler)
 
     def can_fuse_vertical(self, node1, node2) -> bool:
         return super().can_fuse_vertical(node1, node2) and self._fits(node1, node2)

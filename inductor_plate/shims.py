@@ -258,35 +258,14 @@ def _device_supports_tma() -> bool:
 
 # ---- triton.testing.do_bench: a time budget on a modeled clock ------------------------------------
 def _do_bench_on_modeled_clock() -> bool:
-    """do_bench repeats a kernel until `rep` ms of device time are filled; on plate that is modeled
-    time, so a 2 us kernel would be simulated ~10000 times for rep=20. @triton.autotune(warmup=,
-    rep=) (deprecated, still used: torch's add_kernel_autotuned_with_unsupported_args) calls it
-    directly, past the driver's benchmarker. The patch makes do_bench ask a driver with
-    `modeled_clock` for its benchmarker; the Autotuner looks do_bench up in triton.testing at each
-    call, so rebinding it there reaches it."""
-    import inspect
-
+    """do_bench hands its loop to a modeled-clock driver's benchmarker: the driver holds that patch
+    (triton_plate_backend.driver.install_do_bench, installed when plate's driver is built); this makes
+    sure it is in before Inductor's autotuners run."""
     import triton.testing
 
-    original = triton.testing.do_bench
-    if getattr(original, "_plate_shim", False) or "modeled_clock" in inspect.getsource(original):
-        return False
+    from triton_plate_backend.driver import install_do_bench
 
-    def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
-        from triton import runtime
-
-        active = runtime.driver.active
-        if getattr(active, "modeled_clock", False):
-            bench = active.get_benchmarker()
-            return bench(
-                fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none, quantiles=quantiles, return_mode=return_mode
-            )
-        return original(fn, warmup, rep, grad_to_none, quantiles, return_mode)
-
-    do_bench._plate_shim = True
-    do_bench.__wrapped__ = original
-    triton.testing.do_bench = do_bench
-    return True
+    return install_do_bench() or getattr(triton.testing.do_bench, "_plate_shim", False)
 
 
 SHIMS: tuple[Shim, ...] = (

@@ -175,6 +175,19 @@ def test_tritons_do_bench_measures_modeled_time(mini, active):
     assert ms == pytest.approx(0.04)
 
 
+def test_do_bench_hands_its_loop_to_the_benchmarker(mini, active, monkeypatch):
+    """Building plate's driver installs the do_bench patch (driver.install_do_bench): a library's direct
+    do_bench(fn, rep=100) times a few runs on the modeled clock instead of filling 100 modeled ms."""
+    active.get_benchmarker()  # the driver is built
+    assert getattr(triton.testing.do_bench, "_plate_shim", False)
+    assert plate_driver.install_do_bench() is False  # idempotent
+    runs = []
+    fn = _advance(mini, 2000)
+    ms = triton.testing.do_bench(lambda: (runs.append(1), fn()), warmup=25, rep=100)
+    assert ms == pytest.approx(0.002)
+    assert len(runs) == 1 + 3  # one untimed run, PLATE_BENCH_REPS timed ones (not 50000)
+
+
 # ---- with the simulator: real launches ----------------------------------------------------------------
 @triton.jit
 def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):

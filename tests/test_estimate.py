@@ -99,6 +99,39 @@ def test_the_address_only_run_records_the_functional_trace(name, monkeypatch):
     assert address_trace(program, grid, args, dev.memory).digest() == functional.digest()
 
 
+@triton.jit
+def _loop_on_loaded_kernel(x_ptr, n_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    n = tl.load(n_ptr + pid)  # a scalar from memory: a loop bound and a branch condition
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in range(n):
+        acc += tl.load(x_ptr + i * BLOCK + tl.arange(0, BLOCK))
+    if n > 2:
+        tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+def test_the_address_only_run_follows_a_loaded_loop_bound_and_branch(monkeypatch):
+    """A scalar loaded from memory (a tile read into a register: v.extract) that bounds a loop and
+    decides a branch is computed by the address-only run, which records the functional trace."""
+    from triton_plate_backend.sim.estimate import address_trace
+    from triton_plate_backend.sim.executor import execute
+
+    dev = get_device()
+    launches = []
+    real = type(dev).launch
+    x = torch.randn(8 * 64).to("plate")
+    counts = torch.tensor([1, 3, 5, 0], dtype=torch.int32).to("plate")
+    out = torch.zeros(4 * 64).to("plate")
+    monkeypatch.setattr(type(dev), "launch", lambda self, p, g, a, **kw: launches.append((p, g, list(a))))
+    _loop_on_loaded_kernel[(4,)](x, counts, out, BLOCK=64)
+    monkeypatch.setattr(type(dev), "launch", real)
+    ((program, grid, args),) = launches
+    assert any(i.mnemonic == "v.extract" for i in program.instrs)
+    functional = execute(program, grid, args, dev.memory, dev.machine)
+    assert len({len(e.programs) for e in functional.entries}) > 1  # the programs' trips differ
+    assert address_trace(program, grid, args, dev.memory).digest() == functional.digest()
+
+
 def _gemm_with_wide_b(m: int, k: int, n: int, b_placement: str | None):
     """A bf16 GEMM whose B rows are two interleaving stripes long (n = 4096: 8 KiB): each column block
     of B lives in two domains, and the programs of one wave read the same column blocks (GROUP_M 8 over
@@ -256,8 +289,9 @@ def test_a_placement_is_priced_from_the_launch_s_one_run(monkeypatch):
 
 def test_a_kept_launch_run_is_not_used_once_memory_or_the_launch_changed(monkeypatch):
     """The run kept inside ``shared_estimates`` answers only the same launch (program, grid, arguments)
-    over the same allocations and placements: a migrated operand, another grid or another argument
-    runs again."""
+    over the same allocations and placements: another grid or another argument runs again, and so does
+    an operand migrated to a layout no estimate priced; one migrated to a layout a placement priced
+    (what the operand planner's launch does) takes that placement's trace, the trace of its own run."""
     from triton_plate_backend.sim import estimate as est_mod
 
     runs = []
@@ -271,6 +305,9 @@ def test_a_kept_launch_run_is_not_used_once_memory_or_the_launch_changed(monkeyp
     def ask(grid=(16, 1, 1), args=args, placement=None):
         return est_mod.estimate_launch(program, grid, list(args), dev.memory, placement=placement)
 
+    def own_run():
+        return est_mod.address_trace(program, (16, 1, 1), list(args), dev.memory)
+
     with est_mod.shared_estimates():
         ask()
         ask(placement={"x_ptr": "interleaved"})
@@ -281,7 +318,14 @@ def test_a_kept_launch_run_is_not_used_once_memory_or_the_launch_changed(monkeyp
         assert len(runs) == 3
         dev.memory.migrate(x.data_ptr(), "interleaved")
         moved = ask()
-        assert len(runs) == 4
-        assert ask(placement={"x_ptr": "interleaved"}) is not moved and len(runs) == 4  # re-priced from the new run
-        fresh = est_mod._estimate_launch(program, (16, 1, 1), list(args), dev.memory)
-        assert moved.time_ns == fresh.time_ns and moved.read_bytes.tobytes() == fresh.read_bytes.tobytes()
+        kept = est_mod.kept_address_trace(program, (16, 1, 1), list(args), dev.memory, dev.machine)
+        assert len(runs) == 3  # the placement priced above
+        assert kept.digest() == own_run().digest()
+        dev.memory.migrate(x.data_ptr(), "local:1")
+        assert ask() is not moved and len(runs) == 5  # (own_run ran once)
+        assert ask(placement={"x_ptr": "interleaved"}) is not moved and len(runs) == 5  # re-priced from the new run
+    fresh = est_mod._estimate_launch(program, (16, 1, 1), list(args), dev.memory)
+    dev.memory.migrate(x.data_ptr(), "interleaved")
+    fresh_moved = est_mod._estimate_launch(program, (16, 1, 1), list(args), dev.memory)
+    assert moved.time_ns == fresh_moved.time_ns and moved.read_bytes.tobytes() == fresh_moved.read_bytes.tobytes()
+    assert fresh.read_bytes.tobytes() != fresh_moved.read_bytes.tobytes()  # the layouts do price differently

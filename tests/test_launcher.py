@@ -100,10 +100,19 @@ def test_flatten_drops_constexprs_and_flattens_tuples():
     sig = ["*fp32", "constexpr", ("i32", ("fp32", "constexpr")), "i64"]
     args = ["P", 128, (3, (1.5, 7)), 9]
     assert flatten(sig, args) == [(0, "*fp32", "P"), (2, "i32", 3), (2, "fp32", 1.5), (3, "i64", 9)]
-    with pytest.raises(LaunchError, match="takes 4 arguments, the launch passed 3"):
-        flatten(sig, args[:3])
+    with pytest.raises(LaunchError, match=r"takes 4 arguments \(3 of them not constexpr\), the launch passed 2"):
+        flatten(sig, args[:2])
     with pytest.raises(LaunchError, match="expected a tuple of 2"):
         flatten(["i32", ("i32", "i32")], [1, (1,)])
+
+
+def test_flatten_takes_the_runtime_arguments_alone():
+    """CompiledKernel[grid](...) as before Triton 3.3 (FlagGems' libentry): the constexprs left out."""
+    sig = ["*fp32", "constexpr", ("i32", ("fp32", "constexpr")), "i64"]
+    assert flatten(sig, ["P", (3, (1.5, 7)), 9]) == [(0, "*fp32", "P"), (2, "i32", 3), (2, "fp32", 1.5), (3, "i64", 9)]
+    # an integer argument equal to 1 is specialized: "constexpr" in the signature, yet the launch passes it
+    specialized, declared = ["*fp32", "constexpr", "constexpr", "i32"], [False, False, True, False]
+    assert flatten(specialized, ["P", 1, 5], declared) == [(0, "*fp32", "P"), (3, "i32", 5)]
 
 
 def test_flatten_expands_tensor_descriptors_like_tritons_rewrite():

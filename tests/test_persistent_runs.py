@@ -102,6 +102,44 @@ def test_a_launch_runs_as_written_and_is_timed_from_the_kept_trace(mini, monkeyp
     assert simulate_timing(fresh, mini.machine).time_ns == times[-1]
 
 
+def test_a_priced_launch_runs_no_address_only_run_of_its_own(mini, monkeypatch):
+    """The launcher prices the persistent split against the grid as written (sim/estimate.py: an
+    address-only run of each); the launch's kept trace and its live programs come from those runs,
+    and the kept trace is the one the launch's own persistent run records."""
+    from triton_plate_backend.sim import estimate as est_mod
+
+    n = 512  # within the launcher's priced size on plate-mini
+    grids, inside = [], []
+    real_run, real_launch_run = est_mod._address_run, type(mini)._run
+
+    def counted(program, grid, *a, **kw):
+        grids.append((tuple(grid), bool(inside)))
+        return real_run(program, grid, *a, **kw)
+
+    def launch_run(dev, *a, **kw):
+        inside.append(1)
+        try:
+            return real_launch_run(dev, *a, **kw)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(est_mod, "_address_run", counted)
+    monkeypatch.setattr(type(mini), "_run", launch_run)
+    runs = Runs(monkeypatch, mini, "double_kernel")
+    x = torch.arange(n, dtype=torch.float32, device="plate")
+    out = torch.empty(n, device="plate")
+    double_kernel[(n,)](out, x)
+    assert out.cpu().tolist() == (2 * torch.arange(n, dtype=torch.float32)).tolist()
+    program, grid, args, as_written = runs.launches[-1]
+    assert grid != (n, 1, 1) and runs.runs == [((n, 1, 1), False, n)]
+    assert ((n, 1, 1), False) in grids and (grid, False) in grids  # the launcher's estimates
+    assert [g for g, launching in grids if launching] == []  # none by the launch itself
+    kept = mini._persistent_runs.get(mini._persistent_runs.key(program, grid, args, mini.memory), program)
+    fresh = _fresh_trace(mini, program, grid, args)
+    assert kept is not None and kept.digest() == fresh.digest()
+    assert simulate_timing(fresh, mini.machine).time_ns == mini.last_profile.time_ns
+
+
 def test_programs_that_store_nothing_are_left_out_of_the_run_as_written(mini, monkeypatch):
     nx, ny, block = 32, 16, 8
     a, b = torch.rand(nx, ny), torch.rand(nx, ny)

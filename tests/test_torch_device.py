@@ -203,6 +203,49 @@ def test_autograd_matches_cpu():
     torch.testing.assert_close(lin_dev.bias.grad.cpu(), lin.bias.grad)
 
 
+class TiedHead(torch.nn.Module):
+    """An embedding whose weight is also the output projection's (GPT-2's LM head)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(11, 4)
+        self.head = torch.nn.Linear(4, 11, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, idx):
+        return self.head(torch.tanh(self.embed(idx)))
+
+
+def test_module_to_plate_keeps_tied_weights():
+    # Module._apply moves a parameter in place (param.data = moved) only when torch says the two tensor types are
+    # shallow-copy compatible; otherwise each module gets a new Parameter and the tie is two copies that train apart
+    torch.manual_seed(0)
+    cpu = TiedHead()
+    dev = TiedHead()
+    dev.load_state_dict(cpu.state_dict())
+    weight = dev.embed.weight
+    dev.to("plate")
+    assert dev.embed.weight is weight and dev.head.weight is dev.embed.weight
+    assert dev.embed.weight.device.type == "plate" and len(list(dev.parameters())) == 1
+    idx, target = torch.tensor([[1, 4, 7], [2, 9, 0]]), torch.tensor([3, 5, 8, 1, 10, 6])
+    for model, where in ((cpu, "cpu"), (dev, "plate")):
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        loss = torch.nn.functional.cross_entropy(model(idx.to(where)).view(-1, 11), target.to(where))
+        loss.backward()
+        opt.step()
+    torch.testing.assert_close(dev.embed.weight.detach().cpu(), cpu.embed.weight.detach())
+    assert dev.head.weight is dev.embed.weight
+
+
+def test_shallow_copy_compatibility_is_dense_cpu_and_plate_only():
+    dense_cpu, dense_plate = torch.ones(2), torch.ones(2, device="plate")
+    assert torch._has_compatible_shallow_copy_type(dense_cpu, dense_plate)
+    assert torch._has_compatible_shallow_copy_type(dense_plate, dense_cpu)
+    assert torch._has_compatible_shallow_copy_type(dense_plate, dense_plate)
+    assert not torch._has_compatible_shallow_copy_type(torch.ones(2).to_sparse(), dense_plate)
+    assert not torch._has_compatible_shallow_copy_type(dense_plate, torch.ones(2).to_sparse())
+
+
 @pytest.mark.parametrize("rnn", [torch.nn.LSTM, torch.nn.GRU])
 @pytest.mark.parametrize("bias", [True, False])
 def test_rnn_fused_cells_match_cpu(rnn, bias):
@@ -482,6 +525,47 @@ def test_generators_and_rng_state():
     assert torch.equal(torch.rand(10, device="plate").cpu(), b.cpu())
     again = torch.rand(10, device="plate", generator=torch.Generator(device="plate").manual_seed(5))
     assert torch.equal(again.cpu(), a.cpu())  # a generator's seed reproduces its numbers
+
+
+def test_generator_state_is_cudas_seed_and_offset():
+    """Libraries read and write the state as CUDA's (FlagGems: ``seed, offset = state.view(torch.int64)``)."""
+    gens = torch.plate.default_generators  # torch.cuda.default_generators: one per device
+    assert len(gens) == torch.plate.device_count() and gens[0] is torch.plate.default_generator(0)
+    gens[0].manual_seed(1234)
+    torch.rand(100, device="plate")
+    state = gens[0].get_state()
+    assert state.dtype == torch.uint8 and state.numel() == 16
+    seed, offset = state.view(torch.int64).tolist()
+    assert seed == 1234 and offset == gens[0].get_offset() > 0
+    b = torch.rand(10, device="plate")
+    moved = state.clone()
+    moved.view(torch.int64)[1] = offset + 4  # a library reserving counters moves the offset on
+    gens[0].set_state(moved)
+    assert gens[0].get_offset() == offset + 4
+    gens[0].set_state(state)
+    assert torch.equal(torch.rand(10, device="plate").cpu(), b.cpu())
+    with pytest.raises(RuntimeError, match="16 bytes"):
+        gens[0].set_state(torch.zeros(8, dtype=torch.uint8))
+
+
+def test_host_random_draws_reproduce_from_the_state():
+    """A random op without a plate kernel draws on the host from (seed, offset) and moves the offset on."""
+    torch.plate.manual_seed(7)
+    state = torch.plate.get_rng_state()
+    with torch.plate.host_op_scope() as ops:
+        a = torch.empty(64, device="plate").cauchy_()
+    torch.plate.set_rng_state(state)
+    b = torch.empty(64, device="plate").cauchy_()
+    assert torch.equal(a.cpu(), b.cpu()) and sum(ops.values()) >= 1  # it did run on the host
+    assert not torch.equal(torch.empty(64, device="plate").cauchy_().cpu(), a.cpu())  # the offset moved
+
+
+def test_backends_module_is_registered():
+    """torch.backends.plate, as torch.backends.cuda: libraries import torch.backends.<device> by name."""
+    import importlib
+
+    module = importlib.import_module("torch.backends.plate")
+    assert module is torch.backends.plate and module.is_built() and module.is_available()
 
 
 # ---- streams and events ------------------------------------------------------------------------------

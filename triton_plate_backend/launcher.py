@@ -43,6 +43,10 @@ class PlateLauncher:
     def __init__(self, src, metadata):
         signature = getattr(src, "signature", None)
         self.signature = list(signature.values()) if signature else None
+        params = getattr(getattr(src, "fn", None), "params", None)
+        # which arguments the kernel declares tl.constexpr (the signature also says "constexpr" of those
+        # Triton specialized, an integer 1, say): a launch may leave out the declared ones (see flatten)
+        self.declared_constexpr = [p.is_constexpr for p in params] if params else None
         self.name = getattr(metadata, "name", "?")
         self.machine = getattr(metadata, "machine", None)
         self._persistent = PersistentSplit()
@@ -74,7 +78,9 @@ class PlateLauncher:
                 f"{device.machine.name!r}: set PLATE_MACHINE before the first launch, or reset the device "
                 f"(triton_plate_backend.sim.device.reset_device)"
             )
-        values, host_buffers = bind_arguments(self.name, function.program, self.signature, args, device)
+        values, host_buffers = bind_arguments(
+            self.name, function.program, self.signature, args, device, self.declared_constexpr
+        )
         sanitize = knobs.sanitize()
         # the persistent gate's estimate of the launch is the operand planner's too
         with cycle_collection_paused(), shared_estimates():
@@ -212,18 +218,29 @@ def check_grid(name: str, gx, gy, gz) -> tuple[int, int, int]:
     return grid
 
 
-def flatten(signature, args):
+def flatten(signature, args, declared_constexpr=None):
     """(declaration position, Triton type, value) of every runtime argument: constexprs dropped,
-    tuples flattened, tensor descriptors expanded the way Triton's TTIR rewrite expects."""
+    tuples flattened, tensor descriptors expanded the way Triton's TTIR rewrite expects. ``args`` holds
+    every argument (constexprs included, as Triton 3.3+ passes them) or only those not declared constexpr
+    (``declared_constexpr``, one flag per argument; by default the signature's constexprs)."""
     out = []
     if signature is None:  # no source at all: every argument is a runtime argument
         for i, value in enumerate(args):
             _walk(out, i, _type_of(value), value)
         return out
+    positions = list(range(len(signature)))
     if len(signature) != len(args):
-        raise LaunchError(f"the kernel takes {len(signature)} arguments, the launch passed {len(args)}")
-    for i, (ty, value) in enumerate(zip(signature, args)):
-        _walk(out, i, ty, value)
+        # CompiledKernel[grid](...) with the runtime arguments only: the calling convention before Triton 3.3,
+        # which libraries written for it keep (FlagGems' libentry on 3.7); unambiguous, the counts differ
+        declared = declared_constexpr or [ty == "constexpr" for ty in signature]
+        positions = [i for i, constexpr in enumerate(declared) if not constexpr]
+        if len(positions) != len(args):
+            raise LaunchError(
+                f"the kernel takes {len(signature)} arguments ({len(positions)} of them not constexpr), "
+                f"the launch passed {len(args)}"
+            )
+    for i, value in zip(positions, args):
+        _walk(out, i, signature[i], value)
     return out
 
 
@@ -273,11 +290,11 @@ def _expand_tensordesc(ty: str, desc):
     return list(zip(types, values))
 
 
-def bind_arguments(name, program, signature, args, device):
+def bind_arguments(name, program, signature, args, device, declared_constexpr=None):
     """Runtime values in Program.args order, and the host buffers to register (host-memory mode)."""
     from .sim.device import HostBuffer
 
-    flat = flatten(signature, args)
+    flat = flatten(signature, args, declared_constexpr)
     params = program.args
     if is_persistent(program):
         params = [a for a in params[:-2] if not a.name.startswith(SPLIT_ARG)]

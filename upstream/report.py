@@ -323,9 +323,10 @@ def render_markdown(report: dict) -> str:
     t = report["totals"]
     rev = report.get("revision", {})
     lines = [
-        f"# Upstream {report['suite']} suite on {report.get('device', '?')}",
+        f"# Upstream {report['suite']} {'tests' if report.get('library') else 'suite'} on {report.get('device', '?')}",
         "",
         f"- revision: {rev.get('project', '?')} `{rev.get('ref', '?')}` ({rev.get('describe', '')})",
+        *([f"- library: `{report['library']['pip']}`, {report['library']['from']}"] if report.get("library") else []),
         f"- plate: `{report.get('plate_commit') or 'unknown'}`",
         f"- started: {report.get('started', '?')}, wall time {report.get('wall_s', 0):.1f} s, "
         f"{report.get('jobs', '?')} jobs",
@@ -347,8 +348,13 @@ def render_markdown(report: dict) -> str:
         *_applicable_lines(t),
         f"- by-design share: {_pct(t['by_design_share'])} ({t['by_design']} of {t['total']})",
         *([tutorials_line(report)] if report["suite"].endswith("-tutorials") else []),
-        f"- passed with host fallbacks: {t[PASSED_WITH_FALLBACK]} (an op or frame ran on the host inside a "
-        "compiled function; not counted as passed)",
+        f"- passed with host fallbacks: {t[PASSED_WITH_FALLBACK]} ("
+        + (
+            "an aten op ran on the host for a device tensor during the test"
+            if report.get("library")
+            else "an op or frame ran on the host inside a compiled function"
+        )
+        + "; not counted as passed)",
         *(
             [
                 f"- not in the pinned revision: {t['not_in_pin']} tests of the newer file copy this run used, which "

@@ -11,6 +11,8 @@ from pathlib import Path
 from . import DEFAULT_SRC_DIR, UPSTREAM_DIR, UpstreamError
 
 REVISIONS_FILE = UPSTREAM_DIR / "revisions.toml"
+LIBRARY = "library"
+KINDS = ("suite", LIBRARY)
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,17 @@ class Suite:
     env: dict[str, str] = field(default_factory=dict)
     requires: tuple[str, ...] = ()
     root: str | None = None  # tutorials: the folder of the checkout they live in (test_root otherwise)
+    args: tuple[str, ...] = ()  # libraries: pytest options of the library's own conftest (--quick, ...)
+    jobs: int | None = None  # libraries: pytest-xdist workers when --jobs is not given (0: in process)
+    timeout: float | None = None  # libraries: seconds per test phase when --timeout is not given
+
+
+@dataclass(frozen=True)
+class Pip:
+    """A third-party library's package (`kind = "library"`): what `pip install NAME==VERSION` installs."""
+
+    name: str
+    version: str
 
 
 @dataclass(frozen=True)
@@ -34,6 +47,13 @@ class Revision:
     library_folder: str
     suite: Suite
     tutorials: Suite | None = None
+    kind: str = "suite"  # "suite": Triton's or PyTorch's own tests; "library": a third-party Triton library
+    pip: Pip | None = None  # libraries: the package the tests import
+    plugin: str | None = None  # libraries: a pytest plugin of the library's own (upstream/libraries/)
+
+    @property
+    def is_library(self) -> bool:
+        return self.kind == LIBRARY
 
     def module_of(self, path: str) -> str | None:
         """The module name of a library file of this project (`python/triton/x.py` -> `triton.x`), else None."""
@@ -59,6 +79,10 @@ def load_revisions(path: Path = REVISIONS_FILE) -> dict[str, Revision]:
         try:
             suite = table["suite"]
             tutorials = table.get("tutorials")
+            kind = table.get("kind", "suite")
+            if kind not in KINDS:
+                raise UpstreamError(f"{path}: [{project}] kind = {kind!r}; one of {', '.join(KINDS)}")
+            pip = table["pip"] if kind == LIBRARY else None
             revisions[project] = Revision(
                 project=project,
                 repo=table["repo"],
@@ -73,7 +97,13 @@ def load_revisions(path: Path = REVISIONS_FILE) -> dict[str, Revision]:
                     extended=tuple(suite.get("extended", ())),
                     env=dict(suite.get("env", {})),
                     requires=tuple(suite.get("requires", ())),
+                    args=tuple(suite.get("args", ())),
+                    jobs=suite.get("jobs"),
+                    timeout=suite.get("timeout"),
                 ),
+                kind=kind,
+                pip=Pip(pip["name"], pip["version"]) if pip else None,
+                plugin=table.get("plugin"),
                 tutorials=None
                 if tutorials is None
                 else Suite(
@@ -86,6 +116,11 @@ def load_revisions(path: Path = REVISIONS_FILE) -> dict[str, Revision]:
         except KeyError as e:
             raise UpstreamError(f"{path}: [{project}] lacks the key {e}; see the comment at the top of the file") from e
     return revisions
+
+
+def libraries(path: Path = REVISIONS_FILE) -> list[str]:
+    """The projects of `kind = "library"`: what `python -m upstream.runner <library>` accepts."""
+    return sorted(name for name, r in load_revisions(path).items() if r.is_library)
 
 
 def get_revision(project: str, path: Path = REVISIONS_FILE) -> Revision:

@@ -2,6 +2,11 @@
 
     python -m upstream.runner triton   --src DIR [options] [-- extra pytest args]
     python -m upstream.runner inductor --src DIR [options] [-- extra pytest args]
+    python -m upstream.runner LIBRARY  --src DIR [options] [-- extra pytest args]
+
+LIBRARY is a project of `kind = "library"` in revisions.toml (a third-party Triton library: flag_gems):
+its own test suite runs on the plate device with upstream/library_plugin.py (and the library's plugin,
+if it names one); its report is reports/lib-LIBRARY.*, its skip list skiplists/lib-LIBRARY.toml.
 
 DIR is a checkout of the upstream repo at the pinned revision (revisions.toml) or just its test
 folder. pytest runs in a subprocess with our plugins (skip list, timeout, progress, JSON results),
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -30,13 +36,15 @@ from pathlib import Path
 from . import DEFAULT_SRC_DIR, PATCHES_DIR, REPO_ROOT, REPORTS_DIR, SKIPLISTS_DIR, OneLineParser, UpstreamError
 from .patches import find_patches
 from .report import path_roots, read_baseline, relative_paths, summarize, summary_lines, write_report
-from .revisions import REVISIONS_FILE, Revision, Tree, fetch, find_tree, get_revision
+from .revisions import REVISIONS_FILE, Revision, Tree, fetch, find_tree, get_revision, libraries
 from .skiplist import load_skiplist
 
 SUITE_PROJECT = {"triton": "triton", "inductor": "pytorch"}  # suite name -> [project] of revisions.toml
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_STALE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 PYTEST_INTERRUPTED = 2  # pytest.ExitCode.INTERRUPTED, as the plugin's results file records it
 DEFAULT_BASELINE = REPO_ROOT / "upstream" / "baselines" / "interpreter-unit-language.tsv.gz"
+DEFAULT_TIMEOUT = 300.0
+LIBRARY_PREFIX = "lib-"  # a library's report and skip list: reports/lib-NAME.*, skiplists/lib-NAME.toml
 EMPTY_INI = "[pytest]\n"  # so no pytest config of the tree's parents (ours included) leaks into the run
 
 
@@ -45,7 +53,12 @@ def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentPa
         prog=prog,
         description="Run an upstream test suite against plate; pytest args may follow `--`.",
     )
-    p.add_argument("suite", choices=sorted(SUITE_PROJECT), help="which upstream suite")
+    p.add_argument(
+        "suite",
+        metavar="SUITE",
+        help=f"which upstream suite ({', '.join(sorted(SUITE_PROJECT))}) or library of revisions.toml "
+        f"({', '.join(_libraries()) or 'none'})",
+    )
     p.add_argument(
         "--src", type=Path, help=f"the upstream checkout or its test folder (default {DEFAULT_SRC_DIR}/<project>)"
     )
@@ -67,8 +80,17 @@ def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentPa
         help="run a copy of the tests (or --tutorials) with the patches under patches/ applied that touch only "
         "the files the run selects (test patches: a file that does not collect unpatched)",
     )
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="pytest-xdist workers; 0 = in process")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per test phase (0 = none; default 300)")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        help="pytest-xdist workers; 0 = in process (default: the library's `jobs`, else one per CPU)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        help=f"seconds per test phase (0 = none; default: the library's `timeout`, else {DEFAULT_TIMEOUT:g})",
+    )
     p.add_argument("--report-dir", type=Path, default=REPORTS_DIR, help=f"where reports go (default {REPORTS_DIR})")
     p.add_argument("--name", help="report file name stem (default: the suite)")
     p.add_argument("--skiplist", type=Path, help="skip list TOML (default upstream/skiplists/<suite>.toml)")
@@ -119,6 +141,13 @@ def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentPa
     return p
 
 
+def _libraries() -> list[str]:
+    try:
+        return libraries()
+    except UpstreamError:  # a broken revisions.toml: the run that reads it says what is wrong
+        return []
+
+
 def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
     if "--" in argv:
         i = argv.index("--")
@@ -149,7 +178,9 @@ def _environment(revision: Revision, args, home: Path) -> dict[str, str]:
         TRITON_HOME=str(home),  # fresh_knobs resets TRITON_HOME: HOME keeps the cache in the sandbox too
         TRITON_CACHE_DIR=str(home / ".triton" / "cache"),
         TORCHINDUCTOR_CACHE_DIR=str(home / "inductor-cache"),
-        PYTHONPATH=os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])]),
+        PYTHONPATH=os.pathsep.join(
+            [str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH"), getattr(args, "library_path", None)])]
+        ),
         PYTHONDONTWRITEBYTECODE="1",
     )
     return env
@@ -164,7 +195,12 @@ def pytest_command(suite: str, tree: Tree, paths: list[str], args, ini: Path, re
     cmd += ["--confcutdir", str(tree.test_dir), "-p", "no:cacheprovider", "--continue-on-collection-errors"]
     cmd += ["-p", "upstream.plugin", "--plate-skiplist", str(skiplist), "--plate-results", str(results)]
     cmd += ["--plate-timeout", str(args.timeout), "--plate-known", known]
-    if getattr(args, "tutorials", False):  # no conftest there: the device is the active driver's
+    library = getattr(args, "library", None)
+    if library is not None:  # a third-party library's own suite, on the device
+        cmd += ["-p", "upstream.library_plugin", "--lib-device", device]
+        cmd += ["-p", library.plugin] if library.plugin else []
+        cmd += list(library.suite.args)
+    elif getattr(args, "tutorials", False):  # no conftest there: the device is the active driver's
         cmd += ["-p", "upstream.tutorials", "-o", "python_files=[0-9][0-9]-*.py"]
     elif suite == "triton":
         cmd += ["--device", device]
@@ -280,8 +316,50 @@ def _patched_copy(revision: Revision, tree: Tree, dest: Path, root: str, wanted:
     return Tree(dest, copy), applied
 
 
+def _library_path(revision: Revision, tree: Tree) -> tuple[str | None, str]:
+    """(what goes on PYTHONPATH, where the library comes from): the installed package when Python finds
+    one (pip install NAME==VERSION, or PYTHONPATH), else the checkout's source folder (library.folder)."""
+    package = revision.library_package
+    spec = importlib.util.find_spec(package)
+    if spec is not None:
+        try:
+            version = importlib.metadata.version(revision.pip.name)
+        except importlib.metadata.PackageNotFoundError:
+            version = None
+        if version is not None and version != revision.pip.version:
+            raise UpstreamError(
+                f"{revision.pip.name} {version} is installed; the pin is {revision.pip.version}: "
+                f"pip install --no-deps {revision.pip.name}=={revision.pip.version}, or put its source on PYTHONPATH"
+            )
+        return None, f"installed {package} {version or '(no package metadata: a source folder on PYTHONPATH)'}"
+    folder = (tree.root / revision.library_folder) if tree.root else None
+    if folder is None or not (folder / package).is_dir():
+        raise UpstreamError(
+            f"{package} is not importable and the tree has no {revision.library_folder}/{package}: "
+            f"pip install --no-deps {revision.pip.name}=={revision.pip.version} (and its dependencies)"
+        )
+    return str(folder), f"{package} from the checkout's {revision.library_folder}/ (not installed)"
+
+
 def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
-    revision = get_revision(SUITE_PROJECT[args.suite], args.revisions)
+    if args.suite in SUITE_PROJECT:
+        revision = get_revision(SUITE_PROJECT[args.suite], args.revisions)
+    else:  # a library: its project name is the suite's
+        if args.suite not in libraries(args.revisions):
+            raise UpstreamError(
+                f"no suite or library {args.suite!r}: choose from "
+                f"{', '.join(sorted(SUITE_PROJECT) + libraries(args.revisions))}"
+            )
+        revision = get_revision(args.suite, args.revisions)
+    args.library = revision if revision.is_library else None
+    if args.library is not None and (args.tutorials or args.interpret or args.vs_interpreter):
+        raise UpstreamError("--tutorials, --interpret and --vs-interpreter are for the triton suite, not a library")
+    suite_defaults = revision.suite if revision.is_library else None
+    if args.jobs is None:
+        args.jobs = suite_defaults.jobs if suite_defaults and suite_defaults.jobs is not None else os.cpu_count() or 1
+    if args.timeout is None:
+        timeout = suite_defaults.timeout if suite_defaults else None
+        args.timeout = float(timeout if timeout is not None else DEFAULT_TIMEOUT)
     if args.interpret and args.suite != "triton":
         raise UpstreamError("--interpret is Triton's interpreter: only for the triton suite")
     if args.vs_interpreter and (args.suite != "triton" or args.interpret):
@@ -289,6 +367,10 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
     tree = fetch(revision, args.src or DEFAULT_SRC_DIR / revision.project, args.fetch_url) if args.fetch else None
     tree = tree or find_tree(revision, args.src)
     suite_name, applied = args.suite, None
+    args.library_path = None
+    if args.library is not None:
+        suite_name = LIBRARY_PREFIX + args.suite
+        args.library_path, args.library_from = _library_path(revision, tree)
     if args.tutorials:
         revision, tree = _tutorials(revision, tree)
         suite_name = f"{args.suite}-tutorials"
@@ -346,6 +428,8 @@ def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_na
         "interpreter": interpreter,
         "patches_applied": applied,
     }
+    if args.library is not None:
+        meta["library"] = {"pip": f"{revision.pip.name}=={revision.pip.version}", "from": args.library_from}
     report = summarize(results, meta, baseline=read_baseline(args.baseline) if args.baseline else None)
     # committed reports name no folder of this machine: paths relative to --src, the repo, $TMPDIR, ...
     # the tree --src names, then the one that ran (the same, or a patched copy under $TMPDIR)

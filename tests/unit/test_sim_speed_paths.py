@@ -785,6 +785,31 @@ def test_the_level0_inputs_over_runs_of_entries_match_entry_by_entry(monkeypatch
     assert all(r[6] == r[7] for r in results)
 
 
+@pytest.mark.parametrize("launched, rows", [(4, 18), (300, 601)])
+def test_the_model_s_transfer_times_kept_per_bytes_match_each_computed(monkeypatch, launched, rows):
+    """estimate._program_times with the transfer times of one programs array kept by the DMA entry's
+    bytes by home (a persistent loop's trips repeat them): the same occupancy, end and DMA-out busy
+    per program, bit for bit, as each entry's computed afresh; the kept times are used."""
+    program = _persistent_vec_add()
+    n = 256 * rows - 37
+    mem = DeviceMemory(MACHINE)
+    ptrs = [mem.alloc(4 * n, placement=p).base for p in ("blocked", "interleaved", "blocked")]
+    trace = executor.execute(program, launched, [*ptrs, n, launched, rows], mem, MACHINE)
+    m = mapped(trace, MACHINE, "round_robin")
+    calls = []
+    transfer = estimate._StepRates.transfer
+    monkeypatch.setattr(estimate._StepRates, "transfer", lambda *a: calls.append(1) or transfer(*a))
+    results = []
+    for key_bytes in (estimate.TRANSFER_KEY_BYTES, 0):
+        monkeypatch.setattr(estimate, "TRANSFER_KEY_BYTES", key_bytes)
+        del calls[:]
+        out = estimate._program_times(m.trace, MACHINE, m.pcs, m.core_of, m.issues)
+        results.append((b"".join(x.tobytes() for x in out), len(calls)))
+    (kept, kept_calls), (each, each_calls) = results
+    assert kept == each
+    assert kept_calls < each_calls
+
+
 def test_the_cycle_collector_is_paused_inside_and_restored_after():
     """sim.host.cycle_collection_paused: off inside (nested blocks too), back as it was after, also
     when the block raises; a block entered with the collector off leaves it off."""

@@ -3,7 +3,8 @@
 - ``composite``: the op's Python decomposition over plate tensors (each op of it a plate kernel, or a
   counted host op). Registered on plate, the op dispatches as on CUDA, where a fused kernel backs it:
   autograd uses the op's own derivative (``_fused_rms_norm_backward``) and Inductor's lite mode keeps
-  the op whole in its graph, instead of decomposing it at the Autograd key as on the CPU.
+  the op whole in its graph, instead of decomposing it at the Autograd key as on the CPU. Where torch has no
+  decomposition, plate's own (embedding_bag.py: CUDA's results where the CPU kernel's differ).
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -14,12 +15,13 @@ from collections.abc import Callable
 import torch
 from torch._decomp import decomposition_table
 
+from . import embedding_bag
 from .ops import Call
 from .table import Row
 
 
 def composite(op: torch._ops.OpOverload, row: Row) -> Callable:
-    decomposition = decomposition_table[op]
+    decomposition = embedding_bag.DECOMPOSITIONS.get(op) or decomposition_table[op]
 
     def kernel(*args, **kwargs):
         return decomposition(*args, **kwargs)

@@ -156,6 +156,71 @@ def power(x, y, z):
 
 
 @triton.jit
+def div(x, y, z):
+    return x / y  # true division: the table computes it in the result's (floating) type
+
+
+@triton.jit
+def _in(value, T: tl.constexpr):
+    """`value` rounded to T and back: ATen's arithmetic on Half/BFloat16 values rounds every step."""
+    return value.to(T).to(value.dtype)
+
+
+@triton.jit
+def _floor_quotient(x, y, T: tl.constexpr):
+    """ATen's div_floor_floating (c10/util/generic_math.h) step for step, each step in T (CPU and CUDA run it on
+    the scalar type: Half and BFloat16 arithmetic round every operation)."""
+    mod = libdevice.fmod(x, y)  # exact
+    quotient = _in(_in(x - mod, T) / y, T)
+    quotient = tl.where((mod != 0) & ((y < 0) != (mod < 0)), _in(quotient - 1.0, T), quotient)
+    floored = libdevice.floor(quotient)
+    floored = tl.where(quotient - floored > 0.5, _in(floored + 1.0, T), floored)
+    result = tl.where(quotient != 0, floored, libdevice.copysign(x * 0.0, x / y))
+    return tl.where(y == 0, x / y, result)
+
+
+@triton.jit
+def div_trunc(x, y, z):
+    if x.dtype.is_floating():
+        result = libdevice.trunc(x / y)
+    else:  # C's integer division truncates (a zero divisor never gets here: the host raises for it)
+        result = x // y
+    return result
+
+
+@triton.jit
+def div_floor(x, y, z):
+    if x.dtype.is_floating():
+        result = _floor_quotient(x, y, x.dtype)
+    else:  # ATen's div_floor_integer: truncation, one less when the signs differ and the division is inexact
+        quotient = x // y
+        remainder = x % y
+        result = tl.where(((x < 0) != (y < 0)) & (remainder != 0), quotient - 1, quotient)
+    return result
+
+
+# fp16/bf16 results: the kernels compute in float32 (opmath); ATen computes these two on the half type itself
+@triton.jit
+def div_trunc_fp16(x, y, z):
+    return libdevice.trunc(_in(x / y, tl.float16))
+
+
+@triton.jit
+def div_trunc_bf16(x, y, z):
+    return libdevice.trunc(_in(x / y, tl.bfloat16))
+
+
+@triton.jit
+def div_floor_fp16(x, y, z):
+    return _floor_quotient(x, y, tl.float16)
+
+
+@triton.jit
+def div_floor_bf16(x, y, z):
+    return _floor_quotient(x, y, tl.bfloat16)
+
+
+@triton.jit
 def eq(x, y, z):
     return x == y
 
@@ -227,6 +292,13 @@ FUNCTIONS = {
         add,
         sub,
         mul,
+        div,
+        div_trunc,
+        div_trunc_fp16,
+        div_trunc_bf16,
+        div_floor,
+        div_floor_fp16,
+        div_floor_bf16,
         neg,
         where,
         isnan,

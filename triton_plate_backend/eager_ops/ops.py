@@ -8,6 +8,7 @@ as every op without a plate kernel is."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import torch
@@ -191,6 +192,45 @@ def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
         return out
 
     return kernel
+
+
+# ---- div: the rounding mode picks the element function ----------------------------------------------------
+DIVISIONS = {None: "div", "trunc": "div_trunc", "floor": "div_floor"}
+# trunc and floor of a half type compute on it, each step rounded (ATen's scalar code on Half values), not in fp32
+ON_HALF = {
+    (mode, dtype): f"div_{mode}_{name}"
+    for mode in ("trunc", "floor")
+    for dtype, name in ((torch.float16, "fp16"), (torch.bfloat16, "bf16"))
+}
+
+
+def divide(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """div with each rounding mode: an elementwise kernel per mode. An integer division with a zero divisor runs
+    on the host, which raises torch's ZeroDivisionError (the CPU's semantics plate keeps; CUDA returns garbage)."""
+    by_fn = {fn: elementwise(op, dataclasses.replace(row, fn=fn)) for fn in (*DIVISIONS.values(), *ON_HALF.values())}
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        mode = call.bound.get("rounding_mode")
+        if mode not in DIVISIONS:
+            return call.on_host()  # torch's error for an unknown mode
+        dividend, divisor = call["self"], call["other"]
+        if mode is not None and _integer_division_by_zero(dividend, divisor):
+            return call.on_host()
+        fn = DIVISIONS[mode]
+        if mode is not None and not call.mixed:
+            fn = ON_HALF.get((mode, torch.result_type(dividend, divisor)), fn)
+        return by_fn[fn](*args, **kwargs)
+
+    return kernel
+
+
+def _integer_division_by_zero(dividend, divisor) -> bool:
+    if any(_is_complex(v) or _dtype(v).is_floating_point for v in (dividend, divisor)):
+        return False
+    if isinstance(divisor, torch.Tensor):
+        return bool((divisor == 0).any())
+    return divisor == 0
 
 
 def real_operands(call: Call, row: Row, expected, values, device) -> tuple[torch.dtype, list[torch.Tensor]] | None:
@@ -468,6 +508,7 @@ def cat(op: torch._ops.OpOverload, row: Row) -> Callable:
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "cat": cat,
     "elementwise": elementwise,
+    "divide": divide,
     "fill": fill,
     "random": random,
     "bernoulli_tensor": bernoulli_tensor,

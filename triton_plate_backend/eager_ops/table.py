@@ -54,6 +54,9 @@ EAGER_OPS: dict[str, Row] = {
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "mul.Tensor": Row("elementwise", "mul", BINARY, complex_fn="complex_mul"),
     "neg.default": Row("elementwise", "neg", complex_fn="real"),
+    # the rounding mode picks the element function (ops.divide): div, div_trunc or div_floor
+    "div.Tensor": Row("divide", "div", BINARY, compute="result"),
+    "div.Tensor_mode": Row("divide", "div", BINARY, compute="result"),
     "where.self": Row(
         "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
     ),
@@ -121,6 +124,8 @@ EAGER_OPS: dict[str, Row] = {
     # composite.py: a decomposition over plate tensors (a fused kernel on CUDA), a host result in CUDA's layout
     "_fused_rms_norm.default": Row("composite"),
     "_fused_rms_norm_backward.default": Row("composite"),
+    "_embedding_bag.default": Row("composite"),
+    "_embedding_bag_forward_only.default": Row("composite"),
     "nonzero_static.default": Row("host_layout"),
     # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py, weight_norm.py, and
     # pow's and complex exp/log/log1p's element functions in kernels.py (scatter's prod/mean:
@@ -153,6 +158,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "sub.Tensor": ("sub_.Tensor", "sub.out"),
     "mul.Tensor": ("mul_.Tensor", "mul.out"),
     "neg.default": ("neg_.default", "neg.out"),
+    "div.Tensor": ("div_.Tensor", "div.out"),
+    "div.Tensor_mode": ("div_.Tensor_mode", "div.out_mode"),
     "where.self": ("where.self_out",),
     "cat.default": ("cat.out",),
     "gather.default": ("gather.out",),

@@ -118,12 +118,15 @@ def _tile_operands(inst, roles):
 
 def address_slice(program: Program) -> set[int]:
     """The pcs of vector, matrix and load instructions whose results an address, a mask or a
-    scalar register depends on (the backward slice from those uses, through overlapping tiles)."""
+    scalar register depends on (the backward slice from those uses, through overlapping tiles), and
+    the instructions that read a tile into a scalar register (v.extract: a loop bound or a branch
+    condition loaded from memory)."""
     spans = np.array([t.span() for t in program.tiles], dtype=np.int64).reshape(-1, 2)
     overlap = (spans[:, None, 0] < spans[None, :, 1]) & (spans[None, :, 0] < spans[:, None, 1])
     np.fill_diagonal(overlap, True)
     needed = np.zeros(len(program.tiles), bool)
-    for inst in program.instrs:
+    run: set[int] = set()
+    for pc, inst in enumerate(program.instrs):
         ops = {od.name: (od, v) for od, v in zip(inst.row.operands, inst.operands)}
         scalar_def = any(od.kind == "r" and od.role == "def" for od, _ in ops.values())
         if inst.row.unit in ("dma_in", "dma_out"):
@@ -132,7 +135,7 @@ def address_slice(program: Program) -> set[int]:
                     needed[ops[name][1]] = True
         elif scalar_def and inst.row.unit != "scalar":  # a tile read into a scalar register (v.extract)
             needed[_tile_operands(inst, ("use", "inout"))] = True
-    run: set[int] = set()
+            run.add(pc)
     changed = True
     while changed:
         changed = False
@@ -269,30 +272,75 @@ def _repriced(trace: Trace, accesses: list, moved: dict, shadow: DeviceMemory) -
     return Trace(trace.program, trace.grid, entries)
 
 
+def _layout(memory: DeviceMemory) -> tuple:
+    """What the home domain of every byte follows: each allocation's address, size and placement."""
+    return tuple((r.base, r.nbytes, str(r.placement)) for r in memory.allocations)
+
+
+def _run_key(program, grid, args, memory: DeviceMemory, machine, max_steps=None) -> tuple | None:
+    """What an address-only run of a launch over ``memory`` depends on, but where its allocations live:
+    the program, grid, arguments, memory, machine and step budget; None when an argument has no value
+    to compare (a tensor)."""
+    key = _memo_key(program, grid, args, memory, machine, "", None, layout=False)
+    return None if key is None else ("address run", *key, max_steps or knobs.max_steps() or DEFAULT_MAX_STEPS)
+
+
+def _keep(memo: dict, key: tuple, layout: tuple, program, trace: Trace, accesses) -> None:
+    memo[(*key, layout)] = (program, trace, accesses)
+    memo.setdefault(key, (program, trace, None))  # any layout's: the same control flow, elements and runs
+
+
+def _kept(memo: dict, key: tuple, program):
+    hit = memo.get(key)
+    return hit if hit is not None and hit[0] is program else None
+
+
 def _launch_trace(program, grid, args, memory: DeviceMemory, shadow: DeviceMemory, machine, placement) -> Trace:
     """The address-only run's trace over ``shadow`` (``memory`` with ``placement``). Inside
     ``shared_estimates`` the run over ``memory`` itself is kept with its accesses, and a placement's
     trace is that run's, re-priced (``_repriced``): the operand planner prices up to five placements
-    of one launch with one run."""
+    of one launch with one run. Every trace is kept by the layout it was priced over, so the launch
+    that follows (``kept_address_trace``) finds it, after its operands moved to that layout."""
     memo = getattr(_shared, "memo", None)
-    key = None if memo is None else _memo_key(program, grid, args, memory, machine, "", None)
+    key = None if memo is None else _run_key(program, grid, args, memory, machine)
     if key is None:
         return _address_run(program, grid, args, shadow, machine)
-    key = ("address run", *key)
-    hit = memo.get(key)
-    if hit is not None and hit[0] is not program:
-        hit = None
+    hit = _kept(memo, (*key, _layout(shadow)), program)
+    if hit is not None:
+        return hit[1]
     if placement:
-        if hit is not None:
-            trace = _repriced(hit[1], hit[2], _placed(memory, program, list(args), placement), shadow)
-            if trace is not None:
-                return trace
-        return _address_run(program, grid, args, shadow, machine)
-    if hit is None:
-        accesses = []
-        trace = _address_run(program, grid, args, memory, machine, accesses=accesses)
-        hit = memo[key] = (program, trace, accesses)
-    return hit[1]
+        base = _kept(memo, (*key, _layout(memory)), program)
+        trace = None
+        if base is not None and base[2] is not None:
+            trace = _repriced(base[1], base[2], _placed(memory, program, list(args), placement), shadow)
+        if trace is None:
+            trace = _address_run(program, grid, args, shadow, machine)
+        _keep(memo, key, _layout(shadow), program, trace, None)
+        return trace
+    accesses = []
+    trace = _address_run(program, grid, args, memory, machine, accesses=accesses)
+    _keep(memo, key, _layout(memory), program, trace, accesses)
+    return trace
+
+
+def kept_address_trace(
+    program: Program, grid, args, memory: DeviceMemory, machine, *, max_steps=None, placed: bool = True
+) -> Trace:
+    """``address_trace`` of a launch over ``memory`` as it is. Inside ``shared_estimates`` a trace the
+    block already has is the answer: one an estimate priced over the layout memory has now (the launch
+    after its operands moved to the layout the planner chose), or with ``placed=False`` (what is asked
+    of the trace does not depend on where bytes live: control flow, elements, runs) over any layout."""
+    memo = getattr(_shared, "memo", None)
+    key = None if memo is None else _run_key(program, grid, args, memory, machine, max_steps)
+    if key is None:
+        return address_trace(program, grid, args, memory, machine, max_steps=max_steps)
+    hit = _kept(memo, (*key, _layout(memory)), program) or (None if placed else _kept(memo, key, program))
+    if hit is not None:
+        return hit[1]
+    machine = get_machine(machine if machine is not None else memory.machine)
+    trace = _address_run(program, grid, args, memory, machine, max_steps=max_steps)
+    _keep(memo, key, _layout(memory), program, trace, None)
+    return trace
 
 
 # ---- step 2: the aggregated model ----------------------------------------------------------------------
@@ -346,6 +394,9 @@ class _StepRates:
         return t, flight, has.any(axis=1)
 
 
+TRANSFER_KEY_BYTES = 16 << 10  # a DMA entry's bytes by home up to this size are a key of its transfer times
+
+
 def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
     """Each program alone from time 0 under level 1's engine rules, its transfers timed by
     ``_StepRates``: (occupancy of its DMA-in and compute engines, its end with every DMA complete,
@@ -359,14 +410,15 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
     ring, nq = np.zeros((2, depth, n)), np.zeros((2, n), dtype=np.int64)
     rates = _StepRates(machine)
     wave = program_waves(core_of)
-    groups: dict[int, tuple] = {}  # id(entry.programs) -> (programs, ps, ix, rows, transfer group or None)
+    # id(entry.programs) -> (programs, ps, ix, rows, transfer group or None, transfer times by bytes)
+    groups: dict[int, tuple] = {}
 
     def group_of(programs) -> tuple:
         g = groups.get(id(programs))
         if g is None or g[0] is not programs:
             ps = np.asarray(programs, dtype=np.int64)
             ix = slice(None) if len(ps) == n else ps
-            g = groups[id(programs)] = [programs, ps, ix, np.arange(n)[ix], None]
+            g = groups[id(programs)] = [programs, ps, ix, np.arange(n)[ix], None, {}]
         return g
 
     # a run of scalar entries of the same programs: their costs added in order, one gather and scatter
@@ -427,9 +479,16 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
         xe, comp = a, a
         bbd = entry.bytes_by_domain
         if bbd is not None and bbd.any():
-            if g[4] is None:
-                g[4] = rates.group(core_of[ps], wave[ps])
-            xfer, flight, moved = rates.transfer(bbd, g[4], p.outbound)
+            # the same programs moving the same bytes by home (a loop's trips): the same times, computed once
+            key = (p.outbound, bbd.shape, bbd.dtype.str, bbd.tobytes()) if bbd.nbytes <= TRANSFER_KEY_BYTES else None
+            times = None if key is None else g[5].get(key)
+            if times is None:
+                if g[4] is None:
+                    g[4] = rates.group(core_of[ps], wave[ps])
+                times = rates.transfer(bbd, g[4], p.outbound)
+                if key is not None:
+                    g[5][key] = times
+            xfer, flight, moved = times
             xe = a + xfer
             comp = np.where(moved, xe + flight + p.extra_latency, a)
         eng[p.engine, ix] = xe
@@ -508,7 +567,7 @@ def shared_estimates():
         _shared.memo = outer
 
 
-def _memo_key(program, grid, args, memory, machine, policy, placement):
+def _memo_key(program, grid, args, memory, machine, policy, placement, *, layout: bool = True):
     if not (policy is None or isinstance(policy, str)):
         return None
     g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
@@ -521,7 +580,7 @@ def _memo_key(program, grid, args, memory, machine, policy, placement):
             id(get_machine(machine if machine is not None else memory.machine)),
             policy if policy is not None else knobs.policy(),
             None if not placement else tuple(sorted(placement.items(), key=repr)),
-            tuple((r.base, r.nbytes, str(r.placement)) for r in memory.allocations),
+            _layout(memory) if layout else (),
         )
         hash(key)
     except TypeError:  # an argument without a value to compare (a tensor): asked afresh

@@ -111,10 +111,10 @@ class PersistentRuns:
             return None
         if hit[3] is None:
             from ..errors import PlateError
-            from .estimate import address_trace
+            from .estimate import kept_address_trace
 
-            try:
-                written = address_trace(program, grid, args, memory, machine)
+            try:  # which programs store: the same over any placement
+                written = kept_address_trace(program, grid, args, memory, machine, placed=False)
             except PlateError:
                 hit[3] = False
                 return None
@@ -128,10 +128,10 @@ class PersistentRuns:
         the functional run's trace, without its vector work or data moved), kept; None when that run
         cannot tell (the launch then runs for real)."""
         from ..errors import PlateError
-        from .estimate import address_trace
+        from .estimate import kept_address_trace
 
-        try:
-            trace = address_trace(program, grid, args, memory, machine, max_steps=max_steps)
+        try:  # the launch's preparation (launcher.py) may have priced this layout already
+            trace = kept_address_trace(program, grid, args, memory, machine, max_steps=max_steps)
         except PlateError:
             return None
         self.keep(key, program, trace)

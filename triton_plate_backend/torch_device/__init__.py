@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-from . import _registration, accumulation, compiler_hooks, memory
+from . import _registration, accumulation, compiler_hooks, memory, rng
 from .devices import (
     PlateDeviceProperties,
     _DeviceGuard,  # noqa: F401 - entered by Inductor's wrapper code, as torch.cuda._DeviceGuard
@@ -72,6 +72,7 @@ __all__ = [
     "current_placement",
     "current_stream",
     "default_generator",
+    "default_generators",
     "default_stream",
     "device",
     "device_count",
@@ -147,10 +148,13 @@ def last_profile(device=None):
 
 
 def __getattr__(name):
-    """Inductor's PrivateUse1 discovery asks torch.plate for Scheduling, PythonWrapperCodegen, ... on the
+    """``default_generators``: the tuple of every device's generator, as torch.cuda's. Inductor's PrivateUse1
+    discovery asks torch.plate for Scheduling, PythonWrapperCodegen, ... on the
     first compile: the answers are what the Inductor integration registered (compiler_hooks)."""
     if name in compiler_hooks.INDUCTOR_NAMES:
         return compiler_hooks.inductor_answer(name)
+    if name == "default_generators":  # torch.cuda.default_generators: one per device, built on first use
+        return rng.default_generators()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

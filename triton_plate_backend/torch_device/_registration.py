@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import sys
+import types
 import warnings
 
 import torch
@@ -74,8 +75,22 @@ def register(module, runtime, extension) -> None:
         raise ImportError(f"torch.{BACKEND} is already registered as {current!r}")
     if not hasattr(torch.Tensor, f"is_{BACKEND}"):
         torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+    _register_backends_module()
     atexit.register(extension._stop_runtime)  # tensors freed during shutdown must not call Python
     _registered = True
+
+
+def _register_backends_module() -> None:
+    """``torch.backends.plate``, as ``torch.backends.cuda`` and ``torch.backends.mps``: libraries that serve
+    several devices import ``torch.backends.<device>`` by name (FlagGems does at import)."""
+    name = f"torch.backends.{BACKEND}"
+    if name in sys.modules:
+        return
+    module = types.ModuleType(name, "The plate device's backend flags: it is built when this module exists.")
+    module.is_built = lambda: _extension is not None
+    module.is_available = lambda: _extension is not None
+    sys.modules[name] = module
+    setattr(torch.backends, BACKEND, module)
 
 
 def forget(module_name: str) -> None:

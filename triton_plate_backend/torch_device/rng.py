@@ -4,8 +4,10 @@ Each device has one default generator (csrc/hooks.cpp): a Philox (seed, offset) 
 plate's random kernels (triton_plate_backend/eager_ops: random_, uniform_, normal_, bernoulli_,
 exponential_, native_dropout) draw counters offset, offset + 1, ... under the seed and move the offset
 past them, so a seed reproduces on plate and the numbers differ from the CPU's, as CUDA's do. Random
-ops without a plate kernel run on the host (counted) and draw from the generator's CPU twin, seeded
-with it. get_rng_state/set_rng_state save and restore both (the twin's state, then the offset).
+ops without a plate kernel run on the host (counted) and draw from a CPU generator seeded from the
+(seed, offset) pair, moving the offset on. The state of get_rng_state/set_rng_state is CUDA's: the seed and
+the offset, two int64 in 16 bytes of torch.uint8, which libraries read and write as on CUDA (FlagGems:
+``seed, offset = state.view(torch.int64)``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ def default_generator(device=None) -> torch.Generator:
     if gen is None:
         gen = _generators[index] = _registration.extension()._default_generator(index)
     return gen
+
+
+def default_generators() -> tuple[torch.Generator, ...]:
+    """Every device's default generator, by index (``torch.plate.default_generators``, as torch.cuda's)."""
+    return tuple(default_generator(index) for index in range(device_count()))
 
 
 def manual_seed(seed: int) -> None:

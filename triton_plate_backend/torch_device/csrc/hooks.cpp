@@ -4,9 +4,9 @@
 // Random numbers, as on CUDA: a plate generator is a Philox (seed, offset) pair. plate's random kernels
 // (triton_plate_backend/eager_ops/) read the seed and the offset and advance the offset past the
 // counters they used, so a seed reproduces on plate, and the numbers differ from the CPU's as CUDA's do.
-// The random ops still left to the host (the CPU fallback) draw from a CPU generator, the "CPU twin",
-// that holds the seed too: seeding seeds both, and the state (get_state/set_state) is the twin's state
-// followed by the 8 bytes of the Philox offset.
+// The random ops still left to the host (the CPU fallback) draw from a CPU generator seeded from the
+// (seed, offset) pair, and move the offset on (host_draw). The state (get_state/set_state) is CUDA's: the
+// seed and the offset, two int64, which libraries read and write (FlagGems' philox_backend_seed_offset).
 #include "plate.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -54,35 +54,31 @@ struct PlateGeneratorImpl final : public c10::GeneratorImpl {
     return twin_.seed();
   }
   void set_state(const c10::TensorImpl& new_state) override {
-    // the twin's state, then the Philox offset (a bare CPU generator state restores the seed, offset 0)
-    const auto twin_bytes = static_cast<int64_t>(twin_.unsafeGetGeneratorImpl()->get_state()->numel());
-    const auto n = new_state.numel();
-    TORCH_CHECK(new_state.dtype() == at::kByte && (n == twin_bytes + kOffsetBytes || n == twin_bytes),
-                "plate: a generator state is ", twin_bytes + kOffsetBytes, " bytes (torch.uint8), got ", n,
-                " of ", new_state.dtype(), "; pass what get_rng_state() returned");
-    auto twin_state = c10::make_intrusive<c10::TensorImpl>(
-        c10::Storage(new_state.storage()), new_state.key_set(), new_state.dtype());
-    twin_state->set_sizes_contiguous({twin_bytes});
-    twin_state->set_storage_offset(new_state.storage_offset());
+    // CUDA's layout: the seed, then the Philox offset, two int64 (16 bytes of torch.uint8)
+    TORCH_CHECK(new_state.dtype() == at::kByte && new_state.numel() == kStateBytes,
+                "plate: a generator state is ", kStateBytes, " bytes (torch.uint8: the seed, then the Philox offset), got ",
+                new_state.numel(), " of ", new_state.dtype(), "; pass what get_rng_state() returned");
+    uint64_t words[2];
+    std::memcpy(words, new_state.data(), kStateBytes);
     std::lock_guard<std::mutex> lock(twin_.mutex());
-    twin_.unsafeGetGeneratorImpl()->set_state(*twin_state);
-    uint64_t offset = 0;
-    if (n == twin_bytes + kOffsetBytes) {
-      std::memcpy(&offset, static_cast<const uint8_t*>(new_state.data()) + twin_bytes, kOffsetBytes);
-    }
-    philox_offset_ = offset;
+    twin_.set_current_seed(words[0]);
+    philox_offset_ = words[1];
   }
   c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
-    auto twin_state = at::Tensor(twin_.unsafeGetGeneratorImpl()->get_state());
-    auto state = at::empty({twin_state.numel() + kOffsetBytes}, twin_state.options());
-    std::memcpy(state.data_ptr(), twin_state.data_ptr(), twin_state.numel());
-    const uint64_t offset = philox_offset_;
-    std::memcpy(static_cast<uint8_t*>(state.data_ptr()) + twin_state.numel(), &offset, kOffsetBytes);
+    const uint64_t words[2] = {twin_.current_seed(), philox_offset_.load()};
+    auto state = at::empty({kStateBytes}, at::TensorOptions().dtype(at::kByte));
+    std::memcpy(state.data_ptr(), words, kStateBytes);
     return state.getIntrusivePtr();
   }
 
-  const at::Generator& twin() const {
-    return twin_;
+  // The CPU generator a host random op draws from: seeded from (seed, offset), then the offset moves past
+  // it, as a kernel's counters do; so the state (seed, offset) reproduces host draws too.
+  at::Generator host_draw() {
+    std::lock_guard<std::mutex> lock(twin_.mutex());
+    const uint64_t offset = philox_offset_.fetch_add(kHostDrawCounters);
+    const uint64_t mixed = twin_.current_seed() ^ (0x9E3779B97F4A7C15ull * (offset + 1));
+    auto draw = at::make_generator<at::CPUGeneratorImpl>(mixed);
+    return draw;
   }
 
  private:
@@ -92,7 +88,8 @@ struct PlateGeneratorImpl final : public c10::GeneratorImpl {
     return copy;
   }
 
-  static constexpr int64_t kOffsetBytes = sizeof(uint64_t);
+  static constexpr int64_t kStateBytes = 2 * sizeof(uint64_t);
+  static constexpr uint64_t kHostDrawCounters = 4;  // the offset step of one host draw (CUDA's offsets are x4)
   at::Generator twin_;
   std::atomic<uint64_t> philox_offset_{0};
 };
@@ -186,7 +183,7 @@ const at::Generator& default_generator(c10::DeviceIndex device) {
 
 at::Generator cpu_twin(const at::Generator& gen) {
   if (gen.defined() && gen.device().type() == kPlate) {
-    return static_cast<const PlateGeneratorImpl*>(gen.unsafeGetGeneratorImpl())->twin();
+    return static_cast<PlateGeneratorImpl*>(gen.unsafeGetGeneratorImpl())->host_draw();
   }
   return gen;  // already a CPU generator
 }

@@ -162,16 +162,54 @@ at::Tensor& set_empty(at::Tensor& self) {
   return at::native::set_storage_cpu_(self, std::move(storage), 0, {0}, {});
 }
 
+// Whether `self.data = from` may swap from's storage and metadata into self's TensorImpl (Module._apply asks
+// this before it moves a parameter in place; the .data setter checks it). TensorImpl's own answer knows only
+// the in-tree dense backends, so a CPU parameter moved to plate got a new Parameter object instead, and a weight
+// two modules share (a tied LM head) became two. A plate tensor and a CPU one are the same class of TensorImpl
+// (dense), as a CUDA tensor and a CPU one are: the
+// check is TensorImpl::has_compatible_shallow_copy_type's, with PrivateUse1 among the dense backends.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  const auto dense = [](c10::DispatchKeySet keys) {
+    constexpr c10::DispatchKeySet backends({c10::BackendComponent::CPUBit, c10::BackendComponent::PrivateUse1Bit});
+    return keys.has_any(c10::DispatchKeySet(c10::DispatchKey::Dense)) && keys.has_any(backends);
+  };
+  return self.key_set() == from.key_set() || (dense(self.key_set()) && dense(from.key_set()));
+}
+
 // Convolution: torch picks a convolution backend by device, and for devices it does not know calls
-// these "overrideable" ops, which only throw. Run the CPU's choice on host aliases instead.
+// these "overrideable" ops, which only throw. Run the CPU's choice on host aliases instead, counted as
+// host ops. fp32/fp16/bf16 convolutions compute in float64 and round once to their dtype, as the
+// matmul family does (torch_device/accumulation.py): the host's fp32 kernel (oneDNN or im2col + BLAS)
+// blocks its sums by ISA and layout and lands ~1e-5 (relative) off the exact result, further than
+// CUDA's cuDNN and plate's compiled GEMMs; float64 accumulation is CUDA's fp32 result and more, and the
+// same on every host up to float64's last bits.
 void check_same_device(const at::Tensor& a, const at::Tensor& b, const char* op) {
   TORCH_CHECK(!b.defined() || a.device() == b.device(),
               "Expected all tensors to be on the same device, but found at least two devices, ", a.device(), " and ",
               b.device(), "! (plate: in ", op, ")");
 }
 
-at::Tensor host_or_undefined(const at::Tensor& t, const char* what) {
-  return t.defined() ? host_alias(t, what) : t;
+bool computes_wide(const at::Tensor& input) {
+  const auto dtype = input.scalar_type();
+  return dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16;
+}
+
+// A plate operand as the host computes it: its host alias, in float64 when `wide`.
+at::Tensor host_operand(const at::Tensor& t, bool wide, const char* what) {
+  if (!t.defined()) {
+    return t;
+  }
+  const auto host = host_alias(t, what);
+  return wide ? host.to(at::kDouble) : host;
+}
+
+// A float64 host result rounded once to `dtype` (float64 -> float32 -> half rounds as float64 -> half does:
+// float32 has more than twice a half type's bits).
+at::Tensor rounded(const at::Tensor& host, c10::ScalarType dtype) {
+  if (!host.defined() || host.scalar_type() == dtype) {
+    return host;
+  }
+  return dtype == at::kFloat ? host.to(at::kFloat) : host.to(at::kFloat).to(dtype);
 }
 
 // A convolution result on the device, in the memory format torch predicts for plate's (Overrideable)
@@ -195,11 +233,14 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   const auto b = bias.has_value() ? *bias : at::Tensor();
   check_same_device(input, weight, "convolution");
   check_same_device(input, b, "convolution");
+  count_host_op("aten::convolution_overrideable");
+  const bool wide = computes_wide(input) && weight.scalar_type() == input.scalar_type();
   const auto out = at::_ops::convolution::call(
-      host_alias(input, "convolution"), host_alias(weight, "convolution"), host_or_undefined(b, "convolution"),
+      host_operand(input, wide, "convolution"), host_operand(weight, wide, "convolution"),
+      host_operand(b, wide && b.scalar_type() == input.scalar_type(), "convolution"),
       c10::fromIntArrayRefSlow(stride), c10::fromIntArrayRefSlow(padding), c10::fromIntArrayRefSlow(dilation),
       transposed, c10::fromIntArrayRefSlow(output_padding), groups);
-  return to_device_in_predicted_format(out, input, weight);
+  return to_device_in_predicted_format(rounded(out, input.scalar_type()), input, weight);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
@@ -208,15 +249,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     int64_t groups, std::array<bool, 3> output_mask) {
   check_same_device(input, weight, "convolution_backward");
   check_same_device(input, grad_output, "convolution_backward");
+  count_host_op("aten::convolution_backward_overrideable");
+  const auto dtype = input.scalar_type();
+  const bool wide = computes_wide(input) && weight.scalar_type() == dtype && grad_output.scalar_type() == dtype;
   const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
   const std::vector<c10::SymInt> bias_sizes{c10::SymInt(out_channels)};
   auto [gi, gw, gb] = at::_ops::convolution_backward::call(
-      host_alias(grad_output, "convolution_backward"), host_alias(input, "convolution_backward"),
-      host_alias(weight, "convolution_backward"), c10::SymIntArrayRef(bias_sizes), c10::fromIntArrayRefSlow(stride),
-      c10::fromIntArrayRefSlow(padding), c10::fromIntArrayRefSlow(dilation), transposed,
-      c10::fromIntArrayRefSlow(output_padding), groups, output_mask);
-  return {to_device_in_predicted_format(gi, input, weight), to_device_in_predicted_format(gw, input, weight),
-          gb.defined() ? gb.to(input.device()) : gb};
+      host_operand(grad_output, wide, "convolution_backward"), host_operand(input, wide, "convolution_backward"),
+      host_operand(weight, wide, "convolution_backward"), c10::SymIntArrayRef(bias_sizes),
+      c10::fromIntArrayRefSlow(stride), c10::fromIntArrayRefSlow(padding), c10::fromIntArrayRefSlow(dilation),
+      transposed, c10::fromIntArrayRefSlow(output_padding), groups, output_mask);
+  gb = rounded(gb, dtype);
+  return {to_device_in_predicted_format(rounded(gi, dtype), input, weight),
+          to_device_in_predicted_format(rounded(gw, dtype), input, weight), gb.defined() ? gb.to(input.device()) : gb};
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -235,6 +280,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
   m.impl("set_", set_empty);
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   // complex <-> real pairs are views (at::native's, as on CPU and CUDA): they never compute
   m.impl("view_as_real", at::native::view_as_real);
   m.impl("view_as_complex", at::native::view_as_complex);

@@ -1,0 +1,34 @@
+"""Inductor's compile workers follow the machine preset: a graph's kernels compile for the preset of the process.
+
+Inductor compiles Triton kernels in a pool of worker processes, which take the environment of the moment the pool
+started; plate's backend reads the machine preset (PLATE_MACHINE, triton_plate_backend.knobs) in the process that
+compiles, and it is part of the kernel (its launch checks it against the device's). A process that switches
+presets after the pool started (reset_device under another PLATE_MACHINE: tests of plate-mini, then plate1) would
+have its workers compile for the old one, and the launch fails ("compiled for machine 'plate-mini' but device 0
+runs 'plate1'"). ``follow_machine()``, called before each graph's kernels are generated (scheduling.py), shuts the
+pool down when the preset differs from the previous graph's; the next compile starts workers with the environment
+as it is.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from triton_plate_backend import knobs
+
+_lock = threading.Lock()
+_machine: str | None = None  # the preset the last graph compiled for
+
+
+def follow_machine() -> bool:
+    """Stop the compile workers if the preset changed since the last graph; True when it did."""
+    global _machine
+    machine = knobs.machine()
+    with _lock:
+        previous, _machine = _machine, machine
+    if previous is None or previous == machine:
+        return False
+    from torch._inductor import async_compile
+
+    async_compile.shutdown_compile_workers()
+    return True

@@ -1,0 +1,111 @@
+"""Ops Inductor runs as extern (host) calls, decomposed on plate into ops it lowers to plate kernels.
+
+Inductor has no lowering of its own for these: it calls the aten kernel (an ``extern_kernels`` call or a
+fallback), which on plate runs its CPU kernel on the host, outside the modeled clock, and counts as a host
+fallback (fallback_counter.py). Registered in Inductor's decomposition table (declining for other devices, which
+keep what the table held), they are rewritten before lowering:
+
+- ``_weight_int8pack_mm(x, w_int8, scales)``: ``(x @ w.T) * scales`` in float32 (the CPU kernel's
+  accumulation), rounded once to x's dtype: a plate GEMM template and a pointwise kernel;
+- ``_embedding_bag`` and ``_embedding_bag_forward_only``: the decomposition eager plate runs too
+  (triton_plate_backend/eager_ops/embedding_bag.py: CUDA's results), so compiled and eager agree;
+- ``_fft_c2c`` of complex64 tensors whose transformed dims are at most ``MAX_DFT`` long: a DFT per dim as
+  float64 matrix products with the cos/sin table (angles ``2*pi*(j*k mod n)/n``, exact arguments), rounded once
+  to complex64 at the end: more accurate than a float32 FFT, O(n^2) per dim instead of O(n log n).
+  float64 products are plate reductions (reduction_gemm.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from triton_plate_backend.eager_ops import embedding_bag
+
+aten = torch.ops.aten
+
+MAX_DFT = 1024  # the longest dim _fft_c2c transforms as a DFT product (n^2 table entries)
+# fft_norm_mode (aten/native/SpectralOpsUtils.h): none, 1/sqrt(n), 1/n
+NORM_NONE, NORM_BY_ROOT_N, NORM_BY_N = 0, 1, 2
+
+
+def _on_plate(*tensors) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.device.type == "plate" for t in tensors)
+
+
+def weight_int8pack_mm(x, weight, scales):
+    if not _on_plate(x, weight, scales):
+        return NotImplemented
+    product = torch.mm(x.to(torch.float32), weight.to(torch.float32).t())
+    return (product * scales.to(torch.float32)).to(x.dtype)
+
+
+def embedding_bag_on_plate(weight, indices, offsets, *args, **kwargs):
+    if not _on_plate(weight, indices, offsets):
+        return NotImplemented
+    return embedding_bag.embedding_bag(weight, indices, offsets, *args, **kwargs)
+
+
+def _dft_table(n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of 2*pi*j*k/n (n x n, float64), the angle's multiple reduced mod n first (exact)."""
+    k = torch.arange(n, dtype=torch.int64, device=device)
+    turns = (k.unsqueeze(1) * k.unsqueeze(0)) % n
+    angle = turns.to(torch.float64) * (2.0 * math.pi / n)
+    return torch.cos(angle), torch.sin(angle)
+
+
+def fft_c2c(x, dim, normalization, forward):
+    if not _on_plate(x) or x.dtype != torch.complex64 or any(x.shape[d] > MAX_DFT for d in dim):
+        return NotImplemented
+    parts = torch.view_as_real(x).to(torch.float64)
+    re, im = parts[..., 0], parts[..., 1]
+    sign = -1.0 if forward else 1.0  # the exponent's sign: e^(-i theta) forward
+    for d in dim:
+        cos, sin = _dft_table(x.shape[d], x.device)
+        a, b = re.movedim(d, -1), im.movedim(d, -1)
+        # (a + ib)(cos + i sign sin) summed over the transformed index
+        re_out = torch.matmul(a, cos) - sign * torch.matmul(b, sin)
+        im_out = torch.matmul(b, cos) + sign * torch.matmul(a, sin)
+        re, im = re_out.movedim(-1, d), im_out.movedim(-1, d)
+    count = math.prod(x.shape[d] for d in dim)
+    if normalization == NORM_BY_ROOT_N:
+        re, im = re / math.sqrt(count), im / math.sqrt(count)
+    elif normalization == NORM_BY_N:
+        re, im = re / count, im / count
+    return torch.view_as_complex(torch.stack([re, im], -1).to(torch.float32))
+
+
+DECOMPOSITIONS = {
+    aten._weight_int8pack_mm.default: weight_int8pack_mm,
+    aten._embedding_bag.default: embedding_bag_on_plate,
+    aten._embedding_bag_forward_only.default: embedding_bag_on_plate,
+    aten._fft_c2c.default: fft_c2c,
+}
+
+
+def _falling_back_to(mine, previous):
+    """``mine`` for plate tensors; what the table held before (or no decomposition) for the rest."""
+
+    @functools.wraps(mine)
+    def decomposition(*args, **kwargs):
+        result = mine(*args, **kwargs)
+        if result is NotImplemented and previous is not None:
+            return previous(*args, **kwargs)
+        return result
+
+    decomposition._plate_extern = True
+    return decomposition
+
+
+@functools.cache
+def register() -> None:
+    """Put the decompositions in Inductor's table (once; inductor_plate.register)."""
+    from torch._inductor import decomposition
+
+    for op, mine in DECOMPOSITIONS.items():
+        previous = decomposition.decompositions.get(op)
+        if not getattr(previous, "_plate_extern", False):
+            decomposition.decompositions[op] = _falling_back_to(mine, previous)
+    decomposition.fast_random_decomps.cache_clear()

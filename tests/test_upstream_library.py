@@ -1,0 +1,154 @@
+"""The upstream runner's libraries (`kind = "library"` in revisions.toml), on a fake library's checkout.
+
+tests/fake_upstream/library/ is a tiny library with its own conftest option, a device setup module that
+counts host ops (without torch) and a skip list; the runner runs it end to end (pytest in a subprocess).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # `upstream/` is a repo-root package, not part of the installed wheel
+    sys.path.insert(0, str(REPO))
+
+from upstream import UpstreamError, runner  # noqa: E402
+from upstream.libraries import flag_gems  # noqa: E402
+from upstream.revisions import Tree, get_revision, libraries, load_revisions  # noqa: E402
+
+FAKE = REPO / "tests" / "fake_upstream" / "library"
+
+FAKE_REVISIONS = """
+[fakelib]
+kind = "library"
+repo = "https://example.invalid/fakelib.git"
+commit = "0123456789abcdef0123456789abcdef01234567"
+describe = "v0.1"
+take = ["src", "tests"]
+test_root = "."
+library = { package = "fakelib", folder = "src" }
+pip = { name = "fakelib", version = "0.1" }
+
+[fakelib.suite]
+paths = ["tests"]
+args = ["--quick"]
+jobs = 0
+timeout = 3
+env = { FAKELIB_VENDOR = "x" }
+requires = []
+"""
+
+
+@pytest.fixture(autouse=True)
+def _fast_pytest_subprocesses(monkeypatch):
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+
+
+@pytest.fixture
+def library(tmp_path) -> tuple[Path, Path]:
+    """(the fake library's checkout, its revisions.toml)."""
+    tree = tmp_path / "fakelib"
+    shutil.copytree(FAKE, tree)
+    for f in tree.rglob("*.in"):
+        f.rename(f.with_suffix(""))
+    revisions = tmp_path / "revisions.toml"
+    revisions.write_text(FAKE_REVISIONS)
+    return tree, revisions
+
+
+def test_revisions_read_a_library(library):
+    _, revisions = library
+    rev = get_revision("fakelib", revisions)
+    assert rev.is_library and rev.pip.name == "fakelib" and rev.pip.version == "0.1" and rev.plugin is None
+    assert rev.suite.args == ("--quick",) and rev.suite.jobs == 0 and rev.suite.timeout == 3
+    assert libraries(revisions) == ["fakelib"]
+    assert not get_revision("triton").is_library
+    bad = revisions.parent / "bad.toml"
+    bad.write_text(FAKE_REVISIONS.replace('kind = "library"', 'kind = "plugin"'))
+    with pytest.raises(UpstreamError, match="kind = 'plugin'"):
+        load_revisions(bad)
+    bad.write_text(FAKE_REVISIONS.replace('pip = { name = "fakelib", version = "0.1" }', ""))
+    with pytest.raises(UpstreamError, match="lacks the key 'pip'"):
+        load_revisions(bad)
+
+
+def test_the_pinned_libraries_are_runnable_suites():
+    for name in libraries():
+        rev = get_revision(name)
+        assert rev.ref and len(rev.ref) == 40, f"{name}: pin a full commit"
+        assert rev.suite.paths and rev.pip.version
+        if rev.plugin:
+            __import__(rev.plugin)  # the plugin named exists (importing it imports no library)
+    assert "flag_gems" in libraries()
+
+
+def test_a_library_command_loads_the_library_plugins(library):
+    tree, revisions = library
+    args = runner.build_parser().parse_args(["triton"])
+    args.library = get_revision("fakelib", revisions)
+    args.skiplist, args.jobs, args.timeout = tree / "skiplist.toml", 0, 3.0
+    cmd = runner.pytest_command("lib-fakelib", Tree(tree, tree), ["tests"], args, tree / "x.ini", tree / "r.json")
+    joined = " ".join(cmd)
+    assert "-p upstream.library_plugin --lib-device plate" in joined
+    assert "--quick" in cmd and "--device" not in cmd and "-n" not in cmd
+    args.library = get_revision("flag_gems")
+    cmd = runner.pytest_command("lib-flag_gems", Tree(tree, tree), ["tests"], args, tree / "x.ini", tree / "r.json")
+    assert "-p upstream.libraries.flag_gems --quick --ref cpu" in " ".join(cmd)
+
+
+def test_a_library_runs_end_to_end(library, tmp_path, monkeypatch):
+    """Its args reach its conftest, the device module is set up before it, host ops are recorded, the
+    suite's timeout (3 s) stops a hang, the skip list applies, and the report is lib-fakelib.*."""
+    tree, revisions = library
+    monkeypatch.delenv("FAKELIB_VENDOR", raising=False)
+    argv = ["fakelib", "--src", str(tree), "--revisions", str(revisions), "--report-dir", str(tmp_path / "out")]
+    argv += ["--skiplist", str(tree / "skiplist.toml"), "--", "--lib-setup", "fakelib_device"]
+    assert runner.main(argv) == runner.EXIT_FAILURES  # test_hangs ran past the timeout
+    report = json.loads((tmp_path / "out" / "lib-fakelib.json").read_text())
+    failures = {f["test"].rsplit("::", 1)[1]: f for f in report["failures"]}
+    assert set(failures) == {"test_hangs"}
+    totals = report["totals"]
+    assert totals["passed"] == 2 and totals["passed-with-fallback"] == 1 and totals["xfailed"] == 1
+    assert report["library"] == {
+        "pip": "fakelib==0.1",
+        "from": "fakelib from the checkout's src/ (not installed)",
+    }
+    assert report["jobs"] == 0 and report["timeout_s"] == 3.0 and report["suite"] == "lib-fakelib"
+    assert report["revision"]["ref"] == "0123456789abcdef0123456789abcdef01234567"
+    assert report["passed_with_fallback"] == [
+        {"test": "tests/test_ops.py::test_double_on_host", "host_fallbacks": {"aten.mul": 1}}
+    ]
+    assert (tmp_path / "out" / "lib-fakelib.md").is_file() and (tmp_path / "out" / "lib-fakelib-failures.txt").is_file()
+
+
+def test_a_library_without_its_package_is_a_setup_error(library, tmp_path):
+    tree, revisions = library
+    shutil.rmtree(tree / "src" / "fakelib")
+    argv = ["fakelib", "--src", str(tree), "--revisions", str(revisions), "--report-dir", str(tmp_path)]
+    assert runner.main(argv) == runner.EXIT_USAGE
+
+
+def test_flag_gems_plugin_names_the_device_in_the_vendor_table(tmp_path, monkeypatch):
+    """upstream.libraries.flag_gems gives the vendor's vendor_info the device's fields, without importing
+    flag_gems (a fake package with FlagGems' layout: runtime/backend/_<vendor>)."""
+    backend = tmp_path / "flag_gems" / "runtime" / "backend"
+    (backend / "_acme").mkdir(parents=True)
+    (tmp_path / "flag_gems" / "__init__.py").write_text("raise ImportError('flag_gems itself must not be imported')\n")
+    (backend / "_acme" / "__init__.py").write_text(
+        "from dataclasses import dataclass\n"
+        "@dataclass\nclass Info:\n    vendor_name: str\n    device_name: str\n"
+        "    dispatch_key: str = None\n    triton_extra_name: str = None\n"
+        "vendor_info = Info('acme', 'cuda')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the plugin appends the backend folder
+    monkeypatch.delitem(sys.modules, "_acme", raising=False)
+    info = flag_gems.name_the_device("acme", "plate")
+    assert (info.vendor_name, info.device_name, info.dispatch_key) == ("acme", "plate", "PrivateUse1")
+    assert sys.modules["_acme"].vendor_info is info
+    monkeypatch.delitem(sys.modules, "_acme")
