@@ -303,7 +303,7 @@ def main(argv=None) -> int:
     print(header, flush=True)
     totals = [0.0, 0.0]
     with torch._inductor.config.patch(force_disable_caches=True), torch.no_grad():
-        for name in args.models.split(","):
+        for name in filter(None, args.models.split(",")):
             torch.manual_seed(0)
             try:
                 model, inputs = MODELS[name]()
