@@ -23,11 +23,14 @@ Triton kernels. ``config.conv_as_gemm = False`` leaves convolutions to Inductor.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import torch
 
-from . import config
+from triton_plate_backend import cost
+
+from . import config, gemm_config, policy
 
 aten = torch.ops.aten
 
@@ -62,16 +65,16 @@ def _insert_zeros(x, stride):
     return x
 
 
-def im2col(x, kernel, stride, pads, dilation):
-    """(N, C, *S) -> ((N, C, prod(kernel), *out), out): the input window of each kernel offset, read as one
-    strided view of the padded input (a single gather kernel, where slices stacked would be one per offset)."""
+def windows(x, kernel, stride, pads, dilation):
+    """(N, C, *S) -> ((N, C, *kernel, *out), out): the input window of each kernel offset, one strided view of the
+    padded input."""
     x = _pad_dims(x, pads).contiguous()
     shape = list(x.shape)
     spatial = shape[2:]
     out = [(spatial[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(len(kernel))]
     strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]  # contiguous
     inner = strides[2:]
-    windows = aten.as_strided(
+    view = aten.as_strided(
         x,
         [*shape[:2], *kernel, *out],
         [
@@ -81,7 +84,14 @@ def im2col(x, kernel, stride, pads, dilation):
         ],
         x.storage_offset(),
     )
-    return windows.reshape(*shape[:2], math.prod(kernel), *out), out
+    return view, out
+
+
+def im2col(x, kernel, stride, pads, dilation):
+    """(N, C, *S) -> ((N, C, prod(kernel), *out), out): the windows gathered (a single gather kernel, where slices
+    stacked would be one per offset)."""
+    view, out = windows(x, kernel, stride, pads, dilation)
+    return view.reshape(*x.shape[:2], math.prod(kernel), *out), out
 
 
 def _grouped_cols(cols, groups):
@@ -100,9 +110,60 @@ def _per_group_mm(a, b):
     return aten.bmm(a, b)
 
 
+MAX_VECTOR_TERMS = 64  # multiply-adds per output of the vector form: one load each in a single kernel
+
+
+def on_vector_unit(x, weight, groups, out) -> bool:
+    """Is this convolution cheaper as multiply-adds on the vector unit than as per-group GEMMs on the matrix unit?
+
+    A group's GEMM is (O/G x C/G*k) @ (C/G*k x N*L): the matrix unit pads O/G and C/G*k up to its tile, so a
+    depthwise convolution (O/G = C/G = 1, 9 or 25 useful products of a 32x32 pass) wastes almost all of it, and
+    each group is a launch's program of its own. The vector form does only the useful multiply-adds, every output
+    element in one lane. Both are the cost model's cycles for the whole convolution (cost.mma_cycles per group,
+    cost.vector_cycles of a multiply and an add per term). The vector form's loads are not in that sum: each term
+    loads a shifted window (a DMA run per output row) and the weight broadcast per element, and with several input
+    channels per group they outweigh the matrix unit's padding (2x32x8x8 input, 4 channels per group, 3x3:
+    46.1 us as multiply-adds against 31.0 us as GEMMs), so only a group of one input channel (depthwise, with any
+    channel multiplier) qualifies (2x64x16x16 depthwise 3x3: 102.6 against 188.9 us)."""
+    out_channels, c_group, kernel = weight.shape[0], weight.shape[1], list(weight.shape[2:])
+    terms = c_group * math.prod(kernel)
+    if groups == 1 or c_group != 1 or terms > MAX_VECTOR_TERMS or not _static([*x.shape, *out]):
+        return False
+    machine = policy.machine()
+    dtype, itemsize = gemm_config.DTYPES.get(str(x.dtype).removeprefix("torch."), ("f32", 4))
+    columns = x.shape[0] * math.prod(out)
+    matrix = groups * cost.mma_cycles(machine, out_channels // groups, columns, terms, dtype)
+    vector = 2 * terms * cost.vector_cycles(machine, out_channels * columns, itemsize)
+    return vector < matrix
+
+
+def conv_on_vector_unit(x, weight, bias, stride, pads, dilation, groups):
+    """A grouped convolution as a sum over the window (and the group's input channels) of a weight times a shifted
+    view of the padded input: one pointwise kernel, no im2col buffer, no GEMM (on_vector_unit says when)."""
+    n, out_channels, c_group, kernel = x.shape[0], weight.shape[0], weight.shape[1], list(weight.shape[2:])
+    view, out = windows(x, kernel, stride, pads, dilation)
+    per_group = out_channels // groups
+    # (N, G, 1, C/G, *kernel, *out) against (1, G, O/G, C/G, *kernel, 1...): each term is (N, G, O/G, *out)
+    view = view.reshape(n, groups, 1, c_group, *kernel, *out)
+    w = weight.reshape(1, groups, per_group, c_group, *kernel, *([1] * len(out)))
+    y = None
+    for index in itertools.product(range(c_group), *(range(k) for k in kernel)):
+        term = view[(slice(None),) * 3 + index] * w[(slice(None),) * 3 + index]
+        y = term if y is None else y + term
+    y = y.reshape(n, out_channels, *out)
+    if bias is not None:
+        y = y + bias.reshape(1, out_channels, *([1] * len(out)))
+    return y.contiguous()
+
+
 def conv_as_gemm(x, weight, bias, stride, pads, dilation, groups):
-    """A plain convolution with explicit (before, after) padding per spatial dim, as GEMMs."""
+    """A plain convolution with explicit (before, after) padding per spatial dim, as GEMMs (or, for a grouped
+    convolution whose groups are too small for the matrix unit, multiply-adds on the vector unit)."""
     n, out_channels, kernel = x.shape[0], weight.shape[0], list(weight.shape[2:])
+    spatial = [x.shape[2 + i] + lo + hi for i, (lo, hi) in enumerate(pads)]
+    out = [(spatial[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(len(kernel))]
+    if on_vector_unit(x, weight, groups, out):
+        return conv_on_vector_unit(x, weight, bias, stride, pads, dilation, groups)
     cols, out = im2col(x, kernel, stride, pads, dilation)
     per_group = out_channels // groups
     product = _per_group_mm(weight.reshape(groups, per_group, math.prod(weight.shape[1:])), _grouped_cols(cols, groups))

@@ -35,6 +35,21 @@ def test_nonzero_lists_coordinates_in_row_major_order(no_host_ops):
     same(torch.zeros(2, 3, device="plate").nonzero(), torch.zeros(2, 3).nonzero())
 
 
+def test_nonzero_numbers_blocks_apart_in_order(no_host_ops):
+    """Each block of the kernels counts, then places its elements after the blocks before it: a mask of
+    several blocks (one of them empty, one full, the last partial) lists its coordinates as the CPU does."""
+    from triton_plate_backend.eager_ops.prefix_kernels import NONZERO_BLOCK
+
+    x = torch.randn(3, NONZERO_BLOCK + 5, 2)
+    x[1] = 0.0  # a whole block (and more) with nothing to list
+    x[2, :, 1] = float("nan")  # NaN is nonzero
+    x[0, :7] = 1.0
+    assert x.numel() > 3 * NONZERO_BLOCK
+    same(x.to("plate").nonzero(), x.nonzero())
+    mask = torch.rand(2 * NONZERO_BLOCK + 1) > 0.5
+    same(mask.to("plate").nonzero(), mask.nonzero())
+
+
 def test_masks_and_several_indices(no_host_ops):
     px, py = X.to("plate"), Y.to("plate")
     same(px[X > 0], X[X > 0])

@@ -380,6 +380,36 @@ def test_conv_variants_run_on_the_simulator_in_the_default_mode():
     assert inductor_plate.host_fallbacks() == {}
 
 
+def test_only_a_group_of_one_input_channel_goes_to_the_vector_unit():
+    depthwise, multiplier = torch.empty(2, 16, 8, 8), torch.empty(16, 1, 5, 5)
+    assert conv_gemm.on_vector_unit(depthwise, multiplier, 16, [4, 4])
+    assert conv_gemm.on_vector_unit(depthwise, torch.empty(32, 1, 3, 3), 16, [8, 8])  # two outputs per channel
+    assert not conv_gemm.on_vector_unit(depthwise, torch.empty(16, 4, 3, 3), 4, [8, 8])  # 4 channels per group
+    assert not conv_gemm.on_vector_unit(depthwise, torch.empty(16, 16, 1, 1), 1, [8, 8])  # a plain convolution
+    assert not conv_gemm.on_vector_unit(depthwise, torch.empty(16, 1, 9, 9), 16, [1, 1])  # 81 terms: too many
+
+
+def test_a_depthwise_convolution_is_multiply_adds_on_the_vector_unit(monkeypatch):
+    """Depthwise: each group's GEMM would be 1 x 9 on a 32x32 matrix unit, a program per channel. As multiply-adds
+    of shifted windows it is one pointwise kernel, no template, faster on the modeled clock, and equal to the CPU."""
+    torch.manual_seed(0)
+    args = (torch.randn(2, 16, 8, 8), torch.randn(16, 1, 3, 3), torch.randn(16))
+
+    def depthwise(x, w, b):
+        return F.relu(F.conv2d(x, w, b, padding=1, groups=16))
+
+    out, codes, run, _ = compile_on_plate(depthwise, *args)
+    torch.testing.assert_close(out.cpu(), depthwise(*args), **TOL)
+    call = wrapper_call(codes)
+    assert "triton_tem_" not in call and "extern_kernels." not in call and inductor_plate.host_fallbacks() == {}
+    torch._dynamo.reset()
+    monkeypatch.setattr(conv_gemm, "on_vector_unit", lambda *a: False)
+    gemm_out, gemm_codes, gemm_run, _ = compile_on_plate(depthwise, *args)
+    assert "triton_tem_" in wrapper_call(gemm_codes)
+    torch.testing.assert_close(gemm_out.cpu(), depthwise(*args), **TOL)
+    assert run.time_ns < gemm_run.time_ns
+
+
 def test_a_template_fuses_only_its_prologues_and_epilogues():
     """A complex convolution is GEMMs of the real and imaginary parts: Inductor fused the first GEMM's template
     horizontally with an independent node of the other part, then generated that node in the template's ranges as

@@ -1,12 +1,13 @@
 """Advanced indexing beyond the index family's one index on the first dim (indexing.py): several index
 tensors, on any dims, boolean masks, and nonzero.
 
-A mask becomes its nonzero elements' coordinates (prefix_kernels.nonzero, one index tensor per dim it
-covers). The index tensors, broadcast together, give each element of the indexed shape one element offset
-into self (sum of index * stride, negatives counted from the dim's size, computed by plate's elementwise
-kernels); kernels.indexed then gathers (index) or scatters (index_put_, atomically adding with
-accumulate=True) through that offset, over the result's dims laid out as torch lays them out: the
-broadcast index dims in place of adjacent indexed dims, else first."""
+A mask becomes its nonzero elements' coordinates (prefix_kernels: each block's count, their exclusive
+sum, then each block's coordinates; one index tensor per dim it covers). The index tensors, broadcast
+together, give each element of the indexed shape one element offset into self (sum of index * stride,
+negatives counted from the dim's size, computed by plate's elementwise kernels); kernels.indexed then
+gathers (index) or scatters (index_put_, atomically adding with accumulate=True) through that offset,
+over the result's dims laid out as torch lays them out: the broadcast index dims in place of adjacent
+indexed dims, else first."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import importlib
 
 import torch
 
-from .launch import REAL_DTYPES, broadcast_strides
+from .launch import REAL_DTYPES, broadcast_strides, triton_cdiv
 from .ops import Call, _overlaps
 
 INDEX_DTYPES = (torch.int64, torch.int32)
@@ -34,10 +35,16 @@ def nonzero_of(x: torch.Tensor) -> torch.Tensor | None:
     coordinates = torch.empty((x.numel(), x.dim()), dtype=torch.int64, device=x.device)
     if x.numel() == 0:
         return coordinates
+    n, machine = x.numel(), k.machine_of(x)
+    blocks = triton_cdiv(n, k.NONZERO_BLOCK)
+    counts = torch.empty(blocks, dtype=torch.int64, device=x.device)
+    starts = torch.empty(blocks, dtype=torch.int64, device=x.device)
     count = torch.empty(1, dtype=torch.int64, device=x.device)
+    k.nonzero_counts[(blocks,)](flat, counts, n, BLOCK=k.NONZERO_BLOCK, machine=machine)
+    k.exclusive_sum[(1,)](counts, starts, count, blocks, BLOCK=k.BLOCK, machine=machine)
     sizes = [1] * (k.RANK - x.dim()) + list(x.shape)
-    k.nonzero[(1,)](
-        flat, coordinates, count, x.numel(), *sizes[1:], NDIM=x.dim(), BLOCK=k.BLOCK, machine=k.machine_of(x)
+    k.nonzero_place[(blocks,)](
+        flat, starts, coordinates, n, *sizes[1:], NDIM=x.dim(), BLOCK=k.NONZERO_BLOCK, machine=machine
     )
     return coordinates[: int(count.item())]
 

@@ -1,6 +1,7 @@
-"""The Triton kernels that walk a tensor in order with a running count (one program, a block at a time):
-nonzero (advanced_index.py) and repeat_interleave's offsets (scans.py); and any/all (scans.py), one
-program per block."""
+"""The Triton kernels of ops that number a tensor's elements in order with a running count: nonzero
+(advanced_index.py: each block's count, their exclusive sum, then each block places its elements, one
+program per block), repeat_interleave's offsets (scans.py: one program walks the repeats, a block at a
+time); and any/all (scans.py), one program per block."""
 
 from __future__ import annotations
 
@@ -11,43 +12,52 @@ from .kernels import machine_of  # noqa: F401 - the launch option every eager ke
 
 BLOCK = 512
 ANY_BLOCK = 4096  # any/all: the elements of one program
+NONZERO_BLOCK = 4096  # nonzero: the elements of one program (one program's walk of a 6.5M-element mask: minutes)
 RANK = 4  # the dims nonzero takes (sizes s0..s3, the first padded with 1)
 
 
+@triton.jit(do_not_specialize=["n"])
+def nonzero_counts(x, counts, n, BLOCK: tl.constexpr):
+    """counts[p] = how many elements of block p of x (contiguous, n elements) are nonzero (NaN counts)."""
+    p = tl.program_id(0)
+    i = p.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    inside = i < n
+    flag = (tl.load(x + i, mask=inside, other=0) != 0) & inside
+    tl.store(counts + p + tl.arange(0, 1), tl.sum(flag.to(tl.int64), axis=0) + tl.zeros([1], dtype=tl.int64))
+
+
 @triton.jit(do_not_specialize=["n", "s1", "s2", "s3"])
-def nonzero(x, out, count, n, s1, s2, s3, NDIM: tl.constexpr, BLOCK: tl.constexpr):
+def nonzero_place(x, starts, out, n, s1, s2, s3, NDIM: tl.constexpr, BLOCK: tl.constexpr):
     """x contiguous of n elements, sizes (., s1, s2, s3): out[c, :NDIM] = the coordinates of the c-th
-    nonzero element (at its running count, so in row-major order as torch lists them); count[0] = how many."""
-    total = tl.zeros([1], dtype=tl.int64)
-    for start in range(0, n, BLOCK):
-        i = start + tl.arange(0, BLOCK).to(tl.int64)
-        inside = i < n
-        flag = (tl.load(x + i, mask=inside, other=0) != 0) & inside
-        ones = flag.to(tl.int64)
-        place = total + tl.cumsum(ones, axis=0) - ones
-        i3 = i % s3
-        rest = i // s3
-        i2 = rest % s2
-        rest = rest // s2
-        i1 = rest % s1
-        i0 = rest // s1
-        row = out + place * NDIM
-        if NDIM == 1:
-            tl.store(row, i3, mask=flag)
-        elif NDIM == 2:
-            tl.store(row, i2, mask=flag)
-            tl.store(row + 1, i3, mask=flag)
-        elif NDIM == 3:
-            tl.store(row, i1, mask=flag)
-            tl.store(row + 1, i2, mask=flag)
-            tl.store(row + 2, i3, mask=flag)
-        else:
-            tl.store(row, i0, mask=flag)
-            tl.store(row + 1, i1, mask=flag)
-            tl.store(row + 2, i2, mask=flag)
-            tl.store(row + 3, i3, mask=flag)
-        total += tl.sum(ones, axis=0)
-    tl.store(count + tl.arange(0, 1), total)
+    nonzero element, c = starts[p] (the nonzero elements of the blocks before block p) plus its running
+    count in block p, so in row-major order as torch lists them."""
+    p = tl.program_id(0)
+    i = p.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    inside = i < n
+    flag = (tl.load(x + i, mask=inside, other=0) != 0) & inside
+    ones = flag.to(tl.int64)
+    place = tl.load(starts + p) + tl.cumsum(ones, axis=0) - ones
+    i3 = i % s3
+    rest = i // s3
+    i2 = rest % s2
+    rest = rest // s2
+    i1 = rest % s1
+    i0 = rest // s1
+    row = out + place * NDIM
+    if NDIM == 1:
+        tl.store(row, i3, mask=flag)
+    elif NDIM == 2:
+        tl.store(row, i2, mask=flag)
+        tl.store(row + 1, i3, mask=flag)
+    elif NDIM == 3:
+        tl.store(row, i1, mask=flag)
+        tl.store(row + 1, i2, mask=flag)
+        tl.store(row + 2, i3, mask=flag)
+    else:
+        tl.store(row, i0, mask=flag)
+        tl.store(row + 1, i1, mask=flag)
+        tl.store(row + 2, i2, mask=flag)
+        tl.store(row + 3, i3, mask=flag)
 
 
 @triton.jit(do_not_specialize=["n"])
