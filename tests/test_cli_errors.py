@@ -91,7 +91,7 @@ def test_a_directory(files, capsys, command):
         (["info", "--colour"], "info", "unrecognized arguments: --colour"),
         (["isa", "extra"], "isa", "unrecognized arguments: extra"),
         (["run"], "run", "the following arguments are required: script"),
-        (["upstream", "gluon"], "upstream", "invalid choice: 'gluon'"),
+        (["upstream", "gluon"], "upstream", "no suite or library 'gluon'"),
         (["patches", "apply"], "patches", "invalid choice: 'apply'"),
         (["bench", "--kernel", "nope"], "bench", "unknown kernel(s) nope"),
         (["bench", "--quick", "--full"], "bench", "not allowed with argument"),
