@@ -30,7 +30,7 @@ def follow_machine() -> bool:
         previous, _machine = _machine, machine
     if previous is None or previous == machine:
         return False
-    from torch._inductor import async_compile
+    from torch._inductor import async_compile, utils
     from torch._inductor.codecache import PyCodeCache
     from torch._inductor.runtime.hints import DeviceProperties
 
@@ -38,4 +38,5 @@ def follow_machine() -> bool:
     async_compile.CompiledTritonKernels.cache_clear()
     PyCodeCache.cache_clear(purge=False)
     DeviceProperties.create.cache_clear()
+    utils.clear_caches()  # what fresh_cache() clears: the template choices' generated and precompiled code
     return True

@@ -30,7 +30,7 @@ import torch
 
 from triton_plate_backend import cost
 
-from . import config, gemm_config, policy
+from . import config, decompositions, gemm_config, policy
 
 aten = torch.ops.aten
 
@@ -251,27 +251,7 @@ def convolution_backward(
 DECOMPOSITIONS = {aten.convolution.default: convolution, aten.convolution_backward.default: convolution_backward}
 
 
-def _falling_back_to(mine, previous):
-    """``mine`` for plate tensors; what the table held before (or no decomposition) for the rest."""
-
-    @functools.wraps(mine)
-    def decomposition(*args, **kwargs):
-        result = mine(*args, **kwargs)
-        if result is NotImplemented and previous is not None:
-            return previous(*args, **kwargs)
-        return result
-
-    decomposition._plate_conv = True
-    return decomposition
-
-
 @functools.cache
 def register() -> None:
     """Put the decompositions in Inductor's table (once; inductor_plate.register)."""
-    from torch._inductor import decomposition
-
-    for op, mine in DECOMPOSITIONS.items():
-        previous = decomposition.decompositions.get(op)
-        if not getattr(previous, "_plate_conv", False):
-            decomposition.decompositions[op] = _falling_back_to(mine, previous)
-    decomposition.fast_random_decomps.cache_clear()
+    decompositions.install(DECOMPOSITIONS, "_plate_conv")

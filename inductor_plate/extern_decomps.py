@@ -29,6 +29,8 @@ import torch
 
 from triton_plate_backend.eager_ops import embedding_bag
 
+from . import decompositions
+
 aten = torch.ops.aten
 
 MAX_DFT = 1024  # the longest dim _fft_c2c transforms as a DFT product (n^2 table entries)
@@ -90,20 +92,6 @@ DECOMPOSITIONS = {
 }
 
 
-def _falling_back_to(mine, previous):
-    """``mine`` for plate tensors; what the table held before (or no decomposition) for the rest."""
-
-    @functools.wraps(mine)
-    def decomposition(*args, **kwargs):
-        result = mine(*args, **kwargs)
-        if result is NotImplemented and previous is not None:
-            return previous(*args, **kwargs)
-        return result
-
-    decomposition._plate_extern = True
-    return decomposition
-
-
 def _complex_constant_copy(original):
     """Inductor's lift_fresh_copy lowering; a complex constant on plate copied through its real view."""
     from torch._inductor.lowering import lowerings
@@ -129,14 +117,9 @@ def _complex_constant_copy(original):
 @functools.cache
 def register() -> None:
     """Put the decompositions in Inductor's table and the lowering in its lowerings (once; inductor_plate.register)."""
-    from torch._inductor import decomposition
     from torch._inductor.lowering import lowerings
 
-    for op, mine in DECOMPOSITIONS.items():
-        previous = decomposition.decompositions.get(op)
-        if not getattr(previous, "_plate_extern", False):
-            decomposition.decompositions[op] = _falling_back_to(mine, previous)
-    decomposition.fast_random_decomps.cache_clear()
+    decompositions.install(DECOMPOSITIONS, "_plate_extern")
     original = lowerings[aten.lift_fresh_copy.default]
     if not getattr(original, "_plate_extern", False):
         lowerings[aten.lift_fresh_copy.default] = _complex_constant_copy(original)

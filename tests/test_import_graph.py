@@ -225,6 +225,7 @@ FLOORS: dict[str, int] = {
         "inductor_plate.compile_workers",
         "inductor_plate.config",
         "inductor_plate.conv_gemm",
+        "inductor_plate.decompositions",
         "inductor_plate.device_interface",
         "inductor_plate.extern_decomps",
         "inductor_plate.fallback",
