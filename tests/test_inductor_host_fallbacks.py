@@ -153,6 +153,27 @@ def test_conv_backward_compiled_matches_eager_at_fp32_tolerance(channels_last):
         torch.testing.assert_close(g, e)
 
 
+def test_a_device_reset_under_another_preset_drops_the_kernels_compiled_for_the_old_one(monkeypatch):
+    """reset_device runs the integration's hook: Inductor's caches keyed by kernel source (which names no preset)
+    are emptied when the preset changed, and kept when it did not."""
+    from torch._inductor import async_compile
+
+    from inductor_plate import compile_workers
+    from triton_plate_backend.sim import device as sim_device
+
+    assert compile_workers.follow_machine in sim_device._reset_hooks  # registered by inductor_plate.register()
+    monkeypatch.setattr(async_compile, "shutdown_compile_workers", lambda: None)
+    monkeypatch.setattr(compile_workers, "_machine", "plate1")
+    async_compile.CompiledTritonKernels.save("kernel source", "compiled for plate1")
+    sim_device.reset_device(0)  # still plate1: kept
+    assert async_compile.CompiledTritonKernels.get("kernel source") == "compiled for plate1"
+    monkeypatch.setenv("PLATE_MACHINE", "plate-mini")
+    sim_device.reset_device(0)
+    assert async_compile.CompiledTritonKernels.get("kernel source") is None
+    monkeypatch.setenv("PLATE_MACHINE", "plate1")
+    sim_device.reset_device(0)
+
+
 def test_compile_workers_restart_when_the_machine_preset_changes(monkeypatch):
     """Compile workers inherit PLATE_MACHINE when they start: after a switch of preset they are stopped, so the
     next graph's kernels are not compiled for the old one (a LaunchError "compiled for machine 'plate-mini' but
