@@ -76,8 +76,6 @@ def register() -> None:
         from torch._dynamo.device_interface import register_interface_for_device
         from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
 
-        from triton_plate_backend.sim import device as sim_device
-
         from . import (
             benchmarker,
             compile_workers,
@@ -116,7 +114,7 @@ def register() -> None:
         gemm_lowering.register()
         conv_gemm.register()
         extern_decomps.register()
-        sim_device.on_reset(compile_workers.follow_machine)  # a switch of machine preset drops its kernels
+        compile_workers.watch()  # a switch of machine preset drops its kernels and compile workers
         register_inductor_backend(  # what torch.plate answers to Inductor's PrivateUse1 discovery
             Scheduling=PlateScheduling,
             PythonWrapperCodegen=PlateWrapperCodegen,

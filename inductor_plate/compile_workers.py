@@ -8,8 +8,11 @@ have its workers compile for the old one, and the launch fails ("compiled for ma
 runs 'plate1'"). ``follow_machine()``, called before each graph's kernels are generated (scheduling.py) and after
 every device reset (the switch itself: a graph served whole from Inductor's caches schedules nothing), shuts the
 pool down when the preset differs from the previous one; the next compile starts workers with the environment as it
-is. The same switch empties Inductor's in-process caches keyed by kernel source, which names no preset: compiled
-Triton kernels, loaded wrapper modules, and the device properties the generated code reads.
+is. The first "previous one" is the preset when the integration registered (``watch()``), before Dynamo's first
+compile warms the pool: a process whose first graphs schedule no kernel would otherwise have no record, and its
+first switch would keep a pool started under the old preset. The same switch empties Inductor's in-process caches
+keyed by kernel source, which names no preset: compiled Triton kernels, loaded wrapper modules, and the device
+properties the generated code reads.
 """
 
 from __future__ import annotations
@@ -19,7 +22,17 @@ import threading
 from triton_plate_backend import knobs
 
 _lock = threading.Lock()
-_machine: str | None = None  # the preset the last graph compiled for
+_machine: str | None = None  # the preset the last graph compiled for (at first: the one at registration)
+
+
+def watch() -> None:
+    """Record the preset of the moment and follow every device reset from now on."""
+    global _machine
+    from triton_plate_backend.sim import device as sim_device
+
+    with _lock:
+        _machine = knobs.machine()
+    sim_device.on_reset(follow_machine)
 
 
 def follow_machine() -> bool:

@@ -194,6 +194,28 @@ def test_compile_workers_restart_when_the_machine_preset_changes(monkeypatch):
     assert not compile_workers.follow_machine() and stopped == [True]
 
 
+def test_the_first_switch_after_registration_stops_the_workers(monkeypatch):
+    """The pool starts with Dynamo's first compile, before any graph need schedule a kernel (a graph of one op at a
+    graph break): the preset at registration is the first one followed, so the first switch stops that pool (it
+    kept it, and a max-autotune test on plate-mini launched a kernel its workers compiled for plate1, in CI)."""
+    from torch._inductor import async_compile
+
+    from inductor_plate import compile_workers
+    from triton_plate_backend.sim import device as sim_device
+
+    stopped = []
+    monkeypatch.setattr(async_compile, "shutdown_compile_workers", lambda: stopped.append(True))
+    monkeypatch.setattr(compile_workers, "_machine", None)
+    monkeypatch.setenv("PLATE_MACHINE", "plate1")
+    compile_workers.watch()  # what inductor_plate.register() calls
+    assert compile_workers.follow_machine in sim_device._reset_hooks
+    monkeypatch.setenv("PLATE_MACHINE", "plate-mini")
+    sim_device.reset_device(0)
+    assert stopped == [True]
+    monkeypatch.setenv("PLATE_MACHINE", "plate1")
+    sim_device.reset_device(0)
+
+
 @pytest.mark.parametrize("shape", ["0-d", "1-d"])
 def test_a_complex_constant_of_the_graph_compiles(shape):
     """lift_fresh_copy of a complex constant: a float copy of its real view (it was a clone Inductor generated as a
