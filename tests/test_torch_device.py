@@ -664,9 +664,9 @@ def test_eager_host_ops_are_counted_and_named():
     a, b = on_plate(torch.randn(8, 8)), on_plate(torch.randn(8, 8))
     torch.plate.reset_host_ops()
     c = (a @ b).asinh()
-    c.sum()
+    c.prod()
     counts = torch.plate.host_ops()
-    assert counts["aten.mm"] == 1 and counts["aten.asinh"] == 1 and counts["aten.sum"] == 1
+    assert counts["aten.mm"] == 1 and counts["aten.asinh"] == 1 and counts["aten.prod"] == 1
     torch.plate.reset_host_ops()
     assert torch.plate.host_ops() == {}
 

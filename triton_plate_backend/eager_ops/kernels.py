@@ -82,6 +82,36 @@ def isnan(x, y, z):
 
 
 @triton.jit
+def isposinf(x, y, z):
+    return x == float("inf")  # an integer input is never infinite
+
+
+@triton.jit
+def isneginf(x, y, z):
+    return x == float("-inf")
+
+
+@triton.jit
+def logical_and(x, y, z):
+    return (x != 0) & (y != 0)
+
+
+@triton.jit
+def logical_or(x, y, z):
+    return (x != 0) | (y != 0)
+
+
+@triton.jit
+def logical_xor(x, y, z):
+    return (x != 0) ^ (y != 0)
+
+
+@triton.jit
+def logical_not(x, y, z):
+    return x == 0
+
+
+@triton.jit
 def exp(x, y, z):
     return tl.exp(x)
 
@@ -320,6 +350,12 @@ FUNCTIONS = {
         neg,
         where,
         isnan,
+        isposinf,
+        isneginf,
+        logical_and,
+        logical_or,
+        logical_xor,
+        logical_not,
         eq,
         ne,
         lt,

@@ -16,8 +16,10 @@ from . import (
     complex_ops,
     composite,
     indexing,
+    layer_norm,
     ops,
     pooling,
+    reductions,
     scans,
     sorting,
     special_family,
@@ -37,6 +39,8 @@ FAMILIES = {
     **weight_norm.FAMILIES,
     **special_family.FAMILIES,
     **composite.FAMILIES,
+    **reductions.FAMILIES,
+    **layer_norm.FAMILIES,
 }
 
 _library = None

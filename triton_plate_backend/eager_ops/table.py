@@ -29,6 +29,8 @@ class Row:
 BINARY = ("self", "other")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")  # bool and integer tensors (torch refuses floats)
+LOGICAL = ("logical_and", "logical_or", "logical_xor")  # any real operands: nonzero is true
+INFINITIES = ("isposinf", "isneginf")  # real tensors (torch refuses complex ones)
 # float functions: an integer input computes (and returns) the default float type, as torch does
 FLOAT_FUNCTIONS = (
     "exp",
@@ -63,6 +65,9 @@ EAGER_OPS: dict[str, Row] = {
         "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
     ),
     "isnan.default": Row("elementwise", "isnan"),
+    **{f"{name}.default": Row("elementwise", name) for name in INFINITIES},
+    **{f"{op}.default": Row("elementwise", op, BINARY) for op in LOGICAL},
+    "logical_not.default": Row("elementwise", "logical_not"),
     "abs.default": Row("elementwise", "abs"),
     "relu.default": Row("elementwise", "relu"),
     **{
@@ -153,6 +158,15 @@ EAGER_OPS: dict[str, Row] = {
     "complex.default": Row("complex_build", "complex"),
     "polar.default": Row("complex_build", "polar"),
     "_weight_norm_interface_backward.default": Row("weight_norm_backward"),
+    # reductions.py, layer_norm.py: fp16/bf16 accumulate in float32 and round once, as CUDA's kernels
+    "sum.default": Row("sum"),
+    "sum.dim_IntList": Row("sum"),
+    "_softmax.default": Row("softmax"),
+    "_log_softmax.default": Row("softmax", "log"),
+    "_softmax_backward_data.default": Row("softmax_backward"),
+    "_log_softmax_backward_data.default": Row("softmax_backward", "log"),
+    "native_layer_norm.default": Row("layer_norm"),
+    "native_layer_norm_backward.default": Row("layer_norm_backward"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
@@ -172,6 +186,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "scatter_add.default": ("scatter_add_.default",),
     "scatter_reduce.two": ("scatter_reduce_.two",),
     "isnan.default": ("isnan.out",),
+    **{f"{name}.default": (f"{name}.out",) for name in INFINITIES},
+    **{f"{op}.default": (f"{op}_.default", f"{op}.out") for op in (*LOGICAL, "logical_not")},
     "abs.default": ("abs_.default", "abs.out"),
     "relu.default": ("relu_.default",),
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in FLOAT_FUNCTIONS},
@@ -211,6 +227,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "erfinv.default": ("erfinv_.default", "erfinv.out"),
     "sinc.default": ("sinc_.default", "sinc.out"),
     "xlogy.Tensor": ("xlogy_.Tensor", "xlogy.OutTensor"),
+    "sum.dim_IntList": ("sum.IntList_out",),
     "special_xlog1py.default": ("special_xlog1py.out",),
 }
 

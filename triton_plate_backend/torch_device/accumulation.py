@@ -23,6 +23,9 @@ more: the result is CUDA's within CUDA's own fp32 rounding. How, by kind:
   rounding midpoint of the half type: about one element in 2**38.
 
 Other dtypes (float64, fp32 outside the matmul family, integers) keep the host kernel's behaviour.
+
+sum, softmax/log_softmax and layer norm (forward and backward) are no longer here: they are plate kernels
+(eager_ops/reductions.py, layer_norm.py) accumulating in float32 as CUDA's, in a fixed order, on the device.
 """
 
 from __future__ import annotations
@@ -219,7 +222,7 @@ def _scaled_add(product, c, beta, alpha):
     return out + (c if beta == 1 else c * beta)
 
 
-def _check_softmax_backward(grad_output, output, dim, input_dtype):
+def check_softmax_backward(grad_output, output, dim, input_dtype):
     """CUDA's check: a softmax backward whose grad is not of the input's dtype is the half-to-float one (float32
     grad of a float16 input); CPU's kernel would return the grad's dtype, the meta kernel the input's."""
     if grad_output.dtype != input_dtype and not (grad_output.dtype == torch.float32 and input_dtype == torch.float16):
@@ -254,8 +257,6 @@ ACCUMULATING: dict[str, Rule] = {
     "addmv": Rule("matmul", _addmv),
     "dot": Rule("matmul", _dot),
     # reductions (sum.default, mean.default, logsumexp, norm.Scalar decompose into these)
-    "sum.dim_IntList": Rule("tree", _sum),
-    "sum.IntList_out": Rule("tree", _sum),
     "nansum": Rule("tree", _nansum),
     "mean.dim": Rule("tree", _mean),
     "mean.out": Rule("tree", _mean),
@@ -271,8 +272,6 @@ ACCUMULATING: dict[str, Rule] = {
     "cumsum": Rule("host"),
     "cumprod": Rule("host"),
     # norms, forward and backward (rms_norm upcasts to float32 itself, then reduces with mean.dim)
-    "native_layer_norm": Rule("host"),
-    "native_layer_norm_backward": Rule("host"),
     "native_group_norm": Rule("host"),
     "native_group_norm_backward": Rule("host"),
     "native_batch_norm": Rule("host"),
@@ -282,10 +281,6 @@ ACCUMULATING: dict[str, Rule] = {
     "_batch_norm_with_update": Rule("host"),
     "batch_norm_backward": Rule("host"),
     # softmax, forward and backward
-    "_softmax": Rule("host"),
-    "_log_softmax": Rule("host"),
-    "_softmax_backward_data": Rule("host", check=_check_softmax_backward),
-    "_log_softmax_backward_data": Rule("host", check=_check_softmax_backward),
 }
 
 # arguments that name a compute dtype: on the float64 copies the op computes in float64 instead

@@ -1,0 +1,92 @@
+"""The Triton kernels of plate's eager reductions over rows (reductions.py): a contiguous (rows, m) view,
+the reduced elements of each row adjacent, ROWS rows per program, BLOCK columns per step.
+
+Each accumulates in CT (float32 for fp16/bf16, as CUDA's kernels do) in a fixed order, a column block's
+partial sums added step by step and then a pairwise tree (tl.sum), and rounds once when it stores: the
+simulator computes each step as IEEE says, so a result has the same bits on every host CPU."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .kernels import machine_of  # noqa: F401 - the launch option every eager kernel takes
+
+BLOCK = 512  # elements a program holds per step: ROWS x COLUMNS
+
+
+@triton.jit(do_not_specialize=["rows", "m"])
+def row_sum(
+    out, x, rows, m, AS: tl.constexpr, CT: tl.constexpr, ROWS: tl.constexpr, COLUMNS: tl.constexpr
+):  # fmt: skip
+    """out[r] = sum of x[r, :]: each element cast to AS (the result's type: sum(dtype=) casts its input
+    first), added in CT."""
+    r = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    live = r < rows
+    total = tl.zeros([ROWS, COLUMNS], dtype=CT)
+    for start in range(0, m, COLUMNS):
+        c = start + tl.arange(0, COLUMNS)
+        inside = live[:, None] & (c < m)[None, :]
+        v = tl.load(x + r[:, None] * m + c[None, :], mask=inside, other=0)
+        total += v.to(AS).to(CT)
+    tl.store(out + r, tl.sum(total, axis=1).to(out.dtype.element_ty), mask=live)
+
+
+@triton.jit
+def _row_max(x, row, m, CT: tl.constexpr, COLUMNS: tl.constexpr):
+    best = tl.full([COLUMNS], float("-inf"), dtype=CT)
+    for start in range(0, m, COLUMNS):
+        c = start + tl.arange(0, COLUMNS)
+        v = tl.load(x + row * m + c, mask=c < m, other=float("-inf")).to(CT)
+        best = tl.maximum(best, v, propagate_nan=tl.PropagateNan.ALL)
+    top = tl.max(best, axis=0)
+    any_nan = tl.max((best != best).to(tl.int32), axis=0)
+    return tl.where(any_nan != 0, float("nan"), top)
+
+
+@triton.jit(do_not_specialize=["m"])
+def softmax(out, x, m, LOG: tl.constexpr, CT: tl.constexpr, COLUMNS: tl.constexpr):
+    """One row per program: softmax (LOG: log_softmax) of x[row, :] as CUDA's kernel computes it,
+    exp(x - max) / sum(exp(x - max)) (x - max - log(sum)), in CT."""
+    row = tl.program_id(0).to(tl.int64)
+    top = _row_max(x, row, m, CT, COLUMNS)
+    # a row of -inf (or all masked): CUDA's max is -inf and x - max NaN, as here
+    total = tl.zeros([COLUMNS], dtype=CT)
+    for start in range(0, m, COLUMNS):
+        c = start + tl.arange(0, COLUMNS)
+        v = tl.load(x + row * m + c, mask=c < m, other=float("-inf")).to(CT)
+        total += tl.where(c < m, tl.exp(v - top), 0.0)
+    s = tl.sum(total, axis=0)
+    for start in range(0, m, COLUMNS):
+        c = start + tl.arange(0, COLUMNS)
+        v = tl.load(x + row * m + c, mask=c < m, other=0).to(CT)
+        if LOG:
+            y = v - top - tl.log(s)
+        else:
+            y = tl.exp(v - top) / s
+        tl.store(out + row * m + c, y.to(out.dtype.element_ty), mask=c < m)
+
+
+@triton.jit(do_not_specialize=["m"])
+def softmax_backward(grad_in, grad, y, m, LOG: tl.constexpr, CT: tl.constexpr, COLUMNS: tl.constexpr):
+    """One row per program: softmax's gradient y * (grad - sum(grad * y)), or log_softmax's
+    grad - exp(y) * sum(grad), in CT."""
+    row = tl.program_id(0).to(tl.int64)
+    total = tl.zeros([COLUMNS], dtype=CT)
+    for start in range(0, m, COLUMNS):
+        c = start + tl.arange(0, COLUMNS)
+        g = tl.load(grad + row * m + c, mask=c < m, other=0).to(CT)
+        if LOG:
+            total += g
+        else:
+            total += g * tl.load(y + row * m + c, mask=c < m, other=0).to(CT)
+    s = tl.sum(total, axis=0)
+    for start in range(0, m, COLUMNS):
+        c = start + tl.arange(0, COLUMNS)
+        g = tl.load(grad + row * m + c, mask=c < m, other=0).to(CT)
+        v = tl.load(y + row * m + c, mask=c < m, other=0).to(CT)
+        if LOG:
+            result = g - tl.exp(v) * s
+        else:
+            result = v * (g - s)
+        tl.store(grad_in + row * m + c, result.to(grad_in.dtype.element_ty), mask=c < m)

@@ -1,0 +1,160 @@
+"""sum and softmax (forward and backward) as plate kernels (reduction_kernels): the reduced dims moved
+last and the input copied contiguous on the device, so each result element reduces one row.
+
+Numerics as CUDA's: fp16/bf16 accumulate in float32 and round once to the result type (RTNE), every
+other float type in its own type, integers and bools in int64; the kernels add in a fixed order, so a
+result has the same bits on every host CPU. What the kernels do not take (complex tensors, a bool
+result) runs on the host through the CPU fallback."""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import torch
+
+from ..torch_device.accumulation import check_softmax_backward
+from .launch import REAL_DTYPES, triton_dtype
+from .ops import Call, _opmath, _result, checked
+from .table import Row
+
+
+def kernels():
+    return importlib.import_module(f"{__package__}.reduction_kernels")
+
+
+def accumulator(dtype: torch.dtype) -> torch.dtype:
+    """The type a reduction adds in: CUDA's (float32 for half types, int64 for integers and bools)."""
+    if dtype.is_floating_point:
+        return _opmath(dtype)
+    return torch.int64
+
+
+def reduced_dims(x: torch.Tensor, dim) -> list[int]:
+    """The dims a reduction covers: None or [] is all of them (as aten's sum.dim_IntList says)."""
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return list(range(x.dim()))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return sorted({d % max(x.dim(), 1) for d in dims})
+
+
+def as_rows(x: torch.Tensor, dims: list[int]) -> torch.Tensor:
+    """x as a contiguous (rows, m) tensor on its device: the dims kept first, the reduced ones last."""
+    kept = [d for d in range(x.dim()) if d not in dims]
+    rows = math.prod(x.shape[d] for d in kept)
+    return x.permute(*kept, *dims).contiguous().view(rows, math.prod(x.shape[d] for d in dims))
+
+
+def _columns(m: int) -> int:
+    """A program's step along a row: the row's length up to BLOCK, a power of two."""
+    return min(kernels().BLOCK, triton_next_power_of_2(max(m, 1)))
+
+
+def triton_next_power_of_2(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+def _written(call: Call, expected: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    """`result` (contiguous, of expected's shape) as the op returns it: into its out= argument, or in the
+    layout the meta kernel gives."""
+    if call.target_name is not None:
+        return _result(call, expected, result.device).copy_(result)
+    if result.stride() == expected.stride():
+        return result
+    out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=result.device)
+    return out.copy_(result)
+
+
+# ---- sum -----------------------------------------------------------------------------------------------
+def sum_(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        out_dtype = expected.dtype
+        if x.dtype not in REAL_DTYPES or out_dtype not in REAL_DTYPES or out_dtype == torch.bool:
+            return call.on_host()
+        if x.dim() == 0:
+            return _written(call, expected, x.to(out_dtype).reshape(expected.shape).clone())
+        rows = as_rows(x, reduced_dims(x, call.bound.get("dim")))  # sum.default: all dims
+        result = torch.empty(rows.shape[0], dtype=out_dtype, device=x.device)
+        launch_row_sum(result, rows, out_dtype)
+        return _written(call, expected, result.view(expected.shape))
+
+    return kernel
+
+
+def launch_row_sum(out: torch.Tensor, rows: torch.Tensor, as_dtype: torch.dtype) -> None:
+    """out[r] = sum(rows[r, :]), each element cast to `as_dtype` first, added in its accumulator type."""
+    n, m = rows.shape
+    if n == 0:
+        return
+    k = kernels()
+    columns = _columns(m)
+    per_program = max(1, k.BLOCK // columns)
+    k.row_sum[(-(-n // per_program),)](
+        out, rows, n, m, AS=triton_dtype(as_dtype), CT=triton_dtype(accumulator(as_dtype)),
+        ROWS=per_program, COLUMNS=columns, machine=k.machine_of(out),
+    )  # fmt: skip
+
+
+# ---- softmax and log_softmax, forward and backward -----------------------------------------------------
+FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def softmax(op: torch._ops.OpOverload, row: Row):
+    """_softmax / _log_softmax(self, dim, half_to_float): one program per row along dim."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.dtype not in FLOATS:
+            return call.on_host()
+        dim = call["dim"] % max(x.dim(), 1)
+        rows = as_rows(x.reshape(1) if x.dim() == 0 else x, [dim])
+        result = torch.empty(rows.shape, dtype=expected.dtype, device=x.device)
+        n, m = rows.shape
+        if n and m:
+            k = kernels()
+            k.softmax[(n,)](
+                result, rows, m, LOG=row.fn == "log", CT=triton_dtype(_opmath(x.dtype)), COLUMNS=_columns(m),
+                machine=k.machine_of(x),
+            )  # fmt: skip
+        return _written(call, expected, _unrows(result, x, dim))
+
+    return kernel
+
+
+def softmax_backward(op: torch._ops.OpOverload, row: Row):
+    """_softmax_backward_data / _log_softmax_backward_data(grad_output, output, dim, input_dtype)."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        grad, y = call["grad_output"], call["output"]
+        check_softmax_backward(grad, y, call["dim"], call["input_dtype"])
+        if grad.dtype not in FLOATS or y.dtype not in FLOATS or grad.shape != y.shape:
+            return call.on_host()
+        dim = call["dim"] % max(y.dim(), 1)
+        grads = as_rows(grad.reshape(1) if grad.dim() == 0 else grad, [dim])
+        outputs = as_rows(y.reshape(1) if y.dim() == 0 else y, [dim])
+        result = torch.empty(grads.shape, dtype=expected.dtype, device=y.device)
+        n, m = grads.shape
+        if n and m:
+            k = kernels()
+            k.softmax_backward[(n,)](
+                result, grads, outputs, m, LOG=row.fn == "log", CT=triton_dtype(_opmath(grad.dtype)),
+                COLUMNS=_columns(m), machine=k.machine_of(y),
+            )  # fmt: skip
+        return _written(call, expected, _unrows(result, y, dim))
+
+    return kernel
+
+
+def _unrows(result: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
+    """A (rows, m) result of as_rows(like, [dim]) back in like's shape (contiguous where dim is last)."""
+    if like.dim() == 0:
+        return result.view(())
+    moved = [like.shape[d] for d in range(like.dim()) if d != dim] + [like.shape[dim]]
+    return result.view(moved).movedim(-1, dim).contiguous()
+
+
+FAMILIES = {"sum": sum_, "softmax": softmax, "softmax_backward": softmax_backward}
