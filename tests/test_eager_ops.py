@@ -401,6 +401,25 @@ def test_random_numbers_are_distributed_as_asked(no_host_ops):
     assert flags.any() and not flags.all()
 
 
+def test_complex_normal_and_uniform_draw_over_the_real_view(no_host_ops):
+    """ATen's normal_/uniform_ of a complex tensor: both parts from the distribution, normal's std divided
+    by sqrt(2) (each part's variance half the complex one); randn(complex) is its normal_(0, 1)."""
+    torch.plate.manual_seed(0)
+    z = torch.randn(20000, dtype=torch.complex64, device="plate").cpu()
+    assert z.dtype == torch.complex64
+    for part in (z.real, z.imag):
+        assert abs(part.mean()) < 0.03 and abs(part.std() - 0.5**0.5) < 0.03
+    n = torch.empty(20000, dtype=torch.complex128, device="plate").normal_(1.0, 2.0).cpu()
+    assert abs(n.real.mean() - 1) < 0.05 and abs(n.imag.mean() - 1) < 0.05
+    assert abs((n - n.mean()).abs().pow(2).mean() - 4) < 0.2  # the complex variance: std**2
+    u = torch.empty(5000, dtype=torch.complex64, device="plate").uniform_(2, 3).cpu()
+    assert u.real.min() >= 2 and u.imag.max() < 3 and abs(u.imag.mean() - 2.5) < 0.02
+    torch.plate.manual_seed(1)
+    a = torch.randn(64, dtype=torch.complex64, device="plate").cpu()
+    torch.plate.manual_seed(1)
+    torch.testing.assert_close(torch.view_as_real(a).flatten(), torch.randn(128, device="plate").cpu() / 2**0.5)
+
+
 def test_plate_numbers_differ_from_the_cpus():
     torch.manual_seed(3)  # seeds the CPU and plate alike
     on_plate = torch.rand(100, device="plate").cpu()

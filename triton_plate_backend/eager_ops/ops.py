@@ -9,6 +9,7 @@ as every op without a plate kernel is."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 import torch
@@ -385,7 +386,11 @@ def random(op: torch._ops.OpOverload, row: Row) -> Callable:
 
     @checked(op)
     def kernel(call: Call, expected):
-        self = call["self"]
+        returned = call["self"]
+        # a complex tensor draws over its real view (ATen's normal_impl_/uniform_impl_): both parts from
+        # the distribution, normal's std divided by sqrt(2) so that the complex variance is std**2
+        parts = returned.dtype in COMPLEX_PARTS and row.fn in ("normal", "uniform") and not returned.is_conj()
+        self = torch.view_as_real(returned) if parts else returned
         if self.dtype not in REAL_DTYPES or (row.fn != "random" and not self.dtype.is_floating_point):
             return call.on_host()
         shape = self.shape
@@ -403,7 +408,7 @@ def random(op: torch._ops.OpOverload, row: Row) -> Callable:
         elif row.fn == "uniform":
             params = (float(call["from"]), float(call["to"]))
         elif row.fn == "normal":
-            params = (float(call["mean"]), float(call["std"]))
+            params = (float(call["mean"]), float(call["std"]) / (math.sqrt(2) if parts else 1.0))
         elif row.fn == "bernoulli":
             params = (float(call["p"]), 0.0)
         else:  # exponential
@@ -412,7 +417,7 @@ def random(op: torch._ops.OpOverload, row: Row) -> Callable:
         kind = {"uniform": k.UNIFORM, "normal": k.NORMAL, "bernoulli": k.BERNOULLI, "random": k.INTEGERS}
         kind = kind.get(row.fn, k.EXPONENTIAL)
         launch.launch_fill(shape, self, seed, offset, *params, KIND=kind.value, WIDTH=getattr(width, "value", width))
-        return self
+        return returned
 
     return kernel
 
