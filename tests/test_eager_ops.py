@@ -585,3 +585,18 @@ def test_nonzero_static_has_the_layout_of_its_meta_kernel():
         fake = torch.nonzero_static(fake_x, size=8)
     assert eager.stride() == fake.stride() == (1, 8)
     same(eager, torch.nonzero_static(x, size=8))
+
+
+# ---- gelu and its gradient ----------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_and_its_gradient_as_the_cpus(dtype, approximate, no_host_ops):
+    x = torch.cat([torch.linspace(-9, 9, 301), torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")])])
+    x, g = x.to(dtype), torch.linspace(-2, 2, x.numel()).to(dtype)
+    f = torch.nn.functional.gelu
+    same(f(x.plate(), approximate=approximate), f(x, approximate=approximate))
+    grad = torch.ops.aten.gelu_backward(g.plate(), x.plate(), approximate=approximate)
+    same(grad, torch.ops.aten.gelu_backward(g, x, approximate=approximate))
+    y = x.plate()[::2].clone()
+    torch.ops.aten.gelu_(y, approximate=approximate)
+    same(y, f(x[::2], approximate=approximate))

@@ -181,6 +181,41 @@ def erf(x, y, z):
     return libdevice.erf(x)
 
 
+# gelu and its gradient as ATen's kernels compute them (approximate="none": erf; "tanh": the tanh form)
+SQRT1_2 = tl.constexpr(0.7071067811865476)
+GELU_PDF = tl.constexpr(0.3989422804014327)  # M_2_SQRTPI * M_SQRT1_2 * 0.5: 1 / sqrt(2 pi)
+GELU_BETA = tl.constexpr(0.7978845608028654)  # M_SQRT2 * M_2_SQRTPI * 0.5: sqrt(2 / pi)
+GELU_KAPPA = tl.constexpr(0.044715)
+
+
+@triton.jit
+def gelu(x, y, z):
+    return x * 0.5 * (1.0 + libdevice.erf(x * SQRT1_2))
+
+
+@triton.jit
+def gelu_tanh(x, y, z):
+    inner = GELU_BETA * (x + GELU_KAPPA * (x * x * x))
+    return 0.5 * x * (1.0 + libdevice.tanh(inner))
+
+
+@triton.jit
+def gelu_backward(x, y, z):
+    """x: the gradient, y: gelu's input."""
+    cdf = 0.5 * (1.0 + libdevice.erf(y * SQRT1_2))
+    pdf = tl.exp(-0.5 * y * y) * GELU_PDF
+    return x * (cdf + y * pdf)
+
+
+@triton.jit
+def gelu_tanh_backward(x, y, z):
+    inner = GELU_BETA * (y + GELU_KAPPA * (y * y * y))
+    t = libdevice.tanh(inner)
+    left_derivative = 0.5 * (1.0 + t)
+    right_derivative = 0.5 * y * (1.0 - t * t) * GELU_BETA * (1.0 + 3.0 * GELU_KAPPA * y * y)
+    return x * (left_derivative + right_derivative)
+
+
 @triton.jit
 def power(x, y, z):
     if x.dtype.is_floating():
@@ -375,6 +410,10 @@ FUNCTIONS = {
         reciprocal,
         relu,
         power,
+        gelu,
+        gelu_tanh,
+        gelu_backward,
+        gelu_tanh_backward,
         expm1,
         erf,
         complex_add,

@@ -228,6 +228,22 @@ def divide(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def gelu(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """gelu / gelu_backward: `approximate` picks the element function (row.fn or row.fn's tanh form); an
+    unknown one goes to the host, which raises torch's error."""
+    tanh_fn = row.fn.replace("gelu", "gelu_tanh")
+    by_mode = {"none": elementwise(op, row), "tanh": elementwise(op, dataclasses.replace(row, fn=tanh_fn))}
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        mode = call.bound.get("approximate", "none")
+        if mode not in by_mode:
+            return call.on_host()
+        return by_mode[mode](*args, **kwargs)
+
+    return kernel
+
+
 def _integer_division_by_zero(dividend, divisor) -> bool:
     if any(_is_complex(v) or _dtype(v).is_floating_point for v in (dividend, divisor)):
         return False
@@ -516,6 +532,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "cat": cat,
     "elementwise": elementwise,
     "divide": divide,
+    "gelu": gelu,
     "fill": fill,
     "random": random,
     "bernoulli_tensor": bernoulli_tensor,

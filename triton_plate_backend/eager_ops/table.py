@@ -70,6 +70,9 @@ EAGER_OPS: dict[str, Row] = {
     "logical_not.default": Row("elementwise", "logical_not"),
     "abs.default": Row("elementwise", "abs"),
     "relu.default": Row("elementwise", "relu"),
+    # `approximate` picks the element function (ops.gelu): gelu or gelu_tanh, and their backward
+    "gelu.default": Row("gelu", "gelu", compute="result"),
+    "gelu_backward.default": Row("gelu", "gelu_backward", ("grad_output", "self"), compute="result"),
     **{
         f"{name}.default": Row("elementwise", name, compute="result", complex_fn=COMPLEX_FUNCTIONS.get(name))
         for name in FLOAT_FUNCTIONS
@@ -190,6 +193,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     **{f"{op}.default": (f"{op}_.default", f"{op}.out") for op in (*LOGICAL, "logical_not")},
     "abs.default": ("abs_.default", "abs.out"),
     "relu.default": ("relu_.default",),
+    "gelu.default": ("gelu_.default", "gelu.out"),
+    "gelu_backward.default": ("gelu_backward.grad_input",),
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in FLOAT_FUNCTIONS},
     **{f"{cmp}.Tensor": (f"{cmp}_.Tensor", f"{cmp}.Tensor_out") for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": (f"{cmp}_.Scalar", f"{cmp}.Scalar_out") for cmp in COMPARISONS},
