@@ -659,6 +659,33 @@ def test_triton_kernel_runs_on_plate_tensors_and_advances_the_modeled_clock():
     assert start.elapsed_time(end) == pytest.approx(profile.time_ns / 1e6)
 
 
+def test_pinned_cpu_tensors_are_kernel_arguments_as_on_cuda():
+    """pin_memory=True and Tensor.pin_memory() give CPU tensors a plate kernel reads and writes, as CUDA's
+    mapped pinned memory; an unpinned CPU tensor is still refused (ValueError, as CUDA's launcher)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def double(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+    x = torch.arange(300.0, pin_memory=True)
+    assert x.device.type == "cpu" and x.is_pinned() and x[100:].is_pinned()  # a view's interior address too
+    double[(3,)](x, 300, BLOCK=128)
+    assert torch.equal(x, torch.arange(300.0) * 2)
+    y = torch.arange(64.0).pin_memory()
+    double[(1,)](y[32:], 32, BLOCK=32)  # a view: the kernel sees its storage, writes only the view's half
+    assert torch.equal(y, torch.cat([torch.arange(32.0), torch.arange(32.0, 64.0) * 2]))
+    before = torch.plate.memory_allocated()
+    assert torch.ones(3, device="plate").copy_(torch.ones(3, pin_memory=True)).sum().item() == 3
+    assert torch.plate.memory_allocated() == before  # pinned bytes are host memory, not the device's
+    plain = torch.ones(8)
+    assert not plain.is_pinned()
+    with pytest.raises(ValueError, match=r"cannot be accessed from Triton \(cpu tensor\?\).*pin_memory=True"):
+        double[(1,)](plain, 8, BLOCK=8)
+
+
 # ---- host ops: what the CPU fallback ran on the host --------------------------------------------------------
 def test_eager_host_ops_are_counted_and_named():
     a, b = on_plate(torch.randn(8, 8)), on_plate(torch.randn(8, 8))

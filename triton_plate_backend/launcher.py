@@ -343,13 +343,14 @@ def _pointer(name, position, value, device, host_mode):
     dev_type = getattr(dev, "type", dev if isinstance(dev, str) else None)
     if dev_type == "cpu":
         base, nbytes, owner = _host_extent(value, addr)
-        if host_mode:
+        if host_mode or _pinned(owner):  # lent to the simulator for the launch; pinned: as CUDA maps it
             return addr, (base, nbytes, owner)
         if nbytes and device.covers(base, nbytes):
             return addr, None  # host memory the user made device memory explicitly
         raise PointerArgumentError(
             f"Pointer argument (at {position}) cannot be accessed from Triton (cpu tensor?): kernel {name} runs "
-            f"on the plate device; set PLATE_HOST_MEMORY=1 to let the simulator use CPU tensors as device memory"
+            f"on the plate device; pin it (pin_memory=True) or set PLATE_HOST_MEMORY=1 to let the simulator use "
+            f"CPU tensors as device memory"
         )
     if dev_type not in (None, "plate"):
         raise PointerArgumentError(
@@ -357,6 +358,12 @@ def _pointer(name, position, value, device, host_mode):
             f"plate kernels read plate device memory"
         )
     return addr, None
+
+
+def _pinned(tensor) -> bool:
+    """A pinned CPU tensor (pin_memory=True: plate's pinned allocator, torch_device/csrc/pinned.cpp)."""
+    is_pinned = getattr(tensor, "is_pinned", None)
+    return bool(is_pinned()) if is_pinned is not None else False
 
 
 def _host_extent(value, addr):

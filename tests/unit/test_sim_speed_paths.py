@@ -163,6 +163,33 @@ def test_a_persistent_trip_takes_the_row_path(mem):
         mem.free(rec.base)
 
 
+def _row_fields(row):
+    if row is None:
+        return None
+    keys = ("whole", "nprog", "size", "stride", "offset", "step", "lo0", "length")
+    arrays = tuple(None if x is None else np.asarray(x).tolist() for x in (row.a, row.b, row.count))
+    return tuple(getattr(row, k, None) for k in keys) + arrays
+
+
+@HYP
+@given(r=rows(), many=st.sampled_from([1, 64, 4096]))
+def test_row_checks_on_arrays_match_the_checks_on_lists(mem, r, many, monkeypatch):
+    """_Row.make checks many programs' registers with numpy, a few as Python lists: the same row (or None)."""
+    r = dict(r, p=r["p"] if many == 1 else many)
+    r["lo"] = np.resize(r["lo"], (r["p"], 1))
+    r["hi"] = np.resize(r["hi"], (r["p"], 1))
+    rec, base, strides = _setup(mem, r, nbytes=max(64 * 1024, 8192 + r["p"] * (abs(r["step"]) + 48) * 8))
+    try:
+        args = (mem, base, r["dtype"], (r["size"],), strides, r["lo"], r["hi"])
+        got = {}
+        for few in (0, 1 << 30):
+            monkeypatch.setattr(dma, "FEW_PROGRAMS", few)
+            got[few] = _row_fields(dma._Row.make(*args))
+        assert got[0] == got[1 << 30]
+    finally:
+        mem.free(rec.base)
+
+
 def test_one_span_position_matches_the_array_lookup(mem):
     recs = [mem.alloc(n) for n in (256, 4096, 1000)]
     try:

@@ -515,6 +515,11 @@ def _tile_groups(box: _Box, sel: np.ndarray):
 _COPY_PER_PROGRAM = 2048  # elements per program from which a gather copies program by program
 
 
+# Up to this many programs, _Row.make checks their registers as Python lists (fewer calls than numpy's
+# reductions); above it, with numpy (a Python list of 4096 programs' bases cost 2 ms per DMA).
+FEW_PROGRAMS = 64
+
+
 class _Row:
     """The common case of a strided DMA, taken without building a _Box: one axis, at least two
     programs, one stride shared by all, every program moving something from an aligned base, all
@@ -536,22 +541,26 @@ class _Row:
         st, lo, hi = (np.asarray(x, np.int64) for x in (strides, lo, hi))
         if nprog < 2 or size == 0 or st.shape != (nprog, 1) or lo.shape != (nprog, 1) or hi.shape != (nprog, 1):
             return None
-        # a few dozen programs: their registers as Python lists cost fewer calls than numpy's reductions
-        sl = st.reshape(-1).tolist()
-        s = sl[0]
-        if sl.count(s) != nprog:
-            return None
         storage = NUMPY[dtype]
         isz = storage.itemsize
-        bl = base.tolist()
-        first_base = bl[0]
-        step = bl[1] - first_base
+        few = nprog <= FEW_PROGRAMS
+        s = int(st[0, 0])
+        if not (st.reshape(-1).tolist().count(s) == nprog if few else (st == s).all()):
+            return None
+        first_base = int(base[0])
+        step = int(base[1]) - first_base
         # evenly spaced aligned bases (the general path's test on the element offsets, the same for aligned bases)
         if first_base % isz or step % isz:
             return None
-        if bl != (list(range(first_base, first_base + step * nprog, step)) if step else [first_base] * nprog):
-            return None
-        whole = max(lo.reshape(-1).tolist()) <= 0 and min(hi.reshape(-1).tolist()) >= size  # whole rows, all
+        if few:
+            bl = base.tolist()
+            if bl != (list(range(first_base, first_base + step * nprog, step)) if step else [first_base] * nprog):
+                return None
+            whole = max(lo.reshape(-1).tolist()) <= 0 and min(hi.reshape(-1).tolist()) >= size  # whole rows, all
+        else:
+            if not (np.diff(base) == step).all():
+                return None
+            whole = int(lo.max()) <= 0 and int(hi.min()) >= size
         if whole:
             a = b = count = None  # count: size for every program
             first, last = 0, (size - 1) * s

@@ -144,12 +144,11 @@ struct PlateHooks final : public at::PrivateUse1HooksInterface {
     Region r;
     return c10::Device(kPlate, find_region(data, &r) ? r.device : current_device());
   }
-  bool isPinnedPtr(const void* /*unused*/) const override {
-    return false;
+  bool isPinnedPtr(const void* data) const override {
+    return is_pinned_ptr(data);
   }
   at::Allocator* getPinnedMemoryAllocator() const override {
-    TORCH_CHECK(false, "plate: there is no pinned host memory on plate (device memory already is host "
-                "memory, copies are memcpy); drop pin_memory=True");
+    return pinned_allocator();  // host memory a plate kernel may take as an argument (pinned.cpp)
   }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
     // storage.resize_(): what the CPU does (resize_bytes_cpu): new bytes from the storage's allocator, memcpy

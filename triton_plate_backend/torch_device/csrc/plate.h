@@ -73,6 +73,11 @@ AllocatorCounters allocator_counters(c10::DeviceIndex device);
 void reset_peak(c10::DeviceIndex device);
 void reset_accumulated(c10::DeviceIndex device);
 
+// ---- pinned host memory (pinned.cpp) --------------------------------------------------------------
+// The allocator of pin_memory=True CPU tensors, and whether an address lies inside one of its live blocks.
+at::Allocator* pinned_allocator();
+bool is_pinned_ptr(const void* ptr);
+
 // ---- streams (guard.cpp) --------------------------------------------------------------------------
 c10::Stream current_stream(c10::DeviceIndex device);
 void set_current_stream(const c10::Stream& stream);
