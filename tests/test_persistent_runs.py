@@ -36,6 +36,16 @@ def add_2d_kernel(a_ptr, b_ptr, out_ptr, nx, ny, BX: tl.constexpr, BY: tl.conste
 
 
 @triton.jit
+def guarded_add_kernel(out_ptr, in_ptr, n, BLOCK: tl.constexpr):
+    # the loads sit under an scf.if, not at the top of the body: passes/persistent.py leaves the kernel as it is
+    start = tl.program_id(0) * BLOCK
+    if start < n:
+        offs = start + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(in_ptr + offs, mask=m) + 1, mask=m)
+
+
+@triton.jit
 def masked_by_data_kernel(out_ptr, in_ptr, keep_ptr):
     pid = tl.program_id(axis=0)
     keep = tl.load(keep_ptr + pid) > 0
@@ -157,6 +167,34 @@ def test_programs_that_store_nothing_are_left_out_of_the_run_as_written(mini, mo
     assert times[0] == times[1] == times[2]
     live = (nx // block) * (ny // block)  # 8 of the 512 programs touch the tensors
     assert runs.runs == [((nx, ny, 1), False, live)] * 3
+
+
+def test_a_launch_that_is_not_persistent_runs_only_its_live_programs_from_a_kept_trace(mini, monkeypatch):
+    """The launcher hands every launch its launch as written: a kernel that is not persistent and reads no
+    data runs, untraced, only the programs that store anything (one per grid element, as upstream's
+    grid_type_1 launches), and is timed from the kept address-only trace, the one its traced run records."""
+    from triton_plate_backend import knobs
+    from triton_plate_backend.launcher import is_persistent
+    from triton_plate_backend.sim.affinity import resolve_policy
+
+    n, block, grid = 200, 64, 256  # 4 of the 256 programs store
+    x = torch.arange(n, dtype=torch.float32, device="plate")
+    runs = Runs(monkeypatch, mini, "guarded_add_kernel")
+    times = []
+    for _ in range(3):
+        out = torch.zeros(n, device="plate")
+        guarded_add_kernel[(grid,)](out, x, n, BLOCK=block)
+        assert out.cpu().tolist() == (torch.arange(n, dtype=torch.float32) + 1).tolist()
+        times.append(mini.last_profile.time_ns)
+    program, launched, args, as_written = runs.launches[-1]
+    assert not is_persistent(program) and launched == (grid, 1, 1) and as_written[0] == launched
+    assert runs.runs == [((grid, 1, 1), False, -(-n // block))] * 3
+    assert times[0] == times[1] == times[2]
+    kept = mini._persistent_runs.get(mini._persistent_runs.key(program, launched, args, mini.memory), program)
+    fresh = _fresh_trace(mini, program, launched, args)
+    assert kept is not None and kept.digest() == fresh.digest()
+    policy = resolve_policy(knobs.policy(), program, launched, args, mini.memory)  # the launch's core mapping
+    assert simulate_timing(fresh, mini.machine, policy=policy).time_ns == times[-1]
 
 
 def test_a_trace_that_reads_data_is_never_reused(mini, monkeypatch):

@@ -163,18 +163,21 @@ def test_applicable_rate_also_leaves_out_upstream_skips_gated_on_hardware():
             {"test": "f.py::e", **skip, "message": "uint cannot be negative"},  # every device: stays in
             {"test": "f.py::f", **skip, "message": "small dots are supported only on HIP at the moment"},  # stays
             {"test": "f.py::g", **skip, "category": "by-design", "message": "[by-design] Requires CUDA"},
+            {"test": "f.py::h", **skip, "message": "requires cuda and triton"},  # torch's requires_cuda_and_triton
+            {"test": "f.py::i", **skip, "message": "requires gpu and triton"},  # CUDA or XPU: a Triton device runs it
         ],
     }
     rep = report.summarize(results, {"suite": "triton"})
     t = rep["totals"]
-    assert t["pass_rate"] == round(1 / 6, 4)  # the conservative rate keeps upstream's own skips
-    assert (t["hardware_gated"], t["applicable_rate"]) == (2, 0.25)  # 1 / (7 - 1 by-design - 2 gated)
+    assert t["pass_rate"] == round(1 / 8, 4)  # the conservative rate keeps upstream's own skips
+    assert (t["hardware_gated"], t["applicable_rate"]) == (3, 0.2)  # 1 / (9 - 1 by-design - 3 gated)
     assert rep["hardware_gated"] == [
         {"reason": "Requires Hopper or Blackwell", "count": 1, "needs": "NVIDIA sm90 or sm100"},
         {"reason": "gfx942 arch only for HIP", "count": 1, "needs": "AMD HIP"},
+        {"reason": "requires cuda and triton", "count": 1, "needs": "CUDA"},
     ]
     md = report.render_markdown(rep)
-    assert "pass rate: **16.7%**" in md and "pass rate over applicable tests: **25.0%**" in md
+    assert "pass rate: **12.5%**" in md and "pass rate over applicable tests: **20.0%**" in md
     assert "| 1 | gfx942 arch only for HIP | AMD HIP |" in md
 
 

@@ -84,7 +84,9 @@ class PlateLauncher:
         sanitize = knobs.sanitize()
         # the persistent gate's estimate of the launch is the operand planner's too
         with cycle_collection_paused(), shared_estimates():
-            as_written = None  # a persistent launch: the same launch, one program per grid element
+            # the launch as written, one program per grid element (sim/persistent_runs.py): for a persistent
+            # kernel the same launch with its appended arguments, else the launch itself
+            as_written = (grid, values)
             if all(grid) and is_persistent(function.program):
                 as_written = (grid, _one_each(function.program, grid, values))
                 grid, values = self._persistent.launch(function.program, grid, values, device, sanitize)

@@ -50,6 +50,10 @@ HARDWARE_GATED = (
     (r"gfx\d+ arch only for HIP", "AMD HIP"),
     (r"(Test )?[Oo]nly supported on CUDA and HIP", "CUDA or HIP"),
     (r"Requires CUDA|CUDA is not available|only currently tested on CUDA", "CUDA"),
+    # torch.testing._internal.triton_utils.requires_cuda_and_triton: skipUnless(torch.cuda.is_available() and
+    # HAS_TRITON); its tests also hard-code device="cuda" (test_triton_kernels.py's TestUserKernelEpilogueFusion).
+    # Not "requires gpu and triton" (CUDA or XPU): upstream/inductor_plugin.py lets a Triton device run those.
+    (r"requires cuda and triton", "CUDA"),
     (r"maxnreg only works on CUDA", "CUDA"),
     (r"NYI: scale_dot just implemented in CUDA/HIP", "CUDA or HIP"),
     (r"within_2g is a HIP specific optimization", "AMD HIP"),

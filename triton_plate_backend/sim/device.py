@@ -57,7 +57,7 @@ class Device:
         self._estimates: list | None = None  # inside estimating(): the Estimates of the launches
         self._operands = None  # sim.operands.OperandPlanner, made at the first affinity launch
         self.operand_moves: deque = deque(maxlen=256)  # the operand placement changes launches made (sim/operands.py)
-        self._persistent_runs = PersistentRuns()  # traces of persistent launches, for their repeats
+        self._persistent_runs = PersistentRuns()  # traces of launches that read no data, for their repeats
 
     def __repr__(self) -> str:
         return f"Device({self.index}, machine={self.machine.name!r}, clock_ns={self.clock_ns:g})"
@@ -165,9 +165,10 @@ class Device:
         waiting on the clock. ``sanitize``: sanitizer modes for this launch ("race", "init";
         sim/sanitizer.py); a launch with findings raises SanitizerError after running, without timing.
         Inside ``estimating()`` a launch is estimated by the cost model (sim/estimate.py), not run.
-        ``as_written``: (grid, args) of the same launch run one program per grid element, for a
-        persistent kernel's launch (launcher.py): a launch whose trace reads no data runs that way,
-        timed from the address-only run's trace, kept for its repeats (sim/persistent_runs.py)."""
+        ``as_written``: (grid, args) of the same launch run one program per grid element (launcher.py:
+        a persistent kernel's launch without its loop over programs, any other launch itself): a launch
+        whose trace reads no data runs that way, only its programs that store anything, timed from the
+        address-only run's trace, kept for its repeats (sim/persistent_runs.py)."""
         from .affinity import AFFINITY, resolve_policy
         from .estimate import estimate_launch
         from .operands import drop_written_replicas
@@ -224,7 +225,7 @@ class Device:
 
     def _run(self, program, grid, args, sanitize, max_steps, as_written):
         """(the launch's trace, its packed form when it is a kept one): the launch run, or for a
-        repeat of a kept persistent launch the launch as written, untraced (sim/persistent_runs.py)."""
+        launch whose trace reads no data the launch as written, untraced (sim/persistent_runs.py)."""
         from .executor import execute
 
         runs = self._persistent_runs

@@ -1,4 +1,4 @@
-"""A persistent launch whose trace reads no data: timed from a kept trace, run as written.
+"""A launch whose trace reads no data: timed from a kept trace, run as written.
 
 A persistent kernel (passes/persistent.py) runs a few launched programs, one per core, each looping
 over a run of the grid's programs; its loop is software-pipelined, so the executor steps it trip by
@@ -30,7 +30,13 @@ A program whose every store is masked off writes nothing (such a kernel has no a
 asserts: `trace_reads_no_data`), so the run as written leaves it out: the programs that store
 anything come from the address-only run of the launch as written (its masks are the functional
 run's, they read no data), kept with the trace (``live``). A 512 x 256 grid of 64 x 64 tiles over a
-512 x 256 tensor runs 32 programs of its 131,072."""
+512 x 256 tensor runs 32 programs of its 131,072.
+
+A launch of a kernel that is not persistent is its own launch as written (the launcher passes it as
+such), so the same holds for it: its trace is the address-only run's (which the operand planner's
+estimate of the launch has already made, sim/estimate.py ``shared_estimates``), and its run leaves
+out the programs that store nothing. The same grid of 128 x 128 tiles (too large for the persistent
+pipeline's SRAM) runs 8 programs, untraced, where the traced run stepped all 131,072 in full."""
 
 from __future__ import annotations
 
