@@ -895,3 +895,85 @@ def test_the_cycle_collector_is_paused_inside_and_restored_after():
         assert not gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def _tree_eval(node, names):
+    """The footprint expression evaluated node by node (isa/footprint.py before its shared steps)."""
+    import ast
+
+    from triton_plate_backend.isa import footprint
+
+    if isinstance(node, ast.Constant):
+        return np.int64(node.value)
+    if isinstance(node, ast.Name):
+        if node.id not in names:
+            raise footprint.FootprintError(f"footprint names {node.id}")
+        return names[node.id]
+    if isinstance(node, ast.UnaryOp):
+        return np.negative(_tree_eval(node.operand, names))
+    if isinstance(node, ast.Call):
+        return footprint._CALLS[node.func.id](*(_tree_eval(a, names) for a in node.args))
+    a, b = _tree_eval(node.left, names), _tree_eval(node.right, names)
+    if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+        b = np.where(b == 0, 1, b)
+    return footprint._BINOPS[type(node.op)](a, b)
+
+
+@st.composite
+def footprint_expressions(draw, depth=4):
+    """An expression of the footprint forms, its subexpressions drawn again and again (as the affinity
+    pass writes a persistent loop's bounds)."""
+    pool = ["pid_x", "pid_y", "nprog_x", "arg0", "arg1", "arg2", str(draw(st.integers(0, 9)))]
+    for _ in range(draw(st.integers(2, 12))):
+        a, b = draw(st.sampled_from(pool)), draw(st.sampled_from(pool))
+        form = draw(
+            st.sampled_from(
+                [
+                    "({} + {})",
+                    "({} - {})",
+                    "{} * {}",
+                    "({}) // ({})",
+                    "({}) % ({})",
+                    "min({}, {})",
+                    "max({}, {})",
+                    "-({})",
+                ]
+            )
+        )
+        pool.append(form.format(a, b) if form.count("{}") == 2 else form.format(a))
+    return pool[-1]
+
+
+@given(footprint_expressions(), st.integers(0, 2**31))
+@settings(max_examples=300, deadline=None)
+def test_footprint_expressions_over_shared_steps_match_the_tree_walk(expr, seed):
+    import ast
+
+    from triton_plate_backend.isa import footprint
+
+    rng = np.random.default_rng(seed)
+    p = int(rng.integers(1, 40))
+    gx = int(rng.integers(1, 8))
+    ids = np.arange(p, dtype=np.int64)
+    names = {"pid_x": ids % gx, "pid_y": ids // gx, "nprog_x": np.int64(gx)}
+    names.update({f"arg{k}": np.int64(rng.integers(-5, 300)) for k in range(3)})
+    with np.errstate(all="ignore"):
+        want = np.asarray(_tree_eval(ast.parse(expr, mode="eval").body, names), dtype=np.int64)
+        got = footprint.evaluate(expr, names)
+    assert got.dtype == np.int64 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_repeated_footprint_subexpression_is_one_step_and_a_missing_name_still_fails():
+    from triton_plate_backend.isa import footprint
+
+    inner = "min(1, max(0, pid_x // arg3 - 1)) * (arg4 - arg5)"
+    expr = " + ".join([f"({inner})"] * 50)
+    plan = footprint._expression(expr)
+    assert len(plan.steps) == 12 + 49  # 50 copies of one subtree (12 distinct steps): once, and the 49 additions
+    names = {"pid_x": np.arange(10, dtype=np.int64), "arg3": np.int64(2), "arg4": np.int64(7), "arg5": np.int64(3)}
+    np.testing.assert_array_equal(
+        footprint.evaluate(expr, names), 50 * np.minimum(1, np.maximum(0, np.arange(10) // 2 - 1)) * 4
+    )
+    with pytest.raises(footprint.FootprintError, match="arg5"):
+        footprint.evaluate(expr, {k: v for k, v in names.items() if k != "arg5"})

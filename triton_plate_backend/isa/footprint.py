@@ -121,37 +121,90 @@ def _parse_footprints(text: str) -> tuple[Footprint, ...] | None:
     return tuple(out)
 
 
-def _eval(node: ast.AST, names: dict):
-    if isinstance(node, ast.Constant):
-        return np.int64(node.value)
-    if isinstance(node, ast.Name):
-        if node.id not in names:
-            raise FootprintError(f"footprint names {node.id}, which is not an integer argument, pid_* or nprog_*")
-        return names[node.id]
-    if isinstance(node, ast.UnaryOp):
-        return np.negative(_eval(node.operand, names))
-    if isinstance(node, ast.Call):
-        return _CALLS[node.func.id](*(_eval(a, names) for a in node.args))
-    a, b = _eval(node.left, names), _eval(node.right, names)
-    if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
-        b = np.where(b == 0, 1, b)  # a grid axis or argument of 0 describes no bytes; never divide by it
-    return _BINOPS[type(node.op)](a, b)
+def _unnamed(name: str) -> str:
+    return f"footprint names {name}, which is not an integer argument, pid_* or nprog_*"
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """An expression as the post-order steps of its distinct subexpressions (the affinity pass writes
+    one subexpression many times over: a persistent loop's bounds, 74,310 nodes in 32 expressions of
+    a 4096^3 GEMM, 2,810 distinct). Step i: (kind, payload, operand step indices); ``frees[i]``: the
+    steps whose value step i is the last to read."""
+
+    steps: tuple[tuple, ...]
+    frees: tuple[tuple[int, ...], ...]
+
+
+def _steps(node: ast.AST) -> _Steps:
+    index: dict[tuple, int] = {}  # a subexpression (its operation and operands' steps) -> its step
+    steps: list[tuple] = []
+
+    def visit(n: ast.AST) -> int:
+        if isinstance(n, ast.Constant):
+            key, step = ("const", n.value), ("const", n.value, ())
+        elif isinstance(n, ast.Name):
+            key, step = ("name", n.id), ("name", n.id, ())
+        elif isinstance(n, ast.UnaryOp):
+            i = visit(n.operand)
+            key, step = ("neg", i), ("neg", None, (i,))
+        elif isinstance(n, ast.Call):
+            args = tuple(visit(a) for a in n.args)
+            key, step = (n.func.id, *args), ("call", _CALLS[n.func.id], args)
+        else:
+            args = (visit(n.left), visit(n.right))
+            key = (type(n.op), *args)
+            step = ("div" if isinstance(n.op, (ast.FloorDiv, ast.Mod)) else "op", _BINOPS[type(n.op)], args)
+        found = index.get(key)
+        if found is None:
+            found = index[key] = len(steps)
+            steps.append(step)
+        return found
+
+    visit(node)
+    last = {i: k for k, (_, _, args) in enumerate(steps) for i in args}
+    frees = [[] for _ in steps]
+    for i, k in last.items():
+        frees[k].append(i)
+    return _Steps(tuple(steps), tuple(tuple(f) for f in frees))
 
 
 @functools.lru_cache(maxsize=1024)
-def _expression(expr: str) -> ast.AST:
+def _expression(expr: str) -> _Steps:
     node = ast.parse(expr, mode="eval").body
     _check(ast.Expression(node), expr)
-    return node
+    return _steps(node)
 
 
 def evaluate(expr: str, names: dict) -> np.ndarray:
-    """An expression over ``names`` (numpy int64 scalars or arrays over the programs)."""
+    """An expression over ``names`` (numpy int64 scalars or arrays over the programs): each distinct
+    subexpression computed once, by the numpy operation the tree walk would apply to the same values."""
     try:
-        node = _expression(expr)
+        plan = _expression(expr)
     except SyntaxError:
         raise FootprintError(f"footprint expression {expr!r} does not parse") from None
-    return np.asarray(_eval(node, names), dtype=np.int64)
+    values: list = [None] * len(plan.steps)
+    for k, (kind, payload, args) in enumerate(plan.steps):
+        if kind == "op":
+            v = payload(values[args[0]], values[args[1]])
+        elif kind == "call":
+            v = payload(*(values[i] for i in args))
+        elif kind == "div":
+            b = values[args[1]]
+            b = np.where(b == 0, 1, b)  # a grid axis or argument of 0 describes no bytes; never divide by it
+            v = payload(values[args[0]], b)
+        elif kind == "name":
+            if payload not in names:
+                raise FootprintError(_unnamed(payload))
+            v = names[payload]
+        elif kind == "const":
+            v = np.int64(payload)
+        else:
+            v = np.negative(values[args[0]])
+        values[k] = v
+        for i in plan.frees[k]:
+            values[i] = None
+    return np.asarray(values[-1], dtype=np.int64)
 
 
 def program_names(grid, int_args: dict[int, int]) -> dict:
