@@ -118,16 +118,7 @@ def test_div_at_a_graph_break_runs_on_plate():
         torch.testing.assert_close(g, w, rtol=0, atol=0)
 
 
-# Known bug, not of this test: a GEMM template's affine index terms are ordered by Value creation ids
-# (passes/affine.py), so the pasm stage can differ between the compile's own pir module and the pir text read
-# back, and the suite's stage round trip check (tests/stage_roundtrip.py) then fails this compile. Seen only for
-# "weight", only in full-suite runs (alone it passes): not strict.
-ROUND_TRIP_ORDER_BUG = pytest.mark.xfail(
-    reason="affine terms ordered by Value creation id: the pasm of the re-read pir can differ", strict=False
-)
-
-
-@pytest.mark.parametrize("channels_last", [pytest.param("weight", marks=ROUND_TRIP_ORDER_BUG), "input"])
+@pytest.mark.parametrize("channels_last", ["weight", "input"])
 def test_conv_backward_compiled_matches_eager_at_fp32_tolerance(channels_last):
     """Inductor's test_conv2d_backward_channels_last(_input): a 2048-channel 1x1 convolution backward, compiled
     (plate GEMMs) against eager at fp32's default tolerance. The eager one computes in float64 and rounds once

@@ -969,8 +969,8 @@ def test_a_repeated_footprint_subexpression_is_one_step_and_a_missing_name_still
 
     inner = "min(1, max(0, pid_x // arg3 - 1)) * (arg4 - arg5)"
     expr = " + ".join([f"({inner})"] * 50)
-    plan = footprint._expression(expr)
-    assert len(plan.steps) == 12 + 49  # 50 copies of one subtree (12 distinct steps): once, and the 49 additions
+    dag, _ = footprint._expression(expr)
+    assert len(dag.nodes) == 12 + 49  # 50 copies of one subtree (12 distinct nodes): once, and the 49 additions
     names = {"pid_x": np.arange(10, dtype=np.int64), "arg3": np.int64(2), "arg4": np.int64(7), "arg5": np.int64(3)}
     np.testing.assert_array_equal(
         footprint.evaluate(expr, names), 50 * np.minimum(1, np.maximum(0, np.arange(10) // 2 - 1)) * 4

@@ -168,7 +168,10 @@ class SymbolRefAttr:
 
 # ---- values, ops, blocks, regions ---------------------------------------------------------------
 
-_ids = itertools.count()
+# A Value's id: fresh Values count from FRESH_IDS up; `number_values` gives a module's Values 0, 1, 2, ... in the
+# order its text defines them, below every fresh id.
+FRESH_IDS = 1 << 40
+_ids = itertools.count(FRESH_IDS)
 
 
 class Value:
@@ -259,6 +262,29 @@ def new_op(name: str, operands=(), result_types=(), attrs=None, regions=(), loc=
     for r in op.regions:
         r.parent = op
     return op
+
+
+def defined_values(root: Module | Op) -> Iterator[Value]:
+    """Every Value defined in `root`, in the order the printed text defines them: an op's results, then its
+    regions' block arguments and the ops inside them."""
+    for op in root.walk():
+        yield from op.results
+        for region in op.regions:
+            for block in region.blocks:
+                yield from block.args
+
+
+def number_values(root: Module | Op) -> bool:
+    """Number the Values of `root` 0, 1, 2, ... in definition order (`defined_values`): True when that changed an
+    id. A fresh Value's id tells when it was created, which differs between the passes that built a module and a
+    parse of its printed text (and with whatever the process created before); after this, what orders Values by
+    id (passes/affine.py) or prints it depends on the IR alone. Values created afterwards order after all of
+    these, in the order they are created."""
+    changed = False
+    for i, v in enumerate(defined_values(root)):
+        if v.id != i:
+            v.id, changed = i, True
+    return changed
 
 
 def replace_all_uses(root: Module | Op, old: Value, new: Value) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,118 +94,340 @@ def _parse_footprints(text: str) -> tuple[Footprint, ...] | None:
     if not text or text.startswith(UNKNOWN):
         return None
     out = []
+    dag = _Dag()  # the entries' expressions repeat subterms: each is read, checked, printed and evaluated once
     for entry in text.split(";"):
         entry = entry.strip()
-        try:
-            node = ast.parse(entry, mode="eval").body
-        except SyntaxError:
-            node = None
-        sl = node.left.slice if isinstance(node, ast.BinOp) and isinstance(node.left, ast.Subscript) else None
-        name = node.left.value.id if sl is not None and isinstance(node.left.value, ast.Name) else ""
-        whole = isinstance(sl, ast.Slice) and sl.lower is None and sl.upper is None
-        if not (
-            sl is not None
-            and isinstance(node.op, ast.Mult)
-            and (name[:3] == "arg" and name[3:].isdigit() or name == ANY and whole)
-            and isinstance(sl, ast.Slice)
-            and sl.step is None
-            and (whole or sl.lower is not None and sl.upper is not None)
-        ):
-            forms = "argK[LO:HI]*BYTES, argK[:]*BYTES or any[:]*BYTES"
-            raise FootprintError(f"footprint entry {entry!r}: expected {forms}")
-        parts = [node.right] if whole else [sl.lower, sl.upper, node.right]
-        for p in parts:
-            _check(ast.Expression(p), entry)
-        texts = [ast.unparse(p) for p in parts]
+        read = _Reader(entry, dag).entry()  # None: a form it does not read; Python's parser decides
+        name, roots = read if read is not None else _parse_entry(entry, dag)
+        whole = len(roots) == 1
+        texts = [dag.text[root] for root in roots]  # as ast.unparse prints them
+        for t, root in zip(texts, roots):
+            _remember(t, dag, root)
         lo, hi = (None, None) if whole else texts[:2]
         out.append(Footprint(-1 if name == ANY else int(name[3:]), lo, hi, texts[-1]))
     return tuple(out)
 
 
-def _unnamed(name: str) -> str:
-    return f"footprint names {name}, which is not an integer argument, pid_* or nprog_*"
+def _parse_entry(entry: str, dag: _Dag) -> tuple[str, list[int]]:
+    """(argument name, DAG nodes of [LO, HI, BYTES] or [BYTES]) of an entry, read by Python's parser."""
+    try:
+        node = ast.parse(entry, mode="eval").body
+    except SyntaxError:
+        node = None
+    sl = node.left.slice if isinstance(node, ast.BinOp) and isinstance(node.left, ast.Subscript) else None
+    name = node.left.value.id if sl is not None and isinstance(node.left.value, ast.Name) else ""
+    whole = isinstance(sl, ast.Slice) and sl.lower is None and sl.upper is None
+    if not (
+        sl is not None
+        and isinstance(node.op, ast.Mult)
+        and (name[:3] == "arg" and name[3:].isdigit() or name == ANY and whole)
+        and isinstance(sl, ast.Slice)
+        and sl.step is None
+        and (whole or sl.lower is not None and sl.upper is not None)
+    ):
+        forms = "argK[LO:HI]*BYTES, argK[:]*BYTES or any[:]*BYTES"
+        raise FootprintError(f"footprint entry {entry!r}: expected {forms}")
+    roots = []
+    for p in [node.right] if whole else [sl.lower, sl.upper, node.right]:
+        root = dag.add(p)
+        if root is None:  # a form the grammar does not allow: the walk names it
+            _check(ast.Expression(p), entry)
+            raise FootprintError(f"footprint entry {entry!r}: not an integer expression")
+        roots.append(root)
+    return name, roots
 
 
-@dataclass(frozen=True)
-class _Steps:
-    """An expression as the post-order steps of its distinct subexpressions (the affinity pass writes
-    one subexpression many times over: a persistent loop's bounds, 74,310 nodes in 32 expressions of
-    a 4096^3 GEMM, 2,810 distinct). Step i: (kind, payload, operand step indices); ``frees[i]``: the
-    steps whose value step i is the last to read."""
+# ---- the expressions as a DAG: equal subterms once ---------------------------------------------------
+# A node is (kind, a, b): ("c", value, None) a constant, ("n", name, None) a name, ("-", i, None) a negation,
+# ("min"/"max", i, j) a call, (ast operator class, i, j) a binary operation; i, j index earlier nodes.
 
-    steps: tuple[tuple, ...]
-    frees: tuple[tuple[int, ...], ...]
+_ARITH, _TERM, _FACTOR, _ATOM = 1, 2, 3, 9  # in the order of ast._Precedence's ARITH, TERM, FACTOR, ATOM
+_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+_SYMBOL_OP = {symbol: op for op, symbol in _SYMBOL.items()}
+_PRECEDENCE = {ast.Add: _ARITH, ast.Sub: _ARITH, ast.Mult: _TERM, ast.FloorDiv: _TERM, ast.Mod: _TERM}
 
 
-def _steps(node: ast.AST) -> _Steps:
-    index: dict[tuple, int] = {}  # a subexpression (its operation and operands' steps) -> its step
-    steps: list[tuple] = []
+class _Dag:
+    """Hash-consed expression nodes, each with the text ast.unparse gives it and its precedence."""
 
-    def visit(n: ast.AST) -> int:
-        if isinstance(n, ast.Constant):
-            key, step = ("const", n.value), ("const", n.value, ())
-        elif isinstance(n, ast.Name):
-            key, step = ("name", n.id), ("name", n.id, ())
-        elif isinstance(n, ast.UnaryOp):
-            i = visit(n.operand)
-            key, step = ("neg", i), ("neg", None, (i,))
-        elif isinstance(n, ast.Call):
-            args = tuple(visit(a) for a in n.args)
-            key, step = (n.func.id, *args), ("call", _CALLS[n.func.id], args)
-        else:
-            args = (visit(n.left), visit(n.right))
-            key = (type(n.op), *args)
-            step = ("div" if isinstance(n.op, (ast.FloorDiv, ast.Mod)) else "op", _BINOPS[type(n.op)], args)
-        found = index.get(key)
-        if found is None:
-            found = index[key] = len(steps)
-            steps.append(step)
-        return found
+    def __init__(self):
+        self.nodes: list[tuple] = []
+        self.text: list[str] = []
+        self.prec: list[int] = []
+        self.index: dict[tuple, int] = {}
+        self.read: dict[str, int] = {}  # a parenthesised term's source text -> its node (_Reader)
 
-    visit(node)
-    last = {i: k for k, (_, _, args) in enumerate(steps) for i in args}
-    frees = [[] for _ in steps]
-    for i, k in last.items():
-        frees[k].append(i)
-    return _Steps(tuple(steps), tuple(tuple(f) for f in frees))
+    def _node(self, key: tuple, text: str, prec: int) -> int:
+        i = self.index.get(key)
+        if i is None:
+            i = self.index[key] = len(self.nodes)
+            self.nodes.append(key)
+            self.text.append(text)
+            self.prec.append(prec)
+        return i
+
+    def _operand(self, i: int, need: int) -> str:
+        return f"({self.text[i]})" if need > self.prec[i] else self.text[i]
+
+    def binop(self, op: type, a: int, b: int) -> int:
+        prec = _PRECEDENCE[op]
+        text = f"{self._operand(a, prec)} {_SYMBOL[op]} {self._operand(b, prec + 1)}"
+        return self._node((op, a, b), text, prec)
+
+    def name(self, name: str) -> int:
+        return self._node(("n", name, None), name, _ATOM)
+
+    def const(self, value: int) -> int:
+        return self._node(("c", value, None), repr(value), _ATOM)
+
+    def call(self, f: str, a: int, b: int) -> int:
+        return self._node((f, a, b), f"{f}({self.text[a]}, {self.text[b]})", _ATOM)
+
+    def neg(self, a: int) -> int:
+        return self._node(("-", a, None), f"-{self._operand(a, _FACTOR)}", _FACTOR)
+
+    def add(self, n: ast.AST) -> int | None:
+        """The node of an expression `_check` accepts; None for any other."""
+        t = type(n)
+        if t is ast.BinOp:
+            op = type(n.op)
+            a = self.add(n.left) if op in _PRECEDENCE else None
+            b = self.add(n.right) if a is not None else None
+            return None if b is None else self.binop(op, a, b)
+        if t is ast.Name:
+            return self.name(n.id) if _allowed_name(n.id) else None
+        if t is ast.Constant:
+            return self.const(n.value) if type(n.value) is int else None
+        if t is ast.Call:
+            f = n.func
+            if not (type(f) is ast.Name and f.id in _CALLS and len(n.args) == 2 and not n.keywords):
+                return None
+            a = self.add(n.args[0])
+            b = self.add(n.args[1]) if a is not None else None
+            return None if b is None else self.call(f.id, a, b)
+        if t is ast.UnaryOp and type(n.op) is ast.USub:
+            a = self.add(n.operand)
+            return None if a is None else self.neg(a)
+        return None
+
+    def evaluate(self, root: int, names: dict, memo: dict):
+        """The value of node `root` (as _eval of its tree), each node computed once: `memo` keeps them."""
+        if root in memo:
+            return memo[root]
+        todo, seen = [root], set()
+        while todo:  # the nodes not yet in memo that root needs
+            i = todo.pop()
+            if i in seen or i in memo:
+                continue
+            seen.add(i)
+            kind, a, b = self.nodes[i]
+            if kind != "c" and kind != "n":
+                todo.append(a)
+                if b is not None:
+                    todo.append(b)
+        for i in sorted(seen):  # a node's operands come before it
+            kind, a, b = self.nodes[i]
+            if kind == "c":
+                v = np.int64(a)
+            elif kind == "n":
+                if a not in names:
+                    raise FootprintError(f"footprint names {a}, which is not an integer argument, pid_* or nprog_*")
+                v = names[a]
+            elif kind == "-":
+                v = np.negative(memo[a])
+            elif kind in _CALLS:
+                v = _CALLS[kind](memo[a], memo[b])
+            else:
+                x, y = memo[a], memo[b]
+                if kind is ast.FloorDiv or kind is ast.Mod:
+                    y = np.where(y == 0, 1, y)  # as _eval
+                v = _BINOPS[kind](x, y)
+            memo[i] = v
+        return memo[root]
+
+
+def _allowed_name(name: str) -> bool:
+    return name in _CALLS or name.startswith(("pid_", "nprog_", "arg"))
+
+
+_TOKEN = re.compile(r"[ \t]*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*%(),:\[\]]))")
+_HEAD = re.compile(r"(arg[0-9]+|any)\[")
+
+
+class _Unread(Exception):
+    """A form _Reader leaves to Python's parser."""
+
+
+class _Reader:
+    """Reads one footprint entry straight into DAG nodes, as Python's parser and ast.unparse would see it: the
+    grammar of the module docstring, tokens spaced on one line. A parenthesised term (a call's or a group's)
+    whose text it read before is looked up: the affinity pass's texts repeat their terms many times over.
+    `entry()` is None for any other form (a syntax error, a form the grammar does not allow, another spacing):
+    Python's parser reads those (`_parse_entry`), and names what is wrong."""
+
+    def __init__(self, text: str, dag: _Dag):
+        self.s, self.dag, self.pos = text, dag, 0
+        self.close: dict[int, int] = {}  # position of "(" -> position of its ")"
+        opened = []
+        for m in re.finditer(r"[()]", text):
+            if m.group() == "(":
+                opened.append(m.start())
+            elif opened:
+                self.close[opened.pop()] = m.start()
+
+    def entry(self) -> tuple[str, list[int]] | None:
+        try:
+            m = _HEAD.match(self.s)
+            if m is None:
+                raise _Unread
+            name, self.pos = m.group(1), m.end()
+            if self.s.startswith(":]", self.pos):
+                self.pos += 2
+                roots = []
+            elif name == ANY:
+                raise _Unread
+            else:
+                lo = self.expr()
+                self.expect(":")
+                roots = [lo, self.expr()]
+                self.expect("]")
+            self.expect("*")
+            roots.append(self.factor())
+            if self.s[self.pos :].strip(" \t"):
+                raise _Unread
+            return name, roots
+        except _Unread:
+            return None
+
+    def token(self) -> tuple[int, str, int]:
+        """(kind: 1 integer, 2 name, 3 symbol; its text; where it ends) of the next token; kind 0 at the end."""
+        m = _TOKEN.match(self.s, self.pos)
+        if m is None:
+            if self.s[self.pos :].strip(" \t"):
+                raise _Unread
+            return 0, "", len(self.s)
+        kind = m.lastindex
+        return kind, m.group(kind), m.end()
+
+    def expect(self, symbol: str) -> None:
+        kind, text, end = self.token()
+        if kind != 3 or text != symbol:
+            raise _Unread
+        self.pos = end
+
+    def expr(self) -> int:
+        node = self.term()
+        while True:
+            kind, text, end = self.token()
+            if kind != 3 or text not in "+-":
+                return node
+            self.pos = end
+            node = self.dag.binop(ast.Add if text == "+" else ast.Sub, node, self.term())
+
+    def term(self) -> int:
+        node = self.factor()
+        while True:
+            kind, text, end = self.token()
+            if kind != 3 or text not in ("*", "//", "%"):
+                return node
+            self.pos = end
+            if self.s.startswith("*", end):  # **: a power, not in the grammar
+                raise _Unread
+            node = self.dag.binop(_SYMBOL_OP[text], node, self.factor())
+
+    def factor(self) -> int:
+        kind, text, end = self.token()
+        if kind == 3 and text == "-":
+            self.pos = end
+            return self.dag.neg(self.factor())
+        if kind == 1:
+            if len(text) > 1 and text[0] == "0":  # Python's parser: 00 is 0, 01 an error
+                raise _Unread
+            self.pos = end
+            return self.dag.const(int(text))
+        if kind == 2:
+            if not _allowed_name(text):
+                raise _Unread
+            if text in _CALLS and self.s.startswith("(", end):
+                return self.group(end - len(text), end, text)
+            self.pos = end
+            return self.dag.name(text)
+        if kind == 3 and text == "(":
+            return self.group(end - 1, end - 1, "")
+        raise _Unread
+
+    def group(self, start: int, opening: int, call: str) -> int:
+        """The node of `call(a, b)` or `(a)`, whose text runs from `start`; its "(" is at `opening`."""
+        closing = self.close.get(opening)
+        if closing is None:
+            raise _Unread
+        key = self.s[start : closing + 1]
+        node = self.dag.read.get(key)
+        if node is None:
+            self.pos = opening + 1
+            a = self.expr()
+            if call:
+                self.expect(",")
+                node = self.dag.call(call, a, self.expr())
+            else:
+                node = a
+            if self.pos != closing and self.s[self.pos : closing].strip(" \t"):
+                raise _Unread
+            self.dag.read[key] = node
+        self.pos = closing + 1
+        return node
+
+
+_PARSED_KEEP = 4096  # expression texts whose DAG node is kept (about 3 per footprint entry)
+_PARSED: dict[str, tuple[_Dag, int]] = {}  # expression text (as ast.unparse prints it) -> its DAG node
+
+
+def _remember(text: str, dag: _Dag, root: int) -> None:
+    if len(_PARSED) >= _PARSED_KEEP:
+        _PARSED.clear()
+    _PARSED[text] = (dag, root)
+
+
+def _eval(node: ast.AST, names: dict):
+    if isinstance(node, ast.Constant):
+        return np.int64(node.value)
+    if isinstance(node, ast.Name):
+        if node.id not in names:
+            raise FootprintError(f"footprint names {node.id}, which is not an integer argument, pid_* or nprog_*")
+        return names[node.id]
+    if isinstance(node, ast.UnaryOp):
+        return np.negative(_eval(node.operand, names))
+    if isinstance(node, ast.Call):
+        return _CALLS[node.func.id](*(_eval(a, names) for a in node.args))
+    a, b = _eval(node.left, names), _eval(node.right, names)
+    if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+        b = np.where(b == 0, 1, b)  # a grid axis or argument of 0 describes no bytes; never divide by it
+    return _BINOPS[type(node.op)](a, b)
 
 
 @functools.lru_cache(maxsize=1024)
-def _expression(expr: str) -> _Steps:
+def _expression(expr: str) -> tuple[_Dag, int]:
     node = ast.parse(expr, mode="eval").body
-    _check(ast.Expression(node), expr)
-    return _steps(node)
+    dag = _Dag()
+    root = dag.add(node)
+    if root is None:
+        _check(ast.Expression(node), expr)
+        raise FootprintError(f"footprint expression {expr!r}: not an integer expression")
+    return dag, root
 
 
-def evaluate(expr: str, names: dict) -> np.ndarray:
-    """An expression over ``names`` (numpy int64 scalars or arrays over the programs): each distinct
-    subexpression computed once, by the numpy operation the tree walk would apply to the same values."""
-    try:
-        plan = _expression(expr)
-    except SyntaxError:
-        raise FootprintError(f"footprint expression {expr!r} does not parse") from None
-    values: list = [None] * len(plan.steps)
-    for k, (kind, payload, args) in enumerate(plan.steps):
-        if kind == "op":
-            v = payload(values[args[0]], values[args[1]])
-        elif kind == "call":
-            v = payload(*(values[i] for i in args))
-        elif kind == "div":
-            b = values[args[1]]
-            b = np.where(b == 0, 1, b)  # a grid axis or argument of 0 describes no bytes; never divide by it
-            v = payload(values[args[0]], b)
-        elif kind == "name":
-            if payload not in names:
-                raise FootprintError(_unnamed(payload))
-            v = names[payload]
-        elif kind == "const":
-            v = np.int64(payload)
-        else:
-            v = np.negative(values[args[0]])
-        values[k] = v
-        for i in plan.frees[k]:
-            values[i] = None
-    return np.asarray(values[-1], dtype=np.int64)
+def evaluate(expr: str, names: dict, memo: dict | None = None) -> np.ndarray:
+    """An expression over ``names`` (numpy int64 scalars or arrays over the programs). ``memo``: a dict kept
+    by the caller between expressions over the same ``names``, so their common subterms are computed once."""
+    found = _PARSED.get(expr)
+    if found is None:
+        try:
+            found = _expression(expr)
+        except SyntaxError:
+            raise FootprintError(f"footprint expression {expr!r} does not parse") from None
+    dag, root = found
+    memo = {} if memo is None else memo
+    return np.asarray(dag.evaluate(root, names, memo.setdefault(dag, {})), dtype=np.int64)
 
 
 def program_names(grid, int_args: dict[int, int]) -> dict:

@@ -113,7 +113,9 @@ Poly = dict[tuple[Expr, ...], int]
 
 
 def _key(e: Expr) -> tuple:
-    """A total order on expressions, stable for equal trees (Values order by creation). Kept on the node:
+    """A total order on expressions, stable for equal trees. Values order by id: by their definition in the IR's
+    text, as `pipeline` numbers them (ir.core.number_values), so the order is the same for a module the passes
+    built and for its printed text read back. Kept on the node:
     the trees are immutable, and the flattened loops' index trees are deep and sorted again and again."""
     k = e.__dict__.get("_key")
     if k is None:

@@ -20,7 +20,7 @@ the report (`report["sram"]`)."""
 from __future__ import annotations
 
 from ..errors import CompileError, PlateError
-from ..ir.core import Module, StrAttr
+from ..ir.core import Module, StrAttr, number_values
 from ..ir.printer import print_module
 from ..ir.verify import IrVerifyError, verify
 from ..machine import get_machine
@@ -93,6 +93,7 @@ def run_passes(
             module = run_pass(name, fn, module)
             if name not in ANNOTATE_ONLY:
                 verify_after(name, module)
+                number_values(module)  # what orders by Value id sees the order of the text this prints
                 analysis.forget()
     return module
 
@@ -106,6 +107,8 @@ def generate(module: Module, options=None, machine=None, analysis: access.Access
     """(Program, report) of a module the passes produced: code generation and its report. `analysis`:
     the access analysis `run_passes` left of this very module (else the module is analysed again)."""
     machine = get_machine(machine if machine is not None else getattr(options, "machine", None))
+    if number_values(module):  # a module read from text, or built without run_passes: ids in text order
+        analysis = None  # what it holds was ordered by the ids before
     with access.shared_analysis(analysis):
         program, report = run_pass("codegen", lambda m: codegen.generate(m, machine, options), module)
         program.affinity = affinity.func_affinity(module)  # the launch maps programs to cores by it

@@ -25,12 +25,13 @@ class LaunchFootprints:
         self.programs = programs
         self._names = names
         self._values: dict[str, np.ndarray] = {}
+        self._subterms: dict = {}  # evaluate's memo: the expressions share most of their subterms
 
     def value(self, expr: str) -> np.ndarray:
         """``expr`` over the launch's programs: int64 [programs], read-only; raises FootprintError."""
         got = self._values.get(expr)
         if got is None:
-            got = np.broadcast_to(evaluate(expr, self._names), (self.programs,))
+            got = np.broadcast_to(evaluate(expr, self._names, self._subterms), (self.programs,))
             self._values[expr] = got
         return got
 
