@@ -9,6 +9,7 @@ import gc
 import inspect
 import os
 import re
+import signal
 import threading
 import warnings
 
@@ -128,6 +129,9 @@ def test_ctrl_c_interrupts_a_launch_and_the_device_stays_usable():
             _thread.interrupt_main()
 
     interrupter = threading.Thread(target=interrupt_until_stopped)
+    # Python's own Ctrl-C handler: a process started as a script's background job inherits SIGINT ignored, and
+    # interrupt_main() then does nothing (the launch ran into its step budget under a nohup'd .ci/run).
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     callbacks, gc.callbacks[:] = gc.callbacks[:], []
     gc.disable()
     interrupter.start()
@@ -141,6 +145,7 @@ def test_ctrl_c_interrupts_a_launch_and_the_device_stays_usable():
                 interrupter.join()
                 gc.enable()
                 gc.callbacks[:] = callbacks
+                signal.signal(signal.SIGINT, handler)
                 break
             except KeyboardInterrupt:
                 continue
