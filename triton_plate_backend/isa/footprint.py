@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,6 +117,8 @@ def _parse_footprints(text: str) -> tuple[Footprint, ...] | None:
         for p in parts:
             _check(ast.Expression(p), entry)
         texts = [ast.unparse(p) for p in parts]
+        for t, p in zip(texts, parts):  # checked: the launch that evaluates them parses them no more
+            _keep_steps(t, p)
         lo, hi = (None, None) if whole else texts[:2]
         out.append(Footprint(-1 if name == ANY else int(name[3:]), lo, hi, texts[-1]))
     return tuple(out)
@@ -169,11 +172,30 @@ def _steps(node: ast.AST) -> _Steps:
     return _Steps(tuple(steps), tuple(tuple(f) for f in frees))
 
 
-@functools.lru_cache(maxsize=1024)
+EXPRESSIONS_KEPT = 1024  # expressions whose steps are kept, the oldest dropped first
+_kept_steps: dict[str, _Steps] = {}
+_kept_lock = threading.Lock()
+
+
+def _keep_steps(expr: str, node: ast.AST) -> _Steps:
+    """The steps of ``expr`` (``node``: its checked tree; ast.unparse's text parses back to the same
+    tree), kept for ``_expression``: _parse_footprints has the trees of the texts it makes."""
+    steps = _steps(node)
+    with _kept_lock:
+        _kept_steps.pop(expr, None)
+        _kept_steps[expr] = steps
+        while len(_kept_steps) > EXPRESSIONS_KEPT:
+            del _kept_steps[next(iter(_kept_steps))]
+    return steps
+
+
 def _expression(expr: str) -> _Steps:
-    node = ast.parse(expr, mode="eval").body
-    _check(ast.Expression(node), expr)
-    return _steps(node)
+    got = _kept_steps.get(expr)
+    if got is None:
+        node = ast.parse(expr, mode="eval").body
+        _check(ast.Expression(node), expr)
+        got = _keep_steps(expr, node)
+    return got
 
 
 def evaluate(expr: str, names: dict) -> np.ndarray:
