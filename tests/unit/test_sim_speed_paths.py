@@ -977,3 +977,22 @@ def test_a_repeated_footprint_subexpression_is_one_step_and_a_missing_name_still
     )
     with pytest.raises(footprint.FootprintError, match="arg5"):
         footprint.evaluate(expr, {k: v for k, v in names.items() if k != "arg5"})
+
+
+def test_a_parsed_footprint_s_expressions_are_not_parsed_again(monkeypatch):
+    import ast
+
+    from triton_plate_backend.isa import footprint
+
+    lo = " + ".join(f"min(1, max(0, pid_x // arg1 - {k})) * arg2" for k in range(6))
+    text = f"arg0[{lo}:({lo}) + 64]*(arg2 * 2 + 0); arg3[:]*16"
+    fps = footprint.parse_footprints(text)
+    parses = []
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: parses.append(a[0]) or real_parse(*a, **k))
+    names = {"pid_x": np.arange(7, dtype=np.int64), "arg1": np.int64(2), "arg2": np.int64(5)}
+    got = [footprint.evaluate(e, names) for fp in fps for e in (fp.lo, fp.hi, fp.nbytes) if e is not None]
+    assert parses == []  # every text came with its steps
+    want = [_tree_eval(real_parse(e, mode="eval").body, names) for fp in fps for e in (fp.lo, fp.hi, fp.nbytes) if e]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

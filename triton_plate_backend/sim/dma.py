@@ -711,12 +711,11 @@ class _Tiles:
         s = st[0].tolist()
         storage = NUMPY[dtype]
         isz = storage.itemsize
-        bl = base.tolist()
-        if any(b % isz for b in bl):
+        if isz > 1 and (base % isz).any():
             return None  # misaligned: the general path faults or checks element by element
         lo_off = sum(min(0, (n - 1) * k) for n, k in zip(shape, s))  # _Box.span(whole=True), in elements
         hi_off = sum(max(0, (n - 1) * k) for n, k in zip(shape, s)) + 1
-        p = mem.span_position(min(bl) + lo_off * isz, max(bl) + hi_off * isz)
+        p = mem.span_position(int(base.min()) + lo_off * isz, int(base.max()) + hi_off * isz)
         if p < 0:
             return None
         # _Box.runs with n == shape for every program: elements less the row-major steps that move one element
