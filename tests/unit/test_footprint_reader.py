@@ -114,3 +114,14 @@ def test_an_expression_not_read_from_a_footprint_still_evaluates_and_checks():
         F.evaluate("pid_x ** 2", names)
     with pytest.raises(F.FootprintError, match="footprint names arg5"):
         F.evaluate("arg5 + 1", names)
+
+
+@given(st.text(alphabet="()a", max_size=40))
+def test_closing_parens_match_as_a_stack_does(text):
+    want, opened = {}, []
+    for i, c in enumerate(text):
+        if c == "(":
+            opened.append(i)
+        elif c == ")" and opened:
+            want[opened.pop()] = i
+    assert F._closing_parens(text) == want

@@ -254,6 +254,23 @@ _TOKEN = re.compile(r"[ \t]*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*%(),:\[
 _HEAD = re.compile(r"(arg[0-9]+|any)\[")
 
 
+def _closing_parens(text: str) -> dict[int, int]:
+    """Position of each "(" -> position of its ")" (none for an unclosed one; {} for a text not all ASCII)."""
+    if not text.isascii():
+        return {}
+    b = np.frombuffer(text.encode("ascii"), np.uint8)
+    depth = np.cumsum((b == 40).astype(np.int64) - (b == 41))  # after each character
+    opens, closes = np.flatnonzero(b == 40), np.flatnonzero(b == 41)
+    if not len(opens) or not len(closes):
+        return {}
+    n = len(b) + 1  # a key (depth, position) as one integer: depth after "(", before ")"
+    keys = np.sort((depth[closes] + 1) * n + closes)
+    at = np.searchsorted(keys, depth[opens] * n + opens)
+    found = keys[np.minimum(at, len(keys) - 1)]
+    ok = (at < len(keys)) & (found // n == depth[opens])  # the first ")" after it back at its depth: its match
+    return dict(zip(opens[ok].tolist(), (found[ok] % n).tolist()))
+
+
 class _Unread(Exception):
     """A form _Reader leaves to Python's parser."""
 
@@ -267,13 +284,7 @@ class _Reader:
 
     def __init__(self, text: str, dag: _Dag):
         self.s, self.dag, self.pos = text, dag, 0
-        self.close: dict[int, int] = {}  # position of "(" -> position of its ")"
-        opened = []
-        for m in re.finditer(r"[()]", text):
-            if m.group() == "(":
-                opened.append(m.start())
-            elif opened:
-                self.close[opened.pop()] = m.start()
+        self.close = _closing_parens(text)  # position of "(" -> position of its ")"
 
     def entry(self) -> tuple[str, list[int]] | None:
         try:
@@ -371,7 +382,7 @@ class _Reader:
                 node = self.dag.call(call, a, self.expr())
             else:
                 node = a
-            if self.pos != closing and self.s[self.pos : closing].strip(" \t"):
+            if self.pos > closing or self.s[self.pos : closing].strip(" \t"):
                 raise _Unread
             self.dag.read[key] = node
         self.pos = closing + 1
