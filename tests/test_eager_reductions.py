@@ -114,6 +114,20 @@ def test_half_sum_accumulates_in_float32():
     assert on_plate(lambda t: t.sum(), ones).item() == 4992  # 5000 rounded once to bf16 (a bf16 sum stops at 256)
 
 
+def test_long_rows_sum_in_chunks():
+    """Few rows of at least reduction_kernels.SPLIT_FROM elements: partial sums of chunks (in float32 for
+    half types), then their sum rounded once: the same results within the tolerances above."""
+    h = data((3, 20001), torch.float16, 4)
+    check(on_plate(lambda t: t.sum(1), h), h.double().sum(1), torch.float16)
+    check(on_plate(lambda t: t.sum(), h), h.double().sum(), torch.float16)
+    flags = torch.rand(50000, generator=torch.Generator().manual_seed(5)) > 0.5
+    assert on_plate(lambda t: t.sum(), flags).item() == flags.sum().item()
+    ints = torch.arange(40000, dtype=torch.int32)
+    assert on_plate(lambda t: t.sum(), ints).item() == ints.sum().item()
+    ones = torch.ones(2, 70000, dtype=torch.bfloat16)
+    assert torch.equal(on_plate(lambda t: t.sum(1), ones), ones.double().sum(1).to(torch.bfloat16))
+
+
 # ---- softmax and log_softmax ---------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [torch.float32, *HALF])
 @pytest.mark.parametrize("log", [False, True])

@@ -13,6 +13,8 @@ import triton.language as tl
 from .kernels import machine_of  # noqa: F401 - the launch option every eager kernel takes
 
 BLOCK = 512  # elements a program holds per step: ROWS x COLUMNS
+SPLIT_FROM = 16 * BLOCK  # a row this long, of few rows, is summed in chunks by programs of their own
+CHUNK = 8 * BLOCK  # a chunk's elements: partial sums in CT, then summed (row_sum) and rounded once
 
 
 @triton.jit(do_not_specialize=["rows", "m"])
@@ -30,6 +32,19 @@ def row_sum(
         v = tl.load(x + r[:, None] * m + c[None, :], mask=inside, other=0)
         total += v.to(AS).to(CT)
     tl.store(out + r, tl.sum(total, axis=1).to(out.dtype.element_ty), mask=live)
+
+
+@triton.jit(do_not_specialize=["m", "chunk", "chunks"])
+def chunk_sum(partial, x, m, chunk, chunks, AS: tl.constexpr, CT: tl.constexpr, COLUMNS: tl.constexpr):
+    """partial[r, s] = sum of x[r, s * chunk : (s + 1) * chunk] (within the row's m), in CT; grid (rows, chunks)."""
+    row = tl.program_id(0).to(tl.int64)
+    part = tl.program_id(1).to(tl.int64)
+    total = tl.zeros([COLUMNS], dtype=CT)
+    for start in range(0, chunk, COLUMNS):
+        c = part * chunk + start + tl.arange(0, COLUMNS)
+        inside = (c < m) & (start + tl.arange(0, COLUMNS) < chunk)
+        total += tl.load(x + row * m + c, mask=inside, other=0).to(AS).to(CT)
+    tl.store(partial + row * chunks + part, tl.sum(total, axis=0))
 
 
 @triton.jit

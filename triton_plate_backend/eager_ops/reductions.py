@@ -89,6 +89,15 @@ def launch_row_sum(out: torch.Tensor, rows: torch.Tensor, as_dtype: torch.dtype)
     if n == 0:
         return
     k = kernels()
+    if m >= k.SPLIT_FROM and n < 64:  # few long rows: chunks in parallel, then their partial sums
+        chunks = -(-m // k.CHUNK)
+        ct = accumulator(as_dtype)
+        partial = torch.empty((n, chunks), dtype=ct, device=rows.device)
+        k.chunk_sum[(n, chunks)](
+            partial, rows, m, k.CHUNK, chunks, AS=triton_dtype(as_dtype), CT=triton_dtype(ct), COLUMNS=k.BLOCK,
+            machine=k.machine_of(out),
+        )  # fmt: skip
+        rows, as_dtype, m = partial, ct, chunks
     columns = _columns(m)
     per_program = max(1, k.BLOCK // columns)
     k.row_sum[(-(-n // per_program),)](
