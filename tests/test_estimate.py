@@ -132,6 +132,50 @@ def test_the_address_only_run_follows_a_loaded_loop_bound_and_branch(monkeypatch
     assert address_trace(program, grid, args, dev.memory).digest() == functional.digest()
 
 
+@triton.jit
+def _permuted_rows_matmul_kernel(
+    a_ptr, b_ptr, c_ptr, perm_ptr, n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
+):
+    pid = tl.program_id(0)
+    pid_m, pid_n = pid // tl.cdiv(n, BN), pid % tl.cdiv(n, BN)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, n, BK):
+        acc += tl.dot(
+            tl.load(a_ptr + rm[:, None] * n + k + rk[None, :]), tl.load(b_ptr + (k + rk[:, None]) * n + rn[None, :])
+        )
+    out = acc.to(tl.bfloat16)  # the accumulator dies here; the row indices and addresses come after
+    rows = tl.load(perm_ptr + rm)
+    tl.store(c_ptr + rows[:, None] * n + rn[None, :], out, mask=rn[None, :] < n)
+
+
+def test_a_gemm_whose_store_addresses_follow_its_accumulator_multiplies_nothing(monkeypatch):
+    """The store's gathered addresses are computed after the accumulator dies (the SRAM planner may
+    put them in its bytes): the address-only run leaves every m.mma out, computes those addresses
+    and records the functional trace."""
+    from triton_plate_backend.sim.estimate import address_slice, address_trace
+    from triton_plate_backend.sim.executor import execute
+
+    dev = get_device()
+    launches = []
+    real = type(dev).launch
+    n = 256
+    a, b = (torch.randn(n, n, dtype=torch.bfloat16).to("plate") for _ in "ab")
+    perm = torch.randperm(n).to("plate")
+    c = torch.zeros(n, n, dtype=torch.bfloat16, device="plate")
+    monkeypatch.setattr(type(dev), "launch", lambda self, p, g, a, **kw: launches.append((p, g, list(a))))
+    _permuted_rows_matmul_kernel[(4,)](a, b, c, perm, n, BM=128, BN=128, BK=64)
+    monkeypatch.setattr(type(dev), "launch", real)
+    ((program, grid, args),) = launches
+    run = address_slice(program)
+    assert any(program.instrs[pc].mnemonic == "dma.load" for pc in run)  # the row indices, read for real
+    assert not any(program.instrs[pc].mnemonic == "m.mma" for pc in run)
+    trace = address_trace(program, grid, args, dev.memory)
+    assert trace.digest() == execute(program, grid, args, dev.memory, dev.machine).digest()
+
+
 def _gemm_with_wide_b(m: int, k: int, n: int, b_placement: str | None):
     """A bf16 GEMM whose B rows are two interleaving stripes long (n = 4096: 8 KiB): each column block
     of B lives in two domains, and the programs of one wave read the same column blocks (GROUP_M 8 over

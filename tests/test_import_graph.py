@@ -106,6 +106,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.sim.timing",
         f"{TPB}.sim.estimate",
         f"{TPB}.sim.data_flow",
+        f"{TPB}.sim.sram_reach",
         f"{TPB}.sim.persistent_runs",
         f"{TPB}.sim.clock",
         f"{TPB}.sim.device",

@@ -51,6 +51,7 @@ from .memory import DeviceMemory
 from .replay import _routes, static_facts
 from .sem_memory import TRAFFIC_ONLY
 from .semantics import SEMANTICS
+from .sram_reach import reaching_writes
 from .timing import mapped, program_waves
 from .trace import Trace, TraceEntry
 
@@ -118,24 +119,49 @@ def _tile_operands(inst, roles):
 
 def address_slice(program: Program) -> set[int]:
     """The pcs of vector, matrix and load instructions whose results an address, a mask or a
-    scalar register depends on (the backward slice from those uses, through overlapping tiles), and
-    the instructions that read a tile into a scalar register (v.extract: a loop bound or a branch
-    condition loaded from memory)."""
-    spans = np.array([t.span() for t in program.tiles], dtype=np.int64).reshape(-1, 2)
-    overlap = (spans[:, None, 0] < spans[None, :, 1]) & (spans[None, :, 0] < spans[:, None, 1])
-    np.fill_diagonal(overlap, True)
-    needed = np.zeros(len(program.tiles), bool)
+    scalar register depends on (the backward slice from those uses, through the tile writes each
+    read can observe: sram_reach.py), and the instructions that read a tile into a scalar register
+    (v.extract: a loop bound or a branch condition loaded from memory)."""
+    seeds = []  # (pc, tile) reads an address, a mask or a scalar register takes
     run: set[int] = set()
     for pc, inst in enumerate(program.instrs):
         ops = {od.name: (od, v) for od, v in zip(inst.row.operands, inst.operands)}
         scalar_def = any(od.kind == "r" and od.role == "def" for od, _ in ops.values())
         if inst.row.unit in ("dma_in", "dma_out"):
-            for name in ("addr", "m"):
-                if name in ops:
-                    needed[ops[name][1]] = True
+            seeds += [(pc, ops[name][1]) for name in ("addr", "m") if name in ops]
         elif scalar_def and inst.row.unit != "scalar":  # a tile read into a scalar register (v.extract)
-            needed[_tile_operands(inst, ("use", "inout"))] = True
+            seeds += [(pc, t) for t in _tile_operands(inst, ("use", "inout"))]
             run.add(pc)
+    reads = reaching_writes(program)
+    if reads is None:
+        return _overlap_slice(program, [t for _, t in seeds], run)
+    seen = set(seeds)
+    while seeds:
+        writes = reads.get(seeds.pop(), 0)
+        while writes:
+            low = writes & -writes
+            writes ^= low
+            pc = low.bit_length() - 1
+            if pc in run:
+                continue
+            run.add(pc)
+            inst = program.instrs[pc]
+            if inst.row.unit == "vector" or inst.row.unit == "matrix":
+                for t in _tile_operands(inst, ("use", "inout")):
+                    if (pc, t) not in seen:
+                        seen.add((pc, t))
+                        seeds.append((pc, t))
+    return run
+
+
+def _overlap_slice(program: Program, tiles: list[int], run: set[int]) -> set[int]:
+    """``address_slice`` where the control flow cannot be read: every write to SRAM bytes a needed
+    tile shares counts, whenever it runs."""
+    spans = np.array([t.span() for t in program.tiles], dtype=np.int64).reshape(-1, 2)
+    overlap = (spans[:, None, 0] < spans[None, :, 1]) & (spans[None, :, 0] < spans[:, None, 1])
+    np.fill_diagonal(overlap, True)
+    needed = np.zeros(len(program.tiles), bool)
+    needed[tiles] = True
     changed = True
     while changed:
         changed = False
