@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 from ttir_fixtures import fixture_text
 
-from triton_plate_backend.compiler import PlateOptions
 from triton_plate_backend.ir import core
 from triton_plate_backend.ir.printer import print_module
 from triton_plate_backend.isa.asm import disassemble
@@ -30,7 +29,7 @@ def recreated_backwards(module: core.Module) -> core.Module:
 
 
 def pasm(module: core.Module) -> str:
-    program, _ = generate(module, PlateOptions())
+    program, _ = generate(module, machine="plate1")
     return disassemble(program)
 
 
