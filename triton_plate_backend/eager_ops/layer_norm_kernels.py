@@ -50,6 +50,16 @@ def forward(
         tl.store(out + row * n + c, y.to(out.dtype.element_ty), mask=c < n)
 
 
+@triton.jit
+def _g_and_xhat(dy, x, w, row, n, c, mu, r, HAS_W: tl.constexpr, CT: tl.constexpr):
+    """Columns c of a row: g = dy * w and xhat = (x - mean) * rstd, in the accumulation type."""
+    g = tl.load(dy + row * n + c, mask=c < n, other=0).to(CT)
+    if HAS_W:
+        g = g * tl.load(w + c, mask=c < n, other=0).to(CT)
+    xhat = (tl.load(x + row * n + c, mask=c < n, other=0).to(CT) - mu) * r
+    return g, xhat
+
+
 @triton.jit(do_not_specialize=["n"])
 def backward_input(
     grad_in, dy, x, mean, rstd, w, n, HAS_W: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr
@@ -63,20 +73,14 @@ def backward_input(
     sum_gx = tl.zeros([BLOCK], dtype=CT)
     for start in range(0, n, BLOCK):
         c = start + tl.arange(0, BLOCK)
-        g = tl.load(dy + row * n + c, mask=c < n, other=0).to(CT)
-        if HAS_W:
-            g = g * tl.load(w + c, mask=c < n, other=0).to(CT)
-        xhat = (tl.load(x + row * n + c, mask=c < n, other=0).to(CT) - mu) * r
+        g, xhat = _g_and_xhat(dy, x, w, row, n, c, mu, r, HAS_W, CT)
         sum_g += g
         sum_gx += tl.where(c < n, g * xhat, 0.0)
     mean_g = tl.sum(sum_g, axis=0) / n
     mean_gx = tl.sum(sum_gx, axis=0) / n
     for start in range(0, n, BLOCK):
         c = start + tl.arange(0, BLOCK)
-        g = tl.load(dy + row * n + c, mask=c < n, other=0).to(CT)
-        if HAS_W:
-            g = g * tl.load(w + c, mask=c < n, other=0).to(CT)
-        xhat = (tl.load(x + row * n + c, mask=c < n, other=0).to(CT) - mu) * r
+        g, xhat = _g_and_xhat(dy, x, w, row, n, c, mu, r, HAS_W, CT)
         result = r * (g - mean_g - xhat * mean_gx)
         tl.store(grad_in + row * n + c, result.to(grad_in.dtype.element_ty), mask=c < n)
 
