@@ -1,7 +1,7 @@
 """isa/footprint.py reads a footprint entry with its own reader into a DAG of shared subterms (the affinity pass's
 texts repeat their terms many times over): the texts, the errors and the values must be those of the reading
 through Python's parser (`_parse_entry`: ast.parse, `_check`, ast.unparse) and the evaluation of each tree node by
-node (`_eval`)."""
+node (`tree_eval`, the reference kept here)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_the_affinity_pass_texts_read_and_evaluate_as_through_python(name, text)
         _, texts = through_python(entry)
         assert ([fp.nbytes] if fp.lo is None else [fp.lo, fp.hi, fp.nbytes]) == texts
         for t in texts:
-            want = np.asarray(F._eval(ast.parse(t, mode="eval").body, names), dtype=np.int64)
+            want = np.asarray(tree_eval(ast.parse(t, mode="eval").body, names), dtype=np.int64)
             np.testing.assert_array_equal(F.evaluate(t, names, memo), want)
             np.testing.assert_array_equal(F.evaluate(t, names), want)
 
@@ -125,3 +125,90 @@ def test_closing_parens_match_as_a_stack_does(text):
         elif c == ")" and opened:
             want[opened.pop()] = i
     assert F._closing_parens(text) == want
+
+
+def tree_eval(node, names):
+    """The reference: a footprint expression's tree evaluated node by node (the evaluation before the DAG)."""
+    if isinstance(node, ast.Constant):
+        return np.int64(node.value)
+    if isinstance(node, ast.Name):
+        if node.id not in names:
+            raise F.FootprintError(f"footprint names {node.id}")
+        return names[node.id]
+    if isinstance(node, ast.UnaryOp):
+        return np.negative(tree_eval(node.operand, names))
+    if isinstance(node, ast.Call):
+        return F._CALLS[node.func.id](*(tree_eval(a, names) for a in node.args))
+    a, b = tree_eval(node.left, names), tree_eval(node.right, names)
+    if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
+        b = np.where(b == 0, 1, b)
+    return F._BINOPS[type(node.op)](a, b)
+
+
+@st.composite
+def footprint_expressions(draw, depth=4):
+    """An expression of the footprint forms, its subexpressions drawn again and again (as the affinity
+    pass writes a persistent loop's bounds)."""
+    pool = ["pid_x", "pid_y", "nprog_x", "arg0", "arg1", "arg2", str(draw(st.integers(0, 9)))]
+    for _ in range(draw(st.integers(2, 12))):
+        a, b = draw(st.sampled_from(pool)), draw(st.sampled_from(pool))
+        form = draw(
+            st.sampled_from(
+                [
+                    "({} + {})",
+                    "({} - {})",
+                    "{} * {}",
+                    "({}) // ({})",
+                    "({}) % ({})",
+                    "min({}, {})",
+                    "max({}, {})",
+                    "-({})",
+                ]
+            )
+        )
+        pool.append(form.format(a, b) if form.count("{}") == 2 else form.format(a))
+    return pool[-1]
+
+
+@given(footprint_expressions(), st.integers(0, 2**31))
+@settings(max_examples=300, deadline=None)
+def test_footprint_expressions_with_repeated_subterms_match_the_tree_walk(expr, seed):
+    rng = np.random.default_rng(seed)
+    p = int(rng.integers(1, 40))
+    gx = int(rng.integers(1, 8))
+    ids = np.arange(p, dtype=np.int64)
+    names = {"pid_x": ids % gx, "pid_y": ids // gx, "nprog_x": np.int64(gx)}
+    names.update({f"arg{k}": np.int64(rng.integers(-5, 300)) for k in range(3)})
+    with np.errstate(all="ignore"):
+        want = np.asarray(tree_eval(ast.parse(expr, mode="eval").body, names), dtype=np.int64)
+        got = F.evaluate(expr, names)
+    assert got.dtype == np.int64 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_repeated_footprint_subexpression_is_one_node_and_a_missing_name_still_fails():
+    inner = "min(1, max(0, pid_x // arg3 - 1)) * (arg4 - arg5)"
+    expr = " + ".join([f"({inner})"] * 50)
+    dag, _ = F._expression(expr)
+    assert len(dag.nodes) == 12 + 49  # 50 copies of one subtree (12 distinct nodes): once, and the 49 additions
+    names = {"pid_x": np.arange(10, dtype=np.int64), "arg3": np.int64(2), "arg4": np.int64(7), "arg5": np.int64(3)}
+    np.testing.assert_array_equal(
+        F.evaluate(expr, names), 50 * np.minimum(1, np.maximum(0, np.arange(10) // 2 - 1)) * 4
+    )
+    with pytest.raises(F.FootprintError, match="arg5"):
+        F.evaluate(expr, {k: v for k, v in names.items() if k != "arg5"})
+
+
+def test_a_parsed_footprint_s_expressions_are_not_parsed_again(monkeypatch):
+    lo = " + ".join(f"min(1, max(0, pid_x // arg1 - {k})) * arg2" for k in range(6))
+    text = f"arg0[{lo}:({lo}) + 64]*(arg2 * 2 + 0); arg3[:]*16"
+    fps = F.parse_footprints(text)
+    parses = []
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: parses.append(a[0]) or real_parse(*a, **k))
+    names = {"pid_x": np.arange(7, dtype=np.int64), "arg1": np.int64(2), "arg2": np.int64(5)}
+    got = [F.evaluate(e, names) for fp in fps for e in (fp.lo, fp.hi, fp.nbytes) if e is not None]
+    assert parses == []  # every text came with its steps
+    want = [tree_eval(real_parse(e, mode="eval").body, names) for fp in fps for e in (fp.lo, fp.hi, fp.nbytes) if e]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

@@ -74,7 +74,7 @@ def _check(node: ast.AST, text: str) -> None:
         if isinstance(n, ast.Call):
             ok = isinstance(n.func, ast.Name) and n.func.id in _CALLS and len(n.args) == 2 and not n.keywords
         if isinstance(n, ast.Name):
-            ok = n.id in _CALLS or n.id.startswith(("pid_", "nprog_", "arg"))
+            ok = _allowed_name(n.id)
         if not ok:
             raise FootprintError(
                 f"footprint expression {text!r}: {type(n).__name__} is not allowed (integers, names, + - * // %, "
@@ -211,7 +211,7 @@ class _Dag:
         return None
 
     def evaluate(self, root: int, names: dict, memo: dict):
-        """The value of node `root` (as _eval of its tree), each node computed once: `memo` keeps them."""
+        """The value of node `root` (its tree evaluated bottom up), each node computed once: `memo` keeps them."""
         if root in memo:
             return memo[root]
         todo, seen = [root], set()
@@ -240,7 +240,7 @@ class _Dag:
             else:
                 x, y = memo[a], memo[b]
                 if kind is ast.FloorDiv or kind is ast.Mod:
-                    y = np.where(y == 0, 1, y)  # as _eval
+                    y = np.where(y == 0, 1, y)  # a grid axis or argument of 0 describes no bytes; never divide by it
                 v = _BINOPS[kind](x, y)
             memo[i] = v
         return memo[root]
@@ -397,23 +397,6 @@ def _remember(text: str, dag: _Dag, root: int) -> None:
     if len(_PARSED) >= _PARSED_KEEP:
         _PARSED.clear()
     _PARSED[text] = (dag, root)
-
-
-def _eval(node: ast.AST, names: dict):
-    if isinstance(node, ast.Constant):
-        return np.int64(node.value)
-    if isinstance(node, ast.Name):
-        if node.id not in names:
-            raise FootprintError(f"footprint names {node.id}, which is not an integer argument, pid_* or nprog_*")
-        return names[node.id]
-    if isinstance(node, ast.UnaryOp):
-        return np.negative(_eval(node.operand, names))
-    if isinstance(node, ast.Call):
-        return _CALLS[node.func.id](*(_eval(a, names) for a in node.args))
-    a, b = _eval(node.left, names), _eval(node.right, names)
-    if isinstance(node.op, (ast.FloorDiv, ast.Mod)):
-        b = np.where(b == 0, 1, b)  # a grid axis or argument of 0 describes no bytes; never divide by it
-    return _BINOPS[type(node.op)](a, b)
 
 
 @functools.lru_cache(maxsize=1024)
