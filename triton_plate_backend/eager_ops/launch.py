@@ -37,6 +37,11 @@ REAL_DTYPES = frozenset(
 COMPLEX_PARTS = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}
 
 
+def next_power_of_2(n: int) -> int:
+    """triton.next_power_of_2, without importing Triton (see above): the least power of two >= n >= 1."""
+    return 1 << (n - 1).bit_length()
+
+
 def kernels():
     return importlib.import_module(f"{__package__}.kernels")
 

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from .launch import triton_dtype
+from .launch import next_power_of_2, triton_dtype
 from .ops import Call, _opmath, checked
 from .table import Row
 
@@ -88,7 +88,7 @@ def backward(op: torch._ops.OpOverload, row: Row):
         if want_w or want_b:
             grad_w = torch.empty(n, dtype=results[1].dtype if want_w else x.dtype, device=x.device)
             grad_b = torch.empty(n, dtype=results[2].dtype if want_b else x.dtype, device=x.device)
-            columns = min(k.BLOCK // 8, 1 << (n - 1).bit_length())
+            columns = min(k.BLOCK // 8, next_power_of_2(n))
             k.backward_params[(-(-n // columns),)](
                 grad_w, grad_b, flat_dy, flat_x, flat_mean, flat_rstd, rows, n, WANT_W=want_w, WANT_B=want_b,
                 CT=ct, ROWS=k.BLOCK // columns, COLUMNS=columns, machine=k.machine_of(x),

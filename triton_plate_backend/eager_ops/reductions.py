@@ -14,7 +14,7 @@ import math
 import torch
 
 from ..torch_device.accumulation import check_softmax_backward
-from .launch import REAL_DTYPES, triton_dtype
+from .launch import REAL_DTYPES, next_power_of_2, triton_dtype
 from .ops import Call, _opmath, _result, checked
 from .table import Row
 
@@ -45,13 +45,14 @@ def as_rows(x: torch.Tensor, dims: list[int]) -> torch.Tensor:
     return x.permute(*kept, *dims).contiguous().view(rows, math.prod(x.shape[d] for d in dims))
 
 
+def rows_along(t: torch.Tensor, dim: int) -> torch.Tensor:
+    """as_rows(t, [dim]) for an op along one dim; a 0-d tensor is one row of one element."""
+    return as_rows(t.reshape(1) if t.dim() == 0 else t, [dim])
+
+
 def _columns(m: int) -> int:
     """A program's step along a row: the row's length up to BLOCK, a power of two."""
-    return min(kernels().BLOCK, triton_next_power_of_2(max(m, 1)))
-
-
-def triton_next_power_of_2(n: int) -> int:
-    return 1 << (n - 1).bit_length()
+    return min(kernels().BLOCK, next_power_of_2(max(m, 1)))
 
 
 def _written(call: Call, expected: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
@@ -119,7 +120,7 @@ def softmax(op: torch._ops.OpOverload, row: Row):
         if x.dtype not in FLOATS:
             return call.on_host()
         dim = call["dim"] % max(x.dim(), 1)
-        rows = as_rows(x.reshape(1) if x.dim() == 0 else x, [dim])
+        rows = rows_along(x, dim)
         result = torch.empty(rows.shape, dtype=expected.dtype, device=x.device)
         n, m = rows.shape
         if n and m:
@@ -143,8 +144,7 @@ def softmax_backward(op: torch._ops.OpOverload, row: Row):
         if grad.dtype not in FLOATS or y.dtype not in FLOATS or grad.shape != y.shape:
             return call.on_host()
         dim = call["dim"] % max(y.dim(), 1)
-        grads = as_rows(grad.reshape(1) if grad.dim() == 0 else grad, [dim])
-        outputs = as_rows(y.reshape(1) if y.dim() == 0 else y, [dim])
+        grads, outputs = rows_along(grad, dim), rows_along(y, dim)
         result = torch.empty(grads.shape, dtype=expected.dtype, device=y.device)
         n, m = grads.shape
         if n and m:
