@@ -45,6 +45,7 @@ from ..errors import PlateError
 from ..isa.program import Program
 from ..machine import Machine, get_machine
 from .affinity import resolve_policy
+from .data_flow import _tiles
 from .dma import Traffic
 from .executor import DEFAULT_MAX_STEPS, execute
 from .memory import DeviceMemory
@@ -113,10 +114,6 @@ def _no_data(st, ins):
     return None
 
 
-def _tile_operands(inst, roles):
-    return [v for od, v in zip(inst.row.operands, inst.operands) if od.kind == "t" and od.role in roles]
-
-
 def address_slice(program: Program) -> set[int]:
     """The pcs of vector, matrix and load instructions whose results an address, a mask or a
     scalar register depends on (the backward slice from those uses, through the tile writes each
@@ -130,7 +127,7 @@ def address_slice(program: Program) -> set[int]:
         if inst.row.unit in ("dma_in", "dma_out"):
             seeds += [(pc, ops[name][1]) for name in ("addr", "m") if name in ops]
         elif scalar_def and inst.row.unit != "scalar":  # a tile read into a scalar register (v.extract)
-            seeds += [(pc, t) for t in _tile_operands(inst, ("use", "inout"))]
+            seeds += [(pc, t) for t in _tiles(inst, ("use", "inout"))]
             run.add(pc)
     reads = reaching_writes(program)
     if reads is None:
@@ -147,7 +144,7 @@ def address_slice(program: Program) -> set[int]:
             run.add(pc)
             inst = program.instrs[pc]
             if inst.row.unit == "vector" or inst.row.unit == "matrix":
-                for t in _tile_operands(inst, ("use", "inout")):
+                for t in _tiles(inst, ("use", "inout")):
                     if (pc, t) not in seen:
                         seen.add((pc, t))
                         seeds.append((pc, t))
@@ -168,11 +165,11 @@ def _overlap_slice(program: Program, tiles: list[int], run: set[int]) -> set[int
         for pc, inst in enumerate(program.instrs):
             if pc in run or inst.row.unit in ("scalar", "sync"):
                 continue
-            written = _tile_operands(inst, ("def", "inout"))
+            written = _tiles(inst, ("def", "inout"))
             if written and (overlap[written][:, needed]).any():
                 run.add(pc)
                 if inst.row.unit == "vector" or inst.row.unit == "matrix":
-                    needed[_tile_operands(inst, ("use", "inout"))] = True
+                    needed[_tiles(inst, ("use", "inout"))] = True
                     needed |= overlap[needed].any(axis=0)
                 changed = True
     return run
