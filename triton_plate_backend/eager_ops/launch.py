@@ -34,6 +34,8 @@ REAL_DTYPES = frozenset(
         torch.float64,
     }
 )
+# the floating types a plate kernel computes in (its accumulator: float32 for the half types)
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 COMPLEX_PARTS = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}
 
 

@@ -9,11 +9,9 @@ import math
 
 import torch
 
-from .launch import next_power_of_2, triton_dtype
+from .launch import FLOAT_DTYPES, next_power_of_2, triton_dtype
 from .ops import Call, _opmath, checked
 from .table import Row
-
-FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def kernels():
@@ -21,7 +19,7 @@ def kernels():
 
 
 def _floats(*tensors) -> bool:
-    return all(t is None or (t.dtype in FLOATS and t.device.type != "cpu") for t in tensors)
+    return all(t is None or (t.dtype in FLOAT_DTYPES and t.device.type != "cpu") for t in tensors)
 
 
 def _like(expected: torch.Tensor, device) -> torch.Tensor:

@@ -14,13 +14,12 @@ import torch
 
 from ..errors import PlateError
 from . import launch
-from .launch import REAL_DTYPES
+from .launch import FLOAT_DTYPES, REAL_DTYPES
 from .ops import Call, checked
 from .table import Row
 
 # Row.fn -> the kernels' mode
 MODES = {"avg": "AVG", "max": "MAX", "adaptive_avg": "ADAPTIVE_AVG", "adaptive_max": "ADAPTIVE_MAX"}
-FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def kernels():
@@ -114,7 +113,7 @@ def _refuse_integers(op: torch._ops.OpOverload, row: Row, x: torch.Tensor) -> No
 
 
 def _covered(*tensors) -> bool:
-    return all(t.dtype in FLOATS and t.dtype in REAL_DTYPES and t.device.type == "plate" for t in tensors)
+    return all(t.dtype in FLOAT_DTYPES and t.dtype in REAL_DTYPES and t.device.type == "plate" for t in tensors)
 
 
 def _small(*tensors) -> bool:

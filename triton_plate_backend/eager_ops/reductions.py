@@ -14,7 +14,7 @@ import math
 import torch
 
 from ..torch_device.accumulation import check_softmax_backward
-from .launch import REAL_DTYPES, next_power_of_2, triton_dtype
+from .launch import FLOAT_DTYPES, REAL_DTYPES, next_power_of_2, triton_dtype
 from .ops import Call, _opmath, _result, checked
 from .table import Row
 
@@ -108,7 +108,6 @@ def launch_row_sum(out: torch.Tensor, rows: torch.Tensor, as_dtype: torch.dtype)
 
 
 # ---- softmax and log_softmax, forward and backward -----------------------------------------------------
-FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def softmax(op: torch._ops.OpOverload, row: Row):
@@ -117,7 +116,7 @@ def softmax(op: torch._ops.OpOverload, row: Row):
     @checked(op)
     def kernel(call: Call, expected):
         x = call["self"]
-        if x.dtype not in FLOATS:
+        if x.dtype not in FLOAT_DTYPES:
             return call.on_host()
         dim = call["dim"] % max(x.dim(), 1)
         rows = rows_along(x, dim)
@@ -141,7 +140,7 @@ def softmax_backward(op: torch._ops.OpOverload, row: Row):
     def kernel(call: Call, expected):
         grad, y = call["grad_output"], call["output"]
         check_softmax_backward(grad, y, call["dim"], call["input_dtype"])
-        if grad.dtype not in FLOATS or y.dtype not in FLOATS or grad.shape != y.shape:
+        if grad.dtype not in FLOAT_DTYPES or y.dtype not in FLOAT_DTYPES or grad.shape != y.shape:
             return call.on_host()
         dim = call["dim"] % max(y.dim(), 1)
         grads, outputs = rows_along(grad, dim), rows_along(y, dim)

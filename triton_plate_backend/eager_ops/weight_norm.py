@@ -8,11 +8,9 @@ import importlib
 
 import torch
 
-from .launch import REAL_DTYPES, triton_dtype
+from .launch import FLOAT_DTYPES, REAL_DTYPES, triton_dtype
 from .ops import Call, checked
 from .table import Row
-
-FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def kernels():
@@ -24,7 +22,7 @@ def weight_norm_backward(op: torch._ops.OpOverload, row: Row):
     def kernel(call: Call, expected):
         grad_w, v, g, norms = call["grad_w"], call["saved_v"], call["saved_g"], call["saved_norms"]
         tensors = (grad_w, v, g, norms)
-        if any(t.dtype not in FLOATS or t.dtype not in REAL_DTYPES for t in tensors) or v.dim() == 0:
+        if any(t.dtype not in FLOAT_DTYPES or t.dtype not in REAL_DTYPES for t in tensors) or v.dim() == 0:
             return call.on_host()
         dim = call["dim"] % v.dim()
         if dim not in (0, v.dim() - 1) or v.shape[dim] != g.numel() or g.numel() != norms.numel():
