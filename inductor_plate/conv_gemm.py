@@ -65,13 +65,18 @@ def _insert_zeros(x, stride):
     return x
 
 
+def _out_size(spatial, kernel, stride, dilation) -> list[int]:
+    """The output's spatial size of a convolution over a (padded) input of size ``spatial``."""
+    return [(spatial[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(len(kernel))]
+
+
 def windows(x, kernel, stride, pads, dilation):
     """(N, C, *S) -> ((N, C, *kernel, *out), out): the input window of each kernel offset, one strided view of the
     padded input."""
     x = _pad_dims(x, pads).contiguous()
     shape = list(x.shape)
     spatial = shape[2:]
-    out = [(spatial[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(len(kernel))]
+    out = _out_size(spatial, kernel, stride, dilation)
     strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]  # contiguous
     inner = strides[2:]
     view = aten.as_strided(
@@ -161,7 +166,7 @@ def conv_as_gemm(x, weight, bias, stride, pads, dilation, groups):
     convolution whose groups are too small for the matrix unit, multiply-adds on the vector unit)."""
     n, out_channels, kernel = x.shape[0], weight.shape[0], list(weight.shape[2:])
     spatial = [x.shape[2 + i] + lo + hi for i, (lo, hi) in enumerate(pads)]
-    out = [(spatial[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(len(kernel))]
+    out = _out_size(spatial, kernel, stride, dilation)
     if on_vector_unit(x, weight, groups, out):
         return conv_on_vector_unit(x, weight, bias, stride, pads, dilation, groups)
     cols, out = im2col(x, kernel, stride, pads, dilation)
