@@ -181,6 +181,33 @@ def test_applicable_rate_also_leaves_out_upstream_skips_gated_on_hardware():
     assert "| 1 | gfx942 arch only for HIP | AMD HIP |" in md
 
 
+def test_rate_over_tests_some_device_runs_leaves_out_skips_every_device_takes():
+    skip = {"outcome": "skipped", "duration": 0.0}
+    results = {
+        "tests": [
+            {"test": "f.py::a", "outcome": "passed", "duration": 1.0},
+            {"test": "f.py::b", "outcome": "failed", "duration": 1.0, "message": "E   AssertionError"},
+            {"test": "f.py::c", **skip, "message": "Requires Hopper or Blackwell"},
+            {"test": "f.py::e", **skip, "message": "uint cannot be negative"},
+            {"test": "f.py::f", **skip, "message": "small dots are supported only on HIP at the moment"},  # HIP runs it
+            {"test": "f.py::g", **skip, "category": "by-design", "message": "[by-design] uint cannot be negative"},
+        ],
+    }
+    rep = report.summarize(results, {"suite": "triton"})
+    t = rep["totals"]
+    assert (t["applicable_rate"], t["every_device"]) == (0.25, 1)  # 1 / (6 - 1 by-design - 1 gated)
+    assert t["runnable_rate"] == round(1 / 3, 4)  # ... - 1 every device: the HIP-run skip stays in
+    assert rep["every_device"] == [
+        {
+            "reason": "uint cannot be negative",
+            "count": 1,
+            "condition": report.every_device_skip("uint cannot be negative"),
+        }
+    ]
+    md = report.render_markdown(rep)
+    assert "pass rate over tests some device runs: **33.3%**" in md and "## Upstream skips on every device" in md
+
+
 def test_applicable_rate_line_names_the_not_in_pin_tests_it_leaves_out():
     skip = {"outcome": "skipped", "duration": 0.0}
     results = {

@@ -12,6 +12,10 @@ That rate keeps upstream's own skips in its denominator. The applicable rate lea
 upstream skips in HARDWARE_GATED: those whose condition needs a GPU that plate is not (a vendor, an
 architecture or a feature of one), each checked against its skip condition at the pinned commit. Both are
 reported, with every hardware-gated reason and its count.
+
+The third rate, over tests some device runs, leaves out as well the upstream skips in EVERY_DEVICE: parameter
+combinations a test skips whatever the device (CUDA and HIP included), so no backend can pass them. Upstream's
+skips that other backends or the interpreter run (e.g. test_dot3d's small blocks, run on HIP) stay in it.
 """
 
 from __future__ import annotations
@@ -60,6 +64,27 @@ HARDWARE_GATED = (
 )
 _GATES = [(re.compile(p), needs) for p, needs in HARDWARE_GATED]
 
+# upstream skip reasons (the whole first line) whose condition holds on every device -> the condition, as read at
+# the pinned commit. Each was checked to test only the test's parameters (no is_cuda()/is_hip()/capability).
+EVERY_DEVICE = (
+    (r"uint cannot be negative", "an unsigned dtype with a negative-operand mode (test_atomic_rmw)"),
+    (r"bfloat16 compare not supported before sm90", "cummax on bfloat16, unconditional (test_scan2d)"),
+    (r"Skipping linear_recurrence scan on bfloat16 due to accuracy issues", "unconditional (test_scan2d)"),
+    (r"Skipping unsupported case", "mixed float64/other or float32 -> float16 dtype pairs (test_matmul)"),
+    (r"Minimal tile size for preshuffling is 32x32x256", "preshuffle with a smaller block (test_matmul)"),
+    (r"creates convert layout too big to fit in smem", "epilogue subtile with BLOCK_N >= 512 or 2 CTAs (test_matmul)"),
+    (r"Skipping cases small K for float8", "float8e5 with BLOCK_K 16 (test_matmul)"),
+    (r"Padding with NaN is not supported for integer types", "NaN padding of an integer tensor (test_block_pointer)"),
+    (r"Invalid last dim size", "a descriptor's last block dim under 32 bytes (test_tensor_descriptor)"),
+    (r"Skipped", "test_tma_gather/scatter blocks larger than the tensor (test_tensor_descriptor, bare pytest.skip())"),
+)
+_EVERY_DEVICE = [(re.compile(p), why) for p, why in EVERY_DEVICE]
+
+
+def every_device_skip(reason: str) -> str | None:
+    """The condition of an upstream skip reason that EVERY_DEVICE lists (it holds on any device); else None."""
+    return next((why for p, why in _EVERY_DEVICE if p.fullmatch(reason)), None)
+
 
 def hardware_gate(reason: str) -> str | None:
     """What an upstream skip reason needs, when HARDWARE_GATED lists it; else None."""
@@ -70,6 +95,12 @@ def _gated_reasons(records: list[dict]) -> list[str]:
     """The reason of each of upstream's own skips (no skip-list entry made it) that HARDWARE_GATED lists."""
     reasons = (first_line(r.get("message")) for r in records if r["outcome"] == "skipped" and not r.get("category"))
     return [why for why in reasons if hardware_gate(why)]
+
+
+def _every_device_reasons(records: list[dict]) -> list[str]:
+    """The reason of each of upstream's own skips that EVERY_DEVICE lists."""
+    reasons = (first_line(r.get("message")) for r in records if r["outcome"] == "skipped" and not r.get("category"))
+    return [why for why in reasons if every_device_skip(why)]
 
 
 def path_roots(src: Path | None, repo: Path) -> list[tuple[str, str]]:
@@ -128,6 +159,7 @@ def _counts(records: list[dict]) -> dict:
     by_design, not_in_pin = cat["by-design"], cat["not-in-pin"]
     passed = c["passed"] + c["xpassed"]
     gated = len(_gated_reasons(records))
+    everywhere = len(_every_device_reasons(records))
     out = {o: c[o] for o in OUTCOMES}
     out.update(
         total=total,
@@ -140,6 +172,8 @@ def _counts(records: list[dict]) -> dict:
         by_design_share=_rate(by_design, total),
         hardware_gated=gated,
         applicable_rate=_rate(passed, total - by_design - not_in_pin - gated),
+        every_device=everywhere,
+        runnable_rate=_rate(passed, total - by_design - not_in_pin - gated - everywhere),
     )
     return out
 
@@ -249,6 +283,10 @@ def summarize(results: dict, meta: dict, baseline: dict | None = None) -> dict:
             {"reason": reason, "count": n, "needs": hardware_gate(reason)}
             for reason, n in Counter(_gated_reasons(records)).most_common()
         ],
+        "every_device": [
+            {"reason": reason, "count": n, "condition": every_device_skip(reason)}
+            for reason, n in Counter(_every_device_reasons(records)).most_common()
+        ],
         "collected": results.get("collected", 0),
         "pytest_exitstatus": results.get("exitstatus"),
         "baseline": compare_baseline(records, baseline) if baseline else None,
@@ -314,12 +352,23 @@ def tutorials_line(report: dict) -> str:
 
 def _applicable_lines(t: dict) -> list[str]:
     if not t.get("hardware_gated"):
-        return []
+        return _runnable_lines(t)
     not_in_pin = f" - {t['not_in_pin']} not-in-pin" if t.get("not_in_pin") else ""  # the rate leaves them out
     return [
         f"- pass rate over applicable tests: **{_pct(t['applicable_rate'])}** = {t['passed'] + t['xpassed']} passed / "
         f"({t['total']} total - {t['by_design']} by-design{not_in_pin} - {t['hardware_gated']} upstream skips "
-        'that need a particular GPU, listed under "Upstream skips gated on hardware")'
+        'that need a particular GPU, listed under "Upstream skips gated on hardware")',
+        *_runnable_lines(t),
+    ]
+
+
+def _runnable_lines(t: dict) -> list[str]:
+    if not t.get("every_device"):
+        return []
+    return [
+        f"- pass rate over tests some device runs: **{_pct(t['runnable_rate'])}** (also leaving out "
+        f"{t['every_device']} upstream skips of parameter combinations every device skips, listed under "
+        '"Upstream skips on every device")'
     ]
 
 
@@ -414,6 +463,17 @@ def render_markdown(report: dict) -> str:
         lines += _table(
             [[str(g["count"]), g["reason"], g["needs"]] for g in report["hardware_gated"]], ["tests", "reason", "needs"]
         )
+    if report.get("every_device"):
+        lines += ["", "## Upstream skips on every device", ""]
+        lines += [
+            "Upstream's own skips whose condition holds whatever the device (`upstream/report.py` EVERY_DEVICE); only "
+            "the rate over tests some device runs leaves them out.",
+            "",
+        ]
+        lines += _table(
+            [[str(g["count"]), g["reason"], g["condition"]] for g in report["every_device"]],
+            ["tests", "reason", "condition"],
+        )
     if report["skip_reasons"]:
         lines += ["", "## Upstream's own skips, by reason", ""]
         lines += _table(
@@ -473,6 +533,11 @@ def summary_lines(report: dict) -> list[str]:
         lines.append(
             f"pass rate over applicable tests {_pct(t['applicable_rate'])} (also leaving out {t['hardware_gated']} "
             "upstream skips that need a particular GPU)"
+        )
+    if t.get("every_device"):
+        lines.append(
+            f"pass rate over tests some device runs {_pct(t['runnable_rate'])} (also leaving out {t['every_device']} "
+            "upstream skips every device takes)"
         )
     if report.get("interrupted"):
         lines.append(f"INTERRUPTED: only the {t['total']} tests that finished are counted")
