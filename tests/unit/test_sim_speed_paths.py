@@ -12,6 +12,7 @@ from trace_compare import assert_same_entries
 
 from triton_plate_backend import cost
 from triton_plate_backend.dtypes import NUMPY
+from triton_plate_backend.isa.program import Arg, Inst, Program, Tile
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.passes import access
 from triton_plate_backend.passes.pipeline import generate, run_passes
@@ -912,7 +913,6 @@ def test_wide_f32_ops_into_the_tile_match_the_rounded_float64_result(kind):
     """A transcendental on f32 tiles computed straight into the result's tile (``_wide``'s ``into``: numpy's
     float64 loop over the cast operands, the result cast to f32) gives the bits of the op as defined
     (float64 result rounded by round_float), in place and into another tile, for every such op."""
-    from triton_plate_backend.isa.program import Inst, Program, Tile
     from triton_plate_backend.sim.sem_vector import UNARY
     from triton_plate_backend.sim.semantics import SEMANTICS
 
@@ -981,10 +981,33 @@ def test_a_kept_sram_image_is_zeroed_and_one_still_viewed_is_not_kept():
     assert executor._sram_kept == []
 
 
+def test_a_launch_after_one_that_wrote_its_sram_starts_from_zeros(mem):
+    """A launch's kept SRAM image, taken by the next context of its shape, holds zeros where the launch
+    wrote (the SRAM starts at zero)."""
+    program = Program(
+        "writes",
+        instrs=[
+            Inst("s.arg", (), (0, 0)),
+            Inst("v.splat", (), (0, 0)),
+            Inst("v.splat", (), (2, 0)),
+            Inst("halt", (), ()),
+        ],
+        tiles=[Tile(0, "i32", (16,)), Tile(64, "i32", (16,)), Tile(192, "i32", (8,))],
+        consts=[0],
+        args=[Arg("v", "i32")],
+    )
+    executor._sram_kept.clear()
+    executor.execute(program, 4, [7], mem, MACHINE, record_trace=False)
+    assert len(executor._sram_kept) == 1
+    kept = executor._sram_kept[0]
+    assert kept[:, :64].view(np.int32).tolist() == [[7] * 16] * 4  # what the launch left
+    ctx = executor.new_context(program, 4, [7], None, MACHINE)
+    assert ctx.sram is kept and not ctx.sram.any() and executor._sram_kept == []
+
+
 def test_a_program_s_derived_rules_follow_its_changes_and_replaced_rules(monkeypatch):
     """The rules, plain-run ends and SRAM row of a program are kept on it between launches, and made
     again when its constants change or a SEMANTICS rule it uses is replaced."""
-    from triton_plate_backend.isa.program import Inst, Program, Tile
     from triton_plate_backend.sim.semantics import SEMANTICS
 
     program = Program(
