@@ -159,3 +159,34 @@ def test_migrate_moves_a_tensor_and_charges_the_clock(mini):
     assert torch.equal(x.cpu(), torch.arange(1 << 16, dtype=torch.float32))
     _, profile = vector_add(mini)  # new tensors: the default placement again
     assert remote_share(profile) <= 0.10
+
+
+def test_a_repeated_launch_keeps_its_mapping_until_its_memory_layout_changes(mini, monkeypatch):
+    """The device keeps the affinity mapping of a launch repeated over the same allocations
+    (sim/affinity.KeptMappings): the repeat evaluates no footprint and is timed as the first launch;
+    once the operands moved to another domain the mapping is evaluated again."""
+    from triton_plate_backend.sim import affinity
+
+    answers = []
+    fresh = affinity.resolve_policy
+
+    def counted(policy, program, grid, args, memory):
+        answers.append(fresh(policy, program, grid, args, memory))
+        return answers[-1]
+
+    monkeypatch.setattr(affinity, "resolve_policy", counted)
+    n = 1 << 16
+    x, y = torch.rand(n, device="plate"), torch.rand(n, device="plate")
+    o = torch.empty(n, device="plate")
+    add_kernel[(n // 1024,)](x, y, o, n, BLOCK=1024)
+    first = mini.last_profile
+    assert answers and first.policy == "affinity"
+    answers.clear()
+    add_kernel[(n // 1024,)](x, y, o, n, BLOCK=1024)
+    assert answers == [] and mini.last_profile.time_ns == first.time_ns
+    for t in (x, y, o):
+        torch.plate.migrate(t, "local", domain=2)
+    add_kernel[(n // 1024,)](x, y, o, n, BLOCK=1024)
+    assert answers and remote_share(mini.last_profile) == 0.0
+    assert mini.last_profile.cores_used == mini.machine.domain.cores
+    assert torch.equal(o.cpu(), x.cpu() + y.cpu())

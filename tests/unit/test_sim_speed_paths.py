@@ -12,6 +12,7 @@ from trace_compare import assert_same_entries
 
 from triton_plate_backend import cost
 from triton_plate_backend.dtypes import NUMPY
+from triton_plate_backend.isa.program import Arg, Inst, Program, Tile
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.passes import access
 from triton_plate_backend.passes.pipeline import generate, run_passes
@@ -895,3 +896,137 @@ def test_the_cycle_collector_is_paused_inside_and_restored_after():
         assert not gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def _f32_operands(n, seed):
+    """f32 values of every kind: random bit patterns (NaNs, infinities, subnormals), normal values, specials."""
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2**32, n // 2, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    normal = (rng.standard_normal(n - n // 2 - 16) * 4).astype(np.float32)
+    special = [0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-38, 88.7, 89, -103, 1, -1, 0.5, 2, 710]
+    special = np.array(special, np.float32)
+    return rng.permutation(np.concatenate([bits, normal, special]))
+
+
+@pytest.mark.parametrize("kind", ["unary", "binary"])
+def test_wide_f32_ops_into_the_tile_match_the_rounded_float64_result(kind):
+    """A transcendental on f32 tiles computed straight into the result's tile (``_wide``'s ``into``: numpy's
+    float64 loop over the cast operands, the result cast to f32) gives the bits of the op as defined
+    (float64 result rounded by round_float), in place and into another tile, for every such op."""
+    from triton_plate_backend.sim.sem_vector import UNARY
+    from triton_plate_backend.sim.semantics import SEMANTICS
+
+    table = UNARY if kind == "unary" else BINARY
+    ops = [op for op, fns in table.items() if getattr(fns.get("float"), "into", None) is not None]
+    assert "exp" in ops or "pow" in ops  # the path is taken at all
+    P, n = 8, 512
+    tiles = [Tile(0, "f32", (n,)), Tile(4096, "f32", (n,)), Tile(8192, "f32", (n,))]
+    program = Program("wide", tiles=tiles, consts=[])
+    for op in ops:
+        fn = table[op]["float"]
+        for d in (2, 0):  # another tile, and in place over the first operand
+            ctx = executor.new_context(program, P, (), None, MACHINE)
+            a, b = _f32_operands(P * n, 1).reshape(P, n), _f32_operands(P * n, 2).reshape(P, n)
+            ctx.write(0, a)
+            ctx.write(1, b)
+            operands = (d, 0) if kind == "unary" else (d, 0, 1)
+            with np.errstate(all="ignore"):
+                SEMANTICS[f"v.{op}"](ctx, Inst(f"v.{op}", (), operands))
+                want = fn(a, "f32") if kind == "unary" else fn(a, b, "f32")
+            got = ctx.read(d)
+            assert got.dtype == want.dtype and np.array_equal(got.view(np.uint32), want.view(np.uint32)), (op, d)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "i8", "i32", "f64"])
+@pytest.mark.parametrize("fill", [0.0, float("-inf"), float("nan"), -7.5, 300])
+def test_a_fully_masked_load_fills_the_tile_it_is_given(mem, dtype, fill):
+    """A strided load with every element masked off (a prefetch past a loop's last trip) writes its
+    fill into the destination tile it is given: the values and Traffic of the load without one."""
+    rec = mem.alloc(64 * 1024)
+    try:
+        p, size = 16, 64
+        isz = NUMPY[dtype].itemsize
+        base = rec.base + np.arange(p, dtype=np.int64) * size * isz
+        st = np.ones((p, 1), np.int64)
+        zero = np.zeros((p, 1), np.int64)
+        for lo, hi in ((zero, zero), (zero + 5, zero + 2)):  # empty, and lo past hi
+            args = (mem, base, dtype, (size,), st, lo, hi, fill)
+            want, want_traffic = dma.load_strided(*args)
+            into = np.full((p, size), 3, NUMPY[dtype])
+            got, traffic = dma.load_strided(*args, into=into)
+            assert got is into
+            assert np.array_equal(got.view(f"u{isz}"), np.asarray(want).view(f"u{isz}"))
+            for f in ("bytes_by_domain", "elements", "runs"):
+                assert np.array_equal(getattr(traffic, f), getattr(want_traffic, f)), f
+    finally:
+        mem.free(rec.base)
+
+
+def test_a_kept_sram_image_is_zeroed_and_one_still_viewed_is_not_kept():
+    executor._sram_kept.clear()
+    img = executor._zeroed_sram(4, 128)
+    img[:] = 7
+    kept_id = id(img)
+    executor._keep_sram(img)
+    del img
+    again = executor._zeroed_sram(4, 128)
+    assert id(again) == kept_id and not again.any()
+    view = again[1:]
+    executor._keep_sram(again)  # a view of it outlived the batch: not kept
+    assert executor._sram_kept == []
+    del view
+    executor._keep_sram(again)
+    assert executor._zeroed_sram(4, 64) is not again and executor._zeroed_sram(4, 128) is again
+    executor._keep_sram(np.zeros((1, executor._SRAM_KEPT_BYTES + 1), np.uint8))
+    assert executor._sram_kept == []
+
+
+def test_a_launch_after_one_that_wrote_its_sram_starts_from_zeros(mem):
+    """A launch's kept SRAM image, taken by the next context of its shape, holds zeros where the launch
+    wrote (the SRAM starts at zero)."""
+    program = Program(
+        "writes",
+        instrs=[
+            Inst("s.arg", (), (0, 0)),
+            Inst("v.splat", (), (0, 0)),
+            Inst("v.splat", (), (2, 0)),
+            Inst("halt", (), ()),
+        ],
+        tiles=[Tile(0, "i32", (16,)), Tile(64, "i32", (16,)), Tile(192, "i32", (8,))],
+        consts=[0],
+        args=[Arg("v", "i32")],
+    )
+    executor._sram_kept.clear()
+    executor.execute(program, 4, [7], mem, MACHINE, record_trace=False)
+    assert len(executor._sram_kept) == 1
+    kept = executor._sram_kept[0]
+    assert kept[:, :64].view(np.int32).tolist() == [[7] * 16] * 4  # what the launch left
+    ctx = executor.new_context(program, 4, [7], None, MACHINE)
+    assert ctx.sram is kept and not ctx.sram.any() and executor._sram_kept == []
+
+
+def test_a_program_s_derived_rules_follow_its_changes_and_replaced_rules(monkeypatch):
+    """The rules, plain-run ends and SRAM row of a program are kept on it between launches, and made
+    again when its constants change or a SEMANTICS rule it uses is replaced."""
+    from triton_plate_backend.sim.semantics import SEMANTICS
+
+    program = Program(
+        "derived",
+        instrs=[Inst("s.li", (), (0, 0)), Inst("v.add", (), (0, 0, 0)), Inst("halt", (), ())],
+        tiles=[Tile(0, "f32", (4,))],
+        consts=[5],
+    )
+    first = executor._derived(program)
+    assert executor._derived(program) is first and first[1] == executor._straight(program) and first[2] == 64
+    program.consts[0] = 6
+    second = executor._derived(program)
+    assert second is not first
+    ctx = executor.new_context(program, 2, (), None, MACHINE)
+    second[0][0](ctx, program.instrs[0])
+    assert ctx.regs[0].tolist() == [6, 6]
+
+    def replaced(st, ins):
+        return None
+
+    monkeypatch.setitem(SEMANTICS, "v.add", replaced)
+    assert executor._derived(program)[0][1] is replaced

@@ -160,6 +160,33 @@ def resolve_policy(policy, program, grid, args, memory: DeviceMemory):
     return policy
 
 
+class KeptMappings:
+    """One device's ``resolve_policy`` answers, kept for its repeated launches: per kernel, grid,
+    arguments and the allocations its pointer arguments point into (their size, placement and homes,
+    replicas: what ``program_bytes`` reads besides the footprint), so a launch repeated over the same
+    memory layout evaluates no footprint. Up to MAX_KEPT, then forgotten all at once."""
+
+    MAX_KEPT = 1024
+
+    def __init__(self):
+        self._kept: dict[tuple, tuple] = {}
+
+    def resolve(self, policy, program, grid, args, memory: DeviceMemory):
+        if not (isinstance(policy, str) and policy == AFFINITY):
+            return policy
+        layout = []
+        for a, v in zip(program.args, args):
+            r = memory.holding(int(v)) if a.type == "ptr" else None
+            layout.append(r and (r.id, r.base, r.nbytes, str(r.placement), r.owners, r.striped, r.granule, r.replicas))
+        key = (id(program), program.affinity, tuple(grid), tuple(args), tuple(layout))
+        hit = self._kept.get(key)
+        if hit is None or hit[0] is not program:  # the key holds id(program): an id is reused once its program is freed
+            if len(self._kept) >= self.MAX_KEPT:
+                self._kept.clear()
+            hit = self._kept[key] = (program, resolve_policy(policy, program, grid, args, memory))
+        return hit[1]
+
+
 def core_mapping(program, grid, args, memory: DeviceMemory) -> CoreMapping | None:
     """The affinity mapping of one launch, or None when the kernel's footprint cannot tell."""
     machine = memory.machine

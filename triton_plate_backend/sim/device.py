@@ -58,6 +58,7 @@ class Device:
         self._operands = None  # sim.operands.OperandPlanner, made at the first affinity launch
         self.operand_moves: deque = deque(maxlen=256)  # the operand placement changes launches made (sim/operands.py)
         self._persistent_runs = PersistentRuns()  # traces of launches that read no data, for their repeats
+        self._mappings = None  # sim.affinity.KeptMappings, made at the first launch
 
     def __repr__(self) -> str:
         return f"Device({self.index}, machine={self.machine.name!r}, clock_ns={self.clock_ns:g})"
@@ -169,7 +170,7 @@ class Device:
         a persistent kernel's launch without its loop over programs, any other launch itself): a launch
         whose trace reads no data runs that way, only its programs that store anything, timed from the
         address-only run's trace, kept for its repeats (sim/persistent_runs.py)."""
-        from .affinity import AFFINITY, resolve_policy
+        from .affinity import AFFINITY, KeptMappings
         from .estimate import estimate_launch
         from .operands import drop_written_replicas
         from .timing import POLICIES, CoreMapping, simulate_timing
@@ -195,7 +196,8 @@ class Device:
                     else:
                         planned = self._planned_operands(program, grid, args)
                 if planned is None:  # else the estimate resolves it under the planned placement
-                    policy = resolve_policy(policy, program, grid, args, self.memory)
+                    self._mappings = self._mappings or KeptMappings()
+                    policy = self._mappings.resolve(policy, program, grid, args, self.memory)
                 if self._estimates is not None:
                     # the launch as it would run, with the operand moves it would make
                     est = estimate_launch(

@@ -838,6 +838,9 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     box = _Box(base, dtype, shape, strides, lo, hi)
     fillv = fill_value(fill, dtype)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
+        if into is not None:  # every element masked off (a prefetch past a loop's last trip): fill the tile
+            np.copyto(into, fillv, casting="unsafe")  # what np.full does
+            return into, Traffic.zeros(box.nprog, mem.traffic_columns)
         out = np.full((box.nprog, *box.shape), fillv, NUMPY[dtype])
         return out, Traffic.zeros(box.nprog, mem.traffic_columns)
     pos = _box_locate(mem, box)

@@ -32,6 +32,8 @@ DeviceAssertionError it was) carrying pc, instruction text, source line and grid
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
 
 import numpy as np
 
@@ -87,7 +89,7 @@ class Context:
         p = pids.size
         regs = np.zeros((launch.machine.core.scalar_registers, p), np.int64)
         tokens = np.zeros((launch.machine.core.dma_tokens, p), np.int64)
-        return cls(launch, pids, regs, tokens, np.zeros((p, launch.row_bytes), np.uint8))
+        return cls(launch, pids, regs, tokens, _zeroed_sram(p, launch.row_bytes))
 
     def _set(self, pids, regs, tokens, sram):
         self.pids, self.regs, self.tokens, self.sram = pids, regs, tokens, sram
@@ -206,6 +208,34 @@ class _Waiting:
 
 _DONE, _YIELD = object(), object()
 
+# A batch's SRAM image, kept for the next batch of the same shape: zeroing a kept image costs a
+# third of what a fresh one does (the kernel zeroes each new page on its first write: 32 MiB for a
+# vector add of 1024 programs of 32 KiB rows). Up to _SRAM_KEPT images of up to _SRAM_KEPT_BYTES each.
+_SRAM_KEPT, _SRAM_KEPT_BYTES = 2, 64 * MiB
+_sram_kept: list[np.ndarray] = []
+_sram_lock = threading.Lock()
+
+
+def _zeroed_sram(p: int, row_bytes: int) -> np.ndarray:
+    """A zeroed [p, row_bytes] SRAM image: a kept one of that shape zeroed again, else a new one."""
+    with _sram_lock:
+        for i, img in enumerate(_sram_kept):
+            if img.shape == (p, row_bytes):
+                del _sram_kept[i]
+                img.fill(0)
+                return img
+    return np.zeros((p, row_bytes), np.uint8)
+
+
+def _keep_sram(img: np.ndarray) -> None:
+    """Keep a finished batch's SRAM image for ``_zeroed_sram`` when nothing else holds it (no view of it
+    outlived the batch: the caller's name and getrefcount's argument are its only references)."""
+    if img.nbytes > _SRAM_KEPT_BYTES or sys.getrefcount(img) > 3:
+        return
+    with _sram_lock:
+        _sram_kept.insert(0, img)
+        del _sram_kept[_SRAM_KEPT:]
+
 
 # units and mnemonics whose rules never return anything (no branch, halt or memory traffic): a run of
 # them executes as one block (_Launch._run)
@@ -236,6 +266,24 @@ def _rules(program: Program) -> list:
     return out
 
 
+_DERIVED = "_plate_executor"  # on the program: (what it was derived from, the SEMANTICS rules it used, the values)
+
+
+def _derived(program: Program) -> tuple[list, list[int], int]:
+    """(``_rules``, ``_straight``, SRAM row bytes) of the program as it is now, kept on the program (a
+    launch of a kernel repeats them): made again when its instructions, constants, tiles or SRAM size
+    changed, or when a SEMANTICS rule of one of its mnemonics was replaced (as tests and tools do)."""
+    source = (tuple(program.instrs), tuple(program.consts), tuple(program.tiles), program.sram_bytes)
+    kept = getattr(program, _DERIVED, None)
+    if kept is not None and kept[0] == source and all(SEMANTICS[m] is r for m, r in kept[1]):
+        return kept[2]
+    used = tuple((m, SEMANTICS[m]) for m in {"s.li", *(ins.mnemonic for ins in program.instrs)} if m in SEMANTICS)
+    row_bytes = -(-max(program.sram_bytes, program.sram_high_water(), 1) // _ROW_ALIGN) * _ROW_ALIGN
+    values = (_rules(program), _straight(program), row_bytes)
+    setattr(program, _DERIVED, (source, used, values))
+    return values
+
+
 class _Launch:
     """One execute() call: the program, its rule per pc, the shared state and the step budget."""
 
@@ -248,9 +296,8 @@ class _Launch:
         self.sanitizer = (
             Sanitizer(sanitize, memory, program, self.args, self.describe_pc, self.grid_coords) if sanitize else None
         )
-        self.row_bytes = -(-max(program.sram_bytes, program.sram_high_water(), 1) // _ROW_ALIGN) * _ROW_ALIGN
-        self.rules = rules if rules is not None else _rules(program)
-        self.straight = _straight(program)
+        derived_rules, self.straight, self.row_bytes = _derived(program)
+        self.rules = rules if rules is not None else derived_rules
         self.record = record_trace
         self.max_steps, self.steps = max_steps, 0
         self.watch = LoopWatch(program)
@@ -261,6 +308,7 @@ class _Launch:
     def run_batch(self, pids: np.ndarray) -> None:
         waiting = _Waiting()
         ctx = Context.fresh(self, pids)
+        sram = ctx.sram
         while ctx is not None:
             event = self._run(ctx, waiting)
             if event is _DONE:
@@ -271,6 +319,7 @@ class _Launch:
             else:  # jumped forward over a waiting context: run that one first
                 waiting.add(ctx, front=True)
                 ctx = event
+        _keep_sram(sram)
 
     def _run(self, ctx: Context, waiting: _Waiting):
         instrs, rules, n, straight = self.program.instrs, self.rules, len(self.program.instrs), self.straight

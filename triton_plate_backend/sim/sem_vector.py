@@ -14,6 +14,8 @@ are rounded once: within 1 ulp of the exact result (tests measure it), usually c
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..dtypes import BITS, NUMPY
@@ -46,12 +48,15 @@ _OWN_COMPUTE = frozenset({"f32", "f64"})  # float types that compute_dtype keeps
 
 
 def _wide(fn):
-    """A transcendental: computed in float64, rounded once to the tile type."""
+    """A transcendental: computed in float64, rounded once to the tile type. ``op.into(*xs, out=)``: the
+    same for f32 tiles, straight into the result's tile: numpy's float64 loop over its cast of the
+    operands, its result cast to f32 as round_float's ``astype`` casts it (numpy's ufuncs; None for others)."""
 
     def op(*args):
         *xs, dt = args
         return round_float(fn(*(x.astype(F64, copy=False) for x in xs)), dt)
 
+    op.into = functools.partial(fn, dtype=F64, casting="same_kind") if isinstance(fn, np.ufunc) else None
     return op
 
 
@@ -366,7 +371,11 @@ def _binary_rule(op):
         ):
             shift(unsigned(st.view(a), dt), amount, out=unsigned(st.view(d), dt))
         else:
-            st.write(d, op_for(BINARY, op, dt, ins.mnemonic)(st.read(a), st.read(b), dt))
+            fn = op_for(BINARY, op, dt, ins.mnemonic)
+            if dt == "f32" and getattr(fn, "into", None) is not None:
+                fn.into(st.view(a), st.view(b), out=st.view(d))
+            else:
+                st.write(d, fn(st.read(a), st.read(b), dt))
 
     return rule
 
@@ -380,7 +389,11 @@ def _unary_rule(op):
             dt = st.tiles[a].dtype
         else:
             dt = _same(st, ins, (d, a))
-        st.write(d, op_for(UNARY, op, dt, ins.mnemonic)(st.read(a), dt))
+        fn = op_for(UNARY, op, dt, ins.mnemonic)
+        if dt == "f32" and getattr(fn, "into", None) is not None:
+            fn.into(st.view(a), out=st.view(d))
+        else:
+            st.write(d, fn(st.read(a), dt))
 
     return rule
 
