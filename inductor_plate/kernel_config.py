@@ -23,9 +23,9 @@ The model of a kernel with blocks B over sizes N (Inductor's size hints), whose 
   vector work of the tile (``vector_cycles`` per load and reduction, plus the store);
 - the kernel: waves x steps x step.
 
-Ties go to Inductor's order (its first configuration is its own default). On bert and llama of
-bench_models.py the choice is the configuration Inductor's benchmark ranks first for most kernels
-(benchmarks/results/compile-speed.md).
+Ties go to Inductor's order (its first configuration is its own default). Of the 24 kernels bert, llama and
+gpt2 of bench_models.py autotune, the choice is the one Inductor's benchmark ranks first for 23
+(benchmarks/results/compile-speed.md has the miss).
 """
 
 from __future__ import annotations
