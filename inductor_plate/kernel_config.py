@@ -23,8 +23,8 @@ The model of a kernel with blocks B over sizes N (Inductor's size hints), whose 
   vector work of the tile (``vector_cycles`` per load and reduction, plus the store);
 - the kernel: waves x steps x step.
 
-Ties go to Inductor's order (its first configuration is its own default). Of the 24 kernels bert, llama and
-gpt2 of bench_models.py autotune, the choice is the one Inductor's benchmark ranks first for 23
+Ties go to Inductor's order (its first configuration is its own default). Of the 46 kernels bert, llama, gpt2,
+t5 and bart of bench_models.py autotune, the choice is the one Inductor's benchmark ranks first for 45
 (benchmarks/results/compile-speed.md has the miss).
 """
 
