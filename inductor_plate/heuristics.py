@@ -52,9 +52,9 @@ def pointwise_configs(
 
 def tunes(inductor_meta: dict) -> bool:
     """Whether a kernel compiles and benchmarks all its configurations: under max-autotune, or when
-    ``config.cost_model_configs`` is off."""
+    ``config.cost_model_configs`` was off where the kernel was generated (its inductor_meta, scheduling.py)."""
     tuning = inductor_meta.get("max_autotune") or inductor_meta.get("max_autotune_pointwise")
-    return bool(tuning or not config.cost_model_configs)
+    return bool(tuning or not inductor_meta.get("plate_cost_model_configs", config.cost_model_configs))
 
 
 def chosen(size_hints, configs: list, triton_meta: dict, inductor_meta: dict) -> list:

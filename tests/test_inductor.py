@@ -323,6 +323,7 @@ def test_pointwise_kernels_offer_the_one_wave_block():
         out, (code,) = run_and_get_code(torch.compile(lambda t: torch.relu(t) * 2.0), x.to("plate"))
     torch.testing.assert_close(out.cpu(), torch.relu(x) * 2.0)
     assert "from inductor_plate import heuristics as triton_heuristics" in code
+    assert "'plate_cost_model_configs': True" in code  # the knob travels with the kernel, to compile workers too
     size_hints = {"x": 16384}
     props = PlateInterface.get_device_properties()
     meta = {"signature": {"in_ptr0": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"}}
