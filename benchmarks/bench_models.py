@@ -17,6 +17,15 @@ For each model, in this one process, with Dynamo reset and Inductor's caches off
 - plate, max-autotune (``max-autotune-no-cudagraphs``): the same (``--no-autotune`` leaves it out);
 - Inductor compiling the same model for the CPU: compile seconds the same way (``--no-cpu-compile`` leaves it out).
 
+What "compile seconds" count (plate and CPU alike: the first call minus the second): Dynamo, AOTAutograd,
+Inductor, the compile of every kernel of the graph (TRITON_ALWAYS_COMPILE: Triton's cache bypassed, so each run
+compiles them again), the first launches and the imports the first call makes. In the default mode Inductor
+compiles one configuration per plate kernel, the cost model's (inductor_plate/kernel_config.py), and benchmarks
+none; max-autotune compiles and benchmarks them all. Not counted when Triton's cache holds them: plate's eager
+kernels (its ATen, which CUDA ships compiled in libtorch), which Inductor's constant folding runs inside the
+compile; they load from the cache whatever TRITON_ALWAYS_COMPILE says (eager_ops/launch.py ``library_compiles``),
+and a cold cache (the first run on a machine, or after a change to plate's source) compiles and counts them.
+
 ``--train`` adds one training step of the GPT-2 config (forward, backward, SGD), compiled on plate against the
 same step in CPU eager: the loss and the largest parameter difference after the step, and the host ops.
 ``--profile N`` prints the N kernels of most modeled time of each default-mode run.

@@ -35,6 +35,11 @@ persistent_reduction_sram_bytes: int | None = None
 # also tries the host kernel) or "never" (the host kernel always).
 gemm_templates: str = "always"
 
+# Pointwise and reduction kernels in the default mode: True runs ONE of the configurations Inductor offers,
+# chosen by the cost model (kernel_config.py) without compiling or benchmarking the others; False compiles
+# them all at the first call and ranks them by modeled time, as max-autotune always does (heuristics.py).
+cost_model_configs: bool = True
+
 # Convolutions on plate: True lowers them to im2col gathers and GEMMs on the matrix unit (conv_gemm.py),
 # forward and backward; False leaves them to Inductor (extern kernels on the host).
 conv_as_gemm: bool = True

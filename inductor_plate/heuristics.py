@@ -4,12 +4,17 @@ one more block size offered to every 1-D pointwise kernel.
 Inductor sizes a pointwise kernel's block for a GPU: at most 1024 elements, so that a large tensor makes
 hundreds of programs for thousands of warps. A plate core runs one program at a time and pays a DMA flight
 per tile, so its best block is the one that gives every core one program: ``numel / cores``, rounded up to a
-power of two (``wave_block``). Inductor's own configurations stay; the one-wave block joins them, and
-Inductor's pointwise autotuning (on in the default mode too, ``triton.autotune_pointwise``) ranks them by
-modeled time (benchmarker.py). Max-autotune's coordinate descent starts from the winner.
+power of two (``wave_block``). Inductor's own configurations stay; the one-wave block joins them.
+
+Which configuration runs: in the default mode, ONE, chosen by the cost model (kernel_config.py) from the
+configurations Inductor offers a pointwise, reduction or persistent reduction kernel, so that the first
+call compiles one kernel and benchmarks nothing (Inductor would compile and benchmark them all:
+``triton.autotune_pointwise`` and its reduction configurations are on in the default mode too). Under
+max-autotune (or ``config.cost_model_configs = False``) every one is compiled and ranked by modeled time
+(benchmarker.py); max-autotune's coordinate descent starts from the winner.
 
 PlateTritonKernel imports this module as ``triton_heuristics`` in the code of its kernels; every name
-other than ``pointwise`` is Inductor's own.
+other than ``pointwise``, ``reduction`` and ``persistent_reduction`` is Inductor's own.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import math
 
 from torch._inductor.runtime import triton_heuristics as _inductor
 from torch._inductor.runtime.hints import TRITON_MAX_BLOCK, HeuristicType
+
+from . import config, kernel_config, policy
 
 
 def wave_block(numel: int, cores: int) -> int:
@@ -43,20 +50,56 @@ def pointwise_configs(
     return configs
 
 
-def pointwise(size_hints, triton_meta, tile_hint=None, filename=None, min_elem_per_thread=0, inductor_meta=None):
-    """Inductor's ``pointwise`` decorator over ``pointwise_configs``."""
-    inductor_meta = {} if inductor_meta is None else inductor_meta
-    configs = pointwise_configs(size_hints, triton_meta, tile_hint, filename, min_elem_per_thread, inductor_meta)
-    if not isinstance(configs, list):
+def tunes(inductor_meta: dict) -> bool:
+    """Whether a kernel compiles and benchmarks all its configurations: under max-autotune, or when
+    ``config.cost_model_configs`` was off where the kernel was generated (its inductor_meta, scheduling.py)."""
+    tuning = inductor_meta.get("max_autotune") or inductor_meta.get("max_autotune_pointwise")
+    return bool(tuning or not inductor_meta.get("plate_cost_model_configs", config.cost_model_configs))
+
+
+def chosen(size_hints, configs: list, triton_meta: dict, inductor_meta: dict) -> list:
+    """``configs`` when the kernel tunes (``tunes``), else the cost model's one of them (kernel_config.py)."""
+    if len(configs) <= 1 or tunes(inductor_meta):
+        return configs
+    return [kernel_config.choose(policy.machine(), dict(size_hints), configs, triton_meta, inductor_meta)]
+
+
+def _autotuned(size_hints, configs, triton_meta, inductor_meta, heuristic_type, filename):
+    if not isinstance(configs, list):  # a combo kernel: Inductor's decorator as it is
         return configs
     return _inductor.cached_autotune(
         size_hints,
-        configs,
+        chosen(size_hints, configs, triton_meta, inductor_meta),
         triton_meta=triton_meta,
         inductor_meta=inductor_meta,
-        heuristic_type=HeuristicType.POINTWISE,
+        heuristic_type=heuristic_type,
         filename=filename,
     )
+
+
+def pointwise(size_hints, triton_meta, tile_hint=None, filename=None, min_elem_per_thread=0, inductor_meta=None):
+    """Inductor's ``pointwise`` decorator over ``pointwise_configs``, one of them in the default mode."""
+    inductor_meta = {} if inductor_meta is None else inductor_meta
+    configs = pointwise_configs(size_hints, triton_meta, tile_hint, filename, min_elem_per_thread, inductor_meta)
+    return _autotuned(size_hints, configs, triton_meta, inductor_meta, HeuristicType.POINTWISE, filename)
+
+
+def reduction(size_hints, reduction_hint=False, triton_meta=None, filename=None, inductor_meta=None):
+    """Inductor's ``reduction`` decorator, one of its configurations in the default mode."""
+    inductor_meta = {} if inductor_meta is None else inductor_meta
+    configs = _inductor.reduction(
+        size_hints, reduction_hint, triton_meta, filename, inductor_meta=inductor_meta, return_configs=True
+    )
+    return _autotuned(size_hints, configs, triton_meta, inductor_meta, HeuristicType.REDUCTION, filename)
+
+
+def persistent_reduction(size_hints, reduction_hint=False, triton_meta=None, filename=None, inductor_meta=None):
+    """Inductor's ``persistent_reduction`` decorator, one of its configurations in the default mode."""
+    inductor_meta = {} if inductor_meta is None else inductor_meta
+    configs = _inductor.persistent_reduction(
+        size_hints, reduction_hint, triton_meta, filename, inductor_meta=inductor_meta, return_configs=True
+    )
+    return _autotuned(size_hints, configs, triton_meta, inductor_meta, HeuristicType.PERSISTENT_REDUCTION, filename)
 
 
 def __getattr__(name: str):

@@ -14,7 +14,7 @@ from torch._inductor.codegen.triton import TritonKernel, TritonScheduling
 from torch._inductor.scheduler import WhyNoFuse
 from torch.utils._ordered_set import OrderedSet
 
-from . import compile_workers, policy
+from . import compile_workers, config, policy
 
 HEURISTICS_IMPORT = "from inductor_plate import heuristics as triton_heuristics"
 
@@ -25,6 +25,12 @@ class PlateTritonKernel(TritonKernel):
     def gen_common_triton_imports(cls) -> str:
         """Inductor's imports, then plate's heuristics (heuristics.py) in place of ``triton_heuristics``."""
         return f"{super().gen_common_triton_imports().rstrip()}\n{HEURISTICS_IMPORT}\n"
+
+    @classmethod
+    def inductor_meta_common(cls) -> dict:
+        """Inductor's, and ``config.cost_model_configs``: heuristics.py reads it where the kernel loads, a compile
+        worker too (a worker has the knob's default, not the value patched in the process that compiles)."""
+        return {**super().inductor_meta_common(), "plate_cost_model_configs": config.cost_model_configs}
 
     def should_use_persistent_reduction(self) -> bool:
         return super().should_use_persistent_reduction() and policy.persistent_reduction_fits(self.features)

@@ -600,3 +600,20 @@ def test_gelu_and_its_gradient_as_the_cpus(dtype, approximate, no_host_ops):
     y = x.plate()[::2].clone()
     torch.ops.aten.gelu_(y, approximate=approximate)
     same(y, f(x[::2], approximate=approximate))
+
+
+def test_eager_kernels_load_from_tritons_cache_under_always_compile(monkeypatch, tmp_path):
+    # TRITON_ALWAYS_COMPILE recompiles the user's and Inductor's kernels; the eager kernels (plate's ATen)
+    # still come from Triton's cache (launch.library_compiles): a fresh process compiles none it ran before
+    from triton import knobs
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+    hits = []
+    monkeypatch.setattr(knobs.compilation, "listener", lambda **kw: hits.append(kw["cache_hit"]))
+    x = torch.arange(8.0)
+    for _ in range(2):
+        kernels.elementwise.device_caches.clear()  # the binaries of this process forgotten: a new process
+        torch.testing.assert_close((x.to("plate") * 3.0).cpu(), x * 3.0)
+    assert hits == [False, True]
+    assert knobs.compilation.always_compile  # the knob is as it was outside the eager op

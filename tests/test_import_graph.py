@@ -238,6 +238,7 @@ FLOORS: dict[str, int] = {
         "inductor_plate.gemm_config",
         "inductor_plate.gemm_lowering",
         "inductor_plate.heuristics",
+        "inductor_plate.kernel_config",
         "inductor_plate.model_suite",
         "inductor_plate.op_overrides",
         "inductor_plate.placement",

@@ -323,12 +323,77 @@ def test_pointwise_kernels_offer_the_one_wave_block():
         out, (code,) = run_and_get_code(torch.compile(lambda t: torch.relu(t) * 2.0), x.to("plate"))
     torch.testing.assert_close(out.cpu(), torch.relu(x) * 2.0)
     assert "from inductor_plate import heuristics as triton_heuristics" in code
+    assert "'plate_cost_model_configs': True" in code  # the knob travels with the kernel, to compile workers too
     size_hints = {"x": 16384}
     props = PlateInterface.get_device_properties()
     meta = {"signature": {"in_ptr0": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"}}
     meta["device"] = DeviceProperties.create(torch.device("plate"))
     blocks = [c.kwargs["XBLOCK"] for c in heuristics.pointwise_configs(size_hints, meta, inductor_meta={})]
     assert heuristics.wave_block(16384, props.multi_processor_count) in blocks and len(blocks) == 3
+
+
+def _configs_and_benchmarks(monkeypatch, fn, *args):
+    """(the number of configurations of each kernel the compiled ``fn`` ran, benchmark_all_configs calls)."""
+    from torch._inductor.runtime import triton_heuristics
+
+    tuners, benchmarks = [], []
+    tuner = triton_heuristics.CachingAutotuner
+    real_init, real_bench = tuner.__init__, tuner.benchmark_all_configs
+
+    def init(self, *a, **k):
+        real_init(self, *a, **k)
+        tuners.append(len(self.configs))  # precompile drops the list
+
+    def bench(self, *a, **k):
+        benchmarks.append(self.fn.__name__)
+        return real_bench(self, *a, **k)
+
+    monkeypatch.setattr(tuner, "__init__", init)
+    monkeypatch.setattr(tuner, "benchmark_all_configs", bench)
+    with torch._inductor.config.patch(force_disable_caches=True):
+        out = torch.compile(fn)(*args)
+    return out, sorted(tuners), benchmarks
+
+
+def _pointwise_and_reduction(x):
+    return torch.softmax(x, -1) + 1.0, torch.relu(x) * 2.0
+
+
+def test_default_mode_runs_one_config_per_kernel_without_benchmarking(monkeypatch):
+    # softmax over 128 rows of 16 (a persistent reduction: Inductor offers 4 XBLOCKs) and a 1-D pointwise
+    # kernel (Inductor's 2 blocks + the one-wave block): the default mode compiles one each, runs no benchmark
+    x = torch.randn(128, 16)
+    (soft, relu), counts, benchmarks = _configs_and_benchmarks(monkeypatch, _pointwise_and_reduction, x.to("plate"))
+    torch.testing.assert_close(soft.cpu(), torch.softmax(x, -1) + 1.0)
+    torch.testing.assert_close(relu.cpu(), torch.relu(x) * 2.0)
+    assert counts and set(counts) == {1} and benchmarks == []
+
+
+@pytest.mark.parametrize("knobs", [{"max_autotune_pointwise": True}, {}])
+def test_max_autotune_or_the_knob_off_still_benchmarks_every_config(monkeypatch, knobs):
+    x = torch.randn(128, 16)
+    with torch._inductor.config.patch(**knobs), config.patch(cost_model_configs=bool(knobs)):
+        (soft, _), counts, benchmarks = _configs_and_benchmarks(monkeypatch, _pointwise_and_reduction, x.to("plate"))
+    torch.testing.assert_close(soft.cpu(), torch.softmax(x, -1) + 1.0)
+    assert max(counts) > 1 and benchmarks
+
+
+def test_the_cost_model_picks_one_wave_on_the_domains_of_the_data():
+    from types import SimpleNamespace
+
+    from inductor_plate import kernel_config
+
+    machine = policy.machine()  # plate-mini: 4 domains of 2 cores
+    configs = [SimpleNamespace(kwargs={"XBLOCK": b}) for b in (1, 8, 32, 128)]
+    meta = {"signature": {"in_out_ptr0": "*fp32", "xnumel": "i32", "r0_numel": "i32", "XBLOCK": "constexpr"}}
+    # 128 rows of 16 fp32 (8 KiB): interleaved over 2 domains (4 cores); XBLOCK 32 is 4 programs, one wave,
+    # each program's rows inside one 4 KiB stripe (XBLOCK 128 crosses a die, 8 waits two waves, 1 eight)
+    got = kernel_config.choose(machine, {"x": 128, "r0_": 16}, configs, meta, {"num_load": 1, "num_reduction": 3})
+    assert got.kwargs == {"XBLOCK": 32}
+    assert kernel_config.pointer_itemsizes({"a": "*bf16", "b": "*i64", "c": "*i1", "n": "i32"}) == [2, 8, 1]
+    # ties go to Inductor's order
+    same = [SimpleNamespace(kwargs={"XBLOCK": 64}), SimpleNamespace(kwargs={"XBLOCK": 64})]
+    assert kernel_config.choose(machine, {"x": 64}, same, meta, {}) is same[0]
 
 
 def test_kernels_autotuned_at_compile_time_are_guarded_too():

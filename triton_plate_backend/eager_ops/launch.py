@@ -4,6 +4,7 @@ and the Triton kernels themselves, imported on the first launch (so registering 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 
@@ -46,6 +47,26 @@ def next_power_of_2(n: int) -> int:
 
 def kernels():
     return importlib.import_module(f"{__package__}.kernels")
+
+
+@contextlib.contextmanager
+def library_compiles():
+    """Compiles of the eager kernels in this block go through Triton's cache even under TRITON_ALWAYS_COMPILE.
+
+    The eager kernels are plate's ATen: on CUDA their equivalents come compiled in libtorch. TRITON_ALWAYS_COMPILE
+    asks Triton to compile the user's (and Inductor's) kernels again; applied to the eager kernels too, every
+    process would compile each one it runs once (bench_models.py sets it: Inductor's constant folding runs eager
+    kernels inside a model's compile). A cached binary is the one a compile would make: Triton's cache key holds
+    the hash of every source file of this package (compiler.package_source_hash), the options and the machine.
+    A cold cache still compiles them (once per machine and source)."""
+    from triton import knobs as triton_knobs
+
+    if not triton_knobs.compilation.always_compile:
+        yield
+        return
+    with triton_knobs.compilation.scope():  # restores the knob and its environment variable
+        triton_knobs.compilation.always_compile = False
+        yield
 
 
 def triton_dtype(dtype: torch.dtype):

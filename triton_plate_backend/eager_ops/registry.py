@@ -25,6 +25,7 @@ from . import (
     special_family,
     weight_norm,
 )
+from .launch import library_compiles
 from .table import overloads
 
 # Row.family -> the builder of that family's kernels
@@ -52,7 +53,8 @@ def _untraced(kernel: Callable) -> Callable:
     side swaps the hook out)."""
 
     def run(*args, **kwargs):
-        return kernel(*args, **kwargs)
+        with library_compiles():  # the eager kernels load from Triton's cache (launch.library_compiles)
+            return kernel(*args, **kwargs)
 
     return run
 
