@@ -12,7 +12,6 @@ import triton.language as tl
 from triton_plate_backend.sim import executor
 from triton_plate_backend.sim.data_flow import trace_reads_no_data
 from triton_plate_backend.sim.timing import simulate_timing
-from triton_plate_backend.sim.trace import PackedTrace
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -111,28 +110,6 @@ def test_a_launch_runs_as_written_and_is_timed_from_the_kept_trace(mini, monkeyp
     fresh = _fresh_trace(mini, program, grid, args)
     assert kept is not None and kept.digest() == fresh.digest()
     assert simulate_timing(fresh, mini.machine).time_ns == times[-1]
-
-
-def test_a_kept_trace_is_timed_as_kept_not_unpacked(mini, monkeypatch):
-    """The clock times a launch's kept trace itself (packed for its digest, never unpacked) while it is
-    kept, and an unpacked copy of it once it is not: the same Profile."""
-    n = 4096
-    Runs(monkeypatch, mini, "double_kernel")
-    unpacked = []
-    unpack = PackedTrace.unpack
-    monkeypatch.setattr(PackedTrace, "unpack", lambda self: unpacked.append(self) or unpack(self))
-    x = torch.arange(n, dtype=torch.float32, device="plate")
-    out = torch.empty(n, device="plate")
-    profiles = []
-    for evict in (False, False, True):
-        double_kernel[(n,)](out, x + len(profiles))  # a new input: not a repeat of the launch before
-        if evict:  # the kept trace dropped, and the recent Profile it would be served from
-            mini._persistent_runs._traces.clear()
-            mini._clock._recent.clear()
-        profiles.append(mini.last_profile)
-    assert len(unpacked) == 1  # only the launch whose kept trace was dropped before it was timed
-    assert profiles[0].time_ns == profiles[1].time_ns == profiles[2].time_ns
-    assert out.cpu().tolist() == (2 * (torch.arange(n, dtype=torch.float32) + 2)).tolist()
 
 
 def test_a_priced_launch_runs_no_address_only_run_of_its_own(mini, monkeypatch):

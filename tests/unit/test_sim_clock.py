@@ -123,25 +123,3 @@ def test_a_launch_retired_by_reading_the_clock_still_hands_out_its_own_profile()
     assert c._last.shared and lent is next(iter(c._recent.values()))[2]
     own = c.last_profile()
     assert own is not lent and _fields(own) == _fields(first) and not c._last.shared
-
-
-def test_a_packed_trace_is_timed_from_its_source_while_the_source_lives(monkeypatch):
-    """A kept trace comes packed with the Trace it was packed from (sim/persistent_runs.py): timed from
-    that Trace, not an unpacked copy, while its keeper holds it; from the copy once it is gone (the
-    clock holds it weakly). The Profile is the same either way."""
-    traces = _launches(2)
-    want = [_fields(simulate_timing(t, MINI)) for t in traces[:2]]
-    unpacked, timed = [], []
-    unpack = sim_clock.PackedTrace.unpack
-    monkeypatch.setattr(sim_clock.PackedTrace, "unpack", lambda self: unpacked.append(self) or unpack(self))
-    monkeypatch.setattr(sim_clock, "simulate_timing", lambda t, *a, **k: timed.append(t) or simulate_timing(t, *a, **k))
-    c = sim_clock.Clock(MINI)
-    first = traces[0]
-    c.add_untimed(first.pack(), "round_robin", source=first)
-    assert _fields(c.last_profile()) == want[0]
-    assert timed == [first] and timed[0] is first and unpacked == []
-    packed = traces[1].pack()
-    c.add_untimed(packed, "round_robin", source=traces[1])
-    del traces[:], first  # the keeper let the source go: the clock times an unpacked copy
-    assert _fields(c.last_profile()) == want[1]
-    assert unpacked == [packed] and timed[1] is not None and len(timed) == 2

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import time
-import weakref
 from collections import OrderedDict, deque
 
 from ..machine import Machine, MiB
@@ -42,18 +41,10 @@ PROFILES_KEPT = 32  # recent Profiles kept by trace digest for repeated launches
 class Launch:
     """One launch's timing: its Profile once computed, until then the Trace and policy it comes from."""
 
-    __slots__ = ("trace", "policy", "nbytes", "profile", "digest", "repeats", "shared", "source")
+    __slots__ = ("trace", "policy", "nbytes", "profile", "digest", "repeats", "shared")
 
-    def __init__(
-        self,
-        trace: Trace | PackedTrace | None,
-        policy: str | None,
-        profile: Profile | None = None,
-        source: Trace | None = None,
-    ):
+    def __init__(self, trace: Trace | PackedTrace | None, policy: str | None, profile: Profile | None = None):
         self.trace: Trace | PackedTrace | None = trace
-        # the Trace a packed ``trace`` was packed from, held weakly (its keeper's memory, not the clock's)
-        self.source = None if source is None or not isinstance(trace, PackedTrace) else weakref.ref(source)
         self.policy, self.profile = policy, profile
         self.nbytes = trace.nbytes() if trace is not None else 0
         self.digest: bytes | None = trace.digest() if isinstance(trace, PackedTrace) else None
@@ -61,12 +52,7 @@ class Launch:
         self.shared = False  # its profile is a recent one lent to it (last_profile copies it first)
 
     def unpacked(self) -> Trace:
-        """The trace to time: a packed one's source while it lives (equal to the unpacked copy, and no
-        unpacking: 0.3-0.6 s for the persistent 4096^3 GEMM's 117,736 entries), else the copy."""
-        if not isinstance(self.trace, PackedTrace):
-            return self.trace
-        source = None if self.source is None else self.source()
-        return source if source is not None else self.trace.unpack()
+        return self.trace.unpack() if isinstance(self.trace, PackedTrace) else self.trace
 
     def key(self) -> tuple:
         """What recent profiles are kept by: (program object, policy, trace digest)."""
@@ -108,10 +94,9 @@ class Clock:
         """A launch timed as it ran."""
         self._add(Launch(None, None, profile))
 
-    def add_untimed(self, trace: Trace | PackedTrace, policy: str, source: Trace | None = None) -> None:
+    def add_untimed(self, trace: Trace | PackedTrace, policy: str) -> None:
         """A launch to time on demand (``policy``: a name in timing.POLICIES or a timing.CoreMapping);
-        its trace may come packed (a kept one: sim/persistent_runs.py), with ``source``, the Trace it was
-        packed from when its keeper never changes it: timed as it is while the keeper holds it."""
+        its trace may come packed (a kept one: sim/persistent_runs.py)."""
         prev = self._waiting[-1] if self._waiting else None
         if prev is not None and prev.profile is None and _may_repeat(prev, trace, policy):
             if prev.digest is None:
@@ -122,7 +107,7 @@ class Clock:
                 self._last = prev
                 return
             trace = packed  # kept packed: packing was the price of the comparison
-        launch = Launch(trace, policy, source=source)
+        launch = Launch(trace, policy)
         self._waiting_bytes += launch.nbytes
         self._add(launch)
         if self._waiting_bytes > PENDING_BYTES:

@@ -216,7 +216,7 @@ class Device:
                 drop_written_replicas(trace, program, args, self.memory)
             if defer_timing:
                 self.launches += 1
-                self._clock.add_untimed(trace if kept is None else kept, policy, source=None if kept is None else trace)
+                self._clock.add_untimed(trace if kept is None else kept, policy)
                 return None
             profile = simulate_timing(trace, self.machine, policy=policy, collect_events=bool(trace_path))
             self.launches += 1
