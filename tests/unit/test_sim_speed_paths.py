@@ -737,6 +737,48 @@ def test_the_estimate_over_grouped_entries_matches_entry_by_entry(monkeypatch, l
     assert results[:2] == results[2:]
 
 
+def test_scalar_runs_add_their_costs_in_order():
+    """estimate._program_times adds a run of scalar entries' costs with one np.add.accumulate: one add
+    after another, the bits of entry by entry, also for costs with fractions where the order of the adds
+    shows (adding the run's sum instead differs: checked), over runs of two programs arrays (all
+    programs: a view; every other one: a copy written back) and runs of one."""
+    from triton_plate_backend.sim.replay import Pc
+    from triton_plate_backend.sim.trace import Trace, TraceEntry
+
+    rng = np.random.default_rng(14)
+    program = _persistent_vec_add()
+    n = 12
+    waits = [Pc("wait", 1, c, (), (), 0, 0, False, 0.0) for c in (0.1, 1 / 3, np.pi * 1e-3, 2.5e-7)]
+    scalars = [Pc("scalar", 1, c, (), (), None, 0, False, 0.0) for c in (1.0, 0.3, 7.0, 1 / 7, 11.0, 2.5e-3)]
+    pcs = waits + scalars
+    everyone, half = np.arange(n), np.arange(0, n, 2)
+    entries, programs = [], everyone
+    for _ in range(4000):
+        if rng.random() < 0.05:
+            programs = half if programs is everyone else everyone
+        pc = int(rng.integers(0, len(waits))) if rng.random() < 0.1 else len(waits) + int(rng.integers(0, len(scalars)))
+        entries.append(TraceEntry(pc, programs))
+    trace = Trace(program, (n, 1, 1), entries)
+    core_of = np.arange(n) % MACHINE.total_cores
+    got = estimate._program_times(trace, MACHINE, pcs, core_of, {})
+    want = _reference_program_times(trace, MACHINE, pcs, core_of, {})
+    assert all(g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    assert (got[0] % 1).all()  # times with fractions: each add rounds, the order shows
+    # the sum of each run added at once: other bits (so the comparison above can fail)
+    summed, run = np.zeros(n), None
+    for e in [*entries, None]:
+        p = None if e is None else pcs[e.pc]
+        if p is not None and p.kind == "scalar" and run is not None and e.programs is run[0]:
+            run[1].append(p.cost)
+            continue
+        if run is not None:
+            summed[run[0]] += sum(run[1])
+        run = None if p is None or p.kind == "wait" else (e.programs, [p.cost])
+        if p is not None and p.kind == "wait":
+            summed[e.programs] += p.cost
+    assert summed.tobytes() != want[0].tobytes()
+
+
 @pytest.mark.parametrize("dt", ["i32", "i64"])
 @pytest.mark.parametrize("op", ["divs", "rems"])
 def test_divs_rems_of_non_negative_by_positive_match_the_general_rule(dt, op):

@@ -444,29 +444,43 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
             g = groups[id(programs)] = [programs, ps, ix, np.arange(n)[ix], None, {}]
         return g
 
-    # a run of scalar entries of the same programs: their costs added in order, one gather and scatter
-    run_of, run = None, []
+    # a run of scalar entries of the same programs (ended by any other entry or another programs array):
+    # their costs added in order (np.add.accumulate: one add after another, as entry by entry), with one
+    # gather and scatter. The runs are found over the whole trace at once; the loop visits each run's
+    # first entry and every other entry.
+    entries = trace.entries
+    E = len(entries)
+    pc_of = np.fromiter((e.pc for e in entries), np.int64, E)
+    scalar = np.array([p.kind == "scalar" for p in pcs], bool)[pc_of]
+    cost_of = np.array([p.cost if p.kind == "scalar" else 0.0 for p in pcs], np.float64)[pc_of]
+    other = np.ones(E, bool)  # an entry that does not continue the scalar run before it
+    if E > 1:
+        other[1:] = ~scalar[:-1]
+        other[1:] |= np.fromiter((a.programs is not b.programs for a, b in zip(entries[1:], entries)), bool, E - 1)
+        other |= ~scalar
+    firsts = np.flatnonzero(other).tolist()
+    firsts.append(E)
 
-    def add_run():
-        ix = group_of(run_of)[2]
+    def add_run(programs, i: int, j: int) -> None:
+        ix = group_of(programs)[2]
         e1 = eng[1, ix]  # a view for all programs, else a copy written back
-        for c in run:
-            e1 += c
+        if j - i == 1:
+            e1 += cost_of[i]
+        else:
+            acc = np.empty((j - i + 1, e1.size))
+            acc[0], acc[1:] = e1, cost_of[i:j, None]
+            np.add.accumulate(acc, axis=0, out=acc)
+            e1[...] = acc[-1]
         if not isinstance(ix, slice):
             eng[1, ix] = e1
 
-    for entry in trace.entries:
+    for f in range(len(firsts) - 1):
+        i = firsts[f]
+        entry = entries[i]
         p = pcs[entry.pc]
         if p.kind == "scalar":
-            if entry.programs is not run_of:
-                if run:
-                    add_run()
-                run_of, run = entry.programs, []
-            run.append(p.cost)
+            add_run(entry.programs, i, firsts[f + 1])
             continue
-        if run:
-            add_run()
-            run_of, run = None, []
         g = group_of(entry.programs)
         ps, ix = g[1], g[2]
         if p.kind == "wait":
@@ -526,8 +540,6 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
             read[t, ix] = np.maximum(read[t, ix], xe)
         for t in p.writes:
             ready[t, ix] = np.maximum(ready[t, ix], comp)
-    if run:
-        add_run()
     occupancy = np.maximum(eng[0], eng[1])
     return occupancy, np.maximum(done, eng.max(axis=0)), out_busy
 
