@@ -136,6 +136,8 @@ def test_float32_accumulation_bits_are_the_definition_for_any_tile(dtype, mantis
         matmul.launch_matmul(out, a.plate()[None], b.plate()[None], block=block)
         assert torch.equal(out.cpu()[0], want), block
     assert torch.equal(on_plate(torch.mm, a, b), want)
+    assert torch.equal(on_plate(lambda x, y: x @ y.t(), a, b.t().contiguous()), want)  # b of a Linear's layout
+    assert torch.equal(on_plate(lambda x, y: x.t() @ y, a.t().contiguous(), b), want)
 
 
 def test_float64_bits_are_the_fixed_tree_for_any_tile():
