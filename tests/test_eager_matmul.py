@@ -265,3 +265,11 @@ def test_errors_are_torchs(name):
     with pytest.raises(RuntimeError) as on_plate_:
         fn(*[x.plate() for x in inputs])
     assert str(on_plate_.value) == str(on_cpu.value)
+
+
+def test_every_matmul_row_has_a_form():
+    from triton_plate_backend.eager_ops import table
+
+    rows = {name: row for name, row in table.overloads().items() if row.family == "matmul"}
+    assert {"mm.default", "mm.out", "addmm_.default", "baddbmm.out", "_int_mm.default"} <= set(rows)
+    assert all(row.fn in matmul.FORMS for row in rows.values())
