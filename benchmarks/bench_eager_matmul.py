@@ -1,5 +1,5 @@
 """Eager matmuls on plate tensors (eager_ops/matmul.py): CPU seconds of the simulator and modeled time of one
-mm per (dtype, layout, tile), after a compiling launch of the same shape.
+mm per (dtype, layout, tile): the better of two launches after a compiling launch of the same shape.
 
     python benchmarks/bench_eager_matmul.py [--size 4096 2048 4096] [--small 512 512 512]
 
@@ -40,10 +40,12 @@ def one(m: int, k: int, n: int, dtype: torch.dtype, layout: str, block) -> tuple
     else:
         run = lambda: matmul.launch_matmul(out, a[None], b[None], block=block)  # noqa: E731
     run()  # compiles
-    cpu, wall = time.process_time(), time.perf_counter()
-    run()
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    return cpu, wall, plate.last_profile().time_ns / 1e6
+    best = (float("inf"), float("inf"))
+    for _ in range(2):  # the first launch after the compile still runs slower (about 2x for the 4096 fp32 mm)
+        cpu, wall = time.process_time(), time.perf_counter()
+        run()
+        best = min(best, (time.process_time() - cpu, time.perf_counter() - wall))
+    return *best, plate.last_profile().time_ns / 1e6
 
 
 def main() -> None:
