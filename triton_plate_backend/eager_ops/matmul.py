@@ -33,8 +33,8 @@ INTEGERS = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 # core's SRAM at 128 x 128); the tree of the others: a [32, 8, 32] product tile is one vector instruction
 K_STEP = {torch.float32: 128, torch.float64: 8, torch.int32: 8, torch.int64: 8}
 # the largest (BLOCK_M, BLOCK_N), DOT or not: 256 x 128 fp32 tiles fit SRAM with their prefetch (128 x 256 does
-# not) and ran a 4096 x 2048 @ 2048 x 4096 fp32 mm in 3.7 s of CPU (9.23 ms modeled) where 128 x 128 took 9.4 s
-# (10.29 ms)
+# not) and ran a 4096 x 2048 @ 2048 x 4096 fp32 mm in 3.27 s of CPU (9.23 ms modeled) where 128 x 128 took 4.02 s
+# (10.29 ms): benchmarks/results/eager-matmul.md
 TILE = {True: (256, 128), False: (32, 32)}
 MIN_TILE = 16
 
