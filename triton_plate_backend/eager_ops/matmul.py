@@ -67,7 +67,8 @@ def tiles(dtype: torch.dtype, m: int, n: int) -> tuple[int, int]:
 
 
 def _fits_int32(t: torch.Tensor) -> bool:
-    """A batch entry's offsets (rows and columns times strides) fit the kernel's int32 arithmetic."""
+    """A batch entry's offsets (rows and columns times strides) fit the kernel's int32 arithmetic (operands,
+    result and input alike)."""
     return sum((s - 1) * abs(st) for s, st in zip(t.shape[-2:], t.stride()[-2:]) if s) < 2**31
 
 
@@ -144,7 +145,8 @@ def matmul(op: torch._ops.OpOverload, row: Row):
     @checked(op)
     def kernel(call: Call, expected):
         a, b, c = operands(call)
-        if compute_type(a.dtype) is None or b.dtype != a.dtype or not (_fits_int32(a) and _fits_int32(b)):
+        views = (a, b, result_view(expected)) + (() if c is None else (result_view(c.expand(expected.shape)),))
+        if compute_type(a.dtype) is None or b.dtype != a.dtype or not all(map(_fits_int32, views)):
             return call.on_host()
         out = _result(call, expected, a.device)
         if c is not None:
