@@ -26,10 +26,12 @@ import sys
 import threading
 from collections import Counter
 
+from triton_plate_backend.eager_ops.table import overloads
 from triton_plate_backend.torch_device import host_op_counter
 
 # aten ops the plate device runs with kernels of its own (torch_device/csrc/kernels.cpp): allocation,
-# views and copies. Nothing else has a plate kernel: every other op runs its CPU kernel on the host.
+# views and copies. Beside these, the ops of the eager table (eager_ops/table.py) are plate kernels; every
+# other op runs its CPU kernel on the host.
 HOST_FREE_OPS: frozenset[str] = frozenset(
     {
         "empty",
@@ -104,10 +106,17 @@ def count_host_frame(frame: str) -> None:
 
 def is_host_op(name: str) -> bool:
     """Does the aten op ``name`` (aten.mm, aten.mm.out, torch.ops.aten.copy_.default, extern_kernels.mm) run on
-    the host when given plate tensors?"""
+    the host when given plate tensors? (An op of the eager table may still run a case its kernel does not
+    cover on the host, counted when it does.)"""
     parts = name.split(".")
     base = parts[parts.index("aten") + 1] if "aten" in parts[:-1] else parts[-1]
-    return base not in HOST_FREE_OPS
+    return base not in HOST_FREE_OPS and base not in _eager_kernel_ops()
+
+
+@functools.cache
+def _eager_kernel_ops() -> frozenset[str]:
+    """The aten ops (overload packets) with a plate kernel in the eager table."""
+    return frozenset(name.partition(".")[0] for name in overloads())
 
 
 def summary() -> str:

@@ -224,8 +224,11 @@ MATMULS = {
 @pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("name", sorted(MATMULS))
 def test_matmuls_round_once(name, dtype):
+    """addbmm computes in float64 on the host; the others are plate kernels (eager_ops/matmul.py, exact
+    definition in tests/test_eager_matmul.py) accumulating in float32 as CUDA's."""
     fn, shapes = MATMULS[name]
-    check_rounded_once(fn, *[data(s, dtype, seed=i, offset=0.25) for i, s in enumerate(shapes)])
+    inputs = [data(s, dtype, seed=i, offset=0.25) for i, s in enumerate(shapes)]
+    check_rounded_once(fn, *inputs, on_device=name != "addbmm")
 
 
 @pytest.mark.parametrize("dtype", HALF)
@@ -234,14 +237,14 @@ def test_matmul_gradients_round_once(dtype):
     pa, pb = a.plate().requires_grad_(), b.plate().requires_grad_()
     (pa @ pb).backward(g.plate())
     assert pa.grad.dtype == dtype
-    torch.testing.assert_close(pa.grad.cpu(), rounded_once(wide(g) @ wide(b).t(), a), rtol=0, atol=0)
-    torch.testing.assert_close(pb.grad.cpu(), rounded_once(wide(a).t() @ wide(g), b), rtol=0, atol=0)
+    assert within_one_ulp(pa.grad.cpu(), wide(g) @ wide(b).t())
+    assert within_one_ulp(pb.grad.cpu(), wide(a).t() @ wide(g))
 
 
 @pytest.mark.parametrize("dtype", [*HALF, torch.float32])
 def test_matmul_bits_do_not_depend_on_layout_shape_or_threads(dtype):
     """What varies between hosts is how a BLAS blocks a matmul (ISA, sizes, layout, threads): plate's
-    result is the same whatever the host's blocking, so the same on every host."""
+    result (a plate kernel's fixed K steps, whatever its tile) is the same whatever the layout and rows."""
     a, b = data((96, 3000), dtype, 1), data((3000, 40), dtype, 2)
     full = (a.plate() @ b.plate()).cpu()
     assert torch.equal((a.plate() @ b.t().contiguous().plate().t()).cpu(), full)
@@ -253,13 +256,6 @@ def test_matmul_bits_do_not_depend_on_layout_shape_or_threads(dtype):
         assert torch.equal((a.plate() @ b.plate()).cpu(), full)
     finally:
         torch.set_num_threads(threads)
-
-
-def test_float32_matmul_is_the_exact_result_rounded():
-    a, b = data((24, 4096), torch.float32, 1), data((4096, 24), torch.float32, 2)
-    exact = a.numpy().astype(np.longdouble) @ b.numpy().astype(np.longdouble)  # 64-bit significand
-    got = (a.plate() @ b.plate()).cpu().numpy()
-    assert np.array_equal(got, exact.astype(np.float32))
 
 
 def test_matmul_infinities_and_nans_as_ieee_says():
@@ -285,7 +281,7 @@ def test_softmax_backward_refuses_a_half_grad_of_a_float32_input_as_cuda_does():
 # ---- what stays as it was ---------------------------------------------------------------------------------
 def test_other_dtypes_keep_the_host_kernels():
     """float32 and float64 sums and softmax are plate kernels computing in their own type (reductions.py);
-    an integer matmul keeps the host's kernel."""
+    an integer matmul wraps as the host's kernel does (eager_ops/matmul.py)."""
     x = data((16, 1000), torch.float32)
     torch.testing.assert_close(x.plate().sum(1).cpu(), x.sum(1))
     torch.testing.assert_close(x.double().plate().softmax(1).cpu(), x.double().softmax(1), rtol=1e-13, atol=1e-15)
@@ -308,7 +304,7 @@ def test_out_arguments_and_mixed_devices():
     a, b = data((4, 512), torch.float16), data((512, 3), torch.float16, 1)
     out = torch.empty(0, dtype=torch.float16, device="plate")
     assert torch.mm(a.plate(), b.plate(), out=out) is out
-    assert torch.equal(out.cpu(), rounded_once(wide(a) @ wide(b), a))
+    assert within_one_ulp(out.cpu(), wide(a) @ wide(b))
     with pytest.raises(RuntimeError, match="same device"):
         torch.mm(a.plate(), b)
 

@@ -205,6 +205,8 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.launch",
         f"{TPB}.eager_ops.layer_norm",
         f"{TPB}.eager_ops.layer_norm_kernels",
+        f"{TPB}.eager_ops.matmul",
+        f"{TPB}.eager_ops.matmul_kernels",
         f"{TPB}.eager_ops.prefix_kernels",
         f"{TPB}.eager_ops.ops",
         f"{TPB}.eager_ops.special",

@@ -246,23 +246,26 @@ def test_scaled_mm_scales_the_template_takes():
     torch.testing.assert_close(out.cpu(), with_result_scale(a, b, scale_a, scale_b, torch.tensor(1.0)))
     assert "extern_kernels." in wrapper_call(codes)
     assert inductor_plate.host_fallbacks() == {"op aten._scaled_mm": 1}
+    assert "1 host fallbacks" in inductor_plate.fallback_counter.summary()
 
 
-def test_host_kernels_only_when_opted_in_and_then_counted():
+def test_extern_kernels_only_when_opted_in_and_then_plate_kernels():
+    """The extern aten.mm (opted into) runs eager_ops/matmul.py's plate kernel: no host fallback."""
     a, b = torch.randn(8, 16), torch.randn(16, 8)
     with config.patch(gemm_templates="max-autotune"):
         out, codes, run, _ = compile_on_plate(torch.mm, a, b)
         torch.testing.assert_close(out.cpu(), a @ b, **TOL)
     assert "extern_kernels.mm(" in wrapper_call(codes)
-    assert inductor_plate.host_fallbacks() == {"op aten.mm": 1}
-    assert "1 host fallbacks" in inductor_plate.fallback_counter.summary()
+    assert inductor_plate.host_fallbacks() == {}
 
 
 def test_host_ops_are_the_aten_ops_without_a_plate_kernel():
     from inductor_plate.fallback_counter import is_host_op
 
-    assert all(map(is_host_op, ("aten.mm", "aten.mm.out", "extern_kernels.bmm", "aten.frexp.Tensor")))
+    assert all(map(is_host_op, ("aten.addbmm", "aten.addbmm.out", "extern_kernels.addbmm", "aten.frexp.Tensor")))
     assert not any(map(is_host_op, ("torch.ops.aten.copy_.default", "aten.as_strided", "aten.set_.source_Tensor")))
+    # the eager table's ops are plate kernels (eager_ops/matmul.py: the extern matmuls)
+    assert not any(map(is_host_op, ("aten.mm", "aten.mm.out", "extern_kernels.bmm", "aten.sum.dim_IntList")))
 
 
 def reduction_args(dtype):
@@ -303,16 +306,17 @@ def test_products_no_template_takes_are_plate_reductions(dtype):
     assert inductor_plate.host_fallbacks() == {}
 
 
-def test_products_opted_into_the_host_stay_on_the_host_and_are_counted():
-    """The host kernel stays for a float64 product when the user opted into host kernels. (An empty product is
-    zeros on plate: tests/test_inductor_max_autotune.py.)"""
+def test_products_opted_into_extern_kernels_run_the_eager_plate_kernel():
+    """A float64 product the user opted into extern kernels for runs aten.mm's eager plate kernel
+    (eager_ops/matmul.py), not the host's. (An empty product is zeros on plate: tests/test_inductor_max_autotune.py.)"""
     a, b = torch.randn(8, 16, dtype=torch.float64), torch.randn(16, 8, dtype=torch.float64)
     torch._dynamo.reset()
     inductor_plate.reset_host_fallbacks()
     with config.patch(gemm_templates="max-autotune"):
         out, codes, run, _ = compile_on_plate(torch.mm, a, b)
     torch.testing.assert_close(out.cpu(), a @ b)
-    assert inductor_plate.host_fallbacks() == {"op aten.mm": 1}
+    assert "extern_kernels.mm(" in wrapper_call(codes)
+    assert inductor_plate.host_fallbacks() == {}
 
 
 # ---- convolutions ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from . import (
     composite,
     indexing,
     layer_norm,
+    matmul,
     ops,
     pooling,
     reductions,
@@ -42,6 +43,7 @@ FAMILIES = {
     **composite.FAMILIES,
     **reductions.FAMILIES,
     **layer_norm.FAMILIES,
+    **matmul.FAMILIES,
 }
 
 _library = None

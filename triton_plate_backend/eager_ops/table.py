@@ -170,6 +170,9 @@ EAGER_OPS: dict[str, Row] = {
     "_log_softmax_backward_data.default": Row("softmax_backward", "log"),
     "native_layer_norm.default": Row("layer_norm"),
     "native_layer_norm_backward.default": Row("layer_norm_backward"),
+    # matmul.py: fp16/bf16/fp32 accumulate in float32 (fp64 in fp64, integers wrap), in a fixed order
+    **{f"{name}.default": Row("matmul", name) for name in ("mm", "bmm", "addmm", "baddbmm", "addmv", "dot")},
+    "_int_mm.default": Row("matmul", "int_mm"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
@@ -234,6 +237,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "xlogy.Tensor": ("xlogy_.Tensor", "xlogy.OutTensor"),
     "sum.dim_IntList": ("sum.IntList_out",),
     "special_xlog1py.default": ("special_xlog1py.out",),
+    **{f"{name}.default": (f"{name}.out",) for name in ("mm", "bmm", "dot", "_int_mm")},
+    **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("addmm", "baddbmm", "addmv")},
 }
 
 

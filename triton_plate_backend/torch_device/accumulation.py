@@ -6,15 +6,15 @@ they block a sum or a matmul depends on the CPU (ISA, oneDNN/BLAS path, memory l
 kernels accumulate these ops in fp32 and round once to the half type; kernels are checked against
 eager references computed on the same device, so plate does the same, and the same way on every host.
 
-Each op of ACCUMULATING runs here on fp16/bf16 inputs (the matmul family also on fp32): every
+Each op of ACCUMULATING runs here on fp16/bf16 inputs (addbmm also on fp32): every
 floating input is upcast to float64, the op is computed on the host, and each result is rounded once
 to the dtype the op returns on CUDA (its meta kernel's; through float32, which for fp16/bf16 is the
 same as rounding once: float32 has at least 2p+2 bits of each). float64 accumulation is fp32's and
 more: the result is CUDA's within CUDA's own fp32 rounding. How, by kind:
 
-- "matmul": the operands are split into integer slices whose products the host's float64 BLAS sums
-  exactly, in whatever order it adds (matmul64): the same bits on every host CPU, for fp16, bf16 and
-  fp32, and the exact result to about 60 bits. (float64 matmuls keep the host's BLAS.)
+- "matmul" (addbmm): the operands are split into integer slices whose products the host's float64 BLAS
+  sums exactly, in whatever order it adds (matmul64): the same bits on every host CPU, for fp16, bf16
+  and fp32, and the exact result to about 60 bits. (float64 addbmm keeps the host's BLAS.)
 - "tree": sum/mean/var/std/vector norms add in a fixed pairwise order, elementwise: the same bits on
   every host CPU (a fp16 sum is even exact: its values are multiples of 2**-24 below 2**16).
 - "host": norms' and softmax's forward and backward run the host's float64 kernel. The host's
@@ -24,8 +24,9 @@ more: the result is CUDA's within CUDA's own fp32 rounding. How, by kind:
 
 Other dtypes (float64, fp32 outside the matmul family, integers) keep the host kernel's behaviour.
 
-sum, softmax/log_softmax and layer norm (forward and backward) are no longer here: they are plate kernels
-(eager_ops/reductions.py, layer_norm.py) accumulating in float32 as CUDA's, in a fixed order, on the device.
+sum, softmax/log_softmax and layer norm (forward and backward) and the matmuls mm, bmm, addmm, baddbmm,
+addmv, dot and _int_mm are no longer here: they are plate kernels (eager_ops/reductions.py, layer_norm.py,
+matmul.py) accumulating in float32 as CUDA's, in a fixed order, on the device.
 """
 
 from __future__ import annotations
@@ -188,30 +189,10 @@ def _norm(x, p=2, dim=None, keepdim=False, *, dtype=None):
     return _vector_norm(x, 2 if p is None else p, dim, keepdim)
 
 
-def _mm(a, b):
-    return matmul64(a, b)
-
-
-def _addmm(c, a, b, *, beta=1, alpha=1):
-    return _scaled_add(matmul64(a, b), c, beta, alpha)
-
-
-def _baddbmm(c, a, b, *, beta=1, alpha=1):
-    return _scaled_add(matmul64(a, b), c, beta, alpha)
-
-
 def _addbmm(c, a, b, *, beta=1, alpha=1):
     # sum over the batch of a[i] @ b[i] is one matmul over the batch and K together
     flat_a = a.permute(1, 0, 2).reshape(a.shape[1], -1)
     return _scaled_add(matmul64(flat_a, b.reshape(-1, b.shape[-1])), c, beta, alpha)
-
-
-def _addmv(c, mat, vec, *, beta=1, alpha=1):
-    return _scaled_add(matmul64(mat, vec.unsqueeze(-1)).squeeze(-1), c, beta, alpha)
-
-
-def _dot(a, b):
-    return matmul64(a.unsqueeze(0), b.unsqueeze(-1)).reshape(())
 
 
 def _scaled_add(product, c, beta, alpha):
@@ -244,18 +225,8 @@ class Rule:
 
 # aten overloads (the ones that reach the plate device: composite ones decompose into these) -> rule
 ACCUMULATING: dict[str, Rule] = {
-    # matmul family and its gradients (matmul, linear, einsum decompose into these)
-    "mm": Rule("matmul", _mm),
-    "mm.out": Rule("matmul", _mm),
-    "bmm": Rule("matmul", _mm),
-    "bmm.out": Rule("matmul", _mm),
-    "addmm": Rule("matmul", _addmm),
-    "addmm.out": Rule("matmul", _addmm),
-    "baddbmm": Rule("matmul", _baddbmm),
-    "baddbmm.out": Rule("matmul", _baddbmm),
+    # addbmm (mm, bmm, addmm, baddbmm, addmv, dot and _int_mm are plate kernels: eager_ops/matmul.py)
     "addbmm": Rule("matmul", _addbmm),
-    "addmv": Rule("matmul", _addmv),
-    "dot": Rule("matmul", _dot),
     # reductions (sum.default, mean.default, logsumexp, norm.Scalar decompose into these)
     "nansum": Rule("tree", _nansum),
     "mean.dim": Rule("tree", _mean),
