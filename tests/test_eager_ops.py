@@ -594,12 +594,15 @@ def test_gelu_and_its_gradient_as_the_cpus(dtype, approximate, no_host_ops):
     x = torch.cat([torch.linspace(-9, 9, 301), torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")])])
     x, g = x.to(dtype), torch.linspace(-2, 2, x.numel()).to(dtype)
     f = torch.nn.functional.gelu
-    same(f(x.plate(), approximate=approximate), f(x, approximate=approximate))
+    # the references in float64, rounded once: the CPU's vectorized fp32/bf16 erf path gives gelu(inf) = nan on
+    # some hosts (AVX-512 EPYC) and inf on others; CUDA and plate give inf, as float64 does everywhere
+    ref = lambda fn, *ts: fn(*(t.double() for t in ts), approximate=approximate).to(dtype)  # noqa: E731
+    same(f(x.plate(), approximate=approximate), ref(f, x))
     grad = torch.ops.aten.gelu_backward(g.plate(), x.plate(), approximate=approximate)
-    same(grad, torch.ops.aten.gelu_backward(g, x, approximate=approximate))
+    same(grad, ref(torch.ops.aten.gelu_backward, g, x))
     y = x.plate()[::2].clone()
     torch.ops.aten.gelu_(y, approximate=approximate)
-    same(y, f(x[::2], approximate=approximate))
+    same(y, ref(f, x[::2]))
 
 
 def test_eager_kernels_load_from_tritons_cache_under_always_compile(monkeypatch, tmp_path):
