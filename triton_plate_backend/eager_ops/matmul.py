@@ -86,11 +86,6 @@ def launch_matmul(
     ct = compute_type(a.dtype)
     dot = a.dtype in DOT_DTYPES
     block_m, block_n = block or tiles(a.dtype, m, n)
-    if a.stride(2) == 1 and b.stride(1) == 1 and b.stride(2) != 1 and k > 1 and n > 1:
-        # both operands K-contiguous (x @ weight.t(), a Linear's forward): the simulator's m.mma gets a row-major
-        # and a column-major tile, which numpy multiplies without BLAS (a 4096 x 2048 @ 2048 x 4096 fp32 mm took
-        # 59 s of CPU instead of 8.6 under load); b copied row-major: one copy, no arithmetic
-        b = b.contiguous()
     add_c = c is not None and beta != 0
     c = c if add_c else out
     scalars = [torch.tensor(v, dtype=ct, device=out.device) for v in (alpha, beta)]

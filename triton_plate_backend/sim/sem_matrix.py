@@ -36,6 +36,10 @@ def _matmul(a, b, out=None, pad=None):
     copy), the rest through ``pad`` (zeros past the rest's rows; made when None)."""
     P, M, K = a.shape
     N = b.shape[2]
+    # b row-major per program: a column-major b (a tile loaded transposed, x @ w.T) sent numpy's batched
+    # matmul down a path that stalls under load (a 1024^3 fp32 dot 2.3 s -> 0.2 s of CPU); one copy of b,
+    # and the same BLAS path, hence the same sum order, whatever the tile's layout
+    b = np.ascontiguousarray(b)
     if out is None:
         out = np.empty((P, M, N), np.result_type(a, b))
     full = M - M % ROWS
