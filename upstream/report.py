@@ -61,6 +61,13 @@ HARDWARE_GATED = (
     (r"maxnreg only works on CUDA", "CUDA"),
     (r"NYI: scale_dot just implemented in CUDA/HIP", "CUDA or HIP"),
     (r"within_2g is a HIP specific optimization", "AMD HIP"),
+    # test_max_autotune.py (torch 2.13's era): has_triton_tma_device() asks torch.cuda for sm90+;
+    # `skipIf(not torch.version.hip)`; `skipIf(not HAS_CUDA_AND_TRITON)`; and Inductor's
+    # _get_exceeding_shared_memory_checker, which reads shared memory only from torch.cuda / torch.xpu properties
+    (r"Need device-side TMA support in Triton", "NVIDIA sm90+ device-side TMA"),
+    (r"ROCM only", "AMD ROCm"),
+    (r"Scheduler static analysis only tested on cuda", "CUDA"),
+    (r"Device does not support shared memory size query", "CUDA or XPU device properties"),
 )
 _GATES = [(re.compile(p), needs) for p, needs in HARDWARE_GATED]
 
