@@ -460,27 +460,28 @@ def render_markdown(report: dict) -> str:
         lines += [f"- `{k}`: {why}" for k, why in stale.get("missing", {}).items()]
     if stale.get("not_checked"):
         lines.append(f"\n{len(stale['not_checked'])} entries not checked (their files were not in this run).")
-    if report.get("hardware_gated"):
-        lines += ["", "## Upstream skips gated on hardware", ""]
-        lines += [
-            "Upstream's own skips whose condition needs a GPU plate is not (`upstream/report.py` HARDWARE_GATED); the "
-            "applicable pass rate leaves them out, the pass rate above keeps them.",
-            "",
-        ]
-        lines += _table(
-            [[str(g["count"]), g["reason"], g["needs"]] for g in report["hardware_gated"]], ["tests", "reason", "needs"]
-        )
-    if report.get("every_device"):
-        lines += ["", "## Upstream skips on every device", ""]
-        lines += [
-            "Upstream's own skips whose condition holds whatever the device (`upstream/report.py` EVERY_DEVICE); only "
-            "the rate over tests some device runs leaves them out.",
-            "",
-        ]
-        lines += _table(
-            [[str(g["count"]), g["reason"], g["condition"]] for g in report["every_device"]],
-            ["tests", "reason", "condition"],
-        )
+    classes = (
+        (
+            "hardware_gated",
+            "needs",
+            "Upstream skips gated on hardware",
+            "Upstream's own skips whose condition needs a GPU plate is not (`upstream/report.py` HARDWARE_GATED); "
+            "the applicable pass rate leaves them out, the pass rate above keeps them.",
+        ),
+        (
+            "every_device",
+            "condition",
+            "Upstream skips on every device",
+            "Upstream's own skips whose condition holds whatever the device (`upstream/report.py` EVERY_DEVICE); "
+            "only the rate over tests some device runs leaves them out.",
+        ),
+    )
+    for key, column, title, intro in classes:
+        if report.get(key):
+            lines += ["", f"## {title}", "", intro, ""]
+            lines += _table(
+                [[str(g["count"]), g["reason"], g[column]] for g in report[key]], ["tests", "reason", column]
+            )
     if report["skip_reasons"]:
         lines += ["", "## Upstream's own skips, by reason", ""]
         lines += _table(
