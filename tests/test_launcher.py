@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from collections import namedtuple
 from types import SimpleNamespace
@@ -383,3 +385,29 @@ def test_cache_hit_in_a_fresh_process_runs_from_the_cached_binary(active, tmp_pa
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "cache hits [True]" in r.stdout
+
+
+# ---- ml_dtypes only for bf16 / fp8 ----------------------------------------------------------------------
+def test_an_fp32_launch_does_not_import_ml_dtypes(tmp_path):
+    # its C extension takes about a second to load (dtypes.py loads it on the first bf16 / fp8 use); the
+    # bf16 launch after the fp32 and int32 ones must load it and still compute
+    code = (
+        "import sys, torch, triton, triton.language as tl\n"
+        "@triton.jit\n"
+        "def add(x, y, out, n, BLOCK: tl.constexpr):\n"
+        "    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(out + o, tl.load(x + o, mask=o < n) + tl.load(y + o, mask=o < n), mask=o < n)\n"
+        "def run(dtype):\n"
+        "    x = (torch.arange(300) % 7).to(dtype)\n"
+        "    out = torch.empty(300, dtype=dtype, device='plate')\n"
+        "    add[(3,)](x.to('plate'), x.to('plate'), out, 300, BLOCK=128)\n"
+        "    assert torch.equal(out.cpu(), x + x), dtype\n"
+        "run(torch.float32)\n"
+        "run(torch.int32)\n"
+        "assert 'ml_dtypes' not in sys.modules, 'an fp32 / int32 launch imported ml_dtypes'\n"
+        "run(torch.bfloat16)\n"
+        "assert 'ml_dtypes' in sys.modules\n"
+    )
+    (tmp_path / "launch.py").write_text(code)  # Triton reads a jit function's source from its file
+    env = {**os.environ, "TRITON_ALWAYS_COMPILE": "1"}
+    subprocess.run([sys.executable, str(tmp_path / "launch.py")], check=True, env=env)

@@ -249,3 +249,28 @@ def test_const_and_words_round_trip():
     fw = nx.to_word(np.array([1.5], np.float32), "f32")
     assert fw.view(np.float64).tolist() == [1.5]
     assert nx.to_word(np.array([True]), "i1").tolist() == [1]
+
+
+# ---- the formats written out, the dtype table loading ml_dtypes on its first bf16 / fp8 use ---------
+@pytest.mark.parametrize("name", ["bf16", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz"])
+def test_the_written_out_formats_are_ml_dtypes_finfo(name):
+    from triton_plate_backend.dtypes import NUMPY
+
+    fi, fmt = ml_dtypes.finfo(NUMPY[name]), nx.FORMATS[name]
+    assert (fmt.precision, fmt.min_exp, fmt.max_finite) == (int(fi.nmant) + 1, int(fi.minexp), float(fi.max))
+    assert fmt.has_inf == bool(np.isinf(np.array(np.inf, np.float32).astype(NUMPY[name])))
+    assert fmt.saturate == (name != "bf16")
+
+
+def test_the_dtype_table_sees_every_type_and_names_the_ml_dtypes_ones():
+    from triton_plate_backend.dtypes import NUMPY, isa_name
+
+    names = ["i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "f8e4m3fn", "f8e5m2"]
+    assert list(NUMPY)[: len(names)] == names and len(NUMPY) == 13 and "bf16" in NUMPY and "f8" not in NUMPY
+    assert NUMPY["bf16"] == np.dtype(ml_dtypes.bfloat16) and NUMPY.get("f8e5m2") == np.dtype(ml_dtypes.float8_e5m2)
+    assert NUMPY.get("u8") is None and dict(NUMPY.items()) == {
+        k: NUMPY[k] for k in names + ["f8e4m3fnuz", "f8e5m2fnuz"]
+    }
+    assert [isa_name(NUMPY[k]) for k in NUMPY] == list(NUMPY) and isa_name(np.dtype(np.uint16)) is None
+    with pytest.raises(KeyError):
+        NUMPY["u8"]

@@ -21,10 +21,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import ml_dtypes
 import numpy as np
 
-from ..dtypes import NUMPY, UNSIGNED
+from ..dtypes import NUMPY, UNSIGNED, isa_name
 from ..errors import IsaError
 from ..isa.table import INT_BITS, is_float
 
@@ -44,21 +43,22 @@ FP8 = ("f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz")
 FNUZ = ("f8e4m3fnuz", "f8e5m2fnuz")  # no infinity: overflow and inf become NaN (0x80) in a plain cast
 
 
-def _fmt(name: str, saturate: bool = False) -> FloatFormat:
-    fi = ml_dtypes.finfo(NUMPY[name]) if name in ("bf16", *FP8) else np.finfo(NUMPY[name])
-    has_inf = name not in ("f8e4m3fn", *FNUZ)
-    return FloatFormat(name, int(fi.nmant) + 1, int(fi.minexp), float(fi.max), has_inf, saturate)
+def _fmt(name: str) -> FloatFormat:
+    fi = np.finfo(NUMPY[name])
+    return FloatFormat(name, int(fi.nmant) + 1, int(fi.minexp), float(fi.max), True, False)
 
 
+# bf16 and fp8 written out (ml_dtypes.finfo's values, checked by test_sim_numerics.py): reading them
+# from ml_dtypes would import it, which NUMPY leaves to the first bf16 / fp8 use
 FORMATS: dict[str, FloatFormat] = {
     "f16": _fmt("f16"),
-    "bf16": _fmt("bf16"),
+    "bf16": FloatFormat("bf16", 8, -126, (2 - 2**-7) * 2.0**127, True, False),
     "f32": _fmt("f32"),
     "f64": _fmt("f64"),
-    "f8e4m3fn": _fmt("f8e4m3fn", saturate=True),
-    "f8e5m2": _fmt("f8e5m2", saturate=True),
-    "f8e4m3fnuz": _fmt("f8e4m3fnuz", saturate=True),
-    "f8e5m2fnuz": _fmt("f8e5m2fnuz", saturate=True),
+    "f8e4m3fn": FloatFormat("f8e4m3fn", 4, -6, 448.0, False, True),
+    "f8e5m2": FloatFormat("f8e5m2", 3, -14, 57344.0, True, True),
+    "f8e4m3fnuz": FloatFormat("f8e4m3fnuz", 4, -7, 240.0, False, True),
+    "f8e5m2fnuz": FloatFormat("f8e5m2fnuz", 3, -15, 57344.0, False, True),
 }
 
 
@@ -101,7 +101,6 @@ _EXACT_INTO = {
     "bf16": set(FP8),
     **{name: set() for name in FP8},
 }
-_BY_NUMPY = {v: k for k, v in NUMPY.items()}
 
 
 def round_float(x, dtype: str, mode: str = "rtne") -> np.ndarray:
@@ -114,7 +113,8 @@ def round_float(x, dtype: str, mode: str = "rtne") -> np.ndarray:
         x = x.astype(F64)
     if x.dtype == out_dt:
         return x
-    if _BY_NUMPY.get(x.dtype) in _EXACT_INTO[dtype]:
+    source = isa_name(x.dtype)
+    if source in _EXACT_INTO[dtype]:
         return x.astype(out_dt)
     # numpy's f64->f32, f32/f64->f16 and ml_dtypes' f32->bf16 are single correct RNE roundings
     if mode == "rtne" and (
@@ -122,7 +122,7 @@ def round_float(x, dtype: str, mode: str = "rtne") -> np.ndarray:
     ):
         return x.astype(out_dt)
     fmt = FORMATS[dtype]
-    if x.dtype in _EXACT_IN_F32 and dtype in _NARROWER_THAN_F32:
+    if source in _EXACT_IN_F32 and dtype in _NARROWER_THAN_F32:
         if x.dtype.itemsize == 2 and dtype in FP8 and x.size >= _TABLE_FROM and x.ndim:
             return _table(x.dtype, dtype, mode)[x.view(np.uint16)]
         return _round_f32(x, fmt, mode, out_dt)
@@ -158,7 +158,7 @@ def _table(source: np.dtype, dtype: str, mode: str) -> np.ndarray:
 # intermediates, up to 2**p) float32 holds exactly: _round64's steps are exact in float32 for
 # them, so rounding in float32 gives the float64 path's bits (an f32 value rounded past f32's max
 # becomes inf instead of 2**128, which _overflow treats the same)
-_EXACT_IN_F32 = {F32, np.dtype(NUMPY["f16"]), np.dtype(NUMPY["bf16"])}
+_EXACT_IN_F32 = {"f32", "f16", "bf16"}
 _NARROWER_THAN_F32 = {"f16", "bf16", *FP8}
 
 

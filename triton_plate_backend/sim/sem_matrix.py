@@ -17,9 +17,9 @@ bits). Within a block the order is still the host BLAS's.
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
+from ..dtypes import NUMPY, isa_name
 from ..errors import IsaError
 from ..isa.table import ENUMS
 from ..machine import MatrixUnit
@@ -55,7 +55,7 @@ def _matmul(a, b, out=None, pad=None):
 
 
 def _bf16(x):
-    return x.astype(ml_dtypes.bfloat16).astype(F32)  # RNE
+    return x.astype(NUMPY["bf16"]).astype(F32)  # RNE
 
 
 def _split(x, rounder, parts):
@@ -111,7 +111,7 @@ _F16_TO_F32: list = []  # numpy's cast of every f16 bit pattern, once needed
 def _widen_into(x, out) -> None:
     """out (f32) = x (f16 / bf16 / fp8), exactly: bf16 by moving its bits up, f16 by a table of
     numpy's cast (both the cast's bits, faster on strided SRAM views), fp8 by the cast."""
-    if x.dtype == ml_dtypes.bfloat16:
+    if isa_name(x.dtype) == "bf16":
         np.left_shift(x.view(np.uint16), 16, out=out.view(np.uint32), dtype=np.uint32)
     elif x.dtype == np.float16:
         if not _F16_TO_F32:

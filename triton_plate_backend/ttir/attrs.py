@@ -86,10 +86,11 @@ def float_from_bits(bits: int, type_name: str) -> float:
         if type_name == "bf16":
             return struct.unpack("<f", (bits << 16).to_bytes(4, "little"))[0]
         if type_name.startswith("f8"):
-            import ml_dtypes
             import numpy as np
 
-            dtype = getattr(ml_dtypes, "float8_" + type_name[2:].lower(), None)
+            from ..dtypes import ml_dtypes
+
+            dtype = getattr(ml_dtypes(), "float8_" + type_name[2:].lower(), None)
             if dtype is not None:
                 return float(np.array([bits], dtype=np.uint8).view(dtype)[0])
     except OverflowError:
