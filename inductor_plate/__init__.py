@@ -19,8 +19,10 @@ domains and the reason (placement.py, the graph-level placement pass).
 
 No call is needed for ``torch.compile`` on plate tensors: Inductor's own PrivateUse1 discovery
 (``init_backend_registration``) asks ``torch.plate`` for ``Scheduling``, ``PythonWrapperCodegen``,
-``CppWrapperCodegen`` and ``WrapperFxCodegen`` on the first compile. ``register()`` gives the torch
-device those four answers (the attributes of the same names below) through its registration hook,
+``CppWrapperCodegen`` and ``WrapperFxCodegen`` on the first compile, and Dynamo's
+``get_interface_for_device("plate")`` asks it for ``DeviceInterface`` (Inductor's autotuning
+subprocess asks that first). ``register()`` gives the torch device those five answers (the
+attributes of the same names below) through its registration hook,
 ``triton_plate_backend.torch_device.compiler_hooks``; when this package is not imported yet, the
 hook imports it through the entry point this package declares (group
 ``triton_plate_backend.inductor``). ``CppWrapperCodegen`` is None (plate has no C++ wrapper), which
@@ -42,6 +44,7 @@ from .profiling import ProfileRun, collect_profiles
 
 __all__ = [
     "CppWrapperCodegen",
+    "DeviceInterface",
     "ProfileRun",
     "PythonWrapperCodegen",
     "Scheduling",
@@ -120,13 +123,16 @@ def register() -> None:
             PythonWrapperCodegen=PlateWrapperCodegen,
             CppWrapperCodegen=None,
             WrapperFxCodegen=None,
+            DeviceInterface=PlateInterface,
         )
         _registered = True
 
 
 register()
 
-# Inductor's PrivateUse1 discovery reads these four names from torch.plate (see the docstring).
+# Inductor's PrivateUse1 discovery reads four of these names from torch.plate, Dynamo's device registry the
+# fifth (see the docstring).
+from .device_interface import PlateInterface as DeviceInterface  # noqa: E402
 from .scheduling import PlateScheduling as Scheduling  # noqa: E402
 from .wrapper import PlateWrapperCodegen as PythonWrapperCodegen  # noqa: E402
 

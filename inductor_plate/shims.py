@@ -268,6 +268,19 @@ def _do_bench_on_modeled_clock() -> bool:
     return install_do_bench() or getattr(triton.testing.do_bench, "_plate_shim", False)
 
 
+# ---- get_interface_for_device: the PrivateUse1 device answers -------------------------------------
+def _device_interface_from_device_module() -> bool:
+    """get_interface_for_device asks torch.plate for its DeviceInterface: the torch device holds that
+    patch (triton_plate_backend.torch_device.compiler_hooks.install_device_interface_discovery, installed
+    when the device registers), since a fresh process (Inductor's autotuning subprocess) can ask before
+    this package is imported; this makes sure it is in."""
+    from torch._dynamo import device_interface
+
+    from triton_plate_backend.torch_device.compiler_hooks import install_device_interface_discovery
+
+    return install_device_interface_discovery() or "_plate_builtin_get_interface_for_device" in vars(device_interface)
+
+
 SHIMS: tuple[Shim, ...] = (
     Shim("GPU_TYPES includes plate", "patches/pytorch/register-gpu-type.patch", _register_gpu_type),
     Shim("has_triton() asks the PrivateUse1 device", "patches/pytorch/has-triton-privateuse1.patch", _has_triton),
@@ -290,6 +303,11 @@ SHIMS: tuple[Shim, ...] = (
         "host-side TMA asks the device",
         "patches/pytorch/device-supports-tma-interface.patch",
         _device_supports_tma,
+    ),
+    Shim(
+        "get_interface_for_device asks the PrivateUse1 device",
+        "patches/pytorch/device-interface-privateuse1.patch",
+        _device_interface_from_device_module,
     ),
     Shim(
         "triton.testing.do_bench asks a modeled-clock driver",

@@ -121,6 +121,76 @@ def test_discovery_imports_the_integration_through_its_entry_point(tmp_path):
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr
 
 
+def _fresh_python(tmp_path, script: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run `script` in a fresh interpreter that sees this checkout and a fake dist-info declaring the
+    integration's entry point (what the installed package's metadata says)."""
+    info = tmp_path / "plate_inductor_entry_point-0.0.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plate-inductor-entry-point\nVersion: 0.0\n")
+    (info / "entry_points.txt").write_text(f"[{compiler_hooks.ENTRY_POINT_GROUP}]\nplate = inductor_plate\n")
+    full_env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join([REPO, str(tmp_path)])}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=REPO,
+        timeout=300,
+    )
+
+
+def test_dynamo_device_question_imports_the_integration_in_a_fresh_process(tmp_path):
+    """Dynamo's get_interface_for_device("plate") as a process's first question (Inductor's autotuning
+    subprocess asks it so) finds plate's interface: torch's autoload loaded only the device, whose hook
+    asks the integration's entry point (it raised NotImplementedError before). `import torch` still
+    imports neither torch._dynamo nor the integration; other devices still raise."""
+    r = _fresh_python(
+        tmp_path,
+        """
+        import sys
+        import torch
+        assert "torch._dynamo" not in sys.modules and "inductor_plate" not in sys.modules
+        from torch._dynamo.device_interface import get_interface_for_device
+        assert "inductor_plate" not in sys.modules
+        interface = get_interface_for_device("plate")  # the first question, before anything imports the integration
+        from inductor_plate.device_interface import PlateInterface
+        assert interface is PlateInterface
+        assert get_interface_for_device(torch.device("plate", 0)) is PlateInterface
+        assert get_interface_for_device("plate:0") is PlateInterface
+        try:
+            get_interface_for_device("nosuchdevice")
+        except NotImplementedError as e:
+            assert "nosuchdevice" in str(e)
+        else:
+            raise AssertionError("an unknown device got an interface")
+        import inductor_plate
+        assert inductor_plate.registered()
+        print("ok")
+        """,
+    )
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+
+
+def test_max_autotune_in_a_subprocess_tunes_a_plate_mm(tmp_path):
+    """max_autotune with autotune_in_subproc: the tuning child benchmarks the plate mm templates (it
+    failed before with "No interface for device plate", leaving no valid choice). 32x32 on plate-mini."""
+    r = _fresh_python(
+        tmp_path,
+        """
+        import torch
+        a, b = torch.randn(32, 32), torch.randn(32, 32)
+        patch = {"max_autotune": True, "autotune_in_subproc": True, "force_disable_caches": True}
+        with torch._inductor.config.patch(patch):
+            out = torch.compile(torch.mm)(a.to("plate"), b.to("plate"))
+        torch.testing.assert_close(out.cpu(), a @ b, rtol=1e-4, atol=1e-4)
+        print("ok")
+        """,
+        env={"PLATE_MACHINE": "plate-mini"},
+    )
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+    assert "SubProcess AUTOTUNE" in r.stdout + r.stderr, r.stderr  # the choices were benchmarked in the child
+
+
 # ---- shims ---------------------------------------------------------------------------------------------
 def test_shims_applied_and_named():
     status = shims.apply()

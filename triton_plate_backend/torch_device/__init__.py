@@ -150,7 +150,8 @@ def last_profile(device=None):
 def __getattr__(name):
     """``default_generators``: the tuple of every device's generator, as torch.cuda's. Inductor's PrivateUse1
     discovery asks torch.plate for Scheduling, PythonWrapperCodegen, ... on the
-    first compile: the answers are what the Inductor integration registered (compiler_hooks)."""
+    first compile, Dynamo's device registry for DeviceInterface: the answers are what the Inductor
+    integration registered (compiler_hooks)."""
     if name in compiler_hooks.INDUCTOR_NAMES:
         return compiler_hooks.inductor_answer(name)
     if name == "default_generators":  # torch.cuda.default_generators: one per device, built on first use
@@ -167,4 +168,5 @@ def _autoload() -> None:
 _extension = _registration.load_extension()
 if _extension is not None:
     _registration.register(sys.modules[__name__], memory, _extension)
+    compiler_hooks.install_device_interface_discovery()  # Dynamo's device registry asks torch.plate too
     accumulation.register()  # eager fp16/bf16 reductions, norms, softmax and matmuls accumulate as on CUDA

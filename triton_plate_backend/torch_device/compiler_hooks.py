@@ -6,17 +6,26 @@ first ``torch.compile``. The torch device sits below the Inductor integration an
 the integration registers its answers here (``register_inductor_backend``) when it is imported.
 So that ``torch.compile`` on plate tensors works without importing the integration first, the
 first question loads the entry points of ``ENTRY_POINT_GROUP``, which the integration's package
-metadata declares (pyproject.toml); loading one imports the package, which registers itself."""
+metadata declares (pyproject.toml); loading one imports the package, which registers itself.
+
+Dynamo's device registry (``torch._dynamo.device_interface``) asks nothing of the PrivateUse1
+device: a fresh process whose first question is ``get_interface_for_device("plate")`` (Inductor's
+autotuning subprocess) would never reach the hook. ``install_device_interface_discovery`` makes the
+registry ask ``torch.plate.DeviceInterface`` (the fifth answer) when asked about plate."""
 
 from __future__ import annotations
 
+import inspect
+import sys
+import types
 import warnings
 from importlib.metadata import entry_points
 
 from ..errors import PlateError
 
 ENTRY_POINT_GROUP = "triton_plate_backend.inductor"
-INDUCTOR_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+INDUCTOR_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen", "DeviceInterface")
+DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
 _answers: dict[str, object] = {}
 _warned_missing = False
 
@@ -59,3 +68,90 @@ def _warn_missing_once(missing: str) -> None:
             f"`*.egg-info` folder in the working directory can shadow the installed metadata.",
             stacklevel=3,
         )
+
+
+# ---- Dynamo's device registry asks the PrivateUse1 device ------------------------------------------------
+def install_device_interface_discovery() -> bool:
+    """THE runtime patch of PyTorch's ``torch._dynamo.device_interface.get_interface_for_device`` (removed
+    by patches/pytorch/device-interface-privateuse1.patch): asked about the PrivateUse1 device while it has
+    no interface registered, it registers the ``DeviceInterface`` torch.plate answers (through the hook
+    above, which imports the integration) instead of raising NotImplementedError. It lives
+    here, below the integration, because the question can come first in a process that never imported
+    the integration. Installed when the device registers (at torch's autoload): torch._dynamo is not
+    imported then (importing it costs a second), so an import finder patches the module when it is.
+    Returns True when it patched (or will, on import); False when already done or PyTorch has the patch."""
+    module = sys.modules.get(DEVICE_INTERFACE_MODULE)
+    if module is not None:
+        return _patch_get_interface_for_device(module)
+    if not any(isinstance(finder, _DeviceInterfaceFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _DeviceInterfaceFinder())
+    return True
+
+
+class _DeviceInterfaceFinder:
+    """Finds nothing itself: for DEVICE_INTERFACE_MODULE it takes the spec the other finders give and
+    patches the module once its code has run; then it leaves sys.meta_path."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != DEVICE_INTERFACE_MODULE:
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find_spec = getattr(finder, "find_spec", None)
+            spec = find_spec(fullname, path, target) if find_spec is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        exec_module = spec.loader.exec_module
+
+        def exec_then_patch(module):
+            exec_module(module)
+            _patch_get_interface_for_device(module)
+
+        spec.loader.exec_module = exec_then_patch  # this module's own loader object
+        return spec
+
+
+def _patch_get_interface_for_device(module) -> bool:
+    """get_interface_for_device is imported by name into many modules: no rebinding reaches them all, so
+    the shared function object's code is swapped for "the built-in answer, or else the PrivateUse1
+    device's" (the same shape as the integration's has_triton shim)."""
+    original = module.get_interface_for_device
+    namespace = module.__dict__
+    if "_plate_builtin_get_interface_for_device" in namespace or "privateuse1" in inspect.getsource(original):
+        return False
+    namespace["_plate_builtin_get_interface_for_device"] = types.FunctionType(
+        original.__code__, namespace, "get_interface_for_device_builtin", original.__defaults__, original.__closure__
+    )
+    namespace["_plate_register_privateuse1_interface"] = _register_privateuse1_interface
+    original.__code__ = _get_interface_for_device_or_privateuse1.__code__
+    return True
+
+
+def _get_interface_for_device_or_privateuse1(device):  # its code replaces the original's: runs in its module
+    try:
+        return _plate_builtin_get_interface_for_device(device)  # noqa: F821
+    except NotImplementedError:
+        if not _plate_register_privateuse1_interface(device):  # noqa: F821
+            raise
+    return _plate_builtin_get_interface_for_device(device)  # noqa: F821
+
+
+def _register_privateuse1_interface(device) -> bool:
+    """What device-interface-privateuse1.patch adds: an unregistered name of the PrivateUse1 device
+    ("plate", "plate:0") gets the interface its device module answers. False: not that device, or no answer."""
+    import torch
+
+    key = device.type if isinstance(device, torch.device) else str(device)
+    name = torch._C._get_privateuse1_backend_name()
+    if key.partition(":")[0] != name:
+        return False
+    interface = getattr(getattr(torch, name, None), "DeviceInterface", None)  # loads the integration
+    if interface is None:
+        return False
+    module = sys.modules[DEVICE_INTERFACE_MODULE]
+    if key not in module.device_interfaces:
+        module.register_interface_for_device(key, interface)
+    return True
