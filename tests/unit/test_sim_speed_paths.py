@@ -1009,17 +1009,27 @@ def test_a_kept_sram_image_is_zeroed_and_one_still_viewed_is_not_kept():
     img = executor._zeroed_sram(4, 128)
     img[:] = 7
     kept_id = id(img)
-    executor._keep_sram(img)
+    box = [img]
     del img
+    executor._keep_sram(box)
     again = executor._zeroed_sram(4, 128)
     assert id(again) == kept_id and not again.any()
     view = again[1:]
-    executor._keep_sram(again)  # a view of it outlived the batch: not kept
+    executor._keep_sram([again])  # the caller's name still holds it: not kept
     assert executor._sram_kept == []
+    box = [again]
+    del again
+    executor._keep_sram(box)  # a view of it outlived the batch: not kept
+    assert executor._sram_kept == []
+    again = view.base
     del view
-    executor._keep_sram(again)
-    assert executor._zeroed_sram(4, 64) is not again and executor._zeroed_sram(4, 128) is again
-    executor._keep_sram(np.zeros((1, executor._SRAM_KEPT_BYTES + 1), np.uint8))
+    box = [again]
+    del again
+    executor._keep_sram(box)
+    assert len(executor._sram_kept) == 1
+    assert executor._zeroed_sram(4, 64) is not executor._sram_kept[0]
+    assert id(executor._zeroed_sram(4, 128)) == kept_id and executor._sram_kept == []
+    executor._keep_sram([np.zeros((1, executor._SRAM_KEPT_BYTES + 1), np.uint8)])
     assert executor._sram_kept == []
 
 

@@ -227,10 +227,14 @@ def _zeroed_sram(p: int, row_bytes: int) -> np.ndarray:
     return np.zeros((p, row_bytes), np.uint8)
 
 
-def _keep_sram(img: np.ndarray) -> None:
-    """Keep a finished batch's SRAM image for ``_zeroed_sram`` when nothing else holds it (no view of it
-    outlived the batch: the caller's name and getrefcount's argument are its only references)."""
-    if img.nbytes > _SRAM_KEPT_BYTES or sys.getrefcount(img) > 3:
+def _keep_sram(box: list[np.ndarray]) -> None:
+    """Keep a finished batch's SRAM image, ``box``'s one item, for ``_zeroed_sram`` when nothing else holds it
+    (no view of it outlived the batch, the caller kept no name for it: this function's name and
+    getrefcount's argument are its only references). It comes in a box, taken out here, because CPython
+    3.11 counts a positional argument once or twice by how the call was specialized: a bare argument was
+    kept or not by the interpreter's state."""
+    img = box.pop()
+    if img.nbytes > _SRAM_KEPT_BYTES or sys.getrefcount(img) > 2:
         return
     with _sram_lock:
         _sram_kept.insert(0, img)
@@ -319,7 +323,9 @@ class _Launch:
             else:  # jumped forward over a waiting context: run that one first
                 waiting.add(ctx, front=True)
                 ctx = event
-        _keep_sram(sram)
+        box = [sram]
+        del sram
+        _keep_sram(box)
 
     def _run(self, ctx: Context, waiting: _Waiting):
         instrs, rules, n, straight = self.program.instrs, self.rules, len(self.program.instrs), self.straight
