@@ -120,7 +120,7 @@ def _patch_get_interface_for_device(module) -> bool:
     device's" (the same shape as the integration's has_triton shim)."""
     original = module.get_interface_for_device
     namespace = module.__dict__
-    if "_plate_builtin_get_interface_for_device" in namespace or "privateuse1" in inspect.getsource(original):
+    if "_plate_builtin_get_interface_for_device" in namespace or _asks_privateuse1(original):
         return False
     namespace["_plate_builtin_get_interface_for_device"] = types.FunctionType(
         original.__code__, namespace, "get_interface_for_device_builtin", original.__defaults__, original.__closure__
@@ -128,6 +128,15 @@ def _patch_get_interface_for_device(module) -> bool:
     namespace["_plate_register_privateuse1_interface"] = _register_privateuse1_interface
     original.__code__ = _get_interface_for_device_or_privateuse1.__code__
     return True
+
+
+def _asks_privateuse1(function) -> bool:
+    """Whether PyTorch's own function already asks the PrivateUse1 device (a PyTorch with the patch); a
+    function whose source is not on disk (a build without .py files) is taken not to."""
+    try:
+        return "privateuse1" in inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
 
 
 def _get_interface_for_device_or_privateuse1(device):  # its code replaces the original's: runs in its module
