@@ -84,10 +84,6 @@ def test_discovery_imports_the_integration_through_its_entry_point(tmp_path):
     """torch.compile on plate tensors needs no `import inductor_plate`: Inductor's discovery asks
     torch.plate, whose hook loads the entry points of its group (the fake dist-info stands for the
     installed package's metadata). With no entry point, the answer is 'none' and nothing is imported."""
-    info = tmp_path / "plate_inductor_entry_point-0.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plate-inductor-entry-point\nVersion: 0.0\n")
-    (info / "entry_points.txt").write_text(f"[{compiler_hooks.ENTRY_POINT_GROUP}]\nplate = inductor_plate\n")
     script = textwrap.dedent(
         """
         import sys
@@ -116,8 +112,7 @@ def test_discovery_imports_the_integration_through_its_entry_point(tmp_path):
         print("ok")
         """
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, str(tmp_path)])}
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    r = _fresh_python(tmp_path, script)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr
 
 
