@@ -416,7 +416,8 @@ def _configs_and_benchmarks(monkeypatch, fn, *args):
     monkeypatch.setattr(tuner, "__init__", init)
     monkeypatch.setattr(tuner, "benchmark_all_configs", bench)
     torch._dynamo.reset()  # an earlier test's compile of ``fn`` would be reused: no kernel made, nothing counted
-    with torch._inductor.config.patch(force_disable_caches=True):
+    # kernels compiled in this process: a compile worker's autotuner comes back pickled (no __init__ here)
+    with torch._inductor.config.patch(force_disable_caches=True, compile_threads=1):
         out = torch.compile(fn)(*args)
     return out, sorted(tuners), benchmarks
 
