@@ -588,6 +588,29 @@ def test_patches_check_and_list(patch_setup, capsys):
     assert "applies" in good_row and "pass 1/1 (before: error)" in good_row  # the last check is remembered
 
 
+def test_a_patch_checks_on_top_of_the_patch_it_depends_on(patch_setup, tmp_path, capsys):
+    """Depends-On: the named patch is applied first in both trees, so a patch whose context and tests need
+    another one's change (preshuffle-mxfp-test-device on matmul-pipeliner-importable-without-cuda) is checked."""
+    repo, common = patch_setup
+    (repo / "src" / "fakelib.py").write_text("VALUE = 2\n")  # good.patch's change
+    _git(repo, "commit", "-q", "-a", "-m", "as good.patch")
+    (repo / "src" / "fakelib.py").write_text("VALUE = 2\nEXTRA = VALUE * 3\n")
+    (repo / "tests" / "test_extra.py").write_text("import fakelib\n\n\ndef test_extra():\n    assert fakelib.EXTRA == 6\n")
+    _git(repo, "add", "-A")
+    message = "Add EXTRA\n\nTest: tests/test_extra.py\nDepends-On: fakeproj/good.patch"
+    _git(repo, "commit", "-q", "-m", message)
+    (tmp_path / "patches" / "fakeproj" / "extra.patch").write_text(
+        _git(repo, "format-patch", "--stdout", "HEAD~1..HEAD")
+    )
+    _git(repo, "reset", "-q", "--hard", "HEAD~2")
+    extra = next(p for p in patches.find_patches(tmp_path / "patches") if p.path.name == "extra.patch")
+    assert extra.depends_on == ("fakeproj/good.patch",)
+    rc = patches.main(["check", *common, "--src", f"fakeproj={repo}", "--before", "extra"])
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("fakeproj/extra.patch"))
+    assert rc == 0 and "applies" in row and "pass 1/1 (before: fail)" in row  # before: VALUE = 2, no EXTRA
+    assert "fakeproj/good.patch applied first" in row
+
+
 def test_runner_compares_with_a_baseline_and_the_interpreter(triton_tree, tmp_path):
     baseline = tmp_path / "baseline.tsv"
     alpha = "unit/language/test_alpha.py::"

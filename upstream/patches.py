@@ -8,6 +8,7 @@ description (problem, change, test) and names its tests in trailers of the last 
 
     Test: python/test/unit/language/test_core.py::test_zero_strided_tensors   (repeatable; node ids or files)
     Test-Env: NAME=VALUE                                                       (optional, repeatable)
+    Depends-On: triton/other.patch     (optional, repeatable: a patch this one's tests need applied first)
 
 `check` runs `git apply --check` on the pinned tree, then applies the patch to a temporary copy of
 the tree's `take` paths and runs the named tests there. A patched library file (triton/*.py,
@@ -50,6 +51,7 @@ class Patch:
     files: tuple[str, ...]
     tests: tuple[str, ...] = ()
     test_env: dict[str, str] = field(default_factory=dict)
+    depends_on: tuple[str, ...] = ()  # other patches (project/file) applied first, before and after
 
     @property
     def name(self) -> str:
@@ -69,10 +71,11 @@ def parse_patch(path: Path, project: str) -> Patch:
     trailers = [m.groups() for m in map(_TRAILER.match, last_paragraph) if m]
     tests = tuple(v.strip() for k, v in trailers if k == "Test")
     env = dict(v.strip().split("=", 1) for k, v in trailers if k == "Test-Env" and "=" in v)
+    depends_on = tuple(v.strip() for k, v in trailers if k == "Depends-On")
     files = tuple(dict.fromkeys(b for _, b in _DIFF_FILE.findall(text)))
     if not files:
         raise UpstreamError(f"{path}: no `diff --git` in it")
-    return Patch(Path(path), project, subject, body, files, tests, env)
+    return Patch(Path(path), project, subject, body, files, tests, env, depends_on)
 
 
 def find_patches(patches_dir: Path = PATCHES_DIR, names: list[str] | None = None) -> list[Patch]:
@@ -137,19 +140,23 @@ class TestRun:
     detail: str = ""
 
 
-def run_patch_tests(patch: Patch, revision: Revision, tree: Path, options, overlay: bool = True) -> TestRun:
-    """Run the tests a patch names in `tree` (a copy of the upstream tree, patched or not)."""
+def run_patch_tests(
+    patch: Patch, revision: Revision, tree: Path, options, overlay: bool = True, deps: list[Patch] = ()
+) -> TestRun:
+    """Run the tests a patch names in `tree` (a copy of the upstream tree, patched or not; its
+    dependencies applied in both, so their library files are overlaid either way)."""
     results = tree / ".plate-results.json"
     ini = tree / ".plate-pytest.ini"
     ini.write_text("[pytest]\n")
-    modules = {m: str(tree / f) for f in patch.files if (m := revision.module_of(f)) and (tree / f).is_file()}
+    files = [f for dep in deps for f in dep.files] + (list(patch.files) if overlay else [])
+    modules = {m: str(tree / f) for f in files if (m := revision.module_of(f)) and (tree / f).is_file()}
     env = dict(os.environ)
     env.update(
         HOME=str(tree / ".home"),
         TRITON_HOME=str(tree / ".home"),
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONPATH=os.pathsep.join([str(OVERLAY_DIR), str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])]),
-        PLATE_UPSTREAM_OVERLAY=json.dumps(modules if overlay else {}),
+        PLATE_UPSTREAM_OVERLAY=json.dumps(modules),
     )
     cmd = [sys.executable, "-m", "pytest", *patch.tests, "-c", str(ini), "--rootdir", str(tree), "-q", "-rN"]
     cmd += [
@@ -210,32 +217,63 @@ class CheckResult:
         return out
 
 
+def _dependencies(patch: Patch) -> list[Patch]:
+    """The patches `patch` names in Depends-On: trailers, in order (one level: a dependency's own are its own)."""
+    root = patch.path.resolve().parent.parent
+    deps = []
+    for name in patch.depends_on:
+        path = root / name
+        if not path.is_file():
+            raise UpstreamError(f"{patch.name}: Depends-On {name}, which is not under {root}")
+        deps.append(parse_patch(path, path.parent.name))
+    return deps
+
+
+def _prepare(patch: Patch, deps: list[Patch], revision: Revision, root: Path, dest: Path) -> str:
+    """Copy the tree `patch` needs into `dest` and apply its dependencies there; an error message or ''."""
+    _copy_tree(patch, revision, root, dest)
+    for dep in deps:
+        _copy_tree(dep, revision, root, dest)
+        done = subprocess.run(["git", "apply", str(dep.path.resolve())], cwd=dest, capture_output=True, text=True)
+        if done.returncode != 0:
+            return f"its dependency {dep.name} does not apply: {done.stderr.strip()}"
+    return ""
+
+
 def check_patch(patch: Patch, revision: Revision, root: Path | None, options) -> CheckResult:
     if root is None:
         return CheckResult(patch, "untested", f"no {patch.project} tree: pass --src or fetch it into upstream/src/")
-    ok, message = apply_check(patch, root)
-    if not ok:
-        return CheckResult(patch, "fails", message)
-    result = CheckResult(patch, "applies")
-    if options.no_tests or not patch.tests:
-        result.detail = "tests not run" if patch.tests else "names no Test: trailer"
-        return result
+    deps = _dependencies(patch)
     with tempfile.TemporaryDirectory(prefix="plate-patch-") as tmp:
+        base = root
+        if deps:  # the patch applies to the tree its dependencies make
+            base = Path(tmp) / "base"
+            if message := _prepare(patch, deps, revision, root, base):
+                return CheckResult(patch, "fails", message)
+        ok, message = apply_check(patch, base)
+        if not ok:
+            return CheckResult(patch, "fails", message)
+        result = CheckResult(patch, "applies", f"with {', '.join(d.name for d in deps)} applied first" if deps else "")
+        if options.no_tests or not patch.tests:
+            result.detail = "; ".join(
+                filter(None, [result.detail, "tests not run" if patch.tests else "names no Test: trailer"])
+            )
+            return result
         if options.before:
             before = Path(tmp) / "before"
-            _copy_tree(patch, revision, root, before)
+            _prepare(patch, deps, revision, root, before)
             # test files the patch adds go in unchanged, so its named tests exist and show the change missing
             added = [f for f in patch.files if not (root / f).exists() and not revision.module_of(f)]
             if added:
                 include = [f"--include={f}" for f in added]
                 subprocess.run(["git", "apply", *include, str(patch.path.resolve())], cwd=before, check=True)
-            result.before = run_patch_tests(patch, revision, before, options, overlay=False)
+            result.before = run_patch_tests(patch, revision, before, options, overlay=False, deps=deps)
         tree = Path(tmp) / "patched"
-        _copy_tree(patch, revision, root, tree)
+        _prepare(patch, deps, revision, root, tree)
         done = subprocess.run(["git", "apply", str(patch.path.resolve())], cwd=tree, capture_output=True, text=True)
         if done.returncode != 0:
-            return CheckResult(patch, "fails", f"applies to {root} but not to its copy: {done.stderr.strip()}")
-        result.tests = run_patch_tests(patch, revision, tree, options)
+            return CheckResult(patch, "fails", f"applies to {base} but not to its copy: {done.stderr.strip()}")
+        result.tests = run_patch_tests(patch, revision, tree, options, deps=deps)
     return result
 
 
