@@ -595,7 +595,9 @@ def test_a_patch_checks_on_top_of_the_patch_it_depends_on(patch_setup, tmp_path,
     (repo / "src" / "fakelib.py").write_text("VALUE = 2\n")  # good.patch's change
     _git(repo, "commit", "-q", "-a", "-m", "as good.patch")
     (repo / "src" / "fakelib.py").write_text("VALUE = 2\nEXTRA = VALUE * 3\n")
-    (repo / "tests" / "test_extra.py").write_text("import fakelib\n\n\ndef test_extra():\n    assert fakelib.EXTRA == 6\n")
+    (repo / "tests" / "test_extra.py").write_text(
+        "import fakelib\n\n\ndef test_extra():\n    assert fakelib.EXTRA == 6\n"
+    )
     _git(repo, "add", "-A")
     message = "Add EXTRA\n\nTest: tests/test_extra.py\nDepends-On: fakeproj/good.patch"
     _git(repo, "commit", "-q", "-m", message)
