@@ -14,6 +14,7 @@ import warnings
 import pytest
 import torch
 import triton
+from entry_points import declare_entry_point
 from torch._dynamo import device_interface as dynamo_devices
 from torch._inductor.codegen import common as inductor_common
 from torch._inductor.runtime.hints import DeviceProperties
@@ -119,10 +120,7 @@ def test_discovery_imports_the_integration_through_its_entry_point(tmp_path):
 def _fresh_python(tmp_path, script: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run `script` in a fresh interpreter that sees this checkout and a fake dist-info declaring the
     integration's entry point (what the installed package's metadata says)."""
-    info = tmp_path / "plate_inductor_entry_point-0.0.dist-info"
-    info.mkdir(exist_ok=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plate-inductor-entry-point\nVersion: 0.0\n")
-    (info / "entry_points.txt").write_text(f"[{compiler_hooks.ENTRY_POINT_GROUP}]\nplate = inductor_plate\n")
+    declare_entry_point(tmp_path, compiler_hooks.ENTRY_POINT_GROUP, "inductor_plate")
     full_env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join([REPO, str(tmp_path)])}
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(script)],

@@ -14,6 +14,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from entry_points import declare_entry_point
 
 from triton_plate_backend.compiler import PlateBackend
 from triton_plate_backend.driver import PlateDriver
@@ -374,13 +375,10 @@ def test_cache_hit_in_a_fresh_process_runs_from_the_cached_binary(active, tmp_pa
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.main()  # compiles into TRITON_CACHE_DIR
-    info = tmp_path / "ep" / "plate_entry_point-0.0.dist-info"  # the entry point, as the installed package has
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plate-entry-point\nVersion: 0.0\n")
-    (info / "entry_points.txt").write_text("[triton.backends]\nplate = triton_plate_backend\n")
+    ep = declare_entry_point(tmp_path / "ep", "triton.backends", "triton_plate_backend")
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "ep"), os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(filter(None, [ep, os.environ.get("PYTHONPATH")])),
     }
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr

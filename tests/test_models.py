@@ -15,6 +15,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from entry_points import declare_entry_point
 from torch._dynamo.utils import counters
 from torch._inductor.utils import run_and_get_code
 
@@ -165,10 +166,7 @@ def test_torch_compile_needs_no_registration_call(tmp_path):
     """A fresh process that never imports inductor_plate: Inductor's PrivateUse1 discovery asks
     torch.plate, whose hook loads the entry point inductor_plate declares (the fake dist-info stands
     for the installed package's metadata), which registers plate with its config."""
-    info = tmp_path / "plate_inductor_entry_point-0.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plate-inductor-entry-point\nVersion: 0.0\n")
-    (info / "entry_points.txt").write_text(f"[{compiler_hooks.ENTRY_POINT_GROUP}]\nplate = inductor_plate\n")
+    declare_entry_point(tmp_path, compiler_hooks.ENTRY_POINT_GROUP, "inductor_plate")
     env = {
         **os.environ,
         "PLATE_MACHINE": "plate-mini",

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 import triton
 import triton.language as tl
+from entry_points import declare_entry_point
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
@@ -73,11 +74,7 @@ def _subprocess(code: str, **env) -> subprocess.CompletedProcess:
 
 def _fake_entry_point(tmp_path) -> str:
     """A dist-info on sys.path that declares the plate entry point, as the installed package will."""
-    info = tmp_path / "ep" / "plate_entry_point-0.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plate-entry-point\nVersion: 0.0\n")
-    (info / "entry_points.txt").write_text("[triton.backends]\nplate = triton_plate_backend\n")
-    return str(tmp_path / "ep")
+    return declare_entry_point(tmp_path / "ep", "triton.backends", "triton_plate_backend")
 
 
 # ---- discovery and imports -------------------------------------------------------------------
