@@ -102,6 +102,7 @@ class Carried(Expr):
     k: int = 0
 
 
+_SUMS_AND_PRODUCTS = frozenset((Add, Sub, Mul))
 ZERO = Const(0)
 ONE = Const(1)
 
@@ -151,6 +152,17 @@ def _mono_key(m: tuple[Expr, ...]) -> tuple:
 
 
 def poly(e: Expr) -> Poly:
+    """The polynomial of e (a sum or product's is kept on the node, like its key: callers read it,
+    never change it; an atom's, which would hold the atom itself, in a cycle, is built again)."""
+    if type(e) not in _SUMS_AND_PRODUCTS:
+        return _poly_of(e)
+    p = e.__dict__.get("_poly")
+    if p is None:
+        p = e.__dict__["_poly"] = _poly_of(e)
+    return p
+
+
+def _poly_of(e: Expr) -> Poly:
     match e:
         case Const(v):
             return {(): v} if v else {}
@@ -212,7 +224,14 @@ def _e(x: Expr | int) -> Expr:
 
 
 def canon(e: Expr | int) -> Expr:
-    return from_poly(poly(_e(e)))
+    if type(e) is int:
+        return from_poly(poly(Const(e)))
+    c = e.__dict__.get("_canon")  # (an Expr checked by _e when it was first asked)
+    if c is None:
+        c = from_poly(poly(_e(e)))
+        if c is not e:  # (an atom is its own form: kept, it would hold itself in a cycle)
+            e.__dict__["_canon"] = c
+    return c
 
 
 def add(a: Expr | int, b: Expr | int) -> Expr:
@@ -308,10 +327,27 @@ def nodes(e: Expr) -> Iterator[Expr]:
             yield from nodes(child)
 
 
+_ATOMS = (Val, Select, Carried)
+
+
+def atoms(e: Expr) -> tuple[Expr, ...]:
+    """The Val, Select and Carried nodes of the tree, pre-order (what `nodes` yields of them; kept on
+    the node: the access expressions are asked again and again what they read)."""
+    got = e.__dict__.get("_atoms")
+    if got is None:
+        got = (e,) if isinstance(e, _ATOMS) else ()
+        for child in (getattr(e, "a", None), getattr(e, "b", None)):
+            if isinstance(child, Expr):
+                got += atoms(child)
+        if not got or got[0] is not e:  # (one holding the node itself would be a cycle: built again)
+            e.__dict__["_atoms"] = got
+    return got
+
+
 def values(e: Expr) -> set[Value]:
     """The IR values an expression reads (Val and Select conditions; Carried args)."""
     out: set[Value] = set()
-    for n in nodes(e):
+    for n in atoms(e):
         if isinstance(n, Val):
             out.add(n.value)
         elif isinstance(n, Select):

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from ..ir.core import IntAttr, Op, TensorType
 from ..ir.vocabulary import OPS
-from .affine import Carried, Select, Val, nodes
+from .affine import Carried, Select, Val, atoms
 from .dma_operands import descriptor, element_dtype, fill_imm, inverse, materialize, memory_order, reorder
 from .emitter import Imm, Token, View, VReg
 
@@ -147,8 +147,8 @@ def derived(loop: Op) -> list[Op]:
 
 def _needed(ops: list[Op], exprs) -> tuple:
     """The ops of `derived` that the expressions read, with the ones they read, in body order."""
-    want = {n.value for e in exprs if e is not None for n in nodes(e) if isinstance(n, Val)}
-    want |= {n.cond for e in exprs if e is not None for n in nodes(e) if isinstance(n, Select)}
+    want = {n.value for e in exprs if e is not None for n in atoms(e) if isinstance(n, Val)}
+    want |= {n.cond for e in exprs if e is not None for n in atoms(e) if isinstance(n, Select)}
     keep = []
     for op in reversed(ops):
         if op.result in want:
@@ -179,7 +179,7 @@ def _candidates(ctx, loop: Op) -> list:
     companions = ctx.demand.companions.get(loop, {})
 
     def invariant(e, allow_iv=True) -> bool:
-        for n in nodes(e):
+        for n in atoms(e):
             if isinstance(n, Val) and n.value in inside and not (allow_iv and n.value in of_counter_or_iv):
                 return False
             if isinstance(n, Select) and n.cond in inside and not (allow_iv and n.cond in of_counter):
