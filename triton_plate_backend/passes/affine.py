@@ -36,6 +36,11 @@ class Expr:
     def __str__(self) -> str:
         return _render(self)
 
+    def __getstate__(self) -> dict:
+        """The fields alone: what a node keeps of itself (its hash, key, polynomial...) is not copied or pickled
+        (a copy's Values hash apart from the original's)."""
+        return {k: v for k, v in self.__dict__.items() if k[0] != "_"}
+
 
 @dataclass(frozen=True)
 class Const(Expr):
@@ -103,6 +108,26 @@ class Carried(Expr):
 
 
 _SUMS_AND_PRODUCTS = frozenset((Add, Sub, Mul))
+
+
+def _keep_hash(cls: type) -> None:
+    """The dataclass' hash of a tree node, kept on the node once computed (the same value: a tuple's hash
+    of the fields). A tree used as a dict key was hashed whole at every lookup, and the code generator's
+    memos look up each subtree of a deep tree."""
+    generated = cls.__hash__
+
+    def __hash__(self) -> int:
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = generated(self)
+        return h
+
+    cls.__hash__ = __hash__
+
+
+for _cls in (Add, Sub, Mul, CeilDiv, FloorDiv, Min, Max, Select):
+    _keep_hash(_cls)
+
 ZERO = Const(0)
 ONE = Const(1)
 
