@@ -277,10 +277,13 @@ def neg(a: Expr | int) -> Expr:
 
 def const_value(e: Expr) -> int | None:
     """The integer an expression folds to, or None when it depends on a register."""
-    p = poly(e)
+    return _const_of(poly(e))
+
+
+def _const_of(p: Poly) -> int | None:
     if not p:
         return 0
-    if set(p) == {()}:
+    if len(p) == 1 and () in p:
         return p[()]
     return None
 
@@ -311,7 +314,7 @@ def _minmax(a: Expr | int | None, b: Expr | int | None, node: type, pick_a_when_
     if a is None or b is None:
         return None if a is None and b is None else canon(a if b is None else b)
     a, b = canon(a), canon(b)
-    d = const_value(sub(a, b))
+    d = _const_of(_poly_add(poly(a), poly(b), -1))  # const_value(sub(a, b)), without building the tree
     if d is not None:
         return a if (d <= 0) == pick_a_when_a_le_b else b
     return node(*sorted((a, b), key=_key))
