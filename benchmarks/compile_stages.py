@@ -84,6 +84,8 @@ def forget() -> None:
     for name in ("_parse", "_substituted"):
         getattr(getattr(affinity, name), "cache_clear", lambda: None)()
     getattr(affinity, "_TREES", {}).clear()
+    getattr(affinity, "_FOLDS", {}).clear()
+    getattr(affinity, "_NAMES", {}).clear()
 
 
 def compile_once(kernel, first: bool) -> list[float]:

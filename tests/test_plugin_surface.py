@@ -294,6 +294,8 @@ def test_compile_produces_every_stage(plate_env, monkeypatch):
     assert assemble(k.asm["pasm"]) == program  # the pasm text is the binary (names of tiles aside)
     dumped = sorted(p.suffix for p in dump.iterdir())
     assert {".ttir", ".pir", ".pasm"} <= set(dumped)
+    report = next(dump.glob("*.report.txt")).read_text()  # the access lines, computed for the dump only
+    assert "\naccess:\n" in report and "tt.load" in report.split("\naccess:\n")[1]
 
 
 def test_compile_cache_key_follows_the_machine(plate_env, monkeypatch):

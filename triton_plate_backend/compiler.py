@@ -275,7 +275,7 @@ def make_pasm(src, metadata, options):
     machine = get_machine(options.machine)
     try:
         module, analysis = PARSED_PIR.take(pir_text) or (_read_pir(pir_text, filename), None)
-        program, report = generate(module, options, machine, analysis)
+        program, report = generate(module, options, machine, analysis, access_report=bool(knobs.dump_dir()))
         verify_once(program, machine)
     except SramOverflow as e:  # as Triton's OutOfResources too, so @triton.autotune prunes the config
         raise sram_out_of_resources(str(e), e.required, e.limit) from e

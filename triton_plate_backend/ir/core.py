@@ -93,6 +93,23 @@ class OpaqueType(Type):
         return self.text
 
 
+def _keep_str(cls: type) -> None:
+    """The type's text, kept on it once printed (a function of its fields: every op prints its types)."""
+    printed = cls.__str__
+
+    def __str__(self) -> str:
+        text = self.__dict__.get("_str")
+        if text is None:
+            text = self.__dict__["_str"] = printed(self)
+        return text
+
+    cls.__str__ = __str__
+
+
+for _cls in (PtrType, TensorType, TensorDescType, FunctionType):
+    _keep_str(_cls)
+
+
 def element_type(t: Type) -> Type:
     return t.element if isinstance(t, TensorType) else t
 

@@ -51,7 +51,14 @@ class Tile:
         return math.prod(self.shape)
 
     def span(self) -> tuple[int, int]:
-        """[lo, hi) SRAM bytes this tile can touch."""
+        """[lo, hi) SRAM bytes this tile can touch (kept on the tile: a function of its fields, asked by
+        verify, by every high-water mark and by each launch's planning)."""
+        got = self.__dict__.get("_span")
+        if got is None:
+            got = self.__dict__["_span"] = self._span()
+        return got
+
+    def _span(self) -> tuple[int, int]:
         if self.numel == 0:
             return self.addr, self.addr
         lo = self.addr + sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides)) * self.itemsize

@@ -85,7 +85,7 @@ from .access_forms import (
     where,
 )
 from .access_masks import solve
-from .affine import ZERO, Carried, Expr, add, mul, neg, nodes, sub, value_name
+from .affine import ZERO, Carried, Expr, add, atoms, mul, neg, sub, value_name
 
 # the ops that read or write device memory through a pointer or descriptor operand
 MEMORY_OPS = tuple(name for name, op in OPS.items() if op.reads or op.writes)
@@ -153,7 +153,7 @@ def _pointer_access(a: Forms, op: Op, ptr: Value, mask: Value | None, other: Any
         raise NotStructured(f"{op.name} through a tensor descriptor value: {where(op)}")
     shape = shape_of(ptr.type)
     box = a.mask(mask) if mask is not None else Box.full(len(shape))
-    carried = sorted({value_name(n.arg) for n in nodes(p.offset) if isinstance(n, Carried)})
+    carried = sorted({value_name(n.arg) for n in atoms(p.offset) if isinstance(n, Carried)})
     how = f"loop-carried pointer {', '.join(carried)}" if carried else "pointer tensor" if shape else "scalar pointer"
     bounded = [k for k in range(len(shape)) if box.lo[k] is not None or box.hi[k] is not None]
     how += f", mask bounds dims {bounded}" if bounded else (", no mask" if mask is None else ", mask always true")

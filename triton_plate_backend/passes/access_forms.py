@@ -34,7 +34,7 @@ from ..ir.core import (
     Value,
     shape_of,
 )
-from .affine import ONE, ZERO, Carried, Const, Expr, Val, add, max_, min_, mul, nodes, sub, value_name
+from .affine import ONE, ZERO, Carried, Const, Expr, Val, add, atoms, max_, min_, mul, sub, value_name
 
 
 class NotStructured(CompileError):
@@ -322,7 +322,7 @@ class Forms:
             nxt = (yielded.offset,) if kind == "offset" else yielded.offsets
             step = tuple(sub(n, c) for n, c in zip(nxt, now))
             own = set(body.args)
-            if any(isinstance(n, Carried) and n.arg in own for s in step for n in nodes(s)):
+            if any(isinstance(n, Carried) and n.arg in own for s in step for n in atoms(s)):
                 raise NotStructured(f"the step of {value_name(arg)} depends on loop-carried pointers")
         except NotStructured as e:
             for key in set(self.memo) - before:  # forget what assumed `arg` carried

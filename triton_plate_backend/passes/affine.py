@@ -36,6 +36,11 @@ class Expr:
     def __str__(self) -> str:
         return _render(self)
 
+    def __getstate__(self) -> dict:
+        """The fields alone: what a node keeps of itself (its hash, key, polynomial...) is not copied or pickled
+        (a copy's Values hash apart from the original's)."""
+        return {k: v for k, v in self.__dict__.items() if k[0] != "_"}
+
 
 @dataclass(frozen=True)
 class Const(Expr):
@@ -102,6 +107,27 @@ class Carried(Expr):
     k: int = 0
 
 
+_SUMS_AND_PRODUCTS = frozenset((Add, Sub, Mul))
+
+
+def _keep_hash(cls: type) -> None:
+    """The dataclass' hash of a tree node, kept on the node once computed (the same value: a tuple's hash
+    of the fields). A tree used as a dict key was hashed whole at every lookup, and the code generator's
+    memos look up each subtree of a deep tree."""
+    generated = cls.__hash__
+
+    def __hash__(self) -> int:
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = generated(self)
+        return h
+
+    cls.__hash__ = __hash__
+
+
+for _cls in (Add, Sub, Mul, CeilDiv, FloorDiv, Min, Max, Select):
+    _keep_hash(_cls)
+
 ZERO = Const(0)
 ONE = Const(1)
 
@@ -151,6 +177,17 @@ def _mono_key(m: tuple[Expr, ...]) -> tuple:
 
 
 def poly(e: Expr) -> Poly:
+    """The polynomial of e (a sum or product's is kept on the node, like its key: callers read it,
+    never change it; an atom's, which would hold the atom itself, in a cycle, is built again)."""
+    if type(e) not in _SUMS_AND_PRODUCTS:
+        return _poly_of(e)
+    p = e.__dict__.get("_poly")
+    if p is None:
+        p = e.__dict__["_poly"] = _poly_of(e)
+    return p
+
+
+def _poly_of(e: Expr) -> Poly:
     match e:
         case Const(v):
             return {(): v} if v else {}
@@ -212,7 +249,14 @@ def _e(x: Expr | int) -> Expr:
 
 
 def canon(e: Expr | int) -> Expr:
-    return from_poly(poly(_e(e)))
+    if type(e) is int:
+        return from_poly(poly(Const(e)))
+    c = e.__dict__.get("_canon")  # (an Expr checked by _e when it was first asked)
+    if c is None:
+        c = from_poly(poly(_e(e)))
+        if c is not e:  # (an atom is its own form: kept, it would hold itself in a cycle)
+            e.__dict__["_canon"] = c
+    return c
 
 
 def add(a: Expr | int, b: Expr | int) -> Expr:
@@ -233,10 +277,13 @@ def neg(a: Expr | int) -> Expr:
 
 def const_value(e: Expr) -> int | None:
     """The integer an expression folds to, or None when it depends on a register."""
-    p = poly(e)
+    return _const_of(poly(e))
+
+
+def _const_of(p: Poly) -> int | None:
     if not p:
         return 0
-    if set(p) == {()}:
+    if len(p) == 1 and () in p:
         return p[()]
     return None
 
@@ -267,7 +314,7 @@ def _minmax(a: Expr | int | None, b: Expr | int | None, node: type, pick_a_when_
     if a is None or b is None:
         return None if a is None and b is None else canon(a if b is None else b)
     a, b = canon(a), canon(b)
-    d = const_value(sub(a, b))
+    d = _const_of(_poly_add(poly(a), poly(b), -1))  # const_value(sub(a, b)), without building the tree
     if d is not None:
         return a if (d <= 0) == pick_a_when_a_le_b else b
     return node(*sorted((a, b), key=_key))
@@ -308,10 +355,27 @@ def nodes(e: Expr) -> Iterator[Expr]:
             yield from nodes(child)
 
 
+_ATOMS = (Val, Select, Carried)
+
+
+def atoms(e: Expr) -> tuple[Expr, ...]:
+    """The Val, Select and Carried nodes of the tree, pre-order (what `nodes` yields of them; kept on
+    the node: the access expressions are asked again and again what they read)."""
+    got = e.__dict__.get("_atoms")
+    if got is None:
+        got = (e,) if isinstance(e, _ATOMS) else ()
+        for child in (getattr(e, "a", None), getattr(e, "b", None)):
+            if isinstance(child, Expr):
+                got += atoms(child)
+        if not got or got[0] is not e:  # (one holding the node itself would be a cycle: built again)
+            e.__dict__["_atoms"] = got
+    return got
+
+
 def values(e: Expr) -> set[Value]:
     """The IR values an expression reads (Val and Select conditions; Carried args)."""
     out: set[Value] = set()
-    for n in nodes(e):
+    for n in atoms(e):
         if isinstance(n, Val):
             out.add(n.value)
         elif isinstance(n, Select):

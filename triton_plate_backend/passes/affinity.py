@@ -64,6 +64,13 @@ _TAIL = re.compile(r"^(.*) ([+-]) (\d+)$")  # a sum ending in a constant term (a
 _TREES: dict[str, ast.expr] = {}  # text -> its parse; shared by compiles (texts repeat across them)
 _TREES_MAX = 4096  # as many texts as the parse cache it replaces kept (~250 per matmul compile)
 _SUMS, _PRODUCTS = (ast.Add, ast.Sub), (ast.Mult,)
+# (subtree, the substitution of the names in it) -> its fold, shared by the substitutions: a footprint
+# substitutes the first and the last trip into its low and its high terms, which share the offset's
+# subtrees, as do the ops of one loop, and most subtrees hold no loop symbol at all; the trees' subtrees are
+# shared objects (each fold builds its tree from its operands' trees). _NAMES: subtree -> the names in it.
+_FOLDS: dict[tuple[ast.expr, tuple], str] = {}
+_NAMES: dict[ast.expr, frozenset] = {}
+_NO_NAMES: frozenset = frozenset()
 
 
 def _parse(text: str) -> ast.expr:
@@ -87,6 +94,8 @@ def _constant(n: int) -> ast.expr:
 def _keep(text: str, node: ast.expr) -> str:
     if len(_TREES) >= _TREES_MAX:
         _TREES.clear()
+        _FOLDS.clear()  # their keys hold the trees alive: let them go together
+        _NAMES.clear()
     _TREES[text] = node
     return text
 
@@ -199,12 +208,21 @@ def _substituted(text: str, items: tuple[tuple[str, str], ...]) -> str:
     last trip into the same terms, and the ops of one tile share them."""
     values = dict(items)
     node = _parse(text)
-    done: dict[int, str] = {}  # id(subtree) -> its fold: the folds' trees share repeated subtrees
+    folds = _FOLDS  # the key holds the subtree, so its id is not reused while the entry lives
+    if len(folds) >= 16 * _TREES_MAX:
+        folds.clear()
+        _NAMES.clear()
+    done: dict[int, str] = {}  # id(subtree) -> its fold in this substitution
 
     def walk(n) -> str:
         got = done.get(id(n))
         if got is None:
-            got = done[id(n)] = fold(n)
+            names = _names(n)
+            key = (n, tuple(kv for kv in items if kv[0] in names) if names else ())
+            got = folds.get(key)
+            if got is None:
+                got = folds[key] = fold(n)
+            done[id(n)] = got
         return got
 
     def fold(n) -> str:
@@ -229,6 +247,24 @@ def _substituted(text: str, items: tuple[tuple[str, str], ...]) -> str:
         return _mod(a, b)
 
     return walk(node)
+
+
+def _names(n: ast.expr) -> frozenset:
+    """The names a subtree reads (not the called functions')."""
+    got = _NAMES.get(n)
+    if got is None:
+        if isinstance(n, ast.Name):
+            got = frozenset((n.id,))
+        elif isinstance(n, ast.Constant):
+            got = _NO_NAMES
+        elif isinstance(n, ast.UnaryOp):
+            got = _names(n.operand)
+        elif isinstance(n, ast.Call):
+            got = _names(n.args[0]) | _names(n.args[1])
+        else:
+            got = _names(n.left) | _names(n.right)
+        _NAMES[n] = got
+    return got
 
 
 # ---- IR scalars -> host expressions ------------------------------------------------------------------

@@ -111,6 +111,7 @@ class Ctx:
         self.demand = None  # demand.Demand: live ops, strided accesses, carried pointers
         self.companions: dict = {}  # loop-carried pointer (block arg) -> companion registers
         self.prefetches: dict = {}  # load op -> prefetch.Prefetch (software-pipelined loads)
+        self.loop_memo: dict = {}  # (what, scf.for) -> prefetch's finding about the loop (it asks again and again)
         self.max_stages: int | None = None  # cap on a loop's num_stages (codegen lowers again if SRAM overflows)
         self.deepest_stages = 0  # the largest num_stages a pipelined loop used
         self.streaming_pipelined = False  # a loop without matrix work was pipelined (it may go unpipelined)

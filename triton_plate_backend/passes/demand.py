@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ..ir.core import Op, PtrType, TensorType, Value
 from ..ir.vocabulary import OPS
 from . import access
-from .affine import Carried, Select, Val, nodes
+from .affine import Carried, Select, Val, atoms
 
 # ops demanded for their own sake: they write memory, print, assert, synchronise or leave the block
 EFFECTS = frozenset(name for name, op in OPS.items() if op.writes or op.effect)
@@ -85,7 +85,7 @@ def analyze(func: Op) -> Demand:
             work.append(v)
 
     def need_expr(e, op):
-        for n in nodes(e):
+        for n in atoms(e):
             if isinstance(n, Val):
                 need(n.value)
             elif isinstance(n, Select):

@@ -238,6 +238,15 @@ def _tile_positions(row) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 DMA_MEMORY = {"dma.load": "read", "dma.gather": "read", "dma.store": "write", "dma.scatter": "write"}
 BRANCHES = {"jmp", "bz", "bnz", "loop", "halt"}
+# instructions `_hazards` has nothing to say about (no tile, no memory, no fence): most of the code, scalar work
+_NO_HAZARD = frozenset(
+    m
+    for m, row in ISA.items()
+    if m not in DMA_MEMORY
+    and not m.startswith("atom.")
+    and m not in ("fence", "barrier")
+    and not any(od.kind == "t" for od in row.operands)
+)
 
 
 class Emitter:
@@ -275,7 +284,7 @@ class Emitter:
             raise CompileError(f"internal: {mnemonic} takes {len(row.operands)} operands, got {len(operands)}")
         if mnemonic in BRANCHES:
             self.wait_all(force=mnemonic == "halt")
-        else:
+        elif mnemonic not in _NO_HAZARD:
             self._hazards(mnemonic, row, operands)
         inst = PInst(mnemonic, tuple(suffixes), tuple(operands), self.loc)
         self.code.append(inst)

@@ -33,14 +33,20 @@ UNCONDITIONAL = frozenset({"jmp", "halt"})
 
 def loops(code: list[PInst]) -> list[tuple[int, int]]:
     """(header index, last back-edge index) of every loop with one entry, innermost (shortest) first."""
-    label_at = {inst.operands[0]: i for i, inst in enumerate(code) if inst.mnemonic == ".label"}
-    ends: dict[int, int] = {}
+    label_at: dict = {}
+    branches = []  # (index, target label or None) of every branch, in one pass over the code
     for i, inst in enumerate(code):
-        t = target(inst)
+        m = inst.mnemonic
+        if m == ".label":
+            label_at[inst.operands[0]] = i
+        elif m in BRANCHES:
+            branches.append((i, target(inst)))
+    ends: dict[int, int] = {}
+    for i, t in branches:
         if t is not None and label_at.get(t, i + 1) <= i:
             h = label_at[t]
             ends[h] = max(ends.get(h, i), i)
-    jumps = [(k, label_at.get(target(inst), -1)) for k, inst in enumerate(code) if inst.mnemonic in BRANCHES]
+    jumps = [(k, label_at.get(t, -1)) for k, t in branches]
     out = []
     for h, e in ends.items():
         if h == 0 or code[h - 1].mnemonic in UNCONDITIONAL:

@@ -103,9 +103,17 @@ def sram_report(sram_by_op: dict) -> str:
     return "\n".join(f"{op.name} {op.loc or '<unknown>'}: {text}" for op, text in sram_by_op.items())
 
 
-def generate(module: Module, options=None, machine=None, analysis: access.AccessAnalysis | None = None):
+def generate(
+    module: Module,
+    options=None,
+    machine=None,
+    analysis: access.AccessAnalysis | None = None,
+    access_report: bool = True,
+):
     """(Program, report) of a module the passes produced: code generation and its report. `analysis`:
-    the access analysis `run_passes` left of this very module (else the module is analysed again)."""
+    the access analysis `run_passes` left of this very module (else the module is analysed again).
+    `access_report=False` leaves the report's access lines out (a debug dump's; the compiler's pasm
+    stage asks for them only when it writes the dump)."""
     machine = get_machine(machine if machine is not None else getattr(options, "machine", None))
     if number_values(module):  # a module read from text, or built without run_passes: ids in text order
         analysis = None  # what it holds was ordered by the ids before
@@ -113,7 +121,8 @@ def generate(module: Module, options=None, machine=None, analysis: access.Access
         program, report = run_pass("codegen", lambda m: codegen.generate(m, machine, options), module)
         program.affinity = affinity.func_affinity(module)  # the launch maps programs to cores by it
         report["sram"] = sram_report(report.pop("sram_by_op", {}))
-        report["access"] = access.access_report(module.kernel())
+        if access_report:
+            report["access"] = access.access_report(module.kernel())
     return program, report
 
 

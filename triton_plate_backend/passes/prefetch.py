@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from ..ir.core import IntAttr, Op, TensorType
 from ..ir.vocabulary import OPS
-from .affine import Carried, Select, Val, nodes
+from .affine import Carried, Select, Val, atoms
 from .dma_operands import descriptor, element_dtype, fill_imm, inverse, materialize, memory_order, reorder
 from .emitter import Imm, Token, View, VReg
 
@@ -147,8 +147,8 @@ def derived(loop: Op) -> list[Op]:
 
 def _needed(ops: list[Op], exprs) -> tuple:
     """The ops of `derived` that the expressions read, with the ones they read, in body order."""
-    want = {n.value for e in exprs if e is not None for n in nodes(e) if isinstance(n, Val)}
-    want |= {n.cond for e in exprs if e is not None for n in nodes(e) if isinstance(n, Select)}
+    want = {n.value for e in exprs if e is not None for n in atoms(e) if isinstance(n, Val)}
+    want |= {n.cond for e in exprs if e is not None for n in atoms(e) if isinstance(n, Select)}
     keep = []
     for op in reversed(ops):
         if op.result in want:
@@ -158,7 +158,16 @@ def _needed(ops: list[Op], exprs) -> tuple:
 
 
 def candidates(ctx, loop: Op) -> list:
-    """(load op, access) of the body's loads that can be issued an iteration early."""
+    """(load op, access) of the body's loads that can be issued an iteration early (the list is the
+    ctx's: a lowering asks about a loop several times; read it, do not change it)."""
+    key = ("candidates", loop)
+    found = ctx.loop_memo.get(key)
+    if found is None:
+        found = ctx.loop_memo[key] = _candidates(ctx, loop)
+    return found
+
+
+def _candidates(ctx, loop: Op) -> list:
     if ctx.demand is None or stages(ctx, loop) < 2 or any(op.name in _blocking(loop) for op in loop.walk()):
         return []
     body = loop.regions[0].blocks[0]
@@ -166,11 +175,12 @@ def candidates(ctx, loop: Op) -> list:
     inside = {r for op in loop.walk() if op is not loop for r in op.results}
     inside |= {a for op in loop.walk() for reg in op.regions for b in reg.blocks for a in b.args}
     of_counter = {op.result for op in derived(loop)}
+    of_counter_or_iv = of_counter | {iv}
     companions = ctx.demand.companions.get(loop, {})
 
     def invariant(e, allow_iv=True) -> bool:
-        for n in nodes(e):
-            if isinstance(n, Val) and n.value in inside and not (allow_iv and n.value in of_counter | {iv}):
+        for n in atoms(e):
+            if isinstance(n, Val) and n.value in inside and not (allow_iv and n.value in of_counter_or_iv):
                 return False
             if isinstance(n, Select) and n.cond in inside and not (allow_iv and n.cond in of_counter):
                 return False

@@ -50,33 +50,36 @@ def run(code: list[PInst]) -> list[PInst]:
         return n
 
     for inst in code:
-        if inst.mnemonic == ".label":
+        m, ops = inst.mnemonic, inst.operands
+        if m == ".label":
             number.clear()
             holder.clear()
-        if inst.mnemonic in PURE and count.get(inst.operands[0]) == 1:
-            d = inst.operands[0]
-            srcs = [("r", num(v)) if type(v) is VReg else _imm_key(v) for v in inst.operands[1:]]
-            if inst.mnemonic in COMMUTATIVE and inst.suffixes[0].startswith("i"):
+        if m in PURE and count.get(ops[0]) == 1:
+            d = ops[0]
+            srcs = [("r", num(v)) if type(v) is VReg else _imm_key(v) for v in ops[1:]]
+            if m in COMMUTATIVE and inst.suffixes[0].startswith("i"):
                 srcs.sort()
-            key = ("mov", srcs[0]) if inst.mnemonic == "s.mov" else (inst.mnemonic, inst.suffixes, tuple(srcs))
-            if inst.mnemonic == "s.mov" and type(inst.operands[1]) is VReg:
-                src = rename.get(inst.operands[1], inst.operands[1])
-                if count.get(src) == 1:
-                    rename[d] = src
-                    continue
+            if m == "s.mov":
+                key = ("mov", srcs[0])
+                if type(ops[1]) is VReg:
+                    src = rename.get(ops[1], ops[1])
+                    if count.get(src) == 1:
+                        rename[d] = src
+                        continue
+            else:
+                key = (m, inst.suffixes, tuple(srcs))
             h = holder.get(key)
             if h is not None:
                 rename[d] = h
                 continue
             holder[key] = d
             number[d] = next(fresh)
-        elif inst.mnemonic[0] != ".":
-            ops = inst.operands
-            for i in WRITTEN_AT[inst.mnemonic]:
+        elif m[0] != ".":
+            for i in WRITTEN_AT[m]:
                 if type(ops[i]) is VReg:
                     number[ops[i]] = next(fresh)
         keep.append(inst)
-        if inst.mnemonic in NEW_BLOCK:
+        if m in NEW_BLOCK:
             number.clear()
             holder.clear()
     if not rename:
@@ -84,7 +87,8 @@ def run(code: list[PInst]) -> list[PInst]:
     out = []
     for inst in keep:
         for v in inst.operands:
-            if (type(v) is VReg and v in rename) or type(v) is tuple:
+            t = type(v)
+            if (t is VReg and v in rename) or t is tuple:
                 ops = tuple(_renamed(v, rename) for v in inst.operands)
                 inst = PInst(inst.mnemonic, inst.suffixes, ops, inst.loc, inst.extra_uses)
                 break

@@ -9,6 +9,8 @@ a compile-time error (`SramOverflow`), never a silent spill."""
 
 from __future__ import annotations
 
+import heapq
+
 from ..errors import SramOverflow
 from .emitter import ALIGN, Buffer
 
@@ -17,19 +19,26 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def _first_fit(items) -> tuple[dict, int]:
-    placed: list[tuple[int, int, int, int]] = []  # (lo, hi, addr, end)
+def _first_fit(items, by_start: bool = False) -> tuple[dict, int]:
+    """by_start: the items come in the order of their starts, so a placed buffer that ended before an
+    item's start is free for every later one too, and leaves the list of those looked at."""
+    placed: dict[int, tuple[int, int, int, int]] = {}  # k -> (lo, hi, addr, end) of the k-th buffer placed
+    ends: list[tuple[int, int]] = []  # a heap of (hi, k): with by_start, the placed buffers that end first
     addrs, top = {}, 0
-    for buf, (lo, hi) in items:
+    for k, (buf, (lo, hi)) in enumerate(items):
         size = _align(buf.nbytes)
-        busy = sorted((a, e) for l2, h2, a, e in placed if not (h2 < lo or hi < l2))
+        while by_start and ends and ends[0][0] < lo:
+            del placed[heapq.heappop(ends)[1]]
+        busy = sorted((a, e) for l2, h2, a, e in placed.values() if not (h2 < lo or hi < l2))
         addr = 0
         for a, e in busy:
             if addr + size <= a:
                 break
             addr = max(addr, e)
         addrs[buf] = addr
-        placed.append((lo, hi, addr, addr + size))
+        placed[k] = (lo, hi, addr, addr + size)
+        if by_start:
+            heapq.heappush(ends, (hi, k))
         top = max(top, addr + size)
     return addrs, top
 
@@ -38,8 +47,11 @@ def plan(intervals: dict, sram_bytes: int, kernel: str = "kernel") -> int:
     """Set `addr` on every Buffer in `intervals`; return the SRAM high-water mark in bytes."""
     items = [(r, iv) for r, iv in intervals.items() if isinstance(r, Buffer)]
     best = None
-    for key in (lambda x: (x[1][0], -x[0].nbytes, x[0].id), lambda x: (-_align(x[0].nbytes), x[1][0], x[0].id)):
-        addrs, top = _first_fit(sorted(items, key=key))
+    for by_start, key in (
+        (True, lambda x: (x[1][0], -x[0].nbytes, x[0].id)),
+        (False, lambda x: (-_align(x[0].nbytes), x[1][0], x[0].id)),
+    ):
+        addrs, top = _first_fit(sorted(items, key=key), by_start)
         if best is None or top < best[1]:
             best = (addrs, top)
     addrs, top = best
