@@ -1,7 +1,7 @@
 """A model's default-mode compile on plate against Inductor's for the CPU, one process per run, in alternating rounds.
 
     PYTHONPATH=.:LIBS python benchmarks/compile_rounds.py [--models bert,llama] [--rounds 3] [--trees BASE,.]
-                                                           [--machine plate-mini] [--no-cpu]
+                                                           [--machine plate-mini] [--no-cpu] [--also-threads N]
 
 LIBS holds transformers (bench_models.py's docstring). Each run is its own Python process: the model built as
 bench_models.py builds it (``MODELS[name]()``, a fixed seed), Dynamo reset, ``torch.compile`` in the default mode
@@ -17,7 +17,9 @@ PYTHONPATH); the default is this checkout. Give a base checkout first (``git wor
 of the commit, with its built extension) to measure a change against it: each round runs every tree then the CPU
 per model, so base and change alternate under the same load. The CPU run uses the first tree's integration
 (inductor_plate only registers the device; the CPU compile does not use it). Prints one row per run and, per
-model, the medians of plate / CPU from each tree. Figures are measurements of this run, not assertions; state
+model, the medians of plate / CPU from each tree. ``--also-threads N`` adds a run of the last tree with Inductor's
+``compile_threads`` = N (TORCHINDUCTOR_COMPILE_THREADS): what Inductor's compile-worker pool, which the first plate
+kernel starts, costs the compile. Figures are measurements of this run, not assertions; state
 the load with them (the 1-minute load average is printed with each run).
 """
 
@@ -99,9 +101,11 @@ def one_run(device: str, name: str, machine: str) -> dict:
     }
 
 
-def spawn(tree: Path, device: str, name: str, machine: str) -> dict:
-    """``one_run`` in a fresh process run from ``tree``."""
+def spawn(tree: Path, device: str, name: str, machine: str, threads: int | None = None) -> dict:
+    """``one_run`` in a fresh process run from ``tree`` (``threads``: Inductor's compile_threads, else its default)."""
     env = dict(os.environ)
+    if threads is not None:
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = str(threads)
     env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
     cmd = [sys.executable, str(HERE / "compile_rounds.py"), "--one", device, name, "--machine", machine]
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
@@ -118,6 +122,12 @@ def main(argv=None) -> int:
     p.add_argument("--trees", default=".", help="comma-separated source trees to measure plate from")
     p.add_argument("--machine", default="plate-mini")
     p.add_argument("--no-cpu", action="store_true", help="leave out Inductor for the CPU")
+    p.add_argument(
+        "--also-threads",
+        type=int,
+        metavar="N",
+        help="one more plate run per round, from the last tree, with Inductor's compile_threads = N",
+    )
     p.add_argument("--one", nargs=2, metavar=("DEVICE", "MODEL"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.one:
@@ -129,11 +139,18 @@ def main(argv=None) -> int:
     print(f"{'UTC':<10}{'model':<8}{'run':<28}{'wall s':>8}{'CPU s':>8}{'load':>6}", flush=True)
     for _ in range(args.rounds):
         for name in models:
-            runs = [(str(t), "plate", t) for t in trees] + ([] if args.no_cpu else [("cpu", "cpu", trees[0])])
-            for label, device, tree in runs:
-                r = spawn(tree, device, name, args.machine)
+            runs = [(str(t), "plate", t, None) for t in trees]
+            if args.also_threads is not None:
+                runs.append((f"{trees[-1]} threads={args.also_threads}", "plate", trees[-1], args.also_threads))
+            runs += [] if args.no_cpu else [("cpu", "cpu", trees[0], None)]
+            for label, device, tree, threads in runs:
+                r = spawn(tree, device, name, args.machine, threads)
                 rows.setdefault((name, label), []).append(r)
-                shown = label if device == "cpu" else f"plate {tree.name or tree}"
+                shown = (
+                    "cpu"
+                    if device == "cpu"
+                    else f"plate {tree.name or tree}" + (f" threads={threads}" if threads else "")
+                )
                 print(
                     f"{time.strftime('%H:%M:%S', time.gmtime()):<10}{name:<8}{shown[:27]:<28}"
                     f"{r['wall']:>8.2f}{r['cpu']:>8.2f}{r['load']:>6.1f}",
@@ -144,11 +161,13 @@ def main(argv=None) -> int:
     print("\nmedian plate / CPU of each round (wall, CPU s):")
     for name in models:
         cpu = rows[(name, "cpu")]
-        for t in trees:
-            mine = rows[(name, str(t))]
+        for label, mine in rows.items():
+            if label[0] != name or label[1] == "cpu":
+                continue
             wall = statistics.median(a["wall"] / b["wall"] for a, b in zip(mine, cpu))
             cpus = statistics.median(a["cpu"] / b["cpu"] for a, b in zip(mine, cpu))
-            print(f"  {name:<8}{str(t.name or t)[:40]:<42}{wall:>6.2f}x {cpus:>6.2f}x")
+            shown = Path(label[1].split(" ")[0]).name + "".join(f" {w}" for w in label[1].split(" ")[1:])
+            print(f"  {name:<8}{shown[:40]:<42}{wall:>6.2f}x {cpus:>6.2f}x")
     return 0
 
 
