@@ -80,6 +80,31 @@ def test_timed_launches_and_untimed_ones_keep_launch_order():
     assert c.now_ns() == want_ns
 
 
+def test_time_advanced_between_launches_times_none_and_adds_in_its_place(monkeypatch):
+    """An operand's copy before a launch (sim/device.py) advances the clock without timing the launches
+    waiting: the same float sum as ``set_ns(now_ns() + ns)`` after each, and the last profile stays the
+    last launch's."""
+    traces = _launches(5)[:5]
+    _, want = _eager(traces)
+    copies = [0.1, 1134.444444, 0.0, 3e-7]
+    want_ns = 0.0
+    for i, p in enumerate(want):
+        want_ns += float(p.time_ns)
+        if i < len(copies):
+            want_ns += copies[i]
+    timed = []
+    monkeypatch.setattr(sim_clock, "simulate_timing", lambda *a, **k: timed.append(1) or simulate_timing(*a, **k))
+    c = sim_clock.Clock(MINI)
+    c.advance(0.0)  # nothing waiting: added at once
+    for i, t in enumerate(traces):
+        c.add_untimed(t, "round_robin")
+        if i < len(copies):
+            c.advance(copies[i])
+    assert timed == []
+    assert _fields(c.last_profile()) == _fields(want[-1])
+    assert c.now_ns() == want_ns
+
+
 def test_waiting_traces_stay_under_the_budget(monkeypatch):
     monkeypatch.setattr(sim_clock, "PENDING_BYTES", 50_000)
     c = sim_clock.Clock(MINI)

@@ -68,6 +68,15 @@ class Launch:
         return saved
 
 
+class _Elapsed:
+    """Clock time that is no launch's (an operand's copy), waiting in launch order: a Profile's ``time_ns``."""
+
+    __slots__ = ("time_ns",)
+
+    def __init__(self, ns: float):
+        self.time_ns = float(ns)
+
+
 class Clock:
     """Modeled nanoseconds of every launch so far, launches timed on demand (module docstring)."""
 
@@ -88,6 +97,15 @@ class Clock:
     def set_ns(self, ns: float) -> None:
         self.now_ns()
         self._ns = float(ns)
+
+    def advance(self, ns: float) -> None:
+        """Add ``ns`` after the launches so far (an operand's copy before the next launch) without timing
+        the waiting ones: it is added in its place when they are, the same float sum as
+        ``set_ns(now_ns() + ns)``. It is no launch: ``last_profile`` stays the last launch's."""
+        if self._waiting:
+            self._waiting.append(Launch(None, None, _Elapsed(ns)))
+        else:
+            self._ns += float(ns)
 
     # ---- launches ------------------------------------------------------------------------------
     def add_timed(self, profile: Profile) -> None:
