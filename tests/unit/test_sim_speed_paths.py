@@ -1085,20 +1085,19 @@ def test_a_program_s_derived_rules_follow_its_changes_and_replaced_rules(monkeyp
 
 
 # ---- cache-sized batches for programs with large rows ----------------------------------------------
-def test_programs_with_small_rows_keep_their_batches_and_large_rows_get_cache_sized_ones():
+def test_launches_of_small_images_keep_their_batches_and_large_ones_get_cache_sized_ones():
     small = Program("small", instrs=[Inst("halt", (), ())], tiles=[Tile(0, "f32", (1024,))])
-    assert executor.batch_programs(small, 16 * 1024) == executor.MAX_BATCH
-    assert executor.batch_programs(small, executor.SMALL_ROW_BYTES) == min(
-        executor.MAX_BATCH, executor.SRAM_BATCH_BUDGET // executor.SMALL_ROW_BYTES
-    )
+    assert executor.batch_programs(small, 16 * 1024, 10**6) == executor.MAX_BATCH  # rows of 16 KiB: all kept
+    assert executor.batch_programs(small, 32 * 1024, 2048) == executor.MAX_BATCH  # few programs: one image
     large = Program("large", instrs=[Inst("halt", (), ())], tiles=[Tile(0, "f32", (4096,)), Tile(16384, "i8", (64,))])
-    row = 71040  # test_conversions' downcast_emulated: 60 tiles, the largest 16 KiB
-    assert executor.batch_programs(large, row) == executor.CACHE_BATCH_BYTES // row < executor.SRAM_BATCH_BUDGET // row
+    row = 71040  # test_conversions' downcast_emulated: 60 tiles, the largest 16 KiB, 4096 programs
+    assert executor.batch_programs(large, row, 64) == executor.SRAM_BATCH_BUDGET // row
+    assert executor.batch_programs(large, row, 4096) == executor.CACHE_BATCH_BYTES // row
     # the floors: enough programs for the largest tile to span CACHE_TILE_BYTES, and CACHE_MIN_PROGRAMS
-    assert executor.batch_programs(large, 1 << 20) == executor.CACHE_TILE_BYTES // (4 * 4096)
+    assert executor.batch_programs(large, 1 << 20, 4096) == executor.CACHE_TILE_BYTES // (4 * 4096)
     wide = Program("wide", instrs=[Inst("halt", (), ())], tiles=[Tile(0, "i8", (65536,))])
-    assert executor.batch_programs(wide, 4 << 20) == executor.CACHE_MIN_PROGRAMS
-    assert executor.batch_programs(wide, 16 << 20) == executor.SRAM_BATCH_BUDGET // (16 << 20)  # the budget still caps
+    assert executor.batch_programs(wide, 4 << 20, 4096) == executor.CACHE_MIN_PROGRAMS
+    assert executor.batch_programs(wide, 16 << 20, 4096) == executor.SRAM_BATCH_BUDGET // (16 << 20)  # budget caps
 
 
 def test_a_launch_in_cache_sized_batches_writes_what_one_batch_does(monkeypatch):
@@ -1128,7 +1127,7 @@ def test_a_launch_in_cache_sized_batches_writes_what_one_batch_does(monkeypatch)
     whole = launch(batch_size=grid)
     assert batches == [grid]
     row = executor._derived(program)[2]
-    monkeypatch.setattr(executor, "SMALL_ROW_BYTES", row - 1)
+    monkeypatch.setattr(executor, "_SRAM_KEPT_BYTES", 8 * row - 1)
     monkeypatch.setattr(executor, "CACHE_BATCH_BYTES", 8 * row)
     monkeypatch.setattr(executor, "CACHE_TILE_BYTES", 1)
     monkeypatch.setattr(executor, "CACHE_MIN_PROGRAMS", 1)

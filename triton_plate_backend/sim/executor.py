@@ -56,16 +56,16 @@ from .trace import Trace, TraceEntry
 DEFAULT_MAX_STEPS = 10_000_000
 SRAM_BATCH_BUDGET = 256 * MiB  # bytes of SRAM image per batch
 MAX_BATCH = 4096  # program instances per batch
-# Cache-sized batches for programs with large rows: every instruction runs one numpy pass per tile
-# over all of a batch's programs, so a batch whose SRAM image is far past the host's caches streams
-# each tile through memory (and an image past _SRAM_KEPT_BYTES comes fresh from the OS, page faults
-# and all, every batch). Programs whose rows exceed SMALL_ROW_BYTES run as many per batch as fit
-# CACHE_BATCH_BYTES of image, but at least enough for their largest tile to span CACHE_TILE_BYTES (a
-# numpy pass long against the Python step of an instruction) and at least CACHE_MIN_PROGRAMS.
-# Programs with small rows keep SRAM_BATCH_BUDGET's batches: the trace's entries are per batch, so
-# their traces stay as they were. Measured on test_conversions' downcast_emulated (4096 programs of
-# 71 KB rows: 3778 per batch before, 118 after), about 2x less CPU per launch.
-SMALL_ROW_BYTES = 32 * 1024
+# Cache-sized batches for launches whose batches would have large SRAM images: every instruction runs
+# one numpy pass per tile over all of a batch's programs, so a batch whose image is far past the host's
+# caches streams each tile through memory, and an image past _SRAM_KEPT_BYTES comes fresh from the OS
+# (page faults and all) every batch. When SRAM_BATCH_BUDGET's batch would have an image past
+# _SRAM_KEPT_BYTES, a batch holds as many programs as fit CACHE_BATCH_BYTES of image, but at least
+# enough for their largest tile to span CACHE_TILE_BYTES (a numpy pass long against the Python step of
+# an instruction) and at least CACHE_MIN_PROGRAMS. Programs with rows up to 16 KiB (MAX_BATCH of them
+# fit _SRAM_KEPT_BYTES) and launches of few programs keep their batches, and so their traces (whose
+# entries are per batch). Measured on test_conversions' downcast_emulated (4096 programs of 71 KB rows:
+# 3778 per batch before, 118 after): about 2x less CPU per launch.
 CACHE_BATCH_BYTES = 8 * MiB
 CACHE_TILE_BYTES = 1 * MiB
 CACHE_MIN_PROGRAMS = 32
@@ -519,10 +519,10 @@ def _arg_words(program: Program, args) -> np.ndarray:
     return words
 
 
-def batch_programs(program: Program, row_bytes: int) -> int:
-    """How many program instances one batch runs (module docstring; ``CACHE_BATCH_BYTES``)."""
+def batch_programs(program: Program, row_bytes: int, programs: int) -> int:
+    """How many of a launch's ``programs`` instances one batch runs (``CACHE_BATCH_BYTES``)."""
     batch = min(MAX_BATCH, max(1, SRAM_BATCH_BUDGET // row_bytes))
-    if row_bytes <= SMALL_ROW_BYTES:
+    if min(batch, programs) * row_bytes <= _SRAM_KEPT_BYTES:
         return batch
     tile = max((t.itemsize * math.prod(t.shape) for t in program.tiles), default=1)
     return min(batch, max(CACHE_MIN_PROGRAMS, CACHE_BATCH_BYTES // row_bytes, CACHE_TILE_BYTES // max(tile, 1)))
@@ -580,7 +580,7 @@ def execute(
     launch = _Launch(program, grid, args, memory, machine, printer, record_trace, max_steps, sanitize, rules)
     total = grid[0] * grid[1] * grid[2]
     if batch_size is None:
-        batch_size = batch_programs(program, launch.row_bytes)
+        batch_size = batch_programs(program, launch.row_bytes, total if programs is None else len(programs))
     batch_size = max(1, int(batch_size))
     frees_held = getattr(memory, "frees_held", contextlib.nullcontext)
     with np.errstate(all="ignore"), frees_held():
