@@ -123,3 +123,24 @@ def test_a_launch_retired_by_reading_the_clock_still_hands_out_its_own_profile()
     assert c._last.shared and lent is next(iter(c._recent.values()))[2]
     own = c.last_profile()
     assert own is not lent and _fields(own) == _fields(first) and not c._last.shared
+
+
+def test_advancing_the_clock_times_no_waiting_launch_and_sums_in_launch_order():
+    """An operand's copy before a launch (Clock.advance) leaves the waiting launches untimed; the clock
+    read later is the float sum of set_ns(now_ns() + ns) at each copy; a repeat after it is not folded
+    into the launch before it (that would move the copy's time)."""
+    traces = _launches(5)
+    moves = [0.1, 1e-7, 3.3e5, 0.7, 12.0]
+    c = sim_clock.Clock(MINI)
+    c.advance(2.5)  # nothing waiting: added at once
+    want = 2.5
+    for t, m in zip(traces + traces[:1], moves + [0.3]):
+        c.add_untimed(t, "round_robin")
+        c.advance(m)
+        want = want + float(simulate_timing(t, MINI).time_ns)
+        want = want + m
+    assert sum(w.profile is None for w in c._waiting) == 6  # none timed yet
+    c.add_untimed(traces[0], "round_robin")  # the same launch again, after a copy: its own entry
+    want += float(simulate_timing(traces[0], MINI).time_ns)
+    assert c.now_ns() == want
+    assert _fields(c.last_profile()) == _fields(simulate_timing(traces[0], MINI))

@@ -89,6 +89,15 @@ class Clock:
         self.now_ns()
         self._ns = float(ns)
 
+    def advance(self, ns: float) -> None:
+        """Add ``ns`` after every launch so far (an operand's copy before a launch: sim/device.py) without
+        timing the waiting ones: folded in launch order when they are, the same float sum as
+        ``set_ns(now_ns() + ns)``."""
+        if self._waiting:
+            self._waiting.append(Launch(None, None, _Elapsed(ns)))
+        else:
+            self._ns = float(self._ns + ns)
+
     # ---- launches ------------------------------------------------------------------------------
     def add_timed(self, profile: Profile) -> None:
         """A launch timed as it ran."""
@@ -195,6 +204,15 @@ class Clock:
         if len(self._recent) > PROFILES_KEPT:
             self._recent.popitem(last=False)
         return profile, False
+
+
+class _Elapsed:
+    """What ``Clock.advance`` adds, in the place of a launch's Profile among the waiting launches."""
+
+    __slots__ = ("time_ns",)
+
+    def __init__(self, ns: float):
+        self.time_ns = ns
 
 
 def _rows(trace: Trace | PackedTrace) -> int:

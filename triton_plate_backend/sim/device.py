@@ -129,7 +129,7 @@ class Device:
     def _place_operands(self, program, grid, args) -> None:
         """Per-operand placement for this launch (sim/operands.py); each move's copy advances the clock."""
         for move in self._planner().apply(program, grid, args, self.memory):
-            self._clock.set_ns(self._clock.now_ns() + move.migration_ns)
+            self._clock.advance(move.migration_ns)
             self.operand_moves.append(move)
 
     def _planned_operands(self, program, grid, args) -> dict[int, str] | None:
