@@ -1087,8 +1087,9 @@ def test_a_program_s_derived_rules_follow_its_changes_and_replaced_rules(monkeyp
 # ---- cache-sized batches for programs with large rows ----------------------------------------------
 def test_launches_of_small_images_keep_their_batches_and_large_ones_get_cache_sized_ones():
     small = Program("small", instrs=[Inst("halt", (), ())], tiles=[Tile(0, "f32", (1024,))])
-    assert executor.batch_programs(small, 16 * 1024, 10**6) == executor.MAX_BATCH  # rows of 16 KiB: all kept
-    assert executor.batch_programs(small, 32 * 1024, 2048) == executor.MAX_BATCH  # few programs: one image
+    assert executor.batch_programs(small, 8 * 1024, 10**6) == executor.MAX_BATCH  # rows of 8 KiB: one image
+    assert executor.batch_programs(small, 32 * 1024, 1024) == executor.MAX_BATCH  # few programs: one image
+    assert executor.batch_programs(small, 12288, 4096) == executor.CACHE_BATCH_BYTES // 12288  # the eager ops' rows
     large = Program("large", instrs=[Inst("halt", (), ())], tiles=[Tile(0, "f32", (4096,)), Tile(16384, "i8", (64,))])
     row = 71040  # test_conversions' downcast_emulated: 60 tiles, the largest 16 KiB, 4096 programs
     assert executor.batch_programs(large, row, 64) == executor.SRAM_BATCH_BUDGET // row
@@ -1127,7 +1128,7 @@ def test_a_launch_in_cache_sized_batches_writes_what_one_batch_does(monkeypatch)
     whole = launch(batch_size=grid)
     assert batches == [grid]
     row = executor._derived(program)[2]
-    monkeypatch.setattr(executor, "_SRAM_KEPT_BYTES", 8 * row - 1)
+    monkeypatch.setattr(executor, "CACHE_CUT_BYTES", 8 * row - 1)
     monkeypatch.setattr(executor, "CACHE_BATCH_BYTES", 8 * row)
     monkeypatch.setattr(executor, "CACHE_TILE_BYTES", 1)
     monkeypatch.setattr(executor, "CACHE_MIN_PROGRAMS", 1)

@@ -57,15 +57,16 @@ DEFAULT_MAX_STEPS = 10_000_000
 SRAM_BATCH_BUDGET = 256 * MiB  # bytes of SRAM image per batch
 MAX_BATCH = 4096  # program instances per batch
 # Cache-sized batches for launches whose batches would have large SRAM images: every instruction runs
-# one numpy pass per tile over all of a batch's programs, so a batch whose image is far past the host's
-# caches streams each tile through memory, and an image past _SRAM_KEPT_BYTES comes fresh from the OS
-# (page faults and all) every batch. When SRAM_BATCH_BUDGET's batch would have an image past
-# _SRAM_KEPT_BYTES, a batch holds as many programs as fit CACHE_BATCH_BYTES of image, but at least
+# one numpy pass per tile over all of a batch's programs, so a batch whose image is past the host's
+# last-level cache streams each tile through memory (and an image past _SRAM_KEPT_BYTES comes fresh
+# from the OS, page faults and all, every batch). When SRAM_BATCH_BUDGET's batch would have an image
+# past CACHE_CUT_BYTES, a batch holds as many programs as fit CACHE_BATCH_BYTES of image, but at least
 # enough for their largest tile to span CACHE_TILE_BYTES (a numpy pass long against the Python step of
-# an instruction) and at least CACHE_MIN_PROGRAMS. Programs with rows up to 16 KiB (MAX_BATCH of them
-# fit _SRAM_KEPT_BYTES) and launches of few programs keep their batches, and so their traces (whose
-# entries are per batch). Measured on test_conversions' downcast_emulated (4096 programs of 71 KB rows:
-# 3778 per batch before, 118 after): about 2x less CPU per launch.
+# an instruction) and at least CACHE_MIN_PROGRAMS. Programs with rows up to 8 KiB (MAX_BATCH of them
+# fit CACHE_CUT_BYTES) and launches of few programs keep their batches, and so their traces (whose
+# entries are per batch). Measured on test_conversions' launches of 4096 programs (rows of 12 to 71
+# KB: images of 48 to 268 MB before, 8 MiB after): 2x to 6x less CPU per launch.
+CACHE_CUT_BYTES = 32 * MiB
 CACHE_BATCH_BYTES = 8 * MiB
 CACHE_TILE_BYTES = 1 * MiB
 CACHE_MIN_PROGRAMS = 32
@@ -522,7 +523,7 @@ def _arg_words(program: Program, args) -> np.ndarray:
 def batch_programs(program: Program, row_bytes: int, programs: int) -> int:
     """How many of a launch's ``programs`` instances one batch runs (``CACHE_BATCH_BYTES``)."""
     batch = min(MAX_BATCH, max(1, SRAM_BATCH_BUDGET // row_bytes))
-    if min(batch, programs) * row_bytes <= _SRAM_KEPT_BYTES:
+    if min(batch, programs) * row_bytes <= CACHE_CUT_BYTES:
         return batch
     tile = max((t.itemsize * math.prod(t.shape) for t in program.tiles), default=1)
     return min(batch, max(CACHE_MIN_PROGRAMS, CACHE_BATCH_BYTES // row_bytes, CACHE_TILE_BYTES // max(tile, 1)))
