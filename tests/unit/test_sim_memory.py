@@ -249,3 +249,32 @@ def test_zero_byte_registration_does_not_shadow(mem):
     with pytest.raises(AllocationError, match="no live allocation"):
         mem.allocation(empty.id)
     assert mem.allocation(big.id) is big
+
+
+# ---- freed buffers kept for the next allocation of their size ------------------------------------
+def test_a_freed_buffer_is_reused_zeroed_unless_a_view_of_it_outlived_it(mem):
+    from triton_plate_backend.sim import memory as memmod
+
+    n = memmod.SPARE_MIN_BYTES
+    a = mem.alloc(n)
+    mem.view(a.base, n)[:] = 7
+    base = a.base
+    mem.free(base)
+    b = mem.alloc(n)  # the same buffer, zeroed: the same address
+    assert b.base == base and not mem.view(b.base, n).any() and mem._spare_bytes == 0
+    assert mem.alloc(n).base != base  # taken: a new one
+    held = mem.view(b.base, n)
+    mem.free(b.base)
+    assert mem._spare_bytes == 0  # a view still holds it: not kept (a stale reader must not see new data)
+    held[:] = 1
+    c = mem.alloc(n)
+    assert c.base != base and not mem.view(c.base, n).any()
+    small = mem.alloc(n // 2)
+    mem.free(small.base)
+    poisoned = mem.alloc(n, poison=True)
+    mem.free(poisoned.base)
+    assert mem._spare_bytes == 0  # below SPARE_MIN_BYTES, and a poisoned buffer: not kept
+    d = mem.alloc(n)
+    mem.free(d.base)
+    assert mem._spare_bytes == n + memmod.ALIGN
+    assert mem.alloc(2 * n).base != d.base and mem._spare_bytes == n + memmod.ALIGN  # another size: not taken

@@ -1082,3 +1082,54 @@ def test_a_program_s_derived_rules_follow_its_changes_and_replaced_rules(monkeyp
 
     monkeypatch.setitem(SEMANTICS, "v.add", replaced)
     assert executor._derived(program)[0][1] is replaced
+
+
+# ---- cache-sized batches for programs with large rows ----------------------------------------------
+def test_launches_of_small_images_keep_their_batches_and_large_ones_get_cache_sized_ones():
+    small = Program("small", instrs=[Inst("halt", (), ())], tiles=[Tile(0, "f32", (1024,))])
+    assert executor.batch_programs(small, 8 * 1024, 10**6) == executor.MAX_BATCH  # rows of 8 KiB: one image
+    assert executor.batch_programs(small, 32 * 1024, 1024) == executor.MAX_BATCH  # few programs: one image
+    assert executor.batch_programs(small, 12288, 4096) == executor.CACHE_BATCH_BYTES // 12288  # the eager ops' rows
+    large = Program("large", instrs=[Inst("halt", (), ())], tiles=[Tile(0, "f32", (4096,)), Tile(16384, "i8", (64,))])
+    row = 71040  # test_conversions' downcast_emulated: 60 tiles, the largest 16 KiB, 4096 programs
+    assert executor.batch_programs(large, row, 64) == executor.SRAM_BATCH_BUDGET // row
+    assert executor.batch_programs(large, row, 4096) == executor.CACHE_BATCH_BYTES // row
+    # the floors: enough programs for the largest tile to span CACHE_TILE_BYTES, and CACHE_MIN_PROGRAMS
+    assert executor.batch_programs(large, 1 << 20, 4096) == executor.CACHE_TILE_BYTES // (4 * 4096)
+    wide = Program("wide", instrs=[Inst("halt", (), ())], tiles=[Tile(0, "i8", (65536,))])
+    assert executor.batch_programs(wide, 4 << 20, 4096) == executor.CACHE_MIN_PROGRAMS
+    assert executor.batch_programs(wide, 16 << 20, 4096) == executor.SRAM_BATCH_BUDGET // (16 << 20)  # budget caps
+
+
+def test_a_launch_in_cache_sized_batches_writes_what_one_batch_does(monkeypatch):
+    """Programs with large rows run in several batches: the same memory as all of them in one."""
+    analysis = access.AccessAnalysis()
+    program, _ = generate(run_passes(parse(VEC_ADD, "vec_add.ttir"), analysis), None, MACHINE, analysis)
+    n, grid = 256 * 37 - 11, 37
+    batches = []
+    run_batch = executor._Launch.run_batch
+    monkeypatch.setattr(
+        executor._Launch, "run_batch", lambda self, pids: (batches.append(pids.size), run_batch(self, pids))
+    )
+
+    def launch(batch_size=None):
+        mem = DeviceMemory(MACHINE)
+        rng = np.random.default_rng(3)
+        ptrs = []
+        for arr in (rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)):
+            rec = mem.alloc(arr.nbytes)
+            mem.write_bytes(rec.base, arr.tobytes())
+            ptrs.append(rec.base)
+        ptrs.append(mem.alloc(4 * n).base)
+        batches.clear()
+        executor.execute(program, grid, [*ptrs, n], mem, MACHINE, batch_size=batch_size)
+        return mem.read_bytes(ptrs[2], 4 * n)
+
+    whole = launch(batch_size=grid)
+    assert batches == [grid]
+    row = executor._derived(program)[2]
+    monkeypatch.setattr(executor, "CACHE_CUT_BYTES", 8 * row - 1)
+    monkeypatch.setattr(executor, "CACHE_BATCH_BYTES", 8 * row)
+    monkeypatch.setattr(executor, "CACHE_TILE_BYTES", 1)
+    monkeypatch.setattr(executor, "CACHE_MIN_PROGRAMS", 1)
+    assert launch() == whole and batches == [8, 8, 8, 8, 5]

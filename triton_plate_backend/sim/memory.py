@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import math
+import sys
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -36,6 +37,13 @@ ALIGN = 256  # base alignment of owned buffers; also the granule of blocked chun
 BLOCKED_MIN_BYTES = 64 << 10
 MODES = ("interleaved", "local", "blocked", "explicit", "replicated")
 FREED_KEPT = 4096  # freed allocations remembered for fault messages
+# Freed owned buffers of at least SPARE_MIN_BYTES, up to SPARE_BYTES in all, are kept for the next
+# allocation of their size, which zeroes one instead of taking fresh pages from the OS: a fresh page's
+# first write costs a page fault (on this project's VMs ~100 ms per 64 MiB, against 2 ms to zero it
+# again), and a loop of launches over large tensors (test_conversions: 2**24 elements, ~300 MB of new
+# tensors per step) frees and allocates the same sizes over and over.
+SPARE_MIN_BYTES = 1 << 20
+SPARE_BYTES = 512 << 20
 POISON = 0xFF  # init mode's fill byte: NaN in every float type, all ones (-1) in every integer type
 
 
@@ -251,6 +259,8 @@ class DeviceMemory:
         self._tables = None  # (bases, ends) int64 arrays, rebuilt lazily
         self._hold = 0  # > 0 inside frees_held(): free() queues the address in _held_frees
         self._held_frees: list[int] = []
+        self._spare: deque[np.ndarray] = deque()  # freed owned buffers for reuse, oldest first
+        self._spare_bytes = 0
 
     # ---- allocation ------------------------------------------------------------------------
     def alloc(self, nbytes: int, placement=None, label: str | None = None, *, poison: bool = False) -> Allocation:
@@ -260,7 +270,9 @@ class DeviceMemory:
         place = Placement.parse(placement)
         record = self._record(0, nbytes, place, label)  # accounts capacity before the host allocates
         # +ALIGN: room to align, and a distinct base for 0 bytes
-        backing = np.full(nbytes + ALIGN, POISON, np.uint8) if poison else np.zeros(nbytes + ALIGN, np.uint8)
+        backing = None if poison else self._take_spare(nbytes + ALIGN)
+        if backing is None:
+            backing = np.full(nbytes + ALIGN, POISON, np.uint8) if poison else np.zeros(nbytes + ALIGN, np.uint8)
         addr = backing.ctypes.data
         off = (-addr) % ALIGN
         record.base, record.view, record.owner = addr + off, backing[off : off + nbytes], backing
@@ -305,7 +317,10 @@ class DeviceMemory:
                 del self._empty[addr]
         if rec is not None:
             del self._by_id[rec.id]
+            box = [rec.owner] if not rec.external and rec.written is None else None
             rec.live, rec.view, rec.owner, rec._typed, rec.written = False, None, None, {}, None
+            if box is not None:
+                self._keep_spare(box)
             self.used -= rec.shares
             self.copy_bytes -= int(rec.shares.sum()) - rec.nbytes
             self.num_frees += 1
@@ -316,6 +331,29 @@ class DeviceMemory:
             raise AllocationError(f"double free of {dead[-1].describe()}")
         near = self._nearest_text(addr)
         raise AllocationError(f"free({addr:#x}): not the base address of a live allocation{near}")
+
+    def _keep_spare(self, box: list) -> None:
+        """Keep a freed owned buffer, ``box``'s one item, for ``_take_spare`` when nothing else holds it (no
+        view of it outlived the allocation: this function's name and getrefcount's argument are its only
+        references; the box as in sim/executor.py's _keep_sram)."""
+        backing = box.pop()
+        if not isinstance(backing, np.ndarray) or backing.nbytes < SPARE_MIN_BYTES or sys.getrefcount(backing) > 2:
+            return
+        self._spare.append(backing)
+        self._spare_bytes += backing.nbytes
+        while self._spare_bytes > SPARE_BYTES:
+            self._spare_bytes -= self._spare.popleft().nbytes
+
+    def _take_spare(self, nbytes: int) -> np.ndarray | None:
+        """A kept freed buffer of exactly ``nbytes``, zeroed (the newest such), or None."""
+        for i in range(len(self._spare) - 1, -1, -1):
+            if self._spare[i].nbytes == nbytes:
+                backing = self._spare[i]
+                del self._spare[i]
+                self._spare_bytes -= nbytes
+                backing.fill(0)
+                return backing
+        return None
 
     def migrate(self, addr: int, placement) -> np.ndarray:
         """Give the live allocation based at ``addr`` a new placement, in place (its address and bytes
