@@ -222,3 +222,46 @@ def test_atomics_and_data_dependent_masks_read_data(mini):
     k = double_kernel[(64,)](out, torch.ones(64, device="plate"))
     k._init_handles()
     assert trace_reads_no_data(k.function.program)  # the loaded value only feeds the stored one
+
+
+def test_a_launch_of_at_most_one_program_per_core_runs_traced_once_then_untraced(mini, monkeypatch):
+    """A launch of at most one program per core (a test suite's usual launch) runs traced the first
+    time, with no address-only run of its own (sim/device.py ``_run``): its trace is kept for its
+    repeats, which run every program untraced and are timed the same."""
+    from triton_plate_backend.sim import estimate as est_mod
+
+    n, block = 200, 64
+    grid = -(-n // block)
+    assert grid <= mini.machine.total_cores
+    address_runs, inside = [], []
+    real_run, real_launch_run = est_mod._address_run, type(mini)._run
+
+    def counted(program, *a, **kw):
+        if inside:
+            address_runs.append(program)
+        return real_run(program, *a, **kw)
+
+    def launch_run(dev, *a, **kw):
+        inside.append(1)
+        try:
+            return real_launch_run(dev, *a, **kw)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(est_mod, "_address_run", counted)
+    monkeypatch.setattr(type(mini), "_run", launch_run)
+    x = torch.arange(n, dtype=torch.float32, device="plate")
+    runs = Runs(monkeypatch, mini, "guarded_add_kernel")
+    times = []
+    for _ in range(3):
+        out = torch.zeros(n, device="plate")
+        guarded_add_kernel[(grid,)](out, x, n, BLOCK=block)
+        assert out.cpu().tolist() == (torch.arange(n, dtype=torch.float32) + 1).tolist()
+        times.append(mini.last_profile.time_ns)
+    assert runs.runs == [((grid, 1, 1), True, None), ((grid, 1, 1), False, None), ((grid, 1, 1), False, None)]
+    assert address_runs == []  # none by the launch itself
+    assert times[0] == times[1] == times[2]
+    program, launched, args, _ = runs.launches[-1]
+    kept = mini._persistent_runs.get(mini._persistent_runs.key(program, launched, args, mini.memory), program)
+    fresh = _fresh_trace(mini, program, launched, args)
+    assert kept is not None and kept.digest() == fresh.digest()

@@ -313,6 +313,22 @@ def test_arguments_are_checked_and_converted(mem):
         execute(b.build(), 1, [0.1], mem, MACHINE)
 
 
+def test_argument_words_kept_for_a_repeat_follow_every_change():
+    """A launch repeated with the same int arguments reuses their words (kept on the program); any other
+    arguments are converted again: another int, a float (0.0 and -0.0 are equal, their words are not)."""
+    from triton_plate_backend.sim.executor import _arg_words
+
+    program = Builder("words", [("x", "f32"), ("k", "i8"), ("out", "ptr")]).build()
+    first = _arg_words(program, [1, 200, 4096])
+    assert first.tolist() == [np.float64(1.0).view(np.int64), 200 - 256, 4096]
+    first[1] = 7  # the caller's copy: the kept words are not changed through it
+    assert _arg_words(program, [1, 200, 4096]).tolist()[1] == 200 - 256
+    assert _arg_words(program, [1, 201, 4096]).tolist()[1] == 201 - 256
+    assert _arg_words(program, [0.0, 1, 0])[0] == 0
+    assert _arg_words(program, [-0.0, 1, 0])[0] == np.float64(-0.0).view(np.int64) != 0
+    assert _arg_words(program, [0, 1, 0])[0] == 0
+
+
 def test_trace_records_contexts_and_can_be_off(mem):
     x = alloc(mem, np.zeros(256, np.float32))
     program = vector_add(64)

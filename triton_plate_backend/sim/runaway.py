@@ -51,9 +51,11 @@ class LoopWatch:
     """Back-edge checks of one launch (``back_edge``), and the memory changes between them (``accessed``)."""
 
     def __init__(self, program):
-        rows = [ISA[ins.mnemonic] for ins in program.instrs]
-        self.writes_at = [row.unit == "dma_out" for row in rows]  # may change device memory
-        self.atomic_at = [row.cost == "atomic" for row in rows]
+        self.program = program
+        # per pc: may change device memory, is an atomic; made at the first armed access (most launches
+        # end before the first window: a launch of a small kernel would pay for them every time)
+        self.writes_at: list[bool] | None = None
+        self.atomic_at: list[bool] | None = None
         self.arm_at, self.until, self.window, self.armed = WATCH_FIRST, 0, 0, False
         self.changes = 0  # memory changes seen while armed
 
@@ -83,6 +85,10 @@ class LoopWatch:
 
     def accessed(self, ctx, pc: int, ins) -> None:
         """After a memory access at ``pc`` (armed windows only): count it if it changed memory."""
+        if self.writes_at is None:
+            rows = [ISA[i.mnemonic] for i in self.program.instrs]
+            self.writes_at = [row.unit == "dma_out" for row in rows]
+            self.atomic_at = [row.cost == "atomic" for row in rows]
         if not self.writes_at[pc]:
             return
         if self.atomic_at[pc] and not _atomic_changed(ctx, ins):
