@@ -1,4 +1,5 @@
-"""Builds the C++ side of the plate torch device (triton_plate_backend.torch_device._C).
+"""Builds the C++ side of the plate torch device (triton_plate_backend.torch_device._C) and the
+simulator's compiled walk (triton_plate_backend.sim._walk: plain CPython, optional at run time).
 
 Everything else about the package lives in pyproject.toml. `pip install -e .` runs this in an
 isolated build environment that has torch==2.13.0 (pyproject's [build-system] requires); for
@@ -7,7 +8,7 @@ quick iteration in a venv that already has torch: `python setup.py build_ext --i
 
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 CSRC = Path("triton_plate_backend/torch_device/csrc")
@@ -19,7 +20,15 @@ setup(
             sources=sorted(str(p) for p in CSRC.glob("*.cpp")),
             # the kernels are torch's; this code only dispatches, so build fast rather than optimise
             extra_compile_args=["-O1", "-g0"],
-        )
+        ),
+        # the cost model's per-entry walk (sim/estimate.py keeps the numpy walk, used without it): no torch,
+        # no numpy headers; no fused multiply-add, so its float results are the numpy walk's, bit for bit
+        Extension(
+            "triton_plate_backend.sim._walk",
+            sources=["triton_plate_backend/sim/csrc/walk.cpp"],
+            extra_compile_args=["-O2", "-g0", "-ffp-contract=off"],
+            language="c++",
+        ),
     ],
     cmdclass={"build_ext": BuildExtension},
 )
