@@ -1,7 +1,8 @@
-"""The cost model's walk compiled (sim/csrc/walk.cpp, built by setup.py) against its numpy reference
-(estimate._walk_numpy), on the traces real launches hand the model: a persistent GEMM (split contexts,
-DMA rings, tokens), a softmax and a vector add. The per-program results must be equal bit for bit; and a
-launch without the extension (the numpy walk alone) models the same times."""
+"""The walks compiled in sim/_walk (sim/csrc/walk.cpp, built by setup.py) against their numpy references,
+on the traces real launches hand them: a persistent GEMM (split contexts, DMA rings, tokens), a softmax
+and a vector add. The cost model's walk (estimate._walk_numpy) must give the same per-program results
+and the level-1 timing with the calendar's compiled pass (bandwidth.Calendar._pass) the same Profile, bit
+for bit; without the extension the numpy code models the same times."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 import triton
 
 from triton_plate_backend.bench.kernels import add_kernel, matmul_kernel, softmax_kernel
-from triton_plate_backend.sim import estimate
+from triton_plate_backend.sim import bandwidth, clock, estimate
 from triton_plate_backend.sim.timing import mapped
 
 needs_walk = pytest.mark.skipif(estimate._walk is None, reason="sim._walk is not built (setup.py build_ext)")
@@ -40,11 +41,14 @@ def _launches(mini) -> None:
     u, v = torch.randn(100_000, generator=g).to("plate"), torch.randn(100_000, generator=g).to("plate")
     w = torch.empty_like(u)
     add_kernel[(triton.cdiv(100_000, 1024),)](u, v, w, 100_000, BLOCK=1024)
+    assert mini.last_profile is not None  # the level-1 timing of the last launch (the others' at the clock's read)
+    mini.now_ns()
 
 
 @pytest.fixture(scope="module")
-def modeled(mini) -> list[tuple]:
-    """(trace, machine, policy, modeled ns) of every trace the launches' cost model ran over."""
+def modeled(mini) -> tuple[list, list]:
+    """(trace, machine, policy, modeled ns) of every trace the launches' cost model ran over; (trace,
+    machine, policy) of every trace the level-1 timing ran over."""
     seen = []
     model = estimate.model
 
@@ -53,14 +57,23 @@ def modeled(mini) -> list[tuple]:
         seen.append((trace, machine, policy, est.time_ns))
         return est
 
+    timed = []
+    simulate_timing = clock.simulate_timing
+
+    def timing_recorded(trace, machine=None, *, policy="round_robin"):
+        timed.append((trace, machine, policy))
+        return simulate_timing(trace, machine, policy=policy)
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(estimate, "model", recorded)
+        mp.setattr(clock, "simulate_timing", timing_recorded)
         _launches(mini)
-    return seen
+    return seen, timed
 
 
 @needs_walk
 def test_the_compiled_walk_gives_the_numpy_walk_s_bits_on_real_traces(modeled, monkeypatch):
+    modeled = modeled[0]
     assert len(modeled) >= 3
     # the GEMM ran persistent: a trace whose programs run different trip counts (split contexts)
     assert any(len({id(e.programs) for e in t.entries}) > 1 for t, *_ in modeled)
@@ -77,6 +90,7 @@ def test_the_compiled_walk_gives_the_numpy_walk_s_bits_on_real_traces(modeled, m
 
 
 def test_without_the_extension_the_numpy_walk_models_the_same_times(modeled, monkeypatch):
+    modeled = modeled[0]
     calls = {"numpy": 0, "compiled": 0}
 
     def counted(name, fn):
@@ -97,6 +111,26 @@ def test_without_the_extension_the_numpy_walk_models_the_same_times(modeled, mon
     for trace, machine, policy, ns in modeled:
         assert estimate.model(trace, machine, policy=policy).time_ns == ns
     assert calls == {"numpy": len(modeled), "compiled": 0}
+
+
+def _profile_bits(p) -> tuple:
+    return (p.cycles, p.busy_by_core.tobytes(), p.read_bytes.tobytes(), p.write_bytes.tobytes(), p.bucket_cycles)
+
+
+@needs_walk
+def test_the_calendar_s_compiled_pass_gives_the_numpy_pass_s_profiles(modeled, monkeypatch):
+    timed = modeled[1]
+    assert len(timed) >= 3
+    calls = []
+    pass_ = bandwidth._walk.calendar_pass
+    monkeypatch.setattr(bandwidth._walk, "calendar_pass", lambda *a: calls.append(1) or pass_(*a))
+    for trace, machine, policy in timed:
+        got = clock.simulate_timing(trace, machine, policy=policy)
+        monkeypatch.setattr(bandwidth, "COMPILED_PASS", False)
+        want = clock.simulate_timing(trace, machine, policy=policy)
+        monkeypatch.setattr(bandwidth, "COMPILED_PASS", True)
+        assert _profile_bits(got) == _profile_bits(want), f"{trace.program.name}: the compiled pass differs"
+    assert calls
 
 
 @needs_walk

@@ -8,8 +8,11 @@
 // reference and uses it when this module is not built.
 #include <Python.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace {
 
@@ -202,8 +205,228 @@ bad:
   return nullptr;
 }
 
+
+// ---- the bandwidth calendar's pass (sim/bandwidth.py, Calendar._pass over one dense range of buckets) ----
+
+inline double mn(double a, double b) { return (a <= b || a != a) ? a : b; }     // np.minimum's rule
+inline double fmn(double a, double b) { return (a <= b || b != b) ? a : b; }    // np.fmin's rule
+
+struct Cells {  // bandwidth._Cells: cells [F, J, K] flattened (f, j, k), N cells
+  Py_ssize_t F, J, K, S, N;
+  std::vector<int64_t> cells, col;  // col [F, K]
+  std::vector<double> cap, capx, tol;
+  // np.bincount(cells, weights=spread(x)): per cell, its flows' values added in (f, j, k) order
+  void per_cell(const double* x, double* out) const {
+    std::fill(out, out + N, 0.0);
+    for (Py_ssize_t f = 0; f < F; f++)
+      for (Py_ssize_t j = 0; j < J; j++) {
+        const int64_t* c = &cells[(f * J + j) * K];
+        const double* xf = x + f * K;
+        for (Py_ssize_t k = 0; k < K; k++) out[c[k]] += xf[k];
+      }
+  }
+};
+
+// bandwidth._waterfill
+void waterfill(const Cells& c, const double* demand, double* alloc, int rounds = 6) {
+  const Py_ssize_t FK = c.F * c.K, N = c.N, S = c.S, J = c.J, K = c.K;
+  std::vector<double> pc(N);
+  c.per_cell(demand, pc.data());
+  bool over = false;
+  for (Py_ssize_t i = 0; i < N; i++) over |= pc[i] > c.capx[i];
+  if (!over) {
+    std::copy(demand, demand + FK, alloc);
+    return;
+  }
+  std::vector<double> head(demand, demand + FK), live(FK), rem(c.cap), floor_(FK), share(N), level(FK), colmin(S);
+  for (Py_ssize_t i = 0; i < FK; i++) {
+    live[i] = head[i] > 0;
+    floor_[i] = 1e-9 * demand[i];
+  }
+  for (int i = 0; i <= rounds; i++) {
+    c.per_cell(live.data(), pc.data());
+    for (Py_ssize_t n = 0; n < N; n++) share[n] = rem[n] / pc[n];
+    if (i < rounds) {
+      for (Py_ssize_t s = 0; s < S; s++) colmin[s] = share[s];
+      for (Py_ssize_t r = 1; r < N / S; r++)
+        for (Py_ssize_t s = 0; s < S; s++) colmin[s] = fmn(colmin[s], share[r * S + s]);
+      for (Py_ssize_t n = 0; n < FK; n++) level[n] = colmin[c.col[n]];
+    } else {
+      for (Py_ssize_t f = 0; f < c.F; f++)
+        for (Py_ssize_t k = 0; k < K; k++) {
+          double v = share[c.cells[f * J * K + k]];
+          for (Py_ssize_t j = 1; j < J; j++) v = fmn(v, share[c.cells[(f * J + j) * K + k]]);
+          level[f * K + k] = v;
+        }
+    }
+    for (Py_ssize_t n = 0; n < FK; n++) {
+      const double give = fmn(level[n], head[n]);
+      alloc[n] = i == 0 ? give : alloc[n] + give;
+      head[n] -= give;
+      level[n] = give;
+    }
+    c.per_cell(level.data(), pc.data());
+    for (Py_ssize_t n = 0; n < N; n++) rem[n] = mx(rem[n] - pc[n], 0.0);
+    Py_ssize_t nlive = 0;
+    for (Py_ssize_t f = 0; f < c.F; f++)
+      for (Py_ssize_t k = 0; k < K; k++) {
+        const Py_ssize_t n = f * K + k;
+        bool l = head[n] > floor_[n];
+        bool free_ = true;
+        for (Py_ssize_t j = 0; j < J; j++) free_ = free_ && rem[c.cells[(f * J + j) * K + k]] > c.tol[c.cells[(f * J + j) * K + k]];
+        l = l && free_;
+        live[n] = l;
+        head[n] *= l;
+        nlive += l;
+      }
+    if (!nlive) break;
+  }
+}
+
+// bandwidth._reach: cumulative allocation per flow, first bucket where it reaches the need (K if never)
+void reach(const double* alloc, const double* need, Py_ssize_t F, Py_ssize_t K, double* cum, int64_t* fin) {
+  for (Py_ssize_t f = 0; f < F; f++) {
+    double a = 0.0;
+    const double want = need[f] * (1 - 1e-12);
+    fin[f] = K;
+    for (Py_ssize_t k = 0; k < K; k++) {
+      a = k ? a + alloc[f * K + k] : alloc[f * K];
+      cum[f * K + k] = a;
+    }
+    if (cum[f * K + K - 1] >= want)
+      for (Py_ssize_t k = 0; k < K; k++)
+        if (cum[f * K + k] >= want) {
+          fin[f] = k;
+          break;
+        }
+  }
+}
+
+// calendar_pass(used, base, kmin, S, K, dl, cap, cap_padded, fa, fb, fr, frate, cum, t, fin, kf0)
+// Calendar._pass over one dense range of S bucket columns from kmin (the caller grew ``used``), flows
+// starting at fa in buckets kf0 (fa // dl): commits the flows' bytes into ``used`` [R + 1, width] and
+// fills cum [F, K], t [F] (where some flow is done) and fin [F] (the first bucket reaching the flow's
+// bytes, K if none). Returns (all done, any done).
+PyObject* calendar_pass(PyObject*, PyObject* args) {
+  PyObject* o[12];
+  Py_ssize_t base, kmin, S, K;
+  double dl;
+  if (!PyArg_ParseTuple(args, "OnnnndOOOOOOOOOO", &o[0], &base, &kmin, &S, &K, &dl, &o[1], &o[2], &o[3], &o[4],
+                        &o[5], &o[6], &o[7], &o[8], &o[9], &o[10]))
+    return nullptr;
+  Buf used_b, cap_b, capp_b, fa_b, fb_b, fr_b, rate_b, cum_b, t_b, fin_b, kf0_b;
+  if (!used_b.get(o[0], 8, -1, true, "used") || !cap_b.get(o[1], 8, -1, false, "cap") ||
+      !capp_b.get(o[2], 8, cap_b.items() + 1, false, "cap_padded") || !fa_b.get(o[3], 8, -1, false, "fa") ||
+      !fb_b.get(o[4], 8, fa_b.items(), false, "fb") || !fr_b.get(o[5], 8, -1, false, "fr") ||
+      !rate_b.get(o[6], 8, fa_b.items(), false, "frate") || !cum_b.get(o[7], 8, fa_b.items() * K, true, "cum") ||
+      !t_b.get(o[8], 8, fa_b.items(), true, "t") || !fin_b.get(o[9], 8, fa_b.items(), true, "fin") ||
+      !kf0_b.get(o[10], 8, fa_b.items(), false, "kf0"))
+    return nullptr;
+  const Py_ssize_t R = cap_b.items(), F = fa_b.items(), J = F ? fr_b.items() / F : 1;
+  const Py_ssize_t width = used_b.items() / (R + 1), rows = J == 1 ? R : R + 1;
+  double *used = used_b.at<double>(), *cum = cum_b.at<double>(), *t = t_b.at<double>();
+  const double *cap = cap_b.at<double>(), *cap_padded = capp_b.at<double>(), *fa = fa_b.at<double>();
+  const double *fb = fb_b.at<double>(), *frate = rate_b.at<double>();
+  const int64_t* fr = fr_b.at<int64_t>();
+  int64_t* fin = fin_b.at<int64_t>();
+  const int64_t* kf0 = kf0_b.at<int64_t>();
+  const Py_ssize_t off = kmin - base;  // column of the range's first bucket in ``used``
+  if (F < 1 || K < 1 || S < K || J < 1 || fr_b.items() != F * J || off < 0 || off + S > width ||
+      used_b.items() != (R + 1) * width || !(dl > 0)) {
+    PyErr_SetString(PyExc_ValueError, "_walk.calendar_pass: inconsistent shapes");
+    return nullptr;
+  }
+  for (Py_ssize_t f = 0; f < F; f++) {
+    if (kf0[f] - kmin < 0 || kf0[f] - kmin + K > S) goto bad;
+    for (Py_ssize_t j = 0; j < J; j++)
+      if (fr[f * J + j] < 0 || fr[f * J + j] >= rows) goto bad;
+  }
+  {
+    const Py_ssize_t FK = F * K, N = rows * S;
+    Cells c;
+    c.F = F, c.J = J, c.K = K, c.S = S, c.N = N;
+    c.cells.resize(F * J * K), c.col.resize(FK);
+    std::vector<double> lo(FK), ell(FK), edges(F * (K + 1)), active(N, 0.0), demand(FK), alloc(FK);
+    for (Py_ssize_t f = 0; f < F; f++) {
+      const int64_t c0 = kf0[f] - kmin;
+      for (Py_ssize_t k = 0; k <= K; k++) edges[f * (K + 1) + k] = static_cast<double>(kf0[f] + k) * dl;
+      for (Py_ssize_t k = 0; k < K; k++) {
+        c.col[f * K + k] = c0 + k;
+        lo[f * K + k] = mx(fa[f], edges[f * (K + 1) + k]);
+        ell[f * K + k] = edges[f * (K + 1) + k + 1] - lo[f * K + k];
+      }
+      for (Py_ssize_t j = 0; j < J; j++)
+        for (Py_ssize_t k = 0; k < K; k++) c.cells[(f * J + j) * K + k] = fr[f * J + j] * S + c0 + k;
+    }
+    for (Py_ssize_t f = 0; f < F; f++)  // active[cells[..., 1:]] = dl
+      for (Py_ssize_t j = 0; j < J; j++)
+        for (Py_ssize_t k = 1; k < K; k++) active[c.cells[(f * J + j) * K + k]] = dl;
+    for (Py_ssize_t f = 0; f < F; f++)  // np.maximum.at(active, first, ell0)
+      for (Py_ssize_t j = 0; j < J; j++) {
+        const int64_t cell = c.cells[(f * J + j) * K];
+        active[cell] = mx(active[cell], ell[f * K]);
+      }
+    c.cap.resize(N), c.tol.resize(N), c.capx.resize(N);
+    for (Py_ssize_t r = 0; r < R; r++)
+      for (Py_ssize_t s = 0; s < S; s++) {
+        const double v = mn(cap[r] * dl - used[r * width + off + s], cap[r] * active[r * S + s]);
+        c.cap[r * S + s] = mx(v, 0.0);
+        c.tol[r * S + s] = 1e-9 * c.cap[r * S + s];
+      }
+    if (J > 1)
+      for (Py_ssize_t s = 0; s < S; s++) c.cap[R * S + s] = INFINITY, c.tol[R * S + s] = 0.0;
+    for (Py_ssize_t n = 0; n < N; n++) c.capx[n] = c.cap[n] * (1 + 1e-12);
+    for (Py_ssize_t f = 0; f < F; f++)
+      for (Py_ssize_t k = 0; k < K; k++) demand[f * K + k] = frate[f] * ell[f * K + k];
+    waterfill(c, demand.data(), alloc.data());
+    reach(alloc.data(), fb, F, K, cum, fin);
+    int64_t fmin_ = fin[0], fmax_ = fin[0];
+    for (Py_ssize_t f = 1; f < F; f++) fmin_ = std::min(fmin_, fin[f]), fmax_ = std::max(fmax_, fin[f]);
+    if (fmin_ < fmax_) {  // peers that finish early free their share: once more
+      for (Py_ssize_t f = 0; f < F; f++)
+        for (Py_ssize_t k = 0; k < K; k++) demand[f * K + k] *= static_cast<double>(k <= fin[f]);
+      waterfill(c, demand.data(), alloc.data());
+      reach(alloc.data(), fb, F, K, cum, fin);
+      fmin_ = fmax_ = fin[0];
+      for (Py_ssize_t f = 1; f < F; f++) fmin_ = std::min(fmin_, fin[f]), fmax_ = std::max(fmax_, fin[f]);
+    }
+    std::vector<double> kept(FK), cum_before(F), at_fc(F), percell(N);
+    for (Py_ssize_t f = 0; f < F; f++) {
+      const int64_t fc = std::min<int64_t>(fin[f], K - 1);
+      at_fc[f] = alloc[f * K + fc];
+      cum_before[f] = cum[f * K + fc] - at_fc[f];
+      for (Py_ssize_t k = 0; k < K; k++) kept[f * K + k] = alloc[f * K + k] * static_cast<double>(k < fin[f]);
+      if (fmax_ < K || fin[f] < K) kept[f * K + fc] = fb[f] - cum_before[f];
+    }
+    c.per_cell(kept.data(), percell.data());
+    for (Py_ssize_t r = 0; r < rows; r++)
+      for (Py_ssize_t s = 0; s < S; s++) used[r * width + off + s] += percell[r * S + s];
+    if (fmin_ < K) {
+      for (Py_ssize_t f = 0; f < F; f++) {
+        const int64_t fc = std::min<int64_t>(fin[f], K - 1);
+        double tf = lo[f * K + fc] + ell[f * K + fc] * (fb[f] - cum_before[f]) / at_fc[f];
+        // a flow cannot finish before its last bucket's committed bytes could drain
+        const Py_ssize_t kb = kf0[f] + fc - base;
+        double drain;
+        if (J == 1) {
+          drain = used[fr[f] * width + kb] / cap[fr[f]];
+        } else {
+          drain = used[fr[f * J] * width + kb] / cap_padded[fr[f * J]];
+          for (Py_ssize_t j = 1; j < J; j++) drain = mx(drain, used[fr[f * J + j] * width + kb] / cap_padded[fr[f * J + j]]);
+        }
+        t[f] = mx(tf, edges[f * (K + 1) + fc] + drain);
+      }
+    }
+    return Py_BuildValue("(OO)", fmax_ < K ? Py_True : Py_False, fmin_ < K ? Py_True : Py_False);
+  }
+bad:
+  PyErr_SetString(PyExc_ValueError, "_walk.calendar_pass: a flow's window or resource is out of range");
+  return nullptr;
+}
+
 PyMethodDef METHODS[] = {
     {"program_times", program_times, METH_VARARGS, "The cost model's per-entry walk (sim/estimate.py)."},
+    {"calendar_pass", calendar_pass, METH_VARARGS, "One pass of the bandwidth calendar (sim/bandwidth.py)."},
     {nullptr, nullptr, 0, nullptr},
 };
 
