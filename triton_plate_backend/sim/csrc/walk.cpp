@@ -1,11 +1,12 @@
-// triton_plate_backend.sim._walk: the cost model's per-entry walk (sim/estimate.py, _program_times) in C.
+// triton_plate_backend.sim._walk: two of the timing model's per-entry walks in C: the cost model's per-program replay
+// (sim/estimate.py, _program_times) and the level-1 bandwidth calendar's pass (sim/bandwidth.py, Calendar._pass).
 //
-// A plain CPython module (no numpy headers: arrays come through the buffer protocol). It applies the
-// numpy walk's float operations program by program, in the same order (the numpy walk does each step for
-// all its programs at once, and no step mixes two programs' values), so its results are bit-identical:
-// max as numpy's (the first operand unless the second is larger or the first is NaN), no fused
-// multiply-add (setup.py builds it with -ffp-contract=off). estimate.py keeps the numpy walk as the
-// reference and uses it when this module is not built.
+// A plain CPython module (no numpy headers: arrays come through the buffer protocol). Each function
+// applies its numpy code's float operations in the same order (the model's walk program by program: the
+// numpy walk does each step for all its programs at once, and no step mixes two programs' values; the
+// calendar's sums per cell in flow order, as np.bincount adds them), so its results are bit-identical:
+// max and min as numpy's (np.maximum, np.minimum, np.fmin), no fused multiply-add (setup.py builds it
+// with -ffp-contract=off). The numpy code stays as the reference and runs when this module is not built.
 #include <Python.h>
 
 #include <algorithm>
@@ -430,7 +431,8 @@ PyMethodDef METHODS[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_walk", "The cost model's per-entry walk in C.", -1, METHODS};
+PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_walk", "Two of the timing model's per-entry walks in C.", -1, METHODS,
+                      nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
 
