@@ -915,6 +915,33 @@ def test_the_model_s_transfer_times_kept_per_bytes_match_each_computed(monkeypat
     assert kept_calls < each_calls
 
 
+@pytest.mark.parametrize("launched, rows", [(4, 18), (300, 601)])
+def test_the_level1_flows_kept_per_bytes_match_each_built(monkeypatch, launched, rows):
+    """replay._plan with the flows of one programs array kept by the DMA entry's direction and bytes by
+    home (a persistent loop's trips repeat them): the same Profile, bit for bit, as each entry's flows built
+    afresh; fewer are built."""
+    from triton_plate_backend.sim import replay
+
+    program = _persistent_vec_add()
+    n = 256 * rows - 37
+    mem = DeviceMemory(MACHINE)
+    ptrs = [mem.alloc(4 * n, placement=p).base for p in ("blocked", "interleaved", "blocked")]
+    trace = executor.execute(program, launched, [*ptrs, n, launched, rows], mem, MACHINE)
+    built = []
+    flows = replay._Flows
+    monkeypatch.setattr(replay, "_Flows", lambda *a: built.append(1) or flows(*a))
+    results = []
+    for key_bytes in (replay.FLOWS_KEY_BYTES, 0):
+        monkeypatch.setattr(replay, "FLOWS_KEY_BYTES", key_bytes)
+        del built[:]
+        p = simulate_timing(trace, MACHINE)
+        bits = (p.cycles, p.busy_by_core.tobytes(), p.read_bytes.tobytes(), p.write_bytes.tobytes(), p.bucket_cycles)
+        results.append((bits, len(built)))
+    (kept, kept_built), (each, each_built) = results
+    assert kept == each
+    assert kept_built < each_built
+
+
 def test_the_cycle_collector_is_paused_inside_and_restored_after():
     """sim.host.cycle_collection_paused: off inside (nested blocks too), back as it was after, also
     when the block raises; a block entered with the collector off leaves it off."""
