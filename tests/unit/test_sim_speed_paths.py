@@ -890,6 +890,36 @@ def test_the_level0_inputs_over_runs_of_entries_match_entry_by_entry(monkeypatch
     assert all(r[6] == r[7] for r in results)
 
 
+@pytest.mark.parametrize("placement", ["blocked", "replicated"])
+def test_the_level0_terms_kept_per_dma_match_each_computed(monkeypatch, placement):
+    """mapped() with a DMA entry's issue cycles kept per (pc, programs, runs, elements) and its level-0
+    terms per (programs, issue, bytes by home), each entry's terms still added one after another: the same
+    compute, engine and byte sums, bound and issue cycles, bit for bit, as each computed afresh (KEY_BYTES
+    0); fewer issue cycles are computed, and a kept issue array is read-only."""
+    from triton_plate_backend.sim import timing
+
+    program = _persistent_vec_add()
+    n = 256 * 601 - 37
+    mem = DeviceMemory(MACHINE)
+    ptrs = [mem.alloc(4 * n, placement=p).base for p in (placement, "blocked", "interleaved")]
+    trace = executor.execute(program, 4, [*ptrs, n, 4, 601], mem, MACHINE)  # 4 programs: ~150 trips each
+    calls = []
+    issue = timing._issue
+    monkeypatch.setattr(timing, "_issue", lambda *a: calls.append(1) or issue(*a))
+    results = []
+    for key_bytes in (timing.KEY_BYTES, 0):
+        monkeypatch.setattr(timing, "KEY_BYTES", key_bytes)
+        del calls[:]
+        m = mapped(trace, MACHINE, "round_robin")
+        issues = b"".join(m.issues[id(e)].tobytes() for e in m.trace.entries if id(e) in m.issues)
+        bits = (m.compute.tobytes(), m.engines.tobytes(), m.read.tobytes(), m.write.tobytes(), m.bound, issues)
+        results.append((bits, len(calls), not any(i.flags.writeable for i in m.issues.values())))
+    (kept, kept_calls, kept_read_only), (each, each_calls, _) = results
+    assert kept == each
+    assert kept_calls < each_calls
+    assert kept_read_only
+
+
 @pytest.mark.parametrize("launched, rows", [(4, 18), (300, 601)])
 def test_the_model_s_transfer_times_kept_per_bytes_match_each_computed(monkeypatch, launched, rows):
     """estimate._program_times with the transfer times of one programs array kept by the DMA entry's
@@ -913,6 +943,33 @@ def test_the_model_s_transfer_times_kept_per_bytes_match_each_computed(monkeypat
     (kept, kept_calls), (each, each_calls) = results
     assert kept == each
     assert kept_calls < each_calls
+
+
+@pytest.mark.parametrize("launched, rows", [(4, 18), (300, 601)])
+def test_the_level1_flows_kept_per_bytes_match_each_built(monkeypatch, launched, rows):
+    """replay._plan with the flows of one programs array kept by the DMA entry's direction and bytes by
+    home (a persistent loop's trips repeat them): the same Profile, bit for bit, as each entry's flows built
+    afresh; fewer are built."""
+    from triton_plate_backend.sim import replay
+
+    program = _persistent_vec_add()
+    n = 256 * rows - 37
+    mem = DeviceMemory(MACHINE)
+    ptrs = [mem.alloc(4 * n, placement=p).base for p in ("blocked", "interleaved", "blocked")]
+    trace = executor.execute(program, launched, [*ptrs, n, launched, rows], mem, MACHINE)
+    built = []
+    flows = replay._Flows
+    monkeypatch.setattr(replay, "_Flows", lambda *a: built.append(1) or flows(*a))
+    results = []
+    for key_bytes in (replay.FLOWS_KEY_BYTES, 0):
+        monkeypatch.setattr(replay, "FLOWS_KEY_BYTES", key_bytes)
+        del built[:]
+        p = simulate_timing(trace, MACHINE)
+        bits = (p.cycles, p.busy_by_core.tobytes(), p.read_bytes.tobytes(), p.write_bytes.tobytes(), p.bucket_cycles)
+        results.append((bits, len(built)))
+    (kept, kept_built), (each, each_built) = results
+    assert kept == each
+    assert kept_built < each_built
 
 
 def test_the_cycle_collector_is_paused_inside_and_restored_after():

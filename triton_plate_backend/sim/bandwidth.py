@@ -13,6 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
+try:  # Calendar._pass compiled (sim/csrc/walk.cpp, built by setup.py); without it, numpy's
+    from . import _walk
+except ImportError:
+    _walk = None
+
+COMPILED_PASS = True  # the compiled pass when it is built; False: the numpy pass (its reference), for comparison
 MAX_WINDOW = 1024  # buckets looked at per allocation pass; longer transfers take more passes
 
 
@@ -204,6 +210,16 @@ class Calendar:
         kl = kf0.tolist()
         kmin, kmax = min(kl), max(kl)
         self._grow(kmax + K)
+        if kmax - kmin <= DENSE_SPREAD * K and COMPILED_PASS and _walk is not None:  # the same, in C
+            cum, t, fin = np.empty((F, K)), np.empty(F), np.empty(F, np.int64)
+            f64 = [np.ascontiguousarray(x, np.float64) for x in (fa, fb, frate)]
+            fr = np.ascontiguousarray(fr, np.int64)
+            cap, cap_padded = self.cap, self.cap_padded
+            all_done, any_done = _walk.calendar_pass(
+                self.used, self.base, kmin, kmax - kmin + K, K, dl, cap, cap_padded, f64[0], f64[1], fr, f64[2], cum,
+                t, fin, kf0,
+            )  # fmt: skip
+            return None if all_done else fin < K, cum, t if any_done else None, kf0
         rows = R if J == 1 else R + 1  # row R: the padding resource
         width = self.used.shape[1]
         flat_used = self.used.reshape(-1)

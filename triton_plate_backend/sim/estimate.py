@@ -56,6 +56,13 @@ from .sram_reach import reaching_writes
 from .timing import mapped, program_waves
 from .trace import Trace, TraceEntry
 
+try:  # the cost model's walk compiled (sim/csrc/walk.cpp, built by setup.py); without it, the numpy walk
+    from . import _walk
+except ImportError:
+    _walk = None
+
+COMPILED_WALK = True  # the compiled walk when it is built; False: the numpy walk (its reference), for comparison
+
 
 class EstimateError(PlateError):
     """A launch the cost model cannot estimate without running it (control flow on loaded data)."""
@@ -423,20 +430,27 @@ TRANSFER_KEY_BYTES = 16 << 10  # a DMA entry's bytes by home up to this size are
 def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
     """Each program alone from time 0 under level 1's engine rules, its transfers timed by
     ``_StepRates``: (occupancy of its DMA-in and compute engines, its end with every DMA complete,
-    DMA-out busy)."""
+    DMA-out busy). The walk is compiled (``_walk``) when built and ``COMPILED_WALK``, else numpy's."""
     n, prog = trace.num_programs, trace.program
     T, Q = max(len(prog.tiles), 1), static_facts(prog, machine)[1]
-    eng, ready, read = np.zeros((3, n)), np.zeros((T, n)), np.zeros((T, n))
-    issued = np.zeros((3, n))  # per DMA engine: its issue stage free at (cost.dma_stages)
-    tok, done, out_busy = np.zeros((Q, n)), np.zeros(n), np.zeros(n)
     depth = machine.core.dma.queue_depth
-    ring, nq = np.zeros((2, depth, n)), np.zeros((2, n), dtype=np.int64)
+    state = _WalkState(
+        eng=np.zeros((3, n)),
+        ready=np.zeros((T, n)),  # per tile: its last write
+        read=np.zeros((T, n)),  # its last read
+        issued=np.zeros((3, n)),  # per DMA engine: its issue stage free at (cost.dma_stages)
+        tok=np.zeros((Q, n)),
+        done=np.zeros(n),
+        out_busy=np.zeros(n),
+        ring=np.zeros((2, depth, n)),  # per DMA queue: completion of its last ``depth`` DMAs
+        nq=np.zeros((2, n), dtype=np.int64),  # DMAs issued
+    )
     rates = _StepRates(machine)
     wave = program_waves(core_of)
     # id(entry.programs) -> (programs, ps, ix, rows, transfer group or None, transfer times by bytes)
-    groups: dict[int, tuple] = {}
+    groups: dict[int, list] = {}
 
-    def group_of(programs) -> tuple:
+    def group_of(programs) -> list:
         g = groups.get(id(programs))
         if g is None or g[0] is not programs:
             ps = np.asarray(programs, dtype=np.int64)
@@ -444,10 +458,25 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
             g = groups[id(programs)] = [programs, ps, ix, np.arange(n)[ix], None, {}]
         return g
 
+    def transfer_times(g: list, p, entry):
+        """(transfer cycles, flight latency, moved) per program of a DMA entry; None if it moves no bytes."""
+        bbd = entry.bytes_by_domain
+        if bbd is None or not bbd.any():
+            return None
+        # the same programs moving the same bytes by home (a loop's trips): the same times, computed once
+        key = (p.outbound, bbd.shape, bbd.dtype.str, bbd.tobytes()) if bbd.nbytes <= TRANSFER_KEY_BYTES else None
+        times = None if key is None else g[5].get(key)
+        if times is None:
+            if g[4] is None:
+                g[4] = rates.group(core_of[g[1]], wave[g[1]])
+            times = rates.transfer(bbd, g[4], p.outbound)
+            if key is not None:
+                g[5][key] = times
+        return times
+
     # a run of scalar entries of the same programs (ended by any other entry or another programs array):
-    # their costs added in order (np.add.accumulate: one add after another, as entry by entry), with one
-    # gather and scatter. The runs are found over the whole trace at once; the loop visits each run's
-    # first entry and every other entry.
+    # their costs added in order (one add after another, as entry by entry). The runs are found over the
+    # whole trace at once; the walk visits each run's first entry and every other entry.
     entries = trace.entries
     E = len(entries)
     pc_of = np.fromiter((e.pc for e in entries), np.int64, E)
@@ -458,15 +487,43 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
         other[1:] = ~scalar[:-1]
         other[1:] |= np.fromiter((a.programs is not b.programs for a, b in zip(entries[1:], entries)), bool, E - 1)
         other |= ~scalar
-    firsts = np.flatnonzero(other).tolist()
-    firsts.append(E)
+    firsts = np.flatnonzero(other)
+    walk = _walk_compiled if COMPILED_WALK and _walk is not None and E else _walk_numpy
+    walk(state, entries, pcs, pc_of, cost_of, firsts, issues, group_of, transfer_times)
+    eng, done = state.eng, state.done
+    occupancy = np.maximum(eng[0], eng[1])
+    return occupancy, np.maximum(done, eng.max(axis=0)), state.out_busy
+
+
+@dataclass
+class _WalkState:
+    """``_program_times``' state, per program (the last axis): engines free at (DMA-in, compute, DMA-out),
+    tiles' last write and read, DMA tokens' completion, every DMA's completion, DMA-out busy cycles, the
+    DMA queues' ring of completions and DMAs issued."""
+
+    eng: np.ndarray
+    ready: np.ndarray
+    read: np.ndarray
+    issued: np.ndarray
+    tok: np.ndarray
+    done: np.ndarray
+    out_busy: np.ndarray
+    ring: np.ndarray
+    nq: np.ndarray
+
+
+def _walk_numpy(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues, group_of, transfer_times) -> None:
+    """The walk in numpy, all programs of an entry at once: the reference of the compiled walk."""
+    eng, ready, read, issued, tok, done = st.eng, st.ready, st.read, st.issued, st.tok, st.done
+    out_busy, ring, nq, depth = st.out_busy, st.ring, st.nq, st.ring.shape[1]
+    firsts = [*firsts.tolist(), len(entries)]
 
     def add_run(programs, i: int, j: int) -> None:
         ix = group_of(programs)[2]
         e1 = eng[1, ix]  # a view for all programs, else a copy written back
         if j - i == 1:
             e1 += cost_of[i]
-        else:
+        else:  # np.add.accumulate: one add after another, with one gather and scatter
             acc = np.empty((j - i + 1, e1.size))
             acc[0], acc[1:] = e1, cost_of[i:j, None]
             np.add.accumulate(acc, axis=0, out=acc)
@@ -482,7 +539,7 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
             add_run(entry.programs, i, firsts[f + 1])
             continue
         g = group_of(entry.programs)
-        ps, ix = g[1], g[2]
+        ix = g[2]
         if p.kind == "wait":
             eng[1, ix] = np.maximum(eng[1, ix], tok[p.token, ix]) + p.cost
             continue
@@ -514,17 +571,8 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
         moving = eng[p.engine, ix].copy()  # the previous transfer on this engine ends
         s, issued[p.engine, ix], a = cost.dma_stages(issued[p.engine, ix], moving, start1, issues[id(entry)])
         xe, comp = a, a
-        bbd = entry.bytes_by_domain
-        if bbd is not None and bbd.any():
-            # the same programs moving the same bytes by home (a loop's trips): the same times, computed once
-            key = (p.outbound, bbd.shape, bbd.dtype.str, bbd.tobytes()) if bbd.nbytes <= TRANSFER_KEY_BYTES else None
-            times = None if key is None else g[5].get(key)
-            if times is None:
-                if g[4] is None:
-                    g[4] = rates.group(core_of[ps], wave[ps])
-                times = rates.transfer(bbd, g[4], p.outbound)
-                if key is not None:
-                    g[5][key] = times
+        times = transfer_times(g, p, entry)
+        if times is not None:
             xfer, flight, moved = times
             xe = a + xfer
             comp = np.where(moved, xe + flight + p.extra_latency, a)
@@ -540,8 +588,83 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
             read[t, ix] = np.maximum(read[t, ix], xe)
         for t in p.writes:
             ready[t, ix] = np.maximum(ready[t, ix], comp)
-    occupancy = np.maximum(eng[0], eng[1])
-    return occupancy, np.maximum(done, eng.max(axis=0)), out_busy
+
+
+_KIND_CODE = {"scalar": 0, "wait": 1, "wait_all": 2, "compute": 3, "dma": 4}  # sim/csrc/walk.cpp's Kind
+
+
+def _walk_compiled(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues, group_of, transfer_times) -> None:
+    """The walk in C (sim/csrc/walk.cpp): the numpy walk's float operations, program by program in the
+    same order, so the same bits. Here: its tables (per pc, per step, per programs array, per DMA step)."""
+    pc_int, pc_f64, deps = [], [], []
+    for p in pcs:
+        offsets = [len(deps)]
+        for tiles in (p.after_write, p.after_read, p.reads, p.writes):
+            deps.extend(tiles)
+            offsets.append(len(deps))
+        token = -1 if p.token is None else p.token
+        pc_int.append([_KIND_CODE[p.kind], p.engine, token, int(p.outbound), *offsets])
+        pc_f64.append((p.cost, p.extra_latency))
+    S = len(firsts)
+    steps = np.empty((S, 5), np.int64)
+    steps[:, 0] = pc_of[firsts]
+    steps[:, 1] = firsts
+    steps[:-1, 2], steps[-1, 2] = firsts[1:], len(entries)
+    # entries of one context share their programs array: one group each
+    ids = np.fromiter((id(entries[i].programs) for i in firsts.tolist()), np.int64, S)
+    _, first_of, steps[:, 3] = np.unique(ids, return_index=True, return_inverse=True)
+    gs = [group_of(entries[i].programs) for i in firsts[first_of].tolist()]
+    g_off = np.zeros(len(gs) + 1, np.int64)
+    np.cumsum([len(g[1]) for g in gs], out=g_off[1:])
+    g_ps = np.concatenate([g[1] for g in gs]).astype(np.int64, copy=False)
+    steps[:, 4] = -1
+    is_dma = np.array([p.kind == "dma" for p in pcs], bool)
+    dma_steps = np.flatnonzero(is_dma[steps[:, 0]])
+    steps[dma_steps, 4] = np.arange(len(dma_steps))
+    dma = np.empty((len(dma_steps), 2), np.int64)
+    issue, xfer, flight, moved = [], [], [], []
+    at_issue = at_times = 0
+    for d, s in enumerate(dma_steps.tolist()):
+        entry = entries[firsts[s]]
+        g = gs[steps[s, 3]]
+        issue.append(issues[id(entry)])
+        times = transfer_times(g, pcs[entry.pc], entry)
+        dma[d] = at_issue, -1 if times is None else at_times
+        at_issue += len(g[1])
+        if times is not None:
+            xfer.append(times[0])
+            flight.append(times[1])
+            moved.append(times[2])
+            at_times += len(g[1])
+
+    def flat(parts, dtype):
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+
+    _walk.program_times(
+        st.eng.shape[1],
+        st.ring.shape[1],
+        st.eng,
+        st.ready,
+        st.read,
+        st.issued,
+        st.tok,
+        st.done,
+        st.out_busy,
+        st.ring,
+        st.nq,
+        np.array(pc_int, np.int64),
+        np.array(pc_f64, np.float64),
+        np.array(deps, np.int64),
+        steps,
+        cost_of,
+        g_off,
+        g_ps,
+        dma,
+        flat(issue, np.float64),
+        flat(xfer, np.float64),
+        flat(flight, np.float64),
+        flat(moved, np.uint8),
+    )
 
 
 def _core_times(trace: Trace, machine: Machine, pcs, core_of, issues) -> np.ndarray:

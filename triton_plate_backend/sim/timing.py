@@ -177,6 +177,32 @@ def fold_replicas(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list
     return Trace(trace.program, trace.grid, entries)
 
 
+def _issues(machine: Machine, trace: Trace, pcs: list[Pc]) -> dict:
+    """Issue cycles per DMA entry (by id), one per program. A loop's trips issue the same DMA over the same
+    runs and elements: computed once per (pc, programs, runs, elements), the array shared (read-only)."""
+    out, kept = {}, {}
+    for e in trace.entries:
+        if pcs[e.pc].kind != "dma":
+            continue
+        n, runs, elements = len(e.programs), e.runs, e.elements
+        key = None
+        if (0 if runs is None else runs.nbytes) + (0 if elements is None else elements.nbytes) <= KEY_BYTES:
+            key = (
+                e.pc,
+                n,
+                None if runs is None else (runs.shape, runs.dtype.str, runs.tobytes()),
+                None if elements is None else (elements.shape, elements.dtype.str, elements.tobytes()),
+            )
+        issue = None if key is None else kept.get(key)
+        if issue is None:
+            issue = _issue(machine, trace, e, n)
+            if key is not None:
+                issue.setflags(write=False)  # shared by the entries of the key: nothing may write it
+                kept[key] = issue
+        out[id(e)] = issue
+    return out
+
+
 def _issue(machine: Machine, trace: Trace, entry, n: int) -> np.ndarray:
     """Issue cycles of a DMA entry, one per program."""
     dyn = {"runs": entry.runs, "elements": entry.elements}
@@ -192,6 +218,9 @@ def _add_cost(compute: dict, programs, total: float) -> None:
         acc[1] += total
 
 
+KEY_BYTES = 16 << 10  # a DMA entry's arrays up to this size are a key of what is computed from them
+
+
 def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc], issues: dict):
     """Per-core compute and DMA-engine cycles and the byte matrices: the level-0 inputs."""
     C, D = machine.total_cores, machine.total_domains
@@ -199,6 +228,9 @@ def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc
     read, write = np.zeros((D, D)), np.zeros((D, D))
     rate = machine.core.dma.bytes_per_cycle
     compute = {}  # id(programs) -> [programs, summed cost]: entries of one context share the array
+    # (programs array, issue cycles, bytes by home) -> a DMA entry's terms: a loop's trips repeat them.
+    # Each entry's terms are still added to the totals one entry after another (the same float adds)
+    terms_of = {}
     dma = [p.kind == "dma" for p in pcs]
     costs = [p.cost for p in pcs]
     # consecutive non-DMA entries of one programs array (a basic block's scalar and compute rows) are
@@ -215,15 +247,28 @@ def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc
             run_of, run = entry.programs, costs[pc]
             continue
         p = pcs[pc]
-        cs = core_of[np.asarray(entry.programs, dtype=np.int64)]
-        issue = issues[id(entry)]
-        bbd = entry.bytes_by_domain if entry.bytes_by_domain is not None else np.zeros((len(cs), D))
-        issued[p.engine // 2] += np.bincount(cs, weights=issue, minlength=C)
-        moved[p.engine // 2] += np.bincount(cs, weights=bbd.sum(axis=1) / rate, minlength=C)
-        onehot = np.zeros((D, len(cs)))
-        onehot[cs // machine.domain.cores, np.arange(len(cs))] = 1.0
+        issue, raw = issues[id(entry)], entry.bytes_by_domain
+        key = None
+        if issue.nbytes + (0 if raw is None else raw.nbytes) <= KEY_BYTES:
+            bytes_key = None if raw is None else (raw.shape, raw.dtype.str, raw.tobytes())
+            key = (id(entry.programs), id(issue), bytes_key)  # (the issues dict holds every issue array)
+        terms = None if key is None else terms_of.get(key)
+        if terms is None:
+            cs = core_of[np.asarray(entry.programs, dtype=np.int64)]
+            bbd = raw if raw is not None else np.zeros((len(cs), D))
+            onehot = np.zeros((D, len(cs)))
+            onehot[cs // machine.domain.cores, np.arange(len(cs))] = 1.0
+            terms = (
+                np.bincount(cs, weights=issue, minlength=C),
+                np.bincount(cs, weights=bbd.sum(axis=1) / rate, minlength=C),
+                onehot @ bbd,
+            )
+            if key is not None:
+                terms_of[key] = terms
+        issued[p.engine // 2] += terms[0]
+        moved[p.engine // 2] += terms[1]
         mat = write if p.outbound else read
-        mat += onehot @ bbd
+        mat += terms[2]
     if run_of is not None:
         _add_cost(compute, run_of, run)
     for progs, total in compute.values():  # costs are whole cycles: the sums are exact in any order
@@ -251,7 +296,7 @@ def mapped(trace: Trace, machine: Machine, policy) -> Mapped:
     core_of = map_programs(policy, trace.num_programs, machine)
     pcs = static_facts(trace.program, machine)[0]
     trace = fold_replicas(trace, machine, core_of, pcs)
-    issues = {id(e): _issue(machine, trace, e, len(e.programs)) for e in trace.entries if pcs[e.pc].kind == "dma"}
+    issues = _issues(machine, trace, pcs)
     comp, eng, read, write = _aggregate(trace, machine, core_of, pcs, issues)
     bound = cost.level0_bound(
         machine, compute_cycles=comp, dma_engine_cycles=eng.ravel(), read_bytes=read, write_bytes=write

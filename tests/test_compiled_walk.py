@@ -1,0 +1,153 @@
+"""The walks compiled in sim/_walk (sim/csrc/walk.cpp, built by setup.py) against their numpy references,
+on the traces real launches hand them: a persistent GEMM (split contexts, DMA rings, tokens), a softmax
+and a vector add. The cost model's walk (estimate._walk_numpy) must give the same per-program results
+and the level-1 timing with the calendar's compiled pass (bandwidth.Calendar._pass) the same Profile, bit
+for bit; without the extension the numpy code models the same times."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import triton
+
+from triton_plate_backend.bench.kernels import add_kernel, matmul_kernel, softmax_kernel
+from triton_plate_backend.sim import bandwidth, clock, estimate
+from triton_plate_backend.sim.timing import mapped
+
+needs_walk = pytest.mark.skipif(estimate._walk is None, reason="sim._walk is not built (setup.py build_ext)")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def mini(plate_mini_module):
+    return plate_mini_module
+
+
+def _launches(mini) -> None:
+    """A persistent GEMM, a softmax and a vector add on plate-mini."""
+    g = torch.Generator().manual_seed(0)
+    m = n = k = 512
+    a = torch.randn(m, k, generator=g).to(torch.bfloat16).to("plate")
+    b = torch.randn(k, n, generator=g).to(torch.bfloat16).to("plate")
+    c = torch.empty(m, n, dtype=torch.bfloat16, device="plate")
+    grid = (triton.cdiv(m, 64) * triton.cdiv(n, 64),)
+    matmul_kernel[grid](
+        a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BM=64, BN=64, BK=32, GROUP_M=8,
+    )  # fmt: skip
+    x = torch.randn(256, 300, generator=g).to("plate")
+    y = torch.empty_like(x)
+    softmax_kernel[(256,)](y, x, x.stride(0), 300, BLOCK=512)
+    u, v = torch.randn(100_000, generator=g).to("plate"), torch.randn(100_000, generator=g).to("plate")
+    w = torch.empty_like(u)
+    add_kernel[(triton.cdiv(100_000, 1024),)](u, v, w, 100_000, BLOCK=1024)
+    assert mini.last_profile is not None  # the level-1 timing of the last launch (the others' at the clock's read)
+    mini.now_ns()
+
+
+@pytest.fixture(scope="module")
+def modeled(mini) -> tuple[list, list]:
+    """(trace, machine, policy, modeled ns) of every trace the launches' cost model ran over; (trace,
+    machine, policy) of every trace the level-1 timing ran over."""
+    seen = []
+    model = estimate.model
+
+    def recorded(trace, machine=None, *, policy=None, wall_s=0.0):
+        est = model(trace, machine, policy=policy, wall_s=wall_s)
+        seen.append((trace, machine, policy, est.time_ns))
+        return est
+
+    timed = []
+    simulate_timing = clock.simulate_timing
+
+    def timing_recorded(trace, machine=None, *, policy="round_robin"):
+        timed.append((trace, machine, policy))
+        return simulate_timing(trace, machine, policy=policy)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(estimate, "model", recorded)
+        mp.setattr(clock, "simulate_timing", timing_recorded)
+        _launches(mini)
+    return seen, timed
+
+
+@needs_walk
+def test_the_compiled_walk_gives_the_numpy_walk_s_bits_on_real_traces(modeled, monkeypatch):
+    modeled = modeled[0]
+    assert len(modeled) >= 3
+    # the GEMM ran persistent: a trace whose programs run different trip counts (split contexts)
+    assert any(len({id(e.programs) for e in t.entries}) > 1 for t, *_ in modeled)
+    kinds = set()
+    for trace, machine, policy, _ in modeled:
+        m = mapped(trace, machine, policy)
+        kinds |= {m.pcs[e.pc].kind for e in m.trace.entries}
+        out = {}
+        for compiled in (False, True):
+            monkeypatch.setattr(estimate, "COMPILED_WALK", compiled)
+            out[compiled] = [x.tobytes() for x in estimate._program_times(m.trace, machine, m.pcs, m.core_of, m.issues)]
+        assert out[True] == out[False], f"{trace.program.name}: the compiled walk differs from the numpy walk"
+    assert {"scalar", "compute", "wait", "dma"} <= kinds
+
+
+def test_without_the_extension_the_numpy_walk_models_the_same_times(modeled, monkeypatch):
+    modeled = modeled[0]
+    calls = {"numpy": 0, "compiled": 0}
+
+    def counted(name, fn):
+        def wrapper(*a):
+            calls[name] += 1
+            return fn(*a)
+
+        return wrapper
+
+    monkeypatch.setattr(estimate, "_walk_numpy", counted("numpy", estimate._walk_numpy))
+    if estimate._walk is not None:
+        monkeypatch.setattr(estimate, "_walk_compiled", counted("compiled", estimate._walk_compiled))
+        for trace, machine, policy, ns in modeled:
+            assert estimate.model(trace, machine, policy=policy).time_ns == ns
+        assert calls == {"numpy": 0, "compiled": len(modeled)}
+    monkeypatch.setattr(estimate, "_walk", None)
+    calls.update(compiled=0)
+    for trace, machine, policy, ns in modeled:
+        assert estimate.model(trace, machine, policy=policy).time_ns == ns
+    assert calls == {"numpy": len(modeled), "compiled": 0}
+
+
+def _profile_bits(p) -> tuple:
+    return (p.cycles, p.busy_by_core.tobytes(), p.read_bytes.tobytes(), p.write_bytes.tobytes(), p.bucket_cycles)
+
+
+@needs_walk
+def test_the_calendar_s_compiled_pass_gives_the_numpy_pass_s_profiles(modeled, monkeypatch):
+    timed = modeled[1]
+    assert len(timed) >= 3
+    calls = []
+    pass_ = bandwidth._walk.calendar_pass
+    monkeypatch.setattr(bandwidth._walk, "calendar_pass", lambda *a: calls.append(1) or pass_(*a))
+    for trace, machine, policy in timed:
+        got = clock.simulate_timing(trace, machine, policy=policy)
+        monkeypatch.setattr(bandwidth, "COMPILED_PASS", False)
+        want = clock.simulate_timing(trace, machine, policy=policy)
+        monkeypatch.setattr(bandwidth, "COMPILED_PASS", True)
+        assert _profile_bits(got) == _profile_bits(want), f"{trace.program.name}: the compiled pass differs"
+    assert calls
+
+
+@needs_walk
+def test_a_bad_table_raises_and_writes_nothing():
+    n = 4
+    eng, ready, read, issued = np.zeros((3, n)), np.zeros((1, n)), np.zeros((1, n)), np.zeros((3, n))
+    tok, done, busy, ring = np.zeros((1, n)), np.zeros(n), np.zeros(n), np.zeros((2, 2, n))
+    nq = np.zeros((2, n), np.int64)
+    pc_int = np.array([[3, 1, -1, 0, 0, 1, 1, 1, 2]], np.int64)  # compute: waits on tile 0, writes tile 0
+    pc_f64 = np.array([[5.0, 0.0]])
+    steps = np.array([[0, 0, 1, 0, -1]], np.int64)
+    args = [eng, ready, read, issued, tok, done, busy, ring, nq, pc_int, pc_f64, np.array([0, 0], np.int64), steps]
+    rest = [np.zeros(1), np.array([0, n], np.int64), np.arange(n, dtype=np.int64), np.zeros((0, 2), np.int64)]
+    empty = [np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, np.uint8)]
+    estimate._walk.program_times(n, 2, *args, *rest, *empty)
+    assert eng[1].tolist() == [5.0] * n and ready[0].tolist() == [5.0] * n
+    bad = np.array([0, 0, n], np.int64)  # a group naming program n of n
+    with pytest.raises(ValueError, match="out of range"):
+        estimate._walk.program_times(n, 2, *args, rest[0], np.array([0, 3], np.int64), bad, rest[3], *empty)
+    assert eng[1].tolist() == [5.0] * n
