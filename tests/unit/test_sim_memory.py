@@ -278,3 +278,19 @@ def test_a_freed_buffer_is_reused_zeroed_unless_a_view_of_it_outlived_it(mem):
     mem.free(d.base)
     assert mem._spare_bytes == n + memmod.ALIGN
     assert mem.alloc(2 * n).base != d.base and mem._spare_bytes == n + memmod.ALIGN  # another size: not taken
+
+
+def test_holding_finds_the_live_allocation_of_a_byte(mem):
+    """``holding`` (one address, Python integers) agrees with ``span_positions`` (arrays) at every edge:
+    first and last byte, one past the end, one before the base, freed memory, addresses no allocation holds."""
+    recs = [mem.alloc(4096 * (i + 1)) for i in range(6)]
+    mem.free(recs[2].base)
+    live = [r for i, r in enumerate(recs) if i != 2]
+    addrs = [a for r in recs for a in (r.base - 1, r.base, r.base + 1, r.end - 1, r.end)] + [0, 1, 2**40]
+    for a in addrs:
+        pos = int(mem.span_positions(np.array([a], np.int64), np.array([a + 1], np.int64))[0])
+        want = mem.live(pos) if pos >= 0 else None
+        assert mem.holding(a) is want
+        assert mem.holding(np.int64(a)) is want
+    assert [mem.holding(r.base + 5) for r in live] == live
+    assert mem.holding(recs[2].base + 5) is not recs[2]

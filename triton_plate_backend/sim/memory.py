@@ -545,8 +545,10 @@ class DeviceMemory:
         return self._live[position]
 
     def holding(self, addr: int) -> Allocation | None:
-        """The live allocation that holds byte ``addr``, or None."""
-        pos = int(self.span_positions(np.array([addr], np.int64), np.array([addr + 1], np.int64))[0])
+        """The live allocation that holds byte ``addr``, or None (``span_position``: a launch asks this
+        of each pointer argument several times, and one address through numpy arrays cost ~10 us)."""
+        addr = int(addr)
+        pos = self.span_position(addr, addr + 1)
         return self._live[pos] if pos >= 0 else None
 
     def positions(self, addrs: np.ndarray) -> np.ndarray:
