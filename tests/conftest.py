@@ -32,6 +32,19 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(item.path.name, len(RUN_FIRST)))  # stable: files keep their order
 
 
+def _forget_bench_kernels() -> None:
+    """The bench's kernels are module-level JITFunctions that tests launch on both machines; Triton's in-memory
+    cache does not key on PLATE_MACHINE, so a binary from before a switch would be launched on the other
+    machine (the launcher refuses it)."""
+    from triton.runtime.jit import JITFunction
+
+    from triton_plate_backend.bench import kernels
+
+    for value in vars(kernels).values():
+        if isinstance(value, JITFunction):
+            value.device_caches.clear()
+
+
 @pytest.fixture(scope="module")
 def plate_mini_module():
     """The plate-mini machine (4 domains x 2 cores) as device 0 for a whole test module."""
@@ -40,8 +53,10 @@ def plate_mini_module():
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PLATE_MACHINE", "plate-mini")
         sim_device.reset_device(0)
+        _forget_bench_kernels()
         yield sim_device.get_device(0)
     sim_device.reset_device(0)
+    _forget_bench_kernels()
 
 
 @pytest.fixture(autouse=True)

@@ -75,8 +75,9 @@ class PlateLauncher:
         if self.machine is not None and self.machine != device.machine.name:
             raise LaunchError(
                 f"kernel {self.name} was compiled for machine {self.machine!r} but device {device.index} runs "
-                f"{device.machine.name!r}: set PLATE_MACHINE before the first launch, or reset the device "
-                f"(triton_plate_backend.sim.device.reset_device)"
+                f"{device.machine.name!r}: set PLATE_MACHINE before the first launch; a kernel launched before a "
+                f"machine switch (sim.device.reset_device) keeps its binary in Triton's in-memory cache, which does "
+                f"not key on the machine: clear it with `{self.name}.device_caches.clear()`"
             )
         values, host_buffers = bind_arguments(
             self.name, function.program, self.signature, args, device, self.declared_constexpr
