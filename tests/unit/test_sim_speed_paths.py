@@ -1141,35 +1141,49 @@ def test_a_program_s_derived_rules_follow_its_changes_and_replaced_rules(monkeyp
     assert executor._derived(program)[0][1] is replaced
 
 
-# ---- cache-sized batches for programs with large rows ----------------------------------------------
-def test_launches_of_small_images_keep_their_batches_and_large_ones_get_cache_sized_ones():
-    small = Program("small", instrs=[Inst("halt", (), ())], tiles=[Tile(0, "f32", (1024,))])
-    assert executor.batch_programs(small, 8 * 1024, 10**6) == executor.MAX_BATCH  # rows of 8 KiB: one image
-    assert executor.batch_programs(small, 32 * 1024, 1024) == executor.MAX_BATCH  # few programs: one image
-    assert executor.batch_programs(small, 12288, 4096) == executor.CACHE_BATCH_BYTES // 12288  # the eager ops' rows
-    large = Program("large", instrs=[Inst("halt", (), ())], tiles=[Tile(0, "f32", (4096,)), Tile(16384, "i8", (64,))])
+# ---- cache-sized sub-batches of straight-line programs ----------------------------------------------
+def test_large_images_of_straight_line_programs_run_in_cache_sized_sub_batches():
+    def program(tiles, *mnemonics):
+        return Program("p", instrs=[Inst(m, (), ()) for m in (*mnemonics, "halt")], tiles=tiles)
+
+    small = program([Tile(0, "f32", (1024,))])
+    assert executor.sub_batch_programs(small, 8 * 1024, executor.MAX_BATCH) == executor.MAX_BATCH  # 32 MiB image
+    assert executor.sub_batch_programs(small, 12288, 4096) == executor.CACHE_BATCH_BYTES // 12288  # the eager ops' rows
+    large = program([Tile(0, "f32", (4096,)), Tile(16384, "i8", (64,))])
     row = 71040  # test_conversions' downcast_emulated: 60 tiles, the largest 16 KiB, 4096 programs
-    assert executor.batch_programs(large, row, 64) == executor.SRAM_BATCH_BUDGET // row
-    assert executor.batch_programs(large, row, 4096) == executor.CACHE_BATCH_BYTES // row
+    assert executor.sub_batch_programs(large, row, 64) == 64
+    assert executor.sub_batch_programs(large, row, 3778) == executor.CACHE_BATCH_BYTES // row
     # the floors: enough programs for the largest tile to span CACHE_TILE_BYTES, and CACHE_MIN_PROGRAMS
-    assert executor.batch_programs(large, 1 << 20, 4096) == executor.CACHE_TILE_BYTES // (4 * 4096)
-    wide = Program("wide", instrs=[Inst("halt", (), ())], tiles=[Tile(0, "i8", (65536,))])
-    assert executor.batch_programs(wide, 4 << 20, 4096) == executor.CACHE_MIN_PROGRAMS
-    assert executor.batch_programs(wide, 16 << 20, 4096) == executor.SRAM_BATCH_BUDGET // (16 << 20)  # budget caps
+    assert executor.sub_batch_programs(large, 1 << 20, 256) == executor.CACHE_TILE_BYTES // (4 * 4096)
+    wide = program([Tile(0, "i8", (65536,))])
+    assert executor.sub_batch_programs(wide, 4 << 20, 64) == executor.CACHE_MIN_PROGRAMS
+    # branches, atomics, prints and asserts: the batch as it is
+    for m in ("bz", "jmp", "loop", "atom.rmw", "dbg.print", "dbg.assert"):
+        assert executor.sub_batch_programs(program(large.tiles, "nop", m), row, 3778) == 3778
 
 
-def test_a_launch_in_cache_sized_batches_writes_what_one_batch_does(monkeypatch):
-    """Programs with large rows run in several batches: the same memory as all of them in one."""
+def test_sub_batches_write_and_trace_what_the_batch_does(monkeypatch):
+    """A straight-line launch in cache-sized sub-batches: the same memory, the same trace (entries, digest,
+    modeled cycles) and the same step count as the whole batch."""
     analysis = access.AccessAnalysis()
     program, _ = generate(run_passes(parse(VEC_ADD, "vec_add.ttir"), analysis), None, MACHINE, analysis)
+    assert not any(ins.mnemonic in executor._CUT_EXCLUDED for ins in program.instrs)
     n, grid = 256 * 37 - 11, 37
     batches = []
     run_batch = executor._Launch.run_batch
     monkeypatch.setattr(
         executor._Launch, "run_batch", lambda self, pids: (batches.append(pids.size), run_batch(self, pids))
     )
+    steps = []
+    init = executor._Launch.__init__
 
-    def launch(batch_size=None):
+    def keep(self, *a, **k):
+        init(self, *a, **k)
+        steps.append(self)
+
+    monkeypatch.setattr(executor._Launch, "__init__", keep)
+
+    def launch():
         mem = DeviceMemory(MACHINE)
         rng = np.random.default_rng(3)
         ptrs = []
@@ -1179,14 +1193,18 @@ def test_a_launch_in_cache_sized_batches_writes_what_one_batch_does(monkeypatch)
             ptrs.append(rec.base)
         ptrs.append(mem.alloc(4 * n).base)
         batches.clear()
-        executor.execute(program, grid, [*ptrs, n], mem, MACHINE, batch_size=batch_size)
-        return mem.read_bytes(ptrs[2], 4 * n)
+        trace = executor.execute(program, grid, [*ptrs, n], mem, MACHINE)
+        return mem.read_bytes(ptrs[2], 4 * n), trace, steps[-1].steps
 
-    whole = launch(batch_size=grid)
+    whole, trace, nsteps = launch()
     assert batches == [grid]
     row = executor._derived(program)[2]
     monkeypatch.setattr(executor, "CACHE_CUT_BYTES", 8 * row - 1)
     monkeypatch.setattr(executor, "CACHE_BATCH_BYTES", 8 * row)
     monkeypatch.setattr(executor, "CACHE_TILE_BYTES", 1)
     monkeypatch.setattr(executor, "CACHE_MIN_PROGRAMS", 1)
-    assert launch() == whole and batches == [8, 8, 8, 8, 5]
+    cut, cut_trace, cut_steps = launch()
+    assert batches == [8, 8, 8, 8, 5] and cut == whole and cut_steps == nsteps
+    assert_same_entries(cut_trace.entries, trace.entries)
+    assert cut_trace.digest() == trace.digest()
+    assert simulate_timing(cut_trace, MACHINE).cycles == simulate_timing(trace, MACHINE).cycles
