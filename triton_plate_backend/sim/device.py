@@ -75,6 +75,12 @@ class Device:
         with self._lock:
             self._clock.set_ns(ns)
 
+    def advance_clock(self, ns: float) -> None:
+        """Add ``ns`` (a copy between launches: an operand's migration) after the launches so far, without
+        timing the ones waiting (sim/clock.py ``Clock.advance``): ``clock_ns += ns``, read later."""
+        with self._lock:
+            self._clock.advance(ns)
+
     @property
     def last_profile(self):
         """The Profile of the most recent launch, or None."""
@@ -130,7 +136,7 @@ class Device:
         """Per-operand placement for this launch (sim/operands.py); each move's copy advances the clock (after
         the launches before it, which it does not time)."""
         for move in self._planner().apply(program, grid, args, self.memory):
-            self._clock.advance(move.migration_ns)
+            self.advance_clock(move.migration_ns)
             self.operand_moves.append(move)
 
     def _planned_operands(self, program, grid, args) -> dict[int, str] | None:

@@ -118,7 +118,7 @@ def migrate(tensor: torch.Tensor, mode: str = "blocked", domain: int | None = No
         moved = dev.memory.migrate(rec.base, place)
         rec.pinned = True  # placed by the caller: launches keep it there
         cycles = cost.migration_cycles(dev.machine, moved)
-        dev.clock_ns = dev.clock_ns + cycles / dev.machine.clock_ghz
+        dev.advance_clock(cycles / dev.machine.clock_ghz)
     return tensor
 
 
