@@ -1157,9 +1157,12 @@ def test_large_images_of_straight_line_programs_run_in_cache_sized_sub_batches()
     assert executor.sub_batch_programs(large, 1 << 20, 256) == executor.CACHE_TILE_BYTES // (4 * 4096)
     wide = program([Tile(0, "i8", (65536,))])
     assert executor.sub_batch_programs(wide, 4 << 20, 64) == executor.CACHE_MIN_PROGRAMS
-    # branches, atomics, prints and asserts: the batch as it is
-    for m in ("bz", "jmp", "loop", "atom.rmw", "dbg.print", "dbg.assert"):
+    # atomics, prints and asserts: the batch as it is; branches too when the launch records its trace
+    for m in ("atom.rmw", "atom.cas", "dbg.print", "dbg.assert"):
+        assert executor.sub_batch_programs(program(large.tiles, "nop", m), row, 3778, traced=False) == 3778
+    for m in ("bz", "bnz", "jmp", "loop"):
         assert executor.sub_batch_programs(program(large.tiles, "nop", m), row, 3778) == 3778
+        assert executor.sub_batch_programs(program(large.tiles, "nop", m), row, 3778, traced=False) < 3778
 
 
 def test_sub_batches_write_and_trace_what_the_batch_does(monkeypatch):

@@ -62,18 +62,20 @@ MAX_BATCH = 4096  # program instances per batch
 # batch). A batch of SRAM_BATCH_BUDGET whose image would pass CACHE_CUT_BYTES runs as sub-batches of as
 # many programs as fit CACHE_BATCH_BYTES of image, but at least enough for their largest tile to span
 # CACHE_TILE_BYTES (a numpy pass long against the Python step of an instruction) and at least
-# CACHE_MIN_PROGRAMS, when the program is straight-line code without atomics, prints or asserts
-# (``_CUT_OK``) and no sanitizer runs: then every sub-batch is one context from start to halt, the
+# CACHE_MIN_PROGRAMS, when the program has no atomics, prints or asserts and no sanitizer runs (their
+# order across programs is observable), and for a launch that records its trace, when the program is
+# straight-line code (``_BRANCHES``): then every sub-batch is one context from start to halt, the
 # sub-batches' trace entries merge into the batch's (the same pcs, programs and traffic rows: what the
-# timing model reads is unchanged), steps count as the batch's, and stores land in program order as
+# timing model reads is unchanged) and steps count as the batch's. Stores land in program order as
 # before. (Only a kernel whose programs race, one loading what another stores in the launch, could see
 # other values: Triton leaves that undefined.) Measured on test_conversions' launches of 4096 programs
-# (rows of 12 to 71 KB: images of 48 to 268 MB, 8 MiB after): 2x to 6x less CPU per launch.
+# (rows of 12 to 115 KB: images of 48 to 470 MB, 8 MiB after): 2x to 6x less CPU per launch.
 CACHE_CUT_BYTES = 32 * MiB
 CACHE_BATCH_BYTES = 8 * MiB
 CACHE_TILE_BYTES = 1 * MiB
 CACHE_MIN_PROGRAMS = 32
-_CUT_EXCLUDED = frozenset({"bz", "bnz", "jmp", "loop", "atom.cas", "atom.rmw", "dbg.print", "dbg.printr", "dbg.assert"})
+_CUT_EXCLUDED = frozenset({"atom.cas", "atom.rmw", "dbg.print", "dbg.printr", "dbg.assert"})
+_BRANCHES = frozenset({"bz", "bnz", "jmp", "loop"})
 _ROW_ALIGN = 64  # SRAM row stride: keeps every tile of every row aligned
 
 __all__ = ["execute", "new_context", "Context", "DeviceAssertionError", "DEFAULT_MAX_STEPS", "format_inst"]
@@ -546,10 +548,12 @@ def batch_programs(program: Program, row_bytes: int) -> int:
     return min(MAX_BATCH, max(1, SRAM_BATCH_BUDGET // row_bytes))
 
 
-def sub_batch_programs(program: Program, row_bytes: int, batch: int) -> int:
+def sub_batch_programs(program: Program, row_bytes: int, batch: int, traced: bool = True) -> int:
     """How many of a batch's ``batch`` programs one cache-sized sub-batch runs (``CACHE_CUT_BYTES``): ``batch``
-    itself when its image is small enough or the program may not be cut (``_CUT_EXCLUDED``)."""
-    if batch * row_bytes <= CACHE_CUT_BYTES or any(ins.mnemonic in _CUT_EXCLUDED for ins in program.instrs):
+    itself when its image is small enough or the program may not be cut (``_CUT_EXCLUDED``, and
+    ``_BRANCHES`` when the launch records its trace: ``traced``)."""
+    excluded = _CUT_EXCLUDED | _BRANCHES if traced else _CUT_EXCLUDED
+    if batch * row_bytes <= CACHE_CUT_BYTES or any(ins.mnemonic in excluded for ins in program.instrs):
         return batch
     tile = max((t.itemsize * math.prod(t.shape) for t in program.tiles), default=1)
     cut = max(CACHE_MIN_PROGRAMS, CACHE_BATCH_BYTES // row_bytes, CACHE_TILE_BYTES // max(tile, 1))
@@ -557,16 +561,22 @@ def sub_batch_programs(program: Program, row_bytes: int, batch: int) -> int:
 
 
 def _run_cut(launch: _Launch, pids: np.ndarray, cut: int) -> None:
-    """Run one batch as sub-batches of ``cut`` programs (straight-line code: each one context from start to
-    halt, the same pcs) and merge their trace entries into what the batch itself records."""
-    entries = launch.trace.entries
-    first, steps = len(entries), launch.steps
-    subs = []
+    """Run one batch as sub-batches of ``cut`` programs; when the launch records its trace (straight-line
+    code: each sub-batch one context from start to halt, the same pcs), merge their entries into what the
+    batch itself records. Steps count once: the most a sub-batch took."""
+    entries = launch.trace.entries if launch.record else None
+    first, steps = (len(entries) if entries is not None else 0), launch.steps
+    most, subs = steps, []
     for start in range(0, pids.size, cut):
-        launch.steps = steps  # each sub-batch takes the batch's steps, once
+        launch.steps = steps
         launch.run_batch(pids[start : start + cut])
-        subs.append(entries[first:])
-        del entries[first:]
+        most = max(most, launch.steps)
+        if entries is not None:
+            subs.append(entries[first:])
+            del entries[first:]
+    launch.steps = most
+    if entries is None:
+        return
     n = len(subs[0])
     if any(len(sub) != n for sub in subs):
         raise SimulatorError(
@@ -637,7 +647,7 @@ def execute(
     if batch_size is None:
         batch_size = batch_programs(program, launch.row_bytes)
         if not sanitize:
-            cut = sub_batch_programs(program, launch.row_bytes, batch_size)
+            cut = sub_batch_programs(program, launch.row_bytes, batch_size, record_trace)
     batch_size = max(1, int(batch_size))
     frees_held = getattr(memory, "frees_held", contextlib.nullcontext)
     with np.errstate(all="ignore"), frees_held():
