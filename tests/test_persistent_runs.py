@@ -112,18 +112,16 @@ def test_a_launch_runs_as_written_and_is_timed_from_the_kept_trace(mini, monkeyp
     assert simulate_timing(fresh, mini.machine).time_ns == times[-1]
 
 
-def test_a_priced_launch_runs_no_address_only_run_of_its_own(mini, monkeypatch):
-    """The launcher prices the persistent split against the grid as written (sim/estimate.py: an
-    address-only run of each); the launch's kept trace and its live programs come from those runs,
-    and the kept trace is the one the launch's own persistent run records."""
+def _address_runs(monkeypatch, mini) -> list[tuple]:
+    """Record every address-only run (sim/estimate.py ``_address_run``) from now on: (program, grid,
+    whether a launch's own run was under way), so a test tells the launcher's estimates from the launch's."""
     from triton_plate_backend.sim import estimate as est_mod
 
-    n = 512  # within the launcher's priced size on plate-mini
-    grids, inside = [], []
+    seen, inside = [], []
     real_run, real_launch_run = est_mod._address_run, type(mini)._run
 
     def counted(program, grid, *a, **kw):
-        grids.append((tuple(grid), bool(inside)))
+        seen.append((program, tuple(grid), bool(inside)))
         return real_run(program, grid, *a, **kw)
 
     def launch_run(dev, *a, **kw):
@@ -135,6 +133,15 @@ def test_a_priced_launch_runs_no_address_only_run_of_its_own(mini, monkeypatch):
 
     monkeypatch.setattr(est_mod, "_address_run", counted)
     monkeypatch.setattr(type(mini), "_run", launch_run)
+    return seen
+
+
+def test_a_priced_launch_runs_no_address_only_run_of_its_own(mini, monkeypatch):
+    """The launcher prices the persistent split against the grid as written (sim/estimate.py: an
+    address-only run of each); the launch's kept trace and its live programs come from those runs,
+    and the kept trace is the one the launch's own persistent run records."""
+    n = 512  # within the launcher's priced size on plate-mini
+    grids = [(grid, launching) for _, grid, launching in _address_runs(monkeypatch, mini)]
     runs = Runs(monkeypatch, mini, "double_kernel")
     x = torch.arange(n, dtype=torch.float32, device="plate")
     out = torch.empty(n, device="plate")
@@ -228,28 +235,10 @@ def test_a_launch_of_at_most_one_program_per_core_runs_traced_once_then_untraced
     """A launch of at most one program per core (a test suite's usual launch) runs traced the first
     time, with no address-only run of its own (sim/device.py ``_run``): its trace is kept for its
     repeats, which run every program untraced and are timed the same."""
-    from triton_plate_backend.sim import estimate as est_mod
-
     n, block = 200, 64
     grid = -(-n // block)
     assert grid <= mini.machine.total_cores
-    address_runs, inside = [], []
-    real_run, real_launch_run = est_mod._address_run, type(mini)._run
-
-    def counted(program, *a, **kw):
-        if inside:
-            address_runs.append(program)
-        return real_run(program, *a, **kw)
-
-    def launch_run(dev, *a, **kw):
-        inside.append(1)
-        try:
-            return real_launch_run(dev, *a, **kw)
-        finally:
-            inside.pop()
-
-    monkeypatch.setattr(est_mod, "_address_run", counted)
-    monkeypatch.setattr(type(mini), "_run", launch_run)
+    seen = _address_runs(monkeypatch, mini)
     x = torch.arange(n, dtype=torch.float32, device="plate")
     runs = Runs(monkeypatch, mini, "guarded_add_kernel")
     times = []
@@ -259,7 +248,7 @@ def test_a_launch_of_at_most_one_program_per_core_runs_traced_once_then_untraced
         assert out.cpu().tolist() == (torch.arange(n, dtype=torch.float32) + 1).tolist()
         times.append(mini.last_profile.time_ns)
     assert runs.runs == [((grid, 1, 1), True, None), ((grid, 1, 1), False, None), ((grid, 1, 1), False, None)]
-    assert address_runs == []  # none by the launch itself
+    assert [program for program, _, launching in seen if launching] == []  # none by the launch itself
     assert times[0] == times[1] == times[2]
     program, launched, args, _ = runs.launches[-1]
     kept = mini._persistent_runs.get(mini._persistent_runs.key(program, launched, args, mini.memory), program)
