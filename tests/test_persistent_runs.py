@@ -141,7 +141,7 @@ def test_a_priced_launch_runs_no_address_only_run_of_its_own(mini, monkeypatch):
     address-only run of each); the launch's kept trace and its live programs come from those runs,
     and the kept trace is the one the launch's own persistent run records."""
     n = 512  # within the launcher's priced size on plate-mini
-    grids = [(grid, launching) for _, grid, launching in _address_runs(monkeypatch, mini)]
+    seen = _address_runs(monkeypatch, mini)
     runs = Runs(monkeypatch, mini, "double_kernel")
     x = torch.arange(n, dtype=torch.float32, device="plate")
     out = torch.empty(n, device="plate")
@@ -149,6 +149,7 @@ def test_a_priced_launch_runs_no_address_only_run_of_its_own(mini, monkeypatch):
     assert out.cpu().tolist() == (2 * torch.arange(n, dtype=torch.float32)).tolist()
     program, grid, args, as_written = runs.launches[-1]
     assert grid != (n, 1, 1) and runs.runs == [((n, 1, 1), False, n)]
+    grids = [(g, launching) for _, g, launching in seen]
     assert ((n, 1, 1), False) in grids and (grid, False) in grids  # the launcher's estimates
     assert [g for g, launching in grids if launching] == []  # none by the launch itself
     kept = mini._persistent_runs.get(mini._persistent_runs.key(program, grid, args, mini.memory), program)
