@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 import threading
 
 import numpy as np
@@ -48,6 +47,7 @@ from ..isa.verified import verify_once
 from ..machine import MiB, get_machine
 from . import numerics as nx
 from . import sem_scalar
+from .host import unshared
 from .runaway import LoopWatch
 from .sanitizer import Sanitizer
 from .semantics import HALT, SEMANTICS, Branch, DeviceAssertionError
@@ -251,12 +251,9 @@ def _zeroed_sram(p: int, row_bytes: int) -> np.ndarray:
 
 def _keep_sram(box: list[np.ndarray]) -> None:
     """Keep a finished batch's SRAM image, ``box``'s one item, for ``_zeroed_sram`` when nothing else holds it
-    (no view of it outlived the batch, the caller kept no name for it: this function's name and
-    getrefcount's argument are its only references). It comes in a box, taken out here, because CPython
-    3.11 counts a positional argument once or twice by how the call was specialized: a bare argument was
-    kept or not by the interpreter's state."""
-    img = box.pop()
-    if img.nbytes > _SRAM_KEPT_BYTES or sys.getrefcount(img) > 2:
+    (sim/host.py ``unshared``: no view of it outlived the batch)."""
+    img = unshared(box)
+    if img is None or img.nbytes > _SRAM_KEPT_BYTES:
         return
     with _sram_lock:
         _sram_kept.insert(0, img)

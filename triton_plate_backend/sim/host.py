@@ -1,4 +1,5 @@
-"""How the simulator uses its host process: Python's cycle collector paused over a launch's work.
+"""How the simulator uses its host process: Python's cycle collector paused over a launch's work, and
+host buffers kept for reuse only when nothing else holds them (``unshared``).
 
 A large launch allocates hundreds of thousands of small container objects that live a while (trace
 entries, the cost model's per-step tuples) and makes no reference cycle in them; every few hundred
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 
 
 @contextlib.contextmanager
@@ -23,3 +25,13 @@ def cycle_collection_paused():
     finally:
         if was_on:
             gc.enable()
+
+
+def unshared(box: list):
+    """``box``'s one item, taken out of it, when nothing else holds it (no view of a buffer and no name
+    outlived its use), else None: what a cache of freed host buffers may keep (sim/executor.py's SRAM
+    images, sim/memory.py's freed allocations). The item comes in a box the caller no longer names
+    because CPython 3.11 counts a bare positional argument once or twice by how the call was specialized;
+    taken out here, its only references are this function's name and getrefcount's argument."""
+    item = box.pop()
+    return item if sys.getrefcount(item) <= 2 else None

@@ -20,7 +20,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import math
-import sys
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -28,6 +27,7 @@ import numpy as np
 
 from ..errors import DeviceOutOfMemory, MemoryFault, PlateError
 from ..machine import Machine, get_machine
+from .host import unshared
 
 ALIGN = 256  # base alignment of owned buffers; also the granule of blocked chunks
 # The default placement of tensors (docs/placement.md has the measurements): an allocation of at least
@@ -333,11 +333,10 @@ class DeviceMemory:
         raise AllocationError(f"free({addr:#x}): not the base address of a live allocation{near}")
 
     def _keep_spare(self, box: list) -> None:
-        """Keep a freed owned buffer, ``box``'s one item, for ``_take_spare`` when nothing else holds it (no
-        view of it outlived the allocation: this function's name and getrefcount's argument are its only
-        references; the box as in sim/executor.py's _keep_sram)."""
-        backing = box.pop()
-        if not isinstance(backing, np.ndarray) or backing.nbytes < SPARE_MIN_BYTES or sys.getrefcount(backing) > 2:
+        """Keep a freed owned buffer, ``box``'s one item, for ``_take_spare`` when nothing else holds it
+        (sim/host.py ``unshared``: no view of it outlived the allocation)."""
+        backing = unshared(box)
+        if not isinstance(backing, np.ndarray) or backing.nbytes < SPARE_MIN_BYTES:
             return
         self._spare.append(backing)
         self._spare_bytes += backing.nbytes
