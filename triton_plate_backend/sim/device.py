@@ -15,6 +15,7 @@ and each sees a consistent memory and clock.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
 from collections import deque
@@ -242,7 +243,7 @@ class Device:
         trace = None if key is None else runs.get(key, program)
         # a launch of at most one program per core (most of a test suite's): its first run traced costs
         # less than the address-only run and the run as written after it, and its repeats run every program
-        small = as_written is not None and _programs(as_written[0]) <= self.machine.total_cores
+        small = as_written is not None and math.prod(as_written[0]) <= self.machine.total_cores
         if trace is None and key is not None and not small:
             trace = runs.first(key, program, grid, list(args), self.memory, self.machine, max_steps)
         if trace is None:
@@ -273,13 +274,6 @@ class Device:
                 programs=live,
             )
         return trace, runs.packed(key, program)
-
-
-def _programs(grid) -> int:
-    n = 1
-    for g in grid:
-        n *= int(g)
-    return n
 
 
 def _trace_file(setting: str, launch_number: int, kernel: str) -> str:

@@ -2,7 +2,7 @@
 
 Program instances (linear id x + gx * (y + gy * z)) run in batches of up to B, in increasing id;
 B is chosen so the batch's SRAM image fits ``SRAM_BATCH_BUDGET``, and for programs with large SRAM
-rows so it stays cache-sized (``batch_programs``). A batch is a set of CONTEXTS,
+rows so it stays cache-sized (``sub_batch_programs``). A batch is a set of CONTEXTS,
 each a group of instances at one pc with their own rows of registers [NREG, P] (int64 words, see
 isa/table.py), DMA tokens and SRAM [P, row bytes]. Every instruction runs once per context, for
 all of its instances, through the SEMANTICS rule of its mnemonic.
@@ -540,7 +540,7 @@ def _words(program: Program, args: list) -> np.ndarray:
     return words
 
 
-def batch_programs(program: Program, row_bytes: int) -> int:
+def batch_programs(row_bytes: int) -> int:
     """How many program instances one batch runs: as many as fit SRAM_BATCH_BUDGET, up to MAX_BATCH."""
     return min(MAX_BATCH, max(1, SRAM_BATCH_BUDGET // row_bytes))
 
@@ -642,7 +642,7 @@ def execute(
     total = grid[0] * grid[1] * grid[2]
     cut = None
     if batch_size is None:
-        batch_size = batch_programs(program, launch.row_bytes)
+        batch_size = batch_programs(launch.row_bytes)
         if not sanitize:
             cut = sub_batch_programs(program, launch.row_bytes, batch_size, record_trace)
     batch_size = max(1, int(batch_size))
