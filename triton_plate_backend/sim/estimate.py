@@ -54,7 +54,7 @@ from .sem_memory import TRAFFIC_ONLY
 from .semantics import SEMANTICS
 from .sram_reach import reaching_writes
 from .timing import mapped, program_waves
-from .trace import Trace, TraceEntry
+from .trace import Trace, TraceEntry, content
 
 try:  # the cost model's walk compiled (sim/csrc/walk.cpp, built by setup.py); without it, the numpy walk
     from . import _walk
@@ -464,7 +464,7 @@ def _program_times(trace: Trace, machine: Machine, pcs, core_of, issues):
         if bbd is None or not bbd.any():
             return None
         # the same programs moving the same bytes by home (a loop's trips): the same times, computed once
-        key = (p.outbound, bbd.shape, bbd.dtype.str, bbd.tobytes()) if bbd.nbytes <= TRANSFER_KEY_BYTES else None
+        key = (p.outbound, content(bbd)) if bbd.nbytes <= TRANSFER_KEY_BYTES else None
         times = None if key is None else g[5].get(key)
         if times is None:
             if g[4] is None:

@@ -19,7 +19,7 @@ import numpy as np
 from .. import cost
 from ..machine import Machine
 from .bandwidth import Calendar
-from .trace import Trace
+from .trace import Trace, content
 
 MERGE_RUNS = True  # merge runs of compute-engine steps (_runs); False: step by step, for comparison
 ENGINE_OF_UNIT = {"dma_in": 0, "scalar": 1, "vector": 1, "matrix": 1, "sync": 1, "dma_out": 2}
@@ -399,7 +399,7 @@ def _plan(ops, st: State, machine, trace, core_of, wave, W, issues) -> list[_Ite
             raw = entry.bytes_by_domain
             if raw is not None:
                 small = raw.nbytes <= FLOWS_KEY_BYTES
-                fkey = (key, p.outbound, raw.shape, raw.dtype.str, raw.tobytes()) if small else None
+                fkey = (key, p.outbound, content(raw)) if small else None
                 it.flows = None if fkey is None else flows_of.get(fkey)
                 if it.flows is None:
                     bbd = raw if o is None else raw[o]

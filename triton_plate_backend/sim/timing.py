@@ -68,7 +68,7 @@ from ..errors import SimulatorError
 from ..machine import Machine, get_machine
 from .profile import Profile
 from .replay import Pc, merged_steps, replay, static_facts
-from .trace import Trace, TraceEntry
+from .trace import Trace, TraceEntry, content
 
 # ---- grid -> core policies -----------------------------------------------------------------------
 
@@ -187,12 +187,7 @@ def _issues(machine: Machine, trace: Trace, pcs: list[Pc]) -> dict:
         n, runs, elements = len(e.programs), e.runs, e.elements
         key = None
         if (0 if runs is None else runs.nbytes) + (0 if elements is None else elements.nbytes) <= KEY_BYTES:
-            key = (
-                e.pc,
-                n,
-                None if runs is None else (runs.shape, runs.dtype.str, runs.tobytes()),
-                None if elements is None else (elements.shape, elements.dtype.str, elements.tobytes()),
-            )
+            key = (e.pc, n, content(runs), content(elements))
         issue = None if key is None else kept.get(key)
         if issue is None:
             issue = _issue(machine, trace, e, n)
@@ -250,8 +245,7 @@ def _aggregate(trace: Trace, machine: Machine, core_of: np.ndarray, pcs: list[Pc
         issue, raw = issues[id(entry)], entry.bytes_by_domain
         key = None
         if issue.nbytes + (0 if raw is None else raw.nbytes) <= KEY_BYTES:
-            bytes_key = None if raw is None else (raw.shape, raw.dtype.str, raw.tobytes())
-            key = (id(entry.programs), id(issue), bytes_key)  # (the issues dict holds every issue array)
+            key = (id(entry.programs), id(issue), content(raw))  # (the issues dict holds every issue array)
         terms = None if key is None else terms_of.get(key)
         if terms is None:
             cs = core_of[np.asarray(entry.programs, dtype=np.int64)]

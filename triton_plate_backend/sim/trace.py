@@ -197,6 +197,12 @@ def _compact_bytes(a) -> bytes:
 _MEMO_BYTES = 1 << 16  # arrays up to this size are looked up by content before packing
 
 
+def content(a: np.ndarray | None) -> tuple | None:
+    """A hashable key of an array's content (shape, dtype and bytes), None for None: what a memo of work
+    done on a trace entry's small arrays (a loop's trips repeat them) looks its results up by."""
+    return None if a is None else (a.shape, a.dtype.str, a.tobytes())
+
+
 def _pack_arrays(arrays) -> list:
     """``_pack_array`` of each, equal small arrays (dtype, shape and bytes) packed once: the same
     compact form, or each its own array when it stays as it is."""
@@ -204,7 +210,7 @@ def _pack_arrays(arrays) -> list:
     out = []
     for a in arrays:
         if isinstance(a, np.ndarray) and a.nbytes <= _MEMO_BYTES:
-            key = (a.dtype.str, a.shape, a.tobytes())
+            key = content(a)
             packed = memo.get(key)
             if packed is None:
                 packed = memo[key] = _pack_array(a)
