@@ -83,9 +83,25 @@ class Runs:
         monkeypatch.setattr(executor, "execute", recorded_execute)
 
 
-def _fresh_trace(mini, program, grid, args):
-    """The trace the persistent launch records now (the kernel writes out of place: running it again is harmless)."""
-    return executor.execute(program, grid, args, mini.memory, mini.machine)
+def _kept_is_fresh(mini, program, grid, args):
+    """Check that the trace kept for the launch is the one it records now; return that fresh trace (the
+    kernels write out of place: running one again is harmless)."""
+    kept = mini._persistent_runs.get(mini._persistent_runs.key(program, grid, args, mini.memory), program)
+    fresh = executor.execute(program, grid, args, mini.memory, mini.machine)
+    assert kept is not None and kept.digest() == fresh.digest()
+    return fresh
+
+
+def _three_guarded_adds(mini, x, n: int, block: int, grid: int) -> tuple[list[float], torch.Tensor]:
+    """guarded_add_kernel over ``x`` three times, each result checked: the modeled ns of each launch, and the
+    last launch's output (its recorded arguments point into it: the caller keeps it alive to run it again)."""
+    times = []
+    for _ in range(3):
+        out = torch.zeros(n, device="plate")
+        guarded_add_kernel[(grid,)](out, x, n, BLOCK=block)
+        assert out.cpu().tolist() == (torch.arange(n, dtype=torch.float32) + 1).tolist()
+        times.append(mini.last_profile.time_ns)
+    return times, out
 
 
 def test_a_launch_runs_as_written_and_is_timed_from_the_kept_trace(mini, monkeypatch):
@@ -106,9 +122,7 @@ def test_a_launch_runs_as_written_and_is_timed_from_the_kept_trace(mini, monkeyp
     assert runs.runs == [((n, 1, 1), False, n)] * 3
     assert times[0] == times[1] == times[2]
     # the kept trace is the one this launch's own persistent run records, and times the same
-    kept = mini._persistent_runs.get(mini._persistent_runs.key(program, grid, args, mini.memory), program)
-    fresh = _fresh_trace(mini, program, grid, args)
-    assert kept is not None and kept.digest() == fresh.digest()
+    fresh = _kept_is_fresh(mini, program, grid, args)
     assert simulate_timing(fresh, mini.machine).time_ns == times[-1]
 
 
@@ -152,9 +166,7 @@ def test_a_priced_launch_runs_no_address_only_run_of_its_own(mini, monkeypatch):
     grids = [(g, launching) for _, g, launching in seen]
     assert ((n, 1, 1), False) in grids and (grid, False) in grids  # the launcher's estimates
     assert [g for g, launching in grids if launching] == []  # none by the launch itself
-    kept = mini._persistent_runs.get(mini._persistent_runs.key(program, grid, args, mini.memory), program)
-    fresh = _fresh_trace(mini, program, grid, args)
-    assert kept is not None and kept.digest() == fresh.digest()
+    fresh = _kept_is_fresh(mini, program, grid, args)
     assert simulate_timing(fresh, mini.machine).time_ns == mini.last_profile.time_ns
 
 
@@ -188,19 +200,12 @@ def test_a_launch_that_is_not_persistent_runs_only_its_live_programs_from_a_kept
     n, block, grid = 200, 64, 256  # 4 of the 256 programs store
     x = torch.arange(n, dtype=torch.float32, device="plate")
     runs = Runs(monkeypatch, mini, "guarded_add_kernel")
-    times = []
-    for _ in range(3):
-        out = torch.zeros(n, device="plate")
-        guarded_add_kernel[(grid,)](out, x, n, BLOCK=block)
-        assert out.cpu().tolist() == (torch.arange(n, dtype=torch.float32) + 1).tolist()
-        times.append(mini.last_profile.time_ns)
+    times, out = _three_guarded_adds(mini, x, n, block, grid)
     program, launched, args, as_written = runs.launches[-1]
     assert not is_persistent(program) and launched == (grid, 1, 1) and as_written[0] == launched
     assert runs.runs == [((grid, 1, 1), False, -(-n // block))] * 3
     assert times[0] == times[1] == times[2]
-    kept = mini._persistent_runs.get(mini._persistent_runs.key(program, launched, args, mini.memory), program)
-    fresh = _fresh_trace(mini, program, launched, args)
-    assert kept is not None and kept.digest() == fresh.digest()
+    fresh = _kept_is_fresh(mini, program, launched, args)
     policy = resolve_policy(knobs.policy(), program, launched, args, mini.memory)  # the launch's core mapping
     assert simulate_timing(fresh, mini.machine, policy=policy).time_ns == times[-1]
 
@@ -242,16 +247,9 @@ def test_a_launch_of_at_most_one_program_per_core_runs_traced_once_then_untraced
     seen = _address_runs(monkeypatch, mini)
     x = torch.arange(n, dtype=torch.float32, device="plate")
     runs = Runs(monkeypatch, mini, "guarded_add_kernel")
-    times = []
-    for _ in range(3):
-        out = torch.zeros(n, device="plate")
-        guarded_add_kernel[(grid,)](out, x, n, BLOCK=block)
-        assert out.cpu().tolist() == (torch.arange(n, dtype=torch.float32) + 1).tolist()
-        times.append(mini.last_profile.time_ns)
+    times, out = _three_guarded_adds(mini, x, n, block, grid)
     assert runs.runs == [((grid, 1, 1), True, None), ((grid, 1, 1), False, None), ((grid, 1, 1), False, None)]
     assert [program for program, _, launching in seen if launching] == []  # none by the launch itself
     assert times[0] == times[1] == times[2]
     program, launched, args, _ = runs.launches[-1]
-    kept = mini._persistent_runs.get(mini._persistent_runs.key(program, launched, args, mini.memory), program)
-    fresh = _fresh_trace(mini, program, launched, args)
-    assert kept is not None and kept.digest() == fresh.digest()
+    _kept_is_fresh(mini, program, launched, args)
