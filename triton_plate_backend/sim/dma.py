@@ -42,6 +42,11 @@ class Traffic:
         return cls(np.zeros((programs, domains)), np.zeros(programs, np.int64), np.zeros(programs, np.int64))
 
 
+# What a load or store of a launch that records no trace returns in place of its Traffic (the executor
+# reads a rule's Traffic only to record it): its common paths then count no bytes by home domain.
+NOT_COUNTED = Traffic(np.zeros((0, 0)), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
 # ---- dtype plumbing ------------------------------------------------------------------------------
 def _storage(dtype: str) -> np.dtype:
     """How elements sit in memory: i1 as a 0/1 byte, everything else as its numpy type."""
@@ -818,12 +823,13 @@ def _tile_values(typed: np.ndarray, e0: np.ndarray, shape, strides, into) -> np.
     return into
 
 
-def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill, into=None):
+def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill, into=None, counted=True):
     """values[P, *shape]: element i of program p = mem[base[p] + sum_k i_k*strides[p,k]*itemsize] if
     lo[p] <= i < hi[p] on every axis, else ``fill``. Returns (values, Traffic). ``into``: a
     [P, *shape] array of the storage type (the destination tile's SRAM view) the common case
     copies the values straight into; the values returned are then ``into`` itself, or else an
-    array the caller copies (possibly a read-only view of memory)."""
+    array the caller copies (possibly a read-only view of memory). ``counted=False``: the common
+    cases (one row, whole matrix tiles) return ``NOT_COUNTED`` for the Traffic."""
     row = _Row.make(mem, base, dtype, shape, strides, lo, hi)
     if row is not None:
         fillv = fill_value(fill, dtype)
@@ -831,10 +837,10 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         if not row.full():
             out = out.copy()
             np.copyto(out, _to_storage(fillv, dtype), where=~row.valid())
-        return out, row.traffic(mem)
+        return out, row.traffic(mem) if counted else NOT_COUNTED
     tiles = _Tiles.make(mem, base, dtype, shape, strides, lo, hi)
     if tiles is not None:
-        return tiles.values(into), tiles.traffic(mem)
+        return tiles.values(into), tiles.traffic(mem) if counted else NOT_COUNTED
     box = _Box(base, dtype, shape, strides, lo, hi)
     fillv = fill_value(fill, dtype)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
@@ -881,9 +887,10 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     return _from_storage(out, dtype), _box_traffic(mem, box, pos)
 
 
-def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str | None = None) -> Traffic:
+def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str | None = None, counted=True) -> Traffic:
     """mem[base[p] + sum_k i_k*strides[p,k]*itemsize] = values[p, i] where lo[p] <= i < hi[p];
-    overlapping writes: the last in (program, row-major element) order wins."""
+    overlapping writes: the last in (program, row-major element) order wins. ``counted=False``: the
+    common cases (one row, evenly spaced whole tiles) return ``NOT_COUNTED`` for the Traffic."""
     dtype = dtype or _dtype_name(values)
     values = np.asarray(values)
     row = _Row.make(mem, base, dtype, values.shape[1:], strides, lo, hi)
@@ -891,7 +898,7 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
         # full rows (of distinct addresses) at increasing, disjoint spans: no address written twice, one strided copy
         dst = row.view(writeable=True)
         np.copyto(dst, _to_storage(values, dtype).view(dst.dtype))
-        return row.traffic(mem)
+        return row.traffic(mem) if counted else NOT_COUNTED
     box = _Box(base, dtype, values.shape[1:], strides, lo, hi)
     if box.nprog == 0 or not box.count.any():
         return Traffic.zeros(box.nprog, mem.traffic_columns)
@@ -908,7 +915,7 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
         dst = _programs_view(typed, (box.base - (rec.base + start)) // box.isz, box.shape, box.strides[0])
         if dst is not None:
             np.copyto(dst, _to_storage(values, dtype).view(dst.dtype))
-            return _box_traffic(mem, box, pos)
+            return _box_traffic(mem, box, pos) if counted else NOT_COUNTED
     vals = np.ascontiguousarray(_to_storage(values, dtype))
     flat_vals = vals.reshape(-1)
     for p in _live(pos):
