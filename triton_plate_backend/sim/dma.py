@@ -735,6 +735,30 @@ class _Tiles:
         t.rec, t.pos, t.numel, t.runs, t.lo_off, t.hi_off = mem.live(p), p, numel, numel - cont, lo_off, hi_off
         return t
 
+    def kept(self) -> Access:
+        """This access kept for re-pricing (``Access``): the descriptor with its bases copied (they are a
+        view of the register file), its span in Python integers (what ``_kept_box`` finds for whole tiles)."""
+        t = _Tiles.__new__(_Tiles)
+        for k in _Tiles.__slots__:
+            setattr(t, k, getattr(self, k))
+        t.base = self.base.copy()
+        isz = self.isz
+        return Access(None, None, int(t.base.min()) + self.lo_off * isz, int(t.base.max()) + self.hi_off * isz, t)
+
+    def over(self, mem: DeviceMemory) -> _Tiles | None:
+        """The same descriptor over ``mem``, memory with the same allocations placed otherwise (what ``make``
+        returns there: only the allocation it finds depends on the memory); None when ``mem`` has no
+        allocation holding every tile."""
+        isz = self.isz
+        p = mem.span_position(int(self.base.min()) + self.lo_off * isz, int(self.base.max()) + self.hi_off * isz)
+        if p < 0:
+            return None
+        t = _Tiles.__new__(_Tiles)
+        for k in _Tiles.__slots__:
+            setattr(t, k, getattr(self, k))
+        t.rec, t.pos = mem.live(p), p
+        return t
+
     def box(self) -> _Box:
         """The general path's descriptor of the same access: what _Box() computes from its registers, each
         attribute filled from what is known of whole tiles (a kept access, a tile crossing stripes)."""
@@ -968,10 +992,14 @@ class Access:
     args: tuple | None
     lo: int
     hi: int
+    tiles: _Tiles | None = None  # whole matrix tiles: the descriptor itself (its bases kept as read)
 
     def traffic(self, mem: DeviceMemory) -> Traffic:
         """The Traffic this access has over ``mem``: what the same call on the same inputs returns (a
         strided access: ``strided_traffic``'s paths, whole matrix tiles without the general box)."""
+        if self.tiles is not None:
+            tiles = self.tiles.over(mem)
+            return tiles.traffic(mem) if tiles is not None else _strided_traffic(mem, self.tiles.box())
         if self.box is None:
             return _element_traffic_of(mem, *self.args)
         box = self.box  # box.a / box.b: lo / hi clipped to the shape, the same whole-tile test as theirs
@@ -984,7 +1012,7 @@ def strided_traffic(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi)
     tiles = _Tiles.make(mem, base, dtype, shape, strides, lo, hi)
     if tiles is not None:
         traffic = tiles.traffic(mem)
-        traffic.keep = lambda: _kept_box(tiles.box())
+        traffic.keep = tiles.kept
         return traffic
     box = _Box(base, dtype, shape, strides, lo, hi)
     traffic = _strided_traffic(mem, box)
