@@ -852,8 +852,8 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     lo[p] <= i < hi[p] on every axis, else ``fill``. Returns (values, Traffic). ``into``: a
     [P, *shape] array of the storage type (the destination tile's SRAM view) the common case
     copies the values straight into; the values returned are then ``into`` itself, or else an
-    array the caller copies (possibly a read-only view of memory). ``counted=False``: the common
-    cases (one row, whole matrix tiles) return ``NOT_COUNTED`` for the Traffic."""
+    array the caller copies (possibly a read-only view of memory). ``counted=False``: the Traffic
+    is ``NOT_COUNTED`` (but where the access spans several allocations: element by element)."""
     row = _Row.make(mem, base, dtype, shape, strides, lo, hi)
     if row is not None:
         fillv = fill_value(fill, dtype)
@@ -908,13 +908,13 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         if not out.flags.writeable:  # a view of memory: fill a copy
             out = out.copy()
         np.copyto(out, _to_storage(fillv, dtype), where=~box.valid())
-    return _from_storage(out, dtype), _box_traffic(mem, box, pos)
+    return _from_storage(out, dtype), _box_traffic(mem, box, pos) if counted else NOT_COUNTED
 
 
 def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str | None = None, counted=True) -> Traffic:
     """mem[base[p] + sum_k i_k*strides[p,k]*itemsize] = values[p, i] where lo[p] <= i < hi[p];
     overlapping writes: the last in (program, row-major element) order wins. ``counted=False``: the
-    common cases (one row, evenly spaced whole tiles) return ``NOT_COUNTED`` for the Traffic."""
+    Traffic is ``NOT_COUNTED`` (but where the access spans several allocations: element by element)."""
     dtype = dtype or _dtype_name(values)
     values = np.asarray(values)
     row = _Row.make(mem, base, dtype, values.shape[1:], strides, lo, hi)
@@ -958,7 +958,7 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
             continue
         for q, first, extent, st, tile in groups:
             _view(typed, extent, st)[e0[q] + first] = _view(flat_vals, extent, contiguous_strides(box.shape))[tile]
-    return _box_traffic(mem, box, pos)
+    return _box_traffic(mem, box, pos) if counted else NOT_COUNTED
 
 
 def _box_unique(box: _Box, pos: np.ndarray) -> bool:
