@@ -83,11 +83,14 @@ def test_row_load_matches_the_box_load(mem, r):
     args = (mem, base, r["dtype"], (r["size"],), strides, r["lo"], r["hi"], 3)
     try:
         vals, traffic = dma.load_strided(*args)
+        uncounted, none = dma.load_strided(*args, counted=False)  # a launch that records no trace
         with pytest.MonkeyPatch.context() as mp:
             _general(mp)
             want_vals, want_traffic = dma.load_strided(*args)
         assert vals.dtype == want_vals.dtype and vals.shape == want_vals.shape
         assert np.ascontiguousarray(vals).tobytes() == np.ascontiguousarray(want_vals).tobytes()
+        assert np.ascontiguousarray(uncounted).tobytes() == np.ascontiguousarray(want_vals).tobytes()
+        assert none is dma.NOT_COUNTED or dma._Row.make(*args[:-1]) is None
         _same_traffic(traffic, want_traffic)
     finally:
         mem.free(rec.base)
@@ -104,6 +107,9 @@ def test_row_store_matches_the_box_store(mem, r):
     try:
         traffic = dma.store_strided(*args, dtype=r["dtype"])
         after = mem.read_bytes(rec.base, rec.nbytes)
+        mem.write_bytes(rec.base, before)
+        dma.store_strided(*args, dtype=r["dtype"], counted=False)  # a launch that records no trace: the same bytes
+        assert after == mem.read_bytes(rec.base, rec.nbytes)
         mem.write_bytes(rec.base, before)
         with pytest.MonkeyPatch.context() as mp:
             _general(mp)
@@ -521,14 +527,21 @@ def test_whole_tile_load_and_traffic_match_the_box_path(mem, t):
     try:
         into = np.zeros((p, *t["shape"]), dma._storage(t["dtype"]))
         got = _outcome(lambda: dma.load_strided(*args, 3, into=into.copy()))
+        uncounted = _outcome(lambda: dma.load_strided(*args, 3, into=into.copy(), counted=False))
         count = _outcome(lambda: dma.strided_traffic(*args))
         with pytest.MonkeyPatch.context() as mp:
             _no_tiles(mp)
             want = _outcome(lambda: dma.load_strided(*args, 3, into=into.copy()))
             want_count = _outcome(lambda: dma.strided_traffic(*args))
-        assert got[1] == want[1] and count[1] == want_count[1]
+        assert got[1] == want[1] and count[1] == want_count[1] and uncounted[1] == want[1]
         if want[1] is None:
             (vals, traffic), (want_vals, want_traffic) = got[0], want[0]
+            # a launch that records no trace: the same values, and on the tile path no bytes counted
+            assert np.ascontiguousarray(uncounted[0][0]).tobytes() == np.ascontiguousarray(want_vals).tobytes()
+            if dma._Tiles.make(*args) is not None:
+                assert uncounted[0][1] is dma.NOT_COUNTED
+            elif uncounted[0][1] is not dma.NOT_COUNTED:  # element by element, or nothing moved: counted
+                _same_traffic(uncounted[0][1], want_traffic)
             assert vals.dtype == want_vals.dtype and vals.shape == want_vals.shape
             assert np.ascontiguousarray(vals).tobytes() == np.ascontiguousarray(want_vals).tobytes()
             _same_traffic(traffic, want_traffic)
@@ -1157,6 +1170,15 @@ def test_large_images_of_straight_line_programs_run_in_cache_sized_sub_batches()
     assert executor.sub_batch_programs(large, 1 << 20, 256) == executor.CACHE_TILE_BYTES // (4 * 4096)
     wide = program([Tile(0, "i8", (65536,))])
     assert executor.sub_batch_programs(wide, 4 << 20, 64) == executor.CACHE_MIN_PROGRAMS
+    # matrix work: sub-batches of CACHE_MATRIX_BATCH_BYTES (the 4096^3 GEMM's 256 KiB rows: 128 programs, not 32)
+    acc = [Tile(0, "f32", (128, 128))]
+    gemm_row = 256 << 10
+    assert executor.CACHE_MATRIX_BATCH_BYTES // gemm_row > executor.CACHE_BATCH_BYTES // gemm_row
+    for m in ("m.mma", "loop"):
+        rows = executor.sub_batch_programs(program(acc, "m.mma", m), gemm_row, 1024, traced=False)
+        assert rows == executor.CACHE_MATRIX_BATCH_BYTES // gemm_row
+    assert executor.sub_batch_programs(program(acc, "nop", "loop"), gemm_row, 1024, traced=False) == 32
+    assert executor.sub_batch_programs(program(acc, "m.mma", "loop"), gemm_row, 1024) == 1024  # traced: whole
     # atomics, prints and asserts: the batch as it is; branches too when the launch records its trace
     for m in ("atom.rmw", "atom.cas", "dbg.print", "dbg.assert"):
         assert executor.sub_batch_programs(program(large.tiles, "nop", m), row, 3778, traced=False) == 3778

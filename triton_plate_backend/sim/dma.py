@@ -42,6 +42,11 @@ class Traffic:
         return cls(np.zeros((programs, domains)), np.zeros(programs, np.int64), np.zeros(programs, np.int64))
 
 
+# What a load or store of a launch that records no trace returns in place of its Traffic (the executor
+# reads a rule's Traffic only to record it): its common paths then count no bytes by home domain.
+NOT_COUNTED = Traffic(np.zeros((0, 0)), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
 # ---- dtype plumbing ------------------------------------------------------------------------------
 def _storage(dtype: str) -> np.dtype:
     """How elements sit in memory: i1 as a 0/1 byte, everything else as its numpy type."""
@@ -730,6 +735,30 @@ class _Tiles:
         t.rec, t.pos, t.numel, t.runs, t.lo_off, t.hi_off = mem.live(p), p, numel, numel - cont, lo_off, hi_off
         return t
 
+    def kept(self) -> Access:
+        """This access kept for re-pricing (``Access``): the descriptor with its bases copied (they are a
+        view of the register file), its span in Python integers (what ``_kept_box`` finds for whole tiles)."""
+        t = _Tiles.__new__(_Tiles)
+        for k in _Tiles.__slots__:
+            setattr(t, k, getattr(self, k))
+        t.base = self.base.copy()
+        isz = self.isz
+        return Access(None, None, int(t.base.min()) + self.lo_off * isz, int(t.base.max()) + self.hi_off * isz, t)
+
+    def over(self, mem: DeviceMemory) -> _Tiles | None:
+        """The same descriptor over ``mem``, memory with the same allocations placed otherwise (what ``make``
+        returns there: only the allocation it finds depends on the memory); None when ``mem`` has no
+        allocation holding every tile."""
+        isz = self.isz
+        p = mem.span_position(int(self.base.min()) + self.lo_off * isz, int(self.base.max()) + self.hi_off * isz)
+        if p < 0:
+            return None
+        t = _Tiles.__new__(_Tiles)
+        for k in _Tiles.__slots__:
+            setattr(t, k, getattr(self, k))
+        t.rec, t.pos = mem.live(p), p
+        return t
+
     def box(self) -> _Box:
         """The general path's descriptor of the same access: what _Box() computes from its registers, each
         attribute filled from what is known of whole tiles (a kept access, a tile crossing stripes)."""
@@ -818,12 +847,13 @@ def _tile_values(typed: np.ndarray, e0: np.ndarray, shape, strides, into) -> np.
     return into
 
 
-def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill, into=None):
+def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill, into=None, counted=True):
     """values[P, *shape]: element i of program p = mem[base[p] + sum_k i_k*strides[p,k]*itemsize] if
     lo[p] <= i < hi[p] on every axis, else ``fill``. Returns (values, Traffic). ``into``: a
     [P, *shape] array of the storage type (the destination tile's SRAM view) the common case
     copies the values straight into; the values returned are then ``into`` itself, or else an
-    array the caller copies (possibly a read-only view of memory)."""
+    array the caller copies (possibly a read-only view of memory). ``counted=False``: the Traffic
+    is ``NOT_COUNTED`` (but where the access spans several allocations: element by element)."""
     row = _Row.make(mem, base, dtype, shape, strides, lo, hi)
     if row is not None:
         fillv = fill_value(fill, dtype)
@@ -831,10 +861,10 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         if not row.full():
             out = out.copy()
             np.copyto(out, _to_storage(fillv, dtype), where=~row.valid())
-        return out, row.traffic(mem)
+        return out, row.traffic(mem) if counted else NOT_COUNTED
     tiles = _Tiles.make(mem, base, dtype, shape, strides, lo, hi)
     if tiles is not None:
-        return tiles.values(into), tiles.traffic(mem)
+        return tiles.values(into), tiles.traffic(mem) if counted else NOT_COUNTED
     box = _Box(base, dtype, shape, strides, lo, hi)
     fillv = fill_value(fill, dtype)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
@@ -878,12 +908,13 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         if not out.flags.writeable:  # a view of memory: fill a copy
             out = out.copy()
         np.copyto(out, _to_storage(fillv, dtype), where=~box.valid())
-    return _from_storage(out, dtype), _box_traffic(mem, box, pos)
+    return _from_storage(out, dtype), _box_traffic(mem, box, pos) if counted else NOT_COUNTED
 
 
-def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str | None = None) -> Traffic:
+def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str | None = None, counted=True) -> Traffic:
     """mem[base[p] + sum_k i_k*strides[p,k]*itemsize] = values[p, i] where lo[p] <= i < hi[p];
-    overlapping writes: the last in (program, row-major element) order wins."""
+    overlapping writes: the last in (program, row-major element) order wins. ``counted=False``: the
+    Traffic is ``NOT_COUNTED`` (but where the access spans several allocations: element by element)."""
     dtype = dtype or _dtype_name(values)
     values = np.asarray(values)
     row = _Row.make(mem, base, dtype, values.shape[1:], strides, lo, hi)
@@ -891,7 +922,7 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
         # full rows (of distinct addresses) at increasing, disjoint spans: no address written twice, one strided copy
         dst = row.view(writeable=True)
         np.copyto(dst, _to_storage(values, dtype).view(dst.dtype))
-        return row.traffic(mem)
+        return row.traffic(mem) if counted else NOT_COUNTED
     box = _Box(base, dtype, values.shape[1:], strides, lo, hi)
     if box.nprog == 0 or not box.count.any():
         return Traffic.zeros(box.nprog, mem.traffic_columns)
@@ -908,7 +939,7 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
         dst = _programs_view(typed, (box.base - (rec.base + start)) // box.isz, box.shape, box.strides[0])
         if dst is not None:
             np.copyto(dst, _to_storage(values, dtype).view(dst.dtype))
-            return _box_traffic(mem, box, pos)
+            return _box_traffic(mem, box, pos) if counted else NOT_COUNTED
     vals = np.ascontiguousarray(_to_storage(values, dtype))
     flat_vals = vals.reshape(-1)
     for p in _live(pos):
@@ -927,7 +958,7 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
             continue
         for q, first, extent, st, tile in groups:
             _view(typed, extent, st)[e0[q] + first] = _view(flat_vals, extent, contiguous_strides(box.shape))[tile]
-    return _box_traffic(mem, box, pos)
+    return _box_traffic(mem, box, pos) if counted else NOT_COUNTED
 
 
 def _box_unique(box: _Box, pos: np.ndarray) -> bool:
@@ -961,10 +992,14 @@ class Access:
     args: tuple | None
     lo: int
     hi: int
+    tiles: _Tiles | None = None  # whole matrix tiles: the descriptor itself (its bases kept as read)
 
     def traffic(self, mem: DeviceMemory) -> Traffic:
         """The Traffic this access has over ``mem``: what the same call on the same inputs returns (a
         strided access: ``strided_traffic``'s paths, whole matrix tiles without the general box)."""
+        if self.tiles is not None:
+            tiles = self.tiles.over(mem)
+            return tiles.traffic(mem) if tiles is not None else _strided_traffic(mem, self.tiles.box())
         if self.box is None:
             return _element_traffic_of(mem, *self.args)
         box = self.box  # box.a / box.b: lo / hi clipped to the shape, the same whole-tile test as theirs
@@ -977,7 +1012,7 @@ def strided_traffic(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi)
     tiles = _Tiles.make(mem, base, dtype, shape, strides, lo, hi)
     if tiles is not None:
         traffic = tiles.traffic(mem)
-        traffic.keep = lambda: _kept_box(tiles.box())
+        traffic.keep = tiles.kept
         return traffic
     box = _Box(base, dtype, shape, strides, lo, hi)
     traffic = _strided_traffic(mem, box)

@@ -284,21 +284,15 @@ def _repriced(trace: Trace, accesses: list, moved: dict, shadow: DeviceMemory) -
     moved allocation is counted again over ``shadow`` (the same call on the same inputs) and every other
     entry is the run's own. None when an access was not kept (a load the address slice runs for real)."""
     spans = [(rec.base, rec.end) for rec, _ in moved.values()]
-    entries, kept = [], iter(accesses)
-    for e in trace.entries:
-        if e.bytes_by_domain is None:
-            entries.append(e)
-            continue
-        access = next(kept, None)
-        if access is None:
-            return None
-        if not any(access.lo < hi and lo < access.hi for lo, hi in spans):
-            entries.append(e)
-            continue
-        t = access.traffic(shadow)
-        entries.append(TraceEntry(e.pc, e.programs, t.bytes_by_domain, t.elements, t.runs))
-    if next(kept, None) is not None:
+    entries = list(trace.entries)  # the run's own entries, but those of the accesses counted again below
+    at = [i for i, e in enumerate(entries) if e.bytes_by_domain is not None]
+    if len(at) != len(accesses) or any(access is None for access in accesses):
         return None
+    for i, access in zip(at, accesses):
+        if any(access.lo < hi and lo < access.hi for lo, hi in spans):
+            e = entries[i]
+            t = access.traffic(shadow)
+            entries[i] = TraceEntry(e.pc, e.programs, t.bytes_by_domain, t.elements, t.runs)
     return Trace(trace.program, trace.grid, entries)
 
 

@@ -82,7 +82,7 @@ def _load(st, ins):
     args = (st.memory, st.regs[base], t.dtype, t.shape, s, a, b, _fill(st, fill, t.dtype))
     done = dma_one.load(*args) if st.P == 1 else None  # one program: the same in Python integers
     into = st.view(d) if t.dtype != "i1" else None
-    vals, traffic = done if done is not None else dma.load_strided(*args, into=into)
+    vals, traffic = done if done is not None else dma.load_strided(*args, into=into, counted=st.launch.counted)
     _sanitize_box(st, READ, t, base, s, a, b)
     if vals is not into:
         st.write(d, vals)
@@ -97,7 +97,7 @@ def _store(st, ins):
     args = (st.memory, st.regs[base], st.read(a), s, lo_, hi_)
     traffic = dma_one.store(*args, t.dtype) if st.P == 1 else None  # one program: the same in Python integers
     if traffic is None:
-        traffic = dma.store_strided(*args, dtype=t.dtype)
+        traffic = dma.store_strided(*args, dtype=t.dtype, counted=st.launch.counted)
     _sanitize_box(st, WRITE, t, base, s, lo_, hi_)
     _issued(st, q)
     return traffic
