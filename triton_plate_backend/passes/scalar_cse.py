@@ -1,11 +1,12 @@
 """scalar_cse: a pure scalar instruction that recomputes a value already held in a register is
 dropped, and what read its register reads the earlier one (local value numbering).
 
-The code generator builds each DMA descriptor on its own, so the loads of one trip compute the
-same offsets, bounds and next-trip counters once per load, and `licm` leaves one copy of each
-invariant per use in front of the loop. Values are numbered along extended basic blocks: the
-numbering runs on across a conditional branch (the code after it is reached only from here) and
-starts again at a label (other paths join there) and after jmp/halt.
+The code generator builds each DMA descriptor on its own and shares values only inside a basic
+block (`Emitter.rematerialised`), so the loads of one trip in different blocks (a pipelined loop's
+body copies) compute the same offsets, bounds and next-trip counters once per block, and `licm`
+leaves one copy of each invariant per block in front of the loop. Values are numbered along
+extended basic blocks: the numbering runs on across a conditional branch (the code after it is
+reached only from here) and starts again at a label (other paths join there) and after jmp/halt.
 
 An instruction is dropped only when it is pure (scalar_flow.PURE), its register is written by no
 other instruction, and the register that holds the value is written only once, earlier in the
@@ -16,9 +17,8 @@ apart by type and bits (0.0 from -0.0)."""
 
 from __future__ import annotations
 
-import struct
-
-from .emitter import Imm, PInst, VReg
+from .emitter import PInst, VReg
+from .emitter import imm_key as _imm_key
 from .scalar_flow import PURE, WRITTEN_AT, writes
 
 # operands in either order give the same bits (integers only: a float sum of two NaNs keeps the first's payload)
@@ -26,16 +26,11 @@ COMMUTATIVE = frozenset(f"s.{op}" for op in ("add", "mul", "and", "or", "xor", "
 NEW_BLOCK = frozenset({".label", "jmp", "halt"})
 
 
-def _imm_key(v: Imm) -> tuple:
-    x = v.value
-    if isinstance(x, float):
-        return ("f", struct.pack("<d", x))
-    return ("i", int(x))
-
-
-def run(code: list[PInst]) -> list[PInst]:
-    """The code with recomputed pure scalar values dropped and their readers renamed (module docstring)."""
-    count = writes(code)
+def run(code: list[PInst], count: dict | None = None) -> list[PInst]:
+    """The code with recomputed pure scalar values dropped and their readers renamed (module
+    docstring); ``count``: `writes(code)` when the caller has it (licm moves, it changes no count)."""
+    if count is None:
+        count = writes(code)
     rename: dict[VReg, VReg] = {}
     number: dict[VReg, int] = {}  # register -> the value number it holds in this extended block
     holder: dict[tuple, VReg] = {}  # expression key -> the once-written register that holds it
