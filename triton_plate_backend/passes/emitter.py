@@ -337,7 +337,10 @@ class Emitter:
             self.emit(mnemonic, r, *operands, suffixes=suffixes)
             return r
         version = self._version
-        key = (mnemonic, suffixes) + tuple((v, version.get(v, 0)) if type(v) is VReg else imm_key(v) for v in operands)
+        key = [mnemonic, suffixes]
+        for v in operands:
+            key.append((v, version.get(v, 0)) if type(v) is VReg else imm_key(v))
+        key = tuple(key)
         r = memo.get(key)
         if r is None:
             r = memo[key] = VReg(hint)
