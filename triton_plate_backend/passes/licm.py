@@ -90,15 +90,12 @@ def run(code: list[PInst], count: dict | None = None) -> list[PInst]:
     `writes(code)` when the caller has it."""
     if count is None:
         count = writes(code)  # moving instructions changes no count
-    done: set = set()  # loop headers handled (by their label), each once
-    while True:
-        todo = [(h, e) for h, e in loops(code) if code[h].operands[0] not in done]
-        if not todo:
-            return code
-        header, end = todo[0]
-        done.add(code[header].operands[0])
+    # the loops are found once: moving a loop's instructions in front of it keeps every other loop
+    # where it was (loops nest or are disjoint, inner ones go first and move code within themselves)
+    for header, end in loops(code):
         found = invariant(code, header, end, count)
         if found:
             gone = set(found)
             hoisted = [code[k] for k in found]
             code = code[:header] + hoisted + [inst for k, inst in enumerate(code) if k >= header and k not in gone]
+    return code

@@ -37,13 +37,6 @@ def run(code: list[PInst], count: dict | None = None) -> list[PInst]:
     fresh = iter(range(1 << 62))
     keep = []
 
-    def num(r: VReg) -> int:
-        r = rename.get(r, r)
-        n = number.get(r)
-        if n is None:
-            n = number[r] = next(fresh)
-        return n
-
     for inst in code:
         m, ops = inst.mnemonic, inst.operands
         if m == ".label":
@@ -51,7 +44,16 @@ def run(code: list[PInst], count: dict | None = None) -> list[PInst]:
             holder.clear()
         if m in PURE and count.get(ops[0]) == 1:
             d = ops[0]
-            srcs = [("r", num(v)) if type(v) is VReg else _imm_key(v) for v in ops[1:]]
+            srcs = []
+            for v in ops[1:]:
+                if type(v) is VReg:  # the value number the register holds (one on first sight)
+                    v = rename.get(v, v)
+                    n = number.get(v)
+                    if n is None:
+                        n = number[v] = next(fresh)
+                    srcs.append(("r", n))
+                else:
+                    srcs.append(_imm_key(v))
             if m in COMMUTATIVE and inst.suffixes[0].startswith("i"):
                 srcs.sort()
             if m == "s.mov":
