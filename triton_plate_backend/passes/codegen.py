@@ -151,7 +151,7 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
         try:
             return _lower_kernel(ctx, module, machine, spill_scalars)
         except Rematerialise:
-            remat = False  # this lowering again, each use of a constant or argument loading it
+            remat = False  # this lowering again, each use of a constant, argument or address term computing it
         except (SramOverflow, RegisterOverflow) as e:
             if ctx.peeled:
                 peel = False  # a loop's peeled last trip keeps its staging tiles live with the epilogue's
@@ -168,8 +168,9 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
 
 
 class Rematerialise(Exception):
-    """The code must be lowered again with every use of a constant or kernel argument loading its
-    own register (`Emitter.remat` off): the code as emitted is what `_finalize` falls back to."""
+    """The code must be lowered again with every use of a constant, kernel argument or DMA address
+    term computing its own register (`Emitter.remat` off): the code as emitted is what `_finalize`
+    falls back to."""
 
 
 def _finalize(em, name, args, machine, spill_scalars=False):
@@ -178,7 +179,7 @@ def _finalize(em, name, args, machine, spill_scalars=False):
     registers across a loop does not fit the machine's registers; with ``spill_scalars``, when even
     that does not fit, the code as emitted with the scalars the registers cannot hold in SRAM.
 
-    The emitter loads a constant or kernel argument once per basic block (`Emitter.rematerialised`),
+    The emitter computes a constant, kernel argument or address term once per basic block (`Emitter.rematerialised`),
     which licm and scalar_cse turn into the same code as one load per use. The code as emitted is
     meant to recompute them at each use (short live ranges): when it is needed and some load was
     shared, or a shared register was written again (a caller broke the contract), `Rematerialise`

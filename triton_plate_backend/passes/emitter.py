@@ -261,7 +261,7 @@ _NO_HAZARD = frozenset(
 
 
 class Emitter:
-    share = True  # False: every use of a constant or argument loads its own register (`rematerialised`)
+    share = True  # False: every use of a constant, argument or address term computes its own (`rematerialised`)
 
     def __init__(self, machine):
         self.machine = machine
@@ -273,8 +273,9 @@ class Emitter:
         self.other_program = False  # set while emitting a DMA of another program (prefetch.py, persistent loops)
         self.loc = None
         self._labels = 0
-        # (s.li | s.arg, immediate) -> the register this basic block already loaded it into
-        # (`rematerialised`); None: every use loads its own (codegen lowers again so on overflow)
+        # (mnemonic, suffixes, operands with their registers' versions) -> the register this basic
+        # block already computed it into (`rematerialised`); None: every use computes its own
+        # (codegen lowers again so when the code as emitted is needed)
         self.remat: dict | None = {} if self.share else None
         self.shared: set = set()  # registers `rematerialised` handed out more than once
         self._version: dict = {}  # register -> how many instructions have written it (keys of `remat`)
