@@ -8,6 +8,9 @@ import triton
 import triton.language as tl
 from codegen_kernels.harness import MACHINE, close, compile_kernel, run
 
+from triton_plate_backend.passes import codegen
+from triton_plate_backend.passes.emitter import Emitter
+
 RNG = np.random.default_rng(4)
 B = 32
 
@@ -224,6 +227,33 @@ def many_scalars(o, n, NS: tl.constexpr, BLOCK: tl.constexpr):
         for i in tl.static_range(NS):
             acc += vals[i] * (i + t)
     tl.store(o + pid * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+def test_code_out_of_registers_once_moved_is_lowered_again_with_a_load_per_use(monkeypatch):
+    """The emitter computes a constant or argument once per block; when licm's code does not fit
+    the registers, the code as emitted (codegen._finalize's fallback) must recompute them at each
+    use: the kernel is lowered again without sharing, to the program sharing never made."""
+    sig, const = {"o": "*i32", "n": "i32", "NS": "constexpr", "BLOCK": "constexpr"}, {"NS": 100, "BLOCK": 16}
+    asked = []
+    finalize = codegen._finalize
+
+    def spy(em, *args, **kw):
+        try:
+            return finalize(em, *args, **kw)
+        except codegen.Rematerialise:
+            asked.append(len(em.shared))
+            raise
+
+    monkeypatch.setattr(codegen, "_finalize", spy)
+    prog = compile_kernel(many_scalars, sig, const)
+    assert asked and all(asked)  # the first lowering shared loads, and was lowered again
+    monkeypatch.setattr(Emitter, "share", False)
+    asked.clear()
+    unshared = compile_kernel(many_scalars, sig, const)
+    assert not asked
+    assert [(i.mnemonic, i.suffixes, i.operands) for i in prog.instrs] == [
+        (i.mnemonic, i.suffixes, i.operands) for i in unshared.instrs
+    ]
 
 
 def test_a_hundred_live_scalars_spill_to_sram_and_compute_the_same():

@@ -13,6 +13,7 @@ import triton
 import triton.language as tl
 
 from triton_plate_backend.passes import codegen, pipeline
+from triton_plate_backend.passes.emitter import Emitter
 from triton_plate_backend.ttir.parser import parse
 
 
@@ -63,10 +64,12 @@ def loop_lengths(program) -> list[int]:
 
 
 def lowered(kernel, monkeypatch, optimized: bool, machine):
-    """The kernel's plate IR lowered again, with or without licm and scalar_cse."""
+    """The kernel's plate IR lowered again, with or without licm and scalar_cse (without: each use of
+    a constant, argument or address term computes its own, as the emitter's sharing is off too)."""
     if not optimized:
-        monkeypatch.setattr(codegen.licm, "run", lambda code: code)
-        monkeypatch.setattr(codegen.scalar_cse, "run", lambda code: code)
+        monkeypatch.setattr(codegen.licm, "run", lambda code, count=None: code)
+        monkeypatch.setattr(codegen.scalar_cse, "run", lambda code, count=None: code)
+        monkeypatch.setattr(Emitter, "share", False)
     try:
         options = SimpleNamespace(num_stages=kernel.metadata.num_stages)  # the one option codegen reads
         program, _ = pipeline.generate(parse(kernel.asm["pir"], "k.pir"), options, machine)

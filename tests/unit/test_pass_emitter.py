@@ -2,7 +2,8 @@
 along leading dims otherwise; v.iota's start follows each piece), and the asynchronous-DMA
 contract: `dma.wait` inserted lazily before the first instruction that touches a tile a pending
 DMA writes (or writes one it reads), for memory order, for the queue depth, and at labels and
-branches (but carried prefetches)."""
+branches (but carried prefetches); and the pure scalar instructions one block shares
+(`rematerialised`: once per block, again after a label, a back edge or a write of an operand)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import dataclasses
 import pytest
 
 from triton_plate_backend.errors import CompileError
+from triton_plate_backend.isa.program import Arg
 from triton_plate_backend.machine import get_machine
-from triton_plate_backend.passes import emitter
+from triton_plate_backend.passes import codegen, emitter
 from triton_plate_backend.passes.emitter import Imm, Token, VReg
 
 
@@ -198,3 +200,52 @@ def test_a_wait_keeps_the_tiles_of_its_dma_alive():
     em.emit("halt")
     [wait] = _ops(em, "dma.wait")
     assert wait.extra_uses == (a.buffer,)
+
+
+def test_a_block_computes_a_constant_an_argument_and_a_sum_of_them_once():
+    em = emitter.Emitter(_machine())
+    share = em.rematerialised
+    k, a = share("s.li", Imm(8)), share("s.arg", Imm(0))
+    s = share("s.add", a, k, suffixes=("i64",))
+    assert share("s.li", Imm(8)) is k and share("s.arg", Imm(0)) is a
+    assert share("s.add", a, share("s.li", Imm(8)), suffixes=("i64",)) is s
+    assert share("s.add", a, k, suffixes=("i32",)) is not s  # another type, another value
+    assert share("s.li", Imm(8.0)) is not k and share("s.li", Imm(-0.0)) is not share("s.li", Imm(0.0))
+    assert [i.mnemonic for i in em.code] == ["s.li", "s.arg", "s.add", "s.add", "s.li", "s.li", "s.li"]
+    assert em.shared == {k, a, s}
+
+
+def test_a_label_a_back_edge_or_a_write_of_an_operand_ends_the_sharing():
+    em = emitter.Emitter(_machine())
+    share = em.rematerialised
+    top, ahead = em.label("top"), em.label("ahead")
+    k = share("s.li", Imm(3))
+    em.place(top)
+    k2 = share("s.li", Imm(3))
+    assert k2 is not k  # another block: what reaches the label from elsewhere has no k
+    em.emit("bz", k2, ahead)  # a forward branch: the fall-through path goes on in the same block
+    assert share("s.li", Imm(3)) is k2
+    em.emit("bnz", k2, top)  # a loop's back edge: the code after the loop is not in it
+    assert share("s.li", Imm(3)) is not k2
+    iv = VReg("iv")
+    em.emit("s.li", iv, Imm(0))
+    one = share("s.li", Imm(1))
+    nxt = share("s.add", iv, one, suffixes=("i64",))
+    em.emit("s.add", iv, iv, one, suffixes=("i64",))  # iv written again: iv + 1 is another value now
+    assert share("s.add", iv, one, suffixes=("i64",)) is not nxt
+    off = emitter.Emitter(_machine())
+    off.remat = None  # codegen's lowering again, each use its own
+    assert off.rematerialised("s.li", Imm(3)) is not off.rematerialised("s.li", Imm(3)) and not off.shared
+
+
+def test_a_shared_register_written_again_lowers_the_kernel_again_without_sharing():
+    """A caller that writes a register `rematerialised` handed out more than once would change
+    the other users' value: `_finalize` asks for a lowering without sharing instead of using it."""
+    m = get_machine("plate-mini")
+    em = emitter.Emitter(m)
+    k = em.rematerialised("s.li", Imm(3))
+    assert em.rematerialised("s.li", Imm(3)) is k
+    em.emit("s.add", k, k, k, suffixes=("i64",))
+    em.emit("halt")
+    with pytest.raises(codegen.Rematerialise):
+        codegen._finalize(em, "k", [Arg("a0", "i64")], m)

@@ -9,9 +9,10 @@ Design
 - Scalars (ints, pointers, uniform floats) live in scalar registers. The code generator uses
   virtual registers; after emission `regalloc` computes liveness over the emitted code and
   allocates the machine's registers (a clear CompileError if more are live at once). Scalar
-  constants and kernel arguments are re-materialised (`s.li` / `s.arg`) at each use; `licm` then
-  moves those a loop does not change in front of it and `scalar_cse` keeps one of each (they hold
-  a register across the loop; when that does not fit, the code stays as emitted).
+  constants, kernel arguments and DMA address terms are computed (`s.li` / `s.arg` / arithmetic)
+  once per basic block (`Emitter.rematerialised`); `licm` then moves those a loop does not change
+  in front of it and `scalar_cse` keeps one of each (they hold a register across the loop; when
+  that does not fit, the kernel is lowered again with one per use and the code stays as emitted).
 - Tensors live in SRAM tiles. Every tensor value that is not a free view gets a buffer; buffers
   get addresses from `sram_plan` after emission (liveness-based first-fit, 64-byte aligned;
   SramOverflow names the largest live tensors). View ops are free: expand_dims, broadcast and
@@ -66,6 +67,7 @@ from .finalize import finalize, sram_by_op
 from .lowering import HANDLED_BY_PARENT, LOWERING, REJECTED
 from .rules_memory import TensorDesc
 from .rules_scf import enter_block, prepare_blocks
+from .scalar_flow import writes
 
 __all__ = ["HANDLED_BY_PARENT", "LOWERING", "REJECTED", "arg_type", "func_name", "generate", "kernel_args"]
 
@@ -139,13 +141,17 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
     with the scalars the registers cannot hold kept in SRAM (`spill`); SRAM with its large pointer
     tensors kept as a scalar base and i32 offsets (`context.BasedPtr`). A kernel that fits as it is
     is lowered as it is."""
-    cap, spill_scalars, based, pieces, peel = None, False, False, None, True
+    cap, spill_scalars, based, pieces, peel, remat = None, False, False, None, True, True
     while True:
         ctx = Ctx(machine, func_name(module.kernel()), LOWERING, REJECTED, options)
         ctx.max_stages, ctx.based_pointers, ctx.max_store_pieces = cap, based, pieces
         ctx.peel = peel
+        if not remat:
+            ctx.em.remat = None
         try:
             return _lower_kernel(ctx, module, machine, spill_scalars)
+        except Rematerialise:
+            remat = False  # this lowering again, each use of a constant, argument or address term computing it
         except (SramOverflow, RegisterOverflow) as e:
             if ctx.peeled:
                 peel = False  # a loop's peeled last trip keeps its staging tiles live with the epilogue's
@@ -161,16 +167,33 @@ def generate(module, machine, options=None) -> tuple[Program, dict]:
                 raise
 
 
+class Rematerialise(Exception):
+    """The code must be lowered again with every use of a constant, kernel argument or DMA address
+    term computing its own register (`Emitter.remat` off): the code as emitted is what `_finalize`
+    falls back to."""
+
+
 def _finalize(em, name, args, machine, spill_scalars=False):
     """finalize the code with its loop-invariant scalar instructions in front of their loops and
     recomputed scalar values dropped (licm, scalar_cse); the code as emitted when what they keep in
     registers across a loop does not fit the machine's registers; with ``spill_scalars``, when even
-    that does not fit, the code as emitted with the scalars the registers cannot hold in SRAM."""
+    that does not fit, the code as emitted with the scalars the registers cannot hold in SRAM.
+
+    The emitter computes a constant, kernel argument or address term once per basic block (`Emitter.rematerialised`),
+    which licm and scalar_cse turn into the same code as one load per use. The code as emitted is
+    meant to recompute them at each use (short live ranges): when it is needed and some load was
+    shared, or a shared register was written again (a caller broke the contract), `Rematerialise`
+    asks `generate` to lower the kernel again with a load per use."""
     emitted = em.code
-    em.code = scalar_cse.run(licm.run(emitted))
+    count = writes(emitted)
+    if em.shared and any(count.get(r) != 1 for r in em.shared):
+        raise Rematerialise
+    em.code = scalar_cse.run(licm.run(emitted, count), count)
     try:
         return finalize(em, name, args, machine)
     except RegisterOverflow:
+        if em.shared:
+            raise Rematerialise from None
         em.code = emitted
     if not spill_scalars:
         return finalize(em, name, args, machine)

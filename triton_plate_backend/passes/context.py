@@ -43,14 +43,14 @@ def dtype_of(t) -> str:
 
 @dataclass(frozen=True)
 class Const:
-    """A scalar constant, re-materialised with s.li at each use."""
+    """A scalar constant, loaded with s.li where it is used (once per basic block: `Ctx.li`)."""
 
     value: int | float
 
 
 @dataclass(frozen=True)
 class ArgRef:
-    """Kernel argument i, re-read with s.arg at each use."""
+    """Kernel argument i, read with s.arg where it is used (once per basic block: `Ctx.as_reg`)."""
 
     index: int
 
@@ -164,9 +164,7 @@ class Ctx:
         if isinstance(b, Const):
             return self.li(b.value)
         if isinstance(b, ArgRef):
-            r = VReg("arg")
-            self.emit("s.arg", r, Imm(b.index))
-            return r
+            return self.em.rematerialised("s.arg", Imm(b.index), hint="arg")
         if isinstance(b, View) and b.numel == 1:
             r = VReg()
             self.emit("v.extract", r, b, Imm(0))
@@ -174,9 +172,8 @@ class Ctx:
         raise self.error(f"expected a scalar, got {b!r} of type {t}")
 
     def li(self, value, hint: str = "") -> VReg:
-        r = VReg(hint)
-        self.emit("s.li", r, Imm(value))
-        return r
+        """A register holding the constant, which the caller must not write (`Emitter.rematerialised`)."""
+        return self.em.rematerialised("s.li", Imm(value), hint=hint)
 
     def view(self, value: Value, shape=None) -> View:
         """The tile of a tensor value; a scalar is splatted to `shape` (a stride-0 view)."""

@@ -20,10 +20,9 @@ HUGE = 1 << 62  # a bound no index reaches: "not checked"
 
 
 def s_op(ctx, mnemonic, a, b, stype="i64") -> VReg:
-    """One scalar instruction `mnemonic d, a, b` on 64-bit (or `stype`) registers; its result."""
-    d = VReg()
-    ctx.emit(mnemonic, d, a, b, suffixes=(stype,))
-    return d
+    """One pure scalar instruction `mnemonic d, a, b` on 64-bit (or `stype`) registers; its result,
+    which the caller must not write (an earlier one of the block's: `Emitter.rematerialised`)."""
+    return ctx.em.rematerialised(mnemonic, a, b, suffixes=(stype,))
 
 
 def _floor_div(ctx, a: VReg, c: int) -> VReg:

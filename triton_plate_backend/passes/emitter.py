@@ -15,6 +15,7 @@ The emitter also owns the two hardware contracts every instruction must respect:
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass, field
 
 from ..errors import CompileError
@@ -193,6 +194,14 @@ class Imm:
     value: int | float
 
 
+def imm_key(v: Imm) -> tuple:
+    """An immediate by type and bits (0.0 apart from -0.0): equal keys, equal values."""
+    x = v.value
+    if isinstance(x, float):
+        return ("f", struct.pack("<d", x))
+    return ("i", int(x))
+
+
 @dataclass(frozen=True)
 class Str:
     value: str
@@ -238,6 +247,8 @@ def _tile_positions(row) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 DMA_MEMORY = {"dma.load": "read", "dma.gather": "read", "dma.store": "write", "dma.scatter": "write"}
 BRANCHES = {"jmp", "bz", "bnz", "loop", "halt"}
+_FORWARD = frozenset({"bz", "bnz"})  # branches that end no block of `Emitter.rematerialised` unless they go back
+_WRITTEN_AT = {m: tuple(i for i, od in enumerate(row.operands) if od.role != "use") for m, row in ISA.items()}
 # instructions `_hazards` has nothing to say about (no tile, no memory, no fence): most of the code, scalar work
 _NO_HAZARD = frozenset(
     m
@@ -250,6 +261,8 @@ _NO_HAZARD = frozenset(
 
 
 class Emitter:
+    share = True  # False: every use of a constant, argument or address term computes its own (`rematerialised`)
+
     def __init__(self, machine):
         self.machine = machine
         self.max_elements = machine.core.vector.max_elements
@@ -260,6 +273,13 @@ class Emitter:
         self.other_program = False  # set while emitting a DMA of another program (prefetch.py, persistent loops)
         self.loc = None
         self._labels = 0
+        # (mnemonic, suffixes, operands with their registers' versions) -> the register this basic
+        # block already computed it into (`rematerialised`); None: every use computes its own
+        # (codegen lowers again so when the code as emitted is needed)
+        self.remat: dict | None = {} if self.share else None
+        self.shared: set = set()  # registers `rematerialised` handed out more than once
+        self._version: dict = {}  # register -> how many instructions have written it (keys of `remat`)
+        self._placed: set = set()  # labels placed so far: a branch to one is a back edge
 
     # ---- resources -------------------------------------------------------------------------
     def buffer(self, dtype: str, shape, what: str = "", owner=None) -> View:
@@ -275,6 +295,9 @@ class Emitter:
 
     def place(self, label: Label) -> None:
         self.wait_all()
+        if self.remat:
+            self.remat.clear()
+        self._placed.add(label)
         self.code.append(PInst(".label", operands=(label,), loc=self.loc))
 
     # ---- instructions ------------------------------------------------------------------------
@@ -284,13 +307,48 @@ class Emitter:
             raise CompileError(f"internal: {mnemonic} takes {len(row.operands)} operands, got {len(operands)}")
         if mnemonic in BRANCHES:
             self.wait_all(force=mnemonic == "halt")
+            if self.remat and (mnemonic not in _FORWARD or operands[1] in self._placed):
+                self.remat.clear()  # a block ends where scalar_cse's does, and at a loop's back edge
         elif mnemonic not in _NO_HAZARD:
             self._hazards(mnemonic, row, operands)
         inst = PInst(mnemonic, tuple(suffixes), tuple(operands), self.loc)
         self.code.append(inst)
+        for i in _WRITTEN_AT[mnemonic]:
+            v = operands[i]
+            if type(v) is VReg:
+                self._version[v] = self._version.get(v, 0) + 1
         if mnemonic in DMA_MEMORY:
             self._track(mnemonic, row, operands)
         return inst
+
+    def rematerialised(self, mnemonic: str, *operands, suffixes=(), hint: str = "") -> VReg:
+        """The register of a pure scalar instruction `mnemonic d, *operands` (a constant, a kernel
+        argument, descriptor arithmetic): the one an earlier same instruction of this block wrote
+        when no operand register was written since, else a fresh one written here. What
+        scalar_cse would merge after licm is then never emitted: a loop's body computes each
+        constant, argument and address term once, not once per use (licm moves that one in front
+        of the loop). The block ends at every label, jmp, halt and loop back edge: inside one, two
+        equal instructions are in the same loops, so licm moves both or neither, and scalar_cse
+        (whose extended blocks are unions of these) merges them; its result is the same. A caller
+        must not write the register it gets (codegen._finalize checks that the shared ones are
+        written once, and lowers again without sharing otherwise)."""
+        memo = self.remat
+        if memo is None:
+            r = VReg(hint)
+            self.emit(mnemonic, r, *operands, suffixes=suffixes)
+            return r
+        version = self._version
+        key = [mnemonic, suffixes]
+        for v in operands:
+            key.append((v, version.get(v, 0)) if type(v) is VReg else imm_key(v))
+        key = tuple(key)
+        r = memo.get(key)
+        if r is None:
+            r = memo[key] = VReg(hint)
+            self.emit(mnemonic, r, *operands, suffixes=suffixes)
+        else:
+            self.shared.add(r)
+        return r
 
     @staticmethod
     def _tiles(mnemonic, row, operands, written: bool):
@@ -351,6 +409,9 @@ class Emitter:
 
     def settle(self, label: Label, pending: list, then: Label) -> None:
         """The stub of a `branch_keeping` branch: wait for the DMAs its path left in flight, go on to `then`."""
+        if self.remat:
+            self.remat.clear()
+        self._placed.add(label)
         self.code.append(PInst(".label", operands=(label,), loc=self.loc))
         for p in pending:
             self.code.append(PInst("dma.wait", (), (p.token,), self.loc, tuple(p.writes | p.reads)))

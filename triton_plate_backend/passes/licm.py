@@ -1,12 +1,13 @@
 """licm: loop-invariant scalar instructions of the emitted code, moved in front of their loop.
 
-The code generator rematerialises scalar constants and kernel arguments at each use and builds
-every DMA descriptor from its access expressions where the DMA is issued (dma_operands), so a
-loop's body recomputes, every trip, address arithmetic that does not change from trip to trip: a
-pipelined persistent loop (passes/persistent.py, prefetch.py) spent ~70 of a vector add trip's ~90
-instructions on it. This pass works on the code generator's virtual code (before register
-allocation), where that arithmetic exists; the IR has none of it (the descriptors come from
-access analysis of tensor ops, and Triton's frontend already hoists the IR's invariant ops).
+The code generator loads scalar constants and kernel arguments where they are used and builds every
+DMA descriptor from its access expressions where the DMA is issued (dma_operands), once per basic
+block (`Emitter.rematerialised`), so a loop's body recomputes, every trip, address arithmetic that
+does not change from trip to trip: a pipelined persistent loop (passes/persistent.py, prefetch.py)
+spent ~70 of a vector add trip's ~90 instructions on it. This pass works on the code generator's
+virtual code (before register allocation), where that arithmetic exists; the IR has none of it (the
+descriptors come from access analysis of tensor ops, and Triton's frontend already hoists the IR's
+invariant ops).
 
 A loop is a backward branch (scf.for's rotated `bnz`, scf.while's `jmp`, a cf back edge) to a
 label before it, with one entry: nothing outside [label, branch] branches into it, and the code
@@ -84,18 +85,17 @@ def invariant(code: list[PInst], header: int, end: int, count) -> list[int]:
     return found
 
 
-def run(code: list[PInst]) -> list[PInst]:
-    """The code with every loop's invariant scalar instructions in front of the loop."""
-    count = writes(code)  # moving instructions changes no count
-    done: set = set()  # loop headers handled (by their label), each once
-    while True:
-        todo = [(h, e) for h, e in loops(code) if code[h].operands[0] not in done]
-        if not todo:
-            return code
-        header, end = todo[0]
-        done.add(code[header].operands[0])
+def run(code: list[PInst], count: dict | None = None) -> list[PInst]:
+    """The code with every loop's invariant scalar instructions in front of the loop; ``count``:
+    `writes(code)` when the caller has it."""
+    if count is None:
+        count = writes(code)  # moving instructions changes no count
+    # the loops are found once: moving a loop's instructions in front of it keeps every other loop
+    # where it was (loops nest or are disjoint, inner ones go first and move code within themselves)
+    for header, end in loops(code):
         found = invariant(code, header, end, count)
         if found:
             gone = set(found)
             hoisted = [code[k] for k in found]
             code = code[:header] + hoisted + [inst for k, inst in enumerate(code) if k >= header and k not in gone]
+    return code

@@ -1,11 +1,12 @@
 """scalar_cse: a pure scalar instruction that recomputes a value already held in a register is
 dropped, and what read its register reads the earlier one (local value numbering).
 
-The code generator builds each DMA descriptor on its own, so the loads of one trip compute the
-same offsets, bounds and next-trip counters once per load, and `licm` leaves one copy of each
-invariant per use in front of the loop. Values are numbered along extended basic blocks: the
-numbering runs on across a conditional branch (the code after it is reached only from here) and
-starts again at a label (other paths join there) and after jmp/halt.
+The code generator builds each DMA descriptor on its own and shares values only inside a basic
+block (`Emitter.rematerialised`), so the loads of one trip in different blocks (a pipelined loop's
+body copies) compute the same offsets, bounds and next-trip counters once per block, and `licm`
+leaves one copy of each invariant per block in front of the loop. Values are numbered along
+extended basic blocks: the numbering runs on across a conditional branch (the code after it is
+reached only from here) and starts again at a label (other paths join there) and after jmp/halt.
 
 An instruction is dropped only when it is pure (scalar_flow.PURE), its register is written by no
 other instruction, and the register that holds the value is written only once, earlier in the
@@ -16,9 +17,8 @@ apart by type and bits (0.0 from -0.0)."""
 
 from __future__ import annotations
 
-import struct
-
-from .emitter import Imm, PInst, VReg
+from .emitter import PInst, VReg
+from .emitter import imm_key as _imm_key
 from .scalar_flow import PURE, WRITTEN_AT, writes
 
 # operands in either order give the same bits (integers only: a float sum of two NaNs keeps the first's payload)
@@ -26,28 +26,16 @@ COMMUTATIVE = frozenset(f"s.{op}" for op in ("add", "mul", "and", "or", "xor", "
 NEW_BLOCK = frozenset({".label", "jmp", "halt"})
 
 
-def _imm_key(v: Imm) -> tuple:
-    x = v.value
-    if isinstance(x, float):
-        return ("f", struct.pack("<d", x))
-    return ("i", int(x))
-
-
-def run(code: list[PInst]) -> list[PInst]:
-    """The code with recomputed pure scalar values dropped and their readers renamed (module docstring)."""
-    count = writes(code)
+def run(code: list[PInst], count: dict | None = None) -> list[PInst]:
+    """The code with recomputed pure scalar values dropped and their readers renamed (module
+    docstring); ``count``: `writes(code)` when the caller has it (licm moves, it changes no count)."""
+    if count is None:
+        count = writes(code)
     rename: dict[VReg, VReg] = {}
     number: dict[VReg, int] = {}  # register -> the value number it holds in this extended block
     holder: dict[tuple, VReg] = {}  # expression key -> the once-written register that holds it
     fresh = iter(range(1 << 62))
     keep = []
-
-    def num(r: VReg) -> int:
-        r = rename.get(r, r)
-        n = number.get(r)
-        if n is None:
-            n = number[r] = next(fresh)
-        return n
 
     for inst in code:
         m, ops = inst.mnemonic, inst.operands
@@ -56,7 +44,16 @@ def run(code: list[PInst]) -> list[PInst]:
             holder.clear()
         if m in PURE and count.get(ops[0]) == 1:
             d = ops[0]
-            srcs = [("r", num(v)) if type(v) is VReg else _imm_key(v) for v in ops[1:]]
+            srcs = []
+            for v in ops[1:]:
+                if type(v) is VReg:  # the value number the register holds (one on first sight)
+                    v = rename.get(v, v)
+                    n = number.get(v)
+                    if n is None:
+                        n = number[v] = next(fresh)
+                    srcs.append(("r", n))
+                else:
+                    srcs.append(_imm_key(v))
             if m in COMMUTATIVE and inst.suffixes[0].startswith("i"):
                 srcs.sort()
             if m == "s.mov":
