@@ -167,3 +167,58 @@ def test_a_decision_is_never_another_programs(mini, monkeypatch):
     gemm(a, b, c)
     assert [(m.arg, m.after) for m in moves_since(mini, before)] == [("b_ptr", "interleaved")]
     assert torch.equal(c.cpu(), reference(a_cpu, b_cpu))
+
+
+@triton.jit
+def sum_two_kernel(w, x, o, BLOCK: tl.constexpr):
+    """Each program reads the whole of ``w`` and ``x``."""
+    offs = tl.arange(0, BLOCK)
+    tl.store(o + tl.program_id(0), tl.sum(tl.load(w + offs) + tl.load(x + offs), axis=0))
+
+
+@pytest.mark.parametrize(
+    "elements, programs, short",
+    [
+        (16, 1, True),
+        (1024, 1, True),  # at the bound: 4 KiB fp32, the first stripe
+        (1025, 1, False),  # one element past: its allocation reaches domain 1
+        (2048, 1, False),
+        (1024, 2, False),  # two programs: the affinity mapping may balance them over domains
+    ],
+)
+def test_a_one_program_launch_homed_in_domain_0_is_decided_unpriced(mini, monkeypatch, elements, programs, short):
+    """The planner's shortcut (sim/operands.py ``_one_home``) against the full pricing of the same launch,
+    each on a fresh planner: where it applies it returns what the pricing does; past its bounds it does
+    not apply, and at two stripes (8 KiB) the pricing finds a replica worth something."""
+    from triton_plate_backend.sim import operands as ops
+
+    seen = []
+    plan = ops.OperandPlanner.plan
+    one_home = ops._one_home
+
+    def both(self, program, grid, args, memory):
+        quick = plan(ops.OperandPlanner(), program, grid, args, memory)
+        taken = bool(quick[0]) and one_home(program, grid, args, memory, quick[0])
+        monkeypatch.setattr(ops, "_one_home", lambda *a: False)
+        full = plan(ops.OperandPlanner(), program, grid, args, memory)
+        monkeypatch.setattr(ops, "_one_home", one_home)
+        seen.append((program.name, taken, quick, full))
+        return plan(self, program, grid, args, memory)
+
+    monkeypatch.setattr(ops.OperandPlanner, "plan", both)
+    w, x = torch.randn(elements, device="plate"), torch.randn(elements, device="plate")
+    o = torch.empty(programs, device="plate")
+    before = len(mini.operand_moves)
+    block = min(elements, 1 << (elements.bit_length() - 1))  # 1025: the first 1024 elements, all in domain 0
+    sum_two_kernel[(programs,)](w, x, o, BLOCK=block)
+    (name, taken, quick, full) = seen[-1]
+    assert name == "sum_two_kernel" and [i for i, _ in quick[0]] == [0, 1, 2]  # w, x and o are shared
+    assert taken == short
+    assert quick == full
+    if short:
+        assert full[1] == tuple(ops._Choice(i, None, 0.0, 0.0, 0.0) for i in (0, 1, 2))
+    if elements == 2048:
+        assert any(c.replica_gain_ns > 0 for c in full[1])  # what the shortcut's bound keeps out
+    assert moves_since(mini, before) == []
+    ref = (w.cpu()[:block] + x.cpu()[:block]).sum()
+    torch.testing.assert_close(o.cpu(), ref.expand(programs), rtol=1e-4, atol=1e-3)

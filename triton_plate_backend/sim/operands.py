@@ -23,6 +23,7 @@ fresh buffers per call pays the estimates once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,6 +80,28 @@ def shared_operands(program, grid, args, memory: DeviceMemory) -> list[tuple[int
     return sorted(found.items())
 
 
+def _one_home(program, grid, args, memory: DeviceMemory, shared) -> bool:
+    """Whether a launch's placement choices are known without pricing them: one program, every pointer
+    argument's allocation homed whole in domain 0 (an interleaved one within its first stripe: every
+    small tensor), no footprint outside its arguments, and every shared operand interleaved, so that the
+    replica is the one candidate. The affinity mapping runs the program in domain 0 (its located bytes
+    are all there; with the replicated operand steering nothing, the rest are, or none are and the
+    default mapping deals program 0 to core 0, domain 0's first), where a replica's copy is read exactly
+    as its home's bytes were: the same trace, the same bytes per domain, the same modeled time. So no
+    move pays and a replica gains nothing (``_Choice(i, None, 0, 0, 0)``, what the pricing returns;
+    tests/test_operand_placement.py prices launches at and just past these bounds)."""
+    if math.prod(grid) != 1 or any(rec.placement.mode != "interleaved" for _, rec in shared):
+        return False
+    for a, v in zip(program.args, args):
+        if a.type != "ptr":
+            continue
+        rec = memory.holding(int(v))
+        if rec is None or rec.owners[0] != 0 or (len(rec.owners) > 1 and rec.nbytes > rec.granule):
+            return False  # not device memory, replicated (its one owner is past the domains), or beyond domain 0
+    launch = launch_footprints(program, grid, args)
+    return launch is not None and all(fp.arg >= 0 for fp in launch.footprints)
+
+
 def _migration_ns(memory: DeviceMemory, rec: Allocation, spec: str) -> float:
     moved = memory.moved_by(rec.base, spec)
     return cost.migration_cycles(memory.machine, moved) / memory.machine.clock_ghz
@@ -92,7 +115,7 @@ class _Choice:
     spec: str | None  # the placement that pays within this launch (None: keep)
     saved_ns: float  # the launch's time saved by ``spec``
     replica_gain_ns: float  # the launch's time saved by a replica over ``spec`` (or what it keeps); 0 when none
-    replica_ns: float  # the replica's migration time
+    replica_ns: float  # the replica's migration time; 0 when it gains nothing (``apply`` reads it only then)
 
 
 class OperandPlanner:
@@ -123,6 +146,9 @@ class OperandPlanner:
         hit = self._decided.get(key)
         if hit is not None and hit[0] is program:  # id(program) in the key is reused once it is freed
             return shared, hit[1]
+        if _one_home(program, grid, args, memory, shared):
+            self._decided[key] = (program, tuple(_Choice(i, None, 0.0, 0.0, 0.0) for i, _ in shared))
+            return shared, self._decided[key][1]
         chosen: dict[int, str] = {}
         choices = []
         try:
@@ -146,7 +172,7 @@ class OperandPlanner:
                 after = found[best][0] if best is not None else base
                 replica = found.get("replicated") if best != "replicated" else None
                 gain = max(after.time_ns - replica[0].time_ns, 0.0) if replica else 0.0
-                choices.append(_Choice(i, best, base.time_ns - after.time_ns, gain, replica[1] if replica else 0.0))
+                choices.append(_Choice(i, best, base.time_ns - after.time_ns, gain, replica[1] if gain > 0 else 0.0))
                 if best is not None:
                     chosen[i], base = best, after
         except PlateError:  # control flow on loaded data, a fault: nothing priced or moved; the launch itself reports
