@@ -8,7 +8,12 @@ device's clock), the same measure ``@triton.autotune`` and ``triton.testing.do_b
 A callable that launches no plate kernel (an extern aten kernel: it runs on the host through the
 CPU fallback) has no modeled time; it is ranked at ``config.extern_choice_ms``, after every plate
 kernel (policy.py, "Matrix products"), as a ``HostTime``: a float that Inductor's autotune log prints
-as "host, not modeled" instead of a number.
+as "host, not modeled" instead of a number. A callable that launches no plate kernel and runs no op on
+the host either (Inductor's ``clone_args`` of a kernel's in-place arguments: allocations and copies,
+which the model does not charge) costs its modeled time, zero: Inductor subtracts that measure from a
+mutating kernel's when it weighs a fusion (TritonScheduling.benchmark_codegened_module), and the rank
+of a host kernel there made the kernel's time negative (-999.998 ms for a relu) and every fusion with it
+look slower.
 """
 
 from __future__ import annotations
@@ -33,15 +38,17 @@ def benchmark_modeled(benchmarker: Any, fn: Callable[[], Any], *, warmup: int = 
     """Modeled milliseconds of ``fn()``: Inductor's benchmarker signature (self, fn, *, warmup, rep, ...)."""
     from triton_plate_backend.driver import do_bench_modeled
     from triton_plate_backend.sim.device import get_device
+    from triton_plate_backend.torch_device.host_op_counter import host_op_scope
 
     device = get_device()
     launches = device.launches
     quantiles = kwargs.get("quantiles")
-    ms = do_bench_modeled(fn, quantiles=quantiles, return_mode=kwargs.get("return_mode", "median"))
+    with host_op_scope() as host_ops:
+        ms = do_bench_modeled(fn, quantiles=quantiles, return_mode=kwargs.get("return_mode", "median"))
     if quantiles is not None:
         ms = ms[0]
     if device.launches == launches:
-        return HostTime(config.extern_choice_ms)
+        return HostTime(config.extern_choice_ms) if host_ops else float(ms)
     return max(float(ms), policy.MIN_MODELED_MS)
 
 

@@ -305,7 +305,7 @@ def test_op_overrides_are_runnable_python():
 
 
 # ---- benchmarker and policy --------------------------------------------------------------------------------
-def test_benchmarker_returns_modeled_time_and_ranks_extern_last():
+def test_benchmarker_returns_modeled_time_ranks_host_ops_last_and_charges_copies_nothing():
     import triton.language as tl
 
     @triton.jit
@@ -317,8 +317,13 @@ def test_benchmarker_returns_modeled_time_and_ranks_extern_last():
     ms = benchmarker.benchmark_modeled(None, lambda: double[(4,)](x, 1024, BLOCK=256))
     profile = torch.plate.last_profile()
     assert ms == pytest.approx(profile.time_ns / 1e6)
-    host = benchmarker.benchmark_modeled(None, lambda: x.cpu())
+    image, weight = torch.ones(1, 1, 4, 4, device="plate"), torch.ones(1, 1, 3, 3, device="plate")
+    host = benchmarker.benchmark_modeled(None, lambda: torch.nn.functional.conv2d(image, weight))  # a host op
     assert host == config.extern_choice_ms and f"{host:.4f} ms" == "host, not modeled ms"  # the autotune log's line
+    # No launch and no host op (Inductor's clone_args of a kernel's in-place arguments): nothing the model charges.
+    # Inductor subtracts it from the kernel's time when it weighs a fusion; the host rank there made that negative.
+    copies = benchmarker.benchmark_modeled(None, lambda: (x.clone(), x.cpu()))
+    assert copies == 0.0 and not isinstance(copies, benchmarker.HostTime)
 
 
 def test_policy_budgets_follow_the_sram(mini):

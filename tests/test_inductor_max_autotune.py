@@ -2,7 +2,8 @@
 
 Each case failed before on plate (NoValidChoicesError, an assertion in Inductor's lowering, a failed
 decomposition or a host kernel); here it compiles to plate kernels, matches the CPU, and runs nothing on
-the host. The compiled cases run on plate-mini with small shapes."""
+the host. Also the benchmarked fusion decisions of max-autotune (benchmark_epilogue_fusion). The compiled cases
+run on plate-mini with small shapes."""
 
 from __future__ import annotations
 
@@ -112,3 +113,20 @@ def test_long_prime_k_product_falls_back_to_the_mm_template():
     torch.testing.assert_close(out.cpu(), a @ b, rtol=1e-4, atol=1e-3)
     assert "triton_tem_fused_mm" in codes[0] and "extern_kernels." not in call_of(codes)
     assert inductor_plate.host_fallbacks() == {}
+
+
+def test_benchmarked_epilogue_fusion_weighs_an_in_place_epilogue_by_modeled_time():
+    """benchmark_epilogue_fusion times the unfused relu, which writes its input in place, as its run minus the
+    copies of its arguments (Inductor's clone_args). Those copies launch nothing: ranked as a host op, they made
+    the relu's time negative and every such fusion a slowdown. At zero cost the relu fuses into the template."""
+    a, b = torch.rand(128, 128), torch.rand(128, 128)
+    out, codes = compile_on_plate(
+        lambda a, b: (a @ b).relu(),
+        a,
+        b,
+        benchmark_epilogue_fusion=True,
+        max_autotune_gemm_backends="TRITON",
+        **{"test_configs.max_mm_configs": 4},
+    )
+    torch.testing.assert_close(out.cpu(), (a @ b).relu(), **TOL)
+    assert call_of(codes).count(".run(") == 1
