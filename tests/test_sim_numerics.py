@@ -66,6 +66,32 @@ def test_ieee_overflow_goes_to_inf_under_rtne():
     assert got.tolist() == [np.inf, -np.inf, 65504.0]
 
 
+def test_f16_rtne_of_tiny_and_overflowing_values_is_numpys_cast():
+    """round_float's f16 path rounds values below f16's normal range (and overflowing ones) before numpy's
+    cast, which is slow on them; the bits are the cast's: every f32 pattern of the tiny range's edges,
+    ties and random bits, zeros, NaN payloads, the overflow boundary; as f32 and as f64, whole and tiny-free."""
+    rng = np.random.default_rng(16)
+    grid = np.arange(0, 1 << 12, dtype=np.uint32)
+    bits = np.concatenate(
+        [
+            rng.integers(0, 2**32, 1 << 16, dtype=np.uint64).astype(np.uint32),
+            0x33000000 + grid - 2048,  # around 2**-25: half the smallest subnormal
+            0x387FE000 + grid,  # just below 2**-14, where subnormals end
+            0x38800000 - grid,
+            0x477FE000 + grid,  # 65504 .. past 65520, where overflow starts
+            (0x337FFFFF + (grid << 19)) & 0x7FFFFFFF,  # ties and near-ties of every subnormal exponent
+            np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7F800001, 0xFFC00000, 0x7FC02000, 1, 0x80000001]),
+        ]
+    ).astype(np.uint32)
+    bits = np.concatenate([bits, bits ^ np.uint32(0x80000000)])
+    x32 = bits.view(np.float32)
+    with np.errstate(all="ignore"):
+        for x in (x32, x32.astype(np.float64), x32[np.abs(x32) >= 2.0**-14]):
+            want = x.astype(np.float16).view(np.uint16)
+            got = nx.round_float(x.reshape(2, -1), "f16").reshape(-1).view(np.uint16)
+            np.testing.assert_array_equal(got, want)
+
+
 def test_no_double_rounding_from_f64():
     # via float32 this rounds 1 + 2**-8 + 2**-30 -> 1 + 2**-8 (a tie) -> 1.0; correct is 1 + 2**-7
     x = np.array([1 + 2.0**-8 + 2.0**-30])

@@ -424,20 +424,24 @@ def _select(st, ins):
     dt = _same(st, ins, (d, a, b))
     _need(st, ins, c, ("i1",), "condition")
     _same_shape(st, ins, c, d)
-    cond = st.read(c)
     if dt == "i1" or not st.tiles[d].is_contiguous():  # i1: the bytes are normalised on the way
-        st.write(d, np.where(cond, st.read(a), st.read(b)))
+        st.write(d, np.where(st.read(c), st.read(a), st.read(b)))
         return
-    taken = np.count_nonzero(cond)
-    if taken in (0, cond.size):  # one side whole (copyto buffers a source overlapping d)
+    raw = st.view(c).view(np.uint8)  # an i1 byte may hold any bits: nonzero is true
+    taken = np.count_nonzero(raw)
+    if taken in (0, raw.size):  # one side whole (copyto buffers a source overlapping d)
         np.copyto(st.view(d), st.view(a if taken else b))
         return
     # b + (a - b) * cond on the bits as unsigned integers (exact mod 2**width): branch-free, about
-    # twice as fast as np.where's per-element branch even when it predicts well. Computed in the
-    # destination when it does not overlap the side added back last (no tile-sized temporary: a
-    # fresh one costs more in page faults than the arithmetic); else through a temporary, the
-    # last ufunc buffering an overlap
+    # twice as fast as np.where's per-element branch even when it predicts well. The condition as 0/1
+    # words of the width first (a multiply by the bool tile casts it chunk by chunk inside the ufunc: as
+    # much as the two passes). Computed in the destination when it does not overlap the side added back
+    # last (no tile-sized temporary: a fresh one costs more in page faults than the arithmetic); else
+    # through a temporary, the last ufunc buffering an overlap
     bits = BITS[dt]
+    cond = raw.astype(bits)
+    if raw.max() > 1:
+        np.minimum(cond, 1, out=cond)
     ua, ub, ud = st.view(a).view(bits), st.view(b).view(bits), st.view(d).view(bits)
     if not _overlap(st, d, b):
         np.subtract(ua, ub, out=ud)
@@ -445,7 +449,7 @@ def _select(st, ins):
         np.add(ud, ub, out=ud)
     elif not _overlap(st, d, a):  # a + (b - a) * not cond
         np.subtract(ub, ua, out=ud)
-        np.multiply(ud, np.logical_not(cond, out=cond), out=ud)
+        np.multiply(ud, np.subtract(1, cond, out=cond), out=ud)
         np.add(ud, ua, out=ud)
     else:
         x = np.subtract(ua, ub)
@@ -465,6 +469,9 @@ def _clamp(st, ins):
     st.write(d, BINARY[mn][k](BINARY[mx][k](st.read(a), st.read(lo), dt), st.read(hi), dt))
 
 
+_SIGNEDNESS = {"s": signed, "u": unsigned}
+
+
 def _cmp_rule(is_int):
     def rule(st, ins):
         d, a, b = ins.operands
@@ -473,7 +480,12 @@ def _cmp_rule(is_int):
         _same_shape(st, ins, d, a)
         if is_int:
             nx.check_int(dt, ins.mnemonic)
-            st.write(d, nx.compare_int(ins.suffixes[0], st.read(a), st.read(b), dt))
+            pred = ins.suffixes[0]
+            if dt != "i1" and st.view(d).dtype == np.bool_:  # straight into the result's bytes (0 / 1)
+                view, name = (nx.unsigned, pred) if pred in ("eq", "ne") else (_SIGNEDNESS[pred[0]], pred[1:])
+                nx.CMP[name](view(st.view(a), dt), view(st.view(b), dt), out=st.view(d))
+                return
+            st.write(d, nx.compare_int(pred, st.read(a), st.read(b), dt))
         else:
             nx.check_float(dt, ins.mnemonic)
             st.write(d, nx.compare_float(ins.suffixes[0], st.read(a), st.read(b)))
