@@ -12,6 +12,7 @@ from triton_plate_backend.dtypes import NUMPY
 from triton_plate_backend.errors import IsaError, SimulatorError
 from triton_plate_backend.isa.program import Arg, Inst, Program, Tile
 from triton_plate_backend.isa.table import ISA
+from triton_plate_backend.sim import sem_vector
 from triton_plate_backend.sim.executor import new_context
 from triton_plate_backend.sim.memory import DeviceMemory
 from triton_plate_backend.sim.semantics import HALT, SEMANTICS, Branch, DeviceAssertionError
@@ -138,9 +139,18 @@ def test_shifts_with_every_amount_below_the_width_match_python_integers(op, dtyp
     assert b.get(1).reshape(-1).tolist() == [INT_REF[op](x, y, bits) for x, y in zip(a, amounts)]
 
 
+@pytest.fixture(params=["compiled", "numpy"])
+def select_impl(request, monkeypatch):
+    """v.select's one-pass C code (sim/_tiles, when built) and its numpy reference, each."""
+    if request.param == "compiled" and sem_vector._tiles is None:
+        pytest.skip("sim._tiles is not built (setup.py build_ext)")
+    monkeypatch.setattr(sem_vector, "COMPILED_SELECT", request.param == "compiled")
+    return request.param
+
+
 @pytest.mark.parametrize("share", [0.0, 0.02, 0.5, 0.97, 1.0])  # one side whole, few of one side, mixed
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "i8", "i64"])
-def test_select_keeps_every_bit_whatever_the_condition_and_aliasing(dtype, share):
+def test_select_keeps_every_bit_whatever_the_condition_and_aliasing(dtype, share, select_impl):
     n = 256
     rng = np.random.default_rng(int(share * 100))
     bits = np.dtype(f"u{NUMPY[dtype].itemsize}")
@@ -159,7 +169,7 @@ def test_select_keeps_every_bit_whatever_the_condition_and_aliasing(dtype, share
 
 
 @pytest.mark.parametrize("dtype", ["f32", "i8", "i16"])
-def test_select_takes_any_nonzero_condition_byte_as_true(dtype):
+def test_select_takes_any_nonzero_condition_byte_as_true(dtype, select_impl):
     """An i1 byte may hold any bits (a load or a bitcast writes them): nonzero selects a."""
     n = 64
     bits = np.dtype(f"u{NUMPY[dtype].itemsize}")
@@ -206,7 +216,7 @@ def test_every_integer_compare_writes_0_or_1_bytes_of_python_comparisons(dtype, 
 
 
 @pytest.mark.parametrize("dtype", ["f32", "i8", "i64"])
-def test_select_into_a_destination_that_overlaps_a_side_in_part_or_a_broadcast_side(dtype):
+def test_select_into_a_destination_that_overlaps_a_side_in_part_or_a_broadcast_side(dtype, select_impl):
     """d shifted by a few elements against a or b (SRAM reuse can overlap tiles in part), and b a
     stride-0 constant: np.where of the operands as they were before the write, bit for bit."""
     n, size = 64, NUMPY[dtype].itemsize

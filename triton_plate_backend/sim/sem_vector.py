@@ -25,6 +25,12 @@ from . import libm
 from . import numerics as nx
 from .numerics import F64, compute_dtype, round_float, signed, store_int, unsigned
 
+try:  # v.select in one pass (sim/csrc/tiles.cpp, built by setup.py); without it, _select's numpy code
+    from . import _tiles
+except ImportError:  # pragma: no cover - an unbuilt checkout
+    _tiles = None
+COMPILED_SELECT = True  # tests turn it off to run the numpy code
+
 
 def kind(dtype: str) -> str:
     return "float" if is_float(dtype) else "int"
@@ -427,6 +433,8 @@ def _select(st, ins):
     if dt == "i1" or not st.tiles[d].is_contiguous():  # i1: the bytes are normalised on the way
         st.write(d, np.where(st.read(c), st.read(a), st.read(b)))
         return
+    if COMPILED_SELECT and _tiles is not None and _select_compiled(st, d, c, a, b):
+        return
     raw = st.view(c).view(np.uint8)  # an i1 byte may hold any bits: nonzero is true
     taken = np.count_nonzero(raw)
     if taken in (0, raw.size):  # one side whole (copyto buffers a source overlapping d)
@@ -455,6 +463,33 @@ def _select(st, ins):
         x = np.subtract(ua, ub)
         np.multiply(x, cond, out=x)
         np.add(x, ub, out=ud)
+
+
+def _select_compiled(st, d, c, a, b) -> bool:
+    """_select in C (``_tiles.select``: one pass per program row) when its layout allows: the image one
+    C-contiguous block, d and the condition contiguous, each side contiguous or a broadcast constant and
+    either d itself or apart from it, the condition apart from d. False: the numpy code runs instead."""
+    tiles, img = st.tiles, st.sram
+    td, tc = tiles[d], tiles[c]
+    if not (img.flags.c_contiguous and tc.is_contiguous() and not _overlap(st, d, c)):
+        return False
+    steps = []
+    for side in (a, b):
+        t = tiles[side]
+        if t.is_contiguous():
+            step = t.itemsize
+        elif all(s == 0 for s in t.strides):
+            step = 0
+        else:
+            return False
+        if side != d and _overlap(st, d, side) and not (t.addr == td.addr and step):
+            return False
+        steps.append(step)
+    row = img.shape[1]
+    _tiles.select(
+        img, st.P, row, td.itemsize, td.numel, td.addr, tc.addr, tiles[a].addr, steps[0], tiles[b].addr, steps[1]
+    )
+    return True
 
 
 def _clamp(st, ins):
