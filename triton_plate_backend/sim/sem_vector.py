@@ -416,7 +416,16 @@ def _fma(st, ins):
 
 
 def _in_width(amount: np.ndarray, dt: str) -> bool:
+    amount = _distinct(amount)
     return amount.size == 0 or int(amount.max()) < INT_BITS[dt]
+
+
+def _distinct(v: np.ndarray) -> np.ndarray:
+    """v without its broadcast axes (stride 0: a constant tile repeats one element), the same values to
+    scan: a shift by a filled constant checks one amount per program, not the tile's every element."""
+    if 0 not in v.strides:
+        return v
+    return v[tuple(slice(0, 1) if s == 0 and n > 1 else slice(None) for s, n in zip(v.strides, v.shape))]
 
 
 def _overlap(st, x: int, y: int) -> bool:
