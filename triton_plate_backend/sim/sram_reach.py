@@ -12,7 +12,8 @@ each tile's span is a run of whole atoms. A write defines the atoms of its tile'
 write of a contiguous tile (every tile write of the executor writes the whole tile). A strided or
 broadcast tile writes some bytes of its span, so its write is added to the atoms' writes and
 kills none. Bytes nobody wrote yet hold the zeros every program instance starts with (the
-executor's fresh SRAM row), the same in every run.
+executor's fresh SRAM row), the same in every run; ``reads_unwritten_sram`` says whether a program
+may read any (the executor zeroes a kept SRAM image again only for one that may).
 
 ``reaching_writes(program) -> {(pc, tile): pcs}``: for each tile an instruction reads (role use or
 inout), the pcs of the writes whose bytes that read can observe; ``None`` when the control flow
