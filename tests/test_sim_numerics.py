@@ -10,6 +10,7 @@ import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from triton_plate_backend.dtypes import NUMPY
 from triton_plate_backend.sim import numerics as nx
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -90,6 +91,23 @@ def test_f16_rtne_of_tiny_and_overflowing_values_is_numpys_cast():
             want = x.astype(np.float16).view(np.uint16)
             got = nx.round_float(x.reshape(2, -1), "f16").reshape(-1).view(np.uint16)
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["rtne", "rtz"])
+@pytest.mark.parametrize("dtype", nx.FP8)
+def test_f32_into_fp8_through_the_rounded_to_odd_table_is_the_direct_rounding(dtype, mode):
+    """round_float's f32 -> fp8 lookup (the top 16 bits, the lowest ORed with the rest being nonzero) gives
+    _round_f32's bits: every top-16 code with its low half zero, one, a half and all ones (ties, just past
+    them, NaNs whose payload is only in the low half), and random patterns."""
+    top = np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)
+    low = np.array([0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF], np.uint32)
+    rng = np.random.default_rng(8)
+    bits = np.concatenate([(top[:, None] | low).reshape(-1), rng.integers(0, 2**32, 1 << 14, dtype=np.uint64)])
+    x = bits.astype(np.uint32).view(np.float32).reshape(64, -1)
+    with np.errstate(all="ignore"):
+        want = nx._round_f32(x, nx.FORMATS[dtype], mode, NUMPY[dtype])
+        got = nx.round_float(x, dtype, mode)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
 def test_no_double_rounding_from_f64():
