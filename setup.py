@@ -45,6 +45,15 @@ setup(
             language="c++",
             optional=True,
         ),
+        # v.select in one pass over a batch's SRAM image (sim/sem_vector.py keeps its numpy code, used
+        # without it): moves bits, computes nothing
+        Extension(
+            "triton_plate_backend.sim._tiles",
+            sources=["triton_plate_backend/sim/csrc/tiles.cpp"],
+            extra_compile_args=["-O3", "-g0"],  # -O3: gcc 12 vectorizes its loop there, not at -O2 (4x)
+            language="c++",
+            optional=True,
+        ),
     ],
     cmdclass={"build_ext": Build},
 )

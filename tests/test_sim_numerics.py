@@ -10,6 +10,7 @@ import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from triton_plate_backend.dtypes import NUMPY
 from triton_plate_backend.sim import numerics as nx
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -64,6 +65,49 @@ def test_fp8_saturates_like_ptx_satfinite():
 def test_ieee_overflow_goes_to_inf_under_rtne():
     got = nx.round_float(np.array([65520.0, -1e10, 65519.0]), "f16").astype(np.float64)
     assert got.tolist() == [np.inf, -np.inf, 65504.0]
+
+
+def test_f16_rtne_of_tiny_and_overflowing_values_is_numpys_cast():
+    """round_float's f16 path rounds values below f16's normal range (and overflowing ones) before numpy's
+    cast, which is slow on them; the bits are the cast's: every f32 pattern of the tiny range's edges,
+    ties and random bits, zeros, NaN payloads, the overflow boundary; as f32 and as f64, whole and tiny-free."""
+    rng = np.random.default_rng(16)
+    grid = np.arange(0, 1 << 12, dtype=np.uint32)
+    bits = np.concatenate(
+        [
+            rng.integers(0, 2**32, 1 << 16, dtype=np.uint64).astype(np.uint32),
+            0x33000000 + grid - 2048,  # around 2**-25: half the smallest subnormal
+            0x387FE000 + grid,  # just below 2**-14, where subnormals end
+            0x38800000 - grid,
+            0x477FE000 + grid,  # 65504 .. past 65520, where overflow starts
+            (0x337FFFFF + (grid << 19)) & 0x7FFFFFFF,  # ties and near-ties of every subnormal exponent
+            np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7F800001, 0xFFC00000, 0x7FC02000, 1, 0x80000001]),
+        ]
+    ).astype(np.uint32)
+    bits = np.concatenate([bits, bits ^ np.uint32(0x80000000)])
+    x32 = bits.view(np.float32)
+    with np.errstate(all="ignore"):
+        for x in (x32, x32.astype(np.float64), x32[np.abs(x32) >= 2.0**-14]):
+            want = x.astype(np.float16).view(np.uint16)
+            got = nx.round_float(x.reshape(2, -1), "f16").reshape(-1).view(np.uint16)
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["rtne", "rtz"])
+@pytest.mark.parametrize("dtype", nx.FP8)
+def test_f32_into_fp8_through_the_rounded_to_odd_table_is_the_direct_rounding(dtype, mode):
+    """round_float's f32 -> fp8 lookup (the top 16 bits, the lowest ORed with the rest being nonzero) gives
+    _round_f32's bits: every top-16 code with its low half zero, one, a half and all ones (ties, just past
+    them, NaNs whose payload is only in the low half), and random patterns."""
+    top = np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)
+    low = np.array([0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF], np.uint32)
+    rng = np.random.default_rng(8)
+    bits = np.concatenate([(top[:, None] | low).reshape(-1), rng.integers(0, 2**32, 1 << 14, dtype=np.uint64)])
+    x = bits.astype(np.uint32).view(np.float32).reshape(64, -1)
+    with np.errstate(all="ignore"):
+        want = nx._round_f32(x, nx.FORMATS[dtype], mode, NUMPY[dtype])
+        got = nx.round_float(x, dtype, mode)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
 def test_no_double_rounding_from_f64():

@@ -12,6 +12,7 @@ from triton_plate_backend.dtypes import NUMPY
 from triton_plate_backend.errors import IsaError, SimulatorError
 from triton_plate_backend.isa.program import Arg, Inst, Program, Tile
 from triton_plate_backend.isa.table import ISA
+from triton_plate_backend.sim import sem_vector
 from triton_plate_backend.sim.executor import new_context
 from triton_plate_backend.sim.memory import DeviceMemory
 from triton_plate_backend.sim.semantics import HALT, SEMANTICS, Branch, DeviceAssertionError
@@ -138,9 +139,18 @@ def test_shifts_with_every_amount_below_the_width_match_python_integers(op, dtyp
     assert b.get(1).reshape(-1).tolist() == [INT_REF[op](x, y, bits) for x, y in zip(a, amounts)]
 
 
+@pytest.fixture(params=["compiled", "numpy"])
+def select_impl(request, monkeypatch):
+    """v.select's one-pass C code (sim/_tiles, when built) and its numpy reference, each."""
+    if request.param == "compiled" and sem_vector._tiles is None:
+        pytest.skip("sim._tiles is not built (setup.py build_ext)")
+    monkeypatch.setattr(sem_vector, "COMPILED_SELECT", request.param == "compiled")
+    return request.param
+
+
 @pytest.mark.parametrize("share", [0.0, 0.02, 0.5, 0.97, 1.0])  # one side whole, few of one side, mixed
 @pytest.mark.parametrize("dtype", ["f32", "bf16", "i8", "i64"])
-def test_select_keeps_every_bit_whatever_the_condition_and_aliasing(dtype, share):
+def test_select_keeps_every_bit_whatever_the_condition_and_aliasing(dtype, share, select_impl):
     n = 256
     rng = np.random.default_rng(int(share * 100))
     bits = np.dtype(f"u{NUMPY[dtype].itemsize}")
@@ -158,8 +168,55 @@ def test_select_keeps_every_bit_whatever_the_condition_and_aliasing(dtype, share
         np.testing.assert_array_equal(b.ctx.view(d).view(bits), want)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "i8", "i16"])
+def test_select_takes_any_nonzero_condition_byte_as_true(dtype, select_impl):
+    """An i1 byte may hold any bits (a load or a bitcast writes them): nonzero selects a."""
+    n = 64
+    bits = np.dtype(f"u{NUMPY[dtype].itemsize}")
+    rng = np.random.default_rng(5)
+    raw_c = rng.choice(np.array([0, 1, 2, 0x80, 0xFF], np.uint8), (2, n))
+    raw_a = rng.integers(0, np.iinfo(bits).max, (2, n), dtype=bits, endpoint=True)
+    raw_b = rng.integers(0, np.iinfo(bits).max, (2, n), dtype=bits, endpoint=True)
+    for d, a, b_ in [(0, 2, 3), (2, 2, 3), (3, 2, 3)]:
+        b = Bench((dtype, [n]), ("i1", [n]), (dtype, [n]), (dtype, [n]), P=2)
+        b.ctx.view(1).view(np.uint8)[...] = raw_c
+        b.ctx.view(2).view(bits)[...] = raw_a
+        b.ctx.view(3).view(bits)[...] = raw_b
+        b.run("v.select", d, 1, a, b_)
+        np.testing.assert_array_equal(b.ctx.view(d).view(bits), np.where(raw_c != 0, raw_a, raw_b))
+
+
+@pytest.mark.parametrize("dtype, bits", [("i8", 8), ("i16", 16), ("i32", 32), ("i64", 64)])
+def test_every_integer_compare_writes_0_or_1_bytes_of_python_comparisons(dtype, bits):
+    """v.cmpi computes into the i1 tile's bytes (whatever they held before): signed and unsigned orders."""
+    rng = np.random.default_rng(bits)
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    a = [lo, hi, -1, 0, 1, *rng.integers(lo, hi, 59, endpoint=True).tolist()]
+    b_vals = [hi, lo, 1, 0, -1, *rng.integers(lo, hi, 59, endpoint=True).tolist()]
+    b_vals[10:20] = a[10:20]
+    refs = {
+        "eq": lambda x, y: x == y,
+        "ne": lambda x, y: x != y,
+        "slt": lambda x, y: x < y,
+        "sle": lambda x, y: x <= y,
+        "sgt": lambda x, y: x > y,
+        "sge": lambda x, y: x >= y,
+        "ult": lambda x, y: x % 2**bits < y % 2**bits,
+        "ule": lambda x, y: x % 2**bits <= y % 2**bits,
+        "ugt": lambda x, y: x % 2**bits > y % 2**bits,
+        "uge": lambda x, y: x % 2**bits >= y % 2**bits,
+    }
+    b = Bench(("i1", [32]), (dtype, [32]), (dtype, [32]), P=2)
+    b.set(1, np.array(a).reshape(2, 32)).set(2, np.array(b_vals).reshape(2, 32))
+    for pred, ref in refs.items():
+        b.ctx.view(0).view(np.uint8)[...] = 0xAA
+        b.run(f"v.cmpi.{pred}", 0, 1, 2)
+        got = b.ctx.view(0).view(np.uint8).reshape(-1).tolist()
+        assert got == [int(ref(x, y)) for x, y in zip(a, b_vals)], pred
+
+
 @pytest.mark.parametrize("dtype", ["f32", "i8", "i64"])
-def test_select_into_a_destination_that_overlaps_a_side_in_part_or_a_broadcast_side(dtype):
+def test_select_into_a_destination_that_overlaps_a_side_in_part_or_a_broadcast_side(dtype, select_impl):
     """d shifted by a few elements against a or b (SRAM reuse can overlap tiles in part), and b a
     stride-0 constant: np.where of the operands as they were before the write, bit for bit."""
     n, size = 64, NUMPY[dtype].itemsize

@@ -366,3 +366,47 @@ def _timed(fn):
     t = time.perf_counter()
     fn()
     return time.perf_counter() - t
+
+
+# ---- SRAM a program instance did not write ---------------------------------------------------------------
+def _fill_or_store(write: bool, branch: bool = False):
+    """Stores a 64-element tile to out[64 * pid:]; fills it with 7 first (``write``), or only in program 0
+    (``branch``: the others jump over the fill), or never: the store then reads a fresh row."""
+    b = Builder("fill", [("out", "ptr")])
+    t = b.tile("i32", [64])
+    b("s.pid.x", 0)("s.li", 1, 256)("s.mul.i64", 2, 0, 1)("s.arg", 3, 0)("s.add.i64", 3, 3, 2)
+    b("s.li", 10, 1)("s.li", 11, 0)("s.li", 12, 64)
+    if branch:
+        b("bnz", 0, "skip")
+    if write or branch:
+        b("v.fill", t, 7)
+    if branch:
+        b.label("skip")
+    b("dma.store", 0, t, 3, [10], [11], [12])("dma.wait", 0)("halt")
+    return b.build()
+
+
+def test_which_programs_may_read_sram_they_did_not_write():
+    from triton_plate_backend.sim.sram_reach import reads_unwritten_sram
+
+    assert not reads_unwritten_sram(vector_add(128))
+    assert not reads_unwritten_sram(_fill_or_store(True))
+    assert reads_unwritten_sram(_fill_or_store(False))
+    assert reads_unwritten_sram(_fill_or_store(False, branch=True))  # one path writes, the other does not
+    b = Builder("print")
+    t = b.tile("i32", [4])
+    b("dbg.print", "t", t, 0)("halt")
+    assert reads_unwritten_sram(b.build())  # dbg.print reads its tile from the scalar unit
+
+
+@pytest.mark.parametrize("branch", [False, True])
+def test_a_program_reading_sram_it_did_not_write_sees_zeros_after_a_kept_image_was_written(mem, branch):
+    """A batch's kept SRAM image is zeroed again for a program that may read bytes it did not write (and
+    only then): the same row size and batch, the first launch writing 7s, the second storing what it finds."""
+    grid = 4
+    out = alloc(mem, np.full(64 * grid, -1, np.int32))
+    execute(_fill_or_store(True), grid, [out], mem, MACHINE)
+    assert host(mem, out, 64 * grid, np.int32).tolist() == [7] * (64 * grid)
+    execute(_fill_or_store(False, branch=branch), grid, [out], mem, MACHINE)
+    want = ([7] * 64 if branch else [0] * 64) + [0] * 64 * (grid - 1)  # program 0 falls through to the fill
+    assert host(mem, out, 64 * grid, np.int32).tolist() == want

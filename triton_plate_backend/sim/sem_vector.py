@@ -25,6 +25,12 @@ from . import libm
 from . import numerics as nx
 from .numerics import F64, compute_dtype, round_float, signed, store_int, unsigned
 
+try:  # v.select in one pass (sim/csrc/tiles.cpp, built by setup.py); without it, _select's numpy code
+    from . import _tiles
+except ImportError:  # pragma: no cover - an unbuilt checkout
+    _tiles = None
+COMPILED_SELECT = True  # tests turn it off to run the numpy code
+
 
 def kind(dtype: str) -> str:
     return "float" if is_float(dtype) else "int"
@@ -410,7 +416,16 @@ def _fma(st, ins):
 
 
 def _in_width(amount: np.ndarray, dt: str) -> bool:
+    amount = _distinct(amount)
     return amount.size == 0 or int(amount.max()) < INT_BITS[dt]
+
+
+def _distinct(v: np.ndarray) -> np.ndarray:
+    """v without its broadcast axes (stride 0: a constant tile repeats one element), the same values to
+    scan: a shift by a filled constant checks one amount per program, not the tile's every element."""
+    if 0 not in v.strides:
+        return v
+    return v[tuple(slice(0, 1) if s == 0 and n > 1 else slice(None) for s, n in zip(v.strides, v.shape))]
 
 
 def _overlap(st, x: int, y: int) -> bool:
@@ -424,20 +439,26 @@ def _select(st, ins):
     dt = _same(st, ins, (d, a, b))
     _need(st, ins, c, ("i1",), "condition")
     _same_shape(st, ins, c, d)
-    cond = st.read(c)
     if dt == "i1" or not st.tiles[d].is_contiguous():  # i1: the bytes are normalised on the way
-        st.write(d, np.where(cond, st.read(a), st.read(b)))
+        st.write(d, np.where(st.read(c), st.read(a), st.read(b)))
         return
-    taken = np.count_nonzero(cond)
-    if taken in (0, cond.size):  # one side whole (copyto buffers a source overlapping d)
+    if COMPILED_SELECT and _tiles is not None and _select_compiled(st, d, c, a, b):
+        return
+    raw = st.view(c).view(np.uint8)  # an i1 byte may hold any bits: nonzero is true
+    taken = np.count_nonzero(raw)
+    if taken in (0, raw.size):  # one side whole (copyto buffers a source overlapping d)
         np.copyto(st.view(d), st.view(a if taken else b))
         return
     # b + (a - b) * cond on the bits as unsigned integers (exact mod 2**width): branch-free, about
-    # twice as fast as np.where's per-element branch even when it predicts well. Computed in the
-    # destination when it does not overlap the side added back last (no tile-sized temporary: a
-    # fresh one costs more in page faults than the arithmetic); else through a temporary, the
-    # last ufunc buffering an overlap
+    # twice as fast as np.where's per-element branch even when it predicts well. The condition as 0/1
+    # words of the width first (a multiply by the bool tile casts it chunk by chunk inside the ufunc: as
+    # much as the two passes). Computed in the destination when it does not overlap the side added back
+    # last (no tile-sized temporary: a fresh one costs more in page faults than the arithmetic); else
+    # through a temporary, the last ufunc buffering an overlap
     bits = BITS[dt]
+    cond = raw.astype(bits)
+    if raw.max() > 1:
+        np.minimum(cond, 1, out=cond)
     ua, ub, ud = st.view(a).view(bits), st.view(b).view(bits), st.view(d).view(bits)
     if not _overlap(st, d, b):
         np.subtract(ua, ub, out=ud)
@@ -445,12 +466,39 @@ def _select(st, ins):
         np.add(ud, ub, out=ud)
     elif not _overlap(st, d, a):  # a + (b - a) * not cond
         np.subtract(ub, ua, out=ud)
-        np.multiply(ud, np.logical_not(cond, out=cond), out=ud)
+        np.multiply(ud, np.subtract(1, cond, out=cond), out=ud)
         np.add(ud, ua, out=ud)
     else:
         x = np.subtract(ua, ub)
         np.multiply(x, cond, out=x)
         np.add(x, ub, out=ud)
+
+
+def _select_compiled(st, d, c, a, b) -> bool:
+    """_select in C (``_tiles.select``: one pass per program row) when its layout allows: the image one
+    C-contiguous block, d and the condition contiguous, each side contiguous or a broadcast constant and
+    either d itself or apart from it, the condition apart from d. False: the numpy code runs instead."""
+    tiles, img = st.tiles, st.sram
+    td, tc = tiles[d], tiles[c]
+    if not (img.flags.c_contiguous and tc.is_contiguous() and not _overlap(st, d, c)):
+        return False
+    steps = []
+    for side in (a, b):
+        t = tiles[side]
+        if t.is_contiguous():
+            step = t.itemsize
+        elif all(s == 0 for s in t.strides):
+            step = 0
+        else:
+            return False
+        if side != d and _overlap(st, d, side) and not (t.addr == td.addr and step):
+            return False
+        steps.append(step)
+    row = img.shape[1]
+    _tiles.select(
+        img, st.P, row, td.itemsize, td.numel, td.addr, tc.addr, tiles[a].addr, steps[0], tiles[b].addr, steps[1]
+    )
+    return True
 
 
 def _clamp(st, ins):
@@ -465,6 +513,9 @@ def _clamp(st, ins):
     st.write(d, BINARY[mn][k](BINARY[mx][k](st.read(a), st.read(lo), dt), st.read(hi), dt))
 
 
+_SIGNEDNESS = {"s": signed, "u": unsigned}
+
+
 def _cmp_rule(is_int):
     def rule(st, ins):
         d, a, b = ins.operands
@@ -473,7 +524,12 @@ def _cmp_rule(is_int):
         _same_shape(st, ins, d, a)
         if is_int:
             nx.check_int(dt, ins.mnemonic)
-            st.write(d, nx.compare_int(ins.suffixes[0], st.read(a), st.read(b), dt))
+            pred = ins.suffixes[0]
+            if dt != "i1" and st.view(d).dtype == np.bool_:  # straight into the result's bytes (0 / 1)
+                view, name = (nx.unsigned, pred) if pred in ("eq", "ne") else (_SIGNEDNESS[pred[0]], pred[1:])
+                nx.CMP[name](view(st.view(a), dt), view(st.view(b), dt), out=st.view(d))
+                return
+            st.write(d, nx.compare_int(pred, st.read(a), st.read(b), dt))
         else:
             nx.check_float(dt, ins.mnemonic)
             st.write(d, nx.compare_float(ins.suffixes[0], st.read(a), st.read(b)))

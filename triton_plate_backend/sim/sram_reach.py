@@ -12,7 +12,8 @@ each tile's span is a run of whole atoms. A write defines the atoms of its tile'
 write of a contiguous tile (every tile write of the executor writes the whole tile). A strided or
 broadcast tile writes some bytes of its span, so its write is added to the atoms' writes and
 kills none. Bytes nobody wrote yet hold the zeros every program instance starts with (the
-executor's fresh SRAM row), the same in every run.
+executor's fresh SRAM row), the same in every run; ``reads_unwritten_sram`` says whether a program
+may read any (the executor zeroes a kept SRAM image again only for one that may).
 
 ``reaching_writes(program) -> {(pc, tile): pcs}``: for each tile an instruction reads (role use or
 inout), the pcs of the writes whose bytes that read can observe; ``None`` when the control flow
@@ -69,6 +70,24 @@ def _blocks(program: Program) -> tuple[list[tuple[int, int]], list[list[int]]] |
 def reaching_writes(program: Program) -> dict[tuple[int, int], int] | None:
     """(pc, tile read there) -> bitmask of the pcs whose writes that read can observe (module
     docstring); None when the control flow cannot be read."""
+    return _reaching(program, 0)
+
+
+def reads_unwritten_sram(program: Program) -> bool:
+    """Whether some read of the program may observe SRAM bytes no instruction of it wrote before (the zeros a
+    fresh row starts with): a tile read reached by the program's entry, an instruction outside the tile
+    units that reads a tile (dbg.print, dbg.assert), or control flow that cannot be read. When False,
+    what a program instance's row held before it started is never seen (sim/executor.py then skips
+    zeroing a kept SRAM image)."""
+    if any(inst.row.unit not in _UNITS and _tiles(inst, ("use", "inout")) for inst in program.instrs):
+        return True
+    entry = 1 << len(program.instrs)  # a bit no pc has: "not written by this program instance yet"
+    reads = _reaching(program, entry)
+    return reads is None or any(seen & entry for seen in reads.values())
+
+
+def _reaching(program: Program, entry: int) -> dict[tuple[int, int], int] | None:
+    """reaching_writes, every atom starting as ``entry`` (the bits of the writes before the program)."""
     got = _blocks(program)
     if got is None:
         return None
@@ -105,7 +124,7 @@ def reaching_writes(program: Program) -> dict[tuple[int, int], int] | None:
     width = max((r.stop for r in atoms), default=0)
     into: list[list[int] | None] = [None] * len(bounds)
     if bounds:
-        into[0] = [0] * width
+        into[0] = [entry] * width
     work = [0] if bounds else []
     while work:
         b = work.pop()
