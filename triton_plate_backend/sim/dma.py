@@ -735,27 +735,32 @@ class _Tiles:
         t.rec, t.pos, t.numel, t.runs, t.lo_off, t.hi_off = mem.live(p), p, numel, numel - cont, lo_off, hi_off
         return t
 
-    def kept(self) -> Access:
-        """This access kept for re-pricing (``Access``): the descriptor with its bases copied (they are a
-        view of the register file), its span in Python integers (what ``_kept_box`` finds for whole tiles)."""
+    def _copy(self) -> _Tiles:
         t = _Tiles.__new__(_Tiles)
         for k in _Tiles.__slots__:
             setattr(t, k, getattr(self, k))
-        t.base = self.base.copy()
+        return t
+
+    def _span(self) -> tuple[int, int]:
+        """The bytes the access touches, [lo, hi), in Python integers (what ``_kept_box`` finds for whole tiles)."""
         isz = self.isz
-        return Access(None, None, int(t.base.min()) + self.lo_off * isz, int(t.base.max()) + self.hi_off * isz, t)
+        return int(self.base.min()) + self.lo_off * isz, int(self.base.max()) + self.hi_off * isz
+
+    def kept(self) -> Access:
+        """This access kept for re-pricing (``Access``): the descriptor with its bases copied (they are a
+        view of the register file) and its span."""
+        t = self._copy()
+        t.base = self.base.copy()
+        return Access(None, None, *t._span(), t)
 
     def over(self, mem: DeviceMemory) -> _Tiles | None:
         """The same descriptor over ``mem``, memory with the same allocations placed otherwise (what ``make``
         returns there: only the allocation it finds depends on the memory); None when ``mem`` has no
         allocation holding every tile."""
-        isz = self.isz
-        p = mem.span_position(int(self.base.min()) + self.lo_off * isz, int(self.base.max()) + self.hi_off * isz)
+        p = mem.span_position(*self._span())
         if p < 0:
             return None
-        t = _Tiles.__new__(_Tiles)
-        for k in _Tiles.__slots__:
-            setattr(t, k, getattr(self, k))
+        t = self._copy()
         t.rec, t.pos = mem.live(p), p
         return t
 

@@ -177,11 +177,16 @@ _TABLES: dict = {}
 
 
 def _table(source: np.dtype, dtype: str, mode: str) -> np.ndarray:
-    key = (source, dtype, mode)
+    return _rounded_codes((source, dtype, mode), lambda: np.arange(1 << 16, dtype=np.uint16).view(source), dtype, mode)
+
+
+def _rounded_codes(key, codes, dtype: str, mode: str) -> np.ndarray:
+    """The read-only table of ``codes()`` (the 65536 values a 16-bit code stands for) rounded into ``dtype``,
+    made once per ``key``."""
     table = _TABLES.get(key)
     if table is None:
         with np.errstate(invalid="ignore"):  # NaN codes: frexp/ldexp of NaN, NaN out as they should
-            table = _round_f32(np.arange(1 << 16, dtype=np.uint16).view(source), FORMATS[dtype], mode, NUMPY[dtype])
+            table = _round_f32(codes(), FORMATS[dtype], mode, NUMPY[dtype])
         table.flags.writeable = False
         _TABLES[key] = table
     return table
@@ -203,15 +208,8 @@ def _sticky_code(x: np.ndarray) -> np.ndarray:
 
 
 def _sticky_table(dtype: str, mode: str) -> np.ndarray:
-    key = ("f32 rounded to odd", dtype, mode)
-    table = _TABLES.get(key)
-    if table is None:
-        codes = (np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)).view(F32)
-        with np.errstate(invalid="ignore"):
-            table = _round_f32(codes, FORMATS[dtype], mode, NUMPY[dtype])
-        table.flags.writeable = False
-        _TABLES[key] = table
-    return table
+    codes = lambda: (np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)).view(F32)  # noqa: E731
+    return _rounded_codes(("f32 rounded to odd", dtype, mode), codes, dtype, mode)
 
 
 # sources float32 holds exactly, and targets whose every value (and whose rounding's scaled
