@@ -178,6 +178,24 @@ def test_a_packed_trace_unpacks_to_the_same_trace():
     assert len(set(shared)) == len({id(e.programs) for e in trace.entries})  # sharing kept
 
 
+def test_a_packed_trace_gives_its_source_while_it_lives_then_unpacks():
+    """What the clock times a kept trace from: the Trace it was packed from (no unpacking) while
+    something holds it, an equal unpacked one once it is gone."""
+    import gc
+
+    trace = _trace(np.random.default_rng(2))
+    want = trace.digest()
+    packed = trace.pack()
+    assert packed.trace() is trace
+    entries = list(trace.entries)
+    del trace
+    gc.collect()
+    back = packed.trace()
+    assert packed.trace() is not back  # the source is gone: unpacked afresh at each call
+    assert back.digest() == want
+    assert_same_entries(entries, back.entries)
+
+
 def test_a_digest_sees_every_field():
     a, b = _trace(np.random.default_rng(1)), _trace(np.random.default_rng(1))
     assert a.digest() == b.digest()
