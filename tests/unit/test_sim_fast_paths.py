@@ -178,6 +178,24 @@ def test_a_packed_trace_unpacks_to_the_same_trace():
     assert len(set(shared)) == len({id(e.programs) for e in trace.entries})  # sharing kept
 
 
+def test_a_packed_trace_gives_its_source_while_it_lives_then_unpacks():
+    """What the clock times a kept trace from: the Trace it was packed from (no unpacking) while
+    something holds it, an equal unpacked one once it is gone."""
+    import gc
+
+    trace = _trace(np.random.default_rng(2))
+    want = trace.digest()
+    packed = trace.pack()
+    assert packed.trace() is trace
+    entries = list(trace.entries)
+    del trace
+    gc.collect()
+    back = packed.trace()
+    assert packed.trace() is not back  # the source is gone: unpacked afresh at each call
+    assert back.digest() == want
+    assert_same_entries(entries, back.entries)
+
+
 def test_a_digest_sees_every_field():
     a, b = _trace(np.random.default_rng(1)), _trace(np.random.default_rng(1))
     assert a.digest() == b.digest()
@@ -267,14 +285,19 @@ def test_widening_is_the_cast(dtype):
 
 
 @pytest.mark.parametrize("threads", [1, 3])
-def test_narrow_mma_in_place_is_the_plain_sum(monkeypatch, threads):
+@pytest.mark.parametrize("per_step", [None, 2])
+def test_narrow_mma_in_place_is_the_plain_sum(monkeypatch, threads, per_step):
+    """Whatever the threads and the programs per product step (each step widens its own programs'
+    operands just before their product), the bits of the accumulator plus the f32 product."""
     import ml_dtypes
 
-    from triton_plate_backend.sim import parallel
+    from triton_plate_backend.sim import parallel, sem_matrix
     from triton_plate_backend.sim.sem_matrix import _narrow_into
 
     monkeypatch.setattr(parallel, "MIN_WORK", 1)
     monkeypatch.setattr(parallel, "THREADS", threads)
+    if per_step is not None:
+        monkeypatch.setattr(sem_matrix, "PRODUCT_ELEMENTS", per_step * 32 * 32)
     rng = np.random.default_rng(threads)
     a = rng.standard_normal((7, 32, 64)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((7, 64, 32)).astype(np.float32).astype(ml_dtypes.bfloat16)

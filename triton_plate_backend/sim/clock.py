@@ -52,7 +52,7 @@ class Launch:
         self.shared = False  # its profile is a recent one lent to it (last_profile copies it first)
 
     def unpacked(self) -> Trace:
-        return self.trace.unpack() if isinstance(self.trace, PackedTrace) else self.trace
+        return self.trace.trace() if isinstance(self.trace, PackedTrace) else self.trace
 
     def key(self) -> tuple:
         """What recent profiles are kept by: (program object, policy, trace digest)."""

@@ -112,7 +112,11 @@ def _widen_into(x, out) -> None:
     """out (f32) = x (f16 / bf16 / fp8), exactly: bf16 by moving its bits up, f16 by a table of
     numpy's cast (both the cast's bits, faster on strided SRAM views), fp8 by the cast."""
     if isa_name(x.dtype) == "bf16":
-        np.left_shift(x.view(np.uint16), 16, out=out.view(np.uint32), dtype=np.uint32)
+        # the codes widened by a plain copy, then shifted in place: two unbuffered loops (a shift that
+        # casts as it goes runs numpy's buffered loop, ~10% of a 128x128x64 m.mma's CPU more)
+        bits = out.view(np.uint32)
+        np.copyto(bits, x.view(np.uint16))
+        np.left_shift(bits, 16, out=bits)
     elif x.dtype == np.float16:
         if not _F16_TO_F32:
             _F16_TO_F32.append(np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(F32))
@@ -145,14 +149,16 @@ def _narrow_into(A, B, C, a32=None, b32=None, spare=()):
     step = max(1, PRODUCT_ELEMENTS // max(M * N, 1))
 
     def rows(s):
-        if wa:
-            _widen_into(A[s], a32[s])
-        if wb:
-            _widen_into(B[s], b32[s])
         prod = np.empty((min(step, s.stop - s.start), M, N), F32)
         pad = np.zeros((len(prod), ROWS, K), F32) if M % ROWS else None
         for i in range(s.start, s.stop, step):  # a few programs' products at a time, added while in cache
             j = min(i + step, s.stop)
+            # their operands widened just before (still in cache for the product); a program's rows are its
+            # own, so the accumulator rows written below are never another program's operands
+            if wa:
+                _widen_into(A[i:j], a32[i:j])
+            if wb:
+                _widen_into(B[i:j], b32[i:j])
             _matmul(a32[i:j], b32[i:j], prod[: j - i], pad)
             np.add(C[i:j], prod[: j - i], out=C[i:j])
 

@@ -9,6 +9,7 @@ unpack to the same values, types, shapes and sharing. A spin loop's trace packs 
 from __future__ import annotations
 
 import hashlib
+import weakref
 import zlib
 from dataclasses import dataclass, field
 
@@ -111,6 +112,7 @@ class PackedTrace:
         self.rows, self.table = len(table), zlib.compress(table.tobytes(), 1)
         self._nbytes = self._digest = None  # computed once: a packed trace never changes (a kept one is
         # handed to the clock at every repeat of its launch, sim/persistent_runs.py)
+        self._source = weakref.ref(trace)  # no trace changes once made: while it lives, it is the unpacked one
 
     def nbytes(self) -> int:
         if self._nbytes is None:
@@ -148,6 +150,14 @@ class PackedTrace:
 
     def _table(self) -> np.ndarray:
         return np.frombuffer(zlib.decompress(self.table), np.int64).reshape(self.rows, 1 + len(_FIELDS))
+
+    def trace(self) -> Trace:
+        """The Trace this was packed from while something else still holds it (a kept trace, held by
+        sim/persistent_runs.py until evicted), else ``unpack()``: an equal Trace either way, the first
+        without unpacking 100k+ entries (a persistent launch's). A trace is not changed once made (the
+        executor builds it; the timing model and the estimates make new ones)."""
+        source = self._source()
+        return source if source is not None else self.unpack()
 
     def unpack(self) -> Trace:
         arrays = [_unpack_array(a) for a in self.arrays]
