@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import triton
+import triton.language as tl
 
 from triton_plate_backend.bench.kernels import add_kernel, matmul_kernel, softmax_kernel
 from triton_plate_backend.sim import bandwidth, clock, estimate
@@ -131,6 +132,46 @@ def test_the_calendar_s_compiled_pass_gives_the_numpy_pass_s_profiles(modeled, m
         monkeypatch.setattr(bandwidth, "COMPILED_PASS", True)
         assert _profile_bits(got) == _profile_bits(want), f"{trace.program.name}: the compiled pass differs"
     assert calls
+
+
+@triton.jit
+def _masked_off_copy(x, y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + offs, tl.load(x + offs, mask=offs < n), mask=offs < n)
+
+
+@needs_walk
+def test_a_dma_that_moves_no_bytes_in_several_programs_walks_as_in_numpy(mini, monkeypatch):
+    # every element masked off (n = 0): the DMA entries of the 2 programs move no bytes and have no transfer
+    # times; the compiled walk's table check took their "no times" mark for an index (upstream
+    # test_block_pointer's test_block_copy with a lower or upper bound at n = 128 raised "out of range")
+    seen = []
+    model = estimate.model
+
+    def recorded(trace, machine=None, *, policy=None, wall_s=0.0):
+        seen.append((trace, machine, policy))
+        return model(trace, machine, policy=policy, wall_s=wall_s)
+
+    monkeypatch.setattr(estimate, "model", recorded)
+    x, y = torch.ones(256, device="plate"), torch.zeros(256, device="plate")
+    _masked_off_copy[(2,)](x, y, 0, BLOCK=128)
+    mini.now_ns()
+    assert torch.equal(y.cpu(), torch.zeros(256))
+    empty_dma = 0
+    for trace, machine, policy in seen:
+        m = mapped(trace, machine, policy)
+        empty_dma += sum(
+            m.pcs[e.pc].kind == "dma"
+            and len(np.asarray(e.programs)) > 1
+            and (e.bytes_by_domain is None or not e.bytes_by_domain.any())
+            for e in m.trace.entries
+        )
+        out = {}
+        for compiled in (False, True):
+            monkeypatch.setattr(estimate, "COMPILED_WALK", compiled)
+            out[compiled] = [x.tobytes() for x in estimate._program_times(m.trace, machine, m.pcs, m.core_of, m.issues)]
+        assert out[True] == out[False], f"{trace.program.name}: the compiled walk differs from the numpy walk"
+    assert empty_dma >= 2  # the load and the store, each over both programs
 
 
 @needs_walk

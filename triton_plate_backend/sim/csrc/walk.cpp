@@ -122,7 +122,8 @@ PyObject* program_times(PyObject*, PyObject* args) {
     const Py_ssize_t k = g_off[r[3] + 1] - g_off[r[3]];
     if (r[4] >= 0) {
       const int64_t* d = dma + r[4] * DMA_INTS;
-      if (d[0] < 0 || d[0] + k > nissue || d[1] < -1 || d[1] + k > nx) goto bad;
+      // d[1] == -1: a DMA that moves no bytes (every element masked off) reads no transfer times
+      if (d[0] < 0 || d[0] + k > nissue || d[1] < -1 || (d[1] >= 0 && d[1] + k > nx)) goto bad;
     }
   }
 
