@@ -240,6 +240,36 @@ def test_backend_surface():
         be.add_stages({}, be.parse_options({}), Language.GLUON)
 
 
+def test_each_stage_runs_with_the_cycle_collector_paused_and_restores_it():
+    """add_stages wires every stage through compiler._run_stage: the collector is off inside a stage
+    and back as it was after, also when the stage raises."""
+    import functools
+    import gc
+
+    seen = []
+
+    def stage(src, metadata, options):
+        seen.append(gc.isenabled())
+        if src == "raise":
+            raise ValueError(src)
+        return src
+
+    run = functools.partial(plate_compiler._run_stage, stage, options=None)
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        assert run("text", {}) == "text"
+        with pytest.raises(ValueError):
+            run("raise", {})
+        assert seen == [False, False] and gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+    stages = {}
+    be = PlateBackend(TARGET)
+    be.add_stages(stages, be.parse_options({}), Language.TRITON)
+    assert all(s.func is plate_compiler._run_stage for s in stages.values())
+
+
 def _make_ttir(fn, signature, constexprs, opts=None):
     from triton._C.libtriton import ir
 
