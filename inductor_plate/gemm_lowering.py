@@ -8,7 +8,8 @@ wraps those lowerings; for a product on plate the wrapper follows ``policy.gemm_
   is a sum over k in Inductor IR (reduction_gemm), a plate kernel too. In the default mode the lowering runs with the
   templates on and the aten kernel off, and the template heuristic offers ONE configuration, chosen
   by the cost model from the shapes (gemm_config.choose): one choice, so nothing is benchmarked. Under
-  max-autotune every fitting configuration is ranked by modeled time, the aten kernel left out.
+  max-autotune every fitting configuration is ranked by modeled time, the aten kernel left out; the heuristic offers
+  them best-estimate first (templates.offered_best_first), so the driver's cost-model pruning skips the rest.
 - "max-autotune": the host kernel in the default mode (the user opted in), templates and the aten kernel
   side by side under max-autotune (the benchmarker logs the host choice as not modeled).
 - "never": the host kernel always (Inductor's own lowering; is_big_gpu says no templates).
@@ -80,6 +81,16 @@ def problem_of(mat1, mat2) -> gemm_config.GemmProblem:
 def default_mode_config(mat1, mat2) -> gemm_config.GemmConfig:
     """The one template configuration of a default-mode product (the cost model's choice)."""
     return gemm_config.choose(policy.machine(), problem_of(mat1, mat2), policy.fusion_sram_bytes())
+
+
+def config_estimate(mat1, mat2):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps) -> the cost model's cycles for this product (gemm_config)."""
+    machine, problem = policy.machine(), problem_of(mat1, mat2)
+
+    def estimate(*blocks: int) -> float:
+        return gemm_config.estimate(machine, problem, gemm_config.GemmConfig(*blocks))
+
+    return estimate
 
 
 def _on_plate(node) -> bool:
@@ -298,7 +309,10 @@ def plate_lowering(original, first_matrix: int, dtypes: frozenset, alone=None):
             lower = functools.partial(original, *args, **kwargs)
         if _max_autotune():
             backends = _without_aten(inductor_config.max_autotune_gemm_backends)
-            with inductor_config.patch(max_autotune_gemm_backends=backends):
+            with (
+                inductor_config.patch(max_autotune_gemm_backends=backends),
+                templates.offered_best_first(config_estimate(*mats)),
+            ):
                 return lower()
         chosen = default_mode_config(*mats)
         one_template = {

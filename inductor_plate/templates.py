@@ -1,6 +1,7 @@
 """Triton GEMM template configurations for plate (what the templates of mm/bmm/addmm/baddbmm try).
 
-Under max-autotune every configuration below that fits is tried, ranked by modeled time. In the
+Under max-autotune every configuration below that fits is tried, ranked by modeled time, and offered in the order
+of the cost model's estimate for the product (``offered_best_first``, set by gemm_lowering). In the
 default mode the lowering (gemm_lowering.py) names the one configuration the cost model chose
 (gemm_config.py) with ``offer_only``, and the heuristic offers just that one: nothing is benchmarked.
 
@@ -40,6 +41,34 @@ MM_PLUS_MM_EXTRA_BLOCKS: tuple[tuple[int, int, int, int, int], ...] = ((32, 32, 
 
 # The one configuration to offer while a default-mode GEMM is lowered (gemm_config.GemmConfig), else None.
 _only: contextvars.ContextVar = contextvars.ContextVar("plate_gemm_config", default=None)
+
+
+# While a max-autotune GEMM is lowered: a function of (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps) giving the
+# cost model's estimate of that configuration for the product, the order the heuristic offers them in, else None.
+_rank: contextvars.ContextVar = contextvars.ContextVar("plate_gemm_rank", default=None)
+
+
+@contextlib.contextmanager
+def offered_best_first(estimate):
+    """While lowering one max-autotune product: offer the configurations in increasing ``estimate`` (stable), the same
+    set as without it. Inductor benchmarks its choices in the order offered, and the driver simulates a choice only
+    while its estimate is within PLATE_AUTOTUNE_MARGIN of the best estimate of the selection so far; small tiles first
+    (GEMM_BLOCKS' order) simulated every configuration that improved on the last, best first skips the rest."""
+    token = _rank.set(estimate)
+    try:
+        yield
+    finally:
+        _rank.reset(token)
+
+
+def best_first(configs, estimate) -> list:
+    """Inductor's TritonConfigs (``kwargs`` BLOCK_M/N/K, ``num_stages``, ``num_warps``) in increasing ``estimate``."""
+
+    def key(conf) -> float:
+        kw = conf.kwargs
+        return estimate(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], conf.num_stages, conf.num_warps)
+
+    return sorted(configs, key=key)
 
 
 @contextlib.contextmanager
@@ -102,7 +131,9 @@ def register() -> None:
         def preprocess_mm_configs(self, m, n, k, configs, *args, **kwargs):
             only = _only.get()
             if only is None:
-                return super().preprocess_mm_configs(m, n, k, configs, *args, **kwargs)
+                offered = super().preprocess_mm_configs(m, n, k, configs, *args, **kwargs)
+                estimate = _rank.get()
+                return offered if estimate is None else iter(best_first(offered, estimate))
             block = GemmConfig(only.block_m, only.block_n, only.block_k, only.num_stages, only.num_warps)
             # shrunk to the problem like every max-autotune candidate (BLOCK_M 16 for an 8-row product), so the
             # two modes compare the same kernels

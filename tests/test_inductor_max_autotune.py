@@ -130,3 +130,54 @@ def test_benchmarked_epilogue_fusion_weighs_an_in_place_epilogue_by_modeled_time
     )
     torch.testing.assert_close(out.cpu(), (a @ b).relu(), **TOL)
     assert call_of(codes).count(".run(") == 1
+
+
+def test_best_first_keeps_the_configurations_and_orders_them_by_estimate():
+    from types import SimpleNamespace
+
+    from inductor_plate.templates import best_first
+
+    def conf(m, n, k, stages=2, warps=4):
+        return SimpleNamespace(kwargs={"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k}, num_stages=stages, num_warps=warps)
+
+    offered = [conf(16, 32, 32), conf(64, 64, 32), conf(128, 128, 64, warps=8), conf(32, 32, 32)]
+    estimate = {(16, 32, 32, 2, 4): 9.0, (64, 64, 32, 2, 4): 3.0, (128, 128, 64, 2, 8): 1.0, (32, 32, 32, 2, 4): 3.0}
+    ordered = best_first(offered, lambda *blocks: estimate[blocks])
+    assert [c.kwargs["BLOCK_M"] for c in ordered] == [128, 64, 32, 16]  # ties keep the offered order
+
+
+def test_max_autotune_offers_the_cost_models_best_configuration_first(monkeypatch):
+    """Inductor benchmarks the choices in the order offered, and the driver simulates one only while its estimate is
+    within PLATE_AUTOTUNE_MARGIN of the selection's best so far: offered small tiles first, each better one was
+    simulated. Best first, the same configurations (the same winner) and the others pruned by the model."""
+    from inductor_plate import gemm_config, policy, templates
+    from triton_plate_backend import driver
+
+    seen = []
+    best_first = templates.best_first
+
+    def recording(configs, estimate):
+        configs = list(configs)
+        ordered = best_first(configs, estimate)
+        seen.append(([estimate(*_blocks(c)) for c in configs], [estimate(*_blocks(c)) for c in ordered]))
+        return ordered
+
+    monkeypatch.setattr(templates, "best_first", recording)
+    pruned = len(driver.PRUNED)
+    a, b = torch.rand(8, 64, 64), torch.rand(8, 64, 256)
+    out, codes = compile_on_plate(torch.bmm, a, b, max_autotune_gemm_backends="TRITON")
+    torch.testing.assert_close(out.cpu(), torch.bmm(a, b), **TOL)
+    assert "triton_tem" in call_of(codes)
+    (offered, ordered), *_ = seen
+    assert len(offered) > 2 and offered != ordered and ordered == sorted(offered)
+    problem = gemm_config.GemmProblem(m=64, n=256, k=64, batch=8, dtype="float32")
+    assert ordered[0] == min(
+        gemm_config.estimate(policy.machine(), problem, c)
+        for c in gemm_config.candidates(policy.machine(), policy.fusion_sram_bytes())
+    )
+    assert len(driver.PRUNED) > pruned  # the model skipped simulating some configuration
+
+
+def _blocks(conf) -> tuple:
+    kw = conf.kwargs
+    return kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], conf.num_stages, conf.num_warps
