@@ -175,18 +175,24 @@ SEMANTICS = {
 # ---- traffic only: the same accesses, checked and counted, moving no data (sim/estimate.py) ----------
 def _load_traffic(st, ins):
     q, d, base, strides, lo, hi, fill = ins.operands
-    t = st.tiles[d]
-    s, a, b = _bounds(st, ins, t, strides, lo, hi)
-    _issued(st, q)
-    return dma.strided_traffic(st.memory, st.regs[base], t.dtype, t.shape, s, a, b)
+    return _strided_traffic(st, ins, st.tiles[d], q, base, strides, lo, hi)
 
 
 def _store_traffic(st, ins):
     q, a, base, strides, lo, hi = ins.operands
-    t = st.tiles[a]
-    s, lo_, hi_ = _bounds(st, ins, t, strides, lo, hi)
+    return _strided_traffic(st, ins, st.tiles[a], q, base, strides, lo, hi)
+
+
+def _strided_traffic(st, ins, t, q, base, strides, lo, hi):
+    rank = len(t.shape)
+    if rank >= 2 and len(strides) == len(lo) == len(hi) == rank:  # whole tiles read from the registers
+        traffic = dma.strided_traffic_of_registers(st.memory, st.regs, base, strides, lo, hi, t.dtype, t.shape)
+        if traffic is not None:
+            _issued(st, q)
+            return traffic
+    s, a, b = _bounds(st, ins, t, strides, lo, hi)
     _issued(st, q)
-    return dma.strided_traffic(st.memory, st.regs[base], t.dtype, t.shape, s, lo_, hi_)
+    return dma.strided_traffic(st.memory, st.regs[base], t.dtype, t.shape, s, a, b)
 
 
 def _element_rule(value: str, access: str, token: bool):
