@@ -78,6 +78,23 @@ def _sanitize_atomic(st, ins, t, addrs, mask):
 def _load(st, ins):
     q, d, base, strides, lo, hi, fill = ins.operands
     t = st.tiles[d]
+    rank = len(t.shape)
+    if (
+        dma.COMPILED_TILES
+        and st.P > 1
+        and rank >= 2
+        and len(strides) == len(lo) == len(hi) == rank
+        and st.launch.sanitizer is None
+    ):  # whole tiles tested from the registers (_Tiles.from_registers): load_strided's tile path
+        _fill(st, fill, t.dtype)  # unused by whole tiles; converted (or refused) as on the general path
+        tiles = dma._Tiles.from_registers(st.memory, st.regs, base, strides, lo, hi, t.dtype, t.shape)
+        if tiles is not None:
+            into = st.view(d)
+            vals = tiles.values(into)
+            if vals is not into:
+                st.write(d, vals)
+            _issued(st, q)
+            return tiles.traffic(st.memory) if st.launch.counted else dma.NOT_COUNTED
     s, a, b = _bounds(st, ins, t, strides, lo, hi)
     args = (st.memory, st.regs[base], t.dtype, t.shape, s, a, b, _fill(st, fill, t.dtype))
     done = dma_one.load(*args) if st.P == 1 else None  # one program: the same in Python integers
