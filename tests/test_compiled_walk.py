@@ -13,7 +13,8 @@ import triton
 import triton.language as tl
 
 from triton_plate_backend.bench.kernels import add_kernel, matmul_kernel, softmax_kernel
-from triton_plate_backend.sim import bandwidth, clock, estimate
+from triton_plate_backend.sim import bandwidth, clock, dma, estimate
+from triton_plate_backend.sim.persistent_runs import PersistentRuns
 from triton_plate_backend.sim.timing import mapped
 
 needs_walk = pytest.mark.skipif(estimate._walk is None, reason="sim._walk is not built (setup.py build_ext)")
@@ -192,3 +193,41 @@ def test_a_bad_table_raises_and_writes_nothing():
     with pytest.raises(ValueError, match="out of range"):
         estimate._walk.program_times(n, 2, *args, rest[0], np.array([0, 3], np.int64), bad, rest[3], *empty)
     assert eng[1].tolist() == [5.0] * n
+
+
+@pytest.mark.skipif(dma._tiles is None, reason="sim._tiles is not built (setup.py build_ext)")
+def test_whole_tile_dmas_from_the_registers_give_the_numpy_path_s_results(mini, monkeypatch):
+    """A persistent GEMM on plate-mini with the whole-tile DMAs tested and counted in C (dma.COMPILED_TILES,
+    the functional loads and the address-only run's) and with the numpy path: the same output bytes, the
+    same modeled time and the same Profile; the compiled test is taken by both rules (a test of the numpy
+    path's equality on hypothesis' descriptors: tests/unit/test_sim_speed_paths.py)."""
+    taken = {"tiles": 0, "traffic": 0}
+    from_registers, of_registers = dma._Tiles.from_registers.__func__, dma.strided_traffic_of_registers
+
+    def counted(name, fn):
+        def wrapper(*a):
+            out = fn(*a)
+            taken[name] += out is not None
+            return out
+
+        return wrapper
+
+    monkeypatch.setattr(dma._Tiles, "from_registers", classmethod(counted("tiles", from_registers)))
+    monkeypatch.setattr(dma, "strided_traffic_of_registers", counted("traffic", of_registers))
+    out = {}
+    for compiled in (True, False):
+        monkeypatch.setattr(dma, "COMPILED_TILES", compiled)
+        monkeypatch.setattr(mini, "_persistent_runs", PersistentRuns())  # no trace kept from the other run
+        g = torch.Generator().manual_seed(1)
+        a = torch.randn(256, 256, generator=g).to(torch.bfloat16).to("plate")
+        b = torch.randn(256, 256, generator=g).to(torch.bfloat16).to("plate")
+        c = torch.empty(256, 256, dtype=torch.bfloat16, device="plate")
+        matmul_kernel[(triton.cdiv(256, 32) * triton.cdiv(256, 32),)](
+            a, b, c, 256, 256, 256, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+            BM=32, BN=32, BK=32, GROUP_M=4,
+        )  # fmt: skip
+        profile = mini.last_profile
+        out[compiled] = (c.cpu().view(torch.int16).numpy().tobytes(), _profile_bits(profile), profile.time_ns)
+        if compiled:  # tiles found by the functional loads and by the address-only run
+            assert taken["tiles"] > taken["traffic"] > 0, taken
+    assert out[True] == out[False]

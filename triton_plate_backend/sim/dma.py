@@ -26,6 +26,12 @@ from ..isa.program import contiguous_strides
 from ..isa.table import is_float
 from .memory import DeviceMemory
 
+try:  # a whole-tile DMA's checks and count by home in C (sim/csrc/tiles.cpp, built by setup.py); without
+    from . import _tiles  # it, _Tiles' numpy code
+except ImportError:  # pragma: no cover - an unbuilt checkout
+    _tiles = None
+COMPILED_TILES = True  # tests turn it off to run the numpy code
+
 
 @dataclass
 class Traffic:
@@ -735,6 +741,29 @@ class _Tiles:
         t.rec, t.pos, t.numel, t.runs, t.lo_off, t.hi_off = mem.live(p), p, numel, numel - cont, lo_off, hi_off
         return t
 
+    @classmethod
+    def from_registers(cls, mem: DeviceMemory, regs: np.ndarray, base: int, strides, lo, hi, dtype: str, shape):
+        """``make`` of the descriptor in registers (``regs``: the register file [registers, P]; ``base`` a
+        register, ``strides``/``lo``/``hi`` one register per axis of ``shape``), its test and values computed
+        in C (``_tiles.whole_tiles``) from the registers as they are: the same descriptor, or None where
+        ``make`` returns None (or the C code leaves the case to it: then call ``make``)."""
+        if _tiles is None or len(shape) < 2 or dtype == "i1" or dtype not in NUMPY:
+            return None
+        storage = NUMPY[dtype]
+        isz = storage.itemsize
+        found = _tiles.whole_tiles(regs, base, strides, lo, hi, shape, isz)
+        if found is None:
+            return None
+        span_lo, span_hi, lo_off, hi_off, numel, runs, s = found
+        p = mem.span_position(span_lo, span_hi)
+        if p < 0:
+            return None
+        t = cls()
+        t.base, t.dtype, t.storage, t.isz, t.shape, t.strides = regs[base], dtype, storage, isz, shape, list(s)
+        t.nprog, t.rec, t.pos, t.numel, t.runs = len(t.base), mem.live(p), p, numel, runs
+        t.lo_off, t.hi_off = lo_off, hi_off
+        return t
+
     def _copy(self) -> _Tiles:
         t = _Tiles.__new__(_Tiles)
         for k in _Tiles.__slots__:
@@ -799,6 +828,10 @@ class _Tiles:
         if len(rec.owners) == 1:
             out[:, rec.owners[0]] = nbytes
         else:
+            if COMPILED_TILES and _tiles is not None and self.base.dtype == np.int64 and self.base.flags.c_contiguous:
+                offset, span = self.lo_off * self.isz - rec.base, (self.hi_off - self.lo_off) * self.isz
+                if _tiles.tile_homes(out, self.base, offset, span, rec.granule, rec.owners, rec.striped, nbytes):
+                    return Traffic(out, np.full(nprog, self.numel, np.int64), np.full(nprog, self.runs, np.int64))
             lo = self.base + (self.lo_off * self.isz - rec.base)
             if not (lo // rec.granule == (lo + ((self.hi_off - self.lo_off) * self.isz - 1)) // rec.granule).all():
                 if not self._rows_by_home(rec, out):
@@ -1022,6 +1055,17 @@ def strided_traffic(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi)
     box = _Box(base, dtype, shape, strides, lo, hi)
     traffic = _strided_traffic(mem, box)
     traffic.keep = functools.partial(_kept_box, box)
+    return traffic
+
+
+def strided_traffic_of_registers(mem: DeviceMemory, regs: np.ndarray, base: int, strides, lo, hi, dtype, shape):
+    """``strided_traffic`` of whole matrix tiles with the descriptor in registers (``_Tiles.from_registers``),
+    without reading the registers into arrays; None for any other access (then call ``strided_traffic``)."""
+    tiles = _Tiles.from_registers(mem, regs, base, strides, lo, hi, dtype, shape) if COMPILED_TILES else None
+    if tiles is None:
+        return None
+    traffic = tiles.traffic(mem)
+    traffic.keep = tiles.kept
     return traffic
 
 

@@ -78,6 +78,23 @@ def _sanitize_atomic(st, ins, t, addrs, mask):
 def _load(st, ins):
     q, d, base, strides, lo, hi, fill = ins.operands
     t = st.tiles[d]
+    rank = len(t.shape)
+    if (
+        dma.COMPILED_TILES
+        and st.P > 1
+        and rank >= 2
+        and len(strides) == len(lo) == len(hi) == rank
+        and st.launch.sanitizer is None
+    ):  # whole tiles tested from the registers (_Tiles.from_registers): load_strided's tile path
+        _fill(st, fill, t.dtype)  # unused by whole tiles; converted (or refused) as on the general path
+        tiles = dma._Tiles.from_registers(st.memory, st.regs, base, strides, lo, hi, t.dtype, t.shape)
+        if tiles is not None:
+            into = st.view(d)
+            vals = tiles.values(into)
+            if vals is not into:
+                st.write(d, vals)
+            _issued(st, q)
+            return tiles.traffic(st.memory) if st.launch.counted else dma.NOT_COUNTED
     s, a, b = _bounds(st, ins, t, strides, lo, hi)
     args = (st.memory, st.regs[base], t.dtype, t.shape, s, a, b, _fill(st, fill, t.dtype))
     done = dma_one.load(*args) if st.P == 1 else None  # one program: the same in Python integers
@@ -175,18 +192,24 @@ SEMANTICS = {
 # ---- traffic only: the same accesses, checked and counted, moving no data (sim/estimate.py) ----------
 def _load_traffic(st, ins):
     q, d, base, strides, lo, hi, fill = ins.operands
-    t = st.tiles[d]
-    s, a, b = _bounds(st, ins, t, strides, lo, hi)
-    _issued(st, q)
-    return dma.strided_traffic(st.memory, st.regs[base], t.dtype, t.shape, s, a, b)
+    return _strided_traffic(st, ins, st.tiles[d], q, base, strides, lo, hi)
 
 
 def _store_traffic(st, ins):
     q, a, base, strides, lo, hi = ins.operands
-    t = st.tiles[a]
-    s, lo_, hi_ = _bounds(st, ins, t, strides, lo, hi)
+    return _strided_traffic(st, ins, st.tiles[a], q, base, strides, lo, hi)
+
+
+def _strided_traffic(st, ins, t, q, base, strides, lo, hi):
+    rank = len(t.shape)
+    if rank >= 2 and len(strides) == len(lo) == len(hi) == rank:  # whole tiles read from the registers
+        traffic = dma.strided_traffic_of_registers(st.memory, st.regs, base, strides, lo, hi, t.dtype, t.shape)
+        if traffic is not None:
+            _issued(st, q)
+            return traffic
+    s, a, b = _bounds(st, ins, t, strides, lo, hi)
     _issued(st, q)
-    return dma.strided_traffic(st.memory, st.regs[base], t.dtype, t.shape, s, lo_, hi_)
+    return dma.strided_traffic(st.memory, st.regs[base], t.dtype, t.shape, s, a, b)
 
 
 def _element_rule(value: str, access: str, token: bool):

@@ -59,6 +59,7 @@ SCALAR_OPS = {
 
 
 _FLOOR_DIV = {"divs": np.floor_divide, "rems": np.remainder}  # s.divs / s.rems of non-negative by positive
+_WORD_SHIFT = {"i32": 31, "i64": 63}  # a word >> this is 0 iff it is a non-negative value of the stype
 
 
 def _binary(op):
@@ -87,6 +88,17 @@ def _binary(op):
             direct(regs[a], regs[b], out=regs[d])
             regs[d] = regs[d].astype(np.int32)
             return
+        if floor is not None and dt in _WORD_SHIFT:
+            # every word of a non-negative and of b positive, below 2**31 for i32 (one reduction: a | b | b - 1
+            # has no bit from the sign's position up iff so): each word is its value, so the floor ufunc on
+            # the words is the one below on the values, and its result (in range) is its own word
+            wa, wb = regs[a], regs[b]
+            high = wb - 1
+            high |= wa
+            high |= wb
+            if not np.bitwise_or.reduce(high) >> _WORD_SHIFT[dt]:
+                floor(wa, wb, out=regs[d])
+                return
         fn = by_stype.get(dt) or resolve(dt, ins.mnemonic)
         x, y = nx.from_word(regs[a], dt), nx.from_word(regs[b], dt)
         if floor is not None and dt in ("i32", "i64") and x.min(initial=0) >= 0 and y.min(initial=1) > 0:

@@ -1,4 +1,5 @@
-// triton_plate_backend.sim._tiles: v.select over a batch's SRAM image in one pass (sim/sem_vector.py, _select).
+// triton_plate_backend.sim._tiles: v.select over a batch's SRAM image in one pass (sim/sem_vector.py, _select),
+// and the checks and home-domain count of a whole-tile strided DMA (sim/dma.py, _Tiles) from the register file.
 //
 // numpy's select is several passes over the tiles (the condition as 0/1 words, then b + (a - b) * cond
 // on the bits), each streaming a tile of every program of the batch: this is one pass that reads the
@@ -9,6 +10,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace {
 
@@ -97,12 +99,203 @@ PyObject* select(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// ---- whole matrix tiles (sim/dma.py _Tiles.make / _Tiles.traffic, their numpy code the reference) ----------
+
+// An int64 buffer (C-contiguous, `ndim` dimensions) or false with no Python error set (the caller falls back).
+bool int64_buffer(PyObject* obj, Py_buffer* view, int ndim, bool writable) {
+  int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+  if (PyObject_GetBuffer(obj, view, flags) < 0) {
+    PyErr_Clear();
+    return false;
+  }
+  const char* f = view->format ? view->format : "B";
+  char last = f[0] ? f[strlen(f) - 1] : 'B';
+  if (view->ndim != ndim || view->itemsize != 8 || (last != 'l' && last != 'q')) {
+    PyBuffer_Release(view);
+    return false;
+  }
+  return true;
+}
+
+// Python's floor division and modulo on int64 (the numpy code's // and %).
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+// A tuple or list of `n` Python ints as int64 (false: another length, a non-int or an overflow; no error set).
+bool int64_items(PyObject* seq, Py_ssize_t n, int64_t* out) {
+  if (!PyTuple_Check(seq) && !PyList_Check(seq)) return false;
+  if (PySequence_Fast_GET_SIZE(seq) != n) return false;
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    int overflow = 0;
+    long long v = PyLong_Check(items[i]) ? PyLong_AsLongLongAndOverflow(items[i], &overflow) : -1;
+    if (!PyLong_Check(items[i]) || overflow || (v == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return false;
+    }
+    out[i] = v;
+  }
+  return true;
+}
+
+constexpr Py_ssize_t MAX_RANK = 8;
+
+// whole_tiles(regs, base, strides, lo, hi, shape, itemsize): _Tiles.make's test and values over the register
+// file (int64 [registers, P], C-contiguous) with the descriptor in registers (`base` a register, the others
+// tuples of registers, one per axis of `shape`): None unless at least two programs, one set of strides, every
+// element moved (lo <= 0 and hi >= the shape on every axis, at least one element), bases aligned to
+// `itemsize`, and every value fits int64 (the numpy code then decides); else (span lo, span hi, lo_off,
+// hi_off, numel, runs, strides): the byte range holding every tile, its offsets in elements, the elements
+// and contiguous runs of one tile, the strides as ints.
+PyObject* whole_tiles(PyObject*, PyObject* args) {
+  PyObject *regs_obj, *s_obj, *lo_obj, *hi_obj, *shape_obj;
+  Py_ssize_t base_reg, isz;
+  if (!PyArg_ParseTuple(args, "OnOOOOn", &regs_obj, &base_reg, &s_obj, &lo_obj, &hi_obj, &shape_obj, &isz))
+    return nullptr;
+  if (!PyTuple_Check(shape_obj)) Py_RETURN_NONE;
+  Py_ssize_t r = PyTuple_GET_SIZE(shape_obj);
+  if (r < 2 || r > MAX_RANK || isz <= 0) Py_RETURN_NONE;
+  int64_t shape[MAX_RANK], s_reg[MAX_RANK], lo_reg[MAX_RANK], hi_reg[MAX_RANK];
+  if (!int64_items(shape_obj, r, shape) || !int64_items(s_obj, r, s_reg) || !int64_items(lo_obj, r, lo_reg) ||
+      !int64_items(hi_obj, r, hi_reg))
+    Py_RETURN_NONE;
+  Py_buffer view;
+  if (!int64_buffer(regs_obj, &view, 2, false)) Py_RETURN_NONE;
+  const Py_ssize_t nreg = view.shape[0], P = view.shape[1];
+  const int64_t* R = static_cast<const int64_t*>(view.buf);
+  auto in_file = [&](int64_t reg) { return reg >= 0 && reg < nreg; };
+  bool ok = P >= 2 && in_file(base_reg);
+  int64_t numel = 1;
+  for (Py_ssize_t i = 0; ok && i < r; ++i) {
+    ok = in_file(s_reg[i]) && in_file(lo_reg[i]) && in_file(hi_reg[i]) && shape[i] >= 0 &&
+         !__builtin_mul_overflow(numel, shape[i], &numel);
+  }
+  ok = ok && numel > 0;
+  int64_t strides[MAX_RANK];
+  for (Py_ssize_t i = 0; ok && i < r; ++i) {
+    const int64_t *s = R + s_reg[i] * P, *lo = R + lo_reg[i] * P, *hi = R + hi_reg[i] * P;
+    strides[i] = s[0];
+    for (Py_ssize_t p = 0; p < P; ++p) {
+      if (lo[p] > 0 || hi[p] < shape[i] || s[p] != s[0]) {
+        ok = false;
+        break;
+      }
+    }
+  }
+  const int64_t* base = R + base_reg * P;
+  int64_t bmin = base[0], bmax = base[0];
+  for (Py_ssize_t p = 0; ok && p < P; ++p) {
+    if (isz > 1 && base[p] % isz != 0) ok = false;
+    bmin = base[p] < bmin ? base[p] : bmin;
+    bmax = base[p] > bmax ? base[p] : bmax;
+  }
+  PyBuffer_Release(&view);
+  // lo_off / hi_off (in elements: _Box.span(whole=True)) and the runs of one tile (_Box.runs), as in make
+  int64_t lo_off = 0, hi_off = 1, inner = 0, outer = numel, cont = 0;
+  for (Py_ssize_t i = r - 1; ok && i >= 0; --i) {
+    int64_t n = shape[i], k = strides[i], ext, step;
+    if (__builtin_mul_overflow(n - 1, k, &ext)) ok = false;
+    if (ok && ext < 0 && __builtin_add_overflow(lo_off, ext, &lo_off)) ok = false;
+    if (ok && ext > 0 && __builtin_add_overflow(hi_off, ext, &hi_off)) ok = false;
+    if (!ok) break;
+    outer /= n;
+    if (__builtin_sub_overflow(k, inner, &step)) ok = false;
+    if (ok && n > 1 && (step == 1 || step == -1)) cont += (n - 1) * outer;
+    if (ok && __builtin_add_overflow(inner, ext, &inner)) ok = false;
+  }
+  int64_t span_lo, span_hi, lo_bytes, hi_bytes;
+  ok = ok && !__builtin_mul_overflow(lo_off, static_cast<int64_t>(isz), &lo_bytes) &&
+       !__builtin_mul_overflow(hi_off, static_cast<int64_t>(isz), &hi_bytes) &&
+       !__builtin_add_overflow(bmin, lo_bytes, &span_lo) && !__builtin_add_overflow(bmax, hi_bytes, &span_hi);
+  if (!ok) Py_RETURN_NONE;
+  PyObject* st = PyTuple_New(r);
+  if (!st) return nullptr;
+  for (Py_ssize_t i = 0; i < r; ++i) {
+    PyObject* v = PyLong_FromLongLong(strides[i]);
+    if (!v) {
+      Py_DECREF(st);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(st, i, v);
+  }
+  return Py_BuildValue("(LLLLLLN)", static_cast<long long>(span_lo), static_cast<long long>(span_hi),
+                       static_cast<long long>(lo_off), static_cast<long long>(hi_off), static_cast<long long>(numel),
+                       static_cast<long long>(numel - cont), st);
+}
+
+// tile_homes(out, base, offset, span, granule, owners, striped, nbytes): _Tiles.traffic's count for tiles of
+// an allocation with several owners: when every program's tile, bytes [base + offset, + span) from the
+// allocation's start, lies in one stripe or chunk of `granule` bytes, out[p, home of that piece] = nbytes
+// for each program p (out: float64 [P, columns], base: int64 [P]) and True; else False, out untouched.
+PyObject* tile_homes(PyObject*, PyObject* args) {
+  PyObject *out_obj, *base_obj, *owners_obj;
+  long long offset, span, granule;
+  int striped;
+  double nbytes;
+  if (!PyArg_ParseTuple(args, "OOLLLOpd", &out_obj, &base_obj, &offset, &span, &granule, &owners_obj, &striped,
+                        &nbytes))
+    return nullptr;
+  if (!PyTuple_Check(owners_obj)) {
+    PyErr_SetString(PyExc_TypeError, "_tiles.tile_homes: owners must be a tuple");
+    return nullptr;
+  }
+  const Py_ssize_t k = PyTuple_GET_SIZE(owners_obj);
+  int64_t owners[64];
+  if (k < 1 || k > 64 || granule <= 0 || span <= 0 || !int64_items(owners_obj, k, owners)) {
+    PyErr_SetString(PyExc_ValueError, "_tiles.tile_homes: 1 to 64 int owners, a positive granule and span");
+    return nullptr;
+  }
+  Py_buffer out, base;
+  if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) return nullptr;
+  if (out.ndim != 2 || out.itemsize != 8 || !out.format || strcmp(out.format, "d") != 0) {
+    PyBuffer_Release(&out);
+    PyErr_SetString(PyExc_ValueError, "_tiles.tile_homes: out must be C-contiguous float64 [P, columns]");
+    return nullptr;
+  }
+  if (!int64_buffer(base_obj, &base, 1, false)) {
+    PyBuffer_Release(&out);
+    PyErr_SetString(PyExc_ValueError, "_tiles.tile_homes: base must be C-contiguous int64 [P]");
+    return nullptr;
+  }
+  const Py_ssize_t P = base.shape[0], cols = out.shape[1];
+  const int64_t* b = static_cast<const int64_t*>(base.buf);
+  double* o = static_cast<double*>(out.buf);
+  bool fits = out.shape[0] == P;
+  for (int64_t j = 0; fits && j < k; ++j) fits = owners[j] >= 0 && owners[j] < cols;
+  bool whole = true;
+  for (Py_ssize_t p = 0; fits && whole && p < P; ++p) {
+    int64_t lo = b[p] + offset;
+    whole = floor_div(lo, granule) == floor_div(lo + (span - 1), granule);
+  }
+  for (Py_ssize_t p = 0; fits && whole && p < P; ++p) {
+    int64_t piece = floor_div(b[p] + offset, granule), at;
+    if (striped) {
+      at = piece % k;
+      at = at < 0 ? at + k : at;
+    } else {
+      at = piece < k - 1 ? piece : k - 1;
+    }
+    o[p * cols + owners[at]] = nbytes;
+  }
+  PyBuffer_Release(&base);
+  PyBuffer_Release(&out);
+  if (!fits) {
+    PyErr_SetString(PyExc_ValueError, "_tiles.tile_homes: out has another row count or too few columns");
+    return nullptr;
+  }
+  return PyBool_FromLong(whole);
+}
+
 PyMethodDef METHODS[] = {
     {"select", select, METH_VARARGS, "v.select over a batch's SRAM image in one pass (sim/sem_vector.py)."},
+    {"whole_tiles", whole_tiles, METH_VARARGS, "_Tiles.make's test and values from the register file (sim/dma.py)."},
+    {"tile_homes", tile_homes, METH_VARARGS, "_Tiles.traffic's count by home of tiles in one stripe (sim/dma.py)."},
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_tiles", "Tile rules of the vector unit in one pass.", -1, METHODS,
+PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_tiles", "Tile rules of the vector unit in one pass; whole-tile DMA checks.", -1, METHODS,
                       nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
