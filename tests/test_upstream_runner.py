@@ -790,3 +790,19 @@ def test_a_runs_caches_go_to_a_fresh_memory_folder_unless_the_home_is_kept(monke
     monkeypatch.setattr(runner, "MEMORY_TMP", tmp_path / "absent")
     assert runner._cache_folder(args, home) == (home, None)
     assert runner._environment(revision, args, home)["TRITON_CACHE_DIR"] == str(home / ".triton" / "cache")
+
+
+def test_the_plugin_freezes_what_collection_left_and_raises_the_first_generation():
+    import gc
+
+    from upstream import plugin
+
+    saved = gc.get_threshold()
+    try:
+        gc.unfreeze()
+        plugin._tune_cycle_collector()
+        assert gc.get_threshold() == plugin.GC_THRESHOLDS
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*saved)
