@@ -190,3 +190,27 @@ def test_a_repeated_launch_keeps_its_mapping_until_its_memory_layout_changes(min
     assert answers and remote_share(mini.last_profile) == 0.0
     assert mini.last_profile.cores_used == mini.machine.domain.cores
     assert torch.equal(o.cpu(), x.cpu() + y.cpu())
+
+
+def test_a_one_program_launch_homed_in_domain_0_maps_to_core_0_as_the_full_assignment_does():
+    import numpy as np
+
+    from triton_plate_backend.machine import PRESETS
+    from triton_plate_backend.sim import affinity
+
+    rng = np.random.default_rng(0)
+    for machine in PRESETS.values():
+        D = machine.total_domains
+        for nbytes in (1, 4, 100, 4096, 1 << 20, 1 << 34):
+            for spread0 in (0.0, 1.0, float(nbytes), 10.0 * nbytes):
+                located, spread = np.zeros((1, D)), np.zeros((1, D))
+                located[0, 0], spread[0, 0] = nbytes, spread0
+                full = affinity._assign(machine, located, located + spread)
+                assert full.tolist() == [0]
+                assert affinity.assign(machine, located, spread).tolist() == full.tolist()
+        # past the shortcut's bounds (bytes elsewhere, more programs): the full computation, whatever it says
+        for _ in range(20):
+            located = rng.integers(0, 1 << 16, size=(int(rng.integers(1, 4)), D)).astype(np.float64)
+            spread = rng.integers(0, 1 << 12, size=located.shape).astype(np.float64)
+            full = affinity._assign(machine, located, located + spread)
+            assert affinity.assign(machine, located, spread).tolist() == full.tolist()

@@ -768,3 +768,41 @@ def test_plate_knobs_set_in_the_environment_are_part_of_the_command(monkeypatch)
     monkeypatch.setenv("PLATE_AUTOTUNE_MARGIN", "off")
     monkeypatch.setenv("OTHER_KNOB", "1")
     assert runner._plate_knobs_set() == ["PLATE_AUTOTUNE_MARGIN=off"]
+
+
+def test_a_runs_caches_go_to_a_fresh_memory_folder_unless_the_home_is_kept(monkeypatch, tmp_path):
+    import argparse
+
+    memory, home = tmp_path / "shm", tmp_path / "home"
+    memory.mkdir()
+    home.mkdir()
+    monkeypatch.setattr(runner, "MEMORY_TMP", memory)
+    args = argparse.Namespace(keep_home=False, suite="triton", interpret=False)
+    caches, remove = runner._cache_folder(args, home)
+    assert caches == remove and caches.parent == memory and caches.name.startswith("plate-upstream-triton-caches-")
+    revision = get_revision("triton")
+    env = runner._environment(revision, args, home, caches)
+    assert env["TRITON_CACHE_DIR"] == str(caches / ".triton" / "cache")
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(caches / "inductor-cache")
+    assert env["HOME"] == str(home)
+    # a kept HOME keeps its caches; no memory folder: the HOME
+    assert runner._cache_folder(argparse.Namespace(keep_home=True, suite="triton"), home) == (home, None)
+    monkeypatch.setattr(runner, "MEMORY_TMP", tmp_path / "absent")
+    assert runner._cache_folder(args, home) == (home, None)
+    assert runner._environment(revision, args, home)["TRITON_CACHE_DIR"] == str(home / ".triton" / "cache")
+
+
+def test_the_plugin_freezes_what_collection_left_and_raises_the_first_generation():
+    import gc
+
+    from upstream import plugin
+
+    saved = gc.get_threshold()
+    try:
+        gc.unfreeze()
+        plugin._tune_cycle_collector()
+        assert gc.get_threshold() == plugin.GC_THRESHOLDS
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*saved)

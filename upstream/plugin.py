@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import gc
 import json
 import signal
 import sys
@@ -80,6 +81,20 @@ def _message(report) -> str:
     return report.longreprtext[-MESSAGE_CHARS:]
 
 
+# The cycle collector of a test process (both runs, plate's and the interpreter's): a first generation of
+# 10,000 allocations (Python's default 700), and everything the process holds once collection is done (torch,
+# Triton, numpy, the collected items: it lives to the end) frozen out of the collector's view. Measured on
+# every 80th test_core item: 2.6 s of 15 s CPU in collections with the defaults (1.9 s in 18 full ones), 1.2 s
+# tuned. Objects freed are the same; cycles are found later, never missed (the tests' own gc.collect() calls
+# still collect everything not frozen).
+GC_THRESHOLDS = (10_000, 10, 10)
+
+
+def _tune_cycle_collector() -> None:
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 class UpstreamRun:
     def __init__(self, config):
         self.config = config
@@ -133,6 +148,7 @@ class UpstreamRun:
             config.workeroutput["plate_collected"] = self.collected
 
     def pytest_collection_finish(self, session):
+        _tune_cycle_collector()
         if self.progress is not None:
             self.progress.begin(len(session.items))
 

@@ -99,9 +99,22 @@ def _launch_bound(machine: Machine, by_domain: np.ndarray, dom: np.ndarray) -> f
 
 def assign(machine: Machine, by_domain: np.ndarray, spread: np.ndarray | None = None) -> np.ndarray:
     """Core per program from located bytes[program, home domain] and the ``spread`` bytes of its
-    gathers and atomics (module docstring)."""
-    P, D = by_domain.shape
+    gathers and atomics (module docstring).
+
+    One program with located bytes, all of whose bytes are homed in domain 0 (a test's small launch
+    over small tensors), runs on core 0 without balancing: it starts in domain 0 (all its located bytes
+    are there), and the one move balancing would try, to another domain, reads the same bytes through
+    the same HBM plus links (every level-0 term the same or larger) and loses local bytes, so it is
+    never taken (``_assign``, the full computation, gives the same; tests/test_affinity.py)."""
     total = by_domain if spread is None else by_domain + spread
+    if by_domain.shape[0] == 1 and by_domain[0, 0] > 0 and not total[0, 1:].any():
+        return np.zeros(1, dtype=np.int64)
+    return _assign(machine, by_domain, total)
+
+
+def _assign(machine: Machine, by_domain: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """``assign`` over every program, ``total`` = located + spread bytes."""
+    P, D = by_domain.shape
     located = by_domain.sum(axis=1)
     default_dom = np.arange(P, dtype=np.int64) * machine.domains // max(P, 1)
     # ties (a program homed evenly in several domains) go to the program-id order's domain among them
