@@ -108,6 +108,7 @@ class Carried(Expr):
 
 
 _SUMS_AND_PRODUCTS = frozenset((Add, Sub, Mul))
+_NODES = frozenset((Const, Val, Add, Sub, Mul, CeilDiv, FloorDiv, Min, Max, Select, Carried))
 
 
 def _keep_hash(cls: type) -> None:
@@ -229,26 +230,38 @@ def _product(atoms: tuple[Expr, ...]) -> Expr:
     return acc
 
 
+def _term(m: tuple[Expr, ...], c: int) -> Expr:
+    if not m:
+        return Const(c)
+    return _product(m) if c == 1 else Mul(_product(m), Const(c))
+
+
+def _item_key(item: tuple) -> tuple:
+    return _mono_key(item[0])
+
+
 def from_poly(p: Poly) -> Expr:
     """The canonical tree of a polynomial: positive terms, then negative ones, constant last."""
-    terms = sorted((m for m in p if m), key=_mono_key)
-    pos = [m for m in terms if p[m] > 0] + ([()] if p.get((), 0) > 0 else [])
-    negs = [m for m in terms if p[m] < 0] + ([()] if p.get((), 0) < 0 else [])
-
-    def term(m, c):
-        if not m:
-            return Const(c)
-        return _product(m) if c == 1 else Mul(_product(m), Const(c))
-
-    acc: Expr | None = None
-    for m in pos:
-        t = term(m, p[m])
-        acc = t if acc is None else Add(acc, t)
-    for m in negs:
-        if acc is None:
-            acc = term(m, p[m])
+    const, terms = 0, []
+    for m, c in p.items():  # (items: no monomial hashed again)
+        if m:
+            terms.append((m, c))
         else:
-            acc = Sub(acc, term(m, -p[m]))
+            const = c
+    if len(terms) > 1:
+        terms.sort(key=_item_key)
+    acc: Expr | None = None
+    for m, c in terms:
+        if c > 0:
+            t = _term(m, c)
+            acc = t if acc is None else Add(acc, t)
+    if const > 0:
+        acc = Const(const) if acc is None else Add(acc, Const(const))
+    for m, c in terms:
+        if c < 0:
+            acc = _term(m, c) if acc is None else Sub(acc, _term(m, -c))
+    if const < 0:
+        acc = Const(const) if acc is None else Sub(acc, Const(-const))
     if acc is None:
         return ZERO
     if type(acc) in _SUMS_AND_PRODUCTS:  # a tree built here: its polynomial is p, and it is canonical
@@ -258,6 +271,8 @@ def from_poly(p: Poly) -> Expr:
 
 
 def _e(x: Expr | int) -> Expr:
+    if type(x) in _NODES:
+        return x
     if isinstance(x, bool) or not isinstance(x, int | Expr):
         raise TypeError(f"expected an Expr or an int, got {x!r}")
     return Const(x) if isinstance(x, int) else x
@@ -265,7 +280,7 @@ def _e(x: Expr | int) -> Expr:
 
 def canon(e: Expr | int) -> Expr:
     if type(e) is int:
-        return from_poly(poly(Const(e)))
+        return Const(e) if e else ZERO
     if type(e) not in _SUMS_AND_PRODUCTS:
         return _e(e)  # a constant or an atom is its own form (from_poly of its polynomial gives it back)
     d = e.__dict__
