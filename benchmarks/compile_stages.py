@@ -77,7 +77,7 @@ def capture() -> dict:
 
 
 def forget() -> None:
-    """Empty what the stages keep across compiles (the affinity folds' texts and trees; before 2ccc6a6
+    """Empty what the stages keep across compiles (the affinity folds' texts, trees and results; before 2ccc6a6
     the trees were an lru_cache of ``_parse``, so an A/B against an older checkout empties that)."""
     from triton_plate_backend.passes import affinity
 
@@ -86,6 +86,7 @@ def forget() -> None:
     getattr(affinity, "_TREES", {}).clear()
     getattr(affinity, "_FOLDS", {}).clear()
     getattr(affinity, "_NAMES", {}).clear()
+    getattr(affinity, "_MEMO", {}).clear()
 
 
 def compile_once(kernel, first: bool) -> list[float]:

@@ -249,6 +249,7 @@ def test_the_trees_the_folds_build_are_the_parse_of_their_texts(monkeypatch):
     keep = affinity._keep
     monkeypatch.setattr(affinity, "_keep", lambda text, node: kept.append((text, node)) or keep(text, node))
     affinity._TREES.clear()
+    affinity._MEMO.clear()  # (else a fold another test made is a lookup: no tree kept to compare)
     rng = random.Random(14)
     pool = ["pid_x", "arg3", "trip0", "0", "1", "7", "-2", "32"]
     folds = (
@@ -283,3 +284,23 @@ def test_the_trees_the_folds_build_are_the_parse_of_their_texts(monkeypatch):
     monkeypatch.setattr(affinity, "_TREES_MAX", 4096)
     assert small == [affinity._substitute(t, {"trip0": "arg4", "pid_x": "pid_x + 1"}) for t in texts[::10]]
     assert len(affinity._TREES) > 50
+
+
+def test_a_fold_asked_again_with_the_same_texts_is_a_lookup_of_the_same_text(monkeypatch):
+    """A kernel's host expressions repeat across its compiles (and the persistent loop's share of the grid
+    across kernels): each fold is memoised by its operand texts, and gives what the fold itself gives."""
+    from triton_plate_backend.passes import affinity
+
+    affinity._MEMO.clear()
+    kept = []
+    keep = affinity._keep
+    monkeypatch.setattr(affinity, "_keep", lambda text, node: kept.append(text) or keep(text, node))
+    args = [("pid_x * 4", "arg3 + 2"), ("arg3 - 1", "7"), ("min(1, max(0, pid_x // arg7))", "arg4")]
+    first = [affinity._add(*a) for a in args] + [affinity._mul(*a) for a in args]
+    built = len(kept)
+    assert built > 0
+    assert [affinity._add(*a) for a in args] + [affinity._mul(*a) for a in args] == first
+    assert len(kept) == built  # nothing folded again
+    affinity._MEMO.clear()
+    assert [affinity._add.__wrapped__(*a) for a in args] + [affinity._mul.__wrapped__(*a) for a in args] == first
+    assert affinity._call("min", "arg3", "4") == "min(arg3, 4)" and affinity._call("min", "3", "4") == "3"

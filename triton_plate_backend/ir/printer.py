@@ -277,9 +277,16 @@ class _Printer:
         self.lines: list[str] = []
         self.names = _Names()
         self.block_labels: dict[int, str] = {}
+        self.loc_text: dict[int, str] = {}  # id(loc) -> its text (ops share their Loc objects; all live while printing)
 
     def _loc(self, op: Op) -> str:
-        return f" {format_loc(op.loc)}" if self.locs and op.loc is not None else ""
+        loc = op.loc
+        if not self.locs or loc is None:
+            return ""
+        text = self.loc_text.get(id(loc))
+        if text is None:
+            text = self.loc_text[id(loc)] = f" {format_loc(loc)}"
+        return text
 
     def op(self, op: Op, indent: int) -> None:
         if op.name == "builtin.module":

@@ -255,22 +255,33 @@ _ACCESS_RULES = {
 
 
 class AccessAnalysis(Forms):
-    """The analysis with its memo: share one across a kernel so each value is decomposed once."""
+    """The analysis with its memo: share one across a kernel so each value is decomposed once, and each
+    memory op analysed once (the access pass, the affinity pass and codegen's demand analysis ask)."""
+
+    def __init__(self):
+        super().__init__()
+        self.accesses: dict[Op, StructuredAccess | GatherAccess] = {}  # (frozen records: shared as they are)
 
     def forget(self) -> None:
         """Drop the memo: after a pass rewrote the IR."""
         self.memo.clear()
         self.carried.clear()
+        self.accesses.clear()
 
     def analyze(self, op: Op) -> StructuredAccess | GatherAccess:
         """The access pattern of one memory op (see the module docstring)."""
+        got = self.accesses.get(op)
+        if got is not None:
+            return got
         rule = _ACCESS_RULES.get(op.name)
         if rule is None:
             raise CompileError(f"{op.name} at {op.loc} is not a memory op; analyze takes {', '.join(MEMORY_OPS)}")
         try:
-            return rule(self, op)
+            got = rule(self, op)
         except NotStructured as e:
-            return GatherAccess(e.reason)
+            got = GatherAccess(e.reason)
+        self.accesses[op] = got
+        return got
 
     def carried_pointers(self, loop: Op) -> dict[Value, CarriedPointer]:
         """The iter_args of an scf.for that the code generator carries as scalar companions."""

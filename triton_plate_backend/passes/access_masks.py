@@ -121,6 +121,9 @@ def _mask_shape(a: Forms, op: Op) -> Box:
     inds += [(x.lo[s], x.hi[s]) for s in dropped]
     box = Box(tuple(lo), tuple(hi))
     for l_, h_ in inds:  # index 0 valid  <=>  l <= 0 < h
+        if l_ is None and h_ is None:  # unbounded: the indicators are 1 (what they fold to, without folding them)
+            box = box & Box.full(len(dst))
+            continue
         ind = mul(indicator(ONE if l_ is None else sub(1, l_)), indicator(ONE if h_ is None else h_))
         box = box & predicate_box(dst, ind, op)
     return box

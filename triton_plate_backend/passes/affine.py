@@ -108,6 +108,7 @@ class Carried(Expr):
 
 
 _SUMS_AND_PRODUCTS = frozenset((Add, Sub, Mul))
+_NODES = frozenset((Const, Val, Add, Sub, Mul, CeilDiv, FloorDiv, Min, Max, Select, Carried))
 
 
 def _keep_hash(cls: type) -> None:
@@ -125,7 +126,8 @@ def _keep_hash(cls: type) -> None:
     cls.__hash__ = __hash__
 
 
-for _cls in (Add, Sub, Mul, CeilDiv, FloorDiv, Min, Max, Select):
+# the atoms too: the polynomials hash them (their monomials are tuples of atoms)
+for _cls in (Const, Val, Carried, Add, Sub, Mul, CeilDiv, FloorDiv, Min, Max, Select):
     _keep_hash(_cls)
 
 ZERO = Const(0)
@@ -196,9 +198,13 @@ def _poly_of(e: Expr) -> Poly:
         case Sub(a, b):
             return _poly_add(poly(a), poly(b), -1)
         case Mul(a, b):
+            pa, pb = poly(a), poly(b)
+            if len(pb) == 1 and () in pb:  # times a constant (a stride, a size): the monomials stay as they are
+                c = pb[()]
+                return {m: k * c for m, k in pa.items()}  # (c is not 0: a polynomial holds no zero coefficient)
             out: Poly = {}
-            for ma, ca in poly(a).items():
-                for mb, cb in poly(b).items():
+            for ma, ca in pa.items():
+                for mb, cb in pb.items():
                     m = tuple(sorted(ma + mb, key=_key))
                     out[m] = out.get(m, 0) + ca * cb
             return {m: c for m, c in out.items() if c}
@@ -206,10 +212,15 @@ def _poly_of(e: Expr) -> Poly:
 
 
 def _poly_add(p: Poly, q: Poly, sign: int) -> Poly:
+    """p + sign * q. Neither holds a zero coefficient, nor does the sum: a term that cancels leaves it."""
     out = dict(p)
     for m, c in q.items():
-        out[m] = out.get(m, 0) + sign * c
-    return {m: c for m, c in out.items() if c}
+        k = out.get(m, 0) + sign * c
+        if k:
+            out[m] = k
+        else:
+            del out[m]
+    return out
 
 
 def _product(atoms: tuple[Expr, ...]) -> Expr:
@@ -219,30 +230,49 @@ def _product(atoms: tuple[Expr, ...]) -> Expr:
     return acc
 
 
+def _term(m: tuple[Expr, ...], c: int) -> Expr:
+    if not m:
+        return Const(c)
+    return _product(m) if c == 1 else Mul(_product(m), Const(c))
+
+
+def _item_key(item: tuple) -> tuple:
+    return _mono_key(item[0])
+
+
 def from_poly(p: Poly) -> Expr:
     """The canonical tree of a polynomial: positive terms, then negative ones, constant last."""
-    terms = sorted((m for m in p if m), key=_mono_key)
-    pos = [m for m in terms if p[m] > 0] + ([()] if p.get((), 0) > 0 else [])
-    negs = [m for m in terms if p[m] < 0] + ([()] if p.get((), 0) < 0 else [])
-
-    def term(m, c):
-        if not m:
-            return Const(c)
-        return _product(m) if c == 1 else Mul(_product(m), Const(c))
-
-    acc: Expr | None = None
-    for m in pos:
-        t = term(m, p[m])
-        acc = t if acc is None else Add(acc, t)
-    for m in negs:
-        if acc is None:
-            acc = term(m, p[m])
+    const, terms = 0, []
+    for m, c in p.items():  # (items: no monomial hashed again)
+        if m:
+            terms.append((m, c))
         else:
-            acc = Sub(acc, term(m, -p[m]))
-    return ZERO if acc is None else acc
+            const = c
+    if len(terms) > 1:
+        terms.sort(key=_item_key)
+    acc: Expr | None = None
+    for m, c in terms:
+        if c > 0:
+            t = _term(m, c)
+            acc = t if acc is None else Add(acc, t)
+    if const > 0:
+        acc = Const(const) if acc is None else Add(acc, Const(const))
+    for m, c in terms:
+        if c < 0:
+            acc = _term(m, c) if acc is None else Sub(acc, _term(m, -c))
+    if const < 0:
+        acc = Const(const) if acc is None else Sub(acc, Const(-const))
+    if acc is None:
+        return ZERO
+    if type(acc) in _SUMS_AND_PRODUCTS:  # a tree built here: its polynomial is p, and it is canonical
+        acc.__dict__["_poly"] = p  # (read only, as poly() hands it out; an atom returned is not marked)
+        acc.__dict__["_canonical"] = True
+    return acc
 
 
 def _e(x: Expr | int) -> Expr:
+    if type(x) in _NODES:
+        return x
     if isinstance(x, bool) or not isinstance(x, int | Expr):
         raise TypeError(f"expected an Expr or an int, got {x!r}")
     return Const(x) if isinstance(x, int) else x
@@ -250,8 +280,13 @@ def _e(x: Expr | int) -> Expr:
 
 def canon(e: Expr | int) -> Expr:
     if type(e) is int:
-        return from_poly(poly(Const(e)))
-    c = e.__dict__.get("_canon")  # (an Expr checked by _e when it was first asked)
+        return Const(e) if e else ZERO
+    if type(e) not in _SUMS_AND_PRODUCTS:
+        return _e(e)  # a constant or an atom is its own form (from_poly of its polynomial gives it back)
+    d = e.__dict__
+    if d.get("_canonical"):
+        return e
+    c = d.get("_canon")  # (an Expr checked by _e when it was first asked)
     if c is None:
         c = from_poly(poly(_e(e)))
         if c is not e:  # (an atom is its own form: kept, it would hold itself in a cycle)

@@ -96,6 +96,7 @@ def _keep(text: str, node: ast.expr) -> str:
         _TREES.clear()
         _FOLDS.clear()  # their keys hold the trees alive: let them go together
         _NAMES.clear()
+        _MEMO.clear()  # (its texts' trees are gone: a fold of them would parse them again)
     _TREES[text] = node
     return text
 
@@ -195,6 +196,31 @@ def _call(fn: str, a: str, b: str) -> str:
 
 def _floordiv(a: str, c: str) -> str:
     return _keep(f"{_left(a)} // {_right(c)}", ast.BinOp(_parse(a), ast.FloorDiv(), _parse(c)))
+
+
+# (fold, its operand texts) -> its text: a fold is a function of its texts alone, and a kernel's host
+# expressions repeat across its compiles (and across kernels: the persistent loop's share of the grid), so a
+# repeated compile's folds are lookups. Emptied with _TREES (a text kept here has its tree there).
+_MEMO: dict[tuple, str] = {}
+
+
+def _memo(fold):
+    def folded(*texts: str) -> str:
+        key = (fold, *texts)
+        got = _MEMO.get(key)
+        if got is None:
+            got = fold(*texts)
+            if len(_MEMO) >= 4 * _TREES_MAX:
+                _MEMO.clear()
+            _MEMO[key] = got
+        return got
+
+    folded.__wrapped__ = fold
+    folded.__name__ = fold.__name__
+    return folded
+
+
+_add, _sub, _mul, _mod, _call, _floordiv = map(_memo, (_add, _sub, _mul, _mod, _call, _floordiv))
 
 
 def _substitute(text: str, values: dict[str, str]) -> str:

@@ -37,8 +37,9 @@ def _floor_div(ctx, a: VReg, c: int) -> VReg:
 
 def materialize(ctx, e, memo: dict) -> VReg:
     """An affine Expr as a scalar register (64-bit arithmetic)."""
-    if e in memo:
-        return memo[e]
+    r = memo.get(e)
+    if r is not None:
+        return r
     match e:
         case Const(v):
             r = ctx.li(int(v))

@@ -81,15 +81,19 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
         raise CompileError(f"internal: bad operand {v!r}")
 
     by_type = {VReg: regs.__getitem__, Token: toks.__getitem__, View: tile, Label: pcs.__getitem__}
+    last_loc, at = None, 0  # the instructions of one op share its loc (the same object): looked up once
     for inst in code:
-        if inst.mnemonic.startswith("."):
+        if inst.mnemonic[0] == ".":
             continue
         loc = inst.loc or UNKNOWN_LOC
-        if loc not in locs:
-            locs[loc] = len(program.locs)
-            program.locs.append(loc)
+        if loc is not last_loc:
+            at = locs.get(loc)
+            if at is None:
+                at = locs[loc] = len(program.locs)
+                program.locs.append(loc)
+            last_loc = loc
         operands = tuple([(by_type.get(type(v)) or operand)(v) for v in inst.operands])  # the common kinds directly
-        program.instrs.append(Inst(inst.mnemonic, tuple(inst.suffixes), operands, locs[loc]))
+        program.instrs.append(Inst(inst.mnemonic, tuple(inst.suffixes), operands, at))
     program.labels = {lab.name: p for lab, p in pcs.items()}
     program.sram_bytes = max(top, program.sram_high_water())
     verify_once(program, machine)

@@ -122,17 +122,21 @@ def eligible(func: Op, sram_bytes: int) -> bool:
 def _shape_ok(func: Op, sram_bytes: int | None, excluded: frozenset = EXCLUDED) -> bool:
     """One block ending in a plain tt.return, no `excluded` op or branch, reads program_id(x), and its
     tensors fit the SRAM twice over (`eligible`; sram_bytes None: the caller checks the SRAM itself)."""
-    if sram_bytes is not None and 2 * tensor_bytes(func) > sram_bytes:
-        return False
     blocks = func.regions[0].blocks
     if len(blocks) != 1 or not blocks[0].ops:
         return False
     last = blocks[0].ops[-1]
     if last.name != "tt.return" or last.operands:
         return False
-    if any(op.name in excluded or op.name.startswith("cf.") for op in func.walk()):
+    pid = False
+    for op in func.walk():  # (one walk for both; the SRAM sum, the costliest check, last)
+        name = op.name
+        if name in excluded or name.startswith("cf."):
+            return False
+        pid = pid or name == "tt.get_program_id" and _axis(op) in ("x", "0")
+    if not pid:
         return False
-    return any(op.name == "tt.get_program_id" and _axis(op) in ("x", "0") for op in func.walk())
+    return sram_bytes is None or 2 * tensor_bytes(func) <= sram_bytes
 
 
 def _const(value: int, loc) -> Op:

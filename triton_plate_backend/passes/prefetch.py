@@ -82,7 +82,7 @@ def stages(ctx, loop: Op) -> int:
     looped reductions, which on plate would leave every chunk's load latency in series with the
     transfers (codegen.generate lowers again unpipelined when the staging tiles do not fit)."""
     a = loop.attrs.get("tt.num_stages")
-    matrix = any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk())
+    matrix = _matrix(ctx, loop)
     if isinstance(a, IntAttr):
         n = a.value
     else:
@@ -111,8 +111,16 @@ def copies(ctx, loop: Op) -> int:
     # a persistent loop stores what it computed on (often the staging tile itself): one more tile, so
     # the refill of a tile waits for a store issued two trips before, not the one just issued; a
     # flattened GEMM stores its own output tile, never a staging tile
-    matrix = any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk())
-    return n + 2 if PROGRAMS_ATTR in loop.attrs and not matrix else n + 1
+    return n + 2 if PROGRAMS_ATTR in loop.attrs and not _matrix(ctx, loop) else n + 1
+
+
+def _matrix(ctx, loop: Op) -> bool:
+    """The loop does matrix work (tt.dot): a walk of its body, once per loop (``stages`` is asked often)."""
+    key = ("matrix", loop)
+    found = ctx.loop_memo.get(key)
+    if found is None:
+        found = ctx.loop_memo[key] = any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk())
+    return found
 
 
 def select(prefetches: list, slot: int) -> None:

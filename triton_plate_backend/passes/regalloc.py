@@ -20,27 +20,32 @@ from ..errors import RegisterOverflow
 from ..isa.table import ISA
 from .emitter import Buffer, Label, PInst, Token, View, VReg
 
+_NO_EFFECT: tuple = ()
+
 
 def _effects(inst: PInst):
-    """(uses, kills) of one pseudo-instruction: sets of VReg / Token / Buffer."""
-    if inst.mnemonic == ".def":
-        return set(), {inst.operands[0]}
-    if inst.mnemonic == ".use":
-        return set(inst.operands), set()
-    if inst.mnemonic == ".label":
-        return set(), set()
-    uses, kills = set(inst.extra_uses), set()
-    for is_def, v in zip(_defs(inst.mnemonic), inst.operands):
+    """(uses, kills) of one pseudo-instruction: sequences of VReg / Token / Buffer (repeats allowed)."""
+    m = inst.mnemonic
+    if m[0] == ".":
+        if m == ".def":
+            return _NO_EFFECT, (inst.operands[0],)
+        if m == ".use":
+            return inst.operands, _NO_EFFECT
+        if m == ".label":
+            return _NO_EFFECT, _NO_EFFECT
+    uses, kills = list(inst.extra_uses), []
+    roles = _DEFS.get(m) or _defs(m)
+    for is_def, v in zip(roles, inst.operands):
         t = type(v)
         if t is VReg or t is Token:
             if is_def:
-                kills.add(v)
+                kills.append(v)
             else:
-                uses.add(v)
-        elif isinstance(v, View):
-            uses.add(v.buffer)  # tile writes are partial: the .def before them kills
-        elif isinstance(v, tuple):
-            uses.update(v)
+                uses.append(v)
+        elif t is View:
+            uses.append(v.buffer)  # tile writes are partial: the .def before them kills
+        elif t is tuple:
+            uses.extend(v)
     return uses, kills
 
 
@@ -89,9 +94,9 @@ def live_intervals(code: list[PInst]) -> dict:
         g, k = set(), set()
         for i in range(e, s - 1, -1):
             u, d = effects[i]
-            g -= d
-            k |= d
-            g |= u
+            g.difference_update(d)
+            k.update(d)
+            g.update(u)
         gen.append(g)
         kill.append(k - g)
     live_in = [set() for _ in bounds]
@@ -104,37 +109,31 @@ def live_intervals(code: list[PInst]) -> dict:
             inn = gen[b] | (out - kill[b])
             if out != live_out[b] or inn != live_in[b]:
                 live_out[b], live_in[b], changed = out, inn, True
-    lo, hi = {}, {}  # the hull of the points each resource is live at (the marks inlined: this loop is hot)
+    # The hull of the points each resource is live at: every point a resource is live at but not read
+    # or written lies between two such points or a block boundary, so the points to take are each def
+    # and use, the end of each block it is live out of and the start of each block it is live into.
+    lo, hi = {}, {}
+    for i, (u, d) in enumerate(effects):  # defs and uses in code order: a point never precedes the one before
+        p = 2 * i
+        for r in u:
+            if r not in lo:
+                lo[r] = p
+            hi[r] = p
+        for r in d:
+            q = p if isinstance(r, Buffer) else p + 1
+            if r not in lo:
+                lo[r] = q
+            hi[r] = q
     for b, (s, e) in enumerate(bounds):
-        live = set(live_out[b])
-        for r in live:
-            p = 2 * e + 2
-            if r not in lo or p < lo[r]:
-                lo[r] = p
-            if r not in hi or p > hi[r]:
-                hi[r] = p
-        for i in range(e, s - 1, -1):
-            u, d = effects[i]
-            for r in d:
-                p = 2 * i if isinstance(r, Buffer) else 2 * i + 1
-                if r not in lo or p < lo[r]:
+        for p, live in ((2 * e + 2, live_out[b]), (2 * s, live_in[b])):
+            for r in live:
+                low = lo.get(r)
+                if low is None:
+                    lo[r] = hi[r] = p
+                elif p < low:
                     lo[r] = p
-                if r not in hi or p > hi[r]:
+                elif p > hi[r]:
                     hi[r] = p
-                live.discard(r)
-            p = 2 * i
-            for r in u:
-                if r not in lo or p < lo[r]:
-                    lo[r] = p
-                if r not in hi or p > hi[r]:
-                    hi[r] = p
-                live.add(r)
-        p = 2 * s
-        for r in live:
-            if r not in lo or p < lo[r]:
-                lo[r] = p
-            if r not in hi or p > hi[r]:
-                hi[r] = p
     return {r: (lo[r], hi[r]) for r in lo}
 
 
