@@ -192,6 +192,51 @@ def test_a_repeated_launch_keeps_its_mapping_until_its_memory_layout_changes(min
     assert torch.equal(o.cpu(), x.cpu() + y.cpu())
 
 
+def test_a_launch_over_fresh_allocations_of_the_same_layout_gets_the_full_computations_answers(mini, monkeypatch):
+    """The mapping and the operand planner's shared operands are kept by layout (sim/affinity.launch_layout:
+    each pointer's offset in its allocation, the allocation's size and placement), not by address: a
+    launch over fresh tensors of the same layout computes neither again, and what it gets is what the
+    full computation gives for its own arguments; another offset or size computes them again."""
+    import numpy as np
+
+    from triton_plate_backend.sim import affinity, operands
+
+    seen = []  # (program, grid, args, memory, the kept answer) of each launch's mapping
+    kept = affinity.MAPPINGS.resolve
+
+    def recorded(policy, program, grid, args, memory):
+        seen.append((program, grid, list(args), memory, kept(policy, program, grid, args, memory)))
+        return seen[-1][-1]
+
+    computed = []
+    fresh = affinity.resolve_policy
+    monkeypatch.setattr(affinity, "resolve_policy", lambda *a: computed.append(a[1]) or fresh(*a))
+    monkeypatch.setattr(affinity.MAPPINGS, "resolve", recorded)
+    shared = []
+    full_shared = operands.shared_operands
+    monkeypatch.setattr(operands, "shared_operands", lambda *a: shared.append(a[0]) or full_shared(*a))
+    affinity.MAPPINGS.clear()
+    mini._planner()._shared.clear()
+    n = BLOCKED_MIN_BYTES // 2  # float32: blocked, every program's bytes in one domain
+    keep = []
+    for offset in (0, 0, 0, 1024):
+        x, y, o = (torch.rand(n + offset, device="plate")[offset:] for _ in range(3))
+        keep.append((x, y, o))  # alive: the next tensors are fresh allocations at other addresses
+        computed.clear(), shared.clear(), seen.clear()
+        add_kernel[(n // 1024,)](x, y, o, n, BLOCK=1024)
+        assert torch.equal(o.cpu(), x.cpu() + y.cpu())
+        program, grid, args, memory, answer = seen[-1]
+        full = fresh("affinity", program, grid, args, memory)
+        assert isinstance(full, affinity.CoreMapping) and np.unique(full.array() // 2).size == 4
+        assert answer == full  # the kept answer is the full computation's for these arguments
+        assert sorted(i for i, _ in full_shared(program, grid, args, memory)) == [
+            i for i, _ in mini._planner().plan(program, grid, args, memory)[0]
+        ]
+        first = offset != keep[0][0].storage_offset() or len(keep) == 1
+        assert bool(computed) == first and bool(shared) == first
+    assert len({t.data_ptr() for t, _, _ in keep}) == len(keep)
+
+
 def test_a_one_program_launch_homed_in_domain_0_maps_to_core_0_as_the_full_assignment_does():
     import numpy as np
 

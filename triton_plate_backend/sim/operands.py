@@ -31,6 +31,7 @@ import numpy as np
 from .. import cost
 from ..errors import DeviceOutOfMemory, PlateError
 from ..isa.footprint import FootprintError
+from .affinity import launch_layout
 from .estimate import estimate_launch
 from .footprints import launch_footprints
 from .memory import Allocation, DeviceMemory
@@ -128,6 +129,9 @@ class OperandPlanner:
 
     def __init__(self):
         self._decided: dict[tuple, tuple] = {}  # key -> (program, its choices)
+        # affinity.launch_layout key -> (program, machine, argument indices of shared_operands): what the
+        # footprint says of a launch layout, kept for its repeats (the same operands over fresh allocations)
+        self._shared: dict[tuple, tuple] = {}
         self._rent: dict[int, float] = {}  # allocation id -> ns a replica would have saved so far
 
     def _key(self, program, grid, args, shared) -> tuple:
@@ -139,7 +143,14 @@ class OperandPlanner:
         self, program, grid, args, memory: DeviceMemory
     ) -> tuple[list[tuple[int, Allocation]], tuple[_Choice, ...]]:
         """The shared operands of this launch that launches may move, and the cost model's choice for each."""
-        shared = [(i, rec) for i, rec in shared_operands(program, grid, args, memory) if not rec.pinned]
+        layout, recs = launch_layout(program, grid, args, memory)
+        found = self._shared.get(layout)
+        if found is None or found[0] is not program or found[1] is not memory.machine:
+            if len(self._shared) >= MAX_DECISIONS:
+                self._shared.clear()
+            found = (program, memory.machine, tuple(i for i, _ in shared_operands(program, grid, args, memory)))
+            self._shared[layout] = found
+        shared = [(i, recs[i]) for i in found[2] if not recs[i].pinned]
         if not shared:
             return shared, ()
         key = self._key(program, grid, args, shared)
