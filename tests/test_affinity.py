@@ -259,3 +259,77 @@ def test_a_one_program_launch_homed_in_domain_0_maps_to_core_0_as_the_full_assig
             spread = rng.integers(0, 1 << 12, size=located.shape).astype(np.float64)
             full = affinity._assign(machine, located, located + spread)
             assert affinity.assign(machine, located, spread).tolist() == full.tolist()
+
+
+def _assign_every_round(machine, by_domain, total):
+    """sim/affinity._assign as it was before it skipped repeated rounds: every balancing round run."""
+    import numpy as np
+
+    P, D = by_domain.shape
+    located = by_domain.sum(axis=1)
+    default_dom = np.arange(P, dtype=np.int64) * machine.domains // max(P, 1)
+    nudge = np.zeros_like(by_domain)
+    nudge[np.arange(P), default_dom] = 1e-9 * located
+    dom = np.where(located > 0, (by_domain + nudge).argmax(axis=1), default_dom)
+    moved = total.sum(axis=1)
+    work = np.where(moved > 0, moved, 1.0)
+    best = affinity_module()._launch_bound(machine, total, dom)
+    rounds = 0
+    for _ in range(affinity_module().MAX_ROUNDS):
+        load = np.bincount(dom, weights=work, minlength=D)
+        hi, lo = int(load.argmax()), int(load.argmin())
+        excess = (load[hi] - load.mean()) / 2
+        if hi == lo or excess <= 0:
+            break
+        cand = np.nonzero(dom == hi)[0]
+        order = np.lexsort((-cand, -(by_domain[cand, lo] - by_domain[cand, hi])))
+        take = cand[order[: max(1, int(np.searchsorted(np.cumsum(work[cand[order]]), excess)))]]
+        trial = dom.copy()
+        trial[take] = lo
+        bound = affinity_module()._launch_bound(machine, total, trial)
+        free = bool(np.all(by_domain[take, lo] >= by_domain[take, hi]))
+        if bound > best or (bound == best and not free):
+            break
+        dom, best = trial, bound
+        rounds += 1
+    order = np.argsort(dom, kind="stable")
+    first = np.searchsorted(dom[order], dom[order])
+    rank = np.empty(P, dtype=np.int64)
+    rank[order] = np.arange(P) - first
+    return dom * machine.domain.cores + rank % machine.domain.cores, rounds
+
+
+def affinity_module():
+    from triton_plate_backend.sim import affinity
+
+    return affinity
+
+
+def test_the_balancing_gives_what_running_every_round_gives():
+    """_assign skips the rounds after a mapping it has seen (they repeat: a program homed evenly across
+    domains moves back and forth at an unchanged bound until MAX_ROUNDS); its answer is the one running every
+    round gives, on launches that cycle (even homes, one or a few programs) and on others."""
+    import numpy as np
+
+    from triton_plate_backend.machine import PRESETS
+
+    affinity = affinity_module()
+    rng = np.random.default_rng(1)
+    cycled = 0
+    for machine in PRESETS.values():
+        D = machine.total_domains
+        cases = []
+        for programs in (1, 2, 3, 5, 8, 33):
+            cases.append(np.full((programs, D), 4096.0))  # every program homed evenly: the cycling case
+            cases.append(np.tile(np.eye(D)[0] * 4096.0, (programs, 1)))  # all in domain 0
+        for _ in range(30):
+            shape = (int(rng.integers(1, 40)), D)
+            homes = rng.integers(0, 1 << 14, size=shape).astype(np.float64)
+            homes[rng.random(shape) < 0.5] = 0.0
+            cases.append(homes)
+        for located in cases:
+            for spread in (np.zeros_like(located), rng.integers(0, 1 << 10, size=located.shape).astype(np.float64)):
+                full, rounds = _assign_every_round(machine, located, located + spread)
+                assert affinity._assign(machine, located, located + spread).tolist() == full.tolist()
+                cycled += rounds == affinity.MAX_ROUNDS
+    assert cycled > 0  # some cases ran every round: the skip was exercised

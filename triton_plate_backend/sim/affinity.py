@@ -125,7 +125,11 @@ def _assign(machine: Machine, by_domain: np.ndarray, total: np.ndarray) -> np.nd
     moved = total.sum(axis=1)
     work = np.where(moved > 0, moved, 1.0)
     best = _launch_bound(machine, total, dom)
-    for _ in range(MAX_ROUNDS):
+    # each round's move is a function of the mapping alone (best is its bound): a mapping seen before
+    # repeats the rounds after it, up to MAX_ROUNDS (a program homed evenly across domains moves back and
+    # forth at an unchanged bound), so the mapping the last round leaves is found without running them
+    states, seen = [dom], {dom.tobytes(): 0}
+    for i in range(MAX_ROUNDS):
         load = np.bincount(dom, weights=work, minlength=D)
         hi, lo = int(load.argmax()), int(load.argmin())
         excess = (load[hi] - load.mean()) / 2
@@ -142,6 +146,12 @@ def _assign(machine: Machine, by_domain: np.ndarray, total: np.ndarray) -> np.nd
         if bound > best or (bound == best and not free):
             break
         dom, best = trial, bound
+        j = seen.get(dom.tobytes())
+        if j is not None:  # the mapping after round i is the one after round j - 1: a cycle of i + 1 - j rounds
+            dom = states[j + (MAX_ROUNDS - j) % (i + 1 - j)]
+            break
+        seen[dom.tobytes()] = i + 1
+        states.append(dom)
     # round robin over each domain's cores, in program id order
     order = np.argsort(dom, kind="stable")
     first = np.searchsorted(dom[order], dom[order])
