@@ -193,10 +193,11 @@ def test_a_repeated_launch_keeps_its_mapping_until_its_memory_layout_changes(min
 
 
 def test_a_launch_over_fresh_allocations_of_the_same_layout_gets_the_full_computations_answers(mini, monkeypatch):
-    """The mapping and the operand planner's shared operands are kept by layout (sim/affinity.launch_layout:
-    each pointer's offset in its allocation, the allocation's size and placement), not by address: a
-    launch over fresh tensors of the same layout computes neither again, and what it gets is what the
-    full computation gives for its own arguments; another offset or size computes them again."""
+    """The mapping is kept by layout (sim/affinity.launch_layout: each pointer's offset in its allocation,
+    the allocation's size and placement), the operand planner's shared operands by the allocations' sizes
+    (sim/operands._sizes_key), not by address: a launch over fresh tensors of the same layout computes
+    neither again, and what it gets is what the full computation gives for its own arguments; another
+    offset and size computes them again."""
     import numpy as np
 
     from triton_plate_backend.sim import affinity, operands
@@ -219,8 +220,14 @@ def test_a_launch_over_fresh_allocations_of_the_same_layout_gets_the_full_comput
     mini._planner()._shared.clear()
     n = BLOCKED_MIN_BYTES // 2  # float32: blocked, every program's bytes in one domain
     keep = []
-    for offset in (0, 0, 0, 1024):
-        x, y, o = (torch.rand(n + offset, device="plate")[offset:] for _ in range(3))
+    # (elements past n in each allocation, the offset used, the mapping computed, the shared operands computed)
+    for extra, offset, mapped, planned in (
+        (0, 0, 1, 1),
+        (0, 0, 0, 0),
+        (0, 0, 0, 0),
+        (1024, 1024, 1, 1),
+    ):
+        x, y, o = (torch.rand(n + extra, device="plate")[offset : offset + n] for _ in range(3))
         keep.append((x, y, o))  # alive: the next tensors are fresh allocations at other addresses
         computed.clear(), shared.clear(), seen.clear()
         add_kernel[(n // 1024,)](x, y, o, n, BLOCK=1024)
@@ -232,9 +239,41 @@ def test_a_launch_over_fresh_allocations_of_the_same_layout_gets_the_full_comput
         assert sorted(i for i, _ in full_shared(program, grid, args, memory)) == [
             i for i, _ in mini._planner().plan(program, grid, args, memory)[0]
         ]
-        first = offset != keep[0][0].storage_offset() or len(keep) == 1
-        assert bool(computed) == first and bool(shared) == first
+        assert (bool(computed), bool(shared)) == (bool(mapped), bool(planned))
     assert len({t.data_ptr() for t, _, _ in keep}) == len(keep)
+
+
+@triton.jit
+def row_add_kernel(x, y, o, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(o + offs, tl.load(x + offs) + tl.load(y + tl.arange(0, BLOCK)))  # every program reads all of y
+
+
+def test_the_planners_shared_operands_at_other_offsets_are_the_full_computations(mini, monkeypatch):
+    """The operand planner keeps shared_operands by the allocations' sizes (sim/operands._sizes_key): the
+    same launch with its pointers at other offsets of allocations of the same sizes computes it no more,
+    and gets what the full computation gives for those arguments."""
+    from triton_plate_backend.sim import operands
+
+    launches = []
+    plan = operands.OperandPlanner.plan
+    monkeypatch.setattr(operands.OperandPlanner, "plan", lambda self, *a: launches.append(a) or plan(self, *a))
+    computed = []
+    full = operands.shared_operands
+    monkeypatch.setattr(operands, "shared_operands", lambda *a: computed.append(a[0]) or full(*a))
+    mini._planner()._shared.clear()
+    B, rows = 1024, 64
+    x, o = torch.rand(rows * B + 64, device="plate"), torch.empty(rows * B + 64, device="plate")
+    y = torch.rand(B + 64, device="plate")
+    row_add_kernel[(rows,)](x, y, o, BLOCK=B)
+    program, grid, args, memory = next(a for a in launches if a[0].name == "row_add_kernel")
+    assert program in computed and [i for i, _ in full(program, grid, args, memory)] == [1]  # y is shared
+    assert torch.equal(o.cpu()[: rows * B], (x.cpu()[: rows * B].view(rows, B) + y.cpu()[:B]).reshape(-1))
+    for shift in (4, 64, 256):  # bytes: every pointer moved inside its allocation
+        computed.clear()
+        moved = [v + shift if a.type == "ptr" else v for a, v in zip(program.args, args)]
+        found = [i for i, _ in mini._planner().plan(program, grid, moved, memory)[0]]
+        assert computed == [] and found == [i for i, _ in full(program, grid, moved, memory)] == [1]
 
 
 def test_a_one_program_launch_homed_in_domain_0_maps_to_core_0_as_the_full_assignment_does():
