@@ -192,6 +192,90 @@ def test_a_repeated_launch_keeps_its_mapping_until_its_memory_layout_changes(min
     assert torch.equal(o.cpu(), x.cpu() + y.cpu())
 
 
+def test_a_launch_over_fresh_allocations_of_the_same_layout_gets_the_full_computations_answers(mini, monkeypatch):
+    """The mapping is kept by layout (sim/affinity.launch_layout: each pointer's offset in its allocation,
+    the allocation's size and placement), the operand planner's shared operands by the allocations' sizes
+    (sim/operands._sizes_key), not by address: a launch over fresh tensors of the same layout computes
+    neither again, and what it gets is what the full computation gives for its own arguments; another
+    offset and size computes them again."""
+    import numpy as np
+
+    from triton_plate_backend.sim import affinity, operands
+
+    seen = []  # (program, grid, args, memory, the kept answer) of each launch's mapping
+    kept = affinity.MAPPINGS.resolve
+
+    def recorded(policy, program, grid, args, memory):
+        seen.append((program, grid, list(args), memory, kept(policy, program, grid, args, memory)))
+        return seen[-1][-1]
+
+    computed = []
+    fresh = affinity.resolve_policy
+    monkeypatch.setattr(affinity, "resolve_policy", lambda *a: computed.append(a[1]) or fresh(*a))
+    monkeypatch.setattr(affinity.MAPPINGS, "resolve", recorded)
+    shared = []
+    full_shared = operands.shared_operands
+    monkeypatch.setattr(operands, "shared_operands", lambda *a: shared.append(a[0]) or full_shared(*a))
+    affinity.MAPPINGS.clear()
+    mini._planner()._shared.clear()
+    n = BLOCKED_MIN_BYTES // 2  # float32: blocked, every program's bytes in one domain
+    keep = []
+    # (elements past n in each allocation, the offset used, the mapping computed, the shared operands computed)
+    for extra, offset, mapped, planned in (
+        (0, 0, 1, 1),
+        (0, 0, 0, 0),
+        (0, 0, 0, 0),
+        (1024, 1024, 1, 1),
+    ):
+        x, y, o = (torch.rand(n + extra, device="plate")[offset : offset + n] for _ in range(3))
+        keep.append((x, y, o))  # alive: the next tensors are fresh allocations at other addresses
+        computed.clear(), shared.clear(), seen.clear()
+        add_kernel[(n // 1024,)](x, y, o, n, BLOCK=1024)
+        assert torch.equal(o.cpu(), x.cpu() + y.cpu())
+        program, grid, args, memory, answer = seen[-1]
+        full = fresh("affinity", program, grid, args, memory)
+        assert isinstance(full, affinity.CoreMapping) and np.unique(full.array() // 2).size == 4
+        assert answer == full  # the kept answer is the full computation's for these arguments
+        assert sorted(i for i, _ in full_shared(program, grid, args, memory)) == [
+            i for i, _ in mini._planner().plan(program, grid, args, memory)[0]
+        ]
+        assert (bool(computed), bool(shared)) == (bool(mapped), bool(planned))
+    assert len({t.data_ptr() for t, _, _ in keep}) == len(keep)
+
+
+@triton.jit
+def row_add_kernel(x, y, o, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(o + offs, tl.load(x + offs) + tl.load(y + tl.arange(0, BLOCK)))  # every program reads all of y
+
+
+def test_the_planners_shared_operands_at_other_offsets_are_the_full_computations(mini, monkeypatch):
+    """The operand planner keeps shared_operands by the allocations' sizes (sim/operands._sizes_key): the
+    same launch with its pointers at other offsets of allocations of the same sizes computes it no more,
+    and gets what the full computation gives for those arguments."""
+    from triton_plate_backend.sim import operands
+
+    launches = []
+    plan = operands.OperandPlanner.plan
+    monkeypatch.setattr(operands.OperandPlanner, "plan", lambda self, *a: launches.append(a) or plan(self, *a))
+    computed = []
+    full = operands.shared_operands
+    monkeypatch.setattr(operands, "shared_operands", lambda *a: computed.append(a[0]) or full(*a))
+    mini._planner()._shared.clear()
+    B, rows = 1024, 64
+    x, o = torch.rand(rows * B + 64, device="plate"), torch.empty(rows * B + 64, device="plate")
+    y = torch.rand(B + 64, device="plate")
+    row_add_kernel[(rows,)](x, y, o, BLOCK=B)
+    program, grid, args, memory = next(a for a in launches if a[0].name == "row_add_kernel")
+    assert program in computed and [i for i, _ in full(program, grid, args, memory)] == [1]  # y is shared
+    assert torch.equal(o.cpu()[: rows * B], (x.cpu()[: rows * B].view(rows, B) + y.cpu()[:B]).reshape(-1))
+    for shift in (4, 64, 256):  # bytes: every pointer moved inside its allocation
+        computed.clear()
+        moved = [v + shift if a.type == "ptr" else v for a, v in zip(program.args, args)]
+        found = [i for i, _ in mini._planner().plan(program, grid, moved, memory)[0]]
+        assert computed == [] and found == [i for i, _ in full(program, grid, moved, memory)] == [1]
+
+
 def test_a_one_program_launch_homed_in_domain_0_maps_to_core_0_as_the_full_assignment_does():
     import numpy as np
 
@@ -214,3 +298,77 @@ def test_a_one_program_launch_homed_in_domain_0_maps_to_core_0_as_the_full_assig
             spread = rng.integers(0, 1 << 12, size=located.shape).astype(np.float64)
             full = affinity._assign(machine, located, located + spread)
             assert affinity.assign(machine, located, spread).tolist() == full.tolist()
+
+
+def _assign_every_round(machine, by_domain, total):
+    """sim/affinity._assign as it was before it skipped repeated rounds: every balancing round run."""
+    import numpy as np
+
+    P, D = by_domain.shape
+    located = by_domain.sum(axis=1)
+    default_dom = np.arange(P, dtype=np.int64) * machine.domains // max(P, 1)
+    nudge = np.zeros_like(by_domain)
+    nudge[np.arange(P), default_dom] = 1e-9 * located
+    dom = np.where(located > 0, (by_domain + nudge).argmax(axis=1), default_dom)
+    moved = total.sum(axis=1)
+    work = np.where(moved > 0, moved, 1.0)
+    best = affinity_module()._launch_bound(machine, total, dom)
+    rounds = 0
+    for _ in range(affinity_module().MAX_ROUNDS):
+        load = np.bincount(dom, weights=work, minlength=D)
+        hi, lo = int(load.argmax()), int(load.argmin())
+        excess = (load[hi] - load.mean()) / 2
+        if hi == lo or excess <= 0:
+            break
+        cand = np.nonzero(dom == hi)[0]
+        order = np.lexsort((-cand, -(by_domain[cand, lo] - by_domain[cand, hi])))
+        take = cand[order[: max(1, int(np.searchsorted(np.cumsum(work[cand[order]]), excess)))]]
+        trial = dom.copy()
+        trial[take] = lo
+        bound = affinity_module()._launch_bound(machine, total, trial)
+        free = bool(np.all(by_domain[take, lo] >= by_domain[take, hi]))
+        if bound > best or (bound == best and not free):
+            break
+        dom, best = trial, bound
+        rounds += 1
+    order = np.argsort(dom, kind="stable")
+    first = np.searchsorted(dom[order], dom[order])
+    rank = np.empty(P, dtype=np.int64)
+    rank[order] = np.arange(P) - first
+    return dom * machine.domain.cores + rank % machine.domain.cores, rounds
+
+
+def affinity_module():
+    from triton_plate_backend.sim import affinity
+
+    return affinity
+
+
+def test_the_balancing_gives_what_running_every_round_gives():
+    """_assign skips the rounds after a mapping it has seen (they repeat: a program homed evenly across
+    domains moves back and forth at an unchanged bound until MAX_ROUNDS); its answer is the one running every
+    round gives, on launches that cycle (even homes, one or a few programs) and on others."""
+    import numpy as np
+
+    from triton_plate_backend.machine import PRESETS
+
+    affinity = affinity_module()
+    rng = np.random.default_rng(1)
+    cycled = 0
+    for machine in PRESETS.values():
+        D = machine.total_domains
+        cases = []
+        for programs in (1, 2, 3, 5, 8, 33):
+            cases.append(np.full((programs, D), 4096.0))  # every program homed evenly: the cycling case
+            cases.append(np.tile(np.eye(D)[0] * 4096.0, (programs, 1)))  # all in domain 0
+        for _ in range(30):
+            shape = (int(rng.integers(1, 40)), D)
+            homes = rng.integers(0, 1 << 14, size=shape).astype(np.float64)
+            homes[rng.random(shape) < 0.5] = 0.0
+            cases.append(homes)
+        for located in cases:
+            for spread in (np.zeros_like(located), rng.integers(0, 1 << 10, size=located.shape).astype(np.float64)):
+                full, rounds = _assign_every_round(machine, located, located + spread)
+                assert affinity._assign(machine, located, located + spread).tolist() == full.tolist()
+                cycled += rounds == affinity.MAX_ROUNDS
+    assert cycled > 0  # some cases ran every round: the skip was exercised

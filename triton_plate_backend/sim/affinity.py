@@ -125,7 +125,11 @@ def _assign(machine: Machine, by_domain: np.ndarray, total: np.ndarray) -> np.nd
     moved = total.sum(axis=1)
     work = np.where(moved > 0, moved, 1.0)
     best = _launch_bound(machine, total, dom)
-    for _ in range(MAX_ROUNDS):
+    # each round's move is a function of the mapping alone (best is its bound): a mapping seen before
+    # repeats the rounds after it, up to MAX_ROUNDS (a program homed evenly across domains moves back and
+    # forth at an unchanged bound), so the mapping the last round leaves is found without running them
+    states, seen = [dom], {dom.tobytes(): 0}
+    for i in range(MAX_ROUNDS):
         load = np.bincount(dom, weights=work, minlength=D)
         hi, lo = int(load.argmax()), int(load.argmin())
         excess = (load[hi] - load.mean()) / 2
@@ -142,6 +146,12 @@ def _assign(machine: Machine, by_domain: np.ndarray, total: np.ndarray) -> np.nd
         if bound > best or (bound == best and not free):
             break
         dom, best = trial, bound
+        j = seen.get(dom.tobytes())
+        if j is not None:  # the mapping after round i is the one after round j - 1: a cycle of i + 1 - j rounds
+            dom = states[j + (MAX_ROUNDS - j) % (i + 1 - j)]
+            break
+        seen[dom.tobytes()] = i + 1
+        states.append(dom)
     # round robin over each domain's cores, in program id order
     order = np.argsort(dom, kind="stable")
     first = np.searchsorted(dom[order], dom[order])
@@ -173,31 +183,56 @@ def resolve_policy(policy, program, grid, args, memory: DeviceMemory):
     return policy
 
 
+def launch_layout(program, grid, args, memory: DeviceMemory) -> tuple[tuple, list]:
+    """(key, allocations): what a launch's footprint-derived answers (its affinity mapping, the operand
+    planner's shared operands) depend on besides the footprint, and the allocation each pointer argument
+    points into (None for other arguments). The footprint's values depend on the program, the grid and
+    the integer arguments (sim/footprints.py); each pointer's bytes are read relative to its allocation
+    (an offset in it, clipped to its size, split over its homes: ``Allocation.split``), so the key holds
+    each pointer's offset and its allocation's size, placement, homes, stripes and replicas, not its
+    address: a launch repeated over fresh allocations of the same layout (a test's eager ops on new
+    tensors) finds the answer of the first."""
+    layout, recs = [], []
+    for a, v in zip(program.args, args):
+        r = memory.holding(int(v)) if a.type == "ptr" else None
+        recs.append(r)
+        if r is None:
+            layout.append(("-", v) if a.type == "ptr" else v)
+        else:
+            layout.append((int(v) - r.base, r.nbytes, str(r.placement), r.owners, r.striped, r.granule, r.replicas))
+    key = (id(program), program.affinity, tuple(int(g) for g in grid), tuple(layout), id(memory.machine))
+    return key, recs
+
+
 class KeptMappings:
-    """One device's ``resolve_policy`` answers, kept for its repeated launches: per kernel, grid,
-    arguments and the allocations its pointer arguments point into (their size, placement and homes,
-    replicas: what ``program_bytes`` reads besides the footprint), so a launch repeated over the same
-    memory layout evaluates no footprint. Up to MAX_KEPT, then forgotten all at once."""
+    """``resolve_policy`` answers, kept for repeated launches: per kernel, grid, arguments and the layout of
+    the allocations its pointer arguments point into (``launch_layout``), so a launch repeated over the
+    same layout evaluates no footprint. One is shared by the devices and the cost model's estimates
+    (``MAPPINGS``: the operand planner prices a launch with its mapping, then the launch runs with the same
+    one); up to MAX_KEPT, then forgotten all at once, and at every ``reset_device``."""
 
     MAX_KEPT = 1024
 
     def __init__(self):
         self._kept: dict[tuple, tuple] = {}
 
+    def clear(self) -> None:
+        self._kept.clear()
+
     def resolve(self, policy, program, grid, args, memory: DeviceMemory):
         if not (isinstance(policy, str) and policy == AFFINITY):
             return policy
-        layout = []
-        for a, v in zip(program.args, args):
-            r = memory.holding(int(v)) if a.type == "ptr" else None
-            layout.append(r and (r.id, r.base, r.nbytes, str(r.placement), r.owners, r.striped, r.granule, r.replicas))
-        key = (id(program), program.affinity, tuple(grid), tuple(args), tuple(layout))
+        key, _ = launch_layout(program, grid, args, memory)
         hit = self._kept.get(key)
-        if hit is None or hit[0] is not program:  # the key holds id(program): an id is reused once its program is freed
+        # the key holds id(program) and id(machine): an id is reused once its object is freed
+        if hit is None or hit[0] is not program or hit[1] is not memory.machine:
             if len(self._kept) >= self.MAX_KEPT:
                 self._kept.clear()
-            hit = self._kept[key] = (program, resolve_policy(policy, program, grid, args, memory))
-        return hit[1]
+            hit = self._kept[key] = (program, memory.machine, resolve_policy(policy, program, grid, args, memory))
+        return hit[2]
+
+
+MAPPINGS = KeptMappings()
 
 
 def core_mapping(program, grid, args, memory: DeviceMemory) -> CoreMapping | None:

@@ -59,7 +59,6 @@ class Device:
         self._operands = None  # sim.operands.OperandPlanner, made at the first affinity launch
         self.operand_moves: deque = deque(maxlen=256)  # the operand placement changes launches made (sim/operands.py)
         self._persistent_runs = PersistentRuns()  # traces of launches that read no data, for their repeats
-        self._mappings = None  # sim.affinity.KeptMappings, made at the first launch
 
     def __repr__(self) -> str:
         return f"Device({self.index}, machine={self.machine.name!r}, clock_ns={self.clock_ns:g})"
@@ -178,7 +177,7 @@ class Device:
         a persistent kernel's launch without its loop over programs, any other launch itself): a launch
         whose trace reads no data runs that way, only its programs that store anything, timed from the
         address-only run's trace, kept for its repeats (sim/persistent_runs.py)."""
-        from .affinity import AFFINITY, KeptMappings
+        from .affinity import AFFINITY, MAPPINGS
         from .estimate import estimate_launch
         from .operands import drop_written_replicas
         from .timing import POLICIES, CoreMapping, simulate_timing
@@ -204,8 +203,7 @@ class Device:
                     else:
                         planned = self._planned_operands(program, grid, args)
                 if planned is None:  # else the estimate resolves it under the planned placement
-                    self._mappings = self._mappings or KeptMappings()
-                    policy = self._mappings.resolve(policy, program, grid, args, self.memory)
+                    policy = MAPPINGS.resolve(policy, program, grid, args, self.memory)
                 if self._estimates is not None:
                     # the launch as it would run, with the operand moves it would make
                     est = estimate_launch(
@@ -340,5 +338,8 @@ def reset_device(index: int = 0) -> None:
     fresh one from the knobs as they are then (tests use this to switch PLATE_MACHINE)."""
     with _devices_lock:
         _devices.pop(_check_index(index), None)
+    from .affinity import MAPPINGS
+
+    MAPPINGS.clear()  # its answers are keyed by layout, not by device: a fresh device starts without them
     for hook in list(_reset_hooks):
         hook()

@@ -44,7 +44,7 @@ from .. import cost, knobs
 from ..errors import PlateError
 from ..isa.program import Program
 from ..machine import Machine, get_machine
-from .affinity import resolve_policy
+from .affinity import MAPPINGS
 from .data_flow import _tiles
 from .dma import Traffic
 from .executor import DEFAULT_MAX_STEPS, execute
@@ -765,7 +765,7 @@ def _estimate_launch(
     machine = get_machine(machine if machine is not None else memory.machine)
     shadow = _shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about
     trace = _launch_trace(program, grid, args, memory, shadow, machine, placement)
-    policy = resolve_policy(policy if policy is not None else knobs.policy(), program, grid, args, shadow)
+    policy = MAPPINGS.resolve(policy if policy is not None else knobs.policy(), program, grid, args, shadow)
     est = model(trace, machine, policy=policy, wall_s=time.perf_counter() - t0)
     pointers = tuple(int(v) for a, v in zip(program.args, args) if a.type == "ptr")
     return dataclasses.replace(est, kernel=program.name, launch_key=(program.name, pointers))

@@ -107,6 +107,18 @@ def _migration_ns(memory: DeviceMemory, rec: Allocation, spec: str) -> float:
     return cost.migration_cycles(memory.machine, moved) / memory.machine.clock_ghz
 
 
+def _sizes_key(program, grid, args, recs, memory: DeviceMemory) -> tuple:
+    """What ``shared_operands`` of a launch depends on: the footprint's values (the program, grid and
+    integer arguments: sim/footprints.py) and, per pointer argument, whether it points into an allocation
+    and that allocation's size (a range's span is a difference of offsets; the share it is compared with
+    is the size over the domains). Not the offset nor the placement: the same operands of another
+    launch over other tensors of these sizes are shared or not alike."""
+    layout = tuple(
+        v if a.type != "ptr" else None if r is None else ("ptr", r.nbytes) for a, v, r in zip(program.args, args, recs)
+    )
+    return (id(program), program.affinity, tuple(int(g) for g in grid), layout, id(memory.machine))
+
+
 @dataclass(frozen=True)
 class _Choice:
     """The cost model's answer for one shared operand of a launch layout."""
@@ -128,6 +140,9 @@ class OperandPlanner:
 
     def __init__(self):
         self._decided: dict[tuple, tuple] = {}  # key -> (program, its choices)
+        # _sizes_key -> (program, machine, argument indices of shared_operands): what the footprint says of
+        # a launch's operands, kept for its repeats (the same operands over fresh allocations, other offsets)
+        self._shared: dict[tuple, tuple] = {}
         self._rent: dict[int, float] = {}  # allocation id -> ns a replica would have saved so far
 
     def _key(self, program, grid, args, shared) -> tuple:
@@ -139,7 +154,15 @@ class OperandPlanner:
         self, program, grid, args, memory: DeviceMemory
     ) -> tuple[list[tuple[int, Allocation]], tuple[_Choice, ...]]:
         """The shared operands of this launch that launches may move, and the cost model's choice for each."""
-        shared = [(i, rec) for i, rec in shared_operands(program, grid, args, memory) if not rec.pinned]
+        recs = [memory.holding(int(v)) if a.type == "ptr" else None for a, v in zip(program.args, args)]
+        layout = _sizes_key(program, grid, args, recs, memory)
+        found = self._shared.get(layout)
+        if found is None or found[0] is not program or found[1] is not memory.machine:
+            if len(self._shared) >= MAX_DECISIONS:
+                self._shared.clear()
+            found = (program, memory.machine, tuple(i for i, _ in shared_operands(program, grid, args, memory)))
+            self._shared[layout] = found
+        shared = [(i, recs[i]) for i in found[2] if not recs[i].pinned]
         if not shared:
             return shared, ()
         key = self._key(program, grid, args, shared)

@@ -57,22 +57,31 @@ KEPT = 8  # recent launches' traces kept
 KEPT_BYTES = 64 << 20  # ... and at most this many bytes of them (Trace.nbytes)
 
 
+_NO_DATA = "_plate_reads_no_data"  # on the program: (its instructions, trace_reads_no_data of them)
+
+
+def reads_no_data(program) -> bool:
+    """``trace_reads_no_data(program)``, kept on the program: every device's launches of a kernel ask it
+    (a test suite's eager kernels at most of their launches, while hundreds of fresh kernels come and go),
+    made again when its instructions changed."""
+    instrs = tuple(program.instrs)
+    kept = getattr(program, _NO_DATA, None)
+    if kept is None or kept[0] != instrs:
+        kept = (instrs, trace_reads_no_data(program))
+        setattr(program, _NO_DATA, kept)
+    return kept[1]
+
+
 class PersistentRuns:
     """The traces of recent persistent launches whose trace reads no memory data (module docstring)."""
 
     def __init__(self):
         # key -> [program, trace, nbytes, live programs (None: not found yet), packed trace (None: not yet)]
         self._traces: OrderedDict = OrderedDict()
-        self._no_data: dict[int, tuple] = {}  # id(program) -> (program, trace_reads_no_data)
 
     def key(self, program, grid, args, memory) -> tuple | None:
         """What a kept trace is found by, or None when the program's trace may read data."""
-        hit = self._no_data.get(id(program))
-        if hit is None or hit[0] is not program:
-            if len(self._no_data) >= 256:
-                self._no_data.clear()
-            hit = self._no_data[id(program)] = (program, trace_reads_no_data(program))
-        if not hit[1]:
+        if not reads_no_data(program):
             return None
         layout = []
         for a, v in zip(program.args, args):
