@@ -108,7 +108,9 @@ REDUCTIONS = {
     "softmax_to_float32": lambda x: F.softmax(x, 1, dtype=torch.float32),
 }
 # plate kernels (eager_ops/reductions.py): float32 accumulation, as CUDA's
-ON_DEVICE = {"sum", "sum_dim0", "sum_dim1_keepdim", "sum_to_float32", "softmax", "log_softmax", "softmax_to_float32"}
+ON_DEVICE = {
+    "sum", "sum_dim0", "sum_dim1_keepdim", "sum_to_float32", "mean", "softmax", "log_softmax", "softmax_to_float32",
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("dtype", HALF)
@@ -276,6 +278,33 @@ def test_softmax_backward_refuses_a_half_grad_of_a_float32_input_as_cuda_does():
         with pytest.raises(RuntimeError, match="expected input and grad types to match"):
             op(dy.plate(), y.plate(), 1, torch.float32)
         assert op(dy.plate(), y.plate(), 1, torch.float16).dtype == torch.float16
+
+
+@pytest.mark.parametrize("dtype", [*HALF, torch.float32, torch.float64])
+def test_mean_is_a_plate_kernel_with_cudas_factor(dtype):
+    """mean sums in the accumulator type and multiplies by outputs / inputs (CUDA's MeanOps): an empty
+    reduction is NaN, a half input may ask for a float32 result, an integer input raises torch's error."""
+    x = data((8, 3000), dtype, seed=5, offset=0.25)
+    with host_op_scope() as ops:
+        got = x.plate().mean(1)
+        whole = x.plate().mean()
+        empty = torch.empty(0, 7, dtype=dtype, device="plate").mean(0)
+        keep = x.plate().mean((0, 1), keepdim=True)
+        wider = x.plate().mean(1, dtype=torch.float32) if dtype in HALF else None
+    assert not ops, ops
+    exact = x.double().mean(1)
+    if dtype in HALF:
+        assert within_one_ulp(got.cpu(), exact) and within_one_ulp(whole.cpu(), x.double().mean())
+        torch.testing.assert_close(wider.cpu(), exact.float(), rtol=2**-20, atol=2**-22)
+    else:
+        torch.testing.assert_close(got.cpu(), exact.to(dtype))
+    assert keep.shape == (1, 1) and keep.item() == whole.item()
+    assert empty.shape == (7,) and bool(empty.cpu().isnan().all())
+    with pytest.raises(RuntimeError) as on_cpu:
+        torch.arange(5).mean()
+    with pytest.raises(RuntimeError) as on_plate:
+        torch.arange(5, device="plate").mean()
+    assert str(on_plate.value) == str(on_cpu.value)
 
 
 # ---- what stays as it was ---------------------------------------------------------------------------------

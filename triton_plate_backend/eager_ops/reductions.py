@@ -1,4 +1,4 @@
-"""sum and softmax (forward and backward) as plate kernels (reduction_kernels): the reduced dims moved
+"""sum, mean and softmax (forward and backward) as plate kernels (reduction_kernels): the reduced dims moved
 last and the input copied contiguous on the device, so each result element reduces one row.
 
 Numerics as CUDA's: fp16/bf16 accumulate in float32 and round once to the result type (RTNE), every
@@ -11,11 +11,12 @@ from __future__ import annotations
 import importlib
 import math
 
+import numpy as np
 import torch
 
 from ..torch_device.accumulation import check_softmax_backward
 from .launch import FLOAT_DTYPES, REAL_DTYPES, next_power_of_2, triton_dtype
-from .ops import Call, _opmath, _result, checked
+from .ops import HALF, Call, _opmath, _result, checked
 from .table import Row
 
 
@@ -80,6 +81,33 @@ def sum_(op: torch._ops.OpOverload, row: Row):
         result = torch.empty(rows.shape[0], dtype=out_dtype, device=x.device)
         launch_row_sum(result, rows, out_dtype)
         return _written(call, expected, result.view(expected.shape))
+
+    return kernel
+
+
+def mean(op: torch._ops.OpOverload, row: Row):
+    """mean.dim: the rows summed in the accumulator type, times CUDA's factor (outputs / inputs, computed in the
+    accumulator's type: 1/m rounded once, inf for an empty reduction, so 0 * inf gives NaN), then rounded once
+    to the result type, as CUDA's MeanOps. A float result of a half input accumulates the same way; other
+    dtype pairs and complex tensors run on the host."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        out_dtype = expected.dtype
+        if out_dtype not in FLOAT_DTYPES or not (x.dtype == out_dtype or (x.dtype in HALF and out_dtype == torch.float32)):
+            return call.on_host()
+        if x.dim() == 0:
+            return _written(call, expected, x.to(out_dtype).reshape(expected.shape).clone())
+        rows = as_rows(x, reduced_dims(x, call.bound.get("dim")))
+        n, m = rows.shape
+        wide = accumulator(out_dtype)
+        total = torch.empty(n, dtype=wide, device=x.device)
+        launch_row_sum(total, rows, out_dtype)
+        factor_type = np.float64 if wide == torch.float64 else np.float32
+        with np.errstate(divide="ignore"):
+            factor = float(factor_type(n) / factor_type(n * m))
+        return _written(call, expected, total.mul_(factor).to(out_dtype).view(expected.shape))
 
     return kernel
 
@@ -165,4 +193,4 @@ def _unrows(result: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
     return result.view(moved).movedim(-1, dim).contiguous()
 
 
-FAMILIES = {"sum": sum_, "softmax": softmax, "softmax_backward": softmax_backward}
+FAMILIES = {"sum": sum_, "mean": mean, "softmax": softmax, "softmax_backward": softmax_backward}

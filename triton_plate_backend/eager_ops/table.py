@@ -164,6 +164,7 @@ EAGER_OPS: dict[str, Row] = {
     # reductions.py, layer_norm.py: fp16/bf16 accumulate in float32 and round once, as CUDA's kernels
     "sum.default": Row("sum"),
     "sum.dim_IntList": Row("sum"),
+    "mean.dim": Row("mean"),
     "_softmax.default": Row("softmax"),
     "_log_softmax.default": Row("softmax", "log"),
     "_softmax_backward_data.default": Row("softmax_backward"),
@@ -236,6 +237,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "sinc.default": ("sinc_.default", "sinc.out"),
     "xlogy.Tensor": ("xlogy_.Tensor", "xlogy.OutTensor"),
     "sum.dim_IntList": ("sum.IntList_out",),
+    "mean.dim": ("mean.out",),
     "special_xlog1py.default": ("special_xlog1py.out",),
     **{f"{name}.default": (f"{name}.out",) for name in ("mm", "bmm", "dot", "_int_mm")},
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("addmm", "baddbmm", "addmv")},

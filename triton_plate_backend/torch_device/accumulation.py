@@ -24,7 +24,7 @@ more: the result is CUDA's within CUDA's own fp32 rounding. How, by kind:
 
 Other dtypes (float64, fp32 outside the matmul family, integers) keep the host kernel's behaviour.
 
-sum, softmax/log_softmax and layer norm (forward and backward) and the matmuls mm, bmm, addmm, baddbmm,
+sum, mean, softmax/log_softmax and layer norm (forward and backward) and the matmuls mm, bmm, addmm, baddbmm,
 addmv, dot and _int_mm are no longer here: they are plate kernels (eager_ops/reductions.py, layer_norm.py,
 matmul.py) accumulating in float32 as CUDA's, in a fixed order, on the device.
 """
@@ -227,10 +227,8 @@ class Rule:
 ACCUMULATING: dict[str, Rule] = {
     # addbmm (mm, bmm, addmm, baddbmm, addmv, dot and _int_mm are plate kernels: eager_ops/matmul.py)
     "addbmm": Rule("matmul", _addbmm),
-    # reductions (sum.default, mean.default, logsumexp, norm.Scalar decompose into these)
+    # reductions (sum.default, logsumexp, norm.Scalar decompose into these; sum and mean are plate kernels)
     "nansum": Rule("tree", _nansum),
-    "mean.dim": Rule("tree", _mean),
-    "mean.out": Rule("tree", _mean),
     "var.correction": Rule("tree", _var),
     "std.correction": Rule("tree", _std),
     "var_mean.correction": Rule("tree", _var_mean),
