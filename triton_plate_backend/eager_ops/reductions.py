@@ -95,7 +95,8 @@ def mean(op: torch._ops.OpOverload, row: Row):
     def kernel(call: Call, expected):
         x = call["self"]
         out_dtype = expected.dtype
-        if out_dtype not in FLOAT_DTYPES or not (x.dtype == out_dtype or (x.dtype in HALF and out_dtype == torch.float32)):
+        widened = x.dtype in HALF and out_dtype == torch.float32
+        if out_dtype not in FLOAT_DTYPES or not (x.dtype == out_dtype or widened):
             return call.on_host()
         if x.dim() == 0:
             return _written(call, expected, x.to(out_dtype).reshape(expected.shape).clone())
