@@ -27,6 +27,7 @@ import itertools
 import math
 
 import torch
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols, guard_int
 
 from triton_plate_backend import cost
 
@@ -41,6 +42,18 @@ def _on_plate(*tensors) -> bool:
 
 def _static(values) -> bool:
     return all(isinstance(v, int) for v in values)
+
+
+def _guarded_kernel(weight):
+    """The kernel's spatial sizes ``weight.shape[2:]`` as ints, or None. With dynamic shapes and the weight a graph
+    input (not a parameter), they are backed symbols: each is guarded to its value, as Inductor's own convolution
+    lowering guards the whole weight size (``guard_int_seq``), so the GEMM form is traced for this kernel and a
+    different one recompiles; the GEMM form needs them as ints (one strided view and one GEMM row per kernel
+    offset). An unbacked size (data-dependent, no value to guard on) leaves the convolution to Inductor."""
+    sizes = list(weight.shape[2:])
+    if any(free_unbacked_symbols(s) for s in sizes):
+        return None
+    return [guard_int(s) for s in sizes]
 
 
 def _pad_dims(x, pads):
@@ -214,7 +227,7 @@ def _n(values, dims) -> list:
 
 # ---- the decompositions ------------------------------------------------------------------------------------
 def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    if not _on_plate(x, weight) or not _static(weight.shape[2:]):
+    if not _on_plate(x, weight) or _guarded_kernel(weight) is None:
         return NotImplemented
     dims = weight.dim() - 2
     stride, padding, dilation = _n(stride, dims), _n(padding, dims), _n(dilation, dims)
@@ -227,11 +240,13 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
 def convolution_backward(
     grad_out, x, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask
 ):
-    if not _on_plate(grad_out, x, weight) or not _static(weight.shape[2:]):
+    if not _on_plate(grad_out, x, weight):
+        return NotImplemented
+    kernel = _guarded_kernel(weight)
+    if kernel is None:
         return NotImplemented
     dims = weight.dim() - 2
     stride, padding, dilation = _n(stride, dims), _n(padding, dims), _n(dilation, dims)
-    kernel = list(weight.shape[2:])
     grad_x = grad_w = grad_b = None
     if output_mask[0]:
         if transposed:

@@ -19,6 +19,7 @@ other than ``pointwise``, ``reduction`` and ``persistent_reduction`` is Inductor
 
 from __future__ import annotations
 
+import copy
 import math
 
 from torch._inductor.runtime import triton_heuristics as _inductor
@@ -64,6 +65,41 @@ def chosen(size_hints, configs: list, triton_meta: dict, inductor_meta: dict) ->
     return [kernel_config.choose(policy.machine(), dict(size_hints), configs, triton_meta, inductor_meta)]
 
 
+SHRINKABLE = ("XBLOCK", "YBLOCK", "ZBLOCK")  # the tile's program dims; a reduction's R blocks stay as chosen
+
+
+def halved(configs: list) -> list:
+    """Each configuration with its largest program block (``SHRINKABLE``) halved; [] when none is above 1."""
+    smaller = []
+    for c in configs:
+        blocks = {k: v for k, v in c.kwargs.items() if k in SHRINKABLE and v > 1}
+        if not blocks:
+            continue
+        largest = max(blocks, key=lambda k: (blocks[k], k))
+        c = copy.copy(c)
+        c.kwargs = {**c.kwargs, largest: blocks[largest] // 2}
+        smaller.append(c)
+    return smaller
+
+
+class PlateAutotuner(_inductor.CachingAutotuner):
+    """Inductor's CachingAutotuner whose configurations, when none fits a core's SRAM, are retried with smaller
+    program blocks (``halved``) until one compiles: the tile Inductor sizes for a GPU holds every live temporary
+    of the kernel at once, and with dynamic shapes the index arithmetic adds int64 temporaries the static kernel
+    folds into constants (avg_pool3d_backward over symbolic sizes: 1.4 MB live at 16x16x16, the core has 1 MB).
+    A GPU would spill to local memory; a plate core fails the compile (SramOutOfResources)."""
+
+    def _precompile_worker(self):
+        while True:
+            try:
+                return super()._precompile_worker()
+            except _inductor.NoTritonConfigsError as error:
+                smaller = halved(self.configs or [])
+                if "SramOutOfResources" not in str(error) or not smaller:
+                    raise
+                self.configs = smaller
+
+
 def _autotuned(size_hints, configs, triton_meta, inductor_meta, heuristic_type, filename):
     if not isinstance(configs, list):  # a combo kernel: Inductor's decorator as it is
         return configs
@@ -74,6 +110,7 @@ def _autotuned(size_hints, configs, triton_meta, inductor_meta, heuristic_type, 
         inductor_meta=inductor_meta,
         heuristic_type=heuristic_type,
         filename=filename,
+        caching_autotuner_cls=PlateAutotuner,
     )
 
 

@@ -252,6 +252,36 @@ def test_fill_complex(no_host_ops):
     same(x, torch.full((3,), 1 - 2j, dtype=torch.complex64))
 
 
+# ---- arange --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("start", "end", "step", "dtype"),
+    [
+        (0, 10, 1, None),  # int64
+        (2, -7, -3, None),
+        (0, 1, 0.1, torch.float32),  # computed in double and rounded once, as the CPU kernel
+        (0, 1, 0.1, torch.float64),
+        (-3.5, 4, 0.25, torch.float16),
+        (0, 5, 1, torch.bfloat16),
+        (1, 9, 2, torch.int32),
+        (0.5, 3, 1, None),  # float bounds: the default float type
+    ],
+)
+def test_arange(start, end, step, dtype, no_host_ops):
+    """Every arange overload reaches arange.start_out (the composites call it): a plate kernel, not the host's."""
+    got = torch.arange(start, end, step, dtype=dtype, device="plate")
+    want = torch.arange(start, end, step, dtype=dtype)
+    same(got, want)
+    assert torch.equal(got.cpu(), want)
+
+
+def test_arange_out_and_a_tensor_bound(no_host_ops):
+    out = torch.empty(0, device="plate")
+    torch.arange(0, 6, out=out)
+    same(out, torch.arange(0, 6, dtype=torch.float32))
+    end = torch.tensor(5).to("plate")  # a 0-dim bound (a graph break's data-dependent length): its value
+    same(torch.arange(0, end, device="plate"), torch.arange(5))
+
+
 # ---- complex: views and arithmetic ---------------------------------------------------------------------
 def test_view_as_real_and_complex_are_views(no_host_ops):
     c = torch.randn(4, 3, dtype=torch.complex64)

@@ -400,6 +400,30 @@ def test_pointwise_kernels_offer_the_one_wave_block():
     assert heuristics.wave_block(16384, props.multi_processor_count) in blocks and len(blocks) == 3
 
 
+def test_halved_shrinks_the_largest_program_block_only():
+    c = triton.Config({"XBLOCK": 16, "YBLOCK": 32, "R0_BLOCK": 64}, num_warps=4)
+    (smaller,) = heuristics.halved([c])
+    assert smaller.kwargs == {"XBLOCK": 16, "YBLOCK": 16, "R0_BLOCK": 64} and smaller.num_warps == 4
+    assert c.kwargs["YBLOCK"] == 32  # the original is not modified
+    assert heuristics.halved([triton.Config({"XBLOCK": 1, "R0_BLOCK": 64})]) == []
+
+
+def _avg_pool3d_backward(a, b):
+    return torch.ops.aten.avg_pool3d_backward(a, b, [3, 3, 3], [1, 1, 1], [1, 1, 1], True, False, None)
+
+
+def test_a_kernel_whose_tile_overflows_sram_is_retried_with_smaller_blocks():
+    """With dynamic shapes, avg_pool3d_backward's pointwise kernel keeps dozens of int64 index temporaries live
+    per element: at Inductor's 16x16x16 tile they need 1.4 MB, over a core's SRAM (SramOutOfResources, and
+    'No valid triton configs' with the one configuration the cost model chose). PlateAutotuner halves the
+    program blocks until the kernel compiles."""
+    a, b = torch.randn(1, 1, 20, 20, 15), torch.randn(1, 1, 20, 20, 15)
+    with torch._inductor.config.patch(force_disable_caches=True):
+        out = torch.compile(_avg_pool3d_backward, dynamic=True)(a.to("plate"), b.to("plate"))
+    torch.testing.assert_close(out.cpu(), _avg_pool3d_backward(a, b))
+    assert inductor_plate.host_fallbacks() == {}
+
+
 def _configs_and_benchmarks(monkeypatch, fn, *args):
     """(the number of configurations of each kernel the compiled ``fn`` ran, benchmark_all_configs calls)."""
     from torch._inductor.runtime import triton_heuristics

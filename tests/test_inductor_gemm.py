@@ -465,3 +465,27 @@ def test_host_ops_at_a_graph_break_count_as_eager_ops_of_the_compiled_function()
     plate_x.unique()  # eager, outside any compiled function: not a host fallback
     assert inductor_plate.host_fallbacks() == {"eager op aten._unique2": 1}
     assert torch.plate.host_ops()["aten._unique2"] >= 2  # the device counts both
+
+
+def conv_and_grads(x, w, b):
+    return F.conv2d(x, w, b, padding=1).square().sum()
+
+
+def test_conv_with_symbolic_kernel_sizes_is_guarded_and_runs_as_gemms():
+    """dynamic=True with the weight a graph input (not a parameter): its kernel sizes are symbols. The
+    decompositions guard them to their values (as Inductor's conv lowering does) instead of leaving forward and
+    backward to the extern aten kernels, which run on the host; another kernel size recompiles."""
+    torch.manual_seed(0)
+    compiled = torch.compile(conv_and_grads, dynamic=True)
+    for kernel in (3, 5):
+        x, w, b = torch.randn(2, 4, 7, 7), torch.randn(6, 4, kernel, kernel), torch.randn(6)
+        cpu = [t.clone().requires_grad_() for t in (x, w, b)]
+        conv_and_grads(*cpu).backward()
+        plate = [t.to("plate").requires_grad_() for t in (x, w, b)]
+        with torch._inductor.config.patch(force_disable_caches=True):
+            loss = compiled(*plate)
+            loss.backward()
+        torch.testing.assert_close(loss.cpu(), conv_and_grads(x, w, b), **TOL)
+        for got, want in zip(plate, cpu, strict=True):
+            torch.testing.assert_close(got.grad.cpu(), want.grad, **TOL)
+    assert inductor_plate.host_fallbacks() == {}

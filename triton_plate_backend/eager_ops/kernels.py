@@ -474,6 +474,20 @@ def elementwise(
 
 
 @triton.jit(do_not_specialize=_NO_SPECIALIZE)
+def arange_fill(
+    out, a, b, c, n, s1, s2, s3,
+    o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+    CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+):  # fmt: skip
+    """out[i] = start + i * step, computed in CT and rounded once: a holds (start, step) in CT."""
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    start = tl.load(a)
+    step = tl.load(a + 1)
+    value = start + i.to(CT) * step
+    tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), value.to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=_NO_SPECIALIZE)
 def complex_binary(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,

@@ -369,6 +369,38 @@ def fill(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+# ---- arange --------------------------------------------------------------------------------------------
+def arange(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """arange.start_out, which every arange overload reaches (their composites call it): out[i] = start + i * step
+    in the CPU kernel's accumulator type (acc_type: double for float and double, float for the half types,
+    int64 for the integers), rounded once to out's type."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        out = call["out"]
+        start, step = call["start"], call["step"]
+        values = [v.item() if isinstance(v, torch.Tensor) else v for v in (start, step)]
+        dtype = expected.dtype
+        if dtype in (torch.float32, torch.float64):
+            compute = torch.float64
+        elif dtype in HALF:
+            compute = torch.float32
+        elif dtype in REAL_DTYPES and dtype != torch.bool and all(isinstance(v, int) for v in values):
+            compute = torch.int64
+        else:  # bool, complex, an integer result of fractional bounds: the host's kernel (and its errors)
+            return call.on_host()
+        target = _result(call, expected, out.device)
+        shape = list(target.shape)
+        params = torch.tensor(values, dtype=compute).to(out.device)
+        strides = [broadcast_strides(target, shape), [0] * len(shape)]
+        if target.numel() and not launch.fits(shape, strides):
+            return call.on_host()
+        launch.launch("arange_fill", shape, [target, params], strides, CT=launch.triton_dtype(compute))
+        return target
+
+    return kernel
+
+
 # ---- random numbers ------------------------------------------------------------------------------------
 def _generator(call: Call, device) -> torch.Generator:
     gen = call.bound.get("generator")
@@ -534,6 +566,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "divide": divide,
     "gelu": gelu,
     "fill": fill,
+    "arange": arange,
     "random": random,
     "bernoulli_tensor": bernoulli_tensor,
     "dropout": dropout,

@@ -83,6 +83,7 @@ EAGER_OPS: dict[str, Row] = {
     "fill_.Scalar": Row("fill"),
     "fill_.Tensor": Row("fill"),
     "zero_.default": Row("fill"),
+    "arange.start_out": Row("arange"),
     "random_.default": Row("random", "random"),
     "random_.from": Row("random", "random"),
     "random_.to": Row("random", "random"),
