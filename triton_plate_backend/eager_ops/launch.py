@@ -19,7 +19,7 @@ BLOCK = 512  # kernels.BLOCK
 # programs' tiles fit a core's SRAM at WIDE_BLOCK, tests/test_eager_ops.py)
 WIDE_BLOCK = 4096
 WIDE_FROM = 1 << 22
-WIDE = frozenset({"elementwise"})
+WIDE = frozenset({"elementwise", "isclose"})
 # the element types plate's kernels load and store (complex tensors run over their real views)
 REAL_DTYPES = frozenset(
     {
