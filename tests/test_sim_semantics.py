@@ -125,6 +125,29 @@ def test_integer_binary_matches_python_integers(op, dtype, bits):
 
 
 @pytest.mark.parametrize("dtype, bits", [("i8", 8), ("i16", 16), ("i32", 32), ("i64", 64)])
+@pytest.mark.parametrize("op", ["divs", "rems", "divu", "remu"])
+@pytest.mark.parametrize("divisors", ["one", "positive", "one negative", "one zero"])
+def test_divisions_of_indices_by_sizes_match_python_integers(op, dtype, bits, divisors):
+    """Nonnegative dividends over positive divisors (an index over a size) take numpy's floor division, by one
+    integer when every lane divides by the same; one negative dividend or divisor, or a zero divisor, among them
+    keeps the general path: the same values either way."""
+    n = 64
+    rng = np.random.default_rng(bits)
+    hi = 2 ** (bits - 1) - 1
+    a = [0, 1, hi, hi - 1, *rng.integers(0, hi, n - 4, endpoint=True).tolist()]
+    b_vals = [7] * n if divisors == "one" else [hi, 1, *rng.integers(1, min(hi, 1000), n - 2).tolist()]
+    if divisors == "one negative":
+        a[5] = -a[5] - 1
+        b_vals[6] = -3
+    if divisors == "one zero":
+        b_vals[7] = 0
+    b = Bench((dtype, [n]), (dtype, [n]), (dtype, [n]), P=1)
+    b.set(1, np.array(a).reshape(1, n)).set(2, np.array(b_vals).reshape(1, n))
+    b.run(f"v.{op}", 0, 1, 2)
+    assert b.get(0).reshape(-1).tolist() == [INT_REF[op](x, y, bits) for x, y in zip(a, b_vals)]
+
+
+@pytest.mark.parametrize("dtype, bits", [("i8", 8), ("i16", 16), ("i32", 32), ("i64", 64)])
 @pytest.mark.parametrize("op", ["shl", "shru", "shrs"])
 def test_shifts_with_every_amount_below_the_width_match_python_integers(op, dtype, bits):
     """The one-ufunc path (no amount to clamp) against the same definitions."""
