@@ -946,3 +946,43 @@ def test_failed_device_assert_is_a_runtime_error_as_on_cuda():
     b.set(0, [[True, False]])
     with pytest.raises(RuntimeError, match="device-side assert triggered: boom"):
         b.run("dbg.assert", 0, b.k("boom"))
+
+
+def _contexts(id_groups, pc=3):
+    """Contexts of a stub launch holding the given instance ids, each instance's registers, tokens and SRAM row
+    filled from its id (so a row that lands with another instance's id shows)."""
+    from types import SimpleNamespace
+
+    from triton_plate_backend.sim.executor import Context
+
+    launch = SimpleNamespace(
+        program=SimpleNamespace(tiles=[], consts=[]), args=[], grid=(16, 1, 1), memory=None, machine=None, printer=None
+    )
+    made = []
+    for ids in id_groups:
+        pids = np.array(ids, np.int64)
+        regs = np.stack([pids * 10 + r for r in range(4)])
+        tokens = np.stack([pids * 100 + t for t in range(2)])
+        sram = (pids[:, None] * 1000 + np.arange(8)).astype(np.uint8)
+        made.append(Context(launch, pids, regs, tokens, sram, pc))
+    return made
+
+
+@pytest.mark.parametrize(
+    "id_groups",
+    [
+        [[0, 1, 2], [3, 4], [5]],  # in order
+        [[5, 6], [0, 1], [2, 3, 4]],  # whole contexts out of order: ordered by their first id
+        [[0, 4, 6], [1, 2], [3, 5, 7]],  # interleaved: the permutation
+        [[7], [2, 3]],
+    ],
+)
+def test_absorb_merges_contexts_in_increasing_instance_id_with_their_rows(id_groups):
+    first, *others = _contexts(id_groups)
+    first.absorb(others)
+    ids = sorted(i for g in id_groups for i in g)
+    (want,) = _contexts([ids])
+    assert first.pids.tolist() == ids and first.P == len(ids)
+    np.testing.assert_array_equal(first.regs, want.regs)
+    np.testing.assert_array_equal(first.tokens, want.tokens)
+    np.testing.assert_array_equal(first.sram, want.sram)
