@@ -215,6 +215,30 @@ def test_isclose_traced_decomposes_as_before():
     torch._dynamo.reset()
 
 
+def test_a_pointwise_op_on_a_permuted_dense_layout_runs_over_one_dim(monkeypatch, no_host_ops):
+    """Torch lays an op's result on a transposed view out as its input: the launch orders its dims by the
+    output's strides (TensorIterator's order) and coalesces them into one, the same values as the CPU's;
+    random numbers keep the logical order (their counter is the element's index)."""
+    from triton_plate_backend.eager_ops import launch
+
+    seen = []
+    original = launch.launch_kernel
+
+    def record(kernel, shape, tensors, strides, *a, **kw):
+        seen.append(launch.coalesce(shape, strides)[0])
+        return original(kernel, shape, tensors, strides, *a, **kw)
+
+    monkeypatch.setattr(launch, "launch_kernel", record)
+    x = torch.randn(6, 5, 7).permute(2, 0, 1)
+    y = torch.randn(6, 5, 7).permute(2, 0, 1)
+    px = torch.empty_strided(x.shape, x.stride(), device="plate").copy_(x.to("plate"))
+    py = torch.empty_strided(y.shape, y.stride(), device="plate").copy_(y.to("plate"))
+    seen.clear()
+    same(px * 2 + py, x * 2 + y)
+    same(torch.isclose(px, py + 1e-7, atol=1e-6), torch.isclose(x, y + 1e-7, atol=1e-6))
+    assert seen and all(s == [1, 1, 1, 7 * 6 * 5] for s in seen), seen
+
+
 def test_unary_isnan_and_neg(no_host_ops):
     x = torch.tensor([[1.0, float("nan")], [-float("inf"), 0.0]])
     same(torch.isnan(x.to("plate").t()), torch.isnan(x.t()))
