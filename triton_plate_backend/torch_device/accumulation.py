@@ -25,7 +25,7 @@ more: the result is CUDA's within CUDA's own fp32 rounding. How, by kind:
 - "fft": the FFTs (_fft_c2c, _fft_r2c, _fft_c2r) of float32/complex64 tensors run the host's FFT in
   float64/complex128 and round once. The host's fp32 FFT (pocketfft) is off by O(log n) ulps of the largest
   output (2.5e-5 at 16^3 against numpy's float64 FFT); compiled code decomposes complex64 _fft_c2c into float64
-  DFT products rounded once (inductor_plate/extern_decomps.py). On CUDA eager and compiled both call cuFFT, so
+  DFT products rounded once (Inductor's extern decompositions on plate). On CUDA eager and compiled both call cuFFT, so
   Inductor's tests compare a kernel with itself; here the two agree to the last rounding instead.
 
 Other dtypes (float64, fp32 outside the matmul family and the FFTs, integers) keep the host kernel's behaviour.
