@@ -343,4 +343,39 @@ def test_one_table_of_ops():
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload or "default")
         assert torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"), name
-        assert rule.kind in ("matmul", "tree", "host")
+        assert rule.kind in ("matmul", "tree", "host", "fft")
+
+
+def rounding_bound(exact: np.ndarray) -> np.ndarray:
+    """What rounding a float64 value once to float32 may move it, per component (half an ulp, 2**-24
+    relative), plus float64's own FFT error (a few ulps of float64 of the largest output)."""
+    return 2.0**-24 * np.abs(exact) + 1e-12 * np.abs(exact).max()
+
+
+FFTS = [
+    ("fftn 16^3 of a real input", lambda x: torch.fft.fftn(x), (16, 16, 16), torch.float32),
+    ("fft of complex rows", lambda x: torch.fft.fft(x), (8, 256), torch.complex64),
+    ("ifft2 ortho", lambda x: torch.fft.ifft2(x, norm="ortho"), (3, 60, 24), torch.complex64),
+    ("rfft", lambda x: torch.fft.rfft(x), (4, 1000), torch.float32),
+    ("irfft", lambda x: torch.fft.irfft(x, n=512), (4, 257), torch.complex64),
+]
+
+
+@pytest.mark.parametrize("fn, shape, dtype", [f[1:] for f in FFTS], ids=[f[0] for f in FFTS])
+def test_fp32_ffts_are_the_float64_fft_rounded_once(fn, shape, dtype):
+    """Eager FFTs of float32/complex64 plate tensors: numpy's float64 FFT rounded once (per component within
+    half an ulp of it). The host's fp32 FFT misses that by O(log n) ulps of the largest output; the compiled
+    _fft_c2c is float64 DFT products rounded once (inductor_plate/extern_decomps.py), so the two agree."""
+    torch.manual_seed(0)
+    x = torch.randn(shape, dtype=dtype)
+    with host_op_scope() as ops:
+        got = fn(x.to("plate")).cpu()
+    assert ops  # computed on the host, as before: only the precision changed
+    want = fn(x.to(torch.complex128 if dtype.is_complex else torch.float64))
+    assert got.dtype == fn(x).dtype and got.shape == want.shape
+    g, w = got.numpy(), want.numpy()
+    for part in (np.real, np.imag) if got.is_complex() else (np.asarray,):
+        assert np.all(np.abs(part(g) - part(w)) <= rounding_bound(part(w)))
+    if shape == (16, 16, 16):  # the bound can fail: the host's fp32 FFT misses it
+        host = fn(x).numpy()
+        assert not np.all(np.abs(host.real - w.real) <= rounding_bound(w.real))

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from triton_plate_backend import eager_ops
-from triton_plate_backend.eager_ops import kernels, table
+from triton_plate_backend.eager_ops import kernels, ops, table
 
 eager_ops.register()  # what the torch.backends entry point does at `import torch`
 
@@ -29,7 +29,8 @@ def test_every_row_names_a_real_overload_family_and_function():
     for name, row in table.overloads().items():
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload)  # raises for a misspelt overload
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"), name
+        key = "AutogradPrivateUse1" if row.family in ops.AUTOGRAD_FAMILIES else "PrivateUse1"
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), key), name
         assert row.family in eager_ops.FAMILIES, name
         if row.family == "elementwise":
             assert row.fn in kernels.FUNCTIONS, name
@@ -148,6 +149,94 @@ def test_a_large_one_dim_op_runs_in_wide_programs(monkeypatch, no_host_ops):
         k.src.constants.get((arg,)) for cache in kernels.elementwise.device_caches.values() for k in cache[0].values()
     }
     assert {launch.BLOCK, launch.WIDE_BLOCK} <= blocks
+
+
+LAUNCH = ops.launch.launch
+ISCLOSE_SPECIALS = [0.0, -0.0, 1.0, float("nan"), float("inf"), float("-inf"), 1e-5, 1.00001, 65504.0, 3.0e38]
+
+
+def isclose_operands(dtype):
+    """Random pairs near each other, the specials against each other, integers near and far (to the ends of
+    the type's range: an integer difference is taken in the default float type, not the integer type)."""
+    g = torch.Generator().manual_seed(0)
+    if dtype.is_floating_point:
+        base = torch.randn(500, dtype=torch.float64, generator=g)
+        near = base * (1 + torch.randn(500, dtype=torch.float64, generator=g) * 1e-4)
+        near = near + torch.randn(500, dtype=torch.float64, generator=g) * 1e-5
+        s = torch.tensor(ISCLOSE_SPECIALS, dtype=torch.float64)
+        a, b = torch.cat([base, s.repeat_interleave(len(s))]), torch.cat([near, s.repeat(len(s))])
+        return a.to(dtype), b.to(dtype)
+    if dtype == torch.bool:
+        return torch.rand(500, generator=g) < 0.5, torch.rand(500, generator=g) < 0.5
+    info = torch.iinfo(dtype)
+    a = torch.randint(info.min, info.max, (500,), dtype=torch.int64, generator=g).to(dtype)
+    far = torch.randint(info.min, info.max, (500,), dtype=torch.int64, generator=g).to(dtype)
+    b = torch.where(torch.rand(500, generator=g) < 0.5, a, far)
+    b[:100] = a[:100] + 1
+    return a, b
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.bool, torch.uint8, torch.int8, torch.int64],
+)
+def test_isclose_is_one_kernel_with_the_decompositions_bits(dtype, no_host_ops, monkeypatch):
+    """torch.isclose (a CompositeImplicitAutograd decomposition of eight or more ops, on CUDA too) is one plate
+    kernel: the CPU's result bit for bit, each error term rounded as torch's ops round it (half types: each
+    step to the half type), for NaN/inf/signed zeros, zero and nonzero tolerances, equal_nan both ways."""
+    launched = []
+    monkeypatch.setattr(ops.launch, "launch", lambda name, *a, **k: launched.append(name) or LAUNCH(name, *a, **k))
+    a, b = isclose_operands(dtype)
+    pa, pb = a.to("plate"), b.to("plate")
+    for rtol, atol, equal_nan in [(1e-4, 1e-5, True), (1.3e-6, 1e-5, False), (0, 0, True), (0.5, 3, False)]:
+        want = torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        assert torch.equal(torch.isclose(pa, pb, rtol=rtol, atol=atol, equal_nan=equal_nan).cpu(), want)
+    assert launched == ["isclose"] * 4
+    grid = torch.randn(6, 7)
+    same(
+        torch.isclose(grid.to("plate").t(), grid[:1].to("plate").t(), atol=0.5),
+        torch.isclose(grid.t(), grid[:1].t(), atol=0.5),
+    )
+
+
+def test_isclose_traced_decomposes_as_before():
+    """Traced (torch.compile), isclose still decomposes at the Autograd key, above functionalization: the graph
+    stays functional (a PrivateUse1 kernel let a tracer decompose it below, into in-place steps) and the
+    compiled result matches the eager one."""
+    torch._dynamo.reset()
+    a = torch.randn(300)
+    b = a * 2 + torch.randn(300) * 1e-3
+
+    def fn(a, b):
+        return torch.isclose(a * 2, b, rtol=1e-3, atol=1e-4) & (a > 0)
+
+    got = torch.compile(fn)(a.to("plate"), b.to("plate"))
+    assert torch.equal(got.cpu(), fn(a, b))
+    torch._dynamo.reset()
+
+
+def test_a_pointwise_op_on_a_permuted_dense_layout_runs_over_one_dim(monkeypatch, no_host_ops):
+    """Torch lays an op's result on a transposed view out as its input: the launch orders its dims by the
+    output's strides (TensorIterator's order) and coalesces them into one, the same values as the CPU's;
+    random numbers keep the logical order (their counter is the element's index)."""
+    from triton_plate_backend.eager_ops import launch
+
+    seen = []
+    original = launch.launch_kernel
+
+    def record(kernel, shape, tensors, strides, *a, **kw):
+        seen.append(launch.coalesce(shape, strides)[0])
+        return original(kernel, shape, tensors, strides, *a, **kw)
+
+    monkeypatch.setattr(launch, "launch_kernel", record)
+    x = torch.randn(6, 5, 7).permute(2, 0, 1)
+    y = torch.randn(6, 5, 7).permute(2, 0, 1)
+    px = torch.empty_strided(x.shape, x.stride(), device="plate").copy_(x.to("plate"))
+    py = torch.empty_strided(y.shape, y.stride(), device="plate").copy_(y.to("plate"))
+    seen.clear()
+    same(px * 2 + py, x * 2 + y)
+    same(torch.isclose(px, py + 1e-7, atol=1e-6), torch.isclose(x, y + 1e-7, atol=1e-6))
+    assert seen and all(s == [1, 1, 1, 7 * 6 * 5] for s in seen), seen
 
 
 def test_unary_isnan_and_neg(no_host_ops):

@@ -97,3 +97,35 @@ def test_an_adaptive_pool_of_integers_raises_torchs_error_on_plate(op, dims, no_
     ints = torch.zeros([1] * (dims + 2), dtype=torch.int64, device="plate")
     with pytest.raises(NotImplementedError, match=f"adaptive_.*_pool{dims}d\" not implemented for 'Long'"):
         getattr(aten, f"{op}{dims}d")(ints, [5] * dims)
+
+
+@pytest.mark.parametrize(
+    "window, launches",
+    [
+        (([1, 1, 1], [2, 2, 2], [0, 0, 0]), 1),  # test_avg_pool3d_backward3's: one candidate window per input
+        (([3, 3, 3], [2, 2, 2], [1, 1, 1]), 1),  # 2 per dim: 8
+        (([3, 3, 3], [1, 1, 1], [1, 1, 1]), 3),  # 27: one dim at a time
+    ],
+)
+def test_avg_pool3d_backward_with_few_candidate_windows_is_one_pass(window, launches, monkeypatch, no_host_ops):
+    """Windows no wider than the stride (or a few candidates per input) take one launch over the input, each share
+    one division by the window's count as torch's kernels divide: the CPU's bits; more candidates, three one-dim
+    passes (within rounding of it)."""
+    from triton_plate_backend.eager_ops import launch
+
+    seen = []
+    original = launch.launch_kernel
+    monkeypatch.setattr(launch, "launch_kernel", lambda *a, **k: seen.append(1) or original(*a, **k))
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 9, 8, 7)
+    for count_pad in (True, False):
+        args = [*window, False, count_pad, None]
+        grad = torch.randn(aten.avg_pool3d(x, *args).shape)
+        seen.clear()
+        got = aten.avg_pool3d_backward(grad.to("plate"), x.to("plate"), *args).cpu()
+        want = aten.avg_pool3d_backward(grad, x, *args)
+        assert len(seen) == launches
+        if launches == 1:
+            assert torch.equal(got, want)
+        else:
+            torch.testing.assert_close(got, want)

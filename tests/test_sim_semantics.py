@@ -125,6 +125,29 @@ def test_integer_binary_matches_python_integers(op, dtype, bits):
 
 
 @pytest.mark.parametrize("dtype, bits", [("i8", 8), ("i16", 16), ("i32", 32), ("i64", 64)])
+@pytest.mark.parametrize("op", ["divs", "rems", "divu", "remu"])
+@pytest.mark.parametrize("divisors", ["one", "positive", "one negative", "one zero"])
+def test_divisions_of_indices_by_sizes_match_python_integers(op, dtype, bits, divisors):
+    """Nonnegative dividends over positive divisors (an index over a size) take numpy's floor division, by one
+    integer when every lane divides by the same; one negative dividend or divisor, or a zero divisor, among them
+    keeps the general path: the same values either way."""
+    n = 64
+    rng = np.random.default_rng(bits)
+    hi = 2 ** (bits - 1) - 1
+    a = [0, 1, hi, hi - 1, *rng.integers(0, hi, n - 4, endpoint=True).tolist()]
+    b_vals = [7] * n if divisors == "one" else [hi, 1, *rng.integers(1, min(hi, 1000), n - 2).tolist()]
+    if divisors == "one negative":
+        a[5] = -a[5] - 1
+        b_vals[6] = -3
+    if divisors == "one zero":
+        b_vals[7] = 0
+    b = Bench((dtype, [n]), (dtype, [n]), (dtype, [n]), P=1)
+    b.set(1, np.array(a).reshape(1, n)).set(2, np.array(b_vals).reshape(1, n))
+    b.run(f"v.{op}", 0, 1, 2)
+    assert b.get(0).reshape(-1).tolist() == [INT_REF[op](x, y, bits) for x, y in zip(a, b_vals)]
+
+
+@pytest.mark.parametrize("dtype, bits", [("i8", 8), ("i16", 16), ("i32", 32), ("i64", 64)])
 @pytest.mark.parametrize("op", ["shl", "shru", "shrs"])
 def test_shifts_with_every_amount_below_the_width_match_python_integers(op, dtype, bits):
     """The one-ufunc path (no amount to clamp) against the same definitions."""
@@ -923,3 +946,43 @@ def test_failed_device_assert_is_a_runtime_error_as_on_cuda():
     b.set(0, [[True, False]])
     with pytest.raises(RuntimeError, match="device-side assert triggered: boom"):
         b.run("dbg.assert", 0, b.k("boom"))
+
+
+def _contexts(id_groups, pc=3):
+    """Contexts of a stub launch holding the given instance ids, each instance's registers, tokens and SRAM row
+    filled from its id (so a row that lands with another instance's id shows)."""
+    from types import SimpleNamespace
+
+    from triton_plate_backend.sim.executor import Context
+
+    launch = SimpleNamespace(
+        program=SimpleNamespace(tiles=[], consts=[]), args=[], grid=(16, 1, 1), memory=None, machine=None, printer=None
+    )
+    made = []
+    for ids in id_groups:
+        pids = np.array(ids, np.int64)
+        regs = np.stack([pids * 10 + r for r in range(4)])
+        tokens = np.stack([pids * 100 + t for t in range(2)])
+        sram = (pids[:, None] * 1000 + np.arange(8)).astype(np.uint8)
+        made.append(Context(launch, pids, regs, tokens, sram, pc))
+    return made
+
+
+@pytest.mark.parametrize(
+    "id_groups",
+    [
+        [[0, 1, 2], [3, 4], [5]],  # in order
+        [[5, 6], [0, 1], [2, 3, 4]],  # whole contexts out of order: ordered by their first id
+        [[0, 4, 6], [1, 2], [3, 5, 7]],  # interleaved: the permutation
+        [[7], [2, 3]],
+    ],
+)
+def test_absorb_merges_contexts_in_increasing_instance_id_with_their_rows(id_groups):
+    first, *others = _contexts(id_groups)
+    first.absorb(others)
+    ids = sorted(i for g in id_groups for i in g)
+    (want,) = _contexts([ids])
+    assert first.pids.tolist() == ids and first.P == len(ids)
+    np.testing.assert_array_equal(first.regs, want.regs)
+    np.testing.assert_array_equal(first.tokens, want.tokens)
+    np.testing.assert_array_equal(first.sram, want.sram)

@@ -488,6 +488,32 @@ def arange_fill(
 
 
 @triton.jit(do_not_specialize=_NO_SPECIALIZE)
+def isclose(
+    out, a, b, c, n, s1, s2, s3,
+    o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+    TOL: tl.constexpr, EQUAL_NAN: tl.constexpr, CT: tl.constexpr, ST: tl.constexpr,
+    BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+):  # fmt: skip
+    """aten's isclose (TensorCompare.cpp) in one pass: a == b, or both NaN (EQUAL_NAN), or (TOL) a finite
+    |a - b| <= atol + |rtol * b|. Each step rounds to the type torch's op returns (ST: the tensors' type; integer
+    and bool tensors are cast to the default float type first), computing in CT (float32 for the half types, as
+    opmath). c: [rtol, atol]."""
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask)
+    y = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask)
+    close = x == y
+    if EQUAL_NAN:
+        close = close | ((x != x) & (y != y))
+    if TOL:
+        rtol = tl.load(c)
+        atol = tl.load(c + 1)
+        allowed = (tl.abs((rtol * y.to(ST).to(CT)).to(ST)).to(CT) + atol).to(ST).to(CT)
+        actual = tl.abs((x.to(ST).to(CT) - y.to(ST).to(CT)).to(ST)).to(CT)
+        close = close | ((actual <= allowed) & (actual < float("inf")))
+    tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), close.to(out.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=_NO_SPECIALIZE)
 def complex_binary(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,

@@ -19,7 +19,7 @@ BLOCK = 512  # kernels.BLOCK
 # programs' tiles fit a core's SRAM at WIDE_BLOCK, tests/test_eager_ops.py)
 WIDE_BLOCK = 4096
 WIDE_FROM = 1 << 22
-WIDE = frozenset({"elementwise"})
+WIDE = frozenset({"elementwise", "isclose"})
 # the element types plate's kernels load and store (complex tensors run over their real views)
 REAL_DTYPES = frozenset(
     {
@@ -109,7 +109,28 @@ def launch(kernel_name: str, shape, tensors: list[torch.Tensor], strides: list[l
     operands follow (missing ones are the output, never read), `strides` each one's element strides
     over `shape`. `extra` are the kernel's further scalar arguments."""
     wide = kernel_name in WIDE
+    if wide:
+        shape, strides = pointwise_order(shape, strides)
     launch_kernel(getattr(kernels(), kernel_name), shape, tensors, strides, *extra, wide=wide, **constexprs)
+
+
+def pointwise_order(shape, strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
+    """A pointwise launch's dims reordered outermost first by the output's strides, as TensorIterator orders
+    them, where that coalesces into no more dims: each element is computed alone, so the order changes no
+    value, and a dense output in a permuted layout (the result of an op on a transposed view, which torch
+    lays out as its input) becomes one dim of WIDE_BLOCK programs instead of a strided 4-dim walk."""
+    order = sorted(range(len(shape)), key=lambda d: -strides[0][d])  # stable: ties keep their order
+    if order == sorted(order):
+        return list(shape), strides
+    permuted = [shape[d] for d in order], [[s[d] for d in order] for s in strides]
+    before, after = coalesce(shape, strides), coalesce(*permuted)
+    if after is None or (before is not None and _dims_of(after[0]) > _dims_of(before[0])):
+        return list(shape), strides
+    return permuted
+
+
+def _dims_of(sizes) -> int:
+    return sum(1 for size in sizes if size != 1)
 
 
 def launch_kernel(

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 
 import torch
+from torch.utils._python_dispatch import is_in_torch_dispatch_mode
 
 from ..torch_device import _registration
 from ..torch_device.accumulation import tensors_in
@@ -560,9 +561,71 @@ def cat(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+# ---- isclose: one kernel instead of its decomposition's eight ----------------------------------------
+# families registered at plate's Autograd key (registry.py), not at PrivateUse1: their ops are
+# CompositeImplicitAutograd, which torch decomposes at the Autograd key, above functionalization. A PrivateUse1
+# kernel would keep the op whole down to where a tracer decomposes it below functionalization (its in-place
+# steps then reach the traced graph); at the Autograd key a traced call decomposes where it always did.
+AUTOGRAD_FAMILIES = frozenset({"isclose"})
+
+
+def _traced(values) -> bool:
+    """A call made while tracing (fake, functional or proxy tensors, or a dispatch mode on)."""
+    if is_in_torch_dispatch_mode():
+        return True
+    return any(type(t) is not torch.Tensor or torch._is_functional_tensor(t) for t in tensors_in(values))
+
+
+def isclose(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """torch.isclose of real tensors as one plate kernel (kernels.isclose). On CUDA, as on CPU, the op is its
+    CompositeImplicitAutograd decomposition (eq, isnan, mul, abs, add, sub, isfinite, le, and/or: eight or
+    more kernels over the whole tensor); the result is the same, elementwise (the result is a bool tensor:
+    nothing to differentiate). Traced calls, complex tensors, and a default float type other than
+    float32/float64 keep the decomposition."""
+    fused = _isclose(op)
+
+    def kernel(*args, **kwargs):
+        if _traced(args) or _traced(kwargs.values()):
+            return op.decompose(*args, **kwargs)
+        return fused(*args, **kwargs)
+
+    return kernel
+
+
+def _isclose(op: torch._ops.OpOverload) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        a, b = call["self"], call["other"]
+        device = _plate_device(call, ("self", "other"))
+        dtype = a.dtype
+        default = torch.get_default_dtype()
+        if device is None or dtype not in REAL_DTYPES or default not in (torch.float32, torch.float64):
+            return op.decompose(*call.args, **call.kwargs)
+        floating = dtype.is_floating_point
+        st = dtype if floating else default  # the type of torch's error terms (integers are cast to it first)
+        ct = _opmath(st)
+        rtol, atol = float(call["rtol"]), float(call["atol"])
+        operands = [_operand(a, dtype, device), _operand(b, dtype, device)]
+        laid_out = result_and_strides(call, expected, device, operands)
+        if laid_out is None:
+            return op.decompose(*call.args, **call.kwargs)
+        out, strides = laid_out
+        operands.append(torch.tensor([rtol, atol], dtype=ct).to(device))  # read at c and c + 1
+        strides.append([0] * len(expected.shape))
+        launch.launch(
+            "isclose", expected.shape, [out, *operands], strides,
+            TOL=rtol != 0 or atol != 0, EQUAL_NAN=bool(call["equal_nan"]) and floating,
+            CT=launch.triton_dtype(ct), ST=launch.triton_dtype(st),
+        )  # fmt: skip
+        return out
+
+    return kernel
+
+
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "cat": cat,
     "elementwise": elementwise,
+    "isclose": isclose,
     "divide": divide,
     "gelu": gelu,
     "fill": fill,

@@ -9,6 +9,7 @@ plate's kernels lack) runs on the host, counted."""
 from __future__ import annotations
 
 import importlib
+import math
 
 import torch
 
@@ -198,11 +199,22 @@ def _backward(result, grad, indices, window, divisor, mode, count_pad, ct) -> bo
     )
 
 
+# avg_pool's backward in one pass where each input element has at most this many candidate outputs (windows no
+# wider than the stride: one); three one-dim passes where more
+ONE_PASS_CANDIDATES = 8
+
+
 def _avg_backward(result, grad, sizes, window, divisor, count_pad, ct) -> bool:
     """avg_pool's backward one dim at a time (W, then H, then D): its windows and divisors are products of
     one factor per dim, so three passes of one-dim windows do what one pass of K^3 candidates would (a
-    13x13x13 window: 13 * 3 steps per element instead of 2197). The divisor_override divides once."""
+    13x13x13 window: 13 * 3 steps per element instead of 2197). The divisor_override divides once. With at most
+    ONE_PASS_CANDIDATES candidates (test_avg_pool3d_backward3's 1x1x1 window at stride 2: one), one pass over
+    the input does it: the first two passes' tensors are not written and read (a third and half of the last
+    pass's elements there), and each share is one division by the window's count, as torch's kernels divide."""
     k, s, p = window
+    counts = [(kk - 1) // ss + 1 for kk, ss in zip(k, s)]  # outputs whose windows may hold one input, per dim
+    if math.prod(counts) <= ONE_PASS_CANDIDATES:  # few: one pass over the input, one division by the count
+        return _backward(result, grad, grad, (k, s, p, [1, 1, 1], counts), divisor, "AVG", count_pad, ct)
     source = grad
     for axis in (2, 1, 0):
         one = [1, 1, 1]

@@ -1,4 +1,5 @@
-"""The registration of plate's eager kernels: the table's overloads on the PrivateUse1 dispatch key.
+"""The registration of plate's eager kernels: the table's overloads on the PrivateUse1 dispatch key (the families
+of ops.AUTOGRAD_FAMILIES on AutogradPrivateUse1).
 
 Its own module so that torch's autoload hook (autoload.py) can import it while the package's
 ``__init__`` is still waiting on ``import torch``: importing ``triton_plate_backend.eager_ops`` before
@@ -76,7 +77,8 @@ def register() -> None:
     for name, row in overloads().items():
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload)
-        library.impl(op, _untraced(FAMILIES[row.family](op, row)), "PrivateUse1")
+        key = "AutogradPrivateUse1" if row.family in ops.AUTOGRAD_FAMILIES else "PrivateUse1"
+        library.impl(op, _untraced(FAMILIES[row.family](op, row)), key)
     _library = library
 
 

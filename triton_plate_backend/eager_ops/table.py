@@ -80,6 +80,8 @@ EAGER_OPS: dict[str, Row] = {
     **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     **{f"{op}.Tensor": Row("elementwise", op, BINARY, integral=True) for op in BITWISE},
+    # ops.isclose: one kernel (torch's is a CompositeImplicitAutograd decomposition, on CUDA too)
+    "isclose.default": Row("isclose", operands=BINARY),
     "fill_.Scalar": Row("fill"),
     "fill_.Tensor": Row("fill"),
     "zero_.default": Row("fill"),

@@ -173,15 +173,17 @@ class Context:
 
     def absorb(self, others: list[Context]) -> None:
         """Merge contexts waiting at this pc into this one, instances in increasing id."""
-        group = [self, *others]
+        # each context's ids increase: ordered by their first, the contexts usually concatenate in order
+        # (spinners of a lock rejoining behind its winner), and one copy of the rows does without the permutation
+        group = sorted([self, *others], key=lambda c: int(c.pids[0]) if c.pids.size else -1)
         pids = np.concatenate([c.pids for c in group])
-        order = np.argsort(pids, kind="stable")
-        self._set(
-            pids[order],
-            np.concatenate([c.regs for c in group], axis=1)[:, order],
-            np.concatenate([c.tokens for c in group], axis=1)[:, order],
-            np.concatenate([c.sram for c in group])[order],
-        )
+        regs = np.concatenate([c.regs for c in group], axis=1)
+        tokens = np.concatenate([c.tokens for c in group], axis=1)
+        sram = np.concatenate([c.sram for c in group])
+        if not np.all(pids[1:] > pids[:-1]):
+            order = np.argsort(pids, kind="stable")
+            pids, regs, tokens, sram = pids[order], regs[:, order], tokens[:, order], sram[order]
+        self._set(pids, regs, tokens, sram)
 
 
 def _rows(mask: np.ndarray):

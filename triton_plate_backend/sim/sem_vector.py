@@ -134,9 +134,24 @@ def _wrapping(fn):
     return op
 
 
+def _plain_divisor(a, b):
+    """b, or its one value when every lane holds the same, where a >= 0 and b > 0 (indices over sizes: the usual
+    case); then truncation is floor division and the remainder numpy's, and numpy divides by one integer
+    through a precomputed reciprocal (libdivide) instead of a hardware division per lane. None otherwise."""
+    if a.size == 0 or a.min() < 0:
+        return None
+    low = b.min()
+    if low <= 0:
+        return None
+    return low if low == b.max() else b
+
+
 def _divs(a, b, dt):
     """Toward zero; x / 0 = -1 and INT_MIN / -1 = INT_MIN (wraps), like PTX div.s."""
     a, b = signed(a, dt), signed(b, dt)
+    plain = _plain_divisor(a, b)
+    if plain is not None:
+        return store_int(a // plain, dt)
     zero, m1 = b == 0, b == -1
     safe = np.where(zero | m1, 1, b).astype(a.dtype)
     q = (a - np.fmod(a, safe)) // safe  # exact: the dividend minus its remainder
@@ -147,6 +162,9 @@ def _divs(a, b, dt):
 def _rems(a, b, dt):
     """Sign of the dividend; x % 0 = x, like PTX rem.s."""
     a, b = signed(a, dt), signed(b, dt)
+    plain = _plain_divisor(a, b)
+    if plain is not None:
+        return store_int(a % plain, dt)
     zero, m1 = b == 0, b == -1
     r = np.fmod(a, np.where(zero | m1, 1, b).astype(a.dtype))
     return store_int(np.where(zero, a, np.where(m1, 0, r)), dt)
@@ -155,6 +173,9 @@ def _rems(a, b, dt):
 def _divu(a, b, dt):
     """x / 0 = all ones, like PTX div.u."""
     a, b = unsigned(a, dt), unsigned(b, dt)
+    plain = _plain_divisor(a, b)
+    if plain is not None:
+        return store_int(a // plain, dt)
     zero = b == 0
     q = a // np.where(zero, 1, b).astype(b.dtype)
     return store_int(np.where(zero, np.iinfo(a.dtype).max, q), dt)
@@ -162,6 +183,9 @@ def _divu(a, b, dt):
 
 def _remu(a, b, dt):
     a, b = unsigned(a, dt), unsigned(b, dt)
+    plain = _plain_divisor(a, b)
+    if plain is not None:
+        return store_int(a % plain, dt)
     zero = b == 0
     return store_int(np.where(zero, a, a % np.where(zero, 1, b).astype(b.dtype)), dt)
 
