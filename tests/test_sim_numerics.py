@@ -246,6 +246,24 @@ def test_mulhi_32():
     assert nx.mulhi(a, b, "i32", False).view(np.uint32).tolist() == [2**30, ((2**31 - 1) ** 2) >> 32, 2**32 - 2]
 
 
+@pytest.mark.parametrize("dtype", ["i8", "i16", "i32"])
+def test_mulhi_narrow_every_sign_and_extreme(dtype):
+    """The widening-ufunc path of mulhi for widths up to 32: the high half of every pair of extremes and
+    small values, signed and unsigned, in the storage dtype."""
+    bits = int(dtype[1:])
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    values = [lo, lo + 1, -2, -1, 0, 1, 2, 3, hi - 1, hi]
+    pairs = [(x, y) for x in values for y in values]
+    a = np.array([p[0] for p in pairs], NUMPY[dtype])
+    b = np.array([p[1] for p in pairs], NUMPY[dtype])
+    hs = nx.mulhi(a, b, dtype, True)
+    assert hs.dtype == NUMPY[dtype]
+    assert hs.tolist() == [(x * y) >> bits for x, y in pairs]
+    hu = nx.mulhi(a, b, dtype, False)
+    assert hu.dtype == NUMPY[dtype]
+    assert hu.view(f"u{bits // 8}").tolist() == [((x % 2**bits) * (y % 2**bits)) >> bits for x, y in pairs]
+
+
 def test_clz_and_popcount():
     u = np.array([0, 1, 0x80000000, 0x00F0F000, 0xFFFFFFFF], np.uint32)
     assert nx.count_leading_zeros(u, 32).tolist() == [32, 31, 0, 8, 0]

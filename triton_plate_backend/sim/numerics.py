@@ -349,6 +349,16 @@ def _umulhi64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def mulhi(a: np.ndarray, b: np.ndarray, dtype: str, is_signed: bool) -> np.ndarray:
     """High ``w`` bits of the 2w-bit product of a and b (storage arrays of ``dtype``)."""
     bits = INT_BITS[dtype]
+    if 1 < bits <= 32:
+        # the widening multiply casts inside the ufunc (no widened copies of a and b), the shift runs in place,
+        # and the high half fits the width: one narrowing copy (Philox's mulhiu over a whole tensor is this)
+        if is_signed:
+            p = np.multiply(a, b, dtype=np.int64)
+            p >>= np.int64(bits)
+            return p.astype(NUMPY[dtype])
+        p = np.multiply(unsigned(a, dtype), unsigned(b, dtype), dtype=np.uint64)
+        p >>= np.uint64(bits)
+        return p.astype(UNSIGNED[dtype]).view(NUMPY[dtype])
     if bits <= 32:
         if is_signed:
             p = signed(a, dtype).astype(np.int64) * signed(b, dtype).astype(np.int64)
