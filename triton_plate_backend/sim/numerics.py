@@ -359,7 +359,7 @@ def mulhi(a: np.ndarray, b: np.ndarray, dtype: str, is_signed: bool) -> np.ndarr
         p = np.multiply(unsigned(a, dtype), unsigned(b, dtype), dtype=np.uint64)
         p >>= np.uint64(bits)
         return p.astype(UNSIGNED[dtype]).view(NUMPY[dtype])
-    if bits <= 32:
+    if bits == 1:  # i1: its storage's rules are signed/unsigned/store_int's
         if is_signed:
             p = signed(a, dtype).astype(np.int64) * signed(b, dtype).astype(np.int64)
             return store_int(p >> np.int64(bits), dtype)

@@ -257,7 +257,6 @@ ACCUMULATING: dict[str, Rule] = {
     "_native_batch_norm_legit.no_stats": Rule("host"),
     "_batch_norm_with_update": Rule("host"),
     "batch_norm_backward": Rule("host"),
-    # softmax, forward and backward
     # FFTs (torch.fft's functions decompose into these)
     "_fft_c2c": Rule("fft"),
     "_fft_r2c": Rule("fft"),
