@@ -1032,6 +1032,11 @@ class Access:
     hi: int
     tiles: _Tiles | None = None  # whole matrix tiles: the descriptor itself (its bases kept as read)
 
+    @property
+    def countable(self) -> bool:
+        """Whether ``traffic`` can count it again (else only its span was kept)."""
+        return self.box is not None or self.args is not None or self.tiles is not None
+
     def traffic(self, mem: DeviceMemory) -> Traffic:
         """The Traffic this access has over ``mem``: what the same call on the same inputs returns (a
         strided access: ``strided_traffic``'s paths, whole matrix tiles without the general box)."""
@@ -1069,6 +1074,13 @@ def strided_traffic_of_registers(mem: DeviceMemory, regs: np.ndarray, base: int,
     return traffic
 
 
+def strided_access(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> Access:
+    """What ``strided_traffic(...).keep()`` returns for this descriptor, without counting its bytes: the
+    access of a load the address-only run makes for real (sim/estimate.py), kept before it runs."""
+    tiles = _Tiles.make(mem, base, dtype, shape, strides, lo, hi)
+    return tiles.kept() if tiles is not None else _kept_box(_Box(base, dtype, shape, strides, lo, hi))
+
+
 def _kept_box(box: _Box) -> Access:
     box.base, box.strides = box.base.copy(), np.array(box.strides)  # views of the register file: kept as read
     moving = box.count > 0
@@ -1087,7 +1099,7 @@ def _strided_traffic(mem: DeviceMemory, box: _Box) -> Traffic:
     return _box_traffic(mem, box, pos)
 
 
-ACCESS_BYTES = 1 << 24  # element accesses with more address bytes than this are not kept for re-pricing
+ACCESS_BYTES = 1 << 26  # element accesses with more address bytes than this are not kept for re-pricing
 
 
 def element_traffic(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "access") -> Traffic:
@@ -1097,13 +1109,19 @@ def element_traffic(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "a
     return traffic
 
 
-def _kept_elements(addrs, mask, dtype: str, access: str) -> Access | None:
-    addrs = np.asarray(addrs)
-    if addrs.nbytes > ACCESS_BYTES:
-        return None
+def element_access(addrs, mask, dtype: str, access: str = "access") -> Access:
+    """What ``element_traffic(...).keep()`` returns for these addresses, without counting their bytes."""
+    return _kept_elements(addrs, mask, dtype, access)
+
+
+def _kept_elements(addrs, mask, dtype: str, access: str) -> Access:
+    """The access kept: its addresses copied, or past ``ACCESS_BYTES`` its span alone (not ``countable``:
+    a placement that moves none of it keeps its count, any other is priced by a run of its own)."""
     shape, flat, m = _flat(addrs, mask)
     av = flat[m] if m is not None else flat
     span = (int(av.min()), int(av.max()) + _storage(dtype).itemsize) if av.size else (0, 0)
+    if flat.nbytes > ACCESS_BYTES:
+        return Access(None, None, *span)
     return Access(None, (flat.copy(), None if m is None else m.copy(), dtype, access), *span)
 
 
