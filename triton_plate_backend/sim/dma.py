@@ -159,10 +159,37 @@ def _element_bytes(mem: DeviceMemory, pos, addrs: np.ndarray, progs: np.ndarray,
         pr = progs[sel]
         if len(rec.owners) == 1:
             out[rec.owners[0] :: nd] += np.bincount(pr, minlength=nprog) * float(isz)
+        elif not rec.striped:
+            _blocked_bytes(out, rec, addrs[sel], pr, nprog, nd, isz)
         else:
             dom = rec.home_domain(addrs[sel] - rec.base)
             out += np.bincount(pr * nd + dom, minlength=nprog * nd) * float(isz)
     return out.reshape(nprog, nd)
+
+
+def _blocked_bytes(out: np.ndarray, rec, addrs: np.ndarray, progs: np.ndarray, nprog: int, nd: int, isz: int) -> None:
+    """``_element_bytes`` of one blocked allocation (its home domain rises with the address, one chunk per
+    owner), row by row: each run of one program's elements (C order: one per program) whose lowest and
+    highest addresses share a chunk is counted whole in that chunk's domain, the elements of the other
+    runs one by one. The same whole counts as element by element, so the same float sums."""
+    n = addrs.size
+    if n == 0:
+        return
+    new = np.empty(n, bool)
+    new[0] = True
+    np.not_equal(progs[1:], progs[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    lens = np.diff(starts, append=n)
+    first = rec.owner_index(np.minimum.reduceat(addrs, starts) - rec.base)
+    one = first == rec.owner_index(np.maximum.reduceat(addrs, starts) - rec.base)
+    owners = np.asarray(rec.owners, np.int64)
+    if one.all():
+        out += np.bincount(progs[starts] * nd + owners[first], weights=lens, minlength=nprog * nd) * float(isz)
+        return
+    whole = np.bincount(progs[starts[one]] * nd + owners[first[one]], weights=lens[one], minlength=nprog * nd)
+    split = np.repeat(~one, lens)
+    dom = owners[rec.owner_index(addrs[split] - rec.base)]
+    out += (whole + np.bincount(progs[split] * nd + dom, minlength=nprog * nd)) * float(isz)
 
 
 def _flat(addrs, mask):
