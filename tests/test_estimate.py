@@ -267,6 +267,12 @@ def _indexed_gather_kernel(x_ptr, idx_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + tl.load(idx_ptr + offs)))  # addresses loaded: run for real
 
 
+@triton.jit
+def _add_along_y_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)  # along y: straight-line code, not persistent
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(y_ptr + offs))
+
+
 def _program_and_args(kernel, grid, *args, **meta):
     from triton_plate_backend.launcher import _one_each, bind_arguments, is_persistent
 
@@ -281,8 +287,9 @@ def test_a_placement_is_priced_from_the_launch_s_one_run(monkeypatch):
     """Inside ``shared_estimates`` the address-only run of the launch as placed is kept, and another
     placement's trace is that run with the accesses to the moved allocations counted again: the same
     trace (digest) and Estimate as that placement's own run, for strided tiles (a GEMM's A, B and C),
-    a scatter, and several operands moved at once; a launch whose address slice loads for real (a
-    gather: its addresses, or tiles sharing their SRAM, are data) runs each placement again."""
+    a scatter, several operands moved at once, a launch whose address slice loads for real (a gather:
+    its addresses, or tiles sharing their SRAM, are data; the loads are kept before they run) and a
+    launch run in cache-sized sub-batches (one trace entry per batch, one access per sub-batch)."""
     from triton_plate_backend.bench.kernels import matmul_kernel
     from triton_plate_backend.sim import estimate as est_mod
 
@@ -328,7 +335,52 @@ def test_a_placement_is_priced_from_the_launch_s_one_run(monkeypatch):
 
     idx = torch.randint(0, 1 << 14, (1 << 14,), dtype=torch.int32).to("plate")
     program, args = _program_and_args(_indexed_gather_kernel, (16, 1, 1), x, idx, out, BLOCK=1024)
-    check(program, (16, 1, 1), args, [None, {"x_ptr": "interleaved"}, {"x_ptr": "local:2"}], runs_inside=3)
+    placements = [None, {"x_ptr": "interleaved"}, {"x_ptr": "local:2"}, {"idx_ptr": "interleaved"}]
+    check(program, (16, 1, 1), args, placements, runs_inside=1)
+
+    from triton_plate_backend.sim import executor
+
+    for name, value in (("CACHE_CUT_BYTES", 0), ("CACHE_BATCH_BYTES", 1), ("CACHE_TILE_BYTES", 1)):
+        monkeypatch.setattr(executor, name, value)
+    monkeypatch.setattr(executor, "CACHE_MIN_PROGRAMS", 5)  # 16 programs: sub-batches of 5, 5, 5 and 1
+    cut = []
+    real_cut = executor._run_cut
+    monkeypatch.setattr(executor, "_run_cut", lambda *a: cut.append(1) or real_cut(*a))
+    n = 1 << 14
+    y, z = torch.randn(n).to("plate"), torch.empty(n, device="plate")
+    program, args = _program_and_args(_add_along_y_kernel, (1, 16, 1), x, y, z, BLOCK=1024)
+    placements = [None, {"x_ptr": "interleaved"}, {"y_ptr": "replicated", "out_ptr": "local:3"}]
+    check(program, (1, 16, 1), args, placements, runs_inside=1)
+    assert cut  # the launch did run in sub-batches
+
+
+def test_an_access_too_large_to_keep_keeps_its_span(monkeypatch):
+    """An element access whose addresses are past what a logged run keeps (``dma.ACCESS_BYTES``) keeps
+    its span alone: a placement that moves none of it is still re-priced from the one run, one that
+    moves it runs its own; both the Estimate of that placement's own run."""
+    from triton_plate_backend.sim import dma
+    from triton_plate_backend.sim import estimate as est_mod
+
+    monkeypatch.setattr(dma, "ACCESS_BYTES", 1024)  # the scatter's 16 x 1024 addresses: 8 KiB per program
+    runs, real_run = [], est_mod._address_run
+    monkeypatch.setattr(est_mod, "_address_run", lambda *a, **kw: runs.append(1) or real_run(*a, **kw))
+    dev = get_device()
+    x = torch.randn(1 << 14).to("plate")
+    out = torch.empty(1 << 14, device="plate")
+    program, args = _program_and_args(_scatter_kernel, (16, 1, 1), x, out, 1 << 14, BLOCK=1024)
+    placements = [None, {"x_ptr": "interleaved"}, {"out_ptr": "interleaved"}]
+    alone = [est_mod.estimate_launch(program, (16, 1, 1), list(args), dev.memory, placement=p) for p in placements]
+    del runs[:]
+    shared = []
+    with est_mod.shared_estimates():
+        for p in placements:
+            shared.append(est_mod.estimate_launch(program, (16, 1, 1), list(args), dev.memory, placement=p))
+            runs.append(p)
+    assert runs == [1, None, {"x_ptr": "interleaved"}, 1, {"out_ptr": "interleaved"}]
+    for a, b in zip(alone, shared):
+        assert (a.time_ns, a.read_bytes.tobytes(), a.write_bytes.tobytes()) == (
+            b.time_ns, b.read_bytes.tobytes(), b.write_bytes.tobytes()
+        )  # fmt: skip
 
 
 def test_a_kept_launch_run_is_not_used_once_memory_or_the_launch_changed(monkeypatch):

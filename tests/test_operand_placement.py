@@ -222,3 +222,43 @@ def test_a_one_program_launch_homed_in_domain_0_is_decided_unpriced(mini, monkey
     assert moves_since(mini, before) == []
     ref = (w.cpu()[:block] + x.cpu()[:block]).sum()
     torch.testing.assert_close(o.cpu(), ref.expand(programs), rtol=1e-4, atol=1e-3)
+
+
+def test_the_planner_prices_every_placement_from_one_run_each_as_its_own_run_would(mini, monkeypatch):
+    """A fresh planner pricing a GEMM (its shared B: interleaved and replicated) makes one address-only run
+    of the launch, even outside a launch's ``shared_estimates``, and each Estimate it priced is the one a
+    fresh estimate of that placement (its own run) returns."""
+    from triton_plate_backend.launcher import _one_each, bind_arguments, is_persistent
+    from triton_plate_backend.sim import estimate as est_mod
+    from triton_plate_backend.sim import operands as ops
+    from triton_plate_backend.sim.device import get_device
+
+    _, _, a, b, c = operands()
+    dev = get_device()
+    call = (a, b, c, N, N, N, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    meta = dict(BM=64, BN=64, BK=32, GROUP_M=4)
+    k = matmul_kernel.warmup(*call, grid=(16,), **meta)
+    k._init_handles()
+    program = k.function.program
+    args, _ = bind_arguments(program.name, program, list(k.src.signature.values()), [*call, *meta.values()], dev)
+    if is_persistent(program):  # the launch as written: one program per tile (launcher.py)
+        args = _one_each(program, (16, 1, 1), args)
+    runs, priced = [], []
+    real_run, real_estimate = est_mod._address_run, ops.estimate_launch
+    monkeypatch.setattr(est_mod, "_address_run", lambda *a, **kw: runs.append(1) or real_run(*a, **kw))
+
+    def estimate_launch(*a, **kw):
+        est = real_estimate(*a, **kw)
+        priced.append((kw.get("placement"), est))
+        return est
+
+    monkeypatch.setattr(ops, "estimate_launch", estimate_launch)
+    shared, choices = ops.OperandPlanner().plan(program, (16, 1, 1), args, dev.memory)
+    assert [i for i, _ in shared] == [1] and [c.spec for c in choices] == ["interleaved"]
+    assert len(runs) == 1 and [p for p, _ in priced] == [None, {1: "interleaved"}, {1: "replicated"}]
+    for placement, est in priced:
+        own = est_mod._estimate_launch(program, (16, 1, 1), list(args), dev.memory, placement=placement)
+        assert (own.time_ns, own.bound, own.read_bytes.tobytes(), own.write_bytes.tobytes()) == (
+            est.time_ns, est.bound, est.read_bytes.tobytes(), est.write_bytes.tobytes()
+        )  # fmt: skip
+    assert len(runs) == 4  # the three own runs

@@ -649,3 +649,32 @@ def test_float8_e5m2_store_and_load_round_trip():
     dma.store_strided(mem, [base], vals, [1], [0], [8], "f8e5m2")
     got, _ = dma.load_strided(mem, np.array([base]), "f8e5m2", (8,), [1], [0], [8], 0.0)
     np.testing.assert_array_equal(got.astype(np.float32), vals.astype(np.float32))
+
+
+@pytest.mark.parametrize("placement", ["blocked", "interleaved", "local:2"])
+@pytest.mark.parametrize("rows", ["within", "straddling", "masked"])
+def test_element_traffic_by_home_counts_each_element_in_its_home_domain(mem, placement, rows):
+    """A gather's bytes by home domain (``dma.element_traffic``): a blocked allocation's rows are counted
+    whole where a row stays in one chunk and element by element where it crosses one; every placement the
+    same counts as each element's own home domain (``DeviceMemory.home_domain``), bit for bit."""
+    rec = mem.alloc(1 << 20, placement)  # blocked over plate-mini's 4 domains: a chunk of 256 KiB each
+    other = mem.alloc(1 << 12, "local:1")  # a second allocation in the same access
+    rng = np.random.default_rng(7)
+    P, N = 12, 96
+    if rows == "within":  # each row inside one chunk
+        addrs = rec.base + (rng.integers(0, 4, P)[:, None] << 18) + 4 * rng.integers(0, 1 << 16, (P, N))
+    else:  # rows spread over the whole allocation, one of them into the other allocation
+        addrs = rec.base + 4 * rng.integers(0, 1 << 18, (P, N))
+        addrs[3, ::5] = other.base + 4 * rng.integers(0, 1 << 10, N)[::5]
+    mask = rng.random((P, N)) < 0.7 if rows == "masked" else None
+    if mask is not None:
+        mask[5] = False  # a program that moves nothing
+    t = dma.element_traffic(mem, addrs, mask, "f32")
+    expect = np.zeros((P, mem.traffic_columns))
+    homes = mem.home_domain(addrs)
+    for p in range(P):
+        for i in range(N):
+            if mask is None or mask[p, i]:
+                expect[p, homes[p, i]] += 4.0
+    assert t.bytes_by_domain.tobytes() == expect.tobytes()
+    assert t.elements.tolist() == [N if mask is None else int(mask[p].sum()) for p in range(P)]

@@ -159,10 +159,37 @@ def _element_bytes(mem: DeviceMemory, pos, addrs: np.ndarray, progs: np.ndarray,
         pr = progs[sel]
         if len(rec.owners) == 1:
             out[rec.owners[0] :: nd] += np.bincount(pr, minlength=nprog) * float(isz)
+        elif not rec.striped:
+            _blocked_bytes(out, rec, addrs[sel], pr, nprog, nd, isz)
         else:
             dom = rec.home_domain(addrs[sel] - rec.base)
             out += np.bincount(pr * nd + dom, minlength=nprog * nd) * float(isz)
     return out.reshape(nprog, nd)
+
+
+def _blocked_bytes(out: np.ndarray, rec, addrs: np.ndarray, progs: np.ndarray, nprog: int, nd: int, isz: int) -> None:
+    """``_element_bytes`` of one blocked allocation (its home domain rises with the address, one chunk per
+    owner), row by row: each run of one program's elements (C order: one per program) whose lowest and
+    highest addresses share a chunk is counted whole in that chunk's domain, the elements of the other
+    runs one by one. The same whole counts as element by element, so the same float sums."""
+    n = addrs.size
+    if n == 0:
+        return
+    new = np.empty(n, bool)
+    new[0] = True
+    np.not_equal(progs[1:], progs[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    lens = np.diff(starts, append=n)
+    first = rec.owner_index(np.minimum.reduceat(addrs, starts) - rec.base)
+    one = first == rec.owner_index(np.maximum.reduceat(addrs, starts) - rec.base)
+    owners = np.asarray(rec.owners, np.int64)
+    if one.all():
+        out += np.bincount(progs[starts] * nd + owners[first], weights=lens, minlength=nprog * nd) * float(isz)
+        return
+    whole = np.bincount(progs[starts[one]] * nd + owners[first[one]], weights=lens[one], minlength=nprog * nd)
+    split = np.repeat(~one, lens)
+    dom = owners[rec.owner_index(addrs[split] - rec.base)]
+    out += (whole + np.bincount(progs[split] * nd + dom, minlength=nprog * nd)) * float(isz)
 
 
 def _flat(addrs, mask):
@@ -1032,6 +1059,11 @@ class Access:
     hi: int
     tiles: _Tiles | None = None  # whole matrix tiles: the descriptor itself (its bases kept as read)
 
+    @property
+    def countable(self) -> bool:
+        """Whether ``traffic`` can count it again (else only its span was kept)."""
+        return self.box is not None or self.args is not None or self.tiles is not None
+
     def traffic(self, mem: DeviceMemory) -> Traffic:
         """The Traffic this access has over ``mem``: what the same call on the same inputs returns (a
         strided access: ``strided_traffic``'s paths, whole matrix tiles without the general box)."""
@@ -1069,6 +1101,13 @@ def strided_traffic_of_registers(mem: DeviceMemory, regs: np.ndarray, base: int,
     return traffic
 
 
+def strided_access(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> Access:
+    """What ``strided_traffic(...).keep()`` returns for this descriptor, without counting its bytes: the
+    access of a load the address-only run makes for real (sim/estimate.py), kept before it runs."""
+    tiles = _Tiles.make(mem, base, dtype, shape, strides, lo, hi)
+    return tiles.kept() if tiles is not None else _kept_box(_Box(base, dtype, shape, strides, lo, hi))
+
+
 def _kept_box(box: _Box) -> Access:
     box.base, box.strides = box.base.copy(), np.array(box.strides)  # views of the register file: kept as read
     moving = box.count > 0
@@ -1087,7 +1126,7 @@ def _strided_traffic(mem: DeviceMemory, box: _Box) -> Traffic:
     return _box_traffic(mem, box, pos)
 
 
-ACCESS_BYTES = 1 << 24  # element accesses with more address bytes than this are not kept for re-pricing
+ACCESS_BYTES = 1 << 26  # element accesses with more address bytes than this are not kept for re-pricing
 
 
 def element_traffic(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "access") -> Traffic:
@@ -1097,13 +1136,19 @@ def element_traffic(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "a
     return traffic
 
 
-def _kept_elements(addrs, mask, dtype: str, access: str) -> Access | None:
-    addrs = np.asarray(addrs)
-    if addrs.nbytes > ACCESS_BYTES:
-        return None
+def element_access(addrs, mask, dtype: str, access: str = "access") -> Access:
+    """What ``element_traffic(...).keep()`` returns for these addresses, without counting their bytes."""
+    return _kept_elements(addrs, mask, dtype, access)
+
+
+def _kept_elements(addrs, mask, dtype: str, access: str) -> Access:
+    """The access kept: its addresses copied, or past ``ACCESS_BYTES`` its span alone (not ``countable``:
+    a placement that moves none of it keeps its count, any other is priced by a run of its own)."""
     shape, flat, m = _flat(addrs, mask)
     av = flat[m] if m is not None else flat
     span = (int(av.min()), int(av.max()) + _storage(dtype).itemsize) if av.size else (0, 0)
+    if flat.nbytes > ACCESS_BYTES:
+        return Access(None, None, *span)
     return Access(None, (flat.copy(), None if m is None else m.copy(), dtype, access), *span)
 
 

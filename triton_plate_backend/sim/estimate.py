@@ -32,6 +32,7 @@ own (their allocations) unless ``placement`` names another for some pointer argu
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import threading
@@ -50,7 +51,7 @@ from .dma import Traffic
 from .executor import DEFAULT_MAX_STEPS, execute
 from .memory import DeviceMemory
 from .replay import _routes, static_facts
-from .sem_memory import TRAFFIC_ONLY
+from .sem_memory import TRAFFIC_ONLY, kept_access
 from .semantics import SEMANTICS
 from .sram_reach import reaching_writes
 from .timing import mapped, program_waves
@@ -245,15 +246,18 @@ def address_trace(
 
 
 def _address_run(program, grid, args, memory, machine, *, max_steps=None, accesses=None) -> Trace:
-    """``address_trace`` over ``memory`` as it is; ``accesses``: a list that gets each memory entry's
-    ``dma.Access`` (None where it has none), in the order of the trace's entries. ``max_steps``: the
+    """``address_trace`` over ``memory`` as it is; ``accesses``: a list that gets each memory access the
+    run makes, in the order it ran (``_logging``: what ``_repriced`` counts again). ``max_steps``: the
     launch's own budget (PLATE_MAX_STEPS) unless given, so a runaway kernel stops here as soon as
     its launch would, not after the default budget."""
     max_steps = max_steps or knobs.max_steps() or DEFAULT_MAX_STEPS
     rules = address_rules(program)
     if accesses is not None:
+        budget = [KEPT_ADDRESS_BYTES]
         rules = [
-            _logging(r, accesses) if i.mnemonic.startswith(("dma.", "atom.")) else r
+            _logging(r, accesses, r is not TRAFFIC_ONLY.get(i.mnemonic, r), budget)
+            if i.mnemonic.startswith(("dma.", "atom."))
+            else r
             for r, i in zip(rules, program.instrs)
         ]
     try:
@@ -267,11 +271,26 @@ def _address_run(program, grid, args, memory, machine, *, max_steps=None, access
         raise
 
 
-def _logging(rule, accesses: list):
+KEPT_ADDRESS_BYTES = 1 << 28  # element addresses one logged address-only run keeps for re-pricing
+
+
+def _logging(rule, accesses: list, for_real: bool, budget: list):
+    """``rule`` logging each access it makes: (pc, the context's first program, its programs, the access
+    kept for re-pricing or None). ``for_real``: a load of the address slice, whose Traffic keeps nothing:
+    its access is kept from the registers before it runs (``sem_memory.kept_access``). ``budget``: [bytes]
+    of element addresses the run may still keep (``KEPT_ADDRESS_BYTES``; past it an access keeps its span)."""
+
     def logged(st, ins):
+        kept = kept_access(st, ins) if for_real else None
         out = rule(st, ins)
         if isinstance(out, Traffic):  # the executor records it as one entry with bytes by domain
-            accesses.append(out.keep() if out.keep is not None else None)
+            if not for_real:
+                kept = out.keep() if out.keep is not None else None
+            if kept is not None and kept.args is not None:  # addresses copied: within the run's budget
+                budget[0] -= kept.args[0].nbytes
+                if budget[0] < 0:
+                    kept = dataclasses.replace(kept, args=None)  # its span alone
+            accesses.append((st.pc, int(st.pids[0]), st.pids.size, kept))
         return out
 
     return logged
@@ -282,17 +301,41 @@ def _repriced(trace: Trace, accesses: list, moved: dict, shadow: DeviceMemory) -
     run's memory with the allocations in ``moved`` placed otherwise: a placement changes no address,
     control flow, element or run, only the home domain of each byte, so each access that touches a
     moved allocation is counted again over ``shadow`` (the same call on the same inputs) and every other
-    entry is the run's own. None when an access was not kept (a load the address slice runs for real)."""
+    row is the run's own. An entry's rows are the accesses of the contexts that ran it, in program order
+    (one, or a batch's cache-sized sub-batches merged: sim/executor.py ``_run_cut``): each is found by its
+    pc and first program, in the order they ran. None when an access that may touch a moved allocation
+    cannot be counted again (an element access past ``dma.ACCESS_BYTES`` keeps its span alone) or the log
+    does not cover the trace."""
     spans = [(rec.base, rec.end) for rec, _ in moved.values()]
+    ran: dict[tuple, collections.deque] = {}
+    for pc, first, n, access in accesses:
+        ran.setdefault((pc, first), collections.deque()).append((n, access))
     entries = list(trace.entries)  # the run's own entries, but those of the accesses counted again below
-    at = [i for i, e in enumerate(entries) if e.bytes_by_domain is not None]
-    if len(at) != len(accesses) or any(access is None for access in accesses):
-        return None
-    for i, access in zip(at, accesses):
-        if any(access.lo < hi and lo < access.hi for lo, hi in spans):
-            e = entries[i]
+    for i, e in enumerate(entries):
+        if e.bytes_by_domain is None:
+            continue
+        programs, row, hits = e.programs, 0, []
+        while row < len(programs):
+            queue = ran.get((e.pc, int(programs[row])))
+            if not queue:
+                return None
+            n, access = queue.popleft()
+            if access is None or any(access.lo < hi and lo < access.hi for lo, hi in spans):
+                hits.append((row, n, access))
+            row += n
+        if row != len(programs):
+            return None
+        if not hits:
+            continue
+        bbd, elements, runs = e.bytes_by_domain.copy(), e.elements.copy(), e.runs.copy()
+        for row, n, access in hits:
+            if access is None or not access.countable:
+                return None
             t = access.traffic(shadow)
-            entries[i] = TraceEntry(e.pc, e.programs, t.bytes_by_domain, t.elements, t.runs)
+            bbd[row : row + n], elements[row : row + n], runs[row : row + n] = t.bytes_by_domain, t.elements, t.runs
+        entries[i] = TraceEntry(e.pc, programs, bbd, elements, runs)
+    if any(ran.values()):
+        return None
     return Trace(trace.program, trace.grid, entries)
 
 

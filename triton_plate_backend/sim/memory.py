@@ -508,7 +508,7 @@ class DeviceMemory:
         av = addrs[mask] if mask is not None else addrs.reshape(-1)
         if av.size == 0:
             return 0
-        if itemsize > 1 and np.any(av & (itemsize - 1)):
+        if itemsize > 1 and int(np.bitwise_or.reduce(av)) & (itemsize - 1):  # one pass, no temporary
             self._fault(addrs, mask, (addrs & (itemsize - 1)) != 0, itemsize, access, misaligned=True)
         bases, ends = self._table()
         lo, hi = int(av.min()), int(av.max())

@@ -31,7 +31,7 @@ import numpy as np
 from .. import cost
 from ..errors import DeviceOutOfMemory, PlateError
 from ..isa.footprint import FootprintError
-from .estimate import estimate_launch
+from .estimate import estimate_launch, shared_estimates
 from .footprints import launch_footprints
 from .memory import Allocation, DeviceMemory
 from .replay import static_facts
@@ -172,6 +172,16 @@ class OperandPlanner:
         if _one_home(program, grid, args, memory, shared):
             self._decided[key] = (program, tuple(_Choice(i, None, 0.0, 0.0, 0.0) for i, _ in shared))
             return shared, self._decided[key][1]
+        with shared_estimates():  # one address-only run of the launch prices every placement (sim/estimate.py)
+            choices = self._price(program, grid, args, memory, shared)
+        if len(self._decided) >= MAX_DECISIONS:
+            self._decided.clear()
+        self._decided[key] = (program, tuple(choices))
+        return shared, self._decided[key][1]
+
+    @staticmethod
+    def _price(program, grid, args, memory: DeviceMemory, shared) -> list[_Choice]:
+        """The cost model's choice for each shared operand, in order, each priced with the choices before it."""
         chosen: dict[int, str] = {}
         choices = []
         try:
@@ -200,10 +210,7 @@ class OperandPlanner:
                     chosen[i], base = best, after
         except PlateError:  # control flow on loaded data, a fault: nothing priced or moved; the launch itself reports
             choices = []
-        if len(self._decided) >= MAX_DECISIONS:
-            self._decided.clear()
-        self._decided[key] = (program, tuple(choices))
-        return shared, self._decided[key][1]
+        return choices
 
     def apply(self, program, grid, args, memory: DeviceMemory) -> list[Move]:
         """Make this launch's changes (``plan``, and replicas whose rent is paid) and return them; the

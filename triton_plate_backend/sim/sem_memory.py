@@ -226,6 +226,24 @@ def _element_rule(value: str, access: str, token: bool):
     return rule
 
 
+def kept_access(st, ins):
+    """The access a dma.load or dma.gather is about to make, kept to be counted again over another
+    placement (``dma.Access``; None for any other instruction or an access too large to keep): what
+    the traffic-only rule's Traffic keeps, for a load the address-only run makes for real (its values
+    feed an address, a mask or a scalar: sim/estimate.py). Called before the rule, it issues nothing."""
+    if ins.mnemonic == "dma.load":
+        q, d, base, strides, lo, hi, fill = ins.operands
+        t = st.tiles[d]
+        s, a, b = _bounds(st, ins, t, strides, lo, hi)
+        return dma.strided_access(st.memory, st.regs[base], t.dtype, t.shape, s, a, b)
+    if ins.mnemonic == "dma.gather":
+        q, d, addr, m, fill = ins.operands
+        t = st.tiles[d]
+        addrs, mask = _addresses(st, ins, addr, m, t)
+        return dma.element_access(addrs, mask, t.dtype, "gather")
+    return None
+
+
 TRAFFIC_ONLY = {
     "dma.load": _load_traffic,
     "dma.store": _store_traffic,
