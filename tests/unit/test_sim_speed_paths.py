@@ -1321,3 +1321,112 @@ def test_sub_batches_write_and_trace_what_the_batch_does(monkeypatch):
     assert_same_entries(cut_trace.entries, trace.entries)
     assert cut_trace.digest() == trace.digest()
     assert simulate_timing(cut_trace, MACHINE).cycles == simulate_timing(trace, MACHINE).cycles
+
+
+@st.composite
+def sub_boxes(draw):
+    """Several programs' 2-3 axis tiles whose valid elements are the same sub-box in every program (a
+    masked loop's last trip, rows past a tensor's end), bases evenly spaced or not, strides of any sign."""
+    p = draw(st.integers(1, 6))
+    rank = draw(st.integers(2, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 6), min_size=rank, max_size=rank)))
+    strides = draw(st.lists(st.sampled_from([1, 1, 2, 7, 40, -1, -9, 0]), min_size=rank, max_size=rank))
+    lo = [draw(st.integers(-2, n)) for n in shape]
+    hi = [draw(st.integers(0, n + 3)) for n in shape]
+    step = draw(st.sampled_from([0, 3, 250, -250, 1000]))
+    return dict(
+        dtype=draw(st.sampled_from(["f32", "f16", "i64", "i8", "bf16", "i1"])),
+        placement=draw(st.sampled_from(["interleaved", "local:1", "blocked"])),
+        p=p,
+        shape=shape,
+        strides=np.array(strides, np.int64),
+        step=step,
+        uneven=draw(st.booleans()),
+        lo=np.array(lo, np.int64),
+        hi=np.array(hi, np.int64),
+        seed=draw(st.integers(0, 2**31)),
+    )
+
+
+def _sub_box_setup(mem, r):
+    rec = mem.alloc(64 * 1024, r["placement"])
+    mem.view(rec.base, 64 * 1024)[:] = np.random.default_rng(r["seed"]).integers(0, 256, 64 * 1024, dtype=np.uint8)
+    isz = dma._storage(r["dtype"]).itemsize
+    first = rec.base + (16000 // isz) * isz  # room either side for negative strides and steps
+    elems = first // isz + np.arange(r["p"]) * r["step"] + (np.arange(r["p"]) == 1) * 5 * r["uneven"]
+    return rec, elems * isz, np.broadcast_to(r["strides"], (r["p"], len(r["shape"])))
+
+
+@HYP
+@given(r=sub_boxes(), with_into=st.booleans())
+def test_a_sub_box_load_matches_the_masked_box_load(mem, r, with_into):
+    """A load whose programs all have the same valid sub-box reads only that part and fills the rest:
+    the values and Traffic of the general (mask and gather) path, into the tile it is given or not."""
+    rec, base, strides = _sub_box_setup(mem, r)
+    args = (mem, base, r["dtype"], r["shape"], strides, r["lo"], r["hi"], -3)
+    storage = dma._storage(r["dtype"])
+    try:
+        into = np.full((r["p"], *r["shape"]), 5, storage) if with_into and r["dtype"] != "i1" else None
+        vals, traffic = dma.load_strided(*args, into=into)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(dma, "_sub_box", lambda box: None)
+            want_vals, want_traffic = dma.load_strided(*args)
+        assert vals.dtype == want_vals.dtype and vals.shape == want_vals.shape
+        assert np.ascontiguousarray(vals).tobytes() == np.ascontiguousarray(want_vals).tobytes()
+        _same_traffic(traffic, want_traffic)
+    finally:
+        mem.free(rec.base)
+
+
+@HYP
+@given(r=sub_boxes())
+def test_a_sub_box_store_matches_the_masked_box_store(mem, r):
+    """A store whose programs all have the same valid sub-box writes the bytes (overlapping addresses:
+    the last in program, row-major order) and Traffic of the general path."""
+    rec, base, strides = _sub_box_setup(mem, r)
+    before = mem.read_bytes(rec.base, rec.nbytes)
+    raw = np.random.default_rng(r["seed"] + 1).integers(0, 256, (r["p"], *r["shape"], 8), dtype=np.uint8)
+    values = raw.view(dma._storage(r["dtype"]))[..., 0].astype(dma.NUMPY[r["dtype"]])
+    if r["dtype"] == "i1":
+        values = raw[..., 0] % 2 == 1
+    args = (mem, base, values, strides, r["lo"], r["hi"])
+    try:
+        traffic = dma.store_strided(*args, dtype=r["dtype"])
+        after = mem.read_bytes(rec.base, rec.nbytes)
+        mem.write_bytes(rec.base, before)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(dma, "_sub_box", lambda box: None)
+            want = dma.store_strided(*args, dtype=r["dtype"])
+        assert after == mem.read_bytes(rec.base, rec.nbytes)
+        _same_traffic(traffic, want)
+    finally:
+        mem.free(rec.base)
+
+
+def test_a_tile_past_a_tensor_s_end_loads_without_its_mask(mem, monkeypatch):
+    """16 programs' [2048, 8] tiles of which rows 2 and up lie past the tensor (FlagGems' batch norm at
+    batch 2050, its second row block): the rows inside are read, the rest filled, no mask built."""
+    rec = mem.alloc(2050 * 16 * 8 * 4)
+    try:
+        data = np.random.default_rng(0).standard_normal((2050, 16, 8)).astype(np.float32)
+        mem.view(rec.base, data.nbytes)[:] = data.view(np.uint8).reshape(-1)
+        base = rec.base + (2048 * 128 + np.arange(16) * 8) * 4  # row 2048 of each program's column block
+        strides = np.array([[128, 1]] * 16, np.int64)
+        lo, hi = np.zeros((16, 2), np.int64), np.array([[2, 8]] * 16, np.int64)
+
+        def no_mask(*a, **k):
+            raise AssertionError("the mask of every element was built")
+
+        monkeypatch.setattr(dma._Box, "valid", no_mask)
+        monkeypatch.setattr(dma._Box, "offsets", no_mask)
+        vals, _ = dma.load_strided(mem, base, "f32", (2048, 8), strides, lo, hi, 0.0)
+        want = np.zeros((16, 2048, 8), np.float32)
+        want[:, :2] = data[2048:].transpose(1, 0, 2)
+        assert np.array_equal(vals, want)
+        rng = np.random.default_rng(1).standard_normal((16, 2048, 8)).astype(np.float32)
+        dma.store_strided(mem, base, rng, strides, lo, hi, dtype="f32")
+        got = mem.view(rec.base, data.nbytes).view(np.float32).reshape(2050, 16, 8)
+        assert np.array_equal(got[2048:], rng[:, :2].transpose(1, 0, 2))
+        assert np.array_equal(got[:2048], data[:2048])
+    finally:
+        mem.free(rec.base)

@@ -943,6 +943,16 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         values, traffic = gather(mem, box.element_addrs(), box.valid(), dtype, fill, access="load")
         traffic.runs = box.runs()
         return values, traffic
+    sub = _sub_box(box)
+    if sub is not None:  # the same part of every program's tile valid: load that part, fill the rest
+        sub_base, sub_shape, index = sub
+        values, _ = load_strided(
+            mem, sub_base, dtype, sub_shape, box.strides, [0] * len(sub_shape), sub_shape, fill, counted=False
+        )
+        out = into if into is not None else np.empty((box.nprog, *box.shape), box.storage)
+        np.copyto(out, _to_storage(fillv, dtype))
+        out[index] = _to_storage(values, dtype)
+        return _from_storage(out, dtype), _box_traffic(mem, box, pos) if counted else NOT_COUNTED
     out = None
     for p in _live(pos):
         rec = mem.live(int(p))
@@ -996,6 +1006,13 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
         traffic = scatter(mem, box.element_addrs(), box.valid(), values, dtype, access="store")
         traffic.runs = box.runs()
         return traffic
+    sub = _sub_box(box)
+    if sub is not None:  # the same part of every program's tile valid: store that part (same order)
+        sub_base, sub_shape, index = sub
+        store_strided(
+            mem, sub_base, values[index], box.strides, [0] * len(sub_shape), sub_shape, dtype=dtype, counted=False
+        )
+        return _box_traffic(mem, box, pos) if counted else NOT_COUNTED
     unique = _box_unique(box, pos)
     if unique and dtype != "i1" and box.uniform and box.full.all() and (pos == pos[0]).all():
         # every program's whole tile in one allocation, programs evenly spaced: one strided copy
@@ -1024,6 +1041,22 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
         for q, first, extent, st, tile in groups:
             _view(typed, extent, st)[e0[q] + first] = _view(flat_vals, extent, contiguous_strides(box.shape))[tile]
     return _box_traffic(mem, box, pos) if counted else NOT_COUNTED
+
+
+def _sub_box(box: _Box):
+    """(bases [P], shape, index of the part in a [P, *shape] tile) when every program's valid elements are
+    one same proper, nonempty sub-box of its tile (the same lo and hi on every axis: a masked loop's last
+    trip, a tile past a tensor's end), else None. Its elements are the box's valid ones, in the same
+    row-major order, so the box's load or store runs on it as a full box (the masked-off elements of the
+    [P, *shape] tile are left out without building the mask or their addresses)."""
+    if box.nprog == 0 or not box.shape or box.full.all():
+        return None
+    a, b = box.a, box.b
+    if not ((a == a[:1]).all() and (b == b[:1]).all() and (b[0] > a[0]).all()):
+        return None
+    lo, hi = a[0].tolist(), b[0].tolist()
+    bases = box.base + (box.strides * a[:1]).sum(axis=1) * box.isz
+    return bases, tuple(h - l for l, h in zip(lo, hi)), (slice(None), *(slice(l, h) for l, h in zip(lo, hi)))
 
 
 def _box_unique(box: _Box, pos: np.ndarray) -> bool:
