@@ -320,6 +320,22 @@ def test_relative_paths_rewrite_whole_paths_only():
     }
 
 
+def test_timeout_is_rethrown_without_the_interrupted_frames():
+    from upstream.plugin import TestTimeout, rethrown_timeout
+
+    def hangs():
+        raise TestTimeout("t.py::test_x: call ran past --timeout 1 s")
+
+    try:
+        hangs()
+    except TestTimeout as exc:
+        fresh = rethrown_timeout(exc)
+    assert fresh.__traceback__ is None  # pytest formats only frames with line numbers from here on
+    text = str(fresh)
+    assert text.startswith("t.py::test_x: call ran past --timeout 1 s")
+    assert text.rstrip().endswith("in hangs")  # innermost frame last
+
+
 def test_runner_under_xdist_with_timeout_and_selection(triton_tree, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_SLEEP", "20")
     argv = ["triton", "--src", str(triton_tree), "--device", "fakedev", "--skiplist", str(FAKE_SKIPLIST)]

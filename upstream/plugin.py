@@ -31,6 +31,19 @@ class TestTimeout(BaseException):  # noqa: N818 - BaseException: a test's `excep
     """A test phase ran past --plate-timeout."""
 
 
+def rethrown_timeout(exc: TestTimeout, frames: int = 8) -> TestTimeout:
+    """``exc`` anew, without its traceback: the frames the alarm interrupted become lines of its text.
+    Python 3.11 can leave ``tb_lineno`` None on the frame a signal handler's exception started in, and
+    pytest's traceback formatting then fails with an INTERNALERROR that ends the whole run."""
+    where, tb = [], exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        where.append(f"  {code.co_filename}:{tb.tb_lineno} in {code.co_name}")
+        tb = tb.tb_next
+    text = "\n".join([str(exc), "interrupted in (innermost last):", *where[-frames:]])
+    return TestTimeout(text)
+
+
 def pytest_addoption(parser):
     group = parser.getgroup("plate-upstream", "plate: upstream suite runs")
     group.addoption("--plate-skiplist", default=None, help="skip list TOML (upstream/skiplists/*.toml)")
@@ -183,6 +196,8 @@ class UpstreamRun:
             faulthandler.dump_traceback_later(self.timeout + 60, exit=True)
         try:
             yield
+        except TestTimeout as exc:
+            raise rethrown_timeout(exc) from None
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
