@@ -724,6 +724,24 @@ def test_gelu_and_its_gradient_as_the_cpus(dtype, approximate, no_host_ops):
     same(y, ref(f, x[::2]))
 
 
+# ---- silu and its gradient ----------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_silu_and_its_gradient_as_the_cpus(dtype, no_host_ops):
+    x = torch.cat([torch.linspace(-90, 90, 301), torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")])])
+    x, g = x.to(dtype), torch.linspace(-2, 2, x.numel()).to(dtype)
+    # the references in float64, rounded once (ATen computes fp16/bf16 in float32 and rounds once)
+    ref = lambda fn, *ts: fn(*(t.double() for t in ts)).to(dtype)  # noqa: E731
+    same(torch.nn.functional.silu(x.plate()), ref(torch.nn.functional.silu, x))
+    same(torch.ops.aten.silu_backward(g.plate(), x.plate()), ref(torch.ops.aten.silu_backward, g, x))
+    y = x.plate()[::2].clone()
+    torch.nn.functional.silu(y, inplace=True)
+    same(y, ref(torch.nn.functional.silu, x[::2]))
+    # autograd through silu: silu_backward on the device
+    xs = x[:301].plate().requires_grad_(True)
+    torch.nn.functional.silu(xs).backward(g[:301].plate())
+    same(xs.grad, ref(torch.ops.aten.silu_backward, g[:301], x[:301]))
+
+
 def test_eager_kernels_load_from_tritons_cache_under_always_compile(monkeypatch, tmp_path):
     # TRITON_ALWAYS_COMPILE recompiles the user's and Inductor's kernels; the eager kernels (plate's ATen)
     # still come from Triton's cache (launch.library_compiles): a fresh process compiles none it ran before

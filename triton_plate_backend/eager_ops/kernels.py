@@ -216,6 +216,19 @@ def gelu_tanh_backward(x, y, z):
     return x * (left_derivative + right_derivative)
 
 
+# silu and its gradient as ATen's kernels compute them (in the op math type: float32 for fp16/bf16)
+@triton.jit
+def silu(x, y, z):
+    return x / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def silu_backward(x, y, z):
+    """x: the gradient, y: silu's input."""
+    sigmoid = 1.0 / (1.0 + tl.exp(-y))
+    return x * sigmoid * (1.0 + y * (1.0 - sigmoid))
+
+
 @triton.jit
 def power(x, y, z):
     if x.dtype.is_floating():
@@ -414,6 +427,8 @@ FUNCTIONS = {
         gelu_tanh,
         gelu_backward,
         gelu_tanh_backward,
+        silu,
+        silu_backward,
         expm1,
         erf,
         complex_add,

@@ -73,6 +73,8 @@ EAGER_OPS: dict[str, Row] = {
     # `approximate` picks the element function (ops.gelu): gelu or gelu_tanh, and their backward
     "gelu.default": Row("gelu", "gelu", compute="result"),
     "gelu_backward.default": Row("gelu", "gelu_backward", ("grad_output", "self"), compute="result"),
+    "silu.default": Row("elementwise", "silu", compute="result"),
+    "silu_backward.default": Row("elementwise", "silu_backward", ("grad_output", "self"), compute="result"),
     **{
         f"{name}.default": Row("elementwise", name, compute="result", complex_fn=COMPLEX_FUNCTIONS.get(name))
         for name in FLOAT_FUNCTIONS
@@ -202,6 +204,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "relu.default": ("relu_.default",),
     "gelu.default": ("gelu_.default", "gelu.out"),
     "gelu_backward.default": ("gelu_backward.grad_input",),
+    "silu.default": ("silu_.default", "silu.out"),
+    "silu_backward.default": ("silu_backward.grad_input",),
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in FLOAT_FUNCTIONS},
     **{f"{cmp}.Tensor": (f"{cmp}_.Tensor", f"{cmp}.Tensor_out") for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": (f"{cmp}_.Scalar", f"{cmp}.Scalar_out") for cmp in COMPARISONS},
