@@ -453,6 +453,18 @@ def test_pow_of_negative_exponents_and_floats(no_host_ops):
     same(torch.pow(f.to("plate"), f.to("plate")), torch.pow(f, f))
 
 
+def test_pow_of_a_scalar_base(no_host_ops):
+    # pow.Scalar: a Python number raised to a tensor (RoPE's inv_freq = base ** (arange(0, d, 2) / d))
+    e = torch.arange(0, 64, 2).float() / 64
+    same(10000.0 ** e.to("plate"), 10000.0**e)
+    same(torch.pow(2, torch.arange(12).to("plate")), torch.pow(2, torch.arange(12)))  # int ** int stays int64
+    same(torch.pow(2.5, torch.arange(6).to("plate")), torch.pow(2.5, torch.arange(6)))  # float ** int: float32
+    h = torch.linspace(-2, 2, 9, dtype=torch.bfloat16)
+    same(3 ** h.to("plate"), 3**h)
+    odd = torch.tensor([0.5, 2.0, float("nan"), float("inf"), float("-inf")])
+    same((-2.0) ** odd.to("plate"), (-2.0) ** odd)
+
+
 def test_complex_exp_log_log1p_isnan(no_host_ops):
     a = torch.randn(8, 8).to(torch.complex64)
     a[0, 0] = complex(float("nan"), 1.0)

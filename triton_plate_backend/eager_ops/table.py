@@ -163,6 +163,7 @@ EAGER_OPS: dict[str, Row] = {
     "repeat_interleave.Tensor": Row("repeat_interleave"),
     "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
     "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
+    "pow.Scalar": Row("elementwise", "power", ("self", "exponent")),  # a scalar base: RoPE's base ** (2i / d)
     "complex.default": Row("complex_build", "complex"),
     "polar.default": Row("complex_build", "polar"),
     "_weight_norm_interface_backward.default": Row("weight_norm_backward"),
