@@ -754,6 +754,77 @@ def test_silu_and_its_gradient_as_the_cpus(dtype, no_host_ops):
     same(xs.grad, ref(torch.ops.aten.silu_backward, g[:301], x[:301]))
 
 
+# ---- max / min / amax / amin, equal, masked_fill, bitwise_not, nll_loss ----------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8])
+def test_max_min_amax_amin_as_the_cpus(dtype, no_host_ops):
+    x = (
+        torch.linspace(-3, 3, 7 * 1300).reshape(7, 1300)[
+            :, torch.randperm(1300, generator=torch.Generator().manual_seed(0))
+        ]
+        * 40
+    ).to(dtype)
+    p = x.plate()
+    same(p.max(), x.max())
+    same(p.min(), x.min())
+    same(p.amax(1), x.amax(1))
+    same(torch.amin(p, (0,), keepdim=True), torch.amin(x, (0,), keepdim=True))
+    same(p[:, ::3].T.amax((0, 1)), x[:, ::3].T.amax((0, 1)))  # a strided view, every dim
+    same(p[2, 5].max(), x[2, 5])  # 0-d
+    if dtype.is_floating_point:  # a NaN anywhere in the row is the result, as torch's
+        x[3, 77] = float("nan")
+        same(x.plate().max(), x.max())
+        same(x.plate().amin(1), x.amin(1))
+
+
+def test_equal(no_host_ops):
+    a = torch.randn(5, 6)
+    p = a.plate()
+    assert torch.equal(p, p.clone()) and torch.equal(p.T.contiguous().T, p)
+    assert not torch.equal(p, p + 1)
+    assert not torch.equal(p, p[:4])  # other shapes
+    n = torch.tensor([1.0, float("nan")]).plate()
+    assert not torch.equal(n, n.clone())  # NaN equals nothing
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_masked_fill_and_bitwise_not(dtype, no_host_ops):
+    x = torch.randn(4, 5)
+    mask, xx = x > 0.3, (x * 10).to(dtype)
+    same(xx.plate().masked_fill(mask.plate(), 7), xx.masked_fill(mask, 7))
+    same(xx.plate().masked_fill(mask.plate(), torch.tensor(1).plate()), xx.masked_fill(mask, torch.tensor(1)))
+    y = xx.plate()
+    y.masked_fill_(mask.plate()[:1], 0)  # a broadcast mask, in place
+    same(y, xx.clone().masked_fill_(mask[:1], 0))
+    if not dtype.is_floating_point:
+        same(~xx.plate(), ~xx)  # bool: logical not (its kernel operand is int8 0/1)
+
+
+@pytest.mark.parametrize(
+    "kw", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"weight": True}, {"label_smoothing": 0.1}]
+)
+def test_cross_entropy_and_its_gradient_as_the_cpus(kw, no_host_ops):
+    # log_softmax, then nll_loss_forward/backward (torch's decomposition over plate kernels), ignore_index -100
+    x, t = torch.randn(37, 11, generator=torch.Generator().manual_seed(0)), torch.arange(37) % 11
+    t[3] = -100
+    if kw.get("weight"):
+        kw = {"weight": torch.linspace(0.1, 2, 11)}
+    xp, xc = x.plate().requires_grad_(True), x.clone().requires_grad_(True)
+    kwp = {k: v.plate() if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
+    loss = torch.nn.functional.cross_entropy(xp, t.plate(), **kwp)
+    ref = torch.nn.functional.cross_entropy(xc, t, **kw)
+    same(loss, ref)
+    loss.sum().backward()
+    ref.sum().backward()
+    same(xp.grad, xc.grad)
+
+
+def test_nll_loss_of_a_target_out_of_range_raises_torchs_error():
+    torch.plate.reset_host_ops()
+    with pytest.raises(IndexError, match="out of bounds"):
+        torch.nn.functional.nll_loss(torch.randn(4, 3).plate(), torch.tensor([0, 1, 3, 2]).plate())
+    assert torch.plate.host_ops() == {"aten.nll_loss_forward": 1}
+
+
 def test_eager_kernels_load_from_tritons_cache_under_always_compile(monkeypatch, tmp_path):
     # TRITON_ALWAYS_COMPILE recompiles the user's and Inductor's kernels; the eager kernels (plate's ATen)
     # still come from Triton's cache (launch.library_compiles): a fresh process compiles none it ran before

@@ -107,6 +107,11 @@ def logical_xor(x, y, z):
 
 
 @triton.jit
+def bitwise_not(x, y, z):
+    return ~x
+
+
+@triton.jit
 def logical_not(x, y, z):
     return x == 0
 
@@ -404,6 +409,7 @@ FUNCTIONS = {
         logical_or,
         logical_xor,
         logical_not,
+        bitwise_not,
         eq,
         ne,
         lt,

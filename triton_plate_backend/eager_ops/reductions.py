@@ -1,4 +1,4 @@
-"""sum, mean and softmax (forward and backward) as plate kernels (reduction_kernels): the reduced dims moved
+"""sum, mean, max/min and softmax (forward and backward) as plate kernels (reduction_kernels): the reduced dims moved
 last and the input copied contiguous on the device, so each result element reduces one row.
 
 Numerics as CUDA's: fp16/bf16 accumulate in float32 and round once to the result type (RTNE), every
@@ -136,6 +136,32 @@ def launch_row_sum(out: torch.Tensor, rows: torch.Tensor, as_dtype: torch.dtype)
     )  # fmt: skip
 
 
+# ---- max / min / amax / amin -------------------------------------------------------------------------
+def extreme(op: torch._ops.OpOverload, row: Row):
+    """max.default / min.default (every element) and amax / amin (over dims): one row per result element,
+    NaN if the row holds one, as torch's. Empty reductions (the host raises torch's error), bool and complex
+    tensors run on the host."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or x.numel() == 0 or call.target_name is not None:
+            return call.on_host()
+        if x.dim() == 0:
+            return _written(call, expected, x.reshape(expected.shape).clone())
+        rows = as_rows(x, reduced_dims(x, call.bound.get("dim")))  # max.default: all dims
+        n, m = rows.shape
+        result = torch.empty(n, dtype=x.dtype, device=x.device)
+        k = kernels()
+        k.row_extreme[(n,)](
+            result, rows, n, m, MAX=row.fn == "max", IS_FLOAT=x.dtype.is_floating_point, COLUMNS=_columns(m),
+            machine=k.machine_of(x),
+        )  # fmt: skip
+        return _written(call, expected, result.view(expected.shape))
+
+    return kernel
+
+
 # ---- softmax and log_softmax, forward and backward -----------------------------------------------------
 
 
@@ -194,4 +220,4 @@ def _unrows(result: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
     return result.view(moved).movedim(-1, dim).contiguous()
 
 
-FAMILIES = {"sum": sum_, "mean": mean, "softmax": softmax, "softmax_backward": softmax_backward}
+FAMILIES = {"sum": sum_, "mean": mean, "extreme": extreme, "softmax": softmax, "softmax_backward": softmax_backward}

@@ -68,6 +68,11 @@ EAGER_OPS: dict[str, Row] = {
     **{f"{name}.default": Row("elementwise", name) for name in INFINITIES},
     **{f"{op}.default": Row("elementwise", op, BINARY) for op in LOGICAL},
     "logical_not.default": Row("elementwise", "logical_not"),
+    # ops.bitwise_not: a bool tensor takes logical_not (its kernel operand is int8)
+    "bitwise_not.default": Row("bitwise_not", "bitwise_not", integral=True),
+    # masked_fill: where(mask, value, self), value cast to self's type
+    "masked_fill.Scalar": Row("elementwise", "where", ("mask", "value", "self"), ("self",)),
+    "masked_fill.Tensor": Row("elementwise", "where", ("mask", "value", "self"), ("self",)),
     "abs.default": Row("elementwise", "abs"),
     "relu.default": Row("elementwise", "relu"),
     # `approximate` picks the element function (ops.gelu): gelu or gelu_tanh, and their backward
@@ -142,6 +147,9 @@ EAGER_OPS: dict[str, Row] = {
     "_fused_rms_norm_backward.default": Row("composite"),
     "_embedding_bag.default": Row("composite"),
     "_embedding_bag_forward_only.default": Row("composite"),
+    "nll_loss_forward.default": Row("nll_loss"),
+    "nll_loss_backward.default": Row("nll_loss"),
+    "equal.default": Row("equal"),
     "nonzero_static.default": Row("host_layout"),
     # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py, weight_norm.py, and
     # pow's and complex exp/log/log1p's element functions in kernels.py (scatter's prod/mean:
@@ -171,6 +179,10 @@ EAGER_OPS: dict[str, Row] = {
     "sum.default": Row("sum"),
     "sum.dim_IntList": Row("sum"),
     "mean.dim": Row("mean"),
+    "max.default": Row("extreme", "max"),
+    "min.default": Row("extreme", "min"),
+    "amax.default": Row("extreme", "max"),
+    "amin.default": Row("extreme", "min"),
     "_softmax.default": Row("softmax"),
     "_log_softmax.default": Row("softmax", "log"),
     "_softmax_backward_data.default": Row("softmax_backward"),
@@ -200,7 +212,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "scatter_reduce.two": ("scatter_reduce_.two",),
     "isnan.default": ("isnan.out",),
     **{f"{name}.default": (f"{name}.out",) for name in INFINITIES},
-    **{f"{op}.default": (f"{op}_.default", f"{op}.out") for op in (*LOGICAL, "logical_not")},
+    **{f"{op}.default": (f"{op}_.default", f"{op}.out") for op in (*LOGICAL, "logical_not", "bitwise_not")},
+    "masked_fill.Scalar": ("masked_fill_.Scalar", "masked_fill.Scalar_out"),
+    "masked_fill.Tensor": ("masked_fill_.Tensor", "masked_fill.Tensor_out"),
     "abs.default": ("abs_.default", "abs.out"),
     "relu.default": ("relu_.default",),
     "gelu.default": ("gelu_.default", "gelu.out"),
