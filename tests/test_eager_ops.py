@@ -825,6 +825,36 @@ def test_nll_loss_of_a_target_out_of_range_raises_torchs_error():
     assert torch.plate.host_ops() == {"aten.nll_loss_forward": 1}
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_lerp_and_tanh_backward_as_the_cpus(dtype, no_host_ops):
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(50, generator=g).to(dtype), torch.randn(50, generator=g).to(dtype)
+    w = torch.linspace(-1, 2, 50).to(dtype)
+    for weight in (0.3, 0.7, 1.0):  # either side of 0.5: ATen's two forms (weight 1 gives `end` exactly)
+        same(torch.lerp(a.plate(), b.plate(), weight), torch.lerp(a, b, weight))
+    same(torch.lerp(a.plate(), b.plate(), w.plate()), torch.lerp(a, b, w))
+    assert torch.equal(torch.lerp(a.plate(), b.plate(), 1.0).cpu(), b)
+    y = a.plate()
+    y.lerp_(b.plate(), 0.25)
+    same(y, torch.lerp(a, b, 0.25))
+    same(torch.ops.aten.tanh_backward(a.plate(), b.plate()), torch.ops.aten.tanh_backward(a, b))
+    x = a.plate().requires_grad_(True)  # tanh's autograd: tanh_backward on the device
+    torch.tanh(x).backward(b.plate())
+    same(x.grad, torch.ops.aten.tanh_backward(b, torch.tanh(a)))
+
+
+def test_nonzero_of_a_0d_tensor_masked_select_and_equal_of_two_dtypes(no_host_ops):
+    for v in (torch.tensor(5.0), torch.tensor(0.0), torch.tensor(True)):
+        same(torch.nonzero(v.plate()), torch.nonzero(v))  # (count, 0)
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(1))
+    m = x > 0
+    same(x.plate().masked_select(m.plate()), x.masked_select(m))
+    same(x.plate().masked_select(m.plate()[0]), x.masked_select(m[0]))  # the mask broadcast
+    same(x.plate()[0].masked_select(m.plate()), x[0].masked_select(m))  # self broadcast
+    assert torch.equal(torch.tensor(1.0, dtype=torch.float16).plate(), torch.tensor(1.0).plate())  # promoted
+    assert not torch.equal(torch.tensor(1.5, dtype=torch.float16).plate(), torch.tensor(1.25).plate())
+
+
 def test_eager_kernels_load_from_tritons_cache_under_always_compile(monkeypatch, tmp_path):
     # TRITON_ALWAYS_COMPILE recompiles the user's and Inductor's kernels; the eager kernels (plate's ATen)
     # still come from Triton's cache (launch.library_compiles): a fresh process compiles none it ran before

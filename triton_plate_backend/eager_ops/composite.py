@@ -8,6 +8,7 @@
 - ``nll_loss``: ``composite`` for nll_loss_forward/backward, its targets checked first (out of range: the host
   raises torch's error).
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
+- ``masked_select``: self[mask] after broadcasting the two.
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -54,16 +55,31 @@ def nll_loss(op: torch._ops.OpOverload, row: Row) -> Callable:
 
 def equal(op: torch._ops.OpOverload, row: Row) -> Callable:
     """torch.equal: the same shape and every element equal (NaN equals nothing), as one any() of `!=` over
-    plate kernels; tensors of other devices or dtypes go to the host."""
+    plate kernels (of two dtypes: compared in the promoted type, as the host does); tensors of other devices
+    go to the host."""
 
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
         a, b = call["self"], call["other"]
-        if call.mixed or a.dtype != b.dtype or a.device != b.device:
+        if call.mixed or a.device != b.device:
             return call.on_host()
         if a.shape != b.shape:
             return False
         return not bool((a != b).any())
+
+    return kernel
+
+
+def masked_select(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """masked_select: self and mask broadcast together, then self[mask] (plate's index by a mask)."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, mask = call["self"], call["mask"]
+        if call.mixed or mask.dtype != torch.bool or call.target_name is not None:
+            return call.on_host()  # torch's errors, its deprecated uint8 masks
+        x, mask = torch.broadcast_tensors(x, mask)
+        return x[mask]
 
     return kernel
 
@@ -87,5 +103,6 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "composite": composite,
     "nll_loss": nll_loss,
     "equal": equal,
+    "masked_select": masked_select,
     "host_layout": host_layout,
 }

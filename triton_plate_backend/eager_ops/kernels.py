@@ -221,6 +221,18 @@ def gelu_tanh_backward(x, y, z):
     return x * (left_derivative + right_derivative)
 
 
+@triton.jit
+def tanh_backward(x, y, z):
+    """x: the gradient, y: tanh's output."""
+    return x * (1.0 - y * y)
+
+
+@triton.jit
+def lerp(x, y, z):
+    """x + z * (y - x) as ATen's lerp: from the far end where |weight| >= 0.5 (exact at weight 1)."""
+    return tl.where(tl.abs(z) < 0.5, x + z * (y - x), y - (y - x) * (1.0 - z))
+
+
 # silu and its gradient as ATen's kernels compute them (in the op math type: float32 for fp16/bf16)
 @triton.jit
 def silu(x, y, z):
@@ -435,6 +447,8 @@ FUNCTIONS = {
         gelu_tanh_backward,
         silu,
         silu_backward,
+        tanh_backward,
+        lerp,
         expm1,
         erf,
         complex_add,

@@ -78,6 +78,10 @@ EAGER_OPS: dict[str, Row] = {
     # `approximate` picks the element function (ops.gelu): gelu or gelu_tanh, and their backward
     "gelu.default": Row("gelu", "gelu", compute="result"),
     "gelu_backward.default": Row("gelu", "gelu_backward", ("grad_output", "self"), compute="result"),
+    "tanh_backward.default": Row("elementwise", "tanh_backward", ("grad_output", "output")),
+    # lerp: a Scalar weight is not rounded to the tensors' type (ATen takes it in the op math type)
+    "lerp.Scalar": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
+    "lerp.Tensor": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
     "silu.default": Row("elementwise", "silu", compute="result"),
     "silu_backward.default": Row("elementwise", "silu_backward", ("grad_output", "self"), compute="result"),
     **{
@@ -150,6 +154,7 @@ EAGER_OPS: dict[str, Row] = {
     "nll_loss_forward.default": Row("nll_loss"),
     "nll_loss_backward.default": Row("nll_loss"),
     "equal.default": Row("equal"),
+    "masked_select.default": Row("masked_select"),
     "nonzero_static.default": Row("host_layout"),
     # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py, weight_norm.py, and
     # pow's and complex exp/log/log1p's element functions in kernels.py (scatter's prod/mean:
@@ -220,6 +225,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "gelu.default": ("gelu_.default", "gelu.out"),
     "gelu_backward.default": ("gelu_backward.grad_input",),
     "silu.default": ("silu_.default", "silu.out"),
+    "tanh_backward.default": ("tanh_backward.grad_input",),
+    "lerp.Scalar": ("lerp_.Scalar", "lerp.Scalar_out"),
+    "lerp.Tensor": ("lerp_.Tensor", "lerp.Tensor_out"),
     "silu_backward.default": ("silu_backward.grad_input",),
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in FLOAT_FUNCTIONS},
     **{f"{cmp}.Tensor": (f"{cmp}_.Tensor", f"{cmp}.Tensor_out") for cmp in COMPARISONS},
