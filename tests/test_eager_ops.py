@@ -855,6 +855,20 @@ def test_nonzero_of_a_0d_tensor_masked_select_and_equal_of_two_dtypes(no_host_op
     assert not torch.equal(torch.tensor(1.5, dtype=torch.float16).plate(), torch.tensor(1.25).plate())
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64])
+@pytest.mark.parametrize("name", ["ceil", "floor", "trunc"])
+def test_ceil_floor_trunc_as_the_cpus(dtype, name, no_host_ops):
+    x = torch.cat(
+        [torch.linspace(-5, 5, 41), torch.tensor([-0.5, -0.0, 0.5, float("inf"), float("-inf"), float("nan")])]
+    )
+    x = torch.arange(-5, 5) if dtype == torch.int64 else x.to(dtype)
+    f = getattr(torch, name)
+    same(f(x.plate()), f(x))
+    y = x.plate()
+    getattr(y, f"{name}_")()
+    same(y, f(x))
+
+
 def test_eager_kernels_load_from_tritons_cache_under_always_compile(monkeypatch, tmp_path):
     # TRITON_ALWAYS_COMPILE recompiles the user's and Inductor's kernels; the eager kernels (plate's ATen)
     # still come from Triton's cache (launch.library_compiles): a fresh process compiles none it ran before

@@ -221,6 +221,28 @@ def gelu_tanh_backward(x, y, z):
     return x * (left_derivative + right_derivative)
 
 
+# ceil / floor / trunc: exact in the tensor's own type; integers are their own result
+@triton.jit
+def ceil(x, y, z):
+    if x.dtype.is_floating():
+        return libdevice.ceil(x)
+    return x
+
+
+@triton.jit
+def floor(x, y, z):
+    if x.dtype.is_floating():
+        return libdevice.floor(x)
+    return x
+
+
+@triton.jit
+def trunc(x, y, z):
+    if x.dtype.is_floating():
+        return libdevice.trunc(x)
+    return x
+
+
 @triton.jit
 def tanh_backward(x, y, z):
     """x: the gradient, y: tanh's output."""
@@ -449,6 +471,9 @@ FUNCTIONS = {
         silu_backward,
         tanh_backward,
         lerp,
+        ceil,
+        floor,
+        trunc,
         expm1,
         erf,
         complex_add,

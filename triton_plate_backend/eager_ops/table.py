@@ -31,6 +31,7 @@ COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")  # bool and integer tensors (torch refuses floats)
 LOGICAL = ("logical_and", "logical_or", "logical_xor")  # any real operands: nonzero is true
 INFINITIES = ("isposinf", "isneginf")  # real tensors (torch refuses complex ones)
+ROUNDING = ("ceil", "floor", "trunc")  # exact in the tensor's type (integers: themselves)
 # float functions: an integer input computes (and returns) the default float type, as torch does
 FLOAT_FUNCTIONS = (
     "exp",
@@ -79,6 +80,7 @@ EAGER_OPS: dict[str, Row] = {
     "gelu.default": Row("gelu", "gelu", compute="result"),
     "gelu_backward.default": Row("gelu", "gelu_backward", ("grad_output", "self"), compute="result"),
     "tanh_backward.default": Row("elementwise", "tanh_backward", ("grad_output", "output")),
+    **{f"{name}.default": Row("elementwise", name) for name in ROUNDING},
     # lerp: a Scalar weight is not rounded to the tensors' type (ATen takes it in the op math type)
     "lerp.Scalar": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
     "lerp.Tensor": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
@@ -226,6 +228,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "gelu_backward.default": ("gelu_backward.grad_input",),
     "silu.default": ("silu_.default", "silu.out"),
     "tanh_backward.default": ("tanh_backward.grad_input",),
+    **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ROUNDING},
     "lerp.Scalar": ("lerp_.Scalar", "lerp.Scalar_out"),
     "lerp.Tensor": ("lerp_.Tensor", "lerp.Tensor_out"),
     "silu_backward.default": ("silu_backward.grad_input",),
