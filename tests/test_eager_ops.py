@@ -776,6 +776,23 @@ def test_max_min_amax_amin_as_the_cpus(dtype, no_host_ops):
         same(x.plate().amin(1), x.amin(1))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_argmax_argmin_and_max_min_along_a_dim_as_the_cpus(dtype, no_host_ops):
+    # few distinct values: ties everywhere, each result the first index as torch's
+    x = torch.randint(-5, 5, (7, 1300), generator=torch.Generator().manual_seed(0)).to(dtype)
+    p = x.plate()
+    same(p.argmax(), x.argmax())
+    same(p.argmin(1), x.argmin(1))
+    same(p.argmax(0, keepdim=True), x.argmax(0, keepdim=True))
+    for got, want in ((p.max(1), x.max(1)), (p.min(0, keepdim=True), x.min(0, keepdim=True))):
+        same(got.values, want.values)
+        same(got.indices, want.indices)
+    if dtype.is_floating_point:  # the first NaN is the extreme, for max and min alike
+        x[3, 77] = x[3, 900] = float("nan")
+        same(x.plate().argmax(1), x.argmax(1))
+        same(x.plate().argmin(), x.argmin())
+
+
 def test_equal(no_host_ops):
     a = torch.randn(5, 6)
     p = a.plate()

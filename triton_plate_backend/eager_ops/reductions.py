@@ -162,6 +162,36 @@ def extreme(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
+def arg_extreme(op: torch._ops.OpOverload, row: Row):
+    """max.dim / min.dim (values and first indices) and argmax / argmin (dim None: every element): one row per
+    result element, a NaN the extreme as torch's. Empty rows, bool and complex tensors run on the host."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or x.numel() == 0 or call.target_name is not None:
+            return call.on_host()
+        dim = call.bound.get("dim")
+        source = x.reshape(1) if x.dim() == 0 else x
+        rows = as_rows(source, reduced_dims(source, dim))
+        n, m = rows.shape
+        values = torch.empty(n, dtype=x.dtype, device=x.device)
+        indices = torch.empty(n, dtype=torch.int64, device=x.device)
+        k = kernels()
+        k.row_arg_extreme[(n,)](
+            values, indices, rows, n, m, MAX=row.fn == "max", IS_FLOAT=x.dtype.is_floating_point,
+            COLUMNS=_columns(m), machine=k.machine_of(x),
+        )  # fmt: skip
+        if isinstance(expected, (tuple, list)):  # max.dim / min.dim
+            return (
+                _written(call, expected[0], values.view(expected[0].shape)),
+                _written(call, expected[1], indices.view(expected[1].shape)),
+            )
+        return _written(call, expected, indices.view(expected.shape))
+
+    return kernel
+
+
 # ---- softmax and log_softmax, forward and backward -----------------------------------------------------
 
 
@@ -220,4 +250,11 @@ def _unrows(result: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
     return result.view(moved).movedim(-1, dim).contiguous()
 
 
-FAMILIES = {"sum": sum_, "mean": mean, "extreme": extreme, "softmax": softmax, "softmax_backward": softmax_backward}
+FAMILIES = {
+    "sum": sum_,
+    "mean": mean,
+    "extreme": extreme,
+    "arg_extreme": arg_extreme,
+    "softmax": softmax,
+    "softmax_backward": softmax_backward,
+}
