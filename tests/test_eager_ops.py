@@ -453,6 +453,18 @@ def test_pow_of_negative_exponents_and_floats(no_host_ops):
     same(torch.pow(f.to("plate"), f.to("plate")), torch.pow(f, f))
 
 
+def test_pow_of_a_scalar_base(no_host_ops):
+    # pow.Scalar: a Python number raised to a tensor (RoPE's inv_freq = base ** (arange(0, d, 2) / d))
+    e = torch.arange(0, 64, 2).float() / 64
+    same(10000.0 ** e.to("plate"), 10000.0**e)
+    same(torch.pow(2, torch.arange(12).to("plate")), torch.pow(2, torch.arange(12)))  # int ** int stays int64
+    same(torch.pow(2.5, torch.arange(6).to("plate")), torch.pow(2.5, torch.arange(6)))  # float ** int: float32
+    h = torch.linspace(-2, 2, 9, dtype=torch.bfloat16)
+    same(3 ** h.to("plate"), 3**h)
+    odd = torch.tensor([0.5, 2.0, float("nan"), float("inf"), float("-inf")])
+    same((-2.0) ** odd.to("plate"), (-2.0) ** odd)
+
+
 def test_complex_exp_log_log1p_isnan(no_host_ops):
     a = torch.randn(8, 8).to(torch.complex64)
     a[0, 0] = complex(float("nan"), 1.0)
@@ -722,6 +734,156 @@ def test_gelu_and_its_gradient_as_the_cpus(dtype, approximate, no_host_ops):
     y = x.plate()[::2].clone()
     torch.ops.aten.gelu_(y, approximate=approximate)
     same(y, ref(f, x[::2]))
+
+
+# ---- silu and its gradient ----------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_silu_and_its_gradient_as_the_cpus(dtype, no_host_ops):
+    x = torch.cat([torch.linspace(-90, 90, 301), torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")])])
+    x, g = x.to(dtype), torch.linspace(-2, 2, x.numel()).to(dtype)
+    # the references in float64, rounded once (ATen computes fp16/bf16 in float32 and rounds once)
+    ref = lambda fn, *ts: fn(*(t.double() for t in ts)).to(dtype)  # noqa: E731
+    same(torch.nn.functional.silu(x.plate()), ref(torch.nn.functional.silu, x))
+    same(torch.ops.aten.silu_backward(g.plate(), x.plate()), ref(torch.ops.aten.silu_backward, g, x))
+    y = x.plate()[::2].clone()
+    torch.nn.functional.silu(y, inplace=True)
+    same(y, ref(torch.nn.functional.silu, x[::2]))
+    # autograd through silu: silu_backward on the device
+    xs = x[:301].plate().requires_grad_(True)
+    torch.nn.functional.silu(xs).backward(g[:301].plate())
+    same(xs.grad, ref(torch.ops.aten.silu_backward, g[:301], x[:301]))
+
+
+# ---- max / min / amax / amin, equal, masked_fill, bitwise_not, nll_loss ----------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8])
+def test_max_min_amax_amin_as_the_cpus(dtype, no_host_ops):
+    x = (
+        torch.linspace(-3, 3, 7 * 1300).reshape(7, 1300)[
+            :, torch.randperm(1300, generator=torch.Generator().manual_seed(0))
+        ]
+        * 40
+    ).to(dtype)
+    p = x.plate()
+    same(p.max(), x.max())
+    same(p.min(), x.min())
+    same(p.amax(1), x.amax(1))
+    same(torch.amin(p, (0,), keepdim=True), torch.amin(x, (0,), keepdim=True))
+    same(p[:, ::3].T.amax((0, 1)), x[:, ::3].T.amax((0, 1)))  # a strided view, every dim
+    same(p[2, 5].max(), x[2, 5])  # 0-d
+    if dtype.is_floating_point:  # a NaN anywhere in the row is the result, as torch's
+        x[3, 77] = float("nan")
+        same(x.plate().max(), x.max())
+        same(x.plate().amin(1), x.amin(1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_argmax_argmin_and_max_min_along_a_dim_as_the_cpus(dtype, no_host_ops):
+    # few distinct values: ties everywhere, each result the first index as torch's
+    x = torch.randint(-5, 5, (7, 1300), generator=torch.Generator().manual_seed(0)).to(dtype)
+    p = x.plate()
+    same(p.argmax(), x.argmax())
+    same(p.argmin(1), x.argmin(1))
+    same(p.argmax(0, keepdim=True), x.argmax(0, keepdim=True))
+    for got, want in ((p.max(1), x.max(1)), (p.min(0, keepdim=True), x.min(0, keepdim=True))):
+        same(got.values, want.values)
+        same(got.indices, want.indices)
+    if dtype.is_floating_point:  # the first NaN is the extreme, for max and min alike
+        x[3, 77] = x[3, 900] = float("nan")
+        same(x.plate().argmax(1), x.argmax(1))
+        same(x.plate().argmin(), x.argmin())
+
+
+def test_equal(no_host_ops):
+    a = torch.randn(5, 6)
+    p = a.plate()
+    assert torch.equal(p, p.clone()) and torch.equal(p.T.contiguous().T, p)
+    assert not torch.equal(p, p + 1)
+    assert not torch.equal(p, p[:4])  # other shapes
+    n = torch.tensor([1.0, float("nan")]).plate()
+    assert not torch.equal(n, n.clone())  # NaN equals nothing
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_masked_fill_and_bitwise_not(dtype, no_host_ops):
+    x = torch.randn(4, 5)
+    mask, xx = x > 0.3, (x * 10).to(dtype)
+    same(xx.plate().masked_fill(mask.plate(), 7), xx.masked_fill(mask, 7))
+    same(xx.plate().masked_fill(mask.plate(), torch.tensor(1).plate()), xx.masked_fill(mask, torch.tensor(1)))
+    y = xx.plate()
+    y.masked_fill_(mask.plate()[:1], 0)  # a broadcast mask, in place
+    same(y, xx.clone().masked_fill_(mask[:1], 0))
+    if not dtype.is_floating_point:
+        same(~xx.plate(), ~xx)  # bool: logical not (its kernel operand is int8 0/1)
+
+
+@pytest.mark.parametrize(
+    "kw", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"weight": True}, {"label_smoothing": 0.1}]
+)
+def test_cross_entropy_and_its_gradient_as_the_cpus(kw, no_host_ops):
+    # log_softmax, then nll_loss_forward/backward (torch's decomposition over plate kernels), ignore_index -100
+    x, t = torch.randn(37, 11, generator=torch.Generator().manual_seed(0)), torch.arange(37) % 11
+    t[3] = -100
+    if kw.get("weight"):
+        kw = {"weight": torch.linspace(0.1, 2, 11)}
+    xp, xc = x.plate().requires_grad_(True), x.clone().requires_grad_(True)
+    kwp = {k: v.plate() if isinstance(v, torch.Tensor) else v for k, v in kw.items()}
+    loss = torch.nn.functional.cross_entropy(xp, t.plate(), **kwp)
+    ref = torch.nn.functional.cross_entropy(xc, t, **kw)
+    same(loss, ref)
+    loss.sum().backward()
+    ref.sum().backward()
+    same(xp.grad, xc.grad)
+
+
+def test_nll_loss_of_a_target_out_of_range_raises_torchs_error():
+    torch.plate.reset_host_ops()
+    with pytest.raises(IndexError, match="out of bounds"):
+        torch.nn.functional.nll_loss(torch.randn(4, 3).plate(), torch.tensor([0, 1, 3, 2]).plate())
+    assert torch.plate.host_ops() == {"aten.nll_loss_forward": 1}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_lerp_and_tanh_backward_as_the_cpus(dtype, no_host_ops):
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(50, generator=g).to(dtype), torch.randn(50, generator=g).to(dtype)
+    w = torch.linspace(-1, 2, 50).to(dtype)
+    for weight in (0.3, 0.7, 1.0):  # either side of 0.5: ATen's two forms (weight 1 gives `end` exactly)
+        same(torch.lerp(a.plate(), b.plate(), weight), torch.lerp(a, b, weight))
+    same(torch.lerp(a.plate(), b.plate(), w.plate()), torch.lerp(a, b, w))
+    assert torch.equal(torch.lerp(a.plate(), b.plate(), 1.0).cpu(), b)
+    y = a.plate()
+    y.lerp_(b.plate(), 0.25)
+    same(y, torch.lerp(a, b, 0.25))
+    same(torch.ops.aten.tanh_backward(a.plate(), b.plate()), torch.ops.aten.tanh_backward(a, b))
+    x = a.plate().requires_grad_(True)  # tanh's autograd: tanh_backward on the device
+    torch.tanh(x).backward(b.plate())
+    same(x.grad, torch.ops.aten.tanh_backward(b, torch.tanh(a)))
+
+
+def test_nonzero_of_a_0d_tensor_masked_select_and_equal_of_two_dtypes(no_host_ops):
+    for v in (torch.tensor(5.0), torch.tensor(0.0), torch.tensor(True)):
+        same(torch.nonzero(v.plate()), torch.nonzero(v))  # (count, 0)
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(1))
+    m = x > 0
+    same(x.plate().masked_select(m.plate()), x.masked_select(m))
+    same(x.plate().masked_select(m.plate()[0]), x.masked_select(m[0]))  # the mask broadcast
+    same(x.plate()[0].masked_select(m.plate()), x[0].masked_select(m))  # self broadcast
+    assert torch.equal(torch.tensor(1.0, dtype=torch.float16).plate(), torch.tensor(1.0).plate())  # promoted
+    assert not torch.equal(torch.tensor(1.5, dtype=torch.float16).plate(), torch.tensor(1.25).plate())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64])
+@pytest.mark.parametrize("name", ["ceil", "floor", "trunc"])
+def test_ceil_floor_trunc_as_the_cpus(dtype, name, no_host_ops):
+    x = torch.cat(
+        [torch.linspace(-5, 5, 41), torch.tensor([-0.5, -0.0, 0.5, float("inf"), float("-inf"), float("nan")])]
+    )
+    x = torch.arange(-5, 5) if dtype == torch.int64 else x.to(dtype)
+    f = getattr(torch, name)
+    same(f(x.plate()), f(x))
+    y = x.plate()
+    getattr(y, f"{name}_")()
+    same(y, f(x))
 
 
 def test_eager_kernels_load_from_tritons_cache_under_always_compile(monkeypatch, tmp_path):

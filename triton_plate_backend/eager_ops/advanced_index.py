@@ -52,7 +52,13 @@ def nonzero_of(x: torch.Tensor) -> torch.Tensor | None:
 def nonzero(op: torch._ops.OpOverload, row):
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
-        result = nonzero_of(call["self"]) if call.target_name is None else None
+        x = call["self"]
+        if call.target_name is not None:
+            return call.on_host()
+        if isinstance(x, torch.Tensor) and x.dim() == 0:  # (count, 0): a 0-d tensor has no coordinates
+            result = nonzero_of(x.reshape(1))
+            return call.on_host() if result is None else result[:, :0].clone()
+        result = nonzero_of(x)
         return call.on_host() if result is None else result.clone()
 
     return kernel

@@ -5,6 +5,10 @@
   autograd uses the op's own derivative (``_fused_rms_norm_backward``) and Inductor's lite mode keeps
   the op whole in its graph, instead of decomposing it at the Autograd key as on the CPU. Where torch has no
   decomposition, plate's own (embedding_bag.py: CUDA's results where the CPU kernel's differ).
+- ``nll_loss``: ``composite`` for nll_loss_forward/backward, its targets checked first (out of range: the host
+  raises torch's error).
+- ``equal``: torch.equal as `!=` and any() over plate kernels.
+- ``masked_select``: self[mask] after broadcasting the two.
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -29,6 +33,57 @@ def composite(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def nll_loss(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """nll_loss_forward / nll_loss_backward: torch's decomposition (a gather of the targets' entries) over
+    plate tensors, as ``composite``; a target out of [0, classes) that is not ignore_index makes the host
+    run the call, which raises torch's error (the gather would read outside the tensor)."""
+    decomposition = decomposition_table[op]
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, target = call["self"], call["target"]
+        if call.mixed:
+            return call.on_host()
+        classes = x.shape[1 if x.dim() > 1 else 0]
+        live = target != call["ignore_index"]
+        if bool((live & ((target < 0) | (target >= classes))).any()):
+            return call.on_host()
+        return decomposition(*args, **kwargs)
+
+    return kernel
+
+
+def equal(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """torch.equal: the same shape and every element equal (NaN equals nothing), as one any() of `!=` over
+    plate kernels (of two dtypes: compared in the promoted type, as the host does); tensors of other devices
+    go to the host."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        a, b = call["self"], call["other"]
+        if call.mixed or a.device != b.device:
+            return call.on_host()
+        if a.shape != b.shape:
+            return False
+        return not bool((a != b).any())
+
+    return kernel
+
+
+def masked_select(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """masked_select: self and mask broadcast together, then self[mask] (plate's index by a mask)."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, mask = call["self"], call["mask"]
+        if call.mixed or mask.dtype != torch.bool or call.target_name is not None:
+            return call.on_host()  # torch's errors, its deprecated uint8 masks
+        x, mask = torch.broadcast_tensors(x, mask)
+        return x[mask]
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -46,5 +101,8 @@ def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
 
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "composite": composite,
+    "nll_loss": nll_loss,
+    "equal": equal,
+    "masked_select": masked_select,
     "host_layout": host_layout,
 }

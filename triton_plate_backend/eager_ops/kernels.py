@@ -107,6 +107,11 @@ def logical_xor(x, y, z):
 
 
 @triton.jit
+def bitwise_not(x, y, z):
+    return ~x
+
+
+@triton.jit
 def logical_not(x, y, z):
     return x == 0
 
@@ -214,6 +219,53 @@ def gelu_tanh_backward(x, y, z):
     left_derivative = 0.5 * (1.0 + t)
     right_derivative = 0.5 * y * (1.0 - t * t) * GELU_BETA * (1.0 + 3.0 * GELU_KAPPA * y * y)
     return x * (left_derivative + right_derivative)
+
+
+# ceil / floor / trunc: exact in the tensor's own type; integers are their own result
+@triton.jit
+def ceil(x, y, z):
+    if x.dtype.is_floating():
+        return libdevice.ceil(x)
+    return x
+
+
+@triton.jit
+def floor(x, y, z):
+    if x.dtype.is_floating():
+        return libdevice.floor(x)
+    return x
+
+
+@triton.jit
+def trunc(x, y, z):
+    if x.dtype.is_floating():
+        return libdevice.trunc(x)
+    return x
+
+
+@triton.jit
+def tanh_backward(x, y, z):
+    """x: the gradient, y: tanh's output."""
+    return x * (1.0 - y * y)
+
+
+@triton.jit
+def lerp(x, y, z):
+    """x + z * (y - x) as ATen's lerp: from the far end where |weight| >= 0.5 (exact at weight 1)."""
+    return tl.where(tl.abs(z) < 0.5, x + z * (y - x), y - (y - x) * (1.0 - z))
+
+
+# silu and its gradient as ATen's kernels compute them (in the op math type: float32 for fp16/bf16)
+@triton.jit
+def silu(x, y, z):
+    return x / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def silu_backward(x, y, z):
+    """x: the gradient, y: silu's input."""
+    sigmoid = 1.0 / (1.0 + tl.exp(-y))
+    return x * sigmoid * (1.0 + y * (1.0 - sigmoid))
 
 
 @triton.jit
@@ -391,6 +443,7 @@ FUNCTIONS = {
         logical_or,
         logical_xor,
         logical_not,
+        bitwise_not,
         eq,
         ne,
         lt,
@@ -414,6 +467,13 @@ FUNCTIONS = {
         gelu_tanh,
         gelu_backward,
         gelu_tanh_backward,
+        silu,
+        silu_backward,
+        tanh_backward,
+        lerp,
+        ceil,
+        floor,
+        trunc,
         expm1,
         erf,
         complex_add,

@@ -245,6 +245,17 @@ def gelu(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def bitwise_not(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """bitwise_not: ~x of an integer tensor; of a bool tensor (its kernel operand is int8 0/1), logical not."""
+    integer, boolean = elementwise(op, row), elementwise(op, dataclasses.replace(row, fn="logical_not"))
+
+    def kernel(*args, **kwargs):
+        x = Call(op, args, kwargs)["self"]
+        return (boolean if isinstance(x, torch.Tensor) and x.dtype == torch.bool else integer)(*args, **kwargs)
+
+    return kernel
+
+
 def _integer_division_by_zero(dividend, divisor) -> bool:
     if any(_is_complex(v) or _dtype(v).is_floating_point for v in (dividend, divisor)):
         return False
@@ -628,6 +639,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "isclose": isclose,
     "divide": divide,
     "gelu": gelu,
+    "bitwise_not": bitwise_not,
     "fill": fill,
     "arange": arange,
     "random": random,

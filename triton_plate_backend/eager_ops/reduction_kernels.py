@@ -47,6 +47,69 @@ def chunk_sum(partial, x, m, chunk, chunks, AS: tl.constexpr, CT: tl.constexpr, 
     tl.store(partial + row * chunks + part, tl.sum(total, axis=0))
 
 
+@triton.jit(do_not_specialize=["rows", "m"])
+def row_extreme(out, x, rows, m, MAX: tl.constexpr, IS_FLOAT: tl.constexpr, COLUMNS: tl.constexpr):
+    """out[r] = max (MAX) or min of x[r, :] (m >= 1), NaN if any element is NaN (as torch's max/amax);
+    one row per program, the masked-off columns taking the row's first element."""
+    r = tl.program_id(0).to(tl.int64)
+    first = tl.load(x + r * m)
+    best = tl.full([COLUMNS], 0, dtype=first.dtype) + first
+    nan = tl.zeros([COLUMNS], dtype=tl.int1)
+    for start in range(0, m, COLUMNS):
+        c = start + tl.arange(0, COLUMNS)
+        v = tl.load(x + r * m + c, mask=c < m, other=0)
+        v = tl.where(c < m, v, first)
+        if IS_FLOAT:
+            nan = nan | (v != v)
+        if MAX:
+            best = tl.where(v > best, v, best)
+        else:
+            best = tl.where(v < best, v, best)
+    if MAX:
+        top = tl.max(best, axis=0)
+    else:
+        top = tl.min(best, axis=0)
+    if IS_FLOAT:
+        top = tl.where(tl.max(nan.to(tl.int32), axis=0) != 0, float("nan"), top.to(tl.float32)).to(first.dtype)
+    tl.store(out + r, top)
+
+
+@triton.jit(do_not_specialize=["rows", "m"])
+def row_arg_extreme(
+    values, indices, x, rows, m, MAX: tl.constexpr, IS_FLOAT: tl.constexpr, COLUMNS: tl.constexpr
+):  # fmt: skip
+    """values[r], indices[r] = the max (MAX) or min of x[r, :] (m >= 1) and its first index; a NaN is the
+    extreme (its first index), as torch's max.dim / argmax."""
+    r = tl.program_id(0).to(tl.int64)
+    first = tl.load(x + r * m)
+    best = tl.full([COLUMNS], 0, dtype=first.dtype) + first
+    where = tl.zeros([COLUMNS], dtype=tl.int64)
+    for start in range(0, m, COLUMNS):
+        c = start + tl.arange(0, COLUMNS)
+        v = tl.load(x + r * m + c, mask=c < m, other=0)
+        v = tl.where(c < m, v, first)
+        if MAX:
+            take = v > best
+        else:
+            take = v < best
+        if IS_FLOAT:
+            take = (take | (v != v)) & (best == best)
+        take = take & (c < m)
+        best = tl.where(take, v, best)
+        where = tl.where(take, c.to(tl.int64), where)
+    if MAX:
+        top = tl.max(best, axis=0)
+    else:
+        top = tl.min(best, axis=0)
+    hit = best == top
+    if IS_FLOAT:
+        any_nan = tl.max((best != best).to(tl.int32), axis=0) != 0
+        hit = tl.where(any_nan, best != best, hit)
+    at = tl.min(tl.where(hit, where, m), axis=0)
+    tl.store(indices + r, at)
+    tl.store(values + r, tl.load(x + r * m + at))
+
+
 @triton.jit
 def _row_max(x, row, m, CT: tl.constexpr, COLUMNS: tl.constexpr):
     best = tl.full([COLUMNS], float("-inf"), dtype=CT)

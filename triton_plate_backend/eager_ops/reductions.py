@@ -1,4 +1,4 @@
-"""sum, mean and softmax (forward and backward) as plate kernels (reduction_kernels): the reduced dims moved
+"""sum, mean, max/min and softmax (forward and backward) as plate kernels (reduction_kernels): the reduced dims moved
 last and the input copied contiguous on the device, so each result element reduces one row.
 
 Numerics as CUDA's: fp16/bf16 accumulate in float32 and round once to the result type (RTNE), every
@@ -136,6 +136,62 @@ def launch_row_sum(out: torch.Tensor, rows: torch.Tensor, as_dtype: torch.dtype)
     )  # fmt: skip
 
 
+# ---- max / min / amax / amin -------------------------------------------------------------------------
+def extreme(op: torch._ops.OpOverload, row: Row):
+    """max.default / min.default (every element) and amax / amin (over dims): one row per result element,
+    NaN if the row holds one, as torch's. Empty reductions (the host raises torch's error), bool and complex
+    tensors run on the host."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or x.numel() == 0 or call.target_name is not None:
+            return call.on_host()
+        if x.dim() == 0:
+            return _written(call, expected, x.reshape(expected.shape).clone())
+        rows = as_rows(x, reduced_dims(x, call.bound.get("dim")))  # max.default: all dims
+        n, m = rows.shape
+        result = torch.empty(n, dtype=x.dtype, device=x.device)
+        k = kernels()
+        k.row_extreme[(n,)](
+            result, rows, n, m, MAX=row.fn == "max", IS_FLOAT=x.dtype.is_floating_point, COLUMNS=_columns(m),
+            machine=k.machine_of(x),
+        )  # fmt: skip
+        return _written(call, expected, result.view(expected.shape))
+
+    return kernel
+
+
+def arg_extreme(op: torch._ops.OpOverload, row: Row):
+    """max.dim / min.dim (values and first indices) and argmax / argmin (dim None: every element): one row per
+    result element, a NaN the extreme as torch's. Empty rows, bool and complex tensors run on the host."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or x.numel() == 0 or call.target_name is not None:
+            return call.on_host()
+        dim = call.bound.get("dim")
+        source = x.reshape(1) if x.dim() == 0 else x
+        rows = as_rows(source, reduced_dims(source, dim))
+        n, m = rows.shape
+        values = torch.empty(n, dtype=x.dtype, device=x.device)
+        indices = torch.empty(n, dtype=torch.int64, device=x.device)
+        k = kernels()
+        k.row_arg_extreme[(n,)](
+            values, indices, rows, n, m, MAX=row.fn == "max", IS_FLOAT=x.dtype.is_floating_point,
+            COLUMNS=_columns(m), machine=k.machine_of(x),
+        )  # fmt: skip
+        if isinstance(expected, (tuple, list)):  # max.dim / min.dim
+            return (
+                _written(call, expected[0], values.view(expected[0].shape)),
+                _written(call, expected[1], indices.view(expected[1].shape)),
+            )
+        return _written(call, expected, indices.view(expected.shape))
+
+    return kernel
+
+
 # ---- softmax and log_softmax, forward and backward -----------------------------------------------------
 
 
@@ -194,4 +250,11 @@ def _unrows(result: torch.Tensor, like: torch.Tensor, dim: int) -> torch.Tensor:
     return result.view(moved).movedim(-1, dim).contiguous()
 
 
-FAMILIES = {"sum": sum_, "mean": mean, "softmax": softmax, "softmax_backward": softmax_backward}
+FAMILIES = {
+    "sum": sum_,
+    "mean": mean,
+    "extreme": extreme,
+    "arg_extreme": arg_extreme,
+    "softmax": softmax,
+    "softmax_backward": softmax_backward,
+}

@@ -31,6 +31,7 @@ COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")  # bool and integer tensors (torch refuses floats)
 LOGICAL = ("logical_and", "logical_or", "logical_xor")  # any real operands: nonzero is true
 INFINITIES = ("isposinf", "isneginf")  # real tensors (torch refuses complex ones)
+ROUNDING = ("ceil", "floor", "trunc")  # exact in the tensor's type (integers: themselves)
 # float functions: an integer input computes (and returns) the default float type, as torch does
 FLOAT_FUNCTIONS = (
     "exp",
@@ -68,11 +69,23 @@ EAGER_OPS: dict[str, Row] = {
     **{f"{name}.default": Row("elementwise", name) for name in INFINITIES},
     **{f"{op}.default": Row("elementwise", op, BINARY) for op in LOGICAL},
     "logical_not.default": Row("elementwise", "logical_not"),
+    # ops.bitwise_not: a bool tensor takes logical_not (its kernel operand is int8)
+    "bitwise_not.default": Row("bitwise_not", "bitwise_not", integral=True),
+    # masked_fill: where(mask, value, self), value cast to self's type
+    "masked_fill.Scalar": Row("elementwise", "where", ("mask", "value", "self"), ("self",)),
+    "masked_fill.Tensor": Row("elementwise", "where", ("mask", "value", "self"), ("self",)),
     "abs.default": Row("elementwise", "abs"),
     "relu.default": Row("elementwise", "relu"),
     # `approximate` picks the element function (ops.gelu): gelu or gelu_tanh, and their backward
     "gelu.default": Row("gelu", "gelu", compute="result"),
     "gelu_backward.default": Row("gelu", "gelu_backward", ("grad_output", "self"), compute="result"),
+    "tanh_backward.default": Row("elementwise", "tanh_backward", ("grad_output", "output")),
+    **{f"{name}.default": Row("elementwise", name) for name in ROUNDING},
+    # lerp: a Scalar weight is not rounded to the tensors' type (ATen takes it in the op math type)
+    "lerp.Scalar": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
+    "lerp.Tensor": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
+    "silu.default": Row("elementwise", "silu", compute="result"),
+    "silu_backward.default": Row("elementwise", "silu_backward", ("grad_output", "self"), compute="result"),
     **{
         f"{name}.default": Row("elementwise", name, compute="result", complex_fn=COMPLEX_FUNCTIONS.get(name))
         for name in FLOAT_FUNCTIONS
@@ -140,6 +153,10 @@ EAGER_OPS: dict[str, Row] = {
     "_fused_rms_norm_backward.default": Row("composite"),
     "_embedding_bag.default": Row("composite"),
     "_embedding_bag_forward_only.default": Row("composite"),
+    "nll_loss_forward.default": Row("nll_loss"),
+    "nll_loss_backward.default": Row("nll_loss"),
+    "equal.default": Row("equal"),
+    "masked_select.default": Row("masked_select"),
     "nonzero_static.default": Row("host_layout"),
     # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py, weight_norm.py, and
     # pow's and complex exp/log/log1p's element functions in kernels.py (scatter's prod/mean:
@@ -161,6 +178,7 @@ EAGER_OPS: dict[str, Row] = {
     "repeat_interleave.Tensor": Row("repeat_interleave"),
     "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
     "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
+    "pow.Scalar": Row("elementwise", "power", ("self", "exponent")),  # a scalar base: RoPE's base ** (2i / d)
     "complex.default": Row("complex_build", "complex"),
     "polar.default": Row("complex_build", "polar"),
     "_weight_norm_interface_backward.default": Row("weight_norm_backward"),
@@ -168,6 +186,14 @@ EAGER_OPS: dict[str, Row] = {
     "sum.default": Row("sum"),
     "sum.dim_IntList": Row("sum"),
     "mean.dim": Row("mean"),
+    "max.default": Row("extreme", "max"),
+    "min.default": Row("extreme", "min"),
+    "amax.default": Row("extreme", "max"),
+    "amin.default": Row("extreme", "min"),
+    "max.dim": Row("arg_extreme", "max"),
+    "min.dim": Row("arg_extreme", "min"),
+    "argmax.default": Row("arg_extreme", "max"),
+    "argmin.default": Row("arg_extreme", "min"),
     "_softmax.default": Row("softmax"),
     "_log_softmax.default": Row("softmax", "log"),
     "_softmax_backward_data.default": Row("softmax_backward"),
@@ -197,11 +223,19 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "scatter_reduce.two": ("scatter_reduce_.two",),
     "isnan.default": ("isnan.out",),
     **{f"{name}.default": (f"{name}.out",) for name in INFINITIES},
-    **{f"{op}.default": (f"{op}_.default", f"{op}.out") for op in (*LOGICAL, "logical_not")},
+    **{f"{op}.default": (f"{op}_.default", f"{op}.out") for op in (*LOGICAL, "logical_not", "bitwise_not")},
+    "masked_fill.Scalar": ("masked_fill_.Scalar", "masked_fill.Scalar_out"),
+    "masked_fill.Tensor": ("masked_fill_.Tensor", "masked_fill.Tensor_out"),
     "abs.default": ("abs_.default", "abs.out"),
     "relu.default": ("relu_.default",),
     "gelu.default": ("gelu_.default", "gelu.out"),
     "gelu_backward.default": ("gelu_backward.grad_input",),
+    "silu.default": ("silu_.default", "silu.out"),
+    "tanh_backward.default": ("tanh_backward.grad_input",),
+    **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ROUNDING},
+    "lerp.Scalar": ("lerp_.Scalar", "lerp.Scalar_out"),
+    "lerp.Tensor": ("lerp_.Tensor", "lerp.Tensor_out"),
+    "silu_backward.default": ("silu_backward.grad_input",),
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in FLOAT_FUNCTIONS},
     **{f"{cmp}.Tensor": (f"{cmp}_.Tensor", f"{cmp}.Tensor_out") for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": (f"{cmp}_.Scalar", f"{cmp}.Scalar_out") for cmp in COMPARISONS},
