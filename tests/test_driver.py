@@ -162,11 +162,30 @@ def test_benchmarker_returns_modeled_ms(mini, monkeypatch):
     calls = []
     fn = _advance(mini, 1500)
     assert do_bench_modeled(lambda: (calls.append(1), fn())) == pytest.approx(0.0015)
-    assert len(calls) == 1 + 3  # one untimed run, PLATE_BENCH_REPS timed ones
+    assert len(calls) == 1 + 2  # one untimed run, timed ones until two in a row agree
     monkeypatch.setenv("PLATE_BENCH_REPS", "5")
     med, lo, hi = do_bench_modeled(fn, quantiles=(0.5, 0.2, 0.8))
     assert med == lo == hi == pytest.approx(0.0015)
     assert do_bench_modeled(fn, return_mode="all") == pytest.approx([0.0015] * 5)
+
+
+def test_benchmarker_runs_on_until_two_runs_in_a_row_agree(mini, monkeypatch):
+    """A run whose modeled time differs from the one before (a first launch that moved its operands, a
+    data-dependent kernel) keeps the benchmarker going, up to PLATE_BENCH_REPS timed runs."""
+    steps = iter([3000, 1000, 2000, 2000, 2000, 2000, 5000, 4000, 6000, 7000])
+    calls = []
+
+    def fn():
+        calls.append(1)
+        _advance(mini, next(steps))()
+
+    monkeypatch.setenv("PLATE_BENCH_REPS", "5")
+    # untimed 3000, then timed 1000, 2000, 2000: steady at the third timed run
+    assert do_bench_modeled(fn, return_mode="min") == pytest.approx(0.001)
+    assert len(calls) == 1 + 3
+    # untimed 2000, then timed 2000, 5000, 4000, 6000, 7000: never two equal in a row, all five run
+    assert do_bench_modeled(fn, return_mode="max") == pytest.approx(0.007)
+    assert len(calls) == 4 + 1 + 5
 
 
 def test_tritons_do_bench_measures_modeled_time(mini, active):
@@ -185,7 +204,7 @@ def test_do_bench_hands_its_loop_to_the_benchmarker(mini, active, monkeypatch):
     fn = _advance(mini, 2000)
     ms = triton.testing.do_bench(lambda: (runs.append(1), fn()), warmup=25, rep=100)
     assert ms == pytest.approx(0.002)
-    assert len(runs) == 1 + 3  # one untimed run, PLATE_BENCH_REPS timed ones (not 50000)
+    assert len(runs) == 1 + 2  # one untimed run, timed ones until two in a row agree (not 50000)
 
 
 # ---- with the simulator: real launches ----------------------------------------------------------------

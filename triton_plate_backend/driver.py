@@ -192,9 +192,11 @@ DEVICE_INTERFACE = PlateDeviceInterface()
 
 
 def do_bench_modeled(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
-    """``triton.testing.do_bench`` on the modeled clock, with ``PLATE_BENCH_REPS`` timed runs after
-    one untimed run (compile and first launch). ``warmup`` and ``rep`` are accepted for
-    compatibility; modeled time needs no warm-up and does not jitter.
+    """``triton.testing.do_bench`` on the modeled clock, with up to ``PLATE_BENCH_REPS`` timed runs
+    after one untimed run (compile and first launch). ``warmup`` and ``rep`` are accepted for
+    compatibility; modeled time needs no warm-up and does not jitter: the timed runs stop once two in a
+    row took the same modeled time (steady; every run is a whole simulated launch, an autotuner's
+    config costs one fewer), except for ``return_mode="all"``, which gets every run.
 
     The cost model answers first (``PLATE_AUTOTUNE_MARGIN``): a call whose estimate is more than
     the margin above the best estimate of the same launch so far (an autotuner's earlier config)
@@ -223,6 +225,8 @@ def do_bench_modeled(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, 
         fn()
         end.record()
         times.append(start.elapsed_time(end))
+        if return_mode != "all" and len(times) >= 2 and times[-1] == times[-2]:
+            break  # steady: the simulator is deterministic, a third equal run changes no statistic
     if est and (best is None or est[1] < best[0]) and est[1] > 0:
         if len(_BEST_ESTIMATE) > 256:
             _BEST_ESTIMATE.clear()

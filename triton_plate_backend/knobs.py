@@ -149,8 +149,9 @@ KNOBS: dict[str, Knob] = {
             "PLATE_BENCH_REPS",
             3,
             _positive_int("PLATE_BENCH_REPS"),
-            "Timed repetitions of the driver's benchmarker (get_benchmarker, used by @triton.autotune). "
-            "Modeled time does not jitter, so a few repetitions suffice (data-dependent kernels may differ).",
+            "Timed repetitions of the driver's benchmarker (get_benchmarker, used by @triton.autotune), at "
+            "most: modeled time does not jitter, so it stops once two runs in a row took the same modeled time "
+            "(return_mode='all' runs them all; data-dependent kernels may differ and run on).",
         ),
         Knob(
             "PLATE_AUTOTUNE_MARGIN",

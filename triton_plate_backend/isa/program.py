@@ -66,7 +66,11 @@ class Tile:
         return lo, hi
 
     def is_contiguous(self) -> bool:
-        return self.strides == contiguous_strides(self.shape)
+        """Row-major contiguous (kept on the tile like span: a semantic rule asks it at every step)."""
+        got = self.__dict__.get("_contiguous")
+        if got is None:
+            got = self.__dict__["_contiguous"] = self.strides == contiguous_strides(self.shape)
+        return got
 
 
 @dataclass(frozen=True)
