@@ -814,6 +814,23 @@ def test_masked_fill_and_bitwise_not(dtype, no_host_ops):
     same(y, xx.clone().masked_fill_(mask[:1], 0))
     if not dtype.is_floating_point:
         same(~xx.plate(), ~xx)  # bool: logical not (its kernel operand is int8 0/1)
+    # a 0-dim value on the host fills as its .item(), as on CUDA (attention masks' torch.tensor(float("-inf")))
+    same(xx.plate().masked_fill(mask.plate(), torch.tensor(3)), xx.masked_fill(mask, torch.tensor(3)))
+    z = xx.plate()
+    z.masked_fill_(mask.plate(), torch.tensor(True))
+    same(z, xx.clone().masked_fill_(mask, torch.tensor(True)))
+
+
+def test_masked_fill_value_the_type_cannot_hold_raises_torchs_error():
+    # c10's checked conversion: a finite number past the type's range is an error, inf is not
+    h = torch.randn(4, 8, dtype=torch.float16)
+    same(h.plate().masked_fill(h.plate() > 0, float("-inf")), h.masked_fill(h > 0, float("-inf")))
+    for value in (1e5, torch.tensor(1e5)):
+        with pytest.raises(RuntimeError, match="cannot be converted to type c10::Half without overflow"):
+            h.plate().masked_fill(h.plate() > 0, value)
+    i = torch.arange(6, dtype=torch.int8)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        i.plate().masked_fill(i.plate() > 2, 300)
 
 
 @pytest.mark.parametrize(

@@ -256,6 +256,38 @@ def bitwise_not(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def masked_fill(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """masked_fill: where(mask, value, self). A 0-dim value tensor on the host fills as its ``.item()``, as CUDA's
+    kernel takes it (``x.masked_fill(mask, torch.tensor(float("-inf")))``); a number the tensor's type cannot hold
+    goes to the host, which raises torch's own overflow error (c10's checked conversion)."""
+    as_tensor = elementwise(op, row)
+    scalar_op = getattr(op.overloadpacket, op._overloadname.replace("Tensor", "Scalar"))
+    as_scalar = elementwise(scalar_op, row)
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        value = call["value"]
+        if isinstance(value, torch.Tensor):
+            if value.device.type != "cpu" or value.dim() != 0:
+                return as_tensor(*args, **kwargs)
+            value = value.item()
+        if _overflows(value, call["self"].dtype):
+            return call.on_host()
+        return as_scalar(**{**call.bound, "value": value})
+
+    return kernel
+
+
+def _overflows(value, dtype: torch.dtype) -> bool:
+    """Whether c10's checked conversion of the number ``value`` to ``dtype`` fails (a finite value past the range)."""
+    if dtype.is_complex or dtype == torch.bool or isinstance(value, complex):
+        return False
+    if dtype.is_floating_point:
+        return math.isfinite(value) and abs(value) > torch.finfo(dtype).max
+    info = torch.iinfo(dtype)
+    return not (info.min <= value <= info.max)
+
+
 def _integer_division_by_zero(dividend, divisor) -> bool:
     if any(_is_complex(v) or _dtype(v).is_floating_point for v in (dividend, divisor)):
         return False
@@ -640,6 +672,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "divide": divide,
     "gelu": gelu,
     "bitwise_not": bitwise_not,
+    "masked_fill": masked_fill,
     "fill": fill,
     "arange": arange,
     "random": random,

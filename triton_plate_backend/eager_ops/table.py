@@ -72,8 +72,8 @@ EAGER_OPS: dict[str, Row] = {
     # ops.bitwise_not: a bool tensor takes logical_not (its kernel operand is int8)
     "bitwise_not.default": Row("bitwise_not", "bitwise_not", integral=True),
     # masked_fill: where(mask, value, self), value cast to self's type
-    "masked_fill.Scalar": Row("elementwise", "where", ("mask", "value", "self"), ("self",)),
-    "masked_fill.Tensor": Row("elementwise", "where", ("mask", "value", "self"), ("self",)),
+    "masked_fill.Scalar": Row("masked_fill", "where", ("mask", "value", "self"), ("self",)),
+    "masked_fill.Tensor": Row("masked_fill", "where", ("mask", "value", "self"), ("self",)),
     "abs.default": Row("elementwise", "abs"),
     "relu.default": Row("elementwise", "relu"),
     # `approximate` picks the element function (ops.gelu): gelu or gelu_tanh, and their backward
