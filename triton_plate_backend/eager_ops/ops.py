@@ -262,7 +262,7 @@ def masked_fill(op: torch._ops.OpOverload, row: Row) -> Callable:
     goes to the host, which raises torch's own overflow error (c10's checked conversion)."""
     as_tensor = elementwise(op, row)
     scalar_op = getattr(op.overloadpacket, op._overloadname.replace("Tensor", "Scalar"))
-    as_scalar = elementwise(scalar_op, row)
+    as_scalar = as_tensor if scalar_op is op else elementwise(scalar_op, row)  # a Scalar overload: the same one
 
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)

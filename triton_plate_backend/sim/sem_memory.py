@@ -228,7 +228,7 @@ def _element_rule(value: str, access: str, token: bool):
 
 def kept_access(st, ins):
     """The access a dma.load or dma.gather is about to make, kept to be counted again over another
-    placement (``dma.Access``; None for any other instruction or an access too large to keep): what
+    placement (``dma.Access``, its span alone past ``dma.ACCESS_BYTES``; None for any other instruction): what
     the traffic-only rule's Traffic keeps, for a load the address-only run makes for real (its values
     feed an address, a mask or a scalar: sim/estimate.py). Called before the rule, it issues nothing."""
     if ins.mnemonic == "dma.load":
