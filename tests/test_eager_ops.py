@@ -833,6 +833,14 @@ def test_masked_fill_value_the_type_cannot_hold_raises_torchs_error():
         i.plate().masked_fill(i.plate() > 2, 300)
 
 
+def test_fill_with_a_number_the_type_cannot_hold_raises_torchs_error():
+    h = torch.zeros(3, dtype=torch.float16)
+    with pytest.raises(RuntimeError, match="cannot be converted to type c10::Half without overflow"):
+        h.plate().fill_(1e5)
+    same(h.plate().fill_(torch.tensor(1e5)), h.clone().fill_(torch.tensor(1e5)))  # a tensor value: inf, as the CPU
+    same(h.plate().fill_(float("inf")), h.clone().fill_(float("inf")))
+
+
 @pytest.mark.parametrize(
     "kw", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"weight": True}, {"label_smoothing": 0.1}]
 )

@@ -390,6 +390,8 @@ def fill(op: torch._ops.OpOverload, row: Row) -> Callable:
         value = call.bound.get("value", 0)
         if isinstance(value, torch.Tensor):
             value = value.item()  # a 0-dim tensor (fill_.Tensor): its value, as the CPU kernel reads it
+        elif _overflows(value, self.dtype):  # a number (fill_.Scalar): c10's checked conversion, torch's error
+            return call.on_host()
         dtype = self.dtype
         if dtype in COMPLEX_PARTS:
             target = torch.view_as_real(self)
