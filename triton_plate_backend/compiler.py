@@ -266,7 +266,7 @@ def make_pir(src, metadata, options):
 
 
 def make_pasm(src, metadata, options):
-    from .isa.asm import as_read_back, disassemble
+    from .isa.asm import disassemble_read_back
     from .isa.verified import passed, verify_once
     from .machine import get_machine
     from .passes.pipeline import format_report, generate
@@ -289,8 +289,8 @@ def make_pasm(src, metadata, options):
             e.add_note(f"reproducer: {_write_reproducer(metadata, 'pir', pir_text)} (the plate IR the pasm stage read)")
         raise
     _set_binary_metadata(metadata, program)
-    text = _sram_comment(report.get("sram", "")) + disassemble(program)
-    read_back = as_read_back(program)
+    text, read_back = disassemble_read_back(program)
+    text = _sram_comment(report.get("sram", "")) + text
     passed(read_back, machine)  # what verify() reads is the same: the names differ, not the content
     ASSEMBLED_PASM.put(text, read_back)
     _dump(metadata, "pasm", text)

@@ -3,7 +3,7 @@
 The `pir` and `pasm` texts are the source of truth: the next stage reads its input from the text.
 Reading a text costs time (parsing plate IR, assembling PLATE assembly) when the stage before has
 just built the very object that text describes. So the stage that prints a text leaves the object
-here under the text's sha256; the next stage takes it when its input is exactly that text, and
+here under the text itself; the next stage takes it when its input is exactly that text, and
 parses the text otherwise (a user's edit, an override file, a different text). Entries are taken
 once (the next stage may change the object) and only a few are kept.
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import contextvars
-import hashlib
 import threading
 
 KEEP = 16  # compiles in flight at once (threads) that can still find their entry
@@ -24,16 +23,20 @@ KEEP = 16  # compiles in flight at once (threads) that can still find their entr
 _BYPASSED: contextvars.ContextVar[bool] = contextvars.ContextVar("plate_text_memo_bypassed", default=False)
 
 
-def _key(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+def _key(text: str) -> str:
+    """The text itself: a str caches its hash, so the stage that printed it hashes it once and the next
+    stage, handed the same object by Triton, finds it without reading it again (an equal text that is
+    another object is compared in full). A sha256 of the text cost two encodes and hashes of 50-120 KB
+    per text and compile."""
+    return str(text)
 
 
 class TextMemo:
-    """sha256(text) -> object, at most `keep` entries, each taken at most once."""
+    """text -> object, at most `keep` entries, each taken at most once."""
 
     def __init__(self, keep: int = KEEP):
         self.keep = keep
-        self.entries: collections.OrderedDict[bytes, object] = collections.OrderedDict()
+        self.entries: collections.OrderedDict[str, object] = collections.OrderedDict()
         self.lock = threading.Lock()
 
     def put(self, text: str, value) -> None:

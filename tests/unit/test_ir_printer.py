@@ -31,7 +31,14 @@ from triton_plate_backend.ir.core import (
     Value,
     new_op,
 )
-from triton_plate_backend.ir.printer import IrPrintError, format_attr, format_loc, print_module, print_op
+from triton_plate_backend.ir.printer import (
+    IrPrintError,
+    format_attr,
+    format_loc,
+    format_string,
+    print_module,
+    print_op,
+)
 from triton_plate_backend.ir.verify import IrVerifyError, verify
 from triton_plate_backend.srcloc import Loc
 from triton_plate_backend.ttir.parser import parse
@@ -53,6 +60,14 @@ def test_parse_print_parse_is_identity(path):
     a, b = _signature(first), _signature(second)
     assert [x[:3] for x in a] == [x[:3] for x in b]  # names may differ where scopes collide
     assert print_module(second) == text  # printing is a fixed point
+
+
+@given(
+    st.text(st.characters(max_codepoint=0x3000), max_size=12) | st.text(st.sampled_from(' "\\~a\x7f\x1f'), max_size=6)
+)
+def test_a_string_prints_bare_exactly_when_it_is_printable_ascii_without_quote_or_backslash(s):
+    bare = all(0x20 <= ord(c) < 0x7F and c not in '"\\' for c in s)
+    assert (format_string(s) == f'"{s}"') == bare
 
 
 def test_locations_can_be_left_out():

@@ -8,7 +8,14 @@ from hypothesis import strategies as st
 from test_isa_encoding import FAST, programs, structure
 
 from triton_plate_backend.errors import AsmError
-from triton_plate_backend.isa.asm import assemble, disassemble, format_number, quote
+from triton_plate_backend.isa.asm import (
+    as_read_back,
+    assemble,
+    disassemble,
+    disassemble_read_back,
+    format_number,
+    quote,
+)
 from triton_plate_backend.isa.encoding import bits_float, decode, encode, float_bits, tile_names
 from triton_plate_backend.isa.program import Inst, Program, Tile, verify
 from triton_plate_backend.isa.table import ENUMS, ISA
@@ -109,6 +116,16 @@ def test_text_round_trip_keeps_meaning_and_reprints_identically(p):
     assert all(q.labels[name] == pc for name, pc in p.labels.items())
 
 
+@FAST
+@given(programs())
+def test_the_text_and_read_back_found_in_one_walk_are_disassemblys_and_the_texts_assembly(p):
+    text, back = disassemble_read_back(p)
+    assert text == disassemble(p)
+    assert back == as_read_back(p) and back.tile_names == as_read_back(p).tile_names
+    q = assemble(text)  # the labels and tile names the text declares
+    assert (back.labels, tile_names(back)) == (q.labels, tile_names(q))
+
+
 def test_constants_pool_by_type_and_bits():
     p = assemble("""
         .tile A f32[4] @0
@@ -166,6 +183,14 @@ def test_strings_comments_and_escapes():
     p = assemble('dbg.printr "a;b // c, \\"q\\" \\\\ \\n\\t\\u{1f600}", r1 ; real comment // here')
     assert p.consts == ['a;b // c, "q" \\ \n\t\U0001f600']
     assert quote("a\x00\u2028é\r") == '"a\\u{0}\\u{2028}é\\r"'
+
+
+@given(
+    st.text(st.characters(max_codepoint=0x3000), max_size=12) | st.text(st.sampled_from(' "\\~a\x7f\x1f'), max_size=6)
+)
+def test_a_string_is_quoted_bare_exactly_when_it_is_printable_without_quote_or_backslash(s):
+    bare = s.isprintable() and '"' not in s and "\\" not in s
+    assert (quote(s) == f'"{s}"') == bare
 
 
 def test_labels_on_their_own_line_and_before_instructions():

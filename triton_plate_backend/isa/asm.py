@@ -41,6 +41,8 @@ _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][+-]
 _ESCAPE = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|.)")
 _UNESCAPE = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"'}
 _QUOTE = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+# printable ASCII but " and \: deleted from a string's bytes, nothing is left of one that needs no escape
+_PLAIN_BYTES = bytes(c for c in range(0x20, 0x7F) if c not in b'"\\')
 QNAN, SIGN = 0x7FF8000000000000, 1 << 63
 
 
@@ -400,7 +402,10 @@ def assemble(text: str, machine=None) -> Program:
 # ---- disassembly -------------------------------------------------------------------------------
 def quote(s: str) -> str:
     """A string as a .pasm literal (printable characters kept, the rest escaped)."""
-    if s.isprintable() and '"' not in s and "\\" not in s:  # the common case (paths, footprints): nothing to escape
+    if s.isascii():  # the common case (paths, footprints): one scan of the bytes, ~10x str.isprintable's
+        if not s.encode("ascii").translate(None, _PLAIN_BYTES):
+            return f'"{s}"'
+    elif s.isprintable() and '"' not in s and "\\" not in s:
         return f'"{s}"'
     return '"' + "".join(_QUOTE.get(c) or (c if c.isprintable() else f"\\u{{{ord(c):x}}}") for c in s) + '"'
 
@@ -468,18 +473,42 @@ def _printed_tile_names(program: Program) -> list[str]:
 def as_read_back(program: Program) -> Program:
     """The program that ``assemble(disassemble(program))`` returns, without printing and reading the text:
     the same program with the labels and tile names the text declares (what the binary records of them)."""
-    labels = _label_names(program)
+    return _read_back(program, _label_names(program), _printed_tile_names(program))
+
+
+def _read_back(program: Program, labels: dict[int, list[str]], names: list[str]) -> Program:
     return dataclasses.replace(
-        program,
-        labels={name: pc for pc in sorted(labels) for name in labels[pc]},
-        tile_names=_printed_tile_names(program),
+        program, labels={name: pc for pc in sorted(labels) for name in labels[pc]}, tile_names=list(names)
     )
 
 
 def disassemble(program: Program) -> str:
     """Program -> canonical .pasm text (tiles by their declared names if kept, else t0, t1, ...)."""
-    names = _printed_tile_names(program)
-    labels = _label_names(program)
+    return _disassemble(program, _label_names(program), _printed_tile_names(program))
+
+
+def disassemble_read_back(program: Program) -> tuple[str, Program]:
+    """(``disassemble(program)``, ``as_read_back(program)``): the label and tile names found once for both."""
+    labels, names = _label_names(program), _printed_tile_names(program)
+    return _disassemble(program, labels, names), _read_back(program, labels, names)
+
+
+_LINE_FORMS: dict[
+    tuple, tuple
+] = {}  # (mnemonic, suffixes) -> (line head, %-template of its operands or None, formatters)
+_TEMPLATE_KINDS = {"r": "r%s", "q": "q%s"}  # operand kinds whose text is a prefix and the index (as _FORMAT's)
+
+
+def _line_form(key: tuple, row) -> tuple:
+    """How an instruction with this mnemonic and these suffixes prints, once per pair: its head, and
+    either one %-template over its operands (every operand a register or token) or one formatter each."""
+    kinds = [od.kind for od in row.operands]
+    template = ", ".join(_TEMPLATE_KINDS[k] for k in kinds) if all(k in _TEMPLATE_KINDS for k in kinds) else None
+    form = _LINE_FORMS[key] = ("    " + ".".join((key[0], *key[1])), template, [_FORMAT[k] for k in kinds])
+    return form
+
+
+def _disassemble(program: Program, labels: dict[int, list[str]], names: list[str]) -> str:
     ctx = {"tiles": names, "consts": program.consts, "labels": labels}
     out = [f".kernel {_name(program.name)}"] + [f".arg {_name(a.name)} {a.type}" for a in program.args]
     if program.sram_bytes not in (0, program.sram_high_water()):
@@ -492,19 +521,17 @@ def disassemble(program: Program) -> str:
     for name, t in zip(names, program.tiles):
         strides = "" if t.is_contiguous() else f" strides({','.join(map(str, t.strides))})"
         out.append(f".tile {name} {t.dtype}[{','.join(map(str, t.shape))}]{strides} @{t.addr:#x}")
-    heads: dict[tuple, tuple] = {}  # (mnemonic, suffixes) -> (the line's start, its operands' formatters)
+    forms = _LINE_FORMS
     for pc, ins in enumerate(program.instrs):
         if pc in labels:
             out += [f"{name}:" for name in labels[pc]]
         key = (ins.mnemonic, ins.suffixes)
-        head = heads.get(key)
-        if head is None:
-            head = heads[key] = (
-                "    " + ".".join((ins.mnemonic, *ins.suffixes)),
-                [_FORMAT[od.kind] for od in ins.row.operands],
-            )
-        ops = ", ".join([f(ctx, v) for f, v in zip(head[1], ins.operands)])
-        text = f"{head[0]} {ops}" if ops else head[0]
+        head, template, formatters = forms.get(key) or _line_form(key, ins.row)
+        if template is not None and type(ins.operands) is tuple and len(ins.operands) == len(formatters):
+            ops = template % ins.operands
+        else:
+            ops = ", ".join([f(ctx, v) for f, v in zip(formatters, ins.operands)])
+        text = f"{head} {ops}" if ops else head
         out.append(f"{text}  @{ins.loc}" if ins.loc else text)
     out += [f"{name}:" for name in labels.get(len(program.instrs), ())]
     return "\n".join(out) + "\n"
