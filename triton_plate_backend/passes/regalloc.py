@@ -87,16 +87,30 @@ def _blocks(code: list[PInst]):
 
 def live_intervals(code: list[PInst]) -> dict:
     """resource -> (lo, hi) half-step interval (see the module docstring)."""
-    effects = [_effects(inst) for inst in code]
     bounds, succs = _blocks(code)
-    gen, kill = [], []
+    # One walk in code order gives each block's gen (read before any write in the block) and kill
+    # (written in it and not in gen), and each resource's first and last def / use point: every point
+    # a resource is live at but not read or written lies between two such points or a block boundary,
+    # so the points to take are each def and use, the end of each block it is live out of and the
+    # start of each block it is live into (those are added after the dataflow, below).
+    gen, kill, lo, hi = [], [], {}, {}
     for s, e in bounds:
         g, k = set(), set()
-        for i in range(e, s - 1, -1):
-            u, d = effects[i]
-            g.difference_update(d)
-            k.update(d)
-            g.update(u)
+        for i in range(s, e + 1):
+            u, d = _effects(code[i])
+            p = 2 * i
+            for r in u:  # an instruction reads before it writes: a use counts even if it also defines
+                if r not in lo:
+                    lo[r] = p
+                hi[r] = p
+                if r not in k:
+                    g.add(r)
+            for r in d:
+                q = p if type(r) is Buffer else p + 1
+                if r not in lo:
+                    lo[r] = q
+                hi[r] = q
+                k.add(r)
         gen.append(g)
         kill.append(k - g)
     live_in = [set() for _ in bounds]
@@ -109,21 +123,6 @@ def live_intervals(code: list[PInst]) -> dict:
             inn = gen[b] | (out - kill[b])
             if out != live_out[b] or inn != live_in[b]:
                 live_out[b], live_in[b], changed = out, inn, True
-    # The hull of the points each resource is live at: every point a resource is live at but not read
-    # or written lies between two such points or a block boundary, so the points to take are each def
-    # and use, the end of each block it is live out of and the start of each block it is live into.
-    lo, hi = {}, {}
-    for i, (u, d) in enumerate(effects):  # defs and uses in code order: a point never precedes the one before
-        p = 2 * i
-        for r in u:
-            if r not in lo:
-                lo[r] = p
-            hi[r] = p
-        for r in d:
-            q = p if isinstance(r, Buffer) else p + 1
-            if r not in lo:
-                lo[r] = q
-            hi[r] = q
     for b, (s, e) in enumerate(bounds):
         for p, live in ((2 * e + 2, live_out[b]), (2 * s, live_in[b])):
             for r in live:
