@@ -493,9 +493,8 @@ def disassemble_read_back(program: Program) -> tuple[str, Program]:
     return _disassemble(program, labels, names), _read_back(program, labels, names)
 
 
-_LINE_FORMS: dict[
-    tuple, tuple
-] = {}  # (mnemonic, suffixes) -> (line head, %-template of its operands or None, formatters)
+# (mnemonic, suffixes) -> (line head, %-template of its operands or None, formatters)
+_LINE_FORMS: dict[tuple, tuple] = {}
 _TEMPLATE_KINDS = {"r": "r%s", "q": "q%s"}  # operand kinds whose text is a prefix and the index (as _FORMAT's)
 
 
