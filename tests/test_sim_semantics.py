@@ -1,6 +1,7 @@
 """SEMANTICS rules, family by family, driven one instruction at a time through a Context, against
 numpy / torch-CPU / Python-integer references, including the edge cases the NOTES table defines."""
 
+import math
 from fractions import Fraction
 
 import ml_dtypes
@@ -268,6 +269,83 @@ def test_select_into_a_destination_that_overlaps_a_side_in_part_or_a_broadcast_s
         want = np.where(cond, b.ctx.view(2).view(bits).copy(), b.ctx.view(3).view(bits).copy())
         b.run("v.select", 1, 0, 2, 3)
         np.testing.assert_array_equal(b.ctx.view(1).view(bits), want, err_msg=f"d@{d_off} a@{a_off} b@{b_off}")
+
+
+@pytest.mark.parametrize("dtype", ["i8", "f16", "f32", "i64"])
+def test_select_with_strided_sides_matches_np_where_bit_for_bit(dtype, select_impl):
+    """Sides with strides of their own (a reduction tree's even/odd halves, a flipped view, a column, a
+    broadcast row) into a contiguous destination apart from them: np.where of the side views."""
+    size = NUMPY[dtype].itemsize
+    bits = np.dtype(f"u{size}")
+    rng = np.random.default_rng(size)
+    src = Tile(0, dtype, (3, 4, 16))  # the tree's source tile, viewed below
+    base = 3 * 4 * 16 * size
+    cases = [  # (shape, a: (offset in elements, strides), b: (offset, strides))
+        ((3, 4, 8), (0, (64, 16, 2)), (1, (64, 16, 2))),  # even and odd halves of the last axis
+        ((3, 2, 16), (0, (64, 32, 1)), (16, (64, 32, 1))),  # even and odd rows
+        ((3, 4, 8), (15, (64, 16, -2)), (1, (64, 16, 2))),  # a flipped half against a half
+        ((4, 3), (5, (16, 64)), (0, (0, 1))),  # a transposed column block against a broadcast row
+        ((48,), (0, (4,)), (2, (4,))),  # one axis, stride 4
+    ]
+    for shape, (a_off, a_st), (b_off, b_st) in cases:
+        numel = int(np.prod(shape))
+        tiles = [
+            src,
+            Tile(base, "i1", shape),
+            Tile(base + -(-numel // 64) * 64, dtype, shape),  # d, apart from the source and the condition
+            Tile(a_off * size, dtype, shape, a_st),
+            Tile(b_off * size, dtype, shape, b_st),
+        ]
+        b = Bench(*tiles, P=3)
+        b.ctx.sram[...] = rng.integers(0, 256, b.ctx.sram.shape, np.uint8)
+        b.ctx.view(1).view(np.uint8)[...] = rng.choice(np.array([0, 1, 2, 0xFF], np.uint8), (3, *shape))
+        cond = b.ctx.view(1).view(np.uint8) != 0
+        want = np.where(cond, b.ctx.view(3).view(bits).copy(), b.ctx.view(4).view(bits).copy())
+        b.run("v.select", 2, 1, 3, 4)
+        np.testing.assert_array_equal(b.ctx.view(2).view(bits), want, err_msg=f"{shape} a{a_st} b{b_st}")
+
+
+@pytest.mark.parametrize("op, ref", [("and", np.logical_and), ("or", np.logical_or), ("xor", np.logical_xor)])
+def test_i1_logic_takes_any_nonzero_byte_as_true_and_writes_0_or_1(op, ref):
+    """v.and/or/xor on i1 tiles whose bytes hold any bits (a load or a bitcast writes them), in place too."""
+    rng = np.random.default_rng(7)
+    raw = rng.choice(np.array([0, 1, 2, 0x80, 0xFE, 0xFF], np.uint8), (3, 2, 40))
+    want = ref(raw[1] != 0, raw[2] != 0).astype(np.uint8)
+    for d in (0, 1, 2):
+        b = Bench(("i1", [40]), ("i1", [40]), ("i1", [40]), P=2)
+        for t in range(3):
+            b.ctx.view(t).view(np.uint8)[...] = raw[t]
+        b.run(f"v.{op}", d, 1, 2)
+        np.testing.assert_array_equal(b.ctx.view(d).view(np.uint8), want)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_every_float_compare_writes_0_or_1_bytes_of_llvm_fcmp(dtype):
+    """v.cmpf's predicates against LLVM's fcmp on Python floats: ordered ones false on a NaN, unordered
+    ones true; -0.0 == +0.0; whatever the result tile's bytes held before."""
+    specials = [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0, -1.0, 1.5, 65504.0]
+    x = np.array([p for p in specials for _ in specials], NUMPY[dtype])
+    y = np.array([q for _ in specials for q in specials], NUMPY[dtype])
+    n = x.size // 2
+    ordered = {
+        "oeq": lambda p, q: p == q,
+        "ogt": lambda p, q: p > q,
+        "oge": lambda p, q: p >= q,
+        "olt": lambda p, q: p < q,
+        "ole": lambda p, q: p <= q,
+        "one": lambda p, q: p < q or p > q,
+    }
+    b = Bench(("i1", [n]), (dtype, [n]), (dtype, [n]), P=2)
+    b.ctx.view(1)[...] = x.reshape(2, n)
+    b.ctx.view(2)[...] = y.reshape(2, n)
+    pairs = [(float(p), float(q)) for p, q in zip(x, y)]
+    for pred, fn in ordered.items():
+        for name, want in [(pred, [fn(p, q) for p, q in pairs]), ("u" + pred[1:], None)]:
+            if want is None:  # the unordered form: true on a NaN, else the ordered one
+                want = [math.isnan(p) or math.isnan(q) or fn(p, q) for p, q in pairs]
+            b.ctx.view(0).view(np.uint8)[...] = 0xAA
+            b.run(f"v.cmpf.{name}", 0, 1, 2)
+            assert b.ctx.view(0).view(np.uint8).reshape(-1).tolist() == [int(w) for w in want], name
 
 
 def test_i1_arithmetic_wraps_mod_2():

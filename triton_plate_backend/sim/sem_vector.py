@@ -384,14 +384,22 @@ DIRECT_INT = {
 _DIRECT_SHIFT = {"shl": np.left_shift, "shru": np.right_shift}
 
 
+# i1 and/or/xor: one logical ufunc from the operands' bytes (any nonzero byte is true) into the result's
+# bool bytes (0 / 1): what the 0/1 words' bitwise op, stored as i1, writes
+_DIRECT_I1 = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
+
+
 def _binary_rule(op):
     direct_float, direct_int, shift = _DIRECT_FLOAT.get(op), DIRECT_INT.get(op), _DIRECT_SHIFT.get(op)
+    direct_i1 = _DIRECT_I1.get(op)
 
     def rule(st, ins):
         d, a, b = ins.operands
         dt = _same(st, ins, (d, a, b))
         if direct_float is not None and dt in ("f32", "f64"):
             direct_float(st.view(a), st.view(b), out=st.view(d))
+        elif direct_i1 is not None and dt == "i1" and st.view(d).dtype == np.bool_:
+            direct_i1(st.view(a).view(np.uint8), st.view(b).view(np.uint8), out=st.view(d))
         elif direct_int is not None and dt in ("i8", "i16", "i32", "i64"):
             direct_int(st.view(a), st.view(b), out=st.view(d))
         elif (
@@ -501,12 +509,13 @@ def _select(st, ins):
 def _select_compiled(st, d, c, a, b) -> bool:
     """_select in C (``_tiles.select``: one pass per program row) when its layout allows: the image one
     C-contiguous block, d and the condition contiguous, each side contiguous or a broadcast constant and
-    either d itself or apart from it, the condition apart from d. False: the numpy code runs instead."""
+    either d itself or apart from it, the condition apart from d; a side with strides of its own, apart
+    from d, through ``_tiles.select_strided``. False: the numpy code runs instead."""
     tiles, img = st.tiles, st.sram
     td, tc = tiles[d], tiles[c]
     if not (img.flags.c_contiguous and tc.is_contiguous() and not _overlap(st, d, c)):
         return False
-    steps = []
+    steps, strided = [], False
     for side in (a, b):
         t = tiles[side]
         if t.is_contiguous():
@@ -514,11 +523,18 @@ def _select_compiled(st, d, c, a, b) -> bool:
         elif all(s == 0 for s in t.strides):
             step = 0
         else:
-            return False
+            step, strided = None, True  # strides of its own (a reduction tree's halves): select_strided
         if side != d and _overlap(st, d, side) and not (t.addr == td.addr and step):
             return False
         steps.append(step)
     row = img.shape[1]
+    if strided:
+        ta, tb, isz = tiles[a], tiles[b], td.itemsize
+        _tiles.select_strided(
+            img, st.P, row, isz, td.shape, td.addr, tc.addr,
+            ta.addr, tuple(s * isz for s in ta.strides), tb.addr, tuple(s * isz for s in tb.strides),
+        )  # fmt: skip
+        return True
     _tiles.select(
         img, st.P, row, td.itemsize, td.numel, td.addr, tc.addr, tiles[a].addr, steps[0], tiles[b].addr, steps[1]
     )
@@ -538,6 +554,15 @@ def _clamp(st, ins):
 
 
 _SIGNEDNESS = {"s": signed, "u": unsigned}
+# fcmp predicates that are one numpy comparison (numerics.FPRED's: ordered ones false on a NaN, une true)
+_DIRECT_FCMP = {
+    "oeq": np.equal,
+    "ogt": np.greater,
+    "oge": np.greater_equal,
+    "olt": np.less,
+    "ole": np.less_equal,
+    "une": np.not_equal,
+}
 
 
 def _cmp_rule(is_int):
@@ -556,6 +581,10 @@ def _cmp_rule(is_int):
             st.write(d, nx.compare_int(pred, st.read(a), st.read(b), dt))
         else:
             nx.check_float(dt, ins.mnemonic)
+            direct = _DIRECT_FCMP.get(ins.suffixes[0])
+            if direct is not None and dt in ("f32", "f64") and st.view(d).dtype == np.bool_:
+                direct(st.view(a), st.view(b), out=st.view(d))  # straight into the result's bytes (0 / 1)
+                return
             st.write(d, nx.compare_float(ins.suffixes[0], st.read(a), st.read(b)))
 
     return rule

@@ -288,8 +288,124 @@ PyObject* tile_homes(PyObject*, PyObject* args) {
   return PyBool_FromLong(whole);
 }
 
+// ---- v.select with strided sides (sim/sem_vector.py _select_compiled; the numpy code the reference) --------
+
+// One program row of select_strided: the destination and the condition row-major over `shape`, each side
+// at its own byte strides; the last axis is the inner loop.
+template <class T>
+void select_strided_row(uint8_t* base, int rank, const int64_t* shape, Py_ssize_t d, Py_ssize_t c, Py_ssize_t a,
+                        const int64_t* sa, Py_ssize_t b, const int64_t* sb) {
+  const int64_t inner = shape[rank - 1], ia = sa[rank - 1], ib = sb[rank - 1];
+  int64_t idx[MAX_RANK] = {0};
+  T* out = reinterpret_cast<T*>(base + d);
+  const uint8_t* cond = base + c;
+  int64_t oa = a, ob = b;  // byte offsets of the sides' current inner run
+  for (;;) {
+    const uint8_t* pa = base + oa;
+    const uint8_t* pb = base + ob;
+    for (int64_t i = 0; i < inner; ++i) {
+      T x, y;
+      std::memcpy(&x, pa + i * ia, sizeof(T));
+      std::memcpy(&y, pb + i * ib, sizeof(T));
+      T m = static_cast<T>(T(0) - static_cast<T>(cond[i] != 0));
+      out[i] = static_cast<T>((x & m) | (y & static_cast<T>(~m)));
+    }
+    out += inner;
+    cond += inner;
+    int ax = rank - 2;  // the odometer over the outer axes
+    for (; ax >= 0; --ax) {
+      if (++idx[ax] < shape[ax]) {
+        oa += sa[ax];
+        ob += sb[ax];
+        break;
+      }
+      oa -= (shape[ax] - 1) * sa[ax];
+      ob -= (shape[ax] - 1) * sb[ax];
+      idx[ax] = 0;
+    }
+    if (ax < 0) return;
+  }
+}
+
+// select_strided(image, programs, row, itemsize, shape, d, c, a, a_strides, b, b_strides): v.select per
+// program row p of the C-contiguous uint8 image, as select does, where each side has its own byte strides
+// (any sign; 0 broadcasts) over `shape` and the destination and condition are row-major. The caller checks
+// that neither side nor the condition overlaps the destination.
+PyObject* select_strided(PyObject*, PyObject* args) {
+  PyObject *obj, *shape_obj, *sa_obj, *sb_obj;
+  Py_ssize_t programs, row, itemsize, d, c, a, b;
+  if (!PyArg_ParseTuple(args, "OnnnOnnnOnO", &obj, &programs, &row, &itemsize, &shape_obj, &d, &c, &a, &sa_obj, &b,
+                        &sb_obj))
+    return nullptr;
+  Py_ssize_t rank = PySequence_Check(shape_obj) ? PySequence_Size(shape_obj) : -1;
+  int64_t shape[MAX_RANK], sa[MAX_RANK], sb[MAX_RANK];
+  if (rank < 1 || rank > MAX_RANK || !int64_items(shape_obj, rank, shape) || !int64_items(sa_obj, rank, sa) ||
+      !int64_items(sb_obj, rank, sb)) {
+    PyErr_SetString(PyExc_ValueError, "_tiles.select_strided: shape and strides: tuples of 1-8 ints");
+    return nullptr;
+  }
+  if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8) {
+    PyErr_SetString(PyExc_ValueError, "_tiles.select_strided: elements of 1, 2, 4 or 8 bytes");
+    return nullptr;
+  }
+  int64_t n = 1;
+  for (Py_ssize_t i = 0; i < rank; ++i) {
+    if (shape[i] < 0) n = -1;
+    if (n > 0) n *= shape[i];
+  }
+  // [lo, hi) bytes a strided operand touches in its row
+  auto inside = [&](Py_ssize_t off, const int64_t* st, Py_ssize_t size) {
+    int64_t lo = off, hi = off + size;
+    for (Py_ssize_t i = 0; i < rank; ++i) {
+      int64_t span = (shape[i] - 1) * st[i];
+      (span < 0 ? lo : hi) += span;
+    }
+    return lo >= 0 && hi <= row;
+  };
+  int64_t dense_d[MAX_RANK], dense_c[MAX_RANK];
+  for (Py_ssize_t i = rank - 1, sd = itemsize, sc = 1; i >= 0; --i) {
+    dense_d[i] = sd;
+    dense_c[i] = sc;
+    sd *= shape[i];
+    sc *= shape[i];
+  }
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return nullptr;
+  if (n < 0 || programs < 0 || row < 0 || programs * row > view.len ||
+      (n > 0 && (!inside(d, dense_d, itemsize) || !inside(c, dense_c, 1) || !inside(a, sa, itemsize) ||
+                 !inside(b, sb, itemsize)))) {
+    PyBuffer_Release(&view);
+    PyErr_SetString(PyExc_ValueError, "_tiles.select_strided: an operand lies outside the image's rows");
+    return nullptr;
+  }
+  uint8_t* img = static_cast<uint8_t*>(view.buf);
+  if (n > 0) {
+    Py_BEGIN_ALLOW_THREADS for (Py_ssize_t p = 0; p < programs; ++p) {
+      uint8_t* base = img + p * row;
+      switch (itemsize) {
+        case 1:
+          select_strided_row<uint8_t>(base, int(rank), shape, d, c, a, sa, b, sb);
+          break;
+        case 2:
+          select_strided_row<uint16_t>(base, int(rank), shape, d, c, a, sa, b, sb);
+          break;
+        case 4:
+          select_strided_row<uint32_t>(base, int(rank), shape, d, c, a, sa, b, sb);
+          break;
+        default:
+          select_strided_row<uint64_t>(base, int(rank), shape, d, c, a, sa, b, sb);
+          break;
+      }
+    }
+    Py_END_ALLOW_THREADS
+  }
+  PyBuffer_Release(&view);
+  Py_RETURN_NONE;
+}
+
 PyMethodDef METHODS[] = {
     {"select", select, METH_VARARGS, "v.select over a batch's SRAM image in one pass (sim/sem_vector.py)."},
+    {"select_strided", select_strided, METH_VARARGS, "v.select whose sides have strides of their own (sim/sem_vector.py)."},
     {"whole_tiles", whole_tiles, METH_VARARGS, "_Tiles.make's test and values from the register file (sim/dma.py)."},
     {"tile_homes", tile_homes, METH_VARARGS, "_Tiles.traffic's count by home of tiles in one stripe (sim/dma.py)."},
     {nullptr, nullptr, 0, nullptr},
