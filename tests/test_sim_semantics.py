@@ -305,6 +305,23 @@ def test_select_with_strided_sides_matches_np_where_bit_for_bit(dtype, select_im
         np.testing.assert_array_equal(b.ctx.view(2).view(bits), want, err_msg=f"{shape} a{a_st} b{b_st}")
 
 
+def test_select_with_strided_sides_runs_the_numpy_code_under_a_tiles_built_before_select_strided(monkeypatch):
+    """A _tiles module without select_strided (an older build): the strided select falls back, same bits."""
+    if sem_vector._tiles is None:
+        pytest.skip("sim._tiles is not built (setup.py build_ext)")
+    old = type("OldTiles", (), {"select": staticmethod(sem_vector._tiles.select)})
+    monkeypatch.setattr(sem_vector, "_tiles", old)
+    rng = np.random.default_rng(11)
+    b = Bench(
+        Tile(0, "f32", (2, 16)), Tile(128, "i1", (2, 8)), Tile(192, "f32", (2, 8)),
+        Tile(0, "f32", (2, 8), (16, 2)), Tile(4, "f32", (2, 8), (16, 2)),
+    )  # fmt: skip
+    b.ctx.sram[...] = rng.integers(0, 256, b.ctx.sram.shape, np.uint8)
+    want = np.where(b.ctx.view(1).view(np.uint8) != 0, b.ctx.view(3).view(np.uint32), b.ctx.view(4).view(np.uint32))
+    b.run("v.select", 2, 1, 3, 4)
+    np.testing.assert_array_equal(b.ctx.view(2).view(np.uint32), want)
+
+
 @pytest.mark.parametrize("op, ref", [("and", np.logical_and), ("or", np.logical_or), ("xor", np.logical_xor)])
 def test_i1_logic_takes_any_nonzero_byte_as_true_and_writes_0_or_1(op, ref):
     """v.and/or/xor on i1 tiles whose bytes hold any bits (a load or a bitcast writes them), in place too."""

@@ -529,8 +529,11 @@ def _select_compiled(st, d, c, a, b) -> bool:
         steps.append(step)
     row = img.shape[1]
     if strided:
+        select_strided = getattr(_tiles, "select_strided", None)  # None: a _tiles built before it (rebuild)
+        if select_strided is None:
+            return False
         ta, tb, isz = tiles[a], tiles[b], td.itemsize
-        _tiles.select_strided(
+        select_strided(
             img, st.P, row, isz, td.shape, td.addr, tc.addr,
             ta.addr, tuple(s * isz for s in ta.strides), tb.addr, tuple(s * isz for s in tb.strides),
         )  # fmt: skip
