@@ -652,17 +652,21 @@ def test_float8_e5m2_store_and_load_round_trip():
 
 
 @pytest.mark.parametrize("placement", ["blocked", "interleaved", "local:2"])
-@pytest.mark.parametrize("rows", ["within", "straddling", "masked"])
+@pytest.mark.parametrize("rows", ["within", "straddling", "masked", "middle"])
 def test_element_traffic_by_home_counts_each_element_in_its_home_domain(mem, placement, rows):
     """A gather's bytes by home domain (``dma.element_traffic``): a blocked allocation's rows are counted
-    whole where a row stays in one chunk and element by element where it crosses one; every placement the
-    same counts as each element's own home domain (``DeviceMemory.home_domain``), bit for bit."""
+    whole where a row stays in one chunk and by chunk where it crosses some (``middle``: rows within the
+    second and third chunks, some in one of them); every placement the same counts as each element's own
+    home domain (``DeviceMemory.home_domain``), bit for bit."""
     rec = mem.alloc(1 << 20, placement)  # blocked over plate-mini's 4 domains: a chunk of 256 KiB each
     other = mem.alloc(1 << 12, "local:1")  # a second allocation in the same access
     rng = np.random.default_rng(7)
     P, N = 12, 96
     if rows == "within":  # each row inside one chunk
         addrs = rec.base + (rng.integers(0, 4, P)[:, None] << 18) + 4 * rng.integers(0, 1 << 16, (P, N))
+    elif rows == "middle":  # rows crossing from the second chunk into the third, two inside the second
+        addrs = rec.base + (1 << 18) + 4 * rng.integers(0, 1 << 17, (P, N))
+        addrs[[2, 7]] = rec.base + (1 << 18) + 4 * rng.integers(0, 1 << 16, (2, N))
     else:  # rows spread over the whole allocation, one of them into the other allocation
         addrs = rec.base + 4 * rng.integers(0, 1 << 18, (P, N))
         addrs[3, ::5] = other.base + 4 * rng.integers(0, 1 << 10, N)[::5]

@@ -150,46 +150,71 @@ def _write(mem: DeviceMemory, pos, addrs: np.ndarray, values: np.ndarray, unique
         typed[(addrs[sel] - (rec.base + start)) // values.dtype.itemsize] = values[sel]
 
 
-def _element_bytes(mem: DeviceMemory, pos, addrs: np.ndarray, progs: np.ndarray, nprog: int, isz: int):
-    """float64 [P, D]: isz bytes per element to the home domain of its address."""
+def _element_bytes(
+    mem: DeviceMemory, pos, addrs: np.ndarray, progs: np.ndarray, nprog: int, isz: int, counts: np.ndarray | None = None
+):
+    """float64 [P, D]: isz bytes per element to the home domain of its address. ``counts``: each
+    program's elements (``_elements_of``), which one allocation holding them all counts by."""
     nd = mem.traffic_columns
     out = np.zeros(nprog * nd)
     for p, sel in _groups(pos, addrs.size):
         rec = mem.live(p)
-        pr = progs[sel]
+        whole = counts is not None and isinstance(sel, slice)  # every element, in one allocation
+        pr = progs if whole else progs[sel]
         if len(rec.owners) == 1:
-            out[rec.owners[0] :: nd] += np.bincount(pr, minlength=nprog) * float(isz)
+            out[rec.owners[0] :: nd] += (counts if whole else np.bincount(pr, minlength=nprog)) * float(isz)
         elif not rec.striped:
-            _blocked_bytes(out, rec, addrs[sel], pr, nprog, nd, isz)
+            _blocked_bytes(out, rec, addrs if whole else addrs[sel], pr, nprog, nd, isz, counts if whole else None)
         else:
             dom = rec.home_domain(addrs[sel] - rec.base)
             out += np.bincount(pr * nd + dom, minlength=nprog * nd) * float(isz)
     return out.reshape(nprog, nd)
 
 
-def _blocked_bytes(out: np.ndarray, rec, addrs: np.ndarray, progs: np.ndarray, nprog: int, nd: int, isz: int) -> None:
+def _blocked_bytes(
+    out: np.ndarray, rec, addrs: np.ndarray, progs: np.ndarray, nprog: int, nd: int, isz: int, counts=None
+) -> None:
     """``_element_bytes`` of one blocked allocation (its home domain rises with the address, one chunk per
     owner), row by row: each run of one program's elements (C order: one per program) whose lowest and
     highest addresses share a chunk is counted whole in that chunk's domain, the elements of the other
-    runs one by one. The same whole counts as element by element, so the same float sums."""
+    runs one by one. The same whole counts as element by element, so the same float sums. ``counts``:
+    each program's elements when ``addrs`` are all of them (the runs without comparing programs)."""
     n = addrs.size
     if n == 0:
         return
-    new = np.empty(n, bool)
-    new[0] = True
-    np.not_equal(progs[1:], progs[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    lens = np.diff(starts, append=n)
+    if counts is not None:
+        lens = counts[counts > 0]
+        starts = np.zeros(lens.size, np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+    else:
+        new = np.empty(n, bool)
+        new[0] = True
+        np.not_equal(progs[1:], progs[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
+        lens = np.diff(starts, append=n)
     first = rec.owner_index(np.minimum.reduceat(addrs, starts) - rec.base)
-    one = first == rec.owner_index(np.maximum.reduceat(addrs, starts) - rec.base)
+    last = rec.owner_index(np.maximum.reduceat(addrs, starts) - rec.base)
+    one = first == last
     owners = np.asarray(rec.owners, np.int64)
     if one.all():
         out += np.bincount(progs[starts] * nd + owners[first], weights=lens, minlength=nprog * nd) * float(isz)
         return
     whole = np.bincount(progs[starts[one]] * nd + owners[first[one]], weights=lens[one], minlength=nprog * nd)
-    split = np.repeat(~one, lens)
-    dom = owners[rec.owner_index(addrs[split] - rec.base)]
-    out += (whole + np.bincount(progs[split] * nd + dom, minlength=nprog * nd)) * float(isz)
+    # the rows crossing chunks: per row, its elements at or above each chunk start the rows cross (one
+    # comparison pass per chunk start, no element's chunk computed), their differences its count per chunk
+    cross = ~one
+    sub = addrs[np.repeat(cross, lens)]
+    sub_lens = lens[cross]
+    sub_starts = np.zeros(sub_lens.size, np.int64)
+    np.cumsum(sub_lens[:-1], out=sub_starts[1:])
+    lo, hi = int(first[cross].min()), int(last[cross].max())
+    above = np.zeros((hi - lo + 2, sub_lens.size), np.int64)  # row j - lo: elements in chunk j or after
+    above[0] = sub_lens
+    for j in range(lo + 1, hi + 1):
+        np.add.reduceat(sub >= rec.base + j * rec.granule, sub_starts, dtype=np.int64, out=above[j - lo])
+    key = progs[starts[cross]][None, :] * nd + owners[lo : hi + 1, None]
+    split = np.bincount(key.ravel(), weights=(above[:-1] - above[1:]).ravel(), minlength=nprog * nd)
+    out += (whole + split) * float(isz)
 
 
 def _flat(addrs, mask):
@@ -203,16 +228,19 @@ def _flat(addrs, mask):
 
 
 def _elements_of(flat, m):
-    """Masked element addresses in C order, and the program of each."""
+    """Masked element addresses in C order, the program of each and each program's count (the programs
+    repeated by their counts: ``np.nonzero(m)[0]`` without its column indices, ~10x faster)."""
     nprog, n = flat.shape
     if m is None:
-        return flat.reshape(-1), np.repeat(np.arange(nprog), n)
-    return flat[m], np.nonzero(m)[0]
+        counts = np.full(nprog, n, np.int64)
+        return flat.reshape(-1), np.repeat(np.arange(nprog), n), counts
+    counts = np.count_nonzero(m, axis=1).astype(np.int64, copy=False)
+    return flat[m], np.repeat(np.arange(nprog), counts), counts
 
 
-def _element_traffic(mem, pos, av, progs, nprog, isz) -> Traffic:
-    elems = np.bincount(progs, minlength=nprog).astype(np.int64)
-    return Traffic(_element_bytes(mem, pos, av, progs, nprog, isz), elems, elems.copy())
+def _element_traffic(mem, pos, av, progs, counts, isz) -> Traffic:
+    elems = counts.astype(np.int64)  # a copy: the caller's counts stay its own
+    return Traffic(_element_bytes(mem, pos, av, progs, counts.size, isz, counts), elems, elems.copy())
 
 
 # ---- gather / scatter ------------------------------------------------------------------------------
@@ -220,15 +248,14 @@ def gather(mem: DeviceMemory, addrs, mask, dtype: str, fill, access: str = "gath
     """values[P, *shape] = mem[addrs] where mask, else fill; addrs are byte addresses."""
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
-    nprog = shape[0]
-    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}")
-    av, progs = _elements_of(flat, m)
+    av, progs, counts = _elements_of(flat, m)
+    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}", av)
     if m is None:
         out = _read(mem, pos, av, storage)
     else:
         out = np.full(flat.shape, fill_value(fill, dtype), storage)
         out[m] = _read(mem, pos, av, storage)
-    traffic = _element_traffic(mem, pos, av, progs, nprog, storage.itemsize)
+    traffic = _element_traffic(mem, pos, av, progs, counts, storage.itemsize)
     return _from_storage(out.reshape(shape), dtype), traffic
 
 
@@ -238,11 +265,11 @@ def scatter(mem: DeviceMemory, addrs, mask, values, dtype: str | None = None, ac
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
     nprog = shape[0]
-    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}")
-    av, progs = _elements_of(flat, m)
+    av, progs, counts = _elements_of(flat, m)
+    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}", av)
     vals = _to_storage(np.broadcast_to(values, shape), dtype).reshape(nprog, math.prod(shape[1:]))
     _write(mem, pos, av, vals.reshape(-1) if m is None else vals[m])
-    return _element_traffic(mem, pos, av, progs, nprog, storage.itemsize)
+    return _element_traffic(mem, pos, av, progs, counts, storage.itemsize)
 
 
 def _dtype_name(values) -> str:
@@ -1188,6 +1215,6 @@ def _kept_elements(addrs, mask, dtype: str, access: str) -> Access:
 def _element_traffic_of(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "access") -> Traffic:
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
-    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}")
-    av, progs = _elements_of(flat, m)
-    return _element_traffic(mem, pos, av, progs, shape[0], storage.itemsize)
+    av, progs, counts = _elements_of(flat, m)
+    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}", av)
+    return _element_traffic(mem, pos, av, progs, counts, storage.itemsize)
