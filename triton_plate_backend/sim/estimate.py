@@ -417,19 +417,22 @@ def _launch_trace(program, grid, args, memory: DeviceMemory, shadow: DeviceMemor
 
 
 def kept_address_trace(
-    program: Program, grid, args, memory: DeviceMemory, machine, *, max_steps=None, placed: bool = True
-) -> Trace:
+    program: Program, grid, args, memory: DeviceMemory, machine, *, max_steps=None, placed: bool = True, run=True
+) -> Trace | None:
     """``address_trace`` of a launch over ``memory`` as it is. Inside ``shared_estimates`` a trace the
     block already has is the answer: one an estimate priced over the layout memory has now (the launch
     after its operands moved to the layout the planner chose), or with ``placed=False`` (what is asked
-    of the trace does not depend on where bytes live: control flow, elements, runs) over any layout."""
+    of the trace does not depend on where bytes live: control flow, elements, runs) over any layout.
+    ``run=False``: None where the block has none (no run made)."""
     memo = getattr(_shared, "memo", None)
     key = None if memo is None else _run_key(program, grid, args, memory, machine, max_steps)
     if key is None:
-        return address_trace(program, grid, args, memory, machine, max_steps=max_steps)
+        return address_trace(program, grid, args, memory, machine, max_steps=max_steps) if run else None
     hit = _kept(memo, (*key, _layout(memory)), program) or (None if placed else _kept(memo, key, program))
     if hit is not None:
         return hit[1]
+    if not run:
+        return None
     machine = get_machine(machine if machine is not None else memory.machine)
     trace = _address_run(program, grid, args, memory, machine, max_steps=max_steps)
     _keep(memo, key, _layout(memory), program, trace, None)
