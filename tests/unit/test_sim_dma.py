@@ -637,6 +637,40 @@ def test_address_order_is_stable_even_without_packing():
     assert dma._address_order(np.array([7, 3, 7, 3])).tolist() == [1, 3, 0, 2]
 
 
+@pytest.mark.parametrize(
+    "case", ["increasing", "permuted", "wide", "duplicates", "misaligned", "duplicates_wide", "one"]
+)
+def test_last_writes_keeps_the_last_write_to_each_address(case):
+    """``_last_writes``: each address's last write in (program, element) order, the writes in address
+    order, or all of them as they are when no two share an address, whether that is told by increase, by
+    the table of slots (``_distinct``) or by the sort: the same as a write-by-write reference."""
+    rng = np.random.default_rng(3)
+    n, step = 4096, 4
+    addrs = (1 << 40) + step * {
+        "increasing": np.arange(n) * 3,
+        "permuted": rng.permutation(2 * n)[:n],  # unique, within the table's slots
+        "wide": rng.permutation(n) * (dma.DISTINCT_SLOTS + 1),  # unique, past the slots per address: sorted
+        "duplicates": rng.integers(0, n, n),
+        "misaligned": rng.permutation(n),
+        "duplicates_wide": rng.integers(0, n, n) * (dma.DISTINCT_SLOTS + 1),
+        "one": np.zeros(1, np.int64),
+    }[case].astype(np.int64)
+    if case == "misaligned":  # distinct addresses half a step apart, two to a slot: not told apart by the table
+        addrs = (1 << 40) + (step // 2) * rng.permutation(n).astype(np.int64)
+    values = np.arange(addrs.size, dtype=np.float32)
+    pos = np.arange(addrs.size) % 3
+    got_a, got_v, got_p = dma._last_writes(addrs, values, pos, step)
+    last = {}
+    for i, a in enumerate(addrs.tolist()):
+        last[a] = i
+    keep = np.array(sorted(last.values(), key=lambda i: addrs[i]))
+    if len(last) == addrs.size:  # all kept: as they are, in order
+        keep = np.arange(addrs.size)
+    assert got_a.tolist() == addrs[keep].tolist()
+    assert got_v.tolist() == values[keep].tolist() and got_p.tolist() == pos[keep].tolist()
+    assert (len(last) < addrs.size) == case.startswith("duplicates")
+
+
 def test_float8_e5m2_store_and_load_round_trip():
     import ml_dtypes
 

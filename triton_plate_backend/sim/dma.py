@@ -128,8 +128,34 @@ def _address_order(addrs: np.ndarray) -> np.ndarray:
     return np.argsort(addrs, kind="stable")
 
 
-def _last_writes(addrs: np.ndarray, values: np.ndarray, pos):
-    """Keep only the last write to each address (row-major program, element order wins)."""
+DISTINCT_SLOTS = 16  # ``_distinct``'s table: at most this many slots per address (a sort costs ~50 per address)
+DISTINCT_TABLE = 1 << 26  # ... and at most this many in all (bytes)
+
+
+def _distinct(addrs: np.ndarray, step: int) -> bool:
+    """Whether no two addresses are equal, told without sorting them where that is cheap: they increase,
+    or each marks its slot ((address - lowest) // ``step``) in a table over their range (at most
+    ``DISTINCT_SLOTS`` slots per address and ``DISTINCT_TABLE`` in all), and as many slots are marked as
+    there are addresses (distinct slots: distinct addresses). False where it cannot tell (a duplicate, or
+    too wide a range)."""
+    n = addrs.size
+    if n < 2 or bool((addrs[1:] > addrs[:-1]).all()):
+        return True
+    lo = int(addrs.min())
+    slots = (int(addrs.max()) - lo) // step + 1
+    if slots > DISTINCT_SLOTS * n or slots > DISTINCT_TABLE:
+        return False
+    table = np.zeros(slots, bool)
+    rel = addrs - lo
+    table[rel >> (step.bit_length() - 1) if step & (step - 1) == 0 else rel // step] = True
+    return int(np.count_nonzero(table)) == n
+
+
+def _last_writes(addrs: np.ndarray, values: np.ndarray, pos, step: int = 1):
+    """Keep only the last write to each address (row-major program, element order wins). ``step``: what
+    distinct addresses differ by at least, where the caller knows it (aligned elements: their size)."""
+    if _distinct(addrs, step):  # every write its own address: all kept, in order, as the sort below keeps them
+        return addrs, values, pos
     order = _address_order(addrs)
     sa = addrs[order]
     last = np.ones(sa.size, bool)
@@ -143,7 +169,7 @@ def _last_writes(addrs: np.ndarray, values: np.ndarray, pos):
 def _write(mem: DeviceMemory, pos, addrs: np.ndarray, values: np.ndarray, unique: bool = False) -> None:
     """Write elements to checked byte addresses; later duplicates win unless ``unique``."""
     if not unique:
-        addrs, values, pos = _last_writes(addrs, values, pos)
+        addrs, values, pos = _last_writes(addrs, values, pos, values.dtype.itemsize)
     for p, sel in _groups(pos, addrs.size):
         rec = mem.live(p)
         typed, start = rec.typed(values.dtype)
