@@ -186,21 +186,30 @@ def _write(mem: DeviceMemory, pos, addrs: np.ndarray, values: np.ndarray, unique
         typed[_index(addrs[sel], rec.base + start, values.dtype.itemsize)] = values[sel]
 
 
-def _element_bytes(
-    mem: DeviceMemory, pos, addrs: np.ndarray, progs: np.ndarray, nprog: int, isz: int, counts: np.ndarray | None = None
-):
-    """float64 [P, D]: isz bytes per element to the home domain of its address. ``counts``: each
-    program's elements (``_elements_of``), which one allocation holding them all counts by."""
-    nd = mem.traffic_columns
+def _element_bytes(mem: DeviceMemory, pos, addrs: np.ndarray, counts: np.ndarray, isz: int):
+    """float64 [P, D]: isz bytes per element to the home domain of its address (``addrs``: C order, program
+    p's ``counts[p]`` elements after program p - 1's; ``_elements_of``). One allocation holding every
+    element counts by the programs' counts (one home, or a blocked allocation's rows); each element's
+    program is made only for the other cases."""
+    nd, nprog = mem.traffic_columns, counts.size
     out = np.zeros(nprog * nd)
+    progs = None
     for p, sel in _groups(pos, addrs.size):
         rec = mem.live(p)
-        whole = counts is not None and isinstance(sel, slice)  # every element, in one allocation
-        pr = progs if whole else progs[sel]
+        whole = isinstance(sel, slice)  # every element, in one allocation
+        if whole and len(rec.owners) == 1:
+            out[rec.owners[0] :: nd] += counts * float(isz)
+            continue
+        if whole and not rec.striped:
+            _blocked_bytes(out, rec, addrs, None, nprog, nd, isz, counts)
+            continue
+        if progs is None:
+            progs = np.repeat(np.arange(nprog), counts)
+        pr = progs[sel]
         if len(rec.owners) == 1:
-            out[rec.owners[0] :: nd] += (counts if whole else np.bincount(pr, minlength=nprog)) * float(isz)
+            out[rec.owners[0] :: nd] += np.bincount(pr, minlength=nprog) * float(isz)
         elif not rec.striped:
-            _blocked_bytes(out, rec, addrs if whole else addrs[sel], pr, nprog, nd, isz, counts if whole else None)
+            _blocked_bytes(out, rec, addrs[sel], pr, nprog, nd, isz)
         else:
             dom = rec.home_domain(addrs[sel] - rec.base)
             out += np.bincount(pr * nd + dom, minlength=nprog * nd) * float(isz)
@@ -219,7 +228,8 @@ def _blocked_bytes(
     if n == 0:
         return
     if counts is not None:
-        lens = counts[counts > 0]
+        rows = np.flatnonzero(counts)  # the program of each run
+        lens = counts[rows]
         starts = np.zeros(lens.size, np.int64)
         np.cumsum(lens[:-1], out=starts[1:])
     else:
@@ -228,14 +238,15 @@ def _blocked_bytes(
         np.not_equal(progs[1:], progs[:-1], out=new[1:])
         starts = np.flatnonzero(new)
         lens = np.diff(starts, append=n)
+        rows = progs[starts]
     first = rec.owner_index(np.minimum.reduceat(addrs, starts) - rec.base)
     last = rec.owner_index(np.maximum.reduceat(addrs, starts) - rec.base)
     one = first == last
     owners = np.asarray(rec.owners, np.int64)
     if one.all():
-        out += np.bincount(progs[starts] * nd + owners[first], weights=lens, minlength=nprog * nd) * float(isz)
+        out += np.bincount(rows * nd + owners[first], weights=lens, minlength=nprog * nd) * float(isz)
         return
-    whole = np.bincount(progs[starts[one]] * nd + owners[first[one]], weights=lens[one], minlength=nprog * nd)
+    whole = np.bincount(rows[one] * nd + owners[first[one]], weights=lens[one], minlength=nprog * nd)
     # the rows crossing chunks: per row, its elements at or above each chunk start the rows cross (one
     # comparison pass per chunk start, no element's chunk computed), their differences its count per chunk
     cross = ~one
@@ -248,7 +259,7 @@ def _blocked_bytes(
     above[0] = sub_lens
     for j in range(lo + 1, hi + 1):
         np.add.reduceat(sub >= rec.base + j * rec.granule, sub_starts, dtype=np.int64, out=above[j - lo])
-    key = progs[starts[cross]][None, :] * nd + owners[lo : hi + 1, None]
+    key = rows[cross][None, :] * nd + owners[lo : hi + 1, None]
     split = np.bincount(key.ravel(), weights=(above[:-1] - above[1:]).ravel(), minlength=nprog * nd)
     out += (whole + split) * float(isz)
 
@@ -264,19 +275,17 @@ def _flat(addrs, mask):
 
 
 def _elements_of(flat, m):
-    """Masked element addresses in C order, the program of each and each program's count (the programs
-    repeated by their counts: ``np.nonzero(m)[0]`` without its column indices, ~10x faster)."""
+    """Masked element addresses in C order and each program's count of them (its run of them: not
+    ``np.nonzero(m)``'s program of each element, ~10x slower to make, made where needed: ``_element_bytes``)."""
     nprog, n = flat.shape
     if m is None:
-        counts = np.full(nprog, n, np.int64)
-        return flat.reshape(-1), np.repeat(np.arange(nprog), n), counts
-    counts = np.count_nonzero(m, axis=1).astype(np.int64, copy=False)
-    return flat[m], np.repeat(np.arange(nprog), counts), counts
+        return flat.reshape(-1), np.full(nprog, n, np.int64)
+    return flat[m], np.count_nonzero(m, axis=1).astype(np.int64, copy=False)
 
 
-def _element_traffic(mem, pos, av, progs, counts, isz) -> Traffic:
+def _element_traffic(mem, pos, av, counts, isz) -> Traffic:
     elems = counts.astype(np.int64)  # a copy: the caller's counts stay its own
-    return Traffic(_element_bytes(mem, pos, av, progs, counts.size, isz, counts), elems, elems.copy())
+    return Traffic(_element_bytes(mem, pos, av, counts, isz), elems, elems.copy())
 
 
 # ---- gather / scatter ------------------------------------------------------------------------------
@@ -284,14 +293,14 @@ def gather(mem: DeviceMemory, addrs, mask, dtype: str, fill, access: str = "gath
     """values[P, *shape] = mem[addrs] where mask, else fill; addrs are byte addresses."""
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
-    av, progs, counts = _elements_of(flat, m)
+    av, counts = _elements_of(flat, m)
     pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}", av)
     if m is None:
         out = _read(mem, pos, av, storage)
     else:
         out = np.full(flat.shape, fill_value(fill, dtype), storage)
         out[m] = _read(mem, pos, av, storage)
-    traffic = _element_traffic(mem, pos, av, progs, counts, storage.itemsize)
+    traffic = _element_traffic(mem, pos, av, counts, storage.itemsize)
     return _from_storage(out.reshape(shape), dtype), traffic
 
 
@@ -301,11 +310,11 @@ def scatter(mem: DeviceMemory, addrs, mask, values, dtype: str | None = None, ac
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
     nprog = shape[0]
-    av, progs, counts = _elements_of(flat, m)
+    av, counts = _elements_of(flat, m)
     pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}", av)
     vals = _to_storage(np.broadcast_to(values, shape), dtype).reshape(nprog, math.prod(shape[1:]))
     _write(mem, pos, av, vals.reshape(-1) if m is None else vals[m])
-    return _element_traffic(mem, pos, av, progs, counts, storage.itemsize)
+    return _element_traffic(mem, pos, av, counts, storage.itemsize)
 
 
 def _dtype_name(values) -> str:
@@ -1251,6 +1260,6 @@ def _kept_elements(addrs, mask, dtype: str, access: str) -> Access:
 def _element_traffic_of(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "access") -> Traffic:
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
-    av, progs, counts = _elements_of(flat, m)
+    av, counts = _elements_of(flat, m)
     pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}", av)
-    return _element_traffic(mem, pos, av, progs, counts, storage.itemsize)
+    return _element_traffic(mem, pos, av, counts, storage.itemsize)
