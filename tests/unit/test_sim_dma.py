@@ -685,13 +685,21 @@ def test_float8_e5m2_store_and_load_round_trip():
     np.testing.assert_array_equal(got.astype(np.float32), vals.astype(np.float32))
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("placement", ["blocked", "interleaved", "local:2"])
 @pytest.mark.parametrize("rows", ["within", "straddling", "masked", "middle"])
-def test_element_traffic_by_home_counts_each_element_in_its_home_domain(mem, placement, rows):
+def test_element_traffic_by_home_counts_each_element_in_its_home_domain(mem, placement, rows, compiled, monkeypatch):
     """A gather's bytes by home domain (``dma.element_traffic``): a blocked allocation's rows are counted
     whole where a row stays in one chunk and by chunk where it crosses some (``middle``: rows within the
     second and third chunks, some in one of them); every placement the same counts as each element's own
-    home domain (``DeviceMemory.home_domain``), bit for bit."""
+    home domain (``DeviceMemory.home_domain``), bit for bit, in C (``_tiles.element_homes``: the elements
+    in one allocation of several owners) and in numpy."""
+    if compiled and dma._element_homes is None:
+        pytest.skip("sim._tiles is not built with element_homes (setup.py build_ext)")
+    monkeypatch.setattr(dma, "COMPILED_TILES", compiled)
+    calls, homes = [], dma._element_homes
+    if compiled:
+        monkeypatch.setattr(dma, "_element_homes", lambda *a: calls.append(1) or homes(*a))
     rec = mem.alloc(1 << 20, placement)  # blocked over plate-mini's 4 domains: a chunk of 256 KiB each
     other = mem.alloc(1 << 12, "local:1")  # a second allocation in the same access
     rng = np.random.default_rng(7)
@@ -716,3 +724,4 @@ def test_element_traffic_by_home_counts_each_element_in_its_home_domain(mem, pla
                 expect[p, homes[p, i]] += 4.0
     assert t.bytes_by_domain.tobytes() == expect.tobytes()
     assert t.elements.tolist() == [N if mask is None else int(mask[p].sum()) for p in range(P)]
+    assert len(calls) == (compiled and placement != "local:2" and rows in ("within", "middle"))  # in one, of several

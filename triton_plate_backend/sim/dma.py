@@ -31,6 +31,7 @@ try:  # a whole-tile DMA's checks and count by home in C (sim/csrc/tiles.cpp, bu
 except ImportError:  # pragma: no cover - an unbuilt checkout
     _tiles = None
 COMPILED_TILES = True  # tests turn it off to run the numpy code
+_element_homes = getattr(_tiles, "element_homes", None)  # None: a build before it (the numpy code runs)
 
 
 @dataclass
@@ -199,6 +200,11 @@ def _element_bytes(mem: DeviceMemory, pos, addrs: np.ndarray, counts: np.ndarray
         whole = isinstance(sel, slice)  # every element, in one allocation
         if whole and len(rec.owners) == 1:
             out[rec.owners[0] :: nd] += counts * float(isz)
+            continue
+        compiled = _element_homes is not None and COMPILED_TILES and addrs.dtype == np.int64
+        if whole and compiled and addrs.flags.c_contiguous:
+            # several owners: each element's home in one pass in C, added by program (the same whole counts)
+            _element_homes(out.reshape(nprog, nd), addrs, counts, rec.base, rec.granule, rec.owners, rec.striped, isz)
             continue
         if whole and not rec.striped:
             _blocked_bytes(out, rec, addrs, None, nprog, nd, isz, counts)
