@@ -295,8 +295,9 @@ def _element_traffic(mem, pos, av, counts, isz) -> Traffic:
 
 
 # ---- gather / scatter ------------------------------------------------------------------------------
-def gather(mem: DeviceMemory, addrs, mask, dtype: str, fill, access: str = "gather"):
-    """values[P, *shape] = mem[addrs] where mask, else fill; addrs are byte addresses."""
+def gather(mem: DeviceMemory, addrs, mask, dtype: str, fill, access: str = "gather", counted: bool = True):
+    """values[P, *shape] = mem[addrs] where mask, else fill; addrs are byte addresses. ``counted``: False in
+    a launch that records no trace (its Traffic is ``NOT_COUNTED``: no bytes by home counted)."""
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
     av, counts = _elements_of(flat, m)
@@ -306,12 +307,15 @@ def gather(mem: DeviceMemory, addrs, mask, dtype: str, fill, access: str = "gath
     else:
         out = np.full(flat.shape, fill_value(fill, dtype), storage)
         out[m] = _read(mem, pos, av, storage)
-    traffic = _element_traffic(mem, pos, av, counts, storage.itemsize)
+    traffic = _element_traffic(mem, pos, av, counts, storage.itemsize) if counted else NOT_COUNTED
     return _from_storage(out.reshape(shape), dtype), traffic
 
 
-def scatter(mem: DeviceMemory, addrs, mask, values, dtype: str | None = None, access: str = "scatter") -> Traffic:
-    """mem[addrs] = values where mask; duplicates: the last in (program, row-major) order wins."""
+def scatter(
+    mem: DeviceMemory, addrs, mask, values, dtype: str | None = None, access: str = "scatter", counted: bool = True
+) -> Traffic:
+    """mem[addrs] = values where mask; duplicates: the last in (program, row-major) order wins. ``counted``:
+    as ``gather``'s."""
     dtype = dtype or _dtype_name(values)
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
@@ -320,7 +324,7 @@ def scatter(mem: DeviceMemory, addrs, mask, values, dtype: str | None = None, ac
     pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}", av)
     vals = _to_storage(np.broadcast_to(values, shape), dtype).reshape(nprog, math.prod(shape[1:]))
     _write(mem, pos, av, vals.reshape(-1) if m is None else vals[m])
-    return _element_traffic(mem, pos, av, counts, storage.itemsize)
+    return _element_traffic(mem, pos, av, counts, storage.itemsize) if counted else NOT_COUNTED
 
 
 def _dtype_name(values) -> str:
@@ -996,7 +1000,7 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     [P, *shape] array of the storage type (the destination tile's SRAM view) the common case
     copies the values straight into; the values returned are then ``into`` itself, or else an
     array the caller copies (possibly a read-only view of memory). ``counted=False``: the Traffic
-    is ``NOT_COUNTED`` (but where the access spans several allocations: element by element)."""
+    is ``NOT_COUNTED``."""
     row = _Row.make(mem, base, dtype, shape, strides, lo, hi)
     if row is not None:
         fillv = fill_value(fill, dtype)
@@ -1018,8 +1022,9 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         return out, Traffic.zeros(box.nprog, mem.traffic_columns)
     pos = _box_locate(mem, box)
     if pos is None:  # spans several allocations, or a fault: check each element
-        values, traffic = gather(mem, box.element_addrs(), box.valid(), dtype, fill, access="load")
-        traffic.runs = box.runs()
+        values, traffic = gather(mem, box.element_addrs(), box.valid(), dtype, fill, access="load", counted=counted)
+        if counted:
+            traffic.runs = box.runs()
         return values, traffic
     sub = _sub_box(box)
     if sub is not None:  # the same part of every program's tile valid: load that part, fill the rest
@@ -1067,7 +1072,7 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
 def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str | None = None, counted=True) -> Traffic:
     """mem[base[p] + sum_k i_k*strides[p,k]*itemsize] = values[p, i] where lo[p] <= i < hi[p];
     overlapping writes: the last in (program, row-major element) order wins. ``counted=False``: the
-    Traffic is ``NOT_COUNTED`` (but where the access spans several allocations: element by element)."""
+    Traffic is ``NOT_COUNTED``."""
     dtype = dtype or _dtype_name(values)
     values = np.asarray(values)
     row = _Row.make(mem, base, dtype, values.shape[1:], strides, lo, hi)
@@ -1081,8 +1086,9 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
         return Traffic.zeros(box.nprog, mem.traffic_columns)
     pos = _box_locate(mem, box)
     if pos is None:
-        traffic = scatter(mem, box.element_addrs(), box.valid(), values, dtype, access="store")
-        traffic.runs = box.runs()
+        traffic = scatter(mem, box.element_addrs(), box.valid(), values, dtype, access="store", counted=counted)
+        if counted:
+            traffic.runs = box.runs()
         return traffic
     sub = _sub_box(box)
     if sub is not None:  # the same part of every program's tile valid: store that part (same order)
