@@ -637,6 +637,30 @@ def test_address_order_is_stable_even_without_packing():
     assert dma._address_order(np.array([7, 3, 7, 3])).tolist() == [1, 3, 0, 2]
 
 
+@pytest.mark.parametrize("placement", ["blocked", "interleaved"])
+def test_compiled_element_homes_at_every_chunk_and_stripe_edge(mem, placement):
+    """``_tiles.element_homes`` at each chunk's or stripe's first and last elements and their neighbours, in
+    a blocked allocation whose chunk is not a power of two (its quotient without a division: corrected by
+    one either way) and an interleaved one: each element's own home (``DeviceMemory.home_domain``)."""
+    if dma._element_homes is None:
+        pytest.skip("sim._tiles is not built with element_homes (setup.py build_ext)")
+    rec = mem.alloc(4 * 256512, placement)  # blocked: 4 chunks of 256,512 bytes (256 x 1002)
+    g = rec.granule
+    edges = np.arange(g, rec.nbytes, g)[:64]
+    rel = np.unique(np.clip(np.concatenate([edges - 4, edges, edges + 4, [0, rec.nbytes - 4]]), 0, rec.nbytes - 4))
+    if placement == "blocked":  # the reciprocal's quotient is one short at some chunk starts: corrected
+        assert g == 256512 and ((rel * (1.0 / g)).astype(np.int64) != rel // g).any()
+    addrs = (rec.base + rel).astype(np.int64)
+    counts = np.array([addrs.size // 2, addrs.size - addrs.size // 2], np.int64)
+    out = np.zeros((2, mem.traffic_columns))
+    dma._element_homes(out, addrs, counts, rec.base, g, rec.owners, rec.striped, 4.0)
+    expect = np.zeros_like(out)
+    homes = mem.home_domain(addrs)
+    np.add.at(expect, (np.repeat([0, 1], counts), homes), 4.0)
+    assert out.tobytes() == expect.tobytes()
+    assert len(set(homes.tolist())) == len(rec.owners)  # every owner's edges were asked
+
+
 @pytest.mark.parametrize(
     "case", ["increasing", "permuted", "wide", "duplicates", "misaligned", "duplicates_wide", "one"]
 )
@@ -685,10 +709,13 @@ def test_float8_e5m2_store_and_load_round_trip():
     np.testing.assert_array_equal(got.astype(np.float32), vals.astype(np.float32))
 
 
+@pytest.mark.parametrize("extra", [0, 768])  # 768 more bytes: blocked chunks of 2^18 + 256 bytes, not a power of two
 @pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("placement", ["blocked", "interleaved", "local:2"])
 @pytest.mark.parametrize("rows", ["within", "straddling", "masked", "middle"])
-def test_element_traffic_by_home_counts_each_element_in_its_home_domain(mem, placement, rows, compiled, monkeypatch):
+def test_element_traffic_by_home_counts_each_element_in_its_home_domain(
+    mem, placement, rows, compiled, extra, monkeypatch
+):
     """A gather's bytes by home domain (``dma.element_traffic``): a blocked allocation's rows are counted
     whole where a row stays in one chunk and by chunk where it crosses some (``middle``: rows within the
     second and third chunks, some in one of them); every placement the same counts as each element's own
@@ -700,7 +727,9 @@ def test_element_traffic_by_home_counts_each_element_in_its_home_domain(mem, pla
     calls, homes = [], dma._element_homes
     if compiled:
         monkeypatch.setattr(dma, "_element_homes", lambda *a: calls.append(1) or homes(*a))
-    rec = mem.alloc(1 << 20, placement)  # blocked over plate-mini's 4 domains: a chunk of 256 KiB each
+    rec = mem.alloc((1 << 20) + extra, placement)  # blocked over plate-mini's 4 domains: a chunk of 256 KiB each
+    if placement == "blocked":
+        assert rec.granule == (1 << 18) + (256 if extra else 0)
     other = mem.alloc(1 << 12, "local:1")  # a second allocation in the same access
     rng = np.random.default_rng(7)
     P, N = 12, 96

@@ -339,13 +339,23 @@ PyObject* element_homes(PyObject*, PyObject* args) {
     const bool pow2 = (granule & (granule - 1)) == 0;
     int shift = 0;
     while (pow2 && (int64_t(1) << shift) < granule) ++shift;
+    const double inverse = 1.0 / static_cast<double>(granule);
     int64_t tally[64];
     Py_ssize_t i = 0;
     for (Py_ssize_t p = 0; p < P; ++p) {
       for (Py_ssize_t j = 0; j < k; ++j) tally[j] = 0;
       for (const Py_ssize_t end = i + c[p]; i < end; ++i) {
         const int64_t rel = a[i] - base;
-        const int64_t piece = pow2 ? rel >> shift : rel / granule;
+        int64_t piece;
+        if (pow2) {
+          piece = rel >> shift;
+        } else {  // rel // granule without a 64-bit division: the reciprocal's quotient, off by at most one, corrected
+          piece = static_cast<int64_t>(static_cast<double>(rel) * inverse);
+          if (piece * granule > rel)
+            --piece;
+          else if ((piece + 1) * granule <= rel)
+            ++piece;
+        }
         tally[striped ? piece % k : (piece < k - 1 ? piece : k - 1)] += 1;
       }
       for (Py_ssize_t j = 0; j < k; ++j)
