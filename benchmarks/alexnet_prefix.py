@@ -6,9 +6,11 @@ max_pool2d 3x3 stride 2) compiled on plate, run once: the operand planner's CPU 
 The default machine, Inductor's cache as the environment leaves it (run once to warm it: the numbers are of
 the launches, not the compile). Printed per run: CPU seconds of the compiled call (its launches and the
 simulator), of ``OperandPlanner.plan`` within it, and the address-only runs made by the planner's
-pricing. Recorded (``record``) and compared (``check``, exit 0 when equal; FILE.now gets what it saw): each
-``plan`` call's kernel, grid and choices, each priced Estimate's placement, time and bytes, the
-device's operand moves, its clock and a digest of the result (floats as Python writes them: bit for bit).
+pricing, then all the call's address-only runs and their CPU seconds (the planner's and the launches' own:
+the persistent gate's, sim/persistent_runs.py). Recorded (``record``) and compared (``check``, exit 0 when
+equal; FILE.now gets what it saw): each ``plan`` call's kernel, grid and choices, each priced Estimate's
+placement, time and bytes, the device's operand moves, its clock and a digest of the result (floats as
+Python writes them: bit for bit).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def run() -> tuple[dict, dict]:
     args = [torch.randn(64), torch.randn(64, 3, 11, 11), torch.randn(16, 3, 224, 224)]
     dev_args = [a.to("plate") for a in args]
     seen = {"plans": [], "priced": []}
-    cpu = {"plan": 0.0, "planner_runs": 0}
+    cpu = {"plan": 0.0, "planner_runs": 0, "runs": 0, "runs_s": 0.0}
     plan, estimate_launch, address_run = operands.OperandPlanner.plan, operands.estimate_launch, estimate._address_run
     depth = [0]
 
@@ -60,7 +62,12 @@ def run() -> tuple[dict, dict]:
 
     def counted(*a, **kw):
         cpu["planner_runs"] += depth[0] > 0
-        return address_run(*a, **kw)
+        cpu["runs"] += 1
+        t0 = time.process_time()
+        try:
+            return address_run(*a, **kw)
+        finally:
+            cpu["runs_s"] += time.process_time() - t0
 
     operands.OperandPlanner.plan, operands.estimate_launch, estimate._address_run = timed_plan, priced, counted
     compiled = torch.compile(forward)
@@ -84,7 +91,8 @@ def main() -> int:
     print(
         f"call {cpu['call']:.2f} s CPU, of it OperandPlanner.plan {cpu['plan']:.2f} s "
         f"({cpu['planner_runs']} address-only runs); {len(seen['priced'])} estimates priced, "
-        f"{len(seen['moves'])} moves, clock {seen['clock_ns']!r} ns"
+        f"{len(seen['moves'])} moves, clock {seen['clock_ns']!r} ns; all address-only runs: {cpu['runs']}, "
+        f"{cpu['runs_s']:.2f} s CPU"
     )
     if args.mode == "record":
         with open(args.file, "w") as f:

@@ -354,6 +354,48 @@ def test_a_placement_is_priced_from_the_launch_s_one_run(monkeypatch):
     assert cut  # the launch did run in sub-batches
 
 
+def test_an_access_is_counted_again_once_per_placement_of_what_it_touches(monkeypatch):
+    """Re-pricing counts an access again only over a placement of the moved allocations its span overlaps
+    that it was not counted over yet (``estimate._Log``): the operand planner's candidates each add one
+    operand's placement to the choices before it, so B's accesses counted over ``replicated`` once serve
+    every later placement that replicates B, and A's over ``local:1`` the placement that moves A so with
+    B. Every Estimate is still that placement's own run's."""
+    from triton_plate_backend.bench.kernels import matmul_kernel
+    from triton_plate_backend.sim import dma
+    from triton_plate_backend.sim import estimate as est_mod
+
+    dev = get_device()
+    m = k = n = 512
+    a, b = (torch.randn(m, k, dtype=torch.bfloat16).to("plate") for _ in range(2))
+    c = torch.empty(m, n, dtype=torch.bfloat16, device="plate")
+    grid = ((m // 128) * (n // 128), 1, 1)
+    strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    program, args = _program_and_args(matmul_kernel, grid, a, b, c, m, n, k, *strides, BM=128, BN=128, BK=64, GROUP_M=8)
+    placements = [None, {"a_ptr": "local:1"}, {"b_ptr": "replicated"}, {"a_ptr": "local:1", "b_ptr": "replicated"},
+                  {"a_ptr": "replicated", "b_ptr": "replicated"}]  # fmt: skip
+    alone = [est_mod.estimate_launch(program, grid, list(args), dev.memory, placement=p) for p in placements]
+    counted, traffic = [], dma.Access.traffic
+    tensor_of = {dev.memory.holding(t.data_ptr()).base: name for name, t in (("a", a), ("b", b), ("c", c))}
+
+    def counting(access, mem):
+        moved = {tensor_of.get(r.base) for r in mem.allocations if r.base < access.hi and access.lo < r.end}
+        counted[-1].update(moved - {None})
+        return traffic(access, mem)
+
+    monkeypatch.setattr(dma.Access, "traffic", counting)
+    shared = []
+    with est_mod.shared_estimates():
+        for p in placements:
+            counted.append(set())
+            shared.append(est_mod.estimate_launch(program, grid, list(args), dev.memory, placement=p))
+    assert counted == [set(), {"a"}, {"b"}, set(), {"a"}]  # A on domain 1 and B replicated: counted before
+    for x, y in zip(alone, shared):
+        assert (x.time_ns, x.bound, x.read_bytes.tobytes(), x.write_bytes.tobytes()) == (
+            y.time_ns, y.bound, y.read_bytes.tobytes(), y.write_bytes.tobytes()
+        )  # fmt: skip
+    assert len({e.read_bytes.tobytes() for e in alone}) > 2  # the placements do read other homes
+
+
 def test_an_access_too_large_to_keep_keeps_its_span(monkeypatch):
     """An element access whose addresses are past what a logged run keeps (``dma.ACCESS_BYTES``) keeps
     its span alone: a placement that moves none of it is still re-priced from the one run, one that

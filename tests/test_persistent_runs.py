@@ -46,6 +46,13 @@ def guarded_add_kernel(out_ptr, in_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def masked_add_kernel(out_ptr, in_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(in_ptr + offs, mask=m) + 1, mask=m)
+
+
+@triton.jit
 def masked_by_data_kernel(out_ptr, in_ptr, keep_ptr):
     pid = tl.program_id(axis=0)
     keep = tl.load(keep_ptr + pid) > 0
@@ -105,7 +112,10 @@ def _three_guarded_adds(mini, x, n: int, block: int, grid: int) -> tuple[list[fl
 
 
 def test_a_launch_runs_as_written_and_is_timed_from_the_kept_trace(mini, monkeypatch):
+    """Every store of the persistent run's trace moved something: every program as written runs, with no
+    address-only run of the launch as written to find those that store (persistent_runs._every_store_moved)."""
     n = 4096  # past the launcher's priced size on plate-mini: the persistent loop runs
+    seen = _address_runs(monkeypatch, mini)
     runs = Runs(monkeypatch, mini, "double_kernel")
     times = []
     for i in range(3):
@@ -118,8 +128,10 @@ def test_a_launch_runs_as_written_and_is_timed_from_the_kept_trace(mini, monkeyp
         del keep
     program, grid, args, as_written = runs.launches[-1]
     assert grid != (n, 1, 1) and as_written[0] == (n, 1, 1)
-    # every launch ran the grid as written, untraced (the trace: the first's address-only run, kept)
-    assert runs.runs == [((n, 1, 1), False, n)] * 3
+    # every launch ran the grid as written, untraced, all its programs (the trace: the first's address-only run,
+    # kept; the only address-only runs: that one and each layout's first, of the persistent launch)
+    assert runs.runs == [((n, 1, 1), False, None)] * 3
+    assert {g for p, g, _ in seen if p is program} == {grid}
     assert times[0] == times[1] == times[2]
     # the kept trace is the one this launch's own persistent run records, and times the same
     fresh = _kept_is_fresh(mini, program, grid, args)
@@ -187,6 +199,23 @@ def test_programs_that_store_nothing_are_left_out_of_the_run_as_written(mini, mo
     assert times[0] == times[1] == times[2]
     live = (nx // block) * (ny // block)  # 8 of the 512 programs touch the tensors
     assert runs.runs == [((nx, ny, 1), False, live)] * 3
+
+
+def test_an_unpriced_persistent_launch_whose_stores_moved_nothing_runs_only_its_live_programs(mini, monkeypatch):
+    """Past the launcher's priced size no address-only run of the launch as written is at hand; where the
+    persistent run's trace has stores that moved nothing (trips past the tensor's end), that run is made
+    and the launch runs as written only the programs that store."""
+    n, block, grid = 200, 64, 4096  # 4 of the 4096 programs store
+    seen = _address_runs(monkeypatch, mini)
+    runs = Runs(monkeypatch, mini, "masked_add_kernel")
+    x = torch.arange(n, dtype=torch.float32, device="plate")
+    out = torch.zeros(n, device="plate")
+    masked_add_kernel[(grid,)](out, x, n, BLOCK=block)
+    assert out.cpu().tolist() == (torch.arange(n, dtype=torch.float32) + 1).tolist()
+    program, launched, args, as_written = runs.launches[-1]
+    assert launched != (grid, 1, 1) and as_written[0] == (grid, 1, 1)
+    assert runs.runs == [((grid, 1, 1), False, -(-n // block))]
+    assert [g for p, g, _ in seen if p is program] == [launched, (grid, 1, 1)]  # the persistent run, then as written
 
 
 def test_a_launch_that_is_not_persistent_runs_only_its_live_programs_from_a_kept_trace(mini, monkeypatch):

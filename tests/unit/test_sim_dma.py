@@ -637,6 +637,64 @@ def test_address_order_is_stable_even_without_packing():
     assert dma._address_order(np.array([7, 3, 7, 3])).tolist() == [1, 3, 0, 2]
 
 
+@pytest.mark.parametrize("placement", ["blocked", "interleaved"])
+def test_compiled_element_homes_at_every_chunk_and_stripe_edge(mem, placement):
+    """``_tiles.element_homes`` at each chunk's or stripe's first and last elements and their neighbours, in
+    a blocked allocation whose chunk is not a power of two (its quotient without a division: corrected by
+    one either way) and an interleaved one: each element's own home (``DeviceMemory.home_domain``)."""
+    if dma._element_homes is None:
+        pytest.skip("sim._tiles is not built with element_homes (setup.py build_ext)")
+    rec = mem.alloc(4 * 256512, placement)  # blocked: 4 chunks of 256,512 bytes (256 x 1002)
+    g = rec.granule
+    edges = np.arange(g, rec.nbytes, g)[:64]
+    rel = np.unique(np.clip(np.concatenate([edges - 4, edges, edges + 4, [0, rec.nbytes - 4]]), 0, rec.nbytes - 4))
+    if placement == "blocked":  # the reciprocal's quotient is one short at some chunk starts: corrected
+        assert g == 256512 and ((rel * (1.0 / g)).astype(np.int64) != rel // g).any()
+    addrs = (rec.base + rel).astype(np.int64)
+    counts = np.array([addrs.size // 2, addrs.size - addrs.size // 2], np.int64)
+    out = np.zeros((2, mem.traffic_columns))
+    dma._element_homes(out, addrs, counts, rec.base, g, rec.owners, rec.striped, 4.0)
+    expect = np.zeros_like(out)
+    homes = mem.home_domain(addrs)
+    np.add.at(expect, (np.repeat([0, 1], counts), homes), 4.0)
+    assert out.tobytes() == expect.tobytes()
+    assert len(set(homes.tolist())) == len(rec.owners)  # every owner's edges were asked
+
+
+@pytest.mark.parametrize(
+    "case", ["increasing", "permuted", "wide", "duplicates", "misaligned", "duplicates_wide", "one"]
+)
+def test_last_writes_keeps_the_last_write_to_each_address(case):
+    """``_last_writes``: each address's last write in (program, element) order, the writes in address
+    order, or all of them as they are when no two share an address, whether that is told by increase, by
+    the table of slots (``_distinct``) or by the sort: the same as a write-by-write reference."""
+    rng = np.random.default_rng(3)
+    n, step = 4096, 4
+    addrs = (1 << 40) + step * {
+        "increasing": np.arange(n) * 3,
+        "permuted": rng.permutation(2 * n)[:n],  # unique, within the table's slots
+        "wide": rng.permutation(n) * (dma.DISTINCT_SLOTS + 1),  # unique, past the slots per address: sorted
+        "duplicates": rng.integers(0, n, n),
+        "misaligned": rng.permutation(n),
+        "duplicates_wide": rng.integers(0, n, n) * (dma.DISTINCT_SLOTS + 1),
+        "one": np.zeros(1, np.int64),
+    }[case].astype(np.int64)
+    if case == "misaligned":  # distinct addresses half a step apart, two to a slot: not told apart by the table
+        addrs = (1 << 40) + (step // 2) * rng.permutation(n).astype(np.int64)
+    values = np.arange(addrs.size, dtype=np.float32)
+    pos = np.arange(addrs.size) % 3
+    got_a, got_v, got_p = dma._last_writes(addrs, values, pos, step)
+    last = {}
+    for i, a in enumerate(addrs.tolist()):
+        last[a] = i
+    keep = np.array(sorted(last.values(), key=lambda i: addrs[i]))
+    if len(last) == addrs.size:  # all kept: as they are, in order
+        keep = np.arange(addrs.size)
+    assert got_a.tolist() == addrs[keep].tolist()
+    assert got_v.tolist() == values[keep].tolist() and got_p.tolist() == pos[keep].tolist()
+    assert (len(last) < addrs.size) == case.startswith("duplicates")
+
+
 def test_float8_e5m2_store_and_load_round_trip():
     import ml_dtypes
 
@@ -651,18 +709,35 @@ def test_float8_e5m2_store_and_load_round_trip():
     np.testing.assert_array_equal(got.astype(np.float32), vals.astype(np.float32))
 
 
+@pytest.mark.parametrize("extra", [0, 768])  # 768 more bytes: blocked chunks of 2^18 + 256 bytes, not a power of two
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("placement", ["blocked", "interleaved", "local:2"])
-@pytest.mark.parametrize("rows", ["within", "straddling", "masked"])
-def test_element_traffic_by_home_counts_each_element_in_its_home_domain(mem, placement, rows):
+@pytest.mark.parametrize("rows", ["within", "straddling", "masked", "middle"])
+def test_element_traffic_by_home_counts_each_element_in_its_home_domain(
+    mem, placement, rows, compiled, extra, monkeypatch
+):
     """A gather's bytes by home domain (``dma.element_traffic``): a blocked allocation's rows are counted
-    whole where a row stays in one chunk and element by element where it crosses one; every placement the
-    same counts as each element's own home domain (``DeviceMemory.home_domain``), bit for bit."""
-    rec = mem.alloc(1 << 20, placement)  # blocked over plate-mini's 4 domains: a chunk of 256 KiB each
+    whole where a row stays in one chunk and by chunk where it crosses some (``middle``: rows within the
+    second and third chunks, some in one of them); every placement the same counts as each element's own
+    home domain (``DeviceMemory.home_domain``), bit for bit, in C (``_tiles.element_homes``: the elements
+    in one allocation of several owners) and in numpy."""
+    if compiled and dma._element_homes is None:
+        pytest.skip("sim._tiles is not built with element_homes (setup.py build_ext)")
+    monkeypatch.setattr(dma, "COMPILED_TILES", compiled)
+    calls, homes = [], dma._element_homes
+    if compiled:
+        monkeypatch.setattr(dma, "_element_homes", lambda *a: calls.append(1) or homes(*a))
+    rec = mem.alloc((1 << 20) + extra, placement)  # blocked over plate-mini's 4 domains: a chunk of 256 KiB each
+    if placement == "blocked":
+        assert rec.granule == (1 << 18) + (256 if extra else 0)
     other = mem.alloc(1 << 12, "local:1")  # a second allocation in the same access
     rng = np.random.default_rng(7)
     P, N = 12, 96
     if rows == "within":  # each row inside one chunk
         addrs = rec.base + (rng.integers(0, 4, P)[:, None] << 18) + 4 * rng.integers(0, 1 << 16, (P, N))
+    elif rows == "middle":  # rows crossing from the second chunk into the third, two inside the second
+        addrs = rec.base + (1 << 18) + 4 * rng.integers(0, 1 << 17, (P, N))
+        addrs[[2, 7]] = rec.base + (1 << 18) + 4 * rng.integers(0, 1 << 16, (2, N))
     else:  # rows spread over the whole allocation, one of them into the other allocation
         addrs = rec.base + 4 * rng.integers(0, 1 << 18, (P, N))
         addrs[3, ::5] = other.base + 4 * rng.integers(0, 1 << 10, N)[::5]
@@ -678,3 +753,4 @@ def test_element_traffic_by_home_counts_each_element_in_its_home_domain(mem, pla
                 expect[p, homes[p, i]] += 4.0
     assert t.bytes_by_domain.tobytes() == expect.tobytes()
     assert t.elements.tolist() == [N if mask is None else int(mask[p].sum()) for p in range(P)]
+    assert len(calls) == (compiled and placement != "local:2" and rows in ("within", "middle"))  # in one, of several

@@ -80,9 +80,9 @@ def _work_dtype(view: str, dtype: str) -> np.dtype:
 def _atomic_operands(mem, addrs, mask, dtype, what):
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
-    pos = mem.locate(flat, storage.itemsize, m, f"atomic {what} of {dtype}")
-    av, progs = _elements_of(flat, m)
-    return shape, flat, m, pos, av, progs
+    av, counts = _elements_of(flat, m)
+    pos = mem.locate(flat, storage.itemsize, m, f"atomic {what} of {dtype}", av)
+    return shape, flat, m, pos, av, counts
 
 
 def _select(values, shape, m, dtype, work):
@@ -91,7 +91,7 @@ def _select(values, shape, m, dtype, work):
     return v.view(work)
 
 
-def _finish(mem, shape, m, pos, av, progs, old, dtype):
+def _finish(mem, shape, m, pos, av, counts, old, dtype):
     nprog = shape[0]
     old = old.view(_storage(dtype))
     if m is None:
@@ -99,7 +99,7 @@ def _finish(mem, shape, m, pos, av, progs, old, dtype):
     else:
         out = np.zeros((nprog, m.shape[1]), old.dtype)
         out[m] = old
-    traffic = _element_traffic(mem, pos, av, progs, nprog, ITEMSIZE[dtype])
+    traffic = _element_traffic(mem, pos, av, counts, ITEMSIZE[dtype])
     return _from_storage(out.reshape(shape), dtype), traffic
 
 
@@ -115,25 +115,25 @@ def atomic_rmw(mem: DeviceMemory, op: str, addrs, values, mask, dtype: str):
             + ("fadd for floats, add for integers" if op in ("add", "fadd") else "another dtype")
         )
     work = _work_dtype(view, dtype)
-    shape, flat, m, pos, av, progs = _atomic_operands(mem, addrs, mask, dtype, op)
+    shape, flat, m, pos, av, counts = _atomic_operands(mem, addrs, mask, dtype, op)
     v = _select(values, shape, m, dtype, work)
     if op == "xchg":
         old = _sequential(mem, pos, av, work, v, lambda cur, k: v[k], "xchg")
     else:
         fn = _combine_of(op, dtype)
         old = _sequential(mem, pos, av, work, v, lambda cur, k: fn(cur, v[k]), op, fn)
-    return _finish(mem, shape, m, pos, av, progs, old, dtype)
+    return _finish(mem, shape, m, pos, av, counts, old, dtype)
 
 
 def atomic_cas(mem: DeviceMemory, addrs, cmp, values, mask, dtype: str):
     """old = mem[a]; if old == cmp (bit patterns, as CUDA atomicCAS): mem[a] = v; element by
     element in (program, row-major) order. Returns (old values, Traffic)."""
     work = BITS[dtype]
-    shape, flat, m, pos, av, progs = _atomic_operands(mem, addrs, mask, dtype, "cas")
+    shape, flat, m, pos, av, counts = _atomic_operands(mem, addrs, mask, dtype, "cas")
     c = _select(cmp, shape, m, dtype, work)
     v = _select(values, shape, m, dtype, work)
     old = _sequential(mem, pos, av, work, v, lambda cur, k: np.where(cur == c[k], v[k], cur), "cas", cmp=c)
-    return _finish(mem, shape, m, pos, av, progs, old, dtype)
+    return _finish(mem, shape, m, pos, av, counts, old, dtype)
 
 
 def _sequential(mem, pos, av, work, v, step, kind, ufunc=None, cmp=None):

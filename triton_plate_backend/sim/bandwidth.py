@@ -210,15 +210,24 @@ class Calendar:
         kl = kf0.tolist()
         kmin, kmax = min(kl), max(kl)
         self._grow(kmax + K)
-        if kmax - kmin <= DENSE_SPREAD * K and COMPILED_PASS and _walk is not None:  # the same, in C
+        dense = kmax - kmin <= DENSE_SPREAD * K
+        columns = None if dense or not COMPILED_PASS or _walk is None else getattr(_walk, "calendar_pass_columns", None)
+        if (dense and COMPILED_PASS and _walk is not None) or columns is not None:  # the same, in C
             cum, t, fin = np.empty((F, K)), np.empty(F), np.empty(F, np.int64)
             f64 = [np.ascontiguousarray(x, np.float64) for x in (fa, fb, frate)]
             fr = np.ascontiguousarray(fr, np.int64)
             cap, cap_padded = self.cap, self.cap_padded
-            all_done, any_done = _walk.calendar_pass(
-                self.used, self.base, kmin, kmax - kmin + K, K, dl, cap, cap_padded, f64[0], f64[1], fr, f64[2], cum,
-                t, fin, kf0,
-            )  # fmt: skip
+            if dense:
+                all_done, any_done = _walk.calendar_pass(
+                    self.used, self.base, kmin, kmax - kmin + K, K, dl, cap, cap_padded, f64[0], f64[1], fr, f64[2],
+                    cum, t, fin, kf0,
+                )  # fmt: skip
+            else:  # the union of the flows' windows, as below (a build without it: the numpy pass)
+                c0, buckets = _union_of_windows(kf0, ar[:K])
+                all_done, any_done = columns(
+                    self.used, self.base, len(buckets), K, dl, cap, cap_padded, f64[0], f64[1], fr, f64[2], cum, t,
+                    fin, kf0, np.ascontiguousarray(c0, np.int64), buckets - self.base,
+                )  # fmt: skip
             return None if all_done else fin < K, cum, t if any_done else None, kf0
         rows = R if J == 1 else R + 1  # row R: the padding resource
         width = self.used.shape[1]

@@ -31,6 +31,7 @@ try:  # a whole-tile DMA's checks and count by home in C (sim/csrc/tiles.cpp, bu
 except ImportError:  # pragma: no cover - an unbuilt checkout
     _tiles = None
 COMPILED_TILES = True  # tests turn it off to run the numpy code
+_element_homes = getattr(_tiles, "element_homes", None)  # None: a build before it (the numpy code runs)
 
 
 @dataclass
@@ -103,13 +104,23 @@ def _groups(pos, n: int):
         yield int(p), pos == p
 
 
+def _index(addrs: np.ndarray, first: int, itemsize: int) -> np.ndarray:
+    """Element indices of checked byte addresses from the element at address ``first``: (addrs - first) //
+    itemsize, by a shift for a power-of-two size (the same integers; ~3x faster than numpy's division)."""
+    rel = addrs - first
+    if itemsize & (itemsize - 1) == 0:
+        rel >>= itemsize.bit_length() - 1
+        return rel
+    return rel // itemsize
+
+
 def _read(mem: DeviceMemory, pos, addrs: np.ndarray, storage: np.dtype) -> np.ndarray:
     """Elements at checked byte addresses (1-D)."""
     out = np.empty(addrs.shape, storage)
     for p, sel in _groups(pos, addrs.size):
         rec = mem.live(p)
         typed, start = rec.typed(storage)
-        out[sel] = typed[(addrs[sel] - (rec.base + start)) // storage.itemsize]
+        out[sel] = typed[_index(addrs[sel], rec.base + start, storage.itemsize)]
     return out
 
 
@@ -128,8 +139,34 @@ def _address_order(addrs: np.ndarray) -> np.ndarray:
     return np.argsort(addrs, kind="stable")
 
 
-def _last_writes(addrs: np.ndarray, values: np.ndarray, pos):
-    """Keep only the last write to each address (row-major program, element order wins)."""
+DISTINCT_SLOTS = 16  # ``_distinct``'s table: at most this many slots per address (a sort costs ~50 per address)
+DISTINCT_TABLE = 1 << 26  # ... and at most this many in all (bytes)
+
+
+def _distinct(addrs: np.ndarray, step: int) -> bool:
+    """Whether no two addresses are equal, told without sorting them where that is cheap: they increase,
+    or each marks its slot ((address - lowest) // ``step``) in a table over their range (at most
+    ``DISTINCT_SLOTS`` slots per address and ``DISTINCT_TABLE`` in all), and as many slots are marked as
+    there are addresses (distinct slots: distinct addresses). False where it cannot tell (a duplicate, or
+    too wide a range)."""
+    n = addrs.size
+    if n < 2 or bool((addrs[1:] > addrs[:-1]).all()):
+        return True
+    lo = int(addrs.min())
+    slots = (int(addrs.max()) - lo) // step + 1
+    if slots > DISTINCT_SLOTS * n or slots > DISTINCT_TABLE:
+        return False
+    table = np.zeros(slots, bool)
+    rel = addrs - lo
+    table[rel >> (step.bit_length() - 1) if step & (step - 1) == 0 else rel // step] = True
+    return int(np.count_nonzero(table)) == n
+
+
+def _last_writes(addrs: np.ndarray, values: np.ndarray, pos, step: int = 1):
+    """Keep only the last write to each address (row-major program, element order wins). ``step``: what
+    distinct addresses differ by at least, where the caller knows it (aligned elements: their size)."""
+    if _distinct(addrs, step):  # every write its own address: all kept, in order, as the sort below keeps them
+        return addrs, values, pos
     order = _address_order(addrs)
     sa = addrs[order]
     last = np.ones(sa.size, bool)
@@ -143,19 +180,37 @@ def _last_writes(addrs: np.ndarray, values: np.ndarray, pos):
 def _write(mem: DeviceMemory, pos, addrs: np.ndarray, values: np.ndarray, unique: bool = False) -> None:
     """Write elements to checked byte addresses; later duplicates win unless ``unique``."""
     if not unique:
-        addrs, values, pos = _last_writes(addrs, values, pos)
+        addrs, values, pos = _last_writes(addrs, values, pos, values.dtype.itemsize)
     for p, sel in _groups(pos, addrs.size):
         rec = mem.live(p)
         typed, start = rec.typed(values.dtype)
-        typed[(addrs[sel] - (rec.base + start)) // values.dtype.itemsize] = values[sel]
+        typed[_index(addrs[sel], rec.base + start, values.dtype.itemsize)] = values[sel]
 
 
-def _element_bytes(mem: DeviceMemory, pos, addrs: np.ndarray, progs: np.ndarray, nprog: int, isz: int):
-    """float64 [P, D]: isz bytes per element to the home domain of its address."""
-    nd = mem.traffic_columns
+def _element_bytes(mem: DeviceMemory, pos, addrs: np.ndarray, counts: np.ndarray, isz: int):
+    """float64 [P, D]: isz bytes per element to the home domain of its address (``addrs``: C order, program
+    p's ``counts[p]`` elements after program p - 1's; ``_elements_of``). One allocation holding every
+    element counts by the programs' counts (one home, or a blocked allocation's rows); each element's
+    program is made only for the other cases."""
+    nd, nprog = mem.traffic_columns, counts.size
     out = np.zeros(nprog * nd)
+    progs = None
     for p, sel in _groups(pos, addrs.size):
         rec = mem.live(p)
+        whole = isinstance(sel, slice)  # every element, in one allocation
+        if whole and len(rec.owners) == 1:
+            out[rec.owners[0] :: nd] += counts * float(isz)
+            continue
+        compiled = _element_homes is not None and COMPILED_TILES and addrs.dtype == np.int64
+        if whole and compiled and addrs.flags.c_contiguous:
+            # several owners: each element's home in one pass in C, added by program (the same whole counts)
+            _element_homes(out.reshape(nprog, nd), addrs, counts, rec.base, rec.granule, rec.owners, rec.striped, isz)
+            continue
+        if whole and not rec.striped:
+            _blocked_bytes(out, rec, addrs, None, nprog, nd, isz, counts)
+            continue
+        if progs is None:
+            progs = np.repeat(np.arange(nprog), counts)
         pr = progs[sel]
         if len(rec.owners) == 1:
             out[rec.owners[0] :: nd] += np.bincount(pr, minlength=nprog) * float(isz)
@@ -167,29 +222,52 @@ def _element_bytes(mem: DeviceMemory, pos, addrs: np.ndarray, progs: np.ndarray,
     return out.reshape(nprog, nd)
 
 
-def _blocked_bytes(out: np.ndarray, rec, addrs: np.ndarray, progs: np.ndarray, nprog: int, nd: int, isz: int) -> None:
+def _blocked_bytes(
+    out: np.ndarray, rec, addrs: np.ndarray, progs: np.ndarray, nprog: int, nd: int, isz: int, counts=None
+) -> None:
     """``_element_bytes`` of one blocked allocation (its home domain rises with the address, one chunk per
     owner), row by row: each run of one program's elements (C order: one per program) whose lowest and
     highest addresses share a chunk is counted whole in that chunk's domain, the elements of the other
-    runs one by one. The same whole counts as element by element, so the same float sums."""
+    runs one by one. The same whole counts as element by element, so the same float sums. ``counts``:
+    each program's elements when ``addrs`` are all of them (the runs without comparing programs)."""
     n = addrs.size
     if n == 0:
         return
-    new = np.empty(n, bool)
-    new[0] = True
-    np.not_equal(progs[1:], progs[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    lens = np.diff(starts, append=n)
+    if counts is not None:
+        rows = np.flatnonzero(counts)  # the program of each run
+        lens = counts[rows]
+        starts = np.zeros(lens.size, np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+    else:
+        new = np.empty(n, bool)
+        new[0] = True
+        np.not_equal(progs[1:], progs[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
+        lens = np.diff(starts, append=n)
+        rows = progs[starts]
     first = rec.owner_index(np.minimum.reduceat(addrs, starts) - rec.base)
-    one = first == rec.owner_index(np.maximum.reduceat(addrs, starts) - rec.base)
+    last = rec.owner_index(np.maximum.reduceat(addrs, starts) - rec.base)
+    one = first == last
     owners = np.asarray(rec.owners, np.int64)
     if one.all():
-        out += np.bincount(progs[starts] * nd + owners[first], weights=lens, minlength=nprog * nd) * float(isz)
+        out += np.bincount(rows * nd + owners[first], weights=lens, minlength=nprog * nd) * float(isz)
         return
-    whole = np.bincount(progs[starts[one]] * nd + owners[first[one]], weights=lens[one], minlength=nprog * nd)
-    split = np.repeat(~one, lens)
-    dom = owners[rec.owner_index(addrs[split] - rec.base)]
-    out += (whole + np.bincount(progs[split] * nd + dom, minlength=nprog * nd)) * float(isz)
+    whole = np.bincount(rows[one] * nd + owners[first[one]], weights=lens[one], minlength=nprog * nd)
+    # the rows crossing chunks: per row, its elements at or above each chunk start the rows cross (one
+    # comparison pass per chunk start, no element's chunk computed), their differences its count per chunk
+    cross = ~one
+    sub = addrs[np.repeat(cross, lens)]
+    sub_lens = lens[cross]
+    sub_starts = np.zeros(sub_lens.size, np.int64)
+    np.cumsum(sub_lens[:-1], out=sub_starts[1:])
+    lo, hi = int(first[cross].min()), int(last[cross].max())
+    above = np.zeros((hi - lo + 2, sub_lens.size), np.int64)  # row j - lo: elements in chunk j or after
+    above[0] = sub_lens
+    for j in range(lo + 1, hi + 1):
+        np.add.reduceat(sub >= rec.base + j * rec.granule, sub_starts, dtype=np.int64, out=above[j - lo])
+    key = rows[cross][None, :] * nd + owners[lo : hi + 1, None]
+    split = np.bincount(key.ravel(), weights=(above[:-1] - above[1:]).ravel(), minlength=nprog * nd)
+    out += (whole + split) * float(isz)
 
 
 def _flat(addrs, mask):
@@ -203,46 +281,50 @@ def _flat(addrs, mask):
 
 
 def _elements_of(flat, m):
-    """Masked element addresses in C order, and the program of each."""
+    """Masked element addresses in C order and each program's count of them (its run of them: not
+    ``np.nonzero(m)``'s program of each element, ~10x slower to make, made where needed: ``_element_bytes``)."""
     nprog, n = flat.shape
     if m is None:
-        return flat.reshape(-1), np.repeat(np.arange(nprog), n)
-    return flat[m], np.nonzero(m)[0]
+        return flat.reshape(-1), np.full(nprog, n, np.int64)
+    return flat[m], np.count_nonzero(m, axis=1).astype(np.int64, copy=False)
 
 
-def _element_traffic(mem, pos, av, progs, nprog, isz) -> Traffic:
-    elems = np.bincount(progs, minlength=nprog).astype(np.int64)
-    return Traffic(_element_bytes(mem, pos, av, progs, nprog, isz), elems, elems.copy())
+def _element_traffic(mem, pos, av, counts, isz) -> Traffic:
+    elems = counts.astype(np.int64)  # a copy: the caller's counts stay its own
+    return Traffic(_element_bytes(mem, pos, av, counts, isz), elems, elems.copy())
 
 
 # ---- gather / scatter ------------------------------------------------------------------------------
-def gather(mem: DeviceMemory, addrs, mask, dtype: str, fill, access: str = "gather"):
-    """values[P, *shape] = mem[addrs] where mask, else fill; addrs are byte addresses."""
+def gather(mem: DeviceMemory, addrs, mask, dtype: str, fill, access: str = "gather", counted: bool = True):
+    """values[P, *shape] = mem[addrs] where mask, else fill; addrs are byte addresses. ``counted``: False in
+    a launch that records no trace (its Traffic is ``NOT_COUNTED``: no bytes by home counted)."""
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
-    nprog = shape[0]
-    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}")
-    av, progs = _elements_of(flat, m)
+    av, counts = _elements_of(flat, m)
+    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}", av)
     if m is None:
         out = _read(mem, pos, av, storage)
     else:
         out = np.full(flat.shape, fill_value(fill, dtype), storage)
         out[m] = _read(mem, pos, av, storage)
-    traffic = _element_traffic(mem, pos, av, progs, nprog, storage.itemsize)
+    traffic = _element_traffic(mem, pos, av, counts, storage.itemsize) if counted else NOT_COUNTED
     return _from_storage(out.reshape(shape), dtype), traffic
 
 
-def scatter(mem: DeviceMemory, addrs, mask, values, dtype: str | None = None, access: str = "scatter") -> Traffic:
-    """mem[addrs] = values where mask; duplicates: the last in (program, row-major) order wins."""
+def scatter(
+    mem: DeviceMemory, addrs, mask, values, dtype: str | None = None, access: str = "scatter", counted: bool = True
+) -> Traffic:
+    """mem[addrs] = values where mask; duplicates: the last in (program, row-major) order wins. ``counted``:
+    as ``gather``'s."""
     dtype = dtype or _dtype_name(values)
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
     nprog = shape[0]
-    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}")
-    av, progs = _elements_of(flat, m)
+    av, counts = _elements_of(flat, m)
+    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}", av)
     vals = _to_storage(np.broadcast_to(values, shape), dtype).reshape(nprog, math.prod(shape[1:]))
     _write(mem, pos, av, vals.reshape(-1) if m is None else vals[m])
-    return _element_traffic(mem, pos, av, progs, nprog, storage.itemsize)
+    return _element_traffic(mem, pos, av, counts, storage.itemsize) if counted else NOT_COUNTED
 
 
 def _dtype_name(values) -> str:
@@ -918,7 +1000,7 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     [P, *shape] array of the storage type (the destination tile's SRAM view) the common case
     copies the values straight into; the values returned are then ``into`` itself, or else an
     array the caller copies (possibly a read-only view of memory). ``counted=False``: the Traffic
-    is ``NOT_COUNTED`` (but where the access spans several allocations: element by element)."""
+    is ``NOT_COUNTED``."""
     row = _Row.make(mem, base, dtype, shape, strides, lo, hi)
     if row is not None:
         fillv = fill_value(fill, dtype)
@@ -940,8 +1022,9 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
         return out, Traffic.zeros(box.nprog, mem.traffic_columns)
     pos = _box_locate(mem, box)
     if pos is None:  # spans several allocations, or a fault: check each element
-        values, traffic = gather(mem, box.element_addrs(), box.valid(), dtype, fill, access="load")
-        traffic.runs = box.runs()
+        values, traffic = gather(mem, box.element_addrs(), box.valid(), dtype, fill, access="load", counted=counted)
+        if counted:
+            traffic.runs = box.runs()
         return values, traffic
     sub = _sub_box(box)
     if sub is not None:  # the same part of every program's tile valid: load that part, fill the rest
@@ -989,7 +1072,7 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
 def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str | None = None, counted=True) -> Traffic:
     """mem[base[p] + sum_k i_k*strides[p,k]*itemsize] = values[p, i] where lo[p] <= i < hi[p];
     overlapping writes: the last in (program, row-major element) order wins. ``counted=False``: the
-    Traffic is ``NOT_COUNTED`` (but where the access spans several allocations: element by element)."""
+    Traffic is ``NOT_COUNTED``."""
     dtype = dtype or _dtype_name(values)
     values = np.asarray(values)
     row = _Row.make(mem, base, dtype, values.shape[1:], strides, lo, hi)
@@ -1003,8 +1086,9 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
         return Traffic.zeros(box.nprog, mem.traffic_columns)
     pos = _box_locate(mem, box)
     if pos is None:
-        traffic = scatter(mem, box.element_addrs(), box.valid(), values, dtype, access="store")
-        traffic.runs = box.runs()
+        traffic = scatter(mem, box.element_addrs(), box.valid(), values, dtype, access="store", counted=counted)
+        if counted:
+            traffic.runs = box.runs()
         return traffic
     sub = _sub_box(box)
     if sub is not None:  # the same part of every program's tile valid: store that part (same order)
@@ -1188,6 +1272,6 @@ def _kept_elements(addrs, mask, dtype: str, access: str) -> Access:
 def _element_traffic_of(mem: DeviceMemory, addrs, mask, dtype: str, access: str = "access") -> Traffic:
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
-    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}")
-    av, progs = _elements_of(flat, m)
-    return _element_traffic(mem, pos, av, progs, shape[0], storage.itemsize)
+    av, counts = _elements_of(flat, m)
+    pos = mem.locate(flat, storage.itemsize, m, f"{access} of {dtype}", av)
+    return _element_traffic(mem, pos, av, counts, storage.itemsize)

@@ -49,7 +49,7 @@ from .affinity import MAPPINGS
 from .data_flow import _tiles
 from .dma import Traffic
 from .executor import DEFAULT_MAX_STEPS, execute
-from .memory import DeviceMemory
+from .memory import DeviceMemory, Placement
 from .replay import _routes, static_facts
 from .sem_memory import TRAFFIC_ONLY, kept_access
 from .semantics import SEMANTICS
@@ -296,7 +296,21 @@ def _logging(rule, accesses: list, for_real: bool, budget: list):
     return logged
 
 
-def _repriced(trace: Trace, accesses: list, moved: dict, shadow: DeviceMemory) -> Trace | None:
+REPRICED_BYTES = 1 << 26  # Traffic of accesses counted over a placement, kept per logged run for the next ones
+
+
+@dataclass
+class _Log:
+    """A logged address-only run's accesses (``_logging``: pc, the context's first program, its programs,
+    the access kept or None, in the order they ran) and what ``_repriced`` counted of them so far: per
+    access and the placements of the moved allocations it may touch, its Traffic, within ``room`` bytes."""
+
+    accesses: list
+    counted: dict = field(default_factory=dict)
+    room: int = REPRICED_BYTES
+
+
+def _repriced(trace: Trace, log: _Log, moved: dict, shadow: DeviceMemory) -> Trace | None:
     """``trace`` (an address-only run) as the same run over ``shadow`` records it, where ``shadow`` is the
     run's memory with the allocations in ``moved`` placed otherwise: a placement changes no address,
     control flow, element or run, only the home domain of each byte, so each access that touches a
@@ -305,11 +319,17 @@ def _repriced(trace: Trace, accesses: list, moved: dict, shadow: DeviceMemory) -
     (one, or a batch's cache-sized sub-batches merged: sim/executor.py ``_run_cut``): each is found by its
     pc and first program, in the order they ran. None when an access that may touch a moved allocation
     cannot be counted again (an element access past ``dma.ACCESS_BYTES`` keeps its span alone) or the log
-    does not cover the trace."""
-    spans = [(rec.base, rec.end) for rec, _ in moved.values()]
+    does not cover the trace.
+
+    A home domain follows only its allocation's address, size and placement (sim/memory.py), and an
+    allocation ``moved`` leaves alone is placed as in the run; so an access's count over ``shadow`` is the
+    same over every placement that places the moved allocations its span overlaps alike: counted once
+    per those placements (``log.counted``: the operand planner's placements each add one operand's
+    candidate to the choices before it, so most of an access's counts are asked again)."""
+    spans = [(rec.base, rec.end, Placement.parse(spec)) for rec, spec in moved.values()]
     ran: dict[tuple, collections.deque] = {}
-    for pc, first, n, access in accesses:
-        ran.setdefault((pc, first), collections.deque()).append((n, access))
+    for at, (pc, first, n, access) in enumerate(log.accesses):
+        ran.setdefault((pc, first), collections.deque()).append((n, access, at))
     entries = list(trace.entries)  # the run's own entries, but those of the accesses counted again below
     for i, e in enumerate(entries):
         if e.bytes_by_domain is None:
@@ -319,19 +339,25 @@ def _repriced(trace: Trace, accesses: list, moved: dict, shadow: DeviceMemory) -
             queue = ran.get((e.pc, int(programs[row])))
             if not queue:
                 return None
-            n, access = queue.popleft()
-            if access is None or any(access.lo < hi and lo < access.hi for lo, hi in spans):
-                hits.append((row, n, access))
+            n, access, at = queue.popleft()
+            over = () if access is None else tuple(s for s in spans if access.lo < s[1] and s[0] < access.hi)
+            if access is None or over:
+                hits.append((row, n, access, (at, over)))
             row += n
         if row != len(programs):
             return None
         if not hits:
             continue
         bbd, elements, runs = e.bytes_by_domain.copy(), e.elements.copy(), e.runs.copy()
-        for row, n, access in hits:
+        for row, n, access, key in hits:
             if access is None or not access.countable:
                 return None
-            t = access.traffic(shadow)
+            t = log.counted.get(key)
+            if t is None:
+                t = access.traffic(shadow)
+                size = t.bytes_by_domain.nbytes + t.elements.nbytes + t.runs.nbytes
+                if size <= log.room:
+                    log.counted[key], log.room = t, log.room - size
             bbd[row : row + n], elements[row : row + n], runs[row : row + n] = t.bytes_by_domain, t.elements, t.runs
         entries[i] = TraceEntry(e.pc, programs, bbd, elements, runs)
     if any(ran.values()):
@@ -386,24 +412,27 @@ def _launch_trace(program, grid, args, memory: DeviceMemory, shadow: DeviceMemor
         return trace
     accesses = []
     trace = _address_run(program, grid, args, memory, machine, accesses=accesses)
-    _keep(memo, key, _layout(memory), program, trace, accesses)
+    _keep(memo, key, _layout(memory), program, trace, _Log(accesses))
     return trace
 
 
 def kept_address_trace(
-    program: Program, grid, args, memory: DeviceMemory, machine, *, max_steps=None, placed: bool = True
-) -> Trace:
+    program: Program, grid, args, memory: DeviceMemory, machine, *, max_steps=None, placed: bool = True, run=True
+) -> Trace | None:
     """``address_trace`` of a launch over ``memory`` as it is. Inside ``shared_estimates`` a trace the
     block already has is the answer: one an estimate priced over the layout memory has now (the launch
     after its operands moved to the layout the planner chose), or with ``placed=False`` (what is asked
-    of the trace does not depend on where bytes live: control flow, elements, runs) over any layout."""
+    of the trace does not depend on where bytes live: control flow, elements, runs) over any layout.
+    ``run=False``: None where the block has none (no run made)."""
     memo = getattr(_shared, "memo", None)
     key = None if memo is None else _run_key(program, grid, args, memory, machine, max_steps)
     if key is None:
-        return address_trace(program, grid, args, memory, machine, max_steps=max_steps)
+        return address_trace(program, grid, args, memory, machine, max_steps=max_steps) if run else None
     hit = _kept(memo, (*key, _layout(memory)), program) or (None if placed else _kept(memo, key, program))
     if hit is not None:
         return hit[1]
+    if not run:
+        return None
     machine = get_machine(machine if machine is not None else memory.machine)
     trace = _address_run(program, grid, args, memory, machine, max_steps=max_steps)
     _keep(memo, key, _layout(memory), program, trace, None)

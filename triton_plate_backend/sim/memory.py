@@ -497,15 +497,21 @@ class DeviceMemory:
         return out.reshape(addrs.shape)
 
     def locate(
-        self, addrs: np.ndarray, itemsize: int, mask: np.ndarray | None = None, access: str = "access"
+        self,
+        addrs: np.ndarray,
+        itemsize: int,
+        mask: np.ndarray | None = None,
+        access: str = "access",
+        masked: np.ndarray | None = None,
     ) -> np.ndarray | int:
         """Check element addresses and return the live-table position of each.
 
         ``addrs`` int64 [P, N] (P program instances), ``mask`` bool [P, N] or None (all). Returns an
         int when every checked element is in the same allocation, else int64 [count] positions of
         the masked elements in C order. Raises MemoryFault (misaligned, or outside every live
-        allocation) with ``programs`` = the offending program indices."""
-        av = addrs[mask] if mask is not None else addrs.reshape(-1)
+        allocation) with ``programs`` = the offending program indices. ``masked``: the masked
+        elements' addresses in C order, when the caller has them (``addrs[mask]``, not taken again)."""
+        av = masked if masked is not None else addrs[mask] if mask is not None else addrs.reshape(-1)
         if av.size == 0:
             return 0
         if itemsize > 1 and int(np.bitwise_or.reduce(av)) & (itemsize - 1):  # one pass, no temporary

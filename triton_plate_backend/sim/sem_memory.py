@@ -124,7 +124,7 @@ def _gather(st, ins):
     q, d, addr, m, fill = ins.operands
     t = st.tiles[d]
     addrs, mask = _addresses(st, ins, addr, m, t)
-    vals, traffic = dma.gather(st.memory, addrs, mask, t.dtype, _fill(st, fill, t.dtype))
+    vals, traffic = dma.gather(st.memory, addrs, mask, t.dtype, _fill(st, fill, t.dtype), counted=st.launch.counted)
     _sanitize_elements(st, READ, t, addrs, mask)
     st.write(d, vals)
     _issued(st, q)
@@ -135,7 +135,7 @@ def _scatter(st, ins):
     q, a, addr, m = ins.operands
     t = st.tiles[a]
     addrs, mask = _addresses(st, ins, addr, m, t)
-    traffic = dma.scatter(st.memory, addrs, mask, st.read(a), t.dtype)
+    traffic = dma.scatter(st.memory, addrs, mask, st.read(a), t.dtype, counted=st.launch.counted)
     _sanitize_elements(st, WRITE, t, addrs, mask)
     _issued(st, q)
     return traffic

@@ -403,11 +403,97 @@ PyObject* select_strided(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// element_homes(out, addrs, counts, base, granule, owners, striped, itemsize): _element_bytes of element
+// accesses all in one allocation of several owners (sim/dma.py): addrs int64 [n] in C order, program p's
+// counts[p] after program p - 1's (counts int64 [P], summing to n), each element's home the owner of its
+// stripe (striped: piece % k) or chunk (min(piece, k - 1)), piece = (address - base) // granule, addresses
+// at or past base (located). Adds each program's count per owner times itemsize to out float64 [P, columns]
+// (whole numbers: the numpy code's float sums, bit for bit). Returns None.
+PyObject* element_homes(PyObject*, PyObject* args) {
+  PyObject *out_obj, *addrs_obj, *counts_obj, *owners_obj;
+  long long base, granule;
+  int striped;
+  double isz;
+  if (!PyArg_ParseTuple(args, "OOOLLOpd", &out_obj, &addrs_obj, &counts_obj, &base, &granule, &owners_obj, &striped,
+                        &isz))
+    return nullptr;
+  const Py_ssize_t k = PyTuple_Check(owners_obj) ? PyTuple_GET_SIZE(owners_obj) : 0;
+  int64_t owners[64];
+  if (k < 1 || k > 64 || granule <= 0 || !int64_items(owners_obj, k, owners)) {
+    PyErr_SetString(PyExc_ValueError, "_tiles.element_homes: 1 to 64 int owners (a tuple), a positive granule");
+    return nullptr;
+  }
+  Py_buffer out, addrs, counts;
+  if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) return nullptr;
+  if (out.ndim != 2 || out.itemsize != 8 || !out.format || strcmp(out.format, "d") != 0) {
+    PyBuffer_Release(&out);
+    PyErr_SetString(PyExc_ValueError, "_tiles.element_homes: out must be C-contiguous float64 [P, columns]");
+    return nullptr;
+  }
+  if (!int64_buffer(addrs_obj, &addrs, 1, false)) {
+    PyBuffer_Release(&out);
+    PyErr_SetString(PyExc_ValueError, "_tiles.element_homes: addrs must be C-contiguous int64 [n]");
+    return nullptr;
+  }
+  if (!int64_buffer(counts_obj, &counts, 1, false)) {
+    PyBuffer_Release(&addrs);
+    PyBuffer_Release(&out);
+    PyErr_SetString(PyExc_ValueError, "_tiles.element_homes: counts must be C-contiguous int64 [P]");
+    return nullptr;
+  }
+  const Py_ssize_t P = counts.shape[0], cols = out.shape[1], n = addrs.shape[0];
+  const int64_t *a = static_cast<const int64_t*>(addrs.buf), *c = static_cast<const int64_t*>(counts.buf);
+  double* o = static_cast<double*>(out.buf);
+  bool ok = out.shape[0] == P;
+  for (int64_t j = 0; ok && j < k; ++j) ok = owners[j] >= 0 && owners[j] < cols;
+  Py_ssize_t total = 0;
+  for (Py_ssize_t p = 0; ok && p < P; ++p) ok = c[p] >= 0 && (total += c[p]) <= n;
+  ok = ok && total == n;
+  for (Py_ssize_t i = 0; ok && i < n; ++i) ok = a[i] >= base;
+  if (ok) {
+    const bool pow2 = (granule & (granule - 1)) == 0;
+    int shift = 0;
+    while (pow2 && (int64_t(1) << shift) < granule) ++shift;
+    const double inverse = 1.0 / static_cast<double>(granule);
+    int64_t tally[64];
+    Py_ssize_t i = 0;
+    for (Py_ssize_t p = 0; p < P; ++p) {
+      for (Py_ssize_t j = 0; j < k; ++j) tally[j] = 0;
+      for (const Py_ssize_t end = i + c[p]; i < end; ++i) {
+        const int64_t rel = a[i] - base;
+        int64_t piece;
+        if (pow2) {
+          piece = rel >> shift;
+        } else {  // rel // granule without a 64-bit division: the reciprocal's quotient, off by at most one, corrected
+          piece = static_cast<int64_t>(static_cast<double>(rel) * inverse);
+          if (piece * granule > rel)
+            --piece;
+          else if ((piece + 1) * granule <= rel)
+            ++piece;
+        }
+        tally[striped ? piece % k : (piece < k - 1 ? piece : k - 1)] += 1;
+      }
+      for (Py_ssize_t j = 0; j < k; ++j)
+        if (tally[j]) o[p * cols + owners[j]] += static_cast<double>(tally[j]) * isz;
+    }
+  }
+  PyBuffer_Release(&counts);
+  PyBuffer_Release(&addrs);
+  PyBuffer_Release(&out);
+  if (!ok) {
+    PyErr_SetString(PyExc_ValueError,
+                    "_tiles.element_homes: out's rows or columns, counts or an address below base do not fit");
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
 PyMethodDef METHODS[] = {
     {"select", select, METH_VARARGS, "v.select over a batch's SRAM image in one pass (sim/sem_vector.py)."},
     {"select_strided", select_strided, METH_VARARGS, "v.select whose sides have strides of their own (sim/sem_vector.py)."},
     {"whole_tiles", whole_tiles, METH_VARARGS, "_Tiles.make's test and values from the register file (sim/dma.py)."},
     {"tile_homes", tile_homes, METH_VARARGS, "_Tiles.traffic's count by home of tiles in one stripe (sim/dma.py)."},
+    {"element_homes", element_homes, METH_VARARGS, "_element_bytes of element accesses in one allocation (sim/dma.py)."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -309,20 +309,27 @@ void reach(const double* alloc, const double* need, Py_ssize_t F, Py_ssize_t K, 
 // starting at fa in buckets kf0 (fa // dl): commits the flows' bytes into ``used`` [R + 1, width] and
 // fills cum [F, K], t [F] (where some flow is done) and fin [F] (the first bucket reaching the flow's
 // bytes, K if none). Returns (all done, any done).
-PyObject* calendar_pass(PyObject*, PyObject* args) {
-  PyObject* o[12];
-  Py_ssize_t base, kmin, S, K;
+// calendar_pass_columns(used, base, S, K, dl, cap, cap_padded, fa, fb, fr, frate, cum, t, fin, kf0, c0, ucol)
+// The same over any S columns: ucol int64 [S] the column of ``used`` of each, increasing (the numpy pass's
+// union of the flows' windows when they start far apart), c0 int64 [F] each flow's first column.
+PyObject* calendar_pass_any(PyObject* args, bool columns) {
+  PyObject* o[14];
+  Py_ssize_t base, kmin = 0, S, K;
   double dl;
-  if (!PyArg_ParseTuple(args, "OnnnndOOOOOOOOOO", &o[0], &base, &kmin, &S, &K, &dl, &o[1], &o[2], &o[3], &o[4],
-                        &o[5], &o[6], &o[7], &o[8], &o[9], &o[10]))
+  if (columns ? !PyArg_ParseTuple(args, "OnnndOOOOOOOOOOOO", &o[0], &base, &S, &K, &dl, &o[1], &o[2], &o[3], &o[4],
+                                  &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12])
+              : !PyArg_ParseTuple(args, "OnnnndOOOOOOOOOO", &o[0], &base, &kmin, &S, &K, &dl, &o[1], &o[2], &o[3],
+                                  &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10]))
     return nullptr;
-  Buf used_b, cap_b, capp_b, fa_b, fb_b, fr_b, rate_b, cum_b, t_b, fin_b, kf0_b;
+  Buf used_b, cap_b, capp_b, fa_b, fb_b, fr_b, rate_b, cum_b, t_b, fin_b, kf0_b, c0_b, ucol_b;
   if (!used_b.get(o[0], 8, -1, true, "used") || !cap_b.get(o[1], 8, -1, false, "cap") ||
       !capp_b.get(o[2], 8, cap_b.items() + 1, false, "cap_padded") || !fa_b.get(o[3], 8, -1, false, "fa") ||
       !fb_b.get(o[4], 8, fa_b.items(), false, "fb") || !fr_b.get(o[5], 8, -1, false, "fr") ||
       !rate_b.get(o[6], 8, fa_b.items(), false, "frate") || !cum_b.get(o[7], 8, fa_b.items() * K, true, "cum") ||
       !t_b.get(o[8], 8, fa_b.items(), true, "t") || !fin_b.get(o[9], 8, fa_b.items(), true, "fin") ||
       !kf0_b.get(o[10], 8, fa_b.items(), false, "kf0"))
+    return nullptr;
+  if (columns && (!c0_b.get(o[11], 8, fa_b.items(), false, "c0") || !ucol_b.get(o[12], 8, S, false, "ucol")))
     return nullptr;
   const Py_ssize_t R = cap_b.items(), F = fa_b.items(), J = F ? fr_b.items() / F : 1;
   const Py_ssize_t width = used_b.items() / (R + 1), rows = J == 1 ? R : R + 1;
@@ -332,14 +339,20 @@ PyObject* calendar_pass(PyObject*, PyObject* args) {
   const int64_t* fr = fr_b.at<int64_t>();
   int64_t* fin = fin_b.at<int64_t>();
   const int64_t* kf0 = kf0_b.at<int64_t>();
-  const Py_ssize_t off = kmin - base;  // column of the range's first bucket in ``used``
-  if (F < 1 || K < 1 || S < K || J < 1 || fr_b.items() != F * J || off < 0 || off + S > width ||
+  // per flow its first column, per column its column of ``used``: the dense range's, or the caller's
+  std::vector<int64_t> first_col(F > 0 ? F : 0), used_col(S > 0 ? S : 0);
+  for (Py_ssize_t f = 0; f < F; f++) first_col[f] = columns ? c0_b.at<int64_t>()[f] : kf0[f] - kmin;
+  for (Py_ssize_t s = 0; s < S; s++) used_col[s] = columns ? ucol_b.at<int64_t>()[s] : kmin - base + s;
+  if (F < 1 || K < 1 || S < K || J < 1 || fr_b.items() != F * J || used_col[0] < 0 || used_col[S - 1] >= width ||
       used_b.items() != (R + 1) * width || !(dl > 0)) {
     PyErr_SetString(PyExc_ValueError, "_walk.calendar_pass: inconsistent shapes");
     return nullptr;
   }
+  for (Py_ssize_t s = 1; s < S; s++)
+    if (used_col[s] <= used_col[s - 1]) goto bad;
   for (Py_ssize_t f = 0; f < F; f++) {
-    if (kf0[f] - kmin < 0 || kf0[f] - kmin + K > S) goto bad;
+    if (first_col[f] < 0 || first_col[f] + K > S) goto bad;
+    if (kf0[f] + K - 1 - base >= width || kf0[f] - base < 0) goto bad;  // the drain reads its last bucket
     for (Py_ssize_t j = 0; j < J; j++)
       if (fr[f * J + j] < 0 || fr[f * J + j] >= rows) goto bad;
   }
@@ -350,7 +363,7 @@ PyObject* calendar_pass(PyObject*, PyObject* args) {
     c.cells.resize(F * J * K), c.col.resize(FK);
     std::vector<double> lo(FK), ell(FK), edges(F * (K + 1)), active(N, 0.0), demand(FK), alloc(FK);
     for (Py_ssize_t f = 0; f < F; f++) {
-      const int64_t c0 = kf0[f] - kmin;
+      const int64_t c0 = first_col[f];
       for (Py_ssize_t k = 0; k <= K; k++) edges[f * (K + 1) + k] = static_cast<double>(kf0[f] + k) * dl;
       for (Py_ssize_t k = 0; k < K; k++) {
         c.col[f * K + k] = c0 + k;
@@ -371,7 +384,7 @@ PyObject* calendar_pass(PyObject*, PyObject* args) {
     c.cap.resize(N), c.tol.resize(N), c.capx.resize(N);
     for (Py_ssize_t r = 0; r < R; r++)
       for (Py_ssize_t s = 0; s < S; s++) {
-        const double v = mn(cap[r] * dl - used[r * width + off + s], cap[r] * active[r * S + s]);
+        const double v = mn(cap[r] * dl - used[r * width + used_col[s]], cap[r] * active[r * S + s]);
         c.cap[r * S + s] = mx(v, 0.0);
         c.tol[r * S + s] = 1e-9 * c.cap[r * S + s];
       }
@@ -402,7 +415,7 @@ PyObject* calendar_pass(PyObject*, PyObject* args) {
     }
     c.per_cell(kept.data(), percell.data());
     for (Py_ssize_t r = 0; r < rows; r++)
-      for (Py_ssize_t s = 0; s < S; s++) used[r * width + off + s] += percell[r * S + s];
+      for (Py_ssize_t s = 0; s < S; s++) used[r * width + used_col[s]] += percell[r * S + s];
     if (fmin_ < K) {
       for (Py_ssize_t f = 0; f < F; f++) {
         const int64_t fc = std::min<int64_t>(fin[f], K - 1);
@@ -422,13 +435,18 @@ PyObject* calendar_pass(PyObject*, PyObject* args) {
     return Py_BuildValue("(OO)", fmax_ < K ? Py_True : Py_False, fmin_ < K ? Py_True : Py_False);
   }
 bad:
-  PyErr_SetString(PyExc_ValueError, "_walk.calendar_pass: a flow's window or resource is out of range");
+  PyErr_SetString(PyExc_ValueError, "_walk.calendar_pass: a flow's window, column or resource is out of range");
   return nullptr;
 }
+
+PyObject* calendar_pass(PyObject*, PyObject* args) { return calendar_pass_any(args, false); }
+PyObject* calendar_pass_columns(PyObject*, PyObject* args) { return calendar_pass_any(args, true); }
 
 PyMethodDef METHODS[] = {
     {"program_times", program_times, METH_VARARGS, "The cost model's per-entry walk (sim/estimate.py)."},
     {"calendar_pass", calendar_pass, METH_VARARGS, "One pass of the bandwidth calendar (sim/bandwidth.py)."},
+    {"calendar_pass_columns", calendar_pass_columns, METH_VARARGS,
+     "One pass of the bandwidth calendar over any columns (sim/bandwidth.py)."},
     {nullptr, nullptr, 0, nullptr},
 };
 
