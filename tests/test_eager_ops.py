@@ -5,6 +5,7 @@ not cover still runs on the host, counted."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
@@ -926,3 +927,85 @@ def test_eager_kernels_load_from_tritons_cache_under_always_compile(monkeypatch,
         torch.testing.assert_close((x.to("plate") * 3.0).cpu(), x * 3.0)
     assert hits == [False, True]
     assert knobs.compilation.always_compile  # the knob is as it was outside the eager op
+
+
+# ---- maximum / minimum / clamp, sqrt of float64, linalg_vector_norm ---------------------------------------
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.uint8])
+def test_maximum_minimum_and_the_clamps_as_the_cpus(dtype, no_host_ops):
+    x = (torch.randn(6, 7, generator=torch.Generator().manual_seed(1)) * 5).to(dtype)
+    lo = (torch.randn(7, generator=torch.Generator().manual_seed(2)) * 5).to(dtype)
+    if dtype.is_floating_point:  # a NaN of any operand is the result, as torch's
+        x[1, 2], lo[4] = NAN, NAN
+    p, plo = x.plate(), lo.plate()
+    same(torch.maximum(p, plo), torch.maximum(x, lo))
+    same(torch.minimum(p.T, plo[:6]), torch.minimum(x.T, lo[:6]))  # transposed, broadcast
+    same(p.clamp_min(plo), x.clamp_min(lo))
+    same(p.clamp_max(plo), x.clamp_max(lo))
+    same(p.clamp(plo, plo + 1), x.clamp(lo, lo + 1))
+    same(p.clamp(max=plo), x.clamp(max=lo))
+    for low, high in ((1, 3), (None, 2), (2, None), (3, 1)):  # numbers; low > high gives high everywhere
+        same(p.clamp(low, high), x.clamp(low, high))
+    same(p.clamp_min(1), x.clamp_min(1))
+    same(p.clamp(0.5, 2.5), x.clamp(0.5, 2.5))  # an integer tensor with float limits: the default float type
+    y = p.clone()
+    y.clamp_(0, 2)  # in place
+    same(y, x.clamp(0, 2))
+    out = torch.empty(0, dtype=dtype).plate()
+    torch.clamp_min(p, 1, out=out)
+    same(out, x.clamp_min(1))
+
+
+def test_a_nan_clamp_limit_gives_nan_everywhere(no_host_ops):
+    x = torch.randn(5)
+    same(x.plate().clamp_min(NAN), x.clamp_min(NAN))
+    same(x.plate().clamp(0.0, NAN), x.clamp(0.0, NAN))
+
+
+def test_a_clamp_limit_the_type_cannot_hold_raises_torchs_error():
+    x = torch.randn(5)
+    with pytest.raises(RuntimeError, match="cannot be converted to type c10::Half without overflow"):
+        x.half().plate().clamp(1e5)
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
+        torch.clamp(x.plate())
+
+
+@pytest.mark.parametrize("name", ["sqrt", "rsqrt"])
+def test_sqrt_and_rsqrt_of_float64_round_correctly(name, no_host_ops):
+    # tl.sqrt_rn takes fp32 only: a float64 tensor compiled nothing before; fp64's sqrt is IEEE's, as math.sqrt
+    x = torch.rand(257, dtype=torch.float64, generator=torch.Generator().manual_seed(3)) * 100
+    got = getattr(x.plate(), name)().cpu()
+    roots = torch.tensor([math.sqrt(v) for v in x.tolist()], dtype=torch.float64)
+    assert torch.equal(got, roots if name == "sqrt" else 1.0 / roots)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"dim": -1}, {"dim": (0, 2), "keepdim": True}, {"dim": [], "keepdim": True}, {"ord": 1, "dim": 1},
+     {"ord": float("inf")}, {"ord": 3, "dim": 0}, {"ord": 0, "dim": 2}, {"dim": 1, "dtype": torch.float64}],
+)  # fmt: skip
+def test_vector_norm_and_normalize_as_the_cpus(dtype, kw, no_host_ops):
+    if "dtype" in kw and dtype != torch.float32:
+        return
+    x = torch.randn(3, 5, 7, generator=torch.Generator().manual_seed(4)).to(dtype)
+    x[0, 1, 2] = 0.0
+    got, want = torch.linalg.vector_norm(x.plate(), **kw), torch.linalg.vector_norm(x.double(), **kw)
+    assert got.shape == want.shape and got.dtype == torch.linalg.vector_norm(x, **kw).dtype
+    tolerance = {} if dtype == torch.float64 else {"rtol": 4e-3, "atol": 1e-3}
+    torch.testing.assert_close(got.cpu().double(), want, **tolerance)
+    if not kw:  # the 2-norm of one element is its magnitude (ATen's shortcut)
+        same(torch.linalg.vector_norm(x[0, 0, :1].plate() - 4, dim=0), torch.linalg.vector_norm(x[0, 0, :1] - 4, dim=0))
+
+
+def test_normalize_and_its_gradient_run_on_plate(no_host_ops):
+    x = torch.randn(4, 9, 16, generator=torch.Generator().manual_seed(5))
+    p = x.plate().requires_grad_()
+    c = x.clone().requires_grad_()
+    y, z = torch.nn.functional.normalize(p, dim=-1), torch.nn.functional.normalize(c, dim=-1)
+    (y * torch.arange(16.0).plate()).sum().backward()
+    (z * torch.arange(16.0)).sum().backward()
+    same(y.detach(), z.detach())
+    same(p.grad, c.grad)

@@ -9,6 +9,7 @@
   raises torch's error).
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
 - ``masked_select``: self[mask] after broadcasting the two.
+- ``vector_norm``: linalg_vector_norm as torch's decomposition, the 2-norm as CUDA's kernel computes it.
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -84,6 +85,33 @@ def masked_select(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def vector_norm(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """linalg_vector_norm (torch.norm, F.normalize): torch's decomposition over plate tensors (sum, amax, pow),
+    except the 2-norm of a real floating tensor, which is CUDA's norm kernel's sqrt(sum(x * x)) in the reduction's
+    computation type (float32 for the half types), one sqrt instead of pow(., 0.5)."""
+    decomposition = decomposition_table[op]
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        if call.mixed:
+            return call.on_host()
+        x, dtype = call["self"], call["dtype"]
+        if call["ord"] != 2 or not x.dtype.is_floating_point or (dtype is not None and dtype != x.dtype):
+            return decomposition(*args, **kwargs)  # its checks raise torch's errors
+        dims = list(call["dim"] or []) or None  # None or []: every dim
+        reduced = [x.shape[d] for d in dims] if dims is not None else [x.numel()]
+        if x.numel() == 0 or all(n == 1 for n in reduced):
+            return decomposition(*args, **kwargs)  # torch's errors; over one element, |x| as ATen's shortcut
+        wide = x.to(torch.float32) if x.dtype in (torch.float16, torch.bfloat16) else x
+        squares = wide * wide
+        total = squares.sum() if dims is None else squares.sum(dims, keepdim=call["keepdim"])
+        if dims is None and call["keepdim"]:
+            total = total.reshape([1] * x.dim())
+        return total.sqrt().to(x.dtype)
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -105,4 +133,5 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "equal": equal,
     "masked_select": masked_select,
     "host_layout": host_layout,
+    "vector_norm": vector_norm,
 }

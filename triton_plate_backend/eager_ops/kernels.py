@@ -157,13 +157,22 @@ def abs(x, y, z):
 
 
 @triton.jit
+def _sqrt_rn(x):
+    """The correctly rounded square root: tl.sqrt_rn takes fp32 only; fp64's tl.sqrt is IEEE's (sqrt.rn.f64)."""
+    if x.dtype == tl.float64:
+        return tl.sqrt(x)
+    else:
+        return tl.sqrt_rn(x)
+
+
+@triton.jit
 def sqrt(x, y, z):
-    return tl.sqrt_rn(x)
+    return _sqrt_rn(x)
 
 
 @triton.jit
 def rsqrt(x, y, z):
-    return 1.0 / tl.sqrt_rn(x)
+    return 1.0 / _sqrt_rn(x)
 
 
 @triton.jit
@@ -285,6 +294,24 @@ def power(x, y, z):
         inverse = tl.where(x == 1, 1, tl.where(x == -1, tl.where(odd, -1, 1), 0)).to(result.dtype)
         result = tl.where(y < 0, inverse, result)
     return result
+
+
+@triton.jit
+def maximum(x, y, z):
+    """ATen's maximum / clamp_min: a NaN of either operand is the result (integers have none)."""
+    return tl.where(x != x, x, tl.where(y != y, y, tl.where(x < y, y, x)))
+
+
+@triton.jit
+def minimum(x, y, z):
+    """ATen's minimum / clamp_max: a NaN of either operand is the result."""
+    return tl.where(x != x, x, tl.where(y != y, y, tl.where(y < x, y, x)))
+
+
+@triton.jit
+def clamp(x, y, z):
+    """ATen's clamp: min(max(x, lo), hi) (hi where lo > hi), a NaN of any operand the result."""
+    return minimum(maximum(x, y, z), z, z)
 
 
 @triton.jit
@@ -463,6 +490,9 @@ FUNCTIONS = {
         reciprocal,
         relu,
         power,
+        maximum,
+        minimum,
+        clamp,
         gelu,
         gelu_tanh,
         gelu_backward,
