@@ -1009,3 +1009,37 @@ def test_normalize_and_its_gradient_run_on_plate(no_host_ops):
     (z * torch.arange(16.0)).sum().backward()
     same(y.detach(), z.detach())
     same(p.grad, c.grad)
+
+
+ACTIVATIONS = {
+    "sigmoid": torch.sigmoid,  # sigmoid_backward
+    "logsigmoid": torch.nn.functional.logsigmoid,  # log_sigmoid_forward / log_sigmoid_backward
+    "relu": torch.relu,  # threshold_backward
+    "squared relu": lambda t: torch.relu(t) * torch.relu(t),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation_gradients_run_on_plate_as_close_as_the_cpus(name, dtype, no_host_ops):
+    # each result and gradient no farther from the float64 one than the CPU's own (give or take one ulp)
+    x = (torch.randn(37, 19, generator=torch.Generator().manual_seed(6)) * 4).to(dtype)
+    x[0, :3] = 0.0  # relu's gradient at its threshold: 0
+    g = torch.randn(37, 19, generator=torch.Generator().manual_seed(7)).to(dtype)
+    results = {}
+    for device, dt in (("plate", dtype), ("cpu", dtype), ("cpu", torch.float64)):
+        t = x.to(device, dt).detach().requires_grad_()
+        y = ACTIVATIONS[name](t)
+        y.backward(g.to(device, dt))
+        results[device, dt] = (y.detach().cpu().double(), t.grad.cpu().double())
+    ulp = torch.finfo(dtype).eps
+    for i in range(2):
+        exact = results["cpu", torch.float64][i]
+        plate_err = (results["plate", dtype][i] - exact).abs()
+        cpu_err = (results["cpu", dtype][i] - exact).abs()
+        assert bool((plate_err <= cpu_err + 2 * ulp * exact.abs().clamp_min(1)).all()), (name, i)
+
+
+def test_log_sigmoid_forward_returns_cudas_empty_buffer(no_host_ops):
+    out, buffer = torch.ops.aten.log_sigmoid_forward(torch.randn(4, 5).plate())
+    assert out.shape == (4, 5) and buffer.numel() == 0 and buffer.device.type == "plate"

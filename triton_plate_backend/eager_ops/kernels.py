@@ -297,6 +297,32 @@ def power(x, y, z):
 
 
 @triton.jit
+def sigmoid_backward(x, y, z):
+    """x: the gradient, y: sigmoid's output (ATen's a * (1 - b) * b)."""
+    return x * (1.0 - y) * y
+
+
+@triton.jit
+def threshold_backward(x, y, z):
+    """x: the gradient, y: the op's input, z: the threshold (relu's 0): no gradient where y <= z."""
+    return tl.where(y <= z, 0, x)
+
+
+@triton.jit
+def log_sigmoid(x, y, z):
+    """CUDA's log_sigmoid_forward: min(x, 0) - log1p(exp(-|x|))."""
+    return tl.minimum(x, 0.0) - libdevice.log1p(tl.exp(-tl.abs(x)))
+
+
+@triton.jit
+def log_sigmoid_backward(x, y, z):
+    """x: the gradient, y: log_sigmoid's input (CUDA's kernel, which needs no buffer)."""
+    negative = y < 0
+    e = tl.exp(-tl.abs(y))
+    return x * (tl.where(negative, 1.0, 0.0) - tl.where(negative, 1.0, -1.0) * (e / (1.0 + e)))
+
+
+@triton.jit
 def maximum(x, y, z):
     """ATen's maximum / clamp_min: a NaN of either operand is the result (integers have none)."""
     return tl.where(x != x, x, tl.where(y != y, y, tl.where(x < y, y, x)))
@@ -490,6 +516,10 @@ FUNCTIONS = {
         reciprocal,
         relu,
         power,
+        sigmoid_backward,
+        threshold_backward,
+        log_sigmoid,
+        log_sigmoid_backward,
         maximum,
         minimum,
         clamp,

@@ -280,6 +280,29 @@ def masked_fill(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def log_sigmoid_forward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """log_sigmoid_forward: (output, buffer) as CUDA's kernel returns them, the buffer empty (the CPU's holds
+    exp(-|x|) for its backward; log_sigmoid_backward on plate recomputes it from the input)."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        out_like = expected[0]
+        if x.device.type != "plate" or out_like.dtype not in REAL_DTYPES or not out_like.dtype.is_floating_point:
+            return call.on_host()
+        out = torch.empty_strided(out_like.shape, out_like.stride(), dtype=out_like.dtype, device=x.device)
+        strides = [broadcast_strides(t, out.shape) for t in (out, x)]
+        if not launch.fits(out.shape, strides):
+            return call.on_host()
+        launch.launch(
+            "elementwise", out.shape, [out, x], strides,
+            FN=launch.kernels().FUNCTIONS[row.fn], ARITY=1, CT=launch.triton_dtype(_opmath(out.dtype)),
+        )  # fmt: skip
+        return out, torch.empty(0, dtype=out.dtype, device=x.device)
+
+    return kernel
+
+
 def clamp(op: torch._ops.OpOverload, row: Row) -> Callable:
     """clamp / clamp_min / clamp_max: an elementwise kernel of the limits given (clamp's min or max may be
     None: then it is clamp_min's maximum or clamp_max's minimum). A limit that is a number the result's type
@@ -708,6 +731,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "bitwise_not": bitwise_not,
     "masked_fill": masked_fill,
     "clamp": clamp,
+    "log_sigmoid_forward": log_sigmoid_forward,
     "fill": fill,
     "arange": arange,
     "random": random,

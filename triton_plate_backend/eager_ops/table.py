@@ -80,6 +80,15 @@ EAGER_OPS: dict[str, Row] = {
     "gelu.default": Row("gelu", "gelu", compute="result"),
     "gelu_backward.default": Row("gelu", "gelu_backward", ("grad_output", "self"), compute="result"),
     "tanh_backward.default": Row("elementwise", "tanh_backward", ("grad_output", "output")),
+    "sigmoid_backward.default": Row("elementwise", "sigmoid_backward", ("grad_output", "output")),
+    "threshold_backward.default": Row(
+        "elementwise", "threshold_backward", ("grad_output", "self", "threshold"), ("grad_output", "self")
+    ),
+    # ops.log_sigmoid_forward: CUDA's (output, an empty buffer); the backward reads the input, not the buffer
+    "log_sigmoid_forward.default": Row("log_sigmoid_forward", "log_sigmoid"),
+    "log_sigmoid_backward.default": Row(
+        "elementwise", "log_sigmoid_backward", ("grad_output", "self"), compute="result"
+    ),
     **{f"{name}.default": Row("elementwise", name) for name in ROUNDING},
     # lerp: a Scalar weight is not rounded to the tensors' type (ATen takes it in the op math type)
     "lerp.Scalar": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
@@ -251,6 +260,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "gelu_backward.default": ("gelu_backward.grad_input",),
     "silu.default": ("silu_.default", "silu.out"),
     "tanh_backward.default": ("tanh_backward.grad_input",),
+    "sigmoid_backward.default": ("sigmoid_backward.grad_input",),
+    "threshold_backward.default": ("threshold_backward.grad_input",),
+    "log_sigmoid_backward.default": ("log_sigmoid_backward.grad_input",),
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ROUNDING},
     "lerp.Scalar": ("lerp_.Scalar", "lerp.Scalar_out"),
     "lerp.Tensor": ("lerp_.Tensor", "lerp.Tensor_out"),
