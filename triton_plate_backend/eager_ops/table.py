@@ -196,6 +196,7 @@ EAGER_OPS: dict[str, Row] = {
     "any.default": Row("any_all", "any"),
     "all.default": Row("any_all", "all"),
     "repeat_interleave.Tensor": Row("repeat_interleave"),
+    "cumsum.default": Row("cumsum"),
     "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
     "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
     "pow.Scalar": Row("elementwise", "power", ("self", "exponent")),  # a scalar base: RoPE's base ** (2i / d)
