@@ -1043,3 +1043,35 @@ def test_activation_gradients_run_on_plate_as_close_as_the_cpus(name, dtype, no_
 def test_log_sigmoid_forward_returns_cudas_empty_buffer(no_host_ops):
     out, buffer = torch.ops.aten.log_sigmoid_forward(torch.randn(4, 5).plate())
     assert out.shape == (4, 5) and buffer.numel() == 0 and buffer.device.type == "plate"
+
+
+TRIANGLES_AND_FLIPS = {
+    "tril": lambda t: t.tril(),
+    "triu 1": lambda t: t.triu(1),
+    "tril -2": lambda t: t.tril(-2),
+    "triu of a transposed view": lambda t: t.mT.triu(-1),
+    "triu past the corner": lambda t: t.triu(9),
+    "tril 2-dim": lambda t: t[0].tril(),
+    "flip last": lambda t: t.flip(-1),
+    "flip two dims": lambda t: t.flip((0, 2)),
+    "flip a transposed view": lambda t: t.mT.flip(1),
+    "flip 0-dim": lambda t: t[0, 0, 0].flip(0),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool, torch.complex64])
+@pytest.mark.parametrize("name", sorted(TRIANGLES_AND_FLIPS))
+def test_tril_triu_and_flip_as_the_cpus(name, dtype, no_host_ops):
+    x = (torch.randn(2, 5, 7, generator=torch.Generator().manual_seed(9)) * 3).to(dtype)
+    got, want = TRIANGLES_AND_FLIPS[name](x.plate()), TRIANGLES_AND_FLIPS[name](x)
+    assert got.stride() == want.stride()
+    same(got, want)
+
+
+def test_tril_and_triu_in_place(no_host_ops):
+    x = torch.randn(3, 4, 4)
+    p = x.plate()
+    p.tril_(1)
+    same(p, x.tril(1))
+    p.triu_()
+    same(p, x.tril(1).triu())

@@ -10,6 +10,7 @@
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
 - ``masked_select``: self[mask] after broadcasting the two.
 - ``vector_norm``: linalg_vector_norm as torch's decomposition, the 2-norm as CUDA's kernel computes it.
+- ``triangle``: tril / triu as a where() of an index mask; ``flip``: index_select by reversed aranges.
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -21,7 +22,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from . import embedding_bag
-from .ops import Call
+from .ops import Call, checked
 from .table import Row
 
 
@@ -112,6 +113,48 @@ def vector_norm(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def triangle(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """tril / triu (and in place): where(col - row <= or >= diagonal, self, 0) over the last two dims, the mask
+    built from two aranges on the device (CUDA's kernel tests the same index inequality); the result laid out as
+    the meta kernel lays it out. row.fn: "tril" or "triu"."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x, diagonal = call["self"], call["diagonal"]
+        if x.device.type != "plate" or (call.target_name is not None and call.target_name != "self"):
+            return call.on_host()
+        rows, cols = x.shape[-2], x.shape[-1]
+        offset = torch.arange(cols, device=x.device) - torch.arange(rows, device=x.device).unsqueeze(-1)
+        keep = offset <= diagonal if row.fn == "tril" else offset >= diagonal
+        result = torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device))
+        if call.target_name == "self":
+            return x.copy_(result)
+        out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=x.device)
+        return out.copy_(result)
+
+    return kernel
+
+
+def flip(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """flip: index_select by a reversed arange along each flipped dim (a gather on the device; CUDA's kernel
+    reads each element from its mirrored offset), the result laid out as the meta kernel lays it out."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.device.type != "plate":
+            return call.on_host()
+        result = torch.view_as_real(x.resolve_conj()) if x.is_complex() else x  # a complex one: its real view
+        for d in sorted({d % max(x.dim(), 1) for d in call["dims"]}) if x.dim() else ():
+            n = x.shape[d]
+            result = result.index_select(d, torch.arange(n - 1, -1, -1, device=x.device))
+        result = torch.view_as_complex(result) if x.is_complex() else result
+        out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=x.device)
+        return out.copy_(result)
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -134,4 +177,6 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "masked_select": masked_select,
     "host_layout": host_layout,
     "vector_norm": vector_norm,
+    "triangle": triangle,
+    "flip": flip,
 }
