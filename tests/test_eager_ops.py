@@ -1075,3 +1075,22 @@ def test_tril_and_triu_in_place(no_host_ops):
     same(p, x.tril(1))
     p.triu_()
     same(p, x.tril(1).triu())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64])
+def test_exp2_as_the_cpus(dtype, no_host_ops):
+    x = (torch.randn(300, generator=torch.Generator().manual_seed(10)) * 10).to(dtype)
+    same(torch.exp2(x.plate()), torch.exp2(x))  # an integer tensor: the default float type, as torch's
+
+
+@pytest.mark.parametrize("dtype", [None, torch.float16, torch.int64, torch.bool, torch.complex64])
+@pytest.mark.parametrize("size", [(4,), (3, 5), (5, 2), (0,)])
+def test_eye_on_plate(size, dtype, no_host_ops):
+    got = torch.eye(*size, dtype=dtype, device="plate")
+    assert got.stride() == torch.eye(*size, dtype=dtype).stride()
+    same(got, torch.eye(*size, dtype=dtype))
+
+
+def test_eye_of_a_negative_size_raises_torchs_error():
+    with pytest.raises(RuntimeError, match="n must be greater or equal to 0"):
+        torch.eye(-1, device="plate")

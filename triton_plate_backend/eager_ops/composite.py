@@ -10,7 +10,8 @@
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
 - ``masked_select``: self[mask] after broadcasting the two.
 - ``vector_norm``: linalg_vector_norm as torch's decomposition, the 2-norm as CUDA's kernel computes it.
-- ``triangle``: tril / triu as a where() of an index mask; ``flip``: index_select by reversed aranges.
+- ``triangle``: tril / triu as a where() of an index mask; ``flip``: index_select by reversed aranges; ``eye``:
+  zeros and a diagonal fill.
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -155,6 +156,24 @@ def flip(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def eye(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """eye(n) / eye(n, m) on plate: zeros, then 1 along the diagonal (a strided fill), in torch's default dtype
+    unless one is given; a negative size or another layout goes to the host, which raises torch's error."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        n = call["n"]
+        m = call.bound.get("m", n)
+        device = call["device"]
+        if n < 0 or m < 0 or call["layout"] not in (None, torch.strided) or torch.device(device).type != "plate":
+            return call.on_host()
+        out = torch.zeros((n, m), dtype=call["dtype"] or torch.get_default_dtype(), device=device)
+        out.diagonal().fill_(1)
+        return out
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -179,4 +198,5 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "vector_norm": vector_norm,
     "triangle": triangle,
     "flip": flip,
+    "eye": eye,
 }

@@ -122,6 +122,11 @@ def exp(x, y, z):
 
 
 @triton.jit
+def exp2(x, y, z):
+    return tl.exp2(x)
+
+
+@triton.jit
 def log(x, y, z):
     return tl.log(x)
 
@@ -504,6 +509,7 @@ FUNCTIONS = {
         gt,
         ge,
         exp,
+        exp2,
         log,
         log1p,
         sin,

@@ -35,6 +35,7 @@ ROUNDING = ("ceil", "floor", "trunc")  # exact in the tensor's type (integers: t
 # float functions: an integer input computes (and returns) the default float type, as torch does
 FLOAT_FUNCTIONS = (
     "exp",
+    "exp2",
     "log",
     "log1p",
     "sin",
@@ -176,6 +177,8 @@ EAGER_OPS: dict[str, Row] = {
     "tril.default": Row("triangle", "tril"),
     "triu.default": Row("triangle", "triu"),
     "flip.default": Row("flip"),
+    "eye.default": Row("eye"),
+    "eye.m": Row("eye"),
     "nll_loss_forward.default": Row("nll_loss"),
     "nll_loss_backward.default": Row("nll_loss"),
     "equal.default": Row("equal"),
