@@ -1094,3 +1094,30 @@ def test_eye_on_plate(size, dtype, no_host_ops):
 def test_eye_of_a_negative_size_raises_torchs_error():
     with pytest.raises(RuntimeError, match="n must be greater or equal to 0"):
         torch.eye(-1, device="plate")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.uint8, torch.bool])
+@pytest.mark.parametrize("name", ["sign", "sgn"])
+def test_sign_and_sgn_of_real_tensors_as_the_cpus(name, dtype, no_host_ops):
+    x = torch.tensor([NAN, -0.0, 0.0, 2.0, -3.0, float("inf"), -float("inf")]).to(dtype)  # NaN's sign: 0
+    same(getattr(torch, name)(x.plate()), getattr(torch, name)(x))
+
+
+VARIANCES = {
+    "var": lambda t: t.var(),
+    "var last dim biased keepdim": lambda t: t.var(-1, unbiased=False, keepdim=True),
+    "std two dims": lambda t: t.std((0, 2)),
+    "var correction 3": lambda t: torch.var(t, 1, correction=3),
+    "var of one element": lambda t: t[:, :1].var(1),  # 0 / 0: NaN, as torch's
+    "std every dim keepdim": lambda t: t.std(dim=[], keepdim=True),
+    "var of a transposed view": lambda t: t.mT.var(0),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("name", sorted(VARIANCES))
+def test_var_and_std_as_the_cpus(name, dtype, no_host_ops):
+    x = (torch.randn(4, 9, 33, generator=torch.Generator().manual_seed(11)) + 3).to(dtype)
+    got, want = VARIANCES[name](x.plate()), VARIANCES[name](x)
+    assert got.stride() == want.stride()
+    same(got, want)

@@ -71,3 +71,16 @@ def test_cumsum_of_a_transposed_a_0d_and_an_empty_tensor(no_host_ops):
     same(torch.cumsum(torch.tensor(3.0).to("plate"), 0), torch.tensor(3.0))
     same(torch.cumsum(torch.empty(0, 3).to("plate"), 0), torch.empty(0, 3))
     same(torch.ones(8192, dtype=torch.float16).to("plate").cumsum(0)[-1], torch.tensor(8192.0, dtype=torch.float16))
+
+
+def test_cumsum_in_place_and_into_an_out_tensor(no_host_ops):
+    x = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+    p = x.to("plate")
+    p.cumsum_(1)
+    same(p, x.clone().cumsum_(1))
+    t = x.to("plate").t()
+    t.cumsum_(0)  # a transposed view, in place
+    same(t, x.t().clone().cumsum_(0))
+    out = torch.empty(0, dtype=torch.int64).to("plate")  # resized, as torch's out=
+    torch.cumsum(x.to("plate"), 0, out=out)
+    same(out, torch.cumsum(x, 0))

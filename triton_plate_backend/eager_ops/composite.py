@@ -12,11 +12,13 @@
 - ``vector_norm``: linalg_vector_norm as torch's decomposition, the 2-norm as CUDA's kernel computes it.
 - ``triangle``: tril / triu as a where() of an index mask; ``flip``: index_select by reversed aranges; ``eye``:
   zeros and a diagonal fill.
+- ``variance``: var / std as two passes (the mean, the squared deviations) accumulating in float32.
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -174,6 +176,31 @@ def eye(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def variance(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """var / std (.correction) of a real floating tensor: the mean, then the sum of squared deviations over
+    max(0, N - correction), two passes over plate kernels in float32 for fp16/bf16 (CUDA's Welford accumulates
+    in float32 too), std its sqrt. Complex tensors and out= go to the host, counted. row.fn: "var" or "std"."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.device.type != "plate" or call.target_name is not None or not x.dtype.is_floating_point:
+            return call.on_host()
+        dims = list(call["dim"] or []) or None  # None or []: every dim
+        correction = 1 if call["correction"] is None else call["correction"]
+        n = math.prod(x.shape[d] for d in dims) if dims is not None else x.numel()
+        wide = x.to(torch.float32) if x.dtype in (torch.float16, torch.bfloat16) else x
+        deviation = wide - (wide.mean(dims, keepdim=True) if dims is not None else wide.mean())
+        squares = deviation * deviation
+        total = squares.sum(dims, keepdim=call["keepdim"]) if dims is not None else squares.sum()
+        result = total / max(0, n - correction)
+        result = result.sqrt() if row.fn == "std" else result
+        out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=x.device)
+        return out.copy_(result.reshape(expected.shape))
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -199,4 +226,5 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "triangle": triangle,
     "flip": flip,
     "eye": eye,
+    "variance": variance,
 }

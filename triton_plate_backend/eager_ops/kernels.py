@@ -328,6 +328,12 @@ def log_sigmoid_backward(x, y, z):
 
 
 @triton.jit
+def sign(x, y, z):
+    """ATen's (0 < x) - (x < 0): 0 for a zero and for NaN."""
+    return tl.where(x > 0, 1, 0).to(x.dtype) - tl.where(x < 0, 1, 0).to(x.dtype)
+
+
+@triton.jit
 def maximum(x, y, z):
     """ATen's maximum / clamp_min: a NaN of either operand is the result (integers have none)."""
     return tl.where(x != x, x, tl.where(y != y, y, tl.where(x < y, y, x)))
@@ -522,6 +528,7 @@ FUNCTIONS = {
         reciprocal,
         relu,
         power,
+        sign,
         sigmoid_backward,
         threshold_backward,
         log_sigmoid,

@@ -66,15 +66,20 @@ def repeat_interleave(op: torch._ops.OpOverload, row: Row):
 def cumsum(op: torch._ops.OpOverload, row: Row):
     """cumsum along a dim: the input (cast to the result's type first, as ATen does) with that dim last and
     contiguous, one program per row (prefix_kernels.cumsum_rows), accumulating in float32 for fp16/bf16 as CUDA's
-    kernel; the result laid out as the meta kernel lays it out. out= and other types run on the host, counted."""
+    kernel; the result laid out as the meta kernel lays it out, or written into cumsum_'s self or cumsum.out's out
+    (the input is read into a contiguous copy first). Other types run on the host, counted."""
 
     @checked(op)
     def kernel(call: Call, expected):
         x = call["self"]
         dtype = expected.dtype
-        if x.device.type != "plate" or call.target_name is not None or dtype not in REAL_DTYPES:
+        target = call[call.target_name] if call.target_name else None  # cumsum_'s self, cumsum.out's out
+        if x.device.type != "plate" or dtype not in REAL_DTYPES or (target is not None and target.device != x.device):
             return call.on_host()
-        out = torch.empty_strided(expected.shape, expected.stride(), dtype=dtype, device=x.device)
+        if target is None:
+            out = torch.empty_strided(expected.shape, expected.stride(), dtype=dtype, device=x.device)
+        else:
+            out = target if target.shape == expected.shape else target.resize_(expected.shape)
         if out.numel() == 0:
             return out
         src = (x if x.dim() else x.reshape(1)).to(dtype)
