@@ -5,6 +5,7 @@ not cover still runs on the host, counted."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
@@ -926,3 +927,197 @@ def test_eager_kernels_load_from_tritons_cache_under_always_compile(monkeypatch,
         torch.testing.assert_close((x.to("plate") * 3.0).cpu(), x * 3.0)
     assert hits == [False, True]
     assert knobs.compilation.always_compile  # the knob is as it was outside the eager op
+
+
+# ---- maximum / minimum / clamp, sqrt of float64, linalg_vector_norm ---------------------------------------
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.uint8])
+def test_maximum_minimum_and_the_clamps_as_the_cpus(dtype, no_host_ops):
+    x = (torch.randn(6, 7, generator=torch.Generator().manual_seed(1)) * 5).to(dtype)
+    lo = (torch.randn(7, generator=torch.Generator().manual_seed(2)) * 5).to(dtype)
+    if dtype.is_floating_point:  # a NaN of any operand is the result, as torch's
+        x[1, 2], lo[4] = NAN, NAN
+    p, plo = x.plate(), lo.plate()
+    same(torch.maximum(p, plo), torch.maximum(x, lo))
+    same(torch.minimum(p.T, plo[:6]), torch.minimum(x.T, lo[:6]))  # transposed, broadcast
+    same(p.clamp_min(plo), x.clamp_min(lo))
+    same(p.clamp_max(plo), x.clamp_max(lo))
+    same(p.clamp(plo, plo + 1), x.clamp(lo, lo + 1))
+    same(p.clamp(max=plo), x.clamp(max=lo))
+    for low, high in ((1, 3), (None, 2), (2, None), (3, 1)):  # numbers; low > high gives high everywhere
+        same(p.clamp(low, high), x.clamp(low, high))
+    same(p.clamp_min(1), x.clamp_min(1))
+    same(p.clamp(0.5, 2.5), x.clamp(0.5, 2.5))  # an integer tensor with float limits: the default float type
+    y = p.clone()
+    y.clamp_(0, 2)  # in place
+    same(y, x.clamp(0, 2))
+    out = torch.empty(0, dtype=dtype).plate()
+    torch.clamp_min(p, 1, out=out)
+    same(out, x.clamp_min(1))
+
+
+def test_a_nan_clamp_limit_gives_nan_everywhere(no_host_ops):
+    x = torch.randn(5)
+    same(x.plate().clamp_min(NAN), x.clamp_min(NAN))
+    same(x.plate().clamp(0.0, NAN), x.clamp(0.0, NAN))
+
+
+def test_a_clamp_limit_the_type_cannot_hold_raises_torchs_error():
+    x = torch.randn(5)
+    with pytest.raises(RuntimeError, match="cannot be converted to type c10::Half without overflow"):
+        x.half().plate().clamp(1e5)
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
+        torch.clamp(x.plate())
+
+
+@pytest.mark.parametrize("name", ["sqrt", "rsqrt"])
+def test_sqrt_and_rsqrt_of_float64_round_correctly(name, no_host_ops):
+    # tl.sqrt_rn takes fp32 only: a float64 tensor compiled nothing before; fp64's sqrt is IEEE's, as math.sqrt
+    x = torch.rand(257, dtype=torch.float64, generator=torch.Generator().manual_seed(3)) * 100
+    got = getattr(x.plate(), name)().cpu()
+    roots = torch.tensor([math.sqrt(v) for v in x.tolist()], dtype=torch.float64)
+    assert torch.equal(got, roots if name == "sqrt" else 1.0 / roots)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"dim": -1}, {"dim": (0, 2), "keepdim": True}, {"dim": [], "keepdim": True}, {"ord": 1, "dim": 1},
+     {"ord": float("inf")}, {"ord": 3, "dim": 0}, {"ord": 0, "dim": 2}, {"dim": 1, "dtype": torch.float64}],
+)  # fmt: skip
+def test_vector_norm_and_normalize_as_the_cpus(dtype, kw, no_host_ops):
+    if "dtype" in kw and dtype != torch.float32:
+        return
+    x = torch.randn(3, 5, 7, generator=torch.Generator().manual_seed(4)).to(dtype)
+    x[0, 1, 2] = 0.0
+    got, want = torch.linalg.vector_norm(x.plate(), **kw), torch.linalg.vector_norm(x.double(), **kw)
+    assert got.shape == want.shape and got.dtype == torch.linalg.vector_norm(x, **kw).dtype
+    tolerance = {} if dtype == torch.float64 else {"rtol": 4e-3, "atol": 1e-3}
+    torch.testing.assert_close(got.cpu().double(), want, **tolerance)
+    if not kw:  # the 2-norm of one element is its magnitude (ATen's shortcut)
+        same(torch.linalg.vector_norm(x[0, 0, :1].plate() - 4, dim=0), torch.linalg.vector_norm(x[0, 0, :1] - 4, dim=0))
+
+
+def test_normalize_and_its_gradient_run_on_plate(no_host_ops):
+    x = torch.randn(4, 9, 16, generator=torch.Generator().manual_seed(5))
+    p = x.plate().requires_grad_()
+    c = x.clone().requires_grad_()
+    y, z = torch.nn.functional.normalize(p, dim=-1), torch.nn.functional.normalize(c, dim=-1)
+    (y * torch.arange(16.0).plate()).sum().backward()
+    (z * torch.arange(16.0)).sum().backward()
+    same(y.detach(), z.detach())
+    same(p.grad, c.grad)
+
+
+ACTIVATIONS = {
+    "sigmoid": torch.sigmoid,  # sigmoid_backward
+    "logsigmoid": torch.nn.functional.logsigmoid,  # log_sigmoid_forward / log_sigmoid_backward
+    "relu": torch.relu,  # threshold_backward
+    "squared relu": lambda t: torch.relu(t) * torch.relu(t),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation_gradients_run_on_plate_as_close_as_the_cpus(name, dtype, no_host_ops):
+    # each result and gradient no farther from the float64 one than the CPU's own (give or take one ulp)
+    x = (torch.randn(37, 19, generator=torch.Generator().manual_seed(6)) * 4).to(dtype)
+    x[0, :3] = 0.0  # relu's gradient at its threshold: 0
+    g = torch.randn(37, 19, generator=torch.Generator().manual_seed(7)).to(dtype)
+    results = {}
+    for device, dt in (("plate", dtype), ("cpu", dtype), ("cpu", torch.float64)):
+        t = x.to(device, dt).detach().requires_grad_()
+        y = ACTIVATIONS[name](t)
+        y.backward(g.to(device, dt))
+        results[device, dt] = (y.detach().cpu().double(), t.grad.cpu().double())
+    ulp = torch.finfo(dtype).eps
+    for i in range(2):
+        exact = results["cpu", torch.float64][i]
+        plate_err = (results["plate", dtype][i] - exact).abs()
+        cpu_err = (results["cpu", dtype][i] - exact).abs()
+        assert bool((plate_err <= cpu_err + 2 * ulp * exact.abs().clamp_min(1)).all()), (name, i)
+
+
+def test_log_sigmoid_forward_returns_cudas_empty_buffer(no_host_ops):
+    out, buffer = torch.ops.aten.log_sigmoid_forward(torch.randn(4, 5).plate())
+    assert out.shape == (4, 5) and buffer.numel() == 0 and buffer.device.type == "plate"
+
+
+TRIANGLES_AND_FLIPS = {
+    "tril": lambda t: t.tril(),
+    "triu 1": lambda t: t.triu(1),
+    "tril -2": lambda t: t.tril(-2),
+    "triu of a transposed view": lambda t: t.mT.triu(-1),
+    "triu past the corner": lambda t: t.triu(9),
+    "tril 2-dim": lambda t: t[0].tril(),
+    "flip last": lambda t: t.flip(-1),
+    "flip two dims": lambda t: t.flip((0, 2)),
+    "flip a transposed view": lambda t: t.mT.flip(1),
+    "flip 0-dim": lambda t: t[0, 0, 0].flip(0),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool, torch.complex64])
+@pytest.mark.parametrize("name", sorted(TRIANGLES_AND_FLIPS))
+def test_tril_triu_and_flip_as_the_cpus(name, dtype, no_host_ops):
+    x = (torch.randn(2, 5, 7, generator=torch.Generator().manual_seed(9)) * 3).to(dtype)
+    got, want = TRIANGLES_AND_FLIPS[name](x.plate()), TRIANGLES_AND_FLIPS[name](x)
+    assert got.stride() == want.stride()
+    same(got, want)
+
+
+def test_tril_and_triu_in_place(no_host_ops):
+    x = torch.randn(3, 4, 4)
+    p = x.plate()
+    p.tril_(1)
+    same(p, x.tril(1))
+    p.triu_()
+    same(p, x.tril(1).triu())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64])
+def test_exp2_as_the_cpus(dtype, no_host_ops):
+    x = (torch.randn(300, generator=torch.Generator().manual_seed(10)) * 10).to(dtype)
+    same(torch.exp2(x.plate()), torch.exp2(x))  # an integer tensor: the default float type, as torch's
+
+
+@pytest.mark.parametrize("dtype", [None, torch.float16, torch.int64, torch.bool, torch.complex64])
+@pytest.mark.parametrize("size", [(4,), (3, 5), (5, 2), (0,)])
+def test_eye_on_plate(size, dtype, no_host_ops):
+    got = torch.eye(*size, dtype=dtype, device="plate")
+    assert got.stride() == torch.eye(*size, dtype=dtype).stride()
+    same(got, torch.eye(*size, dtype=dtype))
+
+
+def test_eye_of_a_negative_size_raises_torchs_error():
+    with pytest.raises(RuntimeError, match="n must be greater or equal to 0"):
+        torch.eye(-1, device="plate")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.uint8, torch.bool])
+@pytest.mark.parametrize("name", ["sign", "sgn"])
+def test_sign_and_sgn_of_real_tensors_as_the_cpus(name, dtype, no_host_ops):
+    x = torch.tensor([NAN, -0.0, 0.0, 2.0, -3.0, float("inf"), -float("inf")]).to(dtype)  # NaN's sign: 0
+    same(getattr(torch, name)(x.plate()), getattr(torch, name)(x))
+
+
+VARIANCES = {
+    "var": lambda t: t.var(),
+    "var last dim biased keepdim": lambda t: t.var(-1, unbiased=False, keepdim=True),
+    "std two dims": lambda t: t.std((0, 2)),
+    "var correction 3": lambda t: torch.var(t, 1, correction=3),
+    "var of one element": lambda t: t[:, :1].var(1),  # 0 / 0: NaN, as torch's
+    "std every dim keepdim": lambda t: t.std(dim=[], keepdim=True),
+    "var of a transposed view": lambda t: t.mT.var(0),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("name", sorted(VARIANCES))
+def test_var_and_std_as_the_cpus(name, dtype, no_host_ops):
+    x = (torch.randn(4, 9, 33, generator=torch.Generator().manual_seed(11)) + 3).to(dtype)
+    got, want = VARIANCES[name](x.plate()), VARIANCES[name](x)
+    assert got.stride() == want.stride()
+    same(got, want)

@@ -43,3 +43,44 @@ def test_repeat_interleave(repeats, no_host_ops):
 def test_repeat_interleave_with_an_output_size(no_host_ops):
     r = torch.tensor([3, 1, 2], dtype=torch.int32)
     same(torch.repeat_interleave(r.to("plate"), output_size=6), torch.repeat_interleave(r, output_size=6))
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.bool, torch.uint8]
+)
+@pytest.mark.parametrize("kw", [{"dim": 1}, {"dim": 0}, {"dim": -1}, {"dim": 1, "dtype": torch.float64}])
+def test_cumsum_along_a_dim(dtype, kw, no_host_ops):
+    # rows longer than one block (1300 > prefix_kernels.BLOCK); integers exact (int64 unless asked), floats
+    # no farther from the float64 scan than the CPU's own scan, give or take a few float32 steps
+    x = (torch.randn(5, 1300, 3, generator=torch.Generator().manual_seed(8)) * 3).to(dtype)
+    got, cpu = torch.cumsum(x.to("plate"), **kw), torch.cumsum(x, **kw)
+    assert (got.shape, got.stride(), got.dtype) == (cpu.shape, cpu.stride(), cpu.dtype)
+    if not cpu.dtype.is_floating_point:
+        same(got, cpu)
+        return
+    exact = torch.cumsum(x.double(), **kw)
+    bound = (cpu.double() - exact).abs().max() + 1e-4 * exact.abs().clamp_min(1)
+    assert bool(((got.cpu().double() - exact).abs() <= bound).all())
+
+
+def test_cumsum_of_a_transposed_a_0d_and_an_empty_tensor(no_host_ops):
+    x = torch.randn(4, 6).t()
+    got = torch.cumsum(x.to("plate"), 0)
+    assert got.stride() == torch.cumsum(x, 0).stride()
+    torch.testing.assert_close(got.cpu(), torch.cumsum(x, 0))
+    same(torch.cumsum(torch.tensor(3.0).to("plate"), 0), torch.tensor(3.0))
+    same(torch.cumsum(torch.empty(0, 3).to("plate"), 0), torch.empty(0, 3))
+    same(torch.ones(8192, dtype=torch.float16).to("plate").cumsum(0)[-1], torch.tensor(8192.0, dtype=torch.float16))
+
+
+def test_cumsum_in_place_and_into_an_out_tensor(no_host_ops):
+    x = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+    p = x.to("plate")
+    p.cumsum_(1)
+    same(p, x.clone().cumsum_(1))
+    t = x.to("plate").t()
+    t.cumsum_(0)  # a transposed view, in place
+    same(t, x.t().clone().cumsum_(0))
+    out = torch.empty(0, dtype=torch.int64).to("plate")  # resized, as torch's out=
+    torch.cumsum(x.to("plate"), 0, out=out)
+    same(out, torch.cumsum(x, 0))

@@ -9,18 +9,23 @@
   raises torch's error).
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
 - ``masked_select``: self[mask] after broadcasting the two.
+- ``vector_norm``: linalg_vector_norm as torch's decomposition, the 2-norm as CUDA's kernel computes it.
+- ``triangle``: tril / triu as a where() of an index mask; ``flip``: index_select by reversed aranges; ``eye``:
+  zeros and a diagonal fill.
+- ``variance``: var / std as two passes (the mean, the squared deviations) accumulating in float32.
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 from torch._decomp import decomposition_table
 
 from . import embedding_bag
-from .ops import Call
+from .ops import Call, checked
 from .table import Row
 
 
@@ -84,6 +89,118 @@ def masked_select(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def vector_norm(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """linalg_vector_norm (torch.norm, F.normalize): torch's decomposition over plate tensors (sum, amax, pow),
+    except the 2-norm of a real floating tensor, which is CUDA's norm kernel's sqrt(sum(x * x)) in the reduction's
+    computation type (float32 for the half types), one sqrt instead of pow(., 0.5)."""
+    decomposition = decomposition_table[op]
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        if call.mixed:
+            return call.on_host()
+        x, dtype = call["self"], call["dtype"]
+        if call["ord"] != 2 or not x.dtype.is_floating_point or (dtype is not None and dtype != x.dtype):
+            return decomposition(*args, **kwargs)  # its checks raise torch's errors
+        dims = list(call["dim"] or []) or None  # None or []: every dim
+        reduced = [x.shape[d] for d in dims] if dims is not None else [x.numel()]
+        if x.numel() == 0 or all(n == 1 for n in reduced):
+            return decomposition(*args, **kwargs)  # torch's errors; over one element, |x| as ATen's shortcut
+        wide = x.to(torch.float32) if x.dtype in (torch.float16, torch.bfloat16) else x
+        squares = wide * wide
+        total = squares.sum() if dims is None else squares.sum(dims, keepdim=call["keepdim"])
+        if dims is None and call["keepdim"]:
+            total = total.reshape([1] * x.dim())
+        return total.sqrt().to(x.dtype)
+
+    return kernel
+
+
+def triangle(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """tril / triu (and in place): where(col - row <= or >= diagonal, self, 0) over the last two dims, the mask
+    built from two aranges on the device (CUDA's kernel tests the same index inequality); the result laid out as
+    the meta kernel lays it out. row.fn: "tril" or "triu"."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x, diagonal = call["self"], call["diagonal"]
+        if x.device.type != "plate" or (call.target_name is not None and call.target_name != "self"):
+            return call.on_host()
+        rows, cols = x.shape[-2], x.shape[-1]
+        offset = torch.arange(cols, device=x.device) - torch.arange(rows, device=x.device).unsqueeze(-1)
+        keep = offset <= diagonal if row.fn == "tril" else offset >= diagonal
+        result = torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device))
+        if call.target_name == "self":
+            return x.copy_(result)
+        out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=x.device)
+        return out.copy_(result)
+
+    return kernel
+
+
+def flip(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """flip: index_select by a reversed arange along each flipped dim (a gather on the device; CUDA's kernel
+    reads each element from its mirrored offset), the result laid out as the meta kernel lays it out."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.device.type != "plate":
+            return call.on_host()
+        result = torch.view_as_real(x.resolve_conj()) if x.is_complex() else x  # a complex one: its real view
+        for d in sorted({d % max(x.dim(), 1) for d in call["dims"]}) if x.dim() else ():
+            n = x.shape[d]
+            result = result.index_select(d, torch.arange(n - 1, -1, -1, device=x.device))
+        result = torch.view_as_complex(result) if x.is_complex() else result
+        out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=x.device)
+        return out.copy_(result)
+
+    return kernel
+
+
+def eye(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """eye(n) / eye(n, m) on plate: zeros, then 1 along the diagonal (a strided fill), in torch's default dtype
+    unless one is given; a negative size or another layout goes to the host, which raises torch's error."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        n = call["n"]
+        m = call.bound.get("m", n)
+        device = call["device"]
+        if n < 0 or m < 0 or call["layout"] not in (None, torch.strided) or torch.device(device).type != "plate":
+            return call.on_host()
+        out = torch.zeros((n, m), dtype=call["dtype"] or torch.get_default_dtype(), device=device)
+        out.diagonal().fill_(1)
+        return out
+
+    return kernel
+
+
+def variance(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """var / std (.correction) of a real floating tensor: the mean, then the sum of squared deviations over
+    max(0, N - correction), two passes over plate kernels in float32 for fp16/bf16 (CUDA's Welford accumulates
+    in float32 too), std its sqrt. Complex tensors and out= go to the host, counted. row.fn: "var" or "std"."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.device.type != "plate" or call.target_name is not None or not x.dtype.is_floating_point:
+            return call.on_host()
+        dims = list(call["dim"] or []) or None  # None or []: every dim
+        correction = 1 if call["correction"] is None else call["correction"]
+        n = math.prod(x.shape[d] for d in dims) if dims is not None else x.numel()
+        wide = x.to(torch.float32) if x.dtype in (torch.float16, torch.bfloat16) else x
+        deviation = wide - (wide.mean(dims, keepdim=True) if dims is not None else wide.mean())
+        squares = deviation * deviation
+        total = squares.sum(dims, keepdim=call["keepdim"]) if dims is not None else squares.sum()
+        result = total / max(0, n - correction)
+        result = result.sqrt() if row.fn == "std" else result
+        out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=x.device)
+        return out.copy_(result.reshape(expected.shape))
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -105,4 +222,9 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "equal": equal,
     "masked_select": masked_select,
     "host_layout": host_layout,
+    "vector_norm": vector_norm,
+    "triangle": triangle,
+    "flip": flip,
+    "eye": eye,
+    "variance": variance,
 }

@@ -122,6 +122,11 @@ def exp(x, y, z):
 
 
 @triton.jit
+def exp2(x, y, z):
+    return tl.exp2(x)
+
+
+@triton.jit
 def log(x, y, z):
     return tl.log(x)
 
@@ -157,13 +162,22 @@ def abs(x, y, z):
 
 
 @triton.jit
+def _sqrt_rn(x):
+    """The correctly rounded square root: tl.sqrt_rn takes fp32 only; fp64's tl.sqrt is IEEE's (sqrt.rn.f64)."""
+    if x.dtype == tl.float64:
+        return tl.sqrt(x)
+    else:
+        return tl.sqrt_rn(x)
+
+
+@triton.jit
 def sqrt(x, y, z):
-    return tl.sqrt_rn(x)
+    return _sqrt_rn(x)
 
 
 @triton.jit
 def rsqrt(x, y, z):
-    return 1.0 / tl.sqrt_rn(x)
+    return 1.0 / _sqrt_rn(x)
 
 
 @triton.jit
@@ -285,6 +299,56 @@ def power(x, y, z):
         inverse = tl.where(x == 1, 1, tl.where(x == -1, tl.where(odd, -1, 1), 0)).to(result.dtype)
         result = tl.where(y < 0, inverse, result)
     return result
+
+
+@triton.jit
+def sigmoid_backward(x, y, z):
+    """x: the gradient, y: sigmoid's output (ATen's a * (1 - b) * b)."""
+    return x * (1.0 - y) * y
+
+
+@triton.jit
+def threshold_backward(x, y, z):
+    """x: the gradient, y: the op's input, z: the threshold (relu's 0): no gradient where y <= z."""
+    return tl.where(y <= z, 0, x)
+
+
+@triton.jit
+def log_sigmoid(x, y, z):
+    """CUDA's log_sigmoid_forward: min(x, 0) - log1p(exp(-|x|))."""
+    return tl.minimum(x, 0.0) - libdevice.log1p(tl.exp(-tl.abs(x)))
+
+
+@triton.jit
+def log_sigmoid_backward(x, y, z):
+    """x: the gradient, y: log_sigmoid's input (CUDA's kernel, which needs no buffer)."""
+    negative = y < 0
+    e = tl.exp(-tl.abs(y))
+    return x * (tl.where(negative, 1.0, 0.0) - tl.where(negative, 1.0, -1.0) * (e / (1.0 + e)))
+
+
+@triton.jit
+def sign(x, y, z):
+    """ATen's (0 < x) - (x < 0): 0 for a zero and for NaN."""
+    return tl.where(x > 0, 1, 0).to(x.dtype) - tl.where(x < 0, 1, 0).to(x.dtype)
+
+
+@triton.jit
+def maximum(x, y, z):
+    """ATen's maximum / clamp_min: a NaN of either operand is the result (integers have none)."""
+    return tl.where(x != x, x, tl.where(y != y, y, tl.where(x < y, y, x)))
+
+
+@triton.jit
+def minimum(x, y, z):
+    """ATen's minimum / clamp_max: a NaN of either operand is the result."""
+    return tl.where(x != x, x, tl.where(y != y, y, tl.where(y < x, y, x)))
+
+
+@triton.jit
+def clamp(x, y, z):
+    """ATen's clamp: min(max(x, lo), hi) (hi where lo > hi), a NaN of any operand the result."""
+    return minimum(maximum(x, y, z), z, z)
 
 
 @triton.jit
@@ -451,6 +515,7 @@ FUNCTIONS = {
         gt,
         ge,
         exp,
+        exp2,
         log,
         log1p,
         sin,
@@ -463,6 +528,14 @@ FUNCTIONS = {
         reciprocal,
         relu,
         power,
+        sign,
+        sigmoid_backward,
+        threshold_backward,
+        log_sigmoid,
+        log_sigmoid_backward,
+        maximum,
+        minimum,
+        clamp,
         gelu,
         gelu_tanh,
         gelu_backward,

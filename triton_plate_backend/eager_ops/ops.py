@@ -13,6 +13,8 @@ import math
 from collections.abc import Callable
 
 import torch
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as ELEMENTWISE_PROMOTION
+from torch._prims_common import elementwise_dtypes
 from torch.utils._python_dispatch import is_in_torch_dispatch_mode
 
 from ..torch_device import _registration
@@ -278,6 +280,56 @@ def masked_fill(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def log_sigmoid_forward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """log_sigmoid_forward: (output, buffer) as CUDA's kernel returns them, the buffer empty (the CPU's holds
+    exp(-|x|) for its backward; log_sigmoid_backward on plate recomputes it from the input)."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        out_like = expected[0]
+        if x.device.type != "plate" or out_like.dtype not in REAL_DTYPES or not out_like.dtype.is_floating_point:
+            return call.on_host()
+        out = torch.empty_strided(out_like.shape, out_like.stride(), dtype=out_like.dtype, device=x.device)
+        strides = [broadcast_strides(t, out.shape) for t in (out, x)]
+        if not launch.fits(out.shape, strides):
+            return call.on_host()
+        launch.launch(
+            "elementwise", out.shape, [out, x], strides,
+            FN=launch.kernels().FUNCTIONS[row.fn], ARITY=1, CT=launch.triton_dtype(_opmath(out.dtype)),
+        )  # fmt: skip
+        return out, torch.empty(0, dtype=out.dtype, device=x.device)
+
+    return kernel
+
+
+def clamp(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """clamp / clamp_min / clamp_max: an elementwise kernel of the limits given (clamp's min or max may be
+    None: then it is clamp_min's maximum or clamp_max's minimum). A limit that is a number the result's type
+    cannot hold goes to the host, which raises torch's overflow error; no limit at all, torch's error too."""
+    limits = row.operands[1:]
+    by_limits = {
+        names: elementwise(op, dataclasses.replace(row, fn=CLAMPS[names], operands=("self", *names)))
+        for names in CLAMPS
+        if set(names) <= set(limits)
+    }
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        given = tuple(name for name in limits if call[name] is not None)
+        if given not in by_limits or call.mixed:
+            return call.on_host()
+        numbers = [call[name] for name in given if not isinstance(call[name], torch.Tensor)]
+        if numbers and any(_overflows(v, _promoted([call["self"], *numbers])) for v in numbers):
+            return call.on_host()
+        return by_limits[given](*args, **kwargs)
+
+    return kernel
+
+
+CLAMPS = {("min",): "maximum", ("max",): "minimum", ("min", "max"): "clamp"}
+
+
 def _overflows(value, dtype: torch.dtype) -> bool:
     """Whether c10's checked conversion of the number ``value`` to ``dtype`` fails (a finite value past the range)."""
     if dtype.is_complex or dtype == torch.bool or isinstance(value, complex):
@@ -316,10 +368,13 @@ def result_and_strides(call: Call, expected, device, operands) -> tuple[torch.Te
 
 
 def _promoted(values) -> torch.dtype:
-    """torch's promoted type of one or two operands (tensors or scalars)."""
+    """torch's promoted type of operands (tensors or scalars), TensorIterator's: a dimensioned tensor's category
+    ranks above a 0-dim tensor's, which ranks above a number's."""
     if len(values) == 1:
         return _dtype(values[0])
-    return torch.result_type(*values)
+    if len(values) == 2:
+        return torch.result_type(*values)
+    return elementwise_dtypes(*values, type_promotion_kind=ELEMENTWISE_PROMOTION.NO_OPMATH)[1]
 
 
 def _overlaps_target(call: Call, values) -> bool:
@@ -675,6 +730,8 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "gelu": gelu,
     "bitwise_not": bitwise_not,
     "masked_fill": masked_fill,
+    "clamp": clamp,
+    "log_sigmoid_forward": log_sigmoid_forward,
     "fill": fill,
     "arange": arange,
     "random": random,

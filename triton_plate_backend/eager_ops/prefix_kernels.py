@@ -103,3 +103,17 @@ def repeat_positions(starts, out, n, m, steps, BLOCK: tl.constexpr):
         lo = tl.where(up, mid, lo)
         hi = tl.where(up | (hi - lo <= 1), hi, mid)
     tl.store(out + j, lo, mask=inside)
+
+
+@triton.jit(do_not_specialize=["n"])
+def cumsum_rows(x, out, n, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    """out[r, :] = the running sum of x[r, :] (both contiguous rows of n elements), one program per row: each
+    block's scan in ACC (float32 for the half types, as CUDA's) plus the sum of the blocks before it."""
+    row = tl.program_id(0).to(tl.int64) * n
+    carry = tl.sum(tl.zeros([BLOCK], dtype=ACC), axis=0)
+    for start in range(0, n, BLOCK):
+        i = start + tl.arange(0, BLOCK)
+        inside = i < n
+        v = tl.load(x + row + i, mask=inside, other=0).to(ACC)
+        tl.store(out + row + i, (tl.cumsum(v, axis=0) + carry).to(out.dtype.element_ty), mask=inside)
+        carry = carry + tl.sum(v, axis=0)

@@ -1,5 +1,5 @@
 """Ops that walk a tensor in order with a running count (prefix_kernels): any and all of a whole tensor,
-and repeat_interleave(repeats) (each position i repeated repeats[i] times: the exclusive sum of the
+cumsum along a dim, and repeat_interleave(repeats) (each position i repeated repeats[i] times: the exclusive sum of the
 repeats gives each run's start, and each output element finds its run by a binary search). any/all
 along dims run on the host, counted."""
 
@@ -63,4 +63,38 @@ def repeat_interleave(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
-FAMILIES = {"any_all": any_all, "repeat_interleave": repeat_interleave}
+def cumsum(op: torch._ops.OpOverload, row: Row):
+    """cumsum along a dim: the input (cast to the result's type first, as ATen does) with that dim last and
+    contiguous, one program per row (prefix_kernels.cumsum_rows), accumulating in float32 for fp16/bf16 as CUDA's
+    kernel; the result laid out as the meta kernel lays it out, or written into cumsum_'s self or cumsum.out's out
+    (the input is read into a contiguous copy first). Other types run on the host, counted."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        dtype = expected.dtype
+        target = call[call.target_name] if call.target_name else None  # cumsum_'s self, cumsum.out's out
+        if x.device.type != "plate" or dtype not in REAL_DTYPES or (target is not None and target.device != x.device):
+            return call.on_host()
+        if target is None:
+            out = torch.empty_strided(expected.shape, expected.stride(), dtype=dtype, device=x.device)
+        else:
+            out = target if target.shape == expected.shape else target.resize_(expected.shape)
+        if out.numel() == 0:
+            return out
+        src = (x if x.dim() else x.reshape(1)).to(dtype)
+        rows = src.movedim(call["dim"] if x.dim() else 0, -1).contiguous()
+        scanned = torch.empty_like(rows)
+        n = rows.shape[-1]
+        k = kernels()
+        acc = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+        k.cumsum_rows[(rows.numel() // n,)](
+            rows, scanned, n, ACC=launch.triton_dtype(acc), BLOCK=k.BLOCK, machine=k.machine_of(x)
+        )
+        result = scanned.movedim(-1, call["dim"] if x.dim() else 0)
+        return out.copy_(result if x.dim() else result.reshape(()))
+
+    return kernel
+
+
+FAMILIES = {"any_all": any_all, "repeat_interleave": repeat_interleave, "cumsum": cumsum}

@@ -35,6 +35,7 @@ ROUNDING = ("ceil", "floor", "trunc")  # exact in the tensor's type (integers: t
 # float functions: an integer input computes (and returns) the default float type, as torch does
 FLOAT_FUNCTIONS = (
     "exp",
+    "exp2",
     "log",
     "log1p",
     "sin",
@@ -75,11 +76,22 @@ EAGER_OPS: dict[str, Row] = {
     "masked_fill.Scalar": Row("masked_fill", "where", ("mask", "value", "self"), ("self",)),
     "masked_fill.Tensor": Row("masked_fill", "where", ("mask", "value", "self"), ("self",)),
     "abs.default": Row("elementwise", "abs"),
+    "sign.default": Row("elementwise", "sign"),
+    "sgn.default": Row("elementwise", "sign"),  # of a real tensor sign's; a complex one's z / |z| on the host
     "relu.default": Row("elementwise", "relu"),
     # `approximate` picks the element function (ops.gelu): gelu or gelu_tanh, and their backward
     "gelu.default": Row("gelu", "gelu", compute="result"),
     "gelu_backward.default": Row("gelu", "gelu_backward", ("grad_output", "self"), compute="result"),
     "tanh_backward.default": Row("elementwise", "tanh_backward", ("grad_output", "output")),
+    "sigmoid_backward.default": Row("elementwise", "sigmoid_backward", ("grad_output", "output")),
+    "threshold_backward.default": Row(
+        "elementwise", "threshold_backward", ("grad_output", "self", "threshold"), ("grad_output", "self")
+    ),
+    # ops.log_sigmoid_forward: CUDA's (output, an empty buffer); the backward reads the input, not the buffer
+    "log_sigmoid_forward.default": Row("log_sigmoid_forward", "log_sigmoid"),
+    "log_sigmoid_backward.default": Row(
+        "elementwise", "log_sigmoid_backward", ("grad_output", "self"), compute="result"
+    ),
     **{f"{name}.default": Row("elementwise", name) for name in ROUNDING},
     # lerp: a Scalar weight is not rounded to the tensors' type (ATen takes it in the op math type)
     "lerp.Scalar": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
@@ -95,6 +107,16 @@ EAGER_OPS: dict[str, Row] = {
     **{f"{op}.Tensor": Row("elementwise", op, BINARY, integral=True) for op in BITWISE},
     # ops.isclose: one kernel (torch's is a CompositeImplicitAutograd decomposition, on CUDA too)
     "isclose.default": Row("isclose", operands=BINARY),
+    # maximum / minimum and the clamps: NaN-propagating element functions (kernels.maximum, minimum, clamp);
+    # ops.clamp takes the limits given (None: absent) and sends a number the type cannot hold to the host
+    "maximum.default": Row("elementwise", "maximum", BINARY),
+    "minimum.default": Row("elementwise", "minimum", BINARY),
+    "clamp_min.default": Row("clamp", "maximum", ("self", "min")),
+    "clamp_min.Tensor": Row("clamp", "maximum", ("self", "min")),
+    "clamp_max.default": Row("clamp", "minimum", ("self", "max")),
+    "clamp_max.Tensor": Row("clamp", "minimum", ("self", "max")),
+    "clamp.default": Row("clamp", "clamp", ("self", "min", "max")),
+    "clamp.Tensor": Row("clamp", "clamp", ("self", "min", "max")),
     "fill_.Scalar": Row("fill"),
     "fill_.Tensor": Row("fill"),
     "zero_.default": Row("fill"),
@@ -153,6 +175,14 @@ EAGER_OPS: dict[str, Row] = {
     "_fused_rms_norm_backward.default": Row("composite"),
     "_embedding_bag.default": Row("composite"),
     "_embedding_bag_forward_only.default": Row("composite"),
+    "linalg_vector_norm.default": Row("vector_norm"),
+    "var.correction": Row("variance", "var"),
+    "std.correction": Row("variance", "std"),
+    "tril.default": Row("triangle", "tril"),
+    "triu.default": Row("triangle", "triu"),
+    "flip.default": Row("flip"),
+    "eye.default": Row("eye"),
+    "eye.m": Row("eye"),
     "nll_loss_forward.default": Row("nll_loss"),
     "nll_loss_backward.default": Row("nll_loss"),
     "equal.default": Row("equal"),
@@ -176,6 +206,7 @@ EAGER_OPS: dict[str, Row] = {
     "any.default": Row("any_all", "any"),
     "all.default": Row("any_all", "all"),
     "repeat_interleave.Tensor": Row("repeat_interleave"),
+    "cumsum.default": Row("cumsum"),
     "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
     "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
     "pow.Scalar": Row("elementwise", "power", ("self", "exponent")),  # a scalar base: RoPE's base ** (2i / d)
@@ -214,6 +245,17 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "div.Tensor": ("div_.Tensor", "div.out"),
     "div.Tensor_mode": ("div_.Tensor_mode", "div.out_mode"),
     "where.self": ("where.self_out",),
+    "tril.default": ("tril_.default",),
+    "triu.default": ("triu_.default",),
+    "cumsum.default": ("cumsum_.default", "cumsum.out"),
+    "maximum.default": ("maximum.out",),
+    "minimum.default": ("minimum.out",),
+    "clamp_min.default": ("clamp_min_.default", "clamp_min.out"),
+    "clamp_min.Tensor": ("clamp_min_.Tensor", "clamp_min.Tensor_out"),
+    "clamp_max.default": ("clamp_max_.default", "clamp_max.out"),
+    "clamp_max.Tensor": ("clamp_max_.Tensor", "clamp_max.Tensor_out"),
+    "clamp.default": ("clamp_.default", "clamp.out"),
+    "clamp.Tensor": ("clamp_.Tensor", "clamp.Tensor_out"),
     "cat.default": ("cat.out",),
     "gather.default": ("gather.out",),
     "index_select.default": ("index_select.out",),
@@ -227,11 +269,16 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "masked_fill.Scalar": ("masked_fill_.Scalar", "masked_fill.Scalar_out"),
     "masked_fill.Tensor": ("masked_fill_.Tensor", "masked_fill.Tensor_out"),
     "abs.default": ("abs_.default", "abs.out"),
+    "sign.default": ("sign_.default", "sign.out"),
+    "sgn.default": ("sgn_.default", "sgn.out"),
     "relu.default": ("relu_.default",),
     "gelu.default": ("gelu_.default", "gelu.out"),
     "gelu_backward.default": ("gelu_backward.grad_input",),
     "silu.default": ("silu_.default", "silu.out"),
     "tanh_backward.default": ("tanh_backward.grad_input",),
+    "sigmoid_backward.default": ("sigmoid_backward.grad_input",),
+    "threshold_backward.default": ("threshold_backward.grad_input",),
+    "log_sigmoid_backward.default": ("log_sigmoid_backward.grad_input",),
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ROUNDING},
     "lerp.Scalar": ("lerp_.Scalar", "lerp.Scalar_out"),
     "lerp.Tensor": ("lerp_.Tensor", "lerp.Tensor_out"),

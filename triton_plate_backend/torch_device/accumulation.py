@@ -30,9 +30,10 @@ more: the result is CUDA's within CUDA's own fp32 rounding. How, by kind:
 
 Other dtypes (float64, fp32 outside the matmul family and the FFTs, integers) keep the host kernel's behaviour.
 
-sum, mean, softmax/log_softmax and layer norm (forward and backward) and the matmuls mm, bmm, addmm, baddbmm,
-addmv, dot and _int_mm are no longer here: they are plate kernels (eager_ops/reductions.py, layer_norm.py,
-matmul.py) accumulating in float32 as CUDA's, in a fixed order, on the device.
+sum, mean, var, std, cumsum, linalg_vector_norm, softmax/log_softmax and layer norm (forward and backward) and the
+matmuls mm, bmm, addmm, baddbmm, addmv, dot and _int_mm are no longer here: they are plate kernels
+(eager_ops/reductions.py, scans.py, composite.py, layer_norm.py, matmul.py) accumulating in float32 as
+CUDA's, in a fixed order, on the device.
 """
 
 from __future__ import annotations
@@ -237,16 +238,12 @@ ACCUMULATING: dict[str, Rule] = {
     "addbmm": Rule("matmul", _addbmm),
     # reductions (sum.default, logsumexp, norm.Scalar decompose into these; sum and mean are plate kernels)
     "nansum": Rule("tree", _nansum),
-    "var.correction": Rule("tree", _var),
-    "std.correction": Rule("tree", _std),
     "var_mean.correction": Rule("tree", _var_mean),
     "std_mean.correction": Rule("tree", _std_mean),
-    "linalg_vector_norm": Rule("tree", _vector_norm),
     "norm.ScalarOpt_dim": Rule("tree", _norm),
     "norm.ScalarOpt_dim_dtype": Rule("tree", _norm),
     "prod": Rule("host"),
     "prod.dim_int": Rule("host"),
-    "cumsum": Rule("host"),
     "cumprod": Rule("host"),
     # norms, forward and backward (rms_norm upcasts to float32 itself, then reduces with mean.dim)
     "native_group_norm": Rule("host"),
