@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,12 @@ def test_flag_gems_plugin_names_the_device_in_the_vendor_table(tmp_path, monkeyp
     assert (info.vendor_name, info.device_name, info.dispatch_key) == ("acme", "plate", "PrivateUse1")
     assert sys.modules["_acme"].vendor_info is info
     monkeypatch.delitem(sys.modules, "_acme")
+
+
+def test_a_library_at_the_top_of_its_checkout_is_named_so(tmp_path):
+    """fla keeps its package at the top of the tree (library.folder = ""): the report says so, not "/"."""
+    (tmp_path / "toplib_not_installed").mkdir()
+    revision = types.SimpleNamespace(library_package="toplib_not_installed", library_folder="", pip=None)
+    path, where = runner._library_path(revision, types.SimpleNamespace(root=tmp_path))
+    assert path == str(tmp_path)
+    assert where == "toplib_not_installed from the checkout's top folder (not installed)"

@@ -361,7 +361,8 @@ def _library_path(revision: Revision, tree: Tree) -> tuple[str | None, str]:
             f"{package} is not importable and the tree has no {revision.library_folder}/{package}: "
             f"pip install --no-deps {revision.pip.name}=={revision.pip.version} (and its dependencies)"
         )
-    return str(folder), f"{package} from the checkout's {revision.library_folder}/ (not installed)"
+    where = f"{revision.library_folder}/" if revision.library_folder else "top folder"
+    return str(folder), f"{package} from the checkout's {where} (not installed)"
 
 
 def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
