@@ -134,28 +134,13 @@ def _one_program_bytes(program, args, memory: DeviceMemory, launch) -> tuple[np.
             if not (-_EXACT < lo < _EXACT and -_EXACT < hi < _EXACT):
                 return _program_bytes(program, args, memory, launch)
             lo, hi = min(max(lo, 0), rec.nbytes), min(max(hi, 0), rec.nbytes)
-        split = _split_one(rec, lo, max(hi, lo))
+        split = rec.split_one(lo, max(hi, lo))
         span = sum(split)
         scale = nbytes / span if span > 0 else 0.0
         out = spread if fp.lo is None else located
         for j, d in enumerate(rec.owners):  # an owner may repeat (explicit domain lists)
             out[d] += split[j] * scale
     return np.array([located]), np.array([spread])
-
-
-def _split_one(rec, lo: int, hi: int) -> list[float]:
-    """``Allocation.split`` of one range [lo, hi) (0 <= lo <= hi <= its size), in Python numbers."""
-    k, g = len(rec.owners), rec.granule
-    if k == 1:
-        return [float(hi - lo)]
-    if rec.striped:
-        cycle = g * k
-
-        def below(x: int, j: int) -> int:  # bytes of owner j in [0, x)
-            return (x // cycle) * g + min(max(x % cycle - j * g, 0), g)
-
-        return [float(below(hi, j) - below(lo, j)) for j in range(k)]
-    return [float(max(min(hi, (j + 1) * g if j < k - 1 else hi) - max(lo, j * g), 0)) for j in range(k)]
 
 
 def _launch_bound(machine: Machine, by_domain: np.ndarray, dom: np.ndarray) -> float:
