@@ -187,22 +187,29 @@ def sum_two_kernel(w, x, o, BLOCK: tl.constexpr):
     ],
 )
 def test_a_one_program_launch_homed_in_domain_0_is_decided_unpriced(mini, monkeypatch, elements, programs, short):
-    """The planner's shortcut (sim/operands.py ``_one_home``) against the full pricing of the same launch,
-    each on a fresh planner: where it applies it returns what the pricing does; past its bounds it does
-    not apply, and at two stripes (8 KiB) the pricing finds a replica worth something."""
+    """The planner's shortcuts (sim/operands.py ``_one_home_every_pointer`` before the footprint's ranges
+    are evaluated, ``_one_home`` after) against the full pricing of the same launch, each on a fresh
+    planner: where they apply the pricing moves nothing (every choice None, no replica gain) and the
+    planner returns no choice; past their bounds they do not apply, and at two stripes (8 KiB) the pricing
+    finds a replica worth something."""
     from triton_plate_backend.sim import operands as ops
 
     seen = []
     plan = ops.OperandPlanner.plan
-    one_home = ops._one_home
+    one_home, every_pointer = ops._one_home, ops._one_home_every_pointer
 
     def both(self, program, grid, args, memory):
         quick = plan(ops.OperandPlanner(), program, grid, args, memory)
-        taken = bool(quick[0]) and one_home(program, grid, args, memory, quick[0])
+        recs = [memory.holding(int(v)) if a.type == "ptr" else None for a, v in zip(program.args, args)]
+        taken = every_pointer(program, grid, args, recs)
+        monkeypatch.setattr(ops, "_one_home_every_pointer", lambda *a: False)
+        late = plan(ops.OperandPlanner(), program, grid, args, memory)  # _one_home alone
+        late_taken = bool(late[0]) and one_home(program, grid, args, memory, late[0])
         monkeypatch.setattr(ops, "_one_home", lambda *a: False)
         full = plan(ops.OperandPlanner(), program, grid, args, memory)
         monkeypatch.setattr(ops, "_one_home", one_home)
-        seen.append((program.name, taken, quick, full))
+        monkeypatch.setattr(ops, "_one_home_every_pointer", every_pointer)
+        seen.append((program.name, taken, late_taken, quick, late, full))
         return plan(self, program, grid, args, memory)
 
     monkeypatch.setattr(ops.OperandPlanner, "plan", both)
@@ -211,14 +218,17 @@ def test_a_one_program_launch_homed_in_domain_0_is_decided_unpriced(mini, monkey
     before = len(mini.operand_moves)
     block = min(elements, 1 << (elements.bit_length() - 1))  # 1025: the first 1024 elements, all in domain 0
     sum_two_kernel[(programs,)](w, x, o, BLOCK=block)
-    (name, taken, quick, full) = seen[-1]
-    assert name == "sum_two_kernel" and [i for i, _ in quick[0]] == [0, 1, 2]  # w, x and o are shared
-    assert taken == short
-    assert quick == full
+    (name, taken, late_taken, quick, late, full) = seen[-1]
+    assert name == "sum_two_kernel" and [i for i, _ in full[0]] == [0, 1, 2]  # w, x and o are shared
+    assert taken == late_taken == short
+    assert late == full
     if short:
         assert full[1] == tuple(ops._Choice(i, None, 0.0, 0.0, 0.0) for i in (0, 1, 2))
+        assert quick == ([], ())
+    else:
+        assert quick == full
     if elements == 2048:
-        assert any(c.replica_gain_ns > 0 for c in full[1])  # what the shortcut's bound keeps out
+        assert any(c.replica_gain_ns > 0 for c in full[1])  # what the shortcuts' bound keeps out
     assert moves_since(mini, before) == []
     ref = (w.cpu()[:block] + x.cpu()[:block]).sum()
     torch.testing.assert_close(o.cpu(), ref.expand(programs), rtol=1e-4, atol=1e-3)

@@ -113,15 +113,22 @@ class PlateUtils:
 
 
 def _registers_used(program) -> int:
-    from .isa.table import ISA
+    """One past the highest register an instruction names (read or written), at least 1."""
+    from .sim.data_flow import slots
 
     highest = -1
+    positions: dict[str, tuple] = {}  # mnemonic -> (operand position, is a register list) of its registers
     for ins in program.instrs:
-        for od, value in zip(ISA[ins.mnemonic].operands, ins.operands):
-            if od.kind == "r":
-                highest = max(highest, value)
-            elif od.kind == "rlist":
+        pos = positions.get(ins.mnemonic)
+        if pos is None:
+            s = slots(ins)
+            pos = positions[ins.mnemonic] = s.reg_use + s.reg_def
+        for i, many in pos:
+            value = ins.operands[i]
+            if many:
                 highest = max(highest, *value) if value else highest
+            elif value > highest:
+                highest = value
     return max(highest + 1, 1)  # published occupancy formulas divide by it
 
 

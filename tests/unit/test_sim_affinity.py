@@ -153,3 +153,48 @@ def test_a_large_grid_keeps_only_its_last_launch_shape(monkeypatch):
     assert other is not first and footprints.launch_footprints(k, (64, 1, 1), [x.base, o.base, 1]) is not first
     small = footprints.launch_footprints(k, (8, 1, 1), [x.base, o.base, 1])
     assert footprints.launch_footprints(k, (8, 1, 1), [x.base, o.base, 1]) is small
+
+
+@pytest.mark.parametrize("machine", ["plate-mini", "plate1", "plate4"])
+def test_a_one_program_launch_counts_the_bytes_the_numpy_path_counts(machine):
+    """program_bytes of a one-program launch (sim/affinity.py ``_one_program_bytes``, in Python numbers)
+    against the numpy path over the programs (``_program_bytes``) on the same launch: equal arrays, for
+    ranges inside, across and past allocations of every placement, gathers, anywhere-bytes and offsets
+    from the allocation's base, pointers into unknown memory and a replicated tensor."""
+    from triton_plate_backend.sim import affinity
+    from triton_plate_backend.sim.footprints import launch_footprints
+
+    m = get_machine(machine)
+    mem = DeviceMemory(m)
+    rng = np.random.default_rng(7)
+    specs = ["interleaved", "blocked", "local:1", "replicated", f"explicit:0,{m.total_domains - 1},0"]
+    recs = [mem.alloc(int(n), spec) for spec in specs for n in (100, 4096, 5000, 3 * BLOCKED_MIN_BYTES + 8)]
+    args = [Arg(f"p{i}", "ptr") for i in range(3)] + [Arg("n", "i32")]
+    checked = 0
+    for trial in range(400):
+        ptrs = [int(recs[i].base + rng.integers(0, 64)) for i in rng.integers(0, len(recs), 3)]
+        if trial % 17 == 0:
+            ptrs[1] = 8  # not device memory
+        entries = []
+        for k in range(int(rng.integers(1, 5))):
+            a = int(rng.integers(0, 3))
+            lo, n = int(rng.integers(-5000, 3 * BLOCKED_MIN_BYTES)), int(rng.integers(0, 2 * BLOCKED_MIN_BYTES))
+            form = int(rng.integers(0, 4))
+            if form == 0:
+                entries.append(f"arg{a}[:]*{n // 3}")
+            elif form == 1:
+                entries.append(f"any[:]*{n}")
+            else:
+                entries.append(f"arg{a}[{lo} + arg3:{lo} + arg3 + {n}]*{n + 7 * k}")
+        text = "; ".join(entries)
+        values = [*ptrs, int(rng.integers(0, 9000))]
+        program = Program("k", args=args, affinity=text)
+        launch = launch_footprints(program, (1, 1, 1), values)
+        one = affinity._one_program_bytes(program, values, mem, launch)
+        full = affinity._program_bytes(program, values, mem, launch)
+        assert (one is None) == (full is None)
+        if one is not None:
+            assert one[0].dtype == full[0].dtype and one[0].shape == full[0].shape == (1, m.total_domains)
+            assert np.array_equal(one[0], full[0]) and np.array_equal(one[1], full[1]), text
+            checked += bool(one[0].any() or one[1].any())
+    assert checked > 300

@@ -294,3 +294,31 @@ def test_holding_finds_the_live_allocation_of_a_byte(mem):
         assert mem.holding(np.int64(a)) is want
     assert [mem.holding(r.base + 5) for r in live] == live
     assert mem.holding(recs[2].base + 5) is not recs[2]
+
+
+@pytest.mark.parametrize("machine", ["plate-mini", "plate1", "plate4"])
+def test_split_one_is_split_of_one_range(machine):
+    """``Allocation.split_one`` (Python numbers, one range) gives ``split``'s values for ranges inside,
+    at the edges of and across stripes and chunks, for every placement; an allocation's shares per
+    domain are its whole range split over its owners."""
+    from triton_plate_backend.machine import get_machine
+    from triton_plate_backend.sim.memory import BLOCKED_MIN_BYTES, DeviceMemory
+
+    m = get_machine(machine)
+    mem = DeviceMemory(m)
+    rng = np.random.default_rng(3)
+    specs = ["interleaved", "blocked", "local:1", f"explicit:0,{m.total_domains - 1},0"]
+    for spec in specs:
+        for n in (1, 100, 4096, 5000, 3 * BLOCKED_MIN_BYTES + 8):
+            rec = mem.alloc(n, spec)
+            cuts = [0, n, rec.granule, rec.granule - 1, rec.granule + 1, *rng.integers(0, n + 1, 12).tolist()]
+            for lo in cuts:
+                for hi in cuts:
+                    lo, hi = min(lo, n), min(hi, n)
+                    if lo > hi:
+                        continue
+                    want = rec.split(np.array([lo]), np.array([hi]))[0]
+                    assert rec.split_one(lo, hi) == want.tolist(), (spec, n, lo, hi)
+            shares = np.zeros(m.total_domains, np.int64)
+            np.add.at(shares, np.asarray(rec.owners), rec.split(np.array([0]), np.array([n]))[0].astype(np.int64))
+            assert rec.shares.tolist() == shares.tolist() and int(rec.shares.sum()) == n

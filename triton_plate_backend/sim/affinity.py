@@ -47,6 +47,13 @@ def program_bytes(program, grid, args, memory: DeviceMemory) -> tuple[np.ndarray
     launch = launch_footprints(program, grid, args)
     if launch is None:
         return None
+    if launch.programs == 1:
+        return _one_program_bytes(program, args, memory, launch)
+    return _program_bytes(program, args, memory, launch)
+
+
+def _program_bytes(program, args, memory: DeviceMemory, launch) -> tuple[np.ndarray, np.ndarray] | None:
+    """``program_bytes`` over the launch's programs at once (numpy over the programs)."""
     params = program.args
     P = launch.programs
     located = np.zeros((P, memory.machine.total_domains))
@@ -86,6 +93,54 @@ def program_bytes(program, grid, args, memory: DeviceMemory) -> tuple[np.ndarray
         for j, d in enumerate(rec.owners):  # an owner may repeat (explicit domain lists)
             out[:, d] += split[:, j] * scale
     return located, spread
+
+
+_EXACT = 1 << 62  # offsets within this bound: the int64 arithmetic of _program_bytes cannot wrap
+
+
+def _one_program_bytes(program, args, memory: DeviceMemory, launch) -> tuple[np.ndarray, np.ndarray] | None:
+    """``_program_bytes`` of a one-program launch (most of a test suite's), in Python numbers: the same
+    operations in the same order on the same values (byte counts are integers, exact in float64, so a
+    range's bytes sum to the same span in any order), without a dozen numpy calls per footprint on
+    1-element arrays. Offsets past ``_EXACT`` take the numpy path (its int64 arithmetic is what counts)."""
+    params = program.args
+    D = memory.machine.total_domains
+    located, spread = [0.0] * D, [0.0] * D
+    chip0 = memory.machine.domains
+    for fp in launch.footprints:
+        try:
+            nbytes = float(launch.value(fp.nbytes)[0])
+        except FootprintError:
+            return None
+        if fp.arg < 0:  # somewhere in device memory: spread over the chip's domains
+            share = nbytes / chip0
+            for d in range(chip0):
+                spread[d] += share
+            continue
+        if fp.arg >= len(params) or params[fp.arg].type != "ptr":
+            return None
+        base = int(args[fp.arg])
+        rec = memory.holding(base)
+        if rec is None or rec.replicas:  # unknown memory, or a copy in every domain: no pull
+            continue
+        if fp.lo is None:  # somewhere in this allocation: its bytes in proportion to the homes' shares
+            lo, hi = 0, rec.nbytes
+        else:
+            try:
+                lo = int(launch.value(fp.lo)[0]) + (base - rec.base)
+                hi = int(launch.value(fp.hi)[0]) + (base - rec.base)
+            except FootprintError:
+                return None
+            if not (-_EXACT < lo < _EXACT and -_EXACT < hi < _EXACT):
+                return _program_bytes(program, args, memory, launch)
+            lo, hi = min(max(lo, 0), rec.nbytes), min(max(hi, 0), rec.nbytes)
+        split = rec.split_one(lo, max(hi, lo))
+        span = sum(split)
+        scale = nbytes / span if span > 0 else 0.0
+        out = spread if fp.lo is None else located
+        for j, d in enumerate(rec.owners):  # an owner may repeat (explicit domain lists)
+            out[d] += split[j] * scale
+    return np.array([located]), np.array([spread])
 
 
 def _launch_bound(machine: Machine, by_domain: np.ndarray, dom: np.ndarray) -> float:

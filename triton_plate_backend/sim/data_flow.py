@@ -45,6 +45,54 @@ def _target(inst) -> int | None:
     return next((v for od, v in zip(inst.row.operands, inst.operands) if od.kind == "label"), None)
 
 
+class Slots:
+    """Which operands of an ISA row ``_regs``, ``_tiles`` and ``_target`` read, as operand positions: a
+    row's instructions all have them at the same places, so an analysis that visits every instruction (and
+    some many times, to a fixpoint) finds its registers and tiles by position (``slots``)."""
+
+    __slots__ = ("row", "reg_use", "reg_def", "tile_use", "tile_def", "tile_addr", "label")
+
+    def __init__(self, row):
+        ops = list(enumerate(row.operands))
+        self.row = row
+        # (position, is a register list) of the registers it reads and writes
+        self.reg_use = tuple((i, od.kind == "rlist") for i, od in ops if od.kind in ("r", "rlist") and od.role != "def")
+        self.reg_def = tuple((i, od.kind == "rlist") for i, od in ops if od.kind in ("r", "rlist") and od.role != "use")
+        self.tile_use = tuple(i for i, od in ops if od.kind == "t" and od.role in ("use", "inout"))
+        self.tile_def = tuple(i for i, od in ops if od.kind == "t" and od.role in ("def", "inout"))
+        self.tile_addr = tuple(i for i, od in ops if od.kind == "t" and od.role == "use" and od.name in ("addr", "m"))
+        self.label = next((i for i, od in ops if od.kind == "label"), None)
+
+    def mask(self, inst, regs) -> int:
+        """The registers at positions ``regs`` (reg_use or reg_def) of ``inst`` as a bitmask."""
+        out = 0
+        for i, many in regs:
+            if many:
+                for r in inst.operands[i]:
+                    out |= 1 << r
+            else:
+                out |= 1 << inst.operands[i]
+        return out
+
+    def values(self, inst, positions) -> list[int]:
+        return [inst.operands[i] for i in positions]
+
+    def target(self, inst) -> int | None:
+        return None if self.label is None else inst.operands[self.label]
+
+
+_SLOTS: dict[int, Slots] = {}  # id(row) -> its Slots (the row kept in it: an id is reused once freed)
+
+
+def slots(inst) -> Slots:
+    """The Slots of ``inst``'s ISA row."""
+    row = inst.row
+    got = _SLOTS.get(id(row))
+    if got is None or got.row is not row:
+        got = _SLOTS[id(row)] = Slots(row)
+    return got
+
+
 def trace_reads_no_data(program: Program) -> bool:
     """True when no control flow, address, mask or DMA descriptor of ``program`` is computed from
     memory's contents (module docstring): its trace over a grid, arguments and allocation layout is
@@ -55,12 +103,28 @@ def trace_reads_no_data(program: Program) -> bool:
     spans = np.array([t.span() for t in program.tiles], dtype=np.int64).reshape(-1, 2)
     overlap = (spans[:, None, 0] < spans[None, :, 1]) & (spans[None, :, 0] < spans[:, None, 1])
     np.fill_diagonal(overlap, True)
-    written = np.zeros(len(program.tiles), bool)  # tiles some instruction writes data into (to a fixpoint)
-    for inst in instrs:
-        if inst.row.unit == "dma_in":
-            written[_tiles(inst, ("def", "inout"))] = True
-    data = overlap[written].any(axis=0)  # tiles sharing SRAM bytes with those
+    # per pc, what the walk reads of it: (mnemonic, unit, registers read and written as bitmasks, the
+    # address and mask tiles of a DMA, the tiles a vector or matrix instruction reads and writes, successors)
+    effects = []
+    written = [False] * len(program.tiles)  # tiles some instruction writes data into (to a fixpoint)
     n = len(instrs)
+    for pc, inst in enumerate(instrs):
+        s = slots(inst)
+        m, unit = inst.mnemonic, s.row.unit
+        if unit == "dma_in":
+            for t in s.values(inst, s.tile_def):
+                written[t] = True
+        succ = []
+        if m not in _ENDS:
+            succ.append(pc + 1)
+        if m in _BRANCHES or m == "jmp":
+            succ.append(s.target(inst))
+        succ = [x for x in succ if x is not None and x < n]
+        dma = unit in ("dma_in", "dma_out")
+        tiles_in = s.values(inst, s.tile_addr if dma else s.tile_use) if dma or unit in ("vector", "matrix") else []
+        tiles_out = s.values(inst, s.tile_def) if unit in ("vector", "matrix") else []
+        effects.append((m, unit, s.mask(inst, s.reg_use), s.mask(inst, s.reg_def), dma, tiles_in, tiles_out, succ))
+    data = overlap[np.array(written, bool)].any(axis=0).tolist()  # tiles sharing SRAM bytes with those
     while True:
         grown = False
         # registers holding data, per pc (a bitmask of register numbers), by a forward walk to a fixpoint
@@ -70,37 +134,26 @@ def trace_reads_no_data(program: Program) -> bool:
         while work:
             pc = work.pop()
             tainted = into[pc]
-            inst = instrs[pc]
-            m, unit = inst.mnemonic, inst.row.unit
-            uses = _regs(inst, ("use", "inout"))
-            reg_data = any(tainted >> r & 1 for r in uses)
-            if unit in ("dma_in", "dma_out"):
-                if reg_data or data[_tiles(inst, ("use",), ("addr", "m"))].any():
+            m, unit, uses, defs_mask, dma, tiles_in, tiles_out, succ = effects[pc]
+            reg_data = bool(tainted & uses)
+            if dma:
+                if reg_data or any(data[t] for t in tiles_in):
                     return False
             elif m in _BRANCHES and reg_data:
                 return False
             from_data = reg_data
             if unit in ("vector", "matrix"):
-                from_data = reg_data or bool(data[_tiles(inst, ("use", "inout"))].any())
-                defs = _tiles(inst, ("def", "inout"))
-                if from_data and defs and not written[defs].all():
-                    written[defs] = True
-                    data = overlap[written].any(axis=0)
+                from_data = reg_data or any(data[t] for t in tiles_in)
+                if from_data and tiles_out and not all(written[t] for t in tiles_out):
+                    for t in tiles_out:
+                        written[t] = True
+                    data = overlap[np.array(written, bool)].any(axis=0).tolist()
                     grown = True
-            out = tainted
-            for r in _regs(inst, ("def", "inout")):
-                out = out | (1 << r) if from_data else out & ~(1 << r)
-            succ = []
-            if m not in _ENDS:
-                succ.append(pc + 1)
-            if m in _BRANCHES or m == "jmp":
-                succ.append(_target(inst))
-            for s in succ:
-                if s is None or s >= n:
-                    continue
-                merged = out if into[s] is None else into[s] | out
-                if merged != into[s]:
-                    into[s] = merged
-                    work.append(s)
+            out = tainted | defs_mask if from_data else tainted & ~defs_mask
+            for x in succ:
+                merged = out if into[x] is None else into[x] | out
+                if merged != into[x]:
+                    into[x] = merged
+                    work.append(x)
         if not grown:
             return True

@@ -666,7 +666,10 @@ def execute(
     cut = None
     if batch_size is None:
         batch_size = batch_programs(launch.row_bytes)
-        if not sanitize:
+        # a launch of at most CACHE_MIN_PROGRAMS programs is never cut (a cut is at least that many), so
+        # its program's instructions are not scanned for the mnemonics that forbid one (most launches of a
+        # test suite: one program)
+        if not sanitize and total > CACHE_MIN_PROGRAMS:
             cut = sub_batch_programs(program, launch.row_bytes, batch_size, record_trace)
     batch_size = max(1, int(batch_size))
     frees_held = getattr(memory, "frees_held", contextlib.nullcontext)

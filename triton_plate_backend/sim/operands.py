@@ -102,6 +102,26 @@ def _one_home(program, grid, args, memory: DeviceMemory, shared) -> bool:
     return launch is not None and all(fp.arg >= 0 for fp in launch.footprints)
 
 
+def _one_home_every_pointer(program, grid, args, recs) -> bool:
+    """``_one_home`` known before ``shared_operands`` is: one program, every pointer argument's allocation
+    (``recs``) interleaved and homed whole in domain 0, no footprint outside its arguments. Whichever of
+    those operands are shared, each is interleaved, so ``_one_home`` holds and the pricing would move none;
+    a kernel without a footprint shares none. Either way the launch makes no move, so ``plan`` answers
+    without evaluating the footprint's ranges (most of a test suite's launches: one program over small
+    tensors, each a fresh kernel; tests/test_operand_placement.py)."""
+    if math.prod(grid) != 1:
+        return False
+    for a, rec in zip(program.args, recs):
+        if a.type != "ptr":
+            continue
+        if rec is None or rec.placement.mode != "interleaved" or rec.owners[0] != 0:
+            return False
+        if len(rec.owners) > 1 and rec.nbytes > rec.granule:
+            return False
+    launch = launch_footprints(program, grid, args)
+    return launch is None or all(fp.arg >= 0 for fp in launch.footprints)
+
+
 def _migration_ns(memory: DeviceMemory, rec: Allocation, spec: str) -> float:
     moved = memory.moved_by(rec.base, spec)
     return cost.migration_cycles(memory.machine, moved) / memory.machine.clock_ghz
@@ -155,6 +175,8 @@ class OperandPlanner:
     ) -> tuple[list[tuple[int, Allocation]], tuple[_Choice, ...]]:
         """The shared operands of this launch that launches may move, and the cost model's choice for each."""
         recs = [memory.holding(int(v)) if a.type == "ptr" else None for a, v in zip(program.args, args)]
+        if _one_home_every_pointer(program, grid, args, recs):
+            return [], ()  # what the launch's shared operands would get: no move (_one_home), found unpriced
         layout = _sizes_key(program, grid, args, recs, memory)
         found = self._shared.get(layout)
         if found is None or found[0] is not program or found[1] is not memory.machine:

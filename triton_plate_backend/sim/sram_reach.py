@@ -23,7 +23,7 @@ answer."""
 from __future__ import annotations
 
 from ..isa.program import Program
-from .data_flow import _BRANCHES, _ENDS, _target, _tiles
+from .data_flow import _BRANCHES, _ENDS, _target, slots
 
 _UNITS = ("vector", "matrix", "dma_in", "dma_out")  # the units whose instructions read or write tiles
 
@@ -79,8 +79,10 @@ def reads_unwritten_sram(program: Program) -> bool:
     units that reads a tile (dbg.print, dbg.assert), or control flow that cannot be read. When False,
     what a program instance's row held before it started is never seen (sim/executor.py then skips
     zeroing a kept SRAM image)."""
-    if any(inst.row.unit not in _UNITS and _tiles(inst, ("use", "inout")) for inst in program.instrs):
-        return True
+    for inst in program.instrs:
+        s = slots(inst)
+        if s.tile_use and s.row.unit not in _UNITS:
+            return True
     entry = 1 << len(program.instrs)  # a bit no pc has: "not written by this program instance yet"
     reads = _reaching(program, entry)
     return reads is None or any(seen & entry for seen in reads.values())
@@ -96,15 +98,11 @@ def _reaching(program: Program, entry: int) -> dict[tuple[int, int], int] | None
     whole = [t.is_contiguous() and t.numel > 0 for t in program.tiles]
     effects = []  # per pc: (tiles read, [(atoms written, kills)])
     for inst in program.instrs:
-        if inst.row.unit not in _UNITS:
+        s = slots(inst)
+        if s.row.unit not in _UNITS:
             effects.append(((), ()))
             continue
-        effects.append(
-            (
-                _tiles(inst, ("use", "inout")),
-                [(atoms[t], whole[t]) for t in _tiles(inst, ("def", "inout"))],
-            )
-        )
+        effects.append((s.values(inst, s.tile_use), [(atoms[t], whole[t]) for t in s.values(inst, s.tile_def)]))
 
     def through(state: list[int], s: int, e: int, reads: dict | None) -> list[int]:
         for pc in range(s, e):
