@@ -278,3 +278,24 @@ def test_knobs_are_typed_and_documented(monkeypatch):
     with pytest.raises(PlateError, match="positive integer"):
         knobs.bench_reps()
     assert all(name in knobs.describe() for name in knobs.KNOBS)
+
+
+def test_registers_used_is_one_past_the_highest_register_any_instruction_names():
+    """driver._registers_used over an instruction of every ISA row (its own test file is the unit tier's,
+    which runs without Triton: tests/unit/test_sim_data_flow.py builds the same instructions)."""
+    from triton_plate_backend.driver import _registers_used
+    from triton_plate_backend.isa.program import Inst, Program
+    from triton_plate_backend.isa.table import ISA
+    from triton_plate_backend.sim.data_flow import _regs
+
+    def _inst(row) -> Inst:  # every operand a distinct value (a register list: two registers)
+        ops = [(2 * k + 1, 2 * k + 2) if od.kind == "rlist" else k + 1 for k, od in enumerate(row.operands)]
+        return Inst(row.mnemonic, operands=tuple(ops))
+
+    instrs = [_inst(row) for row in ISA.values()]
+    named = [r for inst in instrs for r in _regs(inst, ("use", "def", "inout"))]
+    assert _registers_used(Program("k", instrs=instrs)) == max(named) + 1
+    for inst in instrs:
+        regs = _regs(inst, ("use", "def", "inout"))
+        assert _registers_used(Program("k", instrs=[inst])) == (max(regs) + 1 if regs else 1)
+    assert _registers_used(Program("k")) == 1

@@ -283,6 +283,19 @@ def _program_and_args(kernel, grid, *args, **meta):
     return program, (_one_each(program, grid, values) if is_persistent(program) else values)
 
 
+def _matmul_512():
+    """bench's matmul_kernel over 512^3 bf16 plate tensors in 128x128x64 tiles: (program, args, grid, a, b, c)."""
+    from triton_plate_backend.bench.kernels import matmul_kernel
+
+    m = k = n = 512
+    a, b = (torch.randn(m, k, dtype=torch.bfloat16).to("plate") for _ in range(2))
+    c = torch.empty(m, n, dtype=torch.bfloat16, device="plate")
+    grid = ((m // 128) * (n // 128), 1, 1)
+    strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    program, args = _program_and_args(matmul_kernel, grid, a, b, c, m, n, k, *strides, BM=128, BN=128, BK=64, GROUP_M=8)
+    return program, args, grid, a, b, c
+
+
 def test_a_placement_is_priced_from_the_launch_s_one_run(monkeypatch):
     """Inside ``shared_estimates`` the address-only run of the launch as placed is kept, and another
     placement's trace is that run with the accesses to the moved allocations counted again: the same
@@ -290,7 +303,6 @@ def test_a_placement_is_priced_from_the_launch_s_one_run(monkeypatch):
     a scatter, several operands moved at once, a launch whose address slice loads for real (a gather:
     its addresses, or tiles sharing their SRAM, are data; the loads are kept before they run) and a
     launch run in cache-sized sub-batches (one trace entry per batch, one access per sub-batch)."""
-    from triton_plate_backend.bench.kernels import matmul_kernel
     from triton_plate_backend.sim import estimate as est_mod
 
     runs, model = [], est_mod.model
@@ -317,12 +329,7 @@ def test_a_placement_is_priced_from_the_launch_s_one_run(monkeypatch):
             )  # fmt: skip
         return alone
 
-    m = k = n = 512
-    a, b = (torch.randn(m, k, dtype=torch.bfloat16).to("plate") for _ in range(2))
-    c = torch.empty(m, n, dtype=torch.bfloat16, device="plate")
-    grid = ((m // 128) * (n // 128), 1, 1)
-    strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
-    program, args = _program_and_args(matmul_kernel, grid, a, b, c, m, n, k, *strides, BM=128, BN=128, BK=64, GROUP_M=8)
+    program, args, grid, a, b, c = _matmul_512()
     placements = [None, {"b_ptr": "interleaved"}, {"b_ptr": "replicated"}, {"a_ptr": "local:1", "b_ptr": "replicated"},
                   {"c_ptr": "replicated"}, {"c_ptr": "interleaved", "a_ptr": "interleaved"}]  # fmt: skip
     times = check(program, grid, args, placements, runs_inside=1)
@@ -360,17 +367,11 @@ def test_an_access_is_counted_again_once_per_placement_of_what_it_touches(monkey
     operand's placement to the choices before it, so B's accesses counted over ``replicated`` once serve
     every later placement that replicates B, and A's over ``local:1`` the placement that moves A so with
     B. Every Estimate is still that placement's own run's."""
-    from triton_plate_backend.bench.kernels import matmul_kernel
     from triton_plate_backend.sim import dma
     from triton_plate_backend.sim import estimate as est_mod
 
     dev = get_device()
-    m = k = n = 512
-    a, b = (torch.randn(m, k, dtype=torch.bfloat16).to("plate") for _ in range(2))
-    c = torch.empty(m, n, dtype=torch.bfloat16, device="plate")
-    grid = ((m // 128) * (n // 128), 1, 1)
-    strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
-    program, args = _program_and_args(matmul_kernel, grid, a, b, c, m, n, k, *strides, BM=128, BN=128, BK=64, GROUP_M=8)
+    program, args, grid, a, b, c = _matmul_512()
     placements = [None, {"a_ptr": "local:1"}, {"b_ptr": "replicated"}, {"a_ptr": "local:1", "b_ptr": "replicated"},
                   {"a_ptr": "replicated", "b_ptr": "replicated"}]  # fmt: skip
     alone = [est_mod.estimate_launch(program, grid, list(args), dev.memory, placement=p) for p in placements]

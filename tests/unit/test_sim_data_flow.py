@@ -41,16 +41,3 @@ def test_slots_read_the_operands_the_helpers_read_on_every_row():
 def test_a_row_with_registers_tiles_and_a_label_is_covered():
     kinds = {od.kind for row in ISA.values() for od in row.operands}
     assert {"r", "rlist", "t", "label"} <= kinds  # the test above met every kind it reads
-
-
-def test_registers_used_is_one_past_the_highest_register_any_instruction_names():
-    from triton_plate_backend.driver import _registers_used
-    from triton_plate_backend.isa.program import Program
-
-    instrs = [_inst(row) for row in ISA.values()]
-    named = [r for inst in instrs for r in _regs(inst, ("use", "def", "inout"))]
-    assert _registers_used(Program("k", instrs=instrs)) == max(named) + 1
-    for inst in instrs:
-        regs = _regs(inst, ("use", "def", "inout"))
-        assert _registers_used(Program("k", instrs=[inst])) == (max(regs) + 1 if regs else 1)
-    assert _registers_used(Program("k")) == 1
