@@ -112,7 +112,7 @@ REDUCTIONS = {
 ON_DEVICE = {
     "sum", "sum_dim0", "sum_dim1_keepdim", "sum_to_float32", "mean", "softmax", "log_softmax", "softmax_to_float32",
     "vector_norm", "vector_norm_1", "vector_norm_3", "vector_norm_inf", "norm", "cumsum", "var",
-    "std_unbiased0",
+    "std_unbiased0", "var_mean", "std_mean",
 }  # fmt: skip
 
 

@@ -176,10 +176,17 @@ def eye(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def _laid_out(result: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """``result`` in the meta kernel's shape, strides and dtype (rounded once from float32 for fp16/bf16)."""
+    out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=result.device)
+    return out.copy_(result.reshape(expected.shape))
+
+
 def variance(op: torch._ops.OpOverload, row: Row) -> Callable:
-    """var / std (.correction) of a real floating tensor: the mean, then the sum of squared deviations over
-    max(0, N - correction), two passes over plate kernels in float32 for fp16/bf16 (CUDA's Welford accumulates
-    in float32 too), std its sqrt. Complex tensors and out= go to the host, counted. row.fn: "var" or "std"."""
+    """var / std / var_mean / std_mean (.correction) of a real floating tensor: the mean, then the sum of
+    squared deviations over max(0, N - correction), two passes over plate kernels in float32 for fp16/bf16
+    (CUDA's Welford accumulates in float32 too), std its sqrt; the *_mean ops also return that mean, rounded
+    once. Complex tensors and out= go to the host, counted. row.fn: the op's name."""
 
     @checked(op)
     def kernel(call: Call, expected):
@@ -194,9 +201,11 @@ def variance(op: torch._ops.OpOverload, row: Row) -> Callable:
         squares = deviation * deviation
         total = squares.sum(dims, keepdim=call["keepdim"]) if dims is not None else squares.sum()
         result = total / max(0, n - correction)
-        result = result.sqrt() if row.fn == "std" else result
-        out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=x.device)
-        return out.copy_(result.reshape(expected.shape))
+        result = result.sqrt() if row.fn.startswith("std") else result
+        if not row.fn.endswith("_mean"):
+            return _laid_out(result, expected)
+        mean = wide.mean(dims, keepdim=call["keepdim"]) if dims is not None else wide.mean()
+        return _laid_out(result, expected[0]), _laid_out(mean, expected[1])
 
     return kernel
 

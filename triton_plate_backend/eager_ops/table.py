@@ -178,6 +178,8 @@ EAGER_OPS: dict[str, Row] = {
     "linalg_vector_norm.default": Row("vector_norm"),
     "var.correction": Row("variance", "var"),
     "std.correction": Row("variance", "std"),
+    "var_mean.correction": Row("variance", "var_mean"),
+    "std_mean.correction": Row("variance", "std_mean"),
     "tril.default": Row("triangle", "tril"),
     "triu.default": Row("triangle", "triu"),
     "flip.default": Row("flip"),

@@ -30,8 +30,8 @@ more: the result is CUDA's within CUDA's own fp32 rounding. How, by kind:
 
 Other dtypes (float64, fp32 outside the matmul family and the FFTs, integers) keep the host kernel's behaviour.
 
-sum, mean, var, std, cumsum, linalg_vector_norm, softmax/log_softmax and layer norm (forward and backward) and the
-matmuls mm, bmm, addmm, baddbmm, addmv, dot and _int_mm are no longer here: they are plate kernels
+sum, mean, var, std, var_mean, std_mean, cumsum, linalg_vector_norm, softmax/log_softmax and layer norm (forward
+and backward) and the matmuls mm, bmm, addmm, baddbmm, addmv, dot and _int_mm are no longer here: they are plate kernels
 (eager_ops/reductions.py, scans.py, composite.py, layer_norm.py, matmul.py) accumulating in float32 as
 CUDA's, in a fixed order, on the device.
 """
@@ -157,25 +157,6 @@ def _mean(x, dim=None, keepdim=False, *, dtype=None):
     return tree_sum(x, dim, keepdim) / _count(x, dim)
 
 
-def _var(x, dim=None, *, correction=None, keepdim=False):
-    mean = tree_sum(x, dim, True) / _count(x, dim)
-    deviation = x - mean
-    divisor = max(_count(x, dim) - (1 if correction is None else correction), 0)
-    return tree_sum(deviation * deviation, dim, keepdim) / divisor
-
-
-def _std(x, dim=None, *, correction=None, keepdim=False):
-    return torch.sqrt(_var(x, dim, correction=correction, keepdim=keepdim))
-
-
-def _var_mean(x, dim=None, *, correction=None, keepdim=False):
-    return _var(x, dim, correction=correction, keepdim=keepdim), _mean(x, dim, keepdim)
-
-
-def _std_mean(x, dim=None, *, correction=None, keepdim=False):
-    return _std(x, dim, correction=correction, keepdim=keepdim), _mean(x, dim, keepdim)
-
-
 def _vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     ord = float(ord)
     a = x.abs()
@@ -238,8 +219,6 @@ ACCUMULATING: dict[str, Rule] = {
     "addbmm": Rule("matmul", _addbmm),
     # reductions (sum.default, logsumexp, norm.Scalar decompose into these; sum and mean are plate kernels)
     "nansum": Rule("tree", _nansum),
-    "var_mean.correction": Rule("tree", _var_mean),
-    "std_mean.correction": Rule("tree", _std_mean),
     "norm.ScalarOpt_dim": Rule("tree", _norm),
     "norm.ScalarOpt_dim_dtype": Rule("tree", _norm),
     "prod": Rule("host"),
