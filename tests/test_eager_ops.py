@@ -1125,3 +1125,21 @@ def test_var_and_std_as_the_cpus(name, dtype, no_host_ops):
     for g, w in zip(*((r,) if isinstance(r, torch.Tensor) else r for r in (got, want)), strict=True):
         assert g.stride() == w.stride()
         same(g, w)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+def test_bincount_on_plate_as_the_cpus(dtype, no_host_ops):
+    x = torch.randint(0, 9, (50,), generator=torch.Generator().manual_seed(3)).to(dtype)
+    same(torch.bincount(x.plate()), torch.bincount(x))
+    same(torch.bincount(x.plate(), minlength=15), torch.bincount(x, minlength=15))  # minlength beyond the max
+    same(torch.bincount(x[:0].plate(), minlength=3), torch.bincount(x[:0], minlength=3))  # empty: minlength zeros
+    for weights in (torch.rand(50), torch.rand(50, dtype=torch.float64), torch.randint(0, 5, (50,))):
+        got = torch.bincount(x.plate(), weights=weights.plate())
+        want = torch.bincount(x, weights=weights)
+        assert got.dtype == want.dtype  # float32 weights sum in float32, any other dtype in float64
+        torch.testing.assert_close(got.cpu(), want)
+
+
+def test_bincount_of_a_negative_value_raises_torchs_error():
+    with pytest.raises(RuntimeError, match="non-negative"):
+        torch.bincount(torch.tensor([1, -1, 2]).plate())

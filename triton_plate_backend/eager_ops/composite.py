@@ -13,6 +13,8 @@
 - ``triangle``: tril / triu as a where() of an index mask; ``flip``: index_select by reversed aranges; ``eye``:
   zeros and a diagonal fill.
 - ``variance``: var / std as two passes (the mean, the squared deviations) accumulating in float32.
+- ``bincount``: counts (or sums of weights) per value as a scatter_add into zeros whose length, max(self) + 1 or
+  minlength, is read back from the device first (as CUDA's kernel does).
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -210,6 +212,33 @@ def variance(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def bincount(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """bincount(self, weights, minlength) of a 1-D non-negative integer tensor: zeros of max(max(self) + 1,
+    minlength) entries, then a scatter_add of ones (int64) or of the weights (float32 weights sum in float32,
+    any other dtype in float64, as torch does). Calls torch refuses (negative values, another rank or a
+    float self, weights of another length, a negative minlength) go to the host, which raises its error."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, weights, minlength = call["self"], call["weights"], call["minlength"]
+        integral = not (x.dtype.is_floating_point or x.is_complex() or x.dtype == torch.bool)
+        if call.mixed or x.dim() != 1 or not integral or minlength < 0:
+            return call.on_host()
+        if weights is not None and (weights.shape != x.shape or weights.is_complex()):
+            return call.on_host()
+        if x.numel() and int(x.min()) < 0:
+            return call.on_host()
+        size = max(int(x.max()) + 1 if x.numel() else 0, minlength)
+        if weights is None:
+            dtype, values = torch.int64, torch.ones(x.shape, dtype=torch.int64, device=x.device)
+        else:
+            dtype = torch.float32 if weights.dtype == torch.float32 else torch.float64
+            values = weights.to(dtype)
+        return torch.zeros(size, dtype=dtype, device=x.device).scatter_add_(0, x.to(torch.int64), values)
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -236,4 +265,5 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "flip": flip,
     "eye": eye,
     "variance": variance,
+    "bincount": bincount,
 }
