@@ -1143,3 +1143,18 @@ def test_bincount_on_plate_as_the_cpus(dtype, no_host_ops):
 def test_bincount_of_a_negative_value_raises_torchs_error():
     with pytest.raises(RuntimeError, match="non-negative"):
         torch.bincount(torch.tensor([1, -1, 2]).plate())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_index_add_on_plate_as_the_cpus(dtype, no_host_ops):
+    g = torch.Generator().manual_seed(4)
+    index = torch.randint(0, 5, (20,), generator=g)  # repeated entries accumulate
+    source = torch.randint(-9, 9, (20, 3), generator=g).to(dtype)
+    same(
+        torch.zeros(5, 3, dtype=dtype).plate().index_add(0, index.plate(), source.plate(), alpha=2),
+        torch.zeros(5, 3, dtype=dtype).index_add(0, index, source, alpha=2),
+    )
+    x = torch.ones(3, 5, dtype=dtype)
+    y = x.plate()
+    y.index_add_(1, index[:4].plate(), source.T[:, :4].plate())  # in place, along dim 1
+    same(y, x.index_add_(1, index[:4], source.T[:, :4]))

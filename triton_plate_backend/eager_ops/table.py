@@ -175,6 +175,8 @@ EAGER_OPS: dict[str, Row] = {
     "_fused_rms_norm_backward.default": Row("composite"),
     "_embedding_bag.default": Row("composite"),
     "_embedding_bag_forward_only.default": Row("composite"),
+    "index_add.default": Row("composite"),  # index_put with accumulate=True
+    "index_add_.default": Row("composite"),
     "linalg_vector_norm.default": Row("vector_norm"),
     "var.correction": Row("variance", "var"),
     "std.correction": Row("variance", "std"),
