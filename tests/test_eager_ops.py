@@ -1158,3 +1158,16 @@ def test_index_add_on_plate_as_the_cpus(dtype, no_host_ops):
     y = x.plate()
     y.index_add_(1, index[:4].plate(), source.T[:, :4].plate())  # in place, along dim 1
     same(y, x.index_add_(1, index[:4], source.T[:, :4]))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.float16])
+def test_floor_divide_on_plate_rounds_toward_minus_infinity(dtype, no_host_ops):
+    g = torch.Generator().manual_seed(8)
+    a = (torch.randn(40, generator=g) * 30).to(dtype)
+    b = (torch.randint(1, 7, (40,), generator=g) * torch.tensor([1, -1]).repeat(20)).to(dtype)  # both signs
+    same(a.plate() // b.plate(), a // b)
+    same(a.plate() // 3, a // 3)
+    same(torch.floor_divide(a.plate(), b.plate(), out=torch.empty_like(a).plate()), torch.floor_divide(a, b))
+    y = a.plate()
+    y.floor_divide_(b.plate())
+    same(y, a.clone().floor_divide_(b))

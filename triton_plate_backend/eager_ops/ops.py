@@ -211,13 +211,14 @@ ON_HALF = {
 
 
 def divide(op: torch._ops.OpOverload, row: Row) -> Callable:
-    """div with each rounding mode: an elementwise kernel per mode. An integer division with a zero divisor runs
-    on the host, which raises torch's ZeroDivisionError (the CPU's semantics plate keeps; CUDA returns garbage)."""
+    """div with each rounding mode (floor_divide: div's floor mode): an elementwise kernel per mode. An integer
+    division with a zero divisor runs on the host, which raises torch's ZeroDivisionError (the CPU's semantics
+    plate keeps; CUDA returns garbage)."""
     by_fn = {fn: elementwise(op, dataclasses.replace(row, fn=fn)) for fn in (*DIVISIONS.values(), *ON_HALF.values())}
 
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
-        mode = call.bound.get("rounding_mode")
+        mode = "floor" if op._schema.name.rstrip("_") == "aten::floor_divide" else call.bound.get("rounding_mode")
         if mode not in DIVISIONS:
             return call.on_host()  # torch's error for an unknown mode
         dividend, divisor = call["self"], call["other"]

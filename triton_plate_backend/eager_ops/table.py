@@ -63,6 +63,7 @@ EAGER_OPS: dict[str, Row] = {
     # the rounding mode picks the element function (ops.divide): div, div_trunc or div_floor
     "div.Tensor": Row("divide", "div", BINARY, compute="result"),
     "div.Tensor_mode": Row("divide", "div", BINARY, compute="result"),
+    "floor_divide.default": Row("divide", "div", BINARY, compute="result"),
     "where.self": Row(
         "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
     ),
@@ -249,6 +250,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "neg.default": ("neg_.default", "neg.out"),
     "div.Tensor": ("div_.Tensor", "div.out"),
     "div.Tensor_mode": ("div_.Tensor_mode", "div.out_mode"),
+    "floor_divide.default": ("floor_divide_.Tensor", "floor_divide.out"),
     "where.self": ("where.self_out",),
     "tril.default": ("tril_.default",),
     "triu.default": ("triu_.default",),
