@@ -62,6 +62,11 @@ def _into(expected: torch.Tensor, moved: torch.Tensor, dim: int, target) -> torc
     return out
 
 
+def _laid_out(expected: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=result.device)
+    return out.copy_(result)
+
+
 def sort(op: torch._ops.OpOverload, row: Row):
     @checked(op)
     def kernel(call: Call, expected):
@@ -86,4 +91,48 @@ def sort(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
-FAMILIES = {"sort": sort}
+def order_statistic(op: torch._ops.OpOverload, row: Row):
+    """kthvalue, median and nanmedian (along a dim: values and indices; of the whole tensor: the value) as one
+    ascending sort of the rows, then a gather at each row's rank: k - 1; (n - 1) // 2 for median, or the
+    first NaN's place when a row holds one (NaN sorts last: median propagates it); (c - 1) // 2 for nanmedian,
+    c the row's count of numbers. Where equal elements tie, the index is the first of them in the row (the
+    sort is stable). Complex and bool tensors, empty rows and a k out of range run on the host (its errors).
+    row.fn: the op's name."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or x.device.type != "plate":
+            return call.on_host()
+        whole = "dim" not in call.bound
+        source = x.reshape(-1) if whole or not x.dim() else x
+        dim = 0 if whole or not x.dim() else call["dim"] % x.dim()
+        n = source.shape[dim]
+        if n == 0 or call.target_name is not None:
+            return call.on_host()
+        values, indices = _bitonic_sort(source, dim, False, n)
+        if row.fn == "kthvalue":
+            k = int(call["k"])
+            if not 1 <= k <= n:
+                return call.on_host()
+            rank = torch.full(values.shape[:-1], k - 1, dtype=torch.int64, device=x.device)
+        elif not x.dtype.is_floating_point:
+            rank = torch.full(values.shape[:-1], (n - 1) // 2, dtype=torch.int64, device=x.device)
+        else:
+            numbers = (~torch.isnan(values)).sum(-1)
+            if row.fn == "median":
+                rank = torch.where(numbers < n, numbers, (n - 1) // 2)
+            else:
+                rank = torch.clamp_min(numbers - 1, 0) // 2
+        value = values.gather(-1, rank.unsqueeze(-1)).squeeze(-1)
+        if whole:
+            return _laid_out(expected, value.reshape(()))
+        index = indices.gather(-1, rank.unsqueeze(-1)).squeeze(-1)
+        if call["keepdim"] and x.dim():
+            value, index = value.unsqueeze(dim), index.unsqueeze(dim)
+        return _laid_out(expected[0], value), _laid_out(expected[1], index)
+
+    return kernel
+
+
+FAMILIES = {"sort": sort, "order_statistic": order_statistic}

@@ -208,6 +208,12 @@ EAGER_OPS: dict[str, Row] = {
     "sort.default": Row("sort", "sort"),
     "sort.stable": Row("sort", "sort"),
     "topk.default": Row("sort", "topk"),
+    "kthvalue.default": Row("order_statistic", "kthvalue"),
+    **{
+        f"{name}.{overload}": Row("order_statistic", name)
+        for name in ("median", "nanmedian")
+        for overload in ("dim", "default")
+    },
     "nonzero.default": Row("nonzero"),
     "any.default": Row("any_all", "any"),
     "all.default": Row("any_all", "all"),
