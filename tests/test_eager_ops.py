@@ -1171,3 +1171,20 @@ def test_floor_divide_on_plate_rounds_toward_minus_infinity(dtype, no_host_ops):
     y = a.plate()
     y.floor_divide_(b.plate())
     same(y, a.clone().floor_divide_(b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_histc_on_plate_as_the_cpus(dtype, no_host_ops):
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(500, generator=g).to(dtype)
+    x[:3] = torch.tensor([2.0, -2.0, float("nan")], dtype=dtype)  # both edges (max in the last bin), NaN nowhere
+    same(torch.histc(x.plate(), bins=7, min=-2, max=2), torch.histc(x, bins=7, min=-2, max=2))
+    same(torch.histc(x.plate(), bins=5, min=0.5, max=1), torch.histc(x, bins=5, min=0.5, max=1))  # out of range
+    y = torch.rand(4, 30, generator=g).to(dtype)
+    same(torch.histc(y.plate(), bins=6), torch.histc(y, bins=6))  # min == max: the data's range
+    same(torch.histc(torch.full((5,), 3.0, dtype=dtype).plate()), torch.histc(torch.full((5,), 3.0, dtype=dtype)))
+
+
+def test_histc_of_an_inverted_range_raises_torchs_error():
+    with pytest.raises(RuntimeError, match="max must be larger than min"):
+        torch.histc(torch.rand(4).plate(), bins=3, min=2, max=1)

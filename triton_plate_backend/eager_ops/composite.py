@@ -15,6 +15,7 @@
 - ``variance``: var / std as two passes (the mean, the squared deviations) accumulating in float32.
 - ``bincount``: counts (or sums of weights) per value as a scatter_add into zeros whose length, max(self) + 1 or
   minlength, is read back from the device first (as CUDA's kernel does).
+- ``histc``: each element's bin as CUDA's kernel computes it, then a scatter_add of the in-range ones.
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -239,6 +240,37 @@ def bincount(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def histc(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """histc(self, bins, min, max) of a floating tensor: min == max takes the data's min and max (equal: widened
+    by 1 each way); element x in [min, max] counts in bin int((x - min) * bins / (max - min)), the last bin
+    holding max, each step rounded to self's dtype with min and max rounded to it first (CUDA's getBin and the
+    CPU's linear interpolation, in input_t); NaN and out-of-range elements count nowhere.
+    The counts accumulate in self's dtype, as torch returns them. Integer tensors (which the CPU refuses), a
+    range that is not finite or inverted, bins < 1 and out= go to the host, which raises or computes them."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, bins = call["self"], call["bins"]
+        low, high = float(call["min"]), float(call["max"])
+        if call.mixed or not x.dtype.is_floating_point or bins < 1 or call.target_name is not None:
+            return call.on_host()
+        if low == high and x.numel():
+            low, high = float(x.min()), float(x.max())
+        if low == high:
+            low, high = low - 1, high + 1
+        if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+            return call.on_host()
+        edges = torch.tensor([low, high], dtype=x.dtype)  # on the host: the bounds in self's dtype
+        low, high, span = edges[0].item(), edges[1].item(), (edges[1] - edges[0]).item()
+        flat = x.reshape(-1)
+        inside = (flat >= low) & (flat <= high)
+        place = ((torch.where(inside, flat, low) - low) * bins / span).to(torch.int64).clamp_(0, bins - 1)
+        counts = torch.zeros(bins, dtype=x.dtype, device=x.device)
+        return counts.scatter_add_(0, place, inside.to(x.dtype))
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -266,4 +298,5 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "eye": eye,
     "variance": variance,
     "bincount": bincount,
+    "histc": histc,
 }
