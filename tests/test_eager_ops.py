@@ -1188,3 +1188,21 @@ def test_histc_on_plate_as_the_cpus(dtype, no_host_ops):
 def test_histc_of_an_inverted_range_raises_torchs_error():
     with pytest.raises(RuntimeError, match="max must be larger than min"):
         torch.histc(torch.rand(4).plate(), bins=3, min=2, max=1)
+
+
+@pytest.mark.parametrize(
+    ("d", "shape", "padding"),
+    [
+        (1, (2, 3, 5), (2, 3)),
+        (2, (2, 3, 4, 5), (1, 2, 3, 0)),
+        (2, (3, 4, 5), (2, -1, 1, 1)),
+        (3, (1, 2, 3, 4, 2), (1, 1, 0, 2, 2, 1)),
+    ],
+)
+def test_replication_pad_backward_on_plate_as_the_cpus(d, shape, padding, no_host_ops):
+    g = torch.Generator().manual_seed(10)
+    x = torch.randn(shape, generator=g)
+    padded = torch.nn.functional.pad(x, padding, mode="replicate")
+    grad = torch.randn(padded.shape, generator=g)
+    backward = getattr(torch.ops.aten, f"replication_pad{d}d_backward")
+    same(backward(grad.plate(), x.plate(), padding), backward(grad, x, padding))

@@ -16,6 +16,8 @@
 - ``bincount``: counts (or sums of weights) per value as a scatter_add into zeros whose length, max(self) + 1 or
   minlength, is read back from the device first (as CUDA's kernel does).
 - ``histc``: each element's bin as CUDA's kernel computes it, then a scatter_add of the in-range ones.
+- ``replication_pad_backward``: the gradient summed back onto the edge entries each padded one copies, one
+  index_add per padded dim.
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -271,6 +273,37 @@ def histc(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def replication_pad_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """replication_pad{1,2,3}d_backward(grad_output, self, padding): along each padded dim (the last ones,
+    padding given last dim first as (left, right) pairs), output entry o copied input entry
+    clamp(o - left, 0, size - 1), so the gradient is an index_add of grad_output's entries at those places,
+    dim after dim; the result laid out as self (empty_like). Shapes that disagree go to the host (its error)."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        grad, x, padding = call["grad_output"], call["self"], list(call["padding"])
+        dims = len(padding) // 2
+        if call.mixed or grad.dim() != x.dim() or grad.dtype != x.dtype or x.dim() < dims:
+            return call.on_host()
+        expected = list(x.shape)
+        for i in range(dims):
+            d = x.dim() - 1 - i
+            expected[d] = x.shape[d] + padding[2 * i] + padding[2 * i + 1]
+        if list(grad.shape) != expected or x.numel() == 0:
+            return call.on_host()
+        result = grad
+        for i in range(dims):
+            d = x.dim() - 1 - i
+            source = torch.arange(grad.shape[d], device=x.device) - padding[2 * i]
+            places = source.clamp_(0, x.shape[d] - 1)
+            shape = list(result.shape)
+            shape[d] = x.shape[d]
+            result = torch.zeros(shape, dtype=grad.dtype, device=x.device).index_add_(d, places, result)
+        return torch.empty_like(x).copy_(result)
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -299,4 +332,5 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "variance": variance,
     "bincount": bincount,
     "histc": histc,
+    "replication_pad_backward": replication_pad_backward,
 }

@@ -195,6 +195,7 @@ EAGER_OPS: dict[str, Row] = {
     "nonzero_static.default": Row("host_layout"),
     "bincount.default": Row("bincount"),
     "histc.default": Row("histc"),
+    **{f"replication_pad{d}d_backward.default": Row("replication_pad_backward") for d in (1, 2, 3)},
     # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py, weight_norm.py, and
     # pow's and complex exp/log/log1p's element functions in kernels.py (scatter's prod/mean:
     # scatter_reduce.py, and index's several indices and masks: advanced_index.py, under the rows above)
