@@ -1206,3 +1206,29 @@ def test_replication_pad_backward_on_plate_as_the_cpus(d, shape, padding, no_hos
     grad = torch.randn(padded.shape, generator=g)
     backward = getattr(torch.ops.aten, f"replication_pad{d}d_backward")
     same(backward(grad.plate(), x.plate(), padding), backward(grad, x, padding))
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, math.inf])
+@pytest.mark.parametrize(
+    ("shape1", "shape2"),
+    [((5, 4), (6, 4)), ((2, 3, 4), (2, 7, 4)), ((30, 3), (8, 3)), ((1, 4, 3), (2, 5, 3))],
+    ids=["2d", "batched", "matrix_product_form", "broadcast_batch"],
+)
+def test_cdist_and_its_gradient_on_plate_against_float64(shape1, shape2, p, no_host_ops):
+    g = torch.Generator().manual_seed(11)
+    x1 = torch.randn(shape1, generator=g, dtype=torch.float64)
+    x2 = torch.randn(shape2, generator=g, dtype=torch.float64)
+    # the matrix-product form (more than 25 rows) computes a zero distance as sqrt of a cancellation, in fp32
+    if x1.shape[:-2] == x2.shape[:-2] and max(x1.shape[-2], x2.shape[-2]) <= 25:
+        x2[..., 0, :] = x1[..., 0, :]  # a zero distance: its gradient is 0
+        x2[..., 1, 0] = x1[..., 1, 0]  # a zero difference
+    want1, want2 = x1.clone().requires_grad_(True), x2.clone().requires_grad_(True)
+    want = torch.cdist(want1, want2, p=p)
+    grad = torch.randn(want.shape, generator=g, dtype=torch.float64)
+    want.backward(grad)
+    got1, got2 = x1.float().plate().requires_grad_(True), x2.float().plate().requires_grad_(True)
+    got = torch.cdist(got1, got2, p=p)
+    got.backward(grad.float().plate())
+    torch.testing.assert_close(got.detach().cpu().double(), want.detach(), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(got1.grad.cpu().double(), want1.grad, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(got2.grad.cpu().double(), want2.grad, rtol=1e-3, atol=1e-3)

@@ -18,6 +18,7 @@
 - ``histc``: each element's bin as CUDA's kernel computes it, then a scatter_add of the in-range ones.
 - ``replication_pad_backward``: the gradient summed back onto the edge entries each padded one copies, one
   index_add per padded dim.
+- ``cdist``: _cdist_forward / _cdist_backward from the pairwise differences, CUDA's formulas per p.
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -304,6 +305,65 @@ def replication_pad_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def _pairwise(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+    return x1.unsqueeze(-2) - x2.unsqueeze(-3)  # (..., R1, R2, M), the batch dims broadcast
+
+
+def cdist(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """_cdist_forward(x1, x2, p, compute_mode): the p-norm of each pairwise difference (0: the count of nonzeros,
+    inf: the largest |difference|); for p = 2 where torch picks the matrix-product form (compute_mode 1, or the
+    default with more than 25 rows either side) torch's _euclidean_dist over plate kernels, as CUDA.
+    _cdist_backward(grad, x1, x2, p, cdist): the gradient for x1 by CUDA's kernel's formulas (p = 0: zeros; p < 2:
+    sign(d) |d|^(p-1) / dist^(p-1), 0 where dist = 0 or, for p < 1, where d = 0; p = inf: sign(d) where |d| is
+    the distance; otherwise d |d|^(p-2) / dist^(p-1), 0 where dist = 0), times grad and summed over x2's rows
+    (in the broadcast batch shape). Other dtypes than float32/float64, and shapes torch refuses, go to the host."""
+
+    def forward(call: Call, expected):
+        x1, x2, p, mode = call["x1"], call["x2"], call["p"], call["compute_mode"]
+        if p == 2 and (mode == 1 or (mode in (None, 0) and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
+            return _laid_out(torch.ops.aten._euclidean_dist(x1, x2), expected)
+        diff = _pairwise(x1, x2).abs()
+        if p == 0:
+            result = (diff != 0).sum(-1).to(x1.dtype)
+        elif math.isinf(p):
+            result = diff.amax(-1)
+        elif p == 1:
+            result = diff.sum(-1)
+        elif p == 2:
+            result = (diff * diff).sum(-1).sqrt()
+        else:
+            result = diff.pow(p).sum(-1).pow(1.0 / p)
+        return _laid_out(result, expected)
+
+    def backward(call: Call, expected):
+        grad, x1, x2, p, dist = call["grad"], call["x1"], call["x2"], call["p"], call["cdist"]
+        diff = _pairwise(x1, x2)
+        g, d = grad.unsqueeze(-1), dist.unsqueeze(-1)
+        zero = torch.zeros((), dtype=x1.dtype, device=x1.device)
+        if p == 0:
+            return _laid_out(torch.zeros(expected.shape, dtype=x1.dtype, device=x1.device), expected)
+        if math.isinf(p):
+            each = torch.sign(diff) * (diff.abs() == d).to(x1.dtype) * g
+        elif p < 2:
+            each = torch.sign(diff) * diff.abs().pow(p - 1) * g / d.pow(p - 1)
+            dead = ((d == 0) | (diff == 0)) if p < 1 else (d == 0)
+            each = torch.where(dead, zero, each)
+        else:
+            each = torch.where(d == 0, zero, diff * diff.abs().pow(p - 2) * g / d.pow(p - 1))
+        return _laid_out(each.sum(-2), expected)  # x1 broadcast over the batch: autograd sums it
+
+    body = forward if op._schema.name == "aten::_cdist_forward" else backward
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        tensors = [v for v in call.bound.values() if isinstance(v, torch.Tensor)]
+        if any(t.dtype not in (torch.float32, torch.float64) for t in tensors) or call["p"] < 0:
+            return call.on_host()
+        return body(call, expected)
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -333,4 +393,5 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "bincount": bincount,
     "histc": histc,
     "replication_pad_backward": replication_pad_backward,
+    "cdist": cdist,
 }

@@ -195,6 +195,8 @@ EAGER_OPS: dict[str, Row] = {
     "nonzero_static.default": Row("host_layout"),
     "bincount.default": Row("bincount"),
     "histc.default": Row("histc"),
+    "_cdist_forward.default": Row("cdist"),
+    "_cdist_backward.default": Row("cdist"),
     **{f"replication_pad{d}d_backward.default": Row("replication_pad_backward") for d in (1, 2, 3)},
     # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py, weight_norm.py, and
     # pow's and complex exp/log/log1p's element functions in kernels.py (scatter's prod/mean:
