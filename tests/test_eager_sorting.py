@@ -95,3 +95,25 @@ def test_median_nanmedian_kthvalue_as_the_cpus(name, x, no_host_ops):
 def test_kthvalue_out_of_range_raises_torchs_error():
     with pytest.raises(RuntimeError, match="out of range|selected number k"):
         torch.tensor([1.0, 2.0]).plate().kthvalue(3)
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        torch.randint(-4, 5, (6, 7), generator=torch.Generator().manual_seed(12)),
+        torch.tensor([2.0, NAN, 1.0, 2.0, NAN, -0.5]),  # each NaN its own value, after the numbers
+        torch.tensor([True, False, True, True]),
+        torch.randint(0, 3, (20,), generator=torch.Generator().manual_seed(13)).half(),
+        torch.tensor(7),
+        torch.empty(0, 3),
+    ],
+    ids=["int64_2d", "nan", "bool", "fp16", "0d", "empty"],
+)
+@pytest.mark.parametrize("return_inverse", [False, True])
+@pytest.mark.parametrize("return_counts", [False, True])
+def test_unique_on_plate_as_the_cpus(x, return_inverse, return_counts, no_host_ops):
+    want = torch.unique(x, sorted=True, return_inverse=return_inverse, return_counts=return_counts)
+    got = torch.unique(x.plate(), sorted=True, return_inverse=return_inverse, return_counts=return_counts)
+    for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+        assert g.device.type == "plate" and g.dtype == w.dtype and g.shape == w.shape
+        torch.testing.assert_close(g.cpu(), w, equal_nan=True, rtol=0, atol=0)

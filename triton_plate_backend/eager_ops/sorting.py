@@ -135,4 +135,34 @@ def order_statistic(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
-FAMILIES = {"sort": sort, "order_statistic": order_statistic}
+def unique(op: torch._ops.OpOverload, row: Row):
+    """_unique2(self, sorted, return_inverse, return_counts) (torch.unique without dim): one stable sort of the
+    flattened tensor, a new value wherever an element differs from the one before it (NaN differs from
+    everything, so each NaN is its own value, after the numbers, as on the CPU), then the values at those places,
+    each element's group scattered back to its place (inverse) and the group sizes (counts); the results not
+    asked for are empty, as torch returns them. Always sorted, as on CUDA. Complex tensors run on the host."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x = call["self"]
+        if call.mixed or x.dtype not in REAL_DTYPES:
+            return call.on_host()
+        flat = x.reshape(-1)
+        empty = torch.empty(0, dtype=torch.int64, device=x.device)
+        if flat.numel() == 0:
+            inverse = torch.empty(x.shape, dtype=torch.int64, device=x.device) if call["return_inverse"] else empty
+            return flat.clone(), inverse, empty.clone()
+        values, order = torch.sort(flat, stable=True)
+        new = torch.ones(flat.shape, dtype=torch.bool, device=x.device)
+        new[1:] = values[1:] != values[:-1]
+        group = torch.cumsum(new, 0) - 1
+        inverse = empty
+        if call["return_inverse"]:
+            inverse = torch.empty_like(group).scatter_(0, order, group).reshape(x.shape)
+        counts = torch.bincount(group) if call["return_counts"] else empty.clone()
+        return values[new], inverse, counts
+
+    return kernel
+
+
+FAMILIES = {"sort": sort, "order_statistic": order_statistic, "unique": unique}
