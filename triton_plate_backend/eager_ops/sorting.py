@@ -91,9 +91,25 @@ def sort(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
+def _mode_places(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Of rows sorted ascending (no NaN): the place of the first of the longest run of equal values (the smallest
+    such value, as the CPU's mode picks) and the place of that run's last element (its largest index: the sort
+    is stable, and the CPU returns the last)."""
+    starts = torch.ones(values.shape, dtype=torch.bool, device=values.device)
+    starts[..., 1:] = values[..., 1:] != values[..., :-1]
+    runs = torch.cumsum(starts, -1) - 1  # each place's run, numbered from 0 along the row
+    lengths = torch.zeros(runs.shape, dtype=torch.int64, device=values.device).scatter_add_(
+        -1, runs, torch.ones_like(runs)
+    )
+    longest = lengths.argmax(-1, keepdim=True)  # the first longest run: the smallest value
+    first = (runs == longest).to(torch.int8).argmax(-1)
+    return first, first + lengths.gather(-1, longest).squeeze(-1) - 1
+
+
 def order_statistic(op: torch._ops.OpOverload, row: Row):
-    """kthvalue, median and nanmedian (along a dim: values and indices; of the whole tensor: the value) as one
-    ascending sort of the rows, then a gather at each row's rank: k - 1; (n - 1) // 2 for median, or the
+    """kthvalue, median, nanmedian and mode (along a dim: values and indices; of the whole tensor: the value) as
+    one ascending sort of the rows, then a gather at each row's rank: k - 1; for mode the longest run's first
+    place (_mode_places; a row with NaN runs on the host); (n - 1) // 2 for median, or the
     first NaN's place when a row holds one (NaN sorts last: median propagates it); (c - 1) // 2 for nanmedian,
     c the row's count of numbers. Where equal elements tie, the index is the first of them in the row (the
     sort is stable). Complex and bool tensors, empty rows and a k out of range run on the host (its errors).
@@ -111,7 +127,12 @@ def order_statistic(op: torch._ops.OpOverload, row: Row):
         if n == 0 or call.target_name is not None:
             return call.on_host()
         values, indices = _bitonic_sort(source, dim, False, n)
-        if row.fn == "kthvalue":
+        at = None  # the sorted place whose index the result takes, where not the value's own
+        if row.fn == "mode":
+            if x.dtype.is_floating_point and bool(torch.isnan(values[..., -1]).any()):
+                return call.on_host()
+            rank, at = _mode_places(values)
+        elif row.fn == "kthvalue":
             k = int(call["k"])
             if not 1 <= k <= n:
                 return call.on_host()
@@ -127,7 +148,7 @@ def order_statistic(op: torch._ops.OpOverload, row: Row):
         value = values.gather(-1, rank.unsqueeze(-1)).squeeze(-1)
         if whole:
             return _laid_out(expected, value.reshape(()))
-        index = indices.gather(-1, rank.unsqueeze(-1)).squeeze(-1)
+        index = indices.gather(-1, (rank if at is None else at).unsqueeze(-1)).squeeze(-1)
         if call["keepdim"] and x.dim():
             value, index = value.unsqueeze(dim), index.unsqueeze(dim)
         return _laid_out(expected[0], value), _laid_out(expected[1], index)

@@ -213,6 +213,7 @@ EAGER_OPS: dict[str, Row] = {
     "sort.stable": Row("sort", "sort"),
     "topk.default": Row("sort", "topk"),
     "kthvalue.default": Row("order_statistic", "kthvalue"),
+    "mode.default": Row("order_statistic", "mode"),
     "_unique2.default": Row("unique"),
     **{
         f"{name}.{overload}": Row("order_statistic", name)
