@@ -1232,3 +1232,40 @@ def test_cdist_and_its_gradient_on_plate_against_float64(shape1, shape2, p, no_h
     torch.testing.assert_close(got.detach().cpu().double(), want.detach(), rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(got1.grad.cpu().double(), want1.grad, rtol=1e-3, atol=1e-3)
     torch.testing.assert_close(got2.grad.cpu().double(), want2.grad, rtol=1e-3, atol=1e-3)
+
+
+INVERSE_AND_HYPERBOLIC = (
+    "log2",
+    "log10",
+    "erfc",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64])
+@pytest.mark.parametrize("name", INVERSE_AND_HYPERBOLIC)
+def test_more_float_functions_on_plate_against_float64(name, dtype, no_host_ops):
+    g = torch.Generator().manual_seed(14)
+    specials = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.0, -1.0, 0.5, 1e-30, 1e30, 2.0, 100.0]
+    if dtype == torch.int64:
+        x = torch.randint(-5, 10, (50,), generator=g)  # computes (and returns) the default float type
+    else:
+        x = torch.cat([torch.randn(200, generator=g) * 3, torch.tensor(specials)]).to(dtype)
+    fn = getattr(torch, name)
+    got, want = fn(x.plate()), fn(x)
+    assert got.dtype == want.dtype
+    tol = {torch.float32: 3e-6, torch.float64: 1e-12, torch.float16: 1e-3, torch.bfloat16: 8e-3}[want.dtype]
+    torch.testing.assert_close(
+        got.cpu().double(), fn(x.double()).to(want.dtype).double(), rtol=tol, atol=tol, equal_nan=True
+    )
+    inplace = x.plate().to(want.dtype)
+    getattr(inplace, name + "_")()
+    torch.testing.assert_close(inplace.cpu(), got.cpu(), rtol=0, atol=0, equal_nan=True)

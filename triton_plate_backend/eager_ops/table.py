@@ -47,6 +47,18 @@ FLOAT_FUNCTIONS = (
     "reciprocal",
     "expm1",
     "erf",
+    "log2",
+    "log10",
+    "erfc",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
 )
 # special functions of (x, n): n the polynomial's degree
 POLYNOMIALS = tuple(
