@@ -1269,3 +1269,33 @@ def test_more_float_functions_on_plate_against_float64(name, dtype, no_host_ops)
     inplace = x.plate().to(want.dtype)
     getattr(inplace, name + "_")()
     torch.testing.assert_close(inplace.cpu(), got.cpu(), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64, torch.int64, torch.int8])
+def test_remainder_fmod_and_scalar_bitwise_ops_on_plate_as_the_cpus(dtype, no_host_ops):
+    g = torch.Generator().manual_seed(15)
+    if dtype.is_floating_point:
+        special_a = [0.0, -0.0, 5.0, -5.0, float("inf"), float("nan"), 3.0]
+        special_b = [2.0, 2.0, -2.0, 2.0, 2.0, 1.0, float("inf")]
+        a = torch.cat([torch.randn(100, generator=g) * 10, torch.tensor(special_a)]).to(dtype)
+        b = torch.cat([torch.randn(100, generator=g) * 3, torch.tensor(special_b)]).to(dtype)
+    else:
+        a = torch.randint(-100, 100, (100,), generator=g).to(dtype)
+        signs = torch.randint(0, 2, (100,), generator=g) * 2 - 1
+        b = (torch.randint(1, 9, (100,), generator=g) * signs).to(dtype)  # divisors of both signs, none zero
+    same(torch.remainder(a.plate(), b.plate()), torch.remainder(a, b))  # the divisor's sign (Python's %)
+    same(torch.fmod(a.plate(), b.plate()), torch.fmod(a, b))  # the dividend's sign (C's fmod)
+    same(a.plate() % 3, a % 3)
+    same(torch.fmod(a.plate(), -3), torch.fmod(a, -3))
+    y = a.plate()
+    y.remainder_(b.plate())
+    same(y, a.clone().remainder_(b))
+    if not dtype.is_floating_point:
+        same(a.plate() & 6, a & 6)
+        same(a.plate() | 9, a | 9)
+        same(a.plate() ^ -3, a ^ -3)
+
+
+def test_integer_remainder_by_zero_raises_torchs_error():
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.remainder(torch.tensor([1, 2]).plate(), 0)

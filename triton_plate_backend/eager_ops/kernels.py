@@ -455,6 +455,22 @@ def div_floor(x, y, z):
     return result
 
 
+@triton.jit
+def fmod(x, y, z):
+    if x.dtype.is_floating():
+        result = libdevice.fmod(x, y)
+    else:  # C's %: the remainder of the truncated quotient
+        result = x % y
+    return result
+
+
+@triton.jit
+def remainder(x, y, z):
+    # ATen's remainder: fmod's result moved onto the divisor's side (Python's %), floats and integers alike
+    mod = fmod(x, y, z)
+    return tl.where((mod != 0) & ((y < 0) != (mod < 0)), mod + y, mod)
+
+
 # fp16/bf16 results: the kernels compute in float32 (opmath); ATen computes these two on the half type itself
 @triton.jit
 def div_trunc_fp16(x, y, z):
@@ -555,6 +571,8 @@ FUNCTIONS = {
         div_floor,
         div_floor_fp16,
         div_floor_bf16,
+        fmod,
+        remainder,
         bitwise_and,
         bitwise_or,
         bitwise_xor,

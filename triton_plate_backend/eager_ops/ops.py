@@ -232,6 +232,20 @@ def divide(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def modulo(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """remainder / fmod: the elementwise kernel; an integer one with a zero divisor runs on the host, which raises
+    torch's ZeroDivisionError (as divide)."""
+    inner = elementwise(op, row)
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        if _integer_division_by_zero(call["self"], call["other"]):
+            return call.on_host()
+        return inner(*args, **kwargs)
+
+    return kernel
+
+
 def gelu(op: torch._ops.OpOverload, row: Row) -> Callable:
     """gelu / gelu_backward: `approximate` picks the element function (row.fn or row.fn's tanh form); an
     unknown one goes to the host, which raises torch's error."""
@@ -728,6 +742,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "elementwise": elementwise,
     "isclose": isclose,
     "divide": divide,
+    "modulo": modulo,
     "gelu": gelu,
     "bitwise_not": bitwise_not,
     "masked_fill": masked_fill,

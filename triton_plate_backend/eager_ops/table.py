@@ -76,6 +76,7 @@ EAGER_OPS: dict[str, Row] = {
     "div.Tensor": Row("divide", "div", BINARY, compute="result"),
     "div.Tensor_mode": Row("divide", "div", BINARY, compute="result"),
     "floor_divide.default": Row("divide", "div", BINARY, compute="result"),
+    **{f"{op}.{kind}": Row("modulo", op, BINARY) for op in ("remainder", "fmod") for kind in ("Tensor", "Scalar")},
     "where.self": Row(
         "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
     ),
@@ -117,7 +118,9 @@ EAGER_OPS: dict[str, Row] = {
     },
     **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
-    **{f"{op}.Tensor": Row("elementwise", op, BINARY, integral=True) for op in BITWISE},
+    **{
+        f"{op}.{kind}": Row("elementwise", op, BINARY, integral=True) for op in BITWISE for kind in ("Tensor", "Scalar")
+    },
     # ops.isclose: one kernel (torch's is a CompositeImplicitAutograd decomposition, on CUDA too)
     "isclose.default": Row("isclose", operands=BINARY),
     # maximum / minimum and the clamps: NaN-propagating element functions (kernels.maximum, minimum, clamp);
@@ -275,6 +278,11 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "div.Tensor": ("div_.Tensor", "div.out"),
     "div.Tensor_mode": ("div_.Tensor_mode", "div.out_mode"),
     "floor_divide.default": ("floor_divide_.Tensor", "floor_divide.out"),
+    **{
+        f"{op}.{kind}": (f"{op}_.{kind}", f"{op}.{kind}_out")
+        for op in ("remainder", "fmod")
+        for kind in ("Tensor", "Scalar")
+    },
     "where.self": ("where.self_out",),
     "tril.default": ("tril_.default",),
     "triu.default": ("triu_.default",),
@@ -318,6 +326,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     **{f"{cmp}.Tensor": (f"{cmp}_.Tensor", f"{cmp}.Tensor_out") for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": (f"{cmp}_.Scalar", f"{cmp}.Scalar_out") for cmp in COMPARISONS},
     **{f"{op}.Tensor": (f"{op}_.Tensor", f"{op}.Tensor_out") for op in BITWISE},
+    **{f"{op}.Scalar": (f"{op}_.Scalar", f"{op}.Scalar_out") for op in BITWISE},
     # ---- special functions (special.py, special_family.py) ----
     **{f"special_{name}.default": (f"special_{name}.out",) for name in POLYNOMIALS},
     "digamma.default": ("digamma_.default", "digamma.out"),
