@@ -1299,3 +1299,33 @@ def test_remainder_fmod_and_scalar_bitwise_ops_on_plate_as_the_cpus(dtype, no_ho
 def test_integer_remainder_by_zero_raises_torchs_error():
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         torch.remainder(torch.tensor([1, 2]).plate(), 0)
+
+
+def test_unfold_is_a_view_on_plate_and_repeat_tile_run_there(no_host_ops):
+    x = torch.randn(4, 7, 5, generator=torch.Generator().manual_seed(16))
+    p = x.plate()
+    for args in [(1, 3, 2), (0, 2, 1), (-1, 5, 5), (2, 1, 3), (1, 7, 1), (1, 0, 1)]:
+        got, want = p.unfold(*args), x.unfold(*args)
+        assert got.stride() == want.stride() and got._base is p  # a view of p, ATen's strides
+        same(got, want)
+    t = x.transpose(0, 2)[1:]  # a strided, offset base
+    same(t.plate().unfold(1, 3, 2), t.unfold(1, 3, 2))
+    same(torch.tensor(3.0).plate().unfold(0, 1, 1), torch.tensor(3.0).unfold(0, 1, 1))
+    same(p.repeat(2, 1, 3), x.repeat(2, 1, 3))
+    same(p.tile(2), x.tile(2))
+    y = torch.randn(10, generator=torch.Generator().manual_seed(17))
+    yp = y.plate().requires_grad_(True)
+    (yp.unfold(0, 4, 2) ** 2).sum().backward()  # unfold_backward: overlapping windows sum
+    want = y.clone().requires_grad_(True)
+    (want.unfold(0, 4, 2) ** 2).sum().backward()
+    same(yp.grad, want.grad)
+    v = p.clone()
+    v.unfold(1, 2, 2).mul_(0)  # writes through the view
+    w = x.clone()
+    w.unfold(1, 2, 2).mul_(0)
+    same(v, w)
+
+
+def test_unfold_past_the_dim_raises_torchs_error():
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 1 is 7"):
+        torch.randn(4, 7).plate().unfold(1, 9, 1)

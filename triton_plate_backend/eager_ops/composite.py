@@ -19,6 +19,7 @@
 - ``replication_pad_backward``: the gradient summed back onto the edge entries each padded one copies, one
   index_add per padded dim.
 - ``cdist``: _cdist_forward / _cdist_backward from the pairwise differences, CUDA's formulas per p.
+- ``unfold``: Tensor.unfold as the strided view ATen's kernel makes (repeat and tile call it).
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -364,6 +365,29 @@ def cdist(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def unfold(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """unfold(self, dimension, size, step): a view of self, as at::native::unfold makes it (CPU and CUDA register
+    that kernel, out-of-tree devices get none): dim `dimension` becomes (size - window) // step + 1 windows, its
+    stride times step, and a last dim of `size` elements at the dim's stride. Arguments torch refuses go to
+    the host, which raises its error."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, size, step = call["self"], call["size"], call["step"]
+        sizes, strides = (list(x.shape), list(x.stride())) if x.dim() else ([1], [1])
+        d = call["dimension"]
+        if call.mixed or step <= 0 or size < 0 or not -len(sizes) <= d < len(sizes) or size > sizes[d % len(sizes)]:
+            return call.on_host()
+        d %= len(sizes)
+        windowed = sizes[:]
+        windowed[d] = (sizes[d] - size) // step + 1
+        shape = [*windowed, size] if x.dim() else [size]
+        stride = [*strides[:d], strides[d] * step, *strides[d + 1 :], strides[d]] if x.dim() else [1]
+        return x.as_strided(shape, stride, x.storage_offset())
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -394,4 +418,5 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "histc": histc,
     "replication_pad_backward": replication_pad_backward,
     "cdist": cdist,
+    "unfold": unfold,
 }

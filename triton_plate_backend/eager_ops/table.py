@@ -210,6 +210,8 @@ EAGER_OPS: dict[str, Row] = {
     "nonzero_static.default": Row("host_layout"),
     "bincount.default": Row("bincount"),
     "histc.default": Row("histc"),
+    "unfold.default": Row("unfold"),
+    "unfold_backward.default": Row("composite"),
     "_cdist_forward.default": Row("cdist"),
     "_cdist_backward.default": Row("cdist"),
     **{f"replication_pad{d}d_backward.default": Row("replication_pad_backward") for d in (1, 2, 3)},
