@@ -211,6 +211,8 @@ EAGER_OPS: dict[str, Row] = {
     "bincount.default": Row("bincount"),
     "histc.default": Row("histc"),
     "unfold.default": Row("unfold"),
+    "_cummax_helper.default": Row("cumextreme", "max"),
+    "_cummin_helper.default": Row("cumextreme", "min"),
     "unfold_backward.default": Row("composite"),
     "_cdist_forward.default": Row("cdist"),
     "_cdist_backward.default": Row("cdist"),
