@@ -1125,3 +1125,207 @@ def test_var_and_std_as_the_cpus(name, dtype, no_host_ops):
     for g, w in zip(*((r,) if isinstance(r, torch.Tensor) else r for r in (got, want)), strict=True):
         assert g.stride() == w.stride()
         same(g, w)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+def test_bincount_on_plate_as_the_cpus(dtype, no_host_ops):
+    x = torch.randint(0, 9, (50,), generator=torch.Generator().manual_seed(3)).to(dtype)
+    same(torch.bincount(x.plate()), torch.bincount(x))
+    same(torch.bincount(x.plate(), minlength=15), torch.bincount(x, minlength=15))  # minlength beyond the max
+    same(torch.bincount(x[:0].plate(), minlength=3), torch.bincount(x[:0], minlength=3))  # empty: minlength zeros
+    for weights in (torch.rand(50), torch.rand(50, dtype=torch.float64), torch.randint(0, 5, (50,))):
+        got = torch.bincount(x.plate(), weights=weights.plate())
+        want = torch.bincount(x, weights=weights)
+        assert got.dtype == want.dtype  # float32 weights sum in float32, any other dtype in float64
+        torch.testing.assert_close(got.cpu(), want)
+
+
+def test_bincount_of_a_negative_value_raises_torchs_error():
+    with pytest.raises(RuntimeError, match="non-negative"):
+        torch.bincount(torch.tensor([1, -1, 2]).plate())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_index_add_on_plate_as_the_cpus(dtype, no_host_ops):
+    g = torch.Generator().manual_seed(4)
+    index = torch.randint(0, 5, (20,), generator=g)  # repeated entries accumulate
+    source = torch.randint(-9, 9, (20, 3), generator=g).to(dtype)
+    same(
+        torch.zeros(5, 3, dtype=dtype).plate().index_add(0, index.plate(), source.plate(), alpha=2),
+        torch.zeros(5, 3, dtype=dtype).index_add(0, index, source, alpha=2),
+    )
+    x = torch.ones(3, 5, dtype=dtype)
+    y = x.plate()
+    y.index_add_(1, index[:4].plate(), source.T[:, :4].plate())  # in place, along dim 1
+    same(y, x.index_add_(1, index[:4], source.T[:, :4]))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.float16])
+def test_floor_divide_on_plate_rounds_toward_minus_infinity(dtype, no_host_ops):
+    g = torch.Generator().manual_seed(8)
+    a = (torch.randn(40, generator=g) * 30).to(dtype)
+    b = (torch.randint(1, 7, (40,), generator=g) * torch.tensor([1, -1]).repeat(20)).to(dtype)  # both signs
+    same(a.plate() // b.plate(), a // b)
+    same(a.plate() // 3, a // 3)
+    same(torch.floor_divide(a.plate(), b.plate(), out=torch.empty_like(a).plate()), torch.floor_divide(a, b))
+    y = a.plate()
+    y.floor_divide_(b.plate())
+    same(y, a.clone().floor_divide_(b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_histc_on_plate_as_the_cpus(dtype, no_host_ops):
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(500, generator=g).to(dtype)
+    x[:3] = torch.tensor([2.0, -2.0, float("nan")], dtype=dtype)  # both edges (max in the last bin), NaN nowhere
+    same(torch.histc(x.plate(), bins=7, min=-2, max=2), torch.histc(x, bins=7, min=-2, max=2))
+    same(torch.histc(x.plate(), bins=5, min=0.5, max=1), torch.histc(x, bins=5, min=0.5, max=1))  # out of range
+    y = torch.rand(4, 30, generator=g).to(dtype)
+    same(torch.histc(y.plate(), bins=6), torch.histc(y, bins=6))  # min == max: the data's range
+    same(torch.histc(torch.full((5,), 3.0, dtype=dtype).plate()), torch.histc(torch.full((5,), 3.0, dtype=dtype)))
+
+
+def test_histc_of_an_inverted_range_raises_torchs_error():
+    with pytest.raises(RuntimeError, match="max must be larger than min"):
+        torch.histc(torch.rand(4).plate(), bins=3, min=2, max=1)
+
+
+@pytest.mark.parametrize(
+    ("d", "shape", "padding"),
+    [
+        (1, (2, 3, 5), (2, 3)),
+        (2, (2, 3, 4, 5), (1, 2, 3, 0)),
+        (2, (3, 4, 5), (2, -1, 1, 1)),
+        (3, (1, 2, 3, 4, 2), (1, 1, 0, 2, 2, 1)),
+    ],
+)
+def test_replication_pad_backward_on_plate_as_the_cpus(d, shape, padding, no_host_ops):
+    g = torch.Generator().manual_seed(10)
+    x = torch.randn(shape, generator=g)
+    padded = torch.nn.functional.pad(x, padding, mode="replicate")
+    grad = torch.randn(padded.shape, generator=g)
+    backward = getattr(torch.ops.aten, f"replication_pad{d}d_backward")
+    same(backward(grad.plate(), x.plate(), padding), backward(grad, x, padding))
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, math.inf])
+@pytest.mark.parametrize(
+    ("shape1", "shape2"),
+    [((5, 4), (6, 4)), ((2, 3, 4), (2, 7, 4)), ((30, 3), (8, 3)), ((1, 4, 3), (2, 5, 3))],
+    ids=["2d", "batched", "matrix_product_form", "broadcast_batch"],
+)
+def test_cdist_and_its_gradient_on_plate_against_float64(shape1, shape2, p, no_host_ops):
+    g = torch.Generator().manual_seed(11)
+    x1 = torch.randn(shape1, generator=g, dtype=torch.float64)
+    x2 = torch.randn(shape2, generator=g, dtype=torch.float64)
+    # the matrix-product form (more than 25 rows) computes a zero distance as sqrt of a cancellation, in fp32
+    if x1.shape[:-2] == x2.shape[:-2] and max(x1.shape[-2], x2.shape[-2]) <= 25:
+        x2[..., 0, :] = x1[..., 0, :]  # a zero distance: its gradient is 0
+        x2[..., 1, 0] = x1[..., 1, 0]  # a zero difference
+    want1, want2 = x1.clone().requires_grad_(True), x2.clone().requires_grad_(True)
+    want = torch.cdist(want1, want2, p=p)
+    grad = torch.randn(want.shape, generator=g, dtype=torch.float64)
+    want.backward(grad)
+    got1, got2 = x1.float().plate().requires_grad_(True), x2.float().plate().requires_grad_(True)
+    got = torch.cdist(got1, got2, p=p)
+    got.backward(grad.float().plate())
+    torch.testing.assert_close(got.detach().cpu().double(), want.detach(), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(got1.grad.cpu().double(), want1.grad, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(got2.grad.cpu().double(), want2.grad, rtol=1e-3, atol=1e-3)
+
+
+INVERSE_AND_HYPERBOLIC = (
+    "log2",
+    "log10",
+    "erfc",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64])
+@pytest.mark.parametrize("name", INVERSE_AND_HYPERBOLIC)
+def test_more_float_functions_on_plate_against_float64(name, dtype, no_host_ops):
+    g = torch.Generator().manual_seed(14)
+    specials = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.0, -1.0, 0.5, 1e-30, 1e30, 2.0, 100.0]
+    if dtype == torch.int64:
+        x = torch.randint(-5, 10, (50,), generator=g)  # computes (and returns) the default float type
+    else:
+        x = torch.cat([torch.randn(200, generator=g) * 3, torch.tensor(specials)]).to(dtype)
+    fn = getattr(torch, name)
+    got, want = fn(x.plate()), fn(x)
+    assert got.dtype == want.dtype
+    tol = {torch.float32: 3e-6, torch.float64: 1e-12, torch.float16: 1e-3, torch.bfloat16: 8e-3}[want.dtype]
+    torch.testing.assert_close(
+        got.cpu().double(), fn(x.double()).to(want.dtype).double(), rtol=tol, atol=tol, equal_nan=True
+    )
+    inplace = x.plate().to(want.dtype)
+    getattr(inplace, name + "_")()
+    torch.testing.assert_close(inplace.cpu(), got.cpu(), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64, torch.int64, torch.int8])
+def test_remainder_fmod_and_scalar_bitwise_ops_on_plate_as_the_cpus(dtype, no_host_ops):
+    g = torch.Generator().manual_seed(15)
+    if dtype.is_floating_point:
+        special_a = [0.0, -0.0, 5.0, -5.0, float("inf"), float("nan"), 3.0]
+        special_b = [2.0, 2.0, -2.0, 2.0, 2.0, 1.0, float("inf")]
+        a = torch.cat([torch.randn(100, generator=g) * 10, torch.tensor(special_a)]).to(dtype)
+        b = torch.cat([torch.randn(100, generator=g) * 3, torch.tensor(special_b)]).to(dtype)
+    else:
+        a = torch.randint(-100, 100, (100,), generator=g).to(dtype)
+        signs = torch.randint(0, 2, (100,), generator=g) * 2 - 1
+        b = (torch.randint(1, 9, (100,), generator=g) * signs).to(dtype)  # divisors of both signs, none zero
+    same(torch.remainder(a.plate(), b.plate()), torch.remainder(a, b))  # the divisor's sign (Python's %)
+    same(torch.fmod(a.plate(), b.plate()), torch.fmod(a, b))  # the dividend's sign (C's fmod)
+    same(a.plate() % 3, a % 3)
+    same(torch.fmod(a.plate(), -3), torch.fmod(a, -3))
+    y = a.plate()
+    y.remainder_(b.plate())
+    same(y, a.clone().remainder_(b))
+    if not dtype.is_floating_point:
+        same(a.plate() & 6, a & 6)
+        same(a.plate() | 9, a | 9)
+        same(a.plate() ^ -3, a ^ -3)
+
+
+def test_integer_remainder_by_zero_raises_torchs_error():
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.remainder(torch.tensor([1, 2]).plate(), 0)
+
+
+def test_unfold_is_a_view_on_plate_and_repeat_tile_run_there(no_host_ops):
+    x = torch.randn(4, 7, 5, generator=torch.Generator().manual_seed(16))
+    p = x.plate()
+    for args in [(1, 3, 2), (0, 2, 1), (-1, 5, 5), (2, 1, 3), (1, 7, 1), (1, 0, 1)]:
+        got, want = p.unfold(*args), x.unfold(*args)
+        assert got.stride() == want.stride() and got._base is p  # a view of p, ATen's strides
+        same(got, want)
+    t = x.transpose(0, 2)[1:]  # a strided, offset base
+    same(t.plate().unfold(1, 3, 2), t.unfold(1, 3, 2))
+    same(torch.tensor(3.0).plate().unfold(0, 1, 1), torch.tensor(3.0).unfold(0, 1, 1))
+    same(p.repeat(2, 1, 3), x.repeat(2, 1, 3))
+    same(p.tile(2), x.tile(2))
+    y = torch.randn(10, generator=torch.Generator().manual_seed(17))
+    yp = y.plate().requires_grad_(True)
+    (yp.unfold(0, 4, 2) ** 2).sum().backward()  # unfold_backward: overlapping windows sum
+    want = y.clone().requires_grad_(True)
+    (want.unfold(0, 4, 2) ** 2).sum().backward()
+    same(yp.grad, want.grad)
+    v = p.clone()
+    v.unfold(1, 2, 2).mul_(0)  # writes through the view
+    w = x.clone()
+    w.unfold(1, 2, 2).mul_(0)
+    same(v, w)
+
+
+def test_unfold_past_the_dim_raises_torchs_error():
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 1 is 7"):
+        torch.randn(4, 7).plate().unfold(1, 9, 1)

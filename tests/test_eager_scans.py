@@ -84,3 +84,37 @@ def test_cumsum_in_place_and_into_an_out_tensor(no_host_ops):
     out = torch.empty(0, dtype=torch.int64).to("plate")  # resized, as torch's out=
     torch.cumsum(x.to("plate"), 0, out=out)
     same(out, torch.cumsum(x, 0))
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        torch.randn(5, 7, generator=torch.Generator().manual_seed(18)),
+        torch.randint(-3, 3, (4, 9), generator=torch.Generator().manual_seed(19)),  # ties: the later index
+        torch.tensor([[1.0, NAN, 3.0, NAN, 0.5], [2.0, 2.0, 1.0, 2.0, 5.0]]),  # NaN stays, at the last NaN
+        torch.randint(-3, 3, (2, 1100), generator=torch.Generator().manual_seed(20)).half(),  # rows of 3 blocks
+        torch.tensor([True, False, True]),
+        torch.tensor(4.0),
+        torch.randn(4, 3, 6, generator=torch.Generator().manual_seed(21)),
+    ],
+    ids=["fp32", "int64_ties", "nan", "fp16_long_rows", "bool", "0d", "3d"],
+)
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_cummax_cummin_on_plate_as_the_cpus(x, name, no_host_ops):
+    for dim in range(max(x.dim(), 1)):
+        want, got = getattr(x, name)(dim), getattr(x.plate(), name)(dim)
+        torch.testing.assert_close(got.values.cpu(), want.values, equal_nan=True, rtol=0, atol=0)
+        assert torch.equal(got.indices.cpu(), want.indices)
+
+
+def test_cummax_gradient_on_plate(no_host_ops):
+    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(22))
+    grad = torch.randn(3, 8, generator=torch.Generator().manual_seed(23))
+    got = x.plate().requires_grad_(True)
+    got.cummax(1).values.backward(grad.plate())
+    want = x.clone().requires_grad_(True)
+    want.cummax(1).values.backward(grad)
+    torch.testing.assert_close(got.grad.cpu(), want.grad)

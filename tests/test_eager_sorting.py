@@ -49,3 +49,75 @@ def test_edge_shapes(no_host_ops):
     check(lambda x: torch.sort(x, dim=1), torch.randn(4, 1))
     check(lambda x: torch.sort(x), torch.empty(3, 0))
     check(lambda x: torch.argsort(x, stable=True).unsqueeze(0), TIES)
+
+
+NAN = float("nan")
+ORDER_STATISTICS = {
+    "median": lambda t: t.median(),
+    "nanmedian": lambda t: t.nanmedian(),
+    "median_dim": lambda t: t.median(-1),
+    "nanmedian_dim_keepdim": lambda t: t.nanmedian(0, keepdim=True),
+    "kthvalue": lambda t: t.kthvalue(min(2, t.shape[-1]) if t.dim() else 1, -1),
+    "kthvalue_keepdim": lambda t: t.kthvalue(1, 0, keepdim=True),
+    "mode": lambda t: t.mode(-1),
+    "mode_keepdim": lambda t: t.mode(0, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("name", ORDER_STATISTICS)
+@pytest.mark.parametrize(
+    "x",
+    [
+        torch.randn(4, 9, generator=torch.Generator().manual_seed(5)),
+        torch.randint(-3, 3, (5, 6), generator=torch.Generator().manual_seed(6)),  # ties
+        torch.tensor([[1.0, NAN, 2.0, 0.5], [NAN, NAN, NAN, NAN], [3.0, 1.0, 2.0, 2.0]]),  # NaN rows
+        torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(7)).half(),
+        torch.tensor(2.5),
+    ],
+    ids=["fp32", "int64_ties", "nan_rows", "fp16_3d", "0d"],
+)
+def test_median_nanmedian_kthvalue_as_the_cpus(name, x, no_host_ops):
+    if name.startswith("mode") and x.is_floating_point() and bool(x.isnan().any()):
+        pytest.skip("mode of a tensor with NaN runs on the host (the CPU's NaN grouping)")
+    fn = ORDER_STATISTICS[name]
+    want, got = fn(x), fn(x.plate())
+    if isinstance(want, torch.Tensor):  # of the whole tensor: the value alone
+        torch.testing.assert_close(got.cpu(), want, equal_nan=True, rtol=0, atol=0)
+        return
+    torch.testing.assert_close(got.values.cpu(), want.values, equal_nan=True, rtol=0, atol=0)
+    assert got.indices.shape == want.indices.shape and got.indices.dtype == want.indices.dtype
+    # which of equal elements is implementation-defined (the CPU's quickselect): the index holds the value
+    dim = -1 if name in ("median_dim", "kthvalue", "mode") else 0
+    picked = (
+        x.reshape(1)
+        if not x.dim()
+        else x.gather(dim, got.indices.cpu() if "keepdim" in name else got.indices.cpu().unsqueeze(dim))
+    )
+    torch.testing.assert_close(picked.reshape(want.values.shape), want.values, equal_nan=True, rtol=0, atol=0)
+
+
+def test_kthvalue_out_of_range_raises_torchs_error():
+    with pytest.raises(RuntimeError, match="out of range|selected number k"):
+        torch.tensor([1.0, 2.0]).plate().kthvalue(3)
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        torch.randint(-4, 5, (6, 7), generator=torch.Generator().manual_seed(12)),
+        torch.tensor([2.0, NAN, 1.0, 2.0, NAN, -0.5]),  # each NaN its own value, after the numbers
+        torch.tensor([True, False, True, True]),
+        torch.randint(0, 3, (20,), generator=torch.Generator().manual_seed(13)).half(),
+        torch.tensor(7),
+        torch.empty(0, 3),
+    ],
+    ids=["int64_2d", "nan", "bool", "fp16", "0d", "empty"],
+)
+@pytest.mark.parametrize("return_inverse", [False, True])
+@pytest.mark.parametrize("return_counts", [False, True])
+def test_unique_on_plate_as_the_cpus(x, return_inverse, return_counts, no_host_ops):
+    want = torch.unique(x, sorted=True, return_inverse=return_inverse, return_counts=return_counts)
+    got = torch.unique(x.plate(), sorted=True, return_inverse=return_inverse, return_counts=return_counts)
+    for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+        assert g.device.type == "plate" and g.dtype == w.dtype and g.shape == w.shape
+        torch.testing.assert_close(g.cpu(), w, equal_nan=True, rtol=0, atol=0)

@@ -454,17 +454,17 @@ def test_conv_backward_runs_on_the_simulator_in_the_default_mode():
 def test_host_ops_at_a_graph_break_count_as_eager_ops_of_the_compiled_function():
     def fn(x):
         y = x.sin()  # compiled: a plate kernel
-        idx = y.unique()  # a data-dependent shape: Dynamo breaks the graph and runs it in Python, on the host
+        idx = y.unique_consecutive()  # a data-dependent shape: Dynamo breaks the graph; the host runs it
         return idx.sum() + 1  # compiled again
 
     x = torch.randn(16)
     inductor_plate.reset_host_fallbacks()
     out, _, _, (plate_x,) = compile_on_plate(fn, x)
     torch.testing.assert_close(out.cpu(), fn(x))
-    assert inductor_plate.host_fallbacks() == {"eager op aten._unique2": 1}
-    plate_x.unique()  # eager, outside any compiled function: not a host fallback
-    assert inductor_plate.host_fallbacks() == {"eager op aten._unique2": 1}
-    assert torch.plate.host_ops()["aten._unique2"] >= 2  # the device counts both
+    assert inductor_plate.host_fallbacks() == {"eager op aten.unique_consecutive": 1}
+    plate_x.unique_consecutive()  # eager, outside any compiled function: not a host fallback
+    assert inductor_plate.host_fallbacks() == {"eager op aten.unique_consecutive": 1}
+    assert torch.plate.host_ops()["aten.unique_consecutive"] >= 2  # the device counts both
 
 
 def conv_and_grads(x, w, b):

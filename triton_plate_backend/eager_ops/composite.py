@@ -13,6 +13,13 @@
 - ``triangle``: tril / triu as a where() of an index mask; ``flip``: index_select by reversed aranges; ``eye``:
   zeros and a diagonal fill.
 - ``variance``: var / std as two passes (the mean, the squared deviations) accumulating in float32.
+- ``bincount``: counts (or sums of weights) per value as a scatter_add into zeros whose length, max(self) + 1 or
+  minlength, is read back from the device first (as CUDA's kernel does).
+- ``histc``: each element's bin as CUDA's kernel computes it, then a scatter_add of the in-range ones.
+- ``replication_pad_backward``: the gradient summed back onto the edge entries each padded one copies, one
+  index_add per padded dim.
+- ``cdist``: _cdist_forward / _cdist_backward from the pairwise differences, CUDA's formulas per p.
+- ``unfold``: Tensor.unfold as the strided view ATen's kernel makes (repeat and tile call it).
 - ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
   CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
 
@@ -210,6 +217,177 @@ def variance(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def bincount(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """bincount(self, weights, minlength) of a 1-D non-negative integer tensor: zeros of max(max(self) + 1,
+    minlength) entries, then a scatter_add of ones (int64) or of the weights (float32 weights sum in float32,
+    any other dtype in float64, as torch does). Calls torch refuses (negative values, another rank or a
+    float self, weights of another length, a negative minlength) go to the host, which raises its error."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, weights, minlength = call["self"], call["weights"], call["minlength"]
+        integral = not (x.dtype.is_floating_point or x.is_complex() or x.dtype == torch.bool)
+        if call.mixed or x.dim() != 1 or not integral or minlength < 0:
+            return call.on_host()
+        if weights is not None and (weights.shape != x.shape or weights.is_complex()):
+            return call.on_host()
+        if x.numel() and int(x.min()) < 0:
+            return call.on_host()
+        size = max(int(x.max()) + 1 if x.numel() else 0, minlength)
+        if weights is None:
+            dtype, values = torch.int64, torch.ones(x.shape, dtype=torch.int64, device=x.device)
+        else:
+            dtype = torch.float32 if weights.dtype == torch.float32 else torch.float64
+            values = weights.to(dtype)
+        return torch.zeros(size, dtype=dtype, device=x.device).scatter_add_(0, x.to(torch.int64), values)
+
+    return kernel
+
+
+def histc(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """histc(self, bins, min, max) of a floating tensor: min == max takes the data's min and max (equal: widened
+    by 1 each way); element x in [min, max] counts in bin int((x - min) * bins / (max - min)), the last bin
+    holding max, each step rounded to self's dtype with min and max rounded to it first (CUDA's getBin and the
+    CPU's linear interpolation, in input_t); NaN and out-of-range elements count nowhere.
+    The counts accumulate in self's dtype, as torch returns them. Integer tensors (which the CPU refuses), a
+    range that is not finite or inverted, bins < 1 and out= go to the host, which raises or computes them."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, bins = call["self"], call["bins"]
+        low, high = float(call["min"]), float(call["max"])
+        if call.mixed or not x.dtype.is_floating_point or bins < 1 or call.target_name is not None:
+            return call.on_host()
+        if low == high and x.numel():
+            low, high = float(x.min()), float(x.max())
+        if low == high:
+            low, high = low - 1, high + 1
+        if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+            return call.on_host()
+        edges = torch.tensor([low, high], dtype=x.dtype)  # on the host: the bounds in self's dtype
+        low, high, span = edges[0].item(), edges[1].item(), (edges[1] - edges[0]).item()
+        flat = x.reshape(-1)
+        inside = (flat >= low) & (flat <= high)
+        place = ((torch.where(inside, flat, low) - low) * bins / span).to(torch.int64).clamp_(0, bins - 1)
+        counts = torch.zeros(bins, dtype=x.dtype, device=x.device)
+        return counts.scatter_add_(0, place, inside.to(x.dtype))
+
+    return kernel
+
+
+def replication_pad_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """replication_pad{1,2,3}d_backward(grad_output, self, padding): along each padded dim (the last ones,
+    padding given last dim first as (left, right) pairs), output entry o copied input entry
+    clamp(o - left, 0, size - 1), so the gradient is an index_add of grad_output's entries at those places,
+    dim after dim; the result laid out as self (empty_like). Shapes that disagree go to the host (its error)."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        grad, x, padding = call["grad_output"], call["self"], list(call["padding"])
+        dims = len(padding) // 2
+        if call.mixed or grad.dim() != x.dim() or grad.dtype != x.dtype or x.dim() < dims:
+            return call.on_host()
+        expected = list(x.shape)
+        for i in range(dims):
+            d = x.dim() - 1 - i
+            expected[d] = x.shape[d] + padding[2 * i] + padding[2 * i + 1]
+        if list(grad.shape) != expected or x.numel() == 0:
+            return call.on_host()
+        result = grad
+        for i in range(dims):
+            d = x.dim() - 1 - i
+            source = torch.arange(grad.shape[d], device=x.device) - padding[2 * i]
+            places = source.clamp_(0, x.shape[d] - 1)
+            shape = list(result.shape)
+            shape[d] = x.shape[d]
+            result = torch.zeros(shape, dtype=grad.dtype, device=x.device).index_add_(d, places, result)
+        return torch.empty_like(x).copy_(result)
+
+    return kernel
+
+
+def _pairwise(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+    return x1.unsqueeze(-2) - x2.unsqueeze(-3)  # (..., R1, R2, M), the batch dims broadcast
+
+
+def cdist(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """_cdist_forward(x1, x2, p, compute_mode): the p-norm of each pairwise difference (0: the count of nonzeros,
+    inf: the largest |difference|); for p = 2 where torch picks the matrix-product form (compute_mode 1, or the
+    default with more than 25 rows either side) torch's _euclidean_dist over plate kernels, as CUDA.
+    _cdist_backward(grad, x1, x2, p, cdist): the gradient for x1 by CUDA's kernel's formulas (p = 0: zeros; p < 2:
+    sign(d) |d|^(p-1) / dist^(p-1), 0 where dist = 0 or, for p < 1, where d = 0; p = inf: sign(d) where |d| is
+    the distance; otherwise d |d|^(p-2) / dist^(p-1), 0 where dist = 0), times grad and summed over x2's rows
+    (in the broadcast batch shape). Other dtypes than float32/float64, and shapes torch refuses, go to the host."""
+
+    def forward(call: Call, expected):
+        x1, x2, p, mode = call["x1"], call["x2"], call["p"], call["compute_mode"]
+        if p == 2 and (mode == 1 or (mode in (None, 0) and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
+            return _laid_out(torch.ops.aten._euclidean_dist(x1, x2), expected)
+        diff = _pairwise(x1, x2).abs()
+        if p == 0:
+            result = (diff != 0).sum(-1).to(x1.dtype)
+        elif math.isinf(p):
+            result = diff.amax(-1)
+        elif p == 1:
+            result = diff.sum(-1)
+        elif p == 2:
+            result = (diff * diff).sum(-1).sqrt()
+        else:
+            result = diff.pow(p).sum(-1).pow(1.0 / p)
+        return _laid_out(result, expected)
+
+    def backward(call: Call, expected):
+        grad, x1, x2, p, dist = call["grad"], call["x1"], call["x2"], call["p"], call["cdist"]
+        diff = _pairwise(x1, x2)
+        g, d = grad.unsqueeze(-1), dist.unsqueeze(-1)
+        zero = torch.zeros((), dtype=x1.dtype, device=x1.device)
+        if p == 0:
+            return _laid_out(torch.zeros(expected.shape, dtype=x1.dtype, device=x1.device), expected)
+        if math.isinf(p):
+            each = torch.sign(diff) * (diff.abs() == d).to(x1.dtype) * g
+        elif p < 2:
+            each = torch.sign(diff) * diff.abs().pow(p - 1) * g / d.pow(p - 1)
+            dead = ((d == 0) | (diff == 0)) if p < 1 else (d == 0)
+            each = torch.where(dead, zero, each)
+        else:
+            each = torch.where(d == 0, zero, diff * diff.abs().pow(p - 2) * g / d.pow(p - 1))
+        return _laid_out(each.sum(-2), expected)  # x1 broadcast over the batch: autograd sums it
+
+    body = forward if op._schema.name == "aten::_cdist_forward" else backward
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        tensors = [v for v in call.bound.values() if isinstance(v, torch.Tensor)]
+        if any(t.dtype not in (torch.float32, torch.float64) for t in tensors) or call["p"] < 0:
+            return call.on_host()
+        return body(call, expected)
+
+    return kernel
+
+
+def unfold(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """unfold(self, dimension, size, step): a view of self, as at::native::unfold makes it (CPU and CUDA register
+    that kernel, out-of-tree devices get none): dim `dimension` becomes (size - window) // step + 1 windows, its
+    stride times step, and a last dim of `size` elements at the dim's stride. Arguments torch refuses go to
+    the host, which raises its error."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, size, step = call["self"], call["size"], call["step"]
+        sizes, strides = (list(x.shape), list(x.stride())) if x.dim() else ([1], [1])
+        d = call["dimension"]
+        if call.mixed or step <= 0 or size < 0 or not -len(sizes) <= d < len(sizes) or size > sizes[d % len(sizes)]:
+            return call.on_host()
+        d %= len(sizes)
+        windowed = sizes[:]
+        windowed[d] = (sizes[d] - size) // step + 1
+        shape = [*windowed, size] if x.dim() else [size]
+        stride = [*strides[:d], strides[d] * step, *strides[d + 1 :], strides[d]] if x.dim() else [1]
+        return x.as_strided(shape, stride, x.storage_offset())
+
+    return kernel
+
+
 def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -236,4 +414,9 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "flip": flip,
     "eye": eye,
     "variance": variance,
+    "bincount": bincount,
+    "histc": histc,
+    "replication_pad_backward": replication_pad_backward,
+    "cdist": cdist,
+    "unfold": unfold,
 }

@@ -200,6 +200,66 @@ def erf(x, y, z):
     return libdevice.erf(x)
 
 
+@triton.jit
+def log2(x, y, z):
+    return libdevice.log2(x)
+
+
+@triton.jit
+def log10(x, y, z):
+    return libdevice.log10(x)
+
+
+@triton.jit
+def erfc(x, y, z):
+    return libdevice.erfc(x)
+
+
+@triton.jit
+def tan(x, y, z):
+    return libdevice.tan(x)
+
+
+@triton.jit
+def asin(x, y, z):
+    return libdevice.asin(x)
+
+
+@triton.jit
+def acos(x, y, z):
+    return libdevice.acos(x)
+
+
+@triton.jit
+def atan(x, y, z):
+    return libdevice.atan(x)
+
+
+@triton.jit
+def sinh(x, y, z):
+    return libdevice.sinh(x)
+
+
+@triton.jit
+def cosh(x, y, z):
+    return libdevice.cosh(x)
+
+
+@triton.jit
+def asinh(x, y, z):
+    return libdevice.asinh(x)
+
+
+@triton.jit
+def acosh(x, y, z):
+    return libdevice.acosh(x)
+
+
+@triton.jit
+def atanh(x, y, z):
+    return libdevice.atanh(x)
+
+
 # gelu and its gradient as ATen's kernels compute them (approximate="none": erf; "tanh": the tanh form)
 SQRT1_2 = tl.constexpr(0.7071067811865476)
 GELU_PDF = tl.constexpr(0.3989422804014327)  # M_2_SQRTPI * M_SQRT1_2 * 0.5: 1 / sqrt(2 pi)
@@ -395,6 +455,22 @@ def div_floor(x, y, z):
     return result
 
 
+@triton.jit
+def fmod(x, y, z):
+    if x.dtype.is_floating():
+        result = libdevice.fmod(x, y)
+    else:  # C's %: the remainder of the truncated quotient
+        result = x % y
+    return result
+
+
+@triton.jit
+def remainder(x, y, z):
+    # ATen's remainder: fmod's result moved onto the divisor's side (Python's %), floats and integers alike
+    mod = fmod(x, y, z)
+    return tl.where((mod != 0) & ((y < 0) != (mod < 0)), mod + y, mod)
+
+
 # fp16/bf16 results: the kernels compute in float32 (opmath); ATen computes these two on the half type itself
 @triton.jit
 def div_trunc_fp16(x, y, z):
@@ -495,6 +571,8 @@ FUNCTIONS = {
         div_floor,
         div_floor_fp16,
         div_floor_bf16,
+        fmod,
+        remainder,
         bitwise_and,
         bitwise_or,
         bitwise_xor,
@@ -549,6 +627,18 @@ FUNCTIONS = {
         trunc,
         expm1,
         erf,
+        log2,
+        log10,
+        erfc,
+        tan,
+        asin,
+        acos,
+        atan,
+        sinh,
+        cosh,
+        asinh,
+        acosh,
+        atanh,
         complex_add,
         complex_sub,
         complex_mul,

@@ -211,13 +211,14 @@ ON_HALF = {
 
 
 def divide(op: torch._ops.OpOverload, row: Row) -> Callable:
-    """div with each rounding mode: an elementwise kernel per mode. An integer division with a zero divisor runs
-    on the host, which raises torch's ZeroDivisionError (the CPU's semantics plate keeps; CUDA returns garbage)."""
+    """div with each rounding mode (floor_divide: div's floor mode): an elementwise kernel per mode. An integer
+    division with a zero divisor runs on the host, which raises torch's ZeroDivisionError (the CPU's semantics
+    plate keeps; CUDA returns garbage)."""
     by_fn = {fn: elementwise(op, dataclasses.replace(row, fn=fn)) for fn in (*DIVISIONS.values(), *ON_HALF.values())}
 
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
-        mode = call.bound.get("rounding_mode")
+        mode = "floor" if op._schema.name.rstrip("_") == "aten::floor_divide" else call.bound.get("rounding_mode")
         if mode not in DIVISIONS:
             return call.on_host()  # torch's error for an unknown mode
         dividend, divisor = call["self"], call["other"]
@@ -227,6 +228,20 @@ def divide(op: torch._ops.OpOverload, row: Row) -> Callable:
         if mode is not None and not call.mixed:
             fn = ON_HALF.get((mode, torch.result_type(dividend, divisor)), fn)
         return by_fn[fn](*args, **kwargs)
+
+    return kernel
+
+
+def modulo(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """remainder / fmod: the elementwise kernel; an integer one with a zero divisor runs on the host, which raises
+    torch's ZeroDivisionError (as divide)."""
+    inner = elementwise(op, row)
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        if _integer_division_by_zero(call["self"], call["other"]):
+            return call.on_host()
+        return inner(*args, **kwargs)
 
     return kernel
 
@@ -727,6 +742,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "elementwise": elementwise,
     "isclose": isclose,
     "divide": divide,
+    "modulo": modulo,
     "gelu": gelu,
     "bitwise_not": bitwise_not,
     "masked_fill": masked_fill,

@@ -117,3 +117,43 @@ def cumsum_rows(x, out, n, ACC: tl.constexpr, BLOCK: tl.constexpr):
         v = tl.load(x + row + i, mask=inside, other=0).to(ACC)
         tl.store(out + row + i, (tl.cumsum(v, axis=0) + carry).to(out.dtype.element_ty), mask=inside)
         carry = carry + tl.sum(v, axis=0)
+
+
+@triton.jit
+def _later_max(av, ai, bv, bi):
+    # ATen's cummax step (x >= running or isnan(x): x and its index), over segments: b is the later one
+    take = (bv >= av) | (bv != bv)
+    return tl.where(take, bv, av), tl.where(take, bi, ai)
+
+
+@triton.jit
+def _later_min(av, ai, bv, bi):
+    take = (bv <= av) | (bv != bv)
+    return tl.where(take, bv, av), tl.where(take, bi, ai)
+
+
+@triton.jit
+def cumextreme_rows(x, values, indices, n, MAX: tl.constexpr, BLOCK: tl.constexpr):
+    """values[r, :], indices[r, :] = the running max (MAX) or min of x[r, :] and where it was (contiguous rows
+    of n elements), one program per row: the later of equal elements wins, and NaN once met stays (the last
+    NaN's index), as ATen's cummax / cummin."""
+    row = tl.program_id(0).to(tl.int64) * n
+    carry_v = tl.load(x + row)
+    carry_i = tl.sum(tl.zeros([BLOCK], dtype=tl.int64), axis=0)
+    for start in range(0, n, BLOCK):
+        i = start + tl.arange(0, BLOCK)
+        inside = i < n
+        v = tl.load(x + row + i, mask=inside, other=0)
+        idx = i.to(tl.int64)
+        if MAX:  # the block's scan, then the rows before it (the carry) as the earlier segment of each
+            sv, si = tl.associative_scan((v, idx), 0, _later_max)
+            sv, si = _later_max(carry_v, carry_i, sv, si)
+        else:
+            sv, si = tl.associative_scan((v, idx), 0, _later_min)
+            sv, si = _later_min(carry_v, carry_i, sv, si)
+        tl.store(values + row + i, sv, mask=inside)
+        tl.store(indices + row + i, si, mask=inside)
+        last = tl.minimum(n - start, BLOCK) - 1
+        pick = tl.arange(0, BLOCK) == last
+        carry_v = tl.sum(tl.where(pick, sv, 0), axis=0).to(sv.dtype)
+        carry_i = tl.sum(tl.where(pick, si, 0), axis=0)

@@ -97,4 +97,32 @@ def cumsum(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
-FAMILIES = {"any_all": any_all, "repeat_interleave": repeat_interleave, "cumsum": cumsum}
+def cumextreme(op: torch._ops.OpOverload, row: Row):
+    """_cummax_helper / _cummin_helper(self, values, indices, dim), which cummax / cummin call with the results
+    allocated: self with dim last and contiguous, one program per row (prefix_kernels.cumextreme_rows), the
+    results copied into values and indices. bool tensors compare as int8; complex ones run on the host."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, values, indices = call["self"], call["values"], call["indices"]
+        if call.mixed or x.dtype not in REAL_DTYPES:
+            return call.on_host()
+        if x.numel() == 0:
+            return None
+        dim = call["dim"] % x.dim() if x.dim() else 0
+        source = x.to(torch.int8) if x.dtype == torch.bool else x
+        rows = (source if x.dim() else source.reshape(1)).movedim(dim, -1).contiguous()
+        scanned, where = torch.empty_like(rows), torch.empty(rows.shape, dtype=torch.int64, device=x.device)
+        n = rows.shape[-1]
+        k = kernels()
+        k.cumextreme_rows[(rows.numel() // n,)](
+            rows, scanned, where, n, MAX=row.fn == "max", BLOCK=k.BLOCK, machine=k.machine_of(x)
+        )
+        values.copy_(scanned.movedim(-1, dim).reshape(values.shape))
+        indices.copy_(where.movedim(-1, dim).reshape(indices.shape))
+        return None
+
+    return kernel
+
+
+FAMILIES = {"any_all": any_all, "repeat_interleave": repeat_interleave, "cumsum": cumsum, "cumextreme": cumextreme}

@@ -62,6 +62,11 @@ def _into(expected: torch.Tensor, moved: torch.Tensor, dim: int, target) -> torc
     return out
 
 
+def _laid_out(expected: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=result.device)
+    return out.copy_(result)
+
+
 def sort(op: torch._ops.OpOverload, row: Row):
     @checked(op)
     def kernel(call: Call, expected):
@@ -86,4 +91,99 @@ def sort(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
-FAMILIES = {"sort": sort}
+def _mode_places(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Of rows sorted ascending (no NaN): the place of the first of the longest run of equal values (the smallest
+    such value, as the CPU's mode picks) and the place of that run's last element (its largest index: the sort
+    is stable, and the CPU returns the last)."""
+    starts = torch.ones(values.shape, dtype=torch.bool, device=values.device)
+    starts[..., 1:] = values[..., 1:] != values[..., :-1]
+    runs = torch.cumsum(starts, -1) - 1  # each place's run, numbered from 0 along the row
+    lengths = torch.zeros(runs.shape, dtype=torch.int64, device=values.device).scatter_add_(
+        -1, runs, torch.ones_like(runs)
+    )
+    longest = lengths.argmax(-1, keepdim=True)  # the first longest run: the smallest value
+    first = (runs == longest).to(torch.int8).argmax(-1)
+    return first, first + lengths.gather(-1, longest).squeeze(-1) - 1
+
+
+def order_statistic(op: torch._ops.OpOverload, row: Row):
+    """kthvalue, median, nanmedian and mode (along a dim: values and indices; of the whole tensor: the value) as
+    one ascending sort of the rows, then a gather at each row's rank: k - 1; for mode the longest run's first
+    place (_mode_places; a row with NaN runs on the host); (n - 1) // 2 for median, or the
+    first NaN's place when a row holds one (NaN sorts last: median propagates it); (c - 1) // 2 for nanmedian,
+    c the row's count of numbers. Where equal elements tie, the index is the first of them in the row (the
+    sort is stable). Complex and bool tensors, empty rows and a k out of range run on the host (its errors).
+    row.fn: the op's name."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or x.device.type != "plate":
+            return call.on_host()
+        whole = "dim" not in call.bound
+        source = x.reshape(-1) if whole or not x.dim() else x
+        dim = 0 if whole or not x.dim() else call["dim"] % x.dim()
+        n = source.shape[dim]
+        if n == 0 or call.target_name is not None:
+            return call.on_host()
+        values, indices = _bitonic_sort(source, dim, False, n)
+        at = None  # the sorted place whose index the result takes, where not the value's own
+        if row.fn == "mode":
+            if x.dtype.is_floating_point and bool(torch.isnan(values[..., -1]).any()):
+                return call.on_host()
+            rank, at = _mode_places(values)
+        elif row.fn == "kthvalue":
+            k = int(call["k"])
+            if not 1 <= k <= n:
+                return call.on_host()
+            rank = torch.full(values.shape[:-1], k - 1, dtype=torch.int64, device=x.device)
+        elif not x.dtype.is_floating_point:
+            rank = torch.full(values.shape[:-1], (n - 1) // 2, dtype=torch.int64, device=x.device)
+        else:
+            numbers = (~torch.isnan(values)).sum(-1)
+            if row.fn == "median":
+                rank = torch.where(numbers < n, numbers, (n - 1) // 2)
+            else:
+                rank = torch.clamp_min(numbers - 1, 0) // 2
+        value = values.gather(-1, rank.unsqueeze(-1)).squeeze(-1)
+        if whole:
+            return _laid_out(expected, value.reshape(()))
+        index = indices.gather(-1, (rank if at is None else at).unsqueeze(-1)).squeeze(-1)
+        if call["keepdim"] and x.dim():
+            value, index = value.unsqueeze(dim), index.unsqueeze(dim)
+        return _laid_out(expected[0], value), _laid_out(expected[1], index)
+
+    return kernel
+
+
+def unique(op: torch._ops.OpOverload, row: Row):
+    """_unique2(self, sorted, return_inverse, return_counts) (torch.unique without dim): one stable sort of the
+    flattened tensor, a new value wherever an element differs from the one before it (NaN differs from
+    everything, so each NaN is its own value, after the numbers, as on the CPU), then the values at those places,
+    each element's group scattered back to its place (inverse) and the group sizes (counts); the results not
+    asked for are empty, as torch returns them. Always sorted, as on CUDA. Complex tensors run on the host."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x = call["self"]
+        if call.mixed or x.dtype not in REAL_DTYPES:
+            return call.on_host()
+        flat = x.reshape(-1)
+        empty = torch.empty(0, dtype=torch.int64, device=x.device)
+        if flat.numel() == 0:
+            inverse = torch.empty(x.shape, dtype=torch.int64, device=x.device) if call["return_inverse"] else empty
+            return flat.clone(), inverse, empty.clone()
+        values, order = torch.sort(flat, stable=True)
+        new = torch.ones(flat.shape, dtype=torch.bool, device=x.device)
+        new[1:] = values[1:] != values[:-1]
+        group = torch.cumsum(new, 0) - 1
+        inverse = empty
+        if call["return_inverse"]:
+            inverse = torch.empty_like(group).scatter_(0, order, group).reshape(x.shape)
+        counts = torch.bincount(group) if call["return_counts"] else empty.clone()
+        return values[new], inverse, counts
+
+    return kernel
+
+
+FAMILIES = {"sort": sort, "order_statistic": order_statistic, "unique": unique}

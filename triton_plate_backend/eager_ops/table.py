@@ -47,6 +47,18 @@ FLOAT_FUNCTIONS = (
     "reciprocal",
     "expm1",
     "erf",
+    "log2",
+    "log10",
+    "erfc",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
 )
 # special functions of (x, n): n the polynomial's degree
 POLYNOMIALS = tuple(
@@ -63,6 +75,8 @@ EAGER_OPS: dict[str, Row] = {
     # the rounding mode picks the element function (ops.divide): div, div_trunc or div_floor
     "div.Tensor": Row("divide", "div", BINARY, compute="result"),
     "div.Tensor_mode": Row("divide", "div", BINARY, compute="result"),
+    "floor_divide.default": Row("divide", "div", BINARY, compute="result"),
+    **{f"{op}.{kind}": Row("modulo", op, BINARY) for op in ("remainder", "fmod") for kind in ("Tensor", "Scalar")},
     "where.self": Row(
         "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
     ),
@@ -104,7 +118,9 @@ EAGER_OPS: dict[str, Row] = {
     },
     **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
-    **{f"{op}.Tensor": Row("elementwise", op, BINARY, integral=True) for op in BITWISE},
+    **{
+        f"{op}.{kind}": Row("elementwise", op, BINARY, integral=True) for op in BITWISE for kind in ("Tensor", "Scalar")
+    },
     # ops.isclose: one kernel (torch's is a CompositeImplicitAutograd decomposition, on CUDA too)
     "isclose.default": Row("isclose", operands=BINARY),
     # maximum / minimum and the clamps: NaN-propagating element functions (kernels.maximum, minimum, clamp);
@@ -175,6 +191,8 @@ EAGER_OPS: dict[str, Row] = {
     "_fused_rms_norm_backward.default": Row("composite"),
     "_embedding_bag.default": Row("composite"),
     "_embedding_bag_forward_only.default": Row("composite"),
+    "index_add.default": Row("composite"),  # index_put with accumulate=True
+    "index_add_.default": Row("composite"),
     "linalg_vector_norm.default": Row("vector_norm"),
     "var.correction": Row("variance", "var"),
     "std.correction": Row("variance", "std"),
@@ -190,6 +208,15 @@ EAGER_OPS: dict[str, Row] = {
     "equal.default": Row("equal"),
     "masked_select.default": Row("masked_select"),
     "nonzero_static.default": Row("host_layout"),
+    "bincount.default": Row("bincount"),
+    "histc.default": Row("histc"),
+    "unfold.default": Row("unfold"),
+    "_cummax_helper.default": Row("cumextreme", "max"),
+    "_cummin_helper.default": Row("cumextreme", "min"),
+    "unfold_backward.default": Row("composite"),
+    "_cdist_forward.default": Row("cdist"),
+    "_cdist_backward.default": Row("cdist"),
+    **{f"replication_pad{d}d_backward.default": Row("replication_pad_backward") for d in (1, 2, 3)},
     # hostops: pooling.py, sorting.py, advanced_index.py, scans.py, complex_ops.py, weight_norm.py, and
     # pow's and complex exp/log/log1p's element functions in kernels.py (scatter's prod/mean:
     # scatter_reduce.py, and index's several indices and masks: advanced_index.py, under the rows above)
@@ -204,6 +231,14 @@ EAGER_OPS: dict[str, Row] = {
     "sort.default": Row("sort", "sort"),
     "sort.stable": Row("sort", "sort"),
     "topk.default": Row("sort", "topk"),
+    "kthvalue.default": Row("order_statistic", "kthvalue"),
+    "mode.default": Row("order_statistic", "mode"),
+    "_unique2.default": Row("unique"),
+    **{
+        f"{name}.{overload}": Row("order_statistic", name)
+        for name in ("median", "nanmedian")
+        for overload in ("dim", "default")
+    },
     "nonzero.default": Row("nonzero"),
     "any.default": Row("any_all", "any"),
     "all.default": Row("any_all", "all"),
@@ -246,6 +281,12 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "neg.default": ("neg_.default", "neg.out"),
     "div.Tensor": ("div_.Tensor", "div.out"),
     "div.Tensor_mode": ("div_.Tensor_mode", "div.out_mode"),
+    "floor_divide.default": ("floor_divide_.Tensor", "floor_divide.out"),
+    **{
+        f"{op}.{kind}": (f"{op}_.{kind}", f"{op}.{kind}_out")
+        for op in ("remainder", "fmod")
+        for kind in ("Tensor", "Scalar")
+    },
     "where.self": ("where.self_out",),
     "tril.default": ("tril_.default",),
     "triu.default": ("triu_.default",),
@@ -289,6 +330,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     **{f"{cmp}.Tensor": (f"{cmp}_.Tensor", f"{cmp}.Tensor_out") for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": (f"{cmp}_.Scalar", f"{cmp}.Scalar_out") for cmp in COMPARISONS},
     **{f"{op}.Tensor": (f"{op}_.Tensor", f"{op}.Tensor_out") for op in BITWISE},
+    **{f"{op}.Scalar": (f"{op}_.Scalar", f"{op}.Scalar_out") for op in BITWISE},
     # ---- special functions (special.py, special_family.py) ----
     **{f"special_{name}.default": (f"special_{name}.out",) for name in POLYNOMIALS},
     "digamma.default": ("digamma_.default", "digamma.out"),
