@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(items):
 def _forget_bench_kernels() -> None:
     """The bench's kernels are module-level JITFunctions that tests launch on both machines; Triton's in-memory
     cache does not key on PLATE_MACHINE, so a binary from before a switch would be launched on the other
-    machine (the launcher refuses it)."""
+    machine (the launcher refuses it). Inductor's loaded modules likewise."""
     from triton.runtime.jit import JITFunction
 
     from triton_plate_backend.bench import kernels
@@ -43,6 +43,16 @@ def _forget_bench_kernels() -> None:
     for value in vars(kernels).values():
         if isinstance(value, JITFunction):
             value.device_caches.clear()
+    # Inductor's compile workers and its caches keyed by kernel source, whatever compile_workers recorded: tests
+    # that monkeypatch its record (test_inductor_host_fallbacks.py) can leave it naming the new preset while the
+    # pool still runs under the old one, so a switch here restarts them unconditionally
+    import sys
+
+    compile_workers = sys.modules.get("inductor_plate.compile_workers")
+    if compile_workers is not None:
+        with compile_workers._lock:
+            compile_workers._machine = "(switching)"  # not a preset: follow_machine stops the pool
+        compile_workers.follow_machine()
 
 
 @pytest.fixture(scope="module")
