@@ -32,7 +32,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from . import embedding_bag
-from .ops import Call, checked
+from .ops import Call, as_expected, checked
 from .table import Row
 
 
@@ -183,12 +183,6 @@ def eye(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
-def _laid_out(result: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
-    """``result`` in the meta kernel's shape, strides and dtype (rounded once from float32 for fp16/bf16)."""
-    out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=result.device)
-    return out.copy_(result.reshape(expected.shape))
-
-
 def variance(op: torch._ops.OpOverload, row: Row) -> Callable:
     """var / std / var_mean / std_mean (.correction) of a real floating tensor: the mean, then the sum of
     squared deviations over max(0, N - correction), two passes over plate kernels in float32 for fp16/bf16
@@ -210,9 +204,9 @@ def variance(op: torch._ops.OpOverload, row: Row) -> Callable:
         result = total / max(0, n - correction)
         result = result.sqrt() if row.fn.startswith("std") else result
         if not row.fn.endswith("_mean"):
-            return _laid_out(result, expected)
+            return as_expected(result, expected)
         mean = wide.mean(dims, keepdim=call["keepdim"]) if dims is not None else wide.mean()
-        return _laid_out(result, expected[0]), _laid_out(mean, expected[1])
+        return as_expected(result, expected[0]), as_expected(mean, expected[1])
 
     return kernel
 
@@ -322,7 +316,7 @@ def cdist(op: torch._ops.OpOverload, row: Row) -> Callable:
     def forward(call: Call, expected):
         x1, x2, p, mode = call["x1"], call["x2"], call["p"], call["compute_mode"]
         if p == 2 and (mode == 1 or (mode in (None, 0) and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
-            return _laid_out(torch.ops.aten._euclidean_dist(x1, x2), expected)
+            return as_expected(torch.ops.aten._euclidean_dist(x1, x2), expected)
         diff = _pairwise(x1, x2).abs()
         if p == 0:
             result = (diff != 0).sum(-1).to(x1.dtype)
@@ -334,7 +328,7 @@ def cdist(op: torch._ops.OpOverload, row: Row) -> Callable:
             result = (diff * diff).sum(-1).sqrt()
         else:
             result = diff.pow(p).sum(-1).pow(1.0 / p)
-        return _laid_out(result, expected)
+        return as_expected(result, expected)
 
     def backward(call: Call, expected):
         grad, x1, x2, p, dist = call["grad"], call["x1"], call["x2"], call["p"], call["cdist"]
@@ -342,7 +336,7 @@ def cdist(op: torch._ops.OpOverload, row: Row) -> Callable:
         g, d = grad.unsqueeze(-1), dist.unsqueeze(-1)
         zero = torch.zeros((), dtype=x1.dtype, device=x1.device)
         if p == 0:
-            return _laid_out(torch.zeros(expected.shape, dtype=x1.dtype, device=x1.device), expected)
+            return as_expected(torch.zeros(expected.shape, dtype=x1.dtype, device=x1.device), expected)
         if math.isinf(p):
             each = torch.sign(diff) * (diff.abs() == d).to(x1.dtype) * g
         elif p < 2:
@@ -351,7 +345,7 @@ def cdist(op: torch._ops.OpOverload, row: Row) -> Callable:
             each = torch.where(dead, zero, each)
         else:
             each = torch.where(d == 0, zero, diff * diff.abs().pow(p - 2) * g / d.pow(p - 1))
-        return _laid_out(each.sum(-2), expected)  # x1 broadcast over the batch: autograd sums it
+        return as_expected(each.sum(-2), expected)  # x1 broadcast over the batch: autograd sums it
 
     body = forward if op._schema.name == "aten::_cdist_forward" else backward
 

@@ -102,6 +102,13 @@ def checked(op: torch._ops.OpOverload, prepare: Callable | None = None) -> Calla
     return wrap
 
 
+def as_expected(result: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """``result`` in the meta kernel's shape, strides and dtype (``expected``; rounded once from float32 for
+    fp16/bf16), on result's device."""
+    out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=result.device)
+    return out.copy_(result.reshape(expected.shape))
+
+
 def _meta(value):
     if isinstance(value, torch.Tensor) and value.device.type != "cpu":
         return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")

@@ -12,7 +12,7 @@ import torch
 
 from . import launch
 from .launch import REAL_DTYPES
-from .ops import Call, checked
+from .ops import Call, as_expected, checked
 from .table import Row
 
 
@@ -60,11 +60,6 @@ def _into(expected: torch.Tensor, moved: torch.Tensor, dim: int, target) -> torc
         out.resize_(expected.shape)
     out.copy_(moved.movedim(-1, dim) if moved.dim() else moved)
     return out
-
-
-def _laid_out(expected: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=result.device)
-    return out.copy_(result)
 
 
 def sort(op: torch._ops.OpOverload, row: Row):
@@ -147,11 +142,11 @@ def order_statistic(op: torch._ops.OpOverload, row: Row):
                 rank = torch.clamp_min(numbers - 1, 0) // 2
         value = values.gather(-1, rank.unsqueeze(-1)).squeeze(-1)
         if whole:
-            return _laid_out(expected, value.reshape(()))
+            return as_expected(value.reshape(()), expected)
         index = indices.gather(-1, (rank if at is None else at).unsqueeze(-1)).squeeze(-1)
         if call["keepdim"] and x.dim():
             value, index = value.unsqueeze(dim), index.unsqueeze(dim)
-        return _laid_out(expected[0], value), _laid_out(expected[1], index)
+        return as_expected(value, expected[0]), as_expected(index, expected[1])
 
     return kernel
 
