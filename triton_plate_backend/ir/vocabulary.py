@@ -261,6 +261,9 @@ OPS: dict[str, OpDef] = {
     "llvm.intr.assume": OpDef((1, None), NONE),
     "ttg.barrier": OpDef(NONE, NONE, effect="barrier"),
     "gpu.barrier": OpDef(NONE, NONE, effect="barrier"),
+    # ---- plate's own: the run of programs along x a persistent kernel's launched program runs
+    # (passes/program_range.py): plate_split1.., plate_rows, plate_grid_x -> base, count (no TTIR has it)
+    "plate.program_range": OpDef((2, None), (2, 2)),
 }
 
 # ---- views the verifier and the parser share ------------------------------------------------------

@@ -28,7 +28,7 @@ import re
 from ..ir.core import Block, Module, Op, PtrType, StrAttr, TensorDescType, TensorType, Value, shape_of
 from ..isa.footprint import Footprint, format_footprints, unknown
 from ..isa.table import ITEMSIZE
-from . import access, access_forms
+from . import access, access_forms, program_range
 from .access_forms import constant
 from .affine import Add, Carried, CeilDiv, Const, Expr, FloorDiv, Max, Min, Mul, Sub, Val
 
@@ -310,6 +310,12 @@ _BINARY = {
     "arith.maxsi": lambda a, b: _call("max", a, b),
     "arith.maxui": lambda a, b: _call("max", a, b),
 }
+
+
+def _fold(name: str, a: str, b: str) -> str:
+    return _BINARY[name](a, b)
+
+
 _SAME = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui")
 _GRID = {"tt.get_program_id": "pid", "tt.get_num_programs": "nprog"}
 # ops whose first operand is the pointer they derive from: a gather's root argument is found through them
@@ -368,6 +374,13 @@ class _Footprints:
             return self.value(op.operands[0])
         if op.name in _BINARY:
             return _BINARY[op.name](self.value(op.operands[0]), self.value(op.operands[1]))
+        if op.name == program_range.NAME:  # the persistent prologue: its arithmetic folded as its ops' would be
+            splits, rows, grid = program_range.operands(op)
+            texts = program_range.share(
+                "pid_x", [self.value(s) for s in splits], self.value(rows), self.value(grid), _fold, str
+            )
+            self.memo.update(zip(op.results, texts))
+            return self.memo[v]
         raise CannotTell(f"%{v.name} comes from {op.name} at {op.loc}")
 
     def loop(self, loop: Op) -> tuple[str, str]:

@@ -12,15 +12,17 @@ engines idle in turn. This pass wraps the kernel's body in a loop over programs,
     for j in [0, end - base):                             (plate.programs, num_stages 3)
         <the body, with program_id(x) = base + j and num_programs(x) = plate_grid_x>
 
-i32 arguments appended to the kernel: a launched program runs one contiguous run of programs, its
-share of its group's, and the groups (one per domain of the machine, `run`'s `groups`) split the
-grid where the launcher says. `prefetch` pipelines the loop like any other (its trips are distinct
-programs, so a load may run ahead of the stores of earlier trips): the next program's loads are in
-flight while this one computes and its store drains. The launcher (`launcher.PersistentSplit`)
-makes each group the run of programs the affinity mapping puts in one domain, split over its cores
-(one launched program per core: the most trips to pipeline over), or one group split evenly
-(`persistent_grid`) when the mapping cannot tell; and it runs one program per launched program (one
-group of grid_x launched programs: the kernel as written) when the cost model says that is faster.
+(the four lines before the loop are ONE op in the IR, `plate.program_range`: passes/program_range.py
+holds its arithmetic for codegen and the affinity pass), on i32 arguments appended to the kernel: a
+launched program runs one contiguous run of programs, its share of its group's, and the groups (one
+per domain of the machine, `run`'s `groups`) split the grid where the launcher says. `prefetch`
+pipelines the loop like any other (its trips are distinct programs, so a load may run ahead of the
+stores of earlier trips): the next program's loads are in flight while this one computes and its
+store drains. The launcher (`launcher.PersistentSplit`) makes each group the run of programs the
+affinity mapping puts in one domain, split over its cores (one launched program per core: the most
+trips to pipeline over), or one group split evenly (`persistent_grid`) when the mapping cannot tell;
+and it runs one program per launched program (one group of grid_x launched programs: the kernel as
+written) when the cost model says that is faster.
 
 Applies to a kernel whose body is one block ending in a plain tt.return, that reads program_id(x)
 and loads at the top level of its body (what the pipeline can run ahead), and that has no matrix
@@ -83,7 +85,7 @@ from ..ir.core import (
 )
 from ..ir.vocabulary import OPS
 from ..isa.table import ITEMSIZE
-from . import access
+from . import access, program_range
 from .affine import Val
 from .context import dtype_of
 from .prefetch import PROGRAMS_ATTR, ROW_END_ATTR, WRITES
@@ -161,50 +163,9 @@ def _append_args(func: Op, groups: int) -> tuple[list[Value], Value, Value]:
 
 def _programs(splits: list[Value], rows: Value, grid: Value, loc) -> tuple[list[Op], Value, Value]:
     """(ops, base, count): this launched program runs programs base .. base + count - 1 along x
-    (module docstring). split[g] = sum over d in 1..groups of [g >= d] * (split[d] - split[d - 1]),
-    with split[0] = 0 and split[groups] = plate_grid_x: no select, so the affinity pass can still
-    tell each launched program's range."""
-    ops: list[Op] = []
-    consts: dict[int, Value] = {}
-
-    def op_(name, *operands):
-        o = new_op(name, operands, (I32,), loc=loc)
-        ops.append(o)
-        return o.result
-
-    def const(v: int) -> Value:
-        if v not in consts:
-            ops.append(_const(v, loc))
-            consts[v] = ops[-1].result
-        return consts[v]
-
-    pid = new_op("tt.get_program_id", (), (I32,), {"axis": EnumAttr("x")}, loc=loc)
-    ops.append(pid)
-    g = op_("arith.divsi", pid.result, rows)
-    i = op_("arith.subi", pid.result, op_("arith.muli", g, rows))
-    bounds = [const(0), *splits, grid]
-
-    def start(h: Value) -> Value:  # split[h], h >= 0
-        total = bounds[0]
-        for d in range(1, len(bounds)):
-            past = op_("arith.minsi", const(1), op_("arith.maxsi", const(0), op_("arith.subi", h, const(d - 1))))
-            total = op_("arith.addi", total, op_("arith.muli", past, op_("arith.subi", bounds[d], bounds[d - 1])))
-        return total
-
-    a = start(g)
-    n = op_("arith.subi", start(op_("arith.addi", g, const(1))), a)
-    q = op_("arith.divsi", n, rows)  # shares of q programs, the first r of them one more (no i32 product over n)
-    r = op_("arith.subi", n, op_("arith.muli", q, rows))
-
-    def share_start(k: Value) -> Value:  # min(a + k * q + min(k, r), plate_grid_x): the min (the identity
-        # here) makes it an atom to the access analysis, so an address in the loop adds one register, not
-        # every term of the sum above (a term a trip each)
-        at = op_("arith.addi", op_("arith.addi", a, op_("arith.muli", k, q)), op_("arith.minsi", k, r))
-        return op_("arith.minsi", at, grid)
-
-    base = share_start(i)
-    end = share_start(op_("arith.addi", i, const(1)))
-    return ops, base, op_("arith.subi", end, base)
+    (module docstring): one plate.program_range op (passes/program_range.py holds its arithmetic)."""
+    op = program_range.make(splits, rows, grid, loc)
+    return [op], op.results[0], op.results[1]
 
 
 def _along_x(ops: list[Op], row: Value, grid: Value) -> list[Op]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..ir.core import BoolAttr, DenseAttr, EnumAttr, IntAttr
 from ..isa.table import ENUMS
+from . import program_range
 from .context import Const, dtype_of, is_float
 from .emitter import Imm, VReg
 
@@ -174,6 +175,28 @@ def _lower_arith_constant(ctx, op):
     ctx.bind(op.result, dst)
 
 
+def _lower_plate_program_range(ctx, op):
+    """A persistent kernel's prologue (passes/program_range.py): each of its operations emitted as the
+    scalar instruction its arith op's rule emits, in the same order (constants and arguments loaded at
+    their first use, `Ctx.reg`): the code of the op expanded (`program_range.expand`)."""
+    pid = VReg("pid")
+    ctx.emit("s.pid", pid, suffixes=("x",))
+    reg, emit = ctx.as_reg, ctx.emit
+    suffixes = ("i32",)
+
+    def scalar(name, a, b):
+        d = VReg()
+        emit(BINARY[name][1], d, reg(a), reg(b), suffixes=suffixes)
+        return d
+
+    splits, rows, grid = program_range.operands(op)
+    base, count = program_range.share(
+        pid, [ctx.binding(v) for v in splits], ctx.binding(rows), ctx.binding(grid), scalar, Const
+    )
+    ctx.bind(op.results[0], base)
+    ctx.bind(op.results[1], count)
+
+
 def _lower_ub_poison(ctx, op):
     t = op.result.type
     zero = 0.0 if is_float(dtype_of(t)) else 0
@@ -246,6 +269,7 @@ RULES.update(
         "arith.cmpf": _lower_arith_cmpf,
         "arith.select": _lower_arith_select,
         "arith.constant": _lower_arith_constant,
+        program_range.NAME: _lower_plate_program_range,
         "arith.bitcast": _lower_arith_bitcast,
         "tt.bitcast": _lower_arith_bitcast,
         "tt.fp_to_fp": _lower_tt_fp_to_fp,
