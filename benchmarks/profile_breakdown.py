@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import gc
 import importlib
 import os
 import shutil
@@ -58,6 +59,7 @@ SECTIONS = (
 )
 OTHER = "other (pytest, the test's torch/numpy work, imports)"
 COPIES = "torch device copies (host <-> plate)"
+COLLECTOR = "Python's cycle collector (gc)"
 
 
 class Sections:
@@ -69,6 +71,25 @@ class Sections:
         self.calls: dict[str, int] = {}
         self.stack = [OTHER]
         self.last = clock()
+        # (generation, the section it interrupted) -> [collections, seconds]
+        self.collections: dict[tuple[int, str], list] = {}
+        self._gc_started = None
+
+    def on_gc(self, phase: str, info: dict) -> None:
+        """A ``gc.callbacks`` entry: a collection's time is its own section, whatever it interrupted."""
+        if phase == "start":
+            self._charge()
+            self._gc_started = (info["generation"], self.stack[-1], self.last)
+            self.stack.append(COLLECTOR)
+        elif self._gc_started is not None:
+            self._charge()
+            self.stack.pop()
+            gen, where, start = self._gc_started
+            self._gc_started = None
+            rec = self.collections.setdefault((gen, where), [0, 0.0])
+            rec[0] += 1
+            rec[1] += self.last - start
+            self.calls[COLLECTOR] = self.calls.get(COLLECTOR, 0) + 1
 
     def _charge(self) -> None:
         now = self.clock()
@@ -128,6 +149,8 @@ def instrumented(sections: Sections):
         fn = getattr(torch.Tensor, method)
         setattr(torch.Tensor, method, _timed_copy(sections, fn))
         restore.append(functools.partial(setattr, torch.Tensor, method, fn))
+    gc.callbacks.append(sections.on_gc)
+    restore.append(functools.partial(gc.callbacks.remove, sections.on_gc))
     sections.last = sections.clock()
     try:
         yield sections
@@ -164,7 +187,7 @@ def _on_plate(value) -> bool:
 def table(sections: Sections, title: str, per: int | None = None) -> str:
     """Markdown: seconds (ms per test when ``per`` tests ran; else ms) and share of each section."""
     total = sum(sections.seconds.values())
-    order = [OTHER, *dict.fromkeys(name for name, _, _ in SECTIONS), COPIES]
+    order = [OTHER, *dict.fromkeys(name for name, _, _ in SECTIONS), COPIES, COLLECTOR]
     head = "| section | s | share | ms per test |" if per else "| section | ms | share |"
     lines = [f"**{title}**", "", head, "|---|---|---|---|" if per else "|---|---|---|"]
     for name in [*order, "total"]:
@@ -183,7 +206,18 @@ def table(sections: Sections, title: str, per: int | None = None) -> str:
             ("simulated launches", "simulator: functional"),
         )
     )
-    return "\n".join(lines + ["", counts, ""])
+    return "\n".join(lines + ["", counts, "", *_collections(sections), ""])
+
+
+def _collections(sections: Sections) -> list[str]:
+    """One line per generation: collections, seconds, and the sections they interrupted (the most first)."""
+    out = []
+    for gen in sorted({g for g, _ in sections.collections}):
+        recs = sorted(((v[1], v[0], w) for (g, w), v in sections.collections.items() if g == gen), reverse=True)
+        n, s = sum(r[1] for r in recs), sum(r[0] for r in recs)
+        where = "; ".join(f"{w}: {c} / {t:.2f} s" for t, c, w in recs[:4])
+        out.append(f"gc generation {gen}: {n} collections, {s:.2f} s (in {where})")
+    return out
 
 
 # ---- launch: the benchmark kernels ---------------------------------------------------------------

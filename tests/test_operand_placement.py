@@ -272,3 +272,52 @@ def test_the_planner_prices_every_placement_from_one_run_each_as_its_own_run_wou
             est.time_ns, est.bound, est.read_bytes.tobytes(), est.write_bytes.tobytes()
         )  # fmt: skip
     assert len(runs) == 4  # the three own runs
+
+
+@pytest.mark.parametrize("elements, programs", [(2048, 1), (1024, 2), (4096, 1)])
+def test_a_written_operands_replica_is_dismissed_before_its_estimate_as_after_it(mini, monkeypatch, elements, programs):
+    """sim/operands.py ``_writes_replica``: the replica of the operand the launch writes (``o``) is dismissed
+    from the launch's traces before the cost model prices it; those it only reads (``w``, ``x``) are priced.
+    A fresh planner's choices equal the full pricing's (every replica estimated, a written one dismissed after
+    the model), with exactly the written operand's replica estimate fewer."""
+    from triton_plate_backend.sim import operands as ops
+
+    seen = []
+    plan = ops.OperandPlanner.plan
+    real_estimate, real_writes = ops.estimate_launch, ops._writes_replica
+
+    def both(self, program, grid, args, memory):
+        asked, priced = [], []
+
+        def estimate_launch(*a, **kw):
+            priced.append(kw.get("placement"))
+            return real_estimate(*a, **kw)
+
+        def writes_replica(*a):
+            answer = real_writes(*a)
+            asked.append((a[5], answer))
+            return answer
+
+        monkeypatch.setattr(ops, "estimate_launch", estimate_launch)
+        monkeypatch.setattr(ops, "_writes_replica", writes_replica)
+        quick = plan(ops.OperandPlanner(), program, grid, args, memory)
+        quick_priced = list(priced)
+        priced.clear()
+        monkeypatch.setattr(ops, "_writes_replica", lambda *a: False)
+        full = plan(ops.OperandPlanner(), program, grid, args, memory)
+        monkeypatch.setattr(ops, "_writes_replica", real_writes)
+        monkeypatch.setattr(ops, "estimate_launch", real_estimate)
+        seen.append((program.name, asked, quick, full, quick_priced, list(priced)))
+        return plan(self, program, grid, args, memory)
+
+    monkeypatch.setattr(ops.OperandPlanner, "plan", both)
+    w, x = torch.randn(elements, device="plate"), torch.randn(elements, device="plate")
+    o = torch.empty(programs, device="plate")
+    sum_two_kernel[(programs,)](w, x, o, BLOCK=elements)
+    name, asked, quick, full, quick_priced, full_priced = seen[-1]
+    assert name == "sum_two_kernel" and [i for i, _ in full[0]] == [0, 1, 2]  # w, x and o are shared
+    assert asked == [(0, False), (1, False), (2, True)]
+    assert quick == full
+    extra = [p for p in full_priced if p not in quick_priced]
+    assert len(full_priced) == len(quick_priced) + 1 and len(extra) == 1 and extra[0][2] == "replicated"
+    torch.testing.assert_close(o.cpu(), (w.cpu() + x.cpu()).sum().expand(programs), rtol=1e-4, atol=1e-3)

@@ -409,3 +409,36 @@ def _timed(fn, text: str) -> float:
     start = time.perf_counter()
     fn(text)
     return time.perf_counter() - start
+
+
+def test_a_released_module_is_freed_without_the_cycle_collector():
+    """ir.core.release (the pasm stage's, once code generation has read the module): parent and owner links
+    dropped, reference counting alone frees the module's ops, blocks and values; unreleased, the same
+    module is one reference cycle that only the cycle collector frees."""
+    import gc
+    import weakref
+
+    from triton_plate_backend.ir.core import release
+    from triton_plate_backend.passes.pipeline import run_passes
+
+    def kept_after_del(released: bool) -> bool:
+        module = run_passes(parse(_read("softmax.ttir.mlir"), "softmax.ttir"))
+        ops = list(module.walk())
+        assert any(op.regions for op in ops) and any(op.results for op in ops)
+        refs = [weakref.ref(op) for op in ops]
+        if released:
+            release(module)
+            assert all(op.parent is None and all(v.owner is None for v in op.results) for op in ops)
+        del module, ops
+        return any(r() is not None for r in refs)
+
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        assert kept_after_del(released=False)
+        gc.collect()
+        assert not kept_after_del(released=True)
+    finally:
+        gc.collect()
+        if was_on:
+            gc.enable()

@@ -266,6 +266,7 @@ def make_pir(src, metadata, options):
 
 
 def make_pasm(src, metadata, options):
+    from .ir.core import release
     from .isa.asm import disassemble_read_back
     from .isa.verified import passed, verify_once
     from .machine import get_machine
@@ -277,6 +278,7 @@ def make_pasm(src, metadata, options):
     try:
         module, analysis = PARSED_PIR.take(pir_text) or (_read_pir(pir_text, filename), None)
         program, report = generate(module, options, machine, analysis, access_report=bool(knobs.dump_dir()))
+        release(module)  # read no more: freed now, not by the cycle collector's walk
         verify_once(program, machine)
     except SramOverflow as e:  # as Triton's OutOfResources too, so @triton.autotune prunes the config
         raise sram_out_of_resources(str(e), e.required, e.limit) from e

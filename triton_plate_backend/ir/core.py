@@ -304,6 +304,29 @@ def number_values(root: Module | Op) -> bool:
     return changed
 
 
+def release(module: Module) -> None:
+    """Unlink a module nobody reads again: each op's, block's and region's parent and each value's owner
+    (the back links that make the IR one reference cycle), so reference counting frees it at once instead
+    of Python's cycle collector walking it first. A top-level op still nested in the parsed
+    ``builtin.module`` op is released from there."""
+    roots = {}
+    for top in module.ops:
+        while top.parent is not None and top.parent.parent is not None and top.parent.parent.parent is not None:
+            top = top.parent.parent.parent
+        roots[id(top)] = top
+    for top in roots.values():
+        for op in top.walk():
+            op.parent = None
+            for v in op.results:
+                v.owner = None
+            for region in op.regions:
+                region.parent = None
+                for block in region.blocks:
+                    block.parent = None
+                    for v in block.args:
+                        v.owner = None
+
+
 def replace_all_uses(root: Module | Op, old: Value, new: Value) -> None:
     for op in root.walk():
         op.operands = [new if v is old else v for v in op.operands]

@@ -830,6 +830,26 @@ def estimate_launch(
     return hit[1]
 
 
+def replica_writes(program: Program, grid, args, memory: DeviceMemory, *, placement=None) -> float:
+    """Bytes the launch writes (stores and atomics) into replicated memory over ``memory`` with
+    ``placement``: its address-only trace's replica column (memory.DeviceMemory.traffic_columns) on
+    outbound entries, from the trace ``estimate_launch`` of the same query models (inside
+    ``shared_estimates``, the block's one run re-priced), without the model. ``fold_replicas`` writes
+    each of those bytes to every domain of chip 0 and moves nothing else, so between two placements
+    that differ in one operand replicated or not, the estimates' total written bytes differ by
+    (domains - 1) times the difference of this count: the operand planner tells a written operand's
+    replica from it before pricing one (sim/operands.py)."""
+    machine = get_machine(memory.machine)
+    shadow = _shadow(memory, program, list(args), placement)
+    trace = _launch_trace(program, grid, args, memory, shadow, machine, placement)
+    D = machine.total_domains
+    rows = [e for e in trace.entries if e.bytes_by_domain is not None and e.bytes_by_domain.shape[1] > D]
+    if not rows:  # no replica column: the memory holds no replicated allocation
+        return 0.0
+    pcs = static_facts(trace.program, machine)[0]
+    return float(sum(e.bytes_by_domain[:, D].sum() for e in rows if pcs[e.pc].outbound))
+
+
 def _estimate_launch(
     program: Program, grid, args, memory: DeviceMemory, machine=None, *, policy=None, placement=None
 ) -> Estimate:

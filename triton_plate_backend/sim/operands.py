@@ -31,7 +31,7 @@ import numpy as np
 from .. import cost
 from ..errors import DeviceOutOfMemory, PlateError
 from ..isa.footprint import FootprintError
-from .estimate import estimate_launch, shared_estimates
+from .estimate import estimate_launch, replica_writes, shared_estimates
 from .footprints import launch_footprints
 from .memory import Allocation, DeviceMemory
 from .replay import static_facts
@@ -122,6 +122,19 @@ def _one_home_every_pointer(program, grid, args, recs) -> bool:
     return launch is None or all(fp.arg >= 0 for fp in launch.footprints)
 
 
+def _writes_replica(program, grid, args, memory: DeviceMemory, chosen: dict, i: int, before: list) -> bool:
+    """Whether the launch writes operand ``i``, replicated on top of the ``chosen`` placements (``before``:
+    [their replica writes], filled at the first ask): then its estimate writes more bytes in all than the
+    estimate under ``chosen`` (each byte written to a replica is written to every domain of chip 0:
+    ``estimate.replica_writes``), the test ``_price`` applies after the model, asked here of the two traces
+    alone. A one-domain chip writes one copy: no difference."""
+    if memory.machine.domains < 2:
+        return False
+    if not before:
+        before.append(replica_writes(program, grid, list(args), memory, placement=chosen or None))
+    return replica_writes(program, grid, list(args), memory, placement={**chosen, i: "replicated"}) > before[0]
+
+
 def _migration_ns(memory: DeviceMemory, rec: Allocation, spec: str) -> float:
     moved = memory.moved_by(rec.base, spec)
     return cost.migration_cycles(memory.machine, moved) / memory.machine.clock_ghz
@@ -206,6 +219,7 @@ class OperandPlanner:
         """The cost model's choice for each shared operand, in order, each priced with the choices before it."""
         chosen: dict[int, str] = {}
         choices = []
+        before: list = []  # the replica writes under ``chosen`` (``_writes_replica``), once asked
         try:
             base = estimate_launch(program, grid, list(args), memory)
             for i, rec in shared:
@@ -217,6 +231,8 @@ class OperandPlanner:
                         move_ns = _migration_ns(memory, rec, spec)
                     except DeviceOutOfMemory:
                         continue
+                    if spec == "replicated" and _writes_replica(program, grid, args, memory, chosen, i, before):
+                        continue  # the kernel writes it: every copy would be written (known before the model)
                     est = estimate_launch(program, grid, list(args), memory, placement={**chosen, i: spec})
                     if spec == "replicated" and est.write_bytes.sum() > base.write_bytes.sum():
                         continue  # the kernel writes it: every copy would be written
@@ -230,6 +246,7 @@ class OperandPlanner:
                 choices.append(_Choice(i, best, base.time_ns - after.time_ns, gain, replica[1] if gain > 0 else 0.0))
                 if best is not None:
                     chosen[i], base = best, after
+                    before.clear()
         except PlateError:  # control flow on loaded data, a fault: nothing priced or moved; the launch itself reports
             choices = []
         return choices

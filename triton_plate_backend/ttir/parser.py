@@ -392,6 +392,13 @@ class Parser:
             mod_op = top.ops[0]
             body = mod_op.regions[0].blocks[0].ops if mod_op.regions and mod_op.regions[0].blocks else []
             module = Module(list(body), dict(mod_op.attrs))
+            # the wrapper is dropped: unlinked from the body, its few objects are not a cycle that holds
+            # the whole module until Python's cycle collector runs (ir.core.release)
+            for region in mod_op.regions:
+                for block in region.blocks:
+                    block.ops, block.parent = [], None
+                region.parent = None
+            mod_op.regions, mod_op.parent = [], None
         else:
             module = Module(list(top.ops))
         for op in module.ops:
