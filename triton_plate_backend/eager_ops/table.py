@@ -65,6 +65,7 @@ POLYNOMIALS = tuple(
     f"{kind}_polynomial_{letter}" for kind in ("chebyshev", "shifted_chebyshev") for letter in "tuvw"
 ) + ("hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
 BESSEL = ("j0", "j1", "y0", "y1")
+LOSSES = ("mse_loss", "smooth_l1_loss", "huber_loss")  # pointwise losses, their reduction included
 # float functions with a complex kernel (kernels.FUNCTIONS, over (real, imag) pairs)
 COMPLEX_FUNCTIONS = {"exp": "complex_exp", "log": "complex_log", "log1p": "complex_log1p"}
 EAGER_OPS: dict[str, Row] = {
@@ -214,6 +215,9 @@ EAGER_OPS: dict[str, Row] = {
     "_cummax_helper.default": Row("cumextreme", "max"),
     "_cummin_helper.default": Row("cumextreme", "min"),
     "unfold_backward.default": Row("composite"),
+    # nn.MSELoss, SmoothL1Loss and HuberLoss forward and backward: torch's decompositions over plate kernels (each
+    # was a host op); all but huber_loss's forward compute fp16/bf16 in float32 (pw_cast_for_opmath), as CUDA
+    **{f"{loss}{part}.default": Row("composite") for loss in LOSSES for part in ("", "_backward")},
     "_cdist_forward.default": Row("cdist"),
     "_cdist_backward.default": Row("cdist"),
     **{f"replication_pad{d}d_backward.default": Row("replication_pad_backward") for d in (1, 2, 3)},
