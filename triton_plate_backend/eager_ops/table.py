@@ -218,6 +218,10 @@ EAGER_OPS: dict[str, Row] = {
     # nn.MSELoss, SmoothL1Loss and HuberLoss forward and backward: torch's decompositions over plate kernels (each
     # was a host op); all but huber_loss's forward compute fp16/bf16 in float32 (pw_cast_for_opmath), as CUDA
     **{f"{loss}{part}.default": Row("composite") for loss in LOSSES for part in ("", "_backward")},
+    # batch norm (nn.BatchNorm*d, F.batch_norm), training and eval, forward (running statistics updated in place) and
+    # backward: torch's decompositions, statistics in float32 for fp16/bf16 inputs (var_mean: plate's variance)
+    "native_batch_norm.default": Row("composite"),
+    "native_batch_norm_backward.default": Row("composite"),
     "_cdist_forward.default": Row("cdist"),
     "_cdist_backward.default": Row("cdist"),
     **{f"replication_pad{d}d_backward.default": Row("replication_pad_backward") for d in (1, 2, 3)},
