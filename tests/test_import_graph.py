@@ -198,6 +198,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.advanced_index",
         f"{TPB}.eager_ops.autoload",
         f"{TPB}.eager_ops.composite",
+        f"{TPB}.eager_ops.convolution",
         f"{TPB}.eager_ops.complex_ops",
         f"{TPB}.eager_ops.embedding_bag",
         f"{TPB}.eager_ops.indexing",

@@ -222,6 +222,9 @@ EAGER_OPS: dict[str, Row] = {
     # backward: torch's decompositions, statistics in float32 for fp16/bf16 inputs (var_mean: plate's variance)
     "native_batch_norm.default": Row("composite"),
     "native_batch_norm_backward.default": Row("composite"),
+    # convolution.py: conv1d/2d/3d (not transposed) as im2col and matmuls, forward and backward
+    "convolution_overrideable.default": Row("convolution"),
+    "convolution_backward_overrideable.default": Row("convolution", "backward"),
     "_cdist_forward.default": Row("cdist"),
     "_cdist_backward.default": Row("cdist"),
     **{f"replication_pad{d}d_backward.default": Row("replication_pad_backward") for d in (1, 2, 3)},
