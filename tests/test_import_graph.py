@@ -195,6 +195,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.fuzz.reproduce",
         f"{TPB}.fuzz.session",
         f"{TPB}.eager_ops",
+        f"{TPB}.eager_ops.activations",
         f"{TPB}.eager_ops.advanced_index",
         f"{TPB}.eager_ops.autoload",
         f"{TPB}.eager_ops.composite",

@@ -13,6 +13,7 @@ import torch
 from torch._C._dynamo import eval_frame
 
 from . import (
+    activations,
     advanced_index,
     complex_ops,
     composite,
@@ -34,6 +35,7 @@ from .table import overloads
 # Row.family -> the builder of that family's kernels
 FAMILIES = {
     **ops.FAMILIES,
+    **activations.FAMILIES,
     **indexing.FAMILIES,
     **pooling.FAMILIES,
     **sorting.FAMILIES,

@@ -66,6 +66,8 @@ POLYNOMIALS = tuple(
 ) + ("hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
 BESSEL = ("j0", "j1", "y0", "y1")
 LOSSES = ("mse_loss", "smooth_l1_loss", "huber_loss")  # pointwise losses, their reduction included
+# activations.py: pointwise activations with scalar parameters, forward and backward
+ACTIVATIONS = ("elu", "hardtanh", "hardsigmoid", "hardshrink", "softshrink", "hardswish", "leaky_relu", "softplus")
 # float functions with a complex kernel (kernels.FUNCTIONS, over (real, imag) pairs)
 COMPLEX_FUNCTIONS = {"exp": "complex_exp", "log": "complex_log", "log1p": "complex_log1p"}
 EAGER_OPS: dict[str, Row] = {
@@ -222,6 +224,11 @@ EAGER_OPS: dict[str, Row] = {
     # backward: torch's decompositions, statistics in float32 for fp16/bf16 inputs (var_mean: plate's variance)
     "native_batch_norm.default": Row("composite"),
     "native_batch_norm_backward.default": Row("composite"),
+    **{f"{name}{part}.default": Row("activation") for name in ACTIVATIONS for part in ("", "_backward")},
+    "mish.default": Row("activation"),
+    "mish_backward.default": Row("activation"),
+    "count_nonzero.default": Row("composite"),  # (x != 0).sum(dim)
+    "count_nonzero.dim_IntList": Row("composite"),
     # convolution.py: conv1d/2d/3d (not transposed) as im2col and matmuls, forward and backward
     "convolution_overrideable.default": Row("convolution"),
     "convolution_backward_overrideable.default": Row("convolution", "backward"),
