@@ -73,8 +73,8 @@ def test_revisions_read_a_library(library):
     bad.write_text(FAKE_REVISIONS.replace('kind = "library"', 'kind = "plugin"'))
     with pytest.raises(UpstreamError, match="kind = 'plugin'"):
         load_revisions(bad)
-    bad.write_text(FAKE_REVISIONS.replace('pip = { name = "fakelib", version = "0.1" }', ""))
-    with pytest.raises(UpstreamError, match="lacks the key 'pip'"):
+    bad.write_text(FAKE_REVISIONS.replace('library = { package = "fakelib", folder = "src" }', ""))
+    with pytest.raises(UpstreamError, match="lacks the key 'library'"):
         load_revisions(bad)
 
 
@@ -82,10 +82,10 @@ def test_the_pinned_libraries_are_runnable_suites():
     for name in libraries():
         rev = get_revision(name)
         assert rev.ref and len(rev.ref) == 40, f"{name}: pin a full commit"
-        assert rev.suite.paths and rev.pip.version
+        assert rev.suite.paths and (rev.pip is None or rev.pip.version)
         if rev.plugin:
             __import__(rev.plugin)  # the plugin named exists (importing it imports no library)
-    assert "flag_gems" in libraries()
+    assert "flag_gems" in libraries() and get_revision("attorch").pip is None  # attorch: source only
 
 
 def test_a_library_command_loads_the_library_plugins(library):
@@ -162,3 +162,92 @@ def test_a_library_at_the_top_of_its_checkout_is_named_so(tmp_path):
     path, where = runner._library_path(revision, types.SimpleNamespace(root=tmp_path))
     assert path == str(tmp_path)
     assert where == "toplib_not_installed from the checkout's top folder (not installed)"
+
+
+def test_a_library_published_only_as_source_comes_from_its_checkout(library, tmp_path):
+    """attorch has no package on PyPI: without `pip` its package is the checkout's, even if an installed
+    package has its name, and the report says no package was used."""
+    from upstream import report as report_module
+
+    tree, revisions = library
+    bare = revisions.parent / "bare.toml"
+    bare.write_text(FAKE_REVISIONS.replace('pip = { name = "fakelib", version = "0.1" }', ""))
+    revision = get_revision("fakelib", bare)
+    assert revision.is_library and revision.pip is None
+    path, where = runner._library_path(revision, Tree(tree, tree))
+    assert path == str(tree / "src") and where == "fakelib from the checkout's src/ (not installed)"
+    shutil.rmtree(tree / "src" / "fakelib")
+    with pytest.raises(UpstreamError, match="not a package"):
+        runner._library_path(revision, Tree(tree, tree))
+    line = report_module._library_line({"pip": None, "from": where})
+    assert line == f"- library: no package (published only as source), {where}"
+
+
+@pytest.fixture
+def cuda_names_the_plate_device(monkeypatch):
+    """upstream.libraries.attorch's patches for the plate device, undone after the test."""
+    torch = pytest.importorskip("torch")
+    from torch.amp import autocast_mode
+
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import attorch
+
+    for owner, name in [
+        (torch, "is_autocast_enabled"),
+        (torch, "get_autocast_dtype"),
+        (torch.cuda, "get_device_capability"),
+        (autocast_mode.autocast, "__init__"),
+    ]:
+        monkeypatch.setattr(owner, name, getattr(owner, name))  # restored after the test
+    mode = attorch.cuda_is("plate")
+    try:
+        yield torch
+    finally:
+        mode.__exit__(None, None, None)
+
+
+def test_attorch_plugin_makes_cuda_the_run_device(cuda_names_the_plate_device):
+    """attorch names CUDA for its device, autocast and capability: each means the run's device."""
+    torch = cuda_names_the_plate_device
+    x = torch.randn(4, 4, device="cuda")
+    assert x.device.type == "plate"
+    assert torch.tensor([1.0], device=torch.device("cuda", 0)).device == torch.device("plate", 0)
+    assert torch.nn.LayerNorm(4, device="cuda").weight.device.type == "plate"
+    assert torch.zeros(2).to("cuda").device.type == "plate"
+    assert torch.zeros(2, device="cpu").device.type == "cpu"  # other devices stay themselves
+    assert torch.cuda.get_device_capability() == torch.plate.get_device_capability()
+    assert not torch.is_autocast_enabled()
+    with torch.autocast("cuda", dtype=torch.float16):  # the plate device's autocast: matmuls run in fp16
+        assert torch.is_autocast_enabled() and torch.is_autocast_enabled("cuda")
+        assert torch.get_autocast_dtype("cuda") == torch.float16
+        assert (x @ x).dtype == torch.float16
+    assert (x @ x).dtype == torch.float32
+
+
+def test_attorch_plugin_custom_fwd_sees_the_device_autocast(cuda_names_the_plate_device):
+    """custom_fwd/custom_bwd(device_type='cuda'), as attorch decorates its autograd Functions: the forward
+    records the device's autocast state and the backward runs under the device's autocast with it."""
+    torch = cuda_names_the_plate_device
+    seen = {}
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        @torch.amp.custom_fwd(device_type="cuda")
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            seen["fwd"] = torch.is_autocast_enabled()
+            return a * a
+
+        @staticmethod
+        @torch.amp.custom_bwd(device_type="cuda")
+        def backward(ctx, grad):
+            (a,) = ctx.saved_tensors
+            seen["bwd"] = (torch.is_autocast_enabled("plate"), torch.get_autocast_dtype("plate"))
+            return 2 * a * grad
+
+    a = torch.randn(8, device="cuda", requires_grad=True)
+    with torch.autocast("cuda", dtype=torch.float16):
+        out = Square.apply(a)
+    out.sum().backward()
+    assert seen == {"fwd": True, "bwd": (True, torch.float16)}
+    torch.testing.assert_close(a.grad, 2 * a.detach())

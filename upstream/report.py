@@ -391,6 +391,12 @@ def _runnable_lines(t: dict) -> list[str]:
     ]
 
 
+def _library_line(library: dict) -> str:
+    """Which package the library's tests imported (none for a library published only as source) and whence."""
+    package = f"`{library['pip']}`" if library.get("pip") else "no package (published only as source)"
+    return f"- library: {package}, {library['from']}"
+
+
 def render_markdown(report: dict) -> str:
     t = report["totals"]
     rev = report.get("revision", {})
@@ -398,7 +404,7 @@ def render_markdown(report: dict) -> str:
         f"# Upstream {report['suite']} {'tests' if report.get('library') else 'suite'} on {report.get('device', '?')}",
         "",
         f"- revision: {rev.get('project', '?')} `{rev.get('ref', '?')}` ({rev.get('describe', '')})",
-        *([f"- library: `{report['library']['pip']}`, {report['library']['from']}"] if report.get("library") else []),
+        *([_library_line(report["library"])] if report.get("library") else []),
         f"- plate: `{report.get('plate_commit') or 'unknown'}`",
         f"- started: {report.get('started', '?')}, wall time {report.get('wall_s', 0):.1f} s, "
         f"{report.get('jobs', '?')} jobs",

@@ -48,7 +48,7 @@ class Revision:
     suite: Suite
     tutorials: Suite | None = None
     kind: str = "suite"  # "suite": Triton's or PyTorch's own tests; "library": a third-party Triton library
-    pip: Pip | None = None  # libraries: the package the tests import
+    pip: Pip | None = None  # libraries: the package the tests import (None: not published, the checkout's)
     plugin: str | None = None  # libraries: a pytest plugin of the library's own (upstream/libraries/)
 
     @property
@@ -82,7 +82,7 @@ def load_revisions(path: Path = REVISIONS_FILE) -> dict[str, Revision]:
             kind = table.get("kind", "suite")
             if kind not in KINDS:
                 raise UpstreamError(f"{path}: [{project}] kind = {kind!r}; one of {', '.join(KINDS)}")
-            pip = table["pip"] if kind == LIBRARY else None
+            pip = table.get("pip") if kind == LIBRARY else None  # none: a library published only as source
             revisions[project] = Revision(
                 project=project,
                 repo=table["repo"],

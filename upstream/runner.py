@@ -343,7 +343,7 @@ def _library_path(revision: Revision, tree: Tree) -> tuple[str | None, str]:
     """(what goes on PYTHONPATH, where the library comes from): the installed package when Python finds
     one (pip install NAME==VERSION, or PYTHONPATH), else the checkout's source folder (library.folder)."""
     package = revision.library_package
-    spec = importlib.util.find_spec(package)
+    spec = importlib.util.find_spec(package) if revision.pip is not None else None  # no package: the checkout's
     if spec is not None:
         try:
             version = importlib.metadata.version(revision.pip.name)
@@ -359,7 +359,11 @@ def _library_path(revision: Revision, tree: Tree) -> tuple[str | None, str]:
     if folder is None or not (folder / package).is_dir():
         raise UpstreamError(
             f"{package} is not importable and the tree has no {revision.library_folder}/{package}: "
-            f"pip install --no-deps {revision.pip.name}=={revision.pip.version} (and its dependencies)"
+            + (
+                f"pip install --no-deps {revision.pip.name}=={revision.pip.version} (and its dependencies)"
+                if revision.pip is not None
+                else "it is not a package: --src names a checkout of the pinned commit"
+            )
         )
     where = f"{revision.library_folder}/" if revision.library_folder else "top folder"
     return str(folder), f"{package} from the checkout's {where} (not installed)"
@@ -453,7 +457,8 @@ def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_na
         "patches_applied": applied,
     }
     if args.library is not None:
-        meta["library"] = {"pip": f"{revision.pip.name}=={revision.pip.version}", "from": args.library_from}
+        pip = f"{revision.pip.name}=={revision.pip.version}" if revision.pip is not None else None
+        meta["library"] = {"pip": pip, "from": args.library_from}
     report = summarize(results, meta, baseline=read_baseline(args.baseline) if args.baseline else None)
     # committed reports name no folder of this machine: paths relative to --src, the repo, $TMPDIR, ...
     # the tree --src names, then the one that ran (the same, or a patched copy under $TMPDIR)

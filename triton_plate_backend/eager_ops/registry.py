@@ -13,9 +13,11 @@ import torch
 from torch._C._dynamo import eval_frame
 
 from . import (
+    activations,
     advanced_index,
     complex_ops,
     composite,
+    convolution,
     indexing,
     layer_norm,
     matmul,
@@ -33,6 +35,7 @@ from .table import overloads
 # Row.family -> the builder of that family's kernels
 FAMILIES = {
     **ops.FAMILIES,
+    **activations.FAMILIES,
     **indexing.FAMILIES,
     **pooling.FAMILIES,
     **sorting.FAMILIES,
@@ -42,6 +45,7 @@ FAMILIES = {
     **weight_norm.FAMILIES,
     **special_family.FAMILIES,
     **composite.FAMILIES,
+    **convolution.FAMILIES,
     **reductions.FAMILIES,
     **layer_norm.FAMILIES,
     **matmul.FAMILIES,

@@ -65,6 +65,9 @@ POLYNOMIALS = tuple(
     f"{kind}_polynomial_{letter}" for kind in ("chebyshev", "shifted_chebyshev") for letter in "tuvw"
 ) + ("hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
 BESSEL = ("j0", "j1", "y0", "y1")
+LOSSES = ("mse_loss", "smooth_l1_loss", "huber_loss")  # pointwise losses, their reduction included
+# activations.py: pointwise activations with scalar parameters, forward and backward
+ACTIVATIONS = ("elu", "hardtanh", "hardsigmoid", "hardshrink", "softshrink", "hardswish", "leaky_relu", "softplus")
 # float functions with a complex kernel (kernels.FUNCTIONS, over (real, imag) pairs)
 COMPLEX_FUNCTIONS = {"exp": "complex_exp", "log": "complex_log", "log1p": "complex_log1p"}
 EAGER_OPS: dict[str, Row] = {
@@ -214,6 +217,21 @@ EAGER_OPS: dict[str, Row] = {
     "_cummax_helper.default": Row("cumextreme", "max"),
     "_cummin_helper.default": Row("cumextreme", "min"),
     "unfold_backward.default": Row("composite"),
+    # nn.MSELoss, SmoothL1Loss and HuberLoss forward and backward: torch's decompositions over plate kernels (each
+    # was a host op); all but huber_loss's forward compute fp16/bf16 in float32 (pw_cast_for_opmath), as CUDA
+    **{f"{loss}{part}.default": Row("composite") for loss in LOSSES for part in ("", "_backward")},
+    # batch norm (nn.BatchNorm*d, F.batch_norm), training and eval, forward (running statistics updated in place) and
+    # backward: torch's decompositions, statistics in float32 for fp16/bf16 inputs (var_mean: plate's variance)
+    "native_batch_norm.default": Row("composite"),
+    "native_batch_norm_backward.default": Row("composite"),
+    **{f"{name}{part}.default": Row("activation") for name in ACTIVATIONS for part in ("", "_backward")},
+    "mish.default": Row("activation"),
+    "mish_backward.default": Row("activation"),
+    "count_nonzero.default": Row("composite"),  # (x != 0).sum(dim)
+    "count_nonzero.dim_IntList": Row("composite"),
+    # convolution.py: conv1d/2d/3d (not transposed) as im2col and matmuls, forward and backward
+    "convolution_overrideable.default": Row("convolution"),
+    "convolution_backward_overrideable.default": Row("convolution", "backward"),
     "_cdist_forward.default": Row("cdist"),
     "_cdist_backward.default": Row("cdist"),
     **{f"replication_pad{d}d_backward.default": Row("replication_pad_backward") for d in (1, 2, 3)},

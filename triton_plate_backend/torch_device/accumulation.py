@@ -30,10 +30,10 @@ more: the result is CUDA's within CUDA's own fp32 rounding. How, by kind:
 
 Other dtypes (float64, fp32 outside the matmul family and the FFTs, integers) keep the host kernel's behaviour.
 
-sum, mean, var, std, var_mean, std_mean, cumsum, linalg_vector_norm, softmax/log_softmax and layer norm (forward
-and backward) and the matmuls mm, bmm, addmm, baddbmm, addmv, dot and _int_mm are no longer here: they are plate kernels
-(eager_ops/reductions.py, scans.py, composite.py, layer_norm.py, matmul.py) accumulating in float32 as
-CUDA's, in a fixed order, on the device.
+sum, mean, var, std, var_mean, std_mean, cumsum, linalg_vector_norm, softmax/log_softmax, layer norm and
+native_batch_norm (forward and backward) and the matmuls mm, bmm, addmm, baddbmm, addmv, dot and _int_mm are no
+longer here: they are plate kernels (eager_ops/reductions.py, scans.py, composite.py, layer_norm.py, matmul.py)
+accumulating in float32 as CUDA's, in a fixed order, on the device.
 """
 
 from __future__ import annotations
@@ -227,8 +227,6 @@ ACCUMULATING: dict[str, Rule] = {
     # norms, forward and backward (rms_norm upcasts to float32 itself, then reduces with mean.dim)
     "native_group_norm": Rule("host"),
     "native_group_norm_backward": Rule("host"),
-    "native_batch_norm": Rule("host"),
-    "native_batch_norm_backward": Rule("host"),
     "_native_batch_norm_legit": Rule("host"),
     "_native_batch_norm_legit.no_stats": Rule("host"),
     "_batch_norm_with_update": Rule("host"),

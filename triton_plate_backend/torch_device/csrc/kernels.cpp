@@ -8,12 +8,9 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/native/ConvUtils.h>
 #include <ATen/ops/_local_scalar_dense_ops.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
-#include <ATen/ops/convolution_backward_ops.h>
-#include <ATen/ops/convolution_ops.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/resize_native.h>
 #include <ATen/ops/set_native.h>
@@ -176,97 +173,7 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
   return self.key_set() == from.key_set() || (dense(self.key_set()) && dense(from.key_set()));
 }
 
-// Convolution: torch picks a convolution backend by device, and for devices it does not know calls
-// these "overrideable" ops, which only throw. Run the CPU's choice on host aliases instead, counted as
-// host ops. fp32/fp16/bf16 convolutions compute in float64 and round once to their dtype, as the
-// matmul family does (torch_device/accumulation.py): the host's fp32 kernel (oneDNN or im2col + BLAS)
-// blocks its sums by ISA and layout and lands ~1e-5 (relative) off the exact result, further than
-// CUDA's cuDNN and plate's compiled GEMMs; float64 accumulation is CUDA's fp32 result and more, and the
-// same on every host up to float64's last bits.
-void check_same_device(const at::Tensor& a, const at::Tensor& b, const char* op) {
-  TORCH_CHECK(!b.defined() || a.device() == b.device(),
-              "Expected all tensors to be on the same device, but found at least two devices, ", a.device(), " and ",
-              b.device(), "! (plate: in ", op, ")");
-}
-
-bool computes_wide(const at::Tensor& input) {
-  const auto dtype = input.scalar_type();
-  return dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16;
-}
-
-// A plate operand as the host computes it: its host alias, in float64 when `wide`.
-at::Tensor host_operand(const at::Tensor& t, bool wide, const char* what) {
-  if (!t.defined()) {
-    return t;
-  }
-  const auto host = host_alias(t, what);
-  return wide ? host.to(at::kDouble) : host;
-}
-
-// A float64 host result rounded once to `dtype` (float64 -> float32 -> half rounds as float64 -> half does:
-// float32 has more than twice a half type's bits).
-at::Tensor rounded(const at::Tensor& host, c10::ScalarType dtype) {
-  if (!host.defined() || host.scalar_type() == dtype) {
-    return host;
-  }
-  return dtype == at::kFloat ? host.to(at::kFloat) : host.to(at::kFloat).to(dtype);
-}
-
-// A convolution result on the device, in the memory format torch predicts for plate's (Overrideable)
-// backend: the fake kernel Inductor compiles against asks _determine_backend_memory_format, while
-// the host kernel picks its own (channels-last for some inputs), and the compiled code checks strides.
-at::Tensor to_device_in_predicted_format(const at::Tensor& host, const at::Tensor& input, const at::Tensor& weight) {
-  if (!host.defined()) {
-    return host;
-  }
-  auto format = at::native::_determine_backend_memory_format(input, weight, at::native::ConvBackend::Overrideable);
-  if (host.dim() != 4 && host.dim() != 5) {
-    format = at::MemoryFormat::Contiguous;  // channels-last has no 1-d (3-dim) layout
-  }
-  return host.to(host.options().device(input.device()), /*non_blocking=*/false, /*copy=*/false, format);
-}
-
-at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
-                                    const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
-                                    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
-                                    c10::IntArrayRef output_padding, int64_t groups) {
-  const auto b = bias.has_value() ? *bias : at::Tensor();
-  check_same_device(input, weight, "convolution");
-  check_same_device(input, b, "convolution");
-  count_host_op("aten::convolution_overrideable");
-  const bool wide = computes_wide(input) && weight.scalar_type() == input.scalar_type();
-  const auto out = at::_ops::convolution::call(
-      host_operand(input, wide, "convolution"), host_operand(weight, wide, "convolution"),
-      host_operand(b, wide && b.scalar_type() == input.scalar_type(), "convolution"),
-      c10::fromIntArrayRefSlow(stride), c10::fromIntArrayRefSlow(padding), c10::fromIntArrayRefSlow(dilation),
-      transposed, c10::fromIntArrayRefSlow(output_padding), groups);
-  return to_device_in_predicted_format(rounded(out, input.scalar_type()), input, weight);
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
-    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride,
-    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding,
-    int64_t groups, std::array<bool, 3> output_mask) {
-  check_same_device(input, weight, "convolution_backward");
-  check_same_device(input, grad_output, "convolution_backward");
-  count_host_op("aten::convolution_backward_overrideable");
-  const auto dtype = input.scalar_type();
-  const bool wide = computes_wide(input) && weight.scalar_type() == dtype && grad_output.scalar_type() == dtype;
-  const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
-  const std::vector<c10::SymInt> bias_sizes{c10::SymInt(out_channels)};
-  auto [gi, gw, gb] = at::_ops::convolution_backward::call(
-      host_operand(grad_output, wide, "convolution_backward"), host_operand(input, wide, "convolution_backward"),
-      host_operand(weight, wide, "convolution_backward"), c10::SymIntArrayRef(bias_sizes),
-      c10::fromIntArrayRefSlow(stride), c10::fromIntArrayRefSlow(padding), c10::fromIntArrayRefSlow(dilation),
-      transposed, c10::fromIntArrayRefSlow(output_padding), groups, output_mask);
-  gb = rounded(gb, dtype);
-  return {to_device_in_predicted_format(rounded(gi, dtype), input, weight),
-          to_device_in_predicted_format(rounded(gw, dtype), input, weight), gb.defined() ? gb.to(input.device()) : gb};
-}
-
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("convolution_overrideable", convolution_overrideable);
-  m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
   m.impl("as_strided", as_strided);

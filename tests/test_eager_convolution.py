@@ -1,0 +1,62 @@
+"""Convolutions on plate (eager_ops/convolution.py): conv1d/2d/3d and transposed convolutions, forward and backward,
+as im2col and plate matmuls, no host op. Checked against float64 on the host: fp32 within its rounding, fp16 within
+a half ulp or so (computed in float32, rounded once)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+CASES = {  # name: (function, input shape, weight shape, keyword arguments)
+    "conv1d groups stride": (F.conv1d, (2, 4, 9), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
+    "conv2d dilation": (F.conv2d, (1, 3, 10, 9), (4, 3, 3, 2), dict(stride=(2, 1), padding=(1, 2), dilation=(1, 2))),
+    "conv2d 1x1": (F.conv2d, (2, 8, 5, 5), (3, 8, 1, 1), dict()),
+    "conv3d depthwise": (F.conv3d, (2, 4, 5, 6, 5), (4, 1, 2, 3, 2), dict(padding=1, groups=4)),
+    "conv_transpose1d": (
+        F.conv_transpose1d,
+        (2, 4, 7),
+        (4, 3, 3),
+        dict(stride=2, padding=1, output_padding=1, groups=2),
+    ),
+    "conv_transpose2d": (
+        F.conv_transpose2d,
+        (1, 3, 5, 6),
+        (3, 2, 3, 2),
+        dict(stride=(2, 3), padding=(1, 0), output_padding=(1, 2), dilation=(1, 2)),
+    ),
+}
+
+
+def run(case, device, dtype, inputs=torch.float32):
+    """The case's output and gradients, from inputs (and grad_output) first rounded to `inputs`."""
+    fn, x_shape, w_shape, kwargs = CASES[case]
+    gen = torch.Generator().manual_seed(0)
+    x, w = torch.randn(x_shape, generator=gen), torch.randn(w_shape, generator=gen)
+    out_channels = w_shape[1] * kwargs.get("groups", 1) if "transpose" in fn.__name__ else w_shape[0]
+    b = torch.randn(out_channels, generator=gen)
+    x, w, b = (t.to(inputs).to(device, dtype).requires_grad_() for t in (x, w, b))
+    y = fn(x, w, b, **kwargs)
+    grad = torch.randn(y.shape, generator=gen).to(inputs).to(device, dtype)
+    y.backward(grad)
+    assert y.dtype == dtype and y.device.type == device
+    return [t.detach().cpu().double() for t in (y, x.grad, w.grad, b.grad)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_convolution_runs_on_plate(case, dtype, no_host_ops):
+    got = run(case, "plate", dtype, dtype)
+    want = run(case, "cpu", torch.float64, dtype)
+    torch.plate.reset_host_ops()  # the host reference is not the test's subject
+    for g, w in zip(got, want, strict=True):
+        if dtype == torch.float32:
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+        else:  # one rounding of a float32 result: half an fp16 ulp, and float32's own error
+            assert bool(((g - w).abs() <= 2**-11 * w.abs() + 1e-4).all())
+
+
+def test_convolution_refuses_mixed_devices():
+    with pytest.raises(RuntimeError, match="same device"):
+        F.conv2d(torch.randn(1, 3, 5, 5, device="plate"), torch.randn(2, 3, 3, 3))
