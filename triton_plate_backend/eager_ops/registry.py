@@ -25,6 +25,7 @@ from . import (
     scans,
     sorting,
     special_family,
+    transformer_fastpath,
     weight_norm,
 )
 from .launch import library_compiles
@@ -45,6 +46,7 @@ FAMILIES = {
     **reductions.FAMILIES,
     **layer_norm.FAMILIES,
     **matmul.FAMILIES,
+    **transformer_fastpath.FAMILIES,
 }
 
 _library = None

@@ -203,6 +203,9 @@ EAGER_OPS: dict[str, Row] = {
     "flip.default": Row("flip"),
     "eye.default": Row("eye"),
     "eye.m": Row("eye"),
+    # transformer_fastpath.py: the fused ops of nn.MultiheadAttention's and nn.TransformerEncoderLayer's fast paths
+    "_native_multi_head_attention.default": Row("native_mha"),
+    "_transformer_encoder_layer_fwd.default": Row("transformer_encoder_layer"),
     "nll_loss_forward.default": Row("nll_loss"),
     "nll_loss_backward.default": Row("nll_loss"),
     "equal.default": Row("equal"),
