@@ -16,6 +16,7 @@ from . import (
     advanced_index,
     complex_ops,
     composite,
+    fused_optimizers,
     indexing,
     layer_norm,
     matmul,
@@ -47,6 +48,7 @@ FAMILIES = {
     **layer_norm.FAMILIES,
     **matmul.FAMILIES,
     **transformer_fastpath.FAMILIES,
+    **fused_optimizers.FAMILIES,
 }
 
 _library = None

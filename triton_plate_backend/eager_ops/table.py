@@ -206,6 +206,16 @@ EAGER_OPS: dict[str, Row] = {
     # transformer_fastpath.py: the fused ops of nn.MultiheadAttention's and nn.TransformerEncoderLayer's fast paths
     "_native_multi_head_attention.default": Row("native_mha"),
     "_transformer_encoder_layer_fwd.default": Row("transformer_encoder_layer"),
+    # fused_optimizers.py: the optimizers' fused=True steps and torch.amp.GradScaler's ops
+    **{
+        f"_fused_{name}_.{kind}": Row("fused_adam", name)
+        for name in ("adam", "adamw")
+        for kind in ("default", "tensor_lr")
+    },
+    **{f"_fused_sgd_.{kind}": Row("fused_sgd") for kind in ("default", "tensor_lr")},
+    **{f"_fused_adagrad_.{kind}": Row("fused_adagrad") for kind in ("default", "tensor_lr")},
+    "_amp_foreach_non_finite_check_and_unscale_.default": Row("amp_unscale"),
+    "_amp_update_scale_.default": Row("amp_update_scale"),
     "nll_loss_forward.default": Row("nll_loss"),
     "nll_loss_backward.default": Row("nll_loss"),
     "equal.default": Row("equal"),
