@@ -25,6 +25,7 @@ from . import (
     reductions,
     scans,
     sorting,
+    spaced_ranges,
     special_family,
     transformer_fastpath,
     weight_norm,
@@ -49,6 +50,7 @@ FAMILIES = {
     **matmul.FAMILIES,
     **transformer_fastpath.FAMILIES,
     **fused_optimizers.FAMILIES,
+    **spaced_ranges.FAMILIES,
 }
 
 _library = None

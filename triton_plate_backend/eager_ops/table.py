@@ -216,6 +216,9 @@ EAGER_OPS: dict[str, Row] = {
     **{f"_fused_adagrad_.{kind}": Row("fused_adagrad") for kind in ("default", "tensor_lr")},
     "_amp_foreach_non_finite_check_and_unscale_.default": Row("amp_unscale"),
     "_amp_update_scale_.default": Row("amp_update_scale"),
+    # spaced_ranges.py: every linspace / logspace overload reaches its out= form
+    "linspace.out": Row("spaced", "linspace"),
+    "logspace.out": Row("spaced", "logspace"),
     "nll_loss_forward.default": Row("nll_loss"),
     "nll_loss_backward.default": Row("nll_loss"),
     "equal.default": Row("equal"),
