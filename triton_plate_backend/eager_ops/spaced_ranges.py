@@ -4,8 +4,9 @@
 - ``linspace``: step = (end - start) / (steps - 1) and each value start + step * i for i < steps // 2, else
   end - step * (steps - 1 - i) (the two halves meet exactly at both ends), in the type CUDA's kernel computes
   in: float64 for float64 results, else float32 (integer results too), rounded once to the result's type
-  (integers truncated). The CPU's kernel computes in the result's own type (fp16 steps rounded to fp16, integers
-  in float64) and in vector blocks whose lanes follow the block's first index: its last bits differ.
+  (integers truncated), the multiply and the add each rounded (nvcc may fuse them). The CPU's kernel computes
+  in the result's own type (fp16 steps rounded to fp16, integers in float64) and in vector blocks whose lanes
+  follow the block's first index: its last bits differ.
 - ``logspace``: base ** (that value), the power in float64, rounded once to the result's type.
 
 ``steps`` 0 gives an empty result, 1 gives ``start``; out is resized to (steps,) as ATen's kernels resize it.
