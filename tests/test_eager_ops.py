@@ -661,10 +661,15 @@ def test_index_put(no_host_ops):
     same(py, y)
 
 
+def test_index_of_5_dims_that_do_not_coalesce_loops_over_the_outermost(no_host_ops):
+    cube = torch.randn(2, 3, 2, 3, 2).permute(0, 2, 4, 1, 3)
+    same(cube.to("plate")[torch.tensor([1, 0])], cube[torch.tensor([1, 0])])
+
+
 def test_index_forms_outside_the_family_run_on_the_host_counted():
     torch.plate.reset_host_ops()
-    cube = torch.randn(2, 3, 2, 3, 2).permute(0, 2, 4, 1, 3)
-    same(cube.to("plate")[torch.tensor([1, 0])], cube[torch.tensor([1, 0])])  # 5 dims that do not coalesce
+    z = torch.randn(4, 3, dtype=torch.complex64)
+    same(z.to("plate")[torch.tensor([1, 0])], z[torch.tensor([1, 0])])  # complex elements
     assert torch.plate.host_ops() == {"aten.index": 1}
 
 

@@ -192,6 +192,8 @@ EAGER_OPS: dict[str, Row] = {
     "_embedding_bag.default": Row("composite"),
     "_embedding_bag_forward_only.default": Row("composite"),
     "index_add.default": Row("composite"),  # index_put with accumulate=True
+    "im2col.default": Row("composite"),  # F.unfold: a gather by index tensors
+    "col2im.default": Row("composite"),  # F.fold: an index_put with accumulate=True
     "index_add_.default": Row("composite"),
     "linalg_vector_norm.default": Row("vector_norm"),
     "var.correction": Row("variance", "var"),
