@@ -1,6 +1,7 @@
 """Advanced indexing on plate (triton_plate_backend/eager_ops/advanced_index.py): nonzero, boolean masks,
 several index tensors on any dims (adjacent or apart), CPU index tensors, index_put_ with and without
-accumulate, all exactly as the CPU, with the host-op counter at zero."""
+accumulate, all exactly as the CPU, with the host-op counter at zero; layouts of more dims than a launch takes;
+and the decompositions built on them (unfold/fold, bicubic upsampling, channel shuffle) against float64."""
 
 from __future__ import annotations
 
@@ -158,3 +159,20 @@ def test_unfold_and_fold_with_their_gradients_match_float64(shape, kernel, optio
         atol=1e-5,
         rtol=1e-5,
     )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"scale_factor": 2}, {"size": (7, 9), "align_corners": True}, {"size": (3, 3)}, {"scale_factor": (1.5, 2.5)}],
+)
+def test_bicubic_upsampling_matches_float64(options, no_host_ops):
+    # torch's decomposition (gathers of the 4 x 4 neighbours) over plate kernels
+    x = torch.randn(2, 3, 5, 4, dtype=torch.float64)
+    got = torch.nn.functional.interpolate(x.float().to("plate"), mode="bicubic", **options)
+    want = torch.nn.functional.interpolate(x, mode="bicubic", **options)
+    torch.testing.assert_close(got.cpu().double(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_channel_shuffle(no_host_ops):
+    y = torch.randn(2, 6, 3, 3)
+    same(torch.nn.functional.channel_shuffle(y.to("plate"), 3), torch.nn.functional.channel_shuffle(y, 3))

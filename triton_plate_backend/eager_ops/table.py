@@ -194,6 +194,8 @@ EAGER_OPS: dict[str, Row] = {
     "index_add.default": Row("composite"),  # index_put with accumulate=True
     "im2col.default": Row("composite"),  # F.unfold: a gather by index tensors
     "col2im.default": Row("composite"),  # F.fold: an index_put with accumulate=True
+    "channel_shuffle.default": Row("composite"),  # a view and a copy
+    "upsample_bicubic2d.default": Row("composite"),  # gathers of the 4x4 neighbours, weighted
     "index_add_.default": Row("composite"),
     "linalg_vector_norm.default": Row("vector_norm"),
     "var.correction": Row("variance", "var"),
