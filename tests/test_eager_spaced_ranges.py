@@ -1,7 +1,8 @@
 """linspace and logspace on plate (triton_plate_backend/eager_ops/spaced_ranges.py): bit for bit the formula of
 CUDA's kernels modelled in numpy (start + step * i for the first half, end - step * (steps - 1 - i) for the
-second, in float32, float64 for float64 results, rounded once), within an ulp of the exact values, through
-every overload and out=, with the host-op counter at zero."""
+second, one fused multiply-add in float32, float64 for float64 results), within an ulp of the exact values and
+equal to the CPU's scalar loop on short ranges, through every overload and out=, with the host-op counter at
+zero."""
 
 from __future__ import annotations
 
@@ -18,13 +19,18 @@ DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int
 
 
 def cuda_linspace(start, end, steps, dtype):
-    ct = np.float64 if dtype == torch.float64 else np.float32
-    start, end = ct(start), ct(end)
-    step = ct((end - start) / ct(max(steps - 1, 1)))
-    values = [
-        start + step * ct(i) if i < steps // 2 or steps == 1 else end - step * ct(steps - 1 - i) for i in range(steps)
-    ]
-    return torch.from_numpy(np.array(values, dtype=ct)).to(dtype)
+    """CUDA's kernel in numpy: the multiply-add fused (one rounding: exact in float64, then to float32) in its
+    float32 accumulator; float64 results round the product and the sum each."""
+    if dtype == torch.float64:
+        step = (end - start) / max(steps - 1, 1)
+        values = [
+            start + step * i if i < steps // 2 or steps == 1 else end - step * (steps - 1 - i) for i in range(steps)
+        ]
+        return torch.tensor(values, dtype=torch.float64)
+    start, end = float(np.float32(start)), float(np.float32(end))
+    step = float(np.float32(np.float32(end) - np.float32(start)) / np.float32(max(steps - 1, 1)))
+    values = [start + step * i if i < steps // 2 or steps == 1 else end - step * (steps - 1 - i) for i in range(steps)]
+    return torch.from_numpy(np.array(values, dtype=np.float64).astype(np.float32)).to(dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -49,6 +55,12 @@ def test_logspace_is_the_power_of_linspace(dtype, no_host_ops):
     exponents = cuda_linspace(-2, 3, 11, torch.float64 if dtype == torch.float64 else torch.float32)
     assert torch.equal(got.cpu(), torch.pow(2.0, exponents.double()).to(dtype))
     assert torch.equal(torch.logspace(0, 3, 4, device="plate").cpu(), torch.tensor([1.0, 10, 100, 1000]))
+
+
+@pytest.mark.parametrize("start, end, steps", [(-1, 1, 7), (0, 1, 5), (3, -5, 7), (-2, 2, 6)])
+def test_short_ranges_equal_the_cpus_scalar_loop(start, end, steps, no_host_ops):
+    # below one vector of elements the CPU's kernel runs its scalar loop, whose multiply-add gcc fuses as well
+    assert torch.equal(torch.linspace(start, end, steps, device="plate").cpu(), torch.linspace(start, end, steps))
 
 
 def test_every_overload_and_out(no_host_ops):

@@ -4,9 +4,10 @@
 - ``linspace``: step = (end - start) / (steps - 1) and each value start + step * i for i < steps // 2, else
   end - step * (steps - 1 - i) (the two halves meet exactly at both ends), in the type CUDA's kernel computes
   in: float64 for float64 results, else float32 (integer results too), rounded once to the result's type
-  (integers truncated), the multiply and the add each rounded (nvcc may fuse them). The CPU's kernel computes
-  in the result's own type (fp16 steps rounded to fp16, integers in float64) and in vector blocks whose lanes
-  follow the block's first index: its last bits differ.
+  (integers truncated), the multiply and the add fused into one rounding as nvcc (and gcc, in the CPU's scalar
+  loop) contracts them; float64 results round the two. The CPU's kernel computes in the result's own type (fp16
+  steps rounded to fp16, integers in float64) and, from 8 or 16 elements, in vector blocks whose lanes follow the
+  block's first index: its last bits can differ.
 - ``logspace``: base ** (that value), the power in float64, rounded once to the result's type.
 
 ``steps`` 0 gives an empty result, 1 gives ``start``; out is resized to (steps,) as ATen's kernels resize it.
@@ -48,10 +49,14 @@ def spaced(op: torch._ops.OpOverload, row: Row) -> Callable:
         ends = torch.tensor([start, end], dtype=compute)  # the bounds rounded to the accumulator type, on the host
         start_c, end_c = ends.tolist()
         step = ((ends[1] - ends[0]) / max(steps - 1, 1)).item()  # in the accumulator type, as CUDA's kernel
-        i = torch.arange(steps, dtype=compute, device=out.device)
+        # one fused multiply-add per value (nvcc's and gcc's contraction of start + step * i): for a float32
+        # accumulator the product of a float32 step and an index below 2^29 is exact in float64, so the float64
+        # sum rounded to float32 is the fma (but for a float64 sum that lands on a float32 midpoint); float64
+        # results round the product and the sum each
+        i = torch.arange(steps, dtype=torch.float64, device=out.device)
         low = i * step + start_c
         high = (steps - 1 - i) * -step + end_c
-        values = torch.where(i < steps // 2, low, high) if steps > 1 else low  # one step: start
+        values = (torch.where(i < steps // 2, low, high) if steps > 1 else low).to(compute)  # one step: start
         if row.fn == "logspace":
             base = torch.full((), float(call["base"]), dtype=torch.float64, device=out.device)
             values = torch.pow(base, values.to(torch.float64))
