@@ -16,6 +16,7 @@ from . import (
     advanced_index,
     complex_ops,
     composite,
+    embedding_bag_backward,
     fused_optimizers,
     indexing,
     layer_norm,
@@ -51,6 +52,7 @@ FAMILIES = {
     **transformer_fastpath.FAMILIES,
     **fused_optimizers.FAMILIES,
     **spaced_ranges.FAMILIES,
+    **embedding_bag_backward.FAMILIES,
 }
 
 _library = None

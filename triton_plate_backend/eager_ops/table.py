@@ -191,6 +191,7 @@ EAGER_OPS: dict[str, Row] = {
     "_fused_rms_norm_backward.default": Row("composite"),
     "_embedding_bag.default": Row("composite"),
     "_embedding_bag_forward_only.default": Row("composite"),
+    "_embedding_bag_backward.default": Row("embedding_bag_backward"),  # embedding_bag_backward.py
     "index_add.default": Row("composite"),  # index_put with accumulate=True
     "im2col.default": Row("composite"),  # F.unfold: a gather by index tensors
     "col2im.default": Row("composite"),  # F.fold: an index_put with accumulate=True
