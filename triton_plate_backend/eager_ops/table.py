@@ -197,6 +197,9 @@ EAGER_OPS: dict[str, Row] = {
     "col2im.default": Row("composite"),  # F.fold: an index_put with accumulate=True
     "channel_shuffle.default": Row("composite"),  # a view and a copy
     "upsample_bicubic2d.default": Row("composite"),  # gathers of the 4x4 neighbours, weighted
+    "tril_indices.default": Row("composite"),  # the coordinates from aranges, as a formula
+    "triu_indices.default": Row("composite"),
+    "multi_margin_loss.default": Row("composite"),  # the forward only: its backward has no decomposition
     "index_add_.default": Row("composite"),
     "linalg_vector_norm.default": Row("vector_norm"),
     "var.correction": Row("variance", "var"),
