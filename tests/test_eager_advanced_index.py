@@ -1,6 +1,7 @@
 """Advanced indexing on plate (triton_plate_backend/eager_ops/advanced_index.py): nonzero, boolean masks,
 several index tensors on any dims (adjacent or apart), CPU index tensors, index_put_ with and without
-accumulate, all exactly as the CPU, with the host-op counter at zero."""
+accumulate, all exactly as the CPU, with the host-op counter at zero; layouts of more dims than a launch takes;
+and the decompositions built on them (unfold/fold, bicubic upsampling, channel shuffle) against float64."""
 
 from __future__ import annotations
 
@@ -114,3 +115,64 @@ def test_accumulate_of_types_atomics_lack(dtype, no_host_ops):
         got.index_put_([i.to("plate") for i in index], v.to("plate"), accumulate=True)
         expected.index_put_(index, v, accumulate=True)
         same(got, expected)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_layouts_of_more_dims_than_a_launch_run_one_launch_per_outer_position(accumulate, no_host_ops):
+    # a (2, 3, 2, 5, 2, 3) result of a permuted 6-dim view: no two dims coalesce
+    base = torch.randn(3, 2, 5, 2, 3, 2).permute(5, 0, 1, 2, 4, 3)
+    rows, cols = torch.tensor([[1], [0]]), torch.tensor([2, 0, 4])  # broadcast over dims 2 and 3
+    same(base.to("plate")[:, :, rows, cols], base[:, :, rows, cols])
+    values = torch.randn(2, 3, 2, 3, 3, 2)
+    indices = [None, None, rows, cols]
+    for target in (base.clone(), base.contiguous()):
+        expected = aten.index_put_(target.clone(), indices, values, accumulate)
+        got = aten.index_put_(
+            target.to("plate"), [None, None, rows.to("plate"), cols.to("plate")], values.to("plate"), accumulate
+        )
+        torch.testing.assert_close(got.cpu(), expected)
+
+
+@pytest.mark.parametrize(
+    "shape, kernel, options",
+    [
+        ((1, 2, 4, 4), 2, {}),
+        ((2, 3, 5, 6), (2, 3), {"stride": (1, 2), "padding": 1, "dilation": (2, 1)}),
+        ((3, 7, 7), 3, {"stride": 2}),
+    ],
+)
+def test_unfold_and_fold_with_their_gradients_match_float64(shape, kernel, options, no_host_ops):
+    # im2col / col2im: torch's decompositions over plate's gather and accumulating index_put (6-dim layouts)
+    x = torch.randn(shape, dtype=torch.float64)
+    on_plate, exact = x.float().to("plate").requires_grad_(), x.clone().requires_grad_()
+    cols = torch.nn.functional.unfold(on_plate, kernel, **options)
+    cols_exact = torch.nn.functional.unfold(exact, kernel, **options)
+    torch.testing.assert_close(cols.cpu().double(), cols_exact)
+    grad = torch.randn(cols_exact.shape, dtype=torch.float64)
+    cols.backward(grad.float().to("plate"))
+    cols_exact.backward(grad)
+    torch.testing.assert_close(on_plate.grad.cpu().double(), exact.grad, atol=1e-5, rtol=1e-5)
+    folded = torch.nn.functional.fold(cols.detach(), shape[-2:], kernel, **options)
+    torch.testing.assert_close(
+        folded.cpu().double(),
+        torch.nn.functional.fold(cols_exact.detach(), shape[-2:], kernel, **options),
+        atol=1e-5,
+        rtol=1e-5,
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"scale_factor": 2}, {"size": (7, 9), "align_corners": True}, {"size": (3, 3)}, {"scale_factor": (1.5, 2.5)}],
+)
+def test_bicubic_upsampling_matches_float64(options, no_host_ops):
+    # torch's decomposition (gathers of the 4 x 4 neighbours) over plate kernels
+    x = torch.randn(2, 3, 5, 4, dtype=torch.float64)
+    got = torch.nn.functional.interpolate(x.float().to("plate"), mode="bicubic", **options)
+    want = torch.nn.functional.interpolate(x, mode="bicubic", **options)
+    torch.testing.assert_close(got.cpu().double(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_channel_shuffle(no_host_ops):
+    y = torch.randn(2, 6, 3, 3)
+    same(torch.nn.functional.channel_shuffle(y.to("plate"), 3), torch.nn.functional.channel_shuffle(y, 3))

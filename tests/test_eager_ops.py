@@ -6,6 +6,7 @@ not cover still runs on the host, counted."""
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 
@@ -660,10 +661,15 @@ def test_index_put(no_host_ops):
     same(py, y)
 
 
+def test_index_of_5_dims_that_do_not_coalesce_loops_over_the_outermost(no_host_ops):
+    cube = torch.randn(2, 3, 2, 3, 2).permute(0, 2, 4, 1, 3)
+    same(cube.to("plate")[torch.tensor([1, 0])], cube[torch.tensor([1, 0])])
+
+
 def test_index_forms_outside_the_family_run_on_the_host_counted():
     torch.plate.reset_host_ops()
-    cube = torch.randn(2, 3, 2, 3, 2).permute(0, 2, 4, 1, 3)
-    same(cube.to("plate")[torch.tensor([1, 0])], cube[torch.tensor([1, 0])])  # 5 dims that do not coalesce
+    z = torch.randn(4, 3, dtype=torch.complex64)
+    same(z.to("plate")[torch.tensor([1, 0])], z[torch.tensor([1, 0])])  # complex elements
     assert torch.plate.host_ops() == {"aten.index": 1}
 
 
@@ -792,6 +798,27 @@ def test_argmax_argmin_and_max_min_along_a_dim_as_the_cpus(dtype, no_host_ops):
         x[3, 77] = x[3, 900] = float("nan")
         same(x.plate().argmax(1), x.argmax(1))
         same(x.plate().argmin(), x.argmin())
+
+
+def test_extremes_of_empty_tensors_into_empty_results_stay_on_plate(no_host_ops):
+    e = torch.empty(0, 5)
+    p = e.plate()
+    for fn in (lambda t: t.amax(1), lambda t: t.amin(1, keepdim=True), lambda t: t.argmax(1), lambda t: t.max(1)):
+        got, want = fn(p), fn(e)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert g.device.type == "plate" and (g.shape, g.dtype) == (w.shape, w.dtype)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda t: t.amax(0), lambda t: t.max(), lambda t: t.argmax(0), lambda t: t.min(0)],
+    ids=["amax", "max", "argmax", "min"],
+)
+def test_an_extreme_over_an_empty_dim_raises_torchs_error_from_the_host(fn):
+    with pytest.raises((RuntimeError, IndexError)) as on_cpu:
+        fn(torch.empty(0, 5))
+    with pytest.raises(type(on_cpu.value), match=re.escape(str(on_cpu.value))):
+        fn(torch.empty(0, 5, device="plate"))
 
 
 def test_equal(no_host_ops):

@@ -7,6 +7,8 @@ as CUDA's device-side assert stops the kernel."""
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
 
 import torch
@@ -42,11 +44,42 @@ def _strides_without(t: torch.Tensor, dim: int) -> list[int]:
     return [0 if d == dim else t.stride(d) for d in range(t.dim())]
 
 
+# launches one indexed op may take when its layout needs more than launch.RANK dims: its outermost dims looped
+# over on the host, one launch per position (a fold's 6-dim scatter: 4 launches)
+MAX_LAUNCHES = 256
+
+
+def _peeled(shape, strides) -> int | None:
+    """How many outermost dims to loop over so that the rest coalesces into launch.RANK dims (0: none); None
+    when that takes more than MAX_LAUNCHES launches."""
+    for k in range(len(shape) + 1):
+        if launch.fits(shape[k:], [s[k:] for s in strides]):
+            return k if math.prod(shape[:k]) <= MAX_LAUNCHES else None
+    return None
+
+
+def _shifted(t: torch.Tensor, elements: int) -> torch.Tensor:
+    """A view of t's storage starting `elements` further on: the kernel addresses from its first element."""
+    return t.as_strided((1,), (1,), t.storage_offset() + elements)
+
+
 def _run(mode: str, shape, out, source, index, strides, size: int, step: int) -> bool:
-    if not launch.fits(shape, strides):
+    """kernels.indexed over `shape`; each element is its own (gather, store or atomic), so a layout of more dims
+    than a launch takes runs as one launch per position of its outermost dims (False: more than MAX_LAUNCHES,
+    nothing launched)."""
+    shape = list(shape)
+    peel = _peeled(shape, strides)
+    if peel is None:
         return False
     k = launch.kernels()
-    launch.launch("indexed", shape, [out, source, index], strides, size, step, MODE=getattr(k, mode).value)
+    tensors = (out, source, index)
+    for position in itertools.product(*(range(n) for n in shape[:peel])):
+        views = [
+            _shifted(t, sum(i * s for i, s in zip(position, st[:peel]))) if peel else t
+            for t, st in zip(tensors, strides)
+        ]
+        rest = [st[peel:] for st in strides]
+        launch.launch("indexed", shape[peel:], views, rest, size, step, MODE=getattr(k, mode).value)
     return True
 
 

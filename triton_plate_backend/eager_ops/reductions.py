@@ -137,16 +137,29 @@ def launch_row_sum(out: torch.Tensor, rows: torch.Tensor, as_dtype: torch.dtype)
 
 
 # ---- max / min / amax / amin -------------------------------------------------------------------------
+def _empty(call: Call, expected, x: torch.Tensor):
+    """An empty tensor reduced over dims of nonzero size (amax(1) of a (0, 5) tensor): results as empty as the
+    meta kernel's, nothing to compute. A reduction over an empty dim, or of every element of an empty tensor
+    (max()), goes to the host, which raises torch's error (the meta kernel lets max() through)."""
+    results = expected if isinstance(expected, (tuple, list)) else (expected,)
+    if any(r.numel() != 0 for r in results):
+        return call.on_host()
+    made = tuple(torch.empty_strided(r.shape, r.stride(), dtype=r.dtype, device=x.device) for r in results)
+    return made if isinstance(expected, (tuple, list)) else made[0]
+
+
 def extreme(op: torch._ops.OpOverload, row: Row):
     """max.default / min.default (every element) and amax / amin (over dims): one row per result element,
-    NaN if the row holds one, as torch's. Empty reductions (the host raises torch's error), bool and complex
-    tensors run on the host."""
+    NaN if the row holds one, as torch's. Empty reductions (the host raises torch's error; empty results: see
+    ``_empty``), bool and complex tensors run on the host."""
 
     @checked(op)
     def kernel(call: Call, expected):
         x = call["self"]
-        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or x.numel() == 0 or call.target_name is not None:
+        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or call.target_name is not None:
             return call.on_host()
+        if x.numel() == 0:
+            return _empty(call, expected, x)
         if x.dim() == 0:
             return _written(call, expected, x.reshape(expected.shape).clone())
         rows = as_rows(x, reduced_dims(x, call.bound.get("dim")))  # max.default: all dims
@@ -164,13 +177,16 @@ def extreme(op: torch._ops.OpOverload, row: Row):
 
 def arg_extreme(op: torch._ops.OpOverload, row: Row):
     """max.dim / min.dim (values and first indices) and argmax / argmin (dim None: every element): one row per
-    result element, a NaN the extreme as torch's. Empty rows, bool and complex tensors run on the host."""
+    result element, a NaN the extreme as torch's. Empty rows (empty results: ``_empty``), bool and complex tensors
+    run on the host."""
 
     @checked(op)
     def kernel(call: Call, expected):
         x = call["self"]
-        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or x.numel() == 0 or call.target_name is not None:
+        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or call.target_name is not None:
             return call.on_host()
+        if x.numel() == 0:
+            return _empty(call, expected, x)
         dim = call.bound.get("dim")
         source = x.reshape(1) if x.dim() == 0 else x
         rows = as_rows(source, reduced_dims(source, dim))

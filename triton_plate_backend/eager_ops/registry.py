@@ -18,6 +18,8 @@ from . import (
     complex_ops,
     composite,
     convolution,
+    embedding_bag_backward,
+    fused_optimizers,
     indexing,
     layer_norm,
     matmul,
@@ -26,7 +28,9 @@ from . import (
     reductions,
     scans,
     sorting,
+    spaced_ranges,
     special_family,
+    transformer_fastpath,
     weight_norm,
 )
 from .launch import library_compiles
@@ -49,6 +53,10 @@ FAMILIES = {
     **reductions.FAMILIES,
     **layer_norm.FAMILIES,
     **matmul.FAMILIES,
+    **transformer_fastpath.FAMILIES,
+    **fused_optimizers.FAMILIES,
+    **spaced_ranges.FAMILIES,
+    **embedding_bag_backward.FAMILIES,
 }
 
 _library = None

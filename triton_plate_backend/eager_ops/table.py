@@ -194,7 +194,15 @@ EAGER_OPS: dict[str, Row] = {
     "_fused_rms_norm_backward.default": Row("composite"),
     "_embedding_bag.default": Row("composite"),
     "_embedding_bag_forward_only.default": Row("composite"),
+    "_embedding_bag_backward.default": Row("embedding_bag_backward"),  # embedding_bag_backward.py
     "index_add.default": Row("composite"),  # index_put with accumulate=True
+    "im2col.default": Row("composite"),  # F.unfold: a gather by index tensors
+    "col2im.default": Row("composite"),  # F.fold: an index_put with accumulate=True
+    "channel_shuffle.default": Row("composite"),  # a view and a copy
+    "upsample_bicubic2d.default": Row("composite"),  # gathers of the 4x4 neighbours, weighted
+    "tril_indices.default": Row("composite"),  # the coordinates from aranges, as a formula
+    "triu_indices.default": Row("composite"),
+    "multi_margin_loss.default": Row("composite"),  # the forward only: its backward has no decomposition
     "index_add_.default": Row("composite"),
     "linalg_vector_norm.default": Row("vector_norm"),
     "var.correction": Row("variance", "var"),
@@ -206,6 +214,22 @@ EAGER_OPS: dict[str, Row] = {
     "flip.default": Row("flip"),
     "eye.default": Row("eye"),
     "eye.m": Row("eye"),
+    # transformer_fastpath.py: the fused ops of nn.MultiheadAttention's and nn.TransformerEncoderLayer's fast paths
+    "_native_multi_head_attention.default": Row("native_mha"),
+    "_transformer_encoder_layer_fwd.default": Row("transformer_encoder_layer"),
+    # fused_optimizers.py: the optimizers' fused=True steps and torch.amp.GradScaler's ops
+    **{
+        f"_fused_{name}_.{kind}": Row("fused_adam", name)
+        for name in ("adam", "adamw")
+        for kind in ("default", "tensor_lr")
+    },
+    **{f"_fused_sgd_.{kind}": Row("fused_sgd") for kind in ("default", "tensor_lr")},
+    **{f"_fused_adagrad_.{kind}": Row("fused_adagrad") for kind in ("default", "tensor_lr")},
+    "_amp_foreach_non_finite_check_and_unscale_.default": Row("amp_unscale"),
+    "_amp_update_scale_.default": Row("amp_update_scale"),
+    # spaced_ranges.py: every linspace / logspace overload reaches its out= form
+    "linspace.out": Row("spaced", "linspace"),
+    "logspace.out": Row("spaced", "logspace"),
     "nll_loss_forward.default": Row("nll_loss"),
     "nll_loss_backward.default": Row("nll_loss"),
     "equal.default": Row("equal"),
