@@ -5,6 +5,9 @@
   autograd uses the op's own derivative (``_fused_rms_norm_backward``) and Inductor's lite mode keeps
   the op whole in its graph, instead of decomposing it at the Autograd key as on the CPU. Where torch has no
   decomposition, plate's own (embedding_bag.py: CUDA's results where the CPU kernel's differ).
+- ``decomposed``: ``composite`` for ops whose CPU kernel takes fewer dtypes than the decomposition (a bool or
+  integer operand the CPU kernel refuses goes to the host, which raises torch's error: Row.floating, Row.boolean),
+  the result laid out as the meta kernel lays it out.
 - ``nll_loss``: ``composite`` for nll_loss_forward/backward, its targets checked first (out of range: the host
   raises torch's error).
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
@@ -43,6 +46,38 @@ def composite(op: torch._ops.OpOverload, row: Row) -> Callable:
         return decomposition(*args, **kwargs)
 
     return kernel
+
+
+def decomposed(op: torch._ops.OpOverload, row: Row) -> Callable:
+    decomposition = decomposition_table[op]
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        operands = [call.bound.get(name) for name in row.operands if isinstance(call.bound.get(name), torch.Tensor)]
+        if any(t.device.type != "plate" for t in operands) or not all(_takes(row, t.dtype) for t in operands):
+            return call.on_host()
+        if row.fn == "probabilities" and bool(((operands[0] < 0) | (operands[0] > 1) | operands[0].isnan()).any()):
+            return call.on_host()  # binary_cross_entropy: the CPU kernel raises for an input outside [0, 1]
+        result = decomposition(*call.args, **call.kwargs)
+        if call.target_name is not None:
+            return result
+        if isinstance(result, torch.Tensor):
+            return _as_meta(result, expected)
+        return tuple(_as_meta(r, e) for r, e in zip(result, expected))
+
+    return kernel
+
+
+def _takes(row: Row, dtype: torch.dtype) -> bool:
+    if row.floating and not dtype.is_floating_point:
+        return False
+    return row.boolean or dtype != torch.bool
+
+
+def _as_meta(result: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    if result.stride() == expected.stride() and result.dtype == expected.dtype:
+        return result
+    return as_expected(result, expected)
 
 
 def nll_loss(op: torch._ops.OpOverload, row: Row) -> Callable:
@@ -399,6 +434,7 @@ def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
 
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "composite": composite,
+    "decomposed": decomposed,
     "nll_loss": nll_loss,
     "equal": equal,
     "masked_select": masked_select,

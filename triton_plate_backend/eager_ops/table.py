@@ -24,6 +24,8 @@ class Row:
     real_operands: tuple[str, ...] = ()  # operands that stay real for complex tensors (a condition, alpha)
     compute: str = "promoted"  # "result": compute in the result's type (an int input of a float function)
     integral: bool = False  # bool and integer tensors only: others go to the host, which raises torch's error
+    floating: bool = False  # floating operands only: others go to the host, which raises torch's error
+    boolean: bool = True  # False: bool operands go to the host (the CPU kernel refuses them: torch's error)
 
 
 BINARY = ("self", "other")
@@ -65,6 +67,8 @@ POLYNOMIALS = tuple(
     f"{kind}_polynomial_{letter}" for kind in ("chebyshev", "shifted_chebyshev") for letter in "tuvw"
 ) + ("hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
 BESSEL = ("j0", "j1", "y0", "y1")
+ISIN = ("Tensor_Tensor", "Tensor_Scalar", "Scalar_Tensor")
+LOSSES = ("mse_loss", "smooth_l1_loss", "huber_loss")
 # float functions with a complex kernel (kernels.FUNCTIONS, over (real, imag) pairs)
 COMPLEX_FUNCTIONS = {"exp": "complex_exp", "log": "complex_log", "log1p": "complex_log1p"}
 EAGER_OPS: dict[str, Row] = {
@@ -193,6 +197,49 @@ EAGER_OPS: dict[str, Row] = {
     "_embedding_bag_forward_only.default": Row("composite"),
     "index_add.default": Row("composite"),  # index_put with accumulate=True
     "index_add_.default": Row("composite"),
+    # composite.decomposed: torch's decomposition over plate kernels, an operand the CPU kernel refuses on the host
+    **{
+        name: Row("decomposed", boolean=False)
+        for name in (
+            "trace.default",
+            "linalg_cross.default",
+            "reflection_pad1d.default",
+            "reflection_pad2d.default",
+            "replication_pad1d.default",
+            "replication_pad2d.default",
+            "reflection_pad1d_backward.default",
+            "reflection_pad2d_backward.default",
+        )
+    },  # fmt: skip
+    "roll.default": Row("decomposed"),
+    **{f"isin.{kind}": Row("decomposed", operands=("elements", "test_elements"), boolean=False) for kind in ISIN},
+    **{
+        f"bucketize.{k}": Row("decomposed", operands=("self", "boundaries"), boolean=False)
+        for k in ("Tensor", "Scalar")
+    },
+    **{
+        name: Row("decomposed", operands=operands, floating=True)
+        for name, operands in (
+            ("renorm.default", ("self",)),
+            ("glu.default", ("self",)),
+            ("glu_backward.default", ("grad_output", "self")),
+            ("_prelu_kernel.default", ("self", "weight")),
+            ("_prelu_kernel_backward.default", ("grad_output", "self", "weight")),
+            ("upsample_nearest2d.default", ("input",)),
+            ("upsample_nearest2d.vec", ("input",)),
+            ("upsample_bilinear2d.default", ("input",)),
+            ("upsample_bilinear2d.vec", ("input",)),
+            *((f"{loss}.default", ("self", "target")) for loss in LOSSES),
+            *((f"{loss}_backward.default", ("grad_output", "self", "target")) for loss in LOSSES),
+            ("binary_cross_entropy_backward.default", ("grad_output", "self", "target")),
+            ("embedding_dense_backward.default", ("grad_output",)),
+        )
+    },  # fmt: skip
+    "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
+    "count_nonzero.default": Row("decomposed"),
+    "count_nonzero.dim_IntList": Row("decomposed"),
+    "aminmax.default": Row("decomposed"),
+    **{f"{name}.{kind}": Row("decomposed") for name in ("any", "all") for kind in ("dim", "dims")},
     "linalg_vector_norm.default": Row("vector_norm"),
     "var.correction": Row("variance", "var"),
     "std.correction": Row("variance", "std"),
