@@ -109,6 +109,35 @@ def test_bilinear_upsampling_matches_the_cpu_on_finite_values(dtype, size, align
     same(F.interpolate(x.to("plate"), size=size, mode="bilinear", align_corners=align_corners), expected, dtype)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"align_corners": False},
+        {"mode": "nearest", "align_corners": False},
+        {"padding_mode": "border", "align_corners": True},
+        {"padding_mode": "reflection", "align_corners": False},
+    ],
+)
+def test_grid_sample_matches_the_cpu(options, no_host_ops):
+    x, grid = torch.randn(2, 3, 5, 6), torch.rand(2, 4, 4, 2) * 2.2 - 1.1
+    same(F.grid_sample(x.to("plate"), grid.to("plate"), **options), F.grid_sample(x, grid, **options), torch.float32)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: torch.round(t, decimals=2),
+        lambda t: torch.round(t.half(), decimals=-1),
+        lambda t: torch.norm(t),
+        lambda t: torch.norm(t.half(), 1),
+        lambda t: torch.dist(t, t.flip(0)),
+    ],
+)
+def test_round_decimals_and_norm(fn, no_host_ops):
+    x = torch.randn(3, 4) * 30
+    same(fn(x.to("plate")), fn(x), torch.float32)
+
+
 GRADIENTS = {
     "glu": lambda x: F.glu(x, 1).pow(2).sum(),
     "prelu": lambda x: F.prelu(x, torch.tensor([0.25, 0.5, -1.0, 2.0], device=x.device)).pow(2).sum(),

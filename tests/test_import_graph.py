@@ -209,6 +209,8 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.matmul_kernels",
         f"{TPB}.eager_ops.prefix_kernels",
         f"{TPB}.eager_ops.ops",
+        f"{TPB}.eager_ops.parametric",
+        f"{TPB}.eager_ops.parametric_kernels",
         f"{TPB}.eager_ops.special",
         f"{TPB}.eager_ops.special_family",
         f"{TPB}.eager_ops.pooling",

@@ -20,6 +20,7 @@ from . import (
     layer_norm,
     matmul,
     ops,
+    parametric,
     pooling,
     reductions,
     scans,
@@ -33,6 +34,7 @@ from .table import overloads
 # Row.family -> the builder of that family's kernels
 FAMILIES = {
     **ops.FAMILIES,
+    **parametric.FAMILIES,
     **indexing.FAMILIES,
     **pooling.FAMILIES,
     **sorting.FAMILIES,

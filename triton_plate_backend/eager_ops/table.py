@@ -26,6 +26,7 @@ class Row:
     integral: bool = False  # bool and integer tensors only: others go to the host, which raises torch's error
     floating: bool = False  # floating operands only: others go to the host, which raises torch's error
     boolean: bool = True  # False: bool operands go to the host (the CPU kernel refuses them: torch's error)
+    params: tuple[str, ...] = ()  # parametric ops: the schema's numbers the kernel reads (parametric.py)
 
 
 BINARY = ("self", "other")
@@ -69,6 +70,41 @@ POLYNOMIALS = tuple(
 BESSEL = ("j0", "j1", "y0", "y1")
 ISIN = ("Tensor_Tensor", "Tensor_Scalar", "Scalar_Tensor")
 LOSSES = ("mse_loss", "smooth_l1_loss", "huber_loss")
+SHIFTS = {"bitwise_left_shift": "left_shift", "__lshift__": "left_shift", "bitwise_right_shift": "right_shift"}
+SHIFTS["__rshift__"] = "right_shift"
+GRAD_SELF = ("grad_output", "self")
+# parametric.py: name -> (element function, tensor operands, numbers, Row options)
+PARAMETRIC = {
+    "elu": ("elu", ("self",), ("alpha", "scale", "input_scale"), {"floating": True}),
+    "elu_backward": (
+        "elu_backward",
+        ("grad_output", "self_or_result"),
+        ("alpha", "scale", "input_scale", "is_result"),
+        {"floating": True},
+    ),
+    "leaky_relu": ("leaky_relu", ("self",), ("negative_slope",), {"floating": True}),
+    "leaky_relu_backward": ("leaky_relu_backward", GRAD_SELF, ("negative_slope",), {"floating": True}),
+    "hardtanh": ("hardtanh", ("self",), ("min_val", "max_val"), {"boolean": False}),
+    "hardtanh_backward": ("hardtanh_backward", GRAD_SELF, ("min_val", "max_val"), {"floating": True}),
+    "softplus": ("softplus", ("self",), ("beta", "threshold"), {"floating": True}),
+    "softplus_backward": ("softplus_backward", GRAD_SELF, ("beta", "threshold"), {"floating": True}),
+    "hardsigmoid": ("hardsigmoid", ("self",), (), {"floating": True}),
+    "hardsigmoid_backward": ("hardsigmoid_backward", GRAD_SELF, (), {"floating": True}),
+    "hardswish": ("hardswish", ("self",), (), {"floating": True}),
+    "hardswish_backward": ("hardswish_backward", GRAD_SELF, (), {"floating": True}),
+    "mish": ("mish", ("self",), (), {"floating": True}),
+    "mish_backward": ("mish_backward", GRAD_SELF, (), {"floating": True}),
+    "hardshrink": ("hardshrink", ("self",), ("lambd",), {"floating": True}),
+    "hardshrink_backward": ("shrink_backward", ("grad_out", "self"), ("lambd",), {"floating": True}),
+    "softshrink": ("softshrink", ("self",), ("lambd",), {"floating": True}),
+    "softshrink_backward": ("shrink_backward", GRAD_SELF, ("lambd",), {"floating": True}),
+    "threshold": ("threshold", ("self",), ("threshold", "value"), {"boolean": False}),
+    "nan_to_num": ("nan_to_num", ("self",), ("nan", "posinf", "neginf"), {}),
+    "logit": ("logit", ("self",), ("eps",), {"compute": "result"}),
+    "logit_backward": ("logit_backward", GRAD_SELF, ("eps",), {"floating": True}),
+    "addcmul": ("addcmul", ("self", "tensor1", "tensor2"), ("value",), {"boolean": False}),
+    "addcdiv": ("addcdiv", ("self", "tensor1", "tensor2"), ("value",), {"floating": True}),
+}
 # float functions with a complex kernel (kernels.FUNCTIONS, over (real, imag) pairs)
 COMPLEX_FUNCTIONS = {"exp": "complex_exp", "log": "complex_log", "log1p": "complex_log1p"}
 EAGER_OPS: dict[str, Row] = {
@@ -197,6 +233,28 @@ EAGER_OPS: dict[str, Row] = {
     "_embedding_bag_forward_only.default": Row("composite"),
     "index_add.default": Row("composite"),  # index_put with accumulate=True
     "index_add_.default": Row("composite"),
+    # kernels.py's binary math and bits, ATen's CPU formulas (atan2, copysign: integers give the default float type)
+    "atan2.default": Row("elementwise", "atan2", BINARY, compute="result"),
+    "hypot.default": Row("elementwise", "hypot", BINARY, floating=True),
+    "logaddexp.default": Row("elementwise", "logaddexp", BINARY, floating=True),
+    "logaddexp2.default": Row("elementwise", "logaddexp2", BINARY, floating=True),
+    "copysign.Tensor": Row("elementwise", "copysign", BINARY, compute="result"),
+    "copysign.Scalar": Row("elementwise", "copysign", BINARY, compute="result"),
+    "fmax.default": Row("elementwise", "fmax", BINARY),
+    "fmin.default": Row("elementwise", "fmin", BINARY),
+    "heaviside.default": Row("elementwise", "heaviside", ("self", "values")),
+    "frac.default": Row("elementwise", "frac", floating=True),
+    "signbit.default": Row("elementwise", "signbit"),
+    "round.default": Row("elementwise", "round_even", boolean=False),
+    **{
+        f"{name}.{kind}": Row("elementwise", fn, BINARY, integral=True, boolean=False)
+        for name, fn in SHIFTS.items()
+        for kind in (("Tensor", "Tensor_Scalar") if name.startswith("bitwise") else ("Tensor", "Scalar"))
+    },
+    **{
+        f"{name}.default": Row("parametric", fn, operands, params=params, **options)
+        for name, (fn, operands, params, options) in PARAMETRIC.items()
+    },
     # composite.decomposed: torch's decomposition over plate kernels, an operand the CPU kernel refuses on the host
     **{
         name: Row("decomposed", boolean=False)
@@ -233,6 +291,9 @@ EAGER_OPS: dict[str, Row] = {
             *((f"{loss}_backward.default", ("grad_output", "self", "target")) for loss in LOSSES),
             ("binary_cross_entropy_backward.default", ("grad_output", "self", "target")),
             ("embedding_dense_backward.default", ("grad_output",)),
+            ("grid_sampler_2d.default", ("input", "grid")),
+            ("round.decimals", ("self",)),
+            *((f"norm.{kind}", ("self",)) for kind in ("Scalar", "ScalarOpt_dtype")),
         )
     },  # fmt: skip
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
@@ -414,6 +475,40 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "sum.dim_IntList": ("sum.IntList_out",),
     "mean.dim": ("mean.out",),
     "special_xlog1py.default": ("special_xlog1py.out",),
+    "atan2.default": ("atan2_.default", "atan2.out"),
+    **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("hypot", "heaviside", "frac", "round")},
+    **{f"{name}.default": (f"{name}.out",) for name in ("logaddexp", "logaddexp2", "fmax", "fmin", "signbit")},
+    "copysign.Tensor": ("copysign_.Tensor", "copysign.out"),
+    "copysign.Scalar": ("copysign_.Scalar", "copysign.Scalar_out"),
+    **{
+        f"bitwise_{d}_shift.{k}": (f"bitwise_{d}_shift_.{k}", f"bitwise_{d}_shift.{k}_out")
+        for d in ("left", "right")
+        for k in ("Tensor", "Tensor_Scalar")
+    },
+    **{
+        f"__{d}shift__.{k}": (f"__i{d}shift__.{k}", f"__{d}shift__.{k}_out") for d in "lr" for k in ("Tensor", "Scalar")
+    },
+    **{
+        f"{name}.default": (f"{name}_.default", f"{name}.out")
+        for name in (
+            "elu",
+            "leaky_relu",
+            "hardtanh",
+            "hardsigmoid",
+            "hardswish",
+            "mish",
+            "threshold",
+            "nan_to_num",
+            "logit",
+            "addcmul",
+            "addcdiv",
+        )
+    },
+    **{f"{name}.default": (f"{name}.out",) for name in ("softplus", "hardshrink", "softshrink", "hardswish_backward")},
+    **{
+        f"{name}_backward.default": (f"{name}_backward.grad_input",)
+        for name in ("elu", "leaky_relu", "hardtanh", "softplus", "hardsigmoid", "hardshrink", "softshrink", "logit")
+    },
     **{f"{name}.default": (f"{name}.out",) for name in ("mm", "bmm", "dot", "_int_mm")},
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("addmm", "baddbmm", "addmv")},
 }
