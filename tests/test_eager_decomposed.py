@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from triton_plate_backend import eager_ops
+from triton_plate_backend.eager_ops import table
 
 eager_ops.register()
 
@@ -69,7 +70,9 @@ CASES = {
     "reflection_pad2d": (lambda x: F.pad(x[None, None], (2, 1, 1, 2), mode="reflect"), EDGES),
     "replication_pad1d": (lambda x: F.pad(x[None], (2, 1), mode="replicate"), EDGES),
     "replication_pad2d": (lambda x: F.pad(x[None, None], (2, 1, 1, 2), mode="replicate"), EDGES),
-    "nearest": (lambda x: F.interpolate(x[None, None], size=(5, 7)), EDGES),
+    # an integer or bool input: the CPU refuses it, plate's (torch's CompositeImplicit upsample_nearest2d.vec,
+    # decomposed above plate's rows) computes it
+    "nearest": (lambda x: F.interpolate(x[None, None], size=(5, 7)), (torch.float32, torch.float16)),
     "mse_loss": (lambda x: F.mse_loss(x, x.flip(0)), EDGES),
     "mse_loss none": (lambda x: F.mse_loss(x, x.flip(0), reduction="none"), (torch.float32,)),
     "smooth_l1_loss sum": (lambda x: F.smooth_l1_loss(x, x.flip(0), beta=0.5, reduction="sum"), EDGES),
@@ -136,6 +139,33 @@ def test_grid_sample_matches_the_cpu(options, no_host_ops):
 def test_round_decimals_and_norm(fn, no_host_ops):
     x = torch.randn(3, 4) * 30
     same(fn(x.to("plate")), fn(x), torch.float32)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16), ids=str)
+@pytest.mark.parametrize(
+    "options", [{"scale_factor": 2}, {"size": (7, 5)}, {"scale_factor": 1.7}, {"scale_factor": (0.6, 2.5)}]
+)
+def test_nearest_upsampling_gradient_matches_the_cpu(dtype, options, no_host_ops):
+    x = torch.randn(2, 3, 5, 6).to(dtype)
+    grads = []
+    for device in ("cpu", "plate"):
+        leaf = x.clone().to(device).requires_grad_()
+        y = F.interpolate(leaf, **options)
+        (y * torch.arange(y.numel(), device=device).view(y.shape).to(dtype) / 10).sum().backward()
+        grads.append(leaf.grad)
+    same(grads[1], grads[0], dtype)
+
+
+def test_no_composite_implicit_op_has_a_decomposed_row():
+    """A PrivateUse1 kernel of a CompositeImplicitAutograd op (upsample_nearest2d.vec) would leave its autograd to
+    torch's not-implemented fallback: such ops decompose into the rows' ops instead."""
+    for name, row in table.overloads().items():
+        if row.family in ("decomposed", "parametric", "upsample_nearest_backward") and not name.endswith(
+            "_backward.default"
+        ):
+            packet, _, overload = name.partition(".")
+            op = getattr(getattr(torch.ops.aten, packet), overload)
+            assert not torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"), name
 
 
 GRADIENTS = {

@@ -8,6 +8,8 @@
 - ``decomposed``: ``composite`` for ops whose CPU kernel takes fewer dtypes than the decomposition (a bool or
   integer operand the CPU kernel refuses goes to the host, which raises torch's error: Row.floating, Row.boolean),
   the result laid out as the meta kernel lays it out.
+- ``upsample_nearest_backward``: upsample_nearest2d's gradient, each output gradient added (index_add) onto the
+  input element ATen's nearest_idx picks for it, in the op math type (fp32 for fp16/bf16), rounded once.
 - ``nll_loss``: ``composite`` for nll_loss_forward/backward, its targets checked first (out of range: the host
   raises torch's error).
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
@@ -66,6 +68,40 @@ def decomposed(op: torch._ops.OpOverload, row: Row) -> Callable:
         return tuple(_as_meta(r, e) for r, e in zip(result, expected))
 
     return kernel
+
+
+def upsample_nearest_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        grad = call["grad_output"]
+        if grad.device.type != "plate" or not grad.dtype.is_floating_point or grad.dim() != 4:
+            return call.on_host()
+        n, c, h, w = call["input_size"]
+        oh, ow = call["output_size"]
+        rows = _nearest_indices(h, oh, call["scales_h"], grad.device)
+        cols = _nearest_indices(w, ow, call["scales_w"], grad.device)
+        index = (rows.unsqueeze(1) * w + cols.unsqueeze(0)).reshape(-1)
+        wide = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
+        total = torch.zeros((n, c, h * w), dtype=wide, device=grad.device)
+        total.index_add_(2, index, grad.reshape(n, c, oh * ow).to(wide))
+        if call.target_name is not None:
+            return call[call.target_name].copy_(total.view(n, c, h, w))
+        return as_expected(total.view(n, c, h, w), expected)
+
+    return kernel
+
+
+def _nearest_indices(size: int, out_size: int, scale, device) -> torch.Tensor:
+    """ATen's nearest_idx for each output index: min(floor(i * s), size - 1) in float32, s = 1 / scale when one
+    is given, else size / out_size (the same index, an output twice the input's: i >> 1)."""
+    i = torch.arange(out_size, device=device)
+    if out_size == size:
+        return i
+    if out_size == 2 * size:
+        return i // 2
+    s = float(torch.tensor(1.0 / scale if scale is not None and scale > 0 else size / out_size, dtype=torch.float32))
+    step = torch.tensor(s, dtype=torch.float32).to(device)
+    return (i.to(torch.float32) * step).floor().to(torch.int64).clamp_max(size - 1)
 
 
 def _takes(row: Row, dtype: torch.dtype) -> bool:
@@ -435,6 +471,7 @@ def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "composite": composite,
     "decomposed": decomposed,
+    "upsample_nearest_backward": upsample_nearest_backward,
     "nll_loss": nll_loss,
     "equal": equal,
     "masked_select": masked_select,

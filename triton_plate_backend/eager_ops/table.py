@@ -284,9 +284,7 @@ EAGER_OPS: dict[str, Row] = {
             ("_prelu_kernel.default", ("self", "weight")),
             ("_prelu_kernel_backward.default", ("grad_output", "self", "weight")),
             ("upsample_nearest2d.default", ("input",)),
-            ("upsample_nearest2d.vec", ("input",)),
             ("upsample_bilinear2d.default", ("input",)),
-            ("upsample_bilinear2d.vec", ("input",)),
             *((f"{loss}.default", ("self", "target")) for loss in LOSSES),
             *((f"{loss}_backward.default", ("grad_output", "self", "target")) for loss in LOSSES),
             ("binary_cross_entropy_backward.default", ("grad_output", "self", "target")),
@@ -297,6 +295,7 @@ EAGER_OPS: dict[str, Row] = {
         )
     },  # fmt: skip
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
+    "upsample_nearest2d_backward.default": Row("upsample_nearest_backward"),
     "count_nonzero.default": Row("decomposed"),
     "count_nonzero.dim_IntList": Row("decomposed"),
     "aminmax.default": Row("decomposed"),
@@ -476,6 +475,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "mean.dim": ("mean.out",),
     "special_xlog1py.default": ("special_xlog1py.out",),
     "atan2.default": ("atan2_.default", "atan2.out"),
+    "upsample_nearest2d_backward.default": ("upsample_nearest2d_backward.grad_input",),
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("hypot", "heaviside", "frac", "round")},
     **{f"{name}.default": (f"{name}.out",) for name in ("logaddexp", "logaddexp2", "fmax", "fmin", "signbit")},
     "copysign.Tensor": ("copysign_.Tensor", "copysign.out"),
