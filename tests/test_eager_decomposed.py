@@ -77,6 +77,13 @@ CASES = {
     "mse_loss none": (lambda x: F.mse_loss(x, x.flip(0), reduction="none"), (torch.float32,)),
     "smooth_l1_loss sum": (lambda x: F.smooth_l1_loss(x, x.flip(0), beta=0.5, reduction="sum"), EDGES),
     "huber_loss": (lambda x: F.huber_loss(x, x.flip(0), delta=0.7), EDGES),
+    "searchsorted": (lambda x: torch.searchsorted(torch.tensor([-1, 0, 0, 2]).to(x), x), EDGES),
+    "searchsorted right int32": (
+        lambda x: torch.searchsorted(torch.tensor([-1, 0, 0, 2]).to(x), x, side="right", out_int32=True),
+        EDGES,
+    ),
+    "searchsorted scalar": (lambda x: torch.searchsorted(x[0].sort().values, 0), (torch.float32, torch.int64)),
+    "rrelu eval": (lambda x: F.rrelu(x, 0.1, 0.4, training=False), EDGES),
     "any dim": (lambda x: x.any(1), EDGES),
     "all dims": (lambda x: x.all((0, 1)), EDGES),
 }

@@ -75,6 +75,10 @@ CASES = {
     "left shift": (lambda x: x << (other(x) % 70), ALL[:-1]),  # a bool tensor's `<<`: on the host, counted
     "right shift": (lambda x: torch.bitwise_right_shift(x, other(x) % 70), ALL),
     "right shift scalar": (lambda x: x >> -1, ALL[:-1]),
+    "angle": (torch.angle, ALL),
+    "gcd": (lambda x: torch.gcd(x, other(x)), ALL),
+    "lcm": (lambda x: torch.lcm(x, other(x) * 7), ALL),
+    "lcm wide": (lambda x: torch.lcm(x * 1000003, other(x) * 999983), (torch.int64, torch.int32)),
     "elu": (F.elu, ALL),
     "selu": (F.selu, (torch.float32, torch.float16)),
     "celu": (lambda x: F.celu(x, 1.3), (torch.float32,)),

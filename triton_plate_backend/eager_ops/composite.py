@@ -10,6 +10,8 @@
   the result laid out as the meta kernel lays it out.
 - ``upsample_nearest_backward``: upsample_nearest2d's gradient, each output gradient added (index_add) onto the
   input element ATen's nearest_idx picks for it, in the op math type (fp32 for fp16/bf16), rounded once.
+- ``searchsorted``: of a 1-D sorted sequence without a sorter, bucketize (its decomposition) with the same side.
+- ``rrelu_eval``: rrelu_with_noise outside training, leaky_relu with the slope (lower + upper) / 2 (ATen's).
 - ``nll_loss``: ``composite`` for nll_loss_forward/backward, its targets checked first (out of range: the host
   raises torch's error).
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
@@ -102,6 +104,33 @@ def _nearest_indices(size: int, out_size: int, scale, device) -> torch.Tensor:
     s = float(torch.tensor(1.0 / scale if scale is not None and scale > 0 else size / out_size, dtype=torch.float32))
     step = torch.tensor(s, dtype=torch.float32).to(device)
     return (i.to(torch.float32) * step).floor().to(torch.int64).clamp_max(size - 1)
+
+
+def searchsorted(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        sequence, values, sorter = call["sorted_sequence"], call["self"], call["sorter"]
+        tensors = [t for t in (sequence, values) if isinstance(t, torch.Tensor)]
+        if sequence.dim() != 1 or sorter is not None or any(t.device.type != "plate" for t in tensors):
+            return call.on_host()
+        if any(t.dtype == torch.bool for t in tensors):
+            return call.on_host()  # the CPU kernel's error
+        right = bool(call["right"]) or call["side"] == "right"
+        result = torch.bucketize(values, sequence, out_int32=call["out_int32"], right=right)
+        return _as_meta(result, expected)
+
+    return kernel
+
+
+def rrelu_eval(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if call["training"] or x.device.type != "plate":
+            return call.on_host()  # training draws its slopes into `noise` on the host
+        return torch.ops.aten.leaky_relu.default(x, (call["lower"] + call["upper"]) / 2)
+
+    return kernel
 
 
 def _takes(row: Row, dtype: torch.dtype) -> bool:
@@ -472,6 +501,8 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "composite": composite,
     "decomposed": decomposed,
     "upsample_nearest_backward": upsample_nearest_backward,
+    "searchsorted": searchsorted,
+    "rrelu_eval": rrelu_eval,
     "nll_loss": nll_loss,
     "equal": equal,
     "masked_select": masked_select,

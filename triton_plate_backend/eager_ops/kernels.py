@@ -652,6 +652,44 @@ def right_shift(x, y, z):
     return shifted
 
 
+@triton.jit
+def angle(x, y, z):
+    """The angle of a real number: pi for a negative one, 0 otherwise (-0.0 too), NaN stays (ATen's)."""
+    pi = tl.full(x.shape, 3.141592653589793, x.dtype)  # rounded to x's type, as ATen's c10::pi<T>
+    return tl.where(x != x, x, tl.where(x < 0, pi, 0.0))
+
+
+@triton.jit
+def _gcd(x, y):
+    """ATen's calc_gcd: Euclid's algorithm on |x|, |y|, as many steps as the type's worst case (Fibonacci pairs:
+    fewer than 1.5 steps per bit)."""
+    a = tl.abs(x)
+    b = tl.abs(y)
+    for _ in tl.static_range(x.dtype.primitive_bitwidth * 3 // 2 + 2):
+        live = a != 0
+        c = a
+        a = tl.where(live, b % tl.where(live, a, 1), 0).to(x.dtype)
+        b = tl.where(live, c, b)
+    return b
+
+
+@triton.jit
+def gcd(x, y, z):
+    return _gcd(x, y)
+
+
+@triton.jit
+def lcm(x, y, z):
+    """ATen's: 0 where gcd is 0, else |x / gcd * y|, narrower types than int computed in int32 (C's promotion)."""
+    g = _gcd(x, y)
+    q = x // tl.where(g == 0, 1, g)
+    if x.dtype.primitive_bitwidth < 32:
+        product = q.to(tl.int32) * y.to(tl.int32)
+    else:
+        product = q * y
+    return tl.where(g == 0, 0, tl.abs(product)).to(x.dtype)
+
+
 FUNCTIONS = {
     f.__name__: f
     for f in (
@@ -753,6 +791,9 @@ FUNCTIONS = {
         round_even,
         left_shift,
         right_shift,
+        angle,
+        gcd,
+        lcm,
     )
 }
 

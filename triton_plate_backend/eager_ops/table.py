@@ -245,6 +245,9 @@ EAGER_OPS: dict[str, Row] = {
     "heaviside.default": Row("elementwise", "heaviside", ("self", "values")),
     "frac.default": Row("elementwise", "frac", floating=True),
     "signbit.default": Row("elementwise", "signbit"),
+    "angle.default": Row("elementwise", "angle", compute="result"),  # a complex tensor's: on the host
+    "gcd.default": Row("elementwise", "gcd", BINARY, integral=True, boolean=False),
+    "lcm.default": Row("elementwise", "lcm", BINARY, integral=True, boolean=False),
     "round.default": Row("elementwise", "round_even", boolean=False),
     **{
         f"{name}.{kind}": Row("elementwise", fn, BINARY, integral=True, boolean=False)
@@ -296,6 +299,9 @@ EAGER_OPS: dict[str, Row] = {
     },  # fmt: skip
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
     "upsample_nearest2d_backward.default": Row("upsample_nearest_backward"),
+    "searchsorted.Tensor": Row("searchsorted"),
+    "searchsorted.Scalar": Row("searchsorted"),
+    "rrelu_with_noise.default": Row("rrelu_eval"),
     "count_nonzero.default": Row("decomposed"),
     "count_nonzero.dim_IntList": Row("decomposed"),
     "aminmax.default": Row("decomposed"),
@@ -475,6 +481,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "mean.dim": ("mean.out",),
     "special_xlog1py.default": ("special_xlog1py.out",),
     "atan2.default": ("atan2_.default", "atan2.out"),
+    **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("gcd", "lcm")},
+    "angle.default": ("angle.out",),
     "upsample_nearest2d_backward.default": ("upsample_nearest2d_backward.grad_input",),
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("hypot", "heaviside", "frac", "round")},
     **{f"{name}.default": (f"{name}.out",) for name in ("logaddexp", "logaddexp2", "fmax", "fmin", "signbit")},
