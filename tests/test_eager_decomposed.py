@@ -175,6 +175,38 @@ def test_no_composite_implicit_op_has_a_decomposed_row():
             assert not torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"), name
 
 
+SPACED = [(0, 1, 7), (-3, 10, 7), (2.5, -1.25, 10), (0, 1, 1), (0, 1, 0), (1e3, 1e3 + 1, 5)]
+ULP = {torch.float32: 2.0**-23, torch.float64: 2.0**-52, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7}
+
+
+@pytest.mark.parametrize(
+    "dtype", (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.uint8)
+)
+def test_linspace_and_logspace_match_the_cpu(dtype):
+    """Floats within one ulp of the result (the CPU's vectorized path adds step to a running base, CUDA's formula
+    multiplies; fp16/bf16 round each step on the CPU, once here); integers exact; a bound the type cannot hold
+    raises the CPU's error from the host."""
+    for start, end, steps in SPACED:
+        for fn in (torch.linspace, torch.logspace):
+            try:
+                expected = fn(start, end, steps, dtype=dtype)
+            except RuntimeError as e:
+                with pytest.raises(RuntimeError, match=str(e)[:20]):
+                    fn(start, end, steps, dtype=dtype, device="plate")
+                continue
+            torch.plate.reset_host_ops()
+            result = fn(start, end, steps, dtype=dtype, device="plate")
+            info = None if dtype.is_floating_point else torch.iinfo(dtype)
+            if info is None or info.min <= min(start, end) <= max(start, end) <= info.max:
+                assert torch.plate.host_ops() == {}
+            else:  # a bound the type cannot hold: the host converts it (c10's checks), counted
+                assert torch.plate.host_ops() == {f"aten.{fn.__name__}": 1}
+            assert (result.dtype, result.shape, result.device.type) == (expected.dtype, expected.shape, "plate")
+            # logspace: base ** x magnifies x's last-bit difference by ln(base) |x| (at most 24 here)
+            ulp = ULP.get(dtype, 0) * (1 if fn is torch.linspace else 24)
+            torch.testing.assert_close(result.cpu(), expected, rtol=ulp, atol=ulp, equal_nan=True)
+
+
 GRADIENTS = {
     "glu": lambda x: F.glu(x, 1).pow(2).sum(),
     "prelu": lambda x: F.prelu(x, torch.tensor([0.25, 0.5, -1.0, 2.0], device=x.device)).pow(2).sum(),

@@ -12,6 +12,9 @@
   input element ATen's nearest_idx picks for it, in the op math type (fp32 for fp16/bf16), rounded once.
 - ``searchsorted``: of a 1-D sorted sequence without a sorter, bucketize (its decomposition) with the same side.
 - ``rrelu_eval``: rrelu_with_noise outside training, leaky_relu with the slope (lower + upper) / 2 (ATen's).
+- ``spaced``: linspace / logspace on plate as CUDA's kernel: start + step * i for the first half, end - step *
+  (steps - 1 - i) for the rest, step = (end - start) / (steps - 1), in the op math type (float64 for integer
+  results, truncated as C casts; float32 for fp16/bf16, rounded once); logspace raises base to it.
 - ``nll_loss``: ``composite`` for nll_loss_forward/backward, its targets checked first (out of range: the host
   raises torch's error).
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
@@ -39,7 +42,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from . import embedding_bag
-from .ops import Call, as_expected, checked
+from .ops import HALF, Call, _overflows, as_expected, checked
 from .table import Row
 
 
@@ -129,6 +132,38 @@ def rrelu_eval(op: torch._ops.OpOverload, row: Row) -> Callable:
         if call["training"] or x.device.type != "plate":
             return call.on_host()  # training draws its slopes into `noise` on the host
         return torch.ops.aten.leaky_relu.default(x, (call["lower"] + call["upper"]) / 2)
+
+    return kernel
+
+
+def spaced(op: torch._ops.OpOverload, row: Row) -> Callable:
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        try:
+            expected = op(**{**call.bound, "device": "meta"})  # torch's argument checks, the result's dtype
+        except Exception:  # noqa: BLE001 - the host raises its own error
+            return call.on_host()
+        device = torch.device(call["device"])
+        dtype = expected.dtype
+        if dtype.is_complex or dtype == torch.bool or call["layout"] not in (None, torch.strided):
+            return call.on_host()
+        start, end, steps = call["start"], call["end"], call["steps"]
+        if any(_overflows(v, dtype) for v in (start, end)):
+            return call.on_host()  # c10's checked conversion: torch's error
+        ct = torch.float64 if not dtype.is_floating_point else (torch.float32 if dtype in HALF else dtype)
+        if not dtype.is_floating_point:  # ATen casts start and end to the type first
+            start, end = (torch.tensor(v).to(dtype).item() for v in (start, end))
+        first, last = torch.tensor(start, dtype=ct), torch.tensor(end, dtype=ct)
+        step = (last - first) / max(steps - 1, 1)
+        i = torch.arange(steps, dtype=ct, device=device)
+        values = torch.where(
+            i < steps // 2, first.to(device) + step.to(device) * i, last.to(device) - step.to(device) * (steps - 1 - i)
+        )
+        if steps == 1:
+            values = first.to(device).reshape(1)
+        if row.fn == "logspace":
+            values = torch.pow(torch.tensor(call["base"], dtype=ct).to(device), values)
+        return values.to(dtype)
 
     return kernel
 
@@ -503,6 +538,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "upsample_nearest_backward": upsample_nearest_backward,
     "searchsorted": searchsorted,
     "rrelu_eval": rrelu_eval,
+    "spaced": spaced,
     "nll_loss": nll_loss,
     "equal": equal,
     "masked_select": masked_select,

@@ -302,6 +302,8 @@ EAGER_OPS: dict[str, Row] = {
     "searchsorted.Tensor": Row("searchsorted"),
     "searchsorted.Scalar": Row("searchsorted"),
     "rrelu_with_noise.default": Row("rrelu_eval"),
+    "linspace.default": Row("spaced", "linspace"),
+    "logspace.default": Row("spaced", "logspace"),
     "count_nonzero.default": Row("decomposed"),
     "count_nonzero.dim_IntList": Row("decomposed"),
     "aminmax.default": Row("decomposed"),
