@@ -10,6 +10,9 @@
   the result laid out as the meta kernel lays it out.
 - ``upsample_nearest_backward``: upsample_nearest2d's gradient, each output gradient added (index_add) onto the
   input element ATen's nearest_idx picks for it, in the op math type (fp32 for fp16/bf16), rounded once.
+- ``upsample_bilinear_backward``: upsample_bilinear2d's gradient as ATen's CPU kernel: each output gradient times
+  its four weights (h_lambda * w_lambda, ATen's source indices and lambdas in the op math type) added onto the four
+  input elements, one index_add per corner, fp16/bf16 summed in fp32 and rounded once.
 - ``searchsorted``: of a 1-D sorted sequence without a sorter, bucketize (its decomposition) with the same side.
 - ``rrelu_eval``: rrelu_with_noise outside training, leaky_relu with the slope (lower + upper) / 2 (ATen's).
 - ``spaced``: linspace / logspace on plate as CUDA's kernel: start + step * i for the first half, end - step *
@@ -94,6 +97,51 @@ def upsample_nearest_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
         return as_expected(total.view(n, c, h, w), expected)
 
     return kernel
+
+
+def upsample_bilinear_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        grad = call["grad_output"]
+        if grad.device.type != "plate" or not grad.dtype.is_floating_point or grad.dim() != 4:
+            return call.on_host()
+        n, c, h, w = call["input_size"]
+        oh, ow = call["output_size"]
+        wide = torch.float32 if grad.dtype in HALF else grad.dtype
+        corners = call["align_corners"]
+        rows = _linear_sources(h, oh, corners, call["scales_h"], wide, grad.device)
+        cols = _linear_sources(w, ow, corners, call["scales_w"], wide, grad.device)
+        g = grad.reshape(n, c, oh * ow).to(wide)
+        total = torch.zeros((n, c, h * w), dtype=wide, device=grad.device)
+        for hi, hl in ((rows[0], rows[2]), (rows[1], rows[3])):
+            for wi, wl in ((cols[0], cols[2]), (cols[1], cols[3])):
+                weight = (hl.unsqueeze(1) * wl.unsqueeze(0)).reshape(1, 1, -1)
+                total.index_add_(2, (hi.unsqueeze(1) * w + wi.unsqueeze(0)).reshape(-1), weight * g)
+        if call.target_name is not None:
+            return call[call.target_name].copy_(total.view(n, c, h, w))
+        return as_expected(total.view(n, c, h, w), expected)
+
+    return kernel
+
+
+def _linear_sources(size: int, out_size: int, align_corners: bool, scale, dtype, device):
+    """ATen's compute_source_index_and_lambda for each output index: (index0, index1, lambda0, lambda1)."""
+    i = torch.arange(out_size, device=device)
+    if out_size == size:
+        return i, i, torch.ones(out_size, dtype=dtype, device=device), torch.zeros(out_size, dtype=dtype, device=device)
+    if align_corners:
+        ratio = (size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        ratio = 1.0 / scale if scale is not None and scale > 0 else size / out_size
+    ratio = torch.tensor(ratio, dtype=dtype).to(device)  # area_pixel_compute_scale, in the op math type
+    if align_corners:
+        source = ratio * i.to(dtype)
+    else:
+        source = (ratio * (i.to(dtype) + 0.5) - 0.5).clamp_min(0)
+    index0 = source.floor().to(torch.int64).clamp_max(size - 1)
+    lambda1 = (source - index0.to(dtype)).clamp(0, 1)
+    index1 = index0 + (index0 < size - 1).to(torch.int64)
+    return index0, index1, 1 - lambda1, lambda1
 
 
 def _nearest_indices(size: int, out_size: int, scale, device) -> torch.Tensor:
@@ -537,6 +585,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "decomposed": decomposed,
     "upsample_nearest_backward": upsample_nearest_backward,
     "searchsorted": searchsorted,
+    "upsample_bilinear_backward": upsample_bilinear_backward,
     "rrelu_eval": rrelu_eval,
     "spaced": spaced,
     "nll_loss": nll_loss,

@@ -299,6 +299,7 @@ EAGER_OPS: dict[str, Row] = {
     },  # fmt: skip
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
     "upsample_nearest2d_backward.default": Row("upsample_nearest_backward"),
+    "upsample_bilinear2d_backward.default": Row("upsample_bilinear_backward"),
     "searchsorted.Tensor": Row("searchsorted"),
     "searchsorted.Scalar": Row("searchsorted"),
     "rrelu_with_noise.default": Row("rrelu_eval"),
@@ -486,6 +487,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("gcd", "lcm")},
     "angle.default": ("angle.out",),
     "upsample_nearest2d_backward.default": ("upsample_nearest2d_backward.grad_input",),
+    "upsample_bilinear2d_backward.default": ("upsample_bilinear2d_backward.grad_input",),
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("hypot", "heaviside", "frac", "round")},
     **{f"{name}.default": (f"{name}.out",) for name in ("logaddexp", "logaddexp2", "fmax", "fmin", "signbit")},
     "copysign.Tensor": ("copysign_.Tensor", "copysign.out"),
