@@ -205,9 +205,9 @@ ULP = {torch.float32: 2.0**-23, torch.float64: 2.0**-52, torch.float16: 2.0**-10
     "dtype", (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.uint8)
 )
 def test_linspace_and_logspace_match_the_cpu(dtype):
-    """Floats within one ulp of the result (the CPU's vectorized path adds step to a running base, CUDA's formula
-    multiplies; fp16/bf16 round each step on the CPU, once here); integers exact; a bound the type cannot hold
-    raises the CPU's error from the host."""
+    """linspace of fp32/fp64 bit for bit (ATen's loop, its multiply-adds fused), fp16/bf16 within one ulp (the CPU
+    rounds each step to the half type, plate once), logspace within that ulp times ln(base) |x|; integers exact; a
+    bound the type cannot hold raises the CPU's error from the host."""
     for start, end, steps in SPACED:
         for fn in (torch.linspace, torch.logspace):
             try:
@@ -224,6 +224,8 @@ def test_linspace_and_logspace_match_the_cpu(dtype):
             else:  # a bound the type cannot hold: the host converts it (c10's checks), counted
                 assert torch.plate.host_ops() == {f"aten.{fn.__name__}": 1}
             assert (result.dtype, result.shape, result.device.type) == (expected.dtype, expected.shape, "plate")
+            if fn is torch.linspace and dtype in (torch.float32, torch.float64):  # the CPU loop's fused multiply-adds
+                assert torch.equal(result.cpu(), expected), (start, end, steps)
             # logspace: base ** x magnifies x's last-bit difference by ln(base) |x| (at most 24 here)
             ulp = ULP.get(dtype, 0) * (1 if fn is torch.linspace else 24)
             torch.testing.assert_close(result.cpu(), expected, rtol=ulp, atol=ulp, equal_nan=True)

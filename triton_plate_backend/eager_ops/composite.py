@@ -15,9 +15,10 @@
   input elements, one index_add per corner, fp16/bf16 summed in fp32 and rounded once.
 - ``searchsorted``: of a 1-D sorted sequence without a sorter, bucketize (its decomposition) with the same side.
 - ``rrelu_eval``: rrelu_with_noise outside training, leaky_relu with the slope (lower + upper) / 2 (ATen's).
-- ``spaced``: linspace / logspace on plate as CUDA's kernel: start + step * i for the first half, end - step *
-  (steps - 1 - i) for the rest, step = (end - start) / (steps - 1), in the op math type (float64 for integer
-  results, truncated as C casts; float32 for fp16/bf16, rounded once); logspace raises base to it.
+- ``spaced``: linspace / logspace on plate as ATen's CPU loop: start + step * i for the first half, end - step *
+  (steps - 1 - i) for the rest (linspace: fused multiply-adds, as its compiler contracts them), step = (end - start) /
+  (steps - 1), in the op math type (float64 for integer results, truncated as C casts; float32 for fp16/bf16,
+  rounded once); logspace raises base to it.
 - ``nll_loss``: ``composite`` for nll_loss_forward/backward, its targets checked first (out of range: the host
   raises torch's error).
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
@@ -44,7 +45,7 @@ from collections.abc import Callable
 import torch
 from torch._decomp import decomposition_table
 
-from . import embedding_bag
+from . import embedding_bag, parametric
 from .ops import HALF, Call, _overflows, as_expected, checked
 from .table import Row
 
@@ -203,12 +204,15 @@ def spaced(op: torch._ops.OpOverload, row: Row) -> Callable:
             start, end = (torch.tensor(v).to(dtype).item() for v in (start, end))
         first, last = torch.tensor(start, dtype=ct), torch.tensor(end, dtype=ct)
         step = (last - first) / max(steps - 1, 1)
-        i = torch.arange(steps, dtype=ct, device=device)
-        values = torch.where(
-            i < steps // 2, first.to(device) + step.to(device) * i, last.to(device) - step.to(device) * (steps - 1 - i)
-        )
+        values = torch.arange(steps, dtype=ct, device=device)
         if steps == 1:
             values = first.to(device).reshape(1)
+        elif row.fn == "linspace" and steps:
+            numbers = [first.item(), last.item(), step.item(), steps - 1]
+            parametric.run("linspace", values, [values], [[1], [1]], numbers, ct)
+        elif steps:  # logspace's exponents: ATen's loop computes them unfused, inside pow's argument
+            head = first.to(device) + step.to(device) * values
+            values = torch.where(values < steps // 2, head, last.to(device) - step.to(device) * (steps - 1 - values))
         if row.fn == "logspace":
             values = torch.pow(torch.tensor(call["base"], dtype=ct).to(device), values)
         return values.to(dtype)

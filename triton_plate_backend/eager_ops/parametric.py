@@ -59,17 +59,22 @@ def parametric(op: torch._ops.OpOverload, row: Row) -> Callable:
         if laid_out is None:
             return call.on_host()
         out, strides = laid_out
-        params = torch.tensor([float(v) if ct.is_floating_point else int(v) for v in numbers] + [0] * 4, dtype=ct)
-        from . import parametric_kernels as k  # Triton on the first launch, not at registration
-
-        shape, strides = launch.pointwise_order(list(expected.shape), strides)
-        launch.launch_kernel(
-            k.parametric, shape, [out, *operands], strides, params[: k.PARAMS].to(device), wide=True,
-            FN=k.FUNCTIONS[row.fn], ARITY=len(operands), CT=launch.triton_dtype(ct),
-        )  # fmt: skip
+        run(row.fn, out, operands, strides, numbers, ct)
         return out
 
     return kernel
+
+
+def run(fn: str, out: torch.Tensor, operands: list[torch.Tensor], strides, numbers, ct: torch.dtype) -> None:
+    """parametric_kernels.<fn> over out's shape (`strides`: out's and each operand's over it), in `ct`."""
+    from . import parametric_kernels as k  # Triton on the first launch, not at registration
+
+    params = torch.tensor([float(v) if ct.is_floating_point else int(v) for v in numbers] + [0] * 4, dtype=ct)
+    shape, strides = launch.pointwise_order(list(out.shape), strides)
+    launch.launch_kernel(
+        k.parametric, shape, [out, *operands], strides, params[: k.PARAMS].to(out.device), wide=True,
+        FN=k.FUNCTIONS[fn], ARITY=len(operands), CT=launch.triton_dtype(ct),
+    )  # fmt: skip
 
 
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {"parametric": parametric}

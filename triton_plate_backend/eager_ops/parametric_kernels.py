@@ -161,6 +161,14 @@ def addcdiv(x, y, z, value, p1, p2, p3):
     return x + value * y / z
 
 
+@triton.jit
+def linspace(x, y, z, start, end, step, last):
+    """x: the index i of steps = last + 1: start + step * i in the first half, end - step * (last - i) in the
+    rest, each a fused multiply-add (ATen's CPU loop as its compiler contracts it)."""
+    first = x < libdevice.floor((last + 1.0) / 2.0)
+    return tl.where(first, libdevice.fma(step, x, start), libdevice.fma(-step, last - x, end))
+
+
 FUNCTIONS = {
     f.__name__: f
     for f in (
@@ -187,6 +195,7 @@ FUNCTIONS = {
         logit_backward,
         addcmul,
         addcdiv,
+        linspace,
     )
 }
 
