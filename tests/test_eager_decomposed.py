@@ -231,6 +231,13 @@ def test_linspace_and_logspace_match_the_cpu(dtype):
             torch.testing.assert_close(result.cpu(), expected, rtol=ulp, atol=ulp, equal_nan=True)
 
 
+@pytest.mark.parametrize("fn", (torch.tril_indices, torch.triu_indices))
+def test_triangle_indices_match_the_cpu(fn, no_host_ops):
+    for args in ((3, 3), (4, 3, 1), (3, 5, -1), (0, 3), (3, 4, 10), (3, 4, -10)):
+        same(fn(*args, device="plate"), fn(*args), torch.int64)
+    same(fn(3, 4, dtype=torch.int32, device="plate"), fn(3, 4, dtype=torch.int32), torch.int32)
+
+
 GRADIENTS = {
     "glu": lambda x: F.glu(x, 1).pow(2).sum(),
     "prelu": lambda x: F.prelu(x, torch.tensor([0.25, 0.5, -1.0, 2.0], device=x.device)).pow(2).sum(),

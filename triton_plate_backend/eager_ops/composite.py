@@ -19,6 +19,8 @@
   (steps - 1 - i) for the rest (linspace: fused multiply-adds, as its compiler contracts them), step = (end - start) /
   (steps - 1), in the op math type (float64 for integer results, truncated as C casts; float32 for fp16/bf16,
   rounded once); logspace raises base to it.
+- ``triangle_indices``: tril_indices / triu_indices as the nonzero() of the kept triangle of a row x col mask (its
+  row-major order is the CPU's), in the asked integer type.
 - ``nll_loss``: ``composite`` for nll_loss_forward/backward, its targets checked first (out of range: the host
   raises torch's error).
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
@@ -216,6 +218,24 @@ def spaced(op: torch._ops.OpOverload, row: Row) -> Callable:
         if row.fn == "logspace":
             values = torch.pow(torch.tensor(call["base"], dtype=ct).to(device), values)
         return values.to(dtype)
+
+    return kernel
+
+
+def triangle_indices(op: torch._ops.OpOverload, row: Row) -> Callable:
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        try:
+            expected = op(**{**call.bound, "device": "meta"})  # torch's argument checks, the result's dtype
+        except Exception:  # noqa: BLE001 - the host raises its own error
+            return call.on_host()
+        rows, cols, offset = call["row"], call["col"], call["offset"]
+        if call["layout"] not in (None, torch.strided) or expected.dtype not in (torch.int32, torch.int64):
+            return call.on_host()
+        device = torch.device(call["device"])
+        keep = torch.ones((rows, cols), dtype=torch.bool, device=device)
+        keep = keep.tril(offset) if row.fn == "tril" else keep.triu(offset)
+        return _as_meta(keep.nonzero().t().to(expected.dtype), expected)
 
     return kernel
 
@@ -592,6 +612,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "upsample_bilinear_backward": upsample_bilinear_backward,
     "rrelu_eval": rrelu_eval,
     "spaced": spaced,
+    "triangle_indices": triangle_indices,
     "nll_loss": nll_loss,
     "equal": equal,
     "masked_select": masked_select,
