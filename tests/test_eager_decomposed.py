@@ -70,9 +70,8 @@ CASES = {
     "reflection_pad2d": (lambda x: F.pad(x[None, None], (2, 1, 1, 2), mode="reflect"), EDGES),
     "replication_pad1d": (lambda x: F.pad(x[None], (2, 1), mode="replicate"), EDGES),
     "replication_pad2d": (lambda x: F.pad(x[None, None], (2, 1, 1, 2), mode="replicate"), EDGES),
-    # an integer or bool input: the CPU refuses it, plate's (torch's CompositeImplicit upsample_nearest2d.vec,
-    # decomposed above plate's rows) computes it
-    "nearest": (lambda x: F.interpolate(x[None, None], size=(5, 7)), (torch.float32, torch.float16)),
+    "nearest": (lambda x: F.interpolate(x[None, None], size=(5, 7)), EDGES),
+    "bilinear": (lambda x: F.interpolate(x[None, None], size=(5, 7), mode="bilinear"), (torch.int64, torch.bool)),
     "mse_loss": (lambda x: F.mse_loss(x, x.flip(0)), EDGES),
     "mse_loss none": (lambda x: F.mse_loss(x, x.flip(0), reduction="none"), (torch.float32,)),
     "smooth_l1_loss sum": (lambda x: F.smooth_l1_loss(x, x.flip(0), beta=0.5, reduction="sum"), EDGES),

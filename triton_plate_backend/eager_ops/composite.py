@@ -21,6 +21,9 @@
   rounded once); logspace raises base to it.
 - ``triangle_indices``: tril_indices / triu_indices as the nonzero() of the kept triangle of a row x col mask (its
   row-major order is the CPU's), in the asked integer type.
+- ``floating_composite`` (at plate's Autograd key, ops.AUTOGRAD_FAMILIES): a CompositeImplicitAutograd op whose
+  CPU kernel refuses integer and bool tensors (upsample_*.vec): those go to the host, which raises its error; the
+  others decompose as torch decomposes them (autograd through the decomposition).
 - ``nll_loss``: ``composite`` for nll_loss_forward/backward, its targets checked first (out of range: the host
   raises torch's error).
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
@@ -48,7 +51,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from . import embedding_bag, parametric
-from .ops import HALF, Call, _overflows, as_expected, checked
+from .ops import HALF, Call, _overflows, _traced, as_expected, checked
 from .table import Row
 
 
@@ -236,6 +239,18 @@ def triangle_indices(op: torch._ops.OpOverload, row: Row) -> Callable:
         keep = torch.ones((rows, cols), dtype=torch.bool, device=device)
         keep = keep.tril(offset) if row.fn == "tril" else keep.triu(offset)
         return _as_meta(keep.nonzero().t().to(expected.dtype), expected)
+
+    return kernel
+
+
+def floating_composite(op: torch._ops.OpOverload, row: Row) -> Callable:
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        operands = [call.bound.get(name) for name in row.operands]
+        integral = any(isinstance(t, torch.Tensor) and not t.dtype.is_floating_point for t in operands)
+        if integral and not (_traced(args) or _traced(kwargs.values())):  # a tracer decomposes, as it always did
+            return call.on_host()
+        return op.decompose(*args, **kwargs)
 
     return kernel
 
@@ -613,6 +628,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "rrelu_eval": rrelu_eval,
     "spaced": spaced,
     "triangle_indices": triangle_indices,
+    "floating_composite": floating_composite,
     "nll_loss": nll_loss,
     "equal": equal,
     "masked_select": masked_select,

@@ -698,7 +698,7 @@ def cat(op: torch._ops.OpOverload, row: Row) -> Callable:
 # CompositeImplicitAutograd, which torch decomposes at the Autograd key, above functionalization. A PrivateUse1
 # kernel would keep the op whole down to where a tracer decomposes it below functionalization (its in-place
 # steps then reach the traced graph); at the Autograd key a traced call decomposes where it always did.
-AUTOGRAD_FAMILIES = frozenset({"isclose"})
+AUTOGRAD_FAMILIES = frozenset({"isclose", "floating_composite"})
 
 
 def _traced(values) -> bool:

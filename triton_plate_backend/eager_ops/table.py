@@ -305,6 +305,8 @@ EAGER_OPS: dict[str, Row] = {
     "rrelu_with_noise.default": Row("rrelu_eval"),
     "linspace.default": Row("spaced", "linspace"),
     "logspace.default": Row("spaced", "logspace"),
+    "upsample_nearest2d.vec": Row("floating_composite", operands=("input",)),
+    "upsample_bilinear2d.vec": Row("floating_composite", operands=("input",)),
     "tril_indices.default": Row("triangle_indices", "tril"),
     "triu_indices.default": Row("triangle_indices", "triu"),
     "count_nonzero.default": Row("decomposed"),
