@@ -247,3 +247,25 @@ def test_infinity_tests_and_logical_ops():
     b = (x > 0).plate()
     b.logical_xor_((y > 0).plate())
     assert torch.equal(b.cpu(), torch.logical_xor(x > 0, y > 0))
+
+
+def test_bool_extremes_run_over_the_bytes():
+    x = torch.rand(3, 4, generator=torch.Generator().manual_seed(0)) > 0.5
+    x[0], x[1] = False, True
+    for fn in (
+        lambda t: t.amax(1),
+        lambda t: t.amin((0, 1)),
+        lambda t: t.amax(0, keepdim=True),
+        torch.max,
+        torch.min,
+        lambda t: t[0, 0].max(),
+        lambda t: tuple(torch.max(t, 1)),
+        lambda t: tuple(torch.min(t, 0, keepdim=True)),
+    ):
+        got, want = on_plate(fn, x), fn(x)
+        for g, w in zip(got if isinstance(want, tuple) else [got], want if isinstance(want, tuple) else [want]):
+            assert g.dtype == w.dtype and torch.equal(g, w)
+    torch.plate.reset_host_ops()
+    with pytest.raises(RuntimeError, match="does not support bool"):  # argmax refuses bool: the host's error
+        torch.argmax(x.to("plate"))
+    assert torch.plate.host_ops() == {"aten.argmax": 1}

@@ -33,11 +33,16 @@ def cuda_linspace(start, end, steps, dtype):
     return torch.from_numpy(np.array(values, dtype=np.float64).astype(np.float32)).to(dtype)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("start, end, steps", CASES)
+def _holds(dtype, *bounds):
+    info = torch.iinfo(dtype)
+    return all(info.min <= b <= info.max for b in bounds)
+
+
+@pytest.mark.parametrize(
+    "start, end, steps, dtype",
+    [(*case, dtype) for case in CASES for dtype in DTYPES if dtype.is_floating_point or _holds(dtype, *case[:2])],
+)
 def test_linspace_is_cudas_formula(start, end, steps, dtype, no_host_ops):
-    if dtype == torch.uint8 and min(start, end) < 0:
-        pytest.skip("negative bounds of an unsigned result")
     got = torch.linspace(start, end, steps, dtype=dtype, device="plate")
     assert got.device.type == "plate" and got.dtype == dtype and got.shape == (steps,)
     assert torch.equal(got.cpu(), cuda_linspace(start, end, steps, dtype))
@@ -84,3 +89,9 @@ def test_every_overload_and_out(no_host_ops):
 def test_negative_steps_go_to_the_host_which_raises_torchs_error():
     with pytest.raises(RuntimeError, match="non-negative"):
         torch.linspace(0, 1, -1, device="plate")
+
+
+def test_bounds_an_integer_result_cannot_hold_raise_torchs_error():
+    # CUDA's kernel converts the bounds to the result's type first (c10's checks): the host raises that error
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.linspace(0, 1000, 5, dtype=torch.uint8, device="plate")

@@ -516,34 +516,35 @@ def test_config_eager_ops_run_as_extern_calls():
     assert any(str(w.message) == said for w in caught)
 
 
-def _fail_on_atan2(real_make_pir):
-    """A pir stage that rejects kernels calling atan2, with the kernel source line in the error, as
+def _fail_on_atan2(real_make_pir, name: str = "atan2"):
+    """A pir stage that rejects kernels calling `name` (atan2), with the kernel source line in the error, as
     the real lowering does for an op it has no rule for."""
 
     def make_pir(src, metadata, options):
         text = str(src)
-        if "atan2" in text:
+        if name in text:
             path = re.search(r'#loc\d* = loc\("([^"]+\.py)":', text).group(1)
             with open(path) as f:
-                line = next(i for i, s in enumerate(f, 1) if re.search(r"\batan2\(", s))
-            raise CompileError(f"[codegen] tt.extern_elementwise at {path}:{line}:1: injected: no rule for atan2")
+                line = next(i for i, s in enumerate(f, 1) if re.search(rf"\b{name}\(", s))
+            raise CompileError(f"[codegen] tt.extern_elementwise at {path}:{line}:1: injected: no rule for {name}")
         return real_make_pir(src, metadata, options)
 
     return make_pir
 
 
 def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
-    monkeypatch.setitem(plate_compiler.STAGES, "pir", _fail_on_atan2(plate_compiler.STAGES["pir"]))
+    # nextafter: an op without a plate eager kernel, so that its eager run is a host op the fallback counts
+    monkeypatch.setitem(plate_compiler.STAGES, "pir", _fail_on_atan2(plate_compiler.STAGES["pir"], "nextafter"))
     monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
     fallback.forget_learned_ops()
     inductor_plate.reset_host_fallbacks()
     x, y = torch.randn(4, 32), torch.randn(4, 32) + 2
 
     def first(x, y):
-        return torch.atan2(x.cos(), y) * 1.625 + 0.5
+        return torch.nextafter(x.cos(), y) * 1.625 + 0.5
 
     def second(x, y):
-        return torch.atan2(x, y).exp() - 0.25
+        return torch.nextafter(x, y).exp() - 0.25
 
     try:
         with (
@@ -553,16 +554,16 @@ def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
             warnings.simplefilter("always")
             out = torch.compile(first)(x.to("plate"), y.to("plate"))  # the frame runs eagerly
             torch.testing.assert_close(out.cpu(), first(x, y))
-            assert policy.learned_eager_ops() == {"aten.atan2.default"}
+            assert policy.learned_eager_ops() == {"aten.nextafter.default"}
             frames = [name for name in inductor_plate.host_fallbacks() if name.startswith("frame ")]
-            assert len(frames) == 1 and "aten.atan2.default" in frames[0]  # the frame that ran eagerly, counted
+            assert len(frames) == 1 and "aten.nextafter.default" in frames[0]  # the frame that ran eagerly, counted
             out, codes = run_and_get_code(torch.compile(second), x.to("plate"), y.to("plate"))
             torch.testing.assert_close(out.cpu(), second(x, y))
-            assert inductor_plate.host_fallbacks()["op aten.atan2"] == 1  # the learned op, run on the host
+            assert inductor_plate.host_fallbacks()["op aten.nextafter"] == 1  # the learned op, run on the host
         messages = [str(w.message) for w in caught if issubclass(w.category, fallback.PlateFallbackWarning)]
-        assert any(m.startswith("plate: cannot compile kernel") and "aten.atan2.default" in m for m in messages)
+        assert any(m.startswith("plate: cannot compile kernel") and "aten.nextafter.default" in m for m in messages)
         assert all("\n" not in m for m in messages)
-        assert any("torch.ops.aten.atan2.default(" in code and "plate_guard_kernel(" in code for code in codes)
+        assert any("torch.ops.aten.nextafter.default(" in code and "plate_guard_kernel(" in code for code in codes)
     finally:
         fallback.forget_learned_ops()
 

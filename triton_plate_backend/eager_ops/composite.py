@@ -5,6 +5,19 @@
   autograd uses the op's own derivative (``_fused_rms_norm_backward``) and Inductor's lite mode keeps
   the op whole in its graph, instead of decomposing it at the Autograd key as on the CPU. Where torch has no
   decomposition, plate's own (embedding_bag.py: CUDA's results where the CPU kernel's differ).
+- ``decomposed``: ``composite`` for ops whose CPU kernel takes fewer dtypes than the decomposition (a bool or
+  integer operand the CPU kernel refuses goes to the host, which raises torch's error: Row.floating, Row.boolean),
+  the result laid out as the meta kernel lays it out.
+- ``upsample_nearest_backward``: upsample_nearest2d's gradient, each output gradient added (index_add) onto the
+  input element ATen's nearest_idx picks for it, in the op math type (fp32 for fp16/bf16), rounded once.
+- ``upsample_bilinear_backward``: upsample_bilinear2d's gradient as ATen's CPU kernel: each output gradient times
+  its four weights (h_lambda * w_lambda, ATen's source indices and lambdas in the op math type) added onto the four
+  input elements, one index_add per corner, fp16/bf16 summed in fp32 and rounded once.
+- ``searchsorted``: of a 1-D sorted sequence without a sorter, bucketize (its decomposition) with the same side.
+- ``rrelu_eval``: rrelu_with_noise outside training, leaky_relu with the slope (lower + upper) / 2 (ATen's).
+- ``floating_composite`` (at plate's Autograd key, ops.AUTOGRAD_FAMILIES): a CompositeImplicitAutograd op whose
+  CPU kernel refuses integer and bool tensors (upsample_*.vec): those go to the host, which raises its error; the
+  others decompose as torch decomposes them (autograd through the decomposition).
 - ``nll_loss``: ``composite`` for nll_loss_forward/backward, its targets checked first (out of range: the host
   raises torch's error).
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
@@ -32,7 +45,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from . import embedding_bag
-from .ops import Call, as_expected, checked
+from .ops import HALF, Call, _traced, as_expected, checked
 from .table import Row
 
 
@@ -43,6 +56,156 @@ def composite(op: torch._ops.OpOverload, row: Row) -> Callable:
         return decomposition(*args, **kwargs)
 
     return kernel
+
+
+def decomposed(op: torch._ops.OpOverload, row: Row) -> Callable:
+    decomposition = decomposition_table[op]
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        operands = [call.bound.get(name) for name in row.operands if isinstance(call.bound.get(name), torch.Tensor)]
+        if any(t.device.type != "plate" for t in operands) or not all(_takes(row, t.dtype) for t in operands):
+            return call.on_host()
+        if row.fn == "probabilities" and bool(((operands[0] < 0) | (operands[0] > 1) | operands[0].isnan()).any()):
+            return call.on_host()  # binary_cross_entropy: the CPU kernel raises for an input outside [0, 1]
+        result = decomposition(*call.args, **call.kwargs)
+        if call.target_name is not None:
+            return result
+        if isinstance(result, torch.Tensor):
+            return _as_meta(result, expected)
+        return tuple(_as_meta(r, e) for r, e in zip(result, expected))
+
+    return kernel
+
+
+def upsample_nearest_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        grad = call["grad_output"]
+        if grad.device.type != "plate" or not grad.dtype.is_floating_point or grad.dim() != 4:
+            return call.on_host()
+        n, c, h, w = call["input_size"]
+        oh, ow = call["output_size"]
+        rows = _nearest_indices(h, oh, call["scales_h"], grad.device)
+        cols = _nearest_indices(w, ow, call["scales_w"], grad.device)
+        index = (rows.unsqueeze(1) * w + cols.unsqueeze(0)).reshape(-1)
+        wide = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
+        total = torch.zeros((n, c, h * w), dtype=wide, device=grad.device)
+        total.index_add_(2, index, grad.reshape(n, c, oh * ow).to(wide))
+        if call.target_name is not None:
+            return call[call.target_name].copy_(total.view(n, c, h, w))
+        return as_expected(total.view(n, c, h, w), expected)
+
+    return kernel
+
+
+def upsample_bilinear_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        grad = call["grad_output"]
+        if grad.device.type != "plate" or not grad.dtype.is_floating_point or grad.dim() != 4:
+            return call.on_host()
+        n, c, h, w = call["input_size"]
+        oh, ow = call["output_size"]
+        wide = torch.float32 if grad.dtype in HALF else grad.dtype
+        corners = call["align_corners"]
+        rows = _linear_sources(h, oh, corners, call["scales_h"], wide, grad.device)
+        cols = _linear_sources(w, ow, corners, call["scales_w"], wide, grad.device)
+        g = grad.reshape(n, c, oh * ow).to(wide)
+        total = torch.zeros((n, c, h * w), dtype=wide, device=grad.device)
+        for hi, hl in ((rows[0], rows[2]), (rows[1], rows[3])):
+            for wi, wl in ((cols[0], cols[2]), (cols[1], cols[3])):
+                weight = (hl.unsqueeze(1) * wl.unsqueeze(0)).reshape(1, 1, -1)
+                total.index_add_(2, (hi.unsqueeze(1) * w + wi.unsqueeze(0)).reshape(-1), weight * g)
+        if call.target_name is not None:
+            return call[call.target_name].copy_(total.view(n, c, h, w))
+        return as_expected(total.view(n, c, h, w), expected)
+
+    return kernel
+
+
+def _linear_sources(size: int, out_size: int, align_corners: bool, scale, dtype, device):
+    """ATen's compute_source_index_and_lambda for each output index: (index0, index1, lambda0, lambda1)."""
+    i = torch.arange(out_size, device=device)
+    if out_size == size:
+        return i, i, torch.ones(out_size, dtype=dtype, device=device), torch.zeros(out_size, dtype=dtype, device=device)
+    if align_corners:
+        ratio = (size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        ratio = 1.0 / scale if scale is not None and scale > 0 else size / out_size
+    ratio = torch.tensor(ratio, dtype=dtype).to(device)  # area_pixel_compute_scale, in the op math type
+    if align_corners:
+        source = ratio * i.to(dtype)
+    else:
+        source = (ratio * (i.to(dtype) + 0.5) - 0.5).clamp_min(0)
+    index0 = source.floor().to(torch.int64).clamp_max(size - 1)
+    lambda1 = (source - index0.to(dtype)).clamp(0, 1)
+    index1 = index0 + (index0 < size - 1).to(torch.int64)
+    return index0, index1, 1 - lambda1, lambda1
+
+
+def _nearest_indices(size: int, out_size: int, scale, device) -> torch.Tensor:
+    """ATen's nearest_idx for each output index: min(floor(i * s), size - 1) in float32, s = 1 / scale when one
+    is given, else size / out_size (the same index, an output twice the input's: i >> 1)."""
+    i = torch.arange(out_size, device=device)
+    if out_size == size:
+        return i
+    if out_size == 2 * size:
+        return i // 2
+    s = float(torch.tensor(1.0 / scale if scale is not None and scale > 0 else size / out_size, dtype=torch.float32))
+    step = torch.tensor(s, dtype=torch.float32).to(device)
+    return (i.to(torch.float32) * step).floor().to(torch.int64).clamp_max(size - 1)
+
+
+def searchsorted(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        sequence, values, sorter = call["sorted_sequence"], call["self"], call["sorter"]
+        tensors = [t for t in (sequence, values) if isinstance(t, torch.Tensor)]
+        if sequence.dim() != 1 or sorter is not None or any(t.device.type != "plate" for t in tensors):
+            return call.on_host()
+        if any(t.dtype == torch.bool for t in tensors):
+            return call.on_host()  # the CPU kernel's error
+        right = bool(call["right"]) or call["side"] == "right"
+        result = torch.bucketize(values, sequence, out_int32=call["out_int32"], right=right)
+        return _as_meta(result, expected)
+
+    return kernel
+
+
+def rrelu_eval(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        if call["training"] or x.device.type != "plate":
+            return call.on_host()  # training draws its slopes into `noise` on the host
+        return torch.ops.aten.leaky_relu.default(x, (call["lower"] + call["upper"]) / 2)
+
+    return kernel
+
+
+def floating_composite(op: torch._ops.OpOverload, row: Row) -> Callable:
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        operands = [call.bound.get(name) for name in row.operands]
+        integral = any(isinstance(t, torch.Tensor) and not t.dtype.is_floating_point for t in operands)
+        if integral and not (_traced(args) or _traced(kwargs.values())):  # a tracer decomposes, as it always did
+            return call.on_host()
+        return op.decompose(*args, **kwargs)
+
+    return kernel
+
+
+def _takes(row: Row, dtype: torch.dtype) -> bool:
+    if row.floating and not dtype.is_floating_point:
+        return False
+    return row.boolean or dtype != torch.bool
+
+
+def _as_meta(result: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    if result.stride() == expected.stride() and result.dtype == expected.dtype:
+        return result
+    return as_expected(result, expected)
 
 
 def nll_loss(op: torch._ops.OpOverload, row: Row) -> Callable:
@@ -399,6 +562,12 @@ def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
 
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "composite": composite,
+    "decomposed": decomposed,
+    "upsample_nearest_backward": upsample_nearest_backward,
+    "searchsorted": searchsorted,
+    "upsample_bilinear_backward": upsample_bilinear_backward,
+    "rrelu_eval": rrelu_eval,
+    "floating_composite": floating_composite,
     "nll_loss": nll_loss,
     "equal": equal,
     "masked_select": masked_select,

@@ -557,6 +557,139 @@ def complex_log1p(ar, ai, br, bi, alpha):
     return 0.5 * tl.where(ar * ar + ai * ai < 0.25, near, far), libdevice.atan2(ai, one)
 
 
+# ---- binary math and bits (ATen's CPU kernels' formulas) ----------------------------------------------------
+@triton.jit
+def atan2(x, y, z):
+    return libdevice.atan2(x, y)
+
+
+@triton.jit
+def hypot(x, y, z):
+    return libdevice.hypot(x, y)
+
+
+@triton.jit
+def logaddexp(x, y, z):
+    """ATen's: a where a and b are the same infinity, else max(a, b) + log1p(exp(-|a - b|)) (NaN: NaN)."""
+    m = tl.where(x < y, y, x)
+    return tl.where((x == y) & (tl.abs(x) == float("inf")), x, m + libdevice.log1p(tl.exp(-tl.abs(x - y))))
+
+
+@triton.jit
+def logaddexp2(x, y, z):
+    m = tl.where(x < y, y, x)
+    inv_ln2 = tl.full(x.shape, 1.4426950408889634, x.dtype)  # 1 / ln 2 rounded to x's type, as ATen's constant
+    spread = libdevice.log1p(libdevice.exp2(-tl.abs(x - y))) * inv_ln2
+    return tl.where((x == y) & (tl.abs(x) == float("inf")), x, m + spread)
+
+
+@triton.jit
+def copysign(x, y, z):
+    return libdevice.copysign(x, y)
+
+
+@triton.jit
+def fmax(x, y, z):
+    """C's fmax: a NaN operand is ignored (NaN only when both are)."""
+    return tl.where(x != x, y, tl.where(y != y, x, tl.where(x < y, y, x)))
+
+
+@triton.jit
+def fmin(x, y, z):
+    return tl.where(x != x, y, tl.where(y != y, x, tl.where(y < x, y, x)))
+
+
+@triton.jit
+def heaviside(x, y, z):
+    """ATen's: `values` where x == 0, else x > 0 (NaN: 0)."""
+    return tl.where(x == 0, y, tl.where(x > 0, 1, 0).to(x.dtype))
+
+
+@triton.jit
+def frac(x, y, z):
+    return x - libdevice.trunc(x)
+
+
+@triton.jit
+def signbit(x, y, z):
+    """The sign bit (-0.0 and -NaN set) of a float; x < 0 of an integer."""
+    if x.dtype == tl.float64:
+        result = x.to(tl.int64, bitcast=True) < 0
+    elif x.dtype.is_floating():
+        result = x.to(tl.float32).to(tl.int32, bitcast=True) < 0
+    else:
+        result = x < 0
+    return result
+
+
+@triton.jit
+def round_even(x, y, z):
+    """torch.round: to nearest, ties to even (nearbyint); integers are themselves."""
+    if x.dtype.is_floating():
+        result = libdevice.nearbyint(x)
+    else:
+        result = x
+    return result
+
+
+@triton.jit
+def left_shift(x, y, z):
+    """ATen's lshift: 0 for a shift past the width or negative."""
+    bits: tl.constexpr = x.dtype.primitive_bitwidth
+    outside = (y < 0) | (y >= bits)
+    return tl.where(outside, 0, x << tl.where(outside, 0, y)).to(x.dtype)
+
+
+@triton.jit
+def right_shift(x, y, z):
+    """ATen's rshift: a shift past the width or negative shifts a signed integer by width - 1 (its sign fills the
+    result) and gives 0 of an unsigned one."""
+    bits: tl.constexpr = x.dtype.primitive_bitwidth
+    outside = (y < 0) | (y >= bits)
+    shifted = x >> tl.where(outside, bits - 1, y).to(x.dtype)
+    if x.dtype.is_int_unsigned():
+        shifted = tl.where(outside, 0, shifted).to(x.dtype)
+    return shifted
+
+
+@triton.jit
+def angle(x, y, z):
+    """The angle of a real number: pi for a negative one, 0 otherwise (-0.0 too), NaN stays (ATen's)."""
+    pi = tl.full(x.shape, 3.141592653589793, x.dtype)  # rounded to x's type, as ATen's c10::pi<T>
+    return tl.where(x != x, x, tl.where(x < 0, pi, 0.0))
+
+
+@triton.jit
+def _gcd(x, y):
+    """ATen's calc_gcd: Euclid's algorithm on |x|, |y|, as many steps as the type's worst case (Fibonacci pairs:
+    fewer than 1.5 steps per bit)."""
+    a = tl.abs(x)
+    b = tl.abs(y)
+    for _ in tl.static_range(x.dtype.primitive_bitwidth * 3 // 2 + 2):
+        live = a != 0
+        c = a
+        a = tl.where(live, b % tl.where(live, a, 1), 0).to(x.dtype)
+        b = tl.where(live, c, b)
+    return b
+
+
+@triton.jit
+def gcd(x, y, z):
+    return _gcd(x, y)
+
+
+@triton.jit
+def lcm(x, y, z):
+    """ATen's: 0 where gcd is 0, else |x / gcd * y|, narrower types than int computed in int32 (C's promotion)."""
+    g = _gcd(x, y)
+    q = x // tl.where(g == 0, 1, g)
+    if x.dtype.primitive_bitwidth < 32:
+        product = q.to(tl.int32) * y.to(tl.int32)
+    else:
+        product = q * y
+    return tl.where(g == 0, 0, tl.abs(product)).to(x.dtype)
+
+
 FUNCTIONS = {
     f.__name__: f
     for f in (
@@ -645,6 +778,22 @@ FUNCTIONS = {
         complex_exp,
         complex_log,
         complex_log1p,
+        atan2,
+        hypot,
+        logaddexp,
+        logaddexp2,
+        copysign,
+        fmax,
+        fmin,
+        heaviside,
+        frac,
+        signbit,
+        round_even,
+        left_shift,
+        right_shift,
+        angle,
+        gcd,
+        lcm,
     )
 }
 

@@ -188,6 +188,8 @@ def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
             return torch.isnan(parts[..., 0]) + torch.isnan(parts[..., 1])  # either part NaN (bools add as or)
         if row.integral and (expected.dtype.is_floating_point or expected.dtype.is_complex):
             return call.on_host()
+        if not takes_dtypes(row, expected):
+            return call.on_host()
         if expected.dtype.is_complex or any(_is_complex(v) for v in values):
             return _complex(call, row, expected, device, values)
         typed = real_operands(call, row, expected, values, device)
@@ -368,6 +370,14 @@ def _integer_division_by_zero(dividend, divisor) -> bool:
     if isinstance(divisor, torch.Tensor):
         return bool((divisor == 0).any())
     return divisor == 0
+
+
+def takes_dtypes(row: Row, expected) -> bool:
+    """Whether a row's kernel takes the call's types: Row.floating (a floating result) and Row.boolean (a bool
+    result, the type the CPU kernel computes in); the others run on the host, which raises the CPU kernel's error."""
+    if row.floating and not expected.dtype.is_floating_point:
+        return False
+    return row.boolean or expected.dtype != torch.bool
 
 
 def real_operands(call: Call, row: Row, expected, values, device) -> tuple[torch.dtype, list[torch.Tensor]] | None:
@@ -688,7 +698,7 @@ def cat(op: torch._ops.OpOverload, row: Row) -> Callable:
 # CompositeImplicitAutograd, which torch decomposes at the Autograd key, above functionalization. A PrivateUse1
 # kernel would keep the op whole down to where a tracer decomposes it below functionalization (its in-place
 # steps then reach the traced graph); at the Autograd key a traced call decomposes where it always did.
-AUTOGRAD_FAMILIES = frozenset({"isclose"})
+AUTOGRAD_FAMILIES = frozenset({"isclose", "floating_composite"})
 
 
 def _traced(values) -> bool:

@@ -150,18 +150,19 @@ def _empty(call: Call, expected, x: torch.Tensor):
 
 def extreme(op: torch._ops.OpOverload, row: Row):
     """max.default / min.default (every element) and amax / amin (over dims): one row per result element,
-    NaN if the row holds one, as torch's. Empty reductions (the host raises torch's error; empty results: see
-    ``_empty``), bool and complex tensors run on the host."""
+    NaN if the row holds one, as torch's; a bool tensor over its bytes (0 and 1, as uint8). Empty reductions (the
+    host raises torch's error; empty results: see ``_empty``) and complex tensors run on the host."""
 
     @checked(op)
     def kernel(call: Call, expected):
         x = call["self"]
-        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or call.target_name is not None:
+        if x.dtype not in REAL_DTYPES or call.target_name is not None:
             return call.on_host()
         if x.numel() == 0:
             return _empty(call, expected, x)
+        x = x.view(torch.uint8) if x.dtype == torch.bool else x
         if x.dim() == 0:
-            return _written(call, expected, x.reshape(expected.shape).clone())
+            return _written(call, expected, x.view(expected.dtype).reshape(expected.shape).clone())
         rows = as_rows(x, reduced_dims(x, call.bound.get("dim")))  # max.default: all dims
         n, m = rows.shape
         result = torch.empty(n, dtype=x.dtype, device=x.device)
@@ -170,23 +171,27 @@ def extreme(op: torch._ops.OpOverload, row: Row):
             result, rows, n, m, MAX=row.fn == "max", IS_FLOAT=x.dtype.is_floating_point, COLUMNS=_columns(m),
             machine=k.machine_of(x),
         )  # fmt: skip
-        return _written(call, expected, result.view(expected.shape))
+        return _written(call, expected, result.view(expected.dtype).view(expected.shape))
 
     return kernel
 
 
 def arg_extreme(op: torch._ops.OpOverload, row: Row):
     """max.dim / min.dim (values and first indices) and argmax / argmin (dim None: every element): one row per
-    result element, a NaN the extreme as torch's. Empty rows (empty results: ``_empty``), bool and complex tensors
+    result element, a NaN the extreme as torch's; a bool tensor's max.dim / min.dim over its bytes (argmax and
+    argmin refuse bool: the host raises torch's error). Empty rows (empty results: ``_empty``) and complex tensors
     run on the host."""
 
     @checked(op)
     def kernel(call: Call, expected):
         x = call["self"]
-        if x.dtype not in REAL_DTYPES or x.dtype == torch.bool or call.target_name is not None:
+        if x.dtype not in REAL_DTYPES or call.target_name is not None:
             return call.on_host()
+        if x.dtype == torch.bool and not isinstance(expected, (tuple, list)):
+            return call.on_host()  # argmax / argmin: the CPU's error
         if x.numel() == 0:
             return _empty(call, expected, x)
+        x = x.view(torch.uint8) if x.dtype == torch.bool else x
         dim = call.bound.get("dim")
         source = x.reshape(1) if x.dim() == 0 else x
         rows = as_rows(source, reduced_dims(source, dim))
@@ -200,7 +205,7 @@ def arg_extreme(op: torch._ops.OpOverload, row: Row):
         )  # fmt: skip
         if isinstance(expected, (tuple, list)):  # max.dim / min.dim
             return (
-                _written(call, expected[0], values.view(expected[0].shape)),
+                _written(call, expected[0], values.view(expected[0].dtype).view(expected[0].shape)),
                 _written(call, expected[1], indices.view(expected[1].shape)),
             )
         return _written(call, expected, indices.view(expected.shape))

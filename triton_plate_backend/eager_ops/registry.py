@@ -13,7 +13,6 @@ import torch
 from torch._C._dynamo import eval_frame
 
 from . import (
-    activations,
     advanced_index,
     complex_ops,
     composite,
@@ -24,6 +23,7 @@ from . import (
     layer_norm,
     matmul,
     ops,
+    parametric,
     pooling,
     reductions,
     scans,
@@ -39,7 +39,7 @@ from .table import overloads
 # Row.family -> the builder of that family's kernels
 FAMILIES = {
     **ops.FAMILIES,
-    **activations.FAMILIES,
+    **parametric.FAMILIES,
     **indexing.FAMILIES,
     **pooling.FAMILIES,
     **sorting.FAMILIES,

@@ -11,8 +11,8 @@
 - ``logspace``: base ** (that value), the power in float64, rounded once to the result's type.
 
 ``steps`` 0 gives an empty result, 1 gives ``start``; out is resized to (steps,) as ATen's kernels resize it.
-Negative steps, complex and bool results, and tensors of another device run on the host, counted (the host
-raises torch's error)."""
+Negative steps, complex and bool results, bounds an integer result cannot hold, and tensors of another device run
+on the host, counted (the host raises torch's error)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import torch
 
-from .ops import Call
+from .ops import Call, _overflows
 from .table import Row
 
 
@@ -45,7 +45,12 @@ def spaced(op: torch._ops.OpOverload, row: Row) -> Callable:
         if steps == 0:
             return out
         compute = _compute_type(out.dtype)
-        start, end = (float(_number(call[n])) for n in ("start", "end"))
+        start, end = (_number(call[n]) for n in ("start", "end"))
+        if not out.dtype.is_floating_point:  # CUDA's kernel converts the bounds to the result's type first
+            if any(_overflows(v, out.dtype) for v in (start, end)):
+                return call.on_host()  # c10's checked conversion: torch's error
+            start, end = (torch.tensor(v).to(out.dtype).item() for v in (start, end))
+        start, end = float(start), float(end)
         ends = torch.tensor([start, end], dtype=compute)  # the bounds rounded to the accumulator type, on the host
         start_c, end_c = ends.tolist()
         step = ((ends[1] - ends[0]) / max(steps - 1, 1)).item()  # in the accumulator type, as CUDA's kernel

@@ -24,6 +24,9 @@ class Row:
     real_operands: tuple[str, ...] = ()  # operands that stay real for complex tensors (a condition, alpha)
     compute: str = "promoted"  # "result": compute in the result's type (an int input of a float function)
     integral: bool = False  # bool and integer tensors only: others go to the host, which raises torch's error
+    floating: bool = False  # floating operands only: others go to the host, which raises torch's error
+    boolean: bool = True  # False: bool operands go to the host (the CPU kernel refuses them: torch's error)
+    params: tuple[str, ...] = ()  # parametric ops: the schema's numbers the kernel reads (parametric.py)
 
 
 BINARY = ("self", "other")
@@ -65,9 +68,43 @@ POLYNOMIALS = tuple(
     f"{kind}_polynomial_{letter}" for kind in ("chebyshev", "shifted_chebyshev") for letter in "tuvw"
 ) + ("hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
 BESSEL = ("j0", "j1", "y0", "y1")
-LOSSES = ("mse_loss", "smooth_l1_loss", "huber_loss")  # pointwise losses, their reduction included
-# activations.py: pointwise activations with scalar parameters, forward and backward
-ACTIVATIONS = ("elu", "hardtanh", "hardsigmoid", "hardshrink", "softshrink", "hardswish", "leaky_relu", "softplus")
+ISIN = ("Tensor_Tensor", "Tensor_Scalar", "Scalar_Tensor")
+LOSSES = ("mse_loss", "smooth_l1_loss", "huber_loss")
+SHIFTS = {"bitwise_left_shift": "left_shift", "__lshift__": "left_shift", "bitwise_right_shift": "right_shift"}
+SHIFTS["__rshift__"] = "right_shift"
+GRAD_SELF = ("grad_output", "self")
+# parametric.py: name -> (element function, tensor operands, numbers, Row options)
+PARAMETRIC = {
+    "elu": ("elu", ("self",), ("alpha", "scale", "input_scale"), {"floating": True}),
+    "elu_backward": (
+        "elu_backward",
+        ("grad_output", "self_or_result"),
+        ("alpha", "scale", "input_scale", "is_result"),
+        {"floating": True},
+    ),
+    "leaky_relu": ("leaky_relu", ("self",), ("negative_slope",), {"floating": True}),
+    "leaky_relu_backward": ("leaky_relu_backward", GRAD_SELF, ("negative_slope",), {"floating": True}),
+    "hardtanh": ("hardtanh", ("self",), ("min_val", "max_val"), {"boolean": False}),
+    "hardtanh_backward": ("hardtanh_backward", GRAD_SELF, ("min_val", "max_val"), {"floating": True}),
+    "softplus": ("softplus", ("self",), ("beta", "threshold"), {"floating": True}),
+    "softplus_backward": ("softplus_backward", GRAD_SELF, ("beta", "threshold"), {"floating": True}),
+    "hardsigmoid": ("hardsigmoid", ("self",), (), {"floating": True}),
+    "hardsigmoid_backward": ("hardsigmoid_backward", GRAD_SELF, (), {"floating": True}),
+    "hardswish": ("hardswish", ("self",), (), {"floating": True}),
+    "hardswish_backward": ("hardswish_backward", GRAD_SELF, (), {"floating": True}),
+    "mish": ("mish", ("self",), (), {"floating": True}),
+    "mish_backward": ("mish_backward", GRAD_SELF, (), {"floating": True}),
+    "hardshrink": ("hardshrink", ("self",), ("lambd",), {"floating": True}),
+    "hardshrink_backward": ("shrink_backward", ("grad_out", "self"), ("lambd",), {"floating": True}),
+    "softshrink": ("softshrink", ("self",), ("lambd",), {"floating": True}),
+    "softshrink_backward": ("shrink_backward", GRAD_SELF, ("lambd",), {"floating": True}),
+    "threshold": ("threshold", ("self",), ("threshold", "value"), {"boolean": False}),
+    "nan_to_num": ("nan_to_num", ("self",), ("nan", "posinf", "neginf"), {}),
+    "logit": ("logit", ("self",), ("eps",), {"compute": "result"}),
+    "logit_backward": ("logit_backward", GRAD_SELF, ("eps",), {"floating": True}),
+    "addcmul": ("addcmul", ("self", "tensor1", "tensor2"), ("value",), {"boolean": False}),
+    "addcdiv": ("addcdiv", ("self", "tensor1", "tensor2"), ("value",), {"floating": True}),
+}
 # float functions with a complex kernel (kernels.FUNCTIONS, over (real, imag) pairs)
 COMPLEX_FUNCTIONS = {"exp": "complex_exp", "log": "complex_log", "log1p": "complex_log1p"}
 EAGER_OPS: dict[str, Row] = {
@@ -204,6 +241,82 @@ EAGER_OPS: dict[str, Row] = {
     "triu_indices.default": Row("composite"),
     "multi_margin_loss.default": Row("composite"),  # the forward only: its backward has no decomposition
     "index_add_.default": Row("composite"),
+    # kernels.py's binary math and bits, ATen's CPU formulas (atan2, copysign: integers give the default float type)
+    "atan2.default": Row("elementwise", "atan2", BINARY, compute="result"),
+    "hypot.default": Row("elementwise", "hypot", BINARY, floating=True),
+    "logaddexp.default": Row("elementwise", "logaddexp", BINARY, floating=True),
+    "logaddexp2.default": Row("elementwise", "logaddexp2", BINARY, floating=True),
+    "copysign.Tensor": Row("elementwise", "copysign", BINARY, compute="result"),
+    "copysign.Scalar": Row("elementwise", "copysign", BINARY, compute="result"),
+    "fmax.default": Row("elementwise", "fmax", BINARY),
+    "fmin.default": Row("elementwise", "fmin", BINARY),
+    "heaviside.default": Row("elementwise", "heaviside", ("self", "values")),
+    "frac.default": Row("elementwise", "frac", floating=True),
+    "signbit.default": Row("elementwise", "signbit"),
+    "angle.default": Row("elementwise", "angle", compute="result"),  # a complex tensor's: on the host
+    "gcd.default": Row("elementwise", "gcd", BINARY, integral=True, boolean=False),
+    "lcm.default": Row("elementwise", "lcm", BINARY, integral=True, boolean=False),
+    "round.default": Row("elementwise", "round_even", boolean=False),
+    **{
+        f"{name}.{kind}": Row("elementwise", fn, BINARY, integral=True, boolean=False)
+        for name, fn in SHIFTS.items()
+        for kind in (("Tensor", "Tensor_Scalar") if name.startswith("bitwise") else ("Tensor", "Scalar"))
+    },
+    **{
+        f"{name}.default": Row("parametric", fn, operands, params=params, **options)
+        for name, (fn, operands, params, options) in PARAMETRIC.items()
+    },
+    # composite.decomposed: torch's decomposition over plate kernels, an operand the CPU kernel refuses on the host
+    **{
+        name: Row("decomposed", boolean=False)
+        for name in (
+            "trace.default",
+            "linalg_cross.default",
+            "reflection_pad1d.default",
+            "reflection_pad2d.default",
+            "replication_pad1d.default",
+            "replication_pad2d.default",
+            "reflection_pad1d_backward.default",
+            "reflection_pad2d_backward.default",
+        )
+    },  # fmt: skip
+    "roll.default": Row("decomposed"),
+    **{f"isin.{kind}": Row("decomposed", operands=("elements", "test_elements"), boolean=False) for kind in ISIN},
+    **{
+        f"bucketize.{k}": Row("decomposed", operands=("self", "boundaries"), boolean=False)
+        for k in ("Tensor", "Scalar")
+    },
+    **{
+        name: Row("decomposed", operands=operands, floating=True)
+        for name, operands in (
+            ("renorm.default", ("self",)),
+            ("glu.default", ("self",)),
+            ("glu_backward.default", ("grad_output", "self")),
+            ("_prelu_kernel.default", ("self", "weight")),
+            ("_prelu_kernel_backward.default", ("grad_output", "self", "weight")),
+            ("upsample_nearest2d.default", ("input",)),
+            ("upsample_bilinear2d.default", ("input",)),
+            *((f"{loss}.default", ("self", "target")) for loss in LOSSES),
+            *((f"{loss}_backward.default", ("grad_output", "self", "target")) for loss in LOSSES),
+            ("binary_cross_entropy_backward.default", ("grad_output", "self", "target")),
+            ("embedding_dense_backward.default", ("grad_output",)),
+            ("grid_sampler_2d.default", ("input", "grid")),
+            ("round.decimals", ("self",)),
+            *((f"norm.{kind}", ("self",)) for kind in ("Scalar", "ScalarOpt_dtype")),
+        )
+    },  # fmt: skip
+    "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
+    "upsample_nearest2d_backward.default": Row("upsample_nearest_backward"),
+    "upsample_bilinear2d_backward.default": Row("upsample_bilinear_backward"),
+    "searchsorted.Tensor": Row("searchsorted"),
+    "searchsorted.Scalar": Row("searchsorted"),
+    "rrelu_with_noise.default": Row("rrelu_eval"),
+    "upsample_nearest2d.vec": Row("floating_composite", operands=("input",)),
+    "upsample_bilinear2d.vec": Row("floating_composite", operands=("input",)),
+    "count_nonzero.default": Row("decomposed"),
+    "count_nonzero.dim_IntList": Row("decomposed"),
+    "aminmax.default": Row("decomposed"),
+    **{f"{name}.{kind}": Row("decomposed") for name in ("any", "all") for kind in ("dim", "dims")},
     "linalg_vector_norm.default": Row("vector_norm"),
     "var.correction": Row("variance", "var"),
     "std.correction": Row("variance", "std"),
@@ -241,18 +354,10 @@ EAGER_OPS: dict[str, Row] = {
     "_cummax_helper.default": Row("cumextreme", "max"),
     "_cummin_helper.default": Row("cumextreme", "min"),
     "unfold_backward.default": Row("composite"),
-    # nn.MSELoss, SmoothL1Loss and HuberLoss forward and backward: torch's decompositions over plate kernels (each
-    # was a host op); all but huber_loss's forward compute fp16/bf16 in float32 (pw_cast_for_opmath), as CUDA
-    **{f"{loss}{part}.default": Row("composite") for loss in LOSSES for part in ("", "_backward")},
     # batch norm (nn.BatchNorm*d, F.batch_norm), training and eval, forward (running statistics updated in place) and
     # backward: torch's decompositions, statistics in float32 for fp16/bf16 inputs (var_mean: plate's variance)
     "native_batch_norm.default": Row("composite"),
     "native_batch_norm_backward.default": Row("composite"),
-    **{f"{name}{part}.default": Row("activation") for name in ACTIVATIONS for part in ("", "_backward")},
-    "mish.default": Row("activation"),
-    "mish_backward.default": Row("activation"),
-    "count_nonzero.default": Row("composite"),  # (x != 0).sum(dim)
-    "count_nonzero.dim_IntList": Row("composite"),
     # convolution.py: conv1d/2d/3d (not transposed) as im2col and matmuls, forward and backward
     "convolution_overrideable.default": Row("convolution"),
     "convolution_backward_overrideable.default": Row("convolution", "backward"),
@@ -409,6 +514,44 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "sum.dim_IntList": ("sum.IntList_out",),
     "mean.dim": ("mean.out",),
     "special_xlog1py.default": ("special_xlog1py.out",),
+    "atan2.default": ("atan2_.default", "atan2.out"),
+    **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("gcd", "lcm")},
+    "angle.default": ("angle.out",),
+    "upsample_nearest2d_backward.default": ("upsample_nearest2d_backward.grad_input",),
+    "upsample_bilinear2d_backward.default": ("upsample_bilinear2d_backward.grad_input",),
+    **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("hypot", "heaviside", "frac", "round")},
+    **{f"{name}.default": (f"{name}.out",) for name in ("logaddexp", "logaddexp2", "fmax", "fmin", "signbit")},
+    "copysign.Tensor": ("copysign_.Tensor", "copysign.out"),
+    "copysign.Scalar": ("copysign_.Scalar", "copysign.Scalar_out"),
+    **{
+        f"bitwise_{d}_shift.{k}": (f"bitwise_{d}_shift_.{k}", f"bitwise_{d}_shift.{k}_out")
+        for d in ("left", "right")
+        for k in ("Tensor", "Tensor_Scalar")
+    },
+    **{
+        f"__{d}shift__.{k}": (f"__i{d}shift__.{k}", f"__{d}shift__.{k}_out") for d in "lr" for k in ("Tensor", "Scalar")
+    },
+    **{
+        f"{name}.default": (f"{name}_.default", f"{name}.out")
+        for name in (
+            "elu",
+            "leaky_relu",
+            "hardtanh",
+            "hardsigmoid",
+            "hardswish",
+            "mish",
+            "threshold",
+            "nan_to_num",
+            "logit",
+            "addcmul",
+            "addcdiv",
+        )
+    },
+    **{f"{name}.default": (f"{name}.out",) for name in ("softplus", "hardshrink", "softshrink", "hardswish_backward")},
+    **{
+        f"{name}_backward.default": (f"{name}_backward.grad_input",)
+        for name in ("elu", "leaky_relu", "hardtanh", "softplus", "hardsigmoid", "hardshrink", "softshrink", "logit")
+    },
     **{f"{name}.default": (f"{name}.out",) for name in ("mm", "bmm", "dot", "_int_mm")},
     **{f"{name}.default": (f"{name}_.default", f"{name}.out") for name in ("addmm", "baddbmm", "addmv")},
 }

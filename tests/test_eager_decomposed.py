@@ -1,0 +1,279 @@
+"""plate's ``decomposed`` eager rows (eager_ops/composite.py): torch's decomposition of the op over plate kernels,
+against the CPU's result (values, dtype, shape and strides) with no host op; an operand the CPU kernel refuses (a
+bool or integer tensor) runs on the host, which raises the CPU's own error, counted."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from triton_plate_backend import eager_ops
+from triton_plate_backend.eager_ops import table
+
+eager_ops.register()
+
+NAN, INF = float("nan"), float("inf")
+
+
+def values(dtype: torch.dtype, shape=(3, 4), special: bool = True) -> torch.Tensor:
+    g = torch.Generator().manual_seed(1)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_floating_point:
+        x = torch.randn(shape, generator=g) * 2
+        if special:
+            x.view(-1)[:3] = torch.tensor([NAN, INF, -0.0])
+        return x.to(dtype)
+    return torch.randint(-5, 6, shape, generator=g).to(dtype)
+
+
+def plate(value):
+    if isinstance(value, torch.Tensor):
+        return value.to("plate")
+    return value
+
+
+def same(plate_result, cpu_result, dtype):
+    if isinstance(cpu_result, (tuple, list)):
+        assert len(plate_result) == len(cpu_result)
+        for p, c in zip(plate_result, cpu_result):
+            same(p, c, dtype)
+        return
+    assert plate_result.device.type == "plate"
+    assert (plate_result.dtype, plate_result.shape) == (cpu_result.dtype, cpu_result.shape)
+    assert plate_result.stride() == cpu_result.stride()
+    tol = {"rtol": 1e-2, "atol": 1e-2} if dtype in (torch.float16, torch.bfloat16) else {}
+    torch.testing.assert_close(plate_result.cpu(), cpu_result, equal_nan=True, **tol)
+
+
+EDGES = (torch.float32, torch.float16, torch.int64, torch.bool)
+CASES = {
+    "roll": (lambda x: torch.roll(x, (1, -2), (0, 1)), EDGES),
+    "roll flat": (lambda x: torch.roll(x, 5), EDGES),
+    "roll transposed": (lambda x: x.t().roll(1, 0), EDGES),
+    "trace": (torch.trace, EDGES),
+    "aminmax": (torch.aminmax, (torch.float32, torch.int64)),
+    "aminmax dim": (lambda x: torch.aminmax(x, dim=1, keepdim=True), (torch.float32, torch.int64)),
+    "count_nonzero": (torch.count_nonzero, EDGES),
+    "count_nonzero dim": (lambda x: torch.count_nonzero(x, 1), EDGES),
+    "isin": (lambda x: torch.isin(x, x[0]), EDGES),
+    "isin scalar": (lambda x: torch.isin(x, 1), EDGES),
+    "isin invert": (lambda x: torch.isin(x, x[1], invert=True), (torch.float32, torch.int64)),
+    "bucketize": (lambda x: torch.bucketize(x, torch.tensor([-1, 0, 2]).to(x)), EDGES),
+    "bucketize right": (lambda x: torch.bucketize(x, torch.tensor([-1, 0, 2]).to(x), right=True), EDGES),
+    "cross": (lambda x: torch.linalg.cross(x[:, :3], x[:, 1:]), EDGES),
+    "renorm": (lambda x: torch.renorm(x, 2, 0, 1.0), EDGES),
+    "glu": (lambda x: F.glu(x, 1), EDGES),
+    "prelu": (lambda x: F.prelu(x, torch.tensor([0.25]).to(x)), EDGES),
+    "reflection_pad1d": (lambda x: F.pad(x[None], (2, 1), mode="reflect"), EDGES),
+    "reflection_pad2d": (lambda x: F.pad(x[None, None], (2, 1, 1, 2), mode="reflect"), EDGES),
+    "replication_pad1d": (lambda x: F.pad(x[None], (2, 1), mode="replicate"), EDGES),
+    "replication_pad2d": (lambda x: F.pad(x[None, None], (2, 1, 1, 2), mode="replicate"), EDGES),
+    "nearest": (lambda x: F.interpolate(x[None, None], size=(5, 7)), EDGES),
+    "bilinear": (lambda x: F.interpolate(x[None, None], size=(5, 7), mode="bilinear"), (torch.int64, torch.bool)),
+    "mse_loss": (lambda x: F.mse_loss(x, x.flip(0)), EDGES),
+    "mse_loss none": (lambda x: F.mse_loss(x, x.flip(0), reduction="none"), (torch.float32,)),
+    "smooth_l1_loss sum": (lambda x: F.smooth_l1_loss(x, x.flip(0), beta=0.5, reduction="sum"), EDGES),
+    "huber_loss": (lambda x: F.huber_loss(x, x.flip(0), delta=0.7), EDGES),
+    "searchsorted": (lambda x: torch.searchsorted(torch.tensor([-1, 0, 0, 2]).to(x), x), EDGES),
+    "searchsorted right int32": (
+        lambda x: torch.searchsorted(torch.tensor([-1, 0, 0, 2]).to(x), x, side="right", out_int32=True),
+        EDGES,
+    ),
+    "searchsorted scalar": (lambda x: torch.searchsorted(x[0].sort().values, 0), (torch.float32, torch.int64)),
+    "rrelu eval": (lambda x: F.rrelu(x, 0.1, 0.4, training=False), EDGES),
+    "any dim": (lambda x: x.any(1), EDGES),
+    "all dims": (lambda x: x.all((0, 1)), EDGES),
+}
+
+
+@pytest.mark.parametrize(
+    "name, dtype", [(name, dtype) for name, (_, dtypes) in CASES.items() for dtype in dtypes], ids=str
+)
+def test_decomposed_op_matches_the_cpu(name, dtype):
+    fn, _ = CASES[name]
+    x = values(dtype)
+    try:
+        expected = fn(x)
+    except (RuntimeError, NotImplementedError) as e:  # the CPU refuses the dtype: so does plate, on the host
+        torch.plate.reset_host_ops()
+        with pytest.raises(type(e)):
+            fn(x.to("plate"))
+        assert torch.plate.host_ops() != {}
+        return
+    torch.plate.reset_host_ops()
+    result = fn(x.to("plate"))
+    assert torch.plate.host_ops() == {}
+    same(result, expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
+@pytest.mark.parametrize("size", [(7, 9), (3, 4)])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_bilinear_upsampling_matches_the_cpu_on_finite_values(dtype, size, align_corners, no_host_ops):
+    x = torch.randn(2, 3, 5, 6).to(dtype)
+    expected = F.interpolate(x, size=size, mode="bilinear", align_corners=align_corners)
+    same(F.interpolate(x.to("plate"), size=size, mode="bilinear", align_corners=align_corners), expected, dtype)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"align_corners": False},
+        {"mode": "nearest", "align_corners": False},
+        {"padding_mode": "border", "align_corners": True},
+        {"padding_mode": "reflection", "align_corners": False},
+    ],
+)
+def test_grid_sample_matches_the_cpu(options, no_host_ops):
+    x, grid = torch.randn(2, 3, 5, 6), torch.rand(2, 4, 4, 2) * 2.2 - 1.1
+    same(F.grid_sample(x.to("plate"), grid.to("plate"), **options), F.grid_sample(x, grid, **options), torch.float32)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: torch.round(t, decimals=2),
+        lambda t: torch.round(t.half(), decimals=-1),
+        lambda t: torch.norm(t),
+        lambda t: torch.norm(t.half(), 1),
+        lambda t: torch.dist(t, t.flip(0)),
+    ],
+)
+def test_round_decimals_and_norm(fn, no_host_ops):
+    x = torch.randn(3, 4) * 30
+    same(fn(x.to("plate")), fn(x), torch.float32)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16), ids=str)
+@pytest.mark.parametrize(
+    "options", [{"scale_factor": 2}, {"size": (7, 5)}, {"scale_factor": 1.7}, {"scale_factor": (0.6, 2.5)}]
+)
+def test_nearest_upsampling_gradient_matches_the_cpu(dtype, options, no_host_ops):
+    x = torch.randn(2, 3, 5, 6).to(dtype)
+    grads = []
+    for device in ("cpu", "plate"):
+        leaf = x.clone().to(device).requires_grad_()
+        y = F.interpolate(leaf, **options)
+        (y * torch.arange(y.numel(), device=device).view(y.shape).to(dtype) / 10).sum().backward()
+        grads.append(leaf.grad)
+    same(grads[1], grads[0], dtype)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"scale_factor": 2},
+        {"size": (7, 5)},
+        {"scale_factor": (0.6, 2.5)},
+        {"size": (9, 13), "align_corners": True},
+        {"size": (1, 1), "align_corners": True},
+    ],
+)
+def test_bilinear_upsampling_gradient_matches_the_cpu(dtype, options, no_host_ops):
+    x = torch.randn(2, 3, 5, 6).to(dtype)
+    grads = []
+    for device in ("cpu", "plate"):
+        leaf = x.clone().to(device).requires_grad_()
+        y = F.interpolate(leaf, mode="bilinear", **options)
+        (y * torch.arange(y.numel(), device=device).view(y.shape).to(dtype) / 10).sum().backward()
+        grads.append(leaf.grad)
+    same(grads[1], grads[0], dtype)
+
+
+def test_no_composite_implicit_op_has_a_decomposed_row():
+    """A PrivateUse1 kernel of a CompositeImplicitAutograd op (upsample_nearest2d.vec) would leave its autograd to
+    torch's not-implemented fallback: such ops decompose into the rows' ops instead."""
+    for name, row in table.overloads().items():
+        if row.family in ("decomposed", "parametric", "upsample_nearest_backward") and not name.endswith(
+            "_backward.default"
+        ):
+            packet, _, overload = name.partition(".")
+            op = getattr(getattr(torch.ops.aten, packet), overload)
+            assert not torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"), name
+
+
+SPACED = [(0, 1, 7), (-3, 10, 7), (2.5, -1.25, 10), (0, 1, 1), (0, 1, 0), (1e3, 1e3 + 1, 5)]
+ULP = {torch.float32: 2.0**-23, torch.float64: 2.0**-52, torch.float16: 2.0**-10, torch.bfloat16: 2.0**-7}
+
+
+@pytest.mark.parametrize(
+    "dtype", (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.uint8)
+)
+def test_linspace_and_logspace_match_the_cpu(dtype):
+    """linspace of fp32 bit for bit (ATen's loop, its multiply-adds fused; fp64 within an ulp: plate rounds the
+    product and the sum each, spaced_ranges.py), fp16/bf16 within one ulp (the CPU
+    rounds each step to the half type, plate once), logspace within that ulp times ln(base) |x|; integers within
+    float32's rounding of step * i (CUDA computes them in float32) and the truncation; a
+    bound the type cannot hold raises the CPU's error from the host."""
+    for start, end, steps in SPACED:
+        for fn in (torch.linspace, torch.logspace):
+            try:
+                expected = fn(start, end, steps, dtype=dtype)
+            except RuntimeError as e:
+                with pytest.raises(RuntimeError, match=str(e)[:20]):
+                    fn(start, end, steps, dtype=dtype, device="plate")
+                continue
+            torch.plate.reset_host_ops()
+            result = fn(start, end, steps, dtype=dtype, device="plate")
+            info = None if dtype.is_floating_point else torch.iinfo(dtype)
+            if info is None or info.min <= min(start, end) <= max(start, end) <= info.max:
+                assert torch.plate.host_ops() == {}
+            else:  # a bound the type cannot hold: the host converts it (c10's checks), counted
+                assert torch.plate.host_ops() == {f"aten.{fn.__name__}": 1}
+            assert (result.dtype, result.shape, result.device.type) == (expected.dtype, expected.shape, "plate")
+            if fn is torch.linspace and dtype == torch.float32:  # the CPU loop's fused multiply-adds, as plate's
+                assert torch.equal(result.cpu(), expected), (start, end, steps)
+            # logspace: base ** x magnifies x's last-bit difference by ln(base) |x| (at most 24 here)
+            ulp = ULP.get(dtype, 0) * (1 if fn is torch.linspace else 24)
+            if not dtype.is_floating_point:  # CUDA's kernel computes integer results in float32, the CPU in float64
+                torch.testing.assert_close(result.cpu().double(), expected.double(), rtol=2.0**-20, atol=1)
+                continue
+            torch.testing.assert_close(result.cpu(), expected, rtol=ulp, atol=ulp, equal_nan=True)
+
+
+@pytest.mark.parametrize("fn", (torch.tril_indices, torch.triu_indices))
+def test_triangle_indices_match_the_cpu(fn, no_host_ops):
+    for args in ((3, 3), (4, 3, 1), (3, 5, -1), (0, 3), (3, 4, 10), (3, 4, -10)):
+        same(fn(*args, device="plate"), fn(*args), torch.int64)
+    same(fn(3, 4, dtype=torch.int32, device="plate"), fn(3, 4, dtype=torch.int32), torch.int32)
+
+
+GRADIENTS = {
+    "glu": lambda x: F.glu(x, 1).pow(2).sum(),
+    "prelu": lambda x: F.prelu(x, torch.tensor([0.25, 0.5, -1.0, 2.0], device=x.device)).pow(2).sum(),
+    "reflection_pad1d": lambda x: F.pad(x[None], (2, 1), mode="reflect").pow(2).sum(),
+    "reflection_pad2d": lambda x: F.pad(x[None, None], (2, 1, 1, 2), mode="reflect").pow(2).sum(),
+    "mse_loss": lambda x: F.mse_loss(x, x.detach().flip(0)),
+    "smooth_l1_loss": lambda x: F.smooth_l1_loss(x, x.detach().flip(0), beta=0.5),
+    "huber_loss": lambda x: F.huber_loss(x, x.detach().flip(0), delta=0.7, reduction="sum"),
+    "binary_cross_entropy": lambda x: F.binary_cross_entropy(torch.sigmoid(x), (x.detach() > 0).float()),
+    "embedding": lambda x: F.embedding(torch.tensor([0, 2, 2, 1], device=x.device), x).pow(2).sum(),
+}
+
+
+@pytest.mark.parametrize("name", GRADIENTS)
+def test_decomposed_gradients_match_the_cpu(name, no_host_ops):
+    x = values(torch.float32, (3, 4), special=False)
+    x.view(-1)[:3] = torch.tensor([0.25, 0.1, -0.2])  # inside smooth_l1's beta and huber's delta
+    grads = []
+    for device in ("cpu", "plate"):
+        leaf = x.clone().to(device).requires_grad_()
+        loss = GRADIENTS[name](leaf)
+        loss.backward()
+        grads.append((loss.detach(), leaf.grad))
+    (cpu_loss, cpu_grad), (plate_loss, plate_grad) = grads
+    same(plate_loss, cpu_loss, torch.float32)
+    same(plate_grad, cpu_grad, torch.float32)
+
+
+def test_binary_cross_entropy_outside_0_1_raises_the_cpu_error_on_the_host():
+    x = torch.tensor([0.5, 1.5])
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(x, torch.ones(2))
+    torch.plate.reset_host_ops()
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        F.binary_cross_entropy(x.to("plate"), torch.ones(2, device="plate"))
+    assert torch.plate.host_ops()["aten.binary_cross_entropy"] == 1

@@ -1,0 +1,80 @@
+"""The ``parametric`` family: an elementwise op of up to three tensors and up to four numbers of the call (an
+activation's slope or bounds, nan_to_num's replacements, addcmul's value), one kernel (parametric_kernels.py).
+The numbers are rounded to the op math type the kernel computes in (float32 for fp16/bf16), as ATen converts its
+Scalar arguments; a None takes the op's default (``DEFAULTS``); a bool is 0 or 1.
+
+Types, layouts and the host's cases are the ``elementwise`` family's (ops.py): torch's promotion from the meta
+kernel, Row.floating / Row.boolean for the types the CPU kernel refuses (on the host, its error), an output
+overlapping an input or a layout past the kernels' dims on the host, counted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from . import launch
+from .ops import Call, _overlaps_target, _plate_device, checked, real_operands, result_and_strides, takes_dtypes
+from .table import Row
+
+
+def _nan_to_num_defaults(dtype: torch.dtype) -> tuple:
+    info = torch.finfo(dtype) if dtype.is_floating_point else None
+    return (0.0, info.max if info else 0, info.min if info else 0)
+
+
+# row.fn -> the numbers a None parameter stands for, given the result's dtype
+DEFAULTS: dict[str, Callable[[torch.dtype], tuple]] = {
+    "nan_to_num": _nan_to_num_defaults,
+    "logit": lambda dtype: (-1.0,),  # no clamp
+    "logit_backward": lambda dtype: (-1.0,),
+}
+# row.fn -> fixed numbers the element function reads (ATen's constants, rounded in the op math type)
+CONSTANTS: dict[str, tuple] = {"hardsigmoid_backward": (1.0 / 6.0,)}
+
+
+def parametric(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        device = _plate_device(call, row.operands)
+        values = [call[name] for name in row.operands]
+        if device is None or _overlaps_target(call, values) or not takes_dtypes(row, expected):
+            return call.on_host()
+        if expected.dtype.is_complex or any(isinstance(v, torch.Tensor) and v.dtype.is_complex for v in values):
+            return call.on_host()
+        numbers = [call[name] for name in row.params]
+        if any(v is None for v in numbers):
+            defaults = DEFAULTS[row.fn](expected.dtype)
+            numbers = [d if v is None else v for v, d in zip(numbers, defaults)]
+        numbers = [*CONSTANTS.get(row.fn, ()), *numbers]
+        if any(isinstance(v, complex) for v in numbers):
+            return call.on_host()
+        typed = real_operands(call, row, expected, values, device)
+        if typed is None:
+            return call.on_host()
+        ct, operands = typed
+        if not (ct.is_floating_point or all(float(v).is_integer() for v in numbers)):
+            return call.on_host()  # a fractional bound of an integer tensor: the host's conversion
+        laid_out = result_and_strides(call, expected, device, operands)
+        if laid_out is None:
+            return call.on_host()
+        out, strides = laid_out
+        run(row.fn, out, operands, strides, numbers, ct)
+        return out
+
+    return kernel
+
+
+def run(fn: str, out: torch.Tensor, operands: list[torch.Tensor], strides, numbers, ct: torch.dtype) -> None:
+    """parametric_kernels.<fn> over out's shape (`strides`: out's and each operand's over it), in `ct`."""
+    from . import parametric_kernels as k  # Triton on the first launch, not at registration
+
+    params = torch.tensor([float(v) if ct.is_floating_point else int(v) for v in numbers] + [0] * 4, dtype=ct)
+    shape, strides = launch.pointwise_order(list(out.shape), strides)
+    launch.launch_kernel(
+        k.parametric, shape, [out, *operands], strides, params[: k.PARAMS].to(out.device), wide=True,
+        FN=k.FUNCTIONS[fn], ARITY=len(operands), CT=launch.triton_dtype(ct),
+    )  # fmt: skip
+
+
+FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {"parametric": parametric}
