@@ -13,7 +13,9 @@
 - ``upsample_bilinear_backward``: upsample_bilinear2d's gradient as ATen's CPU kernel: each output gradient times
   its four weights (h_lambda * w_lambda, ATen's source indices and lambdas in the op math type) added onto the four
   input elements, one index_add per corner, fp16/bf16 summed in fp32 and rounded once.
-- ``searchsorted``: of a 1-D sorted sequence without a sorter, bucketize (its decomposition) with the same side.
+- ``searchsorted``: a batched binary search over plate kernels, each row of values in its own sorted row (a 1-D
+  sequence: one row for all), read through ``sorter`` where given; the CPU kernel's predicate (lower bound: go
+  right while not mid >= value, upper: while not mid > value), so NaN sorts last as there.
 - ``rrelu_eval``: rrelu_with_noise outside training, leaky_relu with the slope (lower + upper) / 2 (ATen's).
 - ``floating_composite`` (at plate's Autograd key, ops.AUTOGRAD_FAMILIES): a CompositeImplicitAutograd op whose
   CPU kernel refuses integer and bool tensors (upsample_*.vec): those go to the host, which raises its error; the
@@ -161,14 +163,31 @@ def searchsorted(op: torch._ops.OpOverload, row: Row) -> Callable:
     @checked(op)
     def kernel(call: Call, expected):
         sequence, values, sorter = call["sorted_sequence"], call["self"], call["sorter"]
-        tensors = [t for t in (sequence, values) if isinstance(t, torch.Tensor)]
-        if sequence.dim() != 1 or sorter is not None or any(t.device.type != "plate" for t in tensors):
+        tensors = [t for t in (sequence, values, sorter) if isinstance(t, torch.Tensor)]
+        if any(t.device.type != "plate" for t in tensors) or call.target_name is not None:
             return call.on_host()
-        if any(t.dtype == torch.bool for t in tensors):
+        if any(t.dtype == torch.bool or t.is_complex() for t in tensors[:2]):
             return call.on_host()  # the CPU kernel's error
+        m = sequence.shape[-1]
+        if sorter is not None and m and bool(((sorter < 0) | (sorter >= m)).any()):
+            return call.on_host()  # the CPU kernel's error: a sorter index out of range
+        if not isinstance(values, torch.Tensor):
+            values = torch.full((), values, dtype=torch.result_type(sequence, values), device=sequence.device)
+        batch = math.prod(sequence.shape[:-1])
+        rows = sequence.reshape(batch, m)
+        flat = values.reshape(batch, values.numel() // batch if batch else 0)
+        order = None if sorter is None else sorter.reshape(batch, m)
         right = bool(call["right"]) or call["side"] == "right"
-        result = torch.bucketize(values, sequence, out_int32=call["out_int32"], right=right)
-        return _as_meta(result, expected)
+        start = torch.zeros(flat.shape, dtype=torch.int64, device=sequence.device)
+        end = torch.full(flat.shape, m, dtype=torch.int64, device=sequence.device)
+        for _ in range(m.bit_length()):  # each element's search ends within floor(log2(m)) + 1 halvings
+            active = start < end
+            mid = torch.where(active, start + (end - start) // 2, 0)
+            mid_value = rows.gather(1, mid if order is None else order.gather(1, mid))
+            after = ~(mid_value > flat) if right else ~(mid_value >= flat)  # NaN compares false: searched past
+            start = torch.where(active & after, mid + 1, start)
+            end = torch.where(active & ~after, mid, end)
+        return as_expected(start.to(torch.int32 if call["out_int32"] else torch.int64), expected)
 
     return kernel
 
