@@ -390,7 +390,8 @@ EAGER_OPS: dict[str, Row] = {
     "any.default": Row("any_all", "any"),
     "all.default": Row("any_all", "all"),
     "repeat_interleave.Tensor": Row("repeat_interleave"),
-    "cumsum.default": Row("cumsum"),
+    "cumsum.default": Row("cumsum", "sum"),
+    "_logcumsumexp.default": Row("cumsum", "logsumexp"),
     "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
     "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
     "pow.Scalar": Row("elementwise", "power", ("self", "exponent")),  # a scalar base: RoPE's base ** (2i / d)
@@ -438,6 +439,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "tril.default": ("tril_.default",),
     "triu.default": ("triu_.default",),
     "cumsum.default": ("cumsum_.default", "cumsum.out"),
+    "_logcumsumexp.default": ("_logcumsumexp.out",),
     "maximum.default": ("maximum.out",),
     "minimum.default": ("minimum.out",),
     "clamp_min.default": ("clamp_min_.default", "clamp_min.out"),
