@@ -16,6 +16,9 @@
 - ``searchsorted``: a batched binary search over plate kernels, each row of values in its own sorted row (a 1-D
   sequence: one row for all), read through ``sorter`` where given; the CPU kernel's predicate (lower bound: go
   right while not mid >= value, upper: while not mid > value), so NaN sorts last as there.
+- ``nextafter``: a step of one unit in the last place of the float's bits viewed as an integer of its width (up
+  in magnitude toward a larger |other|, down otherwise; from zero the least subnormal of other's sign), other
+  where the two are equal, NaN where either is, in the promoted floating type.
 - ``rrelu_eval``: rrelu_with_noise outside training, leaky_relu with the slope (lower + upper) / 2 (ATen's).
 - ``floating_composite`` (at plate's Autograd key, ops.AUTOGRAD_FAMILIES): a CompositeImplicitAutograd op whose
   CPU kernel refuses integer and bool tensors (upsample_*.vec): those go to the host, which raises its error; the
@@ -188,6 +191,36 @@ def searchsorted(op: torch._ops.OpOverload, row: Row) -> Callable:
             start = torch.where(active & after, mid + 1, start)
             end = torch.where(active & ~after, mid, end)
         return as_expected(start.to(torch.int32 if call["out_int32"] else torch.int64), expected)
+
+    return kernel
+
+
+BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32, torch.float64: torch.int64}
+
+
+def nextafter(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        a, b = call["self"], call["other"]
+        dtype = expected.dtype
+        target = call[call.target_name] if call.target_name else None
+        if a.device.type != "plate" or b.device.type != "plate" or dtype not in BITS:
+            return call.on_host()  # integer and bool tensors: the CPU kernel's error
+        if target is not None and (target.dtype != dtype or target.device != a.device):
+            return call.on_host()
+        a, b = torch.broadcast_tensors(a.to(dtype), b.to(dtype))
+        bits = a.contiguous().view(BITS[dtype])
+        away = (b > a) == (a > 0)  # a nonzero a steps its magnitude up (its bits + 1) or down
+        stepped = torch.where(away, bits + 1, bits - 1)
+        tiny = torch.where(b > 0, 1, torch.iinfo(BITS[dtype]).min + 1).to(BITS[dtype])  # +-the least subnormal
+        stepped = torch.where(a == 0, tiny, stepped).view(dtype)
+        result = torch.where(a == b, b, stepped)
+        result = torch.where(a.isnan() | b.isnan(), a + b, result)
+        if target is None:
+            return as_expected(result, expected)
+        if target.shape != expected.shape:
+            target.resize_(expected.shape)
+        return target.copy_(result)
 
     return kernel
 
@@ -586,6 +619,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "searchsorted": searchsorted,
     "upsample_bilinear_backward": upsample_bilinear_backward,
     "rrelu_eval": rrelu_eval,
+    "nextafter": nextafter,
     "floating_composite": floating_composite,
     "nll_loss": nll_loss,
     "equal": equal,
