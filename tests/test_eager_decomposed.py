@@ -175,6 +175,29 @@ def test_bilinear_upsampling_gradient_matches_the_cpu(dtype, options, no_host_op
     same(grads[1], grads[0], dtype)
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64, torch.bfloat16), ids=str)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"scale_factor": 2},
+        {"size": (7, 5)},
+        {"scale_factor": (0.6, 2.5)},
+        {"size": (9, 13), "align_corners": True},
+        {"size": (1, 1), "align_corners": True},
+        {"size": (2, 3)},
+    ],
+)
+def test_bicubic_upsampling_gradient_matches_the_cpu(dtype, options, no_host_ops):
+    x = torch.randn(2, 3, 5, 6).to(dtype)
+    grads = []
+    for device in ("cpu", "plate"):
+        leaf = x.clone().to(device).requires_grad_()
+        y = F.interpolate(leaf, mode="bicubic", **options)
+        (y * torch.arange(y.numel(), device=device).view(y.shape).to(dtype) / 10).sum().backward()
+        grads.append(leaf.grad)
+    same(grads[1], grads[0], dtype)
+
+
 def test_no_composite_implicit_op_has_a_decomposed_row():
     """A PrivateUse1 kernel of a CompositeImplicitAutograd op (upsample_nearest2d.vec) would leave its autograd to
     torch's not-implemented fallback: such ops decompose into the rows' ops instead."""

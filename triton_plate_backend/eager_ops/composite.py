@@ -13,6 +13,9 @@
 - ``upsample_bilinear_backward``: upsample_bilinear2d's gradient as ATen's CPU kernel: each output gradient times
   its four weights (h_lambda * w_lambda, ATen's source indices and lambdas in the op math type) added onto the four
   input elements, one index_add per corner, fp16/bf16 summed in fp32 and rounded once.
+- ``upsample_bicubic_backward``: upsample_bicubic2d's gradient as ATen's CPU kernel: each output gradient times
+  its 4 x 4 cubic coefficients (A = -0.75, ATen's source indices clamped into the input) added onto those input
+  elements, one index_add per tap pair, fp16/bf16 summed in fp32 and rounded once.
 - ``searchsorted``: a batched binary search over plate kernels, each row of values in its own sorted row (a 1-D
   sequence: one row for all), read through ``sorter`` where given; the CPU kernel's predicate (lower bound: go
   right while not mid >= value, upper: while not mid > value), so NaN sorts last as there.
@@ -127,6 +130,57 @@ def upsample_bilinear_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
         return as_expected(total.view(n, c, h, w), expected)
 
     return kernel
+
+
+def upsample_bicubic_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        grad = call["grad_output"]
+        if grad.device.type != "plate" or not grad.dtype.is_floating_point or grad.dim() != 4:
+            return call.on_host()
+        n, c, h, w = call["input_size"]
+        oh, ow = call["output_size"]
+        wide = torch.float32 if grad.dtype in HALF else grad.dtype
+        corners = call["align_corners"]
+        rows = _cubic_sources(h, oh, corners, call["scales_h"], wide, grad.device)
+        cols = _cubic_sources(w, ow, corners, call["scales_w"], wide, grad.device)
+        g = grad.reshape(n, c, oh * ow).to(wide)
+        total = torch.zeros((n, c, h * w), dtype=wide, device=grad.device)
+        for hi, hc in zip(*rows):
+            for wi, wc in zip(*cols):
+                weight = (hc.unsqueeze(1) * wc.unsqueeze(0)).reshape(1, 1, -1)
+                total.index_add_(2, (hi.unsqueeze(1) * w + wi.unsqueeze(0)).reshape(-1), g * weight)
+        if call.target_name is not None:
+            return call[call.target_name].copy_(total.view(n, c, h, w))
+        return as_expected(total.view(n, c, h, w), expected)
+
+    return kernel
+
+
+def _cubic_sources(size: int, out_size: int, align_corners: bool, scale, dtype, device):
+    """ATen's bicubic source taps for each output index: the four input indices (input_index - 1 .. + 2, clamped
+    into [0, size - 1]) and their cubic convolution coefficients (A = -0.75) of the fractional part t, from
+    area_pixel_compute_source_index(cubic=True) and guard_index_and_lambda, in the op math type."""
+    i = torch.arange(out_size, device=device)
+    if align_corners:
+        ratio = (size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        ratio = 1.0 / scale if scale is not None and scale > 0 else size / out_size
+    ratio = torch.tensor(ratio, dtype=dtype).to(device)  # area_pixel_compute_scale, in the op math type
+    source = ratio * i.to(dtype) if align_corners else ratio * (i.to(dtype) + 0.5) - 0.5  # cubic: not clamped
+    index = source.floor().to(torch.int64).clamp_max(size - 1)
+    t = (source - index.to(dtype)).clamp(0, 1)
+    a = -0.75
+
+    def near(x):  # cubic_convolution1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # cubic_convolution2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    coefficients = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    indices = tuple((index + k).clamp(0, size - 1) for k in (-1, 0, 1, 2))
+    return indices, coefficients
 
 
 def _linear_sources(size: int, out_size: int, align_corners: bool, scale, dtype, device):
@@ -618,6 +672,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "upsample_nearest_backward": upsample_nearest_backward,
     "searchsorted": searchsorted,
     "upsample_bilinear_backward": upsample_bilinear_backward,
+    "upsample_bicubic_backward": upsample_bicubic_backward,
     "rrelu_eval": rrelu_eval,
     "nextafter": nextafter,
     "floating_composite": floating_composite,
