@@ -22,6 +22,7 @@
 - ``nextafter``: a step of one unit in the last place of the float's bits viewed as an integer of its width (up
   in magnitude toward a larger |other|, down otherwise; from zero the least subnormal of other's sign), other
   where the two are equal, NaN where either is, in the promoted floating type.
+- ``multi_margin_backward``: multi_margin_loss's gradient, ATen's CPU formula per frame over plate kernels.
 - ``rrelu_eval``: rrelu_with_noise outside training, leaky_relu with the slope (lower + upper) / 2 (ATen's).
 - ``floating_composite`` (at plate's Autograd key, ops.AUTOGRAD_FAMILIES): a CompositeImplicitAutograd op whose
   CPU kernel refuses integer and bool tensors (upsample_*.vec): those go to the host, which raises its error; the
@@ -275,6 +276,48 @@ def nextafter(op: torch._ops.OpOverload, row: Row) -> Callable:
         if target.shape != expected.shape:
             target.resize_(expected.shape)
         return target.copy_(result)
+
+    return kernel
+
+
+def multi_margin_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """multi_margin_loss_backward(grad_output, self, target, p, margin, weight, reduction) as ATen's CPU kernel, row
+    by row over plate kernels: z = (margin - x[target]) + x[d]; where z > 0 (d not the target) the gradient is
+    g (p = 1) or 2 g z (p = 2), g = 1 / (frames * classes) for the mean, else 1 / classes, times weight[target];
+    the target's entry is minus the sum of the others; all times grad_output (per frame for reduction none). No
+    meta kernel: float32/float64 only, as the CPU kernel, the shapes and targets checked here; anything else goes
+    to the host (its error)."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        grad, x, target, weight = call["grad_output"], call["self"], call["target"], call["weight"]
+        p, margin, reduction = call["p"], call["margin"], call["reduction"]
+        if call.mixed or x.dtype not in (torch.float32, torch.float64) or p not in (1, 2) or x.dim() > 2:
+            return call.on_host()
+        frames, size = (1, max(x.numel(), 1)) if x.dim() <= 1 else x.shape
+        if size == 0 or x.numel() != frames * size or target.numel() != frames or target.dim() > 1:
+            return call.on_host()
+        if target.dtype != torch.int64 or grad.dtype != x.dtype or (weight is not None and weight.dtype != x.dtype):
+            return call.on_host()
+        if weight is not None and (weight.dim() > 1 or weight.numel() != size):
+            return call.on_host()
+        per_frame = reduction == 0 and grad.dim() > 0
+        if (grad.numel() != frames if per_frame else grad.numel() != 1) and frames:
+            return call.on_host()
+        t = target.reshape(frames, 1)
+        if frames and bool(((t < 0) | (t >= size)).any()):
+            return call.on_host()  # the CPU kernel's "target out of range"
+        rows = x.reshape(frames, size)
+        g = torch.tensor(1.0 / (frames * size) if reduction == 1 and frames else 1.0 / size, dtype=x.dtype).item()
+        z = (margin - rows.gather(1, t)) + rows
+        live = (z > 0) & (torch.arange(size, device=x.device) != t)
+        h = torch.full_like(z, g) if p == 1 else (2 * g) * z
+        if weight is not None:
+            h = h * weight.reshape(size)[t]
+        h = torch.where(live, h, torch.zeros((), dtype=x.dtype, device=x.device))
+        result = h.scatter(1, t, -h.sum(1, keepdim=True))
+        result = result * (grad.reshape(frames, 1) if per_frame else grad.reshape(()))
+        return result.reshape(x.shape).contiguous()
 
     return kernel
 
@@ -674,6 +717,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "upsample_bilinear_backward": upsample_bilinear_backward,
     "upsample_bicubic_backward": upsample_bicubic_backward,
     "rrelu_eval": rrelu_eval,
+    "multi_margin_backward": multi_margin_backward,
     "nextafter": nextafter,
     "floating_composite": floating_composite,
     "nll_loss": nll_loss,

@@ -239,7 +239,8 @@ EAGER_OPS: dict[str, Row] = {
     "upsample_bicubic2d.default": Row("composite"),  # gathers of the 4x4 neighbours, weighted
     "tril_indices.default": Row("composite"),  # the coordinates from aranges, as a formula
     "triu_indices.default": Row("composite"),
-    "multi_margin_loss.default": Row("composite"),  # the forward only: its backward has no decomposition
+    "multi_margin_loss.default": Row("composite"),  # the forward; its backward: composite.multi_margin_backward
+    "multi_margin_loss_backward.default": Row("multi_margin_backward"),
     "index_add_.default": Row("composite"),
     # kernels.py's binary math and bits, ATen's CPU formulas (atan2, copysign: integers give the default float type)
     "atan2.default": Row("elementwise", "atan2", BINARY, compute="result"),
