@@ -175,6 +175,63 @@ def test_bilinear_upsampling_gradient_matches_the_cpu(dtype, options, no_host_op
     same(grads[1], grads[0], dtype)
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64, torch.bfloat16), ids=str)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"scale_factor": 2},
+        {"size": (7, 5)},
+        {"scale_factor": (0.6, 2.5)},
+        {"size": (9, 13), "align_corners": True},
+        {"size": (1, 1), "align_corners": True},
+        {"size": (2, 3)},
+    ],
+)
+def test_bicubic_upsampling_gradient_matches_the_cpu(dtype, options, no_host_ops):
+    x = torch.randn(2, 3, 5, 6).to(dtype)
+    grads = []
+    for device in ("cpu", "plate"):
+        leaf = x.clone().to(device).requires_grad_()
+        y = F.interpolate(leaf, mode="bicubic", **options)
+        (y * torch.arange(y.numel(), device=device).view(y.shape).to(dtype) / 10).sum().backward()
+        grads.append(leaf.grad)
+    same(grads[1], grads[0], dtype)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64), ids=str)
+@pytest.mark.parametrize("shape", ((4, 5), (5,), ()), ids=str)
+@pytest.mark.parametrize("p", (1, 2))
+@pytest.mark.parametrize("reduction", ("mean", "sum", "none"))
+@pytest.mark.parametrize("weighted", (False, True))
+def test_multi_margin_loss_gradient_matches_the_cpu(dtype, shape, p, reduction, weighted, no_host_ops):
+    g = torch.Generator().manual_seed(40)
+    x = torch.randn(shape, generator=g).to(dtype)
+    classes = shape[-1] if shape else 1
+    target = torch.randint(0, classes, shape[:1] if len(shape) == 2 else ((1,) if shape else ()), generator=g)
+    weight = torch.rand(classes, generator=g).to(dtype) if weighted else None
+    grads = []
+    for device in ("cpu", "plate"):
+        leaf = x.clone().to(device).requires_grad_()
+        w = None if weight is None else weight.to(device)
+        y = F.multi_margin_loss(leaf, target.to(device), p=p, margin=0.7, weight=w, reduction=reduction)
+        (y * (torch.arange(y.numel(), device=device).view(y.shape).to(dtype) + 1)).sum().backward()
+        grads.append(leaf.grad)
+    same(grads[1], grads[0], dtype)
+
+
+def test_multi_margin_loss_gradient_of_a_target_out_of_range_raises_the_cpu_error():
+    x, target = torch.randn(2, 3), torch.tensor([0, 2])
+    grad = torch.tensor(1.0)
+    bad = torch.tensor([0, 3])
+    with pytest.raises(RuntimeError) as cpu:
+        torch.ops.aten.multi_margin_loss_backward(grad, x, bad, 1, 1.0, None, 1)
+    with pytest.raises(type(cpu.value)):
+        torch.ops.aten.multi_margin_loss_backward(grad.plate(), x.plate(), bad.plate(), 1, 1.0, None, 1)
+    torch.plate.reset_host_ops()
+    torch.ops.aten.multi_margin_loss_backward(grad.plate(), x.plate(), target.plate(), 1, 1.0, None, 1)
+    assert torch.plate.host_ops() == {}
+
+
 def test_no_composite_implicit_op_has_a_decomposed_row():
     """A PrivateUse1 kernel of a CompositeImplicitAutograd op (upsample_nearest2d.vec) would leave its autograd to
     torch's not-implemented fallback: such ops decompose into the rows' ops instead."""

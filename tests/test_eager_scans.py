@@ -118,3 +118,44 @@ def test_cummax_gradient_on_plate(no_host_ops):
     want = x.clone().requires_grad_(True)
     want.cummax(1).values.backward(grad)
     torch.testing.assert_close(got.grad.cpu(), want.grad)
+
+
+INF = float("inf")
+SPECIAL = torch.tensor([-INF, -INF, 0.0, INF, 1.0, INF, NAN, 2.0])  # -inf with -inf stays -inf; NaN stays
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize(
+    "x",
+    [
+        SPECIAL,
+        torch.tensor([-INF, -INF, -INF]),
+        torch.tensor([INF, -INF, 3.0, INF]),
+        torch.randn(3, 1100, generator=torch.Generator().manual_seed(22)) * 20,  # rows of 3 blocks
+        torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(23)).transpose(0, 2),
+        torch.tensor(1.5),
+        torch.empty(0, 3),
+    ],
+    ids=["special", "all_neg_inf", "infinities", "long_rows", "transposed_3d", "0d", "empty"],
+)
+def test_logcumsumexp_on_plate_as_the_cpus(x, dtype, no_host_ops):
+    x = x.to(dtype)
+    tol = {"rtol": 1e-2, "atol": 1e-2} if dtype in (torch.float16, torch.bfloat16) else {"rtol": 1e-5, "atol": 1e-5}
+    for dim in range(-max(x.dim(), 1), max(x.dim(), 1)):
+        want, got = torch.logcumsumexp(x, dim), torch.logcumsumexp(x.plate(), dim)
+        assert (got.device.type, got.shape, got.stride(), got.dtype) == ("plate", want.shape, want.stride(), want.dtype)
+        torch.testing.assert_close(got.cpu(), want, equal_nan=True, **tol)
+
+
+def test_logcumsumexp_into_an_out_tensor_and_refusals():
+    x = torch.randn(4, 5, generator=torch.Generator().manual_seed(24))
+    out = torch.empty(0).plate()  # resized, as torch's out=
+    torch.plate.reset_host_ops()
+    torch.logcumsumexp(x.plate(), 1, out=out)
+    assert torch.plate.host_ops() == {}
+    torch.testing.assert_close(out.cpu(), torch.logcumsumexp(x, 1))
+    for bad, dim in ((torch.arange(4), 0), (x, 2)):  # the CPU refuses integers, a dim out of range
+        with pytest.raises((RuntimeError, IndexError, NotImplementedError)) as cpu:
+            torch.logcumsumexp(bad, dim)
+        with pytest.raises(type(cpu.value)):
+            torch.logcumsumexp(bad.plate(), dim)

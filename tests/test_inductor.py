@@ -533,18 +533,19 @@ def _fail_on_atan2(real_make_pir, name: str = "atan2"):
 
 
 def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
-    # nextafter: an op without a plate eager kernel, so that its eager run is a host op the fallback counts
-    monkeypatch.setitem(plate_compiler.STAGES, "pir", _fail_on_atan2(plate_compiler.STAGES["pir"], "nextafter"))
+    # frexp: an op that stays on the host by design (no plate eager kernel), so its eager run is a host op the
+    # fallback counts
+    monkeypatch.setitem(plate_compiler.STAGES, "pir", _fail_on_atan2(plate_compiler.STAGES["pir"], "frexp"))
     monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
     fallback.forget_learned_ops()
     inductor_plate.reset_host_fallbacks()
     x, y = torch.randn(4, 32), torch.randn(4, 32) + 2
 
     def first(x, y):
-        return torch.nextafter(x.cos(), y) * 1.625 + 0.5
+        return torch.frexp(x.cos()).mantissa * y * 1.625 + 0.5
 
     def second(x, y):
-        return torch.nextafter(x, y).exp() - 0.25
+        return (torch.frexp(x).mantissa + y).exp() - 0.25
 
     try:
         with (
@@ -554,16 +555,16 @@ def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
             warnings.simplefilter("always")
             out = torch.compile(first)(x.to("plate"), y.to("plate"))  # the frame runs eagerly
             torch.testing.assert_close(out.cpu(), first(x, y))
-            assert policy.learned_eager_ops() == {"aten.nextafter.default"}
+            assert policy.learned_eager_ops() == {"aten.frexp.Tensor"}
             frames = [name for name in inductor_plate.host_fallbacks() if name.startswith("frame ")]
-            assert len(frames) == 1 and "aten.nextafter.default" in frames[0]  # the frame that ran eagerly, counted
+            assert len(frames) == 1 and "aten.frexp.Tensor" in frames[0]  # the frame that ran eagerly, counted
             out, codes = run_and_get_code(torch.compile(second), x.to("plate"), y.to("plate"))
             torch.testing.assert_close(out.cpu(), second(x, y))
-            assert inductor_plate.host_fallbacks()["op aten.nextafter"] == 1  # the learned op, run on the host
+            assert inductor_plate.host_fallbacks()["op aten.frexp"] == 1  # the learned op, run on the host
         messages = [str(w.message) for w in caught if issubclass(w.category, fallback.PlateFallbackWarning)]
-        assert any(m.startswith("plate: cannot compile kernel") and "aten.nextafter.default" in m for m in messages)
+        assert any(m.startswith("plate: cannot compile kernel") and "aten.frexp.Tensor" in m for m in messages)
         assert all("\n" not in m for m in messages)
-        assert any("torch.ops.aten.nextafter.default(" in code and "plate_guard_kernel(" in code for code in codes)
+        assert any("torch.ops.aten.frexp.Tensor(" in code and "plate_guard_kernel(" in code for code in codes)
     finally:
         fallback.forget_learned_ops()
 

@@ -13,7 +13,16 @@
 - ``upsample_bilinear_backward``: upsample_bilinear2d's gradient as ATen's CPU kernel: each output gradient times
   its four weights (h_lambda * w_lambda, ATen's source indices and lambdas in the op math type) added onto the four
   input elements, one index_add per corner, fp16/bf16 summed in fp32 and rounded once.
-- ``searchsorted``: of a 1-D sorted sequence without a sorter, bucketize (its decomposition) with the same side.
+- ``upsample_bicubic_backward``: upsample_bicubic2d's gradient as ATen's CPU kernel: each output gradient times
+  its 4 x 4 cubic coefficients (A = -0.75, ATen's source indices clamped into the input) added onto those input
+  elements, one index_add per tap pair, fp16/bf16 summed in fp32 and rounded once.
+- ``searchsorted``: a batched binary search over plate kernels, each row of values in its own sorted row (a 1-D
+  sequence: one row for all), read through ``sorter`` where given; the CPU kernel's predicate (lower bound: go
+  right while not mid >= value, upper: while not mid > value), so NaN sorts last as there.
+- ``nextafter``: a step of one unit in the last place of the float's bits viewed as an integer of its width (up
+  in magnitude toward a larger |other|, down otherwise; from zero the least subnormal of other's sign), other
+  where the two are equal, NaN where either is, in the promoted floating type.
+- ``multi_margin_backward``: multi_margin_loss's gradient, ATen's CPU formula per frame over plate kernels.
 - ``rrelu_eval``: rrelu_with_noise outside training, leaky_relu with the slope (lower + upper) / 2 (ATen's).
 - ``floating_composite`` (at plate's Autograd key, ops.AUTOGRAD_FAMILIES): a CompositeImplicitAutograd op whose
   CPU kernel refuses integer and bool tensors (upsample_*.vec): those go to the host, which raises its error; the
@@ -124,6 +133,57 @@ def upsample_bilinear_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def upsample_bicubic_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        grad = call["grad_output"]
+        if grad.device.type != "plate" or not grad.dtype.is_floating_point or grad.dim() != 4:
+            return call.on_host()
+        n, c, h, w = call["input_size"]
+        oh, ow = call["output_size"]
+        wide = torch.float32 if grad.dtype in HALF else grad.dtype
+        corners = call["align_corners"]
+        rows = _cubic_sources(h, oh, corners, call["scales_h"], wide, grad.device)
+        cols = _cubic_sources(w, ow, corners, call["scales_w"], wide, grad.device)
+        g = grad.reshape(n, c, oh * ow).to(wide)
+        total = torch.zeros((n, c, h * w), dtype=wide, device=grad.device)
+        for hi, hc in zip(*rows):
+            for wi, wc in zip(*cols):
+                weight = (hc.unsqueeze(1) * wc.unsqueeze(0)).reshape(1, 1, -1)
+                total.index_add_(2, (hi.unsqueeze(1) * w + wi.unsqueeze(0)).reshape(-1), g * weight)
+        if call.target_name is not None:
+            return call[call.target_name].copy_(total.view(n, c, h, w))
+        return as_expected(total.view(n, c, h, w), expected)
+
+    return kernel
+
+
+def _cubic_sources(size: int, out_size: int, align_corners: bool, scale, dtype, device):
+    """ATen's bicubic source taps for each output index: the four input indices (input_index - 1 .. + 2, clamped
+    into [0, size - 1]) and their cubic convolution coefficients (A = -0.75) of the fractional part t, from
+    area_pixel_compute_source_index(cubic=True) and guard_index_and_lambda, in the op math type."""
+    i = torch.arange(out_size, device=device)
+    if align_corners:
+        ratio = (size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        ratio = 1.0 / scale if scale is not None and scale > 0 else size / out_size
+    ratio = torch.tensor(ratio, dtype=dtype).to(device)  # area_pixel_compute_scale, in the op math type
+    source = ratio * i.to(dtype) if align_corners else ratio * (i.to(dtype) + 0.5) - 0.5  # cubic: not clamped
+    index = source.floor().to(torch.int64).clamp_max(size - 1)
+    t = (source - index.to(dtype)).clamp(0, 1)
+    a = -0.75
+
+    def near(x):  # cubic_convolution1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # cubic_convolution2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    coefficients = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    indices = tuple((index + k).clamp(0, size - 1) for k in (-1, 0, 1, 2))
+    return indices, coefficients
+
+
 def _linear_sources(size: int, out_size: int, align_corners: bool, scale, dtype, device):
     """ATen's compute_source_index_and_lambda for each output index: (index0, index1, lambda0, lambda1)."""
     i = torch.arange(out_size, device=device)
@@ -161,14 +221,103 @@ def searchsorted(op: torch._ops.OpOverload, row: Row) -> Callable:
     @checked(op)
     def kernel(call: Call, expected):
         sequence, values, sorter = call["sorted_sequence"], call["self"], call["sorter"]
-        tensors = [t for t in (sequence, values) if isinstance(t, torch.Tensor)]
-        if sequence.dim() != 1 or sorter is not None or any(t.device.type != "plate" for t in tensors):
+        tensors = [t for t in (sequence, values, sorter) if isinstance(t, torch.Tensor)]
+        if any(t.device.type != "plate" for t in tensors) or call.target_name is not None:
             return call.on_host()
-        if any(t.dtype == torch.bool for t in tensors):
+        if any(t.dtype == torch.bool or t.is_complex() for t in tensors[:2]):
             return call.on_host()  # the CPU kernel's error
+        m = sequence.shape[-1]
+        if sorter is not None and m and bool(((sorter < 0) | (sorter >= m)).any()):
+            return call.on_host()  # the CPU kernel's error: a sorter index out of range
+        if not isinstance(values, torch.Tensor):
+            values = torch.full((), values, dtype=torch.result_type(sequence, values), device=sequence.device)
+        batch = math.prod(sequence.shape[:-1])
+        rows = sequence.reshape(batch, m)
+        flat = values.reshape(batch, values.numel() // batch if batch else 0)
+        order = None if sorter is None else sorter.reshape(batch, m)
         right = bool(call["right"]) or call["side"] == "right"
-        result = torch.bucketize(values, sequence, out_int32=call["out_int32"], right=right)
-        return _as_meta(result, expected)
+        start = torch.zeros(flat.shape, dtype=torch.int64, device=sequence.device)
+        end = torch.full(flat.shape, m, dtype=torch.int64, device=sequence.device)
+        for _ in range(m.bit_length()):  # each element's search ends within floor(log2(m)) + 1 halvings
+            active = start < end
+            mid = torch.where(active, start + (end - start) // 2, 0)
+            mid_value = rows.gather(1, mid if order is None else order.gather(1, mid))
+            after = ~(mid_value > flat) if right else ~(mid_value >= flat)  # NaN compares false: searched past
+            start = torch.where(active & after, mid + 1, start)
+            end = torch.where(active & ~after, mid, end)
+        return as_expected(start.to(torch.int32 if call["out_int32"] else torch.int64), expected)
+
+    return kernel
+
+
+BITS = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32, torch.float64: torch.int64}
+
+
+def nextafter(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        a, b = call["self"], call["other"]
+        dtype = expected.dtype
+        target = call[call.target_name] if call.target_name else None
+        if a.device.type != "plate" or b.device.type != "plate" or dtype not in BITS:
+            return call.on_host()  # integer and bool tensors: the CPU kernel's error
+        if target is not None and (target.dtype != dtype or target.device != a.device):
+            return call.on_host()
+        a, b = torch.broadcast_tensors(a.to(dtype), b.to(dtype))
+        bits = a.contiguous().view(BITS[dtype])
+        away = (b > a) == (a > 0)  # a nonzero a steps its magnitude up (its bits + 1) or down
+        stepped = torch.where(away, bits + 1, bits - 1)
+        tiny = torch.where(b > 0, 1, torch.iinfo(BITS[dtype]).min + 1).to(BITS[dtype])  # +-the least subnormal
+        stepped = torch.where(a == 0, tiny, stepped).view(dtype)
+        result = torch.where(a == b, b, stepped)
+        result = torch.where(a.isnan() | b.isnan(), a + b, result)
+        if target is None:
+            return as_expected(result, expected)
+        if target.shape != expected.shape:
+            target.resize_(expected.shape)
+        return target.copy_(result)
+
+    return kernel
+
+
+def multi_margin_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """multi_margin_loss_backward(grad_output, self, target, p, margin, weight, reduction) as ATen's CPU kernel, row
+    by row over plate kernels: z = (margin - x[target]) + x[d]; where z > 0 (d not the target) the gradient is
+    g (p = 1) or 2 g z (p = 2), g = 1 / (frames * classes) for the mean, else 1 / classes, times weight[target];
+    the target's entry is minus the sum of the others; all times grad_output (per frame for reduction none). No
+    meta kernel: float32/float64 only, as the CPU kernel, the shapes and targets checked here; anything else goes
+    to the host (its error)."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        grad, x, target, weight = call["grad_output"], call["self"], call["target"], call["weight"]
+        p, margin, reduction = call["p"], call["margin"], call["reduction"]
+        if call.mixed or x.dtype not in (torch.float32, torch.float64) or p not in (1, 2) or x.dim() > 2:
+            return call.on_host()
+        frames, size = (1, max(x.numel(), 1)) if x.dim() <= 1 else x.shape
+        if size == 0 or x.numel() != frames * size or target.numel() != frames or target.dim() > 1:
+            return call.on_host()
+        if target.dtype != torch.int64 or grad.dtype != x.dtype or (weight is not None and weight.dtype != x.dtype):
+            return call.on_host()
+        if weight is not None and (weight.dim() > 1 or weight.numel() != size):
+            return call.on_host()
+        per_frame = reduction == 0 and grad.dim() > 0
+        if (grad.numel() != frames if per_frame else grad.numel() != 1) and frames:
+            return call.on_host()
+        t = target.reshape(frames, 1)
+        if frames and bool(((t < 0) | (t >= size)).any()):
+            return call.on_host()  # the CPU kernel's "target out of range"
+        rows = x.reshape(frames, size)
+        g = torch.tensor(1.0 / (frames * size) if reduction == 1 and frames else 1.0 / size, dtype=x.dtype).item()
+        z = (margin - rows.gather(1, t)) + rows
+        live = (z > 0) & (torch.arange(size, device=x.device) != t)
+        h = torch.full_like(z, g) if p == 1 else (2 * g) * z
+        if weight is not None:
+            h = h * weight.reshape(size)[t]
+        h = torch.where(live, h, torch.zeros((), dtype=x.dtype, device=x.device))
+        result = h.scatter(1, t, -h.sum(1, keepdim=True))
+        result = result * (grad.reshape(frames, 1) if per_frame else grad.reshape(()))
+        return result.reshape(x.shape).contiguous()
 
     return kernel
 
@@ -566,7 +715,10 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "upsample_nearest_backward": upsample_nearest_backward,
     "searchsorted": searchsorted,
     "upsample_bilinear_backward": upsample_bilinear_backward,
+    "upsample_bicubic_backward": upsample_bicubic_backward,
     "rrelu_eval": rrelu_eval,
+    "multi_margin_backward": multi_margin_backward,
+    "nextafter": nextafter,
     "floating_composite": floating_composite,
     "nll_loss": nll_loss,
     "equal": equal,

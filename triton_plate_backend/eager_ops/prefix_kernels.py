@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 from .kernels import machine_of  # noqa: F401 - the launch option every eager kernel takes
 
@@ -117,6 +118,34 @@ def cumsum_rows(x, out, n, ACC: tl.constexpr, BLOCK: tl.constexpr):
         v = tl.load(x + row + i, mask=inside, other=0).to(ACC)
         tl.store(out + row + i, (tl.cumsum(v, axis=0) + carry).to(out.dtype.element_ty), mask=inside)
         carry = carry + tl.sum(v, axis=0)
+
+
+@triton.jit
+def _log_add_exp(a, b):
+    """ATen's CPU _log_add_exp_helper: log1p(exp(min - max)) + max; NaN on either side gives NaN, and two equal
+    infinities give themselves (-inf with -inf stays -inf)."""
+    lo = tl.minimum(a, b)
+    hi = tl.maximum(a, b)
+    same_infinity = (lo == hi) & (tl.abs(lo) == float("inf"))
+    r = tl.where(same_infinity, a, libdevice.log1p(tl.exp(lo - hi)) + hi)
+    return tl.where((a != a) | (b != b), a + b, r)
+
+
+@triton.jit(do_not_specialize=["n"])
+def logcumsumexp_rows(x, out, n, ACC: tl.constexpr, BLOCK: tl.constexpr):
+    """out[r, :] = the running log(sum(exp)) of x[r, :] (both contiguous rows of n elements), one program per row:
+    each block's scan of _log_add_exp in ACC (float32 for the half types) combined with the rows' value before it
+    (-inf at first), a NaN once met staying NaN, as ATen's CPU loop."""
+    row = tl.program_id(0).to(tl.int64) * n
+    carry = tl.sum(tl.zeros([BLOCK], dtype=ACC), axis=0) - float("inf")
+    for start in range(0, n, BLOCK):
+        i = start + tl.arange(0, BLOCK)
+        inside = i < n
+        v = tl.load(x + row + i, mask=inside, other=-float("inf")).to(ACC)
+        scanned = _log_add_exp(carry, tl.associative_scan(v, 0, _log_add_exp))
+        tl.store(out + row + i, scanned.to(out.dtype.element_ty), mask=inside)
+        last = tl.minimum(n - start, BLOCK) - 1
+        carry = tl.sum(tl.where(tl.arange(0, BLOCK) == last, scanned, 0), axis=0).to(ACC)
 
 
 @triton.jit

@@ -64,17 +64,21 @@ def repeat_interleave(op: torch._ops.OpOverload, row: Row):
 
 
 def cumsum(op: torch._ops.OpOverload, row: Row):
-    """cumsum along a dim: the input (cast to the result's type first, as ATen does) with that dim last and
-    contiguous, one program per row (prefix_kernels.cumsum_rows), accumulating in float32 for fp16/bf16 as CUDA's
-    kernel; the result laid out as the meta kernel lays it out, or written into cumsum_'s self or cumsum.out's out
-    (the input is read into a contiguous copy first). Other types run on the host, counted."""
+    """cumsum (row.fn "sum") or _logcumsumexp (row.fn "logsumexp") along a dim: the input (cast to the result's
+    type first, as ATen does) with that dim last and contiguous, one program per row (prefix_kernels.cumsum_rows,
+    logcumsumexp_rows), accumulating in float32 for fp16/bf16 as CUDA's kernels; the result laid out as the meta
+    kernel lays it out, or written into the in-place op's self or the out= op's out (the input is read into a
+    contiguous copy first). Other types (logcumsumexp: any but a real floating one, which the CPU refuses) run on
+    the host, counted. _logcumsumexp has no meta kernel: its result is the CPU's, contiguous in self's dtype, and
+    a dim out of range or an out= of another dtype goes to the host (torch's error)."""
 
-    @checked(op)
-    def kernel(call: Call, expected):
+    def body(call: Call, expected):
         x = call["self"]
         dtype = expected.dtype
         target = call[call.target_name] if call.target_name else None  # cumsum_'s self, cumsum.out's out
         if x.device.type != "plate" or dtype not in REAL_DTYPES or (target is not None and target.device != x.device):
+            return call.on_host()
+        if row.fn == "logsumexp" and not dtype.is_floating_point:
             return call.on_host()
         if target is None:
             out = torch.empty_strided(expected.shape, expected.stride(), dtype=dtype, device=x.device)
@@ -88,13 +92,26 @@ def cumsum(op: torch._ops.OpOverload, row: Row):
         n = rows.shape[-1]
         k = kernels()
         acc = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-        k.cumsum_rows[(rows.numel() // n,)](
+        scan = k.logcumsumexp_rows if row.fn == "logsumexp" else k.cumsum_rows
+        scan[(rows.numel() // n,)](
             rows, scanned, n, ACC=launch.triton_dtype(acc), BLOCK=k.BLOCK, machine=k.machine_of(x)
         )
         result = scanned.movedim(-1, call["dim"] if x.dim() else 0)
         return out.copy_(result if x.dim() else result.reshape(()))
 
-    return kernel
+    def logcumsumexp(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, dim = call["self"], call["dim"]
+        target = call[call.target_name] if call.target_name else None
+        if (
+            call.mixed
+            or not -max(x.dim(), 1) <= dim < max(x.dim(), 1)
+            or (target is not None and target.dtype != x.dtype)
+        ):
+            return call.on_host()
+        return body(call, torch.empty(x.shape, dtype=x.dtype, device="meta"))
+
+    return logcumsumexp if row.fn == "logsumexp" else checked(op)(body)
 
 
 def cumextreme(op: torch._ops.OpOverload, row: Row):

@@ -239,7 +239,8 @@ EAGER_OPS: dict[str, Row] = {
     "upsample_bicubic2d.default": Row("composite"),  # gathers of the 4x4 neighbours, weighted
     "tril_indices.default": Row("composite"),  # the coordinates from aranges, as a formula
     "triu_indices.default": Row("composite"),
-    "multi_margin_loss.default": Row("composite"),  # the forward only: its backward has no decomposition
+    "multi_margin_loss.default": Row("composite"),  # the forward; its backward: composite.multi_margin_backward
+    "multi_margin_loss_backward.default": Row("multi_margin_backward"),
     "index_add_.default": Row("composite"),
     # kernels.py's binary math and bits, ATen's CPU formulas (atan2, copysign: integers give the default float type)
     "atan2.default": Row("elementwise", "atan2", BINARY, compute="result"),
@@ -308,9 +309,11 @@ EAGER_OPS: dict[str, Row] = {
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
     "upsample_nearest2d_backward.default": Row("upsample_nearest_backward"),
     "upsample_bilinear2d_backward.default": Row("upsample_bilinear_backward"),
+    "upsample_bicubic2d_backward.default": Row("upsample_bicubic_backward"),
     "searchsorted.Tensor": Row("searchsorted"),
     "searchsorted.Scalar": Row("searchsorted"),
     "rrelu_with_noise.default": Row("rrelu_eval"),
+    "nextafter.default": Row("nextafter"),
     "upsample_nearest2d.vec": Row("floating_composite", operands=("input",)),
     "upsample_bilinear2d.vec": Row("floating_composite", operands=("input",)),
     "count_nonzero.default": Row("decomposed"),
@@ -390,7 +393,8 @@ EAGER_OPS: dict[str, Row] = {
     "any.default": Row("any_all", "any"),
     "all.default": Row("any_all", "all"),
     "repeat_interleave.Tensor": Row("repeat_interleave"),
-    "cumsum.default": Row("cumsum"),
+    "cumsum.default": Row("cumsum", "sum"),
+    "_logcumsumexp.default": Row("cumsum", "logsumexp"),
     "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
     "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
     "pow.Scalar": Row("elementwise", "power", ("self", "exponent")),  # a scalar base: RoPE's base ** (2i / d)
@@ -438,6 +442,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "tril.default": ("tril_.default",),
     "triu.default": ("triu_.default",),
     "cumsum.default": ("cumsum_.default", "cumsum.out"),
+    "nextafter.default": ("nextafter_.default", "nextafter.out"),
+    "_logcumsumexp.default": ("_logcumsumexp.out",),
     "maximum.default": ("maximum.out",),
     "minimum.default": ("minimum.out",),
     "clamp_min.default": ("clamp_min_.default", "clamp_min.out"),
