@@ -79,6 +79,8 @@ def test_searchsorted_refusals_raise_the_cpu_errors():
     bad = (
         (sequence, torch.zeros(3, 2), {}),  # leading dims differ
         (sequence, torch.zeros(2, 2), {"sorter": torch.tensor([[0, 1, 3], [0, 1, 2]])}),  # sorter out of range
+        (sequence, torch.zeros(2, 2), {"sorter": torch.tensor([[0, 1, 2], [0, 1, 2]], dtype=torch.int32)}),
+        (sequence, torch.zeros(2, 2), {"sorter": torch.tensor([[0, 1], [0, 1]])}),  # not the sequence's shape
         (sequence, torch.zeros(2, 2), {"side": "left", "right": True}),
         (sequence.bool(), torch.zeros(2, 2).bool(), {}),
     )

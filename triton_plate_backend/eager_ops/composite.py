@@ -227,6 +227,8 @@ def searchsorted(op: torch._ops.OpOverload, row: Row) -> Callable:
         if any(t.dtype == torch.bool or t.is_complex() for t in tensors[:2]):
             return call.on_host()  # the CPU kernel's error
         m = sequence.shape[-1]
+        if sorter is not None and (sorter.dtype != torch.int64 or sorter.shape != sequence.shape):
+            return call.on_host()  # the CPU kernel's errors (the meta kernel checks neither)
         if sorter is not None and m and bool(((sorter < 0) | (sorter >= m)).any()):
             return call.on_host()  # the CPU kernel's error: a sorter index out of range
         if not isinstance(values, torch.Tensor):
