@@ -138,61 +138,27 @@ def test_round_decimals_and_norm(fn, no_host_ops):
     same(fn(x.to("plate")), fn(x), torch.float32)
 
 
-@pytest.mark.parametrize("dtype", (torch.float32, torch.float16), ids=str)
+SCALES = [{"scale_factor": 2}, {"size": (7, 5)}, {"scale_factor": (0.6, 2.5)}]
+CORNERS = [{"size": (9, 13), "align_corners": True}, {"size": (1, 1), "align_corners": True}]
+# mode -> (dtypes, interpolate's options): each gradient against the CPU kernel's
+UPSAMPLING_GRADIENTS = {
+    "nearest": ((torch.float32, torch.float16), [*SCALES, {"scale_factor": 1.7}]),
+    "bilinear": ((torch.float32, torch.bfloat16), [*SCALES, *CORNERS]),
+    "bicubic": ((torch.float32, torch.float64, torch.bfloat16), [*SCALES, *CORNERS, {"size": (2, 3)}]),
+}
+
+
 @pytest.mark.parametrize(
-    "options", [{"scale_factor": 2}, {"size": (7, 5)}, {"scale_factor": 1.7}, {"scale_factor": (0.6, 2.5)}]
+    "mode, dtype, options",
+    [(mode, d, o) for mode, (dtypes, options) in UPSAMPLING_GRADIENTS.items() for d in dtypes for o in options],
+    ids=str,
 )
-def test_nearest_upsampling_gradient_matches_the_cpu(dtype, options, no_host_ops):
+def test_upsampling_gradient_matches_the_cpu(mode, dtype, options, no_host_ops):
     x = torch.randn(2, 3, 5, 6).to(dtype)
     grads = []
     for device in ("cpu", "plate"):
         leaf = x.clone().to(device).requires_grad_()
-        y = F.interpolate(leaf, **options)
-        (y * torch.arange(y.numel(), device=device).view(y.shape).to(dtype) / 10).sum().backward()
-        grads.append(leaf.grad)
-    same(grads[1], grads[0], dtype)
-
-
-@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
-@pytest.mark.parametrize(
-    "options",
-    [
-        {"scale_factor": 2},
-        {"size": (7, 5)},
-        {"scale_factor": (0.6, 2.5)},
-        {"size": (9, 13), "align_corners": True},
-        {"size": (1, 1), "align_corners": True},
-    ],
-)
-def test_bilinear_upsampling_gradient_matches_the_cpu(dtype, options, no_host_ops):
-    x = torch.randn(2, 3, 5, 6).to(dtype)
-    grads = []
-    for device in ("cpu", "plate"):
-        leaf = x.clone().to(device).requires_grad_()
-        y = F.interpolate(leaf, mode="bilinear", **options)
-        (y * torch.arange(y.numel(), device=device).view(y.shape).to(dtype) / 10).sum().backward()
-        grads.append(leaf.grad)
-    same(grads[1], grads[0], dtype)
-
-
-@pytest.mark.parametrize("dtype", (torch.float32, torch.float64, torch.bfloat16), ids=str)
-@pytest.mark.parametrize(
-    "options",
-    [
-        {"scale_factor": 2},
-        {"size": (7, 5)},
-        {"scale_factor": (0.6, 2.5)},
-        {"size": (9, 13), "align_corners": True},
-        {"size": (1, 1), "align_corners": True},
-        {"size": (2, 3)},
-    ],
-)
-def test_bicubic_upsampling_gradient_matches_the_cpu(dtype, options, no_host_ops):
-    x = torch.randn(2, 3, 5, 6).to(dtype)
-    grads = []
-    for device in ("cpu", "plate"):
-        leaf = x.clone().to(device).requires_grad_()
-        y = F.interpolate(leaf, mode="bicubic", **options)
+        y = F.interpolate(leaf, mode=mode, **options)
         (y * torch.arange(y.numel(), device=device).view(y.shape).to(dtype) / 10).sum().backward()
         grads.append(leaf.grad)
     same(grads[1], grads[0], dtype)
@@ -236,9 +202,7 @@ def test_no_composite_implicit_op_has_a_decomposed_row():
     """A PrivateUse1 kernel of a CompositeImplicitAutograd op (upsample_nearest2d.vec) would leave its autograd to
     torch's not-implemented fallback: such ops decompose into the rows' ops instead."""
     for name, row in table.overloads().items():
-        if row.family in ("decomposed", "parametric", "upsample_nearest_backward") and not name.endswith(
-            "_backward.default"
-        ):
+        if row.family in ("decomposed", "parametric", "upsample_backward") and not name.endswith("_backward.default"):
             packet, _, overload = name.partition(".")
             op = getattr(getattr(torch.ops.aten, packet), overload)
             assert not torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"), name

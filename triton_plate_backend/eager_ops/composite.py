@@ -8,14 +8,11 @@
 - ``decomposed``: ``composite`` for ops whose CPU kernel takes fewer dtypes than the decomposition (a bool or
   integer operand the CPU kernel refuses goes to the host, which raises torch's error: Row.floating, Row.boolean),
   the result laid out as the meta kernel lays it out.
-- ``upsample_nearest_backward``: upsample_nearest2d's gradient, each output gradient added (index_add) onto the
-  input element ATen's nearest_idx picks for it, in the op math type (fp32 for fp16/bf16), rounded once.
-- ``upsample_bilinear_backward``: upsample_bilinear2d's gradient as ATen's CPU kernel: each output gradient times
-  its four weights (h_lambda * w_lambda, ATen's source indices and lambdas in the op math type) added onto the four
-  input elements, one index_add per corner, fp16/bf16 summed in fp32 and rounded once.
-- ``upsample_bicubic_backward``: upsample_bicubic2d's gradient as ATen's CPU kernel: each output gradient times
-  its 4 x 4 cubic coefficients (A = -0.75, ATen's source indices clamped into the input) added onto those input
-  elements, one index_add per tap pair, fp16/bf16 summed in fp32 and rounded once.
+- ``upsample_backward``: upsample_{nearest,bilinear,bicubic}2d's gradient (row.fn) as ATen's CPU kernels: each
+  output gradient times its weights along each dim (``UPSAMPLE_TAPS``: nearest, ATen's nearest_idx, weight 1;
+  bilinear, ATen's two source indices and lambdas; bicubic, its four taps clamped into the input and their cubic
+  coefficients, A = -0.75) added (index_add) onto the input elements it reads, one index_add per pair of taps,
+  in the op math type (fp32 for fp16/bf16), rounded once.
 - ``searchsorted``: a batched binary search over plate kernels, each row of values in its own sorted row (a 1-D
   sequence: one row for all), read through ``sorter`` where given; the CPU kernel's predicate (lower bound: go
   right while not mid >= value, upper: while not mid > value), so NaN sorts last as there.
@@ -87,53 +84,27 @@ def decomposed(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
-def upsample_nearest_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
-    @checked(op)
-    def kernel(call: Call, expected):
-        grad = call["grad_output"]
-        if grad.device.type != "plate" or not grad.dtype.is_floating_point or grad.dim() != 4:
-            return call.on_host()
-        n, c, h, w = call["input_size"]
-        oh, ow = call["output_size"]
-        rows = _nearest_indices(h, oh, call["scales_h"], grad.device)
-        cols = _nearest_indices(w, ow, call["scales_w"], grad.device)
-        index = (rows.unsqueeze(1) * w + cols.unsqueeze(0)).reshape(-1)
-        wide = torch.float32 if grad.dtype in (torch.float16, torch.bfloat16) else grad.dtype
-        total = torch.zeros((n, c, h * w), dtype=wide, device=grad.device)
-        total.index_add_(2, index, grad.reshape(n, c, oh * ow).to(wide))
-        if call.target_name is not None:
-            return call[call.target_name].copy_(total.view(n, c, h, w))
-        return as_expected(total.view(n, c, h, w), expected)
-
-    return kernel
+def _nearest_taps(size, out_size, corners, scale, dtype, device):
+    return [(_nearest_indices(size, out_size, scale, device), None)]
 
 
-def upsample_bilinear_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
-    @checked(op)
-    def kernel(call: Call, expected):
-        grad = call["grad_output"]
-        if grad.device.type != "plate" or not grad.dtype.is_floating_point or grad.dim() != 4:
-            return call.on_host()
-        n, c, h, w = call["input_size"]
-        oh, ow = call["output_size"]
-        wide = torch.float32 if grad.dtype in HALF else grad.dtype
-        corners = call["align_corners"]
-        rows = _linear_sources(h, oh, corners, call["scales_h"], wide, grad.device)
-        cols = _linear_sources(w, ow, corners, call["scales_w"], wide, grad.device)
-        g = grad.reshape(n, c, oh * ow).to(wide)
-        total = torch.zeros((n, c, h * w), dtype=wide, device=grad.device)
-        for hi, hl in ((rows[0], rows[2]), (rows[1], rows[3])):
-            for wi, wl in ((cols[0], cols[2]), (cols[1], cols[3])):
-                weight = (hl.unsqueeze(1) * wl.unsqueeze(0)).reshape(1, 1, -1)
-                total.index_add_(2, (hi.unsqueeze(1) * w + wi.unsqueeze(0)).reshape(-1), weight * g)
-        if call.target_name is not None:
-            return call[call.target_name].copy_(total.view(n, c, h, w))
-        return as_expected(total.view(n, c, h, w), expected)
-
-    return kernel
+def _linear_taps(size, out_size, corners, scale, dtype, device):
+    index0, index1, lambda0, lambda1 = _linear_sources(size, out_size, corners, scale, dtype, device)
+    return [(index0, lambda0), (index1, lambda1)]
 
 
-def upsample_bicubic_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+def _cubic_taps(size, out_size, corners, scale, dtype, device):
+    return list(zip(*_cubic_sources(size, out_size, corners, scale, dtype, device)))
+
+
+# row.fn -> (output index -> the input indices it reads and their weights, along one dim: a list of (index, weight
+# or None for 1) pairs, ATen's CPU formulas in the op math type)
+UPSAMPLE_TAPS = {"nearest": _nearest_taps, "bilinear": _linear_taps, "bicubic": _cubic_taps}
+
+
+def upsample_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    taps = UPSAMPLE_TAPS[row.fn]
+
     @checked(op)
     def kernel(call: Call, expected):
         grad = call["grad_output"]
@@ -142,15 +113,15 @@ def upsample_bicubic_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
         n, c, h, w = call["input_size"]
         oh, ow = call["output_size"]
         wide = torch.float32 if grad.dtype in HALF else grad.dtype
-        corners = call["align_corners"]
-        rows = _cubic_sources(h, oh, corners, call["scales_h"], wide, grad.device)
-        cols = _cubic_sources(w, ow, corners, call["scales_w"], wide, grad.device)
+        corners = call.bound.get("align_corners")
+        rows = taps(h, oh, corners, call["scales_h"], wide, grad.device)
+        cols = taps(w, ow, corners, call["scales_w"], wide, grad.device)
         g = grad.reshape(n, c, oh * ow).to(wide)
         total = torch.zeros((n, c, h * w), dtype=wide, device=grad.device)
-        for hi, hc in zip(*rows):
-            for wi, wc in zip(*cols):
-                weight = (hc.unsqueeze(1) * wc.unsqueeze(0)).reshape(1, 1, -1)
-                total.index_add_(2, (hi.unsqueeze(1) * w + wi.unsqueeze(0)).reshape(-1), g * weight)
+        for hi, hc in rows:
+            for wi, wc in cols:
+                weighted = g if hc is None else g * (hc.unsqueeze(1) * wc.unsqueeze(0)).reshape(1, 1, -1)
+                total.index_add_(2, (hi.unsqueeze(1) * w + wi.unsqueeze(0)).reshape(-1), weighted)
         if call.target_name is not None:
             return call[call.target_name].copy_(total.view(n, c, h, w))
         return as_expected(total.view(n, c, h, w), expected)
@@ -714,10 +685,8 @@ def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "composite": composite,
     "decomposed": decomposed,
-    "upsample_nearest_backward": upsample_nearest_backward,
+    "upsample_backward": upsample_backward,
     "searchsorted": searchsorted,
-    "upsample_bilinear_backward": upsample_bilinear_backward,
-    "upsample_bicubic_backward": upsample_bicubic_backward,
     "rrelu_eval": rrelu_eval,
     "multi_margin_backward": multi_margin_backward,
     "nextafter": nextafter,

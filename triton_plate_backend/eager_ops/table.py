@@ -307,9 +307,9 @@ EAGER_OPS: dict[str, Row] = {
         )
     },  # fmt: skip
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
-    "upsample_nearest2d_backward.default": Row("upsample_nearest_backward"),
-    "upsample_bilinear2d_backward.default": Row("upsample_bilinear_backward"),
-    "upsample_bicubic2d_backward.default": Row("upsample_bicubic_backward"),
+    "upsample_nearest2d_backward.default": Row("upsample_backward", "nearest"),
+    "upsample_bilinear2d_backward.default": Row("upsample_backward", "bilinear"),
+    "upsample_bicubic2d_backward.default": Row("upsample_backward", "bicubic"),
     "searchsorted.Tensor": Row("searchsorted"),
     "searchsorted.Scalar": Row("searchsorted"),
     "rrelu_with_noise.default": Row("rrelu_eval"),
