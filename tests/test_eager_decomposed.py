@@ -138,6 +138,19 @@ def test_round_decimals_and_norm(fn, no_host_ops):
     same(fn(x.to("plate")), fn(x), torch.float32)
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
+def test_rrelu_in_place_outside_training_is_leaky_relu(dtype):
+    x = (torch.randn(4, 9) * 3).to(dtype)
+    expected = F.rrelu_(x.clone(), 0.1, 0.3, training=False)
+    torch.plate.reset_host_ops()
+    on_plate = x.to("plate")
+    assert F.rrelu_(on_plate, 0.1, 0.3, training=False) is on_plate
+    assert torch.plate.host_ops() == {}
+    same(on_plate, expected, dtype)
+    F.rrelu_(x.to("plate"), training=True)  # random slopes drawn into `noise`: on the host, counted
+    assert torch.plate.host_ops() == {"aten.rrelu_with_noise_": 1}
+
+
 SCALES = [{"scale_factor": 2}, {"size": (7, 5)}, {"scale_factor": (0.6, 2.5)}]
 CORNERS = [{"size": (9, 13), "align_corners": True}, {"size": (1, 1), "align_corners": True}]
 # mode -> (dtypes, interpolate's options): each gradient against the CPU kernel's

@@ -301,7 +301,8 @@ def rrelu_eval(op: torch._ops.OpOverload, row: Row) -> Callable:
         x = call["self"]
         if call["training"] or x.device.type != "plate":
             return call.on_host()  # training draws its slopes into `noise` on the host
-        return torch.ops.aten.leaky_relu.default(x, (call["lower"] + call["upper"]) / 2)
+        result = torch.ops.aten.leaky_relu.default(x, (call["lower"] + call["upper"]) / 2)
+        return result if call.target_name is None else call[call.target_name].copy_(result)  # rrelu_
 
     return kernel
 

@@ -440,6 +440,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     },
     "where.self": ("where.self_out",),
     "tril.default": ("tril_.default",),
+    "rrelu_with_noise.default": ("rrelu_with_noise_.default",),
     "triu.default": ("triu_.default",),
     "cumsum.default": ("cumsum_.default", "cumsum.out"),
     "nextafter.default": ("nextafter_.default", "nextafter.out"),
