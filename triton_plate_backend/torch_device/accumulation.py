@@ -309,7 +309,8 @@ def kernel_for(op: torch._ops.OpOverload, rule: Rule) -> Callable:
     """The plate kernel of `op`: wide (float64, rounded once) where `rule` applies, else the host's own."""
     schema = op._schema
     names = [a.name for a in schema.arguments]
-    # native_batch_norm updates its running statistics without saying so in its schema
+    # the batch norms (_native_batch_norm_legit, _batch_norm_with_update) update their running statistics without
+    # saying so in their schemas
     written = [
         a.name
         for a in schema.arguments
