@@ -24,7 +24,7 @@ class Build(BuildExtension):
         except Exception as e:
             if not ext.optional:
                 raise
-            self.warn(f"{ext.name} was not built, the simulator runs without it ({e})")
+            self.warn(f"{ext.name} was not built, its Python reference runs instead ({e})")
 
 
 setup(
@@ -51,6 +51,15 @@ setup(
             "triton_plate_backend.sim._tiles",
             sources=["triton_plate_backend/sim/csrc/tiles.cpp"],
             extra_compile_args=["-O3", "-g0"],  # -O3: gcc 12 vectorizes its loop there, not at -O2 (4x)
+            language="c++",
+            optional=True,
+        ),
+        # regalloc's liveness and linear scan (passes/regalloc.py keeps its Python code, used without it): the
+        # same walks on bit sets, the same dicts in the same order
+        Extension(
+            "triton_plate_backend.passes._codewalk",
+            sources=["triton_plate_backend/passes/csrc/codewalk.cpp"],
+            extra_compile_args=["-O2", "-g0"],
             language="c++",
             optional=True,
         ),

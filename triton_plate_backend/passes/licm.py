@@ -22,12 +22,20 @@ what leaves an inner loop can leave the outer one too.
 
 What moved is recomputed once per loop instead of once per use (`scalar_cse` then merges the
 copies); it holds a register across the loop, so codegen keeps the code as it was when the
-registers run out (codegen._finalize)."""
+registers run out (codegen._finalize).
+
+`run` walks in C (`_codewalk.licm`, passes/csrc/codewalk.cpp, built by setup.py) when it is built: the same
+loops, the same moves; `run_py` below is the reference, and what runs without it."""
 
 from __future__ import annotations
 
-from .emitter import PInst
-from .scalar_flow import BRANCHES, PURE, read, target, writes, written
+from .emitter import Label, PInst, VReg
+from .scalar_flow import BRANCHES, PURE, READ_AT, WRITTEN_AT, read, target, writes, written
+
+try:
+    from . import _codewalk
+except ImportError:  # not built (setup.py build_ext): run_py
+    _codewalk = None
 
 UNCONDITIONAL = frozenset({"jmp", "halt"})
 
@@ -90,6 +98,15 @@ def run(code: list[PInst], count: dict | None = None) -> list[PInst]:
     `writes(code)` when the caller has it."""
     if count is None:
         count = writes(code)  # moving instructions changes no count
+    if _codewalk is not None and type(code) is list and type(count) is dict:
+        return _codewalk.licm(code, count, PURE, BRANCHES, WRITTEN_AT, READ_AT, VReg, Label)
+    return run_py(code, count)
+
+
+def run_py(code: list[PInst], count: dict | None = None) -> list[PInst]:
+    """`run` in Python: the reference."""
+    if count is None:
+        count = writes(code)
     # the loops are found once: moving a loop's instructions in front of it keeps every other loop
     # where it was (loops nest or are disjoint, inner ones go first and move code within themselves)
     for header, end in loops(code):

@@ -10,7 +10,11 @@ written at 2*pc, so an instruction's output tile never overlaps one of its dying
 the code generator chose that in-place on purpose, by writing the same buffer).
 
 When the scalar registers run out, `spill_choice` runs the same scan and names the registers to
-keep in SRAM instead (the one live longest at each point of overflow); `spill` rewrites the code."""
+keep in SRAM instead (the one live longest at each point of overflow); `spill` rewrites the code.
+
+`live_intervals` and `allocate` run in C (`_codewalk`, passes/csrc/codewalk.cpp, built by setup.py) when it
+is built: the same walks, the same dicts in the same order; the Python functions below
+(`live_intervals_py`, `allocate_py`) are the reference, and what runs without it."""
 
 from __future__ import annotations
 
@@ -19,6 +23,11 @@ import heapq
 from ..errors import RegisterOverflow
 from ..isa.table import ISA
 from .emitter import Buffer, Label, PInst, Token, View, VReg
+
+try:
+    from . import _codewalk
+except ImportError:  # not built (setup.py build_ext): the Python functions below
+    _codewalk = None
 
 _NO_EFFECT: tuple = ()
 
@@ -86,7 +95,14 @@ def _blocks(code: list[PInst]):
 
 
 def live_intervals(code: list[PInst]) -> dict:
-    """resource -> (lo, hi) half-step interval (see the module docstring)."""
+    """resource -> (lo, hi) half-step interval (see the module docstring); in C when `_codewalk` is built."""
+    if _codewalk is not None and type(code) is list:
+        return _codewalk.live_intervals(code, _DEFS, _defs, VReg, Token, View, Buffer, Label)
+    return live_intervals_py(code)
+
+
+def live_intervals_py(code: list[PInst]) -> dict:
+    """`live_intervals` in Python: the reference."""
     bounds, succs = _blocks(code)
     # One walk in code order gives each block's gen (read before any write in the block) and kill
     # (written in it and not in gen), and each resource's first and last def / use point: every point
@@ -137,7 +153,16 @@ def live_intervals(code: list[PInst]) -> dict:
 
 
 def allocate(intervals: dict, kind: type, count: int, what: str, kernel: str) -> dict:
-    """Linear scan over hull intervals: resource -> physical index in 0..count-1."""
+    """Linear scan over hull intervals: resource -> physical index in 0..count-1; in C when `_codewalk` is built."""
+    if _codewalk is not None and type(intervals) is dict:
+        out = _codewalk.allocate(intervals, kind, count)
+        if out is not None:
+            return out
+    return allocate_py(intervals, kind, count, what, kernel)  # (its RegisterOverflow when the registers run out)
+
+
+def allocate_py(intervals: dict, kind: type, count: int, what: str, kernel: str) -> dict:
+    """`allocate` in Python: the reference."""
     items = sorted(((iv, r) for r, iv in intervals.items() if isinstance(r, kind)), key=lambda x: (x[0][0], x[1].id))
     free = list(range(count))  # a heap: the lowest free index is taken first
     active: list[tuple[int, int]] = []  # a heap of (hi, phys): the intervals that end first leave first

@@ -13,13 +13,21 @@ other instruction, and the register that holds the value is written only once, e
 same extended block: that write then precedes every read of the dropped register, and nothing
 changes the register between. A copy (`s.mov`) between two such registers is dropped the same
 way. Commutative operations number their operands in either order alike; immediates are told
-apart by type and bits (0.0 from -0.0)."""
+apart by type and bits (0.0 from -0.0).
+
+`run` walks in C (`_codewalk.scalar_cse`, passes/csrc/codewalk.cpp, built by setup.py) when it is built: the
+same walk, keys and code; `run_py` below is the reference, and what runs without it."""
 
 from __future__ import annotations
 
-from .emitter import PInst, VReg
+from .emitter import Imm, PInst, VReg
 from .emitter import imm_key as _imm_key
 from .scalar_flow import PURE, WRITTEN_AT, writes
+
+try:
+    from . import _codewalk
+except ImportError:  # not built (setup.py build_ext): run_py
+    _codewalk = None
 
 # operands in either order give the same bits (integers only: a float sum of two NaNs keeps the first's payload)
 COMMUTATIVE = frozenset(f"s.{op}" for op in ("add", "mul", "and", "or", "xor", "maxs", "mins", "maxu", "minu"))
@@ -29,6 +37,15 @@ NEW_BLOCK = frozenset({".label", "jmp", "halt"})
 def run(code: list[PInst], count: dict | None = None) -> list[PInst]:
     """The code with recomputed pure scalar values dropped and their readers renamed (module
     docstring); ``count``: `writes(code)` when the caller has it (licm moves, it changes no count)."""
+    if count is None:
+        count = writes(code)
+    if _codewalk is not None and type(code) is list and type(count) is dict:
+        return _codewalk.scalar_cse(code, count, PURE, COMMUTATIVE, NEW_BLOCK, WRITTEN_AT, VReg, Imm, _imm_key, PInst)
+    return run_py(code, count)
+
+
+def run_py(code: list[PInst], count: dict | None = None) -> list[PInst]:
+    """`run` in Python: the reference."""
     if count is None:
         count = writes(code)
     rename: dict[VReg, VReg] = {}

@@ -1,0 +1,195 @@
+"""The walks over the emitted code compiled in passes/_codewalk (passes/csrc/codewalk.cpp, built by setup.py)
+against their Python references: licm (`licm.run_py`), scalar_cse (`scalar_cse.run_py`), regalloc's liveness
+and linear scan (`regalloc.live_intervals_py`, `allocate_py`). On every code list the TTIR corpus' kernels
+finalize, on two machines: the same code out of licm and scalar_cse (the same instruction objects where they
+keep one), the same intervals in the same dict order, the same registers and tokens in the same order (or an
+overflow where the Python scan raises one); and on hand-made code the corpus does not make (a label block
+falling into a label, a branch to a label that is not there, no code, nested and entered loops)."""
+
+from __future__ import annotations
+
+import pytest
+import ttir_fixtures
+
+from triton_plate_backend.errors import CompileError, RegisterOverflow
+from triton_plate_backend.machine import get_machine
+from triton_plate_backend.passes import licm, regalloc, scalar_cse
+from triton_plate_backend.passes.emitter import Buffer, Imm, Label, PInst, Token, View, VReg
+from triton_plate_backend.passes.pipeline import run_pipeline
+from triton_plate_backend.ttir.parser import parse
+
+pytestmark = pytest.mark.skipif(regalloc._codewalk is None, reason="passes._codewalk is not built (setup.py build_ext)")
+
+KERNELS = sorted(p.name.split(".")[0] for p in ttir_fixtures.FILES if ".noloc." not in p.name)
+
+
+def compiled_intervals(code):
+    return regalloc._codewalk.live_intervals(code, regalloc._DEFS, regalloc._defs, VReg, Token, View, Buffer, Label)
+
+
+def python_allocation(intervals, kind, count):
+    try:
+        return regalloc.allocate_py(intervals, kind, count, "registers", "k")
+    except RegisterOverflow:
+        return None
+
+
+def check_code(code) -> dict:
+    want = regalloc.live_intervals_py(code)
+    got = compiled_intervals(code)
+    assert list(got.items()) == list(want.items())
+    for kind in (VReg, Token):
+        for count in (2, 4, 8, 64):
+            mine, ref = regalloc._codewalk.allocate(want, kind, count), python_allocation(want, kind, count)
+            assert (mine is None) == (ref is None)
+            if ref is not None:
+                assert list(mine.items()) == list(ref.items())
+    return want
+
+
+def check_cse(code, count=None, compiled=None):
+    want = scalar_cse.run_py(code, count)
+    got = (compiled or scalar_cse.run)(code, count)
+    assert got == want
+    kept = {id(inst) for inst in code}  # an instruction kept as it was is the same object, one renamed a new one
+    assert [id(a) in kept for a in got] == [id(b) in kept for b in want]
+    assert [a is b for a, b in zip(got, want) if id(b) in kept] == [True] * sum(id(b) in kept for b in want)
+    return got
+
+
+def check_licm(code, count=None, compiled=None):
+    want = licm.run_py(code, count)
+    got = (compiled or licm.run)(code, count)
+    assert (got is code) == (want is code)  # the list given back when nothing moves
+    assert [id(a) for a in got] == [id(b) for b in want]
+    return got
+
+
+@pytest.mark.parametrize("machine", ["plate-mini", "plate1"])
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_the_compiled_walks_give_the_python_walks_dicts_on_the_corpus(kernel, machine, monkeypatch):
+    seen = []
+
+    def both(code):
+        seen.append(len(code))
+        return check_code(code)
+
+    def cse_both(code, count=None):
+        return check_cse(code, count, compiled_cse)
+
+    def licm_both(code, count=None):
+        return check_licm(code, count, compiled_licm)
+
+    compiled_cse, compiled_licm = scalar_cse.run, licm.run
+    monkeypatch.setattr(regalloc, "live_intervals", both)
+    monkeypatch.setattr(scalar_cse, "run", cse_both)
+    monkeypatch.setattr(licm, "run", licm_both)
+    try:
+        run_pipeline(parse(ttir_fixtures.fixture_text(kernel), kernel), None, get_machine(machine))
+    except CompileError:
+        return  # rejected (math_fns' inline asm): what code reached finalize was checked
+    assert seen and max(seen) > 10
+
+
+def test_the_finalized_program_is_the_same_with_and_without_the_extension(monkeypatch):
+    text = ttir_fixtures.fixture_text("matmul")
+    with_c = run_pipeline(parse(text, "matmul"), None, get_machine("plate1"))[1]
+    monkeypatch.setattr(regalloc, "_codewalk", None)
+    monkeypatch.setattr(scalar_cse, "_codewalk", None)
+    monkeypatch.setattr(licm, "_codewalk", None)
+    without = run_pipeline(parse(text, "matmul"), None, get_machine("plate1"))[1]
+    assert with_c.instrs == without.instrs and with_c.tiles == without.tiles
+
+
+def test_hand_made_code_the_corpus_does_not_make():
+    a, b, c = VReg("a"), VReg("b"), VReg("c")
+    t = Token()
+    buf = Buffer(256)
+    top, end = Label("top"), Label("end")
+    code = [
+        PInst("s.li", (), (a, Imm(0))),
+        PInst(".label", (), (top,)),
+        PInst(".label", (), (Label("again"),)),  # a block of one label falls into the next
+        PInst(".def", (), (buf,)),
+        PInst("s.add", ("i32",), (b, a, a)),
+        PInst("loop", (), (a, top)),
+        PInst(".use", (), (buf, b)),
+        PInst("bnz", (), (b, end)),
+        PInst("s.mov", (), (c, b)),
+        PInst("jmp", (), (top,)),
+        PInst(".label", (), (end,)),
+        PInst("dma.wait", (), (t,), extra_uses=(buf,)),
+        PInst("halt"),
+    ]
+    got = check_code(code)
+    assert got[buf] == (6, 22)  # the .def kills at 2*pc (3), the wait (11) reads it
+    check_code([PInst("s.li", (), (a, Imm(0))), PInst("jmp", (), (top,)), PInst(".label", (), (top,))])
+    assert compiled_intervals([]) == regalloc.live_intervals_py([]) == {}
+    assert scalar_cse.run([]) == scalar_cse.run_py([]) == []
+
+
+def test_hand_made_code_for_scalar_cse():
+    a, b, c, d, e, f, g, h, k = (VReg(x) for x in "abcdefghk")
+    x = [VReg(f"x{i}") for i in range(6)]
+    code = [
+        PInst("s.li", (), (a, Imm(3))),
+        PInst("s.li", (), (b, Imm(3))),  # a's value again: dropped, readers of b read a
+        PInst("s.li", (), (x[0], Imm(0.0))),
+        PInst("s.li", (), (x[1], Imm(-0.0))),  # not 0.0's bits: kept
+        PInst("s.li", (), (x[2], Imm(True))),  # int(True) == 1 == Imm(1)
+        PInst("s.li", (), (x[3], Imm(1))),  # dropped too: b, x3, d, g and k go
+        PInst("s.add", ("i32",), (c, a, x[3])),
+        PInst("s.add", ("i32",), (d, x[2], b)),  # commutative: the same value as c
+        PInst("s.add", ("f32",), (e, x[0], x[1])),
+        PInst("s.add", ("f32",), (f, x[1], x[0])),  # a float sum is not commuted
+        PInst("s.mov", (), (g, d)),  # a copy of a once-written register: renamed
+        PInst("bnz", (), (g, Label("out"))),  # the numbering runs on across a conditional branch
+        PInst("s.add", ("i32",), (h, c, c)),
+        PInst("s.add", ("i32",), (k, g, g)),  # h's value
+        PInst("s.mov", (), (x[4], a)),
+        PInst("s.mov", (), (x[4], b)),  # x4 is written twice: neither is dropped, b read as a
+        PInst("jmp", (), (Label("out"),)),
+        PInst("s.add", ("i32",), (x[5], a, a)),  # after jmp: a new block
+        PInst(".label", (), (Label("out"),)),
+        PInst(".use", (), ((k, x[4], x[5]),)),
+        PInst("halt"),
+    ]
+    got = check_cse(code)
+    assert len(code) - len(got) == 5 and [i.operands for i in got if i.mnemonic == ".use"] == [((h, x[4], x[5]),)]
+    lost = [PInst("s.li", (), (a, Imm(0))), PInst("jmp", (), (Label("nowhere"),))]
+    with pytest.raises(KeyError):
+        regalloc.live_intervals_py(lost)
+    with pytest.raises(KeyError):
+        compiled_intervals(lost)
+
+
+def test_hand_made_loops_for_licm():
+    n, i, j, a, b, c, d, e, f = (VReg(x) for x in "nijabcdef")
+    outer, inner, side, out = Label("outer"), Label("inner"), Label("side"), Label("out")
+    code = [
+        PInst("s.arg", (), (n, Imm(0))),
+        PInst("s.li", (), (i, Imm(0))),
+        PInst(".label", (), (outer,)),
+        PInst("s.li", (), (j, Imm(0))),
+        PInst("s.li", (), (a, Imm(4))),  # invariant in both loops: leaves both
+        PInst(".label", (), (inner,)),
+        PInst("s.add", ("i32",), (b, a, n)),  # reads a (moved first) and n (never written in the loops)
+        PInst("s.add", ("i32",), (c, b, j)),  # reads j, written in the inner loop: stays
+        PInst("s.add", ("i32",), (d, b, i)),  # reads i: leaves the inner loop, not the outer one
+        PInst("s.li", (), (j, Imm(1))),
+        PInst("loop", (), (j, inner)),
+        PInst("s.li", (), (i, Imm(2))),
+        PInst("loop", (), (i, outer)),
+        PInst("jmp", (), (out,)),
+        PInst(".label", (), (side,)),  # a loop entered from outside (the bz below): nothing moves out of it
+        PInst("s.li", (), (e, Imm(5))),
+        PInst("bnz", (), (e, side)),
+        PInst(".label", (), (out,)),
+        PInst("bz", (), (n, side)),
+        PInst("s.li", (), (f, Imm(6))),
+        PInst("halt"),
+    ]
+    got = check_licm(code)
+    assert [x.operands[0] for x in got[:6]] == [n, i, a, b, outer, j]
+    straight = code[:3] + [PInst("halt")]
+    assert check_licm(straight) is straight  # no loop: the list given

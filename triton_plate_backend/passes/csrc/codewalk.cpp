@@ -1,0 +1,954 @@
+// triton_plate_backend.passes._codewalk: walks over the emitted pseudo-instructions in C: regalloc's liveness and
+// linear scan (passes/regalloc.py, `live_intervals` and `allocate`: the same walks, on bit sets and index arrays
+// instead of Python sets and dicts) and scalar_cse (passes/scalar_cse.py, `run`: the same walk and keys).
+//
+// A plain CPython module (no torch). regalloc.py and scalar_cse.py keep their functions in Python as the
+// reference, used when this module is not built; tests/test_compiled_codewalk.py checks that both give equal
+// results (dicts in the same order, the same code) on every code list the corpus' compiles finalize. What the
+// Python code reads of the objects it reads here too: a pseudo-instruction's mnemonic, suffixes, operands, loc and
+// extra_uses, a View's buffer, an Imm's value, a Label's hash and equality (the label dict is a Python dict), a
+// resource's identity (its hash) and, for `allocate`, its id.
+#include <Python.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+// what a mnemonic means to the walk (one dict lookup per instruction after the first sight)
+enum Kind : long { OTHER = 0, LABEL = 1, DEF = 2, USE = 3, BRANCH = 4, END = 5 };  // END: jmp, halt (no fall-through)
+
+long kind_of(PyObject* m) {
+  const char* s = PyUnicode_AsUTF8(m);
+  if (s == nullptr) return -1;
+  if (!strcmp(s, ".label")) return LABEL;
+  if (!strcmp(s, ".def")) return DEF;
+  if (!strcmp(s, ".use")) return USE;
+  if (!strcmp(s, "jmp") || !strcmp(s, "halt")) return END;
+  if (!strcmp(s, "bz") || !strcmp(s, "bnz") || !strcmp(s, "loop")) return BRANCH;
+  return OTHER;
+}
+
+// Owned references released at scope exit.
+struct Ref {
+  PyObject* p;
+  explicit Ref(PyObject* o = nullptr) : p(o) {}
+  ~Ref() { Py_XDECREF(p); }
+  Ref(const Ref&) = delete;
+  Ref& operator=(const Ref&) = delete;
+  void reset(PyObject* o) {
+    Py_XDECREF(p);
+    p = o;
+  }
+};
+
+struct Walk {
+  PyObject* index;      // resource -> its number (first-seen order), a dict
+  PyObject* resources;  // the resources in that order, a list
+  std::vector<int64_t> lo, hi;
+
+  // the number of a resource, numbering it on first sight (-1 on error)
+  Py_ssize_t number(PyObject* r) {
+    PyObject* got = PyDict_GetItemWithError(index, r);
+    if (got != nullptr) return PyLong_AsSsize_t(got);
+    if (PyErr_Occurred()) return -1;
+    Py_ssize_t n = PyList_GET_SIZE(resources);
+    Ref num(PyLong_FromSsize_t(n));
+    if (num.p == nullptr || PyDict_SetItem(index, r, num.p) < 0 || PyList_Append(resources, r) < 0) return -1;
+    lo.push_back(-1);
+    hi.push_back(-1);
+    return n;
+  }
+};
+
+// live_intervals(code, defs, defs_fn, VReg, Token, View, Buffer, Label) -> {resource: (lo, hi)}
+// defs: regalloc._DEFS (mnemonic -> per operand: defined?), defs_fn: regalloc._defs (fills it).
+PyObject* live_intervals(PyObject*, PyObject* args) {
+  PyObject *code, *defs, *defs_fn, *vreg_t, *token_t, *view_t, *buffer_t, *label_t;
+  if (!PyArg_ParseTuple(args, "O!O!OOOOOO", &PyList_Type, &code, &PyDict_Type, &defs, &defs_fn, &vreg_t, &token_t,
+                        &view_t, &buffer_t, &label_t))
+    return nullptr;
+  static PyObject *s_mnemonic, *s_operands, *s_extra_uses, *s_buffer;
+  if (s_mnemonic == nullptr) {
+    s_mnemonic = PyUnicode_InternFromString("mnemonic");
+    s_operands = PyUnicode_InternFromString("operands");
+    s_extra_uses = PyUnicode_InternFromString("extra_uses");
+    s_buffer = PyUnicode_InternFromString("buffer");
+    if (!s_mnemonic || !s_operands || !s_extra_uses || !s_buffer) return nullptr;
+  }
+  const Py_ssize_t n = PyList_GET_SIZE(code);
+  Ref kinds(PyDict_New()), index(PyDict_New()), resources(PyList_New(0)), label_at(PyDict_New());
+  if (!kinds.p || !index.p || !resources.p || !label_at.p) return nullptr;
+  Walk w{index.p, resources.p, {}, {}};
+
+  // per instruction: its kind and its label operand (for the successors); per block: start, end
+  std::vector<long> kind(n);
+  std::vector<PyObject*> operands(n, nullptr);  // each instruction's operands tuple (owned references)
+  std::vector<Py_ssize_t> starts, ends;
+  // per block, the resources read before any write (gen) and written (kill), as lists of numbers; the sets are
+  // built once every resource is numbered
+  std::vector<std::vector<Py_ssize_t>> gen_list, kill_list;
+  std::vector<Py_ssize_t> uses, kills;  // this instruction's, as numbers
+  std::vector<char> kill_is_buf;
+  std::vector<Py_ssize_t> in_kill_stamp;  // resource -> the last block that wrote it + 1 (the per-block k set)
+  std::vector<Py_ssize_t> in_gen_stamp;
+
+  auto release = [&]() {
+    for (PyObject* o : operands) Py_XDECREF(o);
+    operands.clear();
+  };
+  auto fail = [&]() -> PyObject* {
+    release();
+    return nullptr;
+  };
+  auto add_use = [&](PyObject* r) -> bool {
+    Py_ssize_t i = w.number(r);
+    if (i < 0) return false;
+    uses.push_back(i);
+    return true;
+  };
+  auto add_kill = [&](PyObject* r) -> bool {
+    Py_ssize_t i = w.number(r);
+    if (i < 0) return false;
+    kills.push_back(i);
+    kill_is_buf.push_back(Py_TYPE(r) == (PyTypeObject*)buffer_t);
+    return true;
+  };
+
+  bool after_branch = true;  // code[0] starts a block
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject* inst = PyList_GET_ITEM(code, i);
+    Ref m(PyObject_GetAttr(inst, s_mnemonic));
+    if (m.p == nullptr) return fail();
+    PyObject* k = PyDict_GetItemWithError(kinds.p, m.p);
+    long kd;
+    if (k != nullptr) {
+      kd = PyLong_AsLong(k);
+    } else {
+      if (PyErr_Occurred()) return fail();
+      kd = kind_of(m.p);
+      if (kd < 0) return fail();
+      Ref kk(PyLong_FromLong(kd));
+      if (kk.p == nullptr || PyDict_SetItem(kinds.p, m.p, kk.p) < 0) return fail();
+    }
+    kind[i] = kd;
+    PyObject* got = PyObject_GetAttr(inst, s_operands);
+    if (got == nullptr) return fail();
+    if (!PyTuple_Check(got)) {  // operands given as another sequence: the walk below indexes a tuple
+      Py_SETREF(got, PySequence_Tuple(got));
+      if (got == nullptr) return fail();
+    }
+    operands[i] = got;
+    const Py_ssize_t nops = PyTuple_GET_SIZE(got);
+    if (kd == LABEL || after_branch) {
+      if (i > 0) ends.push_back(i - 1);
+      starts.push_back(i);
+      gen_list.emplace_back();
+      kill_list.emplace_back();
+    }
+    after_branch = kd == END || kd == BRANCH;
+    uses.clear();
+    kills.clear();
+    kill_is_buf.clear();
+    if (kd == LABEL) {
+      if (nops < 1) {
+        PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+        return fail();
+      }
+      Ref at(PyLong_FromSsize_t(i));
+      if (at.p == nullptr || PyDict_SetItem(label_at.p, PyTuple_GET_ITEM(got, 0), at.p) < 0) return fail();
+    } else if (kd == DEF) {
+      if (nops < 1) {
+        PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+        return fail();
+      }
+      if (!add_kill(PyTuple_GET_ITEM(got, 0))) return fail();
+    } else if (kd == USE) {
+      for (Py_ssize_t j = 0; j < nops; j++)
+        if (!add_use(PyTuple_GET_ITEM(got, j))) return fail();
+    } else {
+      Ref extra(PyObject_GetAttr(inst, s_extra_uses));
+      if (extra.p == nullptr) return fail();
+      Ref extra_seq(PySequence_Fast(extra.p, "extra_uses must be a sequence"));
+      if (extra_seq.p == nullptr) return fail();
+      for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(extra_seq.p); j++)
+        if (!add_use(PySequence_Fast_GET_ITEM(extra_seq.p, j))) return fail();
+      PyObject* roles = PyDict_GetItemWithError(defs, m.p);  // borrowed: _DEFS keeps it
+      Ref made;
+      if (roles == nullptr || PyObject_Not(roles) == 1) {  // `_DEFS.get(m) or _defs(m)`
+        if (PyErr_Occurred()) return fail();
+        made.reset(PyObject_CallOneArg(defs_fn, m.p));
+        if (made.p == nullptr) return fail();
+        roles = made.p;
+      }
+      Ref roles_seq(PySequence_Fast(roles, "roles must be a sequence"));
+      if (roles_seq.p == nullptr) return fail();
+      const Py_ssize_t nr = std::min(PySequence_Fast_GET_SIZE(roles_seq.p), nops);
+      for (Py_ssize_t j = 0; j < nr; j++) {
+        PyObject* v = PyTuple_GET_ITEM(got, j);
+        PyObject* t = (PyObject*)Py_TYPE(v);
+        if (t == vreg_t || t == token_t) {
+          int is_def = PyObject_IsTrue(PySequence_Fast_GET_ITEM(roles_seq.p, j));
+          if (is_def < 0) return fail();
+          if (!(is_def ? add_kill(v) : add_use(v))) return fail();
+        } else if (t == view_t) {
+          Ref b(PyObject_GetAttr(v, s_buffer));
+          if (b.p == nullptr || !add_use(b.p)) return fail();
+        } else if (t == (PyObject*)&PyTuple_Type) {
+          for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(v); q++)
+            if (!add_use(PyTuple_GET_ITEM(v, q))) return fail();
+        }
+      }
+    }
+    // the points: an instruction reads (2i) before it writes (2i + 1; a buffer at 2i)
+    const int64_t p = 2 * i;
+    const size_t blk = starts.size() - 1;
+    in_kill_stamp.resize(w.lo.size(), 0);
+    in_gen_stamp.resize(w.lo.size(), 0);
+    for (Py_ssize_t r : uses) {
+      if (w.lo[r] < 0) w.lo[r] = p;
+      w.hi[r] = p;
+      if (in_kill_stamp[r] != (Py_ssize_t)blk + 1 && in_gen_stamp[r] != (Py_ssize_t)blk + 1) {
+        in_gen_stamp[r] = blk + 1;
+        gen_list[blk].push_back(r);
+      }
+    }
+    for (size_t j = 0; j < kills.size(); j++) {
+      Py_ssize_t r = kills[j];
+      int64_t q = kill_is_buf[j] ? p : p + 1;
+      if (w.lo[r] < 0) w.lo[r] = q;
+      w.hi[r] = q;
+      if (in_kill_stamp[r] != (Py_ssize_t)blk + 1) {
+        in_kill_stamp[r] = blk + 1;
+        kill_list[blk].push_back(r);
+      }
+    }
+  }
+  if (n > 0) ends.push_back(n - 1);
+  const size_t nb = starts.size();
+  const Py_ssize_t nres = PyList_GET_SIZE(resources.p);
+  const size_t words = (nres + 63) / 64;
+
+  // successors: the branch target's block, and the next block unless the code ends with jmp or halt
+  std::vector<Py_ssize_t> block_at(n + 1, -1);
+  for (size_t b = 0; b < nb; b++) block_at[starts[b]] = b;
+  std::vector<std::vector<size_t>> succs(nb);
+  for (size_t b = 0; b < nb; b++) {
+    Py_ssize_t e = ends[b];
+    PyObject* target = nullptr;  // the first Label among the block's last instruction's operands
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(operands[e]) && target == nullptr; j++) {
+      PyObject* v = PyTuple_GET_ITEM(operands[e], j);
+      int is = PyObject_IsInstance(v, label_t);
+      if (is < 0) return fail();
+      if (is) target = v;
+    }
+    if (target != nullptr) {
+      PyObject* at = PyDict_GetItemWithError(label_at.p, target);
+      if (at == nullptr) {
+        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, target);
+        return fail();
+      }
+      Py_ssize_t li = PyLong_AsSsize_t(at);
+      if (li < n) succs[b].push_back(block_at[li]);
+    }
+    if (kind[e] != END && b + 1 < nb) succs[b].push_back(b + 1);
+  }
+  release();
+
+  // gen and kill - gen as bit sets, then the backward dataflow to its fixed point
+  std::vector<uint64_t> gen(nb * words, 0), killed(nb * words, 0), live_in(nb * words, 0), live_out(nb * words, 0);
+  for (size_t b = 0; b < nb; b++) {
+    uint64_t* g = &gen[b * words];
+    for (Py_ssize_t r : gen_list[b]) g[r >> 6] |= uint64_t(1) << (r & 63);
+    uint64_t* k = &killed[b * words];
+    for (Py_ssize_t r : kill_list[b]) k[r >> 6] |= uint64_t(1) << (r & 63);
+    for (size_t q = 0; q < words; q++) k[q] &= ~g[q];
+  }
+  std::vector<uint64_t> out(words), inn(words);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t b = nb; b-- > 0;) {
+      std::fill(out.begin(), out.end(), 0);
+      for (size_t s : succs[b])
+        for (size_t q = 0; q < words; q++) out[q] |= live_in[s * words + q];
+      for (size_t q = 0; q < words; q++) inn[q] = gen[b * words + q] | (out[q] & ~killed[b * words + q]);
+      if (memcmp(out.data(), &live_out[b * words], words * 8) || memcmp(inn.data(), &live_in[b * words], words * 8)) {
+        memcpy(&live_out[b * words], out.data(), words * 8);
+        memcpy(&live_in[b * words], inn.data(), words * 8);
+        changed = true;
+      }
+    }
+  }
+  // each resource's hull takes in the end of every block it is live out of and the start of every block it is
+  // live into
+  for (size_t b = 0; b < nb; b++) {
+    const int64_t pe = 2 * ends[b] + 2, ps = 2 * starts[b];
+    for (size_t q = 0; q < words; q++) {
+      for (uint64_t bits = live_out[b * words + q]; bits; bits &= bits - 1) {
+        Py_ssize_t r = q * 64 + __builtin_ctzll(bits);
+        w.lo[r] = std::min(w.lo[r], pe);
+        w.hi[r] = std::max(w.hi[r], pe);
+      }
+      for (uint64_t bits = live_in[b * words + q]; bits; bits &= bits - 1) {
+        Py_ssize_t r = q * 64 + __builtin_ctzll(bits);
+        w.lo[r] = std::min(w.lo[r], ps);
+        w.hi[r] = std::max(w.hi[r], ps);
+      }
+    }
+  }
+  PyObject* result = PyDict_New();
+  if (result == nullptr) return nullptr;
+  for (Py_ssize_t r = 0; r < nres; r++) {
+    Ref iv(Py_BuildValue("(LL)", (long long)w.lo[r], (long long)w.hi[r]));
+    if (iv.p == nullptr || PyDict_SetItem(result, PyList_GET_ITEM(resources.p, r), iv.p) < 0) {
+      Py_DECREF(result);
+      return nullptr;
+    }
+  }
+  return result;
+}
+
+// allocate(intervals, kind, count) -> {resource: physical index}, or None when more than count are live at once.
+// The linear scan of regalloc.allocate: intervals of `kind` in (lo, id) order; the lowest free index first; the
+// intervals that end first (then the lower index) leave first.
+PyObject* allocate(PyObject*, PyObject* args) {
+  PyObject *intervals, *kind;
+  Py_ssize_t count;
+  if (!PyArg_ParseTuple(args, "O!On", &PyDict_Type, &intervals, &kind, &count)) return nullptr;
+  static PyObject* s_id;
+  if (s_id == nullptr && (s_id = PyUnicode_InternFromString("id")) == nullptr) return nullptr;
+  struct Item {
+    long long lo, hi, id;
+    PyObject* r;  // borrowed from the dict
+  };
+  std::vector<Item> items;
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(intervals, &pos, &key, &value)) {
+    int is = PyObject_IsInstance(key, kind);
+    if (is < 0) return nullptr;
+    if (!is) continue;
+    long long lo, hi;
+    if (!PyArg_ParseTuple(value, "LL", &lo, &hi)) return nullptr;
+    Ref id(PyObject_GetAttr(key, s_id));
+    if (id.p == nullptr) return nullptr;
+    long long i = PyLong_AsLongLong(id.p);
+    if (i == -1 && PyErr_Occurred()) return nullptr;
+    items.push_back({lo, hi, i, key});
+  }
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) { return a.lo < b.lo || (a.lo == b.lo && a.id < b.id); });
+  std::vector<Py_ssize_t> free_;  // a min-heap of indices
+  for (Py_ssize_t i = 0; i < count; i++) free_.push_back(i);
+  std::vector<std::pair<long long, Py_ssize_t>> active;  // a min-heap of (hi, index)
+  auto later = [](const auto& a, const auto& b) { return a > b; };
+  PyObject* result = PyDict_New();
+  if (result == nullptr) return nullptr;
+  for (const Item& it : items) {
+    while (!active.empty() && active.front().first < it.lo) {
+      std::pop_heap(active.begin(), active.end(), later);
+      free_.push_back(active.back().second);
+      active.pop_back();
+      std::push_heap(free_.begin(), free_.end(), later);
+    }
+    if (free_.empty()) {
+      Py_DECREF(result);
+      Py_RETURN_NONE;
+    }
+    std::pop_heap(free_.begin(), free_.end(), later);
+    Py_ssize_t phys = free_.back();
+    free_.pop_back();
+    Ref ph(PyLong_FromSsize_t(phys));
+    if (ph.p == nullptr || PyDict_SetItem(result, it.r, ph.p) < 0) {
+      Py_DECREF(result);
+      return nullptr;
+    }
+    active.emplace_back(it.hi, phys);
+    std::push_heap(active.begin(), active.end(), later);
+  }
+  return result;
+}
+
+// scalar_cse(code, count, PURE, COMMUTATIVE, NEW_BLOCK, WRITTEN_AT, VReg, Imm, imm_key, PInst) -> code
+// passes/scalar_cse.py's `run` (its docstring): the same walk, building the same value-number keys (tuples of
+// the same Python objects, compared by the same dict), and the same renamed pseudo-instructions.
+PyObject* scalar_cse(PyObject*, PyObject* args) {
+  PyObject *code, *count, *pure, *commutative, *new_block, *written_at, *vreg_t, *imm_t, *imm_key, *pinst_t;
+  if (!PyArg_ParseTuple(args, "O!O!OOOO!OOOO", &PyList_Type, &code, &PyDict_Type, &count, &pure, &commutative,
+                        &new_block, &PyDict_Type, &written_at, &vreg_t, &imm_t, &imm_key, &pinst_t))
+    return nullptr;
+  static PyObject *s_mnemonic, *s_operands, *s_suffixes, *s_value, *s_loc, *s_extra_uses, *s_r, *s_i, *s_f, *s_mov,
+      *s_label, *one;
+  if (s_mnemonic == nullptr) {
+    s_mnemonic = PyUnicode_InternFromString("mnemonic");
+    s_operands = PyUnicode_InternFromString("operands");
+    s_suffixes = PyUnicode_InternFromString("suffixes");
+    s_value = PyUnicode_InternFromString("value");
+    s_loc = PyUnicode_InternFromString("loc");
+    s_extra_uses = PyUnicode_InternFromString("extra_uses");
+    s_r = PyUnicode_InternFromString("r");
+    s_i = PyUnicode_InternFromString("i");
+    s_f = PyUnicode_InternFromString("f");
+    s_mov = PyUnicode_InternFromString("mov");
+    s_label = PyUnicode_InternFromString(".label");
+    one = PyLong_FromLong(1);
+    if (!s_mnemonic || !s_operands || !s_suffixes || !s_value || !s_loc || !s_extra_uses || !s_r || !s_i || !s_f ||
+        !s_mov || !s_label || !one)
+      return nullptr;
+  }
+  // a register written once: count.get(r) == 1
+  auto once = [&](PyObject* r, bool* out) -> bool {
+    PyObject* c = PyDict_GetItemWithError(count, r);
+    if (c == nullptr) {
+      *out = false;
+      return !PyErr_Occurred();
+    }
+    int eq = PyObject_RichCompareBool(c, one, Py_EQ);
+    if (eq < 0) return false;
+    *out = eq;
+    return true;
+  };
+  Ref rename(PyDict_New()), number(PyDict_New()), holder(PyDict_New()), keep(PyList_New(0));
+  if (!rename.p || !number.p || !holder.p || !keep.p) return nullptr;
+  long long fresh = 0;
+  auto next_number = [&]() { return PyLong_FromLongLong(fresh++); };
+  // imm_key(v) for an Imm (emitter.imm_key: ("f", its 8 bytes) for a float, ("i", int(x)) otherwise); other
+  // operands through imm_key itself
+  auto key_of = [&](PyObject* v) -> PyObject* {
+    if ((PyObject*)Py_TYPE(v) != imm_t) return PyObject_CallOneArg(imm_key, v);
+    Ref x(PyObject_GetAttr(v, s_value));
+    if (x.p == nullptr) return nullptr;
+    if (PyFloat_Check(x.p)) {
+      double d = PyFloat_AS_DOUBLE(x.p);
+      char bytes[8];
+      if (PyFloat_Pack8(d, bytes, 1) < 0) return nullptr;  // little-endian, struct.pack("<d")'s bytes
+      Ref b(PyBytes_FromStringAndSize(bytes, 8));
+      if (b.p == nullptr) return nullptr;
+      return PyTuple_Pack(2, s_f, b.p);
+    }
+    Ref i(PyNumber_Long(x.p));  // int(x)
+    if (i.p == nullptr) return nullptr;
+    return PyTuple_Pack(2, s_i, i.p);
+  };
+  const Py_ssize_t n = PyList_GET_SIZE(code);
+  for (Py_ssize_t idx = 0; idx < n; idx++) {
+    PyObject* inst = PyList_GET_ITEM(code, idx);
+    Ref m(PyObject_GetAttr(inst, s_mnemonic));
+    if (m.p == nullptr) return nullptr;
+    Ref ops(PyObject_GetAttr(inst, s_operands));
+    if (ops.p == nullptr) return nullptr;
+    if (!PyTuple_Check(ops.p)) {
+      ops.reset(PySequence_Tuple(ops.p));
+      if (ops.p == nullptr) return nullptr;
+    }
+    const Py_ssize_t nops = PyTuple_GET_SIZE(ops.p);
+    int is_label = PyUnicode_Compare(m.p, s_label) == 0;
+    if (is_label) {
+      PyDict_Clear(number.p);
+      PyDict_Clear(holder.p);
+    }
+    int is_pure = PySet_Contains(pure, m.p);
+    if (is_pure < 0) return nullptr;
+    bool written_once = false;
+    if (is_pure) {
+      if (nops < 1) {
+        PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+        return nullptr;
+      }
+      if (!once(PyTuple_GET_ITEM(ops.p, 0), &written_once)) return nullptr;
+    }
+    if (is_pure && written_once) {
+      PyObject* d = PyTuple_GET_ITEM(ops.p, 0);
+      Ref srcs(PyList_New(0));
+      if (srcs.p == nullptr) return nullptr;
+      for (Py_ssize_t j = 1; j < nops; j++) {
+        PyObject* v = PyTuple_GET_ITEM(ops.p, j);
+        Ref key;
+        if ((PyObject*)Py_TYPE(v) == vreg_t) {  // the value number the register holds (one on first sight)
+          PyObject* r = PyDict_GetItemWithError(rename.p, v);
+          if (r == nullptr && PyErr_Occurred()) return nullptr;
+          if (r != nullptr) v = r;
+          PyObject* num = PyDict_GetItemWithError(number.p, v);
+          Ref made;
+          if (num == nullptr) {
+            if (PyErr_Occurred()) return nullptr;
+            made.reset(next_number());
+            if (made.p == nullptr || PyDict_SetItem(number.p, v, made.p) < 0) return nullptr;
+            num = made.p;
+          }
+          key.reset(PyTuple_Pack(2, s_r, num));
+        } else {
+          key.reset(key_of(v));
+        }
+        if (key.p == nullptr || PyList_Append(srcs.p, key.p) < 0) return nullptr;
+      }
+      int comm = PySet_Contains(commutative, m.p);
+      if (comm < 0) return nullptr;
+      Ref suffixes(PyObject_GetAttr(inst, s_suffixes));
+      if (suffixes.p == nullptr) return nullptr;
+      if (comm) {  // `inst.suffixes[0].startswith("i")`
+        Ref first(PySequence_GetItem(suffixes.p, 0));
+        if (first.p == nullptr) return nullptr;
+        Ref yes(PyObject_CallMethod(first.p, "startswith", "s", "i"));
+        if (yes.p == nullptr) return nullptr;
+        if (yes.p == Py_True && PyList_Sort(srcs.p) < 0) return nullptr;
+      }
+      Ref key;
+      if (PyUnicode_CompareWithASCIIString(m.p, "s.mov") == 0) {
+        if (PyList_GET_SIZE(srcs.p) < 1) {
+          PyErr_SetString(PyExc_IndexError, "list index out of range");
+          return nullptr;
+        }
+        key.reset(PyTuple_Pack(2, s_mov, PyList_GET_ITEM(srcs.p, 0)));
+        if (key.p == nullptr) return nullptr;
+        PyObject* v = PyTuple_GET_ITEM(ops.p, 1);
+        if ((PyObject*)Py_TYPE(v) == vreg_t) {
+          PyObject* src = PyDict_GetItemWithError(rename.p, v);
+          if (src == nullptr && PyErr_Occurred()) return nullptr;
+          if (src == nullptr) src = v;
+          bool src_once;
+          if (!once(src, &src_once)) return nullptr;
+          if (src_once) {
+            if (PyDict_SetItem(rename.p, d, src) < 0) return nullptr;
+            continue;
+          }
+        }
+      } else {
+        Ref t(PyList_AsTuple(srcs.p));
+        if (t.p == nullptr) return nullptr;
+        key.reset(PyTuple_Pack(3, m.p, suffixes.p, t.p));
+        if (key.p == nullptr) return nullptr;
+      }
+      PyObject* h = PyDict_GetItemWithError(holder.p, key.p);
+      if (h == nullptr && PyErr_Occurred()) return nullptr;
+      if (h != nullptr) {
+        if (PyDict_SetItem(rename.p, d, h) < 0) return nullptr;
+        continue;
+      }
+      if (PyDict_SetItem(holder.p, key.p, d) < 0) return nullptr;
+      Ref num(next_number());
+      if (num.p == nullptr || PyDict_SetItem(number.p, d, num.p) < 0) return nullptr;
+    } else if (PyUnicode_GET_LENGTH(m.p) == 0) {
+      PyErr_SetString(PyExc_IndexError, "string index out of range");
+      return nullptr;
+    } else if (PyUnicode_READ_CHAR(m.p, 0) != '.') {
+      PyObject* at = PyDict_GetItemWithError(written_at, m.p);
+      if (at == nullptr) {
+        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, m.p);
+        return nullptr;
+      }
+      Ref at_seq(PySequence_Fast(at, "WRITTEN_AT's positions must be a sequence"));
+      if (at_seq.p == nullptr) return nullptr;
+      for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(at_seq.p); j++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(at_seq.p, j));
+        if (i == -1 && PyErr_Occurred()) return nullptr;
+        if (i < 0 || i >= nops) {
+          PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+          return nullptr;
+        }
+        PyObject* v = PyTuple_GET_ITEM(ops.p, i);
+        if ((PyObject*)Py_TYPE(v) == vreg_t) {
+          Ref num(next_number());
+          if (num.p == nullptr || PyDict_SetItem(number.p, v, num.p) < 0) return nullptr;
+        }
+      }
+    }
+    if (PyList_Append(keep.p, inst) < 0) return nullptr;
+    int nb = PySet_Contains(new_block, m.p);
+    if (nb < 0) return nullptr;
+    if (nb) {
+      PyDict_Clear(number.p);
+      PyDict_Clear(holder.p);
+    }
+  }
+  if (PyDict_GET_SIZE(rename.p) == 0) {
+    Py_INCREF(keep.p);
+    return keep.p;
+  }
+  // the readers of a dropped register read the one that holds its value
+  const Py_ssize_t nk = PyList_GET_SIZE(keep.p);
+  PyObject* out = PyList_New(nk);
+  if (out == nullptr) return nullptr;
+  auto renamed = [&](PyObject* v) -> PyObject* {  // a new reference
+    if ((PyObject*)Py_TYPE(v) == vreg_t) {
+      PyObject* r = PyDict_GetItemWithError(rename.p, v);
+      if (r == nullptr && PyErr_Occurred()) return nullptr;
+      v = r != nullptr ? r : v;
+    }
+    Py_INCREF(v);
+    return v;
+  };
+  for (Py_ssize_t k = 0; k < nk; k++) {
+    PyObject* inst = PyList_GET_ITEM(keep.p, k);
+    Ref ops(PyObject_GetAttr(inst, s_operands));
+    if (ops.p == nullptr) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    Ref ops_seq(PySequence_Fast(ops.p, "operands must be a sequence"));
+    if (ops_seq.p == nullptr) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    const Py_ssize_t nops = PySequence_Fast_GET_SIZE(ops_seq.p);
+    bool change = false;
+    for (Py_ssize_t j = 0; j < nops && !change; j++) {
+      PyObject* v = PySequence_Fast_GET_ITEM(ops_seq.p, j);
+      if ((PyObject*)Py_TYPE(v) == vreg_t) {
+        int has = PyDict_Contains(rename.p, v);
+        if (has < 0) {
+          Py_DECREF(out);
+          return nullptr;
+        }
+        change = has;
+      } else if (Py_TYPE(v) == &PyTuple_Type) {
+        change = true;
+      }
+    }
+    if (!change) {
+      Py_INCREF(inst);
+      PyList_SET_ITEM(out, k, inst);
+      continue;
+    }
+    Ref new_ops(PyTuple_New(nops));
+    if (new_ops.p == nullptr) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    for (Py_ssize_t j = 0; j < nops; j++) {
+      PyObject* v = PySequence_Fast_GET_ITEM(ops_seq.p, j);
+      PyObject* r;
+      if (PyTuple_Check(v)) {  // `_renamed`: isinstance(v, tuple)
+        const Py_ssize_t nt = PyTuple_GET_SIZE(v);
+        r = PyTuple_New(nt);
+        for (Py_ssize_t q = 0; r != nullptr && q < nt; q++) {
+          PyObject* item = PyTuple_GET_ITEM(v, q);
+          PyObject* to = PyDict_GetItemWithError(rename.p, item);  // rename.get(r, r)
+          if (to == nullptr && PyErr_Occurred()) {
+            Py_CLEAR(r);
+            break;
+          }
+          to = to != nullptr ? to : item;
+          Py_INCREF(to);
+          PyTuple_SET_ITEM(r, q, to);
+        }
+      } else {
+        r = renamed(v);
+      }
+      if (r == nullptr) {
+        Py_DECREF(out);
+        return nullptr;
+      }
+      PyTuple_SET_ITEM(new_ops.p, j, r);
+    }
+    Ref m(PyObject_GetAttr(inst, s_mnemonic)), suffixes(PyObject_GetAttr(inst, s_suffixes)),
+        loc(PyObject_GetAttr(inst, s_loc)), extra(PyObject_GetAttr(inst, s_extra_uses));
+    if (!m.p || !suffixes.p || !loc.p || !extra.p) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    PyObject* made = PyObject_CallFunctionObjArgs(pinst_t, m.p, suffixes.p, new_ops.p, loc.p, extra.p, nullptr);
+    if (made == nullptr) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    PyList_SET_ITEM(out, k, made);
+  }
+  return out;
+}
+
+// licm(code, count, PURE, BRANCHES, WRITTEN_AT, READ_AT, VReg, Label) -> code
+// passes/licm.py's `run` (its docstring): the loops found once on the code as given (`loops`), innermost first,
+// then each loop's invariant instructions (`invariant`) moved in front of its label. The instructions only move,
+// so what the walk needs of each (its registers as numbers) is read once; the code is a permutation of indices.
+// Returns the list given when nothing moves, as `run` does.
+PyObject* licm(PyObject*, PyObject* args) {
+  PyObject *code, *count, *pure, *branches, *written_at, *read_at, *vreg_t, *label_t;
+  if (!PyArg_ParseTuple(args, "O!O!OOO!O!OO", &PyList_Type, &code, &PyDict_Type, &count, &pure, &branches,
+                        &PyDict_Type, &written_at, &PyDict_Type, &read_at, &vreg_t, &label_t))
+    return nullptr;
+  static PyObject *s_mnemonic, *s_operands, *s_label, *one;
+  if (s_mnemonic == nullptr) {
+    s_mnemonic = PyUnicode_InternFromString("mnemonic");
+    s_operands = PyUnicode_InternFromString("operands");
+    s_label = PyUnicode_InternFromString(".label");
+    one = PyLong_FromLong(1);
+    if (!s_mnemonic || !s_operands || !s_label || !one) return nullptr;
+  }
+  const Py_ssize_t n = PyList_GET_SIZE(code);
+  struct Info {
+    bool unconditional = false;  // jmp, halt
+    bool pure_once = false;      // in PURE and its register (operand 0) written once
+    Py_ssize_t def = -1;         // operand 0's register number (pure_once)
+    std::vector<Py_ssize_t> written, read;
+  };
+  std::vector<Info> info(n);
+  Ref regs(PyDict_New()), label_at(PyDict_New());
+  if (!regs.p || !label_at.p) return nullptr;
+  auto reg = [&](PyObject* r) -> Py_ssize_t {  // a register's number (first-seen order)
+    PyObject* got = PyDict_GetItemWithError(regs.p, r);
+    if (got != nullptr) return PyLong_AsSsize_t(got);
+    if (PyErr_Occurred()) return -1;
+    Ref num(PyLong_FromSsize_t(PyDict_GET_SIZE(regs.p)));
+    if (num.p == nullptr || PyDict_SetItem(regs.p, r, num.p) < 0) return -1;
+    return PyDict_GET_SIZE(regs.p) - 1;
+  };
+  auto at = [](PyObject* ops, PyObject* positions, std::vector<Py_ssize_t>& out) -> bool {
+    Ref seq(PySequence_Fast(positions, "operand positions must be a sequence"));
+    if (seq.p == nullptr) return false;
+    for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq.p); j++) {
+      Py_ssize_t i = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(seq.p, j));
+      if (i == -1 && PyErr_Occurred()) return false;
+      if (i < 0 || i >= PyTuple_GET_SIZE(ops)) {
+        PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+        return false;
+      }
+      out.push_back(i);
+    }
+    return true;
+  };
+  std::vector<std::pair<Py_ssize_t, PyObject*>> branch_list;  // (index, target label or nullptr), borrowed
+  std::vector<PyObject*> keep_ops;                            // the operand tuples the labels are borrowed from
+  auto release = [&]() {
+    for (PyObject* o : keep_ops) Py_DECREF(o);
+  };
+  auto fail = [&]() -> PyObject* {
+    release();
+    return nullptr;
+  };
+  std::vector<Py_ssize_t> pos;
+  for (Py_ssize_t k = 0; k < n; k++) {
+    PyObject* inst = PyList_GET_ITEM(code, k);
+    Ref m(PyObject_GetAttr(inst, s_mnemonic));
+    if (m.p == nullptr) return fail();
+    PyObject* ops = PyObject_GetAttr(inst, s_operands);
+    if (ops == nullptr) return fail();
+    if (!PyTuple_Check(ops)) {
+      Py_SETREF(ops, PySequence_Tuple(ops));
+      if (ops == nullptr) return fail();
+    }
+    keep_ops.push_back(ops);
+    Info& it = info[k];
+    const Py_ssize_t nops = PyTuple_GET_SIZE(ops);
+    if (PyUnicode_GET_LENGTH(m.p) == 0) {
+      PyErr_SetString(PyExc_IndexError, "string index out of range");
+      return fail();
+    }
+    const bool dot = PyUnicode_READ_CHAR(m.p, 0) == '.';
+    it.unconditional = !PyUnicode_CompareWithASCIIString(m.p, "jmp") || !PyUnicode_CompareWithASCIIString(m.p, "halt");
+    if (dot && PyUnicode_Compare(m.p, s_label) == 0) {
+      if (nops < 1) {
+        PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+        return fail();
+      }
+      Ref i(PyLong_FromSsize_t(k));
+      if (i.p == nullptr || PyDict_SetItem(label_at.p, PyTuple_GET_ITEM(ops, 0), i.p) < 0) return fail();
+    } else {
+      int br = PySet_Contains(branches, m.p);
+      if (br < 0) return fail();
+      if (br) {  // scalar_flow.target: the first Label among its operands
+        PyObject* t = nullptr;
+        for (Py_ssize_t j = 0; j < nops && t == nullptr; j++) {
+          int is = PyObject_IsInstance(PyTuple_GET_ITEM(ops, j), label_t);
+          if (is < 0) return fail();
+          if (is) t = PyTuple_GET_ITEM(ops, j);
+        }
+        branch_list.emplace_back(k, t);
+      }
+    }
+    // scalar_flow.written and read
+    if (dot) {
+      for (Py_ssize_t j = 0; j < nops; j++) {
+        PyObject* v = PyTuple_GET_ITEM(ops, j);
+        if ((PyObject*)Py_TYPE(v) == vreg_t) {
+          Py_ssize_t r = reg(v);
+          if (r < 0) return fail();
+          it.read.push_back(r);
+        }
+      }
+    } else {
+      PyObject* w = PyDict_GetItemWithError(written_at, m.p);
+      PyObject* rd = w == nullptr ? nullptr : PyDict_GetItemWithError(read_at, m.p);
+      if (w == nullptr || rd == nullptr) {
+        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, m.p);
+        return fail();
+      }
+      pos.clear();
+      if (!at(ops, w, pos)) return fail();
+      for (Py_ssize_t i : pos) {
+        PyObject* v = PyTuple_GET_ITEM(ops, i);
+        if ((PyObject*)Py_TYPE(v) == vreg_t) {
+          Py_ssize_t r = reg(v);
+          if (r < 0) return fail();
+          it.written.push_back(r);
+        }
+      }
+      pos.clear();
+      if (!at(ops, rd, pos)) return fail();
+      for (Py_ssize_t i : pos) {
+        PyObject* v = PyTuple_GET_ITEM(ops, i);
+        if ((PyObject*)Py_TYPE(v) == vreg_t) {
+          Py_ssize_t r = reg(v);
+          if (r < 0) return fail();
+          it.read.push_back(r);
+        } else if (PyTuple_Check(v)) {
+          for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(v); q++) {
+            PyObject* x = PyTuple_GET_ITEM(v, q);
+            if ((PyObject*)Py_TYPE(x) == vreg_t) {
+              Py_ssize_t r = reg(x);
+              if (r < 0) return fail();
+              it.read.push_back(r);
+            }
+          }
+        }
+      }
+    }
+    int is_pure = PySet_Contains(pure, m.p);
+    if (is_pure < 0) return fail();
+    if (is_pure) {
+      if (nops < 1) {
+        PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+        return fail();
+      }
+      PyObject* d = PyTuple_GET_ITEM(ops, 0);
+      PyObject* c = PyDict_GetItemWithError(count, d);
+      if (c == nullptr && PyErr_Occurred()) return fail();
+      int eq = c == nullptr ? 0 : PyObject_RichCompareBool(c, one, Py_EQ);
+      if (eq < 0) return fail();
+      if (eq) {
+        it.pure_once = true;
+        it.def = reg(d);
+        if (it.def < 0) return fail();
+      }
+    }
+  }
+  // loops: (header, last back edge), in the order their headers' first back edge comes, then by length
+  auto label_index = [&](PyObject* t, Py_ssize_t missing, Py_ssize_t* out) -> bool {  // label_at.get(t, missing)
+    if (t == nullptr) t = Py_None;
+    PyObject* got = PyDict_GetItemWithError(label_at.p, t);
+    if (got == nullptr) {
+      if (PyErr_Occurred()) return false;
+      *out = missing;
+      return true;
+    }
+    *out = PyLong_AsSsize_t(got);
+    return true;
+  };
+  std::vector<std::pair<Py_ssize_t, Py_ssize_t>> ends;  // (header, end), in insertion order
+  std::vector<std::pair<Py_ssize_t, Py_ssize_t>> jumps;
+  for (auto [i, t] : branch_list) {
+    Py_ssize_t to;
+    if (t != nullptr) {
+      if (!label_index(t, i + 1, &to)) return fail();
+      if (to <= i) {
+        auto e = std::find_if(ends.begin(), ends.end(), [&](auto& he) { return he.first == to; });
+        if (e == ends.end())
+          ends.emplace_back(to, i);
+        else
+          e->second = std::max(e->second, i);
+      }
+    }
+    if (!label_index(t, -1, &to)) return fail();
+    jumps.emplace_back(i, to);
+  }
+  release();
+  std::vector<std::pair<Py_ssize_t, Py_ssize_t>> loops;
+  for (auto [h, e] : ends) {
+    if (h == 0 || info[h - 1].unconditional) continue;  // no fall-through entry to put the moved code on
+    bool entered = false;  // something jumps in from outside
+    for (auto [k, to] : jumps)
+      if (h <= to && to <= e && !(h <= k && k <= e)) entered = true;
+    if (!entered) loops.emplace_back(h, e);
+  }
+  std::stable_sort(loops.begin(), loops.end(),
+                   [](const auto& a, const auto& b) { return a.second - a.first < b.second - b.first; });
+
+  std::vector<Py_ssize_t> order(n);  // position -> instruction
+  for (Py_ssize_t k = 0; k < n; k++) order[k] = k;
+  const Py_ssize_t nregs = PyDict_GET_SIZE(regs.p);
+  std::vector<Py_ssize_t> inside_stamp(nregs, -1), moved_stamp(nregs, -1);
+  bool moved_any = false;
+  struct Candidate {
+    Py_ssize_t k, d;
+    std::vector<Py_ssize_t> inside;
+  };
+  for (size_t l = 0; l < loops.size(); l++) {
+    const auto [header, end] = loops[l];
+    const Py_ssize_t stamp = l;
+    for (Py_ssize_t k = header; k <= end; k++)
+      for (Py_ssize_t r : info[order[k]].written) inside_stamp[r] = stamp;
+    std::vector<Candidate> candidates;
+    for (Py_ssize_t k = header; k <= end; k++) {
+      const Info& it = info[order[k]];
+      if (!it.pure_once) continue;
+      Candidate c{k, it.def, {}};
+      for (Py_ssize_t r : it.read)
+        if (inside_stamp[r] == stamp) c.inside.push_back(r);
+      candidates.push_back(std::move(c));
+    }
+    std::vector<Py_ssize_t> found;
+    for (bool changed = true; changed;) {  // in code order, again until nothing more moves
+      changed = false;
+      std::vector<Candidate> left;
+      for (Candidate& c : candidates) {
+        bool all = true;
+        for (Py_ssize_t r : c.inside)
+          if (moved_stamp[r] != stamp) {
+            all = false;
+            break;
+          }
+        if (all) {
+          found.push_back(c.k);
+          moved_stamp[c.d] = stamp;
+          changed = true;
+        } else {
+          left.push_back(std::move(c));
+        }
+      }
+      candidates = std::move(left);
+    }
+    if (found.empty()) continue;
+    moved_any = true;
+    std::vector<char> gone(n, 0);
+    for (Py_ssize_t k : found) gone[k] = 1;
+    std::vector<Py_ssize_t> next(order.begin(), order.begin() + header);
+    for (Py_ssize_t k : found) next.push_back(order[k]);
+    for (Py_ssize_t k = header; k < n; k++)
+      if (!gone[k]) next.push_back(order[k]);
+    order = std::move(next);
+  }
+  if (!moved_any) {
+    Py_INCREF(code);
+    return code;
+  }
+  PyObject* out = PyList_New(n);
+  if (out == nullptr) return nullptr;
+  for (Py_ssize_t k = 0; k < n; k++) {
+    PyObject* inst = PyList_GET_ITEM(code, order[k]);
+    Py_INCREF(inst);
+    PyList_SET_ITEM(out, k, inst);
+  }
+  return out;
+}
+
+PyMethodDef methods[] = {
+    {"live_intervals", live_intervals, METH_VARARGS,
+     "live_intervals(code, defs, defs_fn, VReg, Token, View, Buffer, Label): regalloc.live_intervals in C"},
+    {"allocate", allocate, METH_VARARGS,
+     "allocate(intervals, kind, count): regalloc.allocate's linear scan in C; None when it overflows"},
+    {"licm", licm, METH_VARARGS,
+     "licm(code, count, PURE, BRANCHES, WRITTEN_AT, READ_AT, VReg, Label): licm.run in C"},
+    {"scalar_cse", scalar_cse, METH_VARARGS,
+     "scalar_cse(code, count, PURE, COMMUTATIVE, NEW_BLOCK, WRITTEN_AT, VReg, Imm, imm_key, PInst): "
+     "scalar_cse.run in C"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_codewalk",
+                      "walks over the emitted code in C: licm, scalar_cse, regalloc's liveness and linear scan", -1, methods};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__codewalk(void) { return PyModule_Create(&module); }
