@@ -1,10 +1,11 @@
 """The walks over the emitted code compiled in passes/_codewalk (passes/csrc/codewalk.cpp, built by setup.py)
 against their Python references: licm (`licm.run_py`), scalar_cse (`scalar_cse.run_py`), regalloc's liveness
-and linear scan (`regalloc.live_intervals_py`, `allocate_py`). On every code list the TTIR corpus' kernels
-finalize, on two machines: the same code out of licm and scalar_cse (the same instruction objects where they
-keep one), the same intervals in the same dict order, the same registers and tokens in the same order (or an
-overflow where the Python scan raises one); and on hand-made code the corpus does not make (a label block
-falling into a label, a branch to a label that is not there, no code, nested and entered loops)."""
+and linear scan (`regalloc.live_intervals_py`, `allocate_py`), finalize's operand mapping (`finalize._map_code`).
+On every code list the TTIR corpus' kernels finalize, on two machines: the same code out of licm and scalar_cse
+(the same instruction objects where they keep one), the same intervals in the same dict order, the same
+registers and tokens in the same order (or an overflow where the Python scan raises one); the same Program with
+all of them on and off; and on hand-made code the corpus does not make (a label block falling into a label, a
+branch to a label that is not there, no code, nested and entered loops)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pytest
 import ttir_fixtures
 
 from triton_plate_backend.errors import CompileError, RegisterOverflow
+from triton_plate_backend.isa.encoding import float_bits
 from triton_plate_backend.machine import get_machine
-from triton_plate_backend.passes import licm, regalloc, scalar_cse
+from triton_plate_backend.passes import finalize, licm, regalloc, scalar_cse
 from triton_plate_backend.passes.emitter import Buffer, Imm, Label, PInst, Token, View, VReg
 from triton_plate_backend.passes.pipeline import run_pipeline
 from triton_plate_backend.ttir.parser import parse
@@ -91,14 +93,34 @@ def test_the_compiled_walks_give_the_python_walks_dicts_on_the_corpus(kernel, ma
     assert seen and max(seen) > 10
 
 
-def test_the_finalized_program_is_the_same_with_and_without_the_extension(monkeypatch):
-    text = ttir_fixtures.fixture_text("matmul")
-    with_c = run_pipeline(parse(text, "matmul"), None, get_machine("plate1"))[1]
-    monkeypatch.setattr(regalloc, "_codewalk", None)
-    monkeypatch.setattr(scalar_cse, "_codewalk", None)
-    monkeypatch.setattr(licm, "_codewalk", None)
-    without = run_pipeline(parse(text, "matmul"), None, get_machine("plate1"))[1]
-    assert with_c.instrs == without.instrs and with_c.tiles == without.tiles
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_the_finalized_program_is_the_same_with_and_without_the_extension(kernel, monkeypatch):
+    """Every walk at once, operand mapping (`finalize._map_code`) included: the same Program, Inst by Inst."""
+    text = ttir_fixtures.fixture_text(kernel)
+
+    def lowered():
+        try:
+            return run_pipeline(parse(text, kernel), None, get_machine("plate1"))[1]
+        except CompileError as e:
+            return str(e)
+
+    with_c = lowered()
+    for module in (regalloc, scalar_cse, licm, finalize):
+        monkeypatch.setattr(module, "_codewalk", None)
+    without = lowered()
+    if isinstance(without, str):
+        assert with_c == without
+        return
+    assert [vars(i) for i in with_c.instrs] == [vars(i) for i in without.instrs]
+    assert [list(vars(i)) for i in with_c.instrs] == [list(vars(i)) for i in without.instrs]
+    assert all(type(i) is type(j) for i, j in zip(with_c.instrs, without.instrs))
+    for field in ("tiles", "locs", "labels", "sram_bytes", "args"):
+        assert getattr(with_c, field) == getattr(without, field), field
+    assert [bits(c) for c in with_c.consts] == [bits(c) for c in without.consts]  # (a NaN is not == itself)
+
+
+def bits(c):
+    return (type(c), float_bits(c) if isinstance(c, float) else c)
 
 
 def test_hand_made_code_the_corpus_does_not_make():

@@ -4,7 +4,8 @@ Liveness over the emitted pseudo-instructions (`regalloc.live_intervals`) gives 
 and DMA tokens (`regalloc.allocate`; with ``spill_scalars``, scalars the registers cannot hold go to SRAM
 slots, `spill.allocate`) and SRAM addresses (`sram_plan.plan`); then views become
 entries of the tile table, immediates and strings entries of the constant pool, labels pcs and
-op locations entries of the location table (all deduplicated)."""
+op locations entries of the location table (all deduplicated). That last walk runs in C
+(`_codewalk.map_code`) when it is built; `_map_code` is the reference."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ from ..isa.verified import verify_once
 from ..srcloc import UNKNOWN_LOC
 from . import regalloc, spill, sram_plan
 from .emitter import Buffer, Emitter, Imm, Label, Str, Token, View, VReg
+
+try:
+    from . import _codewalk
+except ImportError:  # not built (setup.py build_ext): _map_code
+    _codewalk = None
 
 
 def sram_by_op(ctx) -> dict:
@@ -80,6 +86,22 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
             return tuple(regs[r] for r in v)
         raise CompileError(f"internal: bad operand {v!r}")
 
+    if _codewalk is not None and type(code) is list:  # the walk below, in C
+        kinds = (VReg, Token, View, Label, Inst)
+        _codewalk.map_code(
+            code, regs, toks, pcs, tile, operand, locs, program.locs, UNKNOWN_LOC, *kinds, program.instrs
+        )
+    else:
+        _map_code(code, regs, toks, pcs, tile, operand, locs, program)
+    program.labels = {lab.name: p for lab, p in pcs.items()}
+    program.sram_bytes = max(top, program.sram_high_water())
+    verify_once(program, machine)
+    return program, sum(1 for r in intervals if isinstance(r, Buffer))
+
+
+def _map_code(code, regs, toks, pcs, tile, operand, locs, program) -> None:
+    """Each pseudo-instruction that is not a directive as an Inst of physical operands (`_codewalk.map_code` is
+    this walk in C)."""
     by_type = {VReg: regs.__getitem__, Token: toks.__getitem__, View: tile, Label: pcs.__getitem__}
     last_loc, at = None, 0  # the instructions of one op share its loc (the same object): looked up once
     for inst in code:
@@ -94,7 +116,3 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
             last_loc = loc
         operands = tuple([(by_type.get(type(v)) or operand)(v) for v in inst.operands])  # the common kinds directly
         program.instrs.append(Inst(inst.mnemonic, tuple(inst.suffixes), operands, at))
-    program.labels = {lab.name: p for lab, p in pcs.items()}
-    program.sram_bytes = max(top, program.sram_high_water())
-    verify_once(program, machine)
-    return program, sum(1 for r in intervals if isinstance(r, Buffer))

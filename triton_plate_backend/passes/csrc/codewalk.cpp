@@ -933,11 +933,113 @@ PyObject* licm(PyObject*, PyObject* args) {
   return out;
 }
 
+// map_code(code, regs, toks, pcs, tile, operand, locs, loc_list, UNKNOWN_LOC, VReg, Token, View, Label, Inst,
+//          instrs) -> None
+// finalize's last walk (passes/finalize.py, `finalize`): each pseudo-instruction that is not a directive as an
+// Inst of physical operands appended to `instrs`: a VReg, Token or Label through its dict (regs, toks, pcs), a
+// View through `tile`, anything else through `operand`; its loc through the location table (`locs`: loc ->
+// index, `loc_list`: the program's locs), looked up again only when it is another object than the last one's.
+// The Inst is made as its dataclass __init__ makes it (each field set with object.__setattr__, in field order).
+PyObject* map_code(PyObject*, PyObject* args) {
+  PyObject *code, *regs, *toks, *pcs, *tile, *operand, *locs, *loc_list, *unknown, *vreg_t, *token_t, *view_t,
+      *label_t, *inst_t, *instrs;
+  if (!PyArg_ParseTuple(args, "O!O!O!O!OOO!O!OOOOOOO!", &PyList_Type, &code, &PyDict_Type, &regs, &PyDict_Type, &toks,
+                        &PyDict_Type, &pcs, &tile, &operand, &PyDict_Type, &locs, &PyList_Type, &loc_list, &unknown,
+                        &vreg_t, &token_t, &view_t, &label_t, &inst_t, &PyList_Type, &instrs))
+    return nullptr;
+  if (!PyType_Check(inst_t)) {
+    PyErr_SetString(PyExc_TypeError, "map_code: Inst must be a class");
+    return nullptr;
+  }
+  static PyObject *s_mnemonic, *s_suffixes, *s_operands, *s_loc, *empty;
+  if (s_mnemonic == nullptr) {
+    s_mnemonic = PyUnicode_InternFromString("mnemonic");
+    s_suffixes = PyUnicode_InternFromString("suffixes");
+    s_operands = PyUnicode_InternFromString("operands");
+    s_loc = PyUnicode_InternFromString("loc");
+    empty = PyTuple_New(0);
+    if (!s_mnemonic || !s_suffixes || !s_operands || !s_loc || !empty) return nullptr;
+  }
+  PyTypeObject* inst_type = (PyTypeObject*)inst_t;
+  PyObject* last_loc = nullptr;  // borrowed: the code list keeps its instructions' locs alive
+  Ref at;
+  const Py_ssize_t n = PyList_GET_SIZE(code);
+  for (Py_ssize_t k = 0; k < n; k++) {
+    PyObject* inst = PyList_GET_ITEM(code, k);
+    Ref m(PyObject_GetAttr(inst, s_mnemonic));
+    if (m.p == nullptr) return nullptr;
+    if (!PyUnicode_Check(m.p) || PyUnicode_GET_LENGTH(m.p) == 0) {
+      PyErr_SetString(PyExc_IndexError, "string index out of range");
+      return nullptr;
+    }
+    if (PyUnicode_READ_CHAR(m.p, 0) == '.') continue;
+    Ref loc_attr(PyObject_GetAttr(inst, s_loc));
+    if (loc_attr.p == nullptr) return nullptr;
+    int truth = PyObject_IsTrue(loc_attr.p);  // `inst.loc or UNKNOWN_LOC`
+    if (truth < 0) return nullptr;
+    PyObject* loc = truth ? loc_attr.p : unknown;
+    if (loc != last_loc) {
+      PyObject* got = PyDict_GetItemWithError(locs, loc);
+      if (got == nullptr) {
+        if (PyErr_Occurred()) return nullptr;
+        at.reset(PyLong_FromSsize_t(PyList_GET_SIZE(loc_list)));
+        if (at.p == nullptr || PyDict_SetItem(locs, loc, at.p) < 0 || PyList_Append(loc_list, loc) < 0)
+          return nullptr;
+      } else {
+        Py_INCREF(got);
+        at.reset(got);
+      }
+      last_loc = loc;
+    }
+    Ref ops(PyObject_GetAttr(inst, s_operands));
+    if (ops.p == nullptr) return nullptr;
+    Ref seq(PySequence_Fast(ops.p, "operands must be a sequence"));
+    if (seq.p == nullptr) return nullptr;
+    const Py_ssize_t nops = PySequence_Fast_GET_SIZE(seq.p);
+    Ref mapped(PyTuple_New(nops));
+    if (mapped.p == nullptr) return nullptr;
+    for (Py_ssize_t j = 0; j < nops; j++) {
+      PyObject* v = PySequence_Fast_GET_ITEM(seq.p, j);
+      PyObject* t = (PyObject*)Py_TYPE(v);
+      PyObject* table = t == vreg_t ? regs : t == token_t ? toks : t == label_t ? pcs : nullptr;
+      PyObject* r;
+      if (table != nullptr) {  // regs[v], toks[v], pcs[v]
+        r = PyDict_GetItemWithError(table, v);
+        if (r == nullptr) {
+          if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, v);
+          return nullptr;
+        }
+        Py_INCREF(r);
+      } else {
+        r = PyObject_CallOneArg(t == view_t ? tile : operand, v);
+        if (r == nullptr) return nullptr;
+      }
+      PyTuple_SET_ITEM(mapped.p, j, r);
+    }
+    Ref suffixes(PyObject_GetAttr(inst, s_suffixes));
+    if (suffixes.p == nullptr) return nullptr;
+    if (!PyTuple_CheckExact(suffixes.p)) {  // tuple(inst.suffixes)
+      suffixes.reset(PySequence_Tuple(suffixes.p));
+      if (suffixes.p == nullptr) return nullptr;
+    }
+    Ref made(inst_type->tp_new(inst_type, empty, nullptr));
+    if (made.p == nullptr || PyObject_GenericSetAttr(made.p, s_mnemonic, m.p) < 0 ||
+        PyObject_GenericSetAttr(made.p, s_suffixes, suffixes.p) < 0 ||
+        PyObject_GenericSetAttr(made.p, s_operands, mapped.p) < 0 || PyObject_GenericSetAttr(made.p, s_loc, at.p) < 0 ||
+        PyList_Append(instrs, made.p) < 0)
+      return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
 PyMethodDef methods[] = {
     {"live_intervals", live_intervals, METH_VARARGS,
      "live_intervals(code, defs, defs_fn, VReg, Token, View, Buffer, Label): regalloc.live_intervals in C"},
     {"allocate", allocate, METH_VARARGS,
      "allocate(intervals, kind, count): regalloc.allocate's linear scan in C; None when it overflows"},
+    {"map_code", map_code, METH_VARARGS,
+     "map_code(code, regs, toks, pcs, tile, operand, locs, loc_list, UNKNOWN_LOC, VReg, Token, View, Label, Inst, "
+     "instrs): finalize's operand mapping in C"},
     {"licm", licm, METH_VARARGS,
      "licm(code, count, PURE, BRANCHES, WRITTEN_AT, READ_AT, VReg, Label): licm.run in C"},
     {"scalar_cse", scalar_cse, METH_VARARGS,
@@ -947,7 +1049,7 @@ PyMethodDef methods[] = {
 };
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_codewalk",
-                      "walks over the emitted code in C: licm, scalar_cse, regalloc's liveness and linear scan", -1, methods};
+                      "walks over the emitted code in C: licm, scalar_cse, liveness, linear scan, operand mapping", -1, methods};
 
 }  // namespace
 
