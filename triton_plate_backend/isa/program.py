@@ -11,6 +11,11 @@ from ..errors import IsaError
 from ..srcloc import UNKNOWN_LOC, Loc
 from .table import ENUMS, ISA, ITEMSIZE, Instr
 
+try:
+    from . import _verify
+except ImportError:  # not built (setup.py build_ext): verify walks in Python
+    _verify = None
+
 ARG_TYPES = ("ptr", "i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")
 
 
@@ -120,7 +125,9 @@ class Program:
 def verify(program: Program, machine=None) -> Program:
     """Check every instruction against the ISA table (and the machine's bounds if given).
 
-    Raises IsaError naming the pc, the instruction and what is wrong."""
+    Raises IsaError naming the pc, the instruction and what is wrong. The walk over the instructions runs
+    in C (`_verify.scan`, isa/csrc/verify.cpp) when it is built: it passes the instructions whose every check
+    is a plain index in range, and each other one is checked here (`_check_instr`, which alone raises)."""
     nreg = machine.core.scalar_registers if machine else 1 << 16
     ntok = machine.core.dma_tokens if machine else 1 << 16
     sram = machine.core.sram_bytes if machine else 1 << 32
@@ -131,33 +138,58 @@ def verify(program: Program, machine=None) -> Program:
     for a in program.args:
         if a.type not in ARG_TYPES:
             raise IsaError(f"argument {a.name!r} has type {a.type!r}; expected one of {', '.join(ARG_TYPES)}")
-    n = len(program.instrs)
+    instrs, n = program.instrs, len(program.instrs)
     limits = {"r": nreg, "q": ntok, "t": len(program.tiles), "imm": len(program.consts), "str": len(program.consts)}
     limits["label"] = n + 1  # operand kind -> the bound of its index (an rlist's registers: "r")
     heads: dict[tuple, Instr] = {}  # (mnemonic, suffixes) that passed -> the ISA row
-    for pc, ins in enumerate(program.instrs):
-        row = heads.get((ins.mnemonic, ins.suffixes)) if type(ins.suffixes) is tuple else None
-        if row is None:
-            row = _check_head(pc, ins)
-            if type(ins.suffixes) is tuple:
-                heads[ins.mnemonic, ins.suffixes] = row
-        if len(ins.operands) != len(row.operands):
-            raise IsaError(f"{_where(pc, ins)}: takes {len(row.operands)} operands, got {len(ins.operands)}")
-        for od, val in zip(row.operands, ins.operands):
-            kind = od.kind
-            if kind in _PLAIN_INDEX and type(val) is int and 0 <= val < limits[kind]:
-                continue  # the common case, checked inline; _check_operand says what is wrong otherwise
-            _check_operand(program, pc, ins, kind, od.name, val, limits)
-        if not 0 <= ins.loc < len(program.locs):
-            raise IsaError(f"{_where(pc, ins)}: location index {ins.loc} outside the table of {len(program.locs)}")
-        if machine is not None and row.unit in _BOUNDED_UNITS:
-            _check_bounds(program, _where(pc, ins), ins, machine)
+    if _verify is not None and type(instrs) is list and type(program.consts) is list:
+        # the walk in C; each instruction it does not pass by itself is checked here, which raises or passes it
+        numels = None if machine is None else [t.numel for t in program.tiles]
+        bound = 0 if machine is None else machine.core.vector.max_elements
+        sizes = (nreg, ntok, len(program.tiles), n + 1, program.consts, len(program.locs), numels, bound)
+        pc = _verify.scan(instrs, _FAST_HEADS, 0, *sizes)
+        while pc < n:
+            _check_instr(program, pc, instrs[pc], heads, limits, machine)
+            pc = _verify.scan(instrs, _FAST_HEADS, pc + 1, *sizes)
+    else:
+        for pc, ins in enumerate(instrs):
+            _check_instr(program, pc, ins, heads, limits, machine)
     high_water = program.sram_high_water()
     if not program.sram_bytes:
         program.sram_bytes = high_water
     elif program.sram_bytes < high_water:
         raise IsaError(f"program declares {program.sram_bytes} SRAM bytes but its tiles reach byte {high_water}")
     return program
+
+
+def _check_instr(program: Program, pc: int, ins: Inst, heads: dict, limits: dict, machine) -> None:
+    """verify's checks of one instruction (IsaError naming what is wrong)."""
+    row = heads.get((ins.mnemonic, ins.suffixes)) if type(ins.suffixes) is tuple else None
+    if row is None:
+        row = _check_head(pc, ins)
+        if type(ins.suffixes) is tuple:
+            heads[ins.mnemonic, ins.suffixes] = row
+            if (ins.mnemonic, ins.suffixes) not in _FAST_HEADS:
+                codes = bytes(_KIND_CODES.get(od.kind, len(_KIND_CODES)) for od in row.operands)
+                _FAST_HEADS[ins.mnemonic, ins.suffixes] = (codes, _UNIT_CODES.get(row.unit, 0))
+    if len(ins.operands) != len(row.operands):
+        raise IsaError(f"{_where(pc, ins)}: takes {len(row.operands)} operands, got {len(ins.operands)}")
+    for od, val in zip(row.operands, ins.operands):
+        kind = od.kind
+        if kind in _PLAIN_INDEX and type(val) is int and 0 <= val < limits[kind]:
+            continue  # the common case, checked inline; _check_operand says what is wrong otherwise
+        _check_operand(program, pc, ins, kind, od.name, val, limits)
+    if not 0 <= ins.loc < len(program.locs):
+        raise IsaError(f"{_where(pc, ins)}: location index {ins.loc} outside the table of {len(program.locs)}")
+    if machine is not None and row.unit in _BOUNDED_UNITS:
+        _check_bounds(program, _where(pc, ins), ins, machine)
+
+
+# (mnemonic, suffixes) whose head passed _check_head -> (its operands' kind codes, its unit's code): the table
+# `_verify.scan` (isa/csrc/verify.cpp) checks instructions against; the ISA does not change, so it is kept
+_FAST_HEADS: dict[tuple, tuple[bytes, int]] = {}
+_KIND_CODES = {"r": 0, "q": 1, "t": 2, "label": 3, "imm": 4, "str": 5, "rlist": 6}  # any other: scan leaves it
+_UNIT_CODES = {"vector": 1, "matrix": 2}  # the units _check_bounds checks (0: any other)
 
 
 def _check_head(pc: int, ins: Inst) -> Instr:
