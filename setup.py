@@ -66,8 +66,8 @@ setup(
         # the common case of isa.program.verify's walk (program.py keeps its Python walk, used without it, and
         # checks in Python every instruction this one does not pass, so every error is Python's)
         Extension(
-            "triton_plate_backend.isa._verify",
-            sources=["triton_plate_backend/isa/csrc/verify.cpp"],
+            "triton_plate_backend.isa._isawalk",
+            sources=["triton_plate_backend/isa/csrc/isawalk.cpp"],
             extra_compile_args=["-O2", "-g0"],
             language="c++",
             optional=True,

@@ -1,4 +1,4 @@
-"""isa.program.verify's walk compiled in isa/_verify (isa/csrc/verify.cpp, built by setup.py) against its Python
+"""isa.program.verify's walk compiled in isa/_isawalk (isa/csrc/isawalk.cpp, built by setup.py) against its Python
 walk: every corpus program passes both ways; and every instruction of two programs, broken one field at a time
 (each operand set to values of each wrong kind and out of range, its loc, its mnemonic, its suffixes, its operand
 count; a vector tile over the machine's bound; a matrix instruction's shapes), fails with the same message both
@@ -18,7 +18,9 @@ from triton_plate_backend.machine import get_machine
 from triton_plate_backend.passes.pipeline import run_pipeline
 from triton_plate_backend.ttir.parser import parse
 
-pytestmark = pytest.mark.skipif(program_module._verify is None, reason="isa._verify is not built (setup.py build_ext)")
+pytestmark = pytest.mark.skipif(
+    program_module._isawalk is None, reason="isa._isawalk is not built (setup.py build_ext)"
+)
 
 KERNELS = sorted(p.name.split(".")[0] for p in ttir_fixtures.FILES if ".noloc." not in p.name)
 MACHINE = get_machine("plate1")
@@ -35,7 +37,7 @@ def outcome(program, machine, compiled: bool, monkeypatch):
     """verify's message (None: it passed), and the sram_bytes it leaves, with the compiled walk or without."""
     with monkeypatch.context() as m:
         if not compiled:
-            m.setattr(program_module, "_verify", None)
+            m.setattr(program_module, "_isawalk", None)
         try:
             verify(program, machine)
         except IsaError as e:

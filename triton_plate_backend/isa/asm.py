@@ -28,8 +28,13 @@ from ..errors import AsmError, IsaError
 from ..srcloc import UNKNOWN_LOC, Loc
 from .encoding import bits_float, float_bits, tile_names
 from .footprint import FootprintError, parse_footprints
-from .program import ARG_TYPES, Arg, Inst, Program, Tile, verify
+from .program import _KIND_CODES, ARG_TYPES, Arg, Inst, Program, Tile, verify
 from .table import DTYPES, ENUMS, ISA, Instr, Operand
+
+try:
+    from . import _isawalk
+except ImportError:  # not built (setup.py build_ext): the disassembly walks in Python
+    _isawalk = None
 
 _TOKEN = re.compile(
     r'\s*(?:(?P<comment>;|//)|(?P<str>"(?:[^"\\\n]|\\.)*")|(?P<punct>[\[\](),:@])'
@@ -498,12 +503,17 @@ _LINE_FORMS: dict[tuple, tuple] = {}
 _TEMPLATE_KINDS = {"r": "r%s", "q": "q%s"}  # operand kinds whose text is a prefix and the index (as _FORMAT's)
 
 
+# (mnemonic, suffixes) -> (line head, its operands' kind codes): the table `_isawalk.lines` prints from
+_LINE_KINDS: dict[tuple, tuple[str, bytes]] = {}
+
+
 def _line_form(key: tuple, row) -> tuple:
     """How an instruction with this mnemonic and these suffixes prints, once per pair: its head, and
     either one %-template over its operands (every operand a register or token) or one formatter each."""
     kinds = [od.kind for od in row.operands]
     template = ", ".join(_TEMPLATE_KINDS[k] for k in kinds) if all(k in _TEMPLATE_KINDS for k in kinds) else None
     form = _LINE_FORMS[key] = ("    " + ".".join((key[0], *key[1])), template, [_FORMAT[k] for k in kinds])
+    _LINE_KINDS[key] = (form[0], bytes(_KIND_CODES.get(k, len(_KIND_CODES)) for k in kinds))
     return form
 
 
@@ -520,8 +530,21 @@ def _disassemble(program: Program, labels: dict[int, list[str]], names: list[str
     for name, t in zip(names, program.tiles):
         strides = "" if t.is_contiguous() else f" strides({','.join(map(str, t.strides))})"
         out.append(f".tile {name} {t.dtype}[{','.join(map(str, t.shape))}]{strides} @{t.addr:#x}")
-    forms = _LINE_FORMS
-    for pc, ins in enumerate(program.instrs):
+    forms, instrs = _LINE_FORMS, program.instrs
+    # the loop below in C (`_isawalk.lines`) when it is built: it prints the instructions whose operands are
+    # plain indices and stops at any other, which this loop prints, then it goes on
+    fast = _isawalk is not None and type(instrs) is list and type(labels) is dict and type(names) is list
+    fast = fast and type(program.consts) is list
+    imm_texts: dict = {}
+    pc, n = 0, len(instrs)
+    while pc < n:
+        if fast:
+            pc = _isawalk.lines(
+                instrs, pc, _LINE_KINDS, labels, names, program.consts, imm_texts, format_number, quote, out
+            )
+            if pc >= n:
+                break
+        ins = instrs[pc]
         if pc in labels:
             out += [f"{name}:" for name in labels[pc]]
         key = (ins.mnemonic, ins.suffixes)
@@ -532,5 +555,6 @@ def _disassemble(program: Program, labels: dict[int, list[str]], names: list[str
             ops = ", ".join([f(ctx, v) for f, v in zip(formatters, ins.operands)])
         text = f"{head} {ops}" if ops else head
         out.append(f"{text}  @{ins.loc}" if ins.loc else text)
+        pc += 1
     out += [f"{name}:" for name in labels.get(len(program.instrs), ())]
     return "\n".join(out) + "\n"

@@ -12,9 +12,9 @@ from ..srcloc import UNKNOWN_LOC, Loc
 from .table import ENUMS, ISA, ITEMSIZE, Instr
 
 try:
-    from . import _verify
+    from . import _isawalk
 except ImportError:  # not built (setup.py build_ext): verify walks in Python
-    _verify = None
+    _isawalk = None
 
 ARG_TYPES = ("ptr", "i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")
 
@@ -126,7 +126,7 @@ def verify(program: Program, machine=None) -> Program:
     """Check every instruction against the ISA table (and the machine's bounds if given).
 
     Raises IsaError naming the pc, the instruction and what is wrong. The walk over the instructions runs
-    in C (`_verify.scan`, isa/csrc/verify.cpp) when it is built: it passes the instructions whose every check
+    in C (`_isawalk.scan`, isa/csrc/isawalk.cpp) when it is built: it passes the instructions whose every check
     is a plain index in range, and each other one is checked here (`_check_instr`, which alone raises)."""
     nreg = machine.core.scalar_registers if machine else 1 << 16
     ntok = machine.core.dma_tokens if machine else 1 << 16
@@ -142,15 +142,15 @@ def verify(program: Program, machine=None) -> Program:
     limits = {"r": nreg, "q": ntok, "t": len(program.tiles), "imm": len(program.consts), "str": len(program.consts)}
     limits["label"] = n + 1  # operand kind -> the bound of its index (an rlist's registers: "r")
     heads: dict[tuple, Instr] = {}  # (mnemonic, suffixes) that passed -> the ISA row
-    if _verify is not None and type(instrs) is list and type(program.consts) is list:
+    if _isawalk is not None and type(instrs) is list and type(program.consts) is list:
         # the walk in C; each instruction it does not pass by itself is checked here, which raises or passes it
         numels = None if machine is None else [t.numel for t in program.tiles]
         bound = 0 if machine is None else machine.core.vector.max_elements
         sizes = (nreg, ntok, len(program.tiles), n + 1, program.consts, len(program.locs), numels, bound)
-        pc = _verify.scan(instrs, _FAST_HEADS, 0, *sizes)
+        pc = _isawalk.scan(instrs, _FAST_HEADS, 0, *sizes)
         while pc < n:
             _check_instr(program, pc, instrs[pc], heads, limits, machine)
-            pc = _verify.scan(instrs, _FAST_HEADS, pc + 1, *sizes)
+            pc = _isawalk.scan(instrs, _FAST_HEADS, pc + 1, *sizes)
     else:
         for pc, ins in enumerate(instrs):
             _check_instr(program, pc, ins, heads, limits, machine)
@@ -186,7 +186,7 @@ def _check_instr(program: Program, pc: int, ins: Inst, heads: dict, limits: dict
 
 
 # (mnemonic, suffixes) whose head passed _check_head -> (its operands' kind codes, its unit's code): the table
-# `_verify.scan` (isa/csrc/verify.cpp) checks instructions against; the ISA does not change, so it is kept
+# `_isawalk.scan` (isa/csrc/isawalk.cpp) checks instructions against; the ISA does not change, so it is kept
 _FAST_HEADS: dict[tuple, tuple[bytes, int]] = {}
 _KIND_CODES = {"r": 0, "q": 1, "t": 2, "label": 3, "imm": 4, "str": 5, "rlist": 6}  # any other: scan leaves it
 _UNIT_CODES = {"vector": 1, "matrix": 2}  # the units _check_bounds checks (0: any other)

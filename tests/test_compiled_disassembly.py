@@ -1,0 +1,72 @@
+"""The disassembly's instruction walk compiled in isa/_isawalk (`lines`, isa/csrc/isawalk.cpp, built by setup.py)
+against its Python loop (isa/asm.py `_disassemble`): every corpus program prints the same text both ways; and
+every instruction of two programs with one operand or its loc replaced (negative and out-of-range indices, bools,
+floats, strings, lists, register lists of each kind) prints the same text, or raises the same error, both ways."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import ttir_fixtures
+
+from triton_plate_backend.errors import CompileError
+from triton_plate_backend.isa import asm
+from triton_plate_backend.machine import get_machine
+from triton_plate_backend.passes.pipeline import run_pipeline
+from triton_plate_backend.ttir.parser import parse
+
+pytestmark = pytest.mark.skipif(asm._isawalk is None, reason="isa._isawalk is not built (setup.py build_ext)")
+
+KERNELS = sorted(p.name.split(".")[0] for p in ttir_fixtures.FILES if ".noloc." not in p.name)
+
+
+def lowered(kernel):
+    try:
+        return run_pipeline(parse(ttir_fixtures.fixture_text(kernel), kernel), None, get_machine("plate1"))[1]
+    except CompileError:
+        return None
+
+
+def printed(program, compiled: bool, monkeypatch):
+    with monkeypatch.context() as m:
+        if not compiled:
+            m.setattr(asm, "_isawalk", None)
+        try:
+            return asm.disassemble_read_back(program)[0]
+        except Exception as e:  # noqa: BLE001 (the same error both ways is the point)
+            return f"{type(e).__name__}: {e}"
+
+
+def same(program, monkeypatch):
+    got, want = printed(program, True, monkeypatch), printed(program, False, monkeypatch)
+    assert got == want
+    return got
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_every_corpus_program_prints_the_same_text_both_ways(kernel, monkeypatch):
+    program = lowered(kernel)
+    if program is None:
+        pytest.skip(f"{kernel} does not lower (rejected by design)")
+    text = same(program, monkeypatch)
+    assert text.count("\n") > len(program.instrs)
+
+
+@pytest.mark.parametrize("kernel", ["softmax", "matmul"])
+def test_odd_operands_print_alike_both_ways(kernel, monkeypatch):
+    program = lowered(kernel)
+    values = (-1, -2, 0, 1, 1 << 40, True, 2.5, "x", [0], (0, 1), (True,), (), None)
+    errors = 0
+    for pc, ins in enumerate(program.instrs):
+        variants = [dataclasses.replace(ins, loc=v) for v in (0, 1, True, -3)]
+        variants.append(dataclasses.replace(ins, operands=list(ins.operands)))
+        for j in range(len(ins.operands)):
+            for v in values:
+                ops = list(ins.operands)
+                ops[j] = v
+                variants.append(dataclasses.replace(ins, operands=tuple(ops)))
+        for variant in variants:
+            broken = dataclasses.replace(program, instrs=[*program.instrs[:pc], variant, *program.instrs[pc + 1 :]])
+            errors += ":" in same(broken, monkeypatch).split("\n")[0]
+    assert errors  # some variants cannot print (the comparison covered errors too)

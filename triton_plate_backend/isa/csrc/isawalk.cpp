@@ -1,0 +1,355 @@
+// triton_plate_backend.isa._isawalk: the common case of two walks over a Program's instructions in C: isa/program.py's
+// `verify` (`scan`) and isa/asm.py's disassembly (`lines`).
+//
+// `scan` checks instructions from `start` on, the way `verify` checks them, and returns the pc of the first one it
+// does not pass by itself (len(instrs) when it passed them all): one whose (mnemonic, suffixes) is not yet in
+// `heads` (rows `verify` has checked: `program._FAST_HEADS`), whose operands or loc are not plain in-range
+// integers of their kind, whose tile is larger than a vector instruction covers, or a matrix instruction (its
+// shapes are checked in Python). `verify` checks that one in Python (which raises, or passes it) and scans on, so
+// every error is Python's, with its message. A plain CPython module (no torch); `verify` runs all in Python without
+// it. tests/test_compiled_verify.py checks both on the corpus' programs and on broken ones.
+#include <Python.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+// operand kind codes in heads' values (program._KIND_CODES)
+enum Code : unsigned char { R = 0, Q = 1, T = 2, LABEL = 3, IMM = 4, STR = 5, RLIST = 6, OTHER = 7 };
+enum Unit : long { PLAIN = 0, VECTOR = 1, MATRIX = 2 };
+
+struct Ref {
+  PyObject* p;
+  explicit Ref(PyObject* o = nullptr) : p(o) {}
+  ~Ref() { Py_XDECREF(p); }
+  Ref(const Ref&) = delete;
+  Ref& operator=(const Ref&) = delete;
+  void reset(PyObject* o) {
+    Py_XDECREF(p);
+    p = o;
+  }
+};
+
+// an exact int in [0, limit) (anything else: not passed here)
+inline bool index_in(PyObject* v, long long limit, long long* out) {
+  if (!PyLong_CheckExact(v)) return false;
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+  if (overflow || (x == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  if (x < 0 || x >= limit) return false;
+  *out = x;
+  return true;
+}
+
+// scan(instrs, heads, start, nreg, ntok, ntiles, nlabels, consts, nlocs, numels, max_elements) -> pc
+// heads: (mnemonic, suffixes) -> (operand kind codes as bytes, unit); numels: each tile's element count (None: no
+// machine, so no vector bound and no matrix check); max_elements: the vector bound
+PyObject* scan(PyObject*, PyObject* args) {
+  PyObject *instrs, *heads, *consts, *numels;
+  Py_ssize_t start;
+  long long nreg, ntok, ntiles, nlabels, nlocs, max_elements;
+  if (!PyArg_ParseTuple(args, "O!O!nLLLLO!LOL", &PyList_Type, &instrs, &PyDict_Type, &heads, &start, &nreg, &ntok,
+                        &ntiles, &nlabels, &PyList_Type, &consts, &nlocs, &numels, &max_elements))
+    return nullptr;
+  static PyObject *s_mnemonic, *s_suffixes, *s_operands, *s_loc;
+  if (s_mnemonic == nullptr) {
+    s_mnemonic = PyUnicode_InternFromString("mnemonic");
+    s_suffixes = PyUnicode_InternFromString("suffixes");
+    s_operands = PyUnicode_InternFromString("operands");
+    s_loc = PyUnicode_InternFromString("loc");
+    if (!s_mnemonic || !s_suffixes || !s_operands || !s_loc) return nullptr;
+  }
+  const bool bounded = numels != Py_None;
+  if (bounded && (!PyList_Check(numels) || PyList_GET_SIZE(numels) < ntiles)) {
+    PyErr_SetString(PyExc_TypeError, "_isawalk.scan: numels must be a list of one count per tile, or None");
+    return nullptr;
+  }
+  const long long nconsts = PyList_GET_SIZE(consts);
+  const Py_ssize_t n = PyList_GET_SIZE(instrs);
+  Py_ssize_t pc = start < 0 ? 0 : start;
+  for (; pc < n; pc++) {
+    PyObject* ins = PyList_GET_ITEM(instrs, pc);
+    Ref m(PyObject_GetAttr(ins, s_mnemonic));
+    if (m.p == nullptr) return nullptr;
+    Ref suffixes(PyObject_GetAttr(ins, s_suffixes));
+    if (suffixes.p == nullptr) return nullptr;
+    if (!PyTuple_CheckExact(suffixes.p)) break;
+    Ref key(PyTuple_Pack(2, m.p, suffixes.p));
+    if (key.p == nullptr) return nullptr;
+    PyObject* head = PyDict_GetItemWithError(heads, key.p);  // (kind codes as bytes, unit)
+    if (head == nullptr) {
+      if (PyErr_Occurred()) return nullptr;
+      break;
+    }
+    if (!PyTuple_Check(head) || PyTuple_GET_SIZE(head) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(head, 0))) {
+      PyErr_SetString(PyExc_TypeError, "_isawalk.scan: a head must be (codes, unit)");
+      return nullptr;
+    }
+    const unsigned char* codes = (const unsigned char*)PyBytes_AS_STRING(PyTuple_GET_ITEM(head, 0));
+    const Py_ssize_t ncodes = PyBytes_GET_SIZE(PyTuple_GET_ITEM(head, 0));
+    const long unit = PyLong_AsLong(PyTuple_GET_ITEM(head, 1));
+    if (unit == -1 && PyErr_Occurred()) return nullptr;
+    if (unit == MATRIX && bounded) break;
+    Ref ops(PyObject_GetAttr(ins, s_operands));
+    if (ops.p == nullptr) return nullptr;
+    if (!PyTuple_Check(ops.p) || PyTuple_GET_SIZE(ops.p) != ncodes) break;
+    bool plain = true;
+    for (Py_ssize_t j = 0; j < ncodes && plain; j++) {
+      PyObject* v = PyTuple_GET_ITEM(ops.p, j);
+      long long x;
+      switch (codes[j]) {
+        case R:
+          plain = index_in(v, nreg, &x);
+          break;
+        case Q:
+          plain = index_in(v, ntok, &x);
+          break;
+        case T:
+          plain = index_in(v, ntiles, &x);
+          if (plain && unit == VECTOR && bounded) {  // _check_bounds: at most max_elements elements
+            long long numel;
+            plain = index_in(PyList_GET_ITEM(numels, x), max_elements + 1, &numel);
+          }
+          break;
+        case LABEL:
+          plain = index_in(v, nlabels, &x);
+          break;
+        case IMM:
+          plain = index_in(v, nconsts, &x) && !PyUnicode_Check(PyList_GET_ITEM(consts, x));
+          break;
+        case STR:
+          plain = index_in(v, nconsts, &x) && PyUnicode_Check(PyList_GET_ITEM(consts, x));
+          break;
+        case RLIST:
+          plain = PyTuple_CheckExact(v);
+          for (Py_ssize_t q = 0; plain && q < PyTuple_GET_SIZE(v); q++)
+            plain = index_in(PyTuple_GET_ITEM(v, q), nreg, &x);
+          break;
+        default:
+          plain = false;
+      }
+    }
+    if (!plain) break;
+    Ref loc(PyObject_GetAttr(ins, s_loc));
+    if (loc.p == nullptr) return nullptr;
+    long long x;
+    if (!index_in(loc.p, nlocs, &x)) break;
+  }
+  return PyLong_FromSsize_t(pc);
+}
+
+// lines(instrs, start, forms, labels, names, consts, imm_texts, format_number, quote, out) -> pc
+// isa/asm.py's `_disassemble` loop from `start` on: each instruction's label lines and its line appended to `out`,
+// up to the first instruction it does not print by itself (returned; len(instrs) when it printed them all): one
+// whose (mnemonic, suffixes) is not in `forms` (asm._LINE_KINDS: key -> (line head, operand kind codes as bytes)),
+// whose operands are not a tuple of as many values, or an operand that is not an int of its kind (a register list:
+// a tuple of ints). `_disassemble` prints that one in Python and goes on. An immediate's text is
+// format_number(consts[v]), kept in `imm_texts` (index -> text) for the other uses in the same program.
+PyObject* lines(PyObject*, PyObject* args) {
+  PyObject *instrs, *forms, *labels, *names, *consts, *imm_texts, *format_number, *quote, *out;
+  Py_ssize_t start;
+  if (!PyArg_ParseTuple(args, "O!nO!O!O!O!O!OOO!", &PyList_Type, &instrs, &start, &PyDict_Type, &forms, &PyDict_Type,
+                        &labels, &PyList_Type, &names, &PyList_Type, &consts, &PyDict_Type, &imm_texts, &format_number,
+                        &quote, &PyList_Type, &out))
+    return nullptr;
+  static PyObject *s_mnemonic, *s_suffixes, *s_operands, *s_loc;
+  if (s_mnemonic == nullptr) {
+    s_mnemonic = PyUnicode_InternFromString("mnemonic");
+    s_suffixes = PyUnicode_InternFromString("suffixes");
+    s_operands = PyUnicode_InternFromString("operands");
+    s_loc = PyUnicode_InternFromString("loc");
+    if (!s_mnemonic || !s_suffixes || !s_operands || !s_loc) return nullptr;
+  }
+  const Py_ssize_t n = PyList_GET_SIZE(instrs);
+  const Py_ssize_t nnames = PyList_GET_SIZE(names), nconsts = PyList_GET_SIZE(consts);
+  std::string line;
+  auto exact_index = [](PyObject* v, Py_ssize_t limit, Py_ssize_t* x) -> bool {
+    if (!PyLong_CheckExact(v)) return false;
+    int overflow = 0;
+    long long got = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (got == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return false;
+    }
+    if (got < 0 || got >= limit) return false;
+    *x = (Py_ssize_t)got;
+    return true;
+  };
+  auto append_str = [&](PyObject* text) -> bool {  // a str's UTF-8 onto the line (false: not a str)
+    if (!PyUnicode_Check(text)) return false;
+    Py_ssize_t size;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(text, &size);
+    if (utf8 == nullptr) {
+      PyErr_Clear();
+      return false;
+    }
+    line.append(utf8, size);
+    return true;
+  };
+  char digits[32];
+  Py_ssize_t pc = start < 0 ? 0 : start;
+  for (; pc < n; pc++) {
+    PyObject* ins = PyList_GET_ITEM(instrs, pc);
+    Ref m(PyObject_GetAttr(ins, s_mnemonic)), suffixes(PyObject_GetAttr(ins, s_suffixes));
+    if (m.p == nullptr || suffixes.p == nullptr) return nullptr;
+    Ref key(PyTuple_Pack(2, m.p, suffixes.p));
+    if (key.p == nullptr) return nullptr;
+    PyObject* form = PyDict_GetItemWithError(forms, key.p);
+    if (form == nullptr) {
+      if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) return nullptr;
+        PyErr_Clear();  // unhashable suffixes: Python's
+      }
+      break;
+    }
+    if (!PyTuple_Check(form) || PyTuple_GET_SIZE(form) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(form, 0)) ||
+        !PyBytes_Check(PyTuple_GET_ITEM(form, 1))) {
+      PyErr_SetString(PyExc_TypeError, "_isawalk.lines: a form must be (head, codes)");
+      return nullptr;
+    }
+    const unsigned char* codes = (const unsigned char*)PyBytes_AS_STRING(PyTuple_GET_ITEM(form, 1));
+    const Py_ssize_t ncodes = PyBytes_GET_SIZE(PyTuple_GET_ITEM(form, 1));
+    Ref ops(PyObject_GetAttr(ins, s_operands));
+    if (ops.p == nullptr) return nullptr;
+    if (!PyTuple_CheckExact(ops.p) || PyTuple_GET_SIZE(ops.p) != ncodes) break;
+    Ref loc(PyObject_GetAttr(ins, s_loc));
+    if (loc.p == nullptr) return nullptr;
+    if (!PyLong_CheckExact(loc.p)) break;
+    // the operands' text (the line is built before anything is appended to out: a stop leaves out as it was)
+    line.clear();
+    if (!append_str(PyTuple_GET_ITEM(form, 0))) break;
+    bool plain = true;
+    for (Py_ssize_t j = 0; j < ncodes && plain; j++) {
+      line.append(j == 0 ? " " : ", ");
+      PyObject* v = PyTuple_GET_ITEM(ops.p, j);
+      Py_ssize_t x;
+      switch (codes[j]) {
+        case R:
+        case Q:
+          plain = PyLong_CheckExact(v);
+          if (plain) {
+            long long r = PyLong_AsLongLong(v);
+            if (r == -1 && PyErr_Occurred()) {
+              PyErr_Clear();
+              plain = false;
+              break;
+            }
+            snprintf(digits, sizeof digits, "%c%lld", codes[j] == R ? 'r' : 'q', r);
+            line.append(digits);
+          }
+          break;
+        case T:
+          plain = exact_index(v, nnames, &x) && append_str(PyList_GET_ITEM(names, x));
+          break;
+        case LABEL: {
+          plain = PyLong_CheckExact(v);
+          if (!plain) break;
+          PyObject* at = PyDict_GetItemWithError(labels, v);  // labels[v][0]
+          if (at == nullptr) {
+            if (PyErr_Occurred()) return nullptr;
+            plain = false;
+            break;
+          }
+          plain = PyList_Check(at) && PyList_GET_SIZE(at) > 0 && append_str(PyList_GET_ITEM(at, 0));
+          break;
+        }
+        case IMM:
+        case STR: {
+          plain = exact_index(v, nconsts, &x);
+          if (!plain) break;
+          PyObject* text;
+          Ref made;
+          if (codes[j] == IMM) {
+            text = PyDict_GetItemWithError(imm_texts, v);
+            if (text == nullptr) {
+              if (PyErr_Occurred()) return nullptr;
+              made.reset(PyObject_CallOneArg(format_number, PyList_GET_ITEM(consts, x)));
+              if (made.p == nullptr) return nullptr;
+              if (PyDict_SetItem(imm_texts, v, made.p) < 0) return nullptr;
+              text = made.p;
+            }
+          } else {
+            made.reset(PyObject_CallOneArg(quote, PyList_GET_ITEM(consts, x)));
+            if (made.p == nullptr) return nullptr;
+            text = made.p;
+          }
+          plain = append_str(text);
+          break;
+        }
+        case RLIST:
+          plain = PyTuple_CheckExact(v);
+          line.append("[");
+          for (Py_ssize_t q = 0; plain && q < PyTuple_GET_SIZE(v); q++) {
+            PyObject* r = PyTuple_GET_ITEM(v, q);
+            plain = PyLong_CheckExact(r);
+            if (!plain) break;
+            long long rr = PyLong_AsLongLong(r);
+            if (rr == -1 && PyErr_Occurred()) {
+              PyErr_Clear();
+              plain = false;
+              break;
+            }
+            snprintf(digits, sizeof digits, q == 0 ? "r%lld" : ", r%lld", rr);
+            line.append(digits);
+          }
+          line.append("]");
+          break;
+        default:
+          plain = false;
+      }
+    }
+    if (!plain) break;
+    if (ncodes == 1 && line.size() == (size_t)PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(form, 0)) + 1 &&
+        PyUnicode_IS_ASCII(PyTuple_GET_ITEM(form, 0)))
+      line.pop_back();  // an operand printed as "": the head alone, as `f"{head} {ops}" if ops else head`
+    long long at = PyLong_AsLongLong(loc.p);
+    if (at == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      break;
+    }
+    if (at != 0) {
+      snprintf(digits, sizeof digits, "  @%lld", at);
+      line.append(digits);
+    }
+    // this pc's labels, then its line
+    Ref pc_obj(PyLong_FromSsize_t(pc));
+    if (pc_obj.p == nullptr) return nullptr;
+    PyObject* names_here = PyDict_GetItemWithError(labels, pc_obj.p);
+    if (names_here == nullptr && PyErr_Occurred()) return nullptr;
+    if (names_here != nullptr) {
+      Ref it(PyObject_GetIter(names_here));
+      if (it.p == nullptr) return nullptr;
+      for (PyObject* name; (name = PyIter_Next(it.p)) != nullptr;) {
+        Ref nm(name);
+        Ref text(PyUnicode_FromFormat("%S:", nm.p));
+        if (text.p == nullptr || PyList_Append(out, text.p) < 0) return nullptr;
+      }
+      if (PyErr_Occurred()) return nullptr;
+    }
+    Ref text(PyUnicode_DecodeUTF8(line.data(), line.size(), nullptr));
+    if (text.p == nullptr || PyList_Append(out, text.p) < 0) return nullptr;
+  }
+  return PyLong_FromSsize_t(pc);
+}
+
+PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS,
+     "scan(instrs, heads, start, nreg, ntok, ntiles, nlabels, consts, nlocs, numels, max_elements): the first pc "
+     "from start that verify must check in Python"},
+    {"lines", lines, METH_VARARGS,
+     "lines(instrs, start, forms, labels, names, consts, imm_texts, format_number, quote, out): the disassembly's "
+     "instruction lines from start, up to the first pc it leaves to Python"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_isawalk", "the common case of verify's and disassembly's walks in C", -1,
+                      methods};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__isawalk(void) { return PyModule_Create(&module); }
