@@ -24,9 +24,14 @@ from dataclasses import dataclass
 
 from ..errors import BinaryFormatError, IsaError
 from ..srcloc import Loc
-from .program import ARG_TYPES, Arg, Inst, Program, Tile, verify
+from .program import _KIND_CODES, ARG_TYPES, Arg, Inst, Program, Tile, verify
 from .table import BY_OPCODE, DTYPES, ENUMS, OPERAND_KINDS
 from .verified import content, passed, verify_once
+
+try:
+    from . import _isawalk
+except ImportError:  # not built (setup.py build_ext): the code section packs in Python
+    _isawalk = None
 
 MAGIC = b"PLATEBIN"
 VERSION = (1, 0)  # (major, minor): a reader accepts its own major and any minor
@@ -53,6 +58,9 @@ class Layout:
                     self.offsets[fname] = self.min_size
                 self.min_size += st.size
             self._steps.append((fname, code, elem, st, count))
+        # a layout without arrays packs each record with one Struct (pack's bytes; pack itself says what does not fit)
+        self.names = tuple(f for f, _ in fields)
+        self.whole = struct.Struct("<" + "".join(c for _, c in fields)) if fixed else None
 
     def pack(self, values: dict) -> bytes:
         out, seen = [], {}
@@ -246,7 +254,16 @@ def _encode(program: Program) -> bytes:
 
 
 def _pack_section(sec: Section, head: dict | None, records: list[dict]) -> bytes:
-    body = b"".join(sec.record.pack(r) for r in records)
+    whole = getattr(sec.record, "whole", None)
+    body = None
+    if whole is not None:
+        names = sec.record.names
+        try:
+            body = b"".join([whole.pack(*[r[f] for f in names]) for r in records])
+        except (struct.error, TypeError, KeyError):
+            body = None  # the record that does not fit: Layout.pack names it
+    if body is None:
+        body = b"".join(sec.record.pack(r) for r in records)
     return (sec.head.pack(head) if sec.head else b"") + COUNT.pack({"count": len(records)}) + body
 
 
@@ -278,7 +295,12 @@ _INST_HEAD = struct.Struct("<HHI")  # INST's fields: opcode, modifier, loc
 def _pack_code(instrs) -> bytes:
     """The code section's payload, packed straight from the instructions: the bytes of
     _pack_section over _inst_record's records (which a value that does not fit falls back to, for
-    its error message), without building them."""
+    its error message), without building them; in C (`_isawalk.pack_code`) when it is built and knows every
+    instruction's form (this walk fills them)."""
+    if _isawalk is not None and type(instrs) is list:
+        got = _isawalk.pack_code(instrs, _CODE_KINDS)
+        if got is not None:
+            return got
     try:
         out = [_U32.pack(len(instrs))]
         for ins in instrs:
@@ -296,6 +318,7 @@ def _pack_code(instrs) -> bytes:
 
 
 _CODE_FORMS: dict[tuple, tuple] = {}  # (mnemonic, suffixes) -> (Struct of the whole record or None, opcode, modifier)
+_CODE_KINDS: dict[tuple, tuple] = {}  # (mnemonic, suffixes) -> (opcode, modifier, operand kind codes): pack_code's
 
 
 def _code_form(key: tuple, row) -> tuple:
@@ -303,6 +326,7 @@ def _code_form(key: tuple, row) -> tuple:
     modifier = sum(ENUMS[e].index(v) << (8 * k) for k, (e, v) in enumerate(zip(row.suffixes, key[1])))
     whole = None if any(od.kind == "rlist" for od in row.operands) else struct.Struct(f"<HHI{len(row.operands)}I")
     _CODE_FORMS[key] = form = (whole, row.opcode, modifier)
+    _CODE_KINDS[key] = (row.opcode, modifier, bytes(_KIND_CODES.get(od.kind, len(_KIND_CODES)) for od in row.operands))
     return form
 
 

@@ -1,5 +1,6 @@
-// triton_plate_backend.isa._isawalk: the common case of two walks over a Program's instructions in C: isa/program.py's
-// `verify` (`scan`) and isa/asm.py's disassembly (`lines`).
+// triton_plate_backend.isa._isawalk: the common case of three walks over a Program's instructions in C:
+// isa/program.py's `verify` (`scan`), isa/asm.py's disassembly (`lines`) and isa/encoding.py's code section
+// (`pack_code`).
 //
 // `scan` checks instructions from `start` on, the way `verify` checks them, and returns the pc of the first one it
 // does not pass by itself (len(instrs) when it passed them all): one whose (mnemonic, suffixes) is not yet in
@@ -337,6 +338,94 @@ PyObject* lines(PyObject*, PyObject* args) {
   return PyLong_FromSsize_t(pc);
 }
 
+// pack_code(instrs, forms) -> bytes or None
+// isa/encoding.py's `_pack_code`: the code section's payload (a u32 count, then per instruction u16 opcode,
+// u16 modifier, u32 loc and a u32 per operand; a register list as a u32 count and a u32 per register),
+// little-endian. forms: (mnemonic, suffixes) -> (opcode, modifier, operand kind codes as bytes), filled by
+// `_code_form`. None when an instruction's key is not there yet or a value is not an int that fits its field:
+// `_pack_code` packs (or reports) those in Python.
+PyObject* pack_code(PyObject*, PyObject* args) {
+  PyObject *instrs, *forms;
+  if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &instrs, &PyDict_Type, &forms)) return nullptr;
+  static PyObject *s_mnemonic, *s_suffixes, *s_operands, *s_loc;
+  if (s_mnemonic == nullptr) {
+    s_mnemonic = PyUnicode_InternFromString("mnemonic");
+    s_suffixes = PyUnicode_InternFromString("suffixes");
+    s_operands = PyUnicode_InternFromString("operands");
+    s_loc = PyUnicode_InternFromString("loc");
+    if (!s_mnemonic || !s_suffixes || !s_operands || !s_loc) return nullptr;
+  }
+  std::string out;
+  auto put = [&](uint64_t v, int bytes) {
+    for (int b = 0; b < bytes; b++) out.push_back(char((v >> (8 * b)) & 0xff));
+  };
+  auto word = [](PyObject* v, uint64_t limit, uint64_t* x) -> bool {  // an int in [0, limit] (struct's I, H)
+    if (!PyLong_Check(v)) return false;
+    int overflow = 0;
+    long long got = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (got == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return false;
+    }
+    if (got < 0 || (uint64_t)got > limit) return false;
+    *x = (uint64_t)got;
+    return true;
+  };
+  const Py_ssize_t n = PyList_GET_SIZE(instrs);
+  if ((uint64_t)n > 0xffffffffu) Py_RETURN_NONE;
+  put(n, 4);
+  for (Py_ssize_t pc = 0; pc < n; pc++) {
+    PyObject* ins = PyList_GET_ITEM(instrs, pc);
+    Ref m(PyObject_GetAttr(ins, s_mnemonic)), suffixes(PyObject_GetAttr(ins, s_suffixes));
+    if (m.p == nullptr || suffixes.p == nullptr) return nullptr;
+    Ref key(PyTuple_Pack(2, m.p, suffixes.p));
+    if (key.p == nullptr) return nullptr;
+    PyObject* form = PyDict_GetItemWithError(forms, key.p);
+    if (form == nullptr) {
+      if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) return nullptr;
+        PyErr_Clear();
+      }
+      Py_RETURN_NONE;
+    }
+    if (!PyTuple_Check(form) || PyTuple_GET_SIZE(form) != 3 || !PyBytes_Check(PyTuple_GET_ITEM(form, 2))) {
+      PyErr_SetString(PyExc_TypeError, "_isawalk.pack_code: a form must be (opcode, modifier, codes)");
+      return nullptr;
+    }
+    uint64_t opcode, modifier, loc;
+    if (!word(PyTuple_GET_ITEM(form, 0), 0xffff, &opcode) || !word(PyTuple_GET_ITEM(form, 1), 0xffff, &modifier))
+      Py_RETURN_NONE;
+    Ref lo(PyObject_GetAttr(ins, s_loc)), ops(PyObject_GetAttr(ins, s_operands));
+    if (lo.p == nullptr || ops.p == nullptr) return nullptr;
+    if (!word(lo.p, 0xffffffffu, &loc)) Py_RETURN_NONE;
+    const unsigned char* codes = (const unsigned char*)PyBytes_AS_STRING(PyTuple_GET_ITEM(form, 2));
+    const Py_ssize_t ncodes = PyBytes_GET_SIZE(PyTuple_GET_ITEM(form, 2));
+    // zip(row.operands, ins.operands): as many as the shorter (verify has checked the count)
+    Ref seq(PySequence_Fast(ops.p, "operands must be a sequence"));
+    if (seq.p == nullptr) return nullptr;
+    if (PySequence_Fast_GET_SIZE(seq.p) != ncodes) Py_RETURN_NONE;
+    put(opcode, 2);
+    put(modifier, 2);
+    put(loc, 4);
+    for (Py_ssize_t j = 0; j < ncodes; j++) {
+      PyObject* v = PySequence_Fast_GET_ITEM(seq.p, j);
+      uint64_t x;
+      if (codes[j] == RLIST) {
+        if (!PyTuple_Check(v)) Py_RETURN_NONE;
+        put(PyTuple_GET_SIZE(v), 4);
+        for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(v); q++) {
+          if (!word(PyTuple_GET_ITEM(v, q), 0xffffffffu, &x)) Py_RETURN_NONE;
+          put(x, 4);
+        }
+      } else {
+        if (!word(v, 0xffffffffu, &x)) Py_RETURN_NONE;
+        put(x, 4);
+      }
+    }
+  }
+  return PyBytes_FromStringAndSize(out.data(), out.size());
+}
+
 PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(instrs, heads, start, nreg, ntok, ntiles, nlabels, consts, nlocs, numels, max_elements): the first pc "
@@ -344,10 +433,12 @@ PyMethodDef methods[] = {
     {"lines", lines, METH_VARARGS,
      "lines(instrs, start, forms, labels, names, consts, imm_texts, format_number, quote, out): the disassembly's "
      "instruction lines from start, up to the first pc it leaves to Python"},
+    {"pack_code", pack_code, METH_VARARGS,
+     "pack_code(instrs, forms): the code section's payload, or None where Python packs it"},
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyModuleDef module = {PyModuleDef_HEAD_INIT, "_isawalk", "the common case of verify's and disassembly's walks in C", -1,
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_isawalk", "the common case of verify's, disassembly's and encoding's walks in C", -1,
                       methods};
 
 }  // namespace

@@ -1,0 +1,95 @@
+"""The encoder's code section compiled in isa/_isawalk (`pack_code`, isa/csrc/isawalk.cpp, built by setup.py)
+against its Python walk (isa/encoding.py `_pack_code`), and the fixed-layout records packed with one Struct
+against `Layout.pack`: every corpus program encodes to the same bytes both ways; every instruction of two
+programs with one operand, its loc or its register list replaced by odd values (negative, over 32 bits, bools,
+floats, lists) packs to the same bytes or the same error both ways (the compiled walk hands those it cannot pack
+to Python); a record that does not fit its layout names the same field."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import ttir_fixtures
+
+from triton_plate_backend.errors import CompileError, IsaError
+from triton_plate_backend.isa import encoding
+from triton_plate_backend.machine import get_machine
+from triton_plate_backend.passes.pipeline import run_pipeline
+from triton_plate_backend.ttir.parser import parse
+
+pytestmark = pytest.mark.skipif(encoding._isawalk is None, reason="isa._isawalk is not built (setup.py build_ext)")
+
+KERNELS = sorted(p.name.split(".")[0] for p in ttir_fixtures.FILES if ".noloc." not in p.name)
+
+
+def lowered(kernel):
+    try:
+        return run_pipeline(parse(ttir_fixtures.fixture_text(kernel), kernel), None, get_machine("plate1"))[1]
+    except CompileError:
+        return None
+
+
+def packed(instrs, compiled: bool, monkeypatch):
+    with monkeypatch.context() as m:
+        if not compiled:
+            m.setattr(encoding, "_isawalk", None)
+        try:
+            return encoding._pack_code(instrs)
+        except Exception as e:  # noqa: BLE001 (the same error both ways is the point)
+            return f"{type(e).__name__}: {e}"
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_every_corpus_program_encodes_to_the_same_bytes_both_ways(kernel, monkeypatch):
+    program = lowered(kernel)
+    if program is None:
+        pytest.skip(f"{kernel} does not lower (rejected by design)")
+    encoding._pack_code(program.instrs)  # its forms known, so the compiled walk packs it all
+    assert encoding._isawalk.pack_code(program.instrs, encoding._CODE_KINDS) == packed(
+        program.instrs, False, monkeypatch
+    )
+    with_c = encoding._encode(program)
+    with monkeypatch.context() as m:
+        m.setattr(encoding, "_isawalk", None)
+        for layout in (encoding.META, encoding.ARG, encoding.CONST, encoding.LOC, encoding.LABEL, encoding.AFFINITY):
+            m.setattr(layout, "whole", None)
+        without = encoding._encode(program)
+    assert with_c == without
+
+
+@pytest.mark.parametrize("kernel", ["softmax", "matmul"])
+def test_odd_operands_pack_alike_both_ways(kernel, monkeypatch):
+    program = lowered(kernel)
+    values = (-1, 1 << 32, (1 << 32) - 1, True, 2.5, "x", [0, 1], (0, -1), (1 << 32,), (), None)
+    odd = 0
+    for pc, ins in enumerate(program.instrs):
+        variants = [dataclasses.replace(ins, loc=v) for v in (-1, 1 << 32, True, 1.5)]
+        for j in range(len(ins.operands)):
+            for v in values:
+                ops = list(ins.operands)
+                ops[j] = v
+                variants.append(dataclasses.replace(ins, operands=tuple(ops)))
+        for variant in variants:
+            instrs = [*program.instrs[:pc], variant, *program.instrs[pc + 1 :]]
+            got, want = packed(instrs, True, monkeypatch), packed(instrs, False, monkeypatch)
+            assert got == want
+            odd += isinstance(want, str) or encoding._isawalk.pack_code(instrs, encoding._CODE_KINDS) is None
+    assert odd  # some variants do not fit (the comparison covered those too)
+
+
+def test_a_record_that_does_not_fit_names_the_same_field_both_ways(monkeypatch):
+    section = encoding.SECTION_BY_KIND[5]  # locs
+    records = [{"file": 0, "line": 1, "col": 2, "name": 3}, {"file": 0, "line": -1, "col": 2, "name": 3}]
+    one_struct = encoding._pack_section(section, None, records[:1])
+    with pytest.raises(IsaError, match="field line = -1") as fast:
+        encoding._pack_section(section, None, records)
+    monkeypatch.setattr(encoding.LOC, "whole", None)
+    with pytest.raises(IsaError) as slow:
+        encoding._pack_section(section, None, records)
+    assert str(fast.value) == str(slow.value)
+    assert (
+        one_struct
+        == encoding._pack_section(section, None, records[:1])
+        == b"\x01\0\0\0" + bytes([0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0])
+    )
