@@ -491,9 +491,15 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
       if (comm) {  // `inst.suffixes[0].startswith("i")`
         Ref first(PySequence_GetItem(suffixes.p, 0));
         if (first.p == nullptr) return nullptr;
-        Ref yes(PyObject_CallMethod(first.p, "startswith", "s", "i"));
-        if (yes.p == nullptr) return nullptr;
-        if (yes.p == Py_True && PyList_Sort(srcs.p) < 0) return nullptr;
+        bool integer;
+        if (PyUnicode_CheckExact(first.p)) {
+          integer = PyUnicode_GET_LENGTH(first.p) > 0 && PyUnicode_READ_CHAR(first.p, 0) == 'i';
+        } else {
+          Ref yes(PyObject_CallMethod(first.p, "startswith", "s", "i"));
+          if (yes.p == nullptr) return nullptr;
+          integer = yes.p == Py_True;
+        }
+        if (integer && PyList_Sort(srcs.p) < 0) return nullptr;
       }
       Ref key;
       if (PyUnicode_CompareWithASCIIString(m.p, "s.mov") == 0) {
