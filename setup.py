@@ -54,8 +54,9 @@ setup(
             language="c++",
             optional=True,
         ),
-        # regalloc's liveness and linear scan (passes/regalloc.py keeps its Python code, used without it): the
-        # same walks on bit sets, the same dicts in the same order
+        # the walks over the emitted code: licm, scalar_cse, regalloc's liveness and linear scan, finalize's
+        # operand mapping (each pass keeps its Python code as the reference, used without it): the same results
+        # in the same order
         Extension(
             "triton_plate_backend.passes._codewalk",
             sources=["triton_plate_backend/passes/csrc/codewalk.cpp"],
@@ -63,8 +64,9 @@ setup(
             language="c++",
             optional=True,
         ),
-        # the common case of isa.program.verify's walk (program.py keeps its Python walk, used without it, and
-        # checks in Python every instruction this one does not pass, so every error is Python's)
+        # the common case of the Program walks: verify, the disassembly and the code section's packing (the
+        # Python code stays the reference, used without it and for every instruction this one does not pass,
+        # so every error is Python's)
         Extension(
             "triton_plate_backend.isa._isawalk",
             sources=["triton_plate_backend/isa/csrc/isawalk.cpp"],
