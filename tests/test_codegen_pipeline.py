@@ -23,7 +23,7 @@ from triton_plate_backend.sim.timing import simulate_timing
 from triton_plate_backend.ttir.parser import parse
 
 KERNELS = ttir_fixtures.KERNELS
-LOWERABLE = [k for k in KERNELS if k != "math_fns"]  # math_fns uses PTX inline asm: rejected
+LOWERABLE = ttir_fixtures.LOWERABLE
 
 
 def test_every_op_of_the_ttir_surface_has_a_rule_or_a_reason():

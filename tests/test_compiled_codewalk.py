@@ -22,7 +22,7 @@ from triton_plate_backend.ttir.parser import parse
 
 pytestmark = pytest.mark.skipif(regalloc._codewalk is None, reason="passes._codewalk is not built (setup.py build_ext)")
 
-KERNELS = sorted(p.name.split(".")[0] for p in ttir_fixtures.FILES if ".noloc." not in p.name)
+KERNELS = ttir_fixtures.KERNELS
 
 
 def compiled_intervals(code):

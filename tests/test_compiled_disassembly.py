@@ -11,22 +11,11 @@ import dataclasses
 import pytest
 import ttir_fixtures
 
-from triton_plate_backend.errors import CompileError
 from triton_plate_backend.isa import asm
-from triton_plate_backend.machine import get_machine
-from triton_plate_backend.passes.pipeline import run_pipeline
-from triton_plate_backend.ttir.parser import parse
 
 pytestmark = pytest.mark.skipif(asm._isawalk is None, reason="isa._isawalk is not built (setup.py build_ext)")
 
-KERNELS = sorted(p.name.split(".")[0] for p in ttir_fixtures.FILES if ".noloc." not in p.name)
-
-
-def lowered(kernel):
-    try:
-        return run_pipeline(parse(ttir_fixtures.fixture_text(kernel), kernel), None, get_machine("plate1"))[1]
-    except CompileError:
-        return None
+KERNELS = ttir_fixtures.LOWERABLE
 
 
 def printed(program, compiled: bool, monkeypatch):
@@ -47,9 +36,7 @@ def same(program, monkeypatch):
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_every_corpus_program_prints_the_same_text_both_ways(kernel, monkeypatch):
-    program = lowered(kernel)
-    if program is None:
-        pytest.skip(f"{kernel} does not lower (rejected by design)")
+    program = ttir_fixtures.lowered(kernel)
     text = same(program, monkeypatch)
     assert text.count("\n") > len(program.instrs)
 
@@ -64,7 +51,7 @@ def first_of_each_form(program):
 
 @pytest.mark.parametrize("kernel", ["softmax", "matmul"])
 def test_odd_operands_print_alike_both_ways(kernel, monkeypatch):
-    program = lowered(kernel)
+    program = ttir_fixtures.lowered(kernel)
     values = (-1, -2, 0, 1, 1 << 40, True, 2.5, "x", [0], (0, 1), (True,), (), None)
     errors = 0
     for pc, ins in first_of_each_form(program):

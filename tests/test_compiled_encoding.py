@@ -13,22 +13,12 @@ import dataclasses
 import pytest
 import ttir_fixtures
 
-from triton_plate_backend.errors import CompileError, IsaError
+from triton_plate_backend.errors import IsaError
 from triton_plate_backend.isa import encoding
-from triton_plate_backend.machine import get_machine
-from triton_plate_backend.passes.pipeline import run_pipeline
-from triton_plate_backend.ttir.parser import parse
 
 pytestmark = pytest.mark.skipif(encoding._isawalk is None, reason="isa._isawalk is not built (setup.py build_ext)")
 
-KERNELS = sorted(p.name.split(".")[0] for p in ttir_fixtures.FILES if ".noloc." not in p.name)
-
-
-def lowered(kernel):
-    try:
-        return run_pipeline(parse(ttir_fixtures.fixture_text(kernel), kernel), None, get_machine("plate1"))[1]
-    except CompileError:
-        return None
+KERNELS = ttir_fixtures.LOWERABLE
 
 
 def packed(instrs, compiled: bool, monkeypatch):
@@ -43,9 +33,7 @@ def packed(instrs, compiled: bool, monkeypatch):
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_every_corpus_program_encodes_to_the_same_bytes_both_ways(kernel, monkeypatch):
-    program = lowered(kernel)
-    if program is None:
-        pytest.skip(f"{kernel} does not lower (rejected by design)")
+    program = ttir_fixtures.lowered(kernel)
     encoding._pack_code(program.instrs)  # its forms known, so the compiled walk packs it all
     assert encoding._isawalk.pack_code(program.instrs, encoding._CODE_KINDS) == packed(
         program.instrs, False, monkeypatch
@@ -69,7 +57,7 @@ def first_of_each_form(program):
 
 @pytest.mark.parametrize("kernel", ["softmax", "matmul"])
 def test_odd_operands_pack_alike_both_ways(kernel, monkeypatch):
-    program = lowered(kernel)
+    program = ttir_fixtures.lowered(kernel)
     values = (-1, 1 << 32, (1 << 32) - 1, True, 2.5, "x", [0, 1], (0, -1), (1 << 32,), (), None)
     odd = 0
     for pc, ins in first_of_each_form(program):

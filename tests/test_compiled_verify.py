@@ -11,26 +11,17 @@ import dataclasses
 import pytest
 import ttir_fixtures
 
-from triton_plate_backend.errors import CompileError, IsaError
+from triton_plate_backend.errors import IsaError
 from triton_plate_backend.isa import program as program_module
 from triton_plate_backend.isa.program import Tile, verify
 from triton_plate_backend.machine import get_machine
-from triton_plate_backend.passes.pipeline import run_pipeline
-from triton_plate_backend.ttir.parser import parse
 
 pytestmark = pytest.mark.skipif(
     program_module._isawalk is None, reason="isa._isawalk is not built (setup.py build_ext)"
 )
 
-KERNELS = sorted(p.name.split(".")[0] for p in ttir_fixtures.FILES if ".noloc." not in p.name)
+KERNELS = ttir_fixtures.LOWERABLE
 MACHINE = get_machine("plate1")
-
-
-def lowered(kernel):
-    try:
-        return run_pipeline(parse(ttir_fixtures.fixture_text(kernel), kernel), None, MACHINE)[1]
-    except CompileError:
-        return None
 
 
 def outcome(program, machine, compiled: bool, monkeypatch):
@@ -54,16 +45,14 @@ def same(program, machine, monkeypatch):
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_every_corpus_program_passes_both_walks(kernel, monkeypatch):
-    program = lowered(kernel)
-    if program is None:
-        pytest.skip(f"{kernel} does not lower (rejected by design)")
+    program = ttir_fixtures.lowered(kernel)
     assert same(program, MACHINE, monkeypatch) is None
     assert same(program, None, monkeypatch) is None
 
 
 @pytest.mark.parametrize("kernel", ["softmax", "matmul"])
 def test_each_broken_field_fails_both_walks_alike(kernel, monkeypatch):
-    program = lowered(kernel)
+    program = ttir_fixtures.lowered(kernel)
     n = len(program.instrs)
     failed = 0
     for pc, ins in enumerate(program.instrs):
@@ -91,7 +80,7 @@ def test_each_broken_field_fails_both_walks_alike(kernel, monkeypatch):
 
 def test_a_vector_tile_over_the_bound_and_a_matrix_that_does_not_chain_fail_both_walks_alike(monkeypatch):
     for kernel, unit in (("softmax", "vector"), ("matmul", "matrix")):
-        program = lowered(kernel)
+        program = ttir_fixtures.lowered(kernel)
         row_of = {i: program_module.ISA[ins.mnemonic] for i, ins in enumerate(program.instrs)}
         pc = next(i for i, row in row_of.items() if row.unit == unit)
         ins = program.instrs[pc]

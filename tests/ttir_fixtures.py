@@ -14,6 +14,8 @@ DIR = pathlib.Path(__file__).resolve().parent / "fixtures" / "ttir"
 FILES = sorted(DIR.glob("*.mlir"))
 KERNELS = sorted(p.name[: -len(".ttir.mlir")] for p in DIR.glob("*.ttir.mlir"))
 KERNELS_PY = DIR / "kernels.py"
+REJECTED = {"math_fns": "PTX inline asm"}  # kernels plate rejects by design, and why
+LOWERABLE = [k for k in KERNELS if k not in REJECTED]
 
 
 def fixture_text(name: str) -> str:
@@ -33,3 +35,12 @@ def make_fixtures() -> types.ModuleType:
 def kernels_py_line(line: int) -> str:
     """Line `line` (1-based, as in a location) of kernels.py."""
     return KERNELS_PY.read_text().splitlines()[line - 1]
+
+
+def lowered(kernel: str, machine: str = "plate1"):
+    """A lowerable fixture's finished Program on `machine` (a fresh one per call: tests may alter it)."""
+    from triton_plate_backend.machine import get_machine
+    from triton_plate_backend.passes.pipeline import run_pipeline
+    from triton_plate_backend.ttir.parser import parse
+
+    return run_pipeline(parse(fixture_text(kernel), kernel), None, get_machine(machine))[1]
