@@ -1,6 +1,7 @@
 // triton_plate_backend.passes._codewalk: walks over the emitted pseudo-instructions in C: regalloc's liveness and
 // linear scan (passes/regalloc.py, `live_intervals` and `allocate`: the same walks, on bit sets and index arrays
-// instead of Python sets and dicts) and scalar_cse (passes/scalar_cse.py, `run`: the same walk and keys).
+// instead of Python sets and dicts), scalar_cse (passes/scalar_cse.py, `run`: the same walk and keys), licm
+// (passes/licm.py, `run`) and finalize's operand mapping (passes/finalize.py, `_map_code`).
 //
 // A plain CPython module (no torch). regalloc.py and scalar_cse.py keep their functions in Python as the
 // reference, used when this module is not built; tests/test_compiled_codewalk.py checks that both give equal
