@@ -281,6 +281,24 @@ def _device_interface_from_device_module() -> bool:
     return install_device_interface_discovery() or "_plate_builtin_get_interface_for_device" in vars(device_interface)
 
 
+# ---- flex_attention: the device check ---------------------------------------------------------------
+def _flex_attention_takes_privateuse1() -> bool:
+    """flex_attention accepts plate tensors: the torch device holds that patch
+    (triton_plate_backend.torch_device.compiler_hooks.install_flex_attention_device_check, installed when
+    the device registers, since eager code can call flex_attention before this package is imported); this
+    makes sure it is in."""
+    import sys
+
+    from triton_plate_backend.torch_device.compiler_hooks import (
+        FLEX_ATTENTION_MODULE,
+        install_flex_attention_device_check,
+    )
+
+    module = sys.modules.get(FLEX_ATTENTION_MODULE)
+    patched = module is not None and getattr(module._validate_device, "_plate_patch", False)
+    return install_flex_attention_device_check() or patched
+
+
 SHIMS: tuple[Shim, ...] = (
     Shim("GPU_TYPES includes plate", "patches/pytorch/register-gpu-type.patch", _register_gpu_type),
     Shim("has_triton() asks the PrivateUse1 device", "patches/pytorch/has-triton-privateuse1.patch", _has_triton),
@@ -313,6 +331,11 @@ SHIMS: tuple[Shim, ...] = (
         "triton.testing.do_bench asks a modeled-clock driver",
         "patches/triton/do-bench-modeled-clock-driver.patch",
         _do_bench_on_modeled_clock,
+    ),
+    Shim(
+        "flex_attention accepts the PrivateUse1 device",
+        "patches/pytorch/flex-attention-privateuse1.patch",
+        _flex_attention_takes_privateuse1,
     ),
 )
 
