@@ -56,3 +56,18 @@ def test_flex_attention_forward_and_backward(compiled, no_host_ops):
     assert inductor_plate.host_fallbacks() == {}
     for got, want in zip([out, *(t.grad for t in inputs)], reference(q, k, v, grad_out)):
         torch.testing.assert_close(got.cpu().double(), want, rtol=2e-3, atol=2e-3)
+
+
+def test_flex_decoding_short_query_compiles_on_plate(no_host_ops):
+    """A short query takes Inductor's flex decoding lowering, whose KV split asked torch.cuda's SM count
+    (shims._flex_decoding_split_k_per_device): GQA, 16 queries over 256 keys."""
+    torch.manual_seed(0)
+    q = torch.randn(1, 4, 16, D)
+    k, v = (torch.randn(1, 2, 256, D) for _ in range(2))
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    out = torch.compile(flex_attention)(q.to("plate"), k.to("plate"), v.to("plate"), enable_gqa=True)
+    assert inductor_plate.host_fallbacks() == {}
+    k, v = (t.double().repeat_interleave(2, 1) for t in (k, v))
+    want = (q.double() @ k.transpose(-1, -2) / D**0.5).softmax(-1) @ v
+    torch.testing.assert_close(out.cpu().double(), want, rtol=2e-3, atol=2e-3)
