@@ -12,7 +12,10 @@ keep what the table held), they are rewritten before lowering:
 - ``_fft_c2c`` of complex64 tensors whose transformed dims are at most ``MAX_DFT`` long: a DFT per dim as
   float64 matrix products with the cos/sin table (angles ``2*pi*(j*k mod n)/n``, exact arguments), rounded once
   to complex64 at the end: more accurate than a float32 FFT, O(n^2) per dim instead of O(n log n).
-  float64 products are plate reductions (reduction_gemm.py).
+  float64 products are plate reductions (reduction_gemm.py);
+- ``_fft_r2c`` of float32 and ``_fft_c2r`` of complex64 tensors (rfft/irfft and their n-dim forms) under the
+  same bound: the last transformed dim as a real product with the onesided half of the table, the others as
+  ``_fft_c2c``'s DFTs.
 
 And one lowering: ``lift_fresh_copy`` of a complex constant of the graph (``x + torch.tensor(1 + 1j, device=...)``).
 Inductor lowers the op as a clone even for complex tensors (it exempts it from its complex fallback), and no Triton
@@ -63,25 +66,79 @@ def _dft_table(n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cos(angle), torch.sin(angle)
 
 
+def _dft_along(re, im, d: int, forward: bool):
+    """One complex DFT along dim d of (re, im), float64: (a + ib)(cos + i sign sin) summed over the index."""
+    sign = -1.0 if forward else 1.0  # the exponent's sign: e^(-i theta) forward
+    cos, sin = _dft_table(re.shape[d], re.device)
+    a, b = re.movedim(d, -1), im.movedim(d, -1)
+    re_out = torch.matmul(a, cos) - sign * torch.matmul(b, sin)
+    im_out = torch.matmul(b, cos) + sign * torch.matmul(a, sin)
+    return re_out.movedim(-1, d), im_out.movedim(-1, d)
+
+
 def fft_c2c(x, dim, normalization, forward):
     if not _on_plate(x) or x.dtype != torch.complex64 or any(x.shape[d] > MAX_DFT for d in dim):
         return NotImplemented
     parts = torch.view_as_real(x).to(torch.float64)
     re, im = parts[..., 0], parts[..., 1]
-    sign = -1.0 if forward else 1.0  # the exponent's sign: e^(-i theta) forward
     for d in dim:
-        cos, sin = _dft_table(x.shape[d], x.device)
-        a, b = re.movedim(d, -1), im.movedim(d, -1)
-        # (a + ib)(cos + i sign sin) summed over the transformed index
-        re_out = torch.matmul(a, cos) - sign * torch.matmul(b, sin)
-        im_out = torch.matmul(b, cos) + sign * torch.matmul(a, sin)
-        re, im = re_out.movedim(-1, d), im_out.movedim(-1, d)
-    count = math.prod(x.shape[d] for d in dim)
-    if normalization == NORM_BY_ROOT_N:
-        re, im = re / math.sqrt(count), im / math.sqrt(count)
-    elif normalization == NORM_BY_N:
-        re, im = re / count, im / count
+        re, im = _dft_along(re, im, d, forward)
+    re, im = _normalized([re, im], normalization, math.prod(x.shape[d] for d in dim))
     return torch.view_as_complex(torch.stack([re, im], -1).to(torch.float32))
+
+
+def _normalized(parts, normalization: int, count: int):
+    if normalization == NORM_BY_ROOT_N:
+        return [p / math.sqrt(count) for p in parts]
+    if normalization == NORM_BY_N:
+        return [p / count for p in parts]
+    return parts
+
+
+def fft_r2c(x, dim, normalization, onesided):
+    """A real input's forward DFT: the last transformed dim first, as a real matrix product with the first
+    n // 2 + 1 columns of the table when onesided (the rest of the spectrum mirrors them), then c2c over
+    the other dims."""
+    if not _on_plate(x) or x.dtype != torch.float32 or any(x.shape[d] > MAX_DFT for d in dim):
+        return NotImplemented
+    last = dim[-1]
+    n = x.shape[last]
+    cos, sin = _dft_table(n, x.device)
+    if onesided:
+        cos, sin = cos[:, : n // 2 + 1], sin[:, : n // 2 + 1]
+    a = x.to(torch.float64).movedim(last, -1)
+    re, im = torch.matmul(a, cos).movedim(-1, last), (-torch.matmul(a, sin)).movedim(-1, last)
+    for d in dim[:-1]:
+        re, im = _dft_along(re, im, d, forward=True)
+    re, im = _normalized([re, im], normalization, math.prod(x.shape[d] for d in dim))
+    return torch.view_as_complex(torch.stack([re, im], -1).to(torch.float32))
+
+
+def fft_c2r(x, dim, normalization, last_dim_size):
+    """The inverse DFT of a onesided (Hermitian) spectrum: c2c over all transformed dims but the last, then
+    the last as a real matrix product over its n // 2 + 1 entries, each but the first (and the middle one for
+    an even n) counted twice for its mirror; their imaginary parts meet a zero sine, as in pocketfft."""
+    if not _on_plate(x) or x.dtype != torch.complex64 or max([last_dim_size, *(x.shape[d] for d in dim)]) > MAX_DFT:
+        return NotImplemented
+    parts = torch.view_as_real(x).to(torch.float64)
+    re, im = parts[..., 0], parts[..., 1]
+    for d in dim[:-1]:
+        re, im = _dft_along(re, im, d, forward=False)
+    last = dim[-1]
+    n = last_dim_size
+    half = n // 2 + 1
+    re, im = re.narrow(last, 0, min(half, re.shape[last])), im.narrow(last, 0, min(half, im.shape[last]))
+    kept = re.shape[last]
+    cos, sin = _dft_table(n, x.device)
+    k = torch.arange(kept, device=x.device).unsqueeze(1)
+    once = (k == 0) | ((k == n // 2) if n % 2 == 0 else (k < 0))
+    weight = torch.where(once, 1.0, 2.0).to(torch.float64)
+    cos, sin = cos[:kept] * weight, sin[:kept] * weight
+    out = torch.matmul(re.movedim(last, -1), cos) - torch.matmul(im.movedim(last, -1), sin)
+    out = out.movedim(-1, last)
+    count = n * math.prod(x.shape[d] for d in dim[:-1])
+    (out,) = _normalized([out], normalization, count)
+    return out.to(torch.float32)
 
 
 DECOMPOSITIONS = {
@@ -89,6 +146,8 @@ DECOMPOSITIONS = {
     aten._embedding_bag.default: embedding_bag_on_plate,
     aten._embedding_bag_forward_only.default: embedding_bag_on_plate,
     aten._fft_c2c.default: fft_c2c,
+    aten._fft_r2c.default: fft_r2c,
+    aten._fft_c2r.default: fft_c2r,
 }
 
 

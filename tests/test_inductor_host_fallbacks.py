@@ -1,7 +1,8 @@
 """Ops that ran on the host inside compiled functions now run on plate: each case compiles with zero host
 fallbacks (inductor_plate.host_fallbacks()) and matches a CPU reference.
 
-- extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c decomposed into plate kernels;
+- extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r decomposed into
+  plate kernels;
 - eager_ops: div in every rounding mode (a graph break's eager code runs it as a plate kernel);
 - eager_ops: convolutions as im2col and plate matmuls (the eager reference Inductor's tests compare with)."""
 
@@ -100,6 +101,32 @@ def test_inverse_fft_of_a_complex_input_with_each_norm(norm):
 
     got = cpu(compiled_without_host_ops(fn, x))
     torch.testing.assert_close(got, fn(x.to(torch.complex128)).to(torch.complex64), rtol=1e-6, atol=1e-6)
+
+
+REAL_FFTS = {  # name: (function, input shape, real input)
+    "rfft even": (lambda x: torch.fft.rfft(x), (3, 16), True),
+    "rfft odd ortho": (lambda x: torch.fft.rfft(x, norm="ortho"), (3, 15), True),
+    "rfft2 forward": (lambda x: torch.fft.rfft2(x, norm="forward"), (2, 6, 9), True),
+    "irfft even": (lambda x: torch.fft.irfft(x), (3, 9), False),
+    "irfft odd n": (lambda x: torch.fft.irfft(x, n=17), (3, 9), False),
+    "irfft padded n ortho": (lambda x: torch.fft.irfft(x, n=24, norm="ortho"), (2, 9), False),
+    "irfftn forward": (lambda x: torch.fft.irfftn(x, dim=(0, 2), norm="forward"), (5, 2, 7), False),
+    "hfft": (lambda x: torch.fft.hfft(x, n=12), (4, 7), False),
+    "rfft then irfft": (lambda x: torch.fft.irfft(torch.fft.rfft(x) * 0.5, n=20), (2, 20), True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REAL_FFTS))
+def test_real_ffts_are_float64_dft_products(case):
+    """_fft_r2c / _fft_c2r (rfft, irfft, their n-dim forms, hfft) decomposed like _fft_c2c: the onesided half
+    of the table for the last dim; irfft's Hermitian mirror counts each inner entry twice."""
+    fn, shape, real = REAL_FFTS[case]
+    torch.manual_seed(0)
+    x = torch.randn(shape) if real else torch.randn(shape, dtype=torch.complex64)
+    got = cpu(compiled_without_host_ops(fn, x))
+    want = fn(x.double() if real else x.to(torch.complex128))
+    assert got.dtype == (torch.complex64 if want.is_complex() else torch.float32)
+    torch.testing.assert_close(got, want.to(got.dtype), rtol=1e-5, atol=1e-5)
 
 
 def test_div_at_a_graph_break_runs_on_plate():
