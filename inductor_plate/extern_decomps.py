@@ -15,7 +15,9 @@ keep what the table held), they are rewritten before lowering:
   float64 products are plate reductions (reduction_gemm.py);
 - ``_fft_r2c`` of float32 and ``_fft_c2r`` of complex64 tensors (rfft/irfft and their n-dim forms) under the
   same bound: the last transformed dim as a real product with the onesided half of the table, the others as
-  ``_fft_c2c``'s DFTs.
+  ``_fft_c2c``'s DFTs;
+- ``_pdist_forward``: the pairwise differences of the rows (``triu_indices`` order) and their ``vector_norm``;
+- ``index_reduce``: ``scatter_reduce`` with the index broadcast along the reduced dim.
 
 And one lowering: ``lift_fresh_copy`` of a complex constant of the graph (``x + torch.tensor(1 + 1j, device=...)``).
 Inductor lowers the op as a clone even for complex tensors (it exempts it from its complex fallback), and no Triton
@@ -141,6 +143,33 @@ def fft_c2r(x, dim, normalization, last_dim_size):
     return out.to(torch.float32)
 
 
+MAX_PDIST_ELEMENTS = 1 << 24  # the pairwise differences pdist materializes (pairs x features), at most
+
+
+def pdist_forward(x, p=2.0):
+    """The rows' pairwise distances as the CPU kernel defines them: each pair's differences (rows i < j in
+    triu_indices order) reduced by vector_norm of order p, not torch's reference decomposition's
+    ``sqrt(|a|^2 + |b|^2 - 2ab)`` for p = 2 (which cancels to zero for near rows)."""
+    if not _on_plate(x) or x.dim() != 2 or not x.dtype.is_floating_point:
+        return NotImplemented
+    n, features = x.shape
+    if n * (n - 1) // 2 * features > MAX_PDIST_ELEMENTS:
+        return NotImplemented
+    i, j = torch.triu_indices(n, n, offset=1, device=x.device)
+    return torch.linalg.vector_norm(x[i] - x[j], ord=p, dim=1)
+
+
+def index_reduce(x, dim, index, source, reduce, include_self=True):
+    """index_reduce as scatter_reduce: the index along ``dim`` broadcast to the source's shape (the same
+    reductions, prod/mean/amax/amin, with the same include_self rule)."""
+    if not _on_plate(x, index, source) or x.dim() == 0:
+        return NotImplemented
+    dim = dim % x.dim()
+    shape = [-1 if d == dim else 1 for d in range(source.dim())]
+    expanded = index.reshape(shape).expand_as(source)
+    return torch.scatter_reduce(x, dim, expanded, source, reduce, include_self=include_self)
+
+
 DECOMPOSITIONS = {
     aten._weight_int8pack_mm.default: weight_int8pack_mm,
     aten._embedding_bag.default: embedding_bag_on_plate,
@@ -148,6 +177,8 @@ DECOMPOSITIONS = {
     aten._fft_c2c.default: fft_c2c,
     aten._fft_r2c.default: fft_r2c,
     aten._fft_c2r.default: fft_c2r,
+    aten._pdist_forward.default: pdist_forward,
+    aten.index_reduce.default: index_reduce,
 }
 
 

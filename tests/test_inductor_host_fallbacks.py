@@ -1,8 +1,8 @@
 """Ops that ran on the host inside compiled functions now run on plate: each case compiles with zero host
 fallbacks (inductor_plate.host_fallbacks()) and matches a CPU reference.
 
-- extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r decomposed into
-  plate kernels;
+- extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r, _pdist_forward
+  and index_reduce decomposed into plate kernels;
 - eager_ops: div in every rounding mode (a graph break's eager code runs it as a plate kernel);
 - eager_ops: convolutions as im2col and plate matmuls (the eager reference Inductor's tests compare with)."""
 
@@ -127,6 +127,30 @@ def test_real_ffts_are_float64_dft_products(case):
     want = fn(x.double() if real else x.to(torch.complex128))
     assert got.dtype == (torch.complex64 if want.is_complex() else torch.float32)
     torch.testing.assert_close(got, want.to(got.dtype), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.5, float("inf")])
+def test_pdist_is_pairwise_differences_on_plate(p):
+    torch.manual_seed(0)
+    x = torch.randn(9, 5)
+    x[3] = x[1] + 1e-4  # a near pair: the reference decomposition's |a|^2 + |b|^2 - 2ab cancels there
+    x[6, :2] = x[2, :2]  # equal features: p = 0 counts the others
+    got = cpu(compiled_without_host_ops(lambda x: torch.pdist(x, p), x))
+    torch.testing.assert_close(got, torch.pdist(x.double(), p).float(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False], ids=["with_self", "without_self"])
+def test_index_reduce_is_a_scatter_reduce_on_plate(reduce, include_self):
+    torch.manual_seed(0)
+    x, source = torch.randn(4, 6, 3), torch.randn(4, 5, 3)
+    index = torch.tensor([0, 4, 4, 1, 0])
+
+    def fn(x, index, source):
+        return x.index_reduce(1, index, source, reduce, include_self=include_self)
+
+    got = cpu(compiled_without_host_ops(fn, x, index, source))
+    torch.testing.assert_close(got, fn(x.double(), index, source.double()).float(), rtol=1e-5, atol=1e-6)
 
 
 def test_div_at_a_graph_break_runs_on_plate():
