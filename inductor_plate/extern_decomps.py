@@ -17,6 +17,7 @@ keep what the table held), they are rewritten before lowering:
   same bound: the last transformed dim as a real product with the onesided half of the table, the others as
   ``_fft_c2c``'s DFTs;
 - ``_pdist_forward``: the pairwise differences of the rows (``triu_indices`` order) and their ``vector_norm``;
+  ``_pdist_backward``: ATen's CPU formula per pair from the same differences, index_add'ed onto both rows;
 - ``index_reduce``: ``scatter_reduce`` with the index broadcast along the reduced dim.
 
 And one lowering: ``lift_fresh_copy`` of a complex constant of the graph (``x + torch.tensor(1 + 1j, device=...)``).
@@ -159,6 +160,37 @@ def pdist_forward(x, p=2.0):
     return torch.linalg.vector_norm(x[i] - x[j], ord=p, dim=1)
 
 
+def pdist_backward(grad, x, p, distances):
+    """pdist's gradient as ATen's CPU kernel (Distance.cpp) writes it per pair and feature, from the difference
+    d = x_i - x_j and the pair's distance D (0 where D is 0): p = 0: 0; p = 1: sign(d); p < 2: sign(d) |d|^(p-1)
+    / D^(p-1) (0 where d is 0 and p < 1); p = 2: d / D; inf: sign(d) where |d| = D; else d |d|^(p-2) / D^(p-1);
+    times the pair's gradient, added onto row i and subtracted from row j."""
+    if not _on_plate(grad, x, distances) or x.dim() != 2 or not x.dtype.is_floating_point:
+        return NotImplemented
+    n, features = x.shape
+    if n * (n - 1) // 2 * features > MAX_PDIST_ELEMENTS:
+        return NotImplemented
+    i, j = torch.triu_indices(n, n, offset=1, device=x.device)
+    d = x[i] - x[j]
+    dist = distances.unsqueeze(1)
+    g = grad.unsqueeze(1)
+    zero = torch.zeros_like(d)
+    if p == 0:
+        pair = zero
+    elif p == 1:
+        pair = torch.sign(d) * g
+    elif p == math.inf:
+        pair = torch.sign(d) * (d.abs() == dist) * g
+    elif p == 2:
+        pair = torch.where(dist == 0, zero, d * g / dist)
+    elif p < 2:
+        pair = torch.sign(d) * d.abs().pow(p - 1) * g / dist.pow(p - 1)
+        pair = torch.where((dist == 0) | ((d == 0) & (p < 1)), zero, pair)
+    else:
+        pair = torch.where(dist == 0, zero, d * d.abs().pow(p - 2) * g / dist.pow(p - 1))
+    return torch.zeros_like(x).index_add(0, i, pair).index_add(0, j, -pair)
+
+
 def index_reduce(x, dim, index, source, reduce, include_self=True):
     """index_reduce as scatter_reduce: the index along ``dim`` broadcast to the source's shape (the same
     reductions, prod/mean/amax/amin, with the same include_self rule)."""
@@ -178,6 +210,7 @@ DECOMPOSITIONS = {
     aten._fft_r2c.default: fft_r2c,
     aten._fft_c2r.default: fft_c2r,
     aten._pdist_forward.default: pdist_forward,
+    aten._pdist_backward.default: pdist_backward,
     aten.index_reduce.default: index_reduce,
 }
 

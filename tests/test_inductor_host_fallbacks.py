@@ -129,14 +129,23 @@ def test_real_ffts_are_float64_dft_products(case):
     torch.testing.assert_close(got, want.to(got.dtype), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.5, float("inf")])
-def test_pdist_is_pairwise_differences_on_plate(p):
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.5, float("inf")])
+def test_pdist_and_its_gradient_are_pairwise_differences_on_plate(p):
     torch.manual_seed(0)
     x = torch.randn(9, 5)
     x[3] = x[1] + 1e-4  # a near pair: the reference decomposition's |a|^2 + |b|^2 - 2ab cancels there
     x[6, :2] = x[2, :2]  # equal features: p = 0 counts the others
     got = cpu(compiled_without_host_ops(lambda x: torch.pdist(x, p), x))
     torch.testing.assert_close(got, torch.pdist(x.double(), p).float(), rtol=1e-5, atol=1e-6)
+    grad = torch.randn(got.shape)
+    x_plate = x.to("plate").requires_grad_()
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    torch.compile(lambda x: torch.pdist(x, p))(x_plate).backward(grad.to("plate"))
+    assert inductor_plate.host_fallbacks() == {}
+    x_ref = x.double().requires_grad_()
+    torch.pdist(x_ref, p).backward(grad.double())
+    torch.testing.assert_close(x_plate.grad.cpu(), x_ref.grad.float(), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
