@@ -18,7 +18,10 @@ keep what the table held), they are rewritten before lowering:
   ``_fft_c2c``'s DFTs;
 - ``_pdist_forward``: the pairwise differences of the rows (``triu_indices`` order) and their ``vector_norm``;
   ``_pdist_backward``: ATen's CPU formula per pair from the same differences, index_add'ed onto both rows;
-- ``index_reduce``: ``scatter_reduce`` with the index broadcast along the reduced dim.
+- ``index_reduce``: ``scatter_reduce`` with the index broadcast along the reduced dim;
+- ``_upsample_bilinear2d_aa``/``_upsample_bicubic2d_aa`` (``F.interpolate(..., antialias=True)``) and their
+  backward: ATen's antialiased weights along each dim as an (output, input) matrix, two matmuls (transposed for
+  the gradient) in the op math type.
 
 And one lowering: ``lift_fresh_copy`` of a complex constant of the graph (``x + torch.tensor(1 + 1j, device=...)``).
 Inductor lowers the op as a clone even for complex tensors (it exempts it from its complex fallback), and no Triton
@@ -191,6 +194,69 @@ def pdist_backward(grad, x, p, distances):
     return torch.zeros_like(x).index_add(0, i, pair).index_add(0, j, -pair)
 
 
+def _bilinear_aa_filter(x):
+    x = x.abs()
+    return torch.where(x < 1.0, 1.0 - x, 0.0)
+
+
+def _bicubic_aa_filter(x, a=-0.5):  # Keys' cubic with a = -0.5, as ATen's antialiased bicubic
+    x = x.abs()
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return torch.where(x < 1.0, near, torch.where(x < 2.0, far, 0.0))
+
+
+AA_FILTERS = {"bilinear": (_bilinear_aa_filter, 2), "bicubic": (_bicubic_aa_filter, 4)}  # filter, interp_size
+
+
+def _aa_weights(mode: str, input_size: int, output_size: int, align_corners: bool, scale, device):
+    """The (output_size, input_size) matrix of ATen's antialiased interpolation weights along one dim
+    (UpSampleKernel.cpp, _compute_weights_aa): output i reads inputs [xmin, xmin + xsize) around
+    center = scale (i + 0.5), each weighted by the filter at (j - center + 0.5) / max(scale, 1), the row
+    normalized to sum 1; the filter's support widened by the scale when downsampling."""
+    filter_fn, interp_size = AA_FILTERS[mode]
+    if align_corners:
+        scale = (input_size - 1) / (output_size - 1) if output_size > 1 else 0.0
+    else:
+        scale = 1.0 / scale if scale is not None and scale > 0 else input_size / output_size
+    support = interp_size * 0.5 * scale if scale >= 1.0 else interp_size * 0.5
+    invscale = 1.0 / scale if scale >= 1.0 else 1.0
+    center = (torch.arange(output_size, dtype=torch.float64, device=device) + 0.5) * scale
+    xmin = torch.clamp(torch.trunc(center - support + 0.5), min=0)
+    xmax = torch.clamp(torch.trunc(center + support + 0.5), max=input_size)
+    j = torch.arange(input_size, dtype=torch.float64, device=device)
+    inside = (j >= xmin.unsqueeze(1)) & (j < xmax.unsqueeze(1))
+    w = torch.where(inside, filter_fn((j - center.unsqueeze(1) + 0.5) * invscale), 0.0)
+    total = w.sum(1, keepdim=True)
+    return torch.where(total != 0, w / torch.where(total != 0, total, 1.0), w)
+
+
+def _upsample_aa(mode: str):
+    def upsample(x, output_size, align_corners, scales_h=None, scales_w=None):
+        if not _on_plate(x) or x.dim() != 4 or not x.dtype.is_floating_point:
+            return NotImplemented
+        (h, w), (out_h, out_w) = x.shape[2:], output_size
+        compute = torch.float64 if x.dtype == torch.float64 else torch.float32  # the op math type
+        rows = _aa_weights(mode, h, out_h, align_corners, scales_h, x.device).to(compute)
+        cols = _aa_weights(mode, w, out_w, align_corners, scales_w, x.device).to(compute)
+        return torch.matmul(torch.matmul(rows, x.to(compute)), cols.t()).to(x.dtype)
+
+    def backward(grad, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+        if not _on_plate(grad) or len(input_size) != 4 or not grad.dtype.is_floating_point:
+            return NotImplemented
+        (h, w), (out_h, out_w) = input_size[2:], output_size
+        compute = torch.float64 if grad.dtype == torch.float64 else torch.float32
+        rows = _aa_weights(mode, h, out_h, align_corners, scales_h, grad.device).to(compute)
+        cols = _aa_weights(mode, w, out_w, align_corners, scales_w, grad.device).to(compute)
+        return torch.matmul(torch.matmul(rows.t(), grad.to(compute)), cols).to(grad.dtype)
+
+    return upsample, backward
+
+
+upsample_bilinear2d_aa, upsample_bilinear2d_aa_backward = _upsample_aa("bilinear")
+upsample_bicubic2d_aa, upsample_bicubic2d_aa_backward = _upsample_aa("bicubic")
+
+
 def index_reduce(x, dim, index, source, reduce, include_self=True):
     """index_reduce as scatter_reduce: the index along ``dim`` broadcast to the source's shape (the same
     reductions, prod/mean/amax/amin, with the same include_self rule)."""
@@ -212,6 +278,10 @@ DECOMPOSITIONS = {
     aten._pdist_forward.default: pdist_forward,
     aten._pdist_backward.default: pdist_backward,
     aten.index_reduce.default: index_reduce,
+    aten._upsample_bilinear2d_aa.default: upsample_bilinear2d_aa,
+    aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,
+    aten._upsample_bicubic2d_aa.default: upsample_bicubic2d_aa,
+    aten._upsample_bicubic2d_aa_backward.default: upsample_bicubic2d_aa_backward,
 }
 
 

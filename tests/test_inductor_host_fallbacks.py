@@ -2,7 +2,7 @@
 fallbacks (inductor_plate.host_fallbacks()) and matches a CPU reference.
 
 - extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r, _pdist_forward
-  and index_reduce decomposed into plate kernels;
+  and its backward, index_reduce, the antialiased upsamplings and their backward decomposed into plate kernels;
 - eager_ops: div in every rounding mode (a graph break's eager code runs it as a plate kernel);
 - eager_ops: convolutions as im2col and plate matmuls (the eager reference Inductor's tests compare with)."""
 
@@ -160,6 +160,38 @@ def test_index_reduce_is_a_scatter_reduce_on_plate(reduce, include_self):
 
     got = cpu(compiled_without_host_ops(fn, x, index, source))
     torch.testing.assert_close(got, fn(x.double(), index, source.double()).float(), rtol=1e-5, atol=1e-6)
+
+
+ANTIALIASED = {  # name: interpolate's size or scale_factor options, align_corners
+    "down": ({"size": (7, 5)}, False),
+    "up aligned": ({"size": (30, 17)}, True),
+    "scale factor": ({"scale_factor": 0.6}, False),
+}
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("case", sorted(ANTIALIASED))
+def test_antialiased_interpolate_and_its_gradient_on_plate(mode, case):
+    """_upsample_{bilinear,bicubic}2d_aa and their backward: ATen's antialiased weights as a matrix per dim."""
+    options, align_corners = ANTIALIASED[case]
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 16, 12)
+
+    def fn(x):
+        return torch.nn.functional.interpolate(x, mode=mode, antialias=True, align_corners=align_corners, **options)
+
+    x_plate = x.to("plate").requires_grad_()
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    got = torch.compile(fn)(x_plate)
+    grad = torch.randn(got.shape)
+    got.backward(grad.to("plate"))
+    assert inductor_plate.host_fallbacks() == {}
+    x_ref = x.double().requires_grad_()
+    want = fn(x_ref)
+    want.backward(grad.double())
+    torch.testing.assert_close(got.cpu(), want.float(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(x_plate.grad.cpu(), x_ref.grad.float(), rtol=1e-5, atol=1e-6)
 
 
 def test_div_at_a_graph_break_runs_on_plate():
