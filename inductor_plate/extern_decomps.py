@@ -19,6 +19,8 @@ keep what the table held), they are rewritten before lowering:
 - ``_pdist_forward``: the pairwise differences of the rows (``triu_indices`` order) and their ``vector_norm``;
   ``_pdist_backward``: ATen's CPU formula per pair from the same differences, index_add'ed onto both rows;
 - ``index_reduce``: ``scatter_reduce`` with the index broadcast along the reduced dim;
+- ``addbmm``: one GEMM with the batches laid along K; ``_embedding_bag_per_sample_weights_backward``: each index's
+  bag gradient dotted with its weight row;
 - ``_upsample_bilinear2d_aa``/``_upsample_bicubic2d_aa`` (``F.interpolate(..., antialias=True)``) and their
   backward: ATen's antialiased weights along each dim as an (output, input) matrix, two matmuls (transposed for
   the gradient) in the op math type.
@@ -257,6 +259,28 @@ upsample_bilinear2d_aa, upsample_bilinear2d_aa_backward = _upsample_aa("bilinear
 upsample_bicubic2d_aa, upsample_bicubic2d_aa_backward = _upsample_aa("bicubic")
 
 
+def addbmm(x, batch1, batch2, beta=1, alpha=1):
+    """beta x + alpha sum_b batch1[b] @ batch2[b] as one GEMM over the batches laid along K (x ignored when beta
+    is 0, as ATen: its NaNs do not propagate)."""
+    if not _on_plate(x, batch1, batch2) or not batch1.dtype.is_floating_point or batch1.dim() != 3:
+        return NotImplemented
+    batches, n, m = batch1.shape
+    product = torch.mm(batch1.transpose(0, 1).reshape(n, batches * m), batch2.reshape(batches * m, -1))
+    product = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return product
+    return product + (x if beta == 1 else x * beta)
+
+
+def embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1):
+    """The gradient of embedding_bag's per_sample_weights (mode sum, the only one taking them): each index's
+    bag gradient dotted with the weight row it read; 0 at padding_idx."""
+    if not _on_plate(grad, weight, indices) or mode != 0:
+        return NotImplemented
+    dots = (grad.index_select(0, offset2bag) * weight.index_select(0, indices)).sum(1)
+    return torch.where(indices == padding_idx, torch.zeros_like(dots), dots)
+
+
 def index_reduce(x, dim, index, source, reduce, include_self=True):
     """index_reduce as scatter_reduce: the index along ``dim`` broadcast to the source's shape (the same
     reductions, prod/mean/amax/amin, with the same include_self rule)."""
@@ -278,6 +302,8 @@ DECOMPOSITIONS = {
     aten._pdist_forward.default: pdist_forward,
     aten._pdist_backward.default: pdist_backward,
     aten.index_reduce.default: index_reduce,
+    aten.addbmm.default: addbmm,
+    aten._embedding_bag_per_sample_weights_backward.default: embedding_bag_per_sample_weights_backward,
     aten._upsample_bilinear2d_aa.default: upsample_bilinear2d_aa,
     aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,
     aten._upsample_bicubic2d_aa.default: upsample_bicubic2d_aa,

@@ -2,7 +2,8 @@
 fallbacks (inductor_plate.host_fallbacks()) and matches a CPU reference.
 
 - extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r, _pdist_forward
-  and its backward, index_reduce, the antialiased upsamplings and their backward decomposed into plate kernels;
+  and its backward, index_reduce, addbmm, embedding_bag's per-sample-weights gradient, the antialiased upsamplings
+  and their backward decomposed into plate kernels;
 - eager_ops: div in every rounding mode (a graph break's eager code runs it as a plate kernel);
 - eager_ops: convolutions as im2col and plate matmuls (the eager reference Inductor's tests compare with)."""
 
@@ -192,6 +193,47 @@ def test_antialiased_interpolate_and_its_gradient_on_plate(mode, case):
     want.backward(grad.double())
     torch.testing.assert_close(got.cpu(), want.float(), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(x_plate.grad.cpu(), x_ref.grad.float(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, 2.0), (0, 1.5)])
+def test_addbmm_is_one_gemm_on_plate(beta, alpha):
+    torch.manual_seed(0)
+    x, batch1, batch2 = torch.randn(3, 4), torch.randn(5, 3, 6), torch.randn(5, 6, 4)
+    if beta == 0:
+        x[0, 0] = float("nan")  # ignored when beta is 0
+
+    def fn(x, batch1, batch2):
+        return torch.addbmm(x, batch1, batch2, beta=beta, alpha=alpha)
+
+    got = cpu(compiled_without_host_ops(fn, x, batch1, batch2))
+    torch.testing.assert_close(got, fn(x.double(), batch1.double(), batch2.double()).float(), rtol=1e-4, atol=1e-4)
+
+
+def test_embedding_bag_per_sample_weights_gradient_on_plate():
+    torch.manual_seed(0)
+    weight, per_sample = torch.randn(10, 3), torch.rand(7)
+    indices, offsets = torch.tensor([1, 2, 4, 5, 4, 3, 0]), torch.tensor([0, 2, 2, 5])
+
+    def fn(weight, per_sample):
+        return torch.nn.functional.embedding_bag(
+            indices.to(weight.device),
+            weight,
+            offsets.to(weight.device),
+            mode="sum",
+            per_sample_weights=per_sample,
+            padding_idx=4,
+        )
+
+    weight_plate, per_sample_plate = weight.to("plate").requires_grad_(), per_sample.to("plate").requires_grad_()
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    grad = torch.randn(4, 3)
+    torch.compile(fn)(weight_plate, per_sample_plate).backward(grad.to("plate"))
+    assert inductor_plate.host_fallbacks() == {}
+    weight_ref, per_sample_ref = weight.double().requires_grad_(), per_sample.double().requires_grad_()
+    fn(weight_ref, per_sample_ref).backward(grad.double())
+    torch.testing.assert_close(per_sample_plate.grad.cpu(), per_sample_ref.grad.float(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(weight_plate.grad.cpu(), weight_ref.grad.float(), rtol=1e-5, atol=1e-6)
 
 
 def test_div_at_a_graph_break_runs_on_plate():
