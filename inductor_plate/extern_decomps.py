@@ -20,7 +20,8 @@ keep what the table held), they are rewritten before lowering:
   ``_pdist_backward``: ATen's CPU formula per pair from the same differences, index_add'ed onto both rows;
 - ``index_reduce``: ``scatter_reduce`` with the index broadcast along the reduced dim;
 - ``addbmm``: one GEMM with the batches laid along K; ``_embedding_bag_per_sample_weights_backward``: each index's
-  bag gradient dotted with its weight row;
+  bag gradient dotted with its weight row; ``segment_reduce`` (1-D lengths or offsets): a scatter_reduce onto the
+  segments, each element's found by a searchsorted of the segments' ends;
 - ``_upsample_bilinear2d_aa``/``_upsample_bicubic2d_aa`` (``F.interpolate(..., antialias=True)``) and their
   backward: ATen's antialiased weights along each dim as an (output, input) matrix, two matmuls (transposed for
   the gradient) in the op math type.
@@ -281,6 +282,60 @@ def embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, of
     return torch.where(indices == padding_idx, torch.zeros_like(dots), dots)
 
 
+SEGMENT_REDUCTIONS = {  # segment_reduce's reduce: scatter_reduce's, the value of an empty segment
+    "sum": ("sum", 0.0),
+    "mean": ("sum", 0.0),
+    "prod": ("prod", 1.0),
+    "max": ("amax", -math.inf),
+    "min": ("amin", math.inf),
+}
+
+
+def segment_reduce(data, reduce, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    """segment_reduce as a scatter_reduce of the data onto its segments, each element's segment found by a
+    searchsorted of its position in the segments' ends (1-D lengths or offsets; the elements outside every
+    segment go to a slot dropped at the end). Each segment starts from ``initial`` or the reduction's identity
+    (ATen's loop); a mean divides by the length, an empty one is ``initial`` or NaN; a max or min with a NaN
+    in its segment is NaN."""
+    if (
+        not _on_plate(data)
+        or reduce not in SEGMENT_REDUCTIONS
+        or indices is not None
+        or not data.dtype.is_floating_point
+    ):
+        return NotImplemented
+    bounds = lengths if lengths is not None else offsets
+    if bounds is None or bounds.dim() != 1:
+        return NotImplemented
+    op, identity = SEGMENT_REDUCTIONS[reduce]
+    axis = axis % data.dim()
+    values = data.movedim(axis, 0)
+    if lengths is not None:
+        ends = torch.cumsum(lengths, 0)
+        starts, counts = ends - lengths, lengths
+    else:
+        starts, ends = offsets[:-1], offsets[1:]
+        counts = ends - starts
+    segments = ends.shape[0]
+    position = torch.arange(values.shape[0], device=data.device, dtype=ends.dtype)
+    segment = torch.searchsorted(ends, position, right=True)
+    inside = (segment < segments) & (position >= starts.gather(0, segment.clamp(max=max(segments - 1, 0))))
+    segment = torch.where(inside, segment, segments)
+    start = identity if initial is None else float(initial)
+    out = torch.full((segments + 1, *values.shape[1:]), start, dtype=data.dtype, device=data.device)
+    index = segment.reshape(-1, *([1] * (values.dim() - 1))).expand_as(values)
+    out = out.scatter_reduce(0, index, values, op, include_self=True)[:segments]
+    if reduce in ("max", "min"):  # a NaN of the segment wins, as in ATen's loop (whatever scatter_reduce's atomics do)
+        nans = torch.zeros(out.shape[0] + 1, *values.shape[1:], dtype=data.dtype, device=data.device)
+        nans = nans.scatter_add(0, index, values.isnan().to(data.dtype))[:segments]
+        out = torch.where(nans > 0, math.nan, out)
+    if reduce == "mean":
+        count = counts.reshape(-1, *([1] * (values.dim() - 1))).to(data.dtype)
+        empty = math.nan if initial is None else float(initial)
+        out = torch.where(count > 0, out / count.clamp(min=1), empty)
+    return out.movedim(0, axis)
+
+
 def index_reduce(x, dim, index, source, reduce, include_self=True):
     """index_reduce as scatter_reduce: the index along ``dim`` broadcast to the source's shape (the same
     reductions, prod/mean/amax/amin, with the same include_self rule)."""
@@ -303,6 +358,7 @@ DECOMPOSITIONS = {
     aten._pdist_backward.default: pdist_backward,
     aten.index_reduce.default: index_reduce,
     aten.addbmm.default: addbmm,
+    aten.segment_reduce.default: segment_reduce,
     aten._embedding_bag_per_sample_weights_backward.default: embedding_bag_per_sample_weights_backward,
     aten._upsample_bilinear2d_aa.default: upsample_bilinear2d_aa,
     aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,

@@ -2,8 +2,8 @@
 fallbacks (inductor_plate.host_fallbacks()) and matches a CPU reference.
 
 - extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r, _pdist_forward
-  and its backward, index_reduce, addbmm, embedding_bag's per-sample-weights gradient, the antialiased upsamplings
-  and their backward decomposed into plate kernels;
+  and its backward, index_reduce, addbmm, segment_reduce, embedding_bag's per-sample-weights gradient, the antialiased
+  upsamplings and their backward decomposed into plate kernels;
 - eager_ops: div in every rounding mode (a graph break's eager code runs it as a plate kernel);
 - eager_ops: convolutions as im2col and plate matmuls (the eager reference Inductor's tests compare with)."""
 
@@ -234,6 +234,22 @@ def test_embedding_bag_per_sample_weights_gradient_on_plate():
     fn(weight_ref, per_sample_ref).backward(grad.double())
     torch.testing.assert_close(per_sample_plate.grad.cpu(), per_sample_ref.grad.float(), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(weight_plate.grad.cpu(), weight_ref.grad.float(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("bounds, initial", [("lengths", None), ("offsets", 2.5)])
+def test_segment_reduce_is_a_scatter_reduce_on_plate(reduce, bounds, initial):
+    """An empty segment (initial or the identity; a mean's NaN) and a NaN in a segment (max/min: NaN, as ATen)."""
+    torch.manual_seed(0)
+    data = torch.randn(10, 3)
+    data[4, 1] = float("nan")
+    given = {"lengths": torch.tensor([3, 0, 5, 2]), "offsets": torch.tensor([0, 3, 3, 8, 10])}[bounds]
+
+    def fn(data, given):
+        return torch.segment_reduce(data, reduce, initial=initial, **{bounds: given})
+
+    got = cpu(compiled_without_host_ops(fn, data, given))
+    torch.testing.assert_close(got, fn(data.double(), given).float(), rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
 def test_div_at_a_graph_break_runs_on_plate():
