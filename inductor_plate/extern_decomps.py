@@ -21,7 +21,8 @@ keep what the table held), they are rewritten before lowering:
 - ``index_reduce``: ``scatter_reduce`` with the index broadcast along the reduced dim;
 - ``addbmm``: one GEMM with the batches laid along K; ``_embedding_bag_per_sample_weights_backward``: each index's
   bag gradient dotted with its weight row; ``segment_reduce`` (1-D lengths or offsets): a scatter_reduce onto the
-  segments, each element's found by a searchsorted of the segments' ends;
+  segments, each element's found by a searchsorted of the segments' ends; ``multinomial`` (no generator): Inductor's
+  random numbers placed in the cumulative distribution (with replacement) or the smallest -log(u) / p keys (without);
 - ``_upsample_bilinear2d_aa``/``_upsample_bicubic2d_aa`` (``F.interpolate(..., antialias=True)``) and their
   backward: ATen's antialiased weights along each dim as an (output, input) matrix, two matmuls (transposed for
   the gradient) in the op math type.
@@ -336,6 +337,28 @@ def segment_reduce(data, reduce, lengths=None, indices=None, offsets=None, axis=
     return out.movedim(0, axis)
 
 
+def multinomial(probs, num_samples, replacement=False, generator=None):
+    """Draws from each row's categories with Inductor's own random numbers (a plate kernel), not the host's
+    generator. With replacement: the uniforms' places in the row's cumulative distribution (searchsorted, right,
+    so a zero-probability category is never drawn). Without: the num_samples largest keys u^(1/p) (Efraimidis
+    and Spirakis; as -log(u) / p, smallest first): each draw without replacement in proportion to the weights
+    left. Random as the CPU's and CUDA's draws are, with another stream of numbers."""
+    if not _on_plate(probs) or generator is not None or not probs.dtype.is_floating_point or probs.dim() not in (1, 2):
+        return NotImplemented
+    rows = probs if probs.dim() == 2 else probs.unsqueeze(0)
+    weights = rows.to(torch.float32) if probs.dtype != torch.float64 else rows
+    if replacement:
+        cdf = torch.cumsum(weights, 1)
+        u = torch.rand(rows.shape[0], num_samples, dtype=weights.dtype, device=probs.device) * cdf[:, -1:]
+        drawn = torch.searchsorted(cdf, u, right=True).clamp(max=rows.shape[1] - 1)
+    else:
+        u = torch.rand(rows.shape, dtype=weights.dtype, device=probs.device)
+        keys = torch.where(weights > 0, -torch.log(u) / weights, math.inf)
+        drawn = torch.topk(keys, num_samples, dim=1, largest=False).indices
+    drawn = drawn.to(torch.int64)
+    return drawn if probs.dim() == 2 else drawn.squeeze(0)
+
+
 def index_reduce(x, dim, index, source, reduce, include_self=True):
     """index_reduce as scatter_reduce: the index along ``dim`` broadcast to the source's shape (the same
     reductions, prod/mean/amax/amin, with the same include_self rule)."""
@@ -359,6 +382,7 @@ DECOMPOSITIONS = {
     aten.index_reduce.default: index_reduce,
     aten.addbmm.default: addbmm,
     aten.segment_reduce.default: segment_reduce,
+    aten.multinomial.default: multinomial,
     aten._embedding_bag_per_sample_weights_backward.default: embedding_bag_per_sample_weights_backward,
     aten._upsample_bilinear2d_aa.default: upsample_bilinear2d_aa,
     aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,

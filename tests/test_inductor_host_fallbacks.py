@@ -2,8 +2,8 @@
 fallbacks (inductor_plate.host_fallbacks()) and matches a CPU reference.
 
 - extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r, _pdist_forward
-  and its backward, index_reduce, addbmm, segment_reduce, embedding_bag's per-sample-weights gradient, the antialiased
-  upsamplings and their backward decomposed into plate kernels;
+  and its backward, index_reduce, addbmm, segment_reduce, multinomial, embedding_bag's per-sample-weights gradient, the
+  antialiased upsamplings and their backward decomposed into plate kernels;
 - eager_ops: div in every rounding mode (a graph break's eager code runs it as a plate kernel);
 - eager_ops: convolutions as im2col and plate matmuls (the eager reference Inductor's tests compare with)."""
 
@@ -250,6 +250,27 @@ def test_segment_reduce_is_a_scatter_reduce_on_plate(reduce, bounds, initial):
 
     got = cpu(compiled_without_host_ops(fn, data, given))
     torch.testing.assert_close(got, fn(data.double(), given).float(), rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_multinomial_draws_on_plate():
+    """Inductor's random numbers, not the host's generator: frequencies within 6 standard deviations of the
+    probabilities with replacement; without, distinct draws, never a zero-probability category, and the
+    chance of the heavy category among two draws (5/8 + 3/8 * 5/7) per draw."""
+    torch.manual_seed(0)
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 1.0, 5.0]])
+    drawn = cpu(compiled_without_host_ops(lambda p: torch.multinomial(p, 20000, replacement=True), probs))
+    for row in range(2):
+        frequency = torch.bincount(drawn[row], minlength=4).double() / 20000
+        torch.testing.assert_close(frequency, (probs[row] / probs[row].sum()).double(), rtol=0, atol=0.02)
+    assert (drawn[0] != 1).all()
+    draw = torch.compile(lambda p: torch.multinomial(p, 2, replacement=False))
+    heavy = 0
+    for _ in range(200):
+        pair = draw(probs.to("plate")).cpu()
+        assert pair[0, 0] != pair[0, 1] and pair[1, 0] != pair[1, 1] and 1 not in pair[0].tolist()
+        heavy += int((pair[1] == 3).sum())
+    assert inductor_plate.host_fallbacks() == {}
+    assert abs(heavy / 200 - (5 / 8 + 3 / 8 * 5 / 7)) < 0.15
 
 
 def test_div_at_a_graph_break_runs_on_plate():
