@@ -12,7 +12,20 @@ keep what the table held), they are rewritten before lowering:
 - ``_fft_c2c`` of complex64 tensors whose transformed dims are at most ``MAX_DFT`` long: a DFT per dim as
   float64 matrix products with the cos/sin table (angles ``2*pi*(j*k mod n)/n``, exact arguments), rounded once
   to complex64 at the end: more accurate than a float32 FFT, O(n^2) per dim instead of O(n log n).
-  float64 products are plate reductions (reduction_gemm.py).
+  float64 products are plate reductions (reduction_gemm.py);
+- ``_fft_r2c`` of float32 and ``_fft_c2r`` of complex64 tensors (rfft/irfft and their n-dim forms) under the
+  same bound: the last transformed dim as a real product with the onesided half of the table, the others as
+  ``_fft_c2c``'s DFTs;
+- ``_pdist_forward``: the pairwise differences of the rows (``triu_indices`` order) and their ``vector_norm``;
+  ``_pdist_backward``: ATen's CPU formula per pair from the same differences, index_add'ed onto both rows;
+- ``index_reduce``: ``scatter_reduce`` with the index broadcast along the reduced dim;
+- ``addbmm``: one GEMM with the batches laid along K; ``_embedding_bag_per_sample_weights_backward``: each index's
+  bag gradient dotted with its weight row; ``segment_reduce`` (1-D lengths or offsets): a scatter_reduce onto the
+  segments, each element's found by a searchsorted of the segments' ends; ``multinomial`` (no generator): Inductor's
+  random numbers placed in the cumulative distribution (with replacement) or the smallest -log(u) / p keys (without);
+- ``_upsample_bilinear2d_aa``/``_upsample_bicubic2d_aa`` (``F.interpolate(..., antialias=True)``) and their
+  backward: ATen's antialiased weights along each dim as an (output, input) matrix, two matmuls (transposed for
+  the gradient) in the op math type.
 
 And one lowering: ``lift_fresh_copy`` of a complex constant of the graph (``x + torch.tensor(1 + 1j, device=...)``).
 Inductor lowers the op as a clone even for complex tensors (it exempts it from its complex fallback), and no Triton
@@ -63,25 +76,298 @@ def _dft_table(n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cos(angle), torch.sin(angle)
 
 
+def _dft_along(re, im, d: int, forward: bool):
+    """One complex DFT along dim d of (re, im), float64: (a + ib)(cos + i sign sin) summed over the index."""
+    sign = -1.0 if forward else 1.0  # the exponent's sign: e^(-i theta) forward
+    cos, sin = _dft_table(re.shape[d], re.device)
+    a, b = re.movedim(d, -1), im.movedim(d, -1)
+    re_out = torch.matmul(a, cos) - sign * torch.matmul(b, sin)
+    im_out = torch.matmul(b, cos) + sign * torch.matmul(a, sin)
+    return re_out.movedim(-1, d), im_out.movedim(-1, d)
+
+
 def fft_c2c(x, dim, normalization, forward):
     if not _on_plate(x) or x.dtype != torch.complex64 or any(x.shape[d] > MAX_DFT for d in dim):
         return NotImplemented
     parts = torch.view_as_real(x).to(torch.float64)
     re, im = parts[..., 0], parts[..., 1]
-    sign = -1.0 if forward else 1.0  # the exponent's sign: e^(-i theta) forward
     for d in dim:
-        cos, sin = _dft_table(x.shape[d], x.device)
-        a, b = re.movedim(d, -1), im.movedim(d, -1)
-        # (a + ib)(cos + i sign sin) summed over the transformed index
-        re_out = torch.matmul(a, cos) - sign * torch.matmul(b, sin)
-        im_out = torch.matmul(b, cos) + sign * torch.matmul(a, sin)
-        re, im = re_out.movedim(-1, d), im_out.movedim(-1, d)
-    count = math.prod(x.shape[d] for d in dim)
-    if normalization == NORM_BY_ROOT_N:
-        re, im = re / math.sqrt(count), im / math.sqrt(count)
-    elif normalization == NORM_BY_N:
-        re, im = re / count, im / count
+        re, im = _dft_along(re, im, d, forward)
+    re, im = _normalized([re, im], normalization, math.prod(x.shape[d] for d in dim))
     return torch.view_as_complex(torch.stack([re, im], -1).to(torch.float32))
+
+
+def _normalized(parts, normalization: int, count: int):
+    if normalization == NORM_BY_ROOT_N:
+        return [p / math.sqrt(count) for p in parts]
+    if normalization == NORM_BY_N:
+        return [p / count for p in parts]
+    return parts
+
+
+def fft_r2c(x, dim, normalization, onesided):
+    """A real input's forward DFT: the last transformed dim first, as a real matrix product with the first
+    n // 2 + 1 columns of the table when onesided (the rest of the spectrum mirrors them), then c2c over
+    the other dims."""
+    if not _on_plate(x) or x.dtype != torch.float32 or any(x.shape[d] > MAX_DFT for d in dim):
+        return NotImplemented
+    last = dim[-1]
+    n = x.shape[last]
+    cos, sin = _dft_table(n, x.device)
+    if onesided:
+        cos, sin = cos[:, : n // 2 + 1], sin[:, : n // 2 + 1]
+    a = x.to(torch.float64).movedim(last, -1)
+    re, im = torch.matmul(a, cos).movedim(-1, last), (-torch.matmul(a, sin)).movedim(-1, last)
+    for d in dim[:-1]:
+        re, im = _dft_along(re, im, d, forward=True)
+    re, im = _normalized([re, im], normalization, math.prod(x.shape[d] for d in dim))
+    return torch.view_as_complex(torch.stack([re, im], -1).to(torch.float32))
+
+
+def fft_c2r(x, dim, normalization, last_dim_size):
+    """The inverse DFT of a onesided (Hermitian) spectrum: c2c over all transformed dims but the last, then
+    the last as a real matrix product over its n // 2 + 1 entries, each but the first (and the middle one for
+    an even n) counted twice for its mirror; their imaginary parts meet a zero sine, as in pocketfft."""
+    if not _on_plate(x) or x.dtype != torch.complex64 or max([last_dim_size, *(x.shape[d] for d in dim)]) > MAX_DFT:
+        return NotImplemented
+    parts = torch.view_as_real(x).to(torch.float64)
+    re, im = parts[..., 0], parts[..., 1]
+    for d in dim[:-1]:
+        re, im = _dft_along(re, im, d, forward=False)
+    last = dim[-1]
+    n = last_dim_size
+    half = n // 2 + 1
+    re, im = re.narrow(last, 0, min(half, re.shape[last])), im.narrow(last, 0, min(half, im.shape[last]))
+    kept = re.shape[last]
+    cos, sin = _dft_table(n, x.device)
+    k = torch.arange(kept, device=x.device).unsqueeze(1)
+    once = (k == 0) | ((k == n // 2) if n % 2 == 0 else (k < 0))
+    weight = torch.where(once, 1.0, 2.0).to(torch.float64)
+    cos, sin = cos[:kept] * weight, sin[:kept] * weight
+    out = torch.matmul(re.movedim(last, -1), cos) - torch.matmul(im.movedim(last, -1), sin)
+    out = out.movedim(-1, last)
+    count = n * math.prod(x.shape[d] for d in dim[:-1])
+    (out,) = _normalized([out], normalization, count)
+    return out.to(torch.float32)
+
+
+MAX_PDIST_ELEMENTS = 1 << 24  # the pairwise differences pdist materializes (pairs x features), at most
+
+
+def pdist_forward(x, p=2.0):
+    """The rows' pairwise distances as the CPU kernel defines them: each pair's differences (rows i < j in
+    triu_indices order) reduced by vector_norm of order p, not torch's reference decomposition's
+    ``sqrt(|a|^2 + |b|^2 - 2ab)`` for p = 2 (which cancels to zero for near rows)."""
+    if not _on_plate(x) or x.dim() != 2 or not x.dtype.is_floating_point:
+        return NotImplemented
+    n, features = x.shape
+    if n * (n - 1) // 2 * features > MAX_PDIST_ELEMENTS:
+        return NotImplemented
+    i, j = torch.triu_indices(n, n, offset=1, device=x.device)
+    return torch.linalg.vector_norm(x[i] - x[j], ord=p, dim=1)
+
+
+def pdist_backward(grad, x, p, distances):
+    """pdist's gradient as ATen's CPU kernel (Distance.cpp) writes it per pair and feature, from the difference
+    d = x_i - x_j and the pair's distance D (0 where D is 0): p = 0: 0; p = 1: sign(d); p < 2: sign(d) |d|^(p-1)
+    / D^(p-1) (0 where d is 0 and p < 1); p = 2: d / D; inf: sign(d) where |d| = D; else d |d|^(p-2) / D^(p-1);
+    times the pair's gradient, added onto row i and subtracted from row j."""
+    if not _on_plate(grad, x, distances) or x.dim() != 2 or not x.dtype.is_floating_point:
+        return NotImplemented
+    n, features = x.shape
+    if n * (n - 1) // 2 * features > MAX_PDIST_ELEMENTS:
+        return NotImplemented
+    i, j = torch.triu_indices(n, n, offset=1, device=x.device)
+    d = x[i] - x[j]
+    dist = distances.unsqueeze(1)
+    g = grad.unsqueeze(1)
+    zero = torch.zeros_like(d)
+    if p == 0:
+        pair = zero
+    elif p == 1:
+        pair = torch.sign(d) * g
+    elif p == math.inf:
+        pair = torch.sign(d) * (d.abs() == dist) * g
+    elif p == 2:
+        pair = torch.where(dist == 0, zero, d * g / dist)
+    elif p < 2:
+        pair = torch.sign(d) * d.abs().pow(p - 1) * g / dist.pow(p - 1)
+        pair = torch.where((dist == 0) | ((d == 0) & (p < 1)), zero, pair)
+    else:
+        pair = torch.where(dist == 0, zero, d * d.abs().pow(p - 2) * g / dist.pow(p - 1))
+    return torch.zeros_like(x).index_add(0, i, pair).index_add(0, j, -pair)
+
+
+def _bilinear_aa_filter(x):
+    x = x.abs()
+    return torch.where(x < 1.0, 1.0 - x, 0.0)
+
+
+def _bicubic_aa_filter(x, a=-0.5):  # Keys' cubic with a = -0.5, as ATen's antialiased bicubic
+    x = x.abs()
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return torch.where(x < 1.0, near, torch.where(x < 2.0, far, 0.0))
+
+
+AA_FILTERS = {"bilinear": (_bilinear_aa_filter, 2), "bicubic": (_bicubic_aa_filter, 4)}  # filter, interp_size
+
+
+def _aa_weights(mode: str, input_size: int, output_size: int, align_corners: bool, scale, device):
+    """The (output_size, input_size) matrix of ATen's antialiased interpolation weights along one dim
+    (UpSampleKernel.cpp, _compute_weights_aa): output i reads inputs [xmin, xmin + xsize) around
+    center = scale (i + 0.5), each weighted by the filter at (j - center + 0.5) / max(scale, 1), the row
+    normalized to sum 1; the filter's support widened by the scale when downsampling."""
+    filter_fn, interp_size = AA_FILTERS[mode]
+    if align_corners:
+        scale = (input_size - 1) / (output_size - 1) if output_size > 1 else 0.0
+    else:
+        scale = 1.0 / scale if scale is not None and scale > 0 else input_size / output_size
+    support = interp_size * 0.5 * scale if scale >= 1.0 else interp_size * 0.5
+    invscale = 1.0 / scale if scale >= 1.0 else 1.0
+    center = (torch.arange(output_size, dtype=torch.float64, device=device) + 0.5) * scale
+    xmin = torch.clamp(torch.trunc(center - support + 0.5), min=0)
+    xmax = torch.clamp(torch.trunc(center + support + 0.5), max=input_size)
+    j = torch.arange(input_size, dtype=torch.float64, device=device)
+    inside = (j >= xmin.unsqueeze(1)) & (j < xmax.unsqueeze(1))
+    w = torch.where(inside, filter_fn((j - center.unsqueeze(1) + 0.5) * invscale), 0.0)
+    total = w.sum(1, keepdim=True)
+    return torch.where(total != 0, w / torch.where(total != 0, total, 1.0), w)
+
+
+def _upsample_aa(mode: str):
+    def upsample(x, output_size, align_corners, scales_h=None, scales_w=None):
+        if not _on_plate(x) or x.dim() != 4 or not x.dtype.is_floating_point:
+            return NotImplemented
+        (h, w), (out_h, out_w) = x.shape[2:], output_size
+        compute = torch.float64 if x.dtype == torch.float64 else torch.float32  # the op math type
+        rows = _aa_weights(mode, h, out_h, align_corners, scales_h, x.device).to(compute)
+        cols = _aa_weights(mode, w, out_w, align_corners, scales_w, x.device).to(compute)
+        return torch.matmul(torch.matmul(rows, x.to(compute)), cols.t()).to(x.dtype)
+
+    def backward(grad, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+        if not _on_plate(grad) or len(input_size) != 4 or not grad.dtype.is_floating_point:
+            return NotImplemented
+        (h, w), (out_h, out_w) = input_size[2:], output_size
+        compute = torch.float64 if grad.dtype == torch.float64 else torch.float32
+        rows = _aa_weights(mode, h, out_h, align_corners, scales_h, grad.device).to(compute)
+        cols = _aa_weights(mode, w, out_w, align_corners, scales_w, grad.device).to(compute)
+        return torch.matmul(torch.matmul(rows.t(), grad.to(compute)), cols).to(grad.dtype)
+
+    return upsample, backward
+
+
+upsample_bilinear2d_aa, upsample_bilinear2d_aa_backward = _upsample_aa("bilinear")
+upsample_bicubic2d_aa, upsample_bicubic2d_aa_backward = _upsample_aa("bicubic")
+
+
+def addbmm(x, batch1, batch2, beta=1, alpha=1):
+    """beta x + alpha sum_b batch1[b] @ batch2[b] as one GEMM over the batches laid along K (x ignored when beta
+    is 0, as ATen: its NaNs do not propagate)."""
+    if not _on_plate(x, batch1, batch2) or not batch1.dtype.is_floating_point or batch1.dim() != 3:
+        return NotImplemented
+    batches, n, m = batch1.shape
+    product = torch.mm(batch1.transpose(0, 1).reshape(n, batches * m), batch2.reshape(batches * m, -1))
+    product = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return product
+    return product + (x if beta == 1 else x * beta)
+
+
+def embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1):
+    """The gradient of embedding_bag's per_sample_weights (mode sum, the only one taking them): each index's
+    bag gradient dotted with the weight row it read; 0 at padding_idx."""
+    if not _on_plate(grad, weight, indices) or mode != 0:
+        return NotImplemented
+    dots = (grad.index_select(0, offset2bag) * weight.index_select(0, indices)).sum(1)
+    return torch.where(indices == padding_idx, torch.zeros_like(dots), dots)
+
+
+SEGMENT_REDUCTIONS = {  # segment_reduce's reduce: scatter_reduce's, the value of an empty segment
+    "sum": ("sum", 0.0),
+    "mean": ("sum", 0.0),
+    "prod": ("prod", 1.0),
+    "max": ("amax", -math.inf),
+    "min": ("amin", math.inf),
+}
+
+
+def segment_reduce(data, reduce, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    """segment_reduce as a scatter_reduce of the data onto its segments, each element's segment found by a
+    searchsorted of its position in the segments' ends (1-D lengths or offsets; the elements outside every
+    segment go to a slot dropped at the end). Each segment starts from ``initial`` or the reduction's identity
+    (ATen's loop); a mean divides by the length, an empty one is ``initial`` or NaN; a max or min with a NaN
+    in its segment is NaN."""
+    if (
+        not _on_plate(data)
+        or reduce not in SEGMENT_REDUCTIONS
+        or indices is not None
+        or not data.dtype.is_floating_point
+    ):
+        return NotImplemented
+    bounds = lengths if lengths is not None else offsets
+    if bounds is None or bounds.dim() != 1:
+        return NotImplemented
+    op, identity = SEGMENT_REDUCTIONS[reduce]
+    axis = axis % data.dim()
+    values = data.movedim(axis, 0)
+    if lengths is not None:
+        ends = torch.cumsum(lengths, 0)
+        starts, counts = ends - lengths, lengths
+    else:
+        starts, ends = offsets[:-1], offsets[1:]
+        counts = ends - starts
+    segments = ends.shape[0]
+    position = torch.arange(values.shape[0], device=data.device, dtype=ends.dtype)
+    segment = torch.searchsorted(ends, position, right=True)
+    inside = (segment < segments) & (position >= starts.gather(0, segment.clamp(max=max(segments - 1, 0))))
+    segment = torch.where(inside, segment, segments)
+    start = identity if initial is None else float(initial)
+    out = torch.full((segments + 1, *values.shape[1:]), start, dtype=data.dtype, device=data.device)
+    index = segment.reshape(-1, *([1] * (values.dim() - 1))).expand_as(values)
+    out = out.scatter_reduce(0, index, values, op, include_self=True)[:segments]
+    if reduce in ("max", "min"):  # a NaN of the segment wins, as in ATen's loop (whatever scatter_reduce's atomics do)
+        nans = torch.zeros(out.shape[0] + 1, *values.shape[1:], dtype=data.dtype, device=data.device)
+        nans = nans.scatter_add(0, index, values.isnan().to(data.dtype))[:segments]
+        out = torch.where(nans > 0, math.nan, out)
+    if reduce == "mean":
+        count = counts.reshape(-1, *([1] * (values.dim() - 1))).to(data.dtype)
+        empty = math.nan if initial is None else float(initial)
+        out = torch.where(count > 0, out / count.clamp(min=1), empty)
+    return out.movedim(0, axis)
+
+
+def multinomial(probs, num_samples, replacement=False, generator=None):
+    """Draws from each row's categories with Inductor's own random numbers (a plate kernel), not the host's
+    generator. With replacement: the uniforms' places in the row's cumulative distribution (searchsorted, right,
+    so a zero-probability category is never drawn). Without: the num_samples largest keys u^(1/p) (Efraimidis
+    and Spirakis; as -log(u) / p, smallest first): each draw without replacement in proportion to the weights
+    left. Random as the CPU's and CUDA's draws are, with another stream of numbers."""
+    if not _on_plate(probs) or generator is not None or not probs.dtype.is_floating_point or probs.dim() not in (1, 2):
+        return NotImplemented
+    rows = probs if probs.dim() == 2 else probs.unsqueeze(0)
+    weights = rows.to(torch.float32) if probs.dtype != torch.float64 else rows
+    if replacement:
+        cdf = torch.cumsum(weights, 1)
+        u = torch.rand(rows.shape[0], num_samples, dtype=weights.dtype, device=probs.device) * cdf[:, -1:]
+        drawn = torch.searchsorted(cdf, u, right=True).clamp(max=rows.shape[1] - 1)
+    else:
+        u = torch.rand(rows.shape, dtype=weights.dtype, device=probs.device)
+        keys = torch.where(weights > 0, -torch.log(u) / weights, math.inf)
+        drawn = torch.topk(keys, num_samples, dim=1, largest=False).indices
+    drawn = drawn.to(torch.int64)
+    return drawn if probs.dim() == 2 else drawn.squeeze(0)
+
+
+def index_reduce(x, dim, index, source, reduce, include_self=True):
+    """index_reduce as scatter_reduce: the index along ``dim`` broadcast to the source's shape (the same
+    reductions, prod/mean/amax/amin, with the same include_self rule)."""
+    if not _on_plate(x, index, source) or x.dim() == 0:
+        return NotImplemented
+    dim = dim % x.dim()
+    shape = [-1 if d == dim else 1 for d in range(source.dim())]
+    expanded = index.reshape(shape).expand_as(source)
+    return torch.scatter_reduce(x, dim, expanded, source, reduce, include_self=include_self)
 
 
 DECOMPOSITIONS = {
@@ -89,6 +375,19 @@ DECOMPOSITIONS = {
     aten._embedding_bag.default: embedding_bag_on_plate,
     aten._embedding_bag_forward_only.default: embedding_bag_on_plate,
     aten._fft_c2c.default: fft_c2c,
+    aten._fft_r2c.default: fft_r2c,
+    aten._fft_c2r.default: fft_c2r,
+    aten._pdist_forward.default: pdist_forward,
+    aten._pdist_backward.default: pdist_backward,
+    aten.index_reduce.default: index_reduce,
+    aten.addbmm.default: addbmm,
+    aten.segment_reduce.default: segment_reduce,
+    aten.multinomial.default: multinomial,
+    aten._embedding_bag_per_sample_weights_backward.default: embedding_bag_per_sample_weights_backward,
+    aten._upsample_bilinear2d_aa.default: upsample_bilinear2d_aa,
+    aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,
+    aten._upsample_bicubic2d_aa.default: upsample_bicubic2d_aa,
+    aten._upsample_bicubic2d_aa_backward.default: upsample_bicubic2d_aa_backward,
 }
 
 

@@ -281,6 +281,79 @@ def _device_interface_from_device_module() -> bool:
     return install_device_interface_discovery() or "_plate_builtin_get_interface_for_device" in vars(device_interface)
 
 
+# ---- flex_attention: the device check ---------------------------------------------------------------
+def _flex_attention_takes_privateuse1() -> bool:
+    """flex_attention accepts plate tensors: the torch device holds that patch
+    (triton_plate_backend.torch_device.compiler_hooks.install_flex_attention_device_check, installed when
+    the device registers, since eager code can call flex_attention before this package is imported); this
+    makes sure it is in."""
+    import sys
+
+    from triton_plate_backend.torch_device.compiler_hooks import (
+        FLEX_ATTENTION_MODULE,
+        install_flex_attention_device_check,
+    )
+
+    module = sys.modules.get(FLEX_ATTENTION_MODULE)
+    patched = module is not None and getattr(module._validate_device, "_plate_patch", False)
+    return install_flex_attention_device_check() or patched
+
+
+# ---- flex decoding: the SM count of the query's device -------------------------------------------------
+def _plate_split_kv(batch: int, kv_heads: int, device) -> int:
+    """flex_decoding's SPLIT_KV rule (two splits per SM over the batch-heads) with the SM count of the
+    device the query lives on, which flex-decoding-split-k-device.patch passes to get_split_k."""
+    from torch._dynamo.device_interface import get_interface_for_device
+
+    cores = get_interface_for_device(device).Worker.get_device_properties(device).multi_processor_count
+    return max(cores // max(batch * kv_heads, 1) * 2, 1)
+
+
+def _flex_decoding_split_k_per_device() -> bool:
+    """Inductor's flex decoding (flex_attention with a short query) sizes its KV split with
+    get_split_k, which reads torch.cuda's SM count unless XPU is there: on plate without CUDA the
+    lowering raises "Torch not compiled with CUDA enabled". get_split_k is given no device, so its
+    caller (create_flex_decoding_kernel, looked up by name in its module and in flex_attention's at
+    each call) is wrapped to note the query's device for the duration of the lowering; get_split_k
+    answers for a plate query with plate's core count and asks the original otherwise."""
+    import inspect
+    import threading
+
+    from torch._inductor.kernel.flex import flex_attention as flex_lowering
+    from torch._inductor.kernel.flex import flex_decoding
+
+    original_split_k = flex_decoding.get_split_k
+    if getattr(original_split_k, "_plate_shim", False):
+        return False
+    if "device" in inspect.signature(original_split_k).parameters:  # the patch is in: it asks the device
+        return False
+    original_create = flex_decoding.create_flex_decoding_kernel
+    lowering = threading.local()
+
+    def create_flex_decoding_kernel(*args, **kwargs):
+        previous = getattr(lowering, "device", None)
+        lowering.device = args[0].get_device()  # the query
+        try:
+            return original_create(*args, **kwargs)
+        finally:
+            lowering.device = previous
+
+    def get_split_k(B, H, Mk):  # noqa: N803 (flex_decoding's names)
+        device = getattr(lowering, "device", None)
+        if device is not None and device.type == BACKEND:
+            return _plate_split_kv(B, H, device)
+        return original_split_k(B, H, Mk)
+
+    for function, original in ((create_flex_decoding_kernel, original_create), (get_split_k, original_split_k)):
+        function._plate_shim = True
+        function.__wrapped__ = original
+    flex_decoding.get_split_k = get_split_k
+    flex_decoding.create_flex_decoding_kernel = create_flex_decoding_kernel
+    if flex_lowering.create_flex_decoding_kernel is original_create:
+        flex_lowering.create_flex_decoding_kernel = create_flex_decoding_kernel
+    return True
+
+
 SHIMS: tuple[Shim, ...] = (
     Shim("GPU_TYPES includes plate", "patches/pytorch/register-gpu-type.patch", _register_gpu_type),
     Shim("has_triton() asks the PrivateUse1 device", "patches/pytorch/has-triton-privateuse1.patch", _has_triton),
@@ -313,6 +386,16 @@ SHIMS: tuple[Shim, ...] = (
         "triton.testing.do_bench asks a modeled-clock driver",
         "patches/triton/do-bench-modeled-clock-driver.patch",
         _do_bench_on_modeled_clock,
+    ),
+    Shim(
+        "flex_attention accepts the PrivateUse1 device",
+        "patches/pytorch/flex-attention-privateuse1.patch",
+        _flex_attention_takes_privateuse1,
+    ),
+    Shim(
+        "flex decoding's KV split asks the query's device",
+        "patches/pytorch/flex-decoding-split-k-device.patch",
+        _flex_decoding_split_k_per_device,
     ),
 )
 

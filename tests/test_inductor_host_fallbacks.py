@@ -1,7 +1,9 @@
 """Ops that ran on the host inside compiled functions now run on plate: each case compiles with zero host
 fallbacks (inductor_plate.host_fallbacks()) and matches a CPU reference.
 
-- extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c decomposed into plate kernels;
+- extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r, _pdist_forward
+  and its backward, index_reduce, addbmm, segment_reduce, multinomial, embedding_bag's per-sample-weights gradient, the
+  antialiased upsamplings and their backward decomposed into plate kernels;
 - eager_ops: div in every rounding mode (a graph break's eager code runs it as a plate kernel);
 - eager_ops: convolutions as im2col and plate matmuls (the eager reference Inductor's tests compare with)."""
 
@@ -100,6 +102,175 @@ def test_inverse_fft_of_a_complex_input_with_each_norm(norm):
 
     got = cpu(compiled_without_host_ops(fn, x))
     torch.testing.assert_close(got, fn(x.to(torch.complex128)).to(torch.complex64), rtol=1e-6, atol=1e-6)
+
+
+REAL_FFTS = {  # name: (function, input shape, real input)
+    "rfft even": (lambda x: torch.fft.rfft(x), (3, 16), True),
+    "rfft odd ortho": (lambda x: torch.fft.rfft(x, norm="ortho"), (3, 15), True),
+    "rfft2 forward": (lambda x: torch.fft.rfft2(x, norm="forward"), (2, 6, 9), True),
+    "irfft even": (lambda x: torch.fft.irfft(x), (3, 9), False),
+    "irfft odd n": (lambda x: torch.fft.irfft(x, n=17), (3, 9), False),
+    "irfft padded n ortho": (lambda x: torch.fft.irfft(x, n=24, norm="ortho"), (2, 9), False),
+    "irfftn forward": (lambda x: torch.fft.irfftn(x, dim=(0, 2), norm="forward"), (5, 2, 7), False),
+    "hfft": (lambda x: torch.fft.hfft(x, n=12), (4, 7), False),
+    "rfft then irfft": (lambda x: torch.fft.irfft(torch.fft.rfft(x) * 0.5, n=20), (2, 20), True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REAL_FFTS))
+def test_real_ffts_are_float64_dft_products(case):
+    """_fft_r2c / _fft_c2r (rfft, irfft, their n-dim forms, hfft) decomposed like _fft_c2c: the onesided half
+    of the table for the last dim; irfft's Hermitian mirror counts each inner entry twice."""
+    fn, shape, real = REAL_FFTS[case]
+    torch.manual_seed(0)
+    x = torch.randn(shape) if real else torch.randn(shape, dtype=torch.complex64)
+    got = cpu(compiled_without_host_ops(fn, x))
+    want = fn(x.double() if real else x.to(torch.complex128))
+    assert got.dtype == (torch.complex64 if want.is_complex() else torch.float32)
+    torch.testing.assert_close(got, want.to(got.dtype), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.5, float("inf")])
+def test_pdist_and_its_gradient_are_pairwise_differences_on_plate(p):
+    torch.manual_seed(0)
+    x = torch.randn(9, 5)
+    x[3] = x[1] + 1e-4  # a near pair: the reference decomposition's |a|^2 + |b|^2 - 2ab cancels there
+    x[6, :2] = x[2, :2]  # equal features: p = 0 counts the others
+    got = cpu(compiled_without_host_ops(lambda x: torch.pdist(x, p), x))
+    torch.testing.assert_close(got, torch.pdist(x.double(), p).float(), rtol=1e-5, atol=1e-6)
+    grad = torch.randn(got.shape)
+    x_plate = x.to("plate").requires_grad_()
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    torch.compile(lambda x: torch.pdist(x, p))(x_plate).backward(grad.to("plate"))
+    assert inductor_plate.host_fallbacks() == {}
+    x_ref = x.double().requires_grad_()
+    torch.pdist(x_ref, p).backward(grad.double())
+    torch.testing.assert_close(x_plate.grad.cpu(), x_ref.grad.float(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False], ids=["with_self", "without_self"])
+def test_index_reduce_is_a_scatter_reduce_on_plate(reduce, include_self):
+    torch.manual_seed(0)
+    x, source = torch.randn(4, 6, 3), torch.randn(4, 5, 3)
+    index = torch.tensor([0, 4, 4, 1, 0])
+
+    def fn(x, index, source):
+        return x.index_reduce(1, index, source, reduce, include_self=include_self)
+
+    got = cpu(compiled_without_host_ops(fn, x, index, source))
+    torch.testing.assert_close(got, fn(x.double(), index, source.double()).float(), rtol=1e-5, atol=1e-6)
+
+
+ANTIALIASED = {  # name: interpolate's size or scale_factor options, align_corners
+    "down": ({"size": (7, 5)}, False),
+    "up aligned": ({"size": (30, 17)}, True),
+    "scale factor": ({"scale_factor": 0.6}, False),
+}
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("case", sorted(ANTIALIASED))
+def test_antialiased_interpolate_and_its_gradient_on_plate(mode, case):
+    """_upsample_{bilinear,bicubic}2d_aa and their backward: ATen's antialiased weights as a matrix per dim."""
+    options, align_corners = ANTIALIASED[case]
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 16, 12)
+
+    def fn(x):
+        return torch.nn.functional.interpolate(x, mode=mode, antialias=True, align_corners=align_corners, **options)
+
+    x_plate = x.to("plate").requires_grad_()
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    got = torch.compile(fn)(x_plate)
+    grad = torch.randn(got.shape)
+    got.backward(grad.to("plate"))
+    assert inductor_plate.host_fallbacks() == {}
+    x_ref = x.double().requires_grad_()
+    want = fn(x_ref)
+    want.backward(grad.double())
+    torch.testing.assert_close(got.cpu(), want.float(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(x_plate.grad.cpu(), x_ref.grad.float(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, 2.0), (0, 1.5)])
+def test_addbmm_is_one_gemm_on_plate(beta, alpha):
+    torch.manual_seed(0)
+    x, batch1, batch2 = torch.randn(3, 4), torch.randn(5, 3, 6), torch.randn(5, 6, 4)
+    if beta == 0:
+        x[0, 0] = float("nan")  # ignored when beta is 0
+
+    def fn(x, batch1, batch2):
+        return torch.addbmm(x, batch1, batch2, beta=beta, alpha=alpha)
+
+    got = cpu(compiled_without_host_ops(fn, x, batch1, batch2))
+    torch.testing.assert_close(got, fn(x.double(), batch1.double(), batch2.double()).float(), rtol=1e-4, atol=1e-4)
+
+
+def test_embedding_bag_per_sample_weights_gradient_on_plate():
+    torch.manual_seed(0)
+    weight, per_sample = torch.randn(10, 3), torch.rand(7)
+    indices, offsets = torch.tensor([1, 2, 4, 5, 4, 3, 0]), torch.tensor([0, 2, 2, 5])
+
+    def fn(weight, per_sample):
+        return torch.nn.functional.embedding_bag(
+            indices.to(weight.device),
+            weight,
+            offsets.to(weight.device),
+            mode="sum",
+            per_sample_weights=per_sample,
+            padding_idx=4,
+        )
+
+    weight_plate, per_sample_plate = weight.to("plate").requires_grad_(), per_sample.to("plate").requires_grad_()
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    grad = torch.randn(4, 3)
+    torch.compile(fn)(weight_plate, per_sample_plate).backward(grad.to("plate"))
+    assert inductor_plate.host_fallbacks() == {}
+    weight_ref, per_sample_ref = weight.double().requires_grad_(), per_sample.double().requires_grad_()
+    fn(weight_ref, per_sample_ref).backward(grad.double())
+    torch.testing.assert_close(per_sample_plate.grad.cpu(), per_sample_ref.grad.float(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(weight_plate.grad.cpu(), weight_ref.grad.float(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("bounds, initial", [("lengths", None), ("offsets", 2.5)])
+def test_segment_reduce_is_a_scatter_reduce_on_plate(reduce, bounds, initial):
+    """An empty segment (initial or the identity; a mean's NaN) and a NaN in a segment (max/min: NaN, as ATen)."""
+    torch.manual_seed(0)
+    data = torch.randn(10, 3)
+    data[4, 1] = float("nan")
+    given = {"lengths": torch.tensor([3, 0, 5, 2]), "offsets": torch.tensor([0, 3, 3, 8, 10])}[bounds]
+
+    def fn(data, given):
+        return torch.segment_reduce(data, reduce, initial=initial, **{bounds: given})
+
+    got = cpu(compiled_without_host_ops(fn, data, given))
+    torch.testing.assert_close(got, fn(data.double(), given).float(), rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
+def test_multinomial_draws_on_plate():
+    """Inductor's random numbers, not the host's generator: frequencies within 6 standard deviations of the
+    probabilities with replacement; without, distinct draws, never a zero-probability category, and the
+    chance of the heavy category among two draws (5/8 + 3/8 * 5/7) per draw."""
+    torch.manual_seed(0)
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 1.0, 5.0]])
+    drawn = cpu(compiled_without_host_ops(lambda p: torch.multinomial(p, 20000, replacement=True), probs))
+    for row in range(2):
+        frequency = torch.bincount(drawn[row], minlength=4).double() / 20000
+        torch.testing.assert_close(frequency, (probs[row] / probs[row].sum()).double(), rtol=0, atol=0.02)
+    assert (drawn[0] != 1).all()
+    draw = torch.compile(lambda p: torch.multinomial(p, 2, replacement=False))
+    heavy = 0
+    for _ in range(200):
+        pair = draw(probs.to("plate")).cpu()
+        assert pair[0, 0] != pair[0, 1] and pair[1, 0] != pair[1, 1] and 1 not in pair[0].tolist()
+        heavy += int((pair[1] == 3).sum())
+    assert inductor_plate.host_fallbacks() == {}
+    assert abs(heavy / 200 - (5 / 8 + 3 / 8 * 5 / 7)) < 0.15
 
 
 def test_div_at_a_graph_break_runs_on_plate():

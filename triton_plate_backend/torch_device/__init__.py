@@ -169,4 +169,5 @@ _extension = _registration.load_extension()
 if _extension is not None:
     _registration.register(sys.modules[__name__], memory, _extension)
     compiler_hooks.install_device_interface_discovery()  # Dynamo's device registry asks torch.plate too
+    compiler_hooks.install_flex_attention_device_check()  # flex_attention takes plate tensors
     accumulation.register()  # eager fp16/bf16 reductions, norms, softmax and matmuls accumulate as on CUDA

@@ -11,7 +11,10 @@ metadata declares (pyproject.toml); loading one imports the package, which regis
 Dynamo's device registry (``torch._dynamo.device_interface``) asks nothing of the PrivateUse1
 device: a fresh process whose first question is ``get_interface_for_device("plate")`` (Inductor's
 autotuning subprocess) would never reach the hook. ``install_device_interface_discovery`` makes the
-registry ask ``torch.plate.DeviceInterface`` (the fifth answer) when asked about plate."""
+registry ask ``torch.plate.DeviceInterface`` (the fifth answer) when asked about plate.
+
+``torch.nn.attention.flex_attention`` refuses tensors of any device outside a fixed list before its eager
+path or Inductor's flex templates run: ``install_flex_attention_device_check`` lets plate's through."""
 
 from __future__ import annotations
 
@@ -80,20 +83,30 @@ def install_device_interface_discovery() -> bool:
     the integration. Installed when the device registers (at torch's autoload): torch._dynamo is not
     imported then (importing it costs a second), so an import finder patches the module when it is.
     Returns True when it patched (or will, on import); False when already done or PyTorch has the patch."""
-    module = sys.modules.get(DEVICE_INTERFACE_MODULE)
+    return _patch_now_or_on_import(DEVICE_INTERFACE_MODULE, _patch_get_interface_for_device)
+
+
+def _patch_now_or_on_import(fullname: str, patch) -> bool:
+    """Run ``patch(module)`` on the module ``fullname`` now if it is imported, else once its code has run
+    (an import finder). True: patched now, or will be on import; False: ``patch`` found nothing to do."""
+    module = sys.modules.get(fullname)
     if module is not None:
-        return _patch_get_interface_for_device(module)
-    if not any(isinstance(finder, _DeviceInterfaceFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _DeviceInterfaceFinder())
+        return patch(module)
+    if not any(isinstance(finder, _PatchOnImport) and finder.fullname == fullname for finder in sys.meta_path):
+        sys.meta_path.insert(0, _PatchOnImport(fullname, patch))
     return True
 
 
-class _DeviceInterfaceFinder:
-    """Finds nothing itself: for DEVICE_INTERFACE_MODULE it takes the spec the other finders give and
-    patches the module once its code has run; then it leaves sys.meta_path."""
+class _PatchOnImport:
+    """Finds nothing itself: for ``fullname`` it takes the spec the other finders give and patches the
+    module once its code has run; then it leaves sys.meta_path."""
+
+    def __init__(self, fullname: str, patch) -> None:
+        self.fullname = fullname
+        self.patch = patch
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != DEVICE_INTERFACE_MODULE:
+        if fullname != self.fullname:
             return None
         if self in sys.meta_path:
             sys.meta_path.remove(self)
@@ -105,10 +118,11 @@ class _DeviceInterfaceFinder:
         else:
             return None
         exec_module = spec.loader.exec_module
+        patch = self.patch
 
         def exec_then_patch(module):
             exec_module(module)
-            _patch_get_interface_for_device(module)
+            patch(module)
 
         spec.loader.exec_module = exec_then_patch  # this module's own loader object
         return spec
@@ -163,4 +177,52 @@ def _register_privateuse1_interface(device) -> bool:
     module = sys.modules[DEVICE_INTERFACE_MODULE]
     if key not in module.device_interfaces:
         module.register_interface_for_device(key, interface)
+    return True
+
+
+# ---- flex_attention accepts the PrivateUse1 device -------------------------------------------------------
+FLEX_ATTENTION_MODULE = "torch.nn.attention.flex_attention"
+
+
+def install_flex_attention_device_check() -> bool:
+    """THE runtime patch of PyTorch's ``torch.nn.attention.flex_attention._validate_device`` (removed by
+    patches/pytorch/flex-attention-privateuse1.patch): it refuses every device outside {cuda, cpu, xpu, hpu,
+    mps} before anything runs, though flex_attention's eager path (its math reference, traced by Dynamo) and
+    Inductor's flex templates (Triton kernels) need nothing of the device but its ops and its Triton. The
+    patched check lets the PrivateUse1 device's tensors through and asks the original about every other
+    device. Installed when the device registers: flex_attention is imported by the user, later (importing it
+    costs a second), so an import finder patches the module when it is.
+    Returns True when it patched (or will, on import); False when already done or PyTorch has the patch."""
+    return _patch_now_or_on_import(FLEX_ATTENTION_MODULE, _patch_flex_attention_validate_device)
+
+
+def _patch_flex_attention_validate_device(module) -> bool:
+    """flex_attention looks ``_validate_device`` up in its module at each call (Dynamo too, when it traces the
+    call): rebinding the module's name reaches every caller."""
+    import torch
+
+    original = module._validate_device
+    name = torch._C._get_privateuse1_backend_name()  # a constant for Dynamo: fixed once the device registered
+    if getattr(original, "_plate_patch", False) or _flex_accepts(original, torch.device(name)):
+        return False
+
+    def _validate_device(query, key, value):
+        if query.device.type == name:
+            return None
+        return original(query, key, value)
+
+    _validate_device._plate_patch = True
+    _validate_device.__wrapped__ = original
+    module._validate_device = _validate_device
+    return True
+
+
+def _flex_accepts(validate_device, device) -> bool:
+    """Whether PyTorch's own check already lets tensors of ``device`` through (a PyTorch with the patch): asked
+    with stand-ins that carry only what the check reads."""
+    stand_in = types.SimpleNamespace(device=device, requires_grad=False, is_nested=False)
+    try:
+        validate_device(stand_in, stand_in, stand_in)
+    except (ValueError, NotImplementedError, AttributeError):
+        return False
     return True
