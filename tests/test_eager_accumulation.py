@@ -107,12 +107,12 @@ REDUCTIONS = {
     "log_softmax": lambda x: x.log_softmax(0),
     "softmax_to_float32": lambda x: F.softmax(x, 1, dtype=torch.float32),
 }
-# plate kernels (eager_ops/reductions.py, composite.vector_norm and variance, scans.cumsum): float32
+# plate kernels (eager_ops/reductions.py, composite.vector_norm and variance, scans.cumsum and cumprod): float32
 # accumulation, as CUDA's
 ON_DEVICE = {
     "sum", "sum_dim0", "sum_dim1_keepdim", "sum_to_float32", "mean", "softmax", "log_softmax", "softmax_to_float32",
     "vector_norm", "vector_norm_1", "vector_norm_3", "vector_norm_inf", "norm", "cumsum", "var",
-    "std_unbiased0", "var_mean", "std_mean",
+    "std_unbiased0", "var_mean", "std_mean", "nansum", "prod", "cumprod",
 }  # fmt: skip
 
 

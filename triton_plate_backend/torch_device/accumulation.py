@@ -30,10 +30,10 @@ more: the result is CUDA's within CUDA's own fp32 rounding. How, by kind:
 
 Other dtypes (float64, fp32 outside the matmul family and the FFTs, integers) keep the host kernel's behaviour.
 
-sum, mean, var, std, var_mean, std_mean, cumsum, linalg_vector_norm, softmax/log_softmax, layer norm and
-native_batch_norm (forward and backward) and the matmuls mm, bmm, addmm, baddbmm, addmv, dot and _int_mm are no
-longer here: they are plate kernels (eager_ops/reductions.py, scans.py, composite.py, layer_norm.py, matmul.py)
-accumulating in float32 as CUDA's, in a fixed order, on the device.
+sum, nansum, prod, mean, var, std, var_mean, std_mean, cumsum, cumprod, linalg_vector_norm, softmax/log_softmax,
+layer norm and native_batch_norm (forward and backward) and the matmuls mm, bmm, addmm, baddbmm, addmv, dot and
+_int_mm are no longer here: they are plate kernels (eager_ops/reductions.py, scans.py, composite.py, layer_norm.py,
+matmul.py) accumulating in float32 as CUDA's, in a fixed order, on the device.
 """
 
 from __future__ import annotations
@@ -149,10 +149,6 @@ def _sum(x, dim=None, keepdim=False, *, dtype=None):
     return tree_sum(x, dim, keepdim)
 
 
-def _nansum(x, dim=None, keepdim=False, *, dtype=None):
-    return tree_sum(torch.where(torch.isnan(x), 0.0, x), dim, keepdim)
-
-
 def _mean(x, dim=None, keepdim=False, *, dtype=None):
     return tree_sum(x, dim, keepdim) / _count(x, dim)
 
@@ -217,13 +213,10 @@ class Rule:
 ACCUMULATING: dict[str, Rule] = {
     # addbmm (mm, bmm, addmm, baddbmm, addmv, dot and _int_mm are plate kernels: eager_ops/matmul.py)
     "addbmm": Rule("matmul", _addbmm),
-    # reductions (sum.default, logsumexp, norm.Scalar decompose into these; sum and mean are plate kernels)
-    "nansum": Rule("tree", _nansum),
+    # reductions (sum.default, logsumexp, norm.Scalar decompose into these; sum, nansum, prod, cumprod and mean are
+    # plate kernels)
     "norm.ScalarOpt_dim": Rule("tree", _norm),
     "norm.ScalarOpt_dim_dtype": Rule("tree", _norm),
-    "prod": Rule("host"),
-    "prod.dim_int": Rule("host"),
-    "cumprod": Rule("host"),
     # norms, forward and backward (rms_norm upcasts to float32 itself, then reduces with mean.dim)
     "native_group_norm": Rule("host"),
     "native_group_norm_backward": Rule("host"),
