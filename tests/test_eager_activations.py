@@ -65,3 +65,14 @@ def test_count_nonzero(no_host_ops):
     assert torch.count_nonzero(x.to("plate")).item() == 4
     assert torch.count_nonzero(x.to("plate"), dim=1).cpu().tolist() == [2, 2]
     assert torch.count_nonzero(x.to("plate"), dim=(0, 1)).item() == 4
+
+
+@pytest.mark.parametrize("fn", [F.silu, lambda x: torch.ops.aten.silu_backward(x, x)], ids=["silu", "silu_backward"])
+def test_silu_of_an_integer_tensor_raises_the_cpu_error(fn):
+    """The CPU kernel refuses integer tensors; plate's row sends them to the host (it compiled an integer sigmoid)."""
+    x = torch.arange(3)
+    with pytest.raises(NotImplementedError) as on_cpu:
+        fn(x)
+    with pytest.raises(NotImplementedError) as on_plate:
+        fn(x.to("plate"))
+    assert str(on_plate.value) == str(on_cpu.value)

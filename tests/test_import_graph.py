@@ -204,6 +204,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.embedding_bag",
         f"{TPB}.eager_ops.embedding_bag_backward",
         f"{TPB}.eager_ops.fused_optimizers",
+        f"{TPB}.eager_ops.index_forms",
         f"{TPB}.eager_ops.indexing",
         f"{TPB}.eager_ops.kernels",
         f"{TPB}.eager_ops.launch",

@@ -150,8 +150,10 @@ EAGER_OPS: dict[str, Row] = {
     # lerp: a Scalar weight is not rounded to the tensors' type (ATen takes it in the op math type)
     "lerp.Scalar": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
     "lerp.Tensor": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
-    "silu.default": Row("elementwise", "silu", compute="result"),
-    "silu_backward.default": Row("elementwise", "silu_backward", ("grad_output", "self"), compute="result"),
+    "silu.default": Row("elementwise", "silu", compute="result", floating=True),
+    "silu_backward.default": Row(
+        "elementwise", "silu_backward", ("grad_output", "self"), compute="result", floating=True
+    ),
     **{
         f"{name}.default": Row("elementwise", name, compute="result", complex_fn=COMPLEX_FUNCTIONS.get(name))
         for name in FLOAT_FUNCTIONS
@@ -350,6 +352,14 @@ EAGER_OPS: dict[str, Row] = {
     "nll_loss_backward.default": Row("nll_loss"),
     "equal.default": Row("equal"),
     "masked_select.default": Row("masked_select"),
+    # index_forms.py; index_copy, index_fill and take as torch's decompositions (index_put_, where, index)
+    "masked_scatter_.default": Row("masked_scatter"),
+    "put_.default": Row("put"),
+    "unique_consecutive.default": Row("unique_consecutive"),
+    "_pdist_forward.default": Row("pdist"),
+    "index_copy.default": Row("decomposed", operands=("self", "index", "source")),
+    **{f"index_fill.int_{kind}": Row("decomposed", operands=("self", "index")) for kind in ("Scalar", "Tensor")},
+    "take.default": Row("decomposed", operands=("self", "index")),
     "nonzero_static.default": Row("host_layout"),
     "bincount.default": Row("bincount"),
     "histc.default": Row("histc"),
@@ -448,6 +458,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "triu.default": ("triu_.default",),
     "cumsum.default": ("cumsum_.default", "cumsum.out"),
     "cumprod.default": ("cumprod_.default", "cumprod.out"),
+    "index_copy.default": ("index_copy_.default", "index_copy.out"),
+    **{f"index_fill.int_{k}": (f"index_fill_.int_{k}", f"index_fill.int_{k}_out") for k in ("Scalar", "Tensor")},
+    "take.default": ("take.out",),
     "nextafter.default": ("nextafter_.default", "nextafter.out"),
     "_logcumsumexp.default": ("_logcumsumexp.out",),
     "maximum.default": ("maximum.out",),
