@@ -371,6 +371,14 @@ EAGER_OPS: dict[str, Row] = {
     # backward: torch's decompositions, statistics in float32 for fp16/bf16 inputs (var_mean: plate's variance)
     "native_batch_norm.default": Row("composite"),
     "native_batch_norm_backward.default": Row("composite"),
+    "_native_batch_norm_legit.default": Row("composite"),
+    "_native_batch_norm_legit.no_stats": Row("composite"),
+    "_batch_norm_with_update.default": Row("composite"),
+    "batch_norm_backward.default": Row("composite"),
+    # group norm (nn.GroupNorm), forward and backward: torch's decompositions, in float32 for fp16/bf16 (an integer
+    # input goes to the host, the CPU's error)
+    "native_group_norm.default": Row("decomposed", operands=("input",), floating=True),
+    "native_group_norm_backward.default": Row("decomposed", operands=("grad_out", "input"), floating=True),
     # convolution.py: conv1d/2d/3d (not transposed) as im2col and matmuls, forward and backward
     "convolution_overrideable.default": Row("convolution"),
     "convolution_backward_overrideable.default": Row("convolution", "backward"),
@@ -436,6 +444,10 @@ EAGER_OPS: dict[str, Row] = {
     # matmul.py: fp16/bf16/fp32 accumulate in float32 (fp64 in fp64, integers wrap), in a fixed order
     **{f"{name}.default": Row("matmul", name) for name in ("mm", "bmm", "addmm", "baddbmm", "addmv", "dot")},
     "_int_mm.default": Row("matmul", "int_mm"),
+    # rewritten.py: addbmm as one addmm over the batch and K together; norm over dims as linalg_vector_norm
+    "addbmm.default": Row("addbmm"),
+    "norm.ScalarOpt_dim": Row("norm"),
+    "norm.ScalarOpt_dim_dtype": Row("norm"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
@@ -461,6 +473,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "index_copy.default": ("index_copy_.default", "index_copy.out"),
     **{f"index_fill.int_{k}": (f"index_fill_.int_{k}", f"index_fill.int_{k}_out") for k in ("Scalar", "Tensor")},
     "take.default": ("take.out",),
+    "addbmm.default": ("addbmm_.default", "addbmm.out"),
     "nextafter.default": ("nextafter_.default", "nextafter.out"),
     "_logcumsumexp.default": ("_logcumsumexp.out",),
     "maximum.default": ("maximum.out",),
