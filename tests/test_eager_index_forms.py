@@ -135,3 +135,21 @@ def test_pdist(p, dtype):
     x = x.round(decimals=1) if p == 0 else x
     same(on_plate(lambda t: F.pdist(t, p), x), F.pdist(x, p))
     assert on_plate(lambda t: F.pdist(t), x[:1]).shape == (0,)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_unique_along_a_dim_sorts_the_slices(dim, dtype):
+    """torch.unique(dim=): the slices sorted lexicographically, each once, with inverse and counts, as the CPU."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randint(0, 3, (9, 3, 2), generator=g).to(dtype)
+    for fn in (
+        lambda t: torch.unique(t, dim=dim),
+        lambda t: torch.unique(t, dim=dim, return_inverse=True, return_counts=True),
+    ):
+        same(on_plate(fn, x), fn(x))
+    empty = torch.empty(0, 3, dtype=dtype)
+    same(
+        on_plate(lambda t: torch.unique(t, dim=0, return_counts=True), empty),
+        torch.unique(empty, dim=0, return_counts=True),
+    )

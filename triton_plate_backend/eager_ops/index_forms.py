@@ -11,6 +11,9 @@
 - ``unique_consecutive``: each run of equal consecutive elements (dim None) or slices along dim (equal in every
   element) once, with the run each element is in (the running count of run starts) and each run's length
   (the differences of the starts); NaN equals nothing, as the CPU's `!=`.
+- ``unique_dim``: unique(dim=) as the CPU's: the slices along dim sorted lexicographically (a stable sort of each
+  element column, the last first), the first of each run of equal ones, each slice's run (scattered back to its
+  place) and the runs' lengths.
 - ``pdist``: _pdist_forward(self, p): the p-norm of x[i] - x[j] for every pair i < j of rows (triu_indices), in
   the order torch lists them, by plate's vector norm (CUDA's formulas per p: 0 counts nonzeros, inf the largest
   magnitude). float32 and float64 (the CPU kernel's types; others go to the host, its error)."""
@@ -123,6 +126,37 @@ def unique_consecutive(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def unique_dim(op: torch._ops.OpOverload, row: Row) -> Callable:
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, dim = call["self"], call["dim"]
+        if call.mixed or x.dtype not in REAL_DTYPES or x.dim() == 0 or not -x.dim() <= dim < x.dim():
+            return call.on_host()  # complex tensors, a 0-d one, a dim out of range: the host (torch's error)
+        along = x.movedim(dim, 0)
+        n = along.shape[0]
+        empty = torch.empty(0, dtype=torch.int64, device=x.device)
+        if n == 0:
+            return x.clone(), empty, empty
+        rows = along.reshape(n, -1)
+        if rows.shape[1] == 0:
+            return call.on_host()  # the CPU's error: 0-sized dims not selected
+        order = torch.arange(n, device=x.device)
+        for column in reversed(range(rows.shape[1])):  # least significant column first: each sort stable
+            keys = rows[:, column].index_select(0, order)
+            order = order.index_select(0, torch.sort(keys, stable=True).indices)
+        ordered = rows.index_select(0, order)
+        starts_flag = torch.ones(n, dtype=torch.bool, device=x.device)
+        if n > 1:
+            starts_flag[1:] = (ordered[1:] != ordered[:-1]).any(1)
+        starts = starts_flag.nonzero().reshape(-1)
+        values = along.index_select(0, order.index_select(0, starts)).movedim(0, dim).contiguous()
+        inverse = torch.empty_like(order).scatter_(0, order, starts_flag.cumsum(0) - 1)
+        ends = torch.cat([starts, torch.full((1,), n, dtype=torch.int64, device=x.device)])
+        return values, inverse, ends[1:] - ends[:-1]
+
+    return kernel
+
+
 def pdist(op: torch._ops.OpOverload, row: Row) -> Callable:
     @checked(op)
     def kernel(call: Call, expected):
@@ -140,6 +174,7 @@ def pdist(op: torch._ops.OpOverload, row: Row) -> Callable:
 
 
 FAMILIES = {
+    "unique_dim": unique_dim,
     "masked_scatter": masked_scatter,
     "put": put,
     "unique_consecutive": unique_consecutive,

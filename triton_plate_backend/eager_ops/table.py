@@ -186,6 +186,10 @@ EAGER_OPS: dict[str, Row] = {
     "normal_.default": Row("random", "normal"),
     "bernoulli_.float": Row("random", "bernoulli"),
     "exponential_.default": Row("random", "exponential"),
+    # sampling.py: multinomial (ATen's Gumbel-max / inverse-CDF algorithm) and randperm (a sort of random keys)
+    "multinomial.default": Row("multinomial"),
+    "randperm.default": Row("randperm"),
+    "randperm.generator": Row("randperm"),
     "bernoulli_.Tensor": Row("bernoulli_tensor"),
     "bernoulli.default": Row("bernoulli_tensor"),
     "native_dropout.default": Row("dropout"),
@@ -356,6 +360,7 @@ EAGER_OPS: dict[str, Row] = {
     "masked_scatter_.default": Row("masked_scatter"),
     "put_.default": Row("put"),
     "unique_consecutive.default": Row("unique_consecutive"),
+    "unique_dim.default": Row("unique_dim"),
     "_pdist_forward.default": Row("pdist"),
     "index_copy.default": Row("decomposed", operands=("self", "index", "source")),
     **{f"index_fill.int_{kind}": Row("decomposed", operands=("self", "index")) for kind in ("Scalar", "Tensor")},
