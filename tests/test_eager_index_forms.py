@@ -153,3 +153,18 @@ def test_unique_along_a_dim_sorts_the_slices(dim, dtype):
         on_plate(lambda t: torch.unique(t, dim=0, return_counts=True), empty),
         torch.unique(empty, dim=0, return_counts=True),
     )
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")])
+def test_pdist_gradient(p):
+    """_pdist_backward by ATen's formulas per p: a zero distance (rows 0 and 1) and zero differences give 0."""
+    x = torch.tensor([[0.0, 1, 2], [0, 1, 2], [1, -1, 0.5], [2, 2, 2], [1, 1, 2]])
+    cpu = x.clone().requires_grad_()
+    distances = F.pdist(cpu, p)
+    weights = torch.arange(1.0, distances.numel() + 1)
+    (want,) = torch.autograd.grad(distances, cpu, weights)
+    leaf = x.to("plate").requires_grad_()
+    with host_op_scope() as ops:
+        (got,) = torch.autograd.grad(F.pdist(leaf, p), leaf, weights.to("plate"))
+    assert not ops, ops
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)

@@ -16,10 +16,15 @@
   place) and the runs' lengths.
 - ``pdist``: _pdist_forward(self, p): the p-norm of x[i] - x[j] for every pair i < j of rows (triu_indices), in
   the order torch lists them, by plate's vector norm (CUDA's formulas per p: 0 counts nonzeros, inf the largest
-  magnitude). float32 and float64 (the CPU kernel's types; others go to the host, its error)."""
+  magnitude). float32 and float64 (the CPU kernel's types; others go to the host, its error).
+- ``pdist_backward``: _pdist_backward(grad, self, p, pdist): each pair's gradient by ATen's CPU formulas per p (0:
+  none; 1: sign(diff); 2: diff / dist; inf: sign(diff) where |diff| is the distance; below 2: sign(diff) |diff|^(p-1)
+  / dist^(p-1), 0 where diff is 0 and p < 1; above: diff |diff|^(p-2) / dist^(p-1); 0 at a zero distance), times
+  grad, added onto row i and subtracted from row j (index_add: the adds' order is the atomics', not the CPU loop's)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -173,7 +178,38 @@ def pdist(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def pdist_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        grad, x, p, dist = call["grad"], call["self"], call["p"], call["pdist"]
+        if x.dtype not in (torch.float32, torch.float64) or x.dim() != 2 or grad.dtype != x.dtype:
+            return call.on_host()
+        n = x.shape[0]
+        result = torch.zeros(expected.shape, dtype=x.dtype, device=x.device)
+        if n < 2 or p == 0:
+            return result
+        pairs = torch.triu_indices(n, n, 1, device=x.device)
+        diff = x.index_select(0, pairs[0]) - x.index_select(0, pairs[1])
+        g, d = grad.reshape(-1, 1), dist.reshape(-1, 1)
+        zero = torch.zeros((), dtype=x.dtype, device=x.device)
+        if p == 1:
+            per_pair = g * torch.sign(diff)
+        elif p == math.inf:
+            per_pair = g * torch.sign(diff) * (diff.abs() == d)
+        elif p == 2:
+            per_pair = torch.where(d == 0, zero, g * diff / d)
+        elif p < 2:
+            step = torch.sign(diff) * diff.abs().pow(p - 1) * g / d.pow(p - 1)
+            per_pair = torch.where((d == 0) | ((diff == 0) & (p < 1)), zero, step)
+        else:
+            per_pair = torch.where(d == 0, zero, diff * diff.abs().pow(p - 2) * g / d.pow(p - 1))
+        return result.index_add_(0, pairs[0], per_pair).index_add_(0, pairs[1], per_pair, alpha=-1)
+
+    return kernel
+
+
 FAMILIES = {
+    "pdist_backward": pdist_backward,
     "unique_dim": unique_dim,
     "masked_scatter": masked_scatter,
     "put": put,

@@ -362,6 +362,7 @@ EAGER_OPS: dict[str, Row] = {
     "unique_consecutive.default": Row("unique_consecutive"),
     "unique_dim.default": Row("unique_dim"),
     "_pdist_forward.default": Row("pdist"),
+    "_pdist_backward.default": Row("pdist_backward"),
     "index_copy.default": Row("decomposed", operands=("self", "index", "source")),
     **{f"index_fill.int_{kind}": Row("decomposed", operands=("self", "index")) for kind in ("Scalar", "Tensor")},
     "take.default": Row("decomposed", operands=("self", "index")),
