@@ -24,11 +24,11 @@ def seeded(fn, seed=0):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
 @pytest.mark.parametrize("replacement", [True, False])
 def test_one_sample_per_row_follows_the_distribution(replacement, dtype):
-    p = torch.tensor(PROBABILITIES, dtype=dtype, device="plate").expand(20000, 4).contiguous()
+    p = torch.tensor(PROBABILITIES, dtype=dtype, device="plate").expand(8000, 4).contiguous()
     drawn = seeded(lambda: torch.multinomial(p, 1, replacement))
-    assert drawn.shape == (20000, 1) and drawn.dtype == torch.int64
-    frequencies = torch.bincount(drawn.flatten(), minlength=4) / 20000
-    torch.testing.assert_close(frequencies, torch.tensor(PROBABILITIES, dtype=frequencies.dtype), rtol=0, atol=0.02)
+    assert drawn.shape == (8000, 1) and drawn.dtype == torch.int64
+    frequencies = torch.bincount(drawn.flatten(), minlength=4) / 8000
+    torch.testing.assert_close(frequencies, torch.tensor(PROBABILITIES, dtype=frequencies.dtype), rtol=0, atol=0.03)
     assert frequencies[1] == 0
 
 
