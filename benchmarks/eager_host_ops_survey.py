@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import math
 
 import torch
 import torch.nn.functional as F
@@ -163,6 +164,72 @@ def cases():
             "linalg.matrix_norm": lambda x: torch.linalg.matrix_norm(x),
             "dist": lambda x: torch.dist(x, x.flip(0)),
             "cdist": lambda x: torch.cdist(x, x),
+        }.items():
+            add(f"{name}[{tag}]", lambda fn=fn, dtype=dtype: fn(_inputs(dtype).to("plate")))
+    # indexing, selection, order statistics and other forms users hit (float32, bfloat16, int64)
+    for dtype in (torch.float32, torch.bfloat16, torch.int64):
+        tag = str(dtype).removeprefix("torch.")
+        for name, fn in {
+            "x[bool mask]": lambda x: x[x > 0],
+            "x[bool mask] = v": lambda x: x.__setitem__(x > 0, 1),
+            "x[rows, cols]": lambda x: x[torch.tensor([0, 2], device="plate"), torch.tensor([1, 3], device="plate")],
+            "x[:, idx] = y": lambda x: x.__setitem__(
+                (slice(None), torch.tensor([0, 2], device="plate")), x[:, :2].clone()
+            ),
+            "index_put_(accumulate)": lambda x: x.index_put_(
+                (torch.tensor([0, 0, 2], device="plate"),), x[:3], accumulate=True
+            ),
+            "index_fill": lambda x: x.index_fill(1, torch.tensor([0, 2], device="plate"), 3),
+            "index_copy": lambda x: x.index_copy(0, torch.tensor([2, 0], device="plate"), x[:2]),
+            "take": lambda x: torch.take(x, torch.tensor([0, 5, 11], device="plate")),
+            "put_": lambda x: x.put_(torch.tensor([0, 5], device="plate"), x[0, :2]),
+            "put_(accumulate)": lambda x: x.put_(torch.tensor([0, 0], device="plate"), x[0, :2], accumulate=True),
+            "masked_select": lambda x: torch.masked_select(x, x > 0),
+            "masked_scatter": lambda x: x.masked_scatter(x > 0, x.flip(0)),
+            "argwhere": torch.argwhere,
+            "unique(counts)": lambda x: torch.unique(x, return_inverse=True, return_counts=True),
+            "unique(dim=0)": lambda x: torch.unique(x, dim=0),
+            "unique_consecutive": lambda x: torch.unique_consecutive(x, return_counts=True),
+            "sort(stable)": lambda x: torch.sort(x, dim=1, stable=True, descending=True),
+            "argsort(stable)": lambda x: torch.argsort(x, dim=0, stable=True),
+            "msort": torch.msort,
+            "topk(smallest)": lambda x: torch.topk(x, 2, largest=False),
+            "kthvalue": lambda x: torch.kthvalue(x, 2, 1),
+            "median(dim)": lambda x: torch.median(x, 1),
+            "nanmedian(dim)": lambda x: torch.nanmedian(x, 0),
+            "mode": lambda x: torch.mode(x, 1),
+            "cummin": lambda x: torch.cummin(x, 0),
+            "diag(vector)": lambda x: torch.diag(x[0]),
+            "diag_embed": torch.diag_embed,
+            "diagonal_scatter": lambda x: torch.diagonal_scatter(x, x[0, :3]),
+            "select_scatter": lambda x: torch.select_scatter(x, x[1], 0, 0),
+            "slice_scatter": lambda x: torch.slice_scatter(x, x[:, :2], 1, 0, 2),
+            "tensor_split": lambda x: [t.contiguous() for t in torch.tensor_split(x, (1, 3), 1)],
+            "block_diag": lambda x: torch.block_diag(x, x[:1]),
+            "flip+narrow": lambda x: x.flip(1).narrow(1, 1, 2).contiguous(),
+            "std(correction=0)": lambda x: torch.std(x.float(), 1, correction=0),
+            "var_mean(correction=2)": lambda x: torch.var_mean(x.float(), 0, correction=2),
+            "quantile": lambda x: torch.quantile(x.float(), 0.3, dim=1),
+            "nanquantile": lambda x: torch.nanquantile(x.float(), torch.tensor([0.2, 0.9], device="plate"), dim=0),
+            "cdist(p=1)": lambda x: torch.cdist(x.float(), x.float(), p=1),
+            "pdist": lambda x: F.pdist(x.float()),
+            "einsum": lambda x: torch.einsum("ij,kj->ik", x, x),
+            "baddbmm": lambda x: torch.baddbmm(x[None], x[None], (x.t() @ x)[None]),
+            "addbmm": lambda x: torch.addbmm(x, x[None], (x.t() @ x)[None]),
+            "addr": lambda x: torch.addr(x, x[:, 0], x[0]),
+            "logsumexp(-inf row)": lambda x: torch.logsumexp(x.float().masked_fill(x[:, :1] >= x.min(), -math.inf), 1),
+            "softmax(int)": lambda x: torch.softmax(x, 1),
+            "cov": lambda x: torch.cov(x.float()),
+            "corrcoef": lambda x: torch.corrcoef(x.float()),
+            "trapezoid": lambda x: torch.trapezoid(x.float(), dim=1),
+            "cumulative_trapezoid": lambda x: torch.cumulative_trapezoid(x.float(), dim=1),
+            "diff(n=2, prepend)": lambda x: torch.diff(x, n=2, dim=1, prepend=x[:, :1]),
+            "histogram": lambda x: torch.histogram(x.float(), 4),
+            "std_mean(dims)": lambda x: torch.std_mean(x.float(), (0, 1)),
+            "count_nonzero(dims)": lambda x: torch.count_nonzero(x, (0, 1)),
+            "vander": lambda x: torch.vander(x[0], 3),
+            "complex mul": lambda x: (torch.complex(x.float(), x.float().flip(0)) * 2).abs(),
+            "to_sparse": lambda x: x.to_sparse(),
         }.items():
             add(f"{name}[{tag}]", lambda fn=fn, dtype=dtype: fn(_inputs(dtype).to("plate")))
     # linear algebra (float32)

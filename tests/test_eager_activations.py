@@ -65,3 +65,43 @@ def test_count_nonzero(no_host_ops):
     assert torch.count_nonzero(x.to("plate")).item() == 4
     assert torch.count_nonzero(x.to("plate"), dim=1).cpu().tolist() == [2, 2]
     assert torch.count_nonzero(x.to("plate"), dim=(0, 1)).item() == 4
+
+
+@pytest.mark.parametrize("fn", [F.silu, lambda x: torch.ops.aten.silu_backward(x, x)], ids=["silu", "silu_backward"])
+def test_silu_of_an_integer_tensor_raises_the_cpu_error(fn):
+    """The CPU kernel refuses integer tensors; plate's row sends them to the host (it compiled an integer sigmoid)."""
+    x = torch.arange(3)
+    with pytest.raises(NotImplementedError) as on_cpu:
+        fn(x)
+    with pytest.raises(NotImplementedError) as on_plate:
+        fn(x.to("plate"))
+    assert str(on_plate.value) == str(on_cpu.value)
+
+
+INTEGER_NUMBERS = {
+    "addcmul(value=0.5)": lambda t: torch.addcmul(t, t, t, value=0.5),
+    "addcmul(value=-1.7)": lambda t: torch.addcmul(t, t.flip(0), t, value=-1.7),
+    "addcmul_(value=2.9)": lambda t: t.clone().addcmul_(t, t, value=2.9),
+    "threshold(0.1, 2.0)": lambda t: F.threshold(t, 0.1, 2.0),
+    "threshold(-2.5, -7.9)": lambda t: F.threshold(t, -2.5, -7.9),
+    "hardtanh(-2.5, 3.5)": lambda t: F.hardtanh(t, -2.5, 3.5),
+}
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8"])
+@pytest.mark.parametrize("name", sorted(INTEGER_NUMBERS))
+def test_fractional_numbers_of_an_integer_tensor_truncate_as_aten(name, dtype, no_host_ops):
+    """ATen converts a Scalar to an integer tensor's type truncating toward zero (0.5 is 0, -1.7 is -1)."""
+    x = torch.tensor([-7, -3, -2, -1, 0, 1, 2, 3, 5, 11], dtype=getattr(torch, dtype))
+    fn = INTEGER_NUMBERS[name]
+    got, want = fn(x.to("plate")).cpu(), fn(x)
+    assert got.dtype == want.dtype and torch.equal(got, want)
+
+
+def test_a_number_an_integer_type_cannot_hold_raises_atens_error():
+    x = torch.tensor([1, 2, 3], dtype=torch.int8)
+    with pytest.raises(RuntimeError) as on_cpu:
+        F.threshold(x, 2.9, 300.7)
+    with pytest.raises(RuntimeError) as on_plate:
+        F.threshold(x.to("plate"), 2.9, 300.7)
+    assert str(on_plate.value) == str(on_cpu.value)

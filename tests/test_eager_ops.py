@@ -476,6 +476,18 @@ def test_complex_exp_log_log1p_isnan(no_host_ops):
         same(fn(a.to("plate")), fn(a))
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_abs_is_the_hypot_of_the_parts(dtype, no_host_ops):
+    """abs of a complex tensor (a real result): hypot(re, im) as std::abs, so no overflow at 1e30 and inf with NaN
+    is inf; of a conjugate view and a strided one too."""
+    inf, nan = float("inf"), float("nan")
+    re = torch.tensor([3.0, 0.0, -1e30, inf, nan, 1e-30, -0.0, 2.5])
+    im = torch.tensor([4.0, -2.0, 1e30, nan, 1.0, 1e-30, 0.0, -1.5])
+    z = torch.complex(re, im).to(dtype)
+    for t in (z, z.conj(), z.view(8, 1).expand(8, 3).t()):
+        same(t.to("plate").abs(), t.abs())
+
+
 def test_complex_and_polar_build_complex_tensors(no_host_ops):
     a = torch.randn(5, 3).permute(1, 0)
     got, expected = torch.complex(a.to("plate"), a.to("plate") * 2), torch.complex(a, a * 2)

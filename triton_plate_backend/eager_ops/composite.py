@@ -79,7 +79,7 @@ def decomposed(op: torch._ops.OpOverload, row: Row) -> Callable:
             return result
         if isinstance(result, torch.Tensor):
             return _as_meta(result, expected)
-        return tuple(_as_meta(r, e) for r, e in zip(result, expected))
+        return tuple(None if r is None else _as_meta(r, e) for r, e in zip(result, expected))  # masked-off outputs
 
     return kernel
 

@@ -827,13 +827,13 @@ def _at(i0, i1, i2, i3, t0, t1, t2, t3):
 
 
 # ---- elementwise ---------------------------------------------------------------------------------------
-@triton.jit(do_not_specialize=_NO_SPECIALIZE)
-def elementwise(
-    out, a, b, c, n, s1, s2, s3,
-    o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
-    FN: tl.constexpr, ARITY: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+@triton.jit
+def load_operands(
+    a, b, c, i0, i1, i2, i3, mask, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+    ARITY: tl.constexpr, CT: tl.constexpr,
 ):  # fmt: skip
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    """The operands x, y, z of an elementwise kernel (elementwise, parametric_kernels.parametric) at element
+    (i0, i1, i2, i3): a's, and b's and c's where ARITY has them (else x again), each through its strides, in CT."""
     x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(CT)
     y = x
     z = x
@@ -841,6 +841,17 @@ def elementwise(
         y = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask).to(CT)
     if ARITY >= 3:
         z = tl.load(c + _at(i0, i1, i2, i3, c0, c1, c2, c3), mask=mask).to(CT)
+    return x, y, z
+
+
+@triton.jit(do_not_specialize=_NO_SPECIALIZE)
+def elementwise(
+    out, a, b, c, n, s1, s2, s3,
+    o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+    FN: tl.constexpr, ARITY: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+):  # fmt: skip
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    x, y, z = load_operands(a, b, c, i0, i1, i2, i3, mask, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, ARITY, CT)
     result = FN(x, y, z)
     tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), result.to(out.dtype.element_ty), mask=mask)
 

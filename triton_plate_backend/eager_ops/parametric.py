@@ -1,7 +1,8 @@
 """The ``parametric`` family: an elementwise op of up to three tensors and up to four numbers of the call (an
 activation's slope or bounds, nan_to_num's replacements, addcmul's value), one kernel (parametric_kernels.py).
 The numbers are rounded to the op math type the kernel computes in (float32 for fp16/bf16), as ATen converts its
-Scalar arguments; a None takes the op's default (``DEFAULTS``); a bool is 0 or 1.
+Scalar arguments (an integer tensor's truncated toward zero; one its type cannot hold goes to the host, which raises
+ATen's error); a None takes the op's default (``DEFAULTS``); a bool is 0 or 1.
 
 Types, layouts and the host's cases are the ``elementwise`` family's (ops.py): torch's promotion from the meta
 kernel, Row.floating / Row.boolean for the types the CPU kernel refuses (on the host, its error), an output
@@ -53,8 +54,8 @@ def parametric(op: torch._ops.OpOverload, row: Row) -> Callable:
         if typed is None:
             return call.on_host()
         ct, operands = typed
-        if not (ct.is_floating_point or all(float(v).is_integer() for v in numbers)):
-            return call.on_host()  # a fractional bound of an integer tensor: the host's conversion
+        if not ct.is_floating_point and not all(_converts(v, ct) for v in numbers):
+            return call.on_host()  # ATen's Scalar conversion raises: the host, its error text
         laid_out = result_and_strides(call, expected, device, operands)
         if laid_out is None:
             return call.on_host()
@@ -63,6 +64,18 @@ def parametric(op: torch._ops.OpOverload, row: Row) -> Callable:
         return out
 
     return kernel
+
+
+def _converts(number, dtype: torch.dtype) -> bool:
+    """Whether ATen converts `number` to the integer `dtype` (c10's checked_convert, whose overflows() raises
+    otherwise): a float within the type's range (truncated toward zero, as run() does: 0.5 is 0 for addcmul's value
+    and threshold's bounds, as on the CPU), an int within it (an unsigned type also takes -max..-1, wrapping)."""
+    if isinstance(number, bool):
+        return True
+    info = torch.iinfo(dtype)
+    if isinstance(number, int):
+        return number <= info.max and number >= (info.min if info.min < 0 else -info.max)
+    return info.min <= number <= info.max  # NaN: False
 
 
 def run(fn: str, out: torch.Tensor, operands: list[torch.Tensor], strides, numbers, ct: torch.dtype) -> None:

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-from .kernels import _NO_SPECIALIZE, _at, _indices
+from .kernels import _NO_SPECIALIZE, _at, _indices, load_operands
 
 PARAMS = 4  # the length of p
 
@@ -199,12 +199,6 @@ def parametric(
 ):  # fmt: skip
     """out[i] = FN(a[i], b[i], c[i], p[0], p[1], p[2], p[3]) in CT, stored in the output's type."""
     i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
-    x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(CT)
-    y = x
-    z = x
-    if ARITY >= 2:
-        y = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask).to(CT)
-    if ARITY >= 3:
-        z = tl.load(c + _at(i0, i1, i2, i3, c0, c1, c2, c3), mask=mask).to(CT)
+    x, y, z = load_operands(a, b, c, i0, i1, i2, i3, mask, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, ARITY, CT)
     result = FN(x, y, z, tl.load(p).to(CT), tl.load(p + 1).to(CT), tl.load(p + 2).to(CT), tl.load(p + 3).to(CT))
     tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), result.to(out.dtype.element_ty), mask=mask)

@@ -107,17 +107,26 @@ def repeat_positions(starts, out, n, m, steps, BLOCK: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["n"])
-def cumsum_rows(x, out, n, ACC: tl.constexpr, BLOCK: tl.constexpr):
-    """out[r, :] = the running sum of x[r, :] (both contiguous rows of n elements), one program per row: each
-    block's scan in ACC (float32 for the half types, as CUDA's) plus the sum of the blocks before it."""
+def cumsum_rows(x, out, n, ACC: tl.constexpr, BLOCK: tl.constexpr, PRODUCT: tl.constexpr):
+    """out[r, :] = the running sum (PRODUCT: product) of x[r, :] (both contiguous rows of n elements), one program
+    per row: each block's scan in ACC (float32 for the half types, as CUDA's; tl.cumprod is an associative scan of
+    a multiply) combined with the rows' running value before it (0, or 1 for PRODUCT, at first)."""
     row = tl.program_id(0).to(tl.int64) * n
     carry = tl.sum(tl.zeros([BLOCK], dtype=ACC), axis=0)
+    if PRODUCT:
+        carry = carry + 1
     for start in range(0, n, BLOCK):
         i = start + tl.arange(0, BLOCK)
         inside = i < n
         v = tl.load(x + row + i, mask=inside, other=0).to(ACC)
-        tl.store(out + row + i, (tl.cumsum(v, axis=0) + carry).to(out.dtype.element_ty), mask=inside)
-        carry = carry + tl.sum(v, axis=0)
+        if PRODUCT:
+            scanned = carry * tl.cumprod(v, axis=0)
+            last = tl.minimum(n - start, BLOCK) - 1
+            carry = tl.sum(tl.where(tl.arange(0, BLOCK) == last, scanned, 0), axis=0).to(ACC)
+        else:
+            scanned = tl.cumsum(v, axis=0) + carry
+            carry = carry + tl.sum(v, axis=0)
+        tl.store(out + row + i, scanned.to(out.dtype.element_ty), mask=inside)
 
 
 @triton.jit

@@ -17,34 +17,79 @@ SPLIT_FROM = 16 * BLOCK  # a row this long, of few rows, is summed in chunks by 
 CHUNK = 8 * BLOCK  # a chunk's elements: partial sums in CT, then summed (row_sum) and rounded once
 
 
+@triton.jit
+def _times(a, b):
+    return a * b
+
+
+@triton.jit
+def _element(v, inside, AS: tl.constexpr, CT: tl.constexpr, PRODUCT: tl.constexpr, NAN_ZERO: tl.constexpr):
+    """A loaded element as a reduction takes it: cast to AS (sum(dtype=) casts its input first), a NaN as 0
+    (NAN_ZERO: nansum), in CT; a lane outside the row the reduction's identity (0, or 1 for PRODUCT)."""
+    v = v.to(AS)
+    if NAN_ZERO:
+        v = tl.where(v != v, 0, v)
+    v = v.to(CT)
+    if PRODUCT:
+        v = tl.where(inside, v, 1)
+    return v
+
+
 @triton.jit(do_not_specialize=["rows", "m"])
 def row_sum(
-    out, x, rows, m, AS: tl.constexpr, CT: tl.constexpr, ROWS: tl.constexpr, COLUMNS: tl.constexpr
+    out, x, rows, m, AS: tl.constexpr, CT: tl.constexpr, ROWS: tl.constexpr, COLUMNS: tl.constexpr,
+    PRODUCT: tl.constexpr, NAN_ZERO: tl.constexpr,
 ):  # fmt: skip
-    """out[r] = sum of x[r, :]: each element cast to AS (the result's type: sum(dtype=) casts its input
-    first), added in CT."""
+    """out[r] = sum (PRODUCT: product) of x[r, :]: each element cast to AS (the result's type: sum(dtype=)
+    casts its input first), a NaN taken as 0 with NAN_ZERO (nansum), combined in CT: COLUMNS lanes each
+    combine a column of the row's steps, then a pairwise tree (tl.sum, or tl.reduce of a multiply)."""
     r = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     live = r < rows
-    total = tl.zeros([ROWS, COLUMNS], dtype=CT)
+    if PRODUCT:
+        total = tl.full([ROWS, COLUMNS], 1, dtype=CT)
+    else:
+        total = tl.zeros([ROWS, COLUMNS], dtype=CT)
     for start in range(0, m, COLUMNS):
         c = start + tl.arange(0, COLUMNS)
         inside = live[:, None] & (c < m)[None, :]
-        v = tl.load(x + r[:, None] * m + c[None, :], mask=inside, other=0)
-        total += v.to(AS).to(CT)
-    tl.store(out + r, tl.sum(total, axis=1).to(out.dtype.element_ty), mask=live)
+        v = _element(tl.load(x + r[:, None] * m + c[None, :], mask=inside, other=0), inside, AS, CT, PRODUCT, NAN_ZERO)
+        if PRODUCT:
+            total = total * v
+        else:
+            total += v
+    if PRODUCT:
+        result = tl.reduce(total, 1, _times)
+    else:
+        result = tl.sum(total, axis=1)
+    tl.store(out + r, result.to(out.dtype.element_ty), mask=live)
 
 
 @triton.jit(do_not_specialize=["m", "chunk", "chunks"])
-def chunk_sum(partial, x, m, chunk, chunks, AS: tl.constexpr, CT: tl.constexpr, COLUMNS: tl.constexpr):
-    """partial[r, s] = sum of x[r, s * chunk : (s + 1) * chunk] (within the row's m), in CT; grid (rows, chunks)."""
+def chunk_sum(
+    partial, x, m, chunk, chunks, AS: tl.constexpr, CT: tl.constexpr, COLUMNS: tl.constexpr,
+    PRODUCT: tl.constexpr, NAN_ZERO: tl.constexpr,
+):  # fmt: skip
+    """partial[r, s] = sum (PRODUCT: product) of x[r, s * chunk : (s + 1) * chunk] (within the row's m), in CT;
+    grid (rows, chunks)."""
     row = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1).to(tl.int64)
-    total = tl.zeros([COLUMNS], dtype=CT)
+    if PRODUCT:
+        total = tl.full([COLUMNS], 1, dtype=CT)
+    else:
+        total = tl.zeros([COLUMNS], dtype=CT)
     for start in range(0, chunk, COLUMNS):
         c = part * chunk + start + tl.arange(0, COLUMNS)
         inside = (c < m) & (start + tl.arange(0, COLUMNS) < chunk)
-        total += tl.load(x + row * m + c, mask=inside, other=0).to(AS).to(CT)
-    tl.store(partial + row * chunks + part, tl.sum(total, axis=0))
+        v = _element(tl.load(x + row * m + c, mask=inside, other=0), inside, AS, CT, PRODUCT, NAN_ZERO)
+        if PRODUCT:
+            total = total * v
+        else:
+            total += v
+    if PRODUCT:
+        result = tl.reduce(total, 0, _times)
+    else:
+        result = tl.sum(total, axis=0)
+    tl.store(partial + row * chunks + part, result)
 
 
 @triton.jit(do_not_specialize=["rows", "m"])

@@ -67,19 +67,26 @@ def _written(call: Call, expected: torch.Tensor, result: torch.Tensor) -> torch.
     return out.copy_(result)
 
 
-# ---- sum -----------------------------------------------------------------------------------------------
+# ---- sum, nansum, prod ---------------------------------------------------------------------------------
 def sum_(op: torch._ops.OpOverload, row: Row):
+    """sum, nansum (row.fn "nansum": a NaN counts as 0) and prod (row.fn "prod": tl.reduce of a multiply) over dims
+    (none: every element), with dtype= (the input cast first) and keepdim: one row per result element, combined in
+    CUDA's accumulator type (float32 for fp16/bf16, int64 for integers and bools, which wrap as the CPU's) and
+    rounded once; a bool result is the int64 one != 0 (sum: any, prod: all). Complex tensors run on the host
+    (nansum: the CPU's error)."""
+
+    product, nan_zero = row.fn == "prod", row.fn == "nansum"
+
     @checked(op)
     def kernel(call: Call, expected):
         x = call["self"]
         out_dtype = expected.dtype
-        if x.dtype not in REAL_DTYPES or out_dtype not in REAL_DTYPES or out_dtype == torch.bool:
+        if x.dtype not in REAL_DTYPES or out_dtype not in REAL_DTYPES:
             return call.on_host()
-        if x.dim() == 0:
-            return _written(call, expected, x.to(out_dtype).reshape(expected.shape).clone())
-        rows = as_rows(x, reduced_dims(x, call.bound.get("dim")))  # sum.default: all dims
+        source = x.reshape(1) if x.dim() == 0 else x
+        rows = as_rows(source, reduced_dims(source, call.bound.get("dim")))  # sum.default, prod.default: all dims
         result = torch.empty(rows.shape[0], dtype=out_dtype, device=x.device)
-        launch_row_sum(result, rows, out_dtype)
+        launch_row_sum(result, rows, out_dtype, product=product, nan_zero=nan_zero and out_dtype.is_floating_point)
         return _written(call, expected, result.view(expected.shape))
 
     return kernel
@@ -113,26 +120,31 @@ def mean(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
-def launch_row_sum(out: torch.Tensor, rows: torch.Tensor, as_dtype: torch.dtype) -> None:
-    """out[r] = sum(rows[r, :]), each element cast to `as_dtype` first, added in its accumulator type."""
+def launch_row_sum(
+    out: torch.Tensor, rows: torch.Tensor, as_dtype: torch.dtype, *, product: bool = False, nan_zero: bool = False
+) -> None:
+    """out[r] = sum (product: product) of rows[r, :], each element cast to `as_dtype` first (nan_zero: a NaN then
+    taken as 0), combined in its accumulator type."""
     n, m = rows.shape
     if n == 0:
         return
     k = kernels()
-    if m >= k.SPLIT_FROM and n < 64:  # few long rows: chunks in parallel, then their partial sums
+    combine = {"PRODUCT": product, "NAN_ZERO": nan_zero}
+    if m >= k.SPLIT_FROM and n < 64:  # few long rows: chunks in parallel, then their partial results
         chunks = -(-m // k.CHUNK)
         ct = accumulator(as_dtype)
         partial = torch.empty((n, chunks), dtype=ct, device=rows.device)
         k.chunk_sum[(n, chunks)](
             partial, rows, m, k.CHUNK, chunks, AS=triton_dtype(as_dtype), CT=triton_dtype(ct), COLUMNS=k.BLOCK,
-            machine=k.machine_of(out),
+            **combine, machine=k.machine_of(out),
         )  # fmt: skip
         rows, as_dtype, m = partial, ct, chunks
+        combine["NAN_ZERO"] = False
     columns = _columns(m)
     per_program = max(1, k.BLOCK // columns)
     k.row_sum[(-(-n // per_program),)](
         out, rows, n, m, AS=triton_dtype(as_dtype), CT=triton_dtype(accumulator(as_dtype)),
-        ROWS=per_program, COLUMNS=columns, machine=k.machine_of(out),
+        ROWS=per_program, COLUMNS=columns, **combine, machine=k.machine_of(out),
     )  # fmt: skip
 
 

@@ -64,12 +64,13 @@ def repeat_interleave(op: torch._ops.OpOverload, row: Row):
 
 
 def cumsum(op: torch._ops.OpOverload, row: Row):
-    """cumsum (row.fn "sum") or _logcumsumexp (row.fn "logsumexp") along a dim: the input (cast to the result's
-    type first, as ATen does) with that dim last and contiguous, one program per row (prefix_kernels.cumsum_rows,
-    logcumsumexp_rows), accumulating in float32 for fp16/bf16 as CUDA's kernels; the result laid out as the meta
-    kernel lays it out, or written into the in-place op's self or the out= op's out (the input is read into a
-    contiguous copy first). Other types (logcumsumexp: any but a real floating one, which the CPU refuses) run on
-    the host, counted. _logcumsumexp has no meta kernel: its result is the CPU's, contiguous in self's dtype, and
+    """cumsum (row.fn "sum"), cumprod (row.fn "prod") or _logcumsumexp (row.fn "logsumexp") along a dim: the input
+    (cast to the result's type first, as ATen does) with that dim last and contiguous, one program per row
+    (prefix_kernels.cumsum_rows, logcumsumexp_rows), accumulating in float32 for fp16/bf16 as CUDA's kernels (and
+    integers in int64, the result type of an integer cumsum / cumprod); the result laid out as the meta kernel lays
+    it out, or written into the in-place op's self or the out= op's out (the input is read into a contiguous copy
+    first). Other types (logcumsumexp: any but a real floating one, which the CPU refuses) run on the host,
+    counted. _logcumsumexp has no meta kernel: its result is the CPU's, contiguous in self's dtype, and
     a dim out of range or an out= of another dtype goes to the host (torch's error)."""
 
     def body(call: Call, expected):
@@ -92,10 +93,16 @@ def cumsum(op: torch._ops.OpOverload, row: Row):
         n = rows.shape[-1]
         k = kernels()
         acc = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-        scan = k.logcumsumexp_rows if row.fn == "logsumexp" else k.cumsum_rows
-        scan[(rows.numel() // n,)](
-            rows, scanned, n, ACC=launch.triton_dtype(acc), BLOCK=k.BLOCK, machine=k.machine_of(x)
-        )
+        grid = (rows.numel() // n,)
+        if row.fn == "logsumexp":
+            k.logcumsumexp_rows[grid](
+                rows, scanned, n, ACC=launch.triton_dtype(acc), BLOCK=k.BLOCK, machine=k.machine_of(x)
+            )
+        else:
+            k.cumsum_rows[grid](
+                rows, scanned, n, ACC=launch.triton_dtype(acc), BLOCK=k.BLOCK, PRODUCT=row.fn == "prod",
+                machine=k.machine_of(x),
+            )  # fmt: skip
         result = scanned.movedim(-1, call["dim"] if x.dim() else 0)
         return out.copy_(result if x.dim() else result.reshape(()))
 

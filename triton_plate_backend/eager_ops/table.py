@@ -150,8 +150,10 @@ EAGER_OPS: dict[str, Row] = {
     # lerp: a Scalar weight is not rounded to the tensors' type (ATen takes it in the op math type)
     "lerp.Scalar": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
     "lerp.Tensor": Row("elementwise", "lerp", ("self", "end", "weight"), ("self", "end")),
-    "silu.default": Row("elementwise", "silu", compute="result"),
-    "silu_backward.default": Row("elementwise", "silu_backward", ("grad_output", "self"), compute="result"),
+    "silu.default": Row("elementwise", "silu", compute="result", floating=True),
+    "silu_backward.default": Row(
+        "elementwise", "silu_backward", ("grad_output", "self"), compute="result", floating=True
+    ),
     **{
         f"{name}.default": Row("elementwise", name, compute="result", complex_fn=COMPLEX_FUNCTIONS.get(name))
         for name in FLOAT_FUNCTIONS
@@ -184,6 +186,10 @@ EAGER_OPS: dict[str, Row] = {
     "normal_.default": Row("random", "normal"),
     "bernoulli_.float": Row("random", "bernoulli"),
     "exponential_.default": Row("random", "exponential"),
+    # sampling.py: multinomial (ATen's Gumbel-max / inverse-CDF algorithm) and randperm (a sort of random keys)
+    "multinomial.default": Row("multinomial"),
+    "randperm.default": Row("randperm"),
+    "randperm.generator": Row("randperm"),
     "bernoulli_.Tensor": Row("bernoulli_tensor"),
     "bernoulli.default": Row("bernoulli_tensor"),
     "native_dropout.default": Row("dropout"),
@@ -350,6 +356,16 @@ EAGER_OPS: dict[str, Row] = {
     "nll_loss_backward.default": Row("nll_loss"),
     "equal.default": Row("equal"),
     "masked_select.default": Row("masked_select"),
+    # index_forms.py; index_copy, index_fill and take as torch's decompositions (index_put_, where, index)
+    "masked_scatter_.default": Row("masked_scatter"),
+    "put_.default": Row("put"),
+    "unique_consecutive.default": Row("unique_consecutive"),
+    "unique_dim.default": Row("unique_dim"),
+    "_pdist_forward.default": Row("pdist"),
+    "_pdist_backward.default": Row("pdist_backward"),
+    "index_copy.default": Row("decomposed", operands=("self", "index", "source")),
+    **{f"index_fill.int_{kind}": Row("decomposed", operands=("self", "index")) for kind in ("Scalar", "Tensor")},
+    "take.default": Row("decomposed", operands=("self", "index")),
     "nonzero_static.default": Row("host_layout"),
     "bincount.default": Row("bincount"),
     "histc.default": Row("histc"),
@@ -361,6 +377,14 @@ EAGER_OPS: dict[str, Row] = {
     # backward: torch's decompositions, statistics in float32 for fp16/bf16 inputs (var_mean: plate's variance)
     "native_batch_norm.default": Row("composite"),
     "native_batch_norm_backward.default": Row("composite"),
+    "_native_batch_norm_legit.default": Row("composite"),
+    "_native_batch_norm_legit.no_stats": Row("composite"),
+    "_batch_norm_with_update.default": Row("composite"),
+    "batch_norm_backward.default": Row("composite"),
+    # group norm (nn.GroupNorm), forward and backward: torch's decompositions, in float32 for fp16/bf16 (an integer
+    # input goes to the host, the CPU's error)
+    "native_group_norm.default": Row("decomposed", operands=("input",), floating=True),
+    "native_group_norm_backward.default": Row("decomposed", operands=("grad_out", "input"), floating=True),
     # convolution.py: conv1d/2d/3d (not transposed) as im2col and matmuls, forward and backward
     "convolution_overrideable.default": Row("convolution"),
     "convolution_backward_overrideable.default": Row("convolution", "backward"),
@@ -394,6 +418,7 @@ EAGER_OPS: dict[str, Row] = {
     "all.default": Row("any_all", "all"),
     "repeat_interleave.Tensor": Row("repeat_interleave"),
     "cumsum.default": Row("cumsum", "sum"),
+    "cumprod.default": Row("cumsum", "prod"),
     "_logcumsumexp.default": Row("cumsum", "logsumexp"),
     "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
     "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
@@ -404,6 +429,9 @@ EAGER_OPS: dict[str, Row] = {
     # reductions.py, layer_norm.py: fp16/bf16 accumulate in float32 and round once, as CUDA's kernels
     "sum.default": Row("sum"),
     "sum.dim_IntList": Row("sum"),
+    "nansum.default": Row("sum", "nansum"),
+    "prod.default": Row("sum", "prod"),
+    "prod.dim_int": Row("sum", "prod"),
     "mean.dim": Row("mean"),
     "max.default": Row("extreme", "max"),
     "min.default": Row("extreme", "min"),
@@ -422,6 +450,10 @@ EAGER_OPS: dict[str, Row] = {
     # matmul.py: fp16/bf16/fp32 accumulate in float32 (fp64 in fp64, integers wrap), in a fixed order
     **{f"{name}.default": Row("matmul", name) for name in ("mm", "bmm", "addmm", "baddbmm", "addmv", "dot")},
     "_int_mm.default": Row("matmul", "int_mm"),
+    # rewritten.py: addbmm as one addmm over the batch and K together; norm over dims as linalg_vector_norm
+    "addbmm.default": Row("addbmm"),
+    "norm.ScalarOpt_dim": Row("norm"),
+    "norm.ScalarOpt_dim_dtype": Row("norm"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
@@ -443,6 +475,11 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "rrelu_with_noise.default": ("rrelu_with_noise_.default",),
     "triu.default": ("triu_.default",),
     "cumsum.default": ("cumsum_.default", "cumsum.out"),
+    "cumprod.default": ("cumprod_.default", "cumprod.out"),
+    "index_copy.default": ("index_copy_.default", "index_copy.out"),
+    **{f"index_fill.int_{k}": (f"index_fill_.int_{k}", f"index_fill.int_{k}_out") for k in ("Scalar", "Tensor")},
+    "take.default": ("take.out",),
+    "addbmm.default": ("addbmm_.default", "addbmm.out"),
     "nextafter.default": ("nextafter_.default", "nextafter.out"),
     "_logcumsumexp.default": ("_logcumsumexp.out",),
     "maximum.default": ("maximum.out",),
@@ -519,6 +556,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "sinc.default": ("sinc_.default", "sinc.out"),
     "xlogy.Tensor": ("xlogy_.Tensor", "xlogy.OutTensor"),
     "sum.dim_IntList": ("sum.IntList_out",),
+    "nansum.default": ("nansum.out",),
+    "prod.default": ("prod.out",),
+    "prod.dim_int": ("prod.int_out",),
     "mean.dim": ("mean.out",),
     "special_xlog1py.default": ("special_xlog1py.out",),
     "atan2.default": ("atan2_.default", "atan2.out"),

@@ -6,39 +6,33 @@ they block a sum or a matmul depends on the CPU (ISA, oneDNN/BLAS path, memory l
 kernels accumulate these ops in fp32 and round once to the half type; kernels are checked against
 eager references computed on the same device, so plate does the same, and the same way on every host.
 
-Each op of ACCUMULATING runs here on fp16/bf16 inputs (addbmm also on fp32): every
-floating input is upcast to float64, the op is computed on the host, and each result is rounded once
-to the dtype the op returns on CUDA (its meta kernel's; through float32, which for fp16/bf16 is the
-same as rounding once: float32 has at least 2p+2 bits of each). float64 accumulation is fp32's and
-more: the result is CUDA's within CUDA's own fp32 rounding. How, by kind:
+Each op of ACCUMULATING (the FFTs) runs here on float32/complex64 inputs (a "host" rule's on fp16/bf16): every
+floating input is upcast to float64 (complex128), the op is computed on the host, and each result is rounded once to
+the dtype the op returns on CUDA (its meta kernel's; through float32, which for fp16/bf16 is the same as rounding
+once: float32 has at least 2p+2 bits of each). float64 accumulation is fp32's and more: the result is CUDA's within
+CUDA's own fp32 rounding. How, by kind:
 
-- "matmul" (addbmm): the operands are split into integer slices whose products the host's float64 BLAS
-  sums exactly, in whatever order it adds (matmul64): the same bits on every host CPU, for fp16, bf16
-  and fp32, and the exact result to about 60 bits. (float64 addbmm keeps the host's BLAS.)
-- "tree": sum/mean/var/std/vector norms add in a fixed pairwise order, elementwise: the same bits on
-  every host CPU (a fp16 sum is even exact: its values are multiples of 2**-24 below 2**16).
-- "host": norms' and softmax's forward and backward run the host's float64 kernel. The host's
-  vectorized float64 may differ in the last bits between CPUs (lane count, libm); once rounded to
-  fp16/bf16 that changes a result only when the exact value lies within about 2**-50 (relative) of a
-  rounding midpoint of the half type: about one element in 2**38.
-
+- "host": the op's host kernel in float64 (no row uses it now: the batch norms became plate rows). The host's
+  vectorized float64 may differ in the last bits between CPUs (lane count, libm); once rounded to fp16/bf16 that
+  changes a result only when the exact value lies within about 2**-50 (relative) of a rounding midpoint of the half
+  type: about one element in 2**38.
 - "fft": the FFTs (_fft_c2c, _fft_r2c, _fft_c2r) of float32/complex64 tensors run the host's FFT in
   float64/complex128 and round once. The host's fp32 FFT (pocketfft) is off by O(log n) ulps of the largest
   output (2.5e-5 at 16^3 against numpy's float64 FFT); compiled code decomposes complex64 _fft_c2c into float64
   DFT products rounded once (Inductor's extern decompositions on plate). On CUDA eager and compiled both call cuFFT, so
   Inductor's tests compare a kernel with itself; here the two agree to the last rounding instead.
 
-Other dtypes (float64, fp32 outside the matmul family and the FFTs, integers) keep the host kernel's behaviour.
+Other dtypes (float64, fp32 outside the FFTs, integers) keep the host kernel's behaviour.
 
-sum, mean, var, std, var_mean, std_mean, cumsum, linalg_vector_norm, softmax/log_softmax, layer norm and
-native_batch_norm (forward and backward) and the matmuls mm, bmm, addmm, baddbmm, addmv, dot and _int_mm are no
-longer here: they are plate kernels (eager_ops/reductions.py, scans.py, composite.py, layer_norm.py, matmul.py)
-accumulating in float32 as CUDA's, in a fixed order, on the device.
+sum, nansum, prod, mean, var, std, var_mean, std_mean, cumsum, cumprod, linalg_vector_norm and norm over dims,
+softmax/log_softmax, layer norm, group norm and the batch norms (forward and backward) and the matmuls mm, bmm,
+addmm, addbmm, baddbmm, addmv, dot and _int_mm are no longer here: they are plate kernels (eager_ops/reductions.py,
+scans.py, composite.py, layer_norm.py, matmul.py, rewritten.py) accumulating in float32 as CUDA's, in a fixed order,
+on the device.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -47,7 +41,6 @@ import torch
 from .host_op_counter import count_host_op
 
 HALF = (torch.float16, torch.bfloat16)
-SLICES = 3  # a matmul operand's integer slices (matmul64): 3 x 21 bits cover fp32's 24 and a wide row
 
 
 # -- fixed-order arithmetic (float64, elementwise only: the same bits on every host) -------------------
@@ -71,126 +64,6 @@ def _drop(shape, dim: int):
     return shape[:dim] + shape[dim + 1 :]
 
 
-def _reduced_dims(x: torch.Tensor, dim) -> list[int]:
-    """The dims a reduction covers: None or [] is all of them (as aten's sum.dim_IntList says)."""
-    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
-        return list(range(x.dim()))
-    dims = [dim] if isinstance(dim, int) else list(dim)
-    return sorted({d % max(x.dim(), 1) for d in dims})
-
-
-def tree_sum(x: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
-    """Sum over `dim` in a fixed pairwise order: the reduced dims flattened, in their order."""
-    dims = _reduced_dims(x, dim)
-    if x.dim() == 0:
-        return x.clone()
-    kept = [d for d in range(x.dim()) if d not in dims]
-    count = math.prod(x.shape[d] for d in dims)
-    flat = x.permute(*kept, *dims).reshape(*(x.shape[d] for d in kept), count)
-    out = pairwise_sum(flat, flat.dim() - 1)
-    if keepdim:
-        out = out.reshape([1 if d in dims else x.shape[d] for d in range(x.dim())])
-    return out
-
-
-def _count(x: torch.Tensor, dim) -> int:
-    return math.prod(x.shape[d] for d in _reduced_dims(x, dim)) if x.dim() else 1
-
-
-def _pow2(exponent: torch.Tensor) -> torch.Tensor:
-    """2**exponent (int64, within float64's normal range) as float64, built from the bits: exact."""
-    return ((exponent + 1023) << 52).view(torch.float64)
-
-
-def _slices(x: torch.Tensor, exponent: torch.Tensor, bits: int) -> list[torch.Tensor]:
-    """x (|x| < 2**exponent along its rows) as SLICES integer-valued tensors of `bits` bits each, the
-    most significant first: x ~ sum_p slice_p * 2**(exponent - (p + 1) * bits). Every step is exact."""
-    rest = x * _pow2(-exponent)
-    out = []
-    for _ in range(SLICES):
-        rest = rest * float(2**bits)
-        digit = torch.trunc(rest)
-        rest = rest - digit
-        out.append(digit)
-    return out
-
-
-def matmul64(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """(..., M, K) @ (..., K, N) of float64 tensors holding float32-representable values, the same bits
-    on every host: each operand is split into integer slices of `bits` bits (scaled per row of a, per
-    column of b) so small that a slice product's dot products, K terms below 2**53, are exact in
-    float64 whatever order the host's BLAS adds them in; the slice products are then combined in a
-    fixed order, elementwise. With SLICES slices of 21 bits (K <= 1024) this keeps 63 bits below each
-    row's (column's) largest value: far inside float32's rounding, let alone a half type's. Infinities
-    and NaNs take the plain float64 product, which is order-independent (finite parts cannot overflow)."""
-    k = a.shape[-1]
-    bits = max(1, (53 - max(k - 1, 1).bit_length()) // 2)
-    finite_a, finite_b = torch.isfinite(a), torch.isfinite(b)
-    plain = None
-    if not (bool(finite_a.all()) and bool(finite_b.all())):
-        plain = torch.matmul(a, b)
-        a, b = torch.where(finite_a, a, 0.0), torch.where(finite_b, b, 0.0)
-    row = torch.frexp(a.abs().amax(-1, keepdim=True) if k else a.new_zeros(*a.shape[:-1], 1))[1].long()
-    col = torch.frexp(b.abs().amax(-2, keepdim=True) if k else b.new_zeros(*b.shape[:-2], 1, b.shape[-1]))[1].long()
-    sa, sb = _slices(a, row, bits), _slices(b.mT, col.mT, bits)
-    out = None
-    for order in range(SLICES - 1, -1, -1):  # the least significant terms first, in a fixed order
-        for p in range(order + 1):
-            term = torch.matmul(sa[p], sb[order - p].mT) * float(2.0 ** (-(order + 2) * bits))
-            out = term if out is None else out + term
-    out = out * _pow2(row) * _pow2(col)
-    return out if plain is None else torch.where(torch.isfinite(plain), out, plain)
-
-
-# -- the ops: each takes the op's arguments with every floating tensor in float64 ----------------------
-
-
-def _sum(x, dim=None, keepdim=False, *, dtype=None):
-    return tree_sum(x, dim, keepdim)
-
-
-def _nansum(x, dim=None, keepdim=False, *, dtype=None):
-    return tree_sum(torch.where(torch.isnan(x), 0.0, x), dim, keepdim)
-
-
-def _mean(x, dim=None, keepdim=False, *, dtype=None):
-    return tree_sum(x, dim, keepdim) / _count(x, dim)
-
-
-def _vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    ord = float(ord)
-    a = x.abs()
-    if ord == math.inf:
-        return torch.amax(a, _reduced_dims(x, dim), keepdim) if a.numel() else tree_sum(a, dim, keepdim)
-    if ord == -math.inf:
-        return torch.amin(a, _reduced_dims(x, dim), keepdim)
-    if ord == 0:
-        return tree_sum((a != 0).to(x.dtype), dim, keepdim)
-    if ord == 1:
-        return tree_sum(a, dim, keepdim)
-    if ord == 2:
-        return torch.sqrt(tree_sum(a * a, dim, keepdim))
-    return tree_sum(a.pow(ord), dim, keepdim).pow(1.0 / ord)
-
-
-def _norm(x, p=2, dim=None, keepdim=False, *, dtype=None):
-    return _vector_norm(x, 2 if p is None else p, dim, keepdim)
-
-
-def _addbmm(c, a, b, *, beta=1, alpha=1):
-    # sum over the batch of a[i] @ b[i] is one matmul over the batch and K together
-    flat_a = a.permute(1, 0, 2).reshape(a.shape[1], -1)
-    return _scaled_add(matmul64(flat_a, b.reshape(-1, b.shape[-1])), c, beta, alpha)
-
-
-def _scaled_add(product, c, beta, alpha):
-    """alpha * product + beta * c, as cuBLAS's epilogue (beta == 0 ignores c, NaNs included)."""
-    out = product if alpha == 1 else product * alpha
-    if beta == 0:
-        return out
-    return out + (c if beta == 1 else c * beta)
-
-
 def check_softmax_backward(grad_output, output, dim, input_dtype):
     """CUDA's check: a softmax backward whose grad is not of the input's dtype is the half-to-float one (float32
     grad of a float16 input); CPU's kernel would return the grad's dtype, the meta kernel the input's."""
@@ -200,37 +73,18 @@ def check_softmax_backward(grad_output, output, dim, input_dtype):
 
 @dataclass(frozen=True)
 class Rule:
-    kind: str  # "matmul", "tree", "host" or "fft" (the module docstring says what each guarantees)
+    kind: str  # "host" or "fft" (the module docstring says what each guarantees)
     compute: Callable | None = None  # None: the aten op itself on float64 host tensors
     check: Callable | None = None  # raises CUDA's error for arguments CUDA's kernel refuses (the op's arguments)
 
     def applies_to(self, dtypes: set[torch.dtype]) -> bool:
         if self.kind == "fft":
             return bool(dtypes & {torch.float32, torch.complex64})
-        wide = HALF + (torch.float32,) if self.kind == "matmul" else HALF
-        if self.kind == "matmul" and not all(d.is_floating_point for d in dtypes):
-            return False  # an integer operand: the host kernel raises its dtype error, as CUDA's does
-        return bool(dtypes & set(wide))
+        return bool(dtypes & set(HALF))
 
 
 # aten overloads (the ones that reach the plate device: composite ones decompose into these) -> rule
 ACCUMULATING: dict[str, Rule] = {
-    # addbmm (mm, bmm, addmm, baddbmm, addmv, dot and _int_mm are plate kernels: eager_ops/matmul.py)
-    "addbmm": Rule("matmul", _addbmm),
-    # reductions (sum.default, logsumexp, norm.Scalar decompose into these; sum and mean are plate kernels)
-    "nansum": Rule("tree", _nansum),
-    "norm.ScalarOpt_dim": Rule("tree", _norm),
-    "norm.ScalarOpt_dim_dtype": Rule("tree", _norm),
-    "prod": Rule("host"),
-    "prod.dim_int": Rule("host"),
-    "cumprod": Rule("host"),
-    # norms, forward and backward (rms_norm upcasts to float32 itself, then reduces with mean.dim)
-    "native_group_norm": Rule("host"),
-    "native_group_norm_backward": Rule("host"),
-    "_native_batch_norm_legit": Rule("host"),
-    "_native_batch_norm_legit.no_stats": Rule("host"),
-    "_batch_norm_with_update": Rule("host"),
-    "batch_norm_backward": Rule("host"),
     # FFTs (torch.fft's functions decompose into these)
     "_fft_c2c": Rule("fft"),
     "_fft_r2c": Rule("fft"),
