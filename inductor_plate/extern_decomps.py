@@ -16,16 +16,16 @@ keep what the table held), they are rewritten before lowering:
 - ``_fft_r2c`` of float32 and ``_fft_c2r`` of complex64 tensors (rfft/irfft and their n-dim forms) under the
   same bound: the last transformed dim as a real product with the onesided half of the table, the others as
   ``_fft_c2c``'s DFTs;
-- ``_pdist_forward``: the pairwise differences of the rows (``triu_indices`` order) and their ``vector_norm``;
-  ``_pdist_backward``: ATen's CPU formula per pair from the same differences, index_add'ed onto both rows;
 - ``index_reduce``: ``scatter_reduce`` with the index broadcast along the reduced dim;
-- ``addbmm``: one GEMM with the batches laid along K; ``_embedding_bag_per_sample_weights_backward``: each index's
-  bag gradient dotted with its weight row; ``segment_reduce`` (1-D lengths or offsets): a scatter_reduce onto the
-  segments, each element's found by a searchsorted of the segments' ends; ``multinomial`` (no generator): Inductor's
-  random numbers placed in the cumulative distribution (with replacement) or the smallest -log(u) / p keys (without);
+- ``_embedding_bag_per_sample_weights_backward``: each index's bag gradient dotted with its weight row;
+  ``segment_reduce`` (1-D lengths or offsets): a scatter_reduce onto the segments, each element's found by a
+  searchsorted of the segments' ends;
 - ``_upsample_bilinear2d_aa``/``_upsample_bicubic2d_aa`` (``F.interpolate(..., antialias=True)``) and their
   backward: ATen's antialiased weights along each dim as an (output, input) matrix, two matmuls (transposed for
   the gradient) in the op math type.
+
+Ops with an eager plate kernel (``_pdist_forward``/``_pdist_backward``, ``addbmm``, ``multinomial``, ...:
+triton_plate_backend/eager_ops) need no entry: Inductor's fallback calls them on plate, as it calls CUDA's kernels.
 
 And one lowering: ``lift_fresh_copy`` of a complex constant of the graph (``x + torch.tensor(1 + 1j, device=...)``).
 Inductor lowers the op as a clone even for complex tensors (it exempts it from its complex fallback), and no Triton
@@ -151,53 +151,6 @@ def fft_c2r(x, dim, normalization, last_dim_size):
     return out.to(torch.float32)
 
 
-MAX_PDIST_ELEMENTS = 1 << 24  # the pairwise differences pdist materializes (pairs x features), at most
-
-
-def pdist_forward(x, p=2.0):
-    """The rows' pairwise distances as the CPU kernel defines them: each pair's differences (rows i < j in
-    triu_indices order) reduced by vector_norm of order p, not torch's reference decomposition's
-    ``sqrt(|a|^2 + |b|^2 - 2ab)`` for p = 2 (which cancels to zero for near rows)."""
-    if not _on_plate(x) or x.dim() != 2 or not x.dtype.is_floating_point:
-        return NotImplemented
-    n, features = x.shape
-    if n * (n - 1) // 2 * features > MAX_PDIST_ELEMENTS:
-        return NotImplemented
-    i, j = torch.triu_indices(n, n, offset=1, device=x.device)
-    return torch.linalg.vector_norm(x[i] - x[j], ord=p, dim=1)
-
-
-def pdist_backward(grad, x, p, distances):
-    """pdist's gradient as ATen's CPU kernel (Distance.cpp) writes it per pair and feature, from the difference
-    d = x_i - x_j and the pair's distance D (0 where D is 0): p = 0: 0; p = 1: sign(d); p < 2: sign(d) |d|^(p-1)
-    / D^(p-1) (0 where d is 0 and p < 1); p = 2: d / D; inf: sign(d) where |d| = D; else d |d|^(p-2) / D^(p-1);
-    times the pair's gradient, added onto row i and subtracted from row j."""
-    if not _on_plate(grad, x, distances) or x.dim() != 2 or not x.dtype.is_floating_point:
-        return NotImplemented
-    n, features = x.shape
-    if n * (n - 1) // 2 * features > MAX_PDIST_ELEMENTS:
-        return NotImplemented
-    i, j = torch.triu_indices(n, n, offset=1, device=x.device)
-    d = x[i] - x[j]
-    dist = distances.unsqueeze(1)
-    g = grad.unsqueeze(1)
-    zero = torch.zeros_like(d)
-    if p == 0:
-        pair = zero
-    elif p == 1:
-        pair = torch.sign(d) * g
-    elif p == math.inf:
-        pair = torch.sign(d) * (d.abs() == dist) * g
-    elif p == 2:
-        pair = torch.where(dist == 0, zero, d * g / dist)
-    elif p < 2:
-        pair = torch.sign(d) * d.abs().pow(p - 1) * g / dist.pow(p - 1)
-        pair = torch.where((dist == 0) | ((d == 0) & (p < 1)), zero, pair)
-    else:
-        pair = torch.where(dist == 0, zero, d * d.abs().pow(p - 2) * g / dist.pow(p - 1))
-    return torch.zeros_like(x).index_add(0, i, pair).index_add(0, j, -pair)
-
-
 def _bilinear_aa_filter(x):
     x = x.abs()
     return torch.where(x < 1.0, 1.0 - x, 0.0)
@@ -259,19 +212,6 @@ def _upsample_aa(mode: str):
 
 upsample_bilinear2d_aa, upsample_bilinear2d_aa_backward = _upsample_aa("bilinear")
 upsample_bicubic2d_aa, upsample_bicubic2d_aa_backward = _upsample_aa("bicubic")
-
-
-def addbmm(x, batch1, batch2, beta=1, alpha=1):
-    """beta x + alpha sum_b batch1[b] @ batch2[b] as one GEMM over the batches laid along K (x ignored when beta
-    is 0, as ATen: its NaNs do not propagate)."""
-    if not _on_plate(x, batch1, batch2) or not batch1.dtype.is_floating_point or batch1.dim() != 3:
-        return NotImplemented
-    batches, n, m = batch1.shape
-    product = torch.mm(batch1.transpose(0, 1).reshape(n, batches * m), batch2.reshape(batches * m, -1))
-    product = product if alpha == 1 else product * alpha
-    if beta == 0:
-        return product
-    return product + (x if beta == 1 else x * beta)
 
 
 def embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1):
@@ -337,28 +277,6 @@ def segment_reduce(data, reduce, lengths=None, indices=None, offsets=None, axis=
     return out.movedim(0, axis)
 
 
-def multinomial(probs, num_samples, replacement=False, generator=None):
-    """Draws from each row's categories with Inductor's own random numbers (a plate kernel), not the host's
-    generator. With replacement: the uniforms' places in the row's cumulative distribution (searchsorted, right,
-    so a zero-probability category is never drawn). Without: the num_samples largest keys u^(1/p) (Efraimidis
-    and Spirakis; as -log(u) / p, smallest first): each draw without replacement in proportion to the weights
-    left. Random as the CPU's and CUDA's draws are, with another stream of numbers."""
-    if not _on_plate(probs) or generator is not None or not probs.dtype.is_floating_point or probs.dim() not in (1, 2):
-        return NotImplemented
-    rows = probs if probs.dim() == 2 else probs.unsqueeze(0)
-    weights = rows.to(torch.float32) if probs.dtype != torch.float64 else rows
-    if replacement:
-        cdf = torch.cumsum(weights, 1)
-        u = torch.rand(rows.shape[0], num_samples, dtype=weights.dtype, device=probs.device) * cdf[:, -1:]
-        drawn = torch.searchsorted(cdf, u, right=True).clamp(max=rows.shape[1] - 1)
-    else:
-        u = torch.rand(rows.shape, dtype=weights.dtype, device=probs.device)
-        keys = torch.where(weights > 0, -torch.log(u) / weights, math.inf)
-        drawn = torch.topk(keys, num_samples, dim=1, largest=False).indices
-    drawn = drawn.to(torch.int64)
-    return drawn if probs.dim() == 2 else drawn.squeeze(0)
-
-
 def index_reduce(x, dim, index, source, reduce, include_self=True):
     """index_reduce as scatter_reduce: the index along ``dim`` broadcast to the source's shape (the same
     reductions, prod/mean/amax/amin, with the same include_self rule)."""
@@ -377,12 +295,8 @@ DECOMPOSITIONS = {
     aten._fft_c2c.default: fft_c2c,
     aten._fft_r2c.default: fft_r2c,
     aten._fft_c2r.default: fft_c2r,
-    aten._pdist_forward.default: pdist_forward,
-    aten._pdist_backward.default: pdist_backward,
     aten.index_reduce.default: index_reduce,
-    aten.addbmm.default: addbmm,
     aten.segment_reduce.default: segment_reduce,
-    aten.multinomial.default: multinomial,
     aten._embedding_bag_per_sample_weights_backward.default: embedding_bag_per_sample_weights_backward,
     aten._upsample_bilinear2d_aa.default: upsample_bilinear2d_aa,
     aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,

@@ -1,9 +1,10 @@
 """Ops that ran on the host inside compiled functions now run on plate: each case compiles with zero host
 fallbacks (inductor_plate.host_fallbacks()) and matches a CPU reference.
 
-- extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r, _pdist_forward
-  and its backward, index_reduce, addbmm, segment_reduce, multinomial, embedding_bag's per-sample-weights gradient, the
-  antialiased upsamplings and their backward decomposed into plate kernels;
+- extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r, index_reduce,
+  segment_reduce, embedding_bag's per-sample-weights gradient, the antialiased upsamplings and their backward
+  decomposed into plate kernels;
+- eager_ops: _pdist_forward and its backward, addbmm, multinomial (Inductor's fallback calls their plate kernels);
 - eager_ops: div in every rounding mode (a graph break's eager code runs it as a plate kernel);
 - eager_ops: convolutions as im2col and plate matmuls (the eager reference Inductor's tests compare with)."""
 
@@ -253,9 +254,9 @@ def test_segment_reduce_is_a_scatter_reduce_on_plate(reduce, bounds, initial):
 
 
 def test_multinomial_draws_on_plate():
-    """Inductor's random numbers, not the host's generator: frequencies within 6 standard deviations of the
-    probabilities with replacement; without, distinct draws, never a zero-probability category, and the
-    chance of the heavy category among two draws (5/8 + 3/8 * 5/7) per draw."""
+    """Plate's generator (Inductor's fallback runs the eager kernel), not the host's: frequencies within 6
+    standard deviations of the probabilities with replacement; without, distinct draws, never a zero-probability
+    category, and the chance of the heavy category among two draws (5/8 + 3/8 * 5/7) per draw."""
     torch.manual_seed(0)
     probs = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 1.0, 5.0]])
     drawn = cpu(compiled_without_host_ops(lambda p: torch.multinomial(p, 20000, replacement=True), probs))
