@@ -81,11 +81,11 @@ CASES = {  # kernel: (signature, the passes it skips besides the loop unroller, 
     "block_ptr": (
         block_ptr,
         {**PTRS, "n": "i32"},
-        {"add_inliner", "add_symbol_dce", "add_rewrite_tensor_descriptor_to_pointer"},
+        set(),  # a rewrite to run: every pass
     ),
-    "block_ptr_calls": (block_ptr_calls, {**PTRS, "n": "i32"}, {"add_rewrite_tensor_descriptor_to_pointer"}),
-    "descriptor": (descriptor, DESC, {"add_inliner", "add_symbol_dce", "add_rewrite_tensor_pointer"}),
-    "unused_descriptor": (unused_descriptor, DESC, {"add_inliner", "add_symbol_dce", "add_rewrite_tensor_pointer"}),
+    "block_ptr_calls": (block_ptr_calls, {**PTRS, "n": "i32"}, set()),
+    "descriptor": (descriptor, DESC, set()),
+    "unused_descriptor": (unused_descriptor, DESC, set()),
     "unrolled": (
         unrolled,
         {"x_ptr": "*fp32", "n": "i32"},

@@ -209,20 +209,22 @@ def make_ttir(mod, metadata, options):
 
 def ttir_passes(mod) -> tuple[tuple[str, str], ...]:
     """TTIR_PASSES less those that would leave this module as it is, told from its ops (one walk, ~0.05 ms
-    against ~0.1 ms of an MLIR pass's fixed cost on a small kernel), in the same order:
+    against ~0.1 ms of an MLIR pass's fixed cost on a small kernel), in the same order. A module with no block
+    pointer (``tt.make_tensor_ptr``, ``tt.advance``, a ``!tt.ptr<tensor<..>>`` argument) and no descriptor (an
+    op named ``*desc*``, a ``!tt.tensordesc`` argument: the descriptor rewrite also expands those arguments)
+    skips
 
-    - the inliner and symbol DCE without a ``tt.call`` (the frontend emits a function per called one; a
-      module without a call holds only the kernel, public);
-    - the tensor-pointer rewrite without a block pointer (``tt.make_tensor_ptr``/``tt.advance``, a
-      ``!tt.ptr<tensor<..>>`` argument), the descriptor rewrite without a descriptor (an op named
-      ``*desc*``, a ``!tt.tensordesc`` argument: the pass also expands those arguments);
-    - the canonicalizer after the inliner when neither rewrite runs: the inliner's own pipeline is the
-      canonicalizer, run on every function it inlined into, so the module is canonical already;
-    - the loop unroller without an ``scf.for`` carrying ``tt.loop_unroll_factor``.
+    - both rewrites;
+    - without a ``tt.call``: the inliner and symbol DCE (the frontend emits a function per called one; a
+      module without a call holds only the public kernel), and the canonicalizer is its first simplification;
+    - with calls: the canonicalizer, as the inliner's own pipeline is the canonicalizer, run on every function
+      it inlined into, so the module is canonical already.
 
-    A module that has calls starts canonicalized by the inliner; one without starts with the canonicalizer;
-    combine, reorder-broadcast and CSE always run. Over every 25th test of upstream test_core's interpreter
-    selection (581 compiles) the TTIR this list produces is the full list's text for text."""
+    A module with a block pointer or a descriptor runs every pass (without the inliner's canonicalization
+    first, the descriptor rewrite's constants come out in another order). Any module skips the loop unroller
+    (the last pass) without an ``scf.for`` carrying ``tt.loop_unroll_factor``. Combine, reorder-broadcast and
+    CSE always run. Over every 5th test of upstream test_core's interpreter selection (2441 compiles) the TTIR
+    this list produces is the full list's text for text."""
     names: set[str] = set()
     unroll = []
 
@@ -238,17 +240,10 @@ def ttir_passes(mod) -> tuple[tuple[str, str], ...]:
     calls = "tt.call" in names
     block_ptrs = bool(names & {"tt.make_tensor_ptr", "tt.advance"}) or "!tt.ptr<tensor<" in arg_types
     descriptors = any("desc" in n for n in names) or "tensordesc" in arg_types
-    skip = set()
-    if not calls:
-        skip |= {"add_inliner", "add_symbol_dce"}
-    if not block_ptrs:
-        skip.add("add_rewrite_tensor_pointer")
-    if not descriptors:
-        skip.add("add_rewrite_tensor_descriptor_to_pointer")
-    if calls and not (block_ptrs or descriptors):
-        skip.add("add_canonicalizer")
-    if not unroll:
-        skip.add("add_loop_unroll")
+    skip = set() if unroll else {"add_loop_unroll"}
+    if not (block_ptrs or descriptors):
+        skip |= {"add_rewrite_tensor_pointer", "add_rewrite_tensor_descriptor_to_pointer"}
+        skip |= {"add_canonicalizer"} if calls else {"add_inliner", "add_symbol_dce"}
     return tuple(p for p in TTIR_PASSES if p[1] not in skip)
 
 
