@@ -808,6 +808,24 @@ def test_a_runs_caches_go_to_a_fresh_memory_folder_unless_the_home_is_kept(monke
     assert runner._environment(revision, args, home)["TRITON_CACHE_DIR"] == str(home / ".triton" / "cache")
 
 
+def test_keep_cache_puts_the_caches_in_its_folder_and_keeps_them(monkeypatch, tmp_path):
+    memory, home, kept = tmp_path / "shm", tmp_path / "home", tmp_path / "kept" / "cache"
+    memory.mkdir()
+    home.mkdir()
+    monkeypatch.setattr(runner, "MEMORY_TMP", memory)
+    args = runner.build_parser().parse_args(["triton", "--keep-cache", str(kept)])
+    assert args.keep_cache == kept
+    caches, remove = runner._cache_folder(args, home)
+    assert (caches, remove) == (kept.resolve(), None) and kept.is_dir()  # created, and nothing to remove after
+    env = runner._environment(get_revision("triton"), args, home, caches)
+    assert env["TRITON_CACHE_DIR"] == str(kept.resolve() / ".triton" / "cache")
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str(kept.resolve() / "inductor-cache")
+    assert not any(memory.iterdir())  # no fresh memory folder either
+    # without it: a fresh folder each run
+    args = runner.build_parser().parse_args(["triton"])
+    assert args.keep_cache is None and runner._cache_folder(args, home)[0].parent == memory
+
+
 def test_the_plugin_freezes_what_collection_left_and_raises_the_first_generation():
     import gc
 

@@ -138,6 +138,13 @@ def build_parser(prog: str = "python -m upstream.runner") -> argparse.ArgumentPa
     p.add_argument(
         "--keep-home", action="store_true", help="keep the temporary HOME (caches, dumps) and print its path"
     )
+    p.add_argument(
+        "--keep-cache",
+        metavar="DIR",
+        type=Path,
+        help="the Triton and Inductor caches in DIR (created if missing, kept after the run): a second run with "
+        "the same DIR reuses the kernels the first compiled, as a user rerunning the suite does",
+    )
     return p
 
 
@@ -174,9 +181,14 @@ MEMORY_TMP = Path("/dev/shm")
 
 
 def _cache_folder(args, home: Path) -> tuple[Path, Path | None]:
-    """(the folder of the run's caches, the folder to remove after the run, if not the HOME): a fresh folder
-    in MEMORY_TMP when it is a writable directory and the HOME is not kept (--keep-home keeps the caches
-    in the HOME, where its message says they are), else the HOME itself."""
+    """(the folder of the run's caches, the folder to remove after the run, if not the HOME): --keep-cache's
+    folder, kept; a fresh folder in MEMORY_TMP when it is a writable directory and the HOME is not kept
+    (--keep-home keeps the caches in the HOME, where its message says they are), else the HOME itself."""
+    kept = getattr(args, "keep_cache", None)
+    if kept is not None:
+        kept = Path(kept).resolve()
+        kept.mkdir(parents=True, exist_ok=True)
+        return kept, None
     if args.keep_home or not (MEMORY_TMP.is_dir() and os.access(MEMORY_TMP, os.W_OK)):
         return home, None
     try:
