@@ -610,6 +610,9 @@ def test_cat(no_host_ops):
     same(torch.cat([a.to("plate"), b.to("plate")]), torch.cat([a, b]))  # promoted to float
     same(torch.cat([a.to("plate").t(), b.to("plate").t()], 1), torch.cat([a.t(), b.t()], 1))
     same(torch.cat([a.to("plate"), torch.empty(0).to("plate")]), torch.cat([a, torch.empty(0)]))
+    e = torch.empty(0, 4, 3)  # all empty: empty storages share the null pointer, and no memory
+    same(torch.cat([e.to("plate"), e.to("plate")], -1), torch.cat([e, e], -1))
+    same(torch.stack([e.to("plate"), e.to("plate")], -1), torch.stack([e, e], -1))
     out = torch.empty(0, dtype=torch.float64, device="plate")
     torch.cat([a.half().to("plate"), a.to("plate")], -1, out=out)
     same(out, torch.cat([a.half(), a], -1).double())

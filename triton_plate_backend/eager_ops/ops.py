@@ -131,9 +131,11 @@ def _result(call: Call, expected: torch.Tensor, device) -> torch.Tensor:
 
 def _overlaps(target: torch.Tensor, operands) -> bool:
     """An operand sharing the output's memory other than element for element: the host decides (torch
-    raises for most such calls)."""
+    raises for most such calls). An empty storage shares no memory (empty storages all have the null pointer)."""
+    if target.untyped_storage().nbytes() == 0:
+        return False
     for v in operands:
-        if not isinstance(v, torch.Tensor) or v.device.type == "cpu":
+        if not isinstance(v, torch.Tensor) or v.device.type == "cpu" or v.untyped_storage().nbytes() == 0:
             continue
         if v.untyped_storage().data_ptr() != target.untyped_storage().data_ptr():
             continue
