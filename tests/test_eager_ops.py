@@ -303,6 +303,15 @@ def test_an_output_overlapping_its_input_is_left_to_the_host():
     assert torch.plate.host_ops() == {"aten.add_": 1}
 
 
+def test_an_operand_wholly_below_the_output_in_its_storage_stays_on_plate(no_host_ops):
+    x, p = torch.arange(6.0), torch.arange(6.0).to("plate")
+    p[2] += p[1]  # one element onto another of the same storage (triton_kernels' make_slice_sizes)
+    x[2] += x[1]
+    p[3:].add_(p[:3])
+    x[3:].add_(x[:3])
+    same(p, x)
+
+
 def test_autograd_through_plate_kernels():
     x = torch.randn(3, 4).to("plate").requires_grad_()
     y = torch.randn(4).to("plate").requires_grad_()
