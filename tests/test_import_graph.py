@@ -214,6 +214,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.matmul_kernels",
         f"{TPB}.eager_ops.narrow_types",
         f"{TPB}.eager_ops.prefix_kernels",
+        f"{TPB}.eager_ops.random_sampling",
         f"{TPB}.eager_ops.ops",
         f"{TPB}.eager_ops.parametric",
         f"{TPB}.eager_ops.parametric_kernels",

@@ -27,6 +27,7 @@ from . import (
     ops,
     parametric,
     pooling,
+    random_sampling,
     reductions,
     scans,
     sorting,
@@ -59,6 +60,7 @@ FAMILIES = {
     **fused_optimizers.FAMILIES,
     **spaced_ranges.FAMILIES,
     **embedding_bag_backward.FAMILIES,
+    **random_sampling.FAMILIES,
 }
 
 _library = None

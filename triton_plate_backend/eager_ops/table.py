@@ -186,6 +186,10 @@ EAGER_OPS: dict[str, Row] = {
     "normal_.default": Row("random", "normal"),
     "bernoulli_.float": Row("random", "bernoulli"),
     "exponential_.default": Row("random", "exponential"),
+    # random_sampling.py: over plate's draws, as CUDA samples
+    "randperm.default": Row("randperm"),
+    "randperm.generator": Row("randperm"),
+    "multinomial.default": Row("multinomial"),
     "bernoulli_.Tensor": Row("bernoulli_tensor"),
     "bernoulli.default": Row("bernoulli_tensor"),
     "native_dropout.default": Row("dropout"),
