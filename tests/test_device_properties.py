@@ -33,6 +33,9 @@ def test_triton_and_torch_give_the_same_answers(plate_mini_module):
     assert p["max_num_regs"] == t.regs_per_multiprocessor == m.core.scalar_registers * t.max_threads_per_multi_processor
     assert p["max_threads_per_sm"] == t.max_threads_per_multi_processor == t.max_threads_per_block
     assert p["max_shared_mem"] == t.sram_bytes == m.core.sram_bytes
+    # CUDA's shared-memory fields, which libraries size their pipelines by: one core's SRAM
+    assert t.shared_memory_per_block == t.shared_memory_per_block_optin == t.shared_memory_per_multiprocessor
+    assert t.shared_memory_per_block_optin == p["max_shared_mem"]
     assert p["sm_clock_rate"] == t.clock_rate
 
 

@@ -303,6 +303,15 @@ def test_an_output_overlapping_its_input_is_left_to_the_host():
     assert torch.plate.host_ops() == {"aten.add_": 1}
 
 
+def test_an_operand_wholly_below_the_output_in_its_storage_stays_on_plate(no_host_ops):
+    x, p = torch.arange(6.0), torch.arange(6.0).to("plate")
+    p[2] += p[1]  # one element onto another of the same storage (triton_kernels' make_slice_sizes)
+    x[2] += x[1]
+    p[3:].add_(p[:3])
+    x[3:].add_(x[:3])
+    same(p, x)
+
+
 def test_autograd_through_plate_kernels():
     x = torch.randn(3, 4).to("plate").requires_grad_()
     y = torch.randn(4).to("plate").requires_grad_()
@@ -622,6 +631,9 @@ def test_cat(no_host_ops):
     same(torch.cat([a.to("plate"), b.to("plate")]), torch.cat([a, b]))  # promoted to float
     same(torch.cat([a.to("plate").t(), b.to("plate").t()], 1), torch.cat([a.t(), b.t()], 1))
     same(torch.cat([a.to("plate"), torch.empty(0).to("plate")]), torch.cat([a, torch.empty(0)]))
+    e = torch.empty(0, 4, 3)  # all empty: empty storages share the null pointer, and no memory
+    same(torch.cat([e.to("plate"), e.to("plate")], -1), torch.cat([e, e], -1))
+    same(torch.stack([e.to("plate"), e.to("plate")], -1), torch.stack([e, e], -1))
     out = torch.empty(0, dtype=torch.float64, device="plate")
     torch.cat([a.half().to("plate"), a.to("plate")], -1, out=out)
     same(out, torch.cat([a.half(), a], -1).double())

@@ -76,6 +76,10 @@ CASES = {
     "left shift": (lambda x: x << (other(x) % 70), ALL[:-1]),  # a bool tensor's `<<`: on the host, counted
     "right shift": (lambda x: torch.bitwise_right_shift(x, other(x) % 70), ALL),
     "right shift scalar": (lambda x: x >> -1, ALL[:-1]),
+    # a number's self (Scalar_Tensor): the bit masks of 1 << t; `~` and `|` of a number and a tensor
+    "left shift of a number": (lambda x: 1 << (other(x) % 70).to(x.dtype), ALL[:-1]),
+    "right shift of a number": (lambda x: torch.bitwise_right_shift(-1000, x), ALL),
+    "and, or, xor of a number": (lambda x: torch.bitwise_and(6, x) + torch.bitwise_or(5, x) - (9 ^ x), ALL[4:]),
     "angle": (torch.angle, ALL),
     "gcd": (lambda x: torch.gcd(x, other(x)), ALL),
     "lcm": (lambda x: torch.lcm(x, other(x) * 7), ALL),

@@ -251,3 +251,42 @@ def test_attorch_plugin_custom_fwd_sees_the_device_autocast(cuda_names_the_plate
     out.sum().backward()
     assert seen == {"fwd": True, "bwd": (True, torch.float16)}
     torch.testing.assert_close(a.grad, 2 * a.detach())
+
+
+def test_triton_kernels_plugin_answers_cuda_questions_for_the_device(monkeypatch):
+    """upstream.libraries.triton_kernels: torch.cuda's device properties are the device's, and make_opt_flags,
+    which knows only the 'cuda' and 'hip' backends (assert False on any other), takes the NVIDIA heuristics on
+    the device's backend with the device's arch, and is itself on any other backend."""
+    torch = pytest.importorskip("torch")
+    triton = pytest.importorskip("triton")
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import triton_kernels as plugin
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", torch.cuda.get_device_properties)
+    plugin.patch_device_properties("plate")
+    props = torch.cuda.get_device_properties(0)
+    assert props == torch.plate.get_device_properties(0)
+    assert props.multi_processor_count > 0 and props.shared_memory_per_block_optin > 0
+
+    seen = []
+
+    def make_opt_flags(*args, **kwargs):  # the library's dispatch: 'hip', 'cuda', else assert False
+        target = triton.runtime.driver.active.get_current_target()
+        seen.append((target.backend, target.arch))
+        assert target.backend in ("cuda", "hip")
+        return ("flags", args, kwargs)
+
+    opt_flags, matmul = types.SimpleNamespace(make_opt_flags=make_opt_flags), types.SimpleNamespace()
+    active = triton.runtime.driver.active
+    here = active.get_current_target()
+    plugin.patch_opt_flags(here.backend, opt_flags, matmul)
+    assert matmul.make_opt_flags is opt_flags.make_opt_flags
+    assert opt_flags.make_opt_flags(1, 2, block_k=None) == ("flags", (1, 2), {"block_k": None})
+    assert seen == [("cuda", here.arch)]
+    assert active.get_current_target() == here  # the backend's own name again after the call
+    plugin.patch_opt_flags(here.backend, opt_flags)  # once only
+    assert opt_flags.make_opt_flags.__wrapped__ is make_opt_flags
+    other = types.SimpleNamespace(make_opt_flags=make_opt_flags)
+    plugin.patch_opt_flags("another-backend", other)  # not the active backend: the library's own dispatch
+    with pytest.raises(AssertionError):
+        other.make_opt_flags()

@@ -50,7 +50,7 @@ from collections.abc import Callable
 import torch
 from torch._decomp import decomposition_table
 
-from . import embedding_bag
+from . import embedding_bag, integer_histc
 from .ops import HALF, Call, _traced, as_expected, checked
 from .table import Row
 
@@ -529,15 +529,19 @@ def histc(op: torch._ops.OpOverload, row: Row) -> Callable:
     by 1 each way); element x in [min, max] counts in bin int((x - min) * bins / (max - min)), the last bin
     holding max, each step rounded to self's dtype with min and max rounded to it first (CUDA's getBin and the
     CPU's linear interpolation, in input_t); NaN and out-of-range elements count nowhere.
-    The counts accumulate in self's dtype, as torch returns them. Integer tensors (which the CPU refuses), a
-    range that is not finite or inverted, bins < 1 and out= go to the host, which raises or computes them."""
+    The counts accumulate in self's dtype, as torch returns them. Integer tensors (which the CPU refuses) count as
+    CUDA's kernel counts them (integer_histc.py). A range that is not finite or inverted, bins < 1 and out= go to
+    the host, which raises or computes them."""
 
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
         x, bins = call["self"], call["bins"]
         low, high = float(call["min"]), float(call["max"])
-        if call.mixed or not x.dtype.is_floating_point or bins < 1 or call.target_name is not None:
+        if call.mixed or x.dtype.is_complex or bins < 1 or call.target_name is not None:
             return call.on_host()
+        if not x.dtype.is_floating_point:  # an integer tensor: CUDA's integer histc (integer_histc.py)
+            counts = integer_histc.histc(call, x, bins)
+            return call.on_host() if counts is None else counts
         if low == high and x.numel():
             low, high = float(x.min()), float(x.max())
         if low == high:

@@ -130,17 +130,32 @@ def _result(call: Call, expected: torch.Tensor, device) -> torch.Tensor:
     return target
 
 
+def _byte_span(t: torch.Tensor) -> tuple[int, int]:
+    """[first, last) bytes a non-empty tensor's elements lie in."""
+    last = sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride())) if t.numel() else -1
+    low = t.data_ptr() - sum((n - 1) * -s for n, s in zip(t.shape, t.stride()) if s < 0) * t.element_size()
+    return low, low + (last + 1) * t.element_size()
+
+
 def _overlaps(target: torch.Tensor, operands) -> bool:
     """An operand sharing the output's memory other than element for element: the host decides (torch
-    raises for most such calls)."""
+    raises for most such calls). An empty storage shares no memory (empty storages all have the null pointer),
+    nor does an operand wholly below the output's first byte (``p[2] += p[1]``): the output may grow when it is
+    resized, from its first byte to its storage's end, never below."""
+    storage = target.untyped_storage()
+    if storage.nbytes() == 0:
+        return False
     for v in operands:
-        if not isinstance(v, torch.Tensor) or v.device.type == "cpu":
+        if not isinstance(v, torch.Tensor) or v.device.type == "cpu" or v.untyped_storage().nbytes() == 0:
             continue
-        if v.untyped_storage().data_ptr() != target.untyped_storage().data_ptr():
+        if v.untyped_storage().data_ptr() != storage.data_ptr():
             continue
         same = v.data_ptr() == target.data_ptr() and v.shape == target.shape and v.stride() == target.stride()
-        if not same:
-            return True
+        if same or v.numel() == 0:
+            continue
+        if _byte_span(v)[1] <= (_byte_span(target)[0] if target.numel() else target.data_ptr()):
+            continue
+        return True
     return False
 
 

@@ -24,6 +24,7 @@ from . import (
     indexing,
     layer_norm,
     matmul,
+    narrow_types,
     ops,
     parametric,
     pooling,
@@ -102,7 +103,8 @@ def register() -> None:
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload)
         key = "AutogradPrivateUse1" if row.family in ops.AUTOGRAD_FAMILIES else "PrivateUse1"
-        library.impl(op, _untraced(FAMILIES[row.family](op, row)), key)
+        kernel = narrow_types.stand_in(name, op, FAMILIES[row.family](op, row))
+        library.impl(op, _untraced(kernel), key)
     _library = library
 
 

@@ -52,7 +52,7 @@ def randperm(op: torch._ops.OpOverload, row: Row) -> Callable:
         n, dtype, device = call["n"], call.bound.get("dtype"), call.bound.get("device")
         dtype = dtype if isinstance(dtype, torch.dtype) else torch.int64  # the schema's default: long
         device = torch.device(device) if device is not None else None
-        if device is None or device.type != "plate" or dtype not in (torch.int64, torch.int32) or n < 0:
+        if device is None or device.type != "plate" or not _integral(dtype) or n < 0:
             return call.on_host()
         if n - 1 > torch.iinfo(dtype).max:
             return call.on_host()  # the CPU's error: n too large for the result type
@@ -62,6 +62,11 @@ def randperm(op: torch._ops.OpOverload, row: Row) -> Callable:
         return torch.sort(keys, stable=True).indices.to(dtype)
 
     return kernel
+
+
+def _integral(dtype: torch.dtype) -> bool:
+    """An integer result type: a permutation of a floating, complex or bool type runs on the host, counted."""
+    return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
 
 
 FAMILIES = {"multinomial": multinomial, "randperm": randperm}

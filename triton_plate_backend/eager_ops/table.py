@@ -161,7 +161,9 @@ EAGER_OPS: dict[str, Row] = {
     **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
     **{
-        f"{op}.{kind}": Row("elementwise", op, BINARY, integral=True) for op in BITWISE for kind in ("Tensor", "Scalar")
+        f"{op}.{kind}": Row("elementwise", op, BINARY, integral=True)
+        for op in BITWISE
+        for kind in ("Tensor", "Scalar", "Scalar_Tensor")  # Scalar_Tensor: a number's self (3 & t)
     },
     # ops.isclose: one kernel (torch's is a CompositeImplicitAutograd decomposition, on CUDA too)
     "isclose.default": Row("isclose", operands=BINARY),
@@ -267,7 +269,9 @@ EAGER_OPS: dict[str, Row] = {
     **{
         f"{name}.{kind}": Row("elementwise", fn, BINARY, integral=True, boolean=False)
         for name, fn in SHIFTS.items()
-        for kind in (("Tensor", "Tensor_Scalar") if name.startswith("bitwise") else ("Tensor", "Scalar"))
+        for kind in (
+            ("Tensor", "Tensor_Scalar", "Scalar_Tensor") if name.startswith("bitwise") else ("Tensor", "Scalar")
+        )
     },
     **{
         f"{name}.default": Row("parametric", fn, operands, params=params, **options)
@@ -522,6 +526,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     **{f"{cmp}.Scalar": (f"{cmp}_.Scalar", f"{cmp}.Scalar_out") for cmp in COMPARISONS},
     **{f"{op}.Tensor": (f"{op}_.Tensor", f"{op}.Tensor_out") for op in BITWISE},
     **{f"{op}.Scalar": (f"{op}_.Scalar", f"{op}.Scalar_out") for op in BITWISE},
+    **{f"{op}.Scalar_Tensor": (f"{op}.Scalar_Tensor_out",) for op in BITWISE},
     # ---- special functions (special.py, special_family.py) ----
     **{f"special_{name}.default": (f"special_{name}.out",) for name in POLYNOMIALS},
     "digamma.default": ("digamma_.default", "digamma.out"),
@@ -575,6 +580,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
         for d in ("left", "right")
         for k in ("Tensor", "Tensor_Scalar")
     },
+    **{f"bitwise_{d}_shift.Scalar_Tensor": (f"bitwise_{d}_shift.Scalar_Tensor_out",) for d in ("left", "right")},
     **{
         f"__{d}shift__.{k}": (f"__i{d}shift__.{k}", f"__{d}shift__.{k}_out") for d in "lr" for k in ("Tensor", "Scalar")
     },

@@ -111,6 +111,11 @@ class PlateDeviceProperties:
     cores_per_domain: int
     sram_bytes: int  # scratchpad per core
     hbm_bytes_per_domain: int
+    # CUDA's shared-memory fields (what a kernel's `shared` may use: one core's SRAM, device_properties'
+    # max_shared_mem); libraries size their pipelines by them (triton_kernels' matmul: shared_memory_per_block_optin)
+    shared_memory_per_block: int
+    shared_memory_per_block_optin: int
+    shared_memory_per_multiprocessor: int
 
 
 def get_device_properties(device=None) -> PlateDeviceProperties:
@@ -134,6 +139,9 @@ def get_device_properties(device=None) -> PlateDeviceProperties:
         cores_per_domain=m.domain.cores,
         sram_bytes=m.core.sram_bytes,
         hbm_bytes_per_domain=m.domain.hbm_bytes,
+        shared_memory_per_block=a.max_shared_mem,
+        shared_memory_per_block_optin=a.max_shared_mem,
+        shared_memory_per_multiprocessor=a.max_shared_mem,
     )
 
 
