@@ -3,7 +3,8 @@
 locations in the file) as parsed and after the IR passes (persistent or not, so with `plate.program_range` and the
 access and affinity annotations), and for hand-made IR the corpus does not hold: names that need fresh numbers or
 a suffix, result groups, block arguments and successors, a block that is not in the printed region, a use of a value
-never defined, a non-ASCII name, an op with no results and one with a function-typed result; and the same error
+never defined, a non-ASCII name, an op with no results and one with a function-typed result, every kind of
+attribute value and location the compiled walk spells itself and some it leaves to Python; and the same error
 for an attribute the printer cannot spell."""
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import ttir_fixtures
 
 from triton_plate_backend.ir import printer
 from triton_plate_backend.ir.core import (
+    ArrayAttr,
     Block,
+    EnumAttr,
     FunctionType,
     IntAttr,
     Module,
@@ -22,6 +25,7 @@ from triton_plate_backend.ir.core import (
     ScalarType,
     StrAttr,
     TypeAttr,
+    UnitAttr,
     Value,
 )
 from triton_plate_backend.machine import get_machine
@@ -93,7 +97,17 @@ def hand_made() -> Module:
     fresh = Op("test.fresh", operands=[ghost], results=odd)
     fn_type = FunctionType((t,), (t,))
     fres = Op("test.fnres", results=[Value(fn_type, "f")])
-    none = Op("test.none", operands=[a], attrs={"flag": StrAttr('é"x')})
+    none = Op("test.none", operands=[a], attrs={"flag": StrAttr('é"x')}, loc=Loc("k.py", 5, 6, "v"))
+    attrs = {
+        "bare": IntAttr(3),
+        "unit": UnitAttr(),
+        "kept": EnumAttr("ca", "#tt<cache ca>"),
+        "plain": EnumAttr("slt"),
+        "s": StrAttr("plain"),
+        "arr": ArrayAttr((IntAttr(1), StrAttr("x"))),
+    }
+    many = Op("test.attrs", operands=[a], attrs=attrs, loc=Loc())
+    quoted = Op("test.quoted", attrs={"needs quote": UnitAttr(), "x": IntAttr(-1, t)}, loc=Loc("", 0, 0, ""))
     # a region with two blocks, block arguments and successors (one to a block outside it)
     outside = Block()
     arg = Value(t, "x")
@@ -105,7 +119,7 @@ def hand_made() -> Module:
     b2.ops.append(Op("test.end"))
     inner = Op("test.region", operands=[b], results=[Value(t, "r")], regions=[Region([b0, b1, b2]), Region([Block()])])
     body = Block(args=[Value(t, "arg")])
-    body.ops += [c0, c1, add, multi, multi2, fresh, fres, none, inner, Op("tt.return")]
+    body.ops += [c0, c1, add, multi, multi2, fresh, fres, none, many, quoted, inner, Op("tt.return")]
     func = Op(
         "tt.func",
         attrs={"sym_name": StrAttr("k"), "function_type": TypeAttr(FunctionType((t,), ()))},
@@ -119,10 +133,11 @@ def hand_made() -> Module:
 
 def test_hand_made():
     module = hand_made()
-    for locs in (True, False):
+    for locs in (False, True):
         fast, slow = both(printer.print_module, module, locs=locs)
         assert fast == slow
     assert "%g:3 = " in fast and "%x_0 = " in fast and "^bb_unknown" in fast and "%xé" in fast and "%ghost" in fast
+    assert '{"needs quote", x = -1 : i32}' in fast and "kept = #tt<cache ca>" in fast and "loc(unknown)" in fast
 
 
 def test_same_error():

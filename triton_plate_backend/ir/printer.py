@@ -6,10 +6,12 @@ print in their custom forms for readability. Names: each value keeps its SSA nam
 valid and free in its scope; `%5#1` style group names print as `%5:2 = ...`; the rest get fresh
 numbers. Floats that decimal cannot carry (inf, nan) print as MLIR hex bit patterns.
 
-The walk over generic-form ops (`_Printer.op`, `region`, the names they bind) runs in C (`_irprint`,
-ir/csrc/irprint.cpp, built by setup.py) when it is built: the same lines into the same objects, calling
-back here for the custom forms, attribute dictionaries, locations and types. `_Printer.op_py` and
-`region_py` stay the reference, and what runs without it (tests/test_compiled_printer.py compares both).
+The walk over generic-form ops (`_Printer.op`, `region`, the names they bind, their attribute
+dictionaries and locations) runs in C (`_irprint`, ir/csrc/irprint.cpp, built by setup.py) when it is
+built: the same lines into the same objects, calling back here for the custom forms, the attribute values
+other than integers, strings, units and enums' kept texts, the strings that need escapes, and the types.
+`_Printer.op_py` and `region_py` stay the reference, and what runs without it
+(tests/test_compiled_printer.py compares both).
 """
 
 from __future__ import annotations
@@ -405,12 +407,24 @@ class _Printer:
         self.names = outer
 
 
-try:  # the compiled walk (optional: without it, op_py)
+try:  # the compiled walk (optional: without it, or built from another irprint.cpp, op_py)
     from . import _irprint
-except ImportError:
+
+    _irprint.init(
+        format_dict,
+        FunctionType,
+        TypeAttr,
+        _SSA_ID.match,
+        format_attr,
+        format_string,
+        Loc,
+        IntAttr,
+        StrAttr,
+        UnitAttr,
+        EnumAttr,
+    )
+except (ImportError, TypeError):
     _irprint = None
-else:
-    _irprint.init(format_dict, FunctionType, TypeAttr, _SSA_ID.match)
 
 
 def print_module(module: Module, *, locs: bool = True) -> str:

@@ -6,8 +6,10 @@
 // A plain CPython module (no torch). printer.py keeps the walk in Python as the reference, used when this module
 // is not built; tests/test_compiled_printer.py checks that both print the same text for every corpus kernel,
 // before and after the IR passes. What stays Python is called from here: the custom forms (`module_op`, `func`),
-// the attribute dictionaries (`format_dict`), a location's text the first time it is seen (`_loc`), a type's text
-// (`str`, once per type object per print) and the SSA-name pattern for a name that is not ASCII (`\w` is Unicode).
+// an attribute value other than IntAttr, StrAttr, UnitAttr and an EnumAttr's kept text (`format_attr`), a dictionary with a key that needs
+// quoting (`format_dict`), a string that needs escapes (`format_string`), a location other than a `Loc` of strings
+// (`_loc`), a type's text (`str`, once per type object per print; `format` where an f-string formats it) and the
+// SSA-name pattern for a name that is not ASCII (`\w` is Unicode).
 #include <Python.h>
 
 #include <string>
@@ -27,11 +29,19 @@ PyObject* g_format_dict = nullptr;
 PyObject* g_function_type = nullptr;
 PyObject* g_type_attr = nullptr;
 PyObject* g_ssa_match = nullptr;
+// and printer.format_attr, printer.format_string, srcloc.Loc, ir.core.IntAttr, StrAttr, UnitAttr
+PyObject* g_format_attr = nullptr;
+PyObject* g_format_string = nullptr;
+PyObject* g_loc = nullptr;
+PyObject* g_int_attr = nullptr;
+PyObject* g_str_attr = nullptr;
+PyObject* g_unit_attr = nullptr;
+PyObject* g_enum_attr = nullptr;  // ir.core.EnumAttr
 
 // interned attribute names
 PyObject *s_name, *s_operands, *s_results, *s_attrs, *s_regions, *s_loc, *s_successors, *s_type, *s_blocks, *s_args,
     *s_ops, *s_names, *s_lines, *s_block_labels, *s_loc_text, *s_locs, *s_of, *s_used, *s_scopes, *s_counter,
-    *s_module_op, *s_func, *s__loc, *s_function_type, *s_builtin_module, *s_tt_func, *s_get, *s_hash;
+    *s_module_op, *s_func, *s__loc, *s_function_type, *s_builtin_module, *s_tt_func, *s_get, *s_hash, *s_value, *s_file, *s_line, *s_col, *s_empty, *s_text;
 
 bool ascii_word(Py_UCS1 c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
@@ -65,6 +75,64 @@ int is_digit(PyObject* s) {
 }
 
 PyObject* id_key(PyObject* o) { return PyLong_FromVoidPtr(o); }
+
+// format_string(s) written to w: a printable-ASCII string without " or \\ is quoted as it is, any other asks Python
+bool write_string(PyObject* s, _PyUnicodeWriter* w) {
+  bool plain = PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s);
+  if (plain) {
+    const Py_UCS1* c = PyUnicode_1BYTE_DATA(s);
+    for (Py_ssize_t k = 0, n = PyUnicode_GET_LENGTH(s); plain && k < n; ++k)
+      plain = c[k] >= 0x20 && c[k] < 0x7F && c[k] != '"' && c[k] != '\\';
+  }
+  if (plain)
+    return _PyUnicodeWriter_WriteChar(w, '"') == 0 && _PyUnicodeWriter_WriteStr(w, s) == 0 &&
+           _PyUnicodeWriter_WriteChar(w, '"') == 0;
+  Ref text(PyObject_CallOneArg(g_format_string, s));
+  return text.p != nullptr && _PyUnicodeWriter_WriteStr(w, text.p) == 0;
+}
+
+// _BARE_ID.match(k) of an ASCII string: [A-Za-z_][\w$.]*\Z
+bool bare_id(PyObject* k) {
+  Py_ssize_t n = PyUnicode_GET_LENGTH(k);
+  const Py_UCS1* c = PyUnicode_1BYTE_DATA(k);
+  if (n == 0 || !((c[0] >= 'A' && c[0] <= 'Z') || (c[0] >= 'a' && c[0] <= 'z') || c[0] == '_')) return false;
+  for (Py_ssize_t j = 1; j < n; ++j)
+    if (!(ascii_word(c[j]) || c[j] == '$' || c[j] == '.')) return false;
+  return true;
+}
+
+// the text of format_loc(loc) for a srcloc.Loc whose file and name are str; nullptr with no error: ask Python
+PyObject* loc_text_of(PyObject* loc) {
+  if (Py_TYPE(loc) != (PyTypeObject*)g_loc) return nullptr;
+  Ref file(PyObject_GetAttr(loc, s_file)), name(PyObject_GetAttr(loc, s_name));
+  if (!file.p || !name.p) return nullptr;
+  if (!PyUnicode_CheckExact(file.p) || !PyUnicode_CheckExact(name.p)) return nullptr;
+  _PyUnicodeWriter w;
+  _PyUnicodeWriter_Init(&w);
+  w.overallocate = 1;
+  bool ok = _PyUnicodeWriter_WriteASCIIString(&w, " loc(", 5) == 0;
+  bool has_name = PyUnicode_GET_LENGTH(name.p) > 0;
+  if (PyUnicode_GET_LENGTH(file.p) > 0) {
+    Ref line(PyObject_GetAttr(loc, s_line)), col(PyObject_GetAttr(loc, s_col));
+    Ref ls(line.p ? PyObject_Format(line.p, s_empty) : nullptr), cs(col.p ? PyObject_Format(col.p, s_empty) : nullptr);
+    ok = ok && ls.p && cs.p;
+    if (ok && has_name) ok = write_string(name.p, &w) && _PyUnicodeWriter_WriteChar(&w, '(') == 0;
+    ok = ok && write_string(file.p, &w) && _PyUnicodeWriter_WriteChar(&w, ':') == 0 &&
+         _PyUnicodeWriter_WriteStr(&w, ls.p) == 0 && _PyUnicodeWriter_WriteChar(&w, ':') == 0 &&
+         _PyUnicodeWriter_WriteStr(&w, cs.p) == 0;
+    if (ok && has_name) ok = _PyUnicodeWriter_WriteChar(&w, ')') == 0;
+  } else if (has_name) {
+    ok = ok && write_string(name.p, &w);
+  } else {
+    ok = ok && _PyUnicodeWriter_WriteASCIIString(&w, "unknown", 7) == 0;
+  }
+  ok = ok && _PyUnicodeWriter_WriteChar(&w, ')') == 0;
+  if (!ok) {
+    _PyUnicodeWriter_Dealloc(&w);
+    return nullptr;
+  }
+  return _PyUnicodeWriter_Finish(&w);
+}
 
 // One print's names (`_Names`), its fields borrowed for the walk of one op
 struct Names {
@@ -281,6 +349,68 @@ struct Printer {
     return _PyUnicodeWriter_WriteStr(w, PyTuple_GET_ITEM(got, 1)) == 0;
   }
 
+  // format_dict(d) written to w: str keys that are bare ids, IntAttr, StrAttr, UnitAttr and kept-text EnumAttr values
+  // here, other values
+  // through format_attr; any other key (or a dict subclass) through Python's format_dict
+  bool attr_dict(PyObject* d, _PyUnicodeWriter* w) {
+    bool simple = PyDict_CheckExact(d);
+    PyObject *k, *v;
+    for (Py_ssize_t pos = 0; simple && PyDict_Next(d, &pos, &k, &v);)
+      simple = PyUnicode_CheckExact(k) && PyUnicode_IS_ASCII(k) && bare_id(k);
+    if (!simple) {
+      Ref text(PyObject_CallOneArg(g_format_dict, d));
+      return text.p != nullptr && _PyUnicodeWriter_WriteStr(w, text.p) == 0;
+    }
+    if (_PyUnicodeWriter_WriteChar(w, '{') < 0) return false;
+    Ref items(PyDict_Items(d));  // a snapshot, as the Python loop's items() sees an unchanged dict
+    if (items.p == nullptr) return false;
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(items.p); ++j) {
+      PyObject* item = PyList_GET_ITEM(items.p, j);
+      k = PyTuple_GET_ITEM(item, 0), v = PyTuple_GET_ITEM(item, 1);
+      if (j > 0 && _PyUnicodeWriter_WriteASCIIString(w, ", ", 2) < 0) return false;
+      if (_PyUnicodeWriter_WriteStr(w, k) < 0) return false;
+      int unit = PyObject_IsInstance(v, g_unit_attr);
+      if (unit < 0) return false;
+      if (unit) continue;
+      if (_PyUnicodeWriter_WriteASCIIString(w, " = ", 3) < 0) return false;
+      if (Py_TYPE(v) == (PyTypeObject*)g_int_attr) {
+        Ref value(PyObject_GetAttr(v, s_value)), t(PyObject_GetAttr(v, s_type));
+        if (!value.p || !t.p) return false;
+        if (t.p == Py_None) {
+          Ref text(PyObject_Str(value.p));
+          if (text.p == nullptr || _PyUnicodeWriter_WriteStr(w, text.p) < 0) return false;
+        } else {
+          Ref text(PyObject_Format(value.p, s_empty));
+          if (text.p == nullptr || _PyUnicodeWriter_WriteStr(w, text.p) < 0 ||
+              _PyUnicodeWriter_WriteASCIIString(w, " : ", 3) < 0 || !type_format(t.p, w))
+            return false;
+        }
+      } else if (Py_TYPE(v) == (PyTypeObject*)g_str_attr) {
+        Ref value(PyObject_GetAttr(v, s_value));
+        if (value.p == nullptr || !write_string(value.p, w)) return false;
+      } else if (Py_TYPE(v) == (PyTypeObject*)g_enum_attr) {  // format_enum: its text when it kept one
+        Ref text(PyObject_GetAttr(v, s_text));
+        if (text.p == nullptr) return false;
+        if (PyUnicode_CheckExact(text.p) && PyUnicode_GET_LENGTH(text.p) > 0) {
+          if (_PyUnicodeWriter_WriteStr(w, text.p) < 0) return false;
+        } else {
+          Ref made(PyObject_CallOneArg(g_format_attr, v));
+          if (made.p == nullptr || _PyUnicodeWriter_WriteStr(w, made.p) < 0) return false;
+        }
+      } else {
+        Ref text(PyObject_CallOneArg(g_format_attr, v));
+        if (text.p == nullptr || _PyUnicodeWriter_WriteStr(w, text.p) < 0) return false;
+      }
+    }
+    return _PyUnicodeWriter_WriteChar(w, '}') == 0;
+  }
+
+  // f"{t}" (format(t, ""), which is str(t) for every IR type): not cached, the f-string calls it each time
+  bool type_format(PyObject* t, _PyUnicodeWriter* w) {
+    Ref text(PyObject_Format(t, s_empty));
+    return text.p != nullptr && _PyUnicodeWriter_WriteStr(w, text.p) == 0;
+  }
+
   // append text to lines[-1]
   bool extend_last(PyObject* text) {
     Py_ssize_t n = PyList_GET_SIZE(lines);
@@ -403,10 +533,7 @@ struct Printer {
     ok = nreg == 0 || _PyUnicodeWriter_WriteChar(&w, ')') == 0;
     int has_attrs = ok ? PyObject_IsTrue(attrs.p) : 0;
     ok = ok && has_attrs >= 0;
-    if (ok && has_attrs) {
-      Ref text(PyObject_CallOneArg(g_format_dict, attrs.p));
-      ok = text.p != nullptr && _PyUnicodeWriter_WriteChar(&w, ' ') == 0 && _PyUnicodeWriter_WriteStr(&w, text.p) == 0;
-    }
+    if (ok && has_attrs) ok = _PyUnicodeWriter_WriteChar(&w, ' ') == 0 && attr_dict(attrs.p, &w);
     ok = ok && _PyUnicodeWriter_WriteASCIIString(&w, " : (", 4) == 0;
     // operands' and results' types, read again after the regions were printed, as Python does
     Py_ssize_t nin = ok ? PyList_GET_SIZE(operands.p) : 0;
@@ -441,8 +568,14 @@ struct Printer {
           ok = _PyUnicodeWriter_WriteStr(&w, text) == 0;
         } else {
           ok = key.p != nullptr && !PyErr_Occurred();
-          Ref made(ok ? PyObject_CallMethodOneArg(self, s__loc, op) : nullptr);
-          ok = made.p != nullptr && _PyUnicodeWriter_WriteStr(&w, made.p) == 0;
+          Ref made(ok ? loc_text_of(loc.p) : nullptr);  // the text _loc keeps (" loc(...)")
+          if (ok && made.p == nullptr) {
+            ok = !PyErr_Occurred();
+            made.p = ok ? PyObject_CallMethodOneArg(self, s__loc, op) : nullptr;
+          } else if (ok) {
+            ok = PyDict_SetItem(loc_text, key.p, made.p) == 0;
+          }
+          ok = ok && made.p != nullptr && _PyUnicodeWriter_WriteStr(&w, made.p) == 0;
         }
       }
     }
@@ -559,8 +692,17 @@ PyObject* py_op(PyObject*, PyObject* args) {
 }
 
 PyObject* py_init(PyObject*, PyObject* args) {
-  PyObject *fd, *ft, *ta, *sm;
-  if (!PyArg_ParseTuple(args, "OOOO", &fd, &ft, &ta, &sm)) return nullptr;
+  PyObject *fd, *ft, *ta, *sm, *fa, *fs, *loc, *ia, *sa, *ua, *ea;
+  if (!PyArg_ParseTuple(args, "OOOOOOO!O!O!O!O!", &fd, &ft, &ta, &sm, &fa, &fs, &PyType_Type, &loc, &PyType_Type, &ia,
+                        &PyType_Type, &sa, &PyType_Type, &ua, &PyType_Type, &ea))
+    return nullptr;
+  Py_XSETREF(g_enum_attr, Py_NewRef(ea));
+  Py_XSETREF(g_format_attr, Py_NewRef(fa));
+  Py_XSETREF(g_format_string, Py_NewRef(fs));
+  Py_XSETREF(g_loc, Py_NewRef(loc));
+  Py_XSETREF(g_int_attr, Py_NewRef(ia));
+  Py_XSETREF(g_str_attr, Py_NewRef(sa));
+  Py_XSETREF(g_unit_attr, Py_NewRef(ua));
   Py_XSETREF(g_format_dict, Py_NewRef(fd));
   Py_XSETREF(g_function_type, Py_NewRef(ft));
   Py_XSETREF(g_type_attr, Py_NewRef(ta));
@@ -569,7 +711,8 @@ PyObject* py_init(PyObject*, PyObject* args) {
 }
 
 PyMethodDef methods[] = {
-    {"init", py_init, METH_VARARGS, "init(format_dict, FunctionType, TypeAttr, ssa_match): the Python helpers"},
+    {"init", py_init, METH_VARARGS, "init(format_dict, FunctionType, TypeAttr, ssa_match, format_attr, format_string, Loc, IntAttr, StrAttr, "
+     "UnitAttr, EnumAttr): the Python helpers"},
     {"op", py_op, METH_VARARGS,
      "op(printer, op, indent, type_text): _Printer.op (type_text: a dict id(type) -> text for this print)"},
     {nullptr, nullptr, 0, nullptr}};
@@ -610,7 +753,13 @@ PyMODINIT_FUNC PyInit__irprint(void) {
                {&s_builtin_module, "builtin.module"},
                {&s_tt_func, "tt.func"},
                {&s_get, "get"},
-               {&s_hash, "#"}};
+               {&s_hash, "#"},
+               {&s_value, "value"},
+               {&s_file, "file"},
+               {&s_line, "line"},
+               {&s_col, "col"},
+               {&s_empty, ""},
+               {&s_text, "text"}};
   for (auto& n : names)
     if ((*n.slot = PyUnicode_InternFromString(n.text)) == nullptr) return nullptr;
   return PyModule_Create(&module);
