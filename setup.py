@@ -74,6 +74,24 @@ setup(
             language="c++",
             optional=True,
         ),
+        # the printer's walk over generic-form ops (ir/printer.py keeps it in Python, the reference, used without it):
+        # the same text
+        Extension(
+            "triton_plate_backend.ir._irprint",
+            sources=["triton_plate_backend/ir/csrc/irprint.cpp"],
+            extra_compile_args=["-O2", "-g0"],
+            language="c++",
+            optional=True,
+        ),
+        # the TTIR tokenizer (ttir/lexer.py keeps its regular expression, the reference, used without it and for
+        # text that is not ASCII): the same tokens
+        Extension(
+            "triton_plate_backend.ttir._ttirlex",
+            sources=["triton_plate_backend/ttir/csrc/ttirlex.cpp"],
+            extra_compile_args=["-O2", "-g0"],
+            language="c++",
+            optional=True,
+        ),
     ],
     cmdclass={"build_ext": Build},
 )

@@ -5,6 +5,13 @@ any op (Triton's or plate's own) prints without a per-op table; `builtin.module`
 print in their custom forms for readability. Names: each value keeps its SSA name when it is
 valid and free in its scope; `%5#1` style group names print as `%5:2 = ...`; the rest get fresh
 numbers. Floats that decimal cannot carry (inf, nan) print as MLIR hex bit patterns.
+
+The walk over generic-form ops (`_Printer.op`, `region`, the names they bind, their attribute
+dictionaries and locations) runs in C (`_irprint`, ir/csrc/irprint.cpp, built by setup.py) when it is
+built: the same lines into the same objects, calling back here for the custom forms, the attribute values
+other than integers, strings, units and enums' kept texts, the strings that need escapes, and the types.
+`_Printer.op_py` and `region_py` stay the reference, and what runs without it
+(tests/test_compiled_printer.py compares both).
 """
 
 from __future__ import annotations
@@ -276,6 +283,7 @@ class _Names:
 class _Printer:
     def __init__(self, locs: bool):
         self.locs = locs
+        self.type_text: dict = {}  # the compiled walk's: id(type) -> (type, its text)
         self.lines: list[str] = []
         self.names = _Names()
         self.block_labels: dict[int, str] = {}
@@ -291,6 +299,11 @@ class _Printer:
         return text
 
     def op(self, op: Op, indent: int) -> None:
+        if _irprint is not None:
+            return _irprint.op(self, op, indent, self.type_text)
+        return self.op_py(op, indent)
+
+    def op_py(self, op: Op, indent: int) -> None:
         if op.name == "builtin.module":
             return self.module_op(op, indent)
         if op.name == "tt.func" and isinstance(op.attrs.get("function_type"), TypeAttr):
@@ -303,7 +316,7 @@ class _Printer:
         if op.regions:
             self.lines[-1] += " ("
             for k, region in enumerate(op.regions):
-                self.region(region, indent)
+                self.region_py(region, indent)
                 if k + 1 < len(op.regions):
                     self.lines[-1] += ", "
             tail = ")"
@@ -311,7 +324,7 @@ class _Printer:
         ftype = format_function_type([v.type for v in op.operands], [v.type for v in op.results])
         self.lines[-1] += f"{tail}{attrs} : {ftype}{self._loc(op)}"
 
-    def region(self, region: Region, indent: int) -> None:
+    def region_py(self, region: Region, indent: int) -> None:
         """Appends `{` to the current line, the blocks, and a closing `}` line."""
         self.names.push()
         labels = self._label_blocks(region)
@@ -392,6 +405,26 @@ class _Printer:
                     self.op(inner, indent + 2)
             self.lines.append(f"{pad}}}{self._loc(op)}")
         self.names = outer
+
+
+try:  # the compiled walk (optional: without it, or built from another irprint.cpp, op_py)
+    from . import _irprint
+
+    _irprint.init(
+        format_dict,
+        FunctionType,
+        TypeAttr,
+        _SSA_ID.match,
+        format_attr,
+        format_string,
+        Loc,
+        IntAttr,
+        StrAttr,
+        UnitAttr,
+        EnumAttr,
+    )
+except (ImportError, TypeError):
+    _irprint = None
 
 
 def print_module(module: Module, *, locs: bool = True) -> str:

@@ -5,6 +5,10 @@ types and attributes (`tensor<4x!tt.ptr<f32>>`, `dense<...>`, `array<i32: 0>`, `
 are ONE token each (balanced `<...>`, four levels deep), so types are parsed from their text and
 memoised. `loc(#alias)`, the commonest location, is one token too. Anything the grammar does not
 know becomes a one-character token that the parser reports with a caret. The list ends with "" "".
+
+`tokenize` runs a compiled scan (`_ttirlex`, ttir/csrc/ttirlex.cpp, built by setup.py) on ASCII text when
+it is built: the same tokens; the expression stays the reference and runs on any other text (and where the
+scan declines: a `//` comment that ends the text); tests/test_compiled_lexer.py compares both.
 """
 
 from __future__ import annotations
@@ -34,9 +38,16 @@ _TOKEN = re.compile(
 
 EOF = ""
 
+try:  # the compiled scan (optional: without it, the expression)
+    from . import _ttirlex
+except ImportError:
+    _ttirlex = None
+
 
 def tokenize(text: str) -> list[str]:
-    toks = _TOKEN.findall(text)
+    toks = _ttirlex.tokenize(text) if _ttirlex is not None else None
+    if toks is None:
+        toks = _TOKEN.findall(text)
     toks += (EOF, EOF)  # the second one lets the parser look one token past the end
     return toks
 
