@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ttir_fixtures import fixture_text
+from ttir_fixtures import LOWERABLE, fixture_text
 
 from triton_plate_backend.isa import footprint as F
 from triton_plate_backend.passes.affinity import func_affinity
@@ -49,6 +49,11 @@ ENTRIES = st.one_of(
         lambda t: f"{t[0]}[{t[1]}:{t[2]}]*{t[3]}"
     ),
     st.tuples(st.sampled_from(["arg0", "any", "arg1 "]), EXPRS).map(lambda t: f"{t[0]}[:]*{t[1]}"),
+    st.tuples(  # literal entries (read whole by one regex), and near misses
+        st.sampled_from(["arg0", "arg12", "arg007", "any", "arg", "arg0 ", "ARG0"]),
+        st.sampled_from(["0:0", "0:1024", "4096:8192", "00:4", "0:07", ":", " : ", "1:2:3", "1 : 2", "", "0:1_0"]),
+        st.sampled_from(["4", "0", "00", "012", "(4)", "4 ", "-4", "4*2", "1e3"]),
+    ).map(lambda t: f"{t[0]}[{t[1]}]*{t[2]}"),
     st.tuples(
         st.sampled_from(["arg0[a:]*4", "arg0[0:1]*4*2", "arg0[0:1]*4 + 1", "arg0[ : ]*4", "arg0[0:1]*(4"]),
     ),
@@ -56,11 +61,11 @@ ENTRIES = st.one_of(
 
 
 def through_python(entry: str):
-    """(argument, texts) or the FootprintError message, read by Python's parser."""
+    """(argument index, -1 for any; texts) or the FootprintError message, read by Python's parser."""
     try:
         dag = F._Dag()
-        name, roots = F._parse_entry(entry, dag)
-        return name, [dag.text[r] for r in roots]
+        name, roots = F._parse_entry(entry.strip(), dag)  # _parse_footprints strips each entry
+        return (-1 if name == "any" else int(name[3:])), [dag.text[r] for r in roots]
     except F.FootprintError as e:
         return str(e)
 
@@ -71,7 +76,7 @@ def through_reader(entry: str):
         (fp,) = F._parse_footprints.__wrapped__(entry)
     except F.FootprintError as e:
         return str(e)
-    return ("any" if fp.arg < 0 else f"arg{fp.arg}"), ([fp.nbytes] if fp.lo is None else [fp.lo, fp.hi, fp.nbytes])
+    return fp.arg, ([fp.nbytes] if fp.lo is None else [fp.lo, fp.hi, fp.nbytes])
 
 
 @settings(max_examples=400, deadline=None)
@@ -84,7 +89,7 @@ def test_the_reader_reads_as_python_does_and_declines_the_rest(entry):
 
 
 def affinity_texts():
-    for name in ["matmul", "vec_add", "softmax", "layernorm", "attn_fwd", "block_ptr", "load_store_flags"]:
+    for name in LOWERABLE:  # every corpus kernel plate compiles
         text = func_affinity(run_passes(parse(fixture_text(name), f"{name}.ttir")))
         if F.parse_footprints(text):
             yield name, text
@@ -99,7 +104,8 @@ def test_the_affinity_pass_texts_read_and_evaluate_as_through_python(name, text)
     memo = {}
     for fp, entry in zip(footprints, entries):
         assert F._Reader(entry, F._Dag()).entry() is not None  # the fast path, not Python's parser
-        _, texts = through_python(entry)
+        arg, texts = through_python(entry)
+        assert fp.arg == arg
         assert ([fp.nbytes] if fp.lo is None else [fp.lo, fp.hi, fp.nbytes]) == texts
         for t in texts:
             want = np.asarray(tree_eval(ast.parse(t, mode="eval").body, names), dtype=np.int64)
@@ -116,15 +122,26 @@ def test_an_expression_not_read_from_a_footprint_still_evaluates_and_checks():
         F.evaluate("arg5 + 1", names)
 
 
-@given(st.text(alphabet="()a", max_size=40))
-def test_closing_parens_match_as_a_stack_does(text):
+@given(st.text(alphabet="()a", max_size=40), st.sampled_from([0, 10**9]))
+def test_closing_parens_match_as_a_stack_does(text, few):
+    """Both forms (a Python stack up to `few` "("s, numpy's sorted ")"s past it), asked as the reader asks: for
+    a "(" with every ")" before it matched, and the "("s still open around it."""
+    closings = F._Closings(text, few)
     want, opened = {}, []
     for i, c in enumerate(text):
         if c == "(":
             opened.append(i)
         elif c == ")" and opened:
             want[opened.pop()] = i
-    assert F._closing_parens(text) == want
+    opened = []
+    for i, c in enumerate(text):
+        if c == "(":
+            assert closings.get(i, len(opened)) == want.get(i)
+            opened.append(i)
+        elif c == ")":
+            if not opened:
+                break  # a stray ")": the reader never reads past one
+            opened.pop()
 
 
 def tree_eval(node, names):
@@ -212,3 +229,22 @@ def test_a_parsed_footprint_s_expressions_are_not_parsed_again(monkeypatch):
     want = [tree_eval(real_parse(e, mode="eval").body, names) for fp in fps for e in (fp.lo, fp.hi, fp.nbytes) if e]
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def test_texts_read_into_the_shared_dag_in_any_order_or_after_a_reset_read_as_alone(monkeypatch):
+    texts = [text for _, text in affinity_texts()]
+    texts += [t.replace("arg0[", "arg1[", 1) for t in texts]  # variants that share the terms
+    alone = []
+    for t in texts:
+        monkeypatch.setattr(F, "_SHARED", None)
+        alone.append(F._parse_footprints.__wrapped__(t))
+    for keep in (F._SHARED_KEEP, 8):  # 8: a fresh DAG nearly every text
+        monkeypatch.setattr(F, "_SHARED_KEEP", keep)
+        monkeypatch.setattr(F, "_SHARED", None)
+        assert [F._parse_footprints.__wrapped__(t) for t in reversed(texts)] == alone[::-1]
+    names = F.program_names((4, 2, 1), {k: 5 * k + 1 for k in range(16)})
+    for fps in alone:
+        memo = {}
+        for e in (e for fp in fps for e in (fp.lo, fp.hi, fp.nbytes) if e is not None):
+            want = np.asarray(tree_eval(ast.parse(e, mode="eval").body, names), dtype=np.int64)
+            np.testing.assert_array_equal(F.evaluate(e, names, memo), want)

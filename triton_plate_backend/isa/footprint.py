@@ -21,8 +21,10 @@ grid -> core mapping.
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import re
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,10 +95,34 @@ def _parse_footprints(text: str) -> tuple[Footprint, ...] | None:
     text = text.strip()
     if not text or text.startswith(UNKNOWN):
         return None
-    out = []
-    dag = _Dag()  # the entries' expressions repeat subterms: each is read, checked, printed and evaluated once
+    with _SHARED_LOCK:
+        return _read_footprints(text, _shared_dag())
+
+
+def _shared_dag() -> _Dag:
+    """The DAG every text is read into, until it grows past _SHARED_KEEP (then a fresh one): the texts of one
+    kernel's variants (other constexprs, other specializations) repeat their terms too. A node's text and a
+    parenthesised term's node depend on nothing but the term, so the sharing changes no result."""
+    global _SHARED
+    if _SHARED is None or len(_SHARED.nodes) > _SHARED_KEEP or _SHARED.read_chars > 64 * _SHARED_KEEP:
+        _SHARED = _Dag()
+    return _SHARED
+
+
+_SHARED: _Dag | None = None
+_SHARED_KEEP = 1 << 16  # nodes (and 64 characters of parenthesised terms' texts per node)
+_SHARED_LOCK = threading.Lock()  # a launch may read while another thread compiles
+
+
+def _read_footprints(text: str, dag: _Dag) -> tuple[Footprint, ...]:
+    out = []  # dag: the entries' expressions repeat subterms: each is read, checked, printed and evaluated once
     for entry in text.split(";"):
         entry = entry.strip()
+        m = _LITERAL_ENTRY.fullmatch(entry)
+        if m is not None:  # the texts are the literals as written; `evaluate` reads a literal itself
+            arg, lo, hi, any_, nbytes = m.groups()
+            out.append(Footprint(-1 if any_ else int(arg[3:]), lo, hi, nbytes))
+            continue
         read = _Reader(entry, dag).entry()  # None: a form it does not read; Python's parser decides
         name, roots = read if read is not None else _parse_entry(entry, dag)
         whole = len(roots) == 1
@@ -156,6 +182,7 @@ class _Dag:
         self.prec: list[int] = []
         self.index: dict[tuple, int] = {}
         self.read: dict[str, int] = {}  # a parenthesised term's source text -> its node (_Reader)
+        self.read_chars = 0  # the length of those texts, together
 
     def _node(self, key: tuple, text: str, prec: int) -> int:
         i = self.index.get(key)
@@ -170,6 +197,9 @@ class _Dag:
         return f"({self.text[i]})" if need > self.prec[i] else self.text[i]
 
     def binop(self, op: type, a: int, b: int) -> int:
+        i = self.index.get((op, a, b))
+        if i is not None:  # printed before
+            return i
         prec = _PRECEDENCE[op]
         text = f"{self._operand(a, prec)} {_SYMBOL[op]} {self._operand(b, prec + 1)}"
         return self._node((op, a, b), text, prec)
@@ -252,23 +282,42 @@ def _allowed_name(name: str) -> bool:
 
 _TOKEN = re.compile(r"[ \t]*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*%(),:\[\]]))")
 _HEAD = re.compile(r"(arg[0-9]+|any)\[")
+# the commonest entry, whole: argK[LO:HI]*BYTES of integer literals, argK[:]*BYTES, any[:]*BYTES (BYTES a literal)
+_LITERAL_ENTRY = re.compile(r"(?:(arg[0-9]+)\[(?:(0|[1-9][0-9]*):(0|[1-9][0-9]*)|:)|(any)\[:)\]\*(0|[1-9][0-9]*)")
 
 
-def _closing_parens(text: str) -> dict[int, int]:
-    """Position of each "(" -> position of its ")" (none for an unclosed one; {} for a text not all ASCII)."""
-    if not text.isascii():
-        return {}
-    b = np.frombuffer(text.encode("ascii"), np.uint8)
-    depth = np.cumsum((b == 40).astype(np.int64) - (b == 41))  # after each character
-    opens, closes = np.flatnonzero(b == 40), np.flatnonzero(b == 41)
-    if not len(opens) or not len(closes):
-        return {}
-    n = len(b) + 1  # a key (depth, position) as one integer: depth after "(", before ")"
-    keys = np.sort((depth[closes] + 1) * n + closes)
-    at = np.searchsorted(keys, depth[opens] * n + opens)
-    found = keys[np.minimum(at, len(keys) - 1)]
-    ok = (at < len(keys)) & (found // n == depth[opens])  # the first ")" after it back at its depth: its match
-    return dict(zip(opens[ok].tolist(), (found[ok] % n).tolist()))
+_PAREN = re.compile(r"[()]")
+_FEW_PARENS = 48  # up to this many "(": paired by a Python stack; more: numpy's sort (its fixed cost, ~15 us, pays)
+
+
+class _Closings:
+    """Where each "(" of a text closes: the first ")" after it back at its depth, its match as a stack pairs
+    them. Numpy's form keeps the ")"s sorted by (depth, position) and finds one on request: a long entry's
+    reader skips most of its parentheses (their terms were read before)."""
+
+    def __init__(self, text: str, few: int = _FEW_PARENS):
+        self.pairs: dict[int, int] | None = None
+        if text.count("(") <= few or not text.isascii():
+            self.pairs, opened = {}, []
+            for m in _PAREN.finditer(text):
+                if m.group() == "(":
+                    opened.append(m.start())
+                elif opened:
+                    self.pairs[opened.pop()] = m.start()
+            return
+        b = np.frombuffer(text.encode("ascii"), np.uint8)
+        closes = np.flatnonzero(b == 41)
+        depth = np.cumsum((b == 40).astype(np.int64) - (b == 41))[closes] + 1  # before each ")"
+        self.n = len(b) + 1  # a key (depth, position) as one integer
+        self.keys = np.sort(depth * self.n + closes).tolist()
+
+    def get(self, opening: int, depth: int) -> int | None:
+        """The ")" of the "(" at `opening`, which `depth` "("s still open before it enclose; None: unclosed."""
+        if self.pairs is not None:
+            return self.pairs.get(opening)
+        n, keys = self.n, self.keys
+        at = bisect.bisect_left(keys, (depth + 1) * n + opening)
+        return keys[at] % n if at < len(keys) and keys[at] // n == depth + 1 else None
 
 
 class _Unread(Exception):
@@ -284,7 +333,9 @@ class _Reader:
 
     def __init__(self, text: str, dag: _Dag):
         self.s, self.dag, self.pos = text, dag, 0
-        self.close = _closing_parens(text)  # position of "(" -> position of its ")"
+        self.close: _Closings | None = None  # made on the first "("
+        self.depth = 0  # the "("s being read around pos (every other one before it is closed before it)
+        self.peeked = (-1, (0, "", 0))  # (position, token there): a token is looked at again after a term
 
     def entry(self) -> tuple[str, list[int]] | None:
         try:
@@ -312,13 +363,19 @@ class _Reader:
 
     def token(self) -> tuple[int, str, int]:
         """(kind: 1 integer, 2 name, 3 symbol; its text; where it ends) of the next token; kind 0 at the end."""
+        at, tok = self.peeked
+        if at == self.pos:
+            return tok
         m = _TOKEN.match(self.s, self.pos)
         if m is None:
             if self.s[self.pos :].strip(" \t"):
                 raise _Unread
-            return 0, "", len(self.s)
-        kind = m.lastindex
-        return kind, m.group(kind), m.end()
+            tok = 0, "", len(self.s)
+        else:
+            kind = m.lastindex
+            tok = kind, m.group(kind), m.end()
+        self.peeked = (self.pos, tok)
+        return tok
 
     def expect(self, symbol: str) -> None:
         kind, text, end = self.token()
@@ -369,22 +426,27 @@ class _Reader:
 
     def group(self, start: int, opening: int, call: str) -> int:
         """The node of `call(a, b)` or `(a)`, whose text runs from `start`; its "(" is at `opening`."""
-        closing = self.close.get(opening)
+        if self.close is None:
+            self.close = _Closings(self.s)
+        closing = self.close.get(opening, self.depth)
         if closing is None:
             raise _Unread
         key = self.s[start : closing + 1]
         node = self.dag.read.get(key)
         if node is None:
             self.pos = opening + 1
+            self.depth += 1
             a = self.expr()
             if call:
                 self.expect(",")
                 node = self.dag.call(call, a, self.expr())
             else:
                 node = a
+            self.depth -= 1
             if self.pos > closing or self.s[self.pos : closing].strip(" \t"):
                 raise _Unread
             self.dag.read[key] = node
+            self.dag.read_chars += len(key)
         self.pos = closing + 1
         return node
 
@@ -414,6 +476,8 @@ def evaluate(expr: str, names: dict, memo: dict | None = None) -> np.ndarray:
     """An expression over ``names`` (numpy int64 scalars or arrays over the programs). ``memo``: a dict kept
     by the caller between expressions over the same ``names``, so their common subterms are computed once."""
     found = _PARSED.get(expr)
+    if found is None and expr.isdigit() and expr.isascii() and (expr[0] != "0" or expr == "0"):
+        return np.asarray(np.int64(int(expr)), dtype=np.int64)  # a literal, as its one DAG node gives it
     if found is None:
         try:
             found = _expression(expr)
