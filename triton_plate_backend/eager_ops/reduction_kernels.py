@@ -23,6 +23,24 @@ def _times(a, b):
 
 
 @triton.jit
+def _combined(total, v, PRODUCT: tl.constexpr):
+    """One step of the lanes' running sums (products)."""
+    if PRODUCT:
+        return total * v
+    else:
+        return total + v
+
+
+@triton.jit
+def _reduced(total, axis: tl.constexpr, PRODUCT: tl.constexpr):
+    """The lanes' results combined by a pairwise tree."""
+    if PRODUCT:
+        return tl.reduce(total, axis, _times)
+    else:
+        return tl.sum(total, axis=axis)
+
+
+@triton.jit
 def _element(v, inside, AS: tl.constexpr, CT: tl.constexpr, PRODUCT: tl.constexpr, NAN_ZERO: tl.constexpr):
     """A loaded element as a reduction takes it: cast to AS (sum(dtype=) casts its input first), a NaN as 0
     (NAN_ZERO: nansum), in CT; a lane outside the row the reduction's identity (0, or 1 for PRODUCT)."""
@@ -53,14 +71,8 @@ def row_sum(
         c = start + tl.arange(0, COLUMNS)
         inside = live[:, None] & (c < m)[None, :]
         v = _element(tl.load(x + r[:, None] * m + c[None, :], mask=inside, other=0), inside, AS, CT, PRODUCT, NAN_ZERO)
-        if PRODUCT:
-            total = total * v
-        else:
-            total += v
-    if PRODUCT:
-        result = tl.reduce(total, 1, _times)
-    else:
-        result = tl.sum(total, axis=1)
+        total = _combined(total, v, PRODUCT)
+    result = _reduced(total, 1, PRODUCT)
     tl.store(out + r, result.to(out.dtype.element_ty), mask=live)
 
 
@@ -81,14 +93,8 @@ def chunk_sum(
         c = part * chunk + start + tl.arange(0, COLUMNS)
         inside = (c < m) & (start + tl.arange(0, COLUMNS) < chunk)
         v = _element(tl.load(x + row * m + c, mask=inside, other=0), inside, AS, CT, PRODUCT, NAN_ZERO)
-        if PRODUCT:
-            total = total * v
-        else:
-            total += v
-    if PRODUCT:
-        result = tl.reduce(total, 0, _times)
-    else:
-        result = tl.sum(total, axis=0)
+        total = _combined(total, v, PRODUCT)
+    result = _reduced(total, 0, PRODUCT)
     tl.store(partial + row * chunks + part, result)
 
 
