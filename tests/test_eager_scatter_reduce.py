@@ -53,3 +53,19 @@ def test_bool_and_bf16_scatter_add(no_host_ops):
         index = torch.tensor([[0, 1, 2, 0, 0]])
         got = x.to("plate").scatter_add(0, index.to("plate"), ones.to("plate"))
         assert torch.equal(got.cpu(), x.scatter_add(0, index, ones))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+def test_nan_wins_amax_and_amin_of_every_float_type(reduce, include_self, dtype, no_host_ops):
+    """A NaN of the source (of either sign: inf - inf is a negative NaN on x86) or of self wins both, as
+    in the CPU's loop and CUDA's safe_max/safe_min atomics (Triton's float atomics compare the bits as
+    integers and drop one sign's NaN)."""
+    nan = float("nan")
+    x = torch.tensor([1.0, 2.0, nan, 4.0, 5.0], dtype=dtype)
+    source = torch.tensor([nan, 5.0, -1.0, -nan, 7.0, -7.0, 0.5, 3.0], dtype=dtype)
+    index = torch.tensor([0, 0, 1, 1, 2, 3, 4, 4])
+    expected = x.scatter_reduce(0, index, source, reduce, include_self=include_self)
+    got = x.to("plate").scatter_reduce(0, index.to("plate"), source.to("plate"), reduce, include_self=include_self)
+    torch.testing.assert_close(got.cpu(), expected, equal_nan=True, rtol=0, atol=0)
