@@ -412,6 +412,7 @@ EAGER_OPS: dict[str, Row] = {
     "kthvalue.default": Row("order_statistic", "kthvalue"),
     "mode.default": Row("order_statistic", "mode"),
     "_unique2.default": Row("unique"),
+    "_unique.default": Row("unique"),
     **{
         f"{name}.{overload}": Row("order_statistic", name)
         for name in ("median", "nanmedian")
