@@ -24,6 +24,8 @@
   training, ATen's: each x <= 0 times a slope drawn uniform in [lower, upper] by plate's Philox (in fp32 for
   fp16/bf16, rounded once), noise the slopes (1 where x > 0); its backward, rrelu_with_noise_backward, is
   torch's decomposition (grad * noise in training).
+- ``index_reduce``: scatter_reduce along dim with the index broadcast to the source's shape (ATen's shape and
+  dtype checks first: a call they refuse goes to the host, which raises its error).
 - ``floating_composite`` (at plate's Autograd key, ops.AUTOGRAD_FAMILIES): a CompositeImplicitAutograd op whose
   CPU kernel refuses integer and bool tensors (upsample_*.vec): those go to the host, which raises its error; the
   others decompose as torch decomposes them (autograd through the decomposition).
@@ -54,7 +56,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from . import embedding_bag, integer_histc
-from .ops import HALF, Call, _traced, as_expected, checked
+from .ops import HALF, Call, _result, _traced, as_expected, checked
 from .table import Row
 
 
@@ -321,6 +323,31 @@ def rrelu(op: torch._ops.OpOverload, row: Row) -> Callable:
             noise.copy_(slope.reshape(noise.shape))
         # rrelu_with_noise_ writes self; the functional op's only mutated argument (its "target") is noise
         return x.copy_(result) if call.target_name == "self" else result
+
+    return kernel
+
+
+def index_reduce(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        x, index, source = call["self"], call["index"], call["source"]
+        if x.dim() == 0 or source.dim() != x.dim() or x.dtype != source.dtype or index.dim() > 1:
+            return call.on_host()  # what ATen checks (its errors) and the 0-dim forms
+        dim = call["dim"] % x.dim()
+        others_match = all(source.shape[d] == x.shape[d] for d in range(x.dim()) if d != dim)
+        if index.dtype not in (torch.int64, torch.int32) or index.numel() != source.shape[dim] or not others_match:
+            return call.on_host()
+        # scatter_reduce along dim with the index broadcast to the source's shape: the same reductions and
+        # include_self rule (an index out of range faults in the simulator, as CUDA's device assert)
+        shape = [-1 if d == dim else 1 for d in range(x.dim())]
+        expanded = index.reshape(shape).expand_as(source)
+        include_self = call.bound.get("include_self", True)
+        if call.target_name == "self":
+            return x.scatter_reduce_(dim, expanded, source, call["reduce"], include_self=include_self)
+        result = torch.scatter_reduce(x, dim, expanded, source, call["reduce"], include_self=include_self)
+        if call.target_name is None:
+            return result
+        return _result(call, expected, x.device).copy_(result)  # index_reduce.out
 
     return kernel
 
@@ -711,6 +738,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "upsample_backward": upsample_backward,
     "searchsorted": searchsorted,
     "rrelu": rrelu,
+    "index_reduce": index_reduce,
     "multi_margin_backward": multi_margin_backward,
     "nextafter": nextafter,
     "floating_composite": floating_composite,
