@@ -147,8 +147,43 @@ def test_rrelu_in_place_outside_training_is_leaky_relu(dtype):
     assert F.rrelu_(on_plate, 0.1, 0.3, training=False) is on_plate
     assert torch.plate.host_ops() == {}
     same(on_plate, expected, dtype)
-    F.rrelu_(x.to("plate"), training=True)  # random slopes drawn into `noise`: on the host, counted
-    assert torch.plate.host_ops() == {"aten.rrelu_with_noise_": 1}
+    noise = torch.full((4, 9), 7.0, dtype=dtype, device="plate")
+    torch.ops.aten.rrelu_with_noise(x.to("plate"), noise, 0.1, 0.3, False)
+    assert torch.equal(noise.cpu(), torch.full((4, 9), 7.0, dtype=dtype))  # outside training noise is left alone
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16, torch.bfloat16, torch.float64), ids=str)
+def test_rrelu_in_training_draws_slopes_on_plate(dtype, no_host_ops):
+    """ATen's training rrelu: x where x > 0, x times a slope uniform in [lower, upper] where x <= 0 (plate's
+    Philox draws, so the values are not the CPU's), noise the slopes (1 elsewhere); the gradient grad * noise;
+    nn.RReLU and the in-place form too. float16, which the CPU kernel refuses, runs as on CUDA."""
+    lower, upper = 0.1, 0.3
+    drawn = torch.randn(4000, generator=torch.Generator().manual_seed(3)) * 3
+    x = torch.cat([drawn, torch.tensor([0.0, -0.0, NAN, INF, -INF])]).to(dtype)
+    px = x.to("plate").requires_grad_()
+    torch.plate.manual_seed(0)
+    y = F.rrelu(px, lower, upper, training=True)
+    y.backward(torch.full_like(y, 2))
+    y, grad = y.detach().cpu().double(), px.grad.cpu().double()
+    wide, negative = x.double(), x <= 0
+    assert torch.equal(y[~negative].nan_to_num(), wide[~negative].nan_to_num())
+    assert torch.equal(grad[~negative], torch.full_like(grad[~negative], 2))
+    slope = grad[negative] / 2  # the noise
+    ulp = torch.finfo(dtype).eps  # noise is stored in x's type: a slope rounds to the nearest of it
+    assert slope.min() >= lower * (1 - ulp) and slope.max() <= upper * (1 + ulp)
+    assert slope.std() > 0.04 and abs(slope.mean() - (lower + upper) / 2) < 0.01  # uniform: std 0.058, mean 0.2
+    finite = negative & x.isfinite()
+    tolerance = {torch.float16: 1e-3, torch.bfloat16: 8e-3}.get(dtype, 1e-6)
+    torch.testing.assert_close(y[finite], wide[finite] * (grad[finite] / 2), rtol=tolerance, atol=1e-6)
+    assert torch.equal(y[x == -INF], torch.full_like(y[x == -INF], -INF))
+    torch.plate.manual_seed(0)
+    again = F.rrelu(x.to("plate"), lower, upper, training=True).cpu().double()
+    assert torch.equal(again.nan_to_num(), y.nan_to_num())  # a seed reproduces the slopes
+    module, in_place = torch.nn.RReLU(lower, upper).train(), x.to("plate")
+    assert F.rrelu_(in_place, lower, upper, training=True) is in_place
+    for result in (module(x.to("plate")).cpu(), in_place.cpu()):
+        assert torch.equal(result[~negative].nan_to_num(), x[~negative].nan_to_num())
+        assert not torch.equal(result[finite & (x != 0)], x[finite & (x != 0)])
 
 
 SCALES = [{"scale_factor": 2}, {"size": (7, 5)}, {"scale_factor": (0.6, 2.5)}]

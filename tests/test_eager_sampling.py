@@ -59,7 +59,14 @@ def test_without_replacement_samples_are_distinct():
 
 @pytest.mark.parametrize(
     "probabilities, count, replacement",
-    [([0.0, 0.0], 1, False), ([-1.0, 2.0], 1, False), ([1.0, float("nan")], 2, True), ([1.0, 2.0], 3, False)],
+    [
+        ([0.0, 0.0], 1, False),
+        ([[1.0, 1.0], [0.0, 0.0]], 1, True),
+        ([-1.0, 2.0], 1, False),
+        ([1.0, float("nan")], 2, True),
+        ([1.0, float("inf")], 2, False),
+        ([1.0, 2.0], 3, False),
+    ],
 )
 def test_the_cpus_errors(probabilities, count, replacement):
     p = torch.tensor(probabilities)
@@ -147,3 +154,16 @@ def test_what_torch_rejects_raises_from_the_host():
     with pytest.raises(RuntimeError):
         torch.multinomial(-p, 1)
     assert torch.plate.host_ops() == {"aten.multinomial": 2}
+
+
+def test_without_replacement_more_samples_than_nonzero_categories():
+    """The CPU (torch's device-generic algorithm, as CUDA) raises no error when fewer categories than samples
+    have a nonzero probability: after the nonzero ones (in some order) come zero-probability ones."""
+    p = torch.tensor([[0.5, 0.0, 0.5, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0, 0.0]])
+    expected = torch.multinomial(p, 3, False)
+    drawn = seeded(lambda: torch.multinomial(p.to("plate"), 3, False))
+    assert drawn.shape == expected.shape == (2, 3)
+    for row in drawn.tolist():
+        assert len(set(row)) == 3
+    assert set(drawn[0, :2].tolist()) == set(expected[0, :2].tolist()) == {0, 2}
+    assert drawn[1, 0] == expected[1, 0] == 3

@@ -125,3 +125,18 @@ def test_unique_on_plate_as_the_cpus(x, return_inverse, return_counts, no_host_o
     for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
         assert g.device.type == "plate" and g.dtype == w.dtype and g.shape == w.shape
         torch.testing.assert_close(g.cpu(), w, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("return_inverse", [False, True])
+def test_the_older_unique_overload_on_plate_as_the_cpus(return_inverse, no_host_ops):
+    """aten._unique (no counts), which graph breaks and scripted code still call, runs plate's unique too."""
+    x = torch.tensor([[3.0, NAN, 1.0], [3.0, -2.0, 1.0]])
+    want = torch._unique(x, sorted=True, return_inverse=return_inverse)
+    got = torch._unique(x.plate(), sorted=True, return_inverse=return_inverse)
+    assert len(got) == len(want) == 2
+    for w, g in zip(want, got):
+        assert g.device.type == "plate" and g.dtype == w.dtype and g.shape == w.shape
+        torch.testing.assert_close(g.cpu(), w, equal_nan=True, rtol=0, atol=0)
+    compiled = torch.compile(lambda t: torch._unique(t * 2, return_inverse=return_inverse))(x.plate())
+    for w, g in zip(torch._unique(x * 2, return_inverse=return_inverse), compiled):
+        torch.testing.assert_close(g.cpu(), w, equal_nan=True, rtol=0, atol=0)

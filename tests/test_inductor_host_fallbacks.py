@@ -392,3 +392,28 @@ def test_a_complex_constant_of_the_graph_compiles(shape):
 
     got = cpu(compiled_without_host_ops(fn, x))
     torch.testing.assert_close(got, fn(x), rtol=0, atol=0)
+
+
+def test_compiled_scatter_reduce_amin_amax_keep_nan():
+    """Inductor sends scatter_reduce's amin/amax to the device's eager op (index_reduce: through extern_decomps's
+    scatter_reduce): a NaN wins both, as on the CPU."""
+    nan = float("nan")
+    x = torch.tensor([1.0, 2.0, nan, 4.0])
+    source = torch.tensor([nan, 5.0, -1.0, -nan, 7.0, 0.5])
+    index = torch.tensor([0, 0, 1, 1, 2, 3])
+
+    rows, values = torch.tensor([3, 0, 3]), torch.tensor([[nan, 1.0], [3.0, -nan], [5.0, 6.0]])
+
+    def fn(x, index, source, rows, values):
+        target = x[:, None].expand(4, 2).contiguous()
+        return (
+            x.scatter_reduce(0, index, source, "amin"),
+            x.scatter_reduce(0, index, source, "amax", include_self=False),
+            target.index_reduce(0, rows, values, "amin"),
+            target.index_reduce(0, rows, values, "amax", include_self=False),
+        )
+
+    for got, expected in zip(
+        compiled_without_host_ops(fn, x, index, source, rows, values), fn(x, index, source, rows, values)
+    ):
+        torch.testing.assert_close(cpu(got), expected, equal_nan=True, rtol=0, atol=0)

@@ -20,7 +20,12 @@
   in magnitude toward a larger |other|, down otherwise; from zero the least subnormal of other's sign), other
   where the two are equal, NaN where either is, in the promoted floating type.
 - ``multi_margin_backward``: multi_margin_loss's gradient, ATen's CPU formula per frame over plate kernels.
-- ``rrelu_eval``: rrelu_with_noise outside training, leaky_relu with the slope (lower + upper) / 2 (ATen's).
+- ``rrelu``: rrelu_with_noise outside training, leaky_relu with the slope (lower + upper) / 2 (ATen's); in
+  training, ATen's: each x <= 0 times a slope drawn uniform in [lower, upper] by plate's Philox (in fp32 for
+  fp16/bf16, rounded once), noise the slopes (1 where x > 0); its backward, rrelu_with_noise_backward, is
+  torch's decomposition (grad * noise in training).
+- ``index_reduce``: scatter_reduce along dim with the index broadcast to the source's shape (ATen's shape and
+  dtype checks first: a call they refuse goes to the host, which raises its error).
 - ``floating_composite`` (at plate's Autograd key, ops.AUTOGRAD_FAMILIES): a CompositeImplicitAutograd op whose
   CPU kernel refuses integer and bool tensors (upsample_*.vec): those go to the host, which raises its error; the
   others decompose as torch decomposes them (autograd through the decomposition).
@@ -51,7 +56,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from . import embedding_bag, integer_histc
-from .ops import HALF, Call, _traced, as_expected, checked
+from .ops import HALF, Call, _result, _traced, as_expected, checked
 from .table import Row
 
 
@@ -295,14 +300,54 @@ def multi_margin_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
-def rrelu_eval(op: torch._ops.OpOverload, row: Row) -> Callable:
+def rrelu(op: torch._ops.OpOverload, row: Row) -> Callable:
     @checked(op)
     def kernel(call: Call, expected):
-        x = call["self"]
-        if call["training"] or x.device.type != "plate":
-            return call.on_host()  # training draws its slopes into `noise` on the host
-        result = torch.ops.aten.leaky_relu.default(x, (call["lower"] + call["upper"]) / 2)
-        return result if call.target_name is None else call[call.target_name].copy_(result)  # rrelu_
+        x, noise = call["self"], call["noise"]
+        lower, upper = call["lower"], call["upper"]
+        if x.device.type != "plate" or not x.dtype.is_floating_point:
+            return call.on_host()
+        if not call["training"]:
+            result = torch.ops.aten.leaky_relu.default(x, (lower + upper) / 2)
+        else:
+            if noise.device != x.device or noise.numel() != x.numel() or noise.dtype != x.dtype:
+                return call.on_host()
+            # ATen's training: a slope uniform in [lower, upper] where x <= 0 (drawn in the op math type,
+            # fp32 for fp16/bf16, by plate's Philox uniform_), 1 elsewhere; noise keeps the slopes
+            math = torch.float32 if x.dtype in HALF else x.dtype
+            slope = torch.empty(x.shape, dtype=math, device=x.device).uniform_(
+                lower, upper, generator=call.bound.get("generator")
+            )
+            slope = torch.where(x <= 0, slope, torch.ones((), dtype=math, device=x.device))
+            result = (x.to(math) * slope).to(x.dtype)
+            noise.copy_(slope.reshape(noise.shape))
+        # rrelu_with_noise_ writes self; the functional op's only mutated argument (its "target") is noise
+        return x.copy_(result) if call.target_name == "self" else result
+
+    return kernel
+
+
+def index_reduce(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        x, index, source = call["self"], call["index"], call["source"]
+        if x.dim() == 0 or source.dim() != x.dim() or x.dtype != source.dtype or index.dim() > 1:
+            return call.on_host()  # what ATen checks (its errors) and the 0-dim forms
+        dim = call["dim"] % x.dim()
+        others_match = all(source.shape[d] == x.shape[d] for d in range(x.dim()) if d != dim)
+        if index.dtype not in (torch.int64, torch.int32) or index.numel() != source.shape[dim] or not others_match:
+            return call.on_host()
+        # scatter_reduce along dim with the index broadcast to the source's shape: the same reductions and
+        # include_self rule (an index out of range faults in the simulator, as CUDA's device assert)
+        shape = [-1 if d == dim else 1 for d in range(x.dim())]
+        expanded = index.reshape(shape).expand_as(source)
+        include_self = call.bound.get("include_self", True)
+        if call.target_name == "self":
+            return x.scatter_reduce_(dim, expanded, source, call["reduce"], include_self=include_self)
+        result = torch.scatter_reduce(x, dim, expanded, source, call["reduce"], include_self=include_self)
+        if call.target_name is None:
+            return result
+        return _result(call, expected, x.device).copy_(result)  # index_reduce.out
 
     return kernel
 
@@ -692,7 +737,8 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "decomposed": decomposed,
     "upsample_backward": upsample_backward,
     "searchsorted": searchsorted,
-    "rrelu_eval": rrelu_eval,
+    "rrelu": rrelu,
+    "index_reduce": index_reduce,
     "multi_margin_backward": multi_margin_backward,
     "nextafter": nextafter,
     "floating_composite": floating_composite,

@@ -157,8 +157,14 @@ def scatter(op: torch._ops.OpOverload, row: Row) -> Callable:
             fill = [strides[0], [0] * len(shape), strides[2]]
             if not _run("SCATTER", shape, out, start, index, fill, out.shape[dim], out.stride(dim)):
                 return call.on_host()
+        # a float max/min keeps NaN as ATen's (CPU loop and CUDA's safe_max/safe_min atomics): the atomics skip the
+        # source's NaNs, a second launch writes them, and self's NaNs (include_self) are put back from a copy
+        saved = out.clone() if mode in ("SCATTER_MAX", "SCATTER_MIN") and out.dtype.is_floating_point else None
         if not _run(mode, shape, out, source, index, strides, out.shape[dim], out.stride(dim)):
             return call.on_host()
+        if saved is not None:
+            _run("SCATTER_NAN", shape, out, source, index, strides, out.shape[dim], out.stride(dim))
+            out.copy_(torch.where(torch.isnan(saved), saved, out))
         return out
 
     return kernel

@@ -996,7 +996,7 @@ def dropout(
 
 
 # ---- gather / scatter along one dim (index ops) ------------------------------------------------------------
-GATHER, SCATTER, SCATTER_ADD, SCATTER_MAX, SCATTER_MIN = (tl.constexpr(k) for k in range(5))
+GATHER, SCATTER, SCATTER_ADD, SCATTER_MAX, SCATTER_MIN, SCATTER_NAN = (tl.constexpr(k) for k in range(6))
 
 
 @triton.jit(do_not_specialize=_NO_SPECIALIZE + ["size", "step"])
@@ -1007,7 +1007,9 @@ def indexed(
 ):  # fmt: skip
     """Over the index's iteration space, b the index (negative counts from `size`), `step` the indexed
     tensor's stride along the indexed dim (its own strides are 0 there): GATHER reads a at the index into
-    out; the SCATTERs write (or atomically combine) a into out at the index."""
+    out; the SCATTERs write (or atomically combine) a into out at the index. SCATTER_MAX and SCATTER_MIN
+    leave a NaN of a out (Triton's float atomic max/min compare the bits as integers, which keeps a NaN of
+    one sign and drops the other): SCATTER_NAN, launched after them, writes a's NaNs only."""
     i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
     idx = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask).to(tl.int64)
     idx = tl.where(idx < 0, idx + size, idx)
@@ -1022,6 +1024,8 @@ def indexed(
         elif MODE == SCATTER_ADD:
             tl.atomic_add(where, x, mask=mask)
         elif MODE == SCATTER_MAX:
-            tl.atomic_max(where, x, mask=mask)
-        else:
-            tl.atomic_min(where, x, mask=mask)
+            tl.atomic_max(where, x, mask=mask & (x == x))
+        elif MODE == SCATTER_MIN:
+            tl.atomic_min(where, x, mask=mask & (x == x))
+        else:  # SCATTER_NAN: every write to a place is a NaN, whichever lands last
+            tl.store(where, x, mask=mask & (x != x))

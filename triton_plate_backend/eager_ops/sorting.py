@@ -156,7 +156,9 @@ def unique(op: torch._ops.OpOverload, row: Row):
     flattened tensor, a new value wherever an element differs from the one before it (NaN differs from
     everything, so each NaN is its own value, after the numbers, as on the CPU), then the values at those places,
     each element's group scattered back to its place (inverse) and the group sizes (counts); the results not
-    asked for are empty, as torch returns them. Always sorted, as on CUDA. Complex tensors run on the host."""
+    asked for are empty, as torch returns them. Always sorted, as on CUDA. Complex tensors run on the host.
+    _unique(self, sorted, return_inverse) (torch.unique's older overload, which graph breaks and scripted code
+    still call): the same without the counts."""
 
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -165,9 +167,10 @@ def unique(op: torch._ops.OpOverload, row: Row):
             return call.on_host()
         flat = x.reshape(-1)
         empty = torch.empty(0, dtype=torch.int64, device=x.device)
+        results = len(op._schema.returns)  # _unique2's 3, _unique's 2 (no counts)
         if flat.numel() == 0:
             inverse = torch.empty(x.shape, dtype=torch.int64, device=x.device) if call["return_inverse"] else empty
-            return flat.clone(), inverse, empty.clone()
+            return (flat.clone(), inverse, empty.clone())[:results]
         values, order = torch.sort(flat, stable=True)
         new = torch.ones(flat.shape, dtype=torch.bool, device=x.device)
         new[1:] = values[1:] != values[:-1]
@@ -175,8 +178,8 @@ def unique(op: torch._ops.OpOverload, row: Row):
         inverse = empty
         if call["return_inverse"]:
             inverse = torch.empty_like(group).scatter_(0, order, group).reshape(x.shape)
-        counts = torch.bincount(group) if call["return_counts"] else empty.clone()
-        return values[new], inverse, counts
+        counts = torch.bincount(group) if call.bound.get("return_counts", False) else empty.clone()
+        return (values[new], inverse, counts)[:results]
 
     return kernel
 

@@ -322,8 +322,10 @@ EAGER_OPS: dict[str, Row] = {
     "upsample_bicubic2d_backward.default": Row("upsample_backward", "bicubic"),
     "searchsorted.Tensor": Row("searchsorted"),
     "searchsorted.Scalar": Row("searchsorted"),
-    "rrelu_with_noise.default": Row("rrelu_eval"),
+    "rrelu_with_noise.default": Row("rrelu"),
+    "rrelu_with_noise_backward.default": Row("composite"),
     "nextafter.default": Row("nextafter"),
+    "index_reduce.default": Row("index_reduce"),
     "upsample_nearest2d.vec": Row("floating_composite", operands=("input",)),
     "upsample_bilinear2d.vec": Row("floating_composite", operands=("input",)),
     "count_nonzero.default": Row("decomposed"),
@@ -412,6 +414,7 @@ EAGER_OPS: dict[str, Row] = {
     "kthvalue.default": Row("order_statistic", "kthvalue"),
     "mode.default": Row("order_statistic", "mode"),
     "_unique2.default": Row("unique"),
+    "_unique.default": Row("unique"),
     **{
         f"{name}.{overload}": Row("order_statistic", name)
         for name in ("median", "nanmedian")
@@ -483,6 +486,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "index_copy.default": ("index_copy_.default", "index_copy.out"),
     **{f"index_fill.int_{k}": (f"index_fill_.int_{k}", f"index_fill.int_{k}_out") for k in ("Scalar", "Tensor")},
     "take.default": ("take.out",),
+    "index_reduce.default": ("index_reduce_.default", "index_reduce.out"),
     "addbmm.default": ("addbmm_.default", "addbmm.out"),
     "nextafter.default": ("nextafter_.default", "nextafter.out"),
     "_logcumsumexp.default": ("_logcumsumexp.out",),
