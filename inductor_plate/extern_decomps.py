@@ -16,7 +16,6 @@ keep what the table held), they are rewritten before lowering:
 - ``_fft_r2c`` of float32 and ``_fft_c2r`` of complex64 tensors (rfft/irfft and their n-dim forms) under the
   same bound: the last transformed dim as a real product with the onesided half of the table, the others as
   ``_fft_c2c``'s DFTs;
-- ``index_reduce``: ``scatter_reduce`` with the index broadcast along the reduced dim;
 - ``_embedding_bag_per_sample_weights_backward``: each index's bag gradient dotted with its weight row;
   ``segment_reduce`` (1-D lengths or offsets): a scatter_reduce onto the segments, each element's found by a
   searchsorted of the segments' ends;
@@ -24,8 +23,9 @@ keep what the table held), they are rewritten before lowering:
   backward: ATen's antialiased weights along each dim as an (output, input) matrix, two matmuls (transposed for
   the gradient) in the op math type.
 
-Ops with an eager plate kernel (``_pdist_forward``/``_pdist_backward``, ``addbmm``, ``multinomial``, ...:
-triton_plate_backend/eager_ops) need no entry: Inductor's fallback calls them on plate, as it calls CUDA's kernels.
+Ops with an eager plate kernel (``_pdist_forward``/``_pdist_backward``, ``addbmm``, ``multinomial``,
+``index_reduce``, ...: triton_plate_backend/eager_ops) need no entry: Inductor's fallback calls them on plate, as it
+calls CUDA's kernels.
 
 And one lowering: ``lift_fresh_copy`` of a complex constant of the graph (``x + torch.tensor(1 + 1j, device=...)``).
 Inductor lowers the op as a clone even for complex tensors (it exempts it from its complex fallback), and no Triton
@@ -277,17 +277,6 @@ def segment_reduce(data, reduce, lengths=None, indices=None, offsets=None, axis=
     return out.movedim(0, axis)
 
 
-def index_reduce(x, dim, index, source, reduce, include_self=True):
-    """index_reduce as scatter_reduce: the index along ``dim`` broadcast to the source's shape (the same
-    reductions, prod/mean/amax/amin, with the same include_self rule)."""
-    if not _on_plate(x, index, source) or x.dim() == 0:
-        return NotImplemented
-    dim = dim % x.dim()
-    shape = [-1 if d == dim else 1 for d in range(source.dim())]
-    expanded = index.reshape(shape).expand_as(source)
-    return torch.scatter_reduce(x, dim, expanded, source, reduce, include_self=include_self)
-
-
 DECOMPOSITIONS = {
     aten._weight_int8pack_mm.default: weight_int8pack_mm,
     aten._embedding_bag.default: embedding_bag_on_plate,
@@ -295,7 +284,6 @@ DECOMPOSITIONS = {
     aten._fft_c2c.default: fft_c2c,
     aten._fft_r2c.default: fft_r2c,
     aten._fft_c2r.default: fft_c2r,
-    aten.index_reduce.default: index_reduce,
     aten.segment_reduce.default: segment_reduce,
     aten._embedding_bag_per_sample_weights_backward.default: embedding_bag_per_sample_weights_backward,
     aten._upsample_bilinear2d_aa.default: upsample_bilinear2d_aa,

@@ -1,10 +1,11 @@
 """Ops that ran on the host inside compiled functions now run on plate: each case compiles with zero host
 fallbacks (inductor_plate.host_fallbacks()) and matches a CPU reference.
 
-- extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r, index_reduce,
+- extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r,
   segment_reduce, embedding_bag's per-sample-weights gradient, the antialiased upsamplings and their backward
   decomposed into plate kernels;
-- eager_ops: _pdist_forward and its backward, addbmm, multinomial (Inductor's fallback calls their plate kernels);
+- eager_ops: _pdist_forward and its backward, addbmm, multinomial, index_reduce (Inductor's fallback calls their plate
+  kernels);
 - eager_ops: div in every rounding mode (a graph break's eager code runs it as a plate kernel);
 - eager_ops: convolutions as im2col and plate matmuls (the eager reference Inductor's tests compare with)."""
 
@@ -395,8 +396,8 @@ def test_a_complex_constant_of_the_graph_compiles(shape):
 
 
 def test_compiled_scatter_reduce_amin_amax_keep_nan():
-    """Inductor sends scatter_reduce's amin/amax to the device's eager op (index_reduce: through extern_decomps's
-    scatter_reduce): a NaN wins both, as on the CPU."""
+    """Inductor sends scatter_reduce's and index_reduce's amin/amax to the device's eager ops (its fallback): a
+    NaN wins both, as on the CPU."""
     nan = float("nan")
     x = torch.tensor([1.0, 2.0, nan, 4.0])
     source = torch.tensor([nan, 5.0, -1.0, -nan, 7.0, 0.5])
