@@ -10,7 +10,10 @@ Two kinds, one counter:
   (``HOST_FREE_OPS``: allocation, views, copies) never reach the fallback.
 - an eager op: an aten op the device's CPU fallback ran for the compiled function's own eager code (the
   code Dynamo left in Python at a graph break), outside its graphs (torch_device's
-  ``compiled_frame_host_ops``, watched from ``inductor_plate.register``).
+  ``compiled_frame_host_ops``, watched from ``inductor_plate.register``). Not yet counted here: a case that a
+  plate eager kernel sends to the host from Python (``Call.on_host``) in that code: Dynamo's frame hook is unset
+  inside triton_plate_backend's frames (measured), so only ``torch.plate.host_ops()`` counts it (the strict xfail
+  in tests/test_inductor_gemm.py).
 - a frame: a frame that ran eagerly because a plate kernel failed to compile (fallback.py raises
   Dynamo's SkipFrame), counted once per compile that fell back.
 

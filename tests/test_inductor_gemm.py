@@ -456,8 +456,8 @@ def test_conv_backward_runs_on_the_simulator_in_the_default_mode():
     strict=True,
     reason="known gap (session 22): an op plate's eager table covers sends a case it does not cover (here an "
     "unsigned dtype) to the host from Python (Call.on_host); that host op is counted by torch.plate.host_ops() "
-    "but not as an eager op of the compiled function (the boxed fallback of an op without a plate kernel is); "
-    "likely cause, not yet confirmed: Dynamo's frame hook is unset inside triton_plate_backend's skipped frames",
+    "but not as an eager op of the compiled function (the boxed fallback of an op without a plate kernel is): "
+    "Dynamo's frame hook is unset inside triton_plate_backend's frames (measured at Call.on_host)",
 )
 def test_host_ops_at_a_graph_break_count_as_eager_ops_of_the_compiled_function():
     def fn(x):
