@@ -41,20 +41,12 @@ def test_every_corpus_program_prints_the_same_text_both_ways(kernel, monkeypatch
     assert text.count("\n") > len(program.instrs)
 
 
-def first_of_each_form(program):
-    """(pc, instruction) of the first instruction of each (mnemonic, suffixes): every form, not every repeat."""
-    seen = {}
-    for pc, ins in enumerate(program.instrs):
-        seen.setdefault((ins.mnemonic, ins.suffixes), (pc, ins))
-    return list(seen.values())
-
-
 @pytest.mark.parametrize("kernel", ["softmax", "matmul"])
 def test_odd_operands_print_alike_both_ways(kernel, monkeypatch):
     program = ttir_fixtures.lowered(kernel)
     values = (-1, -2, 0, 1, 1 << 40, True, 2.5, "x", [0], (0, 1), (True,), (), None)
     errors = 0
-    for pc, ins in first_of_each_form(program):
+    for pc, ins in ttir_fixtures.first_of_each_form(program):
         variants = [dataclasses.replace(ins, loc=v) for v in (0, 1, True, -3)]
         variants.append(dataclasses.replace(ins, operands=list(ins.operands)))
         for j in range(len(ins.operands)):

@@ -47,20 +47,12 @@ def test_every_corpus_program_encodes_to_the_same_bytes_both_ways(kernel, monkey
     assert with_c == without
 
 
-def first_of_each_form(program):
-    """(pc, instruction) of the first instruction of each (mnemonic, suffixes): every form, not every repeat."""
-    seen = {}
-    for pc, ins in enumerate(program.instrs):
-        seen.setdefault((ins.mnemonic, ins.suffixes), (pc, ins))
-    return list(seen.values())
-
-
 @pytest.mark.parametrize("kernel", ["softmax", "matmul"])
 def test_odd_operands_pack_alike_both_ways(kernel, monkeypatch):
     program = ttir_fixtures.lowered(kernel)
     values = (-1, 1 << 32, (1 << 32) - 1, True, 2.5, "x", [0, 1], (0, -1), (1 << 32,), (), None)
     odd = 0
-    for pc, ins in first_of_each_form(program):
+    for pc, ins in ttir_fixtures.first_of_each_form(program):
         variants = [dataclasses.replace(ins, loc=v) for v in (-1, 1 << 32, True, 1.5)]
         for j in range(len(ins.operands)):
             for v in values:

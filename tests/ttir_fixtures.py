@@ -44,3 +44,11 @@ def lowered(kernel: str, machine: str = "plate1"):
     from triton_plate_backend.ttir.parser import parse
 
     return run_pipeline(parse(fixture_text(kernel), kernel), None, get_machine(machine))[1]
+
+
+def first_of_each_form(program):
+    """(pc, instruction) of the first instruction of each (mnemonic, suffixes): every form, not every repeat."""
+    seen = {}
+    for pc, ins in enumerate(program.instrs):
+        seen.setdefault((ins.mnemonic, ins.suffixes), (pc, ins))
+    return list(seen.values())
