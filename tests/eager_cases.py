@@ -21,3 +21,8 @@ def plate_and_cpu(fn, x: torch.Tensor):
     result = fn(x.to("plate"))
     assert torch.plate.host_ops() == {}
     return result, expected
+
+
+def case_params(cases: dict) -> list:
+    """(name, dtype) of a table {name: (fn, dtypes)}: each case over the dtypes it lists."""
+    return [(name, dtype) for name, (_, dtypes) in cases.items() for dtype in dtypes]

@@ -19,13 +19,9 @@ KERNELS = ttir_fixtures.LOWERABLE
 
 
 def printed(program, compiled: bool, monkeypatch):
-    with monkeypatch.context() as m:
-        if not compiled:
-            m.setattr(asm, "_isawalk", None)
-        try:
-            return asm.disassemble_read_back(program)[0]
-        except Exception as e:  # noqa: BLE001 (the same error both ways is the point)
-            return f"{type(e).__name__}: {e}"
+    return ttir_fixtures.with_or_without_isawalk(
+        asm, compiled, monkeypatch, lambda: asm.disassemble_read_back(program)[0]
+    )
 
 
 def same(program, monkeypatch):

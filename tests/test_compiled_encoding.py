@@ -22,13 +22,7 @@ KERNELS = ttir_fixtures.LOWERABLE
 
 
 def packed(instrs, compiled: bool, monkeypatch):
-    with monkeypatch.context() as m:
-        if not compiled:
-            m.setattr(encoding, "_isawalk", None)
-        try:
-            return encoding._pack_code(instrs)
-        except Exception as e:  # noqa: BLE001 (the same error both ways is the point)
-            return f"{type(e).__name__}: {e}"
+    return ttir_fixtures.with_or_without_isawalk(encoding, compiled, monkeypatch, lambda: encoding._pack_code(instrs))
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

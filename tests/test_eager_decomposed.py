@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from eager_cases import plate_and_cpu
+from eager_cases import case_params, plate_and_cpu
 
 from triton_plate_backend import eager_ops
 from triton_plate_backend.eager_ops import table
@@ -89,9 +89,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize(
-    "name, dtype", [(name, dtype) for name, (_, dtypes) in CASES.items() for dtype in dtypes], ids=str
-)
+@pytest.mark.parametrize("name, dtype", case_params(CASES), ids=str)
 def test_decomposed_op_matches_the_cpu(name, dtype):
     fn, _ = CASES[name]
     results = plate_and_cpu(fn, values(dtype))  # None: the CPU refuses the dtype, so does plate (on the host)

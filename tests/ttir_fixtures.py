@@ -52,3 +52,15 @@ def first_of_each_form(program):
     for pc, ins in enumerate(program.instrs):
         seen.setdefault((ins.mnemonic, ins.suffixes), (pc, ins))
     return list(seen.values())
+
+
+def with_or_without_isawalk(module, compiled: bool, monkeypatch, fn):
+    """``fn()`` with ``module``'s compiled walk (isa._isawalk) or, not ``compiled``, without it (its Python
+    reference): the result, or the error as text (the same error both ways is the point)."""
+    with monkeypatch.context() as m:
+        if not compiled:
+            m.setattr(module, "_isawalk", None)
+        try:
+            return fn()
+        except Exception as e:  # noqa: BLE001
+            return f"{type(e).__name__}: {e}"
