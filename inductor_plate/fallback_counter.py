@@ -8,12 +8,13 @@ Two kinds, one counter:
   scope of the device (torch_device/host_op_counter.py, ``counted_graph``) and counts what ran in it when it
   returns or raises, so each run counts each op as often as it ran. Ops the plate device serves itself
   (``HOST_FREE_OPS``: allocation, views, copies) never reach the fallback.
-- an eager op: an aten op the device's CPU fallback ran for the compiled function's own eager code (the
-  code Dynamo left in Python at a graph break), outside its graphs (torch_device's
-  ``compiled_frame_host_ops``, watched from ``inductor_plate.register``). Not yet counted here: a case that a
-  plate eager kernel sends to the host from Python (``Call.on_host``) in that code: Dynamo's frame hook is unset
-  inside triton_plate_backend's frames (measured), so only ``torch.plate.host_ops()`` counts it (the strict xfail
-  in tests/test_inductor_gemm.py).
+- an eager op: an aten op that ran on the host while a compiled function ran, outside its graphs: its own
+  eager code (the code Dynamo left in Python at a graph break), the frames Dynamo resumes and what they call,
+  a plate eager kernel's own host case (``Call.on_host``: an unsigned dtype, say) included (torch_device's
+  ``compiled_frame_host_ops``, watched from ``inductor_plate.register``; "while a compiled function ran" is
+  the wrapper torch.compile returns being on the thread's stack, not what a compile runs). Eager code before
+  or after a compiled function, and the autograd engine's backward of the eager ops at its graph breaks
+  (run after it returned), do not count; its compiled backward's graphs do (``op``).
 - a frame: a frame that ran eagerly because a plate kernel failed to compile (fallback.py raises
   Dynamo's SkipFrame), counted once per compile that fell back.
 

@@ -452,14 +452,11 @@ def test_conv_backward_runs_on_the_simulator_in_the_default_mode():
     assert inductor_plate.host_fallbacks() == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (session 22): an op plate's eager table covers sends a case it does not cover (here an "
-    "unsigned dtype) to the host from Python (Call.on_host); that host op is counted by torch.plate.host_ops() "
-    "but not as an eager op of the compiled function (the boxed fallback of an op without a plate kernel is): "
-    "Dynamo's frame hook is unset inside triton_plate_backend's frames (measured at Call.on_host)",
-)
 def test_host_ops_at_a_graph_break_count_as_eager_ops_of_the_compiled_function():
+    """A case an op of plate's eager table sends to the host from Python (Call.on_host: here an unsigned dtype)
+    at a graph break is a host fallback of the compiled function, as the boxed fallback of an op without a plate
+    kernel is (tests/test_inductor_host_op_attribution.py has the other cases)."""
+
     def fn(x):
         y = (x.sin() * 100).abs().to(torch.uint16)  # compiled: plate kernels
         # a data-dependent shape: Dynamo breaks the graph; the eager kernel sends uint16 to the host

@@ -6,8 +6,16 @@ Every op without a plate kernel computes its CPU kernel on the host, outside the
 cover the whole process (eager code and compiled graphs alike); ``host_op_scope()`` gives those of one
 thread between two points (the host ops of one run of a compiled graph, say). Once
 ``watch_compiled_frames(True)``, the ops that run outside any scope while a torch.compile'd function runs
-its own eager code (the code at its graph breaks: Dynamo's frame hook is set there) are also kept apart,
-``compiled_frame_host_ops()``; watching takes the GIL once per host op, so it is off until asked for.
+(its eager code at graph breaks, the frames Dynamo resumes, whatever they call, plate's eager kernels
+included) are also kept apart, ``compiled_frame_host_ops()``; watching takes the GIL once per host op, so
+it is off until asked for.
+
+"While a compiled function runs" is read off the thread's Python stack at the host op (the extension walks
+it, csrc/runtime.cpp): the innermost frame of a marked code object answers, ``COMPILED_FRAME_MARKS``: the
+wrapper torch.compile returns (``compile_wrapper``, for functions and modules alike) says yes; Dynamo's
+frame callback and AOTAutograd's lazy backward compile say no (what a compile runs is no op of the
+function). Dynamo's own frame hook cannot answer: it is unset in the frames Dynamo skips
+(triton_plate_backend's, where the eager kernels send their uncovered cases to the host).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 from collections.abc import Iterator
+from types import CodeType
 
 from . import _registration
 
@@ -67,8 +76,40 @@ def host_op_scope() -> Iterator[Counter[str]]:
         ops.update(exit_scope(token))
 
 
+# (module, attribute path, nested function or "", answer): the frames that say whether a host op runs
+# inside a compiled function. Names of torch 2.13's Dynamo and AOTAutograd; one no longer found is left out.
+COMPILED_FRAME_MARKS: tuple[tuple[str, str, str, bool], ...] = (
+    ("torch._dynamo.eval_frame", "_TorchDynamoContext.__call__", "compile_wrapper", True),
+    ("torch._dynamo.convert_frame", "CatchErrorsWrapper.__call__", "", False),
+    ("torch._functorch._aot_autograd.runtime_wrappers", "_AutogradBackwardCompiler.get_or_compile", "", False),
+)
+
+
+def _code_of(module: str, path: str, nested: str) -> CodeType | None:
+    import importlib
+
+    obj = importlib.import_module(module)
+    for name in path.split("."):
+        obj = getattr(obj, name, None)
+    code = getattr(obj, "__code__", None)
+    if not nested:
+        return code
+    found = [c for c in (code.co_consts if code else ()) if isinstance(c, CodeType) and c.co_name == nested]
+    return found[0] if len(found) == 1 else None
+
+
+def compiled_frame_marks() -> dict[CodeType, bool]:
+    """``{code object: answer}`` of ``COMPILED_FRAME_MARKS`` (imports Dynamo)."""
+    marks = {}
+    for module, path, nested, answer in COMPILED_FRAME_MARKS:
+        code = _code_of(module, path, nested)
+        if code is not None:
+            marks[code] = answer
+    return marks
+
+
 def watch_compiled_frames(on: bool = True) -> None:
-    _registration.extension()._watch_compiled_frames(on)
+    _registration.extension()._watch_compiled_frames(compiled_frame_marks() if on else None)
 
 
 def compiled_frame_host_ops() -> Counter[str]:

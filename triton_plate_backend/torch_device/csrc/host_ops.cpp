@@ -1,8 +1,8 @@
 // Host ops, counted and named: every aten op the boxed CPU fallback (fallback.cpp) runs on the host for
 // plate tensors, by operator name ("aten::mm.out"). One process-wide table, and a per-thread stack of
 // scopes so a caller can ask what ran on the host between two points of its own thread (Inductor's
-// compiled graphs), and, once asked to watch, those run by a compiled function's own eager code (its graph
-// breaks) apart. The cost is one mutex and one map update per op (plus a GIL round trip when watching),
+// compiled graphs), and, once asked to watch, those run outside any scope while a compiled function runs
+// (its graph breaks' eager code) apart. The cost is one mutex and one map update per op (plus a GIL round trip when watching),
 // small next to the op itself, which runs a CPU kernel.
 #include "plate.h"
 
@@ -37,8 +37,9 @@ void count_host_op(const std::string& name) {
   }
 }
 
-void watch_compiled_frames(bool on) {
-  watching.store(on);
+void watch_compiled_frames(PyObject* marks) {
+  set_compiled_frame_marks(marks);
+  watching.store(marks != nullptr);
 }
 
 HostOpCounts compiled_frame_host_op_counts() {

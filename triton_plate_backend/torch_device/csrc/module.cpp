@@ -182,8 +182,12 @@ PyObject* reset_host_ops(PyObject* /*self*/, PyObject* /*unused*/) {
   Py_RETURN_NONE;
 }
 
-PyObject* watch_compiled_frames(PyObject* /*self*/, PyObject* on) {
-  plate::watch_compiled_frames(PyObject_IsTrue(on) == 1);
+PyObject* watch_compiled_frames(PyObject* /*self*/, PyObject* marks) {
+  if (marks != Py_None && !PyDict_Check(marks)) {
+    PyErr_SetString(PyExc_TypeError, "_watch_compiled_frames takes {code object: bool} or None");
+    return nullptr;
+  }
+  plate::watch_compiled_frames(marks == Py_None ? nullptr : marks);
   Py_RETURN_NONE;
 }
 
@@ -213,7 +217,7 @@ PyMethodDef kMethods[] = {
     {"_reset_host_ops", reset_host_ops, METH_NOARGS, nullptr},
     {"_run_on_host", plate::run_on_host_py, METH_VARARGS, "Run an aten op through the CPU fallback (counted)."},
     {"_count_host_op", count_host_op, METH_O, "Count a host op that a Python-registered plate kernel ran."},
-    {"_watch_compiled_frames", watch_compiled_frames, METH_O, "Count host ops of compiled functions' eager code."},
+    {"_watch_compiled_frames", watch_compiled_frames, METH_O, "Count compiled functions' host ops: {code: bool}."},
     {"_compiled_frame_host_ops", compiled_frame_host_ops, METH_NOARGS, "{name: count} of those ops."},
     {"_reset_compiled_frame_host_ops", reset_compiled_frame_host_ops, METH_NOARGS, nullptr},
     {"_enter_host_op_scope", enter_host_op_scope, METH_NOARGS, "Open a host-op scope of this thread; its depth."},

@@ -38,9 +38,13 @@ constexpr c10::DeviceType kPlate = c10::DeviceType::PrivateUse1;
 void set_runtime(PyObject* runtime);
 // After interpreter shutdown begins nothing calls Python any more (frees become no-ops).
 void stop_runtime();
-// Is this thread running a function torch.compile wraps (Dynamo's frame hook is set), outside its compiled
-// graphs (Dynamo switches the hook off inside them)? Takes the GIL; false once Python is unusable.
+// Is this thread running a function torch.compile wraps? The innermost frame of this thread's Python stack
+// whose code object is marked answers (set_compiled_frame_marks: the wrapper torch.compile returns, true;
+// Dynamo's and AOTAutograd's compilers, false); no marked frame, false. Takes the GIL; false once Python is
+// unusable.
 bool in_compiled_frame();
+// marks: {code object: answer} (a dict; null forgets them). Call with the GIL held.
+void set_compiled_frame_marks(PyObject* marks);
 
 void* runtime_alloc(size_t nbytes, c10::DeviceIndex device);  // throws c10::OutOfMemoryError on OOM
 void runtime_free(void* ptr, c10::DeviceIndex device) noexcept;
@@ -110,9 +114,10 @@ HostOpCounts host_op_counts();
 void reset_host_op_counts();
 size_t enter_host_op_scope();  // returns the scope's depth, to hand to exit_host_op_scope
 HostOpCounts exit_host_op_scope(size_t depth);  // the ops this thread ran on the host since the enter
-// Host ops outside any scope while a compiled function's eager code ran (its graph breaks), kept apart
-// once watching is on (it takes the GIL per host op, so it is off until asked for).
-void watch_compiled_frames(bool on);
+// Host ops outside any scope while a compiled function ran (its graph breaks' eager code, the frames Dynamo
+// resumes, what they call), kept apart once watching is on: marks as set_compiled_frame_marks takes them,
+// null stops (it takes the GIL per host op, so it is off until asked for). Call with the GIL held.
+void watch_compiled_frames(PyObject* marks);
 HostOpCounts compiled_frame_host_op_counts();
 void reset_compiled_frame_host_op_counts();
 

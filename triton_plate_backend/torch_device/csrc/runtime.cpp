@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace plate {
 namespace {
@@ -17,6 +19,9 @@ namespace {
 PyObject* g_runtime = nullptr;  // strong reference, never released (lives as long as the process)
 // torch._C._dynamo.eval_frame.set_eval_frame (strong reference; null where torch has no Dynamo).
 PyObject* g_set_eval_frame = nullptr;
+// The code objects whose frame on this thread's stack answers in_compiled_frame(): (code, answer), strong
+// references, replaced only with the GIL held (watch_compiled_frames).
+std::vector<std::pair<PyObject*, bool>> g_frame_marks;
 std::atomic<bool> g_alive{false};
 std::atomic<bool> g_track_writes{false};
 std::atomic<int> g_device_count{-1};
@@ -149,12 +154,40 @@ void stop_runtime() {
   g_alive.store(false);
 }
 
+void set_compiled_frame_marks(PyObject* marks) {
+  for (auto& [code, answer] : g_frame_marks) {
+    Py_DECREF(code);
+  }
+  g_frame_marks.clear();
+  PyObject *code = nullptr, *answer = nullptr;
+  Py_ssize_t pos = 0;
+  while (marks != nullptr && PyDict_Check(marks) && PyDict_Next(marks, &pos, &code, &answer)) {
+    Py_INCREF(code);
+    g_frame_marks.emplace_back(code, PyObject_IsTrue(answer) == 1);
+  }
+}
+
 bool in_compiled_frame() {
-  if (!python_usable() || g_set_eval_frame == nullptr) {
+  if (!python_usable()) {
     return false;
   }
-  Gil gil;  // puts Dynamo's hook back on exit: what it swapped out is the answer
-  return gil.dynamo_callback != nullptr && gil.dynamo_callback != Py_None;
+  Gil gil;  // no Python code runs here: the walk compares code objects by identity
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed; null in a thread with no Python frame
+  Py_XINCREF(frame);
+  while (frame != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    Py_DECREF(code);  // the frame keeps it alive
+    for (const auto& [marked, answer] : g_frame_marks) {
+      if (marked == reinterpret_cast<PyObject*>(code)) {
+        Py_DECREF(frame);
+        return answer;
+      }
+    }
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+  }
+  return false;
 }
 
 void* runtime_alloc(size_t nbytes, c10::DeviceIndex device) {
