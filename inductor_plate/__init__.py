@@ -9,7 +9,8 @@ idempotent):
 - the DeviceOpOverrides (op_overrides), the modeled-time benchmarker (benchmarker),
 - the GEMM template configurations (templates), the plate lowerings of matrix products
   (gemm_lowering), the convolution decompositions (conv_gemm) and those of ops Inductor would call on
-  the host (extern_decomps), and the shims for what PyTorch hard-codes (shims).
+  the host (extern_decomps), and the shims for what PyTorch hard-codes (triton_plate_backend.shims, THE module
+  of runtime patches, given this package's answers: its DeviceInterface and policies).
 
 ``placement_summary()`` lists every buffer of the compiled graphs with its layout across the NUMA
 domains and the reason (placement.py, the graph-level placement pass).
@@ -35,6 +36,7 @@ from __future__ import annotations
 import threading
 
 import triton_plate_backend.torch_device  # noqa: F401  (registers torch.plate; import it first)
+from triton_plate_backend import shims
 from triton_plate_backend.torch_device import host_op_counter
 from triton_plate_backend.torch_device.compiler_hooks import register_inductor_backend
 
@@ -87,7 +89,7 @@ def register() -> None:
             extern_decomps,
             fallback,
             gemm_lowering,
-            shims,
+            policy,
             templates,
         )
         from .device_interface import PlateInterface
@@ -112,7 +114,13 @@ def register() -> None:
         trace_rules.add("triton_plate_backend")
         host_op_counter.watch_compiled_frames(True)  # host ops at graph breaks count too (fallback_counter.py)
         benchmarker.register()
-        shims.apply()
+        shims.apply(
+            shims.Integration(
+                device_interface=PlateInterface,
+                use_gemm_templates=policy.use_gemm_templates,
+                use_layout_optimization=policy.use_conv_layout_optimization,
+            )
+        )
         templates.register()
         gemm_lowering.register()
         conv_gemm.register()

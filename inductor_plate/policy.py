@@ -157,6 +157,11 @@ def use_gemm_templates() -> bool:
     return gemm_mode() != "never"
 
 
+def use_conv_layout_optimization() -> bool:
+    """May a graph with a convolution on plate turn channels-last (Inductor's layout optimization)?"""
+    return bool(config.conv_layout_optimization)
+
+
 def learned_eager_ops() -> frozenset[str]:
     """aten ops learned from kernels that failed to compile in this process (fallback.py learns them)."""
     return frozenset(_learned)

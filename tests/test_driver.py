@@ -11,6 +11,7 @@ import triton.language as tl
 from triton.backends.compiler import GPUTarget
 
 from triton_plate_backend import driver as plate_driver
+from triton_plate_backend import shims
 from triton_plate_backend.compiler import PlateBackend
 from triton_plate_backend.driver import PlateDriver, do_bench_modeled
 from triton_plate_backend.errors import PlateError
@@ -195,11 +196,12 @@ def test_tritons_do_bench_measures_modeled_time(mini, active):
 
 
 def test_do_bench_hands_its_loop_to_the_benchmarker(mini, active, monkeypatch):
-    """Building plate's driver installs the do_bench patch (driver.install_do_bench): a library's direct
+    """Building plate's driver installs the do_bench patch (shims, its "driver" group): a library's direct
     do_bench(fn, rep=100) times a few runs on the modeled clock instead of filling 100 modeled ms."""
     active.get_benchmarker()  # the driver is built
     assert getattr(triton.testing.do_bench, "_plate_shim", False)
-    assert plate_driver.install_do_bench() is False  # idempotent
+    assert shims._do_bench_on_modeled_clock() is False  # idempotent
+    assert shims.STATUS["triton.testing.do_bench asks a modeled-clock driver"] == "applied"
     runs = []
     fn = _advance(mini, 2000)
     ms = triton.testing.do_bench(lambda: (runs.append(1), fn()), warmup=25, rep=100)

@@ -1,4 +1,4 @@
-"""torch.nn.attention.flex_attention on plate tensors (compiler_hooks.install_flex_attention_device_check):
+"""torch.nn.attention.flex_attention on plate tensors (shims._flex_attention_device_check):
 PyTorch 2.13 refuses every device outside {cuda, cpu, xpu, hpu, mps} before anything runs. Eager (the math
 reference Dynamo traces) and compiled (Inductor's flex templates as plate Triton kernels), forward and
 backward, against a float64 CPU reference, with nothing on the host."""

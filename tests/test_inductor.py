@@ -22,12 +22,13 @@ from torch._inductor.utils import run_and_get_code
 from torch._subclasses import FakeTensorMode
 
 import inductor_plate
-from inductor_plate import benchmarker, config, fallback, heuristics, policy, shims, templates
+from inductor_plate import benchmarker, config, fallback, heuristics, policy, templates
 from inductor_plate.device_interface import PlateInterface
 from inductor_plate.op_overrides import PlateDeviceOpOverrides
 from inductor_plate.scheduling import PlateScheduling
 from inductor_plate.wrapper import PlateWrapperCodegen
 from triton_plate_backend import compiler as plate_compiler
+from triton_plate_backend import shims
 from triton_plate_backend.driver import PLATE_ARCH, PlateDriver
 from triton_plate_backend.errors import CompileError
 from triton_plate_backend.torch_device import compiler_hooks
@@ -192,6 +193,8 @@ def test_shims_applied_and_named():
     for shim in shims.SHIMS:
         assert re.fullmatch(r"patches/(pytorch|triton)/[a-z0-9-]+\.patch", shim.patch), shim.patch
         assert os.path.exists(os.path.join(REPO, shim.patch)), shim.patch
+        assert shim.when in shims.WHEN, shim.when
+    assert shims.install("inductor") == {s.name: status[s.name] for s in shims.SHIMS if s.when == "inductor"}
     from torch._inductor import utils
 
     assert "plate" in utils.GPU_TYPES and utils.is_gpu("plate")

@@ -9,9 +9,9 @@ of ``get_device_interface()`` read it, so ``triton.testing.do_bench`` measures m
 benchmarker of ``get_benchmarker()`` (what ``@triton.autotune`` uses) does too, with a few
 repetitions instead of a time budget, because modeled time does not jitter and a simulated launch
 costs real milliseconds (``do_bench`` would repeat a 2 µs kernel 50000 times to fill 100 ms).
-``PlateDriver.modeled_clock`` says so: with patches/triton/do-bench-modeled-clock-driver.patch (or
-``install_do_bench``, its runtime shim, installed when the driver is built) ``do_bench`` itself hands its
-loop to that benchmarker.
+``PlateDriver.modeled_clock`` says so: with patches/triton/do-bench-modeled-clock-driver.patch (or its
+runtime shim in shims.py, installed when the driver is built) ``do_bench`` itself hands its loop to that
+benchmarker.
 """
 
 from __future__ import annotations
@@ -275,7 +275,9 @@ class PlateDriver(DriverBase):
         from .cache_files import install  # imports triton.runtime: only once `import triton` is done
 
         install()
-        install_do_bench()
+        from . import shims
+
+        shims.install("driver")  # triton.testing.do_bench hands its loop to get_benchmarker()
 
     @staticmethod
     def is_active():
@@ -339,38 +341,3 @@ class PlateDriver(DriverBase):
 
     def clear_cache(self, cache):
         return None
-
-
-# ---- triton.testing.do_bench on the modeled clock -----------------------------------------------------
-def install_do_bench() -> bool:
-    """THE runtime patch of Triton's ``triton.testing.do_bench`` (removed by
-    patches/triton/do-bench-modeled-clock-driver.patch): with plate's driver active, it hands its loop to
-    ``get_benchmarker()``. do_bench repeats a kernel until ``rep`` ms of device time are filled; on the
-    modeled clock a 2 us kernel would be simulated ~10000 times for rep=20. Libraries call it directly
-    (FlagGems' and Liger-Kernel's tuners, ``@triton.autotune(warmup=, rep=)``): they look it up in
-    triton.testing at each call, so rebinding it there reaches them. Installed when plate's driver is
-    built (Triton builds the active driver only); a driver other than plate's keeps the original loop.
-    Returns True when it patched now; False when already done or Triton has the patch."""
-    import inspect
-
-    import triton.testing
-
-    original = triton.testing.do_bench
-    if getattr(original, "_plate_shim", False) or "modeled_clock" in inspect.getsource(original):
-        return False
-
-    def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
-        from triton import runtime
-
-        active = runtime.driver.active
-        if getattr(active, "modeled_clock", False):
-            bench = active.get_benchmarker()
-            return bench(
-                fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none, quantiles=quantiles, return_mode=return_mode
-            )
-        return original(fn, warmup, rep, grad_to_none, quantiles, return_mode)
-
-    do_bench._plate_shim = True
-    do_bench.__wrapped__ = original
-    triton.testing.do_bench = do_bench
-    return True

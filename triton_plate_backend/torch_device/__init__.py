@@ -20,6 +20,7 @@ import sys
 
 import torch
 
+from .. import shims
 from . import _registration, accumulation, compiler_hooks, memory, rng
 from .devices import (
     PlateDeviceProperties,
@@ -168,6 +169,5 @@ def _autoload() -> None:
 _extension = _registration.load_extension()
 if _extension is not None:
     _registration.register(sys.modules[__name__], memory, _extension)
-    compiler_hooks.install_device_interface_discovery()  # Dynamo's device registry asks torch.plate too
-    compiler_hooks.install_flex_attention_device_check()  # flex_attention takes plate tensors
+    shims.install("device")  # Dynamo's device registry asks torch.plate too; flex_attention takes plate tensors
     accumulation.register()  # eager fp16/bf16 reductions, norms, softmax and matmuls accumulate as on CUDA

@@ -1,0 +1,618 @@
+"""THE module of runtime patches to PyTorch (every place where PyTorch 2.13 hard-codes cuda/xpu) and to
+Triton (where Triton assumes a device clock that runs at device speed). No other module of plate patches
+either library.
+
+Each shim names the upstream patch (in patches/pytorch/ or patches/triton/) that makes it unnecessary, and
+checks first whether the running library already has that patch's behaviour: then it changes nothing.
+Nothing here enters Inductor's FX-graph cache key, so no shim may change generated code by itself; the
+decisions behind them read the Inductor integration's config (which is in the key).
+
+Shims are installed in three groups, ``Shim.when``, by whoever is there first to need them:
+
+- ``"device"``: when the torch device registers (torch_device, at torch's autoload), since eager code or a
+  fresh process (Inductor's autotuning subprocess) can ask before the Inductor integration is imported;
+  their modules are patched when they are imported (an import finder), since importing them costs a second;
+- ``"driver"``: when plate's Triton driver is built (Triton builds the active driver only);
+- ``"inductor"``: when the Inductor integration registers (``apply(Integration(...))``); the shims that need
+  its answers (its DeviceInterface, its GEMM-template and layout policies) take them from the
+  ``Integration`` it hands over, since this floor never imports it.
+
+``apply()`` installs every group (idempotent); ``STATUS`` says, per shim, "applied" or "not needed".
+
+Not shims: entries the Inductor integration adds to Inductor's own registries (lowerings, decompositions,
+``register_backend_for_device``, ``register_benchmarker``: the extension points Inductor offers), a Triton
+knob set through ``triton.knobs`` (cache_files.py), and the fuzzer's reference runs of Triton's interpreter
+(fuzz/interpreter_patches.py, fuzz/runner.py), which patch the interpreter inside a ``with`` block and undo
+it on exit.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import threading
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .errors import PlateError
+
+BACKEND = "plate"
+WHEN = ("device", "driver", "inductor")
+
+
+@dataclass(frozen=True)
+class Shim:
+    name: str
+    patch: str  # the file under patches/ whose upstream merge removes this shim
+    apply: Callable[[], bool]  # True: patched now (or on import); False: the library already behaves so
+    when: str  # one of WHEN: who installs it
+
+
+@dataclass(frozen=True)
+class Integration:
+    """What the Inductor integration hands the shims that ask it, when it registers."""
+
+    device_interface: type  # its torch._dynamo DeviceInterface
+    use_gemm_templates: Callable[[], bool]  # is_big_gpu's answer for plate
+    use_layout_optimization: Callable[[], bool]  # channels-last convolutions on plate
+
+
+_integration: Integration | None = None
+
+
+def integration() -> Integration:
+    if _integration is None:
+        raise PlateError(
+            "the Inductor shims need the integration's answers: import plate's Inductor integration first "
+            "(it calls shims.apply(shims.Integration(...)) when it registers)"
+        )
+    return _integration
+
+
+# ---- patching a module now or when it is imported -------------------------------------------------------
+def _patch_now_or_on_import(fullname: str, patch) -> bool:
+    """Run ``patch(module)`` on the module ``fullname`` now if it is imported, else once its code has run
+    (an import finder). True: patched now, or will be on import; False: ``patch`` found nothing to do."""
+    module = sys.modules.get(fullname)
+    if module is not None:
+        return patch(module)
+    if not any(isinstance(finder, _PatchOnImport) and finder.fullname == fullname for finder in sys.meta_path):
+        sys.meta_path.insert(0, _PatchOnImport(fullname, patch))
+    return True
+
+
+class _PatchOnImport:
+    """Finds nothing itself: for ``fullname`` it takes the spec the other finders give and patches the
+    module once its code has run; then it leaves sys.meta_path."""
+
+    def __init__(self, fullname: str, patch) -> None:
+        self.fullname = fullname
+        self.patch = patch
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.fullname:
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find_spec = getattr(finder, "find_spec", None)
+            spec = find_spec(fullname, path, target) if find_spec is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        exec_module = spec.loader.exec_module
+        patch = self.patch
+
+        def exec_then_patch(module):
+            exec_module(module)
+            patch(module)
+
+        spec.loader.exec_module = exec_then_patch  # this module's own loader object
+        return spec
+
+
+# ---- get_interface_for_device: the PrivateUse1 device answers ("device") --------------------------------
+DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
+
+
+def _device_interface_discovery() -> bool:
+    """Dynamo's device registry asks nothing of the PrivateUse1 device: a fresh process whose first question
+    is ``get_interface_for_device("plate")`` (Inductor's autotuning subprocess) would raise
+    NotImplementedError. Patched, asked about the PrivateUse1 device while it has no interface registered, it
+    registers the ``DeviceInterface`` torch.plate answers (torch_device's compiler hook, which imports the
+    integration). torch._dynamo is not imported when the device registers: patched on import."""
+    return _patch_now_or_on_import(DEVICE_INTERFACE_MODULE, _patch_get_interface_for_device)
+
+
+def _patch_get_interface_for_device(module) -> bool:
+    """get_interface_for_device is imported by name into many modules: no rebinding reaches them all, so
+    the shared function object's code is swapped for "the built-in answer, or else the PrivateUse1
+    device's" (the same shape as the has_triton shim)."""
+    original = module.get_interface_for_device
+    namespace = module.__dict__
+    if "_plate_builtin_get_interface_for_device" in namespace or _asks_privateuse1(original):
+        return False
+    namespace["_plate_builtin_get_interface_for_device"] = types.FunctionType(
+        original.__code__, namespace, "get_interface_for_device_builtin", original.__defaults__, original.__closure__
+    )
+    namespace["_plate_register_privateuse1_interface"] = _register_privateuse1_interface
+    original.__code__ = _get_interface_for_device_or_privateuse1.__code__
+    return True
+
+
+def _asks_privateuse1(function) -> bool:
+    """Whether PyTorch's own function already asks the PrivateUse1 device (a PyTorch with the patch); a
+    function whose source is not on disk (a build without .py files) is taken not to."""
+    try:
+        return "privateuse1" in inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+
+
+def _get_interface_for_device_or_privateuse1(device):  # its code replaces the original's: runs in its module
+    try:
+        return _plate_builtin_get_interface_for_device(device)  # noqa: F821
+    except NotImplementedError:
+        if not _plate_register_privateuse1_interface(device):  # noqa: F821
+            raise
+    return _plate_builtin_get_interface_for_device(device)  # noqa: F821
+
+
+def _register_privateuse1_interface(device) -> bool:
+    """What device-interface-privateuse1.patch adds: an unregistered name of the PrivateUse1 device
+    ("plate", "plate:0") gets the interface its device module answers. False: not that device, or no answer."""
+    import torch
+
+    key = device.type if isinstance(device, torch.device) else str(device)
+    name = torch._C._get_privateuse1_backend_name()
+    if key.partition(":")[0] != name:
+        return False
+    interface = getattr(getattr(torch, name, None), "DeviceInterface", None)  # loads the integration
+    if interface is None:
+        return False
+    module = sys.modules[DEVICE_INTERFACE_MODULE]
+    if key not in module.device_interfaces:
+        module.register_interface_for_device(key, interface)
+    return True
+
+
+# ---- flex_attention: the device check ("device") --------------------------------------------------------
+FLEX_ATTENTION_MODULE = "torch.nn.attention.flex_attention"
+
+
+def _flex_attention_device_check() -> bool:
+    """``torch.nn.attention.flex_attention._validate_device`` refuses every device outside {cuda, cpu, xpu,
+    hpu, mps} before anything runs, though flex_attention's eager path (its math reference, traced by Dynamo)
+    and Inductor's flex templates (Triton kernels) need nothing of the device but its ops and its Triton. The
+    patched check lets the PrivateUse1 device's tensors through and asks the original about every other
+    device. Eager code can call flex_attention before the integration is imported, and the user imports it
+    later (importing it costs a second): patched on import."""
+    return _patch_now_or_on_import(FLEX_ATTENTION_MODULE, _patch_flex_attention_validate_device)
+
+
+def _patch_flex_attention_validate_device(module) -> bool:
+    """flex_attention looks ``_validate_device`` up in its module at each call (Dynamo too, when it traces the
+    call): rebinding the module's name reaches every caller."""
+    import torch
+
+    original = module._validate_device
+    name = torch._C._get_privateuse1_backend_name()  # a constant for Dynamo: fixed once the device registered
+    if getattr(original, "_plate_patch", False) or _flex_accepts(original, torch.device(name)):
+        return False
+
+    def _validate_device(query, key, value):
+        if query.device.type == name:
+            return None
+        return original(query, key, value)
+
+    _validate_device._plate_patch = True
+    _validate_device.__wrapped__ = original
+    module._validate_device = _validate_device
+    return True
+
+
+def _flex_accepts(validate_device, device) -> bool:
+    """Whether PyTorch's own check already lets tensors of ``device`` through (a PyTorch with the patch): asked
+    with stand-ins that carry only what the check reads."""
+    stand_in = types.SimpleNamespace(device=device, requires_grad=False, is_nested=False)
+    try:
+        validate_device(stand_in, stand_in, stand_in)
+    except (ValueError, NotImplementedError, AttributeError):
+        return False
+    return True
+
+
+# ---- triton.testing.do_bench on the modeled clock ("driver") ---------------------------------------------
+def _do_bench_on_modeled_clock() -> bool:
+    """With a driver whose ``modeled_clock`` is set (plate's) active, ``triton.testing.do_bench`` hands its
+    loop to that driver's ``get_benchmarker()``. do_bench repeats a kernel until ``rep`` ms of device time
+    are filled; on the modeled clock a 2 us kernel would be simulated ~10000 times for rep=20. Libraries call
+    it directly (FlagGems' and Liger-Kernel's tuners, ``@triton.autotune(warmup=, rep=)``): they look it up
+    in triton.testing at each call, so rebinding it there reaches them. Any other driver keeps the original
+    loop."""
+    import triton.testing
+
+    original = triton.testing.do_bench
+    if getattr(original, "_plate_shim", False) or "modeled_clock" in inspect.getsource(original):
+        return False
+
+    def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
+        from triton import runtime
+
+        active = runtime.driver.active
+        if getattr(active, "modeled_clock", False):
+            bench = active.get_benchmarker()
+            return bench(
+                fn, warmup=warmup, rep=rep, grad_to_none=grad_to_none, quantiles=quantiles, return_mode=return_mode
+            )
+        return original(fn, warmup, rep, grad_to_none, quantiles, return_mode)
+
+    do_bench._plate_shim = True
+    do_bench.__wrapped__ = original
+    triton.testing.do_bench = do_bench
+    return True
+
+
+# ---- GPU_TYPES: Inductor's list of GPU-like devices ("inductor") ---------------------------------------
+def _register_gpu_type() -> bool:
+    """Device guards, divisibility hints, GEMM templates: Inductor gives GPU treatment only to
+    torch._inductor.utils.GPU_TYPES. Every user imports the same list object: append to it."""
+    from torch._inductor import utils
+
+    register = getattr(utils, "register_gpu_type", None)
+    if register is not None:  # the patch is in: use its API
+        register(BACKEND)
+        return False
+    if BACKEND not in utils.GPU_TYPES:
+        utils.GPU_TYPES.append(BACKEND)
+        utils.get_gpu_type.cache_clear()
+    return True
+
+
+# ---- has_triton: whether any device can run Triton ("inductor") -----------------------------------------
+def _privateuse1_has_triton() -> bool:
+    """What has-triton-privateuse1.patch adds: the PrivateUse1 device's interface answers."""
+    import torch
+    from torch._dynamo.device_interface import get_registered_device_interfaces
+    from torch.utils._triton import has_triton_package
+
+    name = torch._C._get_privateuse1_backend_name()
+    interface = dict(get_registered_device_interfaces()).get(name)
+    return has_triton_package() and interface is not None and interface.is_available() and interface.is_triton_capable()
+
+
+def _has_triton_with_privateuse1() -> bool:  # its code replaces has_triton's: runs with that module's globals
+    return _plate_builtin_has_triton() or _plate_privateuse1_has_triton()  # noqa: F821
+
+
+def _has_triton() -> bool:
+    """has_triton() is cached and imported by name into a dozen modules (the scheduler refuses to
+    create a Triton backend without it, Dynamo treats @triton.jit kernels as opaque): no rebinding
+    reaches them all, so the shared function object's code is swapped for "builtin answer, or the
+    PrivateUse1 device's interface says it is Triton-capable", and its cache cleared."""
+    from torch.utils import _triton as triton_utils
+
+    cached = triton_utils.has_triton
+    cached.cache_clear()
+    if cached():  # a GPU, or the patch is in (it asks the PrivateUse1 interface, registered by now)
+        cached.cache_clear()
+        return False
+    original = cached.__wrapped__
+    namespace = original.__globals__
+    namespace["_plate_builtin_has_triton"] = types.FunctionType(
+        original.__code__, namespace, "has_triton_builtin", original.__defaults__, original.__closure__
+    )
+    namespace["_plate_privateuse1_has_triton"] = _privateuse1_has_triton
+    original.__code__ = _has_triton_with_privateuse1.__code__
+    cached.cache_clear()
+    return True
+
+
+# ---- is_big_gpu: "enough SMs" for the GEMM templates ("inductor") ----------------------------------------
+def _plate_is_big_gpu(device=None) -> bool:
+    """The integration's DeviceInterface.is_big_gpu, the question is-big-gpu-device-interface.patch asks the
+    device: the integration's GEMM-template policy."""
+    return integration().use_gemm_templates()
+
+
+def _is_big_gpu() -> bool:
+    """Inductor offers its Triton GEMM templates only on devices with >= 68 SMs (16 on xpu).
+    PLATE has 32 cores on plate1 (8 on plate-mini), each with a matrix unit: templates are the way
+    to run a GEMM on it. Rather than inflate multi_processor_count (Inductor sizes grids with it),
+    plate answers by the integration's GEMM-template policy."""
+    import torch
+    from torch._dynamo.device_interface import DeviceInterface
+    from torch._inductor import utils
+
+    interface = integration().device_interface
+    if hasattr(DeviceInterface, "is_big_gpu"):  # the patch is in: is_big_gpu() asks the device's interface
+        if "is_big_gpu" not in vars(interface):
+            interface.is_big_gpu = staticmethod(_plate_is_big_gpu)
+        return False
+    original = utils.is_big_gpu
+    if getattr(original, "_plate_shim", False):
+        return False
+
+    def is_big_gpu(index_or_device: int | torch.device = 0) -> bool:
+        device = index_or_device
+        if not isinstance(device, torch.device):
+            device = torch.device(utils.get_gpu_type(), index_or_device)
+        if device.type == BACKEND:
+            return _plate_is_big_gpu(device)
+        return original(index_or_device)
+
+    is_big_gpu._plate_shim = True
+    is_big_gpu.__wrapped__ = original
+    utils.is_big_gpu = is_big_gpu
+    return True
+
+
+# ---- SkipFrame through the FX-graph-cache bypass path ("inductor") --------------------------------------
+def _skip_frame_on_cache_bypass() -> bool:
+    """A backend asks Dynamo to run a frame eagerly by raising SkipFrame (plate does when a kernel
+    cannot compile: the integration's fallback pass). compile_fx re-raises SkipFrame on the cache-hit/miss paths but
+    wraps it in InductorError on the cache-bypass path (caches off, or an uncacheable graph), which
+    turns the fallback into a crash: unwrap it there. _compile_fx_inner is looked up by name at each
+    call (compile_fx_inner -> wrap_compiler_debug(_compile_fx_inner)), so rebinding it reaches it."""
+    from torch._dynamo.exc import SkipFrame
+    from torch._inductor import compile_fx
+    from torch._inductor.exc import InductorError
+
+    original = compile_fx._compile_fx_inner
+    if getattr(original, "_plate_shim", False) or _bypass_reraises_skip_frame(original):
+        return False
+
+    def _compile_fx_inner(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        except InductorError as error:
+            if isinstance(error.inner_exception, SkipFrame):
+                raise error.inner_exception from None
+            raise
+
+    _compile_fx_inner._plate_shim = True
+    _compile_fx_inner.__wrapped__ = original
+    compile_fx._compile_fx_inner = _compile_fx_inner
+    return True
+
+
+def _bypass_reraises_skip_frame(compile_fx_inner) -> bool:
+    """Whether inductor-cache-bypass-reraises-skipframe.patch is in: the cache-bypass branch of
+    _compile_fx_inner (between its "bypass" and "miss" cache states) re-raises SkipFrame. Read from
+    the source: running the function to find out would compile a graph. Unreadable: apply the shim
+    (it only unwraps InductorError(SkipFrame), harmless if the patch is in)."""
+    try:
+        source = inspect.getsource(inspect.unwrap(compile_fx_inner))
+    except (OSError, TypeError):
+        return False
+    _, found, rest = source.partition('== "bypass"')
+    bypass_branch = rest.partition('== "miss"')[0]
+    return bool(found) and "SkipFrame" in bypass_branch
+
+
+# ---- layout optimization: channels-last convolutions ("inductor") ---------------------------------------
+def _conv_layout_per_device() -> bool:
+    """Inductor turns convolutions channels-last on every GPU-like device (layout optimization).
+    Convolutions that reach Inductor on plate (the integration's conv_as_gemm off: it rewrites them
+    otherwise) are extern kernels on the host, so the layout buys nothing, and the host kernel's output
+    strides can differ from what the fake kernel predicted for the plate device. A graph with a convolution
+    on plate keeps Inductor's decision only when the integration says so (its config's
+    conv_layout_optimization, which is in the FX-graph cache key)."""
+    from torch._dynamo.device_interface import DeviceInterface
+    from torch._inductor.graph import GraphLowering
+
+    interface = integration().device_interface
+    if hasattr(DeviceInterface, "use_layout_optimization"):  # the patch is in: it asks the device's interface
+        if "use_layout_optimization" not in vars(interface):
+            interface.use_layout_optimization = staticmethod(_plate_use_layout_optimization)
+        return False
+    original = GraphLowering.decide_layout_opt
+    if getattr(original, "_plate_shim", False):
+        return False
+
+    def decide_layout_opt(gm, *, is_inference: bool) -> bool:
+        if not _plate_use_layout_optimization() and _has_plate_convolution(gm):
+            return False
+        return original(gm, is_inference=is_inference)
+
+    decide_layout_opt._plate_shim = True
+    decide_layout_opt.__wrapped__ = original
+    GraphLowering.decide_layout_opt = staticmethod(decide_layout_opt)
+    return True
+
+
+def _plate_use_layout_optimization(device=None) -> bool:
+    """DeviceInterface.use_layout_optimization, the question layout-opt-per-device.patch asks the device."""
+    return integration().use_layout_optimization()
+
+
+def _has_plate_convolution(gm) -> bool:
+    import torch
+
+    for node in gm.graph.nodes:
+        if node.target is torch.ops.aten.convolution.default:
+            val = node.meta.get("val")
+            if getattr(getattr(val, "device", None), "type", None) == BACKEND:
+                return True
+    return False
+
+
+# ---- host-side TMA: tensor descriptors built by the host ("inductor") -----------------------------------
+def _plate_supports_tma(device=None) -> bool:
+    """DeviceInterface.supports_tma, the question device-supports-tma-interface.patch asks the device:
+    plate's launcher takes triton.tools.tensor_descriptor.TensorDescriptor arguments (the kernel
+    reads the descriptor's base, shape and strides), so user kernels with host TMA run on it."""
+    return integration().device_interface.is_available()
+
+
+def _device_supports_tma() -> bool:
+    """torch.utils._triton._device_supports_tma() accepts only CUDA sm90+: host-side TMA (user
+    Triton kernels taking TensorDescriptor arguments inside torch.compile, and the tests of it)
+    is refused on every other device. has_triton_tensor_descriptor_host_tma() and friends look the
+    function up by name in their module at each (cached) call, so rebinding it there and clearing
+    their caches reaches them all."""
+    from torch._dynamo.device_interface import DeviceInterface
+    from torch.utils import _triton as triton_utils
+
+    interface = integration().device_interface
+    if hasattr(DeviceInterface, "supports_tma"):  # the patch is in: it asks the PrivateUse1 device's interface
+        if "supports_tma" not in vars(interface):
+            interface.supports_tma = staticmethod(_plate_supports_tma)
+        return False
+    original = triton_utils._device_supports_tma
+    if getattr(original, "_plate_shim", False):
+        return False
+
+    def device_supports_tma() -> bool:
+        return original() or _plate_supports_tma()
+
+    device_supports_tma._plate_shim = True
+    device_supports_tma.__wrapped__ = original
+    triton_utils._device_supports_tma = device_supports_tma
+    for name in ("has_triton_tensor_descriptor_host_tma", "has_triton_experimental_host_tma", "has_triton_tma"):
+        getattr(triton_utils, name).cache_clear()
+    return True
+
+
+# ---- flex decoding: the SM count of the query's device ("inductor") ------------------------------------
+def _plate_split_kv(batch: int, kv_heads: int, device) -> int:
+    """flex_decoding's SPLIT_KV rule (two splits per SM over the batch-heads) with the SM count of the
+    device the query lives on, which flex-decoding-split-k-device.patch passes to get_split_k."""
+    from torch._dynamo.device_interface import get_interface_for_device
+
+    cores = get_interface_for_device(device).Worker.get_device_properties(device).multi_processor_count
+    return max(cores // max(batch * kv_heads, 1) * 2, 1)
+
+
+def _flex_decoding_split_k_per_device() -> bool:
+    """Inductor's flex decoding (flex_attention with a short query) sizes its KV split with
+    get_split_k, which reads torch.cuda's SM count unless XPU is there: on plate without CUDA the
+    lowering raises "Torch not compiled with CUDA enabled". get_split_k is given no device, so its
+    caller (create_flex_decoding_kernel, looked up by name in its module and in flex_attention's at
+    each call) is wrapped to note the query's device for the duration of the lowering; get_split_k
+    answers for a plate query with plate's core count and asks the original otherwise."""
+    from torch._inductor.kernel.flex import flex_attention as flex_lowering
+    from torch._inductor.kernel.flex import flex_decoding
+
+    original_split_k = flex_decoding.get_split_k
+    if getattr(original_split_k, "_plate_shim", False):
+        return False
+    if "device" in inspect.signature(original_split_k).parameters:  # the patch is in: it asks the device
+        return False
+    original_create = flex_decoding.create_flex_decoding_kernel
+    lowering = threading.local()
+
+    def create_flex_decoding_kernel(*args, **kwargs):
+        previous = getattr(lowering, "device", None)
+        lowering.device = args[0].get_device()  # the query
+        try:
+            return original_create(*args, **kwargs)
+        finally:
+            lowering.device = previous
+
+    def get_split_k(B, H, Mk):  # noqa: N803 (flex_decoding's names)
+        device = getattr(lowering, "device", None)
+        if device is not None and device.type == BACKEND:
+            return _plate_split_kv(B, H, device)
+        return original_split_k(B, H, Mk)
+
+    for function, original in ((create_flex_decoding_kernel, original_create), (get_split_k, original_split_k)):
+        function._plate_shim = True
+        function.__wrapped__ = original
+    flex_decoding.get_split_k = get_split_k
+    flex_decoding.create_flex_decoding_kernel = create_flex_decoding_kernel
+    if flex_lowering.create_flex_decoding_kernel is original_create:
+        flex_lowering.create_flex_decoding_kernel = create_flex_decoding_kernel
+    return True
+
+
+SHIMS: tuple[Shim, ...] = (
+    Shim(
+        "get_interface_for_device asks the PrivateUse1 device",
+        "patches/pytorch/device-interface-privateuse1.patch",
+        _device_interface_discovery,
+        "device",
+    ),
+    Shim(
+        "flex_attention accepts the PrivateUse1 device",
+        "patches/pytorch/flex-attention-privateuse1.patch",
+        _flex_attention_device_check,
+        "device",
+    ),
+    Shim(
+        "triton.testing.do_bench asks a modeled-clock driver",
+        "patches/triton/do-bench-modeled-clock-driver.patch",
+        _do_bench_on_modeled_clock,
+        "driver",
+    ),
+    Shim("GPU_TYPES includes plate", "patches/pytorch/register-gpu-type.patch", _register_gpu_type, "inductor"),
+    Shim(
+        "has_triton() asks the PrivateUse1 device",
+        "patches/pytorch/has-triton-privateuse1.patch",
+        _has_triton,
+        "inductor",
+    ),
+    Shim(
+        "is_big_gpu() asks the device's policy",
+        "patches/pytorch/is-big-gpu-device-interface.patch",
+        _is_big_gpu,
+        "inductor",
+    ),
+    Shim(
+        "layout optimization asks the device",
+        "patches/pytorch/layout-opt-per-device.patch",
+        _conv_layout_per_device,
+        "inductor",
+    ),
+    Shim(
+        "SkipFrame passes the FX-cache bypass path",
+        "patches/pytorch/inductor-cache-bypass-reraises-skipframe.patch",
+        _skip_frame_on_cache_bypass,
+        "inductor",
+    ),
+    Shim(
+        "host-side TMA asks the device",
+        "patches/pytorch/device-supports-tma-interface.patch",
+        _device_supports_tma,
+        "inductor",
+    ),
+    Shim(
+        "flex decoding's KV split asks the query's device",
+        "patches/pytorch/flex-decoding-split-k-device.patch",
+        _flex_decoding_split_k_per_device,
+        "inductor",
+    ),
+)
+
+STATUS: dict[str, str] = {}
+_lock = threading.RLock()
+
+
+def install(when: str) -> dict[str, str]:
+    """Apply every shim of the group ``when`` (one of WHEN) not applied yet; returns STATUS of the group.
+    The "inductor" group needs the integration registered first (``apply``)."""
+    if when not in WHEN:
+        raise PlateError(f"shims.install({when!r}): the groups are {', '.join(WHEN)}")
+    with _lock:
+        for shim in SHIMS:
+            if shim.when == when and shim.name not in STATUS:
+                STATUS[shim.name] = "applied" if shim.apply() else "not needed"
+        return {shim.name: STATUS[shim.name] for shim in SHIMS if shim.when == when}
+
+
+def apply(answers: Integration | None = None) -> dict[str, str]:
+    """Register the Inductor integration's ``answers`` (once given, kept) and apply every shim not applied
+    yet; returns {shim name: "applied" | "not needed"}."""
+    global _integration
+    with _lock:
+        if answers is not None:
+            _integration = answers
+        for when in WHEN:
+            install(when)
+        return dict(STATUS)
+
+
+def describe() -> str:
+    return "\n".join(f"{s.name}: {STATUS.get(s.name, 'pending')} (removed by {s.patch})" for s in SHIMS)
