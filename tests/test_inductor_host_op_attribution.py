@@ -166,3 +166,20 @@ def test_host_ops_a_compile_runs_do_not_count():
     assert host_ops.pop("aten.geqrf") >= 2  # the two graphs' compiles ran it
     assert host_ops["aten._unique"] == 1  # and the run its own (the backend runs the graphs' ops eagerly)
     assert inductor_plate.host_fallbacks() == {"eager op " + op: n for op, n in host_ops.items()}
+
+
+class UniqueAtABreak(torch.nn.Module):
+    def forward(self, x):
+        return unique_on_host((x.sin() * 100).abs()).float().sum() + 1
+
+
+@pytest.mark.parametrize("how", ["torch.compile(module)", "module.compile()"])
+def test_a_compiled_module_counts_as_a_compiled_function(how):
+    module = UniqueAtABreak()
+    if how == "module.compile()":
+        module.compile()
+    else:
+        module = torch.compile(module)
+    _, fallbacks, host_ops = counted(module, plate_randn(16))
+    assert host_ops == {"aten._unique": 1}
+    assert fallbacks == {"eager op aten._unique": 1}
