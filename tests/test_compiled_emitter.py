@@ -1,5 +1,6 @@
-"""The emitter's `emit` and `rematerialised` compiled in passes/_emit (passes/csrc/emit.cpp, built by setup.py)
-against their Python reference (the `Emitter` methods, which run with ``Emitter.compiled = False``). On every
+"""The emitter's `emit`, `rematerialised` and `li` and `dma_operands.materialize` compiled in passes/_emit
+(passes/csrc/emit.cpp, built by setup.py) against their Python reference (the `Emitter` methods, which run with
+``Emitter.compiled = False``, and `dma_operands.materialize_py`). On every
 corpus kernel, on two machines: the same emitted code (every lowering attempt codegen makes, before licm: the
 same instructions with the same fields in the same order, registers, tokens and buffers numbered by first use),
 the same shared registers, the same finished Program; the compiled methods are the ones that ran. By hand: the
@@ -17,7 +18,7 @@ import ttir_fixtures
 from triton_plate_backend.errors import CompileError
 from triton_plate_backend.isa.program import Program
 from triton_plate_backend.machine import get_machine
-from triton_plate_backend.passes import codegen, emitter
+from triton_plate_backend.passes import codegen, dma_operands, emitter, prefetch, rules_access
 from triton_plate_backend.passes.emitter import Buffer, Emitter, Imm, Label, Token, View, VReg, whole
 from triton_plate_backend.passes.pipeline import run_pipeline
 from triton_plate_backend.ttir.parser import parse
@@ -62,13 +63,16 @@ def lowerings(kernel: str, machine: str, compiled: bool, monkeypatch) -> list:
 
     def spy(em, *args, **kwargs):
         canon = Canon()
-        assert ("emit" in vars(em)) == compiled and ("rematerialised" in vars(em)) == compiled
+        assert all((name in vars(em)) == compiled for name in ("emit", "rematerialised", "li"))
         code = [canon.inst(i) for i in em.code]
         seen.append((code, sorted(canon(r) for r in em.shared)))
         return finalize(em, *args, **kwargs)
 
     with monkeypatch.context() as m:
         m.setattr(Emitter, "compiled", compiled)
+        if not compiled:
+            for module in (dma_operands, prefetch, rules_access):
+                m.setattr(module, "materialize", dma_operands.materialize_py)
         m.setattr(codegen, "_finalize", spy)
         try:
             program = run_pipeline(parse(ttir_fixtures.fixture_text(kernel), kernel), None, get_machine(machine))[1]
@@ -132,6 +136,11 @@ def both(fn):
         lambda em: em.rematerialised(),
         lambda em: em.rematerialised("s.li", Imm("x")),
         lambda em: em.rematerialised("s.add", VReg(), Imm(1), suffixes=["i64"]),  # an unhashable key
+        lambda em: em.li("x"),
+        lambda em: em.li(),
+        lambda em: em.li(1, "h", 3),
+        lambda em: em.li(1, other=2),
+        lambda em: em.li(1, "h", hint="k"),
     ],
 )
 def test_the_same_errors(call):
@@ -143,6 +152,12 @@ def test_the_same_errors(call):
 def _memo_kinds(em):
     k = [em.rematerialised("s.li", Imm(v), hint="h") for v in (1, True, 1.0, -0.0, 0.0, 2**70, float("nan"))]
     k += [em.rematerialised("s.li", Imm(v)) for v in (1, True, 1.0, -0.0, 0.0, 2**70)]
+    k += [em.li(v) for v in (1, True, 1.0, -0.0, 0.0, 2**70, 3.5)] + [
+        em.li(4, "h"),
+        em.li(4, hint="g"),
+        em.li(5.0, "f"),
+        em.li(value=6),
+    ]
     a = em.rematerialised("s.arg", Imm(0), hint="arg")
     s = em.rematerialised("s.add", a, k[0], suffixes=("i64",))
     em.emit("s.add", a, a, k[0], suffixes=["i64"])  # suffixes as a list: a tuple in the instruction
@@ -173,10 +188,10 @@ def test_a_memo_that_is_not_a_dict_and_a_memo_switched_off():
 
     def run(em):
         em.remat = Memo()
-        a = [em.rematerialised("s.li", Imm(3)) for _ in range(2)]
+        a = [em.rematerialised("s.li", Imm(3)) for _ in range(2)] + [em.li(3), em.li(4, "y")]
         em.remat = None
-        b = [em.rematerialised("s.li", Imm(3), hint="x") for _ in range(2)]
-        return [a[0] is a[1], b[0] is b[1], a, b, len(em.shared)]
+        b = [em.rematerialised("s.li", Imm(3), hint="x") for _ in range(2)] + [em.li(3), em.li(3, "z")]
+        return [a[0] is a[1] is a[2], b[0] is b[1] or b[2] is b[3], a, b, len(em.shared)]
 
     got, want = both(run)
     assert got == want
@@ -218,3 +233,77 @@ def test_a_tile_operand_of_a_vector_instruction_goes_through_the_hazards():
     got, want = both(run)
     assert got == want
     assert [i[2] for i in got[1]].count("dma.wait") == 1
+
+
+def _expressions():
+    from triton_plate_backend.ir.core import ScalarType, Value
+    from triton_plate_backend.passes import affine as A
+    from triton_plate_backend.passes.context import Const as BoundConst
+
+    x, y, c = Value(ScalarType("i64"), "x"), Value(ScalarType("i32"), "y"), Value(ScalarType("i1"), "c")
+
+    class MyAdd(A.Add):  # a subclass: the Python function's match
+        pass
+
+    def exprs(ctx):
+        ctx.bind(x, VReg("x"))
+        ctx.bind(y, BoundConst(7))  # a constant binding: ctx.li
+        ctx.bind(c, VReg("c"))
+        ctx.companions[x] = [VReg("cp0"), VReg("cp1")]
+        s = A.Add(A.Mul(A.Val(x), A.Const(4)), A.Val(y))
+        return [
+            A.Const(3),
+            A.Const(True),
+            A.Val(x),
+            s,
+            A.Sub(s, A.Carried(x, 1)),
+            A.Min(A.Max(s, A.Const(0)), A.Const(2**40)),
+            A.FloorDiv(s, 3),
+            A.CeilDiv(A.Add(s, A.Carried(x)), 5),
+            A.Select(c, s, A.Const(-1)),
+            MyAdd(A.Val(x), A.Const(1)),
+            A.Mul(A.Val(x), A.Val(x)),
+        ]
+
+    return exprs
+
+
+@pytest.mark.parametrize("preset", [False, True])
+def test_materialize_walks_every_node_as_the_python_function_does(preset):
+    from triton_plate_backend.passes import affine as A
+    from triton_plate_backend.passes.context import Ctx
+
+    make = _expressions()
+    out = []
+    for fn in (dma_operands.materialize, dma_operands.materialize_py):
+        Emitter.compiled = fn is dma_operands.materialize
+        try:
+            ctx = Ctx(get_machine("plate-mini"), "k", {}, {})
+        finally:
+            Emitter.compiled = True
+        exprs = make(ctx)
+        memo = {}
+        if preset:  # a prefetch's memo: the counter bound to a register, an entry that is None
+            memo[exprs[2]] = VReg("next")
+            memo[A.Const(3)] = None
+        regs = [fn(ctx, e, memo) for e in exprs]
+        regs += [fn(ctx, e, {}) for e in exprs]  # each descriptor its own memo; the block shares the registers
+        canon = Canon()
+        out.append((canon(regs), [canon.inst(i) for i in ctx.em.code], sorted(map(canon, memo.values()))))
+    assert out[0] == out[1]
+    assert len(out[0][1]) > 12
+
+
+def test_materialize_errors_are_the_python_functions():
+    from triton_plate_backend.passes import affine as A
+    from triton_plate_backend.passes.context import Ctx
+
+    ctx = Ctx(get_machine("plate-mini"), "k", {}, {})
+    got = []
+    for fn in (dma_operands.materialize, dma_operands.materialize_py):
+        for args in ((ctx, "not an expression", {}), (ctx, A.Add(A.Const(1), "nope"), {}), (ctx, A.Const(1))):
+            try:
+                fn(*args)
+            except Exception as e:
+                got.append(f"{type(e).__name__}: {e}")
+    assert got[:3] == got[3:] and len(got) == 6

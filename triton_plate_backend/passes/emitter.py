@@ -266,12 +266,12 @@ _NO_HAZARD = frozenset(
 
 
 class Emitter:
-    """`emit` and `rematerialised` run in C (`_emit.Core`, passes/csrc/emit.cpp, built by setup.py) when it is
-    built: an emitter then holds the compiled methods as its own attributes; the methods below are the
+    """`emit`, `rematerialised` and `li` run in C (`_emit.Core`, passes/csrc/emit.cpp, built by setup.py) when it
+    is built: an emitter then holds the compiled methods as its own attributes; the methods below are the
     reference, and what runs without the module or with ``compiled = False``."""
 
     share = True  # False: every use of a constant, argument or address term computes its own (`rematerialised`)
-    compiled = True  # False: the Python `emit` and `rematerialised` even where `_emit` is built
+    compiled = True  # False: the Python `emit`, `rematerialised` and `li` even where `_emit` is built
 
     def __init__(self, machine):
         self.machine = machine
@@ -296,9 +296,10 @@ class Emitter:
             and cls.compiled
             and cls.emit is Emitter.emit
             and cls.rematerialised is Emitter.rematerialised
+            and cls.li is Emitter.li
         ):
             core = _emit.Core(self)  # holds a weak reference to self: no cycle
-            self.emit, self.rematerialised = core.emit, core.rematerialised
+            self.emit, self.rematerialised, self.li = core.emit, core.rematerialised, core.li
 
     # ---- resources -------------------------------------------------------------------------
     def buffer(self, dtype: str, shape, what: str = "", owner=None) -> View:
@@ -368,6 +369,10 @@ class Emitter:
         else:
             self.shared.add(r)
         return r
+
+    def li(self, value, hint: str = "") -> VReg:
+        """A register holding the constant `value` (`rematerialised` s.li): the caller must not write it."""
+        return self.rematerialised("s.li", Imm(value), hint=hint)
 
     @staticmethod
     def _tiles(mnemonic, row, operands, written: bool):
@@ -494,7 +499,7 @@ _CORE = {
     for m, row in ISA.items()
 }
 if _emit is not None:
-    _emit.init(_CORE, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised)
+    _emit.init(_CORE, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li)
 
 
 def _pieces(shape, limit):

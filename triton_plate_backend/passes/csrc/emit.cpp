@@ -1,5 +1,5 @@
-// triton_plate_backend.passes._emit: the code generator's two most called methods in C, `Emitter.emit` and
-// `Emitter.rematerialised` (passes/emitter.py): the same pseudo-instructions (PInst objects with the same fields, in
+// triton_plate_backend.passes._emit: the code generator's most called methods in C, `Emitter.emit`,
+// `Emitter.rematerialised` and `Emitter.li` (passes/emitter.py): the same pseudo-instructions (PInst objects with the same fields, in
 // the same order) appended to the same list, the same register versions, the same block memo with the same keys,
 // the same shared set. What is not scalar work goes back to the emitter's Python methods at the points the Python
 // `emit` calls them (`wait_all` before a branch, `_hazards` before an instruction that touches a tile or memory,
@@ -38,10 +38,10 @@ struct Ref {
 enum : long { BRANCH = 1, FORWARD = 2, NO_HAZARD = 4, DMA = 8, HALT = 16 };
 
 // set by init(): mnemonic -> (row, operand count, flags, written operand positions); the classes; the Python methods
-PyObject *g_table, *g_pinst, *g_vreg, *g_imm, *g_imm_key, *g_emit_py, *g_remat_py;
+PyObject *g_table, *g_pinst, *g_vreg, *g_imm, *g_imm_key, *g_emit_py, *g_remat_py, *g_li_py;
 PyObject *s_code, *s_pending, *s_remat, *s_version, *s_shared, *s_placed, *s_loc, *s_wait_all, *s_hazards,
     *s_track, *s_mnemonic, *s_suffixes, *s_operands, *s_extra_uses, *s_value, *s_force, *s_hint, *s_f, *s_i,
-    *k_force, *empty_tuple, *empty_str, *zero, *one;
+    *s_li, *k_force, *k_hint, *empty_tuple, *empty_str, *zero, *one;
 
 bool strings() {
   struct {
@@ -65,11 +65,13 @@ bool strings() {
              {&s_force, "force"},
              {&s_hint, "hint"},
              {&s_f, "f"},
-             {&s_i, "i"}};
+             {&s_i, "i"},
+             {&s_li, "s.li"}};
   for (auto& s : all) {
     if (*s.at == nullptr && (*s.at = PyUnicode_InternFromString(s.text)) == nullptr) return false;
   }
   if (k_force == nullptr && (k_force = PyTuple_Pack(1, s_force)) == nullptr) return false;
+  if (k_hint == nullptr && (k_hint = PyTuple_Pack(1, s_hint)) == nullptr) return false;
   if (empty_tuple == nullptr && (empty_tuple = PyTuple_New(0)) == nullptr) return false;
   if (empty_str == nullptr && (empty_str = PyUnicode_FromString("")) == nullptr) return false;
   if (zero == nullptr && (zero = PyLong_FromLong(0)) == nullptr) return false;
@@ -77,18 +79,19 @@ bool strings() {
   return true;
 }
 
-// init(table, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised) -> None
+// init(table, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li) -> None
 PyObject* init(PyObject*, PyObject* args) {
-  PyObject *table, *pinst, *vreg, *imm, *imm_key, *emit_py, *remat_py;
-  if (!PyArg_ParseTuple(args, "O!OOOOOO", &PyDict_Type, &table, &pinst, &vreg, &imm, &imm_key, &emit_py, &remat_py))
+  PyObject *table, *pinst, *vreg, *imm, *imm_key, *emit_py, *remat_py, *li_py;
+  if (!PyArg_ParseTuple(args, "O!OOOOOOO", &PyDict_Type, &table, &pinst, &vreg, &imm, &imm_key, &emit_py, &remat_py,
+                        &li_py))
     return nullptr;
   if (!PyType_Check(pinst) || !PyType_Check(vreg) || !PyType_Check(imm)) {
     PyErr_SetString(PyExc_TypeError, "init: PInst, VReg and Imm must be classes");
     return nullptr;
   }
   if (!strings()) return nullptr;
-  PyObject** slots[] = {&g_table, &g_pinst, &g_vreg, &g_imm, &g_imm_key, &g_emit_py, &g_remat_py};
-  PyObject* values[] = {table, pinst, vreg, imm, imm_key, emit_py, remat_py};
+  PyObject** slots[] = {&g_table, &g_pinst, &g_vreg, &g_imm, &g_imm_key, &g_emit_py, &g_remat_py, &g_li_py};
+  PyObject* values[] = {table, pinst, vreg, imm, imm_key, emit_py, remat_py, li_py};
   for (size_t k = 0; k < sizeof(values) / sizeof(*values); k++) {
     Py_INCREF(values[k]);
     Py_XSETREF(*slots[k], values[k]);
@@ -298,22 +301,26 @@ PyObject* core_emit(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, Py
   return do_emit(em.p, args[0], entry, ops.p, suffixes);
 }
 
-// imm_key(v): ("f", struct.pack("<d", x)) for a float value, else ("i", int(x)); the Python function for what is not
-// exactly an Imm
-PyObject* imm_key(PyObject* v) {
-  if ((PyObject*)Py_TYPE(v) != g_imm) return PyObject_CallOneArg(g_imm_key, v);
-  Ref x(PyObject_GetAttr(v, s_value));
-  if (x.p == nullptr) return nullptr;
-  if (PyFloat_Check(x.p)) {
+// the key of an immediate's value x: ("f", struct.pack("<d", x)) for a float, else ("i", int(x))
+PyObject* value_key(PyObject* x) {
+  if (PyFloat_Check(x)) {
     char bits[8];
-    if (PyFloat_Pack8(PyFloat_AS_DOUBLE(x.p), bits, 1) < 0) return nullptr;
+    if (PyFloat_Pack8(PyFloat_AS_DOUBLE(x), bits, 1) < 0) return nullptr;
     Ref b(PyBytes_FromStringAndSize(bits, 8));
     if (b.p == nullptr) return nullptr;
     return PyTuple_Pack(2, s_f, b.p);
   }
-  Ref i(PyLong_CheckExact(x.p) ? (Py_INCREF(x.p), x.p) : PyNumber_Long(x.p));
+  Ref i(PyLong_CheckExact(x) ? (Py_INCREF(x), x) : PyNumber_Long(x));
   if (i.p == nullptr) return nullptr;
   return PyTuple_Pack(2, s_i, i.p);
+}
+
+// imm_key(v): the key of v.value; the Python function for what is not exactly an Imm
+PyObject* imm_key(PyObject* v) {
+  if ((PyObject*)Py_TYPE(v) != g_imm) return PyObject_CallOneArg(g_imm_key, v);
+  Ref x(PyObject_GetAttr(v, s_value));
+  if (x.p == nullptr) return nullptr;
+  return value_key(x.p);
 }
 
 // Core.rematerialised(mnemonic, *operands, suffixes=(), hint=""): Emitter.rematerialised
@@ -398,6 +405,168 @@ PyObject* core_remat(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, P
   return got;
 }
 
+// Core.li(value, hint=""): Emitter.li, rematerialised("s.li", Imm(value), hint=hint), the Imm made only when the block
+// has no such register yet
+PyObject* core_li(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  size_t nargs = PyVectorcall_NARGS(nargsf);
+  Ref em(emitter_of((Core*)self));
+  if (em.p == nullptr) return nullptr;
+  PyObject* hint = empty_str;
+  bool plain = nargs >= 1 && nargs <= 2 && (kwnames == nullptr || (nargs == 1 && PyTuple_GET_SIZE(kwnames) == 1 &&
+                                                                   PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), s_hint) == 0));
+  if (PyErr_Occurred()) return nullptr;
+  if (!plain) return delegate(g_li_py, em.p, args, nargs, kwnames);
+  if (nargs == 2 || kwnames != nullptr) hint = args[1];
+  Ref memo(PyObject_GetAttr(em.p, s_remat));
+  if (memo.p == nullptr) return nullptr;
+  if (PyDict_CheckExact(memo.p)) {  // a hit: the register, no Imm made
+    Ref key(PyTuple_New(3));
+    if (key.p == nullptr) return nullptr;
+    PyObject* vk = value_key(args[0]);
+    if (vk == nullptr) return nullptr;
+    Py_INCREF(s_li);
+    PyTuple_SET_ITEM(key.p, 0, s_li);
+    Py_INCREF(empty_tuple);
+    PyTuple_SET_ITEM(key.p, 1, empty_tuple);
+    PyTuple_SET_ITEM(key.p, 2, vk);
+    PyObject* got = PyDict_GetItemWithError(memo.p, key.p);
+    if (got == nullptr && PyErr_Occurred()) return nullptr;
+    if (got != nullptr && got != Py_None) {
+      Ref shared(PyObject_GetAttr(em.p, s_shared));
+      if (shared.p == nullptr) return nullptr;
+      if (PySet_CheckExact(shared.p)) {
+        if (PySet_Add(shared.p, got) < 0) return nullptr;
+      } else {
+        Ref done(PyObject_CallMethod(shared.p, "add", "O", got));
+        if (done.p == nullptr) return nullptr;
+      }
+      Py_INCREF(got);
+      return got;
+    }
+  }
+  Ref imm(PyObject_CallOneArg(g_imm, args[0]));
+  if (imm.p == nullptr) return nullptr;
+  PyObject* argv[] = {s_li, imm.p, hint};
+  return core_remat(self, argv, 2, k_hint);
+}
+
+// ---- dma_operands.materialize: an affine expression as a scalar register -------------------------------------------
+// set by init_materialize(): the node classes walked here (exact types) and the Python function for the others
+PyObject *g_const, *g_val, *g_carried, *g_materialize_py;
+PyObject* g_binary[5];            // Add, Sub, Mul, Min, Max
+PyObject* g_binary_mnemonic[5];   // s.add, s.sub, s.mul, s.mins, s.maxs
+PyObject *s_em, *s_reg, *s_companions, *s_a, *s_b, *s_arg, *s_k, *s_li_attr, *s_rematerialised, *k_suffixes,
+    *i64_suffix;
+
+// init_materialize(Const, Val, Carried, (Add, Sub, Mul, Min, Max), materialize_py) -> None
+PyObject* init_materialize(PyObject*, PyObject* args) {
+  PyObject *c, *v, *carried, *binary, *py;
+  if (!PyArg_ParseTuple(args, "OOOO!O", &c, &v, &carried, &PyTuple_Type, &binary, &py)) return nullptr;
+  if (PyTuple_GET_SIZE(binary) != 5) {
+    PyErr_SetString(PyExc_TypeError, "init_materialize: five binary node classes");
+    return nullptr;
+  }
+  if (!strings()) return nullptr;
+  const char* names[] = {"s.add", "s.sub", "s.mul", "s.mins", "s.maxs"};
+  for (int k = 0; k < 5; k++) {
+    PyObject* cls = PyTuple_GET_ITEM(binary, k);
+    Py_INCREF(cls);
+    Py_XSETREF(g_binary[k], cls);
+    if (g_binary_mnemonic[k] == nullptr && (g_binary_mnemonic[k] = PyUnicode_InternFromString(names[k])) == nullptr)
+      return nullptr;
+  }
+  PyObject** slots[] = {&g_const, &g_val, &g_carried, &g_materialize_py};
+  PyObject* values[] = {c, v, carried, py};
+  for (size_t k = 0; k < sizeof(values) / sizeof(*values); k++) {
+    Py_INCREF(values[k]);
+    Py_XSETREF(*slots[k], values[k]);
+  }
+  struct {
+    PyObject** at;
+    const char* text;
+  } all[] = {{&s_em, "em"}, {&s_reg, "reg"}, {&s_companions, "companions"}, {&s_a, "a"},        {&s_b, "b"},
+             {&s_arg, "arg"}, {&s_k, "k"},   {&s_li_attr, "li"},          {&s_rematerialised, "rematerialised"}};
+  for (auto& x : all) {
+    if (*x.at == nullptr && (*x.at = PyUnicode_InternFromString(x.text)) == nullptr) return nullptr;
+  }
+  if (k_suffixes == nullptr && (k_suffixes = PyTuple_Pack(1, s_suffixes)) == nullptr) return nullptr;
+  if (i64_suffix == nullptr) {
+    Ref i64(PyUnicode_InternFromString("i64"));
+    if (i64.p == nullptr || (i64_suffix = PyTuple_Pack(1, i64.p)) == nullptr) return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+// materialize(ctx, e, memo) as dma_operands.materialize_py does it: the memo's register, else Const -> ctx.li(int(v)),
+// Val -> ctx.reg(v), Carried -> ctx.companions[arg][k], Add / Sub / Mul / Min / Max -> the operands' registers (a, then
+// b) into ctx.em.rematerialised(mnemonic, ra, rb, suffixes=("i64",)), kept in the memo; any other node (or a subclass)
+// through materialize_py, which keeps its own in the memo
+PyObject* materialize_rec(PyObject* ctx, PyObject* e, PyObject* memo, Ref& remat) {
+  PyObject* got = PyDict_GetItemWithError(memo, e);
+  if (got != nullptr && got != Py_None) return Py_NewRef(got);
+  if (PyErr_Occurred()) return nullptr;
+  PyObject* t = (PyObject*)Py_TYPE(e);
+  Ref r;
+  if (t == g_const) {
+    Ref v(PyObject_GetAttr(e, s_value));
+    if (v.p == nullptr) return nullptr;
+    Ref i(PyNumber_Long(v.p));
+    if (i.p == nullptr) return nullptr;
+    r.reset(PyObject_CallMethodOneArg(ctx, s_li_attr, i.p));
+  } else if (t == g_val) {
+    Ref v(PyObject_GetAttr(e, s_value));
+    if (v.p == nullptr) return nullptr;
+    r.reset(PyObject_CallMethodOneArg(ctx, s_reg, v.p));
+  } else if (t == g_carried) {
+    Ref companions(PyObject_GetAttr(ctx, s_companions));
+    Ref arg(PyObject_GetAttr(e, s_arg));
+    Ref k(PyObject_GetAttr(e, s_k));
+    if (companions.p == nullptr || arg.p == nullptr || k.p == nullptr) return nullptr;
+    Ref regs(PyObject_GetItem(companions.p, arg.p));
+    if (regs.p == nullptr) return nullptr;
+    r.reset(PyObject_GetItem(regs.p, k.p));
+  } else {
+    int which = -1;
+    for (int n = 0; n < 5; n++) {
+      if (t == g_binary[n]) which = n;
+    }
+    if (which < 0) {
+      PyObject* argv[] = {ctx, e, memo};
+      return PyObject_Vectorcall(g_materialize_py, argv, 3, nullptr);
+    }
+    Ref a(PyObject_GetAttr(e, s_a));
+    if (a.p == nullptr) return nullptr;
+    Ref ra(materialize_rec(ctx, a.p, memo, remat));
+    if (ra.p == nullptr) return nullptr;
+    Ref b(PyObject_GetAttr(e, s_b));
+    if (b.p == nullptr) return nullptr;
+    Ref rb(materialize_rec(ctx, b.p, memo, remat));
+    if (rb.p == nullptr) return nullptr;
+    if (remat.p == nullptr) {  // s_op: ctx.em.rematerialised
+      Ref em(PyObject_GetAttr(ctx, s_em));
+      if (em.p == nullptr) return nullptr;
+      remat.reset(PyObject_GetAttr(em.p, s_rematerialised));
+      if (remat.p == nullptr) return nullptr;
+    }
+    PyObject* argv[] = {g_binary_mnemonic[which], ra.p, rb.p, i64_suffix};
+    r.reset(PyObject_Vectorcall(remat.p, argv, 3, k_suffixes));
+  }
+  if (r.p == nullptr || PyDict_SetItem(memo, e, r.p) < 0) return nullptr;
+  return r.release();
+}
+
+PyObject* materialize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (g_materialize_py == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "_emit.init_materialize was not called");
+    return nullptr;
+  }
+  if (nargs != 3 || !PyDict_CheckExact(args[2])) {  // the Python function says what is wrong
+    return PyObject_Vectorcall(g_materialize_py, args, nargs, nullptr);
+  }
+  Ref remat;
+  return materialize_rec(args[0], args[1], args[2], remat);
+}
+
 PyObject* core_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   PyObject* emitter;
   if (!PyArg_ParseTuple(args, "O:Core", &emitter)) return nullptr;
@@ -423,6 +592,7 @@ PyMethodDef core_methods[] = {
      "emit(mnemonic, *operands, suffixes=()): Emitter.emit in C"},
     {"rematerialised", (PyCFunction)(void (*)(void))core_remat, METH_FASTCALL | METH_KEYWORDS,
      "rematerialised(mnemonic, *operands, suffixes=(), hint=''): Emitter.rematerialised in C"},
+    {"li", (PyCFunction)(void (*)(void))core_li, METH_FASTCALL | METH_KEYWORDS, "li(value, hint=''): Emitter.li in C"},
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -432,8 +602,14 @@ PyTypeObject CoreType = {
 };
 
 PyMethodDef methods[] = {
+    {"init_materialize", init_materialize, METH_VARARGS,
+     "init_materialize(Const, Val, Carried, (Add, Sub, Mul, Min, Max), materialize_py): the classes materialize "
+     "walks"},
+    {"materialize", (PyCFunction)(void (*)(void))materialize, METH_FASTCALL,
+     "materialize(ctx, e, memo): dma_operands.materialize in C"},
     {"init", init, METH_VARARGS,
-     "init(table, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised): what Core's methods read"},
+     "init(table, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li): what Core's methods "
+     "read"},
     {nullptr, nullptr, 0, nullptr},
 };
 
