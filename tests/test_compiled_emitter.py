@@ -307,3 +307,22 @@ def test_materialize_errors_are_the_python_functions():
             except Exception as e:
                 got.append(f"{type(e).__name__}: {e}")
     assert got[:3] == got[3:] and len(got) == 6
+
+
+def test_materialize_goes_as_deep_as_the_python_function():
+    from triton_plate_backend.passes import affine as A
+    from triton_plate_backend.passes.context import Ctx
+
+    def chain(n):
+        e = A.Const(1)
+        for k in range(n):
+            e = A.Add(e, A.Const(k + 2))
+        return e
+
+    got = []
+    for fn in (dma_operands.materialize, dma_operands.materialize_py):
+        ctx = Ctx(get_machine("plate-mini"), "k", {}, {})
+        got.append(len({id(fn(ctx, chain(150), {}))}) + len(ctx.em.code))  # deep enough to show a walk, it fits
+        with pytest.raises(RecursionError):
+            fn(ctx, chain(5000), {})
+    assert got[0] == got[1] == 1 + 151 + 150

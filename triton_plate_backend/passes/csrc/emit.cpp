@@ -534,13 +534,12 @@ PyObject* materialize_rec(PyObject* ctx, PyObject* e, PyObject* memo, Ref& remat
       PyObject* argv[] = {ctx, e, memo};
       return PyObject_Vectorcall(g_materialize_py, argv, 3, nullptr);
     }
+    if (Py_EnterRecursiveCall(" while materialising an access expression")) return nullptr;  // as deep as Python
     Ref a(PyObject_GetAttr(e, s_a));
-    if (a.p == nullptr) return nullptr;
-    Ref ra(materialize_rec(ctx, a.p, memo, remat));
-    if (ra.p == nullptr) return nullptr;
-    Ref b(PyObject_GetAttr(e, s_b));
-    if (b.p == nullptr) return nullptr;
-    Ref rb(materialize_rec(ctx, b.p, memo, remat));
+    Ref ra(a.p == nullptr ? nullptr : materialize_rec(ctx, a.p, memo, remat));
+    Ref b(ra.p == nullptr ? nullptr : PyObject_GetAttr(e, s_b));
+    Ref rb(b.p == nullptr ? nullptr : materialize_rec(ctx, b.p, memo, remat));
+    Py_LeaveRecursiveCall();
     if (rb.p == nullptr) return nullptr;
     if (remat.p == nullptr) {  // s_op: ctx.em.rematerialised
       Ref em(PyObject_GetAttr(ctx, s_em));
