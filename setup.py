@@ -25,6 +25,8 @@ WALKS = [
     # the walks over the emitted code: licm, scalar_cse, regalloc's liveness and linear scan, finalize's
     # operand mapping: the same results in the same order
     ("passes", "_codewalk", ["-O2"]),
+    # the code generator's most called methods, Emitter.emit and Emitter.rematerialised: the same code
+    ("passes", "_emit", ["-O2"]),
     # the common case of the Program walks: verify, the disassembly and the code section's packing (every
     # instruction it does not pass goes to the Python code, so every error is Python's)
     ("isa", "_isawalk", ["-O2"]),

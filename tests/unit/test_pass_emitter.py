@@ -3,7 +3,8 @@ along leading dims otherwise; v.iota's start follows each piece), and the asynch
 contract: `dma.wait` inserted lazily before the first instruction that touches a tile a pending
 DMA writes (or writes one it reads), for memory order, for the queue depth, and at labels and
 branches (but carried prefetches); and the pure scalar instructions one block shares
-(`rematerialised`: once per block, again after a label, a back edge or a write of an operand)."""
+(`rematerialised`: once per block, again after a label, a back edge or a write of an operand). Each test
+runs with the compiled `emit` and `rematerialised` (passes/_emit, where built) and with the Python ones."""
 
 from __future__ import annotations
 
@@ -16,6 +17,15 @@ from triton_plate_backend.isa.program import Arg
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.passes import codegen, emitter
 from triton_plate_backend.passes.emitter import Imm, Token, VReg
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def methods(request, monkeypatch):
+    """The compiled `Emitter.emit` / `rematerialised` (skipped where passes._emit is not built), or the Python ones."""
+    if request.param == "compiled" and emitter._emit is None:
+        pytest.skip("passes._emit is not built (setup.py build_ext)")
+    monkeypatch.setattr(emitter.Emitter, "compiled", request.param == "compiled")
+    return request.param
 
 
 def _machine(max_elements=16, queue_depth=8):

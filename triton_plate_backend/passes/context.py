@@ -101,6 +101,8 @@ class Ctx:
         self.machine, self.name, self.options = machine, name, options
         self.rules, self.rejected = rules, rejected
         self.em = Emitter(machine)
+        if "emit" in vars(self.em):  # its compiled methods (passes/_emit): called without a frame of this class'
+            self.emit, self.li = self.em.emit, self.em.li
         self.env: dict[Value, object] = {}
         self.op: Op | None = None
         self.dies: dict[Op, set] = {}
@@ -173,7 +175,7 @@ class Ctx:
 
     def li(self, value, hint: str = "") -> VReg:
         """A register holding the constant, which the caller must not write (`Emitter.rematerialised`)."""
-        return self.em.rematerialised("s.li", Imm(value), hint=hint)
+        return self.em.li(value, hint)
 
     def view(self, value: Value, shape=None) -> View:
         """The tile of a tensor value; a scalar is splatted to `shape` (a stride-0 view)."""

@@ -14,7 +14,7 @@ from ..isa.table import ITEMSIZE
 from .affine import Add, CeilDiv, Const, FloorDiv, Max, Min, Mul, Select, Sub, Val
 from .affine import Carried as CarriedExpr
 from .context import DTYPE, is_float
-from .emitter import Imm, View, VReg
+from .emitter import Imm, View, VReg, _emit
 
 HUGE = 1 << 62  # a bound no index reaches: "not checked"
 
@@ -35,8 +35,10 @@ def _floor_div(ctx, a: VReg, c: int) -> VReg:
     return s_op(ctx, "s.sub", q, negative)
 
 
-def materialize(ctx, e, memo: dict) -> VReg:
-    """An affine Expr as a scalar register (64-bit arithmetic)."""
+def materialize_py(ctx, e, memo: dict) -> VReg:
+    """An affine Expr as a scalar register (64-bit arithmetic). `materialize` is this in C (`_emit.materialize`,
+    passes/csrc/emit.cpp) where it is built: the same walk for constants, values, companions, sums, differences,
+    products, minima and maxima, and this function for the other nodes; this is the reference."""
     r = memo.get(e)
     if r is not None:
         return r
@@ -70,6 +72,13 @@ def materialize(ctx, e, memo: dict) -> VReg:
             raise ctx.error(f"internal: cannot materialise access expression {e!r}")
     memo[e] = r
     return r
+
+
+if _emit is not None:
+    _emit.init_materialize(Const, Val, CarriedExpr, (Add, Sub, Mul, Min, Max), materialize_py)
+    materialize = _emit.materialize
+else:  # not built (setup.py build_ext)
+    materialize = materialize_py
 
 
 def _bound(ctx, e, default, memo):

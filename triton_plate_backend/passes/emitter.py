@@ -22,6 +22,11 @@ from ..errors import CompileError
 from ..isa.program import contiguous_strides
 from ..isa.table import ISA, ITEMSIZE
 
+try:
+    from . import _emit
+except ImportError:  # not built (setup.py build_ext): the Python methods run
+    _emit = None
+
 ALIGN = 64  # SRAM byte alignment of every buffer
 
 
@@ -261,7 +266,12 @@ _NO_HAZARD = frozenset(
 
 
 class Emitter:
+    """`emit`, `rematerialised` and `li` run in C (`_emit.Core`, passes/csrc/emit.cpp, built by setup.py) when it
+    is built: an emitter then holds the compiled methods as its own attributes; the methods below are the
+    reference, and what runs without the module or with ``compiled = False``."""
+
     share = True  # False: every use of a constant, argument or address term computes its own (`rematerialised`)
+    compiled = True  # False: the Python `emit`, `rematerialised` and `li` even where `_emit` is built
 
     def __init__(self, machine):
         self.machine = machine
@@ -280,6 +290,16 @@ class Emitter:
         self.shared: set = set()  # registers `rematerialised` handed out more than once
         self._version: dict = {}  # register -> how many instructions have written it (keys of `remat`)
         self._placed: set = set()  # labels placed so far: a branch to one is a back edge
+        cls = type(self)  # a subclass that overrides either method keeps its own
+        if (
+            _emit is not None
+            and cls.compiled
+            and cls.emit is Emitter.emit
+            and cls.rematerialised is Emitter.rematerialised
+            and cls.li is Emitter.li
+        ):
+            core = _emit.Core(self)  # holds a weak reference to self: no cycle
+            self.emit, self.rematerialised, self.li = core.emit, core.rematerialised, core.li
 
     # ---- resources -------------------------------------------------------------------------
     def buffer(self, dtype: str, shape, what: str = "", owner=None) -> View:
@@ -349,6 +369,10 @@ class Emitter:
         else:
             self.shared.add(r)
         return r
+
+    def li(self, value, hint: str = "") -> VReg:
+        """A register holding the constant `value` (`rematerialised` s.li): the caller must not write it."""
+        return self.rematerialised("s.li", Imm(value), hint=hint)
 
     @staticmethod
     def _tiles(mnemonic, row, operands, written: bool):
@@ -461,6 +485,21 @@ class Emitter:
             if mnemonic == "v.iota":
                 ops = (ops[0], Imm(operands[1].value + start))
             self.emit(mnemonic, *ops, suffixes=suffixes)
+
+
+# mnemonic -> (ISA row, operand count, what `emit` tests by set membership as bits, written operand positions):
+# the table `_emit.Core` reads (the bits are emit.cpp's BRANCH, FORWARD, NO_HAZARD, DMA, HALT)
+_CORE = {
+    m: (
+        row,
+        len(row.operands),
+        (m in BRANCHES) | (m in _FORWARD) << 1 | (m in _NO_HAZARD) << 2 | (m in DMA_MEMORY) << 3 | (m == "halt") << 4,
+        _WRITTEN_AT[m],
+    )
+    for m, row in ISA.items()
+}
+if _emit is not None:
+    _emit.init(_CORE, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li)
 
 
 def _pieces(shape, limit):

@@ -380,9 +380,15 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "O!O!OOOO!OOOO", &PyList_Type, &code, &PyDict_Type, &count, &pure, &commutative,
                         &new_block, &PyDict_Type, &written_at, &vreg_t, &imm_t, &imm_key, &pinst_t))
     return nullptr;
+  if (!PyType_Check(pinst_t)) {
+    PyErr_SetString(PyExc_TypeError, "scalar_cse: PInst must be a class");
+    return nullptr;
+  }
   static PyObject *s_mnemonic, *s_operands, *s_suffixes, *s_value, *s_loc, *s_extra_uses, *s_r, *s_i, *s_f, *s_mov,
-      *s_label, *one;
+      *s_label, *one, *empty;
   if (s_mnemonic == nullptr) {
+    empty = PyTuple_New(0);
+    if (empty == nullptr) return nullptr;
     s_mnemonic = PyUnicode_InternFromString("mnemonic");
     s_operands = PyUnicode_InternFromString("operands");
     s_suffixes = PyUnicode_InternFromString("suffixes");
@@ -656,8 +662,15 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
       Py_DECREF(out);
       return nullptr;
     }
-    PyObject* made = PyObject_CallFunctionObjArgs(pinst_t, m.p, suffixes.p, new_ops.p, loc.p, extra.p, nullptr);
-    if (made == nullptr) {
+    // PInst(m, suffixes, ops, loc, extra_uses), made as its dataclass __init__ makes it (the five fields set in
+    // order: the same vars()) without the Python-level __init__
+    PyTypeObject* pinst_type = (PyTypeObject*)pinst_t;
+    PyObject* made = pinst_type->tp_new(pinst_type, empty, nullptr);
+    if (made == nullptr || PyObject_GenericSetAttr(made, s_mnemonic, m.p) < 0 ||
+        PyObject_GenericSetAttr(made, s_suffixes, suffixes.p) < 0 ||
+        PyObject_GenericSetAttr(made, s_operands, new_ops.p) < 0 || PyObject_GenericSetAttr(made, s_loc, loc.p) < 0 ||
+        PyObject_GenericSetAttr(made, s_extra_uses, extra.p) < 0) {
+      Py_XDECREF(made);
       Py_DECREF(out);
       return nullptr;
     }

@@ -1,0 +1,636 @@
+// triton_plate_backend.passes._emit: the code generator's most called methods in C, `Emitter.emit`,
+// `Emitter.rematerialised` and `Emitter.li` (passes/emitter.py): the same pseudo-instructions (PInst objects with the same fields, in
+// the same order) appended to the same list, the same register versions, the same block memo with the same keys,
+// the same shared set. What is not scalar work goes back to the emitter's Python methods at the points the Python
+// `emit` calls them (`wait_all` before a branch, `_hazards` before an instruction that touches a tile or memory,
+// `_track` after a DMA); an instruction the table does not know, a wrong operand count or an unexpected keyword goes
+// to the Python method whole, so every error is Python's.
+//
+// A plain CPython module (no torch). `Core(emitter)` holds a weak reference to its emitter (the emitter holds the
+// core's bound methods as its `emit` / `rematerialised`: no reference cycle) and reads the emitter's attributes
+// (code, pending, remat, _version, shared, _placed, loc) at every call, as the Python methods do, so a caller that
+// replaces one (codegen sets `remat` to None, a test sets `code`) is seen. tests/test_compiled_emitter.py lowers
+// every corpus kernel both ways and compares the code.
+#include <Python.h>
+
+#include <cstring>
+
+namespace {
+
+struct Ref {
+  PyObject* p;
+  explicit Ref(PyObject* o = nullptr) : p(o) {}
+  ~Ref() { Py_XDECREF(p); }
+  Ref(const Ref&) = delete;
+  Ref& operator=(const Ref&) = delete;
+  void reset(PyObject* o) {
+    Py_XDECREF(p);
+    p = o;
+  }
+  PyObject* release() {
+    PyObject* o = p;
+    p = nullptr;
+    return o;
+  }
+};
+
+// flags of a mnemonic (emitter.py `_CORE`): what the Python `emit` tests by set membership
+enum : long { BRANCH = 1, FORWARD = 2, NO_HAZARD = 4, DMA = 8, HALT = 16 };
+
+// set by init(): mnemonic -> (row, operand count, flags, written operand positions); the classes; the Python methods
+PyObject *g_table, *g_pinst, *g_vreg, *g_imm, *g_imm_key, *g_emit_py, *g_remat_py, *g_li_py;
+PyObject *s_code, *s_pending, *s_remat, *s_version, *s_shared, *s_placed, *s_loc, *s_wait_all, *s_hazards,
+    *s_track, *s_mnemonic, *s_suffixes, *s_operands, *s_extra_uses, *s_value, *s_force, *s_hint, *s_f, *s_i,
+    *s_li, *k_force, *k_hint, *empty_tuple, *empty_str, *zero, *one;
+
+bool strings() {
+  struct {
+    PyObject** at;
+    const char* text;
+  } all[] = {{&s_code, "code"},
+             {&s_pending, "pending"},
+             {&s_remat, "remat"},
+             {&s_version, "_version"},
+             {&s_shared, "shared"},
+             {&s_placed, "_placed"},
+             {&s_loc, "loc"},
+             {&s_wait_all, "wait_all"},
+             {&s_hazards, "_hazards"},
+             {&s_track, "_track"},
+             {&s_mnemonic, "mnemonic"},
+             {&s_suffixes, "suffixes"},
+             {&s_operands, "operands"},
+             {&s_extra_uses, "extra_uses"},
+             {&s_value, "value"},
+             {&s_force, "force"},
+             {&s_hint, "hint"},
+             {&s_f, "f"},
+             {&s_i, "i"},
+             {&s_li, "s.li"}};
+  for (auto& s : all) {
+    if (*s.at == nullptr && (*s.at = PyUnicode_InternFromString(s.text)) == nullptr) return false;
+  }
+  if (k_force == nullptr && (k_force = PyTuple_Pack(1, s_force)) == nullptr) return false;
+  if (k_hint == nullptr && (k_hint = PyTuple_Pack(1, s_hint)) == nullptr) return false;
+  if (empty_tuple == nullptr && (empty_tuple = PyTuple_New(0)) == nullptr) return false;
+  if (empty_str == nullptr && (empty_str = PyUnicode_FromString("")) == nullptr) return false;
+  if (zero == nullptr && (zero = PyLong_FromLong(0)) == nullptr) return false;
+  if (one == nullptr && (one = PyLong_FromLong(1)) == nullptr) return false;
+  return true;
+}
+
+// init(table, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li) -> None
+PyObject* init(PyObject*, PyObject* args) {
+  PyObject *table, *pinst, *vreg, *imm, *imm_key, *emit_py, *remat_py, *li_py;
+  if (!PyArg_ParseTuple(args, "O!OOOOOOO", &PyDict_Type, &table, &pinst, &vreg, &imm, &imm_key, &emit_py, &remat_py,
+                        &li_py))
+    return nullptr;
+  if (!PyType_Check(pinst) || !PyType_Check(vreg) || !PyType_Check(imm)) {
+    PyErr_SetString(PyExc_TypeError, "init: PInst, VReg and Imm must be classes");
+    return nullptr;
+  }
+  if (!strings()) return nullptr;
+  PyObject** slots[] = {&g_table, &g_pinst, &g_vreg, &g_imm, &g_imm_key, &g_emit_py, &g_remat_py, &g_li_py};
+  PyObject* values[] = {table, pinst, vreg, imm, imm_key, emit_py, remat_py, li_py};
+  for (size_t k = 0; k < sizeof(values) / sizeof(*values); k++) {
+    Py_INCREF(values[k]);
+    Py_XSETREF(*slots[k], values[k]);
+  }
+  Py_RETURN_NONE;
+}
+
+struct Core {
+  PyObject_HEAD PyObject* emitter;  // a weak reference
+};
+
+// the emitter (a new reference), or nullptr with an error set
+PyObject* emitter_of(Core* self) {
+  PyObject* em = PyWeakref_GetObject(self->emitter);
+  if (em == nullptr) return nullptr;
+  if (em == Py_None) {
+    PyErr_SetString(PyExc_ReferenceError, "the emitter of this Core is gone");
+    return nullptr;
+  }
+  Py_INCREF(em);
+  return em;
+}
+
+// fn(em, *args[0:nargs], **kwnames): the Python method, whole
+PyObject* delegate(PyObject* fn, PyObject* em, PyObject* const* args, size_t nargs, PyObject* kwnames) {
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  Py_ssize_t total = (Py_ssize_t)nargs + nkw;
+  PyObject* small[16];
+  PyObject** buf = total + 1 <= 16 ? small : (PyObject**)PyMem_Malloc(sizeof(PyObject*) * (total + 1));
+  if (buf == nullptr) return PyErr_NoMemory();
+  buf[0] = em;
+  for (Py_ssize_t k = 0; k < total; k++) buf[k + 1] = args[k];
+  PyObject* r = PyObject_Vectorcall(fn, buf, (size_t)nargs + 1, kwnames);
+  if (buf != small) PyMem_Free(buf);
+  return r;
+}
+
+// em.<name>(*args) through the attribute (the Python methods)
+PyObject* call_method(PyObject* em, PyObject* name, PyObject* a, PyObject* b, PyObject* c) {
+  PyObject* argv[] = {em, a, b, c};
+  return PyObject_VectorcallMethod(name, argv, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+}
+
+// is a list (or other container) non-empty: `if self.pending:`
+int truth_of_attr(PyObject* em, PyObject* name, Ref& out) {
+  out.reset(PyObject_GetAttr(em, name));
+  if (out.p == nullptr) return -1;
+  if (PyList_CheckExact(out.p)) return PyList_GET_SIZE(out.p) != 0;
+  if (PyDict_CheckExact(out.p)) return PyDict_GET_SIZE(out.p) != 0;
+  return PyObject_IsTrue(out.p);
+}
+
+// the Python `emit` body for a known mnemonic with the right operand count (entry: the table's tuple)
+PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* ops, PyObject* suffixes) {
+  PyObject* row = PyTuple_GET_ITEM(entry, 0);
+  long flags = PyLong_AsLong(PyTuple_GET_ITEM(entry, 2));
+  if (flags == -1 && PyErr_Occurred()) return nullptr;
+  Ref got;
+  if (flags & BRANCH) {
+    int busy = truth_of_attr(em, s_pending, got);
+    if (busy < 0) return nullptr;
+    if (busy) {  // self.wait_all(force=mnemonic == "halt"): nothing to wait for when nothing is pending
+      PyObject* argv[] = {em, (flags & HALT) ? Py_True : Py_False};
+      Ref r(PyObject_VectorcallMethod(s_wait_all, argv, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, k_force));
+      if (r.p == nullptr) return nullptr;
+    }
+    int memo = truth_of_attr(em, s_remat, got);
+    if (memo < 0) return nullptr;
+    if (memo) {
+      int clear = 1;
+      if (flags & FORWARD) {  // operands[1] in self._placed
+        Ref placed(PyObject_GetAttr(em, s_placed));
+        if (placed.p == nullptr) return nullptr;
+        clear = PySequence_Contains(placed.p, PyTuple_GET_ITEM(ops, 1));
+        if (clear < 0) return nullptr;
+      }
+      if (clear) {
+        if (PyDict_CheckExact(got.p)) {
+          PyDict_Clear(got.p);
+        } else {
+          Ref r(PyObject_CallMethod(got.p, "clear", nullptr));
+          if (r.p == nullptr) return nullptr;
+        }
+      }
+    }
+  } else if (!(flags & NO_HAZARD)) {
+    int busy = truth_of_attr(em, s_pending, got);
+    if (busy < 0) return nullptr;
+    if (busy) {  // self._hazards(mnemonic, row, operands) returns at once when nothing is pending
+      Ref r(call_method(em, s_hazards, mnemonic, row, ops));
+      if (r.p == nullptr) return nullptr;
+    }
+  }
+  Ref sfx;
+  if (PyTuple_CheckExact(suffixes)) {
+    Py_INCREF(suffixes);
+    sfx.reset(suffixes);
+  } else {
+    sfx.reset(PySequence_Tuple(suffixes));
+    if (sfx.p == nullptr) return nullptr;
+  }
+  Ref loc(PyObject_GetAttr(em, s_loc));
+  if (loc.p == nullptr) return nullptr;
+  // PInst(mnemonic, tuple(suffixes), tuple(operands), self.loc): its dataclass __init__ sets the five fields in order
+  PyTypeObject* pinst_type = (PyTypeObject*)g_pinst;
+  Ref inst(pinst_type->tp_new(pinst_type, empty_tuple, nullptr));
+  if (inst.p == nullptr || PyObject_GenericSetAttr(inst.p, s_mnemonic, mnemonic) < 0 ||
+      PyObject_GenericSetAttr(inst.p, s_suffixes, sfx.p) < 0 || PyObject_GenericSetAttr(inst.p, s_operands, ops) < 0 ||
+      PyObject_GenericSetAttr(inst.p, s_loc, loc.p) < 0 ||
+      PyObject_GenericSetAttr(inst.p, s_extra_uses, empty_tuple) < 0)
+    return nullptr;
+  Ref code(PyObject_GetAttr(em, s_code));
+  if (code.p == nullptr) return nullptr;
+  if (PyList_CheckExact(code.p)) {
+    if (PyList_Append(code.p, inst.p) < 0) return nullptr;
+  } else {
+    Ref r(PyObject_CallMethod(code.p, "append", "O", inst.p));
+    if (r.p == nullptr) return nullptr;
+  }
+  PyObject* written = PyTuple_GET_ITEM(entry, 3);
+  Ref version;
+  for (Py_ssize_t k = 0, n = PyTuple_GET_SIZE(written); k < n; k++) {
+    Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(written, k));
+    if (i == -1 && PyErr_Occurred()) return nullptr;
+    PyObject* v = PyTuple_GET_ITEM(ops, i);
+    if ((PyObject*)Py_TYPE(v) != g_vreg) continue;
+    if (version.p == nullptr) {  // self._version[v] = self._version.get(v, 0) + 1
+      version.reset(PyObject_GetAttr(em, s_version));
+      if (version.p == nullptr) return nullptr;
+      if (!PyDict_Check(version.p)) {
+        PyErr_SetString(PyExc_TypeError, "Emitter._version must be a dict");
+        return nullptr;
+      }
+    }
+    PyObject* was = PyDict_GetItemWithError(version.p, v);
+    if (was == nullptr && PyErr_Occurred()) return nullptr;
+    Ref now(was == nullptr ? PyLong_FromLong(1) : PyNumber_Add(was, one));
+    if (now.p == nullptr || PyDict_SetItem(version.p, v, now.p) < 0) return nullptr;
+  }
+  if (flags & DMA) {
+    Ref r(call_method(em, s_track, mnemonic, row, ops));
+    if (r.p == nullptr) return nullptr;
+  }
+  return inst.release();
+}
+
+// the suffixes (and hint) keywords; false: another keyword (the Python method then raises its TypeError)
+bool keywords(PyObject* const* args, size_t nargs, PyObject* kwnames, PyObject** suffixes, PyObject** hint) {
+  if (kwnames == nullptr) return true;
+  for (Py_ssize_t k = 0, n = PyTuple_GET_SIZE(kwnames); k < n; k++) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
+    if (name == s_suffixes || PyUnicode_Compare(name, s_suffixes) == 0) {
+      *suffixes = args[nargs + k];
+    } else if (hint != nullptr && (name == s_hint || PyUnicode_Compare(name, s_hint) == 0)) {
+      *hint = args[nargs + k];
+    } else {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  return true;
+}
+
+// the table's entry of a mnemonic with this many operands (borrowed), or nullptr: go to the Python method
+PyObject* entry_of(PyObject* mnemonic, Py_ssize_t nops) {
+  if (!PyUnicode_CheckExact(mnemonic)) return nullptr;
+  PyObject* entry = PyDict_GetItemWithError(g_table, mnemonic);
+  if (entry == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 4) return nullptr;
+  Py_ssize_t want = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 1));
+  if (want == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  return want == nops ? entry : nullptr;
+}
+
+PyObject* tuple_of(PyObject* const* items, Py_ssize_t n, PyObject* first) {
+  Py_ssize_t off = first != nullptr;
+  PyObject* t = PyTuple_New(n + off);
+  if (t == nullptr) return nullptr;
+  if (first != nullptr) {
+    Py_INCREF(first);
+    PyTuple_SET_ITEM(t, 0, first);
+  }
+  for (Py_ssize_t k = 0; k < n; k++) {
+    Py_INCREF(items[k]);
+    PyTuple_SET_ITEM(t, k + off, items[k]);
+  }
+  return t;
+}
+
+// Core.emit(mnemonic, *operands, suffixes=()): Emitter.emit
+PyObject* core_emit(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  size_t nargs = PyVectorcall_NARGS(nargsf);
+  Ref em(emitter_of((Core*)self));
+  if (em.p == nullptr) return nullptr;
+  PyObject* suffixes = empty_tuple;
+  PyObject* entry = nullptr;
+  if (nargs >= 1 && keywords(args, nargs, kwnames, &suffixes, nullptr)) entry = entry_of(args[0], nargs - 1);
+  if (entry == nullptr) return delegate(g_emit_py, em.p, args, nargs, kwnames);
+  Ref ops(tuple_of(args + 1, nargs - 1, nullptr));
+  if (ops.p == nullptr) return nullptr;
+  return do_emit(em.p, args[0], entry, ops.p, suffixes);
+}
+
+// the key of an immediate's value x: ("f", struct.pack("<d", x)) for a float, else ("i", int(x))
+PyObject* value_key(PyObject* x) {
+  if (PyFloat_Check(x)) {
+    char bits[8];
+    if (PyFloat_Pack8(PyFloat_AS_DOUBLE(x), bits, 1) < 0) return nullptr;
+    Ref b(PyBytes_FromStringAndSize(bits, 8));
+    if (b.p == nullptr) return nullptr;
+    return PyTuple_Pack(2, s_f, b.p);
+  }
+  Ref i(PyLong_CheckExact(x) ? (Py_INCREF(x), x) : PyNumber_Long(x));
+  if (i.p == nullptr) return nullptr;
+  return PyTuple_Pack(2, s_i, i.p);
+}
+
+// imm_key(v): the key of v.value; the Python function for what is not exactly an Imm
+PyObject* imm_key(PyObject* v) {
+  if ((PyObject*)Py_TYPE(v) != g_imm) return PyObject_CallOneArg(g_imm_key, v);
+  Ref x(PyObject_GetAttr(v, s_value));
+  if (x.p == nullptr) return nullptr;
+  return value_key(x.p);
+}
+
+// Core.rematerialised(mnemonic, *operands, suffixes=(), hint=""): Emitter.rematerialised
+PyObject* core_remat(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  size_t nargs = PyVectorcall_NARGS(nargsf);
+  Ref em(emitter_of((Core*)self));
+  if (em.p == nullptr) return nullptr;
+  PyObject* suffixes = empty_tuple;
+  PyObject* hint = empty_str;
+  PyObject* entry = nullptr;
+  // + 1: the fresh register in front of the operands
+  if (nargs >= 1 && keywords(args, nargs, kwnames, &suffixes, &hint)) entry = entry_of(args[0], nargs);
+  Ref memo(entry != nullptr ? PyObject_GetAttr(em.p, s_remat) : nullptr);
+  if (entry != nullptr && memo.p == nullptr) return nullptr;
+  if (entry == nullptr || (memo.p != Py_None && !PyDict_CheckExact(memo.p)))
+    return delegate(g_remat_py, em.p, args, nargs, kwnames);
+  PyObject* mnemonic = args[0];
+  const Py_ssize_t n = (Py_ssize_t)nargs - 1;
+  PyObject* const* operands = args + 1;
+  Ref r;
+  if (memo.p == Py_None) {  // every use computes its own
+    r.reset(PyObject_CallOneArg(g_vreg, hint));
+    if (r.p == nullptr) return nullptr;
+    Ref ops(tuple_of(operands, n, r.p));
+    if (ops.p == nullptr) return nullptr;
+    Ref inst(do_emit(em.p, mnemonic, entry, ops.p, suffixes));
+    if (inst.p == nullptr) return nullptr;
+    return r.release();
+  }
+  // key: (mnemonic, suffixes, *((v, version) for a register, imm_key(v) for anything else))
+  Ref key(PyTuple_New(n + 2));
+  if (key.p == nullptr) return nullptr;
+  Py_INCREF(mnemonic);
+  PyTuple_SET_ITEM(key.p, 0, mnemonic);
+  Py_INCREF(suffixes);
+  PyTuple_SET_ITEM(key.p, 1, suffixes);
+  Ref version;
+  for (Py_ssize_t k = 0; k < n; k++) {
+    PyObject* v = operands[k];
+    PyObject* item;
+    if ((PyObject*)Py_TYPE(v) == g_vreg) {
+      if (version.p == nullptr) {
+        version.reset(PyObject_GetAttr(em.p, s_version));
+        if (version.p == nullptr) return nullptr;
+        if (!PyDict_Check(version.p)) {
+          PyErr_SetString(PyExc_TypeError, "Emitter._version must be a dict");
+          return nullptr;
+        }
+      }
+      PyObject* was = PyDict_GetItemWithError(version.p, v);
+      if (was == nullptr) {
+        if (PyErr_Occurred()) return nullptr;
+        was = zero;
+      }
+      item = PyTuple_Pack(2, v, was);
+    } else {
+      item = imm_key(v);
+    }
+    if (item == nullptr) return nullptr;
+    PyTuple_SET_ITEM(key.p, k + 2, item);
+  }
+  PyObject* got = PyDict_GetItemWithError(memo.p, key.p);
+  if (got == nullptr && PyErr_Occurred()) return nullptr;
+  if (got == nullptr || got == Py_None) {
+    r.reset(PyObject_CallOneArg(g_vreg, hint));
+    if (r.p == nullptr || PyDict_SetItem(memo.p, key.p, r.p) < 0) return nullptr;
+    Ref ops(tuple_of(operands, n, r.p));
+    if (ops.p == nullptr) return nullptr;
+    Ref inst(do_emit(em.p, mnemonic, entry, ops.p, suffixes));
+    if (inst.p == nullptr) return nullptr;
+    return r.release();
+  }
+  Ref shared(PyObject_GetAttr(em.p, s_shared));
+  if (shared.p == nullptr) return nullptr;
+  if (PySet_CheckExact(shared.p)) {
+    if (PySet_Add(shared.p, got) < 0) return nullptr;
+  } else {
+    Ref done(PyObject_CallMethod(shared.p, "add", "O", got));
+    if (done.p == nullptr) return nullptr;
+  }
+  Py_INCREF(got);
+  return got;
+}
+
+// Core.li(value, hint=""): Emitter.li, rematerialised("s.li", Imm(value), hint=hint), the Imm made only when the block
+// has no such register yet
+PyObject* core_li(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+  size_t nargs = PyVectorcall_NARGS(nargsf);
+  Ref em(emitter_of((Core*)self));
+  if (em.p == nullptr) return nullptr;
+  PyObject* hint = empty_str;
+  bool plain = nargs >= 1 && nargs <= 2 && (kwnames == nullptr || (nargs == 1 && PyTuple_GET_SIZE(kwnames) == 1 &&
+                                                                   PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), s_hint) == 0));
+  if (PyErr_Occurred()) return nullptr;
+  if (!plain) return delegate(g_li_py, em.p, args, nargs, kwnames);
+  if (nargs == 2 || kwnames != nullptr) hint = args[1];
+  Ref memo(PyObject_GetAttr(em.p, s_remat));
+  if (memo.p == nullptr) return nullptr;
+  if (PyDict_CheckExact(memo.p)) {  // a hit: the register, no Imm made
+    Ref key(PyTuple_New(3));
+    if (key.p == nullptr) return nullptr;
+    PyObject* vk = value_key(args[0]);
+    if (vk == nullptr) return nullptr;
+    Py_INCREF(s_li);
+    PyTuple_SET_ITEM(key.p, 0, s_li);
+    Py_INCREF(empty_tuple);
+    PyTuple_SET_ITEM(key.p, 1, empty_tuple);
+    PyTuple_SET_ITEM(key.p, 2, vk);
+    PyObject* got = PyDict_GetItemWithError(memo.p, key.p);
+    if (got == nullptr && PyErr_Occurred()) return nullptr;
+    if (got != nullptr && got != Py_None) {
+      Ref shared(PyObject_GetAttr(em.p, s_shared));
+      if (shared.p == nullptr) return nullptr;
+      if (PySet_CheckExact(shared.p)) {
+        if (PySet_Add(shared.p, got) < 0) return nullptr;
+      } else {
+        Ref done(PyObject_CallMethod(shared.p, "add", "O", got));
+        if (done.p == nullptr) return nullptr;
+      }
+      Py_INCREF(got);
+      return got;
+    }
+  }
+  Ref imm(PyObject_CallOneArg(g_imm, args[0]));
+  if (imm.p == nullptr) return nullptr;
+  PyObject* argv[] = {s_li, imm.p, hint};
+  return core_remat(self, argv, 2, k_hint);
+}
+
+// ---- dma_operands.materialize: an affine expression as a scalar register -------------------------------------------
+// set by init_materialize(): the node classes walked here (exact types) and the Python function for the others
+PyObject *g_const, *g_val, *g_carried, *g_materialize_py;
+PyObject* g_binary[5];            // Add, Sub, Mul, Min, Max
+PyObject* g_binary_mnemonic[5];   // s.add, s.sub, s.mul, s.mins, s.maxs
+PyObject *s_em, *s_reg, *s_companions, *s_a, *s_b, *s_arg, *s_k, *s_li_attr, *s_rematerialised, *k_suffixes,
+    *i64_suffix;
+
+// init_materialize(Const, Val, Carried, (Add, Sub, Mul, Min, Max), materialize_py) -> None
+PyObject* init_materialize(PyObject*, PyObject* args) {
+  PyObject *c, *v, *carried, *binary, *py;
+  if (!PyArg_ParseTuple(args, "OOOO!O", &c, &v, &carried, &PyTuple_Type, &binary, &py)) return nullptr;
+  if (PyTuple_GET_SIZE(binary) != 5) {
+    PyErr_SetString(PyExc_TypeError, "init_materialize: five binary node classes");
+    return nullptr;
+  }
+  if (!strings()) return nullptr;
+  const char* names[] = {"s.add", "s.sub", "s.mul", "s.mins", "s.maxs"};
+  for (int k = 0; k < 5; k++) {
+    PyObject* cls = PyTuple_GET_ITEM(binary, k);
+    Py_INCREF(cls);
+    Py_XSETREF(g_binary[k], cls);
+    if (g_binary_mnemonic[k] == nullptr && (g_binary_mnemonic[k] = PyUnicode_InternFromString(names[k])) == nullptr)
+      return nullptr;
+  }
+  PyObject** slots[] = {&g_const, &g_val, &g_carried, &g_materialize_py};
+  PyObject* values[] = {c, v, carried, py};
+  for (size_t k = 0; k < sizeof(values) / sizeof(*values); k++) {
+    Py_INCREF(values[k]);
+    Py_XSETREF(*slots[k], values[k]);
+  }
+  struct {
+    PyObject** at;
+    const char* text;
+  } all[] = {{&s_em, "em"}, {&s_reg, "reg"}, {&s_companions, "companions"}, {&s_a, "a"},        {&s_b, "b"},
+             {&s_arg, "arg"}, {&s_k, "k"},   {&s_li_attr, "li"},          {&s_rematerialised, "rematerialised"}};
+  for (auto& x : all) {
+    if (*x.at == nullptr && (*x.at = PyUnicode_InternFromString(x.text)) == nullptr) return nullptr;
+  }
+  if (k_suffixes == nullptr && (k_suffixes = PyTuple_Pack(1, s_suffixes)) == nullptr) return nullptr;
+  if (i64_suffix == nullptr) {
+    Ref i64(PyUnicode_InternFromString("i64"));
+    if (i64.p == nullptr || (i64_suffix = PyTuple_Pack(1, i64.p)) == nullptr) return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+// materialize(ctx, e, memo) as dma_operands.materialize_py does it: the memo's register, else Const -> ctx.li(int(v)),
+// Val -> ctx.reg(v), Carried -> ctx.companions[arg][k], Add / Sub / Mul / Min / Max -> the operands' registers (a, then
+// b) into ctx.em.rematerialised(mnemonic, ra, rb, suffixes=("i64",)), kept in the memo; any other node (or a subclass)
+// through materialize_py, which keeps its own in the memo
+PyObject* materialize_rec(PyObject* ctx, PyObject* e, PyObject* memo, Ref& remat) {
+  PyObject* got = PyDict_GetItemWithError(memo, e);
+  if (got != nullptr && got != Py_None) return Py_NewRef(got);
+  if (PyErr_Occurred()) return nullptr;
+  PyObject* t = (PyObject*)Py_TYPE(e);
+  Ref r;
+  if (t == g_const) {
+    Ref v(PyObject_GetAttr(e, s_value));
+    if (v.p == nullptr) return nullptr;
+    Ref i(PyNumber_Long(v.p));
+    if (i.p == nullptr) return nullptr;
+    r.reset(PyObject_CallMethodOneArg(ctx, s_li_attr, i.p));
+  } else if (t == g_val) {
+    Ref v(PyObject_GetAttr(e, s_value));
+    if (v.p == nullptr) return nullptr;
+    r.reset(PyObject_CallMethodOneArg(ctx, s_reg, v.p));
+  } else if (t == g_carried) {
+    Ref companions(PyObject_GetAttr(ctx, s_companions));
+    Ref arg(PyObject_GetAttr(e, s_arg));
+    Ref k(PyObject_GetAttr(e, s_k));
+    if (companions.p == nullptr || arg.p == nullptr || k.p == nullptr) return nullptr;
+    Ref regs(PyObject_GetItem(companions.p, arg.p));
+    if (regs.p == nullptr) return nullptr;
+    r.reset(PyObject_GetItem(regs.p, k.p));
+  } else {
+    int which = -1;
+    for (int n = 0; n < 5; n++) {
+      if (t == g_binary[n]) which = n;
+    }
+    if (which < 0) {
+      PyObject* argv[] = {ctx, e, memo};
+      return PyObject_Vectorcall(g_materialize_py, argv, 3, nullptr);
+    }
+    if (Py_EnterRecursiveCall(" while materialising an access expression")) return nullptr;  // as deep as Python
+    Ref a(PyObject_GetAttr(e, s_a));
+    Ref ra(a.p == nullptr ? nullptr : materialize_rec(ctx, a.p, memo, remat));
+    Ref b(ra.p == nullptr ? nullptr : PyObject_GetAttr(e, s_b));
+    Ref rb(b.p == nullptr ? nullptr : materialize_rec(ctx, b.p, memo, remat));
+    Py_LeaveRecursiveCall();
+    if (rb.p == nullptr) return nullptr;
+    if (remat.p == nullptr) {  // s_op: ctx.em.rematerialised
+      Ref em(PyObject_GetAttr(ctx, s_em));
+      if (em.p == nullptr) return nullptr;
+      remat.reset(PyObject_GetAttr(em.p, s_rematerialised));
+      if (remat.p == nullptr) return nullptr;
+    }
+    PyObject* argv[] = {g_binary_mnemonic[which], ra.p, rb.p, i64_suffix};
+    r.reset(PyObject_Vectorcall(remat.p, argv, 3, k_suffixes));
+  }
+  if (r.p == nullptr || PyDict_SetItem(memo, e, r.p) < 0) return nullptr;
+  return r.release();
+}
+
+PyObject* materialize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (g_materialize_py == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "_emit.init_materialize was not called");
+    return nullptr;
+  }
+  if (nargs != 3 || !PyDict_CheckExact(args[2])) {  // the Python function says what is wrong
+    return PyObject_Vectorcall(g_materialize_py, args, nargs, nullptr);
+  }
+  Ref remat;
+  return materialize_rec(args[0], args[1], args[2], remat);
+}
+
+PyObject* core_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
+  PyObject* emitter;
+  if (!PyArg_ParseTuple(args, "O:Core", &emitter)) return nullptr;
+  if (g_table == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "_emit.init was not called");
+    return nullptr;
+  }
+  Ref ref(PyWeakref_NewRef(emitter, nullptr));
+  if (ref.p == nullptr) return nullptr;
+  Core* self = (Core*)type->tp_alloc(type, 0);
+  if (self == nullptr) return nullptr;
+  self->emitter = ref.release();
+  return (PyObject*)self;
+}
+
+void core_dealloc(PyObject* self) {
+  Py_XDECREF(((Core*)self)->emitter);
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyMethodDef core_methods[] = {
+    {"emit", (PyCFunction)(void (*)(void))core_emit, METH_FASTCALL | METH_KEYWORDS,
+     "emit(mnemonic, *operands, suffixes=()): Emitter.emit in C"},
+    {"rematerialised", (PyCFunction)(void (*)(void))core_remat, METH_FASTCALL | METH_KEYWORDS,
+     "rematerialised(mnemonic, *operands, suffixes=(), hint=''): Emitter.rematerialised in C"},
+    {"li", (PyCFunction)(void (*)(void))core_li, METH_FASTCALL | METH_KEYWORDS, "li(value, hint=''): Emitter.li in C"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(nullptr, 0) "triton_plate_backend.passes._emit.Core", /* tp_name */
+    sizeof(Core),                                                               /* tp_basicsize */
+};
+
+PyMethodDef methods[] = {
+    {"init_materialize", init_materialize, METH_VARARGS,
+     "init_materialize(Const, Val, Carried, (Add, Sub, Mul, Min, Max), materialize_py): the classes materialize "
+     "walks"},
+    {"materialize", (PyCFunction)(void (*)(void))materialize, METH_FASTCALL,
+     "materialize(ctx, e, memo): dma_operands.materialize in C"},
+    {"init", init, METH_VARARGS,
+     "init(table, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li): what Core's methods "
+     "read"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_emit",
+                      "Emitter.emit and Emitter.rematerialised in C (passes/emitter.py)", -1, methods};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__emit(void) {
+  CoreType.tp_dealloc = core_dealloc;
+  CoreType.tp_flags = Py_TPFLAGS_DEFAULT;
+  CoreType.tp_doc = "Core(emitter): the emitter's emit and rematerialised in C (a weak reference to it)";
+  CoreType.tp_methods = core_methods;
+  CoreType.tp_new = core_new;
+  if (PyType_Ready(&CoreType) < 0) return nullptr;
+  PyObject* m = PyModule_Create(&module);
+  if (m == nullptr) return nullptr;
+  Py_INCREF(&CoreType);
+  if (PyModule_AddObject(m, "Core", (PyObject*)&CoreType) < 0) {
+    Py_DECREF(&CoreType);
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}
