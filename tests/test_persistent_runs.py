@@ -282,3 +282,72 @@ def test_a_launch_of_at_most_one_program_per_core_runs_traced_once_then_untraced
     assert times[0] == times[1] == times[2]
     program, launched, args, _ = runs.launches[-1]
     _kept_is_fresh(mini, program, launched, args)
+
+
+@triton.jit
+def once_or_more_kernel(out_ptr, in_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(in_ptr + offs, mask=m) * 3, mask=m)
+
+
+@triton.jit
+def small_masked_by_data_kernel(out_ptr, in_ptr, keep_ptr):
+    pid = tl.program_id(axis=0)
+    keep = tl.load(keep_ptr + pid) > 0
+    tl.store(out_ptr + pid, tl.load(in_ptr + pid) + 1, mask=keep)
+
+
+def test_a_small_launch_asks_whether_its_trace_reads_data_at_its_first_repeat(mini, monkeypatch):
+    """A launch of at most one program per core keeps its first run's trace without asking whether the trace
+    reads data (persistent_runs.py ``key`` with checked False): a kernel launched once is never asked; its
+    first repeat asks, then runs untraced from the kept trace, timed the same."""
+    from triton_plate_backend.sim import persistent_runs
+
+    asked = []
+    monkeypatch.setattr(
+        persistent_runs, "trace_reads_no_data", lambda p: asked.append(p.name) or trace_reads_no_data(p)
+    )
+    n, block = 100, 32
+    grid = -(-n // block)
+    assert grid <= mini.machine.total_cores
+    runs = Runs(monkeypatch, mini, "once_or_more_kernel")
+    x = torch.arange(n, dtype=torch.float32, device="plate")
+    times = []
+    for i in range(3):
+        out = torch.zeros(n, device="plate")
+        once_or_more_kernel[(grid,)](out, x, n, BLOCK=block)
+        assert out.cpu().tolist() == (3 * torch.arange(n, dtype=torch.float32)).tolist()
+        times.append(mini.last_profile.time_ns)
+        program = runs.launches[-1][0]
+        if i == 0:
+            assert asked == [] and persistent_runs.known_reads_no_data(program) is None
+    assert asked == ["once_or_more_kernel"]  # at the first repeat, once
+    assert persistent_runs.known_reads_no_data(program) is True
+    assert runs.runs == [((grid, 1, 1), True, None), ((grid, 1, 1), False, None), ((grid, 1, 1), False, None)]
+    assert times[0] == times[1] == times[2]
+    _kept_is_fresh(mini, program, *runs.launches[-1][1:3])
+
+
+def test_a_small_launch_whose_trace_reads_data_drops_its_kept_trace_at_its_first_repeat(mini, monkeypatch):
+    """The first repeat of a small launch whose trace reads data finds the unasked trace, asks, drops it and
+    runs traced, as every later launch does (nothing is kept for it again)."""
+    from triton_plate_backend.sim import persistent_runs
+
+    n = 4
+    assert n <= mini.machine.total_cores
+    runs = Runs(monkeypatch, mini, "small_masked_by_data_kernel")
+    x = torch.arange(n, dtype=torch.float32, device="plate")
+    for i in range(3):
+        keep = torch.tensor([(j + i) % 2 for j in range(n)], dtype=torch.int32, device="plate")
+        out = torch.zeros(n, device="plate")
+        small_masked_by_data_kernel[(n,)](out, x, keep)
+        want = torch.where(keep.cpu() > 0, torch.arange(n, dtype=torch.float32) + 1, 0.0)
+        assert out.cpu().tolist() == want.tolist()
+    program, grid, args, _ = runs.launches[-1]
+    assert persistent_runs.known_reads_no_data(program) is False
+    assert runs.runs == [((n, 1, 1), True, None)] * 3  # every launch ran traced
+    key = mini._persistent_runs.key(program, grid, args, mini.memory, checked=False)
+    assert key is None  # known to read data: nothing is kept for it
+    unasked = mini._persistent_runs.key(program, grid, args, mini.memory, checked=True)
+    assert unasked is None

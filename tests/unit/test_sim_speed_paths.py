@@ -1191,6 +1191,38 @@ def test_a_kept_sram_image_is_zeroed_and_one_still_viewed_is_not_kept():
     assert executor._sram_kept == []
 
 
+def test_whether_a_kept_sram_image_must_be_zeroed_is_asked_only_of_a_large_one():
+    """``_zeroed_sram``'s ``zero`` as a callable (the executor's ``reads_unwritten_sram`` of the program): not
+    asked for a fresh image nor for a kept one up to _ZERO_UNASKED_BYTES (zeroed either way), asked for a
+    larger kept one, which is zeroed only when it answers True."""
+    executor._sram_kept.clear()
+    asked = []
+
+    def answer(value):
+        return lambda: asked.append(value) or value
+
+    small = 4, executor._ZERO_UNASKED_BYTES // 4
+    large = 2, executor._ZERO_UNASKED_BYTES // 2 + 64
+    for p, row in (small, large):
+        img = executor._zeroed_sram(p, row, answer(False))  # fresh: zeros, nothing asked
+        assert asked == [] and not img.any()
+        img[:] = 5
+        box = [img]
+        del img
+        executor._keep_sram(box)
+    img = executor._zeroed_sram(*small, answer(False))
+    assert asked == [] and not img.any()  # small: zeroed without asking
+    img = executor._zeroed_sram(*large, answer(True))
+    assert asked == [True] and not img.any()
+    img[:] = 5
+    box = [img]
+    del img
+    executor._keep_sram(box)
+    img = executor._zeroed_sram(*large, answer(False))
+    assert asked == [True, False] and (img == 5).all()  # the program never reads what it did not write
+    executor._sram_kept.clear()
+
+
 def test_a_launch_after_one_that_wrote_its_sram_starts_from_zeros(mem):
     """A launch's kept SRAM image, taken by the next context of its shape, holds zeros where the launch
     wrote (the SRAM starts at zero)."""

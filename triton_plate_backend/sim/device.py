@@ -237,11 +237,12 @@ class Device:
         from .executor import execute
 
         runs = self._persistent_runs
-        key = None if as_written is None or sanitize else runs.key(program, grid, list(args), self.memory)
-        trace = None if key is None else runs.get(key, program)
         # a launch of at most one program per core (most of a test suite's): its first run traced costs
-        # less than the address-only run and the run as written after it, and its repeats run every program
+        # less than the address-only run and the run as written after it, and its repeats run every program;
+        # whether its trace reads data is asked at its first repeat (PersistentRuns.key, checked=False)
         small = as_written is not None and math.prod(as_written[0]) <= self.machine.total_cores
+        key = None if as_written is None or sanitize else runs.key(program, grid, list(args), self.memory, not small)
+        trace = None if key is None else runs.get(key, program)
         if trace is None and key is not None and not small:
             trace = runs.first(key, program, grid, list(args), self.memory, self.machine, max_steps)
         if trace is None:

@@ -33,6 +33,7 @@ DeviceAssertionError it was) carrying pc, instruction text, source line and grid
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 
@@ -247,19 +248,29 @@ _sram_kept: list[np.ndarray] = []
 _sram_lock = threading.Lock()
 
 
-def _zeroed_sram(p: int, row_bytes: int, zero: bool = True) -> np.ndarray:
+_ZERO_UNASKED_BYTES = 1 * MiB  # a kept image up to this size is zeroed without asking whether it must be
+
+
+def _zeroed_sram(p: int, row_bytes: int, zero=True) -> np.ndarray:
     """A zeroed [p, row_bytes] SRAM image: a kept one of that shape zeroed again, else a new one. ``zero``
-    False: a kept one as it is (for a program that never reads bytes it did not write: sram_reach.py's
+    False (or a callable that answers False, asked only for a kept image past _ZERO_UNASKED_BYTES): a kept
+    one as it is (for a program that never reads bytes it did not write: sram_reach.py's
     ``reads_unwritten_sram``; zeroing 8 MiB costs ~0.7 ms, a launch of test_conversions' cut into 30 to 60
-    sub-batches)."""
+    sub-batches, against ~0.03 ms for 1 MiB and 0.1-0.5 ms for the analysis of a small kernel)."""
     with _sram_lock:
         for i, img in enumerate(_sram_kept):
             if img.shape == (p, row_bytes):
                 del _sram_kept[i]
-                if zero:
-                    img.fill(0)
-                return img
-    return np.zeros((p, row_bytes), np.uint8)
+                break
+        else:
+            img = None
+    if img is None:
+        return np.zeros((p, row_bytes), np.uint8)
+    if callable(zero):
+        zero = img.nbytes <= _ZERO_UNASKED_BYTES or zero()
+    if zero:
+        img.fill(0)
+    return img
 
 
 def _keep_sram(box: list[np.ndarray]) -> None:
@@ -315,9 +326,23 @@ def _derived(program: Program) -> tuple[list, list[int], int]:
         return kept[2]
     used = tuple((m, SEMANTICS[m]) for m in {"s.li", *(ins.mnemonic for ins in program.instrs)} if m in SEMANTICS)
     row_bytes = -(-max(program.sram_bytes, program.sram_high_water(), 1) // _ROW_ALIGN) * _ROW_ALIGN
-    values = (_rules(program), _straight(program), row_bytes, reads_unwritten_sram(program))
+    values = (_rules(program), _straight(program), row_bytes)
     setattr(program, _DERIVED, (source, used, values))
     return values
+
+
+_UNWRITTEN = "_plate_reads_unwritten"  # on the program: (its instructions, reads_unwritten_sram of them)
+
+
+def _reads_unwritten(program: Program) -> bool:
+    """``reads_unwritten_sram(program)``, kept on the program (made again when its instructions changed):
+    asked only when a large kept SRAM image could be reused unzeroed (_zeroed_sram)."""
+    instrs = tuple(program.instrs)
+    kept = getattr(program, _UNWRITTEN, None)
+    if kept is None or kept[0] != instrs:
+        kept = (instrs, reads_unwritten_sram(program))
+        setattr(program, _UNWRITTEN, kept)
+    return kept[1]
 
 
 class _Launch:
@@ -332,10 +357,10 @@ class _Launch:
         self.sanitizer = (
             Sanitizer(sanitize, memory, program, self.args, self.describe_pc, self.grid_coords) if sanitize else None
         )
-        derived_rules, self.straight, self.row_bytes, reads_fresh = _derived(program)
+        derived_rules, self.straight, self.row_bytes = _derived(program)
         # a batch's SRAM image starts zeroed when a program may read bytes it did not write (or a sanitizer
-        # watches); else a kept image is taken as it is (_zeroed_sram)
-        self.zero_sram = reads_fresh or self.sanitizer is not None
+        # watches); else a kept image is taken as it is (_zeroed_sram: asked only of a large kept image)
+        self.zero_sram = True if self.sanitizer is not None else functools.partial(_reads_unwritten, program)
         self.rules = rules if rules is not None else derived_rules
         self.record = record_trace
         # the memory rules' Traffic is what a trace records: a launch recording none counts none

@@ -44,7 +44,10 @@ A launch of at most one program per core (sim/device.py ``_run``: most of a test
 program over a small tensor) is the exception: its first run is traced, its trace kept by the same key,
 and its repeats run every program untraced. The address-only run and the run as written after it cost
 more than the run traced (a 223-instruction one-program kernel: 3.2 ms against 1.2 ms of CPU), and
-leaving out programs that store nothing saves little over so few."""
+leaving out programs that store nothing saves little over so few. Such a launch asks whether its trace
+reads data only when a repeat finds the trace kept (``PersistentRuns.key`` with ``checked`` False): the
+answer is needed only to use a kept trace, and most such kernels are launched once (test_core: ~2 programs
+a test, ~0.4 ms of analysis each)."""
 
 from __future__ import annotations
 
@@ -74,6 +77,15 @@ def reads_no_data(program) -> bool:
     return kept[1]
 
 
+def known_reads_no_data(program) -> bool | None:
+    """``reads_no_data(program)`` when it was found for the program's instructions as they are, else None
+    (not found yet: nothing is computed here)."""
+    kept = getattr(program, _NO_DATA, None)
+    if kept is None or kept[0] != tuple(program.instrs):
+        return None
+    return kept[1]
+
+
 def _every_store_moved(trace: Trace, program) -> bool:
     """Whether a kept trace of the launch's persistent run (its programs loop over the grid's, one trip
     each: passes/persistent.py) ran stores and every one it ran moved something: then every trip that
@@ -89,12 +101,17 @@ class PersistentRuns:
     """The traces of recent persistent launches whose trace reads no memory data (module docstring)."""
 
     def __init__(self):
-        # key -> [program, trace, nbytes, live programs (None: not found yet), packed trace (None: not yet)]
+        # key -> [program, trace, nbytes, live programs (None: not found yet), packed trace (None: not yet),
+        #         whether reads_no_data(program) was asked (else ``get`` asks it before the trace is used)]
         self._traces: OrderedDict = OrderedDict()
 
-    def key(self, program, grid, args, memory) -> tuple | None:
-        """What a kept trace is found by, or None when the program's trace may read data."""
-        if not reads_no_data(program):
+    def key(self, program, grid, args, memory, checked: bool = True) -> tuple | None:
+        """What a kept trace is found by, or None when the program's trace may read data. ``checked`` False
+        (a launch of at most one program per core, sim/device.py): None only when the program is known to
+        read data; a program not asked yet is asked when a trace kept by the key is found (``get``), so a
+        kernel launched once (most of a test suite's) is never asked."""
+        known = reads_no_data(program) if checked else known_reads_no_data(program)
+        if known is False:
             return None
         layout = []
         for a, v in zip(program.args, args):
@@ -115,23 +132,31 @@ class PersistentRuns:
         hit = self._traces.get(key)
         if hit is None or hit[0] is not program:
             return None
+        if not hit[5]:  # kept by a launch that did not ask (``key``): asked before the trace is used
+            if not reads_no_data(program):
+                del self._traces[key]
+                return None
+            hit[5] = True
         self._traces.move_to_end(key)
         return hit[1]
 
     def packed(self, key, program) -> PackedTrace | None:
         """The kept trace packed, once (what the clock compares and keeps a repeat by)."""
         hit = self._traces.get(key)
-        if hit is None or hit[0] is not program:
+        if hit is None or hit[0] is not program or not hit[5]:
             return None
         if hit[4] is None:
             hit[4] = hit[1].pack()
         return hit[4]
 
     def keep(self, key, program, trace: Trace) -> None:
+        known = known_reads_no_data(program)
+        if known is False:
+            return
         nbytes = trace.nbytes()
         if nbytes > KEPT_BYTES:
             return
-        self._traces[key] = [program, trace, nbytes, None, None]
+        self._traces[key] = [program, trace, nbytes, None, None, bool(known)]
         self._traces.move_to_end(key)
         while len(self._traces) > KEPT or sum(h[2] for h in self._traces.values()) > KEPT_BYTES:
             self._traces.popitem(last=False)
@@ -142,7 +167,7 @@ class PersistentRuns:
         cannot tell, or when no run is at hand and the kept trace of a persistent launch says they all do
         (``_every_store_moved``)."""
         hit = self._traces.get(key)
-        if hit is None or hit[0] is not program:
+        if hit is None or hit[0] is not program or not hit[5]:
             return None
         if hit[3] is None:
             from ..errors import PlateError
