@@ -348,3 +348,31 @@ def test_liger_plugin_asks_the_device_for_a_cuda_gate(monkeypatch):
     ]
     assert [m.name for m in item.own_markers].count("parametrize") == 1
     assert not plugin.gate_on_device(item, reason, "plate")  # the CUDA gate is gone: nothing more to replace
+
+
+def test_gemlite_plugin_answers_cuda_queries_for_the_device(monkeypatch, tmp_path):
+    """upstream.libraries.gemlite: torch.cuda.get_device_properties("cuda" or 0) is the device's, and the library
+    is imported while torch.cuda.device_count() is the device's (its per-device tables), CUDA's again after."""
+    torch = pytest.importorskip("torch")
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import gemlite as plugin
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", torch.cuda.get_device_properties)
+    plugin.patch_device_properties("plate")
+    for dev in ("cuda", "cuda:0", 0, torch.device("cuda", 0), None):
+        assert torch.cuda.get_device_properties(dev) == torch.plate.get_device_properties(0)
+    plugin.patch_device_properties("plate")  # once only
+    assert torch.cuda.get_device_properties.__wrapped__ is torch.plate.get_device_properties
+
+    (tmp_path / "fakegemlite.py").write_text(
+        "import torch\nTABLE = [f'cuda:{i}' for i in range(torch.cuda.device_count())]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "fakegemlite", raising=False)
+    cuda_count = torch.cuda.device_count
+    module = plugin.import_library("plate", "fakegemlite")
+    assert module.TABLE == [f"cuda:{i}" for i in range(torch.plate.device_count())] and module.TABLE
+    assert torch.cuda.device_count is cuda_count
+    with pytest.raises(pytest.UsageError, match="not importable"):
+        plugin.import_library("plate", "fakegemlite_absent")
+    assert torch.cuda.device_count is cuda_count
