@@ -364,14 +364,27 @@ def test_gemlite_plugin_answers_cuda_queries_for_the_device(monkeypatch, tmp_pat
     plugin.patch_device_properties("plate")  # once only
     assert torch.cuda.get_device_properties.__wrapped__ is torch.plate.get_device_properties
 
-    (tmp_path / "fakegemlite.py").write_text(
+    pkg = tmp_path / "fakegemlite"
+    (pkg / "kernels").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .kernels import config, table\n")
+    (pkg / "kernels" / "__init__.py").write_text("")
+    (pkg / "kernels" / "table.py").write_text(
         "import torch\nTABLE = [f'cuda:{i}' for i in range(torch.cuda.device_count())]\n"
     )
+    (pkg / "kernels" / "config.py").write_text(  # gemlite's set_autotune: reload the kernel modules
+        "import importlib\ndef reload_all_modules():\n    from . import table\n    importlib.reload(table)\n"
+        "def set_autotune():\n    reload_all_modules()\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "fakegemlite", raising=False)
+    for name in ("fakegemlite", "fakegemlite.kernels", "fakegemlite.kernels.table", "fakegemlite.kernels.config"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
     cuda_count = torch.cuda.device_count
-    module = plugin.import_library("plate", "fakegemlite")
-    assert module.TABLE == [f"cuda:{i}" for i in range(torch.plate.device_count())] and module.TABLE
+    plate_table = [f"cuda:{i}" for i in range(torch.plate.device_count())]
+    module = plugin.import_library("plate", "fakegemlite", "fakegemlite.kernels.config")
+    assert module.table.TABLE == plate_table and plate_table
+    assert torch.cuda.device_count is cuda_count
+    module.config.set_autotune()  # a reload rebuilds the table: with the device's count again
+    assert sys.modules["fakegemlite.kernels.table"].TABLE == plate_table
     assert torch.cuda.device_count is cuda_count
     with pytest.raises(pytest.UsageError, match="not importable"):
         plugin.import_library("plate", "fakegemlite_absent")

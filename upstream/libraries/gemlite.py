@@ -12,8 +12,9 @@ shared-memory choices). In the test process each of those names of CUDA means th
 - ``patch_capability`` (attorch's): ``torch.cuda.get_device_capability()`` answers ``torch.<device>``'s;
 - ``patch_device_properties``: ``torch.cuda.get_device_properties`` answers ``torch.<device>``'s, its
   device argument mapped as above;
-- ``import_library``: gemlite is imported while ``torch.cuda.device_count()`` answers the device's (its
-  per-device tables); afterwards it is CUDA's again.
+- ``import_library``: gemlite is imported, and reloads its kernel modules (``set_autotune`` calls
+  ``config.reload_all_modules``), while ``torch.cuda.device_count()`` answers the device's: the modules build
+  their per-device tables then; otherwise it is CUDA's.
 
 What torch itself asks stays CUDA's answer: ``torch.cuda.is_available()`` (False: the tests'
 ``is_fp8_supported()``, is_available and capability >= 8.9, is False, so their fp8 cases skip themselves),
@@ -24,7 +25,10 @@ Each patch is entered once, before the test modules import gemlite, for the whol
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib
+import sys
 
 import pytest
 
@@ -49,20 +53,41 @@ def patch_device_properties(device: str) -> None:
     torch.cuda.get_device_properties = get_device_properties
 
 
-def import_library(device: str, name: str = "gemlite"):
-    """Import `name` while torch.cuda.device_count() answers torch.<device>.device_count(); returns it."""
-    import importlib
-
+@contextlib.contextmanager
+def device_count_of(device: str):
+    """Within: torch.cuda.device_count() answers torch.<device>.device_count()."""
     import torch
 
     count = torch.cuda.device_count
     torch.cuda.device_count = getattr(torch, device).device_count
     try:
-        return importlib.import_module(name)
-    except ImportError as e:
-        raise pytest.UsageError(f"{name} is not importable ({e}): put the checkout's top folder on PYTHONPATH") from e
+        yield
     finally:
         torch.cuda.device_count = count
+
+
+def import_library(device: str, name: str = "gemlite", reloader: str = "gemlite.triton_kernels.config"):
+    """Import `name` with torch.cuda.device_count() the device's, and make `reloader`'s reload_all_modules (gemlite
+    reloads its kernel modules, which rebuild the tables, at each set_autotune) do the same; returns the library."""
+    with device_count_of(device):
+        try:
+            library = importlib.import_module(name)
+        except ImportError as e:
+            raise pytest.UsageError(
+                f"{name} is not importable ({e}): put the checkout's top folder on PYTHONPATH"
+            ) from e
+    config = sys.modules.get(reloader)
+    reload_all = getattr(config, "reload_all_modules", None)
+    if callable(reload_all) and getattr(reload_all, "_gemlite_device", None) != device:
+
+        @functools.wraps(reload_all)
+        def reload_all_modules(*args, **kwargs):
+            with device_count_of(device):
+                return reload_all(*args, **kwargs)
+
+        reload_all_modules._gemlite_device = device
+        config.reload_all_modules = reload_all_modules
+    return library
 
 
 def cuda_is(device: str):
