@@ -290,3 +290,102 @@ def test_triton_kernels_plugin_answers_cuda_questions_for_the_device(monkeypatch
     plugin.patch_opt_flags("another-backend", other)  # not the active backend: the library's own dispatch
     with pytest.raises(AssertionError):
         other.make_opt_flags()
+
+
+def test_liger_plugin_answers_bf16_support_for_the_device(monkeypatch, tmp_path):
+    """upstream.libraries.liger_kernel: Liger's test/utils.py supports_bfloat16() (cuda capability, xpu or npu,
+    else False) answers torch.<device>.is_bf16_supported(), for the module the conftest imported under the
+    run's root only (not the standard library's `test` package)."""
+    torch = pytest.importorskip("torch")
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import liger_kernel as plugin
+
+    test_utils = types.ModuleType("test.utils")
+    test_utils.__file__ = str(tmp_path / "test" / "utils.py")
+    test_utils.device = "plate"
+    test_utils.supports_bfloat16 = lambda: test_utils.device in ("xpu", "npu")  # Liger's answer for plate
+    monkeypatch.setitem(sys.modules, "test.utils", test_utils)
+    assert plugin.loaded_test_utils(tmp_path / "elsewhere") is None
+    assert plugin.loaded_test_utils(tmp_path) is test_utils
+    assert not test_utils.supports_bfloat16()
+
+    plugin.answer_bf16_support(test_utils, "plate")
+    assert test_utils.supports_bfloat16() is True
+    monkeypatch.setattr(torch.plate, "is_bf16_supported", lambda including_emulation=True: False)
+    assert test_utils.supports_bfloat16() is False  # asked at each call, not cached
+    with pytest.raises(pytest.UsageError, match="torch.nodevice"):
+        plugin.answer_bf16_support(test_utils, "nodevice")
+
+
+def test_liger_plugin_asks_the_device_for_a_cuda_gate(monkeypatch):
+    """A DEVICE_GATES test's skipif(not torch.cuda.is_available(), reason=R) is replaced by one asking
+    torch.<device>.is_available(); its other marks, and other skipif marks, stay."""
+    torch = pytest.importorskip("torch")
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import liger_kernel as plugin
+
+    nodeid, (reason, _) = next(iter(plugin.DEVICE_GATES.items()))
+
+    class Item:
+        def __init__(self):
+            self.nodeid = nodeid + "[dtype0-1.0-4-11009]"
+            self.own_markers = [
+                pytest.mark.skipif(True, reason=reason).mark,
+                pytest.mark.skipif(True, reason="bfloat16 not supported on this GPU").mark,
+                pytest.mark.parametrize("x", [1]).mark,
+            ]
+
+        def add_marker(self, marker):
+            self.own_markers.append(marker.mark)
+
+    item = Item()
+    config = types.SimpleNamespace(getoption=lambda name, default=None: "plate" if name == "lib_device" else default)
+    plugin.pytest_collection_modifyitems(None, config, [item])
+    skips = [(m.args, m.kwargs["reason"]) for m in item.own_markers if m.name == "skipif"]
+    assert skips == [
+        ((True,), "bfloat16 not supported on this GPU"),
+        ((not torch.plate.is_available(),), f"{reason} (asked of torch.plate: not available)"),
+    ]
+    assert [m.name for m in item.own_markers].count("parametrize") == 1
+    assert not plugin.gate_on_device(item, reason, "plate")  # the CUDA gate is gone: nothing more to replace
+
+
+def test_gemlite_plugin_answers_cuda_queries_for_the_device(monkeypatch, tmp_path):
+    """upstream.libraries.gemlite: torch.cuda.get_device_properties("cuda" or 0) is the device's, and the library
+    is imported while torch.cuda.device_count() is the device's (its per-device tables), CUDA's again after."""
+    torch = pytest.importorskip("torch")
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import gemlite as plugin
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", torch.cuda.get_device_properties)
+    plugin.patch_device_properties("plate")
+    for dev in ("cuda", "cuda:0", 0, torch.device("cuda", 0), None):
+        assert torch.cuda.get_device_properties(dev) == torch.plate.get_device_properties(0)
+    plugin.patch_device_properties("plate")  # once only
+    assert torch.cuda.get_device_properties.__wrapped__ is torch.plate.get_device_properties
+
+    pkg = tmp_path / "fakegemlite"
+    (pkg / "kernels").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .kernels import config, table\n")
+    (pkg / "kernels" / "__init__.py").write_text("")
+    (pkg / "kernels" / "table.py").write_text(
+        "import torch\nTABLE = [f'cuda:{i}' for i in range(torch.cuda.device_count())]\n"
+    )
+    (pkg / "kernels" / "config.py").write_text(  # gemlite's set_autotune: reload the kernel modules
+        "import importlib\ndef reload_all_modules():\n    from . import table\n    importlib.reload(table)\n"
+        "def set_autotune():\n    reload_all_modules()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("fakegemlite", "fakegemlite.kernels", "fakegemlite.kernels.table", "fakegemlite.kernels.config"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    cuda_count = torch.cuda.device_count
+    plate_table = [f"cuda:{i}" for i in range(torch.plate.device_count())]
+    module = plugin.import_library("plate", "fakegemlite", "fakegemlite.kernels.config")
+    assert module.table.TABLE == plate_table and plate_table
+    assert torch.cuda.device_count is cuda_count
+    module.config.set_autotune()  # a reload rebuilds the table: with the device's count again
+    assert sys.modules["fakegemlite.kernels.table"].TABLE == plate_table
+    assert torch.cuda.device_count is cuda_count
+    with pytest.raises(pytest.UsageError, match="not importable"):
+        plugin.import_library("plate", "fakegemlite_absent")
+    assert torch.cuda.device_count is cuda_count
