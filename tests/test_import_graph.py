@@ -118,6 +118,7 @@ FLOORS: dict[str, int] = {
         PASSES_DEVICE,
         f"{TPB}.passes",
         f"{TPB}.passes.affine",
+        f"{TPB}.passes.records",
         f"{TPB}.passes.program_range",
         f"{TPB}.passes.access_forms",
         f"{TPB}.passes.access_masks",
