@@ -49,7 +49,7 @@ def _on(floor: int, *names: str) -> dict[str, int]:
 
 
 FLOORS: dict[str, int] = {
-    **_on(BASE, f"{TPB}.errors", f"{TPB}.srcloc", f"{TPB}.knobs", f"{TPB}.text_memo"),
+    **_on(BASE, f"{TPB}.errors", f"{TPB}.srcloc", f"{TPB}.knobs", f"{TPB}.text_memo", f"{TPB}.plain_text"),
     **_on(IR, f"{TPB}.ir", f"{TPB}.ir.core", f"{TPB}.ir.printer", f"{TPB}.ir.verify", f"{TPB}.ir.vocabulary"),
     **_on(
         ISA,
