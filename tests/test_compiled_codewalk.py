@@ -15,7 +15,7 @@ import ttir_fixtures
 from triton_plate_backend.errors import CompileError, RegisterOverflow
 from triton_plate_backend.isa.encoding import float_bits
 from triton_plate_backend.machine import get_machine
-from triton_plate_backend.passes import finalize, licm, regalloc, scalar_cse
+from triton_plate_backend.passes import finalize, licm, regalloc, scalar_cse, scalar_flow
 from triton_plate_backend.passes.emitter import Buffer, Imm, Label, PInst, Token, View, VReg
 from triton_plate_backend.passes.pipeline import run_pipeline
 from triton_plate_backend.ttir.parser import parse
@@ -37,6 +37,7 @@ def python_allocation(intervals, kind, count):
 
 
 def check_code(code) -> dict:
+    assert list(scalar_flow.writes(code).items()) == list(scalar_flow.writes_py(code).items())
     want = regalloc.live_intervals_py(code)
     got = compiled_intervals(code)
     assert list(got.items()) == list(want.items())
@@ -105,7 +106,7 @@ def test_the_finalized_program_is_the_same_with_and_without_the_extension(kernel
             return str(e)
 
     with_c = lowered()
-    for module in (regalloc, scalar_cse, licm, finalize):
+    for module in (regalloc, scalar_cse, licm, finalize, scalar_flow):
         monkeypatch.setattr(module, "_codewalk", None)
     without = lowered()
     if isinstance(without, str):
@@ -215,3 +216,36 @@ def test_hand_made_loops_for_licm():
     assert [x.operands[0] for x in got[:6]] == [n, i, a, b, outer, j]
     straight = code[:3] + [PInst("halt")]
     assert check_licm(straight) is straight  # no loop: the list given
+
+
+def test_write_counts_by_hand_and_where_the_c_walk_declines():
+    """scalar_flow.writes: the compiled walk's counts (first-write order) or, for what it leaves to Python, the
+    Python walk's result or error."""
+    a, b = VReg(), VReg()
+    code = [
+        PInst(".label", (), (Label("L0"),)),
+        PInst("s.li", (), (a, Imm(1))),
+        PInst("s.add", (), (b, a, a)),
+        PInst("s.li", (), (a, Imm(2))),
+        PInst(".use", (), (b,)),
+    ]
+    assert list(regalloc._codewalk.writes(code, scalar_flow.WRITTEN_AT, VReg).items()) == [(a, 2), (b, 1)]
+    assert scalar_flow.writes([]) == {} and scalar_flow.writes_py([]) == {}
+    odd = [
+        code + [PInst("", (), ())],  # an empty mnemonic: IndexError
+        code + [PInst("no.such", (), (a,))],  # not in WRITTEN_AT: KeyError
+        code + [PInst("s.li", (), [b, Imm(3)])],  # operands a list: counted in Python
+        code + [PInst("s.add", (), ())],  # no operand where it writes one: IndexError
+    ]
+    for c in odd:
+        assert regalloc._codewalk.writes(c, scalar_flow.WRITTEN_AT, VReg) is NotImplemented
+        try:
+            want = list(scalar_flow.writes_py(c).items())
+        except Exception as e:  # noqa: BLE001
+            want = type(e)
+        try:
+            got = list(scalar_flow.writes(c).items())
+        except Exception as e:  # noqa: BLE001
+            got = type(e)
+        assert got == want
+    assert list(scalar_flow.writes(odd[2]).items()) == [(a, 2), (b, 2)]

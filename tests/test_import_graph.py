@@ -49,7 +49,7 @@ def _on(floor: int, *names: str) -> dict[str, int]:
 
 
 FLOORS: dict[str, int] = {
-    **_on(BASE, f"{TPB}.errors", f"{TPB}.srcloc", f"{TPB}.knobs", f"{TPB}.text_memo"),
+    **_on(BASE, f"{TPB}.errors", f"{TPB}.srcloc", f"{TPB}.knobs", f"{TPB}.text_memo", f"{TPB}.plain_text"),
     **_on(IR, f"{TPB}.ir", f"{TPB}.ir.core", f"{TPB}.ir.printer", f"{TPB}.ir.verify", f"{TPB}.ir.vocabulary"),
     **_on(
         ISA,
@@ -118,6 +118,7 @@ FLOORS: dict[str, int] = {
         PASSES_DEVICE,
         f"{TPB}.passes",
         f"{TPB}.passes.affine",
+        f"{TPB}.passes.records",
         f"{TPB}.passes.program_range",
         f"{TPB}.passes.access_forms",
         f"{TPB}.passes.access_masks",

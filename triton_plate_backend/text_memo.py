@@ -13,7 +13,6 @@ checks that on every kernel it compiles, with `bypassed()` (tests/stage_roundtri
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import contextvars
 import threading
@@ -23,43 +22,59 @@ KEEP = 16  # compiles in flight at once (threads) that can still find their entr
 _BYPASSED: contextvars.ContextVar[bool] = contextvars.ContextVar("plate_text_memo_bypassed", default=False)
 
 
-def _key(text: str) -> str:
-    """The text itself: a str caches its hash, so the stage that printed it hashes it once and the next
-    stage, handed the same object by Triton, finds it without reading it again (an equal text that is
-    another object is compared in full). A sha256 of the text cost two encodes and hashes of 50-120 KB
-    per text and compile."""
-    return str(text)
-
-
 class TextMemo:
-    """text -> object, at most `keep` entries, each taken at most once."""
+    """text -> object, at most `keep` entries, each taken at most once.
+
+    The entries are a short list of (text, object) pairs, searched from the newest: first for the very
+    text object the stage that printed it returned (Triton hands it to the next stage as it is), then
+    for an equal text (compared in full: a length first, then the characters). A dict keyed by the
+    text hashed each text once more (the pir and pasm texts are 35-120 KB: a whole read of each, every
+    compile); before it, a sha256 of each cost two encodes and hashes per text and compile."""
 
     def __init__(self, keep: int = KEEP):
         self.keep = keep
-        self.entries: collections.OrderedDict[str, object] = collections.OrderedDict()
+        self.entries: list[tuple[str, object]] = []  # oldest first
         self.lock = threading.Lock()
+
+    def _find(self, text: str) -> int:
+        """The index of text's newest entry, or -1."""
+        entries = self.entries
+        for i in range(len(entries) - 1, -1, -1):
+            if entries[i][0] is text:
+                return i
+        text = str(text)
+        for i in range(len(entries) - 1, -1, -1):
+            if entries[i][0] == text:
+                return i
+        return -1
 
     def put(self, text: str, value) -> None:
         if _BYPASSED.get():
             return
+        text = str(text)
         with self.lock:
-            self.entries[_key(text)] = value
-            while len(self.entries) > self.keep:
-                self.entries.popitem(last=False)
+            i = self._find(text)
+            if i >= 0:  # a text again: its newer object replaces the entry, which becomes the newest
+                del self.entries[i]
+            self.entries.append((text, value))
+            if len(self.entries) > self.keep:
+                del self.entries[: len(self.entries) - self.keep]
 
     def take(self, text: str):
         """The object left for exactly this text, or None (then read the text)."""
         if _BYPASSED.get():
             return None
         with self.lock:
-            return self.entries.pop(_key(text), None)
+            i = self._find(text)
+            return self.entries.pop(i)[1] if i >= 0 else None
 
     def peek(self, text: str):
         """The object left for exactly this text, left in place (None if there is none)."""
         if _BYPASSED.get():
             return None
         with self.lock:
-            return self.entries.get(_key(text))
+            i = self._find(text)
+            return self.entries[i][1] if i >= 0 else None
 
     def clear(self) -> None:
         with self.lock:

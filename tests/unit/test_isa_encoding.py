@@ -370,3 +370,22 @@ def test_load_reuses_the_program_just_encoded_unless_it_changed():
     again = load(data)
     assert again is not sample and len(again.instrs) == len(sample.instrs) - 1
     assert decode(data) is not decode(data)  # decode itself always parses (the format tests rely on it)
+
+
+def test_load_reuses_a_program_only_for_the_very_bytes_it_was_encoded_to():
+    """The memo finds a binary by its length and header (the crc32 of the rest) and compares the bytes in full:
+    other bytes under the same key (a crc32 collision) are decoded, not taken for the program kept."""
+    from triton_plate_backend.isa import encoding
+
+    sample = assemble(SAMPLE)
+    data = encode(sample)
+    key = encoding._fingerprint(data)
+    assert key == (len(data), data[: HEADER.min_size])
+    kept = encoding._ENCODED[key]
+    other = bytearray(data)
+    other[-1] ^= 1  # the same length and header, another binary
+    encoding._ENCODED[key] = (bytes(other), *kept[1:])
+    again = load(data)
+    assert again is not sample and disassemble(again) == disassemble(sample)
+    encoding._ENCODED[key] = kept
+    assert load(bytearray(data)) is sample  # (any bytes-like object of the same bytes)

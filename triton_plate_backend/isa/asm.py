@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import AsmError, IsaError
+from ..plain_text import plain
 from ..srcloc import UNKNOWN_LOC, Loc
 from .encoding import bits_float, float_bits, tile_names
 from .footprint import FootprintError, parse_footprints
@@ -47,7 +48,6 @@ _ESCAPE = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|.)")
 _UNESCAPE = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"'}
 _QUOTE = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # printable ASCII but " and \: deleted from a string's bytes, nothing is left of one that needs no escape
-_PLAIN_BYTES = bytes(c for c in range(0x20, 0x7F) if c not in b'"\\')
 QNAN, SIGN = 0x7FF8000000000000, 1 << 63
 
 
@@ -407,10 +407,9 @@ def assemble(text: str, machine=None) -> Program:
 # ---- disassembly -------------------------------------------------------------------------------
 def quote(s: str) -> str:
     """A string as a .pasm literal (printable characters kept, the rest escaped)."""
-    if s.isascii():  # the common case (paths, footprints): one scan of the bytes, ~10x str.isprintable's
-        if not s.encode("ascii").translate(None, _PLAIN_BYTES):
-            return f'"{s}"'
-    elif s.isprintable() and '"' not in s and "\\" not in s:
+    if plain(s):  # the common case (paths, footprints): one scan of the bytes, ~10x str.isprintable's
+        return f'"{s}"'
+    if not s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
         return f'"{s}"'
     return '"' + "".join(_QUOTE.get(c) or (c if c.isprintable() else f"\\u{{{ord(c):x}}}") for c in s) + '"'
 

@@ -195,7 +195,9 @@ def tile_names(program: Program) -> list[str] | None:
 # Binaries encoded in this process and the programs they came from. Triton compiles a kernel and then
 # loads the bytes it just wrote: load() hands that program back (if unchanged) instead of parsing and
 # verifying it again. Programs are not changed after finalize; the snapshot check covers anyone who does.
-_ENCODED: collections.OrderedDict[bytes, tuple[Program, tuple]] = collections.OrderedDict()
+# Keyed by `_fingerprint` (the length and the header, which holds the crc32 of the rest), the bytes kept
+# and compared in full on a hit: a key of the whole binary hashed every 35-100 KB binary once more.
+_ENCODED: collections.OrderedDict[tuple[int, bytes], tuple[bytes, Program, tuple]] = collections.OrderedDict()
 _ENCODED_KEEP = 64
 
 
@@ -208,11 +210,17 @@ def _snapshot(program: Program) -> tuple:
 def encode(program: Program) -> bytes:
     """Program -> .pbin bytes. Verifies the program first (IsaError if it is not valid)."""
     data = _encode(program)
-    _ENCODED[data] = (program, _snapshot(program))
-    _ENCODED.move_to_end(data)
+    key = _fingerprint(data)
+    _ENCODED[key] = (data, program, _snapshot(program))
+    _ENCODED.move_to_end(key)
     while len(_ENCODED) > _ENCODED_KEEP:
         _ENCODED.popitem(last=False)
     return data
+
+
+def _fingerprint(data: bytes) -> tuple[int, bytes]:
+    """A binary's key in _ENCODED: its length and header bytes (a crc32 of everything after the header)."""
+    return len(data), data[: HEADER.min_size]
 
 
 def _encode(program: Program) -> bytes:
@@ -344,10 +352,11 @@ def _inst_record(ins: Inst) -> dict:
 # ---- decode ----------------------------------------------------------------------------------
 def load(data: bytes, machine=None) -> Program:
     """decode(), or the program these bytes were encoded from in this process if it is unchanged."""
-    known = _ENCODED.get(bytes(data))
-    if known is not None and known[1] == _snapshot(known[0]):
+    raw = bytes(data)
+    known = _ENCODED.get(_fingerprint(raw))
+    if known is not None and known[0] == raw and known[2] == _snapshot(known[1]):
         try:
-            return verify_once(known[0], machine)
+            return verify_once(known[1], machine)
         except IsaError:
             pass  # not within this machine's bounds: decode says where
     return decode(data, machine)

@@ -86,11 +86,13 @@ from .access_forms import (
 )
 from .access_masks import solve
 from .affine import ZERO, Carried, Expr, add, atoms, mul, neg, sub, value_name
+from .records import plain_init
 
 # the ops that read or write device memory through a pointer or descriptor operand
 MEMORY_OPS = tuple(name for name, op in OPS.items() if op.reads or op.writes)
 
 
+@plain_init
 @dataclass(frozen=True)
 class StructuredAccess:
     base: Expr  # scalar pointer (byte address = pointer value)
@@ -103,6 +105,7 @@ class StructuredAccess:
     reason: str = ""  # how it was recognised, for the debug dump
 
 
+@plain_init
 @dataclass(frozen=True)
 class GatherAccess:
     reason: str  # why the structured form failed, naming the op and its source line

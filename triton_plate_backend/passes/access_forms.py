@@ -35,6 +35,7 @@ from ..ir.core import (
     shape_of,
 )
 from .affine import ONE, ZERO, Carried, Const, Expr, Val, add, atoms, max_, min_, mul, sub, value_name
+from .records import plain_init
 
 
 class NotStructured(CompileError):
@@ -53,6 +54,7 @@ def where(op: Op) -> str:
 # ---- internal forms ---------------------------------------------------------------------------------
 
 
+@plain_init
 @dataclass(frozen=True)
 class Affine:
     """An integer tensor: value[i] = const + sum_k coeffs[k] * i_k (a scalar has no coeffs)."""
@@ -68,6 +70,7 @@ class Affine:
         return Affine(fn(self.const, other.const), tuple(fn(a, b) for a, b in zip(self.coeffs, other.coeffs)))
 
 
+@plain_init
 @dataclass(frozen=True)
 class Box:
     """An i1 tensor that is true exactly where lo_k <= i_k < hi_k for every dim."""
@@ -86,6 +89,7 @@ class Box:
         )
 
 
+@plain_init
 @dataclass(frozen=True)
 class PtrTensor:
     """A pointer (tensor): element i at base + (offset + sum_k strides_k * i_k) elements."""
@@ -95,6 +99,7 @@ class PtrTensor:
     strides: tuple[Expr, ...]
 
 
+@plain_init
 @dataclass(frozen=True)
 class BlockPtr:
     """tt.make_tensor_ptr: element i at base + offset + sum_k (offsets_k + i_k) * strides_k."""
@@ -106,6 +111,7 @@ class BlockPtr:
     offsets: tuple[Expr, ...]
 
 
+@plain_init
 @dataclass(frozen=True)
 class Desc:
     """tt.make_tensor_descriptor: a (shape, strides) view of memory at base + offset."""
@@ -206,6 +212,7 @@ SHAPE_OPS = ("tt.expand_dims", "tt.broadcast", "tt.trans", "tt.reshape")
 MASK_RULES: dict[str, Any] = {}
 
 
+@plain_init
 @dataclass(frozen=True)
 class CarriedPointer:
     """A loop-carried pointer the code generator keeps as scalar companions (see passes/access.py)."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..ir.core import Value
+from .records import plain_init
 
 
 class Expr:
@@ -42,58 +43,68 @@ class Expr:
         return {k: v for k, v in self.__dict__.items() if k[0] != "_"}
 
 
+@plain_init
 @dataclass(frozen=True)
 class Const(Expr):
     value: int
 
 
+@plain_init
 @dataclass(frozen=True)
 class Val(Expr):
     value: Value
 
 
+@plain_init
 @dataclass(frozen=True)
 class Add(Expr):
     a: Expr
     b: Expr
 
 
+@plain_init
 @dataclass(frozen=True)
 class Sub(Expr):
     a: Expr
     b: Expr
 
 
+@plain_init
 @dataclass(frozen=True)
 class Mul(Expr):
     a: Expr
     b: Expr
 
 
+@plain_init
 @dataclass(frozen=True)
 class CeilDiv(Expr):
     a: Expr
     c: int
 
 
+@plain_init
 @dataclass(frozen=True)
 class FloorDiv(Expr):
     a: Expr
     c: int
 
 
+@plain_init
 @dataclass(frozen=True)
 class Min(Expr):
     a: Expr
     b: Expr
 
 
+@plain_init
 @dataclass(frozen=True)
 class Max(Expr):
     a: Expr
     b: Expr
 
 
+@plain_init
 @dataclass(frozen=True)
 class Select(Expr):
     cond: Value
@@ -101,6 +112,7 @@ class Select(Expr):
     b: Expr
 
 
+@plain_init
 @dataclass(frozen=True)
 class Carried(Expr):
     arg: Value

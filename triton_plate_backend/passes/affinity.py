@@ -239,40 +239,44 @@ def _substituted(text: str, items: tuple[tuple[str, str], ...]) -> str:
         folds.clear()
         _NAMES.clear()
     done: dict[int, str] = {}  # id(subtree) -> its fold in this substitution
+    return _folded(node, (values, items, folds, done))
 
-    def walk(n) -> str:
-        got = done.get(id(n))
+
+# (module functions, not closures of _substituted: two closures that call each other are a reference cycle)
+def _folded(n, sub: tuple) -> str:
+    """n's fold in the substitution sub = (values, items, the folds kept across calls, those of this call)."""
+    _, items, folds, done = sub
+    got = done.get(id(n))
+    if got is None:
+        names = _names(n)
+        key = (n, tuple(kv for kv in items if kv[0] in names) if names else ())
+        got = folds.get(key)
         if got is None:
-            names = _names(n)
-            key = (n, tuple(kv for kv in items if kv[0] in names) if names else ())
-            got = folds.get(key)
-            if got is None:
-                got = folds[key] = fold(n)
-            done[id(n)] = got
-        return got
+            got = folds[key] = _fold_node(n, sub)
+        done[id(n)] = got
+    return got
 
-    def fold(n) -> str:
-        if isinstance(n, ast.Name):
-            return values.get(n.id, n.id)
-        if isinstance(n, ast.Constant):
-            return str(n.value)
-        if isinstance(n, ast.UnaryOp):
-            return _mul("-1", walk(n.operand))
-        if isinstance(n, ast.Call):
-            return _call(n.func.id, walk(n.args[0]), walk(n.args[1]))
-        a, b = walk(n.left), walk(n.right)
-        op = type(n.op)
-        if op is ast.Add:
-            return _add(a, b)
-        if op is ast.Sub:
-            return _sub(a, b)
-        if op is ast.Mult:
-            return _mul(a, b)
-        if op is ast.FloorDiv:
-            return _floordiv(a, b)
-        return _mod(a, b)
 
-    return walk(node)
+def _fold_node(n, sub: tuple) -> str:
+    if isinstance(n, ast.Name):
+        return sub[0].get(n.id, n.id)
+    if isinstance(n, ast.Constant):
+        return str(n.value)
+    if isinstance(n, ast.UnaryOp):
+        return _mul("-1", _folded(n.operand, sub))
+    if isinstance(n, ast.Call):
+        return _call(n.func.id, _folded(n.args[0], sub), _folded(n.args[1], sub))
+    a, b = _folded(n.left, sub), _folded(n.right, sub)
+    op = type(n.op)
+    if op is ast.Add:
+        return _add(a, b)
+    if op is ast.Sub:
+        return _sub(a, b)
+    if op is ast.Mult:
+        return _mul(a, b)
+    if op is ast.FloorDiv:
+        return _floordiv(a, b)
+    return _mod(a, b)
 
 
 def _names(n: ast.expr) -> frozenset:

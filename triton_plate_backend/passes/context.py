@@ -14,6 +14,7 @@ from ..ir.core import Op, PtrType, ScalarType, TensorType, Value, element_type
 from ..isa.table import is_float
 from ..srcloc import UNKNOWN_LOC
 from .emitter import Emitter, Imm, View, VReg
+from .records import plain_init
 
 __all__ = ["DTYPE", "ArgRef", "BasedPtr", "Const", "Ctx", "dtype_of", "is_float", "missing_rule"]
 
@@ -41,6 +42,7 @@ def dtype_of(t) -> str:
     raise CompileError(f"element type {t} has no PLATE dtype (supported: {', '.join(DTYPE)})")
 
 
+@plain_init
 @dataclass(frozen=True)
 class Const:
     """A scalar constant, loaded with s.li where it is used (once per basic block: `Ctx.li`)."""
@@ -48,6 +50,7 @@ class Const:
     value: int | float
 
 
+@plain_init
 @dataclass(frozen=True)
 class ArgRef:
     """Kernel argument i, read with s.arg where it is used (once per basic block: `Ctx.as_reg`)."""
@@ -55,6 +58,7 @@ class ArgRef:
     index: int
 
 
+@plain_init
 @dataclass(frozen=True)
 class BasedPtr:
     """A pointer tensor kept as a scalar base and its tt.addptr's i32 element offsets: element i

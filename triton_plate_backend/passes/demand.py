@@ -49,71 +49,108 @@ def _strided_access(op: Op):
 
 
 def analyze(func: Op) -> Demand:
-    d = Demand()
-    parent, def_op, loops = {}, {}, {}
+    return _Analysis(func).run()
 
-    def visit(op, up):
-        parent[op] = up
-        for r in op.results:
-            def_op[r] = op
-        for region in op.regions:
-            for b in region.blocks:
-                for a in b.args:
-                    def_op.setdefault(a, None)
-                for o in b.ops:
-                    visit(o, op)
 
-    visit(func, None)
-    for op in func.walk():
-        if op.name in STRUCTURED_OPS:
-            acc = _strided_access(op)
-            if acc is not None:
-                d.strided[op] = acc
-        if op.name == "scf.for":
-            loops[op] = access.carried_pointers(op)
-    arg_owner = {}
-    for op in func.walk():
-        for i, region in enumerate(op.regions):
-            for b in region.blocks:
-                for j, a in enumerate(b.args):
-                    arg_owner[a] = (op, i, j, b)
-    work: list = []
+def _index(op: Op, up: Op | None, parent: dict, def_op: dict) -> None:
+    """parent[op] for op and every op nested in it; def_op[v]: the op defining v (None for a block argument)."""
+    parent[op] = up
+    for r in op.results:
+        def_op[r] = op
+    for region in op.regions:
+        for b in region.blocks:
+            for a in b.args:
+                def_op.setdefault(a, None)
+            for o in b.ops:
+                _index(o, op, parent, def_op)
 
-    def need(v):
-        if v is not None and v not in d.needed:
-            d.needed.add(v)
-            work.append(v)
 
-    def need_expr(e, op):
+class _Analysis:
+    """One run of `analyze`: its tables and the walk back from the effects. (Methods, not closures of
+    `analyze`: closures that call each other make reference cycles, which would keep the tables, and
+    the IR they name, until the cycle collector's next walk.)"""
+
+    def __init__(self, func: Op):
+        self.func, self.d = func, Demand()
+        self.parent, self.def_op, self.loops, self.arg_owner = {}, {}, {}, {}
+        self.work: list = []
+
+    def run(self) -> Demand:
+        func, d, loops, arg_owner = self.func, self.d, self.loops, self.arg_owner
+        _index(func, None, self.parent, self.def_op)
+        for op in func.walk():
+            if op.name in STRUCTURED_OPS:
+                acc = _strided_access(op)
+                if acc is not None:
+                    d.strided[op] = acc
+            if op.name == "scf.for":
+                loops[op] = access.carried_pointers(op)
+        for op in func.walk():
+            for i, region in enumerate(op.regions):
+                for b in region.blocks:
+                    for j, a in enumerate(b.args):
+                        arg_owner[a] = (op, i, j, b)
+        for op in func.walk():
+            if op.name in EFFECTS or _volatile(op):
+                self.make_live(op)
+        work, def_op, need = self.work, self.def_op, self.need
+        while work:
+            v = work.pop()
+            op = def_op.get(v)
+            if op is not None:
+                self.make_live(op)
+                if op.name == "scf.for":
+                    _need_iter(d, op, op.results.index(v), need)
+                continue
+            owner = arg_owner.get(v)
+            if owner is None:
+                continue
+            loop, _, j, _ = owner
+            if loop.name == "scf.for" and j > 0:
+                _need_iter(d, loop, j - 1, need)
+            if loop is not func:
+                self.make_live(loop)
+        return d
+
+    def need(self, v):
+        needed = self.d.needed
+        if v is not None and v not in needed:
+            needed.add(v)
+            self.work.append(v)
+
+    def need_expr(self, e, op):
         for n in atoms(e):
             if isinstance(n, Val):
-                need(n.value)
+                self.need(n.value)
             elif isinstance(n, Select):
-                need(n.cond)
+                self.need(n.cond)
             elif isinstance(n, Carried):
-                companion(n.arg)
+                self.companion(n.arg)
 
-    def companion(arg):
-        loop = arg_owner[arg][0]
-        cp = loops[loop][arg]
+    def companion(self, arg):
+        d = self.d
+        loop = self.arg_owner[arg][0]
+        cp = self.loops[loop][arg]
         if arg not in d.companions.setdefault(loop, {}):
             d.companions[loop][arg] = cp
             for e in (*cp.init, *cp.step):
-                need_expr(e, loop)
-            make_live(loop)
+                self.need_expr(e, loop)
+            self.make_live(loop)
 
-    def make_live(op):
-        while op is not None and op is not func and op not in d.live:
-            d.live.add(op)
-            inputs(op)
+    def make_live(self, op):
+        func, live, parent = self.func, self.d.live, self.parent
+        while op is not None and op is not func and op not in live:
+            live.add(op)
+            self.inputs(op)
             op = parent.get(op)
 
-    def inputs(op):
+    def inputs(self, op):
+        d, need = self.d, self.need
         if op in d.strided:
             acc = d.strided[op]
             for e in (acc.base, acc.offset, *acc.strides, *acc.lo, *acc.hi):
                 if e is not None:
-                    need_expr(e, op)
+                    self.need_expr(e, op)
             if op.name == "tt.store":
                 need(op.operands[1])
             return
@@ -137,27 +174,6 @@ def analyze(func: Op) -> Demand:
                     for v in inner.operands:
                         need(v)
 
-    for op in func.walk():
-        if op.name in EFFECTS or _volatile(op):
-            make_live(op)
-    while work:
-        v = work.pop()
-        op = def_op.get(v)
-        if op is not None:
-            make_live(op)
-            if op.name == "scf.for":
-                _need_iter(d, op, op.results.index(v), need)
-            continue
-        owner = arg_owner.get(v)
-        if owner is None:
-            continue
-        loop, _, j, _ = owner
-        if loop.name == "scf.for" and j > 0:
-            _need_iter(d, loop, j - 1, need)
-        if loop is not func:
-            make_live(loop)
-    return d
-
 
 def _volatile(op: Op) -> bool:
     """A volatile load is an effect: a spin wait reads memory that someone else writes."""
@@ -177,26 +193,27 @@ def _need_iter(d: Demand, loop: Op, j: int, need) -> None:
 
 
 # ---- last uses: which values die at which op (codegen's in-place reuse) ----------------------------
+def _place(block, parent_op, def_block: dict, parent_of: dict, position: dict) -> None:
+    """The block's values' defining block, each op's (block, parent op) and position, nested blocks too."""
+    for a in block.args:
+        def_block[a] = block
+    for i, op in enumerate(block.ops):
+        parent_of[op] = (block, parent_op)
+        position[op] = i
+        for r in op.results:
+            def_block[r] = block
+        for region in op.regions:
+            for b in region.blocks:
+                parent_of[b] = op
+                _place(b, op, def_block, parent_of, position)
+
+
 def last_uses(func: Op) -> tuple[dict, set]:
     """op -> values whose last use (in their defining block) is that op; and the unused values.
     A value used from another block of a multi-block region never dies."""
     def_block, parent_of, position = {}, {}, {}
-
-    def visit(block, parent_op):
-        for a in block.args:
-            def_block[a] = block
-        for i, op in enumerate(block.ops):
-            parent_of[op] = (block, parent_op)
-            position[op] = i
-            for r in op.results:
-                def_block[r] = block
-            for region in op.regions:
-                for b in region.blocks:
-                    parent_of[b] = op
-                    visit(b, op)
-
     for b in func.regions[0].blocks:
-        visit(b, func)
+        _place(b, func, def_block, parent_of, position)
 
     def enclosing(op, block):
         """The op of `block` that contains `op` (or op itself), or None."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ..errors import CompileError
 from ..isa.program import contiguous_strides
 from ..isa.table import ISA, ITEMSIZE
+from .records import plain_init
 
 try:
     from . import _emit
@@ -74,6 +75,7 @@ class Buffer:
         return f"buf{self.id}[{self.nbytes}B {self.what}]"
 
 
+@plain_init
 @dataclass(frozen=True)
 class View:
     """A tile over a buffer: element offset (in dtype elements), dtype, shape, element strides."""
@@ -189,11 +191,13 @@ def whole(buffer: Buffer, dtype: str, shape) -> View:
     return View(buffer, 0, dtype, shape, contiguous_strides(shape))
 
 
+@plain_init
 @dataclass(frozen=True)
 class Label:
     name: str
 
 
+@plain_init
 @dataclass(frozen=True)
 class Imm:
     value: int | float
@@ -207,6 +211,7 @@ def imm_key(v: Imm) -> tuple:
     return ("i", int(x))
 
 
+@plain_init
 @dataclass(frozen=True)
 class Str:
     value: str

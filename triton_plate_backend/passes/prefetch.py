@@ -175,6 +175,24 @@ def candidates(ctx, loop: Op) -> list:
     return found
 
 
+def _invariant(e, within: tuple, allow_iv: bool = True) -> bool:
+    """e reads nothing the loop computes (with allow_iv, but for the induction variable and what is
+    derived from it); within: (the values defined inside the loop, those derived from its counter, the
+    same with the induction variable, the loop's companions). (A function of its own, not a closure of
+    `_candidates`: a recursive closure is a reference cycle.)"""
+    inside, of_counter, of_counter_or_iv, companions = within
+    for n in atoms(e):
+        if isinstance(n, Val) and n.value in inside and not (allow_iv and n.value in of_counter_or_iv):
+            return False
+        if isinstance(n, Select) and n.cond in inside and not (allow_iv and n.cond in of_counter):
+            return False
+        if isinstance(n, Carried) and n.arg in inside:
+            cp = companions.get(n.arg)
+            if cp is None or not all(_invariant(s, within, allow_iv=False) for s in cp.step):
+                return False
+    return True
+
+
 def _candidates(ctx, loop: Op) -> list:
     if ctx.demand is None or stages(ctx, loop) < 2 or any(op.name in _blocking(loop) for op in loop.walk()):
         return []
@@ -184,20 +202,7 @@ def _candidates(ctx, loop: Op) -> list:
     inside |= {a for op in loop.walk() for reg in op.regions for b in reg.blocks for a in b.args}
     of_counter = {op.result for op in derived(loop)}
     of_counter_or_iv = of_counter | {iv}
-    companions = ctx.demand.companions.get(loop, {})
-
-    def invariant(e, allow_iv=True) -> bool:
-        for n in atoms(e):
-            if isinstance(n, Val) and n.value in inside and not (allow_iv and n.value in of_counter_or_iv):
-                return False
-            if isinstance(n, Select) and n.cond in inside and not (allow_iv and n.cond in of_counter):
-                return False
-            if isinstance(n, Carried) and n.arg in inside:
-                cp = companions.get(n.arg)
-                if cp is None or not all(invariant(s, allow_iv=False) for s in cp.step):
-                    return False
-        return True
-
+    within = (inside, of_counter, of_counter_or_iv, ctx.demand.companions.get(loop, {}))
     out, stored = [], False
     for op in body.ops:
         acc = ctx.demand.strided.get(op)
@@ -206,7 +211,7 @@ def _candidates(ctx, loop: Op) -> list:
         stored = stored or any(inner.name in WRITES for inner in op.walk())
         if op.name == "tt.load" and acc is not None and not volatile and not stored:
             exprs = [acc.base, acc.offset, *acc.strides, *acc.lo, *acc.hi]
-            if all(e is None or invariant(e) for e in exprs):
+            if all(e is None or _invariant(e, within) for e in exprs):
                 out.append((op, acc))
     return out
 

@@ -15,6 +15,11 @@ from __future__ import annotations
 from ..isa.table import ISA
 from .emitter import Label, PInst, VReg
 
+try:
+    from . import _codewalk
+except ImportError:  # not built (setup.py build_ext): the Python walk runs
+    _codewalk = None
+
 PURE = frozenset(m for m, row in ISA.items() if m.startswith("s.") and row.unit == "scalar" and row.cost == "scalar")
 BRANCHES = frozenset(m for m, row in ISA.items() if row.cost == "branch")
 
@@ -47,7 +52,17 @@ def read(inst: PInst) -> list[VReg]:
 
 
 def writes(code: list[PInst]) -> dict[VReg, int]:
-    """register -> how many instructions of the code write it (registers never written are absent)."""
+    """register -> how many instructions of the code write it (registers never written are absent); in C
+    (`_codewalk.writes`) when it is built, except where it leaves the walk to `writes_py`."""
+    if _codewalk is not None and type(code) is list:
+        got = _codewalk.writes(code, WRITTEN_AT, VReg)
+        if got is not NotImplemented:
+            return got
+    return writes_py(code)
+
+
+def writes_py(code: list[PInst]) -> dict[VReg, int]:
+    """`writes` in Python: the reference."""
     count: dict[VReg, int] = {}
     for inst in code:
         if inst.mnemonic[0] != ".":

@@ -1052,6 +1052,67 @@ PyObject* map_code(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// writes(code, WRITTEN_AT, VReg) -> scalar_flow.writes(code): register -> how many instructions write it, in the
+// order of their first write; NotImplemented where the Python walk would read something else than the common
+// case (a mnemonic that is not a str or is empty, one WRITTEN_AT lacks, positions that are not a tuple of ints,
+// operands that are not a tuple): the caller then runs the Python walk, which gives its result or its error
+PyObject* writes(PyObject*, PyObject* args) {
+  PyObject *code, *written_at, *vreg_t;
+  if (!PyArg_ParseTuple(args, "O!O!O", &PyList_Type, &code, &PyDict_Type, &written_at, &vreg_t)) return nullptr;
+  static PyObject *s_mnemonic, *s_operands;
+  if (s_mnemonic == nullptr) {
+    s_mnemonic = PyUnicode_InternFromString("mnemonic");
+    s_operands = PyUnicode_InternFromString("operands");
+    if (!s_mnemonic || !s_operands) return nullptr;
+  }
+  Ref count(PyDict_New());
+  if (count.p == nullptr) return nullptr;
+  auto declined = []() {
+    Py_INCREF(Py_NotImplemented);
+    return Py_NotImplemented;
+  };
+  for (Py_ssize_t idx = 0; idx < PyList_GET_SIZE(code); idx++) {
+    PyObject* inst = PyList_GET_ITEM(code, idx);
+    Py_INCREF(inst);
+    Ref hold(inst);
+    Ref m(PyObject_GetAttr(inst, s_mnemonic));
+    if (m.p == nullptr) return nullptr;
+    if (!PyUnicode_CheckExact(m.p) || PyUnicode_GET_LENGTH(m.p) == 0) return declined();
+    if (PyUnicode_READ_CHAR(m.p, 0) == '.') continue;
+    Ref ops(PyObject_GetAttr(inst, s_operands));
+    if (ops.p == nullptr) return nullptr;
+    PyObject* at = PyDict_GetItemWithError(written_at, m.p);  // borrowed: WRITTEN_AT keeps it
+    if (at == nullptr) {
+      if (PyErr_Occurred()) return nullptr;
+      return declined();
+    }
+    if (!PyTuple_CheckExact(at) || !PyTuple_CheckExact(ops.p)) return declined();
+    const Py_ssize_t nops = PyTuple_GET_SIZE(ops.p);
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(at); j++) {
+      PyObject* pos = PyTuple_GET_ITEM(at, j);
+      if (!PyLong_CheckExact(pos)) return declined();
+      Py_ssize_t i = PyLong_AsSsize_t(pos);
+      if (i == -1 && PyErr_Occurred()) return nullptr;
+      if (i < 0 || i >= nops) return declined();
+      PyObject* v = PyTuple_GET_ITEM(ops.p, i);
+      if ((PyObject*)Py_TYPE(v) != vreg_t) continue;
+      PyObject* c = PyDict_GetItemWithError(count.p, v);
+      long n = 0;
+      if (c == nullptr) {
+        if (PyErr_Occurred()) return nullptr;
+      } else {
+        n = PyLong_AsLong(c);
+        if (n == -1 && PyErr_Occurred()) return nullptr;
+      }
+      Ref next(PyLong_FromLong(n + 1));
+      if (next.p == nullptr || PyDict_SetItem(count.p, v, next.p) < 0) return nullptr;
+    }
+  }
+  PyObject* out = count.p;
+  count.p = nullptr;
+  return out;
+}
+
 PyMethodDef methods[] = {
     {"live_intervals", live_intervals, METH_VARARGS,
      "live_intervals(code, defs, defs_fn, VReg, Token, View, Buffer, Label): regalloc.live_intervals in C"},
@@ -1062,6 +1123,8 @@ PyMethodDef methods[] = {
      "instrs): finalize's operand mapping in C"},
     {"licm", licm, METH_VARARGS,
      "licm(code, count, PURE, BRANCHES, WRITTEN_AT, READ_AT, VReg, Label): licm.run in C"},
+    {"writes", writes, METH_VARARGS,
+     "writes(code, WRITTEN_AT, VReg): scalar_flow.writes in C; NotImplemented where it leaves the walk to Python"},
     {"scalar_cse", scalar_cse, METH_VARARGS,
      "scalar_cse(code, count, PURE, COMMUTATIVE, NEW_BLOCK, WRITTEN_AT, VReg, Imm, imm_key, PInst): "
      "scalar_cse.run in C"},
@@ -1069,7 +1132,7 @@ PyMethodDef methods[] = {
 };
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_codewalk",
-                      "walks over the emitted code in C: licm, scalar_cse, liveness, linear scan, operand mapping", -1, methods};
+                      "walks over the emitted code in C: licm, scalar_cse, liveness, linear scan, operand mapping, write counts", -1, methods};
 
 }  // namespace
 
