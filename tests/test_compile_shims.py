@@ -69,11 +69,17 @@ def _three_compiles(monkeypatch):
 
 
 def test_plate_compiles_in_one_context_per_thread(active, monkeypatch, tmp_path):
+    loads = []  # the contexts Triton's dialects were loaded into
+    load_dialects = compiler.ir._plate_ir.load_dialects
+    monkeypatch.setattr(
+        compiler.ir._plate_ir, "load_dialects", lambda context: (loads.append(context), load_dialects(context))[1]
+    )
     assert shims.STATUS["compile() keeps one MLIR context per thread for plate"] == "applied"
     assert isinstance(compiler.ir, shims._ContextPerThread)
     assert shims._compile_context_per_thread() is False  # idempotent
     contexts, kept = _three_compiles(monkeypatch)
     assert len(contexts) == 3 and len({id(c) for c in contexts}) == 1
+    assert not any(c is contexts[0] for c in loads[1:])  # loaded once (or before these compiles)
     # another thread gets its own context
     other = []
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "thread-cache"))
@@ -87,6 +93,7 @@ def test_plate_compiles_in_one_context_per_thread(active, monkeypatch, tmp_path)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "fresh-cache"))
     fresh_contexts, fresh = _three_compiles(monkeypatch)
     assert len({id(c) for c in fresh_contexts}) == 3
+    assert all(any(c is loaded for loaded in loads) for c in fresh_contexts)
     for a, b in zip(kept, fresh):
         assert a.asm["pbin"] == b.asm["pbin"]
         for ext in ("ttir", "pir", "pasm"):
@@ -96,7 +103,7 @@ def test_plate_compiles_in_one_context_per_thread(active, monkeypatch, tmp_path)
 def test_context_stand_in_answers_compile_only(active):
     # any caller but compile() (and every other name of the bindings) gets the module's own answer
     assert compiler.ir.context() is not compiler.ir.context()
-    assert compiler.ir.load_dialects is compiler.ir._plate_ir.load_dialects
+    assert compiler.ir.parse_mlir_module is compiler.ir._plate_ir.parse_mlir_module
 
 
 def test_no_shim_where_triton_has_the_patches(monkeypatch):
