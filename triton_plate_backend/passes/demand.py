@@ -156,6 +156,10 @@ def analyze(func: Op) -> Demand:
             _need_iter(d, loop, j - 1, need)
         if loop is not func:
             make_live(loop)
+    # the nested functions reach each other (and visit itself) through closure cells: a reference cycle per
+    # call, holding every op and value of the maps above, that only Python's cycle collector would free.
+    # Emptying the cells lets reference counting free it all on return.
+    visit = need = need_expr = companion = make_live = inputs = None  # noqa: F811 (the cells, not new names)
     return d
 
 
@@ -197,6 +201,7 @@ def last_uses(func: Op) -> tuple[dict, set]:
 
     for b in func.regions[0].blocks:
         visit(b, func)
+    visit = None  # recursive through its own closure cell: a reference cycle (analyze)
 
     def enclosing(op, block):
         """The op of `block` that contains `op` (or op itself), or None."""

@@ -208,6 +208,7 @@ def _candidates(ctx, loop: Op) -> list:
             exprs = [acc.base, acc.offset, *acc.strides, *acc.lo, *acc.hi]
             if all(e is None or invariant(e) for e in exprs):
                 out.append((op, acc))
+    invariant = None  # recursive through its own closure cell: a reference cycle holding the loop's values
     return out
 
 
