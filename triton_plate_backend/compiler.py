@@ -510,8 +510,8 @@ STAGES = {"ttir": make_ttir, "pir": make_pir, "pasm": make_pasm, "pbin": make_pb
 # ---- the backend ----------------------------------------------------------------------------------
 class PlateBackend(BaseBackend):
     # One MLIR context per thread for its compiles, where Triton reads this (patches/triton/
-    # compile-mlir-context-reuse.patch): loading the dialects into a fresh context costs ~1.2 ms of CPU per
-    # compile, and plate's own stages need none (load_dialects); unread by an unpatched Triton
+    # compile-mlir-context-reuse.patch; before it lands, the shim of shims.py reads it): loading the dialects
+    # into a fresh context costs ~1.2 ms of CPU per compile, and plate's own stages need none (load_dialects)
     reuse_mlir_context = True
 
     @staticmethod
