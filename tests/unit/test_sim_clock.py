@@ -151,20 +151,3 @@ def test_a_launch_retired_by_reading_the_clock_still_hands_out_its_own_profile()
     assert c._last.shared and lent is next(iter(c._recent.values()))[2]
     own = c.last_profile()
     assert own is not lent and _fields(own) == _fields(first) and not c._last.shared
-
-
-def test_a_waiting_launch_is_packed_once_another_follows():
-    """An unpacked trace's entries are objects the cycle collector walks while they wait: a launch is kept
-    packed once another follows it; the last stays unpacked; the clock reads as if each was timed at once."""
-    from triton_plate_backend.sim.trace import PackedTrace, Trace
-
-    traces = _launches(5)[:5]
-    want_ns, want = _eager(traces)
-    c = sim_clock.Clock(MINI)
-    for t in traces:
-        c.add_untimed(t, "round_robin")
-    *before, last = c._waiting
-    assert all(isinstance(w.trace, PackedTrace) for w in before) and isinstance(last.trace, Trace)
-    assert c._waiting_bytes == sum(w.nbytes for w in c._waiting)
-    assert _fields(c.last_profile()) == _fields(want[-1])
-    assert c.now_ns() == want_ns

@@ -11,10 +11,6 @@ hands its Trace to the Clock, which times it on demand:
 - waiting traces hold memory: past ``PENDING_BYTES`` the largest are packed (``Trace.pack``),
   then, if that is not enough, timed (their traces dropped): first those a recent profile serves,
   then the largest; a run that never reads the clock stays bounded;
-- a waiting launch is packed once another launch follows it: an unpacked trace is ~140 objects per
-  launch (its entries) that Python's cycle collector walks at each collection while it waits, and a
-  test suite that never reads the clock keeps it waiting to the end (packing costs ~0.08 ms; the last
-  launch, whose Profile ``last_profile`` reads, stays unpacked);
 - a launch identical to the one before it, still waiting (same program object, policy and trace
   digest: a kernel launched again and again with the same arguments) keeps no trace of its own: the
   waiting launch counts it (``repeats``), so a loop of launches that never reads the clock holds
@@ -129,8 +125,6 @@ class Clock:
                 self._last = prev
                 return
             trace = packed  # kept packed: packing was the price of the comparison
-        if prev is not None and prev.profile is None and isinstance(prev.trace, Trace):
-            self._waiting_bytes -= prev.pack()  # no longer the last launch: kept packed (see below)
         launch = Launch(trace, policy)
         self._waiting_bytes += launch.nbytes
         self._add(launch)
