@@ -204,7 +204,13 @@ def make_ttir(mod, metadata, options):
     for namespace, add_pass in ttir_passes(mod):
         getattr(getattr(passes, namespace), add_pass)(pm)
     pm.run(mod, "make_ttir")
-    return mod
+    from triton import knobs as triton_knobs
+
+    if triton_knobs.compilation.use_ir_loc == "ttir":  # Triton snapshots the locations of the module
+        return mod
+    # its text, printed once: Triton's cache writes the .ttir file from it and the pir stage reads it (the
+    # module handed on was printed by both: ~0.1 ms per print of a small kernel)
+    return str(mod)
 
 
 def ttir_passes(mod) -> tuple[tuple[str, str], ...]:
@@ -504,8 +510,8 @@ STAGES = {"ttir": make_ttir, "pir": make_pir, "pasm": make_pasm, "pbin": make_pb
 # ---- the backend ----------------------------------------------------------------------------------
 class PlateBackend(BaseBackend):
     # One MLIR context per thread for its compiles, where Triton reads this (patches/triton/
-    # compile-mlir-context-reuse.patch): loading the dialects into a fresh context costs ~1.2 ms of CPU per
-    # compile, and plate's own stages need none (load_dialects); unread by an unpatched Triton
+    # compile-mlir-context-reuse.patch; before it lands, the shim of shims.py reads it): loading the dialects
+    # into a fresh context costs ~1.2 ms of CPU per compile, and plate's own stages need none (load_dialects)
     reuse_mlir_context = True
 
     @staticmethod

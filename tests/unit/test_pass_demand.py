@@ -102,3 +102,24 @@ def test_last_uses_say_where_values_die():
     inner = ops["p2"]
     assert ops["step"].results[0] not in dies.get(inner, set())
     assert ops["step"].results[0] in dies[ops["res"]]  # ...but at the loop op, from outside
+
+
+def test_the_analyses_leave_no_reference_cycle():
+    """Their nested functions call each other through closure cells: emptied on return, so reference counting
+    frees their maps (which hold every op and value) and nothing waits for Python's cycle collector."""
+    import gc
+
+    func = _kernel(LOOP_AND_GATHER)
+    demand.analyze(func), demand.last_uses(func)  # warm: anything cached on first use stays
+    gc.collect()
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        d = demand.analyze(func)
+        dies, unused = demand.last_uses(func)
+        assert d.live and dies
+        del d, dies, unused
+        assert gc.collect() == 0
+    finally:
+        if was_on:
+            gc.enable()

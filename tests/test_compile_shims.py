@@ -1,0 +1,133 @@
+"""The shims on Triton's compile(): one MLIR context per thread for plate's compiles, one KernelMetadata class
+per key set (shims.py; patches/triton/compile-mlir-context-reuse.patch, kernel-metadata-class-cached.patch)."""
+
+from __future__ import annotations
+
+import threading
+import types
+
+import pytest
+import torch
+import triton
+import triton.compiler.compiler as compiler
+import triton.language as tl
+
+from triton_plate_backend import shims
+from triton_plate_backend.compiler import PlateBackend
+from triton_plate_backend.driver import PlateDriver
+
+
+@pytest.fixture
+def active(monkeypatch, tmp_path):
+    """PlateDriver as Triton's active driver (its "driver" shims installed), a fresh Triton cache."""
+    from triton.backends import Backend, backends
+
+    if "plate" not in backends:
+        monkeypatch.setitem(backends, "plate", Backend(PlateBackend, PlateDriver))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv("PLATE_HOST_MEMORY", "1")  # cpu tensors as device memory
+    saved = triton.runtime.driver._active
+    drv = PlateDriver()
+    triton.runtime.driver.set_active(drv)
+    yield drv
+    triton.runtime.driver._active = saved
+
+
+@triton.jit
+def _add(X, Y, N: tl.constexpr, C: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(Y + offs, tl.load(X + offs) + C)
+
+
+@triton.jit
+def _scale(X, Y, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(Y + offs, tl.load(X + offs) * 2)
+
+
+def _three_compiles(monkeypatch):
+    """Compile and run _add three times (another constexpr each, results checked); the contexts their
+    modules were built in, and the kernels."""
+    contexts = []  # kept: ids stay unique
+    make_ir = compiler.ASTSource.make_ir
+
+    def recording_make_ir(self, target, options, codegen_fns, module_map, context):
+        if self.fn is _add:
+            contexts.append(context)
+        return make_ir(self, target, options, codegen_fns, module_map, context)
+
+    monkeypatch.setattr(compiler.ASTSource, "make_ir", recording_make_ir)
+    _add.device_caches.clear()  # compiled again, not found in the function's in-memory cache
+    x = torch.arange(16, dtype=torch.float32)
+    kernels = []
+    for c in range(3):
+        y = torch.empty_like(x)
+        kernels.append(_add[(1,)](x, y, N=16, C=c))
+        torch.testing.assert_close(y, x + c)
+    monkeypatch.setattr(compiler.ASTSource, "make_ir", make_ir)
+    return contexts, kernels
+
+
+def test_plate_compiles_in_one_context_per_thread(active, monkeypatch, tmp_path):
+    loads = []  # the contexts Triton's dialects were loaded into
+    load_dialects = compiler.ir._plate_ir.load_dialects
+    monkeypatch.setattr(
+        compiler.ir._plate_ir, "load_dialects", lambda context: (loads.append(context), load_dialects(context))[1]
+    )
+    assert shims.STATUS["compile() keeps one MLIR context per thread for plate"] == "applied"
+    assert isinstance(compiler.ir, shims._ContextPerThread)
+    assert shims._compile_context_per_thread() is False  # idempotent
+    contexts, kept = _three_compiles(monkeypatch)
+    assert len(contexts) == 3 and len({id(c) for c in contexts}) == 1
+    assert not any(c is contexts[0] for c in loads[1:])  # loaded once (or before these compiles)
+    # another thread gets its own context
+    other = []
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "thread-cache"))
+    thread = threading.Thread(target=lambda: other.extend(_three_compiles(monkeypatch)[0]))
+    thread.start()
+    thread.join()
+    assert len(other) == 3 and len({id(c) for c in other}) == 1 and other[0] is not contexts[0]
+    # the same three compiles with a fresh context each (a backend that does not ask): three contexts, and
+    # every stage's text and the binary equal to the kept context's
+    monkeypatch.setattr(PlateBackend, "reuse_mlir_context", False)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    fresh_contexts, fresh = _three_compiles(monkeypatch)
+    assert len({id(c) for c in fresh_contexts}) == 3
+    assert all(any(c is loaded for loaded in loads) for c in fresh_contexts)
+    for a, b in zip(kept, fresh):
+        assert a.asm["pbin"] == b.asm["pbin"]
+        for ext in ("ttir", "pir", "pasm"):
+            assert a.asm[ext] == b.asm[ext], ext
+
+
+def test_context_stand_in_answers_compile_only(active):
+    # any caller but compile() (and every other name of the bindings) gets the module's own answer
+    assert compiler.ir.context() is not compiler.ir.context()
+    assert compiler.ir.parse_mlir_module is compiler.ir._plate_ir.parse_mlir_module
+
+
+def test_no_shim_where_triton_has_the_patches(monkeypatch):
+    patched = types.SimpleNamespace(
+        _compile_context=lambda backend: None, _kernel_metadata_type=lambda fields: None, ir=object()
+    )
+    monkeypatch.setitem(__import__("sys").modules, shims.COMPILER_MODULE, patched)
+    ir = patched.ir
+    assert shims._compile_context_per_thread() is False and patched.ir is ir
+    assert shims._kernel_metadata_class_cached() is False
+
+
+def test_kernels_share_one_metadata_class(active):
+    assert shims.STATUS["CompiledKernel reuses one KernelMetadata class per key set"] == "applied"
+    assert shims._kernel_metadata_class_cached() is False  # idempotent: the swapped code imports no namedtuple
+    x = torch.arange(16, dtype=torch.float32)
+    y = torch.empty_like(x)
+    a = _add.warmup(x, y, N=16, C=1, grid=(1,))
+    b = _scale.warmup(x, y, N=16, grid=(1,))
+    c = _add.warmup(x, y, N=8, C=1, grid=(1,))
+    assert type(a.metadata) is type(b.metadata) is type(c.metadata)
+    assert type(a.metadata).__name__ == "KernelMetadata"
+    assert type(a.metadata).__module__ == shims.COMPILER_MODULE
+    assert a.metadata._fields == tuple(sorted(a.metadata._asdict()))
+    assert a.metadata.name != b.metadata.name and a.metadata.hash != c.metadata.hash
+    _scale[(1,)](x, y, N=16)
+    torch.testing.assert_close(y, x * 2)
