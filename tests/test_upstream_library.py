@@ -449,3 +449,30 @@ def test_patches_check_runs_a_library_patch_on_the_device(renamed_import, tmp_pa
     assert patches.main(["check", *common, "--src", f"fakelib={tree}", "--before"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("fakelib/renamed.patch"))
     assert "applies" in row and "pass 1/1 (before: error)" in row
+
+
+def test_mamba_ssm_plugin_makes_cuda_kernels_launch_on_the_device(monkeypatch):
+    """mamba_ssm launches each kernel inside `with torch.cuda.device(x.device.index)` and sizes grids from
+    torch.cuda.get_device_properties(x.device): both mean the device, tensors made on "cuda" land there."""
+    torch = pytest.importorskip("torch")
+
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import mamba_ssm as plugin
+
+    for name in ("device", "get_device_properties", "get_device_capability"):
+        monkeypatch.setattr(torch.cuda, name, getattr(torch.cuda, name))  # restored after the test
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="without CUDA"), torch.cuda.device(0):  # CUDA's, in a CPU build
+            pass
+    mode = plugin.cuda_is("plate")
+    try:
+        x = torch.ones(4, device="cuda")
+        assert x.device.type == "plate"
+        with torch.cuda.device(x.device.index):
+            assert torch.plate.current_device() == x.device.index
+        props = torch.cuda.get_device_properties(x.device)
+        assert props.multi_processor_count == torch.plate.get_device_properties(x.device).multi_processor_count
+    finally:
+        mode.__exit__(None, None, None)
+    with pytest.raises(pytest.UsageError, match="torch.nodevice has no device context"):
+        plugin.patch_device_context("nodevice")
