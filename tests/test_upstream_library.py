@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -18,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # `upstream/` is a repo-root package, not part of the installed wheel
     sys.path.insert(0, str(REPO))
 
-from upstream import UpstreamError, runner  # noqa: E402
+from upstream import UpstreamError, patches, runner  # noqa: E402
 from upstream.libraries import flag_gems  # noqa: E402
 from upstream.revisions import Tree, get_revision, libraries, load_revisions  # noqa: E402
 
@@ -389,3 +390,89 @@ def test_gemlite_plugin_answers_cuda_queries_for_the_device(monkeypatch, tmp_pat
     with pytest.raises(pytest.UsageError, match="not importable"):
         plugin.import_library("plate", "fakegemlite_absent")
     assert torch.cuda.device_count is cuda_count
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def renamed_import(library, tmp_path):
+    """(tree, revisions, patches dir): the fake library's tests/test_renamed.py imports a name the library
+    renamed (gemlite's scale_activations); patches/fakelib/renamed.patch imports it under its new name."""
+    tree, revisions = library
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    test = repo / "tests" / "test_renamed.py"
+    test.write_text("from fakelib import twice\n\n\ndef test_twice():\n    assert twice(2) == 4\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    test.write_text(test.read_text().replace("import twice", "import double as twice"))
+    message = "Import double under its old name\n\nTest: tests/test_renamed.py::test_twice\n"
+    message += "Test-Env: PYTEST_ADDOPTS=-p no:hypothesispytest --lib-setup fakelib_device"
+    _git(repo, "commit", "-qam", message)
+    (tmp_path / "patches" / "fakelib").mkdir(parents=True)
+    (tmp_path / "patches" / "fakelib" / "renamed.patch").write_text(_git(repo, "format-patch", "--stdout", "HEAD~1"))
+    _git(repo, "checkout", "-q", "HEAD~1", "--", "tests")
+    shutil.copy(repo / "tests" / "test_renamed.py", tree / "tests" / "test_renamed.py")
+    return tree, revisions, tmp_path / "patches"
+
+
+def test_patched_library_at_the_top_of_its_checkout_runs_a_patched_copy(renamed_import, tmp_path, monkeypatch):
+    """A library whose tests sit at the top of its checkout (test_root "."): --patched copies the checkout,
+    applies the patches of its project that touch the selected files, and imports the copy's package."""
+    tree, revisions, patches_dir = renamed_import
+    monkeypatch.setattr(runner, "PATCHES_DIR", patches_dir)
+    argv = ["fakelib", "--src", str(tree), "--revisions", str(revisions), "--report-dir", str(tmp_path / "out")]
+    argv += ["--skiplist", str(tree / "skiplist.toml"), "--files", "tests/test_renamed.py"]
+    argv += ["--", "--lib-setup", "fakelib_device"]
+    assert runner.main(argv) == runner.EXIT_FAILURES  # unpatched: the file does not import
+    assert runner.main([*argv[:-3], "--patched", *argv[-3:]]) == 0
+    report = json.loads((tmp_path / "out" / "lib-fakelib.json").read_text())
+    assert report["patches_applied"] == ["fakelib/renamed.patch"] and report["totals"]["passed"] == 1
+    assert "import twice" in (tree / "tests" / "test_renamed.py").read_text()  # the tree is untouched
+
+
+def test_patches_check_runs_a_library_patch_on_the_device(renamed_import, tmp_path, capsys):
+    """`patches check` runs a library's patch tests as its suite runs: library_plugin on the device, the
+    library's own options, its package from the tree."""
+    tree, revisions, patches_dir = renamed_import
+    common = ["--patches-dir", str(patches_dir), "--revisions", str(revisions), "--report-dir", str(tmp_path / "r")]
+    assert patches.main(["check", *common, "--src", f"fakelib={tree}", "--before"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("fakelib/renamed.patch"))
+    assert "applies" in row and "pass 1/1 (before: error)" in row
+
+
+def test_mamba_ssm_plugin_makes_cuda_kernels_launch_on_the_device(monkeypatch):
+    """mamba_ssm launches each kernel inside `with torch.cuda.device(x.device.index)` and sizes grids from
+    torch.cuda.get_device_properties(x.device): both mean the device, tensors made on "cuda" land there."""
+    torch = pytest.importorskip("torch")
+
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import mamba_ssm as plugin
+
+    for name in ("device", "get_device_properties", "get_device_capability"):
+        monkeypatch.setattr(torch.cuda, name, getattr(torch.cuda, name))  # restored after the test
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="without CUDA"), torch.cuda.device(0):  # CUDA's, in a CPU build
+            pass
+    mode = plugin.cuda_is("plate")
+    try:
+        x = torch.ones(4, device="cuda")
+        assert x.device.type == "plate"
+        with torch.cuda.device(x.device.index):
+            assert torch.plate.current_device() == x.device.index
+        props = torch.cuda.get_device_properties(x.device)
+        assert props.multi_processor_count == torch.plate.get_device_properties(x.device).multi_processor_count
+    finally:
+        mode.__exit__(None, None, None)
+    with pytest.raises(pytest.UsageError, match="torch.nodevice has no device context"):
+        plugin.patch_device_context("nodevice")

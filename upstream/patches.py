@@ -22,6 +22,7 @@ import argparse
 import datetime
 import email
 import email.policy
+import importlib.util
 import json
 import os
 import re
@@ -179,6 +180,13 @@ def run_patch_tests(
             env["TRITON_DEFAULT_BACKEND"] = options.device
         if any(t.startswith(revision.test_root + "/") for t in patch.tests):  # its conftest defines --device
             cmd += ["--device", "cpu" if options.interpret else options.device]
+    if revision.is_library:  # on the device, as the library's suite runs (its plugins, options, environment)
+        cmd += ["-p", "upstream.library_plugin", "--lib-device", options.device]
+        cmd += ["-p", revision.plugin] if revision.plugin else []
+        cmd += list(revision.suite.args)
+        if revision.pip is None or importlib.util.find_spec(revision.library_package) is None:  # the tree's copy
+            env["PYTHONPATH"] = os.pathsep.join([str(tree / revision.library_folder), env["PYTHONPATH"]])
+        env.update(revision.suite.env)
     env.update(patch.test_env)
     done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=options.timeout)
     if not results.is_file():
@@ -361,7 +369,11 @@ def build_parser(prog: str = "python -m upstream.patches") -> argparse.ArgumentP
         sp.add_argument("--patches-dir", type=Path, default=PATCHES_DIR, help=argparse.SUPPRESS)
         sp.add_argument("--revisions", type=Path, default=REVISIONS_FILE, help=argparse.SUPPRESS)
         if name == "check":
-            sp.add_argument("--device", default="plate", help="triton tests: --device and TRITON_DEFAULT_BACKEND")
+            sp.add_argument(
+                "--device",
+                default="plate",
+                help="triton tests: --device and TRITON_DEFAULT_BACKEND; a library's: --lib-device",
+            )
             sp.add_argument(
                 "--interpret", action="store_true", help="triton tests under TRITON_INTERPRET=1, --device cpu"
             )

@@ -24,6 +24,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import posixpath
 import shlex
 import shutil
 import signal
@@ -336,9 +337,9 @@ def _patched_copy(revision: Revision, tree: Tree, dest: Path, root: str, wanted:
     """A copy of the tree's test (or tutorials) folder `root` under `dest` (same layout) with every patch
     applied whose files all lie in that folder, under the `wanted` paths (relative to it): (its tree, the
     patches' names)."""
-    copy = dest / root
-    shutil.copytree(tree.test_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    prefixes = [f"{root}/{w.split('::', 1)[0].rstrip('/')}" for w in wanted]
+    copy = dest / root  # root "." (a library's tests at the top of its checkout): the copy is dest itself
+    shutil.copytree(tree.test_dir, copy, ignore=shutil.ignore_patterns("__pycache__", ".git"), dirs_exist_ok=True)
+    prefixes = [posixpath.normpath(f"{root}/{w.split('::', 1)[0].rstrip('/')}") for w in wanted]
     applied = []
     for patch in find_patches(PATCHES_DIR):
         inside = all(any(f == p or f.startswith(p + "/") for p in prefixes) for f in patch.files)
@@ -420,6 +421,8 @@ def run_suite(args, passthrough: list[str], argv: list[str]) -> int:
         patched_dir = Path(tempfile.mkdtemp(prefix="plate-patched-"))
         try:
             tree, applied = _patched_copy(revision, tree, patched_dir, root, _test_paths(revision, tree, args))
+            if args.library is not None and args.library_path is not None and root == ".":  # the copy's package
+                args.library_path, args.library_from = _library_path(revision, tree)
             return _run_suite(args, passthrough, argv, revision, tree, suite_name, applied, src)
         finally:
             shutil.rmtree(patched_dir, ignore_errors=True)
