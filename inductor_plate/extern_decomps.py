@@ -16,6 +16,10 @@ keep what the table held), they are rewritten before lowering:
 - ``_fft_r2c`` of float32 and ``_fft_c2r`` of complex64 tensors (rfft/irfft and their n-dim forms) under the
   same bound: the last transformed dim as a real product with the onesided half of the table, the others as
   ``_fft_c2c``'s DFTs;
+- ``mm`` and ``bmm`` of complex tensors (``einsum``/``matmul`` of complex64, as spectral layers multiply their
+  modes, and their gradients): one real product of the real and imaginary parts,
+  ``[re(a) | im(a)] @ [[re(b), im(b)], [-im(b), re(b)]] = [re(ab) | im(ab)]``, a plate GEMM (its K doubled) in
+  the real dtype, where Inductor calls the complex aten kernel;
 - ``_embedding_bag_per_sample_weights_backward``: each index's bag gradient dotted with its weight row;
   ``segment_reduce`` (1-D lengths or offsets): a scatter_reduce onto the segments, each element's found by a
   searchsorted of the segments' ends;
@@ -95,6 +99,25 @@ def fft_c2c(x, dim, normalization, forward):
         re, im = _dft_along(re, im, d, forward)
     re, im = _normalized([re, im], normalization, math.prod(x.shape[d] for d in dim))
     return torch.view_as_complex(torch.stack([re, im], -1).to(torch.float32))
+
+
+def _parts(x):
+    """(real, imaginary) of a complex tensor (a conjugate view resolved first): views of its real view."""
+    parts = torch.view_as_real(x.resolve_conj())
+    return parts[..., 0], parts[..., 1]
+
+
+def complex_product(a, b):
+    """a (..., M, K) @ b (..., K, N) of complex tensors on plate as one real product: [ar | ai] (M x 2K) times
+    [[br, bi], [-bi, br]] (2K x 2N) is [ar br - ai bi | ar bi + ai br]."""
+    if not _on_plate(a, b) or not (a.is_complex() and b.is_complex()):
+        return NotImplemented
+    (ar, ai), (br, bi) = _parts(a), _parts(b)
+    left = torch.cat([ar, ai], -1)
+    right = torch.cat([torch.cat([br, bi], -1), torch.cat([-bi, br], -1)], -2)
+    out = torch.matmul(left, right)
+    n = b.shape[-1]
+    return torch.view_as_complex(torch.stack([out[..., :n], out[..., n:]], -1))
 
 
 def _normalized(parts, normalization: int, count: int):
@@ -285,6 +308,8 @@ DECOMPOSITIONS = {
     aten._fft_r2c.default: fft_r2c,
     aten._fft_c2r.default: fft_c2r,
     aten.segment_reduce.default: segment_reduce,
+    aten.mm.default: complex_product,
+    aten.bmm.default: complex_product,
     aten._embedding_bag_per_sample_weights_backward.default: embedding_bag_per_sample_weights_backward,
     aten._upsample_bilinear2d_aa.default: upsample_bilinear2d_aa,
     aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,

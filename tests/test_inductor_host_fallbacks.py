@@ -2,7 +2,7 @@
 fallbacks (inductor_plate.host_fallbacks()) and matches a CPU reference.
 
 - extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r,
-  segment_reduce, embedding_bag's per-sample-weights gradient, the antialiased upsamplings and their backward
+  complex mm and bmm, segment_reduce, embedding_bag's per-sample-weights gradient, the antialiased upsamplings and their backward
   decomposed into plate kernels;
 - eager_ops: _pdist_forward and its backward, addbmm, multinomial, index_reduce (Inductor's fallback calls their plate
   kernels);
@@ -209,6 +209,50 @@ def test_addbmm_is_one_gemm_on_plate(beta, alpha):
 
     got = cpu(compiled_without_host_ops(fn, x, batch1, batch2))
     torch.testing.assert_close(got, fn(x.double(), batch1.double(), batch2.double()).float(), rtol=1e-4, atol=1e-4)
+
+
+COMPLEX_PRODUCTS = {
+    "mm": (lambda a, b: a @ b, (5, 6), (6, 4)),
+    "bmm einsum": (lambda a, b: torch.einsum("bix,iox->box", a, b), (2, 3, 5), (3, 4, 5)),
+    "conjugate transpose": (lambda a, b: a @ b.mH, (5, 6), (4, 6)),
+    "matmul broadcast": (lambda a, b: torch.matmul(a, b), (2, 5, 6), (6, 3)),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("case", sorted(COMPLEX_PRODUCTS))
+def test_complex_products_are_one_real_gemm_on_plate(case, dtype):
+    """mm and bmm of complex tensors (and the conjugate views of a gradient): [re a | im a] @ [[re b, im b],
+    [-im b, re b]] on plate, against the complex128 product."""
+    fn, a_shape, b_shape = COMPLEX_PRODUCTS[case]
+    torch.manual_seed(0)
+    a, b = torch.randn(a_shape, dtype=dtype), torch.randn(b_shape, dtype=dtype)
+    got = cpu(compiled_without_host_ops(fn, a, b))
+    want = fn(a.to(torch.complex128), b.to(torch.complex128)).to(dtype)
+    tol = 1e-5 if dtype == torch.complex64 else 1e-12
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+
+
+def test_a_spectral_layer_trains_without_host_ops():
+    """A Fourier layer (rfft, a complex einsum with complex weights, irfft): forward and both gradients on plate."""
+    torch.manual_seed(0)
+    x, w = torch.randn(2, 3, 16), torch.randn(3, 4, 5, dtype=torch.complex64)
+
+    def layer(x, w):
+        modes = torch.einsum("bix,iox->box", torch.fft.rfft(x)[..., :5], w)
+        return torch.fft.irfft(modes, n=16).square().sum()
+
+    x_ref, w_ref = x.clone().requires_grad_(), w.clone().requires_grad_()
+    layer(x_ref, w_ref).backward()
+    x_plate, w_plate = x.to("plate").requires_grad_(), w.to("plate").requires_grad_()
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    loss = torch.compile(layer)(x_plate, w_plate)
+    loss.backward()
+    assert inductor_plate.host_fallbacks() == {}
+    torch.testing.assert_close(loss.cpu(), layer(x, w), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x_plate.grad.cpu(), x_ref.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(w_plate.grad.cpu(), w_ref.grad, rtol=1e-4, atol=1e-4)
 
 
 def test_embedding_bag_per_sample_weights_gradient_on_plate():
