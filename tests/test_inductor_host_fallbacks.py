@@ -91,7 +91,8 @@ def test_fftn_of_a_real_input_is_float64_dft_products():
     assert got.dtype == torch.complex64
     torch.testing.assert_close(got, torch.fft.fftn(x.double()).to(torch.complex64), rtol=1e-6, atol=1e-5)
     real = cpu(compiled_without_host_ops(lambda x: torch.fft.fftn(x).real, x))
-    torch.testing.assert_close(real, torch.fft.fftn(x).real)
+    # against float64's: the CPU's float32 FFT is up to 2e-5 off it here (the plate result is its rounding)
+    torch.testing.assert_close(real, torch.fft.fftn(x.double()).real.float(), rtol=1e-6, atol=1e-5)
 
 
 @pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
