@@ -234,6 +234,29 @@ def test_complex_products_are_one_real_gemm_on_plate(case, dtype):
     torch.testing.assert_close(got, want, rtol=tol, atol=tol)
 
 
+COMPLEX_REDUCTIONS = {
+    "linear with bias": (lambda i, a, b: torch.nn.functional.linear(a, b.mT, i), (4,), (5, 6), (6, 4)),
+    "addmm alpha beta": (lambda i, a, b: torch.addmm(i, a, b, beta=0.5, alpha=2.0), (5, 4), (5, 6), (6, 4)),
+    "baddbmm beta 0": (lambda i, a, b: torch.baddbmm(i, a, b, beta=0), (2, 5, 4), (2, 5, 6), (2, 6, 4)),
+    "mv": (lambda i, a, b: a @ b[:, 0] + i, (5,), (5, 6), (6, 4)),
+    "sums": (lambda i, a, b: (a.sum(), a.sum(1), a.conj().sum((0, 1), keepdim=True), i.sum(0)), (3, 2), (5, 6), (6,)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COMPLEX_REDUCTIONS))
+def test_complex_addmm_baddbmm_and_sums_run_on_plate(case):
+    """addmm/baddbmm of complex tensors (beta * input + alpha * the real GEMM of the parts; beta 0 reads no input)
+    and complex sums (mv's decomposition among them: one real reduction of the parts)."""
+    fn, *shapes = COMPLEX_REDUCTIONS[case]
+    torch.manual_seed(0)
+    i, a, b = (torch.randn(shape, dtype=torch.complex64) for shape in shapes)
+    i.view(-1)[0] = complex(float("nan"), 0.0) if case == "baddbmm beta 0" else i.view(-1)[0]
+    got = cpu(compiled_without_host_ops(fn, i, a, b))
+    want = fn(*(t.to(torch.complex128) for t in (i, a, b)))
+    want = [w.to(torch.complex64) for w in want] if isinstance(want, tuple) else want.to(torch.complex64)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_a_spectral_layer_trains_without_host_ops():
     """A Fourier layer (rfft, a complex einsum with complex weights, irfft): forward and both gradients on plate."""
     torch.manual_seed(0)
