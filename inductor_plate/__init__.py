@@ -95,7 +95,7 @@ def register() -> None:
         from .device_interface import PlateInterface
         from .op_overrides import PlateDeviceOpOverrides
         from .scheduling import PlateScheduling
-        from .wrapper import PlateWrapperCodegen
+        from .wrapper import NoCppWrapper, PlateWrapperCodegen
 
         register_interface_for_device(BACKEND, PlateInterface)
         for index in range(PlateInterface.device_count()):
@@ -104,6 +104,7 @@ def register() -> None:
             BACKEND,
             PlateScheduling,
             PlateWrapperCodegen,
+            device_cpp_wrapper_codegen=NoCppWrapper,
             device_custom_pass=fallback.EagerOpsPass(),
             device_custom_config=config,
         )

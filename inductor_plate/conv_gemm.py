@@ -128,6 +128,17 @@ def _per_group_mm(a, b):
     return aten.bmm(a, b)
 
 
+def _images(product, n, out_channels, out):
+    """The GEMMs' product (G, O/G, N*L) back into images (N, O, *out): one strided view of it (contiguous). A reshape
+    would split L = prod(out) into the spatial dims by floor division, which for equal symbolic sizes (a square
+    image under dynamic shapes) leaves ``s**2 // s`` unsimplified, and Inductor's range analysis of that fails
+    (ValueRangeError) where a later kernel asks for a stride order."""
+    product = product.contiguous()
+    length = math.prod(out)
+    inner = [math.prod(out[i + 1 :]) for i in range(len(out))]
+    return aten.as_strided(product, [n, out_channels, *out], [length, n * length, *inner], product.storage_offset())
+
+
 MAX_VECTOR_TERMS = 64  # multiply-adds per output of the vector form: one load each in a single kernel
 
 
@@ -185,8 +196,7 @@ def conv_as_gemm(x, weight, bias, stride, pads, dilation, groups):
     cols, out = im2col(x, kernel, stride, pads, dilation)
     per_group = out_channels // groups
     product = _per_group_mm(weight.reshape(groups, per_group, math.prod(weight.shape[1:])), _grouped_cols(cols, groups))
-    length = math.prod(out)
-    y = product.reshape(groups, out_channels // groups, n, length).permute(2, 0, 1, 3).reshape(n, out_channels, *out)
+    y = _images(product, n, out_channels, out)
     if bias is not None:
         y = y + bias.reshape(1, out_channels, *([1] * len(out)))
     return y.contiguous()

@@ -16,6 +16,11 @@ keep what the table held), they are rewritten before lowering:
 - ``_fft_r2c`` of float32 and ``_fft_c2r`` of complex64 tensors (rfft/irfft and their n-dim forms) under the
   same bound: the last transformed dim as a real product with the onesided half of the table, the others as
   ``_fft_c2c``'s DFTs;
+- ``mm`` and ``bmm`` of complex tensors (``einsum``/``matmul`` of complex64, as spectral layers multiply their
+  modes, and their gradients): one real product of the real and imaginary parts,
+  ``[re(a) | im(a)] @ [[re(b), im(b)], [-im(b), re(b)]] = [re(ab) | im(ab)]``, a plate GEMM (its K doubled) in
+  the real dtype, where Inductor calls the complex aten kernel; ``addmm``/``baddbmm`` add beta * input to
+  alpha times it; a complex ``sum`` over dims (``mv``'s decomposition) sums the two parts;
 - ``_embedding_bag_per_sample_weights_backward``: each index's bag gradient dotted with its weight row;
   ``segment_reduce`` (1-D lengths or offsets): a scatter_reduce onto the segments, each element's found by a
   searchsorted of the segments' ends;
@@ -95,6 +100,54 @@ def fft_c2c(x, dim, normalization, forward):
         re, im = _dft_along(re, im, d, forward)
     re, im = _normalized([re, im], normalization, math.prod(x.shape[d] for d in dim))
     return torch.view_as_complex(torch.stack([re, im], -1).to(torch.float32))
+
+
+def _parts(x):
+    """(real, imaginary) of a complex tensor (a conjugate view resolved first): views of its real view."""
+    parts = torch.view_as_real(x.resolve_conj())
+    return parts[..., 0], parts[..., 1]
+
+
+def complex_product(a, b):
+    """a (..., M, K) @ b (..., K, N) of complex tensors on plate as one real product: [ar | ai] (M x 2K) times
+    [[br, bi], [-bi, br]] (2K x 2N) is [ar br - ai bi | ar bi + ai br]."""
+    if not _on_plate(a, b) or not (a.is_complex() and b.is_complex()):
+        return NotImplemented
+    (ar, ai), (br, bi) = _parts(a), _parts(b)
+    left = torch.cat([ar, ai], -1)
+    right = torch.cat([torch.cat([br, bi], -1), torch.cat([-bi, br], -1)], -2)
+    out = torch.matmul(left, right)
+    n = b.shape[-1]
+    return torch.view_as_complex(torch.stack([out[..., :n], out[..., n:]], -1))
+
+
+def complex_product_added(input, a, b, *, beta=1, alpha=1):
+    """addmm / baddbmm of complex tensors on plate: beta * input + alpha * (a @ b), the product as above; beta = 0
+    reads no input (its NaNs ignored), as ATen."""
+    if not _on_plate(input, a, b) or not (input.is_complex() and a.is_complex() and b.is_complex()):
+        return NotImplemented
+    product = complex_product(a, b)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product
+    return product + (input if beta == 1 else input * beta)
+
+
+def complex_sum(x, dim=None, keepdim=False, *, dtype=None):
+    """sum of a complex tensor on plate (``mv``'s decomposition sums complex products): the sums of its real and
+    imaginary parts, a real reduction each."""
+    if not _on_plate(x) or not x.is_complex() or (dtype is not None and dtype != x.dtype):
+        return NotImplemented
+    if x.dim() == 0:  # nothing to sum: Inductor's copy of a complex 0-d tensor is the aten kernel's
+        return NotImplemented
+    dims = list(range(x.dim())) if dim is None or len(dim) == 0 else [d % x.dim() for d in dim]
+    parts = torch.view_as_real(x.resolve_conj()).sum(dims, keepdim=keepdim)
+    return torch.view_as_complex(parts.contiguous())
+
+
+def complex_sum_all(x, *, dtype=None):
+    return complex_sum(x, None, False, dtype=dtype)
 
 
 def _normalized(parts, normalization: int, count: int):
@@ -285,6 +338,12 @@ DECOMPOSITIONS = {
     aten._fft_r2c.default: fft_r2c,
     aten._fft_c2r.default: fft_c2r,
     aten.segment_reduce.default: segment_reduce,
+    aten.mm.default: complex_product,
+    aten.bmm.default: complex_product,
+    aten.addmm.default: complex_product_added,
+    aten.baddbmm.default: complex_product_added,
+    aten.sum.dim_IntList: complex_sum,
+    aten.sum.default: complex_sum_all,
     aten._embedding_bag_per_sample_weights_backward.default: embedding_bag_per_sample_weights_backward,
     aten._upsample_bilinear2d_aa.default: upsample_bilinear2d_aa,
     aten._upsample_bilinear2d_aa_backward.default: upsample_bilinear2d_aa_backward,

@@ -1,6 +1,6 @@
 """Host fallbacks, counted and named: what ran on the host instead of the simulator inside a compiled function.
 
-Two kinds, one counter:
+Three kinds, one counter:
 
 - an op: an aten op that ran on the host through the device's boxed CPU fallback while a compiled plate
   graph ran (an extern kernel such as ``extern_kernels.mm``, a fallback such as ``aten.frexp``, a
@@ -13,8 +13,9 @@ Two kinds, one counter:
   a plate eager kernel's own host case (``Call.on_host``: an unsigned dtype, say) included (torch_device's
   ``compiled_frame_host_ops``, watched from ``inductor_plate.register``; "while a compiled function ran" is
   the wrapper torch.compile returns being on the thread's stack, not what a compile runs). Eager code before
-  or after a compiled function, and the autograd engine's backward of the eager ops at its graph breaks
-  (run after it returned), do not count; its compiled backward's graphs do (``op``).
+  or after a compiled function, a compiled function run under the ``force_eager`` stance, and the autograd
+  engine's backward of the eager ops at its graph breaks (run after it returned) do not count; its compiled
+  backward's graphs do (``op``).
 - a frame: a frame that ran eagerly because a plate kernel failed to compile (fallback.py raises
   Dynamo's SkipFrame), counted once per compile that fell back.
 

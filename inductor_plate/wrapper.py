@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch._inductor import config
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+from torch._inductor.exc import CppWrapperCodegenError
 from torch._inductor.virtualized import V
 
 from .placement import plan_graph
@@ -105,4 +106,20 @@ class PlateWrapperCodegen(_GuardedKernels, PythonWrapperCodegen):
             {CHECK}(globals())
             del async_compile
             """
+        )
+
+
+class NoCppWrapper:
+    """Plate's C++ wrapper: none. What Inductor finds when asked for one (``torch._inductor.config.cpp_wrapper``,
+    AOTInductor's ``torch._inductor.aoti_compile_and_package``): it refuses with Inductor's own error for a C++
+    wrapper it cannot generate, saying why, where no class at all fails an assertion ("Device plate not
+    supported")."""
+
+    supports_caching = False
+
+    @staticmethod
+    def create(*args, **kwargs):
+        raise CppWrapperCodegenError(
+            "plate has no C++ wrapper: cpp_wrapper and AOTInductor (aoti_compile_and_package) are not supported; "
+            "torch.compile with the Python wrapper (the default) runs plate graphs, torch.export's programs included"
         )

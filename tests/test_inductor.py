@@ -17,6 +17,7 @@ import triton
 from entry_points import declare_entry_point
 from torch._dynamo import device_interface as dynamo_devices
 from torch._inductor.codegen import common as inductor_common
+from torch._inductor.exc import InductorError
 from torch._inductor.runtime.hints import DeviceProperties
 from torch._inductor.utils import run_and_get_code
 from torch._subclasses import FakeTensorMode
@@ -26,7 +27,7 @@ from inductor_plate import benchmarker, config, fallback, heuristics, policy, te
 from inductor_plate.device_interface import PlateInterface
 from inductor_plate.op_overrides import PlateDeviceOpOverrides
 from inductor_plate.scheduling import PlateScheduling
-from inductor_plate.wrapper import PlateWrapperCodegen
+from inductor_plate.wrapper import NoCppWrapper, PlateWrapperCodegen
 from triton_plate_backend import compiler as plate_compiler
 from triton_plate_backend import shims
 from triton_plate_backend.driver import PLATE_ARCH, PlateDriver
@@ -58,6 +59,7 @@ def test_registration_is_complete_and_idempotent():
     assert dynamo_devices.get_interface_for_device(torch.device("plate", 0)) is PlateInterface
     assert inductor_common.get_scheduling_for_device("plate") is PlateScheduling
     assert inductor_common.get_wrapper_codegen_for_device("plate") is PlateWrapperCodegen
+    assert inductor_common.get_wrapper_codegen_for_device("plate", cpp_wrapper=True) is NoCppWrapper
     assert inductor_common.get_custom_backend_config_for_device("plate") is config
     assert isinstance(inductor_common.get_custom_backend_pass_for_device("plate"), fallback.EagerOpsPass)
     assert isinstance(inductor_common.get_device_op_overrides("plate"), PlateDeviceOpOverrides)
@@ -368,6 +370,19 @@ def test_compile_matches_eager_and_profiles_launches():
     assert run.launches and all(launch.kernel.startswith("triton_") for launch in run.launches)
     assert run.time_ns == pytest.approx(sum(k.time_ns for k in run.by_kernel()))
     assert run.traffic_by_domain().sum() > 0 and "launches" in run.report()
+
+
+def test_a_cpp_wrapper_is_refused_with_the_reason(tmp_path):
+    """cpp_wrapper and AOTInductor ask for a C++ wrapper, which plate has none of: Inductor's error for a C++ wrapper
+    it cannot generate says so (not an assertion that the device is unsupported)."""
+    x = torch.randn(8, 64).to("plate")
+    with torch._inductor.config.patch(cpp_wrapper=True, force_disable_caches=True):
+        with pytest.raises(InductorError, match="CppWrapperCodegenError: .*plate has no C\\+\\+ wrapper"):
+            torch.compile(torch.sin)(x)
+    program = torch.export.export(torch.nn.Linear(64, 4).to("plate"), (x,))
+    with pytest.raises(InductorError, match="CppWrapperCodegenError: .*AOTInductor"):
+        torch._inductor.aoti_compile_and_package(program, package_path=str(tmp_path / "linear.pt2"))
+    torch.testing.assert_close(torch.compile(program.module())(x).cpu(), program.module()(x).cpu())
 
 
 def test_graph_buffers_are_allocated_with_the_per_device_allocator():

@@ -493,3 +493,42 @@ def test_conv_with_symbolic_kernel_sizes_is_guarded_and_runs_as_gemms():
         for got, want in zip(plate, cpu, strict=True):
             torch.testing.assert_close(got.grad.cpu(), want.grad, **TOL)
     assert inductor_plate.host_fallbacks() == {}
+
+
+class ResidualDown(torch.nn.Module):
+    """conv, batchnorm, relu; a strided conv and batchnorm with a 1x1 strided shortcut; global average pool; linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(16)
+        self.shortcut = torch.nn.Conv2d(8, 16, 1, stride=2, bias=False)
+        self.head = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.conv1(x)))
+        y = F.relu(self.bn2(self.conv2(x)) + self.shortcut(x))
+        return self.head(F.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
+def test_square_images_under_dynamic_shapes_run_as_gemms():
+    """dynamic=True with square images: height and width are one symbol s, so a convolution's output columns
+    number s*s. Splitting them back into images by a reshape left ``s**2 // s`` as the width (unsimplified), on
+    which the next convolution's lowering failed (ValueRangeError); the product is viewed back instead. Batch
+    sizes 2 and 3 share one graph, forward and backward match the CPU."""
+    torch.manual_seed(0)
+    net = ResidualDown().eval()
+    plate_net = copy.deepcopy(net).to("plate")
+    compiled = torch.compile(plate_net, dynamic=True)
+    for batch in (2, 3):
+        x = torch.randn(batch, 3, 8, 8)
+        with torch._inductor.config.patch(force_disable_caches=True):
+            out = compiled(x.to("plate"))
+        torch.testing.assert_close(out.cpu(), net(x), **TOL)
+    out.square().sum().backward()
+    net(x).square().sum().backward()
+    for (name, want), got in zip(net.named_parameters(), plate_net.parameters(), strict=True):
+        torch.testing.assert_close(got.grad.cpu(), want.grad, **TOL, msg=lambda m, n=name: f"grad {n}: {m}")
+    assert inductor_plate.host_fallbacks() == {}

@@ -183,3 +183,23 @@ def test_a_compiled_module_counts_as_a_compiled_function(how):
     _, fallbacks, host_ops = counted(module, plate_randn(16))
     assert host_ops == {"aten._unique": 1}
     assert fallbacks == {"eager op aten._unique": 1}
+
+
+def test_a_compiled_function_run_under_the_force_eager_stance_is_eager_code():
+    """torch.compiler.set_stance("force_eager") runs a compiled function as plain eager code (the way tests
+    compute an eager reference): its host ops are no host fallbacks; back at the default stance they are."""
+
+    def fn(x):
+        return unique_on_host((x.sin() * 100).abs()).sum() + 1
+
+    compiled = torch.compile(fn)
+    x = plate_randn(16)
+    compiled(x)
+    inductor_plate.reset_host_fallbacks()
+    torch.plate.reset_host_ops()
+    with torch.compiler.set_stance("force_eager"):
+        compiled(x)
+    assert torch.plate.host_ops()["aten._unique"] == 1
+    assert inductor_plate.host_fallbacks() == {}
+    compiled(x)
+    assert inductor_plate.host_fallbacks() == {"eager op aten._unique": 1}

@@ -12,9 +12,10 @@ it is off until asked for.
 
 "While a compiled function runs" is read off the thread's Python stack at the host op (the extension walks
 it, csrc/runtime.cpp): the innermost frame of a marked code object answers, ``COMPILED_FRAME_MARKS``: the
-wrapper torch.compile returns (``compile_wrapper``, for functions and modules alike) says yes; Dynamo's
-frame callback and AOTAutograd's lazy backward compile say no (what a compile runs is no op of the
-function). Dynamo's own frame hook cannot answer: it is unset in the frames Dynamo skips
+wrapper torch.compile returns (``compile_wrapper``, for functions and modules alike) says yes, unless
+Dynamo's stance runs it eagerly (``torch.compiler.set_stance("force_eager")``: eager code, as before or
+after it); Dynamo's frame callback and AOTAutograd's lazy backward compile say no (what a compile runs is
+no op of the function). Dynamo's own frame hook cannot answer: it is unset in the frames Dynamo skips
 (triton_plate_backend's, where the eager kernels send their uncovered cases to the host).
 """
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import CodeType
 
 from . import _registration
@@ -76,10 +77,19 @@ def host_op_scope() -> Iterator[Counter[str]]:
         ops.update(exit_scope(token))
 
 
-# (module, attribute path, nested function or "", answer): the frames that say whether a host op runs
-# inside a compiled function. Names of torch 2.13's Dynamo and AOTAutograd; one no longer found is left out.
-COMPILED_FRAME_MARKS: tuple[tuple[str, str, str, bool], ...] = (
-    ("torch._dynamo.eval_frame", "_TorchDynamoContext.__call__", "compile_wrapper", True),
+def _runs_compiled() -> bool:
+    """Does a torch.compile'd function run compiled now? Not under the stance ``force_eager`` (Dynamo sets no
+    frame hook then: the function runs as plain eager code)."""
+    import torch._dynamo.eval_frame as eval_frame
+
+    return getattr(getattr(eval_frame, "_stance", None), "stance", "default") != "force_eager"
+
+
+# (module, attribute path, nested function or "", answer: a bool or a callable asked then): the frames that
+# say whether a host op runs inside a compiled function. Names of torch 2.13's Dynamo and AOTAutograd; one no
+# longer found is left out.
+COMPILED_FRAME_MARKS: tuple[tuple[str, str, str, bool | Callable[[], bool]], ...] = (
+    ("torch._dynamo.eval_frame", "_TorchDynamoContext.__call__", "compile_wrapper", _runs_compiled),
     ("torch._dynamo.convert_frame", "CatchErrorsWrapper.__call__", "", False),
     ("torch._functorch._aot_autograd.runtime_wrappers", "_AutogradBackwardCompiler.get_or_compile", "", False),
 )
@@ -98,7 +108,7 @@ def _code_of(module: str, path: str, nested: str) -> CodeType | None:
     return found[0] if len(found) == 1 else None
 
 
-def compiled_frame_marks() -> dict[CodeType, bool]:
+def compiled_frame_marks() -> dict[CodeType, bool | Callable[[], bool]]:
     """``{code object: answer}`` of ``COMPILED_FRAME_MARKS`` (imports Dynamo)."""
     marks = {}
     for module, path, nested, answer in COMPILED_FRAME_MARKS:

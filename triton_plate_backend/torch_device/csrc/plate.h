@@ -39,11 +39,13 @@ void set_runtime(PyObject* runtime);
 // After interpreter shutdown begins nothing calls Python any more (frees become no-ops).
 void stop_runtime();
 // Is this thread running a function torch.compile wraps? The innermost frame of this thread's Python stack
-// whose code object is marked answers (set_compiled_frame_marks: the wrapper torch.compile returns, true;
+// whose code object is marked answers (set_compiled_frame_marks: the wrapper torch.compile returns, true but
+// under a stance that runs it eagerly;
 // Dynamo's and AOTAutograd's compilers, false); no marked frame, false. Takes the GIL; false once Python is
 // unusable.
 bool in_compiled_frame();
-// marks: {code object: answer} (a dict; null forgets them). Call with the GIL held.
+// marks: {code object: answer}, answer a bool or a callable of no arguments asked when its frame is the
+// innermost marked one (a dict; null forgets them). Call with the GIL held.
 void set_compiled_frame_marks(PyObject* marks);
 
 void* runtime_alloc(size_t nbytes, c10::DeviceIndex device);  // throws c10::OutOfMemoryError on OOM

@@ -19,9 +19,9 @@ namespace {
 PyObject* g_runtime = nullptr;  // strong reference, never released (lives as long as the process)
 // torch._C._dynamo.eval_frame.set_eval_frame (strong reference; null where torch has no Dynamo).
 PyObject* g_set_eval_frame = nullptr;
-// The code objects whose frame on this thread's stack answers in_compiled_frame(): (code, answer), strong
-// references, replaced only with the GIL held (watch_compiled_frames).
-std::vector<std::pair<PyObject*, bool>> g_frame_marks;
+// The code objects whose frame on this thread's stack answers in_compiled_frame(): (code, answer: a bool,
+// or a callable asked then), strong references, replaced only with the GIL held (watch_compiled_frames).
+std::vector<std::pair<PyObject*, PyObject*>> g_frame_marks;
 std::atomic<bool> g_alive{false};
 std::atomic<bool> g_track_writes{false};
 std::atomic<int> g_device_count{-1};
@@ -157,21 +157,39 @@ void stop_runtime() {
 void set_compiled_frame_marks(PyObject* marks) {
   for (auto& [code, answer] : g_frame_marks) {
     Py_DECREF(code);
+    Py_DECREF(answer);
   }
   g_frame_marks.clear();
   PyObject *code = nullptr, *answer = nullptr;
   Py_ssize_t pos = 0;
   while (marks != nullptr && PyDict_Check(marks) && PyDict_Next(marks, &pos, &code, &answer)) {
     Py_INCREF(code);
-    g_frame_marks.emplace_back(code, PyObject_IsTrue(answer) == 1);
+    Py_INCREF(answer);
+    g_frame_marks.emplace_back(code, answer);
   }
 }
+
+namespace {
+
+// A mark's answer: its truth, or a callable's (called with no arguments; an error answers false).
+bool mark_answer(PyObject* answer) {
+  if (!PyCallable_Check(answer)) {
+    return PyObject_IsTrue(answer) == 1;
+  }
+  PyObject* result = PyObject_CallNoArgs(answer);
+  bool yes = result != nullptr && PyObject_IsTrue(result) == 1;
+  Py_XDECREF(result);
+  PyErr_Clear();
+  return yes;
+}
+
+}  // namespace
 
 bool in_compiled_frame() {
   if (!python_usable()) {
     return false;
   }
-  Gil gil;  // no Python code runs here: the walk compares code objects by identity
+  Gil gil;  // Dynamo's hook is off while a mark's callable runs
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed; null in a thread with no Python frame
   Py_XINCREF(frame);
   while (frame != nullptr) {
@@ -180,7 +198,7 @@ bool in_compiled_frame() {
     for (const auto& [marked, answer] : g_frame_marks) {
       if (marked == reinterpret_cast<PyObject*>(code)) {
         Py_DECREF(frame);
-        return answer;
+        return mark_answer(answer);
       }
     }
     PyFrameObject* back = PyFrame_GetBack(frame);
