@@ -432,6 +432,7 @@ EAGER_OPS: dict[str, Row] = {
     "pow.Scalar": Row("elementwise", "power", ("self", "exponent")),  # a scalar base: RoPE's base ** (2i / d)
     "complex.default": Row("complex_build", "complex"),
     "polar.default": Row("complex_build", "polar"),
+    "_weight_norm_interface.default": Row("weight_norm"),
     "_weight_norm_interface_backward.default": Row("weight_norm_backward"),
     # reductions.py, layer_norm.py: fp16/bf16 accumulate in float32 and round once, as CUDA's kernels
     "sum.default": Row("sum"),
