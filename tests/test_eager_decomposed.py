@@ -84,6 +84,8 @@ CASES = {
     ),
     "searchsorted scalar": (lambda x: torch.searchsorted(x[0].sort().values, 0), (torch.float32, torch.int64)),
     "rrelu eval": (lambda x: F.rrelu(x, 0.1, 0.4, training=False), EDGES),
+    "vdot": (lambda x: torch.vdot(x[0], x[1]), EDGES),  # a bool tensor: the CPU's "not implemented" error
+    "vdot strided": (lambda x: torch.vdot(x[:, 0], x[:, 2]), (torch.float32, torch.int64)),
     "any dim": (lambda x: x.any(1), EDGES),
     "all dims": (lambda x: x.all((0, 1)), EDGES),
 }

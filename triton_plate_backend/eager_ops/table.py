@@ -292,6 +292,7 @@ EAGER_OPS: dict[str, Row] = {
         )
     },  # fmt: skip
     "roll.default": Row("decomposed"),
+    "vdot.default": Row("decomposed", operands=BINARY, boolean=False),  # dot, or conj(self) * other summed
     **{f"isin.{kind}": Row("decomposed", operands=("elements", "test_elements"), boolean=False) for kind in ISIN},
     **{
         f"bucketize.{k}": Row("decomposed", operands=("self", "boundaries"), boolean=False)
