@@ -7,7 +7,6 @@ torch starts torch's autoload, which needs ``register`` before the package has f
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 import torch
@@ -18,8 +17,10 @@ from . import (
     complex_ops,
     composite,
     convolution,
+    eager_lock,
     embedding_bag_backward,
     fused_optimizers,
+    gradients,
     index_forms,
     indexing,
     layer_norm,
@@ -65,14 +66,10 @@ FAMILIES = {
     **fused_optimizers.FAMILIES,
     **spaced_ranges.FAMILIES,
     **embedding_bag_backward.FAMILIES,
+    **gradients.FAMILIES,
 }
 
 _library = None
-# one eager op at a time across threads: library_compiles() flips a process-wide Triton knob, and a first launch
-# compiles its kernel through Triton's frontend, whose ast use from two threads at once fails on CPython < 3.12
-# (gh-106905: "AST constructor recursion depth mismatch"); re-entrant, since a composite op runs plate ops. The
-# device runs one launch at a time anyway (sim/device.py), so threads lose little.
-_eager_lock = threading.RLock()
 
 
 def _untraced(kernel: Callable) -> Callable:
@@ -81,7 +78,8 @@ def _untraced(kernel: Callable) -> Callable:
     side swaps the hook out)."""
 
     def run(*args, **kwargs):
-        with _eager_lock, library_compiles():  # the eager kernels load from Triton's cache (launch.library_compiles)
+        # the eager kernels load from Triton's cache (launch.library_compiles)
+        with eager_lock.LOCK, library_compiles():
             return kernel(*args, **kwargs)
 
     return run

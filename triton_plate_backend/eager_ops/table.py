@@ -318,6 +318,8 @@ EAGER_OPS: dict[str, Row] = {
         )
     },  # fmt: skip
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
+    # gradients.py: the vjp of the forward's decomposition (grid_sampler_2d's: the decomposed row above)
+    "grid_sampler_2d_backward.default": Row("vjp", "grid_sampler_2d.default"),
     "upsample_nearest2d_backward.default": Row("upsample_backward", "nearest"),
     "upsample_bilinear2d_backward.default": Row("upsample_backward", "bilinear"),
     "upsample_bicubic2d_backward.default": Row("upsample_backward", "bicubic"),
