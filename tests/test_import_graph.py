@@ -201,6 +201,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.autoload",
         f"{TPB}.eager_ops.composite",
         f"{TPB}.eager_ops.convolution",
+        f"{TPB}.eager_ops.ctc",
         f"{TPB}.eager_ops.complex_ops",
         f"{TPB}.eager_ops.eager_lock",
         f"{TPB}.eager_ops.embedding_bag",

@@ -17,6 +17,7 @@ from . import (
     complex_ops,
     composite,
     convolution,
+    ctc,
     eager_lock,
     embedding_bag_backward,
     fused_optimizers,
@@ -67,6 +68,7 @@ FAMILIES = {
     **spaced_ranges.FAMILIES,
     **embedding_bag_backward.FAMILIES,
     **gradients.FAMILIES,
+    **ctc.FAMILIES,
 }
 
 _library = None

@@ -320,6 +320,9 @@ EAGER_OPS: dict[str, Row] = {
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
     # gradients.py: the vjp of the forward's decomposition (grid_sampler_2d's: the decomposed row above)
     "grid_sampler_2d_backward.default": Row("vjp", "grid_sampler_2d.default"),
+    # ctc.py: CTC loss's alpha recursion over plate kernels; its backward ATen's formula through the recursion's vjp
+    **{f"_ctc_loss.{kind}": Row("ctc_loss") for kind in ("default", "Tensor")},
+    **{f"_ctc_loss_backward.{kind}": Row("ctc_loss_backward") for kind in ("default", "Tensor")},
     "upsample_nearest2d_backward.default": Row("upsample_backward", "nearest"),
     "upsample_bilinear2d_backward.default": Row("upsample_backward", "bilinear"),
     "upsample_bicubic2d_backward.default": Row("upsample_backward", "bicubic"),
