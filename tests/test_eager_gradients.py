@@ -55,3 +55,39 @@ def test_grid_sampler_backward_of_half_tensors_rounds_once(no_host_ops):
     for a, b in zip(got, expected, strict=True):
         assert a.dtype == torch.bfloat16
         torch.testing.assert_close(a.cpu().float(), b, rtol=0.05, atol=0.1)
+
+
+UPSAMPLES = {
+    "nearest 1d": ((2, 3, 5), dict(scale_factor=2, mode="nearest")),
+    "nearest-exact 1d": ((2, 3, 5), dict(size=7, mode="nearest-exact")),
+    "linear 1d": ((2, 3, 5), dict(size=8, mode="linear", align_corners=False)),
+    "linear 1d, corners, a scale": ((2, 3, 5), dict(scale_factor=1.7, mode="linear", align_corners=True)),
+    "nearest-exact 2d": ((1, 2, 3, 4), dict(size=(5, 3), mode="nearest-exact")),
+    "nearest 3d": ((1, 2, 3, 3, 2), dict(scale_factor=2, mode="nearest")),
+    "nearest-exact 3d": ((1, 2, 3, 3, 3), dict(scale_factor=1.5, mode="nearest-exact")),
+    "trilinear": ((1, 2, 3, 3, 3), dict(size=(4, 5, 2), mode="trilinear")),
+    "trilinear, corners": ((1, 2, 3, 4, 3), dict(scale_factor=(1.5, 2, 0.7), mode="trilinear", align_corners=True)),
+}
+
+
+@pytest.mark.parametrize("name", UPSAMPLES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_upsampling_and_its_gradient_match_the_cpu(name, dtype, no_host_ops):
+    """The forwards torch decomposes (decomposed rows) and their backwards (vjp rows at zeros of input_size)."""
+    shape, options = UPSAMPLES[name]
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(4)).to(dtype)
+    results = []
+    for device in ("cpu", "plate"):
+        xs = x.to(device, copy=True).requires_grad_()
+        y = F.interpolate(xs, **options)
+        y.float().square().sum().backward()
+        assert (y.dtype, y.stride(), xs.grad.dtype, xs.grad.stride()) == (
+            dtype,
+            y.contiguous().stride(),
+            dtype,
+            xs.stride(),
+        )
+        results.append((y.detach().cpu(), xs.grad.cpu()))
+    tol = {"rtol": 2e-2, "atol": 2e-2} if dtype == torch.bfloat16 else {"rtol": 1e-5, "atol": 1e-5}
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, **tol)

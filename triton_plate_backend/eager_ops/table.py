@@ -70,6 +70,11 @@ POLYNOMIALS = tuple(
 BESSEL = ("j0", "j1", "y0", "y1")
 ISIN = ("Tensor_Tensor", "Tensor_Scalar", "Scalar_Tensor")
 LOSSES = ("mse_loss", "smooth_l1_loss", "huber_loss")
+# upsampling forwards torch decomposes (their gradients: gradients.py's vjp; 2-d nearest and bilinear have their own)
+UPSAMPLE_FORWARDS = (
+    "upsample_nearest1d", "upsample_nearest3d", "upsample_linear1d", "upsample_trilinear3d",
+    *(f"_upsample_nearest_exact{d}d" for d in (1, 2, 3)),
+)  # fmt: skip
 SHIFTS = {"bitwise_left_shift": "left_shift", "__lshift__": "left_shift", "bitwise_right_shift": "right_shift"}
 SHIFTS["__rshift__"] = "right_shift"
 GRAD_SELF = ("grad_output", "self")
@@ -313,6 +318,7 @@ EAGER_OPS: dict[str, Row] = {
             ("binary_cross_entropy_backward.default", ("grad_output", "self", "target")),
             ("embedding_dense_backward.default", ("grad_output",)),
             ("grid_sampler_2d.default", ("input", "grid")),
+            *((f"{name}.default", ("self",)) for name in UPSAMPLE_FORWARDS),
             ("round.decimals", ("self",)),
             *((f"norm.{kind}", ("self",)) for kind in ("Scalar", "ScalarOpt_dtype")),
         )
@@ -320,6 +326,7 @@ EAGER_OPS: dict[str, Row] = {
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
     # gradients.py: the vjp of the forward's decomposition (grid_sampler_2d's: the decomposed row above)
     "grid_sampler_2d_backward.default": Row("vjp", "grid_sampler_2d.default"),
+    **{f"{name}_backward.default": Row("vjp", f"{name}.default") for name in UPSAMPLE_FORWARDS},
     # ctc.py: CTC loss's alpha recursion over plate kernels; its backward ATen's formula through the recursion's vjp
     **{f"_ctc_loss.{kind}": Row("ctc_loss") for kind in ("default", "Tensor")},
     **{f"_ctc_loss_backward.{kind}": Row("ctc_loss_backward") for kind in ("default", "Tensor")},
