@@ -476,6 +476,31 @@ def test_pow_of_a_scalar_base(no_host_ops):
     same((-2.0) ** odd.to("plate"), (-2.0) ** odd)
 
 
+def test_pow_in_place_and_out_variants(no_host_ops):
+    # x.pow_(2) is linalg.vector_norm's backward for p != 2; out= of each form, resized from empty, or in float64
+    f, e = torch.rand(4, 5) + 0.5, torch.randn(4, 5)
+    pf, pe = f.to("plate"), e.to("plate")
+    same(pf.clone().pow_(2), f.clone().pow_(2))
+    same(pf.clone().pow_(pe), f.clone().pow_(e))
+    same(torch.arange(6).to("plate").pow_(3), torch.arange(6).pow_(3))
+    same(torch.pow(pf, 3, out=torch.empty(0, device="plate")), torch.pow(f, 3))
+    same(torch.pow(2.0, pe, out=torch.empty(4, 5, device="plate")), torch.pow(2.0, e))
+    same(torch.pow(pf, pe, out=torch.empty(4, 5, dtype=torch.float64, device="plate")), torch.pow(f, e).double())
+    x = torch.randn(4, 5, device="plate", requires_grad=True)
+    torch.linalg.vector_norm(x, 3).backward()
+    xc = x.detach().cpu().requires_grad_()
+    torch.linalg.vector_norm(xc, 3).backward()
+    torch.testing.assert_close(x.grad.cpu(), xc.grad)
+
+
+def test_pow_into_an_integer_output_raises_torchs_error_from_the_host():
+    torch.plate.reset_host_ops()
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        torch.arange(3, device="plate").pow_(1.5)
+    assert torch.plate.host_ops() == {"aten.pow_": 1}
+    torch.plate.reset_host_ops()
+
+
 def test_complex_exp_log_log1p_isnan(no_host_ops):
     a = torch.randn(8, 8).to(torch.complex64)
     a[0, 0] = complex(float("nan"), 1.0)

@@ -482,6 +482,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "add.Tensor": ("add_.Tensor", "add.out"),
     "sub.Tensor": ("sub_.Tensor", "sub.out"),
     "mul.Tensor": ("mul_.Tensor", "mul.out"),
+    "pow.Tensor_Tensor": ("pow_.Tensor", "pow.Tensor_Tensor_out"),
+    "pow.Tensor_Scalar": ("pow_.Scalar", "pow.Tensor_Scalar_out"),  # pow_(2): linalg.vector_norm's backward
+    "pow.Scalar": ("pow.Scalar_out",),
     "neg.default": ("neg_.default", "neg.out"),
     "div.Tensor": ("div_.Tensor", "div.out"),
     "div.Tensor_mode": ("div_.Tensor_mode", "div.out_mode"),
