@@ -206,6 +206,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.eager_lock",
         f"{TPB}.eager_ops.embedding_bag",
         f"{TPB}.eager_ops.embedding_bag_backward",
+        f"{TPB}.eager_ops.embedding_renorm",
         f"{TPB}.eager_ops.fused_optimizers",
         f"{TPB}.eager_ops.gradients",
         f"{TPB}.eager_ops.index_forms",

@@ -20,6 +20,7 @@ from . import (
     ctc,
     eager_lock,
     embedding_bag_backward,
+    embedding_renorm,
     fused_optimizers,
     gradients,
     index_forms,
@@ -67,6 +68,7 @@ FAMILIES = {
     **fused_optimizers.FAMILIES,
     **spaced_ranges.FAMILIES,
     **embedding_bag_backward.FAMILIES,
+    **embedding_renorm.FAMILIES,
     **gradients.FAMILIES,
     **ctc.FAMILIES,
 }

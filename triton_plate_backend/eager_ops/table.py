@@ -243,6 +243,7 @@ EAGER_OPS: dict[str, Row] = {
     "_fused_rms_norm.default": Row("composite"),
     "_fused_rms_norm_backward.default": Row("composite"),
     "_embedding_bag.default": Row("composite"),
+    "embedding_renorm_.default": Row("embedding_renorm"),  # embedding_renorm.py: F.embedding's max_norm
     "_embedding_bag_forward_only.default": Row("composite"),
     "_embedding_bag_backward.default": Row("embedding_bag_backward"),  # embedding_bag_backward.py
     "index_add.default": Row("composite"),  # index_put with accumulate=True
