@@ -203,6 +203,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.convolution",
         f"{TPB}.eager_ops.ctc",
         f"{TPB}.eager_ops.complex_ops",
+        f"{TPB}.eager_ops.complex_views",
         f"{TPB}.eager_ops.eager_lock",
         f"{TPB}.eager_ops.embedding_bag",
         f"{TPB}.eager_ops.embedding_bag_backward",

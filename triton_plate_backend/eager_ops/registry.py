@@ -15,6 +15,7 @@ from torch._C._dynamo import eval_frame
 from . import (
     advanced_index,
     complex_ops,
+    complex_views,
     composite,
     convolution,
     ctc,
@@ -69,6 +70,7 @@ FAMILIES = {
     **spaced_ranges.FAMILIES,
     **embedding_bag_backward.FAMILIES,
     **embedding_renorm.FAMILIES,
+    **complex_views.FAMILIES,
     **gradients.FAMILIES,
     **ctc.FAMILIES,
 }
@@ -105,7 +107,7 @@ def register() -> None:
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload)
         key = "AutogradPrivateUse1" if row.family in ops.AUTOGRAD_FAMILIES else "PrivateUse1"
-        kernel = narrow_types.stand_in(name, op, FAMILIES[row.family](op, row))
+        kernel = complex_views.stand_in(name, op, narrow_types.stand_in(name, op, FAMILIES[row.family](op, row)))
         library.impl(op, _untraced(kernel), key)
     _library = library
 

@@ -444,6 +444,7 @@ EAGER_OPS: dict[str, Row] = {
     "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
     "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
     "pow.Scalar": Row("elementwise", "power", ("self", "exponent")),  # a scalar base: RoPE's base ** (2i / d)
+    "conj_physical.default": Row("conj_physical"),  # complex_views.py: the real view times (1, -1)
     "complex.default": Row("complex_build", "complex"),
     "polar.default": Row("complex_build", "polar"),
     "_weight_norm_interface.default": Row("weight_norm"),
