@@ -205,6 +205,7 @@ EAGER_OPS: dict[str, Row] = {
     "index_select.default": Row("gather", "index_select"),
     "scatter.src": Row("scatter", "scatter"),
     "scatter.value": Row("scatter", "scatter"),
+    **{f"scatter.{kind}": Row("scatter_reduce_legacy") for kind in ("reduce", "value_reduce")},  # rewritten.py
     "scatter_add.default": Row("scatter", "scatter_add"),
     "scatter_reduce.two": Row("scatter", "scatter_reduce"),
     "index.Tensor": Row("index", "index"),
@@ -522,6 +523,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "index_select.default": ("index_select.out",),
     "scatter.src": ("scatter_.src",),
     "scatter.value": ("scatter_.value",),
+    **{f"scatter.{kind}": (f"scatter_.{kind}", f"scatter.{kind}_out") for kind in ("reduce", "value_reduce")},
     "scatter_add.default": ("scatter_add_.default",),
     "scatter_reduce.two": ("scatter_reduce_.two",),
     "isnan.default": ("isnan.out",),
