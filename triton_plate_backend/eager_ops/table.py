@@ -296,6 +296,9 @@ EAGER_OPS: dict[str, Row] = {
             "replication_pad2d.default",
             "reflection_pad1d_backward.default",
             "reflection_pad2d_backward.default",
+            "reflection_pad3d.default",
+            "replication_pad3d.default",
+            "reflection_pad3d_backward.default",
         )
     },  # fmt: skip
     "roll.default": Row("decomposed"),
@@ -326,6 +329,8 @@ EAGER_OPS: dict[str, Row] = {
         )
     },  # fmt: skip
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
+    # an index outside the output: the host raises the CPU's "invalid max index" (composite.decomposed)
+    **{f"max_unpool{d}d.default": Row("decomposed", "unpool", ("self",), floating=True) for d in (2, 3)},
     # gradients.py: the vjp of the forward's decomposition (grid_sampler_2d's: the decomposed row above)
     "grid_sampler_2d_backward.default": Row("vjp", "grid_sampler_2d.default"),
     **{f"{name}_backward.default": Row("vjp", f"{name}.default") for name in UPSAMPLE_FORWARDS},
