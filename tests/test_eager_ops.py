@@ -409,6 +409,24 @@ def test_complex_arithmetic(dtype, no_host_ops):
     same(torch.where(pa.real > 0, pa, pb), torch.where(a.real.contiguous() > 0, a, b))
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_division_is_c10s_formula(dtype, no_host_ops):
+    # numpy's: the ratio of the divisor's smaller part to its larger; a zero divisor's parts a / |c|, b / |d|;
+    # the last bits may differ where the compilers contract a multiply-add differently
+    g = torch.Generator().manual_seed(8)
+    a, b = torch.randn(200, dtype=dtype, generator=g), torch.randn(200, dtype=dtype, generator=g)
+    b[:4] = torch.tensor([0, 1e-30, 3e30, complex(float("nan"), 1)], dtype=dtype)
+    a[4] = 0
+    same(a.to("plate") / b.to("plate"), a / b)
+    same(a.to("plate") / b.real.to("plate"), a / b.real)  # complex / real promotes
+    same(a.to("plate").t() / 2.5, a / 2.5)
+    quotient = a.to("plate")
+    quotient /= b.to("plate")
+    same(quotient, a / b)
+    special = torch.view_as_real((a.to("plate") / b.to("plate")).cpu()[:4])  # inf, huge, tiny and NaN parts exactly
+    torch.testing.assert_close(special, torch.view_as_real(a / b)[:4], rtol=0, atol=0, equal_nan=True)
+
+
 def test_complex32_arithmetic_computes_in_float32(no_host_ops):
     a = torch.tensor([1 + 1j, -1 + 1j, -2 + 2j, 3 - 3j, 0, 1j, 1, -1], dtype=torch.complex32)
     got, expected = (a.to("plate") + a.to("plate")) * 2, (a + a) * 2

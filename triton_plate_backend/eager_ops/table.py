@@ -118,7 +118,7 @@ EAGER_OPS: dict[str, Row] = {
     "mul.Tensor": Row("elementwise", "mul", BINARY, complex_fn="complex_mul"),
     "neg.default": Row("elementwise", "neg", complex_fn="real"),
     # the rounding mode picks the element function (ops.divide): div, div_trunc or div_floor
-    "div.Tensor": Row("divide", "div", BINARY, compute="result"),
+    "div.Tensor": Row("divide", "div", BINARY, compute="result", complex_fn="complex_div"),
     "div.Tensor_mode": Row("divide", "div", BINARY, compute="result"),
     "floor_divide.default": Row("divide", "div", BINARY, compute="result"),
     **{f"{op}.{kind}": Row("modulo", op, BINARY) for op in ("remainder", "fmod") for kind in ("Tensor", "Scalar")},
