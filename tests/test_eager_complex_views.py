@@ -28,6 +28,9 @@ CASES = {
     "index by a mask": lambda c: c[c.real > 0],
     "index two dims apart": lambda c: c[torch.tensor([0, 1]), :, torch.tensor([4, 4])],
     "vdot": lambda c: torch.vdot(c.flatten(), c.flatten() * 2),
+    "bmm": lambda c: c @ c.mT,
+    "mm of a lazy conjugate": lambda c: c[0] @ c[1].conj().T,
+    "einsum": lambda c: torch.einsum("bij,bkj->ik", c, c),
 }
 
 
@@ -38,7 +41,28 @@ def test_complex_ops_on_real_views_match_the_cpu(name, dtype, no_host_ops):
     expected = CASES[name](c)
     got = CASES[name](c.to("plate"))
     assert (got.device.type, got.dtype, got.shape, got.stride()) == ("plate", dtype, expected.shape, expected.stride())
-    torch.testing.assert_close(got.cpu(), expected)
+    torch.testing.assert_close(got.cpu(), expected)  # matmuls: within float tolerance of the CPU's cgemm order
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_sgn_and_a_matmuls_gradient_match_the_cpu(dtype, no_host_ops):
+    c = torch.randn(4, 5, dtype=dtype, generator=torch.Generator().manual_seed(9))
+    c[0, :3] = torch.tensor([0, complex(float("inf"), 1), complex(float("nan"), 0)], dtype=dtype)
+    torch.testing.assert_close(torch.sgn(c.to("plate")).cpu(), torch.sgn(c), equal_nan=True)  # z / hypot(z)
+    grads = []
+    for device in ("cpu", "plate"):
+        x = c[1:].to(device, copy=True).requires_grad_()
+        (x @ x.mT).real.sum().backward()
+        grads.append(x.grad.cpu())
+    torch.testing.assert_close(*grads)
+
+
+def test_complex_matmul_of_shapes_that_do_not_multiply_raises_torchs_error():
+    c = torch.randn(5, 7, dtype=torch.complex64, device="plate")
+    torch.plate.reset_host_ops()
+    with pytest.raises(RuntimeError, match=r"shapes cannot be multiplied \(5x7 and 5x7\)"):
+        c @ c
+    torch.plate.reset_host_ops()
 
 
 def test_a_complex_cat_of_mismatched_shapes_raises_torchs_error():

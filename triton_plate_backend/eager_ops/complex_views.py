@@ -1,12 +1,13 @@
 """Complex tensors through their real views: ops whose complex result is the same op on ``view_as_real`` (the
 real and imaginary parts as a trailing dim of 2), run that way on plate kernels for complex64 / complex128
 operands. ``stand_in(name, op, kernel)`` wraps an overload's kernel (registry.register) where COMPLEX_VIEWS has it;
-any other call (real operands, mixed dtypes, a conjugate or negative bit, complex32, a ``dtype`` argument) is the
-kernel's, which sends what it does not cover to the host, counted.
+a lazy conjugate or negative bit is resolved first. Any other call (real operands, mixed dtypes, complex32, a
+``dtype`` argument) is the kernel's, which sends what it does not cover to the host, counted.
 
 - ``cat``: the real views concatenated along the same dim (every operand complex, of one dtype and rank).
 - ``sum`` / ``mean``: the real view reduced over the same dims (all but the trailing one for an empty dim list).
 - ``index``: the real view indexed by the same indices (they never reach the trailing dim).
+- ``mm`` / ``bmm``: two real matmuls of the parts side by side (shapes checked by the real matmuls).
 - ``conj_physical``: a family (table.py row): the real view times (1, -1), into a tensor laid out as the input.
 """
 
@@ -23,14 +24,19 @@ PARTS = (torch.complex64, torch.complex128)
 
 
 def _viewable(tensors) -> bool:
-    """Plate tensors, all complex64 or all complex128, none with a lazy conjugate or negative bit."""
+    """Plate tensors, all complex64 or all complex128."""
     tensors = list(tensors)
     return (
         bool(tensors)
         and len({t.dtype for t in tensors}) == 1
         and tensors[0].dtype in PARTS
-        and all(t.device.type == "plate" and not t.is_conj() and not t.is_neg() for t in tensors)
+        and all(t.device.type == "plate" for t in tensors)
     )
+
+
+def _real(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s real view, a lazy conjugate or negative bit resolved first (conj_physical, neg on plate)."""
+    return torch.view_as_real(t.resolve_conj().resolve_neg())
 
 
 def _complex(real: torch.Tensor) -> torch.Tensor:
@@ -45,7 +51,7 @@ def cat(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
         tensors = list(call["tensors"])
         if _viewable(tensors) and len({t.dim() for t in tensors}) == 1 and tensors[0].dim() > 0:
             dim = call["dim"] % tensors[0].dim()
-            return _complex(torch.cat([torch.view_as_real(t) for t in tensors], dim))
+            return _complex(torch.cat([_real(t) for t in tensors], dim))
         return kernel(*args, **kwargs)
 
     return run
@@ -63,7 +69,7 @@ def reduction(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
             if not dims:  # a 0-dim tensor: nothing to reduce
                 return x.clone()
             reduce = torch.sum if op._schema.name == "aten::sum" else torch.mean
-            return _complex(reduce(torch.view_as_real(x), dims, keepdim=bool(call.bound.get("keepdim", False))))
+            return _complex(reduce(_real(x), dims, keepdim=bool(call.bound.get("keepdim", False))))
         return kernel(*args, **kwargs)
 
     return run
@@ -75,8 +81,26 @@ def index(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
         x = call["self"]
         if _viewable([x]) and x.dim() > 0:
             indices = tuple(slice(None) if i is None else i for i in call["indices"])  # aten's None: a whole dim
-            return _complex(torch.view_as_real(x)[indices])
+            return _complex(_real(x)[indices])
         return kernel(*args, **kwargs)
+
+    return run
+
+
+def matmul(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
+    """mm / bmm: (Ar + i Ai)(Br + i Bi) as two real matmuls of [Ar | Ai] with [Br; -Bi] and [Bi; Br] (plate's
+    matmul rows; the CPU's cgemm sums in another order)."""
+
+    def run(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        a, b = call["self"], call["mat2"]
+        if not _viewable([a, b]) or a.dim() != b.dim() or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
+            return kernel(*args, **kwargs)  # torch's error for shapes that do not multiply
+        ra, rb = _real(a), _real(b)
+        left = torch.cat([ra[..., 0], ra[..., 1]], -1)
+        real = left @ torch.cat([rb[..., 0], -rb[..., 1]], -2)
+        imag = left @ torch.cat([rb[..., 1], rb[..., 0]], -2)
+        return torch.view_as_complex(torch.stack([real, imag], -1))
 
     return run
 
@@ -102,6 +126,8 @@ COMPLEX_VIEWS = {
     "sum.dim_IntList": reduction,
     "mean.dim": reduction,
     "index.Tensor": index,
+    "mm.default": matmul,
+    "bmm.default": matmul,
 }
 FAMILIES = {"conj_physical": conj_physical}
 

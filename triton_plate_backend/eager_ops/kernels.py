@@ -553,6 +553,14 @@ def complex_div(ar, ai, br, bi, alpha):
 
 
 @triton.jit
+def complex_sgn(ar, ai, br, bi, alpha):
+    # z / |z| (|z| as std::abs: the hypot of the parts), 0 for z == 0
+    magnitude = libdevice.hypot(ar, ai)
+    zero = (ar == 0) & (ai == 0)
+    return tl.where(zero, 0.0, ar / magnitude), tl.where(zero, 0.0, ai / magnitude)
+
+
+@triton.jit
 def complex_exp(ar, ai, br, bi, alpha):
     e = tl.exp(ar)
     return e * tl.cos(ai), e * tl.sin(ai)
@@ -791,6 +799,7 @@ FUNCTIONS = {
         complex_sub,
         complex_mul,
         complex_div,
+        complex_sgn,
         complex_exp,
         complex_log,
         complex_log1p,

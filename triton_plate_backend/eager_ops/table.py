@@ -136,7 +136,7 @@ EAGER_OPS: dict[str, Row] = {
     "masked_fill.Tensor": Row("masked_fill", "where", ("mask", "value", "self"), ("self",)),
     "abs.default": Row("elementwise", "abs"),
     "sign.default": Row("elementwise", "sign"),
-    "sgn.default": Row("elementwise", "sign"),  # of a real tensor sign's; a complex one's z / |z| on the host
+    "sgn.default": Row("elementwise", "sign", complex_fn="complex_sgn"),  # a complex tensor's: z / |z|
     "relu.default": Row("elementwise", "relu"),
     # `approximate` picks the element function (ops.gelu): gelu or gelu_tanh, and their backward
     "gelu.default": Row("gelu", "gelu", compute="result"),
