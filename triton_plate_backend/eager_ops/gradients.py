@@ -12,7 +12,10 @@
 
   upsample_{nearest,linear,trilinear}*_backward and _upsample_nearest_exact*d_backward: (grad_output,
   output_size, input_size, [align_corners,] scales...) -> grad_input. The forward is linear in its input, which
-  the backward does not get: its vjp at zeros of input_size (the ``sized`` primal) is the gradient."""
+  the backward does not get: its vjp at zeros of input_size (the ``sized`` primal) is the gradient.
+
+  multilabel_margin_loss_backward: (grad_output, self, target, reduction, is_target) -> grad_input, the gradient of
+  multilabel_margin.py's forward (the loss, its first output; not torch's decomposition: FORWARDS) w.r.t. self."""
 
 from __future__ import annotations
 
@@ -22,8 +25,9 @@ from collections.abc import Callable
 import torch
 from torch._decomp import decomposition_table
 
+from . import multilabel_margin
 from .eager_lock import lock_released
-from .ops import HALF, Call, checked
+from .ops import HALF, Call
 from .table import Row
 
 
@@ -35,6 +39,8 @@ class Signature:
     further: tuple[str, ...]  # the forward's further arguments
     maskable: tuple[int, ...] = ()  # the gradients output_mask may leave undefined (None)
     sized: str | None = None  # an int[] argument: the one operand is zeros of that size (a forward linear in it)
+    output: int | None = None  # the forward's output the gradient is of, where it returns several
+    like: str | None = None  # no meta kernel: the one gradient is laid out as this operand (empty_like)
 
 
 _SCALES = {1: ("scales",), 2: ("scales_h", "scales_w"), 3: ("scales_d", "scales_h", "scales_w")}
@@ -54,10 +60,15 @@ VJP_SIGNATURES = {
         name: Signature((), ("output_size", *(("align_corners",) if corners else ()), *_SCALES[d]), sized="input_size")
         for name, (corners, d) in UPSAMPLE_BACKWARDS.items()
     },
+    "multilabel_margin_loss_backward": Signature(("self",), ("target", "reduction"), output=0, like="self"),
 }
+# forwards whose torch decomposition is not the CPU's result: plate's own
+FORWARDS = {"multilabel_margin_loss_forward.default": multilabel_margin.multilabel_margin_loss_forward}
 
 
 def _forward(name: str) -> Callable:
+    if name in FORWARDS:
+        return FORWARDS[name]
     packet, _, overload = name.partition(".")
     return decomposition_table[getattr(getattr(torch.ops.aten, packet), overload)]
 
@@ -66,8 +77,19 @@ def vjp(op: torch._ops.OpOverload, row: Row) -> Callable:
     forward = _forward(row.fn)
     signature = VJP_SIGNATURES[op._schema.name.removeprefix("aten::")]
 
-    @checked(op)
-    def kernel(call: Call, expected):
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        if call.mixed:
+            return call.on_host()
+        if signature.like is None:
+            expected = call.meta()
+            if expected is None:
+                return call.host_result
+        else:
+            expected = torch.empty_like(call[signature.like], device="meta")
+        return body(call, expected)
+
+    def body(call: Call, expected):
         grad, inputs = call["grad_output"], [call[name] for name in signature.operands]
         tensors = (grad, *inputs)
         if any(t.device.type != "plate" or not t.dtype.is_floating_point for t in tensors):
@@ -77,7 +99,8 @@ def vjp(op: torch._ops.OpOverload, row: Row) -> Callable:
             inputs = [torch.zeros(call[signature.sized], dtype=grad.dtype, device=grad.device)]
         inputs = [t.to(ct) if ct else t for t in inputs]
         arguments = [call[name] for name in signature.further]
-        _, pullback = torch.func.vjp(lambda *xs: forward(*xs, *arguments), *inputs)
+        pick = (lambda out: out[signature.output]) if signature.output is not None else (lambda out: out)
+        _, pullback = torch.func.vjp(lambda *xs: pick(forward(*xs, *arguments)), *inputs)
         with lock_released():  # the pullback's backward may run on autograd's device thread
             grads = pullback(grad.to(ct) if ct else grad)
         if isinstance(expected, torch.Tensor):

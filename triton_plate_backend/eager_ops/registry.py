@@ -28,6 +28,7 @@ from . import (
     indexing,
     layer_norm,
     matmul,
+    multilabel_margin,
     narrow_types,
     ops,
     parametric,
@@ -71,6 +72,7 @@ FAMILIES = {
     **embedding_bag_backward.FAMILIES,
     **embedding_renorm.FAMILIES,
     **complex_views.FAMILIES,
+    **multilabel_margin.FAMILIES,
     **gradients.FAMILIES,
     **ctc.FAMILIES,
 }

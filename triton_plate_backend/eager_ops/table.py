@@ -331,6 +331,9 @@ EAGER_OPS: dict[str, Row] = {
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
     # an index outside the output: the host raises the CPU's "invalid max index" (composite.decomposed)
     **{f"max_unpool{d}d.default": Row("decomposed", "unpool", ("self",), floating=True) for d in (2, 3)},
+    # multilabel_margin.py: the CPU's loss (torch's decomposition counts targets after the first -1), its vjp backward
+    "multilabel_margin_loss_forward.default": Row("multilabel_margin"),
+    "multilabel_margin_loss_backward.default": Row("vjp", "multilabel_margin_loss_forward.default"),
     # gradients.py: the vjp of the forward's decomposition (grid_sampler_2d's: the decomposed row above)
     "grid_sampler_2d_backward.default": Row("vjp", "grid_sampler_2d.default"),
     **{f"{name}_backward.default": Row("vjp", f"{name}.default") for name in UPSAMPLE_FORWARDS},
