@@ -20,6 +20,7 @@ CASES = {
     "cat": lambda c: torch.cat([c, c[:, :2]], 1),
     "cat last dim": lambda c: torch.cat([c, c], -1),
     "stack": lambda c: torch.stack([c, c], 1),
+    "cat promoting real and integer tensors": lambda c: torch.cat([c.real, c, c.imag.long()], 2),
     "conj_physical": lambda c: c.conj_physical(),
     "conj_physical transposed": lambda c: c.transpose(0, 2).conj_physical(),
     "a lazy conjugate summed": lambda c: c.conj().sum(0),

@@ -4,7 +4,7 @@ operands. ``stand_in(name, op, kernel)`` wraps an overload's kernel (registry.re
 a lazy conjugate or negative bit is resolved first. Any other call (real operands, mixed dtypes, complex32, a
 ``dtype`` argument) is the kernel's, which sends what it does not cover to the host, counted.
 
-- ``cat``: the real views concatenated along the same dim (every operand complex, of one dtype and rank).
+- ``cat``: the real views concatenated along the same dim (operands of one rank, promoted to a complex type).
 - ``sum`` / ``mean``: the real view reduced over the same dims (all but the trailing one for an empty dim list).
 - ``index``: the real view indexed by the same indices (they never reach the trailing dim).
 - ``mm`` / ``bmm``: two real matmuls of the parts side by side (shapes checked by the real matmuls).
@@ -13,6 +13,7 @@ a lazy conjugate or negative bit is resolved first. Any other call (real operand
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -49,6 +50,10 @@ def cat(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
     def run(*args, **kwargs):
         call = Call(op, args, kwargs)
         tensors = list(call["tensors"])
+        if tensors and all(t.device.type == "plate" for t in tensors):
+            common = functools.reduce(torch.promote_types, (t.dtype for t in tensors))
+            if common in PARTS:  # real operands promote to the complex type first, as cat's own promotion
+                tensors = [t if t.dtype == common else t.to(common) for t in tensors]
         if _viewable(tensors) and len({t.dim() for t in tensors}) == 1 and tensors[0].dim() > 0:
             dim = call["dim"] % tensors[0].dim()
             return _complex(torch.cat([_real(t) for t in tensors], dim))
