@@ -8,6 +8,7 @@ a lazy conjugate or negative bit is resolved first. Any other call (real operand
 - ``sum`` / ``mean``: the real view reduced over the same dims (all but the trailing one for an empty dim list).
 - ``index``: the real view indexed by the same indices (they never reach the trailing dim).
 - ``mm`` / ``bmm``: two real matmuls of the parts side by side (shapes checked by the real matmuls).
+- ``angle``: atan2 of the imaginary and real parts (std::arg's).
 - ``conj_physical``: a family (table.py row): the real view times (1, -1), into a tensor laid out as the input.
 """
 
@@ -110,6 +111,21 @@ def matmul(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
     return run
 
 
+def angle(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
+    """angle of a complex tensor: std::arg's atan2(imag, real) of the parts (the out= form stays the kernel's)."""
+
+    def run(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x = call["self"]
+        if _viewable([x]) and call.target_name is None:
+            parts = _real(x)
+            # contiguous as the CPU's result (the meta kernel keeps a transposed input's layout)
+            return torch.atan2(parts[..., 1], parts[..., 0]).contiguous()
+        return kernel(*args, **kwargs)
+
+    return run
+
+
 def conj_physical(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -131,6 +147,7 @@ COMPLEX_VIEWS = {
     "sum.dim_IntList": reduction,
     "mean.dim": reduction,
     "index.Tensor": index,
+    "angle.default": angle,
     "mm.default": matmul,
     "bmm.default": matmul,
 }
