@@ -269,7 +269,7 @@ EAGER_OPS: dict[str, Row] = {
     "heaviside.default": Row("elementwise", "heaviside", ("self", "values")),
     "frac.default": Row("elementwise", "frac", floating=True),
     "signbit.default": Row("elementwise", "signbit"),
-    "angle.default": Row("elementwise", "angle", compute="result"),  # a complex tensor's: on the host
+    "angle.default": Row("elementwise", "angle", compute="result"),  # a complex tensor's: complex_views.py
     "gcd.default": Row("elementwise", "gcd", BINARY, integral=True, boolean=False),
     "lcm.default": Row("elementwise", "lcm", BINARY, integral=True, boolean=False),
     "round.default": Row("elementwise", "round_even", boolean=False),
