@@ -1,7 +1,7 @@
 """Ops plate runs as torch's decompositions over plate kernels (the ``composite`` family, composite.py):
 tril_indices / triu_indices and multi_margin_loss's forward, against the CPU, with the host-op counter at zero.
-multilabel_margin_loss stays on the host: torch 2.13's decomposition of it disagrees with the CPU kernel (and
-with the loss's definition) once a target row holds -1."""
+multilabel_margin_loss is not torch's decomposition, which disagrees with the CPU kernel (and with the loss's
+definition) once a target row holds -1: plate's own formula (multilabel_margin.py, test_eager_multilabel_margin)."""
 
 from __future__ import annotations
 
@@ -33,10 +33,8 @@ def test_multi_margin_loss_matches_float64(options, no_host_ops):
     torch.testing.assert_close(got.cpu().double(), F.multi_margin_loss(x, y, **options), atol=1e-6, rtol=1e-5)
 
 
-def test_multilabel_margin_loss_runs_on_the_host_with_the_cpus_result():
+def test_multilabel_margin_loss_runs_on_plate_with_the_cpus_result(no_host_ops):
     x = torch.randn(3, 4)
     targets = torch.tensor([[3, 0, -1, 1], [-1, 1, 2, 3], [2, 3, -1, 0]])
-    torch.plate.reset_host_ops()
     got = F.multilabel_margin_loss(x.to("plate"), targets.to("plate"), reduction="none")
-    assert torch.plate.host_ops() == {"aten.multilabel_margin_loss_forward": 1}
     torch.testing.assert_close(got.cpu(), F.multilabel_margin_loss(x, targets, reduction="none"))

@@ -71,6 +71,13 @@ CASES = {
     "reflection_pad2d": (lambda x: F.pad(x[None, None], (2, 1, 1, 2), mode="reflect"), EDGES),
     "replication_pad1d": (lambda x: F.pad(x[None], (2, 1), mode="replicate"), EDGES),
     "replication_pad2d": (lambda x: F.pad(x[None, None], (2, 1, 1, 2), mode="replicate"), EDGES),
+    "reflection_pad3d": (lambda x: F.pad(x.reshape(1, 1, 2, 2, 3), (2, 1, 1, 0, 1, 1), mode="reflect"), EDGES),
+    "replication_pad3d": (lambda x: F.pad(x.reshape(1, 1, 2, 2, 3), (2, 1, 1, 0, 1, 1), mode="replicate"), EDGES),
+    "max_unpool2d": (lambda x: F.max_unpool2d(*F.max_pool2d(x[None, None], 2, return_indices=True), 2), EDGES),
+    "max_unpool3d": (
+        lambda x: F.max_unpool3d(*F.max_pool3d(x.reshape(1, 1, 2, 2, 3), (1, 2, 1), return_indices=True), (1, 2, 1)),
+        EDGES,
+    ),
     "nearest": (lambda x: F.interpolate(x[None, None], size=(5, 7)), EDGES),
     "bilinear": (lambda x: F.interpolate(x[None, None], size=(5, 7), mode="bilinear"), (torch.int64, torch.bool)),
     "mse_loss": (lambda x: F.mse_loss(x, x.flip(0)), EDGES),
@@ -84,6 +91,8 @@ CASES = {
     ),
     "searchsorted scalar": (lambda x: torch.searchsorted(x[0].sort().values, 0), (torch.float32, torch.int64)),
     "rrelu eval": (lambda x: F.rrelu(x, 0.1, 0.4, training=False), EDGES),
+    "vdot": (lambda x: torch.vdot(x[0], x[1]), EDGES),  # a bool tensor: the CPU's "not implemented" error
+    "vdot strided": (lambda x: torch.vdot(x[:, 0], x[:, 2]), (torch.float32, torch.int64)),
     "any dim": (lambda x: x.any(1), EDGES),
     "all dims": (lambda x: x.all((0, 1)), EDGES),
 }
@@ -134,6 +143,27 @@ def test_grid_sample_matches_the_cpu(options, no_host_ops):
 def test_round_decimals_and_norm(fn, no_host_ops):
     x = torch.randn(3, 4) * 30
     same(fn(x.to("plate")), fn(x), torch.float32)
+
+
+def test_pad3d_gradients_match_the_cpu(no_host_ops):
+    x = torch.randn(1, 2, 3, 4, 4)
+    grads = []
+    for device in ("cpu", "plate"):
+        xs = x.to(device, copy=True).requires_grad_()
+        reflected, replicated = F.pad(xs, (1, 2, 1, 1, 2, 1), "reflect"), F.pad(xs, (1, 0, 2, 1, 0, 1), "replicate")
+        (reflected.square().sum() + replicated.square().sum()).backward()
+        grads.append(xs.grad.cpu())
+    torch.testing.assert_close(*grads)
+
+
+def test_max_unpool_of_an_index_outside_the_output_raises_the_cpus_error_from_the_host():
+    out, indices = F.max_pool2d(torch.randn(1, 2, 4, 4), 2, return_indices=True)
+    indices[0, 0, 0, 0] = 99
+    torch.plate.reset_host_ops()
+    with pytest.raises(RuntimeError, match="Found an invalid max index: 99"):
+        F.max_unpool2d(out.to("plate"), indices.to("plate"), 2)
+    assert torch.plate.host_ops() == {"aten.max_unpool2d": 1}
+    torch.plate.reset_host_ops()
 
 
 @pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)

@@ -409,6 +409,24 @@ def test_complex_arithmetic(dtype, no_host_ops):
     same(torch.where(pa.real > 0, pa, pb), torch.where(a.real.contiguous() > 0, a, b))
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_division_is_c10s_formula(dtype, no_host_ops):
+    # numpy's: the ratio of the divisor's smaller part to its larger; a zero divisor's parts a / |c|, b / |d|;
+    # the last bits may differ where the compilers contract a multiply-add differently
+    g = torch.Generator().manual_seed(8)
+    a, b = torch.randn(200, dtype=dtype, generator=g), torch.randn(200, dtype=dtype, generator=g)
+    b[:4] = torch.tensor([0, 1e-30, 3e30, complex(float("nan"), 1)], dtype=dtype)
+    a[4] = 0
+    same(a.to("plate") / b.to("plate"), a / b)
+    same(a.to("plate") / b.real.to("plate"), a / b.real)  # complex / real promotes
+    same(a.to("plate").t() / 2.5, a / 2.5)
+    quotient = a.to("plate")
+    quotient /= b.to("plate")
+    same(quotient, a / b)
+    special = torch.view_as_real((a.to("plate") / b.to("plate")).cpu()[:4])  # inf, huge, tiny and NaN parts exactly
+    torch.testing.assert_close(special, torch.view_as_real(a / b)[:4], rtol=0, atol=0, equal_nan=True)
+
+
 def test_complex32_arithmetic_computes_in_float32(no_host_ops):
     a = torch.tensor([1 + 1j, -1 + 1j, -2 + 2j, 3 - 3j, 0, 1j, 1, -1], dtype=torch.complex32)
     got, expected = (a.to("plate") + a.to("plate")) * 2, (a + a) * 2
@@ -474,6 +492,31 @@ def test_pow_of_a_scalar_base(no_host_ops):
     same(3 ** h.to("plate"), 3**h)
     odd = torch.tensor([0.5, 2.0, float("nan"), float("inf"), float("-inf")])
     same((-2.0) ** odd.to("plate"), (-2.0) ** odd)
+
+
+def test_pow_in_place_and_out_variants(no_host_ops):
+    # x.pow_(2) is linalg.vector_norm's backward for p != 2; out= of each form, resized from empty, or in float64
+    f, e = torch.rand(4, 5) + 0.5, torch.randn(4, 5)
+    pf, pe = f.to("plate"), e.to("plate")
+    same(pf.clone().pow_(2), f.clone().pow_(2))
+    same(pf.clone().pow_(pe), f.clone().pow_(e))
+    same(torch.arange(6).to("plate").pow_(3), torch.arange(6).pow_(3))
+    same(torch.pow(pf, 3, out=torch.empty(0, device="plate")), torch.pow(f, 3))
+    same(torch.pow(2.0, pe, out=torch.empty(4, 5, device="plate")), torch.pow(2.0, e))
+    same(torch.pow(pf, pe, out=torch.empty(4, 5, dtype=torch.float64, device="plate")), torch.pow(f, e).double())
+    x = torch.randn(4, 5, device="plate", requires_grad=True)
+    torch.linalg.vector_norm(x, 3).backward()
+    xc = x.detach().cpu().requires_grad_()
+    torch.linalg.vector_norm(xc, 3).backward()
+    torch.testing.assert_close(x.grad.cpu(), xc.grad)
+
+
+def test_pow_into_an_integer_output_raises_torchs_error_from_the_host():
+    torch.plate.reset_host_ops()
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        torch.arange(3, device="plate").pow_(1.5)
+    assert torch.plate.host_ops() == {"aten.pow_": 1}
+    torch.plate.reset_host_ops()
 
 
 def test_complex_exp_log_log1p_isnan(no_host_ops):
@@ -690,11 +733,10 @@ def test_index_of_5_dims_that_do_not_coalesce_loops_over_the_outermost(no_host_o
     same(cube.to("plate")[torch.tensor([1, 0])], cube[torch.tensor([1, 0])])
 
 
-def test_index_forms_outside_the_family_run_on_the_host_counted():
-    torch.plate.reset_host_ops()
+def test_complex_elements_are_indexed_through_the_real_view(no_host_ops):
+    # the index family takes real elements; a complex tensor's index is its real view's (complex_views.py)
     z = torch.randn(4, 3, dtype=torch.complex64)
-    same(z.to("plate")[torch.tensor([1, 0])], z[torch.tensor([1, 0])])  # complex elements
-    assert torch.plate.host_ops() == {"aten.index": 1}
+    same(z.to("plate")[torch.tensor([1, 0])], z[torch.tensor([1, 0])])
 
 
 def test_a_kernel_follows_the_device_to_another_machine(plate_mini_module):

@@ -103,3 +103,28 @@ def test_index_reduce_shape_errors_are_the_cpus():
     with pytest.raises(RuntimeError) as on_plate:
         x.to("plate").index_reduce(0, rows.to("plate"), source.to("plate"), "amax")
     assert str(on_plate.value) == str(on_cpu.value)
+
+
+LEGACY = {
+    "add": lambda x, i, s: x.scatter(1, i, s, reduce="add"),
+    "multiply": lambda x, i, s: x.scatter(1, i, s, reduce="multiply"),
+    "add in place": lambda x, i, s: x.clone().scatter_(1, i, s, reduce="add"),
+    "multiply a value in place": lambda x, i, s: x.clone().scatter_(1, i, 3, reduce="multiply"),
+    "add a value": lambda x, i, s: x.scatter(0, i[:2], 2, reduce="add"),
+    "out=": lambda x, i, s: torch.scatter(
+        x, 1, i, s, reduce="multiply", out=torch.empty(0, dtype=x.dtype, device=x.device)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", LEGACY)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_scatter_with_a_legacy_reduce_matches_the_cpu(name, dtype, no_host_ops):
+    g = torch.Generator().manual_seed(7)
+    x = torch.randint(-4, 5, (4, 6), generator=g).to(dtype)
+    index = torch.tensor([[0, 1], [2, 2], [3, 4], [5, 5]])  # repeated targets combine
+    src = torch.randint(-3, 4, (4, 2), generator=g).to(dtype)
+    expected = LEGACY[name](x, index, src)
+    got = LEGACY[name](x.to("plate"), index.to("plate"), src.to("plate"))
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got.cpu(), expected)

@@ -79,6 +79,8 @@ def decomposed(op: torch._ops.OpOverload, row: Row) -> Callable:
             return call.on_host()
         if row.fn == "probabilities" and bool(((operands[0] < 0) | (operands[0] > 1) | operands[0].isnan()).any()):
             return call.on_host()  # binary_cross_entropy: the CPU kernel raises for an input outside [0, 1]
+        if row.fn == "unpool" and _outside(call["indices"], math.prod(call["output_size"])):
+            return call.on_host()  # max_unpool: the CPU kernel raises for an index outside the output
         result = decomposition(*call.args, **call.kwargs)
         if call.target_name is not None:
             return result
@@ -87,6 +89,10 @@ def decomposed(op: torch._ops.OpOverload, row: Row) -> Callable:
         return tuple(None if r is None else _as_meta(r, e) for r, e in zip(result, expected))  # masked-off outputs
 
     return kernel
+
+
+def _outside(indices: torch.Tensor, size: int) -> bool:
+    return bool(((indices < 0) | (indices >= size)).any())
 
 
 def _nearest_taps(size, out_size, corners, scale, dtype, device):

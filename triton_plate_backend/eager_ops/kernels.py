@@ -538,6 +538,29 @@ def complex_mul(ar, ai, br, bi, alpha):
 
 
 @triton.jit
+def complex_div(ar, ai, br, bi, alpha):
+    # c10::complex's operator/ (numpy's): (a + bi) / (c + di) through the ratio of the smaller divisor part to the
+    # larger; a zero divisor gives a / |c|, b / |d| (inf or NaN parts)
+    larger_real = tl.abs(br) >= tl.abs(bi)
+    zero = (br == 0) & (bi == 0)
+    rat1 = bi / br
+    scl1 = 1.0 / (br + bi * rat1)
+    rat2 = br / bi
+    scl2 = 1.0 / (bi + br * rat2)
+    real = tl.where(larger_real, (ar + ai * rat1) * scl1, (ar * rat2 + ai) * scl2)
+    imag = tl.where(larger_real, (ai - ar * rat1) * scl1, (ai * rat2 - ar) * scl2)
+    return tl.where(zero, ar / tl.abs(br), real), tl.where(zero, ai / tl.abs(bi), imag)
+
+
+@triton.jit
+def complex_sgn(ar, ai, br, bi, alpha):
+    # z / |z| (|z| as std::abs: the hypot of the parts), 0 for z == 0
+    magnitude = libdevice.hypot(ar, ai)
+    zero = (ar == 0) & (ai == 0)
+    return tl.where(zero, 0.0, ar / magnitude), tl.where(zero, 0.0, ai / magnitude)
+
+
+@triton.jit
 def complex_exp(ar, ai, br, bi, alpha):
     e = tl.exp(ar)
     return e * tl.cos(ai), e * tl.sin(ai)
@@ -775,6 +798,8 @@ FUNCTIONS = {
         complex_add,
         complex_sub,
         complex_mul,
+        complex_div,
+        complex_sgn,
         complex_exp,
         complex_log,
         complex_log1p,

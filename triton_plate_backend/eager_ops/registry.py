@@ -7,7 +7,6 @@ torch starts torch's autoload, which needs ``register`` before the package has f
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 import torch
@@ -16,14 +15,20 @@ from torch._C._dynamo import eval_frame
 from . import (
     advanced_index,
     complex_ops,
+    complex_views,
     composite,
     convolution,
+    ctc,
+    eager_lock,
     embedding_bag_backward,
+    embedding_renorm,
     fused_optimizers,
+    gradients,
     index_forms,
     indexing,
     layer_norm,
     matmul,
+    multilabel_margin,
     narrow_types,
     ops,
     parametric,
@@ -65,14 +70,14 @@ FAMILIES = {
     **fused_optimizers.FAMILIES,
     **spaced_ranges.FAMILIES,
     **embedding_bag_backward.FAMILIES,
+    **embedding_renorm.FAMILIES,
+    **complex_views.FAMILIES,
+    **multilabel_margin.FAMILIES,
+    **gradients.FAMILIES,
+    **ctc.FAMILIES,
 }
 
 _library = None
-# one eager op at a time across threads: library_compiles() flips a process-wide Triton knob, and a first launch
-# compiles its kernel through Triton's frontend, whose ast use from two threads at once fails on CPython < 3.12
-# (gh-106905: "AST constructor recursion depth mismatch"); re-entrant, since a composite op runs plate ops. The
-# device runs one launch at a time anyway (sim/device.py), so threads lose little.
-_eager_lock = threading.RLock()
 
 
 def _untraced(kernel: Callable) -> Callable:
@@ -81,7 +86,8 @@ def _untraced(kernel: Callable) -> Callable:
     side swaps the hook out)."""
 
     def run(*args, **kwargs):
-        with _eager_lock, library_compiles():  # the eager kernels load from Triton's cache (launch.library_compiles)
+        # the eager kernels load from Triton's cache (launch.library_compiles)
+        with eager_lock.LOCK, library_compiles():
             return kernel(*args, **kwargs)
 
     return run
@@ -103,7 +109,7 @@ def register() -> None:
         packet, _, overload = name.partition(".")
         op = getattr(getattr(torch.ops.aten, packet), overload)
         key = "AutogradPrivateUse1" if row.family in ops.AUTOGRAD_FAMILIES else "PrivateUse1"
-        kernel = narrow_types.stand_in(name, op, FAMILIES[row.family](op, row))
+        kernel = complex_views.stand_in(name, op, narrow_types.stand_in(name, op, FAMILIES[row.family](op, row)))
         library.impl(op, _untraced(kernel), key)
     _library = library
 

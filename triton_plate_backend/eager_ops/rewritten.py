@@ -7,7 +7,10 @@ they were before: torch_device/accumulation.py):
   integers wrapping) and rounds once, with cuBLAS's epilogue (beta = 0 ignores self, NaNs included). CUDA's addbmm
   adds the batch entries one addmm_ at a time, rounding to the result type after each.
 - ``norm``: norm.ScalarOpt_dim(_dtype)(self, p, dim, keepdim, dtype) is linalg_vector_norm(self, p (None: 2), dim,
-  keepdim, dtype=dtype) (plate's vector_norm row), for floating tensors; others go to the host (torch's error)."""
+  keepdim, dtype=dtype) (plate's vector_norm row), for floating tensors; others go to the host (torch's error).
+- ``scatter_reduce_legacy``: scatter(self, dim, index, src or value, reduce="add" / "multiply") (and scatter_,
+  out=) is scatter_reduce(self, dim, index, src, "sum" / "prod", include_self=True) (plate's scatter rows), a value
+  as a src of index's shape in self's type; mixed devices and another reduce go to the host (torch's error)."""
 
 from __future__ import annotations
 
@@ -51,4 +54,26 @@ def norm(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
-FAMILIES = {"addbmm": addbmm, "norm": norm}
+LEGACY_REDUCE = {"add": "sum", "multiply": "prod"}
+
+
+def scatter_reduce_legacy(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        x, index, reduce = call["self"], call["index"], call["reduce"]
+        src = call.bound.get("src")
+        if call.mixed or reduce not in LEGACY_REDUCE or (src is not None and src.dtype != x.dtype):
+            return call.on_host()
+        if src is None:
+            src = torch.full(index.shape, call["value"], dtype=x.dtype, device=x.device)
+        if call.target_name == "self":
+            return x.scatter_reduce_(call["dim"], index, src, LEGACY_REDUCE[reduce])
+        result = torch.scatter_reduce(x, call["dim"], index, src, LEGACY_REDUCE[reduce])
+        if call.target_name is not None:
+            return _result(call, expected, x.device).copy_(result)
+        return result if result.stride() == expected.stride() else as_expected(result, expected)
+
+    return kernel
+
+
+FAMILIES = {"addbmm": addbmm, "norm": norm, "scatter_reduce_legacy": scatter_reduce_legacy}

@@ -70,6 +70,11 @@ POLYNOMIALS = tuple(
 BESSEL = ("j0", "j1", "y0", "y1")
 ISIN = ("Tensor_Tensor", "Tensor_Scalar", "Scalar_Tensor")
 LOSSES = ("mse_loss", "smooth_l1_loss", "huber_loss")
+# upsampling forwards torch decomposes (their gradients: gradients.py's vjp; 2-d nearest and bilinear have their own)
+UPSAMPLE_FORWARDS = (
+    "upsample_nearest1d", "upsample_nearest3d", "upsample_linear1d", "upsample_trilinear3d",
+    *(f"_upsample_nearest_exact{d}d" for d in (1, 2, 3)),
+)  # fmt: skip
 SHIFTS = {"bitwise_left_shift": "left_shift", "__lshift__": "left_shift", "bitwise_right_shift": "right_shift"}
 SHIFTS["__rshift__"] = "right_shift"
 GRAD_SELF = ("grad_output", "self")
@@ -113,7 +118,7 @@ EAGER_OPS: dict[str, Row] = {
     "mul.Tensor": Row("elementwise", "mul", BINARY, complex_fn="complex_mul"),
     "neg.default": Row("elementwise", "neg", complex_fn="real"),
     # the rounding mode picks the element function (ops.divide): div, div_trunc or div_floor
-    "div.Tensor": Row("divide", "div", BINARY, compute="result"),
+    "div.Tensor": Row("divide", "div", BINARY, compute="result", complex_fn="complex_div"),
     "div.Tensor_mode": Row("divide", "div", BINARY, compute="result"),
     "floor_divide.default": Row("divide", "div", BINARY, compute="result"),
     **{f"{op}.{kind}": Row("modulo", op, BINARY) for op in ("remainder", "fmod") for kind in ("Tensor", "Scalar")},
@@ -131,7 +136,7 @@ EAGER_OPS: dict[str, Row] = {
     "masked_fill.Tensor": Row("masked_fill", "where", ("mask", "value", "self"), ("self",)),
     "abs.default": Row("elementwise", "abs"),
     "sign.default": Row("elementwise", "sign"),
-    "sgn.default": Row("elementwise", "sign"),  # of a real tensor sign's; a complex one's z / |z| on the host
+    "sgn.default": Row("elementwise", "sign", complex_fn="complex_sgn"),  # a complex tensor's: z / |z|
     "relu.default": Row("elementwise", "relu"),
     # `approximate` picks the element function (ops.gelu): gelu or gelu_tanh, and their backward
     "gelu.default": Row("gelu", "gelu", compute="result"),
@@ -200,6 +205,7 @@ EAGER_OPS: dict[str, Row] = {
     "index_select.default": Row("gather", "index_select"),
     "scatter.src": Row("scatter", "scatter"),
     "scatter.value": Row("scatter", "scatter"),
+    **{f"scatter.{kind}": Row("scatter_reduce_legacy") for kind in ("reduce", "value_reduce")},  # rewritten.py
     "scatter_add.default": Row("scatter", "scatter_add"),
     "scatter_reduce.two": Row("scatter", "scatter_reduce"),
     "index.Tensor": Row("index", "index"),
@@ -238,6 +244,7 @@ EAGER_OPS: dict[str, Row] = {
     "_fused_rms_norm.default": Row("composite"),
     "_fused_rms_norm_backward.default": Row("composite"),
     "_embedding_bag.default": Row("composite"),
+    "embedding_renorm_.default": Row("embedding_renorm"),  # embedding_renorm.py: F.embedding's max_norm
     "_embedding_bag_forward_only.default": Row("composite"),
     "_embedding_bag_backward.default": Row("embedding_bag_backward"),  # embedding_bag_backward.py
     "index_add.default": Row("composite"),  # index_put with accumulate=True
@@ -262,7 +269,7 @@ EAGER_OPS: dict[str, Row] = {
     "heaviside.default": Row("elementwise", "heaviside", ("self", "values")),
     "frac.default": Row("elementwise", "frac", floating=True),
     "signbit.default": Row("elementwise", "signbit"),
-    "angle.default": Row("elementwise", "angle", compute="result"),  # a complex tensor's: on the host
+    "angle.default": Row("elementwise", "angle", compute="result"),  # a complex tensor's: complex_views.py
     "gcd.default": Row("elementwise", "gcd", BINARY, integral=True, boolean=False),
     "lcm.default": Row("elementwise", "lcm", BINARY, integral=True, boolean=False),
     "round.default": Row("elementwise", "round_even", boolean=False),
@@ -289,9 +296,13 @@ EAGER_OPS: dict[str, Row] = {
             "replication_pad2d.default",
             "reflection_pad1d_backward.default",
             "reflection_pad2d_backward.default",
+            "reflection_pad3d.default",
+            "replication_pad3d.default",
+            "reflection_pad3d_backward.default",
         )
     },  # fmt: skip
     "roll.default": Row("decomposed"),
+    "vdot.default": Row("decomposed", operands=BINARY, boolean=False),  # dot, or conj(self) * other summed
     **{f"isin.{kind}": Row("decomposed", operands=("elements", "test_elements"), boolean=False) for kind in ISIN},
     **{
         f"bucketize.{k}": Row("decomposed", operands=("self", "boundaries"), boolean=False)
@@ -312,11 +323,23 @@ EAGER_OPS: dict[str, Row] = {
             ("binary_cross_entropy_backward.default", ("grad_output", "self", "target")),
             ("embedding_dense_backward.default", ("grad_output",)),
             ("grid_sampler_2d.default", ("input", "grid")),
+            *((f"{name}.default", ("self",)) for name in UPSAMPLE_FORWARDS),
             ("round.decimals", ("self",)),
             *((f"norm.{kind}", ("self",)) for kind in ("Scalar", "ScalarOpt_dtype")),
         )
     },  # fmt: skip
     "binary_cross_entropy.default": Row("decomposed", "probabilities", ("self", "target"), floating=True),
+    # an index outside the output: the host raises the CPU's "invalid max index" (composite.decomposed)
+    **{f"max_unpool{d}d.default": Row("decomposed", "unpool", ("self",), floating=True) for d in (2, 3)},
+    # multilabel_margin.py: the CPU's loss (torch's decomposition counts targets after the first -1), its vjp backward
+    "multilabel_margin_loss_forward.default": Row("multilabel_margin"),
+    "multilabel_margin_loss_backward.default": Row("vjp", "multilabel_margin_loss_forward.default"),
+    # gradients.py: the vjp of the forward's decomposition (grid_sampler_2d's: the decomposed row above)
+    "grid_sampler_2d_backward.default": Row("vjp", "grid_sampler_2d.default"),
+    **{f"{name}_backward.default": Row("vjp", f"{name}.default") for name in UPSAMPLE_FORWARDS},
+    # ctc.py: CTC loss's alpha recursion over plate kernels; its backward ATen's formula through the recursion's vjp
+    **{f"_ctc_loss.{kind}": Row("ctc_loss") for kind in ("default", "Tensor")},
+    **{f"_ctc_loss_backward.{kind}": Row("ctc_loss_backward") for kind in ("default", "Tensor")},
     "upsample_nearest2d_backward.default": Row("upsample_backward", "nearest"),
     "upsample_bilinear2d_backward.default": Row("upsample_backward", "bilinear"),
     "upsample_bicubic2d_backward.default": Row("upsample_backward", "bicubic"),
@@ -430,8 +453,10 @@ EAGER_OPS: dict[str, Row] = {
     "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
     "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
     "pow.Scalar": Row("elementwise", "power", ("self", "exponent")),  # a scalar base: RoPE's base ** (2i / d)
+    "conj_physical.default": Row("conj_physical"),  # complex_views.py: the real view times (1, -1)
     "complex.default": Row("complex_build", "complex"),
     "polar.default": Row("complex_build", "polar"),
+    "_weight_norm_interface.default": Row("weight_norm"),
     "_weight_norm_interface_backward.default": Row("weight_norm_backward"),
     # reductions.py, layer_norm.py: fp16/bf16 accumulate in float32 and round once, as CUDA's kernels
     "sum.default": Row("sum"),
@@ -468,6 +493,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "add.Tensor": ("add_.Tensor", "add.out"),
     "sub.Tensor": ("sub_.Tensor", "sub.out"),
     "mul.Tensor": ("mul_.Tensor", "mul.out"),
+    "pow.Tensor_Tensor": ("pow_.Tensor", "pow.Tensor_Tensor_out"),
+    "pow.Tensor_Scalar": ("pow_.Scalar", "pow.Tensor_Scalar_out"),  # pow_(2): linalg.vector_norm's backward
+    "pow.Scalar": ("pow.Scalar_out",),
     "neg.default": ("neg_.default", "neg.out"),
     "div.Tensor": ("div_.Tensor", "div.out"),
     "div.Tensor_mode": ("div_.Tensor_mode", "div.out_mode"),
@@ -503,6 +531,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "index_select.default": ("index_select.out",),
     "scatter.src": ("scatter_.src",),
     "scatter.value": ("scatter_.value",),
+    **{f"scatter.{kind}": (f"scatter_.{kind}", f"scatter.{kind}_out") for kind in ("reduce", "value_reduce")},
     "scatter_add.default": ("scatter_add_.default",),
     "scatter_reduce.two": ("scatter_reduce_.two",),
     "isnan.default": ("isnan.out",),

@@ -1,6 +1,13 @@
-"""_weight_norm_interface_backward as a plate kernel (weight_norm_kernels): the weight's slices along dim
-(the first or the last, as torch's fused kernel takes; moved first and copied contiguous) as rows, one
-program each. Another dim goes to the host, which raises torch's error."""
+"""Weight norm's fused ops (nn.utils.weight_norm and parametrizations.weight_norm on plate).
+
+- ``weight_norm``: _weight_norm_interface, w = v * (g / ||v||) with the norm over every dim but ``dim``, as the
+  CPU kernel computes it: the norm (kept dims, float32 for fp16/bf16 as there) by plate's vector norm, the
+  product in the norm's type, rounded once to v's type.
+- ``weight_norm_backward``: _weight_norm_interface_backward as a plate kernel (weight_norm_kernels): the
+  weight's slices along dim moved first and copied contiguous as rows, one program each.
+
+Both take dim as torch's fused kernels do, the first or the last (given as a non-negative index: the CPU kernel
+asserts on -1); another dim, or a dtype the CPU kernel refuses, goes to the host, which raises torch's error."""
 
 from __future__ import annotations
 
@@ -9,12 +16,31 @@ import importlib
 import torch
 
 from .launch import FLOAT_DTYPES, REAL_DTYPES, triton_dtype
-from .ops import Call, checked
+from .ops import HALF, Call, checked
 from .table import Row
 
 
 def kernels():
     return importlib.import_module(f"{__package__}.weight_norm_kernels")
+
+
+def weight_norm(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        v, g, dim = call["v"], call["g"], call["dim"]
+        if any(t.dtype not in FLOAT_DTYPES or t.dtype not in REAL_DTYPES for t in (v, g)) or v.dim() == 0:
+            return call.on_host()
+        if v.dtype != g.dtype or dim not in (0, v.dim() - 1) or g.numel() != v.shape[dim]:
+            return call.on_host()
+        ct = torch.float32 if v.dtype in HALF else v.dtype  # the CPU kernel's norms (the meta kernel says fp16)
+        others = [d for d in range(v.dim()) if d != dim]
+        norms = torch.linalg.vector_norm(v, 2, others, keepdim=True, dtype=ct)
+        w = v.to(ct) * (g.to(ct).reshape(norms.shape) / norms)
+        out_w = torch.empty_strided(expected[0].shape, expected[0].stride(), dtype=expected[0].dtype, device=v.device)
+        out_norms = torch.empty_strided(expected[1].shape, expected[1].stride(), dtype=ct, device=v.device)
+        return out_w.copy_(w), out_norms.copy_(norms)
+
+    return kernel
 
 
 def weight_norm_backward(op: torch._ops.OpOverload, row: Row):
@@ -46,4 +72,4 @@ def weight_norm_backward(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
-FAMILIES = {"weight_norm_backward": weight_norm_backward}
+FAMILIES = {"weight_norm": weight_norm, "weight_norm_backward": weight_norm_backward}
