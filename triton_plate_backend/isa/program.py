@@ -121,6 +121,18 @@ class Program:
     def sram_high_water(self) -> int:
         return max((t.span()[1] for t in self.tiles), default=0)
 
+    def kept_answer(self, name: str, analysis=None):
+        """An analysis of the instructions as they are, kept on the program under `name` (made again when its
+        instructions changed): ``analysis(self)``'s answer, or without `analysis` the kept one or None."""
+        instrs = tuple(self.instrs)
+        kept = getattr(self, name, None)
+        if kept is None or kept[0] != instrs:
+            if analysis is None:
+                return None
+            kept = (instrs, analysis(self))
+            setattr(self, name, kept)
+        return kept[1]
+
 
 def verify(program: Program, machine=None) -> Program:
     """Check every instruction against the ISA table (and the machine's bounds if given).

@@ -335,14 +335,9 @@ _UNWRITTEN = "_plate_reads_unwritten"  # on the program: (its instructions, read
 
 
 def _reads_unwritten(program: Program) -> bool:
-    """``reads_unwritten_sram(program)``, kept on the program (made again when its instructions changed):
-    asked only when a large kept SRAM image could be reused unzeroed (_zeroed_sram)."""
-    instrs = tuple(program.instrs)
-    kept = getattr(program, _UNWRITTEN, None)
-    if kept is None or kept[0] != instrs:
-        kept = (instrs, reads_unwritten_sram(program))
-        setattr(program, _UNWRITTEN, kept)
-    return kept[1]
+    """``reads_unwritten_sram(program)``, kept on the program: asked only when a large kept SRAM image could be
+    reused unzeroed (_zeroed_sram)."""
+    return program.kept_answer(_UNWRITTEN, reads_unwritten_sram)
 
 
 class _Launch:

@@ -67,23 +67,14 @@ _NO_DATA = "_plate_reads_no_data"  # on the program: (its instructions, trace_re
 
 def reads_no_data(program) -> bool:
     """``trace_reads_no_data(program)``, kept on the program: every device's launches of a kernel ask it
-    (a test suite's eager kernels at most of their launches, while hundreds of fresh kernels come and go),
-    made again when its instructions changed."""
-    instrs = tuple(program.instrs)
-    kept = getattr(program, _NO_DATA, None)
-    if kept is None or kept[0] != instrs:
-        kept = (instrs, trace_reads_no_data(program))
-        setattr(program, _NO_DATA, kept)
-    return kept[1]
+    (a test suite's eager kernels at most of their launches, while hundreds of fresh kernels come and go)."""
+    return program.kept_answer(_NO_DATA, trace_reads_no_data)
 
 
 def known_reads_no_data(program) -> bool | None:
     """``reads_no_data(program)`` when it was found for the program's instructions as they are, else None
     (not found yet: nothing is computed here)."""
-    kept = getattr(program, _NO_DATA, None)
-    if kept is None or kept[0] != tuple(program.instrs):
-        return None
-    return kept[1]
+    return program.kept_answer(_NO_DATA)
 
 
 def _every_store_moved(trace: Trace, program) -> bool:
