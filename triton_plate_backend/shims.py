@@ -638,6 +638,89 @@ def _flex_decoding_split_k_per_device() -> bool:
     return True
 
 
+# ---- multilabel_margin_loss: a sample's labels end at its first -1 ("device") ------------------------------
+DECOMPOSITIONS_MODULE = "torch._decomp.decompositions"
+
+
+def _multilabel_margin_loss_first_end() -> bool:
+    """PyTorch 2.13's decomposition of ``multilabel_margin_loss_forward`` adds the hinge terms of the target
+    entries after a sample's first -1 (each as class 0), where ATen's kernels stop at the first -1: target
+    [3, 0, -1, 1, 2] gives 3.18 for eager's 1.02. torch.compile traces that decomposition (the op's Autograd
+    python kernel, and the decomposition tables when tracing below autograd), forward and backward. For plate
+    tensors the op's Autograd kernel and its table entries run ``_multilabel_margin_loss_forward``; every
+    other device gets the original. Dynamo, export and Inductor all trace: patched on import."""
+    return _patch_now_or_on_import(DECOMPOSITIONS_MODULE, _patch_multilabel_margin_loss)
+
+
+def _patch_multilabel_margin_loss(module) -> bool:
+    import torch
+    from torch._C import DispatchKey
+    from torch._decomp import global_decomposition_table
+    from torch._prims_common.wrappers import out_wrapper
+
+    name = torch._C._get_privateuse1_backend_name()
+    packet = torch.ops.aten.multilabel_margin_loss_forward
+    traced = packet.default.py_kernels.get(DispatchKey.Autograd)
+    if traced is None or getattr(traced, "_plate_patch", False) or _stops_at_first_end(traced):
+        return False
+    correct = out_wrapper("output", "is_target")(_multilabel_margin_loss_forward)
+
+    def on_plate_or(original):
+        def multilabel_margin_loss_forward(input, target, reduction, **out):
+            return (correct if input.device.type == name else original)(input, target, reduction, **out)
+
+        multilabel_margin_loss_forward._plate_patch = True
+        multilabel_margin_loss_forward.__wrapped__ = original
+        return multilabel_margin_loss_forward
+
+    packet.default.py_kernels[DispatchKey.Autograd] = on_plate_or(traced)
+    packet.default._dispatch_cache.clear()
+    tables = [global_decomposition_table["post_autograd"]]
+    if "torch._inductor.decomposition" in sys.modules:  # a copy of the entries, made when it was imported
+        tables.append(sys.modules["torch._inductor.decomposition"].decompositions)
+    for table in tables:
+        for overload in (packet.default, packet.output):
+            if overload in table and not getattr(table[overload], "_plate_patch", False):
+                table[overload] = on_plate_or(table[overload])
+    return True
+
+
+def _stops_at_first_end(decomposition) -> bool:
+    """Whether ``decomposition`` reads a sample's labels up to its first -1 only (a PyTorch with the patch):
+    with no label before the -1, ATen's loss is 0."""
+    import torch
+
+    loss, _ = decomposition(torch.zeros(1, 2), torch.tensor([[-1, 0]]), 1)
+    return loss.item() == 0
+
+
+def _multilabel_margin_loss_forward(input, target, reduction: int):
+    """ATen's multilabel_margin_loss_forward: a sample's labels are its target entries before its first -1;
+    its loss sums max(0, 1 - x[label] + x[i]) / C over its labels and the classes i that are none of them;
+    is_target marks its labels' classes. Reduction 0 none, 1 mean, 2 sum."""
+    import torch
+
+    x = torch.atleast_2d(input)
+    labels = torch.atleast_2d(target)
+    classes = x.shape[-1]
+    position = torch.arange(classes, device=labels.device)
+    first_end = torch.where(labels == -1, position, classes).amin(-1, keepdim=True)
+    is_label = position < first_end  # [N, C]: the entries ATen reads
+    label = torch.where(is_label, labels, 0)  # gather takes no -1
+    is_target = ((label.unsqueeze(-1) == position) & is_label.unsqueeze(-1)).any(1)  # [N, class]
+    label_score = torch.gather(x, -1, label).unsqueeze(-1)  # [N, label, 1]
+    hinge = (1 - label_score + x.unsqueeze(1)).clamp_min(0) / classes  # [N, label, class]
+    counted = is_label.unsqueeze(-1) & ~is_target.unsqueeze(1)
+    loss = torch.where(counted, hinge, 0).sum((1, 2))
+    if reduction == 1:
+        loss = loss.mean()
+    elif reduction == 2:
+        loss = loss.sum()
+    else:
+        loss = loss.reshape(input.shape[:-1])
+    return loss, is_target.to(input.dtype).reshape(target.shape)
+
+
 SHIMS: tuple[Shim, ...] = (
     Shim(
         "get_interface_for_device asks the PrivateUse1 device",
@@ -649,6 +732,12 @@ SHIMS: tuple[Shim, ...] = (
         "flex_attention accepts the PrivateUse1 device",
         "patches/pytorch/flex-attention-privateuse1.patch",
         _flex_attention_device_check,
+        "device",
+    ),
+    Shim(
+        "multilabel_margin_loss's decomposition stops at the first -1 on plate",
+        "patches/pytorch/multilabel-margin-loss-decomp-first-end.patch",
+        _multilabel_margin_loss_first_end,
         "device",
     ),
     Shim(

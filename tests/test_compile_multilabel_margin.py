@@ -1,0 +1,67 @@
+"""Compiled multilabel_margin_loss on plate (shims._multilabel_margin_loss_first_end): torch.compile traces
+PyTorch 2.13's decomposition, which also counts the target entries after a sample's first -1; with the shim,
+forward and backward match the CPU kernel (labels up to the first -1), with nothing on the host."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import inductor_plate
+from triton_plate_backend import shims
+
+# a sample's -1 in the middle, at the start, none; a repeated label counts twice
+TARGETS = {
+    "end-in-the-middle": [3, 0, -1, 1, 2],
+    "end-at-the-start": [-1, 0, 1, 2, 3],
+    "no-end": [1, 2, 3, 4, 0],
+    "repeat": [4, 4, -1, 0, 0],
+}
+REDUCTIONS = ("none", "mean", "sum")
+
+
+def losses(x, target):
+    """The three reductions, and a weighted sum of them to take the gradient of."""
+    out = [F.multilabel_margin_loss(x, target, reduction=r) for r in REDUCTIONS]
+    total = (out[0] * torch.arange(1.0, out[0].numel() + 1, device=x.device).reshape(out[0].shape)).sum()
+    return out, total + 2 * out[1] + 3 * out[2]
+
+
+def run(fn, x, target, device):
+    xs = x.to(device, copy=True).requires_grad_()
+    out, total = fn(xs, target.to(device))
+    total.backward()
+    return [o.detach().cpu() for o in out], xs.grad.cpu()
+
+
+@pytest.mark.parametrize(
+    "target",
+    [list(TARGETS.values()), *([t] for t in TARGETS.values())],
+    ids=["2-d", *(f"1-d-{name}" for name in TARGETS)],
+)
+def test_compiled_loss_and_gradient_match_the_cpu_kernel(target, no_host_ops):
+    target = torch.tensor(target)
+    target = target if len(target) > 1 else target[0]
+    x = torch.randn(target.shape, generator=torch.Generator().manual_seed(3))
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    got, got_grad = run(torch.compile(losses, fullgraph=True), x, target, "plate")
+    assert inductor_plate.host_fallbacks() == {}
+    want, want_grad = run(losses, x, target, "cpu")
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape
+        torch.testing.assert_close(g, w)
+    torch.testing.assert_close(got_grad, want_grad)
+
+
+def test_the_decomposition_is_plates_for_plate_only():
+    op = torch.ops.aten.multilabel_margin_loss_forward.default
+    traced = op.py_kernels[torch._C.DispatchKey.Autograd]
+    assert getattr(traced, "_plate_patch", False)
+    x, target = torch.randn(2, 5), torch.tensor([[3, 0, -1, 1, 2], [-1, 0, 1, 2, 3]])
+    expected = traced.__wrapped__(x, target, 2)  # other devices: PyTorch's own
+    torch.testing.assert_close(traced(x, target, 2), expected)
+    assert shims._stops_at_first_end(traced.__wrapped__) is False  # PyTorch 2.13: the shim is needed
+    loss, is_target = shims._multilabel_margin_loss_forward(x, target, 2)
+    torch.testing.assert_close(loss, torch.ops.aten.multilabel_margin_loss_forward(x, target, 2)[0])
