@@ -2,8 +2,8 @@
 
 Inductor hashes this module (``save_config_portable``) into every FX-graph cache key, so a change
 to any value here gives a fresh compile instead of a stale cached graph. Runtime monkeypatches
-(triton_plate_backend/shims.py) are NOT in the key: every decision that changes generated code reads a
-value from here.
+(triton_plate_backend/shims.py) enter the key by their source only (fallback.py's pass uuid): every
+decision that varies at run time and changes generated code reads a value from here.
 
 Change a value for a block of code with ``inductor_plate.config.patch(...)``, like Inductor's own
 config. Values of ``None`` are derived from the machine description by policy.py.

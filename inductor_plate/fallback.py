@@ -30,6 +30,8 @@ from pathlib import Path
 from torch._guards import CompileContext
 from torch._inductor.custom_graph_pass import CustomGraphModulePass
 
+from triton_plate_backend import shims
+
 from . import config, fallback_counter, policy
 
 _warned: set[str] = set()
@@ -74,8 +76,9 @@ class EagerOpsPass(CustomGraphModulePass):
 
     def uuid(self) -> str:
         """Changes with the eager ops, with the machine decisions are made for and with inductor_plate's code
-        (FX-graph cache key: a cached graph's wrapper code calls inductor_plate, and Inductor's key covers only
-        torch's own code)."""
+        and plate's shims (FX-graph and AOTAutograd cache keys: a cached graph's wrapper code calls
+        inductor_plate, a shim can change what tracing records, e.g. a decomposition, and Inductor's key
+        covers only torch's own code)."""
         ops = ",".join(sorted(policy.eager_ops()))
         key = f"plate-eager-ops:{ops};machine:{policy.machine().cache_key()};code:{_source_hash()}"
         return hashlib.sha256(key.encode()).hexdigest()
@@ -83,9 +86,9 @@ class EagerOpsPass(CustomGraphModulePass):
 
 @functools.cache
 def _source_hash() -> str:
-    """sha256 of inductor_plate's .py files."""
+    """sha256 of inductor_plate's .py files and of triton_plate_backend's shims.py."""
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    for path in [*sorted(Path(__file__).parent.glob("*.py")), Path(shims.__file__)]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()

@@ -65,3 +65,19 @@ def test_the_decomposition_is_plates_for_plate_only():
     assert shims._stops_at_first_end(traced.__wrapped__) is False  # PyTorch 2.13: the shim is needed
     loss, is_target = shims._multilabel_margin_loss_forward(x, target, 2)
     torch.testing.assert_close(loss, torch.ops.aten.multilabel_margin_loss_forward(x, target, 2)[0])
+
+
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode])
+def test_compiled_inference_matches_the_cpu_kernel(mode, no_host_ops):
+    """Without autograd, tracing decomposes the op through Inductor's decomposition table, not its Autograd
+    python kernel."""
+    target = torch.tensor(list(TARGETS.values()))
+    x = torch.randn(target.shape, generator=torch.Generator().manual_seed(4))
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    with mode():
+        got = torch.compile(losses, fullgraph=True)(x.to("plate"), target.to("plate"))[0]
+    assert inductor_plate.host_fallbacks() == {}
+    for g, w in zip(got, losses(x, target)[0], strict=True):
+        assert g.shape == w.shape
+        torch.testing.assert_close(g.cpu(), w)

@@ -4,8 +4,9 @@ either library.
 
 Each shim names the upstream patch (in patches/pytorch/ or patches/triton/) that makes it unnecessary, and
 checks first whether the running library already has that patch's behaviour: then it changes nothing.
-Nothing here enters Inductor's FX-graph cache key, so no shim may change generated code by itself; the
-decisions behind them read the Inductor integration's config (which is in the key).
+This module's source enters Inductor's cache keys (the Inductor integration's pass hashes it), so changing a
+shim gives a fresh compile; a decision that varies at run time still reads the Inductor integration's config
+(which is in the key).
 
 Shims are installed in three groups, ``Shim.when``, by whoever is there first to need them:
 
