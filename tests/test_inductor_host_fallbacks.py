@@ -2,8 +2,8 @@
 fallbacks (inductor_plate.host_fallbacks()) and matches a CPU reference.
 
 - extern_decomps.py: _weight_int8pack_mm, _embedding_bag, complex64 _fft_c2c, _fft_r2c and _fft_c2r,
-  complex mm and bmm, segment_reduce, embedding_bag's per-sample-weights gradient, the antialiased upsamplings and their backward
-  decomposed into plate kernels;
+  complex mm and bmm, segment_reduce, embedding_bag's per-sample-weights gradient, the antialiased upsamplings
+  and their backward decomposed into plate kernels;
 - eager_ops: _pdist_forward and its backward, addbmm, multinomial, index_reduce (Inductor's fallback calls their plate
   kernels);
 - eager_ops: div in every rounding mode (a graph break's eager code runs it as a plate kernel);
