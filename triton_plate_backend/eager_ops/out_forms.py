@@ -1,0 +1,137 @@
+"""The out= and in-place forms of the table's rows that no family writes in place itself (table.VARIANTS lists
+those that do): each runs its functional row's kernel, then writes the result into ``out`` / ``self`` as ATen does.
+
+``derived(rows)`` finds them by schema: in the functional overload's packet (``op.out``, ``op.*_out``,
+``op.grad_input``...) an overload whose arguments are the functional's plus one out= tensor per result, and in
+``op_``'s packet an overload with the functional's arguments whose ``self`` is written. ``NOT_ADAPTED`` leaves out
+those whose functional result is not what the form writes (random draws, data-dependent shapes).
+
+``adapter(op, functional, kernel)``: the form first runs on meta tensors (ops.checked), so torch itself checks
+out's dtype against the result (torch's out= casting rules, ``result type Float can't be cast to the desired
+output type Long`` of an in-place form), raises its errors and warns when it resizes an out= tensor of another
+shape; what the meta kernel refuses runs on the host, which raises the CPU's error. Then the functional kernel
+computes into a tensor of its own (so an out= aliasing an input reads the input unchanged) and its result is
+copied into ``out`` / ``self`` (resized to the meta result's shape first). A reduction's ``dtype=None`` with an
+out= tensor computes in out's dtype, as ATen's reductions take it from out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .ops import checked
+
+# forms whose result the functional kernel does not give: a random draw consumed differently, a data-dependent
+# shape (their meta kernels refuse the call), or an input the functional form does not write
+NOT_ADAPTED = frozenset(
+    {
+        "multinomial.out",
+        "bernoulli.out",
+        "native_dropout.out",
+        "rrelu_with_noise.out",
+        "rrelu_with_noise_backward.out",
+        "masked_select.out",
+        "unique_consecutive.out",
+        "unique_dim.out",
+        "_unique.out",
+        "_unique2.out",
+        "nonzero.out",
+        "nonzero_static.out",
+        "bincount.out",
+        "repeat_interleave.Tensor_out",
+        "_native_multi_head_attention.out",
+        "_transformer_encoder_layer_fwd.out",
+        "_batch_norm_with_update.out",
+        "native_batch_norm.out",
+        "_native_batch_norm_legit.out",
+        "_native_batch_norm_legit.no_stats_out",
+    }
+)
+
+
+def _signature(arguments) -> list[tuple[str, str]]:
+    return [(a.name, str(a.type)) for a in arguments]
+
+
+def _written(argument) -> bool:
+    return argument.alias_info is not None and argument.alias_info.is_write
+
+
+def _forms(name: str) -> list[str]:
+    """The out= and in-place overloads of the functional overload ``name`` (by schema, see the module)."""
+    packet, _, overload = name.partition(".")
+    schema = getattr(getattr(torch.ops.aten, packet), overload)._schema
+    arguments = _signature(schema.arguments)
+    forms = []
+    in_place = f"__i{packet[2:]}" if packet.startswith("__") else f"{packet}_"
+    for other in (packet, in_place):
+        if not hasattr(torch.ops.aten, other):
+            continue
+        ops = getattr(torch.ops.aten, other)
+        for overload_name in ops.overloads():
+            form = f"{other}.{overload_name}"
+            s = getattr(ops, overload_name)._schema
+            outs = [a for a in s.arguments if a.is_out]
+            inputs = _signature(a for a in s.arguments if not a.is_out)
+            if form == name or inputs != arguments:
+                continue
+            if outs and len(outs) == len(schema.returns):
+                forms.append(form)
+            elif not outs and other == in_place and s.arguments and _written(s.arguments[0]):
+                forms.append(form)
+    return forms
+
+
+def derived(rows, covered) -> dict[str, str]:
+    """form -> its functional overload, for every row of ``rows`` and each of its forms that is neither in
+    ``covered`` (a family's own variant) nor in NOT_ADAPTED."""
+    return {
+        form: name
+        for name in rows
+        for form in _forms(name)
+        if form not in covered and form not in NOT_ADAPTED
+    }  # fmt: skip
+
+
+def _meta_dtype(functional: torch._ops.OpOverload, args, kwargs) -> torch.dtype | None:
+    from .ops import _meta
+
+    try:
+        result = functional(*_meta(list(args)), **{k: _meta(v) for k, v in kwargs.items()})
+    except Exception:  # noqa: BLE001 - the kernel raises torch's error
+        return None
+    return result.dtype if isinstance(result, torch.Tensor) else None
+
+
+def adapter(op: torch._ops.OpOverload, functional: torch._ops.OpOverload, kernel: Callable) -> Callable:
+    """The kernel of the out= / in-place form ``op`` of ``functional``, whose plate kernel is ``kernel``."""
+    schema = op._schema
+    outs = [a.name for a in schema.arguments if a.is_out]
+    targets = outs or [schema.arguments[0].name]
+    positional = [a.name for a in functional._schema.arguments if not a.kwarg_only]
+    keywords = [a.name for a in functional._schema.arguments if a.kwarg_only]
+    takes_dtype = "dtype" in positional + keywords
+
+    @checked(op)
+    def run(call, expected):
+        args = [call[n] for n in positional]
+        kwargs = {n: call[n] for n in keywords}
+        written = [call[n] for n in targets]
+        shapes = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+        if outs and takes_dtype and call["dtype"] is None:
+            natural = _meta_dtype(functional, args, kwargs)
+            if natural is not None and natural != written[0].dtype:
+                if "dtype" in kwargs:
+                    kwargs["dtype"] = written[0].dtype
+                else:
+                    args[positional.index("dtype")] = written[0].dtype
+        result = kernel(*args, **kwargs)
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        for target, shape, value in zip(written, shapes, results):
+            if target.shape != shape.shape:
+                target.resize_(shape.shape)  # the meta kernel warned as torch warns
+            target.copy_(value)
+        return tuple(written) if len(schema.returns) > 1 else written[0]
+
+    return run
