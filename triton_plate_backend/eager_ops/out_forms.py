@@ -6,13 +6,13 @@ those that do): each runs its functional row's kernel, then writes the result in
 ``op_``'s packet an overload with the functional's arguments whose ``self`` is written. ``NOT_ADAPTED`` leaves out
 those whose functional result is not what the form writes (random draws, data-dependent shapes).
 
-``adapter(op, functional, kernel)``: the form first runs on meta tensors (ops.checked), so torch itself checks
-out's dtype against the result (torch's out= casting rules, ``result type Float can't be cast to the desired
-output type Long`` of an in-place form), raises its errors and warns when it resizes an out= tensor of another
-shape; what the meta kernel refuses runs on the host, which raises the CPU's error. Then the functional kernel
-computes into a tensor of its own (so an out= aliasing an input reads the input unchanged) and its result is
-copied into ``out`` / ``self`` (resized to the meta result's shape first). A reduction's ``dtype=None`` with an
-out= tensor computes in out's dtype, as ATen's reductions take it from out."""
+``adapter(op, functional, kernel)``: an out= / self tensor of another type than the functional result's runs on
+the host: the CPU applies its own rules (a cast, ``Found dtype Double but expected Float`` of the forms that allow
+none, an in-place ``result type Float can't be cast...``, a reduction computing in out's type), which the meta
+kernels do not all share. Otherwise the form runs on meta tensors (ops.Call.meta): torch's argument checks, and its
+warning when it resizes an out= tensor of another shape (what the meta kernel refuses runs on the host, raising the
+CPU's error). Then the functional kernel computes into a tensor of its own (so an out= aliasing an input reads the
+input unchanged) and its result is copied into ``out`` / ``self``, resized to the meta result's shape first."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import torch
 
-from .ops import checked
+from .ops import Call, _meta
 
 # forms whose result the functional kernel does not give: a random draw consumed differently, a data-dependent
 # shape (their meta kernels refuse the call), or an input the functional form does not write
@@ -94,14 +94,13 @@ def derived(rows, covered) -> dict[str, str]:
     }  # fmt: skip
 
 
-def _meta_dtype(functional: torch._ops.OpOverload, args, kwargs) -> torch.dtype | None:
-    from .ops import _meta
-
+def _dtypes(functional: torch._ops.OpOverload, args, kwargs) -> list[torch.dtype] | None:
+    """The types of the functional overload's results (it on meta tensors); None when the meta kernel refuses it."""
     try:
         result = functional(*_meta(list(args)), **{k: _meta(v) for k, v in kwargs.items()})
-    except Exception:  # noqa: BLE001 - the kernel raises torch's error
+    except Exception:  # noqa: BLE001 - the host raises torch's error
         return None
-    return result.dtype if isinstance(result, torch.Tensor) else None
+    return [r.dtype for r in (result if isinstance(result, (tuple, list)) else [result])]
 
 
 def adapter(op: torch._ops.OpOverload, functional: torch._ops.OpOverload, kernel: Callable) -> Callable:
@@ -111,26 +110,23 @@ def adapter(op: torch._ops.OpOverload, functional: torch._ops.OpOverload, kernel
     targets = outs or [schema.arguments[0].name]
     positional = [a.name for a in functional._schema.arguments if not a.kwarg_only]
     keywords = [a.name for a in functional._schema.arguments if a.kwarg_only]
-    takes_dtype = "dtype" in positional + keywords
 
-    @checked(op)
-    def run(call, expected):
+    def run(*arguments, **keyword_arguments):
+        call = Call(op, arguments, keyword_arguments)
         args = [call[n] for n in positional]
         kwargs = {n: call[n] for n in keywords}
         written = [call[n] for n in targets]
+        if call.mixed or _dtypes(functional, args, kwargs) != [t.dtype for t in written]:
+            return call.on_host()  # a cast into out / self: the CPU's own rules (some forms refuse any cast)
+        expected = call.meta()  # torch's checks, and its warning when it resizes an out= tensor
+        if expected is None:
+            return call.host_result
         shapes = list(expected) if isinstance(expected, (tuple, list)) else [expected]
-        if outs and takes_dtype and call["dtype"] is None:
-            natural = _meta_dtype(functional, args, kwargs)
-            if natural is not None and natural != written[0].dtype:
-                if "dtype" in kwargs:
-                    kwargs["dtype"] = written[0].dtype
-                else:
-                    args[positional.index("dtype")] = written[0].dtype
         result = kernel(*args, **kwargs)
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         for target, shape, value in zip(written, shapes, results):
             if target.shape != shape.shape:
-                target.resize_(shape.shape)  # the meta kernel warned as torch warns
+                target.resize_(shape.shape)
             target.copy_(value)
         return tuple(written) if len(schema.returns) > 1 else written[0]
 

@@ -1,0 +1,163 @@
+"""The out= and in-place forms eager_ops/out_forms.py adapts (a table row's functional kernel, then ATen's
+resize and copy): each named aten form on plate against the CPU's same form, with no host op; out='s
+dtype rules, the resize warning, an in-place result type error and an out= aliasing its input as torch has them."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import triton_plate_backend.torch_device  # noqa: F401 - registers the plate device
+from triton_plate_backend.eager_ops import out_forms, table
+
+aten = torch.ops.aten
+G = torch.Generator().manual_seed(0)
+
+
+def rand(*shape, dtype=torch.float32):
+    return torch.randn(shape, generator=G).to(dtype)
+
+
+def ints(high, *shape):
+    return torch.randint(0, high, shape, generator=G)
+
+
+# form -> (functional overload, its arguments on the CPU); the form takes the same arguments (and out=)
+CASES = {
+    "amax.out": ("amax.default", lambda: ((rand(4, 6), [1]), {})),
+    "amin.out": ("amin.default", lambda: ((rand(4, 6), [0], True), {})),
+    "argmax.out": ("argmax.default", lambda: ((rand(4, 6), 1), {})),
+    "max.dim_max": ("max.dim", lambda: ((rand(4, 6), 1), {})),
+    "min.dim_min": ("min.dim", lambda: ((rand(4, 6), 0, True), {})),
+    "sum.out": ("sum.default", lambda: ((rand(4, 6),), {})),
+    "tril.out": ("tril.default", lambda: ((rand(5, 5), -1), {})),
+    "triu.out": ("triu.default", lambda: ((rand(5, 7), 2), {})),
+    "flip.out": ("flip.default", lambda: ((rand(3, 4), [0, 1]), {})),
+    "roll.out": ("roll.default", lambda: ((rand(3, 4), [1], [1]), {})),
+    "round.decimals_out": ("round.decimals", lambda: ((rand(3, 4) * 100,), {"decimals": 1})),
+    "round_.decimals": ("round.decimals", lambda: ((rand(3, 4) * 100,), {"decimals": -1})),
+    "renorm.out": ("renorm.default", lambda: ((rand(3, 4), 2, 0, 1.0), {})),
+    "renorm_.default": ("renorm.default", lambda: ((rand(3, 4), 1, 1, 0.5), {})),
+    "relu.out": ("relu.default", lambda: ((rand(3, 4),), {})),
+    "glu.out": ("glu.default", lambda: ((rand(3, 4), -1), {})),
+    "mse_loss.out": ("mse_loss.default", lambda: ((rand(3, 4), rand(3, 4)), {})),
+    "_softmax.out": ("_softmax.default", lambda: ((rand(3, 4), 1, False), {})),
+    "_log_softmax.out": ("_log_softmax.default", lambda: ((rand(3, 4), 0, False), {})),
+    "any.out": ("any.dim", lambda: ((rand(3, 4) > 1, 1), {})),
+    "all.all_out": ("all.default", lambda: ((rand(3, 4) > -1,), {})),
+    "count_nonzero.out": ("count_nonzero.default", lambda: ((rand(3, 4) > 0,), {})),
+    "var.correction_out": ("var.correction", lambda: ((rand(3, 4), [1]), {"correction": 1})),
+    "linalg_vector_norm.out": ("linalg_vector_norm.default", lambda: ((rand(3, 4), 2.0, [1]), {})),
+    "sort.values": ("sort.default", lambda: ((rand(3, 5), 1), {})),
+    "topk.values": ("topk.default", lambda: ((rand(3, 5), 2), {})),
+    "kthvalue.values": ("kthvalue.default", lambda: ((rand(3, 5), 2), {})),
+    "trace.out": ("trace.default", lambda: ((rand(4, 4),), {})),
+    "linalg_cross.out": ("linalg_cross.default", lambda: ((rand(4, 3), rand(4, 3)), {})),
+    "reflection_pad2d.out": ("reflection_pad2d.default", lambda: ((rand(1, 2, 4, 4), [1, 1, 2, 0]), {})),
+    "upsample_nearest2d.out": ("upsample_nearest2d.default", lambda: ((rand(1, 2, 3, 3), [6, 5]), {})),
+    "avg_pool2d.out": ("avg_pool2d.default", lambda: ((rand(1, 2, 6, 6), [2, 2]), {})),
+    "_adaptive_avg_pool2d.out": ("_adaptive_avg_pool2d.default", lambda: ((rand(1, 2, 7, 5), [3, 2]), {})),
+    "index_add.out": ("index_add.default", lambda: ((rand(5, 3), 0, ints(5, 4), rand(4, 3)), {})),
+    "scatter.src_out": ("scatter.src", lambda: ((rand(5, 3), 0, ints(5, 2, 3), rand(2, 3)), {})),
+    "isin.Tensor_Tensor_out": ("isin.Tensor_Tensor", lambda: ((ints(6, 10), ints(6, 3)), {})),
+    "searchsorted.Tensor_out": ("searchsorted.Tensor", lambda: ((torch.arange(8.0), rand(3, 4) * 4), {})),
+    "conj_physical_.default": ("conj_physical.default", lambda: ((rand(3, 4, dtype=torch.complex64),), {})),
+    "native_layer_norm.out": ("native_layer_norm.default", lambda: ((rand(3, 4), [4], rand(4), rand(4), 1e-5), {})),
+}
+
+
+def _op(name):
+    packet, _, overload = name.partition(".")
+    return getattr(getattr(aten, packet), overload)
+
+
+def _plate(value):
+    if isinstance(value, torch.Tensor):
+        return value.to("plate")
+    return type(value)(_plate(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _run(form, args, kwargs, results):
+    """The form over ``args``: in place (on a clone of self) or with out= tensors like ``results`` (empty ones)."""
+    op = _op(form)
+    outs = [a.name for a in op._schema.arguments if a.is_out]
+    if not outs:
+        self = args[0].clone()
+        op(self, *args[1:], **kwargs)
+        return [self]
+    written = [torch.empty(0, dtype=r.dtype, device=args[0].device) for r in results]
+    op(*args, **kwargs, **dict(zip(outs, written)))
+    return written
+
+
+def test_every_case_is_an_adapted_form():
+    forms = out_forms.derived(table.EAGER_OPS, table.overloads())
+    assert {form: forms.get(form) for form in CASES} == {form: name for form, (name, _) in CASES.items()}
+
+
+@pytest.mark.parametrize("form", sorted(CASES))
+def test_form_on_plate_is_the_cpus(form):
+    name, make = CASES[form]
+    args, kwargs = make()
+    results = _op(name)(*args, **kwargs)
+    results = list(results) if isinstance(results, (tuple, list)) else [results]
+    want = _run(form, args, kwargs, results)
+    torch.plate.reset_host_ops()
+    got = _run(form, _plate(args), _plate(kwargs), results)
+    assert torch.plate.host_ops() == {}
+    for g, w in zip(got, want):
+        assert g.device.type == "plate" and g.dtype == w.dtype and g.shape == w.shape
+        torch.testing.assert_close(g.cpu(), w, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.round(x * 100, decimals=1, out=torch.empty(3, 4, dtype=torch.float64, device=x.device)),
+        lambda x: aten.sum.out(x, out=torch.empty(0, dtype=torch.float64, device=x.device)),
+        lambda x: torch.tril(x, out=torch.empty(0, dtype=torch.float64, device=x.device)),
+        lambda x: torch.amax(x, 0, out=torch.empty(4, dtype=torch.float64, device=x.device)),
+        lambda x: torch.round(x * 100, decimals=1, out=torch.empty(3, 4, dtype=torch.long, device=x.device)),
+        lambda x: x.long().round_(decimals=1),
+        lambda x: x[0].renorm_(2, 0, 1.0),
+    ],
+    ids=["round_out_double", "sum_out_double", "tril_out_double", "amax_out_double", "round_out_long",
+         "round_inplace_long", "renorm_inplace_1d"],
+)  # fmt: skip
+def test_an_out_of_another_type_or_a_bad_call_is_the_cpus(fn):
+    """Another type than the result's: what the CPU does (a cast, its result type, or its error), on the host."""
+    x = rand(3, 4)
+    try:
+        want = fn(x)
+    except (RuntimeError, NotImplementedError) as cpu:
+        with pytest.raises(type(cpu)) as plate:
+            fn(x.to("plate"))
+        assert str(plate.value) == str(cpu)
+        return
+    got = fn(x.to("plate"))
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got.cpu(), want)
+
+
+def test_a_wrong_shaped_out_is_resized_with_torchs_warning():
+    x = rand(5, 5)
+    out = torch.zeros(2, 3, device="plate")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.tril(x.to("plate"), out=out)
+    assert any("was resized" in str(w.message) for w in caught)
+    assert out.shape == (5, 5) and torch.equal(out.cpu(), x.tril())
+
+
+def test_an_out_aliasing_its_input_reads_the_input_first():
+    x = rand(4, 5)
+    p = x.to("plate")
+    torch.plate.reset_host_ops()
+    aten.flip.out(p, [1], out=p)
+    torch.amax(p, 1, keepdim=True, out=p[:, :1])
+    assert torch.plate.host_ops() == {}
+    want = x.flip(1)
+    want[:, :1] = want.amax(1, keepdim=True)
+    assert torch.equal(p.cpu(), want)
