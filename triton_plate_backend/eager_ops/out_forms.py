@@ -12,7 +12,7 @@ none, an in-place ``result type Float can't be cast...``, a reduction computing 
 kernels do not all share. Otherwise the form runs on meta tensors (ops.Call.meta): torch's argument checks, and its
 warning when it resizes an out= tensor of another shape (what the meta kernel refuses runs on the host, raising the
 CPU's error). Then the functional kernel computes into a tensor of its own (so an out= aliasing an input reads the
-input unchanged) and its result is copied into ``out`` / ``self``, resized to the meta result's shape first."""
+input unchanged) and its result is copied into ``out`` / ``self``, resized to the result's shape first."""
 
 from __future__ import annotations
 
@@ -83,14 +83,27 @@ def _forms(name: str) -> list[str]:
     return forms
 
 
+def _composite(form: str) -> bool:
+    """ATen's kernel of ``form`` is a composite (its functional op, then a copy; or other ops): it reaches plate's
+    kernels already (conj_physical_ of a real tensor is no op at all)."""
+    packet, _, overload = form.partition(".")
+    name = f"aten::{packet}" if overload == "default" else f"aten::{packet}.{overload}"
+    return any(torch._C._dispatch_has_kernel_for_dispatch_key(name, key) for key in COMPOSITES)
+
+
+COMPOSITES = ("CompositeExplicitAutograd", "CompositeImplicitAutograd")
+# composites adapted all the same: ATen's calls a DispatchStub plate has no kernel in (an internal assert on plate)
+STUB_COMPOSITES = frozenset({"conj_physical_.default"})
+
+
 def derived(rows, covered) -> dict[str, str]:
-    """form -> its functional overload, for every row of ``rows`` and each of its forms that is neither in
-    ``covered`` (a family's own variant) nor in NOT_ADAPTED."""
+    """form -> its functional overload, for every row of ``rows`` and each of its forms that is not in ``covered``
+    (a family's own variant), not a composite and not in NOT_ADAPTED: the forms the CPU fallback would take."""
     return {
         form: name
         for name in rows
         for form in _forms(name)
-        if form not in covered and form not in NOT_ADAPTED
+        if form not in covered and form not in NOT_ADAPTED and (form in STUB_COMPOSITES or not _composite(form))
     }  # fmt: skip
 
 
@@ -121,12 +134,11 @@ def adapter(op: torch._ops.OpOverload, functional: torch._ops.OpOverload, kernel
         expected = call.meta()  # torch's checks, and its warning when it resizes an out= tensor
         if expected is None:
             return call.host_result
-        shapes = list(expected) if isinstance(expected, (tuple, list)) else [expected]
         result = kernel(*args, **kwargs)
         results = list(result) if isinstance(result, (tuple, list)) else [result]
-        for target, shape, value in zip(written, shapes, results):
-            if target.shape != shape.shape:
-                target.resize_(shape.shape)
+        for target, value in zip(written, results):
+            if target.shape != value.shape:
+                target.resize_(value.shape)  # the meta kernel warned as torch warns (when out had elements)
             target.copy_(value)
         return tuple(written) if len(schema.returns) > 1 else written[0]
 
