@@ -64,6 +64,7 @@ CASES = {
     "isin.Tensor_Tensor_out": ("isin.Tensor_Tensor", lambda: ((ints(6, 10), ints(6, 3)), {})),
     "searchsorted.Tensor_out": ("searchsorted.Tensor", lambda: ((torch.arange(8.0), rand(3, 4) * 4), {})),
     "conj_physical_.default": ("conj_physical.default", lambda: ((rand(3, 4, dtype=torch.complex64),), {})),
+    "conj_physical.out": ("conj_physical.default", lambda: ((rand(3, 4),), {})),
     "native_layer_norm.out": ("native_layer_norm.default", lambda: ((rand(3, 4), [4], rand(4), rand(4), 1e-5), {})),
 }
 
@@ -144,6 +145,17 @@ def test_an_out_of_another_type_or_a_bad_call_is_the_cpus(fn):
     got = fn(x.to("plate"))
     assert got.dtype == want.dtype
     torch.testing.assert_close(got.cpu(), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.complex64])
+def test_conj_physical_in_place_is_the_cpus(dtype):
+    """conj_physical_ (its ATen composite calls a DispatchStub plate lacks): the conjugate, a real tensor unchanged."""
+    x = rand(3, 4, dtype=dtype) if dtype != torch.int64 else ints(9, 3, 4)
+    p = x.to("plate")
+    torch.plate.reset_host_ops()
+    p.conj_physical_()
+    assert torch.plate.host_ops() == {}
+    assert torch.equal(p.cpu(), x.clone().conj_physical_())
 
 
 def test_a_wrong_shaped_out_is_resized_with_torchs_warning():
