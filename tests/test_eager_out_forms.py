@@ -65,8 +65,61 @@ CASES = {
     "searchsorted.Tensor_out": ("searchsorted.Tensor", lambda: ((torch.arange(8.0), rand(3, 4) * 4), {})),
     "conj_physical_.default": ("conj_physical.default", lambda: ((rand(3, 4, dtype=torch.complex64),), {})),
     "conj_physical.out": ("conj_physical.default", lambda: ((rand(3, 4),), {})),
+    "_softmax_backward_data.out": (
+        "_softmax_backward_data.default",
+        lambda: ((rand(3, 4), rand(3, 4).softmax(1), 1, torch.float32), {}),
+    ),
+    "_log_softmax_backward_data.out": (
+        "_log_softmax_backward_data.default",
+        lambda: ((rand(3, 4), rand(3, 4).log_softmax(1), 1, torch.float32), {}),
+    ),
+    "_upsample_nearest_exact1d.out": ("_upsample_nearest_exact1d.default", lambda: ((rand(1, 2, 5), [7]), {})),
+    "_upsample_nearest_exact2d.out": ("_upsample_nearest_exact2d.default", lambda: ((rand(1, 2, 3, 5), [4, 7]), {})),
+    "upsample_nearest1d.out": ("upsample_nearest1d.default", lambda: ((rand(1, 2, 5), [9]), {})),
+    "upsample_nearest3d.out": ("upsample_nearest3d.default", lambda: ((rand(1, 1, 2, 3, 2), [3, 4, 4]), {})),
+    "upsample_linear1d.out": ("upsample_linear1d.default", lambda: ((rand(1, 2, 5), [8], False), {})),
+    "upsample_bilinear2d.out": ("upsample_bilinear2d.default", lambda: ((rand(1, 2, 3, 3), [5, 4], True), {})),
+    "upsample_bicubic2d.out": ("upsample_bicubic2d.default", lambda: ((rand(1, 2, 4, 4), [6, 5], False), {})),
+    "upsample_trilinear3d.out": ("upsample_trilinear3d.default", lambda: ((rand(1, 1, 2, 3, 2), [3, 4, 4], False), {})),
+    "adaptive_max_pool2d.out": ("adaptive_max_pool2d.default", lambda: ((rand(1, 2, 7, 5), [3, 2]), {})),
+    "max_pool2d_with_indices.out": ("max_pool2d_with_indices.default", lambda: ((rand(1, 2, 6, 6), [2, 2]), {})),
+    "aminmax.out": ("aminmax.default", lambda: ((rand(4, 6),), {"dim": 1})),
+    "median.dim_values": ("median.dim", lambda: ((rand(4, 5), 1), {})),
+    "nanmedian.dim_values": ("nanmedian.dim", lambda: ((rand(4, 5), 0), {})),
+    "sort.values_stable": ("sort.stable", lambda: ((rand(3, 5),), {"stable": True, "dim": 1})),
+    "binary_cross_entropy.out": (
+        "binary_cross_entropy.default",
+        lambda: ((rand(3, 4).sigmoid(), rand(3, 4).sigmoid()), {}),
+    ),
+    "huber_loss.out": ("huber_loss.default", lambda: ((rand(3, 4), rand(3, 4)), {})),
+    "smooth_l1_loss.out": ("smooth_l1_loss.default", lambda: ((rand(3, 4), rand(3, 4)), {})),
+    "mse_loss_backward.grad_input": ("mse_loss_backward.default", lambda: ((rand(), rand(3, 4), rand(3, 4), 1), {})),
+    "glu_backward.grad_input": ("glu_backward.default", lambda: ((rand(3, 2), rand(3, 4), 1), {})),
+    "nll_loss_forward.output": ("nll_loss_forward.default", lambda: ((rand(5, 3), ints(3, 5), None, 1, -100), {})),
+    "multi_margin_loss.out": ("multi_margin_loss.default", lambda: ((rand(5, 3), ints(3, 5)), {})),
+    "im2col.out": ("im2col.default", lambda: ((rand(1, 2, 5, 5), [2, 2], [1, 1], [0, 0], [1, 1]), {})),
+    "col2im.out": ("col2im.default", lambda: ((rand(1, 8, 16), [5, 5], [2, 2], [1, 1], [0, 0], [1, 1]), {})),
+    "index.Tensor_out": ("index.Tensor", lambda: ((rand(5, 3), [ints(5, 4)]), {})),
+    "isin.Tensor_Scalar_out": ("isin.Tensor_Scalar", lambda: ((ints(6, 10), 3), {})),
+    "searchsorted.Scalar_out": ("searchsorted.Scalar", lambda: ((torch.arange(8.0), 2.5), {})),
+    "scatter.value_out": ("scatter.value", lambda: ((rand(5, 3), 0, ints(5, 2, 3), 1.5), {})),
+    "norm.out": ("norm.ScalarOpt_dim", lambda: ((rand(3, 4), 2, [1]), {})),
+    "reflection_pad1d.out": ("reflection_pad1d.default", lambda: ((rand(1, 2, 5), [2, 1]), {})),
+    "replication_pad1d.out": ("replication_pad1d.default", lambda: ((rand(1, 2, 5), [2, 1]), {})),
+    "replication_pad2d.out": ("replication_pad2d.default", lambda: ((rand(1, 2, 4, 4), [1, 2, 0, 1]), {})),
+    "reflection_pad3d.out": ("reflection_pad3d.default", lambda: ((rand(1, 1, 3, 3, 3), [1, 1, 1, 1, 1, 1]), {})),
+    "replication_pad3d.out": ("replication_pad3d.default", lambda: ((rand(1, 1, 3, 3, 3), [1, 0, 1, 0, 2, 1]), {})),
+    "max_unpool2d.out": (
+        "max_unpool2d.default",
+        lambda: ((rand(1, 1, 2, 2), torch.tensor([[[[0, 3], [9, 14]]]]), [4, 4]), {}),
+    ),
     "native_layer_norm.out": ("native_layer_norm.default", lambda: ((rand(3, 4), [4], rand(4), rand(4), 1e-5), {})),
 }
+
+
+# forms whose CPU out= kernel differs from its functional form (binary_cross_entropy.out of a mean loss into an empty
+# out returned nan here, the functional form the loss): plate's result is compared with the functional CPU result
+CPU_FORM_DIFFERS = {"binary_cross_entropy.out"}
 
 
 def _op(name):
@@ -109,7 +162,7 @@ def test_form_on_plate_is_the_cpus(form):
     args, kwargs = make()
     results = _op(name)(*args, **kwargs)
     results = list(results) if isinstance(results, (tuple, list)) else [results]
-    want = _run(form, args, kwargs, results)
+    want = results if form in CPU_FORM_DIFFERS else _run(form, args, kwargs, results)
     torch.plate.reset_host_ops()
     got = _run(form, _plate(args), _plate(kwargs), results)
     assert torch.plate.host_ops() == {}
