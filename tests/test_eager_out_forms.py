@@ -24,6 +24,14 @@ def ints(high, *shape):
     return torch.randint(0, high, shape, generator=G)
 
 
+def _pool_backward(x, forward, *params):
+    """(grad_output, self, *params, indices) of a max pool's backward: the forward's indices."""
+    out, indices = forward(x, *params)
+    if forward is aten.adaptive_max_pool2d:
+        return (rand(*out.shape), x, indices), {}
+    return (rand(*out.shape), x, *params, indices), {}
+
+
 # form -> (functional overload, its arguments on the CPU); the form takes the same arguments (and out=)
 CASES = {
     "amax.out": ("amax.default", lambda: ((rand(4, 6), [1]), {})),
@@ -109,6 +117,91 @@ CASES = {
     "replication_pad2d.out": ("replication_pad2d.default", lambda: ((rand(1, 2, 4, 4), [1, 2, 0, 1]), {})),
     "reflection_pad3d.out": ("reflection_pad3d.default", lambda: ((rand(1, 1, 3, 3, 3), [1, 1, 1, 1, 1, 1]), {})),
     "replication_pad3d.out": ("replication_pad3d.default", lambda: ((rand(1, 1, 3, 3, 3), [1, 0, 1, 0, 2, 1]), {})),
+    "reflection_pad1d_backward.grad_input": (
+        "reflection_pad1d_backward.default",
+        lambda: ((rand(1, 2, 8), rand(1, 2, 5), [2, 1]), {}),
+    ),
+    "reflection_pad2d_backward.grad_input": (
+        "reflection_pad2d_backward.default",
+        lambda: ((rand(1, 2, 6, 6), rand(1, 2, 4, 4), [1, 1, 2, 0]), {}),
+    ),
+    "reflection_pad3d_backward.grad_input": (
+        "reflection_pad3d_backward.default",
+        lambda: ((rand(1, 1, 5, 5, 5), rand(1, 1, 3, 3, 3), [1] * 6), {}),
+    ),
+    "replication_pad1d_backward.grad_input": (
+        "replication_pad1d_backward.default",
+        lambda: ((rand(1, 2, 8), rand(1, 2, 5), [2, 1]), {}),
+    ),
+    "replication_pad2d_backward.grad_input": (
+        "replication_pad2d_backward.default",
+        lambda: ((rand(1, 2, 5, 7), rand(1, 2, 4, 4), [1, 2, 0, 1]), {}),
+    ),
+    "replication_pad3d_backward.grad_input": (
+        "replication_pad3d_backward.default",
+        lambda: ((rand(1, 1, 6, 4, 4), rand(1, 1, 3, 3, 3), [1, 0, 1, 0, 2, 1]), {}),
+    ),
+    "upsample_nearest1d_backward.grad_input": (
+        "upsample_nearest1d_backward.default",
+        lambda: ((rand(1, 2, 9), [9], [1, 2, 5]), {}),
+    ),
+    "upsample_nearest3d_backward.grad_input": (
+        "upsample_nearest3d_backward.default",
+        lambda: ((rand(1, 1, 3, 4, 4), [3, 4, 4], [1, 1, 2, 3, 2]), {}),
+    ),
+    "upsample_linear1d_backward.grad_input": (
+        "upsample_linear1d_backward.default",
+        lambda: ((rand(1, 2, 8), [8], [1, 2, 5], False), {}),
+    ),
+    "upsample_trilinear3d_backward.grad_input": (
+        "upsample_trilinear3d_backward.default",
+        lambda: ((rand(1, 1, 3, 4, 4), [3, 4, 4], [1, 1, 2, 3, 2], False), {}),
+    ),
+    "upsample_bicubic2d_backward.grad_input": (
+        "upsample_bicubic2d_backward.default",
+        lambda: ((rand(1, 2, 6, 5), [6, 5], [1, 2, 4, 4], False), {}),
+    ),
+    "_upsample_nearest_exact1d_backward.grad_input": (
+        "_upsample_nearest_exact1d_backward.default",
+        lambda: ((rand(1, 2, 7), [7], [1, 2, 5]), {}),
+    ),
+    "_upsample_nearest_exact2d_backward.grad_input": (
+        "_upsample_nearest_exact2d_backward.default",
+        lambda: ((rand(1, 2, 4, 7), [4, 7], [1, 2, 3, 5]), {}),
+    ),
+    "_upsample_nearest_exact3d.out": (
+        "_upsample_nearest_exact3d.default",
+        lambda: ((rand(1, 1, 2, 3, 2), [3, 4, 4]), {}),
+    ),
+    "avg_pool2d_backward.grad_input": (
+        "avg_pool2d_backward.default",
+        lambda: ((rand(1, 2, 3, 3), rand(1, 2, 6, 6), [2, 2], [2, 2], [0, 0], False, True, None), {}),
+    ),
+    "smooth_l1_loss_backward.grad_input": (
+        "smooth_l1_loss_backward.default",
+        lambda: ((rand(), rand(3, 4), rand(3, 4), 1, 1.0), {}),
+    ),
+    "huber_loss_backward.out": ("huber_loss_backward.default", lambda: ((rand(), rand(3, 4), rand(3, 4), 1, 1.0), {})),
+    "binary_cross_entropy_backward.grad_input": (
+        "binary_cross_entropy_backward.default",
+        lambda: ((rand(), rand(3, 4).sigmoid(), rand(3, 4).sigmoid(), None, 1), {}),
+    ),
+    "nll_loss_backward.grad_input": (
+        "nll_loss_backward.default",
+        lambda: ((rand(), rand(5, 3), ints(3, 5), None, 1, -100, torch.tensor(5.0)), {}),
+    ),
+    "isin.Scalar_Tensor_out": ("isin.Scalar_Tensor", lambda: ((3, ints(6, 4)), {})),
+    "max_pool3d_with_indices.out": ("max_pool3d_with_indices.default", lambda: ((rand(1, 1, 4, 4, 4), [2, 2, 2]), {})),
+    "adaptive_max_pool3d.out": ("adaptive_max_pool3d.default", lambda: ((rand(1, 1, 5, 4, 3), [2, 2, 2]), {})),
+    "max_pool2d_with_indices_backward.grad_input": (
+        "max_pool2d_with_indices_backward.default",
+        lambda: _pool_backward(rand(1, 2, 6, 6), aten.max_pool2d_with_indices, [2, 2], [2, 2], [0, 0], [1, 1], False),
+    ),
+    "adaptive_max_pool2d_backward.grad_input": (
+        "adaptive_max_pool2d_backward.default",
+        lambda: _pool_backward(rand(1, 2, 7, 5), aten.adaptive_max_pool2d, [3, 2]),
+    ),
+    "norm.dtype_out": ("norm.ScalarOpt_dim_dtype", lambda: ((rand(3, 4), 2, [1], False), {"dtype": torch.float64})),
     "max_unpool2d.out": (
         "max_unpool2d.default",
         lambda: ((rand(1, 1, 2, 2), torch.tensor([[[[0, 3], [9, 14]]]]), [4, 4]), {}),
@@ -117,9 +210,10 @@ CASES = {
 }
 
 
-# forms whose CPU out= kernel differs from its functional form (binary_cross_entropy.out of a mean loss into an empty
-# out returned nan here, the functional form the loss): plate's result is compared with the functional CPU result
-CPU_FORM_DIFFERS = {"binary_cross_entropy.out"}
+# forms whose CPU out= kernel differs from its functional form with an empty out (binary_cross_entropy.out of a mean
+# loss returned nan here, binary_cross_entropy_backward.grad_input left grad_input empty): plate's result is compared
+# with the functional CPU result
+CPU_FORM_DIFFERS = {"binary_cross_entropy.out", "binary_cross_entropy_backward.grad_input"}
 
 
 def _op(name):
@@ -141,7 +235,8 @@ def _run(form, args, kwargs, results):
         self = args[0].clone()
         op(self, *args[1:], **kwargs)
         return [self]
-    written = [torch.empty(0, dtype=r.dtype, device=args[0].device) for r in results]
+    device = next(a.device for a in args if isinstance(a, torch.Tensor))
+    written = [torch.empty(0, dtype=r.dtype, device=device) for r in results]
     op(*args, **kwargs, **dict(zip(outs, written)))
     return written
 
