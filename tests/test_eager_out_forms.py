@@ -24,10 +24,13 @@ def ints(high, *shape):
     return torch.randint(0, high, shape, generator=G)
 
 
+MULTILABEL_TARGET = torch.tensor([[3, 0, -1, 1], [1, 2, 3, -1]])
+
+
 def _pool_backward(x, forward, *params):
     """(grad_output, self, *params, indices) of a max pool's backward: the forward's indices."""
     out, indices = forward(x, *params)
-    if forward is aten.adaptive_max_pool2d:
+    if forward in (aten.adaptive_max_pool2d, aten.adaptive_max_pool3d):
         return (rand(*out.shape), x, indices), {}
     return (rand(*out.shape), x, *params, indices), {}
 
@@ -202,6 +205,49 @@ CASES = {
         lambda: _pool_backward(rand(1, 2, 7, 5), aten.adaptive_max_pool2d, [3, 2]),
     ),
     "norm.dtype_out": ("norm.ScalarOpt_dim_dtype", lambda: ((rand(3, 4), 2, [1], False), {"dtype": torch.float64})),
+    "_upsample_nearest_exact3d_backward.grad_input": (
+        "_upsample_nearest_exact3d_backward.default",
+        lambda: ((rand(1, 1, 3, 4, 4), [3, 4, 4], [1, 1, 2, 3, 2]), {}),
+    ),
+    "avg_pool3d_backward.grad_input": (
+        "avg_pool3d_backward.default",
+        lambda: ((rand(1, 1, 2, 2, 2), rand(1, 1, 4, 4, 4), [2] * 3, [2] * 3, [0] * 3, False, True, None), {}),
+    ),
+    "max_pool3d_with_indices_backward.grad_input": (
+        "max_pool3d_with_indices_backward.default",
+        lambda: _pool_backward(
+            rand(1, 1, 4, 4, 4), aten.max_pool3d_with_indices, [2] * 3, [2] * 3, [0] * 3, [1] * 3, False
+        ),
+    ),
+    "adaptive_max_pool3d_backward.grad_input": (
+        "adaptive_max_pool3d_backward.default",
+        lambda: _pool_backward(rand(1, 1, 5, 4, 3), aten.adaptive_max_pool3d, [2, 2, 2]),
+    ),
+    "max_unpool3d.out": (
+        "max_unpool3d.default",
+        lambda: ((rand(1, 1, 1, 1, 2), torch.tensor([[[[[0, 7]]]]]), [2, 2, 2], [2, 2, 2], [0, 0, 0]), {}),
+    ),
+    "multi_margin_loss_backward.grad_input": (
+        "multi_margin_loss_backward.default",
+        lambda: ((rand(), rand(5, 3), ints(3, 5), 1, 1.0, None, 1), {}),
+    ),
+    "multilabel_margin_loss_forward.output": (
+        "multilabel_margin_loss_forward.default",
+        lambda: ((rand(2, 4), MULTILABEL_TARGET, 1), {}),
+    ),
+    "multilabel_margin_loss_backward.grad_input": (
+        "multilabel_margin_loss_backward.default",
+        lambda: (
+            (
+                rand(),
+                x := rand(2, 4),
+                MULTILABEL_TARGET,
+                1,
+                aten.multilabel_margin_loss_forward(x, MULTILABEL_TARGET, 1)[1],
+            ),
+            {},
+        ),
+    ),
     "max_unpool2d.out": (
         "max_unpool2d.default",
         lambda: ((rand(1, 1, 2, 2), torch.tensor([[[[0, 3], [9, 14]]]]), [4, 4]), {}),
@@ -314,6 +360,20 @@ def test_a_wrong_shaped_out_is_resized_with_torchs_warning():
         torch.tril(x.to("plate"), out=out)
     assert any("was resized" in str(w.message) for w in caught)
     assert out.shape == (5, 5) and torch.equal(out.cpu(), x.tril())
+
+
+def test_a_form_whose_functional_has_no_meta_kernel_resizes_with_torchs_warning():
+    """multi_margin_loss_backward has no meta kernel: the result's shape and type come from plate's kernel."""
+    args = (rand(), rand(5, 3), ints(3, 5), 1, 1.0, None, 1)
+    want = aten.multi_margin_loss_backward(*args)
+    out = torch.zeros(2, device="plate")
+    torch.plate.reset_host_ops()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        aten.multi_margin_loss_backward.grad_input(*_plate(args), grad_input=out)
+    assert torch.plate.host_ops() == {}
+    assert any("was resized" in str(w.message) for w in caught)
+    torch.testing.assert_close(out.cpu(), want)
 
 
 def test_an_out_aliasing_its_input_reads_the_input_first():

@@ -9,7 +9,8 @@ those whose functional result is not what the form writes (random draws, data-de
 ``adapter(op, functional, kernel)``: an out= / self tensor of another type than the functional result's runs on
 the host: the CPU applies its own rules (a cast, ``Found dtype Double but expected Float`` of the forms that allow
 none, an in-place ``result type Float can't be cast...``, a reduction computing in out's type), which the meta
-kernels do not all share. Otherwise the form runs on meta tensors (ops.Call.meta): torch's argument checks, and its
+kernels do not all share (a functional op without a meta kernel: its result's type, after the kernel ran). Otherwise
+the form runs on meta tensors (ops.Call.meta): torch's argument checks, and its
 warning when it resizes an out= tensor of another shape (what the meta kernel refuses runs on the host, raising the
 CPU's error). Then the functional kernel computes into a tensor of its own (so an out= aliasing an input reads the
 input unchanged) and its result is copied into ``out`` / ``self``, resized to the result's shape first."""
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from torch._prims_common.wrappers import _maybe_resize_out
 
 from .ops import Call, _meta
 
@@ -129,15 +131,21 @@ def adapter(op: torch._ops.OpOverload, functional: torch._ops.OpOverload, kernel
         args = [call[n] for n in positional]
         kwargs = {n: call[n] for n in keywords}
         written = [call[n] for n in targets]
-        if call.mixed or _dtypes(functional, args, kwargs) != [t.dtype for t in written]:
+        dtypes = _dtypes(functional, args, kwargs)  # None: no meta kernel (or it refuses: the kernel raises)
+        if call.mixed or (dtypes is not None and dtypes != [t.dtype for t in written]):
             return call.on_host()  # a cast into out / self: the CPU's own rules (some forms refuse any cast)
-        expected = call.meta()  # torch's checks, and its warning when it resizes an out= tensor
-        if expected is None:
-            return call.host_result
+        if dtypes is not None:
+            expected = call.meta()  # torch's checks, and its warning when it resizes an out= tensor
+            if expected is None:
+                return call.host_result
         result = kernel(*args, **kwargs)
         results = list(result) if isinstance(result, (tuple, list)) else [result]
+        if dtypes is None and [r.dtype for r in results] != [t.dtype for t in written]:
+            return call.on_host()
         for target, value in zip(written, results):
-            if target.shape != value.shape:
+            if dtypes is None:
+                _maybe_resize_out(target, value.shape)  # torch's Python warning (no meta kernel gave it)
+            elif target.shape != value.shape:
                 target.resize_(value.shape)  # the meta kernel warned as torch warns (when out had elements)
             target.copy_(value)
         return tuple(written) if len(schema.returns) > 1 else written[0]
