@@ -213,6 +213,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.gradients",
         f"{TPB}.eager_ops.index_forms",
         f"{TPB}.eager_ops.indexing",
+        f"{TPB}.eager_ops.out_forms",
         f"{TPB}.eager_ops.integer_histc",
         f"{TPB}.eager_ops.kernels",
         f"{TPB}.eager_ops.launch",

@@ -130,6 +130,8 @@ def conj_physical(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
         x = call["self"]
+        if not x.is_complex() and call.target_name is None and not call.mixed:
+            return x.clone()  # a real tensor is its own conjugate (ATen's copy)
         if not _viewable([x]) or call.target_name is not None:
             return call.on_host()
         out = torch.empty_like(x)

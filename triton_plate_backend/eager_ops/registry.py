@@ -31,6 +31,7 @@ from . import (
     multilabel_margin,
     narrow_types,
     ops,
+    out_forms,
     parametric,
     pooling,
     reductions,
@@ -44,7 +45,7 @@ from . import (
     weight_norm,
 )
 from .launch import library_compiles
-from .table import overloads
+from .table import EAGER_OPS, overloads
 
 # Row.family -> the builder of that family's kernels
 FAMILIES = {
@@ -105,13 +106,27 @@ def register() -> None:
     if _library is not None:
         return
     library = torch.library.Library("aten", "IMPL")
-    for name, row in overloads().items():
-        packet, _, overload = name.partition(".")
-        op = getattr(getattr(torch.ops.aten, packet), overload)
+    covered = overloads()
+    for name, row in covered.items():
+        op = _overload(name)
         key = "AutogradPrivateUse1" if row.family in ops.AUTOGRAD_FAMILIES else "PrivateUse1"
-        kernel = complex_views.stand_in(name, op, narrow_types.stand_in(name, op, FAMILIES[row.family](op, row)))
-        library.impl(op, _untraced(kernel), key)
+        library.impl(op, _untraced(_kernel(name, op, row)), key)
+    # the other out= / in-place forms: the functional row's kernel, its result written as ATen writes it
+    for form, name in out_forms.derived(EAGER_OPS, covered).items():
+        functional = _overload(name)
+        kernel = out_forms.adapter(_overload(form), functional, _kernel(name, functional, EAGER_OPS[name]))
+        library.impl(_overload(form), _untraced(kernel), "PrivateUse1")
     _library = library
+
+
+def _overload(name: str) -> torch._ops.OpOverload:
+    packet, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.aten, packet), overload)
+
+
+def _kernel(name: str, op: torch._ops.OpOverload, row) -> Callable:
+    """The plate kernel of the table's overload ``name`` (its family's, with the stand-ins that wrap it)."""
+    return complex_views.stand_in(name, op, narrow_types.stand_in(name, op, FAMILIES[row.family](op, row)))
 
 
 def registered() -> bool:
