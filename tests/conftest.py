@@ -55,6 +55,22 @@ def _forget_bench_kernels() -> None:
         compile_workers.follow_machine()
 
 
+@pytest.fixture
+def fresh_compile():
+    """Each test compiles from scratch: Dynamo's caches and counters and plate's host-fallback counts reset
+    before it, Dynamo's caches after it (the compile tests' modules use it: pytestmark)."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    import inductor_plate
+
+    torch._dynamo.reset()
+    counters.clear()
+    inductor_plate.reset_host_fallbacks()
+    yield
+    torch._dynamo.reset()
+
+
 @pytest.fixture(scope="module")
 def plate_mini_module():
     """The plate-mini machine (4 domains x 2 cores) as device 0 for a whole test module."""

@@ -19,12 +19,7 @@ def mini(plate_mini_module):
     return plate_mini_module
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    torch._dynamo.reset()
-    inductor_plate.reset_host_fallbacks()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compile")
 
 
 def unique_on_host(y):

@@ -23,13 +23,7 @@ def mini(plate_mini_module):
     return plate_mini_module
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    counters.clear()
-    inductor_plate.reset_host_fallbacks()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compile")
 
 
 class RMSNorm(nn.Module):

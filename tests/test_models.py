@@ -33,12 +33,7 @@ def mini(plate_mini_module):
     return plate_mini_module
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    counters.clear()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compile")
 
 
 def on_plate(values):
