@@ -323,6 +323,33 @@ PyObject* imm_key(PyObject* v) {
   return value_key(x.p);
 }
 
+// A fresh register written by one emitted instruction (mnemonic, the register, *operands); kept under key in
+// memo first when memo is given (a rematerialisation's miss)
+PyObject* emit_fresh(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* const* operands, Py_ssize_t n,
+                     PyObject* hint, PyObject* suffixes, PyObject* memo, PyObject* key) {
+  Ref r(PyObject_CallOneArg(g_vreg, hint));
+  if (r.p == nullptr || (memo != nullptr && PyDict_SetItem(memo, key, r.p) < 0)) return nullptr;
+  Ref ops(tuple_of(operands, n, r.p));
+  if (ops.p == nullptr) return nullptr;
+  Ref inst(do_emit(em, mnemonic, entry, ops.p, suffixes));
+  if (inst.p == nullptr) return nullptr;
+  return r.release();
+}
+
+// A rematerialisation's hit: the kept register (a new reference), noted in the emitter's shared set
+PyObject* shared_hit(PyObject* em, PyObject* got) {
+  Ref shared(PyObject_GetAttr(em, s_shared));
+  if (shared.p == nullptr) return nullptr;
+  if (PySet_CheckExact(shared.p)) {
+    if (PySet_Add(shared.p, got) < 0) return nullptr;
+  } else {
+    Ref done(PyObject_CallMethod(shared.p, "add", "O", got));
+    if (done.p == nullptr) return nullptr;
+  }
+  Py_INCREF(got);
+  return got;
+}
+
 // Core.rematerialised(mnemonic, *operands, suffixes=(), hint=""): Emitter.rematerialised
 PyObject* core_remat(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
   size_t nargs = PyVectorcall_NARGS(nargsf);
@@ -340,16 +367,8 @@ PyObject* core_remat(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, P
   PyObject* mnemonic = args[0];
   const Py_ssize_t n = (Py_ssize_t)nargs - 1;
   PyObject* const* operands = args + 1;
-  Ref r;
-  if (memo.p == Py_None) {  // every use computes its own
-    r.reset(PyObject_CallOneArg(g_vreg, hint));
-    if (r.p == nullptr) return nullptr;
-    Ref ops(tuple_of(operands, n, r.p));
-    if (ops.p == nullptr) return nullptr;
-    Ref inst(do_emit(em.p, mnemonic, entry, ops.p, suffixes));
-    if (inst.p == nullptr) return nullptr;
-    return r.release();
-  }
+  if (memo.p == Py_None)  // every use computes its own
+    return emit_fresh(em.p, mnemonic, entry, operands, n, hint, suffixes, nullptr, nullptr);
   // key: (mnemonic, suffixes, *((v, version) for a register, imm_key(v) for anything else))
   Ref key(PyTuple_New(n + 2));
   if (key.p == nullptr) return nullptr;
@@ -384,25 +403,9 @@ PyObject* core_remat(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, P
   }
   PyObject* got = PyDict_GetItemWithError(memo.p, key.p);
   if (got == nullptr && PyErr_Occurred()) return nullptr;
-  if (got == nullptr || got == Py_None) {
-    r.reset(PyObject_CallOneArg(g_vreg, hint));
-    if (r.p == nullptr || PyDict_SetItem(memo.p, key.p, r.p) < 0) return nullptr;
-    Ref ops(tuple_of(operands, n, r.p));
-    if (ops.p == nullptr) return nullptr;
-    Ref inst(do_emit(em.p, mnemonic, entry, ops.p, suffixes));
-    if (inst.p == nullptr) return nullptr;
-    return r.release();
-  }
-  Ref shared(PyObject_GetAttr(em.p, s_shared));
-  if (shared.p == nullptr) return nullptr;
-  if (PySet_CheckExact(shared.p)) {
-    if (PySet_Add(shared.p, got) < 0) return nullptr;
-  } else {
-    Ref done(PyObject_CallMethod(shared.p, "add", "O", got));
-    if (done.p == nullptr) return nullptr;
-  }
-  Py_INCREF(got);
-  return got;
+  if (got == nullptr || got == Py_None)
+    return emit_fresh(em.p, mnemonic, entry, operands, n, hint, suffixes, memo.p, key.p);
+  return shared_hit(em.p, got);
 }
 
 // Core.li(value, hint=""): Emitter.li, rematerialised("s.li", Imm(value), hint=hint), the Imm made only when the block
@@ -431,18 +434,7 @@ PyObject* core_li(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyOb
     PyTuple_SET_ITEM(key.p, 2, vk);
     PyObject* got = PyDict_GetItemWithError(memo.p, key.p);
     if (got == nullptr && PyErr_Occurred()) return nullptr;
-    if (got != nullptr && got != Py_None) {
-      Ref shared(PyObject_GetAttr(em.p, s_shared));
-      if (shared.p == nullptr) return nullptr;
-      if (PySet_CheckExact(shared.p)) {
-        if (PySet_Add(shared.p, got) < 0) return nullptr;
-      } else {
-        Ref done(PyObject_CallMethod(shared.p, "add", "O", got));
-        if (done.p == nullptr) return nullptr;
-      }
-      Py_INCREF(got);
-      return got;
-    }
+    if (got != nullptr && got != Py_None) return shared_hit(em.p, got);
   }
   Ref imm(PyObject_CallOneArg(g_imm, args[0]));
   if (imm.p == nullptr) return nullptr;
