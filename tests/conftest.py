@@ -56,6 +56,27 @@ def _forget_bench_kernels() -> None:
 
 
 @pytest.fixture
+def plate_active_driver(monkeypatch, tmp_path):
+    """PlateDriver as Triton's active driver (the backend registered as discovery would where its entry point is
+    not installed), a fresh Triton cache, CPU tensors as device memory; the driver that was active, after."""
+    import triton
+    from triton.backends import Backend, backends
+
+    from triton_plate_backend.compiler import PlateBackend
+    from triton_plate_backend.driver import PlateDriver
+
+    if "plate" not in backends:
+        monkeypatch.setitem(backends, "plate", Backend(PlateBackend, PlateDriver))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    monkeypatch.setenv("PLATE_HOST_MEMORY", "1")
+    saved = triton.runtime.driver._active
+    drv = PlateDriver()
+    triton.runtime.driver.set_active(drv)
+    yield drv
+    triton.runtime.driver._active = saved
+
+
+@pytest.fixture
 def fresh_compile():
     """Each test compiles from scratch: Dynamo's caches and counters and plate's host-fallback counts reset
     before it, Dynamo's caches after it (the compile tests' modules use it: pytestmark)."""

@@ -14,23 +14,12 @@ import triton.language as tl
 
 from triton_plate_backend import shims
 from triton_plate_backend.compiler import PlateBackend
-from triton_plate_backend.driver import PlateDriver
 
 
 @pytest.fixture
-def active(monkeypatch, tmp_path):
+def active(plate_active_driver):
     """PlateDriver as Triton's active driver (its "driver" shims installed), a fresh Triton cache."""
-    from triton.backends import Backend, backends
-
-    if "plate" not in backends:
-        monkeypatch.setitem(backends, "plate", Backend(PlateBackend, PlateDriver))
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    monkeypatch.setenv("PLATE_HOST_MEMORY", "1")  # cpu tensors as device memory
-    saved = triton.runtime.driver._active
-    drv = PlateDriver()
-    triton.runtime.driver.set_active(drv)
-    yield drv
-    triton.runtime.driver._active = saved
+    return plate_active_driver
 
 
 @triton.jit

@@ -12,7 +12,6 @@ from triton.backends.compiler import GPUTarget
 
 from triton_plate_backend import driver as plate_driver
 from triton_plate_backend import shims
-from triton_plate_backend.compiler import PlateBackend
 from triton_plate_backend.driver import PlateDriver, do_bench_modeled
 from triton_plate_backend.errors import PlateError
 from triton_plate_backend.sim import device as sim_device
@@ -31,19 +30,9 @@ def mini(monkeypatch):
 
 
 @pytest.fixture
-def active(monkeypatch, mini, tmp_path):
-    """PlateDriver as Triton's active driver (registering the backend if the entry point is absent)."""
-    from triton.backends import Backend, backends
-
-    if "plate" not in backends:
-        monkeypatch.setitem(backends, "plate", Backend(PlateBackend, PlateDriver))
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    monkeypatch.setenv("PLATE_HOST_MEMORY", "1")
-    saved = triton.runtime.driver._active
-    drv = PlateDriver()
-    triton.runtime.driver.set_active(drv)
-    yield drv
-    triton.runtime.driver._active = saved
+def active(mini, plate_active_driver):
+    """PlateDriver as Triton's active driver on the plate-mini machine (conftest's plate_active_driver)."""
+    return plate_active_driver
 
 
 def _advance(dev, ns):

@@ -16,7 +16,6 @@ import triton
 import triton.language as tl
 from entry_points import declare_entry_point
 
-from triton_plate_backend.compiler import PlateBackend
 from triton_plate_backend.driver import PlateDriver
 from triton_plate_backend.isa.program import Arg, Program
 from triton_plate_backend.launcher import (
@@ -254,19 +253,10 @@ def test_trace_per_launch(mini, monkeypatch, tmp_path, mode):
 
 # ---- end to end: @triton.jit on CPU tensors in host-memory mode ----------------------------------------
 @pytest.fixture
-def active(monkeypatch, mini, tmp_path):
-    from triton.backends import Backend, backends
-
-    if "plate" not in backends:  # entry point not installed here: register as discovery would
-        monkeypatch.setitem(backends, "plate", Backend(PlateBackend, PlateDriver))
+def active(monkeypatch, mini, plate_active_driver):
+    """conftest's plate_active_driver on the plate-mini machine, plate Triton's default backend too."""
     monkeypatch.setenv("TRITON_DEFAULT_BACKEND", "plate")
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
-    monkeypatch.setenv("PLATE_HOST_MEMORY", "1")
-    saved = triton.runtime.driver._active
-    drv = PlateDriver()
-    triton.runtime.driver.set_active(drv)
-    yield drv
-    triton.runtime.driver._active = saved
+    return plate_active_driver
 
 
 @triton.jit
