@@ -148,6 +148,36 @@ def test_inline_asm_is_rejected_with_the_source_line():
     msg = str(e.value)
     assert "tt.elementwise_inline_asm" in msg and "PTX inline assembly cannot run on PLATE" in msg
     assert "test_codegen_math.py:" in msg  # the kernel's source line
+    assert "'mov.b32 $0, $1;'" in msg  # and the PTX it refuses
+
+
+@triton.jit
+def dependent_launch(x, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.extra.cuda.gdc_wait()  # Triton's tutorial 11 (programmatic dependent launch)
+    v = tl.load(x + offs)
+    tl.extra.cuda.gdc_launch_dependents()
+    tl.store(o + offs, v * 2.0)
+
+
+def test_grid_dependency_control_asm_runs_as_nothing():
+    """gdc_wait / gdc_launch_dependents are PTX asm the scheduler reads: nothing to run on PLATE,
+    where a launch starts after the one before has ended (they were refused as inline asm)."""
+    text = ttir_of(dependent_launch, SIG, {"BLOCK": N})
+    assert text.count("tt.elementwise_inline_asm") == 2 and "griddepcontrol.wait" in text
+    x = RNG.uniform(-2, 2, N).astype(np.float32)
+    (_, out), _ = run(compile_text(text, "dependent_launch")[0], 1, [x, np.zeros(N, np.float32)])
+    np.testing.assert_array_equal(out, x * 2.0)
+
+
+@triton.jit
+def timer_asm(o):
+    tl.store(o, tl.extra.cuda.globaltimer())
+
+
+def test_asm_with_a_result_outside_the_table_is_refused():
+    with pytest.raises(CompileError, match=r"PTX inline assembly cannot run on PLATE.*%globaltimer"):
+        compile_text(ttir_of(timer_asm, {"o": "*i64"}), "timer_asm")
 
 
 def test_unknown_libdevice_symbol_names_it():

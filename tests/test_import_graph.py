@@ -146,6 +146,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.passes.rules_arith",
         f"{TPB}.passes.libdevice",
         f"{TPB}.passes.rules_math",
+        f"{TPB}.passes.ptx_asm",
         f"{TPB}.passes.rules_tt",
         f"{TPB}.passes.rules_memory",
         f"{TPB}.passes.rules_scf",

@@ -196,11 +196,7 @@ OPS: dict[str, OpDef] = {
     "tt.precise_divf": BINARY,
     "tt.clampf": TERNARY,
     "tt.extern_elementwise": OpDef(ANY, ONE),
-    "tt.elementwise_inline_asm": _rejected(
-        OpDef(ANY, ANY, effect="asm"),
-        "PTX inline assembly cannot run on PLATE; express the function with tl.* ops "
-        "(or libdevice functions plate maps)",
-    ),
+    "tt.elementwise_inline_asm": OpDef(ANY, ANY, effect="asm"),  # runs only what passes.ptx_asm knows
     "tt.map_elementwise": OpDef((1, None), (1, None), region="elementwise"),
     "tt.map_elementwise.return": _by_parent(
         dataclasses.replace(YIELD, parents=("tt.map_elementwise",)),
