@@ -21,6 +21,7 @@ from codegen_kernels.harness import compile_text, run
 from libdevice_reference import NP, REFERENCE
 from triton.language.extra import libdevice as generic_libdevice
 from triton.language.extra.cuda import libdevice
+from triton.language.extra.hip import libdevice as hip_libdevice
 
 from triton_plate_backend.compiler import PlateBackend
 from triton_plate_backend.errors import CompileError
@@ -58,6 +59,10 @@ PLATE_SIGNATURES = _signatures(PLATE_MODULE)  # CUDA's and the generic names CUD
 GROUPS = collections.defaultdict(list)
 for _sym, (_args, _ret, _fn) in sorted(PLATE_SIGNATURES.items()):
     GROUPS[(_args, _ret)].append(_sym)
+HIP_SIGNATURES = _signatures(hip_libdevice)  # AMD's names (__ocml_*, __triton_hip_*) for the same functions
+HIP_GROUPS = collections.defaultdict(list)
+for _sym, (_args, _ret, _fn) in sorted(HIP_SIGNATURES.items()):
+    HIP_GROUPS[(_args, _ret)].append(_sym)
 
 
 def kernel_text(symbols, arg_types, ret, n=N) -> str:
@@ -238,14 +243,16 @@ def mismatches(got, want, tol) -> np.ndarray:
 
 @pytest.mark.parametrize("signature", sorted(GROUPS), ids=lambda s: "-".join(s[0]) + "->" + s[1])
 def test_numerics_on_edge_values(signature):
-    args, ret = signature
-    symbols = GROUPS[signature]
+    check_numerics(GROUPS[signature], *signature, PLATE_SIGNATURES)
+
+
+def check_numerics(symbols, args, ret, signatures):
     program, _ = compile_text(kernel_text(symbols, args, ret), "libdevice_" + "_".join(args))
     xs = inputs(args)
     outs, _ = run(program, 1, [*xs, np.zeros(N * len(symbols), NP[ret])])
     failures = []
     for k, symbol in enumerate(symbols):
-        fn = PLATE_SIGNATURES[symbol][2]
+        fn = signatures[symbol][2]
         got = outs[-1][k * N : (k + 1) * N]
         with np.errstate(all="ignore"):  # overflow to inf is part of the references
             want, tol = REFERENCE[fn](xs, ret)
@@ -277,3 +284,16 @@ def test_scalar_operands_give_the_tensor_results(signature):
 
 def test_every_function_has_a_reference():
     assert {fn for _, _, fn in PLATE_SIGNATURES.values()} <= set(REFERENCE)
+
+
+# ---- (c) AMD's libdevice names ----------------------------------------------------------------------
+def test_every_amd_name_is_in_the_table():
+    """A kernel written against triton.language.extra.hip.libdevice compiles on PLATE (its __ocml_* symbols
+    were refused as functions with no PLATE equivalent)."""
+    assert len(HIP_SIGNATURES) == 109 and set(HIP_SIGNATURES) <= set(LIBDEVICE), sorted(set(HIP_SIGNATURES) - set(LIBDEVICE))
+    assert {fn for _, _, fn in HIP_SIGNATURES.values()} <= set(REFERENCE)
+
+
+@pytest.mark.parametrize("signature", sorted(HIP_GROUPS), ids=lambda s: "-".join(s[0]) + "->" + s[1])
+def test_amd_names_compute_their_functions(signature):
+    check_numerics(HIP_GROUPS[signature], *signature, HIP_SIGNATURES)

@@ -12,7 +12,8 @@ f32 names end in ``f`` and f64 names do not (``__nv_sinf`` / ``__nv_sin``); ``_r
 are the rounding modes rtne, rtz, rtp, rtn of the ISA. The symbols are those of Triton's
 ``triton.language.extra.cuda.libdevice`` (the generic ``triton.language.extra.libdevice`` maps to
 it on PLATE, with ``fast_tanhf`` added by libdevice_api.py) plus a few other CUDA libdevice names
-(fmaxf, max, lrint, ...).
+(fmaxf, max, lrint, ...), and AMD's names for the same functions (``triton.language.extra.hip.libdevice``:
+``__ocml_<name>_f32`` / ``_f64`` and ``__triton_hip_*``), each lowered as its CUDA twin.
 """
 
 from __future__ import annotations
@@ -191,7 +192,41 @@ def _table() -> dict:
             ("v.add", "a:i64", ("a", "c")),
             ("v.trunc", "out", ("a",)),
         )
+    t.update(_hip_names(t))
     return t
+
+
+# AMD's libdevice (triton.language.extra.hip.libdevice) names OCML's functions __ocml_<name>_f32 / _f64 and a
+# few of Triton's own __triton_hip_*: each computes what the CUDA function of the same meaning does
+OCML = (
+    "floor rsqrt ceil trunc exp2 exp sqrt nearbyint copysign nextafter sin cos tan log2 cosh sinh tanh atan2 atan "
+    "asin acos log log10 log1p acosh asinh atanh expm1 hypot j0 j1 y0 y1 erf erfinv erfc erfcx lgamma ldexp fmod "
+    "fma pow round ilogb"
+).split()
+OCML_RENAMED = {  # OCML name -> the CUDA (f32, f64) symbols
+    "isnan": ("__nv_isnanf", "__nv_isnand"),
+    "isinf": ("__nv_isinff", "__nv_isinfd"),
+    "signbit": ("__nv_signbitf", "__nv_signbitd"),
+    "isfinite": ("__nv_finitef", "__nv_isfinited"),
+    "pown": ("__nv_powif", "__nv_powi"),
+    "i0": ("__nv_cyl_bessel_i0f", "__nv_cyl_bessel_i0"),
+    "i1": ("__nv_cyl_bessel_i1f", "__nv_cyl_bessel_i1"),
+}
+TRITON_HIP = {  # the same symbol for every type it takes, as the CUDA row's lowering is
+    "__triton_hip_iabs": "__nv_abs",
+    "__triton_hip_fabs": "__nv_fabsf",
+    "__triton_hip_rint": "__nv_rintf",
+    "__triton_hip_llrint": "__nv_llrintf",
+    "__triton_hip_fast_expf": "__nv_fast_expf",
+    "__triton_hip_fast_tanhf": "__nv_fast_tanhf",
+    "__triton_hip_fast_fdividef": "__nv_fast_fdividef",
+}
+
+
+def _hip_names(t: dict) -> dict:
+    names = {name: (f"__nv_{name}f", f"__nv_{name}") for name in OCML} | OCML_RENAMED
+    hip = {f"__ocml_{name}_{w}": t[nv] for name, pair in names.items() for w, nv in zip(("f32", "f64"), pair)}
+    return hip | {sym: t[nv] for sym, nv in TRITON_HIP.items()}
 
 
 LIBDEVICE: dict = _table()
