@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -168,6 +169,50 @@ def test_grid_dependency_control_asm_runs_as_nothing():
     x = RNG.uniform(-2, 2, N).astype(np.float32)
     (_, out), _ = run(compile_text(text, "dependent_launch")[0], 1, [x, np.zeros(N, np.float32)])
     np.testing.assert_array_equal(out, x * 2.0)
+
+
+@triton.jit
+def rounded_asm(x, y, z, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a, b, c = tl.load(x + offs), tl.load(y + offs), tl.load(z + offs)
+    ab = tl.inline_asm_elementwise("mul.rn.f32 $0, $1, $2;", "=f,f,f", [a, b], dtype=tl.float32, is_pure=True, pack=1)
+    s = tl.inline_asm_elementwise("add.rn.f32 $0, $1, $2;", "=r,r,r", [ab, c], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(o + offs, s)
+    q = tl.inline_asm_elementwise("div.rn.f32 $0, $1, $2;", "=f,f,f", [a, b], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(o + BLOCK + offs, q)
+    f = tl.inline_asm_elementwise("fma.rz.f32 $0, $1, $2, $3;", "=f,f,f,f", [a, b, c], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(o + 2 * BLOCK + offs, f)
+    t = tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [a], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(o + 3 * BLOCK + offs, t)
+
+
+def test_one_ptx_instruction_computes_its_libdevice_twin():
+    """Kernels pin IEEE rounding with single-instruction asm (mul.rn/add.rn: no contraction, div.rn) or ask for
+    an approximation (tanh.approx): each runs as the libdevice function of the same meaning (they were refused)."""
+    sig = {"x": "*fp32", "y": "*fp32", "z": "*fp32", "o": "*fp32", "BLOCK": "constexpr"}
+    x, y, z = (RNG.standard_normal(N).astype(np.float32) for _ in range(3))
+    (*_, out), _ = run(compile_kernel(rounded_asm, sig, {"BLOCK": N}), 1, [x, y, z, np.zeros(4 * N, np.float32)])
+    np.testing.assert_array_equal(out[:N], x * y + z)  # numpy rounds the product, then the sum
+    np.testing.assert_array_equal(out[N : 2 * N], x / y)
+    rz = []  # x * y + z exactly, rounded toward zero
+    for a, b, c in zip(x.tolist(), y.tolist(), z.tolist()):
+        exact = Fraction(a) * Fraction(b) + Fraction(c)
+        r = np.float32(float(exact))
+        rz.append(np.nextafter(r, np.float32(0)) if abs(Fraction(float(r))) > abs(exact) else r)
+    np.testing.assert_array_equal(out[2 * N : 3 * N], np.array(rz, np.float32))
+    close(out[3 * N :], np.tanh(x), rtol=1e-6, atol=1e-7)
+
+
+@triton.jit
+def misnumbered_asm(x, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    tl.store(o + offs, tl.inline_asm_elementwise("add.rn.f32 $0, $1, $1;", "=f,f", [v], dtype=tl.float32, is_pure=True, pack=1))
+
+
+def test_an_instruction_whose_operands_do_not_match_is_refused():
+    with pytest.raises(CompileError, match=r"PTX inline assembly cannot run on PLATE.*'add.rn.f32 \$0, \$1, \$1;'"):
+        compile_text(ttir_of(misnumbered_asm, SIG, {"BLOCK": N}), "misnumbered_asm")
 
 
 @triton.jit

@@ -1,14 +1,20 @@
-"""PTX inline assembly plate gives a meaning: ONE table, instruction text -> what it does on PLATE.
+"""PTX inline assembly plate gives a meaning: ONE table per kind of snippet, asm text -> what it does on PLATE.
 
-`tl.inline_asm_elementwise` carries PTX, which PLATE cannot run; a kernel that uses it is refused
-with the op and its source line. A few snippets of Triton's own library are not computations but
-hints to the CUDA scheduler, and mean nothing on PLATE, where launches run in order and one after
-another: `tl.extra.cuda.gdc_wait()` / `gdc_launch_dependents()` (programmatic dependent launch,
-Triton's tutorial 11). Those lower to nothing, their dummy result is 0.
+`tl.inline_asm_elementwise` carries PTX, which PLATE cannot run; a kernel that uses it is refused with the op,
+its source line and the asm. Two kinds of snippet have a meaning here:
 
-The key is the asm text without `//` comments, its whitespace collapsed (Triton's gdc_wait is
-`"griddepcontrol.wait; // dummy $0"`); only asm without operands is matched, so a snippet that
-computes on its inputs is never mistaken for one of these.
+- hints to the CUDA scheduler, which mean nothing on PLATE, where launches run in order and one after another:
+  `tl.extra.cuda.gdc_wait()` / `gdc_launch_dependents()` (programmatic dependent launch, Triton's tutorial 11).
+  They lower to nothing; their dummy result is 0 (`PTX_HINTS`).
+- one arithmetic instruction on the operands, `INSTR $0, $1[, $2[, $3]];`, which kernels write to pin IEEE
+  rounding (`add.rn.f32`, `div.rn.f32`: no contraction, no approximate division) or to ask for a fast
+  approximation (`tanh.approx.f32`, `ex2.approx.ftz.f32`): each computes what the libdevice function of the
+  same meaning computes on PLATE (`PTX_INSTRUCTIONS`; the approximations as accurately as libdevice's fast_*
+  functions, subnormals kept), for operands and a result of the instruction's type, one element per lane
+  (pack 1).
+
+The text is matched without `//` comments, its whitespace collapsed (Triton's gdc_wait is
+`"griddepcontrol.wait; // dummy $0"`).
 """
 
 from __future__ import annotations
@@ -17,15 +23,52 @@ import re
 
 NOTHING = "nothing"  # runs nothing; each result is a 0 of its type
 
-PTX_ON_PLATE: dict[str, str] = {
+PTX_HINTS: dict[str, str] = {
     # programmatic dependent launch: launches are in order, a grid starts after the one before ends
     "griddepcontrol.wait;": NOTHING,
     "griddepcontrol.launch_dependents;": NOTHING,
 }
 
+
+def _instructions() -> dict[str, str]:
+    t = {}
+    for mode in ("rn", "rz", "ru", "rd"):  # IEEE ops in a rounding mode: libdevice's __nv_<op>_<mode>
+        for op, f32, f64 in (("add", "fadd", "dadd"), ("sub", "fsub", "dsub"), ("mul", "fmul", "dmul")):
+            t[f"{op}.{mode}.f32"], t[f"{op}.{mode}.f64"] = f"__nv_{f32}_{mode}", f"__nv_{f64}_{mode}"
+        for op, f32, f64 in (("div", "fdiv", "ddiv"), ("rcp", "frcp", "drcp"), ("sqrt", "fsqrt", "dsqrt")):
+            t[f"{op}.{mode}.f32"], t[f"{op}.{mode}.f64"] = f"__nv_{f32}_{mode}", f"__nv_{f64}_{mode}"
+        t[f"fma.{mode}.f32"], t[f"fma.{mode}.f64"] = f"__nv_fmaf_{mode}", f"__nv_fma_{mode}"
+    approx = {  # fast approximations, with and without flush-to-zero
+        "tanh": "__nv_fast_tanhf",
+        "ex2": "__nv_exp2f",
+        "lg2": "__nv_log2f",
+        "sin": "__nv_fast_sinf",
+        "cos": "__nv_fast_cosf",
+        "rsqrt": "__nv_rsqrtf",
+        "sqrt": "__nv_sqrtf",
+        "rcp": "__nv_frcp_rn",
+        "div": "__nv_fast_fdividef",
+    }
+    for name, symbol in approx.items():
+        t[f"{name}.approx.f32"] = t[f"{name}.approx.ftz.f32"] = symbol
+    t["div.full.f32"] = t["div.full.ftz.f32"] = "__nv_fast_fdividef"
+    return t
+
+
+PTX_INSTRUCTIONS: dict[str, str] = _instructions()  # instruction -> libdevice symbol
+
+UNARY = ("rcp", "sqrt", "tanh", "ex2", "lg2", "sin", "cos", "rsqrt")
+
+
+def arity(instr: str) -> int:
+    head = instr.split(".", 1)[0]
+    return 1 if head in UNARY else 3 if head == "fma" else 2
+
+
 REFUSED = (
     "PTX inline assembly cannot run on PLATE; express the function with tl.* ops (or libdevice functions plate maps)"
 )
+_ONE_INSTRUCTION = re.compile(r"^(\S+) \$0((?:, \$\d)*) ?;$")
 
 
 def normalized(asm: str) -> str:
@@ -34,6 +77,22 @@ def normalized(asm: str) -> str:
     return re.sub(r"\s+", " ", " ".join(lines)).strip()
 
 
-def meaning(asm: str, n_operands: int) -> str | None:
-    """What the snippet does on PLATE (a PTX_ON_PLATE value), or None: it cannot run."""
-    return PTX_ON_PLATE.get(normalized(asm)) if n_operands == 0 else None
+def meaning(asm: str, operand_dtypes: list[str], result_dtypes: list[str], pack: int) -> str | None:
+    """What the snippet does on PLATE: NOTHING, the libdevice symbol that computes it, or None (it cannot run)."""
+    text = normalized(asm)
+    if not operand_dtypes and text in PTX_HINTS:
+        return PTX_HINTS[text]
+    m = _ONE_INSTRUCTION.match(text)
+    if m is None or pack != 1 or len(result_dtypes) != 1:
+        return None
+    instr = m.group(1)
+    symbol = PTX_INSTRUCTIONS.get(instr)
+    operands = [f"${i}" for i in range(1, len(operand_dtypes) + 1)]
+    width = instr.rsplit(".", 1)[-1]  # f32 / f64
+    if symbol is None or m.group(2).replace(" ", "").split(",")[1:] != operands:
+        return None
+    if len(operands) != arity(instr):
+        return None
+    if any(t != width for t in (*operand_dtypes, *result_dtypes)):
+        return None
+    return symbol

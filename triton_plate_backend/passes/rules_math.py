@@ -1,12 +1,13 @@
 """Lowering rules for math.*, tt.extern_elementwise (libdevice), tt.precise_sqrt/divf,
-tt.clampf and tt.mulhiui. Every function maps through ONE table (`MATH`; `LIBDEVICE` in
+tt.clampf, tt.mulhiui and the PTX inline asm ptx_asm.py gives a meaning (tt.elementwise_inline_asm). Every function maps through ONE table (`MATH`; `LIBDEVICE` in
 libdevice.py) to a vector instruction; scalars go through a 1-element tile (the scalar unit has no
 transcendentals). Functions with no instruction of their own are short compositions (`COMPOSITE`,
 or a libdevice entry's steps, run by `_composite`)."""
 
 from __future__ import annotations
 
-from .context import dtype_of
+from . import ptx_asm
+from .context import Const, dtype_of, is_float
 from .emitter import Imm, VReg
 from .libdevice import LIBDEVICE
 from .rules_arith import elementwise, enum_value, tensor_shape
@@ -183,6 +184,23 @@ def _lower_tt_extern_elementwise(ctx, op):
     apply(ctx, op, mnemonic)
 
 
+def _lower_tt_elementwise_inline_asm(ctx, op):
+    """PTX runs only where ptx_asm gives it a meaning on PLATE: a scheduler hint (nothing) or one arithmetic
+    instruction (the libdevice function that computes it)."""
+    asm = getattr(op.attrs.get("asm_string"), "value", "")
+    pack = int(getattr(op.attrs.get("packed_element"), "value", 1))
+    dtypes = [dtype_of(v.type) for v in op.operands]
+    meaning = ptx_asm.meaning(asm, dtypes, [dtype_of(r.type) for r in op.results], pack)
+    if meaning is None:
+        raise ctx.error(f"{ptx_asm.REFUSED} (the asm: {ptx_asm.normalized(asm)[:80]!r})")
+    if meaning != ptx_asm.NOTHING:
+        apply(ctx, op, LIBDEVICE[meaning])
+        return
+    for r in op.results:
+        zero = 0.0 if is_float(dtype_of(r.type)) else 0
+        ctx.bind(r, ctx.fill(zero, dtype_of(r.type), r.type.shape) if hasattr(r.type, "shape") else Const(zero))
+
+
 RULES = {name: _math(name) for name in MATH}
 RULES.update(
     {
@@ -190,5 +208,6 @@ RULES.update(
         "math.isfinite": _lower_math_isfinite,
         "tt.clampf": _lower_tt_clampf,
         "tt.extern_elementwise": _lower_tt_extern_elementwise,
+        "tt.elementwise_inline_asm": _lower_tt_elementwise_inline_asm,
     }
 )

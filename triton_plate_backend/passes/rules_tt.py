@@ -8,7 +8,6 @@ import math
 
 from ..ir.core import ArrayAttr, DenseAttr, EnumAttr, IntAttr, PtrType, TensorType, element_type
 from ..isa.table import ITEMSIZE, PRINT_HEX, PRINT_LABEL_SHIFT, PRINT_UNSIGNED
-from . import ptx_asm
 from .context import BasedPtr, Const, dtype_of, is_float
 from .emitter import Imm, Str, View, VReg
 
@@ -321,15 +320,6 @@ def _lower_drop(ctx, op):
     """llvm.intr.assume: a hint; nothing to run."""
 
 
-def _lower_tt_elementwise_inline_asm(ctx, op):
-    """PTX runs only where ptx_asm's table gives it a meaning on PLATE (scheduler hints: nothing)."""
-    asm = getattr(op.attrs.get("asm_string"), "value", "")
-    if ptx_asm.meaning(asm, len(op.operands)) != ptx_asm.NOTHING:
-        raise ctx.error(f"{ptx_asm.REFUSED} (the asm: {ptx_asm.normalized(asm)[:80]!r})")
-    for r in op.results:
-        zero = 0.0 if is_float(dtype_of(r.type)) else 0
-        ctx.bind(r, ctx.fill(zero, dtype_of(r.type), r.type.shape) if hasattr(r.type, "shape") else Const(zero))
-
 
 RULES = {
     "tt.splat": _lower_tt_splat,
@@ -352,5 +342,4 @@ RULES = {
     "ttg.barrier": _lower_barrier,
     "gpu.barrier": _lower_barrier,
     "llvm.intr.assume": _lower_drop,
-    "tt.elementwise_inline_asm": _lower_tt_elementwise_inline_asm,
 }
