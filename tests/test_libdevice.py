@@ -25,6 +25,7 @@ from triton.language.extra.hip import libdevice as hip_libdevice
 
 from triton_plate_backend.compiler import PlateBackend
 from triton_plate_backend.errors import CompileError
+from triton_plate_backend.passes import ptx_asm
 from triton_plate_backend.passes.libdevice import LIBDEVICE
 
 TT = {"fp32": "f32", "fp64": "f64", "int32": "i32", "uint32": "i32", "int64": "i64", "uint64": "i64"}
@@ -297,3 +298,11 @@ def test_every_amd_name_is_in_the_table():
 @pytest.mark.parametrize("signature", sorted(HIP_GROUPS), ids=lambda s: "-".join(s[0]) + "->" + s[1])
 def test_amd_names_compute_their_functions(signature):
     check_numerics(HIP_GROUPS[signature], *signature, HIP_SIGNATURES)
+
+
+# ---- (d) PTX instructions that run as libdevice functions (passes/ptx_asm.py) ------------------------
+def test_every_ptx_instruction_is_a_libdevice_function_of_its_arity_and_type():
+    for instr, symbol in ptx_asm.PTX_INSTRUCTIONS.items():
+        args, ret, _ = PLATE_SIGNATURES[symbol]
+        width = {"f32": "fp32", "f64": "fp64"}[instr.rsplit(".", 1)[-1]]
+        assert len(args) == ptx_asm.arity(instr) and set(args) == {width} and ret == width, (instr, symbol, args, ret)
