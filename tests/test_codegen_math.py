@@ -204,6 +204,29 @@ def test_one_ptx_instruction_computes_its_libdevice_twin():
 
 
 @triton.jit
+def tf32_asm(x, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    tl.store(o + offs, tl.inline_asm_elementwise("cvt.rna.tf32.f32 $0, $1;", "=r,r", [v], dtype=tl.float32, is_pure=True, pack=1))
+
+
+def test_tf32_rounding_asm_rounds_ties_away():
+    """cvt.rna.tf32.f32 (kernels that emulate 3xTF32 split their operands with it): 10 mantissa bits, to
+    nearest, ties away from zero; the carry out of the largest finite values gives inf; NaN/inf unchanged."""
+    bits = np.array(
+        [0x3F801000, 0xBF801000, 0x3F800FFF, 0x3F803000, 0x3F802FFF, 0x7F7FFFFF, 0xFF7FF000, 0x7F800000, 0xFF800000,
+         0x7FC00001, 0x00000000, 0x80000000, 0x3F800000, 0x4049FDB0],
+        np.uint32,
+    )  # fmt: skip
+    x = np.concatenate([bits.view(np.float32), RNG.standard_normal(N - len(bits)).astype(np.float32)])
+    (_, out), _ = run(compile_kernel(tf32_asm, SIG, {"BLOCK": N}), 1, [x, np.zeros(N, np.float32)])
+    u = x.view(np.uint32)
+    want = np.where(np.isfinite(x), (u + np.uint32(0x1000)) & np.uint32(0xFFFFE000), u)
+    np.testing.assert_array_equal(out.view(np.uint32), want)
+    assert out.view(np.uint32)[:6].tolist() == [0x3F802000, 0xBF802000, 0x3F800000, 0x3F804000, 0x3F802000, 0x7F800000]
+
+
+@triton.jit
 def misnumbered_asm(x, o, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     v = tl.load(x + offs)

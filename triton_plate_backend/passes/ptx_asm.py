@@ -10,8 +10,8 @@ its source line and the asm. Two kinds of snippet have a meaning here:
   rounding (`add.rn.f32`, `div.rn.f32`: no contraction, no approximate division) or to ask for a fast
   approximation (`tanh.approx.f32`, `ex2.approx.ftz.f32`): each computes what the libdevice function of the
   same meaning computes on PLATE (`PTX_INSTRUCTIONS`; the approximations as accurately as libdevice's fast_*
-  functions, subnormals kept), for operands and a result of the instruction's type, one element per lane
-  (pack 1).
+  functions, subnormals kept), or, with no such function, a few steps (`PTX_STEPS`: `cvt.rna.tf32.f32`), for
+  operands and a result of the instruction's type, one element per lane (pack 1).
 
 The text is matched without `//` comments, its whitespace collapsed (Triton's gdc_wait is
 `"griddepcontrol.wait; // dummy $0"`).
@@ -57,7 +57,24 @@ def _instructions() -> dict[str, str]:
 
 PTX_INSTRUCTIONS: dict[str, str] = _instructions()  # instruction -> libdevice symbol
 
-UNARY = ("rcp", "sqrt", "tanh", "ex2", "lg2", "sin", "cos", "rsqrt")
+# instructions with no libdevice twin: steps as libdevice.py's tables write them (x the operand, out the result)
+PTX_STEPS: dict[str, tuple] = {
+    # f32 -> tf32 (10 mantissa bits) rounding to nearest, ties away from zero, as f32 bits: add half an ulp
+    # of tf32 to the magnitude bits and clear the 13 low bits (a carry rounds up the exponent, to inf at the
+    # top); NaN and inf pass unchanged
+    "cvt.rna.tf32.f32": (
+        ("v.bitcast", "b:i32", ("x",)),
+        ("v.add", "b:i32", ("b", 0x1000)),
+        ("v.and", "b:i32", ("b", -0x2000)),
+        ("v.bitcast", "r", ("b",)),
+        ("v.isinf", "m_inf", ("x",)),
+        ("v.isnan", "m_nan", ("x",)),
+        ("v.or", "m_keep", ("m_inf", "m_nan")),
+        ("v.select", "out", ("m_keep", "x", "r")),
+    ),
+}
+
+UNARY = ("rcp", "sqrt", "tanh", "ex2", "lg2", "sin", "cos", "rsqrt", "cvt")
 
 
 def arity(instr: str) -> int:
@@ -77,8 +94,9 @@ def normalized(asm: str) -> str:
     return re.sub(r"\s+", " ", " ".join(lines)).strip()
 
 
-def meaning(asm: str, operand_dtypes: list[str], result_dtypes: list[str], pack: int) -> str | None:
-    """What the snippet does on PLATE: NOTHING, the libdevice symbol that computes it, or None (it cannot run)."""
+def meaning(asm: str, operand_dtypes: list[str], result_dtypes: list[str], pack: int) -> str | tuple | None:
+    """What the snippet does on PLATE: NOTHING, the libdevice symbol that computes it, its steps, or None
+    (it cannot run)."""
     text = normalized(asm)
     if not operand_dtypes and text in PTX_HINTS:
         return PTX_HINTS[text]
@@ -86,9 +104,9 @@ def meaning(asm: str, operand_dtypes: list[str], result_dtypes: list[str], pack:
     if m is None or pack != 1 or len(result_dtypes) != 1:
         return None
     instr = m.group(1)
-    symbol = PTX_INSTRUCTIONS.get(instr)
+    symbol = PTX_INSTRUCTIONS.get(instr) or PTX_STEPS.get(instr)
     operands = [f"${i}" for i in range(1, len(operand_dtypes) + 1)]
-    width = instr.rsplit(".", 1)[-1]  # f32 / f64
+    width = instr.rsplit(".", 1)[-1]  # f32 / f64 (cvt.rna.tf32.f32: an f32 holding a tf32 value)
     if symbol is None or m.group(2).replace(" ", "").split(",")[1:] != operands:
         return None
     if len(operands) != arity(instr):

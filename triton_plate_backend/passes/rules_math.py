@@ -194,7 +194,7 @@ def _lower_tt_elementwise_inline_asm(ctx, op):
     if meaning is None:
         raise ctx.error(f"{ptx_asm.REFUSED} (the asm: {ptx_asm.normalized(asm)[:80]!r})")
     if meaning != ptx_asm.NOTHING:
-        apply(ctx, op, LIBDEVICE[meaning])
+        apply(ctx, op, meaning if isinstance(meaning, tuple) else LIBDEVICE[meaning])
         return
     for r in op.results:
         zero = 0.0 if is_float(dtype_of(r.type)) else 0
