@@ -227,6 +227,34 @@ def test_tf32_rounding_asm_rounds_ties_away():
 
 
 @triton.jit
+def bits_asm(x, y, o, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a, b = tl.load(x + offs), tl.load(y + offs)
+    tl.store(o + offs, tl.inline_asm_elementwise("popc.b32 $0, $1;", "=r,r", [a], dtype=tl.int32, is_pure=True, pack=1))
+    tl.store(o + BLOCK + offs, tl.inline_asm_elementwise("clz.b32 $0, $1;", "=r,r", [a], dtype=tl.int32, is_pure=True, pack=1))
+    tl.store(o + 2 * BLOCK + offs, tl.inline_asm_elementwise("brev.b32 $0, $1;", "=r,r", [a], dtype=tl.int32, is_pure=True, pack=1))
+    hi = tl.inline_asm_elementwise("mul.hi.u32 $0, $1, $2;", "=r,r,r", [a, b], dtype=tl.int32, is_pure=True, pack=1)
+    tl.store(o + 3 * BLOCK + offs, hi)
+    his = tl.inline_asm_elementwise("mul.hi.s32 $0, $1, $2;", "=r,r,r", [a, b], dtype=tl.int32, is_pure=True, pack=1)
+    tl.store(o + 4 * BLOCK + offs, his)
+
+
+def test_integer_ptx_instructions():
+    sig = {"x": "*i32", "y": "*i32", "o": "*i32", "BLOCK": "constexpr"}
+    x, y = (RNG.integers(-(2**31), 2**31, N, dtype=np.int64).astype(np.int32) for _ in range(2))
+    x[:3] = [0, -1, 1]
+    (*_, out), _ = run(compile_kernel(bits_asm, sig, {"BLOCK": N}), 1, [x, y, np.zeros(5 * N, np.int32)])
+    u, v = x.view(np.uint32).astype(np.uint64), y.view(np.uint32).astype(np.uint64)
+    ints = [int(a) for a in u]
+    np.testing.assert_array_equal(out[:N], [bin(a).count("1") for a in ints])
+    np.testing.assert_array_equal(out[N : 2 * N], [32 - a.bit_length() for a in ints])
+    np.testing.assert_array_equal(out[2 * N : 3 * N].view(np.uint32), [int(f"{a:032b}"[::-1], 2) for a in ints])
+    np.testing.assert_array_equal(out[3 * N : 4 * N].view(np.uint32), ((u * v) >> np.uint64(32)).astype(np.uint32))
+    signed = [(int(a) * int(b)) >> 32 for a, b in zip(x, y)]
+    np.testing.assert_array_equal(out[4 * N :], np.array(signed, np.int64).astype(np.int32))
+
+
+@triton.jit
 def misnumbered_asm(x, o, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     v = tl.load(x + offs)

@@ -52,6 +52,9 @@ def _instructions() -> dict[str, str]:
     for name, symbol in approx.items():
         t[f"{name}.approx.f32"] = t[f"{name}.approx.ftz.f32"] = symbol
     t["div.full.f32"] = t["div.full.ftz.f32"] = "__nv_fast_fdividef"
+    # 32-bit integer bit ops and high products
+    t.update({"popc.b32": "__nv_popc", "clz.b32": "__nv_clz", "brev.b32": "__nv_brev"})
+    t.update({"mul.hi.u32": "__nv_umulhi", "mul.hi.s32": "__nv_mulhi"})
     return t
 
 
@@ -74,7 +77,8 @@ PTX_STEPS: dict[str, tuple] = {
     ),
 }
 
-UNARY = ("rcp", "sqrt", "tanh", "ex2", "lg2", "sin", "cos", "rsqrt", "cvt")
+WIDTH = {"f32": "f32", "f64": "f64", "b32": "i32", "u32": "i32", "s32": "i32"}  # type suffix -> operand dtype
+UNARY = ("popc", "clz", "brev", "rcp", "sqrt", "tanh", "ex2", "lg2", "sin", "cos", "rsqrt", "cvt")
 
 
 def arity(instr: str) -> int:
@@ -106,7 +110,7 @@ def meaning(asm: str, operand_dtypes: list[str], result_dtypes: list[str], pack:
     instr = m.group(1)
     symbol = PTX_INSTRUCTIONS.get(instr) or PTX_STEPS.get(instr)
     operands = [f"${i}" for i in range(1, len(operand_dtypes) + 1)]
-    width = instr.rsplit(".", 1)[-1]  # f32 / f64 (cvt.rna.tf32.f32: an f32 holding a tf32 value)
+    width = WIDTH[instr.rsplit(".", 1)[-1]]  # cvt.rna.tf32.f32: an f32 holding a tf32 value
     if symbol is None or m.group(2).replace(" ", "").split(",")[1:] != operands:
         return None
     if len(operands) != arity(instr):
