@@ -14,7 +14,7 @@ from triton.language.extra.cuda import libdevice
 
 from triton_plate_backend.errors import CompileError
 from triton_plate_backend.isa.table import ENUMS, ISA
-from triton_plate_backend.passes import rules_math
+from triton_plate_backend.passes import ptx_asm, rules_math
 
 RNG = np.random.default_rng(2)
 N = 64
@@ -252,6 +252,17 @@ def test_integer_ptx_instructions():
     np.testing.assert_array_equal(out[3 * N : 4 * N].view(np.uint32), ((u * v) >> np.uint64(32)).astype(np.uint32))
     signed = [(int(a) * int(b)) >> 32 for a, b in zip(x, y)]
     np.testing.assert_array_equal(out[4 * N :], np.array(signed, np.int64).astype(np.int32))
+
+
+def test_asm_text_is_matched_whatever_its_spacing_and_only_on_its_types():
+    f32 = (["f32", "f32"], ["f32"])
+    for text in ("add.rn.f32 $0, $1, $2;", "{ add.rn.f32 $0,$1 ,$2 ; }", "\n  add.rn.f32  $0, $1, $2;  // sum\n"):
+        assert ptx_asm.meaning(text, *f32, 1) == "__nv_fadd_rn", text
+    assert ptx_asm.meaning("add.rn.f32 $0, $2, $1;", *f32, 1) is None  # operands in another order
+    assert ptx_asm.meaning("add.rn.f32 $0, $1, $2;", *f32, 2) is None  # packed
+    assert ptx_asm.meaning("add.rn.f32 $0, $1, $2;", ["f16", "f16"], ["f16"], 1) is None
+    assert ptx_asm.meaning("add.rn.f32 $0, $1, $2; add.rn.f32 $0, $0, $2;", *f32, 1) is None  # two instructions
+    assert ptx_asm.meaning("griddepcontrol.wait; // dummy $0", [], ["i32"], 1) == ptx_asm.NOTHING
 
 
 @triton.jit

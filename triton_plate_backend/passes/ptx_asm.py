@@ -13,8 +13,8 @@ its source line and the asm. Two kinds of snippet have a meaning here:
   functions, subnormals kept), or, with no such function, a few steps (`PTX_STEPS`: `cvt.rna.tf32.f32`), for
   operands and a result of the instruction's type, one element per lane (pack 1).
 
-The text is matched without `//` comments, its whitespace collapsed (Triton's gdc_wait is
-`"griddepcontrol.wait; // dummy $0"`).
+The text is matched without `//` comments or an enclosing `{ }`, its whitespace normalized (Triton's
+gdc_wait is `"griddepcontrol.wait; // dummy $0"`).
 """
 
 from __future__ import annotations
@@ -89,13 +89,17 @@ def arity(instr: str) -> int:
 REFUSED = (
     "PTX inline assembly cannot run on PLATE; express the function with tl.* ops (or libdevice functions plate maps)"
 )
-_ONE_INSTRUCTION = re.compile(r"^(\S+) \$0((?:, \$\d)*) ?;$")
+_ONE_INSTRUCTION = re.compile(r"^(\S+) \$0((?:, \$\d)*);$")
 
 
 def normalized(asm: str) -> str:
-    """The asm text without `//` comments, whitespace collapsed to single spaces."""
-    lines = (line.split("//", 1)[0] for line in asm.splitlines())
-    return re.sub(r"\s+", " ", " ".join(lines)).strip()
+    """The asm text without `//` comments and an enclosing `{ }`, whitespace collapsed to single spaces, none
+    before `,` and `;` and one after `,` (`{ add.rn.f32 $0,$1 ,$2 ; }` is `add.rn.f32 $0, $1, $2;`)."""
+    text = " ".join(line.split("//", 1)[0] for line in asm.splitlines()).strip()
+    if text.startswith("{") and text.endswith("}") and text.count("{") == 1:
+        text = text[1:-1]
+    text = re.sub(r"\s*,\s*", ", ", re.sub(r"\s+", " ", text))
+    return re.sub(r"\s*;", ";", text).strip()
 
 
 def meaning(asm: str, operand_dtypes: list[str], result_dtypes: list[str], pack: int) -> str | tuple | None:
