@@ -180,7 +180,9 @@ def rounded_asm(x, y, z, o, BLOCK: tl.constexpr):
     tl.store(o + offs, s)
     q = tl.inline_asm_elementwise("div.rn.f32 $0, $1, $2;", "=f,f,f", [a, b], dtype=tl.float32, is_pure=True, pack=1)
     tl.store(o + BLOCK + offs, q)
-    f = tl.inline_asm_elementwise("fma.rz.f32 $0, $1, $2, $3;", "=f,f,f,f", [a, b, c], dtype=tl.float32, is_pure=True, pack=1)
+    f = tl.inline_asm_elementwise(
+        "fma.rz.f32 $0, $1, $2, $3;", "=f,f,f,f", [a, b, c], dtype=tl.float32, is_pure=True, pack=1
+    )
     tl.store(o + 2 * BLOCK + offs, f)
     t = tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [a], dtype=tl.float32, is_pure=True, pack=1)
     tl.store(o + 3 * BLOCK + offs, t)
@@ -207,7 +209,10 @@ def test_one_ptx_instruction_computes_its_libdevice_twin():
 def tf32_asm(x, o, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     v = tl.load(x + offs)
-    tl.store(o + offs, tl.inline_asm_elementwise("cvt.rna.tf32.f32 $0, $1;", "=r,r", [v], dtype=tl.float32, is_pure=True, pack=1))
+    tl.store(
+        o + offs,
+        tl.inline_asm_elementwise("cvt.rna.tf32.f32 $0, $1;", "=r,r", [v], dtype=tl.float32, is_pure=True, pack=1),
+    )
 
 
 def test_tf32_rounding_asm_rounds_ties_away():
@@ -231,8 +236,14 @@ def bits_asm(x, y, o, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     a, b = tl.load(x + offs), tl.load(y + offs)
     tl.store(o + offs, tl.inline_asm_elementwise("popc.b32 $0, $1;", "=r,r", [a], dtype=tl.int32, is_pure=True, pack=1))
-    tl.store(o + BLOCK + offs, tl.inline_asm_elementwise("clz.b32 $0, $1;", "=r,r", [a], dtype=tl.int32, is_pure=True, pack=1))
-    tl.store(o + 2 * BLOCK + offs, tl.inline_asm_elementwise("brev.b32 $0, $1;", "=r,r", [a], dtype=tl.int32, is_pure=True, pack=1))
+    tl.store(
+        o + BLOCK + offs,
+        tl.inline_asm_elementwise("clz.b32 $0, $1;", "=r,r", [a], dtype=tl.int32, is_pure=True, pack=1),
+    )
+    tl.store(
+        o + 2 * BLOCK + offs,
+        tl.inline_asm_elementwise("brev.b32 $0, $1;", "=r,r", [a], dtype=tl.int32, is_pure=True, pack=1),
+    )
     hi = tl.inline_asm_elementwise("mul.hi.u32 $0, $1, $2;", "=r,r,r", [a, b], dtype=tl.int32, is_pure=True, pack=1)
     tl.store(o + 3 * BLOCK + offs, hi)
     his = tl.inline_asm_elementwise("mul.hi.s32 $0, $1, $2;", "=r,r,r", [a, b], dtype=tl.int32, is_pure=True, pack=1)
@@ -263,13 +274,17 @@ def test_asm_text_is_matched_whatever_its_spacing_and_only_on_its_types():
     assert ptx_asm.meaning("add.rn.f32 $0, $1, $2;", ["f16", "f16"], ["f16"], 1) is None
     assert ptx_asm.meaning("add.rn.f32 $0, $1, $2; add.rn.f32 $0, $0, $2;", *f32, 1) is None  # two instructions
     assert ptx_asm.meaning("griddepcontrol.wait; // dummy $0", [], ["i32"], 1) == ptx_asm.NOTHING
+    assert ptx_asm.meaning("cvt.u32.u8 $0, $1;", ["i8"], ["i32"], 1) is None  # a type suffix the table lacks
 
 
 @triton.jit
 def misnumbered_asm(x, o, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     v = tl.load(x + offs)
-    tl.store(o + offs, tl.inline_asm_elementwise("add.rn.f32 $0, $1, $1;", "=f,f", [v], dtype=tl.float32, is_pure=True, pack=1))
+    tl.store(
+        o + offs,
+        tl.inline_asm_elementwise("add.rn.f32 $0, $1, $1;", "=f,f", [v], dtype=tl.float32, is_pure=True, pack=1),
+    )
 
 
 def test_an_instruction_whose_operands_do_not_match_is_refused():

@@ -113,12 +113,12 @@ def meaning(asm: str, operand_dtypes: list[str], result_dtypes: list[str], pack:
         return None
     instr = m.group(1)
     symbol = PTX_INSTRUCTIONS.get(instr) or PTX_STEPS.get(instr)
+    if symbol is None:
+        return None
     operands = [f"${i}" for i in range(1, len(operand_dtypes) + 1)]
+    if m.group(2).replace(" ", "").split(",")[1:] != operands or len(operands) != arity(instr):
+        return None
     width = WIDTH[instr.rsplit(".", 1)[-1]]  # cvt.rna.tf32.f32: an f32 holding a tf32 value
-    if symbol is None or m.group(2).replace(" ", "").split(",")[1:] != operands:
-        return None
-    if len(operands) != arity(instr):
-        return None
     if any(t != width for t in (*operand_dtypes, *result_dtypes)):
         return None
     return symbol

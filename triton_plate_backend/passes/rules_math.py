@@ -1,8 +1,9 @@
 """Lowering rules for math.*, tt.extern_elementwise (libdevice), tt.precise_sqrt/divf,
-tt.clampf, tt.mulhiui and the PTX inline asm ptx_asm.py gives a meaning (tt.elementwise_inline_asm). Every function maps through ONE table (`MATH`; `LIBDEVICE` in
-libdevice.py) to a vector instruction; scalars go through a 1-element tile (the scalar unit has no
-transcendentals). Functions with no instruction of their own are short compositions (`COMPOSITE`,
-or a libdevice entry's steps, run by `_composite`)."""
+tt.clampf, tt.mulhiui and the PTX inline asm ptx_asm.py gives a meaning (tt.elementwise_inline_asm).
+Every function maps through ONE table (`MATH`; `LIBDEVICE` in libdevice.py) to a vector instruction;
+scalars go through a 1-element tile (the scalar unit has no transcendentals). Functions with no
+instruction of their own are short compositions (`COMPOSITE`, or a libdevice entry's steps, run by
+`_composite`)."""
 
 from __future__ import annotations
 

@@ -320,7 +320,6 @@ def _lower_drop(ctx, op):
     """llvm.intr.assume: a hint; nothing to run."""
 
 
-
 RULES = {
     "tt.splat": _lower_tt_splat,
     "tt.make_range": _lower_tt_make_range,
