@@ -431,7 +431,7 @@ def _field_by_field(monkeypatch):
     from triton_plate_backend.isa import encoding
 
     monkeypatch.setattr(encoding, "_unpack_fixed", lambda layout, reader, count: None)
-    monkeypatch.setattr(encoding, "_unpack_strings", lambda reader, count: None)
+    monkeypatch.setattr(encoding, "_UNPACK_RECORDS", {})
     for layout in (HEADER, SECTION, COUNT, TILE, *[sec.head for sec in SECTIONS if sec.head]):
         monkeypatch.setattr(layout, "whole", None)
     for sec in SECTIONS:

@@ -514,7 +514,8 @@ def _suffixes(row, modifier: int) -> tuple | None:
 def _unpack_section(sec: Section, reader: _Reader) -> tuple[dict | None, list[dict]]:
     head = sec.head.unpack(reader) if sec.head else None
     count = COUNT.unpack(reader)["count"]
-    records = _unpack_strings(reader, count) if sec.record is STRING else _unpack_fixed(sec.record, reader, count)
+    read = _UNPACK_RECORDS.get(sec.record)
+    records = read(reader, count) if read is not None else _unpack_fixed(sec.record, reader, count)
     if records is None:
         records = [sec.record.unpack(reader) for _ in _bounded(count, sec.record, reader)]
     if reader.pos != reader.end:
@@ -557,6 +558,31 @@ def _unpack_strings(reader: _Reader, count: int) -> list[dict] | None:
         pos += 4 + n
     reader.pos = pos
     return records
+
+
+_TILE_HEAD = struct.Struct("<IBB")  # TILE's fields before its arrays: addr, dtype, rank
+
+
+def _unpack_tiles(reader: _Reader, count: int) -> list[dict] | None:
+    """``count`` TILE records, as ``_unpack_fixed`` reads a layout without arrays (the head in one unpack, each
+    array in one); None where one does not fit."""
+    data, pos, end, records = reader.data, reader.pos, reader.end, []
+    for _ in range(count):
+        if pos + _TILE_HEAD.size > end:
+            return None
+        addr, dtype, rank = _TILE_HEAD.unpack_from(data, pos)
+        arrays = pos + _TILE_HEAD.size
+        if arrays + 8 * rank > end:
+            return None
+        shape = struct.unpack_from(f"<{rank}I", data, arrays)
+        strides = struct.unpack_from(f"<{rank}i", data, arrays + 4 * rank)
+        records.append({"_offset": pos, "addr": addr, "dtype": dtype, "rank": rank, "shape": shape, "strides": strides})
+        pos = arrays + 8 * rank
+    reader.pos = pos
+    return records
+
+
+_UNPACK_RECORDS = {STRING: _unpack_strings, TILE: _unpack_tiles}  # a layout with arrays read in one pass
 
 
 def _pick(table, layout: Layout, rec: dict, fname: str, what: str):
