@@ -40,8 +40,39 @@ def test_put_replaces_an_existing_file(cache_dir):
     assert os.listdir(manager.cache_dir) == ["k.pasm"]
 
 
+def test_a_new_file_is_created_in_place_and_an_existing_one_replaced_by_a_rename(cache_dir, monkeypatch):
+    manager = PlateFileCacheManager("e" * 32)
+    renames = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        renames.append((os.path.basename(src), os.path.basename(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(cache_files.os, "replace", replace)
+    first = manager.put("first", "k.ttir")
+    assert renames == [], "a file not there yet is written in place"
+    part = os.stat(first)
+    manager.put("second, longer", "k.ttir")
+    assert len(renames) == 1 and renames[0][1] == "k.ttir" and renames[0][0].startswith(".tmp.pid_")
+    assert open(first).read() == "second, longer"
+    assert os.stat(first).st_ino != part.st_ino, "replaced by another file, not rewritten in place"
+    assert os.listdir(manager.cache_dir) == ["k.ttir"]
+
+
+def test_text_is_written_as_text_mode_writes_it(cache_dir):
+    manager = PlateFileCacheManager("f" * 32)
+    text = "tt.func @k() {\n  // \u00e9\u2192 loc\n}\n"
+    path = manager.put(text, "k.ttir")
+    with open(path) as f:  # text mode, as Triton's CompiledKernel reads it (Path.read_text)
+        assert f.read() == text
+    theirs = FileCacheManager("g" * 32)
+    assert open(theirs.put(text, "k.ttir"), "rb").read() == open(path, "rb").read()
+
+
 def test_a_failed_rename_leaves_no_temporary_file(cache_dir, monkeypatch):
     manager = PlateFileCacheManager("d" * 32)
+    manager.put("old", "k.pir")
 
     def no_rename(src, dst):
         raise OSError("disk full")
@@ -49,7 +80,8 @@ def test_a_failed_rename_leaves_no_temporary_file(cache_dir, monkeypatch):
     monkeypatch.setattr(cache_files.os, "replace", no_rename)
     with pytest.raises(OSError, match="disk full"):
         manager.put("text", "k.pir")
-    assert os.listdir(manager.cache_dir) == []
+    assert os.listdir(manager.cache_dir) == ["k.pir"]
+    assert open(manager.get_file("k.pir")).read() == "old"
 
 
 def test_install_keeps_a_configured_manager(monkeypatch):

@@ -9,6 +9,13 @@ a uniquely named temporary file beside the target and renames it over the target
 replacement (a reader sees the old file or the new one, never a part), the same files, paths and
 permissions, no directory to remove.
 
+A file not there yet is written in place, created exclusively (``O_EXCL``), without the temporary file
+and the rename (~6 us against ~17 us per file on tmpfs, seven files per compile). No reader sees a part
+of it: Triton reads a cache entry's files only through its group file, which ``compile`` writes after
+every file of the group, and a writer that finds the file there (another process compiling the same
+kernel, or an earlier compile that stopped half-way and left a part) replaces it by the rename, whole.
+So a group only ever names files that one writer wrote whole, by the one creating them or by a rename.
+
 The plate driver installs it as Triton's ``knobs.cache.manager_class`` when it becomes the active
 driver and no cache manager is configured (``TRITON_CACHE_MANAGER`` or the knob): a user's choice
 always wins, and nothing changes for a process where plate is not the active driver.
@@ -16,6 +23,7 @@ always wins, and nothing changes for a process where plate is not the active dri
 
 from __future__ import annotations
 
+import locale
 import os
 import uuid
 
@@ -24,7 +32,8 @@ from triton.runtime.cache import FileCacheManager
 
 
 class PlateFileCacheManager(FileCacheManager):
-    """FileCacheManager whose put renames a temporary file instead of a temporary directory's file."""
+    """FileCacheManager whose put creates a new file in place and renames a temporary file over an
+    existing one, instead of a temporary directory's file (module docstring)."""
 
     def put(self, data, filename, binary=True) -> str:
         if not self.cache_dir:
@@ -33,17 +42,46 @@ class PlateFileCacheManager(FileCacheManager):
         if not binary:
             data = str(data)
         filepath = self._make_path(filename)
+        if binary:
+            payload = data
+        else:  # the bytes text mode writes: the locale's encoding, its line ends
+            payload = (data if os.linesep == "\n" else data.replace("\n", os.linesep)).encode(_encoding())
+        try:
+            fd = os.open(filepath, _CREATE_NEW, 0o666)  # the mode open() gives, less the umask
+        except FileExistsError:
+            return self._replace(payload, filename, filepath)
+        try:
+            _write_all(fd, payload)
+        finally:
+            os.close(fd)
+        return filepath
+
+    def _replace(self, payload: bytes, filename: str, filepath: str) -> str:
+        """Write a uniquely named temporary file beside ``filepath`` and rename it over it."""
         # hidden, and named by pid and a random id as Triton names its temporary directories
         temp_path = os.path.join(self.cache_dir, f".tmp.pid_{os.getpid()}_{uuid.uuid4()}.{filename}")
         try:
-            with open(temp_path, "xb" if binary else "x") as f:
-                f.write(data)
+            with open(temp_path, "xb") as f:
+                f.write(payload)
             os.replace(temp_path, filepath)
         except BaseException:
             if os.path.exists(temp_path):
                 os.unlink(temp_path)
             raise
         return filepath
+
+
+def _encoding() -> str:
+    return locale.getpreferredencoding(False)
+
+
+_CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def install() -> bool:

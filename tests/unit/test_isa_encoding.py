@@ -389,3 +389,77 @@ def test_load_reuses_a_program_only_for_the_very_bytes_it_was_encoded_to():
     assert again is not sample and disassemble(again) == disassemble(sample)
     encoding._ENCODED[key] = kept
     assert load(bytearray(data)) is sample  # (any bytes-like object of the same bytes)
+
+
+def test_load_keeps_the_program_it_decoded_for_the_same_bytes_again():
+    """A kernel loaded from Triton's cache again (a new definition of it: each test defines its kernels) gets the
+    program its bytes were decoded to, unless that program changed since."""
+    from triton_plate_backend.isa import encoding
+
+    data = encode(assemble(SAMPLE))
+    encoding._ENCODED.clear()  # bytes this process did not encode: a warm cache's
+    first = load(data)
+    assert load(data) is first and load(data, get_machine("plate-mini")) is first
+    first.instrs.append(first.instrs[-1])
+    again = load(data)
+    assert again is not first and disassemble(again) == disassemble(assemble(SAMPLE))
+    assert load(data) is again
+
+
+def _outcome(data: bytes):
+    """What decode makes of ``data``: the program's every field, or the error's type, message and offset."""
+    try:
+        p = decode(data)
+    except (BinaryFormatError, IsaError) as e:
+        return (type(e).__name__, str(e), getattr(e, "offset", None))
+    return (
+        p.name,
+        [(i.mnemonic, i.suffixes, i.operands, i.loc) for i in p.instrs],
+        p.tiles,
+        [(type(c), c if c == c else "nan") for c in p.consts],
+        p.locs,
+        p.args,
+        p.sram_bytes,
+        p.labels,
+        getattr(p, "tile_names", None),
+        p.affinity,
+    )
+
+
+def _field_by_field(monkeypatch):
+    """Decode as before the one-unpack paths: every record read field by field (Layout.unpack's loop)."""
+    from triton_plate_backend.isa import encoding
+
+    monkeypatch.setattr(encoding, "_unpack_fixed", lambda layout, reader, count: None)
+    monkeypatch.setattr(encoding, "_UNPACK_RECORDS", {})
+    for layout in (HEADER, SECTION, COUNT, TILE, *[sec.head for sec in SECTIONS if sec.head]):
+        monkeypatch.setattr(layout, "whole", None)
+    for sec in SECTIONS:
+        if getattr(sec.record, "whole", None) is not None:
+            monkeypatch.setattr(sec.record, "whole", None)
+    real = encoding._decode_form
+    monkeypatch.setattr(encoding, "_DECODE_FORMS", {})
+    monkeypatch.setattr(encoding, "_decode_form", lambda op, mod: None if (f := real(op, mod)) is None else (*f[:2], None, f[3]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(programs(max_instrs=8), st.data())
+def test_one_unpack_paths_decode_as_field_by_field(monkeypatch, p, data):
+    good = bytearray(encode(p))
+    cases = [bytes(good)]
+    for _ in range(3):
+        bad = bytearray(good)
+        if data.draw(st.booleans()):
+            i = data.draw(st.integers(0, len(bad) - 1))
+            bad[i] ^= data.draw(st.integers(1, 255))
+        else:
+            bad = bad[: data.draw(st.integers(0, len(bad) - 1))]
+        if len(bad) >= HEADER.min_size:
+            struct.pack_into("<I", bad, 16, zlib.crc32(bytes(bad[HEADER.min_size :])))
+        cases.append(bytes(bad))
+    fast = [_outcome(c) for c in cases]
+    with monkeypatch.context() as m:
+        _field_by_field(m)
+        slow = [_outcome(c) for c in cases]
+    assert fast == slow
+    assert fast[0][0] == p.name  # the good binary decodes

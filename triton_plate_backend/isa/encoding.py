@@ -79,6 +79,12 @@ class Layout:
         return b"".join(out)
 
     def unpack(self, reader: _Reader) -> dict:
+        whole = self.whole
+        if whole is not None and whole.size <= reader.end - reader.pos:  # no arrays, and it fits: one unpack
+            rec = {"_offset": reader.pos}
+            rec.update(zip(self.names, whole.unpack_from(reader.data, reader.pos)))
+            reader.pos += whole.size
+            return rec
         rec = {"_offset": reader.pos}
         for fname, _code, elem, st, count in self._steps:
             if not count:
@@ -192,8 +198,9 @@ def tile_names(program: Program) -> list[str] | None:
 
 
 # ---- encode ----------------------------------------------------------------------------------
-# Binaries encoded in this process and the programs they came from. Triton compiles a kernel and then
-# loads the bytes it just wrote: load() hands that program back (if unchanged) instead of parsing and
+# Binaries encoded (or loaded) in this process and the programs they came from (or decoded to). Triton
+# compiles a kernel and then loads the bytes it just wrote, and loads a cached kernel's bytes again for
+# each new definition of it: load() hands that program back (if unchanged) instead of parsing and
 # verifying it again. Programs are not changed after finalize; the snapshot check covers anyone who does.
 # Keyed by `_fingerprint` (the length and the header, which holds the crc32 of the rest), the bytes kept
 # and compared in full on a hit: a key of the whole binary hashed every 35-100 KB binary once more.
@@ -210,12 +217,17 @@ def _snapshot(program: Program) -> tuple:
 def encode(program: Program) -> bytes:
     """Program -> .pbin bytes. Verifies the program first (IsaError if it is not valid)."""
     data = _encode(program)
+    _remember(data, program)
+    return data
+
+
+def _remember(data: bytes, program: Program) -> None:
+    """Keep ``program`` as the one ``data`` stands for (``load``), the oldest kept forgotten past _ENCODED_KEEP."""
     key = _fingerprint(data)
     _ENCODED[key] = (data, program, _snapshot(program))
     _ENCODED.move_to_end(key)
     while len(_ENCODED) > _ENCODED_KEEP:
         _ENCODED.popitem(last=False)
-    return data
 
 
 def _fingerprint(data: bytes) -> tuple[int, bytes]:
@@ -351,7 +363,8 @@ def _inst_record(ins: Inst) -> dict:
 
 # ---- decode ----------------------------------------------------------------------------------
 def load(data: bytes, machine=None) -> Program:
-    """decode(), or the program these bytes were encoded from in this process if it is unchanged."""
+    """decode(), or the program these bytes were encoded from or last decoded to in this process if it is
+    unchanged (a kernel loaded again from Triton's cache: a test suite defines its kernels anew per test)."""
     raw = bytes(data)
     known = _ENCODED.get(_fingerprint(raw))
     if known is not None and known[0] == raw and known[2] == _snapshot(known[1]):
@@ -359,7 +372,9 @@ def load(data: bytes, machine=None) -> Program:
             return verify_once(known[1], machine)
         except IsaError:
             pass  # not within this machine's bounds: decode says where
-    return decode(data, machine)
+    program = decode(raw, machine)
+    _remember(raw, program)
+    return program
 
 
 def decode(data: bytes, machine=None) -> Program:
@@ -427,16 +442,25 @@ def _unpack_code(data: bytes, pos: int, end: int) -> list[Inst] | None:
         pos += 4
         if pos + count * INST.min_size > end:
             return None
-        instrs = []
+        instrs, forms = [], _DECODE_FORMS
         for _ in range(count):
             if pos + INST.min_size > end:
                 return None
             opcode, modifier, loc = _INST_HEAD.unpack_from(data, pos)
             pos += INST.min_size
-            row = BY_OPCODE.get(opcode)
-            suffixes = _suffixes(row, modifier) if row is not None else None
-            if suffixes is None:
-                return None
+            form = forms.get((opcode, modifier))
+            if form is None:
+                form = _decode_form(opcode, modifier)
+                if form is None:
+                    return None
+            mnemonic, suffixes, whole, row = form
+            if whole is not None:  # no register list: every operand in one unpack
+                if pos + whole.size > end:
+                    return None
+                operands = whole.unpack_from(data, pos)
+                pos += whole.size
+                instrs.append(Inst(mnemonic, suffixes, operands, loc))
+                continue
             operands = []
             for od in row.operands:
                 if pos + 4 > end:
@@ -450,10 +474,26 @@ def _unpack_code(data: bytes, pos: int, end: int) -> list[Inst] | None:
                     pos += 4 * v
                 else:
                     operands.append(v)
-            instrs.append(Inst(row.mnemonic, suffixes, tuple(operands), loc))
+            instrs.append(Inst(mnemonic, suffixes, tuple(operands), loc))
     except struct.error:
         return None
     return instrs if pos == end else None
+
+
+# (opcode, modifier) -> (mnemonic, suffixes, Struct of all the operands or None where one is a register
+# list, the ISA row): what _unpack_code reads of every instruction with that opcode and modifier, once per pair
+_DECODE_FORMS: dict[tuple[int, int], tuple] = {}
+
+
+def _decode_form(opcode: int, modifier: int) -> tuple | None:
+    """The (opcode, modifier) pair's entry of _DECODE_FORMS, made; None for a pair _inst would reject."""
+    row = BY_OPCODE.get(opcode)
+    suffixes = _suffixes(row, modifier) if row is not None else None
+    if suffixes is None:
+        return None
+    whole = None if any(od.kind == "rlist" for od in row.operands) else struct.Struct(f"<{len(row.operands)}I")
+    form = _DECODE_FORMS[(opcode, modifier)] = (row.mnemonic, suffixes, whole, row)
+    return form
 
 
 def _suffixes(row, modifier: int) -> tuple | None:
@@ -473,12 +513,76 @@ def _suffixes(row, modifier: int) -> tuple | None:
 
 def _unpack_section(sec: Section, reader: _Reader) -> tuple[dict | None, list[dict]]:
     head = sec.head.unpack(reader) if sec.head else None
-    records = [sec.record.unpack(reader) for _ in _bounded(COUNT.unpack(reader)["count"], sec.record, reader)]
+    count = COUNT.unpack(reader)["count"]
+    read = _UNPACK_RECORDS.get(sec.record)
+    records = read(reader, count) if read is not None else _unpack_fixed(sec.record, reader, count)
+    if records is None:
+        records = [sec.record.unpack(reader) for _ in _bounded(count, sec.record, reader)]
     if reader.pos != reader.end:
         raise BinaryFormatError(
             f"{reader.end - reader.pos} trailing bytes in the {sec.name} section", offset=reader.pos
         )
     return head, records
+
+
+def _unpack_fixed(layout, reader: _Reader, count: int) -> list[dict] | None:
+    """``count`` records of a layout without arrays, each in one unpack: the records ``Layout.unpack`` makes
+    (the same keys in the same order), the reader moved past them; None (the reader where it was) for a
+    layout with arrays or records that do not fit, which ``Layout.unpack`` then reads or reports."""
+    whole = getattr(layout, "whole", None)
+    if whole is None:
+        return None
+    size, pos = whole.size, reader.pos
+    if count * size > reader.end - pos:
+        return None
+    names, records = layout.names, []
+    for values in whole.iter_unpack(reader.data[pos : pos + count * size]):
+        rec = {"_offset": pos}
+        rec.update(zip(names, values))
+        records.append(rec)
+        pos += size
+    reader.pos = pos
+    return records
+
+
+def _unpack_strings(reader: _Reader, count: int) -> list[dict] | None:
+    """``count`` STRING records, as ``_unpack_fixed`` reads a layout without arrays; None where one does not fit."""
+    data, pos, end, records = reader.data, reader.pos, reader.end, []
+    for _ in range(count):
+        if pos + 4 > end:
+            return None
+        (n,) = _U32.unpack_from(data, pos)
+        if pos + 4 + n > end:
+            return None
+        records.append({"_offset": pos, "size": n, "utf8": data[pos + 4 : pos + 4 + n]})
+        pos += 4 + n
+    reader.pos = pos
+    return records
+
+
+_TILE_HEAD = struct.Struct("<IBB")  # TILE's fields before its arrays: addr, dtype, rank
+
+
+def _unpack_tiles(reader: _Reader, count: int) -> list[dict] | None:
+    """``count`` TILE records, as ``_unpack_fixed`` reads a layout without arrays (the head in one unpack, each
+    array in one); None where one does not fit."""
+    data, pos, end, records = reader.data, reader.pos, reader.end, []
+    for _ in range(count):
+        if pos + _TILE_HEAD.size > end:
+            return None
+        addr, dtype, rank = _TILE_HEAD.unpack_from(data, pos)
+        arrays = pos + _TILE_HEAD.size
+        if arrays + 8 * rank > end:
+            return None
+        shape = struct.unpack_from(f"<{rank}I", data, arrays)
+        strides = struct.unpack_from(f"<{rank}i", data, arrays + 4 * rank)
+        records.append({"_offset": pos, "addr": addr, "dtype": dtype, "rank": rank, "shape": shape, "strides": strides})
+        pos = arrays + 8 * rank
+    reader.pos = pos
+    return records
+
+
+_UNPACK_RECORDS = {STRING: _unpack_strings, TILE: _unpack_tiles}  # a layout with arrays read in one pass
 
 
 def _pick(table, layout: Layout, rec: dict, fname: str, what: str):
