@@ -14,6 +14,7 @@ from ttir_fixtures import LOWERABLE, fixture_text
 
 from triton_plate_backend.isa import footprint as F
 from triton_plate_backend.machine import get_machine
+from triton_plate_backend.passes import affinity
 from triton_plate_backend.passes.affinity import footprint_entries, footprint_text
 from triton_plate_backend.passes.pipeline import run_passes
 from triton_plate_backend.sim.footprints import LaunchFootprints
@@ -65,14 +66,29 @@ def test_the_shared_text_evaluates_as_the_whole_trees(name, persistent, entries,
     assert "$" not in tree and len(text) <= len(tree)
     assert (text == tree) == (len(tree) <= F.SHARE_ABOVE or "$" not in text)
     F._parse_footprints.cache_clear()
-    want, got = F.parse_footprints(tree), F.parse_footprints(text)
+    want = F.parse_footprints(tree)
+    # the text read (not what share_footprints kept of it for this process: it is compared with the reading)
+    got = list(F._read_shared(text)) if "$" in text else F.parse_footprints(text)
     assert [(f.arg, f.lo is None) for f in got] == [(f.arg, f.lo is None) for f in want]
+    written = F._WRITTEN.get(text)
+    assert (written is not None) == ("$" in text)
+    if written is not None:  # share_footprints' own entries: what the reader gives, on the writer's DAG
+        assert list(written) == got and F.parse_footprints(text) == list(written)
     ints_of = sorted({int(k) for k in re.findall(r"\barg([0-9]+)\b", tree)})
     for grid in GRIDS:
         for value in ARG_VALUES:
             names = F.program_names(grid, {k: value(k) for k in ints_of})
             for g, w in zip(_values(got, names), _values(want, names), strict=True):
                 np.testing.assert_array_equal(g, w)
+            if written is not None:  # the writer's DAG: written again, its nodes where the reader's were
+                F._PARSED.clear()
+                assert F.share_footprints(entries, affinity._parse) == text
+                dag = F._PARSED[(written[0].defs, written[0].nbytes)][0]
+                assert all(F._PARSED[(fp.defs, fp.nbytes)][0] is dag for fp in written)
+                for g, w in zip(_values(written, names), _values(want, names), strict=True):
+                    np.testing.assert_array_equal(g, w)
+                F._PARSED.clear()
+                F._read_shared(text)  # the reader's nodes again, for the next grid
             launch = LaunchFootprints(tuple(got), names, int(np.prod(grid)))  # as the launch reads them
             for fp, w in zip(got, F.parse_footprints(tree)):
                 np.testing.assert_array_equal(launch.value(fp.nbytes), _values([w], names)[-1])

@@ -151,14 +151,30 @@ def share_footprints(footprints, tree=None) -> str:
         if u > 1 and (u - 1) * len(t) > len(name) + 5 + u * len(name):  # written once plus names: shorter
             ref[i] = name
             defs.append(f"{name} = {t}")
-    entries = []
+    if not defs:
+        return plain
+    entries, read = [], []
+    shared = "; ".join(defs)
     for fp, roots in zip(footprints, fields):
         head = ANY if fp.arg < 0 else f"arg{fp.arg}"
-        b = roots[-1]
-        nbytes = ref[b] or (text[b] if text[b].isdigit() else f"({text[b]})")
-        where = ":" if fp.lo is None else f"{ref[roots[0]] or text[roots[0]]}:{ref[roots[1]] or text[roots[1]]}"
-        entries.append(f"{head}[{where}]*{nbytes}")
-    return "; ".join(defs + entries) if defs else plain
+        parts = [ref[r] or text[r] for r in roots]  # each part's text, as the reader of the text gives it
+        nbytes = parts[-1] if ref[roots[-1]] or parts[-1].isdigit() else f"({parts[-1]})"
+        entries.append(f"{head}[{':' if fp.lo is None else f'{parts[0]}:{parts[1]}'}]*{nbytes}")
+        read.append(Footprint(fp.arg, *((None, None) if fp.lo is None else parts[:2]), parts[-1], shared))
+        for t, r in zip(parts, roots):
+            _remember((shared, t), dag, r)
+    out = "; ".join(defs + entries)
+    if len(_WRITTEN) >= _WRITTEN_KEEP:
+        _WRITTEN.clear()
+    _WRITTEN[out] = tuple(read)
+    return out
+
+
+# text -> its entries, for the texts share_footprints wrote: this process reads them without reading the text (a
+# compile's pasm read-back, its first launch); what the reader gives (tests/unit/test_footprint_shared.py), on
+# this DAG, which `evaluate` reads through _PARSED
+_WRITTEN: dict[str, tuple[Footprint, ...]] = {}
+_WRITTEN_KEEP = 64
 
 
 def _tree_of(text: str) -> ast.expr:
@@ -200,7 +216,8 @@ def _parse_footprints(text: str) -> tuple[Footprint, ...] | None:
     if not text or text.startswith(UNKNOWN):
         return None
     if text.startswith("$"):
-        return _read_shared(text)
+        written = _WRITTEN.get(text)
+        return written if written is not None else _read_shared(text)
     with _SHARED_LOCK:
         return _read_footprints(text, _shared_dag())
 
