@@ -87,6 +87,7 @@ def forget() -> None:
     getattr(affinity, "_FOLDS", {}).clear()
     getattr(affinity, "_NAMES", {}).clear()
     getattr(affinity, "_MEMO", {}).clear()
+    getattr(affinity, "_SHARED_TEXTS", {}).clear()  # (the shared footprint text of the entries, since comp25)
 
 
 def compile_once(kernel, first: bool) -> list[float]:

@@ -83,9 +83,10 @@ def test_vector_add_streams_locally_by_default(mini):
     assert profile.cores_used == mini.machine.total_cores
     pir = kernel.asm["pir"]
     # a persistent kernel (passes/persistent.py): program pid_x runs its share of group pid_x // plate_rows
-    # (arg7: after x, y, out, n and the three plate_split arguments of plate-mini's four domains)
-    assert 'plate.affinity = "arg0[min(min(min(1, max(0, pid_x // arg7))*arg4 + ' in pir
-    assert '.affinity "arg0[' in kernel.asm["pasm"]
+    # (arg7: after x, y, out, n and the three plate_split arguments of plate-mini's four domains), bound
+    # once as a shared subterm (isa/footprint.py) and named by the entries
+    assert 'plate.affinity = "$0 = pid_x // arg7; $1 = min(1, max(0, $0)); ' in pir
+    assert "; arg0[$" in pir and '.affinity "$0 = pid_x // arg7; ' in kernel.asm["pasm"]
 
 
 def test_softmax_rows_stream_locally_by_default(mini):

@@ -86,7 +86,7 @@ def footprints(ttir: str) -> list[Footprint] | None:
 def ranges(fp: Footprint, grid, ints=None):
     names = program_names(grid, ints or {})
     n = int(np.prod(grid))
-    return tuple(np.broadcast_to(evaluate(e, names), (n,)) for e in (fp.lo, fp.hi, fp.nbytes))
+    return tuple(np.broadcast_to(evaluate(e, names, None, fp.defs), (n,)) for e in (fp.lo, fp.hi, fp.nbytes))
 
 
 def test_vector_add_touches_block_pid_of_each_tensor():
@@ -159,7 +159,7 @@ def test_grouped_matmul_locates_c_through_the_swizzle_and_counts_wrapped_a_b_as_
         pid_m, pid_n = group * GROUP_M + in_group % size, in_group // size
         assert lo[pid] == (pid_m * BM * scm + pid_n * BM) * 2 and hi[pid] == lo[pid] + ((BM - 1) * scm + BM) * 2
     assert (nbytes == BM * BM * 2).all()
-    a_bytes = evaluate(a.nbytes, program_names(grid, ints))
+    a_bytes = evaluate(a.nbytes, program_names(grid, ints), None, a.defs)
     assert (a_bytes == (K // 32) * 64 * 32 * 2).all()  # a 64x32 f16 tile per trip of the K loop
 
 

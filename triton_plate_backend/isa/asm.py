@@ -13,6 +13,8 @@ Operands follow the ISA row's kinds: ``r12``, ``q3``, a tile name, a number lite
 a label, ``[r1, r2]``. Names (kernel, argument) that are not identifiers are written quoted.
 `disassemble` prints the canonical form, which `assemble` reads back exactly. Number literals are
 pooled by (type, bit pattern); NaNs other than ``nan``/``-nan`` print as ``nan(0xBITS)``.
+``.affinity`` holds the footprint text as the affinity pass wrote it, a long one with its shared subterms
+bound first (``.affinity "$0 = pid_x // arg7; ...; arg0[$13:$14]*$15; ..."``); `assemble` checks that it reads.
 """
 
 from __future__ import annotations

@@ -16,6 +16,15 @@ syntax: ``+ - * // %``, ``min(a, b)``, ``max(a, b)``, integer literals) over ``p
 ``pid_z`` (the program's ids), ``nprog_x``... (the grid) and ``argK`` (integer arguments). A text
 that starts with ``none`` says the analysis cannot tell, and why: the launch keeps the default
 grid -> core mapping.
+
+Shared subterms: before the entries, the text may bind expressions to numbered references,
+``$0 = EXPR; $1 = EXPR; ...; argK[LO:HI]*BYTES; ...``, each ``$K`` defined once, in order from 0, by
+an expression over the names above and the references defined before it; an expression after its
+definition may use ``$K`` as an atom (its value). The affinity pass binds each subterm that more
+than one place uses and whose text is long enough to pay for its name (``share_footprints``): the
+persistent rewrite's program-range mapping is one such subterm used hundreds of times. A text
+without definitions reads as before. ``Footprint.defs`` is the definitions part of the text its
+entry came from ("" when none); ``evaluate`` takes it to read an expression that names ``$K``.
 """
 
 from __future__ import annotations
@@ -48,9 +57,11 @@ class Footprint:
     lo: str | None  # None (with hi): somewhere in the whole allocation (a gather, an atomic)
     hi: str | None
     nbytes: str
+    defs: str = ""  # the definitions of its text, ``$0 = ...; $1 = ...`` (module docstring), which LO, HI, BYTES name
 
     def __str__(self) -> str:
-        nbytes = self.nbytes if self.nbytes.isdigit() else f"({self.nbytes})"
+        bare = self.nbytes.isdigit() or self.nbytes[:1] == "$" and self.nbytes[1:].isdigit()  # a literal, a $K
+        nbytes = self.nbytes if bare else f"({self.nbytes})"
         where = ":" if self.lo is None else f"{self.lo}:{self.hi}"
         return f"{ANY if self.arg < 0 else f'arg{self.arg}'}[{where}]*{nbytes}"
 
@@ -61,7 +72,116 @@ def unknown(reason: str) -> str:
 
 
 def format_footprints(footprints) -> str:
-    return "; ".join(str(f) for f in footprints)
+    """The text of the entries as they are (the definitions of the first one's text before them, if any)."""
+    footprints = list(footprints)
+    defs = footprints[0].defs if footprints else ""
+    return "; ".join(([defs] if defs else []) + [str(f) for f in footprints])
+
+
+SHARE_ABOVE = 1024  # characters: a shorter text is written as its entries are (nothing bound)
+
+
+def share_footprints(footprints, tree=None) -> str:
+    """The footprint text of entries whose LO, HI, BYTES are self-contained expression texts (no ``$K``),
+    with each subterm that several places use, and whose text is long enough to pay for a name, bound to
+    a ``$K`` (the module docstring). ``tree``: text -> its expression tree (an ``ast`` node, as
+    ``ast.parse(text, mode="eval").body`` gives it; a caller that built the texts may hand out trees it
+    keeps, whose subtrees it shares: each shared subtree object is walked once). Equal subterms are one
+    term, so the values are those of the entries' own texts; a text with nothing worth binding is
+    ``format_footprints``' text, and so is a text of up to ``SHARE_ABOVE`` characters (a kernel without the
+    persistent rewrite's mapping: its entries as a reader writes them)."""
+    footprints = list(footprints)
+    if any(fp.defs for fp in footprints):
+        raise FootprintError("share_footprints takes self-contained entries (no $K definitions)")
+    plain = format_footprints(footprints)
+    if len(plain) <= SHARE_ABOVE:
+        return plain
+    tree = tree or _tree_of
+    dag = _Dag(texts=False)
+    seen: dict[int, int] = {}
+    keep = []  # the trees walked, alive while `seen` holds their ids
+    fields = []  # per entry: its DAG roots, [LO, HI, BYTES] or [BYTES]
+    for fp in footprints:
+        texts = [fp.nbytes] if fp.lo is None else [fp.lo, fp.hi, fp.nbytes]
+        roots = []
+        for t in texts:
+            node = tree(t)
+            keep.append(node)
+            root = dag.add(node, seen)
+            if root is None:
+                _check(ast.Expression(node), t)
+                raise FootprintError(f"footprint expression {t!r}: not an integer expression")
+            roots.append(root)
+        fields.append(roots)
+    nodes, n = dag.nodes, len(dag.nodes)
+    uses = [0] * n
+    for kind, a, b in nodes:
+        if kind != "c" and kind != "n":
+            uses[a] += 1
+            if b is not None:
+                uses[b] += 1
+    for roots in fields:
+        for r in roots:
+            uses[r] += 1
+    text: list[str] = [""] * n  # each node's text, its bound operands named
+    ref: list[str | None] = [None] * n  # a bound node's $K
+    prec = dag.prec
+    defs = []
+
+    def operand(i: int, need: int) -> str:
+        return ref[i] or (f"({text[i]})" if need > prec[i] else text[i])
+
+    for i, (kind, a, b) in enumerate(nodes):  # operands come before the nodes that use them
+        if kind == "c":
+            text[i] = repr(a)
+            continue
+        if kind == "n":
+            text[i] = a
+            continue
+        if kind == "-":
+            t = f"-{operand(a, _FACTOR)}"
+        elif kind in _CALLS:
+            t = f"{kind}({ref[a] or text[a]}, {ref[b] or text[b]})"
+        else:
+            p = _PRECEDENCE[kind]
+            t = f"{operand(a, p)} {_SYMBOL[kind]} {operand(b, p + 1)}"
+        text[i] = t
+        u = uses[i]
+        name = f"${len(defs)}"
+        if u > 1 and (u - 1) * len(t) > len(name) + 5 + u * len(name):  # written once plus names: shorter
+            ref[i] = name
+            defs.append(f"{name} = {t}")
+    if not defs:
+        return plain
+    entries, read = [], []
+    shared = "; ".join(defs)
+    for fp, roots in zip(footprints, fields):
+        head = ANY if fp.arg < 0 else f"arg{fp.arg}"
+        parts = [ref[r] or text[r] for r in roots]  # each part's text, as the reader of the text gives it
+        nbytes = parts[-1] if ref[roots[-1]] or parts[-1].isdigit() else f"({parts[-1]})"
+        entries.append(f"{head}[{':' if fp.lo is None else f'{parts[0]}:{parts[1]}'}]*{nbytes}")
+        read.append(Footprint(fp.arg, *((None, None) if fp.lo is None else parts[:2]), parts[-1], shared))
+        for t, r in zip(parts, roots):
+            _remember((shared, t), dag, r)
+    out = "; ".join(defs + entries)
+    if len(_WRITTEN) >= _WRITTEN_KEEP:
+        _WRITTEN.clear()
+    _WRITTEN[out] = tuple(read)
+    return out
+
+
+# text -> its entries, for the texts share_footprints wrote: this process reads them without reading the text (a
+# compile's pasm read-back, its first launch); what the reader gives (tests/unit/test_footprint_shared.py), on
+# this DAG, which `evaluate` reads through _PARSED
+_WRITTEN: dict[str, tuple[Footprint, ...]] = {}
+_WRITTEN_KEEP = 64
+
+
+def _tree_of(text: str) -> ast.expr:
+    try:
+        return ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise FootprintError(f"footprint expression {text!r} does not parse") from None
 
 
 _BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.FloorDiv: np.floor_divide, ast.Mod: np.mod}
@@ -95,6 +215,9 @@ def _parse_footprints(text: str) -> tuple[Footprint, ...] | None:
     text = text.strip()
     if not text or text.startswith(UNKNOWN):
         return None
+    if text.startswith("$"):
+        written = _WRITTEN.get(text)
+        return written if written is not None else _read_shared(text)
     with _SHARED_LOCK:
         return _read_footprints(text, _shared_dag())
 
@@ -134,8 +257,96 @@ def _read_footprints(text: str, dag: _Dag) -> tuple[Footprint, ...]:
     return tuple(out)
 
 
-def _parse_entry(entry: str, dag: _Dag) -> tuple[str, list[int]]:
-    """(argument name, DAG nodes of [LO, HI, BYTES] or [BYTES]) of an entry, read by Python's parser."""
+_DEF = re.compile(r"\$(0|[1-9][0-9]*) = ")
+_REF = re.compile(r"\$([0-9]+)")
+_REF_NAME = re.compile(r"__ref([0-9]+)")  # a $K as Python's parser reads it
+
+
+def _read_shared(text: str) -> tuple[Footprint, ...]:
+    """The entries of a text with definitions (the module docstring), read into a DAG of its own: a ``$K``
+    is the node of its definition. Each entry's LO, HI, BYTES are its texts as written (naming ``$K``s),
+    which ``evaluate`` reads with the entry's ``defs``."""
+    dag = _Dag(texts=False)
+    parts = [p.strip() for p in text.split(";")]
+    refs, k = _read_definitions(parts, dag)
+    if k == len(parts):
+        raise FootprintError(f"footprint text {text[:80]!r}...: definitions and no entry")
+    defs = "; ".join(parts[:k])
+    out = []
+    for entry in parts[k:]:
+        m = _LITERAL_ENTRY.fullmatch(entry)
+        if m is not None:
+            arg, lo, hi, any_, nbytes = m.groups()
+            out.append(Footprint(-1 if any_ else int(arg[3:]), lo, hi, nbytes, defs))
+            continue
+        reader = _Reader(entry, dag, refs)
+        read = reader.entry()
+        if read is not None:
+            name, roots = read
+            texts = [entry[a:b].strip(" \t") for a, b in reader.spans]
+        else:  # Python's parser, a $K read as a name that stands for its node
+            name, roots = _parse_entry(_REF.sub(r"__ref\1", entry), dag, _ref_names(refs), entry)
+            texts = _entry_texts(entry)
+        for t, root in zip(texts, roots):
+            _remember((defs, t), dag, root)
+        lo, hi = (None, None) if len(roots) == 1 else texts[:2]
+        out.append(Footprint(-1 if name == ANY else int(name[3:]), lo, hi, texts[-1], defs))
+    return tuple(out)
+
+
+def _read_definitions(parts: list[str], dag: _Dag) -> tuple[list[int], int]:
+    """(the node of each ``$K``, how many of `parts` are definitions) of a text's parts, in order."""
+    refs: list[int] = []
+    k = 0
+    while k < len(parts) and parts[k].startswith("$"):
+        part = parts[k]
+        m = _DEF.match(part)
+        if m is None or int(m.group(1)) != len(refs):
+            raise FootprintError(f"footprint definition {part[:80]!r}: expected ${len(refs)} = EXPR")
+        refs.append(_read_expression(part, m.end(), dag, refs))
+        k += 1
+    return refs, k
+
+
+def _ref_names(refs: list[int]) -> dict[str, int]:
+    return {f"__ref{k}": node for k, node in enumerate(refs)}
+
+
+def _read_expression(text: str, start: int, dag: _Dag, refs: list[int]) -> int:
+    """The node of the expression text[start:] (the reader, else Python's parser), its ``$K``s those of refs."""
+    reader = _Reader(text, dag, refs)
+    reader.pos = start
+    try:
+        node = reader.expr()
+        if text[reader.pos :].strip(" \t"):
+            raise _Unread
+        return node
+    except _Unread:
+        pass
+    source = _REF.sub(r"__ref\1", text[start:]).strip()
+    try:
+        tree = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        raise FootprintError(f"footprint expression {text[start:][:80]!r} does not parse") from None
+    node = dag.add(tree, None, _ref_names(refs))
+    if node is None:
+        _check(ast.Expression(tree), text[start:])
+        raise FootprintError(f"footprint expression {text[start:][:80]!r}: not an integer expression")
+    return node
+
+
+def _entry_texts(entry: str) -> list[str]:
+    """The LO, HI, BYTES (or BYTES) source texts of an entry Python's parser read (as it reads them)."""
+    node = ast.parse(_REF.sub(r"__ref\1", entry), mode="eval").body
+    sl = node.left.slice
+    parts = [node.right] if sl.lower is None else [sl.lower, sl.upper, node.right]
+    return [_REF_NAME.sub(r"$\1", ast.unparse(p)) for p in parts]
+
+
+def _parse_entry(entry: str, dag: _Dag, refs: dict | None = None, shown: str | None = None) -> tuple[str, list[int]]:
+    """(argument name, DAG nodes of [LO, HI, BYTES] or [BYTES]) of an entry, read by Python's parser. `refs`:
+    names that stand for nodes (a text's definitions); `shown`: the entry as the error messages name it."""
+    shown = entry if shown is None else shown
     try:
         node = ast.parse(entry, mode="eval").body
     except SyntaxError:
@@ -152,13 +363,13 @@ def _parse_entry(entry: str, dag: _Dag) -> tuple[str, list[int]]:
         and (whole or sl.lower is not None and sl.upper is not None)
     ):
         forms = "argK[LO:HI]*BYTES, argK[:]*BYTES or any[:]*BYTES"
-        raise FootprintError(f"footprint entry {entry!r}: expected {forms}")
+        raise FootprintError(f"footprint entry {shown!r}: expected {forms}")
     roots = []
     for p in [node.right] if whole else [sl.lower, sl.upper, node.right]:
-        root = dag.add(p)
+        root = dag.add(p, None, refs)
         if root is None:  # a form the grammar does not allow: the walk names it
-            _check(ast.Expression(p), entry)
-            raise FootprintError(f"footprint entry {entry!r}: not an integer expression")
+            _check(ast.Expression(p), shown)
+            raise FootprintError(f"footprint entry {shown!r}: not an integer expression")
         roots.append(root)
     return name, roots
 
@@ -176,7 +387,8 @@ _PRECEDENCE = {ast.Add: _ARITH, ast.Sub: _ARITH, ast.Mult: _TERM, ast.FloorDiv: 
 class _Dag:
     """Hash-consed expression nodes, each with the text ast.unparse gives it and its precedence."""
 
-    def __init__(self):
+    def __init__(self, texts: bool = True):
+        self.texts = texts  # False: no node's text is made (a writer prints the nodes its own way)
         self.nodes: list[tuple] = []
         self.text: list[str] = []
         self.prec: list[int] = []
@@ -201,7 +413,7 @@ class _Dag:
         if i is not None:  # printed before
             return i
         prec = _PRECEDENCE[op]
-        text = f"{self._operand(a, prec)} {_SYMBOL[op]} {self._operand(b, prec + 1)}"
+        text = f"{self._operand(a, prec)} {_SYMBOL[op]} {self._operand(b, prec + 1)}" if self.texts else ""
         return self._node((op, a, b), text, prec)
 
     def name(self, name: str) -> int:
@@ -211,20 +423,36 @@ class _Dag:
         return self._node(("c", value, None), repr(value), _ATOM)
 
     def call(self, f: str, a: int, b: int) -> int:
-        return self._node((f, a, b), f"{f}({self.text[a]}, {self.text[b]})", _ATOM)
+        i = self.index.get((f, a, b))
+        if i is not None:
+            return i
+        return self._node((f, a, b), f"{f}({self.text[a]}, {self.text[b]})" if self.texts else "", _ATOM)
 
     def neg(self, a: int) -> int:
-        return self._node(("-", a, None), f"-{self._operand(a, _FACTOR)}", _FACTOR)
+        return self._node(("-", a, None), f"-{self._operand(a, _FACTOR)}" if self.texts else "", _FACTOR)
 
-    def add(self, n: ast.AST) -> int | None:
-        """The node of an expression `_check` accepts; None for any other."""
+    def add(self, n: ast.AST, seen: dict | None = None, refs: dict | None = None) -> int | None:
+        """The node of an expression `_check` accepts; None for any other. `seen`: id(subtree) -> its node,
+        kept by a caller whose trees share subtree objects (each is walked once; the caller keeps the trees
+        alive). `refs`: a name -> the node it stands for (a definition's, ``$K`` read as a name)."""
+        if seen is None:
+            return self._add(n, None, refs)
+        i = seen.get(id(n))
+        if i is None:
+            i = seen[id(n)] = self._add(n, seen, refs)
+        return i
+
+    def _add(self, n: ast.AST, seen: dict | None, refs: dict | None) -> int | None:
+        add = self.add
         t = type(n)
         if t is ast.BinOp:
             op = type(n.op)
-            a = self.add(n.left) if op in _PRECEDENCE else None
-            b = self.add(n.right) if a is not None else None
+            a = add(n.left, seen, refs) if op in _PRECEDENCE else None
+            b = add(n.right, seen, refs) if a is not None else None
             return None if b is None else self.binop(op, a, b)
         if t is ast.Name:
+            if refs is not None and n.id in refs:
+                return refs[n.id]
             return self.name(n.id) if _allowed_name(n.id) else None
         if t is ast.Constant:
             return self.const(n.value) if type(n.value) is int else None
@@ -232,11 +460,11 @@ class _Dag:
             f = n.func
             if not (type(f) is ast.Name and f.id in _CALLS and len(n.args) == 2 and not n.keywords):
                 return None
-            a = self.add(n.args[0])
-            b = self.add(n.args[1]) if a is not None else None
+            a = add(n.args[0], seen, refs)
+            b = add(n.args[1], seen, refs) if a is not None else None
             return None if b is None else self.call(f.id, a, b)
         if t is ast.UnaryOp and type(n.op) is ast.USub:
-            a = self.add(n.operand)
+            a = add(n.operand, seen, refs)
             return None if a is None else self.neg(a)
         return None
 
@@ -280,7 +508,7 @@ def _allowed_name(name: str) -> bool:
     return name in _CALLS or name.startswith(("pid_", "nprog_", "arg"))
 
 
-_TOKEN = re.compile(r"[ \t]*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*%(),:\[\]]))")
+_TOKEN = re.compile(r"[ \t]*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*%(),:\[\]])|\$([0-9]+))")
 _HEAD = re.compile(r"(arg[0-9]+|any)\[")
 # the commonest entry, whole: argK[LO:HI]*BYTES of integer literals, argK[:]*BYTES, any[:]*BYTES (BYTES a literal)
 _LITERAL_ENTRY = re.compile(r"(?:(arg[0-9]+)\[(?:(0|[1-9][0-9]*):(0|[1-9][0-9]*)|:)|(any)\[:)\]\*(0|[1-9][0-9]*)")
@@ -331,8 +559,10 @@ class _Reader:
     `entry()` is None for any other form (a syntax error, a form the grammar does not allow, another spacing):
     Python's parser reads those (`_parse_entry`), and names what is wrong."""
 
-    def __init__(self, text: str, dag: _Dag):
+    def __init__(self, text: str, dag: _Dag, refs: list[int] | None = None):
         self.s, self.dag, self.pos = text, dag, 0
+        self.refs = refs  # the node of each $K of the text's definitions (None: a text without them)
+        self.spans: list[tuple[int, int]] = []  # where the entry's LO, HI, BYTES (or BYTES) are
         self.close: _Closings | None = None  # made on the first "("
         self.depth = 0  # the "("s being read around pos (every other one before it is closed before it)
         self.peeked = (-1, (0, "", 0))  # (position, token there): a token is looked at again after a term
@@ -349,12 +579,21 @@ class _Reader:
             elif name == ANY:
                 raise _Unread
             else:
+                start = self.pos
                 lo = self.expr()
+                self.spans.append((start, self.pos))
                 self.expect(":")
+                start = self.pos
                 roots = [lo, self.expr()]
+                self.spans.append((start, self.pos))
                 self.expect("]")
             self.expect("*")
+            start = self.pos
             roots.append(self.factor())
+            while self.s[start] in " \t":
+                start += 1
+            group = self.s[start] == "("  # BYTES in parentheses: its text is what they hold, as Footprint has it
+            self.spans.append((start + 1, self.pos - 1) if group else (start, self.pos))
             if self.s[self.pos :].strip(" \t"):
                 raise _Unread
             return name, roots
@@ -422,6 +661,12 @@ class _Reader:
             return self.dag.name(text)
         if kind == 3 and text == "(":
             return self.group(end - 1, end - 1, "")
+        if kind == 4:  # $K: its definition's node
+            k = int(text)
+            if self.refs is None or k >= len(self.refs) or str(k) != text:
+                raise FootprintError(f"footprint entry {self.s[:80]!r}: ${text} is not defined before it")
+            self.pos = end
+            return self.refs[k]
         raise _Unread
 
     def group(self, start: int, opening: int, call: str) -> int:
@@ -452,10 +697,11 @@ class _Reader:
 
 
 _PARSED_KEEP = 4096  # expression texts whose DAG node is kept (about 3 per footprint entry)
-_PARSED: dict[str, tuple[_Dag, int]] = {}  # expression text (as ast.unparse prints it) -> its DAG node
+# expression text (as ast.unparse prints it), or (a text's definitions, an expression as written there) -> its DAG node
+_PARSED: dict[str | tuple[str, str], tuple[_Dag, int]] = {}
 
 
-def _remember(text: str, dag: _Dag, root: int) -> None:
+def _remember(text: str | tuple[str, str], dag: _Dag, root: int) -> None:
     if len(_PARSED) >= _PARSED_KEEP:
         _PARSED.clear()
     _PARSED[text] = (dag, root)
@@ -472,13 +718,23 @@ def _expression(expr: str) -> tuple[_Dag, int]:
     return dag, root
 
 
-def evaluate(expr: str, names: dict, memo: dict | None = None) -> np.ndarray:
+@functools.lru_cache(maxsize=256)
+def _shared_expression(expr: str, defs: str) -> tuple[_Dag, int]:
+    dag = _Dag(texts=False)
+    refs, k = _read_definitions([p.strip() for p in defs.split(";")], dag)
+    return dag, _read_expression(expr, 0, dag, refs)
+
+
+def evaluate(expr: str, names: dict, memo: dict | None = None, defs: str = "") -> np.ndarray:
     """An expression over ``names`` (numpy int64 scalars or arrays over the programs). ``memo``: a dict kept
-    by the caller between expressions over the same ``names``, so their common subterms are computed once."""
-    found = _PARSED.get(expr)
+    by the caller between expressions over the same ``names``, so their common subterms are computed once.
+    ``defs``: the definitions its ``$K``s name (``Footprint.defs`` of the entry it is a part of)."""
+    found = _PARSED.get((defs, expr) if defs else expr)
     if found is None and expr.isdigit() and expr.isascii() and (expr[0] != "0" or expr == "0"):
         return np.asarray(np.int64(int(expr)), dtype=np.int64)  # a literal, as its one DAG node gives it
-    if found is None:
+    if found is None and defs:
+        found = _shared_expression(expr, defs)
+    elif found is None:
         try:
             found = _expression(expr)
         except SyntaxError:

@@ -26,7 +26,7 @@ import math
 import re
 
 from ..ir.core import Block, Module, Op, PtrType, StrAttr, TensorDescType, TensorType, Value, shape_of
-from ..isa.footprint import Footprint, format_footprints, unknown
+from ..isa.footprint import Footprint, share_footprints, unknown
 from ..isa.table import ITEMSIZE
 from . import access, access_forms, program_range
 from .access_forms import constant
@@ -520,8 +520,28 @@ def _itemsize(element: str) -> int:
 
 
 def footprint_text(func: Op) -> str:
-    """The footprint text of a kernel (isa/footprint.py): an entry per memory op, or ``none (why)``.
-    Inside ``access.shared_analysis()`` (the pipeline) it reuses the analysis of the passes before."""
+    """The footprint text of a kernel (isa/footprint.py): an entry per memory op, its shared subterms bound
+    to ``$K``s (``share_footprints``), or ``none (why)``. Inside ``access.shared_analysis()`` (the pipeline)
+    it reuses the analysis of the passes before."""
+    entries = footprint_entries(func)
+    if isinstance(entries, str):
+        return entries
+    key = tuple(entries)
+    text = _SHARED_TEXTS.get(key)
+    if text is None:  # the entries' texts were built by the folds here: their trees are kept, subtrees shared
+        if len(_SHARED_TEXTS) >= 64:
+            _SHARED_TEXTS.clear()
+        text = _SHARED_TEXTS[key] = share_footprints(entries, _parse)
+    return text
+
+
+# entries -> their shared text: a kernel's entries repeat across its compiles (their texts are the memo's)
+_SHARED_TEXTS: dict[tuple[Footprint, ...], str] = {}
+
+
+def footprint_entries(func: Op) -> list[Footprint] | str:
+    """The footprints of a kernel's memory ops, each expression a whole tree of its own (no ``$K``), or the
+    text ``none (why)``: what ``footprint_text`` writes, before its shared subterms are bound."""
     if any(isinstance(a.type, TensorDescType) for a in func.regions[0].blocks[0].args):
         return unknown("a host-side tensor descriptor argument")
     fp = _Footprints(func)
@@ -540,7 +560,7 @@ def footprint_text(func: Op) -> str:
         return unknown(str(e))
     if all(f.lo is None for f in entries):  # nothing located: nothing to steer a program by
         return unknown(gathers[0] if gathers else "no memory ops")
-    return format_footprints(entries)
+    return entries
 
 
 def annotate_affinity(module: Module) -> Module:

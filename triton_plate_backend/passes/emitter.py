@@ -14,6 +14,7 @@ The emitter also owns the two hardware contracts every instruction must respect:
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct
 from dataclasses import dataclass, field
@@ -31,15 +32,19 @@ except ImportError:  # not built (setup.py build_ext): the Python methods run
 ALIGN = 64  # SRAM byte alignment of every buffer
 
 
+# Each kind's ids 1, 2, 3, ... in the order of creation, across compiles. Counters of their own: a count kept
+# as a class attribute (`VReg._next += 1`) changed the class at every register made, and a class changed is
+# one whose attribute lookups the interpreter has to find again (its type cache and specialised lookups).
+_VREG_IDS, _TOKEN_IDS, _BUFFER_IDS = itertools.count(1), itertools.count(1), itertools.count(1)
+
+
 class VReg:
     """A virtual scalar register; `regalloc` maps it to r0..rN."""
 
     __slots__ = ("id", "hint")
-    _next = 0
 
     def __init__(self, hint: str = ""):
-        VReg._next += 1
-        self.id, self.hint = VReg._next, hint
+        self.id, self.hint = next(_VREG_IDS), hint
 
     def __repr__(self):
         return f"v{self.id}{'(' + self.hint + ')' if self.hint else ''}"
@@ -49,11 +54,9 @@ class Token:
     """A virtual DMA token; `regalloc` maps it to q0..qN."""
 
     __slots__ = ("id",)
-    _next = 0
 
     def __init__(self):
-        Token._next += 1
-        self.id = Token._next
+        self.id = next(_TOKEN_IDS)
 
     def __repr__(self):
         return f"tok{self.id}"
@@ -64,11 +67,9 @@ class Buffer:
     SramOverflow messages); `owner` is the IR value it was made for (None for temporaries)."""
 
     __slots__ = ("id", "nbytes", "what", "loc", "owner", "aliases", "addr")
-    _next = 0
 
     def __init__(self, nbytes: int, what: str = "", loc=None, owner=None):
-        Buffer._next += 1
-        self.id, self.nbytes, self.what, self.loc = Buffer._next, max(int(nbytes), 1), what, loc
+        self.id, self.nbytes, self.what, self.loc = next(_BUFFER_IDS), max(int(nbytes), 1), what, loc
         self.owner, self.aliases, self.addr = owner, set(), None
 
     def __repr__(self):

@@ -22,6 +22,7 @@ class LaunchFootprints:
 
     def __init__(self, footprints: tuple[Footprint, ...], names: dict, programs: int):
         self.footprints = footprints
+        self.defs = footprints[0].defs if footprints else ""  # the text's definitions: one text, one defs
         self.programs = programs
         self._names = names
         self._values: dict[str, np.ndarray] = {}
@@ -31,7 +32,7 @@ class LaunchFootprints:
         """``expr`` over the launch's programs: int64 [programs], read-only; raises FootprintError."""
         got = self._values.get(expr)
         if got is None:
-            got = np.broadcast_to(evaluate(expr, self._names, self._subterms), (self.programs,))
+            got = np.broadcast_to(evaluate(expr, self._names, self._subterms, self.defs), (self.programs,))
             self._values[expr] = got
         return got
 
