@@ -486,6 +486,15 @@ EAGER_OPS: dict[str, Row] = {
     "addbmm.default": Row("addbmm"),
     "norm.ScalarOpt_dim": Row("norm"),
     "norm.ScalarOpt_dim_dtype": Row("norm"),
+    # linalg.py: LU with partial pivoting, Cholesky, triangular solves (float32/float64; complex to the host)
+    "linalg_lu_factor_ex.default": Row("lu_factor"),
+    "linalg_lu_solve.default": Row("lu_solve"),
+    "_linalg_solve_ex.default": Row("linalg_solve"),
+    "linalg_inv_ex.default": Row("linalg_inv"),
+    "_linalg_det.default": Row("linalg_det"),
+    "_linalg_slogdet.default": Row("linalg_slogdet"),
+    "linalg_cholesky_ex.default": Row("cholesky"),
+    "linalg_solve_triangular.default": Row("solve_triangular"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row

@@ -1,0 +1,288 @@
+"""Linear algebra on plate tensors (float32 / float64, batched, broadcast batches) as plate kernels
+(linalg_kernels): an LU factorization with partial pivoting, a Cholesky factorization, row permutations and
+triangular solves, and the ops torch builds from them as the CPU builds them (ATen's BatchLinearAlgebra.cpp):
+
+- ``linalg_lu_factor_ex``: (LU, pivots, info) as LAPACK's getrf (1-based pivots, info the first zero pivot).
+- ``linalg_lu_solve``: getrs (left / right, adjoint or not); ``_linalg_solve_ex``: the LU of A (of A^T, solved
+  with the adjoint, where A is contiguous and real: the CPU's choice, which the autograd formula repeats) and
+  that solve, a vector right-hand side as numpy's; ``linalg_inv_ex``: that solve of the identity.
+- ``_linalg_det`` / ``_linalg_slogdet``: the product of U's diagonal times the permutation's sign (its logs).
+- ``linalg_cholesky_ex``: potrf of A's lower triangle (upper=True: of its upper one, the factor transposed).
+- ``linalg_solve_triangular``: trsm (left / right, upper / lower, unit diagonal or not).
+
+Errors as torch raises them: the meta kernels check shapes and dtypes (a float16 matrix, a non-square one:
+torch's message), ``check_errors`` raises torch's LinAlgError from ``info`` (torch._linalg_check_errors, the
+CPU's own messages). Complex matrices and ``pivot=False`` run on the host, counted (the CPU refuses the
+latter). The factorizations run column by column (unblocked, the trailing updates in tiles), so results differ
+from LAPACK's blocked ones in the last bits: within a few ulp times the condition number."""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from .launch import triton_cdiv
+from .ops import Call, checked
+from .table import Row
+
+LINALG_DTYPES = (torch.float32, torch.float64)
+
+
+def kernels():
+    return importlib.import_module(f"{__package__}.linalg_kernels")
+
+
+# ---- the factorizations and solves over (batch, n, n) contiguous copies ------------------------------------
+def _owned(a: torch.Tensor, n: int) -> torch.Tensor:
+    """A new contiguous (batch, n, n) copy of the square matrices ``a`` (any strides, broadcast batches)."""
+    out = torch.empty((*a.shape[:-2], n, n), dtype=a.dtype, device=a.device)
+    return out.copy_(a).reshape(-1, n, n)
+
+
+def lu_factor(a: torch.Tensor):
+    """(LU, pivots, info) of the matrices ``a`` (batch dims flattened): row-major LU, int32 pivots and info."""
+    n = a.shape[-1]
+    lu = _owned(a, n)
+    batch = lu.shape[0]
+    pivots = torch.empty((batch, n), dtype=torch.int32, device=a.device)
+    info = torch.zeros((batch,), dtype=torch.int32, device=a.device)
+    if batch and n:
+        k = kernels()
+        k.lu_factor[(batch,)](
+            lu, pivots, info, n, SMALLEST=torch.finfo(a.dtype).tiny, BLOCK=k.BLOCK, machine=k.machine_of(a)
+        )  # fmt: skip
+    return lu, pivots, info
+
+
+def cholesky_lower(a: torch.Tensor):
+    """(L, info): the lower Cholesky factors of ``a``'s lower triangles (batch dims flattened)."""
+    n = a.shape[-1]
+    factor = _owned(a, n)
+    batch = factor.shape[0]
+    info = torch.zeros((batch,), dtype=torch.int32, device=a.device)
+    if batch and n:
+        k = kernels()
+        k.cholesky[(batch,)](factor, info, n, BLOCK=k.BLOCK, machine=k.machine_of(a))
+    return factor.tril(), info
+
+
+def _trsm(t: torch.Tensor, x: torch.Tensor, upper: bool, unit: bool, transpose: bool = False) -> None:
+    """x[b] := T[b]^-1 x[b] in place; t (batch, n, n) contiguous (T = t[b], or its transpose), x (batch, n, k)
+    contiguous."""
+    batch, n, nrhs = x.shape
+    if not (batch and n and nrhs):
+        return
+    row, col = (1, n) if transpose else (n, 1)
+    k = kernels()
+    k.triangular_solve[(batch, triton_cdiv(nrhs, k.RHS_BLOCK))](
+        t, x, n, nrhs, n * n, row, col, UPPER=upper, UNIT=unit, BLOCK=k.RHS_BLOCK, machine=k.machine_of(x)
+    )  # fmt: skip
+
+
+def _permute(x: torch.Tensor, pivots: torch.Tensor, backward: bool) -> None:
+    batch, n, nrhs = x.shape
+    if not (batch and n and nrhs):
+        return
+    k = kernels()
+    k.permute_rows[(batch, triton_cdiv(nrhs, k.RHS_BLOCK))](
+        x, pivots, n, nrhs, n, BACKWARD=backward, BLOCK=k.RHS_BLOCK, machine=k.machine_of(x)
+    )  # fmt: skip
+
+
+def _broadcast(matrices: torch.Tensor, rhs: torch.Tensor):
+    """The batch shape both broadcast to, and each expanded to it."""
+    shape = torch.broadcast_shapes(matrices.shape[:-2], rhs.shape[:-2])
+    return shape, matrices.expand(*shape, *matrices.shape[-2:]), rhs.expand(*shape, *rhs.shape[-2:])
+
+
+def lu_solve(lu: torch.Tensor, pivots: torch.Tensor, b: torch.Tensor, left: bool, adjoint: bool) -> torch.Tensor:
+    """getrs: A^-1 B (A^-T B when adjoint; B A^-1, B A^-T when not left) of A = P L U given as (lu, pivots)."""
+    if not left:  # X A = B: A^T X^T = B^T
+        return lu_solve(lu, pivots, b.mT, True, not adjoint).mT
+    n = lu.shape[-1]
+    shape, lu, b = _broadcast(lu, b)
+    lu = _owned(lu, n)
+    pivots = torch.empty((*shape, n), dtype=torch.int32, device=b.device).copy_(
+        pivots.expand(*shape, n)).reshape(-1, n)  # fmt: skip
+    x = torch.empty(b.shape, dtype=b.dtype, device=b.device).copy_(b)
+    flat = x.reshape(-1, n, b.shape[-1])
+    if not adjoint:  # P L U x = b
+        _permute(flat, pivots, backward=False)
+        _trsm(lu, flat, upper=False, unit=True)
+        _trsm(lu, flat, upper=True, unit=False)
+    else:  # U^T L^T P^T x = b
+        _trsm(lu, flat, upper=False, unit=False, transpose=True)
+        _trsm(lu, flat, upper=True, unit=True, transpose=True)
+        _permute(flat, pivots, backward=True)
+    return x
+
+
+def solve_triangular(a: torch.Tensor, b: torch.Tensor, upper: bool, left: bool, unit: bool) -> torch.Tensor:
+    if not left:  # X A = B: A^T X^T = B^T
+        return solve_triangular(a.mT, b.mT, not upper, True, unit).mT
+    n = a.shape[-1]
+    shape, a, b = _broadcast(a, b)
+    x = torch.empty(b.shape, dtype=b.dtype, device=b.device).copy_(b)
+    _trsm(_owned(a, n), x.reshape(-1, n, b.shape[-1]), upper=upper, unit=unit)
+    return x
+
+
+def _permutation_sign(pivots: torch.Tensor) -> torch.Tensor:
+    """(-1) ** (the number of rows the pivots swap), per matrix."""
+    n = pivots.shape[-1]
+    identity = torch.arange(1, n + 1, dtype=torch.int32, device=pivots.device)
+    swaps = (pivots != identity).sum(-1)
+    return 1 - 2 * (swaps % 2)
+
+
+# ---- the ops ---------------------------------------------------------------------------------------------
+def _covered(*tensors: torch.Tensor) -> bool:
+    return all(t.dtype in LINALG_DTYPES for t in tensors)
+
+
+def _write(result: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """``result`` laid out as the meta kernel lays ``expected`` out."""
+    out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=result.device)
+    return out.copy_(result.reshape(expected.shape))
+
+
+def _factored(a: torch.Tensor, expected_lu, expected_pivots, expected_info=None):
+    """lu_factor of ``a`` (batch dims kept), written as the meta kernel lays the results out."""
+    lu, pivots, info = lu_factor(a)
+    written = [_write(lu, expected_lu), _write(pivots, expected_pivots)]
+    if expected_info is not None:
+        written.append(_write(info, expected_info))
+    return written, info.reshape(a.shape[:-2])
+
+
+def _use_transpose(a: torch.Tensor) -> bool:
+    """The CPU factors A^T of a contiguous real A (and solves with the adjoint); autograd's formulas repeat it."""
+    return a.is_contiguous() and not a.is_complex()
+
+
+def lu_factor_ex(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        a = call["A"]
+        if not call["pivot"] or not _covered(a):
+            return call.on_host()
+        (lu, pivots, info), raw = _factored(a, *expected)
+        if call["check_errors"]:
+            torch._linalg_check_errors(raw, "torch.linalg.lu_factor_ex", is_matrix=a.dim() == 2)
+        return lu, pivots, info
+
+    return kernel
+
+
+def lu_solve_op(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        lu, pivots, b = call["LU"], call["pivots"], call["B"]
+        if not _covered(lu, b):
+            return call.on_host()
+        return _write(lu_solve(lu, pivots, b, call["left"], call["adjoint"]), expected)
+
+    return kernel
+
+
+def solve_ex(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        a, b, left = call["A"], call["B"], call["left"]
+        if not _covered(a, b):
+            return call.on_host()
+        transpose = _use_transpose(a)
+        (lu, pivots, info), raw = _factored(a.mT if transpose else a, *expected[1:])
+        if call["check_errors"]:
+            torch._linalg_check_errors(raw, "torch.linalg.solve_ex", is_matrix=a.dim() == 2)
+        vector = b.dim() == 1 or (a.dim() - 1 == b.dim() and b.shape == a.shape[:-1])
+        x = lu_solve(lu, pivots, b.unsqueeze(-1) if vector else b, left, transpose)
+        return _write(x.squeeze(-1) if vector else x, expected[0]), lu, pivots, info
+
+    return kernel
+
+
+def inv_ex(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        a = call["A"]
+        if not _covered(a):
+            return call.on_host()
+        lu, pivots, info = lu_factor(a)
+        info = info.reshape(a.shape[:-2])
+        if call["check_errors"]:
+            torch._linalg_check_errors(info, "linalg.inv_ex", is_matrix=a.dim() == 2)
+        n = a.shape[-1]
+        identity = torch.eye(n, dtype=a.dtype, device=a.device).expand(lu.shape[0], n, n)
+        x = lu_solve(lu, pivots, identity, True, False)
+        return _write(x, expected[0]), _write(info, expected[1])
+
+    return kernel
+
+
+def det(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        a = call["A"]
+        if not _covered(a):
+            return call.on_host()
+        lu, pivots = _factored(a.mT if _use_transpose(a) else a, *expected[1:])[0]
+        value = lu.diagonal(0, -2, -1).prod(-1) * _permutation_sign(pivots)
+        return _write(value, expected[0]), lu, pivots
+
+    return kernel
+
+
+def slogdet(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        a = call["A"]
+        if not _covered(a):
+            return call.on_host()
+        lu, pivots = _factored(a.mT if _use_transpose(a) else a, *expected[2:])[0]
+        diagonal = lu.diagonal(0, -2, -1)
+        sign = diagonal.sgn().prod(-1) * _permutation_sign(pivots)
+        return _write(sign, expected[0]), _write(diagonal.abs().log().sum(-1), expected[1]), lu, pivots
+
+    return kernel
+
+
+def cholesky_ex(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        a, upper = call["self"], call["upper"]
+        if not _covered(a):
+            return call.on_host()
+        factor, info = cholesky_lower(a.mT if upper else a)  # upper: potrf of A's upper triangle, U = L^T
+        info = info.reshape(a.shape[:-2])
+        if call["check_errors"]:
+            torch._linalg_check_errors(info, "linalg.cholesky_ex", is_matrix=a.dim() == 2)
+        factor = factor.reshape(a.shape)
+        return _write(factor.mT if upper else factor, expected[0]), _write(info, expected[1])
+
+    return kernel
+
+
+def solve_triangular_op(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        a, b = call["self"], call["B"]
+        if not _covered(a, b):
+            return call.on_host()
+        x = solve_triangular(a, b, call["upper"], call["left"], call["unitriangular"])
+        return _write(x, expected)
+
+    return kernel
+
+
+FAMILIES = {
+    "lu_factor": lu_factor_ex,
+    "lu_solve": lu_solve_op,
+    "linalg_solve": solve_ex,
+    "linalg_inv": inv_ex,
+    "linalg_det": det,
+    "linalg_slogdet": slogdet,
+    "cholesky": cholesky_ex,
+    "solve_triangular": solve_triangular_op,
+}
