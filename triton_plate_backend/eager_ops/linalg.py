@@ -3,10 +3,10 @@
 triangular solves, and the ops torch builds from them as the CPU builds them (ATen's BatchLinearAlgebra.cpp):
 
 - ``linalg_lu_factor_ex``: (LU, pivots, info) as LAPACK's getrf (1-based pivots, info the first zero pivot).
-- ``linalg_lu_solve``: getrs (left / right, adjoint or not); ``_linalg_solve_ex``: the LU of A (of A^T, solved
-  with the adjoint, where A is contiguous and real: the CPU's choice, which the autograd formula repeats) and
-  that solve, a vector right-hand side as numpy's; ``linalg_inv_ex``: that solve of the identity.
-- ``_linalg_det`` / ``_linalg_slogdet``: the product of U's diagonal times the permutation's sign (its logs).
+- ``linalg_lu_solve``: getrs (left / right, adjoint or not); ``_linalg_solve_ex``: the LU of A and that solve, a
+  vector right-hand side as numpy's; ``linalg_inv_ex``: that solve of the identity.
+- ``_linalg_det`` / ``_linalg_slogdet``: the product of U's diagonal times the permutation's sign (its logs), of
+  the LU of A^T where A is contiguous and real (the CPU's choice, which their autograd formulas repeat).
 - ``linalg_cholesky_ex``: potrf of A's lower triangle (upper=True: of its upper one, the factor transposed).
 - ``linalg_solve_triangular``: trsm (left / right, upper / lower, unit diagonal or not).
 
@@ -157,7 +157,8 @@ def _factored(a: torch.Tensor, expected_lu, expected_pivots, expected_info=None)
 
 
 def _use_transpose(a: torch.Tensor) -> bool:
-    """The CPU factors A^T of a contiguous real A (and solves with the adjoint); autograd's formulas repeat it."""
+    """det / slogdet: the CPU factors A^T of a contiguous real A (torch 2.13; its solve factors A itself), and the
+    autograd formulas solve with the LU they return accordingly."""
     return a.is_contiguous() and not a.is_complex()
 
 
@@ -192,12 +193,11 @@ def solve_ex(op: torch._ops.OpOverload, row: Row):
         a, b, left = call["A"], call["B"], call["left"]
         if not _covered(a, b):
             return call.on_host()
-        transpose = _use_transpose(a)
-        (lu, pivots, info), raw = _factored(a.mT if transpose else a, *expected[1:])
+        (lu, pivots, info), raw = _factored(a, *expected[1:])
         if call["check_errors"]:
             torch._linalg_check_errors(raw, "torch.linalg.solve_ex", is_matrix=a.dim() == 2)
         vector = b.dim() == 1 or (a.dim() - 1 == b.dim() and b.shape == a.shape[:-1])
-        x = lu_solve(lu, pivots, b.unsqueeze(-1) if vector else b, left, transpose)
+        x = lu_solve(lu, pivots, b.unsqueeze(-1) if vector else b, left, False)
         return _write(x.squeeze(-1) if vector else x, expected[0]), lu, pivots, info
 
     return kernel
