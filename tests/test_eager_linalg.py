@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from triton_plate_backend import eager_ops
+from triton_plate_backend.eager_ops import linalg
 
 eager_ops.register()
 DTYPES = [torch.float32, torch.float64]
@@ -50,6 +51,23 @@ def test_lu_factor_matches_lapack(shape, dtype, no_host_ops):
     assert torch.equal(pivots.cpu(), pivots_cpu) and torch.equal(info.cpu(), info_cpu)
     assert lu.stride() == lu_cpu.stride()
     close(lu, lu_cpu)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_blocked_lu_and_cholesky_match_lapack(dtype, no_host_ops):
+    n = linalg.BLOCKED_FROM + 7  # two panels, the second narrower
+    a = random(n, n, dtype=dtype)
+    lu, pivots, info = torch.linalg.lu_factor_ex(a.to("plate"))
+    lu_cpu, pivots_cpu, _ = torch.linalg.lu_factor_ex(a)
+    assert torch.equal(pivots.cpu(), pivots_cpu) and info.item() == 0
+    scale = lu_cpu.abs().max()  # LU's entries grow with n: compare them at the largest one's scale
+    torch.testing.assert_close(lu.cpu() / scale, lu_cpu / scale, **tolerance(dtype))
+    spd = a @ a.mT + n * torch.eye(n, dtype=dtype)
+    close(torch.linalg.cholesky(spd.to("plate")), torch.linalg.cholesky(spd))
+    singular = a.clone()
+    singular[:, n - 3] = 0  # a zero pivot in the second panel: info counts from the matrix's first row
+    info = torch.linalg.lu_factor_ex(singular.to("plate")).info
+    assert info.item() == torch.linalg.lu_factor_ex(singular).info.item() == n - 2
 
 
 def test_lu_factor_of_a_transposed_view_and_a_zero_column(no_host_ops):

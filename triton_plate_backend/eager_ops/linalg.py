@@ -22,11 +22,14 @@ import importlib
 
 import torch
 
-from .launch import triton_cdiv
+from .launch import next_power_of_2, triton_cdiv
 from .ops import Call, checked
 from .table import Row
 
 LINALG_DTYPES = (torch.float32, torch.float64)
+# the blocked factorizations: matrices above BLOCKED_FROM rows in panels of NB columns (their updates plate's bmm)
+NB = 64
+BLOCKED_FROM = 96
 
 
 def kernels():
@@ -41,52 +44,90 @@ def _owned(a: torch.Tensor, n: int) -> torch.Tensor:
 
 
 def lu_factor(a: torch.Tensor):
-    """(LU, pivots, info) of the matrices ``a`` (batch dims flattened): row-major LU, int32 pivots and info."""
+    """(LU, pivots, info) of the matrices ``a`` (batch dims flattened): row-major LU, int32 pivots and info. Up to
+    BLOCKED_FROM rows one getf2 kernel; above, getrf's right-looking blocks: a panel of NB columns by the kernel, its
+    swaps applied to the columns on either side, U12 = L11^-1 A12 by the triangular solve, A22 -= L21 U12 by plate's
+    bmm."""
     n = a.shape[-1]
     lu = _owned(a, n)
     batch = lu.shape[0]
     pivots = torch.empty((batch, n), dtype=torch.int32, device=a.device)
     info = torch.zeros((batch,), dtype=torch.int32, device=a.device)
-    if batch and n:
-        k = kernels()
-        k.lu_factor[(batch,)](
-            lu, pivots, info, n, SMALLEST=torch.finfo(a.dtype).tiny, BLOCK=k.BLOCK, machine=k.machine_of(a)
-        )  # fmt: skip
+    if not (batch and n):
+        return lu, pivots, info
+    if n <= BLOCKED_FROM:
+        _panel(lu, pivots, info, 0)
+        return lu, pivots, info
+    for k0 in range(0, n, NB):
+        k1 = min(k0 + NB, n)
+        swaps = pivots[:, k0:k1]
+        _panel(lu[:, k0:, k0:k1], swaps, info, k0)
+        if k0:
+            _permute(lu[:, k0:, :k0], swaps, backward=False, base=k0)
+        if k1 < n:
+            _permute(lu[:, k0:, k1:], swaps, backward=False, base=k0)
+            _trsm(lu[:, k0:k1, k0:k1], lu[:, k0:k1, k1:], upper=False, unit=True)
+            lu[:, k1:, k1:].sub_(torch.bmm(lu[:, k1:, k0:k1], lu[:, k0:k1, k1:]))
     return lu, pivots, info
 
 
+def _panel(panel: torch.Tensor, pivots: torch.Tensor, info: torch.Tensor, offset: int) -> None:
+    """getf2 of the (batch, rows, cols) view ``panel`` (column stride 1), its pivots into the (batch, cols) view."""
+    batch, rows, cols = panel.shape
+    k = kernels()
+    k.lu_factor[(batch,)](
+        panel, pivots, info, rows, cols, panel.stride(1), panel.stride(0), pivots.stride(0), offset,
+        SMALLEST=torch.finfo(panel.dtype).tiny, ROWS=k.ROWS, COLS=k.COLS, machine=k.machine_of(panel),
+    )  # fmt: skip
+
+
 def cholesky_lower(a: torch.Tensor):
-    """(L, info): the lower Cholesky factors of ``a``'s lower triangles (batch dims flattened)."""
+    """(L, info): the lower Cholesky factors of ``a``'s lower triangles (batch dims flattened). Up to BLOCKED_FROM
+    rows one potf2 kernel; above, potrf's right-looking blocks: A11 by the kernel, L21 = A21 L11^-T by the
+    triangular solve, A22 -= L21 L21^T by plate's bmm."""
     n = a.shape[-1]
     factor = _owned(a, n)
     batch = factor.shape[0]
     info = torch.zeros((batch,), dtype=torch.int32, device=a.device)
-    if batch and n:
+    if not (batch and n):
+        return factor, info
+    for k0 in range(0, n, n if n <= BLOCKED_FROM else NB):
+        k1 = n if n <= BLOCKED_FROM else min(k0 + NB, n)
+        diagonal = factor[:, k0:k1, k0:k1]
         k = kernels()
-        k.cholesky[(batch,)](factor, info, n, BLOCK=k.BLOCK, machine=k.machine_of(a))
+        rows = min(k.ROWS, next_power_of_2(k1 - k0))
+        k.cholesky[(batch,)](
+            diagonal, info, k1 - k0, diagonal.stride(1), diagonal.stride(0), k0, ROWS=rows, COLS=min(k.COLS, rows),
+            machine=k.machine_of(a),
+        )  # fmt: skip
+        if k1 < n:
+            below = factor[:, k1:, k0:k1]
+            _trsm(diagonal, below.mT, upper=False, unit=False)
+            factor[:, k1:, k1:].sub_(torch.bmm(below, below.mT))
     return factor.tril(), info
 
 
-def _trsm(t: torch.Tensor, x: torch.Tensor, upper: bool, unit: bool, transpose: bool = False) -> None:
-    """x[b] := T[b]^-1 x[b] in place; t (batch, n, n) contiguous (T = t[b], or its transpose), x (batch, n, k)
-    contiguous."""
+def _trsm(t: torch.Tensor, x: torch.Tensor, upper: bool, unit: bool) -> None:
+    """x[b] := t[b]^-1 x[b] in place, over (batch, n, n) and (batch, n, k) views of any strides."""
     batch, n, nrhs = x.shape
     if not (batch and n and nrhs):
         return
-    row, col = (1, n) if transpose else (n, 1)
     k = kernels()
     k.triangular_solve[(batch, triton_cdiv(nrhs, k.RHS_BLOCK))](
-        t, x, n, nrhs, n * n, row, col, UPPER=upper, UNIT=unit, BLOCK=k.RHS_BLOCK, machine=k.machine_of(x)
+        t, x, n, nrhs, *t.stride(), *x.stride(), UPPER=upper, UNIT=unit, ROWS=k.ROWS, BLOCK=k.RHS_BLOCK,
+        machine=k.machine_of(x),
     )  # fmt: skip
 
 
-def _permute(x: torch.Tensor, pivots: torch.Tensor, backward: bool) -> None:
+def _permute(x: torch.Tensor, pivots: torch.Tensor, backward: bool, base: int = 0) -> None:
+    """getrs' / getrf's row swaps (laswp) of the (batch, n, k) view x: rows i and pivots[:, i] - 1 - base."""
     batch, n, nrhs = x.shape
     if not (batch and n and nrhs):
         return
     k = kernels()
     k.permute_rows[(batch, triton_cdiv(nrhs, k.RHS_BLOCK))](
-        x, pivots, n, nrhs, n, BACKWARD=backward, BLOCK=k.RHS_BLOCK, machine=k.machine_of(x)
+        x, pivots, pivots.shape[1], nrhs, *x.stride(), pivots.stride(0), base,
+        BACKWARD=backward, BLOCK=k.RHS_BLOCK, machine=k.machine_of(x),
     )  # fmt: skip
 
 
@@ -112,8 +153,8 @@ def lu_solve(lu: torch.Tensor, pivots: torch.Tensor, b: torch.Tensor, left: bool
         _trsm(lu, flat, upper=False, unit=True)
         _trsm(lu, flat, upper=True, unit=False)
     else:  # U^T L^T P^T x = b
-        _trsm(lu, flat, upper=False, unit=False, transpose=True)
-        _trsm(lu, flat, upper=True, unit=True, transpose=True)
+        _trsm(lu.mT, flat, upper=False, unit=False)
+        _trsm(lu.mT, flat, upper=True, unit=True)
         _permute(flat, pivots, backward=True)
     return x
 

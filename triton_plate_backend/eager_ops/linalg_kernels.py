@@ -20,93 +20,103 @@ import triton.language as tl
 
 from .kernels import machine_of  # noqa: F401 - the launch option every eager kernel takes
 
-BLOCK = 32  # the tiles' side: rows x columns of a trailing update, rows of a pivot search
+ROWS = 128  # the rows of a tile: a pivot search's, a trailing update's, a solve's update
+COLS = 32  # the columns of a trailing update's tile
 RHS_BLOCK = 32  # the right-hand-side columns one solve program takes
 
 
-@triton.jit(do_not_specialize=["n"])
-def lu_factor(a, pivots, info, n, SMALLEST: tl.constexpr, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["rows", "cols", "ld", "a_batch", "pivots_batch", "offset"])
+def lu_factor(
+    a, pivots, info, rows, cols, ld, a_batch, pivots_batch, offset, SMALLEST: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr
+):  # fmt: skip
+    """getf2 of the panel a[b] (rows x cols, rows >= cols, row stride ld, column stride 1): pivots[b][j] and the
+    first zero pivot in info[b] (where info[b] is still 0) are 1-based, plus ``offset`` (the panel's first row in
+    its matrix); the swaps span the panel's columns only."""
     b = tl.program_id(0).to(tl.int64)
-    m = a + b * n * n
-    lane = tl.arange(0, BLOCK)
-    first_zero = tl.zeros([], dtype=tl.int32)
-    for k in range(0, n):
-        # the pivot: the first row of largest magnitude in column k, rows k..n-1
+    m = a + b * a_batch
+    lane = tl.arange(0, ROWS)
+    col_lane = tl.arange(0, COLS)
+    first_zero = tl.load(info + b)
+    for k in range(0, cols):
+        # the pivot: the first row of largest magnitude in column k, rows k..rows-1
         best = tl.full([], -1.0, dtype=tl.float64)
         best_row = k
-        for r0 in range(k, n, BLOCK):
-            rows = r0 + lane
-            column = tl.load(m + rows.to(tl.int64) * n + k, mask=rows < n, other=0)
-            magnitude = tl.where(rows < n, tl.abs(column).to(tl.float64), -1.0)
+        for r0 in range(k, rows, ROWS):
+            r = r0 + lane
+            column = tl.load(m + r.to(tl.int64) * ld + k, mask=r < rows, other=0)
+            magnitude = tl.where(r < rows, tl.abs(column).to(tl.float64), -1.0)
             top = tl.max(magnitude, axis=0)
             where = tl.argmax(magnitude, axis=0)
             take = top > best
             best_row = tl.where(take, r0 + where, best_row)
             best = tl.where(take, top, best)
-        tl.store(pivots + b * n + k, (best_row + 1).to(tl.int32))
-        # swap rows k and best_row over every column
-        for c0 in range(0, n, BLOCK):
-            cols = c0 + lane
-            inside = cols < n
-            row_k = tl.load(m + k * n + cols, mask=inside, other=0)
-            row_p = tl.load(m + best_row.to(tl.int64) * n + cols, mask=inside, other=0)
+        tl.store(pivots + b * pivots_batch + k, (offset + best_row + 1).to(tl.int32))
+        # swap rows k and best_row over the panel's columns
+        for c0 in range(0, cols, COLS):
+            c = c0 + col_lane
+            inside = c < cols
+            row_k = tl.load(m + k * ld + c, mask=inside, other=0)
+            row_p = tl.load(m + best_row.to(tl.int64) * ld + c, mask=inside, other=0)
             tl.debug_barrier()
-            tl.store(m + best_row.to(tl.int64) * n + cols, row_k, mask=inside)
-            tl.store(m + k * n + cols, row_p, mask=inside)
+            tl.store(m + best_row.to(tl.int64) * ld + c, row_k, mask=inside)
+            tl.store(m + k * ld + c, row_p, mask=inside)
         tl.debug_barrier()
-        pivot = tl.load(m + k * n + k)
+        pivot = tl.load(m + k * ld + k)
         zero = pivot == 0
-        first_zero = tl.where(zero & (first_zero == 0), k + 1, first_zero)
+        first_zero = tl.where(zero & (first_zero == 0), offset + k + 1, first_zero)
         # the multipliers: column k below the pivot, times 1 / pivot (divided by it below SMALLEST)
         small = tl.abs(pivot) < SMALLEST
         reciprocal = 1 / pivot
-        for r0 in range(k + 1, n, BLOCK):
-            rows = r0 + lane
-            inside = (rows < n) & (~zero)
-            x = tl.load(m + rows.to(tl.int64) * n + k, mask=inside, other=0)
+        for r0 in range(k + 1, rows, ROWS):
+            r = r0 + lane
+            inside = (r < rows) & (~zero)
+            x = tl.load(m + r.to(tl.int64) * ld + k, mask=inside, other=0)
             scaled = tl.where(small, x / pivot, x * reciprocal)
-            tl.store(m + rows.to(tl.int64) * n + k, scaled, mask=inside)
+            tl.store(m + r.to(tl.int64) * ld + k, scaled, mask=inside)
         tl.debug_barrier()
-        # the trailing update: a[i, j] -= a[i, k] * a[k, j] for i, j > k
-        for r0 in range(k + 1, n, BLOCK):
-            rows = r0 + lane
-            l = tl.load(m + rows.to(tl.int64) * n + k, mask=rows < n, other=0)
-            for c0 in range(k + 1, n, BLOCK):
-                cols = c0 + lane
-                u = tl.load(m + k * n + cols, mask=cols < n, other=0)
-                at = m + rows.to(tl.int64)[:, None] * n + cols[None, :]
-                inside = (rows < n)[:, None] & (cols < n)[None, :]
+        # the trailing update: a[i, j] -= a[i, k] * a[k, j] for i > k, k < j < cols
+        for r0 in range(k + 1, rows, ROWS):
+            r = r0 + lane
+            l = tl.load(m + r.to(tl.int64) * ld + k, mask=r < rows, other=0)
+            for c0 in range(k + 1, cols, COLS):
+                c = c0 + col_lane
+                u = tl.load(m + k * ld + c, mask=c < cols, other=0)
+                at = m + r.to(tl.int64)[:, None] * ld + c[None, :]
+                inside = (r < rows)[:, None] & (c < cols)[None, :]
                 tile = tl.load(at, mask=inside, other=0)
                 tl.store(at, tile - l[:, None] * u[None, :], mask=inside)
         tl.debug_barrier()
     tl.store(info + b, first_zero)
 
 
-@triton.jit(do_not_specialize=["n"])
-def cholesky(a, info, n, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["n", "ld", "a_batch", "offset"])
+def cholesky(a, info, n, ld, a_batch, offset, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """potf2 of a[b]'s lower triangle (n x n, row stride ld): the first diagonal that is not positive goes to
+    info[b] (where it is still 0), 1-based plus ``offset``."""
     b = tl.program_id(0).to(tl.int64)
-    m = a + b * n * n
-    lane = tl.arange(0, BLOCK)
-    first_bad = tl.zeros([], dtype=tl.int32)
+    m = a + b * a_batch
+    lane = tl.arange(0, ROWS)
+    col_lane = tl.arange(0, COLS)
+    first_bad = tl.load(info + b)
     for k in range(0, n):
-        d = tl.load(m + k * n + k)
+        d = tl.load(m + k * ld + k)
         bad = ~(d > 0)  # NaN too
-        first_bad = tl.where(bad & (first_bad == 0), k + 1, first_bad)
+        first_bad = tl.where(bad & (first_bad == 0), offset + k + 1, first_bad)
         root = tl.sqrt(d)
-        tl.store(m + k * n + k, root)
-        for r0 in range(k + 1, n, BLOCK):
+        tl.store(m + k * ld + k, root)
+        for r0 in range(k + 1, n, ROWS):
             rows = r0 + lane
-            x = tl.load(m + rows.to(tl.int64) * n + k, mask=rows < n, other=0)
-            tl.store(m + rows.to(tl.int64) * n + k, x / root, mask=rows < n)
+            x = tl.load(m + rows.to(tl.int64) * ld + k, mask=rows < n, other=0)
+            tl.store(m + rows.to(tl.int64) * ld + k, x / root, mask=rows < n)
         tl.debug_barrier()
         # the trailing lower triangle: a[i, j] -= a[i, k] * a[j, k] for i >= j > k
-        for r0 in range(k + 1, n, BLOCK):
+        for r0 in range(k + 1, n, ROWS):
             rows = r0 + lane
-            li = tl.load(m + rows.to(tl.int64) * n + k, mask=rows < n, other=0)
-            for c0 in range(k + 1, r0 + BLOCK, BLOCK):
-                cols = c0 + lane
-                lj = tl.load(m + cols.to(tl.int64) * n + k, mask=cols < n, other=0)
-                at = m + rows.to(tl.int64)[:, None] * n + cols[None, :]
+            li = tl.load(m + rows.to(tl.int64) * ld + k, mask=rows < n, other=0)
+            for c0 in range(k + 1, r0 + ROWS, COLS):
+                cols = c0 + col_lane
+                lj = tl.load(m + cols.to(tl.int64) * ld + k, mask=cols < n, other=0)
+                at = m + rows.to(tl.int64)[:, None] * ld + cols[None, :]
                 inside = (rows < n)[:, None] & (cols[None, :] <= rows[:, None])
                 tile = tl.load(at, mask=inside, other=0)
                 tl.store(at, tile - li[:, None] * lj[None, :], mask=inside)
@@ -114,51 +124,56 @@ def cholesky(a, info, n, BLOCK: tl.constexpr):
     tl.store(info + b, first_bad)
 
 
-@triton.jit(do_not_specialize=["n", "nrhs", "pivots_batch"])
-def permute_rows(x, pivots, n, nrhs, pivots_batch, BACKWARD: tl.constexpr, BLOCK: tl.constexpr):
-    """x[b] (n x nrhs, contiguous): rows i and pivots[i] - 1 swapped for i = 0..n-1 (BACKWARD: n-1..0)."""
+@triton.jit(do_not_specialize=["n", "nrhs", "x_batch", "x_row", "x_col", "pivots_batch", "base"])
+def permute_rows(
+    x, pivots, n, nrhs, x_batch, x_row, x_col, pivots_batch, base, BACKWARD: tl.constexpr, BLOCK: tl.constexpr
+):  # fmt: skip
+    """x[b] (rows at x_row apart, columns at x_col): rows i and pivots[b][i] - 1 - base swapped for i = 0..n-1
+    (BACKWARD: n-1..0)."""
     b = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     inside = cols < nrhs
-    m = x + b * n * nrhs
+    m = x + b * x_batch + cols.to(tl.int64) * x_col
     for step in range(0, n):
         if BACKWARD:
             i = n - 1 - step
         else:
             i = step
         i = i.to(tl.int64)
-        p = tl.load(pivots + b * pivots_batch + i).to(tl.int64) - 1
-        row_i = tl.load(m + i * nrhs + cols, mask=inside, other=0)
-        row_p = tl.load(m + p * nrhs + cols, mask=inside, other=0)
+        p = tl.load(pivots + b * pivots_batch + i).to(tl.int64) - 1 - base
+        row_i = tl.load(m + i * x_row, mask=inside, other=0)
+        row_p = tl.load(m + p * x_row, mask=inside, other=0)
         tl.debug_barrier()
-        tl.store(m + p * nrhs + cols, row_i, mask=inside)
-        tl.store(m + i * nrhs + cols, row_p, mask=inside)
+        tl.store(m + p * x_row, row_i, mask=inside)
+        tl.store(m + i * x_row, row_p, mask=inside)
         tl.debug_barrier()
 
 
-@triton.jit(do_not_specialize=["n", "nrhs", "t_batch", "t_row", "t_col"])
+@triton.jit(do_not_specialize=["n", "nrhs", "t_batch", "t_row", "t_col", "x_batch", "x_row", "x_col"])
 def triangular_solve(
-    t, x, n, nrhs, t_batch, t_row, t_col, UPPER: tl.constexpr, UNIT: tl.constexpr, BLOCK: tl.constexpr
+    t, x, n, nrhs, t_batch, t_row, t_col, x_batch, x_row, x_col,
+    UPPER: tl.constexpr, UNIT: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr,
 ):  # fmt: skip
-    """x[b] (n x nrhs, contiguous) := T^-1 x[b], T[i, j] at t + b * t_batch + i * t_row + j * t_col: column by column
-    (forward for a lower T, backward for an upper one), each solved row divided by its diagonal (UNIT: not) and
-    subtracted from the rows still to solve."""
+    """x[b] (n x nrhs at x + b * x_batch + i * x_row + j * x_col) := T^-1 x[b], T[i, j] at t + b * t_batch +
+    i * t_row + j * t_col: column by column (forward for a lower T, backward for an upper one), each solved row
+    divided by its diagonal (UNIT: not) and subtracted from the rows still to solve."""
     b = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     inside = cols < nrhs
-    m = x + b * n * nrhs
+    m = x + b * x_batch
+    column_at = cols.to(tl.int64) * x_col
     tm = t + b * t_batch
-    lane = tl.arange(0, BLOCK)
+    lane = tl.arange(0, ROWS)
     for step in range(0, n):
         if UPPER:
             k = n - 1 - step
         else:
             k = step
         k = k.to(tl.int64)
-        row = tl.load(m + k * nrhs + cols, mask=inside, other=0)
+        row = tl.load(m + k * x_row + column_at, mask=inside, other=0)
         if not UNIT:
             row = row / tl.load(tm + k * t_row + k * t_col)
-            tl.store(m + k * nrhs + cols, row, mask=inside)
+            tl.store(m + k * x_row + column_at, row, mask=inside)
         tl.debug_barrier()
         # the rows still to solve: k+1..n-1 (lower) or 0..k-1 (upper)
         if UPPER:
@@ -167,11 +182,11 @@ def triangular_solve(
         else:
             first = k + 1
             last = n
-        for r0 in range(first, last, BLOCK):
+        for r0 in range(first, last, ROWS):
             rows = (r0 + lane).to(tl.int64)
             live = rows < last
             coefficient = tl.load(tm + rows * t_row + k * t_col, mask=live, other=0)
-            at = m + rows[:, None] * nrhs + cols[None, :]
+            at = m + rows[:, None] * x_row + column_at[None, :]
             both = live[:, None] & inside[None, :]
             tile = tl.load(at, mask=both, other=0)
             tl.store(at, tile - coefficient[:, None] * row[None, :], mask=both)
