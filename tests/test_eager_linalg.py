@@ -10,6 +10,8 @@ cond * eps."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -236,3 +238,32 @@ def test_complex_matrices_run_on_the_host_counted():
     torch.plate.reset_host_ops()
     close(torch.linalg.inv(a.to("plate")), torch.linalg.inv(a))
     assert torch.plate.host_ops()["aten.linalg_inv_ex"] == 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lu_unpack_linalg_lu_and_the_older_forms(dtype, no_host_ops):
+    a = well_conditioned(2, 4, 4, dtype=dtype)
+    for got, expected in zip(torch.linalg.lu(a.to("plate")), torch.linalg.lu(a), strict=True):
+        close(got, expected)
+    wide = torch.linalg.lu_factor(random(4, 6, dtype=dtype))  # rectangular factors (the CPU's), unpacked on plate
+    for got, expected in zip(torch.lu_unpack(*(t.to("plate") for t in wide)), torch.lu_unpack(*wide), strict=True):
+        close(got, expected)
+    p, lower, upper = torch.lu_unpack(*(t.to("plate") for t in wide), unpack_data=False)
+    assert lower.numel() == upper.numel() == 0
+    close(p, torch.lu_unpack(*wide)[0])
+    b = random(2, 4, 3, dtype=dtype)
+    spd = a @ a.mT
+    factor = torch.linalg.cholesky(spd)
+    linalg._warned.clear()
+    with pytest.warns(UserWarning, match="torch.cholesky is deprecated"):  # torch's note, once a process
+        close(torch.cholesky(spd.to("plate"), upper=True), torch.linalg.cholesky(spd, upper=True))
+    for upper in (False, True):
+        f = factor.mT if upper else factor
+        close(torch.cholesky_solve(b.to("plate"), f.to("plate"), upper=upper), torch.cholesky_solve(b, f, upper=upper))
+        close(torch.cholesky_inverse(f[0].to("plate"), upper=upper), torch.cholesky_inverse(f[0], upper=upper))
+    for transpose in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the note, once a process
+            got = torch.triangular_solve(b.to("plate"), a.tril().to("plate"), upper=False, transpose=transpose)
+        for g, e in zip(got, torch.triangular_solve(b, a.tril(), upper=False, transpose=transpose), strict=True):
+            close(g, e)

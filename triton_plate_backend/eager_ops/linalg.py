@@ -19,6 +19,7 @@ from LAPACK's blocked ones in the last bits: within a few ulp times the conditio
 from __future__ import annotations
 
 import importlib
+import warnings
 
 import torch
 
@@ -317,7 +318,146 @@ def solve_triangular_op(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
+def unpack(lu: torch.Tensor, pivots: torch.Tensor, data: bool, swaps: bool):
+    """lu_unpack's (P, L, U) of (*, m, n) factors: P from the swaps (applied to the identity they give P^T), L the
+    unit lower part of the first min(m, n) columns, U the upper part of the first min(m, n) rows; None for the
+    parts not asked for."""
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    p = lower = upper = None
+    if swaps:
+        batch = lu.shape[:-2]
+        transposed = torch.eye(m, dtype=lu.dtype, device=lu.device).expand(*batch, m, m).contiguous()
+        flat = transposed.reshape(-1, m, m)
+        count = pivots.shape[-1]
+        _permute(flat, pivots.reshape(-1, count).to(torch.int32).contiguous(), backward=False)
+        p = transposed.mT
+    if data:
+        lower = lu[..., :, :k].tril(-1) + torch.eye(m, k, dtype=lu.dtype, device=lu.device)
+        upper = lu[..., :k, :].triu()
+    return p, lower, upper
+
+
+def lu_unpack_op(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        lu, pivots = call["LU_data"], call["LU_pivots"]
+        if not _covered(lu) or pivots.dtype != torch.int32:
+            return call.on_host()
+        parts = unpack(lu, pivots, call["unpack_data"], call["unpack_pivots"])
+        return tuple(
+            _write(part, e) if part is not None else torch.empty_strided(
+                e.shape, e.stride(), dtype=e.dtype, device=lu.device)
+            for part, e in zip(parts, expected)
+        )  # fmt: skip
+
+    return kernel
+
+
+def linalg_lu(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        a = call["A"]
+        if not call["pivot"] or not _covered(a) or a.shape[-1] != a.shape[-2]:
+            return call.on_host()  # rectangular LU: the CPU's
+        lu, pivots, _ = lu_factor(a)
+        lu, pivots = lu.reshape(a.shape), pivots.reshape(*a.shape[:-1])
+        return tuple(_write(part, e) for part, e in zip(unpack(lu, pivots, True, True), expected))
+
+    return kernel
+
+
+def cholesky_solve(b: torch.Tensor, factor: torch.Tensor, upper: bool) -> torch.Tensor:
+    """(F F^T)^-1 B for a lower F (F^T F for an upper one): two triangular solves."""
+    first, second = (factor.mT, factor) if upper else (factor, factor.mT)
+    y = solve_triangular(first, b, upper=False, left=True, unit=False)
+    return solve_triangular(second, y, upper=True, left=True, unit=False)
+
+
+def cholesky_solve_op(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        b, factor = call["self"], call["A"]
+        if not _covered(b, factor):
+            return call.on_host()
+        return _write(cholesky_solve(b, factor, call["upper"]), expected)
+
+    return kernel
+
+
+def cholesky_inverse_op(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        factor = call["self"]
+        if not _covered(factor):
+            return call.on_host()
+        n = factor.shape[-1]
+        identity = torch.eye(n, dtype=factor.dtype, device=factor.device).expand(factor.shape)
+        return _write(cholesky_solve(identity, factor, call["upper"]), expected)
+
+    return kernel
+
+
+# the deprecation notes the CPU kernels of the older forms give once a process (TORCH_WARN_ONCE)
+DEPRECATED = {
+    "triangular_solve": "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand will be "
+    "removed in a future PyTorch release.\ntorch.linalg.solve_triangular has its arguments reversed and does not "
+    "return a copy of one of the inputs.\nX = torch.triangular_solve(B, A).solution\nshould be replaced with\n"
+    "X = torch.linalg.solve_triangular(A, B).",
+    "cholesky": "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
+    "PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)\nand\n"
+    "U = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\nThis transform "
+    "will produce equivalent results for all valid (symmetric positive definite) inputs.",
+}
+_warned: set[str] = set()
+
+
+def _deprecated(name: str) -> None:
+    if name not in _warned:
+        _warned.add(name)
+        warnings.warn(DEPRECATED[name], UserWarning, stacklevel=2)
+
+
+def triangular_solve_op(op: torch._ops.OpOverload, row: Row):
+    """The older torch.triangular_solve(B, A): (A^-1 B or A^-T B, a copy of A)."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        _deprecated("triangular_solve")
+        b, a, upper = call["self"], call["A"], call["upper"]
+        if not _covered(a, b):
+            return call.on_host()
+        t, upper = (a.mT, not upper) if call["transpose"] else (a, upper)
+        x = solve_triangular(t, b, upper, True, call["unitriangular"])
+        return _write(x, expected[0]), _write(a, expected[1])
+
+    return kernel
+
+
+def cholesky_old(op: torch._ops.OpOverload, row: Row):
+    """The older torch.cholesky(A, upper): linalg.cholesky's factor, its error under the name "cholesky"."""
+
+    @checked(op)
+    def kernel(call: Call, expected):
+        _deprecated("cholesky")
+        a, upper = call["self"], call["upper"]
+        if not _covered(a):
+            return call.on_host()
+        factor, info = cholesky_lower(a.mT if upper else a)
+        torch._linalg_check_errors(info.reshape(a.shape[:-2]), "cholesky", is_matrix=a.dim() == 2)
+        factor = factor.reshape(a.shape)
+        return _write(factor.mT if upper else factor, expected)
+
+    return kernel
+
+
 FAMILIES = {
+    "lu_unpack": lu_unpack_op,
+    "linalg_lu": linalg_lu,
+    "cholesky_solve": cholesky_solve_op,
+    "cholesky_inverse": cholesky_inverse_op,
+    "triangular_solve": triangular_solve_op,
+    "cholesky_old": cholesky_old,
     "lu_factor": lu_factor_ex,
     "lu_solve": lu_solve_op,
     "linalg_solve": solve_ex,

@@ -495,6 +495,12 @@ EAGER_OPS: dict[str, Row] = {
     "_linalg_slogdet.default": Row("linalg_slogdet"),
     "linalg_cholesky_ex.default": Row("cholesky"),
     "linalg_solve_triangular.default": Row("solve_triangular"),
+    "lu_unpack.default": Row("lu_unpack"),
+    "linalg_lu.default": Row("linalg_lu"),
+    "_cholesky_solve_helper.default": Row("cholesky_solve"),
+    "cholesky_inverse.default": Row("cholesky_inverse"),
+    "triangular_solve.default": Row("triangular_solve"),
+    "cholesky.default": Row("cholesky_old"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
