@@ -267,3 +267,36 @@ def test_lu_unpack_linalg_lu_and_the_older_forms(dtype, no_host_ops):
             got = torch.triangular_solve(b.to("plate"), a.tril().to("plate"), upper=False, transpose=transpose)
         for g, e in zip(got, torch.triangular_solve(b, a.tril(), upper=False, transpose=transpose), strict=True):
             close(g, e)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 6, 6), (70, 40)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_qr_geqrf_householder_product(shape, dtype, no_host_ops):
+    a = random(*shape, dtype=dtype)
+    for got, expected in zip(torch.geqrf(a.to("plate")), torch.geqrf(a), strict=True):  # dlarfg's signs
+        assert got.stride() == expected.stride()
+        close(got, expected)
+    for mode in ("reduced", "complete", "r"):
+        for got, expected in zip(torch.linalg.qr(a.to("plate"), mode=mode), torch.linalg.qr(a, mode=mode), strict=True):
+            assert got.stride() == expected.stride()
+            close(got, expected)
+    if shape[-2] >= shape[-1]:
+        reflectors = torch.geqrf(a)
+        got = torch.linalg.householder_product(*(t.to("plate") for t in reflectors))
+        close(got, torch.linalg.householder_product(*reflectors))
+
+
+def test_qr_of_a_zero_column_and_its_gradient(no_host_ops):
+    a = random(5, 3, dtype=torch.float64)
+    a[:, 1] = 0  # tau 0 there, as dlarfg's
+    for got, expected in zip(torch.geqrf(a.to("plate")), torch.geqrf(a), strict=True):
+        close(got, expected)
+    b = random(4, 4, dtype=torch.float64)
+
+    def grad(device):
+        x = b.to(device, copy=True).requires_grad_()
+        q, r = torch.linalg.qr(x)
+        (q.sum() + r.pow(2).sum()).backward()
+        return x.grad
+
+    close(grad("plate"), grad("cpu"))

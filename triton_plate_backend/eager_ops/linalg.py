@@ -398,6 +398,89 @@ def cholesky_inverse_op(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
+# ---- QR: Householder reflectors (geqrf), their product (orgqr), linalg.qr ---------------------------------
+def geqrf(a: torch.Tensor):
+    """(the reflectors under R, tau) of the (*, m, n) matrices a: LAPACK's geqr2, batch dims flattened."""
+    m, n = a.shape[-2:]
+    reflected = torch.empty(a.shape, dtype=a.dtype, device=a.device).copy_(a).reshape(-1, m, n)
+    batch = reflected.shape[0]
+    tau = torch.empty((batch, min(m, n)), dtype=a.dtype, device=a.device)
+    if batch and m and n:
+        k = kernels()
+        k.householder_qr[(batch,)](
+            reflected, tau, m, n, m * n, tau.shape[1], ROWS=k.ROWS, COLS=k.COLS, machine=k.machine_of(a)
+        )  # fmt: skip
+    return reflected, tau
+
+
+def householder_product(reflectors: torch.Tensor, tau: torch.Tensor, columns: int) -> torch.Tensor:
+    """H_0 ... H_{r-1} times the identity's first ``columns`` columns, (batch, m, columns); reflectors (batch, m, n)
+    of any strides, tau (batch, r)."""
+    batch, m = reflectors.shape[:2]
+    q = torch.eye(m, columns, dtype=reflectors.dtype, device=reflectors.device).expand(batch, m, columns).contiguous()
+    tau = tau.contiguous()
+    if batch and m and columns and tau.shape[1]:
+        k = kernels()
+        k.householder_product[(batch,)](
+            q, reflectors, tau, m, columns, tau.shape[1], *reflectors.stride(), tau.stride(0),
+            ROWS=k.ROWS, COLS=k.COLS, machine=k.machine_of(q),
+        )  # fmt: skip
+    return q
+
+
+def geqrf_op(op: torch._ops.OpOverload, row: Row):
+    """geqrf has no meta kernel: the CPU's layout (column-major matrices, tau contiguous) written here, a call the
+    CPU refuses (fewer than 2 dims, mixed devices, another dtype) left to the host, which raises its error."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        a = call["self"]
+        if call.mixed or a.dim() < 2 or not _covered(a):
+            return call.on_host()
+        m, n = a.shape[-2:]
+        reflected, tau = geqrf(a)
+        out = torch.empty(a.shape, dtype=a.dtype, device=a.device).mT.contiguous().mT
+        out.copy_(reflected.reshape(a.shape))
+        return out, tau.reshape(*a.shape[:-2], min(m, n))
+
+    return kernel
+
+
+def householder_product_op(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        a, tau = call["input"], call["tau"]
+        if not _covered(a, tau):
+            return call.on_host()
+        m, n = a.shape[-2:]
+        shape = torch.broadcast_shapes(a.shape[:-2], tau.shape[:-1])
+        flat_a = a.expand(*shape, m, n).reshape(-1, m, n)
+        flat_tau = tau.expand(*shape, tau.shape[-1]).reshape(-1, tau.shape[-1])
+        return _write(householder_product(flat_a, flat_tau, n), expected)
+
+    return kernel
+
+
+def qr_op(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        a, mode = call["A"], call["mode"]
+        if not _covered(a):
+            return call.on_host()
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        reflected, tau = geqrf(a)
+        rows = m if mode == "complete" else k
+        r = reflected[:, :rows, :].triu()
+        if mode == "r":
+            q = torch.empty_strided(expected[0].shape, expected[0].stride(), dtype=a.dtype, device=a.device)
+        else:
+            q = _write(householder_product(reflected, tau, rows), expected[0])
+        return q, _write(r, expected[1])
+
+    return kernel
+
+
 # the deprecation notes the CPU kernels of the older forms give once a process (TORCH_WARN_ONCE)
 DEPRECATED = {
     "triangular_solve": "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand will be "
@@ -452,6 +535,9 @@ def cholesky_old(op: torch._ops.OpOverload, row: Row):
 
 
 FAMILIES = {
+    "geqrf": geqrf_op,
+    "householder_product": householder_product_op,
+    "qr": qr_op,
     "lu_unpack": lu_unpack_op,
     "linalg_lu": linalg_lu,
     "cholesky_solve": cholesky_solve_op,

@@ -191,3 +191,93 @@ def triangular_solve(
             tile = tl.load(at, mask=both, other=0)
             tl.store(at, tile - coefficient[:, None] * row[None, :], mask=both)
         tl.debug_barrier()
+
+
+@triton.jit(do_not_specialize=["m", "n", "a_batch", "tau_batch"])
+def householder_qr(a, tau, m, n, a_batch, tau_batch, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """geqr2 of a[b] (m x n, row-major, a_batch apart) in place: for each column k < min(m, n) dlarfg's reflector
+    H = I - tau v v^T (v[k] = 1, v below k kept under the diagonal, beta = -sign(alpha) ||(alpha, x)|| on it; tau 0
+    where x is 0), then H applied to the columns on its right."""
+    b = tl.program_id(0).to(tl.int64)
+    mat = a + b * a_batch
+    lane = tl.arange(0, ROWS)
+    col_lane = tl.arange(0, COLS)
+    for k in range(0, tl.minimum(m, n)):
+        alpha = tl.load(mat + k * n + k)
+        total = tl.zeros([ROWS], dtype=tl.float64)
+        for r0 in range(k + 1, m, ROWS):
+            r = r0 + lane
+            x = tl.load(mat + r.to(tl.int64) * n + k, mask=r < m, other=0).to(tl.float64)
+            total += x * x
+        xnorm2 = tl.sum(total, axis=0)
+        norm = tl.sqrt(alpha.to(tl.float64) * alpha.to(tl.float64) + xnorm2)
+        beta = tl.where(alpha >= 0, -norm, norm).to(alpha.dtype)
+        trivial = xnorm2 == 0
+        t = tl.where(trivial, 0.0, (beta - alpha) / beta)
+        scale = tl.where(trivial, 1.0, 1 / (alpha - beta))
+        for r0 in range(k + 1, m, ROWS):
+            r = r0 + lane
+            inside = r < m
+            x = tl.load(mat + r.to(tl.int64) * n + k, mask=inside, other=0)
+            tl.store(mat + r.to(tl.int64) * n + k, x * scale, mask=inside)
+        tl.store(mat + k * n + k, tl.where(trivial, alpha, beta))
+        tl.store(tau + b * tau_batch + k, t)
+        tl.debug_barrier()
+        # the columns on the right: c -= tau v (v^T c)
+        for c0 in range(k + 1, n, COLS):
+            c = c0 + col_lane
+            live = c < n
+            w = tl.load(mat + k * n + c, mask=live, other=0).to(tl.float64)  # v[k] = 1
+            for r0 in range(k + 1, m, ROWS):
+                r = r0 + lane
+                inside = (r < m)[:, None] & live[None, :]
+                v = tl.load(mat + r.to(tl.int64) * n + k, mask=r < m, other=0).to(tl.float64)
+                tile = tl.load(mat + r.to(tl.int64)[:, None] * n + c[None, :], mask=inside, other=0).to(tl.float64)
+                w += tl.sum(v[:, None] * tile, axis=0)
+            tw = t.to(tl.float64) * w
+            top = tl.load(mat + k * n + c, mask=live, other=0)
+            tl.store(mat + k * n + c, (top - tw).to(top.dtype), mask=live)
+            for r0 in range(k + 1, m, ROWS):
+                r = r0 + lane
+                inside = (r < m)[:, None] & live[None, :]
+                v = tl.load(mat + r.to(tl.int64) * n + k, mask=r < m, other=0)
+                at = mat + r.to(tl.int64)[:, None] * n + c[None, :]
+                tile = tl.load(at, mask=inside, other=0)
+                tl.store(at, (tile - v[:, None] * tw.to(tile.dtype)[None, :]), mask=inside)
+        tl.debug_barrier()
+
+
+@triton.jit(do_not_specialize=["m", "n", "q_cols", "reflectors", "a_batch", "a_row", "a_col", "tau_batch"])
+def householder_product(
+    q, a, tau, m, q_cols, reflectors, a_batch, a_row, a_col, tau_batch, ROWS: tl.constexpr, COLS: tl.constexpr
+):  # fmt: skip
+    """orgqr / org2r: q[b] (m x q_cols, row-major, holding the identity's first columns) := H_0 ... H_{r-1} q[b],
+    the reflectors' v below the diagonal of a[b] (strided), v[i] = 1, applied last first."""
+    b = tl.program_id(0).to(tl.int64)
+    qm = q + b * m * q_cols
+    am = a + b * a_batch
+    lane = tl.arange(0, ROWS)
+    col_lane = tl.arange(0, COLS)
+    for step in range(0, reflectors):
+        i = (reflectors - 1 - step).to(tl.int64)
+        t = tl.load(tau + b * tau_batch + i).to(tl.float64)
+        for c0 in range(0, q_cols, COLS):
+            c = c0 + col_lane
+            live = c < q_cols
+            w = tl.load(qm + i * q_cols + c, mask=live, other=0).to(tl.float64)
+            for r0 in range(i + 1, m, ROWS):
+                r = (r0 + lane).to(tl.int64)
+                v = tl.load(am + r * a_row + i * a_col, mask=r < m, other=0).to(tl.float64)
+                tile = tl.load(qm + r[:, None] * q_cols + c[None, :], mask=(r < m)[:, None] & live[None, :], other=0)
+                w += tl.sum(v[:, None] * tile.to(tl.float64), axis=0)
+            tw = t * w
+            top = tl.load(qm + i * q_cols + c, mask=live, other=0)
+            tl.store(qm + i * q_cols + c, (top - tw).to(top.dtype), mask=live)
+            for r0 in range(i + 1, m, ROWS):
+                r = (r0 + lane).to(tl.int64)
+                inside = (r < m)[:, None] & live[None, :]
+                v = tl.load(am + r * a_row + i * a_col, mask=r < m, other=0)
+                at = qm + r[:, None] * q_cols + c[None, :]
+                tile = tl.load(at, mask=inside, other=0)
+                tl.store(at, tile - v[:, None] * tw.to(tile.dtype)[None, :], mask=inside)
+        tl.debug_barrier()

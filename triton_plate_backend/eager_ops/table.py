@@ -501,6 +501,10 @@ EAGER_OPS: dict[str, Row] = {
     "cholesky_inverse.default": Row("cholesky_inverse"),
     "triangular_solve.default": Row("triangular_solve"),
     "cholesky.default": Row("cholesky_old"),
+    "geqrf.default": Row("geqrf"),
+    "linalg_householder_product.default": Row("householder_product"),
+    "orgqr.default": Row("householder_product"),
+    "linalg_qr.default": Row("qr"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
