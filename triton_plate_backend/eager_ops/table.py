@@ -505,6 +505,8 @@ EAGER_OPS: dict[str, Row] = {
     "linalg_householder_product.default": Row("householder_product"),
     "orgqr.default": Row("householder_product"),
     "linalg_qr.default": Row("qr"),
+    # float_parts.py
+    "frexp.Tensor": Row("frexp"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row
