@@ -7,7 +7,8 @@ a lazy conjugate or negative bit is resolved first. Any other call (real operand
 - ``cat``: the real views concatenated along the same dim (operands of one rank, promoted to a complex type).
 - ``sum`` / ``mean``: the real view reduced over the same dims (all but the trailing one for an empty dim list).
 - ``index``: the real view indexed by the same indices (they never reach the trailing dim).
-- ``mm`` / ``bmm``: two real matmuls of the parts side by side (shapes checked by the real matmuls).
+- ``mm`` / ``bmm``: two real matmuls of the parts side by side (shapes checked by the real matmuls); ``addmv`` over
+  that product.
 - ``angle``: atan2 of the imaginary and real parts (std::arg's).
 - ``conj_physical``: a family (table.py row): the real view times (1, -1), into a tensor laid out as the input.
 """
@@ -111,6 +112,30 @@ def matmul(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
     return run
 
 
+def addmv(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
+    """beta * self + alpha * (mat @ vec) of complex tensors (addmv and addmv_, which torch.mv calls): the product as
+    the complex mm above (a column), the scaling and the sum by plate's complex mul and add; beta = 0 reads no self
+    (its NaNs ignored), as ATen."""
+    in_place = op._schema.name == "aten::addmv_"
+
+    def run(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, mat, vec, beta, alpha = call["self"], call["mat"], call["vec"], call["beta"], call["alpha"]
+        if not _viewable([x, mat, vec]) or mat.dim() != 2 or vec.dim() != 1 or mat.shape[1] != vec.shape[0]:
+            return kernel(*args, **kwargs)  # torch's error for shapes that do not multiply
+        if x.dim() > 1 or (x.dim() == 1 and x.shape[0] not in (1, mat.shape[0])) or (in_place and x.dim() != 1):
+            return kernel(*args, **kwargs)
+        product = torch.mm(mat, vec.unsqueeze(1)).squeeze(1)
+        if alpha != 1:
+            product = product * alpha
+        if beta != 0:
+            product = (x if beta == 1 else x * beta) + product
+        result = product.expand(mat.shape[0]).contiguous()
+        return x.copy_(result) if in_place else result
+
+    return run
+
+
 def angle(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
     """angle of a complex tensor: std::arg's atan2(imag, real) of the parts (the out= form stays the kernel's)."""
 
@@ -152,6 +177,8 @@ COMPLEX_VIEWS = {
     "angle.default": angle,
     "mm.default": matmul,
     "bmm.default": matmul,
+    "addmv.default": addmv,
+    "addmv_.default": addmv,
 }
 FAMILIES = {"conj_physical": conj_physical}
 

@@ -111,7 +111,13 @@ PARAMETRIC = {
     "addcdiv": ("addcdiv", ("self", "tensor1", "tensor2"), ("value",), {"floating": True}),
 }
 # float functions with a complex kernel (kernels.FUNCTIONS, over (real, imag) pairs)
-COMPLEX_FUNCTIONS = {"exp": "complex_exp", "log": "complex_log", "log1p": "complex_log1p"}
+COMPLEX_FUNCTIONS = {
+    "exp": "complex_exp",
+    "log": "complex_log",
+    "log1p": "complex_log1p",
+    "sqrt": "complex_sqrt",
+    "reciprocal": "complex_reciprocal",
+}
 EAGER_OPS: dict[str, Row] = {
     "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
