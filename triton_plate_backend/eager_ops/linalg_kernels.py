@@ -27,7 +27,8 @@ RHS_BLOCK = 32  # the right-hand-side columns one solve program takes
 
 @triton.jit(do_not_specialize=["rows", "cols", "ld", "a_batch", "pivots_batch", "offset"])
 def lu_factor(
-    a, pivots, info, rows, cols, ld, a_batch, pivots_batch, offset, SMALLEST: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr
+    a, pivots, info, rows, cols, ld, a_batch, pivots_batch, offset,
+    SMALLEST: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr,
 ):  # fmt: skip
     """getf2 of the panel a[b] (rows x cols, rows >= cols, row stride ld, column stride 1): pivots[b][j] and the
     first zero pivot in info[b] (where info[b] is still 0) are 1-based, plus ``offset`` (the panel's first row in

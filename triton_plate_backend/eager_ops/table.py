@@ -342,6 +342,9 @@ EAGER_OPS: dict[str, Row] = {
     "multilabel_margin_loss_backward.default": Row("vjp", "multilabel_margin_loss_forward.default"),
     # gradients.py: the vjp of the forward's decomposition (grid_sampler_2d's: the decomposed row above)
     "grid_sampler_2d_backward.default": Row("vjp", "grid_sampler_2d.default"),
+    # grid_sampler_3d.py: the 2-d decomposition carried to three dims; its backward that function's vjp
+    "grid_sampler_3d.default": Row("grid_sampler_3d"),
+    "grid_sampler_3d_backward.default": Row("vjp", "grid_sampler_3d.default"),
     **{f"{name}_backward.default": Row("vjp", f"{name}.default") for name in UPSAMPLE_FORWARDS},
     # ctc.py: CTC loss's alpha recursion over plate kernels; its backward ATen's formula through the recursion's vjp
     **{f"_ctc_loss.{kind}": Row("ctc_loss") for kind in ("default", "Tensor")},
