@@ -225,6 +225,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.linalg_kernels",
         f"{TPB}.eager_ops.matmul",
         f"{TPB}.eager_ops.matmul_kernels",
+        f"{TPB}.eager_ops.matrix_exp",
         f"{TPB}.eager_ops.multilabel_margin",
         f"{TPB}.eager_ops.narrow_types",
         f"{TPB}.eager_ops.prefix_kernels",

@@ -514,6 +514,8 @@ EAGER_OPS: dict[str, Row] = {
     "linalg_householder_product.default": Row("householder_product"),
     "orgqr.default": Row("householder_product"),
     "linalg_qr.default": Row("qr"),
+    # matrix_exp.py: ATen's Taylor approximants over plate matmuls
+    "linalg_matrix_exp.default": Row("matrix_exp"),
     # float_parts.py
     "frexp.Tensor": Row("frexp"),
 }
