@@ -136,6 +136,33 @@ def addmv(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
     return run
 
 
+# pow(z, exponent) exponents ATen's CPU kernel computes without std::pow (pow_tensor_scalar_optimized_kernel)
+SPECIAL_POWERS: dict[float, Callable] = {
+    0.0: torch.ones_like,  # pow_out fills 1 and copies the base before any kernel
+    1.0: torch.clone,
+    0.5: torch.sqrt,
+    2.0: lambda z: z * z,
+    3.0: lambda z: z * z * z,
+    -0.5: lambda z: torch.reciprocal(torch.sqrt(z)),
+    -1.0: torch.reciprocal,
+    -2.0: lambda z: torch.reciprocal(z * z),
+}
+
+
+def power(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
+    """pow(complex tensor, number): the exponents ATen's CPU kernel takes apart (SPECIAL_POWERS) as those ops;
+    others are the kernel's (complex_pow, std::pow's formula)."""
+
+    def run(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, exponent = call["self"], call["exponent"]
+        if _viewable([x]) and isinstance(exponent, (int, float)) and float(exponent) in SPECIAL_POWERS:
+            return SPECIAL_POWERS[float(exponent)](x)
+        return kernel(*args, **kwargs)
+
+    return run
+
+
 def angle(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
     """angle of a complex tensor: std::arg's atan2(imag, real) of the parts (the out= form stays the kernel's)."""
 
@@ -179,6 +206,7 @@ COMPLEX_VIEWS = {
     "bmm.default": matmul,
     "addmv.default": addmv,
     "addmv_.default": addmv,
+    "pow.Tensor_Scalar": power,
 }
 FAMILIES = {"conj_physical": conj_physical}
 

@@ -604,6 +604,19 @@ def complex_reciprocal(ar, ai, br, bi, alpha):
     return complex_div(zero + 1.0, zero, ar, ai, alpha)
 
 
+@triton.jit
+def complex_pow(ar, ai, br, bi, alpha):
+    # std::pow of complex<T> (glibc's cpow): exp(w log z), the product with IEEE's infinities and NaNs (0 ** 2.5:
+    # exp(-inf + NaN i), which C's cexp makes 0; 0 ** 0 and 0 ** 1j stay NaN, as on the CPU)
+    lr = 0.5 * tl.log(ar * ar + ai * ai)
+    li = libdevice.atan2(ai, ar)
+    pr = br * lr - bi * li
+    pi = br * li + bi * lr
+    magnitude = tl.exp(pr)
+    vanishing = pr == -float("inf")
+    return tl.where(vanishing, 0.0, magnitude * tl.cos(pi)), tl.where(vanishing, 0.0, magnitude * tl.sin(pi))
+
+
 # ---- binary math and bits (ATen's CPU kernels' formulas) ----------------------------------------------------
 @triton.jit
 def atan2(x, y, z):
@@ -829,6 +842,7 @@ FUNCTIONS = {
         complex_log1p,
         complex_sqrt,
         complex_reciprocal,
+        complex_pow,
         atan2,
         hypot,
         logaddexp,

@@ -459,9 +459,10 @@ EAGER_OPS: dict[str, Row] = {
     "cumsum.default": Row("cumsum", "sum"),
     "cumprod.default": Row("cumsum", "prod"),
     "_logcumsumexp.default": Row("cumsum", "logsumexp"),
-    "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
-    "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
-    "pow.Scalar": Row("elementwise", "power", ("self", "exponent")),  # a scalar base: RoPE's base ** (2i / d)
+    "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent"), complex_fn="complex_pow"),
+    "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent"), complex_fn="complex_pow"),
+    # a scalar base: RoPE's base ** (2i / d)
+    "pow.Scalar": Row("elementwise", "power", ("self", "exponent"), complex_fn="complex_pow"),
     "conj_physical.default": Row("conj_physical"),  # complex_views.py: the real view times (1, -1)
     "complex.default": Row("complex_build", "complex"),
     "polar.default": Row("complex_build", "polar"),
