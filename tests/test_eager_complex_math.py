@@ -58,3 +58,14 @@ def test_complex_addmv_and_mv(dtype, no_host_ops):
     torch.testing.assert_close(
         torch.addmv(nan.to("plate"), m.to("plate"), v.to("plate"), beta=0).cpu(), torch.mv(m, v), **tolerance
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_prod(dtype, no_host_ops):
+    z = torch.randn(3, 7, 5, generator=torch.Generator().manual_seed(2), dtype=dtype)
+    for args in ((), (1,), (-1, True), (0,)):  # a tree of products: within a few ulp times log2(n) of the CPU's
+        got, expected = torch.prod(z.to("plate"), *args), torch.prod(z, *args)
+        assert got.shape == expected.shape
+        assert ((got.cpu() - expected).abs() / expected.abs()).max() <= 32 * ULP[dtype]
+    assert torch.prod(torch.empty(0, dtype=dtype, device="plate")).item() == 1
+    assert torch.prod(z[:, :0].to("plate"), 1).cpu().tolist() == [[1] * 5] * 3

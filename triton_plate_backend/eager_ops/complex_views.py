@@ -136,6 +136,35 @@ def addmv(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
     return run
 
 
+def product(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
+    """prod of a complex tensor (all of it, or along a dim) without a dtype argument: pairs of elements multiplied
+    by plate's complex mul, a halving at a time (a tree: the CPU multiplies in another order), 1 where empty."""
+
+    def run(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x = call["self"]
+        if not _viewable([x]) or call.bound.get("dtype") is not None:
+            return kernel(*args, **kwargs)
+        whole = "dim" not in call.bound
+        dim = 0 if whole else call["dim"] % max(x.dim(), 1)
+        rows = x.reshape(-1) if whole else (x.unsqueeze(0) if x.dim() == 0 else x).movedim(dim, -1)
+        while rows.shape[-1] > 1:
+            if rows.shape[-1] % 2:
+                one = torch.ones((*rows.shape[:-1], 1), dtype=rows.dtype, device=rows.device)
+                rows = torch.cat([rows, one], -1)
+            rows = rows[..., 0::2] * rows[..., 1::2]
+        if rows.shape[-1] == 0:
+            rows = torch.ones((*rows.shape[:-1], 1), dtype=rows.dtype, device=rows.device)
+        result = rows[..., 0]
+        if whole:
+            return result.reshape(()).clone()
+        if x.dim() == 0:
+            return result.reshape(()).clone()
+        return (result.unsqueeze(dim) if call["keepdim"] else result).contiguous()
+
+    return run
+
+
 # pow(z, exponent) exponents ATen's CPU kernel computes without std::pow (pow_tensor_scalar_optimized_kernel)
 SPECIAL_POWERS: dict[float, Callable] = {
     0.0: torch.ones_like,  # pow_out fills 1 and copies the base before any kernel
@@ -207,6 +236,8 @@ COMPLEX_VIEWS = {
     "addmv.default": addmv,
     "addmv_.default": addmv,
     "pow.Tensor_Scalar": power,
+    "prod.default": product,
+    "prod.dim_int": product,
 }
 FAMILIES = {"conj_physical": conj_physical}
 
