@@ -199,6 +199,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.fuzz.session",
         f"{TPB}.eager_ops",
         f"{TPB}.eager_ops.advanced_index",
+        f"{TPB}.eager_ops.antialias",
         f"{TPB}.eager_ops.autoload",
         f"{TPB}.eager_ops.composite",
         f"{TPB}.eager_ops.convolution",

@@ -14,6 +14,7 @@ from torch._C._dynamo import eval_frame
 
 from . import (
     advanced_index,
+    antialias,
     complex_ops,
     complex_views,
     composite,
@@ -73,6 +74,7 @@ FAMILIES = {
     **matmul.FAMILIES,
     **linalg.FAMILIES,
     **float_parts.FAMILIES,
+    **antialias.FAMILIES,
     **matrix_exp.FAMILIES,
     **grid_sampler_3d.FAMILIES,
     **transformer_fastpath.FAMILIES,

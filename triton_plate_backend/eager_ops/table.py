@@ -78,6 +78,7 @@ UPSAMPLE_FORWARDS = (
 SHIFTS = {"bitwise_left_shift": "left_shift", "__lshift__": "left_shift", "bitwise_right_shift": "right_shift"}
 SHIFTS["__rshift__"] = "right_shift"
 GRAD_SELF = ("grad_output", "self")
+AA_KINDS = ("bilinear", "bicubic")  # the antialiased resizes
 # parametric.py: name -> (element function, tensor operands, numbers, Row options)
 PARAMETRIC = {
     "elu": ("elu", ("self",), ("alpha", "scale", "input_scale"), {"floating": True}),
@@ -515,6 +516,9 @@ EAGER_OPS: dict[str, Row] = {
     "linalg_householder_product.default": Row("householder_product"),
     "orgqr.default": Row("householder_product"),
     "linalg_qr.default": Row("qr"),
+    # antialias.py: Pillow's separable taps as two dense weight matrices, plate matmuls
+    **{f"_upsample_{kind}2d_aa.default": Row("upsample_aa", kind) for kind in AA_KINDS},
+    **{f"_upsample_{kind}2d_aa_backward.default": Row("upsample_aa_backward", kind) for kind in AA_KINDS},
     # matrix_exp.py: ATen's Taylor approximants over plate matmuls
     "linalg_matrix_exp.default": Row("matrix_exp"),
     # float_parts.py
