@@ -211,6 +211,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.embedding_bag_backward",
         f"{TPB}.eager_ops.embedding_renorm",
         f"{TPB}.eager_ops.float_parts",
+        f"{TPB}.eager_ops.fractional_pool",
         f"{TPB}.eager_ops.fused_optimizers",
         f"{TPB}.eager_ops.gradients",
         f"{TPB}.eager_ops.grid_sampler_3d",

@@ -519,6 +519,9 @@ EAGER_OPS: dict[str, Row] = {
     # antialias.py: Pillow's separable taps as two dense weight matrices, plate matmuls
     **{f"_upsample_{kind}2d_aa.default": Row("upsample_aa", kind) for kind in AA_KINDS},
     **{f"_upsample_{kind}2d_aa_backward.default": Row("upsample_aa_backward", kind) for kind in AA_KINDS},
+    # fractional_pool.py: ATen's window starts per plane, gathered windows, its NaN rule; the backward a scatter_add
+    "fractional_max_pool2d.default": Row("fractional_max_pool2d"),
+    "fractional_max_pool2d_backward.default": Row("fractional_max_pool2d_backward"),
     # matrix_exp.py: ATen's Taylor approximants over plate matmuls
     "linalg_matrix_exp.default": Row("matrix_exp"),
     # float_parts.py
