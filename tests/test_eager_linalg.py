@@ -300,3 +300,42 @@ def test_qr_of_a_zero_column_and_its_gradient(no_host_ops):
         return x.grad
 
     close(grad("plate"), grad("cpu"))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eigh_by_jacobi(dtype, no_host_ops):
+    """Eigenvalues as the CPU's (fp32 within 1e-4 relative to the largest, fp64 within 1e-12); eigenvectors
+    orthonormal and A V = V diag(w), each the CPU's up to its sign (LAPACK's signs are its algorithm's)."""
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(2, 7, 7, generator=g, dtype=dtype)
+    a = a + a.mT
+    clustered = torch.diag(torch.tensor([1.0, 1.0, 2.0, 1e-3, -5.0, 2.0, 3.0], dtype=dtype))
+    q = torch.linalg.qr(torch.randn(7, 7, generator=g, dtype=dtype))[0]
+    matrices = torch.cat([a, (q @ clustered @ q.mT)[None]])
+    tolerance = 1e-4 if dtype == torch.float32 else 1e-12
+    for upper in ("L", "U"):
+        w, v = torch.linalg.eigh(matrices.to("plate"), UPLO=upper)
+        w_cpu, v_cpu = torch.linalg.eigh(matrices, UPLO=upper)
+        w, v = w.cpu(), v.cpu()
+        scale = w_cpu.abs().max()
+        assert v.stride() == v_cpu.stride()
+        assert (w - w_cpu).abs().max() <= tolerance * scale
+        assert (v.mT @ v - torch.eye(7, dtype=dtype)).abs().max() <= tolerance * 10
+        assert (matrices @ v - v * w[..., None, :]).abs().max() <= tolerance * scale * 10
+        distinct = [0, 1]  # the random matrices' eigenvalues are apart: the vectors are the CPU's up to sign
+        alignment = (v.mT @ v_cpu).abs()[distinct]
+        assert (alignment - torch.eye(7, dtype=dtype)).abs().max() <= tolerance * 100
+    values = torch.linalg.eigvalsh(matrices.to("plate"))
+    assert (values.cpu() - torch.linalg.eigvalsh(matrices)).abs().max() <= tolerance * scale
+
+
+def test_eigh_gradient_of_a_sign_free_loss(no_host_ops):
+    a = random(5, 5, dtype=torch.float64)
+
+    def grad(device):
+        x = a.to(device, copy=True).requires_grad_()
+        w, v = torch.linalg.eigh(x + x.mT)
+        (w.pow(2).sum() + (v * v).sum(0).dot(w)).backward()
+        return x.grad.cpu()
+
+    close(grad("plate").to("plate"), grad("cpu"))

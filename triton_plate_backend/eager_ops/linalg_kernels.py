@@ -282,3 +282,55 @@ def householder_product(
                 tile = tl.load(at, mask=inside, other=0)
                 tl.store(at, tile - v[:, None] * tw.to(tile.dtype)[None, :], mask=inside)
         tl.debug_barrier()
+
+
+@triton.jit(do_not_specialize=["n", "sweeps"])
+def symmetric_jacobi(a, v, n, sweeps, N: tl.constexpr):
+    """Cyclic Jacobi on the symmetric a[b] (n x n, row-major, n <= N): ``sweeps`` sweeps over p < q in row order. An
+    a[p, q] too small to change a[p, p] or a[q, q] by 100 times itself is set to 0 (Numerical Recipes' test: no
+    rotation); any other is zeroed by the rotation of Rutishauser's formulas (t = sign(theta) / (|theta| +
+    sqrt(theta^2 + 1)), theta = (a_qq - a_pp) / 2 a_pq), applied to columns then rows p, q of a and to columns p, q
+    of v[b] (which starts as the identity). The eigenvalues end on a's diagonal, the eigenvectors in v's columns."""
+    b = tl.program_id(0).to(tl.int64)
+    m = a + b * n * n
+    vm = v + b * n * n
+    k = tl.arange(0, N)
+    inside = k < n
+    for _sweep in range(0, sweeps):
+        for p in range(0, n - 1):
+            for q in range(p + 1, n):
+                apq = tl.load(m + p * n + q)
+                app = tl.load(m + p * n + p)
+                aqq = tl.load(m + q * n + q)
+                g = 100 * tl.abs(apq)
+                negligible = (tl.abs(app) + g == tl.abs(app)) & (tl.abs(aqq) + g == tl.abs(aqq))
+                if negligible:
+                    tl.store(m + p * n + q, tl.zeros_like(apq))
+                    tl.store(m + q * n + p, tl.zeros_like(apq))
+                else:
+                    theta = (aqq - app) / (2 * apq)
+                    sign = tl.where(theta >= 0, 1.0, -1.0)
+                    t = sign / (tl.abs(theta) + tl.sqrt(theta * theta + 1))
+                    c = 1 / tl.sqrt(t * t + 1)
+                    s = t * c
+                    # columns p, q of a and v
+                    akp = tl.load(m + k * n + p, mask=inside, other=0)
+                    akq = tl.load(m + k * n + q, mask=inside, other=0)
+                    vkp = tl.load(vm + k * n + p, mask=inside, other=0)
+                    vkq = tl.load(vm + k * n + q, mask=inside, other=0)
+                    tl.debug_barrier()
+                    tl.store(m + k * n + p, c * akp - s * akq, mask=inside)
+                    tl.store(m + k * n + q, s * akp + c * akq, mask=inside)
+                    tl.store(vm + k * n + p, c * vkp - s * vkq, mask=inside)
+                    tl.store(vm + k * n + q, s * vkp + c * vkq, mask=inside)
+                    tl.debug_barrier()
+                    # rows p, q of a
+                    apk = tl.load(m + p * n + k, mask=inside, other=0)
+                    aqk = tl.load(m + q * n + k, mask=inside, other=0)
+                    tl.debug_barrier()
+                    tl.store(m + p * n + k, c * apk - s * aqk, mask=inside)
+                    tl.store(m + q * n + k, s * apk + c * aqk, mask=inside)
+                    tl.debug_barrier()
+                    tl.store(m + p * n + q, tl.zeros_like(apq))
+                    tl.store(m + q * n + p, tl.zeros_like(apq))
+                tl.debug_barrier()

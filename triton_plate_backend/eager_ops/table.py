@@ -516,6 +516,7 @@ EAGER_OPS: dict[str, Row] = {
     "linalg_householder_product.default": Row("householder_product"),
     "orgqr.default": Row("householder_product"),
     "linalg_qr.default": Row("qr"),
+    "_linalg_eigh.default": Row("eigh"),
     # antialias.py: Pillow's separable taps as two dense weight matrices, plate matmuls
     **{f"_upsample_{kind}2d_aa.default": Row("upsample_aa", kind) for kind in AA_KINDS},
     **{f"_upsample_{kind}2d_aa_backward.default": Row("upsample_aa_backward", kind) for kind in AA_KINDS},
