@@ -9,12 +9,17 @@ triangular solves, and the ops torch builds from them as the CPU builds them (AT
   the LU of A^T where A is contiguous and real (the CPU's choice, which their autograd formulas repeat).
 - ``linalg_cholesky_ex``: potrf of A's lower triangle (upper=True: of its upper one, the factor transposed).
 - ``linalg_solve_triangular``: trsm (left / right, upper / lower, unit diagonal or not).
+- the older forms: ``linalg_lu`` and ``lu_unpack`` (P from the swaps), ``_cholesky_solve_helper``,
+  ``cholesky_inverse``, ``triangular_solve``, ``cholesky``.
+- ``geqrf`` / ``linalg_householder_product`` (``orgqr``) / ``linalg_qr``: Householder QR (geqr2, org2r).
+- ``_linalg_eigh`` up to EIGH_MAX rows: cyclic Jacobi, eigenvalues ascending, eigenvectors up to their signs.
 
 Errors as torch raises them: the meta kernels check shapes and dtypes (a float16 matrix, a non-square one:
 torch's message), ``check_errors`` raises torch's LinAlgError from ``info`` (torch._linalg_check_errors, the
 CPU's own messages). Complex matrices and ``pivot=False`` run on the host, counted (the CPU refuses the
-latter). The factorizations run column by column (unblocked, the trailing updates in tiles), so results differ
-from LAPACK's blocked ones in the last bits: within a few ulp times the condition number."""
+latter). LU and Cholesky run column by column up to BLOCKED_FROM rows and in panels of NB columns above (the
+trailing updates plate's bmm), so results differ from LAPACK's in the last bits: within a few ulp times the
+condition number."""
 
 from __future__ import annotations
 

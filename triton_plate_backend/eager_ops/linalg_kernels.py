@@ -1,7 +1,7 @@
 """The Triton kernels of plate's linear algebra (linalg.py): one program per matrix of a batch (per matrix and
-block of right-hand-side columns for the solves), each walking its matrix in global memory column by column, its
-updates in [BLOCK, BLOCK] tiles. A program reads back what it wrote in the previous step: ``tl.debug_barrier()``
-orders those accesses (one program's, as on a GPU).
+block of right-hand-side columns for the solves), each walking its matrix (or panel: strided views) in global memory
+column by column, its updates in [ROWS, COLS] tiles. A program reads back what it wrote in the previous step:
+``tl.debug_barrier()`` orders those accesses (one program's, as on a GPU).
 
 - ``lu_factor``: LAPACK's getrf in place (row-major, contiguous), partial pivoting: the pivot is the first element
   of largest magnitude in its column (idamax), the whole rows swapped (L's part too), the column below it scaled by
@@ -10,8 +10,10 @@ orders those accesses (one program's, as on a GPU).
 - ``cholesky``: potrf's lower factor in place, right-looking by columns; a diagonal that is not positive (or NaN)
   puts its 1-based index in ``info`` (the first one) and leaves the steps after it to run on what remains.
 - ``permute_rows``: getrs' row swaps (laswp) of a right-hand side, forwards or backwards.
-- ``triangular_solve``: trsm of T X = B in place on X (contiguous), T read through its strides (a transposed T is a
-  swap of its strides), lower or upper, unit diagonal or not."""
+- ``triangular_solve``: trsm of T X = B in place on X, both read through their strides (a transposed T is a swap of
+  its strides), lower or upper, unit diagonal or not.
+- ``householder_qr`` / ``householder_product``: geqr2 and org2r (dlarfg's reflectors, dot products in float64).
+- ``symmetric_jacobi``: cyclic Jacobi sweeps of a symmetric matrix, its rotations accumulated in v."""
 
 from __future__ import annotations
 
