@@ -28,6 +28,11 @@ def _inputs(dtype: torch.dtype, shape=(3, 4)):
     return torch.randint(-5, 6, shape, generator=g).to(dtype)
 
 
+def _spd(a):
+    """A symmetric positive definite matrix from the square ``a``."""
+    return a @ a.mT + torch.eye(a.shape[-1], device=a.device)
+
+
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 UNARY = (
     "abs neg sign sgn exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh tanh "
@@ -247,8 +252,53 @@ def cases():
             a.triu() + 4 * torch.eye(4, device="plate"), a, upper=True
         ),  # fmt: skip
         "linalg.pinv": torch.linalg.pinv,
+        "linalg.lu_factor": torch.linalg.lu_factor,
+        "linalg.lu_solve": lambda a: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), a[:, :2]),
+        "linalg.lu": torch.linalg.lu,
+        "linalg.inv(batched)": lambda a: torch.linalg.inv(torch.stack([a, a.mT]) + 4 * torch.eye(4, device="plate")),
+        "cholesky_solve": lambda a: torch.cholesky_solve(a, torch.linalg.cholesky(_spd(a))),
+        "cholesky_inverse": lambda a: torch.cholesky_inverse(torch.linalg.cholesky(_spd(a))),
+        "linalg.householder_product": lambda a: torch.linalg.householder_product(*torch.geqrf(a)),
+        "linalg.eigvalsh": lambda a: torch.linalg.eigvalsh(a + a.mT),
+        "linalg.matrix_exp": torch.linalg.matrix_exp,
+        "linalg.eig": torch.linalg.eig,
+        "linalg.ldl_factor": lambda a: torch.linalg.ldl_factor(_spd(a)),
+        "backward linalg.solve": lambda a: torch.autograd.grad(
+            torch.linalg.solve(a.requires_grad_(), a[:, :1].detach()).sum(), a
+        ),  # fmt: skip
+        "backward linalg.det": lambda a: torch.autograd.grad(torch.linalg.det(a.requires_grad_()), a),
     }.items():
         add(f"{name}[float32]", lambda fn=fn: fn(_inputs(torch.float32, (4, 4)).to("plate")))
+    # float64 and complex linear algebra
+    for name, fn in {
+        "linalg.solve[float64]": lambda a: torch.linalg.solve(a.double(), a[:, :1].double()),
+        "linalg.qr[float64]": lambda a: torch.linalg.qr(a.double()),
+        "linalg.inv[complex64]": lambda a: torch.linalg.inv(torch.complex(a, a.mT) + 4 * torch.eye(4, device="plate")),
+    }.items():
+        add(name, lambda fn=fn: fn(_inputs(torch.float32, (4, 4)).to("plate")))
+    # pointwise and sampling ops real code hits outside the lists above
+    z = lambda: torch.complex(_inputs(torch.float32), _inputs(torch.float32).flip(0)).to("plate")  # noqa: E731
+    volume = lambda: _inputs(torch.float32, (1, 2, 3, 4, 4)).to("plate")  # noqa: E731
+    grid = lambda: (_inputs(torch.float32, (1, 2, 3, 2, 3)).tanh()).to("plate")  # noqa: E731
+    for name, fn in {
+        "frexp[float32]": lambda: torch.frexp(_inputs(torch.float32).to("plate")),
+        "sqrt[complex64]": lambda: torch.sqrt(z()),
+        "reciprocal[complex64]": lambda: torch.reciprocal(z()),
+        "pow(2.5)[complex64]": lambda: torch.pow(z(), 2.5),
+        "prod[complex64]": lambda: torch.prod(z()),
+        "mv[complex64]": lambda: torch.mv(z(), z()[0]),
+        "grid_sample 3d": lambda: F.grid_sample(volume(), grid(), align_corners=False),
+        "backward grid_sample 3d": lambda: (
+            F.grid_sample(volume().requires_grad_(), grid(), align_corners=False).sum().backward()
+        ),
+        "interpolate(bilinear, antialias)": lambda: F.interpolate(
+            _inputs(torch.float32, (1, 1, 8, 8)).to("plate"), size=(3, 3), mode="bilinear", antialias=True
+        ),
+        "fractional_max_pool2d": lambda: F.fractional_max_pool2d(
+            _inputs(torch.float32, (1, 1, 8, 8)).to("plate"), 2, output_size=(4, 4)
+        ),
+    }.items():
+        add(name, fn)
     # complex and misc
     add("fft.rfft", lambda: torch.fft.rfft(_inputs(torch.float32).to("plate")))
     add("fft.fft", lambda: torch.fft.fft(_inputs(torch.float32).to("plate")))

@@ -547,8 +547,7 @@ def _fail_on_atan2(real_make_pir, name: str = "atan2"):
 
 
 def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
-    # frexp: an op that stays on the host by design (no plate eager kernel), so its eager run is a host op the
-    # fallback counts
+    # frexp: the learned op runs eagerly, as plate's eager kernel (eager_ops/float_parts.py), not on the host
     monkeypatch.setitem(plate_compiler.STAGES, "pir", _fail_on_atan2(plate_compiler.STAGES["pir"], "frexp"))
     monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
     fallback.forget_learned_ops()
@@ -574,7 +573,7 @@ def test_kernel_that_fails_to_compile_falls_back_to_eager(monkeypatch):
             assert len(frames) == 1 and "aten.frexp.Tensor" in frames[0]  # the frame that ran eagerly, counted
             out, codes = run_and_get_code(torch.compile(second), x.to("plate"), y.to("plate"))
             torch.testing.assert_close(out.cpu(), second(x, y))
-            assert inductor_plate.host_fallbacks()["op aten.frexp"] == 1  # the learned op, run on the host
+            assert "op aten.frexp" not in inductor_plate.host_fallbacks()  # the learned op, run eagerly on plate
         messages = [str(w.message) for w in caught if issubclass(w.category, fallback.PlateFallbackWarning)]
         assert any(m.startswith("plate: cannot compile kernel") and "aten.frexp.Tensor" in m for m in messages)
         assert all("\n" not in m for m in messages)

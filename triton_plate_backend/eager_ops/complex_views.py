@@ -7,7 +7,8 @@ a lazy conjugate or negative bit is resolved first. Any other call (real operand
 - ``cat``: the real views concatenated along the same dim (operands of one rank, promoted to a complex type).
 - ``sum`` / ``mean``: the real view reduced over the same dims (all but the trailing one for an empty dim list).
 - ``index``: the real view indexed by the same indices (they never reach the trailing dim).
-- ``mm`` / ``bmm``: two real matmuls of the parts side by side (shapes checked by the real matmuls).
+- ``mm`` / ``bmm``: two real matmuls of the parts side by side (shapes checked by the real matmuls); ``addmv`` over
+  that product.
 - ``angle``: atan2 of the imaginary and real parts (std::arg's).
 - ``conj_physical``: a family (table.py row): the real view times (1, -1), into a tensor laid out as the input.
 """
@@ -111,6 +112,86 @@ def matmul(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
     return run
 
 
+def addmv(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
+    """beta * self + alpha * (mat @ vec) of complex tensors (addmv and addmv_, which torch.mv calls): the product as
+    the complex mm above (a column), the scaling and the sum by plate's complex mul and add; beta = 0 reads no self
+    (its NaNs ignored), as ATen."""
+    in_place = op._schema.name == "aten::addmv_"
+
+    def run(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, mat, vec, beta, alpha = call["self"], call["mat"], call["vec"], call["beta"], call["alpha"]
+        if not _viewable([x, mat, vec]) or mat.dim() != 2 or vec.dim() != 1 or mat.shape[1] != vec.shape[0]:
+            return kernel(*args, **kwargs)  # torch's error for shapes that do not multiply
+        if x.dim() > 1 or (x.dim() == 1 and x.shape[0] not in (1, mat.shape[0])) or (in_place and x.dim() != 1):
+            return kernel(*args, **kwargs)
+        product = torch.mm(mat, vec.unsqueeze(1)).squeeze(1)
+        if alpha != 1:
+            product = product * alpha
+        if beta != 0:
+            product = (x if beta == 1 else x * beta) + product
+        result = product.expand(mat.shape[0]).contiguous()
+        return x.copy_(result) if in_place else result
+
+    return run
+
+
+def product(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
+    """prod of a complex tensor (all of it, or along a dim) without a dtype argument: pairs of elements multiplied
+    by plate's complex mul, a halving at a time (a tree: the CPU multiplies in another order), 1 where empty."""
+
+    def run(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x = call["self"]
+        if not _viewable([x]) or call.bound.get("dtype") is not None:
+            return kernel(*args, **kwargs)
+        whole = "dim" not in call.bound
+        dim = 0 if whole else call["dim"] % max(x.dim(), 1)
+        rows = x.reshape(-1) if whole else (x.unsqueeze(0) if x.dim() == 0 else x).movedim(dim, -1)
+        while rows.shape[-1] > 1:
+            if rows.shape[-1] % 2:
+                one = torch.ones((*rows.shape[:-1], 1), dtype=rows.dtype, device=rows.device)
+                rows = torch.cat([rows, one], -1)
+            rows = rows[..., 0::2] * rows[..., 1::2]
+        if rows.shape[-1] == 0:
+            rows = torch.ones((*rows.shape[:-1], 1), dtype=rows.dtype, device=rows.device)
+        result = rows[..., 0]
+        if whole:
+            return result.reshape(()).clone()
+        if x.dim() == 0:
+            return result.reshape(()).clone()
+        return (result.unsqueeze(dim) if call["keepdim"] else result).contiguous()
+
+    return run
+
+
+# pow(z, exponent) exponents ATen's CPU kernel computes without std::pow (pow_tensor_scalar_optimized_kernel)
+SPECIAL_POWERS: dict[float, Callable] = {
+    0.0: torch.ones_like,  # pow_out fills 1 and copies the base before any kernel
+    1.0: torch.clone,
+    0.5: torch.sqrt,
+    2.0: lambda z: z * z,
+    3.0: lambda z: z * z * z,
+    -0.5: lambda z: torch.reciprocal(torch.sqrt(z)),
+    -1.0: torch.reciprocal,
+    -2.0: lambda z: torch.reciprocal(z * z),
+}
+
+
+def power(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
+    """pow(complex tensor, number): the exponents ATen's CPU kernel takes apart (SPECIAL_POWERS) as those ops;
+    others are the kernel's (complex_pow, std::pow's formula)."""
+
+    def run(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        x, exponent = call["self"], call["exponent"]
+        if _viewable([x]) and isinstance(exponent, (int, float)) and float(exponent) in SPECIAL_POWERS:
+            return SPECIAL_POWERS[float(exponent)](x)
+        return kernel(*args, **kwargs)
+
+    return run
+
+
 def angle(op: torch._ops.OpOverload, kernel: Callable) -> Callable:
     """angle of a complex tensor: std::arg's atan2(imag, real) of the parts (the out= form stays the kernel's)."""
 
@@ -152,6 +233,11 @@ COMPLEX_VIEWS = {
     "angle.default": angle,
     "mm.default": matmul,
     "bmm.default": matmul,
+    "addmv.default": addmv,
+    "addmv_.default": addmv,
+    "pow.Tensor_Scalar": power,
+    "prod.default": product,
+    "prod.dim_int": product,
 }
 FAMILIES = {"conj_physical": conj_physical}
 

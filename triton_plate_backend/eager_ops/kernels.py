@@ -580,6 +580,43 @@ def complex_log1p(ar, ai, br, bi, alpha):
     return 0.5 * tl.where(ar * ar + ai * ai < 0.25, near, far), libdevice.atan2(ai, one)
 
 
+@triton.jit
+def complex_sqrt(ar, ai, br, bi, alpha):
+    # std::sqrt (C's csqrt): t = sqrt((|re| + |z|) / 2); re >= 0: (t, im / 2t), else (|im| / 2t, t with im's sign);
+    # 0: (0, im); an infinite imaginary part: (inf, im); re = 0: both sqrt(|im| / 2), as glibc's csqrt
+    t = tl.sqrt((tl.abs(ar) + libdevice.hypot(ar, ai)) * 0.5)
+    other = 0.5 * (ai / t)
+    re = tl.where(ar >= 0, t, tl.abs(other))
+    im = tl.where(ar >= 0, other, libdevice.copysign(t, ai))
+    axis = tl.sqrt(0.5 * tl.abs(ai))
+    re = tl.where(ar == 0, axis, re)
+    im = tl.where(ar == 0, libdevice.copysign(axis, ai), im)
+    zero = (ar == 0) & (ai == 0)
+    infinite = tl.abs(ai) == float("inf")
+    re = tl.where(zero, 0.0, tl.where(infinite, float("inf"), re))
+    return re, tl.where(zero | infinite, ai, im)
+
+
+@triton.jit
+def complex_reciprocal(ar, ai, br, bi, alpha):
+    # 1 / z as CUDA's (c10::complex's division, complex_div above, of 1 + 0i)
+    zero = tl.zeros_like(ar)
+    return complex_div(zero + 1.0, zero, ar, ai, alpha)
+
+
+@triton.jit
+def complex_pow(ar, ai, br, bi, alpha):
+    # std::pow of complex<T> (glibc's cpow): exp(w log z), the product with IEEE's infinities and NaNs (0 ** 2.5:
+    # exp(-inf + NaN i), which C's cexp makes 0; 0 ** 0 and 0 ** 1j stay NaN, as on the CPU)
+    lr = 0.5 * tl.log(ar * ar + ai * ai)
+    li = libdevice.atan2(ai, ar)
+    pr = br * lr - bi * li
+    pi = br * li + bi * lr
+    magnitude = tl.exp(pr)
+    vanishing = pr == -float("inf")
+    return tl.where(vanishing, 0.0, magnitude * tl.cos(pi)), tl.where(vanishing, 0.0, magnitude * tl.sin(pi))
+
+
 # ---- binary math and bits (ATen's CPU kernels' formulas) ----------------------------------------------------
 @triton.jit
 def atan2(x, y, z):
@@ -803,6 +840,9 @@ FUNCTIONS = {
         complex_exp,
         complex_log,
         complex_log1p,
+        complex_sqrt,
+        complex_reciprocal,
+        complex_pow,
         atan2,
         hypot,
         logaddexp,

@@ -78,6 +78,7 @@ UPSAMPLE_FORWARDS = (
 SHIFTS = {"bitwise_left_shift": "left_shift", "__lshift__": "left_shift", "bitwise_right_shift": "right_shift"}
 SHIFTS["__rshift__"] = "right_shift"
 GRAD_SELF = ("grad_output", "self")
+AA_KINDS = ("bilinear", "bicubic")  # the antialiased resizes
 # parametric.py: name -> (element function, tensor operands, numbers, Row options)
 PARAMETRIC = {
     "elu": ("elu", ("self",), ("alpha", "scale", "input_scale"), {"floating": True}),
@@ -111,7 +112,13 @@ PARAMETRIC = {
     "addcdiv": ("addcdiv", ("self", "tensor1", "tensor2"), ("value",), {"floating": True}),
 }
 # float functions with a complex kernel (kernels.FUNCTIONS, over (real, imag) pairs)
-COMPLEX_FUNCTIONS = {"exp": "complex_exp", "log": "complex_log", "log1p": "complex_log1p"}
+COMPLEX_FUNCTIONS = {
+    "exp": "complex_exp",
+    "log": "complex_log",
+    "log1p": "complex_log1p",
+    "sqrt": "complex_sqrt",
+    "reciprocal": "complex_reciprocal",
+}
 EAGER_OPS: dict[str, Row] = {
     "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
@@ -336,6 +343,9 @@ EAGER_OPS: dict[str, Row] = {
     "multilabel_margin_loss_backward.default": Row("vjp", "multilabel_margin_loss_forward.default"),
     # gradients.py: the vjp of the forward's decomposition (grid_sampler_2d's: the decomposed row above)
     "grid_sampler_2d_backward.default": Row("vjp", "grid_sampler_2d.default"),
+    # grid_sampler_3d.py: the 2-d decomposition carried to three dims; its backward that function's vjp
+    "grid_sampler_3d.default": Row("grid_sampler_3d"),
+    "grid_sampler_3d_backward.default": Row("vjp", "grid_sampler_3d.default"),
     **{f"{name}_backward.default": Row("vjp", f"{name}.default") for name in UPSAMPLE_FORWARDS},
     # ctc.py: CTC loss's alpha recursion over plate kernels; its backward ATen's formula through the recursion's vjp
     **{f"_ctc_loss.{kind}": Row("ctc_loss") for kind in ("default", "Tensor")},
@@ -450,9 +460,10 @@ EAGER_OPS: dict[str, Row] = {
     "cumsum.default": Row("cumsum", "sum"),
     "cumprod.default": Row("cumsum", "prod"),
     "_logcumsumexp.default": Row("cumsum", "logsumexp"),
-    "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent")),
-    "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent")),
-    "pow.Scalar": Row("elementwise", "power", ("self", "exponent")),  # a scalar base: RoPE's base ** (2i / d)
+    "pow.Tensor_Tensor": Row("elementwise", "power", ("self", "exponent"), complex_fn="complex_pow"),
+    "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent"), complex_fn="complex_pow"),
+    # a scalar base: RoPE's base ** (2i / d)
+    "pow.Scalar": Row("elementwise", "power", ("self", "exponent"), complex_fn="complex_pow"),
     "conj_physical.default": Row("conj_physical"),  # complex_views.py: the real view times (1, -1)
     "complex.default": Row("complex_build", "complex"),
     "polar.default": Row("complex_build", "polar"),
@@ -486,6 +497,36 @@ EAGER_OPS: dict[str, Row] = {
     "addbmm.default": Row("addbmm"),
     "norm.ScalarOpt_dim": Row("norm"),
     "norm.ScalarOpt_dim_dtype": Row("norm"),
+    # linalg.py: LU with partial pivoting, Cholesky, triangular solves (float32/float64; complex to the host)
+    "linalg_lu_factor_ex.default": Row("lu_factor"),
+    "linalg_lu_solve.default": Row("lu_solve"),
+    "_linalg_solve_ex.default": Row("linalg_solve"),
+    "linalg_inv_ex.default": Row("linalg_inv"),
+    "_linalg_det.default": Row("linalg_det"),
+    "_linalg_slogdet.default": Row("linalg_slogdet"),
+    "linalg_cholesky_ex.default": Row("cholesky"),
+    "linalg_solve_triangular.default": Row("solve_triangular"),
+    "lu_unpack.default": Row("lu_unpack"),
+    "linalg_lu.default": Row("linalg_lu"),
+    "_cholesky_solve_helper.default": Row("cholesky_solve"),
+    "cholesky_inverse.default": Row("cholesky_inverse"),
+    "triangular_solve.default": Row("triangular_solve"),
+    "cholesky.default": Row("cholesky_old"),
+    "geqrf.default": Row("geqrf"),
+    "linalg_householder_product.default": Row("householder_product"),
+    "orgqr.default": Row("householder_product"),
+    "linalg_qr.default": Row("qr"),
+    "_linalg_eigh.default": Row("eigh"),
+    # antialias.py: Pillow's separable taps as two dense weight matrices, plate matmuls
+    **{f"_upsample_{kind}2d_aa.default": Row("upsample_aa", kind) for kind in AA_KINDS},
+    **{f"_upsample_{kind}2d_aa_backward.default": Row("upsample_aa_backward", kind) for kind in AA_KINDS},
+    # fractional_pool.py: ATen's window starts per plane, gathered windows, its NaN rule; the backward a scatter_add
+    "fractional_max_pool2d.default": Row("fractional_max_pool2d"),
+    "fractional_max_pool2d_backward.default": Row("fractional_max_pool2d_backward"),
+    # matrix_exp.py: ATen's Taylor approximants over plate matmuls
+    "linalg_matrix_exp.default": Row("matrix_exp"),
+    # float_parts.py
+    "frexp.Tensor": Row("frexp"),
 }
 
 # overload -> its in-place and out= overloads, which take the same row

@@ -1,0 +1,73 @@
+"""grid_sampler_3d (F.grid_sample of a 5-D input) and its backward on plate (eager_ops/grid_sampler_3d.py, the vjp of
+gradients.py) against the CPU: every mode, padding and align_corners, the grid reaching outside [-1, 1]. float32
+within 1e-5 (the weights' products in another order), float64 within 1e-12, float16 within 1e-2 of values (2e-1 of
+the grid's gradient, which sums many rounded terms on the CPU); nearest exact."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from triton_plate_backend import eager_ops
+
+eager_ops.register()
+TOLERANCE = {
+    torch.float32: ({"rtol": 1e-5, "atol": 1e-5},) * 2,
+    torch.float64: ({"rtol": 1e-12, "atol": 1e-12},) * 2,
+    torch.float16: ({"rtol": 1e-2, "atol": 1e-2}, {"rtol": 2e-1, "atol": 2e-1}),
+}
+PADDINGS = ("zeros", "border", "reflection")
+FORWARDS = [(torch.float32, "bilinear", *case) for case in itertools.product(PADDINGS, (False, True))]
+FORWARDS += [(torch.float32, "nearest", "zeros", False), (torch.float32, "nearest", "reflection", True)]
+FORWARDS += [(torch.float64, "bilinear", "reflection", False), (torch.float16, "bilinear", "zeros", True)]
+# the backward is the vjp of many small kernels (seconds each on the simulator): two cases
+BACKWARDS = [(torch.float32, "bilinear", "reflection", False), (torch.float64, "bilinear", "zeros", True)]
+
+
+def inputs(dtype):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 3, 4, 5, generator=g).to(dtype)
+    grid = (torch.rand(2, 2, 3, 2, 3, generator=g) * 2.4 - 1.2).to(dtype)  # reaching outside [-1, 1]
+    weight = torch.randn(2, 3, 2, 3, 2, generator=g).to(dtype)
+    return x, grid, weight
+
+
+def sample(device, x, grid, weight, backward, **kwargs):
+    x, grid = x.to(device, copy=True).requires_grad_(backward), grid.to(device, copy=True).requires_grad_(backward)
+    out = F.grid_sample(x, grid, **kwargs)
+    if not backward:
+        return (out.cpu(),)
+    (out * weight.to(device)).sum().backward()
+    return out.detach().cpu(), x.grad.cpu(), grid.grad.cpu()
+
+
+def check(dtype, mode, padding_mode, align_corners, backward):
+    kwargs = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
+    got = sample("plate", *inputs(dtype), backward, **kwargs)
+    expected = sample("cpu", *inputs(dtype), backward, **kwargs)
+    values, grid_gradient = TOLERANCE[dtype]
+    for a, b, tolerance in zip(got, expected, (values, values, grid_gradient)):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        if mode == "nearest":
+            assert torch.equal(a, b)
+        else:
+            torch.testing.assert_close(a, b, **tolerance)
+
+
+@pytest.mark.parametrize("dtype, mode, padding_mode, align_corners", FORWARDS)
+def test_grid_sample_3d_matches_the_cpu(dtype, mode, padding_mode, align_corners, no_host_ops):
+    check(dtype, mode, padding_mode, align_corners, backward=False)
+
+
+@pytest.mark.parametrize("dtype, mode, padding_mode, align_corners", BACKWARDS)
+def test_grid_sample_3d_gradients_match_the_cpu(dtype, mode, padding_mode, align_corners, no_host_ops):
+    check(dtype, mode, padding_mode, align_corners, backward=True)
+
+
+def test_bicubic_3d_raises_torchs_error():
+    x, grid = torch.zeros(1, 1, 2, 2, 2, device="plate"), torch.zeros(1, 1, 1, 1, 3, device="plate")
+    with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
+        F.grid_sample(x, grid, mode="bicubic", align_corners=False)
