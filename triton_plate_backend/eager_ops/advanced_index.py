@@ -16,7 +16,7 @@ import importlib
 import torch
 
 from .launch import REAL_DTYPES, broadcast_strides, triton_cdiv
-from .ops import Call, _overlaps
+from .ops import Call, _overlaps, check_index_bounds
 
 INDEX_DTYPES = (torch.int64, torch.int32)
 MASK_DTYPES = (torch.bool, torch.uint8)
@@ -77,6 +77,8 @@ def _expanded(self: torch.Tensor, indices) -> list | None:
                 return None
             out.extend(coordinates[:, d] for d in range(index.dim()))
         elif index.dtype in INDEX_DTYPES:
+            if len(out) < self.dim():  # (more indices than dims: the host raises torch's error)
+                check_index_bounds(index.to(self.device), self.shape[len(out)], len(out))
             out.append(index.to(self.device))
         else:
             return None

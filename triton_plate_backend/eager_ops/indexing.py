@@ -2,8 +2,9 @@
 index/index_put with one index tensor on the first dim, as launches of kernels.indexed over the
 index's iteration space; scatter's prod and mean and the types atomics lack in index order
 (scatter_reduce.py); several index tensors and boolean masks through element offsets
-(advanced_index.py). An index out of range faults in the simulator (a MemoryFault naming the access),
-as CUDA's device-side assert stops the kernel."""
+(advanced_index.py). An index out of range is not used, and raises torch's error after the launch
+(IndexOutOfBounds), where CUDA's device-side assert stops the kernel: one in the next row of a larger tensor
+would not fault in the simulator."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import torch
 from . import launch
 from .advanced_index import index_or_put
 from .launch import REAL_DTYPES, broadcast_strides
-from .ops import Call, _overlaps, checked
+from .ops import Call, IndexOutOfBounds, _overlaps, check_index_bounds, checked
 from .scatter_reduce import scatter_in_order
 from .table import Row
 
@@ -63,23 +64,35 @@ def _shifted(t: torch.Tensor, elements: int) -> torch.Tensor:
     return t.as_strided((1,), (1,), t.storage_offset() + elements)
 
 
-def _run(mode: str, shape, out, source, index, strides, size: int, step: int) -> bool:
+def _run(mode: str, shape, out, source, index, strides, size: int, step: int, dim: int = 0, wraps: bool = True) -> bool:
     """kernels.indexed over `shape`; each element is its own (gather, store or atomic), so a layout of more dims
     than a launch takes runs as one launch per position of its outermost dims (False: more than MAX_LAUNCHES,
-    nothing launched)."""
+    nothing launched). With a `size` (the indexed dim's, `dim`), an index outside [-size, size) ([0, size) when
+    not `wraps`: gather, scatter and index_select take no negative index) raises
+    IndexOutOfBounds after the launches, which leave the places of such indices as they were (size 0: `index`
+    holds element offsets, which advanced_index checked)."""
     shape = list(shape)
     peel = _peeled(shape, strides)
     if peel is None:
         return False
     k = launch.kernels()
     tensors = (out, source, index)
+    flag = torch.zeros(2, dtype=torch.int64, device=out.device) if size else None
     for position in itertools.product(*(range(n) for n in shape[:peel])):
         views = [
             _shifted(t, sum(i * s for i, s in zip(position, st[:peel]))) if peel else t
             for t, st in zip(tensors, strides)
         ]
         rest = [st[peel:] for st in strides]
-        launch.launch("indexed", shape[peel:], views, rest, size, step, MODE=getattr(k, mode).value)
+        if flag is not None:
+            views.append(flag)
+            rest.append([0] * len(rest[0]))
+        checked = {"CHECKED": True, "WRAPS": wraps} if flag is not None else {}
+        launch.launch("indexed", shape[peel:], views, rest, size, step, MODE=getattr(k, mode).value, **checked)
+    if flag is not None:
+        found, value = flag.tolist()
+        if found:
+            raise IndexOutOfBounds(f"index {value} is out of bounds for dimension {dim} with size {size}")
     return True
 
 
@@ -107,7 +120,7 @@ def gather(op: torch._ops.OpOverload, row: Row) -> Callable:
         else:
             index_strides = broadcast_strides(index, shape)
         strides = [list(out.stride()), _strides_without(self, dim), index_strides]
-        if not _run("GATHER", shape, out, self, index, strides, self.shape[dim], self.stride(dim)):
+        if not _run("GATHER", shape, out, self, index, strides, self.shape[dim], self.stride(dim), dim, wraps=False):
             return call.on_host()
         return out
 
@@ -135,6 +148,7 @@ def scatter(op: torch._ops.OpOverload, row: Row) -> Callable:
         if reduce is not None and (mode is None or self.dtype not in ATOMIC_DTYPES[mode]):
             # prod, mean and the types atomics lack: in index order, without atomics
             include_self = call.bound.get("include_self", True) is not False
+            check_index_bounds(index, out.shape[dim], dim, wraps=False)
             if not scatter_in_order(out, index, source, dim, reduce, include_self):
                 return call.on_host()
             return out
@@ -155,15 +169,15 @@ def scatter(op: torch._ops.OpOverload, row: Row) -> Callable:
                     identity = -float("inf") if reduce == "amax" else float("inf")
             start = torch.tensor(identity, dtype=out.dtype).to(out.device)
             fill = [strides[0], [0] * len(shape), strides[2]]
-            if not _run("SCATTER", shape, out, start, index, fill, out.shape[dim], out.stride(dim)):
+            if not _run("SCATTER", shape, out, start, index, fill, out.shape[dim], out.stride(dim), dim, wraps=False):
                 return call.on_host()
         # a float max/min keeps NaN as ATen's (CPU loop and CUDA's safe_max/safe_min atomics): the atomics skip the
         # source's NaNs, a second launch writes them, and self's NaNs (include_self) are put back from a copy
         saved = out.clone() if mode in ("SCATTER_MAX", "SCATTER_MIN") and out.dtype.is_floating_point else None
-        if not _run(mode, shape, out, source, index, strides, out.shape[dim], out.stride(dim)):
+        if not _run(mode, shape, out, source, index, strides, out.shape[dim], out.stride(dim), dim, wraps=False):
             return call.on_host()
         if saved is not None:
-            _run("SCATTER_NAN", shape, out, source, index, strides, out.shape[dim], out.stride(dim))
+            _run("SCATTER_NAN", shape, out, source, index, strides, out.shape[dim], out.stride(dim), dim, wraps=False)
             out.copy_(torch.where(torch.isnan(saved), saved, out))
         return out
 

@@ -1068,16 +1068,27 @@ GATHER, SCATTER, SCATTER_ADD, SCATTER_MAX, SCATTER_MIN, SCATTER_NAN = (tl.conste
 def indexed(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
-    size, step, MODE: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+    size, step, MODE: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4, CHECKED: tl.constexpr = False,
+    WRAPS: tl.constexpr = True,
 ):  # fmt: skip
     """Over the index's iteration space, b the index (negative counts from `size`), `step` the indexed
     tensor's stride along the indexed dim (its own strides are 0 there): GATHER reads a at the index into
     out; the SCATTERs write (or atomically combine) a into out at the index. SCATTER_MAX and SCATTER_MIN
     leave a NaN of a out (Triton's float atomic max/min compare the bits as integers, which keeps a NaN of
-    one sign and drops the other): SCATTER_NAN, launched after them, writes a's NaNs only."""
+    one sign and drops the other): SCATTER_NAN, launched after them, writes a's NaNs only.
+    WRAPS: a negative index counts from `size` (index, index_put_; gather, scatter and index_select refuse it).
+    CHECKED: an index outside [-size, size) ([0, size) without WRAPS) is not used; c (two int64, zero
+    strides) gets 1 and that index, for the host to raise torch's error (CUDA's kernels assert; an index
+    into the next row of a larger tensor would not fault)."""
     i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
-    idx = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask).to(tl.int64)
-    idx = tl.where(idx < 0, idx + size, idx)
+    raw = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask).to(tl.int64)
+    idx = tl.where(raw < 0, raw + size, raw) if WRAPS else raw
+    if CHECKED:
+        bad = mask & ((idx < 0) | (idx >= size))
+        flag = c + _at(i0, i1, i2, i3, c0, c1, c2, c3)
+        tl.store(flag, tl.full([BLOCK], 1, tl.int64), mask=bad)
+        tl.store(flag + 1, raw, mask=bad)
+        mask = mask & ~bad
     if MODE == GATHER:
         x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3) + idx * step, mask=mask)
         tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), x.to(out.dtype.element_ty), mask=mask)

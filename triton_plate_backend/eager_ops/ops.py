@@ -31,6 +31,21 @@ _WRAPPED_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, com
 
 
 # ---- arguments ----------------------------------------------------------------------------------------
+class IndexOutOfBounds(IndexError, RuntimeError):
+    """An index outside its dim, with the CPU's message: torch's CPU raises IndexError (index, index_put_,
+    index_select) or RuntimeError (gather, scatter) for it; this is both."""
+
+
+def check_index_bounds(index: torch.Tensor, size: int, dim: int, wraps: bool = True) -> None:
+    """Raise IndexOutOfBounds when an element of `index` (on its device) is outside [-size, size) ([0, size)
+    when a negative index does not count from the end: gather's and scatter's)."""
+    bad = (index < (-size if wraps else 0)) | (index >= size)
+    if index.numel() and bool(bad.any()):
+        raise IndexOutOfBounds(
+            f"index {int(index[bad].reshape(-1)[0])} is out of bounds for dimension {dim} with size {size}"
+        )
+
+
 class Call:
     """One call of an op overload: its arguments by schema name."""
 
