@@ -432,6 +432,8 @@ def test_a_looped_reduction_given_one_config_is_offered_wider_row_blocks():
     assert heuristics.with_row_blocks({"x": 4096, "r0_": 2048}, long_rows, {}) == long_rows
     two = one + [triton.Config({"XBLOCK": 64, "R0_BLOCK": 8})]  # Inductor's own choice among several: kept
     assert heuristics.with_row_blocks({"x": 64, "r0_": 16}, two, {}) == two
+    outer = heuristics.ReductionHint.OUTER  # a column reduction's one configuration: not widened
+    assert heuristics.with_row_blocks({"x": 64, "r0_": 16}, one, {}, outer) == one
 
 
 def _causal_softmax(q, k):
