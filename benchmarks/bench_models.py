@@ -101,7 +101,9 @@ def torchvision_model(build):
     return make
 
 
-def transformers_model(config_name: str, model_name: str, field: str, encoder_decoder: bool = False, **config):
+def transformers_model(
+    config_name: str, model_name: str, field: str, encoder_decoder: bool = False, inputs: str = "ids", **config
+):
     def make():
         import torch
 
@@ -110,6 +112,12 @@ def transformers_model(config_name: str, model_name: str, field: str, encoder_de
         cfg = getattr(transformers, config_name)(**config)
         model = getattr(transformers, model_name)(cfg)
         ids = torch.randint(0, 128, (2, SEQ))
+        if inputs == "audio":  # log-mel features (2 x the encoder's positions frames) and decoder tokens
+            features = torch.randn(2, config["num_mel_bins"], 2 * config["max_source_positions"])
+            return output_module()(model, ("input_features", "decoder_input_ids"), field), (features, ids)
+        if inputs == "image_text":
+            side = config["vision_config"]["image_size"]
+            return output_module()(model, ("input_ids", "pixel_values"), field), (ids, torch.randn(2, 3, side, side))
         if encoder_decoder:  # one decoder pass over given tokens (teacher forcing)
             names = ("input_ids", "attention_mask", "decoder_input_ids")
             return output_module()(model, names, field), (ids, torch.ones_like(ids), ids.flip(-1))
@@ -126,12 +134,25 @@ def import_torchvision_models_if_present():
 
 
 SMALL_TRANSFORMER = dict(vocab_size=128, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+SMALL_DECODER = dict(  # Llama-shaped: grouped-query attention (4 query heads, 2 key/value heads), rotary embeddings
+    num_hidden_layers=2,
+    hidden_size=64,
+    intermediate_size=128,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+    **SMALL_TRANSFORMER,
+)
 
 MODELS = {
     "resnet18": torchvision_model(lambda m: m.resnet18(num_classes=10)),
     "mobilenet_v3_small": torchvision_model(lambda m: m.mobilenet_v3_small(num_classes=10)),
     "shufflenet_v2": torchvision_model(lambda m: m.shufflenet_v2_x0_5(num_classes=10)),
     "squeezenet": torchvision_model(lambda m: m.squeezenet1_1(num_classes=10)),
+    "efficientnet_b0": torchvision_model(lambda m: m.efficientnet_b0(num_classes=10)),
+    "regnet_y_400mf": torchvision_model(lambda m: m.regnet_y_400mf(num_classes=10)),
+    "convnext_tiny": torchvision_model(lambda m: m.convnext_tiny(num_classes=10)),
+    "swin_t": torchvision_model(lambda m: m.swin_t(num_classes=10)),
     "vit": torchvision_model(
         lambda m: m.VisionTransformer(
             image_size=IMAGE, patch_size=8, num_layers=2, num_heads=2, hidden_dim=64, mlp_dim=128, num_classes=10
@@ -140,15 +161,75 @@ MODELS = {
     "gpt2": transformers_model(
         "GPT2Config", "GPT2LMHeadModel", "logits", n_layer=2, n_embd=64, n_head=2, n_positions=64, **SMALL_TRANSFORMER
     ),
-    "llama": transformers_model(
-        "LlamaConfig",
-        "LlamaForCausalLM",
+    "llama": transformers_model("LlamaConfig", "LlamaForCausalLM", "logits", **SMALL_DECODER),
+    "mistral": transformers_model("MistralConfig", "MistralForCausalLM", "logits", sliding_window=8, **SMALL_DECODER),
+    "qwen2": transformers_model("Qwen2Config", "Qwen2ForCausalLM", "logits", **SMALL_DECODER),
+    "gemma": transformers_model("GemmaConfig", "GemmaForCausalLM", "logits", head_dim=16, **SMALL_DECODER),
+    "phi": transformers_model("PhiConfig", "PhiForCausalLM", "logits", partial_rotary_factor=0.5, **SMALL_DECODER),
+    "mixtral": transformers_model(
+        "MixtralConfig", "MixtralForCausalLM", "logits", num_local_experts=4, num_experts_per_tok=2, **SMALL_DECODER
+    ),
+    "mamba": transformers_model(  # HF's torch path (no mamba_ssm kernels); use_cache off: its cache breaks Dynamo
+        "MambaConfig",
+        "MambaForCausalLM",
         "logits",
-        num_hidden_layers=2,
         hidden_size=64,
-        intermediate_size=128,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        state_size=8,
+        num_hidden_layers=2,
+        expand=2,
+        conv_kernel=4,
+        use_cache=False,
+        **SMALL_TRANSFORMER,
+    ),
+    "whisper": transformers_model(
+        "WhisperConfig",
+        "WhisperForConditionalGeneration",
+        "logits",
+        inputs="audio",
+        num_mel_bins=16,
+        max_source_positions=16,
+        max_target_positions=32,
+        d_model=64,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        decoder_start_token_id=1,
+        **SMALL_TRANSFORMER,
+    ),
+    "clip": transformers_model(
+        "CLIPConfig",
+        "CLIPModel",
+        "logits_per_image",
+        inputs="image_text",
+        text_config=dict(
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            max_position_embeddings=32,
+            **SMALL_TRANSFORMER,
+        ),
+        vision_config=dict(
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            image_size=32,
+            patch_size=8,
+        ),
+        projection_dim=32,
+    ),
+    "distilbert": transformers_model(
+        "DistilBertConfig",
+        "DistilBertForMaskedLM",
+        "logits",
+        n_layers=2,
+        dim=64,
+        hidden_dim=128,
+        n_heads=4,
         max_position_embeddings=64,
         **SMALL_TRANSFORMER,
     ),

@@ -1,5 +1,6 @@
 """The runtime heuristics plate's Inductor kernels are decorated with: Inductor's ``triton_heuristics``, with
-one more block size offered to every 1-D pointwise kernel.
+one more block size offered to every 1-D pointwise kernel, and wider row blocks to a looped reduction that
+Inductor gives one configuration (``with_row_blocks``).
 
 Inductor sizes a pointwise kernel's block for a GPU: at most 1024 elements, so that a large tensor makes
 hundreds of programs for thousands of warps. A plate core runs one program at a time and pays a DMA flight
@@ -23,7 +24,7 @@ import copy
 import math
 
 from torch._inductor.runtime import triton_heuristics as _inductor
-from torch._inductor.runtime.hints import TRITON_MAX_BLOCK, HeuristicType
+from torch._inductor.runtime.hints import TRITON_MAX_BLOCK, HeuristicType, ReductionHint
 
 from . import config, kernel_config, policy
 
@@ -100,6 +101,37 @@ class PlateAutotuner(_inductor.CachingAutotuner):
                 self.configs = smaller
 
 
+PERSISTENT_XBLOCKS = (8, 32, 128)  # the row blocks Inductor offers a persistent reduction beside 1
+PERSISTENT_TILE = 4096  # the largest rows x reduction elements of those blocks (Inductor's bound)
+
+
+def with_row_blocks(size_hints, configs: list, inductor_meta: dict, reduction_hint=ReductionHint.INNER) -> list:
+    """``configs`` plus, for a looped reduction over contiguous rows (INNER hint) given ONE configuration, that
+    configuration with each wider row block (``XBLOCK``) a persistent reduction would be offered: at most the
+    x size hint and ``PERSISTENT_TILE`` elements. Inductor sends a row of symbolic length to a looped
+    reduction, whose INNER hint keeps 1-2 rows a program (a GPU runs hundreds of them at once); a plate core
+    runs one program at a time and pays a DMA flight per tile, so a dynamic-shape softmax over 64 rows of 16
+    made 32 programs of three loops each (39.7 us modeled against the static persistent kernel's 1.8 us). The
+    cost model picks among them (``chosen``); the rows of a block are reduced independently, in the same
+    R0_BLOCK chunks, whatever the block. Nothing changes under tuning, for tiled (``y``) kernels, or for the
+    OUTER hints' one configuration (not measured)."""
+    if reduction_hint != ReductionHint.INNER or len(configs) != 1 or tunes(inductor_meta):
+        return configs
+    if set(size_hints) != {"x", "r0_"}:
+        return configs
+    (only,) = configs
+    rows, chunk = only.kwargs.get("XBLOCK"), only.kwargs.get("R0_BLOCK")
+    if rows is None or chunk is None:
+        return configs
+    wider = []
+    for block in PERSISTENT_XBLOCKS:
+        if rows < block <= size_hints["x"] and block * chunk <= PERSISTENT_TILE:
+            c = copy.copy(only)
+            c.kwargs = {**only.kwargs, "XBLOCK": block}
+            wider.append(c)
+    return configs + wider
+
+
 def _autotuned(size_hints, configs, triton_meta, inductor_meta, heuristic_type, filename):
     if not isinstance(configs, list):  # a combo kernel: Inductor's decorator as it is
         return configs
@@ -127,6 +159,8 @@ def reduction(size_hints, reduction_hint=False, triton_meta=None, filename=None,
     configs = _inductor.reduction(
         size_hints, reduction_hint, triton_meta, filename, inductor_meta=inductor_meta, return_configs=True
     )
+    if isinstance(configs, list):
+        configs = with_row_blocks(size_hints, configs, inductor_meta, reduction_hint)
     return _autotuned(size_hints, configs, triton_meta, inductor_meta, HeuristicType.REDUCTION, filename)
 
 

@@ -422,6 +422,52 @@ def test_halved_shrinks_the_largest_program_block_only():
     assert heuristics.halved([triton.Config({"XBLOCK": 1, "R0_BLOCK": 64})]) == []
 
 
+def test_a_looped_reduction_given_one_config_is_offered_wider_row_blocks():
+    one = [triton.Config({"XBLOCK": 2, "R0_BLOCK": 16}, num_warps=4)]
+    offered = heuristics.with_row_blocks({"x": 64, "r0_": 16}, one, {})
+    assert [c.kwargs["XBLOCK"] for c in offered] == [2, 8, 32]  # 128 is over the x hint
+    assert all(c.kwargs["R0_BLOCK"] == 16 and c.num_warps == 4 for c in offered) and one[0].kwargs["XBLOCK"] == 2
+    assert heuristics.with_row_blocks({"x": 64, "r0_": 16}, one, {"max_autotune": True}) == one
+    long_rows = [triton.Config({"XBLOCK": 2, "R0_BLOCK": 2048})]  # 8 rows of 2048 are over the 4096 tile
+    assert heuristics.with_row_blocks({"x": 4096, "r0_": 2048}, long_rows, {}) == long_rows
+    two = one + [triton.Config({"XBLOCK": 64, "R0_BLOCK": 8})]  # Inductor's own choice among several: kept
+    assert heuristics.with_row_blocks({"x": 64, "r0_": 16}, two, {}) == two
+    outer = heuristics.ReductionHint.OUTER  # a column reduction's one configuration: not widened
+    assert heuristics.with_row_blocks({"x": 64, "r0_": 16}, one, {}, outer) == one
+
+
+def _causal_softmax(q, k):
+    t = q.shape[-2]
+    scores = (q @ k.transpose(-2, -1)) / 4.0
+    causal = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
+    return torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+
+
+def test_a_dynamic_length_softmax_runs_more_than_two_rows_a_program(monkeypatch):
+    """Under dynamic=True the attention softmax's row length is symbolic, so Inductor makes a looped reduction
+    and its INNER hint gives it one configuration of 2 rows a program: 32 programs of three loops for 64 rows
+    of 16 (39.7 us modeled; the static persistent kernel 1.8 us; Llama/BERT/T5 under dynamic=True ran at
+    about twice their static modeled time). The cost model now also weighs 8 and 32 rows a program."""
+    from inductor_plate import kernel_config
+
+    chosen, real = [], kernel_config.choose
+
+    def choose(machine, size_hints, configs, triton_meta, inductor_meta):
+        config = real(machine, size_hints, configs, triton_meta, inductor_meta)
+        chosen.append((inductor_meta.get("kernel_name", ""), config.kwargs))
+        return config
+
+    monkeypatch.setattr(kernel_config, "choose", choose)
+    compiled = torch.compile(_causal_softmax, dynamic=True)
+    with torch._inductor.config.patch(force_disable_caches=True, compile_threads=1):
+        for t in (16, 11):
+            q, k = torch.randn(2, 2, t, 16), torch.randn(2, 2, t, 16)
+            torch.testing.assert_close(compiled(q.to("plate"), k.to("plate")).cpu(), _causal_softmax(q, k))
+    looped = [kwargs for name, kwargs in chosen if name.startswith("triton_red_")]
+    assert looped and all(kwargs["XBLOCK"] > 2 for kwargs in looped), chosen
+    assert inductor_plate.host_fallbacks() == {}
+
+
 def _avg_pool3d_backward(a, b):
     return torch.ops.aten.avg_pool3d_backward(a, b, [3, 3, 3], [1, 1, 1], [1, 1, 1], True, False, None)
 
