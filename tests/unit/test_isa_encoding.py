@@ -439,10 +439,14 @@ def _field_by_field(monkeypatch):
             monkeypatch.setattr(sec.record, "whole", None)
     real = encoding._decode_form
     monkeypatch.setattr(encoding, "_DECODE_FORMS", {})
-    monkeypatch.setattr(encoding, "_decode_form", lambda op, mod: None if (f := real(op, mod)) is None else (*f[:2], None, f[3]))
+    monkeypatch.setattr(
+        encoding, "_decode_form", lambda op, mod: None if (f := real(op, mod)) is None else (*f[:2], None, f[3])
+    )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(programs(max_instrs=8), st.data())
 def test_one_unpack_paths_decode_as_field_by_field(monkeypatch, p, data):
     good = bytearray(encode(p))
