@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .ops import Call, checked
+from .ops import Call, as_expected, checked
 from .table import Row
 
 DTYPES = (torch.float32, torch.float64)
@@ -55,11 +55,7 @@ def forward(op: torch._ops.OpOverload, row: Row):
         batched = x.dim() == 4
         x4 = x if batched else x.unsqueeze(0)
         value, index = fractional_max_pool2d(x4, call["kernel_size"], call["output_size"], samples)
-        outs = []
-        for result, e in zip((value, index), expected):
-            out = torch.empty_strided(e.shape, e.stride(), dtype=e.dtype, device=x.device)
-            outs.append(out.copy_(result.reshape(e.shape)))
-        return tuple(outs)
+        return tuple(as_expected(result, e) for result, e in zip((value, index), expected))
 
     return kernel
 
@@ -73,8 +69,7 @@ def backward(op: torch._ops.OpOverload, row: Row):
         planes = x.numel() // (x.shape[-1] * x.shape[-2])
         flat = torch.zeros(planes, x.shape[-2] * x.shape[-1], dtype=grad.dtype, device=grad.device)
         flat.scatter_add_(1, indices.reshape(planes, -1), grad.reshape(planes, -1))
-        out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=grad.device)
-        return out.copy_(flat.reshape(expected.shape))
+        return as_expected(flat, expected)
 
     return kernel
 

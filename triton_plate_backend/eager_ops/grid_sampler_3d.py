@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .ops import HALF, Call, checked
+from .ops import HALF, Call, as_expected, checked
 from .table import Row
 
 
@@ -82,8 +82,7 @@ def grid_sampler_3d_op(op: torch._ops.OpOverload, row: Row):
             return call.on_host()
         ct = torch.float32 if a.dtype in HALF else a.dtype
         result = grid_sampler_3d(a.to(ct), grid.to(ct), mode, call["padding_mode"], call["align_corners"])
-        out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=a.device)
-        return out.copy_(result)
+        return as_expected(result, expected)
 
     return kernel
 

@@ -29,7 +29,7 @@ import warnings
 import torch
 
 from .launch import next_power_of_2, triton_cdiv
-from .ops import Call, checked
+from .ops import Call, as_expected, checked
 from .table import Row
 
 LINALG_DTYPES = (torch.float32, torch.float64)
@@ -188,18 +188,12 @@ def _covered(*tensors: torch.Tensor) -> bool:
     return all(t.dtype in LINALG_DTYPES for t in tensors)
 
 
-def _write(result: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
-    """``result`` laid out as the meta kernel lays ``expected`` out."""
-    out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=result.device)
-    return out.copy_(result.reshape(expected.shape))
-
-
 def _factored(a: torch.Tensor, expected_lu, expected_pivots, expected_info=None):
     """lu_factor of ``a`` (batch dims kept), written as the meta kernel lays the results out."""
     lu, pivots, info = lu_factor(a)
-    written = [_write(lu, expected_lu), _write(pivots, expected_pivots)]
+    written = [as_expected(lu, expected_lu), as_expected(pivots, expected_pivots)]
     if expected_info is not None:
-        written.append(_write(info, expected_info))
+        written.append(as_expected(info, expected_info))
     return written, info.reshape(a.shape[:-2])
 
 
@@ -229,7 +223,7 @@ def lu_solve_op(op: torch._ops.OpOverload, row: Row):
         lu, pivots, b = call["LU"], call["pivots"], call["B"]
         if not _covered(lu, b):
             return call.on_host()
-        return _write(lu_solve(lu, pivots, b, call["left"], call["adjoint"]), expected)
+        return as_expected(lu_solve(lu, pivots, b, call["left"], call["adjoint"]), expected)
 
     return kernel
 
@@ -245,7 +239,7 @@ def solve_ex(op: torch._ops.OpOverload, row: Row):
             torch._linalg_check_errors(raw, "torch.linalg.solve_ex", is_matrix=a.dim() == 2)
         vector = b.dim() == 1 or (a.dim() - 1 == b.dim() and b.shape == a.shape[:-1])
         x = lu_solve(lu, pivots, b.unsqueeze(-1) if vector else b, left, False)
-        return _write(x.squeeze(-1) if vector else x, expected[0]), lu, pivots, info
+        return as_expected(x.squeeze(-1) if vector else x, expected[0]), lu, pivots, info
 
     return kernel
 
@@ -263,7 +257,7 @@ def inv_ex(op: torch._ops.OpOverload, row: Row):
         n = a.shape[-1]
         identity = torch.eye(n, dtype=a.dtype, device=a.device).expand(lu.shape[0], n, n)
         x = lu_solve(lu, pivots, identity, True, False)
-        return _write(x, expected[0]), _write(info, expected[1])
+        return as_expected(x, expected[0]), as_expected(info, expected[1])
 
     return kernel
 
@@ -276,7 +270,7 @@ def det(op: torch._ops.OpOverload, row: Row):
             return call.on_host()
         lu, pivots = _factored(a.mT if _use_transpose(a) else a, *expected[1:])[0]
         value = lu.diagonal(0, -2, -1).prod(-1) * _permutation_sign(pivots)
-        return _write(value, expected[0]), lu, pivots
+        return as_expected(value, expected[0]), lu, pivots
 
     return kernel
 
@@ -290,7 +284,7 @@ def slogdet(op: torch._ops.OpOverload, row: Row):
         lu, pivots = _factored(a.mT if _use_transpose(a) else a, *expected[2:])[0]
         diagonal = lu.diagonal(0, -2, -1)
         sign = diagonal.sgn().prod(-1) * _permutation_sign(pivots)
-        return _write(sign, expected[0]), _write(diagonal.abs().log().sum(-1), expected[1]), lu, pivots
+        return as_expected(sign, expected[0]), as_expected(diagonal.abs().log().sum(-1), expected[1]), lu, pivots
 
     return kernel
 
@@ -306,7 +300,7 @@ def cholesky_ex(op: torch._ops.OpOverload, row: Row):
         if call["check_errors"]:
             torch._linalg_check_errors(info, "linalg.cholesky_ex", is_matrix=a.dim() == 2)
         factor = factor.reshape(a.shape)
-        return _write(factor.mT if upper else factor, expected[0]), _write(info, expected[1])
+        return as_expected(factor.mT if upper else factor, expected[0]), as_expected(info, expected[1])
 
     return kernel
 
@@ -318,7 +312,7 @@ def solve_triangular_op(op: torch._ops.OpOverload, row: Row):
         if not _covered(a, b):
             return call.on_host()
         x = solve_triangular(a, b, call["upper"], call["left"], call["unitriangular"])
-        return _write(x, expected)
+        return as_expected(x, expected)
 
     return kernel
 
@@ -351,7 +345,7 @@ def lu_unpack_op(op: torch._ops.OpOverload, row: Row):
             return call.on_host()
         parts = unpack(lu, pivots, call["unpack_data"], call["unpack_pivots"])
         return tuple(
-            _write(part, e) if part is not None else torch.empty_strided(
+            as_expected(part, e) if part is not None else torch.empty_strided(
                 e.shape, e.stride(), dtype=e.dtype, device=lu.device)
             for part, e in zip(parts, expected)
         )  # fmt: skip
@@ -367,7 +361,7 @@ def linalg_lu(op: torch._ops.OpOverload, row: Row):
             return call.on_host()  # rectangular LU: the CPU's
         lu, pivots, _ = lu_factor(a)
         lu, pivots = lu.reshape(a.shape), pivots.reshape(*a.shape[:-1])
-        return tuple(_write(part, e) for part, e in zip(unpack(lu, pivots, True, True), expected))
+        return tuple(as_expected(part, e) for part, e in zip(unpack(lu, pivots, True, True), expected))
 
     return kernel
 
@@ -385,7 +379,7 @@ def cholesky_solve_op(op: torch._ops.OpOverload, row: Row):
         b, factor = call["self"], call["A"]
         if not _covered(b, factor):
             return call.on_host()
-        return _write(cholesky_solve(b, factor, call["upper"]), expected)
+        return as_expected(cholesky_solve(b, factor, call["upper"]), expected)
 
     return kernel
 
@@ -398,7 +392,7 @@ def cholesky_inverse_op(op: torch._ops.OpOverload, row: Row):
             return call.on_host()
         n = factor.shape[-1]
         identity = torch.eye(n, dtype=factor.dtype, device=factor.device).expand(factor.shape)
-        return _write(cholesky_solve(identity, factor, call["upper"]), expected)
+        return as_expected(cholesky_solve(identity, factor, call["upper"]), expected)
 
     return kernel
 
@@ -461,7 +455,7 @@ def householder_product_op(op: torch._ops.OpOverload, row: Row):
         shape = torch.broadcast_shapes(a.shape[:-2], tau.shape[:-1])
         flat_a = a.expand(*shape, m, n).reshape(-1, m, n)
         flat_tau = tau.expand(*shape, tau.shape[-1]).reshape(-1, tau.shape[-1])
-        return _write(householder_product(flat_a, flat_tau, n), expected)
+        return as_expected(householder_product(flat_a, flat_tau, n), expected)
 
     return kernel
 
@@ -480,8 +474,8 @@ def qr_op(op: torch._ops.OpOverload, row: Row):
         if mode == "r":
             q = torch.empty_strided(expected[0].shape, expected[0].stride(), dtype=a.dtype, device=a.device)
         else:
-            q = _write(householder_product(reflected, tau, rows), expected[0])
-        return q, _write(r, expected[1])
+            q = as_expected(householder_product(reflected, tau, rows), expected[0])
+        return q, as_expected(r, expected[1])
 
     return kernel
 
@@ -516,11 +510,11 @@ def eigh_op(op: torch._ops.OpOverload, row: Row):
         if not _covered(a) or a.shape[-1] > EIGH_MAX:
             return call.on_host()
         values, vectors = eigh(a, call["UPLO"].upper() == "U")
-        out_values = _write(values, expected[0])
+        out_values = as_expected(values, expected[0])
         if not call["compute_v"]:
             e = expected[1]
             return out_values, torch.empty_strided(e.shape, e.stride(), dtype=e.dtype, device=a.device)
-        return out_values, _write(vectors, expected[1])
+        return out_values, as_expected(vectors, expected[1])
 
     return kernel
 
@@ -556,7 +550,7 @@ def triangular_solve_op(op: torch._ops.OpOverload, row: Row):
             return call.on_host()
         t, upper = (a.mT, not upper) if call["transpose"] else (a, upper)
         x = solve_triangular(t, b, upper, True, call["unitriangular"])
-        return _write(x, expected[0]), _write(a, expected[1])
+        return as_expected(x, expected[0]), as_expected(a, expected[1])
 
     return kernel
 
@@ -573,7 +567,7 @@ def cholesky_old(op: torch._ops.OpOverload, row: Row):
         factor, info = cholesky_lower(a.mT if upper else a)
         torch._linalg_check_errors(info.reshape(a.shape[:-2]), "cholesky", is_matrix=a.dim() == 2)
         factor = factor.reshape(a.shape)
-        return _write(factor.mT if upper else factor, expected)
+        return as_expected(factor.mT if upper else factor, expected)
 
     return kernel
 
