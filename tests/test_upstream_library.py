@@ -392,6 +392,75 @@ def test_gemlite_plugin_answers_cuda_queries_for_the_device(monkeypatch, tmp_pat
     assert torch.cuda.device_count is cuda_count
 
 
+def test_gemlite_plugin_takes_gemlites_cuda_branch_for_the_device(monkeypatch):
+    """take_cuda_branches: a CUDA_BRANCHES function gemlite calls for a tensor not on CUDA (core.pack's Python
+    loop) answers with the one it calls for a CUDA tensor (its Triton kernel) when the tensor is on the device,
+    with itself for any other tensor; once only; a module without the pair is a usage error."""
+    torch = pytest.importorskip("torch")
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import gemlite as plugin
+
+    core = types.ModuleType("fakegemlite_core")
+    core.pack_torch = lambda W, nbits, **kw: ("loop", W.device.type, nbits, kw)
+    core.pack_triton = lambda W, nbits, **kw: ("kernel", W.device.type, nbits, kw)
+    monkeypatch.setitem(sys.modules, "fakegemlite_core", core)
+    branches = {"fakegemlite_core": [("pack_torch", "pack_triton")]}
+    assert plugin.take_cuda_branches("plate", branches) == ["fakegemlite_core.pack_torch"]
+    assert core.pack_torch(torch.zeros(2, device="plate"), 4, transpose=True) == (
+        "kernel",
+        "plate",
+        4,
+        {"transpose": True},
+    )
+    assert core.pack_torch(torch.zeros(2), 4) == ("loop", "cpu", 4, {})
+    assert plugin.take_cuda_branches("plate", branches) == []  # once only
+    assert core.pack_torch(torch.zeros(2, device="plate"), 2)[0] == "kernel"
+    with pytest.raises(pytest.UsageError, match="no pack_absent"):
+        plugin.take_cuda_branches("plate", {"fakegemlite_core": [("pack_absent", "pack_triton")]})
+    assert plugin.CUDA_BRANCHES["gemlite.core"] == [("pack_weights_over_cols_torch", "pack_weights_over_cols_triton")]
+
+
+def test_gemlite_plugin_asks_the_device_for_the_fp8_gate(plate_active_driver):
+    """ask_fp8_gates: a unittest test skipped with an FP8_GATES reason runs again when the device compiles that
+    fp8 type (plate's backend lists fp8e4nv), stays skipped when it does not; other skips are left alone."""
+    import unittest
+
+    from upstream.libraries import gemlite as plugin
+
+    reason = next(iter(plugin.FP8_GATES))
+    assert plugin.FP8_GATES[reason] in plugin.device_fp8_types()
+
+    def make():
+        class Case(unittest.TestCase):
+            ran: list = []
+
+            @unittest.skipIf(True, reason)
+            def test_fp8(self):
+                self.ran.append("fp8")
+
+            @unittest.skipIf(True, "something else")
+            def test_other(self):
+                self.ran.append("other")
+
+            def test_plain(self):
+                self.ran.append("plain")
+
+        return Case
+
+    def run(cls):
+        result = unittest.TestResult()
+        unittest.defaultTestLoader.loadTestsFromTestCase(cls).run(result)
+        return sorted(cls.ran), sorted(why for _, why in result.skipped)
+
+    closed = make()
+    assert plugin.ask_fp8_gates(closed, ("fp8e5",)) == []
+    assert run(closed) == (["plain"], sorted([reason, "something else"]))
+    opened = make()
+    assert plugin.ask_fp8_gates(opened, plugin.device_fp8_types()) == ["test_fp8"]
+    assert run(opened) == (["fp8", "plain"], ["something else"])
+    assert plugin.ask_fp8_gates(opened, plugin.device_fp8_types()) == []  # nothing left to open
+
+
 def _git(repo: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
