@@ -47,7 +47,7 @@ from ..isa.program import Program
 from ..machine import Machine, get_machine
 from .affinity import MAPPINGS
 from .data_flow import _tiles
-from .dma import Traffic
+from .dma import Traffic, _storage
 from .executor import DEFAULT_MAX_STEPS, execute
 from .memory import DeviceMemory, Placement
 from .replay import _routes, static_facts
@@ -437,6 +437,53 @@ def kept_address_trace(
     trace = _address_run(program, grid, args, memory, machine, max_steps=max_steps)
     _keep(memo, key, _layout(memory), program, trace, None)
     return trace
+
+
+ACCESSED_ELEMENTS = 1 << 18  # elements ``accessed_elements`` lists at most (more: None)
+
+
+def accessed_elements(program: Program, grid, args, memory: DeviceMemory, lo: int, hi: int):
+    """The elements of bytes [lo, hi) the launch's address-only run over ``memory`` moved, as
+    [(first-byte addresses int64, item size)], one per access that touched them: from the run
+    ``shared_estimates`` logged for an estimate of the launch over ``memory`` as it is. Which elements
+    a launch moves follows its addresses alone, never where bytes live. None when the block holds no
+    logged run of the launch, an access that may touch [lo, hi) kept its span alone, or they number
+    more than ``ACCESSED_ELEMENTS``."""
+    memo = getattr(_shared, "memo", None)
+    key = None if memo is None else _run_key(program, grid, args, memory, None)
+    hit = None if key is None else _kept(memo, (*key, _layout(memory)), program)
+    if hit is None or hit[2] is None:
+        return None
+    found, total = [], 0
+    for _, _, _, access in hit[2].accesses:
+        if access is None:
+            return None
+        if access.lo == access.hi or access.hi <= lo or hi <= access.lo:
+            continue
+        if access.tiles is not None or access.box is not None:
+            box = access.tiles.box() if access.tiles is not None else access.box
+            if int(box.count.sum()) > ACCESSED_ELEMENTS:
+                return None
+            addrs, isz = box.element_addrs()[box.valid()], box.isz
+        elif access.args is not None:
+            flat, mask, dtype, _ = access.args
+            addrs, isz = (flat if mask is None else flat[mask]).astype(np.int64), _storage(dtype).itemsize
+        else:
+            return None
+        addrs = addrs[(addrs >= lo) & (addrs < hi)]
+        total += addrs.size
+        if total > ACCESSED_ELEMENTS:
+            return None
+        if addrs.size:
+            found.append((addrs, int(isz)))
+    return found
+
+
+def launch_mapping(program: Program, grid, args, memory: DeviceMemory, placement=None):
+    """The grid -> core mapping an estimate of the launch with ``placement`` uses (the policy knob's,
+    resolved over the placement asked about)."""
+    shadow = _shadow(memory, program, list(args), placement)
+    return MAPPINGS.resolve(knobs.policy(), program, grid, args, shadow)
 
 
 # ---- step 2: the aggregated model ----------------------------------------------------------------------

@@ -31,7 +31,7 @@ import numpy as np
 from .. import cost
 from ..errors import DeviceOutOfMemory, PlateError
 from ..isa.footprint import FootprintError
-from .estimate import estimate_launch, replica_writes, shared_estimates
+from .estimate import _shadow, accessed_elements, estimate_launch, launch_mapping, replica_writes, shared_estimates
 from .footprints import launch_footprints
 from .memory import Allocation, DeviceMemory
 from .replay import static_facts
@@ -39,6 +39,7 @@ from .trace import Trace
 
 CANDIDATES = ("interleaved", "replicated")
 MAX_DECISIONS = 4096  # remembered launch layouts
+SHIFTS_KEPT = 4  # decisions kept per launch layout at other offsets (_Shifted)
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,120 @@ def _sizes_key(program, grid, args, recs, memory: DeviceMemory) -> tuple:
     return (id(program), program.affinity, tuple(int(g) for g in grid), layout, id(memory.machine))
 
 
+def _pieces(rec: Allocation) -> tuple[int, int, bool]:
+    """How an allocation's home follows a byte's offset (``Allocation.owner_index``): (granule, owners,
+    striped). Its home is constant on each granule; striped, it repeats every ``owners`` granules."""
+    return rec.granule, len(rec.owners), rec.striped
+
+
+@dataclass(frozen=True)
+class _Phases:
+    """Where in its granule each byte a launch moved of one allocation lies, under one placement of it:
+    what decides whether those bytes keep their homes when the launch moves them all by an offset."""
+
+    pieces: tuple[int, int, bool]  # _pieces of the allocation under the placement
+    first: int  # the lowest offset within a granule of a byte moved (granule-relative)
+    last: int  # the highest
+    crosses: bool  # an element spans two granules
+
+    @classmethod
+    def of(cls, pieces, rel_first: np.ndarray, itemsize: np.ndarray) -> _Phases:
+        g = pieces[0]
+        if rel_first.size == 0:
+            return cls(pieces, 0, 0, False)
+        phase = rel_first % g
+        end = phase + itemsize - 1
+        return cls(pieces, int(phase.min()), int(end.max()), bool((end >= g).any()))
+
+    def keeps_homes(self, delta: int) -> bool:
+        """Whether every byte moved keeps its home domain when it is ``delta`` bytes further: each
+        moves by the same number of granules (none crosses a granule boundary the others do not), and
+        that number keeps the home (a multiple of the owners striped, none in chunks, anything with one
+        owner)."""
+        g, k, striped = self.pieces
+        if k == 1 or delta == 0:
+            return True
+        q, r = divmod(delta, g)
+        if self.crosses and r:
+            return False
+        if self.last + r < g:
+            shift = q
+        elif self.first + r >= g:
+            shift = q + 1
+        else:
+            return False
+        return shift % k == 0 if striped else shift == 0
+
+
+def _shift_key(program, grid, args, recs, shared, memory: DeviceMemory) -> tuple:
+    """``OperandPlanner._key`` without the offsets: per shared operand its allocation's size, placement and
+    pieces and which pointer arguments point into it. The launches of a loop over slices of a tensor."""
+    ints = tuple(int(v) for a, v in zip(program.args, args) if a.type != "ptr" and not isinstance(v, float))
+    layout = tuple(
+        (i, rec.nbytes, str(rec.placement), _pieces(rec), tuple(j for j, r in enumerate(recs) if r is rec))
+        for i, rec in shared
+    )
+    return (id(program), program.name, tuple(grid), ints, layout, id(memory.machine))
+
+
+@dataclass(frozen=True)
+class _Shifted:
+    """A launch's priced choices and what they follow of its shared operands' offsets, so that a launch of
+    the same ``_shift_key`` at other offsets gets them unpriced exactly when its estimates are the same.
+
+    A placement changes only the home domain of each byte (sim/estimate.py): an address-only run at
+    other offsets moves the same elements in the same runs, each by the offset's change, and the timing
+    model sees only their bytes per home and the grid -> core mapping. So the estimates under every
+    placement priced are the same when (1) every byte the launch moved of each shared allocation keeps
+    its home under each placement priced for it (``_Phases``, from the elements the logged run moved)
+    and (2) the mapping under each placement priced is the same (computed again: it follows the
+    footprint's byte ranges, which a shift splits otherwise). Then the migrations (the same sizes and
+    placements) and the replica-write tests (the same traces) are too, and the choices follow."""
+
+    program: object
+    choices: tuple
+    args: tuple[tuple[int, ...], ...]  # per shared operand: the pointer arguments into its allocation
+    offsets: tuple[tuple[int, ...], ...]  # their offsets in it
+    phases: tuple[tuple[_Phases, ...], ...]  # per shared operand: under its placement and each candidate
+    mappings: tuple  # (placement asked, its mapping)
+
+    @classmethod
+    def of(cls, program, grid, args, recs, shared, memory: DeviceMemory, choices, asked) -> _Shifted | None:
+        """Inside the ``shared_estimates`` block that priced ``choices``; None when the block cannot tell
+        which elements the launch moved (``estimate.accessed_elements``)."""
+        into, offsets, phases = [], [], []
+        for i, rec in shared:
+            found = accessed_elements(program, grid, args, memory, rec.base, rec.end)
+            if found is None:
+                return None
+            rel = np.concatenate([a for a, _ in found] or [np.zeros(0, np.int64)]) - rec.base
+            size = np.concatenate([np.full(a.size, w, np.int64) for a, w in found] or [np.zeros(0, np.int64)])
+            pieces = [_pieces(rec)]
+            for spec in CANDIDATES:
+                if spec != rec.placement.mode:
+                    pieces.append(_pieces(_shadow(memory, program, list(args), {i: spec}).holding(int(args[i]))))
+            js = tuple(j for j, r in enumerate(recs) if r is rec)
+            into.append(js)
+            offsets.append(tuple(int(args[j]) - rec.base for j in js))
+            phases.append(tuple(_Phases.of(p, rel, size) for p in pieces))
+        mappings = tuple((p, launch_mapping(program, grid, args, memory, p)) for p in asked)
+        return cls(program, choices, tuple(into), tuple(offsets), tuple(phases), mappings)
+
+    def answers(self, program, grid, args, recs, memory: DeviceMemory) -> bool:
+        """Whether a launch of the same ``_shift_key`` has these choices (the class docstring)."""
+        if program is not self.program:
+            return False
+        for js, ref, phases in zip(self.args, self.offsets, self.phases):
+            base = recs[js[0]].base
+            deltas = {int(args[j]) - base - o for j, o in zip(js, ref)}
+            if len(deltas) != 1:
+                return False
+            delta = deltas.pop()
+            if not all(p.keeps_homes(delta) for p in phases):
+                return False
+        return all(launch_mapping(program, grid, args, memory, p) == m for p, m in self.mappings)
+
+
 @dataclass(frozen=True)
 class _Choice:
     """The cost model's answer for one shared operand of a launch layout."""
@@ -177,6 +292,9 @@ class OperandPlanner:
         # a launch's operands, kept for its repeats (the same operands over fresh allocations, other offsets)
         self._shared: dict[tuple, tuple] = {}
         self._rent: dict[int, float] = {}  # allocation id -> ns a replica would have saved so far
+        # _shift_key -> [_Shifted]: decisions priced at other offsets of the shared operands, kept for the
+        # launches whose every byte keeps its home and whose mapping is the same (a loop over slices)
+        self._shifts: dict[tuple, list] = {}
 
     def _key(self, program, grid, args, shared) -> tuple:
         ints = tuple(int(v) for a, v in zip(program.args, args) if a.type != "ptr" and not isinstance(v, float))
@@ -207,21 +325,35 @@ class OperandPlanner:
         if _one_home(program, grid, args, memory, shared):
             self._decided[key] = (program, tuple(_Choice(i, None, 0.0, 0.0, 0.0) for i, _ in shared))
             return shared, self._decided[key][1]
-        with shared_estimates():  # one address-only run of the launch prices every placement (sim/estimate.py)
-            choices = self._price(program, grid, args, memory, shared)
         if len(self._decided) >= MAX_DECISIONS:
             self._decided.clear()
-        self._decided[key] = (program, tuple(choices))
-        return shared, self._decided[key][1]
+        shift_key = _shift_key(program, grid, args, recs, shared, memory)
+        for kept in self._shifts.get(shift_key, ()):
+            if kept.answers(program, grid, args, recs, memory):
+                self._decided[key] = (program, kept.choices)
+                return shared, kept.choices
+        asked: list = []
+        with shared_estimates():  # one address-only run of the launch prices every placement (sim/estimate.py)
+            choices = tuple(self._price(program, grid, args, memory, shared, asked))
+            kept = _Shifted.of(program, grid, args, recs, shared, memory, choices, asked) if asked else None
+        if kept is not None:
+            if len(self._shifts) >= MAX_DECISIONS:
+                self._shifts.clear()
+            found = self._shifts.setdefault(shift_key, [])
+            found[:] = [*found[-(SHIFTS_KEPT - 1) :], kept]
+        self._decided[key] = (program, choices)
+        return shared, choices
 
     @staticmethod
-    def _price(program, grid, args, memory: DeviceMemory, shared) -> list[_Choice]:
-        """The cost model's choice for each shared operand, in order, each priced with the choices before it."""
+    def _price(program, grid, args, memory: DeviceMemory, shared, asked: list | None = None) -> list[_Choice]:
+        """The cost model's choice for each shared operand, in order, each priced with the choices before it.
+        ``asked``: gets each placement estimated (None: the operands' own), unless the pricing failed."""
         chosen: dict[int, str] = {}
         choices = []
         before: list = []  # the replica writes under ``chosen`` (``_writes_replica``), once asked
         try:
             base = estimate_launch(program, grid, list(args), memory)
+            placements: list = [None]
             for i, rec in shared:
                 found = {}  # placement -> (estimate, migration ns)
                 for spec in CANDIDATES:
@@ -233,7 +365,8 @@ class OperandPlanner:
                         continue
                     if spec == "replicated" and _writes_replica(program, grid, args, memory, chosen, i, before):
                         continue  # the kernel writes it: every copy would be written (known before the model)
-                    est = estimate_launch(program, grid, list(args), memory, placement={**chosen, i: spec})
+                    placements.append({**chosen, i: spec})
+                    est = estimate_launch(program, grid, list(args), memory, placement=placements[-1])
                     if spec == "replicated" and est.write_bytes.sum() > base.write_bytes.sum():
                         continue  # the kernel writes it: every copy would be written
                     found[spec] = (est, move_ns)
@@ -248,7 +381,9 @@ class OperandPlanner:
                     chosen[i], base = best, after
                     before.clear()
         except PlateError:  # control flow on loaded data, a fault: nothing priced or moved; the launch itself reports
-            choices = []
+            return []
+        if asked is not None:
+            asked.extend(placements)
         return choices
 
     def apply(self, program, grid, args, memory: DeviceMemory) -> list[Move]:
