@@ -68,8 +68,7 @@ def test_a_decision_kept_at_another_offset_is_what_a_fresh_pricing_gives(mini, m
 
     seen = _launches(mini, monkeypatch, ops)
     assert len(seen) == 48 and all(s[1][0] == 0 for s in seen)  # w is shared at every launch
-    for name, shared, choices, fresh, kept in seen:
-        assert choices == fresh
+    assert [s[2] for s in seen] == [s[3] for s in seen]  # the planner's choices, a fresh planner's
     assert sum(s[4] for s in seen) >= 12  # a column loop's launches mostly reuse a decision
     assert len({c for s in seen for c in s[3]}) > 4  # the launches differ in what the pricing says
 
@@ -114,3 +113,30 @@ def test_bytes_keep_their_homes_where_the_phases_say(striped):
                 assert same, (g, k, w, stride, start, delta)
                 kept += delta % (g * k) != 0
     assert kept > 20
+
+
+def test_the_mapping_over_the_launchs_allocations_is_the_mapping_over_the_placed_memory(mini, monkeypatch):
+    """``estimate.launch_mapping`` (the allocations the pointers point into, those named placed otherwise)
+    against the affinity mapping resolved afresh over ``_shadow``'s whole memory, at each launch of the loop
+    and each placement the planner asks about."""
+    from triton_plate_backend.sim import affinity
+    from triton_plate_backend.sim import estimate as est
+    from triton_plate_backend.sim import operands as ops
+
+    compared = []
+    plan = ops.OperandPlanner.plan
+
+    def checked(self, program, grid, args, memory):
+        if program.name == "strided_sum_kernel":
+            for placement in [None, {0: "interleaved"}, {0: "replicated"}, {0: "interleaved", 1: "replicated"}]:
+                whole = est._shadow(memory, program, list(args), placement)
+                fresh = affinity.resolve_policy("affinity", program, grid, args, whole)
+                compared.append(est.launch_mapping(program, grid, args, memory, placement) == fresh)
+        return plan(self, program, grid, args, memory)
+
+    monkeypatch.setenv("PLATE_POLICY", "affinity")
+    monkeypatch.setattr(ops.OperandPlanner, "plan", checked)
+    w, o = torch.ones(ROWS * COLS, device="plate"), torch.empty(2, device="plate")
+    for off in np.random.default_rng(5).integers(0, COLS * (ROWS // 2), 10).tolist():
+        strided_sum_kernel[(2,)](w[off:], o, COLS, ROWS // 2, BLOCK=ROWS // 4)
+    assert len(compared) == 40 and all(compared)

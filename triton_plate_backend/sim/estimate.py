@@ -481,9 +481,43 @@ def accessed_elements(program: Program, grid, args, memory: DeviceMemory, lo: in
 
 def launch_mapping(program: Program, grid, args, memory: DeviceMemory, placement=None):
     """The grid -> core mapping an estimate of the launch with ``placement`` uses (the policy knob's,
-    resolved over the placement asked about)."""
-    shadow = _shadow(memory, program, list(args), placement)
-    return MAPPINGS.resolve(knobs.policy(), program, grid, args, shadow)
+    resolved over the placement asked about: ``_shadow``'s memory). The mapping reads of memory only the
+    machine and the allocations the pointer arguments point into (sim/affinity.py ``launch_layout``,
+    ``program_bytes``), so it is resolved over those alone (``_Placed``), each named one as ``_shadow``
+    places it."""
+    if not placement:
+        return MAPPINGS.resolve(knobs.policy(), program, grid, args, memory)
+    return MAPPINGS.resolve(knobs.policy(), program, grid, args, _Placed(memory, program, list(args), placement))
+
+
+class _Placed:
+    """The allocations a launch's pointer arguments point into, those ``placement`` names (argument name or
+    index -> spec) placed as ``_shadow`` places them (the same ``register``): what ``launch_mapping``
+    resolves the mapping over."""
+
+    _made: dict = {}  # (base, size, spec, id(machine)) -> (machine, the allocation so placed); a few kept
+
+    def __init__(self, memory: DeviceMemory, program: Program, args, placement):
+        self.machine, self._memory = memory.machine, memory
+        names = {a.name: i for i, a in enumerate(program.args)}
+        self._moved = {}
+        for key, spec in placement.items():
+            rec = memory.holding(int(args[names.get(key, key)]))
+            if rec is not None:
+                self._moved[id(rec)] = self._moved_to(rec, spec)
+
+    def _moved_to(self, rec, spec):
+        key = (rec.base, rec.nbytes, str(spec), id(self.machine))
+        made = self._made.get(key)
+        if made is None or made[0] is not self.machine:
+            if len(self._made) >= 64:
+                self._made.clear()
+            made = self._made[key] = (self.machine, DeviceMemory(self.machine).register(rec.base, rec.nbytes, spec))
+        return made[1]
+
+    def holding(self, addr: int):
+        rec = self._memory.holding(addr)
+        return self._moved.get(id(rec), rec) if rec is not None else None
 
 
 # ---- step 2: the aggregated model ----------------------------------------------------------------------
