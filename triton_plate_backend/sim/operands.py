@@ -229,6 +229,7 @@ class _Shifted:
     offsets: tuple[tuple[int, ...], ...]  # their offsets in it
     phases: tuple[tuple[_Phases, ...], ...]  # per shared operand: under its placement and each candidate
     mappings: tuple  # (placement asked, its mapping)
+    layouts: tuple  # per argument: _mapped_layout
 
     @classmethod
     def of(cls, program, grid, args, recs, shared, memory: DeviceMemory, choices, asked) -> _Shifted | None:
@@ -250,7 +251,8 @@ class _Shifted:
             offsets.append(tuple(int(args[j]) - rec.base for j in js))
             phases.append(tuple(_Phases.of(p, rel, size) for p in pieces))
         mappings = tuple((p, launch_mapping(program, grid, args, memory, p)) for p in asked)
-        return cls(program, choices, tuple(into), tuple(offsets), tuple(phases), mappings)
+        layouts = _mapped_layout(args, recs)
+        return cls(program, choices, tuple(into), tuple(offsets), tuple(phases), mappings, layouts)
 
     def answers(self, program, grid, args, recs, memory: DeviceMemory) -> bool:
         """Whether a launch of the same ``_shift_key`` has these choices (the class docstring)."""
@@ -264,7 +266,35 @@ class _Shifted:
             delta = deltas.pop()
             if not all(p.keeps_homes(delta) for p in phases):
                 return False
-        return all(launch_mapping(program, grid, args, memory, p) == m for p, m in self.mappings)
+        layouts = _mapped_layout(args, recs)
+        moved = [j for j, (a, b) in enumerate(zip(layouts, self.layouts)) if a != b]
+        return all(
+            launch_mapping(program, grid, args, memory, p) == m
+            for p, m in self.mappings
+            if not all(_replicated(p, j, recs, (layouts[j], self.layouts[j])) for j in moved)
+        )
+
+
+def _mapped_layout(args, recs) -> tuple:
+    """Per argument what the affinity mapping reads of it (sim/affinity.py ``launch_layout``): a pointer's
+    offset in its allocation and the allocation's size, placement and pieces."""
+    return tuple(
+        None if r is None else (int(v) - r.base, r.nbytes, str(r.placement), r.owners, r.granule, r.striped)
+        for v, r in zip(args, recs)
+    )
+
+
+def _replicated(placement, j: int, recs, layouts) -> bool:
+    """Whether argument ``j`` points into an allocation that ``placement`` replicates (or that stays
+    replicated at both launches, ``layouts``): a replica steers no program (sim/affinity.py
+    ``program_bytes``), so its offset and layout change no mapping."""
+    rec = recs[j]
+    if rec is None:
+        return False
+    spec = next((s for k, s in (placement or {}).items() if recs[k] is rec), None)
+    if spec is not None:
+        return spec == "replicated"
+    return all(lay is not None and lay[2] == "replicated" for lay in layouts)
 
 
 @dataclass(frozen=True)
