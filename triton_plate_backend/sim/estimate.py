@@ -490,12 +490,24 @@ def launch_mapping(program: Program, grid, args, memory: DeviceMemory, placement
     return MAPPINGS.resolve(knobs.policy(), program, grid, args, _Placed(memory, program, list(args), placement))
 
 
+_PLACED: dict = {}  # (base, size, spec, id(machine)) -> (machine, the allocation so placed); a few kept
+
+
+def placed_allocation(machine: Machine, rec, spec):
+    """``rec`` with placement ``spec``, as ``_shadow`` places it (the same ``register``; kept for a few)."""
+    key = (rec.base, rec.nbytes, str(spec), id(machine))
+    made = _PLACED.get(key)
+    if made is None or made[0] is not machine:
+        if len(_PLACED) >= 64:
+            _PLACED.clear()
+        made = _PLACED[key] = (machine, DeviceMemory(machine).register(rec.base, rec.nbytes, spec))
+    return made[1]
+
+
 class _Placed:
     """The allocations a launch's pointer arguments point into, those ``placement`` names (argument name or
     index -> spec) placed as ``_shadow`` places them (the same ``register``): what ``launch_mapping``
     resolves the mapping over."""
-
-    _made: dict = {}  # (base, size, spec, id(machine)) -> (machine, the allocation so placed); a few kept
 
     def __init__(self, memory: DeviceMemory, program: Program, args, placement):
         self.machine, self._memory = memory.machine, memory
@@ -507,13 +519,7 @@ class _Placed:
                 self._moved[id(rec)] = self._moved_to(rec, spec)
 
     def _moved_to(self, rec, spec):
-        key = (rec.base, rec.nbytes, str(spec), id(self.machine))
-        made = self._made.get(key)
-        if made is None or made[0] is not self.machine:
-            if len(self._made) >= 64:
-                self._made.clear()
-            made = self._made[key] = (self.machine, DeviceMemory(self.machine).register(rec.base, rec.nbytes, spec))
-        return made[1]
+        return placed_allocation(self.machine, rec, spec)
 
     def holding(self, addr: int):
         rec = self._memory.holding(addr)

@@ -31,7 +31,14 @@ import numpy as np
 from .. import cost
 from ..errors import DeviceOutOfMemory, PlateError
 from ..isa.footprint import FootprintError
-from .estimate import _shadow, accessed_elements, estimate_launch, launch_mapping, replica_writes, shared_estimates
+from .estimate import (
+    accessed_elements,
+    estimate_launch,
+    launch_mapping,
+    placed_allocation,
+    replica_writes,
+    shared_estimates,
+)
 from .footprints import launch_footprints
 from .memory import Allocation, DeviceMemory
 from .replay import static_facts
@@ -236,7 +243,7 @@ class _Shifted:
         """Inside the ``shared_estimates`` block that priced ``choices``; None when the block cannot tell
         which elements the launch moved (``estimate.accessed_elements``)."""
         into, offsets, phases = [], [], []
-        for i, rec in shared:
+        for _, rec in shared:
             found = accessed_elements(program, grid, args, memory, rec.base, rec.end)
             if found is None:
                 return None
@@ -245,7 +252,7 @@ class _Shifted:
             pieces = [_pieces(rec)]
             for spec in CANDIDATES:
                 if spec != rec.placement.mode:
-                    pieces.append(_pieces(_shadow(memory, program, list(args), {i: spec}).holding(int(args[i]))))
+                    pieces.append(_pieces(placed_allocation(memory.machine, rec, spec)))
             js = tuple(j for j, r in enumerate(recs) if r is rec)
             into.append(js)
             offsets.append(tuple(int(args[j]) - rec.base for j in js))
