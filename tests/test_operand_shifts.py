@@ -140,3 +140,39 @@ def test_the_mapping_over_the_launchs_allocations_is_the_mapping_over_the_placed
     for off in np.random.default_rng(5).integers(0, COLS * (ROWS // 2), 10).tolist():
         strided_sum_kernel[(2,)](w[off:], o, COLS, ROWS // 2, BLOCK=ROWS // 4)
     assert len(compared) == 40 and all(compared)
+
+
+def test_a_move_whose_migration_alone_takes_the_launchs_time_is_not_estimated(mini, monkeypatch):
+    """sim/operands.py ``_never_cheaper``: over the loop's launches a fresh planner's choices equal those of
+    a pricing that estimates every candidate, with fewer estimates (the interleaved move of a 1 MiB operand
+    for a launch of a few hundred elements)."""
+    from triton_plate_backend.sim import operands as ops
+
+    seen = []
+    plan, real_estimate, never_cheaper = ops.OperandPlanner.plan, ops.estimate_launch, ops._never_cheaper
+    asked = [0]
+
+    def counted(*a, **kw):
+        asked[0] += 1
+        return real_estimate(*a, **kw)
+
+    def both(self, program, grid, args, memory):
+        if program.name == "strided_sum_kernel":
+            asked[0] = 0
+            bounded = plan(ops.OperandPlanner(), program, grid, args, memory)[1]
+            n_bounded = asked[0]
+            monkeypatch.setattr(ops, "_never_cheaper", lambda *a: False)
+            asked[0] = 0
+            every = plan(ops.OperandPlanner(), program, grid, args, memory)[1]
+            monkeypatch.setattr(ops, "_never_cheaper", never_cheaper)
+            seen.append((bounded, every, n_bounded, asked[0]))
+        return plan(self, program, grid, args, memory)
+
+    monkeypatch.setattr(ops, "estimate_launch", counted)
+    monkeypatch.setattr(ops.OperandPlanner, "plan", both)
+    w, o = torch.ones(ROWS * COLS, device="plate"), torch.empty(2, device="plate")
+    for off in np.random.default_rng(11).integers(0, COLS, 6).tolist():
+        strided_sum_kernel[(1,)](w[off:], o, COLS, ROWS, BLOCK=ROWS)  # a column: w is shared
+    assert len(seen) == 6
+    assert [s[0] for s in seen] == [s[1] for s in seen]
+    assert all(s[2] < s[3] for s in seen)

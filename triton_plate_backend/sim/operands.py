@@ -143,6 +143,13 @@ def _writes_replica(program, grid, args, memory: DeviceMemory, chosen: dict, i: 
     return replica_writes(program, grid, list(args), memory, placement={**chosen, i: "replicated"}) > before[0]
 
 
+def _never_cheaper(spec: str, move_ns: float, base_ns: float) -> bool:
+    """Whether a move is priced out before its estimate: its migration alone takes the launch's time (an
+    estimate is never negative, so estimate + migration >= the launch's time, which ``_price`` never
+    chooses). A replica's estimate also feeds the rent rule (its gain), so it is always asked."""
+    return spec != "replicated" and move_ns >= base_ns
+
+
 def _migration_ns(memory: DeviceMemory, rec: Allocation, spec: str) -> float:
     moved = memory.moved_by(rec.base, spec)
     return cost.migration_cycles(memory.machine, moved) / memory.machine.clock_ghz
@@ -399,6 +406,8 @@ class OperandPlanner:
                     try:
                         move_ns = _migration_ns(memory, rec, spec)
                     except DeviceOutOfMemory:
+                        continue
+                    if _never_cheaper(spec, move_ns, base.time_ns):
                         continue
                     if spec == "replicated" and _writes_replica(program, grid, args, memory, chosen, i, before):
                         continue  # the kernel writes it: every copy would be written (known before the model)
