@@ -454,7 +454,7 @@ def accessed_elements(program: Program, grid, args, memory: DeviceMemory, lo: in
     hit = None if key is None else _kept(memo, (*key, _layout(memory)), program)
     if hit is None or hit[2] is None:
         return None
-    found, total = [], 0
+    touching, total = [], 0  # first the count, so that a large launch materializes no address
     for _, _, _, access in hit[2].accesses:
         if access is None:
             return None
@@ -462,18 +462,23 @@ def accessed_elements(program: Program, grid, args, memory: DeviceMemory, lo: in
             continue
         if access.tiles is not None or access.box is not None:
             box = access.tiles.box() if access.tiles is not None else access.box
-            if int(box.count.sum()) > ACCESSED_ELEMENTS:
-                return None
-            addrs, isz = box.element_addrs()[box.valid()], box.isz
+            total += int(box.count.sum())
+            touching.append((box, None))
         elif access.args is not None:
-            flat, mask, dtype, _ = access.args
-            addrs, isz = (flat if mask is None else flat[mask]).astype(np.int64), _storage(dtype).itemsize
+            total += access.args[0].size
+            touching.append((None, access.args))
         else:
             return None
-        addrs = addrs[(addrs >= lo) & (addrs < hi)]
-        total += addrs.size
         if total > ACCESSED_ELEMENTS:
             return None
+    found = []
+    for box, elements in touching:
+        if box is not None:
+            addrs, isz = box.element_addrs()[box.valid()], box.isz
+        else:
+            flat, mask, dtype, _ = elements
+            addrs, isz = (flat if mask is None else flat[mask]).astype(np.int64), _storage(dtype).itemsize
+        addrs = addrs[(addrs >= lo) & (addrs < hi)]
         if addrs.size:
             found.append((addrs, int(isz)))
     return found
