@@ -18,7 +18,10 @@ A replica made here is a cache: it stays while launches only read it. A launch t
 replicated memory through one of its arguments returns that argument's launch-made replica to its
 placement before (``drop_written_replicas``; free: every domain holds a copy). Decisions are kept
 per kernel, grid, integer arguments and operand layout, not addresses, so a graph that allocates
-fresh buffers per call pays the estimates once.
+fresh buffers per call pays the estimates once; and a launch at other offsets of the same operands
+(a loop over a tensor's columns, heads or layers) gets a decision priced at another offset where
+its estimates are provably the same (``_Shifted``: every byte keeps its home under each placement
+priced, and the mapping under each is the same).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from .trace import Trace
 CANDIDATES = ("interleaved", "replicated")
 MAX_DECISIONS = 4096  # remembered launch layouts
 SHIFTS_KEPT = 4  # decisions kept per launch layout at other offsets (_Shifted)
+SHIFTED_PROGRAMS = 1 << 12  # larger grids keep no _Shifted (its mappings hold a core per program)
 
 
 @dataclass(frozen=True)
@@ -379,7 +383,9 @@ class OperandPlanner:
         asked: list = []
         with shared_estimates():  # one address-only run of the launch prices every placement (sim/estimate.py)
             choices = tuple(self._price(program, grid, args, memory, shared, asked))
-            kept = _Shifted.of(program, grid, args, recs, shared, memory, choices, asked) if asked else None
+            kept = None
+            if asked and math.prod(grid) <= SHIFTED_PROGRAMS:
+                kept = _Shifted.of(program, grid, args, recs, shared, memory, choices, asked)
         if kept is not None:
             if len(self._shifts) >= MAX_DECISIONS:
                 self._shifts.clear()
