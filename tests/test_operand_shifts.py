@@ -113,6 +113,8 @@ def test_bytes_keep_their_homes_where_the_phases_say(striped):
                 assert same, (g, k, w, stride, start, delta)
                 kept += delta % (g * k) != 0
     assert kept > 20
+    none = np.zeros(0, np.int64)
+    assert _Phases.of((64, 4, striped), none, none).keeps_homes(5)  # no byte moved: none changes its home
 
 
 def test_the_mapping_over_the_launchs_allocations_is_the_mapping_over_the_placed_memory(mini, monkeypatch):

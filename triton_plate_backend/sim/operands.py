@@ -190,8 +190,8 @@ class _Phases:
     @classmethod
     def of(cls, pieces, rel_first: np.ndarray, itemsize: np.ndarray) -> _Phases:
         g = pieces[0]
-        if rel_first.size == 0:
-            return cls(pieces, 0, 0, False)
+        if rel_first.size == 0:  # no byte moved: every offset keeps them all (as with one owner)
+            return cls((g, 1, False), 0, 0, False)
         phase = rel_first % g
         end = phase + itemsize - 1
         return cls(pieces, int(phase.min()), int(end.max()), bool((end >= g).any()))
