@@ -99,6 +99,33 @@ def test_store_matches_the_batched_store(mem, access):
         mem.free(rec.base)
 
 
+@pytest.mark.parametrize("placement", PLACEMENTS)
+@pytest.mark.parametrize("shape", [(40,), (1, 40), (2, 40)])
+@pytest.mark.parametrize("step", [1, -1])
+def test_one_row_traffic_across_a_stripe_or_chunk_boundary(mem, placement, shape, step):
+    """The one-row access (one byte range, counted in Python integers) around every boundary of the
+    allocation's stripes (interleaved: 4 KiB) and chunks (blocked: 16 KiB): the batched code's Traffic."""
+    rec, base = _setup(mem, "f32", placement, 0, 1)
+    r = len(shape)
+    inner = [1] * r
+    for k in range(r - 2, -1, -1):
+        inner[k] = inner[k + 1] * shape[k + 1]
+    strides = np.array([[step * s for s in inner]], np.int64)
+    lo, hi = np.zeros((1, r), np.int64), np.array([shape], np.int64)
+    extent = (max(shape) - 1) * 4
+    try:
+        for boundary in (4096, 8192, 16384, 32768):
+            for delta in range(-extent - 8, 12, 4):  # the row's bytes before, across and after the boundary
+                first = boundary + delta if step == 1 else boundary + delta + extent
+                at = np.array([rec.base + first], np.int64)
+                for b in (lo, np.array([[1] * r], np.int64)):  # the whole row, then all but its first element
+                    fast = dma_one.load(mem, at, "f32", shape, strides, b, hi, 0.0)
+                    assert fast is not None
+                    _same_traffic(fast[1], dma.load_strided(mem, at, "f32", shape, strides, b, hi, 0.0)[1])
+    finally:
+        mem.free(rec.base)
+
+
 def test_a_plain_tile_takes_the_one_program_path(mem):
     """The common case (a contiguous row, a masked tail) must not fall back, or the path is dead code."""
     rec, base = _setup(mem, "f32", "interleaved", 1000, 1)
