@@ -18,20 +18,50 @@ import numpy as np
 from ..isa.program import Program
 
 
-@dataclass
 class TraceEntry:
-    pc: int
-    # linear program ids (x fastest: pid = x + gx * (y + gy * z)) that executed this instruction,
+    """One step of one context. A plain class with slots, not a dataclass: a launch makes one per instruction
+    it runs and a waiting trace keeps them (sim/clock.py), so each is made faster and walked faster by the
+    cycle collector (no per-instance dict). Equality and repr are the dataclass's: the fields in order."""
+
+    __slots__ = ("pc", "programs", "bytes_by_domain", "elements", "runs")
+
+    # pc: the instruction's index
+    # programs: linear program ids (x fastest: pid = x + gx * (y + gy * z)) that executed this instruction,
     # in increasing order
-    programs: np.ndarray
-    # memory instructions only (dma.*, atom.*): float64 [len(programs), total_domains + 1], bytes
-    # moved per HOME domain of the device memory touched, the last column for replicated memory
+    # bytes_by_domain: memory instructions only (dma.*, atom.*): float64 [len(programs), total_domains + 1],
+    # bytes moved per HOME domain of the device memory touched, the last column for replicated memory
     # (the core's domain is the timing model's business: it depends on the grid -> core policy)
-    bytes_by_domain: np.ndarray | None = None
-    # memory instructions only: int64 [len(programs)], elements moved (gather/scatter/atomic
+    # elements, runs: memory instructions only: int64 [len(programs)], elements moved (gather/scatter/atomic
     # cost is per element) and contiguous runs (strided DMA cost is per run)
-    elements: np.ndarray | None = None
-    runs: np.ndarray | None = None
+    def __init__(
+        self,
+        pc: int,
+        programs: np.ndarray,
+        bytes_by_domain: np.ndarray | None = None,
+        elements: np.ndarray | None = None,
+        runs: np.ndarray | None = None,
+    ):
+        self.pc, self.programs, self.bytes_by_domain, self.elements, self.runs = (
+            pc,
+            programs,
+            bytes_by_domain,
+            elements,
+            runs,
+        )
+
+    def _fields(self) -> tuple:
+        return (self.pc, self.programs, self.bytes_by_domain, self.elements, self.runs)
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # as a dataclass with eq and without frozen
+
+    def __repr__(self) -> str:
+        names = ("pc", "programs", "bytes_by_domain", "elements", "runs")
+        return f"TraceEntry({', '.join(f'{n}={v!r}' for n, v in zip(names, self._fields()))})"
 
 
 @dataclass
