@@ -205,6 +205,30 @@ def test_a_packed_trace_unpacks_to_the_same_trace():
     assert len(set(shared)) == len({id(e.programs) for e in trace.entries})  # sharing kept
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.float64, np.float32, np.int16, np.int8, np.bool_])
+@pytest.mark.parametrize("cols", [None, 1, 3, 5])
+def test_a_packed_array_of_runs_unpacks_bit_for_bit(dtype, cols):
+    """Arrays of runs of equal rows (rows that differ in one byte of one element, too) pack to runs where
+    the rows repeat and unpack to the same bits, shape and dtype."""
+    from triton_plate_backend.sim.trace import _pack_array, _Runs, _unpack_array
+
+    rng = np.random.default_rng(cols or 0)
+    for _ in range(40):
+        n = int(rng.integers(2, 200))
+        rows = rng.integers(0, 3, (int(rng.integers(1, 6)), *(() if cols is None else (cols,)))).astype(dtype)
+        a = np.ascontiguousarray(np.repeat(rows, rng.integers(1, 60, rows.shape[0]), axis=0)[:n])
+        if a.shape[0] < 2:
+            continue
+        packed = _pack_array(a)
+        back = _unpack_array(packed)
+        assert back.dtype == a.dtype and back.shape == a.shape and _bits(back).tobytes() == _bits(a).tobytes()
+        flips = a.copy()
+        flips.view(np.uint8).reshape(a.shape[0], -1)[a.shape[0] // 2, -1] ^= 1  # one byte of one row's last element
+        back = _unpack_array(_pack_array(flips))
+        assert _bits(back).tobytes() == _bits(flips).tobytes()
+    assert isinstance(_pack_array(np.zeros((64, *(() if cols is None else (cols,))), dtype)), _Runs)
+
+
 def test_a_packed_trace_gives_its_source_while_it_lives_then_unpacks():
     """What the clock times a kept trace from: the Trace it was packed from (no unpacking) while
     something holds it, an equal unpacked one once it is gone."""
