@@ -516,3 +516,45 @@ def test_rows_run_numpys_openblas_on_one_thread_and_restore_it(monkeypatch):
         np.testing.assert_array_equal(one, np.matmul(a, a))  # one thread or two: the same sums
     finally:
         blas[1](before)
+
+
+class _Regs:
+    """What a scalar rule reads of a context: its register rows and program count."""
+
+    def __init__(self, regs):
+        self.regs, self.P = regs, regs.shape[1]
+
+
+_EDGE_WORDS = [0, 1, -1, 2, 7, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**32 - 1, 2**32, 2**62, 2**63 - 1, -(2**63)]
+
+
+@pytest.mark.parametrize("mnemonic", ["s.add", "s.sub", "s.mul", "s.and", "s.or", "s.xor", "s.select", "s.cmpi"])
+def test_one_program_scalar_rules_give_the_many_program_words(mnemonic):
+    """A one-program context's s.<op> / s.cmpi / s.select in Python integers writes the word the numpy rule
+    writes for each of many programs (edge words and random ones, i32 and i64, every predicate)."""
+    from triton_plate_backend.isa.program import Inst
+    from triton_plate_backend.sim.sem_scalar import SEMANTICS
+
+    rng = np.random.default_rng(3)
+    words = np.array(_EDGE_WORDS + [int(w) for w in rng.integers(-(2**63), 2**63 - 1, 40, dtype=np.int64)], np.int64)
+    a, b = np.meshgrid(words, words)
+    a, b = a.reshape(-1), b.reshape(-1)
+    n = a.size
+    if mnemonic == "s.select":
+        forms = [((), (3, 0, 1, 2))]
+    elif mnemonic == "s.cmpi":
+        preds = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+        forms = [((p, dt), (3, 1, 2)) for p in preds for dt in ("i32", "i64")]
+    else:
+        forms = [((dt,), (3, 1, 2)) for dt in ("i32", "i64")]
+    rule = SEMANTICS[mnemonic]
+    for suffixes, operands in forms:
+        ins = Inst(mnemonic, suffixes, operands)
+        many = np.zeros((8, n), np.int64)
+        many[0], many[1], many[2] = a & 1, a, b  # r0: a condition for s.select
+        rule(_Regs(many), ins)
+        for i in range(0, n, 7):
+            one = np.ascontiguousarray(many[:, i : i + 1])
+            one[3] = 12345  # the destination's old word: overwritten
+            rule(_Regs(one), ins)
+            assert one[3, 0] == many[3, i], (suffixes, int(a[i]), int(b[i]))
