@@ -75,6 +75,12 @@ def test_load_matches_the_batched_load(mem, access):
             assert vals.dtype == want_vals.dtype and vals.shape == want_vals.shape
             assert _bits(vals).tobytes() == _bits(want_vals).tobytes()
             _same_traffic(traffic, want_traffic)
+            if dtype != "i1":  # into the destination's array (its old bytes garbage): the same values, in it
+                into = np.frombuffer(b"\x5a" * want_vals.nbytes, want_vals.dtype).reshape(want_vals.shape).copy()
+                vals, traffic = dma_one.load(mem, base, dtype, shape, strides, lo, hi, 7, into=into)
+                assert _bits(vals).tobytes() == _bits(want_vals).tobytes()
+                assert (vals is into) == (int(want_traffic.elements[0]) > 0)  # nothing to move: a new fill
+                _same_traffic(traffic, want_traffic)
     finally:
         mem.free(rec.base)
 

@@ -138,14 +138,15 @@ def _one_range(rec, start: int, length: int, row: np.ndarray) -> None:
         row[d] += part
 
 
-def load(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill):
-    """dma.load_strided for one program, or None (the caller runs load_strided)."""
+def load(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill, into: np.ndarray | None = None):
+    """dma.load_strided for one program, or None (the caller runs load_strided). ``into``: an array of the
+    values' shape and storage type (the destination tile's SRAM view) to load into, handed back as the values;
+    once the access is known to be taken here, nothing else is written to it."""
     box = _box(base, dtype, shape, strides, lo, hi)
     if box is None:
         return None
-    fillv = fill_value(fill, dtype)
     if box.count == 0:
-        out = np.full((1, *box.shape), fillv, NUMPY[dtype])
+        out = np.full((1, *box.shape), fill_value(fill, dtype), NUMPY[dtype])
         return out, Traffic.zeros(1, mem.traffic_columns)
     pos = _locate(mem, box)
     if pos is None:
@@ -156,9 +157,14 @@ def load(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill):
     rec = mem.live(pos)
     typed, start = rec.typed(box.storage)
     e0 = (box.base - (rec.base + start)) // box.isz
-    out = _view(typed, box.shape, box.s)[np.array([e0])]
-    if not box.full:
-        np.copyto(out, _to_storage(fillv, dtype), where=~box.valid())
+    tiles = _view(typed, box.shape, box.s)
+    if into is not None and into.shape == (1, *box.shape) and into.dtype == typed.dtype:
+        out = into  # the tile's bytes straight into it (a copy of the same dtype: the same bits)
+        np.copyto(out, tiles[e0 : e0 + 1])
+    else:
+        out = tiles[np.array([e0])]
+    if not box.full:  # the fill value, converted only where an element is masked off
+        np.copyto(out, _to_storage(fill_value(fill, dtype), dtype), where=~box.valid())
     return _from_storage(out, dtype), _traffic(mem, box, pos)
 
 
