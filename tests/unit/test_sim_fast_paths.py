@@ -564,3 +564,18 @@ def test_one_program_scalar_rules_give_the_many_program_words(mnemonic):
             one[3] = 12345  # the destination's old word: overwritten
             rule(_Regs(one), ins)
             assert one[3, 0] == many[3, i], (suffixes, int(a[i]), int(b[i]))
+
+
+def test_a_traces_byte_count_follows_its_entries():
+    """nbytes is kept for the entries as they are and counted again once one is appended or the list replaced."""
+    from triton_plate_backend.isa.program import Program
+
+    pids = np.arange(4)
+    trace = Trace(Program("k"), (4, 1, 1), [TraceEntry(0, pids), TraceEntry(1, pids)])
+    first = trace.nbytes()
+    assert first == trace._nbytes_now() == pids.nbytes + 2 * 200
+    traffic = np.ones((4, 3))
+    trace.entries.append(TraceEntry(2, pids, traffic, np.ones(4, np.int64), np.ones(4, np.int64)))
+    assert trace.nbytes() == trace._nbytes_now() == first + traffic.nbytes + 2 * 32 + 200
+    trace.entries = trace.entries[:1]
+    assert trace.nbytes() == pids.nbytes + 200
