@@ -579,3 +579,15 @@ def test_a_traces_byte_count_follows_its_entries():
     assert trace.nbytes() == trace._nbytes_now() == first + traffic.nbytes + 2 * 32 + 200
     trace.entries = trace.entries[:1]
     assert trace.nbytes() == pids.nbytes + 200
+
+
+def test_packing_keeps_one_row_arrays_and_shares_equal_larger_ones():
+    """_pack_arrays: an array of one row (or none, or 0-d) is kept as it is, the same object, equal ones
+    too; equal arrays of more rows share one compact form."""
+    from triton_plate_backend.sim.trace import _pack_arrays, _Runs
+
+    one, same, zero_d, empty = np.ones((1, 5)), np.ones((1, 5)), np.array(3), np.zeros((0, 5))
+    big, big2 = np.zeros((64, 5)), np.zeros((64, 5))
+    out = _pack_arrays([one, same, zero_d, empty, big, big2])
+    assert out[0] is one and out[1] is same and out[2] is zero_d and out[3] is empty
+    assert isinstance(out[4], _Runs) and out[5] is out[4]

@@ -262,6 +262,9 @@ def _pack_arrays(arrays) -> list:
     memo: dict = {}
     out = []
     for a in arrays:
+        if type(a) is np.ndarray and (a.ndim == 0 or a.shape[0] < 2):  # _pack_array keeps it as it is:
+            out.append(a)  # no content key to make (a one-program launch's traffic rows, most of them)
+            continue
         if isinstance(a, np.ndarray) and a.nbytes <= _MEMO_BYTES:
             key = content(a)
             packed = memo.get(key)
