@@ -2,7 +2,7 @@
 the launcher, the simulator (functional, level-1 timing), the torch device's copies.
 
     python benchmarks/profile_breakdown.py launch [--repeat 3]
-    python benchmarks/profile_breakdown.py test-core [--every 25] [--src DIR]
+    python benchmarks/profile_breakdown.py test-core [--every 25] [--src DIR] [--keep-cache DIR]
     python benchmarks/profile_breakdown.py tests -- <pytest args>
 
 ``launch``: the benchmark kernels of triton_kernels.py (bench_triton.py's sizes), their first launch
@@ -285,7 +285,9 @@ def run_test_core(args) -> str:
     test_dir = (src / "python" / "test" if (src / "python" / "test").is_dir() else src).resolve()
     if not (test_dir / "unit" / "language" / "test_core.py").is_file():
         raise SystemExit(f"no unit/language/test_core.py under {test_dir}: pass --src a Triton checkout")
-    home = Path(tempfile.mkdtemp(prefix="plate-profile-"))
+    keep = args.keep_cache is not None
+    home = Path(args.keep_cache) if keep else Path(tempfile.mkdtemp(prefix="plate-profile-"))
+    home.mkdir(parents=True, exist_ok=True)
     ini = home / "pytest.ini"
     ini.write_text("[pytest]\n")
     os.environ.update(
@@ -316,7 +318,8 @@ def run_test_core(args) -> str:
     try:
         return run_pytest([*sample, *common, "-q", "-p", "no:randomly"], clock, title)
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def main(argv=None) -> int:
@@ -326,6 +329,11 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="launch: steady launches (the best is shown)")
     ap.add_argument("--every", type=int, default=25, help="test-core: run every N-th test of the selection")
     ap.add_argument("--src", help="test-core: the Triton checkout (default upstream/src/triton)")
+    ap.add_argument(
+        "--keep-cache",
+        metavar="DIR",
+        help="test-core: keep the Triton cache in DIR (made if missing, not removed): a second run is a warm one",
+    )
     ap.add_argument("pytest_args", nargs="*", help="tests: the pytest arguments (after --)")
     args = ap.parse_args(argv)
     start_wall, start_cpu = time.perf_counter(), time.process_time()

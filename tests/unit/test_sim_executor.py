@@ -329,6 +329,26 @@ def test_argument_words_kept_for_a_repeat_follow_every_change():
     assert _arg_words(program, [0, 1, 0])[0] == 0
 
 
+@pytest.mark.parametrize("atype", ["ptr", "i64", "i32", "i16", "i8", "i1"])
+def test_int_argument_words_are_the_constant_pools(atype):
+    """A Python int argument's word (wrapped in Python integers) is the constant conversion's word: the
+    value wrapped to the type's width and sign-extended (i1: its low bit), at and past every edge."""
+    from triton_plate_backend.sim import numerics as nx
+    from triton_plate_backend.sim.executor import _words
+
+    program = Builder("words", [("a", atype)]).build()
+    edges = [0, 1, -1, 127, 128, -129, 255, 256, 32767, 32768, -32769, 65535, 2**31 - 1, 2**31, -(2**31) - 1]
+    edges += [2**32 + 3, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64 - 1, 2**64 + 5, 10**30, -(10**30)]
+    rng = np.random.default_rng(0)
+    edges += [int(v) * int(w) for v, w in zip(rng.integers(-(2**62), 2**62, 200), rng.integers(-(2**12), 2**12, 200))]
+    for v in edges:
+        if atype == "ptr":
+            want = nx.const_array(v, "i64").astype(np.int64)[0]
+        else:
+            want = nx.to_word(nx.const_array(v, atype), atype)[0]
+        assert _words(program, [v])[0] == want, v
+
+
 def test_trace_records_contexts_and_can_be_off(mem):
     x = alloc(mem, np.zeros(256, np.float32))
     program = vector_add(64)

@@ -75,6 +75,12 @@ def test_load_matches_the_batched_load(mem, access):
             assert vals.dtype == want_vals.dtype and vals.shape == want_vals.shape
             assert _bits(vals).tobytes() == _bits(want_vals).tobytes()
             _same_traffic(traffic, want_traffic)
+            if dtype != "i1":  # into the destination's array (its old bytes garbage): the same values, in it
+                into = np.frombuffer(b"\x5a" * want_vals.nbytes, want_vals.dtype).reshape(want_vals.shape).copy()
+                vals, traffic = dma_one.load(mem, base, dtype, shape, strides, lo, hi, 7, into=into)
+                assert _bits(vals).tobytes() == _bits(want_vals).tobytes()
+                assert (vals is into) == (int(want_traffic.elements[0]) > 0)  # nothing to move: a new fill
+                _same_traffic(traffic, want_traffic)
     finally:
         mem.free(rec.base)
 
@@ -95,6 +101,33 @@ def test_store_matches_the_batched_store(mem, access):
             want = dma.store_strided(mem, base, values, strides, lo, hi, dtype=dtype)
             assert after == mem.read_bytes(rec.base, rec.nbytes)
             _same_traffic(traffic, want)
+    finally:
+        mem.free(rec.base)
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+@pytest.mark.parametrize("shape", [(40,), (1, 40), (2, 40)])
+@pytest.mark.parametrize("step", [1, -1])
+def test_one_row_traffic_across_a_stripe_or_chunk_boundary(mem, placement, shape, step):
+    """The one-row access (one byte range, counted in Python integers) around every boundary of the
+    allocation's stripes (interleaved: 4 KiB) and chunks (blocked: 16 KiB): the batched code's Traffic."""
+    rec, base = _setup(mem, "f32", placement, 0, 1)
+    r = len(shape)
+    inner = [1] * r
+    for k in range(r - 2, -1, -1):
+        inner[k] = inner[k + 1] * shape[k + 1]
+    strides = np.array([[step * s for s in inner]], np.int64)
+    lo, hi = np.zeros((1, r), np.int64), np.array([shape], np.int64)
+    extent = (max(shape) - 1) * 4
+    try:
+        for boundary in (4096, 8192, 16384, 32768):
+            for delta in range(-extent - 8, 12, 4):  # the row's bytes before, across and after the boundary
+                first = boundary + delta if step == 1 else boundary + delta + extent
+                at = np.array([rec.base + first], np.int64)
+                for b in (lo, np.array([[1] * r], np.int64)):  # the whole row, then all but its first element
+                    fast = dma_one.load(mem, at, "f32", shape, strides, b, hi, 0.0)
+                    assert fast is not None
+                    _same_traffic(fast[1], dma.load_strided(mem, at, "f32", shape, strides, b, hi, 0.0)[1])
     finally:
         mem.free(rec.base)
 
@@ -176,6 +209,30 @@ def test_a_packed_trace_unpacks_to_the_same_trace():
     assert_same_entries(trace.entries, back.entries)
     shared = [id(e.programs) for e in back.entries]
     assert len(set(shared)) == len({id(e.programs) for e in trace.entries})  # sharing kept
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64, np.float32, np.int16, np.int8, np.bool_])
+@pytest.mark.parametrize("cols", [None, 1, 3, 5])
+def test_a_packed_array_of_runs_unpacks_bit_for_bit(dtype, cols):
+    """Arrays of runs of equal rows (rows that differ in one byte of one element, too) pack to runs where
+    the rows repeat and unpack to the same bits, shape and dtype."""
+    from triton_plate_backend.sim.trace import _pack_array, _Runs, _unpack_array
+
+    rng = np.random.default_rng(cols or 0)
+    for _ in range(40):
+        n = int(rng.integers(2, 200))
+        rows = rng.integers(0, 3, (int(rng.integers(1, 6)), *(() if cols is None else (cols,)))).astype(dtype)
+        a = np.ascontiguousarray(np.repeat(rows, rng.integers(1, 60, rows.shape[0]), axis=0)[:n])
+        if a.shape[0] < 2:
+            continue
+        packed = _pack_array(a)
+        back = _unpack_array(packed)
+        assert back.dtype == a.dtype and back.shape == a.shape and _bits(back).tobytes() == _bits(a).tobytes()
+        flips = a.copy()
+        flips.view(np.uint8).reshape(a.shape[0], -1)[a.shape[0] // 2, -1] ^= 1  # one byte of one row's last element
+        back = _unpack_array(_pack_array(flips))
+        assert _bits(back).tobytes() == _bits(flips).tobytes()
+    assert isinstance(_pack_array(np.zeros((64, *(() if cols is None else (cols,))), dtype)), _Runs)
 
 
 def test_a_packed_trace_gives_its_source_while_it_lives_then_unpacks():
@@ -465,3 +522,72 @@ def test_rows_run_numpys_openblas_on_one_thread_and_restore_it(monkeypatch):
         np.testing.assert_array_equal(one, np.matmul(a, a))  # one thread or two: the same sums
     finally:
         blas[1](before)
+
+
+class _Regs:
+    """What a scalar rule reads of a context: its register rows and program count."""
+
+    def __init__(self, regs):
+        self.regs, self.P = regs, regs.shape[1]
+
+
+_EDGE_WORDS = [0, 1, -1, 2, 7, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**32 - 1, 2**32, 2**62, 2**63 - 1, -(2**63)]
+
+
+@pytest.mark.parametrize("mnemonic", ["s.add", "s.sub", "s.mul", "s.and", "s.or", "s.xor", "s.select", "s.cmpi"])
+def test_one_program_scalar_rules_give_the_many_program_words(mnemonic):
+    """A one-program context's s.<op> / s.cmpi / s.select in Python integers writes the word the numpy rule
+    writes for each of many programs (edge words and random ones, i32 and i64, every predicate)."""
+    from triton_plate_backend.isa.program import Inst
+    from triton_plate_backend.sim.sem_scalar import SEMANTICS
+
+    rng = np.random.default_rng(3)
+    words = np.array(_EDGE_WORDS + [int(w) for w in rng.integers(-(2**63), 2**63 - 1, 40, dtype=np.int64)], np.int64)
+    a, b = np.meshgrid(words, words)
+    a, b = a.reshape(-1), b.reshape(-1)
+    n = a.size
+    if mnemonic == "s.select":
+        forms = [((), (3, 0, 1, 2))]
+    elif mnemonic == "s.cmpi":
+        preds = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+        forms = [((p, dt), (3, 1, 2)) for p in preds for dt in ("i32", "i64")]
+    else:
+        forms = [((dt,), (3, 1, 2)) for dt in ("i32", "i64")]
+    rule = SEMANTICS[mnemonic]
+    for suffixes, operands in forms:
+        ins = Inst(mnemonic, suffixes, operands)
+        many = np.zeros((8, n), np.int64)
+        many[0], many[1], many[2] = a & 1, a, b  # r0: a condition for s.select
+        rule(_Regs(many), ins)
+        for i in range(0, n, 7):
+            one = np.ascontiguousarray(many[:, i : i + 1])
+            one[3] = 12345  # the destination's old word: overwritten
+            rule(_Regs(one), ins)
+            assert one[3, 0] == many[3, i], (suffixes, int(a[i]), int(b[i]))
+
+
+def test_a_traces_byte_count_follows_its_entries():
+    """nbytes is kept for the entries as they are and counted again once one is appended or the list replaced."""
+    from triton_plate_backend.isa.program import Program
+
+    pids = np.arange(4)
+    trace = Trace(Program("k"), (4, 1, 1), [TraceEntry(0, pids), TraceEntry(1, pids)])
+    first = trace.nbytes()
+    assert first == trace._nbytes_now() == pids.nbytes + 2 * 200
+    traffic = np.ones((4, 3))
+    trace.entries.append(TraceEntry(2, pids, traffic, np.ones(4, np.int64), np.ones(4, np.int64)))
+    assert trace.nbytes() == trace._nbytes_now() == first + traffic.nbytes + 2 * 32 + 200
+    trace.entries = trace.entries[:1]
+    assert trace.nbytes() == pids.nbytes + 200
+
+
+def test_packing_keeps_one_row_arrays_and_shares_equal_larger_ones():
+    """_pack_arrays: an array of one row (or none, or 0-d) is kept as it is, the same object, equal ones
+    too; equal arrays of more rows share one compact form."""
+    from triton_plate_backend.sim.trace import _pack_arrays, _Runs
+
+    one, same, zero_d, empty = np.ones((1, 5)), np.ones((1, 5)), np.array(3), np.zeros((0, 5))
+    big, big2 = np.zeros((64, 5)), np.zeros((64, 5))
+    out = _pack_arrays([one, same, zero_d, empty, big, big2])
+    assert out[0] is one and out[1] is same and out[2] is zero_d and out[3] is empty
+    assert isinstance(out[4], _Runs) and out[5] is out[4]

@@ -276,7 +276,7 @@ def test_cmpi_on_words_matches_compare_int(dt):
     b[:500] = a[:500]  # equal operands too
     for pred in ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"):
         want = nx.compare_int(pred, nx.from_word(a, dt), nx.from_word(b, dt), dt)
-        st = SimpleNamespace(regs=np.stack([np.zeros_like(a), a, b]))
+        st = SimpleNamespace(regs=np.stack([np.zeros_like(a), a, b]), P=a.size)  # a context: its rows, P programs
         sem_scalar._cmpi(st, SimpleNamespace(operands=(0, 1, 2), suffixes=(pred, dt), mnemonic="s.cmpi"))
         assert np.array_equal(st.regs[0], want.astype(np.int64)), pred
 

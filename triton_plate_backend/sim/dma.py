@@ -276,7 +276,10 @@ def _flat(addrs, mask):
     flat = addrs.reshape(nprog, math.prod(addrs.shape[1:]))
     if mask is None:
         return addrs.shape, flat, None
-    m = np.broadcast_to(np.asarray(mask, bool), addrs.shape).reshape(nprog, math.prod(addrs.shape[1:]))
+    if type(mask) is np.ndarray and mask.dtype == np.bool_ and mask.shape == addrs.shape:
+        m = mask.reshape(nprog, flat.shape[1])  # already the addresses' shape (a mask tile): no broadcast view
+    else:
+        m = np.broadcast_to(np.asarray(mask, bool), addrs.shape).reshape(nprog, math.prod(addrs.shape[1:]))
     return addrs.shape, flat, (None if m.all() else m)
 
 

@@ -99,7 +99,7 @@ def _locate(mem: DeviceMemory, box: _Box1) -> int | None:
     if box.base % box.isz:
         return None
     lo, hi = box.span()
-    pos = int(mem.span_positions(np.array([lo], np.int64), np.array([hi], np.int64))[0])
+    pos = mem.span_position(lo, hi)  # span_positions of the one range, without numpy's per-call cost
     return pos if pos >= 0 else None
 
 
@@ -112,6 +112,10 @@ def _traffic(mem: DeviceMemory, box: _Box1, pos: int) -> Traffic:
     elif abs(box.s[-1]) == 1:  # one contiguous byte range per row
         a, b, s = box.a[-1], box.b[-1], box.s[-1]
         first = box.base + min(a * s, (b - 1) * s) * box.isz
+        if box.count == box.n[-1]:  # one row (box.offsets' one offset): one range, in Python integers
+            row = sum(x * t for x, t in zip(box.a[:-1], box.s[:-1]))
+            _one_range(rec, first + row * box.isz - rec.base, box.count * box.isz, out[0])
+            return Traffic(out, np.array([box.count], np.int64), np.array([box.runs()], np.int64))
         starts = first + box.offsets(len(box.shape) - 1) * box.isz - rec.base
         lens = np.full(starts.size, box.n[-1] * box.isz, np.int64)
         _range_bytes(rec, starts, lens, np.zeros(starts.size, np.int64), out)
@@ -122,27 +126,45 @@ def _traffic(mem: DeviceMemory, box: _Box1, pos: int) -> Traffic:
     return Traffic(out, np.array([box.count], np.int64), np.array([box.runs()], np.int64))
 
 
-def load(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill):
-    """dma.load_strided for one program, or None (the caller runs load_strided)."""
+def _one_range(rec, start: int, length: int, row: np.ndarray) -> None:
+    """dma._range_bytes of one range [start, start + length) (offsets in ``rec``, length > 0) into ``row``
+    (the one program's): the same byte counts, integers exact in float64, added to the same columns."""
+    g = rec.granule
+    if start // g == (start + length - 1) // g:  # inside one stripe / chunk: its home domain's
+        k, piece = len(rec.owners), start // g
+        row[rec.owners[piece % k if rec.striped else min(piece, k - 1)]] += length
+        return
+    for d, part in zip(rec.owners, rec.split_one(start, start + length)):  # an owner may repeat
+        row[d] += part
+
+
+def load(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill, into: np.ndarray | None = None):
+    """dma.load_strided for one program, or None (the caller runs load_strided). ``into``: an array of the
+    values' shape and storage type (the destination tile's SRAM view) to load into, handed back as the values;
+    once the access is known to be taken here, nothing else is written to it."""
     box = _box(base, dtype, shape, strides, lo, hi)
     if box is None:
         return None
-    fillv = fill_value(fill, dtype)
     if box.count == 0:
-        out = np.full((1, *box.shape), fillv, NUMPY[dtype])
+        out = np.full((1, *box.shape), fill_value(fill, dtype), NUMPY[dtype])
         return out, Traffic.zeros(1, mem.traffic_columns)
     pos = _locate(mem, box)
     if pos is None:
         return None
     lo, hi = box.span(whole=True)  # the whole tile (masked-off elements too) inside: one strided view
-    if int(mem.span_positions(np.array([lo], np.int64), np.array([hi], np.int64))[0]) != pos:
+    if mem.span_position(lo, hi) != pos:
         return None
     rec = mem.live(pos)
     typed, start = rec.typed(box.storage)
     e0 = (box.base - (rec.base + start)) // box.isz
-    out = _view(typed, box.shape, box.s)[np.array([e0])]
-    if not box.full:
-        np.copyto(out, _to_storage(fillv, dtype), where=~box.valid())
+    tiles = _view(typed, box.shape, box.s)
+    if into is not None and into.shape == (1, *box.shape) and into.dtype == typed.dtype:
+        out = into  # the tile's bytes straight into it (a copy of the same dtype: the same bits)
+        np.copyto(out, tiles[e0 : e0 + 1])
+    else:
+        out = tiles[np.array([e0])]
+    if not box.full:  # the fill value, converted only where an element is masked off
+        np.copyto(out, _to_storage(fill_value(fill, dtype), dtype), where=~box.valid())
     return _from_storage(out, dtype), _traffic(mem, box, pos)
 
 

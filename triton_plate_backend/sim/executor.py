@@ -557,6 +557,9 @@ def _arg_words(program: Program, args) -> np.ndarray:
     return words
 
 
+_INT_BITS = {"ptr": 64, "i64": 64, "i32": 32, "i16": 16, "i8": 8, "i1": 1}  # an argument's word width
+
+
 def _words(program: Program, args: list) -> np.ndarray:
     if len(args) != len(program.args):
         names = ", ".join(f"{a.name}: {a.type}" for a in program.args)
@@ -568,6 +571,11 @@ def _words(program: Program, args: list) -> np.ndarray:
         try:
             if arg.type == "ptr":
                 v = getattr(v, "base", v)
+            bits = _INT_BITS.get(arg.type)
+            if bits is not None and type(v) is int:  # a Python int wrapped to the width: const_array's word
+                half = 1 << (bits - 1)
+                words[i] = ((v + half) & ((half << 1) - 1)) - half if bits > 1 else v & 1
+            elif arg.type == "ptr":
                 words[i] = nx.const_array(int(v), "i64").astype(np.int64)[0]
             else:
                 value = float(v) if is_float(arg.type) else v

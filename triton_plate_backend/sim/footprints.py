@@ -8,6 +8,7 @@ and the integer arguments, so they are kept per those for the last few launch sh
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -43,7 +44,7 @@ def launch_footprints(program, grid, args) -> LaunchFootprints | None:
     if not parse_footprints(text):
         return None
     key = (text, tuple(int(g) for g in grid), tuple(launch_ints(program.args, args).items()))
-    if int(np.prod(key[1])) <= KEPT_PROGRAMS:
+    if math.prod(key[1]) <= KEPT_PROGRAMS:  # Python integers: np.prod of a tuple costs ~3 us a call
         return _kept(*key)
     last = _last
     if last and last[0] == key:

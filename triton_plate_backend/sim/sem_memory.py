@@ -97,8 +97,8 @@ def _load(st, ins):
             return tiles.traffic(st.memory) if st.launch.counted else dma.NOT_COUNTED
     s, a, b = _bounds(st, ins, t, strides, lo, hi)
     args = (st.memory, st.regs[base], t.dtype, t.shape, s, a, b, _fill(st, fill, t.dtype))
-    done = dma_one.load(*args) if st.P == 1 else None  # one program: the same in Python integers
     into = st.view(d) if t.dtype != "i1" else None
+    done = dma_one.load(*args, into=into) if st.P == 1 else None  # one program: the same in Python integers
     vals, traffic = done if done is not None else dma.load_strided(*args, into=into, counted=st.launch.counted)
     _sanitize_box(st, READ, t, base, s, a, b)
     if vals is not into:

@@ -18,20 +18,50 @@ import numpy as np
 from ..isa.program import Program
 
 
-@dataclass
 class TraceEntry:
-    pc: int
-    # linear program ids (x fastest: pid = x + gx * (y + gy * z)) that executed this instruction,
+    """One step of one context. A plain class with slots, not a dataclass: a launch makes one per instruction
+    it runs and a waiting trace keeps them (sim/clock.py), so each is made faster and walked faster by the
+    cycle collector (no per-instance dict). Equality and repr are the dataclass's: the fields in order."""
+
+    __slots__ = ("pc", "programs", "bytes_by_domain", "elements", "runs")
+
+    # pc: the instruction's index
+    # programs: linear program ids (x fastest: pid = x + gx * (y + gy * z)) that executed this instruction,
     # in increasing order
-    programs: np.ndarray
-    # memory instructions only (dma.*, atom.*): float64 [len(programs), total_domains + 1], bytes
-    # moved per HOME domain of the device memory touched, the last column for replicated memory
+    # bytes_by_domain: memory instructions only (dma.*, atom.*): float64 [len(programs), total_domains + 1],
+    # bytes moved per HOME domain of the device memory touched, the last column for replicated memory
     # (the core's domain is the timing model's business: it depends on the grid -> core policy)
-    bytes_by_domain: np.ndarray | None = None
-    # memory instructions only: int64 [len(programs)], elements moved (gather/scatter/atomic
+    # elements, runs: memory instructions only: int64 [len(programs)], elements moved (gather/scatter/atomic
     # cost is per element) and contiguous runs (strided DMA cost is per run)
-    elements: np.ndarray | None = None
-    runs: np.ndarray | None = None
+    def __init__(
+        self,
+        pc: int,
+        programs: np.ndarray,
+        bytes_by_domain: np.ndarray | None = None,
+        elements: np.ndarray | None = None,
+        runs: np.ndarray | None = None,
+    ):
+        self.pc, self.programs, self.bytes_by_domain, self.elements, self.runs = (
+            pc,
+            programs,
+            bytes_by_domain,
+            elements,
+            runs,
+        )
+
+    def _fields(self) -> tuple:
+        return (self.pc, self.programs, self.bytes_by_domain, self.elements, self.runs)
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # as a dataclass with eq and without frozen
+
+    def __repr__(self) -> str:
+        names = ("pc", "programs", "bytes_by_domain", "elements", "runs")
+        return f"TraceEntry({', '.join(f'{n}={v!r}' for n, v in zip(names, self._fields()))})"
 
 
 @dataclass
@@ -47,7 +77,20 @@ class Trace:
 
     def nbytes(self) -> int:
         """Bytes the entries hold: their arrays, each shared one once (the entries of one context
-        share their programs array), and a rough overhead per entry."""
+        share their programs array), and a rough overhead per entry. Kept for the entries as they are
+        (a launch's trace is asked twice: sim/persistent_runs.py and the clock): counted again when the
+        list, its length or its last entry changed (the executor appends; no one replaces an entry of a
+        trace once made: PackedTrace.trace)."""
+        entries = self.entries
+        kept = self.__dict__.get("_nbytes")
+        if kept is not None and kept[0] is entries and kept[1] == len(entries) and kept[2] is entries[-1]:
+            return kept[3]
+        total = self._nbytes_now()
+        if entries:
+            self.__dict__["_nbytes"] = (entries, len(entries), entries[-1], total)
+        return total
+
+    def _nbytes_now(self) -> int:
         seen: set[int] = set()
         total, last = 0, None
         for e in self.entries:
@@ -219,6 +262,9 @@ def _pack_arrays(arrays) -> list:
     memo: dict = {}
     out = []
     for a in arrays:
+        if type(a) is np.ndarray and (a.ndim == 0 or a.shape[0] < 2):  # _pack_array keeps it as it is:
+            out.append(a)  # no content key to make (a one-program launch's traffic rows, most of them)
+            continue
         if isinstance(a, np.ndarray) and a.nbytes <= _MEMO_BYTES:
             key = content(a)
             packed = memo.get(key)
@@ -234,12 +280,26 @@ def _pack_array(a):
     if not isinstance(a, np.ndarray) or a.ndim == 0 or a.shape[0] < 2 or a.size == 0:
         return a
     raw = np.ascontiguousarray(a).view(np.uint8).reshape(a.shape[0], -1)
-    starts = np.flatnonzero((raw[1:] != raw[:-1]).any(axis=1)) + 1
+    starts = np.flatnonzero(_rows_differ(raw)) + 1
     if 4 * (starts.size + 1) * (raw.shape[1] + 8) < a.nbytes:  # few runs: a quarter of the bytes or less
         return _Runs(a, np.concatenate([np.zeros(1, np.int64), starts]))
     if a.ndim == 1 and a.dtype.kind in "iu" and (a[1:] > a[:-1]).all() and (int(a[-1]) - int(a[0])) // 8 < a.nbytes:
         return _Bitmap(a)
     return a
+
+
+def _rows_differ(raw: np.ndarray) -> np.ndarray:
+    """Whether each row of ``raw`` (uint8 [n, row bytes]) differs from the one before, in any byte: compared
+    in the widest words that tile a row (a row of one word: one comparison per row, no reduction over a
+    short axis, which costs numpy ~30x more than the comparison for a program list or a traffic table)."""
+    words = raw
+    for unit in (np.uint64, np.uint32, np.uint16):
+        if raw.shape[1] % unit().itemsize == 0:
+            words = raw.view(unit)
+            break
+    if words.shape[1] == 1:
+        return words[1:, 0] != words[:-1, 0]
+    return (words[1:] != words[:-1]).any(axis=1)
 
 
 def _unpack_array(a):
