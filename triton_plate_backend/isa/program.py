@@ -78,9 +78,10 @@ class Tile:
         return got
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Inst:
-    """One instruction: ISA row, enum suffix values, operand values, location index."""
+    """One instruction: ISA row, enum suffix values, operand values, location index. Its fields are slots: the
+    compiled walks (isa/csrc, passes/csrc) read them at their offsets (isa/csrc/fields.h)."""
 
     mnemonic: str
     suffixes: tuple[str, ...] = ()

@@ -14,7 +14,13 @@
 #include <cstdint>
 #include <string>
 
+#include "fields.h"
+
 namespace {
+
+using plate_fields::SlotField;
+// the fields the walks read of an instruction (fields.h)
+SlotField f_mnemonic("mnemonic"), f_suffixes("suffixes"), f_operands("operands"), f_loc("loc");
 
 // operand kind codes in heads' values (program._KIND_CODES)
 enum Code : unsigned char { R = 0, Q = 1, T = 2, LABEL = 3, IMM = 4, STR = 5, RLIST = 6, OTHER = 7 };
@@ -74,9 +80,9 @@ PyObject* scan(PyObject*, PyObject* args) {
   Py_ssize_t pc = start < 0 ? 0 : start;
   for (; pc < n; pc++) {
     PyObject* ins = PyList_GET_ITEM(instrs, pc);
-    Ref m(PyObject_GetAttr(ins, s_mnemonic));
+    Ref m(f_mnemonic.get(ins));
     if (m.p == nullptr) return nullptr;
-    Ref suffixes(PyObject_GetAttr(ins, s_suffixes));
+    Ref suffixes(f_suffixes.get(ins));
     if (suffixes.p == nullptr) return nullptr;
     if (!PyTuple_CheckExact(suffixes.p)) break;
     Ref key(PyTuple_Pack(2, m.p, suffixes.p));
@@ -95,7 +101,7 @@ PyObject* scan(PyObject*, PyObject* args) {
     const long unit = PyLong_AsLong(PyTuple_GET_ITEM(head, 1));
     if (unit == -1 && PyErr_Occurred()) return nullptr;
     if (unit == MATRIX && bounded) break;
-    Ref ops(PyObject_GetAttr(ins, s_operands));
+    Ref ops(f_operands.get(ins));
     if (ops.p == nullptr) return nullptr;
     if (!PyTuple_Check(ops.p) || PyTuple_GET_SIZE(ops.p) != ncodes) break;
     bool plain = true;
@@ -135,7 +141,7 @@ PyObject* scan(PyObject*, PyObject* args) {
       }
     }
     if (!plain) break;
-    Ref loc(PyObject_GetAttr(ins, s_loc));
+    Ref loc(f_loc.get(ins));
     if (loc.p == nullptr) return nullptr;
     long long x;
     if (!index_in(loc.p, nlocs, &x)) break;
@@ -205,7 +211,7 @@ PyObject* lines(PyObject*, PyObject* args) {
   Py_ssize_t pc = start < 0 ? 0 : start;
   for (; pc < n; pc++) {
     PyObject* ins = PyList_GET_ITEM(instrs, pc);
-    Ref m(PyObject_GetAttr(ins, s_mnemonic)), suffixes(PyObject_GetAttr(ins, s_suffixes));
+    Ref m(f_mnemonic.get(ins)), suffixes(f_suffixes.get(ins));
     if (m.p == nullptr || suffixes.p == nullptr) return nullptr;
     Ref key(PyTuple_Pack(2, m.p, suffixes.p));
     if (key.p == nullptr) return nullptr;
@@ -224,10 +230,10 @@ PyObject* lines(PyObject*, PyObject* args) {
     }
     const unsigned char* codes = (const unsigned char*)PyBytes_AS_STRING(PyTuple_GET_ITEM(form, 1));
     const Py_ssize_t ncodes = PyBytes_GET_SIZE(PyTuple_GET_ITEM(form, 1));
-    Ref ops(PyObject_GetAttr(ins, s_operands));
+    Ref ops(f_operands.get(ins));
     if (ops.p == nullptr) return nullptr;
     if (!PyTuple_CheckExact(ops.p) || PyTuple_GET_SIZE(ops.p) != ncodes) break;
-    Ref loc(PyObject_GetAttr(ins, s_loc));
+    Ref loc(f_loc.get(ins));
     if (loc.p == nullptr) return nullptr;
     if (!PyLong_CheckExact(loc.p)) break;
     // the operands' text (the line is built before anything is appended to out: a stop leaves out as it was)
@@ -385,7 +391,7 @@ PyObject* pack_code(PyObject*, PyObject* args) {
   put(n, 4);
   for (Py_ssize_t pc = 0; pc < n; pc++) {
     PyObject* ins = PyList_GET_ITEM(instrs, pc);
-    Ref m(PyObject_GetAttr(ins, s_mnemonic)), suffixes(PyObject_GetAttr(ins, s_suffixes));
+    Ref m(f_mnemonic.get(ins)), suffixes(f_suffixes.get(ins));
     if (m.p == nullptr || suffixes.p == nullptr) return nullptr;
     Ref key(PyTuple_Pack(2, m.p, suffixes.p));
     if (key.p == nullptr) return nullptr;
@@ -404,7 +410,7 @@ PyObject* pack_code(PyObject*, PyObject* args) {
     uint64_t opcode, modifier, loc;
     if (!word(PyTuple_GET_ITEM(form, 0), 0xffff, &opcode) || !word(PyTuple_GET_ITEM(form, 1), 0xffff, &modifier))
       Py_RETURN_NONE;
-    Ref lo(PyObject_GetAttr(ins, s_loc)), ops(PyObject_GetAttr(ins, s_operands));
+    Ref lo(f_loc.get(ins)), ops(f_operands.get(ins));
     if (lo.p == nullptr || ops.p == nullptr) return nullptr;
     if (!word(lo.p, 0xffffffffu, &loc)) Py_RETURN_NONE;
     const unsigned char* codes = (const unsigned char*)PyBytes_AS_STRING(PyTuple_GET_ITEM(form, 2));
