@@ -14,6 +14,7 @@
 #include <structmember.h>
 
 namespace plate_fields {
+namespace {  // each module its own copy: no symbol that the dynamic linker would bind across modules
 
 struct SlotField {
   static constexpr int WAYS = 4;
@@ -85,4 +86,5 @@ struct SlotField {
   }
 };
 
+}  // namespace
 }  // namespace plate_fields
