@@ -61,46 +61,8 @@ class Layout:
         # a layout without arrays packs each record with one Struct (pack's bytes; pack itself says what does not fit)
         self.names = tuple(f for f, _ in fields)
         self.whole = struct.Struct("<" + "".join(c for _, c in fields)) if fixed else None
-        # a layout with arrays: one Struct per tuple of array lengths (`_pack_arrays`)
-        self._arrays = tuple((fname, count, elem) for fname, _code, elem, _st, count in self._steps if count)
-        self._sized: dict[tuple[int, ...], struct.Struct] = {}
 
     def pack(self, values: dict) -> bytes:
-        """The record's bytes: in one Struct's pack (the fields' codes joined, each array's code repeated by
-        its length), else, for a record that does not fit its codes, field by field (`pack_fields`, whose
-        error names the field); the same bytes either way."""
-        try:
-            if self.whole is not None:
-                return self.whole.pack(*[values[f] for f in self.names])
-            return self._pack_arrays(values)
-        except (struct.error, TypeError, KeyError, ValueError):
-            return self.pack_fields(values)
-
-    def _pack_arrays(self, values: dict) -> bytes:
-        counts = self.counts
-        lengths = tuple([len(values[fname]) for fname, _count, _elem in self._arrays])
-        st = self._sized.get(lengths)
-        if st is None:
-            sizes = dict(zip((fname for fname, _c, _e in self._arrays), lengths))
-            code = "".join(
-                f"{sizes[fname]}{elem}" if count else code
-                for fname, code, elem, _st, count in self._steps
-            )
-            st = self._sized[lengths] = struct.Struct("<" + code)
-        flat = []
-        for fname, _code, elem, _st, count in self._steps:
-            if not count:
-                flat.append(len(values[counts[fname]]) if fname in counts else values[fname])
-            elif len(values[fname]) != len(values[counts[count]]):
-                raise ValueError(fname)  # pack_fields names the array whose length is not its count's
-            elif elem == "s":
-                flat.append(bytes(values[fname]))
-            else:
-                flat.extend(values[fname])
-        return st.pack(*flat)
-
-    def pack_fields(self, values: dict) -> bytes:
-        """`pack` field by field: a field that does not fit its code raises an IsaError naming it."""
         out, seen = [], {}
         for fname, code, elem, st, count in self._steps:
             v = len(values[self.counts[fname]]) if fname in self.counts else values[fname]
@@ -335,10 +297,6 @@ def _utf8(text: str) -> bytes:
 
 
 def _const_record(c, s) -> dict:
-    if type(c) is int and -(1 << 63) <= c < 1 << 63:  # the common kinds without numbers' ABC checks
-        return {"tag": 0, "bits": c & MASK64}
-    if type(c) is float:
-        return {"tag": 1, "bits": float_bits(c)}
     if isinstance(c, str):
         return {"tag": 2, "bits": s(c)}
     if isinstance(c, numbers.Integral):
