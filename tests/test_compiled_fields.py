@@ -6,6 +6,7 @@ classes than the reader remembers in turns, and an empty slot (the same Attribut
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from dataclasses import dataclass
 
@@ -135,3 +136,35 @@ def test_a_field_written_through_a_property_of_a_subclass(monkeypatch):
     assert [(i.mnemonic, i.suffixes, i.operands, i.loc) for i in with_c] == [
         (i.mnemonic, i.suffixes, i.operands, i.loc) for i in without
     ]
+
+
+@pytest.mark.parametrize("kernel", ["softmax", "matmul"])
+def test_instructions_whose_names_and_suffixes_are_other_equal_objects(kernel, monkeypatch):
+    """The Program walks remember each (mnemonic, suffixes) by the objects' identity within a walk (isawalk.cpp
+    `FormMemo`): with every other instruction's mnemonic and suffixes copied into new, equal objects (and one
+    suffix tuple changed to one the ISA lacks), the text, the code section and verify's answer are Python's."""
+    import ttir_fixtures
+
+    from triton_plate_backend.isa import asm, encoding
+    from triton_plate_backend.isa import program as isa_program
+
+    program = ttir_fixtures.lowered(kernel)
+
+    def copied(ins, k):
+        if k % 2:
+            return ins
+        return dataclasses.replace(ins, mnemonic="".join(list(ins.mnemonic)), suffixes=tuple(list(ins.suffixes)))
+
+    instrs = [copied(ins, k) for k, ins in enumerate(program.instrs)]
+    assert any(a.mnemonic is not b.mnemonic for a, b in zip(instrs, program.instrs))
+    odd = next(k for k, ins in enumerate(instrs) if ins.suffixes)
+    broken = [*instrs[:odd], dataclasses.replace(instrs[odd], suffixes=("nope",)), *instrs[odd + 1 :]]
+    for code in (instrs, broken):
+        changed = dataclasses.replace(program, instrs=code)
+        for module, fn in (
+            (asm, lambda: asm.disassemble_read_back(changed)[0]),
+            (encoding, lambda: encoding._pack_code(changed.instrs)),
+            (isa_program, lambda: isa_program.verify(changed)),
+        ):
+            both = [ttir_fixtures.with_or_without_isawalk(module, c, monkeypatch, fn) for c in (True, False)]
+            assert both[0] == both[1]

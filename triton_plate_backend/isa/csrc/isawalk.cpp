@@ -38,6 +38,43 @@ struct Ref {
   }
 };
 
+// table[(mnemonic, suffixes)] within one walk, remembered by the two objects' identity: an instruction's mnemonic
+// and suffixes are mostly the same objects from instruction to instruction (interned names, a call site's suffix
+// tuple), and the key tuple built and hashed for each instruction was a third of a walk. The memo holds what it
+// remembers (a key object freed and its address reused cannot be mistaken for it); the table is not changed during
+// a walk. NULL: not in the table (or the lookup's error, set).
+struct FormMemo {
+  static constexpr size_t N = 64;
+  PyObject* mnemonics[N] = {};
+  PyObject* suffixes[N] = {};
+  PyObject* values[N] = {};
+  ~FormMemo() {
+    for (size_t i = 0; i < N; i++) {
+      Py_XDECREF(mnemonics[i]);
+      Py_XDECREF(suffixes[i]);
+      Py_XDECREF(values[i]);
+    }
+  }
+  PyObject* find(PyObject* table, PyObject* m, PyObject* sfx) {
+    const size_t h = (((uintptr_t)m >> 4) * 31 + ((uintptr_t)sfx >> 4)) & (N - 1);
+    if (mnemonics[h] == m && suffixes[h] == sfx) return values[h];
+    Ref key(PyTuple_Pack(2, m, sfx));
+    if (key.p == nullptr) return nullptr;
+    PyObject* got = PyDict_GetItemWithError(table, key.p);
+    if (got == nullptr) return nullptr;
+    Py_INCREF(m);
+    Py_INCREF(sfx);
+    Py_INCREF(got);
+    Py_XDECREF(mnemonics[h]);
+    Py_XDECREF(suffixes[h]);
+    Py_XDECREF(values[h]);
+    mnemonics[h] = m;
+    suffixes[h] = sfx;
+    values[h] = got;
+    return got;
+  }
+};
+
 // an exact int in [0, limit) (anything else: not passed here)
 inline bool index_in(PyObject* v, long long limit, long long* out) {
   if (!PyLong_CheckExact(v)) return false;
@@ -77,6 +114,7 @@ PyObject* scan(PyObject*, PyObject* args) {
   }
   const long long nconsts = PyList_GET_SIZE(consts);
   const Py_ssize_t n = PyList_GET_SIZE(instrs);
+  FormMemo memo;
   Py_ssize_t pc = start < 0 ? 0 : start;
   for (; pc < n; pc++) {
     PyObject* ins = PyList_GET_ITEM(instrs, pc);
@@ -85,9 +123,7 @@ PyObject* scan(PyObject*, PyObject* args) {
     Ref suffixes(f_suffixes.get(ins));
     if (suffixes.p == nullptr) return nullptr;
     if (!PyTuple_CheckExact(suffixes.p)) break;
-    Ref key(PyTuple_Pack(2, m.p, suffixes.p));
-    if (key.p == nullptr) return nullptr;
-    PyObject* head = PyDict_GetItemWithError(heads, key.p);  // (kind codes as bytes, unit)
+    PyObject* head = memo.find(heads, m.p, suffixes.p);  // (kind codes as bytes, unit)
     if (head == nullptr) {
       if (PyErr_Occurred()) return nullptr;
       break;
@@ -208,14 +244,13 @@ PyObject* lines(PyObject*, PyObject* args) {
     if (v < 0) buf[--k] = '-';
     line.append(buf + k, sizeof buf - k);
   };
+  FormMemo memo;
   Py_ssize_t pc = start < 0 ? 0 : start;
   for (; pc < n; pc++) {
     PyObject* ins = PyList_GET_ITEM(instrs, pc);
     Ref m(f_mnemonic.get(ins)), suffixes(f_suffixes.get(ins));
     if (m.p == nullptr || suffixes.p == nullptr) return nullptr;
-    Ref key(PyTuple_Pack(2, m.p, suffixes.p));
-    if (key.p == nullptr) return nullptr;
-    PyObject* form = PyDict_GetItemWithError(forms, key.p);
+    PyObject* form = memo.find(forms, m.p, suffixes.p);
     if (form == nullptr) {
       if (PyErr_Occurred()) {
         if (!PyErr_ExceptionMatches(PyExc_TypeError)) return nullptr;
@@ -389,13 +424,12 @@ PyObject* pack_code(PyObject*, PyObject* args) {
   const Py_ssize_t n = PyList_GET_SIZE(instrs);
   if ((uint64_t)n > 0xffffffffu) Py_RETURN_NONE;
   put(n, 4);
+  FormMemo memo;
   for (Py_ssize_t pc = 0; pc < n; pc++) {
     PyObject* ins = PyList_GET_ITEM(instrs, pc);
     Ref m(f_mnemonic.get(ins)), suffixes(f_suffixes.get(ins));
     if (m.p == nullptr || suffixes.p == nullptr) return nullptr;
-    Ref key(PyTuple_Pack(2, m.p, suffixes.p));
-    if (key.p == nullptr) return nullptr;
-    PyObject* form = PyDict_GetItemWithError(forms, key.p);
+    PyObject* form = memo.find(forms, m.p, suffixes.p);
     if (form == nullptr) {
       if (PyErr_Occurred()) {
         if (!PyErr_ExceptionMatches(PyExc_TypeError)) return nullptr;
