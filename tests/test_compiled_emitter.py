@@ -26,6 +26,18 @@ from triton_plate_backend.ttir.parser import parse
 pytestmark = pytest.mark.skipif(emitter._emit is None, reason="passes._emit is not built (setup.py build_ext)")
 
 
+
+def set_fields(obj) -> list[str]:
+    """The names of an object's attributes that are set (its slots' and its __dict__'s), in their order."""
+    slots = [n for c in type(obj).__mro__ for n in getattr(c, "__slots__", ()) if hasattr(obj, n)]
+    return slots + list(getattr(obj, "__dict__", {}))
+
+
+def field_values(obj) -> list[tuple]:
+    """(name, value) of each attribute that is set, in set_fields' order: its vars() as a list."""
+    return [(n, getattr(obj, n)) for n in set_fields(obj)]
+
+
 class Canon:
     """Registers, tokens and buffers by first use (their ids are global counters), the rest by value."""
 
@@ -53,7 +65,7 @@ class Canon:
     def inst(self, i) -> tuple:
         # extra_uses: a set's order (of buffers hashed by address), so as a set
         uses = sorted(map(self, i.extra_uses))
-        return (type(i).__name__, list(vars(i)), i.mnemonic, i.suffixes, self(i.operands), repr(i.loc), uses)
+        return (type(i).__name__, set_fields(i), i.mnemonic, i.suffixes, self(i.operands), repr(i.loc), uses)
 
 
 def lowerings(kernel: str, machine: str, compiled: bool, monkeypatch) -> list:
@@ -82,7 +94,7 @@ def lowerings(kernel: str, machine: str, compiled: bool, monkeypatch) -> list:
 
 
 def same_program(a: Program, b: Program) -> None:
-    assert [vars(i) for i in a.instrs] == [vars(i) for i in b.instrs]
+    assert [field_values(i) for i in a.instrs] == [field_values(i) for i in b.instrs]
     for field in ("tiles", "locs", "labels", "sram_bytes", "args"):
         assert getattr(a, field) == getattr(b, field), field
     assert [(type(c), repr(c)) for c in a.consts] == [(type(c), repr(c)) for c in b.consts]

@@ -39,11 +39,11 @@ class Tile:
     def __post_init__(self):
         if self.dtype not in ITEMSIZE:
             raise IsaError(f"tile dtype {self.dtype!r} is not one of {', '.join(ITEMSIZE)}")
-        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+        object.__setattr__(self, "shape", tuple(map(int, self.shape)))  # (map: no generator frame per tile)
         if self.strides is None:
             object.__setattr__(self, "strides", contiguous_strides(self.shape))
         else:
-            object.__setattr__(self, "strides", tuple(int(s) for s in self.strides))
+            object.__setattr__(self, "strides", tuple(map(int, self.strides)))
         if len(self.strides) != len(self.shape):
             raise IsaError(f"tile {self}: {len(self.shape)} dims but {len(self.strides)} strides")
 
@@ -78,9 +78,10 @@ class Tile:
         return got
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Inst:
-    """One instruction: ISA row, enum suffix values, operand values, location index."""
+    """One instruction: ISA row, enum suffix values, operand values, location index. Its fields are slots: the
+    compiled walks (isa/csrc, passes/csrc) read them at their offsets (isa/csrc/fields.h)."""
 
     mnemonic: str
     suffixes: tuple[str, ...] = ()

@@ -218,10 +218,11 @@ class Str:
     value: str
 
 
-@dataclass
+@dataclass(slots=True)
 class PInst:
     """A pseudo-instruction: an ISA mnemonic with virtual operands, or `.label` / `.def` (a buffer
-    is (re)defined whole here: liveness kills it) / `.use` (keeps buffers alive)."""
+    is (re)defined whole here: liveness kills it) / `.use` (keeps buffers alive). Its fields are slots: the
+    compiled walks (passes/csrc) read them at their offsets (isa/csrc/fields.h)."""
 
     mnemonic: str
     suffixes: tuple = ()

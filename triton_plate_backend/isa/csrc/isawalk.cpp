@@ -14,7 +14,13 @@
 #include <cstdint>
 #include <string>
 
+#include "fields.h"
+
 namespace {
+
+using plate_fields::SlotField;
+// the fields the walks read of an instruction (fields.h)
+SlotField f_mnemonic("mnemonic"), f_suffixes("suffixes"), f_operands("operands"), f_loc("loc");
 
 // operand kind codes in heads' values (program._KIND_CODES)
 enum Code : unsigned char { R = 0, Q = 1, T = 2, LABEL = 3, IMM = 4, STR = 5, RLIST = 6, OTHER = 7 };
@@ -29,6 +35,43 @@ struct Ref {
   void reset(PyObject* o) {
     Py_XDECREF(p);
     p = o;
+  }
+};
+
+// table[(mnemonic, suffixes)] within one walk, remembered by the two objects' identity: an instruction's mnemonic
+// and suffixes are mostly the same objects from instruction to instruction (interned names, a call site's suffix
+// tuple), and the key tuple built and hashed for each instruction was a third of a walk. The memo holds what it
+// remembers (a key object freed and its address reused cannot be mistaken for it); the table is not changed during
+// a walk. NULL: not in the table (or the lookup's error, set).
+struct FormMemo {
+  static constexpr size_t N = 64;
+  PyObject* mnemonics[N] = {};
+  PyObject* suffixes[N] = {};
+  PyObject* values[N] = {};
+  ~FormMemo() {
+    for (size_t i = 0; i < N; i++) {
+      Py_XDECREF(mnemonics[i]);
+      Py_XDECREF(suffixes[i]);
+      Py_XDECREF(values[i]);
+    }
+  }
+  PyObject* find(PyObject* table, PyObject* m, PyObject* sfx) {
+    const size_t h = (((uintptr_t)m >> 4) * 31 + ((uintptr_t)sfx >> 4)) & (N - 1);
+    if (mnemonics[h] == m && suffixes[h] == sfx) return values[h];
+    Ref key(PyTuple_Pack(2, m, sfx));
+    if (key.p == nullptr) return nullptr;
+    PyObject* got = PyDict_GetItemWithError(table, key.p);
+    if (got == nullptr) return nullptr;
+    Py_INCREF(m);
+    Py_INCREF(sfx);
+    Py_INCREF(got);
+    Py_XDECREF(mnemonics[h]);
+    Py_XDECREF(suffixes[h]);
+    Py_XDECREF(values[h]);
+    mnemonics[h] = m;
+    suffixes[h] = sfx;
+    values[h] = got;
+    return got;
   }
 };
 
@@ -71,17 +114,16 @@ PyObject* scan(PyObject*, PyObject* args) {
   }
   const long long nconsts = PyList_GET_SIZE(consts);
   const Py_ssize_t n = PyList_GET_SIZE(instrs);
+  FormMemo memo;
   Py_ssize_t pc = start < 0 ? 0 : start;
   for (; pc < n; pc++) {
     PyObject* ins = PyList_GET_ITEM(instrs, pc);
-    Ref m(PyObject_GetAttr(ins, s_mnemonic));
+    Ref m(f_mnemonic.get(ins));
     if (m.p == nullptr) return nullptr;
-    Ref suffixes(PyObject_GetAttr(ins, s_suffixes));
+    Ref suffixes(f_suffixes.get(ins));
     if (suffixes.p == nullptr) return nullptr;
     if (!PyTuple_CheckExact(suffixes.p)) break;
-    Ref key(PyTuple_Pack(2, m.p, suffixes.p));
-    if (key.p == nullptr) return nullptr;
-    PyObject* head = PyDict_GetItemWithError(heads, key.p);  // (kind codes as bytes, unit)
+    PyObject* head = memo.find(heads, m.p, suffixes.p);  // (kind codes as bytes, unit)
     if (head == nullptr) {
       if (PyErr_Occurred()) return nullptr;
       break;
@@ -95,7 +137,7 @@ PyObject* scan(PyObject*, PyObject* args) {
     const long unit = PyLong_AsLong(PyTuple_GET_ITEM(head, 1));
     if (unit == -1 && PyErr_Occurred()) return nullptr;
     if (unit == MATRIX && bounded) break;
-    Ref ops(PyObject_GetAttr(ins, s_operands));
+    Ref ops(f_operands.get(ins));
     if (ops.p == nullptr) return nullptr;
     if (!PyTuple_Check(ops.p) || PyTuple_GET_SIZE(ops.p) != ncodes) break;
     bool plain = true;
@@ -135,7 +177,7 @@ PyObject* scan(PyObject*, PyObject* args) {
       }
     }
     if (!plain) break;
-    Ref loc(PyObject_GetAttr(ins, s_loc));
+    Ref loc(f_loc.get(ins));
     if (loc.p == nullptr) return nullptr;
     long long x;
     if (!index_in(loc.p, nlocs, &x)) break;
@@ -202,14 +244,13 @@ PyObject* lines(PyObject*, PyObject* args) {
     if (v < 0) buf[--k] = '-';
     line.append(buf + k, sizeof buf - k);
   };
+  FormMemo memo;
   Py_ssize_t pc = start < 0 ? 0 : start;
   for (; pc < n; pc++) {
     PyObject* ins = PyList_GET_ITEM(instrs, pc);
-    Ref m(PyObject_GetAttr(ins, s_mnemonic)), suffixes(PyObject_GetAttr(ins, s_suffixes));
+    Ref m(f_mnemonic.get(ins)), suffixes(f_suffixes.get(ins));
     if (m.p == nullptr || suffixes.p == nullptr) return nullptr;
-    Ref key(PyTuple_Pack(2, m.p, suffixes.p));
-    if (key.p == nullptr) return nullptr;
-    PyObject* form = PyDict_GetItemWithError(forms, key.p);
+    PyObject* form = memo.find(forms, m.p, suffixes.p);
     if (form == nullptr) {
       if (PyErr_Occurred()) {
         if (!PyErr_ExceptionMatches(PyExc_TypeError)) return nullptr;
@@ -224,10 +265,10 @@ PyObject* lines(PyObject*, PyObject* args) {
     }
     const unsigned char* codes = (const unsigned char*)PyBytes_AS_STRING(PyTuple_GET_ITEM(form, 1));
     const Py_ssize_t ncodes = PyBytes_GET_SIZE(PyTuple_GET_ITEM(form, 1));
-    Ref ops(PyObject_GetAttr(ins, s_operands));
+    Ref ops(f_operands.get(ins));
     if (ops.p == nullptr) return nullptr;
     if (!PyTuple_CheckExact(ops.p) || PyTuple_GET_SIZE(ops.p) != ncodes) break;
-    Ref loc(PyObject_GetAttr(ins, s_loc));
+    Ref loc(f_loc.get(ins));
     if (loc.p == nullptr) return nullptr;
     if (!PyLong_CheckExact(loc.p)) break;
     // the operands' text (the line is built before anything is appended to out: a stop leaves out as it was)
@@ -383,13 +424,12 @@ PyObject* pack_code(PyObject*, PyObject* args) {
   const Py_ssize_t n = PyList_GET_SIZE(instrs);
   if ((uint64_t)n > 0xffffffffu) Py_RETURN_NONE;
   put(n, 4);
+  FormMemo memo;
   for (Py_ssize_t pc = 0; pc < n; pc++) {
     PyObject* ins = PyList_GET_ITEM(instrs, pc);
-    Ref m(PyObject_GetAttr(ins, s_mnemonic)), suffixes(PyObject_GetAttr(ins, s_suffixes));
+    Ref m(f_mnemonic.get(ins)), suffixes(f_suffixes.get(ins));
     if (m.p == nullptr || suffixes.p == nullptr) return nullptr;
-    Ref key(PyTuple_Pack(2, m.p, suffixes.p));
-    if (key.p == nullptr) return nullptr;
-    PyObject* form = PyDict_GetItemWithError(forms, key.p);
+    PyObject* form = memo.find(forms, m.p, suffixes.p);
     if (form == nullptr) {
       if (PyErr_Occurred()) {
         if (!PyErr_ExceptionMatches(PyExc_TypeError)) return nullptr;
@@ -404,7 +444,7 @@ PyObject* pack_code(PyObject*, PyObject* args) {
     uint64_t opcode, modifier, loc;
     if (!word(PyTuple_GET_ITEM(form, 0), 0xffff, &opcode) || !word(PyTuple_GET_ITEM(form, 1), 0xffff, &modifier))
       Py_RETURN_NONE;
-    Ref lo(PyObject_GetAttr(ins, s_loc)), ops(PyObject_GetAttr(ins, s_operands));
+    Ref lo(f_loc.get(ins)), ops(f_operands.get(ins));
     if (lo.p == nullptr || ops.p == nullptr) return nullptr;
     if (!word(lo.p, 0xffffffffu, &loc)) Py_RETURN_NONE;
     const unsigned char* codes = (const unsigned char*)PyBytes_AS_STRING(PyTuple_GET_ITEM(form, 2));

@@ -16,7 +16,14 @@
 #include <cstring>
 #include <vector>
 
+#include "../../isa/csrc/fields.h"
+
 namespace {
+
+using plate_fields::SlotField;
+// the attributes the walks read of the instructions and their operands (fields.h)
+SlotField f_mnemonic("mnemonic"), f_operands("operands"), f_suffixes("suffixes"), f_loc("loc"),
+    f_extra_uses("extra_uses"), f_buffer("buffer"), f_id("id"), f_value("value");
 
 // what a mnemonic means to the walk (one dict lookup per instruction after the first sight)
 enum Kind : long { OTHER = 0, LABEL = 1, DEF = 2, USE = 3, BRANCH = 4, END = 5 };  // END: jmp, halt (no fall-through)
@@ -121,7 +128,7 @@ PyObject* live_intervals(PyObject*, PyObject* args) {
   bool after_branch = true;  // code[0] starts a block
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject* inst = PyList_GET_ITEM(code, i);
-    Ref m(PyObject_GetAttr(inst, s_mnemonic));
+    Ref m(f_mnemonic.get(inst));
     if (m.p == nullptr) return fail();
     PyObject* k = PyDict_GetItemWithError(kinds.p, m.p);
     long kd;
@@ -135,7 +142,7 @@ PyObject* live_intervals(PyObject*, PyObject* args) {
       if (kk.p == nullptr || PyDict_SetItem(kinds.p, m.p, kk.p) < 0) return fail();
     }
     kind[i] = kd;
-    PyObject* got = PyObject_GetAttr(inst, s_operands);
+    PyObject* got = f_operands.get(inst);
     if (got == nullptr) return fail();
     if (!PyTuple_Check(got)) {  // operands given as another sequence: the walk below indexes a tuple
       Py_SETREF(got, PySequence_Tuple(got));
@@ -170,7 +177,7 @@ PyObject* live_intervals(PyObject*, PyObject* args) {
       for (Py_ssize_t j = 0; j < nops; j++)
         if (!add_use(PyTuple_GET_ITEM(got, j))) return fail();
     } else {
-      Ref extra(PyObject_GetAttr(inst, s_extra_uses));
+      Ref extra(f_extra_uses.get(inst));
       if (extra.p == nullptr) return fail();
       Ref extra_seq(PySequence_Fast(extra.p, "extra_uses must be a sequence"));
       if (extra_seq.p == nullptr) return fail();
@@ -195,7 +202,7 @@ PyObject* live_intervals(PyObject*, PyObject* args) {
           if (is_def < 0) return fail();
           if (!(is_def ? add_kill(v) : add_use(v))) return fail();
         } else if (t == view_t) {
-          Ref b(PyObject_GetAttr(v, s_buffer));
+          Ref b(f_buffer.get(v));
           if (b.p == nullptr || !add_use(b.p)) return fail();
         } else if (t == (PyObject*)&PyTuple_Type) {
           for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(v); q++)
@@ -333,7 +340,7 @@ PyObject* allocate(PyObject*, PyObject* args) {
     if (!is) continue;
     long long lo, hi;
     if (!PyArg_ParseTuple(value, "LL", &lo, &hi)) return nullptr;
-    Ref id(PyObject_GetAttr(key, s_id));
+    Ref id(f_id.get(key));
     if (id.p == nullptr) return nullptr;
     long long i = PyLong_AsLongLong(id.p);
     if (i == -1 && PyErr_Occurred()) return nullptr;
@@ -425,7 +432,7 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
   // operands through imm_key itself
   auto key_of = [&](PyObject* v) -> PyObject* {
     if ((PyObject*)Py_TYPE(v) != imm_t) return PyObject_CallOneArg(imm_key, v);
-    Ref x(PyObject_GetAttr(v, s_value));
+    Ref x(f_value.get(v));
     if (x.p == nullptr) return nullptr;
     if (PyFloat_Check(x.p)) {
       double d = PyFloat_AS_DOUBLE(x.p);
@@ -442,9 +449,9 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
   const Py_ssize_t n = PyList_GET_SIZE(code);
   for (Py_ssize_t idx = 0; idx < n; idx++) {
     PyObject* inst = PyList_GET_ITEM(code, idx);
-    Ref m(PyObject_GetAttr(inst, s_mnemonic));
+    Ref m(f_mnemonic.get(inst));
     if (m.p == nullptr) return nullptr;
-    Ref ops(PyObject_GetAttr(inst, s_operands));
+    Ref ops(f_operands.get(inst));
     if (ops.p == nullptr) return nullptr;
     if (!PyTuple_Check(ops.p)) {
       ops.reset(PySequence_Tuple(ops.p));
@@ -493,7 +500,7 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
       }
       int comm = PySet_Contains(commutative, m.p);
       if (comm < 0) return nullptr;
-      Ref suffixes(PyObject_GetAttr(inst, s_suffixes));
+      Ref suffixes(f_suffixes.get(inst));
       if (suffixes.p == nullptr) return nullptr;
       if (comm) {  // `inst.suffixes[0].startswith("i")`
         Ref first(PySequence_GetItem(suffixes.p, 0));
@@ -595,7 +602,7 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
   };
   for (Py_ssize_t k = 0; k < nk; k++) {
     PyObject* inst = PyList_GET_ITEM(keep.p, k);
-    Ref ops(PyObject_GetAttr(inst, s_operands));
+    Ref ops(f_operands.get(inst));
     if (ops.p == nullptr) {
       Py_DECREF(out);
       return nullptr;
@@ -656,8 +663,8 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
       }
       PyTuple_SET_ITEM(new_ops.p, j, r);
     }
-    Ref m(PyObject_GetAttr(inst, s_mnemonic)), suffixes(PyObject_GetAttr(inst, s_suffixes)),
-        loc(PyObject_GetAttr(inst, s_loc)), extra(PyObject_GetAttr(inst, s_extra_uses));
+    Ref m(f_mnemonic.get(inst)), suffixes(f_suffixes.get(inst)),
+        loc(f_loc.get(inst)), extra(f_extra_uses.get(inst));
     if (!m.p || !suffixes.p || !loc.p || !extra.p) {
       Py_DECREF(out);
       return nullptr;
@@ -666,10 +673,10 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
     // order: the same vars()) without the Python-level __init__
     PyTypeObject* pinst_type = (PyTypeObject*)pinst_t;
     PyObject* made = pinst_type->tp_new(pinst_type, empty, nullptr);
-    if (made == nullptr || PyObject_GenericSetAttr(made, s_mnemonic, m.p) < 0 ||
-        PyObject_GenericSetAttr(made, s_suffixes, suffixes.p) < 0 ||
-        PyObject_GenericSetAttr(made, s_operands, new_ops.p) < 0 || PyObject_GenericSetAttr(made, s_loc, loc.p) < 0 ||
-        PyObject_GenericSetAttr(made, s_extra_uses, extra.p) < 0) {
+    if (made == nullptr || f_mnemonic.set(made, m.p) < 0 ||
+        f_suffixes.set(made, suffixes.p) < 0 ||
+        f_operands.set(made, new_ops.p) < 0 || f_loc.set(made, loc.p) < 0 ||
+        f_extra_uses.set(made, extra.p) < 0) {
       Py_XDECREF(made);
       Py_DECREF(out);
       return nullptr;
@@ -741,9 +748,9 @@ PyObject* licm(PyObject*, PyObject* args) {
   std::vector<Py_ssize_t> pos;
   for (Py_ssize_t k = 0; k < n; k++) {
     PyObject* inst = PyList_GET_ITEM(code, k);
-    Ref m(PyObject_GetAttr(inst, s_mnemonic));
+    Ref m(f_mnemonic.get(inst));
     if (m.p == nullptr) return fail();
-    PyObject* ops = PyObject_GetAttr(inst, s_operands);
+    PyObject* ops = f_operands.get(inst);
     if (ops == nullptr) return fail();
     if (!PyTuple_Check(ops)) {
       Py_SETREF(ops, PySequence_Tuple(ops));
@@ -986,14 +993,14 @@ PyObject* map_code(PyObject*, PyObject* args) {
   const Py_ssize_t n = PyList_GET_SIZE(code);
   for (Py_ssize_t k = 0; k < n; k++) {
     PyObject* inst = PyList_GET_ITEM(code, k);
-    Ref m(PyObject_GetAttr(inst, s_mnemonic));
+    Ref m(f_mnemonic.get(inst));
     if (m.p == nullptr) return nullptr;
     if (!PyUnicode_Check(m.p) || PyUnicode_GET_LENGTH(m.p) == 0) {
       PyErr_SetString(PyExc_IndexError, "string index out of range");
       return nullptr;
     }
     if (PyUnicode_READ_CHAR(m.p, 0) == '.') continue;
-    Ref loc_attr(PyObject_GetAttr(inst, s_loc));
+    Ref loc_attr(f_loc.get(inst));
     if (loc_attr.p == nullptr) return nullptr;
     int truth = PyObject_IsTrue(loc_attr.p);  // `inst.loc or UNKNOWN_LOC`
     if (truth < 0) return nullptr;
@@ -1011,7 +1018,7 @@ PyObject* map_code(PyObject*, PyObject* args) {
       }
       last_loc = loc;
     }
-    Ref ops(PyObject_GetAttr(inst, s_operands));
+    Ref ops(f_operands.get(inst));
     if (ops.p == nullptr) return nullptr;
     Ref seq(PySequence_Fast(ops.p, "operands must be a sequence"));
     if (seq.p == nullptr) return nullptr;
@@ -1036,16 +1043,16 @@ PyObject* map_code(PyObject*, PyObject* args) {
       }
       PyTuple_SET_ITEM(mapped.p, j, r);
     }
-    Ref suffixes(PyObject_GetAttr(inst, s_suffixes));
+    Ref suffixes(f_suffixes.get(inst));
     if (suffixes.p == nullptr) return nullptr;
     if (!PyTuple_CheckExact(suffixes.p)) {  // tuple(inst.suffixes)
       suffixes.reset(PySequence_Tuple(suffixes.p));
       if (suffixes.p == nullptr) return nullptr;
     }
     Ref made(inst_type->tp_new(inst_type, empty, nullptr));
-    if (made.p == nullptr || PyObject_GenericSetAttr(made.p, s_mnemonic, m.p) < 0 ||
-        PyObject_GenericSetAttr(made.p, s_suffixes, suffixes.p) < 0 ||
-        PyObject_GenericSetAttr(made.p, s_operands, mapped.p) < 0 || PyObject_GenericSetAttr(made.p, s_loc, at.p) < 0 ||
+    if (made.p == nullptr || f_mnemonic.set(made.p, m.p) < 0 ||
+        f_suffixes.set(made.p, suffixes.p) < 0 ||
+        f_operands.set(made.p, mapped.p) < 0 || f_loc.set(made.p, at.p) < 0 ||
         PyList_Append(instrs, made.p) < 0)
       return nullptr;
   }
@@ -1075,11 +1082,11 @@ PyObject* writes(PyObject*, PyObject* args) {
     PyObject* inst = PyList_GET_ITEM(code, idx);
     Py_INCREF(inst);
     Ref hold(inst);
-    Ref m(PyObject_GetAttr(inst, s_mnemonic));
+    Ref m(f_mnemonic.get(inst));
     if (m.p == nullptr) return nullptr;
     if (!PyUnicode_CheckExact(m.p) || PyUnicode_GET_LENGTH(m.p) == 0) return declined();
     if (PyUnicode_READ_CHAR(m.p, 0) == '.') continue;
-    Ref ops(PyObject_GetAttr(inst, s_operands));
+    Ref ops(f_operands.get(inst));
     if (ops.p == nullptr) return nullptr;
     PyObject* at = PyDict_GetItemWithError(written_at, m.p);  // borrowed: WRITTEN_AT keeps it
     if (at == nullptr) {

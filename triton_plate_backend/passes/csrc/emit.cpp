@@ -15,7 +15,14 @@
 
 #include <cstring>
 
+#include "../../isa/csrc/fields.h"
+
 namespace {
+
+using plate_fields::SlotField;
+// the fields of the pseudo-instructions made here (fields.h)
+SlotField f_mnemonic("mnemonic"), f_suffixes("suffixes"), f_operands("operands"), f_loc("loc"),
+    f_extra_uses("extra_uses");
 
 struct Ref {
   PyObject* p;
@@ -198,10 +205,10 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
   // PInst(mnemonic, tuple(suffixes), tuple(operands), self.loc): its dataclass __init__ sets the five fields in order
   PyTypeObject* pinst_type = (PyTypeObject*)g_pinst;
   Ref inst(pinst_type->tp_new(pinst_type, empty_tuple, nullptr));
-  if (inst.p == nullptr || PyObject_GenericSetAttr(inst.p, s_mnemonic, mnemonic) < 0 ||
-      PyObject_GenericSetAttr(inst.p, s_suffixes, sfx.p) < 0 || PyObject_GenericSetAttr(inst.p, s_operands, ops) < 0 ||
-      PyObject_GenericSetAttr(inst.p, s_loc, loc.p) < 0 ||
-      PyObject_GenericSetAttr(inst.p, s_extra_uses, empty_tuple) < 0)
+  if (inst.p == nullptr || f_mnemonic.set(inst.p, mnemonic) < 0 ||
+      f_suffixes.set(inst.p, sfx.p) < 0 || f_operands.set(inst.p, ops) < 0 ||
+      f_loc.set(inst.p, loc.p) < 0 ||
+      f_extra_uses.set(inst.p, empty_tuple) < 0)
     return nullptr;
   Ref code(PyObject_GetAttr(em, s_code));
   if (code.p == nullptr) return nullptr;
