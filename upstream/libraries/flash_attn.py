@@ -11,6 +11,9 @@ In the test process:
 
 - mamba_ssm's ``cuda_is``: a ``device`` argument naming cuda makes tensors on the run's device
   (``--lib-device``), ``torch.cuda.device(i)`` and torch.cuda's device queries are the device's;
+- attorch's ``patch_autocast`` and ``patch_autocast_state``: ``torch.autocast(device_type="cuda")`` (the fused
+  norm + linear test) and the ``torch.amp.custom_fwd(device_type="cuda")`` of the ops' autograd Functions
+  are the device's autocast;
 - ``package_without_init``: ``flash_attn`` is the checkout's package folder with its ``__init__`` not run
   (its submodules import as usual), so the Triton ops import without the CUDA extension;
 - ``import_ops``: the Triton ops modules are imported once, while ``torch.cuda.current_device()`` answers the
@@ -29,6 +32,7 @@ import types
 
 import pytest
 
+from .attorch import patch_autocast, patch_autocast_state
 from .mamba_ssm import cuda_is as mamba_cuda_is
 
 OPS = ("flash_attn.ops.triton.layer_norm", "flash_attn.ops.triton.rotary", "flash_attn.ops.triton.cross_entropy")
@@ -73,6 +77,8 @@ def import_ops(device: str, modules=OPS) -> list[types.ModuleType]:
 def cuda_is(device: str):
     """Every patch of this module, for `device`, and the ops imported; returns the entered TorchFunctionMode."""
     mode = mamba_cuda_is(device)
+    patch_autocast(device)
+    patch_autocast_state(device)
     package_without_init()
     import_ops(device)
     return mode
