@@ -11,7 +11,10 @@ process each of those names of CUDA means the run's device (``--lib-device``):
   and torch.cuda's device queries are the device's;
 - ``patch_runtime``: ``torch.cuda.synchronize``, ``torch.cuda.Event`` and ``torch.cuda.set_device`` are the
   device's (CUDA's raise "Torch not compiled with CUDA enabled" in a CPU build); ``Tensor.cuda()`` moves to the
-  device.
+  device;
+- ``patch_device_name``: ``lightllm.utils.device_utils.get_current_device_name()``, which picks a kernel's tuned
+  config file (the fused-MoE grouped matmul's) and answers None when ``torch.cuda.is_available()`` is False (the
+  caller then fails on ``None.replace``), is the device's name.
 
 ``torch.cuda.is_available()`` stays CUDA's answer (False), and so does ``torch.cuda.CUDAGraph`` (one test
 captures its kernel in a CUDA graph: it fails as on any device without CUDA graphs).
@@ -45,10 +48,29 @@ def patch_runtime(device: str) -> None:
     torch.Tensor.cuda = cuda
 
 
+def patch_device_name(device: str, module: str = "lightllm.utils.device_utils") -> None:
+    """`module`.get_current_device_name() answers torch.<device>.get_device_name() (before the kernel modules
+    import it by name)."""
+    import importlib
+
+    import torch
+
+    try:
+        utils = importlib.import_module(module)
+    except ImportError as e:
+        raise pytest.UsageError(f"{module} is not importable ({e}): put the checkout's top folder on PYTHONPATH") from e
+
+    def get_current_device_name():
+        return getattr(torch, device).get_device_name()
+
+    utils.get_current_device_name = get_current_device_name
+
+
 def cuda_is(device: str):
     """Every patch of this module, for `device`; returns the entered TorchFunctionMode."""
     mode = mamba_cuda_is(device)
     patch_runtime(device)
+    patch_device_name(device)
     return mode
 
 
