@@ -553,3 +553,28 @@ def test_lightllm_plugin_makes_the_cuda_runtime_the_device(monkeypatch):
     assert start.elapsed_time(end) >= 0
     with pytest.raises(pytest.UsageError, match="torch.nodevice lacks"):
         plugin.patch_runtime("nodevice")
+
+
+def test_lightllm_plugin_names_the_device_for_tuned_configs(tmp_path, monkeypatch):
+    """LightLLM picks a kernel's tuned config file by get_current_device_name(), None without CUDA: it answers
+    the device's name, for the kernel modules that import it by name afterwards."""
+    torch = pytest.importorskip("torch")
+
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import lightllm as plugin
+
+    (tmp_path / "fakellm_device_utils.py").write_text(
+        "def get_current_device_name():\n    return None  # torch.cuda.is_available() is False\n"
+    )
+    (tmp_path / "fakellm_kernel_config.py").write_text(
+        "from fakellm_device_utils import get_current_device_name\n\n\n"
+        "def config_name():\n    return get_current_device_name().replace(' ', '_') + '.json'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("fakellm_device_utils", "fakellm_kernel_config"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    plugin.patch_device_name("plate", "fakellm_device_utils")
+    config = __import__("fakellm_kernel_config")
+    assert config.config_name() == torch.plate.get_device_name().replace(" ", "_") + ".json"
+    with pytest.raises(pytest.UsageError, match="not importable"):
+        plugin.patch_device_name("plate", "fakellm_absent")
