@@ -306,6 +306,73 @@ def case_fp8_block_matmul(out_dtype, m_=40, n=256, k=384):
     return close(c, ref, tol, tol, "C")
 
 
+def _moe_forward_kernel():
+    """unsloth's grouped-GEMM forward kernel, imported without the MoE package's host interface (which asserts
+    X.device.type == "cuda" before launching it)."""
+    root = Path(sys.modules["unsloth.kernels"].__path__[0]) / "moe"
+    _package("unsloth.kernels.moe", root)
+    _package("unsloth.kernels.moe.grouped_gemm", root / "grouped_gemm")
+    _package("unsloth.kernels.moe.grouped_gemm.kernels", root / "grouped_gemm" / "kernels")
+    return importlib.import_module("unsloth.kernels.moe.grouped_gemm.kernels.forward")._grouped_gemm_forward_kernel
+
+
+def case_moe_grouped_gemm(permute_x=False, permute_y=False, fuse_mul=False, tma=False, tokens=24, topk=2):
+    """The persistent grouped GEMM of a MoE MLP (E experts' X_e @ W_e.T in one launch of NUM_SMS programs walking
+    the experts' tiles): token -> expert permutation fused into the loads (PERMUTE_X), expert -> token into the
+    stores (PERMUTE_Y, with the routing weights multiplied in: FUSE_MUL_POST), or X, W loads and Y stores through
+    device-side tensor descriptors (TMA, one Y descriptor per expert made inside the expert loop). Launched as
+    grouped_gemm_forward launches it; the reference is a float64 matmul per expert."""
+    import triton
+
+    kernel = _moe_forward_kernel()
+    g = seeded(9)
+    experts, k, n = 4, 64, 48
+    total = tokens * topk
+    expert_of = torch.randint(0, experts, (total,), generator=g)
+    expert_of[:3] = 2  # an expert with a partial tile, and (with 4 experts, 48 slots) likely none empty
+    gather = torch.argsort(expert_of, stable=True)  # expert order -> slot (token * topk + j)
+    m_sizes = torch.bincount(expert_of, minlength=experts).to(torch.int32)
+    w = torch.randn(experts, n, k, generator=g).to(torch.bfloat16) * 0.1
+    x_tokens = torch.randn(tokens, k, generator=g).to(torch.bfloat16)
+    x_sorted = x_tokens[gather // topk]  # the permuted input of a grouped GEMM without PERMUTE_X
+    x = x_tokens if permute_x else x_sorted
+    weights = torch.rand(total, generator=g)
+    y = torch.empty(total, n, dtype=torch.bfloat16, device=DEVICE)
+    sms = torch.plate.get_device_properties(DEVICE).multi_processor_count
+    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, device=DEVICE, dtype=torch.int8))
+    kernel[(sms,)](
+        x_ptr=x.to(DEVICE),
+        w_ptr=w.view(-1, k).to(DEVICE),
+        y_ptr=y,
+        m_sizes_ptr=m_sizes.to(DEVICE),
+        gather_indices_ptr=gather.to(torch.int32).to(DEVICE),
+        topk_weights_ptr=weights.to(DEVICE),
+        NUM_EXPERTS=experts,
+        NUM_TOKENS=tokens,
+        TOPK=topk,
+        N=n,
+        K=k,
+        NUM_SMS=sms,
+        BLOCK_SIZE_M=16,
+        BLOCK_SIZE_N=32,
+        BLOCK_SIZE_K=32,
+        PERMUTE_X=permute_x,
+        PERMUTE_Y=permute_y,
+        FUSE_MUL_POST=fuse_mul,
+        USE_TMA_LOAD_W=tma,
+        USE_TMA_LOAD_X=tma,
+        USE_TMA_STORE=tma,
+        num_warps=4,
+        num_stages=2,
+    )
+    ref = torch.einsum("tk,tnk->tn", x_sorted.double(), w.double()[expert_of[gather]])  # expert order
+    if fuse_mul:
+        ref = ref * weights.double()[gather][:, None]
+    if permute_y:
+        ref = torch.empty_like(ref).index_copy_(0, gather, ref)  # back to slot (token) order
+    return close(y, ref, 2e-2, 2e-2, "Y")
+
+
 CASES = {
     "rms_layernorm-f32": lambda: case_rms_layernorm(torch.float32, False),
     "rms_layernorm-bf16": lambda: case_rms_layernorm(torch.bfloat16, False),
@@ -326,6 +393,10 @@ CASES = {
     "fp8-weight_dequant": case_fp8_weight_dequant,
     "fp8-block_matmul-f32": lambda: case_fp8_block_matmul(torch.float32),
     "fp8-block_matmul-bf16": lambda: case_fp8_block_matmul(torch.bfloat16),
+    "moe-grouped_gemm": case_moe_grouped_gemm,
+    "moe-grouped_gemm-permute_x": lambda: case_moe_grouped_gemm(permute_x=True),
+    "moe-grouped_gemm-permute_y-fuse_mul": lambda: case_moe_grouped_gemm(permute_y=True, fuse_mul=True),
+    "moe-grouped_gemm-tma": lambda: case_moe_grouped_gemm(tma=True),
 }
 
 
