@@ -163,8 +163,8 @@ def case_rope(dtype, indices, batch=2, heads_q=4, heads_k=2, seq=24, dim=64):
     g = seeded(2)
     q = torch.randn(batch, heads_q, seq, dim, generator=g).to(dtype)
     k = torch.randn(batch, heads_k, seq, dim, generator=g).to(dtype)
-    dq = torch.randn_like(q)
-    dk = torch.randn_like(k)
+    dq = torch.randn(q.shape, generator=g).to(dtype)
+    dk = torch.randn(k.shape, generator=g).to(dtype)
     cos, sin = _cos_sin(2 * seq, dim, dtype)
     pos = torch.randint(0, 2 * seq, (batch, seq), generator=g) if indices else None
     qd, kd, cosd, sind, dqd, dkd = on_device(q, k, cos, sin, dq, dk)
