@@ -545,3 +545,105 @@ def test_mamba_ssm_plugin_makes_cuda_kernels_launch_on_the_device(monkeypatch):
         mode.__exit__(None, None, None)
     with pytest.raises(pytest.UsageError, match="torch.nodevice has no device context"):
         plugin.patch_device_context("nodevice")
+
+
+def test_attorch_capability_maps_a_device_argument_naming_cuda(cuda_names_the_plate_device):
+    """flash-attention's tests ask torch.cuda.get_device_capability("cuda") at import: the cuda argument
+    means the run's device (torch.plate's own function refuses "cuda")."""
+    torch = cuda_names_the_plate_device
+    want = torch.plate.get_device_capability()
+    assert torch.cuda.get_device_capability("cuda") == want
+    assert torch.cuda.get_device_capability(torch.device("cuda", 0)) == want
+    assert torch.cuda.get_device_capability(0) == want
+    with pytest.raises(Exception, match="expected a plate device"):
+        torch.plate.get_device_capability("cuda")
+
+
+def test_flash_attn_plugin_imports_a_package_without_its_init(tmp_path, monkeypatch):
+    """flash_attn/__init__ imports the CUDA extension; its Triton ops' submodules import without running it."""
+    from upstream.libraries import flash_attn as plugin
+
+    package = tmp_path / "fakeflash"
+    (package / "ops").mkdir(parents=True)
+    (package / "__init__.py").write_text("import fakeflash_cuda_extension\n")  # the ImportError it would raise
+    (package / "ops" / "__init__.py").write_text("")
+    (package / "ops" / "norm.py").write_text("from fakeflash.ops import helper\nTWICE = helper.twice(21)\n")
+    (package / "ops" / "helper.py").write_text("def twice(x):\n    return 2 * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("fakeflash", "fakeflash.ops", "fakeflash.ops.norm", "fakeflash.ops.helper"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    with pytest.raises(ImportError, match="fakeflash_cuda_extension"):
+        __import__("fakeflash")
+    monkeypatch.delitem(sys.modules, "fakeflash", raising=False)
+    pkg = plugin.package_without_init("fakeflash")
+    assert sys.modules["fakeflash"] is pkg and pkg.__path__ == [str(package)]
+    assert __import__("fakeflash.ops.norm", fromlist=["TWICE"]).TWICE == 42
+    assert plugin.package_without_init("fakeflash") is pkg  # imported once
+    with pytest.raises(pytest.UsageError, match="not importable"):
+        plugin.package_without_init("fakeflash_absent")
+
+
+def test_flash_attn_plugin_imports_ops_with_the_device_current():
+    """flash-attention's layer norm module asks torch.cuda.current_device() at import (its autotune warp
+    counts): while the ops import it is the device's, afterwards CUDA's again."""
+    torch = pytest.importorskip("torch")
+
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import flash_attn as plugin
+
+    current = torch.cuda.current_device
+    seen = []
+    with plugin.current_device_of("plate"):
+        seen.append(torch.cuda.current_device())
+    assert seen == [torch.plate.current_device()]
+    assert torch.cuda.current_device is current
+
+
+def test_lightllm_plugin_makes_the_cuda_runtime_the_device(monkeypatch):
+    """LightLLM's tests time themselves with torch.cuda.Event/synchronize and move tensors with .cuda():
+    each means the device."""
+    torch = pytest.importorskip("torch")
+
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import lightllm as plugin
+
+    for name in ("synchronize", "Event", "set_device"):
+        monkeypatch.setattr(torch.cuda, name, getattr(torch.cuda, name))  # restored after the test
+    monkeypatch.setattr(torch.Tensor, "cuda", torch.Tensor.cuda)
+    plugin.patch_runtime("plate")
+    x = torch.arange(4).cuda()
+    assert x.device.type == "plate" and x.cpu().tolist() == [0, 1, 2, 3]
+    assert torch.zeros(2).cuda(0).device == torch.device("plate", 0)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    (x + 1).sum()
+    end.record()
+    torch.cuda.synchronize()
+    assert start.elapsed_time(end) >= 0
+    with pytest.raises(pytest.UsageError, match="torch.nodevice lacks"):
+        plugin.patch_runtime("nodevice")
+
+
+def test_lightllm_plugin_names_the_device_for_tuned_configs(tmp_path, monkeypatch):
+    """LightLLM picks a kernel's tuned config file by get_current_device_name(), None without CUDA: it answers
+    the device's name, for the kernel modules that import it by name afterwards."""
+    torch = pytest.importorskip("torch")
+
+    import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
+    from upstream.libraries import lightllm as plugin
+
+    (tmp_path / "fakellm_device_utils.py").write_text(
+        "def get_current_device_name():\n    return None  # torch.cuda.is_available() is False\n"
+    )
+    (tmp_path / "fakellm_kernel_config.py").write_text(
+        "from fakellm_device_utils import get_current_device_name\n\n\n"
+        "def config_name():\n    return get_current_device_name().replace(' ', '_') + '.json'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("fakellm_device_utils", "fakellm_kernel_config"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    plugin.patch_device_name("plate", "fakellm_device_utils")
+    config = __import__("fakellm_kernel_config")
+    assert config.config_name() == torch.plate.get_device_name().replace(" ", "_") + ".json"
+    with pytest.raises(pytest.UsageError, match="not importable"):
+        plugin.patch_device_name("plate", "fakellm_absent")

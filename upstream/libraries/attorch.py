@@ -98,13 +98,22 @@ def patch_autocast_state(device: str) -> None:
 
 
 def patch_capability(device: str) -> None:
-    """torch.cuda.get_device_capability() answers torch.<device>.get_device_capability()."""
+    """torch.cuda.get_device_capability(d) answers torch.<device>.get_device_capability(d), a device argument
+    naming cuda ("cuda", torch.device("cuda", 0): flash-attention's tests ask at import) mapped to the device."""
     import torch
 
     module = getattr(torch, device, None)
     if module is None or not callable(getattr(module, "get_device_capability", None)):
         raise pytest.UsageError(f"torch.{device} has no get_device_capability: is the device registered?")
-    torch.cuda.get_device_capability = module.get_device_capability
+    if getattr(torch.cuda.get_device_capability, "_attorch_device", None) == device:
+        return
+
+    @functools.wraps(module.get_device_capability)
+    def get_device_capability(dev=None):
+        return module.get_device_capability(None if dev is None else map_device(dev, device))
+
+    get_device_capability._attorch_device = device
+    torch.cuda.get_device_capability = get_device_capability
 
 
 def cuda_is(device: str):
