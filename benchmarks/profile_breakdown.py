@@ -38,6 +38,10 @@ REPO = HERE.parent
 
 # (section, module, attribute path) of each entry function; order = order of the table
 SECTIONS = (
+    # Inductor's own graph work (an Inductor test's compile): the Triton and plate stages it calls are charged
+    # to their own sections below, since time goes to the innermost section
+    ("Inductor: lowering (GraphLowering.run)", "torch._inductor.graph", "GraphLowering.run"),
+    ("Inductor: scheduling + codegen (compile_to_module)", "torch._inductor.graph", "GraphLowering.compile_to_module"),
     ("Triton launch path (binder, specialization, keys)", "triton.runtime.jit", "JITFunction.run"),
     ("Triton compile driver (hashes, metadata)", "triton.compiler.compiler", "compile"),
     ("Triton compile driver (hashes, metadata)", "triton.compiler", "compile"),
