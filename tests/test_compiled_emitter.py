@@ -26,7 +26,6 @@ from triton_plate_backend.ttir.parser import parse
 pytestmark = pytest.mark.skipif(emitter._emit is None, reason="passes._emit is not built (setup.py build_ext)")
 
 
-
 def set_fields(obj) -> list[str]:
     """The names of an object's attributes that are set (its slots' and its __dict__'s), in their order."""
     slots = [n for c in type(obj).__mro__ for n in getattr(c, "__slots__", ()) if hasattr(obj, n)]

@@ -83,7 +83,9 @@ def test_a_class_changed_after_its_offset_was_learnt():
 def test_more_classes_than_the_reader_remembers_in_turns():
     kinds = []
     for k in range(7):
-        kinds.append(dataclass(slots=True)(type(f"K{k}", (), {"__annotations__": {"mnemonic": str, "operands": tuple}})))
+        kinds.append(
+            dataclass(slots=True)(type(f"K{k}", (), {"__annotations__": {"mnemonic": str, "operands": tuple}}))
+        )
     regs = [VReg() for _ in range(7)]
     code = [kinds[k % 7]("s.add", (regs[k % 7], A, B)) for k in range(40)]
     got = both(code)
@@ -162,9 +164,9 @@ def test_instructions_whose_names_and_suffixes_are_other_equal_objects(kernel, m
     for code in (instrs, broken):
         changed = dataclasses.replace(program, instrs=code)
         for module, fn in (
-            (asm, lambda: asm.disassemble_read_back(changed)[0]),
-            (encoding, lambda: encoding._pack_code(changed.instrs)),
-            (isa_program, lambda: isa_program.verify(changed)),
+            (asm, lambda changed=changed: asm.disassemble_read_back(changed)[0]),
+            (encoding, lambda changed=changed: encoding._pack_code(changed.instrs)),
+            (isa_program, lambda changed=changed: isa_program.verify(changed)),
         ):
             both = [ttir_fixtures.with_or_without_isawalk(module, c, monkeypatch, fn) for c in (True, False)]
             assert both[0] == both[1]
