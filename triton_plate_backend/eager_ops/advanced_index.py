@@ -137,7 +137,7 @@ def index_or_put(call: Call, row, run) -> torch.Tensor | None:
             return None
         out = torch.empty_strided(shape, expected.stride(), dtype=self.dtype, device=self.device)
         strides = [list(out.stride()), self_strides, offset_strides]
-        return out if run("GATHER", shape, out, self, offset, strides, 0, 1) else None
+        return out if run("GATHER", shape, out, self, offset, strides, None, 1) else None
     values = call["values"]
     if values.device.type == "cpu" and values.dim() == 0:
         values = values.to(self.device)
@@ -153,7 +153,7 @@ def index_or_put(call: Call, row, run) -> torch.Tensor | None:
         return None
     out = self if inplace else self.clone(memory_format=torch.preserve_format)
     strides = [self_strides, broadcast_strides(values, shape), offset_strides]
-    return out if run(mode, shape, out, values, offset, strides, 0, 1) else None
+    return out if run(mode, shape, out, values, offset, strides, None, 1) else None
 
 
 FAMILIES = {"nonzero": nonzero}

@@ -15,7 +15,9 @@ CUDA's kernels (EmbeddingBag.cu), which this follows:
 - sum and mean accumulate in float32 for fp16/bf16 weights (opmath) and round once; an empty bag is 0;
   ``per_sample_weights`` scale the rows (sum only); a ``padding_idx`` row counts as absent;
 - max: the largest row value of the bag per feature, ``max_indices`` the index (into ``weight``) it came from,
-  the first one on ties; an empty bag gives 0 and index -1. ``max_indices`` is empty for sum and mean.
+  the first one on ties; NaN only where the bag's first value is NaN (the kernels' loop keeps a strictly
+  greater value); an empty bag (or one of padding_idx only) gives 0 and index -1 (the CPU's gives index 0).
+  ``max_indices`` is empty for sum and mean.
 """
 
 from __future__ import annotations
@@ -44,23 +46,53 @@ def embedding_bag(
     """(output, offset2bag, bag_size, max_indices) as CUDA's ``_embedding_bag`` returns them."""
     n = indices.shape[0]
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
-    positions = torch.arange(n, dtype=indices.dtype, device=indices.device)
-    starts = offsets[1:bags].to(indices.dtype)  # the bags after the first begin here
-    offset2bag = (starts.unsqueeze(0) <= positions.unsqueeze(1)).sum(1, dtype=indices.dtype)
+    # offset2bag[i] = how many bags after the first start at or before i: a 1 at each start (past-the-end starts
+    # land in slot n, dropped; equal starts, empty bags, add up), summed along the indices. O(n + bags) memory.
+    starts = offsets[1:bags].to(indices.dtype).clamp(max=n)
+    marks = torch.zeros(n + 1, dtype=indices.dtype, device=indices.device)
+    marks = marks.index_add(0, starts, torch.ones_like(starts))
+    offset2bag = marks[:n].cumsum(0).to(indices.dtype)
+    if bags == 0:  # include_last_offset with one offset: no bag, every result empty
+        bag_size = offsets.new_zeros(offsets.shape[0]).to(indices.dtype)
+        output = weight.new_zeros(0, weight.shape[1])
+        max_indices = indices.new_zeros(0, weight.shape[1]) if mode == MAX else indices.new_empty(0)
+        return output, offset2bag, bag_size, max_indices
     padded = padding_idx is not None and padding_idx >= 0
     valid = indices != padding_idx if padded else torch.ones_like(indices, dtype=torch.bool)
-    bag_ids = torch.arange(bags, dtype=indices.dtype, device=indices.device)
-    member = (offset2bag.unsqueeze(0) == bag_ids.unsqueeze(1)) & valid  # (bags, n): index i is in bag b
-    counts = member.sum(1, dtype=indices.dtype)  # (bags,)
+    counts = torch.zeros(bags, dtype=indices.dtype, device=indices.device).index_add(
+        0, offset2bag, valid.to(indices.dtype)
+    )  # (bags,): each bag's indices that are not padding_idx
     bag_size = torch.cat([counts, counts.new_zeros(offsets.shape[0] - bags)])
     rows = weight.index_select(0, indices)  # (n, D)
     acc = _accumulate_type(weight.dtype)
     if mode == MAX:
-        masked = torch.where(member.unsqueeze(-1), rows.unsqueeze(0), float("-inf"))  # (bags, n, D)
-        best, where = masked.max(1)
+        # CUDA's and the CPU's loop: the bag's first value, then each strictly greater one (a NaN first stays,
+        # a later NaN is never greater): the largest number per feature, or NaN where the first is NaN; the
+        # index is the first in the bag that holds the result
+        D = rows.shape[1]
+        bag_of = offset2bag.unsqueeze(-1).expand(rows.shape)
+        numbers = valid.unsqueeze(-1) & ~rows.isnan()
+        candidates = torch.where(numbers, rows, float("-inf"))
+        lowest = torch.full((bags, D), float("-inf"), dtype=rows.dtype, device=rows.device)
+        best = lowest.scatter_reduce(0, bag_of, candidates, "amax", include_self=True)
+        positions = torch.arange(n, dtype=indices.dtype, device=indices.device)
+        nowhere = torch.full((bags,), n, dtype=indices.dtype, device=indices.device)
+        first = nowhere.scatter_reduce(0, offset2bag, torch.where(valid, positions, n), "amin", include_self=True)
+        holds = numbers & (candidates == best.gather(0, bag_of))
+        at = torch.where(holds, positions.unsqueeze(-1).expand(rows.shape), n)
+        where = torch.full((bags, D), n, dtype=indices.dtype, device=rows.device)
+        where = where.scatter_reduce(0, bag_of, at, "amin", include_self=True)
         empty = (counts == 0).unsqueeze(-1)
+        if n:
+            first_rows = rows[first.clamp(max=n - 1)]  # (bags, D)
+            nan_first = first_rows.isnan() & ~empty
+            best = torch.where(nan_first, first_rows, best)
+            where = torch.where(nan_first, first.unsqueeze(-1), where)
+            picked = indices[where.clamp(max=n - 1)]
+        else:
+            picked = where  # no index: every bag empty
         output = torch.where(empty, 0, best).to(weight.dtype)
-        max_indices = torch.where(empty, -1, indices[where])
+        max_indices = torch.where(empty, -1, picked)
         return output, offset2bag, bag_size, max_indices
     values = rows.to(acc)
     if per_sample_weights is not None:

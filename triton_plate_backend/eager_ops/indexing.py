@@ -64,20 +64,22 @@ def _shifted(t: torch.Tensor, elements: int) -> torch.Tensor:
     return t.as_strided((1,), (1,), t.storage_offset() + elements)
 
 
-def _run(mode: str, shape, out, source, index, strides, size: int, step: int, dim: int = 0, wraps: bool = True) -> bool:
+def _run(
+    mode: str, shape, out, source, index, strides, size: int | None, step: int, dim: int = 0, wraps: bool = True
+) -> bool:
     """kernels.indexed over `shape`; each element is its own (gather, store or atomic), so a layout of more dims
     than a launch takes runs as one launch per position of its outermost dims (False: more than MAX_LAUNCHES,
     nothing launched). With a `size` (the indexed dim's, `dim`), an index outside [-size, size) ([0, size) when
     not `wraps`: gather, scatter and index_select take no negative index) raises
-    IndexOutOfBounds after the launches, which leave the places of such indices as they were (size 0: `index`
-    holds element offsets, which advanced_index checked)."""
+    IndexOutOfBounds after the launches, which leave the places of such indices as they were (a dim of size 0
+    refuses every index; size None: `index` holds element offsets, which advanced_index checked)."""
     shape = list(shape)
     peel = _peeled(shape, strides)
     if peel is None:
         return False
     k = launch.kernels()
     tensors = (out, source, index)
-    flag = torch.zeros(2, dtype=torch.int64, device=out.device) if size else None
+    flag = torch.zeros(2, dtype=torch.int64, device=out.device) if size is not None else None
     for position in itertools.product(*(range(n) for n in shape[:peel])):
         views = [
             _shifted(t, sum(i * s for i, s in zip(position, st[:peel]))) if peel else t
@@ -88,7 +90,7 @@ def _run(mode: str, shape, out, source, index, strides, size: int, step: int, di
             views.append(flag)
             rest.append([0] * len(rest[0]))
         checked = {"CHECKED": True, "WRAPS": wraps} if flag is not None else {}
-        launch.launch("indexed", shape[peel:], views, rest, size, step, MODE=getattr(k, mode).value, **checked)
+        launch.launch("indexed", shape[peel:], views, rest, size or 0, step, MODE=getattr(k, mode).value, **checked)
     if flag is not None:
         found, value = flag.tolist()
         if found:
