@@ -351,6 +351,32 @@ def raft():
 MODELS["raft"] = raft
 
 
+def detr():
+    """DETR with a small ResNet backbone of transformers' own (no timm, nothing pretrained)."""
+    import torch
+    from bench_models import import_torchvision_models_if_present, output_module
+
+    import_torchvision_models_if_present()
+    transformers = importlib.import_module("transformers")
+    backbone = transformers.ResNetConfig(
+        embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], out_features=["stage2"], layer_type="basic"
+    )
+    cfg = transformers.DetrConfig(
+        use_timm_backbone=False, backbone_config=backbone, use_pretrained_backbone=False, d_model=32,
+        encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+        encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=8, num_labels=4,
+    )  # fmt: skip
+    model = transformers.DetrForObjectDetection(cfg)
+    return (
+        output_module()(model, ("pixel_values",), "logits"),
+        (torch.randn(2, 3, 64, 64),),
+        (torch.randn(3, 3, 64, 64),),
+    )
+
+
+MODELS["detr"] = detr
+
+
 def first_tensor(out):
     import torch
 

@@ -554,3 +554,19 @@ def test_a_convolution_after_a_strided_one_gathers_once_under_dynamic_shapes():
             compiled(x.to("plate"))
     assert len(profile.launches) == 7
     assert inductor_plate.host_fallbacks() == {}
+
+
+def _linear_of_zeros(x, w, b):
+    return F.linear(torch.zeros_like(x), w, b) + x
+
+
+def test_a_constant_operand_of_a_gemm_is_not_fused_as_a_prologue():
+    """A GEMM operand that reads no buffer (zeros_like: DETR's first decoder queries) was fused into the template as a
+    prologue, generated as a rank-1 constant broadcast to the 2-dim tile, which Triton refuses to compile: the
+    frame ran on the host. It stays its own kernel: the CPU's values, no host fallback."""
+    x, w, b = torch.randn(16, 32), torch.randn(32, 32), torch.randn(32)
+    inductor_plate.reset_host_fallbacks()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        out = torch.compile(_linear_of_zeros)(x.to("plate"), w.to("plate"), b.to("plate"))
+    torch.testing.assert_close(out.cpu(), _linear_of_zeros(x, w, b), **TOL)
+    assert inductor_plate.host_fallbacks() == {}
