@@ -56,6 +56,13 @@ class PlateScheduling(TritonScheduling):
         super().__init__(scheduler)
 
     def can_fuse_vertical(self, node1, node2) -> bool:
+        if node2.is_template() and not node1.is_template() and not node1.read_writes.reads:
+            # A prologue that reads nothing (a constant operand: zeros_like, full) is generated as a rank-1
+            # ``tl.full([1], ...)`` broadcast to the template's 2-dim tile, which Triton refuses ("Cannot
+            # broadcast, rank mismatch"): the kernel failed to compile and its frame ran on the host (DETR's
+            # decoder, whose first queries are zeros_like). Inductor meets it only under max-autotune elsewhere.
+            WhyNoFuse(node1, node2)("plate: a prologue that reads no buffer stays its own kernel")
+            return False
         return super().can_fuse_vertical(node1, node2) and self._fits(node1, node2)
 
     def can_fuse_horizontal(self, node1, node2) -> bool:

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from triton_plate_backend import eager_ops
-from triton_plate_backend.eager_ops import kernels, ops, table
+from triton_plate_backend.eager_ops import kernels, launch, ops, table
 
 eager_ops.register()  # what the torch.backends entry point does at `import torch`
 
@@ -731,6 +731,48 @@ def test_index_put(no_host_ops):
 def test_index_of_5_dims_that_do_not_coalesce_loops_over_the_outermost(no_host_ops):
     cube = torch.randn(2, 3, 2, 3, 2).permute(0, 2, 4, 1, 3)
     same(cube.to("plate")[torch.tensor([1, 0])], cube[torch.tensor([1, 0])])
+
+
+def test_elementwise_of_more_than_rank_dims_splits_the_launch(no_host_ops):
+    # BigBird's block-sparse attention: a sliced, permuted index tensor times a broadcast one, 5 dims that
+    # do not merge (more than the kernels' RANK): launches over the inner 4 dims, one per outer index
+    base = torch.arange(2 * 16 * 4).reshape(2, 16, 4, 1, 1)
+    other = torch.arange(2 * 4 * 14 * 8).reshape(2, 4, 14, 1, 8)
+    view = base.to("plate")[:, 1:15].permute(0, 3, 1, 2, 4)
+    want = base[:, 1:15].permute(0, 3, 1, 2, 4) * other
+    strides = [launch.broadcast_strides(t, want.shape) for t in (want, view, other)]
+    assert len(launch.merged_dims(want.shape, strides)[0]) > launch.RANK
+    same(view * other.to("plate"), want)
+    same(view.float() * other.float().to("plate"), want.float())
+
+
+def test_in_place_through_a_view_of_more_than_rank_dims(no_host_ops):
+    x = torch.randn(2, 3, 4, 5, 6)
+    y = torch.randn(3, 5, 2, 1, 6)
+    px = x.to("plate")
+    view, cpu_view = (t.permute(1, 3, 0, 2, 4)[:, :, :, ::2] for t in (px, x))
+    view.add_(y.to("plate"))
+    cpu_view.add_(y)
+    same(px, x)
+
+
+def test_cat_of_views_of_more_than_rank_dims_splits_the_launch(no_host_ops):
+    bases = [torch.randn(2, 16, 4, 4, 16) for _ in range(3)]
+    parts = [b[:, 1:13].permute(0, 3, 1, 2, 4) for b in bases]
+    plate_parts = [b.to("plate")[:, 1:13].permute(0, 3, 1, 2, 4) for b in bases]
+    for dim in (1, 3, 4):
+        same(torch.cat(plate_parts, dim), torch.cat(parts, dim))
+
+
+def test_a_layout_past_the_split_limit_stays_on_the_host():
+    # more than SPLIT_LAUNCHES launches of the inner dims: the host (counted), the same values
+    base = torch.randn(9, 2, 9, 2, 2, 2)
+    x = base.permute(0, 2, 1, 3, 5, 4)  # 6 dims, none merge: 9 x 9 outer launches
+    assert len(launch.merged_dims(x.shape, [list(x.stride())])[0]) == 6
+    px = base.to("plate").permute(0, 2, 1, 3, 5, 4)
+    torch.plate.reset_host_ops()
+    same(px * 2.0, x * 2.0)
+    assert torch.plate.host_ops() == {"aten.mul": 1}
 
 
 def test_complex_elements_are_indexed_through_the_real_view(no_host_ops):

@@ -529,3 +529,44 @@ def test_square_images_under_dynamic_shapes_run_as_gemms():
     for (name, want), got in zip(net.named_parameters(), plate_net.parameters(), strict=True):
         torch.testing.assert_close(got.grad.cpu(), want.grad, **TOL, msg=lambda m, n=name: f"grad {n}: {m}")
     assert inductor_plate.host_fallbacks() == {}
+
+
+def test_a_convolution_after_a_strided_one_gathers_once_under_dynamic_shapes():
+    """Under dynamic=True a strided convolution's output size is a floor division, ``(s - 1) // 2 + 1``. The GEMM
+    operand made from the gather by reshape and permute then took two pointwise kernels per convolution (the gather,
+    then a full copy of it as the matrix: Inductor's view of it is an index computation under such sizes) and no
+    prologue fused into the template: 9 launches. Gathered once in the permuted order and viewed (as_strided): 7
+    (pad, gather, template twice; batchnorm-relu; the last convolution's output laid out), the CPU's values at
+    batches 2 and 3 from one graph."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False),
+        torch.nn.BatchNorm2d(16),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 16, 3, padding=1, bias=False),
+    ).eval()
+    compiled = torch.compile(copy.deepcopy(net).to("plate"), dynamic=True)
+    with torch._inductor.config.patch(force_disable_caches=True), torch.no_grad():
+        for batch in (2, 3):
+            x = torch.randn(batch, 8, 16, 16)
+            torch.testing.assert_close(compiled(x.to("plate")).cpu(), net(x), **TOL)
+        with inductor_plate.collect_profiles() as profile:
+            compiled(x.to("plate"))
+    assert len(profile.launches) == 7
+    assert inductor_plate.host_fallbacks() == {}
+
+
+def _linear_of_zeros(x, w, b):
+    return F.linear(torch.zeros_like(x), w, b) + x
+
+
+def test_a_constant_operand_of_a_gemm_is_not_fused_as_a_prologue():
+    """A GEMM operand that reads no buffer (zeros_like: DETR's first decoder queries) was fused into the template as a
+    prologue, generated as a rank-1 constant broadcast to the 2-dim tile, which Triton refuses to compile: the
+    frame ran on the host. It stays its own kernel: the CPU's values, no host fallback."""
+    x, w, b = torch.randn(16, 32), torch.randn(32, 32), torch.randn(32)
+    inductor_plate.reset_host_fallbacks()
+    with torch._inductor.config.patch(force_disable_caches=True):
+        out = torch.compile(_linear_of_zeros)(x.to("plate"), w.to("plate"), b.to("plate"))
+    torch.testing.assert_close(out.cpu(), _linear_of_zeros(x, w, b), **TOL)
+    assert inductor_plate.host_fallbacks() == {}

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import itertools
 import math
 
 import torch
 
 RANK = 4  # kernels.RANK: the strided dims a kernel takes
+SPLIT_LAUNCHES = 64  # fits(split=True): the most launches a layout of more than RANK merged dims is split into
 BLOCK = 512  # kernels.BLOCK
 # a large elementwise op over one coalesced dim runs in wider programs: the same elements in 8x fewer
 # programs, so 8x fewer persistent-loop trips for the simulator to step (each costs a few DMAs' setup on
@@ -81,10 +83,9 @@ def broadcast_strides(t: torch.Tensor, shape) -> list[int]:
     return [0 if d < lead or t.shape[d - lead] == 1 else t.stride(d - lead) for d in range(len(shape))]
 
 
-def coalesce(shape, strides: list[list[int]]) -> tuple[list[int], list[list[int]]] | None:
-    """(sizes, each operand's strides) over at most RANK dims, outermost first, padded with size-1
-    dims; adjacent dims merge where every operand steps through them as through one. None when more
-    than RANK dims remain (the caller leaves such a layout to the host)."""
+def merged_dims(shape, strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
+    """(sizes, each operand's strides), outermost first, size-1 dims dropped and adjacent dims merged where
+    every operand steps through them as through one: any number of dims."""
     sizes: list[int] = []
     merged: list[list[int]] = [[] for _ in strides]
     for d, size in enumerate(shape):
@@ -98,6 +99,14 @@ def coalesce(shape, strides: list[list[int]]) -> tuple[list[int], list[list[int]
         sizes.append(size)
         for m, s in zip(merged, strides):
             m.append(s[d])
+    return sizes, merged
+
+
+def coalesce(shape, strides: list[list[int]]) -> tuple[list[int], list[list[int]]] | None:
+    """(sizes, each operand's strides) over at most RANK dims, outermost first, padded with size-1
+    dims (merged_dims). None when more than RANK dims remain (launch_kernel then splits the launch, where
+    the caller allows it: fits(split=True))."""
+    sizes, merged = merged_dims(shape, strides)
     if len(sizes) > RANK:
         return None
     pad = RANK - len(sizes)
@@ -142,7 +151,10 @@ def launch_kernel(
     if n == 0:
         return
     layout = coalesce(shape, strides)
-    assert layout is not None, "launch: the caller checks fits() first"
+    if layout is None:  # more than RANK dims: one launch per index of the outer ones (fits(split=True))
+        for part_tensors, part_sizes, part_strides in split_launches(shape, tensors, strides):
+            launch_kernel(kernel, part_sizes, part_tensors, part_strides, *extra, wide=wide, **constexprs)
+        return
     sizes, steps = layout
     block = WIDE_BLOCK if wide and n >= WIDE_FROM and sizes[:-1] == [1] * (RANK - 1) else BLOCK
     out = tensors[0]
@@ -178,8 +190,26 @@ def _dims(kernel, sizes: list[int]) -> dict:
     return {"DIMS": max(1, RANK - next((d for d, size in enumerate(sizes) if size != 1), RANK))}
 
 
-def fits(shape, strides: list[list[int]]) -> bool:
-    return coalesce(shape, strides) is not None
+def fits(shape, strides: list[list[int]], split: bool = False) -> bool:
+    """Whether a launch can address the layout: at most RANK merged dims, or, with split (a kernel whose
+    every element is computed alone from its operands' elements at the same index: no element position, no
+    random stream), at most SPLIT_LAUNCHES launches of the inner RANK dims."""
+    sizes, _ = merged_dims(shape, strides)
+    return len(sizes) <= RANK or (split and math.prod(sizes[: len(sizes) - RANK]) <= SPLIT_LAUNCHES)
+
+
+def split_launches(shape, tensors: list[torch.Tensor], strides: list[list[int]]):
+    """(tensors, sizes, strides) of each launch over the inner RANK merged dims, one per index of the outer
+    ones: each tensor an element view at that index's offset (the launch reads and writes through its own
+    strides from there)."""
+    sizes, merged = merged_dims(shape, strides)
+    outer = len(sizes) - RANK
+    for index in itertools.product(*(range(size) for size in sizes[:outer])):
+        views = [
+            t.as_strided((1,), (1,), t.storage_offset() + sum(i * s for i, s in zip(index, m[:outer])))
+            for t, m in zip(tensors, merged)
+        ]
+        yield views, sizes[outer:], [m[outer:] for m in merged]
 
 
 def triton_cdiv(n: int, block: int) -> int:

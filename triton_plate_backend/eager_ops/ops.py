@@ -351,7 +351,7 @@ def log_sigmoid_forward(op: torch._ops.OpOverload, row: Row) -> Callable:
             return call.on_host()
         out = torch.empty_strided(out_like.shape, out_like.stride(), dtype=out_like.dtype, device=x.device)
         strides = [broadcast_strides(t, out.shape) for t in (out, x)]
-        if not launch.fits(out.shape, strides):
+        if not launch.fits(out.shape, strides, split=True):
             return call.on_host()
         launch.launch(
             "elementwise", out.shape, [out, x], strides,
@@ -426,12 +426,15 @@ def real_operands(call: Call, row: Row, expected, values, device) -> tuple[torch
     return ct, [_operand(v, ct, device, common if n in rounded else None) for n, v in zip(row.operands, values)]
 
 
-def result_and_strides(call: Call, expected, device, operands) -> tuple[torch.Tensor, list[list[int]]] | None:
+def result_and_strides(
+    call: Call, expected, device, operands, split: bool = True
+) -> tuple[torch.Tensor, list[list[int]]] | None:
     """The tensor an elementwise call writes and every tensor's strides over its shape; None when the
-    launch cannot address them (launch.fits)."""
+    launch cannot address them (launch.fits; split: a layout of more than RANK dims is split into launches,
+    as launch.launch_kernel does; a kernel launched another way passes False)."""
     out = _result(call, expected, device)
     strides = [broadcast_strides(t, expected.shape) for t in (out, *operands)]
-    return (out, strides) if launch.fits(expected.shape, strides) else None
+    return (out, strides) if launch.fits(expected.shape, strides, split=split) else None
 
 
 def _promoted(values) -> torch.dtype:
@@ -715,7 +718,7 @@ def cat(op: torch._ops.OpOverload, row: Row) -> Callable:
             part = out.narrow(dim, offset, t.shape[dim])
             offset += t.shape[dim]
             strides = [broadcast_strides(x, part.shape) for x in (part, t)]
-            if not launch.fits(part.shape, strides):
+            if not launch.fits(part.shape, strides, split=True):
                 return call.on_host()
             launches.append((part, t, strides))
         for part, t, strides in launches:

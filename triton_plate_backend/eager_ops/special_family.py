@@ -120,7 +120,7 @@ def special(op: torch._ops.OpOverload, row: Row) -> Callable:
             limit = limit if cap is None else min(limit, cap)
             if limit > MAX_LIMIT:
                 return call.on_host()
-        laid_out = result_and_strides(call, expected, device, operands)
+        laid_out = result_and_strides(call, expected, device, operands, split=False)  # _launch: RANK dims
         if laid_out is None:
             return call.on_host()
         out, strides = laid_out
