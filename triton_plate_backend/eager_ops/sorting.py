@@ -49,11 +49,12 @@ def _sort_rows(
     ct = torch.float32 if rows.dtype in (torch.float16, torch.bfloat16) else rows.dtype
     ct = torch.int8 if ct == torch.bool else ct
     log_keep = max(keep - 1, 0).bit_length() if rows.element_size() <= 4 else log_width
-    kernel.sort_rows[(count,)](
+    per_program = min(launch.next_power_of_2(count), max(kernel.ROW_ELEMENTS >> log_width, 1))
+    kernel.sort_rows[(launch.triton_cdiv(count, per_program),)](
         rows, values, indices, count, length, keep,
         _rows_stride(rows), rows.stride(-1), _rows_stride(values), values.stride(-1),
         _rows_stride(indices), indices.stride(-1),
-        CT=launch.triton_dtype(ct), DESCENDING=descending, LOG_WIDTH=log_width, LOG_KEEP=log_keep, ROWS=1,
+        CT=launch.triton_dtype(ct), DESCENDING=descending, LOG_WIDTH=log_width, LOG_KEEP=log_keep, ROWS=per_program,
         machine=kernel.machine_of(rows),
     )  # fmt: skip
     return values, indices

@@ -66,6 +66,9 @@ def bitonic_stage(
 
 # ---- one launch: rows of up to 2**MAX_LOG_WIDTH elements sorted in registers, one program per ROWS rows ----------
 MAX_LOG_WIDTH = 12
+# the elements a program sorts at once: short rows go ROW_ELEMENTS // width to a program (the simulator steps a
+# program's instructions over all its rows at once: 8192 rows of 8, k=4, 300 ms at one row a program, 7 at 512)
+ROW_ELEMENTS = 8192
 
 
 @triton.jit
