@@ -242,8 +242,18 @@ def test_rows_within_the_limit_sort_in_one_launch(call, stable, monkeypatch, no_
         assert torch.equal(_bits(g.cpu()), _bits(s))
 
 
-def test_wider_rows_sort_by_stages(monkeypatch, no_host_ops):
-    x = _rows(torch.float32, 2, 4097, seed=4)
+@pytest.mark.parametrize(
+    "width, dtype, launches",
+    [
+        (4097, torch.float32, 3),  # 8192 wide: the blocks of 4096 sorted, the stage (8192, 4096), the stages within
+        (9000, torch.float16, 6),  # 16384 wide: then (16384, 8192), (16384, 4096) and the stages within blocks
+        (9000, torch.int64, 6),
+    ],
+)
+def test_wider_rows_sort_by_blocks_and_stages(width, dtype, launches, monkeypatch, no_host_ops):
+    x = _rows(dtype, 2, width, seed=width)
     seen = _launches(monkeypatch)
-    _as_stable_sort(x, 4097, True, topk=False)
-    assert len(seen) == 13 * 14 // 2  # a launch per stage of the 8192-wide network
+    _as_stable_sort(x, width, True, topk=False)
+    assert len(seen) == launches
+    seen.clear()
+    _as_stable_sort(x, 3, False, topk=True)

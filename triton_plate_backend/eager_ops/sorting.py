@@ -65,8 +65,9 @@ def _bitonic_sort(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(values, indices) of the `keep` first of x sorted along dim, with dim moved last. Rows up to
     2**MAX_LOG_WIDTH long: in one launch (_sort_rows; into: where to write them, dim-last views of the
-    results); longer ones copied into a power-of-two width (the padding sorts last), sorted by the bitonic
-    network's stages in place, one launch each."""
+    results); longer ones copied into a power-of-two width (the padding sorts last), sorted in place by the
+    bitonic network: its stages within blocks of 2**MAX_LOG_WIDTH one launch each k (sort_blocks), the
+    others one launch each (bitonic_stage)."""
     rows = x.movedim(dim, -1)
     length = rows.shape[-1]
     width = 1 << max(length - 1, 0).bit_length()
@@ -74,23 +75,29 @@ def _bitonic_sort(
         return _sort_rows(rows, descending, keep, into)
     keys = torch.empty((*rows.shape[:-1], width), dtype=x.dtype, device=x.device)
     keys[..., :length].copy_(rows)
-    positions = torch.empty(keys.shape, dtype=torch.int64, device=x.device)  # the first stage fills it
-    pairs = keys.numel() // 2
-    if pairs:
+    positions = torch.empty(keys.shape, dtype=torch.int64, device=x.device)  # the first launch fills it
+    if keys.numel():
         kernel = kernels()
         ct = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
-        ct = torch.int8 if ct == torch.bool else ct
-        grid = (launch.triton_cdiv(pairs, kernel.BLOCK),)
-        k = 2
+        ct = launch.triton_dtype(torch.int8 if ct == torch.bool else ct)
+        block = 1 << kernel.MAX_LOG_WIDTH
+        common = {"CT": ct, "DESCENDING": descending, "machine": kernel.machine_of(x)}
+        blocks = (keys.numel() // block,)
+        kernel.sort_blocks[blocks](
+            keys, positions, length, width, 0, FIRST=True, LOG_BLOCK=kernel.MAX_LOG_WIDTH, **common
+        )
+        pairs = keys.numel() // 2
+        k = 2 * block
         while k <= width:
             j = k // 2
-            while j:
-                kernel.bitonic_stage[grid](
-                    keys, positions, pairs, width // 2, length, k, j,
-                    CT=launch.triton_dtype(ct), DESCENDING=descending, FIRST=k == 2, BLOCK=kernel.BLOCK,
-                    machine=kernel.machine_of(x),
+            while j >= block:
+                kernel.bitonic_stage[(launch.triton_cdiv(pairs, kernel.BLOCK),)](
+                    keys, positions, pairs, width // 2, length, k, j, FIRST=False, BLOCK=kernel.BLOCK, **common
                 )  # fmt: skip
                 j //= 2
+            kernel.sort_blocks[blocks](
+                keys, positions, length, width, k, FIRST=False, LOG_BLOCK=kernel.MAX_LOG_WIDTH, **common
+            )
             k *= 2
     return keys[..., :keep], positions[..., :keep]
 

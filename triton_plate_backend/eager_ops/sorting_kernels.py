@@ -104,9 +104,10 @@ def _joined(a, b):
 
 
 @triton.jit
-def _ascending(groups, j: tl.constexpr, k: tl.constexpr):
-    """bitonic_stage's direction of the pairs of stage (k, j): ascending where the first's bit k is clear."""
-    return (((tl.arange(0, groups) * (2 * j)) & k) == 0)[None, :, None]
+def _ascending(groups, j: tl.constexpr, k, base=0):
+    """bitonic_stage's direction of the pairs of stage (k, j): ascending where the first's bit k is clear (its
+    position in the row: base, the block's first, on)."""
+    return (((base + tl.arange(0, groups) * (2 * j)) & k) == 0)[None, :, None]
 
 
 @triton.jit
@@ -120,13 +121,14 @@ def _exchange(x, k: tl.constexpr, j: tl.constexpr):
 
 
 @triton.jit
-def _exchange_pairs(keys, positions, length, k: tl.constexpr, j: tl.constexpr, CT: tl.constexpr,
+def _exchange_pairs(keys, positions, length, base, k, j: tl.constexpr, CT: tl.constexpr,
                     DESCENDING: tl.constexpr):  # fmt: skip
-    """Stage (k, j) over (key, position) pairs (64-bit keys): swapped where _before says the pair is out of
-    order (it orders every two elements one way: positions differ)."""
+    """Stage (k, j) over (key, position) pairs (64-bit keys; blocks of wider rows, base: the block's first
+    position): swapped where _before says the pair is out of order (it orders every two elements one way:
+    positions differ)."""
     a, b = _halves(keys, j)
     ia, ib = _halves(positions, j)
-    up = _ascending(a.shape[1], j, k)
+    up = _ascending(a.shape[1], j, k, base)
     swap = _before(a.to(CT), ia, b.to(CT), ib, length, DESCENDING) != up
     keys = _joined(tl.where(swap, b, a), tl.where(swap, a, b))
     positions = _joined(tl.where(swap, ib, ia), tl.where(swap, ia, ib))
@@ -176,6 +178,33 @@ def sort_rows(
         positions = tl.broadcast_to(c.to(tl.int64), [ROWS, WIDTH])
         for s in tl.static_range(1, LOG_WIDTH + 1):
             for t in tl.static_range(s):
-                x, positions = _exchange_pairs(x, positions, length, 1 << s, 1 << (s - 1 - t), CT, DESCENDING)
+                x, positions = _exchange_pairs(x, positions, length, 0, 1 << s, 1 << (s - 1 - t), CT, DESCENDING)
         tl.store(values + r * v_row + o * v_col, x, mask=out)  # LOG_KEEP == LOG_WIDTH
     tl.store(indices + r * i_row + o * i_col, positions, mask=out)
+
+
+@triton.jit(do_not_specialize=["length", "width", "k"])
+def sort_blocks(
+    keys, positions, length, width, k,
+    CT: tl.constexpr, DESCENDING: tl.constexpr, FIRST: tl.constexpr, LOG_BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Rows wider than sort_rows takes (keys and positions as bitonic_stage holds them, rows `width` wide),
+    a block of 2**LOG_BLOCK elements a program, the stages inside a block in one launch: FIRST, every stage
+    (k, j) up to k = 2**LOG_BLOCK (the blocks sorted ascending and descending by turns; every position
+    written); else the stages (k, j) of one k with j < 2**LOG_BLOCK, after bitonic_stage's of larger j."""
+    BLOCK_: tl.constexpr = 1 << LOG_BLOCK
+    start = tl.program_id(0).to(tl.int64) * BLOCK_
+    at = start + tl.arange(0, BLOCK_)[None, :]
+    base = start & (width - 1)  # the block's first position in its row
+    x = tl.load(keys + at)
+    if FIRST:
+        p = base + tl.arange(0, BLOCK_)[None, :].to(tl.int64)
+        for s in tl.static_range(1, LOG_BLOCK + 1):
+            for t in tl.static_range(s):
+                x, p = _exchange_pairs(x, p, length, base, 1 << s, 1 << (s - 1 - t), CT, DESCENDING)
+    else:
+        p = tl.load(positions + at)
+        for t in tl.static_range(LOG_BLOCK):
+            x, p = _exchange_pairs(x, p, length, base, k, 1 << (LOG_BLOCK - 1 - t), CT, DESCENDING)
+    tl.store(keys + at, x)
+    tl.store(positions + at, p)
