@@ -1,6 +1,6 @@
 """The sort family: sort (stable or not: always stable, as the CPU's sort is for equal elements) and topk
 (the k first of a stable sort, so equal elements come in their order in the row) along one dim, as
-the stages of sorting_kernels' bitonic network over the rows (the dim moved last, copied contiguous). NaN sorts
+sorting_kernels' bitonic network over the rows (the dim moved last; one launch for rows up to 4096 long). NaN sorts
 after every number (first when descending), as torch sorts it. Complex tensors run on the host,
 counted."""
 

@@ -1,7 +1,9 @@
-"""The Triton kernel of sort and topk (sorting.py): one compare-exchange stage of a bitonic sorting
-network over rows of a power-of-two length, launched once per stage. Elements compare as (key, position)
-pairs: NaN after every number (first when descending, as torch sorts it), equal keys in their order in
-the row (a stable sort), and the padding past the row's length after everything."""
+"""The Triton kernels of sort and topk (sorting.py), a bitonic sorting network over rows padded to a power-of-two
+length. Elements compare as (key, position) pairs: NaN after every number (first when descending, as torch sorts
+it), equal keys in their order in the row (a stable sort), and the padding past the row's length after everything.
+Any network that sorts by this order gives the same values and indices, so the three ways of running it agree
+bit for bit: sort_rows (rows up to 2**MAX_LOG_WIDTH: the whole network in one program's registers, one launch),
+sort_blocks (the stages within blocks of wider rows, one launch each) and bitonic_stage (one stage a launch)."""
 
 from __future__ import annotations
 
