@@ -140,3 +140,120 @@ def test_the_older_unique_overload_on_plate_as_the_cpus(return_inverse, no_host_
     compiled = torch.compile(lambda t: torch._unique(t * 2, return_inverse=return_inverse))(x.plate())
     for w, g in zip(torch._unique(x * 2, return_inverse=return_inverse), compiled):
         torch.testing.assert_close(g.cpu(), w, equal_nan=True, rtol=0, atol=0)
+
+
+# ---- rows up to sorting_kernels.MAX_LOG_WIDTH's width: one launch per call (sorting_kernels.sort_rows) ----------
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """t's elements as their bits (-0.0 apart from 0.0, each NaN's payload), comparable with torch.equal."""
+    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]) if t.is_floating_point() else t
+
+
+def _rows(dtype: torch.dtype, rows: int, width: int, seed: int) -> torch.Tensor:
+    """Rows with ties, and for floats NaN, +-inf, 0.0 and -0.0 among them; the extremes of integer types."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, (rows, width), generator=g).bool()
+    if not dtype.is_floating_point:
+        info = torch.iinfo(dtype)
+        x = torch.randint(-3, 4, (rows, width), generator=g).clamp(min(info.min, 0)).to(dtype)
+        x.view(-1)[:: max(width // 3, 1)] = info.max
+        x.view(-1)[1 :: max(width // 2, 1)] = info.min
+        return x
+    x = torch.randint(-3, 4, (rows, width), generator=g).to(dtype) / 2
+    special = torch.tensor([NAN, float("inf"), -float("inf"), 0.0, -0.0, NAN], dtype=dtype)
+    where = torch.randint(0, rows * width, (min(rows * width, 12),), generator=g)
+    x.view(-1)[where] = special.repeat(2)[: len(where)]
+    return x
+
+
+def _as_stable_sort(x: torch.Tensor, k: int, descending: bool, topk: bool):
+    """plate's sort (or topk: the k first of the stable sort) against the CPU's stable sort: values bit for bit and
+    indices."""
+    want = torch.sort(x, dim=-1, descending=descending, stable=True)
+    want = (want.values[..., :k], want.indices[..., :k])
+    on_plate = x.to("plate")
+    if topk:
+        got = torch.topk(on_plate, k, largest=descending)
+    else:
+        got = torch.sort(on_plate, descending=descending, stable=True)
+    assert torch.equal(_bits(got[0].cpu()), _bits(want[0])), (x, got[0].cpu(), want[0])
+    assert torch.equal(got[1].cpu(), want[1])
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.bool, torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32],
+)
+@pytest.mark.parametrize("descending", [False, True])
+def test_one_launch_sort_and_topk_of_every_dtype_as_the_stable_cpu_sort(dtype, descending, no_host_ops):
+    x = _rows(dtype, 3, 257, seed=1)
+    _as_stable_sort(x, 257, descending, topk=False)
+    _as_stable_sort(x, 1, descending, topk=True)
+    _as_stable_sort(x, 5, descending, topk=True)
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 255, 256, 257, 4096])
+def test_one_launch_sort_and_topk_of_every_width(width, no_host_ops):
+    from triton_plate_backend.eager_ops import sorting_kernels
+
+    assert 4096 == 1 << sorting_kernels.MAX_LOG_WIDTH  # the limit: the widest rows of one launch
+    descending = width % 2 == 1
+    x = _rows(torch.float32, 2 if width < 4096 else 1, width, seed=width)
+    _as_stable_sort(x, width, descending, topk=True)
+    _as_stable_sort(x, 1, not descending, topk=True)
+    _as_stable_sort(x.double(), width, descending, topk=False)  # 64-bit keys: (key, position) pairs
+
+
+def _launches(monkeypatch) -> list:
+    from triton_plate_backend.sim.device import Device
+
+    seen = []
+    real = Device.launch
+    monkeypatch.setattr(Device, "launch", lambda self, *a, **k: seen.append(1) or real(self, *a, **k))
+    return seen
+
+
+def _stable_topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True):
+    """topk as plate runs it: the k first of the stable sort (the CPU's topk orders ties its own way)."""
+    values, indices = torch.sort(x, dim=dim, descending=largest, stable=True)
+    return values.narrow(dim, 0, k), indices.narrow(dim, 0, k)
+
+
+@pytest.mark.parametrize(
+    "call, stable",
+    [
+        (lambda x: torch.topk(x, 8), lambda x: _stable_topk(x, 8)),
+        # rows across the layout: strided loads and stores
+        (lambda x: torch.topk(x, 3, dim=0, largest=False), lambda x: _stable_topk(x, 3, 0, False)),
+        (lambda x: torch.sort(x, descending=True, stable=True), None),
+        (lambda x: (torch.argsort(x, dim=0, stable=True),), None),
+        (lambda x: torch.sort(x.long()[:, ::2], stable=True), None),  # (key, position) pairs, of a strided view
+    ],
+    ids=["topk", "topk_dim0", "sort", "argsort_dim0", "sort_int64_strided"],
+)
+def test_rows_within_the_limit_sort_in_one_launch(call, stable, monkeypatch, no_host_ops):
+    x = _rows(torch.float32, 24, 256, seed=3)
+    on_plate = x.to("plate")
+    seen = _launches(monkeypatch)
+    got = call(on_plate)
+    assert len(seen) == 1
+    for g, w, s in zip(got, call(x), (stable or call)(x), strict=True):
+        assert (g.shape, g.stride()) == (w.shape, w.stride())  # the CPU's layout
+        assert torch.equal(_bits(g.cpu()), _bits(s))
+
+
+@pytest.mark.parametrize(
+    "width, dtype, launches",
+    [
+        (4097, torch.float32, 3),  # 8192 wide: the blocks of 4096 sorted, the stage (8192, 4096), the stages within
+        (9000, torch.float16, 6),  # 16384 wide: then (16384, 8192), (16384, 4096) and the stages within blocks
+        (9000, torch.int64, 6),
+    ],
+)
+def test_wider_rows_sort_by_blocks_and_stages(width, dtype, launches, monkeypatch, no_host_ops):
+    x = _rows(dtype, 2, width, seed=width)
+    seen = _launches(monkeypatch)
+    _as_stable_sort(x, width, True, topk=False)
+    assert len(seen) == launches
+    seen.clear()
+    _as_stable_sort(x, 3, False, topk=True)

@@ -1,6 +1,6 @@
 """The sort family: sort (stable or not: always stable, as the CPU's sort is for equal elements) and topk
 (the k first of a stable sort, so equal elements come in their order in the row) along one dim, as
-the stages of sorting_kernels' bitonic network over the rows (the dim moved last, copied contiguous). NaN sorts
+sorting_kernels' bitonic network over the rows (the dim moved last; one launch for rows up to 4096 long). NaN sorts
 after every number (first when descending), as torch sorts it. Complex tensors run on the host,
 counted."""
 
@@ -20,33 +20,84 @@ def kernels():
     return importlib.import_module(f"{__package__}.sorting_kernels")
 
 
-def _bitonic_sort(x: torch.Tensor, dim: int, descending: bool, keep: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(values, indices) of the `keep` first of x sorted along dim, with dim moved last: the rows copied into
-    a power-of-two width (the padding sorts last), sorted by the bitonic network's stages in place."""
+def _rows_stride(t: torch.Tensor) -> int | None:
+    """The stride from each row of t (its dims before the last) to the next, where one stride walks them all;
+    None where it does not."""
+    dims = [(size, stride) for size, stride in zip(t.shape[:-1], t.stride()[:-1]) if size != 1]
+    if any(outer != stride * size for (_, outer), (size, stride) in zip(dims, dims[1:])):
+        return None
+    return dims[-1][1] if dims else 0
+
+
+def _sort_rows(
+    rows: torch.Tensor, descending: bool, keep: int, into: list[torch.Tensor] | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """_bitonic_sort of rows that fit one program (sorting_kernels.sort_rows): one launch, written straight into
+    `into`'s (values, indices) where their rows are one stride apart (else into new ones, returned)."""
+    kernel = kernels()
+    length = rows.shape[-1]
+    log_width = max(length - 1, 0).bit_length()
+    shape = (*rows.shape[:-1], keep)
+    if into is None or None in (_rows_stride(into[0]), _rows_stride(into[1])):
+        into = [torch.empty(shape, dtype=d, device=rows.device) for d in (rows.dtype, torch.int64)]
+    values, indices = into
+    count = values.numel() // max(keep, 1)
+    if not values.numel():
+        return values, indices
+    if _rows_stride(rows) is None:
+        rows = rows.contiguous()
+    ct = torch.float32 if rows.dtype in (torch.float16, torch.bfloat16) else rows.dtype
+    ct = torch.int8 if ct == torch.bool else ct
+    log_keep = max(keep - 1, 0).bit_length() if rows.element_size() <= 4 else log_width
+    per_program = min(launch.next_power_of_2(count), max(kernel.ROW_ELEMENTS >> log_width, 1))
+    kernel.sort_rows[(launch.triton_cdiv(count, per_program),)](
+        rows, values, indices, count, length, keep,
+        _rows_stride(rows), rows.stride(-1), _rows_stride(values), values.stride(-1),
+        _rows_stride(indices), indices.stride(-1),
+        CT=launch.triton_dtype(ct), DESCENDING=descending, LOG_WIDTH=log_width, LOG_KEEP=log_keep, ROWS=per_program,
+        machine=kernel.machine_of(rows),
+    )  # fmt: skip
+    return values, indices
+
+
+def _bitonic_sort(
+    x: torch.Tensor, dim: int, descending: bool, keep: int, into: list[torch.Tensor] | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(values, indices) of the `keep` first of x sorted along dim, with dim moved last. Rows up to
+    2**MAX_LOG_WIDTH long: in one launch (_sort_rows; into: where to write them, dim-last views of the
+    results); longer ones copied into a power-of-two width (the padding sorts last), sorted in place by the
+    bitonic network: its stages within blocks of 2**MAX_LOG_WIDTH one launch each k (sort_blocks), the
+    others one launch each (bitonic_stage)."""
     rows = x.movedim(dim, -1)
     length = rows.shape[-1]
     width = 1 << max(length - 1, 0).bit_length()
+    if width <= 1 << kernels().MAX_LOG_WIDTH:
+        return _sort_rows(rows, descending, keep, into)
     keys = torch.empty((*rows.shape[:-1], width), dtype=x.dtype, device=x.device)
     keys[..., :length].copy_(rows)
-    positions = torch.empty(keys.shape, dtype=torch.int64, device=x.device)  # the first stage fills it
-    pairs = keys.numel() // 2
-    if width == 1:
-        positions.zero_()
-    elif pairs:
+    positions = torch.empty(keys.shape, dtype=torch.int64, device=x.device)  # the first launch fills it
+    if keys.numel():
         kernel = kernels()
         ct = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
-        ct = torch.int8 if ct == torch.bool else ct
-        grid = (launch.triton_cdiv(pairs, kernel.BLOCK),)
-        k = 2
+        ct = launch.triton_dtype(torch.int8 if ct == torch.bool else ct)
+        block = 1 << kernel.MAX_LOG_WIDTH
+        common = {"CT": ct, "DESCENDING": descending, "machine": kernel.machine_of(x)}
+        blocks = (keys.numel() // block,)
+        kernel.sort_blocks[blocks](
+            keys, positions, length, width, 0, FIRST=True, LOG_BLOCK=kernel.MAX_LOG_WIDTH, **common
+        )
+        pairs = keys.numel() // 2
+        k = 2 * block
         while k <= width:
             j = k // 2
-            while j:
-                kernel.bitonic_stage[grid](
-                    keys, positions, pairs, width // 2, length, k, j,
-                    CT=launch.triton_dtype(ct), DESCENDING=descending, FIRST=k == 2, BLOCK=kernel.BLOCK,
-                    machine=kernel.machine_of(x),
+            while j >= block:
+                kernel.bitonic_stage[(launch.triton_cdiv(pairs, kernel.BLOCK),)](
+                    keys, positions, pairs, width // 2, length, k, j, FIRST=False, BLOCK=kernel.BLOCK, **common
                 )  # fmt: skip
                 j //= 2
+            kernel.sort_blocks[blocks](
+                keys, positions, length, width, k, FIRST=False, LOG_BLOCK=kernel.MAX_LOG_WIDTH, **common
+            )
             k *= 2
     return keys[..., :keep], positions[..., :keep]
 
@@ -74,14 +125,19 @@ def sort(op: torch._ops.OpOverload, row: Row):
         else:
             keep, descending = (x.shape[dim] if x.dim() else 1), bool(call["descending"])
         source = x if x.dim() else x.reshape(1)
-        values, indices = _bitonic_sort(source, dim, descending, keep)
-        if not x.dim():
-            values, indices = values.reshape(()), indices.reshape(())
         targets = (call.bound.get("values"), call.bound.get("indices"))
-        return (
-            _into(expected[0], values, dim, targets[0]),
-            _into(expected[1], indices, dim, targets[1]),
-        )
+        if targets == (None, None):  # new results, laid out as torch lays them out, written by the sort itself
+            results = [torch.empty_strided(e.shape, e.stride(), dtype=e.dtype, device=x.device) for e in expected]
+            into = [(r if x.dim() else r.reshape(1)).movedim(dim, -1) for r in results]
+            written = _bitonic_sort(source, dim, descending, keep, into)
+            if all(w is i for w, i in zip(written, into)):
+                return tuple(results)
+            targets = results
+        else:
+            written = _bitonic_sort(source, dim, descending, keep)
+        if not x.dim():
+            written = [w.reshape(()) for w in written]
+        return tuple(_into(e, w, dim, t) for e, w, t in zip(expected, written, targets))
 
     return kernel
 
