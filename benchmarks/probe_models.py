@@ -81,6 +81,27 @@ def tv(build, side=32, video=False, name="x"):
     return make
 
 
+# wav2vec2 and hubert: the same small conv feature extractor and encoder
+AUDIO = dict(
+    seq=8,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=128,
+    conv_dim=(32, 32, 32),
+    conv_stride=(5, 2, 2),
+    conv_kernel=(10, 3, 3),
+    num_conv_pos_embeddings=16,
+    num_conv_pos_embedding_groups=4,
+    mask_time_prob=0.0,  # SpecAugment and LayerDrop draw at random in training: off, as dropout is
+    layerdrop=0.0,
+    attention_dropout=0.0,  # functional dropout in the attention: not an nn.Dropout the probe can zero
+    hidden_dropout=0.0,
+    activation_dropout=0.0,
+    feat_proj_dropout=0.0,
+)
+
+
 SMALL = dict(vocab_size=128, pad_token_id=0, bos_token_id=1, eos_token_id=2)
 ENC = dict(
     num_hidden_layers=2,
@@ -225,22 +246,7 @@ MODELS = {
         "Wav2Vec2Model",
         "last_hidden_state",
         "audio",
-        seq=8,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
-        conv_dim=(32, 32, 32),
-        conv_stride=(5, 2, 2),
-        conv_kernel=(10, 3, 3),
-        num_conv_pos_embeddings=16,
-        num_conv_pos_embedding_groups=4,
-        mask_time_prob=0.0,  # SpecAugment and LayerDrop draw at random in training: off, as dropout is
-        layerdrop=0.0,
-        attention_dropout=0.0,  # functional dropout in the attention: not an nn.Dropout the probe can zero
-        hidden_dropout=0.0,
-        activation_dropout=0.0,
-        feat_proj_dropout=0.0,
+        **AUDIO,
         feat_extract_norm="group",
     ),
     "hubert": hf(
@@ -248,22 +254,7 @@ MODELS = {
         "HubertModel",
         "last_hidden_state",
         "audio",
-        seq=8,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
-        conv_dim=(32, 32, 32),
-        conv_stride=(5, 2, 2),
-        conv_kernel=(10, 3, 3),
-        num_conv_pos_embeddings=16,
-        num_conv_pos_embedding_groups=4,
-        mask_time_prob=0.0,  # SpecAugment and LayerDrop draw at random in training: off, as dropout is
-        layerdrop=0.0,
-        attention_dropout=0.0,  # functional dropout in the attention: not an nn.Dropout the probe can zero
-        hidden_dropout=0.0,
-        activation_dropout=0.0,
-        feat_proj_dropout=0.0,
+        **AUDIO,
     ),
     "vit_mae": hf(
         "ViTMAEConfig",
