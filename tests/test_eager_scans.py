@@ -159,3 +159,39 @@ def test_logcumsumexp_into_an_out_tensor_and_refusals():
             torch.logcumsumexp(bad, dim)
         with pytest.raises(type(cpu.value)):
             torch.logcumsumexp(bad.plate(), dim)
+
+
+def _one_program_cumsum(x: torch.Tensor, acc: torch.dtype) -> torch.Tensor:
+    """cumsum along the last dim of x (plate, contiguous) by prefix_kernels.cumsum_rows, one program walking each row."""
+    from triton_plate_backend.eager_ops import launch, prefix_kernels as k
+
+    out = torch.empty_like(x)
+    k.cumsum_rows[(x.numel() // x.shape[-1],)](
+        x, out, x.shape[-1], ACC=launch.triton_dtype(acc), BLOCK=k.BLOCK, PRODUCT=False, machine=k.machine_of(x)
+    )
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+@pytest.mark.parametrize("shape", [(512 * 70 + 9,), (2, 512 * 9 + 1)])
+def test_cumsum_of_long_rows_in_three_launches(dtype, shape, monkeypatch, no_host_ops):
+    # rows of at least prefix_kernels.LONG_ROW: block sums, their carries, the blocks' scans (scans.long_rows);
+    # integers exact, floats bit for bit the one-program walk's (the carries added in the same order), with -0.0
+    # blocks, an inf and a NaN
+    from triton_plate_backend.eager_ops import scans
+
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(5)) * 3
+    x[..., :1024] = -0.0
+    x[..., 3000] = float("inf")
+    x[..., -700] = float("nan")
+    x = x > 0 if dtype == torch.bool else x.to(dtype)
+    taken, long_rows = [], scans.long_rows
+    monkeypatch.setattr(scans, "long_rows", lambda *a: taken.append(a) or long_rows(*a))
+    got = torch.cumsum(x.to("plate"), -1)
+    assert taken, "the long-row path was not taken"
+    if not dtype.is_floating_point:
+        same(got, torch.cumsum(x, -1))
+        return
+    walked = _one_program_cumsum(x.to("plate"), torch.float32).cpu()
+    bits = torch.int16 if dtype == torch.float16 else torch.int32
+    assert torch.equal(got.cpu().view(bits), walked.view(bits))

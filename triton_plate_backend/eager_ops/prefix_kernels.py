@@ -195,3 +195,65 @@ def cumextreme_rows(x, values, indices, n, MAX: tl.constexpr, BLOCK: tl.constexp
         pick = tl.arange(0, BLOCK) == last
         carry_v = tl.sum(tl.where(pick, sv, 0), axis=0).to(sv.dtype)
         carry_i = tl.sum(tl.where(pick, si, 0), axis=0)
+
+
+GROUP = 16  # long rows' cumsum: the BLOCK-element blocks of one program (a [GROUP, BLOCK] tile)
+CHAIN = 64  # long rows: the block sums one step of the carries walk loads
+LONG_ROW = 8 * BLOCK  # rows at least this long, and few of them, scan in three launches (scans.cumsum)
+
+
+@triton.jit(do_not_specialize=["n", "blocks"])
+def block_sums(x, sums, n, blocks, ACC: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """sums[r, b] = the sum in ACC of block b (BLOCK elements) of row r of x (contiguous rows of n elements),
+    program (r, g) taking blocks g*GROUP .. as the rows of one tile: each row's tl.sum the one cumsum_rows
+    takes of that block."""
+    r = tl.program_id(0).to(tl.int64)
+    b = tl.program_id(1).to(tl.int64) * GROUP + tl.arange(0, GROUP)
+    i = b[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    v = tl.load(x + r * n + i, mask=i < n, other=0).to(ACC)
+    tl.store(sums + r * blocks + b, tl.sum(v, axis=1), mask=b < blocks)
+
+
+@triton.jit(do_not_specialize=["blocks"])
+def carries(sums, before, blocks, CHAIN: tl.constexpr, EXACT: tl.constexpr):
+    """before[r, b] = sums[r, 0] + ... + sums[r, b - 1], added one at a time in order from +0.0 as cumsum_rows's
+    carry (program r): CHAIN sums loaded and CHAIN results stored at a time, each picked out by a tl.sum of it and
+    zeros (exact: the carry is never -0.0). EXACT (integers, whose sums any order gives): a tl.cumsum of CHAIN
+    sums a step."""
+    row = tl.program_id(0).to(tl.int64) * blocks
+    carry = tl.sum(tl.zeros([CHAIN], dtype=sums.dtype.element_ty), axis=0)
+    lane = tl.arange(0, CHAIN)
+    for start in range(0, blocks, CHAIN):
+        s = tl.load(sums + row + start + lane, mask=start + lane < blocks, other=0)
+        if EXACT:
+            tl.store(before + row + start + lane, carry + tl.cumsum(s, axis=0) - s, mask=start + lane < blocks)
+            carry = carry + tl.sum(s, axis=0)
+        else:
+            carry = _chain(s, carry, before + row + start, blocks - start, CHAIN)
+
+
+@triton.jit
+def _chain(s, carry, before, left, CHAIN: tl.constexpr):
+    """before[j] = carry + s[0] + ... + s[j - 1] for j < min(left, CHAIN), one add a step; returns the last carry."""
+    lane = tl.arange(0, CHAIN)
+    got = tl.zeros([CHAIN], dtype=s.dtype)
+    for j in range(0, tl.minimum(left, CHAIN)):
+        pick = lane == j
+        got = tl.where(pick, carry, got)
+        carry = carry + tl.sum(tl.where(pick, s, 0), axis=0)
+    tl.store(before + lane, got, mask=lane < left)
+    return carry
+
+
+@triton.jit(do_not_specialize=["n", "blocks"])
+def scan_blocks(x, before, out, n, blocks, ACC: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """out[r, i] = tl.cumsum of i's block plus the sum of the blocks before it (before[r, b]): cumsum_rows's
+    values, GROUP blocks a program as the rows of one tile."""
+    r = tl.program_id(0).to(tl.int64)
+    b = tl.program_id(1).to(tl.int64) * GROUP + tl.arange(0, GROUP)
+    i = b[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    inside = i < n
+    v = tl.load(x + r * n + i, mask=inside, other=0).to(ACC)
+    carry = tl.load(before + r * blocks + b, mask=b < blocks, other=0)
+    scanned = tl.cumsum(v, axis=1) + carry[:, None]
+    tl.store(out + r * n + i, scanned.to(out.dtype.element_ty), mask=inside)
