@@ -195,3 +195,29 @@ def test_cumsum_of_long_rows_in_three_launches(dtype, shape, monkeypatch, no_hos
     walked = _one_program_cumsum(x.to("plate"), torch.float32).cpu()
     bits = torch.int16 if dtype == torch.float16 else torch.int32
     assert torch.equal(got.cpu().view(bits), walked.view(bits))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+@pytest.mark.parametrize("shape", [(512 * 40 + 3,), (3, 512 * 9 + 511)])
+@pytest.mark.parametrize("op", [torch.cummax, torch.cummin])
+def test_cummax_cummin_of_long_rows_in_three_launches(op, dtype, shape, monkeypatch, no_host_ops):
+    # rows of at least prefix_kernels.LONG_ROW (scans.long_extreme_rows): values bit for bit and indices the CPU's,
+    # with runs of ties (the last one wins), -0.0 next to 0.0 and NaNs (the last NaN wins)
+    from triton_plate_backend.eager_ops import scans
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(shape, generator=g) * 3
+    x[..., 100:2000] = torch.randint(-2, 3, (1900,), generator=g).float()
+    x[..., 511:513] = -0.0
+    x[..., 1024] = -0.0
+    if dtype.is_floating_point:
+        x[..., 3000:3100:7] = float("nan")
+    x = x > 0 if dtype == torch.bool else x.to(dtype)
+    taken, long_rows = [], scans.long_extreme_rows
+    monkeypatch.setattr(scans, "long_extreme_rows", lambda *a: taken.append(a) or long_rows(*a))
+    values, indices = op(x.to("plate"), -1)
+    assert taken, "the long-row path was not taken"
+    expected_values, expected_indices = op(x, -1)
+    bits = {torch.float32: torch.int32, torch.float16: torch.int16}.get(dtype, dtype)
+    assert torch.equal(values.cpu().view(bits), expected_values.view(bits))
+    same(indices, expected_indices)

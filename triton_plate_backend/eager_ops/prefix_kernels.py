@@ -257,3 +257,83 @@ def scan_blocks(x, before, out, n, blocks, ACC: tl.constexpr, BLOCK: tl.constexp
     carry = tl.load(before + r * blocks + b, mask=b < blocks, other=0)
     scanned = tl.cumsum(v, axis=1) + carry[:, None]
     tl.store(out + r * n + i, scanned.to(out.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def _later_max_pair(av, ai, bv, bi):
+    return _later_max(av, ai, bv, bi)
+
+
+@triton.jit
+def _later_min_pair(av, ai, bv, bi):
+    return _later_min(av, ai, bv, bi)
+
+
+@triton.jit(do_not_specialize=["n", "blocks"])
+def block_extremes(x, values, indices, n, blocks, MAX: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """values[r, b], indices[r, b] = the running max (MAX) or min of block b of row r of x at its end, and where
+    (cumextreme_rows's step; a choice of the last extreme, NaN first, whatever the order of the combines), GROUP
+    blocks a program as the rows of one tile."""
+    r = tl.program_id(0).to(tl.int64)
+    b = tl.program_id(1).to(tl.int64) * GROUP + tl.arange(0, GROUP)
+    i = b[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    idx = tl.minimum(i, n - 1)  # past the row's end: its last element again, which a later tie takes anyway
+    v = tl.load(x + r * n + idx)
+    if MAX:
+        bv, bi = tl.reduce((v, idx), 1, _later_max_pair)
+    else:
+        bv, bi = tl.reduce((v, idx), 1, _later_min_pair)
+    tl.store(values + r * blocks + b, bv, mask=b < blocks)
+    tl.store(indices + r * blocks + b, bi, mask=b < blocks)
+
+
+@triton.jit(do_not_specialize=["blocks"])
+def extreme_carries(values, indices, blocks, MAX: tl.constexpr, CHAIN: tl.constexpr):
+    """values[r, b], indices[r, b] become the running extreme of blocks 0..b of row r (program r, CHAIN blocks a
+    step: a scan of them then the blocks before as the earlier segment)."""
+    row = tl.program_id(0).to(tl.int64) * blocks
+    carry_v = tl.load(values + row)
+    carry_i = tl.load(indices + row)
+    lane = tl.arange(0, CHAIN)
+    for start in range(0, blocks, CHAIN):
+        inside = start + lane < blocks
+        v = tl.load(values + row + start + lane, mask=inside, other=0)
+        i = tl.load(indices + row + start + lane, mask=inside, other=0)
+        if MAX:
+            sv, si = tl.associative_scan((v, i), 0, _later_max)
+            sv, si = _later_max(carry_v, carry_i, sv, si)
+        else:
+            sv, si = tl.associative_scan((v, i), 0, _later_min)
+            sv, si = _later_min(carry_v, carry_i, sv, si)
+        tl.store(values + row + start + lane, sv, mask=inside)
+        tl.store(indices + row + start + lane, si, mask=inside)
+        last = start + tl.minimum(blocks - start, CHAIN) - 1
+        carry_v = tl.load(values + row + last)  # read back: its bits (a -0.0 stays)
+        carry_i = tl.load(indices + row + last)
+
+
+@triton.jit(do_not_specialize=["n", "blocks"])
+def scan_extreme_blocks(
+    x, ends, ends_at, out, out_at, n, blocks, MAX: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr
+):
+    """out[r, i], out_at[r, i] = cumextreme_rows's values and indices: the scan of i's block with the running
+    extreme of the blocks before it (ends[r, b - 1], ends_at[r, b - 1]; the row's first element for block 0) as
+    its earlier segment, GROUP blocks a program as the rows of one tile."""
+    r = tl.program_id(0).to(tl.int64)
+    b = tl.program_id(1).to(tl.int64) * GROUP + tl.arange(0, GROUP)
+    i = b[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    inside = i < n
+    v = tl.load(x + r * n + i, mask=inside, other=0)
+    idx = i + tl.zeros([GROUP, BLOCK], dtype=tl.int64)
+    first = b == 0
+    before = (b < blocks) & ~first
+    cv = tl.where(first, tl.load(x + r * n + b * 0), tl.load(ends + r * blocks + b - 1, mask=before, other=0))
+    ci = tl.where(first, 0, tl.load(ends_at + r * blocks + b - 1, mask=before, other=0))
+    if MAX:
+        sv, si = tl.associative_scan((v, idx), 1, _later_max)
+        sv, si = _later_max(cv[:, None], ci[:, None], sv, si)
+    else:
+        sv, si = tl.associative_scan((v, idx), 1, _later_min)
+        sv, si = _later_min(cv[:, None], ci[:, None], sv, si)
+    tl.store(out + r * n + i, sv, mask=inside)
+    tl.store(out_at + r * n + i, si, mask=inside)

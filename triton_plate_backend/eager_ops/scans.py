@@ -84,6 +84,24 @@ def long_rows(rows: torch.Tensor, scanned: torch.Tensor, acc: torch.dtype) -> No
     k.scan_blocks[grid](rows, before, scanned, n, blocks, **shape)
 
 
+def long_extreme_rows(rows: torch.Tensor, scanned: torch.Tensor, where: torch.Tensor, maximum: bool) -> None:
+    """scanned, where = the running max (maximum) or min of each row of rows (contiguous, few and long) and its
+    index, cumextreme_rows's values (the last extreme, NaN first: one answer whatever the order of the combines):
+    each block's extreme (block_extremes), the running extreme over blocks (extreme_carries), then every block's
+    scan with the blocks' before it (scan_extreme_blocks), the blocks GROUP to a program."""
+    k = kernels()
+    n = rows.shape[-1]
+    count = rows.numel() // n
+    blocks = launch.triton_cdiv(n, k.BLOCK)
+    ends = torch.empty((count, blocks), dtype=rows.dtype, device=rows.device)
+    ends_at = torch.empty((count, blocks), dtype=torch.int64, device=rows.device)
+    grid = (count, launch.triton_cdiv(blocks, k.GROUP))
+    shape = dict(MAX=maximum, BLOCK=k.BLOCK, GROUP=k.GROUP, machine=k.machine_of(rows))
+    k.block_extremes[grid](rows, ends, ends_at, n, blocks, **shape)
+    k.extreme_carries[(count,)](ends, ends_at, blocks, MAX=maximum, CHAIN=k.CHAIN, machine=k.machine_of(rows))
+    k.scan_extreme_blocks[grid](rows, ends, ends_at, scanned, where, n, blocks, **shape)
+
+
 def cumsum(op: torch._ops.OpOverload, row: Row):
     """cumsum (row.fn "sum"), cumprod (row.fn "prod") or _logcumsumexp (row.fn "logsumexp") along a dim: the input
     (cast to the result's type first, as ATen does) with that dim last and contiguous, one program per row
@@ -162,9 +180,12 @@ def cumextreme(op: torch._ops.OpOverload, row: Row):
         scanned, where = torch.empty_like(rows), torch.empty(rows.shape, dtype=torch.int64, device=x.device)
         n = rows.shape[-1]
         k = kernels()
-        k.cumextreme_rows[(rows.numel() // n,)](
-            rows, scanned, where, n, MAX=row.fn == "max", BLOCK=k.BLOCK, machine=k.machine_of(x)
-        )
+        if n >= k.LONG_ROW and rows.numel() // n <= LONG_ROWS:
+            long_extreme_rows(rows, scanned, where, row.fn == "max")
+        else:
+            k.cumextreme_rows[(rows.numel() // n,)](
+                rows, scanned, where, n, MAX=row.fn == "max", BLOCK=k.BLOCK, machine=k.machine_of(x)
+            )
         values.copy_(scanned.movedim(-1, dim).reshape(values.shape))
         indices.copy_(where.movedim(-1, dim).reshape(indices.shape))
         return None
