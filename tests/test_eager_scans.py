@@ -221,3 +221,27 @@ def test_cummax_cummin_of_long_rows_in_three_launches(op, dtype, shape, monkeypa
     bits = {torch.float32: torch.int32, torch.float16: torch.int16}.get(dtype, dtype)
     assert torch.equal(values.cpu().view(bits), expected_values.view(bits))
     same(indices, expected_indices)
+
+
+@pytest.mark.parametrize(
+    "kw", [{}, {"rtol": 0, "atol": 0}, {"equal_nan": True}, {"atol": 1e-3}, {"rtol": 1e-9, "atol": 1e-9}]
+)
+def test_allclose_is_the_fused_isclose_then_all(kw, monkeypatch, no_host_ops):
+    # scans.allclose: ops.isclose's one kernel, then all (its zeros, any_nonzero and a compare), not isclose's
+    # decomposition (13 launches); the CPU's answer
+    from triton_plate_backend import launcher
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(3000, generator=g)
+    a[17] = float("nan")
+    a[40] = float("inf")
+    names = []
+    call = launcher.PlateLauncher.__call__
+    counted = lambda self, *r, **k: names.append(self.name) or call(self, *r, **k)  # noqa: E731
+    monkeypatch.setattr(launcher.PlateLauncher, "__call__", counted)
+    for other in (a, a + 1e-6, a.roll(1), a[:1]):
+        x, y = a.to("plate"), other.to("plate")
+        names.clear()
+        assert torch.allclose(x, y, **kw) == torch.allclose(a, other, **kw)
+        assert names[0] == "isclose" and len(names) <= 4, names
+    assert torch.allclose(a[:5].long().to("plate"), a[:5].long().to("plate")) is True
