@@ -269,3 +269,35 @@ def test_bool_extremes_run_over_the_bytes():
     with pytest.raises(RuntimeError, match="does not support bool"):  # argmax refuses bool: the host's error
         torch.argmax(x.to("plate"))
     assert torch.plate.host_ops() == {"aten.argmax": 1}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+@pytest.mark.parametrize("case", ["random", "signed zeros", "a nan"])
+@pytest.mark.parametrize("shape", [(512 * 16 * 20 + 3,), (3, 512 * 16 * 3 + 77)])
+def test_max_and_amin_of_few_long_rows_by_lanes(shape, case, dtype, monkeypatch, no_host_ops):
+    # rows of at least reduction_kernels.SPLIT_FROM (reductions.long_row_extremes: chunks' lanes in parallel, then
+    # the lanes' chunks): the bits of the one-program row_extreme, zeros' signs included, and the CPU's values
+    from triton_plate_backend.eager_ops import reduction_kernels as k, reductions
+
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(4)) * 3
+    if case == "signed zeros":
+        x = -x.abs()
+        x[..., ::97] = -0.0
+        x[..., 5::1003] = 0.0
+    if case == "a nan":
+        x[..., 7777] = float("nan")
+    x = x > 0 if dtype == torch.bool else x.to(dtype)
+    taken, long_rows = [], reductions.long_row_extremes
+    monkeypatch.setattr(reductions, "long_row_extremes", lambda *a: taken.append(a) or long_rows(*a))
+    for maximum, got in ((True, x.to("plate").amax(-1)), (False, x.to("plate").amin(-1))):
+        rows = (x.view(torch.uint8) if dtype == torch.bool else x).reshape(-1, shape[-1]).to("plate")
+        walked = torch.empty(rows.shape[0], dtype=rows.dtype, device="plate")
+        k.row_extreme[(rows.shape[0],)](
+            walked, rows, rows.shape[0], shape[-1], MAX=maximum, IS_FLOAT=dtype.is_floating_point,
+            COLUMNS=k.BLOCK, machine=k.machine_of(rows),
+        )  # fmt: skip
+        bits = got.cpu().reshape(-1).view(torch.uint8)
+        assert torch.equal(bits, walked.cpu().view(torch.uint8))
+        expected = x.amax(-1) if maximum else x.amin(-1)
+        assert torch.equal(got.cpu(), expected) or (dtype.is_floating_point and bool(expected.isnan().all()))
+    assert len(taken) == 2

@@ -159,3 +159,89 @@ def test_logcumsumexp_into_an_out_tensor_and_refusals():
             torch.logcumsumexp(bad, dim)
         with pytest.raises(type(cpu.value)):
             torch.logcumsumexp(bad.plate(), dim)
+
+
+def _one_program_cumsum(x: torch.Tensor, acc: torch.dtype) -> torch.Tensor:
+    """cumsum along the last dim of x (plate, contiguous) by prefix_kernels.cumsum_rows, one program walking each row."""
+    from triton_plate_backend.eager_ops import launch, prefix_kernels as k
+
+    out = torch.empty_like(x)
+    k.cumsum_rows[(x.numel() // x.shape[-1],)](
+        x, out, x.shape[-1], ACC=launch.triton_dtype(acc), BLOCK=k.BLOCK, PRODUCT=False, machine=k.machine_of(x)
+    )
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+@pytest.mark.parametrize("shape", [(512 * 70 + 9,), (2, 512 * 9 + 1)])
+def test_cumsum_of_long_rows_in_three_launches(dtype, shape, monkeypatch, no_host_ops):
+    # rows of at least prefix_kernels.LONG_ROW: block sums, their carries, the blocks' scans (scans.long_rows);
+    # integers exact, floats bit for bit the one-program walk's (the carries added in the same order), with -0.0
+    # blocks, an inf and a NaN
+    from triton_plate_backend.eager_ops import scans
+
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(5)) * 3
+    x[..., :1024] = -0.0
+    x[..., -900] = float("inf")
+    x[..., -700] = float("nan")
+    x = x > 0 if dtype == torch.bool else x.to(dtype)
+    taken, long_rows = [], scans.long_rows
+    monkeypatch.setattr(scans, "long_rows", lambda *a: taken.append(a) or long_rows(*a))
+    got = torch.cumsum(x.to("plate"), -1)
+    assert taken, "the long-row path was not taken"
+    if not dtype.is_floating_point:
+        same(got, torch.cumsum(x, -1))
+        return
+    walked = _one_program_cumsum(x.to("plate"), torch.float32).cpu()
+    bits = torch.int16 if dtype == torch.float16 else torch.int32
+    assert torch.equal(got.cpu().view(bits), walked.view(bits))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+@pytest.mark.parametrize("shape", [(512 * 40 + 3,), (3, 512 * 9 + 511)])
+@pytest.mark.parametrize("op", [torch.cummax, torch.cummin])
+def test_cummax_cummin_of_long_rows_in_three_launches(op, dtype, shape, monkeypatch, no_host_ops):
+    # rows of at least prefix_kernels.LONG_ROW (scans.long_extreme_rows): values bit for bit and indices the CPU's,
+    # with runs of ties (the last one wins), -0.0 next to 0.0 and NaNs (the last NaN wins)
+    from triton_plate_backend.eager_ops import scans
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(shape, generator=g) * 3
+    x[..., 100:2000] = torch.randint(-2, 3, (1900,), generator=g).float()
+    x[..., 511:513] = -0.0
+    x[..., 1024] = -0.0
+    if dtype.is_floating_point:
+        x[..., 3000:3100:7] = float("nan")
+    x = x > 0 if dtype == torch.bool else x.to(dtype)
+    taken, long_rows = [], scans.long_extreme_rows
+    monkeypatch.setattr(scans, "long_extreme_rows", lambda *a: taken.append(a) or long_rows(*a))
+    values, indices = op(x.to("plate"), -1)
+    assert taken, "the long-row path was not taken"
+    expected_values, expected_indices = op(x, -1)
+    bits = {torch.float32: torch.int32, torch.float16: torch.int16}.get(dtype, dtype)
+    assert torch.equal(values.cpu().view(bits), expected_values.view(bits))
+    same(indices, expected_indices)
+
+
+@pytest.mark.parametrize(
+    "kw", [{}, {"rtol": 0, "atol": 0}, {"equal_nan": True}, {"atol": 1e-3}, {"rtol": 1e-9, "atol": 1e-9}]
+)
+def test_allclose_is_the_fused_isclose_then_all(kw, monkeypatch, no_host_ops):
+    # scans.allclose: ops.isclose's one kernel, then all (its zeros, any_nonzero and a compare), not isclose's
+    # decomposition (13 launches); the CPU's answer
+    from triton_plate_backend import launcher
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(3000, generator=g)
+    a[17] = float("nan")
+    a[40] = float("inf")
+    names = []
+    call = launcher.PlateLauncher.__call__
+    counted = lambda self, *r, **k: names.append(self.name) or call(self, *r, **k)  # noqa: E731
+    monkeypatch.setattr(launcher.PlateLauncher, "__call__", counted)
+    for other in (a, a + 1e-6, a.roll(1), a[:1]):
+        x, y = a.to("plate"), other.to("plate")
+        names.clear()
+        assert torch.allclose(x, y, **kw) == torch.allclose(a, other, **kw)
+        assert names[0] == "isclose" and len(names) <= 4, names
+    assert torch.allclose(a[:5].long().to("plate"), a[:5].long().to("plate")) is True

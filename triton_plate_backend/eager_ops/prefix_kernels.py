@@ -195,3 +195,145 @@ def cumextreme_rows(x, values, indices, n, MAX: tl.constexpr, BLOCK: tl.constexp
         pick = tl.arange(0, BLOCK) == last
         carry_v = tl.sum(tl.where(pick, sv, 0), axis=0).to(sv.dtype)
         carry_i = tl.sum(tl.where(pick, si, 0), axis=0)
+
+
+GROUP = 16  # long rows' cumsum: the BLOCK-element blocks of one program (a [GROUP, BLOCK] tile)
+CHAIN = 64  # long rows: the block sums one step of the carries walk loads
+LONG_ROW = 8 * BLOCK  # rows at least this long, and few of them, scan in three launches (scans.cumsum)
+
+
+@triton.jit(do_not_specialize=["n", "blocks"])
+def block_sums(x, sums, n, blocks, ACC: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """sums[r, b] = the sum in ACC of block b (BLOCK elements) of row r of x (contiguous rows of n elements),
+    program (r, g) taking blocks g*GROUP .. as the rows of one tile: each row's tl.sum the one cumsum_rows
+    takes of that block."""
+    r = tl.program_id(0).to(tl.int64)
+    b = tl.program_id(1).to(tl.int64) * GROUP + tl.arange(0, GROUP)
+    i = b[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    v = tl.load(x + r * n + i, mask=i < n, other=0).to(ACC)
+    tl.store(sums + r * blocks + b, tl.sum(v, axis=1), mask=b < blocks)
+
+
+@triton.jit(do_not_specialize=["blocks"])
+def carries(sums, before, blocks, CHAIN: tl.constexpr, EXACT: tl.constexpr):
+    """before[r, b] = sums[r, 0] + ... + sums[r, b - 1], added one at a time in order from +0.0 as cumsum_rows's
+    carry (program r): CHAIN sums loaded and CHAIN results stored at a time, each picked out by a tl.sum of it and
+    zeros (exact: the carry is never -0.0). EXACT (integers, whose sums any order gives): a tl.cumsum of CHAIN
+    sums a step."""
+    row = tl.program_id(0).to(tl.int64) * blocks
+    carry = tl.sum(tl.zeros([CHAIN], dtype=sums.dtype.element_ty), axis=0)
+    lane = tl.arange(0, CHAIN)
+    for start in range(0, blocks, CHAIN):
+        s = tl.load(sums + row + start + lane, mask=start + lane < blocks, other=0)
+        if EXACT:
+            tl.store(before + row + start + lane, carry + tl.cumsum(s, axis=0) - s, mask=start + lane < blocks)
+            carry = carry + tl.sum(s, axis=0)
+        else:
+            carry = _chain(s, carry, before + row + start, blocks - start, CHAIN)
+
+
+@triton.jit
+def _chain(s, carry, before, left, CHAIN: tl.constexpr):
+    """before[j] = carry + s[0] + ... + s[j - 1] for j < min(left, CHAIN), one add a step; returns the last carry."""
+    lane = tl.arange(0, CHAIN)
+    got = tl.zeros([CHAIN], dtype=s.dtype)
+    for j in range(0, tl.minimum(left, CHAIN)):
+        pick = lane == j
+        got = tl.where(pick, carry, got)
+        carry = carry + tl.sum(tl.where(pick, s, 0), axis=0)
+    tl.store(before + lane, got, mask=lane < left)
+    return carry
+
+
+@triton.jit(do_not_specialize=["n", "blocks"])
+def scan_blocks(x, before, out, n, blocks, ACC: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """out[r, i] = tl.cumsum of i's block plus the sum of the blocks before it (before[r, b]): cumsum_rows's
+    values, GROUP blocks a program as the rows of one tile."""
+    r = tl.program_id(0).to(tl.int64)
+    b = tl.program_id(1).to(tl.int64) * GROUP + tl.arange(0, GROUP)
+    i = b[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    inside = i < n
+    v = tl.load(x + r * n + i, mask=inside, other=0).to(ACC)
+    carry = tl.load(before + r * blocks + b, mask=b < blocks, other=0)
+    scanned = tl.cumsum(v, axis=1) + carry[:, None]
+    tl.store(out + r * n + i, scanned.to(out.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def _later_max_pair(av, ai, bv, bi):
+    return _later_max(av, ai, bv, bi)
+
+
+@triton.jit
+def _later_min_pair(av, ai, bv, bi):
+    return _later_min(av, ai, bv, bi)
+
+
+@triton.jit(do_not_specialize=["n", "blocks"])
+def block_extremes(x, values, indices, n, blocks, MAX: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """values[r, b], indices[r, b] = the running max (MAX) or min of block b of row r of x at its end, and where
+    (cumextreme_rows's step; a choice of the last extreme, NaN first, whatever the order of the combines), GROUP
+    blocks a program as the rows of one tile."""
+    r = tl.program_id(0).to(tl.int64)
+    b = tl.program_id(1).to(tl.int64) * GROUP + tl.arange(0, GROUP)
+    i = b[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    idx = tl.minimum(i, n - 1)  # past the row's end: its last element again, which a later tie takes anyway
+    v = tl.load(x + r * n + idx)
+    if MAX:
+        bv, bi = tl.reduce((v, idx), 1, _later_max_pair)
+    else:
+        bv, bi = tl.reduce((v, idx), 1, _later_min_pair)
+    tl.store(values + r * blocks + b, bv, mask=b < blocks)
+    tl.store(indices + r * blocks + b, bi, mask=b < blocks)
+
+
+@triton.jit(do_not_specialize=["blocks"])
+def extreme_carries(values, indices, blocks, MAX: tl.constexpr, CHAIN: tl.constexpr):
+    """values[r, b], indices[r, b] become the running extreme of blocks 0..b of row r (program r, CHAIN blocks a
+    step: a scan of them then the blocks before as the earlier segment)."""
+    row = tl.program_id(0).to(tl.int64) * blocks
+    carry_v = tl.load(values + row)
+    carry_i = tl.load(indices + row)
+    lane = tl.arange(0, CHAIN)
+    for start in range(0, blocks, CHAIN):
+        inside = start + lane < blocks
+        v = tl.load(values + row + start + lane, mask=inside, other=0)
+        i = tl.load(indices + row + start + lane, mask=inside, other=0)
+        if MAX:
+            sv, si = tl.associative_scan((v, i), 0, _later_max)
+            sv, si = _later_max(carry_v, carry_i, sv, si)
+        else:
+            sv, si = tl.associative_scan((v, i), 0, _later_min)
+            sv, si = _later_min(carry_v, carry_i, sv, si)
+        tl.store(values + row + start + lane, sv, mask=inside)
+        tl.store(indices + row + start + lane, si, mask=inside)
+        last = start + tl.minimum(blocks - start, CHAIN) - 1
+        carry_v = tl.load(values + row + last)  # read back: its bits (a -0.0 stays)
+        carry_i = tl.load(indices + row + last)
+
+
+@triton.jit(do_not_specialize=["n", "blocks"])
+def scan_extreme_blocks(
+    x, ends, ends_at, out, out_at, n, blocks, MAX: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr
+):
+    """out[r, i], out_at[r, i] = cumextreme_rows's values and indices: the scan of i's block with the running
+    extreme of the blocks before it (ends[r, b - 1], ends_at[r, b - 1]; the row's first element for block 0) as
+    its earlier segment, GROUP blocks a program as the rows of one tile."""
+    r = tl.program_id(0).to(tl.int64)
+    b = tl.program_id(1).to(tl.int64) * GROUP + tl.arange(0, GROUP)
+    i = b[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    inside = i < n
+    v = tl.load(x + r * n + i, mask=inside, other=0)
+    idx = i + tl.zeros([GROUP, BLOCK], dtype=tl.int64)
+    first = b == 0
+    before = (b < blocks) & ~first
+    cv = tl.where(first, tl.load(x + r * n + b * 0), tl.load(ends + r * blocks + b - 1, mask=before, other=0))
+    ci = tl.where(first, 0, tl.load(ends_at + r * blocks + b - 1, mask=before, other=0))
+    if MAX:
+        sv, si = tl.associative_scan((v, idx), 1, _later_max)
+        sv, si = _later_max(cv[:, None], ci[:, None], sv, si)
+    else:
+        sv, si = tl.associative_scan((v, idx), 1, _later_min)
+        sv, si = _later_min(cv[:, None], ci[:, None], sv, si)
+    tl.store(out + r * n + i, sv, mask=inside)
+    tl.store(out_at + r * n + i, si, mask=inside)

@@ -219,3 +219,50 @@ def softmax_backward(grad_in, grad, y, m, LOG: tl.constexpr, CT: tl.constexpr, C
         else:
             result = v * (g - s)
         tl.store(grad_in + row * m + c, result.to(grad_in.dtype.element_ty), mask=c < m)
+
+
+LANE_STEPS = 16  # few long rows' max/min: the COLUMNS-wide steps of one program (lane_extremes)
+
+
+@triton.jit(do_not_specialize=["m", "first_stride", "chunks"])
+def lane_extremes(
+    lanes, x, first_of, m, first_stride, chunks, MAX: tl.constexpr, IS_FLOAT: tl.constexpr,
+    COLUMNS: tl.constexpr, STEPS: tl.constexpr,
+):  # fmt: skip
+    """lanes[r, s, :] = row_extreme's lanes over chunk s (STEPS * COLUMNS elements) of x[r, :] (m elements): lane
+    j the first of the greatest (MAX; least) of the row's first element (first_of[r * first_stride]) and the
+    chunk's elements at j mod COLUMNS in order, NaN (as float("nan")) where one was met; grid (rows, chunks).
+    Run again on the lanes (their chunks in order, the same first element), it gives row_extreme's lanes."""
+    r = tl.program_id(0).to(tl.int64)
+    s = tl.program_id(1).to(tl.int64)
+    first = tl.load(first_of + r * first_stride)
+    best = tl.full([COLUMNS], 0, dtype=first.dtype) + first
+    nan = tl.zeros([COLUMNS], dtype=tl.int1)
+    for k in range(0, STEPS):
+        c = (s * STEPS + k) * COLUMNS + tl.arange(0, COLUMNS)
+        v = tl.load(x + r * m + c, mask=c < m, other=0)
+        v = tl.where(c < m, v, first)
+        if IS_FLOAT:
+            nan = nan | (v != v)
+        if MAX:
+            best = tl.where(v > best, v, best)
+        else:
+            best = tl.where(v < best, v, best)
+    if IS_FLOAT:
+        best = tl.where(nan, float("nan"), best).to(first.dtype)  # only its NaN-ness read on
+    tl.store(lanes + (r * chunks + s) * COLUMNS + tl.arange(0, COLUMNS), best)
+
+
+@triton.jit
+def lanes_extreme(out, lanes, MAX: tl.constexpr, IS_FLOAT: tl.constexpr, COLUMNS: tl.constexpr):
+    """out[r] = row_extreme's result from its lanes (lanes[r, :], NaN where one was met)."""
+    r = tl.program_id(0).to(tl.int64)
+    best = tl.load(lanes + r * COLUMNS + tl.arange(0, COLUMNS))
+    if MAX:
+        top = tl.max(best, axis=0)
+    else:
+        top = tl.min(best, axis=0)
+    if IS_FLOAT:
+        nan = best != best
+        top = tl.where(tl.max(nan.to(tl.int32), axis=0) != 0, float("nan"), top.to(tl.float32)).to(best.dtype)
+    tl.store(out + r, top)

@@ -9,10 +9,10 @@ import importlib
 
 import torch
 
-from . import launch
+from . import launch, ops
 from .launch import REAL_DTYPES
 from .ops import Call, checked
-from .table import Row
+from .table import BINARY, Row
 
 
 def kernels():
@@ -34,6 +34,24 @@ def any_all(op: torch._ops.OpOverload, row: Row):
             )
         # any: something found; all: nothing zero found
         return (found != 0 if row.fn == "any" else found == 0).reshape(()).to(expected.dtype)
+
+    return kernel
+
+
+def allclose(op: torch._ops.OpOverload, row: Row):
+    """allclose as ATen composes it, isclose(...).all(), with the isclose of one plate kernel (ops.isclose): the
+    op is CompositeExplicitAutograd, so its at::isclose runs below plate's Autograd key, where the fused isclose
+    is registered, and would take isclose's decomposition (13 launches over the tensors). Mixed devices and
+    dtypes (torch's errors) run on the host."""
+    fused = ops.isclose(torch.ops.aten.isclose.default, Row("isclose", operands=BINARY))
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        a, b = call["self"], call["other"]
+        if call.mixed or a.dtype != b.dtype:
+            return call.on_host()
+        close = fused(a, b, call["rtol"], call["atol"], call["equal_nan"])
+        return bool(close.all().item())
 
     return kernel
 
@@ -61,6 +79,45 @@ def repeat_interleave(op: torch._ops.OpOverload, row: Row):
         return out
 
     return kernel
+
+
+LONG_ROWS = 64  # at most this many rows at least prefix_kernels.LONG_ROW long: cumsum by long_rows
+
+
+def long_rows(rows: torch.Tensor, scanned: torch.Tensor, acc: torch.dtype) -> None:
+    """scanned = the running sum of each row of rows (contiguous, few and long), the values cumsum_rows gives
+    (its blocks' scans and its carry added block by block, in order): each block's sum (block_sums), the sums
+    before each block walked one element a step (carries), then every block's scan plus that (scan_blocks), the
+    blocks GROUP to a program; one program walking a 1M-element row a block at a time took 2.7 s."""
+    k = kernels()
+    n = rows.shape[-1]
+    count = rows.numel() // n
+    blocks = launch.triton_cdiv(n, k.BLOCK)
+    sums = torch.empty((count, blocks), dtype=acc, device=rows.device)
+    before = torch.empty_like(sums)
+    grid = (count, launch.triton_cdiv(blocks, k.GROUP))
+    shape = dict(ACC=launch.triton_dtype(acc), BLOCK=k.BLOCK, GROUP=k.GROUP, machine=k.machine_of(rows))
+    k.block_sums[grid](rows, sums, n, blocks, **shape)
+    k.carries[(count,)](sums, before, blocks, CHAIN=k.CHAIN, EXACT=not acc.is_floating_point, machine=k.machine_of(rows))
+    k.scan_blocks[grid](rows, before, scanned, n, blocks, **shape)
+
+
+def long_extreme_rows(rows: torch.Tensor, scanned: torch.Tensor, where: torch.Tensor, maximum: bool) -> None:
+    """scanned, where = the running max (maximum) or min of each row of rows (contiguous, few and long) and its
+    index, cumextreme_rows's values (the last extreme, NaN first: one answer whatever the order of the combines):
+    each block's extreme (block_extremes), the running extreme over blocks (extreme_carries), then every block's
+    scan with the blocks' before it (scan_extreme_blocks), the blocks GROUP to a program."""
+    k = kernels()
+    n = rows.shape[-1]
+    count = rows.numel() // n
+    blocks = launch.triton_cdiv(n, k.BLOCK)
+    ends = torch.empty((count, blocks), dtype=rows.dtype, device=rows.device)
+    ends_at = torch.empty((count, blocks), dtype=torch.int64, device=rows.device)
+    grid = (count, launch.triton_cdiv(blocks, k.GROUP))
+    shape = dict(MAX=maximum, BLOCK=k.BLOCK, GROUP=k.GROUP, machine=k.machine_of(rows))
+    k.block_extremes[grid](rows, ends, ends_at, n, blocks, **shape)
+    k.extreme_carries[(count,)](ends, ends_at, blocks, MAX=maximum, CHAIN=k.CHAIN, machine=k.machine_of(rows))
+    k.scan_extreme_blocks[grid](rows, ends, ends_at, scanned, where, n, blocks, **shape)
 
 
 def cumsum(op: torch._ops.OpOverload, row: Row):
@@ -98,6 +155,8 @@ def cumsum(op: torch._ops.OpOverload, row: Row):
             k.logcumsumexp_rows[grid](
                 rows, scanned, n, ACC=launch.triton_dtype(acc), BLOCK=k.BLOCK, machine=k.machine_of(x)
             )
+        elif row.fn == "sum" and n >= k.LONG_ROW and grid[0] <= LONG_ROWS:
+            long_rows(rows, scanned, acc)
         else:
             k.cumsum_rows[grid](
                 rows, scanned, n, ACC=launch.triton_dtype(acc), BLOCK=k.BLOCK, PRODUCT=row.fn == "prod",
@@ -139,9 +198,12 @@ def cumextreme(op: torch._ops.OpOverload, row: Row):
         scanned, where = torch.empty_like(rows), torch.empty(rows.shape, dtype=torch.int64, device=x.device)
         n = rows.shape[-1]
         k = kernels()
-        k.cumextreme_rows[(rows.numel() // n,)](
-            rows, scanned, where, n, MAX=row.fn == "max", BLOCK=k.BLOCK, machine=k.machine_of(x)
-        )
+        if n >= k.LONG_ROW and rows.numel() // n <= LONG_ROWS:
+            long_extreme_rows(rows, scanned, where, row.fn == "max")
+        else:
+            k.cumextreme_rows[(rows.numel() // n,)](
+                rows, scanned, where, n, MAX=row.fn == "max", BLOCK=k.BLOCK, machine=k.machine_of(x)
+            )
         values.copy_(scanned.movedim(-1, dim).reshape(values.shape))
         indices.copy_(where.movedim(-1, dim).reshape(indices.shape))
         return None
@@ -149,4 +211,4 @@ def cumextreme(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
-FAMILIES = {"any_all": any_all, "repeat_interleave": repeat_interleave, "cumsum": cumsum, "cumextreme": cumextreme}
+FAMILIES = {"any_all": any_all, "allclose": allclose, "repeat_interleave": repeat_interleave, "cumsum": cumsum, "cumextreme": cumextreme}

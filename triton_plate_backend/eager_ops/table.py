@@ -456,6 +456,7 @@ EAGER_OPS: dict[str, Row] = {
     "nonzero.default": Row("nonzero"),
     "any.default": Row("any_all", "any"),
     "all.default": Row("any_all", "all"),
+    "allclose.default": Row("allclose"),  # scans.allclose: the fused isclose, then all
     "repeat_interleave.Tensor": Row("repeat_interleave"),
     "cumsum.default": Row("cumsum", "sum"),
     "cumprod.default": Row("cumsum", "prod"),
