@@ -277,7 +277,8 @@ def test_bool_extremes_run_over_the_bytes():
 def test_max_and_amin_of_few_long_rows_by_lanes(shape, case, dtype, monkeypatch, no_host_ops):
     # rows of at least reduction_kernels.SPLIT_FROM (reductions.long_row_extremes: chunks' lanes in parallel, then
     # the lanes' chunks): the bits of the one-program row_extreme, zeros' signs included, and the CPU's values
-    from triton_plate_backend.eager_ops import reduction_kernels as k, reductions
+    from triton_plate_backend.eager_ops import reduction_kernels as k
+    from triton_plate_backend.eager_ops import reductions
 
     x = torch.randn(shape, generator=torch.Generator().manual_seed(4)) * 3
     if case == "signed zeros":

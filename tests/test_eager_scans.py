@@ -162,8 +162,9 @@ def test_logcumsumexp_into_an_out_tensor_and_refusals():
 
 
 def _one_program_cumsum(x: torch.Tensor, acc: torch.dtype) -> torch.Tensor:
-    """cumsum along the last dim of x (plate, contiguous) by prefix_kernels.cumsum_rows, one program walking each row."""
-    from triton_plate_backend.eager_ops import launch, prefix_kernels as k
+    """cumsum along the last dim of x (plate, contiguous) by prefix_kernels.cumsum_rows, one program a row."""
+    from triton_plate_backend.eager_ops import launch
+    from triton_plate_backend.eager_ops import prefix_kernels as k
 
     out = torch.empty_like(x)
     k.cumsum_rows[(x.numel() // x.shape[-1],)](

@@ -98,7 +98,9 @@ def long_rows(rows: torch.Tensor, scanned: torch.Tensor, acc: torch.dtype) -> No
     grid = (count, launch.triton_cdiv(blocks, k.GROUP))
     shape = dict(ACC=launch.triton_dtype(acc), BLOCK=k.BLOCK, GROUP=k.GROUP, machine=k.machine_of(rows))
     k.block_sums[grid](rows, sums, n, blocks, **shape)
-    k.carries[(count,)](sums, before, blocks, CHAIN=k.CHAIN, EXACT=not acc.is_floating_point, machine=k.machine_of(rows))
+    k.carries[(count,)](
+        sums, before, blocks, CHAIN=k.CHAIN, EXACT=not acc.is_floating_point, machine=k.machine_of(rows)
+    )
     k.scan_blocks[grid](rows, before, scanned, n, blocks, **shape)
 
 
@@ -211,4 +213,10 @@ def cumextreme(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
-FAMILIES = {"any_all": any_all, "allclose": allclose, "repeat_interleave": repeat_interleave, "cumsum": cumsum, "cumextreme": cumextreme}
+FAMILIES = {
+    "any_all": any_all,
+    "allclose": allclose,
+    "repeat_interleave": repeat_interleave,
+    "cumsum": cumsum,
+    "cumextreme": cumextreme,
+}
