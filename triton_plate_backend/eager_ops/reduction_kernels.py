@@ -98,6 +98,21 @@ def chunk_sum(
     tl.store(partial + row * chunks + part, result)
 
 
+@triton.jit
+def _extreme_step(row, c, m, first, best, nan, MAX: tl.constexpr, IS_FLOAT: tl.constexpr):
+    """One chunk of a max/min row walk: columns c of row (those past m taking the row's first element) folded
+    into best (strictly greater or less: the first of equal values stays), NaNs seen into nan."""
+    v = tl.load(row + c, mask=c < m, other=0)
+    v = tl.where(c < m, v, first)
+    if IS_FLOAT:
+        nan = nan | (v != v)
+    if MAX:
+        best = tl.where(v > best, v, best)
+    else:
+        best = tl.where(v < best, v, best)
+    return best, nan
+
+
 @triton.jit(do_not_specialize=["rows", "m"])
 def row_extreme(out, x, rows, m, MAX: tl.constexpr, IS_FLOAT: tl.constexpr, COLUMNS: tl.constexpr):
     """out[r] = max (MAX) or min of x[r, :] (m >= 1), NaN if any element is NaN (as torch's max/amax);
@@ -108,14 +123,7 @@ def row_extreme(out, x, rows, m, MAX: tl.constexpr, IS_FLOAT: tl.constexpr, COLU
     nan = tl.zeros([COLUMNS], dtype=tl.int1)
     for start in range(0, m, COLUMNS):
         c = start + tl.arange(0, COLUMNS)
-        v = tl.load(x + r * m + c, mask=c < m, other=0)
-        v = tl.where(c < m, v, first)
-        if IS_FLOAT:
-            nan = nan | (v != v)
-        if MAX:
-            best = tl.where(v > best, v, best)
-        else:
-            best = tl.where(v < best, v, best)
+        best, nan = _extreme_step(x + r * m, c, m, first, best, nan, MAX, IS_FLOAT)
     if MAX:
         top = tl.max(best, axis=0)
     else:
@@ -240,14 +248,7 @@ def lane_extremes(
     nan = tl.zeros([COLUMNS], dtype=tl.int1)
     for k in range(0, STEPS):
         c = (s * STEPS + k) * COLUMNS + tl.arange(0, COLUMNS)
-        v = tl.load(x + r * m + c, mask=c < m, other=0)
-        v = tl.where(c < m, v, first)
-        if IS_FLOAT:
-            nan = nan | (v != v)
-        if MAX:
-            best = tl.where(v > best, v, best)
-        else:
-            best = tl.where(v < best, v, best)
+        best, nan = _extreme_step(x + r * m, c, m, first, best, nan, MAX, IS_FLOAT)
     if IS_FLOAT:
         best = tl.where(nan, float("nan"), best).to(first.dtype)  # only its NaN-ness read on
     tl.store(lanes + (r * chunks + s) * COLUMNS + tl.arange(0, COLUMNS), best)
