@@ -108,7 +108,8 @@ def _atomic_changed(ctx, ins) -> bool:
     ops = dict(zip((od.name for od in ins.row.operands), ins.operands))
     d, addr, m = ops["d"], ops["addr"], ops["m"]
     mask = ctx.read(m)
-    now, _ = gather(ctx.memory, ctx.read(addr), mask, ctx.tiles[d].dtype, 0, access="runaway check")
+    # the values only: the check's own Traffic would be counted and dropped (bytes by home per element)
+    now, _ = gather(ctx.memory, ctx.read(addr), mask, ctx.tiles[d].dtype, 0, access="runaway check", counted=False)
     return not np.array_equal(_bytes(now)[mask], _bytes(ctx.read(d))[mask])
 
 
