@@ -737,6 +737,67 @@ def test_an_empty_trace_packs_as_before():
     assert packed.digest() == _reference_pack(trace)[2] and packed.unpack().entries == []
 
 
+def _spin_trace():
+    """A spin lock's trace: a context that shrinks by one program a round (its CAS traffic of another size
+    each round, ones that repeat within a round: elements and runs), a one-program winner each round, and
+    arrays of one shape whose first and last rows agree but whose middles differ."""
+    from triton_plate_backend.sim.trace import Trace, TraceEntry
+
+    entries = []
+    for r in range(12):
+        pids = np.arange(r, 40, dtype=np.int64)
+        n = pids.size
+        traffic = np.zeros((n, 5))
+        traffic[:, 0] = 4.0
+        entries.append(TraceEntry(0, pids, traffic, np.ones(n, np.int64), np.ones(n, np.int64)))
+        entries.append(TraceEntry(1, pids))
+        mid = np.zeros((64, 5))
+        mid[20:30, r % 5] = 1.0  # same sketch (first and last rows) every round, another content: runs
+        entries.append(TraceEntry(2, np.arange(64, dtype=np.int64), mid, np.full(64, 2, np.int64), None))
+        win = pids[:1].copy()
+        entries.append(TraceEntry(3, win, np.array([[0.0, 4.0, 0, 0, 0]]), np.ones(1, np.int64), np.ones(1, np.int64)))
+    return Trace(None, (40, 1, 1), entries)
+
+
+def test_packing_keyed_by_sketch_matches_packing_each():
+    """_pack_arrays keys an array's content only once its sketch repeats: the same table, forms and digest
+    as packing each array on its own, and equal arrays still share one compact form."""
+    from triton_plate_backend.sim import trace as tr
+
+    trace = _spin_trace()
+    packed = trace.pack()
+    table, arrays, digest = _reference_pack(trace)
+    assert packed.digest() == digest and np.array_equal(packed._table(), table)
+    for a, b in zip(packed.arrays, arrays, strict=True):
+        assert type(a) is type(b)
+        x, y = (v.unpack() if hasattr(v, "unpack") else v for v in (a, b))
+        assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+    assert_same_entries(trace.entries, packed.unpack().entries)
+    # a round's elements and runs (equal, two arrays) share one form; the sketch-equal middles do not
+    forms = [a for a in packed.arrays if isinstance(a, tr._Runs)]
+    by_content = {}
+    for f in forms:
+        by_content.setdefault(f.unpack().tobytes() + repr(f.shape).encode(), set()).add(id(f))
+    assert all(len(ids) == 1 for ids in by_content.values())
+    assert len({id(f) for f in forms}) < len(forms)
+
+
+@pytest.mark.parametrize("cols", [2, 3, 5, 8, 9, 13])
+def test_rows_differ_column_by_column_matches_any(cols):
+    """_rows_differ over rows of a few words (a pass per column) answers as any() over each row: a single
+    flipped byte in any column of any row is found."""
+    from triton_plate_backend.sim.trace import _rows_differ
+
+    rng = np.random.default_rng(cols)
+    a = np.repeat(rng.integers(0, 3, (6, cols)).astype(np.float64), 7, axis=0)
+    raw = a.view(np.uint8).reshape(a.shape[0], -1).copy()
+    for k in range(0, raw.shape[0], 5):
+        raw[k, (k * 3) % raw.shape[1]] ^= 1
+    expect = (raw[1:] != raw[:-1]).any(axis=1)
+    assert np.array_equal(_rows_differ(raw), expect)
+    assert expect.any() and not expect.all()
+
+
 # ---- the cost model's per-program replay: scalar runs and each entry's programs taken once -----------
 def _reference_program_times(trace, machine, pcs, core_of, issues):
     """estimate._program_times as it was: every entry on its own (its programs converted, each scalar

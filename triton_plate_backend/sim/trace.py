@@ -258,22 +258,42 @@ def content(a: np.ndarray | None) -> tuple | None:
 
 def _pack_arrays(arrays) -> list:
     """``_pack_array`` of each, equal small arrays (dtype, shape and bytes) packed once: the same
-    compact form, or each its own array when it stays as it is."""
-    memo: dict = {}
+    compact form, or each its own array when it stays as it is.
+
+    An array's whole content is made a key only once another array has the same shape, dtype, first
+    and last row (``_sketch``): the first such array is keyed then, before the lookup, so the memo
+    answers as if every array had been keyed. A launch whose arrays all differ in size (a spin lock's
+    shrinking context: a CAS over n, n - 1, ... programs) copies none of them for a key."""
+    memo: dict = {}  # content -> packed form
+    first: dict = {}  # sketch -> (its first array, packed form), until a second array has the sketch
     out = []
     for a in arrays:
         if type(a) is np.ndarray and (a.ndim == 0 or a.shape[0] < 2):  # _pack_array keeps it as it is:
             out.append(a)  # no content key to make (a one-program launch's traffic rows, most of them)
             continue
         if isinstance(a, np.ndarray) and a.nbytes <= _MEMO_BYTES:
-            key = content(a)
-            packed = memo.get(key)
-            if packed is None:
-                packed = memo[key] = _pack_array(a)
+            sketch = _sketch(a)
+            alone = first.get(sketch)
+            if alone is None and sketch not in first:
+                packed = _pack_array(a)
+                first[sketch] = (a, packed)
+            else:
+                if alone is not None:  # the first array of this sketch enters the memo, as it would have
+                    memo.setdefault(content(alone[0]), alone[1])
+                    first[sketch] = None
+                key = content(a)
+                packed = memo.get(key)
+                if packed is None:
+                    packed = memo[key] = _pack_array(a)
             out.append(a if isinstance(packed, np.ndarray) else packed)
         else:
             out.append(_pack_array(a))
     return out
+
+
+def _sketch(a: np.ndarray) -> tuple:
+    """What equal arrays share, cheaply: shape, dtype, first and last row (``a`` has two rows or more)."""
+    return a.shape, a.dtype.str, a[:1].tobytes(), a[-1:].tobytes()
 
 
 def _pack_array(a):
@@ -299,7 +319,15 @@ def _rows_differ(raw: np.ndarray) -> np.ndarray:
             break
     if words.shape[1] == 1:
         return words[1:, 0] != words[:-1, 0]
+    if words.shape[1] <= _OR_COLUMNS:  # a few words a row (a traffic table's domains): one pass per column
+        out = words[1:, 0] != words[:-1, 0]
+        for j in range(1, words.shape[1]):
+            out |= words[1:, j] != words[:-1, j]
+        return out
     return (words[1:] != words[:-1]).any(axis=1)
+
+
+_OR_COLUMNS = 8  # rows of up to this many words are compared column by column, not by any() over a row
 
 
 def _unpack_array(a):
