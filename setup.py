@@ -27,6 +27,8 @@ WALKS = [
     ("passes", "_codewalk", ["-O2"]),
     # the code generator's most called methods, Emitter.emit and Emitter.rematerialised: the same code
     ("passes", "_emit", ["-O2"]),
+    # the affine expression nodes' kept hash (passes/affine.py): the same value, a dict read when kept
+    ("passes", "_affine", ["-O2"]),
     # the common case of the Program walks: verify, the disassembly and the code section's packing (every
     # instruction it does not pass goes to the Python code, so every error is Python's)
     ("isa", "_isawalk", ["-O2"]),

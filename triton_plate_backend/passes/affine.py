@@ -24,11 +24,16 @@ wrap-around of the TTIR that produced them is not modelled (Triton's address ari
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..ir.core import Value
 from .records import plain_init
+
+try:
+    from . import _affine
+except ImportError:  # not built (setup.py build_ext): the Python method keeps the hash
+    _affine = None
 
 
 class Expr:
@@ -126,7 +131,12 @@ _NODES = frozenset((Const, Val, Add, Sub, Mul, CeilDiv, FloorDiv, Min, Max, Sele
 def _keep_hash(cls: type) -> None:
     """The dataclass' hash of a tree node, kept on the node once computed (the same value: a tuple's hash
     of the fields). A tree used as a dict key was hashed whole at every lookup, and the code generator's
-    memos look up each subtree of a deep tree."""
+    memos look up each subtree of a deep tree. In C where it is built (`_affine.kept_hash`, passes/csrc/
+    affine.cpp: a hit is a dict read, not a Python frame); the method below is the reference."""
+    cls._hash_fields = tuple(f.name for f in fields(cls) if (f.compare if f.hash is None else f.hash))
+    if _affine is not None:
+        cls.__hash__ = _affine.kept_hash(cls)
+        return
     generated = cls.__hash__
 
     def __hash__(self) -> int:
