@@ -34,6 +34,8 @@ WALKS = [
     ("isa", "_isawalk", ["-O2"]),
     # the pir printer's walk over generic-form ops: the same text
     ("ir", "_irprint", ["-O2"]),
+    # Op.walk, the pre-order walk every pass and analysis runs: the same ops in the same order
+    ("ir", "_irwalk", ["-O2"]),
     # the TTIR tokenizer (ttir/lexer.py's regular expression still reads text that is not ASCII): the same tokens
     ("ttir", "_ttirlex", ["-O2"]),
 ]
