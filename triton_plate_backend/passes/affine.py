@@ -478,6 +478,47 @@ def value_name(v: Value) -> str:
 
 
 def _render(e: Expr) -> str:
+    """An expression's text (`str(e)`): by the node's class (`_RENDER`), else `_render_matched`."""
+    how = _RENDER.get(type(e))
+    return how(e) if how is not None else _render_matched(e)
+
+
+def _in_parens(x: Expr) -> str:
+    return f"({_render(x)})" if isinstance(x, Add | Sub) else _render(x)
+
+
+def _render_mul(e: Mul) -> str:
+    a, b = e.a, e.b
+    if isinstance(b, Const) and b.value < 0:  # (as `case Mul(a, Const(c)) if c < 0`)
+        c = b.value
+        return f"-{_render(Mul(a, Const(-c)) if c != -1 else a)}"
+    return f"{_in_parens(a)}*{_in_parens(b)}"
+
+
+def _render_sub(e: Sub) -> str:
+    b = e.b
+    rb = _render(b)
+    return f"{_render(e.a)} - ({rb})" if isinstance(b, Add | Sub) else f"{_render(e.a)} - {rb}"
+
+
+_RENDER = {
+    Const: lambda e: str(e.value),
+    Val: lambda e: value_name(e.value),
+    Carried: lambda e: f"carried({value_name(e.arg)}, {e.k})",
+    Add: lambda e: f"{_render(e.a)} + {_render(e.b)}",
+    Sub: _render_sub,
+    Mul: _render_mul,
+    CeilDiv: lambda e: f"cdiv({_render(e.a)}, {e.c})",
+    FloorDiv: lambda e: f"fdiv({_render(e.a)}, {e.c})",
+    Min: lambda e: f"min({_render(e.a)}, {_render(e.b)})",
+    Max: lambda e: f"max({_render(e.a)}, {_render(e.b)})",
+    Select: lambda e: f"select({value_name(e.cond)}, {_render(e.a)}, {_render(e.b)})",
+}
+
+
+def _render_matched(e: Expr) -> str:
+    """The text of an expression whose node is not one of the classes themselves (a subclass; not an Expr):
+    what `_render` was, one `match` over the node kinds; `_RENDER` answers the classes' own nodes the same."""
     match e:
         case Const(v):
             return str(v)
