@@ -1,8 +1,9 @@
 """`Op.walk` in C (ir/csrc/irwalk.cpp) against the Python generator it replaces (`core.walk_py`): the same ops in the
 same order on the TTIR fixtures (as parsed, and after the IR passes), and the same ops when the consumer changes
 the IR between steps (what each reads when: an op's regions when the walk goes on after it, a block's ops copied
-when the walk reaches it, the regions and blocks lists live); an error ends both walks; a walk dropped half way or
-caught in a cycle is freed."""
+when the walk reaches it, the regions and blocks lists live); an error ends both walks; a walk asked for its next
+op from inside its own step raises as a running generator does; a walk dropped half way or caught in a cycle is
+freed."""
 
 from __future__ import annotations
 
@@ -123,3 +124,29 @@ def test_a_walk_dropped_half_way_or_in_a_cycle_is_freed():
     del it, root
     gc.collect()
     assert ref() is None
+
+
+def reentered(walk) -> str:
+    """The error of a walk asked for its next op while it reads a region's blocks; the walk is over after it."""
+    walks = []
+
+    class Sneaky(Region):  # reading its blocks asks the walk reading them for its next op
+        @property
+        def blocks(self):
+            return [next(walks[0])]
+
+        @blocks.setter
+        def blocks(self, value):
+            pass
+
+    root = new_op("func", regions=[Sneaky()])
+    walks.append(walk(root))
+    assert next(walks[0]) is root
+    with pytest.raises(ValueError) as e:
+        next(walks[0])
+    assert list(walks[0]) == []
+    return str(e.value)
+
+
+def test_a_walk_asked_again_from_inside_raises_as_a_generator_does():
+    assert reentered(core.Op.walk) == reentered(core.walk_py) == "generator already executing"

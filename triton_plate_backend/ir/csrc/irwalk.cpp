@@ -36,6 +36,7 @@ struct Frame {
 struct Walk {
   PyObject_HEAD std::vector<Frame>* stack;
   PyObject* first;  // the root, until it is yielded
+  bool running;     // inside walk_next (an attribute read may run Python code that asks this walk again)
 };
 
 PyTypeObject WalkType = {PyVarObject_HEAD_INIT(nullptr, 0) "triton_plate_backend.ir._irwalk.Walk", sizeof(Walk)};
@@ -61,6 +62,7 @@ PyObject* walk_new(PyObject* op) {
   w->stack->reserve(8);
   Py_INCREF(op);
   w->first = op;
+  w->running = false;
   w->stack->push_back(Frame{Py_NewRef(op), nullptr, nullptr, nullptr, 0});
   PyObject_GC_Track((PyObject*)w);
   return (PyObject*)w;
@@ -96,9 +98,23 @@ int walk_clear(PyObject* self) {
   return 0;
 }
 
-// the next op of the walk, nullptr at its end (no error set) or on an error (the walk is then over)
+PyObject* walk_step(Walk* w);
+
+// the next op of the walk, nullptr at its end (no error set) or on an error (the walk is then over); asked again
+// from inside (a property read by the walk that walks on), ValueError, as a generator already executing raises
 PyObject* walk_next(PyObject* self) {
   Walk* w = (Walk*)self;
+  if (w->running) {
+    PyErr_SetString(PyExc_ValueError, "generator already executing");
+    return nullptr;
+  }
+  w->running = true;
+  PyObject* op = walk_step(w);
+  w->running = false;
+  return op;
+}
+
+PyObject* walk_step(Walk* w) {
   if (w->first != nullptr) {
     PyObject* op = w->first;
     w->first = nullptr;
