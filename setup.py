@@ -27,11 +27,15 @@ WALKS = [
     ("passes", "_codewalk", ["-O2"]),
     # the code generator's most called methods, Emitter.emit and Emitter.rematerialised: the same code
     ("passes", "_emit", ["-O2"]),
+    # the affine expression nodes' kept hash (passes/affine.py): the same value, a dict read when kept
+    ("passes", "_affine", ["-O2"]),
     # the common case of the Program walks: verify, the disassembly and the code section's packing (every
     # instruction it does not pass goes to the Python code, so every error is Python's)
     ("isa", "_isawalk", ["-O2"]),
     # the pir printer's walk over generic-form ops: the same text
     ("ir", "_irprint", ["-O2"]),
+    # Op.walk, the pre-order walk every pass and analysis runs: the same ops in the same order
+    ("ir", "_irwalk", ["-O2"]),
     # the TTIR tokenizer (ttir/lexer.py's regular expression still reads text that is not ASCII): the same tokens
     ("ttir", "_ttirlex", ["-O2"]),
 ]

@@ -12,6 +12,11 @@ from typing import Any
 
 from ..srcloc import Loc
 
+try:
+    from . import _irwalk
+except ImportError:  # not built (setup.py build_ext): the Python generator walks
+    _irwalk = None
+
 # ---- types ------------------------------------------------------------------------------------
 
 
@@ -232,6 +237,11 @@ class Op:
 
     def __repr__(self):
         return f"<Op {self.name} at {self.loc}>"
+
+
+walk_py = Op.walk  # the reference: `Op.walk` is this generator in C where it is built (ir/csrc/irwalk.cpp)
+if _irwalk is not None:
+    Op.walk = _irwalk.walk_method(Op)
 
 
 @dataclass(eq=False)

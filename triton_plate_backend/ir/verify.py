@@ -199,13 +199,13 @@ class _Verifier:
             if r.owner is not op or r.index != k:
                 raise _fail(op, f"result {k} (%{r.name}) does not point back to its op")
         known = OPS.get(op.name)  # ops outside the vocabulary are codegen's to reject
-        if known is not None:
-            for problem in (
-                _count("operand", len(op.operands), *known.operands),
-                _count("result", len(op.results), *known.results),
-            ):
-                if problem:
-                    raise _fail(op, problem)
+        if known is not None:  # (the counts compared here: `_count` words the problem)
+            (lo, hi), n = known.operands, len(op.operands)
+            if n < lo or (hi is not None and n > hi):
+                raise _fail(op, _count("operand", n, lo, hi))
+            (lo, hi), n = known.results, len(op.results)
+            if n < lo or (hi is not None and n > hi):
+                raise _fail(op, _count("result", n, lo, hi))
         inner = set() if op.name in ISOLATED else visible
         for region in op.regions:
             if region.parent is not op:
@@ -242,7 +242,8 @@ class _Verifier:
                 raise _fail(op, "does not point back to its block")
             if op.name in TERMINATORS and k != last:
                 raise _fail(op, "a terminator must be the last op of its block")
-            parents = OPS[op.name].parents if op.name in OPS else ()
+            known = OPS.get(op.name)
+            parents = known.parents if known is not None else ()
             if parents and region.parent.name not in parents:
                 raise _fail(op, f"stands in a region of {region.parent.name}; it belongs in {' or '.join(parents)}")
             self.op(op, seen)

@@ -24,11 +24,16 @@ wrap-around of the TTIR that produced them is not modelled (Triton's address ari
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..ir.core import Value
 from .records import plain_init
+
+try:
+    from . import _affine
+except ImportError:  # not built (setup.py build_ext): the Python method keeps the hash
+    _affine = None
 
 
 class Expr:
@@ -126,7 +131,12 @@ _NODES = frozenset((Const, Val, Add, Sub, Mul, CeilDiv, FloorDiv, Min, Max, Sele
 def _keep_hash(cls: type) -> None:
     """The dataclass' hash of a tree node, kept on the node once computed (the same value: a tuple's hash
     of the fields). A tree used as a dict key was hashed whole at every lookup, and the code generator's
-    memos look up each subtree of a deep tree."""
+    memos look up each subtree of a deep tree. In C where it is built (`_affine.kept_hash`, passes/csrc/
+    affine.cpp: a hit is a dict read, not a Python frame); the method below is the reference."""
+    cls._hash_fields = tuple(f.name for f in fields(cls) if (f.compare if f.hash is None else f.hash))
+    if _affine is not None:
+        cls.__hash__ = _affine.kept_hash(cls)
+        return
     generated = cls.__hash__
 
     def __hash__(self) -> int:
@@ -468,6 +478,47 @@ def value_name(v: Value) -> str:
 
 
 def _render(e: Expr) -> str:
+    """An expression's text (`str(e)`): by the node's class (`_RENDER`), else `_render_matched`."""
+    how = _RENDER.get(type(e))
+    return how(e) if how is not None else _render_matched(e)
+
+
+def _in_parens(x: Expr) -> str:
+    return f"({_render(x)})" if isinstance(x, Add | Sub) else _render(x)
+
+
+def _render_mul(e: Mul) -> str:
+    a, b = e.a, e.b
+    if isinstance(b, Const) and b.value < 0:  # (as `case Mul(a, Const(c)) if c < 0`)
+        c = b.value
+        return f"-{_render(Mul(a, Const(-c)) if c != -1 else a)}"
+    return f"{_in_parens(a)}*{_in_parens(b)}"
+
+
+def _render_sub(e: Sub) -> str:
+    b = e.b
+    rb = _render(b)
+    return f"{_render(e.a)} - ({rb})" if isinstance(b, Add | Sub) else f"{_render(e.a)} - {rb}"
+
+
+_RENDER = {
+    Const: lambda e: str(e.value),
+    Val: lambda e: value_name(e.value),
+    Carried: lambda e: f"carried({value_name(e.arg)}, {e.k})",
+    Add: lambda e: f"{_render(e.a)} + {_render(e.b)}",
+    Sub: _render_sub,
+    Mul: _render_mul,
+    CeilDiv: lambda e: f"cdiv({_render(e.a)}, {e.c})",
+    FloorDiv: lambda e: f"fdiv({_render(e.a)}, {e.c})",
+    Min: lambda e: f"min({_render(e.a)}, {_render(e.b)})",
+    Max: lambda e: f"max({_render(e.a)}, {_render(e.b)})",
+    Select: lambda e: f"select({value_name(e.cond)}, {_render(e.a)}, {_render(e.b)})",
+}
+
+
+def _render_matched(e: Expr) -> str:
+    """The text of an expression whose node is not one of the classes themselves (a subclass; not an Expr):
+    what `_render` was, one `match` over the node kinds; `_RENDER` answers the classes' own nodes the same."""
     match e:
         case Const(v):
             return str(v)

@@ -177,7 +177,18 @@ def _along_x(ops: list[Op], row: Value, grid: Value) -> list[Op]:
     for op in along_x:
         _replace(op, grid_ops[op.name], ops)
     _drop(ops, along_x)
+    _unlink(along_x)
     return along_x
+
+
+def _unlink(dropped: list[Op]) -> None:
+    """Ops out of the IR for good (nothing reads their results): their links back into it cut. A dropped op
+    and its result are a reference cycle, and its parent link held the old block, and through it the whole
+    kernel, in that cycle after `release`: the IR the compile left waited for the cycle collector's walk."""
+    for op in dropped:
+        op.parent = None
+        for v in op.results:
+            v.owner = None
 
 
 def run(module: Module, sram_bytes: int, groups: int = 1) -> Module:
@@ -512,6 +523,11 @@ def _flatten(func: Op, plan: Flat, groups: int) -> None:
     entry.ops = []
     for op in (*(op for op in plan.hoisted if op not in along_x), *setup, *top, choose, ret):
         entry.append(op)
+    # the chunk loop is gone: its body's ops live on in the flat loop, its yield and the advancing ops do not
+    _unlink([loop, inner.ops[-1], *advance.dropped])
+    loop.regions[0].parent = inner.parent = None
+    for a in inner.args:
+        a.owner = None
 
 
 @dataclass
