@@ -12,6 +12,8 @@ skipping. The host ops each test ran are library_plugin's (``host_fallbacks``: p
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 COMMON_DEVICE_TYPE = "torch.testing._internal.common_device_type"
@@ -22,7 +24,7 @@ def pytest_addoption(parser):
     group.addoption(
         "--device-tests-keep-restrictions",
         action="store_true",
-        help="leave PrivateUse1TestBase.bypass_device_restrictions as PyTorch sets it (off): @onlyCUDA-style tests skip",
+        help="leave PrivateUse1TestBase.bypass_device_restrictions off (PyTorch's default): @onlyCUDA-style tests skip",
     )
 
 
@@ -30,7 +32,5 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     if config.getoption("--device-tests-keep-restrictions"):
         return
-    import importlib
-
     common_device_type = importlib.import_module(COMMON_DEVICE_TYPE)
     common_device_type.PrivateUse1TestBase.bypass_device_restrictions = True
