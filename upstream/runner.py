@@ -40,7 +40,9 @@ from .report import path_roots, read_baseline, relative_paths, summarize, summar
 from .revisions import REVISIONS_FILE, Revision, Tree, fetch, find_tree, get_revision, libraries
 from .skiplist import load_skiplist
 
-SUITE_PROJECT = {"triton": "triton", "inductor": "pytorch"}  # suite name -> [project] of revisions.toml
+# suite name -> [project] of revisions.toml; "ops": PyTorch's device-generic OpInfo tests (test/test_ops.py) on the
+# device's eager ops, with the library plugin's device setup and host-op count (upstream/device_tests_plugin.py)
+SUITE_PROJECT = {"triton": "triton", "inductor": "pytorch", "ops": "pytorch"}
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_STALE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 PYTEST_INTERRUPTED = 2  # pytest.ExitCode.INTERRUPTED, as the plugin's results file records it
 DEFAULT_BASELINE = REPO_ROOT / "upstream" / "baselines" / "interpreter-unit-language.tsv.gz"
@@ -237,6 +239,8 @@ def pytest_command(suite: str, tree: Tree, paths: list[str], args, ini: Path, re
         cmd += ["-p", "upstream.tutorials", "-o", "python_files=[0-9][0-9]-*.py"]
     elif suite == "triton":
         cmd += ["--device", device]
+    elif suite == "ops":  # the eager device: registered first, each test's host ops recorded
+        cmd += ["-p", "upstream.library_plugin", "--lib-device", device, "-p", "upstream.device_tests_plugin"]
     else:
         cmd += ["-p", "upstream.inductor_plugin", "--inductor-device", device]
         cmd += ["--inductor-device-setup", args.device_setup]
