@@ -531,6 +531,302 @@ def probe_reduce_tuple3():
     return {"out": (host(o), want.astype(np.int32), 0)}
 
 
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((16, 1), (32, 2), (64, 4))],
+    key=["n"],
+    restore_value=["x"],
+    prune_configs_by={
+        "early_config_prune": lambda configs, nargs, **kw: [c for c in configs if c.kwargs["BLOCK"] <= nargs["n"]]
+    },
+)
+@triton.jit
+def k_bump(x, n, BLOCK: tl.constexpr):
+    r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = r < n
+    tl.store(x + r, tl.load(x + r, mask=m) + 1, mask=m)
+
+
+@triton.heuristics({"BLOCK": lambda a: triton.next_power_of_2(a["n"]) // 4, "EVEN": lambda a: a["n"] % a["BLOCK"] == 0})
+@triton.jit
+def k_scaled(x, o, n, scale, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(o + r, tl.load(x + r) * scale)
+    else:
+        tl.store(o + r, tl.load(x + r, mask=r < n) * scale, mask=r < n)
+
+
+@probe("autotune with restore_value + prune_configs_by on an in-place kernel; heuristics; grid lambda on meta")
+def probe_autotune_restore():
+    n = 50
+    x = np.arange(n, dtype=np.float32)
+    t = dev(x)
+    k_bump[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](t, n)
+    k_bump[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](t, n)  # the cached best config, no tuning
+    o = empty(n, torch.float32)
+    k_scaled[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](t, o, n, 0.5)
+    o2 = empty(64, torch.float32)
+    k_scaled[lambda meta: (triton.cdiv(64, meta["BLOCK"]),)](dev(np.arange(64, dtype=np.float32)), o2, 64, 2.0)
+    return {
+        "x + 2": (host(t), x + 2, 0),
+        "masked": (host(o), (x + 2) * 0.5, 0),
+        "even": (host(o2), np.arange(64, dtype=np.float32) * 2, 0),
+    }
+
+
+@triton.jit
+def k_atomics(acc16, accb, idx, vals, cas, xch, bits, m64, N: tl.constexpr):
+    r = tl.arange(0, N)
+    i = tl.load(idx + r)
+    v = tl.load(vals + r)
+    keep = (r % 3) != 0
+    tl.atomic_add(acc16 + i, v.to(tl.float16), mask=keep)
+    tl.atomic_add(accb + i, v.to(tl.bfloat16), mask=keep, sem="relaxed", scope="gpu")
+    old = tl.atomic_cas(cas + r, r % 2, r + 100)  # lanes whose value equals r % 2 take r + 100
+    tl.store(cas + N + r, old)
+    prev = tl.atomic_xchg(xch + i, r)  # same-address lanes: the last one in lane order stays
+    tl.atomic_or(bits + (r % 4), (1 << (r % 63)).to(tl.int64))
+    tl.atomic_and(bits + 4 + (r % 4), ~(1 << (r % 63)).to(tl.int64))
+    tl.atomic_xor(bits + 8 + (r % 4), (r * 0x1E3779B9).to(tl.int64))  # int32 product, wraps
+    tl.atomic_max(m64 + (r % 2), (v * 1e6).to(tl.int64) - (1 << 40), mask=keep)
+    tl.atomic_min(m64 + 2 + (r % 2), (v * 1e6).to(tl.int64) - (1 << 40), mask=keep, sem="acq_rel")
+    tl.store(xch + N + r, prev * 0 + 1)
+
+
+@probe("atomics: masked fp16/bf16 add on repeated addresses, cas per lane, xchg, and/or/xor/max/min on int64")
+def probe_atomics_mix():
+    n = 32
+    g = rng()
+    idx = g.integers(0, 4, n).astype(np.int32)
+    v = g.choice([0.25, 0.5, -1.0, 2.0, -0.125], n).astype(np.float32)  # sums exact in fp16 and bf16
+    acc16, accb = empty(4, torch.float16), empty(4, torch.bfloat16)
+    cas = torch.cat([dev(np.arange(n, dtype=np.int32) % 4), empty(n, torch.int32)])
+    xch = empty(2 * n, torch.int32)
+    bits = dev(np.array([0] * 4 + [-1] * 4 + [0] * 4, np.int64))
+    m64 = dev(np.array([-(2**62), -(2**62), 2**62, 2**62], np.int64))
+    k_atomics[(1,)](acc16, accb, dev(idx), dev(v), cas, xch, bits, m64, n)
+    r = np.arange(n)
+    keep = r % 3 != 0
+    want_sum = np.array([v[keep & (idx == j)].sum() for j in range(4)], np.float32)
+    init = r % 4
+    want_cas = np.concatenate([np.where(init == r % 2, r + 100, init), init]).astype(np.int32)
+    last = np.array([r[idx == j].max() if (idx == j).any() else 0 for j in range(4)])
+    o_or = [np.bitwise_or.reduce([1 << (int(k) % 63) for k in r if k % 4 == j]) for j in range(4)]
+    o_and = [np.bitwise_and.reduce([~(1 << (int(k) % 63)) for k in r if k % 4 == j]) for j in range(4)]
+    wrapped = [(int(k) * 0x1E3779B9 + 2**31) % 2**32 - 2**31 for k in r]
+    o_xor = [np.bitwise_xor.reduce([np.int64(wrapped[k]) for k in r if k % 4 == j]) for j in range(4)]
+    w = (v * np.float32(1e6)).astype(np.int64) - (1 << 40)
+    want_m = [w[keep & (r % 2 == j)].max() for j in range(2)] + [w[keep & (r % 2 == j)].min() for j in range(2)]
+    return {
+        "fp16 add": (host(acc16), want_sum, 0),
+        "bf16 add": (host(accb), want_sum, 0),
+        "cas": (host(cas), want_cas, 0),
+        "xchg last lane": (host(xch)[:4], last.astype(np.int32), 0),
+        "or/and/xor": (host(bits), np.array(o_or + o_and + o_xor, np.int64), 0),
+        "max/min": (host(m64), np.array(want_m, np.int64), 0),
+    }
+
+
+@triton.jit
+def k_blockptr(a, o, M, N, stride_m, BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    src = tl.make_block_ptr(a, (M, N), (stride_m, 1), (pid * BM, 0), (BM, BN), (1, 0))
+    dst = tl.make_block_ptr(o, (M, N), (stride_m, 1), (pid * BM, 0), (BM, BN), (1, 0))
+    acc = tl.zeros((BM,), tl.float32)
+    for _ in range(0, tl.cdiv(N, BN)):
+        t = tl.load(src, boundary_check=(0, 1), padding_option="nan")
+        nan_count = tl.sum(tl.where(t != t, 1.0, 0.0), axis=1)
+        acc += nan_count
+        tl.store(dst, tl.where(t != t, -1.0, t * 2.0), boundary_check=(0, 1))
+        src = tl.advance(src, (0, BN))
+        dst = tl.advance(dst, (0, BN))
+    tl.store(o + M * stride_m + pid * BM + tl.arange(0, BM), acc, mask=pid * BM + tl.arange(0, BM) < M)
+
+
+@probe("block pointers: boundary_check on both dims, padding_option='nan', advance in a loop, ragged stores")
+def probe_block_ptr_nan_pad():
+    m, n, bm, bn = 37, 29, 16, 8
+    a = rng().standard_normal((m, n)).astype(np.float32)
+    o = empty(m * n + 48, torch.float32)
+    o[m * n :] = 7.0
+    k_blockptr[(triton.cdiv(m, bm),)](dev(a), o, m, n, n, bm, bn)
+    got = host(o)
+    pad_cols = triton.cdiv(n, bn) * bn - n
+    pads = np.full(48, 7.0, np.float32)
+    pads[:m] = pad_cols  # rows past M are padded too, but their counts are not stored
+    return {"tile": (got[: m * n].reshape(m, n), a * 2, 0), "nan pad count": (got[m * n : m * n + m], pads[:m], 0)}
+
+
+@triton.jit
+def k_collatz(x, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    v = tl.load(x + r).to(tl.int64)
+    steps = tl.zeros((N,), tl.int32)
+    while tl.max(v, axis=0) > 1:
+        active = v > 1
+        v = tl.where(active, tl.where(v % 2 == 0, v // 2, 3 * v + 1), v)
+        steps += active.to(tl.int32)
+    tl.store(o + r, steps)
+    # a scalar while loop whose bound is read from memory, and an early exit through the condition
+    i = 0
+    total = 0
+    limit = tl.load(x)
+    while (i < limit) & (total < 1000):
+        total += i * i
+        i += 1
+    tl.store(o + N, total)
+    tl.store(o + N + 1, i)
+
+
+@probe("while loops with data-dependent exits (vector Collatz; scalar loop with a compound condition)")
+def probe_while_collatz():
+    n = 16
+    x = np.array([27, 1, 2, 3, 7, 9, 97, 871, 6171, 5, 6, 8, 16, 31, 41, 55], np.int32)
+    o = empty(n + 2, torch.int32)
+    k_collatz[(1,)](dev(x), o, n)
+
+    def steps(v):
+        k = 0
+        while v > 1:
+            v = v // 2 if v % 2 == 0 else 3 * v + 1
+            k += 1
+        return k
+
+    i = total = 0
+    while i < x[0] and total < 1000:
+        total += i * i
+        i += 1
+    return {"out": (host(o), np.array([steps(int(v)) for v in x] + [total, i], np.int32), 0)}
+
+
+@triton.jit
+def k_bdot(a, b, o, B: tl.constexpr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rk = tl.arange(0, K)
+    rn = tl.arange(0, N)[None, None, :]
+    x = tl.load(a + rb * M * K + rm * K + rk[None, None, :])
+    y = tl.load(b + rb * K * N + rk[None, :, None] * N + rn)
+    c = tl.dot(x, y)  # int8 x int8 -> int32, batched
+    tl.store(o + rb * M * N + rm * N + rn, c)
+    y2 = tl.permute(y, (0, 2, 1))  # [B, N, K]
+    d = tl.dot(tl.permute(y2, (0, 2, 1)).to(tl.float16), tl.full((B, N, 16), 1.0, tl.float16), out_dtype=tl.float16)
+    tl.store(
+        o + B * M * N + rb * K * 16 + tl.arange(0, K)[None, :, None] * 16 + tl.arange(0, 16)[None, None, :],
+        d.to(tl.int32),
+    )
+
+
+@probe("3-D (batched) tl.dot int8 -> int32 exact; fp16 dot with out_dtype=fp16 over permuted operands")
+def probe_batched_int8_dot():
+    b, m, k, n = 2, 16, 32, 16
+    g = rng()
+    x = g.integers(-128, 128, (b, m, k)).astype(np.int8)
+    y = g.integers(-128, 128, (b, k, n)).astype(np.int8)
+    o = empty(b * m * n + b * k * 16, torch.int32)
+    k_bdot[(1,)](dev(x), dev(y), o, b, m, k, n)
+    got = host(o)
+    want = np.einsum("bmk,bkn->bmn", x.astype(np.int64), y.astype(np.int64)).astype(np.int32)
+    rowsum = np.repeat(y.astype(np.int64).sum(2)[:, :, None], 16, 2).astype(np.int32)
+    return {
+        "int8": (got[: b * m * n].reshape(b, m, n), want, 0),
+        "fp16 out": (got[b * m * n :].reshape(b, k, 16), rowsum, 0),
+    }
+
+
+@triton.jit
+def k_rounded(a, b, c, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(a + r)
+    y = tl.load(b + r)
+    z = tl.load(c + r)
+    tl.store(o + r, tl.fma(x, y, z))
+    tl.store(o + N + r, tl.div_rn(x, y))
+    tl.store(o + 2 * N + r, tl.sqrt_rn(tl.abs(x)))
+    tl.store(o + 3 * N + r, tl.fdiv(x, y, ieee_rounding=True))
+    tl.store(o + 4 * N + r, x / y)
+
+
+@probe("tl.fma (one rounding), div_rn, sqrt_rn, fdiv(ieee_rounding), '/' on fp32: bit-exact")
+def probe_fma_div():
+    n = 64
+    g = rng()
+    x = g.standard_normal(n).astype(np.float32)
+    y = g.standard_normal(n).astype(np.float32)
+    z = (-x.astype(np.float64) * y).astype(np.float32)  # cancellation: fma and mul+add differ
+    o = empty(5 * n, torch.float32)
+    k_rounded[(1,)](dev(x), dev(y), dev(z), o, n)
+    got = host(o).reshape(5, n)
+    fma = np.array([np.float32(float(a) * float(b) + float(c)) for a, b, c in zip(x, y, z)], np.float32)
+    q = (x / y).astype(np.float32)
+    return {
+        "fma": (got[0], fma, 0),
+        "div_rn": (got[1], q, 0),
+        "sqrt_rn": (got[2], np.sqrt(np.abs(x)), 0),
+        "fdiv ieee": (got[3], q, 0),
+        "/": (got[4], q, 0),
+    }
+
+
+@triton.jit
+def k_sort2d(x, o, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    v = tl.load(x + rm * N + rn)
+    tl.store(o + rm * N + rn, tl.sort(v, descending=True))
+    tl.store(o + M * N + rm * N + rn, tl.flip(v, 0))
+    tl.store(o + 2 * M * N + rm * N + rn, tl.sort(tl.flip(v, 1)))
+
+
+@probe("tl.sort descending on int16 rows with duplicates, tl.flip along dim 0, sort of a flipped tensor")
+def probe_sort_flip_2d():
+    m, n = 4, 32
+    x = rng().integers(-5, 5, (m, n)).astype(np.int16)
+    x[0, :3] = [-32768, 32767, -32768]
+    o = empty(3 * m * n, torch.int16)
+    k_sort2d[(1,)](dev(x), o, m, n)
+    got = host(o).reshape(3, m, n)
+    return {
+        "desc": (got[0], -np.sort(-x.astype(np.int32), 1).astype(np.int16), 0),
+        "flip0": (got[1], x[::-1], 0),
+        "asc": (got[2], np.sort(x, 1), 0),
+    }
+
+
+@triton.jit
+def k_small_scan(a, bl, f, o, o64, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    x = tl.load(a + rm * N + rn)  # int8
+    tl.store(o + rm * N + rn, tl.cumsum(x, axis=1))  # int8 sums in int32
+    tl.store(o + M * N + rm * N + rn, tl.cumsum(x, axis=0, reverse=True))
+    b = tl.load(bl + rm * N + rn)  # bool
+    tl.store(o + 2 * M * N + tl.arange(0, M), tl.sum(b.to(tl.int32), axis=1))
+    tl.store(o + 2 * M * N + M + tl.arange(0, N), tl.sum(x, axis=0))
+    fv = tl.load(f + rm * N + rn)
+    tl.store(o64 + tl.arange(0, M), tl.sum(fv, axis=1, dtype=tl.float64))
+
+
+@probe("cumsum of int8 (int32 result) on both axes, reverse; sums of bool and int8; tl.sum(dtype=float64)")
+def probe_small_int_scans():
+    m, n = 8, 32
+    g = rng()
+    x = g.integers(-128, 128, (m, n)).astype(np.int8)
+    bl = g.random((m, n)) < 0.5
+    f = (g.standard_normal((m, n)) * 1e8).astype(np.float32)
+    o, o64 = empty(2 * m * n + m + n, torch.int32), empty(m, torch.float64)
+    k_small_scan[(1,)](dev(x), dev(bl), dev(f), o, o64, m, n)
+    got = host(o)
+    x32 = x.astype(np.int32)
+    return {
+        "cumsum": (got[: m * n].reshape(m, n), np.cumsum(x32, 1), 0),
+        "cumsum rev axis0": (got[m * n : 2 * m * n].reshape(m, n), np.cumsum(x32[::-1], 0)[::-1], 0),
+        "bool sum": (got[2 * m * n : 2 * m * n + m], bl.sum(1), 0),
+        "int8 sum": (got[2 * m * n + m :], x32.sum(0), 0),
+        "f64 sum": (host(o64), f.astype(np.float64).sum(1), 1e-15),
+    }
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
