@@ -611,8 +611,9 @@ def probe_atomics_mix():
     init = r % 4
     want_cas = np.concatenate([np.where(init == r % 2, r + 100, init), init]).astype(np.int32)
     last = np.array([r[idx == j].max() if (idx == j).any() else 0 for j in range(4)])
-    o_or = [np.bitwise_or.reduce([1 << (int(k) % 63) for k in r if k % 4 == j]) for j in range(4)]
-    o_and = [np.bitwise_and.reduce([~(1 << (int(k) % 63)) for k in r if k % 4 == j]) for j in range(4)]
+    bit = (np.int32(1) << (r % 63).astype(np.int32)).astype(np.int64)  # an int32 shift (1 << 31 is INT_MIN)
+    o_or = [np.bitwise_or.reduce(bit[r % 4 == j]) for j in range(4)]
+    o_and = [np.bitwise_and.reduce(~bit[r % 4 == j]) for j in range(4)]
     wrapped = [(int(k) * 0x1E3779B9 + 2**31) % 2**32 - 2**31 for k in r]
     o_xor = [np.bitwise_xor.reduce([np.int64(wrapped[k]) for k in r if k % 4 == j]) for j in range(4)]
     w = (v * np.float32(1e6)).astype(np.int64) - (1 << 40)
