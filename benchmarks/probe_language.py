@@ -828,6 +828,270 @@ def probe_small_int_scans():
     }
 
 
+@triton.jit
+def k_literals(a, h, o32, ou, o64, oh, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(a + r)  # int32
+    tl.store(o32 + r, x * -3 + 7)
+    tl.store(ou + r, x.to(tl.uint32) + 3_000_000_000)  # a uint32 literal
+    tl.store(o64 + r, x.to(tl.int64) * 2**40)
+    tl.store(o64 + N + r, (x // 2) * 0x7FFFFFFF)  # int32, wraps
+    v = tl.load(h + r)  # fp16
+    tl.store(oh + r, v * 1e-8)  # the literal becomes fp16 (0): fp16 * 0
+    tl.store(oh + N + r, v + 70000.0)  # fp16 + inf
+
+
+@probe("Python literal promotions: int32 with uint32/int64 literals, fp16 with literals that underflow/overflow fp16")
+def probe_literal_promotion():
+    n = 16
+    g = rng()
+    x = g.integers(-(2**31), 2**31, n).astype(np.int32)
+    h = g.standard_normal(n).astype(np.float16)
+    o32, ou, o64, oh = (
+        empty(n, torch.int32),
+        empty(n, torch.uint32),
+        empty(2 * n, torch.int64),
+        empty(2 * n, torch.float16),
+    )
+    k_literals[(1,)](dev(x), dev(h), o32, ou, o64, oh, n)
+    with np.errstate(over="ignore"):
+        half = np.trunc(x / 2).astype(np.int32)
+        want64 = np.concatenate([x.astype(np.int64) * 2**40, (half * np.int32(0x7FFFFFFF)).astype(np.int64)])
+        return {
+            "int32": (host(o32), x * np.int32(-3) + np.int32(7), 0),
+            "uint32": (host(ou).view(np.uint32), x.view(np.uint32) + np.uint32(3_000_000_000), 0),
+            "int64": (host(o64), want64, 0),
+            "fp16": (host(oh), np.concatenate([h * np.float16(1e-8), h + np.float16(70000.0)]), 0),
+        }
+
+
+@triton.jit
+def k_tiny(x, o, N: tl.constexpr):
+    one = tl.arange(0, 1)
+    v = tl.load(x + one)  # [1]
+    m = tl.load(x + tl.arange(0, 4)[:, None] + tl.arange(0, 1)[None, :])  # [4, 1]
+    tl.store(o + one, tl.sum(v, axis=0) + tl.max(m, axis=1, keep_dims=True).sum())
+    tl.store(o + 1 + tl.arange(0, 4), tl.reshape(tl.cumsum(m, axis=1), (4,)))
+    tl.store(o + 5 + tl.arange(0, 4), tl.reshape(tl.sort(tl.trans(m)), (4,)))  # [1, 4] sorted
+    b = tl.broadcast_to(tl.reshape(v, (1, 1)), (8, 16))
+    w = tl.load(x + tl.arange(0, 16))
+    full = tl.reshape(b + w[None, :], (1, 8, 16, 1))
+    tl.store(o + 9 + tl.arange(0, 8), tl.max(tl.sum(full, axis=2), axis=2).reshape(1, 8).sum(axis=0))
+    tl.store(o + 17 + tl.arange(0, 1), tl.min(tl.reshape(w, (2, 2, 4)), axis=None) + tl.zeros((1,), tl.float32))
+    tl.store(o + 18 + tl.arange(0, 1), tl.cumsum(v, axis=0))
+
+
+@probe("size-1 dims: [1] tensors, [4,1] reductions/cumsum over the unit axis, sort of [1,4], reshape to (1,8,16,1)")
+def probe_unit_dims():
+    x = rng().integers(-9, 9, 16).astype(np.float32)
+    o = empty(19, torch.float32)
+    k_tiny[(1,)](dev(x), o, 16)
+    want = np.concatenate(
+        [[x[0] + x[:4].sum()], x[:4], np.sort(x[:4]), np.full(8, 16 * x[0] + x.sum()), [x.min()], [x[0]]]
+    )
+    return {"out": (host(o), want.astype(np.float32), 0)}
+
+
+@triton.jit
+def k_nan_reduce(x, o, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    v = tl.load(x + rm[:, None] * N + rn[None, :])
+    tl.store(o + rm, tl.max(v, axis=1))
+    tl.store(o + M + rm, tl.min(v, axis=1))
+    tl.store(o + 2 * M + rm, tl.sum(v, axis=1))
+    tl.store(o + 3 * M + rm, tl.reduce(v, 1, _max_nan))
+
+
+@triton.jit
+def _max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@probe(
+    "reductions over rows with NaN and +-inf: tl.max/tl.min ignore NaN (maxnum), sum gives NaN, a NaN-propagating max"
+)
+def probe_nan_reductions():
+    m, n = 8, 16
+    x = rng().standard_normal((m, n)).astype(np.float32)
+    x[0, 3] = np.nan
+    x[1, :] = np.nan
+    x[2, 5], x[2, 6] = np.inf, -np.inf
+    x[3, 0] = np.nan
+    x[4, 15] = -np.inf
+    o = empty(4 * m, torch.float32)
+    k_nan_reduce[(1,)](dev(x), o, m, n)
+    got = host(o).reshape(4, m)
+    with np.errstate(invalid="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = np.stack([np.nanmax(x, 1), np.nanmin(x, 1), x.sum(1, dtype=np.float64).astype(np.float32), x.max(1)])
+    return {"max/min": (got[:2], want[:2], 0), "sum": (got[2], want[2], 1e-6), "max propagate": (got[3], want[3], 0)}
+
+
+@triton.jit
+def k_casts(a, o, N: tl.constexpr, SRC: tl.constexpr, DST: tl.constexpr):
+    r = tl.arange(0, N)
+    tl.store(o + r, tl.load(a + r).to(DST))
+
+
+INT_TYPES = [
+    (tl.int8, np.int8, torch.int8),
+    (tl.uint8, np.uint8, torch.uint8),
+    (tl.int16, np.int16, torch.int16),
+    (tl.uint16, np.uint16, torch.uint16),
+    (tl.int32, np.int32, torch.int32),
+    (tl.uint32, np.uint32, torch.uint32),
+    (tl.int64, np.int64, torch.int64),
+    (tl.uint64, np.uint64, torch.uint64),
+]
+
+
+@probe("integer casts between all 8 integer types (sign/zero extension by the source's signedness, truncation)")
+def probe_int_cast_matrix():
+    n = 16
+    res = {}
+    bad = []
+    for s_tl, s_np, _ in INT_TYPES:
+        info = np.iinfo(s_np)
+        x = rng().integers(info.min, info.max, n, dtype=s_np, endpoint=True)
+        x[:3] = [info.min, info.max, 0]
+        for d_tl, d_np, d_t in INT_TYPES:
+            o = empty(n, d_t)
+            k_casts[(1,)](dev(x), o, n, s_tl, d_tl)
+            got = host(o).view(d_np)
+            want = x.astype(d_np)  # numpy: wrap modulo 2^bits after sign/zero extension by the source type
+            if (m := mismatch(got, want, 0)) is not None:
+                bad.append(f"{s_np.__name__}->{d_np.__name__}: {m}")
+    res["64 casts"] = (np.array(bad[:3] or ["ok"]), np.array(["ok"]), 0)
+    return res
+
+
+@triton.jit
+def k_ufloat(a, f, o, ou, oh, N: tl.constexpr):
+    r = tl.arange(0, N)
+    u = tl.load(a + r)  # uint32
+    tl.store(o + r, u.to(tl.float32))
+    tl.store(o + N + r, (u.to(tl.uint8)).to(tl.float16).to(tl.float32))
+    tl.store(ou + r, tl.load(f + r).to(tl.uint32))
+    tl.store(oh + r, u.to(tl.float16))
+
+
+@probe("unsigned <-> float: uint32 past 2^31 to fp32/fp16, uint8 to fp16, fp32 past 2^31 to uint32")
+def probe_unsigned_float():
+    n = 16
+    g = rng()
+    u = g.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    u[:4] = [2**32 - 1, 2**31, 2**31 + 129, 65519]
+    f = g.uniform(0, 4e9, n).astype(np.float32)
+    o, ou, oh = empty(2 * n, torch.float32), empty(n, torch.uint32), empty(n, torch.float16)
+    k_ufloat[(1,)](dev(u), dev(f), o, ou, oh, n)
+    with np.errstate(over="ignore"):
+        return {
+            "u32->f32": (host(o)[:n], u.astype(np.float32), 0),
+            "u8->f16": (host(o)[n:], (u.astype(np.uint8)).astype(np.float16).astype(np.float32), 0),
+            "f32->u32": (host(ou).view(np.uint32), f.astype(np.uint32), 0),
+            "u32->f16": (host(oh), u.astype(np.float16), 0),
+        }
+
+
+@triton.jit
+def k_wrap(a, b, o8, o16, o64, ou64, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(a + r)  # int64
+    y = tl.load(b + r)  # int64
+    tl.store(o8 + r, x.to(tl.uint8) + y.to(tl.uint8))
+    tl.store(o8 + N + r, x.to(tl.uint8) * y.to(tl.uint8) - 7)
+    tl.store(o16 + r, x.to(tl.int16) * y.to(tl.int16))
+    tl.store(o64 + r, x * y)
+    tl.store(o64 + N + r, tl.umulhi(x, y))
+    tl.store(ou64 + r, tl.umulhi(x.to(tl.uint64), y.to(tl.uint64)))
+    tl.store(o64 + 2 * N + r, -x)
+
+
+@probe("wrapping arithmetic: uint8 add/mul/sub, int16 mul, int64 mul/negate overflow, umulhi on int64 and uint64")
+def probe_wrap_arith():
+    n = 16
+    g = rng()
+    x = g.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    y = g.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    x[0], y[0] = -(2**63), -1
+    o8, o16, o64, ou64 = (
+        empty(2 * n, torch.uint8),
+        empty(n, torch.int16),
+        empty(3 * n, torch.int64),
+        empty(n, torch.uint64),
+    )
+    k_wrap[(1,)](dev(x), dev(y), o8, o16, o64, ou64, n)
+    xu, yu = [int(v) % 2**64 for v in x], [int(v) % 2**64 for v in y]
+    hi = np.array([(a * b) >> 64 for a, b in zip(xu, yu)], np.uint64)
+    with np.errstate(over="ignore"):
+        return {
+            "uint8": (
+                host(o8),
+                np.concatenate(
+                    [x.astype(np.uint8) + y.astype(np.uint8), x.astype(np.uint8) * y.astype(np.uint8) - np.uint8(7)]
+                ),
+                0,
+            ),
+            "int16": (host(o16), x.astype(np.int16) * y.astype(np.int16), 0),
+            "int64": (host(o64)[:n], x * y, 0),
+            "umulhi i64 (Triton: unsigned high word)": (host(o64)[n : 2 * n], hi.view(np.int64), 0),
+            "umulhi u64": (host(ou64).view(np.uint64), hi, 0),
+            "negate": (host(o64)[2 * n :], -x, 0),
+        }
+
+
+@triton.jit
+def k_grid3(o):
+    x, y, z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    nx, ny, nz = tl.num_programs(0), tl.num_programs(1), tl.num_programs(2)
+    lin = (z * ny + y) * nx + x
+    tl.store(o + lin * 4 + tl.arange(0, 4), tl.join(tl.join(x, y), tl.join(z, nx * 100 + ny * 10 + nz)).reshape(4))
+
+
+@probe("3-D grid: program_id / num_programs on all axes, scalar joins")
+def probe_grid3():
+    gx, gy, gz = 3, 2, 4
+    o = empty(gx * gy * gz * 4, torch.int32)
+    k_grid3[(gx, gy, gz)](o)
+    want = np.array(
+        [[x, z, y, gx * 100 + gy * 10 + gz] for z in range(gz) for y in range(gy) for x in range(gx)], np.int32
+    )
+    return {"out": (host(o).reshape(-1, 4), want, 0)}
+
+
+@triton.jit
+def k_masks(x, o, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)[:, None]
+    rn = tl.arange(0, BN)[None, :]
+    mask = (rm < M) & (rn < N)
+    other = (rm * 1000 + rn).to(tl.int32)
+    v = tl.load(x + rm * N + rn, mask=mask, other=other)  # a tensor other
+    w = tl.load(x + rm * N + rn, mask=rn < N, other=-1.5)  # a float other on an int load: -1; rows past M out of bounds
+    tl.store(o + rm * BN + rn, v)
+    tl.store(o + BM * BN + rm * BN + rn, w, mask=rm < M)
+    tl.store(o + 2 * BM * BN + rm * BN + rn, v + 1, mask=(rm % 2 == 0))
+
+
+@probe("2-D masks: [M,1] & [1,N] masks, a tensor `other`, a float `other` on an int load, row-only store masks")
+def probe_masks_2d():
+    m, n, bm, bn = 5, 6, 8, 8
+    x = rng().integers(-100, 100, bm * n + bn).astype(np.int32)  # rows past M are read by the row-unmasked load
+    o = empty(3 * bm * bn, torch.int32)
+    k_masks[(1,)](dev(x), o, m, n, bm, bn)
+    rm, rn = np.arange(bm)[:, None], np.arange(bn)[None, :]
+    inside = (rm < m) & (rn < n)
+    flat = np.clip(rm * n + rn, 0, len(x) - 1)
+    v = np.where(inside, x[flat], rm * 1000 + rn)
+    w = np.where(rn < n, x[flat], -1)
+    w = np.where(rm < m, w, 0)
+    want = np.concatenate([v.ravel(), w.ravel(), np.where(rm % 2 == 0, v + 1, 0).ravel()]).astype(np.int32)
+    return {"out": (host(o), want, 0)}
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
