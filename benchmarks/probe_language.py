@@ -1092,6 +1092,279 @@ def probe_masks_2d():
     return {"out": (host(o), want, 0)}
 
 
+@triton.jit
+def k_topk_iter(x, ov, oi, N: tl.constexpr, K: tl.constexpr):
+    row = tl.program_id(0)
+    r = tl.arange(0, N)
+    v = tl.load(x + row * N + r)
+    for k in tl.static_range(K):
+        m = tl.max(v, axis=0)
+        i = tl.min(tl.where(v == m, r, N), axis=0)  # first index of the maximum
+        tl.store(ov + row * K + k, m)
+        tl.store(oi + row * K + k, i)
+        v = tl.where(r == i, -float("inf"), v)
+
+
+@probe("top-k by repeated max + first-index argmin in a static_range, one program per row")
+def probe_topk_iterative():
+    m, n, k = 4, 64, 5
+    x = rng().integers(-20, 20, (m, n)).astype(np.float32)
+    ov, oi = empty(m * k, torch.float32), empty(m * k, torch.int32)
+    k_topk_iter[(m,)](dev(x), ov, oi, n, k)
+    order = np.argsort(-x, axis=1, kind="stable")[:, :k]
+    return {
+        "values": (host(ov).reshape(m, k), np.take_along_axis(x, order, 1), 0),
+        "indices": (host(oi).reshape(m, k), order, 0),
+    }
+
+
+@triton.jit
+def k_counting_sort(keys, counts, out, N: tl.constexpr, BINS: tl.constexpr):
+    r = tl.arange(0, N)
+    k = tl.load(keys + r)
+    h = tl.histogram(k, BINS)
+    start = tl.cumsum(h, axis=0) - h  # exclusive prefix sum
+    tl.store(counts + tl.arange(0, BINS), start)
+    slot = tl.atomic_add(counts + k, 1)  # each key takes the next slot of its bin
+    tl.store(out + slot, k)
+
+
+@probe("counting sort: tl.histogram, exclusive cumsum, atomic_add slots (returned old values), scatter store")
+def probe_counting_sort():
+    n, bins = 128, 16
+    k = rng().integers(0, bins, n).astype(np.int32)
+    counts, out = empty(bins, torch.int32), empty(n, torch.int32)
+    k_counting_sort[(1,)](dev(k), counts, out, n, bins)
+    return {
+        "sorted": (host(out), np.sort(k), 0),
+        "bin ends": (host(counts), np.cumsum(np.bincount(k, minlength=bins)), 0),
+    }
+
+
+@triton.jit
+def k_spmv(rowptr, cols, vals, x, y, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    lo = tl.load(rowptr + row)
+    hi = tl.load(rowptr + row + 1)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for start in range(lo, hi, BLOCK):
+        j = start + tl.arange(0, BLOCK)
+        m = j < hi
+        c = tl.load(cols + j, mask=m, other=0)
+        acc += tl.load(vals + j, mask=m, other=0.0) * tl.load(x + c, mask=m, other=0.0)
+    tl.store(y + row, tl.sum(acc, axis=0))
+
+
+@probe("CSR SpMV: runtime loop bounds loaded from memory (empty rows, ragged tails), gathered loads")
+def probe_csr_spmv():
+    g = rng()
+    rows, ncols = 12, 40
+    nnz = g.integers(0, 30, rows)
+    nnz[3] = 0
+    rowptr = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int32)
+    cols = np.concatenate([np.sort(g.choice(ncols, c, replace=False)) for c in nnz]).astype(np.int32)
+    vals = g.integers(-4, 5, rowptr[-1]).astype(np.float32)  # small integers: every sum exact
+    x = g.integers(-4, 5, ncols).astype(np.float32)
+    y = empty(rows, torch.float32)
+    k_spmv[(rows,)](dev(rowptr), dev(cols), dev(vals), dev(x), y, 8)
+    want = np.array(
+        [(vals[rowptr[i] : rowptr[i + 1]] * x[cols[rowptr[i] : rowptr[i + 1]]]).sum() for i in range(rows)], np.float32
+    )
+    return {"y": (host(y), want, 0)}
+
+
+@triton.jit
+def k_stencil(u, o, H, W, BH: tl.constexpr, BW: tl.constexpr):
+    i = tl.program_id(0) * BH + tl.arange(0, BH)[:, None]
+    j = tl.program_id(1) * BW + tl.arange(0, BW)[None, :]
+    inside = (i < H) & (j < W)
+    c = tl.load(u + i * W + j, mask=inside, other=0.0)
+    n = tl.load(u + (i - 1) * W + j, mask=inside & (i > 0), other=0.0)
+    s = tl.load(u + (i + 1) * W + j, mask=inside & (i + 1 < H), other=0.0)
+    w = tl.load(u + i * W + j - 1, mask=inside & (j > 0), other=0.0)
+    e = tl.load(u + i * W + j + 1, mask=inside & (j + 1 < W), other=0.0)
+    tl.store(o + i * W + j, 4.0 * c - n - s - w - e, mask=inside)
+
+
+@probe("5-point stencil on a 2-D grid of programs with halo masks (negative offsets masked off)")
+def probe_stencil():
+    h, w = 19, 23
+    u = rng().integers(-8, 8, (h, w)).astype(np.float32)
+    o = empty(h * w, torch.float32)
+    k_stencil[(triton.cdiv(h, 8), triton.cdiv(w, 16))](dev(u), o, h, w, 8, 16)
+    p = np.pad(u, 1)
+    want = 4 * u - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:]
+    return {"out": (host(o).reshape(h, w), want, 0)}
+
+
+@triton.jit
+def k_hash(x, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    h = tl.load(x + r)  # uint32
+    h ^= h >> 16
+    h *= 0x85EBCA6B
+    h ^= h >> 13
+    h *= 0xC2B2AE35
+    h ^= h >> 16
+    tl.store(o + r, h)
+    f = tl.load(x + N + r).to(tl.float32, bitcast=True)
+    i = f.to(tl.int32, bitcast=True)
+    y = (0x5F3759DF - (i >> 1)).to(tl.float32, bitcast=True)
+    y = y * (1.5 - 0.5 * f * y * y)
+    tl.store(o + N + r, y.to(tl.uint32, bitcast=True))
+
+
+@probe(
+    "bit tricks: murmur3 finalizer on uint32 (wrapping multiplies by uint32 literals), fast inverse sqrt via bitcasts"
+)
+def probe_bit_tricks():
+    n = 32
+    g = rng()
+    x = g.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    f = g.uniform(0.1, 100, n).astype(np.float32)
+    inp = np.concatenate([x, f.view(np.uint32)])
+    o = empty(2 * n, torch.uint32)
+    k_hash[(1,)](dev(inp), o, n)
+    h = x.copy()
+    with np.errstate(over="ignore"):
+        h ^= h >> np.uint32(16)
+        h *= np.uint32(0x85EBCA6B)
+        h ^= h >> np.uint32(13)
+        h *= np.uint32(0xC2B2AE35)
+        h ^= h >> np.uint32(16)
+        y = (np.int32(0x5F3759DF) - (f.view(np.int32) >> 1)).view(np.float32)
+    half = np.float32(0.5) * f
+    y = y * (np.float32(1.5) - half * y * y)
+    got = host(o).view(np.uint32)
+    return {
+        "murmur": (got[:n], h, 0),
+        "rsqrt (fp32 steps, no contraction assumed)": (got[n:].view(np.float32), y, 2e-7),
+    }
+
+
+@triton.jit
+def k_compact(x, o, cnt, N: tl.constexpr):
+    r = tl.arange(0, N)
+    v = tl.load(x + r)
+    keep = v > 0
+    pos = tl.cumsum(keep.to(tl.int32), axis=0) - 1
+    tl.store(o + pos, v, mask=keep)
+    tl.store(cnt, tl.sum(keep.to(tl.int32), axis=0))
+
+
+@probe("stream compaction: cumsum of a bool mask as scatter positions, masked scatter store")
+def probe_compaction():
+    n = 256
+    x = rng().integers(-5, 5, n).astype(np.int32)
+    o, cnt = empty(n, torch.int32), empty(1, torch.int32)
+    k_compact[(1,)](dev(x), o, cnt, n)
+    kept = x[x > 0]
+    return {"values": (host(o)[: len(kept)], kept, 0), "count": (host(cnt), np.array([len(kept)], np.int32), 0)}
+
+
+@triton.jit
+def k_welford_loop(x, o, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    mean = tl.zeros((BLOCK,), tl.float32)
+    m2 = tl.zeros((BLOCK,), tl.float32)
+    cnt = tl.zeros((BLOCK,), tl.float32)
+    for start in range(0, N, BLOCK):
+        c = start + tl.arange(0, BLOCK)
+        v = tl.load(x + row * N + c, mask=c < N, other=0.0)
+        valid = (c < N).to(tl.float32)
+        cnt_new = cnt + valid
+        delta = v - mean
+        mean = tl.where(valid > 0, mean + delta / tl.maximum(cnt_new, 1.0), mean)
+        m2 = tl.where(valid > 0, m2 + delta * (v - mean), m2)
+        cnt = cnt_new
+    m, q, n = tl.reduce((mean, m2, cnt), 0, _welford_merge)
+    tl.store(o + row * 2, m)
+    tl.store(o + row * 2 + 1, q / n)
+
+
+@triton.jit
+def _welford_merge(m1, q1, n1, m2, q2, n2):
+    n = n1 + n2
+    d = m2 - m1
+    w = tl.where(n == 0, 0.0, n2 / tl.where(n == 0, 1.0, n))
+    return m1 + d * w, q1 + q2 + d * d * n1 * w, n
+
+
+@probe("Welford variance: per-lane running state in a masked loop, merged by a 3-tuple tl.reduce")
+def probe_welford_loop():
+    rows, n = 3, 300
+    x = (rng().standard_normal((rows, n)) * 3 + 10).astype(np.float32)
+    o = empty(rows * 2, torch.float32)
+    k_welford_loop[(rows,)](dev(x), o, n, 64)
+    want = np.stack([x.astype(np.float64).mean(1), x.astype(np.float64).var(1)], 1)
+    return {"mean/var": (host(o).reshape(rows, 2), want, 1e-5)}
+
+
+@triton.jit
+def k_loop_if(x, flags, o, N, BLOCK: tl.constexpr):
+    ptrs = x + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.int32)
+    alt = tl.zeros((BLOCK,), tl.int32)
+    for it in range(0, N):
+        f = tl.load(flags + it)
+        v = tl.load(ptrs)
+        if f > 0:
+            acc += v
+        elif f < 0:
+            acc -= v
+            alt = tl.maximum(alt, v)
+        else:
+            alt += 1
+        ptrs += BLOCK
+    tl.store(o + tl.arange(0, BLOCK), acc)
+    tl.store(o + BLOCK + tl.arange(0, BLOCK), alt)
+
+
+@probe("a loop carrying a pointer tensor (ptrs += BLOCK) with an if/elif/else on a loaded flag yielding two tensors")
+def probe_loop_if_ptr():
+    steps, block = 9, 16
+    g = rng()
+    x = g.integers(-50, 50, (steps, block)).astype(np.int32)
+    fl = np.array([1, -1, 0, 1, 1, -1, 0, 0, -1], np.int32)
+    o = empty(2 * block, torch.int32)
+    k_loop_if[(1,)](dev(x), dev(fl), o, steps, block)
+    acc = np.zeros(block, np.int32)
+    alt = np.zeros(block, np.int32)
+    for it in range(steps):
+        if fl[it] > 0:
+            acc += x[it]
+        elif fl[it] < 0:
+            acc -= x[it]
+            alt = np.maximum(alt, x[it])
+        else:
+            alt += 1
+    return {"out": (host(o), np.concatenate([acc, alt]), 0)}
+
+
+@triton.jit
+def _tree_sum(v, N: tl.constexpr):
+    if N == 1:
+        return v
+    else:
+        a, b = tl.split(tl.reshape(v, (N // 2, 2)))
+        return _tree_sum(a + b, N // 2)
+
+
+@triton.jit
+def k_recursive(x, o, N: tl.constexpr):
+    v = tl.load(x + tl.arange(0, N))
+    s = _tree_sum(v, N)
+    tl.store(o + tl.arange(0, 1), tl.reshape(s, (1,)))
+
+
+@probe("a recursive @triton.jit helper specialized on a constexpr (pairwise sum by split/reshape)")
+def probe_recursive_helper():
+    x = rng().integers(-100, 100, 64).astype(np.int32)
+    o = empty(1, torch.int32)
+    k_recursive[(1,)](dev(x), o, 64)
+    return {"sum": (host(o), np.array([x.sum()], np.int32), 0)}
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
