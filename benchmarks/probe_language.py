@@ -1365,6 +1365,158 @@ def probe_recursive_helper():
     return {"sum": (host(o), np.array([x.sum()], np.int32), 0)}
 
 
+@triton.jit
+def _int_ops(x, y, k):
+    """The same integer operations on scalars or tensors: (x, y) of one integer type, k an int32 shift amount."""
+    if x.dtype.primitive_bitwidth >= 32:
+        hi = tl.umulhi(x, y)
+    else:
+        hi = (x.to(tl.int32) * y.to(tl.int32)) >> 8
+    return (
+        x // y,
+        x % y,
+        x < y,
+        tl.minimum(x, y),
+        tl.maximum(x, y),
+        x >> k.to(x.dtype),
+        x << k.to(x.dtype),
+        tl.abs(x),
+        x * y,
+        hi,
+        x.to(tl.float32),
+        x.to(tl.int8),
+    )
+
+
+@triton.jit
+def k_int_ops_scalar(a, b, s, o, NOUT: tl.constexpr):
+    i = tl.program_id(0)
+    outs = _int_ops(tl.load(a + i), tl.load(b + i), tl.load(s + i))
+    for j in tl.static_range(NOUT):
+        tl.store(
+            o + j * tl.num_programs(0) + i,
+            outs[j].to(tl.float64) if outs[j].dtype.is_floating() else outs[j].to(tl.int64),
+        )
+
+
+@triton.jit
+def k_int_ops_vector(a, b, s, o, N: tl.constexpr, NOUT: tl.constexpr):
+    i = tl.arange(0, N)
+    outs = _int_ops(tl.load(a + i), tl.load(b + i), tl.load(s + i))
+    for j in tl.static_range(NOUT):
+        tl.store(o + j * N + i, outs[j].to(tl.float64) if outs[j].dtype.is_floating() else outs[j].to(tl.int64))
+
+
+@probe("scalar (one value per program) vs tensor integer ops: // % < min max >> << abs * umulhi to-f32 to-i8, 6 types")
+def probe_scalar_int_ops():
+    n, nout = 32, 12
+    res = {}
+    for np_t, t_t in (
+        (np.int8, torch.int8),
+        (np.int32, torch.int32),
+        (np.int64, torch.int64),
+        (np.uint8, torch.uint8),
+        (np.uint32, torch.uint32),
+        (np.uint64, torch.uint64),
+    ):
+        info = np.iinfo(np_t)
+        g = rng()
+        x = g.integers(info.min, info.max, n, dtype=np_t, endpoint=True)
+        y = g.integers(info.min, info.max, n, dtype=np_t, endpoint=True)
+        x[:4] = [info.min, info.max, 0, 1 if info.min == 0 else -7]
+        y[:4] = [1, 3, 5, 2]
+        y[y == 0] = 1
+        if info.min < 0:
+            y[y == -1] = 2
+        k = (np.arange(n) % info.bits).astype(np.int32)  # shifts within the width: defined
+        bufs = [dev(x), dev(y), dev(k)]
+        os_, ov = empty(nout * n, torch.int64), empty(nout * n, torch.int64)
+        k_int_ops_scalar[(n,)](*bufs, os_, nout)
+        k_int_ops_vector[(1,)](*bufs, ov, n, nout)
+        name = np.dtype(np_t).name
+        res[name] = (
+            host(os_).reshape(nout, n),
+            host(ov).reshape(nout, n),
+            0,
+        )  # the scalar path against the tensor path
+    return res
+
+
+@triton.jit
+def _float_ops(x, y, z):
+    if x.dtype == tl.float64:
+        xf, yf = x, y
+        q, r = x / y, tl.sqrt(tl.abs(x))
+    else:
+        xf, yf = x.to(tl.float32), y.to(tl.float32)
+        q, r = tl.div_rn(xf, yf), tl.sqrt_rn(tl.abs(xf))
+    return (
+        tl.fma(x, y, z),
+        q,
+        x / y,
+        r,
+        tl.clamp(x, -0.5, 0.5, propagate_nan=tl.PropagateNan.ALL),
+        tl.minimum(x, y),
+        tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL),
+        x.to(tl.float16),
+        xf.to(tl.bfloat16, fp_downcast_rounding="rtz"),
+        x.to(tl.int32),
+        x.to(tl.uint8),
+        tl.abs(x),
+        x * 1e30 * 1e10,
+        tl.floor(xf),
+        tl.exp(xf),
+        tl.math.log2(tl.abs(yf)),
+        x < y,
+        x != y,
+    )
+
+
+@triton.jit
+def k_float_ops_scalar(a, b, c, o, NOUT: tl.constexpr):
+    i = tl.program_id(0)
+    outs = _float_ops(tl.load(a + i), tl.load(b + i), tl.load(c + i))
+    for j in tl.static_range(NOUT):
+        tl.store(o + j * tl.num_programs(0) + i, outs[j].to(tl.float64))
+
+
+@triton.jit
+def k_float_ops_vector(a, b, c, o, N: tl.constexpr, NOUT: tl.constexpr):
+    i = tl.arange(0, N)
+    outs = _float_ops(tl.load(a + i), tl.load(b + i), tl.load(c + i))
+    for j in tl.static_range(NOUT):
+        tl.store(o + j * N + i, outs[j].to(tl.float64))
+
+
+@probe(
+    "scalar vs tensor float ops (fp32, fp16, bf16, fp64): fma div sqrt clamp min/max casts abs overflow floor exp log2 compares, NaN/inf inputs"
+)
+def probe_scalar_float_ops():
+    n, nout = 32, 18
+    res = {}
+    for np_t, t_t in (
+        (np.float32, torch.float32),
+        (np.float16, torch.float16),
+        (np.float64, torch.float64),
+        (None, torch.bfloat16),
+    ):
+        g = rng()
+        vals = [g.standard_normal(n) * 4 for _ in range(3)]
+        x, y, z = (torch.from_numpy(v).to(t_t) for v in vals)
+        x[:6] = torch.tensor([float("nan"), float("inf"), -0.0, 300.5, -1e-40, 1.0]).to(t_t)
+        y[:6] = torch.tensor([1.0, float("nan"), 0.0, -0.0, 3.0, float("-inf")]).to(t_t)
+        os_, ov = empty(nout * n, torch.float64), empty(nout * n, torch.float64)
+        k_float_ops_scalar[(n,)](x.to(DEVICE), y.to(DEVICE), z.to(DEVICE), os_, nout)
+        k_float_ops_vector[(1,)](x.to(DEVICE), y.to(DEVICE), z.to(DEVICE), ov, n, nout)
+        got_s, got_v = host(os_).reshape(nout, n), host(ov).reshape(nout, n)
+        # conversions of NaN/inf/out-of-range values to integers are undefined: compared as 0
+        for j in (9, 10):
+            bad = ~np.isfinite(x.double().numpy()) | (np.abs(x.double().numpy()) > 255)
+            got_s[j, bad] = got_v[j, bad] = 0
+        res[str(t_t).removeprefix("torch.")] = (got_s, got_v, 0)
+    return res
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
