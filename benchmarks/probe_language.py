@@ -1411,14 +1411,7 @@ def k_int_ops_vector(a, b, s, o, N: tl.constexpr, NOUT: tl.constexpr):
 def probe_scalar_int_ops():
     n, nout = 32, 12
     res = {}
-    for np_t, t_t in (
-        (np.int8, torch.int8),
-        (np.int32, torch.int32),
-        (np.int64, torch.int64),
-        (np.uint8, torch.uint8),
-        (np.uint32, torch.uint32),
-        (np.uint64, torch.uint64),
-    ):
+    for np_t in (np.int8, np.int32, np.int64, np.uint8, np.uint32, np.uint64):
         info = np.iinfo(np_t)
         g = rng()
         x = g.integers(info.min, info.max, n, dtype=np_t, endpoint=True)
@@ -1489,17 +1482,12 @@ def k_float_ops_vector(a, b, c, o, N: tl.constexpr, NOUT: tl.constexpr):
 
 
 @probe(
-    "scalar vs tensor float ops (fp32, fp16, bf16, fp64): fma div sqrt clamp min/max casts abs overflow floor exp log2 compares, NaN/inf inputs"
+    "scalar vs tensor float ops, fp32/fp16/bf16/fp64: fma div sqrt clamp min max casts abs floor exp log2 <, NaN/inf"
 )
 def probe_scalar_float_ops():
     n, nout = 32, 18
     res = {}
-    for np_t, t_t in (
-        (np.float32, torch.float32),
-        (np.float16, torch.float16),
-        (np.float64, torch.float64),
-        (None, torch.bfloat16),
-    ):
+    for t_t in (torch.float32, torch.float16, torch.float64, torch.bfloat16):
         g = rng()
         vals = [g.standard_normal(n) * 4 for _ in range(3)]
         x, y, z = (torch.from_numpy(v).to(t_t) for v in vals)
@@ -1515,6 +1503,55 @@ def probe_scalar_float_ops():
             got_s[j, bad] = got_v[j, bad] = 0
         res[str(t_t).removeprefix("torch.")] = (got_s, got_v, 0)
     return res
+
+
+@triton.jit
+def k_desc_negative(a, o, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(a, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(o, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    pid = tl.program_id(0)
+    off_m = pid * BM - BM // 2  # the first block starts above row 0
+    t = src.load([off_m, -4])  # out-of-bounds rows and columns (negative too) read as zero
+    dst.store([off_m, -4], t + 1.0)  # only in-bounds elements are written
+
+
+@probe("tensor descriptors at negative coordinates: out-of-bounds (negative) rows/columns load zero, stores clipped")
+def probe_desc_negative_coords():
+    m, n, bm, bn = 20, 12, 8, 16
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=DEVICE))
+    a = rng().integers(-9, 9, (m, n)).astype(np.float32)
+    o = empty(m * n, torch.float32)
+    k_desc_negative[(triton.cdiv(m + bm // 2, bm),)](dev(a), o, m, n, bm, bn)
+    # columns -4..11 cover all 12 columns; rows -4..23 cover all 20 rows
+    return {"out": (host(o).reshape(m, n), a + 1, 0)}
+
+
+@triton.jit
+def k_bp_negative(a, o, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    src = tl.make_block_ptr(a, (M, N), (N, 1), (pid * BM - 3, -5), (BM, BN), (1, 0))
+    t = tl.load(src, boundary_check=(0, 1), padding_option="zero")
+    dst = tl.make_block_ptr(o, (M, N), (N, 1), (pid * BM - 3, -5), (BM, BN), (1, 0))
+    tl.store(dst, t * 2.0, boundary_check=(0, 1))
+    tl.store(o + M * N + pid * BM * BN + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], t)
+
+
+@probe("block pointers at negative offsets with boundary_check: padded loads, clipped stores")
+def probe_block_ptr_negative():
+    m, n, bm, bn = 13, 11, 8, 16
+    a = rng().integers(-9, 9, (m, n)).astype(np.float32)
+    progs = triton.cdiv(m + 3, bm)
+    o = empty(m * n + progs * bm * bn, torch.float32)
+    k_bp_negative[(progs,)](dev(a), o, m, n, bm, bn)
+    tiles = np.zeros((progs, bm, bn), np.float32)
+    for p in range(progs):
+        for i in range(bm):
+            for j in range(bn):
+                r, c = p * bm - 3 + i, j - 5
+                if 0 <= r < m and 0 <= c < n:
+                    tiles[p, i, j] = a[r, c]
+    got = host(o)
+    return {"stored": (got[: m * n].reshape(m, n), a * 2, 0), "tiles": (got[m * n :].reshape(progs, bm, bn), tiles, 0)}
 
 
 # ---- runner -----------------------------------------------------------------------------------------------------
