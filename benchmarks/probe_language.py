@@ -1554,6 +1554,162 @@ def probe_block_ptr_negative():
     return {"stored": (got[: m * n].reshape(m, n), a * 2, 0), "tiles": (got[m * n :].reshape(progs, bm, bn), tiles, 0)}
 
 
+@triton.jit
+def k_big_shapes(x, idx, o, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    v = tl.load(x + rm * N + rn)  # [M, N] int32, more elements than one vector op takes
+    base = 0
+    tl.store(o + base + rm * N + rn, tl.cumsum(v, axis=0))
+    base += M * N
+    tl.store(o + base + rm * N + rn, tl.sort(v, descending=True))
+    base += M * N
+    i = tl.load(idx + rm * N + rn)
+    tl.store(o + base + rm * N + rn, tl.gather(v, i, axis=1))
+    base += M * N
+    p = tl.permute(tl.reshape(v, (M, N // 4, 4)), (2, 0, 1))  # [4, M, N/4]
+    tl.store(o + base + tl.arange(0, M * N), tl.reshape(p, (M * N,)))
+    base += M * N
+    il = tl.interleave(v, -v)  # [M, 2N]
+    tl.store(o + base + rm * 2 * N + tl.arange(0, 2 * N)[None, :], il)
+    base += 2 * M * N
+    tl.store(o + base + tl.arange(0, N), tl.max(v, axis=0))
+    base += N
+    h = tl.histogram(tl.reshape(v, (M * N,)) & 1023, 1024)
+    tl.store(o + base + tl.arange(0, 1024), h)
+    base += 1024
+    vals, ids = tl.max(v, axis=1, return_indices=True)
+    tl.store(o + base + tl.arange(0, M), ids)
+    base += M
+    t = tl.trans(v)  # [N, M]
+    tl.store(o + base + tl.arange(0, N)[:, None] * M + tl.arange(0, M)[None, :], t + tl.flip(t, 1))
+
+
+@probe(
+    "128 x 256 int32 (4x the vector unit): cumsum axis 0, sort, gather, permute, interleave, histogram, argmax, trans"
+)
+def probe_big_shapes():
+    m, n = 128, 256
+    g = rng()
+    x = g.integers(-(2**20), 2**20, (m, n)).astype(np.int32)
+    x[:, 7] = x[:, 3]  # ties for argmax
+    idx = g.integers(0, n, (m, n)).astype(np.int32)
+    total = 7 * m * n + n + 1024 + m
+    o = empty(total, torch.int32)
+    k_big_shapes[(1,)](dev(x), dev(idx), o, m, n)
+    got = host(o)
+    want = np.concatenate(
+        [
+            np.cumsum(x, 0).ravel(),
+            -np.sort(-x, 1).ravel(),
+            np.take_along_axis(x, idx, 1).ravel(),
+            x.reshape(m, n // 4, 4).transpose(2, 0, 1).ravel(),
+            np.stack([x, -x], 2).reshape(m, 2 * n).ravel(),
+            x.max(0),
+            np.bincount((x & 1023).ravel(), minlength=1024),
+            np.argmax(x, 1),
+            (x.T + x.T[:, ::-1]).ravel(),
+        ]
+    ).astype(np.int32)
+    return {"out": (got, want, 0)}
+
+
+@triton.jit
+def k_mem_deps(buf, alias, chain, o, n, N: tl.constexpr):
+    r = tl.arange(0, N)
+    # a loop that reads and writes the same addresses: the load may not be hoisted
+    for _ in range(n):
+        v = tl.load(buf + r)
+        tl.store(buf + r, v * 2 + 1)
+    # store through one argument, load through another pointing to the same memory
+    tl.store(alias + r, r * 10)
+    w = tl.load(buf + N + r)  # buf + N is alias
+    tl.store(o + r, w)
+    # a scalar stored, reloaded, stored again within a loop
+    for i in range(n):
+        c = tl.load(buf + 2 * N)
+        tl.store(buf + 2 * N, c + i)
+    # pointer chasing: each address comes from the previous load
+    j = 0
+    steps = 0
+    while j >= 0:
+        j = tl.load(chain + j)
+        steps += 1
+    tl.store(o + N, steps)
+    # an atomic, then a plain load of the same word
+    tl.atomic_add(buf + 2 * N + 1, 5)
+    tl.store(o + N + 1, tl.load(buf + 2 * N + 1))
+
+
+@probe("memory dependences: load/store of one address in a loop, aliased arguments, pointer chasing, atomic then load")
+def probe_memory_dependences():
+    n_iter, n = 5, 16
+    buf = torch.zeros(2 * n + 2, dtype=torch.int32)
+    buf[:n] = torch.arange(n, dtype=torch.int32)
+    buf[2 * n + 1] = 100
+    chain = np.full(32, -1, np.int32)
+    perm = rng().permutation(np.arange(1, 32))[:12]
+    cur = 0
+    for nxt in perm:
+        chain[cur] = nxt
+        cur = nxt
+    chain[cur] = -1
+    b = dev(buf)
+    o = empty(n + 2, torch.int32)
+    k_mem_deps[(1,)](b, b[n:], dev(chain), o, n_iter, n)
+    v = np.arange(n, dtype=np.int64)
+    for _ in range(n_iter):
+        v = v * 2 + 1
+    want_buf = np.concatenate([v, np.arange(n) * 10, [sum(range(n_iter)), 105]]).astype(np.int32)
+    want_o = np.concatenate([np.arange(n) * 10, [13, 105]]).astype(np.int32)
+    return {"buf": (host(b), want_buf, 0), "out": (host(o), want_o, 0)}
+
+
+@triton.jit
+def k_addr_forms(x, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    tl.store(o + r, tl.load(x + (r ^ 1)))
+    tl.store(o + N + r, tl.load(x + r // 3))
+    tl.store(o + 2 * N + r, tl.load(x + (r * 7) % N))
+    tl.store(o + 3 * N + r, tl.load(x + (N - 1 - r)))
+    tl.store(o + 4 * N + r, tl.load(x + tl.where(r % 2 == 0, r // 2, N - 1 - r // 2)))
+    tl.store(o + 5 * N + r, tl.load(x + (r & ~3)))
+    tl.store(o + 6 * N + r, tl.load(x + (r * r) % N))
+    tl.store(o + 7 * N + (r * 5) % N, tl.load(x + r))  # a permuted store
+    off = r.to(tl.uint8) * 16  # uint8 offsets wrap at 256
+    tl.store(o + 8 * N + r, tl.load(x + off % N))
+    tl.store(o + 9 * N + r, tl.load(x + N // 2 + ((r << 28) >> 28)))  # the low nibble sign-extended: -8..7
+    u = r.to(tl.uint32)
+    tl.store(o + 10 * N + r, tl.load(x + (u * 3 + 1) % N))  # unsigned offsets
+
+
+@probe("address forms: r^1, r//3, (7r)%N, N-1-r, where, r&~3, r*r%N, permuted store, uint8/uint32 offsets, negative")
+def probe_address_forms():
+    n = 64
+    x = rng().integers(-1000, 1000, n).astype(np.int32)
+    o = empty(11 * n, torch.int32)
+    k_addr_forms[(1,)](dev(x), o, n)
+    r = np.arange(n)
+    perm_store = np.zeros(n, np.int32)
+    perm_store[(r * 5) % n] = x
+    want = np.concatenate(
+        [
+            x[r ^ 1],
+            x[r // 3],
+            x[(r * 7) % n],
+            x[n - 1 - r],
+            x[np.where(r % 2 == 0, r // 2, n - 1 - r // 2)],
+            x[r & ~3],
+            x[(r * r) % n],
+            perm_store,
+            x[((r.astype(np.uint8) * np.uint8(16)).astype(np.int64)) % n],
+            x[n // 2 + ((r.astype(np.int32) << 28) >> 28)],
+            x[(r * 3 + 1) % n],
+        ]
+    )
+    return {"out": (host(o), want, 0)}
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
