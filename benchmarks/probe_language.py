@@ -1710,6 +1710,71 @@ def probe_address_forms():
     return {"out": (host(o), want, 0)}
 
 
+@triton.jit
+def k_loops(o, lo, hi, big, step, N: tl.constexpr):
+    r = tl.arange(0, N)
+    acc = r * 0
+    cnt = 0
+    for i in range(lo, hi):  # zero trips when lo >= hi: the carried values keep their entry values
+        acc += i
+        cnt += 1
+    tl.store(o + r, acc + cnt)
+    tri = 0
+    inner_sum = tl.zeros((N,), tl.int32)
+    for i in range(0, N):  # a triangular nest: the inner bound is the outer variable
+        for j in range(i, N):
+            tri += 1
+            inner_sum += (r == j).to(tl.int32) * i
+    tl.store(o + N + r, inner_sum)
+    tl.store(o + 2 * N, tri)
+    t = 0
+    for _k in range(0, big, 2**33):  # an int64 induction variable past 2**32
+        t += 1
+    tl.store(o + 2 * N + 1, t)
+    s, p = 0, 1
+    for k in tl.range(0, hi, step, loop_unroll_factor=4):  # a runtime trip count not a multiple of 4
+        s, p = s + k, (p * 3) % 1000003
+    tl.store(o + 2 * N + 2, s)
+    tl.store(o + 2 * N + 3, p)
+    down = 0
+    for k in range(hi, lo, -step):  # a runtime negative step: Triton emits scf.for(hi, lo, -step), no trips
+        down += k
+    tl.store(o + 2 * N + 4, down)
+    down = 0
+    for k in range(hi, lo, -3):  # a constexpr negative step: the frontend reverses the loop
+        down += k
+    tl.store(o + 2 * N + 5, down)
+    for _k in tl.static_range(0):  # an empty static loop
+        tl.store(o, -1)
+
+
+@probe("loops: zero-trip carries, triangular nest, int64 iv past 2**32, unroll 4 of a runtime count, negative steps")
+def probe_loop_forms():
+    n = 16
+    o = empty(2 * n + 6, torch.int32)
+    lo, hi, step = 5, 27, 3
+    big = 3 * 2**33 + 5
+    k_loops[(1,)](o, 9, 9, big, step, n)  # lo == hi: zero trips
+    first = host(o).copy()
+    k_loops[(1,)](o, lo, hi, big, step, n)
+    second = host(o)
+    inner = np.array([sum(i for i in range(n) if i <= j) for j in range(n)])
+
+    def tail(lo_, hi_):
+        return [
+            n * (n + 1) // 2,
+            4,
+            sum(range(0, hi_, step)),
+            pow(3, len(range(0, hi_, step)), 1000003),
+            0,  # CUDA's scf.for: iv < ub fails at once (the interpreter runs Python's range: differs)
+            sum(range(hi_, lo_, -3)),
+        ]
+
+    want1 = np.concatenate([np.zeros(n), inner, tail(9, 9)]).astype(np.int32)
+    want2 = np.concatenate([np.full(n, sum(range(lo, hi)) + hi - lo), inner, tail(lo, hi)]).astype(np.int32)
+    return {"zero trips": (first, want1, 0), "trips": (second, want2, 0)}
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
