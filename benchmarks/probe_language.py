@@ -1775,6 +1775,191 @@ def probe_loop_forms():
     return {"zero trips": (first, want1, 0), "trips": (second, want2, 0)}
 
 
+# ---- random chains of shape ops ---------------------------------------------------------------------------------
+# Each chain starts from a loaded integer tile of 1-3 power-of-two dims and applies 3-8 random steps: permute,
+# reshape, flip, cumsum (either direction), a keep_dims sum/max/min broadcast back, where, a gather by the tile's
+# own low bits, sort, join, interleave, expand_dims + broadcast_to, split, a cast to another integer type, and an
+# elementwise combination with an earlier tile of the same shape; numpy runs the same steps (Triton's promotions:
+# sums of types narrower than 32 bits in (u)int32; wrapping arithmetic). Found: tl.sort of a broadcast tile.
+CHAIN_TYPES = {"int8": "tl.int8", "int16": "tl.int16", "int32": "tl.int32", "uint32": "tl.uint32", "int64": "tl.int64"}
+
+
+def _pow2_dims(numel, rank, rnd):
+    e = numel.bit_length() - 1
+    cuts = sorted(rnd.randint(0, e) for _ in range(rank - 1))
+    return tuple(2 ** (b - a) for a, b in zip([0, *cuts], [*cuts, e]))
+
+
+def _sum_type(t):
+    return {"int8": "int32", "int16": "int32"}.get(t, t)
+
+
+def shape_chain(seed):
+    """(kernel lines, numpy lines, first shape, last name, last shape, last type) of chain `seed`."""
+    import math
+    import random
+
+    rnd = random.Random(seed)
+    shape = _pow2_dims(2 ** rnd.randint(3, 9), rnd.randint(1, 3), rnd)
+    first = shape
+    kl, nl = [], []
+    seen = [("t0", shape, "int32")]
+    cur, ty = "t0", "int32"
+    for step in range(1, rnd.randint(3, 8) + 1):
+        n, numel, rank = f"t{step}", math.prod(shape), len(shape)
+        ops = ["permute", "reshape", "flip", "cumsum", "reduce", "where", "gather", "sort", "cast", "combine"]
+        if numel * 2 <= 4096 and rank < 4:
+            ops += ["join", "interleave", "bcast"]
+        if shape[-1] == 2 and rank > 1:
+            ops.append("split")
+        op = rnd.choice(ops)
+        d = rnd.randrange(rank)
+        if op == "permute" and rank > 1:
+            perm = list(range(rank))
+            rnd.shuffle(perm)
+            kl.append(f"{n} = tl.permute({cur}, {tuple(perm)})")
+            nl.append(f"{n} = {cur}.transpose({tuple(perm)})")
+            shape = tuple(shape[p] for p in perm)
+        elif op in ("reshape", "permute"):
+            shape = _pow2_dims(numel, rnd.randint(1, 4), rnd)
+            kl.append(f"{n} = tl.reshape({cur}, {shape})")
+            nl.append(f"{n} = {cur}.reshape({shape})")
+        elif op == "flip":
+            kl.append(f"{n} = tl.flip({cur}, {d})")
+            nl.append(f"{n} = np.flip({cur}, {d})")
+        elif op == "cumsum":
+            rev, ty = rnd.random() < 0.5, _sum_type(ty)
+            kl.append(f"{n} = tl.cumsum({cur}, {d}, reverse={rev})")
+            scan = (
+                f"np.cumsum(np.flip({cur}, {d}), {d}, dtype=np.{ty})"
+                if rev
+                else f"np.cumsum({cur}, {d}, dtype=np.{ty})"
+            )
+            nl.append(f"{n} = np.flip({scan}, {d})" if rev else f"{n} = {scan}")
+        elif op == "reduce":
+            f = rnd.choice(["sum", "max", "min"])
+            kl.append(f"{n} = {cur} - tl.{f}({cur}, {d}, keep_dims=True)")
+            if f == "sum":
+                ty = _sum_type(ty)
+                nl.append(f"{n} = {cur}.astype(np.{ty}) - {cur}.sum({d}, keepdims=True, dtype=np.{ty})")
+            else:
+                nl.append(f"{n} = {cur} - {cur}.{f}({d}, keepdims=True)")
+        elif op == "where":
+            k = rnd.randint(2, 5)
+            kl.append(f"{n} = tl.where({cur} % {k} == 0, {cur} * 3 + 1, {cur} ^ {k})")
+            nl.append(
+                f"{n} = np.where(np.fmod({cur}, {k}) == 0, {cur} * np.{ty}(3) + np.{ty}(1), {cur} ^ np.{ty}({k}))"
+            )
+        elif op == "gather":
+            kl.append(f"{n} = tl.gather({cur}, ({cur} & {shape[d] - 1}).to(tl.int32), {d})")
+            nl.append(f"{n} = np.take_along_axis({cur}, ({cur} & {shape[d] - 1}).astype(np.int64), {d})")
+        elif op == "sort":
+            desc = rnd.random() < 0.5
+            kl.append(f"{n} = tl.sort({cur}, descending={desc})")
+            nl.append(f"{n} = np.flip(np.sort({cur}, -1), -1)" if desc else f"{n} = np.sort({cur}, -1)")
+        elif op == "cast":
+            ty = rnd.choice(sorted(CHAIN_TYPES))
+            kl.append(f"{n} = {cur}.to({CHAIN_TYPES[ty]})")
+            nl.append(f"{n} = {cur}.astype(np.{ty})")
+        elif op == "combine":
+            same = [(v, t) for v, sh, t in seen if sh == shape and t == ty and v != cur]
+            if same:
+                other = rnd.choice(same)[0]
+                f = rnd.choice(["+", "^", "min"])
+                kl.append(f"{n} = tl.minimum({cur}, {other})" if f == "min" else f"{n} = {cur} {f} {other}")
+                nl.append(f"{n} = np.minimum({cur}, {other})" if f == "min" else f"{n} = {cur} {f} {other}")
+            else:
+                kl.append(f"{n} = {cur} + 1")
+                nl.append(f"{n} = {cur} + np.{ty}(1)")
+        elif op == "join":
+            k = rnd.randint(2, 9)
+            kl.append(f"{n} = tl.join({cur}, {cur} * {k} + 1)")
+            nl.append(f"{n} = np.stack([{cur}, {cur} * np.{ty}({k}) + np.{ty}(1)], -1)")
+            shape = (*shape, 2)
+        elif op == "interleave":
+            k = rnd.randint(2, 9)
+            shape = (*shape[:-1], 2 * shape[-1])
+            kl.append(f"{n} = tl.interleave({cur}, {cur} - {k})")
+            nl.append(f"{n} = np.stack([{cur}, {cur} - np.{ty}({k})], -1).reshape({shape})")
+        elif op == "bcast":
+            d, m = rnd.randint(0, rank), rnd.choice([1, 2, 4])
+            shape = (*shape[:d], m, *shape[d:])
+            kl.append(f"{n} = tl.broadcast_to(tl.expand_dims({cur}, {d}), {shape})")
+            nl.append(f"{n} = np.broadcast_to(np.expand_dims({cur}, {d}), {shape}).copy()")
+        elif op == "split":
+            kl.append(f"{n}a, {n}b = tl.split({cur})")
+            kl.append(f"{n} = {n}a - 3 * {n}b")
+            nl.append(f"{n} = {cur}[..., 0] - np.{ty}(3) * {cur}[..., 1]")
+            shape = shape[:-1]
+        cur = n
+        seen.append((cur, shape, ty))
+    return kl, nl, first, cur, shape, ty
+
+
+def shape_chain_module(seeds):
+    """Python source of a module defining CHAINS[seed] = (kernel, numpy model, input numel, output numel, type)."""
+    import math
+
+    out = ["import numpy as np", "import triton", "import triton.language as tl", "", "CHAINS = {}", ""]
+    for seed in seeds:
+        kl, nl, first, last, shape, ty = shape_chain(seed)
+        n0, n1 = math.prod(first), math.prod(shape)
+        body = "\n    ".join(kl)
+        model = "\n    ".join(nl)
+        out.append(
+            f"""
+@triton.jit
+def chain_{seed}(x, o):
+    t0 = tl.reshape(tl.load(x + tl.arange(0, {n0})), {first})
+    {body}
+    tl.store(o + tl.arange(0, {n1}), tl.reshape({last}, ({n1},)))
+
+
+def model_{seed}(t0):
+    t0 = t0.reshape({first})
+    {model}
+    return np.ascontiguousarray({last}).reshape(-1)
+
+
+CHAINS[{seed}] = (chain_{seed}, model_{seed}, {n0}, {n1}, "{ty}")
+"""
+        )
+    return "\n".join(out)
+
+
+CHAIN_SEEDS = range(int(os.environ.get("PROBE_CHAIN_START", "0")), int(os.environ.get("PROBE_CHAIN_END", "60")))
+
+
+@probe(f"random chains of shape ops on integer tiles (seeds {CHAIN_SEEDS.start}-{CHAIN_SEEDS.stop - 1}), numpy model")
+def probe_shape_chains():
+    import importlib.util
+    import warnings
+
+    folder = tempfile.mkdtemp(prefix="shape_chains_")
+    path = os.path.join(folder, f"chains_{CHAIN_SEEDS.start}_{CHAIN_SEEDS.stop}.py")
+    with open(path, "w") as f:
+        f.write(shape_chain_module(CHAIN_SEEDS))
+    spec = importlib.util.spec_from_file_location("shape_chains", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    got, want = {}, {}
+    for seed, (kernel, model, n0, n1, ty) in mod.CHAINS.items():
+        x = rng(seed).integers(-50, 50, n0).astype(np.int32)
+        o = empty(n1, getattr(torch, ty))
+        try:
+            kernel[(1,)](dev(x), o)
+            got[seed] = host(o).view(np.dtype(ty))
+        except Exception as exc:
+            got[seed] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:120]}"
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            want[seed] = model(x.copy())
+    bad = [s for s in got if isinstance(got[s], str) or mismatch(got[s], want[s], 0)]
+    detail = [f"seed {s}: {got[s] if isinstance(got[s], str) else mismatch(got[s], want[s], 0)}" for s in bad[:3]]
+    flat = np.concatenate([g if not isinstance(g, str) else np.array([-1]) for g in got.values()]).astype(np.int64)
+    return {"chains": (np.array(detail or ["ok"]), np.array(["ok"]), 0), "outputs": (flat, None, 0)}
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
