@@ -1775,6 +1775,141 @@ def probe_loop_forms():
     return {"zero trips": (first, want1, 0), "trips": (second, want2, 0)}
 
 
+@triton.jit
+def _count_combine(a1, c1, a2, c2):
+    return a1 + a2, c1 + c2
+
+
+@triton.jit
+def k_view_consumer(x, o, VIEW: tl.constexpr, USE: tl.constexpr):
+    r = tl.arange(0, 16)
+    X = tl.load(x + r[:, None] * 16 + r[None, :])
+    if VIEW == 0:
+        V = X
+    elif VIEW == 1:
+        V = tl.broadcast_to(tl.load(x + r)[None, :], (16, 16))
+    elif VIEW == 2:
+        V = tl.broadcast_to(tl.load(x + r)[:, None], (16, 16))
+    elif VIEW == 3:
+        V = tl.trans(X)
+    elif VIEW == 4:
+        V = tl.flip(X, 0)
+    elif VIEW == 5:
+        V = tl.reshape(tl.permute(tl.reshape(X, (4, 4, 16)), (1, 0, 2)), (16, 16))
+    else:
+        Y = tl.load(x + tl.arange(0, 4)[:, None] * 16 + r[None, :])
+        V = tl.reshape(tl.broadcast_to(tl.expand_dims(Y, 1), (4, 4, 16)), (16, 16))
+    i256 = tl.arange(0, 256)
+    if USE == 0:
+        tl.store(o + i256, tl.reshape(tl.cumsum(V, 0), (256,)))
+    elif USE == 1:
+        tl.store(o + i256, tl.reshape(tl.cumsum(V, 1, reverse=True), (256,)))
+    elif USE == 2:
+        tl.store(o + r, tl.sum(V, 0))
+    elif USE == 3:
+        m, i = tl.max(V, 1, return_indices=True, return_indices_tie_break_left=True)
+        tl.store(o + r, m)
+        tl.store(o + 16 + r, i)
+    elif USE == 4:
+        tl.store(o + i256, tl.reshape(tl.sort(V, descending=True), (256,)))
+    elif USE == 5:
+        tl.store(o + i256, tl.reshape(tl.gather(V, V & 15, 0), (256,)))
+    elif USE == 6:
+        tl.store(o + i256, tl.reshape(tl.gather(V, (V >> 1) & 15, 1), (256,)))
+    elif USE == 7:
+        d = tl.dot(V.to(tl.float32), X.to(tl.float32), input_precision="ieee")
+        tl.store(o + i256, tl.reshape(d.to(tl.int32), (256,)))
+    elif USE == 8:
+        tl.store(o + i256, tl.reshape(tl.where(V > 0, V, X * 2), (256,)))
+    elif USE == 9:
+        tl.store(o + tl.arange(0, 512), tl.reshape(tl.interleave(V, -V), (512,)))
+    elif USE == 10:
+        a, b = tl.split(tl.reshape(V, (16, 8, 2)))
+        tl.store(o + tl.arange(0, 128), tl.reshape(a - 3 * b, (128,)))
+    elif USE == 11:
+        s, c = tl.associative_scan((V, tl.full((16, 16), 1, tl.int32)), 1, _count_combine)
+        tl.store(o + i256, tl.reshape(s * 100 + c, (256,)))
+    elif USE == 12:
+        tl.store(o + tl.arange(0, 64), tl.histogram(tl.reshape(V, (256,)) & 63, 64))
+    elif USE == 13:
+        tl.atomic_add(o + (V & 15), 1)
+    else:
+        tl.store(o + r, tl.argmin(V, 0, tie_break_left=True))
+
+
+def view_model(x, view):
+    X = x.reshape(16, 16)
+    return [
+        X,
+        np.broadcast_to(x[:16][None, :], (16, 16)),
+        np.broadcast_to(x[:16][:, None], (16, 16)),
+        X.T,
+        X[::-1],
+        X.reshape(4, 4, 16).transpose(1, 0, 2).reshape(16, 16),
+        np.broadcast_to(x[:64].reshape(4, 1, 16), (4, 4, 16)).reshape(16, 16),
+    ][view]
+
+
+def use_model(V, X, use):
+    r = np.arange(16)
+    if use == 0:
+        return np.cumsum(V, 0)
+    if use == 1:
+        return np.cumsum(V[:, ::-1], 1)[:, ::-1]
+    if use == 2:
+        return V.sum(0)
+    if use == 3:
+        return np.concatenate([V.max(1), V.argmax(1)])
+    if use == 4:
+        return np.sort(V, 1)[:, ::-1]
+    if use == 5:
+        return np.take_along_axis(V, V & 15, 0)
+    if use == 6:
+        return np.take_along_axis(V, (V >> 1) & 15, 1)
+    if use == 7:
+        return V.astype(np.int64) @ X
+    if use == 8:
+        return np.where(V > 0, V, X * 2)
+    if use == 9:
+        return np.stack([V, -V], -1).reshape(16, 32)
+    if use == 10:
+        p = V.reshape(16, 8, 2)
+        return p[..., 0] - 3 * p[..., 1]
+    if use == 11:
+        return np.cumsum(V, 1) * 100 + (r + 1)[None, :]
+    if use == 12:
+        return np.bincount((V & 63).ravel(), minlength=64)
+    if use == 13:
+        return np.bincount((V & 15).ravel(), minlength=16)
+    return V.argmin(0)
+
+
+@probe(
+    "7 views (plain, broadcasts, trans, flip, permuted, 3-D broadcast) x 15 consumers (scan, reduce, sort, gather...)"
+)
+def probe_view_consumers():
+    x = rng().integers(-50, 50, 256).astype(np.int32)
+    bad, outs = [], []
+    for view in range(7):
+        V = view_model(x, view)
+        for use in range(15):
+            o = empty(512, torch.int32)
+            try:
+                k_view_consumer[(1,)](dev(x), o, view, use)
+            except Exception as exc:
+                bad.append(f"view {view} use {use}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:100]}")
+                continue
+            got = host(o)
+            want = np.asarray(use_model(V, x.reshape(16, 16), use)).reshape(-1).astype(np.int32)
+            outs.append(got)
+            if (m := mismatch(got[: want.size], want, 0)) is not None:
+                bad.append(f"view {view} use {use}: {m}")
+    return {
+        "105 kernels": (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0),
+        "outputs": (np.concatenate(outs), None, 0),
+    }
+
+
 # ---- random chains of shape ops ---------------------------------------------------------------------------------
 # Each chain starts from a loaded integer tile of 1-3 power-of-two dims and applies 3-8 random steps: permute,
 # reshape, flip, cumsum (either direction), a keep_dims sum/max/min broadcast back, where, a gather by the tile's
