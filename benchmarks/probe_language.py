@@ -1781,15 +1781,15 @@ def _count_combine(a1, c1, a2, c2):
 
 
 @triton.jit
-def k_view_consumer(x, o, VIEW: tl.constexpr, USE: tl.constexpr):
+def k_view_consumer(x, o, VIEW: tl.constexpr, USE: tl.constexpr, DT: tl.constexpr):
     r = tl.arange(0, 16)
-    X = tl.load(x + r[:, None] * 16 + r[None, :])
+    X = tl.load(x + r[:, None] * 16 + r[None, :]).to(DT)
     if VIEW == 0:
         V = X
     elif VIEW == 1:
-        V = tl.broadcast_to(tl.load(x + r)[None, :], (16, 16))
+        V = tl.broadcast_to(tl.load(x + r).to(DT)[None, :], (16, 16))
     elif VIEW == 2:
-        V = tl.broadcast_to(tl.load(x + r)[:, None], (16, 16))
+        V = tl.broadcast_to(tl.load(x + r).to(DT)[:, None], (16, 16))
     elif VIEW == 3:
         V = tl.trans(X)
     elif VIEW == 4:
@@ -1797,42 +1797,43 @@ def k_view_consumer(x, o, VIEW: tl.constexpr, USE: tl.constexpr):
     elif VIEW == 5:
         V = tl.reshape(tl.permute(tl.reshape(X, (4, 4, 16)), (1, 0, 2)), (16, 16))
     else:
-        Y = tl.load(x + tl.arange(0, 4)[:, None] * 16 + r[None, :])
+        Y = tl.load(x + tl.arange(0, 4)[:, None] * 16 + r[None, :]).to(DT)
         V = tl.reshape(tl.broadcast_to(tl.expand_dims(Y, 1), (4, 4, 16)), (16, 16))
+    Vi = V.to(tl.int32)
     i256 = tl.arange(0, 256)
     if USE == 0:
-        tl.store(o + i256, tl.reshape(tl.cumsum(V, 0), (256,)))
+        tl.store(o + i256, tl.reshape(tl.cumsum(V, 0), (256,)).to(tl.int32))
     elif USE == 1:
-        tl.store(o + i256, tl.reshape(tl.cumsum(V, 1, reverse=True), (256,)))
+        tl.store(o + i256, tl.reshape(tl.cumsum(V, 1, reverse=True), (256,)).to(tl.int32))
     elif USE == 2:
-        tl.store(o + r, tl.sum(V, 0))
+        tl.store(o + r, tl.sum(V, 0).to(tl.int32))
     elif USE == 3:
         m, i = tl.max(V, 1, return_indices=True, return_indices_tie_break_left=True)
-        tl.store(o + r, m)
+        tl.store(o + r, m.to(tl.int32))
         tl.store(o + 16 + r, i)
     elif USE == 4:
-        tl.store(o + i256, tl.reshape(tl.sort(V, descending=True), (256,)))
+        tl.store(o + i256, tl.reshape(tl.sort(V, descending=True), (256,)).to(tl.int32))
     elif USE == 5:
-        tl.store(o + i256, tl.reshape(tl.gather(V, V & 15, 0), (256,)))
+        tl.store(o + i256, tl.reshape(tl.gather(V, Vi & 15, 0), (256,)).to(tl.int32))
     elif USE == 6:
-        tl.store(o + i256, tl.reshape(tl.gather(V, (V >> 1) & 15, 1), (256,)))
+        tl.store(o + i256, tl.reshape(tl.gather(V, (Vi >> 1) & 15, 1), (256,)).to(tl.int32))
     elif USE == 7:
         d = tl.dot(V.to(tl.float32), X.to(tl.float32), input_precision="ieee")
         tl.store(o + i256, tl.reshape(d.to(tl.int32), (256,)))
     elif USE == 8:
-        tl.store(o + i256, tl.reshape(tl.where(V > 0, V, X * 2), (256,)))
+        tl.store(o + i256, tl.reshape(tl.where(V > 0, V, X * 2), (256,)).to(tl.int32))
     elif USE == 9:
-        tl.store(o + tl.arange(0, 512), tl.reshape(tl.interleave(V, -V), (512,)))
+        tl.store(o + tl.arange(0, 512), tl.reshape(tl.interleave(V, -V), (512,)).to(tl.int32))
     elif USE == 10:
         a, b = tl.split(tl.reshape(V, (16, 8, 2)))
-        tl.store(o + tl.arange(0, 128), tl.reshape(a - 3 * b, (128,)))
+        tl.store(o + tl.arange(0, 128), tl.reshape(a - 3 * b, (128,)).to(tl.int32))
     elif USE == 11:
-        s, c = tl.associative_scan((V, tl.full((16, 16), 1, tl.int32)), 1, _count_combine)
-        tl.store(o + i256, tl.reshape(s * 100 + c, (256,)))
+        s, c = tl.associative_scan((V, tl.full((16, 16), 1, DT)), 1, _count_combine)
+        tl.store(o + i256, tl.reshape(s.to(tl.int32) * 100 + c.to(tl.int32), (256,)))
     elif USE == 12:
-        tl.store(o + tl.arange(0, 64), tl.histogram(tl.reshape(V, (256,)) & 63, 64))
+        tl.store(o + tl.arange(0, 64), tl.histogram(tl.reshape(Vi, (256,)) & 63, 64))
     elif USE == 13:
-        tl.atomic_add(o + (V & 15), 1)
+        tl.atomic_add(o + (Vi & 15), 1)
     else:
         tl.store(o + r, tl.argmin(V, 0, tie_break_left=True))
 
@@ -1851,7 +1852,9 @@ def view_model(x, view):
 
 
 def use_model(V, X, use):
+    """Consumer `use` of V (values small enough that no type of the probe overflows but the custom scan's)."""
     r = np.arange(16)
+    V, X = V.astype(np.int64), X.astype(np.int64)
     if use == 0:
         return np.cumsum(V, 0)
     if use == 1:
@@ -1867,7 +1870,7 @@ def use_model(V, X, use):
     if use == 6:
         return np.take_along_axis(V, (V >> 1) & 15, 1)
     if use == 7:
-        return V.astype(np.int64) @ X
+        return V @ X
     if use == 8:
         return np.where(V > 0, V, X * 2)
     if use == 9:
@@ -1884,28 +1887,34 @@ def use_model(V, X, use):
     return V.argmin(0)
 
 
+VIEW_TYPES = {"int32": tl.int32, "int8": tl.int8, "int16": tl.int16, "int64": tl.int64, "float16": tl.float16}
+
+
 @probe(
     "7 views (plain, broadcasts, trans, flip, permuted, 3-D broadcast) x 15 consumers (scan, reduce, sort, gather...)"
+    " x 5 types (int8/16/32/64, fp16)"
 )
 def probe_view_consumers():
-    x = rng().integers(-50, 50, 256).astype(np.int32)
+    x = rng().integers(-7, 8, 256).astype(np.int32)  # the int8 tuple scan (16 * 7 = 112) stays in range
     bad, outs = [], []
-    for view in range(7):
-        V = view_model(x, view)
-        for use in range(15):
-            o = empty(512, torch.int32)
-            try:
-                k_view_consumer[(1,)](dev(x), o, view, use)
-            except Exception as exc:
-                bad.append(f"view {view} use {use}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:100]}")
-                continue
-            got = host(o)
-            want = np.asarray(use_model(V, x.reshape(16, 16), use)).reshape(-1).astype(np.int32)
-            outs.append(got)
-            if (m := mismatch(got[: want.size], want, 0)) is not None:
-                bad.append(f"view {view} use {use}: {m}")
+    for tname, dt in VIEW_TYPES.items():
+        for view in range(7):
+            V = view_model(x, view)
+            for use in range(15):
+                o = empty(512, torch.int32)
+                try:
+                    k_view_consumer[(1,)](dev(x), o, view, use, dt)
+                except Exception as exc:
+                    first = str(exc).strip().splitlines()[0][:100]
+                    bad.append(f"{tname} view {view} use {use}: {type(exc).__name__}: {first}")
+                    continue
+                got = host(o)
+                want = np.asarray(use_model(V, x.reshape(16, 16), use)).reshape(-1).astype(np.int32)
+                outs.append(got)
+                if (m := mismatch(got[: want.size], want, 0)) is not None:
+                    bad.append(f"{tname} view {view} use {use}: {m}")
     return {
-        "105 kernels": (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0),
+        "525 kernels": (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0),
         "outputs": (np.concatenate(outs), None, 0),
     }
 
