@@ -141,7 +141,7 @@ def k_int_div(a, b, o, N: tl.constexpr):
 def c_div(x, y):
     """C's truncating quotient and remainder, exactly (Python integers)."""
     q = [abs(int(a)) // abs(int(b)) * (1 if (a < 0) == (b < 0) else -1) for a, b in zip(x, y)]
-    return np.array(q, np.int64), np.array([int(a) - qi * int(b) for a, b, qi in zip(x, y, q)], np.int64)
+    return np.array(q, object), np.array([int(a) - qi * int(b) for a, b, qi in zip(x, y, q)], object)
 
 
 @probe("integer // % of negatives (C truncation), tl.cdiv, int8/int32/int64")
@@ -1917,6 +1917,70 @@ def probe_view_consumers():
         "525 kernels": (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0),
         "outputs": (np.concatenate(outs), None, 0),
     }
+
+
+@triton.jit
+def k_uniform_div(a, dv, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(a + r)
+    d = tl.load(dv)  # one divisor for every lane, known only at run time
+    tl.store(o + r, x // d)
+    tl.store(o + N + r, x % d)
+    tl.store(o + 2 * N + r, (x & 0x7F) // d)  # nonnegative dividends
+    tl.store(o + 3 * N + r, (x & 0x7F) % d)
+
+
+@probe("division and remainder by one runtime divisor for every lane (1, -1, 3, 7, 16, -128, MAX) on 6 integer types")
+def probe_uniform_divisor():
+    n = 64
+    res = {}
+    for np_t in (np.int8, np.int16, np.int32, np.int64, np.uint32, np.uint64):
+        info = np.iinfo(np_t)
+        x = rng().integers(info.min, info.max, n, dtype=np_t, endpoint=True)
+        x[:4] = [info.min, info.max, 0, info.min + 1]
+        got, want = [], []
+        for dv in (1, -1, 3, 7, 16, -128, int(info.max)):
+            if dv < 0 and info.min == 0:
+                continue
+            o = empty(4 * n, getattr(torch, np.dtype(np_t).name))
+            k_uniform_div[(1,)](dev(x), dev(np.array([dv], np_t)), o, n)
+            got.append(host(o).view(np_t))
+            q, m = c_div(x, np.full(n, dv))
+            if dv == -1 and info.min < 0:  # MIN // -1 overflows: undefined (PTX gives MIN); compared as 0
+                got[-1] = got[-1].copy()
+                got[-1][[0, n]] = 0
+                q[0] = m[0] = 0
+            xs = x & np_t(0x7F)
+            q2, m2 = c_div(xs, np.full(n, dv))
+            with np.errstate(over="ignore"):
+                want.append(np.concatenate([q, m, q2, m2]).astype(np_t))
+        res[np.dtype(np_t).name] = (np.concatenate(got), np.concatenate(want), 0)
+    return res
+
+
+@triton.jit
+def k_rank10(x, o):
+    h = tl.reshape(tl.load(x + tl.arange(0, 1024)), (2, 2, 2, 2, 2, 2, 2, 2, 2, 2))
+    p = tl.permute(h, (9, 8, 7, 6, 5, 4, 3, 2, 1, 0))  # a bit reversal of the index
+    tl.store(o + tl.arange(0, 1024), tl.reshape(p, (1024,)))
+    tl.store(o + 1024 + tl.arange(0, 1024), tl.reshape(tl.cumsum(p, 4) - tl.max(p, 2, keep_dims=True), (1024,)))
+    tl.store(o + 2048 + tl.arange(0, 1024), tl.reshape(tl.sort(tl.gather(p, p & 1, 3)), (1024,)))
+
+
+@probe("rank-10 tiles (2 x ... x 2): a bit-reversal permute, cumsum / keep_dims max / gather / sort on middle axes")
+def probe_rank10():
+    x = rng().integers(-100, 100, 1024).astype(np.int32)
+    o = empty(3072, torch.int32)
+    k_rank10[(1,)](dev(x), o)
+    p = x.reshape((2,) * 10).transpose(tuple(range(9, -1, -1)))
+    want = np.concatenate(
+        [
+            p.ravel(),
+            (np.cumsum(p, 4) - p.max(2, keepdims=True)).ravel(),
+            np.sort(np.take_along_axis(p, p & 1, 3), -1).ravel(),
+        ]
+    )
+    return {"out": (host(o), want.astype(np.int32), 0)}
 
 
 # ---- random chains of shape ops ---------------------------------------------------------------------------------
