@@ -1834,6 +1834,12 @@ def k_view_consumer(x, o, VIEW: tl.constexpr, USE: tl.constexpr, DT: tl.constexp
         tl.store(o + tl.arange(0, 64), tl.histogram(tl.reshape(Vi, (256,)) & 63, 64))
     elif USE == 13:
         tl.atomic_add(o + (Vi & 15), 1)
+    elif USE == 15:
+        d = tl.dot(V.to(tl.float16), tl.trans(X).to(tl.float16))
+        tl.store(o + i256, tl.reshape(d.to(tl.int32), (256,)))
+    elif USE == 16:
+        d = tl.dot(tl.trans(V.to(tl.int8)), X.to(tl.int8))
+        tl.store(o + i256, tl.reshape(d, (256,)))
     else:
         tl.store(o + r, tl.argmin(V, 0, tie_break_left=True))
 
@@ -1884,6 +1890,10 @@ def use_model(V, X, use):
         return np.bincount((V & 63).ravel(), minlength=64)
     if use == 13:
         return np.bincount((V & 15).ravel(), minlength=16)
+    if use == 15:
+        return V @ X.T
+    if use == 16:
+        return V.T @ X
     return V.argmin(0)
 
 
@@ -1891,7 +1901,7 @@ VIEW_TYPES = {"int32": tl.int32, "int8": tl.int8, "int16": tl.int16, "int64": tl
 
 
 @probe(
-    "7 views (plain, broadcasts, trans, flip, permuted, 3-D broadcast) x 15 consumers (scan, reduce, sort, gather...)"
+    "7 views (plain, broadcasts, trans, flip, permuted, 3-D broadcast) x 17 consumers (scan, reduce, sort, dots)"
     " x 5 types (int8/16/32/64, fp16)"
 )
 def probe_view_consumers():
@@ -1900,7 +1910,7 @@ def probe_view_consumers():
     for tname, dt in VIEW_TYPES.items():
         for view in range(7):
             V = view_model(x, view)
-            for use in range(15):
+            for use in range(17):
                 o = empty(512, torch.int32)
                 try:
                     k_view_consumer[(1,)](dev(x), o, view, use, dt)
