@@ -1993,6 +1993,98 @@ def probe_rank10():
     return {"out": (host(o), want.astype(np.int32), 0)}
 
 
+def philox_ref(seed, offsets, rounds=10):
+    """Triton's randint4x(seed, offset) for uint32 counters (random.py), in Python integers."""
+    M = 2**32 - 1
+    out = []
+    for off in offsets:
+        off = int(off) % 2**64
+        c = [off & M, (off >> 32) & M, 0, 0]
+        k0, k1 = seed & M, (seed >> 32) & M
+        for _ in range(rounds):
+            c0, c1, c2, c3 = c
+            c = [
+                ((0xCD9E8D57 * c2) >> 32) ^ c1 ^ k0,
+                (0xCD9E8D57 * c2) & M,
+                ((0xD2511F53 * c0) >> 32) ^ c3 ^ k1,
+                (0xD2511F53 * c0) & M,
+            ]
+            k0, k1 = (k0 + 0x9E3779B9) & M, (k1 + 0xBB67AE85) & M
+        out.append(c)
+    return np.array(out, np.uint64).astype(np.uint32).T  # [4, n]
+
+
+@triton.jit
+def k_philox(o, of, seed, base, N: tl.constexpr):
+    off = base + tl.arange(0, N).to(tl.int64) * 3_000_000_007  # int64 offsets past 2**32
+    a, b, c, d = tl.randint4x(seed, off)
+    tl.store(o + tl.arange(0, N), a)
+    tl.store(o + N + tl.arange(0, N), b)
+    tl.store(o + 2 * N + tl.arange(0, N), c)
+    tl.store(o + 3 * N + tl.arange(0, N), d)
+    tl.store(of + tl.arange(0, N), tl.rand(seed, off))
+
+
+@probe("tl.randint4x / tl.rand with a 64-bit seed and int64 offsets past 2**32: bit-exact against Philox in Python")
+def probe_philox():
+    n, seed, base = 64, 0x1234_5678_9ABC_DEF1, 2**33 + 5
+    o, of = empty(4 * n, torch.int32), empty(n, torch.float32)
+    k_philox[(1,)](o, of, seed, base, n)
+    ref = philox_ref(seed, base + np.arange(n, dtype=object) * 3_000_000_007)
+    x = ref[0].view(np.int32)
+    x = np.where(x < 0, -x - 1, x).astype(np.float32)
+    return {
+        "randint4x": (host(o).reshape(4, n).view(np.uint32), ref, 0),
+        "rand": (host(of), x * np.float32(4.6566127342e-10), 0),
+    }
+
+
+@triton.jit
+def _mixed_combine(v1, i1, f1, v2, i2, f2):
+    take = (v2 > v1) | ((v2 == v1) & (i2 < i1))
+    return tl.where(take, v2, v1), tl.where(take, i2, i1), f1 | f2
+
+
+@triton.jit
+def k_mixed_tuple(x, o, oi, of, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    v = tl.load(x + rm * N + rn)  # fp16
+    idx = (rn + rm * 0).to(tl.int64) + 2**40
+    flag = ((v < 0) << (rn % 8)).to(tl.int8)
+    mv, mi, mf = tl.reduce((v, idx, flag), 1, _mixed_combine)
+    tl.store(o + tl.arange(0, M), mv)
+    tl.store(oi + tl.arange(0, M), mi)
+    tl.store(of + tl.arange(0, M), mf)
+    sv, si, sf = tl.associative_scan((v, idx, flag), 1, _mixed_combine)
+    tl.store(o + M + rm * N + rn, sv)
+    tl.store(oi + M + rm * N + rn, si)
+    tl.store(of + M + rm * N + rn, sf)
+
+
+@probe("tl.reduce / associative_scan over a tuple of mixed types (fp16 value, int64 index past 2**40, int8 flags)")
+def probe_mixed_tuple():
+    m, n = 4, 32
+    v = rng().integers(-6, 6, (m, n)).astype(np.float16)
+    o, oi, of = empty(m + m * n, torch.float16), empty(m + m * n, torch.int64), empty(m + m * n, torch.int8)
+    k_mixed_tuple[(1,)](dev(v), o, oi, of, m, n)
+    flag = ((v < 0).astype(np.int64) << (np.arange(n) % 8)).astype(np.uint8).view(np.int8)
+    mx = v.max(1)
+    first = np.argmax(v == mx[:, None], 1)
+    cm = np.maximum.accumulate(v, 1)
+    ci = np.array([[np.argmax(v[r, : j + 1] == cm[r, j]) for j in range(n)] for r in range(m)]) + 2**40
+    cf = np.bitwise_or.accumulate(flag.view(np.uint8), 1).view(np.int8)
+    return {
+        "values": (host(o), np.concatenate([mx, cm.ravel()]), 0),
+        "indices": (host(oi), np.concatenate([first + 2**40, ci.ravel()]), 0),
+        "flags": (
+            host(of),
+            np.concatenate([np.bitwise_or.reduce(flag.view(np.uint8), 1).view(np.int8), cf.ravel()]),
+            0,
+        ),
+    }
+
+
 # ---- random chains of shape ops ---------------------------------------------------------------------------------
 # Each chain starts from a loaded integer tile of 1-3 power-of-two dims and applies 3-8 random steps: permute,
 # reshape, flip, cumsum (either direction), a keep_dims sum/max/min broadcast back, where, a gather by the tile's
