@@ -2087,10 +2087,11 @@ def probe_mixed_tuple():
 
 # ---- random chains of shape ops ---------------------------------------------------------------------------------
 # Each chain starts from a loaded integer tile of 1-3 power-of-two dims and applies 3-8 random steps: permute,
-# reshape, flip, cumsum (either direction), a keep_dims sum/max/min broadcast back, where, a gather by the tile's
-# own low bits, sort, join, interleave, expand_dims + broadcast_to, split, a cast to another integer type, and an
-# elementwise combination with an earlier tile of the same shape; numpy runs the same steps (Triton's promotions:
-# sums of types narrower than 32 bits in (u)int32; wrapping arithmetic). Found: tl.sort of a broadcast tile.
+# reshape, flip, cumsum (either direction), cumprod, a keep_dims sum/max/min/xor_sum/argmax combined back, where
+# (also on a keep_dims max), a gather by the tile's own low bits, sort, topk, histogram, join, interleave,
+# expand_dims + broadcast_to, split, a cast to another integer type, and an elementwise combination with an
+# earlier tile of the same shape; numpy runs the same steps (Triton's promotions: sums of types narrower than 32
+# bits in (u)int32; wrapping arithmetic). Found: tl.sort of a broadcast tile (8dc046e).
 CHAIN_TYPES = {"int8": "tl.int8", "int16": "tl.int16", "int32": "tl.int32", "uint32": "tl.uint32", "int64": "tl.int64"}
 
 
@@ -2118,6 +2119,8 @@ def shape_chain(seed):
     for step in range(1, rnd.randint(3, 8) + 1):
         n, numel, rank = f"t{step}", math.prod(shape), len(shape)
         ops = ["permute", "reshape", "flip", "cumsum", "reduce", "where", "gather", "sort", "cast", "combine"]
+        ops += ["cumprod", "xor_sum", "argmax", "where_kept"] + (["topk"] if shape[-1] >= 2 else [])
+        ops += ["histogram"] if rank == 1 and numel >= 64 else []
         if numel * 2 <= 4096 and rank < 4:
             ops += ["join", "interleave", "bcast"]
         if shape[-1] == 2 and rank > 1:
@@ -2181,6 +2184,28 @@ def shape_chain(seed):
             else:
                 kl.append(f"{n} = {cur} + 1")
                 nl.append(f"{n} = {cur} + np.{ty}(1)")
+        elif op == "cumprod":
+            kl.append(f"{n} = tl.cumprod({cur} | 1, {d})")
+            nl.append(f"{n} = np.cumprod({cur} | np.{ty}(1), {d}, dtype=np.{ty})")
+        elif op == "xor_sum":
+            kl.append(f"{n} = {cur} - tl.xor_sum({cur}, {d}, keep_dims=True)")
+            nl.append(f"{n} = {cur} - np.bitwise_xor.reduce({cur}, {d}, keepdims=True)")
+        elif op == "argmax":
+            kl.append(f"{n} = {cur}.to(tl.int32) + tl.argmax({cur}, {d}, keep_dims=True)")
+            nl.append(f"{n} = {cur}.astype(np.int32) + np.argmax({cur}, {d}, keepdims=True).astype(np.int32)")
+            ty = "int32"
+        elif op == "where_kept":
+            kl.append(f"{n} = tl.where(tl.max({cur}, {d}, keep_dims=True) > {cur}, {cur}, {cur} * 2)")
+            nl.append(f"{n} = np.where({cur}.max({d}, keepdims=True) > {cur}, {cur}, {cur} * np.{ty}(2))")
+        elif op == "topk":
+            k = shape[-1] // rnd.choice([1, 2, 4] if shape[-1] >= 4 else [1, 2])
+            kl.append(f"{n} = tl.topk({cur}, {k})")
+            nl.append(f"{n} = np.ascontiguousarray(np.flip(np.sort({cur}, -1), -1)[..., :{k}])")
+            shape = (*shape[:-1], k)
+        elif op == "histogram":
+            kl.append(f"{n} = tl.histogram({cur} & 63, 64)")
+            nl.append(f"{n} = np.bincount(({cur}.astype(np.int64) & 63).ravel(), minlength=64).astype(np.int32)")
+            shape, ty = (64,), "int32"
         elif op == "join":
             k = rnd.randint(2, 9)
             kl.append(f"{n} = tl.join({cur}, {cur} * {k} + 1)")
