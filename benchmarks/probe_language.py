@@ -2203,11 +2203,11 @@ def shape_chain(seed):
         elif op == "reduce":
             f = rnd.choice(["sum", "max", "min"])
             kl.append(f"{n} = {cur} - tl.{f}({cur}, {d}, keep_dims=True)")
+            ty = _sum_type(ty)  # tl.max/tl.min promote types narrower than 32 bits to int32 too
             if f == "sum":
-                ty = _sum_type(ty)
                 nl.append(f"{n} = {cur}.astype(np.{ty}) - {cur}.sum({d}, keepdims=True, dtype=np.{ty})")
             else:
-                nl.append(f"{n} = {cur} - {cur}.{f}({d}, keepdims=True)")
+                nl.append(f"{n} = {cur}.astype(np.{ty}) - {cur}.{f}({d}, keepdims=True).astype(np.{ty})")
         elif op == "where":
             k = rnd.randint(2, 5)
             kl.append(f"{n} = tl.where({cur} % {k} == 0, {cur} * 3 + 1, {cur} ^ {k})")
@@ -2249,9 +2249,10 @@ def shape_chain(seed):
             kl.append(f"{n} = tl.where(tl.max({cur}, {d}, keep_dims=True) > {cur}, {cur}, {cur} * 2)")
             nl.append(f"{n} = np.where({cur}.max({d}, keepdims=True) > {cur}, {cur}, {cur} * np.{ty}(2))")
         elif op == "topk":
-            k = shape[-1] // rnd.choice([1, 2, 4] if shape[-1] >= 4 else [1, 2])
+            k = max(2, shape[-1] // rnd.choice([1, 2, 4]))  # k = 1: Triton's frontend refuses it
             kl.append(f"{n} = tl.topk({cur}, {k})")
-            nl.append(f"{n} = np.ascontiguousarray(np.flip(np.sort({cur}, -1), -1)[..., :{k}])")
+            ty = _sum_type(ty)  # topk keeps tl.max's promotion of narrow types to int32
+            nl.append(f"{n} = np.ascontiguousarray(np.flip(np.sort({cur}, -1), -1)[..., :{k}]).astype(np.{ty})")
             shape = (*shape[:-1], k)
         elif op == "histogram":
             kl.append(f"{n} = tl.histogram({cur} & 63, 64)")
