@@ -2136,6 +2136,164 @@ def probe_clear_errors():
     return {k: (np.array([v]), np.array([True]), 0) for k, v in checks.items()}
 
 
+@triton.jit
+def k_bcast_dots(a, b, o, USE: tl.constexpr):
+    r16 = tl.arange(0, 16)
+    r32 = tl.arange(0, 32)
+    r4 = tl.arange(0, 4)
+    A = tl.load(a + r16[:, None] * 32 + r32[None, :])  # [16, 32]
+    B = tl.load(b + r32[:, None] * 16 + r16[None, :])  # [32, 16]
+    if USE == 0:  # batch-broadcast B
+        A3 = tl.reshape(tl.load(a + tl.arange(0, 4 * 16 * 32)), (4, 16, 32))
+        Bb = tl.broadcast_to(B[None, :, :], (4, 32, 16))
+        c = tl.dot(A3, Bb)
+        tl.store(o + tl.arange(0, 1024), tl.reshape(c, (1024,)))
+    elif USE == 1:  # batch-broadcast A, B permuted from [16, 4, 32]
+        B3 = tl.permute(tl.reshape(tl.load(b + tl.arange(0, 2048)), (16, 4, 32)), (1, 2, 0))  # [4, 32, 16]
+        Ab = tl.broadcast_to(A[None, :, :], (4, 16, 32))
+        c = tl.dot(Ab, B3)
+        tl.store(o + tl.arange(0, 1024), tl.reshape(c, (1024,)))
+    elif USE == 2:  # acc is a broadcast row
+        acc = tl.broadcast_to(tl.load(b + r16)[None, :], (16, 16))
+        c = tl.dot(A, B, acc)
+        tl.store(o + tl.arange(0, 256), tl.reshape(c, (256,)))
+    elif USE == 3:  # operands built by join + reshape (interleaved K)
+        A2 = tl.reshape(tl.join(tl.reshape(A, (16, 16, 2)).sum(2), tl.reshape(A, (16, 2, 16)).max(1)), (16, 32))
+        c = tl.dot(A2, B)
+        tl.store(o + tl.arange(0, 256), tl.reshape(c, (256,)))
+    elif USE == 4:  # dot of a transposed broadcast column
+        col = tl.broadcast_to(tl.load(a + r32)[:, None], (32, 16))
+        c = tl.dot(tl.trans(col), B.to(tl.float16).to(tl.float32))
+        tl.store(o + tl.arange(0, 256), tl.reshape(c, (256,)))
+    else:  # int8 batched with broadcast both
+        A8 = tl.broadcast_to(A.to(tl.int8)[None, :, :], (4, 16, 32))
+        B8 = tl.broadcast_to(tl.flip(B, 0).to(tl.int8)[None, :, :], (4, 32, 16))
+        c = tl.dot(A8, B8) + r4[:, None, None]
+        tl.store(o + tl.arange(0, 1024), tl.reshape(c.to(tl.float32), (1024,)))
+
+
+@triton.jit
+def k_loop_views(x, o, n, USE: tl.constexpr):
+    r = tl.arange(0, 16)
+    t = tl.load(x + r[:, None] * 16 + r[None, :])
+    if USE == 0:
+        for i in range(n):
+            t = tl.trans(t)
+            t = t + i
+    elif USE == 1:
+        for _i in range(n):
+            t = tl.flip(t, 1)
+    elif USE == 2:
+        u = tl.reshape(t, (4, 4, 16))
+        for _i in range(n):
+            u = tl.permute(u, (1, 0, 2))
+            u = tl.flip(u, 2) * 2 - 1
+        t = tl.reshape(u, (16, 16))
+    elif USE == 3:
+        for i in range(n):
+            if i % 2 == 0:
+                t = tl.trans(t)
+            else:
+                t = t * 3
+    elif USE == 4:
+        row = tl.load(x + r)
+        for i in range(n):
+            t = tl.where(i % 2 == 0, tl.broadcast_to(row[None, :], (16, 16)), tl.trans(t))
+            row = row + 1
+    elif USE == 5:
+        i = 0
+        while i < n:
+            t = tl.trans(tl.flip(t, 0))
+            i += 1
+    elif USE == 6:
+        s = tl.sum(t, 0)
+        for _i in range(n):
+            t = tl.trans(t) + s[None, :]
+            s = tl.max(t, 1)
+    else:
+        for _i in range(n):
+            a, b = tl.split(tl.reshape(t, (16, 8, 2)))
+            t = tl.reshape(tl.join(b, a), (16, 16))
+            t = tl.trans(t)
+    tl.store(o + r[:, None] * 16 + r[None, :], t)
+
+
+@probe("tl.dot with broadcast operands: batch-broadcast A or B (GQA-like), a broadcast acc, join-built K, int8 batched")
+def probe_broadcast_dots():
+    g = rng(0)
+    a = g.integers(-8, 8, 4 * 16 * 32).astype(np.float32)
+    b = g.integers(-8, 8, 2048).astype(np.float32)
+    A, B = a[:512].reshape(16, 32), b[:512].reshape(32, 16)
+    A2 = np.stack([A.reshape(16, 16, 2).sum(2), A.reshape(16, 2, 16).max(1)], -1).reshape(16, 32)
+    models = [
+        a.reshape(4, 16, 32) @ B,
+        A @ b.reshape(16, 4, 32).transpose(1, 2, 0),
+        A @ B + b[:16][None, :],
+        A2 @ B,
+        np.broadcast_to(a[:32][:, None], (32, 16)).T @ B,
+        np.broadcast_to(A @ B[::-1], (4, 16, 16)) + np.arange(4)[:, None, None],
+    ]
+    res = {}
+    for use, want in enumerate(models):
+        o = empty(want.size, torch.float32)
+        k_bcast_dots[(1,)](dev(a), dev(b), o, use)
+        res[f"use {use}"] = (host(o), want.ravel().astype(np.float32), 0)
+    return res
+
+
+def loop_views_model(x, use, n):
+    t = x.reshape(16, 16).copy()
+    if use == 0:
+        for i in range(n):
+            t = t.T + i
+    elif use == 1:
+        for _ in range(n):
+            t = t[:, ::-1]
+    elif use == 2:
+        u = t.reshape(4, 4, 16)
+        for _ in range(n):
+            u = u.transpose(1, 0, 2)[:, :, ::-1] * 2 - 1
+        t = u.reshape(16, 16)
+    elif use == 3:
+        for i in range(n):
+            t = t.T if i % 2 == 0 else t * 3
+    elif use == 4:
+        row = x[:16].copy()
+        for i in range(n):
+            t = np.broadcast_to(row[None, :], (16, 16)).copy() if i % 2 == 0 else t.T
+            row = row + 1
+    elif use == 5:
+        for _ in range(n):
+            t = t[::-1].T
+    elif use == 6:
+        s = t.sum(0)
+        for _ in range(n):
+            t = t.T + s[None, :]
+            s = t.max(1)
+    else:
+        for _ in range(n):
+            q = t.reshape(16, 8, 2)
+            t = np.stack([q[..., 1], q[..., 0]], -1).reshape(16, 16).T
+    return np.ascontiguousarray(t).ravel()
+
+
+@probe(
+    "loop-carried views: trans/flip/permute/split+join/broadcast carried through for/while/if, trip counts 0, 1, 3, 4"
+)
+def probe_loop_carried_views():
+    x = rng(0).integers(-20, 20, 256).astype(np.int32)
+    res = {}
+    for use in range(8):
+        got, want = [], []
+        for n in (0, 1, 3, 4):
+            o = empty(256, torch.int32)
+            k_loop_views[(1,)](dev(x), o, n, use)
+            got.append(host(o))
+            want.append(loop_views_model(x, use, n))
+        res[f"use {use}"] = (np.stack(got), np.stack(want), 0)
+    return res
+
+
 # ---- random chains of shape ops ---------------------------------------------------------------------------------
 # Each chain starts from a loaded integer tile of 1-3 power-of-two dims and applies 3-8 random steps: permute,
 # reshape, flip, cumsum (either direction), cumprod, a keep_dims sum/max/min/xor_sum/argmax combined back, where
