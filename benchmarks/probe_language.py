@@ -2409,7 +2409,8 @@ def shape_chain(seed):
         elif op == "topk":
             k = max(2, shape[-1] // rnd.choice([1, 2, 4]))  # k = 1: Triton's frontend refuses it
             kl.append(f"{n} = tl.topk({cur}, {k})")
-            ty = _sum_type(ty)  # topk keeps tl.max's promotion of narrow types to int32
+            if k < shape[-1]:  # topk's tl.max steps promote narrow types to int32 (k = n is a plain sort)
+                ty = _sum_type(ty)
             nl.append(f"{n} = np.ascontiguousarray(np.flip(np.sort({cur}, -1), -1)[..., :{k}]).astype(np.{ty})")
             shape = (*shape[:-1], k)
         elif op == "histogram":
