@@ -2294,6 +2294,107 @@ def probe_loop_carried_views():
     return res
 
 
+@triton.jit
+def k_bcast_operands(x, o, USE: tl.constexpr):
+    r = tl.arange(0, 16)
+    X = tl.load(x + r[:, None] * 16 + r[None, :])
+    row = tl.load(x + r) & 15
+    if USE == 0:
+        g = tl.gather(X, tl.broadcast_to(row[None, :], (16, 16)), 0)
+        tl.store(o + r[:, None] * 16 + r[None, :], g)
+    elif USE == 1:
+        g = tl.gather(X, tl.broadcast_to(row[:, None], (16, 16)), 1)
+        tl.store(o + r[:, None] * 16 + r[None, :], g)
+    elif USE == 2:
+        h = tl.histogram(tl.reshape(tl.broadcast_to(row[None, :], (16, 16)), (256,)), 16)
+        tl.store(o + r, h)
+    elif USE == 3:
+        tl.atomic_max(o + (r % 2)[:, None] + r[None, :] * 0, tl.broadcast_to(row[None, :], (16, 16)))
+    elif USE == 4:
+        tl.atomic_add(o + row[:, None] * 0 + r[None, :], tl.broadcast_to(row[:, None], (16, 16)))
+    elif USE == 5:
+        c = tl.broadcast_to((row > 7)[None, :], (16, 16))
+        tl.store(o + r[:, None] * 16 + r[None, :], tl.where(c, X, tl.trans(X)))
+    elif USE == 6:
+        tl.store(o + r[None, :] * 16 + r[:, None], tl.broadcast_to(row[None, :], (16, 16)))
+    elif USE == 7:
+        g = tl.gather(tl.broadcast_to(row[None, :], (16, 16)), tl.trans(X) & 15, 1)
+        tl.store(o + r[:, None] * 16 + r[None, :], g)
+    else:
+        m = tl.broadcast_to((row % 3 == 0)[:, None], (16, 16))
+        tl.store(o + r[:, None] * 16 + r[None, :], X, mask=m)
+
+
+@triton.jit
+def k_sort_broadcast(x, o, DT: tl.constexpr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr):
+    rows = tl.load(x + tl.arange(0, A)[:, None] * B + tl.arange(0, B)[None, :]).to(DT)
+    t = tl.broadcast_to(tl.expand_dims(rows, 1), (A, C, B))  # broadcast in the middle: sorted axis B dense
+    s = tl.sort(t, descending=True)
+    u = tl.topk(tl.broadcast_to(tl.expand_dims(rows, 2), (A, B, C)), C // 2)
+    tl.store(o + tl.arange(0, A * B * C), tl.reshape(s, (A * B * C,)).to(tl.float32))
+    tl.store(o + A * B * C + tl.arange(0, A * B * C // 2), tl.reshape(u, (A * B * C // 2,)).to(tl.float32))
+
+
+def bcast_operands_model(x, use):
+    X, row, o = x.reshape(16, 16), x[:16] & 15, np.zeros(256, np.int32)
+    if use == 0:
+        return np.take_along_axis(X, np.broadcast_to(row[None, :], (16, 16)), 0).ravel()
+    if use == 1:
+        return np.take_along_axis(X, np.broadcast_to(row[:, None], (16, 16)), 1).ravel()
+    if use == 2:
+        o[:16] = np.bincount(np.broadcast_to(row[None, :], (16, 16)).ravel(), minlength=16)
+    elif use == 3:
+        o[:2] = row.max()
+    elif use == 4:
+        o[:16] = row.sum()
+    elif use == 5:
+        return np.where(np.broadcast_to((row > 7)[None, :], (16, 16)), X, X.T).ravel()
+    elif use == 6:
+        return np.broadcast_to(row[None, :], (16, 16)).T.ravel().astype(np.int32)
+    elif use == 7:
+        return np.take_along_axis(np.broadcast_to(row[None, :], (16, 16)), X.T & 15, 1).ravel()
+    else:
+        return np.where(np.broadcast_to((row % 3 == 0)[:, None], (16, 16)), X, 0).ravel()
+    return o
+
+
+@probe(
+    "broadcast tiles as the second operand: gather indices, histogram input, atomic values, where condition, store mask"
+)
+def probe_broadcast_operands():
+    x = rng(1).integers(-50, 50, 256).astype(np.int32)
+    res = {}
+    for use in range(9):
+        o = empty(256, torch.int32)
+        k_bcast_operands[(1,)](dev(x), o, use)
+        res[f"use {use}"] = (host(o), bcast_operands_model(x, use), 0)
+    return res
+
+
+@probe("tl.sort / tl.topk of broadcast tiles (broadcast axis in the middle or last) on 6 types, 3 shapes")
+def probe_sort_of_broadcasts():
+    res = {}
+    for dt, name in (
+        (tl.float32, "f32"),
+        (tl.float16, "f16"),
+        (tl.bfloat16, "bf16"),
+        (tl.int64, "i64"),
+        (tl.int8, "i8"),
+        (tl.uint8, "u8"),
+    ):
+        for a, b, c in ((8, 8, 8), (32, 4, 8), (2, 16, 32)):
+            x = rng(0).integers(-50, 50, a * b).astype(np.float32)
+            if name == "u8":
+                x = np.abs(x)
+            o = empty(a * b * c + a * b * c // 2, torch.float32)
+            k_sort_broadcast[(1,)](dev(x), o, dt, a, b, c)
+            rows = x.reshape(a, b)
+            srt = np.flip(np.sort(np.broadcast_to(rows[:, None, :], (a, c, b)), -1), -1)
+            top = np.broadcast_to(rows[:, :, None], (a, b, c))[..., : c // 2]
+            res[f"{name} {(a, b, c)}"] = (host(o), np.concatenate([srt.ravel(), top.ravel()]), 0)
+    return res
+
+
 # ---- random chains of shape ops ---------------------------------------------------------------------------------
 # Each chain starts from a loaded integer tile of 1-3 power-of-two dims and applies 3-8 random steps: permute,
 # reshape, flip, cumsum (either direction), cumprod, a keep_dims sum/max/min/xor_sum/argmax combined back, where
