@@ -3,10 +3,15 @@ reduced to a small case (numpy references)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pytest
 import triton
 import triton.language as tl
-from codegen_kernels.harness import compile_kernel, run
+from codegen_kernels.harness import MACHINE, compile_kernel, run
+
+from triton_plate_backend.dtypes import NUMPY
 
 
 @triton.jit
@@ -26,3 +31,31 @@ def test_sort_of_a_broadcast_tile_whose_hypercube_has_more_dims_than_the_strided
     prog = compile_kernel(sort_broadcast, sig, {"A": a, "B": b, "C": c})
     (_, out), _ = run(prog, 1, [x, np.zeros(a * b * c, np.int32)])
     np.testing.assert_array_equal(out, np.repeat(x, c))
+
+
+def vector_machine(max_elements):
+    core = dataclasses.replace(MACHINE.core, vector=dataclasses.replace(MACHINE.core.vector, max_elements=max_elements))
+    return dataclasses.replace(MACHINE, name=f"mini-vec{max_elements}", core=core)
+
+
+@triton.jit
+def gather_long_lines(x, i, o, M: tl.constexpr, NS: tl.constexpr, NI: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    src = tl.load(x + rm * NS + tl.arange(0, NS)[None, :])
+    idx = tl.load(i + rm * NI + tl.arange(0, NI)[None, :])
+    tl.store(o + rm * NI + tl.arange(0, NI)[None, :], tl.gather(src, idx, 1))
+
+
+@pytest.mark.parametrize("m, ns, ni, itype", [(2, 64, 32, "i32"), (1, 16, 64, "i16"), (1, 128, 64, "i64")])
+def test_gather_along_lines_longer_than_the_vector_unit(m, ns, ni, itype):
+    """tl.gather whose source or index line along the axis is longer than the vector unit (16 elements here, 8192 on
+    plate1: a gather over a 16384-element row) was refused ("cannot be split"); the index line now goes in pieces
+    and a long source line is gathered from piece by piece."""
+    machine = vector_machine(16)
+    rng = np.random.default_rng(ns + ni)
+    x = rng.uniform(-1, 1, (m, ns)).astype(np.float32)
+    idx = rng.integers(0, ns, (m, ni)).astype(NUMPY[itype])
+    sig = {"x": "*fp32", "i": f"*{itype}", "o": "*fp32", "M": "constexpr", "NS": "constexpr", "NI": "constexpr"}
+    prog = compile_kernel(gather_long_lines, sig, {"M": m, "NS": ns, "NI": ni}, machine=machine)
+    (_, _, out), _ = run(prog, 1, [x, idx, np.zeros((m, ni), np.float32)], machine=machine)
+    np.testing.assert_array_equal(out, np.take_along_axis(x, idx.astype(np.int64), 1))

@@ -132,8 +132,49 @@ def _lower_tt_gather(ctx, op):
     axis = int_attr(op, "axis")
     src, idx = ctx.view(op.operands[0]), ctx.view(op.operands[1])
     dst = ctx.new(dtype_of(op.result.type), idx.shape, owner=op.result)
-    chunked(ctx, "v.gather", dst, [src, idx], (Imm(axis),), keep=(axis,))
+    gather_pieces(ctx, dst, src, idx, axis)
     ctx.bind(op.result, dst)
+
+
+def gather_pieces(ctx, dst, src, idx, axis: int) -> None:
+    """dst = take_along_axis(src, idx, axis) in v.gathers that each fit the vector unit. Source, indices and result
+    agree on every dim but the axis, whose pieces are independent: split there first (as `chunked`). A line of
+    indices longer than the unit goes in pieces along the axis, each against the whole source line; a source line
+    longer than the unit is gathered from piece by piece, each lane keeping the piece its index falls in."""
+    limit = ctx.em.max_elements
+    if max(dst.numel, src.numel, idx.numel) <= limit:
+        ctx.emit("v.gather", dst, src, idx, Imm(axis))
+        return
+    for k in range(dst.rank):
+        if k != axis and dst.shape[k] > 1:
+            for i in range(dst.shape[k]):
+                gather_pieces(ctx, dst.sub(k, i, 1), src.sub(k, i, 1), idx.sub(k, i, 1), axis)
+            return
+    n = dst.shape[axis]
+    if dst.numel > limit:
+        for s in range(0, n, limit):
+            m = min(limit, n - s)
+            gather_pieces(ctx, dst.sub(axis, s, m), src, idx.sub(axis, s, m), axis)
+        return
+    wide = idx  # the indices in i64, where every piece's bounds fit
+    if idx.dtype != "i64":
+        wide = ctx.new("i64", idx.shape, what="gather indices in i64")
+        ctx.vec("v.sext", wide, idx)
+    local = ctx.new("i64", idx.shape, what="gather index within a source piece")
+    inside = ctx.new("i1", idx.shape, what="gather index in the source piece")
+    below = ctx.new("i1", idx.shape, what="gather index below the piece's end")
+    part = ctx.new(dst.dtype, dst.shape, what="gather from a source piece")
+    length = src.shape[axis]
+    for s in range(0, length, limit):
+        m = min(limit, length - s)
+        ctx.vec("v.cmpi", inside, wide, ctx.fill(s, "i64", idx.shape), suffixes=("sge",))
+        ctx.vec("v.cmpi", below, wide, ctx.fill(s + m, "i64", idx.shape), suffixes=("slt",))
+        ctx.vec("v.and", inside, inside, below)
+        ctx.vec("v.sub", local, wide, ctx.fill(s, "i64", idx.shape))
+        ctx.vec("v.select", local, inside, local, ctx.fill(0, "i64", idx.shape))  # in the piece, whatever it keeps
+        ctx.emit("v.gather", dst if s == 0 else part, src.sub(axis, s, m), local, Imm(axis))
+        if s:
+            ctx.vec("v.select", dst, inside, part, dst)
 
 
 def _lower_tt_histogram(ctx, op):
