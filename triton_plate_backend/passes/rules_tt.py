@@ -181,7 +181,9 @@ def _lower_tt_histogram(ctx, op):
     src = ctx.view(op.operands[0])
     mask = ctx.view(op.operands[1]) if len(op.operands) > 1 else ctx.fill(1, "i1", src.shape)
     dst = ctx.new(dtype_of(op.result.type), op.result.type.shape, owner=op.result)
-    if src.numel > ctx.em.max_elements:  # count piece by piece, then add the partial histograms
+    if dst.numel > ctx.em.max_elements:
+        histogram_bins_in_pieces(ctx, dst, src, mask)
+    elif src.numel > ctx.em.max_elements:  # count piece by piece, then add the partial histograms
         part = ctx.new(dst.dtype, dst.shape, what="partial histogram")
         ctx.vec("v.fill", dst, Imm(0))
         step = ctx.em.max_elements
@@ -193,6 +195,29 @@ def _lower_tt_histogram(ctx, op):
     else:
         ctx.emit("v.hist", dst, src, mask)
     ctx.bind(op.result, dst)
+
+
+def histogram_bins_in_pieces(ctx, dst, src, mask) -> None:
+    """A histogram of more bins than the vector unit covers: each piece of bins [b, b + n) counts the values minus b
+    (in i64: no value wraps into the piece), a piece of values at a time (v.hist ignores values outside its bins)."""
+    step = ctx.em.max_elements
+    flat, fm = ctx.reshaped(src, (src.numel,)), ctx.reshaped(mask, (src.numel,))
+    m_max = min(step, src.numel)
+    shifted = ctx.new("i64", (m_max,), what="histogram values minus the first bin of a piece")
+    part = ctx.new(dst.dtype, (step,), what="partial histogram")
+    for b in range(0, dst.numel, step):
+        out = dst.sub(0, b, min(step, dst.numel - b))
+        for s in range(0, src.numel, step):
+            m = min(step, src.numel - s)
+            values, sh = flat.sub(0, s, m), shifted.sub(0, 0, m)
+            if values.dtype != "i64":
+                ctx.vec("v.sext", sh, values)
+                values = sh
+            ctx.vec("v.sub", sh, values, ctx.fill(b, "i64", (m,)))
+            counts = out if s == 0 else part.sub(0, 0, out.numel)
+            ctx.emit("v.hist", counts, sh, fm.sub(0, s, m))
+            if s:
+                ctx.vec("v.add", out, out, counts)
 
 
 # ---- pointers -------------------------------------------------------------------------------------
