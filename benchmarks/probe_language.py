@@ -2395,6 +2395,130 @@ def probe_sort_of_broadcasts():
     return res
 
 
+@triton.jit
+def k_long_gather(x, i, o, M: tl.constexpr, NS: tl.constexpr, NI: tl.constexpr, IT: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    v = tl.load(x + rm * NS + tl.arange(0, NS)[None, :])
+    j = tl.load(i + rm * NI + tl.arange(0, NI)[None, :]).to(IT)
+    tl.store(o + rm * NI + tl.arange(0, NI)[None, :], tl.gather(v, j, 1))
+
+
+@triton.jit
+def k_many_bins(x, o, N: tl.constexpr, BINS: tl.constexpr, IT: tl.constexpr, MASKED: tl.constexpr):
+    v = tl.load(x + tl.arange(0, N)).to(IT)
+    if MASKED:
+        h = tl.histogram(v, BINS, mask=(v % 3) != 0)
+    else:
+        h = tl.histogram(v, BINS)
+    tl.store(o + tl.arange(0, BINS), h)
+
+
+@triton.jit
+def _sum_max_combine(a1, b1, a2, b2):
+    return a1 + a2, tl.maximum(b1, b2)
+
+
+@triton.jit
+def k_long_line(x, o, N: tl.constexpr, USE: tl.constexpr):
+    r = tl.arange(0, N)
+    v = tl.load(x + r)
+    if USE == 0:
+        tl.store(o + r, tl.sort(v))
+    elif USE == 1:
+        tl.store(o + r, tl.cumsum(v, 0, reverse=True))
+    elif USE == 2:
+        a, b = tl.associative_scan((v, v), 0, _sum_max_combine)
+        tl.store(o + r, a * 3 + b)
+    elif USE == 3:
+        tl.store(o + tl.arange(0, 1), tl.argmax(v, 0) + tl.zeros((1,), tl.int32))
+    elif USE == 4:
+        tl.store(o + tl.arange(0, 16), tl.topk(v, 16))
+    elif USE == 5:
+        tl.store(o + tl.arange(0, 2 * N), tl.interleave(v, -v))
+    elif USE == 6:
+        tl.store(o + r, tl.flip(v, 0))
+    elif USE == 7:
+        tl.store(o + tl.arange(0, 1), tl.xor_sum(v, 0) + tl.zeros((1,), tl.int32))
+    elif USE == 8:
+        w = tl.reshape(v, (2, N // 2))
+        tl.store(o + r, tl.reshape(tl.trans(w), (N,)))
+    else:
+        tl.store(o + r, tl.cumprod(v | 1, 0))
+
+
+@probe(
+    "tl.gather along lines longer than the vector unit (source or indices past 8192 elements; i8/i16/i32/i64 indices)"
+)
+def probe_long_gather():
+    res = {}
+    cases = ((1, 32768, 64, tl.int32), (1, 64, 16384, tl.int32), (2, 16384, 16384, tl.int64), (1, 16384, 8, tl.int16))
+    for m, ns, ni, it in (*cases, (2, 128, 32768, tl.int8), (1, 65536, 4096, tl.int32)):
+        g = rng(0)
+        x = g.integers(-100, 100, m * ns).astype(np.float32)
+        idx = g.integers(0, min(ns, 127) if it == tl.int8 else ns, m * ni).astype(np.int32)
+        o = empty(m * ni, torch.float32)
+        k_long_gather[(1,)](dev(x), dev(idx), o, m, ns, ni, it)
+        res[f"{(m, ns, ni)} {it}"] = (host(o), np.take_along_axis(x.reshape(m, ns), idx.reshape(m, ni), 1).ravel(), 0)
+    return res
+
+
+@probe("tl.histogram of 16384-65536 bins (more than the vector unit), masked, i16/i32/i64 values, values out of range")
+def probe_many_bins():
+    res = {}
+    cases = ((1024, 16384, tl.int32, False, -100, 17000), (32768, 16384, tl.int32, True, -5, 16384))
+    for n, bins, it, masked, lo, hi in (
+        *cases,
+        (64, 32768, tl.int16, False, -32768, 32767),
+        (16384, 65536, tl.int64, False, 0, 65536),
+    ):
+        x = rng(0).integers(lo, hi, n).astype(np.int64)
+        o = empty(bins, torch.int32)
+        k_many_bins[(1,)](dev(x), o, n, bins, it, masked)
+        xv = x.astype({tl.int32: np.int32, tl.int16: np.int16, tl.int64: np.int64}[it]).astype(np.int64)
+        keep = (xv >= 0) & (xv < bins) & ((np.fmod(xv, 3) != 0) if masked else True)
+        res[f"{(n, bins, masked)}"] = (host(o), np.bincount(xv[keep], minlength=bins), 0)
+    return res
+
+
+def long_line_model(x, use):
+    n = x.size
+    if use == 0:
+        return np.sort(x)
+    if use == 1:
+        return np.cumsum(x[::-1])[::-1]
+    if use == 2:
+        return np.cumsum(x) * 3 + np.maximum.accumulate(x)
+    if use == 3:
+        return np.array([np.argmax(x)])
+    if use == 4:
+        return np.sort(x)[::-1][:16]
+    if use == 5:
+        return np.stack([x, -x], -1).ravel()
+    if use == 6:
+        return x[::-1]
+    if use == 7:
+        return np.array([np.bitwise_xor.reduce(x)])
+    if use == 8:
+        return x.reshape(2, n // 2).T.ravel()
+    with np.errstate(over="ignore"):
+        return np.cumprod(x | 1, dtype=np.int32)
+
+
+@probe(
+    "one 16384-element line (2x the vector unit): sort, reverse cumsum, tuple scan, argmax, topk, interleave, flip, ..."
+)
+def probe_long_line():
+    n = 16384
+    x = rng(0).integers(-1000, 1000, n).astype(np.int32)
+    res = {}
+    for use in range(10):
+        want = long_line_model(x, use).astype(np.int32)
+        o = empty(2 * n, torch.int32)
+        k_long_line[(1,)](dev(x), o, n, use)
+        res[f"use {use}"] = (host(o)[: want.size], want, 0)
+    return res
+
+
 # ---- random chains of shape ops ---------------------------------------------------------------------------------
 # Each chain starts from a loaded integer tile of 1-3 power-of-two dims and applies 3-8 random steps: permute,
 # reshape, flip, cumsum (either direction), cumprod, a keep_dims sum/max/min/xor_sum/argmax combined back, where
