@@ -2734,6 +2734,84 @@ def probe_shape_chains():
     return {"chains": (np.array(detail or ["ok"]), np.array(["ok"]), 0), "outputs": (flat, None, 0)}
 
 
+def small_vector_machine(max_elements):
+    """plate-mini with a vector unit of `max_elements`: every tile op is split the way plate1 splits 8192+ tiles."""
+    import dataclasses
+
+    from triton_plate_backend.machine import get_machine
+
+    base = get_machine("plate-mini")
+    vector = dataclasses.replace(base.core.vector, max_elements=max_elements)
+    return dataclasses.replace(base, name=f"mini-vec{max_elements}", core=dataclasses.replace(base.core, vector=vector))
+
+
+def compile_and_run(fn, signature, machine, arrays):
+    """Compile a @triton.jit kernel for `machine` (Triton's TTIR, plate's pipeline) and run one program on numpy
+    arrays; the arrays read back."""
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler.compiler import make_backend
+
+    from triton_plate_backend.passes.pipeline import run_pipeline
+    from triton_plate_backend.sim.executor import execute
+    from triton_plate_backend.sim.memory import DeviceMemory
+    from triton_plate_backend.ttir.parser import parse
+
+    target = GPUTarget("cuda", 90, 32)
+    backend = make_backend(target)
+    options = backend.parse_options({})
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    backend.load_dialects(ctx)
+    src = ASTSource(fn, signature=signature, constexprs={}, attrs={})
+    mod = src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(), ctx)
+    ttir = backend.make_ttir(mod, {}, options, 90).str()
+    _, program, _ = run_pipeline(parse(ttir, fn.__name__), None, machine)
+    mem = DeviceMemory(machine)
+    allocs = []
+    for a in arrays:
+        al = mem.alloc(max(a.nbytes, 1))
+        mem.write_bytes(al.base, a.tobytes())
+        allocs.append(al)
+    execute(program, 1, [al.base for al in allocs], mem, machine)
+    return [np.frombuffer(mem.read_bytes(al.base, a.nbytes), a.dtype).copy() for al, a in zip(allocs, arrays)]
+
+
+@probe(
+    f"the random shape chains (seeds {CHAIN_SEEDS.start}-{CHAIN_SEEDS.stop - 1}) compiled for a 16-element vector unit"
+)
+def probe_shape_chains_small_vector():
+    import importlib.util
+    import warnings
+
+    if INTERPRET:
+        return {}
+    folder = tempfile.mkdtemp(prefix="shape_chains_")
+    path = os.path.join(folder, f"chains_sv_{CHAIN_SEEDS.start}_{CHAIN_SEEDS.stop}.py")
+    with open(path, "w") as f:
+        f.write(shape_chain_module(CHAIN_SEEDS))
+    spec = importlib.util.spec_from_file_location("shape_chains_sv", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    machine = small_vector_machine(16)
+    tt = {"int8": "i8", "int16": "i16", "int32": "i32", "uint32": "u32", "int64": "i64"}
+    bad = []
+    for seed, (kernel, model, n0, n1, ty) in mod.CHAINS.items():
+        x = rng(seed).integers(-50, 50, n0).astype(np.int32)
+        try:
+            _, out = compile_and_run(kernel, {"x": "*i32", "o": "*" + tt[ty]}, machine, [x, np.zeros(n1, ty)])
+        except Exception as exc:
+            bad.append(f"seed {seed}: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:120]}")
+            continue
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            want = model(x.copy())
+        if (m := mismatch(out, want, 0)) is not None:
+            bad.append(f"seed {seed}: {m}")
+    return {"chains": (np.array(bad[:3] or ["ok"]), np.array(["ok"]), 0)}
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
