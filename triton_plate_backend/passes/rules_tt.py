@@ -109,25 +109,6 @@ def _lower_tt_unsplat(ctx, op):
     ctx.bind(op.result, r)
 
 
-def chunked(ctx, mnemonic, dst, srcs, tail=(), keep=()):
-    """A non-elementwise vector instruction (gather, hist) split along a dim not in `keep`
-    until every tile fits max_elements."""
-    limit = ctx.em.max_elements
-    if max(v.numel for v in (dst, *srcs)) <= limit:
-        ctx.emit(mnemonic, dst, *srcs, *tail)
-        return
-    dims = [
-        k
-        for k in range(dst.rank)
-        if k not in keep and dst.shape[k] > 1 and all(s.shape[k] == dst.shape[k] for s in srcs)
-    ]
-    if not dims:
-        raise ctx.error(f"{mnemonic} on {dst.shape} exceeds the vector unit ({limit} elements) and cannot be split")
-    k = dims[0]
-    for i in range(dst.shape[k]):
-        chunked(ctx, mnemonic, dst.sub(k, i, 1), [s.sub(k, i, 1) for s in srcs], tail, keep)
-
-
 def _lower_tt_gather(ctx, op):
     axis = int_attr(op, "axis")
     src, idx = ctx.view(op.operands[0]), ctx.view(op.operands[1])
@@ -138,7 +119,7 @@ def _lower_tt_gather(ctx, op):
 
 def gather_pieces(ctx, dst, src, idx, axis: int) -> None:
     """dst = take_along_axis(src, idx, axis) in v.gathers that each fit the vector unit. Source, indices and result
-    agree on every dim but the axis, whose pieces are independent: split there first (as `chunked`). A line of
+    agree on every dim but the axis, whose pieces are independent: split there first, into pieces of 1. A line of
     indices longer than the unit goes in pieces along the axis, each against the whole source line; a source line
     longer than the unit is gathered from piece by piece, each lane keeping the piece its index falls in."""
     limit = ctx.em.max_elements
