@@ -2903,7 +2903,7 @@ def main():
             same = "-"
         elif isinstance(interp.get(name), str):
             same = f"interpreter error: {interp[name][:120]}"
-        elif isinstance(r, str):
+        elif isinstance(r, str) or not interp[name]:  # plate's error, or a probe that does not run interpreted
             same = "-"
         else:
             diffs = [
