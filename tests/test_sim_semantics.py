@@ -305,6 +305,25 @@ def test_select_with_strided_sides_matches_np_where_bit_for_bit(dtype, select_im
         np.testing.assert_array_equal(b.ctx.view(2).view(bits), want, err_msg=f"{shape} a{a_st} b{b_st}")
 
 
+def test_select_with_strided_sides_of_more_dims_than_the_c_code_takes(select_impl):
+    """tl.sort's hypercube of a broadcast tile: 10 dims of 2 whose strides alternate 0 and not, which no fold
+    merges below _tiles.select_strided's 8 (it raised ValueError); and 10 that fold to 1: np.where's bits."""
+    rng = np.random.default_rng(10)
+    shape = (2,) * 10
+    alternating = (16, 0, 8, 0, 4, 0, 2, 0, 1, 0)
+    row_major = tuple(2**k for k in range(9, -1, -1))
+    for a_st, b_st in ((alternating, alternating), (row_major, row_major)):
+        b = Bench(
+            Tile(0, "i32", (1024,)), Tile(4096, "i1", shape), Tile(8192, "i32", shape),
+            Tile(0, "i32", shape, a_st), Tile(4, "i32", shape, b_st),
+        )  # fmt: skip
+        b.ctx.sram[...] = rng.integers(0, 256, b.ctx.sram.shape, np.uint8)
+        cond = b.ctx.view(1).view(np.uint8) != 0
+        want = np.where(cond, b.ctx.view(3).view(np.uint32).copy(), b.ctx.view(4).view(np.uint32).copy())
+        b.run("v.select", 2, 1, 3, 4)
+        np.testing.assert_array_equal(b.ctx.view(2).view(np.uint32), want, err_msg=str(a_st))
+
+
 def test_select_with_strided_sides_runs_the_numpy_code_under_a_tiles_built_before_select_strided(monkeypatch):
     """A _tiles module without select_strided (an older build): the strided select falls back, same bits."""
     if sem_vector._tiles is None:

@@ -109,38 +109,62 @@ def _lower_tt_unsplat(ctx, op):
     ctx.bind(op.result, r)
 
 
-def chunked(ctx, mnemonic, dst, srcs, tail=(), keep=()):
-    """A non-elementwise vector instruction (gather, hist) split along a dim not in `keep`
-    until every tile fits max_elements."""
-    limit = ctx.em.max_elements
-    if max(v.numel for v in (dst, *srcs)) <= limit:
-        ctx.emit(mnemonic, dst, *srcs, *tail)
-        return
-    dims = [
-        k
-        for k in range(dst.rank)
-        if k not in keep and dst.shape[k] > 1 and all(s.shape[k] == dst.shape[k] for s in srcs)
-    ]
-    if not dims:
-        raise ctx.error(f"{mnemonic} on {dst.shape} exceeds the vector unit ({limit} elements) and cannot be split")
-    k = dims[0]
-    for i in range(dst.shape[k]):
-        chunked(ctx, mnemonic, dst.sub(k, i, 1), [s.sub(k, i, 1) for s in srcs], tail, keep)
-
-
 def _lower_tt_gather(ctx, op):
     axis = int_attr(op, "axis")
     src, idx = ctx.view(op.operands[0]), ctx.view(op.operands[1])
     dst = ctx.new(dtype_of(op.result.type), idx.shape, owner=op.result)
-    chunked(ctx, "v.gather", dst, [src, idx], (Imm(axis),), keep=(axis,))
+    gather_pieces(ctx, dst, src, idx, axis)
     ctx.bind(op.result, dst)
+
+
+def gather_pieces(ctx, dst, src, idx, axis: int) -> None:
+    """dst = take_along_axis(src, idx, axis) in v.gathers that each fit the vector unit. Source, indices and result
+    agree on every dim but the axis, whose pieces are independent: split there first, into pieces of 1. A line of
+    indices longer than the unit goes in pieces along the axis, each against the whole source line; a source line
+    longer than the unit is gathered from piece by piece, each lane keeping the piece its index falls in."""
+    limit = ctx.em.max_elements
+    if max(dst.numel, src.numel, idx.numel) <= limit:
+        ctx.emit("v.gather", dst, src, idx, Imm(axis))
+        return
+    for k in range(dst.rank):
+        if k != axis and dst.shape[k] > 1:
+            for i in range(dst.shape[k]):
+                gather_pieces(ctx, dst.sub(k, i, 1), src.sub(k, i, 1), idx.sub(k, i, 1), axis)
+            return
+    n = dst.shape[axis]
+    if dst.numel > limit:
+        for s in range(0, n, limit):
+            m = min(limit, n - s)
+            gather_pieces(ctx, dst.sub(axis, s, m), src, idx.sub(axis, s, m), axis)
+        return
+    wide = idx  # the indices in i64, where every piece's bounds fit
+    if idx.dtype != "i64":
+        wide = ctx.new("i64", idx.shape, what="gather indices in i64")
+        ctx.vec("v.sext", wide, idx)
+    local = ctx.new("i64", idx.shape, what="gather index within a source piece")
+    inside = ctx.new("i1", idx.shape, what="gather index in the source piece")
+    below = ctx.new("i1", idx.shape, what="gather index below the piece's end")
+    part = ctx.new(dst.dtype, dst.shape, what="gather from a source piece")
+    length = src.shape[axis]
+    for s in range(0, length, limit):
+        m = min(limit, length - s)
+        ctx.vec("v.cmpi", inside, wide, ctx.fill(s, "i64", idx.shape), suffixes=("sge",))
+        ctx.vec("v.cmpi", below, wide, ctx.fill(s + m, "i64", idx.shape), suffixes=("slt",))
+        ctx.vec("v.and", inside, inside, below)
+        ctx.vec("v.sub", local, wide, ctx.fill(s, "i64", idx.shape))
+        ctx.vec("v.select", local, inside, local, ctx.fill(0, "i64", idx.shape))  # in the piece, whatever it keeps
+        ctx.emit("v.gather", dst if s == 0 else part, src.sub(axis, s, m), local, Imm(axis))
+        if s:
+            ctx.vec("v.select", dst, inside, part, dst)
 
 
 def _lower_tt_histogram(ctx, op):
     src = ctx.view(op.operands[0])
     mask = ctx.view(op.operands[1]) if len(op.operands) > 1 else ctx.fill(1, "i1", src.shape)
     dst = ctx.new(dtype_of(op.result.type), op.result.type.shape, owner=op.result)
-    if src.numel > ctx.em.max_elements:  # count piece by piece, then add the partial histograms
+    if dst.numel > ctx.em.max_elements:
+        histogram_bins_in_pieces(ctx, dst, src, mask)
+    elif src.numel > ctx.em.max_elements:  # count piece by piece, then add the partial histograms
         part = ctx.new(dst.dtype, dst.shape, what="partial histogram")
         ctx.vec("v.fill", dst, Imm(0))
         step = ctx.em.max_elements
@@ -152,6 +176,29 @@ def _lower_tt_histogram(ctx, op):
     else:
         ctx.emit("v.hist", dst, src, mask)
     ctx.bind(op.result, dst)
+
+
+def histogram_bins_in_pieces(ctx, dst, src, mask) -> None:
+    """A histogram of more bins than the vector unit covers: each piece of bins [b, b + n) counts the values minus b
+    (in i64: no value wraps into the piece), a piece of values at a time (v.hist ignores values outside its bins)."""
+    step = ctx.em.max_elements
+    flat, fm = ctx.reshaped(src, (src.numel,)), ctx.reshaped(mask, (src.numel,))
+    m_max = min(step, src.numel)
+    shifted = ctx.new("i64", (m_max,), what="histogram values minus the first bin of a piece")
+    part = ctx.new(dst.dtype, (step,), what="partial histogram")
+    for b in range(0, dst.numel, step):
+        out = dst.sub(0, b, min(step, dst.numel - b))
+        for s in range(0, src.numel, step):
+            m = min(step, src.numel - s)
+            values, sh = flat.sub(0, s, m), shifted.sub(0, 0, m)
+            if values.dtype != "i64":
+                ctx.vec("v.sext", sh, values)
+                values = sh
+            ctx.vec("v.sub", sh, values, ctx.fill(b, "i64", (m,)))
+            counts = out if s == 0 else part.sub(0, 0, out.numel)
+            ctx.emit("v.hist", counts, sh, fm.sub(0, s, m))
+            if s:
+                ctx.vec("v.add", out, out, counts)
 
 
 # ---- pointers -------------------------------------------------------------------------------------

@@ -506,6 +506,24 @@ def _select(st, ins):
         np.add(x, ub, out=ud)
 
 
+SELECT_STRIDED_MAX_RANK = 8  # _tiles.select_strided's MAX_RANK (sim/csrc/tiles.cpp)
+
+
+def _fold_dims(shape, *strides):
+    """(shape, *strides) with unit dims dropped and each dim merged into the one before it where every
+    stride tuple steps through both as one (a row-major destination always does): the same elements in the
+    same order, in as few dims as the strided sides allow."""
+    dims = [(n, [s[i] for s in strides]) for i, n in enumerate(shape) if n != 1] or [(1, [0 for _ in strides])]
+    out = [dims[0]]
+    for n, ss in dims[1:]:
+        m, prev = out[-1]
+        if all(p == q * n for p, q in zip(prev, ss)):
+            out[-1] = (m * n, ss)
+        else:
+            out.append((n, ss))
+    return (tuple(n for n, _ in out), *(tuple(ss[k] for _, ss in out) for k in range(len(strides))))
+
+
 def _select_compiled(st, d, c, a, b) -> bool:
     """_select in C (``_tiles.select``: one pass per program row) when its layout allows: the image one
     C-contiguous block, d and the condition contiguous, each side contiguous or a broadcast constant and
@@ -533,9 +551,12 @@ def _select_compiled(st, d, c, a, b) -> bool:
         if select_strided is None:
             return False
         ta, tb, isz = tiles[a], tiles[b], td.itemsize
+        shape, sa, sb = _fold_dims(td.shape, ta.strides, tb.strides)
+        if len(shape) > SELECT_STRIDED_MAX_RANK:  # tl.sort's hypercube of a broadcast tile: 10 dims of 2
+            return False
         select_strided(
-            img, st.P, row, isz, td.shape, td.addr, tc.addr,
-            ta.addr, tuple(s * isz for s in ta.strides), tb.addr, tuple(s * isz for s in tb.strides),
+            img, st.P, row, isz, shape, td.addr, tc.addr,
+            ta.addr, tuple(s * isz for s in sa), tb.addr, tuple(s * isz for s in sb),
         )  # fmt: skip
         return True
     _tiles.select(

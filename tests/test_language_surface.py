@@ -1,0 +1,83 @@
+"""Kernels over the Triton language surface that benchmarks/probe_language.py found wrong on plate, each
+reduced to a small case (numpy references)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from codegen_kernels.harness import MACHINE, compile_kernel, run
+
+from triton_plate_backend.dtypes import NUMPY
+
+
+@triton.jit
+def sort_broadcast(x, o, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr):
+    rows = tl.load(x + tl.arange(0, A)[:, None] * B + tl.arange(0, B)[None, :])
+    t = tl.broadcast_to(tl.expand_dims(rows, 2), (A, B, C))  # stride 0 along the sorted axis
+    s = tl.sort(t, descending=True)  # rows of equal values: the compare-and-swap selects still run
+    tl.store(o + tl.arange(0, A * B * C), tl.reshape(s, (A * B * C,)))
+
+
+def test_sort_of_a_broadcast_tile_whose_hypercube_has_more_dims_than_the_strided_select_takes():
+    """tl.sort reshapes its input to log2(numel) dims of 2; of an [8, 8, 8] tile built by a broadcast the
+    compare-and-swap's v.select saw 9 strided dims and _tiles.select_strided (8 at most) raised ValueError."""
+    a, b, c = 8, 8, 8
+    x = np.random.default_rng(0).integers(-50, 50, a * b).astype(np.int32)
+    sig = {"x": "*i32", "o": "*i32", "A": "constexpr", "B": "constexpr", "C": "constexpr"}
+    prog = compile_kernel(sort_broadcast, sig, {"A": a, "B": b, "C": c})
+    (_, out), _ = run(prog, 1, [x, np.zeros(a * b * c, np.int32)])
+    np.testing.assert_array_equal(out, np.repeat(x, c))
+
+
+def vector_machine(max_elements):
+    core = dataclasses.replace(MACHINE.core, vector=dataclasses.replace(MACHINE.core.vector, max_elements=max_elements))
+    return dataclasses.replace(MACHINE, name=f"mini-vec{max_elements}", core=core)
+
+
+@triton.jit
+def gather_long_lines(x, i, o, M: tl.constexpr, NS: tl.constexpr, NI: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    src = tl.load(x + rm * NS + tl.arange(0, NS)[None, :])
+    idx = tl.load(i + rm * NI + tl.arange(0, NI)[None, :])
+    tl.store(o + rm * NI + tl.arange(0, NI)[None, :], tl.gather(src, idx, 1))
+
+
+@pytest.mark.parametrize("m, ns, ni, itype", [(2, 64, 32, "i32"), (1, 16, 64, "i16"), (1, 128, 64, "i64")])
+def test_gather_along_lines_longer_than_the_vector_unit(m, ns, ni, itype):
+    """tl.gather whose source or index line along the axis is longer than the vector unit (16 elements here, 8192 on
+    plate1: a gather over a 16384-element row) was refused ("cannot be split"); the index line now goes in pieces
+    and a long source line is gathered from piece by piece."""
+    machine = vector_machine(16)
+    rng = np.random.default_rng(ns + ni)
+    x = rng.uniform(-1, 1, (m, ns)).astype(np.float32)
+    idx = rng.integers(0, ns, (m, ni)).astype(NUMPY[itype])
+    sig = {"x": "*fp32", "i": f"*{itype}", "o": "*fp32", "M": "constexpr", "NS": "constexpr", "NI": "constexpr"}
+    prog = compile_kernel(gather_long_lines, sig, {"M": m, "NS": ns, "NI": ni}, machine=machine)
+    (_, _, out), _ = run(prog, 1, [x, idx, np.zeros((m, ni), np.float32)], machine=machine)
+    np.testing.assert_array_equal(out, np.take_along_axis(x, idx.astype(np.int64), 1))
+
+
+@triton.jit
+def histogram_many_bins(x, o, N: tl.constexpr, BINS: tl.constexpr):
+    v = tl.load(x + tl.arange(0, N))
+    tl.store(o + tl.arange(0, BINS), tl.histogram(v, BINS, mask=(v % 3) != 0))
+
+
+@pytest.mark.parametrize("n, bins, vtype", [(8, 64, "i32"), (64, 32, "i16"), (32, 128, "i64")])
+def test_histogram_of_more_bins_than_the_vector_unit(n, bins, vtype):
+    """tl.histogram of more bins than the vector unit covers (16 here, 8192 on plate1) made a v.hist the ISA refused
+    ("covers at most 16: split it"); the bins now go in pieces, values outside every piece (negative, past the
+    last bin, masked off) counting nowhere."""
+    machine = vector_machine(16)
+    rng = np.random.default_rng(n + bins)
+    x = rng.integers(-4, bins + 4, n).astype(NUMPY[vtype])
+    sig = {"x": f"*{vtype}", "o": "*i32", "N": "constexpr", "BINS": "constexpr"}
+    prog = compile_kernel(histogram_many_bins, sig, {"N": n, "BINS": bins}, machine=machine)
+    (_, out), _ = run(prog, 1, [x, np.zeros(bins, np.int32)], machine=machine)
+    v = x.astype(np.int64)
+    keep = (v >= 0) & (v < bins) & (np.fmod(v, 3) != 0)
+    np.testing.assert_array_equal(out, np.bincount(v[keep], minlength=bins))
