@@ -27,7 +27,18 @@ RUN_FIRST = (
 )
 
 
-def pytest_collection_modifyitems(items):
+# test_unit_tier.py runs the whole unit tier in a subprocess that refuses torch and triton; where that test is
+# in the session, the unit tier's tests are left to it rather than run a second time here (alone, as in
+# ``pytest tests/unit/test_cost.py``, they run here).
+UNIT_TIER_RUN = "test_unit_tier.py::test_unit_tier_passes_without_torch_and_triton"
+
+
+def pytest_collection_modifyitems(config, items):
+    if any(item.nodeid.endswith(UNIT_TIER_RUN) for item in items):
+        run_by_the_tier_test = [item for item in items if UNIT_TIER in item.path.parents]
+        if run_by_the_tier_test:
+            config.hook.pytest_deselected(items=run_by_the_tier_test)
+            items[:] = [item for item in items if UNIT_TIER not in item.path.parents]
     rank = {name: i for i, name in enumerate(RUN_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(RUN_FIRST)))  # stable: files keep their order
 

@@ -1,6 +1,7 @@
 """The unit tier (tests/unit: ir, isa, machine, cost model, sim, passes on parsed or hand-built IR) runs
 with torch and triton unimportable: those layers need neither, and the root conftest installs nothing
-that does for the tier's tests. Run in a subprocess whose import system refuses both."""
+that does for the tier's tests. Run in a subprocess whose import system refuses both. Where this test is in
+the session, the unit tier's tests run only here, not a second time in the session (conftest.py)."""
 
 from __future__ import annotations
 
