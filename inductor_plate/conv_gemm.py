@@ -160,7 +160,10 @@ def _images(product, n, out_channels, out):
     product = product.contiguous()
     length = math.prod(out)
     inner = [math.prod(out[i + 1 :]) for i in range(len(out))]
-    return aten.as_strided(product, [n, out_channels, *out], [length, n * length, *inner], product.storage_offset())
+    # one image: the batch dim's stride is free; eager's contiguous one (O * L), since Inductor keeps a graph
+    # output's strides, size-1 dims' too, and test_torchinductor_opinfo compares them exactly
+    batch = out_channels * length if isinstance(n, int) and n == 1 else length
+    return aten.as_strided(product, [n, out_channels, *out], [batch, n * length, *inner], product.storage_offset())
 
 
 MAX_VECTOR_TERMS = 64  # multiply-adds per output of the vector form: one load each in a single kernel

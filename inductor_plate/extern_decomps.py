@@ -12,7 +12,8 @@ keep what the table held), they are rewritten before lowering:
 - ``_fft_c2c`` of complex64 tensors whose transformed dims are at most ``MAX_DFT`` long: a DFT per dim as
   float64 matrix products with the cos/sin table (angles ``2*pi*(j*k mod n)/n``, exact arguments), rounded once
   to complex64 at the end: more accurate than a float32 FFT, O(n^2) per dim instead of O(n log n).
-  float64 products are plate reductions (reduction_gemm.py);
+  float64 products are plate reductions (reduction_gemm.py); the result has the strides eager's kernel gives
+  (its meta function: batch dims ordered by the input's strides), not contiguous ones;
 - ``_fft_r2c`` of float32 and ``_fft_c2r`` of complex64 tensors (rfft/irfft and their n-dim forms) under the
   same bound: the last transformed dim as a real product with the onesided half of the table, the others as
   ``_fft_c2c``'s DFTs;
@@ -60,6 +61,46 @@ def _on_plate(*tensors) -> bool:
     return any(isinstance(t, torch.Tensor) and t.device.type == "plate" for t in tensors)
 
 
+def _eager_strides(op, x, *args) -> tuple | None:
+    """The strides of ``op(x, *args)``'s result as the device's kernel lays it out: its meta function run on a
+    fake copy of x under the fake mode being traced (None outside one). The FFT kernels' outputs are not
+    contiguous (ATen's _exec_fft orders the batch dims by the input's strides), and eager plate returns them so."""
+    from torch._guards import detect_fake_mode
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
+
+    mode = detect_fake_mode((x,))
+    if mode is None:
+        return None
+    with disable_proxy_modes_tracing(), mode:
+        fake = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+        return tuple(op(fake, *args).stride())
+
+
+def _order(strides: tuple) -> tuple[list[int], list[int]]:
+    """The dims from outermost to innermost of dense ``strides``, and the permutation that undoes that order."""
+    order = sorted(range(len(strides)), key=lambda d: (-strides[d], -d))
+    return order, [order.index(d) for d in range(len(strides))]
+
+
+def _laid_out(t, strides: tuple | None):
+    """t with the dense strides ``strides`` (None: as it is): copied in the order of those strides (a permuted
+    contiguous copy, a pointwise kernel) and viewed back, so the graph's output keeps the eager layout
+    (Inductor's keep_output_stride)."""
+    if strides is None or tuple(strides) == tuple(t.stride()):
+        return t
+    order, inverse = _order(strides)
+    return t.permute(order).contiguous().permute(inverse)
+
+
+def _complex_laid_out(re, im, strides: tuple | None):
+    """complex64 of float64 (re, im), rounded once, with the complex strides ``strides`` (None: contiguous): the
+    float32 pair made contiguous in the order of those strides, viewed as complex (Inductor's view_as_complex
+    takes a contiguous input) and permuted back, a view: no kernel takes a complex pointer."""
+    order, inverse = _order(strides) if strides is not None else (list(range(re.dim())),) * 2
+    pair = torch.stack([re.permute(order), im.permute(order)], -1).to(torch.float32).contiguous()
+    return torch.view_as_complex(pair).permute(inverse)
+
+
 def weight_int8pack_mm(x, weight, scales):
     if not _on_plate(x, weight, scales):
         return NotImplemented
@@ -99,7 +140,7 @@ def fft_c2c(x, dim, normalization, forward):
     for d in dim:
         re, im = _dft_along(re, im, d, forward)
     re, im = _normalized([re, im], normalization, math.prod(x.shape[d] for d in dim))
-    return torch.view_as_complex(torch.stack([re, im], -1).to(torch.float32))
+    return _complex_laid_out(re, im, _eager_strides(aten._fft_c2c.default, x, dim, normalization, forward))
 
 
 def _parts(x):
@@ -174,7 +215,7 @@ def fft_r2c(x, dim, normalization, onesided):
     for d in dim[:-1]:
         re, im = _dft_along(re, im, d, forward=True)
     re, im = _normalized([re, im], normalization, math.prod(x.shape[d] for d in dim))
-    return torch.view_as_complex(torch.stack([re, im], -1).to(torch.float32))
+    return _complex_laid_out(re, im, _eager_strides(aten._fft_r2c.default, x, dim, normalization, onesided))
 
 
 def fft_c2r(x, dim, normalization, last_dim_size):
@@ -201,7 +242,8 @@ def fft_c2r(x, dim, normalization, last_dim_size):
     out = out.movedim(-1, last)
     count = n * math.prod(x.shape[d] for d in dim[:-1])
     (out,) = _normalized([out], normalization, count)
-    return out.to(torch.float32)
+    out = out.to(torch.float32)
+    return _laid_out(out, _eager_strides(aten._fft_c2r.default, x, dim, normalization, last_dim_size))
 
 
 def _bilinear_aa_filter(x):

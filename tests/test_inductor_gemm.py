@@ -376,6 +376,7 @@ def test_conv_variants_run_on_the_simulator_in_the_default_mode():
     out, codes, run, _ = compile_on_plate(conv_variants, *args)
     for got, want in zip(out, conv_variants(*args), strict=True):
         torch.testing.assert_close(got.cpu(), want, **TOL)
+        assert got.stride() == want.stride()  # one image's batch stride too (test_torchinductor_opinfo compares it)
     call = wrapper_call(codes)
     assert "triton_tem_" in call and "extern_kernels." not in call and "torch.ops.aten." not in call
     assert any(launch.kernel.startswith("triton_tem_") and launch.time_ns > 0 for launch in run.launches)

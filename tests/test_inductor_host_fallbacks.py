@@ -133,6 +133,26 @@ def test_real_ffts_are_float64_dft_products(case):
     torch.testing.assert_close(got, want.to(got.dtype), rtol=1e-5, atol=1e-5)
 
 
+FFT_LAYOUTS = {  # eager's strides are the CPU kernel's (ATen's _exec_fft: batch dims ordered by the input's strides)
+    "rfft middle dim": (lambda x: torch.fft.rfft(x, dim=1), (5, 12, 7)),
+    "fft2 outer dims": (lambda x: torch.fft.fft2(x, dim=(0, 2)), (5, 6, 7)),
+    "hfftn": (lambda x: torch.fft.hfftn(x, dim=(0, 1)), (5, 6, 7)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FFT_LAYOUTS))
+def test_fft_decompositions_keep_the_eager_strides(case):
+    """The DFT decompositions return the layout eager plate returns (test_torchinductor_opinfo compares strides
+    exactly: fft.fft2, fft.rfft, fft.ihfft and fft.hfftn failed on it), values as before."""
+    fn, shape = FFT_LAYOUTS[case]
+    torch.manual_seed(0)
+    x = torch.randn(shape)
+    got = compiled_without_host_ops(fn, x)
+    assert got.stride() == fn(x).stride() == fn(x.to("plate")).stride()
+    want = fn(x.double())
+    torch.testing.assert_close(cpu(got), want.to(got.dtype), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.5, float("inf")])
 def test_pdist_and_its_gradient_are_pairwise_differences_on_plate(p):
     torch.manual_seed(0)
