@@ -447,7 +447,8 @@ def vector_norm(op: torch._ops.OpOverload, row: Row) -> Callable:
         if call["ord"] != 2 or not x.dtype.is_floating_point or (dtype is not None and dtype != x.dtype):
             return decomposition(*args, **kwargs)  # its checks raise torch's errors
         dims = list(call["dim"] or []) or None  # None or []: every dim
-        reduced = [x.shape[d] for d in dims] if dims is not None else [x.numel()]
+        shape = x.shape or (1,)  # a 0-dim tensor reduces over dim 0 (or -1) as over one element, as torch wraps it
+        reduced = [shape[d] for d in dims] if dims is not None else [x.numel()]
         if x.numel() == 0 or all(n == 1 for n in reduced):
             return decomposition(*args, **kwargs)  # torch's errors; over one element, |x| as ATen's shortcut
         wide = x.to(torch.float32) if x.dtype in (torch.float16, torch.bfloat16) else x
