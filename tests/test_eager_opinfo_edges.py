@@ -1,12 +1,15 @@
 """Edge inputs PyTorch's OpInfo reference inputs give every device (test_ops.py's test_compare_cpu, run on plate by
 ``python -m upstream.runner ops``): empty batches of 0 x 0 matrices for the linalg kernels (linalg.py flattens batch
 dims without ``reshape(-1, ...)``, which torch refuses for them), and the 2-norm of a 0-dim tensor over dim 0 (torch
-wraps that dim). Against the CPU, with the host-op counter at zero."""
+wraps that dim), rsub.Tensor (``torch.rsub(x, y)``, was a host op), a negative ``divisor_override`` of avg_pool
+(ATen divides by it; plate's kernels took a divisor <= 0 for none) and multi_margin_loss's unreduced loss of a 0-dim
+or 1-D input (the CPU's shape is the target's, []). Against the CPU, with the host-op counter at zero."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from triton_plate_backend import eager_ops
 
@@ -46,5 +49,47 @@ def test_linalg_on_empty_batches_matches_the_cpu(name, shape, no_host_ops):
 def test_vector_norm_of_a_0_dim_tensor_matches_the_cpu(options, no_host_ops):
     x = torch.tensor(-3.0)
     got, want = torch.linalg.vector_norm(x.to("plate"), **options), torch.linalg.vector_norm(x, **options)
+    assert got.shape == want.shape
+    torch.testing.assert_close(got.cpu(), want)
+
+
+@pytest.mark.parametrize(
+    "a, b, alpha",
+    [
+        (torch.randn(3, 3), torch.randn(3, 3), 2),
+        (torch.randn(2, 3), torch.randn(3), 0.5),
+        (torch.randint(0, 9, (4,)), torch.randint(0, 9, (4,)), 3),
+        (torch.randn(3, dtype=torch.cfloat), torch.randn(3, dtype=torch.cfloat), 2),
+    ],
+)
+def test_rsub_tensor_runs_on_plate_with_the_cpus_result(a, b, alpha, no_host_ops):
+    got, want = torch.rsub(a.to("plate"), b.to("plate"), alpha=alpha), torch.rsub(a, b, alpha=alpha)
+    assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize("divisor", [-2, 3, None])
+@pytest.mark.parametrize("pool, shape", [(F.avg_pool2d, (1, 2, 4, 4)), (F.avg_pool3d, (1, 1, 4, 4, 4))])
+def test_avg_pool_divisor_override_matches_the_cpu(pool, shape, divisor, no_host_ops):
+    x = torch.randn(shape)
+    on_cpu, on_plate = x.clone().requires_grad_(), x.to("plate").requires_grad_()
+    want, got = pool(on_cpu, 2, divisor_override=divisor), pool(on_plate, 2, divisor_override=divisor)
+    assert torch.equal(got.detach().cpu(), want.detach())
+    want.sum().backward()
+    got.sum().backward()
+    assert torch.equal(on_plate.grad.cpu(), on_cpu.grad)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize(
+    "x, target",
+    [
+        (torch.tensor(0.7), torch.tensor(0)),
+        (torch.randn(4), torch.tensor(2)),
+        (torch.randn(3, 4), torch.tensor([0, 3, 1])),
+    ],
+)
+def test_multi_margin_loss_has_the_cpus_shape(x, target, reduction, no_host_ops):
+    got = F.multi_margin_loss(x.to("plate"), target.to("plate"), reduction=reduction)
+    want = F.multi_margin_loss(x, target, reduction=reduction)
     assert got.shape == want.shape
     torch.testing.assert_close(got.cpu(), want)
