@@ -93,3 +93,13 @@ def test_multi_margin_loss_has_the_cpus_shape(x, target, reduction, no_host_ops)
     want = F.multi_margin_loss(x, target, reduction=reduction)
     assert got.shape == want.shape
     torch.testing.assert_close(got.cpu(), want)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (2, 3, 5)])
+def test_rectangular_lu_factor_gives_the_cpus_factors(shape):
+    """plate's LU kernels take square matrices; a rectangular one (torch.lu of OpInfo's 3 x 5 input) is the CPU's
+    (it failed with a size mismatch instead)."""
+    a = torch.randn(shape)
+    (lu, pivots), (want_lu, want_pivots) = torch.linalg.lu_factor(a.to("plate")), torch.linalg.lu_factor(a)
+    assert lu.device.type == "plate" and torch.equal(pivots.cpu(), want_pivots)
+    torch.testing.assert_close(lu.cpu(), want_lu)

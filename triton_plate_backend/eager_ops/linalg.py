@@ -216,8 +216,8 @@ def lu_factor_ex(op: torch._ops.OpOverload, row: Row):
     @checked(op)
     def kernel(call: Call, expected):
         a = call["A"]
-        if not call["pivot"] or not _covered(a):
-            return call.on_host()
+        if not call["pivot"] or not _covered(a) or a.shape[-1] != a.shape[-2]:
+            return call.on_host()  # rectangular LU (torch.lu of a 3 x 5 matrix): the CPU's, as linalg_lu's
         (lu, pivots, info), raw = _factored(a, *expected)
         if call["check_errors"]:
             torch._linalg_check_errors(raw, "torch.linalg.lu_factor_ex", is_matrix=a.dim() == 2)
