@@ -120,3 +120,21 @@ def test_pooling_an_empty_batch_stays_on_plate(pool, shape, options, no_host_ops
     got, want = pool(torch.randn(shape).to("plate"), **options), pool(torch.randn(shape), **options)
     for g, w in zip(got if options.get("return_indices") else [got], want if options.get("return_indices") else [want]):
         assert g.device.type == "plate" and g.shape == w.shape and g.stride() == w.stride() and g.dtype == w.dtype
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"reduction": "none"}, {"reduction": "mean"}, {"weight": True, "reduction": "sum"}, {"ignore_index": 1}],
+)
+def test_nll_loss_of_a_4d_input_runs_on_plate_with_the_cpus_result(options, no_host_ops):
+    """nll_loss2d_forward / nll_loss2d_backward (cross_entropy over an (N, C, H, W) map) were host ops."""
+    x, target, weight = torch.randn(2, 3, 4, 5), torch.randint(0, 3, (2, 4, 5)), torch.rand(3)
+    on_cpu = {k: weight if k == "weight" else v for k, v in options.items()}
+    on_plate = {k: weight.to("plate") if k == "weight" else v for k, v in options.items()}
+    xc, xp = x.clone().requires_grad_(), x.to("plate").requires_grad_()
+    want, got = F.cross_entropy(xc, target, **on_cpu), F.cross_entropy(xp, target.to("plate"), **on_plate)
+    want.sum().backward()
+    got.sum().backward()
+    assert got.shape == want.shape
+    torch.testing.assert_close(got.detach().cpu(), want.detach())
+    torch.testing.assert_close(xp.grad.cpu(), xc.grad)

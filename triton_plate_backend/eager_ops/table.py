@@ -394,6 +394,8 @@ EAGER_OPS: dict[str, Row] = {
     "logspace.out": Row("spaced", "logspace"),
     "nll_loss_forward.default": Row("nll_loss"),
     "nll_loss_backward.default": Row("nll_loss"),
+    "nll_loss2d_forward.default": Row("nll_loss"),  # (N, C, H, W) inputs: cross_entropy of a segmentation map
+    "nll_loss2d_backward.default": Row("nll_loss"),
     "equal.default": Row("equal"),
     "masked_select.default": Row("masked_select"),
     # index_forms.py; index_copy, index_fill and take as torch's decompositions (index_put_, where, index)
