@@ -69,6 +69,22 @@ def composite(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
+def multi_margin_loss(op: torch._ops.OpOverload, row: Row) -> Callable:
+    """multi_margin_loss: torch's decomposition over plate tensors (``composite``); unreduced, the loss has the
+    target's shape, as the CPU kernel gives it (the decomposition, and the meta kernel, give a 0-dim or 1-D input's
+    loss the shape [1] where the CPU's is [])."""
+    decomposition = decomposition_table[op]
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        result = decomposition(*args, **kwargs)
+        if call["reduction"] == 0 and call["self"].dim() <= 1:  # Reduction::None
+            return result.reshape(call["target"].shape)
+        return result
+
+    return kernel
+
+
 def decomposed(op: torch._ops.OpOverload, row: Row) -> Callable:
     decomposition = decomposition_table[op]
 
@@ -447,7 +463,8 @@ def vector_norm(op: torch._ops.OpOverload, row: Row) -> Callable:
         if call["ord"] != 2 or not x.dtype.is_floating_point or (dtype is not None and dtype != x.dtype):
             return decomposition(*args, **kwargs)  # its checks raise torch's errors
         dims = list(call["dim"] or []) or None  # None or []: every dim
-        reduced = [x.shape[d] for d in dims] if dims is not None else [x.numel()]
+        shape = x.shape or (1,)  # a 0-dim tensor reduces over dim 0 (or -1) as over one element, as torch wraps it
+        reduced = [shape[d] for d in dims] if dims is not None else [x.numel()]
         if x.numel() == 0 or all(n == 1 for n in reduced):
             return decomposition(*args, **kwargs)  # torch's errors; over one element, |x| as ATen's shortcut
         wide = x.to(torch.float32) if x.dtype in (torch.float16, torch.bfloat16) else x
@@ -746,6 +763,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "rrelu": rrelu,
     "index_reduce": index_reduce,
     "multi_margin_backward": multi_margin_backward,
+    "multi_margin_loss": multi_margin_loss,
     "nextafter": nextafter,
     "floating_composite": floating_composite,
     "nll_loss": nll_loss,

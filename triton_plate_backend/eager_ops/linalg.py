@@ -24,6 +24,7 @@ condition number."""
 from __future__ import annotations
 
 import importlib
+import math
 import warnings
 
 import torch
@@ -43,10 +44,17 @@ def kernels():
 
 
 # ---- the factorizations and solves over (batch, n, n) contiguous copies ------------------------------------
+def _flat(t: torch.Tensor, inner: int) -> torch.Tensor:
+    """``t`` as (batch, *its last ``inner`` dims): its batch dims flattened into one. Not ``reshape(-1, ...)``, which
+    torch refuses for an empty tensor whose inner dims hold a 0 (the -1 would be ambiguous): an empty batch of
+    0 x 0 matrices is a valid linalg input (OpInfo's reference inputs have them)."""
+    return t.reshape(math.prod(t.shape[: t.dim() - inner]), *t.shape[t.dim() - inner :])
+
+
 def _owned(a: torch.Tensor, n: int) -> torch.Tensor:
     """A new contiguous (batch, n, n) copy of the square matrices ``a`` (any strides, broadcast batches)."""
     out = torch.empty((*a.shape[:-2], n, n), dtype=a.dtype, device=a.device)
-    return out.copy_(a).reshape(-1, n, n)
+    return _flat(out.copy_(a), 2)
 
 
 def lu_factor(a: torch.Tensor):
@@ -151,9 +159,10 @@ def lu_solve(lu: torch.Tensor, pivots: torch.Tensor, b: torch.Tensor, left: bool
     shape, lu, b = _broadcast(lu, b)
     lu = _owned(lu, n)
     pivots = torch.empty((*shape, n), dtype=torch.int32, device=b.device).copy_(
-        pivots.expand(*shape, n)).reshape(-1, n)  # fmt: skip
+        pivots.expand(*shape, n))  # fmt: skip
+    pivots = _flat(pivots, 1)
     x = torch.empty(b.shape, dtype=b.dtype, device=b.device).copy_(b)
-    flat = x.reshape(-1, n, b.shape[-1])
+    flat = _flat(x, 2)
     if not adjoint:  # P L U x = b
         _permute(flat, pivots, backward=False)
         _trsm(lu, flat, upper=False, unit=True)
@@ -171,7 +180,7 @@ def solve_triangular(a: torch.Tensor, b: torch.Tensor, upper: bool, left: bool, 
     n = a.shape[-1]
     shape, a, b = _broadcast(a, b)
     x = torch.empty(b.shape, dtype=b.dtype, device=b.device).copy_(b)
-    _trsm(_owned(a, n), x.reshape(-1, n, b.shape[-1]), upper=upper, unit=unit)
+    _trsm(_owned(a, n), _flat(x, 2), upper=upper, unit=unit)
     return x
 
 
@@ -207,8 +216,8 @@ def lu_factor_ex(op: torch._ops.OpOverload, row: Row):
     @checked(op)
     def kernel(call: Call, expected):
         a = call["A"]
-        if not call["pivot"] or not _covered(a):
-            return call.on_host()
+        if not call["pivot"] or not _covered(a) or a.shape[-1] != a.shape[-2]:
+            return call.on_host()  # rectangular LU (torch.lu of a 3 x 5 matrix): the CPU's, as linalg_lu's
         (lu, pivots, info), raw = _factored(a, *expected)
         if call["check_errors"]:
             torch._linalg_check_errors(raw, "torch.linalg.lu_factor_ex", is_matrix=a.dim() == 2)
@@ -327,9 +336,8 @@ def unpack(lu: torch.Tensor, pivots: torch.Tensor, data: bool, swaps: bool):
     if swaps:
         batch = lu.shape[:-2]
         transposed = torch.eye(m, dtype=lu.dtype, device=lu.device).expand(*batch, m, m).contiguous()
-        flat = transposed.reshape(-1, m, m)
-        count = pivots.shape[-1]
-        _permute(flat, pivots.reshape(-1, count).to(torch.int32).contiguous(), backward=False)
+        flat = _flat(transposed, 2)
+        _permute(flat, _flat(pivots, 1).to(torch.int32).contiguous(), backward=False)
         p = transposed.mT
     if data:
         lower = lu[..., :, :k].tril(-1) + torch.eye(m, k, dtype=lu.dtype, device=lu.device)
@@ -401,7 +409,7 @@ def cholesky_inverse_op(op: torch._ops.OpOverload, row: Row):
 def geqrf(a: torch.Tensor):
     """(the reflectors under R, tau) of the (*, m, n) matrices a: LAPACK's geqr2, batch dims flattened."""
     m, n = a.shape[-2:]
-    reflected = torch.empty(a.shape, dtype=a.dtype, device=a.device).copy_(a).reshape(-1, m, n)
+    reflected = _flat(torch.empty(a.shape, dtype=a.dtype, device=a.device).copy_(a), 2)
     batch = reflected.shape[0]
     tau = torch.empty((batch, min(m, n)), dtype=a.dtype, device=a.device)
     if batch and m and n:
@@ -453,8 +461,8 @@ def householder_product_op(op: torch._ops.OpOverload, row: Row):
             return call.on_host()
         m, n = a.shape[-2:]
         shape = torch.broadcast_shapes(a.shape[:-2], tau.shape[:-1])
-        flat_a = a.expand(*shape, m, n).reshape(-1, m, n)
-        flat_tau = tau.expand(*shape, tau.shape[-1]).reshape(-1, tau.shape[-1])
+        flat_a = _flat(a.expand(*shape, m, n), 2)
+        flat_tau = _flat(tau.expand(*shape, tau.shape[-1]), 1)
         return as_expected(householder_product(flat_a, flat_tau, n), expected)
 
     return kernel

@@ -88,7 +88,7 @@ def pool(
             count = zd * zh * zw
         else:
             count = (ed - fd) * (eh - fh) * (ew - fw)
-        count = tl.where(divisor > 0, divisor, count)
+        count = tl.where(divisor != 0, divisor, count)  # a negative override divides too, as ATen
         result = total / count.to(CT)
     elif MODE == ADAPTIVE_AVG:
         result = total / zd.to(CT) / zh.to(CT) / zw.to(CT)  # the CPU's sum / kd / kh / kw
@@ -158,8 +158,8 @@ def pool_backward(
                             count = zd * zh * zw
                         else:
                             count = (ed - fd) * (eh - fh) * (ew - fw)
-                        count = tl.where(divisor > 0, divisor, count)
-                        share = g / tl.maximum(count, 1).to(CT)
+                        count = tl.where(divisor != 0, divisor, count)  # a negative override divides too, as ATen
+                        share = g / tl.where(count == 0, 1, count).to(CT)  # an empty window: 1; a negative count stays
                     else:
                         share = g / tl.maximum(zd, 1).to(CT) / tl.maximum(zh, 1).to(CT) / tl.maximum(zw, 1).to(CT)
                     total += tl.where(held, share, 0)

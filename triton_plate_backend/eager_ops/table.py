@@ -122,6 +122,7 @@ COMPLEX_FUNCTIONS = {
 EAGER_OPS: dict[str, Row] = {
     "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
+    "rsub.Tensor": Row("elementwise", "rsub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "mul.Tensor": Row("elementwise", "mul", BINARY, complex_fn="complex_mul"),
     "neg.default": Row("elementwise", "neg", complex_fn="real"),
     # the rounding mode picks the element function (ops.divide): div, div_trunc or div_floor
@@ -261,7 +262,7 @@ EAGER_OPS: dict[str, Row] = {
     "upsample_bicubic2d.default": Row("composite"),  # gathers of the 4x4 neighbours, weighted
     "tril_indices.default": Row("composite"),  # the coordinates from aranges, as a formula
     "triu_indices.default": Row("composite"),
-    "multi_margin_loss.default": Row("composite"),  # the forward; its backward: composite.multi_margin_backward
+    "multi_margin_loss.default": Row("multi_margin_loss"),  # the forward; its backward: composite.multi_margin_backward
     "multi_margin_loss_backward.default": Row("multi_margin_backward"),
     "index_add_.default": Row("composite"),
     # kernels.py's binary math and bits, ATen's CPU formulas (atan2, copysign: integers give the default float type)
@@ -393,6 +394,8 @@ EAGER_OPS: dict[str, Row] = {
     "logspace.out": Row("spaced", "logspace"),
     "nll_loss_forward.default": Row("nll_loss"),
     "nll_loss_backward.default": Row("nll_loss"),
+    "nll_loss2d_forward.default": Row("nll_loss"),  # (N, C, H, W) inputs: cross_entropy of a segmentation map
+    "nll_loss2d_backward.default": Row("nll_loss"),
     "equal.default": Row("equal"),
     "masked_select.default": Row("masked_select"),
     # index_forms.py; index_copy, index_fill and take as torch's decompositions (index_put_, where, index)
