@@ -1,0 +1,97 @@
+"""The singular value decomposition of plate tensors (float32 / float64, batched) as plate kernels: one-sided
+Jacobi (linalg_svd_kernels.one_sided_jacobi) on the columns of the matrix (of its transpose when it is wide), then
+the singular values (the columns' norms) sorted descending, V's rows and the columns permuted to match, and U from
+Householder QR (linalg.geqrf / householder_product) of the orthogonal columns: U's first columns are the columns
+divided by their norms (the QR's signs undone), the rest (a zero singular value, full_matrices) an orthonormal
+completion. Singular vectors are unique only up to their signs (LAPACK's may differ; U S Vh does not).
+
+- ``_linalg_svd``: (U, S, Vh), full_matrices or not, compute_uv or not (then U and Vh empty, as the CPU's).
+
+Host fallbacks, counted, each for a named reason: complex matrices (no complex kernel), a ``driver=`` (the CPU
+raises torch's error), and matrices beyond SVD_MAX_COLUMNS / SVD_MAX_ROWS (HOST_REASON: Jacobi's cost grows as
+columns^2 x rows a sweep, beyond those one call would take minutes of simulator time)."""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from .launch import next_power_of_2
+from .linalg import LINALG_DTYPES, geqrf, householder_product
+from .ops import Call, as_expected, checked
+from .table import Row
+
+MAX_SWEEPS = 30  # Jacobi converges quadratically: float64 takes under 10 sweeps at 32 columns (benchmarks)
+SVD_MAX_COLUMNS = 64  # the shorter side plate's Jacobi takes
+SVD_MAX_ROWS = 4096  # the longer side
+HOST_REASON = "svd beyond SVD_MAX_COLUMNS x SVD_MAX_ROWS: too long a simulation, the host's LAPACK runs it"
+
+
+def kernels():
+    return importlib.import_module(f"{__package__}.linalg_svd_kernels")
+
+
+def on_device(a: torch.Tensor) -> bool:
+    """Whether plate's Jacobi takes the (*, m, n) matrices ``a`` (else HOST_REASON or the dtype's)."""
+    shorter, longer = sorted(a.shape[-2:])
+    return a.dtype in LINALG_DTYPES and shorter <= SVD_MAX_COLUMNS and longer <= SVD_MAX_ROWS
+
+
+def svd(a: torch.Tensor, full_matrices: bool, compute_uv: bool):
+    """(U, S, Vh) of the (*, m, n) matrices ``a``, batch dims kept (U and Vh None without compute_uv)."""
+    m, n = a.shape[-2:]
+    batch = a.shape[:-2]
+    wide = m < n
+    rows, cols = (n, m) if wide else (m, n)  # the tall matrix's: A^T where A is wide
+    columns = torch.empty((*batch, cols, rows), dtype=a.dtype, device=a.device)
+    columns.copy_(a if wide else a.mT)  # the tall matrix's columns as rows
+    w = columns.reshape(-1, cols, rows)
+    count = w.shape[0]
+    v = torch.eye(cols, dtype=a.dtype, device=a.device).expand(count, cols, cols).contiguous()
+    if count and cols > 1 and rows:
+        k = kernels()
+        tolerance = torch.finfo(a.dtype).eps * rows**0.5  # LAPACK's gesvj: sqrt(m) eps
+        k.one_sided_jacobi[(count,)](
+            w, v, rows, cols, MAX_SWEEPS, tolerance, VECTORS=compute_uv, ROWS=min(k.ROWS, next_power_of_2(rows)),
+            N=next_power_of_2(cols), machine=k.machine_of(a),
+        )  # fmt: skip
+    norms = w.to(torch.float64).square().sum(-1).sqrt().to(a.dtype)
+    s, order = norms.sort(dim=-1, descending=True, stable=True)
+    s = s.reshape(*batch, cols)
+    if not compute_uv:
+        return None, s, None
+    w = w.gather(1, order[:, :, None].expand(count, cols, rows))
+    vh = v.gather(1, order[:, :, None].expand(count, cols, cols))
+    reflected, tau = geqrf(w.mT)
+    u = householder_product(reflected, tau, rows if full_matrices else cols)
+    signs = torch.where(reflected.diagonal(0, -2, -1) < 0, -1.0, 1.0).to(a.dtype)
+    u[:, :, :cols] *= signs[:, None, :]
+    u, vh = u.reshape(*batch, *u.shape[1:]), vh.reshape(*batch, cols, cols)
+    if wide:  # A^T = U S Vh: A = Vh^T S U^T
+        return vh.mT, s, u.mT
+    return u, s, vh
+
+
+def _empty_like(e: torch.Tensor, device) -> torch.Tensor:
+    return torch.empty_strided(e.shape, e.stride(), dtype=e.dtype, device=device)
+
+
+def svd_op(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        a = call["A"]
+        if call["driver"] is not None or not on_device(a):
+            return call.on_host()  # a driver: the CPU's error; else HOST_REASON (or a complex matrix)
+        compute_uv = call["compute_uv"]
+        u, s, vh = svd(a, call["full_matrices"], compute_uv)
+        if not compute_uv:
+            return _empty_like(expected[0], a.device), as_expected(s, expected[1]), _empty_like(expected[2], a.device)
+        return as_expected(u, expected[0]), as_expected(s, expected[1]), as_expected(vh, expected[2])
+
+    return kernel
+
+
+FAMILIES = {
+    "svd": svd_op,
+}
