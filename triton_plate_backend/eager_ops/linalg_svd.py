@@ -14,6 +14,7 @@ columns^2 x rows a sweep, beyond those one call would take minutes of simulator 
 from __future__ import annotations
 
 import importlib
+import math
 
 import torch
 
@@ -46,15 +47,16 @@ def svd(a: torch.Tensor, full_matrices: bool, compute_uv: bool):
     rows, cols = (n, m) if wide else (m, n)  # the tall matrix's: A^T where A is wide
     columns = torch.empty((*batch, cols, rows), dtype=a.dtype, device=a.device)
     columns.copy_(a if wide else a.mT)  # the tall matrix's columns as rows
-    w = columns.reshape(-1, cols, rows)
-    count = w.shape[0]
+    count = math.prod(batch)
+    w = columns.reshape(count, cols, rows)
     v = torch.eye(cols, dtype=a.dtype, device=a.device).expand(count, cols, cols).contiguous()
     if count and cols > 1 and rows:
         k = kernels()
         tolerance = torch.finfo(a.dtype).eps * rows**0.5  # LAPACK's gesvj: sqrt(m) eps
         k.one_sided_jacobi[(count,)](
-            w, v, rows, cols, MAX_SWEEPS, tolerance, VECTORS=compute_uv, ROWS=min(k.ROWS, next_power_of_2(rows)),
-            N=next_power_of_2(cols), machine=k.machine_of(a),
+            w, v, rows, cols, MAX_SWEEPS, tolerance, VECTORS=compute_uv,
+            ROWS=k.SHORT_ROWS if rows <= k.SHORT_ROWS else k.ROWS, N=max(k.SHORT_ROWS, next_power_of_2(cols)),
+            machine=k.machine_of(a),
         )  # fmt: skip
     norms = w.to(torch.float64).square().sum(-1).sqrt().to(a.dtype)
     s, order = norms.sort(dim=-1, descending=True, stable=True)
@@ -63,10 +65,14 @@ def svd(a: torch.Tensor, full_matrices: bool, compute_uv: bool):
         return None, s, None
     w = w.gather(1, order[:, :, None].expand(count, cols, rows))
     vh = v.gather(1, order[:, :, None].expand(count, cols, cols))
-    reflected, tau = geqrf(w.mT)
-    u = householder_product(reflected, tau, rows if full_matrices else cols)
-    signs = torch.where(reflected.diagonal(0, -2, -1) < 0, -1.0, 1.0).to(a.dtype)
-    u[:, :, :cols] *= signs[:, None, :]
+    u_cols = rows if full_matrices else cols
+    if count and cols:
+        reflected, tau = geqrf(w.mT)
+        u = householder_product(reflected, tau, u_cols)
+        signs = torch.where(reflected.diagonal(0, -2, -1) < 0, -1.0, 1.0).to(a.dtype)
+        u[:, :, :cols] *= signs[:, None, :]
+    else:  # no matrices or no columns: the identity's columns, as the CPU's (linalg.geqrf flattens by reshape(-1))
+        u = torch.eye(rows, u_cols, dtype=a.dtype, device=a.device).expand(count, rows, u_cols).contiguous()
     u, vh = u.reshape(*batch, *u.shape[1:]), vh.reshape(*batch, cols, cols)
     if wide:  # A^T = U S Vh: A = Vh^T S U^T
         return vh.mT, s, u.mT
@@ -75,6 +81,11 @@ def svd(a: torch.Tensor, full_matrices: bool, compute_uv: bool):
 
 def _empty_like(e: torch.Tensor, device) -> torch.Tensor:
     return torch.empty_strided(e.shape, e.stride(), dtype=e.dtype, device=device)
+
+
+def _column_major(x: torch.Tensor) -> torch.Tensor:
+    """x with column-major matrices, the layout the CPU gives Vh (the meta kernel's is row-major)."""
+    return torch.empty(x.mT.shape, dtype=x.dtype, device=x.device).mT.copy_(x)
 
 
 def svd_op(op: torch._ops.OpOverload, row: Row):
@@ -87,7 +98,7 @@ def svd_op(op: torch._ops.OpOverload, row: Row):
         u, s, vh = svd(a, call["full_matrices"], compute_uv)
         if not compute_uv:
             return _empty_like(expected[0], a.device), as_expected(s, expected[1]), _empty_like(expected[2], a.device)
-        return as_expected(u, expected[0]), as_expected(s, expected[1]), as_expected(vh, expected[2])
+        return as_expected(u, expected[0]), as_expected(s, expected[1]), _column_major(vh)
 
     return kernel
 

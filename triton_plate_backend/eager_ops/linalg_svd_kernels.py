@@ -15,6 +15,7 @@ import triton.language as tl
 from .kernels import machine_of  # noqa: F401 - the launch option every eager kernel takes
 
 ROWS = 128  # the most elements of a column one step of a dot product or a rotation takes
+SHORT_ROWS = 16  # columns up to this long (and V's rows up to it) take one kernel: few compiled variants
 
 
 @triton.jit(do_not_specialize=["m", "n", "max_sweeps", "tolerance"])
