@@ -103,6 +103,66 @@ def svd_op(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
+# ---- least squares: the pseudo-inverse from the SVD --------------------------------------------------------
+LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")  # the CPU's; another name: the host raises torch's error
+
+
+def lstsq(a: torch.Tensor, b: torch.Tensor, rcond: float | None, driver: str):
+    """linalg_lstsq's (solution, residuals, rank, singular_values) of the (*, m, n) matrices a and (*, m, k)
+    right-hand sides b (batch dims broadcast), as the CPU lays them out. The solution is the minimum-norm one,
+    V S^+ U^T b, the singular values at or below rcond times the largest (default eps max(m, n)) taken as zero and
+    counted out of the rank: gelsd's / gelss' rule (gelsy estimates the rank by QR with column pivoting instead,
+    the same one but on matrices whose singular values straddle the threshold; gels assumes full rank)."""
+    m, n = a.shape[-2:]
+    k = b.shape[-1]
+    shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    u, s, vh = svd(a, False, True)  # rank and singular values keep a's batch shape, the rest broadcast
+    if rcond is None or rcond < 0:  # LAPACK: a negative rcond is machine precision
+        rcond = torch.finfo(a.dtype).eps * max(m, n) if rcond is None else torch.finfo(a.dtype).eps
+    kept = s > rcond * s[..., :1]
+    inverse = torch.where(kept, 1 / torch.where(kept, s, 1), 0)
+    x = (vh.mT @ ((u.mT @ b) * inverse[..., :, None])).expand(*shape, n, k)
+    rank = kept.sum(-1)
+    solution = torch.empty((*shape, k, max(m, n)), dtype=a.dtype, device=a.device).mT[..., :n, :]
+    solution.copy_(x)  # a column-major (*, max(m, n), k) buffer's first n rows, as LAPACK's
+    full_rank = driver == "gels" or bool((rank == n).all())
+    if m > n and driver == "gels" and not n:  # the CPU's gels leaves an empty matrix's residuals 0
+        residuals = torch.zeros((*shape, k), dtype=a.dtype, device=a.device)
+    elif m > n and driver != "gelsy" and full_rank:
+        residuals = (a @ x - b).square().sum(-2)
+    else:
+        residuals = torch.empty((0,), dtype=a.dtype, device=a.device)
+    if driver == "gels":
+        rank = torch.empty((0,), dtype=torch.int64, device=a.device)
+    if driver not in ("gelsd", "gelss"):
+        s = torch.empty((0,), dtype=a.dtype, device=a.device)
+    return solution, residuals, rank, s
+
+
+def lstsq_op(op: torch._ops.OpOverload, row: Row):
+    """linalg_lstsq has no meta kernel: the CPU's layout written here, a call it refuses (shapes, dtypes, devices,
+    a driver it does not know) left to the host, which raises its error."""
+
+    def kernel(*args, **kwargs):
+        call = Call(op, args, kwargs)
+        a, b, driver = call["self"], call["b"], call["driver"] or "gelsy"
+        vector = b.dim() == a.dim() - 1
+        if call.mixed or a.dim() < 2 or b.dim() < 1 or not (vector or b.dim() == a.dim()):
+            return call.on_host()
+        rhs = b.unsqueeze(-1) if vector else b
+        if a.dtype != b.dtype or not on_device(a) or driver not in LSTSQ_DRIVERS or rhs.shape[-2] != a.shape[-2]:
+            return call.on_host()  # torch's error, a complex matrix or HOST_REASON
+        try:
+            torch.broadcast_shapes(a.shape[:-2], rhs.shape[:-2])
+        except RuntimeError:
+            return call.on_host()
+        solution, residuals, rank, s = lstsq(a, rhs, call["rcond"], driver)
+        return (solution.squeeze(-1) if vector else solution), residuals, rank, s
+
+    return kernel
+
+
 FAMILIES = {
     "svd": svd_op,
+    "lstsq": lstsq_op,
 }
