@@ -107,3 +107,32 @@ def test_beyond_the_limit_runs_on_the_host_counted(monkeypatch):
     s = torch.linalg.svdvals(a.to("plate"))
     assert sum(torch.plate.host_ops().values()) >= 1
     torch.testing.assert_close(s.cpu(), torch.linalg.svdvals(a))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lstsq_matches_lapack_for_each_driver(dtype, no_host_ops):
+    """Tall (residuals), wide (the minimum-norm solution), a vector right-hand side and broadcast batches: the CPU's
+    layouts and ranks, values within rtol / atol 1e-4 (float32) or 1e-10 (float64)."""
+    cases = [((2, 6, 3), (2, 6, 2)), ((3, 5), (3, 2)), ((6, 3), (6,)), ((1, 6, 3), (2, 6, 1))]
+    close = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {"rtol": 1e-10, "atol": 1e-10}
+    for seed, (shape_a, shape_b) in enumerate(cases):
+        a, b = random(*shape_a, dtype=dtype, seed=seed), random(*shape_b, dtype=dtype, seed=seed + 10)
+        for driver in ("gels", "gelsy", "gelsd", "gelss") if seed == 0 else ("gelsd",):
+            got = torch.linalg.lstsq(a.to("plate"), b.to("plate"), driver=driver)
+            expected = torch.linalg.lstsq(a, b, driver=driver)
+            for x, y in zip(got, expected):
+                assert x.device.type == "plate"
+                assert (x.shape, x.stride(), x.dtype) == (y.shape, y.stride(), y.dtype)
+                torch.testing.assert_close(x.cpu(), y, **close)
+
+
+def test_lstsq_of_a_rank_deficient_matrix(no_host_ops):
+    """Rank 2 of 3 columns: gelsd's rank, singular values and minimum-norm solution; no residuals (not full rank)."""
+    a = random(6, 3, dtype=torch.float64, seed=7)
+    a[:, 2] = a[:, 0] + a[:, 1]
+    b = random(6, 2, dtype=torch.float64, seed=8)
+    got = torch.linalg.lstsq(a.to("plate"), b.to("plate"), driver="gelsd")
+    expected = torch.linalg.lstsq(a, b, driver="gelsd")
+    assert got.rank.item() == expected.rank.item() == 2 and got.residuals.numel() == expected.residuals.numel() == 0
+    torch.testing.assert_close(got.solution.cpu(), expected.solution, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(got.singular_values.cpu(), expected.singular_values, rtol=1e-10, atol=1e-12)
