@@ -107,6 +107,13 @@ def test_beyond_the_limit_runs_on_the_host_counted(monkeypatch):
     s = torch.linalg.svdvals(a.to("plate"))
     assert sum(torch.plate.host_ops().values()) >= 1
     torch.testing.assert_close(s.cpu(), torch.linalg.svdvals(a))
+    monkeypatch.setattr(linalg_svd, "SVD_MAX_COLUMNS", 64)
+    monkeypatch.setattr(linalg_svd, "SVD_MAX_FULL", 3)  # a 4 x 4 U asked for: the host; the thin one: plate
+    torch.plate.reset_host_ops()
+    torch.linalg.svd(a.to("plate"), full_matrices=False)
+    assert torch.plate.host_ops() == {}
+    torch.linalg.svd(a.to("plate"), full_matrices=True)
+    assert sum(torch.plate.host_ops().values()) == 1
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

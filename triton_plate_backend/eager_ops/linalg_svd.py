@@ -8,7 +8,7 @@ completion. Singular vectors are unique only up to their signs (LAPACK's may dif
 - ``_linalg_svd``: (U, S, Vh), full_matrices or not, compute_uv or not (then U and Vh empty, as the CPU's).
 
 Host fallbacks, counted, each for a named reason: complex matrices (no complex kernel), a ``driver=`` (the CPU
-raises torch's error), and matrices beyond SVD_MAX_COLUMNS / SVD_MAX_ROWS (HOST_REASON: Jacobi's cost grows as
+raises torch's error), and matrices beyond SVD_MAX_COLUMNS or SVD_MAX_WORK (HOST_REASON: Jacobi's cost grows as
 columns^2 x rows a sweep, beyond those one call would take minutes of simulator time)."""
 
 from __future__ import annotations
@@ -25,18 +25,25 @@ from .table import Row
 
 MAX_SWEEPS = 30  # Jacobi converges quadratically: float64 takes under 10 sweeps at 32 columns (benchmarks)
 SVD_MAX_COLUMNS = 64  # the shorter side plate's Jacobi takes
-SVD_MAX_ROWS = 4096  # the longer side
-HOST_REASON = "svd beyond SVD_MAX_COLUMNS x SVD_MAX_ROWS: too long a simulation, the host's LAPACK runs it"
+# a sweep's work: column pairs x blocks of 128 rows; one 64 x 64 fp64 svdvals (2016) takes 15.9 s of simulator CPU
+SVD_MAX_WORK = 4096
+SVD_MAX_FULL = 256  # full_matrices: the longer side's square factor (org2r over all its columns) up to this
+HOST_REASON = (
+    "svd beyond SVD_MAX_COLUMNS, SVD_MAX_WORK or SVD_MAX_FULL: too long a simulation, the host's LAPACK runs it"
+)
 
 
 def kernels():
     return importlib.import_module(f"{__package__}.linalg_svd_kernels")
 
 
-def on_device(a: torch.Tensor) -> bool:
-    """Whether plate's Jacobi takes the (*, m, n) matrices ``a`` (else HOST_REASON or the dtype's)."""
+def on_device(a: torch.Tensor, full: bool = False) -> bool:
+    """Whether plate's Jacobi takes the (*, m, n) matrices ``a`` (else HOST_REASON or the dtype's); ``full``: the
+    square factor of the longer side asked for too."""
     shorter, longer = sorted(a.shape[-2:])
-    return a.dtype in LINALG_DTYPES and shorter <= SVD_MAX_COLUMNS and longer <= SVD_MAX_ROWS
+    work = shorter * (shorter - 1) // 2 * -(-longer // 128)
+    small = shorter <= SVD_MAX_COLUMNS and work <= SVD_MAX_WORK and (not full or longer <= SVD_MAX_FULL)
+    return a.dtype in LINALG_DTYPES and small
 
 
 def svd(a: torch.Tensor, full_matrices: bool, compute_uv: bool):
@@ -92,7 +99,7 @@ def svd_op(op: torch._ops.OpOverload, row: Row):
     @checked(op)
     def kernel(call: Call, expected):
         a = call["A"]
-        if call["driver"] is not None or not on_device(a):
+        if call["driver"] is not None or not on_device(a, call["full_matrices"] and call["compute_uv"]):
             return call.on_host()  # a driver: the CPU's error; else HOST_REASON (or a complex matrix)
         compute_uv = call["compute_uv"]
         u, s, vh = svd(a, call["full_matrices"], compute_uv)
