@@ -143,3 +143,10 @@ def test_lstsq_of_a_rank_deficient_matrix(no_host_ops):
     assert got.rank.item() == expected.rank.item() == 2 and got.residuals.numel() == expected.residuals.numel() == 0
     torch.testing.assert_close(got.solution.cpu(), expected.solution, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(got.singular_values.cpu(), expected.singular_values, rtol=1e-10, atol=1e-12)
+
+
+def test_non_finite_matrices_raise_the_cpus_error():
+    """Jacobi would return NaN: an inf / NaN matrix goes to the host, whose LAPACK raises torch's LinAlgError."""
+    a = torch.full((3, 3), float("nan"))
+    with pytest.raises(torch.linalg.LinAlgError, match="non-finite"):
+        torch.linalg.svdvals(a.to("plate"))

@@ -86,6 +86,11 @@ def svd(a: torch.Tensor, full_matrices: bool, compute_uv: bool):
     return u, s, vh
 
 
+def _finite(a: torch.Tensor) -> bool:
+    """No inf or NaN in ``a`` (one value read back): Jacobi would return NaN where LAPACK reports an error."""
+    return not a.numel() or bool(torch.isfinite(a).all())
+
+
 def _empty_like(e: torch.Tensor, device) -> torch.Tensor:
     return torch.empty_strided(e.shape, e.stride(), dtype=e.dtype, device=device)
 
@@ -101,6 +106,8 @@ def svd_op(op: torch._ops.OpOverload, row: Row):
         a = call["A"]
         if call["driver"] is not None or not on_device(a, call["full_matrices"] and call["compute_uv"]):
             return call.on_host()  # a driver: the CPU's error; else HOST_REASON (or a complex matrix)
+        if not _finite(a):
+            return call.on_host()  # the CPU's LinAlgError ("failed to converge ... non-finite values")
         compute_uv = call["compute_uv"]
         u, s, vh = svd(a, call["full_matrices"], compute_uv)
         if not compute_uv:
@@ -163,6 +170,8 @@ def lstsq_op(op: torch._ops.OpOverload, row: Row):
             torch.broadcast_shapes(a.shape[:-2], rhs.shape[:-2])
         except RuntimeError:
             return call.on_host()
+        if not _finite(a):
+            return call.on_host()  # what LAPACK makes of inf / NaN (the CPU's SVD raises, its gelsy does not)
         solution, residuals, rank, s = lstsq(a, rhs, call["rcond"], driver)
         return (solution.squeeze(-1) if vector else solution), residuals, rank, s
 
