@@ -6,10 +6,12 @@ divided by their norms (the QR's signs undone), the rest (a zero singular value,
 completion. Singular vectors are unique only up to their signs (LAPACK's may differ; U S Vh does not).
 
 - ``_linalg_svd``: (U, S, Vh), full_matrices or not, compute_uv or not (then U and Vh empty, as the CPU's).
+- ``linalg_lstsq``: the minimum-norm solution V S^+ U^T b for every driver (``lstsq``), the CPU's layouts.
 
 Host fallbacks, counted, each for a named reason: complex matrices (no complex kernel), a ``driver=`` (the CPU
-raises torch's error), and matrices beyond SVD_MAX_COLUMNS or SVD_MAX_WORK (HOST_REASON: Jacobi's cost grows as
-columns^2 x rows a sweep, beyond those one call would take minutes of simulator time)."""
+raises torch's error), a matrix holding inf or NaN (the CPU's SVD raises LinAlgError), and matrices beyond
+SVD_MAX_COLUMNS, SVD_MAX_WORK or SVD_MAX_FULL (HOST_REASON: Jacobi's cost grows as columns^2 x rows a sweep, beyond
+those one call would take minutes of simulator time)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from .linalg import LINALG_DTYPES, geqrf, householder_product
 from .ops import Call, as_expected, checked
 from .table import Row
 
-MAX_SWEEPS = 30  # Jacobi converges quadratically: float64 takes under 10 sweeps at 32 columns (benchmarks)
+MAX_SWEEPS = 30  # a cap: Jacobi converges quadratically, sweeps stop once none rotates a pair (LAPACK's gesvj: 30)
+ROW_BLOCK = 128  # linalg_svd_kernels.ROWS: the rows one step of the kernel takes
 SVD_MAX_COLUMNS = 64  # the shorter side plate's Jacobi takes
 # a sweep's work: column pairs x blocks of 128 rows; one 64 x 64 fp64 svdvals (2016) takes 15.9 s of simulator CPU
 SVD_MAX_WORK = 4096
@@ -41,7 +44,7 @@ def on_device(a: torch.Tensor, full: bool = False) -> bool:
     """Whether plate's Jacobi takes the (*, m, n) matrices ``a`` (else HOST_REASON or the dtype's); ``full``: the
     square factor of the longer side asked for too."""
     shorter, longer = sorted(a.shape[-2:])
-    work = shorter * (shorter - 1) // 2 * -(-longer // 128)
+    work = shorter * (shorter - 1) // 2 * -(-longer // ROW_BLOCK)
     small = shorter <= SVD_MAX_COLUMNS and work <= SVD_MAX_WORK and (not full or longer <= SVD_MAX_FULL)
     return a.dtype in LINALG_DTYPES and small
 
