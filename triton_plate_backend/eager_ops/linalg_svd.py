@@ -25,7 +25,9 @@ from .linalg import LINALG_DTYPES, geqrf, householder_product
 from .ops import Call, as_expected, checked
 from .table import Row
 
-MAX_SWEEPS = 30  # a cap: Jacobi converges quadratically, sweeps stop once none rotates a pair (LAPACK's gesvj: 30)
+# a cap (LAPACK's gesvj: 30): sweeps stop once none rotates a pair; a 32 x 32 Gaussian matrix is done within 8 (the
+# columns' largest cosine after a cap of 8 and of 30 the same: 6.4e-7 fp32, 1.2e-15 fp64; 1.4e-2 after 6)
+MAX_SWEEPS = 30
 ROW_BLOCK = 128  # linalg_svd_kernels.ROWS: the rows one step of the kernel takes
 SVD_MAX_COLUMNS = 64  # the shorter side plate's Jacobi takes
 # a sweep's work: column pairs x blocks of 128 rows; one 64 x 64 fp64 svdvals (2016) takes 15.9 s of simulator CPU
