@@ -226,6 +226,8 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.layer_norm_kernels",
         f"{TPB}.eager_ops.linalg",
         f"{TPB}.eager_ops.linalg_kernels",
+        f"{TPB}.eager_ops.linalg_svd",
+        f"{TPB}.eager_ops.linalg_svd_kernels",
         f"{TPB}.eager_ops.matmul",
         f"{TPB}.eager_ops.matmul_kernels",
         f"{TPB}.eager_ops.matrix_exp",

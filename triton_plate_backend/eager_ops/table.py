@@ -521,6 +521,9 @@ EAGER_OPS: dict[str, Row] = {
     "orgqr.default": Row("householder_product"),
     "linalg_qr.default": Row("qr"),
     "_linalg_eigh.default": Row("eigh"),
+    # linalg_svd.py: one-sided Jacobi, U from the QR of the orthogonal columns (float32/float64; complex to the host)
+    "_linalg_svd.default": Row("svd"),
+    "linalg_lstsq.default": Row("lstsq"),
     # antialias.py: Pillow's separable taps as two dense weight matrices, plate matmuls
     **{f"_upsample_{kind}2d_aa.default": Row("upsample_aa", kind) for kind in AA_KINDS},
     **{f"_upsample_{kind}2d_aa_backward.default": Row("upsample_aa_backward", kind) for kind in AA_KINDS},

@@ -1,0 +1,78 @@
+"""The Triton kernel of plate's SVD (linalg_svd.py): one-sided Jacobi (Hestenes) on the columns of one matrix a
+program, the columns stored as the rows of w (contiguous: a column's loads are one stride-1 walk).
+
+- ``one_sided_jacobi``: cyclic sweeps over the column pairs p < q; a pair whose cosine |w_p . w_q| / (||w_p||
+  ||w_q||) is above ``tolerance`` is rotated to orthogonality (Rutishauser's formulas on the 2 x 2 Gram matrix, in
+  float64), the same rotation applied to the rows p, q of v (VECTORS: v starts as the identity and ends as V^T).
+  Sweeps go on while one of them rotated a pair, at most ``max_sweeps``. The column norms of w are then the
+  singular values, w_j / ||w_j|| the left singular vectors."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .kernels import machine_of  # noqa: F401 - the launch option every eager kernel takes
+
+ROWS = 128  # the most elements of a column one step of a dot product or a rotation takes
+SHORT_ROWS = 16  # columns up to this long (and V's rows up to it) take one kernel: few compiled variants
+
+
+@triton.jit(do_not_specialize=["m", "n", "max_sweeps", "tolerance"])
+def one_sided_jacobi(
+    w, v, m, n, max_sweeps, tolerance, VECTORS: tl.constexpr, ROWS: tl.constexpr, N: tl.constexpr
+):  # fmt: skip
+    """w[b]: n columns of length m (row-major (n, m), n * m apart); v[b]: (n, n) row-major (n <= N)."""
+    b = tl.program_id(0).to(tl.int64)
+    wm = w + b * n * m
+    vm = v + b * n * n
+    lane = tl.arange(0, ROWS)
+    k = tl.arange(0, N)
+    across = k < n
+    sweep = 0
+    rotated = 1
+    while (sweep < max_sweeps) & (rotated > 0):
+        rotated = 0
+        for p in range(0, n - 1):
+            for q in range(p + 1, n):
+                alpha_acc = tl.zeros([ROWS], dtype=tl.float64)
+                beta_acc = tl.zeros([ROWS], dtype=tl.float64)
+                gamma_acc = tl.zeros([ROWS], dtype=tl.float64)
+                for r0 in range(0, m, ROWS):
+                    r = r0 + lane
+                    inside = r < m
+                    wp = tl.load(wm + p * m + r, mask=inside, other=0).to(tl.float64)
+                    wq = tl.load(wm + q * m + r, mask=inside, other=0).to(tl.float64)
+                    alpha_acc += wp * wp
+                    beta_acc += wq * wq
+                    gamma_acc += wp * wq
+                alpha = tl.sum(alpha_acc, axis=0)
+                beta = tl.sum(beta_acc, axis=0)
+                gamma = tl.sum(gamma_acc, axis=0)
+                if tl.abs(gamma) > tolerance * tl.sqrt(alpha) * tl.sqrt(beta):
+                    rotated += 1
+                    zeta = (beta - alpha) / (2 * gamma)
+                    sign = tl.where(zeta >= 0, 1.0, -1.0)
+                    t = sign / (tl.abs(zeta) + tl.sqrt(zeta * zeta + 1))
+                    c = 1 / tl.sqrt(t * t + 1)
+                    s = c * t
+                    for r0 in range(0, m, ROWS):
+                        r = r0 + lane
+                        inside = r < m
+                        wp = tl.load(wm + p * m + r, mask=inside, other=0)
+                        wq = tl.load(wm + q * m + r, mask=inside, other=0)
+                        tl.debug_barrier()
+                        new_p = c * wp.to(tl.float64) - s * wq.to(tl.float64)
+                        new_q = s * wp.to(tl.float64) + c * wq.to(tl.float64)
+                        tl.store(wm + p * m + r, new_p.to(wp.dtype), mask=inside)
+                        tl.store(wm + q * m + r, new_q.to(wp.dtype), mask=inside)
+                    if VECTORS:
+                        vp = tl.load(vm + p * n + k, mask=across, other=0)
+                        vq = tl.load(vm + q * n + k, mask=across, other=0)
+                        tl.debug_barrier()
+                        new_vp = c * vp.to(tl.float64) - s * vq.to(tl.float64)
+                        new_vq = s * vp.to(tl.float64) + c * vq.to(tl.float64)
+                        tl.store(vm + p * n + k, new_vp.to(vp.dtype), mask=across)
+                        tl.store(vm + q * n + k, new_vq.to(vp.dtype), mask=across)
+                tl.debug_barrier()
+        sweep += 1
