@@ -8,6 +8,7 @@ order must agree with plate's parser before the pir stage runs; and its pir and 
 read back to what the compile made of them (tests/stage_roundtrip.py)."""
 
 import pathlib
+import sys
 
 import pytest
 
@@ -115,6 +116,16 @@ def plate_mini_module():
         yield sim_device.get_device(0)
     sim_device.reset_device(0)
     _forget_bench_kernels()
+
+
+@pytest.fixture(autouse=True)
+def _untimed_launches_dropped_after_each_test():
+    """A launch's level-1 timing waits for a reader (sim/clock.py); the next test to read the clock would pay for
+    every earlier test's launches (seconds, late in a run). Each test starts a new clock epoch instead."""
+    yield
+    sim_device = sys.modules.get("triton_plate_backend.sim.device")
+    if sim_device is not None:
+        sim_device.reset_clocks()
 
 
 @pytest.fixture(autouse=True)

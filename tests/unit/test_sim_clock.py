@@ -151,3 +151,17 @@ def test_a_launch_retired_by_reading_the_clock_still_hands_out_its_own_profile()
     assert c._last.shared and lent is next(iter(c._recent.values()))[2]
     own = c.last_profile()
     assert own is not lent and _fields(own) == _fields(first) and not c._last.shared
+
+
+def test_a_reset_drops_the_waiting_launches_untimed_and_counts_from_there(monkeypatch):
+    traces = _launches()
+    timed = []
+    monkeypatch.setattr(sim_clock, "simulate_timing", lambda *a, **k: timed.append(1) or simulate_timing(*a, **k))
+    c = sim_clock.Clock(MINI)
+    for t in traces[:5]:
+        c.add_untimed(t, "round_robin")
+    c.reset(10.0)
+    assert timed == [] and c.last_profile() is None and c.now_ns() == 10.0
+    c.add_untimed(traces[5], "round_robin")
+    assert c.now_ns() == 10.0 + float(simulate_timing(traces[5], MINI).time_ns)
+    assert len(timed) == 1  # only the launch after the reset was timed

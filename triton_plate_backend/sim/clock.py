@@ -98,6 +98,15 @@ class Clock:
         self.now_ns()
         self._ns = float(ns)
 
+    def reset(self, ns: float = 0.0) -> None:
+        """Start a new epoch at ``ns``: the launches waiting to be timed are dropped untimed (``set_ns``
+        times them first), and ``last_profile`` is None. For a reader who does not care what came before:
+        a benchmark phase's start, a test's (the suite drops what no test read, tests/conftest.py)."""
+        self._waiting.clear()
+        self._waiting_bytes = 0
+        self._last = None
+        self._ns = float(ns)
+
     def advance(self, ns: float) -> None:
         """Add ``ns`` after the launches so far (an operand's copy before the next launch) without timing
         the waiting ones: it is added in its place when they are, the same float sum as

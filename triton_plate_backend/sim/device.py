@@ -75,6 +75,12 @@ class Device:
         with self._lock:
             self._clock.set_ns(ns)
 
+    def reset_clock(self, ns: float = 0.0) -> None:
+        """Set the modeled clock to ``ns`` without timing the launches still waiting (sim/clock.py
+        ``Clock.reset``): what ran before is not counted, and ``last_profile`` is None."""
+        with self._lock:
+            self._clock.reset(ns)
+
     def advance_clock(self, ns: float) -> None:
         """Add ``ns`` (a copy between launches: an operand's migration) after the launches so far, without
         timing the ones waiting (sim/clock.py ``Clock.advance``): ``clock_ns += ns``, read later."""
@@ -322,6 +328,14 @@ def get_device(index: int | None = None) -> Device:
             if dev is None:
                 dev = _devices[index] = Device(index)
     return dev
+
+
+def reset_clocks() -> None:
+    """Every device made so far starts a new clock epoch at 0 (``Device.reset_clock``): the launches no one
+    timed are dropped untimed. The test suite calls it after each test, so that a test reading the clock does
+    not pay for the timing of the launches of the tests before it."""
+    for dev in list(_devices.values()):
+        dev.reset_clock()
 
 
 _reset_hooks: list = []  # called after every reset_device: the layers above keep state per machine preset
