@@ -122,6 +122,13 @@ COMPLEX_FUNCTIONS = {
 EAGER_OPS: dict[str, Row] = {
     "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
+    # rsub: other - alpha * self, sub's element function with the operands swapped (CPU: add(other, self, -alpha))
+    **{
+        f"rsub.{kind}": Row(
+            "elementwise", "sub", ("other", "self", "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)
+        )
+        for kind in ("Tensor", "Scalar")
+    },
     "mul.Tensor": Row("elementwise", "mul", BINARY, complex_fn="complex_mul"),
     "neg.default": Row("elementwise", "neg", complex_fn="real"),
     # the rounding mode picks the element function (ops.divide): div, div_trunc or div_floor
@@ -129,6 +136,7 @@ EAGER_OPS: dict[str, Row] = {
     "div.Tensor_mode": Row("divide", "div", BINARY, compute="result"),
     "floor_divide.default": Row("divide", "div", BINARY, compute="result"),
     **{f"{op}.{kind}": Row("modulo", op, BINARY) for op in ("remainder", "fmod") for kind in ("Tensor", "Scalar")},
+    "remainder.Scalar_Tensor": Row("modulo", "remainder", BINARY),  # a number's remainder by a tensor (__rmod__)
     "where.self": Row(
         "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
     ),
@@ -534,6 +542,9 @@ EAGER_OPS: dict[str, Row] = {
 VARIANTS: dict[str, tuple[str, ...]] = {
     "add.Tensor": ("add_.Tensor", "add.out"),
     "sub.Tensor": ("sub_.Tensor", "sub.out"),
+    "rsub.Tensor": ("rsub.Tensor_out",),
+    "rsub.Scalar": ("rsub.Scalar_out",),
+    "remainder.Scalar_Tensor": ("remainder.Scalar_Tensor_out",),
     "mul.Tensor": ("mul_.Tensor", "mul.out"),
     "pow.Tensor_Tensor": ("pow_.Tensor", "pow.Tensor_Tensor_out"),
     "pow.Tensor_Scalar": ("pow_.Scalar", "pow.Tensor_Scalar_out"),  # pow_(2): linalg.vector_norm's backward

@@ -1,0 +1,68 @@
+"""Forms of common ops that used to run on the host for plate tensors (PyTorch's OpInfo test_compare_cpu listed them
+as passed with host fallbacks): rsub (Tensor and Scalar, alpha), remainder of a number by a tensor (__rmod__), each
+against the CPU's result with no host op."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from triton_plate_backend import eager_ops
+
+eager_ops.register()
+
+
+def _values(*shape, dtype=torch.float32, seed=0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_complex:
+        return torch.randn(*shape, generator=g, dtype=dtype)
+    if dtype.is_floating_point:
+        return (torch.randn(*shape, generator=g, dtype=torch.float64) * 4).to(dtype)
+    return torch.randint(-9, 10, shape, generator=g).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.complex64], ids=str)
+def test_rsub_of_tensors_and_a_number_is_the_cpus(dtype, no_host_ops):
+    a, b = _values(3, 1, 4, dtype=dtype), _values(5, 4, dtype=dtype, seed=1)
+    pa, pb = a.to("plate"), b.to("plate")
+    cases = [
+        (torch.rsub(pa, pb), torch.rsub(a, b)),  # b - a, broadcast
+        (torch.rsub(pa, 3), torch.rsub(a, 3)),  # rsub.Scalar: 3 - a
+        (3 - pa[:, :, ::2], 3 - a[:, :, ::2]),  # __rsub__ of a strided view
+        (torch.rsub(pa, pb, alpha=2), torch.rsub(a, b, alpha=2)),
+    ]
+    for got, expected in cases:
+        assert got.device.type == "plate" and got.dtype == expected.dtype
+        torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)  # exact: one rounding, as the CPU's
+    out = torch.empty(3, 5, 4, dtype=dtype, device="plate")
+    torch.ops.aten.rsub.Tensor_out(pa, pb, out=out)  # no Python binding takes out=
+    torch.testing.assert_close(out.cpu(), torch.rsub(a, b), rtol=0, atol=0)
+
+
+def test_rsub_with_a_float_alpha_is_the_cpus_within_an_ulp(no_host_ops):
+    # the CPU fuses other + (-alpha) * self into one fma where it vectorizes (as add and sub with alpha: within an ulp)
+    a, b = _values(7, 9), _values(7, 9, seed=1)
+    got = torch.rsub(a.to("plate"), b.to("plate"), alpha=-3.125)
+    torch.testing.assert_close(got.cpu(), torch.rsub(a, b, alpha=-3.125))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32], ids=str)
+def test_a_numbers_remainder_by_a_tensor_is_the_cpus(dtype, no_host_ops):
+    divisor = _values(4, 6, dtype=dtype, seed=2)
+    divisor[divisor == 0] = 3
+    number = -5.07 if dtype.is_floating_point else -7
+    got = number % divisor.to("plate")  # __rmod__: remainder.Scalar_Tensor
+    expected = number % divisor
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)
+    out = torch.empty_like(divisor, device="plate")
+    torch.ops.aten.remainder.Scalar_Tensor_out(number, divisor.to("plate"), out=out)
+    torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=0)
+
+
+def test_an_integer_numbers_remainder_by_zero_raises_the_cpus_error_from_the_host():
+    torch.plate.reset_host_ops()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.remainder(5, torch.tensor([1, 0], device="plate"))
+    assert torch.plate.host_ops() == {"aten.remainder": 1}
+    torch.plate.reset_host_ops()
