@@ -1,6 +1,6 @@
 """Forms of common ops that used to run on the host for plate tensors (PyTorch's OpInfo test_compare_cpu listed them
-as passed with host fallbacks): rsub (Tensor and Scalar, alpha), remainder of a number by a tensor (__rmod__), each
-against the CPU's result with no host op."""
+as passed with host fallbacks): rsub (Tensor and Scalar, alpha), remainder of a number by a tensor (__rmod__),
+addcmul/addcdiv with a complex result, each against the CPU's result with no host op."""
 
 from __future__ import annotations
 
@@ -66,3 +66,29 @@ def test_an_integer_numbers_remainder_by_zero_raises_the_cpus_error_from_the_hos
         torch.remainder(5, torch.tensor([1, 0], device="plate"))
     assert torch.plate.host_ops() == {"aten.remainder": 1}
     torch.plate.reset_host_ops()
+
+
+@pytest.mark.parametrize("fn", [torch.addcmul, torch.addcdiv], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("value", [1, -3.14, True, 0.5 - 2j])
+def test_addcmul_addcdiv_with_a_complex_result_are_the_cpus(fn, value, no_host_ops):
+    # OpInfo's promotion sample: float32 self, float64 tensor1, complex128 tensor2 (broadcast)
+    x, y, z = _values(5, 5), _values(5, 5, dtype=torch.float64, seed=1), _values(1, 5, dtype=torch.complex128, seed=2)
+    if isinstance(value, complex):
+        x = x.to(torch.complex64)
+    got = fn(x.to("plate"), y.to("plate"), z.to("plate"), value=value)
+    expected = fn(x, y, z, value=value)
+    assert got.dtype == expected.dtype == torch.complex128
+    # exact where the CPU's vector code computes as its scalar code: not a complex division (scaled) nor a product
+    # of two complex values (fused)
+    exact = fn is torch.addcmul and not isinstance(value, complex)
+    tol = {"rtol": 0, "atol": 0} if exact else {}
+    torch.testing.assert_close(got.cpu(), expected, **tol)
+
+
+def test_addcmul_in_place_on_a_complex_tensor_is_the_cpus(no_host_ops):
+    x, y, z = (_values(4, 3, dtype=torch.complex64, seed=seed) for seed in range(3))
+    got = x.to("plate")
+    got.addcmul_(y.to("plate"), z.to("plate")[:1], value=2j)  # as Adam-like optimizers on complex parameters
+    got.addcdiv_(y.to("plate"), z.to("plate"), value=0.5)
+    expected = x.clone().addcmul_(y, z[:1], value=2j).addcdiv_(y, z, value=0.5)
+    torch.testing.assert_close(got.cpu(), expected)
