@@ -1,6 +1,7 @@
 """Forms of common ops that used to run on the host for plate tensors (PyTorch's OpInfo test_compare_cpu listed them
 as passed with host fallbacks): rsub (Tensor and Scalar, alpha), remainder of a number by a tensor (__rmod__),
-addcmul/addcdiv with a complex result, each against the CPU's result with no host op."""
+addcmul/addcdiv with a complex result, gather/index_select/scatter/scatter_reduce/index_reduce of a 0-dim tensor and
+gather by an empty index, each against the CPU's result with no host op."""
 
 from __future__ import annotations
 
@@ -92,3 +93,55 @@ def test_addcmul_in_place_on_a_complex_tensor_is_the_cpus(no_host_ops):
     got.addcdiv_(y.to("plate"), z.to("plate"), value=0.5)
     expected = x.clone().addcmul_(y, z[:1], value=2j).addcdiv_(y, z, value=0.5)
     torch.testing.assert_close(got.cpu(), expected)
+
+
+def _scalar_forms(x):
+    """The 0-dim forms of the index ops (OpInfo's samples): index 0-dim or of one element, a 0-dim or number source."""
+    i0, i1 = torch.tensor(0, device=x.device), torch.tensor([0], device=x.device)
+    src = torch.tensor(-2.5, device=x.device)
+    forms = {
+        "gather": torch.gather(x, 0, i0),
+        "gather by one": torch.gather(x, 0, i1),
+        "index_select": torch.index_select(x, 0, i1),
+        "scatter": torch.scatter(x, 0, i0, src),
+        "scatter value": torch.scatter(x, -1, i0, 2.5),
+        "scatter multiply": torch.scatter(x, 0, i0, src, reduce="multiply"),
+        "scatter_add": torch.scatter_add(x, 0, i0, src),
+        "scatter_ in place": x.clone().scatter_(0, i0, src, reduce="add"),
+    }
+    for reduce in ("sum", "prod", "mean", "amax", "amin"):
+        for include_self in (True, False):
+            forms[f"scatter_reduce {reduce} {include_self}"] = torch.scatter_reduce(
+                x, 0, i0, src, reduce, include_self=include_self
+            )
+    for reduce in ("prod", "mean", "amax", "amin"):
+        for include_self in (True, False):
+            forms[f"index_reduce {reduce} {include_self}"] = torch.index_reduce(
+                x, 0, i1, src, reduce, include_self=include_self
+            )
+    forms["index_reduce_ in place"] = x.clone().index_reduce_(0, i1, src, "amax")
+    return forms
+
+
+def test_index_ops_of_a_0_dim_tensor_are_the_cpus(no_host_ops):
+    x = torch.tensor(1.75)
+    expected = _scalar_forms(x)
+    got = _scalar_forms(x.to("plate"))
+    for name, result in got.items():
+        assert result.device.type == "plate", name
+        torch.testing.assert_close(result.cpu(), expected[name], rtol=0, atol=0, msg=name)
+
+
+def test_gather_out_of_a_0_dim_tensor_writes_out(no_host_ops):
+    out = torch.empty(0, device="plate")
+    torch.gather(torch.tensor(4.0, device="plate"), 0, torch.tensor(0, device="plate"), out=out)
+    assert out.shape == () and out.item() == 4.0
+
+
+@pytest.mark.parametrize("index_shape", [(0,), (2, 0)])
+def test_gather_by_an_empty_index_of_any_integer_type_is_empty(index_shape, no_host_ops):
+    x = torch.randn(5, device="plate")
+    index = torch.empty(index_shape, dtype=torch.uint8)
+    got = torch.gather(x, 0, index.to("plate"))
+    expected = torch.gather(x.cpu(), 0, index)
+    assert got.shape == expected.shape and got.dtype == expected.dtype

@@ -56,7 +56,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from . import embedding_bag, integer_histc
-from .ops import HALF, Call, _result, _traced, as_expected, checked
+from .ops import HALF, Call, _result, _traced, as_expected, checked, on_one_dim_views
 from .table import Row
 
 
@@ -337,6 +337,8 @@ def index_reduce(op: torch._ops.OpOverload, row: Row) -> Callable:
     @checked(op)
     def kernel(call: Call, expected):
         x, index, source = call["self"], call["index"], call["source"]
+        if x.dim() == 0 and source.dim() == 0 and index.dim() <= 1 and x.dtype == source.dtype:
+            return on_one_dim_views(call, expected, ("self", "source"))
         if x.dim() == 0 or source.dim() != x.dim() or x.dtype != source.dtype or index.dim() > 1:
             return call.on_host()  # what ATen checks (its errors) and the 0-dim forms
         dim = call["dim"] % x.dim()
