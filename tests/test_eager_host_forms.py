@@ -1,12 +1,14 @@
 """Forms of common ops that used to run on the host for plate tensors (PyTorch's OpInfo test_compare_cpu listed them
 as passed with host fallbacks): rsub (Tensor and Scalar, alpha), remainder of a number by a tensor (__rmod__),
 addcmul/addcdiv with a complex result, gather/index_select/scatter/scatter_reduce/index_reduce of a 0-dim tensor and
-gather by an empty index, each against the CPU's result with no host op."""
+gather by an empty index, nll_loss2d (cross entropy over a segmentation map), native_dropout_backward, each against the
+CPU's result with no host op."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from triton_plate_backend import eager_ops
 
@@ -145,3 +147,31 @@ def test_gather_by_an_empty_index_of_any_integer_type_is_empty(index_shape, no_h
     got = torch.gather(x, 0, index.to("plate"))
     expected = torch.gather(x.cpu(), 0, index)
     assert got.shape == expected.shape and got.dtype == expected.dtype
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_cross_entropy_over_a_map_and_its_gradient_are_the_cpus(reduction, weighted, no_host_ops):
+    # (N, C, H, W) scores and (N, H, W) targets: nll_loss2d_forward / nll_loss2d_backward, an ignored class
+    g = torch.Generator().manual_seed(3)
+    x, target = torch.randn(2, 3, 2, 4, generator=g), torch.randint(0, 3, (2, 2, 4), generator=g)
+    weight = torch.rand(3, generator=g) + 0.5 if weighted else None
+    results = []
+    for device in ("cpu", "plate"):
+        xs = x.to(device, copy=True).requires_grad_()
+        w = None if weight is None else weight.to(device)
+        loss = F.cross_entropy(xs, target.to(device), weight=w, reduction=reduction, ignore_index=1)
+        loss.backward(torch.linspace(0.5, 2.0, loss.numel(), device=device).reshape(loss.shape))
+        results.append((loss.detach().cpu(), xs.grad.cpu()))
+    for got, expected in zip(results[1], results[0], strict=True):
+        assert got.shape == expected.shape
+        torch.testing.assert_close(got, expected)  # the CPU sums a map's losses in a cascade: within an ulp or two
+
+
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4, 5)])
+def test_native_dropout_backward_is_the_cpus(shape, no_host_ops):
+    g = torch.Generator().manual_seed(4)
+    grad, mask = torch.randn(shape, generator=g), torch.rand(shape, generator=g) > 0.4
+    for scale in (0.0, 1.0, 1 / 0.6):
+        got = torch.ops.aten.native_dropout_backward(grad.to("plate"), mask.to("plate"), scale)
+        torch.testing.assert_close(got.cpu(), torch.ops.aten.native_dropout_backward(grad, mask, scale), rtol=0, atol=0)

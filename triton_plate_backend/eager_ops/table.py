@@ -317,6 +317,7 @@ EAGER_OPS: dict[str, Row] = {
         )
     },  # fmt: skip
     "roll.default": Row("decomposed"),
+    "native_dropout_backward.default": Row("decomposed", operands=("grad_output", "mask")),  # grad * (mask * scale)
     "vdot.default": Row("decomposed", operands=BINARY, boolean=False),  # dot, or conj(self) * other summed
     **{f"isin.{kind}": Row("decomposed", operands=("elements", "test_elements"), boolean=False) for kind in ISIN},
     **{
@@ -399,8 +400,7 @@ EAGER_OPS: dict[str, Row] = {
     # spaced_ranges.py: every linspace / logspace overload reaches its out= form
     "linspace.out": Row("spaced", "linspace"),
     "logspace.out": Row("spaced", "logspace"),
-    "nll_loss_forward.default": Row("nll_loss"),
-    "nll_loss_backward.default": Row("nll_loss"),
+    **{f"nll_loss{d}_{kind}.default": Row("nll_loss") for d in ("", "2d") for kind in ("forward", "backward")},
     "equal.default": Row("equal"),
     "masked_select.default": Row("masked_select"),
     # index_forms.py; index_copy, index_fill and take as torch's decompositions (index_put_, where, index)
