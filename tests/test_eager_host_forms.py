@@ -1,8 +1,8 @@
 """Forms of common ops that used to run on the host for plate tensors (PyTorch's OpInfo test_compare_cpu listed them
 as passed with host fallbacks): rsub (Tensor and Scalar, alpha), remainder of a number by a tensor (__rmod__),
 addcmul/addcdiv with a complex result, gather/index_select/scatter/scatter_reduce/index_reduce of a 0-dim tensor and
-gather by an empty index, nll_loss2d (cross entropy over a segmentation map), native_dropout_backward, each against the
-CPU's result with no host op."""
+gather by an empty index, nll_loss2d (cross entropy over a segmentation map), native_dropout_backward, pools of an empty
+batch, each against the CPU's result with no host op."""
 
 from __future__ import annotations
 
@@ -175,3 +175,27 @@ def test_native_dropout_backward_is_the_cpus(shape, no_host_ops):
     for scale in (0.0, 1.0, 1 / 0.6):
         got = torch.ops.aten.native_dropout_backward(grad.to("plate"), mask.to("plate"), scale)
         torch.testing.assert_close(got.cpu(), torch.ops.aten.native_dropout_backward(grad, mask, scale), rtol=0, atol=0)
+
+
+EMPTY_BATCH_POOLS = {
+    "avg_pool1d": (lambda x: F.avg_pool1d(x, 6, stride=3, padding=2), (0, 3, 9)),
+    "adaptive_avg_pool1d": (lambda x: F.adaptive_avg_pool1d(x, 5), (0, 8, 8)),
+    "adaptive_avg_pool3d": (lambda x: F.adaptive_avg_pool3d(x, (5, 7, 4)), (0, 8, 8, 8, 8)),
+    "avg_pool3d": (lambda x: F.avg_pool3d(x, (2, 3, 1), stride=(2, 1, 2)), (0, 1, 4, 5, 4)),
+    "max_pool2d with indices": (lambda x: F.max_pool2d(x, 2, return_indices=True)[1], (0, 3, 4, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_BATCH_POOLS))
+def test_a_pool_of_an_empty_batch_is_empty_on_plate(name, no_host_ops):
+    fn, shape = EMPTY_BATCH_POOLS[name]
+    got, expected = fn(torch.empty(shape, device="plate")), fn(torch.empty(shape))
+    assert got.device.type == "plate" and got.shape == expected.shape and got.dtype == expected.dtype
+
+
+def test_a_pool_of_no_channels_raises_the_cpus_error_from_the_host():
+    torch.plate.reset_host_ops()
+    with pytest.raises(RuntimeError, match="Expected 3D or 4D"):
+        F.avg_pool2d(torch.empty(2, 0, 4, 4, device="plate"), 2)
+    assert torch.plate.host_ops() == {"aten.avg_pool2d": 1}
+    torch.plate.reset_host_ops()
