@@ -2,7 +2,7 @@
 as passed with host fallbacks): rsub (Tensor and Scalar, alpha), remainder of a number by a tensor (__rmod__),
 addcmul/addcdiv with a complex result, gather/index_select/scatter/scatter_reduce/index_reduce of a 0-dim tensor and
 gather by an empty index, nll_loss2d (cross entropy over a segmentation map), native_dropout_backward, pools of an empty
-batch, each against the CPU's result with no host op."""
+batch, nonzero_static, each against the CPU's result with no host op."""
 
 from __future__ import annotations
 
@@ -199,3 +199,11 @@ def test_a_pool_of_no_channels_raises_the_cpus_error_from_the_host():
         F.avg_pool2d(torch.empty(2, 0, 4, 4, device="plate"), 2)
     assert torch.plate.host_ops() == {"aten.avg_pool2d": 1}
     torch.plate.reset_host_ops()
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (5, 0, 5), ()], ids=str)
+@pytest.mark.parametrize("size", [0, 2, 9])
+def test_nonzero_static_is_the_cpus(shape, size, no_host_ops):
+    x = torch.randint(0, 2, shape, generator=torch.Generator().manual_seed(5)).float()
+    got = torch.nonzero_static(x.to("plate"), size=size, fill_value=-7)
+    torch.testing.assert_close(got.cpu(), torch.nonzero_static(x, size=size, fill_value=-7), rtol=0, atol=0)

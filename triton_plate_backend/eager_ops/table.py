@@ -413,7 +413,7 @@ EAGER_OPS: dict[str, Row] = {
     "index_copy.default": Row("decomposed", operands=("self", "index", "source")),
     **{f"index_fill.int_{kind}": Row("decomposed", operands=("self", "index")) for kind in ("Scalar", "Tensor")},
     "take.default": Row("decomposed", operands=("self", "index")),
-    "nonzero_static.default": Row("host_layout"),
+    "nonzero_static.default": Row("nonzero_static"),
     "bincount.default": Row("bincount"),
     "histc.default": Row("histc"),
     "unfold.default": Row("unfold"),
