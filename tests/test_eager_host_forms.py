@@ -2,7 +2,7 @@
 as passed with host fallbacks): rsub (Tensor and Scalar, alpha), remainder of a number by a tensor (__rmod__),
 addcmul/addcdiv with a complex result, gather/index_select/scatter/scatter_reduce/index_reduce of a 0-dim tensor and
 gather by an empty index, nll_loss2d (cross entropy over a segmentation map), native_dropout_backward, pools of an empty
-batch, nonzero_static, each against the CPU's result with no host op."""
+batch, nonzero_static, segment_reduce, each against the CPU's result with no host op."""
 
 from __future__ import annotations
 
@@ -207,3 +207,34 @@ def test_nonzero_static_is_the_cpus(shape, size, no_host_ops):
     x = torch.randint(0, 2, shape, generator=torch.Generator().manual_seed(5)).float()
     got = torch.nonzero_static(x.to("plate"), size=size, fill_value=-7)
     torch.testing.assert_close(got.cpu(), torch.nonzero_static(x, size=size, fill_value=-7), rtol=0, atol=0)
+
+
+SEGMENT_DATA = torch.randn(9, 3, generator=torch.Generator().manual_seed(6))
+SEGMENT_DATA[4, 1] = float("nan")  # max and min propagate it, as the CPU's loop
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "prod", "max", "min"])
+@pytest.mark.parametrize("initial", [None, 2.0], ids=["no initial", "initial"])
+def test_segment_reduce_is_the_cpus(reduce, initial, no_host_ops):
+    data, lengths = SEGMENT_DATA, torch.tensor([1, 2, 0, 6])
+    forms = {  # name -> keyword arguments on the CPU (the plate call takes them on plate)
+        "lengths": {"lengths": lengths},
+        "offsets": {"offsets": torch.tensor([0, 1, 3, 3, 9])},
+        "unsafe lengths": {"lengths": torch.tensor([1, 2, 0, 4]), "unsafe": True},  # the last 2 rows in no segment
+        "unsafe offsets": {"offsets": torch.tensor([2, 3, 5, 5, 8]), "unsafe": True},
+        "2-d lengths, axis 1": {"lengths": torch.tensor([[2, 1], [0, 3]] * 4 + [[3, 0]]), "axis": 1},
+    }
+    for name, kwargs in forms.items():
+        expected = torch.segment_reduce(data, reduce, initial=initial, **kwargs)
+        on_plate = {k: v.to("plate") if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+        got = torch.segment_reduce(data.to("plate"), reduce, initial=initial, **on_plate)
+        # a segment's sum in another order of additions: within an ulp or two
+        torch.testing.assert_close(got.cpu(), expected, equal_nan=True, msg=name)
+
+
+def test_segments_that_do_not_cover_the_data_raise_the_cpus_error_from_the_host():
+    torch.plate.reset_host_ops()
+    with pytest.raises(RuntimeError, match="sum to"):
+        torch.segment_reduce(torch.randn(5, device="plate"), "sum", lengths=torch.tensor([1, 2], device="plate"))
+    assert torch.plate.host_ops() == {"aten.segment_reduce": 1}
+    torch.plate.reset_host_ops()

@@ -414,6 +414,7 @@ EAGER_OPS: dict[str, Row] = {
     **{f"index_fill.int_{kind}": Row("decomposed", operands=("self", "index")) for kind in ("Scalar", "Tensor")},
     "take.default": Row("decomposed", operands=("self", "index")),
     "nonzero_static.default": Row("nonzero_static"),
+    "segment_reduce.default": Row("segment_reduce"),  # segment_reduce.py: a scatter_reduce into the segments
     "bincount.default": Row("bincount"),
     "histc.default": Row("histc"),
     "unfold.default": Row("unfold"),
