@@ -39,3 +39,17 @@ def test_a_target_out_of_range_raises_the_cpus_error_from_the_host():
         F.multilabel_margin_loss(torch.randn(2, 5, device="plate"), target)
     assert torch.plate.host_ops() == {"aten.multilabel_margin_loss_forward": 1}
     torch.plate.reset_host_ops()
+
+
+@pytest.mark.parametrize("target", [0, -1])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_a_0_dim_input_is_one_sample_of_one_class_as_on_the_cpu(target, reduction, no_host_ops):
+    results = []
+    for device in ("cpu", "plate"):
+        x = torch.tensor(0.3, device=device, requires_grad=True)
+        loss = F.multilabel_margin_loss(x, torch.tensor(target, device=device), reduction=reduction)
+        loss.backward()
+        results.append((loss.detach().cpu(), x.grad.cpu()))
+    for got, expected in zip(results[1], results[0], strict=True):
+        assert got.shape == expected.shape == ()
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)

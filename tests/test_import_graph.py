@@ -248,6 +248,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.rewritten",
         f"{TPB}.eager_ops.sampling",
         f"{TPB}.eager_ops.scans",
+        f"{TPB}.eager_ops.segment_reduce",
         f"{TPB}.eager_ops.scatter_kernels",
         f"{TPB}.eager_ops.sorting",
         f"{TPB}.eager_ops.sorting_kernels",

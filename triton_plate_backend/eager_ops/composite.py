@@ -44,8 +44,8 @@
   index_add per padded dim.
 - ``cdist``: _cdist_forward / _cdist_backward from the pairwise differences, CUDA's formulas per p.
 - ``unfold``: Tensor.unfold as the strided view ATen's kernel makes (repeat and tile call it).
-- ``host_layout``: the host's result (counted as a host op) laid out as the meta kernel lays it out,
-  CUDA's layout, where the CPU kernel's differs (nonzero_static: CUDA's column-major result)."""
+- ``nonzero_static``: nonzero's first ``size`` indices, fill_value after them, in the meta kernel's layout (CUDA's
+  column-major result, where the CPU's is row-major)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from . import embedding_bag, integer_histc
-from .ops import HALF, Call, _result, _traced, as_expected, checked
+from .ops import HALF, Call, _result, _traced, as_expected, checked, on_one_dim_views
 from .table import Row
 
 
@@ -353,6 +353,8 @@ def index_reduce(op: torch._ops.OpOverload, row: Row) -> Callable:
     @checked(op)
     def kernel(call: Call, expected):
         x, index, source = call["self"], call["index"], call["source"]
+        if x.dim() == 0 and source.dim() == 0 and index.dim() <= 1 and x.dtype == source.dtype:
+            return on_one_dim_views(call, expected, ("self", "source"))
         if x.dim() == 0 or source.dim() != x.dim() or x.dtype != source.dtype or index.dim() > 1:
             return call.on_host()  # what ATen checks (its errors) and the 0-dim forms
         dim = call["dim"] % x.dim()
@@ -740,17 +742,16 @@ def unfold(op: torch._ops.OpOverload, row: Row) -> Callable:
     return kernel
 
 
-def host_layout(op: torch._ops.OpOverload, row: Row) -> Callable:
-    def kernel(*args, **kwargs):
-        call = Call(op, args, kwargs)
-        expected = call.meta()
-        if expected is None:
-            return call.host_result
-        result = call.on_host()
-        if result.stride() == expected.stride():
-            return result
-        out = torch.empty_strided(expected.shape, expected.stride(), dtype=result.dtype, device=result.device)
-        return out.copy_(result)
+def nonzero_static(op: torch._ops.OpOverload, row: Row) -> Callable:
+    @checked(op)
+    def kernel(call: Call, expected):
+        x = call["self"]
+        found = torch.nonzero(x)  # plate's nonzero: the CPU's row-major order
+        out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=x.device)
+        out.fill_(call["fill_value"])
+        taken = min(found.shape[0], out.shape[0])
+        out[:taken].copy_(found[:taken])
+        return out
 
     return kernel
 
@@ -769,7 +770,7 @@ FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {
     "nll_loss": nll_loss,
     "equal": equal,
     "masked_select": masked_select,
-    "host_layout": host_layout,
+    "nonzero_static": nonzero_static,
     "vector_norm": vector_norm,
     "triangle": triangle,
     "flip": flip,

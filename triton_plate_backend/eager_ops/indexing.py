@@ -17,7 +17,7 @@ import torch
 from . import launch
 from .advanced_index import index_or_put
 from .launch import REAL_DTYPES, broadcast_strides
-from .ops import Call, IndexOutOfBounds, _overlaps, check_index_bounds, checked
+from .ops import Call, IndexOutOfBounds, _overlaps, check_index_bounds, checked, on_one_dim_views
 from .scatter_reduce import scatter_in_order
 from .table import Row
 
@@ -107,13 +107,17 @@ def gather(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(call: Call, expected):
         self, index = call["self"], call["index"]
         dim = call["dim"] % max(self.dim(), 1)
-        if self.dim() == 0 or index.dtype not in INDEX_DTYPES or not _covered(self, index):
-            return call.on_host()
+        if self.dim() == 0 and index.dim() <= 1 and _covered(self, index):
+            return on_one_dim_views(call, expected, ("self", "index"))
         out = call[call.target_name] if call.target_name else None
         if out is None:
             out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=self.device)
         elif out.shape != expected.shape:
             out.resize_(expected.shape)
+        if expected.numel() == 0 and self.device.type == "plate":
+            return out  # an empty index (of any integer type the CPU takes then): nothing gathered
+        if self.dim() == 0 or index.dtype not in INDEX_DTYPES or not _covered(self, index):
+            return call.on_host()
         if _overlaps(out, [self, index]):
             return call.on_host()
         shape = out.shape
@@ -140,6 +144,8 @@ def scatter(op: torch._ops.OpOverload, row: Row) -> Callable:
         source = call.bound.get("src")
         if source is None:
             source = torch.tensor(call["value"], dtype=self.dtype).to(self.device)
+        if self.dim() == 0 and index.dim() <= 1 and source.dim() <= 1 and _covered(self, index, source):
+            return on_one_dim_views(call, expected, ("self", "index", "src"))
         if self.dim() == 0 or index.dtype not in INDEX_DTYPES or not _covered(self, index, source):
             return call.on_host()
         inplace = call.target_name == "self"

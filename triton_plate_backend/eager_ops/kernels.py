@@ -47,11 +47,6 @@ def sub(x, y, z):
 
 
 @triton.jit
-def rsub(x, y, z):
-    return y - x * z  # rsub(self, other, alpha): other - alpha * self, ATen's sub(other, self, alpha)
-
-
-@triton.jit
 def mul(x, y, z):
     return x * y
 
@@ -761,7 +756,6 @@ FUNCTIONS = {
         copy,
         add,
         sub,
-        rsub,
         mul,
         div,
         div_trunc,

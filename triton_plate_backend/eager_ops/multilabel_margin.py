@@ -8,7 +8,7 @@ loop counts them: loss = sum over targets k, non-target classes j of max(0, 1 - 
 reduced; ``is_target`` marks the target classes in the input's type. (torch.compile still traces torch's
 decomposition, registered as the op's Autograd py_impl, so a compiled loss keeps that miscount.)
 
-float32 / float64 inputs of 1 or 2 dims with a non-empty batch (the CPU refuses fp16/bf16, and leaves an empty
+float32 / float64 inputs of 0, 1 or 2 dims with a non-empty batch (the CPU refuses fp16/bf16, and leaves an empty
 batch's mean unset); a target outside [-1, classes) goes to the host, which raises the CPU's error."""
 
 from __future__ import annotations
@@ -48,11 +48,12 @@ def multilabel_margin(op: torch._ops.OpOverload, row: Row) -> Callable:
     @checked(op)
     def kernel(call: Call, expected):
         x, target, reduction = call["self"], call["target"], call["reduction"]
-        if x.dtype not in (torch.float32, torch.float64) or x.dim() not in (1, 2) or x.numel() == 0:
+        if x.dtype not in (torch.float32, torch.float64) or x.dim() > 2 or x.numel() == 0:
             return call.on_host()
         if reduction not in REDUCTIONS or target.shape != x.shape or target.dtype != torch.int64:
             return call.on_host()
-        if bool(((target < -1) | (target >= x.shape[-1])).any()):
+        classes = x.shape[-1] if x.dim() else 1  # a 0-dim input: one sample of one class, as the CPU's
+        if bool(((target < -1) | (target >= classes)).any()):
             return call.on_host()
         return multilabel_margin_loss_forward(x, target, reduction)  # a 1-D input's unreduced loss 0-dim, as the CPU's
 

@@ -118,6 +118,23 @@ def checked(op: torch._ops.OpOverload, prepare: Callable | None = None) -> Calla
     return wrap
 
 
+def on_one_dim_views(call: Call, expected: torch.Tensor, names: tuple[str, ...]):
+    """A call whose 0-dim self indexes along its only "dim" (gather, scatter, index_reduce of a scalar tensor): the
+    same op on 1-element views of the 0-dim tensors among ``names`` along dim 0, which ATen computes alike; the
+    call's result in the meta kernel's shape (an in-place or out= call writes its target through the view)."""
+    bound = dict(call.bound)
+    target = call[call.target_name] if call.target_name else None
+    if target is not None and target.shape != expected.shape:
+        target.resize_(expected.shape)
+    for name in (*names, *((call.target_name,) if target is not None else ())):
+        value = bound.get(name)
+        if isinstance(value, torch.Tensor) and value.dim() == 0:
+            bound[name] = value.reshape(1)
+    bound["dim"] = 0
+    result = call.op(**bound)
+    return target if target is not None else result.reshape(expected.shape)
+
+
 def as_expected(result: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
     """``result`` in the meta kernel's shape, strides and dtype (``expected``; rounded once from float32 for
     fp16/bf16), on result's device."""

@@ -15,7 +15,17 @@ from collections.abc import Callable
 import torch
 
 from . import launch
-from .ops import Call, _overlaps_target, _plate_device, checked, real_operands, result_and_strides, takes_dtypes
+from .ops import (
+    Call,
+    _operand,
+    _overlaps_target,
+    _plate_device,
+    _result,
+    checked,
+    real_operands,
+    result_and_strides,
+    takes_dtypes,
+)
 from .table import Row
 
 
@@ -39,7 +49,11 @@ def parametric(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(call: Call, expected):
         device = _plate_device(call, row.operands)
         values = [call[name] for name in row.operands]
-        if device is None or _overlaps_target(call, values) or not takes_dtypes(row, expected):
+        if device is None or _overlaps_target(call, values):
+            return call.on_host()
+        if expected.dtype.is_complex and row.fn in COMPLEX_FORMS:
+            return _complex_form(call, row, expected, device, values)
+        if not takes_dtypes(row, expected):
             return call.on_host()
         if expected.dtype.is_complex or any(isinstance(v, torch.Tensor) and v.dtype.is_complex for v in values):
             return call.on_host()
@@ -64,6 +78,28 @@ def parametric(op: torch._ops.OpOverload, row: Row) -> Callable:
         return out
 
     return kernel
+
+
+# row.fn -> a complex call's decomposition into plate's complex ops, (self, tensor1, tensor2, value) in the result's
+# type: ATen's complex kernels' order, self + value * tensor1 (*|/) tensor2 (complex products commute bit for bit)
+COMPLEX_FORMS: dict[str, Callable] = {
+    "addcmul": lambda x, y, z, value: x + (y * value) * z,
+    "addcdiv": lambda x, y, z, value: x + (y * value) / z,
+}
+
+
+def _complex_form(call: Call, row: Row, expected: torch.Tensor, device, values) -> torch.Tensor:
+    """A complex result (a complex operand, or real ones promoted with one: float32 self, float64 and complex128
+    tensors) by COMPLEX_FORMS over the operands in the result's type."""
+    ct = expected.dtype
+    operands = [_operand(v, ct, device).to(ct) for v in values]
+    value = call[row.params[0]]
+    value = complex(value) if ct == torch.complex128 else torch.tensor(complex(value), dtype=ct).item()
+    result = COMPLEX_FORMS[row.fn](*operands, value)
+    if call.target_name is None and result.stride() == expected.stride():
+        return result
+    out = _result(call, expected, device)
+    return out.copy_(result)
 
 
 def _converts(number, dtype: torch.dtype) -> bool:

@@ -121,6 +121,11 @@ def _small(*tensors) -> bool:
     return all(max(t.shape[2:], default=1) < kernels().POS_W for t in tensors)
 
 
+def _empty_batch(x: torch.Tensor, spatial: int) -> bool:
+    """A batch of no samples whose other dims are not empty (those the CPU refuses: its error, from the host)."""
+    return x.dim() == spatial + 2 and x.shape[0] == 0 and all(x.shape[1:])
+
+
 def pool(op: torch._ops.OpOverload, row: Row):
     spatial = _dims(op)
 
@@ -130,11 +135,9 @@ def pool(op: torch._ops.OpOverload, row: Row):
         shapes = expected if isinstance(expected, tuple) else (expected,)
         _refuse_integers(op, row, x)
         results = [torch.empty_strided(e.shape, e.stride(), dtype=e.dtype, device=x.device) for e in shapes]
-        if not _covered(x):
-            return call.on_host()
-        if any(e.numel() == 0 for e in shapes):  # nothing to write (an empty batch): the meta kernel checked the call
+        if _covered(x) and _empty_batch(x, spatial):  # the CPU's "optional 0 dim batch size": nothing to pool
             return tuple(results) if isinstance(expected, tuple) else results[0]
-        if x.numel() == 0:
+        if not _covered(x) or any(e.numel() == 0 for e in shapes) or x.numel() == 0:
             return call.on_host()
         x5, o5 = _five(x, spatial), _five(results[0], spatial)
         i5 = _five(results[1], spatial) if len(results) > 1 else o5

@@ -45,6 +45,7 @@ from . import (
     rewritten,
     sampling,
     scans,
+    segment_reduce,
     sorting,
     spaced_ranges,
     special_family,
@@ -90,6 +91,7 @@ FAMILIES = {
     **multilabel_margin.FAMILIES,
     **gradients.FAMILIES,
     **ctc.FAMILIES,
+    **segment_reduce.FAMILIES,
 }
 
 _library = None

@@ -122,7 +122,13 @@ COMPLEX_FUNCTIONS = {
 EAGER_OPS: dict[str, Row] = {
     "add.Tensor": Row("elementwise", "add", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
     "sub.Tensor": Row("elementwise", "sub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
-    "rsub.Tensor": Row("elementwise", "rsub", (*BINARY, "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)),
+    # rsub: other - alpha * self, sub's element function with the operands swapped (CPU: add(other, self, -alpha))
+    **{
+        f"rsub.{kind}": Row(
+            "elementwise", "sub", ("other", "self", "alpha"), BINARY, complex_fn="real", real_operands=("alpha",)
+        )
+        for kind in ("Tensor", "Scalar")
+    },
     "mul.Tensor": Row("elementwise", "mul", BINARY, complex_fn="complex_mul"),
     "neg.default": Row("elementwise", "neg", complex_fn="real"),
     # the rounding mode picks the element function (ops.divide): div, div_trunc or div_floor
@@ -130,6 +136,7 @@ EAGER_OPS: dict[str, Row] = {
     "div.Tensor_mode": Row("divide", "div", BINARY, compute="result"),
     "floor_divide.default": Row("divide", "div", BINARY, compute="result"),
     **{f"{op}.{kind}": Row("modulo", op, BINARY) for op in ("remainder", "fmod") for kind in ("Tensor", "Scalar")},
+    "remainder.Scalar_Tensor": Row("modulo", "remainder", BINARY),  # a number's remainder by a tensor (__rmod__)
     "where.self": Row(
         "elementwise", "where", ("condition", *BINARY), BINARY, complex_fn="real", real_operands=("condition",)
     ),
@@ -310,6 +317,7 @@ EAGER_OPS: dict[str, Row] = {
         )
     },  # fmt: skip
     "roll.default": Row("decomposed"),
+    "native_dropout_backward.default": Row("decomposed", operands=("grad_output", "mask")),  # grad * (mask * scale)
     "vdot.default": Row("decomposed", operands=BINARY, boolean=False),  # dot, or conj(self) * other summed
     **{f"isin.{kind}": Row("decomposed", operands=("elements", "test_elements"), boolean=False) for kind in ISIN},
     **{
@@ -392,10 +400,7 @@ EAGER_OPS: dict[str, Row] = {
     # spaced_ranges.py: every linspace / logspace overload reaches its out= form
     "linspace.out": Row("spaced", "linspace"),
     "logspace.out": Row("spaced", "logspace"),
-    "nll_loss_forward.default": Row("nll_loss"),
-    "nll_loss_backward.default": Row("nll_loss"),
-    "nll_loss2d_forward.default": Row("nll_loss"),  # (N, C, H, W) inputs: cross_entropy of a segmentation map
-    "nll_loss2d_backward.default": Row("nll_loss"),
+    **{f"nll_loss{d}_{kind}.default": Row("nll_loss") for d in ("", "2d") for kind in ("forward", "backward")},
     "equal.default": Row("equal"),
     "masked_select.default": Row("masked_select"),
     # index_forms.py; index_copy, index_fill and take as torch's decompositions (index_put_, where, index)
@@ -408,7 +413,8 @@ EAGER_OPS: dict[str, Row] = {
     "index_copy.default": Row("decomposed", operands=("self", "index", "source")),
     **{f"index_fill.int_{kind}": Row("decomposed", operands=("self", "index")) for kind in ("Scalar", "Tensor")},
     "take.default": Row("decomposed", operands=("self", "index")),
-    "nonzero_static.default": Row("host_layout"),
+    "nonzero_static.default": Row("nonzero_static"),
+    "segment_reduce.default": Row("segment_reduce"),  # segment_reduce.py: a scatter_reduce into the segments
     "bincount.default": Row("bincount"),
     "histc.default": Row("histc"),
     "unfold.default": Row("unfold"),
@@ -540,6 +546,9 @@ EAGER_OPS: dict[str, Row] = {
 VARIANTS: dict[str, tuple[str, ...]] = {
     "add.Tensor": ("add_.Tensor", "add.out"),
     "sub.Tensor": ("sub_.Tensor", "sub.out"),
+    "rsub.Tensor": ("rsub.Tensor_out",),
+    "rsub.Scalar": ("rsub.Scalar_out",),
+    "remainder.Scalar_Tensor": ("remainder.Scalar_Tensor_out",),
     "mul.Tensor": ("mul_.Tensor", "mul.out"),
     "pow.Tensor_Tensor": ("pow_.Tensor", "pow.Tensor_Tensor_out"),
     "pow.Tensor_Scalar": ("pow_.Scalar", "pow.Tensor_Scalar_out"),  # pow_(2): linalg.vector_norm's backward
