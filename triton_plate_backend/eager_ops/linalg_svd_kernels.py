@@ -18,6 +18,17 @@ ROWS = 128  # the most elements of a column one step of a dot product or a rotat
 SHORT_ROWS = 16  # columns up to this long (and V's rows up to it) take one kernel: few compiled variants
 
 
+@triton.jit
+def _rotate(p_ptrs, q_ptrs, mask, c, s):
+    """Rows p and q <- (c p - s q, s p + c q) in float64, stored in their own dtype (both read before either is
+    written: the barrier keeps a program's lanes from storing over what another still reads)."""
+    x_p = tl.load(p_ptrs, mask=mask, other=0)
+    x_q = tl.load(q_ptrs, mask=mask, other=0)
+    tl.debug_barrier()
+    tl.store(p_ptrs, (c * x_p.to(tl.float64) - s * x_q.to(tl.float64)).to(x_p.dtype), mask=mask)
+    tl.store(q_ptrs, (s * x_p.to(tl.float64) + c * x_q.to(tl.float64)).to(x_p.dtype), mask=mask)
+
+
 @triton.jit(do_not_specialize=["m", "n", "max_sweeps", "tolerance"])
 def one_sided_jacobi(
     w, v, m, n, max_sweeps, tolerance, VECTORS: tl.constexpr, ROWS: tl.constexpr, N: tl.constexpr
@@ -59,20 +70,8 @@ def one_sided_jacobi(
                     for r0 in range(0, m, ROWS):
                         r = r0 + lane
                         inside = r < m
-                        wp = tl.load(wm + p * m + r, mask=inside, other=0)
-                        wq = tl.load(wm + q * m + r, mask=inside, other=0)
-                        tl.debug_barrier()
-                        new_p = c * wp.to(tl.float64) - s * wq.to(tl.float64)
-                        new_q = s * wp.to(tl.float64) + c * wq.to(tl.float64)
-                        tl.store(wm + p * m + r, new_p.to(wp.dtype), mask=inside)
-                        tl.store(wm + q * m + r, new_q.to(wp.dtype), mask=inside)
+                        _rotate(wm + p * m + r, wm + q * m + r, inside, c, s)
                     if VECTORS:
-                        vp = tl.load(vm + p * n + k, mask=across, other=0)
-                        vq = tl.load(vm + q * n + k, mask=across, other=0)
-                        tl.debug_barrier()
-                        new_vp = c * vp.to(tl.float64) - s * vq.to(tl.float64)
-                        new_vq = s * vp.to(tl.float64) + c * vq.to(tl.float64)
-                        tl.store(vm + p * n + k, new_vp.to(vp.dtype), mask=across)
-                        tl.store(vm + q * n + k, new_vq.to(vp.dtype), mask=across)
+                        _rotate(vm + p * n + k, vm + q * n + k, across, c, s)
                 tl.debug_barrier()
         sweep += 1
