@@ -3,7 +3,7 @@
 Three kinds, one counter:
 
 - an op: an aten op that ran on the host through the device's boxed CPU fallback while a compiled plate
-  graph ran (an extern kernel such as ``extern_kernels.mm``, a fallback such as ``aten._linalg_svd``, a
+  graph ran (an extern kernel such as ``extern_kernels.mm``, a fallback such as ``aten.linalg_ldl_factor_ex``, a
   ``zero_`` of the wrapper code), outside the modeled clock. The wrapper code (wrapper.py) runs ``call`` in a host-op
   scope of the device (torch_device/host_op_counter.py, ``counted_graph``) and counts what ran in it when it
   returns or raises, so each run counts each op as often as it ran. Ops the plate device serves itself

@@ -257,9 +257,10 @@ def test_extern_kernels_only_when_opted_in_and_then_plate_kernels():
 def test_host_ops_are_the_aten_ops_without_a_plate_kernel():
     from inductor_plate.fallback_counter import is_host_op
 
-    assert all(map(is_host_op, ("aten._linalg_svd", "aten.linalg_lstsq.out", "aten.linalg_eig")))
-    # the linear algebra of eager_ops/linalg.py and frexp (float_parts.py) are plate kernels
+    assert all(map(is_host_op, ("aten.linalg_ldl_factor_ex", "aten._linalg_eigvals", "aten.linalg_eig")))
+    # the linear algebra of eager_ops/linalg.py and linalg_svd.py, and frexp (float_parts.py) are plate kernels
     assert not any(map(is_host_op, ("aten.linalg_qr", "aten.linalg_qr.out", "aten._linalg_det", "aten.frexp.Tensor")))
+    assert not any(map(is_host_op, ("aten._linalg_svd", "aten.linalg_lstsq.out")))
     assert not any(map(is_host_op, ("torch.ops.aten.copy_.default", "aten.as_strided", "aten.set_.source_Tensor")))
     # the eager table's ops are plate kernels (eager_ops/matmul.py: the extern matmuls; rewritten.py: addbmm)
     assert not any(map(is_host_op, ("aten.mm", "aten.mm.out", "extern_kernels.bmm", "aten.sum.dim_IntList")))

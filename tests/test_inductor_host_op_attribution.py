@@ -4,7 +4,7 @@ Dynamo resumes and whatever they call, plate's eager kernels' own host cases inc
 host ops of its compiled backward; none of eager code before or after it, nor of a compile.
 
 Two host ops serve: ``_unique`` of uint16 (a plate eager kernel sends that dtype to the host from Python,
-``Call.on_host``) and ``_linalg_svd`` (no plate kernel: the device's boxed CPU fallback)."""
+``Call.on_host``) and ``linalg_ldl_factor_ex`` (no plate kernel: the device's boxed CPU fallback)."""
 
 from __future__ import annotations
 
@@ -58,23 +58,23 @@ def test_the_boxed_fallback_at_a_graph_break_counts_once_per_run():
     def fn(x):
         y = x * 2
         torch._dynamo.graph_break()  # what follows runs in a frame Dynamo resumes
-        q = torch.linalg.svd(y)[0] if y.shape[0] > 3 else y
+        q = torch.linalg.ldl_factor(y)[0] if y.shape[0] > 3 else y
         return unique_on_host(q.abs() * 10).sum()
 
     x = plate_randn(4, 4)
     _, fallbacks, host_ops = counted(torch.compile(fn), x)
-    assert host_ops == {"aten._linalg_svd": 1, "aten._unique": 1}
-    # svd lands in the resumed frame's graph (op), _unique at that frame's own break (eager op)
-    assert fallbacks == {"op aten._linalg_svd": 1, "eager op aten._unique": 1}
+    assert host_ops == {"aten.linalg_ldl_factor_ex": 1, "aten._unique": 1}
+    # ldl_factor lands in the resumed frame's graph (op), _unique at that frame's own break (eager op)
+    assert fallbacks == {"op aten.linalg_ldl_factor_ex": 1, "eager op aten._unique": 1}
 
 
 def test_fullgraph_counts_the_ops_of_its_graph():
     def fn(a):
-        return torch.linalg.svd(a * 2)[0] + 1
+        return torch.linalg.ldl_factor(a * 2)[0] + 1
 
     _, fallbacks, host_ops = counted(torch.compile(fn, fullgraph=True), plate_randn(4, 4))
-    assert host_ops == {"aten._linalg_svd": 1}
-    assert fallbacks == {"op aten._linalg_svd": 1}
+    assert host_ops == {"aten.linalg_ldl_factor_ex": 1}
+    assert fallbacks == {"op aten.linalg_ldl_factor_ex": 1}
 
 
 def test_an_uncompiled_helper_and_a_dynamo_disabled_one_count_as_the_compiled_function():
@@ -146,7 +146,7 @@ def test_host_ops_a_compile_runs_do_not_count():
     runs, in the frame Dynamo resumes): only the host ops of the function's own runs count."""
 
     def backend(gm, example_inputs):
-        torch.linalg.svd(torch.ones(2, 2, device="plate"))  # at compile time
+        torch.linalg.ldl_factor(torch.eye(2, device="plate"))  # at compile time
         return gm.forward
 
     def fn(x):
@@ -158,7 +158,7 @@ def test_host_ops_a_compile_runs_do_not_count():
     torch.plate.reset_host_ops()
     compiled(plate_randn(16))
     host_ops = dict(torch.plate.host_ops())
-    assert host_ops.pop("aten._linalg_svd") >= 2  # the two graphs' compiles ran it
+    assert host_ops.pop("aten.linalg_ldl_factor_ex") >= 2  # the two graphs' compiles ran it
     assert host_ops["aten._unique"] == 1  # and the run its own (the backend runs the graphs' ops eagerly)
     assert inductor_plate.host_fallbacks() == {"eager op " + op: n for op, n in host_ops.items()}
 
