@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-import traceback
 from pathlib import Path
 
 import torch
+from probe_cases import run_cases
 
 DEVICE = "plate"
 
@@ -153,21 +152,7 @@ def main(argv=None) -> int:
     from upstream.libraries.flash_attn import cuda_is
 
     cuda_is(DEVICE)  # as in the library's test run: torch.cuda.device(i) around each launch is the device's
-    failed = 0
-    selected = [n for n in CASES if args.k in n]
-    for name in selected:
-        torch.plate.reset_host_ops()
-        t0 = time.perf_counter()
-        try:
-            verdict = f"pass (max error {CASES[name]():.3g})"
-        except Exception as e:  # a case's failure is reported, the next case runs
-            failed += 1
-            verdict = f"FAIL {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-            traceback.print_exc(limit=-3)
-        host = {k: v for k, v in torch.plate.host_ops().items() if v}
-        print(f"{name}: {verdict}; host ops {host or 'none'}; {time.perf_counter() - t0:.1f} s", flush=True)
-    print(f"{len(selected) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return run_cases(CASES, args.k)
 
 
 if __name__ == "__main__":

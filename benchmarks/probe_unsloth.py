@@ -23,12 +23,11 @@ import contextlib
 import importlib
 import logging
 import sys
-import time
-import traceback
 import types
 from pathlib import Path
 
 import torch
+from probe_cases import run_cases
 
 DEVICE = "plate"
 MAX_FUSED_SIZE = 65536  # unsloth.kernels.utils: the largest row a single program handles
@@ -408,22 +407,7 @@ def main(argv=None) -> int:
     import triton_plate_backend.torch_device  # noqa: F401 - registers torch.plate
 
     install_stand_ins(args.src)
-    failed = 0
-    selected = [n for n in CASES if args.k in n]
-    for name in selected:
-        torch.plate.reset_host_ops()
-        t0 = time.perf_counter()
-        try:
-            err = CASES[name]()
-            verdict = f"pass (max error {err:.3g})"
-        except Exception as e:  # a case's failure is reported, the next case runs
-            failed += 1
-            verdict = f"FAIL {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-            traceback.print_exc(limit=-3)
-        host = {k: v for k, v in torch.plate.host_ops().items() if v}
-        print(f"{name}: {verdict}; host ops {host or 'none'}; {time.perf_counter() - t0:.1f} s", flush=True)
-    print(f"{len(selected) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return run_cases(CASES, args.k)
 
 
 if __name__ == "__main__":
