@@ -593,7 +593,7 @@ def test_flash_attn_plugin_imports_ops_with_the_device_current():
 
     current = torch.cuda.current_device
     seen = []
-    with plugin.current_device_of("plate"):
+    with plugin.cuda_answers("plate", "current_device"):
         seen.append(torch.cuda.current_device())
     assert seen == [torch.plate.current_device()]
     assert torch.cuda.current_device is current

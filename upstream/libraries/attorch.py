@@ -20,6 +20,7 @@ Each patch is entered once, before the test modules import attorch, for the whol
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import pytest
@@ -95,6 +96,19 @@ def patch_autocast_state(device: str) -> None:
 
     is_autocast_enabled._attorch_device = get_autocast_dtype._attorch_device = device
     torch.is_autocast_enabled, torch.get_autocast_dtype = is_autocast_enabled, get_autocast_dtype
+
+
+@contextlib.contextmanager
+def cuda_answers(device: str, name: str):
+    """Within: torch.cuda.<name>() answers torch.<device>.<name>() (a library that asks CUDA while it imports)."""
+    import torch
+
+    saved = getattr(torch.cuda, name)
+    setattr(torch.cuda, name, getattr(getattr(torch, device), name))
+    try:
+        yield
+    finally:
+        setattr(torch.cuda, name, saved)
 
 
 def patch_capability(device: str) -> None:

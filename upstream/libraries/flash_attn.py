@@ -24,7 +24,6 @@ In the test process:
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
 import sys
@@ -32,7 +31,7 @@ import types
 
 import pytest
 
-from .attorch import patch_autocast, patch_autocast_state
+from .attorch import cuda_answers, patch_autocast, patch_autocast_state
 from .mamba_ssm import cuda_is as mamba_cuda_is
 
 OPS = ("flash_attn.ops.triton.layer_norm", "flash_attn.ops.triton.rotary", "flash_attn.ops.triton.cross_entropy")
@@ -55,22 +54,9 @@ def package_without_init(name: str = "flash_attn") -> types.ModuleType:
     return package
 
 
-@contextlib.contextmanager
-def current_device_of(device: str):
-    """Within: torch.cuda.current_device() answers torch.<device>.current_device()."""
-    import torch
-
-    current = torch.cuda.current_device
-    torch.cuda.current_device = getattr(torch, device).current_device
-    try:
-        yield
-    finally:
-        torch.cuda.current_device = current
-
-
 def import_ops(device: str, modules=OPS) -> list[types.ModuleType]:
     """Import each of `modules` with torch.cuda.current_device() the device's."""
-    with current_device_of(device):
+    with cuda_answers(device, "current_device"):
         return [importlib.import_module(name) for name in modules]
 
 

@@ -33,14 +33,13 @@ Each patch is entered once, before the test modules import gemlite, for the whol
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import sys
 
 import pytest
 
-from .attorch import device_type_mode, map_device, patch_capability
+from .attorch import cuda_answers, device_type_mode, map_device, patch_capability
 
 
 def patch_device_properties(device: str) -> None:
@@ -61,23 +60,10 @@ def patch_device_properties(device: str) -> None:
     torch.cuda.get_device_properties = get_device_properties
 
 
-@contextlib.contextmanager
-def device_count_of(device: str):
-    """Within: torch.cuda.device_count() answers torch.<device>.device_count()."""
-    import torch
-
-    count = torch.cuda.device_count
-    torch.cuda.device_count = getattr(torch, device).device_count
-    try:
-        yield
-    finally:
-        torch.cuda.device_count = count
-
-
 def import_library(device: str, name: str = "gemlite", reloader: str = "gemlite.triton_kernels.config"):
     """Import `name` with torch.cuda.device_count() the device's, and make `reloader`'s reload_all_modules (gemlite
     reloads its kernel modules, which rebuild the tables, at each set_autotune) do the same; returns the library."""
-    with device_count_of(device):
+    with cuda_answers(device, "device_count"):
         try:
             library = importlib.import_module(name)
         except ImportError as e:
@@ -90,7 +76,7 @@ def import_library(device: str, name: str = "gemlite", reloader: str = "gemlite.
 
         @functools.wraps(reload_all)
         def reload_all_modules(*args, **kwargs):
-            with device_count_of(device):
+            with cuda_answers(device, "device_count"):
                 return reload_all(*args, **kwargs)
 
         reload_all_modules._gemlite_device = device
