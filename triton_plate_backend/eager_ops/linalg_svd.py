@@ -78,13 +78,10 @@ def svd(a: torch.Tensor, full_matrices: bool, compute_uv: bool):
     w = w.gather(1, order[:, :, None].expand(count, cols, rows))
     vh = v.gather(1, order[:, :, None].expand(count, cols, cols))
     u_cols = rows if full_matrices else cols
-    if count and cols:
-        reflected, tau = geqrf(w.mT)
-        u = householder_product(reflected, tau, u_cols)
-        signs = torch.where(reflected.diagonal(0, -2, -1) < 0, -1.0, 1.0).to(a.dtype)
-        u[:, :, :cols] *= signs[:, None, :]
-    else:  # no matrices or no columns: the identity's columns, as the CPU's (linalg.geqrf flattens by reshape(-1))
-        u = torch.eye(rows, u_cols, dtype=a.dtype, device=a.device).expand(count, rows, u_cols).contiguous()
+    reflected, tau = geqrf(w.mT)  # no matrices or no columns: no reflectors, U the identity's columns (as the CPU's)
+    u = householder_product(reflected, tau, u_cols)
+    signs = torch.where(reflected.diagonal(0, -2, -1) < 0, -1.0, 1.0).to(a.dtype)
+    u[:, :, :cols] *= signs[:, None, :]
     u, vh = u.reshape(*batch, *u.shape[1:]), vh.reshape(*batch, cols, cols)
     if wide:  # A^T = U S Vh: A = Vh^T S U^T
         return vh.mT, s, u.mT
