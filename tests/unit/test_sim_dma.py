@@ -754,3 +754,35 @@ def test_element_traffic_by_home_counts_each_element_in_its_home_domain(
     assert t.bytes_by_domain.tobytes() == expect.tobytes()
     assert t.elements.tolist() == [N if mask is None else int(mask[p].sum()) for p in range(P)]
     assert len(calls) == (compiled and placement != "local:2" and rows in ("within", "middle"))  # in one, of several
+
+
+@pytest.mark.parametrize("placement", ["local:1", "blocked", "interleaved", [2, 0, 3], "replicated"])
+def test_one_address_atomics_match_the_sorted_path(mem, placement):
+    """An atomic whose elements all have one address (a lock's spinners, one program's element) takes
+    ``_one_address`` and ``_one_address_traffic``: no sort, no grouping, one home. At an address in each
+    owner's chunk or stripe, with programs masked off, its old values, memory and Traffic (bytes by home,
+    element and run counts: the same float64 bits) are those of the general path (``_element_traffic``)."""
+    rec = mem.alloc(4 * 256512, placement)
+    t = typed(mem, rec, "i32")
+    P = 300  # past _BIG_GROUP: a hot CAS run
+    mask = (np.arange(P) % 7 != 3)[:, None]
+    for rel in sorted({0, rec.granule - 4, rec.granule, rec.nbytes - 4} & set(range(0, rec.nbytes, 4))):
+        addrs = np.full((P, 1), rec.base + rel, np.int64)
+        t[rel // 4] = 0
+        cmp, vals = np.zeros((P, 1), np.int32), (np.arange(P, dtype=np.int32) % 2)[:, None]
+        old, traffic = atomics.atomic_cas(mem, addrs, cmp, vals, mask, "i32")
+        want_old = np.where(mask, 1, 0)  # first unmasked program swaps 0 -> 0 (program 0's value), next 0 -> 1
+        want_old[:2] = 0
+        assert old.tolist() == want_old.tolist() and t[rel // 4] == 1
+        av, counts = dma._elements_of(addrs, mask)
+        want = dma._element_traffic(mem, mem.locate(addrs, 4, mask, "cas", av), av, counts, 4)
+        for got, expect in zip(
+            (traffic.bytes_by_domain, traffic.elements, traffic.runs),
+            (want.bytes_by_domain, want.elements, want.runs),
+        ):
+            assert got.dtype == expect.dtype and got.shape == expect.shape and got.tobytes() == expect.tobytes()
+        assert traffic.bytes_by_domain.sum() == 4 * mask.sum()
+        old, traffic = atomics.atomic_rmw(mem, "xchg", addrs[:1], np.full((1, 1), 7, np.int32), None, "i32")
+        assert old.tolist() == [[1]] and t[rel // 4] == 7
+        want = dma._element_traffic(mem, mem.locate(addrs[:1], 4), addrs[:1].reshape(-1), np.ones(1, np.int64), 4)
+        assert traffic.bytes_by_domain.tobytes() == want.bytes_by_domain.tobytes()

@@ -20,6 +20,7 @@ from .dma import (
     _elements_of,
     _flat,
     _from_storage,
+    _one_address_traffic,
     _read,
     _storage,
     _to_storage,
@@ -78,20 +79,26 @@ def _work_dtype(view: str, dtype: str) -> np.dtype:
 
 
 def _atomic_operands(mem, addrs, mask, dtype, what):
+    """(shape, flat, m, pos, av, counts, one): ``one`` when every element has the same address (a lock's,
+    a counter's, a single element's): they then apply in program order, the address order."""
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
     av, counts = _elements_of(flat, m)
     pos = mem.locate(flat, storage.itemsize, m, f"atomic {what} of {dtype}", av)
-    return shape, flat, m, pos, av, counts
+    n = av.size
+    one = n == 1 or (n > 1 and av[0] == av[-1] and int(av.min()) == int(av.max()))
+    return shape, flat, m, pos, av, counts, one
 
 
 def _select(values, shape, m, dtype, work):
-    v = _to_storage(np.broadcast_to(values, shape), dtype).reshape(shape[0], math.prod(shape[1:]))
+    if not (type(values) is np.ndarray and values.shape == shape):  # a tile's values have the shape already
+        values = np.broadcast_to(values, shape)
+    v = _to_storage(values, dtype).reshape(shape[0], math.prod(shape[1:]))
     v = v.reshape(-1) if m is None else v[m]
     return v.view(work)
 
 
-def _finish(mem, shape, m, pos, av, counts, old, dtype):
+def _finish(mem, shape, m, pos, av, counts, one, old, dtype):
     nprog = shape[0]
     old = old.view(_storage(dtype))
     if m is None:
@@ -99,7 +106,7 @@ def _finish(mem, shape, m, pos, av, counts, old, dtype):
     else:
         out = np.zeros((nprog, m.shape[1]), old.dtype)
         out[m] = old
-    traffic = _element_traffic(mem, pos, av, counts, ITEMSIZE[dtype])
+    traffic = (_one_address_traffic if one else _element_traffic)(mem, pos, av, counts, ITEMSIZE[dtype])
     return _from_storage(out.reshape(shape), dtype), traffic
 
 
@@ -115,32 +122,35 @@ def atomic_rmw(mem: DeviceMemory, op: str, addrs, values, mask, dtype: str):
             + ("fadd for floats, add for integers" if op in ("add", "fadd") else "another dtype")
         )
     work = _work_dtype(view, dtype)
-    shape, flat, m, pos, av, counts = _atomic_operands(mem, addrs, mask, dtype, op)
+    shape, flat, m, pos, av, counts, one = _atomic_operands(mem, addrs, mask, dtype, op)
     v = _select(values, shape, m, dtype, work)
     if op == "xchg":
-        old = _sequential(mem, pos, av, work, v, lambda cur, k: v[k], "xchg")
+        old = _sequential(mem, pos, av, work, v, lambda cur, k: v[k], "xchg", one=one)
     else:
         fn = _combine_of(op, dtype)
-        old = _sequential(mem, pos, av, work, v, lambda cur, k: fn(cur, v[k]), op, fn)
-    return _finish(mem, shape, m, pos, av, counts, old, dtype)
+        old = _sequential(mem, pos, av, work, v, lambda cur, k: fn(cur, v[k]), op, fn, one=one)
+    return _finish(mem, shape, m, pos, av, counts, one, old, dtype)
 
 
 def atomic_cas(mem: DeviceMemory, addrs, cmp, values, mask, dtype: str):
     """old = mem[a]; if old == cmp (bit patterns, as CUDA atomicCAS): mem[a] = v; element by
     element in (program, row-major) order. Returns (old values, Traffic)."""
     work = BITS[dtype]
-    shape, flat, m, pos, av, counts = _atomic_operands(mem, addrs, mask, dtype, "cas")
+    shape, flat, m, pos, av, counts, one = _atomic_operands(mem, addrs, mask, dtype, "cas")
     c = _select(cmp, shape, m, dtype, work)
     v = _select(values, shape, m, dtype, work)
-    old = _sequential(mem, pos, av, work, v, lambda cur, k: np.where(cur == c[k], v[k], cur), "cas", cmp=c)
-    return _finish(mem, shape, m, pos, av, counts, old, dtype)
+    old = _sequential(mem, pos, av, work, v, lambda cur, k: np.where(cur == c[k], v[k], cur), "cas", cmp=c, one=one)
+    return _finish(mem, shape, m, pos, av, counts, one, old, dtype)
 
 
-def _sequential(mem, pos, av, work, v, step, kind, ufunc=None, cmp=None):
-    """Apply ``step(cur, k)`` for elements k in order, grouping equal addresses; return old values."""
+def _sequential(mem, pos, av, work, v, step, kind, ufunc=None, cmp=None, one=False):
+    """Apply ``step(cur, k)`` for elements k in order, grouping equal addresses; return old values.
+    ``one``: every element at one address (``_atomic_operands``)."""
     n = av.size
     if n == 0:
         return np.zeros(0, work)
+    if one:
+        return _one_address(mem, pos, av, work, v, step, kind, ufunc, cmp)
     order = _address_order(av)  # stable: each address keeps program order
     sa = av[order]
     new = np.empty(n, bool)
@@ -158,6 +168,29 @@ def _sequential(mem, pos, av, work, v, step, kind, ufunc=None, cmp=None):
     old = np.empty(n, work)
     old[order] = old_sorted
     return old
+
+
+def _one_address(mem, pos, av, work, v, step, kind, ufunc, cmp):
+    """``_sequential`` where every element has one address: the address order is program order (what the
+    stable sort gives), one group from element 0, without sorting or grouping; a hot CAS (a lock's spinners)
+    is ``_segmented``'s one pass along the address."""
+    n = av.size
+    addr = av[:1]
+    gpos = pos if isinstance(pos, (int, np.integer)) else pos[:1]
+    cur0 = _read(mem, gpos, addr, work)
+    if n == 1:
+        old, final = cur0, step(cur0, _FIRST)
+    elif kind == "cas" and n > _BIG_GROUP:
+        final = cur0.copy()
+        old, final[0] = _cas_run(cur0[0], cmp, v)
+    else:
+        old, final = _segmented(kind, ufunc, cur0, np.arange(n), v, cmp, _FIRST, n, step)
+    _write(mem, gpos, addr, np.asarray(final, work), unique=True)
+    return old
+
+
+_FIRST = np.zeros(1, np.int64)  # element 0 (read only: an index)
+_FIRST.flags.writeable = False
 
 
 def _cas_run(cur, cs: np.ndarray, vs: np.ndarray):

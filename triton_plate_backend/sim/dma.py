@@ -297,6 +297,25 @@ def _element_traffic(mem, pos, av, counts, isz) -> Traffic:
     return Traffic(_element_bytes(mem, pos, av, counts, isz), elems, elems.copy())
 
 
+def _one_address_traffic(mem, pos, av, counts, isz) -> Traffic:
+    """``_element_traffic`` of elements that all have one address (a lock's spinners, one element): each
+    program's count times the element's bytes in the home domain of that address (whole numbers in float64:
+    the same values, column and zeros as counting each element; the home in Python integers, as
+    ``Allocation.home_domain``)."""
+    rec = mem.live(int(pos) if isinstance(pos, (int, np.integer)) else int(pos[0]))
+    owners = rec.owners
+    k = len(owners)
+    if k == 1:
+        home = owners[0]
+    else:
+        piece = (int(av[0]) - rec.base) // rec.granule
+        home = owners[piece % k if rec.striped else min(piece, k - 1)]
+    elems = counts.astype(np.int64)
+    out = np.zeros((elems.size, mem.traffic_columns))
+    out[:, home] = elems * float(isz)
+    return Traffic(out, elems, elems.copy())
+
+
 # ---- gather / scatter ------------------------------------------------------------------------------
 def gather(mem: DeviceMemory, addrs, mask, dtype: str, fill, access: str = "gather", counted: bool = True):
     """values[P, *shape] = mem[addrs] where mask, else fill; addrs are byte addresses. ``counted``: False in
