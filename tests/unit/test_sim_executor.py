@@ -430,3 +430,30 @@ def test_a_program_reading_sram_it_did_not_write_sees_zeros_after_a_kept_image_w
     execute(_fill_or_store(False, branch=branch), grid, [out], mem, MACHINE)
     want = ([7] * 64 if branch else [0] * 64) + [0] * 64 * (grid - 1)  # program 0 falls through to the fill
     assert host(mem, out, 64 * grid, np.int32).tolist() == want
+
+
+@pytest.mark.parametrize("moved", [[1, 2, 3, 4], [0], [0, 2], [2, 3]])
+def test_split_off_keeps_the_tile_views_a_fresh_view_makes(moved):
+    """A context split into row slices (a spin lock's winner and spinners) keeps its tile views, sliced:
+    each part's view of every tile is the one view() makes afresh over the part's SRAM (same address, shape,
+    strides, dtype, values), a tile no view was made of is made then, and a write through one part's view
+    lands in that part's rows only."""
+    from triton_plate_backend.isa.program import Program as Prog
+    from triton_plate_backend.sim.executor import Context, new_context
+
+    tiles = [Tile(0, "f32", (2, 3)), Tile(64, "i32", (4,), (2,)), Tile(128, "i1", (3,))]
+    ctx = new_context(Prog("views", [], tiles), grid=5)
+    for t, tile in enumerate(tiles[:2]):
+        ctx.write(t, np.arange(5 * tile.numel).reshape(5, *tile.shape))
+    ctx.read(0), ctx.read(1)  # views of t0 and t1 made before the split, none of t2
+    mask = np.isin(np.arange(5), moved)
+    other = ctx.split_off(mask)
+    for part, rows in ((other, np.flatnonzero(mask)), (ctx, np.flatnonzero(~mask))):
+        fresh = Context(part.launch, part.pids, part.regs, part.tokens, part.sram)
+        assert part.pids.tolist() == rows.tolist()
+        for t in range(len(tiles)):
+            got, want = part.view(t), fresh.view(t)
+            assert got.__array_interface__ == want.__array_interface__
+            assert np.array_equal(got, want)
+    ctx.write(0, np.full((ctx.P, 2, 3), -1.0))
+    assert (other.view(0) >= 0).all() and (ctx.view(0) == -1).all()

@@ -166,10 +166,17 @@ class Context:
     def split_off(self, mask: np.ndarray) -> Context:
         """Move the instances where ``mask`` into a new context (same pc); keep the rest."""
         moved, kept = _rows(mask), _rows(~mask)
+        views = self._views
         other = Context(
             self.launch, self.pids[moved], self.regs[:, moved], self.tokens[:, moved], self.sram[moved], self.pc
         )
         self._set(self.pids[kept], self.regs[:, kept], self.tokens[:, kept], self.sram[kept])
+        # a part that is a slice of the rows keeps the tile views made so far, sliced alike: the same memory,
+        # shape and strides as view() would make again (a spin lock splits off its winner every round)
+        if type(moved) is slice:
+            other._views = [None if v is None else v[moved] for v in views]
+        if type(kept) is slice:
+            self._views = [None if v is None else v[kept] for v in views]
         return other
 
     def absorb(self, others: list[Context]) -> None:
