@@ -130,7 +130,14 @@ def _iota(st, ins):
 
 def _fill(st, ins):
     d, v = ins.operands
-    st.write(d, nx.const_array(st.consts[v], st.tiles[d].dtype)[0])
+    dtype = st.tiles[d].dtype
+    # the constant as a dtype scalar, converted once per launch (a loop fills every trip): the launch's table
+    # of (constant index, dtype) -> const_array(...)[0], which DMA fill values share (sem_memory._fill)
+    fills, key = st.launch.fills, (v, dtype)
+    x = fills.get(key)
+    if x is None:
+        x = fills[key] = nx.const_array(st.consts[v], dtype)[0]
+    st.write(d, x)
 
 
 def _copy(st, ins):
