@@ -457,3 +457,22 @@ def test_split_off_keeps_the_tile_views_a_fresh_view_makes(moved):
             assert np.array_equal(got, want)
     ctx.write(0, np.full((ctx.P, 2, 3), -1.0))
     assert (other.view(0) >= 0).all() and (ctx.view(0) == -1).all()
+
+
+def test_a_plain_block_ending_where_a_context_waits_merges_there(mem):
+    """The odd programs run a block of plain instructions while the even ones wait at the store that ends
+    it: reaching the store they absorb the waiting part (one trace entry of every program there), as the
+    step-by-step path does; a block run past that pc would store twice, in two entries."""
+    b = Builder("join", [("out", "ptr")])
+    t = b.tile("i64", [1])
+    b("s.pid.x", 0)("s.li", 1, 2)("s.rems.i64", 2, 0, 1)
+    b("s.li", 41, 8)("s.mul.i64", 40, 0, 41)("s.arg", 42, 0)("s.add.i64", 42, 42, 40)("s.li", 43, 1)("s.li", 44, 0)
+    b("v.splat", t, 0)("bz", 2, "store")  # even: store pid
+    b("s.li", 3, 100)("s.add.i64", 3, 3, 0)("v.splat", t, 3)  # odd: pid + 100, a plain block up to the store
+    b.label("store")("dma.store", 0, t, 42, [43], [44], [43])("halt")
+    program = b.build()
+    out = alloc(mem, np.zeros(10, np.int64))
+    trace = execute(program, 10, [out], mem, MACHINE)
+    assert host(mem, out, 10, np.int64).tolist() == [p + 100 if p % 2 else p for p in range(10)]
+    stores = [e for e in trace.entries if e.pc == program.labels["store"]]
+    assert len(stores) == 1 and stores[0].programs.tolist() == list(range(10))

@@ -400,9 +400,14 @@ class _Launch:
             if pc >= n:
                 return _DONE
             end = straight[pc]
-            if end > pc + 1 and not waiting.pcs and self.steps + (end - pc) <= self.max_steps:
-                # a block of plain instructions with no context waiting inside it: the same steps,
-                # without the per-step tests (none branches, halts or moves memory)
+            if (
+                end > pc + 1
+                and self.steps + (end - pc) <= self.max_steps
+                and not (waiting.pcs and any(pc < w <= end for w in waiting.pcs))
+            ):
+                # a block of plain instructions with no context waiting inside it or at its end (one the
+                # steps would reach and absorb): the same steps, without the per-step tests (none branches,
+                # halts or moves memory); a spin lock's winner runs its blocks so while the spinners wait
                 pids = ctx.pids
                 for q in range(pc, end):
                     self.steps += 1
