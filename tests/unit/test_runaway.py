@@ -188,3 +188,34 @@ def test_the_budget_stops_loops_that_change_state_and_names_the_loop(mem):
     text = str(err.value)
     assert "kernel 'counter'" in text and "possible infinite loop" in text
     assert "the loop at count.py:21:8" in text and "PLATE_MAX_STEPS=50000" in text
+
+
+@pytest.mark.parametrize("programs", [2, 300])
+def test_an_atomic_at_one_address_changed_memory_when_an_old_value_differs_from_it_now(mem, programs):
+    """The runaway check of a CAS whose elements share one address (a lock's spinners): memory changed when any
+    masked element's old value differs from what memory holds now, even a swap undone by a later program
+    (0 -> 1 -> 0), and not when every swap failed, wrote back what was there, or was masked off."""
+    from triton_plate_backend.isa.program import Inst, Program, Tile
+    from triton_plate_backend.sim.executor import new_context
+    from triton_plate_backend.sim.semantics import SEMANTICS
+
+    tiles = [Tile(0, "i64", (1,)), Tile(64, "i1", (1,)), Tile(128, "i32", (1,)), Tile(192, "i32", (1,))]
+    tiles.append(Tile(256, "i32", (1,)))
+    cas = Inst("atom.cas", ("acq_rel",), (2, 0, 3, 4, 1))  # old t2, addresses t0, cmp t3, value t4, mask t1
+    lock = buffer(mem, [0])
+    ctx = new_context(Program("cas", [cas], tiles), grid=programs, memory=mem)
+    ctx.write(0, np.full((programs, 1), lock))
+
+    def run(cmp, value, mask=None, now=0):
+        mem.write_bytes(lock, np.int32(now).tobytes())
+        ctx.write(1, np.ones((programs, 1), bool) if mask is None else np.asarray(mask)[:, None])
+        ctx.write(3, np.asarray(cmp, np.int32)[:, None]), ctx.write(4, np.asarray(value, np.int32)[:, None])
+        SEMANTICS["atom.cas"](ctx, cas)
+        return runaway._atomic_changed(ctx, cas)
+
+    pids = np.arange(programs)
+    assert run(np.zeros(programs), np.ones(programs))  # program 0 takes the lock
+    assert not run(np.zeros(programs), np.ones(programs), now=1)  # all spin: nothing changed
+    assert not run(np.full(programs, 3), np.full(programs, 3), now=3)  # every swap writes back 3
+    assert run(pids % 2, (pids + 1) % 2)  # 0 -> 1 -> 0 -> ...: memory ends as it began, changed in between
+    assert not run(np.zeros(programs), np.ones(programs), mask=pids > programs)  # every element masked off
