@@ -71,6 +71,7 @@ def outcome(text: str, compiled: bool, monkeypatch) -> tuple:
         if not compiled:
             m.setattr(P.Parser, "_ops_into", P.ops_into_py)
             m.setattr(P.Parser, "_module_items", P.module_items_py)
+            m.setattr(P.Parser, "_resolve_locs", P.resolve_locs_py)
         try:
             return ("ok", describe(P.parse(text, "t.ttir")))
         except TtirParseError as e:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..ir.core import Block, BoolAttr, EnumAttr, Module, Op, Region, Type, TypeAttr, Value
 from ..ir.vocabulary import ISOLATED
+from ..srcloc import Loc
 from . import attrs as A
 from . import formats as F
 from . import locs as L
@@ -459,6 +460,7 @@ COMPILED_FORMS = {
 
 ops_into_py = Parser._ops_into  # the references
 module_items_py = Parser._module_items
+resolve_locs_py = Parser._resolve_locs
 
 
 def _ops_into_compiled(self: Parser, block: Block) -> None:
@@ -467,6 +469,11 @@ def _ops_into_compiled(self: Parser, block: Block) -> None:
 
 def _module_items_compiled(self: Parser, top: Block) -> None:
     _ttirparse.module_items(self, top)
+
+
+def _resolve_locs_compiled(self: Parser) -> None:
+    if not _ttirparse.resolve_locs(self.pending_locs, self.loc_aliases):
+        resolve_locs_py(self)  # a location that does not resolve: the Python code raises its error
 
 
 if _ttirparse is not None:
@@ -491,7 +498,9 @@ if _ttirparse is not None:
             "i1_like": F.i1_like,
             "pointee": F.pointee,
             "UNKNOWN_LOC": L.UNKNOWN,
+            "Loc": Loc,
         }
     )
     Parser._ops_into = _ops_into_compiled
     Parser._module_items = _module_items_compiled
+    Parser._resolve_locs = _resolve_locs_compiled

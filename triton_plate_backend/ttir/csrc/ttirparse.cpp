@@ -39,12 +39,13 @@ struct Config {
   PyObject* i1_like = nullptr;
   PyObject* pointee = nullptr;
   PyObject* unknown_loc = nullptr;
+  PyObject* loc_class = nullptr;
 } cfg;
 
 // interned attribute names and strings
 PyObject *s_toks, *s_i, *s_values, *s_forward, *s_scopes, *s_pending_locs, *s_parse_op, *s_attrs, *s_operands,
     *s_results, *s_name, *s_type, *s_parent, *s_ops, *s_alias, *s_empty, *s_predicate, *s_axis, *s_file,
-    *s_callsite, *s_loc_aliases, *s_attr_aliases, *s_alias_definition;
+    *s_callsite, *s_loc_aliases, *s_attr_aliases, *s_alias_definition, *s_fused, *s_zero;
 
 enum Outcome { DECLINE = 0, DONE = 1, FAILED = -1 };
 
@@ -490,6 +491,152 @@ int loc_alias(Attempt& a, PyObject* loc_aliases, PyObject* attr_aliases) {
 
 bool has_char(PyObject* t, Py_UCS4 c) { return PyUnicode_FindChar(t, c, 0, PyUnicode_GET_LENGTH(t), 1) >= 0; }
 
+
+// ---- locations resolved (locs.LocResolver: frames and to_loc) ----------------------------------------------
+
+// one frame of a call chain (locs.Frame), borrowed from the trees
+struct Frame {
+  PyObject* file;
+  PyObject* line;
+  PyObject* col;
+  PyObject* name;
+};
+
+inline bool kind_is(PyObject* tree, PyObject* kind) {
+  PyObject* k = PyTuple_GET_ITEM(tree, 0);
+  return k == kind || (PyUnicode_Check(k) && PyUnicode_Compare(k, kind) == 0);
+}
+
+inline bool truthy_str(PyObject* s) { return PyUnicode_Check(s) && PyUnicode_GET_LENGTH(s) > 0; }
+
+// locs.frames: false where the Python code would raise or a tree is not what it makes (the caller then leaves
+// it all to the Python resolver)
+bool frames(PyObject* tree, PyObject* aliases, std::vector<PyObject*>& seen, std::vector<Frame>& out, int depth) {
+  if (depth > 200 || !PyTuple_Check(tree) || PyTuple_GET_SIZE(tree) < 1) return false;
+  Py_ssize_t n = PyTuple_GET_SIZE(tree);
+  if (kind_is(tree, s_alias)) {
+    if (n != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(tree, 1))) return false;
+    PyObject* name = PyTuple_GET_ITEM(tree, 1);
+    for (PyObject* s : seen)
+      if (PyUnicode_Compare(s, name) == 0) return false;  // refers to itself: the Python resolver raises
+    PyObject* target = PyDict_GetItemWithError(aliases, name);
+    if (target == nullptr) return false;  // never defined: the Python resolver raises
+    seen.push_back(name);
+    bool ok = frames(target, aliases, seen, out, depth + 1);
+    seen.pop_back();
+    return ok;
+  }
+  if (kind_is(tree, s_file)) {
+    if (n != 4) return false;
+    out.push_back({PyTuple_GET_ITEM(tree, 1), PyTuple_GET_ITEM(tree, 2), PyTuple_GET_ITEM(tree, 3), s_empty});
+    return true;
+  }
+  if (kind_is(tree, s_name)) {
+    if (n != 3) return false;
+    PyObject* name = PyTuple_GET_ITEM(tree, 1);
+    size_t start = out.size();
+    if (PyTuple_GET_ITEM(tree, 2) != Py_None && !frames(PyTuple_GET_ITEM(tree, 2), aliases, seen, out, depth + 1))
+      return false;
+    if (out.size() == start)
+      out.push_back({s_empty, s_zero, s_zero, name});
+    else
+      out.back().name = name;
+    return true;
+  }
+  if (kind_is(tree, s_callsite)) {
+    return n == 3 && frames(PyTuple_GET_ITEM(tree, 1), aliases, seen, out, depth + 1) &&
+           frames(PyTuple_GET_ITEM(tree, 2), aliases, seen, out, depth + 1);
+  }
+  if (kind_is(tree, s_fused)) {
+    if (n != 2 || !PyTuple_Check(PyTuple_GET_ITEM(tree, 1))) return false;
+    PyObject* children = PyTuple_GET_ITEM(tree, 1);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(children); ++k) {
+      std::vector<Frame> found;
+      if (!frames(PyTuple_GET_ITEM(children, k), aliases, seen, found, depth + 1)) return false;
+      for (const Frame& f : found) {
+        if (truthy_str(f.file)) {
+          out.insert(out.end(), found.begin(), found.end());
+          return true;
+        }
+      }
+    }
+    return true;
+  }
+  return true;  // unknown: no frame
+}
+
+// locs.to_loc: a new Loc, nullptr with no error (declined) or with one (failed)
+PyObject* to_loc(PyObject* tree, PyObject* aliases) {
+  std::vector<PyObject*> seen;
+  std::vector<Frame> chain;
+  if (!frames(tree, aliases, seen, chain, 0)) return nullptr;
+  const Frame* last_file = nullptr;
+  const Frame* last_name = nullptr;
+  for (const Frame& f : chain) {
+    if (truthy_str(f.file)) last_file = &f;
+    if (PyObject_IsTrue(f.name) > 0) last_name = &f;
+  }
+  if (last_file == nullptr) {
+    PyObject* args[4] = {s_empty, s_zero, s_zero, last_name != nullptr ? last_name->name : s_empty};
+    return PyObject_Vectorcall(cfg.loc_class, args, 4, nullptr);
+  }
+  for (const Frame& f : chain) {
+    if (!truthy_str(f.file)) continue;
+    int same = PyObject_RichCompareBool(f.file, last_file->file, Py_EQ);
+    if (same < 0) return nullptr;
+    if (same) {
+      PyObject* args[4] = {f.file, f.line, f.col, f.name};
+      return PyObject_Vectorcall(cfg.loc_class, args, 4, nullptr);
+    }
+  }
+  return nullptr;
+}
+
+// resolve_locs(pending, aliases): Parser._resolve_locs where every location resolves (True); False, having
+// changed nothing the Python resolver does not set again, where one does not (then the Python code raises)
+PyObject* resolve_locs(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyList_Check(args[0]) || !PyDict_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "resolve_locs(pending: list, aliases: dict)");
+    return nullptr;
+  }
+  if (cfg.loc_class == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "_ttirparse.setup() was not called");
+    return nullptr;
+  }
+  PyObject *pending = args[0], *aliases = args[1];
+  PyObject* memo = PyDict_New();
+  if (memo == nullptr) return nullptr;
+  PyObject* out = nullptr;
+  Py_ssize_t k = 0;
+  for (; k < PyList_GET_SIZE(pending); ++k) {
+    PyObject* entry = PyList_GET_ITEM(pending, k);
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) break;
+    PyObject *op = PyTuple_GET_ITEM(entry, 0), *tree = PyTuple_GET_ITEM(entry, 1);
+    if (!PyTuple_Check(tree) || PyTuple_GET_SIZE(tree) < 1) break;
+    PyObject* loc = nullptr;
+    bool alias = kind_is(tree, s_alias) && PyTuple_GET_SIZE(tree) == 2;
+    if (alias) {  // LocResolver's memo: one Loc per alias
+      loc = PyDict_GetItemWithError(memo, PyTuple_GET_ITEM(tree, 1));
+      if (loc == nullptr && PyErr_Occurred()) break;
+      Py_XINCREF(loc);
+    }
+    if (loc == nullptr) {
+      loc = to_loc(tree, aliases);
+      if (loc == nullptr) break;
+      if (alias && PyDict_SetItem(memo, PyTuple_GET_ITEM(tree, 1), loc) < 0) {
+        Py_DECREF(loc);
+        break;
+      }
+    }
+    int rc = PyObject_SetAttrString(op, "loc", loc);
+    Py_DECREF(loc);
+    if (rc < 0) break;
+  }
+  if (!PyErr_Occurred()) out = Py_NewRef(k == PyList_GET_SIZE(pending) ? Py_True : Py_False);
+  Py_DECREF(memo);
+  return out;
+}
+
 bool set_index(PyObject* parser, Py_ssize_t j) {
   PyObject* index = PyLong_FromSsize_t(j);
   if (index == nullptr) return false;
@@ -634,10 +781,10 @@ PyObject* setup(PyObject*, PyObject* d) {
   Config c;
   PyObject** slots[] = {&c.op_class,   &c.value_class, &c.enum_attr,       &c.type_class,    &c.bool_attr,
                         &c.i1,         &c.type_cache,  &c.parse_type,      &c.parse_attr,    &c.parse_attr_dict,
-                        &c.parse_opt_loc, &c.i1_like,  &c.pointee,         &c.unknown_loc};
+                        &c.parse_opt_loc, &c.i1_like,  &c.pointee,         &c.unknown_loc,   &c.loc_class};
   const char* keys[] = {"Op",         "Value",      "EnumAttr",        "Type",          "BoolAttr",
                         "I1",         "TYPE_CACHE", "parse_type",      "parse_attr",    "parse_attr_dict",
-                        "parse_opt_loc", "i1_like", "pointee",          "UNKNOWN_LOC"};
+                        "parse_opt_loc", "i1_like", "pointee",          "UNKNOWN_LOC",   "Loc"};
   for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); ++k) {
     if ((*slots[k] = item(d, keys[k])) == nullptr) return nullptr;  // (a failed setup leaks what it read)
   }
@@ -677,6 +824,8 @@ PyMethodDef methods[] = {
      "ops_into(parser, block): Parser._ops_into with the commonest op forms read here"},
     {"module_items", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(module_items)), METH_FASTCALL,
      "module_items(parser, top): Parser._module_items with `#name = loc(...)` read here"},
+    {"resolve_locs", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(resolve_locs)), METH_FASTCALL,
+     "resolve_locs(pending, aliases): Parser._resolve_locs; False where the Python resolver must run"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ttirparse", "The TTIR parser's op loop, compiled.", -1, methods};
@@ -696,7 +845,11 @@ PyMODINIT_FUNC PyInit__ttirparse(void) {
       !intern(&s_parent, "parent") || !intern(&s_ops, "ops") || !intern(&s_alias, "alias") ||
       !intern(&s_empty, "") || !intern(&s_predicate, "predicate") || !intern(&s_axis, "axis") ||
       !intern(&s_file, "file") || !intern(&s_callsite, "callsite") || !intern(&s_loc_aliases, "loc_aliases") ||
-      !intern(&s_attr_aliases, "attr_aliases") || !intern(&s_alias_definition, "_alias_definition"))
+      !intern(&s_attr_aliases, "attr_aliases") || !intern(&s_alias_definition, "_alias_definition") ||
+      !intern(&s_fused, "fused"))
+    return nullptr;
+  s_zero = PyLong_FromLong(0);
+  if (s_zero == nullptr)
     return nullptr;
   return PyModule_Create(&module);
 }
