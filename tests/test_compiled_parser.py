@@ -114,6 +114,11 @@ MORE = [
     "    %x = tt.get_program_id y {a = 2 : i64} : i32\n    %c = arith.constant {k} 7 : i64",
     "    %c = arith.constant true\n    %d = arith.constant 1.5 : f32\n    %e = arith.constant 0xFF800000 : f32",
     "    %c = arith.constant 7\n",  # an untyped constant: an error
+    "    %c = arith.constant -7 : i64\n    %d = arith.constant +012 : index\n    %e = arith.constant 1 : i1\n"
+    "    %f = arith.constant 3 : f32\n    %g = arith.constant 3 : bf16\n"
+    "    %h = arith.constant 99999999999999999999 : i64\n    %i = arith.constant 0x10 : i32\n"
+    "    %k = arith.constant 5 : i7\n    %j = arith.constant 1e3 : i32\n",  # the last one: an error
+    "    %c = arith.constant 5 : tensor<4xi32>\n    %x = tt.expand_dims %a {axis = 0 : i32} {b} : i32 -> tensor<1xi32>",
     "    %r = tt.make_range {end = 8 : i32, start = 0 : i32} : tensor<8xi32>\n"
     "    %s = tt.splat %p : !tt.ptr<f32> -> tensor<8x!tt.ptr<f32>>\n"
     "    %q = tt.addptr %s, %r : tensor<8x!tt.ptr<f32>>, tensor<8xi32>\n"
@@ -134,6 +139,8 @@ ALIASES = [
     '#l = loc("k.py":3:4 to 5:6)\n#m = loc(#l)\n#l2 = loc(callsite("f"("a.py":1:2) at #l))\n',
     '#l = loc("k.py":03:4)\n#m = loc("e\\22sc":1:1)\n#l2 = loc(fused<"x">[#l])\n#l = loc(unknown)\n',
     "#l = 5 : i32\n#m = loc(\n",
+    '#l = loc(#m)\n#m = loc("n"(#l))\n#l2 = loc(unknown)\n',  # an alias that refers to itself
+    '#l = loc("only")\n#m = loc("n"(#l2))\n#l2 = loc(callsite(#l at "k.py":1:2))\n',  # a name without a file
     '#l = loc("k.py":3:4)\n#m = loc("k.py":3)\n#l2 = loc(#m)\n',
 ]
 

@@ -9,7 +9,7 @@ its CUSTOM printed form lives in ONE table, `ops.CUSTOM_FORMATS`; the small prim
 
 from __future__ import annotations
 
-from ..ir.core import Block, BoolAttr, EnumAttr, Module, Op, Region, Type, TypeAttr, Value
+from ..ir.core import Block, BoolAttr, EnumAttr, IntAttr, Module, Op, Region, ScalarType, Type, TypeAttr, Value
 from ..ir.vocabulary import ISOLATED
 from ..srcloc import Loc
 from . import attrs as A
@@ -499,6 +499,8 @@ if _ttirparse is not None:
             "pointee": F.pointee,
             "UNKNOWN_LOC": L.UNKNOWN,
             "Loc": Loc,
+            "IntAttr": IntAttr,
+            "ScalarType": ScalarType,
         }
     )
     Parser._ops_into = _ops_into_compiled

@@ -40,6 +40,8 @@ struct Config {
   PyObject* pointee = nullptr;
   PyObject* unknown_loc = nullptr;
   PyObject* loc_class = nullptr;
+  PyObject* int_attr = nullptr;
+  PyObject* scalar_type = nullptr;
 } cfg;
 
 // interned attribute names and strings
@@ -194,6 +196,35 @@ PyObject* typed_operands(Attempt& a, PyObject* attrs, const std::vector<PyObject
 
 PyObject* call1(PyObject* fn, PyObject* arg) { return PyObject_CallOneArg(fn, arg); }
 
+// an integer literal of an integer type, `7 : i32` (attrs.number_attr: IntAttr(int(tok), type)), owned by the
+// attempt with its type in *type_out; nullptr (no error) for anything else: a float or i1 type, a hex or float
+// spelling, a type the memo does not hold yet (parse_attr then reads it)
+PyObject* int_constant(Attempt& a, PyObject** type_out) {
+  Py_ssize_t len;
+  const char* p = ascii(a.cur(), &len);
+  if (p == nullptr || len == 0 || !is(a.tok(a.j + 1), ":")) return nullptr;
+  Py_ssize_t k = (p[0] == '-' || p[0] == '+') ? 1 : 0;
+  if (len == k || len - k > 18) return nullptr;
+  for (Py_ssize_t q = k; q < len; ++q)
+    if (p[q] < '0' || p[q] > '9') return nullptr;
+  PyObject* t = PyDict_GetItemWithError(cfg.type_cache, a.tok(a.j + 2));
+  if (t == nullptr || Py_TYPE(t) != reinterpret_cast<PyTypeObject*>(cfg.scalar_type)) return nullptr;
+  PyObject* name = a.own(PyObject_GetAttr(t, s_name));
+  if (name == nullptr) return nullptr;
+  Py_ssize_t nlen;
+  const char* n = ascii(name, &nlen);
+  if (n == nullptr || nlen == 0 || n[0] == 'f' || (nlen >= 2 && (n[0] == 'b' || n[0] == 't') && n[1] == 'f') ||
+      (nlen == 2 && n[0] == 'i' && n[1] == '1'))
+    return nullptr;  // a float (is_float: f, bf, tf) or i1 (a BoolAttr): the Python code
+  PyObject* value = a.own(PyLong_FromString(p, nullptr, 10));
+  if (value == nullptr) return nullptr;
+  PyObject* attr = a.own(PyObject_CallFunctionObjArgs(cfg.int_attr, value, t, nullptr));
+  if (attr == nullptr) return nullptr;
+  *type_out = t;
+  a.j += 3;
+  return attr;
+}
+
 // the body of one form after the op name: operands into `operands`, attributes into `attrs`, result types into
 // `results`
 int form_body(Attempt& a, int form, PyObject* attrs, std::vector<PyObject*>& operands,
@@ -229,7 +260,10 @@ int form_body(Attempt& a, int form, PyObject* attrs, std::vector<PyObject*>& ope
       return DONE;
     case ARROW: {
       if (!operand_list(a, operands)) return PyErr_Occurred() ? FAILED : DECLINE;
-      if (!accept(a, ":")) return DECLINE;  // attributes, keywords: the Python parser
+      while (is(a.cur(), "{")) {  // tt.expand_dims {axis = 0 : i32}
+        if (!attr_dict(a, attrs)) return DECLINE;
+      }
+      if (!accept(a, ":")) return DECLINE;  // `, name = value`, keywords: the Python parser
       PyObject* src = type(a);
       if (src == nullptr) return DECLINE;
       std::vector<PyObject*> types{src};
@@ -284,7 +318,15 @@ int form_body(Attempt& a, int form, PyObject* attrs, std::vector<PyObject*>& ope
       return DONE;
     case CONSTANT: {
       if (!attr_dict(a, attrs)) return DECLINE;
-      PyObject* value = call_at(a, cfg.parse_attr);
+      PyObject* int_type = nullptr;
+      PyObject* value = int_constant(a, &int_type);
+      if (value == nullptr && PyErr_Occurred()) return FAILED;
+      if (value != nullptr) {  // `7 : i32`: IntAttr(7, i32), its type the result's
+        if (PyDict_SetItemString(attrs, "value", value) < 0) return FAILED;
+        results.push_back(int_type);
+        return DONE;
+      }
+      value = call_at(a, cfg.parse_attr);
       if (value == nullptr) return DECLINE;
       if (PyDict_SetItemString(attrs, "value", value) < 0) return FAILED;
       int b = PyObject_IsInstance(value, cfg.bool_attr);
@@ -781,10 +823,10 @@ PyObject* setup(PyObject*, PyObject* d) {
   Config c;
   PyObject** slots[] = {&c.op_class,   &c.value_class, &c.enum_attr,       &c.type_class,    &c.bool_attr,
                         &c.i1,         &c.type_cache,  &c.parse_type,      &c.parse_attr,    &c.parse_attr_dict,
-                        &c.parse_opt_loc, &c.i1_like,  &c.pointee,         &c.unknown_loc,   &c.loc_class};
+                        &c.parse_opt_loc, &c.i1_like,  &c.pointee,         &c.unknown_loc,   &c.loc_class, &c.int_attr, &c.scalar_type};
   const char* keys[] = {"Op",         "Value",      "EnumAttr",        "Type",          "BoolAttr",
                         "I1",         "TYPE_CACHE", "parse_type",      "parse_attr",    "parse_attr_dict",
-                        "parse_opt_loc", "i1_like", "pointee",          "UNKNOWN_LOC",   "Loc"};
+                        "parse_opt_loc", "i1_like", "pointee",          "UNKNOWN_LOC",   "Loc", "IntAttr", "ScalarType"};
   for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); ++k) {
     if ((*slots[k] = item(d, keys[k])) == nullptr) return nullptr;  // (a failed setup leaks what it read)
   }
