@@ -12,6 +12,7 @@ import pytest
 from test_ttir_parser import BAD, FORMS, ORACLE_SNIPPETS, _wrap
 from ttir_fixtures import FILES, fixture_text
 
+from triton_plate_backend.ttir import locs as L
 from triton_plate_backend.ttir import parser as P
 from triton_plate_backend.ttir.errors import TtirParseError
 
@@ -72,6 +73,7 @@ def outcome(text: str, compiled: bool, monkeypatch) -> tuple:
             m.setattr(P.Parser, "_ops_into", P.ops_into_py)
             m.setattr(P.Parser, "_module_items", P.module_items_py)
             m.setattr(P.Parser, "_resolve_locs", P.resolve_locs_py)
+            m.setattr(P.Parser, "opt_loc", P.opt_loc_py)
         try:
             return ("ok", describe(P.parse(text, "t.ttir")))
         except TtirParseError as e:
@@ -151,6 +153,21 @@ def test_hand_written(aliases, monkeypatch):
         same(_wrap(body) + ALIASES[aliases], monkeypatch)
 
 
+ARG_LOCS = [
+    '%a: i32 loc("a"("k.py":1:2 to 1:5)), %b: f32 loc(fused[#l, #m]), %p: !tt.ptr<f32> loc(callsite(#l at #m))',
+    '%a: i32 loc(#l), %b: f32 loc("b"), %p: !tt.ptr<f32> loc(unknown)',
+    '%a: i32 loc("a"(#l), %b: f32, %p: !tt.ptr<f32>',
+    '%a: i32 loc("e\\22sc":1:2), %b: f32 loc(), %p: !tt.ptr<f32>',
+]
+
+
+@pytest.mark.parametrize("args", range(len(ARG_LOCS)))
+def test_argument_locations(args, monkeypatch):
+    """tt.func's format (Python) reads its arguments' locations through Parser.opt_loc."""
+    for aliases in ALIASES[:3]:
+        same(_wrap("    %x = arith.addi %a, %a : i32 loc(#m)", args=ARG_LOCS[args]) + aliases, monkeypatch)
+
+
 def test_regions_nested_too_deeply(monkeypatch):
     body = "    scf.if %c {\n" * 400 + "    }\n" * 400
     text = _wrap("    %c = arith.cmpi slt, %a, %a : i32\n" + body)
@@ -175,10 +192,13 @@ def test_fuzzed(monkeypatch):
 
 
 def test_the_common_ops_are_read_in_c(monkeypatch):
-    """On a plain kernel the Python parser reads only the module and the function, and no location alias."""
+    """On a plain kernel the Python parser reads only the module and the function, and no location."""
     seen = []
-    parse_op, alias = P.Parser.parse_op, P.Parser._alias_definition
+    parse_op, alias, body = P.Parser.parse_op, P.Parser._alias_definition, L.parse_loc_body
     monkeypatch.setattr(P.Parser, "parse_op", lambda self, block: seen.append(self.peek()) or parse_op(self, block))
     monkeypatch.setattr(P.Parser, "_alias_definition", lambda self: seen.append(self.peek()) or alias(self))
+    monkeypatch.setattr(L, "parse_loc_body", lambda p: seen.append(p.peek()) or body(p))
     P.parse(fixture_text("vec_add"))
     assert seen == ["module", "tt.func"]
+    P.parse(_wrap("    %x = arith.addi %a, %a : i32 loc(fused[#l])") + ALIASES[1])
+    assert seen[2:] == ["module", "tt.func", "fused", "#l"]  # what C does not read goes to the Python code

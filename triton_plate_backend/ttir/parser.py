@@ -461,6 +461,7 @@ COMPILED_FORMS = {
 ops_into_py = Parser._ops_into  # the references
 module_items_py = Parser._module_items
 resolve_locs_py = Parser._resolve_locs
+opt_loc_py = Parser.opt_loc
 
 
 def _ops_into_compiled(self: Parser, block: Block) -> None:
@@ -469,6 +470,10 @@ def _ops_into_compiled(self: Parser, block: Block) -> None:
 
 def _module_items_compiled(self: Parser, top: Block) -> None:
     _ttirparse.module_items(self, top)
+
+
+def _opt_loc_compiled(self: Parser):
+    return _ttirparse.opt_loc(self)
 
 
 def _resolve_locs_compiled(self: Parser) -> None:
@@ -506,3 +511,4 @@ if _ttirparse is not None:
     Parser._ops_into = _ops_into_compiled
     Parser._module_items = _module_items_compiled
     Parser._resolve_locs = _resolve_locs_compiled
+    Parser.opt_loc = _opt_loc_compiled

@@ -360,6 +360,23 @@ PyObject* list_of(const std::vector<PyObject*>& items) {
   return out;
 }
 
+PyObject* loc_body(Attempt& a, int depth);
+
+// `loc(...)` at a.j (a.j past it) in the forms loc_body reads; nullptr: declined (a.j unchanged) or failed
+PyObject* full_loc(Attempt& a) {
+  Py_ssize_t start = a.j;
+  if (!accept(a, "loc") || !accept(a, "(")) {
+    a.j = start;
+    return nullptr;
+  }
+  PyObject* tree = loc_body(a, 0);
+  if (tree == nullptr || !accept(a, ")")) {
+    a.j = start;
+    return nullptr;
+  }
+  return tree;
+}
+
 // one op at a.j, into block: DONE (a.j past it), DECLINE (nothing changed) or FAILED (an error is set)
 int one_op(Attempt& a, PyObject* block) {
   PyObject* result_name = nullptr;
@@ -397,7 +414,9 @@ int one_op(Attempt& a, PyObject* block) {
     if (tree == nullptr) return FAILED;
     ++a.j;
   } else if (is(ltok, "loc")) {
-    tree = call_at(a, cfg.parse_opt_loc);
+    tree = full_loc(a);
+    if (tree == nullptr && PyErr_Occurred()) return FAILED;
+    if (tree == nullptr) tree = call_at(a, cfg.parse_opt_loc);
     if (tree == nullptr) return PyErr_Occurred() ? FAILED : DECLINE;
   }
   size_t bound = result_name != nullptr ? 1 : 0;
@@ -805,6 +824,47 @@ PyObject* module_items(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return out;
 }
 
+
+// opt_loc(parser): locs.parse_opt_loc (Parser.opt_loc, which the Python formats call: tt.func's arguments), the
+// forms loc_body reads here, any other through the Python function
+PyObject* opt_loc(PyObject*, PyObject* parser) {
+  if (cfg.parse_opt_loc == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "_ttirparse.setup() was not called");
+    return nullptr;
+  }
+  PyObject* toks = PyObject_GetAttr(parser, s_toks);
+  if (toks == nullptr) return nullptr;
+  PyObject* now = PyList_CheckExact(toks) ? PyObject_GetAttr(parser, s_i) : nullptr;
+  Py_ssize_t j = now != nullptr ? PyLong_AsSsize_t(now) : -1;
+  Py_XDECREF(now);
+  PyObject* out = nullptr;
+  if (j >= 0) {
+    Attempt a{parser, toks, PyList_GET_SIZE(toks), j, nullptr, {}};
+    PyObject* tok = a.cur();
+    Py_ssize_t len;
+    const char* p = ascii(tok, &len);
+    PyObject* tree = nullptr;
+    if (p != nullptr && len >= 5 && memcmp(p, "loc(#", 5) == 0) {
+      PyObject* alias = a.own(PyUnicode_Substring(tok, 5, len - 1));
+      tree = alias != nullptr ? a.own(PyTuple_Pack(2, s_alias, alias)) : nullptr;
+      if (tree != nullptr) ++a.j;
+    } else if (is(tok, "loc")) {
+      tree = full_loc(a);
+    } else if (!PyErr_Occurred()) {
+      out = Py_NewRef(Py_None);  // no location
+    }
+    if (tree != nullptr) {
+      if (set_index(parser, a.j)) out = Py_NewRef(tree);
+    } else if (out == nullptr && !PyErr_Occurred()) {
+      out = PyObject_CallOneArg(cfg.parse_opt_loc, parser);  // the index is still j
+    }
+  } else if (!PyErr_Occurred()) {
+    PyErr_SetString(PyExc_TypeError, "the parser's tokens are not a list");
+  }
+  Py_DECREF(toks);
+  return out;
+}
+
 PyObject* item(PyObject* d, const char* key) {
   PyObject* v = PyDict_GetItemString(d, key);
   if (v == nullptr) {
@@ -866,6 +926,7 @@ PyMethodDef methods[] = {
      "ops_into(parser, block): Parser._ops_into with the commonest op forms read here"},
     {"module_items", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(module_items)), METH_FASTCALL,
      "module_items(parser, top): Parser._module_items with `#name = loc(...)` read here"},
+    {"opt_loc", opt_loc, METH_O, "opt_loc(parser): locs.parse_opt_loc with the commonest locations read here"},
     {"resolve_locs", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(resolve_locs)), METH_FASTCALL,
      "resolve_locs(pending, aliases): Parser._resolve_locs; False where the Python resolver must run"},
     {nullptr, nullptr, 0, nullptr}};
