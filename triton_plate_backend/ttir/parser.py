@@ -5,6 +5,12 @@ successors, regions, the generic op form `"op"(...) <{props}> ({regions}) {attrs
 attribute values, types, locations and `#alias = ...` definitions. What each op looks like in
 its CUSTOM printed form lives in ONE table, `ops.CUSTOM_FORMATS`; the small primitives here
 (`operand_list`, `type`, `attr_dict`, `region`, ...) are what those format functions use.
+
+The loops over a block's ops and the module's items, the commonest op forms (`COMPILED_FORMS`, by their
+format function), `#name = loc(...)`, `opt_loc` and the locations' resolution run in C (`_ttirparse`,
+ttir/csrc/ttirparse.cpp, built by setup.py) when it is built: the same IR, and everything else (and every
+error) through the Python methods here, which stay the reference (`ops_into_py`, `module_items_py`,
+`opt_loc_py`, `resolve_locs_py`; tests/test_compiled_parser.py compares both).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from .locs import LocResolver
 from .ops import CUSTOM_FORMATS
 from .types import SCALAR, TypeSyntaxError
 
-try:  # the op loop compiled (optional: without it, `Parser._ops_into` below)
+try:  # the loops compiled (optional: without it, the Python methods below)
     from . import _ttirparse
 except ImportError:
     _ttirparse = None
