@@ -8,9 +8,11 @@
 // objects are dropped, no name is defined), the token index goes back to the op's first token and
 // `Parser.parse_op` reads it, so it raises every error the Python parser raises, at the same token. The
 // primitives a form shares with the others (a type the memo does not hold yet, `{attrs}`, an attribute value,
-// `loc(...)` other than `loc(#alias)`) are the Python functions, called with the parser's index set; an error
-// they raise declines too. ttir/parser.py keeps `_ops_into` as the reference; tests/test_compiled_parser.py
-// parses every fixture both ways.
+// a location of a form not read here) are the Python functions, called with the parser's index set; an error
+// they raise declines too. The module's loop (`module_items`) reads `#name = loc(...)` definitions the same
+// way, `opt_loc` is Parser.opt_loc, and `resolve_locs` resolves the locations once the text is read (False
+// where one does not resolve: then the Python resolver raises). ttir/parser.py keeps the Python methods as the
+// reference; tests/test_compiled_parser.py parses every fixture, hand-written and fuzzed text both ways.
 #include <Python.h>
 
 #include <cstring>
@@ -380,13 +382,11 @@ PyObject* full_loc(Attempt& a) {
 // one op at a.j, into block: DONE (a.j past it), DECLINE (nothing changed) or FAILED (an error is set)
 int one_op(Attempt& a, PyObject* block) {
   PyObject* result_name = nullptr;
-  Py_ssize_t result_index = 0;
   PyObject* tok = a.cur();
   if (first(tok) == '%') {
     if (!is(a.tok(a.j + 1), "=")) return DECLINE;  // a result group, several results: the Python parser
     result_name = a.own(PyUnicode_Substring(tok, 1, PyUnicode_GET_LENGTH(tok)));
     if (result_name == nullptr) return FAILED;
-    result_index = a.j;
     a.j += 2;
   }
   PyObject* name = a.cur();
@@ -458,7 +458,6 @@ int one_op(Attempt& a, PyObject* block) {
         PyList_Append(PyList_GET_ITEM(scopes, nscopes - 1), result_name) < 0)
       return FAILED;
   }
-  (void)result_index;
   if (PyObject_SetAttr(op, s_parent, block) < 0 || PyList_Append(ops, op) < 0) return FAILED;
   return DONE;
 }
