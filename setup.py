@@ -38,6 +38,9 @@ WALKS = [
     ("ir", "_irwalk", ["-O2"]),
     # the TTIR tokenizer (ttir/lexer.py's regular expression still reads text that is not ASCII): the same tokens
     ("ttir", "_ttirlex", ["-O2"]),
+    # the TTIR parser's loop over a block's ops with the commonest custom op forms (every other op, and any text
+    # they do not accept, goes to the Python parser, so every error is Python's): the same IR
+    ("ttir", "_ttirparse", ["-O2"]),
 ]
 
 

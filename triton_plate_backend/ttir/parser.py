@@ -5,20 +5,34 @@ successors, regions, the generic op form `"op"(...) <{props}> ({regions}) {attrs
 attribute values, types, locations and `#alias = ...` definitions. What each op looks like in
 its CUSTOM printed form lives in ONE table, `ops.CUSTOM_FORMATS`; the small primitives here
 (`operand_list`, `type`, `attr_dict`, `region`, ...) are what those format functions use.
+
+The loops over a block's ops and the module's items, the commonest op forms (`COMPILED_FORMS`, by their
+format function), `#name = loc(...)`, `opt_loc` and the locations' resolution run in C (`_ttirparse`,
+ttir/csrc/ttirparse.cpp, built by setup.py) when it is built: the same IR, and everything else (and every
+error) through the Python methods here, which stay the reference (`ops_into_py`, `module_items_py`,
+`opt_loc_py`, `resolve_locs_py`; tests/test_compiled_parser.py compares both).
 """
 
 from __future__ import annotations
 
-from ..ir.core import Block, Module, Op, Region, Type, TypeAttr, Value
+from ..ir.core import Block, BoolAttr, EnumAttr, IntAttr, Module, Op, Region, ScalarType, Type, TypeAttr, Value
 from ..ir.vocabulary import ISOLATED
+from ..srcloc import Loc
 from . import attrs as A
+from . import formats as F
 from . import locs as L
+from . import tt_formats as TT
 from . import types as T
 from .errors import TtirParseError
 from .lexer import EOF, error_at, tokenize
 from .locs import LocResolver
 from .ops import CUSTOM_FORMATS
 from .types import SCALAR, TypeSyntaxError
+
+try:  # the loops compiled (optional: without it, the Python methods below)
+    from . import _ttirparse
+except ImportError:
+    _ttirparse = None
 
 _FORWARD = object()  # owner of a placeholder for a value used before its definition
 # names scoped like the vocabulary's isolated ops: `module` is how builtin.module prints (its format
@@ -381,12 +395,7 @@ class Parser:
     def parse_module(self) -> Module:
         top = Block()
         self.scopes.append([])
-        while self.peek() != EOF:
-            tok = self.peek()
-            if tok[:1] == "#" and "<" not in tok and self.toks[self.i + 1] == "=":
-                self._alias_definition()
-            else:
-                self.parse_op(top)
+        self._module_items(top)
         self.scopes.pop()
         if len(top.ops) == 1 and top.ops[0].name == "builtin.module":
             mod_op = top.ops[0]
@@ -405,6 +414,15 @@ class Parser:
             op.parent = None
         self._resolve_locs()
         return module
+
+    def _module_items(self, top: Block) -> None:
+        """The ops and `#name = ...` alias definitions at the top of the text."""
+        while self.peek() != EOF:
+            tok = self.peek()
+            if tok[:1] == "#" and "<" not in tok and self.toks[self.i + 1] == "=":
+                self._alias_definition()
+            else:
+                self.parse_op(top)
 
     def _alias_definition(self) -> None:
         index = self.i
@@ -428,3 +446,75 @@ class Parser:
                 raise self.error(f"location alias #{e.args[0]} (used by {op.name}) is never defined", index) from None
             except ValueError as e:
                 raise self.error(str(e), index) from None
+
+
+# The custom forms ttir/csrc/ttirparse.cpp reads itself (when written the plain way; it hands any other op, and
+# any text it does not accept, to `Parser.parse_op`), by the format function `ops.CUSTOM_FORMATS` names.
+COMPILED_FORMS = {
+    F.same_type: "same_type",
+    F.cmp: "cmp",
+    F.arrow: "arrow",
+    F.cast: "cast",
+    F.constant: "constant",
+    F.attrs_colon_type: "attrs_colon_type",
+    F.operands_colon_types: "operands_colon_types",
+    TT.load: "load",
+    TT.store: "store",
+    TT.addptr: "addptr",
+    TT.program_axis: "program_axis",
+}
+
+ops_into_py = Parser._ops_into  # the references
+module_items_py = Parser._module_items
+resolve_locs_py = Parser._resolve_locs
+opt_loc_py = Parser.opt_loc
+
+
+def _ops_into_compiled(self: Parser, block: Block) -> None:
+    _ttirparse.ops_into(self, block)
+
+
+def _module_items_compiled(self: Parser, top: Block) -> None:
+    _ttirparse.module_items(self, top)
+
+
+def _opt_loc_compiled(self: Parser):
+    return _ttirparse.opt_loc(self)
+
+
+def _resolve_locs_compiled(self: Parser) -> None:
+    if not _ttirparse.resolve_locs(self.pending_locs, self.loc_aliases):
+        resolve_locs_py(self)  # a location that does not resolve: the Python code raises its error
+
+
+if _ttirparse is not None:
+    _ttirparse.setup(
+        {
+            "forms": {
+                name: COMPILED_FORMS[fmt]
+                for name, fmt in CUSTOM_FORMATS.items()
+                if fmt in COMPILED_FORMS and name not in _ISOLATED
+            },
+            "Op": Op,
+            "Value": Value,
+            "EnumAttr": EnumAttr,
+            "Type": Type,
+            "BoolAttr": BoolAttr,
+            "I1": F.I1,
+            "TYPE_CACHE": T.TYPE_CACHE,
+            "parse_type": T.parse_type,
+            "parse_attr": A.parse_attr,
+            "parse_attr_dict": A.parse_attr_dict,
+            "parse_opt_loc": L.parse_opt_loc,
+            "i1_like": F.i1_like,
+            "pointee": F.pointee,
+            "UNKNOWN_LOC": L.UNKNOWN,
+            "Loc": Loc,
+            "IntAttr": IntAttr,
+            "ScalarType": ScalarType,
+        }
+    )
+    Parser._ops_into = _ops_into_compiled
+    Parser._module_items = _module_items_compiled
+    Parser._resolve_locs = _resolve_locs_compiled
+    Parser.opt_loc = _opt_loc_compiled
