@@ -17,6 +17,7 @@ outputs are the same bits, and the first mismatch. Exit status 1 when a probe fa
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import pickle
 import subprocess
@@ -24,10 +25,13 @@ import sys
 import tempfile
 import traceback
 
+import mpmath
 import numpy as np
+import scipy.special
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 DEVICE = "cpu" if INTERPRET else "plate"
@@ -2834,6 +2838,274 @@ def probe_view_consumers_small_vector():
                 if (m := mismatch(out[: want.size], want, 0)) is not None:
                     bad.append(f"{tname} view {view} use {use}: {m}")
     return {"336 kernels": (np.array(bad[:3] or ["ok"]), np.array(["ok"]), 0)}
+
+
+# ---- math library: triton.language.extra.libdevice and tl.math (session 28) ---------------------------------------
+def _edges(dtype):
+    """Edge values of a float type: zeros, subnormals, +-inf, NaN, large, negative, half-integers, then randoms."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    big = 1e30 if dtype == np.float32 else 1e300
+    e = [0.0, -0.0, tiny, -tiny * 3, np.finfo(dtype).tiny, np.inf, -np.inf, np.nan, big, -big, 1.0, -1.0, 0.5, -0.5]
+    e += [2.5, -2.5, 3.5, -3.0, 100.0, -100.0, 88.5, -104.0, 1e-7, 0.999, -0.999, 7.25, -7.75, 20.0, 1.5, 3e5]
+    e += [-0.25, 0.75]
+    return np.concatenate([np.array(e, dtype), (rng(len(e)).standard_normal(32) * 3).astype(dtype)])
+
+
+def _ulp_problems(name, got, want, dtype, bound, abs_tol=0.0):
+    """Problems of `got` (the kernel's, in `dtype`) against `want` (float64 reference): NaN where NaN, infinities
+    and (bound 0) zeros' signs exact, else within `bound` ulp of the type (or `abs_tol`)."""
+    bad = []
+    g = np.asarray(got, np.float64)
+    w = np.asarray(want, np.float64)
+    with np.errstate(all="ignore"):
+        wr = w.astype(dtype).astype(np.float64)  # the reference rounded to the type
+        ulp = np.spacing(np.abs(wr).astype(dtype)).astype(np.float64)
+        err = np.abs(g - w) / ulp
+    for i in range(g.size):
+        if np.isnan(w[i]) or np.isnan(g[i]):
+            ok = np.isnan(w[i]) and np.isnan(g[i])
+        elif np.isinf(wr[i]) or np.isinf(g[i]):
+            ok = g[i] == wr[i] or (bound > 0 and np.isfinite(g[i]) and abs(g[i]) == np.finfo(dtype).max)
+        elif bound == 0:
+            ok = g[i] == wr[i] and np.signbit(g[i]) == np.signbit(wr[i])
+        else:
+            ok = err[i] <= bound or abs(g[i] - w[i]) <= abs_tol
+        if not ok:
+            bad.append(f"{name}({i}): got {g[i]!r} want {w[i]!r}")
+    return bad
+
+
+def _ilogb(x):
+    if x == 0 or np.isnan(x):
+        return -(2**31)
+    return 2**31 - 1 if np.isinf(x) else math.frexp(float(x))[1] - 1
+
+
+def _round_half_away(x):
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def _to_float(v):
+    try:
+        return float(v)
+    except OverflowError:
+        return math.copysign(math.inf, float(mpmath.sign(v)))
+
+
+def _mp(fn):
+    """An mpmath function of float64s (60 digits), to float64; NaN for a non-finite input."""
+
+    def f(x):
+        mpmath.mp.dps = 60
+        return np.array([_to_float(fn(mpmath.mpf(float(v)))) if np.isfinite(v) else np.nan for v in x])
+
+    return f
+
+
+def _sp(name):
+    return lambda x: getattr(scipy.special, name)(x)
+
+
+def _bessel(name):
+    """scipy's Bessel function, 0 at +-inf (j1 odd: -0 at -inf) as C's and CUDA's."""
+    return lambda x: np.where(np.isinf(x) & ((x > 0) | (name[0] == "j")), 0.0, getattr(scipy.special, name)(x))
+
+
+def _lgamma(x):
+    return np.array([np.inf if (v <= 0 and v == np.floor(v)) else math.lgamma(v) for v in x])
+
+
+def _erfc_mp(x):
+    """erfc in mpmath (scipy's fp64 erfc is some ulp off in the tail)."""
+    return np.where(
+        np.isfinite(x), _mp(mpmath.erfc)(np.clip(x, -30, 30)), np.where(x > 0, 0.0, np.where(x < 0, 2.0, x))
+    )
+
+
+def _normcdf_mp(x):
+    f = _mp(lambda v: mpmath.erfc(-v / mpmath.sqrt(2)) / 2)
+    return np.where(np.isfinite(x), f(np.clip(x, -50, 50)), np.where(x > 0, 1.0, np.where(x < 0, 0.0, x)))
+
+
+def _erfcx_mp(x):
+    def one(v):
+        if v > 1e6:  # the asymptotic series' first terms (mpmath's erfc fails far out)
+            return (1 - 1 / (2 * v * v)) / (v * mpmath.sqrt(mpmath.pi))
+        return mpmath.inf if v < -30 else mpmath.exp(v * v) * mpmath.erfc(v)
+
+    f = _mp(one)
+    return np.where(np.isfinite(x), f(x), np.where(x > 0, 0.0, np.where(x < 0, np.inf, x)))
+
+
+def _erfcinv1(y):
+    if np.isnan(y) or y < 0 or y > 2:
+        return np.nan
+    if y == 0 or y == 2:
+        return np.inf if y == 0 else -np.inf
+    if y == 1:
+        return 0.0
+    mpmath.mp.dps = 60
+    t0 = float(scipy.special.erfcinv(max(y, 1e-300)))
+    ly = mpmath.log(mpmath.mpf(float(y)))
+    return float(mpmath.findroot(lambda t: mpmath.log(mpmath.erfc(t)) - ly, t0))
+
+
+def _erfcinv_mp(x):
+    return np.array([_erfcinv1(v) for v in x])
+
+
+# name, reference on float64 inputs, CUDA's fp32 ulp bound, CUDA's fp64 ulp bound (0: exact), absolute tolerance
+LIBDEVICE_UNARY = [
+    ("exp", np.exp, 2, 1, 0),
+    ("expm1", np.expm1, 1, 1, 0),
+    ("log", np.log, 1, 1, 0),
+    ("log1p", np.log1p, 1, 1, 0),
+    ("log2", np.log2, 1, 1, 0),
+    ("log10", np.log10, 2, 1, 0),
+    ("exp2", np.exp2, 2, 1, 0),
+    ("exp10", lambda x: 10.0**x, 2, 1, 0),
+    ("sqrt", np.sqrt, 0, 0, 0),
+    ("rsqrt", lambda x: 1 / np.sqrt(x), 2, 1, 0),
+    ("cbrt", np.cbrt, 1, 1, 0),
+    ("rcbrt", lambda x: 1 / np.cbrt(x), 1, 1, 0),
+    ("erf", _sp("erf"), 2, 2, 0),
+    ("erfc", _erfc_mp, 4, 5, 0),
+    ("erfinv", _sp("erfinv"), 2, 5, 0),
+    ("erfcinv", _erfcinv_mp, 4, 6, 0),
+    ("erfcx", _erfcx_mp, 4, 4, 0),
+    ("normcdf", _normcdf_mp, 5, 5, 0),
+    ("normcdfinv", _sp("ndtri"), 5, 8, 0),
+    ("tanh", np.tanh, 2, 1, 0),
+    ("sinh", np.sinh, 3, 2, 0),
+    ("cosh", np.cosh, 2, 1, 0),
+    ("asinh", np.arcsinh, 3, 2, 0),
+    ("atan", np.arctan, 2, 2, 0),
+    ("sin", np.sin, 2, 2, 0),
+    ("cos", np.cos, 2, 2, 0),
+    ("sinpi", _mp(mpmath.sinpi), 1, 1, 0),
+    ("cospi", _mp(mpmath.cospi), 1, 1, 0),
+    ("lgamma", _lgamma, 6, 4, 1e-6),
+    ("tgamma", _sp("gamma"), 5, 10, 0),
+    ("j0", _bessel("j0"), 9, 7, 2.2e-6),
+    ("j1", _bessel("j1"), 9, 7, 2.2e-6),
+    ("y0", _bessel("y0"), 9, 7, 2.2e-6),
+    ("y1", _bessel("y1"), 9, 7, 2.2e-6),
+    ("round", _round_half_away, 0, 0, 0),
+    ("rint", np.rint, 0, 0, 0),
+    ("nearbyint", np.rint, 0, 0, 0),
+    ("trunc", np.trunc, 0, 0, 0),
+    ("floor", np.floor, 0, 0, 0),
+    ("ceil", np.ceil, 0, 0, 0),
+    ("abs", np.abs, 0, 0, 0),
+    (
+        "logb",
+        lambda x: np.array(
+            [np.nan if np.isnan(v) else -np.inf if v == 0 else np.inf if np.isinf(v) else _ilogb(v) for v in x]
+        ),
+        0,
+        0,
+        0,
+    ),
+    ("ilogb", lambda x: np.array([_ilogb(v) for v in x], np.float64), 0, 0, 0),
+    ("signbit", lambda x: np.signbit(x).astype(np.float64), 0, 0, 0),
+    ("isnan", lambda x: np.isnan(x).astype(np.float64), 0, 0, 0),
+    ("isinf", lambda x: np.isinf(x).astype(np.float64), 0, 0, 0),
+    ("finite", lambda x: np.isfinite(x).astype(np.float64), 0, 0, 0),
+]
+
+
+@triton.jit
+def _libdevice_unary(x):
+    if x.dtype == tl.float32:
+        finite = libdevice.finitef(x)
+    else:
+        finite = libdevice.isfinited(x)
+    return (
+        libdevice.exp(x),
+        libdevice.expm1(x),
+        libdevice.log(x),
+        libdevice.log1p(x),
+        libdevice.log2(x),
+        libdevice.log10(x),
+        libdevice.exp2(x),
+        libdevice.exp10(x),
+        libdevice.sqrt(x),
+        libdevice.rsqrt(x),
+        libdevice.cbrt(x),
+        libdevice.rcbrt(x),
+        libdevice.erf(x),
+        libdevice.erfc(x),
+        libdevice.erfinv(x),
+        libdevice.erfcinv(x),
+        libdevice.erfcx(x),
+        libdevice.normcdf(x),
+        libdevice.normcdfinv(x),
+        libdevice.tanh(x),
+        libdevice.sinh(x),
+        libdevice.cosh(x),
+        libdevice.asinh(x),
+        libdevice.atan(x),
+        libdevice.sin(x),
+        libdevice.cos(x),
+        libdevice.sinpi(x),
+        libdevice.cospi(x),
+        libdevice.lgamma(x),
+        libdevice.tgamma(x),
+        libdevice.j0(x),
+        libdevice.j1(x),
+        libdevice.y0(x),
+        libdevice.y1(x),
+        libdevice.round(x),
+        libdevice.rint(x),
+        libdevice.nearbyint(x),
+        libdevice.trunc(x),
+        libdevice.floor(x),
+        libdevice.ceil(x),
+        libdevice.abs(x),
+        libdevice.logb(x),
+        libdevice.ilogb(x),
+        libdevice.signbit(x) != 0,
+        libdevice.isnan(x) != 0,
+        libdevice.isinf(x) != 0,
+        finite != 0,
+    )
+
+
+@triton.jit
+def k_libdevice_unary(x, o, N: tl.constexpr, NOUT: tl.constexpr):
+    r = tl.arange(0, N)
+    outs = _libdevice_unary(tl.load(x + r))
+    for j in tl.static_range(NOUT):
+        tl.store(o + j * N + r, outs[j].to(tl.float64))
+
+
+def _libdevice_unary_problems(got, x, dtype, which):
+    bad = []
+    with np.errstate(all="ignore"):
+        for j, (name, ref, b32, b64, abs_tol) in enumerate(LIBDEVICE_UNARY):
+            want = np.asarray(ref(x.astype(np.float64)), np.float64)
+            bound = b32 if dtype == np.float32 else b64
+            out_type = np.float64 if name == "ilogb" else dtype  # an int32 result
+            bad += _ulp_problems(f"{which}{name}", got[j], want, out_type, bound, abs_tol)
+    return bad
+
+
+@probe(
+    "libdevice unary functions (47: exp..erfinv..lgamma..j0..ilogb..isinf) on fp32/fp64 edge values, CUDA ulp bounds"
+)
+def probe_libdevice_unary():
+    res = {}
+    nout = len(LIBDEVICE_UNARY)
+    for dtype in (np.float32, np.float64):
+        x = _edges(dtype)
+        o = empty(nout * x.size, torch.float64)
+        k_libdevice_unary[(1,)](dev(x), o, x.size, nout)
+        got = host(o).reshape(nout, x.size)
+        bad = [] if INTERPRET else _libdevice_unary_problems(got, x, dtype, "")
+        res[np.dtype(dtype).name] = (got, None, None)
+        res[np.dtype(dtype).name + " ulp"] = (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)
+    return res
 
 
 # ---- runner -----------------------------------------------------------------------------------------------------
