@@ -3108,6 +3108,96 @@ def probe_libdevice_unary():
     return res
 
 
+@triton.jit
+def k_libdevice_binary(x, y, n, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(x + r)
+    b = tl.load(y + r)
+    k = tl.load(n + r)
+    outs = (
+        libdevice.pow(a, b),
+        libdevice.atan2(a, b),
+        libdevice.hypot(a, b),
+        libdevice.rhypot(a, b),
+        libdevice.fmod(a, b),
+        libdevice.remainder(a, b),
+        libdevice.copysign(a, b),
+        libdevice.nextafter(a, b),
+        libdevice.fdim(a, b),
+        libdevice.ldexp(a, k),
+        libdevice.scalbn(a, k),
+    )
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j].to(tl.float64))
+
+
+def _c_remainder(x, y):
+    return np.array(
+        [math.remainder(a, b) if np.isfinite(a) and b != 0 and not np.isnan(b) else np.nan for a, b in zip(x, y)]
+    )
+
+
+def _rhypot(a, b):
+    mpmath.mp.dps = 60
+    with np.errstate(all="ignore"):
+        rough = 1 / np.hypot(a, b)
+    fine = [
+        _to_float(1 / mpmath.sqrt(mpmath.mpf(u) ** 2 + mpmath.mpf(v) ** 2)) if (u or v) else 0 for u, v in zip(a, b)
+    ]
+    return np.where(np.isfinite(a) & np.isfinite(b) & ((a != 0) | (b != 0)), fine, rough)
+
+
+def _nextafter(x, y, dtype):
+    return np.nextafter(x.astype(dtype), y.astype(dtype)).astype(np.float64)
+
+
+LIBDEVICE_BINARY = [  # name, reference (a, b, k, dtype), fp32 ulp bound, fp64 ulp bound
+    ("pow", lambda a, b, k, t: np.power(a, b), 4, 2),
+    ("atan2", lambda a, b, k, t: np.arctan2(a, b), 3, 2),
+    ("hypot", lambda a, b, k, t: np.hypot(a, b), 3, 2),
+    ("rhypot", lambda a, b, k, t: _rhypot(a, b), 2, 1),
+    ("fmod", lambda a, b, k, t: np.fmod(a, b), 0, 0),
+    ("remainder", lambda a, b, k, t: np.where(np.isinf(b) & np.isfinite(a), a, _c_remainder(a, b)), 0, 0),
+    ("copysign", lambda a, b, k, t: np.copysign(a, b), 0, 0),
+    ("nextafter", lambda a, b, k, t: _nextafter(a, b, t), 0, 0),
+    ("fdim", lambda a, b, k, t: np.where(np.isnan(a) | np.isnan(b), np.nan, np.where(a > b, a - b, 0.0)), 0, 0),
+    ("ldexp", lambda a, b, k, t: np.ldexp(a.astype(t), k).astype(np.float64), 0, 0),
+    ("scalbn", lambda a, b, k, t: np.ldexp(a.astype(t), k).astype(np.float64), 0, 0),
+]
+
+
+@probe(
+    "libdevice binary functions (pow atan2 hypot rhypot fmod remainder copysign nextafter fdim ldexp scalbn), fp32/fp64"
+)
+def probe_libdevice_binary():
+    res = {}
+    for dtype in (np.float32, np.float64):
+        e = _edges(dtype)
+        ne = e.size
+        x = np.repeat(e[:32], 32)[: 32 * 32]  # every pair of the 32 edge values
+        y = np.tile(e[:32], 32)
+        g = rng(ne)  # then 1024 random pairs, a third of the exponents small integers
+        rx, ry = g.standard_normal((2, 1024)) * 4
+        ry[::3] = np.round(ry[::3])
+        x = np.concatenate([x, rx.astype(dtype)])
+        y = np.concatenate([y, ry.astype(dtype)])
+        k = rng(3).integers(-300, 300, x.size).astype(np.int32)
+        k[:8] = [0, 1, -1, 2**31 - 1, -(2**31), 128, -150, -1100]
+        o = empty(len(LIBDEVICE_BINARY) * x.size, torch.float64)
+        k_libdevice_binary[(1,)](dev(x), dev(y), dev(k), o, x.size)
+        got = host(o).reshape(len(LIBDEVICE_BINARY), x.size)
+        bad = []
+        if not INTERPRET:
+            with np.errstate(all="ignore"):
+                a, b = x.astype(np.float64), y.astype(np.float64)
+                for j, (name, ref, b32, b64) in enumerate(LIBDEVICE_BINARY):
+                    bound = b32 if dtype == np.float32 else b64
+                    bad += _ulp_problems(name, got[j], ref(a, b, k, dtype), dtype, bound)
+        res[np.dtype(dtype).name] = (got, None, None)
+        res[np.dtype(dtype).name + " ulp"] = (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)
+    return res
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""

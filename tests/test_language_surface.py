@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import mpmath
 import numpy as np
 import pytest
 import triton
 import triton.language as tl
 from codegen_kernels.harness import MACHINE, compile_kernel, run
+from triton.language.extra import libdevice
 
 from triton_plate_backend.dtypes import NUMPY
 
@@ -81,3 +83,29 @@ def test_histogram_of_more_bins_than_the_vector_unit(n, bins, vtype):
     v = x.astype(np.int64)
     keep = (v >= 0) & (v < bins) & (np.fmod(v, 3) != 0)
     np.testing.assert_array_equal(out, np.bincount(v[keep], minlength=bins))
+
+
+@triton.jit
+def reciprocal_norms(x, y, z, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a, b, c = tl.load(x + r), tl.load(y + r), tl.load(z + r)
+    tl.store(o + r, libdevice.rhypot(a, b))
+    tl.store(o + N + r, libdevice.rnorm3d(a, b, c))
+
+
+def test_fp64_rhypot_and_rnorm3d_within_one_ulp():
+    """libdevice.rhypot in fp64 (CUDA: at most 1 ulp; rnorm3d 2) was 1 / norm, rounded twice: 1.7 ulp at
+    rhypot(2.5, 100), up to 2.5 ulp on random triples; now a double-double sum of squares and a Newton step."""
+    n = 64
+    g = np.random.default_rng(28)
+    x, y, z = (g.standard_normal(n) * 10.0 ** g.integers(-3, 4, n) for _ in range(3))
+    x[0], y[0] = 2.5, 100.0
+    sig = {"x": "*fp64", "y": "*fp64", "z": "*fp64", "o": "*fp64", "N": "constexpr"}
+    prog = compile_kernel(reciprocal_norms, sig, {"N": n})
+    (*_, out), _ = run(prog, 1, [x, y, z, np.zeros(2 * n)])
+    mpmath.mp.dps = 50
+    for k, args in enumerate(((x, y), (x, y, z))):
+        for i in range(n):
+            exact = 1 / mpmath.sqrt(sum(mpmath.mpf(float(a[i])) ** 2 for a in args))
+            got = out[k * n + i]
+            assert abs(mpmath.mpf(float(got)) - exact) <= np.spacing(got), (k, i, got, exact)
