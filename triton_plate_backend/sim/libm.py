@@ -294,7 +294,18 @@ def rcp64h(x):
 
 @_errstate
 def rcbrt(x):
-    return 1.0 / np.cbrt(np.asarray(x, F64))
+    """1 / cbrt(x) and one Newton step whose residual 1 - x y^3 is summed from exact products: within CUDA's
+    1 ulp in f64 (1 / cbrt rounded twice: 1.32 ulp at 3.61196e-05)."""
+    x = np.asarray(x, F64)
+    m, e = np.frexp(np.where(np.isfinite(x), x, 1.0))
+    k = e - np.mod(e, 3)
+    a = np.ldexp(m, e - k)  # x / 2^k, 2^k a cube: 0.5 <= |a| < 4
+    y = 1.0 / np.cbrt(a)
+    th, tl = two_product(y, y)
+    ph, pl = two_product(a, y)
+    r = fma64(-ph, th, np.ones_like(a)) - ph * tl - pl * th  # 1 - a * y^3
+    out = np.ldexp(y + y * (r / 3.0), -k // 3)
+    return np.where(np.isfinite(x) & (x != 0), out, 1.0 / np.cbrt(x))
 
 
 @_errstate
