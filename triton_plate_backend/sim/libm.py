@@ -182,16 +182,28 @@ _ZM1 = [0.0, 0.0] + [_zeta_minus_one(k) for k in range(2, 64)]
 _EULER = 0.5772156649015329
 
 
+# the series' first two coefficients as hi + lo: -gamma (at 1) or 1 - gamma (at 2), and zeta(2)/2 or (zeta(2) - 1)/2
+_LGAMMA_C1 = {False: (-0.5772156649015329, 4.942915152430645e-18), True: (0.42278433509846713, 4.942915152430645e-18)}
+_LGAMMA_C2 = {False: (0.8224670334241132, 1.520336175199238e-17), True: (0.3224670334241132, 1.520336175199238e-17)}
+
+
 def _lgamma_near(e, at_two):
     """lgamma(1 + e) or lgamma(2 + e), |e| <= 1/2: the Taylor series in zeta values (no
-    cancellation near the zeros at 1 and 2). zeta(k) = 1 + _ZM1[k]."""
-    s = np.zeros_like(e)
-    p = e * e
-    for k in range(2, 64):
+    cancellation near the zeros at 1 and 2). zeta(k) = 1 + _ZM1[k]. The terms of e^3 and up by
+    Horner's rule; the first two, which nearly cancel around the minimum at 1.4616, in double-double
+    (summed in double they were 10 ulp off there)."""
+    t = np.zeros_like(e)
+    for k in range(63, 2, -1):
         c = _ZM1[k] if at_two else 1 + _ZM1[k]
-        s = s + (c / k if k % 2 == 0 else -c / k) * p
-        p = p * e
-    return ((1 - _EULER) if at_two else -_EULER) * e + s
+        t = t * e + (c / k if k % 2 == 0 else -c / k)
+    c1, c1_lo = _LGAMMA_C1[at_two]
+    c2, c2_lo = _LGAMMA_C2[at_two]
+    q, q_lo = two_product(e, e)
+    p1, p1_lo = two_product(c1, e)
+    p2, p2_lo = two_product(c2, q)
+    hi, hi_lo = two_sum(p1, p2)
+    lo = hi_lo + p1_lo + p2_lo + c2 * q_lo + c1_lo * e + c2_lo * q + t * q * e
+    return hi + lo
 
 
 def _lgamma1(x: float) -> float:
@@ -211,15 +223,31 @@ def lgamma(x):
     library's beyond."""
     x = np.asarray(x, F64)
     up = (np.abs(x) < 0.5) & (x != 0)  # lgamma(x) = lgamma(x + 1) - log|x|: the log term dominates
-    y = np.where(up, x + 1, x)
+    # (-2.5, -0.5]: lgamma(x + 3) - log|x (x + 1) (x + 2)| (the reflection loses 8 ulp there), the sums exact
+    up3 = (x > -2.5) & (x <= -0.5) & (x != np.floor(x))
+    # [3.5, 20): lgamma(y) + log(y (y + 1) ... (x - 1)), y = x - n in [2.5, 3.5) exact, the product in
+    # double-double (the standard library's lgamma is 6 ulp off there)
+    down = (x >= 3.5) & (x < 20)
+    n = np.where(down, np.floor(x - 2.5), 0.0)
+    y = np.where(up, x + 1, np.where(up3, x + 3, x - n))
+    ph, pl = np.ones_like(x), np.zeros_like(x)
+    for i in range(17):
+        f = np.where(i < n, y + i, 1.0)
+        ph, err = two_product(ph, f)
+        pl = pl * f + err
     near = np.where(
         y < 1.5,
         _lgamma_near(y - 1, False),
         np.where(y < 2.5, _lgamma_near(y - 2, True), np.log(y - 1) + _lgamma_near(y - 3, True)),
     )
     near = np.where(up, near - np.log(np.abs(x)), near)
-    out = np.where(((x > -0.5) & (x < 3.5) & (x != 0)), near, _LGAMMA(x))
-    neg = (x <= -0.5) & np.isfinite(x) & (x != np.floor(x))
+    p, p_lo = two_product(x, x + 1)
+    p3, p3_lo = two_product(p, x + 2)
+    p3_lo = p3_lo + p_lo * (x + 2)
+    near = np.where(up3, near - (np.log(np.abs(p3)) + p3_lo / p3), near)
+    near = np.where(down, near + (np.log(ph) + pl / ph), near)
+    out = np.where(((x > -0.5) & (x < 3.5) & (x != 0)) | up3 | down, near, _LGAMMA(x))
+    neg = (x <= -2.5) & np.isfinite(x) & (x != np.floor(x))
     if neg.any():
         reflected = math.log(math.pi) - np.log(np.abs(sinpi(x))) - _LGAMMA(1 - x)
         out = np.where(neg & (x > -1e300), reflected, out)
