@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -3193,6 +3194,101 @@ def probe_libdevice_binary():
                 for j, (name, ref, b32, b64) in enumerate(LIBDEVICE_BINARY):
                     bound = b32 if dtype == np.float32 else b64
                     bad += _ulp_problems(name, got[j], ref(a, b, k, dtype), dtype, bound)
+        res[np.dtype(dtype).name] = (got, None, None)
+        res[np.dtype(dtype).name + " ulp"] = (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)
+    return res
+
+
+@triton.jit
+def k_tl_math(x, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(x + r)
+    if a.dtype == tl.float32:  # the IEEE-rounded forms take fp32 only; fp64's plain ones are IEEE
+        s_rn, q_rn, r_ieee = tl.sqrt_rn(a), tl.div_rn(a, 3.0), tl.fdiv(1.0, a, ieee_rounding=True)
+    else:
+        s_rn, q_rn, r_ieee = tl.sqrt(a), a / 3.0, 1.0 / a
+    outs = (
+        tl.exp(a),
+        tl.exp2(a),
+        tl.log(a),
+        tl.log2(a),
+        tl.sqrt(a),
+        s_rn,
+        tl.rsqrt(a),
+        tl.erf(a),
+        tl.floor(a),
+        tl.ceil(a),
+        tl.abs(a),
+        tl.sin(a),
+        tl.cos(a),
+        q_rn,
+        r_ieee,
+        tl.fma(a, a, -1.0),
+        tl.clamp(a, -2.0, 2.0, propagate_nan=tl.PropagateNan.ALL),
+        tl.sigmoid(a),
+    )
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j].to(tl.float64))
+
+
+def _fma_ref(a, dtype):
+    """a * a - 1 rounded once to dtype (exact rationals; inf past the type's largest)."""
+    out = []
+    for v in a.tolist():
+        if not np.isfinite(v):
+            out.append(v * v - 1)
+            continue
+        q = Fraction(v) * Fraction(v) - 1
+        out.append(float(q) if abs(q) < 2**1000 else np.inf)
+    return np.array(out)
+
+
+TL_MATH = [  # name, reference on float64, ulp bound (0: exact)
+    ("exp", np.exp, 2),
+    ("exp2", np.exp2, 2),
+    ("log", np.log, 2),
+    ("log2", np.log2, 2),
+    ("sqrt", np.sqrt, 1),
+    ("sqrt_rn", np.sqrt, 0),
+    ("rsqrt", lambda a: 1 / np.sqrt(a), 2),
+    ("erf", _sp("erf"), 2),
+    ("floor", np.floor, 0),
+    ("ceil", np.ceil, 0),
+    ("abs", np.abs, 0),
+    ("sin", np.sin, 2),
+    ("cos", np.cos, 2),
+    ("div_rn", lambda a: None, 0),
+    ("fdiv ieee", lambda a: None, 0),
+    ("fma", None, 0),
+    ("clamp", lambda a: np.where(np.isnan(a), np.nan, np.clip(a, -2.0, 2.0)), 0),
+    ("sigmoid", None, 2),  # Triton's formula 1 / (1 + exp(-x)) in the type: exp(100) overflows fp32, sigmoid(-100) = 0
+]
+
+
+@probe("tl.exp/exp2/log/log2/sqrt/sqrt_rn/rsqrt/erf/floor/ceil/abs/sin/cos/div_rn/fdiv/fma/clamp/sigmoid, edge values")
+def probe_tl_math_edges():
+    res = {}
+    for dtype in (np.float32, np.float64):
+        x = _edges(dtype)
+        o = empty(len(TL_MATH) * x.size, torch.float64)
+        k_tl_math[(1,)](dev(x), o, x.size)
+        got = host(o).reshape(len(TL_MATH), x.size)
+        bad = []
+        if not INTERPRET:
+            a = x.astype(np.float64)
+            for j, (name, ref, bound) in enumerate(TL_MATH):
+                with np.errstate(all="ignore"):
+                    if name == "div_rn":  # correctly rounded: the float64 quotient rounded once (no double rounding)
+                        want = (x / dtype(3.0)).astype(np.float64)
+                    elif name == "fdiv ieee":
+                        want = (dtype(1.0) / x).astype(np.float64)
+                    elif name == "fma":
+                        want = _fma_ref(a, dtype)
+                    elif name == "sigmoid":
+                        want = (1 / (1 + np.exp(-x))).astype(np.float64)
+                    else:
+                        want = ref(a)
+                bad += _ulp_problems(name, got[j], want, dtype, bound)
         res[np.dtype(dtype).name] = (got, None, None)
         res[np.dtype(dtype).name + " ulp"] = (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)
     return res
