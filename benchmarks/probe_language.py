@@ -3294,6 +3294,203 @@ def probe_tl_math_edges():
     return res
 
 
+def _round_exact(q, dtype, mode):
+    """The rational q rounded to dtype in mode rn/rz/ru/rd (finite, no overflow), as float64."""
+    f = dtype(float(q))
+    down, up = dtype(-np.inf), dtype(np.inf)
+    while Fraction(float(f)) > q:
+        f = np.nextafter(f, down)
+    while Fraction(float(np.nextafter(f, up))) <= q:
+        f = np.nextafter(f, up)
+    lo, hi = f, np.nextafter(f, up)  # lo <= q < hi
+    if Fraction(float(lo)) == q:
+        return float(lo)
+    if mode == "rd":
+        return float(lo)
+    if mode == "ru":
+        return float(hi)
+    if mode == "rz":
+        return float(lo if q > 0 else hi)
+    mid = (Fraction(float(lo)) + Fraction(float(hi))) / 2
+    if q != mid:
+        return float(lo if q < mid else hi)
+    return float(lo if int(np.asarray(lo).view(np.uint32 if dtype == np.float32 else np.uint64)) % 2 == 0 else hi)
+
+
+def _sqrt_exact(v, dtype, mode):
+    """sqrt(v) rounded in mode: the candidates bracketed by comparing squares exactly."""
+    f = dtype(np.sqrt(v))
+    q = Fraction(float(v))
+    down, up = dtype(-np.inf), dtype(np.inf)
+    while Fraction(float(f)) ** 2 > q:
+        f = np.nextafter(f, down)
+    while Fraction(float(np.nextafter(f, up))) ** 2 <= q:
+        f = np.nextafter(f, up)
+    lo, hi = f, np.nextafter(f, up)
+    if Fraction(float(lo)) ** 2 == q or mode in ("rd", "rz"):
+        return float(lo)
+    if mode == "ru":
+        return float(hi)
+    mid = (Fraction(float(lo)) + Fraction(float(hi))) / 2
+    return float(lo if q < mid * mid else hi)
+
+
+@triton.jit
+def k_libdevice_rounding(x, y, z, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(x + r)
+    b = tl.load(y + r)
+    c = tl.load(z + r)
+    sa = tl.abs(a)
+    outs = (
+        libdevice.div_rn(a, b),
+        libdevice.div_rz(a, b),
+        libdevice.div_ru(a, b),
+        libdevice.div_rd(a, b),
+        libdevice.mul_rz(a, b),
+        libdevice.mul_ru(a, b),
+        libdevice.add_rd(a, b),
+        libdevice.sub_ru(a, b),
+        libdevice.fma_rn(a, b, c),
+        libdevice.fma_rz(a, b, c),
+        libdevice.fma_ru(a, b, c),
+        libdevice.fma_rd(a, b, c),
+        libdevice.sqrt_rn(sa),
+        libdevice.sqrt_rz(sa),
+        libdevice.sqrt_ru(sa),
+        libdevice.sqrt_rd(sa),
+        libdevice.rcp_rn(a),
+        libdevice.rcp_rz(a),
+        libdevice.rcp_ru(a),
+        libdevice.rcp_rd(a),
+    )
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j].to(tl.float64))
+
+
+ROUNDED = [  # name, exact rational of (a, b, c)
+    *((f"div_{m}", m, lambda a, b, c: a / b) for m in ("rn", "rz", "ru", "rd")),
+    ("mul_rz", "rz", lambda a, b, c: a * b),
+    ("mul_ru", "ru", lambda a, b, c: a * b),
+    ("add_rd", "rd", lambda a, b, c: a + b),
+    ("sub_ru", "ru", lambda a, b, c: a - b),
+    *((f"fma_{m}", m, lambda a, b, c: a * b + c) for m in ("rn", "rz", "ru", "rd")),
+    *((f"sqrt_{m}", m, None) for m in ("rn", "rz", "ru", "rd")),
+    *((f"rcp_{m}", m, lambda a, b, c: 1 / a) for m in ("rn", "rz", "ru", "rd")),
+]
+
+
+@probe("libdevice IEEE ops in each rounding mode (div/mul/add/sub/fma/sqrt/rcp _rn/_rz/_ru/_rd), fp32/fp64, exact")
+def probe_libdevice_rounding():
+    res = {}
+    n = 64
+    for dtype in (np.float32, np.float64):
+        g = rng(n)
+        x, y = (g.standard_normal(n) * 10.0 ** g.integers(-3, 4, n)).astype(dtype), g.standard_normal(n).astype(dtype)
+        z = (-(x.astype(np.float64) * y)).astype(dtype)  # cancellation: the fma's one rounding shows
+        z[::2] = g.standard_normal(n // 2).astype(dtype)
+        o = empty(len(ROUNDED) * n, torch.float64)
+        k_libdevice_rounding[(1,)](dev(x), dev(y), dev(z), o, n)
+        got = host(o).reshape(len(ROUNDED), n)
+        bad = []
+        if not INTERPRET:
+            for j, (name, mode, fn) in enumerate(ROUNDED):
+                want = []
+                for a, b, c in zip(x.tolist(), y.tolist(), z.tolist()):
+                    if fn is None:
+                        want.append(_sqrt_exact(abs(a), dtype, mode))
+                    else:
+                        want.append(_round_exact(fn(Fraction(a), Fraction(b), Fraction(c)), dtype, mode))
+                bad += _ulp_problems(name, got[j], np.array(want), dtype, 0)
+        res[np.dtype(dtype).name] = (got, None, None)
+        res[np.dtype(dtype).name + " exact"] = (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)
+    return res
+
+
+@triton.jit
+def k_libdevice_int(a, b, c, a64, b64, o, o64, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(a + r)
+    y = tl.load(b + r)
+    z = tl.load(c + r)
+    x64 = tl.load(a64 + r)
+    y64 = tl.load(b64 + r)
+    outs = (
+        libdevice.popc(x),
+        libdevice.clz(x),
+        libdevice.brev(x),
+        libdevice.ffs(x),
+        libdevice.mulhi(x, y),
+        libdevice.mulhi(x.to(tl.uint32, bitcast=True), y.to(tl.uint32, bitcast=True)).to(tl.int32, bitcast=True),
+        libdevice.hadd(x, y),
+        libdevice.rhadd(x, y),
+        libdevice.sad(x, y, z.to(tl.uint32, bitcast=True)).to(tl.int32, bitcast=True),
+        libdevice.mul24(x, y),
+        libdevice.popc(x64),
+        libdevice.clz(x64),
+        libdevice.ffs(x64),
+    )
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j])
+    outs64 = (libdevice.brev(x64), libdevice.mulhi(x64, y64))
+    for j in tl.static_range(len(outs64)):
+        tl.store(o64 + j * N + r, outs64[j])
+
+
+def _s(v, bits):
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+@probe(
+    "libdevice integer functions: popc clz brev ffs mulhi umulhi hadd rhadd sad mul24 (i32), popc clz ffs brev mulhi"
+)
+def probe_libdevice_int():
+    n = 64
+    g = rng(5)
+    x = g.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    y = g.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    z = g.integers(0, 2**16, n).astype(np.int32)
+    x[:6] = [0, -1, 1, -(2**31), 2**31 - 1, 1 << 20]
+    y[:6] = [0, -1, -1, -(2**31), 2**31 - 1, 3]
+    x64 = g.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    y64 = g.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    x64[:4] = [0, -1, -(2**63), 1 << 40]
+    o, o64 = empty(13 * n, torch.int32), empty(2 * n, torch.int64)
+    k_libdevice_int[(1,)](dev(x), dev(y), dev(z), dev(x64), dev(y64), o, o64, n)
+    xs, ys, zs = x.tolist(), y.tolist(), z.tolist()
+    u = [v & 0xFFFFFFFF for v in xs]
+    uy = [v & 0xFFFFFFFF for v in ys]
+    u64 = [v & (2**64 - 1) for v in x64.tolist()]
+
+    def low24(v):
+        return _s(v, 24)
+
+    want = [
+        [bin(v).count("1") for v in u],
+        [32 - v.bit_length() for v in u],
+        [_s(int(f"{v:032b}"[::-1], 2), 32) for v in u],
+        [(v & -v).bit_length() for v in u],
+        [_s((a * b) >> 32, 32) for a, b in zip(xs, ys)],
+        [_s((a * b) >> 32, 32) for a, b in zip(u, uy)],
+        [(a + b) >> 1 for a, b in zip(xs, ys)],
+        [(a + b + 1) >> 1 for a, b in zip(xs, ys)],
+        [_s(abs(a - b) + c, 32) for a, b, c in zip(xs, ys, zs)],
+        [_s(low24(a) * low24(b), 32) for a, b in zip(xs, ys)],
+        [bin(v).count("1") for v in u64],
+        [64 - v.bit_length() for v in u64],
+        [(v & -v).bit_length() for v in u64],
+    ]
+    want64 = [
+        [_s(int(f"{v:064b}"[::-1], 2), 64) for v in u64],
+        [_s((a * b) >> 64, 64) for a, b in zip(x64.tolist(), y64.tolist())],
+    ]
+    return {
+        "int32": (host(o).reshape(13, n), np.array(want, np.int64).astype(np.int32), 0),
+        "int64": (host(o64).reshape(2, n), np.array(want64, np.int64), 0),
+    }
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
