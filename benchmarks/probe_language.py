@@ -3491,6 +3491,153 @@ def probe_libdevice_int():
     }
 
 
+# ---- tl.dot options (session 28) ----------------------------------------------------------------------------------
+@triton.jit
+def k_dot_precision(a, b, o, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, PREC: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    x = tl.load(a + rm * K + rk[None, :])
+    y = tl.load(b + rk[:, None] * N + rn)
+    tl.store(o + rm * N + rn, tl.dot(x, y, input_precision=PREC))
+
+
+def _tf32(v):
+    """fp32 -> tf32, round to nearest even on the 13 dropped bits (plate's rule; CUDA's cvt.rna ties away)."""
+    u = v.astype(np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0xFFF + ((u >> 13) & 1)) & 0xFFFFE000
+    return u.astype(np.uint32).view(np.float32)
+
+
+@probe("tl.dot fp32 input_precision ieee / tf32 / tf32x3 against fp64 products of the (tf32-rounded) inputs")
+def probe_dot_input_precision():
+    m, n, k = 16, 16, 32
+    g = rng()
+    x = g.standard_normal((m, k)).astype(np.float32)
+    y = g.standard_normal((k, n)).astype(np.float32)
+    res = {}
+    exact = x.astype(np.float64) @ y.astype(np.float64)
+    for prec, want, tol in (
+        ("ieee", exact, 1e-6),
+        ("tf32", _tf32(x).astype(np.float64) @ _tf32(y).astype(np.float64), 1e-5),
+        ("tf32x3", exact, 1e-5),
+    ):
+        o = empty((m, n), torch.float32)
+        k_dot_precision[(1,)](dev(x), dev(y), o, m, n, k, prec)
+        got = host(o)
+        res[prec] = (got, want.astype(np.float32), tol)
+        if prec == "tf32":  # tf32's error is visible: the plain fp32 product is farther than 1e-5 somewhere
+            res["tf32 not ieee"] = (
+                np.array([mismatch(got, exact.astype(np.float32), 1e-6) is not None]),
+                np.array([True]),
+                0,
+            )
+    return res
+
+
+@triton.jit
+def k_dot_acc(a, b, c, o, oh, oi, ai, bi, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    x = tl.load(a + rm * K + rk[None, :])  # fp16
+    y = tl.load(b + rk[:, None] * N + rn)
+    acc = tl.load(c + rm * N + rn)  # fp32
+    acc = tl.dot(x, y, acc=acc)  # acc= keyword: acc + x @ y
+    acc = tl.dot(x, y, acc)  # positional
+    tl.store(o + rm * N + rn, acc)
+    tl.store(oh + rm * N + rn, tl.dot(x, y, out_dtype=tl.float16))
+    xi = tl.load(ai + rm * K + rk[None, :])  # int8
+    yi = tl.load(bi + rk[:, None] * N + rn)
+    acc_i = tl.full((M, N), 1000, tl.int32)
+    for _ in range(3):
+        acc_i = tl.dot(xi, yi, acc_i, out_dtype=tl.int32)
+    tl.store(oi + rm * N + rn, acc_i)
+
+
+@probe("tl.dot acc= (keyword and positional) fp16 -> fp32, out_dtype=fp16, an int8 -> int32 accumulator in a loop")
+def probe_dot_acc():
+    m, n, k = 16, 16, 32
+    g = rng()
+    x = (g.integers(-8, 8, (m, k)) / 4).astype(np.float16)  # products and sums exact in fp32 and fp16
+    y = (g.integers(-8, 8, (k, n)) / 4).astype(np.float16)
+    c = g.standard_normal((m, n)).astype(np.float32)
+    xi = g.integers(-128, 128, (m, k)).astype(np.int8)
+    yi = g.integers(-128, 128, (k, n)).astype(np.int8)
+    o, oh, oi = empty((m, n), torch.float32), empty((m, n), torch.float16), empty((m, n), torch.int32)
+    k_dot_acc[(1,)](dev(x), dev(y), dev(c), o, oh, oi, dev(xi), dev(yi), m, n, k)
+    p = x.astype(np.float64) @ y.astype(np.float64)
+    pi = xi.astype(np.int64) @ yi.astype(np.int64)
+    return {
+        "acc": (host(o), ((c + p.astype(np.float32)) + p.astype(np.float32)).astype(np.float32), 0),
+        "fp16 out": (host(oh), p.astype(np.float16), 0),
+        "int8 acc": (host(oi), (1000 + 3 * pi).astype(np.int32), 0),
+    }
+
+
+@triton.jit
+def k_dot_fp8(a, b, o, o2, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, E5: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    xb = tl.load(a + rm * K + rk[None, :])
+    yb = tl.load(b + rk[:, None] * N + rn)
+    if E5:
+        x = xb.to(tl.float8e5, bitcast=True)
+        y = yb.to(tl.float8e5, bitcast=True)
+    else:
+        x = xb.to(tl.float8e4nv, bitcast=True)
+        y = yb.to(tl.float8e4nv, bitcast=True)
+    tl.store(o + rm * N + rn, tl.dot(x, y))
+    tl.store(o2 + rm * N + rn, tl.dot(x, y, max_num_imprecise_acc=32))
+
+
+@probe("tl.dot of fp8 e4m3 (float8e4nv) and e5m2 inputs -> fp32, also with max_num_imprecise_acc=32")
+def probe_dot_fp8():
+    m, n, k = 16, 16, 64
+    g = rng()
+    res = {}
+    for name, e5, tt in (("e4m3", False, torch.float8_e4m3fn), ("e5m2", True, torch.float8_e5m2)):
+        xf = torch.from_numpy(g.standard_normal((m, k)).astype(np.float32)).to(tt)
+        yf = torch.from_numpy(g.standard_normal((k, n)).astype(np.float32)).to(tt)
+        xb, yb = xf.view(torch.uint8).numpy(), yf.view(torch.uint8).numpy()
+        o, o2 = empty((m, n), torch.float32), empty((m, n), torch.float32)
+        k_dot_fp8[(1,)](dev(xb), dev(yb), o, o2, m, n, k, e5)
+        want = (xf.double().numpy() @ yf.double().numpy()).astype(np.float32)
+        res[name] = (host(o), want, 1e-5)
+        res[name + " imprecise"] = (host(o2), want, 1e-5)
+    return res
+
+
+@triton.jit
+def k_dot_scaled(a, b, sa, sb, o, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    x = tl.load(a + rm * K + rk[None, :])
+    y = tl.load(b + rk[:, None] * N + rn)
+    xs = tl.load(sa + rm * (K // 32) + tl.arange(0, K // 32)[None, :])
+    ys = tl.load(sb + tl.arange(0, N)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    tl.store(o + rm * N + rn, tl.dot_scaled(x, xs, "e4m3", y, ys, "e4m3"))
+
+
+@probe("tl.dot_scaled e4m3 x e4m3 with e8m0 block scales (32 elements a scale) -> fp32")
+def probe_dot_scaled():
+    m, n, k = 16, 16, 64
+    g = rng()
+    xf = torch.from_numpy(g.standard_normal((m, k)).astype(np.float32)).to(torch.float8_e4m3fn)
+    yf = torch.from_numpy(g.standard_normal((k, n)).astype(np.float32)).to(torch.float8_e4m3fn)
+    sa = g.integers(124, 131, (m, k // 32)).astype(np.uint8)  # e8m0: 2^(s - 127)
+    sb = g.integers(124, 131, (n, k // 32)).astype(np.uint8)
+    o = empty((m, n), torch.float32)
+    k_dot_scaled[(1,)](
+        dev(xf.view(torch.uint8).numpy()), dev(yf.view(torch.uint8).numpy()), dev(sa), dev(sb), o, m, n, k
+    )
+    xa = xf.double().numpy() * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, 1)
+    ya = yf.double().numpy() * np.repeat(2.0 ** (sb.astype(np.float64) - 127), 32, 1).T
+    return {"out": (host(o), (xa @ ya).astype(np.float32), 1e-5)}
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
