@@ -3638,6 +3638,65 @@ def probe_dot_scaled():
     return {"out": (host(o), (xa @ ya).astype(np.float32), 1e-5)}
 
 
+# ---- loop and memory hints (session 28) ---------------------------------------------------------------------------
+@triton.jit
+def k_range_hints(x, w, o, n, ROWS: tl.constexpr, BLOCK: tl.constexpr, K: tl.constexpr):
+    tl.assume(n > 0)
+    tl.assume(n % BLOCK == 0)
+    r = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in tl.range(0, n, BLOCK, num_stages=3, loop_unroll_factor=2, disallow_acc_multi_buffer=True):
+        offs = tl.max_contiguous(tl.multiple_of(i + r, BLOCK), BLOCK)
+        acc += tl.load(x + offs, cache_modifier=".cg", eviction_policy="evict_last")
+    tl.store(o + r, acc, cache_modifier=".cs", eviction_policy="evict_first")
+    total = tl.zeros((BLOCK,), tl.float32)
+    for a in tl.range(0, ROWS, flatten=True):  # nested loops flattened into one
+        for b in tl.range(0, 2, num_stages=2):
+            offs = (a * 2 + b) * BLOCK + r
+            total += tl.load(x + offs, volatile=True) * (b + 1)
+    tl.store(o + BLOCK + r, total, cache_modifier=".wt")
+    c = tl.zeros((16, 16), tl.float32)
+    ra = tl.arange(0, 16)
+    for kk in tl.range(0, K, 16, warp_specialize=False, disable_licm=True):
+        xa = tl.load(x + ra[:, None] * K + kk + ra[None, :])
+        wb = tl.load(w + (kk + ra[:, None]) * 16 + ra[None, :], cache_modifier=".ca")
+        c = tl.dot(xa, wb, c)
+    tl.store(o + 2 * BLOCK + ra[:, None] * 16 + ra[None, :], c)
+    s = tl.zeros((BLOCK,), tl.float32)
+    for j in tl.static_range(4):
+        s += tl.load(x + j * BLOCK + tl.max_constancy(r // BLOCK * 0, BLOCK) + r) * j
+    tl.store(o + 2 * BLOCK + 256 + r, s)
+
+
+@probe(
+    "tl.range num_stages/loop_unroll_factor/disallow_acc_multi_buffer/flatten/warp_specialize/disable_licm, "
+    "static_range, assume, multiple_of/max_contiguous/max_constancy, cache_modifier/eviction_policy/volatile"
+)
+def probe_range_hints():
+    block, rows, k = 32, 3, 64
+    n = 8 * block
+    g = rng()
+    x = (g.integers(-8, 8, 16 * k) / 8).astype(np.float32)  # exact sums
+    w = (g.integers(-8, 8, (k, 16)) / 8).astype(np.float32)
+    o = empty(2 * block + 256 + block, torch.float32)
+    k_range_hints[(1,)](dev(x), dev(w), o, n, rows, block, k)
+    got = host(o)
+    xs = x.astype(np.float64)
+    want_sum = xs[:n].reshape(-1, block).sum(0)
+    want_nested = sum(xs[(a * 2 + b) * block :][:block] * (b + 1) for a in range(rows) for b in range(2))
+    xa = xs[: 16 * k].reshape(16, k)
+    want_dot = np.zeros((16, 16))
+    for kk in range(0, k, 16):
+        want_dot += xa[np.arange(16)[:, None], kk + np.arange(16)[None, :]] @ w[kk : kk + 16].astype(np.float64)
+    want_static = sum(xs[j * block :][:block] * j for j in range(4))
+    return {
+        "tl.range sum": (got[:block], want_sum.astype(np.float32), 0),
+        "flatten nested": (got[block : 2 * block], want_nested.astype(np.float32), 0),
+        "dot loop": (got[2 * block : 2 * block + 256].reshape(16, 16), want_dot.astype(np.float32), 1e-6),
+        "static_range": (got[2 * block + 256 :], want_static.astype(np.float32), 0),
+    }
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
