@@ -3638,6 +3638,34 @@ def probe_dot_scaled():
     return {"out": (host(o), (xa @ ya).astype(np.float32), 1e-5)}
 
 
+@triton.jit
+def k_dot_scaled_fp4(a, sa, b, o, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    x = tl.load(a + rm * (K // 2) + tl.arange(0, K // 2)[None, :])  # two e2m1 a byte, the first in the low bits
+    xs = tl.load(sa + rm * (K // 32) + tl.arange(0, K // 32)[None, :])
+    y = tl.load(b + tl.arange(0, K)[:, None] * N + rn)  # bf16, no scale
+    acc = tl.full((M, N), 1.0, tl.float32)
+    tl.store(o + rm * N + rn, tl.dot_scaled(x, xs, "e2m1", y, None, "bf16", acc=acc))
+
+
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+
+
+@probe("tl.dot_scaled e2m1 (packed fp4, e8m0 scales) x bf16 (no scale) with acc=")
+def probe_dot_scaled_fp4():
+    m, n, k = 16, 16, 64
+    g = rng()
+    codes = g.integers(0, 16, (m, k)).astype(np.uint8)
+    packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+    sa = g.integers(124, 131, (m, k // 32)).astype(np.uint8)
+    y = torch.from_numpy(g.standard_normal((k, n)).astype(np.float32)).to(torch.bfloat16)
+    o = empty((m, n), torch.float32)
+    k_dot_scaled_fp4[(1,)](dev(packed), dev(sa), y.to(DEVICE), o, m, n, k)
+    xa = E2M1[codes] * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, 1)
+    return {"out": (host(o), (1.0 + xa @ y.double().numpy()).astype(np.float32), 1e-5)}
+
+
 # ---- loop and memory hints (session 28) ---------------------------------------------------------------------------
 @triton.jit
 def k_range_hints(x, w, o, n, ROWS: tl.constexpr, BLOCK: tl.constexpr, K: tl.constexpr):
