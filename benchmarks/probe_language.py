@@ -3491,6 +3491,61 @@ def probe_libdevice_int():
     }
 
 
+@triton.jit
+def k_libdevice_fast(x, y, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(x + r)
+    b = tl.load(y + r)
+    outs = (
+        libdevice.fast_expf(a),
+        libdevice.fast_exp10f(a),
+        libdevice.fast_logf(a),
+        libdevice.fast_log2f(a),
+        libdevice.fast_log10f(a),
+        libdevice.fast_sinf(a),
+        libdevice.fast_cosf(a),
+        libdevice.fast_tanf(a),
+        libdevice.fast_tanhf(a),
+        libdevice.fast_powf(a, b),
+        libdevice.fast_dividef(a, b),
+        libdevice.saturatef(a),
+    )
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j])
+
+
+FAST = [  # name, reference, ulp bound, absolute tolerance (CUDA's intrinsics: __expf 2 + 1.173|x| ulp, __sinf 2^-21.4)
+    ("fast_expf", lambda a, b: np.exp(a), 2, 0),
+    ("fast_exp10f", lambda a, b: 10.0**a, 2, 0),
+    ("fast_logf", lambda a, b: np.log(a), 3, 2**-21.41),
+    ("fast_log2f", lambda a, b: np.log2(a), 3, 2**-22),
+    ("fast_log10f", lambda a, b: np.log10(a), 3, 2**-21.41),
+    ("fast_sinf", lambda a, b: np.sin(a), 3, 2**-21.41),
+    ("fast_cosf", lambda a, b: np.cos(a), 3, 2**-21.41),
+    ("fast_tanf", lambda a, b: np.tan(a), 4, 2**-21),
+    ("fast_tanhf", lambda a, b: np.tanh(a), 2, 2**-21),
+    ("fast_powf", lambda a, b: np.power(a, b), 8, 0),
+    ("fast_dividef", lambda a, b: a / b, 2, 0),
+    ("saturatef", lambda a, b: np.where(np.isnan(a), 0.0, np.clip(a, 0.0, 1.0) + 0.0), 0, 0),  # [+0, 1]: -0 -> +0
+]
+
+
+@probe("libdevice fast_* fp32 intrinsics (exp exp10 log log2 log10 sin cos tan tanh pow dividef) and saturatef")
+def probe_libdevice_fast():
+    x = _edges(np.float32)
+    y = np.roll(x, 5)
+    o = empty(len(FAST) * x.size, torch.float32)
+    k_libdevice_fast[(1,)](dev(x), dev(y), o, x.size)
+    got = host(o).reshape(len(FAST), x.size)
+    bad = []
+    if not INTERPRET:
+        a, b = x.astype(np.float64), y.astype(np.float64)
+        with np.errstate(all="ignore"):
+            for j, (name, ref, bound, atol) in enumerate(FAST):
+                bad += _ulp_problems(name, got[j], ref(a, b), np.float32, bound, atol)
+    return {"fp32": (got, None, None), "ulp": (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)}
+
+
 # ---- tl.dot options (session 28) ----------------------------------------------------------------------------------
 @triton.jit
 def k_dot_precision(a, b, o, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, PREC: tl.constexpr):
