@@ -2984,6 +2984,13 @@ LIBDEVICE_UNARY = [
     ("atan", np.arctan, 2, 2, 0),
     ("sin", np.sin, 2, 2, 0),
     ("cos", np.cos, 2, 2, 0),
+    ("tan", np.tan, 4, 2, 0),
+    ("asin", np.arcsin, 2, 2, 0),
+    ("acos", np.arccos, 2, 2, 0),
+    ("acosh", np.arccosh, 4, 3, 0),
+    ("atanh", np.arctanh, 3, 2, 0),
+    ("cyl_bessel_i0", lambda x: np.where(np.isinf(x), np.inf, scipy.special.i0(x)), 6, 6, 0),  # scipy: NaN at inf
+    ("cyl_bessel_i1", lambda x: np.where(np.isinf(x), x, scipy.special.i1(x)), 6, 6, 0),
     ("sinpi", _mp(mpmath.sinpi), 1, 1, 0),
     ("cospi", _mp(mpmath.cospi), 1, 1, 0),
     ("lgamma", _lgamma, 6, 4, 1e-6),
@@ -3049,6 +3056,13 @@ def _libdevice_unary(x):
         libdevice.atan(x),
         libdevice.sin(x),
         libdevice.cos(x),
+        libdevice.tan(x),
+        libdevice.asin(x),
+        libdevice.acos(x),
+        libdevice.acosh(x),
+        libdevice.atanh(x),
+        libdevice.cyl_bessel_i0(x),
+        libdevice.cyl_bessel_i1(x),
         libdevice.sinpi(x),
         libdevice.cospi(x),
         libdevice.lgamma(x),
@@ -3093,7 +3107,7 @@ def _libdevice_unary_problems(got, x, dtype, which):
 
 
 @probe(
-    "libdevice unary functions (47: exp..erfinv..lgamma..j0..ilogb..isinf) on fp32/fp64 edge values, CUDA ulp bounds"
+    "libdevice unary functions (54: exp..erfinv..lgamma..j0..i0..ilogb..isinf), fp32/fp64 edge values, CUDA ulp bounds"
 )
 def probe_libdevice_unary():
     res = {}
