@@ -3560,6 +3560,127 @@ def probe_libdevice_fast():
     return {"fp32": (got, None, None), "ulp": (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)}
 
 
+@triton.jit
+def k_libdevice_convert(f, d, i, ll, o_i, o_ll, o_f, o_d, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(f + r)
+    y = tl.load(d + r)
+    a = tl.load(i + r)
+    b = tl.load(ll + r)
+    ints = (
+        libdevice.float2int_rn(x),
+        libdevice.float2int_rz(x),
+        libdevice.float2int_ru(x),
+        libdevice.float2int_rd(x),
+        libdevice.float2uint_rn(x).to(tl.int32, bitcast=True),
+        libdevice.double2int_rd(y),
+        libdevice.float_as_int(x),
+        libdevice.double2hiint(y),
+        libdevice.double2loint(y),
+    )
+    for j in tl.static_range(len(ints)):
+        tl.store(o_i + j * N + r, ints[j])
+    lls = (libdevice.float2ll_ru(x), libdevice.double2ll_rz(y), libdevice.llrint(y), libdevice.llround(y))
+    for j in tl.static_range(len(lls)):
+        tl.store(o_ll + j * N + r, lls[j])
+    fs = (
+        libdevice.double2float_rn(y),
+        libdevice.double2float_rz(y),
+        libdevice.double2float_ru(y),
+        libdevice.double2float_rd(y),
+        libdevice.int2float_rz(a),
+        libdevice.int2float_ru(a),
+        libdevice.ll2float_rd(b),
+        libdevice.int_as_float(a),
+    )
+    for j in tl.static_range(len(fs)):
+        tl.store(o_f + j * N + r, fs[j])
+    ds = (libdevice.ll2double_ru(b), libdevice.ll2double_rz(b), libdevice.hiloint2double(a, a + 1))
+    for j in tl.static_range(len(ds)):
+        tl.store(o_d + j * N + r, ds[j])
+
+
+def _to_int_mode(v, mode, bits=32, signed=True):
+    lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    if np.isnan(v):
+        return 0
+    if np.isinf(v):
+        return hi if v > 0 else lo
+    q = Fraction(float(v))
+    n = {"rn": round(q), "rz": math.trunc(q), "ru": math.ceil(q), "rd": math.floor(q)}[mode]
+    return min(max(n, lo), hi)
+
+
+@probe(
+    "libdevice conversions in each rounding mode (float/double -> int/uint/ll, double -> float, int/ll -> float/"
+    "double), saturation, NaN -> 0, bit casts (float_as_int, double2hiint/loint, hiloint2double), llrint/llround"
+)
+def probe_libdevice_convert():
+    n = 64
+    g = rng(9)
+    x = (g.standard_normal(n) * 10.0 ** g.integers(0, 12, n)).astype(np.float32)
+    x[:10] = [0.5, 1.5, 2.5, -0.5, -2.5, np.nan, np.inf, -np.inf, 3e9, -3e9]
+    y = g.standard_normal(n) * 10.0 ** g.integers(-40, 20, n)
+    y[:10] = [0.5, 1.5, -2.5, np.nan, np.inf, -1e300, 1e39, -1e-46, 2.0**63, 4.5]
+    a = g.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    b = g.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    o_i, o_ll = empty(9 * n, torch.int32), empty(4 * n, torch.int64)
+    o_f, o_d = empty(8 * n, torch.float32), empty(3 * n, torch.float64)
+    k_libdevice_convert[(1,)](dev(x), dev(y), dev(a), dev(b), o_i, o_ll, o_f, o_d, n)
+    xs, ys, as_, bs = x.tolist(), y.tolist(), a.tolist(), b.tolist()
+    yb = y.view(np.int64)
+    want_i = [
+        *([_to_int_mode(v, m) for v in xs] for m in ("rn", "rz", "ru", "rd")),
+        [_s(_to_int_mode(v, "rn", 32, False), 32) for v in xs],
+        [_to_int_mode(v, "rd") for v in ys],
+        x.view(np.int32).tolist(),
+        (yb >> 32).astype(np.int32).tolist(),
+        (yb & 0xFFFFFFFF).astype(np.uint32).view(np.int32).tolist(),
+    ]
+    want_ll = [
+        [_to_int_mode(v, "ru", 64) for v in xs],
+        [_to_int_mode(v, "rz", 64) for v in ys],
+        [_to_int_mode(v, "rn", 64) for v in ys],
+        [_to_int_mode(float(_round_half_away(np.array([v]))[0]) if np.isfinite(v) else v, "rz", 64) for v in ys],
+    ]
+
+    def rounded(q, t, mode):
+        if isinstance(q, float) and not np.isfinite(q):
+            return q
+        if abs(q) >= Fraction(float(np.finfo(t).max)) * 2:  # far past the largest: inf or max by the mode
+            big = float(np.finfo(t).max)
+            return {"rn": math.copysign(math.inf, q), "rz": math.copysign(big, q)}.get(
+                mode, (math.inf if q > 0 else -big) if mode == "ru" else (big if q > 0 else -math.inf)
+            )
+        return _round_exact(q, t, mode) if q != 0 else float(q)
+
+    want_f = [
+        *([rounded(Fraction(v) if np.isfinite(v) else v, np.float32, m) for v in ys] for m in ("rn", "rz", "ru", "rd")),
+        [rounded(Fraction(v), np.float32, "rz") for v in as_],
+        [rounded(Fraction(v), np.float32, "ru") for v in as_],
+        [rounded(Fraction(v), np.float32, "rd") for v in bs],
+        a.view(np.float32).astype(np.float64).tolist(),
+    ]
+    hilo = ((a.astype(np.int64) << 32) | ((a.astype(np.int64) + 1) & 0xFFFFFFFF)).view(np.float64)
+    want_d = [
+        [rounded(Fraction(v), np.float64, "ru") for v in bs],
+        [rounded(Fraction(v), np.float64, "rz") for v in bs],
+        hilo.tolist(),
+    ]
+    bad = []
+    for name, got, want in (
+        ("to f32", host(o_f).reshape(8, n), want_f),
+        ("to f64", host(o_d).reshape(3, n), want_d),
+    ):
+        for j in range(len(want)):
+            bad += _ulp_problems(f"{name}[{j}]", got[j], np.array(want[j], np.float64), np.float64, 0)
+    return {
+        "to int32": (host(o_i).reshape(9, n), np.array(want_i, np.int64).astype(np.int32), 0),
+        "to int64": (host(o_ll).reshape(4, n), np.array(want_ll, np.int64), 0),
+        "to float": (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0),
+    }
+
+
 # ---- tl.dot options (session 28) ----------------------------------------------------------------------------------
 @triton.jit
 def k_dot_precision(a, b, o, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, PREC: tl.constexpr):
