@@ -3766,6 +3766,38 @@ def probe_dot_acc():
 
 
 @triton.jit
+def k_dot_batched(a, b, c, o, d, e, od, B: tl.constexpr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rk = tl.arange(0, K)
+    rn = tl.arange(0, N)[None, None, :]
+    x = tl.load(a + rb * M * K + rm * K + rk[None, None, :])
+    y = tl.load(b + rb * K * N + rk[None, :, None] * N + rn)
+    acc = tl.load(c + rb * M * N + rm * N + rn)
+    acc = tl.dot(x, y, acc, input_precision="tf32")  # 3-D fp32 tf32 with an accumulator
+    acc = tl.dot(x.to(tl.float16), y.to(tl.float16), acc=acc)  # then fp16 into the same accumulator
+    tl.store(o + rb * M * N + rm * N + rn, acc)
+    r2 = tl.arange(0, M)[:, None]
+    xd = tl.load(d + r2 * K + rk[None, :])  # fp64 2-D dot
+    yd = tl.load(e + rk[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(od + r2 * N + tl.arange(0, N)[None, :], tl.dot(xd, yd))
+
+
+@probe("3-D batched tl.dot fp32 tf32 with acc, then fp16 into the same accumulator; fp64 tl.dot")
+def probe_dot_batched_acc():
+    bt, m, k, n = 2, 16, 16, 16
+    g = rng()
+    x = (g.integers(-64, 64, (bt, m, k)) / 16).astype(np.float32)  # exact in tf32 and fp16: exact products
+    y = (g.integers(-64, 64, (bt, k, n)) / 16).astype(np.float32)
+    c = (g.integers(-64, 64, (bt, m, n)) / 16).astype(np.float32)
+    xd, yd = g.standard_normal((m, k)), g.standard_normal((k, n))
+    o, od = empty((bt, m, n), torch.float32), empty((m, n), torch.float64)
+    k_dot_batched[(1,)](dev(x), dev(y), dev(c), o, dev(xd), dev(yd), od, bt, m, k, n)
+    p = np.einsum("bmk,bkn->bmn", x.astype(np.float64), y.astype(np.float64))
+    return {"batched": (host(o), (c + 2 * p).astype(np.float32), 0), "fp64": (host(od), xd @ yd, 1e-14)}
+
+
+@triton.jit
 def k_dot_fp8(a, b, o, o2, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, E5: tl.constexpr):
     rm = tl.arange(0, M)[:, None]
     rn = tl.arange(0, N)[None, :]
