@@ -3681,6 +3681,57 @@ def probe_libdevice_convert():
     }
 
 
+@triton.jit
+def k_libdevice_mixed(x, s, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(x + r)
+    p = tl.load(s)  # a scalar operand
+    outs = (
+        libdevice.pow(a, 3.0),
+        libdevice.pow(a, p),
+        libdevice.fmod(a, 2.0),
+        libdevice.ldexp(a, 3),
+        libdevice.atan2(p, a),
+        libdevice.exp(p) + a,
+        libdevice.erf(a * 0.5) * tl.where(a > 0, 1.0, 2.0),
+        libdevice.tanh(a).to(tl.float16).to(tl.float32),
+    )
+    m = r < N - 3  # a masked store of a libdevice value
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j], mask=m)
+
+
+@probe(
+    "libdevice with Python-literal and scalar operands (pow(x, 3.0), fmod(x, 2.0), ldexp(x, 3), atan2(s, x)), masked"
+)
+def probe_libdevice_mixed():
+    n = 32
+    x = _edges(np.float32)[32:]  # the random values
+    x[:4] = [0.0, -2.5, np.inf, np.nan]
+    s = np.array([1.5], np.float32)
+    o = empty(8 * n, torch.float32)
+    k_libdevice_mixed[(1,)](dev(x), dev(s), o, n)
+    got = host(o).reshape(8, n)
+    a = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = [
+            a**3,
+            np.power(a, 1.5),
+            np.fmod(a, 2.0),
+            np.ldexp(a, 3),
+            np.arctan2(1.5, a),
+            np.float32(np.exp(np.float64(1.5))).astype(np.float64) + a,
+            scipy.special.erf(a * 0.5) * np.where(a > 0, 1.0, 2.0),
+            np.tanh(a).astype(np.float16).astype(np.float64),
+        ]
+    bad = []
+    for j, (w, bound) in enumerate(zip(want, (4, 4, 0, 0, 3, 1, 3, 1))):
+        bad += _ulp_problems(f"out[{j}]", got[j, : n - 3], np.asarray(w)[: n - 3], np.float32, bound)
+    if (got[:, n - 3 :] != 0).any():
+        bad.append("a masked-off lane was stored")
+    return {"fp32": (got, None, None), "ulp": (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)}
+
+
 # ---- tl.dot options (session 28) ----------------------------------------------------------------------------------
 @triton.jit
 def k_dot_precision(a, b, o, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, PREC: tl.constexpr):
