@@ -17,17 +17,22 @@ outputs are the same bits, and the first mismatch. Exit status 1 when a probe fa
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import pickle
 import subprocess
 import sys
 import tempfile
 import traceback
+from fractions import Fraction
 
+import mpmath
 import numpy as np
+import scipy.special
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 DEVICE = "cpu" if INTERPRET else "plate"
@@ -2834,6 +2839,1163 @@ def probe_view_consumers_small_vector():
                 if (m := mismatch(out[: want.size], want, 0)) is not None:
                     bad.append(f"{tname} view {view} use {use}: {m}")
     return {"336 kernels": (np.array(bad[:3] or ["ok"]), np.array(["ok"]), 0)}
+
+
+# ---- math library: triton.language.extra.libdevice and tl.math (session 28) ---------------------------------------
+def _edges(dtype):
+    """Edge values of a float type: zeros, subnormals, +-inf, NaN, large, negative, half-integers, then randoms."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    big = 1e30 if dtype == np.float32 else 1e300
+    e = [0.0, -0.0, tiny, -tiny * 3, np.finfo(dtype).tiny, np.inf, -np.inf, np.nan, big, -big, 1.0, -1.0, 0.5, -0.5]
+    e += [2.5, -2.5, 3.5, -3.0, 100.0, -100.0, 88.5, -104.0, 1e-7, 0.999, -0.999, 7.25, -7.75, 20.0, 1.5, 3e5]
+    e += [-0.25, 0.75]
+    return np.concatenate([np.array(e, dtype), (rng(len(e)).standard_normal(32) * 3).astype(dtype)])
+
+
+def _ulp_problems(name, got, want, dtype, bound, abs_tol=0.0):
+    """Problems of `got` (the kernel's, in `dtype`) against `want` (float64 reference): NaN where NaN, infinities
+    and (bound 0) zeros' signs exact, else within `bound` ulp of the type (or `abs_tol`)."""
+    bad = []
+    g = np.asarray(got, np.float64)
+    w = np.asarray(want, np.float64)
+    with np.errstate(all="ignore"):
+        wr = w.astype(dtype).astype(np.float64)  # the reference rounded to the type
+        ulp = np.spacing(np.abs(wr).astype(dtype)).astype(np.float64)
+        err = np.abs(g - w) / ulp
+    for i in range(g.size):
+        if np.isnan(w[i]) or np.isnan(g[i]):
+            ok = np.isnan(w[i]) and np.isnan(g[i])
+        elif np.isinf(wr[i]) or np.isinf(g[i]):
+            ok = g[i] == wr[i] or (bound > 0 and np.isfinite(g[i]) and abs(g[i]) == np.finfo(dtype).max)
+        elif bound == 0:
+            ok = g[i] == wr[i] and np.signbit(g[i]) == np.signbit(wr[i])
+        else:
+            ok = err[i] <= bound or abs(g[i] - w[i]) <= abs_tol
+        if not ok:
+            bad.append(f"{name}({i}): got {g[i]!r} want {w[i]!r}")
+    return bad
+
+
+def _ilogb(x):
+    if x == 0 or np.isnan(x):
+        return -(2**31)
+    return 2**31 - 1 if np.isinf(x) else math.frexp(float(x))[1] - 1
+
+
+def _round_half_away(x):
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def _to_float(v):
+    try:
+        return float(v)
+    except OverflowError:
+        return math.copysign(math.inf, float(mpmath.sign(v)))
+
+
+def _mp(fn):
+    """An mpmath function of float64s (60 digits), to float64; NaN for a non-finite input."""
+
+    def f(x):
+        mpmath.mp.dps = 60
+        return np.array([_to_float(fn(mpmath.mpf(float(v)))) if np.isfinite(v) else np.nan for v in x])
+
+    return f
+
+
+def _sp(name):
+    return lambda x: getattr(scipy.special, name)(x)
+
+
+def _bessel(name):
+    """scipy's Bessel function, 0 at +-inf (j1 odd: -0 at -inf) as C's and CUDA's."""
+    return lambda x: np.where(np.isinf(x) & ((x > 0) | (name[0] == "j")), 0.0, getattr(scipy.special, name)(x))
+
+
+def _lgamma(x):
+    return np.array([np.inf if (v <= 0 and v == np.floor(v)) else math.lgamma(v) for v in x])
+
+
+def _erfc_mp(x):
+    """erfc in mpmath (scipy's fp64 erfc is some ulp off in the tail)."""
+    return np.where(
+        np.isfinite(x), _mp(mpmath.erfc)(np.clip(x, -30, 30)), np.where(x > 0, 0.0, np.where(x < 0, 2.0, x))
+    )
+
+
+def _normcdf_mp(x):
+    f = _mp(lambda v: mpmath.erfc(-v / mpmath.sqrt(2)) / 2)
+    return np.where(np.isfinite(x), f(np.clip(x, -50, 50)), np.where(x > 0, 1.0, np.where(x < 0, 0.0, x)))
+
+
+def _erfcx_mp(x):
+    def one(v):
+        if v > 1e6:  # the asymptotic series' first terms (mpmath's erfc fails far out)
+            return (1 - 1 / (2 * v * v)) / (v * mpmath.sqrt(mpmath.pi))
+        return mpmath.inf if v < -30 else mpmath.exp(v * v) * mpmath.erfc(v)
+
+    f = _mp(one)
+    return np.where(np.isfinite(x), f(x), np.where(x > 0, 0.0, np.where(x < 0, np.inf, x)))
+
+
+def _erfcinv1(y):
+    if np.isnan(y) or y < 0 or y > 2:
+        return np.nan
+    if y == 0 or y == 2:
+        return np.inf if y == 0 else -np.inf
+    if y == 1:
+        return 0.0
+    mpmath.mp.dps = 60
+    t0 = float(scipy.special.erfcinv(max(y, 1e-300)))
+    ly = mpmath.log(mpmath.mpf(float(y)))
+    return float(mpmath.findroot(lambda t: mpmath.log(mpmath.erfc(t)) - ly, t0))
+
+
+def _erfcinv_mp(x):
+    return np.array([_erfcinv1(v) for v in x])
+
+
+# name, reference on float64 inputs, CUDA's fp32 ulp bound, CUDA's fp64 ulp bound (0: exact), absolute tolerance
+LIBDEVICE_UNARY = [
+    ("exp", np.exp, 2, 1, 0),
+    ("expm1", np.expm1, 1, 1, 0),
+    ("log", np.log, 1, 1, 0),
+    ("log1p", np.log1p, 1, 1, 0),
+    ("log2", np.log2, 1, 1, 0),
+    ("log10", np.log10, 2, 1, 0),
+    ("exp2", np.exp2, 2, 1, 0),
+    ("exp10", lambda x: 10.0**x, 2, 1, 0),
+    ("sqrt", np.sqrt, 0, 0, 0),
+    ("rsqrt", lambda x: 1 / np.sqrt(x), 2, 1, 0),
+    ("cbrt", np.cbrt, 1, 1, 0),
+    ("rcbrt", lambda x: 1 / np.cbrt(x), 1, 1, 0),
+    ("erf", _sp("erf"), 2, 2, 0),
+    ("erfc", _erfc_mp, 4, 5, 0),
+    ("erfinv", _sp("erfinv"), 2, 5, 0),
+    ("erfcinv", _erfcinv_mp, 4, 6, 0),
+    ("erfcx", _erfcx_mp, 4, 4, 0),
+    ("normcdf", _normcdf_mp, 5, 5, 0),
+    ("normcdfinv", _sp("ndtri"), 5, 8, 0),
+    ("tanh", np.tanh, 2, 1, 0),
+    ("sinh", np.sinh, 3, 2, 0),
+    ("cosh", np.cosh, 2, 1, 0),
+    ("asinh", np.arcsinh, 3, 2, 0),
+    ("atan", np.arctan, 2, 2, 0),
+    ("sin", np.sin, 2, 2, 0),
+    ("cos", np.cos, 2, 2, 0),
+    ("tan", np.tan, 4, 2, 0),
+    ("asin", np.arcsin, 2, 2, 0),
+    ("acos", np.arccos, 2, 2, 0),
+    ("acosh", np.arccosh, 4, 3, 0),
+    ("atanh", np.arctanh, 3, 2, 0),
+    ("cyl_bessel_i0", lambda x: np.where(np.isinf(x), np.inf, scipy.special.i0(x)), 6, 6, 0),  # scipy: NaN at inf
+    ("cyl_bessel_i1", lambda x: np.where(np.isinf(x), x, scipy.special.i1(x)), 6, 6, 0),
+    ("sinpi", _mp(mpmath.sinpi), 1, 1, 0),
+    ("cospi", _mp(mpmath.cospi), 1, 1, 0),
+    ("lgamma", _lgamma, 6, 4, 1e-6),
+    ("tgamma", _sp("gamma"), 5, 10, 0),
+    ("j0", _bessel("j0"), 9, 7, 2.2e-6),
+    ("j1", _bessel("j1"), 9, 7, 2.2e-6),
+    ("y0", _bessel("y0"), 9, 7, 2.2e-6),
+    ("y1", _bessel("y1"), 9, 7, 2.2e-6),
+    ("round", _round_half_away, 0, 0, 0),
+    ("rint", np.rint, 0, 0, 0),
+    ("nearbyint", np.rint, 0, 0, 0),
+    ("trunc", np.trunc, 0, 0, 0),
+    ("floor", np.floor, 0, 0, 0),
+    ("ceil", np.ceil, 0, 0, 0),
+    ("abs", np.abs, 0, 0, 0),
+    (
+        "logb",
+        lambda x: np.array(
+            [np.nan if np.isnan(v) else -np.inf if v == 0 else np.inf if np.isinf(v) else _ilogb(v) for v in x]
+        ),
+        0,
+        0,
+        0,
+    ),
+    ("ilogb", lambda x: np.array([_ilogb(v) for v in x], np.float64), 0, 0, 0),
+    ("signbit", lambda x: np.signbit(x).astype(np.float64), 0, 0, 0),
+    ("isnan", lambda x: np.isnan(x).astype(np.float64), 0, 0, 0),
+    ("isinf", lambda x: np.isinf(x).astype(np.float64), 0, 0, 0),
+    ("finite", lambda x: np.isfinite(x).astype(np.float64), 0, 0, 0),
+]
+
+
+@triton.jit
+def _libdevice_unary(x):
+    if x.dtype == tl.float32:
+        finite = libdevice.finitef(x)
+    else:
+        finite = libdevice.isfinited(x)
+    return (
+        libdevice.exp(x),
+        libdevice.expm1(x),
+        libdevice.log(x),
+        libdevice.log1p(x),
+        libdevice.log2(x),
+        libdevice.log10(x),
+        libdevice.exp2(x),
+        libdevice.exp10(x),
+        libdevice.sqrt(x),
+        libdevice.rsqrt(x),
+        libdevice.cbrt(x),
+        libdevice.rcbrt(x),
+        libdevice.erf(x),
+        libdevice.erfc(x),
+        libdevice.erfinv(x),
+        libdevice.erfcinv(x),
+        libdevice.erfcx(x),
+        libdevice.normcdf(x),
+        libdevice.normcdfinv(x),
+        libdevice.tanh(x),
+        libdevice.sinh(x),
+        libdevice.cosh(x),
+        libdevice.asinh(x),
+        libdevice.atan(x),
+        libdevice.sin(x),
+        libdevice.cos(x),
+        libdevice.tan(x),
+        libdevice.asin(x),
+        libdevice.acos(x),
+        libdevice.acosh(x),
+        libdevice.atanh(x),
+        libdevice.cyl_bessel_i0(x),
+        libdevice.cyl_bessel_i1(x),
+        libdevice.sinpi(x),
+        libdevice.cospi(x),
+        libdevice.lgamma(x),
+        libdevice.tgamma(x),
+        libdevice.j0(x),
+        libdevice.j1(x),
+        libdevice.y0(x),
+        libdevice.y1(x),
+        libdevice.round(x),
+        libdevice.rint(x),
+        libdevice.nearbyint(x),
+        libdevice.trunc(x),
+        libdevice.floor(x),
+        libdevice.ceil(x),
+        libdevice.abs(x),
+        libdevice.logb(x),
+        libdevice.ilogb(x),
+        libdevice.signbit(x) != 0,
+        libdevice.isnan(x) != 0,
+        libdevice.isinf(x) != 0,
+        finite != 0,
+    )
+
+
+@triton.jit
+def k_libdevice_unary(x, o, N: tl.constexpr, NOUT: tl.constexpr):
+    r = tl.arange(0, N)
+    outs = _libdevice_unary(tl.load(x + r))
+    for j in tl.static_range(NOUT):
+        tl.store(o + j * N + r, outs[j].to(tl.float64))
+
+
+def _libdevice_unary_problems(got, x, dtype, which):
+    bad = []
+    with np.errstate(all="ignore"):
+        for j, (name, ref, b32, b64, abs_tol) in enumerate(LIBDEVICE_UNARY):
+            want = np.asarray(ref(x.astype(np.float64)), np.float64)
+            bound = b32 if dtype == np.float32 else b64
+            out_type = np.float64 if name == "ilogb" else dtype  # an int32 result
+            bad += _ulp_problems(f"{which}{name}", got[j], want, out_type, bound, abs_tol)
+    return bad
+
+
+@probe(
+    "libdevice unary functions (54: exp..erfinv..lgamma..j0..i0..ilogb..isinf), fp32/fp64 edge values, CUDA ulp bounds"
+)
+def probe_libdevice_unary():
+    res = {}
+    nout = len(LIBDEVICE_UNARY)
+    for dtype in (np.float32, np.float64):
+        x = _edges(dtype)
+        o = empty(nout * x.size, torch.float64)
+        k_libdevice_unary[(1,)](dev(x), o, x.size, nout)
+        got = host(o).reshape(nout, x.size)
+        bad = [] if INTERPRET else _libdevice_unary_problems(got, x, dtype, "")
+        res[np.dtype(dtype).name] = (got, None, None)
+        res[np.dtype(dtype).name + " ulp"] = (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)
+    return res
+
+
+@triton.jit
+def k_libdevice_binary(x, y, n, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(x + r)
+    b = tl.load(y + r)
+    k = tl.load(n + r)
+    outs = (
+        libdevice.pow(a, b),
+        libdevice.atan2(a, b),
+        libdevice.hypot(a, b),
+        libdevice.rhypot(a, b),
+        libdevice.fmod(a, b),
+        libdevice.remainder(a, b),
+        libdevice.copysign(a, b),
+        libdevice.nextafter(a, b),
+        libdevice.fdim(a, b),
+        libdevice.ldexp(a, k),
+        libdevice.scalbn(a, k),
+    )
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j].to(tl.float64))
+
+
+def _c_remainder(x, y):
+    return np.array(
+        [math.remainder(a, b) if np.isfinite(a) and b != 0 and not np.isnan(b) else np.nan for a, b in zip(x, y)]
+    )
+
+
+def _rhypot(a, b):
+    mpmath.mp.dps = 60
+    with np.errstate(all="ignore"):
+        rough = 1 / np.hypot(a, b)
+    fine = [
+        _to_float(1 / mpmath.sqrt(mpmath.mpf(u) ** 2 + mpmath.mpf(v) ** 2)) if (u or v) else 0 for u, v in zip(a, b)
+    ]
+    return np.where(np.isfinite(a) & np.isfinite(b) & ((a != 0) | (b != 0)), fine, rough)
+
+
+def _nextafter(x, y, dtype):
+    return np.nextafter(x.astype(dtype), y.astype(dtype)).astype(np.float64)
+
+
+LIBDEVICE_BINARY = [  # name, reference (a, b, k, dtype), fp32 ulp bound, fp64 ulp bound
+    ("pow", lambda a, b, k, t: np.power(a, b), 4, 2),
+    ("atan2", lambda a, b, k, t: np.arctan2(a, b), 3, 2),
+    ("hypot", lambda a, b, k, t: np.hypot(a, b), 3, 2),
+    ("rhypot", lambda a, b, k, t: _rhypot(a, b), 2, 1),
+    ("fmod", lambda a, b, k, t: np.fmod(a, b), 0, 0),
+    ("remainder", lambda a, b, k, t: np.where(np.isinf(b) & np.isfinite(a), a, _c_remainder(a, b)), 0, 0),
+    ("copysign", lambda a, b, k, t: np.copysign(a, b), 0, 0),
+    ("nextafter", lambda a, b, k, t: _nextafter(a, b, t), 0, 0),
+    ("fdim", lambda a, b, k, t: np.where(np.isnan(a) | np.isnan(b), np.nan, np.where(a > b, a - b, 0.0)), 0, 0),
+    ("ldexp", lambda a, b, k, t: np.ldexp(a.astype(t), k).astype(np.float64), 0, 0),
+    ("scalbn", lambda a, b, k, t: np.ldexp(a.astype(t), k).astype(np.float64), 0, 0),
+]
+
+
+@probe(
+    "libdevice binary functions (pow atan2 hypot rhypot fmod remainder copysign nextafter fdim ldexp scalbn), fp32/fp64"
+)
+def probe_libdevice_binary():
+    res = {}
+    for dtype in (np.float32, np.float64):
+        e = _edges(dtype)
+        ne = e.size
+        x = np.repeat(e[:32], 32)[: 32 * 32]  # every pair of the 32 edge values
+        y = np.tile(e[:32], 32)
+        g = rng(ne)  # then 1024 random pairs, a third of the exponents small integers
+        rx, ry = g.standard_normal((2, 1024)) * 4
+        ry[::3] = np.round(ry[::3])
+        x = np.concatenate([x, rx.astype(dtype)])
+        y = np.concatenate([y, ry.astype(dtype)])
+        k = rng(3).integers(-300, 300, x.size).astype(np.int32)
+        k[:8] = [0, 1, -1, 2**31 - 1, -(2**31), 128, -150, -1100]
+        o = empty(len(LIBDEVICE_BINARY) * x.size, torch.float64)
+        k_libdevice_binary[(1,)](dev(x), dev(y), dev(k), o, x.size)
+        got = host(o).reshape(len(LIBDEVICE_BINARY), x.size)
+        bad = []
+        if not INTERPRET:
+            with np.errstate(all="ignore"):
+                a, b = x.astype(np.float64), y.astype(np.float64)
+                for j, (name, ref, b32, b64) in enumerate(LIBDEVICE_BINARY):
+                    bound = b32 if dtype == np.float32 else b64
+                    bad += _ulp_problems(name, got[j], ref(a, b, k, dtype), dtype, bound)
+        res[np.dtype(dtype).name] = (got, None, None)
+        res[np.dtype(dtype).name + " ulp"] = (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)
+    return res
+
+
+@triton.jit
+def k_tl_math(x, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(x + r)
+    if a.dtype == tl.float32:  # the IEEE-rounded forms take fp32 only; fp64's plain ones are IEEE
+        s_rn, q_rn, r_ieee = tl.sqrt_rn(a), tl.div_rn(a, 3.0), tl.fdiv(1.0, a, ieee_rounding=True)
+    else:
+        s_rn, q_rn, r_ieee = tl.sqrt(a), a / 3.0, 1.0 / a
+    outs = (
+        tl.exp(a),
+        tl.exp2(a),
+        tl.log(a),
+        tl.log2(a),
+        tl.sqrt(a),
+        s_rn,
+        tl.rsqrt(a),
+        tl.erf(a),
+        tl.floor(a),
+        tl.ceil(a),
+        tl.abs(a),
+        tl.sin(a),
+        tl.cos(a),
+        q_rn,
+        r_ieee,
+        tl.fma(a, a, -1.0),
+        tl.clamp(a, -2.0, 2.0, propagate_nan=tl.PropagateNan.ALL),
+        tl.sigmoid(a),
+    )
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j].to(tl.float64))
+
+
+def _fma_ref(a, dtype):
+    """a * a - 1 rounded once to dtype (exact rationals; inf past the type's largest)."""
+    out = []
+    for v in a.tolist():
+        if not np.isfinite(v):
+            out.append(v * v - 1)
+            continue
+        q = Fraction(v) * Fraction(v) - 1
+        out.append(float(q) if abs(q) < 2**1000 else np.inf)
+    return np.array(out)
+
+
+TL_MATH = [  # name, reference on float64, ulp bound (0: exact)
+    ("exp", np.exp, 2),
+    ("exp2", np.exp2, 2),
+    ("log", np.log, 2),
+    ("log2", np.log2, 2),
+    ("sqrt", np.sqrt, 1),
+    ("sqrt_rn", np.sqrt, 0),
+    ("rsqrt", lambda a: 1 / np.sqrt(a), 2),
+    ("erf", _sp("erf"), 2),
+    ("floor", np.floor, 0),
+    ("ceil", np.ceil, 0),
+    ("abs", np.abs, 0),
+    ("sin", np.sin, 2),
+    ("cos", np.cos, 2),
+    ("div_rn", lambda a: None, 0),
+    ("fdiv ieee", lambda a: None, 0),
+    ("fma", None, 0),
+    ("clamp", lambda a: np.where(np.isnan(a), np.nan, np.clip(a, -2.0, 2.0)), 0),
+    ("sigmoid", None, 2),  # Triton's formula 1 / (1 + exp(-x)) in the type: exp(100) overflows fp32, sigmoid(-100) = 0
+]
+
+
+@probe("tl.exp/exp2/log/log2/sqrt/sqrt_rn/rsqrt/erf/floor/ceil/abs/sin/cos/div_rn/fdiv/fma/clamp/sigmoid, edge values")
+def probe_tl_math_edges():
+    res = {}
+    for dtype in (np.float32, np.float64):
+        x = _edges(dtype)
+        o = empty(len(TL_MATH) * x.size, torch.float64)
+        k_tl_math[(1,)](dev(x), o, x.size)
+        got = host(o).reshape(len(TL_MATH), x.size)
+        bad = []
+        if not INTERPRET:
+            a = x.astype(np.float64)
+            for j, (name, ref, bound) in enumerate(TL_MATH):
+                with np.errstate(all="ignore"):
+                    if name == "div_rn":  # correctly rounded: the float64 quotient rounded once (no double rounding)
+                        want = (x / dtype(3.0)).astype(np.float64)
+                    elif name == "fdiv ieee":
+                        want = (dtype(1.0) / x).astype(np.float64)
+                    elif name == "fma":
+                        want = _fma_ref(a, dtype)
+                    elif name == "sigmoid":
+                        want = (1 / (1 + np.exp(-x))).astype(np.float64)
+                    else:
+                        want = ref(a)
+                bad += _ulp_problems(name, got[j], want, dtype, bound)
+        res[np.dtype(dtype).name] = (got, None, None)
+        res[np.dtype(dtype).name + " ulp"] = (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)
+    return res
+
+
+def _round_exact(q, dtype, mode):
+    """The rational q rounded to dtype in mode rn/rz/ru/rd (finite, no overflow), as float64."""
+    f = dtype(float(q))
+    down, up = dtype(-np.inf), dtype(np.inf)
+    while Fraction(float(f)) > q:
+        f = np.nextafter(f, down)
+    while Fraction(float(np.nextafter(f, up))) <= q:
+        f = np.nextafter(f, up)
+    lo, hi = f, np.nextafter(f, up)  # lo <= q < hi
+    if Fraction(float(lo)) == q:
+        return float(lo)
+    if mode == "rd":
+        return float(lo)
+    if mode == "ru":
+        return float(hi)
+    if mode == "rz":
+        return float(lo if q > 0 else hi)
+    mid = (Fraction(float(lo)) + Fraction(float(hi))) / 2
+    if q != mid:
+        return float(lo if q < mid else hi)
+    return float(lo if int(np.asarray(lo).view(np.uint32 if dtype == np.float32 else np.uint64)) % 2 == 0 else hi)
+
+
+def _sqrt_exact(v, dtype, mode):
+    """sqrt(v) rounded in mode: the candidates bracketed by comparing squares exactly."""
+    f = dtype(np.sqrt(v))
+    q = Fraction(float(v))
+    down, up = dtype(-np.inf), dtype(np.inf)
+    while Fraction(float(f)) ** 2 > q:
+        f = np.nextafter(f, down)
+    while Fraction(float(np.nextafter(f, up))) ** 2 <= q:
+        f = np.nextafter(f, up)
+    lo, hi = f, np.nextafter(f, up)
+    if Fraction(float(lo)) ** 2 == q or mode in ("rd", "rz"):
+        return float(lo)
+    if mode == "ru":
+        return float(hi)
+    mid = (Fraction(float(lo)) + Fraction(float(hi))) / 2
+    return float(lo if q < mid * mid else hi)
+
+
+@triton.jit
+def k_libdevice_rounding(x, y, z, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(x + r)
+    b = tl.load(y + r)
+    c = tl.load(z + r)
+    sa = tl.abs(a)
+    outs = (
+        libdevice.div_rn(a, b),
+        libdevice.div_rz(a, b),
+        libdevice.div_ru(a, b),
+        libdevice.div_rd(a, b),
+        libdevice.mul_rz(a, b),
+        libdevice.mul_ru(a, b),
+        libdevice.add_rd(a, b),
+        libdevice.sub_ru(a, b),
+        libdevice.fma_rn(a, b, c),
+        libdevice.fma_rz(a, b, c),
+        libdevice.fma_ru(a, b, c),
+        libdevice.fma_rd(a, b, c),
+        libdevice.sqrt_rn(sa),
+        libdevice.sqrt_rz(sa),
+        libdevice.sqrt_ru(sa),
+        libdevice.sqrt_rd(sa),
+        libdevice.rcp_rn(a),
+        libdevice.rcp_rz(a),
+        libdevice.rcp_ru(a),
+        libdevice.rcp_rd(a),
+    )
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j].to(tl.float64))
+
+
+ROUNDED = [  # name, exact rational of (a, b, c)
+    *((f"div_{m}", m, lambda a, b, c: a / b) for m in ("rn", "rz", "ru", "rd")),
+    ("mul_rz", "rz", lambda a, b, c: a * b),
+    ("mul_ru", "ru", lambda a, b, c: a * b),
+    ("add_rd", "rd", lambda a, b, c: a + b),
+    ("sub_ru", "ru", lambda a, b, c: a - b),
+    *((f"fma_{m}", m, lambda a, b, c: a * b + c) for m in ("rn", "rz", "ru", "rd")),
+    *((f"sqrt_{m}", m, None) for m in ("rn", "rz", "ru", "rd")),
+    *((f"rcp_{m}", m, lambda a, b, c: 1 / a) for m in ("rn", "rz", "ru", "rd")),
+]
+
+
+@probe("libdevice IEEE ops in each rounding mode (div/mul/add/sub/fma/sqrt/rcp _rn/_rz/_ru/_rd), fp32/fp64, exact")
+def probe_libdevice_rounding():
+    res = {}
+    n = 64
+    for dtype in (np.float32, np.float64):
+        g = rng(n)
+        x, y = (g.standard_normal(n) * 10.0 ** g.integers(-3, 4, n)).astype(dtype), g.standard_normal(n).astype(dtype)
+        z = (-(x.astype(np.float64) * y)).astype(dtype)  # cancellation: the fma's one rounding shows
+        z[::2] = g.standard_normal(n // 2).astype(dtype)
+        o = empty(len(ROUNDED) * n, torch.float64)
+        k_libdevice_rounding[(1,)](dev(x), dev(y), dev(z), o, n)
+        got = host(o).reshape(len(ROUNDED), n)
+        bad = []
+        if not INTERPRET:
+            for j, (name, mode, fn) in enumerate(ROUNDED):
+                want = []
+                for a, b, c in zip(x.tolist(), y.tolist(), z.tolist()):
+                    if fn is None:
+                        want.append(_sqrt_exact(abs(a), dtype, mode))
+                    else:
+                        want.append(_round_exact(fn(Fraction(a), Fraction(b), Fraction(c)), dtype, mode))
+                bad += _ulp_problems(name, got[j], np.array(want), dtype, 0)
+        res[np.dtype(dtype).name] = (got, None, None)
+        res[np.dtype(dtype).name + " exact"] = (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)
+    return res
+
+
+@triton.jit
+def k_libdevice_int(a, b, c, a64, b64, o, o64, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(a + r)
+    y = tl.load(b + r)
+    z = tl.load(c + r)
+    x64 = tl.load(a64 + r)
+    y64 = tl.load(b64 + r)
+    outs = (
+        libdevice.popc(x),
+        libdevice.clz(x),
+        libdevice.brev(x),
+        libdevice.ffs(x),
+        libdevice.mulhi(x, y),
+        libdevice.mulhi(x.to(tl.uint32, bitcast=True), y.to(tl.uint32, bitcast=True)).to(tl.int32, bitcast=True),
+        libdevice.hadd(x, y),
+        libdevice.rhadd(x, y),
+        libdevice.sad(x, y, z.to(tl.uint32, bitcast=True)).to(tl.int32, bitcast=True),
+        libdevice.mul24(x, y),
+        libdevice.popc(x64),
+        libdevice.clz(x64),
+        libdevice.ffs(x64),
+    )
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j])
+    outs64 = (libdevice.brev(x64), libdevice.mulhi(x64, y64))
+    for j in tl.static_range(len(outs64)):
+        tl.store(o64 + j * N + r, outs64[j])
+
+
+def _s(v, bits):
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+@probe(
+    "libdevice integer functions: popc clz brev ffs mulhi umulhi hadd rhadd sad mul24 (i32), popc clz ffs brev mulhi"
+)
+def probe_libdevice_int():
+    n = 64
+    g = rng(5)
+    x = g.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    y = g.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    z = g.integers(0, 2**16, n).astype(np.int32)
+    x[:6] = [0, -1, 1, -(2**31), 2**31 - 1, 1 << 20]
+    y[:6] = [0, -1, -1, -(2**31), 2**31 - 1, 3]
+    x64 = g.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    y64 = g.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    x64[:4] = [0, -1, -(2**63), 1 << 40]
+    o, o64 = empty(13 * n, torch.int32), empty(2 * n, torch.int64)
+    k_libdevice_int[(1,)](dev(x), dev(y), dev(z), dev(x64), dev(y64), o, o64, n)
+    xs, ys, zs = x.tolist(), y.tolist(), z.tolist()
+    u = [v & 0xFFFFFFFF for v in xs]
+    uy = [v & 0xFFFFFFFF for v in ys]
+    u64 = [v & (2**64 - 1) for v in x64.tolist()]
+
+    def low24(v):
+        return _s(v, 24)
+
+    want = [
+        [bin(v).count("1") for v in u],
+        [32 - v.bit_length() for v in u],
+        [_s(int(f"{v:032b}"[::-1], 2), 32) for v in u],
+        [(v & -v).bit_length() for v in u],
+        [_s((a * b) >> 32, 32) for a, b in zip(xs, ys)],
+        [_s((a * b) >> 32, 32) for a, b in zip(u, uy)],
+        [(a + b) >> 1 for a, b in zip(xs, ys)],
+        [(a + b + 1) >> 1 for a, b in zip(xs, ys)],
+        [_s(abs(a - b) + c, 32) for a, b, c in zip(xs, ys, zs)],
+        [_s(low24(a) * low24(b), 32) for a, b in zip(xs, ys)],
+        [bin(v).count("1") for v in u64],
+        [64 - v.bit_length() for v in u64],
+        [(v & -v).bit_length() for v in u64],
+    ]
+    want64 = [
+        [_s(int(f"{v:064b}"[::-1], 2), 64) for v in u64],
+        [_s((a * b) >> 64, 64) for a, b in zip(x64.tolist(), y64.tolist())],
+    ]
+    return {
+        "int32": (host(o).reshape(13, n), np.array(want, np.int64).astype(np.int32), 0),
+        "int64": (host(o64).reshape(2, n), np.array(want64, np.int64), 0),
+    }
+
+
+@triton.jit
+def k_libdevice_fast(x, y, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(x + r)
+    b = tl.load(y + r)
+    outs = (
+        libdevice.fast_expf(a),
+        libdevice.fast_exp10f(a),
+        libdevice.fast_logf(a),
+        libdevice.fast_log2f(a),
+        libdevice.fast_log10f(a),
+        libdevice.fast_sinf(a),
+        libdevice.fast_cosf(a),
+        libdevice.fast_tanf(a),
+        libdevice.fast_tanhf(a),
+        libdevice.fast_powf(a, b),
+        libdevice.fast_dividef(a, b),
+        libdevice.saturatef(a),
+    )
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j])
+
+
+FAST = [  # name, reference, ulp bound, absolute tolerance (CUDA's intrinsics: __expf 2 + 1.173|x| ulp, __sinf 2^-21.4)
+    ("fast_expf", lambda a, b: np.exp(a), 2, 0),
+    ("fast_exp10f", lambda a, b: 10.0**a, 2, 0),
+    ("fast_logf", lambda a, b: np.log(a), 3, 2**-21.41),
+    ("fast_log2f", lambda a, b: np.log2(a), 3, 2**-22),
+    ("fast_log10f", lambda a, b: np.log10(a), 3, 2**-21.41),
+    ("fast_sinf", lambda a, b: np.sin(a), 3, 2**-21.41),
+    ("fast_cosf", lambda a, b: np.cos(a), 3, 2**-21.41),
+    ("fast_tanf", lambda a, b: np.tan(a), 4, 2**-21),
+    ("fast_tanhf", lambda a, b: np.tanh(a), 2, 2**-21),
+    ("fast_powf", lambda a, b: np.power(a, b), 8, 0),
+    ("fast_dividef", lambda a, b: a / b, 2, 0),
+    ("saturatef", lambda a, b: np.where(np.isnan(a), 0.0, np.clip(a, 0.0, 1.0) + 0.0), 0, 0),  # [+0, 1]: -0 -> +0
+]
+
+
+@probe("libdevice fast_* fp32 intrinsics (exp exp10 log log2 log10 sin cos tan tanh pow dividef) and saturatef")
+def probe_libdevice_fast():
+    x = _edges(np.float32)
+    y = np.roll(x, 5)
+    o = empty(len(FAST) * x.size, torch.float32)
+    k_libdevice_fast[(1,)](dev(x), dev(y), o, x.size)
+    got = host(o).reshape(len(FAST), x.size)
+    bad = []
+    if not INTERPRET:
+        a, b = x.astype(np.float64), y.astype(np.float64)
+        with np.errstate(all="ignore"):
+            for j, (name, ref, bound, atol) in enumerate(FAST):
+                bad += _ulp_problems(name, got[j], ref(a, b), np.float32, bound, atol)
+    return {"fp32": (got, None, None), "ulp": (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)}
+
+
+@triton.jit
+def k_libdevice_convert(f, d, i, ll, o_i, o_ll, o_f, o_d, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(f + r)
+    y = tl.load(d + r)
+    a = tl.load(i + r)
+    b = tl.load(ll + r)
+    ints = (
+        libdevice.float2int_rn(x),
+        libdevice.float2int_rz(x),
+        libdevice.float2int_ru(x),
+        libdevice.float2int_rd(x),
+        libdevice.float2uint_rn(x).to(tl.int32, bitcast=True),
+        libdevice.double2int_rd(y),
+        libdevice.float_as_int(x),
+        libdevice.double2hiint(y),
+        libdevice.double2loint(y),
+    )
+    for j in tl.static_range(len(ints)):
+        tl.store(o_i + j * N + r, ints[j])
+    lls = (libdevice.float2ll_ru(x), libdevice.double2ll_rz(y), libdevice.llrint(y), libdevice.llround(y))
+    for j in tl.static_range(len(lls)):
+        tl.store(o_ll + j * N + r, lls[j])
+    fs = (
+        libdevice.double2float_rn(y),
+        libdevice.double2float_rz(y),
+        libdevice.double2float_ru(y),
+        libdevice.double2float_rd(y),
+        libdevice.int2float_rz(a),
+        libdevice.int2float_ru(a),
+        libdevice.ll2float_rd(b),
+        libdevice.int_as_float(a),
+    )
+    for j in tl.static_range(len(fs)):
+        tl.store(o_f + j * N + r, fs[j])
+    ds = (libdevice.ll2double_ru(b), libdevice.ll2double_rz(b), libdevice.hiloint2double(a, a + 1))
+    for j in tl.static_range(len(ds)):
+        tl.store(o_d + j * N + r, ds[j])
+
+
+def _to_int_mode(v, mode, bits=32, signed=True):
+    lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    if np.isnan(v):
+        return 0
+    if np.isinf(v):
+        return hi if v > 0 else lo
+    q = Fraction(float(v))
+    n = {"rn": round(q), "rz": math.trunc(q), "ru": math.ceil(q), "rd": math.floor(q)}[mode]
+    return min(max(n, lo), hi)
+
+
+@probe(
+    "libdevice conversions in each rounding mode (float/double -> int/uint/ll, double -> float, int/ll -> float/"
+    "double), saturation, NaN -> 0, bit casts (float_as_int, double2hiint/loint, hiloint2double), llrint/llround"
+)
+def probe_libdevice_convert():
+    n = 64
+    g = rng(9)
+    x = (g.standard_normal(n) * 10.0 ** g.integers(0, 12, n)).astype(np.float32)
+    x[:10] = [0.5, 1.5, 2.5, -0.5, -2.5, np.nan, np.inf, -np.inf, 3e9, -3e9]
+    y = g.standard_normal(n) * 10.0 ** g.integers(-40, 20, n)
+    y[:10] = [0.5, 1.5, -2.5, np.nan, np.inf, -1e300, 1e39, -1e-46, 2.0**63, 4.5]
+    a = g.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    b = g.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    o_i, o_ll = empty(9 * n, torch.int32), empty(4 * n, torch.int64)
+    o_f, o_d = empty(8 * n, torch.float32), empty(3 * n, torch.float64)
+    k_libdevice_convert[(1,)](dev(x), dev(y), dev(a), dev(b), o_i, o_ll, o_f, o_d, n)
+    xs, ys, as_, bs = x.tolist(), y.tolist(), a.tolist(), b.tolist()
+    yb = y.view(np.int64)
+    want_i = [
+        *([_to_int_mode(v, m) for v in xs] for m in ("rn", "rz", "ru", "rd")),
+        [_s(_to_int_mode(v, "rn", 32, False), 32) for v in xs],
+        [_to_int_mode(v, "rd") for v in ys],
+        x.view(np.int32).tolist(),
+        (yb >> 32).astype(np.int32).tolist(),
+        (yb & 0xFFFFFFFF).astype(np.uint32).view(np.int32).tolist(),
+    ]
+    want_ll = [
+        [_to_int_mode(v, "ru", 64) for v in xs],
+        [_to_int_mode(v, "rz", 64) for v in ys],
+        [_to_int_mode(v, "rn", 64) for v in ys],
+        [_to_int_mode(float(_round_half_away(np.array([v]))[0]) if np.isfinite(v) else v, "rz", 64) for v in ys],
+    ]
+
+    def rounded(q, t, mode):
+        if isinstance(q, float) and not np.isfinite(q):
+            return q
+        if abs(q) >= Fraction(float(np.finfo(t).max)) * 2:  # far past the largest: inf or max by the mode
+            big = float(np.finfo(t).max)
+            return {"rn": math.copysign(math.inf, q), "rz": math.copysign(big, q)}.get(
+                mode, (math.inf if q > 0 else -big) if mode == "ru" else (big if q > 0 else -math.inf)
+            )
+        return _round_exact(q, t, mode) if q != 0 else float(q)
+
+    want_f = [
+        *([rounded(Fraction(v) if np.isfinite(v) else v, np.float32, m) for v in ys] for m in ("rn", "rz", "ru", "rd")),
+        [rounded(Fraction(v), np.float32, "rz") for v in as_],
+        [rounded(Fraction(v), np.float32, "ru") for v in as_],
+        [rounded(Fraction(v), np.float32, "rd") for v in bs],
+        a.view(np.float32).astype(np.float64).tolist(),
+    ]
+    hilo = ((a.astype(np.int64) << 32) | ((a.astype(np.int64) + 1) & 0xFFFFFFFF)).view(np.float64)
+    want_d = [
+        [rounded(Fraction(v), np.float64, "ru") for v in bs],
+        [rounded(Fraction(v), np.float64, "rz") for v in bs],
+        hilo.tolist(),
+    ]
+    bad = []
+    for name, got, want in (
+        ("to f32", host(o_f).reshape(8, n), want_f),
+        ("to f64", host(o_d).reshape(3, n), want_d),
+    ):
+        for j in range(len(want)):
+            bad += _ulp_problems(f"{name}[{j}]", got[j], np.array(want[j], np.float64), np.float64, 0)
+    return {
+        "to int32": (host(o_i).reshape(9, n), np.array(want_i, np.int64).astype(np.int32), 0),
+        "to int64": (host(o_ll).reshape(4, n), np.array(want_ll, np.int64), 0),
+        "to float": (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0),
+    }
+
+
+@triton.jit
+def k_libdevice_mixed(x, s, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(x + r)
+    p = tl.load(s)  # a scalar operand
+    outs = (
+        libdevice.pow(a, 3.0),
+        libdevice.pow(a, p),
+        libdevice.fmod(a, 2.0),
+        libdevice.ldexp(a, 3),
+        libdevice.atan2(p, a),
+        libdevice.exp(p) + a,
+        libdevice.erf(a * 0.5) * tl.where(a > 0, 1.0, 2.0),
+        libdevice.tanh(a).to(tl.float16).to(tl.float32),
+    )
+    m = r < N - 3  # a masked store of a libdevice value
+    for j in tl.static_range(len(outs)):
+        tl.store(o + j * N + r, outs[j], mask=m)
+
+
+@probe(
+    "libdevice with Python-literal and scalar operands (pow(x, 3.0), fmod(x, 2.0), ldexp(x, 3), atan2(s, x)), masked"
+)
+def probe_libdevice_mixed():
+    n = 32
+    x = _edges(np.float32)[32:]  # the random values
+    x[:4] = [0.0, -2.5, np.inf, np.nan]
+    s = np.array([1.5], np.float32)
+    o = empty(8 * n, torch.float32)
+    k_libdevice_mixed[(1,)](dev(x), dev(s), o, n)
+    got = host(o).reshape(8, n)
+    a = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = [
+            a**3,
+            np.power(a, 1.5),
+            np.fmod(a, 2.0),
+            np.ldexp(a, 3),
+            np.arctan2(1.5, a),
+            np.float32(np.exp(np.float64(1.5))).astype(np.float64) + a,
+            scipy.special.erf(a * 0.5) * np.where(a > 0, 1.0, 2.0),
+            np.tanh(a).astype(np.float16).astype(np.float64),
+        ]
+    bad = []
+    for j, (w, bound) in enumerate(zip(want, (4, 4, 0, 0, 3, 1, 3, 1))):
+        bad += _ulp_problems(f"out[{j}]", got[j, : n - 3], np.asarray(w)[: n - 3], np.float32, bound)
+    if (got[:, n - 3 :] != 0).any():
+        bad.append("a masked-off lane was stored")
+    return {"fp32": (got, None, None), "ulp": (np.array(bad[:4] or ["ok"]), np.array(["ok"]), 0)}
+
+
+# ---- tl.dot options (session 28) ----------------------------------------------------------------------------------
+@triton.jit
+def k_dot_precision(a, b, o, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, PREC: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    x = tl.load(a + rm * K + rk[None, :])
+    y = tl.load(b + rk[:, None] * N + rn)
+    tl.store(o + rm * N + rn, tl.dot(x, y, input_precision=PREC))
+
+
+def _tf32(v):
+    """fp32 -> tf32, round to nearest even on the 13 dropped bits (plate's rule; CUDA's cvt.rna ties away)."""
+    u = v.astype(np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0xFFF + ((u >> 13) & 1)) & 0xFFFFE000
+    return u.astype(np.uint32).view(np.float32)
+
+
+@probe("tl.dot fp32 input_precision ieee / tf32 / tf32x3 against fp64 products of the (tf32-rounded) inputs")
+def probe_dot_input_precision():
+    m, n, k = 16, 16, 32
+    g = rng()
+    x = g.standard_normal((m, k)).astype(np.float32)
+    y = g.standard_normal((k, n)).astype(np.float32)
+    res = {}
+    exact = x.astype(np.float64) @ y.astype(np.float64)
+    for prec, want, tol in (
+        ("ieee", exact, 1e-6),
+        ("tf32", _tf32(x).astype(np.float64) @ _tf32(y).astype(np.float64), 1e-5),
+        ("tf32x3", exact, 1e-5),
+    ):
+        o = empty((m, n), torch.float32)
+        k_dot_precision[(1,)](dev(x), dev(y), o, m, n, k, prec)
+        got = host(o)
+        res[prec] = (got, want.astype(np.float32), tol)
+        if prec == "tf32":  # tf32's error is visible: the plain fp32 product is farther than 1e-5 somewhere
+            res["tf32 not ieee"] = (
+                np.array([mismatch(got, exact.astype(np.float32), 1e-6) is not None]),
+                np.array([True]),
+                0,
+            )
+    return res
+
+
+@triton.jit
+def k_dot_acc(a, b, c, o, oh, oi, ai, bi, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    x = tl.load(a + rm * K + rk[None, :])  # fp16
+    y = tl.load(b + rk[:, None] * N + rn)
+    acc = tl.load(c + rm * N + rn)  # fp32
+    acc = tl.dot(x, y, acc=acc)  # acc= keyword: acc + x @ y
+    acc = tl.dot(x, y, acc)  # positional
+    tl.store(o + rm * N + rn, acc)
+    tl.store(oh + rm * N + rn, tl.dot(x, y, out_dtype=tl.float16))
+    xi = tl.load(ai + rm * K + rk[None, :])  # int8
+    yi = tl.load(bi + rk[:, None] * N + rn)
+    acc_i = tl.full((M, N), 1000, tl.int32)
+    for _ in range(3):
+        acc_i = tl.dot(xi, yi, acc_i, out_dtype=tl.int32)
+    tl.store(oi + rm * N + rn, acc_i)
+
+
+@probe("tl.dot acc= (keyword and positional) fp16 -> fp32, out_dtype=fp16, an int8 -> int32 accumulator in a loop")
+def probe_dot_acc():
+    m, n, k = 16, 16, 32
+    g = rng()
+    x = (g.integers(-8, 8, (m, k)) / 4).astype(np.float16)  # products and sums exact in fp32 and fp16
+    y = (g.integers(-8, 8, (k, n)) / 4).astype(np.float16)
+    c = g.standard_normal((m, n)).astype(np.float32)
+    xi = g.integers(-128, 128, (m, k)).astype(np.int8)
+    yi = g.integers(-128, 128, (k, n)).astype(np.int8)
+    o, oh, oi = empty((m, n), torch.float32), empty((m, n), torch.float16), empty((m, n), torch.int32)
+    k_dot_acc[(1,)](dev(x), dev(y), dev(c), o, oh, oi, dev(xi), dev(yi), m, n, k)
+    p = x.astype(np.float64) @ y.astype(np.float64)
+    pi = xi.astype(np.int64) @ yi.astype(np.int64)
+    return {
+        "acc": (host(o), ((c + p.astype(np.float32)) + p.astype(np.float32)).astype(np.float32), 0),
+        "fp16 out": (host(oh), p.astype(np.float16), 0),
+        "int8 acc": (host(oi), (1000 + 3 * pi).astype(np.int32), 0),
+    }
+
+
+@triton.jit
+def k_dot_batched(a, b, c, o, d, e, od, B: tl.constexpr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rk = tl.arange(0, K)
+    rn = tl.arange(0, N)[None, None, :]
+    x = tl.load(a + rb * M * K + rm * K + rk[None, None, :])
+    y = tl.load(b + rb * K * N + rk[None, :, None] * N + rn)
+    acc = tl.load(c + rb * M * N + rm * N + rn)
+    acc = tl.dot(x, y, acc, input_precision="tf32")  # 3-D fp32 tf32 with an accumulator
+    acc = tl.dot(x.to(tl.float16), y.to(tl.float16), acc=acc)  # then fp16 into the same accumulator
+    tl.store(o + rb * M * N + rm * N + rn, acc)
+    r2 = tl.arange(0, M)[:, None]
+    xd = tl.load(d + r2 * K + rk[None, :])  # fp64 2-D dot
+    yd = tl.load(e + rk[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(od + r2 * N + tl.arange(0, N)[None, :], tl.dot(xd, yd))
+
+
+@probe("3-D batched tl.dot fp32 tf32 with acc, then fp16 into the same accumulator; fp64 tl.dot")
+def probe_dot_batched_acc():
+    bt, m, k, n = 2, 16, 16, 16
+    g = rng()
+    x = (g.integers(-64, 64, (bt, m, k)) / 16).astype(np.float32)  # exact in tf32 and fp16: exact products
+    y = (g.integers(-64, 64, (bt, k, n)) / 16).astype(np.float32)
+    c = (g.integers(-64, 64, (bt, m, n)) / 16).astype(np.float32)
+    xd, yd = g.standard_normal((m, k)), g.standard_normal((k, n))
+    o, od = empty((bt, m, n), torch.float32), empty((m, n), torch.float64)
+    k_dot_batched[(1,)](dev(x), dev(y), dev(c), o, dev(xd), dev(yd), od, bt, m, k, n)
+    p = np.einsum("bmk,bkn->bmn", x.astype(np.float64), y.astype(np.float64))
+    return {"batched": (host(o), (c + 2 * p).astype(np.float32), 0), "fp64": (host(od), xd @ yd, 1e-14)}
+
+
+@triton.jit
+def k_dot_fp8(a, b, o, o2, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, E5: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    xb = tl.load(a + rm * K + rk[None, :])
+    yb = tl.load(b + rk[:, None] * N + rn)
+    if E5:
+        x = xb.to(tl.float8e5, bitcast=True)
+        y = yb.to(tl.float8e5, bitcast=True)
+    else:
+        x = xb.to(tl.float8e4nv, bitcast=True)
+        y = yb.to(tl.float8e4nv, bitcast=True)
+    tl.store(o + rm * N + rn, tl.dot(x, y))
+    tl.store(o2 + rm * N + rn, tl.dot(x, y, max_num_imprecise_acc=32))
+
+
+@probe("tl.dot of fp8 e4m3 (float8e4nv) and e5m2 inputs -> fp32, also with max_num_imprecise_acc=32")
+def probe_dot_fp8():
+    m, n, k = 16, 16, 64
+    g = rng()
+    res = {}
+    for name, e5, tt in (("e4m3", False, torch.float8_e4m3fn), ("e5m2", True, torch.float8_e5m2)):
+        xf = torch.from_numpy(g.standard_normal((m, k)).astype(np.float32)).to(tt)
+        yf = torch.from_numpy(g.standard_normal((k, n)).astype(np.float32)).to(tt)
+        xb, yb = xf.view(torch.uint8).numpy(), yf.view(torch.uint8).numpy()
+        o, o2 = empty((m, n), torch.float32), empty((m, n), torch.float32)
+        k_dot_fp8[(1,)](dev(xb), dev(yb), o, o2, m, n, k, e5)
+        want = (xf.double().numpy() @ yf.double().numpy()).astype(np.float32)
+        res[name] = (host(o), want, 1e-5)
+        res[name + " imprecise"] = (host(o2), want, 1e-5)
+    return res
+
+
+@triton.jit
+def k_dot_scaled(a, b, sa, sb, o, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    x = tl.load(a + rm * K + rk[None, :])
+    y = tl.load(b + rk[:, None] * N + rn)
+    xs = tl.load(sa + rm * (K // 32) + tl.arange(0, K // 32)[None, :])
+    ys = tl.load(sb + tl.arange(0, N)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    tl.store(o + rm * N + rn, tl.dot_scaled(x, xs, "e4m3", y, ys, "e4m3"))
+
+
+@probe("tl.dot_scaled e4m3 x e4m3 with e8m0 block scales (32 elements a scale) -> fp32")
+def probe_dot_scaled():
+    m, n, k = 16, 16, 64
+    g = rng()
+    xf = torch.from_numpy(g.standard_normal((m, k)).astype(np.float32)).to(torch.float8_e4m3fn)
+    yf = torch.from_numpy(g.standard_normal((k, n)).astype(np.float32)).to(torch.float8_e4m3fn)
+    sa = g.integers(124, 131, (m, k // 32)).astype(np.uint8)  # e8m0: 2^(s - 127)
+    sb = g.integers(124, 131, (n, k // 32)).astype(np.uint8)
+    o = empty((m, n), torch.float32)
+    k_dot_scaled[(1,)](
+        dev(xf.view(torch.uint8).numpy()), dev(yf.view(torch.uint8).numpy()), dev(sa), dev(sb), o, m, n, k
+    )
+    xa = xf.double().numpy() * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, 1)
+    ya = yf.double().numpy() * np.repeat(2.0 ** (sb.astype(np.float64) - 127), 32, 1).T
+    return {"out": (host(o), (xa @ ya).astype(np.float32), 1e-5)}
+
+
+@triton.jit
+def k_dot_scaled_fp4(a, sa, b, o, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    x = tl.load(a + rm * (K // 2) + tl.arange(0, K // 2)[None, :])  # two e2m1 a byte, the first in the low bits
+    xs = tl.load(sa + rm * (K // 32) + tl.arange(0, K // 32)[None, :])
+    y = tl.load(b + tl.arange(0, K)[:, None] * N + rn)  # bf16, no scale
+    acc = tl.full((M, N), 1.0, tl.float32)
+    tl.store(o + rm * N + rn, tl.dot_scaled(x, xs, "e2m1", y, None, "bf16", acc=acc))
+
+
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+
+
+@probe("tl.dot_scaled e2m1 (packed fp4, e8m0 scales) x bf16 (no scale) with acc=")
+def probe_dot_scaled_fp4():
+    m, n, k = 16, 16, 64
+    g = rng()
+    codes = g.integers(0, 16, (m, k)).astype(np.uint8)
+    packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+    sa = g.integers(124, 131, (m, k // 32)).astype(np.uint8)
+    y = torch.from_numpy(g.standard_normal((k, n)).astype(np.float32)).to(torch.bfloat16)
+    o = empty((m, n), torch.float32)
+    k_dot_scaled_fp4[(1,)](dev(packed), dev(sa), y.to(DEVICE), o, m, n, k)
+    xa = E2M1[codes] * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, 1)
+    return {"out": (host(o), (1.0 + xa @ y.double().numpy()).astype(np.float32), 1e-5)}
+
+
+# ---- loop and memory hints (session 28) ---------------------------------------------------------------------------
+@triton.jit
+def k_range_hints(x, w, o, n, ROWS: tl.constexpr, BLOCK: tl.constexpr, K: tl.constexpr):
+    tl.assume(n > 0)
+    tl.assume(n % BLOCK == 0)
+    r = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in tl.range(0, n, BLOCK, num_stages=3, loop_unroll_factor=2, disallow_acc_multi_buffer=True):
+        offs = tl.max_contiguous(tl.multiple_of(i + r, BLOCK), BLOCK)
+        acc += tl.load(x + offs, cache_modifier=".cg", eviction_policy="evict_last")
+    tl.store(o + r, acc, cache_modifier=".cs", eviction_policy="evict_first")
+    total = tl.zeros((BLOCK,), tl.float32)
+    for a in tl.range(0, ROWS, flatten=True):  # nested loops flattened into one
+        for b in tl.range(0, 2, num_stages=2):
+            offs = (a * 2 + b) * BLOCK + r
+            total += tl.load(x + offs, volatile=True) * (b + 1)
+    tl.store(o + BLOCK + r, total, cache_modifier=".wt")
+    c = tl.zeros((16, 16), tl.float32)
+    ra = tl.arange(0, 16)
+    for kk in tl.range(0, K, 16, warp_specialize=False, disable_licm=True):
+        xa = tl.load(x + ra[:, None] * K + kk + ra[None, :])
+        wb = tl.load(w + (kk + ra[:, None]) * 16 + ra[None, :], cache_modifier=".ca")
+        c = tl.dot(xa, wb, c)
+    tl.store(o + 2 * BLOCK + ra[:, None] * 16 + ra[None, :], c)
+    s = tl.zeros((BLOCK,), tl.float32)
+    for j in tl.static_range(4):
+        s += tl.load(x + j * BLOCK + tl.max_constancy(r // BLOCK * 0, BLOCK) + r) * j
+    tl.store(o + 2 * BLOCK + 256 + r, s)
+
+
+@probe(
+    "tl.range num_stages/loop_unroll_factor/disallow_acc_multi_buffer/flatten/warp_specialize/disable_licm, "
+    "static_range, assume, multiple_of/max_contiguous/max_constancy, cache_modifier/eviction_policy/volatile"
+)
+def probe_range_hints():
+    block, rows, k = 32, 3, 64
+    n = 8 * block
+    g = rng()
+    x = (g.integers(-8, 8, 16 * k) / 8).astype(np.float32)  # exact sums
+    w = (g.integers(-8, 8, (k, 16)) / 8).astype(np.float32)
+    o = empty(2 * block + 256 + block, torch.float32)
+    k_range_hints[(1,)](dev(x), dev(w), o, n, rows, block, k)
+    got = host(o)
+    xs = x.astype(np.float64)
+    want_sum = xs[:n].reshape(-1, block).sum(0)
+    want_nested = sum(xs[(a * 2 + b) * block :][:block] * (b + 1) for a in range(rows) for b in range(2))
+    xa = xs[: 16 * k].reshape(16, k)
+    want_dot = np.zeros((16, 16))
+    for kk in range(0, k, 16):
+        want_dot += xa[np.arange(16)[:, None], kk + np.arange(16)[None, :]] @ w[kk : kk + 16].astype(np.float64)
+    want_static = sum(xs[j * block :][:block] * j for j in range(4))
+    return {
+        "tl.range sum": (got[:block], want_sum.astype(np.float32), 0),
+        "flatten nested": (got[block : 2 * block], want_nested.astype(np.float32), 0),
+        "dot loop": (got[2 * block : 2 * block + 256].reshape(16, 16), want_dot.astype(np.float32), 1e-6),
+        "static_range": (got[2 * block + 256 :], want_static.astype(np.float32), 0),
+    }
 
 
 # ---- runner -----------------------------------------------------------------------------------------------------

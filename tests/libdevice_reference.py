@@ -242,6 +242,16 @@ def _norm(*xs):
     return np.where(np.isinf(a).any(0), np.inf, np.where(np.isnan(a).any(0), np.nan, out))
 
 
+def _rnorm(*xs):
+    """1 / sqrt(sum of squares) in mpmath for finite operands (1 / _norm overflows to 0 at the largest
+    floats, where the exact result is a subnormal), 1 / _norm otherwise."""
+    out = 1 / _norm(*xs)
+    for i in np.nonzero(np.isfinite(np.stack(xs)).all(0) & (out != np.inf))[0]:
+        with mpmath.workdps(40):
+            out[i] = float(1 / mpmath.sqrt(sum(mpmath.mpf(float(x[i])) ** 2 for x in xs)))
+    return out
+
+
 def _fdim(x, y):
     return np.where(np.isnan(x) | np.isnan(y), np.nan, np.where(x > y, x - y, 0.0))
 
@@ -362,11 +372,11 @@ REFERENCE = {
     "pow": lambda xs, ret: _f64(np.power, 1)([xs[0], xs[1].astype(np.float64)], ret),
     "atan2": _f64(np.arctan2),
     "hypot": _f64(np.hypot),
-    "rhypot": _f64(lambda x, y: 1 / np.hypot(x, y), 2),
+    "rhypot": _f64(lambda x, y: _rnorm(x, y), 1),
     "norm3d": _f64(_norm, 2),
-    "rnorm3d": _f64(lambda *a: 1 / _norm(*a), 2),
+    "rnorm3d": _f64(lambda *a: _rnorm(*a), 2),
     "norm4d": _f64(_norm, 2),
-    "rnorm4d": _f64(lambda *a: 1 / _norm(*a), 2),
+    "rnorm4d": _f64(lambda *a: _rnorm(*a), 2),
     "erf": _mp(_or(_odd_zero(lambda v: math.erf(v) if not math.isfinite(v) else None), mpmath.erf), 2),
     "erfc": _mp(_or(lambda v: math.erfc(v) if not -10 < v < 30 else None, mpmath.erfc), 4),  # 2 or 0 beyond
     "erfinv": _mp(_or(_odd_zero(_nan_outside(-1, 1, -math.inf, math.inf)), mpmath.erfinv), 2),

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import mpmath
 import numpy as np
 import pytest
 import triton
 import triton.language as tl
 from codegen_kernels.harness import MACHINE, compile_kernel, run
+from triton.language.extra import libdevice
 
 from triton_plate_backend.dtypes import NUMPY
 
@@ -81,3 +83,51 @@ def test_histogram_of_more_bins_than_the_vector_unit(n, bins, vtype):
     v = x.astype(np.int64)
     keep = (v >= 0) & (v < bins) & (np.fmod(v, 3) != 0)
     np.testing.assert_array_equal(out, np.bincount(v[keep], minlength=bins))
+
+
+@triton.jit
+def fp64_libm(x, y, z, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a, b, c = tl.load(x + r), tl.load(y + r), tl.load(z + r)
+    tl.store(o + r, libdevice.rhypot(a, b))
+    tl.store(o + N + r, libdevice.rnorm3d(a, b, c))
+    tl.store(o + 2 * N + r, libdevice.rcbrt(a))
+    tl.store(o + 3 * N + r, libdevice.lgamma(a))
+    tl.store(o + 4 * N + r, libdevice.cyl_bessel_i0(a))
+    tl.store(o + 5 * N + r, libdevice.cyl_bessel_i1(a))
+
+
+def test_fp64_rhypot_rnorm3d_rcbrt_lgamma_bessel_i_within_cudas_bounds():
+    """libdevice.rhypot in fp64 (CUDA: at most 1 ulp; rnorm3d 2) was 1 / norm, rounded twice: 1.7 ulp at
+    rhypot(2.5, 100), up to 2.5 ulp on random triples; now a double-double sum of squares and a Newton step.
+    rcbrt (CUDA: 1 ulp) was 1 / cbrt: 1.32 ulp at 3.611960753068763e-05; now with a Newton step. lgamma
+    (CUDA: 4 ulp outside (-11.0001, -2.2637)) was 11 ulp near its minimum (1.459), 8 at -1.66 (reflection),
+    7 at 4.07 (Python's math.lgamma); now a double-double series head and recurrences. cyl_bessel_i0/i1
+    (CUDA: 6 ulp) were 12.1 ulp at 26.80 and 10.3 at 22.83 (the power series' terms rounded in turn); now the
+    series in double-double (|x| <= 30; the asymptotic expansion beyond is not checked here)."""
+    n = 64
+    g = np.random.default_rng(28)
+    x, y, z = (g.standard_normal(n) * 10.0 ** g.integers(-3, 4, n) for _ in range(3))
+    x[0], y[0], x[1] = 2.5, 100.0, 3.611960753068763e-05
+    x[2:6] = [1.4592904913016116, -1.662558875880641, 4.067563799736419, 1.4550749639944431]
+    x[6:8] = [26.804725717836305, 22.828785649733632]
+    sig = {"x": "*fp64", "y": "*fp64", "z": "*fp64", "o": "*fp64", "N": "constexpr"}
+    prog = compile_kernel(fp64_libm, sig, {"N": n})
+    (*_, out), _ = run(prog, 1, [x, y, z, np.zeros(6 * n)])
+    mpmath.mp.dps = 50
+    for k, args in enumerate(((x, y), (x, y, z), (x,), (x,), (x,), (x,))):
+        for i in range(n):
+            exact = 1 / mpmath.sqrt(sum(mpmath.mpf(float(a[i])) ** 2 for a in args))
+            if k == 2:
+                exact = mpmath.sign(x[i]) / mpmath.cbrt(abs(mpmath.mpf(float(x[i]))))
+            if k == 3:
+                if -11.0001 < x[i] < -2.2637:  # no bound there
+                    continue
+                exact = mpmath.log(abs(mpmath.gamma(mpmath.mpf(float(x[i])))))
+            if k >= 4:
+                if abs(x[i]) > 30:
+                    continue
+                exact = mpmath.besseli(k - 4, mpmath.mpf(float(x[i])))
+            got = out[k * n + i]
+            ulps = {3: 4, 4: 6, 5: 6}.get(k, 1)
+            assert abs(mpmath.mpf(float(got)) - exact) <= ulps * np.spacing(abs(got)), (k, i, got, exact)
