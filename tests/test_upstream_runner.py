@@ -344,7 +344,7 @@ def test_each_test_starts_a_new_clock_epoch_where_the_simulator_runs(monkeypatch
 
     resets = []
     monkeypatch.delitem(sys.modules, plugin.SIM_DEVICE, raising=False)
-    plugin.UpstreamRun.pytest_runtest_teardown(None, item=None)  # Triton's interpreter: no simulator, no clock
+    plugin.UpstreamRun.pytest_runtest_teardown(None, item=None)  # no simulator loaded: nothing to reset
     assert resets == []
     fake = types.SimpleNamespace(reset_clocks=lambda: resets.append(1))
     monkeypatch.setitem(sys.modules, plugin.SIM_DEVICE, fake)

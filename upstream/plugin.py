@@ -111,8 +111,9 @@ def _tune_cycle_collector() -> None:
 # The simulated device's clock keeps each launch's trace (up to 64 MiB: sim/clock.py) until someone reads the
 # time; no upstream test reads a time another test's launches made. Each test starts a new clock epoch, as plate's
 # own suite does (tests/conftest.py): the traces are dropped, not left for the collector to walk (every 10th
-# test_core test: full collections 1.49 -> 0.85 s CPU) nor packed when the bound is passed. A process that never
-# imported the simulator (Triton's interpreter) has no clock: nothing happens there.
+# test_core test: full collections 1.49 -> 0.85 s CPU) nor packed when the bound is passed. The interpreter's run
+# loads the module too (torch's device autoload registers plate's device) but launches nothing there: no clock has
+# anything to drop; a process without the module is left alone.
 SIM_DEVICE = "triton_plate_backend.sim.device"
 
 
