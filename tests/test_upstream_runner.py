@@ -336,6 +336,24 @@ def test_timeout_is_rethrown_without_the_interrupted_frames():
     assert text.rstrip().endswith("in hangs")  # innermost frame last
 
 
+def test_each_test_starts_a_new_clock_epoch_where_the_simulator_runs(monkeypatch):
+    import importlib
+    import types
+
+    from upstream import plugin
+
+    resets = []
+    monkeypatch.delitem(sys.modules, plugin.SIM_DEVICE, raising=False)
+    plugin.UpstreamRun.pytest_runtest_teardown(None, item=None)  # no simulator loaded: nothing to reset
+    assert resets == []
+    fake = types.SimpleNamespace(reset_clocks=lambda: resets.append(1))
+    monkeypatch.setitem(sys.modules, plugin.SIM_DEVICE, fake)
+    plugin.UpstreamRun.pytest_runtest_teardown(None, item=None)
+    assert resets == [1]
+    monkeypatch.undo()
+    assert callable(importlib.import_module(plugin.SIM_DEVICE).reset_clocks)  # the name the plugin looks up
+
+
 def test_runner_under_xdist_with_timeout_and_selection(triton_tree, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_SLEEP", "20")
     argv = ["triton", "--src", str(triton_tree), "--device", "fakedev", "--skiplist", str(FAKE_SKIPLIST)]
