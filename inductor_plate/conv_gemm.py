@@ -246,14 +246,26 @@ def conv_transpose_as_gemm(x, weight, bias, stride, padding, output_padding, dil
     )
 
 
-def weight_grad(x, grad_out, kernel, stride, padding, dilation, groups):
+def weight_grad(x, grad_out, kernel, stride, pads, dilation, groups):
     """d(loss)/d(weight) of y = conv(x, w): per group, grad_out (O/G x N*L) @ cols(x)^T; (O, C/G, *kernel)."""
-    cols, _ = gemm_cols(x, kernel, stride, [(p, p) for p in padding], dilation, groups)
+    cols, _ = gemm_cols(x, kernel, stride, pads, dilation, groups)
     n, out_channels = grad_out.shape[:2]
     length = math.prod(grad_out.shape[2:])
     per_group = out_channels // groups
     g = grad_out.reshape(n, groups, per_group, length).permute(1, 2, 0, 3).reshape(groups, per_group, n * length)
     return _per_group_mm(g, cols.transpose(1, 2)).reshape(out_channels, x.shape[1] // groups, *kernel)
+
+
+def _pads_onto(x, size, kernel, stride, padding, dilation) -> list[tuple[int, int]]:
+    """(before, after) padding of each spatial dim of ``x`` whose convolution windows number exactly ``size``: the
+    transposed convolution's gradients run a plain convolution over its output gradient, whose extent
+    output_padding may have grown by more than a stride (allowed when below the dilation); a symmetric padding would
+    give that many more windows than the transposed convolution's input has, so the end is cropped (or padded) to
+    the last window that input reaches."""
+    return [
+        (padding[i], (size[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - x.shape[2 + i] - padding[i])
+        for i in range(len(kernel))
+    ]
 
 
 def _n(values, dims) -> list:
@@ -284,9 +296,11 @@ def convolution_backward(
     dims = weight.dim() - 2
     stride, padding, dilation = _n(stride, dims), _n(padding, dims), _n(dilation, dims)
     grad_x = grad_w = grad_b = None
+    symmetric = [(p, p) for p in padding]
+    onto_x = _pads_onto(grad_out, x.shape[2:], kernel, stride, padding, dilation) if transposed else symmetric
     if output_mask[0]:
         if transposed:
-            grad_x = conv_as_gemm(grad_out, weight, None, stride, [(p, p) for p in padding], dilation, groups)
+            grad_x = conv_as_gemm(grad_out, weight, None, stride, onto_x, dilation, groups)
         else:
             output_padding = [  # what the forward's floor division dropped
                 x.shape[2 + i]
@@ -296,9 +310,9 @@ def convolution_backward(
             grad_x = conv_transpose_as_gemm(grad_out, weight, None, stride, padding, output_padding, dilation, groups)
     if output_mask[1]:
         if transposed:
-            grad_w = weight_grad(grad_out, x, kernel, stride, padding, dilation, groups)
+            grad_w = weight_grad(grad_out, x, kernel, stride, onto_x, dilation, groups)
         else:
-            grad_w = weight_grad(x, grad_out, kernel, stride, padding, dilation, groups)
+            grad_w = weight_grad(x, grad_out, kernel, stride, symmetric, dilation, groups)
     if output_mask[2]:
         grad_b = aten.sum(grad_out, [0, *range(2, grad_out.dim())])
     return grad_x, grad_w, grad_b

@@ -25,6 +25,8 @@ keep what the table held), they are rewritten before lowering:
 - ``_embedding_bag_per_sample_weights_backward``: each index's bag gradient dotted with its weight row;
   ``segment_reduce`` (1-D lengths or offsets): a scatter_reduce onto the segments, each element's found by a
   searchsorted of the segments' ends;
+- ``_conj`` of complex64: a physical conjugate (conj_resolved), where Inductor's fallback returned a conjugate view
+  that the traced graph did not know of;
 - ``_upsample_bilinear2d_aa``/``_upsample_bicubic2d_aa`` (``F.interpolate(..., antialias=True)``) and their
   backward: ATen's antialiased weights along each dim as an (output, input) matrix, two matmuls (transposed for
   the gradient) in the op math type.
@@ -141,6 +143,17 @@ def fft_c2c(x, dim, normalization, forward):
         re, im = _dft_along(re, im, d, forward)
     re, im = _normalized([re, im], normalization, math.prod(x.shape[d] for d in dim))
     return _complex_laid_out(re, im, _eager_strides(aten._fft_c2c.default, x, dim, normalization, forward))
+
+
+def conj_resolved(x):
+    """aten._conj of a complex64 plate tensor as a physical conjugate: the real view's parts, the imaginary one
+    negated, viewed as complex in x's layout. Inductor runs _conj as a fallback, whose result is a conjugate view
+    at run time though its fake tensor was not (a conjugate gradient: ihfft's backward); the view_as_real of the
+    FFT decompositions then refused it ('view_as_real doesn't work on unresolved conjugated tensors')."""
+    if not _on_plate(x) or x.dtype != torch.complex64:
+        return NotImplemented
+    re, im = _parts(x)
+    return _complex_laid_out(re, -im, x.stride())
 
 
 def _parts(x):
@@ -379,6 +392,7 @@ DECOMPOSITIONS = {
     aten._fft_c2c.default: fft_c2c,
     aten._fft_r2c.default: fft_r2c,
     aten._fft_c2r.default: fft_c2r,
+    aten._conj.default: conj_resolved,
     aten.segment_reduce.default: segment_reduce,
     aten.mm.default: complex_product,
     aten.bmm.default: complex_product,

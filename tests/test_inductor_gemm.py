@@ -327,6 +327,13 @@ CONV_CASES = [
     ("conv3d", (1, 2, 4, 5, 4), (3, 2, 2, 3, 2), ([1, 2, 1], [0, 1, 1], [1, 1, 2], False, [0, 0, 0], 1)),
     ("conv_transpose2d grouped", (2, 4, 5, 5), (4, 3, 3, 3), ([2, 2], [1, 1], [2, 2], True, [1, 1], 2)),
     ("conv_transpose1d", (2, 3, 6), (3, 2, 4), ([3], [2], [1], True, [2], 1)),
+    # OpInfo's sample: output_padding past the stride (below the dilation) in two dims
+    (
+        "conv_transpose3d output_padding",
+        (2, 2, 4, 4, 4),
+        (2, 2, 4, 5, 6),
+        ([3, 2, 1], [1, 2, 3], [4, 4, 4], True, [2, 3, 1], 2),
+    ),
 ]
 
 

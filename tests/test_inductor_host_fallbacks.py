@@ -506,3 +506,20 @@ def test_compiled_scatter_reduce_amin_amax_keep_nan():
         compiled_without_host_ops(fn, x, index, source, rows, values), fn(x, index, source, rows, values)
     ):
         torch.testing.assert_close(cpu(got), expected, equal_nan=True, rtol=0, atol=0)
+
+
+def test_ihfft_gradient_conjugates_physically():
+    """ihfft's backward conjugates its gradient (aten._conj), which Inductor ran as a fallback whose result was a
+    conjugate view at run time though not when traced: the DFT decomposition's view_as_real then raised
+    (test_torchinductor_opinfo's fft.ihfft, a (1, 1) input). extern_decomps.conj_resolved makes it a plate copy."""
+    torch.manual_seed(0)
+    x, grad = torch.randn(1, 1), torch.randn(1, 1, dtype=torch.complex64)
+    x_ref = x.clone().requires_grad_()
+    (want,) = torch.autograd.grad(torch.fft.ihfft(x_ref), x_ref, grad)
+    x_plate = x.to("plate").requires_grad_()
+    torch._dynamo.reset()
+    inductor_plate.reset_host_fallbacks()
+    out = torch.compile(torch.fft.ihfft)(x_plate)
+    (got,) = torch.autograd.grad(out, x_plate, grad.to("plate"))
+    torch.testing.assert_close(out.detach().cpu(), torch.fft.ihfft(x), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
