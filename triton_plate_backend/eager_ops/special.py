@@ -2110,7 +2110,7 @@ def _igamc_series(a, x, lga, needed, UNIFORM: tl.constexpr):
         fac, total, active = _igamc_series_step(a, x, n, eps, fac, total, active)
         n += 1
     logx = tl.log(x)
-    term = -libdevice.expm1(a * logx - libdevice.lgamma(1.0 + a))
+    term = -libdevice.expm1(a * logx - libdevice.lgamma(tl.where(needed, 1.0 + a, 1.0)))  # see _igam's lga
     return term - tl.exp(a * logx - lga) * total
 
 
@@ -2282,7 +2282,8 @@ def _igam(a, x, IGAM: tl.constexpr):
         upper_side = (x > 1.0) & (x > a)
         lower = lanes & (~upper_side | lower)
         complement = lanes & upper_side
-    lga = libdevice.lgamma(a)
+    # lgamma of 1 where no branch reads it: the simulator's lgamma of a negative takes a reflection's second pass
+    lga = libdevice.lgamma(tl.where(computed, a, 1.0))
     if a.dtype == tl.float32:
         value = _igam_value(a, x, lga, lower, complement, IGAM, IGAM_UNIFORM_F32)
     else:
