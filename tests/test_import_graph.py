@@ -252,6 +252,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.scatter_kernels",
         f"{TPB}.eager_ops.sorting",
         f"{TPB}.eager_ops.sorting_kernels",
+        f"{TPB}.eager_ops.spaced_range_kernels",
         f"{TPB}.eager_ops.spaced_ranges",
         f"{TPB}.eager_ops.table",
         f"{TPB}.eager_ops.transformer_fastpath",
