@@ -204,6 +204,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.autoload",
         f"{TPB}.eager_ops.composite",
         f"{TPB}.eager_ops.convolution",
+        f"{TPB}.eager_ops.ctc_kernels",
         f"{TPB}.eager_ops.ctc",
         f"{TPB}.eager_ops.complex_ops",
         f"{TPB}.eager_ops.complex_views",
