@@ -216,6 +216,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.fractional_pool",
         f"{TPB}.eager_ops.fused_optimizers",
         f"{TPB}.eager_ops.gradients",
+        f"{TPB}.eager_ops.grid_sampler_3d_kernels",
         f"{TPB}.eager_ops.grid_sampler_3d",
         f"{TPB}.eager_ops.index_forms",
         f"{TPB}.eager_ops.indexing",
