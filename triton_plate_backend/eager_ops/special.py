@@ -2009,10 +2009,6 @@ LANCZOS_NUM_REVERSED = tl.constexpr(tuple(reversed(LANCZOS_NUM.value)))
 LANCZOS_DENOM_REVERSED = tl.constexpr(tuple(reversed(LANCZOS_DENOM.value)))
 LANCZOS_G = tl.constexpr(6.024680040776729583740234375)
 IGAM_MAXITER = tl.constexpr(2000)
-# the steps every lane of a launch takes before the loops test for lanes still running (float, double): OpInfo's
-# (1029, 917) reference input of a, x in [-9, 9] converges within 37 and 113 (99% within 29 and 64; series: 21)
-IGAM_UNIFORM_F32 = tl.constexpr(40)
-IGAM_UNIFORM_F64 = tl.constexpr(64)
 PI_F32 = tl.constexpr(3.1415927410125732)  # c10::pi<float>, which the asymptotic series uses in every type
 
 
@@ -2069,7 +2065,7 @@ def _igam_series_step(x, eps, r, c, ans, active):
 
 
 @triton.jit
-def _igam_series(a, x, lga, needed, UNIFORM: tl.constexpr):
+def _igam_series(a, x, lga, needed, UNIFORM):
     """_igam_helper_series: DLMF 8.11.4, summed until a term falls below MACHEP of the sum."""
     ax = _igam_fac(a, x, lga)
     eps = _machep(a)
@@ -2097,7 +2093,7 @@ def _igamc_series_step(a, x, n, eps, fac, total, active):
 
 
 @triton.jit
-def _igamc_series(a, x, lga, needed, UNIFORM: tl.constexpr):
+def _igamc_series(a, x, lga, needed, UNIFORM):
     """_igamc_helper_series: DLMF 8.7.3."""
     eps = _machep(a)
     fac = _full(a, 1.0)
@@ -2190,7 +2186,7 @@ def _igamc_continued_fraction_step(eps, big, biginv, c, y, z, ans, pkm2, pkm1, q
 
 
 @triton.jit
-def _igamc_continued_fraction(a, x, lga, needed, UNIFORM: tl.constexpr):
+def _igamc_continued_fraction(a, x, lga, needed, UNIFORM):
     """_igamc_helper_continued_fraction: DLMF 8.9.2, rescaled when the convergents grow past BIG."""
     eps = _machep(a)
     big = _in_type(a, 16777216.0, 4.503599627370496e15)
@@ -2254,7 +2250,7 @@ def _igammac_lower_side(a, x):
 
 
 @triton.jit
-def _igam_value(a, x, lga, lower, complement, IGAM: tl.constexpr, UNIFORM: tl.constexpr):
+def _igam_value(a, x, lga, lower, complement, IGAM: tl.constexpr, UNIFORM):
     """igamma (IGAM) or igammac below the asymptotic regime: the power series P on the lanes `lower`, the
     complement series (x <= 1.1) or the continued fraction Q on the lanes `complement`, each loop run for
     its own lanes only; calc_igamma takes 1 - igammac where x > 1 and x > a."""
@@ -2272,7 +2268,9 @@ def _igam_value(a, x, lga, lower, complement, IGAM: tl.constexpr, UNIFORM: tl.co
 
 
 @triton.jit
-def _igam(a, x, IGAM: tl.constexpr):
+def _igam(a, x, IGAM: tl.constexpr, UNIFORM):
+    """UNIFORM: the steps every lane of the launch takes in each loop before the loop tests for lanes still
+    running (special_family.IGAM_STEPS: a large launch's blocks then leave their loops together)."""
     computed = _igam_computed(a, x)
     asymptotic = _asymptotic_regime(a, x)
     lanes = computed & ~asymptotic
@@ -2284,10 +2282,7 @@ def _igam(a, x, IGAM: tl.constexpr):
         complement = lanes & upper_side
     # lgamma of 1 where no branch reads it: the simulator's lgamma of a negative takes a reflection's second pass
     lga = libdevice.lgamma(tl.where(computed, a, 1.0))
-    if a.dtype == tl.float32:
-        value = _igam_value(a, x, lga, lower, complement, IGAM, IGAM_UNIFORM_F32)
-    else:
-        value = _igam_value(a, x, lga, lower, complement, IGAM, IGAM_UNIFORM_F64)
+    value = _igam_value(a, x, lga, lower, complement, IGAM, UNIFORM)
     value = tl.where(asymptotic, _igam_asymptotic_where(a, x, computed & asymptotic, IGAM), value)
     return _igam_domain(a, x, value, IGAM)
 
@@ -2295,13 +2290,13 @@ def _igam(a, x, IGAM: tl.constexpr):
 @triton.jit
 def igamma(x, y, LIMIT):
     """igamma(a = x, x = y): the regularized lower incomplete gamma function."""
-    return _igam(x, y, True)
+    return _igam(x, y, True, LIMIT)
 
 
 @triton.jit
 def igammac(x, y, LIMIT):
     """igammac(a = x, x = y): the regularized upper incomplete gamma function."""
-    return _igam(x, y, False)
+    return _igam(x, y, False, LIMIT)
 
 
 # ---- functions libdevice holds (plate's libdevice: computed in double and rounded once) -------------------
