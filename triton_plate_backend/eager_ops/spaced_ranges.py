@@ -62,12 +62,14 @@ def spaced(op: torch._ops.OpOverload, row: Row) -> Callable:
         # results round the product and the sum each. One launch (spaced_range_kernels.py) for the whole range.
         base = float(call["base"]) if row.fn == "logspace" else 1.0
         bounds = torch.tensor([start_c, end_c, step, base], dtype=torch.float64).to(out.device)
+        # an integer result: the values in floating point, then plate's copy_ (its conversion of an out-of-range value)
+        values = out if out.dtype.is_floating_point else torch.empty(steps, dtype=torch.float64, device=out.device)
         kernels = importlib.import_module(f"{__package__}.spaced_range_kernels")
         kernels.spaced_values[(launch.triton_cdiv(steps, launch.BLOCK),)](
-            out, bounds, steps, out.stride(0), CT=launch.triton_dtype(compute), LOG=row.fn == "logspace",
+            values, bounds, steps, values.stride(0), CT=launch.triton_dtype(compute), LOG=row.fn == "logspace",
             BLOCK=launch.BLOCK, machine=launch.kernels().machine_of(out),
         )  # fmt: skip
-        return out
+        return out if values is out else out.copy_(values)
 
     return kernel
 
