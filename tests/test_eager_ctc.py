@@ -61,3 +61,22 @@ def test_ctc_loss_refused_by_the_cpu_raises_its_error_on_the_host():
         F.ctc_loss(log_probs, torch.ones(2, 2, dtype=torch.long, device="plate"), [5, 4], [2, 2])
     assert torch.plate.host_ops()["aten._ctc_loss"] == 1
     torch.plate.reset_host_ops()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_one_launch_forward_is_the_per_step_recursion(dtype, no_host_ops):
+    """ctc_kernels.ctc_alpha (one program per sample, the time loop inside) gives _alphas' per-step plate ops'
+    log_alpha and loss bit for bit: frozen past an input length, an empty target, no alignment, another blank."""
+    from triton_plate_backend.eager_ops import ctc
+
+    g = torch.Generator().manual_seed(5)
+    for inputs, lengths, blank in (([9, 7, 8], [3, 2, 3], 0), ([9, 2, 8], [3, 3, 2], 0), ([9, 9, 9], [3, 0, 1], 4)):
+        lp = torch.randn(9, 3, 5, generator=g, dtype=dtype).log_softmax(2)
+        targets = torch.randint(0, 4, (3, 3), generator=g) + (1 if blank == 0 else 0)
+        targets[0, 1] = targets[0, 0]
+        padded = torch.where(torch.arange(3)[None] < torch.tensor(lengths)[:, None], targets, blank)
+        args = (lp.to("plate"), padded.to("plate"), inputs, lengths, blank)
+        for got, expected in zip(ctc._forward(*args, False), ctc._alphas(*args), strict=True):
+            assert torch.equal(got.cpu().nan_to_num(), expected.cpu().nan_to_num())
+        cpu = F.ctc_loss(lp, padded, inputs, lengths, blank, reduction="none")
+        torch.testing.assert_close(ctc._forward(*args, False)[0].cpu(), cpu)

@@ -71,3 +71,14 @@ def test_bicubic_3d_raises_torchs_error():
     x, grid = torch.zeros(1, 1, 2, 2, 2, device="plate"), torch.zeros(1, 1, 1, 1, 3, device="plate")
     with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
         F.grid_sample(x, grid, mode="bicubic", align_corners=False)
+
+
+def test_one_launch_forward_is_the_composition(no_host_ops):
+    """grid_sampler_3d_kernels.grid_sample_3d (the forward's one launch) gives grid_sampler_3d.py's composition of
+    plate ops (which the backward's vjp runs) bit for bit."""
+    from triton_plate_backend.eager_ops import grid_sampler_3d as module
+
+    x, grid, _ = inputs(torch.float32)
+    x, grid = x.to("plate"), (grid * 1.3).to("plate")
+    got = module._launch(x, grid, 0, 2, False)  # trilinear, reflection (every step of the source coordinates)
+    assert torch.equal(got.cpu(), module.grid_sampler_3d(x, grid, 0, 2, False).cpu())

@@ -189,6 +189,25 @@ def test_igamma_and_igammac_match_the_cpu(dtype, no_host_ops):
         same(fn(*plate(grid_a, grid_x)), fn(grid_a, grid_x))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_igamma_and_igammac_of_mixed_blocks_match_the_cpu(dtype, no_host_ops):
+    """OpInfo's values (a, x uniform in [-9, 9]: every branch and the domain's NaNs within one block) and lanes
+    whose loops run past the steps every lane takes (the continued fraction near x = 1.2 for small a, the power
+    series of a = 1e4 and 1e5 at x / a = 0.9 and 0.97: hundreds of steps) beside lanes that take none."""
+    g = torch.Generator().manual_seed(7)
+    a = torch.rand(2048, generator=g, dtype=torch.float64) * 18 - 9
+    x = torch.rand(2048, generator=g, dtype=torch.float64) * 18 - 9
+    a[::97], x[::97] = 1e4, 9e3
+    a[5::97], x[5::97] = 1e5, 9.7e4
+    a[7::97], x[7::97] = 0.43, 1.138
+    a, x = a.to(dtype), x.to(dtype)
+    for fn in (torch.igamma, torch.igammac):
+        got = fn(*plate(a, x))
+        assert got.device.type == "plate"
+        torch.testing.assert_close(got.cpu(), fn(a, x), rtol=1e-5 if dtype == torch.float32 else 1e-12, atol=1e-6,
+                                   equal_nan=True)  # fmt: skip
+
+
 # ---- polynomials of (x, n) ---------------------------------------------------------------------------------
 POLYNOMIALS = {name: getattr(torch.special, name) for name in table.POLYNOMIALS}
 # ATen's recurrences that declare `T r;` return it uninitialized for NaN x and n >= 2 (their loop stops

@@ -19,10 +19,12 @@ which raises torch's error or computes it."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 import torch
 
+from . import launch
 from .eager_lock import lock_released
 from .ops import Call
 from .table import Row
@@ -106,16 +108,29 @@ def _alphas(lp: torch.Tensor, padded: torch.Tensor, inputs: list[int], lengths: 
     return -_logsumexp(last, before), torch.stack(steps, 1)
 
 
+def _forward(lp: torch.Tensor, padded: torch.Tensor, inputs: list[int], lengths: list[int], blank: int, zero_infinity):
+    """(neg_log_likelihood, log_alpha) of _alphas' recursion in one launch (ctc_kernels.ctc_alpha)."""
+    time, batch, _ = lp.shape
+    width = 2 * padded.shape[1] + 1
+    nll = torch.empty(batch, dtype=lp.dtype, device=lp.device)
+    log_alpha = torch.empty(batch, time, width, dtype=lp.dtype, device=lp.device)
+    inputs_t, lengths_t = (torch.tensor(v, dtype=torch.int64).to(lp.device) for v in (inputs, lengths))
+    kernels = importlib.import_module(f"{__package__}.ctc_kernels")
+    kernels.ctc_alpha[(batch,)](
+        lp, padded, inputs_t, lengths_t, nll, log_alpha, time, width, blank, int(bool(zero_infinity)),
+        *lp.stride(), *padded.stride(), *log_alpha.stride(), W=launch.next_power_of_2(width),
+        machine=launch.kernels().machine_of(lp),
+    )  # fmt: skip
+    return nll, log_alpha
+
+
 def ctc_loss(op: torch._ops.OpOverload, row: Row) -> Callable:
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
         parsed = _arguments(call)
         if parsed is None:
             return call.on_host()
-        nll, log_alpha = _alphas(*parsed)
-        if call["zero_infinity"]:
-            nll = torch.where(nll == float("inf"), 0.0, nll)
-        return nll, log_alpha
+        return _forward(*parsed, call["zero_infinity"])
 
     return kernel
 

@@ -7,8 +7,11 @@ the CPU refuses go to the host, which raises torch's error."""
 
 from __future__ import annotations
 
+import importlib
+
 import torch
 
+from . import launch
 from .ops import HALF, Call, as_expected, checked
 from .table import Row
 
@@ -72,6 +75,23 @@ def grid_sampler_3d(
     return total
 
 
+def _launch(a: torch.Tensor, grid: torch.Tensor, mode: int, padding_mode: int, align_corners: bool) -> torch.Tensor:
+    """grid_sampler_3d's values in one launch (grid_sampler_3d_kernels.grid_sample_3d)."""
+    n, c, depth, height, width = a.shape
+    _, od, oh, ow, _ = grid.shape
+    out = torch.empty(n, c, od, oh, ow, dtype=a.dtype, device=a.device)
+    total = out.numel()
+    if total == 0:
+        return out
+    kernels = importlib.import_module(f"{__package__}.grid_sampler_3d_kernels")
+    kernels.grid_sample_3d[(launch.triton_cdiv(total, launch.BLOCK),)](
+        out, a, grid, total, c, od, oh, ow, depth, height, width, *a.stride(), *grid.stride(),
+        NEAREST=mode == 1, PADDING=padding_mode, ALIGN=bool(align_corners), BLOCK=launch.BLOCK,
+        machine=launch.kernels().machine_of(out),
+    )  # fmt: skip
+    return out
+
+
 def grid_sampler_3d_op(op: torch._ops.OpOverload, row: Row):
     @checked(op)
     def kernel(call: Call, expected):
@@ -81,7 +101,7 @@ def grid_sampler_3d_op(op: torch._ops.OpOverload, row: Row):
         if not (a.dtype.is_floating_point and grid.dtype == a.dtype) or grid.device != a.device:
             return call.on_host()
         ct = torch.float32 if a.dtype in HALF else a.dtype
-        result = grid_sampler_3d(a.to(ct), grid.to(ct), mode, call["padding_mode"], call["align_corners"])
+        result = _launch(a.to(ct), grid.to(ct), mode, call["padding_mode"], call["align_corners"])
         return as_expected(result, expected)
 
     return kernel

@@ -16,10 +16,12 @@ on the host, counted (the host raises torch's error)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 import torch
 
+from . import launch
 from .ops import Call, _overflows
 from .table import Row
 
@@ -57,15 +59,17 @@ def spaced(op: torch._ops.OpOverload, row: Row) -> Callable:
         # one fused multiply-add per value (nvcc's and gcc's contraction of start + step * i): for a float32
         # accumulator the product of a float32 step and an index below 2^29 is exact in float64, so the float64
         # sum rounded to float32 is the fma (but for a float64 sum that lands on a float32 midpoint); float64
-        # results round the product and the sum each
-        i = torch.arange(steps, dtype=torch.float64, device=out.device)
-        low = i * step + start_c
-        high = (steps - 1 - i) * -step + end_c
-        values = (torch.where(i < steps // 2, low, high) if steps > 1 else low).to(compute)  # one step: start
-        if row.fn == "logspace":
-            base = torch.full((), float(call["base"]), dtype=torch.float64, device=out.device)
-            values = torch.pow(base, values.to(torch.float64))
-        return out.copy_(values)
+        # results round the product and the sum each. One launch (spaced_range_kernels.py) for the whole range.
+        base = float(call["base"]) if row.fn == "logspace" else 1.0
+        bounds = torch.tensor([start_c, end_c, step, base], dtype=torch.float64).to(out.device)
+        # an integer result: the values in floating point, then plate's copy_ (its conversion of an out-of-range value)
+        values = out if out.dtype.is_floating_point else torch.empty(steps, dtype=torch.float64, device=out.device)
+        kernels = importlib.import_module(f"{__package__}.spaced_range_kernels")
+        kernels.spaced_values[(launch.triton_cdiv(steps, launch.BLOCK),)](
+            values, bounds, steps, values.stride(0), CT=launch.triton_dtype(compute), LOG=row.fn == "logspace",
+            BLOCK=launch.BLOCK, machine=launch.kernels().machine_of(out),
+        )  # fmt: skip
+        return out if values is out else out.copy_(values)
 
     return kernel
 

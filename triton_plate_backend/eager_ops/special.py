@@ -2028,10 +2028,10 @@ def _lanczos_sum_expg_scaled(x):
 
 
 @triton.jit
-def _igam_fac(a, x):
-    """x^a exp(-x) / gamma(a) (_igam_helper_fac)."""
+def _igam_fac(a, x, lga):
+    """x^a exp(-x) / gamma(a) (_igam_helper_fac); lga: lgamma(a)."""
     maxlog = _in_type(a, 88.72283905206835, 7.09782712893383996843e2)
-    ax = a * tl.log(x) - x - libdevice.lgamma(a)
+    ax = a * tl.log(x) - x - lga
     far = tl.where(ax < -maxlog, 0.0, tl.exp(ax))
     g = _full(a, LANCZOS_G)
     fac = (a + g - 0.5).to(a.dtype)
@@ -2044,42 +2044,70 @@ def _igam_fac(a, x):
 
 
 @triton.jit
-def _igam_series(a, x):
+def _any(mask):
+    """Whether any lane of the block's mask is set: a scalar, for a loop's or a branch's condition."""
+    return tl.max(mask.to(tl.int32), axis=0) > 0
+
+
+# The three loops below run ATen's per-element loops over a block: a lane steps until its own stopping test
+# holds, as the CPU's loop would, and the block steps while some lane `needed` (one whose value takes that
+# branch) has not stopped, at most IGAM_MAXITER times. A lane that is not needed never steps, so a block
+# whose lanes all take other branches (or are NaN, negative, 0 or infinite) runs no step of the loop.
+@triton.jit
+def _igam_series_step(x, eps, r, c, ans, active):
+    r2 = r + 1.0
+    c2 = c * (x / r2)
+    ans2 = ans + c2
+    r = tl.where(active, r2, r)
+    c = tl.where(active, c2, c)
+    ans = tl.where(active, ans2, ans)
+    return r, c, ans, active & ~(c2 <= eps * ans2)
+
+
+@triton.jit
+def _igam_series(a, x, lga, needed, UNIFORM):
     """_igam_helper_series: DLMF 8.11.4, summed until a term falls below MACHEP of the sum."""
-    ax = _igam_fac(a, x)
+    ax = _igam_fac(a, x, lga)
     eps = _machep(a)
     r = a
     c = _full(a, 1.0)
     ans = _full(a, 1.0)
-    active = ans == 1.0
-    for _ in range(0, IGAM_MAXITER):
-        r2 = r + 1.0
-        c2 = c * (x / r2)
-        ans2 = ans + c2
-        r = tl.where(active, r2, r)
-        c = tl.where(active, c2, c)
-        ans = tl.where(active, ans2, ans)
-        active = active & ~(c2 <= eps * ans2)
+    active = needed
+    for _ in range(0, UNIFORM):
+        r, c, ans, active = _igam_series_step(x, eps, r, c, ans, active)
+    step = UNIFORM
+    while (step < IGAM_MAXITER) & _any(active):
+        r, c, ans, active = _igam_series_step(x, eps, r, c, ans, active)
+        step += 1
     return tl.where(ax == 0.0, 0.0, ans * ax / a)
 
 
 @triton.jit
-def _igamc_series(a, x):
+def _igamc_series_step(a, x, n, eps, fac, total, active):
+    fac2 = fac * (-x / n.to(a.dtype))
+    term = fac2 / (a + n.to(a.dtype))
+    total2 = total + term
+    fac = tl.where(active, fac2, fac)
+    total = tl.where(active, total2, total)
+    return fac, total, active & ~(tl.abs(term) <= eps * tl.abs(total2))
+
+
+@triton.jit
+def _igamc_series(a, x, lga, needed, UNIFORM):
     """_igamc_helper_series: DLMF 8.7.3."""
     eps = _machep(a)
     fac = _full(a, 1.0)
     total = _full(a, 0.0)
-    active = fac == 1.0
-    for n in range(1, IGAM_MAXITER):
-        fac2 = fac * (-x / n.to(a.dtype))
-        term = fac2 / (a + n.to(a.dtype))
-        total2 = total + term
-        fac = tl.where(active, fac2, fac)
-        total = tl.where(active, total2, total)
-        active = active & ~(tl.abs(term) <= eps * tl.abs(total2))
+    active = needed
+    for n in range(1, UNIFORM + 1):
+        fac, total, active = _igamc_series_step(a, x, n, eps, fac, total, active)
+    n = UNIFORM + 1
+    while (n < IGAM_MAXITER) & _any(active):
+        fac, total, active = _igamc_series_step(a, x, n, eps, fac, total, active)
+        n += 1
     logx = tl.log(x)
-    term = -libdevice.expm1(a * logx - libdevice.lgamma(1.0 + a))
-    return term - tl.exp(a * logx - libdevice.lgamma(a)) * total
+    term = -libdevice.expm1(a * logx - libdevice.lgamma(tl.where(needed, 1.0 + a, 1.0)))  # see _igam's lga
+    return term - tl.exp(a * logx - lga) * total
 
 
 @triton.jit
@@ -2125,12 +2153,45 @@ def _igam_asymptotic(a, x, IGAM: tl.constexpr):
 
 
 @triton.jit
-def _igamc_continued_fraction(a, x):
+def _igam_asymptotic_where(a, x, needed, IGAM: tl.constexpr):
+    """_igam_asymptotic where a lane of the block needs it (its 600 unrolled steps are skipped otherwise)."""
+    value = _full(a, float("nan"))
+    if _any(needed):
+        value = _igam_asymptotic(a, x, IGAM)
+    return value
+
+
+@triton.jit
+def _igamc_continued_fraction_step(eps, big, biginv, c, y, z, ans, pkm2, pkm1, qkm2, qkm1, active):
+    c2 = c + 1.0
+    y2 = y + 1.0
+    z2 = z + 2.0
+    yc = y2 * c2
+    pk = pkm1 * z2 - pkm2 * yc
+    qk = qkm1 * z2 - qkm2 * yc
+    nonzero = qk != 0.0
+    r = pk / qk
+    t = tl.where(nonzero, tl.abs((ans - r) / r), 1.0)
+    ans2 = tl.where(nonzero, r, ans)
+    scale = tl.where(tl.abs(pk) > big, biginv, 1.0)
+    c = tl.where(active, c2, c)
+    y = tl.where(active, y2, y)
+    z = tl.where(active, z2, z)
+    ans = tl.where(active, ans2, ans)
+    pkm2 = tl.where(active, pkm1 * scale, pkm2)
+    pkm1 = tl.where(active, pk * scale, pkm1)
+    qkm2 = tl.where(active, qkm1 * scale, qkm2)
+    qkm1 = tl.where(active, qk * scale, qkm1)
+    return c, y, z, ans, pkm2, pkm1, qkm2, qkm1, active & ~(t <= eps)
+
+
+@triton.jit
+def _igamc_continued_fraction(a, x, lga, needed, UNIFORM):
     """_igamc_helper_continued_fraction: DLMF 8.9.2, rescaled when the convergents grow past BIG."""
     eps = _machep(a)
     big = _in_type(a, 16777216.0, 4.503599627370496e15)
     biginv = _in_type(a, 5.9604644775390625e-8, 2.22044604925031308085e-16)
-    ax = _igam_fac(a, x)
+    ax = _igam_fac(a, x, lga)
     y = 1.0 - a
     z = x + y + 1.0
     c = _full(a, 0.0)
@@ -2139,28 +2200,17 @@ def _igamc_continued_fraction(a, x):
     pkm1 = x + 1.0
     qkm1 = z * x
     ans = pkm1 / qkm1
-    active = pkm2 == 1.0
-    for _ in range(0, IGAM_MAXITER):
-        c2 = c + 1.0
-        y2 = y + 1.0
-        z2 = z + 2.0
-        yc = y2 * c2
-        pk = pkm1 * z2 - pkm2 * yc
-        qk = qkm1 * z2 - qkm2 * yc
-        nonzero = qk != 0.0
-        r = pk / qk
-        t = tl.where(nonzero, tl.abs((ans - r) / r), 1.0)
-        ans2 = tl.where(nonzero, r, ans)
-        scale = tl.where(tl.abs(pk) > big, biginv, 1.0)
-        c = tl.where(active, c2, c)
-        y = tl.where(active, y2, y)
-        z = tl.where(active, z2, z)
-        ans = tl.where(active, ans2, ans)
-        pkm2 = tl.where(active, pkm1 * scale, pkm2)
-        pkm1 = tl.where(active, pk * scale, pkm1)
-        qkm2 = tl.where(active, qkm1 * scale, qkm2)
-        qkm1 = tl.where(active, qk * scale, qkm1)
-        active = active & ~(t <= eps)
+    active = needed
+    for _ in range(0, UNIFORM):
+        c, y, z, ans, pkm2, pkm1, qkm2, qkm1, active = _igamc_continued_fraction_step(
+            eps, big, biginv, c, y, z, ans, pkm2, pkm1, qkm2, qkm1, active
+        )
+    step = UNIFORM
+    while (step < IGAM_MAXITER) & _any(active):
+        c, y, z, ans, pkm2, pkm1, qkm2, qkm1, active = _igamc_continued_fraction_step(
+            eps, big, biginv, c, y, z, ans, pkm2, pkm1, qkm2, qkm1, active
+        )
+        step += 1
     return tl.where(ax == 0.0, 0.0, ans * ax)
 
 
@@ -2181,38 +2231,72 @@ def _igam_domain(a, x, value, IGAM: tl.constexpr):
 
 
 @triton.jit
+def _igam_computed(a, x):
+    """The lanes no boundary value of _igam_domain decides (nor NaN): finite positive a and x."""
+    return (a > 0.0) & (x > 0.0) & (a < float("inf")) & (x < float("inf"))
+
+
+@triton.jit
 def _asymptotic_regime(a, x):
     ratio = tl.abs(x - a) / a
     return ((a > 20.0) & (a < 200.0) & (ratio < 0.3)) | ((a > 200.0) & (ratio < 4.5 / tl.sqrt(a)))
 
 
 @triton.jit
-def _igammac_value(a, x):
-    lower = 1.0 - _igam_series(a, x)
-    upper = _igamc_series(a, x)
-    value = tl.where(x < a, lower, _igamc_continued_fraction(a, x))
-    value = tl.where(x <= 0.5, tl.where(-0.4 / tl.log(x) < a, lower, upper), value)
-    value = tl.where((x > 0.5) & (x <= 1.1), tl.where(x * 1.1 < a, lower, upper), value)
+def _igammac_lower_side(a, x):
+    """Where calc_igammac takes 1 - the power series (x small for a); the complement series for x <= 1.1 and
+    the continued fraction above take the rest."""
+    return tl.where(x <= 0.5, -0.4 / tl.log(x) < a, tl.where(x <= 1.1, x * 1.1 < a, x < a))
+
+
+@triton.jit
+def _igam_value(a, x, lga, lower, complement, IGAM: tl.constexpr, UNIFORM):
+    """igamma (IGAM) or igammac below the asymptotic regime: the power series P on the lanes `lower`, the
+    complement series (x <= 1.1) or the continued fraction Q on the lanes `complement`, each loop run for
+    its own lanes only; calc_igamma takes 1 - igammac where x > 1 and x > a."""
+    large = x > 1.1
+    lower_side = _igammac_lower_side(a, x)
+    series = _igam_series(a, x, lga, lower, UNIFORM)
+    upper = _igamc_series(a, x, lga, complement & ~large & ~lower_side, UNIFORM)
+    continued = _igamc_continued_fraction(a, x, lga, complement & large & ~lower_side, UNIFORM)
+    q = tl.where(lower_side, 1.0 - series, tl.where(large, continued, upper))
+    if IGAM:
+        value = tl.where((x > 1.0) & (x > a), 1.0 - q, series)
+    else:
+        value = q
     return value
+
+
+@triton.jit
+def _igam(a, x, IGAM: tl.constexpr, UNIFORM):
+    """UNIFORM: the steps every lane of the launch takes in each loop before the loop tests for lanes still
+    running (special_family.IGAM_STEPS: a large launch's blocks then leave their loops together)."""
+    computed = _igam_computed(a, x)
+    asymptotic = _asymptotic_regime(a, x)
+    lanes = computed & ~asymptotic
+    lower = lanes & _igammac_lower_side(a, x)
+    complement = lanes
+    if IGAM:
+        upper_side = (x > 1.0) & (x > a)
+        lower = lanes & (~upper_side | lower)
+        complement = lanes & upper_side
+    # lgamma of 1 where no branch reads it: the simulator's lgamma of a negative takes a reflection's second pass
+    lga = libdevice.lgamma(tl.where(computed, a, 1.0))
+    value = _igam_value(a, x, lga, lower, complement, IGAM, UNIFORM)
+    value = tl.where(asymptotic, _igam_asymptotic_where(a, x, computed & asymptotic, IGAM), value)
+    return _igam_domain(a, x, value, IGAM)
 
 
 @triton.jit
 def igamma(x, y, LIMIT):
     """igamma(a = x, x = y): the regularized lower incomplete gamma function."""
-    a = x
-    x = y
-    value = tl.where((x > 1.0) & (x > a), 1.0 - _igammac_value(a, x), _igam_series(a, x))
-    value = tl.where(_asymptotic_regime(a, x), _igam_asymptotic(a, x, True), value)
-    return _igam_domain(a, x, value, True)
+    return _igam(x, y, True, LIMIT)
 
 
 @triton.jit
 def igammac(x, y, LIMIT):
     """igammac(a = x, x = y): the regularized upper incomplete gamma function."""
-    a = x
-    x = y
-    value = tl.where(_asymptotic_regime(a, x), _igam_asymptotic(a, x, False), _igammac_value(a, x))
-    return _igam_domain(a, x, value, False)
+    return _igam(x, y, False, LIMIT)
 
 
 # ---- functions libdevice holds (plate's libdevice: computed in double and rounded once) -------------------
