@@ -26,6 +26,14 @@ CASES = {  # name: (function, input shape, weight shape, keyword arguments)
         (3, 2, 3, 2),
         dict(stride=(2, 3), padding=(1, 0), output_padding=(1, 2), dilation=(1, 2)),
     ),
+    # output_padding past the stride (allowed below the dilation): its extra rows give the adjoint convolution
+    # positions past the input's, which the backward drops (test_noncontiguous_samples' conv_transpose2d sample 2)
+    "conv_transpose2d output_padding past the stride": (
+        F.conv_transpose2d,
+        (2, 2, 4, 4),
+        (2, 2, 4, 5),
+        dict(stride=(3, 2), padding=(1, 2), output_padding=(2, 3), groups=2, dilation=(4, 4)),
+    ),
 }
 
 

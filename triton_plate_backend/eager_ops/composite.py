@@ -705,7 +705,8 @@ def cdist(op: torch._ops.OpOverload, row: Row) -> Callable:
             each = torch.where(dead, zero, each)
         else:
             each = torch.where(d == 0, zero, diff * diff.abs().pow(p - 2) * g / d.pow(p - 1))
-        return as_expected(each.sum(-2), expected)  # x1 broadcast over the batch: autograd sums it
+        # x1 broadcast over the batch: its gradient sums over the batch dims (none of an empty batch: zeros)
+        return as_expected(each.sum(-2).sum_to_size(expected.shape), expected)
 
     body = forward if op._schema.name == "aten::_cdist_forward" else backward
 

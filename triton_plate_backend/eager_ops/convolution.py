@@ -90,6 +90,10 @@ def _conv_grad_weight(grad, x, weight_shape, groups, stride, padding, dilation) 
     """d(loss)/d(weight) of _conv(x, weight) given its output's gradient `grad` (N, O, *out)."""
     kernel = list(weight_shape[2:])
     cols = _columns(x, groups, kernel, stride, padding, dilation)  # (N, G, CK, L)
+    out, wanted = list(_out_sizes(x.shape[2:], kernel, stride, padding, dilation)), list(grad.shape[2:])
+    if out != wanted:  # transposed: x is the output, output_padding's extra rows past every input position's
+        window = (slice(None),) * 3 + tuple(slice(0, w) for w in wanted)
+        cols = cols.reshape(*cols.shape[:3], *out)[window].reshape(*cols.shape[:3], -1)
     n, o = grad.shape[:2]
     g = grad.reshape(n, groups, o // groups, -1).permute(1, 2, 0, 3).reshape(groups, o // groups, -1)
     gw = torch.matmul(g, cols.permute(1, 0, 3, 2).reshape(groups, -1, cols.shape[2]))  # summed over the batch
@@ -166,6 +170,8 @@ def _backward(call: Call):
     if call["transposed"]:  # x -> conv's gradient wrt its input: its adjoint is the convolution itself
         if mask[0]:
             grad_input = _conv(gw_, ww, groups, stride, padding, dilation)
+            # output_padding's extra rows give positions past x's (read by no input position): dropped
+            grad_input = grad_input[(slice(None),) * 2 + tuple(slice(0, s) for s in x.shape[2:])]
         if mask[1]:
             grad_weight = _conv_grad_weight(xw, gw_, weight.shape, groups, stride, padding, dilation)
     else:

@@ -146,9 +146,11 @@ def scatter(op: torch._ops.OpOverload, row: Row) -> Callable:
             source = torch.tensor(call["value"], dtype=self.dtype).to(self.device)
         if self.dim() == 0 and index.dim() <= 1 and source.dim() <= 1 and _covered(self, index, source):
             return on_one_dim_views(call, expected, ("self", "index", "src"))
+        inplace = call.target_name == "self"
+        if index.numel() == 0 and _covered(self, index, source):  # of any integer type the CPU takes then
+            return self if inplace else self.clone(memory_format=torch.preserve_format)  # nothing scattered
         if self.dim() == 0 or index.dtype not in INDEX_DTYPES or not _covered(self, index, source):
             return call.on_host()
-        inplace = call.target_name == "self"
         if _overlaps(self, [index, source]) and inplace:
             return call.on_host()
         out = self if inplace else self.clone(memory_format=torch.preserve_format)
