@@ -1332,6 +1332,9 @@ def test_histc_of_an_inverted_range_raises_torchs_error():
         (2, (2, 3, 4, 5), (1, 2, 3, 0)),
         (2, (3, 4, 5), (2, -1, 1, 1)),
         (3, (1, 2, 3, 4, 2), (1, 1, 0, 2, 2, 1)),
+        (1, (0, 3, 3), (1, 2)),  # an empty batch (nn.functional.pad's samples): an empty gradient, not the host
+        (2, (0, 3, 3, 3), (0, 2, 0, 1)),
+        (3, (0, 1, 2, 2, 2), (1, 1, 1, 1, 1, 1)),
     ],
 )
 def test_replication_pad_backward_on_plate_as_the_cpus(d, shape, padding, no_host_ops):
@@ -1341,6 +1344,15 @@ def test_replication_pad_backward_on_plate_as_the_cpus(d, shape, padding, no_hos
     grad = torch.randn(padded.shape, generator=g)
     backward = getattr(torch.ops.aten, f"replication_pad{d}d_backward")
     same(backward(grad.plate(), x.plate(), padding), backward(grad, x, padding))
+
+
+def test_replication_pad_backward_of_noncontiguous_float64_is_the_cpus_exactly(no_host_ops):
+    g = torch.Generator().manual_seed(12)
+    x = torch.randn(3, 5, 4, dtype=torch.float64, generator=g).transpose(1, 2)  # (3, 4, 5), noncontiguous
+    grad = torch.randn(3, 7, 8, dtype=torch.float64, generator=g)[:, ::2, :]  # (3, 4, 8): strided rows
+    want = torch.ops.aten.replication_pad1d_backward(grad, x, (2, 1))
+    got = torch.ops.aten.replication_pad1d_backward(grad.plate(), x.plate(), (2, 1))
+    assert torch.equal(got.cpu(), want)
 
 
 @pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, math.inf])

@@ -633,7 +633,8 @@ def replication_pad_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
     """replication_pad{1,2,3}d_backward(grad_output, self, padding): along each padded dim (the last ones,
     padding given last dim first as (left, right) pairs), output entry o copied input entry
     clamp(o - left, 0, size - 1), so the gradient is an index_add of grad_output's entries at those places,
-    dim after dim; the result laid out as self (empty_like). Shapes that disagree go to the host (its error)."""
+    dim after dim; the result laid out as self (empty_like), empty for an empty self. Shapes that disagree go to
+    the host (its error)."""
 
     def kernel(*args, **kwargs):
         call = Call(op, args, kwargs)
@@ -645,8 +646,10 @@ def replication_pad_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
         for i in range(dims):
             d = x.dim() - 1 - i
             expected[d] = x.shape[d] + padding[2 * i] + padding[2 * i + 1]
-        if list(grad.shape) != expected or x.numel() == 0:
+        if list(grad.shape) != expected:
             return call.on_host()
+        if x.numel() == 0:  # an empty batch (or a zero-size dim): nothing to sum, the CPU's empty result
+            return torch.empty_like(x)
         result = grad
         for i in range(dims):
             d = x.dim() - 1 - i
