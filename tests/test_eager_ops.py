@@ -36,7 +36,8 @@ def test_every_row_names_a_real_overload_family_and_function():
         assert row.family in eager_ops.FAMILIES, name
         if row.family == "elementwise":
             assert row.fn in kernels.FUNCTIONS, name
-            assert row.complex_fn in (None, "real") or row.complex_fn in kernels.FUNCTIONS, name
+            complex_fns = (None, "real", *table.PART_COMPARISONS.values())
+            assert row.complex_fn in complex_fns or row.complex_fn in kernels.FUNCTIONS, name
 
 
 # ---- elementwise ---------------------------------------------------------------------------------------
@@ -432,6 +433,24 @@ def test_complex32_arithmetic_computes_in_float32(no_host_ops):
     got, expected = (a.to("plate") + a.to("plate")) * 2, (a + a) * 2
     assert got.dtype == torch.complex32
     torch.testing.assert_close(torch.view_as_real(got.cpu()), torch.view_as_real(expected), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex32, torch.complex64, torch.complex128])
+def test_complex_eq_ne_compare_both_parts_as_the_cpus(dtype, no_host_ops):
+    nan, inf = float("nan"), float("inf")
+    a = torch.tensor([1 + 2j, complex(nan, 0), 3 + 1j, complex(1, nan), complex(inf, -inf), 0j, -0.0 + 0j, 5j])
+    b = torch.tensor([1 + 2j, complex(nan, 0), 3 + 2j, complex(1, nan), complex(inf, -inf), 0j, 0j, 4j])
+    a, b = a.to(dtype), b.to(dtype)
+    square = torch.randn(3, 4, dtype=torch.complex64).to(dtype)
+    square[1] = square[0]  # equal rows of the transposed (noncontiguous) view against row 0 broadcast
+    for cmp in (torch.eq, torch.ne):
+        same(cmp(a.plate(), b.plate()), cmp(a, b))
+        same(cmp(a.plate().conj(), b.plate()), cmp(a.conj(), b))  # a conjugate view: its parts resolved
+        same(cmp(square.plate().t(), square[0].plate()[:3]), cmp(square.t(), square[0][:3]))
+        for scalar in (1 + 2j, 5j, 3.0, nan):  # the Scalar form, complex and real numbers
+            same(cmp(a.plate(), scalar), cmp(a, scalar))
+        same(cmp(a.real.plate(), 3 + 0j), cmp(a.real, 3 + 0j))  # a real tensor against a complex number
+        same(cmp(a.plate(), torch.tensor(1 + 2j, dtype=dtype)), cmp(a, torch.tensor(1 + 2j, dtype=dtype)))
 
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])

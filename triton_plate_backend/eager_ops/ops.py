@@ -22,7 +22,7 @@ from ..torch_device.accumulation import tensors_in
 from ..torch_device.rng import default_generator
 from . import launch
 from .launch import COMPLEX_PARTS, REAL_DTYPES, broadcast_strides
-from .table import Row
+from .table import PART_COMPARISONS, Row
 
 HALF = (torch.float16, torch.bfloat16)
 FLOAT32_64 = (torch.float32, torch.float64)  # the parts of complex64 / complex128
@@ -238,6 +238,8 @@ def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
             parts = torch.view_as_real(_operand(values[0], values[0].dtype, device).resolve_conj())
             magnitude = torch.hypot(parts[..., 0], parts[..., 1])  # |z| as std::abs of a complex: hypot(re, im)
             return magnitude if magnitude.stride() == expected.stride() else as_expected(magnitude, expected)
+        if row.complex_fn in PART_COMPARISONS.values() and any(_is_complex(v) for v in values):
+            return _complex_comparison(call, row, expected, device, values)
         if row.integral and (expected.dtype.is_floating_point or expected.dtype.is_complex):
             return call.on_host()
         if not takes_dtypes(row, expected):
@@ -517,6 +519,20 @@ def _complex(call: Call, row: Row, expected: torch.Tensor, device, values):
         CT=launch.triton_dtype(_opmath(part)),
     )  # fmt: skip
     return out
+
+
+def _complex_comparison(call: Call, row: Row, expected: torch.Tensor, device, values):
+    """eq / ne with a complex operand: the real comparison over the (..., 2) real views of both operands in
+    their common complex type, then both parts equal (eq) or either part unequal (ne): std::complex's ==, so a
+    NaN part compares unequal. out= and in-place forms, and complex32, go to the host."""
+    common = torch.result_type(*values)
+    if call.target_name is not None or common not in COMPLEX_PARTS:
+        return call.on_host()
+    a, b = (torch.view_as_real(_operand(v, common, device, common).to(common).resolve_conj()) for v in values)
+    parts = getattr(torch, row.fn)(a, b)
+    combine = torch.logical_and if row.complex_fn == PART_COMPARISONS["eq"] else torch.logical_or
+    result = combine(parts[..., 0], parts[..., 1])
+    return result if result.stride() == expected.stride() else as_expected(result, expected)
 
 
 def _pair_strides(real_view: torch.Tensor, shape) -> list[int]:

@@ -31,6 +31,8 @@ class Row:
 
 BINARY = ("self", "other")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+# complex eq / ne: the comparison over the real views, then both parts' (eq) or either part's (ne), as std::complex
+PART_COMPARISONS = {"eq": "both_parts", "ne": "either_part"}
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")  # bool and integer tensors (torch refuses floats)
 LOGICAL = ("logical_and", "logical_or", "logical_xor")  # any real operands: nonzero is true
 INFINITIES = ("isposinf", "isneginf")  # real tensors (torch refuses complex ones)
@@ -178,8 +180,8 @@ EAGER_OPS: dict[str, Row] = {
         f"{name}.default": Row("elementwise", name, compute="result", complex_fn=COMPLEX_FUNCTIONS.get(name))
         for name in FLOAT_FUNCTIONS
     },
-    **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
-    **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY) for cmp in COMPARISONS},
+    **{f"{cmp}.Tensor": Row("elementwise", cmp, BINARY, complex_fn=PART_COMPARISONS.get(cmp)) for cmp in COMPARISONS},
+    **{f"{cmp}.Scalar": Row("elementwise", cmp, BINARY, complex_fn=PART_COMPARISONS.get(cmp)) for cmp in COMPARISONS},
     **{
         f"{op}.{kind}": Row("elementwise", op, BINARY, integral=True)
         for op in BITWISE
