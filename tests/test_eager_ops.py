@@ -435,6 +435,15 @@ def test_complex32_arithmetic_computes_in_float32(no_host_ops):
     torch.testing.assert_close(torch.view_as_real(got.cpu()), torch.view_as_real(expected), rtol=0, atol=0)
 
 
+def test_complex32_abs_is_the_cpus_half_magnitude(no_host_ops):
+    nan, inf = float("nan"), float("inf")
+    a = (torch.randn(64, dtype=torch.complex64) * torch.logspace(-6, 4, 64)).to(torch.complex32)
+    a[:3] = torch.tensor([complex(inf, nan), complex(nan, 1), 65504 + 65504j])  # inf wins over NaN; overflow
+    got = a.plate().abs()
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got.cpu(), a.abs(), rtol=0, atol=0, equal_nan=True)
+
+
 @pytest.mark.parametrize("dtype", [torch.complex32, torch.complex64, torch.complex128])
 def test_complex_eq_ne_compare_both_parts_as_the_cpus(dtype, no_host_ops):
     nan, inf = float("nan"), float("inf")

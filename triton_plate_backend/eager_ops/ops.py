@@ -26,6 +26,7 @@ from .table import PART_COMPARISONS, Row
 
 HALF = (torch.float16, torch.bfloat16)
 FLOAT32_64 = (torch.float32, torch.float64)  # the parts of complex64 / complex128
+COMPLEX_ABS = (*FLOAT32_64, torch.float16)  # |z| of complex64 / complex128 / complex32 (hypot in float32, rounded)
 # a Python number as torch wraps it into a tensor (c10's scalar_to_tensor)
 _WRAPPED_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
 
@@ -234,7 +235,7 @@ def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
         if row.fn == "isnan" and _is_complex(values[0]) and call.target_name is None:
             parts = torch.view_as_real(_operand(values[0], expected.dtype, device).resolve_conj())
             return torch.isnan(parts[..., 0]) + torch.isnan(parts[..., 1])  # either part NaN (bools add as or)
-        if row.fn == "abs" and _is_complex(values[0]) and call.target_name is None and expected.dtype in FLOAT32_64:
+        if row.fn == "abs" and _is_complex(values[0]) and call.target_name is None and expected.dtype in COMPLEX_ABS:
             parts = torch.view_as_real(_operand(values[0], values[0].dtype, device).resolve_conj())
             magnitude = torch.hypot(parts[..., 0], parts[..., 1])  # |z| as std::abs of a complex: hypot(re, im)
             return magnitude if magnitude.stride() == expected.stride() else as_expected(magnitude, expected)
