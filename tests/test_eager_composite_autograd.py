@@ -1,0 +1,82 @@
+"""Autograd through plate's kernels of composite ops (eager_ops/registry.composite_autograd): an op whose autograd is
+its CompositeImplicitAutograd kernel keeps the CPU's graph on plate (grad_fn names and gradients equal, no autograd
+fallback warning), and no overload plate registers leaves AutogradPrivateUse1 on the fallback where the CPU has one."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import pytest
+import torch
+
+from triton_plate_backend import eager_ops
+from triton_plate_backend.eager_ops import out_forms, registry
+from triton_plate_backend.eager_ops.table import EAGER_OPS, overloads
+
+eager_ops.register()
+
+
+def graph(t: torch.Tensor) -> list[str]:
+    """The grad_fn names from ``t`` back to the leaves, depth first."""
+    names, stack = [], [t.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is not None:
+            names.append(type(node).__name__)
+            stack.extend(next_node for next_node, _ in node.next_functions)
+    return names
+
+
+def backward_on(device: str, inputs, forward):
+    leaves = [t.to(device, copy=True).requires_grad_() for t in inputs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the autograd fallback's "an autograd kernel was not registered" warning
+        out = forward(*leaves)
+        out.abs().sum().backward()
+    return graph(out), [leaf.grad.cpu() for leaf in leaves]
+
+
+CASES = {
+    "conj_physical": ([torch.complex64], lambda x: torch.conj_physical(x)),
+    "conj_physical of a transposed view": ([torch.complex128], lambda x: x.mT.conj_physical() * 2),
+    "orgqr": ([torch.float64, torch.float64], lambda a, tau: torch.orgqr(a, tau)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_composites_graph_and_gradients_are_the_cpus(name, no_host_ops):
+    dtypes, forward = CASES[name]
+    generator = torch.Generator().manual_seed(3)
+    shapes = [(4, 3), (3,)]
+    inputs = [torch.randn(shape, dtype=dtype, generator=generator) for shape, dtype in zip(shapes, dtypes)]
+    expected_graph, expected_grads = backward_on("cpu", inputs, forward)
+    got_graph, got_grads = backward_on("plate", inputs, forward)
+    assert got_graph == expected_graph
+    for got, expected in zip(got_grads, expected_grads):
+        torch.testing.assert_close(got, expected)
+
+
+def test_conj_physical_of_a_real_tensor_is_the_tensor_itself_as_on_the_cpu():
+    for device in ("cpu", "plate"):
+        x = torch.randn(3, device=device)
+        assert torch.conj_physical(x) is x
+
+
+def _entries(qualified: str) -> dict[str, str]:
+    return dict(re.findall(r"^(\w+): (.*)$", torch._C._dispatch_dump_table(qualified), re.M))
+
+
+def test_no_registered_overload_leaves_plates_autograd_on_the_fallback_where_the_cpus_has_a_kernel():
+    torch.empty(1, device="plate")  # the kernels registered
+    covered = overloads()
+    names = set(covered) | set(out_forms.derived(EAGER_OPS, covered))
+    fallen = []
+    for name in sorted(names):
+        packet, _, overload = name.partition(".")
+        entries = _entries(f"aten::{packet}" if overload == "default" else f"aten::{packet}.{overload}")
+        plate, cpu = entries.get("AutogradPrivateUse1", ""), entries.get("AutogradCPU", "")
+        if "VariableFallbackKernel" in plate and "VariableFallbackKernel" not in cpu:
+            fallen.append(name)
+    assert fallen == []
+    assert registry.composite_autograd("conj_physical.default") and not registry.composite_autograd("add.Tensor")
