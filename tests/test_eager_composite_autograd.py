@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 import torch
+import torch._inductor.utils
 
 from triton_plate_backend import eager_ops
 from triton_plate_backend.eager_ops import out_forms, registry
@@ -80,3 +81,23 @@ def test_no_registered_overload_leaves_plates_autograd_on_the_fallback_where_the
             fallen.append(name)
     assert fallen == []
     assert registry.composite_autograd("conj_physical.default") and not registry.composite_autograd("add.Tensor")
+
+
+def test_a_compiled_ihfftns_input_gradient_is_the_cpus():
+    """AOTAutograd traces the backward through plate's kernels: with conj_physical on the autograd fallback the
+    compiled backward graph was ``return (None,)`` (ihfftn is r2c, conj_physical, c2c)."""
+    x = torch.randn(4, 6, 5, generator=torch.Generator().manual_seed(5))
+
+    def ihfftn(t):
+        y = torch.fft.ihfftn(t, s=(4, 6), norm="ortho")
+        return y.real.sum() + y.imag.pow(2).sum()
+
+    expected = x.clone().requires_grad_()
+    ihfftn(expected).backward()
+    got = x.to("plate").requires_grad_()
+    torch._dynamo.reset()
+    with torch._inductor.utils.fresh_inductor_cache(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Torchinductor does not support code generation for complex operators")
+        torch.compile(ihfftn)(got).backward()
+    assert got.grad is not None
+    torch.testing.assert_close(got.grad.cpu(), expected.grad)
