@@ -10,7 +10,8 @@ a lazy conjugate or negative bit is resolved first. Any other call (real operand
 - ``mm`` / ``bmm``: two real matmuls of the parts side by side (shapes checked by the real matmuls); ``addmv`` over
   that product.
 - ``angle``: atan2 of the imaginary and real parts (std::arg's).
-- ``conj_physical``: a family (table.py row): the real view times (1, -1), into a tensor laid out as the input.
+- ``conj_physical``: a family (table.py rows ``_conj_physical``, which the composite ``conj_physical`` calls, and
+  ``conj_physical``'s out= / in-place forms): the real view times (1, -1), into a tensor laid out as the input.
 """
 
 from __future__ import annotations

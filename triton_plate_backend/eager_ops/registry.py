@@ -126,6 +126,8 @@ def register() -> None:
     for name, row in covered.items():
         op = _overload(name)
         key = "AutogradPrivateUse1" if row.family in ops.AUTOGRAD_FAMILIES else "PrivateUse1"
+        if key == "PrivateUse1" and composite_autograd(name):
+            continue  # the composite reaches plate's kernels (the row stays for its out= / in-place forms)
         library.impl(op, _untraced(_kernel(name, op, row)), key)
     # the other out= / in-place forms: the functional row's kernel, its result written as ATen writes it
     for form, name in out_forms.derived(EAGER_OPS, covered).items():
@@ -133,6 +135,18 @@ def register() -> None:
         kernel = out_forms.adapter(_overload(form), functional, _kernel(name, functional, EAGER_OPS[name]))
         library.impl(_overload(form), _untraced(kernel), "PrivateUse1")
     _library = library
+
+
+def composite_autograd(name: str) -> bool:
+    """The overload ``name`` gets its autograd from its CompositeImplicitAutograd kernel (it has no Autograd kernel of
+    its own): a PrivateUse1 kernel would take AutogradPrivateUse1 off the composite too (the dispatcher gives a
+    backend's autograd key the composite only while the backend has no kernel), leaving the autograd fallback, which
+    warns and records the kernel's inner ops (conj_physical's grad_fn was CopySlices, the CPU's
+    ConjPhysicalBackward0)."""
+    packet, _, overload = name.partition(".")
+    qualified = f"aten::{packet}" if overload == "default" else f"aten::{packet}.{overload}"
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return has(qualified, "CompositeImplicitAutograd") and not has(qualified, "Autograd")
 
 
 def _overload(name: str) -> torch._ops.OpOverload:

@@ -476,7 +476,10 @@ EAGER_OPS: dict[str, Row] = {
     "pow.Tensor_Scalar": Row("elementwise", "power", ("self", "exponent"), complex_fn="complex_pow"),
     # a scalar base: RoPE's base ** (2i / d)
     "pow.Scalar": Row("elementwise", "power", ("self", "exponent"), complex_fn="complex_pow"),
-    "conj_physical.default": Row("conj_physical"),  # complex_views.py: the real view times (1, -1)
+    # complex_views.py: the real view times (1, -1). conj_physical is a composite (registry.composite_autograd): its
+    # row gives the out= / in-place forms; the composite calls _conj_physical, whose autograd is ConjPhysicalBackward0
+    "conj_physical.default": Row("conj_physical"),
+    "_conj_physical.default": Row("conj_physical"),
     "complex.default": Row("complex_build", "complex"),
     "polar.default": Row("complex_build", "polar"),
     "_weight_norm_interface.default": Row("weight_norm"),
@@ -526,7 +529,6 @@ EAGER_OPS: dict[str, Row] = {
     "cholesky.default": Row("cholesky_old"),
     "geqrf.default": Row("geqrf"),
     "linalg_householder_product.default": Row("householder_product"),
-    "orgqr.default": Row("householder_product"),
     "linalg_qr.default": Row("qr"),
     "_linalg_eigh.default": Row("eigh"),
     # linalg_svd.py: one-sided Jacobi, U from the QR of the orthogonal columns (float32/float64; complex to the host)
