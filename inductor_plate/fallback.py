@@ -27,6 +27,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from torch._guards import CompileContext
 from torch._inductor.custom_graph_pass import CustomGraphModulePass
 
@@ -75,22 +76,44 @@ class EagerOpsPass(CustomGraphModulePass):
                 warn_once(op, f"plate: {op} runs eagerly ({policy.eager_reason(op)})")
 
     def uuid(self) -> str:
-        """Changes with the eager ops, with the machine decisions are made for and with inductor_plate's code
-        and plate's shims (FX-graph and AOTAutograd cache keys: a cached graph's wrapper code calls
-        inductor_plate, a shim can change what tracing records, e.g. a decomposition, and Inductor's key
-        covers only torch's own code)."""
+        """Changes with the eager ops, with the machine decisions are made for, with inductor_plate's code
+        and plate's shims, and with the kernels plate registers on the device's dispatch keys (FX-graph and
+        AOTAutograd cache keys: a cached graph's wrapper code calls inductor_plate, a shim can change what
+        tracing records, e.g. a decomposition, and so does which ops plate registers: a PrivateUse1 kernel
+        takes an op off its composite's autograd, e.g. conj_physical's backward traced as None before
+        2f495c8; Inductor's key covers only torch's own code)."""
         ops = ",".join(sorted(policy.eager_ops()))
-        key = f"plate-eager-ops:{ops};machine:{policy.machine().cache_key()};code:{_source_hash()}"
+        key = (
+            f"plate-eager-ops:{ops};machine:{policy.machine().cache_key()};code:{_source_hash()};"
+            f"dispatch:{_registrations_hash()}"
+        )
         return hashlib.sha256(key.encode()).hexdigest()
 
 
 @functools.cache
 def _source_hash() -> str:
-    """sha256 of inductor_plate's .py files and of triton_plate_backend's shims.py."""
+    """sha256 of inductor_plate's .py files, triton_plate_backend's shims.py and its eager ops (the kernels
+    registered at AutogradPrivateUse1 are traced: their code is what a graph records)."""
     h = hashlib.sha256()
-    for path in [*sorted(Path(__file__).parent.glob("*.py")), Path(shims.__file__)]:
+    paths = [*sorted(Path(__file__).parent.glob("*.py")), Path(shims.__file__)]
+    paths += sorted((Path(shims.__file__).parent / "eager_ops").glob("*.py"))
+    for path in paths:
         h.update(path.name.encode())
         h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+# the device's dispatch keys whose kernels decide what tracing a plate graph records
+DISPATCH_KEYS = ("PrivateUse1", "AutogradPrivateUse1")
+
+
+def _registrations_hash() -> str:
+    """sha256 of the operators with a kernel at DISPATCH_KEYS, now (not cached: registration may come later
+    in the process than the first compile; ~1 ms)."""
+    h = hashlib.sha256()
+    for key in DISPATCH_KEYS:
+        h.update(key.encode())
+        h.update("\n".join(sorted(torch._C._dispatch_get_registrations_for_dispatch_key(key))).encode())
     return h.hexdigest()
 
 

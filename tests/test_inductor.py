@@ -64,6 +64,20 @@ def test_registration_is_complete_and_idempotent():
     assert _BENCHMARK_DISPATCH["plate"] is benchmarker.benchmark_modeled
 
 
+def test_the_cache_key_follows_what_plate_registers_on_the_device():
+    """A kernel registered at PrivateUse1 changes what tracing records (it takes an op off its composite's
+    autograd), so a graph cached before a registration changed must not be served after it."""
+    before = fallback.EagerOpsPass().uuid()
+    library = torch.library.Library("plate_cache_key_probe", "DEF")
+    try:
+        library.define("twice(Tensor x) -> Tensor")
+        library.impl("twice", lambda x: x + x, "PrivateUse1")
+        assert fallback.EagerOpsPass().uuid() != before
+    finally:
+        library._destroy()
+    assert fallback.EagerOpsPass().uuid() == before
+
+
 def test_privateuse1_discovery_names():
     """Inductor's init_backend_registration reads these four names from torch.plate; answering
     CppWrapperCodegen with None stops it from re-registering plate without config and pass."""
