@@ -2,18 +2,22 @@
 the launcher, the simulator (functional, level-1 timing), the torch device's copies.
 
     python benchmarks/profile_breakdown.py launch [--repeat 3]
-    python benchmarks/profile_breakdown.py test-core [--every 25] [--src DIR] [--keep-cache DIR]
+    python benchmarks/profile_breakdown.py test-core [--every 25] [--match NAME] [--src DIR] [--keep-cache DIR]
     python benchmarks/profile_breakdown.py tests -- <pytest args>
 
 ``launch``: the benchmark kernels of triton_kernels.py (bench_triton.py's sizes), their first launch
 (compile included, Triton's cache bypassed) and their best steady launch. ``test-core``: every
-``--every``-th test of upstream test_core's interpreter selection (``-m interpreter``), run in this
-process on the plate device with a fresh Triton cache in a temporary folder. ``tests``: any pytest
+``--every``-th test of upstream test_core's interpreter selection (``-m interpreter``), or of its tests
+whose id contains ``--match`` (one test function: ``--match test_compare_op[``), run in this process on
+the plate device with a fresh Triton cache in a temporary folder. ``tests``: any pytest
 run. Each prints a markdown table of seconds per section.
 
 How: while it runs, the entry function of each section is wrapped with a timer (nothing else
 changes); time is charged to the innermost section running, so sections never overlap, and
-"other" is what is left (pytest, the test's own torch/numpy work, imports). Wall time by default,
+"other" is what is left (pytest, the test's own torch/numpy work, imports). ``--eager-ops`` adds one line:
+the torch ops run on plate tensors (a test's ``torch.randn(..., device=device)``, ``assert_close``), timed
+inclusive of the sections they ran in (their kernels' compiles and simulation): what an upstream test pays
+on plate that its interpreter run, on CPU tensors, does not. Wall time by default,
 ``--cpu`` for this process' CPU time (a shared machine inflates wall time). Figures are
 measurements of this run on this machine, not assertions.
 """
@@ -83,6 +87,8 @@ class Sections:
         # (generation, the section it interrupted) -> [collections, seconds]
         self.collections: dict[tuple[int, str], list] = {}
         self._gc_started = None
+        # --eager-ops: inclusive seconds and calls of the torch ops run on plate tensors, by op
+        self.eager: dict[str, list] = {}
 
     def on_gc(self, phase: str, info: dict) -> None:
         """A ``gc.callbacks`` entry: a collection's time is its own section, whatever it interrupted."""
@@ -138,7 +144,7 @@ def _resolve(module: str, path: str):
 
 
 @contextlib.contextmanager
-def instrumented(sections: Sections, skip: tuple[str, ...] = ()):
+def instrumented(sections: Sections, skip: tuple[str, ...] = (), eager_ops: bool = False):
     """Every entry function of SECTIONS wrapped with its timer, and plate tensor copies timed. ``skip``: module
     prefixes whose sections are left out (not imported: test_core's tests never import Inductor, whose import
     here was charged to "other", ~4 s CPU, and is not part of the run measured)."""
@@ -164,9 +170,11 @@ def instrumented(sections: Sections, skip: tuple[str, ...] = ()):
         restore.append(functools.partial(setattr, torch.Tensor, method, fn))
     gc.callbacks.append(sections.on_gc)
     restore.append(functools.partial(gc.callbacks.remove, sections.on_gc))
+    mode = _EagerOps(sections) if eager_ops else contextlib.nullcontext()
     sections.last = sections.clock()
     try:
-        yield sections
+        with mode:
+            yield sections
     finally:
         sections.close()
         for undo in reversed(restore):
@@ -185,6 +193,38 @@ def _timed_copy(sections: Sections, fn):
             return fn(self, *args, **kwargs)
 
     return wrapper
+
+
+def _eager_ops_mode():
+    """The TorchDispatchMode class of --eager-ops (made on first use: importing torch is the caller's)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class EagerOps(TorchDispatchMode):
+        """Times every torch op dispatched with a plate tensor or onto the plate device, inclusive: its host
+        work, its kernels' compiles and their simulation, whatever sections those are charged to. The ops an
+        op runs inside are not seen again (the mode is off while it runs)."""
+
+        def __init__(self, sections: Sections):
+            super().__init__()
+            self.sections = sections
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if not any(_on_plate(a) for a in (*args, *kwargs.values())):
+                return func(*args, **kwargs)
+            start = self.sections.clock()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                rec = self.sections.eager.setdefault(str(func.overloadpacket.__name__), [0, 0.0])
+                rec[0] += 1
+                rec[1] += self.sections.clock() - start
+
+    return EagerOps
+
+
+def _EagerOps(sections: Sections):  # noqa: N802 - a class made on first use
+    return _eager_ops_mode()(sections)
 
 
 def _on_plate(value) -> bool:
@@ -219,7 +259,20 @@ def table(sections: Sections, title: str, per: int | None = None) -> str:
             ("simulated launches", "simulator: functional"),
         )
     )
-    return "\n".join(lines + ["", counts, "", *_collections(sections), ""])
+    return "\n".join(lines + ["", counts, "", *_collections(sections), *_eager_lines(sections, per), ""])
+
+
+def _eager_lines(sections: Sections, per: int | None) -> list[str]:
+    """--eager-ops: the torch ops run on plate tensors, inclusive of every section they ran in."""
+    if not sections.eager:
+        return []
+    calls = sum(c for c, _ in sections.eager.values())
+    seconds = sum(t for _, t in sections.eager.values())
+    top = sorted(sections.eager.items(), key=lambda kv: -kv[1][1])[:8]
+    each = ", ".join(f"{name} {c} / {t:.2f} s" for name, (c, t) in top)
+    total = sum(sections.seconds.values())
+    share = f"{seconds / total * 100:.1f}% of the total" + (f", {seconds / per * 1e3:.1f} ms per test" if per else "")
+    return ["", f"torch ops on plate tensors (inclusive): {calls} calls, {seconds:.2f} s ({share}); most: {each}"]
 
 
 def _collections(sections: Sections) -> list[str]:
@@ -274,12 +327,12 @@ def run_launch(args) -> str:
 
 
 # ---- tests: a pytest run in this process ------------------------------------------------------------
-def run_pytest(pytest_args: list[str], clock, title: str, skip: tuple[str, ...] = ()) -> str:
+def run_pytest(pytest_args: list[str], clock, title: str, skip: tuple[str, ...] = (), eager_ops=False) -> str:
     import pytest
 
     sections = Sections(clock)
     counter = _TestCounter()
-    with instrumented(sections, skip):
+    with instrumented(sections, skip, eager_ops):
         rc = pytest.main(pytest_args, plugins=[counter])
     n = max(counter.tests, 1)
     return table(sections, f"{title} ({counter.tests} tests, pytest exit {int(rc)})", per=n)
@@ -321,6 +374,8 @@ def run_test_core(args) -> str:
     )
     # the test ids only: pytest's warnings summary may quote one ("  Test: unit/...::test_atomic_rmw, ...")
     ids = [line for line in collected.stdout.splitlines() if line.startswith("unit/language/test_core.py::")]
+    if args.match:
+        ids = [i for i in ids if args.match in i.split("::", 1)[1]]
     sample = ids[args.every - 1 :: args.every]
     if not sample:
         raise SystemExit(f"collected no tests:\n{collected.stdout[-2000:]}{collected.stderr[-2000:]}")
@@ -328,8 +383,11 @@ def run_test_core(args) -> str:
     sys.path.insert(0, str(REPO))
     clock = time.process_time if args.cpu else time.perf_counter
     title = f"test_core interpreter selection, every {args.every}th test"
+    if args.match:
+        title += f" of those matching {args.match!r}"
     try:
-        return run_pytest([*sample, *common, "-q", "-p", "no:randomly"], clock, title, skip=("torch._inductor",))
+        pytest_args = [*sample, *common, "-q", "-p", "no:randomly"]
+        return run_pytest(pytest_args, clock, title, skip=("torch._inductor",), eager_ops=args.eager_ops)
     finally:
         if not keep:
             shutil.rmtree(home, ignore_errors=True)
@@ -341,6 +399,12 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu", action="store_true", help="this process' CPU time instead of wall time")
     ap.add_argument("--repeat", type=int, default=3, help="launch: steady launches (the best is shown)")
     ap.add_argument("--every", type=int, default=25, help="test-core: run every N-th test of the selection")
+    ap.add_argument(
+        "--eager-ops",
+        action="store_true",
+        help="tests: also time the torch ops run on plate tensors, inclusive (a dispatch mode, which costs a little)",
+    )
+    ap.add_argument("--match", help="test-core: only the tests whose id (after the file) contains this")
     ap.add_argument("--src", help="test-core: the Triton checkout (default upstream/src/triton)")
     ap.add_argument(
         "--keep-cache",
@@ -356,7 +420,7 @@ def main(argv=None) -> int:
         text = run_test_core(args)
     else:
         clock = time.process_time if args.cpu else time.perf_counter
-        text = run_pytest(args.pytest_args, clock, "pytest " + " ".join(args.pytest_args))
+        text = run_pytest(args.pytest_args, clock, "pytest " + " ".join(args.pytest_args), eager_ops=args.eager_ops)
     wall, cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
     print(text)
     print(f"{'CPU' if args.cpu else 'wall'} seconds per section; this process: {wall:.1f} s wall, {cpu:.1f} s CPU")
