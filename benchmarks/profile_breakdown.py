@@ -87,8 +87,10 @@ class Sections:
         # (generation, the section it interrupted) -> [collections, seconds]
         self.collections: dict[tuple[int, str], list] = {}
         self._gc_started = None
-        # --eager-ops: inclusive seconds and calls of the torch ops run on plate tensors, by op
+        # --eager-ops: inclusive seconds and calls of the torch ops run on plate tensors, by op, and the
+        # sections' seconds charged while one ran
         self.eager: dict[str, list] = {}
+        self.eager_sections: dict[str, float] = {}
 
     def on_gc(self, phase: str, info: dict) -> None:
         """A ``gc.callbacks`` entry: a collection's time is its own section, whatever it interrupted."""
@@ -212,13 +214,20 @@ def _eager_ops_mode():
             kwargs = kwargs or {}
             if not any(_on_plate(a) for a in (*args, *kwargs.values())):
                 return func(*args, **kwargs)
-            start = self.sections.clock()
+            sections = self.sections
+            sections._charge()
+            before, start = dict(sections.seconds), sections.last
             try:
                 return func(*args, **kwargs)
             finally:
-                rec = self.sections.eager.setdefault(str(func.overloadpacket.__name__), [0, 0.0])
+                sections._charge()
+                rec = sections.eager.setdefault(str(func.overloadpacket.__name__), [0, 0.0])
                 rec[0] += 1
-                rec[1] += self.sections.clock() - start
+                rec[1] += sections.last - start
+                for name, seconds in sections.seconds.items():
+                    if seconds != before.get(name, 0.0):
+                        spent = seconds - before.get(name, 0.0)
+                        sections.eager_sections[name] = sections.eager_sections.get(name, 0.0) + spent
 
     return EagerOps
 
@@ -272,7 +281,14 @@ def _eager_lines(sections: Sections, per: int | None) -> list[str]:
     each = ", ".join(f"{name} {c} / {t:.2f} s" for name, (c, t) in top)
     total = sum(sections.seconds.values())
     share = f"{seconds / total * 100:.1f}% of the total" + (f", {seconds / per * 1e3:.1f} ms per test" if per else "")
-    return ["", f"torch ops on plate tensors (inclusive): {calls} calls, {seconds:.2f} s ({share}); most: {each}"]
+    parts = sorted(sections.eager_sections.items(), key=lambda kv: -kv[1])
+    within = "; ".join(f"{name} {t:.2f} s" for name, t in parts if t >= 0.005)
+    return [
+        "",
+        f"torch ops on plate tensors (inclusive): {calls} calls, {seconds:.2f} s ({share}); most: {each}",
+        "",
+        f"their time by section: {within}",
+    ]
 
 
 def _collections(sections: Sections) -> list[str]:
