@@ -846,15 +846,40 @@ def test_keep_cache_puts_the_caches_in_its_folder_and_keeps_them(monkeypatch, tm
 
 def test_the_plugin_freezes_what_collection_left_and_raises_the_first_generation():
     import gc
+    import types
 
     from upstream import plugin
 
-    saved = gc.get_threshold()
+    saved, was_on = gc.get_threshold(), gc.isenabled()
     try:
         gc.unfreeze()
-        plugin._tune_cycle_collector()
+        gc.enable()
+        # a worker (or a run without xdist): off from pytest_configure to the end of collection, then on,
+        # with what collection left frozen and the first generation raised
+        worker = types.SimpleNamespace(collector_paused=plugin._pause_cycle_collector(), progress=None)
+        assert worker.collector_paused and not gc.isenabled()
+        gc.set_threshold(700, 10, 10)
+        plugin.UpstreamRun.pytest_collection_finish(worker, session=None)
+        assert gc.isenabled() and not worker.collector_paused
         assert gc.get_threshold() == plugin.GC_THRESHOLDS
         assert gc.get_freeze_count() > 0
+        plugin.UpstreamRun.pytest_runtestloop(worker, session=None)  # nothing more to do there
+        assert gc.isenabled() and gc.get_threshold() == plugin.GC_THRESHOLDS
+        # xdist's controller collects nothing: back on when its test loop starts, thresholds as they were
+        gc.unfreeze()
+        gc.set_threshold(700, 10, 10)
+        controller = types.SimpleNamespace(collector_paused=plugin._pause_cycle_collector(), progress=None)
+        assert not gc.isenabled()
+        plugin.UpstreamRun.pytest_runtestloop(controller, session=None)
+        assert gc.isenabled() and gc.get_threshold() == (700, 10, 10) and gc.get_freeze_count() == 0
+        # a process whose collector was off stays off
+        gc.disable()
+        quiet = types.SimpleNamespace(collector_paused=plugin._pause_cycle_collector(), progress=None)
+        plugin.UpstreamRun.pytest_collection_finish(quiet, session=None)
+        plugin.UpstreamRun.pytest_runtestloop(quiet, session=None)
+        assert not gc.isenabled()
     finally:
         gc.unfreeze()
         gc.set_threshold(*saved)
+        if was_on:
+            gc.enable()
