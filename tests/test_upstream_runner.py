@@ -677,9 +677,45 @@ def test_runner_compares_with_a_baseline_and_the_interpreter(triton_tree, tmp_pa
     assert "TRITON_INTERPRET" not in i["pytest_command"] and "--device cpu" in i["pytest_command"]
     assert i["totals"]["failed"] == 2  # test_passes wants --device fakedev, and test_fails
     assert i["wall_ratio"] == pytest.approx(rep["wall_s"] / i["wall_s"], abs=0.1)  # both walls are rounded
+    by = i["by_function"]  # the five tests -k selects ran in both halves (test_param[3]: the not-yet xfail)
+    assert by["both"]["tests"] == 5 and by["plate_only"] == {"tests": 0, "plate_s": 0.0}
+    assert by["interpreter_only"] == {"tests": 0, "interpreter_s": 0.0}
+    rows = {r["function"]: r for r in by["functions"]}
+    assert rows[f"{alpha}test_param"]["tests"] == 3 and rows[f"{alpha}test_passes"]["tests"] == 1
     md = (tmp_path / "triton.md").read_text()
     assert "plate / interpreter wall time" in md and "Passing there, not here:" in md
+    assert f"| `{alpha}test_param` | 3 |" in md and "over the 5 tests both ran: plate" in md
     assert runner.main(["inductor", "--vs-interpreter", "--src", str(tmp_path)]) == runner.EXIT_USAGE
+
+
+def test_the_interpreter_comparison_by_test_function():
+    def results(**tests):
+        return {
+            "tests": [
+                {"test": f"t.py::{k.replace('_', '[', 1)}]", "outcome": o, "duration": d} for k, (o, d) in tests.items()
+            ]
+        }
+
+    plate = results(f_1=("passed", 2.0), f_2=("passed", 3.0), g_1=("passed", 1.0), h_1=("skipped", 0.0))
+    interpreter = results(f_1=("passed", 0.5), f_2=("skipped", 0.0), g_1=("failed", 4.0), h_1=("passed", 0.25))
+    by = report.compare_by_function(plate, interpreter)
+    assert by["both"] == {"tests": 2, "plate_s": 3.0, "interpreter_s": 4.5}
+    assert by["plate_only"] == {"tests": 1, "plate_s": 3.0}
+    assert by["interpreter_only"] == {"tests": 1, "interpreter_s": 0.25}
+    f, h, g = by["functions"]  # by plate's seconds less the interpreter's: f +4.5 s, h -0.25 s, g -3.0 s
+    assert (f["function"], f["tests"], f["plate_s"], f["interpreter_s"], f["plate_only_tests"]) == (
+        "t.py::f",
+        1,
+        2.0,
+        0.5,
+        1,
+    )
+    assert h["interpreter_only_tests"] == 1 and h["tests"] == 0
+    assert [r["function"] for r in report.compare_by_function(plate, interpreter, shown=1)["functions"]] == [
+        "t.py::f",
+        "t.py::g",
+        "t.py::h",  # beyond the one shown: where plate gains, most first
+    ]
 
 
 def test_the_default_triton_baseline_ships_with_the_repo():

@@ -330,7 +330,106 @@ def _interpreter_lines(report: dict) -> list[str]:
         f"{i['wall_s']:.1f} s, {it['passed'] + it['xpassed']} passed / {it['failed'] + it['errors']} failed / "
         f"{it['skipped']} skipped; **plate / interpreter wall time = {i['wall_ratio']}**",
         f"- interpreter command: `{i['pytest_command']}`",
+        *_by_function_lines(i.get("by_function")),
         "",
+    ]
+
+
+BY_FUNCTION = 15  # test functions shown where plate loses the most seconds (and the 5 where it gains the most)
+
+
+def _ran(record: dict) -> bool:
+    return record["outcome"] != "skipped"
+
+
+def compare_by_function(plate: dict, interpreter: dict, shown: int = BY_FUNCTION) -> dict:
+    """Plate's and the interpreter's summed test durations (setup + call + teardown) per test function (the id
+    up to its parameters), over the tests both ran (not skipped), and the tests only one of them ran: where
+    the wall-time ratio comes from. The functions shown: the ``shown`` where plate's seconds exceed the
+    interpreter's the most (over all the tests either ran), then up to 5 where they fall short the most.
+    ``plate``, ``interpreter``: the two runs' results files."""
+    p = {r["test"]: r for r in plate.get("tests", [])}
+    i = {r["test"]: r for r in interpreter.get("tests", [])}
+    functions: dict[str, dict] = {}
+    totals = {"both": [0, 0.0, 0.0], "plate_only": [0, 0.0], "interpreter_only": [0, 0.0]}
+    for test in p.keys() | i.keys():
+        f = functions.setdefault(test.split("[", 1)[0], {"tests": 0, "plate_s": 0.0, "interpreter_s": 0.0})
+        in_p, in_i = test in p and _ran(p[test]), test in i and _ran(i[test])
+        if in_p and in_i:
+            f["tests"] += 1
+            f["plate_s"] += p[test]["duration"]
+            f["interpreter_s"] += i[test]["duration"]
+            both = totals["both"]
+            both[0], both[1], both[2] = both[0] + 1, both[1] + p[test]["duration"], both[2] + i[test]["duration"]
+        elif in_p or in_i:
+            key, record = ("plate_only", p[test]) if in_p else ("interpreter_only", i[test])
+            f[f"{key}_tests"] = f.get(f"{key}_tests", 0) + 1
+            f[f"{key}_s"] = f.get(f"{key}_s", 0.0) + record["duration"]
+            totals[key][0] += 1
+            totals[key][1] += record["duration"]
+    rows = [
+        {"function": name, **{k: round(v, 2) if isinstance(v, float) else v for k, v in f.items()}}
+        for name, f in functions.items()
+    ]
+    gap = _function_gap
+    rows.sort(key=lambda row: (-gap(row), row["function"]))
+    gains = [row for row in reversed(rows[shown:]) if gap(row) < 0][:5]
+    return {
+        "both": {
+            "tests": totals["both"][0],
+            "plate_s": round(totals["both"][1], 2),
+            "interpreter_s": round(totals["both"][2], 2),
+        },
+        "plate_only": {"tests": totals["plate_only"][0], "plate_s": round(totals["plate_only"][1], 2)},
+        "interpreter_only": {
+            "tests": totals["interpreter_only"][0],
+            "interpreter_s": round(totals["interpreter_only"][1], 2),
+        },
+        "functions": rows[:shown] + gains,
+    }
+
+
+def _function_gap(row: dict) -> float:
+    """Plate's seconds less the interpreter's, over every test of the function that either ran."""
+    plate = row["plate_s"] + row.get("plate_only_s", 0.0)
+    return plate - row["interpreter_s"] - row.get("interpreter_only_s", 0.0)
+
+
+def _by_function_lines(by_function: dict | None) -> list[str]:
+    if not by_function:
+        return []
+    b, po, io = by_function["both"], by_function["plate_only"], by_function["interpreter_only"]
+    ratio = f"{b['plate_s'] / b['interpreter_s']:.2f}" if b["interpreter_s"] else "-"
+    rows = [
+        [
+            f"`{r['function']}`",
+            str(r["tests"]),
+            f"{r['plate_s']:.1f}",
+            f"{r['interpreter_s']:.1f}",
+            f"{_function_gap(r):+.1f}",
+            f"{r.get('plate_only_tests', 0)}: {r.get('plate_only_s', 0.0):.1f} s",
+            f"{r.get('interpreter_only_tests', 0)}: {r.get('interpreter_only_s', 0.0):.1f} s",
+        ]
+        for r in by_function["functions"]
+    ]
+    return [
+        f"- summed test durations over the {b['tests']} tests both ran: plate {b['plate_s']:.1f} s, interpreter "
+        f"{b['interpreter_s']:.1f} s (**{ratio}x**); {po['tests']} tests only plate ran ({po['plate_s']:.1f} s of "
+        f"plate's), {io['tests']} only the interpreter ({io['interpreter_s']:.1f} s of its). By test function, "
+        "where plate loses the most seconds, then where it gains the most:",
+        "",
+        *_table(
+            rows,
+            [
+                "test function",
+                "both ran",
+                "plate s",
+                "interpreter s",
+                "plate - interpreter s (all run)",
+                "plate only",
+                "interpreter only",
+            ],
+        ),
     ]
 
 

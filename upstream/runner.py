@@ -36,7 +36,15 @@ from pathlib import Path
 
 from . import DEFAULT_SRC_DIR, PATCHES_DIR, REPO_ROOT, REPORTS_DIR, SKIPLISTS_DIR, OneLineParser, UpstreamError
 from .patches import find_patches
-from .report import path_roots, read_baseline, relative_paths, summarize, summary_lines, write_report
+from .report import (
+    compare_by_function,
+    path_roots,
+    read_baseline,
+    relative_paths,
+    summarize,
+    summary_lines,
+    write_report,
+)
 from .revisions import REVISIONS_FILE, Revision, Tree, fetch, find_tree, get_revision, libraries
 from .skiplist import load_skiplist
 
@@ -457,6 +465,7 @@ def _run_suite(args, passthrough, argv, revision: Revision, tree: Tree, suite_na
             "pytest_returncode": i_rc,
             "totals": summarize(i_results, {})["totals"],
             "wall_ratio": round(wall / i_wall, 2) if i_wall else None,
+            "by_function": compare_by_function(results, i_results),
         }
     meta = {
         "suite": suite_name,
