@@ -749,11 +749,17 @@ def _walk_numpy(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues, gr
 
 
 _KIND_CODE = {"scalar": 0, "wait": 1, "wait_all": 2, "compute": 3, "dma": 4}  # sim/csrc/walk.cpp's Kind
+_PC_TABLES: dict = {}  # id(pcs) -> (pcs, its tables): a program's static facts are one list while kept (replay.py)
+_PC_TABLES_KEPT = 64
 
 
-def _walk_compiled(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues, group_of, transfer_times) -> None:
-    """The walk in C (sim/csrc/walk.cpp): the numpy walk's float operations, program by program in the
-    same order, so the same bits. Here: its tables (per pc, per step, per programs array, per DMA step)."""
+def _pc_tables(pcs) -> tuple:
+    """The compiled walk's per-pc tables of ``pcs`` (int64 [kind, engine, token, outbound, 5 offsets into the
+    tile dependencies], float64 [cost, extra latency], the dependencies, which pcs are DMAs), made once per
+    ``pcs`` list: the planner's estimates of one launch (and the launches after it) walk the same facts."""
+    hit = _PC_TABLES.get(id(pcs))
+    if hit is not None and hit[0] is pcs and hit[1] == len(pcs):
+        return hit[2]
     pc_int, pc_f64, deps = [], [], []
     for p in pcs:
         offsets = [len(deps)]
@@ -763,6 +769,24 @@ def _walk_compiled(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues,
         token = -1 if p.token is None else p.token
         pc_int.append([_KIND_CODE[p.kind], p.engine, token, int(p.outbound), *offsets])
         pc_f64.append((p.cost, p.extra_latency))
+    tables = (
+        np.array(pc_int, np.int64).reshape(len(pcs), 9),
+        np.array(pc_f64, np.float64).reshape(len(pcs), 2),
+        np.array(deps, np.int64),
+        np.array([p.kind == "dma" for p in pcs], bool),
+    )
+    for t in tables:
+        t.setflags(write=False)  # shared by every walk of these facts
+    if len(_PC_TABLES) >= _PC_TABLES_KEPT:
+        _PC_TABLES.clear()
+    _PC_TABLES[id(pcs)] = (pcs, len(pcs), tables)
+    return tables
+
+
+def _walk_compiled(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues, group_of, transfer_times) -> None:
+    """The walk in C (sim/csrc/walk.cpp): the numpy walk's float operations, program by program in the
+    same order, so the same bits. Here: its tables (per pc, per step, per programs array, per DMA step)."""
+    pc_int, pc_f64, deps, is_dma = _pc_tables(pcs)
     S = len(firsts)
     steps = np.empty((S, 5), np.int64)
     steps[:, 0] = pc_of[firsts]
@@ -776,7 +800,6 @@ def _walk_compiled(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues,
     np.cumsum([len(g[1]) for g in gs], out=g_off[1:])
     g_ps = np.concatenate([g[1] for g in gs]).astype(np.int64, copy=False)
     steps[:, 4] = -1
-    is_dma = np.array([p.kind == "dma" for p in pcs], bool)
     dma_steps = np.flatnonzero(is_dma[steps[:, 0]])
     steps[dma_steps, 4] = np.arange(len(dma_steps))
     dma = np.empty((len(dma_steps), 2), np.int64)
@@ -810,9 +833,9 @@ def _walk_compiled(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues,
         st.out_busy,
         st.ring,
         st.nq,
-        np.array(pc_int, np.int64),
-        np.array(pc_f64, np.float64),
-        np.array(deps, np.int64),
+        pc_int,
+        pc_f64,
+        deps,
         steps,
         cost_of,
         g_off,
