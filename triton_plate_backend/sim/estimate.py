@@ -236,6 +236,31 @@ def _shadow(memory: DeviceMemory, program: Program, args, placement) -> DeviceMe
     return shadow
 
 
+def _kept_shadow(memory: DeviceMemory, program: Program, args, placement) -> DeviceMemory:
+    """``_shadow``; inside ``shared_estimates`` one per memory layout, program, arguments and placement (the
+    operand planner asks a placement's replica writes and then its estimate: one shadow for both; nothing
+    writes memory in the block, and the address-only run and the mapping only read it)."""
+    memo = getattr(_shared, "memo", None)
+    if memo is None or not placement:
+        return _shadow(memory, program, args, placement)
+    try:
+        key = (
+            "shadow",
+            id(memory),
+            _layout(memory),
+            id(program),
+            tuple(args),
+            tuple(sorted(placement.items(), key=repr)),
+        )
+        hash(key)
+    except TypeError:  # an argument without a value to compare
+        return _shadow(memory, program, args, placement)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not program or hit[1] is not memory:
+        hit = memo[key] = (program, memory, _shadow(memory, program, args, placement))
+    return hit[2]
+
+
 def address_trace(
     program: Program, grid, args, memory: DeviceMemory, machine=None, *, placement=None, max_steps=None
 ) -> Trace:
@@ -955,7 +980,7 @@ def replica_writes(program: Program, grid, args, memory: DeviceMemory, *, placem
     (domains - 1) times the difference of this count: the operand planner tells a written operand's
     replica from it before pricing one (sim/operands.py)."""
     machine = get_machine(memory.machine)
-    shadow = _shadow(memory, program, list(args), placement)
+    shadow = _kept_shadow(memory, program, list(args), placement)
     trace = _launch_trace(program, grid, args, memory, shadow, machine, placement)
     D = machine.total_domains
     rows = [e for e in trace.entries if e.bytes_by_domain is not None and e.bytes_by_domain.shape[1] > D]
@@ -970,7 +995,7 @@ def _estimate_launch(
 ) -> Estimate:
     t0 = time.perf_counter()
     machine = get_machine(machine if machine is not None else memory.machine)
-    shadow = _shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about
+    shadow = _kept_shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about
     trace = _launch_trace(program, grid, args, memory, shadow, machine, placement)
     policy = MAPPINGS.resolve(policy if policy is not None else knobs.policy(), program, grid, args, shadow)
     est = model(trace, machine, policy=policy, wall_s=time.perf_counter() - t0)
