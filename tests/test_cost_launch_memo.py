@@ -42,21 +42,34 @@ def test_migration_cycles_kept_per_machine_and_bytes():
 ASM = Path(__file__).resolve().parents[1] / "examples" / "asm"
 
 
-def _tables_now(pcs):
-    estimate._PC_TABLES.clear()
-    return estimate._pc_tables(pcs)
+def _tables_by_loop(pcs):
+    """The walk's per-pc tables built pc by pc (what _walk_compiled built before they were kept)."""
+    pc_int, pc_f64, deps = [], [], []
+    for p in pcs:
+        offsets = [len(deps)]
+        for tiles in (p.after_write, p.after_read, p.reads, p.writes):
+            deps.extend(tiles)
+            offsets.append(len(deps))
+        token = -1 if p.token is None else p.token
+        pc_int.append([estimate._KIND_CODE[p.kind], p.engine, token, int(p.outbound), *offsets])
+        pc_f64.append((p.cost, p.extra_latency))
+    return (
+        np.array(pc_int, np.int64),
+        np.array(pc_f64, np.float64),
+        np.array(deps, np.int64),
+        np.array([p.kind == "dma" for p in pcs], bool),
+    )
 
 
 def test_pc_tables_follow_their_facts():
     machine = get_machine("plate-mini")
-    facts = [static_facts(assemble((ASM / f).read_text()), machine)[0] for f in ("vec_add.pasm", "softmax.pasm")]
-    fresh = [_tables_now(pcs) for pcs in facts]
+    names = ("vec_add.pasm", "softmax.pasm", "matmul.pasm")
+    facts = [static_facts(assemble((ASM / f).read_text()), machine)[0] for f in names]
+    want = [_tables_by_loop(pcs) for pcs in facts]
     estimate._PC_TABLES.clear()
-    for _ in range(2):  # kept: the same tables, each list its own
-        for pcs, want in zip(facts, fresh):
+    for _ in range(2):  # made, then kept: each list its own tables, the loop's values and dtypes
+        for pcs, w in zip(facts, want):
             got = estimate._pc_tables(pcs)
-            assert len(got[0]) == len(pcs)
-            for g, w in zip(got, want):
-                assert np.array_equal(g, w) and g.dtype == w.dtype
-    kinds = [t[3].tolist() for t in fresh]
-    assert kinds[0] != kinds[1]
+            for g, x in zip(got, w, strict=True):
+                assert np.array_equal(g, x) and g.dtype == x.dtype
+    assert [t[3].sum() for t in want] != [0, 0, 0]

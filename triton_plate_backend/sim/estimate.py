@@ -785,19 +785,22 @@ def _pc_tables(pcs) -> tuple:
     hit = _PC_TABLES.get(id(pcs))
     if hit is not None and hit[0] is pcs and hit[1] == len(pcs):
         return hit[2]
-    pc_int, pc_f64, deps = [], [], []
-    for p in pcs:
-        offsets = [len(deps)]
-        for tiles in (p.after_write, p.after_read, p.reads, p.writes):
-            deps.extend(tiles)
-            offsets.append(len(deps))
-        token = -1 if p.token is None else p.token
-        pc_int.append([_KIND_CODE[p.kind], p.engine, token, int(p.outbound), *offsets])
-        pc_f64.append((p.cost, p.extra_latency))
+    P = len(pcs)
+    lists = [tiles for p in pcs for tiles in (p.after_write, p.after_read, p.reads, p.writes)]
+    pc_int = np.empty((P, 9), np.int64)
+    pc_int[:, 0] = [_KIND_CODE[p.kind] for p in pcs]
+    pc_int[:, 1] = [p.engine for p in pcs]
+    pc_int[:, 2] = [-1 if p.token is None else p.token for p in pcs]
+    pc_int[:, 3] = [p.outbound for p in pcs]
+    # per pc five offsets into deps: where its after_write, after_read, reads and writes start, and its end
+    ends = np.zeros(4 * P + 1, np.int64)
+    np.cumsum([len(tiles) for tiles in lists], out=ends[1:])
+    pc_int[:, 4:8] = ends[:-1].reshape(P, 4)
+    pc_int[:, 8] = ends[4::4]
     tables = (
-        np.array(pc_int, np.int64).reshape(len(pcs), 9),
-        np.array(pc_f64, np.float64).reshape(len(pcs), 2),
-        np.array(deps, np.int64),
+        pc_int,
+        np.array([(p.cost, p.extra_latency) for p in pcs], np.float64).reshape(P, 2),
+        np.array([t for tiles in lists for t in tiles], np.int64),
         np.array([p.kind == "dma" for p in pcs], bool),
     )
     for t in tables:
@@ -827,21 +830,23 @@ def _walk_compiled(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues,
     steps[:, 4] = -1
     dma_steps = np.flatnonzero(is_dma[steps[:, 0]])
     steps[dma_steps, 4] = np.arange(len(dma_steps))
-    dma = np.empty((len(dma_steps), 2), np.int64)
+    dma_rows: list = []  # per DMA step: (its first issue, its first transfer time or -1)
     issue, xfer, flight, moved = [], [], [], []
     at_issue = at_times = 0
-    for d, s in enumerate(dma_steps.tolist()):
-        entry = entries[firsts[s]]
-        g = gs[steps[s, 3]]
+    first_entry, group = firsts.tolist(), steps[:, 3].tolist()  # Python ints: no numpy scalar per step
+    for s in dma_steps.tolist():
+        entry = entries[first_entry[s]]
+        g = gs[group[s]]
         issue.append(issues[id(entry)])
         times = transfer_times(g, pcs[entry.pc], entry)
-        dma[d] = at_issue, -1 if times is None else at_times
+        dma_rows.append((at_issue, -1 if times is None else at_times))
         at_issue += len(g[1])
         if times is not None:
             xfer.append(times[0])
             flight.append(times[1])
             moved.append(times[2])
             at_times += len(g[1])
+    dma = np.array(dma_rows, np.int64).reshape(len(dma_rows), 2)
 
     def flat(parts, dtype):
         return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
