@@ -349,24 +349,24 @@ def bind_arguments(name, program, signature, args, device, declared_constexpr=No
 
 
 _PTR, _FLOAT = -1, 0  # _runtime_params' kinds; an integer's is its width in bits
-_PARAMS: dict = {}  # id(program) -> (program, its args list, its length, (runtime params, kinds))
+_PARAMS = "_plate_runtime_params"  # on the program: (its args list, their number, (runtime params, kinds))
 
 
 def _runtime_params(program) -> tuple[list, list[int]]:
     """The Program's arguments a launch passes (a persistent kernel's own appended ones left out) and each
     one's kind: ``_PTR``, ``_FLOAT`` or an integer's width in bits (``INT_BITS``, 64 for any other type),
-    kept per program (a kernel's launches bind the same parameters)."""
+    kept on the program (a kernel's launches bind the same parameters; kept there, nothing else holds the
+    program alive)."""
     args = program.args
-    hit = _PARAMS.get(id(program))
-    if hit is None or hit[0] is not program or hit[1] is not args or hit[2] != len(args):
+    hit = getattr(program, _PARAMS, None)
+    if hit is None or hit[0] is not args or hit[1] != len(args):
         params = args
         if is_persistent(program):
             params = [a for a in params[:-2] if not a.name.startswith(SPLIT_ARG)]
         kinds = [_PTR if a.type == "ptr" else _FLOAT if is_float(a.type) else INT_BITS.get(a.type, 64) for a in params]
-        if len(_PARAMS) >= 1024:
-            _PARAMS.clear()
-        hit = _PARAMS[id(program)] = (program, args, len(args), (params, kinds))
-    return hit[3]
+        hit = (args, len(args), (params, kinds))
+        setattr(program, _PARAMS, hit)
+    return hit[2]
 
 
 def _integer(value: int, ty: str) -> int:
