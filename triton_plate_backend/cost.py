@@ -410,11 +410,28 @@ def migration_cycles(machine: Machine, moved) -> float:
 
     The cores of each new home domain pull its bytes with their DMA engines (a remote read from the
     old home, a local write), every core of the domain sharing them: the level-0 bound of those
-    transfers (engines, both HBMs, die and chip links) plus the flight latency of the longest route."""
+    transfers (engines, both HBMs, die and chip links) plus the flight latency of the longest route.
+    Kept per machine and bytes (``_MIGRATIONS``): the operand planner prices the same moves of same-sized
+    operands launch after launch."""
     moved = np.array(moved, dtype=np.float64).reshape(machine.total_domains, machine.total_domains)
     np.fill_diagonal(moved, 0.0)
     if not moved.any():
         return 0.0
+    key = (machine.cache_key(), moved.tobytes())
+    cycles = _MIGRATIONS.get(key)
+    if cycles is None:
+        if len(_MIGRATIONS) >= _MIGRATIONS_KEPT:
+            _MIGRATIONS.clear()
+        cycles = _MIGRATIONS[key] = _migration_cycles(machine, moved)
+    return cycles
+
+
+_MIGRATIONS: dict = {}  # (machine key, bytes [old home, new home] off the diagonal) -> migration_cycles
+_MIGRATIONS_KEPT = 1024
+
+
+def _migration_cycles(machine: Machine, moved: np.ndarray) -> float:
+    """``migration_cycles`` of float64 ``moved`` [old home, new home] with a zero diagonal, not all zero."""
     incoming = moved.sum(axis=0)  # per new home domain
     read = moved.T  # [core domain = new home, home = old home]
     write = np.diag(incoming)

@@ -66,10 +66,7 @@ class PlateLauncher:
     ):
         if launch_enter_hook is not None:
             launch_enter_hook(launch_metadata)
-        from .sim.device import get_device
-        from .sim.estimate import shared_estimates
-        from .sim.host import cycle_collection_paused
-
+        get_device, shared_estimates, cycle_collection_paused = _sim()
         grid = check_grid(self.name, gridX, gridY, gridZ)
         device = get_device(function.device)
         if self.machine is not None and self.machine != device.machine.name:
@@ -103,6 +100,20 @@ class PlateLauncher:
                 )
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
+
+
+_SIM: list = []  # what a launch calls of sim/, imported at the first launch (the simulator imports numpy and more)
+
+
+def _sim() -> tuple:
+    """(sim.device.get_device, sim.estimate.shared_estimates, sim.host.cycle_collection_paused)."""
+    if not _SIM:
+        from .sim.device import get_device
+        from .sim.estimate import shared_estimates
+        from .sim.host import cycle_collection_paused
+
+        _SIM[:] = [(get_device, shared_estimates, cycle_collection_paused)]
+    return _SIM[0]
 
 
 def is_persistent(program) -> bool:
@@ -231,6 +242,8 @@ def flatten(signature, args, declared_constexpr=None):
         for i, value in enumerate(args):
             _walk(out, i, _type_of(value), value)
         return out
+    if len(signature) == len(args) and _plain(signature):  # no tuple, no tensor descriptor: _walk's answer
+        return [(i, ty, value) for i, (ty, value) in enumerate(zip(signature, args)) if ty != "constexpr"]
     positions = list(range(len(signature)))
     if len(signature) != len(args):
         # CompiledKernel[grid](...) with the runtime arguments only: the calling convention before Triton 3.3,
@@ -245,6 +258,21 @@ def flatten(signature, args, declared_constexpr=None):
     for i, value in zip(positions, args):
         _walk(out, i, signature[i], value)
     return out
+
+
+_PLAIN: dict = {}  # id(signature) -> (signature, its length, whether every type is a plain string type)
+
+
+def _plain(signature) -> bool:
+    """Every type of ``signature`` a string but a tensor descriptor's (no tuple): ``_walk`` appends each
+    argument but the constexprs as it is. Kept per signature (a launcher's, launch after launch)."""
+    hit = _PLAIN.get(id(signature))
+    if hit is None or hit[0] is not signature or hit[1] != len(signature):
+        if len(_PLAIN) >= 1024:
+            _PLAIN.clear()
+        plain = all(isinstance(ty, str) and not ty.startswith("tensordesc") for ty in signature)
+        hit = _PLAIN[id(signature)] = (signature, len(signature), plain)
+    return hit[2]
 
 
 def _walk(out: list, position: int, ty, value) -> None:
@@ -298,9 +326,7 @@ def bind_arguments(name, program, signature, args, device, declared_constexpr=No
     from .sim.device import HostBuffer
 
     flat = flatten(signature, args, declared_constexpr)
-    params = program.args
-    if is_persistent(program):
-        params = [a for a in params[:-2] if not a.name.startswith(SPLIT_ARG)]
+    params, kinds = _runtime_params(program)
     if len(flat) != len(params):
         wanted = ", ".join(f"{a.name}: {a.type}" for a in params)
         raise LaunchError(
@@ -309,22 +335,47 @@ def bind_arguments(name, program, signature, args, device, declared_constexpr=No
         )
     host_mode = knobs.host_memory()
     values, host_buffers = [], []
-    for (position, _ty, value), param in zip(flat, params):
-        if param.type == "ptr":
+    for (position, _ty, value), param, bits in zip(flat, params, kinds):
+        if bits == _PTR:
             addr, host = _pointer(name, position, value, device, host_mode)
             values.append(addr)
             if host is not None:
                 host_buffers.append(HostBuffer(*host, label=f"{name} arg {position} ({param.name})"))
-        elif is_float(param.type):
+        elif bits == _FLOAT:
             values.append(float(value))
         else:
-            values.append(_integer(int(value), param.type))
+            values.append(_wrapped(int(value), bits))
     return values, host_buffers
+
+
+_PTR, _FLOAT = -1, 0  # _runtime_params' kinds; an integer's is its width in bits
+_PARAMS = "_plate_runtime_params"  # on the program: (its args list, their number, (runtime params, kinds))
+
+
+def _runtime_params(program) -> tuple[list, list[int]]:
+    """The Program's arguments a launch passes (a persistent kernel's own appended ones left out) and each
+    one's kind: ``_PTR``, ``_FLOAT`` or an integer's width in bits (``INT_BITS``, 64 for any other type),
+    kept on the program (a kernel's launches bind the same parameters; kept there, nothing else holds the
+    program alive)."""
+    args = program.args
+    hit = getattr(program, _PARAMS, None)
+    if hit is None or hit[0] is not args or hit[1] != len(args):
+        params = args
+        if is_persistent(program):
+            params = [a for a in params[:-2] if not a.name.startswith(SPLIT_ARG)]
+        kinds = [_PTR if a.type == "ptr" else _FLOAT if is_float(a.type) else INT_BITS.get(a.type, 64) for a in params]
+        hit = (args, len(args), (params, kinds))
+        setattr(program, _PARAMS, hit)
+    return hit[2]
 
 
 def _integer(value: int, ty: str) -> int:
     """Wrap to the parameter's width, signed (u64 bit patterns keep their bits)."""
-    bits = INT_BITS.get(ty, 64)
+    return _wrapped(value, INT_BITS.get(ty, 64))
+
+
+def _wrapped(value: int, bits: int) -> int:
+    """``_integer`` of a parameter ``bits`` wide."""
     if bits == 1:
         return value & 1
     value &= (1 << bits) - 1

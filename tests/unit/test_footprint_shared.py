@@ -92,9 +92,11 @@ def test_the_shared_text_evaluates_as_the_whole_trees(name, persistent):
                     np.testing.assert_array_equal(g, w)
                 F._PARSED.clear()
                 F._read_shared(text)  # the reader's nodes again, for the next grid
-            launch = LaunchFootprints(tuple(got), names, int(np.prod(grid)))  # as the launch reads them
+            launch = LaunchFootprints(tuple(got), tuple(grid), {k: value(k) for k in ints_of})  # as a launch reads them
             for fp, w in zip(got, F.parse_footprints(tree)):
                 np.testing.assert_array_equal(launch.value(fp.nbytes), _values([w], names)[-1])
+                if launch.programs == 1:  # a one-program launch's Python integers: the same values
+                    assert launch.one(fp.nbytes) == int(launch.value(fp.nbytes)[0])
 
 
 def test_the_long_texts_are_a_tenth_or_less():

@@ -503,6 +503,57 @@ class _Dag:
             memo[i] = v
         return memo[root]
 
+    def evaluate_int(self, root: int, names: dict, memo: dict) -> int | None:
+        """``evaluate`` of one program in Python integers (``names``: Python ints), each node computed once
+        (``memo``); None when a node's value leaves int64, where numpy's wrapping arithmetic is the answer.
+        Within int64 the two agree: + - * exactly, // and % both floor (a divisor of 0 read as 1), min, max."""
+        if root in memo:
+            return memo[root]
+        todo, seen = [root], set()
+        while todo:
+            i = todo.pop()
+            if i in seen or i in memo:
+                continue
+            seen.add(i)
+            kind, a, b = self.nodes[i]
+            if kind != "c" and kind != "n":
+                todo.append(a)
+                if b is not None:
+                    todo.append(b)
+        for i in sorted(seen):
+            kind, a, b = self.nodes[i]
+            if kind == "c":
+                v = a
+            elif kind == "n":
+                if a not in names:
+                    raise FootprintError(f"footprint names {a}, which is not an integer argument, pid_* or nprog_*")
+                v = names[a]
+            elif kind == "-":
+                v = -memo[a]
+            elif kind == "min":
+                v = min(memo[a], memo[b])
+            elif kind == "max":
+                v = max(memo[a], memo[b])
+            else:
+                x, y = memo[a], memo[b]
+                if kind is ast.Add:
+                    v = x + y
+                elif kind is ast.Sub:
+                    v = x - y
+                elif kind is ast.Mult:
+                    v = x * y
+                elif kind is ast.FloorDiv:
+                    v = x // (y or 1)
+                else:
+                    v = x % (y or 1)
+            if not _INT64_MIN <= v <= _INT64_MAX:
+                return None
+            memo[i] = v
+        return memo[root]
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
 
 def _allowed_name(name: str) -> bool:
     return name in _CALLS or name.startswith(("pid_", "nprog_", "arg"))
@@ -742,6 +793,34 @@ def evaluate(expr: str, names: dict, memo: dict | None = None, defs: str = "") -
     dag, root = found
     memo = {} if memo is None else memo
     return np.asarray(dag.evaluate(root, names, memo.setdefault(dag, {})), dtype=np.int64)
+
+
+def evaluate_one(expr: str, names: dict, memo: dict, defs: str = "") -> int | None:
+    """``evaluate`` of one program (``names``: Python ints, ``one_program_names``) as a Python int, or None
+    when a value on the way leaves int64 (``_Dag.evaluate_int``: then ``evaluate`` is the answer). The same
+    errors as ``evaluate``. ``memo``: kept by the caller between expressions over the same ``names``."""
+    found = _PARSED.get((defs, expr) if defs else expr)
+    if found is None and expr.isdigit() and expr.isascii() and (expr[0] != "0" or expr == "0"):
+        v = int(expr)
+        return v if v <= _INT64_MAX else None
+    if found is None and defs:
+        found = _shared_expression(expr, defs)
+    elif found is None:
+        try:
+            found = _expression(expr)
+        except SyntaxError:
+            raise FootprintError(f"footprint expression {expr!r} does not parse") from None
+    dag, root = found
+    return dag.evaluate_int(root, names, memo.setdefault(dag, {}))
+
+
+def one_program_names(grid, int_args: dict[int, int]) -> dict:
+    """``program_names`` of a one-program grid in Python ints (program 0: every pid 0); the integer arguments
+    as ``np.int64`` holds them (a value past int64 raises as there)."""
+    names = {"pid_x": 0, "pid_y": 0, "pid_z": 0}
+    names.update({f"nprog_{a}": int(np.int64(g)) for a, g in zip(AXES, (int(g) for g in grid))})
+    names.update({f"arg{k}": int(np.int64(v)) for k, v in int_args.items()})
+    return names
 
 
 def program_names(grid, int_args: dict[int, int]) -> dict:

@@ -109,7 +109,7 @@ def _one_program_bytes(program, args, memory: DeviceMemory, launch) -> tuple[np.
     chip0 = memory.machine.domains
     for fp in launch.footprints:
         try:
-            nbytes = float(launch.value(fp.nbytes)[0])
+            nbytes = float(launch.one(fp.nbytes))
         except FootprintError:
             return None
         if fp.arg < 0:  # somewhere in device memory: spread over the chip's domains
@@ -127,8 +127,8 @@ def _one_program_bytes(program, args, memory: DeviceMemory, launch) -> tuple[np.
             lo, hi = 0, rec.nbytes
         else:
             try:
-                lo = int(launch.value(fp.lo)[0]) + (base - rec.base)
-                hi = int(launch.value(fp.hi)[0]) + (base - rec.base)
+                lo = launch.one(fp.lo) + (base - rec.base)
+                hi = launch.one(fp.hi) + (base - rec.base)
             except FootprintError:
                 return None
             if not (-_EXACT < lo < _EXACT and -_EXACT < hi < _EXACT):
@@ -246,7 +246,9 @@ def launch_layout(program, grid, args, memory: DeviceMemory) -> tuple[tuple, lis
     (an offset in it, clipped to its size, split over its homes: ``Allocation.split``), so the key holds
     each pointer's offset and its allocation's size, placement, homes, stripes and replicas, not its
     address: a launch repeated over fresh allocations of the same layout (a test's eager ops on new
-    tensors) finds the answer of the first."""
+    tensors) finds the answer of the first. Of the program it holds what those answers read of it, its
+    footprint text and its arguments' types, not the program itself: a fresh kernel compiled to the same
+    footprint (a test's next parameters: another dtype, constant or operator) finds them too."""
     layout, recs = [], []
     for a, v in zip(program.args, args):
         r = memory.holding(int(v)) if a.type == "ptr" else None
@@ -255,12 +257,13 @@ def launch_layout(program, grid, args, memory: DeviceMemory) -> tuple[tuple, lis
             layout.append(("-", v) if a.type == "ptr" else v)
         else:
             layout.append((int(v) - r.base, r.nbytes, str(r.placement), r.owners, r.striped, r.granule, r.replicas))
-    key = (id(program), program.affinity, tuple(int(g) for g in grid), tuple(layout), id(memory.machine))
+    types = tuple(a.type for a in program.args)
+    key = (program.affinity, types, tuple(int(g) for g in grid), tuple(layout), id(memory.machine))
     return key, recs
 
 
 class KeptMappings:
-    """``resolve_policy`` answers, kept for repeated launches: per kernel, grid, arguments and the layout of
+    """``resolve_policy`` answers, kept for repeated launches: per footprint, grid, arguments and the layout of
     the allocations its pointer arguments point into (``launch_layout``), so a launch repeated over the
     same layout evaluates no footprint. One is shared by the devices and the cost model's estimates
     (``MAPPINGS``: the operand planner prices a launch with its mapping, then the launch runs with the same
@@ -279,12 +282,12 @@ class KeptMappings:
             return policy
         key, _ = launch_layout(program, grid, args, memory)
         hit = self._kept.get(key)
-        # the key holds id(program) and id(machine): an id is reused once its object is freed
-        if hit is None or hit[0] is not program or hit[1] is not memory.machine:
+        # the key holds id(machine): an id is reused once its object is freed
+        if hit is None or hit[0] is not memory.machine:
             if len(self._kept) >= self.MAX_KEPT:
                 self._kept.clear()
-            hit = self._kept[key] = (program, memory.machine, resolve_policy(policy, program, grid, args, memory))
-        return hit[2]
+            hit = self._kept[key] = (memory.machine, resolve_policy(policy, program, grid, args, memory))
+        return hit[1]
 
 
 MAPPINGS = KeptMappings()

@@ -236,6 +236,31 @@ def _shadow(memory: DeviceMemory, program: Program, args, placement) -> DeviceMe
     return shadow
 
 
+def _kept_shadow(memory: DeviceMemory, program: Program, args, placement) -> DeviceMemory:
+    """``_shadow``; inside ``shared_estimates`` one per memory layout, program, arguments and placement (the
+    operand planner asks a placement's replica writes and then its estimate: one shadow for both; nothing
+    writes memory in the block, and the address-only run and the mapping only read it)."""
+    memo = getattr(_shared, "memo", None)
+    if memo is None or not placement:
+        return _shadow(memory, program, args, placement)
+    try:
+        key = (
+            "shadow",
+            id(memory),
+            _layout(memory),
+            id(program),
+            tuple(args),
+            tuple(sorted(placement.items(), key=repr)),
+        )
+        hash(key)
+    except TypeError:  # an argument without a value to compare
+        return _shadow(memory, program, args, placement)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not program or hit[1] is not memory:
+        hit = memo[key] = (program, memory, _shadow(memory, program, args, placement))
+    return hit[2]
+
+
 def address_trace(
     program: Program, grid, args, memory: DeviceMemory, machine=None, *, placement=None, max_steps=None
 ) -> Trace:
@@ -749,20 +774,47 @@ def _walk_numpy(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues, gr
 
 
 _KIND_CODE = {"scalar": 0, "wait": 1, "wait_all": 2, "compute": 3, "dma": 4}  # sim/csrc/walk.cpp's Kind
+_PC_TABLES: dict = {}  # id(pcs) -> (pcs, its tables): a program's static facts are one list while kept (replay.py)
+_PC_TABLES_KEPT = 64
+
+
+def _pc_tables(pcs) -> tuple:
+    """The compiled walk's per-pc tables of ``pcs`` (int64 [kind, engine, token, outbound, 5 offsets into the
+    tile dependencies], float64 [cost, extra latency], the dependencies, which pcs are DMAs), made once per
+    ``pcs`` list: the planner's estimates of one launch (and the launches after it) walk the same facts."""
+    hit = _PC_TABLES.get(id(pcs))
+    if hit is not None and hit[0] is pcs and hit[1] == len(pcs):
+        return hit[2]
+    P = len(pcs)
+    lists = [tiles for p in pcs for tiles in (p.after_write, p.after_read, p.reads, p.writes)]
+    pc_int = np.empty((P, 9), np.int64)
+    pc_int[:, 0] = [_KIND_CODE[p.kind] for p in pcs]
+    pc_int[:, 1] = [p.engine for p in pcs]
+    pc_int[:, 2] = [-1 if p.token is None else p.token for p in pcs]
+    pc_int[:, 3] = [p.outbound for p in pcs]
+    # per pc five offsets into deps: where its after_write, after_read, reads and writes start, and its end
+    ends = np.zeros(4 * P + 1, np.int64)
+    np.cumsum([len(tiles) for tiles in lists], out=ends[1:])
+    pc_int[:, 4:8] = ends[:-1].reshape(P, 4)
+    pc_int[:, 8] = ends[4::4]
+    tables = (
+        pc_int,
+        np.array([(p.cost, p.extra_latency) for p in pcs], np.float64).reshape(P, 2),
+        np.array([t for tiles in lists for t in tiles], np.int64),
+        np.array([p.kind == "dma" for p in pcs], bool),
+    )
+    for t in tables:
+        t.setflags(write=False)  # shared by every walk of these facts
+    if len(_PC_TABLES) >= _PC_TABLES_KEPT:
+        _PC_TABLES.clear()
+    _PC_TABLES[id(pcs)] = (pcs, len(pcs), tables)
+    return tables
 
 
 def _walk_compiled(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues, group_of, transfer_times) -> None:
     """The walk in C (sim/csrc/walk.cpp): the numpy walk's float operations, program by program in the
     same order, so the same bits. Here: its tables (per pc, per step, per programs array, per DMA step)."""
-    pc_int, pc_f64, deps = [], [], []
-    for p in pcs:
-        offsets = [len(deps)]
-        for tiles in (p.after_write, p.after_read, p.reads, p.writes):
-            deps.extend(tiles)
-            offsets.append(len(deps))
-        token = -1 if p.token is None else p.token
-        pc_int.append([_KIND_CODE[p.kind], p.engine, token, int(p.outbound), *offsets])
-        pc_f64.append((p.cost, p.extra_latency))
+    pc_int, pc_f64, deps, is_dma = _pc_tables(pcs)
     S = len(firsts)
     steps = np.empty((S, 5), np.int64)
     steps[:, 0] = pc_of[firsts]
@@ -776,24 +828,25 @@ def _walk_compiled(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues,
     np.cumsum([len(g[1]) for g in gs], out=g_off[1:])
     g_ps = np.concatenate([g[1] for g in gs]).astype(np.int64, copy=False)
     steps[:, 4] = -1
-    is_dma = np.array([p.kind == "dma" for p in pcs], bool)
     dma_steps = np.flatnonzero(is_dma[steps[:, 0]])
     steps[dma_steps, 4] = np.arange(len(dma_steps))
-    dma = np.empty((len(dma_steps), 2), np.int64)
+    dma_rows: list = []  # per DMA step: (its first issue, its first transfer time or -1)
     issue, xfer, flight, moved = [], [], [], []
     at_issue = at_times = 0
-    for d, s in enumerate(dma_steps.tolist()):
-        entry = entries[firsts[s]]
-        g = gs[steps[s, 3]]
+    first_entry, group = firsts.tolist(), steps[:, 3].tolist()  # Python ints: no numpy scalar per step
+    for s in dma_steps.tolist():
+        entry = entries[first_entry[s]]
+        g = gs[group[s]]
         issue.append(issues[id(entry)])
         times = transfer_times(g, pcs[entry.pc], entry)
-        dma[d] = at_issue, -1 if times is None else at_times
+        dma_rows.append((at_issue, -1 if times is None else at_times))
         at_issue += len(g[1])
         if times is not None:
             xfer.append(times[0])
             flight.append(times[1])
             moved.append(times[2])
             at_times += len(g[1])
+    dma = np.array(dma_rows, np.int64).reshape(len(dma_rows), 2)
 
     def flat(parts, dtype):
         return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
@@ -810,9 +863,9 @@ def _walk_compiled(st: _WalkState, entries, pcs, pc_of, cost_of, firsts, issues,
         st.out_busy,
         st.ring,
         st.nq,
-        np.array(pc_int, np.int64),
-        np.array(pc_f64, np.float64),
-        np.array(deps, np.int64),
+        pc_int,
+        pc_f64,
+        deps,
         steps,
         cost_of,
         g_off,
@@ -932,7 +985,7 @@ def replica_writes(program: Program, grid, args, memory: DeviceMemory, *, placem
     (domains - 1) times the difference of this count: the operand planner tells a written operand's
     replica from it before pricing one (sim/operands.py)."""
     machine = get_machine(memory.machine)
-    shadow = _shadow(memory, program, list(args), placement)
+    shadow = _kept_shadow(memory, program, list(args), placement)
     trace = _launch_trace(program, grid, args, memory, shadow, machine, placement)
     D = machine.total_domains
     rows = [e for e in trace.entries if e.bytes_by_domain is not None and e.bytes_by_domain.shape[1] > D]
@@ -947,7 +1000,7 @@ def _estimate_launch(
 ) -> Estimate:
     t0 = time.perf_counter()
     machine = get_machine(machine if machine is not None else memory.machine)
-    shadow = _shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about
+    shadow = _kept_shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about
     trace = _launch_trace(program, grid, args, memory, shadow, machine, placement)
     policy = MAPPINGS.resolve(policy if policy is not None else knobs.policy(), program, grid, args, shadow)
     est = model(trace, machine, policy=policy, wall_s=time.perf_counter() - t0)

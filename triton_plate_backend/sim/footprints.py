@@ -12,7 +12,15 @@ import math
 
 import numpy as np
 
-from ..isa.footprint import Footprint, evaluate, launch_ints, parse_footprints, program_names
+from ..isa.footprint import (
+    Footprint,
+    evaluate,
+    evaluate_one,
+    launch_ints,
+    one_program_names,
+    parse_footprints,
+    program_names,
+)
 
 LAUNCH_SHAPES = 8  # launch shapes kept (each holds a few int64 arrays over its programs)
 KEPT_PROGRAMS = 1 << 16  # larger grids: only the last launch shape is kept (its arrays are large)
@@ -21,20 +29,40 @@ KEPT_PROGRAMS = 1 << 16  # larger grids: only the last launch shape is kept (its
 class LaunchFootprints:
     """The footprints of one launch shape and their expressions' values over its programs."""
 
-    def __init__(self, footprints: tuple[Footprint, ...], names: dict, programs: int):
+    def __init__(self, footprints: tuple[Footprint, ...], grid: tuple[int, ...], int_args: dict[int, int]):
         self.footprints = footprints
         self.defs = footprints[0].defs if footprints else ""  # the text's definitions: one text, one defs
-        self.programs = programs
-        self._names = names
+        self.programs = math.prod(grid)
+        self._names: dict | None = None  # program_names, made at the first ``value`` (``one`` needs none)
         self._values: dict[str, np.ndarray] = {}
         self._subterms: dict = {}  # evaluate's memo: the expressions share most of their subterms
+        self._grid, self._int_args = grid, int_args  # what the names are made of
+        self._int_names: dict | None = None
+        self._ints: dict[str, int] = {}
+        self._int_subterms: dict = {}
 
     def value(self, expr: str) -> np.ndarray:
         """``expr`` over the launch's programs: int64 [programs], read-only; raises FootprintError."""
         got = self._values.get(expr)
         if got is None:
+            if self._names is None:
+                self._names = program_names(self._grid, self._int_args)
             got = np.broadcast_to(evaluate(expr, self._names, self._subterms, self.defs), (self.programs,))
             self._values[expr] = got
+        return got
+
+    def one(self, expr: str) -> int:
+        """``int(value(expr)[0])`` of a one-program launch, in Python integers where every value on the way
+        fits int64 (isa/footprint.py ``evaluate_one``: a dozen numpy calls on one-element arrays fewer);
+        raises FootprintError as ``value`` does."""
+        got = self._ints.get(expr)
+        if got is None:
+            if self._int_names is None:
+                self._int_names = one_program_names(self._grid, self._int_args)
+            got = evaluate_one(expr, self._int_names, self._int_subterms, self.defs)
+            if got is None:  # past int64 on the way: numpy's wrapping arithmetic is the answer
+                got = int(self.value(expr)[0])
+            self._ints[expr] = got
         return got
 
 
@@ -58,8 +86,7 @@ _last: list = []  # [key, LaunchFootprints] of the last launch shape over KEPT_P
 
 
 def _launch(text: str, grid: tuple[int, ...], ints: tuple[tuple[int, int], ...]) -> LaunchFootprints:
-    names = program_names(grid, dict(ints))
-    return LaunchFootprints(tuple(parse_footprints(text)), names, int(np.prod(grid)))
+    return LaunchFootprints(tuple(parse_footprints(text)), grid, dict(ints))
 
 
 _kept = functools.lru_cache(maxsize=LAUNCH_SHAPES)(_launch)

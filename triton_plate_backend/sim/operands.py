@@ -164,11 +164,14 @@ def _sizes_key(program, grid, args, recs, memory: DeviceMemory) -> tuple:
     integer arguments: sim/footprints.py) and, per pointer argument, whether it points into an allocation
     and that allocation's size (a range's span is a difference of offsets; the share it is compared with
     is the size over the domains). Not the offset nor the placement: the same operands of another
-    launch over other tensors of these sizes are shared or not alike."""
+    launch over other tensors of these sizes are shared or not alike. Of the program, what
+    ``shared_operands`` reads of it: its footprint text and its arguments' types (a fresh kernel compiled
+    to the same footprint finds the answer)."""
     layout = tuple(
         v if a.type != "ptr" else None if r is None else ("ptr", r.nbytes) for a, v, r in zip(program.args, args, recs)
     )
-    return (id(program), program.affinity, tuple(int(g) for g in grid), layout, id(memory.machine))
+    types = tuple(a.type for a in program.args)
+    return (program.affinity, types, tuple(int(g) for g in grid), layout, id(memory.machine))
 
 
 def _pieces(rec: Allocation) -> tuple[int, int, bool]:
@@ -336,8 +339,9 @@ class OperandPlanner:
 
     def __init__(self):
         self._decided: dict[tuple, tuple] = {}  # key -> (program, its choices)
-        # _sizes_key -> (program, machine, argument indices of shared_operands): what the footprint says of
-        # a launch's operands, kept for its repeats (the same operands over fresh allocations, other offsets)
+        # _sizes_key -> (machine, argument indices of shared_operands): what the footprint says of a launch's
+        # operands, kept for its repeats (the same operands over fresh allocations, other offsets, other kernels
+        # of the same footprint)
         self._shared: dict[tuple, tuple] = {}
         self._rent: dict[int, float] = {}  # allocation id -> ns a replica would have saved so far
         # _shift_key -> [_Shifted]: decisions priced at other offsets of the shared operands, kept for the
@@ -358,12 +362,12 @@ class OperandPlanner:
             return [], ()  # what the launch's shared operands would get: no move (_one_home), found unpriced
         layout = _sizes_key(program, grid, args, recs, memory)
         found = self._shared.get(layout)
-        if found is None or found[0] is not program or found[1] is not memory.machine:
+        if found is None or found[0] is not memory.machine:  # the key holds id(machine)
             if len(self._shared) >= MAX_DECISIONS:
                 self._shared.clear()
-            found = (program, memory.machine, tuple(i for i, _ in shared_operands(program, grid, args, memory)))
+            found = (memory.machine, tuple(i for i, _ in shared_operands(program, grid, args, memory)))
             self._shared[layout] = found
-        shared = [(i, recs[i]) for i in found[2] if not recs[i].pinned]
+        shared = [(i, recs[i]) for i in found[1] if not recs[i].pinned]
         if not shared:
             return shared, ()
         key = self._key(program, grid, args, shared)
