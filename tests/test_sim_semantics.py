@@ -1096,7 +1096,9 @@ def test_absorb_merges_contexts_in_increasing_instance_id_with_their_rows(id_gro
     first.absorb(others)
     ids = sorted(i for g in id_groups for i in g)
     (want,) = _contexts([ids])
-    assert first.pids.tolist() == ids and first.P == len(ids)
+    assert sorted(first.pids.tolist()) == ids and first.P == len(ids)
+    first.in_order()  # what a memory instruction sees
+    assert first.pids.tolist() == ids and first.ordered
     np.testing.assert_array_equal(first.regs, want.regs)
     np.testing.assert_array_equal(first.tokens, want.tokens)
     np.testing.assert_array_equal(first.sram, want.sram)
