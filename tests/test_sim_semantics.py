@@ -1072,6 +1072,7 @@ def _contexts(id_groups, pc=3):
     launch = SimpleNamespace(
         program=SimpleNamespace(tiles=[], consts=[]), args=[], grid=(16, 1, 1), memory=None, machine=None, printer=None
     )
+    launch.batch_rows = 0
     made = []
     for ids in id_groups:
         pids = np.array(ids, np.int64)

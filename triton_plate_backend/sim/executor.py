@@ -209,7 +209,7 @@ class Context:
             tokens[:, holes] = self.tokens[:, fills]
             self.sram[holes] = self.sram[fills]
         if leaving is not mask:  # this context takes the copied rows (those kept), the new one these
-            self._set(copied.pids, copied.regs, copied.tokens, copied._buf, 0, copied.P, copied.ordered)
+            self._set(copied.pids, copied.regs, copied.tokens, copied._buf, 0, copied._cap, copied.ordered)
         stays = self if leaving is mask else copied
         stays._set(pids, regs, tokens, buf, lo, cap, None if holes.size else ordered)
         stays._views = [None if v is None else v[:n] for v in views]  # the same rows
@@ -222,36 +222,38 @@ class Context:
     def absorb(self, others: list[Context]) -> None:
         """Merge contexts waiting at this pc into this one. Parts that are adjacent rows of one array in increasing
         id join without a copy (spinners of a lock rejoining behind its winner); else the rows of all but the
-        largest part are copied after its own when its array has room for them, or all into a new array."""
+        largest part are copied after its own when its array has room for them, or all into a new array with room
+        for all of the batch."""
         group = sorted([self, *others], key=lambda c: int(c.pids.min()) if c.pids.size else -1)
         total = sum(c.P for c in group)
-        first, buf = group[0], group[0]._buf
         pids = np.concatenate([c.pids for c in group])
-        if all(c.ordered and c._buf is buf for c in group) and all(
+        first, last = group[0], group[-1]
+        if all(c.ordered and c._buf is first._buf for c in group) and all(
             a._lo + a.P == b._lo for a, b in zip(group, group[1:])
         ):
-            last = group[-1]
             regs = np.concatenate([c.regs for c in group], axis=1)
             tokens = np.concatenate([c.tokens for c in group], axis=1)
             ordered = bool(np.all(pids[1:] > pids[:-1]))
-            self._set(pids, regs, tokens, buf, first._lo, last._lo + last._cap - first._lo, ordered)
+            self._set(pids, regs, tokens, first._buf, first._lo, last._lo + last._cap - first._lo, ordered)
             return
         roomy = [c for c in group if c._cap >= total]
-        if roomy:
-            into = max(roomy, key=lambda c: c.P)
+        into = max(roomy, key=lambda c: c.P) if roomy else None
+        if into is not None:
             group = [into, *(c for c in group if c is not into)]
-            at = into._lo + into.P
-            for c in group[1:]:
-                into._buf[at : at + c.P] = c.sram
-                at += c.P
-            pids = np.concatenate([c.pids for c in group])
-            regs = np.concatenate([c.regs for c in group], axis=1)
-            tokens = np.concatenate([c.tokens for c in group], axis=1)
-            self._set(pids, regs, tokens, into._buf, into._lo, into._cap)
-            return
+            dest, at = (into._buf, into._lo, into._cap), into._lo + into.P
+            copied = group[1:]
+        else:
+            # room for every instance of the batch (pages no row reaches are never touched): a part that goes on
+            # absorbing others copies only theirs
+            rows = self.launch.batch_rows if self.launch.batch_rows >= total else 2 * total
+            dest, at, copied = (np.empty((rows, self.sram.shape[1]), np.uint8), 0, rows), 0, group
+        for c in copied:
+            dest[0][at : at + c.P] = c.sram
+            at += c.P
+        pids = np.concatenate([c.pids for c in group])
         regs = np.concatenate([c.regs for c in group], axis=1)
         tokens = np.concatenate([c.tokens for c in group], axis=1)
-        self._set(pids, regs, tokens, np.concatenate([c.sram for c in group]))
+        self._set(pids, regs, tokens, *dest)
 
     def in_order(self) -> None:
         """Put the rows in increasing instance id (before an instruction that sees their order): moves the rows
@@ -452,9 +454,11 @@ class _Launch:
         self.loop_pc = None  # the back edge taken last: where a runaway is looping
         self.trace = Trace(program, grid)
         self.fills: dict = {}  # (constant index, dtype) -> a DMA load's fill value (sem_memory)
+        self.batch_rows = 0  # the instances of the batch running
 
     def run_batch(self, pids: np.ndarray) -> None:
         waiting = _Waiting()
+        self.batch_rows = pids.size
         ctx = Context.fresh(self, pids, self.zero_sram)
         sram = ctx.sram
         while ctx is not None:
