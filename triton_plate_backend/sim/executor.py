@@ -492,7 +492,7 @@ class _Launch:
                 # a block of plain instructions with no context waiting inside it or at its end (one the
                 # steps would reach and absorb): the same steps, without the per-step tests (none branches,
                 # halts or moves memory); a spin lock's winner runs its blocks so while the spinners wait
-                pids = ctx.trace_pids()
+                pids = ctx.pids if ctx.ordered else ctx.trace_pids()
                 for q in range(pc, end):
                     self.steps += 1
                     ctx.pc = q
@@ -516,15 +516,15 @@ class _Launch:
                 raise self._fault(ctx, pc, e) from e
             if out is None:
                 if entries is not None:
-                    entries.append(TraceEntry(pc, ctx.trace_pids()))
+                    entries.append(TraceEntry(pc, ctx.pids if ctx.ordered else ctx.trace_pids()))
                 new = pc + 1
             elif out is HALT:
                 if entries is not None:
-                    entries.append(TraceEntry(pc, ctx.trace_pids()))
+                    entries.append(TraceEntry(pc, ctx.pids if ctx.ordered else ctx.trace_pids()))
                 return _DONE
             elif isinstance(out, Branch):
                 if entries is not None:
-                    entries.append(TraceEntry(pc, ctx.trace_pids()))
+                    entries.append(TraceEntry(pc, ctx.pids if ctx.ordered else ctx.trace_pids()))
                 taken, target = out.taken, out.target
                 if taken is not True:
                     count = np.count_nonzero(taken)
