@@ -1072,6 +1072,7 @@ def _contexts(id_groups, pc=3):
     launch = SimpleNamespace(
         program=SimpleNamespace(tiles=[], consts=[]), args=[], grid=(16, 1, 1), memory=None, machine=None, printer=None
     )
+    launch.batch_rows = 0
     made = []
     for ids in id_groups:
         pids = np.array(ids, np.int64)
@@ -1096,7 +1097,9 @@ def test_absorb_merges_contexts_in_increasing_instance_id_with_their_rows(id_gro
     first.absorb(others)
     ids = sorted(i for g in id_groups for i in g)
     (want,) = _contexts([ids])
-    assert first.pids.tolist() == ids and first.P == len(ids)
+    assert sorted(first.pids.tolist()) == ids and first.P == len(ids)
+    first.in_order()  # what a memory instruction sees
+    assert first.pids.tolist() == ids and first.ordered
     np.testing.assert_array_equal(first.regs, want.regs)
     np.testing.assert_array_equal(first.tokens, want.tokens)
     np.testing.assert_array_equal(first.sram, want.sram)

@@ -204,6 +204,31 @@ def test_loop_with_per_program_trip_counts(mem):
     assert sum(len(e.programs) for e in trace.entries if e.pc == 4) == sum(p + 1 for p in range(16))
 
 
+def test_rows_out_of_id_order_meet_an_atomic_in_id_order(mem):
+    """The larger part of a split keeps its SRAM array, its last rows filling the holes the smaller part leaves, so
+    its rows are out of id order; an atomic sees them in id order all the same. Programs with pid % 5 == 2 take one
+    trip of the loop, the others two: the first take the counter's values 0, 1, ... in increasing pid, then the
+    others in increasing pid."""
+    b = Builder("order", [("out", "ptr"), ("counter", "ptr")])
+    t_cnt, m, one, old = b.tile("i64", [1]), b.tile("i1", [1]), b.tile("i32", [1]), b.tile("i32", [1])
+    b("s.arg", 6, 1)("v.splat", t_cnt, 6)("v.fill", m, 1)("v.fill", one, 1)
+    b("s.pid.x", 0)("s.li", 1, 5)("s.rems.i64", 2, 0, 1)("s.li", 3, 2)("s.sub.i64", 4, 2, 3)("s.li", 5, 2)
+    b("bnz", 4, "go")("s.li", 5, 1)  # pid % 5 == 2: one trip
+    b.label("go")("s.add.i64", 7, 7, 5)("loop", 5, "go")
+    b("atom.rmw.add.relaxed", old, t_cnt, one, m)("v.extract", 8, old, 0)
+    store_i64_at_pid(b, 8)
+    b("halt")
+    n = 40
+    out, counter = alloc(mem, np.zeros(n, np.int64)), alloc(mem, np.zeros(1, np.int32))
+    trace = execute(b.build(), n, [out, counter], mem, MACHINE)
+    first = [p for p in range(n) if p % 5 == 2]
+    rest = [p for p in range(n) if p % 5 != 2]
+    want = np.zeros(n, np.int64)
+    want[first + rest] = np.arange(n)
+    assert host(mem, out, n, np.int64).tolist() == want.tolist()
+    assert all(np.all(np.diff(e.programs) > 0) for e in trace.entries)  # a trace entry's programs in increasing id
+
+
 def _spin_lock_program():
     b = Builder("spin", [("lock", "ptr"), ("counter", "ptr")])
     t_lock, m, old, zero, one = (
@@ -437,7 +462,8 @@ def test_split_off_keeps_the_tile_views_a_fresh_view_makes(moved):
     """A context split into row slices (a spin lock's winner and spinners) keeps its tile views, sliced:
     each part's view of every tile is the one view() makes afresh over the part's SRAM (same address, shape,
     strides, dtype, values), a tile no view was made of is made then, and a write through one part's view
-    lands in that part's rows only."""
+    lands in that part's rows only. Each instance keeps its own row (the rows of the part kept need not stay
+    in increasing id: the last ones fill the holes the moved ones leave)."""
     from triton_plate_backend.isa.program import Program as Prog
     from triton_plate_backend.sim.executor import Context, new_context
 
@@ -450,7 +476,9 @@ def test_split_off_keeps_the_tile_views_a_fresh_view_makes(moved):
     other = ctx.split_off(mask)
     for part, rows in ((other, np.flatnonzero(mask)), (ctx, np.flatnonzero(~mask))):
         fresh = Context(part.launch, part.pids, part.regs, part.tokens, part.sram)
-        assert part.pids.tolist() == rows.tolist()
+        assert sorted(part.pids.tolist()) == rows.tolist()
+        for t, tile in enumerate(tiles[:2]):
+            assert np.array_equal(part.view(t), np.arange(5 * tile.numel).reshape(5, *tile.shape)[part.pids])
         for t in range(len(tiles)):
             got, want = part.view(t), fresh.view(t)
             assert got.__array_interface__ == want.__array_interface__

@@ -2065,7 +2065,7 @@ def _igam_series_step(x, eps, r, c, ans, active):
 
 
 @triton.jit
-def _igam_series(a, x, lga, needed, UNIFORM):
+def _igam_series(a, x, lga, needed):
     """_igam_helper_series: DLMF 8.11.4, summed until a term falls below MACHEP of the sum."""
     ax = _igam_fac(a, x, lga)
     eps = _machep(a)
@@ -2073,9 +2073,7 @@ def _igam_series(a, x, lga, needed, UNIFORM):
     c = _full(a, 1.0)
     ans = _full(a, 1.0)
     active = needed
-    for _ in range(0, UNIFORM):
-        r, c, ans, active = _igam_series_step(x, eps, r, c, ans, active)
-    step = UNIFORM
+    step = 0
     while (step < IGAM_MAXITER) & _any(active):
         r, c, ans, active = _igam_series_step(x, eps, r, c, ans, active)
         step += 1
@@ -2093,15 +2091,13 @@ def _igamc_series_step(a, x, n, eps, fac, total, active):
 
 
 @triton.jit
-def _igamc_series(a, x, lga, needed, UNIFORM):
+def _igamc_series(a, x, lga, needed):
     """_igamc_helper_series: DLMF 8.7.3."""
     eps = _machep(a)
     fac = _full(a, 1.0)
     total = _full(a, 0.0)
     active = needed
-    for n in range(1, UNIFORM + 1):
-        fac, total, active = _igamc_series_step(a, x, n, eps, fac, total, active)
-    n = UNIFORM + 1
+    n = 1
     while (n < IGAM_MAXITER) & _any(active):
         fac, total, active = _igamc_series_step(a, x, n, eps, fac, total, active)
         n += 1
@@ -2186,7 +2182,7 @@ def _igamc_continued_fraction_step(eps, big, biginv, c, y, z, ans, pkm2, pkm1, q
 
 
 @triton.jit
-def _igamc_continued_fraction(a, x, lga, needed, UNIFORM):
+def _igamc_continued_fraction(a, x, lga, needed):
     """_igamc_helper_continued_fraction: DLMF 8.9.2, rescaled when the convergents grow past BIG."""
     eps = _machep(a)
     big = _in_type(a, 16777216.0, 4.503599627370496e15)
@@ -2201,11 +2197,7 @@ def _igamc_continued_fraction(a, x, lga, needed, UNIFORM):
     qkm1 = z * x
     ans = pkm1 / qkm1
     active = needed
-    for _ in range(0, UNIFORM):
-        c, y, z, ans, pkm2, pkm1, qkm2, qkm1, active = _igamc_continued_fraction_step(
-            eps, big, biginv, c, y, z, ans, pkm2, pkm1, qkm2, qkm1, active
-        )
-    step = UNIFORM
+    step = 0
     while (step < IGAM_MAXITER) & _any(active):
         c, y, z, ans, pkm2, pkm1, qkm2, qkm1, active = _igamc_continued_fraction_step(
             eps, big, biginv, c, y, z, ans, pkm2, pkm1, qkm2, qkm1, active
@@ -2250,15 +2242,15 @@ def _igammac_lower_side(a, x):
 
 
 @triton.jit
-def _igam_value(a, x, lga, lower, complement, IGAM: tl.constexpr, UNIFORM):
+def _igam_value(a, x, lga, lower, complement, IGAM: tl.constexpr):
     """igamma (IGAM) or igammac below the asymptotic regime: the power series P on the lanes `lower`, the
     complement series (x <= 1.1) or the continued fraction Q on the lanes `complement`, each loop run for
     its own lanes only; calc_igamma takes 1 - igammac where x > 1 and x > a."""
     large = x > 1.1
     lower_side = _igammac_lower_side(a, x)
-    series = _igam_series(a, x, lga, lower, UNIFORM)
-    upper = _igamc_series(a, x, lga, complement & ~large & ~lower_side, UNIFORM)
-    continued = _igamc_continued_fraction(a, x, lga, complement & large & ~lower_side, UNIFORM)
+    series = _igam_series(a, x, lga, lower)
+    upper = _igamc_series(a, x, lga, complement & ~large & ~lower_side)
+    continued = _igamc_continued_fraction(a, x, lga, complement & large & ~lower_side)
     q = tl.where(lower_side, 1.0 - series, tl.where(large, continued, upper))
     if IGAM:
         value = tl.where((x > 1.0) & (x > a), 1.0 - q, series)
@@ -2268,9 +2260,7 @@ def _igam_value(a, x, lga, lower, complement, IGAM: tl.constexpr, UNIFORM):
 
 
 @triton.jit
-def _igam(a, x, IGAM: tl.constexpr, UNIFORM):
-    """UNIFORM: the steps every lane of the launch takes in each loop before the loop tests for lanes still
-    running (special_family.IGAM_STEPS: a large launch's blocks then leave their loops together)."""
+def _igam(a, x, IGAM: tl.constexpr):
     computed = _igam_computed(a, x)
     asymptotic = _asymptotic_regime(a, x)
     lanes = computed & ~asymptotic
@@ -2282,7 +2272,7 @@ def _igam(a, x, IGAM: tl.constexpr, UNIFORM):
         complement = lanes & upper_side
     # lgamma of 1 where no branch reads it: the simulator's lgamma of a negative takes a reflection's second pass
     lga = libdevice.lgamma(tl.where(computed, a, 1.0))
-    value = _igam_value(a, x, lga, lower, complement, IGAM, UNIFORM)
+    value = _igam_value(a, x, lga, lower, complement, IGAM)
     value = tl.where(asymptotic, _igam_asymptotic_where(a, x, computed & asymptotic, IGAM), value)
     return _igam_domain(a, x, value, IGAM)
 
@@ -2290,13 +2280,13 @@ def _igam(a, x, IGAM: tl.constexpr, UNIFORM):
 @triton.jit
 def igamma(x, y, LIMIT):
     """igamma(a = x, x = y): the regularized lower incomplete gamma function."""
-    return _igam(x, y, True, LIMIT)
+    return _igam(x, y, True)
 
 
 @triton.jit
 def igammac(x, y, LIMIT):
     """igammac(a = x, x = y): the regularized upper incomplete gamma function."""
-    return _igam(x, y, False, LIMIT)
+    return _igam(x, y, False)
 
 
 # ---- functions libdevice holds (plate's libdevice: computed in double and rounded once) -------------------

@@ -55,14 +55,6 @@ FLOAT_ONLY = frozenset(
 )
 DEGREE = "degree"  # LIMIT: the largest degree n (the second operand)
 ZETA_TERMS = "zeta_terms"  # LIMIT: the direct terms zeta sums for the smallest shift q (LIMITS names the operand)
-UNIFORM_STEPS = "uniform_steps"  # LIMIT: the steps igamma's loops take in every lane (IGAM_STEPS), by launch size
-# igamma/igammac's loops step while a lane of the block runs; the simulator runs a launch's programs together, and
-# each time some of them leave a loop and others go on, it copies the whole launch's SRAM image (~130 KB a program)
-# to split them and again to join them. From IGAM_UNIFORM_FROM elements every lane first takes the steps OpInfo's
-# (1029, 917) reference input of a, x in [-9, 9] needs (float: at most 37, double: 99% within 64; the power series
-# at most 21), so its blocks leave each loop together; a smaller launch steps as far as each block needs.
-IGAM_STEPS = {torch.float32: 40, torch.float64: 64}
-IGAM_UNIFORM_FROM = 1 << 16
 
 
 def _elements(t: torch.Tensor, ct: torch.dtype) -> torch.Tensor:
@@ -124,9 +116,7 @@ def special(op: torch._ops.OpOverload, row: Row) -> Callable:
         limit = 0
         if limit_of is not None:
             kind, index, cap = limit_of
-            if kind == UNIFORM_STEPS:
-                limit = IGAM_STEPS[ct] if math.prod(expected.shape) >= IGAM_UNIFORM_FROM else 0
-            elif kind == DEGREE:
+            if kind == DEGREE:
                 limit = _degree_limit(operands[index], ct)
             else:
                 limit = _zeta_limit(operands[index], ct)
@@ -169,8 +159,6 @@ LIMITS = {
     "hermite_polynomial_he": (DEGREE, 1, 513),
     "zeta": (ZETA_TERMS, 1, None),
     "polygamma": (ZETA_TERMS, 0, None),
-    "igamma": (UNIFORM_STEPS, 0, None),
-    "igammac": (UNIFORM_STEPS, 0, None),
 }
 
 FAMILIES: dict[str, Callable[[torch._ops.OpOverload, Row], Callable]] = {"special": special}

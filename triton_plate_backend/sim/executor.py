@@ -121,9 +121,16 @@ class Context:
         tokens = np.zeros((launch.machine.core.dma_tokens, p), np.int64)
         return cls(launch, pids, regs, tokens, _zeroed_sram(p, launch.row_bytes, zero))
 
-    def _set(self, pids, regs, tokens, sram):
-        self.pids, self.regs, self.tokens, self.sram = pids, regs, tokens, sram
-        self.P = pids.size
+    def _set(self, pids, regs, tokens, buf, lo: int = 0, cap: int | None = None, ordered: bool | None = None):
+        """The instances ``pids`` in the order of their rows, their registers and tokens, their SRAM rows
+        ``buf[lo : lo + P]``; rows up to ``lo + cap`` of ``buf`` are the context's too, free for absorb() to
+        fill. ``ordered``: whether ``pids`` increase (None: find out)."""
+        self.pids, self.regs, self.tokens = pids, regs, tokens
+        self.P = p = pids.size
+        self._buf, self._lo, self._cap = buf, lo, p if cap is None else cap
+        self.sram = buf if lo == 0 and buf.shape[0] == p else buf[lo : lo + p]
+        self.ordered = bool(p < 2 or np.all(pids[1:] > pids[:-1])) if ordered is None else ordered
+        self._trace_pids = None
         self._views = [None] * len(self.tiles)
         self._coords = None
         self.loop_seen = None  # the runaway detector's record of this group of instances
@@ -163,45 +170,108 @@ class Context:
         return self._coords
 
     # ---- divergence --------------------------------------------------------------------------
+    # A split moves only the instances that leave, a merge only the smaller parts: the rows of a context need not
+    # follow its instances' ids (``ordered``). What no instruction but the memory, atomic and debug ones can see:
+    # every other rule works on each instance's own registers and SRAM row. Those see the rows in increasing id
+    # again (``in_order``, before such an instruction runs: _ORDERED_UNITS), and so do a trace entry's programs
+    # (``trace_pids``) and a fault's list of programs.
     def split_off(self, mask: np.ndarray) -> Context:
-        """Move the instances where ``mask`` into a new context (same pc); keep the rest."""
-        moved, kept = _rows(mask), _rows(~mask)
-        views = self._views
-        other = Context(
-            self.launch, self.pids[moved], self.regs[:, moved], self.tokens[:, moved], self.sram[moved], self.pc
-        )
-        self._set(self.pids[kept], self.regs[:, kept], self.tokens[:, kept], self.sram[kept])
-        # a part that is a slice of the rows keeps the tile views made so far, sliced alike: the same memory,
-        # shape and strides as view() would make again (a spin lock splits off its winner every round)
-        if type(moved) is slice:
-            other._views = [None if v is None else v[moved] for v in views]
-        if type(kept) is slice:
+        """Move the instances where ``mask`` into a new context (same pc); keep the rest. Costs in proportion to
+        the smaller part: it leaves by a copy of its rows (none when it is a slice at either end: a spin lock's
+        winner), and the last rows of the larger part fill the holes it leaves."""
+        p, moved = self.P, np.flatnonzero(mask)
+        m, k = moved.size, self.P - moved.size
+        views, buf, lo, cap, ordered = self._views, self._buf, self._lo, self._cap, self.ordered
+        if m and moved[-1] - moved[0] + 1 == m and (moved[0] == 0 or moved[-1] == p - 1):
+            # a slice at either end: both parts keep views of these rows, and their tile views sliced alike (the
+            # same memory, shape and strides as view() would make again)
+            front = moved[0] == 0
+            out, kept = (slice(0, m), slice(m, p)) if front else (slice(k, p), slice(0, k))
+            other = self._part(out)
+            other._views = [None if v is None else v[out] for v in views]
+            start, room = (lo + m, cap - m) if front else (lo, k)
+            self._set(self.pids[kept], self.regs[:, kept], self.tokens[:, kept], buf, start, room, ordered)
             self._views = [None if v is None else v[kept] for v in views]
-        return other
+            other.ordered = ordered
+            return other
+        # the smaller part leaves by a copy of its rows; the larger keeps the array, the last of its rows filling
+        # the holes the other leaves (a loop's back edge takes the instances staying in the loop)
+        leaving = mask if m <= k else ~mask
+        rows = np.flatnonzero(leaving)
+        copied = self._part(rows)
+        n = p - rows.size
+        holes = rows[rows < n]
+        pids, regs, tokens = self.pids[:n].copy(), self.regs[:, :n], self.tokens[:, :n]  # a trace entry holds pids
+        if holes.size:
+            fills = n + np.flatnonzero(~leaving[n:])
+            pids[holes] = self.pids[fills]
+            regs[:, holes] = self.regs[:, fills]
+            tokens[:, holes] = self.tokens[:, fills]
+            self.sram[holes] = self.sram[fills]
+        if leaving is not mask:  # this context takes the copied rows (those kept), the new one these
+            self._set(copied.pids, copied.regs, copied.tokens, copied._buf, 0, copied._cap, copied.ordered)
+        stays = self if leaving is mask else copied
+        stays._set(pids, regs, tokens, buf, lo, cap, None if holes.size else ordered)
+        stays._views = [None if v is None else v[:n] for v in views]  # the same rows
+        return copied
+
+    def _part(self, rows) -> Context:
+        """A context of the instances at ``rows`` (a slice: views of their state; an index: a copy)."""
+        return Context(self.launch, self.pids[rows], self.regs[:, rows], self.tokens[:, rows], self.sram[rows], self.pc)
 
     def absorb(self, others: list[Context]) -> None:
-        """Merge contexts waiting at this pc into this one, instances in increasing id."""
-        # each context's ids increase: ordered by their first, the contexts usually concatenate in order
-        # (spinners of a lock rejoining behind its winner), and one copy of the rows does without the permutation
-        group = sorted([self, *others], key=lambda c: int(c.pids[0]) if c.pids.size else -1)
+        """Merge contexts waiting at this pc into this one. Parts that are adjacent rows of one array in increasing
+        id join without a copy (spinners of a lock rejoining behind its winner); else the rows of all but the
+        largest part are copied after its own when its array has room for them, or all into a new array with room
+        for all of the batch."""
+        group = sorted([self, *others], key=lambda c: int(c.pids.min()) if c.pids.size else -1)
+        total = sum(c.P for c in group)
+        pids = np.concatenate([c.pids for c in group])
+        first, last = group[0], group[-1]
+        if all(c.ordered and c._buf is first._buf for c in group) and all(
+            a._lo + a.P == b._lo for a, b in zip(group, group[1:])
+        ):
+            regs = np.concatenate([c.regs for c in group], axis=1)
+            tokens = np.concatenate([c.tokens for c in group], axis=1)
+            ordered = bool(np.all(pids[1:] > pids[:-1]))
+            self._set(pids, regs, tokens, first._buf, first._lo, last._lo + last._cap - first._lo, ordered)
+            return
+        roomy = [c for c in group if c._cap >= total]
+        into = max(roomy, key=lambda c: c.P) if roomy else None
+        if into is not None:
+            group = [into, *(c for c in group if c is not into)]
+            dest, at = (into._buf, into._lo, into._cap), into._lo + into.P
+            copied = group[1:]
+        else:
+            # room for every instance of the batch (pages no row reaches are never touched): a part that goes on
+            # absorbing others copies only theirs
+            rows = self.launch.batch_rows if self.launch.batch_rows >= total else 2 * total
+            dest, at, copied = (np.empty((rows, self.sram.shape[1]), np.uint8), 0, rows), 0, group
+        for c in copied:
+            dest[0][at : at + c.P] = c.sram
+            at += c.P
         pids = np.concatenate([c.pids for c in group])
         regs = np.concatenate([c.regs for c in group], axis=1)
         tokens = np.concatenate([c.tokens for c in group], axis=1)
-        sram = np.concatenate([c.sram for c in group])
-        if not np.all(pids[1:] > pids[:-1]):
-            order = np.argsort(pids, kind="stable")
-            pids, regs, tokens, sram = pids[order], regs[:, order], tokens[:, order], sram[order]
-        self._set(pids, regs, tokens, sram)
+        self._set(pids, regs, tokens, *dest)
 
+    def in_order(self) -> None:
+        """Put the rows in increasing instance id (before an instruction that sees their order): moves the rows
+        out of place only."""
+        if self.ordered:
+            return
+        order = np.argsort(self.pids, kind="stable")
+        out = np.flatnonzero(order != np.arange(self.P))
+        self.sram[out] = self.sram[order[out]]
+        self._set(self.pids[order], self.regs[:, order], self.tokens[:, order], self._buf, self._lo, self._cap, True)
 
-def _rows(mask: np.ndarray):
-    """An index for the instances where ``mask``: a slice when they are consecutive (a lock's winner
-    leaves the front of the spinners), so the split keeps views instead of copying registers and
-    SRAM rows. Contexts never share a row, so views of one array stay independent."""
-    idx = np.flatnonzero(mask)
-    if idx.size and idx[-1] - idx[0] + 1 == idx.size:
-        return slice(int(idx[0]), int(idx[-1]) + 1)
-    return idx
+    def trace_pids(self) -> np.ndarray:
+        """The instances in increasing id, for a trace entry (the rows' own array when they are in order)."""
+        if self.ordered:
+            return self.pids
+        if self._trace_pids is None:
+            self._trace_pids = np.sort(self.pids)
+        return self._trace_pids
 
 
 class _Waiting:
@@ -309,6 +379,17 @@ def _straight(program: Program) -> list[int]:
     return end
 
 
+# units and mnemonics whose rules see the order of a context's rows (memory traffic, atomics' order, printed
+# lines, asserts): a context runs them with its rows in increasing instance id (Context.in_order)
+_ORDERED_UNITS = frozenset({"dma_in", "dma_out"})
+_ORDERED_SCALAR = frozenset({"dbg.print", "dbg.printr", "dbg.assert"})
+
+
+def _sees_order(program: Program) -> list[bool]:
+    """Per pc, whether the instruction sees the order of a context's rows."""
+    return [ins.row.unit in _ORDERED_UNITS or ins.mnemonic in _ORDERED_SCALAR for ins in program.instrs]
+
+
 def _rules(program: Program) -> list:
     """The SEMANTICS rule of each pc; an s.li gets a rule with its word resolved once (unless the
     table's s.li was replaced, as a test may do)."""
@@ -323,8 +404,8 @@ def _rules(program: Program) -> list:
 _DERIVED = "_plate_executor"  # on the program: (what it was derived from, the SEMANTICS rules it used, the values)
 
 
-def _derived(program: Program) -> tuple[list, list[int], int]:
-    """(``_rules``, ``_straight``, SRAM row bytes) of the program as it is now, kept on the program (a
+def _derived(program: Program) -> tuple[list, list[int], int, list[bool]]:
+    """(``_rules``, ``_straight``, SRAM row bytes, ``_sees_order``) of the program as it is now, kept on the program (a
     launch of a kernel repeats them): made again when its instructions, constants, tiles or SRAM size
     changed, or when a SEMANTICS rule of one of its mnemonics was replaced (as tests and tools do)."""
     source = (tuple(program.instrs), tuple(program.consts), tuple(program.tiles), program.sram_bytes)
@@ -333,7 +414,7 @@ def _derived(program: Program) -> tuple[list, list[int], int]:
         return kept[2]
     used = tuple((m, SEMANTICS[m]) for m in {"s.li", *(ins.mnemonic for ins in program.instrs)} if m in SEMANTICS)
     row_bytes = -(-max(program.sram_bytes, program.sram_high_water(), 1) // _ROW_ALIGN) * _ROW_ALIGN
-    values = (_rules(program), _straight(program), row_bytes)
+    values = (_rules(program), _straight(program), row_bytes, _sees_order(program))
     setattr(program, _DERIVED, (source, used, values))
     return values
 
@@ -359,7 +440,7 @@ class _Launch:
         self.sanitizer = (
             Sanitizer(sanitize, memory, program, self.args, self.describe_pc, self.grid_coords) if sanitize else None
         )
-        derived_rules, self.straight, self.row_bytes = _derived(program)
+        derived_rules, self.straight, self.row_bytes, self.sees_order = _derived(program)
         # a batch's SRAM image starts zeroed when a program may read bytes it did not write (or a sanitizer
         # watches); else a kept image is taken as it is (_zeroed_sram: asked only of a large kept image)
         self.zero_sram = True if self.sanitizer is not None else functools.partial(_reads_unwritten, program)
@@ -373,9 +454,11 @@ class _Launch:
         self.loop_pc = None  # the back edge taken last: where a runaway is looping
         self.trace = Trace(program, grid)
         self.fills: dict = {}  # (constant index, dtype) -> a DMA load's fill value (sem_memory)
+        self.batch_rows = 0  # the instances of the batch running
 
     def run_batch(self, pids: np.ndarray) -> None:
         waiting = _Waiting()
+        self.batch_rows = pids.size
         ctx = Context.fresh(self, pids, self.zero_sram)
         sram = ctx.sram
         while ctx is not None:
@@ -394,6 +477,7 @@ class _Launch:
 
     def _run(self, ctx: Context, waiting: _Waiting):
         instrs, rules, n, straight = self.program.instrs, self.rules, len(self.program.instrs), self.straight
+        sees_order = self.sees_order
         entries = self.trace.entries if self.record else None
         while True:
             pc = ctx.pc
@@ -408,7 +492,7 @@ class _Launch:
                 # a block of plain instructions with no context waiting inside it or at its end (one the
                 # steps would reach and absorb): the same steps, without the per-step tests (none branches,
                 # halts or moves memory); a spin lock's winner runs its blocks so while the spinners wait
-                pids = ctx.pids
+                pids = ctx.pids if ctx.ordered else ctx.trace_pids()
                 for q in range(pc, end):
                     self.steps += 1
                     ctx.pc = q
@@ -424,21 +508,23 @@ class _Launch:
                 raise self._fault(ctx, pc, SimulatorError(self._over_budget()))
             self.steps += 1
             ins = instrs[pc]
+            if not ctx.ordered and sees_order[pc]:
+                ctx.in_order()
             try:
                 out = rules[pc](ctx, ins)
             except Exception as e:
                 raise self._fault(ctx, pc, e) from e
             if out is None:
                 if entries is not None:
-                    entries.append(TraceEntry(pc, ctx.pids))
+                    entries.append(TraceEntry(pc, ctx.pids if ctx.ordered else ctx.trace_pids()))
                 new = pc + 1
             elif out is HALT:
                 if entries is not None:
-                    entries.append(TraceEntry(pc, ctx.pids))
+                    entries.append(TraceEntry(pc, ctx.pids if ctx.ordered else ctx.trace_pids()))
                 return _DONE
             elif isinstance(out, Branch):
                 if entries is not None:
-                    entries.append(TraceEntry(pc, ctx.pids))
+                    entries.append(TraceEntry(pc, ctx.pids if ctx.ordered else ctx.trace_pids()))
                 taken, target = out.taken, out.target
                 if taken is not True:
                     count = np.count_nonzero(taken)
@@ -516,6 +602,8 @@ class _Launch:
             cls, msg = SimulatorError, f"{type(e).__name__}: {e}"
         rows = np.arange(ctx.P) if rows is None else np.asarray(rows, np.int64).reshape(-1)
         rows = rows[(rows >= 0) & (rows < ctx.P)]
+        if not ctx.ordered:  # as the rows would be in increasing instance id
+            rows = rows[np.argsort(ctx.pids[rows], kind="stable")]
         x, y, z = (c[rows] for c in ctx.coords())
         coords = GridCoords(zip(x.tolist(), y.tolist(), z.tolist()))
         where = dict(
