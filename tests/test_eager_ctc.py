@@ -66,16 +66,20 @@ def test_ctc_loss_refused_by_the_cpu_raises_its_error_on_the_host():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
 def test_raw_ops_match_the_cpu(dtype, no_host_ops):
     """aten._ctc_loss (nll inf without an alignment, also under zero_infinity, as the CPU's) and
-    aten._ctc_loss_backward from the CPU's own log_alpha and nll: a gradient past the input lengths, stride-0 grad."""
+    aten._ctc_loss_backward from the CPU's own log_alpha and nll: a gradient past the input lengths, stride-0 grad,
+    more classes than one step's tile (float64)."""
     g = torch.Generator().manual_seed(5)
     ops = torch.ops.aten
-    for inputs, lengths, blank, zero_infinity in (
-        ([9, 7, 8], [3, 2, 3], 0, False),
-        ([9, 2, 8], [3, 3, 2], 0, True),
-        ([9, 2, 8], [3, 3, 2], 0, False),
-        ([9, 9, 6], [3, 0, 1], 4, False),
+    for inputs, lengths, blank, zero_infinity, classes in (
+        ([9, 7, 8], [3, 2, 3], 0, False, 5),
+        ([9, 2, 8], [3, 3, 2], 0, True, 5),
+        ([9, 2, 8], [3, 3, 2], 0, False, 5),
+        ([9, 9, 6], [3, 0, 1], 4, False, 5),
+        ([9, 9, 6], [3, 1, 2], 0, False, 600),  # more classes than a step's tile (ctc.CLASS_TILE): two class blocks
     ):
-        lp = torch.randn(9, 3, 5, generator=g, dtype=dtype).log_softmax(2)
+        if classes > 5 and dtype == torch.float32:
+            continue  # one dtype is enough for the class loop (each tile size compiles a kernel)
+        lp = torch.randn(9, 3, classes, generator=g, dtype=dtype).log_softmax(2)
         targets = torch.randint(0, 4, (3, 3), generator=g) + (1 if blank == 0 else 0)
         targets[0, 1] = targets[0, 0]
         nll, log_alpha = ops._ctc_loss(lp, targets, inputs, lengths, blank, zero_infinity)
