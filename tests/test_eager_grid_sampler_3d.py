@@ -82,7 +82,10 @@ def test_backward_is_the_cpus_bit_for_bit(dtype, no_host_ops):
     grid[0, 0, 0, 0], grid[1, 1, 2, 1] = torch.tensor([0.0, 1.0, -1.0]), torch.tensor([-1.0, 1.0, 1.0])
     go = torch.randn(2, 3, 2, 2, 3, generator=torch.Generator().manual_seed(1), dtype=dtype).transpose(3, 4)
     on_plate = [t.to("plate") for t in (go, x, grid)]
-    for mode, padding, align_corners in itertools.product((0, 1), (0, 1, 2), (False, True)):
+    combinations = list(itertools.product((0, 1), (0, 1, 2), (False, True)))
+    if dtype == torch.float64:  # each combination compiles a kernel: float32 (OpInfo's dtype) takes every one
+        combinations = [(0, 2, True), (0, 1, False), (1, 2, False)]
+    for mode, padding, align_corners in combinations:
         mask = [mode == 0 or padding == 0, True]
         args = (mode, padding, align_corners, mask)
         expected = torch.ops.aten.grid_sampler_3d_backward(go, x, grid, *args)
@@ -91,3 +94,13 @@ def test_backward_is_the_cpus_bit_for_bit(dtype, no_host_ops):
             assert (a is None) == (b is None)
             if b is not None:
                 assert a.stride() == b.stride() and torch.equal(a.cpu(), b), (args, (a.cpu() - b).abs().max())
+    # more grid points than a program takes (grid_sampler_3d.BACKWARD_BLOCK) onto a small input: programs' atomic
+    # adds onto the same voxels, in the CPU loop's order
+    g = torch.Generator().manual_seed(2)
+    x, grid = torch.randn(1, 2, 2, 3, 2, generator=g, dtype=dtype), torch.rand(1, 9, 9, 9, 3, generator=g, dtype=dtype)
+    go = torch.randn(1, 2, 9, 9, 9, generator=g, dtype=dtype)
+    expected = torch.ops.aten.grid_sampler_3d_backward(go, x, grid * 2.2 - 1.1, 0, 0, False, [True, True])
+    got = torch.ops.aten.grid_sampler_3d_backward(
+        *(t.to("plate") for t in (go, x, grid * 2.2 - 1.1)), 0, 0, False, [True, True]
+    )
+    assert all(torch.equal(a.cpu(), b) for a, b in zip(got, expected))
