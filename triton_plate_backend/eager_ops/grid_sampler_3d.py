@@ -1,9 +1,10 @@
 """grid_sampler_3d (F.grid_sample of a 5-D input) and its backward on plate tensors, one launch each
 (grid_sampler_3d_kernels).
 
-- ``grid_sampler_3d``: torch's grid_sampler_2d decomposition (torch._decomp) carried to three dims: the grid's
-  (x, y, z) unnormalized to source coordinates (align_corners), padded (zeros, border, reflection), then trilinear
-  (the 8 corners' weights) or nearest (round half to even, as the CPU's nearbyint) gathers of the input.
+- ``grid_sampler_3d``: ATen's CPU kernel (grid_sampler_3d_cpu_impl): the grid's (x, y, z) unnormalized to source
+  coordinates (align_corners) in the CPU's steps, padded (zeros, border, reflection), then trilinear (the 8 corners'
+  weights, added in the CPU's order) or nearest (round half to even, as the CPU's nearbyint) gathers of the input;
+  float32 / float64 bit for bit the CPU's.
 - ``grid_sampler_3d_backward``: ATen's CPU kernel (grid_sampler_3d_backward_cpu_impl): the CPU's source
   coordinates and their derivative, grad_input by atomic adds in the CPU loop's order per element (None where
   output_mask[0] is False, as the CPU), grad_grid summed over channels and corners in the CPU's order (0 for

@@ -1,6 +1,8 @@
-"""grid_sampler_3d's forward in one launch (grid_sampler_3d.py): each output element's source coordinates,
-padding and the 8 (trilinear) or 1 (nearest) gathers of the input, in the steps and order of grid_sampler_3d.py's
-composition of plate ops (so the same values), instead of its ~200 launches a call."""
+"""grid_sampler_3d and its backward in one launch each (grid_sampler_3d.py), in the steps and order of ATen's CPU
+kernels (grid_sampler_3d_cpu_impl, grid_sampler_3d_backward_cpu_impl), so their values bit for bit in float32 and
+float64: the source coordinates ((coords + 1) / 2 * (size - 1), or ((coords + 1) * size - 1) / 2), padded (clipped,
+reflected), then the 8 (trilinear) or 1 (nearest) gathers of the input, each corner's weight the product of its
+three distances in x, y, z order."""
 
 from __future__ import annotations
 
@@ -11,13 +13,12 @@ from triton.language.extra import libdevice
 
 @triton.jit
 def _source(coords, size, PADDING: tl.constexpr, ALIGN: tl.constexpr):
-    """grid_sampler_3d._source: unnormalized (align_corners), clamped (border) or reflected (reflection)."""
-    half = size.to(coords.dtype) * 0.5
+    """ATen's grid_sampler_compute_source_index: unnormalized (align_corners), clipped (border) or reflected
+    (reflection), then clipped."""
     if ALIGN:
-        mul = half - 0.5
+        coords = ((coords + 1.0) * 0.5) * (size - 1).to(coords.dtype)
     else:
-        mul = half
-    coords = coords * mul + (half - 0.5)
+        coords = ((coords + 1.0) * size.to(coords.dtype) - 1.0) * 0.5
     hi = (size - 1).to(coords.dtype)
     if PADDING == 1:
         coords = tl.minimum(tl.maximum(coords, 0.0), hi)
@@ -33,7 +34,7 @@ def _source(coords, size, PADDING: tl.constexpr, ALIGN: tl.constexpr):
         distance = tl.abs(coords - low)
         extra = libdevice.fmod(distance, span)
         flips = libdevice.floor(distance / span).to(tl.int32)
-        reflected = tl.where((flips & 1) == 0, extra + low, (span + low) - extra)
+        reflected = tl.where((flips & 1) == 0, extra + low, (span - extra) + low)
         reflected = tl.where(twice_low == twice_high, 0.0, reflected)
         coords = tl.minimum(tl.maximum(reflected, 0.0), hi)
     return coords
