@@ -2,7 +2,11 @@
 (the simulator's and the eager ops' host code) and the kernel launches per op, for the ops whose compare_cpu test
 ran past its timeout (upstream/reports/README.md, pytorch-test_ops-compare_cpu).
 
-    python benchmarks/bench_eager_opinfo.py [NAME[:VARIANT] ...] [--limit N]
+    python benchmarks/bench_eager_opinfo.py [NAME[:VARIANT] ...] [--limit N] [--backward] [--dims D]
+
+--backward: forward and backward (the gradient of the outputs' sum w.r.t. the floating inputs OpInfo marks
+requires_grad), OpInfo's sample_inputs (reference_inputs have no gradients); --dims D: the samples whose input
+has D dims (nn.functional.grid_sample's 3-D ones: --dims 5). Host ops: eager ops the CPU fallback ran.
 
 Each op's samples run once after its first sample (which compiles its kernels) and are not compared (the test
 does that); the inputs are built before the clock starts. Figures are measurements of this run on this machine,
@@ -41,6 +45,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("ops", nargs="*", default=DEFAULT)
     parser.add_argument("--limit", type=int, default=None, help="the first N samples of each op")
+    parser.add_argument("--backward", action="store_true", help="forward and backward of sample_inputs")
+    parser.add_argument("--dims", type=int, default=None, help="only samples whose input has this many dims")
     args = parser.parse_args()
     eager_ops.register()
     launches: collections.Counter = collections.Counter()
@@ -51,19 +57,34 @@ def main() -> None:
         return launch(self, program, *a, **k)
 
     sim_device.Device.launch = counted
-    print("| op | samples | CPU s | launches |\n|---|---|---|---|")
+    print("| op | samples | CPU s | launches | host ops |\n|---|---|---|---|---|")
     for spec in args.ops:
         op = _op(spec)
-        samples = list(op.reference_inputs("plate", torch.float32))[: args.limit]
-        op(samples[0].input, *samples[0].args, **samples[0].kwargs)  # compiles
+        if args.backward:
+            samples = list(op.sample_inputs("plate", torch.float32, requires_grad=True))
+        else:
+            samples = list(op.reference_inputs("plate", torch.float32))
+        samples = [s for s in samples if args.dims is None or s.input.dim() == args.dims][: args.limit]
+        run(op, samples[0], args.backward)  # compiles
         launches.clear()
+        torch.plate.reset_host_ops()
         start = time.process_time()
         for s in samples:
-            result = op(s.input, *s.args, **s.kwargs)
-            if isinstance(result, torch.Tensor):
-                result.cpu()
+            run(op, s, args.backward)
         seconds = time.process_time() - start
-        print(f"| {spec} | {len(samples)} | {seconds:.1f} | {sum(launches.values())} |", flush=True)
+        hosted = sum(torch.plate.host_ops().values())
+        print(f"| {spec} | {len(samples)} | {seconds:.1f} | {sum(launches.values())} | {hosted} |", flush=True)
+
+
+def run(op, s, backward: bool) -> None:
+    result = op(s.input, *s.args, **s.kwargs)
+    if not backward:
+        if isinstance(result, torch.Tensor):
+            result.cpu()
+        return
+    leaves = [t for t in (s.input, *s.args, *s.kwargs.values()) if isinstance(t, torch.Tensor) and t.requires_grad]
+    for g in torch.autograd.grad(result.sum(), leaves):
+        g.cpu()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Convolutions on plate (eager_ops/convolution.py): conv1d/2d/3d and transposed convolutions, forward and backward,
 as im2col and plate matmuls, no host op. Checked against float64 on the host: fp32 within its rounding, fp16 within
-a half ulp or so (computed in float32, rounded once)."""
+a half ulp or so (computed in float32, rounded once); the output's and the gradients' strides the CPU's."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ CASES = {  # name: (function, input shape, weight shape, keyword arguments)
     "conv1d groups stride": (F.conv1d, (2, 4, 9), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
     "conv2d dilation": (F.conv2d, (1, 3, 10, 9), (4, 3, 3, 2), dict(stride=(2, 1), padding=(1, 2), dilation=(1, 2))),
     "conv2d 1x1": (F.conv2d, (2, 8, 5, 5), (3, 8, 1, 1), dict()),
+    # one image, strided and padded: the input gradient is the padded buffer's interior (OpInfo's conv1d/conv2d)
+    "conv1d one image": (F.conv1d, (1, 3, 4), (3, 3, 3), dict(stride=2, padding=2)),
+    "conv2d one image": (F.conv2d, (1, 3, 4, 4), (3, 3, 3, 3), dict(stride=2, padding=2)),
     "conv3d depthwise": (F.conv3d, (2, 4, 5, 6, 5), (4, 1, 2, 3, 2), dict(padding=1, groups=4)),
     "conv_transpose1d": (
         F.conv_transpose1d,
@@ -38,7 +41,7 @@ CASES = {  # name: (function, input shape, weight shape, keyword arguments)
 
 
 def run(case, device, dtype, inputs=torch.float32):
-    """The case's output and gradients, from inputs (and grad_output) first rounded to `inputs`."""
+    """The case's output and gradients, from inputs (and grad_output) first rounded to `inputs`, and their strides."""
     fn, x_shape, w_shape, kwargs = CASES[case]
     gen = torch.Generator().manual_seed(0)
     x, w = torch.randn(x_shape, generator=gen), torch.randn(w_shape, generator=gen)
@@ -47,17 +50,19 @@ def run(case, device, dtype, inputs=torch.float32):
     x, w, b = (t.to(inputs).to(device, dtype).requires_grad_() for t in (x, w, b))
     y = fn(x, w, b, **kwargs)
     grad = torch.randn(y.shape, generator=gen).to(inputs).to(device, dtype)
-    y.backward(grad)
+    grads = torch.autograd.grad(y, (x, w, b), grad)  # as computed (.grad would be a copy in the layout contract's)
     assert y.dtype == dtype and y.device.type == device
-    return [t.detach().cpu().double() for t in (y, x.grad, w.grad, b.grad)]
+    results = (y, *grads)
+    return [t.detach().cpu().double() for t in results], [t.stride() for t in results]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_convolution_runs_on_plate(case, dtype, no_host_ops):
-    got = run(case, "plate", dtype, dtype)
-    want = run(case, "cpu", torch.float64, dtype)
+    got, got_strides = run(case, "plate", dtype, dtype)
+    want, want_strides = run(case, "cpu", torch.float64, dtype)
     torch.plate.reset_host_ops()  # the host reference is not the test's subject
+    assert got_strides == want_strides
     for g, w in zip(got, want, strict=True):
         if dtype == torch.float32:
             torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)

@@ -64,19 +64,33 @@ def test_ctc_loss_refused_by_the_cpu_raises_its_error_on_the_host():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
-def test_one_launch_forward_is_the_per_step_recursion(dtype, no_host_ops):
-    """ctc_kernels.ctc_alpha (one program per sample, the time loop inside) gives _alphas' per-step plate ops'
-    log_alpha and loss bit for bit: frozen past an input length, an empty target, no alignment, another blank."""
-    from triton_plate_backend.eager_ops import ctc
-
+def test_raw_ops_match_the_cpu(dtype, no_host_ops):
+    """aten._ctc_loss (nll inf without an alignment, also under zero_infinity, as the CPU's) and
+    aten._ctc_loss_backward from the CPU's own log_alpha and nll: a gradient past the input lengths, stride-0 grad,
+    more classes than one step's tile (float64)."""
     g = torch.Generator().manual_seed(5)
-    for inputs, lengths, blank in (([9, 7, 8], [3, 2, 3], 0), ([9, 2, 8], [3, 3, 2], 0), ([9, 9, 9], [3, 0, 1], 4)):
-        lp = torch.randn(9, 3, 5, generator=g, dtype=dtype).log_softmax(2)
+    ops = torch.ops.aten
+    for inputs, lengths, blank, zero_infinity, classes in (
+        ([9, 7, 8], [3, 2, 3], 0, False, 5),
+        ([9, 2, 8], [3, 3, 2], 0, True, 5),
+        ([9, 2, 8], [3, 3, 2], 0, False, 5),
+        ([9, 9, 6], [3, 0, 1], 4, False, 5),
+        ([9, 9, 6], [3, 1, 2], 0, False, 600),  # more classes than a step's tile (ctc.CLASS_TILE): two class blocks
+    ):
+        if classes > 5 and dtype == torch.float32:
+            continue  # one dtype is enough for the class loop (each tile size compiles a kernel)
+        lp = torch.randn(9, 3, classes, generator=g, dtype=dtype).log_softmax(2)
         targets = torch.randint(0, 4, (3, 3), generator=g) + (1 if blank == 0 else 0)
         targets[0, 1] = targets[0, 0]
-        padded = torch.where(torch.arange(3)[None] < torch.tensor(lengths)[:, None], targets, blank)
-        args = (lp.to("plate"), padded.to("plate"), inputs, lengths, blank)
-        for got, expected in zip(ctc._forward(*args, False), ctc._alphas(*args), strict=True):
-            assert torch.equal(got.cpu().nan_to_num(), expected.cpu().nan_to_num())
-        cpu = F.ctc_loss(lp, padded, inputs, lengths, blank, reduction="none")
-        torch.testing.assert_close(ctc._forward(*args, False)[0].cpu(), cpu)
+        nll, log_alpha = ops._ctc_loss(lp, targets, inputs, lengths, blank, zero_infinity)
+        got = ops._ctc_loss(lp.to("plate"), targets.to("plate"), inputs, lengths, blank, zero_infinity)
+        torch.testing.assert_close(got[0].cpu(), nll)
+        # the CPU leaves the steps past an input length and the states past 2 * target length unset
+        below = torch.arange(9)[None, :, None] < torch.tensor(inputs)[:, None, None]
+        below = below & (torch.arange(7)[None, None, :] <= 2 * torch.tensor(lengths)[:, None, None])
+        torch.testing.assert_close(torch.where(below, got[1].cpu(), 0.0), torch.where(below, log_alpha, 0.0))
+        grad = torch.randn(1, generator=g, dtype=dtype).expand(3)
+        args = (lp, targets, inputs, lengths, nll, log_alpha, blank, zero_infinity)
+        expected = ops._ctc_loss_backward(grad, *args)
+        on_plate = [a.to("plate") if isinstance(a, torch.Tensor) else a for a in (grad, *args)]
+        torch.testing.assert_close(ops._ctc_loss_backward(*on_plate).cpu(), expected, equal_nan=True)

@@ -121,11 +121,13 @@ def _conv_grad_input(grad, weight, input_shape, groups, stride, padding, dilatio
 
 def _laid_out(result: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, dtype) -> torch.Tensor:
     """The result in `dtype` (rounded once) and in the memory format torch predicts for plate's (Overrideable)
-    backend, which Inductor's fake kernels assume too."""
+    backend, which Inductor's fake kernels assume too. ``contiguous``, not ``to(memory_format=)``: the latter keeps
+    a view of a wider buffer (col2im's padded input gradient: strides (24, 8, 1) for a (1, 3, 4) gradient) whose
+    suggested memory format is already the one asked for."""
     fmt = torch._C._conv_determine_backend_memory_format(x, weight, torch._C._ConvBackend.Overrideable)
     if result.dim() not in (4, 5):
         fmt = torch.contiguous_format  # channels-last has no 1-d layout
-    return result.to(dtype=dtype, memory_format=fmt)
+    return result.to(dtype=dtype).contiguous(memory_format=fmt)
 
 
 def _forward(call: Call):

@@ -1,17 +1,18 @@
 """CTC loss (F.ctc_loss, nn.CTCLoss) on plate: _ctc_loss and _ctc_loss_backward, int[] and Tensor lengths.
 
-- ``ctc_loss``: the forward (log-space alpha) recursion of ATen's CPU kernel, batched over plate kernels: the
-  extended labels (blank, l1, blank, l2, ..., blank; padded to 2 * max target length + 1, states no final one
-  reads) gathered from log_probs once, then one step per time: alpha_t(s) = logsumexp(alpha_{t-1}(s),
-  alpha_{t-1}(s-1), alpha_{t-1}(s-2) where l'(s) is no blank and differs from l'(s-2)) + lp_t(l'(s)), frozen
-  past a sequence's input length. neg_log_likelihood = -logsumexp of the last two states (the last one only for an
-  empty target); inf where no alignment exists, 0 there under zero_infinity. log_alpha: (batch, T, 2 * S + 1),
-  the steps' alphas (torch leaves the entries past an input length unset; here the frozen alphas).
-- ``ctc_loss_backward``: ATen's formula, which is the gradient w.r.t. the logits log_softmax made log_probs
-  from (CPU and CUDA alike): grad = (exp(lp) - exp(log(sum of alpha * beta over l'(s) = c) + nll - lp)) * grad_nll
-  for t below the input length, 0 past it. The second term is d nll / d lp: the vjp of the forward recursion
-  (torch.func.vjp), so no beta recursion. A sample without an alignment: 0 under zero_infinity, NaN otherwise
-  (below its input length), as ATen's formula gives.
+- ``ctc_loss``: the forward (log-space alpha) recursion of ATen's CPU kernel in one launch (ctc_kernels.ctc_alpha:
+  a program per sample, the time loop inside): the extended labels (blank, l1, blank, l2, ..., blank; padded to
+  2 * max target length + 1, states no final one reads), alpha_t(s) = logsumexp(alpha_{t-1}(s), alpha_{t-1}(s-1),
+  alpha_{t-1}(s-2) where l'(s) is no blank and differs from l'(s-2)) + lp_t(l'(s)), frozen past a sequence's
+  input length. neg_log_likelihood = -logsumexp of the last two states (the last one only for an empty target);
+  inf where no alignment exists, also under zero_infinity (as the CPU's _ctc_loss: at::ctc_loss zeroes it).
+  log_alpha: (batch, T, 2 * S + 1), the steps' alphas (torch leaves the entries past an input length unset; here
+  the frozen alphas).
+- ``ctc_loss_backward``: ATen's CPU backward in one launch (ctc_kernels.ctc_gradient), from the log_alpha and
+  neg_log_likelihood it is given: the beta recursion, and the gradient w.r.t. the logits log_softmax made
+  log_probs from (CPU and CUDA alike): grad = (exp(lp) - exp(log(sum of alpha * beta over l'(s) = c) + nll - lp))
+  * grad_nll for t below the input length, 0 past it. A sample whose nll is inf: 0 under zero_infinity, NaN
+  otherwise (below its input length), as ATen's formula gives.
 
 float32 / float64 log_probs (the CPU kernel's dtypes), 3-D (batch, time, classes) as _ctc_loss takes them, targets
 2-D padded or 1-D concatenated, integral; what ATen's checks refuse (or an input length of 0) goes to the host,
@@ -25,11 +26,10 @@ from collections.abc import Callable
 import torch
 
 from . import launch
-from .eager_lock import lock_released
 from .ops import Call
 from .table import Row
 
-NEG_INF = float("-inf")
+CLASS_TILE = 4096  # (classes x states) elements a step of the backward takes at once, at most
 
 
 def _lengths(value) -> list[int] | None:
@@ -69,59 +69,41 @@ def _arguments(call: Call):
     return lp, padded, inputs, lengths, blank
 
 
-def _logsumexp(*terms: torch.Tensor) -> torch.Tensor:
-    """logsumexp of same-shape tensors elementwise, -inf where all are, with a finite gradient everywhere."""
-    top = terms[0]
-    for t in terms[1:]:
-        top = torch.maximum(top, t)
-    top = torch.where(top == NEG_INF, 0.0, top).detach()
-    total = sum(torch.exp(t - top) for t in terms)
-    some = total > 0
-    return torch.where(some, top + torch.log(torch.where(some, total, 1.0)), NEG_INF)
+def _on_device(values: list[int], like: torch.Tensor) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.int64).to(like.device)
 
 
-def _alphas(lp: torch.Tensor, padded: torch.Tensor, inputs: list[int], lengths: list[int], blank: int):
-    """(neg_log_likelihood (batch,), log_alpha (batch, T, 2 S + 1)) of the recursion, differentiable in lp."""
-    time, batch, _ = lp.shape
-    width = 2 * padded.shape[1] + 1
-    ext = torch.full((batch, width), blank, dtype=torch.int64, device=lp.device)
-    ext[:, 1::2] = padded
-    states = torch.arange(width, device=lp.device)
-    skip = (states >= 2) & (ext != blank) & (ext != torch.cat([ext[:, :2], ext[:, :-2]], 1))
-    emitted = lp.gather(2, ext[None].expand(time, batch, width))  # (T, batch, width)
-    target_lengths = torch.tensor(lengths, device=lp.device)
-    start = (states[None, :] == 0) | ((states[None, :] == 1) & (target_lengths[:, None] > 0))
-    alpha = torch.where(start, emitted[0], NEG_INF)
-    steps = [alpha]
-    inputs_t = torch.tensor(inputs, device=lp.device)
-    pad = torch.full((batch, 2), NEG_INF, dtype=lp.dtype, device=lp.device)
-    for t in range(1, max(inputs)):
-        shifted = torch.cat([pad, alpha], 1)
-        one, two = shifted[:, 1:-1], torch.where(skip, shifted[:, :-2], NEG_INF)
-        stepped = _logsumexp(alpha, one, two) + emitted[t]
-        alpha = torch.where((inputs_t > t)[:, None], stepped, alpha)
-        steps.append(alpha)
-    steps += [alpha] * (time - len(steps))
-    last = alpha.gather(1, (2 * target_lengths)[:, None])[:, 0]
-    before = alpha.gather(1, (2 * target_lengths - 1).clamp_min(0)[:, None])[:, 0]
-    before = torch.where(target_lengths > 0, before, NEG_INF)
-    return -_logsumexp(last, before), torch.stack(steps, 1)
-
-
-def _forward(lp: torch.Tensor, padded: torch.Tensor, inputs: list[int], lengths: list[int], blank: int, zero_infinity):
-    """(neg_log_likelihood, log_alpha) of _alphas' recursion in one launch (ctc_kernels.ctc_alpha)."""
+def _forward(lp: torch.Tensor, padded: torch.Tensor, inputs: list[int], lengths: list[int], blank: int):
+    """(neg_log_likelihood, log_alpha) of the alpha recursion in one launch (ctc_kernels.ctc_alpha)."""
     time, batch, _ = lp.shape
     width = 2 * padded.shape[1] + 1
     nll = torch.empty(batch, dtype=lp.dtype, device=lp.device)
     log_alpha = torch.empty(batch, time, width, dtype=lp.dtype, device=lp.device)
-    inputs_t, lengths_t = (torch.tensor(v, dtype=torch.int64).to(lp.device) for v in (inputs, lengths))
     kernels = importlib.import_module(f"{__package__}.ctc_kernels")
     kernels.ctc_alpha[(batch,)](
-        lp, padded, inputs_t, lengths_t, nll, log_alpha, time, width, blank, int(bool(zero_infinity)),
+        lp, padded, _on_device(inputs, lp), _on_device(lengths, lp), nll, log_alpha, time, width, blank,
         *lp.stride(), *padded.stride(), *log_alpha.stride(), W=launch.next_power_of_2(width),
         machine=launch.kernels().machine_of(lp),
     )  # fmt: skip
     return nll, log_alpha
+
+
+def _gradient(parsed, grad: torch.Tensor, nll: torch.Tensor, log_alpha: torch.Tensor, zero_infinity: bool):
+    """d loss / d logits (ATen's formula, the beta recursion) in one launch (ctc_kernels.ctc_gradient)."""
+    lp, padded, inputs, lengths, blank = parsed
+    time, batch, classes = lp.shape
+    width = 2 * padded.shape[1] + 1
+    result = torch.empty(time, batch, classes, dtype=lp.dtype, device=lp.device)
+    log_beta = torch.empty(batch, time, width, dtype=lp.dtype, device=lp.device)
+    wide = launch.next_power_of_2(width)
+    kernels = importlib.import_module(f"{__package__}.ctc_kernels")
+    kernels.ctc_gradient[(batch,)](
+        lp, padded, _on_device(inputs, lp), _on_device(lengths, lp), nll, log_alpha, grad, log_beta, result,
+        time, width, classes, blank, int(bool(zero_infinity)), *lp.stride(), *padded.stride(), *log_alpha.stride(),
+        nll.stride(0), grad.stride(0), W=wide, C=min(launch.next_power_of_2(classes), max(1, CLASS_TILE // wide)),
+        machine=launch.kernels().machine_of(lp),
+    )  # fmt: skip
+    return result
 
 
 def ctc_loss(op: torch._ops.OpOverload, row: Row) -> Callable:
@@ -130,7 +112,7 @@ def ctc_loss(op: torch._ops.OpOverload, row: Row) -> Callable:
         parsed = _arguments(call)
         if parsed is None:
             return call.on_host()
-        return _forward(*parsed, call["zero_infinity"])
+        return _forward(*parsed)
 
     return kernel
 
@@ -142,15 +124,13 @@ def ctc_loss_backward(op: torch._ops.OpOverload, row: Row) -> Callable:
         grad = call["grad"]
         if parsed is None or grad.device.type != "plate" or grad.dtype != parsed[0].dtype:
             return call.on_host()
-        lp, padded, inputs, lengths, blank = parsed
-        nll, pullback = torch.func.vjp(lambda x: _alphas(x, padded, inputs, lengths, blank)[0], lp)
-        with lock_released():  # the pullback's backward may run on autograd's device thread
-            (slope,) = pullback(grad.expand(nll.shape))  # d nll / d lp times the incoming gradient
-        time, batch, _ = lp.shape
-        below = torch.arange(time, device=lp.device)[:, None] < torch.tensor(inputs, device=lp.device)[None, :]
-        result = torch.where(below[:, :, None], torch.exp(lp) * grad.expand(nll.shape)[None, :, None] + slope, 0.0)
-        lost = (nll == float("inf"))[None, :, None] & below[:, :, None]
-        return torch.where(lost, 0.0 if call["zero_infinity"] else float("nan"), result).contiguous()
+        nll, log_alpha = call["neg_log_likelihood"], call["log_alpha"]
+        lp, padded = parsed[:2]
+        batch, time, width = lp.shape[1], lp.shape[0], 2 * padded.shape[1] + 1
+        matching = all(t.device.type == "plate" and t.dtype == lp.dtype for t in (nll, log_alpha))
+        if not matching or grad.shape != (batch,) or nll.shape != (batch,) or log_alpha.shape != (batch, time, width):
+            return call.on_host()
+        return _gradient(parsed, grad, nll, log_alpha, call["zero_infinity"])
 
     return kernel
 

@@ -8,8 +8,8 @@
 
   grid_sampler_2d_backward: (grad_output, input, grid, interpolation_mode, padding_mode, align_corners,
   output_mask) -> (grad_input, grad_grid), the gradient of torch's grid_sampler_2d decomposition (the one plate
-  runs the forward with: the ``decomposed`` row of table.py); grid_sampler_3d_backward the same of
-  grid_sampler_3d.py's forward.
+  runs the forward with: the ``decomposed`` row of table.py). (grid_sampler_3d_backward: its own kernel,
+  grid_sampler_3d.py.)
 
   upsample_{nearest,linear,trilinear}*_backward and _upsample_nearest_exact*d_backward: (grad_output,
   output_size, input_size, [align_corners,] scales...) -> grad_input. The forward is linear in its input, which
@@ -26,7 +26,7 @@ from collections.abc import Callable
 import torch
 from torch._decomp import decomposition_table
 
-from . import grid_sampler_3d, multilabel_margin
+from . import multilabel_margin
 from .eager_lock import lock_released
 from .ops import HALF, Call
 from .table import Row
@@ -54,12 +54,9 @@ UPSAMPLE_BACKWARDS = {
 
 # backward op -> its Signature (the CPU kernel computes grid_sampler's grad_grid whatever output_mask says)
 VJP_SIGNATURES = {
-    **{
-        f"grid_sampler_{d}d_backward": Signature(
-            ("input", "grid"), ("interpolation_mode", "padding_mode", "align_corners"), maskable=(0,)
-        )
-        for d in (2, 3)
-    },
+    "grid_sampler_2d_backward": Signature(
+        ("input", "grid"), ("interpolation_mode", "padding_mode", "align_corners"), maskable=(0,)
+    ),
     **{
         name: Signature((), ("output_size", *(("align_corners",) if corners else ()), *_SCALES[d]), sized="input_size")
         for name, (corners, d) in UPSAMPLE_BACKWARDS.items()
@@ -69,7 +66,6 @@ VJP_SIGNATURES = {
 # forwards whose torch decomposition is not the CPU's result: plate's own
 FORWARDS = {
     "multilabel_margin_loss_forward.default": multilabel_margin.multilabel_margin_loss_forward,
-    "grid_sampler_3d.default": grid_sampler_3d.grid_sampler_3d,
 }
 
 

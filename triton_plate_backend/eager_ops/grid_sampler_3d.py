@@ -1,9 +1,17 @@
-"""grid_sampler_3d (F.grid_sample of a 5-D input) on plate tensors: torch's grid_sampler_2d decomposition
-(torch._decomp) carried to three dims, over plate kernels: the grid's (x, y, z) unnormalized to source
-coordinates (align_corners), padded (zeros, border, reflection), then trilinear (the 8 corners' weights) or
-nearest (round half to even, as the CPU's nearbyint) gathers of the input. fp16/bf16 compute in float32 and round
-once. Its backward (grid_sampler_3d_backward) is gradients.py's vjp of this function. Bicubic (mode 2) and a call
-the CPU refuses go to the host, which raises torch's error."""
+"""grid_sampler_3d (F.grid_sample of a 5-D input) and its backward on plate tensors, one launch each
+(grid_sampler_3d_kernels).
+
+- ``grid_sampler_3d``: ATen's CPU kernel (grid_sampler_3d_cpu_impl): the grid's (x, y, z) unnormalized to source
+  coordinates (align_corners) in the CPU's steps, padded (zeros, border, reflection), then trilinear (the 8 corners'
+  weights, added in the CPU's order) or nearest (round half to even, as the CPU's nearbyint) gathers of the input;
+  float32 / float64 bit for bit the CPU's.
+- ``grid_sampler_3d_backward``: ATen's CPU kernel (grid_sampler_3d_backward_cpu_impl): the CPU's source
+  coordinates and their derivative, grad_input by atomic adds in the CPU loop's order per element (None where
+  output_mask[0] is False, as the CPU), grad_grid summed over channels and corners in the CPU's order (0 for
+  nearest); both contiguous, as the CPU lays them out.
+
+fp16/bf16 compute in float32 and round once. Bicubic (mode 2) and a call the CPU refuses go to the host, which
+raises torch's error."""
 
 from __future__ import annotations
 
@@ -15,64 +23,7 @@ from . import launch
 from .ops import HALF, Call, as_expected, checked
 from .table import Row
 
-
-def _unnormalize(coords: torch.Tensor, size: int, align_corners: bool) -> torch.Tensor:
-    mul = (size * 0.5 - 0.5) if align_corners else (size * 0.5)
-    return coords * mul + (size * 0.5 - 0.5)
-
-
-def _reflect(coords: torch.Tensor, twice_low: int, twice_high: int) -> torch.Tensor:
-    if twice_low == twice_high:
-        return torch.zeros_like(coords)
-    low, span = twice_low / 2, (twice_high - twice_low) / 2
-    distance = (coords - low).abs()
-    extra = torch.fmod(distance, span)
-    flips = (distance / span).floor().to(torch.int8)
-    return torch.where(flips & 1 == 0, extra + low, span + low - extra)
-
-
-def _source(coords: torch.Tensor, size: int, padding_mode: int, align_corners: bool) -> torch.Tensor:
-    coords = _unnormalize(coords, size, align_corners)
-    if padding_mode == 1:  # border
-        return coords.clamp(0, size - 1)
-    if padding_mode == 2:  # reflection
-        bounds = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
-        return _reflect(coords, *bounds).clamp(0, size - 1)
-    return coords
-
-
-def grid_sampler_3d(
-    a: torch.Tensor, grid: torch.Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool
-) -> torch.Tensor:
-    n, c, depth, height, width = a.shape
-    _, od, oh, ow, _ = grid.shape
-    grid = grid.view(n, 1, od, oh, ow, 3).expand(n, c, od, oh, ow, 3)
-    batch = torch.arange(n, device=a.device).view(n, 1, 1, 1, 1)
-    channel = torch.arange(c, device=a.device).view(1, c, 1, 1, 1)
-    sizes = (width, height, depth)
-    ix, iy, iz = (_source(grid[..., k], size, padding_mode, align_corners) for k, size in enumerate(sizes))
-
-    def tap(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor, weight) -> torch.Tensor:
-        inside = (x >= 0) & (x < width) & (y >= 0) & (y < height) & (z >= 0) & (z < depth)
-        xi, yi, zi = (torch.where(inside, t, 0).to(torch.int64) for t in (x, y, z))
-        value = a[batch, channel, zi, yi, xi]
-        return torch.where(inside, value * weight, 0) if weight is not None else torch.where(inside, value, 0)
-
-    if interpolation_mode == 1:  # nearest
-        return tap(ix.round(), iy.round(), iz.round(), None)
-    x0, y0, z0 = ix.floor(), iy.floor(), iz.floor()
-    total = None
-    for dz in (0, 1):
-        for dy in (0, 1):
-            for dx in (0, 1):
-                x, y, z = x0 + dx, y0 + dy, z0 + dz
-                # ATen's weights: the opposite corner's distances (tnw = (x1 - ix)(y1 - iy)(z1 - iz), ...)
-                wx = (ix - x0) if dx else (x0 + 1 - ix)
-                wy = (iy - y0) if dy else (y0 + 1 - iy)
-                wz = (iz - z0) if dz else (z0 + 1 - iz)
-                term = tap(x, y, z, wx * wy * wz)
-                total = term if total is None else total + term
-    return total
+BACKWARD_BLOCK = 512  # grid points a program of the backward takes (128: 2x the CPU time of the grid gradient)
 
 
 def _launch(a: torch.Tensor, grid: torch.Tensor, mode: int, padding_mode: int, align_corners: bool) -> torch.Tensor:
@@ -107,4 +58,42 @@ def grid_sampler_3d_op(op: torch._ops.OpOverload, row: Row):
     return kernel
 
 
-FAMILIES = {"grid_sampler_3d": grid_sampler_3d_op}
+def _backward(grad, a, grid, mode: int, padding_mode: int, align_corners: bool, input_gradient: bool):
+    """(grad_input (zeros where not input_gradient), grad_grid), contiguous, in one launch."""
+    n, c = a.shape[:2]
+    points = grid.shape[1] * grid.shape[2] * grid.shape[3]
+    grad_input = torch.zeros(a.shape if input_gradient else (0,), dtype=a.dtype, device=a.device)
+    grad_grid = torch.empty(grid.shape, dtype=a.dtype, device=a.device)
+    if a.numel() == 0 or grid.numel() == 0:
+        return grad_input, grad_grid.zero_()
+    blocks = launch.triton_cdiv(points, BACKWARD_BLOCK)
+    kernels = importlib.import_module(f"{__package__}.grid_sampler_3d_kernels")
+    kernels.grid_sample_3d_backward[(n * blocks,)](
+        grad_input, grad_grid, grad, a, grid, blocks, c, *grid.shape[1:4], *a.shape[2:], *a.stride(), *grid.stride(),
+        *grad.stride(), *(grad_input.stride() if input_gradient else (0,) * 5), NEAREST=mode == 1,
+        PADDING=padding_mode, ALIGN=bool(align_corners), INPUT=input_gradient, BLOCK=BACKWARD_BLOCK,
+        machine=launch.kernels().machine_of(grad_grid),
+    )  # fmt: skip
+    return grad_input, grad_grid
+
+
+def grid_sampler_3d_backward(op: torch._ops.OpOverload, row: Row):
+    @checked(op)
+    def kernel(call: Call, expected):
+        grad, a, grid, mode = call["grad_output"], call["input"], call["grid"], call["interpolation_mode"]
+        if mode not in (0, 1) or call["padding_mode"] not in (0, 1, 2) or a.dim() != 5 or grid.dim() != 5:
+            return call.on_host()
+        if not (a.dtype.is_floating_point and grid.dtype == a.dtype == grad.dtype) or grad.shape[2:] != grid.shape[1:4]:
+            return call.on_host()
+        ct = torch.float32 if a.dtype in HALF else a.dtype
+        wanted = bool(call["output_mask"][0])
+        grads = _backward(grad.to(ct), a.to(ct), grid.to(ct), mode, call["padding_mode"], call["align_corners"], wanted)
+        return tuple(
+            None if e is None else g if g.dtype == e.dtype and g.stride() == e.stride() else as_expected(g, e)
+            for g, e in zip(grads, expected)
+        )
+
+    return kernel
+
+
+FAMILIES = {"grid_sampler_3d": grid_sampler_3d_op, "grid_sampler_3d_backward": grid_sampler_3d_backward}

@@ -354,11 +354,11 @@ EAGER_OPS: dict[str, Row] = {
     "multilabel_margin_loss_backward.default": Row("vjp", "multilabel_margin_loss_forward.default"),
     # gradients.py: the vjp of the forward's decomposition (grid_sampler_2d's: the decomposed row above)
     "grid_sampler_2d_backward.default": Row("vjp", "grid_sampler_2d.default"),
-    # grid_sampler_3d.py: the 2-d decomposition carried to three dims; its backward that function's vjp
+    # grid_sampler_3d.py: the 2-d decomposition carried to three dims; its backward ATen's CPU kernel, a launch each
     "grid_sampler_3d.default": Row("grid_sampler_3d"),
-    "grid_sampler_3d_backward.default": Row("vjp", "grid_sampler_3d.default"),
+    "grid_sampler_3d_backward.default": Row("grid_sampler_3d_backward"),
     **{f"{name}_backward.default": Row("vjp", f"{name}.default") for name in UPSAMPLE_FORWARDS},
-    # ctc.py: CTC loss's alpha recursion over plate kernels; its backward ATen's formula through the recursion's vjp
+    # ctc.py: CTC loss's alpha recursion in one launch; its backward ATen's beta recursion and formula in one
     **{f"_ctc_loss.{kind}": Row("ctc_loss") for kind in ("default", "Tensor")},
     **{f"_ctc_loss_backward.{kind}": Row("ctc_loss_backward") for kind in ("default", "Tensor")},
     "upsample_nearest2d_backward.default": Row("upsample_backward", "nearest"),
