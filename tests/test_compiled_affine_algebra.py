@@ -157,3 +157,47 @@ def test_the_same_errors(step, args):
     with pytest.raises(type(py.value)) as c:
         C[step](*args)
     assert str(c.value) == str(py.value)
+
+
+def exprs(x):
+    """Every Expr in a result of `run` (lists and tuples walked)."""
+    if isinstance(x, affine.Expr):
+        yield x
+    elif isinstance(x, list | tuple):
+        for y in x:
+            yield from exprs(y)
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 6))
+def test_the_text_of_random_trees(seed):
+    trees = list(exprs(run(C, seed)))
+    assert len(trees) > 20
+    for e in trees:
+        assert affine._render(e) == affine._render_py(e) == str(e)
+
+
+def test_the_text_of_every_node_kind_and_of_other_objects():
+    x, y = Val(VALUES[0]), Val(Value(None, ""))  # (a Value without a name shows its id)
+    for e in (
+        Mul(x, Const(-1)),
+        Mul(Add(x, y), Const(-5)),
+        Mul(Sub(x, y), Add(y, Const(2))),
+        Sub(x, Sub(y, x)),
+        Sub(x, Mul(y, Const(-2))),
+        CeilDiv(Sub(x, Const(1)), 4),
+        FloorDiv(x, 8),
+        Min(x, Max(y, Const(-2))),
+        Select(COND, x, Const(3)),
+        Carried(VALUES[1], 2),
+        SubVal(VALUES[2]),
+        Add(SubAdd(x, y), SubVal(VALUES[2])),
+        Mul(x, Const(True)),
+        "not an expression",
+    ):
+        assert affine._render(e) == affine._render_py(e), e
+    for bad in (Val(3), Add(Val(None), Const(1))):  # a value with no name: the same error
+        with pytest.raises(AttributeError) as py:
+            affine._render_py(bad)
+        with pytest.raises(AttributeError) as c:
+            affine._render(bad)
+        assert str(c.value) == str(py.value)

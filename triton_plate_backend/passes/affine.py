@@ -513,42 +513,43 @@ def value_name(v: Value) -> str:
     return f"%{v.name}" if v.name else f"%{v.id}"
 
 
-def _render(e: Expr) -> str:
-    """An expression's text (`str(e)`): by the node's class (`_RENDER`), else `_render_matched`."""
+def _render_py(e: Expr) -> str:
+    """An expression's text (`str(e)`): by the node's class (`_RENDER`), else `_render_matched`. In C where it is
+    built (`_affine.render`, `_render`); this is the reference."""
     how = _RENDER.get(type(e))
     return how(e) if how is not None else _render_matched(e)
 
 
 def _in_parens(x: Expr) -> str:
-    return f"({_render(x)})" if isinstance(x, Add | Sub) else _render(x)
+    return f"({_render_py(x)})" if isinstance(x, Add | Sub) else _render_py(x)
 
 
 def _render_mul(e: Mul) -> str:
     a, b = e.a, e.b
     if isinstance(b, Const) and b.value < 0:  # (as `case Mul(a, Const(c)) if c < 0`)
         c = b.value
-        return f"-{_render(Mul(a, Const(-c)) if c != -1 else a)}"
+        return f"-{_render_py(Mul(a, Const(-c)) if c != -1 else a)}"
     return f"{_in_parens(a)}*{_in_parens(b)}"
 
 
 def _render_sub(e: Sub) -> str:
     b = e.b
-    rb = _render(b)
-    return f"{_render(e.a)} - ({rb})" if isinstance(b, Add | Sub) else f"{_render(e.a)} - {rb}"
+    rb = _render_py(b)
+    return f"{_render_py(e.a)} - ({rb})" if isinstance(b, Add | Sub) else f"{_render_py(e.a)} - {rb}"
 
 
 _RENDER = {
     Const: lambda e: str(e.value),
     Val: lambda e: value_name(e.value),
     Carried: lambda e: f"carried({value_name(e.arg)}, {e.k})",
-    Add: lambda e: f"{_render(e.a)} + {_render(e.b)}",
+    Add: lambda e: f"{_render_py(e.a)} + {_render_py(e.b)}",
     Sub: _render_sub,
     Mul: _render_mul,
-    CeilDiv: lambda e: f"cdiv({_render(e.a)}, {e.c})",
-    FloorDiv: lambda e: f"fdiv({_render(e.a)}, {e.c})",
-    Min: lambda e: f"min({_render(e.a)}, {_render(e.b)})",
-    Max: lambda e: f"max({_render(e.a)}, {_render(e.b)})",
-    Select: lambda e: f"select({value_name(e.cond)}, {_render(e.a)}, {_render(e.b)})",
+    CeilDiv: lambda e: f"cdiv({_render_py(e.a)}, {e.c})",
+    FloorDiv: lambda e: f"fdiv({_render_py(e.a)}, {e.c})",
+    Min: lambda e: f"min({_render_py(e.a)}, {_render_py(e.b)})",
+    Max: lambda e: f"max({_render_py(e.a)}, {_render_py(e.b)})",
+    Select: lambda e: f"select({value_name(e.cond)}, {_render_py(e.a)}, {_render_py(e.b)})",
 }
 
 
@@ -582,3 +583,9 @@ def _render_matched(e: Expr) -> str:
         case Select(cond, a, b):
             return f"select({value_name(cond)}, {_render(a)}, {_render(b)})"
     return repr(e)
+
+
+_render = _render_py
+if _affine is not None:
+    _affine.bind_render(_render_matched)
+    _render = _affine.render

@@ -8,15 +8,15 @@
 // compile, most of them hits. Here a hit is a dict read. It reads the field names from the class attribute
 // `_hash_fields` (a tuple of str, set by affine.py before).
 //
-// The algebra (`key`, `poly`, `poly_add`, `from_poly`, `canon`, `add`, `sub`, `mul`, `neg`, `atoms`): what
-// affine.py's `_key_py`, `poly_py`, `_poly_add_py`, `from_poly_py`, `canon_py`, `add_py`, `sub_py`, `mul_py`,
-// `neg_py` and `atoms_py` do, step for step: the same trees (nodes made as their plain `__init__` makes them: the
-// fields written into the instance's dict in field order), the same polynomials (dicts in the same insertion
-// order), the same things kept in a node's dict (`_key`, `_poly`, `_canonical`, `_canon`, `_atoms`). It works on
-// the node classes themselves (`bind` names them); any other object (a subclass, an int that is no node, a
-// wrong type) goes to the Python function of the step, so every error is Python's (a tree too deep for Python's
-// recursion limit is the one difference: C walks it).
-// tests/test_compiled_affine.py compares the two.
+// The algebra (`key`, `poly`, `poly_add`, `from_poly`, `canon`, `add`, `sub`, `mul`, `neg`, `atoms`) and the
+// text (`render`): what affine.py's `_key_py`, `poly_py`, `_poly_add_py`, `from_poly_py`, `canon_py`, `add_py`,
+// `sub_py`, `mul_py`, `neg_py`, `atoms_py` and `_render_py` do, step for step: the same trees (nodes made as their
+// plain `__init__` makes them: the fields written into the instance's dict in field order), the same polynomials
+// (dicts in the same insertion order), the same things kept in a node's dict (`_key`, `_poly`, `_canonical`,
+// `_canon`, `_atoms`), the same text. It works on the node classes themselves (`bind` names them); any other
+// object (a subclass, an int that is no node, a wrong type) goes to the Python function of the step, so every
+// error is Python's (a tree too deep for Python's recursion limit is the one difference: C walks it).
+// tests/test_compiled_affine.py and tests/test_compiled_affine_algebra.py compare the two.
 #include <Python.h>
 
 #include <cstring>
@@ -98,7 +98,7 @@ PyObject* zero_node;           // affine.ZERO
 PyObject *py_key, *py_poly, *py_e, *py_atoms, *py_from_poly, *py_poly_add;
 PyObject* key_callable;        // this module's `key`, for list.sort
 PyObject *s_key, *s_poly, *s_canonical, *s_canon, *s_atoms, *s_value, *s_a, *s_b, *s_c, *s_arg, *s_k, *s_cond, *s_id;
-PyObject *s_sort, *s_Add, *s_Sub, *s_Mul;
+PyObject *s_sort, *s_Add, *s_Sub, *s_Mul, *s_name, *s_empty;
 PyObject *i0, *i1, *i2, *i3, *i4, *i5, *i6, *i7, *i8, *i_m1;
 PyObject* empty_tuple;
 
@@ -110,7 +110,7 @@ bool init_strings() {
                {&s_atoms, "_atoms"}, {&s_value, "value"}, {&s_a, "a"},                 {&s_b, "b"},
                {&s_c, "c"},          {&s_arg, "arg"},     {&s_k, "k"},                 {&s_cond, "cond"},
                {&s_id, "id"},        {&s_sort, "sort"},   {&s_Add, "Add"},             {&s_Sub, "Sub"},
-               {&s_Mul, "Mul"}};
+               {&s_Mul, "Mul"},     {&s_name, "name"},   {&s_empty, ""}};
   for (auto& n : names)
     if ((*n.at = PyUnicode_InternFromString(n.text)) == nullptr) return false;
   PyObject** ints[] = {&i0, &i1, &i2, &i3, &i4, &i5, &i6, &i7, &i8};
@@ -736,6 +736,178 @@ PyObject* mul_fn(PyObject*, PyObject* args) {
   return mul(a, b);
 }
 
+// ---- an expression's text (affine.py's `_render_py`: `str(e)`) ----
+
+PyObject* py_render_matched;  // affine._render_matched: the text of what is not a node class
+
+PyObject* render(PyObject* e);
+
+PyObject* fmt(PyObject* x) { return PyErr_Occurred() ? nullptr : PyObject_Format(x, s_empty); }  // f"{x}" (new reference)
+
+PyObject* value_name(PyObject* v) {  // affine.value_name: f"%{v.name}" if v.name else f"%{v.id}"
+  if (PyErr_Occurred()) return nullptr;
+  PyObject* name = PyObject_GetAttr(v, s_name);
+  if (name == nullptr) return nullptr;
+  int truth = PyObject_IsTrue(name);
+  PyObject* shown = truth < 0 ? nullptr : truth ? fmt(name) : nullptr;
+  Py_DECREF(name);
+  if (truth == 0) {
+    PyObject* id = PyObject_GetAttr(v, s_id);
+    shown = id != nullptr ? fmt(id) : nullptr;
+    Py_XDECREF(id);
+  }
+  if (shown == nullptr) return nullptr;
+  PyObject* r = PyUnicode_FromFormat("%%%U", shown);
+  Py_DECREF(shown);
+  return r;
+}
+
+PyObject* render_field(PyObject* e, PyObject* name) {  // _render(e.<name>)
+  PyObject* v = field(e, name);
+  if (v == nullptr) return nullptr;
+  PyObject* r = render(v);
+  Py_DECREF(v);
+  return r;
+}
+
+int is_sum(PyObject* x) {  // isinstance(x, Add | Sub)
+  int r = PyObject_IsInstance(x, (PyObject*)node_type[K_ADD]);
+  return r != 0 ? r : PyObject_IsInstance(x, (PyObject*)node_type[K_SUB]);
+}
+
+PyObject* in_parens(PyObject* x) {  // affine._in_parens
+  int sum = is_sum(x);
+  if (sum < 0) return nullptr;
+  PyObject* r = render(x);
+  if (r == nullptr || !sum) return r;
+  PyObject* p = PyUnicode_FromFormat("(%U)", r);
+  Py_DECREF(r);
+  return p;
+}
+
+// the format with the texts in order (each a new reference or NULL: all are released)
+PyObject* format_texts(const char* format, std::initializer_list<PyObject*> texts) {
+  PyObject* t[4] = {nullptr, nullptr, nullptr, nullptr};
+  int n = 0;
+  bool bad = false;
+  for (PyObject* x : texts) {
+    t[n++] = x;
+    bad = bad || x == nullptr;
+  }
+  PyObject* r = bad ? nullptr : PyUnicode_FromFormat(format, t[0], t[1], t[2], t[3]);
+  for (int i = 0; i < n; i++) Py_XDECREF(t[i]);
+  return r;
+}
+
+PyObject* render_mul(PyObject* e) {  // affine._render_mul
+  PyObject* a = field(e, s_a);
+  PyObject* b = a != nullptr ? field(e, s_b) : nullptr;
+  PyObject* r = nullptr;
+  if (b == nullptr) goto done;
+  {
+    int is_const = PyObject_IsInstance(b, (PyObject*)node_type[K_CONST]);
+    if (is_const < 0) goto done;
+    if (is_const) {
+      PyObject* c = PyObject_GetAttr(b, s_value);
+      int negative = c != nullptr ? PyObject_RichCompareBool(c, i0, Py_LT) : -1;
+      if (negative > 0) {  // -(a * -c), or -a when c is -1
+        int minus_one = PyObject_RichCompareBool(c, i_m1, Py_NE);
+        if (minus_one < 0) {
+          Py_DECREF(c);
+          goto done;
+        }
+        if (minus_one) {  // _render(Mul(a, Const(-c))): -c > 0
+          PyObject* nc = PyNumber_Negative(c);
+          PyObject* text = nc != nullptr ? PyObject_Str(nc) : nullptr;
+          Py_XDECREF(nc);
+          r = format_texts("-%U*%U", {in_parens(a), text});
+        } else {
+          r = format_texts("-%U", {render(a)});
+        }
+      }
+      Py_XDECREF(c);
+      if (negative != 0) goto done;
+    }
+    r = format_texts("%U*%U", {in_parens(a), in_parens(b)});
+  }
+done:
+  Py_XDECREF(a);
+  Py_XDECREF(b);
+  return r;
+}
+
+PyObject* render(PyObject* e) {  // affine._render_py
+  if (PyErr_Occurred()) return nullptr;  // (a text before this one failed: the format gets nothing)
+  int kind = kind_of(e);
+  switch (kind) {
+    case K_CONST: {
+      PyObject* v = field(e, s_value);
+      PyObject* r = v != nullptr ? PyObject_Str(v) : nullptr;
+      Py_XDECREF(v);
+      return r;
+    }
+    case K_VAL: {
+      PyObject* v = field(e, s_value);
+      PyObject* name = v != nullptr ? value_name(v) : nullptr;
+      Py_XDECREF(v);
+      return name;
+    }
+    case K_CARRIED: {
+      PyObject* v = field(e, s_arg);
+      PyObject* name = v != nullptr ? value_name(v) : nullptr;
+      Py_XDECREF(v);
+      PyObject* k = name != nullptr ? field(e, s_k) : nullptr;
+      PyObject* kt = k != nullptr ? fmt(k) : nullptr;
+      Py_XDECREF(k);
+      return format_texts("carried(%U, %U)", {name, kt});
+    }
+    case K_ADD:
+      return format_texts("%U + %U", {render_field(e, s_a), render_field(e, s_b)});
+    case K_SUB: {
+      PyObject* b = field(e, s_b);
+      if (b == nullptr) return nullptr;
+      PyObject* rb = render(b);
+      int sum = rb != nullptr ? is_sum(b) : -1;
+      Py_DECREF(b);
+      if (sum < 0) {
+        Py_XDECREF(rb);
+        return nullptr;
+      }
+      return format_texts(sum ? "%U - (%U)" : "%U - %U", {render_field(e, s_a), rb});
+    }
+    case K_MUL:
+      return render_mul(e);
+    case K_CEILDIV:
+    case K_FLOORDIV: {
+      PyObject* ra = render_field(e, s_a);
+      PyObject* c = ra != nullptr ? field(e, s_c) : nullptr;
+      PyObject* ct = c != nullptr ? fmt(c) : nullptr;
+      Py_XDECREF(c);
+      return format_texts(kind == K_CEILDIV ? "cdiv(%U, %U)" : "fdiv(%U, %U)", {ra, ct});
+    }
+    case K_MIN:
+      return format_texts("min(%U, %U)", {render_field(e, s_a), render_field(e, s_b)});
+    case K_MAX:
+      return format_texts("max(%U, %U)", {render_field(e, s_a), render_field(e, s_b)});
+    case K_SELECT: {
+      PyObject* cond = field(e, s_cond);
+      PyObject* name = cond != nullptr ? value_name(cond) : nullptr;
+      Py_XDECREF(cond);
+      return format_texts("select(%U, %U, %U)", {name, render_field(e, s_a), render_field(e, s_b)});
+    }
+    default:
+      return PyObject_CallOneArg(py_render_matched, e);
+  }
+}
+
+PyObject* render_fn(PyObject*, PyObject* e) { return bound() && py_render_matched != nullptr ? render(e) : nullptr; }
+
+PyObject* bind_render(PyObject*, PyObject* fallback) {
+  Py_INCREF(fallback);
+  Py_XSETREF(py_render_matched, fallback);
+  Py_RETURN_NONE;
+}
+
 PyMethodDef methods[] = {
     {"kept_hash", make_kept_hash, METH_O,
      "kept_hash(cls): the method to set as cls.__hash__: hash of the fields named by cls._hash_fields, kept in the "
@@ -753,6 +925,8 @@ PyMethodDef methods[] = {
     {"mul", mul_fn, METH_VARARGS, "affine.mul_py"},
     {"neg", neg_fn, METH_O, "affine.neg_py"},
     {"atoms", atoms_fn, METH_O, "affine.atoms_py"},
+    {"render", render_fn, METH_O, "affine._render_py"},
+    {"bind_render", bind_render, METH_O, "bind_render(_render_matched): the text of what is not a node class"},
     {nullptr, nullptr, 0, nullptr},
 };
 
