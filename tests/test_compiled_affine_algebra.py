@@ -19,8 +19,9 @@ pytestmark = pytest.mark.skipif(affine._affine is None, reason="passes._affine i
 VALUES = [Value(None, n) for n in ("x", "y", "z", "w")]
 COND = Value(None, "c")
 NAMES = ("_key", "poly", "_poly_add", "from_poly", "canon", "add", "sub", "mul", "neg", "atoms")
+NAMES += ("min_", "max_", "ceil_div", "floor_div", "select", "const_value")
 C = {n: getattr(affine._affine, n.lstrip("_")) for n in NAMES}
-PY = {n: getattr(affine, f"{n}_py") for n in NAMES}
+PY = {n: getattr(affine, f"{n.rstrip('_')}_py") for n in NAMES}
 
 
 class SubVal(Val):  # not a node class itself: the C steps hand it to Python
@@ -76,11 +77,18 @@ def run(fns, seed: int, steps: int = 40) -> list:
     pool = leaves()
     out = []
     for _ in range(steps):
-        op = rng.choice(("add", "sub", "mul", "neg", "canon", "raw", "atoms", "key", "poly"))
+        op = rng.choice(
+            ("add", "sub", "mul", "neg", "canon", "raw", "atoms", "key", "poly", "min_", "max_", "div", "sel")
+        )
         a = rng.choice(pool) if rng.random() < 0.85 else rng.randint(-5, 5)
         b = rng.choice(pool) if rng.random() < 0.85 else rng.randint(-5, 5)
-        if op in ("add", "sub", "mul"):
-            r = fns[op](a, b)
+        if op in ("add", "sub", "mul", "min_", "max_"):
+            r = fns[op](None if op[-1] == "_" and rng.random() < 0.2 else a, b)
+        elif op == "div":
+            r = fns[rng.choice(("ceil_div", "floor_div"))](a, rng.choice((1, 2, 3, 4, 8)))
+            out.append(fns["const_value"](r))
+        elif op == "sel":
+            r = fns["select"](COND, a, b if rng.random() < 0.8 else a)
         elif op == "neg":
             r = fns["neg"](a)
         elif op == "canon":
@@ -149,6 +157,12 @@ def test_other_objects_go_to_python():
         ("canon", (True,)),
         ("_key", (3,)),
         ("atoms", (3,)),
+        ("ceil_div", (Const(1), 0)),
+        ("floor_div", (Const(1), True)),
+        ("floor_div", (Const(1), 2.0)),
+        ("ceil_div", ("s", 2)),
+        ("min_", ("s", Const(1))),
+        ("select", (COND, Const(1), 1.5)),
     ],
 )
 def test_the_same_errors(step, args):

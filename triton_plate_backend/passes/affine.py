@@ -341,9 +341,9 @@ _key, poly, _poly_add, from_poly, canon = _key_py, poly_py, _poly_add_py, from_p
 add, sub, mul, neg = add_py, sub_py, mul_py, neg_py
 
 
-def const_value(e: Expr) -> int | None:
+def const_value_py(e: Expr) -> int | None:
     """The integer an expression folds to, or None when it depends on a register."""
-    return _const_of(poly(e))
+    return _const_of(poly_py(e))
 
 
 def _const_of(p: Poly) -> int | None:
@@ -357,48 +357,59 @@ def _const_of(p: Poly) -> int | None:
 def _div(a: Expr | int, c: int, node: type, rounding) -> Expr:
     if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
         raise ValueError(f"division by {c!r}: the divisor must be a positive int constant")
-    p = poly(_e(a))
+    p = poly_py(_e(a))
     if c == 1:
-        return from_poly(p)
+        return from_poly_py(p)
     const = p.get((), 0)
     rest = {m: k for m, k in p.items() if m}
     if all(k % c == 0 for k in rest.values()):  # the variable part divides exactly: q + round(const / c)
-        return add(from_poly({m: k // c for m, k in rest.items()}), rounding(const, c))
-    return node(from_poly(p), c)
+        return add_py(from_poly_py({m: k // c for m, k in rest.items()}), rounding(const, c))
+    return node(from_poly_py(p), c)
 
 
-def ceil_div(a: Expr | int, c: int) -> Expr:
+def ceil_div_py(a: Expr | int, c: int) -> Expr:
     return _div(a, c, CeilDiv, lambda x, d: -(-x // d))
 
 
-def floor_div(a: Expr | int, c: int) -> Expr:
+def floor_div_py(a: Expr | int, c: int) -> Expr:
     return _div(a, c, FloorDiv, lambda x, d: x // d)
 
 
 def _minmax(a: Expr | int | None, b: Expr | int | None, node: type, pick_a_when_a_le_b: bool) -> Expr | None:
     """min/max where None stands for 'no bound' (the other operand wins)."""
     if a is None or b is None:
-        return None if a is None and b is None else canon(a if b is None else b)
-    a, b = canon(a), canon(b)
-    d = _const_of(_poly_add(poly(a), poly(b), -1))  # const_value(sub(a, b)), without building the tree
+        return None if a is None and b is None else canon_py(a if b is None else b)
+    a, b = canon_py(a), canon_py(b)
+    d = _const_of(_poly_add_py(poly_py(a), poly_py(b), -1))  # const_value(sub(a, b)), without building the tree
     if d is not None:
         return a if (d <= 0) == pick_a_when_a_le_b else b
-    return node(*sorted((a, b), key=_key))
+    return node(*sorted((a, b), key=_key_py))
 
 
-def min_(a: Expr | int | None, b: Expr | int | None) -> Expr | None:
+def min_py(a: Expr | int | None, b: Expr | int | None) -> Expr | None:
     """min(a, b); None (unbounded) is the identity."""
     return _minmax(a, b, Min, True)
 
 
-def max_(a: Expr | int | None, b: Expr | int | None) -> Expr | None:
+def max_py(a: Expr | int | None, b: Expr | int | None) -> Expr | None:
     """max(a, b); None (unbounded) is the identity."""
     return _minmax(a, b, Max, False)
 
 
-def select(cond: Value, a: Expr | int, b: Expr | int) -> Expr:
-    a, b = canon(a), canon(b)
+def select_py(cond: Value, a: Expr | int, b: Expr | int) -> Expr:
+    a, b = canon_py(a), canon_py(b)
     return a if a == b else Select(cond, a, b)
+
+
+# (in C where it is built, as the algebra above: bound after `atoms_py`, below)
+const_value, ceil_div, floor_div, min_, max_, select = (
+    const_value_py,
+    ceil_div_py,
+    floor_div_py,
+    min_py,
+    max_py,
+    select_py,
+)
 
 
 def carried(arg: Value, k: int = 0) -> Expr:
@@ -462,6 +473,15 @@ if _affine is not None:
         _affine.mul,
         _affine.neg,
         _affine.atoms,
+    )
+    _affine.bind_minmax(min_py, max_py, ceil_div_py, floor_div_py)
+    const_value, ceil_div, floor_div, min_, max_, select = (
+        _affine.const_value,
+        _affine.ceil_div,
+        _affine.floor_div,
+        _affine.min_,
+        _affine.max_,
+        _affine.select,
     )
 
 

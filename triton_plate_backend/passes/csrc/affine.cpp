@@ -8,9 +8,9 @@
 // compile, most of them hits. Here a hit is a dict read. It reads the field names from the class attribute
 // `_hash_fields` (a tuple of str, set by affine.py before).
 //
-// The algebra (`key`, `poly`, `poly_add`, `from_poly`, `canon`, `add`, `sub`, `mul`, `neg`, `atoms`) and the
-// text (`render`): what affine.py's `_key_py`, `poly_py`, `_poly_add_py`, `from_poly_py`, `canon_py`, `add_py`,
-// `sub_py`, `mul_py`, `neg_py`, `atoms_py` and `_render_py` do, step for step: the same trees (nodes made as their
+// The algebra (`key`, `poly`, `poly_add`, `from_poly`, `canon`, `add`, `sub`, `mul`, `neg`, `atoms`, `min_`,
+// `max_`, `ceil_div`, `floor_div`, `select`, `const_value`) and the text (`render`): what affine.py's `_key_py`, `poly_py`, `_poly_add_py`, `from_poly_py`, `canon_py`, `add_py`,
+// `sub_py`, `mul_py`, `neg_py`, `atoms_py`, `min_py` ... `const_value_py` and `_render_py` do, step for step: the same trees (nodes made as their
 // plain `__init__` makes them: the fields written into the instance's dict in field order), the same polynomials
 // (dicts in the same insertion order), the same things kept in a node's dict (`_key`, `_poly`, `_canonical`,
 // `_canon`, `_atoms`), the same text. It works on the node classes themselves (`bind` names them); any other
@@ -736,6 +736,200 @@ PyObject* mul_fn(PyObject*, PyObject* args) {
   return mul(a, b);
 }
 
+// ---- min, max, floor and ceiling division, select, const_value (affine.py's `min_py` ... `const_value_py`) ----
+
+PyObject *py_min, *py_max, *py_ceil_div, *py_floor_div;  // the Python steps, for a divisor that is not an int
+
+PyObject* const_of(PyObject* p) {  // affine._const_of: the int a polynomial folds to, or None (new reference)
+  Py_ssize_t n = PyDict_GET_SIZE(p);
+  if (n == 0) return (Py_INCREF(i0), i0);
+  if (n == 1) {
+    PyObject* c = PyDict_GetItemWithError(p, empty_tuple);
+    if (c != nullptr) return (Py_INCREF(c), c);
+    if (PyErr_Occurred()) return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* minmax(PyObject* a, PyObject* b, int kind, bool pick_a_when_a_le_b) {  // affine._minmax
+  if (a == Py_None || b == Py_None) {
+    if (a == Py_None && b == Py_None) Py_RETURN_NONE;
+    return canon(b == Py_None ? a : b);
+  }
+  PyObject* ca = canon(a);
+  PyObject* cb = ca != nullptr ? canon(b) : nullptr;
+  PyObject* pa = cb != nullptr ? poly(ca) : nullptr;
+  PyObject* pb = pa != nullptr ? poly(cb) : nullptr;
+  PyObject* diff = pb != nullptr ? poly_add(pa, pb, i_m1) : nullptr;
+  PyObject* d = diff != nullptr ? const_of(diff) : nullptr;
+  Py_XDECREF(pa);
+  Py_XDECREF(pb);
+  Py_XDECREF(diff);
+  PyObject* r = nullptr;
+  if (d == nullptr) {
+    Py_XDECREF(ca);
+    Py_XDECREF(cb);
+    return nullptr;
+  }
+  if (d != Py_None) {  // a if (d <= 0) == pick_a_when_a_le_b else b
+    int le = PyObject_RichCompareBool(d, i0, Py_LE);
+    if (le >= 0) {
+      r = (le != 0) == pick_a_when_a_le_b ? ca : cb;
+      Py_INCREF(r);
+    }
+    Py_DECREF(ca);
+    Py_DECREF(cb);
+  } else {  // node(*sorted((a, b), key=_key))
+    PyObject* ka = key(ca);
+    PyObject* kb = ka != nullptr ? key(cb) : nullptr;
+    int lt = kb != nullptr ? PyObject_RichCompareBool(kb, ka, Py_LT) : -1;
+    Py_XDECREF(ka);
+    Py_XDECREF(kb);
+    if (lt < 0) {
+      Py_DECREF(ca);
+      Py_DECREF(cb);
+    } else {
+      r = lt ? make_bin(kind, cb, ca) : make_bin(kind, ca, cb);
+    }
+  }
+  Py_DECREF(d);
+  return r;
+}
+
+PyObject* divide(PyObject* a, PyObject* c, bool ceiling) {  // affine._div with its rounding (c an int > 0)
+  PyObject* ea = as_expr(a);
+  PyObject* p = ea != nullptr ? poly(ea) : nullptr;
+  Py_XDECREF(ea);
+  if (p == nullptr) return nullptr;
+  int one = PyObject_RichCompareBool(c, i1, Py_EQ);
+  if (one != 0) {
+    PyObject* r = one > 0 ? from_poly(p) : nullptr;
+    Py_DECREF(p);
+    return r;
+  }
+  PyObject* cnst = PyDict_GetItemWithError(p, empty_tuple);  // p.get((), 0)
+  if (cnst == nullptr && PyErr_Occurred()) {
+    Py_DECREF(p);
+    return nullptr;
+  }
+  cnst = cnst != nullptr ? cnst : i0;
+  Py_INCREF(cnst);
+  PyObject* quotient = PyDict_New();  // {m: k // c for m, k in rest.items()}, when every k % c == 0
+  bool error = quotient == nullptr, exact = !error;
+  Py_ssize_t pos = 0;
+  PyObject *m, *k;
+  while (exact && !error && PyDict_Next(p, &pos, &m, &k)) {
+    if (PyTuple_GET_SIZE(m) == 0) continue;
+    PyObject* rem = PyNumber_Remainder(k, c);
+    int zero = rem != nullptr ? PyObject_RichCompareBool(rem, i0, Py_EQ) : -1;
+    Py_XDECREF(rem);
+    if (zero <= 0) {
+      error = zero < 0, exact = false;
+      break;
+    }
+    PyObject* q = PyNumber_FloorDivide(k, c);
+    error = q == nullptr || PyDict_SetItem(quotient, m, q) < 0;
+    Py_XDECREF(q);
+  }
+  PyObject* r = nullptr;
+  if (error) {
+    // (r stays NULL: the error is set)
+  } else if (exact) {  // add(from_poly(quotient), round(const / c))
+    PyObject* rounded = nullptr;
+    if (ceiling) {  // -(-x // d)
+      PyObject* minus = PyNumber_Negative(cnst);
+      PyObject* q = minus != nullptr ? PyNumber_FloorDivide(minus, c) : nullptr;
+      rounded = q != nullptr ? PyNumber_Negative(q) : nullptr;
+      Py_XDECREF(minus);
+      Py_XDECREF(q);
+    } else {
+      rounded = PyNumber_FloorDivide(cnst, c);
+    }
+    PyObject* t = rounded != nullptr ? from_poly(quotient) : nullptr;
+    r = t != nullptr ? add_or_sub(t, rounded, i1) : nullptr;
+    Py_XDECREF(t);
+    Py_XDECREF(rounded);
+  } else {  // node(from_poly(p), c)
+    PyObject* t = from_poly(p);
+    Py_INCREF(c);
+    r = make2(ceiling ? K_CEILDIV : K_FLOORDIV, s_a, t, s_c, c);  // (steals both: NULL t frees c)
+  }
+  Py_XDECREF(quotient);
+  Py_DECREF(cnst);
+  Py_DECREF(p);
+  return r;
+}
+
+PyObject* div_fn(PyObject* args, bool ceiling) {
+  PyObject *a, *c;
+  if (!bound() || py_ceil_div == nullptr || !PyArg_UnpackTuple(args, ceiling ? "ceil_div" : "floor_div", 2, 2, &a, &c))
+    return nullptr;
+  int positive = PyLong_CheckExact(c) ? PyObject_RichCompareBool(c, i0, Py_GT) : 0;
+  if (positive < 0) return nullptr;
+  if (!positive) return PyObject_Call(ceiling ? py_ceil_div : py_floor_div, args, nullptr);  // (its ValueError)
+  return divide(a, c, ceiling);
+}
+
+PyObject* ceil_div_fn(PyObject*, PyObject* args) { return div_fn(args, true); }
+PyObject* floor_div_fn(PyObject*, PyObject* args) { return div_fn(args, false); }
+
+PyObject* minmax_fn(PyObject* args, bool is_min) {
+  PyObject *a, *b;
+  if (!bound() || !PyArg_UnpackTuple(args, is_min ? "min_" : "max_", 2, 2, &a, &b)) return nullptr;
+  return minmax(a, b, is_min ? K_MIN : K_MAX, is_min);
+}
+
+PyObject* min_fn(PyObject*, PyObject* args) { return minmax_fn(args, true); }
+PyObject* max_fn(PyObject*, PyObject* args) { return minmax_fn(args, false); }
+
+PyObject* select_fn(PyObject*, PyObject* args) {  // affine.select_py: a if a == b else Select(cond, a, b)
+  PyObject *cond, *a, *b;
+  if (!bound() || !PyArg_UnpackTuple(args, "select", 3, 3, &cond, &a, &b)) return nullptr;
+  PyObject* ca = canon(a);
+  PyObject* cb = ca != nullptr ? canon(b) : nullptr;
+  if (cb == nullptr) {
+    Py_XDECREF(ca);
+    return nullptr;
+  }
+  PyObject* eq = PyObject_RichCompare(ca, cb, Py_EQ);  // (== itself: no identity shortcut)
+  int same = eq != nullptr ? PyObject_IsTrue(eq) : -1;
+  Py_XDECREF(eq);
+  if (same != 0) {
+    Py_DECREF(cb);
+    if (same < 0) Py_CLEAR(ca);
+    return ca;
+  }
+  PyTypeObject* t = node_type[K_SELECT];
+  PyObject* o = t->tp_new(t, empty_tuple, nullptr);
+  PyObject* d = o != nullptr ? dict_of(o) : nullptr;
+  bool ok = d != nullptr && PyDict_SetItem(d, s_cond, cond) == 0 && PyDict_SetItem(d, s_a, ca) == 0 &&
+            PyDict_SetItem(d, s_b, cb) == 0;
+  Py_XDECREF(d);
+  Py_DECREF(ca);
+  Py_DECREF(cb);
+  if (!ok) Py_CLEAR(o);
+  return o;
+}
+
+PyObject* const_value_fn(PyObject*, PyObject* e) {  // affine.const_value_py: _const_of(poly(e))
+  if (!bound()) return nullptr;
+  PyObject* p = poly(e);
+  if (p == nullptr) return nullptr;
+  PyObject* r = PyDict_Check(p) ? const_of(p) : nullptr;
+  if (r == nullptr && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "poly did not return a dict");
+  Py_DECREF(p);
+  return r;
+}
+
+PyObject* bind_minmax(PyObject*, PyObject* args) {
+  PyObject *mn, *mx, *cd, *fd;
+  if (!PyArg_UnpackTuple(args, "bind_minmax", 4, 4, &mn, &mx, &cd, &fd)) return nullptr;
+  PyObject* objs[] = {mn, mx, cd, fd};
+  for (PyObject* o : objs) Py_INCREF(o);
+  py_min = mn, py_max = mx, py_ceil_div = cd, py_floor_div = fd;
+  Py_RETURN_NONE;
+}
+
 // ---- an expression's text (affine.py's `_render_py`: `str(e)`) ----
 
 PyObject* py_render_matched;  // affine._render_matched: the text of what is not a node class
@@ -926,6 +1120,13 @@ PyMethodDef methods[] = {
     {"neg", neg_fn, METH_O, "affine.neg_py"},
     {"atoms", atoms_fn, METH_O, "affine.atoms_py"},
     {"render", render_fn, METH_O, "affine._render_py"},
+    {"const_value", const_value_fn, METH_O, "affine.const_value_py"},
+    {"ceil_div", ceil_div_fn, METH_VARARGS, "affine.ceil_div_py"},
+    {"floor_div", floor_div_fn, METH_VARARGS, "affine.floor_div_py"},
+    {"min_", min_fn, METH_VARARGS, "affine.min_py"},
+    {"max_", max_fn, METH_VARARGS, "affine.max_py"},
+    {"select", select_fn, METH_VARARGS, "affine.select_py"},
+    {"bind_minmax", bind_minmax, METH_VARARGS, "bind_minmax(min_py, max_py, ceil_div_py, floor_div_py)"},
     {"bind_render", bind_render, METH_O, "bind_render(_render_matched): the text of what is not a node class"},
     {nullptr, nullptr, 0, nullptr},
 };
