@@ -72,6 +72,8 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
         return consts[key]
 
     def operand(v):
+        if type(v) is Imm:  # (the C walk maps registers, tokens, views and labels itself: it hands over immediates)
+            return const(v.value)
         if isinstance(v, VReg):
             return regs[v]
         if isinstance(v, Token):
