@@ -49,10 +49,11 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
     tiles, consts, locs, view_tiles = {}, {}, {UNKNOWN_LOC: 0}, {}
     pcs, pc = {}, 0
     for inst in code:
-        if inst.mnemonic == ".label":
-            pcs[inst.operands[0]] = pc
-        elif not inst.mnemonic.startswith("."):
+        m = inst.mnemonic
+        if m[0] != ".":  # (an instruction: most of the code; a mnemonic is never empty, as `_map_code` reads it)
             pc += 1
+        elif m == ".label":
+            pcs[inst.operands[0]] = pc
 
     def tile(v: View) -> int:
         if v in view_tiles:  # the same view again (a tile is built, and checked, once per distinct view)
