@@ -56,14 +56,16 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
             pcs[inst.operands[0]] = pc
 
     def tile(v: View) -> int:
-        if v in view_tiles:  # the same view again (a tile is built, and checked, once per distinct view)
-            return view_tiles[v]
+        got = view_tiles.get(v)  # (one lookup: a view's hash is the dataclass' Python method)
+        if got is not None:  # the same view again (a tile is built, and checked, once per distinct view)
+            return got
         t = Tile(v.buffer.addr + v.offset * ITEMSIZE[v.dtype], v.dtype, v.shape, v.strides)
-        if t not in tiles:
-            tiles[t] = len(program.tiles)
+        k = tiles.get(t)
+        if k is None:
+            k = tiles[t] = len(program.tiles)
             program.tiles.append(t)
-        view_tiles[v] = tiles[t]
-        return tiles[t]
+        view_tiles[v] = k
+        return k
 
     def const(c) -> int:
         key = ("s", c) if isinstance(c, str) else ("f", float_bits(c)) if isinstance(c, float) else ("i", int(c))
