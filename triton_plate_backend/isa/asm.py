@@ -448,7 +448,12 @@ def _label_names(program: Program) -> dict[int, list[str]]:
         if isinstance(name, str) and _IDENT.fullmatch(name) and isinstance(pc, int) and 0 <= pc <= n:
             at.setdefault(pc, []).append(name)
     taken = {name for names in at.values() for name in names}
-    targets = {ins.operands[i] for ins in program.instrs for i in _label_positions(ins.mnemonic)}
+    positions = _LABEL_POSITIONS
+    targets = set()
+    for ins in program.instrs:  # (the memo read inline: a call per instruction was most of this walk)
+        known = positions.get(ins.mnemonic)
+        for i in _label_positions(ins.mnemonic) if known is None else known:
+            targets.add(ins.operands[i])
     for pc in sorted(targets - at.keys()):
         name = f"L{pc}"
         while name in taken:

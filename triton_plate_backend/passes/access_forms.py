@@ -226,6 +226,9 @@ class CarriedPointer:
 # ---- the analysis ---------------------------------------------------------------------------------------
 
 
+_MISSING = object()  # what the memo holds for a value not decomposed yet
+
+
 class Forms:
     """Memoised decomposition of values into the forms above; one instance per module walk."""
 
@@ -235,8 +238,8 @@ class Forms:
 
     def _cached(self, kind: str, v: Value, compute) -> Any:
         key = (kind, v)
-        if key in self.memo:
-            r = self.memo[key]
+        r = self.memo.get(key, _MISSING)  # (one lookup: a hit is most calls)
+        if r is not _MISSING:
             if isinstance(r, NotStructured):
                 raise NotStructured(r.reason)
             return r

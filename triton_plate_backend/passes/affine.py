@@ -162,7 +162,7 @@ ONE = Const(1)
 Poly = dict[tuple[Expr, ...], int]
 
 
-def _key(e: Expr) -> tuple:
+def _key_py(e: Expr) -> tuple:
     """A total order on expressions, stable for equal trees. Values order by id: by their definition in the IR's
     text, as `pipeline` numbers them (ir.core.number_values), so the order is the same for a module the passes
     built and for its printed text read back. Kept on the node:
@@ -182,25 +182,25 @@ def _key_of(e: Expr) -> tuple:
         case Carried(arg, k):
             return (2, arg.id, k)
         case CeilDiv(a, c):
-            return (3, _key(a), c)
+            return (3, _key_py(a), c)
         case FloorDiv(a, c):
-            return (4, _key(a), c)
+            return (4, _key_py(a), c)
         case Min(a, b):
-            return (5, _key(a), _key(b))
+            return (5, _key_py(a), _key_py(b))
         case Max(a, b):
-            return (6, _key(a), _key(b))
+            return (6, _key_py(a), _key_py(b))
         case Select(cond, a, b):
-            return (7, cond.id, _key(a), _key(b))
+            return (7, cond.id, _key_py(a), _key_py(b))
         case Add(a, b) | Sub(a, b) | Mul(a, b):
-            return (8, type(e).__name__, _key(a), _key(b))
+            return (8, type(e).__name__, _key_py(a), _key_py(b))
     raise TypeError(f"not an Expr: {e!r}")
 
 
 def _mono_key(m: tuple[Expr, ...]) -> tuple:
-    return (len(m), tuple(_key(a) for a in m))
+    return (len(m), tuple(_key_py(a) for a in m))
 
 
-def poly(e: Expr) -> Poly:
+def poly_py(e: Expr) -> Poly:
     """The polynomial of e (a sum or product's is kept on the node, like its key: callers read it,
     never change it; an atom's, which would hold the atom itself, in a cycle, is built again)."""
     if type(e) not in _SUMS_AND_PRODUCTS:
@@ -216,24 +216,24 @@ def _poly_of(e: Expr) -> Poly:
         case Const(v):
             return {(): v} if v else {}
         case Add(a, b):
-            return _poly_add(poly(a), poly(b), 1)
+            return _poly_add_py(poly_py(a), poly_py(b), 1)
         case Sub(a, b):
-            return _poly_add(poly(a), poly(b), -1)
+            return _poly_add_py(poly_py(a), poly_py(b), -1)
         case Mul(a, b):
-            pa, pb = poly(a), poly(b)
+            pa, pb = poly_py(a), poly_py(b)
             if len(pb) == 1 and () in pb:  # times a constant (a stride, a size): the monomials stay as they are
                 c = pb[()]
                 return {m: k * c for m, k in pa.items()}  # (c is not 0: a polynomial holds no zero coefficient)
             out: Poly = {}
             for ma, ca in pa.items():
                 for mb, cb in pb.items():
-                    m = tuple(sorted(ma + mb, key=_key))
+                    m = tuple(sorted(ma + mb, key=_key_py))
                     out[m] = out.get(m, 0) + ca * cb
             return {m: c for m, c in out.items() if c}
     return {(e,): 1}
 
 
-def _poly_add(p: Poly, q: Poly, sign: int) -> Poly:
+def _poly_add_py(p: Poly, q: Poly, sign: int) -> Poly:
     """p + sign * q. Neither holds a zero coefficient, nor does the sum: a term that cancels leaves it."""
     out = dict(p)
     for m, c in q.items():
@@ -262,7 +262,7 @@ def _item_key(item: tuple) -> tuple:
     return _mono_key(item[0])
 
 
-def from_poly(p: Poly) -> Expr:
+def from_poly_py(p: Poly) -> Expr:
     """The canonical tree of a polynomial: positive terms, then negative ones, constant last."""
     const, terms = 0, []
     for m, c in p.items():  # (items: no monomial hashed again)
@@ -300,7 +300,7 @@ def _e(x: Expr | int) -> Expr:
     return Const(x) if isinstance(x, int) else x
 
 
-def canon(e: Expr | int) -> Expr:
+def canon_py(e: Expr | int) -> Expr:
     if type(e) is int:
         return Const(e) if e else ZERO
     if type(e) not in _SUMS_AND_PRODUCTS:
@@ -310,31 +310,40 @@ def canon(e: Expr | int) -> Expr:
         return e
     c = d.get("_canon")  # (an Expr checked by _e when it was first asked)
     if c is None:
-        c = from_poly(poly(_e(e)))
+        c = from_poly_py(poly_py(_e(e)))
         if c is not e:  # (an atom is its own form: kept, it would hold itself in a cycle)
             e.__dict__["_canon"] = c
     return c
 
 
-def add(a: Expr | int, b: Expr | int) -> Expr:
-    return from_poly(_poly_add(poly(_e(a)), poly(_e(b)), 1))
+def add_py(a: Expr | int, b: Expr | int) -> Expr:
+    return from_poly_py(_poly_add_py(poly_py(_e(a)), poly_py(_e(b)), 1))
 
 
-def sub(a: Expr | int, b: Expr | int) -> Expr:
-    return from_poly(_poly_add(poly(_e(a)), poly(_e(b)), -1))
+def sub_py(a: Expr | int, b: Expr | int) -> Expr:
+    return from_poly_py(_poly_add_py(poly_py(_e(a)), poly_py(_e(b)), -1))
 
 
-def mul(a: Expr | int, b: Expr | int) -> Expr:
-    return canon(Mul(_e(a), _e(b)))
+def mul_py(a: Expr | int, b: Expr | int) -> Expr:
+    return canon_py(Mul(_e(a), _e(b)))
 
 
-def neg(a: Expr | int) -> Expr:
-    return sub(0, a)
+def neg_py(a: Expr | int) -> Expr:
+    return sub_py(0, a)
 
 
-def const_value(e: Expr) -> int | None:
+# The algebra above in C where it is built (`passes._affine`, passes/csrc/affine.cpp: the same trees, the same
+# things kept on the nodes; any object that is not one of the node classes goes to the Python step): the access
+# analysis, the DMA descriptors and the affinity pass build ~4000 canonical forms a matmul compile. The `_py`
+# functions are the reference (tests/test_compiled_affine.py compares the two); what follows uses these names
+# (bound to C after `atoms_py`, below).
+_key, poly, _poly_add, from_poly, canon = _key_py, poly_py, _poly_add_py, from_poly_py, canon_py
+add, sub, mul, neg = add_py, sub_py, mul_py, neg_py
+
+
+def const_value_py(e: Expr) -> int | None:
     """The integer an expression folds to, or None when it depends on a register."""
-    return _const_of(poly(e))
+    return _const_of(poly_py(e))
 
 
 def _const_of(p: Poly) -> int | None:
@@ -348,48 +357,59 @@ def _const_of(p: Poly) -> int | None:
 def _div(a: Expr | int, c: int, node: type, rounding) -> Expr:
     if isinstance(c, bool) or not isinstance(c, int) or c <= 0:
         raise ValueError(f"division by {c!r}: the divisor must be a positive int constant")
-    p = poly(_e(a))
+    p = poly_py(_e(a))
     if c == 1:
-        return from_poly(p)
+        return from_poly_py(p)
     const = p.get((), 0)
     rest = {m: k for m, k in p.items() if m}
     if all(k % c == 0 for k in rest.values()):  # the variable part divides exactly: q + round(const / c)
-        return add(from_poly({m: k // c for m, k in rest.items()}), rounding(const, c))
-    return node(from_poly(p), c)
+        return add_py(from_poly_py({m: k // c for m, k in rest.items()}), rounding(const, c))
+    return node(from_poly_py(p), c)
 
 
-def ceil_div(a: Expr | int, c: int) -> Expr:
+def ceil_div_py(a: Expr | int, c: int) -> Expr:
     return _div(a, c, CeilDiv, lambda x, d: -(-x // d))
 
 
-def floor_div(a: Expr | int, c: int) -> Expr:
+def floor_div_py(a: Expr | int, c: int) -> Expr:
     return _div(a, c, FloorDiv, lambda x, d: x // d)
 
 
 def _minmax(a: Expr | int | None, b: Expr | int | None, node: type, pick_a_when_a_le_b: bool) -> Expr | None:
     """min/max where None stands for 'no bound' (the other operand wins)."""
     if a is None or b is None:
-        return None if a is None and b is None else canon(a if b is None else b)
-    a, b = canon(a), canon(b)
-    d = _const_of(_poly_add(poly(a), poly(b), -1))  # const_value(sub(a, b)), without building the tree
+        return None if a is None and b is None else canon_py(a if b is None else b)
+    a, b = canon_py(a), canon_py(b)
+    d = _const_of(_poly_add_py(poly_py(a), poly_py(b), -1))  # const_value(sub(a, b)), without building the tree
     if d is not None:
         return a if (d <= 0) == pick_a_when_a_le_b else b
-    return node(*sorted((a, b), key=_key))
+    return node(*sorted((a, b), key=_key_py))
 
 
-def min_(a: Expr | int | None, b: Expr | int | None) -> Expr | None:
+def min_py(a: Expr | int | None, b: Expr | int | None) -> Expr | None:
     """min(a, b); None (unbounded) is the identity."""
     return _minmax(a, b, Min, True)
 
 
-def max_(a: Expr | int | None, b: Expr | int | None) -> Expr | None:
+def max_py(a: Expr | int | None, b: Expr | int | None) -> Expr | None:
     """max(a, b); None (unbounded) is the identity."""
     return _minmax(a, b, Max, False)
 
 
-def select(cond: Value, a: Expr | int, b: Expr | int) -> Expr:
-    a, b = canon(a), canon(b)
+def select_py(cond: Value, a: Expr | int, b: Expr | int) -> Expr:
+    a, b = canon_py(a), canon_py(b)
     return a if a == b else Select(cond, a, b)
+
+
+# (in C where it is built, as the algebra above: bound after `atoms_py`, below)
+const_value, ceil_div, floor_div, min_, max_, select = (
+    const_value_py,
+    ceil_div_py,
+    floor_div_py,
+    min_py,
+    max_py,
+    select_py,
+)
 
 
 def carried(arg: Value, k: int = 0) -> Expr:
@@ -415,7 +435,7 @@ def nodes(e: Expr) -> Iterator[Expr]:
 _ATOMS = (Val, Select, Carried)
 
 
-def atoms(e: Expr) -> tuple[Expr, ...]:
+def atoms_py(e: Expr) -> tuple[Expr, ...]:
     """The Val, Select and Carried nodes of the tree, pre-order (what `nodes` yields of them; kept on
     the node: the access expressions are asked again and again what they read)."""
     got = e.__dict__.get("_atoms")
@@ -423,10 +443,46 @@ def atoms(e: Expr) -> tuple[Expr, ...]:
         got = (e,) if isinstance(e, _ATOMS) else ()
         for child in (getattr(e, "a", None), getattr(e, "b", None)):
             if isinstance(child, Expr):
-                got += atoms(child)
+                got += atoms_py(child)
         if not got or got[0] is not e:  # (one holding the node itself would be a cycle: built again)
             e.__dict__["_atoms"] = got
     return got
+
+
+atoms = atoms_py
+if _affine is not None:
+    _affine.bind(
+        (Const, Val, Carried, CeilDiv, FloorDiv, Min, Max, Select, Add, Sub, Mul),
+        Expr,
+        ZERO,
+        _key_py,
+        poly_py,
+        _e,
+        atoms_py,
+        from_poly_py,
+        _poly_add_py,
+    )
+    _key, poly, _poly_add, from_poly, canon, add, sub, mul, neg, atoms = (
+        _affine.key,
+        _affine.poly,
+        _affine.poly_add,
+        _affine.from_poly,
+        _affine.canon,
+        _affine.add,
+        _affine.sub,
+        _affine.mul,
+        _affine.neg,
+        _affine.atoms,
+    )
+    _affine.bind_minmax(min_py, max_py, ceil_div_py, floor_div_py)
+    const_value, ceil_div, floor_div, min_, max_, select = (
+        _affine.const_value,
+        _affine.ceil_div,
+        _affine.floor_div,
+        _affine.min_,
+        _affine.max_,
+        _affine.select,
+    )
 
 
 def values(e: Expr) -> set[Value]:
@@ -477,42 +533,43 @@ def value_name(v: Value) -> str:
     return f"%{v.name}" if v.name else f"%{v.id}"
 
 
-def _render(e: Expr) -> str:
-    """An expression's text (`str(e)`): by the node's class (`_RENDER`), else `_render_matched`."""
+def _render_py(e: Expr) -> str:
+    """An expression's text (`str(e)`): by the node's class (`_RENDER`), else `_render_matched`. In C where it is
+    built (`_affine.render`, `_render`); this is the reference."""
     how = _RENDER.get(type(e))
     return how(e) if how is not None else _render_matched(e)
 
 
 def _in_parens(x: Expr) -> str:
-    return f"({_render(x)})" if isinstance(x, Add | Sub) else _render(x)
+    return f"({_render_py(x)})" if isinstance(x, Add | Sub) else _render_py(x)
 
 
 def _render_mul(e: Mul) -> str:
     a, b = e.a, e.b
     if isinstance(b, Const) and b.value < 0:  # (as `case Mul(a, Const(c)) if c < 0`)
         c = b.value
-        return f"-{_render(Mul(a, Const(-c)) if c != -1 else a)}"
+        return f"-{_render_py(Mul(a, Const(-c)) if c != -1 else a)}"
     return f"{_in_parens(a)}*{_in_parens(b)}"
 
 
 def _render_sub(e: Sub) -> str:
     b = e.b
-    rb = _render(b)
-    return f"{_render(e.a)} - ({rb})" if isinstance(b, Add | Sub) else f"{_render(e.a)} - {rb}"
+    rb = _render_py(b)
+    return f"{_render_py(e.a)} - ({rb})" if isinstance(b, Add | Sub) else f"{_render_py(e.a)} - {rb}"
 
 
 _RENDER = {
     Const: lambda e: str(e.value),
     Val: lambda e: value_name(e.value),
     Carried: lambda e: f"carried({value_name(e.arg)}, {e.k})",
-    Add: lambda e: f"{_render(e.a)} + {_render(e.b)}",
+    Add: lambda e: f"{_render_py(e.a)} + {_render_py(e.b)}",
     Sub: _render_sub,
     Mul: _render_mul,
-    CeilDiv: lambda e: f"cdiv({_render(e.a)}, {e.c})",
-    FloorDiv: lambda e: f"fdiv({_render(e.a)}, {e.c})",
-    Min: lambda e: f"min({_render(e.a)}, {_render(e.b)})",
-    Max: lambda e: f"max({_render(e.a)}, {_render(e.b)})",
-    Select: lambda e: f"select({value_name(e.cond)}, {_render(e.a)}, {_render(e.b)})",
+    CeilDiv: lambda e: f"cdiv({_render_py(e.a)}, {e.c})",
+    FloorDiv: lambda e: f"fdiv({_render_py(e.a)}, {e.c})",
+    Min: lambda e: f"min({_render_py(e.a)}, {_render_py(e.b)})",
+    Max: lambda e: f"max({_render_py(e.a)}, {_render_py(e.b)})",
+    Select: lambda e: f"select({value_name(e.cond)}, {_render_py(e.a)}, {_render_py(e.b)})",
 }
 
 
@@ -546,3 +603,9 @@ def _render_matched(e: Expr) -> str:
         case Select(cond, a, b):
             return f"select({value_name(cond)}, {_render(a)}, {_render(b)})"
     return repr(e)
+
+
+_render = _render_py
+if _affine is not None:
+    _affine.bind_render(_render_matched)
+    _render = _affine.render

@@ -385,7 +385,7 @@ class Emitter:
     def _tiles(mnemonic, row, operands, written: bool):
         """Buffers the instruction writes (written=True) or reads. A DMA load's destination `d` is
         written asynchronously, so the ISA table lists it as a use; count it as written here."""
-        return {operands[i].buffer for i in _tile_positions(row)[written]}
+        return {operands[i].buffer for i in (_TILE_POSITIONS.get(row.mnemonic) or _tile_positions(row))[written]}
 
     def _hazards(self, mnemonic, row, operands):
         if not self.pending:  # nothing in flight: no clash and no full queue

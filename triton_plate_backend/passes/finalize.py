@@ -49,20 +49,23 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
     tiles, consts, locs, view_tiles = {}, {}, {UNKNOWN_LOC: 0}, {}
     pcs, pc = {}, 0
     for inst in code:
-        if inst.mnemonic == ".label":
-            pcs[inst.operands[0]] = pc
-        elif not inst.mnemonic.startswith("."):
+        m = inst.mnemonic
+        if m[0] != ".":  # (an instruction: most of the code; a mnemonic is never empty, as `_map_code` reads it)
             pc += 1
+        elif m == ".label":
+            pcs[inst.operands[0]] = pc
 
     def tile(v: View) -> int:
-        if v in view_tiles:  # the same view again (a tile is built, and checked, once per distinct view)
-            return view_tiles[v]
+        got = view_tiles.get(v)  # (one lookup: a view's hash is the dataclass' Python method)
+        if got is not None:  # the same view again (a tile is built, and checked, once per distinct view)
+            return got
         t = Tile(v.buffer.addr + v.offset * ITEMSIZE[v.dtype], v.dtype, v.shape, v.strides)
-        if t not in tiles:
-            tiles[t] = len(program.tiles)
+        k = tiles.get(t)
+        if k is None:
+            k = tiles[t] = len(program.tiles)
             program.tiles.append(t)
-        view_tiles[v] = tiles[t]
-        return tiles[t]
+        view_tiles[v] = k
+        return k
 
     def const(c) -> int:
         key = ("s", c) if isinstance(c, str) else ("f", float_bits(c)) if isinstance(c, float) else ("i", int(c))
@@ -72,6 +75,8 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
         return consts[key]
 
     def operand(v):
+        if type(v) is Imm:  # (the C walk maps registers, tokens, views and labels itself: it hands over immediates)
+            return const(v.value)
         if isinstance(v, VReg):
             return regs[v]
         if isinstance(v, Token):

@@ -153,6 +153,16 @@ def derived(loop: Op) -> list[Op]:
     return out
 
 
+def derived_of(ctx, loop: Op) -> list[Op]:
+    """`derived(loop)`, kept in the ctx's loop memo (the prefetcher asks it of a loop at every load it starts
+    and when it picks the candidates: a walk of the whole loop each; read the list, do not change it)."""
+    key = ("derived", loop)
+    found = ctx.loop_memo.get(key)
+    if found is None:
+        found = ctx.loop_memo[key] = derived(loop)
+    return found
+
+
 def _needed(ops: list[Op], exprs) -> tuple:
     """The ops of `derived` that the expressions read, with the ones they read, in body order."""
     want = {n.value for e in exprs if e is not None for n in atoms(e) if isinstance(n, Val)}
@@ -200,7 +210,7 @@ def _candidates(ctx, loop: Op) -> list:
     iv = body.args[0]
     inside = {r for op in loop.walk() if op is not loop for r in op.results}
     inside |= {a for op in loop.walk() for reg in op.regions for b in reg.blocks for a in b.args}
-    of_counter = {op.result for op in derived(loop)}
+    of_counter = {op.result for op in derived_of(ctx, loop)}
     of_counter_or_iv = of_counter | {iv}
     within = (inside, of_counter, of_counter_or_iv, ctx.demand.companions.get(loop, {}))
     out, stored = [], False
@@ -291,7 +301,7 @@ def start(ctx, loop: Op, counter: tuple, guard: VReg | None = None) -> list[Pref
     n, depth, found = copies(ctx, loop), ahead(ctx, loop), candidates(ctx, loop)
     if found:
         ctx.deepest_stages = max(ctx.deepest_stages, stages(ctx, loop))
-        ctx.streaming_pipelined |= not any(op.name in ("tt.dot", "tt.dot_scaled") for op in loop.walk())
+        ctx.streaming_pipelined |= not _matrix(ctx, loop)
     for op, acc in found:
         tensor = isinstance(op.result.type, TensorType)
         shape = tuple(op.result.type.shape) if tensor else (1,)
@@ -302,7 +312,7 @@ def start(ctx, loop: Op, counter: tuple, guard: VReg | None = None) -> list[Pref
         stagings = [ctx.new(element_dtype(acc), shape, what=what) for _ in range(n)]
         pf = Prefetch(op, acc, loop, [Token() for _ in range(n)], stagings, counter, depth)
         pf.view_order = None if order is None else inverse(order)
-        pf.derived = _needed(derived(loop), [acc.base, acc.offset, *acc.strides, *acc.lo, *acc.hi])
+        pf.derived = _needed(derived_of(ctx, loop), [acc.base, acc.offset, *acc.strides, *acc.lo, *acc.hi])
         memo, valid = _ahead(ctx, pf, 0)
         _issue(ctx, pf, 0, memo, guard if valid is None else valid)
         ctx.prefetches[op] = pf

@@ -184,9 +184,9 @@ def _lower_plate_program_range(ctx, op):
     reg, emit = ctx.as_reg, ctx.emit
     suffixes = ("i32",)
 
-    def scalar(name, a, b):
+    def scalar(name, a, b):  # (a register is its own: `as_reg` only for constants and arguments)
         d = VReg()
-        emit(BINARY[name][1], d, reg(a), reg(b), suffixes=suffixes)
+        emit(BINARY[name][1], d, a if type(a) is VReg else reg(a), b if type(b) is VReg else reg(b), suffixes=suffixes)
         return d
 
     splits, rows, grid = program_range.operands(op)
