@@ -47,19 +47,43 @@ def check_index_bounds(index: torch.Tensor, size: int, dim: int, wraps: bool = T
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class _SchemaShape:
+    """What Call reads of an overload's schema, read once per overload."""
+
+    names: tuple[str, ...]  # the arguments' names, in order
+    defaults: tuple[tuple[str, object], ...]  # (name, default value) of every argument, in order
+    target_name: str | None  # the out= argument, else the first written one (an in-place op's self)
+
+
+_SCHEMAS: dict[torch._ops.OpOverload, _SchemaShape] = {}
+
+
+def _schema_shape(op: torch._ops.OpOverload) -> _SchemaShape:
+    arguments = op._schema.arguments
+    outs = [a.name for a in arguments if a.is_out]
+    written = [a.name for a in arguments if a.alias_info is not None and a.alias_info.is_write]
+    shape = _SchemaShape(
+        tuple(a.name for a in arguments),
+        tuple((a.name, a.default_value) for a in arguments),
+        outs[0] if outs else (written[0] if written else None),
+    )
+    _SCHEMAS[op] = shape
+    return shape
+
+
 class Call:
     """One call of an op overload: its arguments by schema name."""
 
     def __init__(self, op: torch._ops.OpOverload, args, kwargs):
         self.op = op
         self.args, self.kwargs = args, kwargs
-        schema = op._schema
-        self.bound = dict(zip((a.name for a in schema.arguments), args))
-        for a in schema.arguments[len(args) :]:
-            self.bound[a.name] = kwargs.get(a.name, a.default_value)
-        outs = [a.name for a in schema.arguments if a.is_out]
-        written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-        self.target_name = outs[0] if outs else (written[0] if written else None)
+        shape = _SCHEMAS.get(op) or _schema_shape(op)
+        self.bound = dict(zip(shape.names, args))
+        for name, default in shape.defaults[len(args) :]:
+            # a list default is the call's own, as the schema gives a new one each time it is read
+            self.bound[name] = kwargs[name] if name in kwargs else list(default) if type(default) is list else default
+        self.target_name = shape.target_name
 
     @property
     def mixed(self) -> bool:
