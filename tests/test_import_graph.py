@@ -225,6 +225,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.kernels",
         f"{TPB}.eager_ops.launch",
         f"{TPB}.eager_ops.layer_norm",
+        f"{TPB}.eager_ops.meta_memo",
         f"{TPB}.eager_ops.layer_norm_kernels",
         f"{TPB}.eager_ops.linalg",
         f"{TPB}.eager_ops.linalg_kernels",

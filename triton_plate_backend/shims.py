@@ -639,6 +639,62 @@ def _flex_decoding_split_k_per_device() -> bool:
     return True
 
 
+# ---- _disable_dynamo: no import of Dynamo while it is not imported ("device") ----------------------------
+DYNAMO_MODULE = "torch._dynamo"
+# the modules whose functions hold torch's _disable_dynamo wrappers that meta kernels run (the elementwise refs)
+REF_MODULES = ("torch._refs", "torch._decomp", "torch._prims")
+_undisabled: list = []  # the wrapped functions whose Dynamo disable this shim seeded (unseeded when Dynamo imports)
+
+
+def _disable_dynamo_without_dynamo() -> bool:
+    """``torch._disable_dynamo`` wraps every elementwise ``torch._refs`` function (_prims_common's type promotion),
+    and the wrapper imports Dynamo on its first call to wrap the function in ``torch._dynamo.disable``: a plate
+    eager op's meta run (eager_ops.ops.Call.meta: ``x == 0`` on meta tensors runs torch._refs.eq) imports Dynamo,
+    0.5 s of CPU once per process that never compiles. Without Dynamo imported no frame hook can be set, so there
+    is nothing to disable: until Dynamo is imported, each wrapped function's cached disable (the attribute the
+    wrapper reads first) is the function itself; when Dynamo is imported they are removed, and the wrappers
+    import-and-disable as before."""
+    import torch
+
+    inner = torch._compile._disable_dynamo(_disable_dynamo_without_dynamo).__code__
+    if "modules" in inner.co_names or DYNAMO_MODULE in sys.modules:
+        return False  # a torch with the patch (it asks sys.modules), or Dynamo already imported: nothing to do
+    fn = inner.co_freevars.index("fn")
+    seen: set[int] = set()
+    stack = [
+        f for name, module in list(sys.modules.items()) if name.startswith(REF_MODULES) for f in vars(module).values()
+    ]
+    stack += [f for table in torch._decomp.global_decomposition_table.values() for f in table.values()]
+    while stack:
+        f = stack.pop()
+        if not isinstance(f, types.FunctionType) or id(f) in seen:
+            continue
+        seen.add(id(f))
+        if f.__code__ is inner:
+            wrapped = f.__closure__[fn].cell_contents
+            if "__dynamo_disable" not in wrapped.__dict__:
+                wrapped.__dynamo_disable = wrapped
+                _undisabled.append(wrapped)
+        stack.append(getattr(f, "__wrapped__", None))
+        stack += [_cell(c) for c in f.__closure__ or ()]
+    return _patch_now_or_on_import(DYNAMO_MODULE, _restore_disable_dynamo)
+
+
+def _cell(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
+def _restore_disable_dynamo(module) -> bool:
+    while _undisabled:
+        wrapped = _undisabled.pop()
+        if wrapped.__dict__.get("__dynamo_disable") is wrapped:
+            del wrapped.__dynamo_disable
+    return True
+
+
 # ---- multilabel_margin_loss: a sample's labels end at its first -1 ("device") ------------------------------
 DECOMPOSITIONS_MODULE = "torch._decomp.decompositions"
 
@@ -739,6 +795,12 @@ SHIMS: tuple[Shim, ...] = (
         "multilabel_margin_loss's decomposition stops at the first -1 on plate",
         "patches/pytorch/multilabel-margin-loss-decomp-first-end.patch",
         _multilabel_margin_loss_first_end,
+        "device",
+    ),
+    Shim(
+        "_disable_dynamo imports Dynamo only once Dynamo is imported",
+        "patches/pytorch/disable-dynamo-without-dynamo.patch",
+        _disable_dynamo_without_dynamo,
         "device",
     ),
     Shim(

@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import is_in_torch_dispatch_mode
 from ..torch_device import _registration
 from ..torch_device.accumulation import tensors_in
 from ..torch_device.rng import default_generator
-from . import launch
+from . import launch, meta_memo
 from .launch import COMPLEX_PARTS, REAL_DTYPES, broadcast_strides
 from .table import PART_COMPARISONS, Row
 
@@ -47,19 +47,43 @@ def check_index_bounds(index: torch.Tensor, size: int, dim: int, wraps: bool = T
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class _SchemaShape:
+    """What Call reads of an overload's schema, read once per overload."""
+
+    names: tuple[str, ...]  # the arguments' names, in order
+    defaults: tuple[tuple[str, object], ...]  # (name, default value) of every argument, in order
+    target_name: str | None  # the out= argument, else the first written one (an in-place op's self)
+
+
+_SCHEMAS: dict[torch._ops.OpOverload, _SchemaShape] = {}
+
+
+def _schema_shape(op: torch._ops.OpOverload) -> _SchemaShape:
+    arguments = op._schema.arguments
+    outs = [a.name for a in arguments if a.is_out]
+    written = [a.name for a in arguments if a.alias_info is not None and a.alias_info.is_write]
+    shape = _SchemaShape(
+        tuple(a.name for a in arguments),
+        tuple((a.name, a.default_value) for a in arguments),
+        outs[0] if outs else (written[0] if written else None),
+    )
+    _SCHEMAS[op] = shape
+    return shape
+
+
 class Call:
     """One call of an op overload: its arguments by schema name."""
 
     def __init__(self, op: torch._ops.OpOverload, args, kwargs):
         self.op = op
         self.args, self.kwargs = args, kwargs
-        schema = op._schema
-        self.bound = dict(zip((a.name for a in schema.arguments), args))
-        for a in schema.arguments[len(args) :]:
-            self.bound[a.name] = kwargs.get(a.name, a.default_value)
-        outs = [a.name for a in schema.arguments if a.is_out]
-        written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-        self.target_name = outs[0] if outs else (written[0] if written else None)
+        shape = _SCHEMAS.get(op) or _schema_shape(op)
+        self.bound = dict(zip(shape.names, args))
+        for name, default in shape.defaults[len(args) :]:
+            # a list default is the call's own, as the schema gives a new one each time it is read
+            self.bound[name] = kwargs[name] if name in kwargs else list(default) if type(default) is list else default
+        self.target_name = shape.target_name
 
     @property
     def mixed(self) -> bool:
@@ -75,11 +99,20 @@ class Call:
         """The op on meta tensors: torch's argument checks and the result's layout and dtype. None when the
         meta kernel refuses the call: then the host ran it (``host_result``), raising the CPU's own error
         text (the meta kernels word some errors differently) or computing what the meta kernel refused."""
+        signature = meta_memo.key(self.op, self.bound)
+        remembered = None if signature is None else meta_memo.lookup(signature)
+        if remembered is not None:
+            return remembered
+        metas = {k: _meta(v) for k, v in self.bound.items()}
         try:
-            return self.op(**{k: _meta(v) for k, v in self.bound.items()})
+            result = self.op(**metas)
         except Exception:  # noqa: BLE001 - the host decides, and raises its own error
             self.host_result = self.on_host()
             return None
+        # an out= tensor the meta kernel resized: torch warned, as it must again on the next such call
+        if signature is not None and all(_unresized(metas[n], self.bound[n]) for n in _out_names(self.op)):
+            meta_memo.remember(signature, result)
+        return result
 
     def on_host(self):
         """The op through the CPU fallback, as if plate had no kernel for it (counted as a host op)."""
@@ -96,6 +129,20 @@ class Call:
                 else:
                     kwargs[a.name] = number
         return _registration.extension()._run_on_host(schema.name, overload, tuple(args), kwargs, frozenset(wrapped))
+
+
+_OUT_NAMES: dict = {}
+
+
+def _out_names(op: torch._ops.OpOverload) -> tuple[str, ...]:
+    names = _OUT_NAMES.get(op)
+    if names is None:
+        names = _OUT_NAMES[op] = tuple(a.name for a in op._schema.arguments if a.is_out)
+    return names
+
+
+def _unresized(meta, out) -> bool:
+    return isinstance(meta, torch.Tensor) and isinstance(out, torch.Tensor) and meta.shape == out.shape
 
 
 def checked(op: torch._ops.OpOverload, prepare: Callable | None = None) -> Callable:
