@@ -188,6 +188,35 @@ def test_float_to_int_saturates_and_nan_is_zero():
     assert u64 == [2**64 - 1, 2**63, 0]
 
 
+def _float_to_int_saturating(x, dtype, signed):
+    """float_to_int's general path (trunc, NaN -> 0, clip), whatever the values' range."""
+    lo, hi = nx.int_range(nx.INT_BITS[dtype], signed)
+    t = np.trunc(x.astype(np.float64))
+    if nx.INT_BITS[dtype] < 64:
+        return nx.store_int(np.clip(np.where(np.isnan(t), 0.0, t), lo, hi).astype(np.int64), dtype)
+    work, top = (np.int64, 2.0**63) if signed else (np.uint64, 2.0**64)
+    v = np.clip(np.where(np.isnan(t), 0.0, t), float(lo), np.nextafter(top, 0)).astype(work)
+    return nx.store_int(np.where(t >= top, np.array(hi).astype(work), v), dtype)
+
+
+@pytest.mark.parametrize("fdtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", ["i8", "i16", "i32", "i64"])
+@pytest.mark.parametrize("signed", [True, False])
+def test_float_to_int_in_range_fast_path_equals_the_saturating_one(fdtype, dtype, signed):
+    # arrays all in range take C's cast (64 bits too): each edge of the range alone, then with the whole lot
+    lo, hi = nx.int_range(nx.INT_BITS[dtype], signed)
+    edges = [float(lo), float(hi + 1), -0.0, 0.5, -0.5, -1.0, 2.9, -2.9, 1e30, -1e30, np.inf, -np.inf, np.nan]
+    edges += [float(np.nextafter(fdtype(v), fdtype(0))) for v in (float(lo), float(hi + 1)) if v]
+    rng = np.random.default_rng(0)
+    cases = [np.array([v], fdtype) for v in edges] + [
+        np.array(edges, fdtype),
+        (rng.uniform(-1, 1, 1000) * min(2.0**62, float(hi))).astype(fdtype),
+    ]
+    for x in cases:
+        got, want = nx.float_to_int(x, dtype, signed), _float_to_int_saturating(x, dtype, signed)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), x
+
+
 # ---- fused multiply-add ------------------------------------------------------------------------------
 def _round_fraction_f32(fr: Fraction) -> np.float32:
     """Exact RNE of a rational to float32: pick the nearest of the neighbours of float(fr)."""

@@ -118,6 +118,26 @@ def test_migration_moves_homes_in_place_and_is_priced_by_the_cost_model():
     assert mem.migrate(rec.base, "local:1")[1, 1] == 1 << 20  # already there: nothing to move
 
 
+@pytest.mark.parametrize("before", ["blocked", "interleaved", "local:2"])
+@pytest.mark.parametrize("after", ["blocked", "interleaved", "replicated", "local:1"])
+def test_moved_by_counts_each_byte_from_its_old_home_to_its_new(before, after):
+    # the bytes of a placement change per (old home, new home), against the count byte by byte
+    mem = DeviceMemory(MINI)
+    rec = mem.alloc(3 * (1 << 20) + 4100, before)
+    old = mem.home_domain(np.arange(rec.base, rec.end))
+    moved = mem.moved_by(rec.base, after)
+    D = MINI.total_domains
+    want = np.zeros((D, D))
+    if after == "replicated":
+        for d in range(MINI.domains):
+            want[:, d] += np.bincount(old, minlength=D)
+    else:
+        probe = mem.alloc(rec.nbytes, after)
+        new = probe.home_domain(np.arange(probe.nbytes))
+        np.add.at(want, (old, new), 1)
+    assert moved.tolist() == want.tolist()
+
+
 def test_a_launch_shape_evaluates_its_footprints_once_for_mapping_and_operand_planner():
     from triton_plate_backend.sim.footprints import launch_footprints
     from triton_plate_backend.sim.operands import shared_operands

@@ -276,8 +276,9 @@ def float_to_int(x: np.ndarray, dtype: str, signed: bool) -> np.ndarray:
     bits = INT_BITS[dtype]
     lo, hi = int_range(bits, signed)
     x = np.asarray(x)
-    if 1 < bits < 64 and x.size and x.dtype in (F32, F64) and lo <= x.min() and x.max() < hi + 1:
-        # all in range (a NaN fails the test): C's cast truncates toward zero
+    # all in range (a NaN fails the test): C's cast truncates toward zero. The bounds are powers of two (or
+    # within 2**32 of zero), exact as floats: a 64-bit value just below 2**63 (2**64) passes, 2**63 does not
+    if 1 < bits and x.size and x.dtype in (F32, F64) and float(lo) <= x.min() and x.max() < float(hi + 1):
         return x.astype(NUMPY[dtype] if signed else UNSIGNED[dtype]).view(NUMPY[dtype])
     t = np.trunc(x.astype(F64))
     nan = np.isnan(t)

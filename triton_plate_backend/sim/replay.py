@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import cost
+from ..isa.table import ISA
 from ..machine import Machine
 from .bandwidth import Calendar
 from .trace import Trace, content
@@ -48,7 +49,27 @@ class Pc:
 
 
 def _columns(tiles) -> tuple:
+    if len(tiles) < 2:  # most instructions name one tile or none
+        return tuple(int(t) for t in tiles)
     return tuple(sorted(set(int(t) for t in tiles)))
+
+
+_ROWS: dict = {}  # mnemonic -> _row_facts
+
+
+def _row_facts(mnemonic: str) -> tuple:
+    """What ``static_facts`` reads of an instruction's ISA row: (row, (operand position, role) of each tile
+    operand, positions of its token operands, engine, kind: "dma", "compute" (or "scalar" without tiles)
+    or None for the sync unit)."""
+    hit = _ROWS.get(mnemonic)
+    if hit is None:
+        row = ISA[mnemonic]
+        tpos = tuple((k, od.role) for k, od in enumerate(row.operands) if od.kind == "t")
+        qpos = tuple(k for k, od in enumerate(row.operands) if od.kind == "q")
+        engine = ENGINE_OF_UNIT[row.unit]
+        kind = "dma" if engine != 1 else None if row.unit == "sync" else "compute"
+        hit = _ROWS[mnemonic] = (row, tpos, qpos, engine, kind)
+    return hit
 
 
 _STATIC: dict = {}  # id(program) -> (program, what it was computed from, (pcs, slots))
@@ -62,27 +83,26 @@ def static_facts(prog, machine: Machine) -> tuple[list[Pc], int]:
     hit = _STATIC.get(id(prog))
     if hit is not None and hit[0] is prog and hit[1] == seen:
         return hit[2]
-    ov = _overlaps(prog)
+    near = [(t,) if isinstance(t, int) else tuple(t.tolist()) for t in _overlaps(prog)]  # per tile: overlapping
+    hbm_latency = float(machine.domain.hbm_latency)
     out = []
     for inst in prog.instrs:
-        row = inst.row
-        tiles = [(od.role, v) for od, v in zip(row.operands, inst.operands) if od.kind == "t"]
-        toks = [(od.role, v) for od, v in zip(row.operands, inst.operands) if od.kind == "q"]
-        engine = ENGINE_OF_UNIT[row.unit]
-        if engine != 1:
-            kind = "dma"
-        elif row.unit == "sync":
-            kind = "wait" if toks else "wait_all"
-        else:
-            kind = "compute" if tiles else "scalar"
+        row, tpos, qpos, engine, kind = _row_facts(inst.mnemonic)
+        ops = inst.operands
+        tiles = [(r, ops[k]) for k, r in tpos]
+        token = ops[qpos[0]] if qpos else None
+        if kind is None:  # the sync unit: a wait names its tokens
+            kind = "wait" if qpos else "wait_all"
+        elif kind == "compute" and not tiles:
+            kind = "scalar"
         c = 0.0 if kind == "dma" else float(cost.inst_cost(machine, inst, prog))
         ins = tuple(v for r, v in tiles if r != "def")
         outs = tuple(v for r, v in tiles if r != "use")
         # a tile's last read and write are recorded on the tiles the instruction names; the rules look
         # at every tile overlapping those (two loads into disjoint tiles that a larger tile overlaps
         # do not wait for each other)
-        near_out = [t for o in outs for t in np.atleast_1d(ov[o]).tolist()]
-        near_in = [t for i in ins for t in np.atleast_1d(ov[i]).tolist()]
+        near_out = [t for o in outs for t in near[o]]
+        near_in = [t for i in ins for t in near[i]]
         out.append(
             Pc(
                 kind,
@@ -90,10 +110,10 @@ def static_facts(prog, machine: Machine) -> tuple[list[Pc], int]:
                 c,
                 ins,
                 outs,
-                toks[0][1] if toks else None,
-                cost.flops(inst, prog),
+                token,
+                cost.flops(inst, prog) if row.cost == "mma" else 0,
                 engine == 2,
-                float(machine.domain.hbm_latency) if row.cost == "atomic" else 0.0,
+                hbm_latency if row.cost == "atomic" else 0.0,
                 after_write=_columns(near_in + near_out),
                 after_read=_columns(near_out),
                 reads=_columns(ins),
