@@ -12,6 +12,19 @@ from triton.language.extra import libdevice
 
 
 @triton.jit
+def _reflect_bounds(coords, size, ALIGN: tl.constexpr):
+    """ATen's reflect_coordinates' bounds (twice_low, twice_high = 0, 2 (size - 1) with align_corners, else -1,
+    2 size - 1) as the reflection's low edge and span, in the coordinates' dtype (span 0: one point, no reflection)."""
+    if ALIGN:
+        twice_low = size * 0
+        twice_high = 2 * (size - 1)
+    else:
+        twice_low = size * 0 - 1
+        twice_high = 2 * size - 1
+    return twice_low.to(coords.dtype) * 0.5, (twice_high - twice_low).to(coords.dtype) * 0.5
+
+
+@triton.jit
 def _source(coords, size, PADDING: tl.constexpr, ALIGN: tl.constexpr):
     """ATen's grid_sampler_compute_source_index: unnormalized (align_corners), clipped (border) or reflected
     (reflection), then clipped."""
@@ -23,19 +36,12 @@ def _source(coords, size, PADDING: tl.constexpr, ALIGN: tl.constexpr):
     if PADDING == 1:
         coords = tl.minimum(tl.maximum(coords, 0.0), hi)
     if PADDING == 2:
-        if ALIGN:
-            twice_low = size * 0
-            twice_high = 2 * (size - 1)
-        else:
-            twice_low = size * 0 - 1
-            twice_high = 2 * size - 1
-        low = twice_low.to(coords.dtype) * 0.5
-        span = (twice_high - twice_low).to(coords.dtype) * 0.5
+        low, span = _reflect_bounds(coords, size, ALIGN)
         distance = tl.abs(coords - low)
         extra = libdevice.fmod(distance, span)
         flips = libdevice.floor(distance / span).to(tl.int32)
         reflected = tl.where((flips & 1) == 0, extra + low, (span - extra) + low)
-        reflected = tl.where(twice_low == twice_high, 0.0, reflected)
+        reflected = tl.where(span == 0.0, 0.0, reflected)
         coords = tl.minimum(tl.maximum(reflected, 0.0), hi)
     return coords
 
@@ -122,14 +128,7 @@ def _source_gradient(coords, size, PADDING: tl.constexpr, ALIGN: tl.constexpr):
         coords, clip = _clip_gradient(coords, hi)
         gradient = gradient * clip
     if PADDING == 2:
-        if ALIGN:
-            twice_low = size * 0
-            twice_high = 2 * (size - 1)
-        else:
-            twice_low = size * 0 - 1
-            twice_high = 2 * size - 1
-        low = twice_low.to(coords.dtype) * 0.5
-        span = (twice_high - twice_low).to(coords.dtype) * 0.5
+        low, span = _reflect_bounds(coords, size, ALIGN)
         shifted = coords - low
         sign = tl.where(shifted < 0.0, -1.0, 1.0)
         shifted = tl.where(shifted < 0.0, -shifted, shifted)
@@ -137,8 +136,8 @@ def _source_gradient(coords, size, PADDING: tl.constexpr, ALIGN: tl.constexpr):
         even = (libdevice.floor(shifted / span).to(tl.int32) % 2) == 0
         reflected = tl.where(even, extra + low, (span - extra) + low)
         reflection = tl.where(even, sign, -sign)
-        reflected = tl.where(twice_low == twice_high, 0.0, reflected)
-        reflection = tl.where(twice_low == twice_high, 0.0, reflection)
+        reflected = tl.where(span == 0.0, 0.0, reflected)
+        reflection = tl.where(span == 0.0, 0.0, reflection)
         coords, clip = _clip_gradient(reflected, hi)
         gradient = (gradient * reflection) * clip
     return coords, gradient
