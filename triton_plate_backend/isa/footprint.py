@@ -468,12 +468,11 @@ class _Dag:
             return None if a is None else self.neg(a)
         return None
 
-    def evaluate(self, root: int, names: dict, memo: dict):
-        """The value of node `root` (its tree evaluated bottom up), each node computed once: `memo` keeps them."""
-        if root in memo:
-            return memo[root]
+    def _needed(self, root: int, memo: dict) -> list[int]:
+        """The nodes not yet in ``memo`` that ``root`` needs, a node's operands before it (nodes are numbered
+        operands first)."""
         todo, seen = [root], set()
-        while todo:  # the nodes not yet in memo that root needs
+        while todo:
             i = todo.pop()
             if i in seen or i in memo:
                 continue
@@ -483,7 +482,13 @@ class _Dag:
                 todo.append(a)
                 if b is not None:
                     todo.append(b)
-        for i in sorted(seen):  # a node's operands come before it
+        return sorted(seen)
+
+    def evaluate(self, root: int, names: dict, memo: dict):
+        """The value of node `root` (its tree evaluated bottom up), each node computed once: `memo` keeps them."""
+        if root in memo:
+            return memo[root]
+        for i in self._needed(root, memo):
             kind, a, b = self.nodes[i]
             if kind == "c":
                 v = np.int64(a)
@@ -509,18 +514,7 @@ class _Dag:
         Within int64 the two agree: + - * exactly, // and % both floor (a divisor of 0 read as 1), min, max."""
         if root in memo:
             return memo[root]
-        todo, seen = [root], set()
-        while todo:
-            i = todo.pop()
-            if i in seen or i in memo:
-                continue
-            seen.add(i)
-            kind, a, b = self.nodes[i]
-            if kind != "c" and kind != "n":
-                todo.append(a)
-                if b is not None:
-                    todo.append(b)
-        for i in sorted(seen):
+        for i in self._needed(root, memo):
             kind, a, b = self.nodes[i]
             if kind == "c":
                 v = a
