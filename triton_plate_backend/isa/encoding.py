@@ -87,9 +87,18 @@ class Layout:
         before, counted, head = self.flat
         structs, out = self._flat_structs, []
         try:
+            if not before and len(counted) == 1 and counted[0][1] == "s":  # (strings: the size, then the bytes)
+                size, f = struct.Struct("<" + head), counted[0][0]
+                for r in records:
+                    v = r[f]
+                    if type(v) is not bytes:
+                        return None
+                    out.append(size.pack(len(v)))
+                    out.append(v)
+                return b"".join(out)
             for r in records:
                 n = len(r[counted[0][0]])
-                vals = [r[f] for f in before]
+                vals = list(map(r.__getitem__, before))
                 vals.append(n)
                 for f, elem in counted:
                     v = r[f]
