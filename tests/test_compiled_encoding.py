@@ -4,7 +4,8 @@ against `Layout.pack`: every corpus program encodes to the same bytes both ways;
 (mnemonic, suffixes) in two programs, with one operand, its loc or its register list replaced by odd values
 (negative, over 32 bits, bools, floats, lists), packs to the same bytes or the same error both ways (the
 compiled walk hands those it cannot pack to Python); a record that does not fit its layout names the same
-field."""
+field. The records with arrays of one count (strings, tiles) packed with one Struct a record against
+`Layout.pack`, odd ones included (the same bytes or the same error)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ def test_every_corpus_program_encodes_to_the_same_bytes_both_ways(kernel, monkey
         m.setattr(encoding, "_isawalk", None)
         for layout in (encoding.META, encoding.ARG, encoding.CONST, encoding.LOC, encoding.LABEL, encoding.AFFINITY):
             m.setattr(layout, "whole", None)
+        for layout in (encoding.STRING, encoding.TILE):
+            m.setattr(layout, "flat", None)
+        m.setattr(encoding, "_const_record", _const_record_by_abcs)
         without = encoding._encode(program)
     assert with_c == without
 
@@ -76,3 +80,74 @@ def test_a_record_that_does_not_fit_names_the_same_field_both_ways(monkeypatch):
         == encoding._pack_section(section, None, records[:1])
         == b"\x01\0\0\0" + bytes([0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0])
     )
+
+
+_CONST_RECORD = encoding._const_record
+
+
+def _const_record_by_abcs(c, s):
+    """`_const_record` without its plain-int path (the number ABCs decide)."""
+    return _CONST_RECORD(_NotPlain(c), s) if type(c) is int else _CONST_RECORD(c, s)
+
+
+class _NotPlain(int):
+    pass
+
+
+def _pack_both_ways(layout, records, monkeypatch):
+    def pack():
+        try:
+            return encoding._pack_section(section, None, records)
+        except IsaError as e:
+            return f"IsaError: {e}"
+        except (KeyError, TypeError) as e:
+            return f"{type(e).__name__}: {e}"
+
+    section = next(sec for sec in encoding.SECTIONS if sec.record is layout)
+    flat = pack()
+    with monkeypatch.context() as m:
+        m.setattr(layout, "flat", None)
+        return flat, pack()
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"addr": 64, "dtype": 1, "shape": (4, 8), "strides": (8, 1)},
+        {"addr": 0, "dtype": 0, "shape": (), "strides": ()},
+        {"addr": 0, "dtype": 0, "shape": [3], "strides": [-1]},
+        {"addr": 0, "dtype": 0, "shape": (4, 8), "strides": (8,)},  # unequal arrays
+        {"addr": -1, "dtype": 0, "shape": (4,), "strides": (1,)},
+        {"addr": 0, "dtype": 300, "shape": (4,), "strides": (1,)},
+        {"addr": 0, "dtype": 0, "shape": (1 << 32,), "strides": (1,)},
+        {"addr": 0, "dtype": 0, "shape": tuple(range(256)), "strides": tuple(range(256))},  # rank over a byte
+        {"addr": 0, "dtype": 0, "shape": (2.5,), "strides": (1,)},
+        {"addr": 0, "dtype": 0, "shape": None, "strides": ()},
+        {"addr": 0, "shape": (4,), "strides": (1,)},  # a field missing
+        {"addr": True, "dtype": 0, "shape": b"ab", "strides": (1, 2)},
+    ],
+)
+def test_tiles_pack_alike_with_one_struct_and_field_by_field(record, monkeypatch):
+    good = {"addr": 128, "dtype": 2, "shape": (2, 2), "strides": (2, 1)}
+    flat, by_field = _pack_both_ways(encoding.TILE, [good, record, good], monkeypatch)
+    assert flat == by_field
+
+
+@pytest.mark.parametrize("utf8", [b"", b"abc", bytearray(b"xy"), [104, 105], "text", None, b"\0" * 300])
+def test_strings_pack_alike_with_one_struct_and_field_by_field(utf8, monkeypatch):
+    flat, by_field = _pack_both_ways(encoding.STRING, [{"utf8": b"kernel"}, {"utf8": utf8}], monkeypatch)
+    assert flat == by_field
+    assert (
+        encoding._pack_section(encoding.SECTIONS[0], None, [{"utf8": b"ab"}]) == bytes([1, 0, 0, 0, 2, 0, 0, 0]) + b"ab"
+    )
+
+
+@pytest.mark.parametrize("c", [0, 5, -1, (1 << 63) - 1, -(1 << 63), 1 << 63, -(1 << 63) - 1, True, 2.5, "s"])
+def test_constants_record_alike_without_the_abcs(c):
+    def record(f):
+        try:
+            return f(c, {}.setdefault)
+        except IsaError as e:
+            return str(e)
+
+    assert record(_CONST_RECORD) == record(_const_record_by_abcs)

@@ -418,6 +418,8 @@ def quote(s: str) -> str:
 
 def format_number(c) -> str:
     """A constant as a .pasm literal that reads back to the same type and bits."""
+    if type(c) is int:  # (most constants: the branch below without the ABC's instance check)
+        return str(c)
     if isinstance(c, numbers.Integral):
         return str(int(c))
     x = float(c)
@@ -450,10 +452,14 @@ def _label_names(program: Program) -> dict[int, list[str]]:
     taken = {name for names in at.values() for name in names}
     positions = _LABEL_POSITIONS
     targets = set()
-    for ins in program.instrs:  # (the memo read inline: a call per instruction was most of this walk)
-        known = positions.get(ins.mnemonic)
-        for i in _label_positions(ins.mnemonic) if known is None else known:
-            targets.add(ins.operands[i])
+    for ins in program.instrs:  # (the memo read inline, no call: an instruction's walk is most of this one)
+        try:
+            known = positions[ins.mnemonic]
+        except KeyError:
+            known = _label_positions(ins.mnemonic)
+        if known:  # (most instructions have no label operand)
+            for i in known:
+                targets.add(ins.operands[i])
     for pc in sorted(targets - at.keys()):
         name = f"L{pc}"
         while name in taken:

@@ -61,6 +61,60 @@ class Layout:
         # a layout without arrays packs each record with one Struct (pack's bytes; pack itself says what does not fit)
         self.names = tuple(f for f, _ in fields)
         self.whole = struct.Struct("<" + "".join(c for _, c in fields)) if fixed else None
+        self.flat = None if fixed else self._flat_plan()
+        self._flat_structs: dict[int, struct.Struct] = {}  # n -> the Struct of a record whose arrays have n entries
+
+    def _flat_plan(self):
+        """(fields before the count, the first array, its arrays and their codes, the codes up to the count) where
+        one count field, after the scalar fields, counts every array, which stand last: a record of n entries
+        is then one Struct (`pack_flat`); else None."""
+        names = [f for f, *_ in self._steps]
+        counted = [(f, elem) for f, _code, elem, _st, count in self._steps if count]
+        counts = {count for *_, count in self._steps if count}
+        if len(counts) != 1 or next(iter(counts)) not in names:
+            return None
+        at = names.index(next(iter(counts)))
+        if names[at + 1 :] != [f for f, _ in counted] or any(self._steps[i][4] for i in range(at + 1)):
+            return None
+        head = "".join(code for _f, code, *_ in self._steps[: at + 1])
+        return tuple(names[:at]), tuple(counted), head
+
+    def pack_flat(self, records) -> bytes | None:
+        """The bytes of `pack` over the records, each with one Struct, or None where a record is off that path (a
+        missing field, arrays of unequal lengths, a value that does not fit: `pack` then says what)."""
+        if self.flat is None:
+            return None
+        before, counted, head = self.flat
+        structs, out = self._flat_structs, []
+        try:
+            if not before and len(counted) == 1 and counted[0][1] == "s":  # (strings: the size, then the bytes)
+                size, f = struct.Struct("<" + head), counted[0][0]
+                for r in records:
+                    v = r[f]
+                    if type(v) is not bytes:
+                        return None
+                    out.append(size.pack(len(v)))
+                    out.append(v)
+                return b"".join(out)
+            for r in records:
+                n = len(r[counted[0][0]])
+                vals = list(map(r.__getitem__, before))
+                vals.append(n)
+                for f, elem in counted:
+                    v = r[f]
+                    if len(v) != n:
+                        return None
+                    if elem == "s":
+                        vals.append(v)
+                    else:
+                        vals.extend(v)
+                st = structs.get(n)
+                if st is None:
+                    st = structs[n] = struct.Struct("<" + head + "".join(f"{n}{elem}" for _, elem in counted))
+                out.append(st.pack(*vals))
+        except (struct.error, TypeError, KeyError):
+            return None
+        return b"".join(out)
 
     def pack(self, values: dict) -> bytes:
         out, seen = [], {}
@@ -282,6 +336,8 @@ def _pack_section(sec: Section, head: dict | None, records: list[dict]) -> bytes
             body = b"".join([whole.pack(*[r[f] for f in names]) for r in records])
         except (struct.error, TypeError, KeyError):
             body = None  # the record that does not fit: Layout.pack names it
+    elif getattr(sec.record, "flat", None) is not None:  # arrays of one count (strings, tiles): a Struct a record
+        body = sec.record.pack_flat(records)
     if body is None:
         body = b"".join(sec.record.pack(r) for r in records)
     return (sec.head.pack(head) if sec.head else b"") + COUNT.pack({"count": len(records)}) + body
@@ -297,6 +353,8 @@ def _utf8(text: str) -> bytes:
 
 
 def _const_record(c, s) -> dict:
+    if type(c) is int and -(1 << 63) <= c < 1 << 63:  # (the common case, without the ABCs' instance checks below)
+        return {"tag": 0, "bits": c & MASK64}
     if isinstance(c, str):
         return {"tag": 2, "bits": s(c)}
     if isinstance(c, numbers.Integral):

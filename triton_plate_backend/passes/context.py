@@ -162,9 +162,14 @@ class Ctx:
         return isinstance(self.env.get(value), (View, BasedPtr))
 
     def reg(self, value: Value) -> VReg:
-        b = self.env.get(value)  # (`binding` and `as_reg` inline for the common case: a value bound to a register)
-        if type(b) is VReg:
+        b = self.env.get(value)  # (`binding` and `as_reg` inline for the common cases: a register, a constant,
+        t = type(b)  # a kernel argument)
+        if t is VReg:
             return b
+        if t is Const:
+            return self.li(b.value)
+        if t is ArgRef:
+            return self.em.rematerialised("s.arg", Imm(b.index), hint="arg")
         return self.as_reg(self.binding(value), value.type)
 
     def as_reg(self, b, t=None) -> VReg:

@@ -81,10 +81,6 @@ else:  # not built (setup.py build_ext)
     materialize = materialize_py
 
 
-def _bound(ctx, e, default, memo):
-    return ctx.li(default) if e is None else materialize(ctx, e, memo)
-
-
 def descriptor(ctx, acc, memo: dict | None = None):
     """(start byte address, strides, lo, hi) registers of a StructuredAccess; a 0-d access (scalar
     pointer) becomes a 1-element box. memo may pre-bind sub-expressions (a prefetch binds the loop
@@ -93,9 +89,10 @@ def descriptor(ctx, acc, memo: dict | None = None):
     isz = ITEMSIZE[element_dtype(acc)]
     base = materialize(ctx, acc.base, memo)
     start = s_op(ctx, "s.add", base, s_op(ctx, "s.mul", materialize(ctx, acc.offset, memo), ctx.li(isz)))
-    strides = tuple(materialize(ctx, s, memo) for s in acc.strides) or (ctx.li(0),)
-    lo = tuple(_bound(ctx, x, -HUGE, memo) for x in acc.lo) or (ctx.li(-HUGE),)
-    hi = tuple(_bound(ctx, x, HUGE, memo) for x in acc.hi) or (ctx.li(HUGE),)
+    li = ctx.li  # (list displays, a missing bound its default: the same calls in the same order, without a frame each)
+    strides = tuple([materialize(ctx, s, memo) for s in acc.strides]) or (li(0),)
+    lo = tuple([li(-HUGE) if x is None else materialize(ctx, x, memo) for x in acc.lo]) or (li(-HUGE),)
+    hi = tuple([li(HUGE) if x is None else materialize(ctx, x, memo) for x in acc.hi]) or (li(HUGE),)
     return start, strides, lo, hi
 
 

@@ -381,20 +381,15 @@ class Emitter:
         """A register holding the constant `value` (`rematerialised` s.li): the caller must not write it."""
         return self.rematerialised("s.li", Imm(value), hint=hint)
 
-    @staticmethod
-    def _tiles(mnemonic, row, operands, written: bool):
-        """Buffers the instruction writes (written=True) or reads. A DMA load's destination `d` is
-        written asynchronously, so the ISA table lists it as a use; count it as written here."""
-        return {operands[i].buffer for i in (_TILE_POSITIONS.get(row.mnemonic) or _tile_positions(row))[written]}
-
     def _hazards(self, mnemonic, row, operands):
         if not self.pending:  # nothing in flight: no clash and no full queue
             return
         memory = DMA_MEMORY.get(mnemonic) or ("both" if mnemonic.startswith("atom.") else None)
-        if memory is None and _tile_positions(row) == ((), ()) and mnemonic not in ("fence", "barrier"):
+        used, written = _TILE_POSITIONS.get(row.mnemonic) or _tile_positions(row)
+        if memory is None and not used and not written and mnemonic not in ("fence", "barrier"):
             return  # scalar work (most of a loop): no tile and no memory to clash with
-        reads = self._tiles(mnemonic, row, operands, False)
-        writes = self._tiles(mnemonic, row, operands, True)
+        reads = {operands[i].buffer for i in used}  # the buffers it reads and writes
+        writes = {operands[i].buffer for i in written}
         for p in list(self.pending):
             clash = (p.writes & (reads | writes)) or (p.reads & writes)
             ordered = not (self.other_program or p.other_program)  # programs do not see each other's memory
@@ -412,11 +407,13 @@ class Emitter:
 
     def _track(self, mnemonic, row, operands):
         tok = operands[0]
+        # (the buffers it writes, then those it reads: the ISA row's tile operands)
+        used, written = _TILE_POSITIONS.get(row.mnemonic) or _tile_positions(row)
         self.pending.append(
             _Pending(
                 tok,
-                self._tiles(mnemonic, row, operands, True),
-                self._tiles(mnemonic, row, operands, False),
+                {operands[i].buffer for i in written},
+                {operands[i].buffer for i in used},
                 DMA_MEMORY[mnemonic],
                 other_program=self.other_program,
             )

@@ -68,6 +68,12 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
         return k
 
     def const(c) -> int:
+        if type(c) is int:  # (most constants: the same key and entry as below, without the instance checks)
+            k = consts.get(("i", c))
+            if k is None:
+                k = consts["i", c] = len(program.consts)
+                program.consts.append(c)
+            return k
         key = ("s", c) if isinstance(c, str) else ("f", float_bits(c)) if isinstance(c, float) else ("i", int(c))
         if key not in consts:
             consts[key] = len(program.consts)
@@ -77,6 +83,8 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
     def operand(v):
         if type(v) is Imm:  # (the C walk maps registers, tokens, views and labels itself: it hands over immediates)
             return const(v.value)
+        if type(v) is tuple:  # (and register lists)
+            return tuple([regs[r] for r in v])
         if isinstance(v, VReg):
             return regs[v]
         if isinstance(v, Token):

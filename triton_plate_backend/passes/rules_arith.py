@@ -181,12 +181,14 @@ def _lower_plate_program_range(ctx, op):
     their first use, `Ctx.reg`): the code of the op expanded (`program_range.expand`)."""
     pid = VReg("pid")
     ctx.emit("s.pid", pid, suffixes=("x",))
-    reg, emit = ctx.as_reg, ctx.emit
+    as_reg, emit, li = ctx.as_reg, ctx.emit, ctx.li
     suffixes = ("i32",)
 
-    def scalar(name, a, b):  # (a register is its own: `as_reg` only for constants and arguments)
+    def scalar(name, a, b):  # (a register is its own, a constant its `li` (as `as_reg` does): `as_reg` for arguments)
         d = VReg()
-        emit(BINARY[name][1], d, a if type(a) is VReg else reg(a), b if type(b) is VReg else reg(b), suffixes=suffixes)
+        ta, tb = type(a), type(b)
+        a = a if ta is VReg else li(a.value) if ta is Const else as_reg(a)
+        emit(BINARY[name][1], d, a, b if tb is VReg else li(b.value) if tb is Const else as_reg(b), suffixes=suffixes)
         return d
 
     splits, rows, grid = program_range.operands(op)
