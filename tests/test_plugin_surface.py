@@ -187,6 +187,37 @@ def test_parse_options_round_trip_property(num_warps, num_stages, precisions, de
     assert set(o.__dict__) == set(OPTION_FIELDS)
 
 
+def test_parse_options_shares_one_instance_per_argument_set(plate_env, monkeypatch):
+    """parse_options keeps the options it made (compiler._PARSED): equal arguments of equal types give the
+    same instance and digest; arguments that differ only in a value's type (1, 1.0, True) give the options
+    and digests they gave before, an illegal one raises every time, and unhashable ones are not kept."""
+    be = PlateBackend(TARGET)
+    o = be.parse_options({"num_warps": 2, "BLOCK": 128})
+    assert be.parse_options({"num_warps": 2, "BLOCK": 64}) is o  # non-option keys do not count
+    assert be.parse_options(dict(o.__dict__)) is be.parse_options(dict(o.__dict__)) == o
+    assert o.hash() == o._digest() == plate_compiler.PlateOptions(**o.__dict__).hash()
+    one, true = be.parse_options({"debug": 1}), be.parse_options({"debug": True})
+    assert one.debug == 1 and type(one.debug) is int and type(true.debug) is bool
+    assert one.hash() == one._digest() != true.hash() == true._digest()  # "debug-1" vs "debug-True"
+    for _ in range(2):
+        with pytest.raises(AssertionError, match="power of 2"):
+            be.parse_options({"num_warps": True})
+    libs = be.parse_options({"extern_libs": {"libdevice": "/x.bc"}})
+    assert libs.extern_libs == (("libdevice", "/x.bc"),) and libs.hash() == libs._digest()
+    monkeypatch.setenv("PLATE_MACHINE", "plate1")  # an argument of its own: not the plate-mini options
+    assert be.parse_options({"num_warps": 2}).machine == "plate1"
+    assert be.parse_options({"num_warps": 2, "machine": "plate-mini"}) is o
+
+
+def test_option_memos_are_bounded(plate_env, monkeypatch):
+    monkeypatch.setattr(plate_compiler, "_MEMO_LIMIT", 4)
+    be = PlateBackend(TARGET)
+    for stages in range(10):
+        be.parse_options({"num_stages": stages}).hash()
+    assert len(plate_compiler._PARSED) <= 4 and len(plate_compiler._OPTION_HASHES) <= 4
+    assert be.parse_options({"num_stages": 9}).num_stages == 9
+
+
 @pytest.mark.parametrize(
     "opts, legal",
     [

@@ -166,11 +166,52 @@ class PlateOptions:
             bad("backend_name", self.backend_name, repr(BACKEND))
 
     def hash(self) -> str:
+        # by identity: equal options can differ in a value's type (debug=1 and debug=True), and so in digest
+        kept = _OPTION_HASHES.get(id(self))
+        if kept is not None and kept[0] is self:
+            return kept[1]
+        digest = self._digest()
+        _remember(_OPTION_HASHES, id(self), (self, digest))  # holding self: its id is not reused meanwhile
+        return digest
+
+    def _digest(self) -> str:
         key = "_".join(f"{k}-{v}" for k, v in sorted(self.__dict__.items()))
         return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
 OPTION_FIELDS = tuple(f.name for f in fields(PlateOptions))
+
+# Triton parses the options twice per compile (the launch's binder, then compile() from the first's __dict__)
+# and hashes them once for the cache key: ~40 us of CPU a compile, for the few distinct option sets a process
+# uses. Options are frozen, so equal arguments can share one instance and its digest.
+_PARSED: dict[tuple, PlateOptions] = {}  # parse_options' arguments (_options_key) -> the options made of them
+_OPTION_HASHES: dict[int, tuple[PlateOptions, str]] = {}  # id(options) -> (options, digest)
+_MEMO_LIMIT = 256  # distinct option sets kept; a process with more starts over
+
+
+def _remember(memo: dict, key, value) -> None:
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+
+
+def _options_key(args: dict) -> tuple | None:
+    """parse_options' arguments as a key, each value with its type (1 and True are equal as keys, not as
+    options), or None where a value is not an int, bool, str, None or a tuple of strings (a dict or list the
+    constructor converts, whose elements' types the key would not tell apart)."""
+    key = []
+    for name, value in args.items():
+        kind = type(value)
+        if kind is tuple:
+            if not all(type(v) is str for v in value):
+                return None
+        elif kind not in _SCALARS:
+            return None
+        key.append((name, kind, value))
+    return tuple(key)
+
+
+_SCALARS = frozenset({str, int, bool, type(None)})  # no float: 0.0 and -0.0 are equal keys, "0.0" and "-0.0" digests
 
 
 @functools.cache
@@ -536,7 +577,13 @@ class PlateBackend(BaseBackend):
             from triton import knobs as triton_knobs
 
             args["enable_fp_fusion"] = triton_knobs.language.default_fp_fusion
-        return PlateOptions(**args)
+        key = _options_key(args)
+        options = _PARSED.get(key) if key is not None else None
+        if options is None:
+            options = PlateOptions(**args)  # raises on an illegal value: such arguments are never kept
+            if key is not None:
+                _remember(_PARSED, key, options)
+        return options
 
     def add_stages(self, stages, options, language=Language.TRITON):
         if language != Language.TRITON:
