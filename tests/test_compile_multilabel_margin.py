@@ -4,6 +4,10 @@ forward and backward match the CPU kernel (labels up to the first -1), with noth
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -81,3 +85,73 @@ def test_compiled_inference_matches_the_cpu_kernel(mode, no_host_ops):
     for g, w in zip(got, losses(x, target)[0], strict=True):
         assert g.shape == w.shape
         torch.testing.assert_close(g.cpu(), w)
+
+
+# ---- the probe's answer, known by the decomposition's code (no sympy import at `import torch`) --------------
+def test_the_answer_known_by_the_decompositions_code_is_the_probes():
+    original = torch.ops.aten.multilabel_margin_loss_forward.default.py_kernels[torch._C.DispatchKey.Autograd]
+    original = original.__wrapped__  # under the shim: PyTorch's own
+    known = shims.FIRST_END_BY_CODE.get(shims.code_fingerprint(original))
+    if known is None:
+        pytest.skip("a PyTorch whose decomposition is not in FIRST_END_BY_CODE: the shim runs the probe")
+    assert shims._probe_first_end(original) is known
+
+
+def _compiled(source: str, name: str = "f"):
+    scope: dict = {}
+    exec(compile(source, "<test>", "exec"), scope)
+    return scope[name]
+
+
+def test_code_fingerprint_tells_code_constants_and_wrapper_settings_apart():
+    def wrap(fn, setting):
+        def wrapper(*args):
+            return fn(*args) if setting else None
+
+        wrapper.__wrapped__ = fn
+        return wrapper
+
+    f = _compiled("def f(x):\n    return [y for y in x if y in {'a', 'b'}]\n")
+    same = _compiled("def f(x):\n    return [y for y in x if y in {'a', 'b'}]\n")
+    assert shims.code_fingerprint(f) == shims.code_fingerprint(same)
+    other_constant = _compiled("def f(x):\n    return [y for y in x if y in {'a', 'c'}]\n")
+    other_name = _compiled("def f(x):\n    return [y for y in x if y in {'a', 'b'} and g]\n")
+    assert len({shims.code_fingerprint(g) for g in (f, other_constant, other_name)}) == 3
+    # a wrapper's setting in its closure, and the function under it, count
+    assert shims.code_fingerprint(wrap(f, True)) == shims.code_fingerprint(wrap(same, True))
+    assert shims.code_fingerprint(wrap(f, True)) != shims.code_fingerprint(wrap(f, False))
+    assert shims.code_fingerprint(wrap(f, True)) != shims.code_fingerprint(wrap(other_constant, True))
+
+
+def test_code_fingerprint_is_the_same_in_another_process():
+    """A frozenset constant's order follows the string hash's seed: the fingerprint does not."""
+    code = (
+        "from triton_plate_backend import shims\n"
+        "def f(x):\n    return x in {'alpha', 'beta', 'gamma', 'delta'}\n"
+        "print(shims.code_fingerprint(f))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    run = [sys.executable, "-c", code]
+    got = {
+        subprocess.run(run, env={**env, "PYTHONHASHSEED": seed}, check=True, capture_output=True, text=True).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(got) == 1
+
+
+def test_import_torch_answers_the_shim_without_sympy():
+    """The installed PyTorch's decomposition is a known one: `import torch` (the device's autoload installs the
+    shim) runs no probe, so it imports neither torch's symbolic shapes nor sympy; the shim is applied."""
+    code = (
+        "import sys, torch\n"
+        "from triton_plate_backend import shims\n"
+        "op = torch.ops.aten.multilabel_margin_loss_forward.default\n"
+        "traced = op.py_kernels[torch._C.DispatchKey.Autograd]\n"
+        "known = shims.FIRST_END_BY_CODE.get(shims.code_fingerprint(traced.__wrapped__))\n"
+        "print('known' if known is not None else 'unknown')\n"
+        "print('sympy' in sys.modules, getattr(traced, '_plate_patch', False))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split("\n")
+    if out[0] == "unknown":
+        pytest.skip("a PyTorch whose decomposition is not in FIRST_END_BY_CODE: the shim runs the probe")
+    assert out[1] == "False True"

@@ -743,12 +743,76 @@ def _patch_multilabel_margin_loss(module) -> bool:
 
 
 def _stops_at_first_end(decomposition) -> bool:
-    """Whether ``decomposition`` reads a sample's labels up to its first -1 only (a PyTorch with the patch):
-    with no label before the -1, ATen's loss is 0."""
+    """Whether ``decomposition`` reads a sample's labels up to its first -1 only (a PyTorch with the patch).
+
+    Told by its code where that is a decomposition already probed (``FIRST_END_BY_CODE``); else by the probe,
+    which runs it once at ``import torch``: its ``torch._check`` imports torch's symbolic shapes and sympy
+    (~0.2 s of CPU, in every process that imports torch with plate installed)."""
+    known = FIRST_END_BY_CODE.get(code_fingerprint(decomposition))
+    return _probe_first_end(decomposition) if known is None else known
+
+
+def _probe_first_end(decomposition) -> bool:
+    """With no label before the -1, ATen's loss is 0."""
     import torch
 
     loss, _ = decomposition(torch.zeros(1, 2), torch.tensor([[-1, 0]]), 1)
     return loss.item() == 0
+
+
+# code_fingerprint of a decomposition -> _probe_first_end's answer for it (test_compile_multilabel_margin.py
+# runs the probe on the installed PyTorch's and checks the answer kept here)
+FIRST_END_BY_CODE = {
+    # PyTorch 2.13 on CPython 3.11: counts the labels after the first -1
+    "18658207e7392599e8c0c34090d7a0873c81326b49eb043b12f0cd16ca5b669d": False,
+}
+
+
+def code_fingerprint(function) -> str:
+    """sha256 of the code a call of ``function`` runs as its own: each function along its ``__wrapped__`` chain,
+    its name, bytecode, the names it reads, its constants (nested code objects, lambdas and comprehensions,
+    included), and the plain values of its defaults and closure (a wrapper's settings). Equal fingerprints: the
+    same Python source compiled by the same CPython, closed over the same settings."""
+    import hashlib
+
+    digest = hashlib.sha256(sys.version.encode())
+
+    def value(v) -> str:  # the same text in every process (a frozenset's order follows the string hash's seed)
+        if isinstance(v, types.CodeType):
+            add(v)
+            return "<code>"
+        if isinstance(v, (tuple, list)):
+            return f"{type(v).__name__}({', '.join(value(x) for x in v)})"
+        if isinstance(v, (frozenset, set)):
+            return f"{type(v).__name__}({', '.join(sorted(value(x) for x in v))})"
+        if v is None or isinstance(v, (str, bytes, int, float, complex, bool, type(Ellipsis))):
+            return repr(v)
+        return f"<{type(v).__module__}.{type(v).__qualname__}>"  # a function (followed by __wrapped__), a module
+
+    def add(code: types.CodeType) -> None:
+        digest.update(f"{code.co_qualname}|{code.co_names}|{code.co_varnames}|{code.co_freevars}".encode())
+        digest.update(code.co_code)
+        digest.update(value(code.co_consts).encode())
+
+    seen = set()
+    while function is not None and id(function) not in seen:
+        seen.add(id(function))
+        digest.update(f"{getattr(function, '__module__', None)}.{getattr(function, '__qualname__', None)}".encode())
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            add(code)
+            cells = [_cell_value(c) for c in function.__closure__ or ()]
+            extra = (function.__defaults__, sorted((function.__kwdefaults__ or {}).items()), cells)
+            digest.update(value(extra).encode())
+        function = getattr(function, "__wrapped__", None)
+    return digest.hexdigest()
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # a cell not filled yet
+        return None
 
 
 def _multilabel_margin_loss_forward(input, target, reduction: int):
