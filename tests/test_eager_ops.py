@@ -112,6 +112,43 @@ def test_an_int_scalar_out_of_the_common_types_range_wraps_as_on_cuda(no_host_op
     same(u.to("plate") == -1, u == -1)
 
 
+@pytest.mark.parametrize(
+    "dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int64, torch.bool]
+)
+def test_add_and_sub_with_alpha_one_launch_two_operands_with_the_cpus_bits(dtype, monkeypatch, no_host_ops):
+    # alpha 1 (x += y's default, or given as 1 / 1.0 / True) is not made a third operand: plus / minus over two
+    # operands, exactly the CPU's x + 1 * y; another alpha keeps add / sub's three
+    g = torch.Generator().manual_seed(3)
+    a = (torch.randn(40, generator=g, dtype=torch.float64) * 300).to(dtype)
+    if dtype.is_floating_point:
+        a[:5] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0]).to(dtype)
+    b = a.flip(0)
+    launched = []
+    real = launch.launch
+    monkeypatch.setattr(launch, "launch", lambda *a, **k: launched.append((k["FN"], k["ARITY"])) or real(*a, **k))
+    pa, pb = a.to("plate"), b.to("plate")
+    one = True if dtype == torch.bool else 1.0 if dtype.is_floating_point else 1
+    calls = {
+        "add": (lambda x, y: x + y, "plus", 2),
+        "add alpha 1": (lambda x, y: torch.add(x, y, alpha=one), "plus", 2),
+        "add_ of 0-dim": (lambda x, y: x[3].clone().add_(y[5]), "plus", 2),
+        "add alpha 2": (lambda x, y: torch.add(x, y, alpha=2), "add", 3),
+    }
+    if dtype != torch.bool:  # torch refuses sub of bools
+        calls["sub"] = (lambda x, y: x - y, "minus", 2)
+        calls["rsub"] = (lambda x, y: torch.rsub(x, y), "minus", 2)
+        calls["sub_ alpha 3"] = (lambda x, y: x.clone().sub_(y, alpha=3), "sub", 3)
+    for name, (fn, function, arity) in calls.items():
+        launched.clear()
+        got, cpu = fn(pa, pb), fn(a, b)
+        assert launched == [(kernels.FUNCTIONS[function], arity)], name
+        if arity == 3:  # x - 3 * y: within rounding of the CPU's (which may fuse the multiply-add)
+            same(got, cpu)
+            continue
+        assert (got.dtype, got.shape) == (cpu.dtype, cpu.shape), name
+        torch.testing.assert_close(got.cpu(), cpu, rtol=0, atol=0, equal_nan=True, msg=name)
+
+
 def test_a_contiguous_operand_is_a_strided_load_not_a_gather(no_host_ops):
     """The kernel of a layout that coalesces to one dim skips the index divisions (DIMS=1): its loads
     and stores are strided DMA, not gathers of computed offsets (the simulator runs those per element)."""

@@ -30,6 +30,25 @@ def test_any_and_all(tensor, no_host_ops):
     same(tensor.t().to("plate").any() if tensor.dim() == 2 else tensor.to("plate").any(), tensor.any())
 
 
+@pytest.mark.parametrize("n", [1, 3, 4096, 4097, 9000])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.uint8, torch.bool])
+def test_any_and_all_of_one_block_are_one_launch(n, dtype, monkeypatch, no_host_ops):
+    # up to prefix_kernels.ANY_BLOCK elements: any_all_block stores the answer itself (before: a zeroed flag, the
+    # block's atomic max, a compare); more: any_nonzero's programs into the flag; the CPU's answers (uint8 for uint8)
+    from triton_plate_backend import launcher
+
+    names = []
+    call = launcher.PlateLauncher.__call__
+    counted = lambda self, *r, **k: names.append(self.name) or call(self, *r, **k)  # noqa: E731
+    monkeypatch.setattr(launcher.PlateLauncher, "__call__", counted)
+    ones = torch.ones(n, dtype=dtype)
+    for x in (ones, torch.cat([ones[:-1], torch.zeros(1, dtype=dtype)]), torch.zeros(n, dtype=dtype)):
+        for op in ("any", "all"):
+            names.clear()
+            same(getattr(x.to("plate"), op)(), getattr(x, op)())
+            assert names == ["any_all_block"] if n <= 4096 else ("any_nonzero" in names), (op, names)
+
+
 @pytest.mark.parametrize(
     "repeats", [[5, 10, 15], [2, 0, 3], [0, 0, 1, 0], [1], [], torch.randint(0, 4, (700,)).tolist()]
 )
@@ -228,7 +247,7 @@ def test_cummax_cummin_of_long_rows_in_three_launches(op, dtype, shape, monkeypa
     "kw", [{}, {"rtol": 0, "atol": 0}, {"equal_nan": True}, {"atol": 1e-3}, {"rtol": 1e-9, "atol": 1e-9}]
 )
 def test_allclose_is_the_fused_isclose_then_all(kw, monkeypatch, no_host_ops):
-    # scans.allclose: ops.isclose's one kernel, then all (its zeros, any_nonzero and a compare), not isclose's
+    # scans.allclose: ops.isclose's one kernel, then all (one launch of any_all_block), not isclose's
     # decomposition (13 launches); the CPU's answer
     from triton_plate_backend import launcher
 

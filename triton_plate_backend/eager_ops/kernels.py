@@ -47,6 +47,16 @@ def sub(x, y, z):
 
 
 @triton.jit
+def plus(x, y, z):
+    return x + y  # add with alpha 1 (ops.UNIT_ALPHA)
+
+
+@triton.jit
+def minus(x, y, z):
+    return x - y  # sub with alpha 1
+
+
+@triton.jit
 def mul(x, y, z):
     return x * y
 
@@ -756,6 +766,8 @@ FUNCTIONS = {
         copy,
         add,
         sub,
+        plus,
+        minus,
         mul,
         div,
         div_trunc,

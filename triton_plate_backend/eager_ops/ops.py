@@ -272,7 +272,25 @@ def _operand(value, dtype: torch.dtype, device, common: torch.dtype | None = Non
 
 
 # ---- elementwise ---------------------------------------------------------------------------------------
+# add / sub (and rsub) of real tensors with alpha 1, the default (``x += y``): x + y and x - y, without alpha as a
+# third operand. y * 1 is y in every compute type, so the result is the same bits, and the call makes no plate
+# tensor of alpha nor loads it (a third of a small add's cost).
+UNIT_ALPHA = {"add": "plus", "sub": "minus"}
+
+
+def _unit_alpha_row(row: Row) -> Row | None:
+    if row.fn not in UNIT_ALPHA or row.operands[-1:] != ("alpha",):
+        return None
+    return dataclasses.replace(row, fn=UNIT_ALPHA[row.fn], operands=row.operands[:-1])
+
+
+def _is_one(value) -> bool:
+    return type(value) in (bool, int, float) and value == 1
+
+
 def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
+    unit_alpha = _unit_alpha_row(row)
+
     @checked(op)
     def kernel(call: Call, expected):
         device = _plate_device(call, row.operands)
@@ -288,27 +306,36 @@ def elementwise(op: torch._ops.OpOverload, row: Row) -> Callable:
             return magnitude if magnitude.stride() == expected.stride() else as_expected(magnitude, expected)
         if row.complex_fn in PART_COMPARISONS.values() and any(_is_complex(v) for v in values):
             return _complex_comparison(call, row, expected, device, values)
-        if row.integral and (expected.dtype.is_floating_point or expected.dtype.is_complex):
-            return call.on_host()
-        if not takes_dtypes(row, expected):
-            return call.on_host()
-        if expected.dtype.is_complex or any(_is_complex(v) for v in values):
-            return _complex(call, row, expected, device, values)
-        typed = real_operands(call, row, expected, values, device)
-        if typed is None:
-            return call.on_host()
-        ct, operands = typed
-        laid_out = result_and_strides(call, expected, device, operands)
-        if laid_out is None:
-            return call.on_host()
-        out, strides = laid_out
-        launch.launch(
-            "elementwise", expected.shape, [out, *operands], strides,
-            FN=launch.kernels().FUNCTIONS[row.fn], ARITY=len(operands), CT=launch.triton_dtype(ct),
-        )  # fmt: skip
-        return out
+        real = not expected.dtype.is_complex and not any(_is_complex(v) for v in values)
+        if unit_alpha is not None and real and _is_one(values[-1]):
+            return _one_launch(call, unit_alpha, expected, device, values[:-1])
+        return _one_launch(call, row, expected, device, values)
 
     return kernel
+
+
+def _one_launch(call: Call, row: Row, expected, device, values):
+    """The rest of an elementwise call, over ``row``'s operands (their ``values``): one launch of
+    kernels.elementwise, or the complex form, or the host (counted)."""
+    if row.integral and (expected.dtype.is_floating_point or expected.dtype.is_complex):
+        return call.on_host()
+    if not takes_dtypes(row, expected):
+        return call.on_host()
+    if expected.dtype.is_complex or any(_is_complex(v) for v in values):
+        return _complex(call, row, expected, device, values)
+    typed = real_operands(call, row, expected, values, device)
+    if typed is None:
+        return call.on_host()
+    ct, operands = typed
+    laid_out = result_and_strides(call, expected, device, operands)
+    if laid_out is None:
+        return call.on_host()
+    out, strides = laid_out
+    launch.launch(
+        "elementwise", expected.shape, [out, *operands], strides,
+        FN=launch.kernels().FUNCTIONS[row.fn], ARITY=len(operands), CT=launch.triton_dtype(ct),
+    )  # fmt: skip
+    return out
 
 
 # ---- div: the rounding mode picks the element function ----------------------------------------------------

@@ -77,6 +77,23 @@ def any_nonzero(x, out, n, ALL: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["n"])
+def any_all_block(x, out, n, ALL: tl.constexpr, BLOCK: tl.constexpr):
+    """out[0] (out's type: bool, or uint8 for a uint8 x) = whether any element of x (contiguous, n <= BLOCK
+    elements) is nonzero (NaN counts), or with ALL, whether none is zero: any_nonzero's one block, its answer
+    stored as the result (one launch: no zeroed flag to combine into, no compare after)."""
+    i = tl.arange(0, BLOCK)
+    inside = i < n
+    flag = tl.load(x + i, mask=inside) != 0
+    if ALL:
+        hit = (flag == 0) & inside
+    else:
+        hit = flag & inside
+    found = tl.max(hit.to(tl.int32), axis=0) + tl.zeros([1], dtype=tl.int32)
+    answer = found == 0 if ALL else found != 0
+    tl.store(out + tl.arange(0, 1), answer.to(out.dtype.element_ty))
+
+
+@triton.jit(do_not_specialize=["n"])
 def exclusive_sum(x, out, total, n, BLOCK: tl.constexpr):
     """out[i] = x[0] + ... + x[i - 1] (x contiguous, n elements, integers); total[0] = the whole sum."""
     carried = tl.zeros([1], dtype=tl.int64)
