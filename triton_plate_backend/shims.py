@@ -695,6 +695,66 @@ def _restore_disable_dynamo(module) -> bool:
     return True
 
 
+# ---- autograd's device threads go idle before the interpreter finalizes ("device") --------------------------
+AUTOGRAD_THREAD = "pt_autograd_"  # the engine names its device worker threads pt_autograd_<device index>
+
+
+def _drain_autograd_at_exit() -> bool:
+    """A device worker of the autograd engine (pt_autograd_<i>) can drop the last reference to a finished
+    GraphTask after it has woken the thread that called backward(). The GraphTask's thread-local state holds
+    the contextvars copy that torch.autograd.graph._engine_run_backward stashes (a SafePyObject), so that drop
+    takes the GIL; once Py_FinalizeEx has begun, taking the GIL ends the thread with pthread_exit, whose forced
+    unwind through a noexcept destructor calls std::terminate: "terminate called without an active exception",
+    exit code 134, after a script's output was right. So at exit (atexit handlers run before finalization; this
+    one, registered after plate's runtime, before the runtime stops: last in, first out) each live plate device
+    thread runs one more backward, which completes only after the thread has finished every earlier iteration,
+    the last drop included, while this thread waits without the GIL."""
+    import atexit
+
+    atexit.register(_drain_autograd_device_threads)
+    return True  # the fix is in the engine's C++ (the patch): nothing in Python says whether it is in
+
+
+def _autograd_device_threads() -> set[int] | None:
+    """The device indices of the engine's worker threads alive now, or None where threads cannot be listed."""
+    import os
+
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    found = set()
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                name = comm.read().strip()
+        except OSError:
+            continue  # the thread ended meanwhile
+        index = name.removeprefix(AUTOGRAD_THREAD)
+        if index != name and index.isdigit():
+            found.add(int(index))
+    return found
+
+
+def _drain_autograd_device_threads() -> None:
+    """One backward per live plate device thread, through the engine itself: _engine_run_backward would stash
+    a Python object in this backward's GraphTask too. Its only node, a 0-element leaf's AccumulateGrad, runs on
+    the device's thread (the gradient's device); no memory is allocated."""
+    import torch
+
+    device_module = getattr(torch, BACKEND, None)
+    if device_module is None:
+        return
+    count = device_module.device_count()
+    threads = _autograd_device_threads()
+    indices = range(count) if threads is None else sorted(i for i in threads if i < count)
+    engine = torch.autograd.Variable._execution_engine
+    with torch.enable_grad():
+        for index in indices:
+            leaf = torch.empty(0, device=torch.device(BACKEND, index), requires_grad=True)
+            engine.run_backward((leaf,), (torch.empty_like(leaf),), False, False, (), True, True)
+
+
 # ---- multilabel_margin_loss: a sample's labels end at its first -1 ("device") ------------------------------
 DECOMPOSITIONS_MODULE = "torch._decomp.decompositions"
 
@@ -865,6 +925,12 @@ SHIMS: tuple[Shim, ...] = (
         "_disable_dynamo imports Dynamo only once Dynamo is imported",
         "patches/pytorch/disable-dynamo-without-dynamo.patch",
         _disable_dynamo_without_dynamo,
+        "device",
+    ),
+    Shim(
+        "autograd's device threads go idle before the interpreter finalizes",
+        "patches/pytorch/autograd-worker-releases-graph-task-python-state.patch",
+        _drain_autograd_at_exit,
         "device",
     ),
     Shim(
