@@ -369,9 +369,9 @@ def test_narrow_mma_in_place_is_the_plain_sum(monkeypatch, threads, per_step):
 @pytest.mark.parametrize("threads", [1, 3])
 def test_bf16_mma_in_c_is_the_numpy_code(monkeypatch, threads):
     """The bf16 m.mma in C (each ROWS-row block one sgemm with beta 1 on the accumulator) gives the numpy
-    code's bits (numpy's sgemm with beta 0, then the add): shapes of one to four row blocks, K up to
-    COMPILED_MAX_K (past it, the numpy code runs), strided accumulators in SRAM rows, operands already
-    widened, infinities, NaNs, signed zeros, large and tiny magnitudes."""
+    code's bits (numpy's sgemm with beta 0, then the add): shapes of one to four row blocks up to
+    COMPILED_MAX_K and COMPILED_MAX_MNK (past them, the numpy code runs), strided accumulators in SRAM rows,
+    operands already widened, infinities, NaN payloads, signed zeros, large and tiny magnitudes."""
     import ml_dtypes
 
     from triton_plate_backend.sim import parallel, sem_matrix
@@ -387,9 +387,10 @@ def test_bf16_mma_in_c_is_the_numpy_code(monkeypatch, threads):
     rng = np.random.default_rng(threads)
     calls = []
     monkeypatch.setattr(sem_matrix, "_mma_bf16", lambda *a: calls.append(1) or compiled(*a))
-    shapes = [(5, 32, 64, 32), (7, 128, 64, 128), (3, 64, 16, 96), (2, 32, 256, 512), (2, 96, 1024, 64)]
+    shapes = [(5, 32, 64, 32), (7, 128, 64, 128), (3, 64, 16, 96), (2, 64, 64, 256), (2, 32, 256, 64)]
+    shapes += [(2, 96, 1024, 64), (2, 32, 64, 512)]  # past COMPILED_MAX_K, past COMPILED_MAX_MNK: the numpy code
     with np.errstate(invalid="ignore"):  # inf * 0 in the products
-        for case, (P, M, K, N) in enumerate(shapes):  # the last past COMPILED_MAX_K: the numpy code
+        for case, (P, M, K, N) in enumerate(shapes):
             scale = np.float32(10.0) ** rng.integers(-30, 30, (P, M, 1))
             a = (rng.standard_normal((P, M, K)) * scale).astype(np.float32).astype(ml_dtypes.bfloat16)
             b = rng.standard_normal((P, K, N)).astype(np.float32).astype(ml_dtypes.bfloat16)
@@ -397,6 +398,8 @@ def test_bf16_mma_in_c_is_the_numpy_code(monkeypatch, threads):
             b[1, :, 7] = -0.0
             sram = rng.standard_normal((P, 3 * M * N)).astype(np.float32) * np.float32(1e3)
             sram[1, 9 * N : 10 * N] = -0.0  # program 1's accumulator row 4, where its A row is zeros
+            a.view(np.uint16)[0, 1, 5] = 0x7FC5  # NaN payloads: in A's row 1, in the accumulator's rows 1 and 2
+            sram.view(np.uint32)[0, 3 * N : 4 * N], sram.view(np.uint32)[0, 5 * N : 6 * N] = 0x7FC00123, 0xFFC00456
             for widened in (False, True):
                 c1 = sram[:, N : N + 2 * M * N].reshape(P, M, 2 * N)[:, :, :N].copy()
                 kept = (a.astype(np.float32), b.astype(np.float32)) if widened else (None, None)
@@ -409,7 +412,7 @@ def test_bf16_mma_in_c_is_the_numpy_code(monkeypatch, threads):
                 for x, y in zip(got, plain):
                     np.testing.assert_array_equal(x.view(np.uint32), y.view(np.uint32))
     ran = parallel.blas_sgemm() is not None
-    assert len(calls) == (2 * sum(min(threads, s[0]) for s in shapes[:-1]) if ran else 0)  # one per row range
+    assert len(calls) == (2 * sum(min(threads, s[0]) for s in shapes[:5]) if ran else 0)  # one per row range
 
 
 def test_bf16_mma_in_c_declines_other_layouts():

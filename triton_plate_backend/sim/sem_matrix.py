@@ -33,9 +33,12 @@ except ImportError:  # pragma: no cover - an unbuilt checkout
 COMPILED_MMA = True  # tests turn it off to run the numpy code
 _mma_bf16 = getattr(_tiles, "mma_bf16", None)  # None: a build before it
 _sgemm: list = []  # [blas_sgemm()], found once
-# the largest K the C path takes: past it OpenBLAS's paths for beta 0 and beta 1 may split K into blocks
-# differently, and sums differ (SkylakeX: from K 512 at N >= 64; equal at every K <= 448 tried)
+# the largest K and ROWS * N * K of one sgemm the C path takes. Past 100^3 OpenBLAS on SkylakeX leaves its
+# small-matrix kernel (what beta 1 takes below it) for its blocked one: the sums still equal numpy's to K 448
+# (from K 512 its K blocks differ), but a NaN product added to a NaN accumulator keeps the product's payload
+# where numpy's add keeps the accumulator's
 COMPILED_MAX_K = 256
+COMPILED_MAX_MNK = 1 << 19
 
 _NARROW = ("f16", "bf16", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz")
 ROWS = MatrixUnit.dim  # rows of one BLAS call: the sum order BLAS picks by shape is the same for any M
@@ -192,11 +195,11 @@ def _compiled_sgemm(A, B, M):
     on the accumulator. Both give the accumulator plus the product's sum rounded once: OpenBLAS sums a
     block's K products into a zeroed register and adds alpha times it to beta times C (alpha and beta 1:
     exact), in the same K order (its beta-0 "direct" kernel and the small-matrix kernel beta 1 takes on
-    SkylakeX both chain one FMA per K from zero) while K is one of its K blocks (COMPILED_MAX_K). Not a
-    documented guarantee: tests/unit/test_sim_fast_paths.py compares the two paths' bits, and sim_identity.py
-    and the 4096^3 GEMM's output hash checked them."""
-    K = A.shape[-1]
-    if not COMPILED_MMA or _mma_bf16 is None or M % ROWS or K > COMPILED_MAX_K:
+    SkylakeX both chain one FMA per K from zero, and keep the accumulator's NaN) within COMPILED_MAX_K and
+    COMPILED_MAX_MNK. Not a documented guarantee: tests/unit/test_sim_fast_paths.py compares the two paths'
+    bits, and sim_identity.py and the 4096^3 GEMM's output hash checked them."""
+    K, N = A.shape[-1], B.shape[-1]
+    if not COMPILED_MMA or _mma_bf16 is None or M % ROWS or K > COMPILED_MAX_K or ROWS * N * K > COMPILED_MAX_MNK:
         return None
     if isa_name(A.dtype) != "bf16" or isa_name(B.dtype) != "bf16":
         return None
