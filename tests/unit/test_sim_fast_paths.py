@@ -398,7 +398,8 @@ def test_bf16_mma_in_c_is_the_numpy_code(monkeypatch, threads):
             b[1, :, 7] = -0.0
             sram = rng.standard_normal((P, 3 * M * N)).astype(np.float32) * np.float32(1e3)
             sram[1, 9 * N : 10 * N] = -0.0  # program 1's accumulator row 4, where its A row is zeros
-            a.view(np.uint16)[0, 1, 5] = 0x7FC5  # NaN payloads: in A's row 1, in the accumulator's rows 1 and 2
+            a.view(np.uint16)[0, 1, 5] = 0x7FC5  # NaN payloads: in A's row 1, in the accumulator's rows 1 and 2,
+            b.view(np.uint16)[0, min(9, K - 1), ::3] = 0xFFC9  # in B's row 9 (after A's in row 1's sums)
             sram.view(np.uint32)[0, 3 * N : 4 * N], sram.view(np.uint32)[0, 5 * N : 6 * N] = 0x7FC00123, 0xFFC00456
             for widened in (False, True):
                 c1 = sram[:, N : N + 2 * M * N].reshape(P, M, 2 * N)[:, :, :N].copy()

@@ -192,12 +192,12 @@ def _compiled_sgemm(A, B, M):
 
     numpy's float32 matmul of a row block is one cblas_sgemm (row-major, no transposes, alpha 1, beta 0) into
     a product, which _narrow_into then adds to the accumulator; mma_bf16 makes the same call with beta 1,
-    on the accumulator. Both give the accumulator plus the product's sum rounded once: OpenBLAS sums a
-    block's K products into a zeroed register and adds alpha times it to beta times C (alpha and beta 1:
-    exact), in the same K order (its beta-0 "direct" kernel and the small-matrix kernel beta 1 takes on
-    SkylakeX both chain one FMA per K from zero, and keep the accumulator's NaN) within COMPILED_MAX_K and
-    COMPILED_MAX_MNK. Not a documented guarantee: tests/unit/test_sim_fast_paths.py compares the two paths'
-    bits, and sim_identity.py and the 4096^3 GEMM's output hash checked them."""
+    on the accumulator. Both give the accumulator plus the product's sum rounded once when OpenBLAS sums
+    the block's K products in a register from zero in the same order for both calls and then adds alpha
+    times it to beta times C (alpha and beta 1: exact). OpenBLAS documents none of this; on SkylakeX (its
+    "direct" kernel for beta 0, its small-matrix kernel for beta 1) the bits, NaN payloads included, were
+    measured equal within COMPILED_MAX_K and COMPILED_MAX_MNK: tests/unit/test_sim_fast_paths.py compares
+    the two paths, and sim_identity.py and the 4096^3 GEMM's output hash checked them."""
     K, N = A.shape[-1], B.shape[-1]
     if not COMPILED_MMA or _mma_bf16 is None or M % ROWS or K > COMPILED_MAX_K or ROWS * N * K > COMPILED_MAX_MNK:
         return None
