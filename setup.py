@@ -20,7 +20,8 @@ WALKS = [
     # headers; no fused multiply-add, so its float results are the numpy code's, bit for bit
     ("sim", "_walk", ["-O2", "-ffp-contract=off"]),
     # v.select in one pass over a batch's SRAM image (sim/sem_vector.py): moves bits, computes nothing;
-    # -O3: gcc 12 vectorizes its loop there, not at -O2 (4x)
+    # -O3: gcc 12 vectorizes its loop there, not at -O2 (4x); a bf16 m.mma's widening, its sums numpy's sgemm's
+    # (sim/sem_matrix.py)
     ("sim", "_tiles", ["-O3"]),
     # the walks over the emitted code: licm, scalar_cse, regalloc's liveness and linear scan, finalize's
     # operand mapping: the same results in the same order

@@ -366,6 +366,74 @@ def test_narrow_mma_in_place_is_the_plain_sum(monkeypatch, threads, per_step):
     np.testing.assert_array_equal(c.view(np.uint32), want.view(np.uint32))
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_bf16_mma_in_c_is_the_numpy_code(monkeypatch, threads):
+    """The bf16 m.mma in C (each ROWS-row block one sgemm with beta 1 on the accumulator) gives the numpy
+    code's bits (numpy's sgemm with beta 0, then the add): shapes of one to four row blocks up to
+    COMPILED_MAX_K and COMPILED_MAX_MNK (past them, the numpy code runs), strided accumulators in SRAM rows,
+    operands already widened, infinities, NaN payloads, signed zeros, large and tiny magnitudes."""
+    import ml_dtypes
+
+    from triton_plate_backend.sim import parallel, sem_matrix
+    from triton_plate_backend.sim.sem_matrix import _narrow_into
+
+    compiled = sem_matrix._mma_bf16
+    if compiled is None:
+        pytest.skip("sim._tiles is not built (setup.py build_ext)")
+    if sys.platform == "linux":
+        assert parallel.blas_sgemm() is not None, "numpy's cblas_sgemm not found: the C path never runs"
+    monkeypatch.setattr(parallel, "MIN_WORK", 1)
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    rng = np.random.default_rng(threads)
+    calls = []
+    monkeypatch.setattr(sem_matrix, "_mma_bf16", lambda *a: calls.append(1) or compiled(*a))
+    shapes = [(5, 32, 64, 32), (7, 128, 64, 128), (3, 64, 16, 96), (2, 64, 64, 256), (2, 32, 256, 64)]
+    shapes += [(2, 96, 1024, 64), (2, 32, 64, 512)]  # past COMPILED_MAX_K, past COMPILED_MAX_MNK: the numpy code
+    with np.errstate(invalid="ignore"):  # inf * 0 in the products
+        for case, (P, M, K, N) in enumerate(shapes):
+            scale = np.float32(10.0) ** rng.integers(-30, 30, (P, M, 1))
+            a = (rng.standard_normal((P, M, K)) * scale).astype(np.float32).astype(ml_dtypes.bfloat16)
+            b = rng.standard_normal((P, K, N)).astype(np.float32).astype(ml_dtypes.bfloat16)
+            a[0, 0, 0], a[-1, 2, 3], b[0, 1, 5], a[1, 4, :] = np.inf, np.nan, -np.inf, 0
+            b[1, :, 7] = -0.0
+            sram = rng.standard_normal((P, 3 * M * N)).astype(np.float32) * np.float32(1e3)
+            sram[1, 9 * N : 10 * N] = -0.0  # program 1's accumulator row 4, where its A row is zeros
+            a.view(np.uint16)[0, 1, 5] = 0x7FC5  # NaN payloads: in A's row 1, in the accumulator's rows 1 and 2,
+            b.view(np.uint16)[0, min(9, K - 1), ::3] = 0xFFC9  # in B's row 9 (after A's in row 1's sums)
+            sram.view(np.uint32)[0, 3 * N : 4 * N], sram.view(np.uint32)[0, 5 * N : 6 * N] = 0x7FC00123, 0xFFC00456
+            for widened in (False, True):
+                c1 = sram[:, N : N + 2 * M * N].reshape(P, M, 2 * N)[:, :, :N].copy()
+                kept = (a.astype(np.float32), b.astype(np.float32)) if widened else (None, None)
+                monkeypatch.setattr(sem_matrix, "COMPILED_MMA", False)
+                plain = _narrow_into(a, b, c1, *kept)
+                monkeypatch.setattr(sem_matrix, "COMPILED_MMA", True)
+                c2 = np.array(sram)[:, N : N + 2 * M * N].reshape(P, M, 2 * N)[:, :, :N]  # rows strided, as in SRAM
+                got = _narrow_into(a, b, c2, *kept)
+                np.testing.assert_array_equal(c2.view(np.uint32), c1.view(np.uint32), err_msg=f"case {case}")
+                for x, y in zip(got, plain):
+                    np.testing.assert_array_equal(x.view(np.uint32), y.view(np.uint32))
+    ran = parallel.blas_sgemm() is not None
+    assert len(calls) == (2 * sum(min(threads, s[0]) for s in shapes[:5]) if ran else 0)  # one per row range
+
+
+def test_bf16_mma_in_c_declines_other_layouts():
+    """mma_bf16 does nothing and returns False for layouts it does not take (the numpy code runs them)."""
+    from triton_plate_backend.sim import parallel, sem_matrix
+
+    sgemm = parallel.blas_sgemm()
+    if sem_matrix._mma_bf16 is None or sgemm is None:
+        pytest.skip("no compiled m.mma here")
+    a, b = np.full((2, 32, 8), 0x3F80, np.uint16), np.full((2, 8, 16), 0x3F80, np.uint16)  # bf16 1.0
+    c, a32, b32 = np.zeros((2, 32, 16), np.float32), np.empty((2, 32, 8), np.float32), np.empty((2, 8, 16), np.float32)
+    assert sem_matrix._mma_bf16(*sgemm, a, b, c, a32, b32, True, True, 32)
+    assert (c == 8).all() and (a32 == 1).all() and (b32 == 1).all()
+    c[...] = 0
+    assert not sem_matrix._mma_bf16(*sgemm, a, b, c[:, :, ::-1], a32, b32, True, True, 32)  # columns reversed
+    assert not sem_matrix._mma_bf16(*sgemm, a, b, c, a32, b32, True, True, 12)  # 32 rows in 12-row blocks
+    assert not sem_matrix._mma_bf16(*sgemm, a, b[:, :4], c, a32, b32, True, True, 32)  # K does not chain
+    assert not (c != 0).any()
+
+
 def test_widened_operands_are_reused_only_while_sram_is_unchanged():
     """Consecutive m.mma of a context reuse A and B widened; a write to them (by an accumulator
     aliasing A, or by any other instruction in between) makes the next m.mma widen afresh."""

@@ -51,11 +51,13 @@ _BLAS_THREADS = (
     ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
     ("openblas_get_num_threads", "openblas_set_num_threads"),
 )
-_blas: list = []  # [(get, set)] or [None], found once
+# its cblas_sgemm and whether its integers are 64-bit (names whose width is known; sim/sem_matrix.py)
+_SGEMM = (("scipy_cblas_sgemm64_", True), ("scipy_cblas_sgemm", False), ("cblas_sgemm64_", True))
+_blas: list = []  # [(get, set, library)] or [None], found once
 
 
 def _openblas():
-    """(get, set) of the OpenBLAS that numpy loaded, or None (another BLAS, or not Linux)."""
+    """(get, set, library) of the OpenBLAS that numpy loaded, or None (another BLAS, or not Linux)."""
     if not _blas:
         found = None
         try:
@@ -65,13 +67,25 @@ def _openblas():
                 lib = ctypes.CDLL(path)
                 names = next((n for n in _BLAS_THREADS if all(hasattr(lib, f) for f in n)), None)
                 if names is not None:
-                    found = getattr(lib, names[0]), getattr(lib, names[1])
+                    found = getattr(lib, names[0]), getattr(lib, names[1]), lib
                     found[1].argtypes = [ctypes.c_int]
                     break
         except OSError:
             pass
         _blas.append(found)
     return _blas[0]
+
+
+def blas_sgemm() -> tuple[int, bool] | None:
+    """(address, 64-bit integers) of cblas_sgemm in the OpenBLAS numpy loaded (the library numpy's float32
+    matmul calls), or None where there is none of a known integer width."""
+    blas = _openblas()
+    if blas is None:
+        return None
+    for name, int64 in _SGEMM:
+        if hasattr(blas[2], name):
+            return ctypes.cast(getattr(blas[2], name), ctypes.c_void_p).value, int64
+    return None
 
 
 @contextlib.contextmanager

@@ -24,7 +24,21 @@ from ..errors import IsaError
 from ..isa.table import ENUMS
 from ..machine import MatrixUnit
 from .numerics import F32, F64, round_float, round_tf32, store_int
-from .parallel import for_rows
+from .parallel import blas_sgemm, for_rows
+
+try:  # bf16 m.mma widened and summed per program in C (sim/csrc/tiles.cpp, built by setup.py); without it,
+    from . import _tiles  # the numpy code
+except ImportError:  # pragma: no cover - an unbuilt checkout
+    _tiles = None
+COMPILED_MMA = True  # tests turn it off to run the numpy code
+_mma_bf16 = getattr(_tiles, "mma_bf16", None)  # None: a build before it
+_sgemm: list = []  # [blas_sgemm()], found once
+# the largest K and ROWS * N * K of one sgemm the C path takes. Past 100^3 OpenBLAS on SkylakeX leaves its
+# small-matrix kernel (what beta 1 takes below it) for its blocked one: the sums still equal numpy's to K 448
+# (from K 512 its K blocks differ), but a NaN product added to a NaN accumulator keeps the product's payload
+# where numpy's add keeps the accumulator's
+COMPILED_MAX_K = 256
+COMPILED_MAX_MNK = 1 << 19
 
 _NARROW = ("f16", "bf16", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz")
 ROWS = MatrixUnit.dim  # rows of one BLAS call: the sum order BLAS picks by shape is the same for any M
@@ -147,8 +161,13 @@ def _narrow_into(A, B, C, a32=None, b32=None, spare=()):
     a32 = buffer(A.shape) if wa else a32
     b32 = buffer(B.shape) if wb else b32
     step = max(1, PRODUCT_ELEMENTS // max(M * N, 1))
+    sgemm = _compiled_sgemm(A, B, M)
 
     def rows(s):
+        # bf16: per program, its operands widened and its ROWS-row blocks multiplied by numpy's own sgemm call
+        # with beta 1 in C, the products added to the accumulator by the sgemm (False: a layout it does not take)
+        if sgemm is not None and _mma_bf16(*sgemm, A16[s], B16[s], C[s], a32[s], b32[s], wa, wb, ROWS):
+            return
         prod = np.empty((min(step, s.stop - s.start), M, N), F32)
         pad = np.zeros((len(prod), ROWS, K), F32) if M % ROWS else None
         for i in range(s.start, s.stop, step):  # a few programs' products at a time, added while in cache
@@ -162,8 +181,31 @@ def _narrow_into(A, B, C, a32=None, b32=None, spare=()):
             _matmul(a32[i:j], b32[i:j], prod[: j - i], pad)
             np.add(C[i:j], prod[: j - i], out=C[i:j])
 
+    if sgemm is not None:
+        A16, B16 = A.view(np.uint16), B.view(np.uint16)
     for_rows(rows, P, P * M * N * K)
     return a32, b32
+
+
+def _compiled_sgemm(A, B, M):
+    """(sgemm address, 64-bit integers) when the bf16 m.mma may run in C (tiles.cpp's mma_bf16), else None.
+
+    numpy's float32 matmul of a row block is one cblas_sgemm (row-major, no transposes, alpha 1, beta 0) into
+    a product, which _narrow_into then adds to the accumulator; mma_bf16 makes the same call with beta 1,
+    on the accumulator. Both give the accumulator plus the product's sum rounded once when OpenBLAS sums
+    the block's K products in a register from zero in the same order for both calls and then adds alpha
+    times it to beta times C (alpha and beta 1: exact). OpenBLAS documents none of this; on SkylakeX (its
+    "direct" kernel for beta 0, its small-matrix kernel for beta 1) the bits, NaN payloads included, were
+    measured equal within COMPILED_MAX_K and COMPILED_MAX_MNK: tests/unit/test_sim_fast_paths.py compares
+    the two paths, and sim_identity.py and the 4096^3 GEMM's output hash checked them."""
+    K, N = A.shape[-1], B.shape[-1]
+    if not COMPILED_MMA or _mma_bf16 is None or M % ROWS or K > COMPILED_MAX_K or ROWS * N * K > COMPILED_MAX_MNK:
+        return None
+    if isa_name(A.dtype) != "bf16" or isa_name(B.dtype) != "bf16":
+        return None
+    if not _sgemm:
+        _sgemm.append(blas_sgemm())
+    return _sgemm[0]
 
 
 WIDENED_BYTES = 256 << 20  # widened operands kept between consecutive m.mma of one context, at most

@@ -1,5 +1,6 @@
 // triton_plate_backend.sim._tiles: v.select over a batch's SRAM image in one pass (sim/sem_vector.py, _select),
-// and the checks and home-domain count of a whole-tile strided DMA (sim/dma.py, _Tiles) from the register file.
+// the checks and home-domain count of a whole-tile strided DMA (sim/dma.py, _Tiles) from the register file,
+// and a bf16 m.mma per program, widened and summed by numpy's sgemm (sim/sem_matrix.py, _narrow_into).
 //
 // numpy's select is several passes over the tiles (the condition as 0/1 words, then b + (a - b) * cond
 // on the bits), each streaming a tile of every program of the batch: this is one pass that reads the
@@ -488,12 +489,105 @@ PyObject* element_homes(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// ---- m.mma on bf16 operands (sim/sem_matrix.py _narrow_into, its numpy code the reference) ------------------
+
+// cblas_sgemm of the OpenBLAS numpy loaded (sim/sem_matrix.py finds it), with its integer width.
+template <class I>
+using Sgemm = void (*)(int, int, int, I, I, I, float, const float*, I, const float*, I, float, float*, I);
+
+// A strided 3-d buffer [P, R, S] of `itemsize`-byte elements whose rows are contiguous (strides (any, S, 1)
+// elements), or false with no Python error set (the caller falls back to numpy).
+bool rows_buffer(PyObject* obj, Py_buffer* view, Py_ssize_t itemsize, bool writable) {
+  if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | (writable ? PyBUF_WRITABLE : 0)) < 0) {
+    PyErr_Clear();
+    return false;
+  }
+  if (view->ndim != 3 || view->itemsize != itemsize || view->strides[2] != itemsize ||
+      view->strides[1] < view->shape[2] * itemsize || view->strides[0] % itemsize || view->strides[1] % itemsize) {
+    PyBuffer_Release(view);
+    return false;
+  }
+  return true;
+}
+
+// bf16 codes to the f32 they are exactly: the code in the high half of the word.
+void widen_bf16(float* __restrict__ out, const uint16_t* __restrict__ in, Py_ssize_t rows, Py_ssize_t cols,
+                Py_ssize_t in_row, Py_ssize_t out_row) {
+  for (Py_ssize_t r = 0; r < rows; ++r) {
+    const uint16_t* x = in + r * in_row;
+    uint32_t* y = reinterpret_cast<uint32_t*>(out + r * out_row);
+    for (Py_ssize_t i = 0; i < cols; ++i) y[i] = static_cast<uint32_t>(x[i]) << 16;
+  }
+}
+
+template <class I>
+void mma_programs(Sgemm<I> sgemm, Py_buffer* v[5], bool wa, bool wb, Py_ssize_t block) {
+  const Py_ssize_t P = v[0]->shape[0], M = v[0]->shape[1], K = v[0]->shape[2], N = v[1]->shape[2];
+  char *a = static_cast<char*>(v[0]->buf), *b = static_cast<char*>(v[1]->buf), *c = static_cast<char*>(v[2]->buf);
+  char *a32 = static_cast<char*>(v[3]->buf), *b32 = static_cast<char*>(v[4]->buf);
+  for (Py_ssize_t p = 0; p < P; ++p) {
+    float* pa = reinterpret_cast<float*>(a32 + p * v[3]->strides[0]);
+    float* pb = reinterpret_cast<float*>(b32 + p * v[4]->strides[0]);
+    float* pc = reinterpret_cast<float*>(c + p * v[2]->strides[0]);
+    const Py_ssize_t lda = v[3]->strides[1] / 4, ldb = v[4]->strides[1] / 4, ldc = v[2]->strides[1] / 4;
+    if (wa)
+      widen_bf16(pa, reinterpret_cast<const uint16_t*>(a + p * v[0]->strides[0]), M, K, v[0]->strides[1] / 2, lda);
+    if (wb)
+      widen_bf16(pb, reinterpret_cast<const uint16_t*>(b + p * v[1]->strides[0]), K, N, v[1]->strides[1] / 2, ldb);
+    // numpy's matmul call for each `block`-row block (row-major, no transposes, alpha 1), with beta 1: the
+    // block's products summed as numpy's call sums them, then added to the accumulator once
+    for (Py_ssize_t r = 0; r < M; r += block)
+      sgemm(101, 111, 111, static_cast<I>(block), static_cast<I>(N), static_cast<I>(K), 1.0f, pa + r * lda,
+            static_cast<I>(lda), pb, static_cast<I>(ldb), 1.0f, pc + r * ldc, static_cast<I>(ldc));
+  }
+}
+
+// mma_bf16(sgemm, int64, a, b, c, a32, b32, widen_a, widen_b, block): per program p of a [P, M, K] and b
+// [P, K, N] (bf16 codes, uint16), a32[p] / b32[p] (f32) = the widened operands (each unless already widened:
+// widen_a / widen_b false), then c[p] (f32 [P, M, N]) += a32[p] @ b32[p] by one sgemm (the address `sgemm`,
+// 64-bit integers when `int64`) per block of `block` rows, beta 1. Every array's rows contiguous. Returns
+// False when the layouts are not these (nothing done), True when done.
+PyObject* mma_bf16(PyObject*, PyObject* args) {
+  unsigned long long address;
+  int int64, wa, wb;
+  Py_ssize_t block;
+  PyObject* objs[5];
+  if (!PyArg_ParseTuple(args, "KpOOOOOppn", &address, &int64, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                        &wa, &wb, &block))
+    return nullptr;
+  Py_buffer views[5];
+  Py_buffer* v[5];
+  const Py_ssize_t sizes[5] = {2, 2, 4, 4, 4};
+  int got = 0;
+  for (; got < 5; ++got) {
+    v[got] = &views[got];
+    if (!rows_buffer(objs[got], v[got], sizes[got], got >= 2)) break;
+  }
+  bool ok = got == 5 && address != 0 && block > 0;
+  if (ok) {
+    const Py_ssize_t P = v[0]->shape[0], M = v[0]->shape[1], K = v[0]->shape[2], N = v[1]->shape[2];
+    auto is = [&](int i, Py_ssize_t r, Py_ssize_t s) {
+      return v[i]->shape[0] == P && v[i]->shape[1] == r && v[i]->shape[2] == s;
+    };
+    ok = is(1, K, N) && is(2, M, N) && is(3, M, K) && is(4, K, N) && M % block == 0;
+  }
+  if (ok) {
+    Py_BEGIN_ALLOW_THREADS if (int64) mma_programs<int64_t>(reinterpret_cast<Sgemm<int64_t>>(address), v, wa, wb,
+                                                           block);
+    else mma_programs<int32_t>(reinterpret_cast<Sgemm<int32_t>>(address), v, wa, wb, block);
+    Py_END_ALLOW_THREADS
+  }
+  for (int i = 0; i < got; ++i) PyBuffer_Release(v[i]);
+  return PyBool_FromLong(ok);
+}
+
 PyMethodDef METHODS[] = {
     {"select", select, METH_VARARGS, "v.select over a batch's SRAM image in one pass (sim/sem_vector.py)."},
     {"select_strided", select_strided, METH_VARARGS, "v.select whose sides have strides of their own (sim/sem_vector.py)."},
     {"whole_tiles", whole_tiles, METH_VARARGS, "_Tiles.make's test and values from the register file (sim/dma.py)."},
     {"tile_homes", tile_homes, METH_VARARGS, "_Tiles.traffic's count by home of tiles in one stripe (sim/dma.py)."},
     {"element_homes", element_homes, METH_VARARGS, "_element_bytes of element accesses in one allocation (sim/dma.py)."},
+    {"mma_bf16", mma_bf16, METH_VARARGS, "m.mma on bf16 operands: widened, then sgemm with beta 1 (sim/sem_matrix.py)."},
     {nullptr, nullptr, 0, nullptr},
 };
 
