@@ -178,9 +178,10 @@ def load_box(mem: DeviceMemory, box: _Box1, dtype: str, fill, into: np.ndarray |
     pos = _locate(mem, box)
     if pos is None:
         return None
-    lo, hi = box.span(whole=True)  # the whole tile (masked-off elements too) inside: one strided view
-    if mem.span_position(lo, hi) != pos:
-        return None
+    if not box.full:  # the whole tile (masked-off elements too) inside: one strided view (a full box's is found)
+        lo, hi = box.span(whole=True)
+        if mem.span_position(lo, hi) != pos:
+            return None
     rec = mem.live(pos)
     typed, start = rec.typed(box.storage)
     e0 = (box.base - (rec.base + start)) // box.isz
