@@ -86,8 +86,9 @@ class PlateLauncher:
             # kernel the same launch with its appended arguments, else the launch itself
             as_written = (grid, values)
             if all(grid) and is_persistent(function.program):
-                as_written = (grid, _one_each(function.program, grid, values))
-                grid, values = self._persistent.launch(function.program, grid, values, device, sanitize)
+                one_each = _one_each(function.program, grid, values)
+                as_written = (grid, one_each)
+                grid, values = self._persistent.launch(function.program, grid, values, device, sanitize, one_each)
             if all(grid):
                 device.launch(
                     function.program,
@@ -166,9 +167,10 @@ class PersistentSplit:
     def __init__(self):
         self._decided: dict[tuple, tuple] = {}
 
-    def launch(self, program, grid, values, device, sanitize) -> tuple[tuple[int, int, int], list]:
-        """(grid, arguments) of this launch."""
-        one_each = _one_each(program, grid, values)
+    def launch(self, program, grid, values, device, sanitize, one_each=None) -> tuple[tuple[int, int, int], list]:
+        """(grid, arguments) of this launch (``one_each``: ``_one_each`` of it, when the caller has it)."""
+        if one_each is None:
+            one_each = _one_each(program, grid, values)
         launched, _ = persistent_grid(grid, device.machine.total_cores)
         if sanitize or launched == grid:  # the sanitizer tells programs apart by their ids: one per grid element
             return grid, one_each

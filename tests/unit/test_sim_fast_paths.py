@@ -79,10 +79,29 @@ def test_load_matches_the_batched_load(mem, access):
                 into = np.frombuffer(b"\x5a" * want_vals.nbytes, want_vals.dtype).reshape(want_vals.shape).copy()
                 vals, traffic = dma_one.load(mem, base, dtype, shape, strides, lo, hi, 7, into=into)
                 assert _bits(vals).tobytes() == _bits(want_vals).tobytes()
-                assert (vals is into) == (int(want_traffic.elements[0]) > 0)  # nothing to move: a new fill
+                assert vals is into  # the tile, or with nothing to move the fill value, written into it
                 _same_traffic(traffic, want_traffic)
     finally:
         mem.free(rec.base)
+
+
+@HYP
+@given(access=accesses(), base=st.sampled_from([4096, -8, 2**61, 2**62 - 4096]))
+def test_a_box_from_the_registers_is_the_box_of_their_rows(access, base):
+    """sem_memory's one-program load and store read the box's words from the registers (``box_of``): the box
+    ``_box`` makes of the [1, rank] rows, field by field, or None alike (no safe int64 arithmetic)."""
+    dtype, _, shape, strides, lo, hi, offset, _ = access
+    r = len(shape)
+    regs = np.full((3 * r + 2, 1), 99, np.int64)
+    regs[0, 0] = base + offset
+    regs[1 : 1 + r, 0], regs[1 + r : 1 + 2 * r, 0], regs[1 + 2 * r : 1 + 3 * r, 0] = strides[0], lo[0], hi[0]
+    ss, ls, hs = list(range(1, 1 + r)), list(range(1 + r, 1 + 2 * r)), list(range(1 + 2 * r, 1 + 3 * r))
+    got = dma_one.box_of(regs, 0, ss, ls, hs, dtype, shape)
+    want = dma_one._box(regs[0], dtype, shape, strides, lo, hi)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert vars(got) == vars(want)
+    assert dma_one.box_of(regs, 0, ss[:-1], ls, hs, dtype, shape) is None  # a list short of the rank: the batched path
 
 
 @HYP
@@ -602,15 +621,22 @@ class _Regs:
 _EDGE_WORDS = [0, 1, -1, 2, 7, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**32 - 1, 2**32, 2**62, 2**63 - 1, -(2**63)]
 
 
-@pytest.mark.parametrize("mnemonic", ["s.add", "s.sub", "s.mul", "s.and", "s.or", "s.xor", "s.select", "s.cmpi"])
+_SCALAR_RULES = ["s.add", "s.sub", "s.mul", "s.and", "s.or", "s.xor", "s.select", "s.cmpi"]
+_SCALAR_RULES += ["s.mins", "s.maxs", "s.minu", "s.maxu", "s.divs", "s.rems"]
+
+
+@pytest.mark.parametrize("mnemonic", _SCALAR_RULES)
 def test_one_program_scalar_rules_give_the_many_program_words(mnemonic):
     """A one-program context's s.<op> / s.cmpi / s.select in Python integers writes the word the numpy rule
-    writes for each of many programs (edge words and random ones, i32 and i64, every predicate)."""
+    writes for each of many programs (edge words, small and random ones, i32 and i64, every predicate)."""
     from triton_plate_backend.isa.program import Inst
     from triton_plate_backend.sim.sem_scalar import SEMANTICS
 
     rng = np.random.default_rng(3)
-    words = np.array(_EDGE_WORDS + [int(w) for w in rng.integers(-(2**63), 2**63 - 1, 40, dtype=np.int64)], np.int64)
+    small = [int(w) for w in rng.integers(-50, 1000, 16)]  # index arithmetic's values (s.divs / s.rems' fast case)
+    words = np.array(
+        _EDGE_WORDS + small + [int(w) for w in rng.integers(-(2**63), 2**63 - 1, 40, dtype=np.int64)], np.int64
+    )
     a, b = np.meshgrid(words, words)
     a, b = a.reshape(-1), b.reshape(-1)
     n = a.size
@@ -627,7 +653,7 @@ def test_one_program_scalar_rules_give_the_many_program_words(mnemonic):
         many = np.zeros((8, n), np.int64)
         many[0], many[1], many[2] = a & 1, a, b  # r0: a condition for s.select
         rule(_Regs(many), ins)
-        for i in range(0, n, 7):
+        for i in range(n):
             one = np.ascontiguousarray(many[:, i : i + 1])
             one[3] = 12345  # the destination's old word: overwritten
             rule(_Regs(one), ins)

@@ -971,7 +971,7 @@ def test_divs_rems_of_non_negative_by_positive_match_the_general_rule(dt, op):
     fast = general = 0
     for x, y in cases:
         want = nx.to_word(BINARY[op]["int"](nx.from_word(x, dt), nx.from_word(y, dt), dt), dt)
-        st = SimpleNamespace(regs=np.stack([np.zeros_like(x), x, y]))
+        st = SimpleNamespace(regs=np.stack([np.zeros_like(x), x, y]), P=x.size)
         sem_scalar.SEMANTICS[f"s.{op}"](st, SimpleNamespace(operands=(0, 1, 2), suffixes=(dt,), mnemonic=f"s.{op}"))
         assert st.regs[0].dtype == np.int64 and np.array_equal(st.regs[0], want)
         on_fast = nx.from_word(x, dt).min() >= 0 and nx.from_word(y, dt).min() > 0
@@ -1333,6 +1333,41 @@ def test_a_program_s_derived_rules_follow_its_changes_and_replaced_rules(monkeyp
 
     monkeypatch.setitem(SEMANTICS, "v.add", replaced)
     assert executor._derived(program)[0][1] is replaced
+
+
+def test_plain_run_ends_and_ordered_pcs_are_the_per_pc_definitions():
+    """``_straight`` and ``_sees_order`` (kept per mnemonic) give the per-pc definition on a persistent kernel (its
+    prologue, loop and DMA) and on random programs of plain, branching and halting instructions."""
+
+    def plain(ins):
+        return (
+            ins.mnemonic.startswith("s.")
+            or ins.mnemonic in executor._PLAIN_SCALAR
+            or ins.row.unit in ("vector", "matrix")
+        )
+
+    def ordered(ins):
+        return ins.row.unit in ("dma_in", "dma_out") or ins.mnemonic in ("dbg.print", "dbg.printr", "dbg.assert")
+
+    def want_ends(program):
+        n, ends = len(program.instrs), []
+        for pc in range(n):
+            end = pc
+            while end < n and plain(program.instrs[end]):
+                end += 1
+            ends.append(end)
+        return ends
+
+    kinds = [Inst("s.li", (), (0, 0)), Inst("v.add", (), (0, 0, 0)), Inst("bz", (), (0, 0)), Inst("dma.wait", (), (0,))]
+    kinds += [Inst("halt", (), ()), Inst("fence", (), ())]
+    programs = [_persistent_vec_add()]
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        programs.append(Program("p", instrs=[kinds[i] for i in rng.integers(0, len(kinds), rng.integers(0, 12))]))
+    for program in programs:
+        assert executor._straight(program) == want_ends(program)
+        assert executor._sees_order(program) == [ordered(i) for i in program.instrs]
+    assert any(executor._sees_order(programs[0])) and any(e > pc + 1 for pc, e in enumerate(want_ends(programs[0])))
 
 
 # ---- cache-sized sub-batches of straight-line programs ----------------------------------------------

@@ -183,16 +183,16 @@ class Device:
         a persistent kernel's launch without its loop over programs, any other launch itself): a launch
         whose trace reads no data runs that way, only its programs that store anything, timed from the
         address-only run's trace, kept for its repeats (sim/persistent_runs.py)."""
-        from .affinity import AFFINITY, MAPPINGS
-        from .estimate import estimate_launch
-        from .operands import drop_written_replicas
-        from .timing import POLICIES, CoreMapping, simulate_timing
+        affinity, estimate, operands, timing = _modules()
+        AFFINITY, MAPPINGS = affinity.AFFINITY, affinity.MAPPINGS
 
         grid = tuple(int(g) for g in grid)
         trace_path = trace_path or knobs.trace()
         policy = policy or knobs.policy()
         max_steps = max_steps or knobs.max_steps()
-        named = isinstance(policy, CoreMapping) or (isinstance(policy, str) and policy in (*POLICIES, AFFINITY))
+        named = isinstance(policy, timing.CoreMapping) or (
+            isinstance(policy, str) and (policy in timing.POLICIES or policy == AFFINITY)
+        )
         defer_timing = defer_timing and not trace_path and named
         with self._lock:
             registered = []
@@ -212,7 +212,7 @@ class Device:
                     policy = MAPPINGS.resolve(policy, program, grid, args, self.memory)
                 if self._estimates is not None:
                     # the launch as it would run, with the operand moves it would make
-                    est = estimate_launch(
+                    est = estimate.estimate_launch(
                         program, grid, list(args), self.memory, self.machine, policy=policy, placement=planned
                     )
                     self._estimates.append(est)
@@ -225,12 +225,12 @@ class Device:
                 for base in registered:
                     self.memory.free(base)
             if self._operands is not None:
-                drop_written_replicas(trace, program, args, self.memory)
+                operands.drop_written_replicas(trace, program, args, self.memory)
             if defer_timing:
                 self.launches += 1
                 self._clock.add_untimed(trace if kept is None else kept, policy)
                 return None
-            profile = simulate_timing(trace, self.machine, policy=policy, collect_events=bool(trace_path))
+            profile = timing.simulate_timing(trace, self.machine, policy=policy, collect_events=bool(trace_path))
             self.launches += 1
             self._clock.add_timed(profile)
             if trace_path:
@@ -279,6 +279,20 @@ class Device:
                 programs=live,
             )
         return trace, runs.packed(key, program)
+
+
+_MODULES: list = []  # the modules a launch calls, imported at the first launch
+
+
+def _modules() -> tuple:
+    """(sim.affinity, sim.estimate, sim.operands, sim.timing), imported once: an import statement in a function costs
+    a few microseconds each time it runs (4 a launch). A launch reads their functions as module attributes when
+    it calls them, so a tool or test that replaces one (benchmarks/sim_identity.py) is seen as before."""
+    if not _MODULES:
+        from . import affinity, estimate, operands, timing
+
+        _MODULES.append((affinity, estimate, operands, timing))
+    return _MODULES[0]
 
 
 def _trace_file(setting: str, launch_number: int, kernel: str) -> str:

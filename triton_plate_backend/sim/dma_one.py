@@ -94,6 +94,27 @@ def _box(base, dtype: str, shape, strides, lo, hi) -> _Box1 | None:
     return box if box.safe() else None
 
 
+def box_of(regs: np.ndarray, base: int, strides, lo, hi, dtype: str, shape) -> _Box1 | None:
+    """``_box`` of a one-program context's registers (``regs`` [NREG, 1]; ``base`` a register, ``strides``, ``lo``,
+    ``hi`` register lists): the same box from the words as Python integers, without the [1, rank] register
+    views sem_memory's ``_bounds`` makes. None where ``_box`` gives None or the lists do not match the rank
+    (the caller's batched path reports it)."""
+    shape = tuple(shape)
+    r = len(shape)
+    if r == 0 or not len(strides) == len(lo) == len(hi) == r:
+        return None
+    item = regs.item
+    box = _Box1(
+        item(base, 0),
+        _storage(dtype),
+        shape,
+        [item(k, 0) for k in strides],
+        [item(k, 0) for k in lo],
+        [item(k, 0) for k in hi],
+    )
+    return box if box.safe() else None
+
+
 def _locate(mem: DeviceMemory, box: _Box1) -> int | None:
     """dma._box_locate: the live position holding the valid span, aligned; None otherwise."""
     if box.base % box.isz:
@@ -143,17 +164,24 @@ def load(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fill, into
     values' shape and storage type (the destination tile's SRAM view) to load into, handed back as the values;
     once the access is known to be taken here, nothing else is written to it."""
     box = _box(base, dtype, shape, strides, lo, hi)
-    if box is None:
-        return None
-    if box.count == 0:
-        out = np.full((1, *box.shape), fill_value(fill, dtype), NUMPY[dtype])
-        return out, Traffic.zeros(1, mem.traffic_columns)
+    return None if box is None else load_box(mem, box, dtype, fill, into)
+
+
+def load_box(mem: DeviceMemory, box: _Box1, dtype: str, fill, into: np.ndarray | None = None):
+    """``load`` of the program's box (``_box``, ``box_of``)."""
+    if box.count == 0:  # every element masked off (a pipelined loop's prefetch past its last trip): the fill value
+        value = fill_value(fill, dtype)
+        if into is not None and into.shape == (1, *box.shape) and into.dtype == NUMPY[dtype]:
+            into[...] = value  # the scalar's bits in every element, as np.full's array copied in
+            return into, Traffic.zeros(1, mem.traffic_columns)
+        return np.full((1, *box.shape), value, NUMPY[dtype]), Traffic.zeros(1, mem.traffic_columns)
     pos = _locate(mem, box)
     if pos is None:
         return None
-    lo, hi = box.span(whole=True)  # the whole tile (masked-off elements too) inside: one strided view
-    if mem.span_position(lo, hi) != pos:
-        return None
+    if not box.full:  # the whole tile (masked-off elements too) inside: one strided view (a full box's is found)
+        lo, hi = box.span(whole=True)
+        if mem.span_position(lo, hi) != pos:
+            return None
     rec = mem.live(pos)
     typed, start = rec.typed(box.storage)
     e0 = (box.base - (rec.base + start)) // box.isz
@@ -172,8 +200,11 @@ def store(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str) -> Traff
     """dma.store_strided for one program, or None (the caller runs store_strided)."""
     values = np.asarray(values)
     box = _box(base, dtype, values.shape[1:], strides, lo, hi)
-    if box is None:
-        return None
+    return None if box is None else store_box(mem, box, values, dtype)
+
+
+def store_box(mem: DeviceMemory, box: _Box1, values: np.ndarray, dtype: str) -> Traffic | None:
+    """``store`` of the program's box (``_box``, ``box_of`` over the values' tile shape)."""
     if box.count == 0:
         return Traffic.zeros(1, mem.traffic_columns)
     pos = _locate(mem, box)

@@ -43,7 +43,7 @@ from ..dtypes import NUMPY
 from ..errors import IsaError, SimulatorError
 from ..isa.asm import format_number, quote
 from ..isa.program import Inst, Program, verify
-from ..isa.table import is_float
+from ..isa.table import ISA, is_float
 from ..isa.verified import verify_once
 from ..machine import MiB, get_machine
 from . import numerics as nx
@@ -369,13 +369,15 @@ _PLAIN_SCALAR = frozenset({"nop", "dma.wait", "fence", "barrier"})
 
 def _straight(program: Program) -> list[int]:
     """Per pc, the end of the run of plain instructions starting there (pc itself when it is not plain)."""
-    n = len(program.instrs)
+    kinds = _KINDS
+    plain = [(kinds.get(ins.mnemonic) or _kind(ins.mnemonic))[0] for ins in program.instrs]
+    n = len(plain)
     end = list(range(n))
+    after = n  # end[pc + 1], or n past the last pc
     for pc in range(n - 1, -1, -1):
-        ins = program.instrs[pc]
-        m = ins.mnemonic
-        if m.startswith("s.") or m in _PLAIN_SCALAR or ins.row.unit in _PLAIN_UNITS:
-            end[pc] = end[pc + 1] if pc + 1 < n else n
+        if plain[pc]:
+            end[pc] = after
+        after = end[pc]
     return end
 
 
@@ -387,7 +389,20 @@ _ORDERED_SCALAR = frozenset({"dbg.print", "dbg.printr", "dbg.assert"})
 
 def _sees_order(program: Program) -> list[bool]:
     """Per pc, whether the instruction sees the order of a context's rows."""
-    return [ins.row.unit in _ORDERED_UNITS or ins.mnemonic in _ORDERED_SCALAR for ins in program.instrs]
+    kinds = _KINDS
+    return [(kinds.get(ins.mnemonic) or _kind(ins.mnemonic))[1] for ins in program.instrs]
+
+
+_KINDS: dict[str, tuple[bool, bool]] = {}  # mnemonic -> (plain: _straight's, sees the rows' order: _sees_order's)
+
+
+def _kind(mnemonic: str) -> tuple[bool, bool]:
+    """What ``_straight`` and ``_sees_order`` read of an instruction, a function of its mnemonic, found once per
+    mnemonic (a fresh kernel's first launch derives them for every pc: a test suite's launches)."""
+    unit = ISA[mnemonic].unit
+    plain = mnemonic.startswith("s.") or mnemonic in _PLAIN_SCALAR or unit in _PLAIN_UNITS
+    got = _KINDS[mnemonic] = (plain, unit in _ORDERED_UNITS or mnemonic in _ORDERED_SCALAR)
+    return got
 
 
 def _rules(program: Program) -> list:

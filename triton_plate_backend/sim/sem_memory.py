@@ -95,6 +95,17 @@ def _load(st, ins):
                 st.write(d, vals)
             _issued(st, q)
             return tiles.traffic(st.memory) if st.launch.counted else dma.NOT_COUNTED
+    if st.P == 1 and st.launch.sanitizer is None:  # one program: its box from the register words (dma_one)
+        box = dma_one.box_of(st.regs, base, strides, lo, hi, t.dtype, t.shape)
+        if box is not None:
+            into = st.view(d) if t.dtype != "i1" else None
+            done = dma_one.load_box(st.memory, box, t.dtype, _fill(st, fill, t.dtype), into)
+            if done is not None:
+                vals, traffic = done
+                if vals is not into:
+                    st.write(d, vals)
+                _issued(st, q)
+                return traffic
     s, a, b = _bounds(st, ins, t, strides, lo, hi)
     args = (st.memory, st.regs[base], t.dtype, t.shape, s, a, b, _fill(st, fill, t.dtype))
     into = st.view(d) if t.dtype != "i1" else None
@@ -110,6 +121,12 @@ def _load(st, ins):
 def _store(st, ins):
     q, a, base, strides, lo, hi = ins.operands
     t = st.tiles[a]
+    if st.P == 1 and st.launch.sanitizer is None:  # one program: its box from the register words (dma_one)
+        box = dma_one.box_of(st.regs, base, strides, lo, hi, t.dtype, t.shape)
+        traffic = None if box is None else dma_one.store_box(st.memory, box, st.read(a), t.dtype)
+        if traffic is not None:
+            _issued(st, q)
+            return traffic
     s, lo_, hi_ = _bounds(st, ins, t, strides, lo, hi)
     args = (st.memory, st.regs[base], st.read(a), s, lo_, hi_)
     traffic = dma_one.store(*args, t.dtype) if st.P == 1 else None  # one program: the same in Python integers

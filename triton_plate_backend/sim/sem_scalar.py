@@ -73,6 +73,13 @@ _PY_INT = {
 }
 assert set(_PY_INT) == set(DIRECT_INT)
 _WRAP = {"i32": (1 << 31, (1 << 32) - 1), "i64": (1 << 63, (1 << 64) - 1)}  # stype -> (half, mask)
+# min/max of one program's words the same way: (pick, whether the values are signed). The vector rule compares the
+# low bits as signed or unsigned values of the stype and stores the result wrapped to it (sem_vector's
+# _signed_op/_unsigned_op): here the words' values in Python integers, the one picked wrapped and sign-extended
+_PY_PICK = {"mins": (min, True), "maxs": (max, True), "minu": (min, False), "maxu": (max, False)}
+# s.divs / s.rems of one program's non-negative word by a positive one, both below 2**31 for i32: the ufunc path's
+# condition (every word its value), the floor division or remainder of the two values, in range
+_PY_FLOOR = {"divs": operator.floordiv, "rems": operator.mod}
 
 _FLOOR_DIV = {"divs": np.floor_divide, "rems": np.remainder}  # s.divs / s.rems of non-negative by positive
 _WORD_SHIFT = {"i32": 31, "i64": 63}  # a word >> this is 0 iff it is a non-negative value of the stype
@@ -94,15 +101,30 @@ def _binary(op):
         return by_stype[dt]
 
     py = _PY_INT.get(op)
+    pick, signed = _PY_PICK.get(op, (None, False))
+    py_floor = _PY_FLOOR.get(op)
+    one = py is not None or pick is not None or py_floor is not None  # a one-program path in Python integers
 
     def rule(st, ins):
         d, a, b = ins.operands
         dt = ins.suffixes[0]
         regs = st.regs
-        if py is not None and st.P == 1 and dt in _WRAP:
+        if one and st.P == 1 and dt in _WRAP:
             half, mask = _WRAP[dt]
-            regs[d, 0] = ((py(regs.item(a, 0), regs.item(b, 0)) + half) & mask) - half
-            return
+            if py is not None:
+                regs[d, 0] = ((py(regs.item(a, 0), regs.item(b, 0)) + half) & mask) - half
+                return
+            if pick is not None:
+                x, y = regs.item(a, 0) & mask, regs.item(b, 0) & mask  # the unsigned values of the low bits
+                if signed:
+                    x, y = ((x + half) & mask) - half, ((y + half) & mask) - half
+                regs[d, 0] = ((pick(x, y) + half) & mask) - half
+                return
+            if py_floor is not None:
+                x, y = regs.item(a, 0), regs.item(b, 0)
+                if 0 <= x < half and 0 < y < half:
+                    regs[d, 0] = py_floor(x, y)
+                    return
         if direct is not None and dt == "i64":
             direct(regs[a], regs[b], out=regs[d])
             return
