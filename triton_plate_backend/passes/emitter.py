@@ -503,7 +503,7 @@ _CORE = {
     for m, row in ISA.items()
 }
 if _emit is not None:
-    _emit.init(_CORE, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li)
+    _emit.init(_CORE, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li, _VREG_IDS)
 
 
 def _pieces(shape, limit):
