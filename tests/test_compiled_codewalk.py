@@ -255,3 +255,29 @@ def test_write_counts_by_hand_and_where_the_c_walk_declines():
             got = type(e)
         assert got == want
     assert list(scalar_flow.writes(odd[2]).items()) == [(a, 2), (b, 2)]
+
+
+def test_keys_that_are_not_their_identity_are_found_by_equality_as_in_the_python_walks():
+    """The C walks keep registers, tokens and buffers (hashed by identity) in tables of pointers, anything else as a
+    dict does: two equal names made apart are one key (liveness, licm's and scalar_cse's numbering and renaming)."""
+    a, b = VReg("a"), VReg("b")
+    name = "".join(["r", "1"])  # equal to "r1", another object
+    assert name is not "r1"[:]  # noqa: F632  (made apart)
+    top = Label("top")
+    code = [
+        PInst("s.li", (), (a, Imm(2))),
+        PInst(".label", (), (top,)),
+        PInst("s.li", (), ("r1", Imm(3))),  # a destination that is not a VReg: by equality
+        PInst("s.li", (), (name, Imm(3))),
+        PInst("s.li", (), (b, Imm(3))),
+        PInst("s.add", ("i32",), ("r2", a, b)),
+        PInst(".use", (), ("r1", name, b, "r2")),
+        PInst("loop", (), (a, top)),
+        PInst("halt"),
+    ]
+    check_code(code)
+    count = {"r1": 1, "r2": 1, b: 1, a: 1}
+    check_cse(code, count)
+    check_licm(code, count)
+    got = compiled_intervals(code)
+    assert got["r1"] == regalloc.live_intervals_py(code)[name]
