@@ -16,7 +16,7 @@ from triton_plate_backend.errors import CompileError, RegisterOverflow
 from triton_plate_backend.isa.encoding import float_bits
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.passes import finalize, licm, regalloc, scalar_cse, scalar_flow
-from triton_plate_backend.passes.emitter import Buffer, Imm, Label, PInst, Token, View, VReg
+from triton_plate_backend.passes.emitter import Buffer, Emitter, Imm, Label, PInst, Token, View, VReg
 from triton_plate_backend.passes.pipeline import run_pipeline
 from triton_plate_backend.ttir.parser import parse
 
@@ -281,3 +281,30 @@ def test_keys_that_are_not_their_identity_are_found_by_equality_as_in_the_python
     check_licm(code, count)
     got = compiled_intervals(code)
     assert got["r1"] == regalloc.live_intervals_py(code)[name]
+
+
+def test_immediates_of_every_kind_get_the_same_constant_pool_with_and_without_the_extension(monkeypatch):
+    """map_code makes an exact int immediate's pool entry itself (finalize's `const`): ints, bools, floats, strings
+    and an int subclass in one code list give the same instructions and pool either way (1 and True are one entry,
+    1.0 another)."""
+    import enum
+
+    class Small(enum.IntEnum):
+        TWO = 2
+
+    a, b = VReg("a"), VReg("b")
+    values = [1, True, 1.0, -0.0, 0.0, 2, Small.TWO, 2**40, -(2**63), 1, 2**40]
+    code = [PInst("s.li", (), (a if k % 2 else b, Imm(v))) for k, v in enumerate(values)]
+    code += [PInst(".use", (), (a, b)), PInst("halt")]
+
+    def program():
+        em = Emitter(get_machine("plate1"))
+        em.code = list(code)
+        return finalize.finalize(em, "k", [], get_machine("plate1"))[0]
+
+    with_c = program()
+    monkeypatch.setattr(finalize, "_codewalk", None)
+    without = program()
+    assert [set_fields(i) for i in with_c.instrs] == [set_fields(i) for i in without.instrs]
+    assert [bits(c) for c in with_c.consts] == [bits(c) for c in without.consts]
+    assert len(with_c.consts) == 7

@@ -1098,32 +1098,49 @@ PyObject* licm(PyObject*, PyObject* args) {
 }
 
 // map_code(code, regs, toks, pcs, tile, operand, locs, loc_list, UNKNOWN_LOC, VReg, Token, View, Label, Inst,
-//          instrs) -> None
+//          instrs[, Imm, consts, const_list]) -> None
 // finalize's last walk (passes/finalize.py, `finalize`): each pseudo-instruction that is not a directive as an
 // Inst of physical operands appended to `instrs`: a VReg, Token or Label through its dict (regs, toks, pcs), a
-// View through `tile`, anything else through `operand`; its loc through the location table (`locs`: loc ->
+// View through `tile`, an Imm of an exact int as `operand` maps it (its constant pool entry: `consts`, key ->
+// index, `const_list`: the program's consts), anything else through `operand`; its loc through the location table (`locs`: loc ->
 // index, `loc_list`: the program's locs), looked up again only when it is another object than the last one's.
 // The Inst is made as its dataclass __init__ makes it (each field set with object.__setattr__, in field order).
 PyObject* map_code(PyObject*, PyObject* args) {
   PyObject *code, *regs, *toks, *pcs, *tile, *operand, *locs, *loc_list, *unknown, *vreg_t, *token_t, *view_t,
-      *label_t, *inst_t, *instrs;
-  if (!PyArg_ParseTuple(args, "O!O!O!O!OOO!O!OOOOOOO!", &PyList_Type, &code, &PyDict_Type, &regs, &PyDict_Type, &toks,
-                        &PyDict_Type, &pcs, &tile, &operand, &PyDict_Type, &locs, &PyList_Type, &loc_list, &unknown,
-                        &vreg_t, &token_t, &view_t, &label_t, &inst_t, &PyList_Type, &instrs))
+      *label_t, *inst_t, *instrs, *imm_t = nullptr, *consts = nullptr, *const_list = nullptr;
+  if (!PyArg_ParseTuple(args, "O!O!O!O!OOO!O!OOOOOOO!|OO!O!", &PyList_Type, &code, &PyDict_Type, &regs, &PyDict_Type,
+                        &toks, &PyDict_Type, &pcs, &tile, &operand, &PyDict_Type, &locs, &PyList_Type, &loc_list,
+                        &unknown, &vreg_t, &token_t, &view_t, &label_t, &inst_t, &PyList_Type, &instrs, &imm_t,
+                        &PyDict_Type, &consts, &PyList_Type, &const_list))
     return nullptr;
+  if (const_list == nullptr) imm_t = nullptr;  // (all three, or the operand function for every immediate)
   if (!PyType_Check(inst_t)) {
     PyErr_SetString(PyExc_TypeError, "map_code: Inst must be a class");
     return nullptr;
   }
-  static PyObject *s_mnemonic, *s_suffixes, *s_operands, *s_loc, *empty;
+  static PyObject *s_mnemonic, *s_suffixes, *s_operands, *s_loc, *empty, *s_i;
   if (s_mnemonic == nullptr) {
     s_mnemonic = PyUnicode_InternFromString("mnemonic");
     s_suffixes = PyUnicode_InternFromString("suffixes");
     s_operands = PyUnicode_InternFromString("operands");
     s_loc = PyUnicode_InternFromString("loc");
+    s_i = PyUnicode_InternFromString("i");
     empty = PyTuple_New(0);
-    if (!s_mnemonic || !s_suffixes || !s_operands || !s_loc || !empty) return nullptr;
+    if (!s_mnemonic || !s_suffixes || !s_operands || !s_loc || !s_i || !empty) return nullptr;
   }
+  // an immediate whose value is exactly an int: finalize's `const` (its entry of the constant pool, made on first
+  // sight under the key ("i", value)); any other immediate through `operand`
+  auto int_const = [&](PyObject* value) -> PyObject* {
+    Ref key(PyTuple_Pack(2, s_i, value));
+    if (key.p == nullptr) return nullptr;
+    PyObject* got = PyDict_GetItemWithError(consts, key.p);
+    if (got != nullptr) return Py_NewRef(got);
+    if (PyErr_Occurred()) return nullptr;
+    Ref k(PyLong_FromSsize_t(PyList_GET_SIZE(const_list)));
+    if (k.p == nullptr || PyDict_SetItem(consts, key.p, k.p) < 0 || PyList_Append(const_list, value) < 0)
+      return nullptr;
+    return Py_NewRef(k.p);
+  };
   PyTypeObject* inst_type = (PyTypeObject*)inst_t;
   PyObject* last_loc = nullptr;  // borrowed: the code list keeps its instructions' locs alive
   Ref at;
@@ -1174,6 +1191,11 @@ PyObject* map_code(PyObject*, PyObject* args) {
           return nullptr;
         }
         Py_INCREF(r);
+      } else if (t == imm_t) {
+        Ref value(f_value.get(v));
+        if (value.p == nullptr) return nullptr;
+        r = PyLong_CheckExact(value.p) ? int_const(value.p) : PyObject_CallOneArg(operand, v);
+        if (r == nullptr) return nullptr;
       } else {
         r = PyObject_CallOneArg(t == view_t ? tile : operand, v);
         if (r == nullptr) return nullptr;
