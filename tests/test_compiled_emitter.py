@@ -361,6 +361,15 @@ def test_registers_made_in_c_are_vreg_init_s():
     assert ran == ["six"] and other.hint == "six" and other.id == after.id + 1
     again = ctx.em.li(7)  # __init__ back: made in C again
     assert again.id == other.id + 1 and ran == ["six"]
+    # the rules' `new_vreg`: the same, called from Python
+    made = [emitter.new_vreg(), emitter.new_vreg("iv.next"), VReg()]
+    assert [type(r) for r in made] == [VReg] * 3 and [r.hint for r in made] == ["", "iv.next", ""]
+    assert [r.id for r in made] == [again.id + 1, again.id + 2, again.id + 3]
+    with pytest.raises(TypeError) as got:
+        emitter.new_vreg("a", "b")
+    with pytest.raises(TypeError) as want:
+        VReg("a", "b")
+    assert str(got.value) == str(want.value)
 
 
 def test_materialize_goes_as_deep_as_the_python_function():

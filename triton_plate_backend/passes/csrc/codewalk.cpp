@@ -428,11 +428,19 @@ PyObject* allocate(PyObject*, PyObject* args) {
   PyObject *key, *value;
   Py_ssize_t pos = 0;
   while (PyDict_Next(intervals, &pos, &key, &value)) {
-    int is = PyObject_IsInstance(key, kind);
+    int is = (PyObject*)Py_TYPE(key) == kind ? 1 : PyObject_IsInstance(key, kind);  // (its exact class: isinstance)
     if (is < 0) return nullptr;
     if (!is) continue;
     long long lo, hi;
-    if (!PyArg_ParseTuple(value, "LL", &lo, &hi)) return nullptr;
+    PyObject *a, *b;
+    if (PyTuple_CheckExact(value) && PyTuple_GET_SIZE(value) == 2 && PyLong_CheckExact(a = PyTuple_GET_ITEM(value, 0)) &&
+        PyLong_CheckExact(b = PyTuple_GET_ITEM(value, 1))) {  // (lo, hi) as the "LL" below reads it
+      lo = PyLong_AsLongLong(a);
+      hi = lo == -1 && PyErr_Occurred() ? -1 : PyLong_AsLongLong(b);
+      if (hi == -1 && PyErr_Occurred()) return nullptr;
+    } else if (!PyArg_ParseTuple(value, "LL", &lo, &hi)) {
+      return nullptr;
+    }
     Ref id(f_id.get(key));
     if (id.p == nullptr) return nullptr;
     long long i = PyLong_AsLongLong(id.p);

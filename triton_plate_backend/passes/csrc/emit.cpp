@@ -650,6 +650,16 @@ PyObject* materialize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return materialize_rec(args[0], args[1], args[2], remat);
 }
 
+// vreg(hint=""): VReg(hint), made as the compiled methods make their registers (new_vreg)
+PyObject* vreg(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (g_vreg == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "_emit.init was not called");
+    return nullptr;
+  }
+  if (nargs > 1) return PyObject_Vectorcall(g_vreg, args, nargs, nullptr);  // (VReg's own error)
+  return new_vreg(nargs == 1 ? args[0] : empty_str);
+}
+
 PyObject* core_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
   PyObject* emitter;
   if (!PyArg_ParseTuple(args, "O:Core", &emitter)) return nullptr;
@@ -690,6 +700,8 @@ PyMethodDef methods[] = {
      "walks"},
     {"materialize", (PyCFunction)(void (*)(void))materialize, METH_FASTCALL,
      "materialize(ctx, e, memo): dma_operands.materialize in C"},
+    {"vreg", (PyCFunction)(void (*)(void))vreg, METH_FASTCALL,
+     "vreg(hint=''): a fresh VReg, without VReg.__init__'s frame while it is the one init() saw"},
     {"init", init, METH_VARARGS,
      "init(table, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li): what Core's methods "
      "read"},
