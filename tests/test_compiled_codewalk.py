@@ -308,3 +308,38 @@ def test_immediates_of_every_kind_get_the_same_constant_pool_with_and_without_th
     assert [set_fields(i) for i in with_c.instrs] == [set_fields(i) for i in without.instrs]
     assert [bits(c) for c in with_c.consts] == [bits(c) for c in without.consts]
     assert len(with_c.consts) == 7
+
+
+def test_a_register_list_is_mapped_as_operand_maps_it():
+    """map_code maps a register list (an exact tuple) itself: each register's number, or the subscript's KeyError."""
+    from triton_plate_backend.isa.program import Inst, Program
+    from triton_plate_backend.srcloc import UNKNOWN_LOC
+
+    a, b = VReg("a"), VReg("b")
+    code = [PInst("s.mov", (), (a, (a, b, a)))]
+
+    def operand(v):
+        if type(v) is tuple:
+            return tuple([regs[r] for r in v])
+        raise AssertionError(v)
+
+    def walk(compiled):
+        program = Program(name="k")
+        locs = {UNKNOWN_LOC: 0}
+        if not compiled:
+            finalize._map_code(code, regs, {}, {}, None, operand, locs, program)
+            return program.instrs
+        kinds = (VReg, Token, View, Label, Inst)
+        walked = (code, regs, {}, {}, None, operand, locs, program.locs, UNKNOWN_LOC, *kinds, program.instrs)
+        regalloc._codewalk.map_code(*walked, Imm, {}, program.consts)
+        return program.instrs
+
+    regs = {a: 3, b: 5}
+    assert walk(True) == walk(False) == [Inst("s.mov", (), (3, (3, 5, 3)), 0)]
+    regs = {a: 3}
+    errors = []
+    for compiled in (True, False):
+        with pytest.raises(KeyError) as e:
+            walk(compiled)
+        errors.append(e.value.args)
+    assert errors[0] == errors[1] == (b,)

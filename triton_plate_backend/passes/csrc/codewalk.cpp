@@ -1109,8 +1109,9 @@ PyObject* licm(PyObject*, PyObject* args) {
 //          instrs[, Imm, consts, const_list]) -> None
 // finalize's last walk (passes/finalize.py, `finalize`): each pseudo-instruction that is not a directive as an
 // Inst of physical operands appended to `instrs`: a VReg, Token or Label through its dict (regs, toks, pcs), a
-// View through `tile`, an Imm of an exact int as `operand` maps it (its constant pool entry: `consts`, key ->
-// index, `const_list`: the program's consts), anything else through `operand`; its loc through the location table (`locs`: loc ->
+// View through `tile`, an Imm of an exact int and a register list (an exact tuple) as `operand` maps them (the
+// constant pool entry: `consts`, key -> index, `const_list`: the program's consts; the registers' numbers),
+// anything else through `operand`; its loc through the location table (`locs`: loc ->
 // index, `loc_list`: the program's locs), looked up again only when it is another object than the last one's.
 // The Inst is made as its dataclass __init__ makes it (each field set with object.__setattr__, in field order).
 PyObject* map_code(PyObject*, PyObject* args) {
@@ -1199,6 +1200,26 @@ PyObject* map_code(PyObject*, PyObject* args) {
           return nullptr;
         }
         Py_INCREF(r);
+      } else if (t == (PyObject*)&PyTuple_Type && imm_t != nullptr) {  // a register list: `operand`'s regs[r] each
+        const Py_ssize_t nr = PyTuple_GET_SIZE(v);
+        r = PyTuple_New(nr);
+        if (r == nullptr) return nullptr;
+        for (Py_ssize_t q = 0; q < nr; q++) {
+          PyObject* item = PyTuple_GET_ITEM(v, q);
+          PyObject* phys = PyDict_GetItemWithError(regs, item);
+          if (phys == nullptr) {
+            if (!PyErr_Occurred()) {  // KeyError(item), as the subscript raises it
+              PyObject* e = PyObject_CallOneArg(PyExc_KeyError, item);
+              if (e != nullptr) {
+                PyErr_SetObject(PyExc_KeyError, e);
+                Py_DECREF(e);
+              }
+            }
+            Py_DECREF(r);
+            return nullptr;
+          }
+          PyTuple_SET_ITEM(r, q, Py_NewRef(phys));
+        }
       } else if (t == imm_t) {
         Ref value(f_value.get(v));
         if (value.p == nullptr) return nullptr;
