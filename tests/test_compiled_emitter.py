@@ -389,3 +389,30 @@ def test_materialize_goes_as_deep_as_the_python_function():
         with pytest.raises(RecursionError):
             fn(ctx, chain(5000), {})
     assert got[0] == got[1] == 1 + 151 + 150
+
+
+def test_an_attribute_a_subclass_makes_a_property_is_read_through_it():
+    """The compiled methods read the emitter's plain attributes from its dict; one the class makes a data descriptor
+    (a property) is read through it, as the attribute lookup does."""
+
+    class Logged(Emitter):
+        reads = 0
+
+        @property
+        def loc(self):
+            type(self).reads += 1
+            return self._where
+
+        @loc.setter
+        def loc(self, value):
+            self._where = value
+
+    em = Logged(get_machine("plate-mini"))
+    assert "emit" in vars(em)  # the compiled methods
+    em.loc = "here"
+    before = Logged.reads
+    em.emit("s.li", VReg(), Imm(1))
+    assert Logged.reads > before and em.code[-1].loc == "here"
+    em.__dict__["loc"] = "shadowed"  # (the property wins over the dict, as in Python)
+    em.emit("s.li", VReg(), Imm(2))
+    assert em.code[-1].loc == "here"

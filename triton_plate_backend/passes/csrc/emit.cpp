@@ -169,6 +169,25 @@ PyObject* delegate(PyObject* fn, PyObject* em, PyObject* const* args, size_t nar
   return r;
 }
 
+// PyObject_GetAttr(obj, name) (name an exact str): read from the instance's dict directly when the class has no
+// data descriptor of that name (what PyObject_GenericGetAttr looks up before the dict) and the dict holds it: the
+// emitter's and the code generator's plain attributes (code, pending, remat, loc, env, em ...); else the lookup
+PyObject* get_attr(PyObject* obj, PyObject* name) {
+  PyTypeObject* t = Py_TYPE(obj);
+  if (t->tp_getattro == PyObject_GenericGetAttr && PyUnicode_CheckExact(name)) {
+    PyObject* descr = _PyType_Lookup(t, name);
+    if (descr == nullptr || Py_TYPE(descr)->tp_descr_set == nullptr) {
+      PyObject** dictptr = _PyObject_GetDictPtr(obj);
+      if (dictptr != nullptr && *dictptr != nullptr && PyDict_CheckExact(*dictptr)) {
+        PyObject* got = PyDict_GetItemWithError(*dictptr, name);
+        if (got != nullptr) return Py_NewRef(got);
+        if (PyErr_Occurred()) return nullptr;
+      }
+    }
+  }
+  return PyObject_GetAttr(obj, name);
+}
+
 // em.<name>(*args) through the attribute (the Python methods)
 PyObject* call_method(PyObject* em, PyObject* name, PyObject* a, PyObject* b, PyObject* c) {
   PyObject* argv[] = {em, a, b, c};
@@ -177,7 +196,7 @@ PyObject* call_method(PyObject* em, PyObject* name, PyObject* a, PyObject* b, Py
 
 // is a list (or other container) non-empty: `if self.pending:`
 int truth_of_attr(PyObject* em, PyObject* name, Ref& out) {
-  out.reset(PyObject_GetAttr(em, name));
+  out.reset(get_attr(em, name));
   if (out.p == nullptr) return -1;
   if (PyList_CheckExact(out.p)) return PyList_GET_SIZE(out.p) != 0;
   if (PyDict_CheckExact(out.p)) return PyDict_GET_SIZE(out.p) != 0;
@@ -203,7 +222,7 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
     if (memo) {
       int clear = 1;
       if (flags & FORWARD) {  // operands[1] in self._placed
-        Ref placed(PyObject_GetAttr(em, s_placed));
+        Ref placed(get_attr(em, s_placed));
         if (placed.p == nullptr) return nullptr;
         clear = PySequence_Contains(placed.p, PyTuple_GET_ITEM(ops, 1));
         if (clear < 0) return nullptr;
@@ -233,7 +252,7 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
     sfx.reset(PySequence_Tuple(suffixes));
     if (sfx.p == nullptr) return nullptr;
   }
-  Ref loc(PyObject_GetAttr(em, s_loc));
+  Ref loc(get_attr(em, s_loc));
   if (loc.p == nullptr) return nullptr;
   // PInst(mnemonic, tuple(suffixes), tuple(operands), self.loc): its dataclass __init__ sets the five fields in order
   PyTypeObject* pinst_type = (PyTypeObject*)g_pinst;
@@ -243,7 +262,7 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
       f_loc.set(inst.p, loc.p) < 0 ||
       f_extra_uses.set(inst.p, empty_tuple) < 0)
     return nullptr;
-  Ref code(PyObject_GetAttr(em, s_code));
+  Ref code(get_attr(em, s_code));
   if (code.p == nullptr) return nullptr;
   if (PyList_CheckExact(code.p)) {
     if (PyList_Append(code.p, inst.p) < 0) return nullptr;
@@ -259,7 +278,7 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
     PyObject* v = PyTuple_GET_ITEM(ops, i);
     if ((PyObject*)Py_TYPE(v) != g_vreg) continue;
     if (version.p == nullptr) {  // self._version[v] = self._version.get(v, 0) + 1
-      version.reset(PyObject_GetAttr(em, s_version));
+      version.reset(get_attr(em, s_version));
       if (version.p == nullptr) return nullptr;
       if (!PyDict_Check(version.p)) {
         PyErr_SetString(PyExc_TypeError, "Emitter._version must be a dict");
@@ -358,7 +377,7 @@ PyObject* value_key(PyObject* x) {
 // imm_key(v): the key of v.value; the Python function for what is not exactly an Imm
 PyObject* imm_key(PyObject* v) {
   if ((PyObject*)Py_TYPE(v) != g_imm) return PyObject_CallOneArg(g_imm_key, v);
-  Ref x(PyObject_GetAttr(v, s_value));
+  Ref x(get_attr(v, s_value));
   if (x.p == nullptr) return nullptr;
   return value_key(x.p);
 }
@@ -378,7 +397,7 @@ PyObject* emit_fresh(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject
 
 // A rematerialisation's hit: the kept register (a new reference), noted in the emitter's shared set
 PyObject* shared_hit(PyObject* em, PyObject* got) {
-  Ref shared(PyObject_GetAttr(em, s_shared));
+  Ref shared(get_attr(em, s_shared));
   if (shared.p == nullptr) return nullptr;
   if (PySet_CheckExact(shared.p)) {
     if (PySet_Add(shared.p, got) < 0) return nullptr;
@@ -400,7 +419,7 @@ PyObject* core_remat(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, P
   PyObject* entry = nullptr;
   // + 1: the fresh register in front of the operands
   if (nargs >= 1 && keywords(args, nargs, kwnames, &suffixes, &hint)) entry = entry_of(args[0], nargs);
-  Ref memo(entry != nullptr ? PyObject_GetAttr(em.p, s_remat) : nullptr);
+  Ref memo(entry != nullptr ? get_attr(em.p, s_remat) : nullptr);
   if (entry != nullptr && memo.p == nullptr) return nullptr;
   if (entry == nullptr || (memo.p != Py_None && !PyDict_CheckExact(memo.p)))
     return delegate(g_remat_py, em.p, args, nargs, kwnames);
@@ -422,7 +441,7 @@ PyObject* core_remat(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, P
     PyObject* item;
     if ((PyObject*)Py_TYPE(v) == g_vreg) {
       if (version.p == nullptr) {
-        version.reset(PyObject_GetAttr(em.p, s_version));
+        version.reset(get_attr(em.p, s_version));
         if (version.p == nullptr) return nullptr;
         if (!PyDict_Check(version.p)) {
           PyErr_SetString(PyExc_TypeError, "Emitter._version must be a dict");
@@ -460,7 +479,7 @@ PyObject* core_li(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyOb
   if (PyErr_Occurred()) return nullptr;
   if (!plain) return delegate(g_li_py, em.p, args, nargs, kwnames);
   if (nargs == 2 || kwnames != nullptr) hint = args[1];
-  Ref memo(PyObject_GetAttr(em.p, s_remat));
+  Ref memo(get_attr(em.p, s_remat));
   if (memo.p == nullptr) return nullptr;
   if (PyDict_CheckExact(memo.p)) {  // a hit: the register, no Imm made
     Ref key(PyTuple_New(3));
@@ -554,7 +573,7 @@ PyObject* init_materialize(PyObject*, PyObject* args) {
 PyObject* ctx_reg(PyObject* ctx, PyObject* value) {
   if (g_ctx == nullptr || (PyObject*)Py_TYPE(ctx) != g_ctx || _PyType_Lookup(Py_TYPE(ctx), s_reg) != g_ctx_reg)
     return PyObject_CallMethodOneArg(ctx, s_reg, value);
-  Ref env(PyObject_GetAttr(ctx, s_env));
+  Ref env(get_attr(ctx, s_env));
   if (env.p == nullptr) return nullptr;
   if (!PyDict_CheckExact(env.p)) return PyObject_CallMethodOneArg(ctx, s_reg, value);
   PyObject* b = PyDict_GetItemWithError(env.p, value);
@@ -562,18 +581,18 @@ PyObject* ctx_reg(PyObject* ctx, PyObject* value) {
   PyObject* t = b != nullptr ? (PyObject*)Py_TYPE(b) : nullptr;
   if (t == g_vreg) return Py_NewRef(b);
   if (t == g_binding_const) {
-    Ref v(PyObject_GetAttr(b, s_value));
+    Ref v(get_attr(b, s_value));
     if (v.p == nullptr) return nullptr;
     return PyObject_CallMethodOneArg(ctx, s_li_attr, v.p);
   }
   if (t == g_argref) {
-    Ref index(PyObject_GetAttr(b, s_index));
+    Ref index(get_attr(b, s_index));
     if (index.p == nullptr) return nullptr;
     Ref imm(PyObject_CallOneArg(g_imm, index.p));
     if (imm.p == nullptr) return nullptr;
-    Ref em(PyObject_GetAttr(ctx, s_em));
+    Ref em(get_attr(ctx, s_em));
     if (em.p == nullptr) return nullptr;
-    Ref remat(PyObject_GetAttr(em.p, s_rematerialised));
+    Ref remat(get_attr(em.p, s_rematerialised));
     if (remat.p == nullptr) return nullptr;
     PyObject* argv[] = {s_s_arg, imm.p, s_arg};
     return PyObject_Vectorcall(remat.p, argv, 2, k_hint);
@@ -592,19 +611,19 @@ PyObject* materialize_rec(PyObject* ctx, PyObject* e, PyObject* memo, Ref& remat
   PyObject* t = (PyObject*)Py_TYPE(e);
   Ref r;
   if (t == g_const) {
-    Ref v(PyObject_GetAttr(e, s_value));
+    Ref v(get_attr(e, s_value));
     if (v.p == nullptr) return nullptr;
     Ref i(PyNumber_Long(v.p));
     if (i.p == nullptr) return nullptr;
     r.reset(PyObject_CallMethodOneArg(ctx, s_li_attr, i.p));
   } else if (t == g_val) {
-    Ref v(PyObject_GetAttr(e, s_value));
+    Ref v(get_attr(e, s_value));
     if (v.p == nullptr) return nullptr;
     r.reset(ctx_reg(ctx, v.p));
   } else if (t == g_carried) {
-    Ref companions(PyObject_GetAttr(ctx, s_companions));
-    Ref arg(PyObject_GetAttr(e, s_arg));
-    Ref k(PyObject_GetAttr(e, s_k));
+    Ref companions(get_attr(ctx, s_companions));
+    Ref arg(get_attr(e, s_arg));
+    Ref k(get_attr(e, s_k));
     if (companions.p == nullptr || arg.p == nullptr || k.p == nullptr) return nullptr;
     Ref regs(PyObject_GetItem(companions.p, arg.p));
     if (regs.p == nullptr) return nullptr;
@@ -619,16 +638,16 @@ PyObject* materialize_rec(PyObject* ctx, PyObject* e, PyObject* memo, Ref& remat
       return PyObject_Vectorcall(g_materialize_py, argv, 3, nullptr);
     }
     if (Py_EnterRecursiveCall(" while materialising an access expression")) return nullptr;  // as deep as Python
-    Ref a(PyObject_GetAttr(e, s_a));
+    Ref a(get_attr(e, s_a));
     Ref ra(a.p == nullptr ? nullptr : materialize_rec(ctx, a.p, memo, remat));
-    Ref b(ra.p == nullptr ? nullptr : PyObject_GetAttr(e, s_b));
+    Ref b(ra.p == nullptr ? nullptr : get_attr(e, s_b));
     Ref rb(b.p == nullptr ? nullptr : materialize_rec(ctx, b.p, memo, remat));
     Py_LeaveRecursiveCall();
     if (rb.p == nullptr) return nullptr;
     if (remat.p == nullptr) {  // s_op: ctx.em.rematerialised
-      Ref em(PyObject_GetAttr(ctx, s_em));
+      Ref em(get_attr(ctx, s_em));
       if (em.p == nullptr) return nullptr;
-      remat.reset(PyObject_GetAttr(em.p, s_rematerialised));
+      remat.reset(get_attr(em.p, s_rematerialised));
       if (remat.p == nullptr) return nullptr;
     }
     PyObject* argv[] = {g_binary_mnemonic[which], ra.p, rb.p, i64_suffix};
