@@ -112,3 +112,30 @@ def test_the_python_method_and_the_c_one_agree(built, monkeypatch):
     for a, b in [(1, 2), (X, "s"), (Const(3), Add(Val(X), Const(1))), ((), (1, (2, 3)))]:
         p = Pair(a, b)
         assert hash(p) == hash((a, b)) == p.__dict__["_hash"]
+
+
+def test_the_hash_slot_calls_the_kept_hash_and_gives_way_to_another_hash():
+    """`hash_slot`: the node classes' hash slot is the kept hash itself (no method lookup and call per hash); a class
+    whose __hash__ is something else keeps Python's slot, and a __hash__ set later is the one that answers."""
+    classes = (Const, Val, Carried, Add, Sub, Mul, CeilDiv, FloorDiv, Min, Max, Select)
+    assert all(affine._affine.hash_slot(c) is True for c in classes)
+
+    class Other:
+        def __hash__(self):
+            return 5
+
+    assert affine._affine.hash_slot(Other) is False and hash(Other()) == 5
+    Pair = make_class()
+    affine._keep_hash(Pair)
+    p = Pair(1, Const(2))
+    assert hash(p) == hash((1, Const(2))) == p.__dict__["_hash"]
+    Pair.__hash__ = lambda self: 7
+    assert hash(Pair(1, 2)) == 7
+
+    class Sub2(Add):  # a subclass: the inherited method, through Python's slot
+        pass
+
+    s = Sub2(Val(X), Const(1))
+    assert hash(s) == dataclass_hash(s) == s.__dict__["_hash"]
+    with pytest.raises(TypeError):
+        affine._affine.hash_slot(3)

@@ -16,7 +16,7 @@ from triton_plate_backend.errors import CompileError, RegisterOverflow
 from triton_plate_backend.isa.encoding import float_bits
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.passes import finalize, licm, regalloc, scalar_cse, scalar_flow
-from triton_plate_backend.passes.emitter import Buffer, Imm, Label, PInst, Token, View, VReg
+from triton_plate_backend.passes.emitter import Buffer, Emitter, Imm, Label, PInst, Token, View, VReg
 from triton_plate_backend.passes.pipeline import run_pipeline
 from triton_plate_backend.ttir.parser import parse
 
@@ -255,3 +255,91 @@ def test_write_counts_by_hand_and_where_the_c_walk_declines():
             got = type(e)
         assert got == want
     assert list(scalar_flow.writes(odd[2]).items()) == [(a, 2), (b, 2)]
+
+
+def test_keys_that_are_not_their_identity_are_found_by_equality_as_in_the_python_walks():
+    """The C walks keep registers, tokens and buffers (hashed by identity) in tables of pointers, anything else as a
+    dict does: two equal names made apart are one key (liveness, licm's and scalar_cse's numbering and renaming)."""
+    a, b = VReg("a"), VReg("b")
+    name = "".join(["r", "1"])  # equal to "r1", another object
+    assert name is not "r1"[:]  # noqa: F632  (made apart)
+    top = Label("top")
+    code = [
+        PInst("s.li", (), (a, Imm(2))),
+        PInst(".label", (), (top,)),
+        PInst("s.li", (), ("r1", Imm(3))),  # a destination that is not a VReg: by equality
+        PInst("s.li", (), (name, Imm(3))),
+        PInst("s.li", (), (b, Imm(3))),
+        PInst("s.add", ("i32",), ("r2", a, b)),
+        PInst(".use", (), ("r1", name, b, "r2")),
+        PInst("loop", (), (a, top)),
+        PInst("halt"),
+    ]
+    check_code(code)
+    count = {"r1": 1, "r2": 1, b: 1, a: 1}
+    check_cse(code, count)
+    check_licm(code, count)
+    got = compiled_intervals(code)
+    assert got["r1"] == regalloc.live_intervals_py(code)[name]
+
+
+def test_immediates_of_every_kind_get_the_same_constant_pool_with_and_without_the_extension(monkeypatch):
+    """map_code makes an exact int immediate's pool entry itself (finalize's `const`): ints, bools, floats, strings
+    and an int subclass in one code list give the same instructions and pool either way (1 and True are one entry,
+    1.0 another)."""
+    import enum
+
+    class Small(enum.IntEnum):
+        TWO = 2
+
+    a, b = VReg("a"), VReg("b")
+    values = [1, True, 1.0, -0.0, 0.0, 2, Small.TWO, 2**40, -(2**63), 1, 2**40]
+    code = [PInst("s.li", (), (a if k % 2 else b, Imm(v))) for k, v in enumerate(values)]
+    code += [PInst(".use", (), (a, b)), PInst("halt")]
+
+    def program():
+        em = Emitter(get_machine("plate1"))
+        em.code = list(code)
+        return finalize.finalize(em, "k", [], get_machine("plate1"))[0]
+
+    with_c = program()
+    monkeypatch.setattr(finalize, "_codewalk", None)
+    without = program()
+    assert [set_fields(i) for i in with_c.instrs] == [set_fields(i) for i in without.instrs]
+    assert [bits(c) for c in with_c.consts] == [bits(c) for c in without.consts]
+    assert len(with_c.consts) == 7
+
+
+def test_a_register_list_is_mapped_as_operand_maps_it():
+    """map_code maps a register list (an exact tuple) itself: each register's number, or the subscript's KeyError."""
+    from triton_plate_backend.isa.program import Inst, Program
+    from triton_plate_backend.srcloc import UNKNOWN_LOC
+
+    a, b = VReg("a"), VReg("b")
+    code = [PInst("s.mov", (), (a, (a, b, a)))]
+
+    def operand(v):
+        if type(v) is tuple:
+            return tuple([regs[r] for r in v])
+        raise AssertionError(v)
+
+    def walk(compiled):
+        program = Program(name="k")
+        locs = {UNKNOWN_LOC: 0}
+        if not compiled:
+            finalize._map_code(code, regs, {}, {}, None, operand, locs, program)
+            return program.instrs
+        kinds = (VReg, Token, View, Label, Inst)
+        walked = (code, regs, {}, {}, None, operand, locs, program.locs, UNKNOWN_LOC, *kinds, program.instrs)
+        regalloc._codewalk.map_code(*walked, Imm, {}, program.consts)
+        return program.instrs
+
+    regs = {a: 3, b: 5}
+    assert walk(True) == walk(False) == [Inst("s.mov", (), (3, (3, 5, 3)), 0)]
+    regs = {a: 3}
+    errors = []
+    for compiled in (True, False):
+        with pytest.raises(KeyError) as e:
+            walk(compiled)
+        errors.append(e.value.args)
+    assert errors[0] == errors[1] == (b,)

@@ -249,9 +249,11 @@ def test_a_tile_operand_of_a_vector_instruction_goes_through_the_hazards():
 def _expressions():
     from triton_plate_backend.ir.core import ScalarType, Value
     from triton_plate_backend.passes import affine as A
+    from triton_plate_backend.passes.context import ArgRef
     from triton_plate_backend.passes.context import Const as BoundConst
 
     x, y, c = Value(ScalarType("i64"), "x"), Value(ScalarType("i32"), "y"), Value(ScalarType("i1"), "c")
+    z = Value(ScalarType("i64"), "z")
 
     class MyAdd(A.Add):  # a subclass: the Python function's match
         pass
@@ -260,6 +262,7 @@ def _expressions():
         ctx.bind(x, VReg("x"))
         ctx.bind(y, BoundConst(7))  # a constant binding: ctx.li
         ctx.bind(c, VReg("c"))
+        ctx.bind(z, ArgRef(2))  # a kernel argument: ctx.em.rematerialised("s.arg", ...)
         ctx.companions[x] = [VReg("cp0"), VReg("cp1")]
         s = A.Add(A.Mul(A.Val(x), A.Const(4)), A.Val(y))
         return [
@@ -274,6 +277,8 @@ def _expressions():
             A.Select(c, s, A.Const(-1)),
             MyAdd(A.Val(x), A.Const(1)),
             A.Mul(A.Val(x), A.Val(x)),
+            A.Add(A.Val(z), A.Val(y)),
+            A.Sub(A.Val(z), A.Val(z)),
         ]
 
     return exprs
@@ -306,18 +311,65 @@ def test_materialize_walks_every_node_as_the_python_function_does(preset):
 
 
 def test_materialize_errors_are_the_python_functions():
+    from triton_plate_backend.ir.core import ScalarType, Value
     from triton_plate_backend.passes import affine as A
     from triton_plate_backend.passes.context import Ctx
 
     ctx = Ctx(get_machine("plate-mini"), "k", {}, {})
+    unbound = Value(ScalarType("i64"), "u")
     got = []
     for fn in (dma_operands.materialize, dma_operands.materialize_py):
-        for args in ((ctx, "not an expression", {}), (ctx, A.Add(A.Const(1), "nope"), {}), (ctx, A.Const(1))):
+        for args in (
+            (ctx, "not an expression", {}),
+            (ctx, A.Add(A.Const(1), "nope"), {}),
+            (ctx, A.Const(1)),
+            (ctx, A.Add(A.Const(1), A.Val(unbound)), {}),  # Ctx.reg's error: used before it is defined
+        ):
             try:
                 fn(*args)
             except Exception as e:
                 got.append(f"{type(e).__name__}: {e}")
-    assert got[:3] == got[3:] and len(got) == 6
+    assert got[:4] == got[4:] and len(got) == 8
+    assert "used before it is defined" in got[3]
+
+
+def test_registers_made_in_c_are_vreg_init_s():
+    """The compiled methods make a fresh register without VReg.__init__'s frame: the same class, the next id of the
+    one counter, the hint; a VReg whose __init__ is another is called as a class (its __init__ runs)."""
+    from triton_plate_backend.passes.context import Ctx
+
+    ctx = Ctx(get_machine("plate-mini"), "k", {}, {})
+    before = VReg()
+    made = ctx.em.rematerialised("s.arg", Imm(0), hint="arg")
+    fresh = ctx.em.li(5)
+    after = VReg("py")
+    assert [type(r) for r in (made, fresh)] == [VReg, VReg]
+    assert [before.id + 1, before.id + 2, before.id + 3] == [made.id, fresh.id, after.id]
+    assert (made.hint, fresh.hint, repr(made)) == ("arg", "", f"v{made.id}(arg)")
+    ran = []
+    original = VReg.__init__
+
+    def init(self, hint=""):
+        ran.append(hint)
+        original(self, hint)
+
+    VReg.__init__ = init
+    try:
+        other = ctx.em.li(6, "six")
+    finally:
+        VReg.__init__ = original
+    assert ran == ["six"] and other.hint == "six" and other.id == after.id + 1
+    again = ctx.em.li(7)  # __init__ back: made in C again
+    assert again.id == other.id + 1 and ran == ["six"]
+    # the rules' `new_vreg`: the same, called from Python
+    made = [emitter.new_vreg(), emitter.new_vreg("iv.next"), VReg()]
+    assert [type(r) for r in made] == [VReg] * 3 and [r.hint for r in made] == ["", "iv.next", ""]
+    assert [r.id for r in made] == [again.id + 1, again.id + 2, again.id + 3]
+    with pytest.raises(TypeError) as got:
+        emitter.new_vreg("a", "b")
+    with pytest.raises(TypeError) as want:
+        VReg("a", "b")
+    assert str(got.value) == str(want.value)
 
 
 def test_materialize_goes_as_deep_as_the_python_function():
@@ -337,3 +389,30 @@ def test_materialize_goes_as_deep_as_the_python_function():
         with pytest.raises(RecursionError):
             fn(ctx, chain(5000), {})
     assert got[0] == got[1] == 1 + 151 + 150
+
+
+def test_an_attribute_a_subclass_makes_a_property_is_read_through_it():
+    """The compiled methods read the emitter's plain attributes from its dict; one the class makes a data descriptor
+    (a property) is read through it, as the attribute lookup does."""
+
+    class Logged(Emitter):
+        reads = 0
+
+        @property
+        def loc(self):
+            type(self).reads += 1
+            return self._where
+
+        @loc.setter
+        def loc(self, value):
+            self._where = value
+
+    em = Logged(get_machine("plate-mini"))
+    assert "emit" in vars(em)  # the compiled methods
+    em.loc = "here"
+    before = Logged.reads
+    em.emit("s.li", VReg(), Imm(1))
+    assert Logged.reads > before and em.code[-1].loc == "here"
+    em.__dict__["loc"] = "shadowed"  # (the property wins over the dict, as in Python)
+    em.emit("s.li", VReg(), Imm(2))
+    assert em.code[-1].loc == "here"

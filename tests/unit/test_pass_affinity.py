@@ -304,3 +304,26 @@ def test_a_fold_asked_again_with_the_same_texts_is_a_lookup_of_the_same_text(mon
     affinity._MEMO.clear()
     assert [affinity._add.__wrapped__(*a) for a in args] + [affinity._mul.__wrapped__(*a) for a in args] == first
     assert affinity._call("min", "arg3", "4") == "min(arg3, 4)" and affinity._call("min", "3", "4") == "3"
+
+
+def test_the_persistent_prologue_is_one_lookup_of_the_texts_its_folds_give(monkeypatch):
+    """`_share`: the prologue's (base, count) texts kept in _MEMO as one entry by the operands' texts: asked again it
+    folds nothing, and gives what program_range.share over the folds gives (one group, two, three)."""
+    from triton_plate_backend.passes import affinity, program_range
+
+    for splits in ((), ("arg5",), ("arg5", "arg6 * 2")):
+        affinity._MEMO.clear()
+        want = program_range.share("pid_x", splits, "arg3", "arg4", affinity._fold, str)
+        affinity._MEMO.clear()
+        kept = []
+        keep = affinity._keep
+        monkeypatch.setattr(
+            affinity, "_keep", lambda text, node, kept=kept, keep=keep: kept.append(text) or keep(text, node)
+        )
+        assert affinity._share(splits, "arg3", "arg4") == want
+        built = len(kept)
+        assert built > 0
+        assert affinity._share(splits, "arg3", "arg4") == want
+        assert len(kept) == built  # nothing folded again
+        monkeypatch.undo()
+    assert affinity._share((), "arg3", "7") != affinity._share((), "arg3", "arg4")

@@ -136,6 +136,7 @@ def _keep_hash(cls: type) -> None:
     cls._hash_fields = tuple(f.name for f in fields(cls) if (f.compare if f.hash is None else f.hash))
     if _affine is not None:
         cls.__hash__ = _affine.kept_hash(cls)
+        _affine.hash_slot(cls)  # hash(node) calls it without a method lookup and call (a dict key's every lookup)
         return
     generated = cls.__hash__
 

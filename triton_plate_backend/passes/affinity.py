@@ -297,6 +297,19 @@ def _names(n: ast.expr) -> frozenset:
     return got
 
 
+def _share(splits: tuple, rows: str, grid: str) -> tuple[str, str]:
+    """The persistent prologue's (base, count) texts: ~70 folds, a function of the operands' texts alone, so
+    kept in _MEMO as one entry (a repeated compile's prologue is one lookup; emptied with the trees)."""
+    key = (program_range.share, splits, rows, grid)
+    got = _MEMO.get(key)
+    if got is None:
+        got = program_range.share("pid_x", splits, rows, grid, _fold, str)
+        if len(_MEMO) >= 4 * _TREES_MAX:
+            _MEMO.clear()
+        _MEMO[key] = got
+    return got
+
+
 # ---- IR scalars -> host expressions ------------------------------------------------------------------
 
 _BINARY = {
@@ -380,9 +393,7 @@ class _Footprints:
             return _BINARY[op.name](self.value(op.operands[0]), self.value(op.operands[1]))
         if op.name == program_range.NAME:  # the persistent prologue: its arithmetic folded as its ops' would be
             splits, rows, grid = program_range.operands(op)
-            texts = program_range.share(
-                "pid_x", [self.value(s) for s in splits], self.value(rows), self.value(grid), _fold, str
-            )
+            texts = _share(tuple([self.value(s) for s in splits]), self.value(rows), self.value(grid))
             self.memo.update(zip(op.results, texts))
             return self.memo[v]
         raise CannotTell(f"%{v.name} comes from {op.name} at {op.loc}")

@@ -13,7 +13,8 @@ from ..ir.core import TensorType
 from ..isa.table import ITEMSIZE
 from .affine import Add, CeilDiv, Const, FloorDiv, Max, Min, Mul, Select, Sub, Val
 from .affine import Carried as CarriedExpr
-from .context import DTYPE, is_float
+from .context import DTYPE, ArgRef, Ctx, is_float
+from .context import Const as ConstBinding
 from .emitter import Imm, View, VReg, _emit
 
 HUGE = 1 << 62  # a bound no index reaches: "not checked"
@@ -75,7 +76,9 @@ def materialize_py(ctx, e, memo: dict) -> VReg:
 
 
 if _emit is not None:
-    _emit.init_materialize(Const, Val, CarriedExpr, (Add, Sub, Mul, Min, Max), materialize_py)
+    _emit.init_materialize(
+        Const, Val, CarriedExpr, (Add, Sub, Mul, Min, Max), materialize_py, (Ctx, ConstBinding, ArgRef)
+    )
     materialize = _emit.materialize
 else:  # not built (setup.py build_ext)
     materialize = materialize_py

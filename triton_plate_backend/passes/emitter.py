@@ -503,7 +503,9 @@ _CORE = {
     for m, row in ISA.items()
 }
 if _emit is not None:
-    _emit.init(_CORE, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li)
+    _emit.init(_CORE, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li, _VREG_IDS)
+# VReg(hint) for the rules' hot paths: made in C without __init__'s frame where _emit is built (the same register)
+new_vreg = _emit.vreg if _emit is not None else VReg
 
 
 def _pieces(shape, limit):

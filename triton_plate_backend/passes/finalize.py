@@ -101,9 +101,8 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
 
     if _codewalk is not None and type(code) is list:  # the walk below, in C
         kinds = (VReg, Token, View, Label, Inst)
-        _codewalk.map_code(
-            code, regs, toks, pcs, tile, operand, locs, program.locs, UNKNOWN_LOC, *kinds, program.instrs
-        )
+        walked = (code, regs, toks, pcs, tile, operand, locs, program.locs, UNKNOWN_LOC, *kinds, program.instrs)
+        _codewalk.map_code(*walked, Imm, consts, program.consts)  # (an int immediate's pool entry: `const`'s, in C)
     else:
         _map_code(code, regs, toks, pcs, tile, operand, locs, program)
     program.labels = {lab.name: p for lab, p in pcs.items()}

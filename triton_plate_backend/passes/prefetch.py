@@ -38,7 +38,7 @@ from ..ir.core import IntAttr, Op, TensorType
 from ..ir.vocabulary import OPS
 from .affine import Carried, Select, Val, atoms
 from .dma_operands import descriptor, element_dtype, fill_imm, inverse, materialize, memory_order, reorder
-from .emitter import Imm, Token, View, VReg
+from .emitter import Imm, Token, View, VReg, new_vreg
 
 WRITES = frozenset(name for name, op in OPS.items() if op.writes)  # a loop with one of these is not pipelined
 
@@ -230,7 +230,7 @@ def _issue(ctx, pf: Prefetch, slot: int, memo: dict, valid: VReg | None) -> None
     """dma.load into staging tile `slot`; valid (a register) empties the box when false."""
     start, strides, lo, hi = descriptor(ctx, pf.acc, memo)
     if valid is not None:  # past the last iteration: an empty box
-        h0 = VReg()
+        h0 = new_vreg()
         ctx.emit("s.select", h0, valid, hi[0], ctx.li(0))
         hi = (h0, *hi[1:])
     fill = 0 if pf.acc.other is None else pf.acc.other
@@ -251,7 +251,7 @@ def _ahead(ctx, pf: Prefetch, d: int) -> tuple[dict, VReg | None]:
     iv, ub, step, pred, stype = pf.counter
     nxt = iv
     for _ in range(d):
-        r = VReg("iv.next")
+        r = new_vreg("iv.next")
         ctx.emit("s.add", r, nxt, ctx.reg(step), suffixes=(stype,))
         nxt = r
     body = pf.loop.regions[0].blocks[0]
@@ -261,13 +261,13 @@ def _ahead(ctx, pf: Prefetch, d: int) -> tuple[dict, VReg | None]:
             step_reg = materialize(ctx, s, {})
             nk = reg
             for _ in range(d):
-                r = VReg()
+                r = new_vreg()
                 ctx.emit("s.add", r, nk, step_reg, suffixes=("i64",))
                 nk = r
             memo[Carried(arg, k)] = nk
     if d == 0:
         return memo, None
-    valid = VReg()
+    valid = new_vreg()
     ctx.emit("s.cmpi", valid, nxt, ctx.reg(ub), suffixes=(pred, stype))
     return memo, valid
 

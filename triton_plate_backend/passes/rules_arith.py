@@ -10,7 +10,7 @@ from ..ir.core import BoolAttr, DenseAttr, EnumAttr, IntAttr
 from ..isa.table import ENUMS
 from . import program_range
 from .context import Const, dtype_of, is_float
-from .emitter import Imm, VReg
+from .emitter import Imm, VReg, new_vreg
 
 # op -> (vector mnemonic, scalar mnemonic or None: go through a 1-element tile)
 BINARY = {
@@ -185,7 +185,7 @@ def _lower_plate_program_range(ctx, op):
     suffixes = ("i32",)
 
     def scalar(name, a, b):  # (a register is its own, a constant its `li` (as `as_reg` does): `as_reg` for arguments)
-        d = VReg()
+        d = new_vreg()
         ta, tb = type(a), type(b)
         a = a if ta is VReg else li(a.value) if ta is Const else as_reg(a)
         emit(BINARY[name][1], d, a, b if tb is VReg else li(b.value) if tb is Const else as_reg(b), suffixes=suffixes)

@@ -63,7 +63,11 @@ struct SlotField {
     }
     if (k < WAYS && versions[k] == t->tp_version_tag && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) return offsets[k];
     if (name == nullptr && (name = PyUnicode_InternFromString(text)) == nullptr) return -2;
-    return learn(t, k < WAYS ? k : WAYS - 1);
+    if (k == WAYS) {  // a class not met yet: the first free way (the last one once all are taken), so classes read in
+      k = 0;          // turn (an instruction's fields read off one class, written on another) keep a way each
+      while (k < WAYS - 1 && types[k] != nullptr) k++;
+    }
+    return learn(t, k);
   }
 
   // the offset for class t, kept in way k (its old class dropped)

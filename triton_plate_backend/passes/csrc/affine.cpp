@@ -79,6 +79,33 @@ PyObject* kept_hash(PyObject* self, PyObject*) {
 PyMethodDef kept_hash_def = {"__hash__", kept_hash, METH_NOARGS,
                              "the dataclass' hash of the node, kept in its dict (passes/affine.py _keep_hash)"};
 
+// the class' hash slot when its __hash__ is kept_hash: what slot_tp_hash would do (look the method up, call it, read
+// the int back), without the lookup and the call
+Py_hash_t kept_tp_hash(PyObject* self) {
+  PyObject* r = kept_hash(self, nullptr);
+  if (r == nullptr) return -1;
+  Py_hash_t h = PyLong_AsSsize_t(r);  // (a tuple's hash: never -1, always an ssize_t)
+  Py_DECREF(r);
+  return h;
+}
+
+// hash_slot(cls): cls' hash slot calls kept_hash directly when cls.__dict__["__hash__"] is kept_hash's method (set
+// by `cls.__hash__ = kept_hash(cls)`); True if so. Setting __hash__ again sets the slot again (Python's own).
+PyObject* hash_slot(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls) || !(((PyTypeObject*)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+    PyErr_SetString(PyExc_TypeError, "hash_slot takes a class");
+    return nullptr;
+  }
+  static PyObject* dunder_hash = PyUnicode_InternFromString("__hash__");
+  if (dunder_hash == nullptr) return nullptr;
+  PyObject* d = PyDict_GetItemWithError(((PyTypeObject*)cls)->tp_dict, dunder_hash);
+  if (d == nullptr && PyErr_Occurred()) return nullptr;
+  if (d == nullptr || Py_TYPE(d) != &PyMethodDescr_Type || ((PyMethodDescrObject*)d)->d_method->ml_meth != kept_hash)
+    Py_RETURN_FALSE;
+  ((PyTypeObject*)cls)->tp_hash = kept_tp_hash;
+  Py_RETURN_TRUE;
+}
+
 PyObject* make_kept_hash(PyObject*, PyObject* cls) {
   if (!PyType_Check(cls)) {
     PyErr_SetString(PyExc_TypeError, "kept_hash takes a class");
@@ -1106,6 +1133,8 @@ PyMethodDef methods[] = {
     {"kept_hash", make_kept_hash, METH_O,
      "kept_hash(cls): the method to set as cls.__hash__: hash of the fields named by cls._hash_fields, kept in the "
      "node's dict as '_hash'"},
+    {"hash_slot", hash_slot, METH_O,
+     "hash_slot(cls): cls' hash slot calls kept_hash directly (no method lookup and call) when cls.__hash__ is it"},
     {"bind", bind, METH_VARARGS,
      "bind(classes, Expr, ZERO, _key_py, poly_py, _e, atoms_py, from_poly_py, _poly_add_py): the node classes "
      "(Const, Val, Carried, CeilDiv, FloorDiv, Min, Max, Select, Add, Sub, Mul) and the Python steps (affine.py)"},

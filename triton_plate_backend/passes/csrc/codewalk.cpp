@@ -52,13 +52,106 @@ struct Ref {
   }
 };
 
+// An object whose hash and equality are object's own (its identity: a VReg, Token, Buffer): a dict finds it by
+// identity alone, as a table of pointers does
+bool by_identity(PyObject* o) {
+  PyTypeObject* t = Py_TYPE(o);
+  return t->tp_hash == PyBaseObject_Type.tp_hash && t->tp_richcompare == PyBaseObject_Type.tp_richcompare;
+}
+
+// pointer -> number, open addressing (the walks' register numbering without a dict's hashing and int objects); the
+// keys are borrowed: the code being walked holds them
+struct PtrMap {
+  std::vector<std::pair<PyObject*, Py_ssize_t>> slots;
+  size_t used = 0;
+
+  explicit PtrMap(size_t expected) {
+    size_t cap = 16;
+    while (cap < 2 * expected) cap <<= 1;
+    slots.assign(cap, {nullptr, 0});
+  }
+  static size_t hash(PyObject* k) { return (size_t)(((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull >> 7); }
+  // the entry of k: its number, or -1 (then set it)
+  Py_ssize_t& at(PyObject* k) {
+    if (2 * (used + 1) > slots.size()) grow();
+    size_t mask = slots.size() - 1;
+    for (size_t i = hash(k) & mask;; i = (i + 1) & mask) {
+      auto& e = slots[i];
+      if (e.first == k) return e.second;
+      if (e.first == nullptr) {
+        e.first = k;
+        e.second = -1;
+        used++;
+        return e.second;
+      }
+    }
+  }
+  // k's number, or -1 when k has none
+  Py_ssize_t find(PyObject* k) const {
+    size_t mask = slots.size() - 1;
+    for (size_t i = hash(k) & mask;; i = (i + 1) & mask) {
+      const auto& e = slots[i];
+      if (e.first == k) return e.second;
+      if (e.first == nullptr) return -1;
+    }
+  }
+  void grow() {
+    std::vector<std::pair<PyObject*, Py_ssize_t>> old;
+    old.swap(slots);
+    slots.assign(old.size() * 2, {nullptr, 0});
+    size_t mask = slots.size() - 1;
+    for (auto& e : old) {
+      if (e.first == nullptr) continue;
+      size_t i = hash(e.first) & mask;
+      while (slots[i].first != nullptr) i = (i + 1) & mask;
+      slots[i] = e;
+    }
+  }
+};
+
+// object -> slot (0, 1, ... in first-seen order): what by_identity holds by its pointer, anything else by a dict (its
+// own hash and equality), so a walk keeps what a Python dict keyed by the objects would keep in arrays by slot
+struct Keys {
+  PtrMap ptr;
+  Ref dict;
+  Py_ssize_t n = 0;
+  explicit Keys(size_t expected) : ptr(expected), dict(PyDict_New()) {}
+  // k's slot, made on first sight when `make`; -1: none (not `make`); -2: an error (set)
+  Py_ssize_t slot(PyObject* k, bool make) {
+    if (by_identity(k)) {
+      if (!make) return ptr.find(k);
+      Py_ssize_t& s = ptr.at(k);
+      if (s < 0) s = n++;
+      return s;
+    }
+    if (dict.p == nullptr) return -2;
+    PyObject* got = PyDict_GetItemWithError(dict.p, k);
+    if (got != nullptr) return PyLong_AsSsize_t(got);
+    if (PyErr_Occurred()) return -2;
+    if (!make) return -1;
+    Ref num(PyLong_FromSsize_t(n));
+    if (num.p == nullptr || PyDict_SetItem(dict.p, k, num.p) < 0) return -2;
+    return n++;
+  }
+};
+
 struct Walk {
-  PyObject* index;      // resource -> its number (first-seen order), a dict
+  PyObject* index;      // resource -> its number (first-seen order), a dict (of those not by_identity)
   PyObject* resources;  // the resources in that order, a list
   std::vector<int64_t> lo, hi;
+  PtrMap ptr{64};  // the by_identity resources' numbers (registers, tokens, buffers: all of them in practice)
 
   // the number of a resource, numbering it on first sight (-1 on error)
   Py_ssize_t number(PyObject* r) {
+    if (by_identity(r)) {
+      Py_ssize_t& k = ptr.at(r);
+      if (k >= 0) return k;
+      Py_ssize_t n = PyList_GET_SIZE(resources);
+      if (PyList_Append(resources, r) < 0) return -1;
+      lo.push_back(-1);
+      hi.push_back(-1);
+      return k = n;
+    }
     PyObject* got = PyDict_GetItemWithError(index, r);
     if (got != nullptr) return PyLong_AsSsize_t(got);
     if (PyErr_Occurred()) return -1;
@@ -335,11 +428,19 @@ PyObject* allocate(PyObject*, PyObject* args) {
   PyObject *key, *value;
   Py_ssize_t pos = 0;
   while (PyDict_Next(intervals, &pos, &key, &value)) {
-    int is = PyObject_IsInstance(key, kind);
+    int is = (PyObject*)Py_TYPE(key) == kind ? 1 : PyObject_IsInstance(key, kind);  // (its exact class: isinstance)
     if (is < 0) return nullptr;
     if (!is) continue;
     long long lo, hi;
-    if (!PyArg_ParseTuple(value, "LL", &lo, &hi)) return nullptr;
+    PyObject *a, *b;
+    if (PyTuple_CheckExact(value) && PyTuple_GET_SIZE(value) == 2 && PyLong_CheckExact(a = PyTuple_GET_ITEM(value, 0)) &&
+        PyLong_CheckExact(b = PyTuple_GET_ITEM(value, 1))) {  // (lo, hi) as the "LL" below reads it
+      lo = PyLong_AsLongLong(a);
+      hi = lo == -1 && PyErr_Occurred() ? -1 : PyLong_AsLongLong(b);
+      if (hi == -1 && PyErr_Occurred()) return nullptr;
+    } else if (!PyArg_ParseTuple(value, "LL", &lo, &hi)) {
+      return nullptr;
+    }
     Ref id(f_id.get(key));
     if (id.p == nullptr) return nullptr;
     long long i = PyLong_AsLongLong(id.p);
@@ -424,10 +525,47 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
     *out = eq;
     return true;
   };
-  Ref rename(PyDict_New()), number(PyDict_New()), holder(PyDict_New()), keep(PyList_New(0));
-  if (!rename.p || !number.p || !holder.p || !keep.p) return nullptr;
+  Ref holder(PyDict_New()), keep(PyList_New(0));
+  if (!holder.p || !keep.p) return nullptr;
   long long fresh = 0;
-  auto next_number = [&]() { return PyLong_FromLongLong(fresh++); };
+  // `rename` and `number` (dicts keyed by registers in the Python walk) by slot: rename[slot] (borrowed: the code
+  // holds it; nullptr: none), number[slot] (valid while its generation is the current one: a clear is a new one)
+  Keys keys(PyList_GET_SIZE(code));
+  if (keys.dict.p == nullptr) return nullptr;
+  std::vector<PyObject*> rename_to;
+  std::vector<long long> number_of;
+  std::vector<unsigned> number_gen;
+  unsigned gen = 1;
+  Py_ssize_t renamed_count = 0;
+  auto slot = [&](PyObject* k, bool make) -> Py_ssize_t {
+    Py_ssize_t s = keys.slot(k, make);
+    if (s >= 0 && (size_t)s >= rename_to.size()) {
+      rename_to.resize(s + 1, nullptr);
+      number_of.resize(s + 1, 0);
+      number_gen.resize(s + 1, 0);
+    }
+    return s;
+  };
+  // rename.get(v, v) (borrowed), nullptr on error
+  auto rename_get = [&](PyObject* v) -> PyObject* {
+    Py_ssize_t s = slot(v, false);
+    if (s == -2) return nullptr;
+    return s >= 0 && rename_to[s] != nullptr ? rename_to[s] : v;
+  };
+  auto rename_set = [&](PyObject* d, PyObject* to) -> bool {
+    Py_ssize_t s = slot(d, true);
+    if (s < 0) return false;
+    if (rename_to[s] == nullptr) renamed_count++;
+    rename_to[s] = to;
+    return true;
+  };
+  auto number_set = [&](PyObject* v) -> bool {  // number[v] = next(fresh)
+    Py_ssize_t s = slot(v, true);
+    if (s < 0) return false;
+    number_of[s] = fresh++;
+    number_gen[s] = gen;
+    return true;
+  };
   // imm_key(v) for an Imm (emitter.imm_key: ("f", its 8 bytes) for a float, ("i", int(x)) otherwise); other
   // operands through imm_key itself
   auto key_of = [&](PyObject* v) -> PyObject* {
@@ -460,7 +598,7 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
     const Py_ssize_t nops = PyTuple_GET_SIZE(ops.p);
     int is_label = PyUnicode_Compare(m.p, s_label) == 0;
     if (is_label) {
-      PyDict_Clear(number.p);
+      gen++;
       PyDict_Clear(holder.p);
     }
     int is_pure = PySet_Contains(pure, m.p);
@@ -481,18 +619,17 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
         PyObject* v = PyTuple_GET_ITEM(ops.p, j);
         Ref key;
         if ((PyObject*)Py_TYPE(v) == vreg_t) {  // the value number the register holds (one on first sight)
-          PyObject* r = PyDict_GetItemWithError(rename.p, v);
-          if (r == nullptr && PyErr_Occurred()) return nullptr;
-          if (r != nullptr) v = r;
-          PyObject* num = PyDict_GetItemWithError(number.p, v);
-          Ref made;
-          if (num == nullptr) {
-            if (PyErr_Occurred()) return nullptr;
-            made.reset(next_number());
-            if (made.p == nullptr || PyDict_SetItem(number.p, v, made.p) < 0) return nullptr;
-            num = made.p;
+          v = rename_get(v);
+          if (v == nullptr) return nullptr;
+          Py_ssize_t s = slot(v, true);
+          if (s < 0) return nullptr;
+          if (number_gen[s] != gen) {
+            number_of[s] = fresh++;
+            number_gen[s] = gen;
           }
-          key.reset(PyTuple_Pack(2, s_r, num));
+          Ref num(PyLong_FromLongLong(number_of[s]));
+          if (num.p == nullptr) return nullptr;
+          key.reset(PyTuple_Pack(2, s_r, num.p));
         } else {
           key.reset(key_of(v));
         }
@@ -525,13 +662,12 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
         if (key.p == nullptr) return nullptr;
         PyObject* v = PyTuple_GET_ITEM(ops.p, 1);
         if ((PyObject*)Py_TYPE(v) == vreg_t) {
-          PyObject* src = PyDict_GetItemWithError(rename.p, v);
-          if (src == nullptr && PyErr_Occurred()) return nullptr;
-          if (src == nullptr) src = v;
+          PyObject* src = rename_get(v);
+          if (src == nullptr) return nullptr;
           bool src_once;
           if (!once(src, &src_once)) return nullptr;
           if (src_once) {
-            if (PyDict_SetItem(rename.p, d, src) < 0) return nullptr;
+            if (!rename_set(d, src)) return nullptr;
             continue;
           }
         }
@@ -544,12 +680,11 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
       PyObject* h = PyDict_GetItemWithError(holder.p, key.p);
       if (h == nullptr && PyErr_Occurred()) return nullptr;
       if (h != nullptr) {
-        if (PyDict_SetItem(rename.p, d, h) < 0) return nullptr;
+        if (!rename_set(d, h)) return nullptr;
         continue;
       }
       if (PyDict_SetItem(holder.p, key.p, d) < 0) return nullptr;
-      Ref num(next_number());
-      if (num.p == nullptr || PyDict_SetItem(number.p, d, num.p) < 0) return nullptr;
+      if (!number_set(d)) return nullptr;
     } else if (PyUnicode_GET_LENGTH(m.p) == 0) {
       PyErr_SetString(PyExc_IndexError, "string index out of range");
       return nullptr;
@@ -569,21 +704,18 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
           return nullptr;
         }
         PyObject* v = PyTuple_GET_ITEM(ops.p, i);
-        if ((PyObject*)Py_TYPE(v) == vreg_t) {
-          Ref num(next_number());
-          if (num.p == nullptr || PyDict_SetItem(number.p, v, num.p) < 0) return nullptr;
-        }
+        if ((PyObject*)Py_TYPE(v) == vreg_t && !number_set(v)) return nullptr;
       }
     }
     if (PyList_Append(keep.p, inst) < 0) return nullptr;
     int nb = PySet_Contains(new_block, m.p);
     if (nb < 0) return nullptr;
     if (nb) {
-      PyDict_Clear(number.p);
+      gen++;
       PyDict_Clear(holder.p);
     }
   }
-  if (PyDict_GET_SIZE(rename.p) == 0) {
+  if (renamed_count == 0) {
     Py_INCREF(keep.p);
     return keep.p;
   }
@@ -593,9 +725,8 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
   if (out == nullptr) return nullptr;
   auto renamed = [&](PyObject* v) -> PyObject* {  // a new reference
     if ((PyObject*)Py_TYPE(v) == vreg_t) {
-      PyObject* r = PyDict_GetItemWithError(rename.p, v);
-      if (r == nullptr && PyErr_Occurred()) return nullptr;
-      v = r != nullptr ? r : v;
+      v = rename_get(v);
+      if (v == nullptr) return nullptr;
     }
     Py_INCREF(v);
     return v;
@@ -617,12 +748,12 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
     for (Py_ssize_t j = 0; j < nops && !change; j++) {
       PyObject* v = PySequence_Fast_GET_ITEM(ops_seq.p, j);
       if ((PyObject*)Py_TYPE(v) == vreg_t) {
-        int has = PyDict_Contains(rename.p, v);
-        if (has < 0) {
+        Py_ssize_t s = slot(v, false);
+        if (s == -2) {
           Py_DECREF(out);
           return nullptr;
         }
-        change = has;
+        change = s >= 0 && rename_to[s] != nullptr;
       } else if (Py_TYPE(v) == &PyTuple_Type) {
         change = true;
       }
@@ -645,12 +776,11 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
         r = PyTuple_New(nt);
         for (Py_ssize_t q = 0; r != nullptr && q < nt; q++) {
           PyObject* item = PyTuple_GET_ITEM(v, q);
-          PyObject* to = PyDict_GetItemWithError(rename.p, item);  // rename.get(r, r)
-          if (to == nullptr && PyErr_Occurred()) {
+          PyObject* to = rename_get(item);  // rename.get(r, r)
+          if (to == nullptr) {
             Py_CLEAR(r);
             break;
           }
-          to = to != nullptr ? to : item;
           Py_INCREF(to);
           PyTuple_SET_ITEM(r, q, to);
         }
@@ -709,18 +839,28 @@ PyObject* licm(PyObject*, PyObject* args) {
     bool unconditional = false;  // jmp, halt
     bool pure_once = false;      // in PURE and its register (operand 0) written once
     Py_ssize_t def = -1;         // operand 0's register number (pure_once)
-    std::vector<Py_ssize_t> written, read;
+    size_t w0 = 0, w1 = 0, r0 = 0, r1 = 0;  // its registers written and read: flat_w[w0:w1], flat_r[r0:r1]
   };
   std::vector<Info> info(n);
+  std::vector<Py_ssize_t> flat_w, flat_r;
+  flat_w.reserve(n);
+  flat_r.reserve(2 * n);
   Ref regs(PyDict_New()), label_at(PyDict_New());
   if (!regs.p || !label_at.p) return nullptr;
+  PtrMap by_ptr(n);
+  Py_ssize_t nregs = 0;
   auto reg = [&](PyObject* r) -> Py_ssize_t {  // a register's number (first-seen order)
-    PyObject* got = PyDict_GetItemWithError(regs.p, r);
+    if (by_identity(r)) {
+      Py_ssize_t& k = by_ptr.at(r);
+      if (k < 0) k = nregs++;
+      return k;
+    }
+    PyObject* got = PyDict_GetItemWithError(regs.p, r);  // (a key that is not its identity: by the dict)
     if (got != nullptr) return PyLong_AsSsize_t(got);
     if (PyErr_Occurred()) return -1;
-    Ref num(PyLong_FromSsize_t(PyDict_GET_SIZE(regs.p)));
+    Ref num(PyLong_FromSsize_t(nregs));
     if (num.p == nullptr || PyDict_SetItem(regs.p, r, num.p) < 0) return -1;
-    return PyDict_GET_SIZE(regs.p) - 1;
+    return nregs++;
   };
   auto at = [](PyObject* ops, PyObject* positions, std::vector<Py_ssize_t>& out) -> bool {
     Ref seq(PySequence_Fast(positions, "operand positions must be a sequence"));
@@ -786,13 +926,15 @@ PyObject* licm(PyObject*, PyObject* args) {
       }
     }
     // scalar_flow.written and read
+    it.w0 = it.w1 = flat_w.size();
+    it.r0 = flat_r.size();
     if (dot) {
       for (Py_ssize_t j = 0; j < nops; j++) {
         PyObject* v = PyTuple_GET_ITEM(ops, j);
         if ((PyObject*)Py_TYPE(v) == vreg_t) {
           Py_ssize_t r = reg(v);
           if (r < 0) return fail();
-          it.read.push_back(r);
+          flat_r.push_back(r);
         }
       }
     } else {
@@ -809,9 +951,10 @@ PyObject* licm(PyObject*, PyObject* args) {
         if ((PyObject*)Py_TYPE(v) == vreg_t) {
           Py_ssize_t r = reg(v);
           if (r < 0) return fail();
-          it.written.push_back(r);
+          flat_w.push_back(r);
         }
       }
+      it.w1 = flat_w.size();
       pos.clear();
       if (!at(ops, rd, pos)) return fail();
       for (Py_ssize_t i : pos) {
@@ -819,19 +962,20 @@ PyObject* licm(PyObject*, PyObject* args) {
         if ((PyObject*)Py_TYPE(v) == vreg_t) {
           Py_ssize_t r = reg(v);
           if (r < 0) return fail();
-          it.read.push_back(r);
+          flat_r.push_back(r);
         } else if (PyTuple_Check(v)) {
           for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(v); q++) {
             PyObject* x = PyTuple_GET_ITEM(v, q);
             if ((PyObject*)Py_TYPE(x) == vreg_t) {
               Py_ssize_t r = reg(x);
               if (r < 0) return fail();
-              it.read.push_back(r);
+              flat_r.push_back(r);
             }
           }
         }
       }
     }
+    it.r1 = flat_r.size();
     int is_pure = PySet_Contains(pure, m.p);
     if (is_pure < 0) return fail();
     if (is_pure) {
@@ -894,7 +1038,6 @@ PyObject* licm(PyObject*, PyObject* args) {
 
   std::vector<Py_ssize_t> order(n);  // position -> instruction
   for (Py_ssize_t k = 0; k < n; k++) order[k] = k;
-  const Py_ssize_t nregs = PyDict_GET_SIZE(regs.p);
   std::vector<Py_ssize_t> inside_stamp(nregs, -1), moved_stamp(nregs, -1);
   bool moved_any = false;
   struct Candidate {
@@ -904,15 +1047,17 @@ PyObject* licm(PyObject*, PyObject* args) {
   for (size_t l = 0; l < loops.size(); l++) {
     const auto [header, end] = loops[l];
     const Py_ssize_t stamp = l;
-    for (Py_ssize_t k = header; k <= end; k++)
-      for (Py_ssize_t r : info[order[k]].written) inside_stamp[r] = stamp;
+    for (Py_ssize_t k = header; k <= end; k++) {
+      const Info& it = info[order[k]];
+      for (size_t j = it.w0; j < it.w1; j++) inside_stamp[flat_w[j]] = stamp;
+    }
     std::vector<Candidate> candidates;
     for (Py_ssize_t k = header; k <= end; k++) {
       const Info& it = info[order[k]];
       if (!it.pure_once) continue;
       Candidate c{k, it.def, {}};
-      for (Py_ssize_t r : it.read)
-        if (inside_stamp[r] == stamp) c.inside.push_back(r);
+      for (size_t j = it.r0; j < it.r1; j++)
+        if (inside_stamp[flat_r[j]] == stamp) c.inside.push_back(flat_r[j]);
       candidates.push_back(std::move(c));
     }
     std::vector<Py_ssize_t> found;
@@ -961,32 +1106,50 @@ PyObject* licm(PyObject*, PyObject* args) {
 }
 
 // map_code(code, regs, toks, pcs, tile, operand, locs, loc_list, UNKNOWN_LOC, VReg, Token, View, Label, Inst,
-//          instrs) -> None
+//          instrs[, Imm, consts, const_list]) -> None
 // finalize's last walk (passes/finalize.py, `finalize`): each pseudo-instruction that is not a directive as an
 // Inst of physical operands appended to `instrs`: a VReg, Token or Label through its dict (regs, toks, pcs), a
-// View through `tile`, anything else through `operand`; its loc through the location table (`locs`: loc ->
+// View through `tile`, an Imm of an exact int and a register list (an exact tuple) as `operand` maps them (the
+// constant pool entry: `consts`, key -> index, `const_list`: the program's consts; the registers' numbers),
+// anything else through `operand`; its loc through the location table (`locs`: loc ->
 // index, `loc_list`: the program's locs), looked up again only when it is another object than the last one's.
 // The Inst is made as its dataclass __init__ makes it (each field set with object.__setattr__, in field order).
 PyObject* map_code(PyObject*, PyObject* args) {
   PyObject *code, *regs, *toks, *pcs, *tile, *operand, *locs, *loc_list, *unknown, *vreg_t, *token_t, *view_t,
-      *label_t, *inst_t, *instrs;
-  if (!PyArg_ParseTuple(args, "O!O!O!O!OOO!O!OOOOOOO!", &PyList_Type, &code, &PyDict_Type, &regs, &PyDict_Type, &toks,
-                        &PyDict_Type, &pcs, &tile, &operand, &PyDict_Type, &locs, &PyList_Type, &loc_list, &unknown,
-                        &vreg_t, &token_t, &view_t, &label_t, &inst_t, &PyList_Type, &instrs))
+      *label_t, *inst_t, *instrs, *imm_t = nullptr, *consts = nullptr, *const_list = nullptr;
+  if (!PyArg_ParseTuple(args, "O!O!O!O!OOO!O!OOOOOOO!|OO!O!", &PyList_Type, &code, &PyDict_Type, &regs, &PyDict_Type,
+                        &toks, &PyDict_Type, &pcs, &tile, &operand, &PyDict_Type, &locs, &PyList_Type, &loc_list,
+                        &unknown, &vreg_t, &token_t, &view_t, &label_t, &inst_t, &PyList_Type, &instrs, &imm_t,
+                        &PyDict_Type, &consts, &PyList_Type, &const_list))
     return nullptr;
+  if (const_list == nullptr) imm_t = nullptr;  // (all three, or the operand function for every immediate)
   if (!PyType_Check(inst_t)) {
     PyErr_SetString(PyExc_TypeError, "map_code: Inst must be a class");
     return nullptr;
   }
-  static PyObject *s_mnemonic, *s_suffixes, *s_operands, *s_loc, *empty;
+  static PyObject *s_mnemonic, *s_suffixes, *s_operands, *s_loc, *empty, *s_i;
   if (s_mnemonic == nullptr) {
     s_mnemonic = PyUnicode_InternFromString("mnemonic");
     s_suffixes = PyUnicode_InternFromString("suffixes");
     s_operands = PyUnicode_InternFromString("operands");
     s_loc = PyUnicode_InternFromString("loc");
+    s_i = PyUnicode_InternFromString("i");
     empty = PyTuple_New(0);
-    if (!s_mnemonic || !s_suffixes || !s_operands || !s_loc || !empty) return nullptr;
+    if (!s_mnemonic || !s_suffixes || !s_operands || !s_loc || !s_i || !empty) return nullptr;
   }
+  // an immediate whose value is exactly an int: finalize's `const` (its entry of the constant pool, made on first
+  // sight under the key ("i", value)); any other immediate through `operand`
+  auto int_const = [&](PyObject* value) -> PyObject* {
+    Ref key(PyTuple_Pack(2, s_i, value));
+    if (key.p == nullptr) return nullptr;
+    PyObject* got = PyDict_GetItemWithError(consts, key.p);
+    if (got != nullptr) return Py_NewRef(got);
+    if (PyErr_Occurred()) return nullptr;
+    Ref k(PyLong_FromSsize_t(PyList_GET_SIZE(const_list)));
+    if (k.p == nullptr || PyDict_SetItem(consts, key.p, k.p) < 0 || PyList_Append(const_list, value) < 0)
+      return nullptr;
+    return Py_NewRef(k.p);
+  };
   PyTypeObject* inst_type = (PyTypeObject*)inst_t;
   PyObject* last_loc = nullptr;  // borrowed: the code list keeps its instructions' locs alive
   Ref at;
@@ -1037,6 +1200,31 @@ PyObject* map_code(PyObject*, PyObject* args) {
           return nullptr;
         }
         Py_INCREF(r);
+      } else if (t == (PyObject*)&PyTuple_Type && imm_t != nullptr) {  // a register list: `operand`'s regs[r] each
+        const Py_ssize_t nr = PyTuple_GET_SIZE(v);
+        r = PyTuple_New(nr);
+        if (r == nullptr) return nullptr;
+        for (Py_ssize_t q = 0; q < nr; q++) {
+          PyObject* item = PyTuple_GET_ITEM(v, q);
+          PyObject* phys = PyDict_GetItemWithError(regs, item);
+          if (phys == nullptr) {
+            if (!PyErr_Occurred()) {  // KeyError(item), as the subscript raises it
+              PyObject* e = PyObject_CallOneArg(PyExc_KeyError, item);
+              if (e != nullptr) {
+                PyErr_SetObject(PyExc_KeyError, e);
+                Py_DECREF(e);
+              }
+            }
+            Py_DECREF(r);
+            return nullptr;
+          }
+          PyTuple_SET_ITEM(r, q, Py_NewRef(phys));
+        }
+      } else if (t == imm_t) {
+        Ref value(f_value.get(v));
+        if (value.p == nullptr) return nullptr;
+        r = PyLong_CheckExact(value.p) ? int_const(value.p) : PyObject_CallOneArg(operand, v);
+        if (r == nullptr) return nullptr;
       } else {
         r = PyObject_CallOneArg(t == view_t ? tile : operand, v);
         if (r == nullptr) return nullptr;

@@ -23,6 +23,8 @@ using plate_fields::SlotField;
 // the fields of the pseudo-instructions made here (fields.h)
 SlotField f_mnemonic("mnemonic"), f_suffixes("suffixes"), f_operands("operands"), f_loc("loc"),
     f_extra_uses("extra_uses");
+// and of the registers made here (VReg's slots)
+SlotField f_id("id"), f_hint("hint");
 
 struct Ref {
   PyObject* p;
@@ -46,9 +48,11 @@ enum : long { BRANCH = 1, FORWARD = 2, NO_HAZARD = 4, DMA = 8, HALT = 16 };
 
 // set by init(): mnemonic -> (row, operand count, flags, written operand positions); the classes; the Python methods
 PyObject *g_table, *g_pinst, *g_vreg, *g_imm, *g_imm_key, *g_emit_py, *g_remat_py, *g_li_py;
+// set by init() when given: the counter VReg.__init__ takes its ids from, and that __init__ (what new_vreg checks)
+PyObject *g_vreg_ids, *g_vreg_init;
 PyObject *s_code, *s_pending, *s_remat, *s_version, *s_shared, *s_placed, *s_loc, *s_wait_all, *s_hazards,
     *s_track, *s_mnemonic, *s_suffixes, *s_operands, *s_extra_uses, *s_value, *s_force, *s_hint, *s_f, *s_i,
-    *s_li, *k_force, *k_hint, *empty_tuple, *empty_str, *zero, *one;
+    *s_li, *s_init, *k_force, *k_hint, *empty_tuple, *empty_str, *zero, *one;
 
 bool strings() {
   struct {
@@ -73,7 +77,8 @@ bool strings() {
              {&s_hint, "hint"},
              {&s_f, "f"},
              {&s_i, "i"},
-             {&s_li, "s.li"}};
+             {&s_li, "s.li"},
+             {&s_init, "__init__"}};
   for (auto& s : all) {
     if (*s.at == nullptr && (*s.at = PyUnicode_InternFromString(s.text)) == nullptr) return false;
   }
@@ -86,11 +91,11 @@ bool strings() {
   return true;
 }
 
-// init(table, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li) -> None
+// init(table, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li[, vreg_ids]) -> None
 PyObject* init(PyObject*, PyObject* args) {
-  PyObject *table, *pinst, *vreg, *imm, *imm_key, *emit_py, *remat_py, *li_py;
-  if (!PyArg_ParseTuple(args, "O!OOOOOOO", &PyDict_Type, &table, &pinst, &vreg, &imm, &imm_key, &emit_py, &remat_py,
-                        &li_py))
+  PyObject *table, *pinst, *vreg, *imm, *imm_key, *emit_py, *remat_py, *li_py, *vreg_ids = nullptr;
+  if (!PyArg_ParseTuple(args, "O!OOOOOOO|O", &PyDict_Type, &table, &pinst, &vreg, &imm, &imm_key, &emit_py, &remat_py,
+                        &li_py, &vreg_ids))
     return nullptr;
   if (!PyType_Check(pinst) || !PyType_Check(vreg) || !PyType_Check(imm)) {
     PyErr_SetString(PyExc_TypeError, "init: PInst, VReg and Imm must be classes");
@@ -103,7 +108,35 @@ PyObject* init(PyObject*, PyObject* args) {
     Py_INCREF(values[k]);
     Py_XSETREF(*slots[k], values[k]);
   }
+  // the registers' counter and the __init__ that reads it: without them (or once VReg's __init__ is another)
+  // a register is made by calling the class
+  if (vreg_ids != nullptr && !PyIter_Check(vreg_ids)) {
+    PyErr_SetString(PyExc_TypeError, "init: vreg_ids must be an iterator");
+    return nullptr;
+  }
+  PyObject* vinit = vreg_ids != nullptr ? _PyType_Lookup((PyTypeObject*)vreg, s_init) : nullptr;
+  PyObject* ids = vinit != nullptr ? vreg_ids : nullptr;
+  Py_XINCREF(ids);
+  Py_XSETREF(g_vreg_ids, ids);
+  Py_XINCREF(vinit);
+  Py_XSETREF(g_vreg_init, vinit);
   Py_RETURN_NONE;
+}
+
+// VReg(hint): what VReg.__init__ does (`self.id, self.hint = next(_VREG_IDS), hint`) without its frame, while VReg
+// is made by object's __new__ and its __init__ is the one init() saw; else the class called
+PyObject* new_vreg(PyObject* hint) {
+  PyTypeObject* t = (PyTypeObject*)g_vreg;
+  if (g_vreg_ids == nullptr || t->tp_new != PyBaseObject_Type.tp_new || _PyType_Lookup(t, s_init) != g_vreg_init)
+    return PyObject_CallOneArg(g_vreg, hint);
+  Ref id(PyIter_Next(g_vreg_ids));
+  if (id.p == nullptr) {
+    if (!PyErr_Occurred()) PyErr_SetNone(PyExc_StopIteration);
+    return nullptr;
+  }
+  Ref r(t->tp_alloc(t, 0));
+  if (r.p == nullptr || f_id.set(r.p, id.p) < 0 || f_hint.set(r.p, hint) < 0) return nullptr;
+  return r.release();
 }
 
 struct Core {
@@ -136,6 +169,25 @@ PyObject* delegate(PyObject* fn, PyObject* em, PyObject* const* args, size_t nar
   return r;
 }
 
+// PyObject_GetAttr(obj, name) (name an exact str): read from the instance's dict directly when the class has no
+// data descriptor of that name (what PyObject_GenericGetAttr looks up before the dict) and the dict holds it: the
+// emitter's and the code generator's plain attributes (code, pending, remat, loc, env, em ...); else the lookup
+PyObject* get_attr(PyObject* obj, PyObject* name) {
+  PyTypeObject* t = Py_TYPE(obj);
+  if (t->tp_getattro == PyObject_GenericGetAttr && PyUnicode_CheckExact(name)) {
+    PyObject* descr = _PyType_Lookup(t, name);
+    if (descr == nullptr || Py_TYPE(descr)->tp_descr_set == nullptr) {
+      PyObject** dictptr = _PyObject_GetDictPtr(obj);
+      if (dictptr != nullptr && *dictptr != nullptr && PyDict_CheckExact(*dictptr)) {
+        PyObject* got = PyDict_GetItemWithError(*dictptr, name);
+        if (got != nullptr) return Py_NewRef(got);
+        if (PyErr_Occurred()) return nullptr;
+      }
+    }
+  }
+  return PyObject_GetAttr(obj, name);
+}
+
 // em.<name>(*args) through the attribute (the Python methods)
 PyObject* call_method(PyObject* em, PyObject* name, PyObject* a, PyObject* b, PyObject* c) {
   PyObject* argv[] = {em, a, b, c};
@@ -144,7 +196,7 @@ PyObject* call_method(PyObject* em, PyObject* name, PyObject* a, PyObject* b, Py
 
 // is a list (or other container) non-empty: `if self.pending:`
 int truth_of_attr(PyObject* em, PyObject* name, Ref& out) {
-  out.reset(PyObject_GetAttr(em, name));
+  out.reset(get_attr(em, name));
   if (out.p == nullptr) return -1;
   if (PyList_CheckExact(out.p)) return PyList_GET_SIZE(out.p) != 0;
   if (PyDict_CheckExact(out.p)) return PyDict_GET_SIZE(out.p) != 0;
@@ -170,7 +222,7 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
     if (memo) {
       int clear = 1;
       if (flags & FORWARD) {  // operands[1] in self._placed
-        Ref placed(PyObject_GetAttr(em, s_placed));
+        Ref placed(get_attr(em, s_placed));
         if (placed.p == nullptr) return nullptr;
         clear = PySequence_Contains(placed.p, PyTuple_GET_ITEM(ops, 1));
         if (clear < 0) return nullptr;
@@ -200,7 +252,7 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
     sfx.reset(PySequence_Tuple(suffixes));
     if (sfx.p == nullptr) return nullptr;
   }
-  Ref loc(PyObject_GetAttr(em, s_loc));
+  Ref loc(get_attr(em, s_loc));
   if (loc.p == nullptr) return nullptr;
   // PInst(mnemonic, tuple(suffixes), tuple(operands), self.loc): its dataclass __init__ sets the five fields in order
   PyTypeObject* pinst_type = (PyTypeObject*)g_pinst;
@@ -210,7 +262,7 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
       f_loc.set(inst.p, loc.p) < 0 ||
       f_extra_uses.set(inst.p, empty_tuple) < 0)
     return nullptr;
-  Ref code(PyObject_GetAttr(em, s_code));
+  Ref code(get_attr(em, s_code));
   if (code.p == nullptr) return nullptr;
   if (PyList_CheckExact(code.p)) {
     if (PyList_Append(code.p, inst.p) < 0) return nullptr;
@@ -226,7 +278,7 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
     PyObject* v = PyTuple_GET_ITEM(ops, i);
     if ((PyObject*)Py_TYPE(v) != g_vreg) continue;
     if (version.p == nullptr) {  // self._version[v] = self._version.get(v, 0) + 1
-      version.reset(PyObject_GetAttr(em, s_version));
+      version.reset(get_attr(em, s_version));
       if (version.p == nullptr) return nullptr;
       if (!PyDict_Check(version.p)) {
         PyErr_SetString(PyExc_TypeError, "Emitter._version must be a dict");
@@ -325,7 +377,7 @@ PyObject* value_key(PyObject* x) {
 // imm_key(v): the key of v.value; the Python function for what is not exactly an Imm
 PyObject* imm_key(PyObject* v) {
   if ((PyObject*)Py_TYPE(v) != g_imm) return PyObject_CallOneArg(g_imm_key, v);
-  Ref x(PyObject_GetAttr(v, s_value));
+  Ref x(get_attr(v, s_value));
   if (x.p == nullptr) return nullptr;
   return value_key(x.p);
 }
@@ -334,7 +386,7 @@ PyObject* imm_key(PyObject* v) {
 // memo first when memo is given (a rematerialisation's miss)
 PyObject* emit_fresh(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* const* operands, Py_ssize_t n,
                      PyObject* hint, PyObject* suffixes, PyObject* memo, PyObject* key) {
-  Ref r(PyObject_CallOneArg(g_vreg, hint));
+  Ref r(new_vreg(hint));
   if (r.p == nullptr || (memo != nullptr && PyDict_SetItem(memo, key, r.p) < 0)) return nullptr;
   Ref ops(tuple_of(operands, n, r.p));
   if (ops.p == nullptr) return nullptr;
@@ -345,7 +397,7 @@ PyObject* emit_fresh(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject
 
 // A rematerialisation's hit: the kept register (a new reference), noted in the emitter's shared set
 PyObject* shared_hit(PyObject* em, PyObject* got) {
-  Ref shared(PyObject_GetAttr(em, s_shared));
+  Ref shared(get_attr(em, s_shared));
   if (shared.p == nullptr) return nullptr;
   if (PySet_CheckExact(shared.p)) {
     if (PySet_Add(shared.p, got) < 0) return nullptr;
@@ -367,7 +419,7 @@ PyObject* core_remat(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, P
   PyObject* entry = nullptr;
   // + 1: the fresh register in front of the operands
   if (nargs >= 1 && keywords(args, nargs, kwnames, &suffixes, &hint)) entry = entry_of(args[0], nargs);
-  Ref memo(entry != nullptr ? PyObject_GetAttr(em.p, s_remat) : nullptr);
+  Ref memo(entry != nullptr ? get_attr(em.p, s_remat) : nullptr);
   if (entry != nullptr && memo.p == nullptr) return nullptr;
   if (entry == nullptr || (memo.p != Py_None && !PyDict_CheckExact(memo.p)))
     return delegate(g_remat_py, em.p, args, nargs, kwnames);
@@ -389,7 +441,7 @@ PyObject* core_remat(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, P
     PyObject* item;
     if ((PyObject*)Py_TYPE(v) == g_vreg) {
       if (version.p == nullptr) {
-        version.reset(PyObject_GetAttr(em.p, s_version));
+        version.reset(get_attr(em.p, s_version));
         if (version.p == nullptr) return nullptr;
         if (!PyDict_Check(version.p)) {
           PyErr_SetString(PyExc_TypeError, "Emitter._version must be a dict");
@@ -427,7 +479,7 @@ PyObject* core_li(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyOb
   if (PyErr_Occurred()) return nullptr;
   if (!plain) return delegate(g_li_py, em.p, args, nargs, kwnames);
   if (nargs == 2 || kwnames != nullptr) hint = args[1];
-  Ref memo(PyObject_GetAttr(em.p, s_remat));
+  Ref memo(get_attr(em.p, s_remat));
   if (memo.p == nullptr) return nullptr;
   if (PyDict_CheckExact(memo.p)) {  // a hit: the register, no Imm made
     Ref key(PyTuple_New(3));
@@ -456,11 +508,19 @@ PyObject* g_binary[5];            // Add, Sub, Mul, Min, Max
 PyObject* g_binary_mnemonic[5];   // s.add, s.sub, s.mul, s.mins, s.maxs
 PyObject *s_em, *s_reg, *s_companions, *s_a, *s_b, *s_arg, *s_k, *s_li_attr, *s_rematerialised, *k_suffixes,
     *i64_suffix;
+// set by init_materialize() when given: Ctx, its `reg` (what ctx_reg checks), the bindings Const and ArgRef
+PyObject *g_ctx, *g_ctx_reg, *g_binding_const, *g_argref;
+PyObject *s_env, *s_index, *s_s_arg;
 
-// init_materialize(Const, Val, Carried, (Add, Sub, Mul, Min, Max), materialize_py) -> None
+// init_materialize(Const, Val, Carried, (Add, Sub, Mul, Min, Max), materialize_py[, (Ctx, Const, ArgRef)]) -> None
 PyObject* init_materialize(PyObject*, PyObject* args) {
-  PyObject *c, *v, *carried, *binary, *py;
-  if (!PyArg_ParseTuple(args, "OOOO!O", &c, &v, &carried, &PyTuple_Type, &binary, &py)) return nullptr;
+  PyObject *c, *v, *carried, *binary, *py, *ctx_classes = nullptr;
+  if (!PyArg_ParseTuple(args, "OOOO!O|O!", &c, &v, &carried, &PyTuple_Type, &binary, &py, &PyTuple_Type, &ctx_classes))
+    return nullptr;
+  if (ctx_classes != nullptr && (PyTuple_GET_SIZE(ctx_classes) != 3 || !PyType_Check(PyTuple_GET_ITEM(ctx_classes, 0)))) {
+    PyErr_SetString(PyExc_TypeError, "init_materialize: (Ctx, Const, ArgRef)");
+    return nullptr;
+  }
   if (PyTuple_GET_SIZE(binary) != 5) {
     PyErr_SetString(PyExc_TypeError, "init_materialize: five binary node classes");
     return nullptr;
@@ -484,7 +544,8 @@ PyObject* init_materialize(PyObject*, PyObject* args) {
     PyObject** at;
     const char* text;
   } all[] = {{&s_em, "em"}, {&s_reg, "reg"}, {&s_companions, "companions"}, {&s_a, "a"},        {&s_b, "b"},
-             {&s_arg, "arg"}, {&s_k, "k"},   {&s_li_attr, "li"},          {&s_rematerialised, "rematerialised"}};
+             {&s_arg, "arg"}, {&s_k, "k"},   {&s_li_attr, "li"},          {&s_rematerialised, "rematerialised"},
+             {&s_env, "env"}, {&s_index, "index"}, {&s_s_arg, "s.arg"}};
   for (auto& x : all) {
     if (*x.at == nullptr && (*x.at = PyUnicode_InternFromString(x.text)) == nullptr) return nullptr;
   }
@@ -493,7 +554,50 @@ PyObject* init_materialize(PyObject*, PyObject* args) {
     Ref i64(PyUnicode_InternFromString("i64"));
     if (i64.p == nullptr || (i64_suffix = PyTuple_Pack(1, i64.p)) == nullptr) return nullptr;
   }
+  // Ctx.reg inlined for a Val while Ctx's `reg` is the one seen here (ctx_reg)
+  PyObject* ctx = ctx_classes != nullptr ? PyTuple_GET_ITEM(ctx_classes, 0) : nullptr;
+  PyObject* reg = ctx != nullptr ? _PyType_Lookup((PyTypeObject*)ctx, s_reg) : nullptr;
+  PyObject** cslots[] = {&g_ctx, &g_ctx_reg, &g_binding_const, &g_argref};
+  PyObject* cvalues[] = {reg != nullptr ? ctx : nullptr, reg, reg != nullptr ? PyTuple_GET_ITEM(ctx_classes, 1) : nullptr,
+                         reg != nullptr ? PyTuple_GET_ITEM(ctx_classes, 2) : nullptr};
+  for (size_t k = 0; k < sizeof(cvalues) / sizeof(*cvalues); k++) {
+    Py_XINCREF(cvalues[k]);
+    Py_XSETREF(*cslots[k], cvalues[k]);
+  }
   Py_RETURN_NONE;
+}
+
+// ctx.reg(value) as Ctx.reg does it, without its frame: the binding in ctx.env; a register is itself, a Const its
+// ctx.li(value), an ArgRef ctx.em.rematerialised("s.arg", Imm(index), hint="arg"); anything else (or another Ctx, a
+// Ctx whose `reg` is another, an env that is not a dict) through the method
+PyObject* ctx_reg(PyObject* ctx, PyObject* value) {
+  if (g_ctx == nullptr || (PyObject*)Py_TYPE(ctx) != g_ctx || _PyType_Lookup(Py_TYPE(ctx), s_reg) != g_ctx_reg)
+    return PyObject_CallMethodOneArg(ctx, s_reg, value);
+  Ref env(get_attr(ctx, s_env));
+  if (env.p == nullptr) return nullptr;
+  if (!PyDict_CheckExact(env.p)) return PyObject_CallMethodOneArg(ctx, s_reg, value);
+  PyObject* b = PyDict_GetItemWithError(env.p, value);
+  if (b == nullptr && PyErr_Occurred()) return nullptr;
+  PyObject* t = b != nullptr ? (PyObject*)Py_TYPE(b) : nullptr;
+  if (t == g_vreg) return Py_NewRef(b);
+  if (t == g_binding_const) {
+    Ref v(get_attr(b, s_value));
+    if (v.p == nullptr) return nullptr;
+    return PyObject_CallMethodOneArg(ctx, s_li_attr, v.p);
+  }
+  if (t == g_argref) {
+    Ref index(get_attr(b, s_index));
+    if (index.p == nullptr) return nullptr;
+    Ref imm(PyObject_CallOneArg(g_imm, index.p));
+    if (imm.p == nullptr) return nullptr;
+    Ref em(get_attr(ctx, s_em));
+    if (em.p == nullptr) return nullptr;
+    Ref remat(get_attr(em.p, s_rematerialised));
+    if (remat.p == nullptr) return nullptr;
+    PyObject* argv[] = {s_s_arg, imm.p, s_arg};
+    return PyObject_Vectorcall(remat.p, argv, 2, k_hint);
+  }
+  return PyObject_CallMethodOneArg(ctx, s_reg, value);
 }
 
 // materialize(ctx, e, memo) as dma_operands.materialize_py does it: the memo's register, else Const -> ctx.li(int(v)),
@@ -507,19 +611,19 @@ PyObject* materialize_rec(PyObject* ctx, PyObject* e, PyObject* memo, Ref& remat
   PyObject* t = (PyObject*)Py_TYPE(e);
   Ref r;
   if (t == g_const) {
-    Ref v(PyObject_GetAttr(e, s_value));
+    Ref v(get_attr(e, s_value));
     if (v.p == nullptr) return nullptr;
     Ref i(PyNumber_Long(v.p));
     if (i.p == nullptr) return nullptr;
     r.reset(PyObject_CallMethodOneArg(ctx, s_li_attr, i.p));
   } else if (t == g_val) {
-    Ref v(PyObject_GetAttr(e, s_value));
+    Ref v(get_attr(e, s_value));
     if (v.p == nullptr) return nullptr;
-    r.reset(PyObject_CallMethodOneArg(ctx, s_reg, v.p));
+    r.reset(ctx_reg(ctx, v.p));
   } else if (t == g_carried) {
-    Ref companions(PyObject_GetAttr(ctx, s_companions));
-    Ref arg(PyObject_GetAttr(e, s_arg));
-    Ref k(PyObject_GetAttr(e, s_k));
+    Ref companions(get_attr(ctx, s_companions));
+    Ref arg(get_attr(e, s_arg));
+    Ref k(get_attr(e, s_k));
     if (companions.p == nullptr || arg.p == nullptr || k.p == nullptr) return nullptr;
     Ref regs(PyObject_GetItem(companions.p, arg.p));
     if (regs.p == nullptr) return nullptr;
@@ -534,16 +638,16 @@ PyObject* materialize_rec(PyObject* ctx, PyObject* e, PyObject* memo, Ref& remat
       return PyObject_Vectorcall(g_materialize_py, argv, 3, nullptr);
     }
     if (Py_EnterRecursiveCall(" while materialising an access expression")) return nullptr;  // as deep as Python
-    Ref a(PyObject_GetAttr(e, s_a));
+    Ref a(get_attr(e, s_a));
     Ref ra(a.p == nullptr ? nullptr : materialize_rec(ctx, a.p, memo, remat));
-    Ref b(ra.p == nullptr ? nullptr : PyObject_GetAttr(e, s_b));
+    Ref b(ra.p == nullptr ? nullptr : get_attr(e, s_b));
     Ref rb(b.p == nullptr ? nullptr : materialize_rec(ctx, b.p, memo, remat));
     Py_LeaveRecursiveCall();
     if (rb.p == nullptr) return nullptr;
     if (remat.p == nullptr) {  // s_op: ctx.em.rematerialised
-      Ref em(PyObject_GetAttr(ctx, s_em));
+      Ref em(get_attr(ctx, s_em));
       if (em.p == nullptr) return nullptr;
-      remat.reset(PyObject_GetAttr(em.p, s_rematerialised));
+      remat.reset(get_attr(em.p, s_rematerialised));
       if (remat.p == nullptr) return nullptr;
     }
     PyObject* argv[] = {g_binary_mnemonic[which], ra.p, rb.p, i64_suffix};
@@ -563,6 +667,16 @@ PyObject* materialize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
   Ref remat;
   return materialize_rec(args[0], args[1], args[2], remat);
+}
+
+// vreg(hint=""): VReg(hint), made as the compiled methods make their registers (new_vreg)
+PyObject* vreg(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (g_vreg == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "_emit.init was not called");
+    return nullptr;
+  }
+  if (nargs > 1) return PyObject_Vectorcall(g_vreg, args, nargs, nullptr);  // (VReg's own error)
+  return new_vreg(nargs == 1 ? args[0] : empty_str);
 }
 
 PyObject* core_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
@@ -605,6 +719,8 @@ PyMethodDef methods[] = {
      "walks"},
     {"materialize", (PyCFunction)(void (*)(void))materialize, METH_FASTCALL,
      "materialize(ctx, e, memo): dma_operands.materialize in C"},
+    {"vreg", (PyCFunction)(void (*)(void))vreg, METH_FASTCALL,
+     "vreg(hint=''): a fresh VReg, without VReg.__init__'s frame while it is the one init() saw"},
     {"init", init, METH_VARARGS,
      "init(table, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li): what Core's methods "
      "read"},
