@@ -74,6 +74,40 @@ def _same_traffic(a, b):
 
 def _general(monkeypatch):
     monkeypatch.setattr(dma._Row, "make", classmethod(lambda cls, *a: None))
+    monkeypatch.setattr(dma, "_moves_nothing", lambda *a: None)
+
+
+@pytest.mark.parametrize("shape", [(8,), (4, 6), (2, 3, 5)])
+@pytest.mark.parametrize("dtype", ["f32", "i1", "bf16", "i8"])
+def test_a_load_that_moves_nothing_is_the_box_codes_fill(mem, shape, dtype):
+    """Every program masked off on some axis (a prefetch past a loop's last trip; bounds past either end,
+    empty or reversed): the fill and zero Traffic of the _Box code, told from the bounds alone; one program
+    moving one element: not told so."""
+    rng = np.random.default_rng(len(shape))
+    p, r = 6, len(shape)
+    lo = rng.integers(-3, 3, (p, r))
+    hi = np.array([list(shape)] * p, np.int64)
+    axis = rng.integers(0, r, p)
+    hi[np.arange(p), axis] = lo[np.arange(p), axis] - rng.integers(0, 3, p)  # empty on one axis each
+    rec = mem.alloc(4096)
+    base = rec.base + np.arange(p, dtype=np.int64) * 64
+    strides = np.ones((p, r), np.int64)
+    try:
+        for bounds in ((lo, hi), (np.full((p, r), 9), hi), (lo, np.full((p, r), -1))):
+            args = (mem, base, dtype, shape, strides, *bounds, 1.5)
+            assert dma._moves_nothing(base, dtype, shape, *bounds) == p
+            for into in (None, np.full((p, *shape), 7, dma._storage(dtype))):
+                vals, traffic = dma.load_strided(*args, into=None if into is None else into.copy())
+                with pytest.MonkeyPatch.context() as mp:
+                    _general(mp)
+                    want_vals, want_traffic = dma.load_strided(*args, into=None if into is None else into.copy())
+                assert vals.dtype == want_vals.dtype and vals.tobytes() == want_vals.tobytes()
+                _same_traffic(traffic, want_traffic)
+        one = np.zeros((p, r), np.int64), np.zeros((p, r), np.int64)
+        one[1][2] = 1  # program 2 moves its first element
+        assert dma._moves_nothing(base, dtype, shape, *one) is None
+    finally:
+        mem.free(rec.base)
 
 
 @HYP

@@ -1083,14 +1083,13 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     tiles = _Tiles.make(mem, base, dtype, shape, strides, lo, hi)
     if tiles is not None:
         return tiles.values(into), tiles.traffic(mem) if counted else NOT_COUNTED
+    nothing = _moves_nothing(base, dtype, shape, lo, hi)
+    if nothing is not None:  # told from the bounds, without the box: the same fill
+        return _filled(mem, nothing, dtype, shape, fill_value(fill, dtype), into)
     box = _Box(base, dtype, shape, strides, lo, hi)
     fillv = fill_value(fill, dtype)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
-        if into is not None:  # every element masked off (a prefetch past a loop's last trip): fill the tile
-            np.copyto(into, fillv, casting="unsafe")  # what np.full does
-            return into, Traffic.zeros(box.nprog, mem.traffic_columns)
-        out = np.full((box.nprog, *box.shape), fillv, NUMPY[dtype])
-        return out, Traffic.zeros(box.nprog, mem.traffic_columns)
+        return _filled(mem, box.nprog, dtype, box.shape, fillv, into)
     pos = _box_locate(mem, box)
     if pos is None:  # spans several allocations, or a fault: check each element
         values, traffic = gather(mem, box.element_addrs(), box.valid(), dtype, fill, access="load", counted=counted)
@@ -1138,6 +1137,27 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
             out = out.copy()
         np.copyto(out, _to_storage(fillv, dtype), where=~box.valid())
     return _from_storage(out, dtype), _box_traffic(mem, box, pos) if counted else NOT_COUNTED
+
+
+def _filled(mem: DeviceMemory, nprog: int, dtype: str, shape, fillv, into):
+    """load_strided of P programs that move no element (a prefetch past a loop's last trip): the fill."""
+    if into is not None:
+        np.copyto(into, fillv, casting="unsafe")  # what np.full does
+        return into, Traffic.zeros(nprog, mem.traffic_columns)
+    return np.full((nprog, *shape), fillv, NUMPY[dtype]), Traffic.zeros(nprog, mem.traffic_columns)
+
+
+def _moves_nothing(base, dtype: str, shape, lo, hi) -> int | None:
+    """The program count when no program moves an element (each has an axis with min(hi, n) <= max(lo, 0):
+    _Box's count 0), for per-program [P, rank] bounds; None otherwise or when it cannot tell cheaply."""
+    r = len(shape)
+    if type(lo) is not np.ndarray or type(hi) is not np.ndarray or not r or dtype not in NUMPY:
+        return None
+    nprog = lo.shape[0]
+    if lo.shape != (nprog, r) or hi.shape != (nprog, r) or np.size(base) != nprog:
+        return None
+    size = _shape_row(tuple(int(n) for n in shape))
+    return nprog if bool((np.minimum(hi, size) <= np.maximum(lo, 0)).any(axis=1).all()) else None
 
 
 def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str | None = None, counted=True) -> Traffic:
