@@ -124,6 +124,35 @@ def test_store_matches_the_batched_store(mem, access):
         mem.free(rec.base)
 
 
+@HYP
+@given(access=accesses(), room=st.integers(1, 48))
+def test_a_tile_past_its_allocations_end_loads_and_stores_its_valid_elements(mem, access, room):
+    """A tile whose masked-off elements may lie past its allocation's end (a ragged last block), ``room``
+    elements from its base to that end: the one-program path reads and writes only the valid elements,
+    with the batched code's values, memory and Traffic (or declines)."""
+    dtype, placement, shape, strides, lo, hi, _, seed = access
+    isz = dma._storage(dtype).itemsize
+    rec, base = _setup(mem, dtype, placement, 64, seed, nbytes=(64 + room) * isz)
+    before = mem.read_bytes(rec.base, rec.nbytes)
+    values = np.random.default_rng(seed + 1).integers(0, 256, (1, *shape, 8), dtype=np.uint8)
+    values = values.view(dma._storage(dtype))[..., 0].astype(dma.NUMPY[dtype]) if dtype != "i1" else values[..., 0] & 1
+    try:
+        fast = dma_one.load(mem, base, dtype, shape, strides, lo, hi, 7)
+        if fast is not None:
+            want_vals, want_traffic = dma.load_strided(mem, base, dtype, shape, strides, lo, hi, 7)
+            assert _bits(fast[0]).tobytes() == _bits(want_vals).tobytes()
+            _same_traffic(fast[1], want_traffic)
+        traffic = dma_one.store(mem, base, values, strides, lo, hi, dtype)
+        if traffic is not None:
+            after = mem.read_bytes(rec.base, rec.nbytes)
+            mem.write_bytes(rec.base, before)
+            want = dma.store_strided(mem, base, values, strides, lo, hi, dtype=dtype)
+            assert after == mem.read_bytes(rec.base, rec.nbytes)
+            _same_traffic(traffic, want)
+    finally:
+        mem.free(rec.base)
+
+
 @pytest.mark.parametrize("placement", PLACEMENTS)
 @pytest.mark.parametrize("shape", [(40,), (1, 40), (2, 40)])
 @pytest.mark.parametrize("step", [1, -1])
@@ -158,6 +187,15 @@ def test_a_plain_tile_takes_the_one_program_path(mem):
         args = (np.array([[1]]), np.array([[0]]), np.array([[100]]))
         assert dma_one.load(mem, base, "f32", (128,), *args, 0.0) is not None
         assert dma_one.store(mem, base, np.ones((1, 128), np.float32), *args, "f32") is not None
+    finally:
+        mem.free(rec.base)
+    rec = mem.alloc(100 * 4)  # n = 100 elements, BLOCK 128: the masked-off lanes past the allocation's end
+    try:
+        base = np.array([rec.base], np.int64)
+        mem.view(rec.base, 400)[:] = np.arange(400, dtype=np.uint32).astype(np.uint8)
+        vals, _ = dma_one.load(mem, base, "f32", (128,), *args, 0.0)
+        assert _bits(vals[0, :100]).tobytes() == mem.read_bytes(rec.base, 400) and not vals[0, 100:].any()
+        assert dma_one.store(mem, base, -vals, *args, "f32") is not None
     finally:
         mem.free(rec.base)
 

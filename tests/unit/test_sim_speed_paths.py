@@ -74,6 +74,40 @@ def _same_traffic(a, b):
 
 def _general(monkeypatch):
     monkeypatch.setattr(dma._Row, "make", classmethod(lambda cls, *a: None))
+    monkeypatch.setattr(dma, "_moves_nothing", lambda *a: None)
+
+
+@pytest.mark.parametrize("shape", [(8,), (4, 6), (2, 3, 5)])
+@pytest.mark.parametrize("dtype", ["f32", "i1", "bf16", "i8"])
+def test_a_load_that_moves_nothing_is_the_box_codes_fill(mem, shape, dtype):
+    """Every program masked off on some axis (a prefetch past a loop's last trip; bounds past either end,
+    empty or reversed): the fill and zero Traffic of the _Box code, told from the bounds alone; one program
+    moving one element: not told so."""
+    rng = np.random.default_rng(len(shape))
+    p, r = 6, len(shape)
+    lo = rng.integers(-3, 3, (p, r))
+    hi = np.array([list(shape)] * p, np.int64)
+    axis = rng.integers(0, r, p)
+    hi[np.arange(p), axis] = lo[np.arange(p), axis] - rng.integers(0, 3, p)  # empty on one axis each
+    rec = mem.alloc(4096)
+    base = rec.base + np.arange(p, dtype=np.int64) * 64
+    strides = np.ones((p, r), np.int64)
+    try:
+        for bounds in ((lo, hi), (np.full((p, r), 9), hi), (lo, np.full((p, r), -1))):
+            args = (mem, base, dtype, shape, strides, *bounds, 1.5)
+            assert dma._moves_nothing(base, dtype, shape, *bounds) == p
+            for into in (None, np.full((p, *shape), 7, dma._storage(dtype))):
+                vals, traffic = dma.load_strided(*args, into=None if into is None else into.copy())
+                with pytest.MonkeyPatch.context() as mp:
+                    _general(mp)
+                    want_vals, want_traffic = dma.load_strided(*args, into=None if into is None else into.copy())
+                assert vals.dtype == want_vals.dtype and vals.tobytes() == want_vals.tobytes()
+                _same_traffic(traffic, want_traffic)
+        one = np.zeros((p, r), np.int64), np.zeros((p, r), np.int64)
+        one[1][2] = 1  # program 2 moves its first element
+        assert dma._moves_nothing(base, dtype, shape, *one) is None
+    finally:
+        mem.free(rec.base)
 
 
 @HYP
@@ -166,6 +200,90 @@ def test_a_persistent_trip_takes_the_row_path(mem):
         hi[-1] = 1024  # every row whole (an unbounded lower bound, as codegen emits): the integer-only case
         row = dma._Row.make(mem, base, "f32", (1024,), one, one * -(2**62), hi)
         assert row is not None and row.whole
+    finally:
+        mem.free(rec.base)
+
+
+def _ok_or_fault(fn):
+    """("ok", fn()'s result) or ("raised", the type and message of what it raised: a fault)."""
+    try:
+        return "ok", fn()
+    except Exception as e:  # noqa: BLE001 - any error: both paths must raise the same
+        return "raised", (type(e), str(e))
+
+
+@HYP
+@given(r=rows(), cut=st.integers(1, 40), ragged=st.booleans())
+def test_rows_past_the_allocations_end_match_the_box_code(mem, r, cut, ragged):
+    """Rows whose whole span runs up to ``cut`` elements past the allocation's end (a ragged last block of a
+    persistent trip, its masked-off lanes outside): the row path's values, memory and Traffic (or fault) are
+    the _Box code's. ``ragged``: the last row by address ends where the allocation does."""
+    isz = dma._storage(r["dtype"]).itemsize
+    rel = (8000 // isz) + np.arange(r["p"]) * r["step"] + (np.arange(r["p"]) == 1) * 5 * r["uneven"]
+    if ragged:  # whole rows but the last one by address, which ends where the allocation does
+        r = dict(r, stride=abs(r["stride"]), lo=np.zeros_like(r["lo"]), hi=np.full_like(r["hi"], r["size"]))
+        r["hi"][int(rel.argmax())] = max(r["size"] - cut, 1)
+    end = (int(rel.max()) + max(0, (r["size"] - 1) * r["stride"]) + 1 - min(cut, r["size"])) * isz
+    rec, base, strides = _setup(mem, r, nbytes=max(end, 8000 + isz))
+    before = mem.read_bytes(rec.base, rec.nbytes)
+    raw = np.random.default_rng(r["seed"] + 1).integers(0, 256, (r["p"], r["size"], 8), dtype=np.uint8)
+    values = raw.view(dma._storage(r["dtype"]))[..., 0].astype(dma.NUMPY[r["dtype"]])
+    load = (mem, base, r["dtype"], (r["size"],), strides, r["lo"], r["hi"], 3)
+    store = (mem, base, values, strides, r["lo"], r["hi"])
+    into = np.zeros((r["p"], r["size"]), dma._storage(r["dtype"]))
+    into.view(np.uint8)[:] = 0x5A  # the destination's old bytes: garbage
+    try:
+        got = []
+        for general in (False, True):
+            with pytest.MonkeyPatch.context() as mp:
+                if general:
+                    _general(mp)
+                how, out = _ok_or_fault(lambda: dma.load_strided(*load, into=into.copy()))
+                vals = (how, (np.array(out[0]).tobytes(), out[1]) if how == "ok" else out)
+                stored = _ok_or_fault(lambda: dma.store_strided(*store, dtype=r["dtype"]))
+                got.append((vals, stored, mem.read_bytes(rec.base, rec.nbytes)))
+                mem.write_bytes(rec.base, before)
+        (vals, stored, after), (want_vals, want_stored, want_after) = got
+        assert after == want_after
+        assert vals[0] == want_vals[0] and stored[0] == want_stored[0]
+        if vals[0] == "ok":
+            assert vals[1][0] == want_vals[1][0]
+            _same_traffic(vals[1][1], want_vals[1][1])
+        else:
+            assert vals[1] == want_vals[1]
+        if stored[0] == "ok":
+            _same_traffic(stored[1], want_stored[1])
+        else:
+            assert stored[1] == want_stored[1]
+    finally:
+        mem.free(rec.base)
+
+
+def test_a_ragged_last_block_past_the_allocation_takes_the_row_path(mem):
+    """n = 5000 over five programs of BLOCK 1024 (the last block's masked-off lanes past the tensor's end):
+    the row path, clipped to the valid elements, with the _Box code's values, memory and Traffic."""
+    rec = mem.alloc(5000 * 4, "blocked")
+    try:
+        mem.view(rec.base, rec.nbytes)[:] = np.random.default_rng(5).integers(0, 256, rec.nbytes, dtype=np.uint8)
+        base = rec.base + np.arange(5, dtype=np.int64) * 4096
+        one = np.ones((5, 1), np.int64)
+        hi = np.full((5, 1), 1024, np.int64)
+        hi[-1] = 5000 - 4096
+        row = dma._Row.make(mem, base, "f32", (1024,), one, one * 0, hi)
+        assert row is not None and row.clipped and row._full_lead() == 4
+        vals, traffic = dma.load_strided(mem, base, "f32", (1024,), one, one * 0, hi, 0.0)
+        before = mem.read_bytes(rec.base, rec.nbytes)
+        store = dma.store_strided(mem, base, -vals, one, one * 0, hi, dtype="f32")
+        after = mem.read_bytes(rec.base, rec.nbytes)
+        mem.write_bytes(rec.base, before)
+        with pytest.MonkeyPatch.context() as mp:
+            _general(mp)
+            want_vals, want_traffic = dma.load_strided(mem, base, "f32", (1024,), one, one * 0, hi, 0.0)
+            want_store = dma.store_strided(mem, base, -vals, one, one * 0, hi, dtype="f32")
+        assert np.array(vals).tobytes() == np.array(want_vals).tobytes() and not vals[-1, 904:].any()
+        assert after == mem.read_bytes(rec.base, rec.nbytes)
+        _same_traffic(traffic, want_traffic)
+        _same_traffic(store, want_store)
     finally:
         mem.free(rec.base)
 

@@ -672,7 +672,7 @@ class _Row:
     the spans are then ``lo0 + i * step + [0, length)``."""
 
     __slots__ = ("base", "dtype", "storage", "isz", "size", "stride", "a", "b", "count", "nprog")
-    __slots__ += ("rec", "pos", "whole", "offset", "step", "lo0", "length", "_span")
+    __slots__ += ("rec", "pos", "whole", "offset", "step", "lo0", "length", "_span", "clipped")
 
     @classmethod
     def make(cls, mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> _Row | None:
@@ -703,6 +703,7 @@ class _Row:
             if not (np.diff(base) == step).all():
                 return None
             whole = int(lo.max()) <= 0 and int(hi.min()) >= size
+        span = None
         if whole:
             a = b = count = None  # count: size for every program
             first, last = 0, (size - 1) * s
@@ -713,23 +714,25 @@ class _Row:
             if not count.all():
                 return None
             first, last = a * s, (b - 1) * s
+            span = (base + np.minimum(first, last) * isz, base + (np.maximum(first, last) + 1) * isz)
         last_base = first_base + step * (nprog - 1)
         whole_lo = min(first_base, last_base) + min(0, (size - 1) * s) * isz
         whole_hi = max(first_base, last_base) + (max(0, (size - 1) * s) + 1) * isz
         p = mem.span_position(whole_lo, whole_hi)
+        clipped = p < 0 and span is not None
+        if clipped:  # a masked tail past the allocation's end (or before its start): its valid elements inside
+            p = mem.span_position(int(span[0].min()), int(span[1].max()))
         if p < 0:
             return None
         rec = mem.live(p)
         row = cls()
         row.base, row.dtype, row.storage, row.isz, row.size, row.stride = base, dtype, storage, isz, size, s
         row.a, row.b, row.count, row.rec, row.pos, row.whole, row.nprog = a, b, count, rec, p, whole, nprog
-        row.offset, row.step = first_base - rec.base, step  # byte offset of program 0's row in the allocation
+        row.offset, row.step, row.clipped = first_base - rec.base, step, clipped  # offset: program 0's row's, in bytes
         if whole:  # program i's span: [lo0 + i * step, lo0 + i * step + length)
             row.lo0 = first_base + min(first, last) * isz
             row.length = (max(first, last) + 1 - min(first, last)) * isz
-            row._span = None
-        else:
-            row._span = (base + np.minimum(first, last) * isz, base + (np.maximum(first, last) + 1) * isz)
+        row._span = span
         return row
 
     @property
@@ -754,11 +757,11 @@ class _Row:
         lo, hi = self.spans()
         return bool((hi[:-1] <= lo[1:]).all())
 
-    def view(self, writeable: bool) -> np.ndarray:
+    def view(self, writeable: bool, nprog: int | None = None) -> np.ndarray:
         """[P, size] strided view of the programs' rows in memory (_programs_view's, built directly
-        on the allocation's bytes)."""
+        on the allocation's bytes; ``nprog``: of the first ``nprog`` programs'). Not of a clipped row."""
         out = np.ndarray(
-            (self.nprog, self.size),
+            (self.nprog if nprog is None else nprog, self.size),
             self.storage,
             buffer=self.rec.view,
             offset=self.offset,
@@ -770,6 +773,48 @@ class _Row:
 
     def full(self) -> bool:
         return self.whole or bool((self.count == self.size).all())
+
+    def _part(self, i: int, x: int, y: int) -> np.ndarray:
+        """View of program i's elements x..y-1 (valid ones: inside the allocation) in memory."""
+        step = self.stride * self.isz
+        offset = self.offset + i * self.step + x * step
+        return np.ndarray((y - x,), self.storage, buffer=self.rec.view, offset=offset, strides=(step,))
+
+    def _full_lead(self) -> int:
+        """k: programs 0..k-1 move their whole rows, all inside the allocation (one view holds them)."""
+        full = (self.a == 0) & (self.b == self.size)
+        k = int(full.argmin()) if not full.all() else self.nprog
+        if k:
+            ends = (self.offset, self.offset + self.step * (k - 1))
+            reach = (self.size - 1) * self.stride * self.isz
+            if min(ends) + min(0, reach) < 0 or max(ends) + max(0, reach) + self.isz > self.rec.nbytes:
+                return 0
+        return k
+
+    def masked_values(self, fill, into=None) -> np.ndarray:
+        """[P, size] of a row with masked-off elements (clipped or not): ``fill`` (of the storage type) where
+        masked off, the valid elements read program by program after the leading whole rows (masked-off lanes
+        read nothing). Into ``into`` when it is such an array."""
+        n = self.nprog
+        ok = into is not None and into.shape == (n, self.size) and into.dtype == self.storage
+        out = into if ok else np.empty((n, self.size), self.storage)
+        k = self._full_lead()
+        if k:
+            np.copyto(out[:k], self.view(False, k))
+        if k < n:
+            np.copyto(out[k:], fill)
+            for i, x, y in zip(range(k, n), self.a[k:].tolist(), self.b[k:].tolist()):
+                out[i, x:y] = self._part(i, x, y)
+        return out
+
+    def store_masked(self, values: np.ndarray) -> None:
+        """Write the valid elements of [P, size] ``values`` (the storage type), the leading whole rows through
+        one view, the rest program by program. Only for rows whose valid elements are distinct addresses."""
+        n, k = self.nprog, self._full_lead()
+        if k:
+            np.copyto(self.view(True, k), values[:k])
+        for i, x, y in zip(range(k, n), self.a[k:].tolist(), self.b[k:].tolist()):
+            self._part(i, x, y)[...] = values[i, x:y]
 
     def valid(self) -> np.ndarray:
         ar = np.arange(self.size)
@@ -1024,6 +1069,10 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     array the caller copies (possibly a read-only view of memory). ``counted=False``: the Traffic
     is ``NOT_COUNTED``."""
     row = _Row.make(mem, base, dtype, shape, strides, lo, hi)
+    if row is not None and row.clipped:  # a masked tail past the allocation: no view of the whole rows
+        return row.masked_values(_to_storage(fill_value(fill, dtype), dtype), into), (
+            row.traffic(mem) if counted else NOT_COUNTED
+        )
     if row is not None:
         fillv = fill_value(fill, dtype)
         out = row.view(writeable=False)
@@ -1034,14 +1083,13 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     tiles = _Tiles.make(mem, base, dtype, shape, strides, lo, hi)
     if tiles is not None:
         return tiles.values(into), tiles.traffic(mem) if counted else NOT_COUNTED
+    nothing = _moves_nothing(base, dtype, shape, lo, hi)
+    if nothing is not None:  # told from the bounds, without the box: the same fill
+        return _filled(mem, nothing, dtype, shape, fill_value(fill, dtype), into)
     box = _Box(base, dtype, shape, strides, lo, hi)
     fillv = fill_value(fill, dtype)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
-        if into is not None:  # every element masked off (a prefetch past a loop's last trip): fill the tile
-            np.copyto(into, fillv, casting="unsafe")  # what np.full does
-            return into, Traffic.zeros(box.nprog, mem.traffic_columns)
-        out = np.full((box.nprog, *box.shape), fillv, NUMPY[dtype])
-        return out, Traffic.zeros(box.nprog, mem.traffic_columns)
+        return _filled(mem, box.nprog, dtype, box.shape, fillv, into)
     pos = _box_locate(mem, box)
     if pos is None:  # spans several allocations, or a fault: check each element
         values, traffic = gather(mem, box.element_addrs(), box.valid(), dtype, fill, access="load", counted=counted)
@@ -1091,6 +1139,27 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     return _from_storage(out, dtype), _box_traffic(mem, box, pos) if counted else NOT_COUNTED
 
 
+def _filled(mem: DeviceMemory, nprog: int, dtype: str, shape, fillv, into):
+    """load_strided of P programs that move no element (a prefetch past a loop's last trip): the fill."""
+    if into is not None:
+        np.copyto(into, fillv, casting="unsafe")  # what np.full does
+        return into, Traffic.zeros(nprog, mem.traffic_columns)
+    return np.full((nprog, *shape), fillv, NUMPY[dtype]), Traffic.zeros(nprog, mem.traffic_columns)
+
+
+def _moves_nothing(base, dtype: str, shape, lo, hi) -> int | None:
+    """The program count when no program moves an element (each has an axis with min(hi, n) <= max(lo, 0):
+    _Box's count 0), for per-program [P, rank] bounds; None otherwise or when it cannot tell cheaply."""
+    r = len(shape)
+    if type(lo) is not np.ndarray or type(hi) is not np.ndarray or not r or dtype not in NUMPY:
+        return None
+    nprog = lo.shape[0]
+    if lo.shape != (nprog, r) or hi.shape != (nprog, r) or np.size(base) != nprog:
+        return None
+    size = _shape_row(tuple(int(n) for n in shape))
+    return nprog if bool((np.minimum(hi, size) <= np.maximum(lo, 0)).any(axis=1).all()) else None
+
+
 def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str | None = None, counted=True) -> Traffic:
     """mem[base[p] + sum_k i_k*strides[p,k]*itemsize] = values[p, i] where lo[p] <= i < hi[p];
     overlapping writes: the last in (program, row-major element) order wins. ``counted=False``: the
@@ -1102,6 +1171,10 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
         # full rows (of distinct addresses) at increasing, disjoint spans: no address written twice, one strided copy
         dst = row.view(writeable=True)
         np.copyto(dst, _to_storage(values, dtype).view(dst.dtype))
+        return row.traffic(mem) if counted else NOT_COUNTED
+    if row is not None and row.stride != 0 and not row.full() and row.disjoint_increasing():
+        # masked rows (a ragged last block), each valid element a distinct address: written program by program
+        row.store_masked(_to_storage(values, dtype).view(row.storage))
         return row.traffic(mem) if counted else NOT_COUNTED
     box = _Box(base, dtype, values.shape[1:], strides, lo, hi)
     if box.nprog == 0 or not box.count.any():

@@ -178,21 +178,24 @@ def load_box(mem: DeviceMemory, box: _Box1, dtype: str, fill, into: np.ndarray |
     pos = _locate(mem, box)
     if pos is None:
         return None
-    if not box.full:  # the whole tile (masked-off elements too) inside: one strided view (a full box's is found)
-        lo, hi = box.span(whole=True)
-        if mem.span_position(lo, hi) != pos:
-            return None
     rec = mem.live(pos)
     typed, start = rec.typed(box.storage)
     e0 = (box.base - (rec.base + start)) // box.isz
-    tile = _tile(typed, e0, box.shape, box.s)
-    if into is not None and into.shape == (1, *box.shape) and into.dtype == typed.dtype:
-        out = into  # the tile's bytes straight into it (a copy of the same dtype: the same bits)
-        np.copyto(out, tile)
-    else:
-        out = tile.copy()
-    if not box.full:  # the fill value, converted only where an element is masked off
-        np.copyto(out, _to_storage(fill_value(fill, dtype), dtype), where=~box.valid())
+    mine = into is not None and into.shape == (1, *box.shape) and into.dtype == typed.dtype
+    if box.full:
+        tile = _tile(typed, e0, box.shape, box.s)
+        if mine:
+            out = into  # the tile's bytes straight into it (a copy of the same dtype: the same bits)
+            np.copyto(out, tile)
+        else:
+            out = tile.copy()
+    else:  # a masked tail: the fill everywhere, then the valid sub-box read over it (masked-off lanes read nothing,
+        # so a tile running past its allocation's end stays here); the same values as load_strided's
+        out = into if mine else np.empty((1, *box.shape), typed.dtype)
+        np.copyto(out, _to_storage(fill_value(fill, dtype), dtype))
+        first = sum(x * s for x, s in zip(box.a, box.s))
+        part = (0, *(slice(x, y) for x, y in zip(box.a, box.b)))
+        out[part] = _tile(typed, e0 + first, tuple(box.n), box.s)[0]
     return _from_storage(out, dtype), _traffic(mem, box, pos)
 
 
