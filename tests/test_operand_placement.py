@@ -321,3 +321,63 @@ def test_a_written_operands_replica_is_dismissed_before_its_estimate_as_after_it
     extra = [p for p in full_priced if p not in quick_priced]
     assert len(full_priced) == len(quick_priced) + 1 and len(extra) == 1 and extra[0][2] == "replicated"
     torch.testing.assert_close(o.cpu(), (w.cpu() + x.cpu()).sum().expand(programs), rtol=1e-4, atol=1e-3)
+
+
+@triton.jit
+def scale_kernel(x, o, n, s, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.exp(tl.load(x + offs, mask=m)) * s, mask=m)
+
+
+@pytest.mark.parametrize("elements, programs", [(1000, 4), (250, 2), (1 << 14, 1)])
+def test_a_placement_whose_model_input_is_another_ones_gets_its_estimate_unmodeled(
+    mini, monkeypatch, elements, programs
+):
+    """sim/estimate.py ``_modeled_alike``: inside one launch's pricing, a placement whose model input (the
+    core of each program, the trace with replica reads folded to them) is one already modeled gets that
+    estimate without the model: the replica of a small read operand homed in the domain the launch runs
+    in. A fresh planner's choices and every estimate it priced equal those with each placement modeled
+    (the alike lookup off), with the alike ones' models fewer."""
+    from triton_plate_backend.sim import estimate as est_mod
+    from triton_plate_backend.sim import operands as ops
+
+    seen = []
+    plan = ops.OperandPlanner.plan
+    real_model, real_estimate, limit_kept = est_mod.model, ops.estimate_launch, est_mod.MODEL_INPUT_ENTRIES
+
+    def both(self, program, grid, args, memory):
+        out = []
+        for limit in (limit_kept, -1):
+            models, priced = [], []
+            monkeypatch.setattr(est_mod, "MODEL_INPUT_ENTRIES", limit)
+            monkeypatch.setattr(est_mod, "model", lambda *a, m=models, **kw: m.append(1) or real_model(*a, **kw))
+            monkeypatch.setattr(
+                ops, "estimate_launch", lambda *a, p=priced, **kw: p.append(real_estimate(*a, **kw)) or p[-1]
+            )
+            # its own block, not the launch's
+            outer, est_mod._shared.memo = getattr(est_mod._shared, "memo", None), None
+            try:
+                choices = plan(ops.OperandPlanner(), program, grid, args, memory)
+            finally:
+                est_mod._shared.memo = outer
+            facts = [(e.time_ns, e.bound, e.read_bytes.tobytes(), e.write_bytes.tobytes()) for e in priced]
+            out.append((choices, facts, len(models)))
+        monkeypatch.setattr(est_mod, "MODEL_INPUT_ENTRIES", limit_kept)
+        monkeypatch.setattr(est_mod, "model", real_model)
+        monkeypatch.setattr(ops, "estimate_launch", real_estimate)
+        seen.append(out)
+        return plan(self, program, grid, args, memory)
+
+    monkeypatch.setattr(ops.OperandPlanner, "plan", both)
+    x, o = torch.randn(elements, device="plate"), torch.empty(elements, device="plate")
+    block = triton.next_power_of_2(triton.cdiv(elements, programs))
+    scale_kernel[(programs,)](x, o, elements, 0.5, BLOCK=block)
+    torch.testing.assert_close(o.cpu(), torch.exp(x.cpu()) * 0.5)
+    (quick, quick_facts, quick_models), (full, full_facts, full_models) = seen[-1]
+    assert [i for i, _ in full[0]][:1] == [0] and quick == full and quick_facts == full_facts
+    assert full_models == len(full_facts) >= 2
+    if elements <= 1000:
+        assert quick_models == full_models - 1  # x's replica: x homed in domain 0, where every program runs
+    else:  # one program over 64 KiB: placements priced alike by the model too (the facts above are equal)
+        assert quick_models < full_models
