@@ -125,7 +125,8 @@ def _replicas_change_nothing(program, grid, args, memory: DeviceMemory, shared) 
     (sim/timing.py ``fold_replicas``), here the domain that homed them, and the model reads nothing else
     but the mapping. Its time is the launch's and no migration pays (``_Choice(i, None, 0, 0, 0)``, what
     the pricing returns); a replica written is dismissed with the same choice. One at a time: no operand
-    moves, so each is priced with the others as they are."""
+    moves, so each is priced with the others as they are. (Where the pricing would fail, it returns no
+    choice: no move either.)"""
     homes = []
     for _, rec in shared:
         if rec.placement.mode != "interleaved" or (len(rec.owners) > 1 and rec.nbytes > rec.granule):
