@@ -213,6 +213,7 @@ def test_a_one_program_launch_homed_in_domain_0_is_decided_unpriced(mini, monkey
         return plan(self, program, grid, args, memory)
 
     monkeypatch.setattr(ops.OperandPlanner, "plan", both)
+    monkeypatch.setattr(ops, "_replicas_change_nothing", lambda *a: False)  # priced: what is asked here
     w, x = torch.randn(elements, device="plate"), torch.randn(elements, device="plate")
     o = torch.empty(programs, device="plate")
     before = len(mini.operand_moves)
@@ -311,6 +312,7 @@ def test_a_written_operands_replica_is_dismissed_before_its_estimate_as_after_it
         return plan(self, program, grid, args, memory)
 
     monkeypatch.setattr(ops.OperandPlanner, "plan", both)
+    monkeypatch.setattr(ops, "_replicas_change_nothing", lambda *a: False)  # priced: what is asked here
     w, x = torch.randn(elements, device="plate"), torch.randn(elements, device="plate")
     o = torch.empty(programs, device="plate")
     sum_two_kernel[(programs,)](w, x, o, BLOCK=elements)
@@ -321,3 +323,141 @@ def test_a_written_operands_replica_is_dismissed_before_its_estimate_as_after_it
     extra = [p for p in full_priced if p not in quick_priced]
     assert len(full_priced) == len(quick_priced) + 1 and len(extra) == 1 and extra[0][2] == "replicated"
     torch.testing.assert_close(o.cpu(), (w.cpu() + x.cpu()).sum().expand(programs), rtol=1e-4, atol=1e-3)
+
+
+@triton.jit
+def scale_kernel(x, o, n, s, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o + offs, tl.exp(tl.load(x + offs, mask=m)) * s, mask=m)
+
+
+@pytest.mark.parametrize("elements, programs", [(1000, 4), (250, 2), (1 << 14, 1)])
+def test_a_placement_whose_model_input_is_another_ones_gets_its_estimate_unmodeled(
+    mini, monkeypatch, elements, programs
+):
+    """sim/estimate.py ``_modeled_alike``: inside one launch's pricing, a placement whose model input (the
+    core of each program, the trace with replica reads folded to them) is one already modeled gets that
+    estimate without the model: the replica of a small read operand homed in the domain the launch runs
+    in. A fresh planner's choices and every estimate it priced equal those with each placement modeled
+    (the alike lookup off), with the alike ones' models fewer."""
+    from triton_plate_backend.sim import estimate as est_mod
+    from triton_plate_backend.sim import operands as ops
+
+    seen = []
+    plan = ops.OperandPlanner.plan
+    real_model, real_estimate, limit_kept = est_mod.model, ops.estimate_launch, est_mod.MODEL_INPUT_ENTRIES
+
+    def both(self, program, grid, args, memory):
+        out = []
+        for limit in (limit_kept, -1):
+            models, priced = [], []
+            monkeypatch.setattr(est_mod, "MODEL_INPUT_ENTRIES", limit)
+            monkeypatch.setattr(est_mod, "model", lambda *a, m=models, **kw: m.append(1) or real_model(*a, **kw))
+            monkeypatch.setattr(
+                ops, "estimate_launch", lambda *a, p=priced, **kw: p.append(real_estimate(*a, **kw)) or p[-1]
+            )
+            # its own block, not the launch's
+            outer, est_mod._shared.memo = getattr(est_mod._shared, "memo", None), None
+            try:
+                choices = plan(ops.OperandPlanner(), program, grid, args, memory)
+            finally:
+                est_mod._shared.memo = outer
+            facts = [(e.time_ns, e.bound, e.read_bytes.tobytes(), e.write_bytes.tobytes()) for e in priced]
+            out.append((choices, facts, len(models)))
+        monkeypatch.setattr(est_mod, "MODEL_INPUT_ENTRIES", limit_kept)
+        monkeypatch.setattr(est_mod, "model", real_model)
+        monkeypatch.setattr(ops, "estimate_launch", real_estimate)
+        seen.append(out)
+        return plan(self, program, grid, args, memory)
+
+    monkeypatch.setattr(ops.OperandPlanner, "plan", both)
+    monkeypatch.setattr(ops, "_replicas_change_nothing", lambda *a: False)  # priced: what is asked here
+    x, o = torch.randn(elements, device="plate"), torch.empty(elements, device="plate")
+    block = triton.next_power_of_2(triton.cdiv(elements, programs))
+    scale_kernel[(programs,)](x, o, elements, 0.5, BLOCK=block)
+    torch.testing.assert_close(o.cpu(), torch.exp(x.cpu()) * 0.5)
+    (quick, quick_facts, quick_models), (full, full_facts, full_models) = seen[-1]
+    assert [i for i, _ in full[0]][:1] == [0] and quick == full and quick_facts == full_facts
+    assert full_models == len(full_facts) >= 2
+    if elements <= 1000:
+        assert quick_models == full_models - 1  # x's replica: x homed in domain 0, where every program runs
+    else:  # one program over 64 KiB: placements priced alike by the model too (the facts above are equal)
+        assert quick_models < full_models
+
+
+@triton.jit
+def sum_rows_kernel(w, o, n, BLOCK: tl.constexpr):
+    """Every program reads the whole of ``w`` and writes its own element of ``o``, and of ``w`` (odd ones)."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    total = tl.sum(tl.load(w + offs, mask=offs < n, other=0.0), axis=0)
+    tl.store(o + pid, total)
+    tl.store(w + pid, total, mask=pid % 2 == 1)
+
+
+@triton.jit
+def add_row_kernel(x, b, o, BLOCK: tl.constexpr):
+    """Each program adds all of ``b`` to its own block of ``x``."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(o + offs, tl.load(x + offs) + tl.load(b + tl.arange(0, BLOCK)))
+
+
+@pytest.mark.parametrize(
+    "kernel, elements, programs, unpriced",
+    [
+        ("add_row", 256, 4, True),
+        ("add_row", 256, 64, False),  # x and o over every domain: the programs too, b's replica pays
+        ("scale", 250, 2, True),
+        ("scale", 1000, 4, True),
+        ("scale", 64, 16, True),
+        ("sum_rows", 250, 2, True),
+        ("sum_rows", 1000, 4, True),
+        ("sum_rows", 64, 16, True),
+        ("sum_rows", 1024, 4, True),
+        ("sum_rows", 4096, 4, False),  # w past domain 0's stripe
+        ("sum_rows", 1 << 14, 2, False),
+    ],
+)
+def test_a_launch_whose_replicas_change_nothing_is_decided_unpriced(
+    mini, monkeypatch, kernel, elements, programs, unpriced
+):
+    """sim/operands.py ``_replicas_change_nothing``: a launch of several programs whose shared operands are
+    interleaved, each homed whole in one domain, every program mapped there with or without its replica,
+    is decided without pricing, and the choices are the full pricing's (``_price`` in its own block): no
+    move, nothing gained. Launches past a domain's stripe or spread over domains are priced, and
+    decided alike: a small operand read by programs spread over the domains (its replica gains) is priced."""
+    from triton_plate_backend.sim import estimate as est_mod
+    from triton_plate_backend.sim import operands as ops
+
+    seen = []
+    plan, real_skip = ops.OperandPlanner.plan, ops._replicas_change_nothing
+
+    def both(self, program, grid, args, memory):
+        skipped = []
+        monkeypatch.setattr(ops, "_replicas_change_nothing", lambda *a: skipped.append(real_skip(*a)) or skipped[-1])
+        outer, est_mod._shared.memo = getattr(est_mod._shared, "memo", None), None  # blocks of their own
+        try:
+            shared, quick = plan(ops.OperandPlanner(), program, grid, args, memory)
+            with est_mod.shared_estimates():
+                full = tuple(ops.OperandPlanner._price(program, grid, args, memory, shared))
+        finally:
+            est_mod._shared.memo = outer
+            monkeypatch.setattr(ops, "_replicas_change_nothing", real_skip)
+        seen.append((program.name, [i for i, _ in shared], quick, full, skipped))
+        return plan(self, program, grid, args, memory)
+
+    monkeypatch.setattr(ops.OperandPlanner, "plan", both)
+    w = torch.randn(elements, device="plate")
+    if kernel == "add_row":
+        x, o = torch.randn(elements * programs, device="plate"), torch.empty(elements * programs, device="plate")
+        add_row_kernel[(programs,)](x, w, o, BLOCK=elements)
+    elif kernel == "scale":
+        o = torch.empty(elements, device="plate")
+        block = triton.next_power_of_2(triton.cdiv(elements, programs))
+        scale_kernel[(programs,)](w, o, elements, 0.5, BLOCK=block)
+    else:
+        o = torch.empty(programs, device="plate")
+        sum_rows_kernel[(programs,)](w, o, elements, BLOCK=triton.next_power_of_2(elements))
+    name, shared, quick, full, skipped = seen[-1]
+    assert shared and quick == full and len(full) == len(shared) and skipped == [unpriced]

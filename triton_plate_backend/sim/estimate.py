@@ -54,7 +54,7 @@ from .replay import _routes, static_facts
 from .sem_memory import TRAFFIC_ONLY, kept_access
 from .semantics import SEMANTICS
 from .sram_reach import reaching_writes
-from .timing import mapped, program_waves
+from .timing import fold_replicas, map_programs, mapped, program_waves
 from .trace import Trace, TraceEntry, content
 
 try:  # the cost model's walk compiled (sim/csrc/walk.cpp, built by setup.py); without it, the numpy walk
@@ -927,7 +927,8 @@ def shared_estimates():
     placement, over the same allocations and placements, is the first answer: a launch's preparation
     (the persistent gate, then the operand planner) asks for the same launch twice, and nothing
     writes device memory before it runs. No estimate may be asked in the block after memory was written
-    (the launcher's block ends with the launch's run)."""
+    (the launcher's block ends with the launch's run). A small launch's placement whose model input is
+    one already modeled in the block gets that estimate without the model (``_modeled_alike``)."""
     outer = getattr(_shared, "memo", None)
     _shared.memo = {} if outer is None else outer
     try:
@@ -1002,7 +1003,77 @@ def _estimate_launch(
     machine = get_machine(machine if machine is not None else memory.machine)
     shadow = _kept_shadow(memory, program, list(args), placement)  # the mapping follows the placement asked about
     trace = _launch_trace(program, grid, args, memory, shadow, machine, placement)
-    policy = MAPPINGS.resolve(policy if policy is not None else knobs.policy(), program, grid, args, shadow)
-    est = model(trace, machine, policy=policy, wall_s=time.perf_counter() - t0)
+    resolved = MAPPINGS.resolve(policy if policy is not None else knobs.policy(), program, grid, args, shadow)
+    alike, keep, mine = None, None, None
+    if policy is None or isinstance(policy, str):  # a callable or explicit one: asked afresh, as the memo does
+        alike, keep, mine = _modeled_alike(program, grid, args, memory, machine, trace, resolved)
+    if alike is not None:
+        est = dataclasses.replace(alike, wall_s=time.perf_counter() - t0)
+    else:
+        est = model(trace, machine, policy=resolved, wall_s=time.perf_counter() - t0)
+        if keep is not None:
+            keep.append((mine if mine is not None else _model_input(trace, machine, resolved), est))
     pointers = tuple(int(v) for a, v in zip(program.args, args) if a.type == "ptr")
     return dataclasses.replace(est, kernel=program.name, launch_key=(program.name, pointers))
+
+
+MODEL_INPUT_ENTRIES = 4096  # traces of at most this many entries are compared (a small launch's)
+
+
+def _model_input(trace: Trace, machine: Machine, policy) -> tuple:
+    """What ``model`` reads of a launch (``timing.mapped``): the core of each program, and the trace with
+    its replica column folded by them; with the machine and the policy's kind, its answer follows."""
+    core_of = map_programs(policy, trace.num_programs, machine)
+    return core_of, fold_replicas(trace, machine, core_of, static_facts(trace.program, machine)[0])
+
+
+def _same_array(a, b) -> bool:
+    if a is b:
+        return True
+    if a is None or b is None:
+        return False
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+
+
+def _same_input(x: tuple, y: tuple) -> bool:
+    """Whether two ``_model_input`` are equal, entry by entry and bit for bit (arrays the same object
+    where a re-priced trace kept the run's own rows)."""
+    if not _same_array(x[0], y[0]):
+        return False
+    a, b = x[1].entries, y[1].entries
+    if x[1].program is not y[1].program or x[1].grid != y[1].grid or len(a) != len(b):
+        return False
+    for e, f in zip(a, b):
+        if e is f:
+            continue
+        if e.pc != f.pc or not _same_array(e.programs, f.programs):
+            return False
+        if not (
+            _same_array(e.bytes_by_domain, f.bytes_by_domain)
+            and _same_array(e.elements, f.elements)
+            and _same_array(e.runs, f.runs)
+        ):
+            return False
+    return True
+
+
+def _modeled_alike(program, grid, args, memory, machine, trace, policy) -> tuple:
+    """Inside ``shared_estimates`` (else Nones): (the estimate of a placement of this launch already modeled
+    whose model input is this one's (``_model_input``), or None; the list to keep this one's in, or None;
+    this one's model input, where computed). A placement that moves only bytes every program reading them
+    reads in its own domain anyway (a replica of an operand homed whole in the domain the launch runs it
+    in) changes nothing ``model`` reads: its answer is the other's, bit for bit."""
+    memo = getattr(_shared, "memo", None)
+    if memo is None or len(trace.entries) > MODEL_INPUT_ENTRIES:
+        return None, None, None
+    key = _memo_key(program, grid, args, memory, machine, "", None, layout=False)
+    if key is None:
+        return None, None, None
+    key = ("modeled", *key, policy if isinstance(policy, str) else "explicit")
+    kept = memo.get(key)
+    if kept is None or kept[0] is not program:
+        kept = memo[key] = (program, [])
+        return None, kept[1], None
+    mine = _model_input(trace, machine, policy)
+    return next((est for inp, est in kept[1] if _same_input(mine, inp)), None), kept[1], mine

@@ -45,6 +45,7 @@ from .estimate import (
 from .footprints import launch_footprints
 from .memory import Allocation, DeviceMemory
 from .replay import static_facts
+from .timing import map_programs
 from .trace import Trace
 
 CANDIDATES = ("interleaved", "replicated")
@@ -112,6 +113,37 @@ def _one_home(program, grid, args, memory: DeviceMemory, shared) -> bool:
             return False  # not device memory, replicated (its one owner is past the domains), or beyond domain 0
     launch = launch_footprints(program, grid, args)
     return launch is not None and all(fp.arg >= 0 for fp in launch.footprints)
+
+
+def _replicas_change_nothing(program, grid, args, memory: DeviceMemory, shared) -> bool:
+    """Whether a launch's placement choices are known without pricing them, for any grid: every shared
+    operand interleaved and homed whole in one domain (within its first stripe: a small tensor), so that
+    the replica is its one candidate, and the affinity mapping the same with none replicated and with each
+    replicated alone, every program on a core of each one's home domain. Then a replica's estimate is the
+    launch's own: a placement changes only the home of each byte of what it moves (no address, element or
+    run: sim/estimate.py ``_repriced``), a replica's bytes read go to the reading core's domain
+    (sim/timing.py ``fold_replicas``), here the domain that homed them, and the model reads nothing else
+    but the mapping. Its time is the launch's and no migration pays (``_Choice(i, None, 0, 0, 0)``, what
+    the pricing returns); a replica written is dismissed with the same choice. One at a time: no operand
+    moves, so each is priced with the others as they are. (Where the pricing would fail, it returns no
+    choice: no move either.)"""
+    homes = []
+    for _, rec in shared:
+        if rec.placement.mode != "interleaved" or (len(rec.owners) > 1 and rec.nbytes > rec.granule):
+            return False
+        homes.append(rec.owners[0])
+    if any(h >= memory.machine.domains for h in homes):  # a replica's copies are chip 0's
+        return False
+    n = math.prod(grid)
+    cores = map_programs(launch_mapping(program, grid, args, memory), n, memory.machine)
+    domains = cores // memory.machine.domain.cores
+    for (i, _), home in zip(shared, homes):
+        if (domains != home).any():
+            return False
+        placed = map_programs(launch_mapping(program, grid, args, memory, {i: "replicated"}), n, memory.machine)
+        if not np.array_equal(placed, cores):
+            return False
+    return True
 
 
 def _one_home_every_pointer(program, grid, args, recs) -> bool:
@@ -379,6 +411,9 @@ class OperandPlanner:
             return shared, self._decided[key][1]
         if len(self._decided) >= MAX_DECISIONS:
             self._decided.clear()
+        if _replicas_change_nothing(program, grid, args, memory, shared):
+            self._decided[key] = (program, tuple(_Choice(i, None, 0.0, 0.0, 0.0) for i, _ in shared))
+            return shared, self._decided[key][1]
         shift_key = _shift_key(program, grid, args, recs, shared, memory)
         for kept in self._shifts.get(shift_key, ()):
             if kept.answers(program, grid, args, recs, memory):
