@@ -1,5 +1,6 @@
 """The shims on Triton's compile(): one MLIR context per thread for plate's compiles, one KernelMetadata class
-per key set (shims.py; patches/triton/compile-mlir-context-reuse.patch, kernel-metadata-class-cached.patch)."""
+per key set, the frontend's CodeGenerators emptied when ast_to_ttir returns (shims.py; patches/triton/
+compile-mlir-context-reuse.patch, kernel-metadata-class-cached.patch, code-generator-drops-its-state.patch)."""
 
 from __future__ import annotations
 
@@ -120,3 +121,56 @@ def test_kernels_share_one_metadata_class(active):
     assert a.metadata.name != b.metadata.name and a.metadata.hash != c.metadata.hash
     _scale[(1,)](x, y, N=16)
     torch.testing.assert_close(y, x * 2)
+
+
+@triton.jit
+def _where(X, Y, N: tl.constexpr, C: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(X + offs)
+    y = x * C
+    tl.store(Y + offs, tl.where(x < C, y, _twice(x)))
+
+
+@triton.jit
+def _twice(x):
+    z = x + x
+    return z
+
+
+def test_a_compile_leaves_the_frontends_values_to_reference_counting(active):
+    # Triton's CodeGenerators sit in reference cycles of their own; with the shim they are emptied when
+    # ast_to_ttir returns, so what they held (the scopes' values, the builder) is not left for the collector
+    import gc
+
+    assert shims._code_generator_drops_its_state() is False  # installed with the driver: idempotent
+    x = torch.arange(16, dtype=torch.float32)
+    y = torch.empty_like(x)
+    _where[(1,)](x, y, N=16, C=3.0)  # the lazy imports and first-compile caches, outside the count
+    gc.collect()
+    was = gc.get_debug()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        _where[(1,)](x, y, N=16, C=5.0)  # a new constexpr: the kernel and _twice compiled again
+        gc.collect()
+        found = list(gc.garbage)
+    finally:
+        gc.garbage.clear()
+        gc.set_debug(was)
+    torch.testing.assert_close(y, torch.where(x < 5, x * 5, x + x))
+    names = {f"{type(o).__module__}.{type(o).__name__}" for o in found}
+    generators = [o for o in found if type(o).__name__ == "CodeGenerator"]
+    assert generators and all(not vars(g) for g in generators)  # found in cycles, but emptied
+    assert "triton._C.libtriton.ir.builder" not in names
+    # the scopes' values: gone with the generators (the types of the kernel's arguments stay, in the
+    # prototype that ASTFunction.deserialize's recursive closure holds)
+    assert "triton.language.core.tensor" not in names and "triton.language.core.constexpr" not in names
+
+
+def test_no_frontend_shim_where_triton_empties_its_generators(monkeypatch):
+    def ast_to_ttir(generator):  # what the patch's ast_to_ttir does, in the names the shim looks for
+        generator.__dict__.clear()
+
+    patched = types.SimpleNamespace(ast_to_ttir=ast_to_ttir, CodeGenerator=object)
+    monkeypatch.setitem(__import__("sys").modules, shims.CODE_GENERATOR_MODULE, patched)
+    assert shims._code_generator_drops_its_state() is False
+    assert patched.ast_to_ttir is ast_to_ttir and patched.CodeGenerator is object

@@ -344,14 +344,52 @@ def test_each_test_starts_a_new_clock_epoch_where_the_simulator_runs(monkeypatch
 
     resets = []
     monkeypatch.delitem(sys.modules, plugin.SIM_DEVICE, raising=False)
-    plugin.UpstreamRun.pytest_runtest_teardown(None, item=None)  # no simulator loaded: nothing to reset
+    run = types.SimpleNamespace(imports=None)  # no freezer: the collector is left alone here
+    plugin.UpstreamRun.pytest_runtest_teardown(run, item=None)  # no simulator loaded: nothing to reset
     assert resets == []
     fake = types.SimpleNamespace(reset_clocks=lambda: resets.append(1))
     monkeypatch.setitem(sys.modules, plugin.SIM_DEVICE, fake)
-    plugin.UpstreamRun.pytest_runtest_teardown(None, item=None)
+    plugin.UpstreamRun.pytest_runtest_teardown(run, item=None)
     assert resets == [1]
     monkeypatch.undo()
     assert callable(importlib.import_module(plugin.SIM_DEVICE).reset_clocks)  # the name the plugin looks up
+
+
+def test_after_a_test_that_imported_modules_the_cycles_are_collected_and_the_rest_frozen(monkeypatch):
+    import gc
+    import types
+    import weakref
+
+    from upstream import plugin
+
+    class Node:
+        pass
+
+    was_on = gc.isenabled()
+    try:
+        gc.unfreeze()
+        gc.enable()
+        freezer = plugin.ImportFreezer()
+        run = types.SimpleNamespace(imports=freezer)
+        assert not freezer.after_test() and gc.get_freeze_count() == 0  # nothing imported: nothing done
+        dead, kept = Node(), Node()
+        dead.me = dead  # a cycle nothing else holds
+        gone = weakref.ref(dead)
+        del dead
+        monkeypatch.setitem(sys.modules, "plate_test_imported_module", types.ModuleType("plate_test_imported_module"))
+        plugin.UpstreamRun.pytest_runtest_teardown(run, item=None)  # the hook asks the freezer
+        assert gone() is None  # collected before the freeze, not kept for good
+        assert gc.get_freeze_count() > 0
+        assert all(o is not kept for o in gc.get_objects())  # alive at the freeze: out of the collector's view
+        frozen = gc.get_freeze_count()
+        assert not freezer.after_test() and gc.get_freeze_count() == frozen  # no new import since
+        monkeypatch.setitem(sys.modules, "plate_test_imported_module_2", types.ModuleType("m2"))
+        gc.disable()  # a process whose collector is off is left alone
+        assert not freezer.after_test() and gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+        if was_on:
+            gc.enable()
 
 
 def test_runner_under_xdist_with_timeout_and_selection(triton_tree, tmp_path, monkeypatch):
@@ -899,6 +937,7 @@ def test_the_plugin_freezes_what_collection_left_and_raises_the_first_generation
         assert gc.isenabled() and not worker.collector_paused
         assert gc.get_threshold() == plugin.GC_THRESHOLDS
         assert gc.get_freeze_count() > 0
+        assert isinstance(worker.imports, plugin.ImportFreezer)  # the tests' imports are frozen from now on
         plugin.UpstreamRun.pytest_runtestloop(worker, session=None)  # nothing more to do there
         assert gc.isenabled() and gc.get_threshold() == plugin.GC_THRESHOLDS
         # xdist's controller collects nothing: back on when its test loop starts, thresholds as they were

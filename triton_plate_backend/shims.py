@@ -366,6 +366,51 @@ def _kernel_metadata_class_cached() -> bool:
     return True
 
 
+# ---- the frontend: a CodeGenerator's state dropped when ast_to_ttir returns ("driver") ------------------
+CODE_GENERATOR_MODULE = "triton.compiler.code_generator"
+_generators = threading.local()  # .made: the CodeGenerators of the ast_to_ttir call running in this thread
+
+
+def _code_generator_drops_its_state() -> bool:
+    """What code-generator-drops-its-state.patch does: once ``ast_to_ttir`` has its module, the
+    CodeGenerators it made (the kernel's and one per called function) drop their attributes. Each one is
+    held by reference cycles of its own (the name-lookup closures it stores, a recursive
+    ``_sanitize_value`` closure per assignment), so everything it references (its scopes' constexprs and
+    tensors, lists, dicts, the ir.builder) waited for the cycle collector: ~900 objects per test_core test,
+    the young collections' work that the interpreter's runs do not have. Dropped, they go by reference
+    counting. Only after a successful return: an error's traceback keeps the generators whole. The patch's
+    Triton clears them itself (``clear`` and ``__dict__`` among ``ast_to_ttir``'s names): nothing to do."""
+    module = sys.modules.get(CODE_GENERATOR_MODULE)
+    if module is None:
+        import triton.compiler.code_generator as module
+    to_ttir = module.ast_to_ttir
+    if getattr(to_ttir, "_plate_drops_generators", False) or {"clear", "__dict__"} <= set(to_ttir.__code__.co_names):
+        return False
+    init = module.CodeGenerator.__init__
+
+    def __init__(self, *args, **kwargs):  # noqa: N807 - CodeGenerator's own, recording the instance
+        made = getattr(_generators, "made", None)
+        if made is not None:
+            made.append(self)
+        init(self, *args, **kwargs)
+
+    def ast_to_ttir(*args, **kwargs):
+        outer = getattr(_generators, "made", None)
+        _generators.made = made = []
+        try:
+            ttir = to_ttir(*args, **kwargs)
+        finally:
+            _generators.made = outer
+        for generator in made:
+            generator.__dict__.clear()
+        return ttir
+
+    ast_to_ttir._plate_drops_generators = True
+    module.CodeGenerator.__init__ = __init__
+    module.ast_to_ttir = ast_to_ttir
+    return True
+
+
 # ---- GPU_TYPES: Inductor's list of GPU-like devices ("inductor") ---------------------------------------
 def _register_gpu_type() -> bool:
     """Device guards, divisibility hints, GEMM templates: Inductor gives GPU treatment only to
@@ -949,6 +994,12 @@ SHIMS: tuple[Shim, ...] = (
         "CompiledKernel reuses one KernelMetadata class per key set",
         "patches/triton/kernel-metadata-class-cached.patch",
         _kernel_metadata_class_cached,
+        "driver",
+    ),
+    Shim(
+        "ast_to_ttir's CodeGenerators drop their state when it returns",
+        "patches/triton/code-generator-drops-its-state.patch",
+        _code_generator_drops_its_state,
         "driver",
     ),
     Shim("GPU_TYPES includes plate", "patches/pytorch/register-gpu-type.patch", _register_gpu_type, "inductor"),

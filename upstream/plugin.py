@@ -125,6 +125,33 @@ def _tune_cycle_collector(resume: bool = True) -> None:
         gc.enable()
 
 
+# What a test imports lives to the end as well (a plate worker's first compile and launch import the compile path
+# and the simulator, 143 modules; later tests ml_dtypes, Dynamo; the interpreter's half torch.distributed's tensor
+# ops): after a test that grew sys.modules, the cycles are collected and the rest is frozen again, as after
+# collection. Left in view, every full collection walked them again: at the end of a worker's share (every 2nd test
+# of the selection) 399k objects were in the collector's view on plate's side, 202k with this (interpreter 156k /
+# 52k). Python 3.11 runs a full collection once the objects promoted since the last one pass a quarter of its
+# survivors; each freeze's collection sets that base to what is left in view, so full collections come more often
+# and each is short (5-50 ms). Measured: the collector's CPU over that share -0.10 / -0.12 s on plate's side (two
+# pairs, 2.10 -> 2.00 and 1.90 -> 1.78 s), +0.04 s on the interpreter's; peak RSS the same (benchmarks/results/
+# speed-breakdown-after.md, gc31). A cycle that dies later among frozen objects is not collected: each freeze
+# follows a full collection, so only what is alive at the end of a test is kept, as with the freeze above.
+class ImportFreezer:
+    """Freezes what the process holds after a test that imported modules (``after_test``)."""
+
+    def __init__(self) -> None:
+        self.modules = len(sys.modules)
+
+    def after_test(self) -> bool:
+        """Whether it froze: only when sys.modules grew, and only when the collector is on."""
+        grew, self.modules = len(sys.modules) > self.modules, len(sys.modules)
+        if not grew or not gc.isenabled():
+            return False
+        gc.collect()
+        gc.freeze()
+        return True
+
+
 # The simulated device's clock keeps each launch's trace (up to 64 MiB: sim/clock.py) until someone reads the
 # time; no upstream test reads a time another test's launches made. Each test starts a new clock epoch, as plate's
 # own suite does (tests/conftest.py): the traces are dropped, not left for the collector to walk (every 10th
@@ -165,6 +192,8 @@ class UpstreamRun:
             signal.signal(signal.SIGTERM, signal.default_int_handler)
         self.start = time.time()
         self.collector_paused = _pause_cycle_collector()  # True: switch it on again after collection
+        # from the end of collection on (xdist's controller, which collects nothing, runs no test either)
+        self.imports: ImportFreezer | None = None
 
     # -- collection: whole-file entries are not collected; the others get a mark -----------------
     def pytest_ignore_collect(self, collection_path, config):
@@ -196,6 +225,7 @@ class UpstreamRun:
     def pytest_collection_finish(self, session):
         _tune_cycle_collector(resume=self.collector_paused)
         self.collector_paused = False
+        self.imports = ImportFreezer()
         if self.progress is not None:
             self.progress.begin(len(session.items))
 
@@ -259,6 +289,8 @@ class UpstreamRun:
     @pytest.hookimpl(trylast=True)  # after the test's fixtures are torn down (they may launch)
     def pytest_runtest_teardown(self, item):
         _new_clock_epoch()
+        if self.imports is not None:
+            self.imports.after_test()
 
     # -- outcomes ---------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report):
