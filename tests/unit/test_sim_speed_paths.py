@@ -75,6 +75,7 @@ def _same_traffic(a, b):
 def _general(monkeypatch):
     monkeypatch.setattr(dma._Row, "make", classmethod(lambda cls, *a: None))
     monkeypatch.setattr(dma, "_moves_nothing", lambda *a: None)
+    monkeypatch.setattr(dma._MaskedTiles, "make", classmethod(lambda cls, *a: None))
 
 
 @pytest.mark.parametrize("shape", [(8,), (4, 6), (2, 3, 5)])
@@ -1616,6 +1617,7 @@ def test_a_sub_box_load_matches_the_masked_box_load(mem, r, with_into):
         vals, traffic = dma.load_strided(*args, into=into)
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(dma, "_sub_box", lambda box: None)
+            mp.setattr(dma._MaskedTiles, "make", classmethod(lambda cls, *a: None))
             want_vals, want_traffic = dma.load_strided(*args)
         assert vals.dtype == want_vals.dtype and vals.shape == want_vals.shape
         assert np.ascontiguousarray(vals).tobytes() == np.ascontiguousarray(want_vals).tobytes()
@@ -1642,6 +1644,7 @@ def test_a_sub_box_store_matches_the_masked_box_store(mem, r):
         mem.write_bytes(rec.base, before)
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(dma, "_sub_box", lambda box: None)
+            mp.setattr(dma._MaskedTiles, "make", classmethod(lambda cls, *a: None))
             want = dma.store_strided(*args, dtype=r["dtype"])
         assert after == mem.read_bytes(rec.base, rec.nbytes)
         _same_traffic(traffic, want)
@@ -1674,5 +1677,169 @@ def test_a_tile_past_a_tensor_s_end_loads_without_its_mask(mem, monkeypatch):
         got = mem.view(rec.base, data.nbytes).view(np.float32).reshape(2050, 16, 8)
         assert np.array_equal(got[2048:], rng[:, :2].transpose(1, 0, 2))
         assert np.array_equal(got[:2048], data[:2048])
+    finally:
+        mem.free(rec.base)
+
+
+@st.composite
+def edge_tiles(draw):
+    """Several programs' 2-3 axis tiles with per-program valid sub-boxes (a matrix's edge blocks: interior,
+    right edge, bottom edge, corner), side by side in a matrix or evenly spaced, strides of any sign, some
+    running past their allocation's end (the valid part inside or not: a fault)."""
+    p = draw(st.integers(2, 9))
+    rank = draw(st.integers(2, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 6), min_size=rank, max_size=rank)))
+    strides = draw(st.lists(st.sampled_from([1, 1, 1, 2, 7, 40, -1, -9, 0]), min_size=rank, max_size=rank))
+    kinds = [(tuple(draw(st.integers(-2, n)) for n in shape), tuple(draw(st.integers(0, n + 3)) for n in shape))]
+    kinds += [((0,) * rank, shape), ((0,) * rank, shape)]
+    kinds += [  # edges: a ragged end on some axes
+        (tuple(draw(st.integers(0, 1)) for n in shape), tuple(draw(st.integers(1, n + 1)) for n in shape))
+        for _ in range(3)
+    ]
+    pick = draw(st.lists(st.integers(0, len(kinds) - 1), min_size=p, max_size=p))
+    if draw(st.booleans()):  # bounds of their own per program (several groups, sometimes more than 8)
+        pick = list(range(p))
+        kinds = [(tuple(draw(st.integers(-1, n)) for n in shape), tuple(draw(st.integers(0, n + 1)) for n in shape))]
+        kinds = kinds + [
+            (tuple(draw(st.integers(0, n)) for n in shape), tuple(draw(st.integers(1, n + 1)) for n in shape))
+            for _ in range(p - 1)
+        ]
+    return dict(
+        dtype=draw(st.sampled_from(["f32", "f16", "i64", "i8", "bf16", "i1"])),
+        placement=draw(st.sampled_from(["interleaved", "local:1", "blocked"])),
+        p=p,
+        shape=shape,
+        strides=np.array(strides, np.int64),
+        layout=draw(st.sampled_from(["matrix", "even", "uneven"])),
+        end=draw(st.sampled_from([None, None, 0, 3, 20])),  # elements of the last tile's corner before the end
+        lo=np.array([kinds[k][0] for k in pick], np.int64),
+        hi=np.array([kinds[k][1] for k in pick], np.int64),
+        seed=draw(st.integers(0, 2**31)),
+    )
+
+
+def _edge_setup(mem, t):
+    nbytes = 64 * 1024
+    rec = mem.alloc(nbytes, t["placement"])
+    mem.view(rec.base, nbytes)[:] = np.random.default_rng(t["seed"]).integers(0, 256, nbytes, dtype=np.uint8)
+    isz = dma._storage(t["dtype"]).itemsize
+    p, inner = t["p"], t["shape"][-1]
+    i = np.arange(p, dtype=np.int64)
+    rel = {"matrix": (i // 3) * 200 + (i % 3) * inner, "even": i * 37, "uneven": i * 37 + (i == 1) * 5}[t["layout"]]
+    first = (16000 // isz) if t["end"] is None else nbytes // isz - t["end"] - int(rel[-1])
+    return rec, rec.base + (first + rel) * isz, np.broadcast_to(t["strides"], (p, len(t["shape"])))
+
+
+def _no_masked_tiles(monkeypatch):
+    monkeypatch.setattr(dma._MaskedTiles, "make", classmethod(lambda cls, *a: None))
+
+
+@HYP
+@given(t=edge_tiles(), with_into=st.booleans(), few=st.sampled_from([64, 1]))
+def test_masked_tiles_load_like_the_box_code(mem, t, with_into, few):
+    """Matrix tiles whose programs' valid sub-boxes differ read each sub-box and fill the rest: the values,
+    Traffic and faults (message and all) of the general path, into the tile they are given or not (grouped
+    in Python or, past ``few`` programs, by numpy)."""
+    rec, base, strides = _edge_setup(mem, t)
+    args = (mem, base, t["dtype"], t["shape"], strides, t["lo"], t["hi"], -3)
+    storage = dma._storage(t["dtype"])
+    try:
+        into = np.full((t["p"], *t["shape"]), 5, storage) if with_into and t["dtype"] != "i1" else None
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(dma, "FEW_PROGRAMS", few)
+            got, err = _outcome(lambda: dma.load_strided(*args, into=into))
+        with pytest.MonkeyPatch.context() as mp:
+            _no_masked_tiles(mp)
+            want, want_err = _outcome(lambda: dma.load_strided(*args))
+        assert err == want_err
+        if want is not None:
+            assert got[0].dtype == want[0].dtype and got[0].shape == want[0].shape
+            assert np.ascontiguousarray(got[0]).tobytes() == np.ascontiguousarray(want[0]).tobytes()
+            _same_traffic(got[1], want[1])
+    finally:
+        mem.free(rec.base)
+
+
+@HYP
+@given(t=edge_tiles())
+def test_masked_tiles_store_like_the_box_code(mem, t):
+    """The same tiles stored: the bytes written (overlapping addresses: the box code's, last in program,
+    row-major order), Traffic and faults of the general path."""
+    rec, base, strides = _edge_setup(mem, t)
+    before = mem.read_bytes(rec.base, rec.nbytes)
+    raw = np.random.default_rng(t["seed"] + 1).integers(0, 256, (t["p"], *t["shape"], 8), dtype=np.uint8)
+    values = raw.view(dma._storage(t["dtype"]))[..., 0].astype(dma.NUMPY[t["dtype"]])
+    if t["dtype"] == "i1":
+        values = raw[..., 0] % 2 == 1
+    args = (mem, base, values, strides, t["lo"], t["hi"])
+    try:
+        got, err = _outcome(lambda: dma.store_strided(*args, dtype=t["dtype"]))
+        after = mem.read_bytes(rec.base, rec.nbytes)
+        mem.write_bytes(rec.base, before)
+        with pytest.MonkeyPatch.context() as mp:
+            _no_masked_tiles(mp)
+            want, want_err = _outcome(lambda: dma.store_strided(*args, dtype=t["dtype"]))
+        assert err == want_err and after == mem.read_bytes(rec.base, rec.nbytes)
+        if want is not None:
+            _same_traffic(got, want)
+    finally:
+        mem.free(rec.base)
+
+
+def test_a_matrix_s_edge_blocks_load_and_store_without_the_mask(mem, monkeypatch):
+    """A 90 x 60 f32 matrix in 32 x 32 blocks (3 x 2 programs: interior, right edge, bottom edge, corner), its
+    last rows the allocation's end: each block's valid part read and written, the rest filled, no mask
+    built and no masked-off lane read or written."""
+    rec = mem.alloc(90 * 60 * 4)
+    try:
+        data = np.random.default_rng(0).standard_normal((90, 60)).astype(np.float32)
+        mem.view(rec.base, data.nbytes)[:] = data.view(np.uint8).reshape(-1)
+        pm, pn = np.divmod(np.arange(6), 2)
+        base = rec.base + (pm * 32 * 60 + pn * 32) * 4
+        strides = np.array([[60, 1]] * 6, np.int64)
+        lo = np.zeros((6, 2), np.int64)
+        hi = np.stack([90 - pm * 32, 60 - pn * 32], axis=1)
+
+        def no_mask(*a, **k):
+            raise AssertionError("the mask of every element was built")
+
+        monkeypatch.setattr(dma._Box, "valid", no_mask)
+        monkeypatch.setattr(dma._Box, "offsets", no_mask)
+        vals, traffic = dma.load_strided(mem, base, "f32", (32, 32), strides, lo, hi, 7.0, counted=False)
+        want = np.full((6, 32, 32), 7.0, np.float32)
+        for i in range(6):
+            block = data[pm[i] * 32 : pm[i] * 32 + 32, pn[i] * 32 : pn[i] * 32 + 32]
+            want[i, : block.shape[0], : block.shape[1]] = block
+        assert np.array_equal(vals, want) and traffic is dma.NOT_COUNTED
+        new = np.random.default_rng(1).standard_normal((6, 32, 32)).astype(np.float32)
+        dma.store_strided(mem, base, new, strides, lo, hi, dtype="f32", counted=False)
+        got = mem.view(rec.base, data.nbytes).view(np.float32).reshape(90, 60)
+        for i in range(6):
+            block = got[pm[i] * 32 : pm[i] * 32 + 32, pn[i] * 32 : pn[i] * 32 + 32]
+            assert np.array_equal(block, new[i, : block.shape[0], : block.shape[1]])
+    finally:
+        mem.free(rec.base)
+
+
+@pytest.mark.parametrize(
+    "rel, strides, distinct",
+    [
+        ([0, 32, 1920, 1952], [60, 1], True),  # a matrix's 2 x 2 blocks side by side: rows interleave, disjoint
+        ([0, 30, 1920, 1950], [60, 1], False),  # blocks two columns apart: rows overlap
+        ([0, 37, 74, 111], [40, 1], False),  # 37 apart, rows 40 apart: row j of one meets row j - 1 of the next
+        ([0, 1, 2, 3], [60, 0], False),  # a repeated address inside a tile
+        ([0, 40000, 80000, 120000], [1000, 7], True),  # disjoint spans, any inner stride
+    ],
+)
+def test_masked_tiles_tell_distinct_addresses(mem, rel, strides, distinct):
+    """The store's proof that no two valid elements share an address: spans, else rows, else not proven."""
+    rec = mem.alloc(200000 * 4)
+    try:
+        base = rec.base + np.array(rel, np.int64) * 4
+        lo, hi = np.zeros((4, 2), np.int64), np.array([[32, 32], [32, 28], [26, 32], [26, 28]], np.int64)
+        st_ = np.array([strides] * 4, np.int64)
+        tiles = dma._MaskedTiles.make(mem, base, "f32", (32, 32), st_, lo, hi)
+        assert tiles is not None and len(tiles.groups) == 4
+        assert tiles.distinct() is distinct
     finally:
         mem.free(rec.base)

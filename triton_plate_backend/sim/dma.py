@@ -1038,6 +1038,152 @@ class _Tiles:
         return True
 
 
+_MAX_MASKED_GROUPS = 8  # more distinct valid sub-boxes than this: the general path
+
+
+class _MaskedTiles:
+    """Matrix tiles with masked-off elements (a GEMM's edge blocks, a 2-D softmax's column mask), taken
+    without the general path's mask: rank 2 or more, one set of strides shared by all programs, aligned
+    bases, every program's valid elements (its sub-box a <= i < b) inside one allocation. The programs
+    are grouped by sub-box (a few: interior, right edge, bottom edge, corner); each group's sub-boxes are
+    read through one strided view and the rest of the tile is the fill, so masked-off lanes read nothing.
+    ``make`` returns None for anything else (a fault among them): the general path then runs. Traffic:
+    the general path's, from its _Box (traced runs only)."""
+
+    __slots__ = ("args", "storage", "isz", "shape", "strides", "nprog", "rec", "pos", "groups", "active")
+
+    @classmethod
+    def make(cls, mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> _MaskedTiles | None:
+        r = len(shape)
+        if r < 2 or dtype == "i1" or dtype not in NUMPY:
+            return None
+        base = np.asarray(base, np.int64).reshape(-1)
+        nprog = base.size
+        st, lo_, hi_ = (np.asarray(x, np.int64) for x in (strides, lo, hi))
+        if nprog < 2 or st.shape != (nprog, r) or lo_.shape != (nprog, r) or hi_.shape != (nprog, r):
+            return None
+        if not (st == st[:1]).all():
+            return None
+        shp = _shape_row(tuple(int(n) for n in shape))
+        if int(shp.prod()) == 0:
+            return None
+        storage = NUMPY[dtype]
+        isz = storage.itemsize
+        if isz > 1 and (base % isz).any():
+            return None  # misaligned: the general path faults or checks element by element
+        a = np.minimum(np.maximum(lo_, 0), shp)  # _Box's a, b
+        b = np.minimum(np.maximum(hi_, 0), shp)
+        active = (b > a).all(axis=1)
+        if not active.any():
+            return None
+        progs = np.nonzero(active)[0]
+        key = np.concatenate([a, b], axis=1)[progs]
+        if (key == key[:1]).all():
+            found = {tuple(key[0].tolist()): progs}
+        elif progs.size > FEW_PROGRAMS:
+            uniq, inv = np.unique(key, axis=0, return_inverse=True)
+            if len(uniq) > _MAX_MASKED_GROUPS:
+                return None
+            inv = inv.reshape(-1)
+            found = {tuple(k): progs[inv == g] for g, k in enumerate(uniq.tolist())}
+        else:  # group by sub-box in Python: np.unique(axis=0) costs more for a few dozen programs
+            found = {}
+            for i, k in zip(progs.tolist(), map(tuple, key.tolist())):
+                found.setdefault(k, []).append(i)
+                if len(found) > _MAX_MASKED_GROUPS:
+                    return None
+        s = st[0]
+        lo_off = np.minimum(a * s, (b - 1) * s).sum(axis=1)  # _Box.span of the valid elements, in elements
+        hi_off = np.maximum(a * s, (b - 1) * s).sum(axis=1) + 1
+        span_lo, span_hi = (base + lo_off * isz)[active], (base + hi_off * isz)[active]
+        p = mem.span_position(int(span_lo.min()), int(span_hi.max()))
+        if p < 0:
+            return None  # valid elements in several allocations, or a fault: the general path
+        t = cls()
+        t.args = (base, dtype, tuple(int(n) for n in shape), strides, lo, hi)
+        t.storage, t.isz, t.shape, t.strides, t.nprog = storage, isz, t.args[2], s.tolist(), nprog
+        t.rec, t.pos, t.active = mem.live(p), p, active
+        t.groups = [(np.asarray(q, np.int64), k[:r], k[r:]) for k, q in found.items()]
+        return t
+
+    def values(self, fill, into=None) -> np.ndarray:
+        """[P, *shape] of the storage type: each program's valid sub-box read from memory, ``fill`` elsewhere
+        (into ``into`` when it is such an array)."""
+        shape = (self.nprog, *self.shape)
+        ok = into is not None and into.shape == shape and into.dtype == self.storage
+        out = into if ok else np.empty(shape, self.storage)
+        np.copyto(out, fill)
+        typed = self.rec.typed(self.storage)[0]
+        for q, a, b in self.groups:
+            ext = tuple(j - i for i, j in zip(a, b))
+            part = _tile_values(typed, self._corners(q, a), ext, self.strides, None)
+            sl = tuple(slice(i, j) for i, j in zip(a, b))
+            if q.size == self.nprog:
+                out[(slice(None), *sl)] = part
+            else:
+                out[(q, *sl)] = part
+        return out
+
+    def _corners(self, q: np.ndarray, a: list[int]) -> np.ndarray:
+        """Element index in the allocation's typed view of programs ``q``'s sub-box corner (element ``a``)."""
+        corner = self.args[0][q] + sum(i * k for i, k in zip(a, self.strides)) * self.isz
+        typed_first = self.rec.base + self.rec.typed(self.storage)[1]
+        return (corner - typed_first) // self.isz
+
+    def distinct(self) -> bool:
+        """No two valid elements of the access share an address (cheap proofs, else False): every tile's
+        elements distinct whatever its sub-box, and the programs' valid spans, or else (a matrix's tiles
+        side by side, rank 2 with a unit inner stride) their valid rows, disjoint."""
+        shape, s = self.shape, self.strides
+        ext = sorted((abs(k), n) for n, k in zip(shape, s) if n > 1)
+        reach = 0
+        for k, n in ext:  # _Box.injective of the whole tile: each axis's step past the finer axes' extent
+            if k <= reach:
+                return False
+            reach += (n - 1) * k
+        spans = []
+        for q, a, b in self.groups:
+            lo = sum(min(i * k, (j - 1) * k) for i, j, k in zip(a, b, s))
+            hi = sum(max(i * k, (j - 1) * k) for i, j, k in zip(a, b, s)) + 1
+            first = self._corners(q, [0] * len(a))
+            spans.append((first + lo, first + hi))
+        lo, hi = (np.concatenate(x) for x in zip(*spans))
+        order = np.argsort(lo, kind="stable")
+        if (hi[order][:-1] <= lo[order][1:]).all():
+            return True
+        if len(shape) != 2 or abs(s[1]) != 1:
+            return False
+        starts, ends = [], []
+        for q, a, b in self.groups:  # row j of a program: its columns a[1]..b[1]-1, at corner + (j - a[0]) * s[0]
+            row0 = self._corners(q, a) + min(0, (b[1] - a[1] - 1) * s[1])
+            rows = (row0[:, None] + np.arange(b[0] - a[0], dtype=np.int64) * s[0]).reshape(-1)
+            starts.append(rows)
+            ends.append(rows + (b[1] - a[1]))
+        starts, ends = np.concatenate(starts), np.concatenate(ends)
+        order = np.argsort(starts, kind="stable")
+        return bool((ends[order][:-1] <= starts[order][1:]).all())
+
+    def store(self, values: np.ndarray) -> None:
+        """Write each program's valid sub-box of [P, *shape] ``values`` (the storage type); only for an
+        access whose valid elements are distinct addresses (``distinct``)."""
+        typed = self.rec.typed(self.storage)[0]
+        for q, a, b in self.groups:
+            ext = tuple(j - i for i, j in zip(a, b))
+            sl = tuple(slice(i, j) for i, j in zip(a, b))
+            part = values[(slice(None), *sl)] if q.size == self.nprog else values[(q, *sl)]
+            e0 = self._corners(q, a)
+            dst = _programs_view(typed, e0, ext, self.strides, writeable=True)
+            if dst is not None:
+                np.copyto(dst, part)
+            else:
+                _view(typed, ext, self.strides)[e0] = part
+
+    def traffic(self, mem: DeviceMemory) -> Traffic:
+        """_box_traffic of the general path's box, located where ``make`` found every valid element."""
+        box = _Box(*self.args)
+        return _box_traffic(mem, box, np.where(self.active, self.pos, -1))
+
+
 def _tile_values(typed: np.ndarray, e0: np.ndarray, shape, strides, into) -> np.ndarray:
     """[P, *shape] of the tiles at elements e0 of ``typed`` (each checked whole inside it): a strided
     view of memory when e0 steps evenly, else copies (straight into ``into``, the destination tile's
@@ -1086,6 +1232,11 @@ def load_strided(mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi, fi
     nothing = _moves_nothing(base, dtype, shape, lo, hi)
     if nothing is not None:  # told from the bounds, without the box: the same fill
         return _filled(mem, nothing, dtype, shape, fill_value(fill, dtype), into)
+    masked = _MaskedTiles.make(mem, base, dtype, shape, strides, lo, hi)
+    if masked is not None:  # matrix tiles with masked edges, their valid parts in one allocation
+        return masked.values(_to_storage(fill_value(fill, dtype), dtype), into), (
+            masked.traffic(mem) if counted else NOT_COUNTED
+        )
     box = _Box(base, dtype, shape, strides, lo, hi)
     fillv = fill_value(fill, dtype)
     if box.nprog == 0 or math.prod(box.shape) == 0 or not box.count.any():
@@ -1176,6 +1327,10 @@ def store_strided(mem: DeviceMemory, base, values, strides, lo, hi, dtype: str |
         # masked rows (a ragged last block), each valid element a distinct address: written program by program
         row.store_masked(_to_storage(values, dtype).view(row.storage))
         return row.traffic(mem) if counted else NOT_COUNTED
+    masked = _MaskedTiles.make(mem, base, dtype, values.shape[1:], strides, lo, hi)
+    if masked is not None and masked.distinct():  # matrix tiles with masked edges: each valid sub-box written
+        masked.store(_to_storage(values, dtype))
+        return masked.traffic(mem) if counted else NOT_COUNTED
     box = _Box(base, dtype, values.shape[1:], strides, lo, hi)
     if box.nprog == 0 or not box.count.any():
         return Traffic.zeros(box.nprog, mem.traffic_columns)
