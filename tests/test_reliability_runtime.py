@@ -22,7 +22,7 @@ import triton_plate_backend.torch_device  # noqa: F401 - registers the plate dev
 from triton_plate_backend.binary_cache import CorruptCacheError, CorruptCacheWarning
 from triton_plate_backend.errors import MemoryFault, SimulatorError
 from triton_plate_backend.knobs import KnobError
-from triton_plate_backend.sim import estimate, runaway
+from triton_plate_backend.sim import estimate, operands, runaway
 from triton_plate_backend.sim.device import get_device
 
 FIRST_WINDOW_END = runaway.WATCH_FIRST + runaway.WATCH_STEPS  # a budget only the detector beats
@@ -99,7 +99,9 @@ def test_plate_max_steps_sets_the_budget_and_the_error_says_how_to_raise_it(monk
 def test_the_operand_planners_run_keeps_the_launchs_step_budget(monkeypatch):
     # two programs store to one word (a shared operand), so the launch first estimates its operands' placement
     # with an address-only run (one program over small tensors would be decided unpriced: sim/operands.py
-    # _one_home), which must stop at PLATE_MAX_STEPS too, not run the runaway to the default 10**7 steps
+    # _one_home), which must stop at PLATE_MAX_STEPS too, not run the runaway to the default 10**7 steps. Priced
+    # here: its word sits in domain 0 with both programs, which _replicas_change_nothing would decide unpriced
+    monkeypatch.setattr(operands, "_replicas_change_nothing", lambda *a: False)
     budgets = []
     real = estimate.execute
 
