@@ -106,6 +106,60 @@ PyObject* hash_slot(PyObject*, PyObject* cls) {
   Py_RETURN_TRUE;
 }
 
+// the class' rich comparison slot after `eq_slot(cls)`: ==, when both are of that very class, compares the fields
+// named by cls._eq_fields as the dataclass' __eq__ does (`(self.a, self.b) == (other.a, other.b)`: each pair by
+// identity first, then ==; the first unequal pair answers False), without the method lookup, the Python frame
+// and the two tuples; any other operator or operand goes to the slot the class had (its __eq__ method).
+richcmpfunc py_richcompare;  // that slot (object's generic slot for a class with a Python __eq__)
+PyObject* s_eq_fields_key;
+
+PyObject* kept_richcompare(PyObject* self, PyObject* other, int op) {
+  if (op != Py_EQ || Py_TYPE(other) != Py_TYPE(self)) return py_richcompare(self, other, op);
+  PyObject* names = _PyType_Lookup(Py_TYPE(self), s_eq_fields_key);  // borrowed
+  if (names == nullptr || !PyTuple_CheckExact(names)) return py_richcompare(self, other, op);
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+    PyObject* name = PyTuple_GET_ITEM(names, i);
+    PyObject* a = PyObject_GetAttr(self, name);  // as `self.name` in the dataclass' __eq__
+    if (a == nullptr) return nullptr;
+    PyObject* b = PyObject_GetAttr(other, name);
+    if (b == nullptr) {
+      Py_DECREF(a);
+      return nullptr;
+    }
+    int eq = PyObject_RichCompareBool(a, b, Py_EQ);  // (identity first, as a tuple's ==)
+    Py_DECREF(a);
+    Py_DECREF(b);
+    if (eq < 0) return nullptr;
+    if (!eq) Py_RETURN_FALSE;
+  }
+  Py_RETURN_TRUE;
+}
+
+// eq_slot(cls): cls' rich comparison slot becomes kept_richcompare when cls has a Python __eq__ in its own dict and
+// the tuple cls._eq_fields; True if so. Setting __eq__ again sets Python's slot again; a subclass gets Python's.
+PyObject* eq_slot(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls) || !(((PyTypeObject*)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+    PyErr_SetString(PyExc_TypeError, "eq_slot takes a class");
+    return nullptr;
+  }
+  PyTypeObject* t = (PyTypeObject*)cls;
+  static PyObject* dunder_eq = PyUnicode_InternFromString("__eq__");
+  if (dunder_eq == nullptr) return nullptr;
+  if (s_eq_fields_key == nullptr && (s_eq_fields_key = PyUnicode_InternFromString("_eq_fields")) == nullptr)
+    return nullptr;
+  PyObject* eq = PyDict_GetItemWithError(t->tp_dict, dunder_eq);
+  if (eq == nullptr && PyErr_Occurred()) return nullptr;
+  PyObject* names = PyDict_GetItemWithError(t->tp_dict, s_eq_fields_key);
+  if (names == nullptr && PyErr_Occurred()) return nullptr;
+  if (eq == nullptr || !PyFunction_Check(eq) || names == nullptr || !PyTuple_CheckExact(names)) Py_RETURN_FALSE;
+  if (t->tp_richcompare == kept_richcompare) Py_RETURN_TRUE;
+  if (t->tp_richcompare == nullptr || (py_richcompare != nullptr && t->tp_richcompare != py_richcompare))
+    Py_RETURN_FALSE;
+  py_richcompare = t->tp_richcompare;
+  t->tp_richcompare = kept_richcompare;
+  Py_RETURN_TRUE;
+}
+
 PyObject* make_kept_hash(PyObject*, PyObject* cls) {
   if (!PyType_Check(cls)) {
     PyErr_SetString(PyExc_TypeError, "kept_hash takes a class");
@@ -1135,6 +1189,8 @@ PyMethodDef methods[] = {
      "node's dict as '_hash'"},
     {"hash_slot", hash_slot, METH_O,
      "hash_slot(cls): cls' hash slot calls kept_hash directly (no method lookup and call) when cls.__hash__ is it"},
+    {"eq_slot", eq_slot, METH_O,
+     "eq_slot(cls): cls' == compares the fields named by cls._eq_fields in C when cls.__eq__ is a Python function"},
     {"bind", bind, METH_VARARGS,
      "bind(classes, Expr, ZERO, _key_py, poly_py, _e, atoms_py, from_poly_py, _poly_add_py): the node classes "
      "(Const, Val, Carried, CeilDiv, FloorDiv, Min, Max, Select, Add, Sub, Mul) and the Python steps (affine.py)"},
