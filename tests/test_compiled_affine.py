@@ -139,3 +139,62 @@ def test_the_hash_slot_calls_the_kept_hash_and_gives_way_to_another_hash():
     assert hash(s) == dataclass_hash(s) == s.__dict__["_hash"]
     with pytest.raises(TypeError):
         affine._affine.hash_slot(3)
+
+
+def test_equality_is_the_dataclass_eq_in_c():
+    """`eq_slot`: == of two nodes of one class compares their fields in C, as the dataclass' __eq__ (still the class'
+    method) answers; != and other classes go through that method."""
+    classes = (Const, Val, Carried, Add, Sub, Mul, CeilDiv, FloorDiv, Min, Max, Select)
+    assert all(affine._affine.eq_slot(c) is True for c in classes)
+    left, right = nodes(), nodes()  # equal trees built apart: == compares them field by field
+    for a in left:
+        generated = type(a).__dict__["__eq__"]
+        for b in [*right, 7, None, X]:
+            want = generated(a, b)
+            assert (a == b) is (want is True if want is not NotImplemented else a is b)
+            assert (a != b) is not (a == b)
+    assert [a == b for a, b in zip(left, right)] == [True] * len(left)
+
+
+def test_equality_in_c_runs_no_python_eq_and_keeps_identity_first():
+    import sys
+
+    a, b = Select(C, Val(X), Mul(Val(Y), Const(2))), Select(C, Val(X), Mul(Val(Y), Const(2)))
+    seen = []
+    sys.setprofile(lambda frame, event, arg: event == "call" and seen.append(frame.f_code.co_name))
+    try:
+        assert a == b and {a: 1}[b] == 1
+    finally:
+        sys.setprofile(None)
+    assert "__eq__" not in seen
+    Pair = make_class()
+    affine._keep_hash(Pair)
+    nan = float("nan")
+    assert Pair(nan, 1) == Pair(nan, 1) and Pair(nan, 1) != Pair(float("nan"), 1)  # a tuple's ==: identity first
+
+    class Boom:
+        def __eq__(self, other):
+            raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        Pair(Boom(), 1) == Pair(Boom(), 1)  # noqa: B015
+
+
+def test_the_eq_slot_gives_way_to_another_eq_and_to_a_subclass():
+    Pair = make_class()
+    affine._keep_hash(Pair)
+    assert affine._affine.eq_slot(Pair) is True and Pair(1, 2) == Pair(1, 2) and Pair(1, 2) != Pair(1, 3)
+
+    class Sub2(Add):  # a subclass: the inherited method, through Python's slot
+        pass
+
+    assert Sub2(Val(X), Const(1)) == Sub2(Val(X), Const(1)) and Sub2(Val(X), Const(1)) != Add(Val(X), Const(1))
+    Pair.__eq__ = lambda self, other: "set later"
+    assert (Pair(1, 2) == Pair(3, 4)) == "set later"
+
+    class Other:
+        pass
+
+    assert affine._affine.eq_slot(Other) is False and Other() != Other()
+    with pytest.raises(TypeError):
+        affine._affine.eq_slot(3)

@@ -11,8 +11,8 @@ from dataclasses import InitVar, dataclass, field
 
 import pytest
 
-from triton_plate_backend.passes import access, access_forms, affine, context, emitter
-from triton_plate_backend.passes.records import plain_init
+from triton_plate_backend.passes import access, access_forms, affine, context, emitter, records
+from triton_plate_backend.passes.records import compared_in_c, plain_init
 
 PLAIN = list(
     {
@@ -122,3 +122,53 @@ def test_plain_init_with_defaults_and_no_fields():
     assert vars(Two(1)) == {"a": 1, "b": (1, 2)} and Two(1, ()).b == () and vars(Empty()) == {}
     with pytest.raises(TypeError, match=r"Two.__init__\(\) missing 1 required positional argument: 'a'"):
         Two()
+
+
+@pytest.mark.skipif(records._affine is None, reason="passes._affine is not built")
+def test_labels_and_views_compare_and_hash_in_c_as_the_dataclass():
+    """`compared_in_c`: a label's and a view's == and hash are the generated methods' answers, without their frames."""
+    import sys
+
+    buf = emitter.Buffer(64, "x")
+    pairs = [
+        (emitter.Label("L1"), emitter.Label("L1")),
+        (emitter.Label("L1"), emitter.Label("L2")),
+        (emitter.View(buf, 0, "f32", (4, 4), (4, 1)), emitter.View(buf, 0, "f32", (4, 4), (4, 1))),
+        (emitter.View(buf, 0, "f32", (4, 4), (4, 1)), emitter.View(buf, 4, "f32", (4, 4), (4, 1))),
+    ]
+    seen = []
+    sys.setprofile(lambda frame, event, arg: event == "call" and seen.append(frame.f_code.co_name))
+    try:
+        got = [(a == b, a != b, hash(a), {a: 1}.get(b)) for a, b in pairs]
+    finally:
+        sys.setprofile(None)
+    assert "__eq__" not in seen and "__hash__" not in seen
+    for (a, b), (eq, ne, h, found) in zip(pairs, got):
+        want = type(a).__dict__["__eq__"](a, b)
+        assert eq is want and ne is not want and (found == 1) is want
+        assert h == type(a).__dict__["__hash__"](a) == hash(tuple(getattr(a, f.name) for f in dataclasses.fields(a)))
+    assert emitter.Label("L1") != 3 and emitter.Label("L1") != emitter.Imm("L1")
+
+
+@pytest.mark.skipif(records._affine is None, reason="passes._affine is not built")
+def test_compared_in_c_gives_way_to_a_later_method_and_a_subclass_and_refuses_others():
+    @compared_in_c
+    @dataclass(frozen=True)
+    class Rec:
+        a: object = 5  # (the class attribute is the default: the instance's value is the field)
+        b: object = field(default=0, compare=False)
+
+    assert Rec(1, 2) == Rec(1, 3) and hash(Rec(1, 2)) == hash((1,)) and Rec(1) != Rec(2)
+    assert Rec() == Rec(5) and hash(Rec()) == hash((5,)) and Rec() != Rec(None)
+
+    class Sub(Rec):
+        pass
+
+    assert Sub(1) == Sub(1) and Sub(1) != Rec(1) and hash(Sub(5)) == hash((5,))
+    Rec.__hash__ = lambda self: 9
+    Rec.__eq__ = lambda self, other: "later"
+    assert hash(Rec(1)) == 9 and (Rec(1) == Rec(2)) == "later"
+    with pytest.raises(TypeError):
+        compared_in_c(dataclass(type("Loose", (), {})))
+    with pytest.raises(TypeError):
+        records._affine.field_hash_slot(3)

@@ -137,6 +137,10 @@ def _keep_hash(cls: type) -> None:
     if _affine is not None:
         cls.__hash__ = _affine.kept_hash(cls)
         _affine.hash_slot(cls)  # hash(node) calls it without a method lookup and call (a dict key's every lookup)
+        # == of two nodes of the class compares the fields in C (the dataclass' __eq__ stays the method: a dict
+        # lookup that finds an equal node made anew called it, ~110 frames a vec_add compile)
+        cls._eq_fields = tuple(f.name for f in fields(cls) if f.compare)
+        _affine.eq_slot(cls)
         return
     generated = cls.__hash__
 

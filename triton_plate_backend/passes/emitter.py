@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ..errors import CompileError
 from ..isa.program import contiguous_strides
 from ..isa.table import ISA, ITEMSIZE
-from .records import plain_init
+from .records import compared_in_c, plain_init
 
 try:
     from . import _emit
@@ -76,6 +76,7 @@ class Buffer:
         return f"buf{self.id}[{self.nbytes}B {self.what}]"
 
 
+@compared_in_c
 @plain_init
 @dataclass(frozen=True)
 class View:
@@ -192,6 +193,7 @@ def whole(buffer: Buffer, dtype: str, shape) -> View:
     return View(buffer, 0, dtype, shape, contiguous_strides(shape))
 
 
+@compared_in_c
 @plain_init
 @dataclass(frozen=True)
 class Label:

@@ -13,6 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 
+try:
+    from . import _affine  # the C slots (passes/csrc/affine.cpp, built by setup.py)
+except ImportError:  # not built: the generated methods answer
+    _affine = None
+
 
 def plain_init(cls: type) -> type:
     """Give the frozen dataclass `cls` the plain ``__init__`` (module docstring); returns cls."""
@@ -43,4 +48,21 @@ def plain_init(cls: type) -> type:
     init.__annotations__ = dict(cls.__init__.__annotations__)
     cls._dataclass_init = cls.__init__
     cls.__init__ = init
+    return cls
+
+
+def compared_in_c(cls: type) -> type:
+    """The generated ``__eq__`` and ``__hash__`` of the frozen dataclass `cls` answered in C where it is built
+    (`_affine.eq_slot`, `_affine.field_hash_slot`): the same fields compared and hashed, without a method lookup
+    and a Python frame each (the compiled walks key dicts by labels and views). The methods stay the class's (the
+    reference); a subclass, or a method set later, is Python's again. Returns cls."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or not params.eq:
+        raise TypeError(f"compared_in_c takes a frozen dataclass with a generated __eq__, not {cls!r}")
+    if _affine is not None:
+        fs = dataclasses.fields(cls)
+        cls._eq_fields = tuple(f.name for f in fs if f.compare)
+        cls._hash_fields = tuple(f.name for f in fs if (f.compare if f.hash is None else f.hash))
+        _affine.eq_slot(cls)
+        _affine.field_hash_slot(cls)
     return cls

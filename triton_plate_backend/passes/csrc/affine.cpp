@@ -7,6 +7,9 @@
 // prefetcher's descriptors, the access analysis' forms) hash each subtree of a deep tree, ~450 hashes a vec_add
 // compile, most of them hits. Here a hit is a dict read. It reads the field names from the class attribute
 // `_hash_fields` (a tuple of str, set by affine.py before).
+// `eq_slot(cls)` and `field_hash_slot(cls)`: a class' == and hash slots answer as the dataclass' generated __eq__
+// and __hash__ do (the fields named by `_eq_fields` / `_hash_fields`), without a Python frame each: the nodes'
+// == (affine.py), the labels' and views' == and hash (records.compared_in_c).
 //
 // The algebra (`key`, `poly`, `poly_add`, `from_poly`, `canon`, `add`, `sub`, `mul`, `neg`, `atoms`, `min_`,
 // `max_`, `ceil_div`, `floor_div`, `select`, `const_value`) and the text (`render`): what affine.py's `_key_py`, `poly_py`, `_poly_add_py`, `from_poly_py`, `canon_py`, `add_py`,
@@ -103,6 +106,123 @@ PyObject* hash_slot(PyObject*, PyObject* cls) {
   if (d == nullptr || Py_TYPE(d) != &PyMethodDescr_Type || ((PyMethodDescrObject*)d)->d_method->ml_meth != kept_hash)
     Py_RETURN_FALSE;
   ((PyTypeObject*)cls)->tp_hash = kept_tp_hash;
+  Py_RETURN_TRUE;
+}
+
+// `self.name` for a field of a plain record: the value in the instance's dict when the class has the generic
+// getattr and no data descriptor of that name (what PyObject_GetAttr would find, without its steps), else
+// PyObject_GetAttr itself; a new reference
+PyObject* field_of(PyObject* self, PyObject* name) {
+  PyTypeObject* tp = Py_TYPE(self);
+  if (tp->tp_getattro == PyObject_GenericGetAttr) {
+    PyObject* descr = _PyType_Lookup(tp, name);  // borrowed
+    if (descr == nullptr || Py_TYPE(descr)->tp_descr_set == nullptr) {
+      PyObject** dp = _PyObject_GetDictPtr(self);
+      if (dp != nullptr && *dp != nullptr) {
+        PyObject* v = PyDict_GetItemWithError(*dp, name);
+        if (v != nullptr) return Py_NewRef(v);
+        if (PyErr_Occurred()) return nullptr;
+      }
+    }
+  }
+  return PyObject_GetAttr(self, name);
+}
+
+// the class' rich comparison slot after `eq_slot(cls)`: ==, when both are of that very class, compares the fields
+// named by cls._eq_fields as the dataclass' __eq__ does (`(self.a, self.b) == (other.a, other.b)`: each pair by
+// identity first, then ==; the first unequal pair answers False), without the method lookup, the Python frame
+// and the two tuples; any other operator or operand goes to the slot the class had (its __eq__ method).
+richcmpfunc py_richcompare;  // that slot (object's generic slot for a class with a Python __eq__)
+PyObject* s_eq_fields_key;
+
+PyObject* kept_richcompare(PyObject* self, PyObject* other, int op) {
+  if (op != Py_EQ || Py_TYPE(other) != Py_TYPE(self)) return py_richcompare(self, other, op);
+  PyObject* names = _PyType_Lookup(Py_TYPE(self), s_eq_fields_key);  // borrowed
+  if (names == nullptr || !PyTuple_CheckExact(names)) return py_richcompare(self, other, op);
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+    PyObject* name = PyTuple_GET_ITEM(names, i);
+    PyObject* a = field_of(self, name);  // as `self.name` in the dataclass' __eq__
+    if (a == nullptr) return nullptr;
+    PyObject* b = field_of(other, name);
+    if (b == nullptr) {
+      Py_DECREF(a);
+      return nullptr;
+    }
+    int eq = PyObject_RichCompareBool(a, b, Py_EQ);  // (identity first, as a tuple's ==)
+    Py_DECREF(a);
+    Py_DECREF(b);
+    if (eq < 0) return nullptr;
+    if (!eq) Py_RETURN_FALSE;
+  }
+  Py_RETURN_TRUE;
+}
+
+// eq_slot(cls): cls' rich comparison slot becomes kept_richcompare when cls has a Python __eq__ in its own dict and
+// the tuple cls._eq_fields; True if so. Setting __eq__ again sets Python's slot again; a subclass gets Python's.
+PyObject* eq_slot(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls) || !(((PyTypeObject*)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+    PyErr_SetString(PyExc_TypeError, "eq_slot takes a class");
+    return nullptr;
+  }
+  PyTypeObject* t = (PyTypeObject*)cls;
+  static PyObject* dunder_eq = PyUnicode_InternFromString("__eq__");
+  if (dunder_eq == nullptr) return nullptr;
+  if (s_eq_fields_key == nullptr && (s_eq_fields_key = PyUnicode_InternFromString("_eq_fields")) == nullptr)
+    return nullptr;
+  PyObject* eq = PyDict_GetItemWithError(t->tp_dict, dunder_eq);
+  if (eq == nullptr && PyErr_Occurred()) return nullptr;
+  PyObject* names = PyDict_GetItemWithError(t->tp_dict, s_eq_fields_key);
+  if (names == nullptr && PyErr_Occurred()) return nullptr;
+  if (eq == nullptr || !PyFunction_Check(eq) || names == nullptr || !PyTuple_CheckExact(names)) Py_RETURN_FALSE;
+  if (t->tp_richcompare == kept_richcompare) Py_RETURN_TRUE;
+  if (t->tp_richcompare == nullptr || (py_richcompare != nullptr && t->tp_richcompare != py_richcompare))
+    Py_RETURN_FALSE;
+  py_richcompare = t->tp_richcompare;
+  t->tp_richcompare = kept_richcompare;
+  Py_RETURN_TRUE;
+}
+
+// the class' hash slot after `field_hash_slot(cls)`: the dataclass' generated __hash__, `hash((self.a, self.b))` of
+// the fields named by cls._hash_fields, without the method lookup and the Python frame (not kept: for records
+// other than the nodes, which a copy or a pickle must not carry)
+Py_hash_t field_tp_hash(PyObject* self) {
+  PyObject* names = _PyType_Lookup(Py_TYPE(self), s_fields_key);  // borrowed
+  if (names == nullptr || !PyTuple_CheckExact(names)) {
+    PyErr_Format(PyExc_TypeError, "%s has no _hash_fields tuple", Py_TYPE(self)->tp_name);
+    return -1;
+  }
+  Py_ssize_t n = PyTuple_GET_SIZE(names);
+  PyObject* values = PyTuple_New(n);
+  if (values == nullptr) return -1;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject* v = field_of(self, PyTuple_GET_ITEM(names, i));
+    if (v == nullptr) {
+      Py_DECREF(values);
+      return -1;
+    }
+    PyTuple_SET_ITEM(values, i, v);
+  }
+  Py_hash_t h = PyObject_Hash(values);
+  Py_DECREF(values);
+  return h;
+}
+
+// field_hash_slot(cls): cls' hash slot becomes field_tp_hash when cls has a Python __hash__ in its own dict and the
+// tuple cls._hash_fields; True if so. Setting __hash__ again sets Python's slot again; a subclass gets Python's.
+PyObject* field_hash_slot(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls) || !(((PyTypeObject*)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+    PyErr_SetString(PyExc_TypeError, "field_hash_slot takes a class");
+    return nullptr;
+  }
+  PyTypeObject* t = (PyTypeObject*)cls;
+  static PyObject* dunder_hash = PyUnicode_InternFromString("__hash__");
+  if (dunder_hash == nullptr) return nullptr;
+  PyObject* fn = PyDict_GetItemWithError(t->tp_dict, dunder_hash);
+  if (fn == nullptr && PyErr_Occurred()) return nullptr;
+  PyObject* names = PyDict_GetItemWithError(t->tp_dict, s_fields_key);
+  if (names == nullptr && PyErr_Occurred()) return nullptr;
+  if (fn == nullptr || !PyFunction_Check(fn) || names == nullptr || !PyTuple_CheckExact(names)) Py_RETURN_FALSE;
+  t->tp_hash = field_tp_hash;
   Py_RETURN_TRUE;
 }
 
@@ -1135,6 +1255,11 @@ PyMethodDef methods[] = {
      "node's dict as '_hash'"},
     {"hash_slot", hash_slot, METH_O,
      "hash_slot(cls): cls' hash slot calls kept_hash directly (no method lookup and call) when cls.__hash__ is it"},
+    {"field_hash_slot", field_hash_slot, METH_O,
+     "field_hash_slot(cls): cls' hash is the hash of the fields named by cls._hash_fields, in C, when cls.__hash__ is "
+     "a Python function"},
+    {"eq_slot", eq_slot, METH_O,
+     "eq_slot(cls): cls' == compares the fields named by cls._eq_fields in C when cls.__eq__ is a Python function"},
     {"bind", bind, METH_VARARGS,
      "bind(classes, Expr, ZERO, _key_py, poly_py, _e, atoms_py, from_poly_py, _poly_add_py): the node classes "
      "(Const, Val, Carried, CeilDiv, FloorDiv, Min, Max, Select, Add, Sub, Mul) and the Python steps (affine.py)"},
