@@ -371,6 +371,20 @@ def _per_program(x, nprog: int, rank: int) -> np.ndarray:
 _SHAPES: dict = {}
 
 
+def _tile_operands(base, dtype: str, shape, strides, lo, hi):
+    """(bases, programs, strides, lo, hi) as int64 arrays, one row per program, for the matrix-tile paths
+    (_Tiles, _MaskedTiles): rank 2 or more, a numeric dtype, at least two programs; None otherwise."""
+    r = len(shape)
+    if r < 2 or dtype == "i1" or dtype not in NUMPY:
+        return None
+    base = np.asarray(base, np.int64).reshape(-1)
+    nprog = base.size
+    st, lo, hi = (np.asarray(x, np.int64) for x in (strides, lo, hi))
+    if nprog < 2 or st.shape != (nprog, r) or lo.shape != (nprog, r) or hi.shape != (nprog, r):
+        return None
+    return base, nprog, st, lo, hi
+
+
 def _shape_row(shape: tuple) -> np.ndarray:
     """A tile shape as an int64 row (kept per shape: the same few shapes come back every instruction)."""
     row = _SHAPES.get(shape)
@@ -883,14 +897,10 @@ class _Tiles:
 
     @classmethod
     def make(cls, mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> _Tiles | None:
-        r = len(shape)
-        if r < 2 or dtype == "i1" or dtype not in NUMPY:
+        found = _tile_operands(base, dtype, shape, strides, lo, hi)
+        if found is None:
             return None
-        base = np.asarray(base, np.int64).reshape(-1)
-        nprog = base.size
-        st, lo, hi = (np.asarray(x, np.int64) for x in (strides, lo, hi))
-        if nprog < 2 or st.shape != (nprog, r) or lo.shape != (nprog, r) or hi.shape != (nprog, r):
-            return None
+        base, nprog, st, lo, hi = found
         shape = tuple(int(n) for n in shape)
         numel = math.prod(shape)
         if numel == 0 or int(lo.max()) > 0 or (hi < _shape_row(shape)).any() or not (st == st[:1]).all():
@@ -1054,14 +1064,11 @@ class _MaskedTiles:
 
     @classmethod
     def make(cls, mem: DeviceMemory, base, dtype: str, shape, strides, lo, hi) -> _MaskedTiles | None:
+        found = _tile_operands(base, dtype, shape, strides, lo, hi)
+        if found is None:
+            return None
+        base, nprog, st, lo_, hi_ = found
         r = len(shape)
-        if r < 2 or dtype == "i1" or dtype not in NUMPY:
-            return None
-        base = np.asarray(base, np.int64).reshape(-1)
-        nprog = base.size
-        st, lo_, hi_ = (np.asarray(x, np.int64) for x in (strides, lo, hi))
-        if nprog < 2 or st.shape != (nprog, r) or lo_.shape != (nprog, r) or hi_.shape != (nprog, r):
-            return None
         if not (st == st[:1]).all():
             return None
         shp = _shape_row(tuple(int(n) for n in shape))
