@@ -5,6 +5,7 @@ not cover still runs on the host, counted."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import math
 import re
 import subprocess
@@ -1129,6 +1130,24 @@ def test_eager_kernels_load_from_tritons_cache_under_always_compile(monkeypatch,
         torch.testing.assert_close((x.to("plate") * 3.0).cpu(), x * 3.0)
     assert hits == [False, True]
     assert knobs.compilation.always_compile  # the knob is as it was outside the eager op
+
+
+def test_eager_kernels_compile_outside_the_callers_async_compile_mode():
+    # triton.AsyncCompileMode hands compiles to the caller's executor; Triton's test_async_compile_mock holds
+    # them until it runs them, so an eager op inside the block (a[0, 0] == 0.0) waited forever on its kernel's
+    import triton
+    from triton.runtime import _async_compile
+
+    class Refusing(concurrent.futures.Executor):
+        def submit(self, fn, *args, **kwargs):
+            raise AssertionError("an eager kernel's compile went to the caller's executor")
+
+    x = torch.arange(8.0)
+    p = x.to("plate")
+    kernels.elementwise.device_caches.clear()  # the eager kernel not yet compiled in this process
+    with triton.AsyncCompileMode(Refusing()) as mode:
+        torch.testing.assert_close((p * 3.0).cpu(), x * 3.0)
+        assert _async_compile.active_mode.get() is mode  # the caller's own kernels still go to its executor
 
 
 # ---- maximum / minimum / clamp, sqrt of float64, linalg_vector_norm ---------------------------------------

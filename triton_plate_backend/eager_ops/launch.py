@@ -60,15 +60,24 @@ def library_compiles():
     process would compile each one it runs once (bench_models.py sets it: Inductor's constant folding runs eager
     kernels inside a model's compile). A cached binary is the one a compile would make: Triton's cache key holds
     the hash of every source file of this package (compiler.package_source_hash), the options and the machine.
-    A cold cache still compiles them (once per machine and source)."""
-    from triton import knobs as triton_knobs
+    A cold cache still compiles them (once per machine and source).
 
-    if not triton_knobs.compilation.always_compile:
-        yield
-        return
-    with triton_knobs.compilation.scope():  # restores the knob and its environment variable
-        triton_knobs.compilation.always_compile = False
-        yield
+    They also compile at once, outside a triton.AsyncCompileMode the caller opened: its executor is the
+    caller's (Triton's test_async_compile_mock holds every submitted compile until it says so), and an eager
+    op inside the block (``a[0, 0] == 0.0`` on a plate tensor) would otherwise wait on a compile nobody runs."""
+    from triton import knobs as triton_knobs
+    from triton.runtime import _async_compile
+
+    token = _async_compile.active_mode.set(None)
+    try:
+        if not triton_knobs.compilation.always_compile:
+            yield
+            return
+        with triton_knobs.compilation.scope():  # restores the knob and its environment variable
+            triton_knobs.compilation.always_compile = False
+            yield
+    finally:
+        _async_compile.active_mode.reset(token)
 
 
 def triton_dtype(dtype: torch.dtype):
