@@ -104,22 +104,33 @@ def test_a_box_from_the_registers_is_the_box_of_their_rows(access, base):
     assert dma_one.box_of(regs, 0, ss[:-1], ls, hs, dtype, shape) is None  # a list short of the rank: the batched path
 
 
+def _random_values(dtype, shape, seed):
+    """[1, *shape] values of ``dtype`` from random bits (any pattern: NaNs, infinities, subnormals)."""
+    values = np.random.default_rng(seed).integers(0, 256, (1, *shape, 8), dtype=np.uint8)
+    return values.view(dma._storage(dtype))[..., 0].astype(dma.NUMPY[dtype]) if dtype != "i1" else values[..., 0] & 1
+
+
+def _store_as_batched(mem, rec, before, base, values, strides, lo, hi, dtype):
+    """The one-program store, where it takes the access, writes what the batched store writes from the same
+    memory (``before``: rec's bytes before), with its Traffic."""
+    traffic = dma_one.store(mem, base, values, strides, lo, hi, dtype)
+    if traffic is not None:
+        after = mem.read_bytes(rec.base, rec.nbytes)
+        mem.write_bytes(rec.base, before)
+        want = dma.store_strided(mem, base, values, strides, lo, hi, dtype=dtype)
+        assert after == mem.read_bytes(rec.base, rec.nbytes)
+        _same_traffic(traffic, want)
+
+
 @HYP
 @given(access=accesses())
 def test_store_matches_the_batched_store(mem, access):
     dtype, placement, shape, strides, lo, hi, offset, seed = access
     rec, base = _setup(mem, dtype, placement, offset, seed)
     before = mem.read_bytes(rec.base, rec.nbytes)
-    values = np.random.default_rng(seed + 1).integers(0, 256, (1, *shape, 8), dtype=np.uint8)
-    values = values.view(dma._storage(dtype))[..., 0].astype(dma.NUMPY[dtype]) if dtype != "i1" else values[..., 0] & 1
+    values = _random_values(dtype, shape, seed + 1)
     try:
-        traffic = dma_one.store(mem, base, values, strides, lo, hi, dtype)
-        if traffic is not None:
-            after = mem.read_bytes(rec.base, rec.nbytes)
-            mem.write_bytes(rec.base, before)
-            want = dma.store_strided(mem, base, values, strides, lo, hi, dtype=dtype)
-            assert after == mem.read_bytes(rec.base, rec.nbytes)
-            _same_traffic(traffic, want)
+        _store_as_batched(mem, rec, before, base, values, strides, lo, hi, dtype)
     finally:
         mem.free(rec.base)
 
@@ -134,21 +145,14 @@ def test_a_tile_past_its_allocations_end_loads_and_stores_its_valid_elements(mem
     isz = dma._storage(dtype).itemsize
     rec, base = _setup(mem, dtype, placement, 64, seed, nbytes=(64 + room) * isz)
     before = mem.read_bytes(rec.base, rec.nbytes)
-    values = np.random.default_rng(seed + 1).integers(0, 256, (1, *shape, 8), dtype=np.uint8)
-    values = values.view(dma._storage(dtype))[..., 0].astype(dma.NUMPY[dtype]) if dtype != "i1" else values[..., 0] & 1
+    values = _random_values(dtype, shape, seed + 1)
     try:
         fast = dma_one.load(mem, base, dtype, shape, strides, lo, hi, 7)
         if fast is not None:
             want_vals, want_traffic = dma.load_strided(mem, base, dtype, shape, strides, lo, hi, 7)
             assert _bits(fast[0]).tobytes() == _bits(want_vals).tobytes()
             _same_traffic(fast[1], want_traffic)
-        traffic = dma_one.store(mem, base, values, strides, lo, hi, dtype)
-        if traffic is not None:
-            after = mem.read_bytes(rec.base, rec.nbytes)
-            mem.write_bytes(rec.base, before)
-            want = dma.store_strided(mem, base, values, strides, lo, hi, dtype=dtype)
-            assert after == mem.read_bytes(rec.base, rec.nbytes)
-            _same_traffic(traffic, want)
+        _store_as_batched(mem, rec, before, base, values, strides, lo, hi, dtype)
     finally:
         mem.free(rec.base)
 
