@@ -770,20 +770,29 @@ def _shared_expression(expr: str, defs: str) -> tuple[_Dag, int]:
     return dag, _read_expression(expr, 0, dag, refs)
 
 
+def _parsed(expr: str, defs: str):
+    """(dag, root) of ``expr`` (with its ``defs``), parsed once; None for a plain decimal literal not parsed
+    before (each caller answers it without a DAG)."""
+    found = _PARSED.get((defs, expr) if defs else expr)
+    if found is not None:
+        return found
+    if expr.isdigit() and expr.isascii() and (expr[0] != "0" or expr == "0"):
+        return None
+    if defs:
+        return _shared_expression(expr, defs)
+    try:
+        return _expression(expr)
+    except SyntaxError:
+        raise FootprintError(f"footprint expression {expr!r} does not parse") from None
+
+
 def evaluate(expr: str, names: dict, memo: dict | None = None, defs: str = "") -> np.ndarray:
     """An expression over ``names`` (numpy int64 scalars or arrays over the programs). ``memo``: a dict kept
     by the caller between expressions over the same ``names``, so their common subterms are computed once.
     ``defs``: the definitions its ``$K``s name (``Footprint.defs`` of the entry it is a part of)."""
-    found = _PARSED.get((defs, expr) if defs else expr)
-    if found is None and expr.isdigit() and expr.isascii() and (expr[0] != "0" or expr == "0"):
+    found = _parsed(expr, defs)
+    if found is None:
         return np.asarray(np.int64(int(expr)), dtype=np.int64)  # a literal, as its one DAG node gives it
-    if found is None and defs:
-        found = _shared_expression(expr, defs)
-    elif found is None:
-        try:
-            found = _expression(expr)
-        except SyntaxError:
-            raise FootprintError(f"footprint expression {expr!r} does not parse") from None
     dag, root = found
     memo = {} if memo is None else memo
     return np.asarray(dag.evaluate(root, names, memo.setdefault(dag, {})), dtype=np.int64)
@@ -793,17 +802,10 @@ def evaluate_one(expr: str, names: dict, memo: dict, defs: str = "") -> int | No
     """``evaluate`` of one program (``names``: Python ints, ``one_program_names``) as a Python int, or None
     when a value on the way leaves int64 (``_Dag.evaluate_int``: then ``evaluate`` is the answer). The same
     errors as ``evaluate``. ``memo``: kept by the caller between expressions over the same ``names``."""
-    found = _PARSED.get((defs, expr) if defs else expr)
-    if found is None and expr.isdigit() and expr.isascii() and (expr[0] != "0" or expr == "0"):
+    found = _parsed(expr, defs)
+    if found is None:
         v = int(expr)
         return v if v <= _INT64_MAX else None
-    if found is None and defs:
-        found = _shared_expression(expr, defs)
-    elif found is None:
-        try:
-            found = _expression(expr)
-        except SyntaxError:
-            raise FootprintError(f"footprint expression {expr!r} does not parse") from None
     dag, root = found
     return dag.evaluate_int(root, names, memo.setdefault(dag, {}))
 
