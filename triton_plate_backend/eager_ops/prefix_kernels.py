@@ -61,18 +61,25 @@ def nonzero_place(x, starts, out, n, s1, s2, s3, NDIM: tl.constexpr, BLOCK: tl.c
         tl.store(row + 3, i3, mask=flag)
 
 
-@triton.jit(do_not_specialize=["n"])
-def any_nonzero(x, out, n, ALL: tl.constexpr, BLOCK: tl.constexpr):
-    """out[0] (int32, 0 before) = 1 where any element of x (contiguous, n elements) is nonzero (NaN counts),
-    or with ALL, where any is zero: each program a block, combined by an atomic max (no walk: a 4M-element
-    tensor in one program's loop took a minute in the simulator)."""
-    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+@triton.jit
+def _block_hits(x, i, n, ALL: tl.constexpr):
+    """Per element i of x (contiguous, n elements; past n: no hit): nonzero (NaN counts), or with ALL, zero."""
     inside = i < n
     flag = tl.load(x + i, mask=inside) != 0
     if ALL:
         hit = (flag == 0) & inside
     else:
         hit = flag & inside
+    return hit
+
+
+@triton.jit(do_not_specialize=["n"])
+def any_nonzero(x, out, n, ALL: tl.constexpr, BLOCK: tl.constexpr):
+    """out[0] (int32, 0 before) = 1 where any element of x (contiguous, n elements) is nonzero (NaN counts),
+    or with ALL, where any is zero: each program a block, combined by an atomic max (no walk: a 4M-element
+    tensor in one program's loop took a minute in the simulator)."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    hit = _block_hits(x, i, n, ALL)
     tl.atomic_max(out + tl.arange(0, 1), tl.max(hit.to(tl.int32), axis=0) + tl.zeros([1], dtype=tl.int32))
 
 
@@ -82,12 +89,7 @@ def any_all_block(x, out, n, ALL: tl.constexpr, BLOCK: tl.constexpr):
     elements) is nonzero (NaN counts), or with ALL, whether none is zero: any_nonzero's one block, its answer
     stored as the result (one launch: no zeroed flag to combine into, no compare after)."""
     i = tl.arange(0, BLOCK)
-    inside = i < n
-    flag = tl.load(x + i, mask=inside) != 0
-    if ALL:
-        hit = (flag == 0) & inside
-    else:
-        hit = flag & inside
+    hit = _block_hits(x, i, n, ALL)
     found = tl.max(hit.to(tl.int32), axis=0) + tl.zeros([1], dtype=tl.int32)
     answer = found == 0 if ALL else found != 0
     tl.store(out + tl.arange(0, 1), answer.to(out.dtype.element_ty))
