@@ -16,7 +16,7 @@ from triton_plate_backend.errors import CompileError, RegisterOverflow
 from triton_plate_backend.isa.encoding import float_bits
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.passes import finalize, licm, regalloc, scalar_cse, scalar_flow
-from triton_plate_backend.passes.emitter import Buffer, Emitter, Imm, Label, PInst, Token, View, VReg
+from triton_plate_backend.passes.emitter import Buffer, Emitter, Imm, Label, PInst, Str, Token, View, VReg
 from triton_plate_backend.passes.pipeline import run_pipeline
 from triton_plate_backend.ttir.parser import parse
 
@@ -190,6 +190,43 @@ def test_hand_made_code_for_scalar_cse():
         regalloc.live_intervals_py(lost)
     with pytest.raises(KeyError):
         compiled_intervals(lost)
+
+
+def test_scalar_cse_keys_that_do_not_encode_as_bytes_take_the_tuple_keys():
+    """The C walk keys values by bytes (tag and 8 bytes a source, the suffixes by length and text); an Imm beyond
+    64 bits, of a float or int subclass, an operand that is not an Imm or a register, or a suffix that is not a
+    str sends the walk back to the tuple keys: the same code as the Python walk every time, and keys that look
+    alike as bytes kept apart (-1 and 2**64 - 1, suffixes ("i3", "2") and ("i32",), one mnemonic text in two
+    objects)."""
+
+    class Flo(float):
+        pass
+
+    class Val:  # imm_key reads .value of any operand
+        def __init__(self, value):
+            self.value = value
+
+    add = "".join(["s.", "add"])  # "s.add", another object
+    for odd in (Imm(1 << 70), Imm(Flo(2.5)), Imm(-(1 << 63) - 1), Val(7), None):
+        a, b, c, d, e, f, g = (VReg(x) for x in "abcdefg")
+        code = [
+            PInst("s.li", (), (a, Imm(-1))),
+            PInst("s.li", (), (b, Imm((1 << 64) - 1))),  # not -1's
+            PInst("s.li", (), (c, Imm(-1))),  # a's value: dropped
+            PInst("s.add", ("i3", "2"), (d, a, b)),
+            PInst("s.add", ("i32",), (e, a, b)),  # other suffixes: kept
+            PInst(add, ("i32",), (f, b, c)),  # e's value (commuted, the mnemonic made apart): dropped
+            PInst(".use", (), ((d, e, f),)),
+        ]
+        if odd is not None:
+            code += [PInst("s.li", (), (g, odd)), PInst("s.li", (), (VReg("h"), odd)), PInst(".use", (), (g,))]
+        got = check_cse(code)
+        assert [i.operands[0] for i in got[:4]] == [a, b, d, e]
+        assert got[4].operands == ((d, e, e),)
+    x, y, z = VReg("x"), VReg("y"), VReg("z")
+    sub = [PInst("s.sub", (Str("i32"),), (r, x, x)) for r in (y, z)]  # suffixes that are not a str: equal ones
+    got = check_cse([PInst("s.li", (), (x, Imm(1))), *sub, PInst(".use", (), ((y, z),))])
+    assert len(got) == 3 and got[-1].operands == ((y, y),)
 
 
 def test_hand_made_loops_for_licm():

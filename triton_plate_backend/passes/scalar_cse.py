@@ -16,7 +16,8 @@ way. Commutative operations number their operands in either order alike; immedia
 apart by type and bits (0.0 from -0.0).
 
 `run` walks in C (`_codewalk.scalar_cse`, passes/csrc/codewalk.cpp, built by setup.py) when it is built: the
-same walk, keys and code; `run_py` below is the reference, and what runs without it."""
+same walk and code, its keys as bytes (the tuples where an operand does not encode); `run_py` below is the
+reference, and what runs without it."""
 
 from __future__ import annotations
 

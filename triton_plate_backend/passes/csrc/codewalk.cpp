@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "../../isa/csrc/fields.h"
@@ -480,9 +481,105 @@ PyObject* allocate(PyObject*, PyObject* args) {
   return result;
 }
 
+// scalar_cse's value-number keys as bytes (the compact form of the Python walk's tuples): an instruction's key is
+// 'K', its mnemonic, its suffixes and its sources, a copy's 'M' and its one source; a source is a tag ('r' a value
+// number, 'i' an int, 'f' a float's bytes) and 8 bytes. Two keys are equal exactly when the tuples are (the same
+// strings, numbers and bytes in the same places), so the holder table finds what the Python dict finds; a key
+// that does not encode (an operand other than a register or an Imm of an exact int within 64 bits, a float or a
+// bool, a suffix that is not a str) sends the whole walk back to the tuples.
+struct Src {
+  unsigned char tag;
+  uint64_t bits;
+  bool operator<(const Src& o) const { return tag != o.tag ? tag < o.tag : bits < o.bits; }
+};
+
+// key bytes -> the register that holds the value (borrowed: the code holds it); emptied at each block's start
+struct Holder {
+  struct Entry {
+    uint64_t hash;
+    uint32_t off, len;
+    PyObject* value;  // nullptr: a free slot
+  };
+  std::vector<Entry> slots = std::vector<Entry>(64, Entry{0, 0, 0, nullptr});
+  std::vector<uint32_t> used;  // the slots taken, to free them at a clear
+  std::string arena;           // the keys' bytes
+
+  static uint64_t hash(const std::string& k) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ k.size();
+    size_t i = 0;
+    for (; i + 8 <= k.size(); i += 8) {
+      uint64_t w;
+      memcpy(&w, k.data() + i, 8);
+      h = (h ^ w) * 0xff51afd7ed558ccdull;
+      h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    memcpy(&w, k.data() + i, k.size() - i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+  }
+  // the slot of key k: its entry, or the free one where it goes
+  Entry& find(const std::string& k, uint64_t h) {
+    size_t mask = slots.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      Entry& e = slots[i];
+      if (e.value == nullptr) return e;
+      if (e.hash == h && e.len == k.size() && memcmp(arena.data() + e.off, k.data(), k.size()) == 0) return e;
+    }
+  }
+  PyObject* get(const std::string& k) { return find(k, hash(k)).value; }
+  void set(const std::string& k, PyObject* v) {  // k is not in the table
+    if (2 * (used.size() + 1) > slots.size()) grow();
+    uint64_t h = hash(k);
+    Entry& e = find(k, h);
+    e = Entry{h, (uint32_t)arena.size(), (uint32_t)k.size(), v};
+    arena += k;
+    used.push_back((uint32_t)(&e - slots.data()));
+  }
+  void clear() {
+    for (uint32_t i : used) slots[i].value = nullptr;
+    used.clear();
+    arena.clear();
+  }
+  void grow() {
+    std::vector<Entry> old;
+    old.swap(slots);
+    slots.assign(old.size() * 2, Entry{0, 0, 0, nullptr});
+    used.clear();
+    size_t mask = slots.size() - 1;
+    for (auto& e : old) {
+      if (e.value == nullptr) continue;
+      size_t i = e.hash & mask;
+      while (slots[i].value != nullptr) i = (i + 1) & mask;
+      slots[i] = e;
+      used.push_back((uint32_t)i);
+    }
+  }
+};
+
+// a str's length and UTF-8 bytes appended to a key; false: not an exact str (the key does not encode), or an error
+bool put_text(std::string& k, PyObject* s) {
+  if (!PyUnicode_CheckExact(s)) return false;
+  Py_ssize_t len;
+  const char* u = PyUnicode_AsUTF8AndSize(s, &len);
+  if (u == nullptr) {
+    PyErr_Clear();  // (a lone surrogate): the tuple walk meets it as Python does
+    return false;
+  }
+  uint32_t n = (uint32_t)len;
+  k.append((const char*)&n, 4);
+  k.append(u, len);
+  return true;
+}
+
+PyObject* scalar_cse_walk(PyObject* code, PyObject* count, PyObject* pure, PyObject* commutative,
+                          PyObject* new_block, PyObject* written_at, PyObject* vreg_t, PyObject* imm_t,
+                          PyObject* imm_key, PyObject* pinst_t, bool compact);
+PyObject* const RETRY = Py_None;  // scalar_cse_walk's "a key does not encode": walk again with the tuples
+
 // scalar_cse(code, count, PURE, COMMUTATIVE, NEW_BLOCK, WRITTEN_AT, VReg, Imm, imm_key, PInst) -> code
-// passes/scalar_cse.py's `run` (its docstring): the same walk, building the same value-number keys (tuples of
-// the same Python objects, compared by the same dict), and the same renamed pseudo-instructions.
+// passes/scalar_cse.py's `run` (its docstring): the same walk, with the same value-number keys (as bytes, else
+// tuples of the same Python objects compared by the same dict), and the same renamed pseudo-instructions.
 PyObject* scalar_cse(PyObject*, PyObject* args) {
   PyObject *code, *count, *pure, *commutative, *new_block, *written_at, *vreg_t, *imm_t, *imm_key, *pinst_t;
   if (!PyArg_ParseTuple(args, "O!O!OOOO!OOOO", &PyList_Type, &code, &PyDict_Type, &count, &pure, &commutative,
@@ -492,6 +589,16 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
     PyErr_SetString(PyExc_TypeError, "scalar_cse: PInst must be a class");
     return nullptr;
   }
+  PyObject* out = scalar_cse_walk(code, count, pure, commutative, new_block, written_at, vreg_t, imm_t, imm_key,
+                                  pinst_t, true);
+  if (out != RETRY) return out;
+  return scalar_cse_walk(code, count, pure, commutative, new_block, written_at, vreg_t, imm_t, imm_key, pinst_t,
+                         false);
+}
+
+PyObject* scalar_cse_walk(PyObject* code, PyObject* count, PyObject* pure, PyObject* commutative,
+                          PyObject* new_block, PyObject* written_at, PyObject* vreg_t, PyObject* imm_t,
+                          PyObject* imm_key, PyObject* pinst_t, bool compact) {
   static PyObject *s_mnemonic, *s_operands, *s_suffixes, *s_value, *s_loc, *s_extra_uses, *s_r, *s_i, *s_f, *s_mov,
       *s_label, *one, *empty;
   if (s_mnemonic == nullptr) {
@@ -519,6 +626,10 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
     if (c == nullptr) {
       *out = false;
       return !PyErr_Occurred();
+    }
+    if (c == one) {  // (the small int 1 is one object)
+      *out = true;
+      return true;
     }
     int eq = PyObject_RichCompareBool(c, one, Py_EQ);
     if (eq < 0) return false;
@@ -585,6 +696,13 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
     return PyTuple_Pack(2, s_i, i.p);
   };
   const Py_ssize_t n = PyList_GET_SIZE(code);
+  // what a mnemonic object means to the walk, read once per object (an exact str: the sets do not change during
+  // the walk and the code holds the object): the Kind bits below, or -1 not seen yet
+  enum : Py_ssize_t { K_LABEL = 1, K_PURE = 2, K_COMM = 4, K_NEW_BLOCK = 8, K_MOV = 16 };
+  PtrMap kinds(64);
+  Holder table;        // compact: the holder dict's keys as bytes
+  std::string kb;      // the key being built
+  std::vector<Src> recs;  // its sources
   for (Py_ssize_t idx = 0; idx < n; idx++) {
     PyObject* inst = PyList_GET_ITEM(code, idx);
     Ref m(f_mnemonic.get(inst));
@@ -596,12 +714,26 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
       if (ops.p == nullptr) return nullptr;
     }
     const Py_ssize_t nops = PyTuple_GET_SIZE(ops.p);
-    int is_label = PyUnicode_Compare(m.p, s_label) == 0;
+    Py_ssize_t kind = -1;
+    if (PyUnicode_CheckExact(m.p)) {
+      Py_ssize_t& k = kinds.at(m.p);
+      if (k < 0) {
+        int p = PySet_Contains(pure, m.p), c = PySet_Contains(commutative, m.p), b = PySet_Contains(new_block, m.p);
+        if (p < 0 || c < 0 || b < 0) return nullptr;
+        k = (PyUnicode_Compare(m.p, s_label) == 0 ? K_LABEL : 0) | (p ? K_PURE : 0) | (c ? K_COMM : 0) |
+            (b ? K_NEW_BLOCK : 0) | (PyUnicode_CompareWithASCIIString(m.p, "s.mov") == 0 ? K_MOV : 0);
+      }
+      kind = k;
+    }
+    int is_label = kind >= 0 ? (kind & K_LABEL) != 0 : PyUnicode_Compare(m.p, s_label) == 0;
     if (is_label) {
       gen++;
-      PyDict_Clear(holder.p);
+      if (compact)
+        table.clear();
+      else
+        PyDict_Clear(holder.p);
     }
-    int is_pure = PySet_Contains(pure, m.p);
+    int is_pure = kind >= 0 ? (kind & K_PURE) != 0 : PySet_Contains(pure, m.p);
     if (is_pure < 0) return nullptr;
     bool written_once = false;
     if (is_pure) {
@@ -611,7 +743,93 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
       }
       if (!once(PyTuple_GET_ITEM(ops.p, 0), &written_once)) return nullptr;
     }
-    if (is_pure && written_once) {
+    if (is_pure && written_once && compact) {
+      PyObject* d = PyTuple_GET_ITEM(ops.p, 0);
+      recs.clear();
+      for (Py_ssize_t j = 1; j < nops; j++) {
+        PyObject* v = PyTuple_GET_ITEM(ops.p, j);
+        if ((PyObject*)Py_TYPE(v) == vreg_t) {  // the value number the register holds (one on first sight)
+          v = rename_get(v);
+          if (v == nullptr) return nullptr;
+          Py_ssize_t s = slot(v, true);
+          if (s < 0) return nullptr;
+          if (number_gen[s] != gen) {
+            number_of[s] = fresh++;
+            number_gen[s] = gen;
+          }
+          recs.push_back(Src{'r', (uint64_t)number_of[s]});
+          continue;
+        }
+        if ((PyObject*)Py_TYPE(v) != imm_t) return RETRY;
+        Ref x(f_value.get(v));
+        if (x.p == nullptr) return nullptr;
+        if (PyFloat_CheckExact(x.p)) {
+          char bytes[8];
+          if (PyFloat_Pack8(PyFloat_AS_DOUBLE(x.p), bytes, 1) < 0) return nullptr;  // struct.pack("<d")'s bytes
+          uint64_t bits;
+          memcpy(&bits, bytes, 8);
+          recs.push_back(Src{'f', bits});
+        } else if (PyLong_CheckExact(x.p) || PyBool_Check(x.p)) {
+          int overflow;
+          long long i = PyLong_AsLongLongAndOverflow(x.p, &overflow);
+          if (overflow) return RETRY;
+          if (i == -1 && PyErr_Occurred()) return nullptr;
+          recs.push_back(Src{'i', (uint64_t)i});
+        } else {
+          return RETRY;
+        }
+      }
+      Ref suffixes(f_suffixes.get(inst));
+      if (suffixes.p == nullptr) return nullptr;
+      if (kind < 0) return RETRY;  // (a mnemonic that is not an exact str)
+      if (kind & K_COMM) {  // `inst.suffixes[0].startswith("i")`
+        if (!PyTuple_CheckExact(suffixes.p) || PyTuple_GET_SIZE(suffixes.p) < 1 ||
+            !PyUnicode_CheckExact(PyTuple_GET_ITEM(suffixes.p, 0)))
+          return RETRY;
+        PyObject* first = PyTuple_GET_ITEM(suffixes.p, 0);
+        if (PyUnicode_GET_LENGTH(first) > 0 && PyUnicode_READ_CHAR(first, 0) == 'i') std::sort(recs.begin(), recs.end());
+      }
+      kb.clear();
+      if (kind & K_MOV) {  // ("mov", srcs[0])
+        if (recs.empty()) {
+          PyErr_SetString(PyExc_IndexError, "list index out of range");
+          return nullptr;
+        }
+        kb.push_back('M');
+        kb.push_back((char)recs[0].tag);
+        kb.append((const char*)&recs[0].bits, 8);
+        PyObject* v = PyTuple_GET_ITEM(ops.p, 1);
+        if ((PyObject*)Py_TYPE(v) == vreg_t) {
+          PyObject* src = rename_get(v);
+          if (src == nullptr) return nullptr;
+          bool src_once;
+          if (!once(src, &src_once)) return nullptr;
+          if (src_once) {
+            if (!rename_set(d, src)) return nullptr;
+            continue;
+          }
+        }
+      } else {  // (m, suffixes, tuple(srcs))
+        kb.push_back('K');
+        if (!put_text(kb, m.p)) return RETRY;
+        if (!PyTuple_CheckExact(suffixes.p)) return RETRY;
+        uint32_t ns = (uint32_t)PyTuple_GET_SIZE(suffixes.p);
+        kb.append((const char*)&ns, 4);
+        for (uint32_t q = 0; q < ns; q++)
+          if (!put_text(kb, PyTuple_GET_ITEM(suffixes.p, q))) return RETRY;
+        for (const Src& r : recs) {
+          kb.push_back((char)r.tag);
+          kb.append((const char*)&r.bits, 8);
+        }
+      }
+      PyObject* h = table.get(kb);
+      if (h != nullptr) {
+        if (!rename_set(d, h)) return nullptr;
+        continue;
+      }
+      table.set(kb, d);
+      if (!number_set(d)) return nullptr;
+    } else if (is_pure && written_once) {
       PyObject* d = PyTuple_GET_ITEM(ops.p, 0);
       Ref srcs(PyList_New(0));
       if (srcs.p == nullptr) return nullptr;
@@ -635,7 +853,7 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
         }
         if (key.p == nullptr || PyList_Append(srcs.p, key.p) < 0) return nullptr;
       }
-      int comm = PySet_Contains(commutative, m.p);
+      int comm = kind >= 0 ? (kind & K_COMM) != 0 : PySet_Contains(commutative, m.p);
       if (comm < 0) return nullptr;
       Ref suffixes(f_suffixes.get(inst));
       if (suffixes.p == nullptr) return nullptr;
@@ -708,11 +926,14 @@ PyObject* scalar_cse(PyObject*, PyObject* args) {
       }
     }
     if (PyList_Append(keep.p, inst) < 0) return nullptr;
-    int nb = PySet_Contains(new_block, m.p);
+    int nb = kind >= 0 ? (kind & K_NEW_BLOCK) != 0 : PySet_Contains(new_block, m.p);
     if (nb < 0) return nullptr;
     if (nb) {
       gen++;
-      PyDict_Clear(holder.p);
+      if (compact)
+        table.clear();
+      else
+        PyDict_Clear(holder.p);
     }
   }
   if (renamed_count == 0) {
