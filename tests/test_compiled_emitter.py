@@ -246,6 +246,91 @@ def test_a_tile_operand_of_a_vector_instruction_goes_through_the_hazards():
     assert [i[2] for i in got[1]].count("dma.wait") == 1
 
 
+def python_frames(fn, names=("_hazards", "_track", "wait", "wait_all")) -> dict:
+    """fn() and how many frames of the emitter's Python methods `names` it ran (sys.setprofile)."""
+    import sys
+
+    seen = dict.fromkeys(names, 0)
+
+    def prof(frame, event, arg):
+        if event == "call" and frame.f_code.co_name in seen and frame.f_code.co_filename == emitter.__file__:
+            seen[frame.f_code.co_name] += 1
+
+    sys.setprofile(prof)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def _dmas(em):
+    """More loads than the queue holds, a load after a store and a store after loads, a gather, an atomic, a
+    fence, another program's prefetch, a carried DMA kept over a branch and waited for at halt."""
+    base = em.rematerialised("s.li", Imm(0))
+    bufs = [em.buffer("f32", (8,)) for _ in range(12)]
+    regs = ((base,), (base,), (base,))
+    for b in bufs[: em.queue_depth + 2]:  # a full queue drains from its oldest
+        em.emit("dma.load", Token(), b, base, *regs, Imm(0.0))
+    em.emit("dma.store", Token(), bufs[0], base, *regs)  # its tile in flight: waited for; a store after loads
+    em.emit("dma.load", Token(), bufs[1], base, *regs, Imm(0.0))  # a load after a store
+    em.emit("v.add", bufs[2], bufs[3], bufs[4])
+    em.emit("dma.gather", Token(), bufs[6], bufs[7], bufs[8], Imm(0.0))
+    em.emit("atom.rmw", bufs[9], bufs[10], bufs[11], bufs[2])
+    em.emit("fence")
+    em.other_program = True
+    carried = Token()
+    em.emit("dma.load", carried, bufs[5], base, *regs, Imm(0.0))  # another program's: no memory order
+    em.carry(carried)
+    em.other_program = False
+    em.emit("dma.store", Token(), bufs[9], base, *regs)
+    em.emit("jmp", Label("out"))  # every DMA but the carried one waited for
+    kept = [p.token is carried for p in em.pending]
+    em.emit("halt")  # the carried one too
+    return [kept, len(em.pending)]
+
+
+def test_the_dma_bookkeeping_in_c_is_the_python_methods():
+    """Queue drains, memory order between loads and stores (not across programs), tiles in flight, fences,
+    atomics, carried DMAs: the same code and the same pending list, and the compiled emitter ran none of the
+    Python methods."""
+    got, want = both(_dmas)
+    assert got == want
+    assert got[0] == ((("bool", "True"),), ("int", "0")) and [i[2] for i in got[1]].count("dma.wait") == 15
+    for compiled, frames in ((True, 0), (False, 1)):
+        Emitter.compiled = compiled
+        try:
+            em = Emitter(get_machine("plate-mini"))
+        finally:
+            Emitter.compiled = True
+        seen = python_frames(lambda em=em: _dmas(em))
+        assert all((n > 0) == bool(frames) for n in seen.values()), seen
+
+
+def test_an_emitter_with_its_own_dma_methods_runs_them():
+    """A subclass's `_hazards` or `_track`, or a `wait` set on the instance: the compiled emit calls them."""
+    calls = []
+
+    class Mine(Emitter):
+        def _hazards(self, *args):
+            calls.append("_hazards")
+            return super()._hazards(*args)
+
+        def _track(self, *args):
+            calls.append("_track")
+            return super()._track(*args)
+
+    em = Mine(get_machine("plate-mini"))
+    assert "emit" in vars(em)
+    _dmas(em)
+    assert calls.count("_track") == 15 and calls.count("_hazards") > 10
+    em = Emitter(get_machine("plate-mini"))
+    em.wait = lambda p, wait=em.wait: calls.append("wait") or wait(p)
+    calls.clear()
+    _dmas(em)
+    assert calls.count("wait") == [i.mnemonic for i in em.code].count("dma.wait") == 15
+
+
 def _expressions():
     from triton_plate_backend.ir.core import ScalarType, Value
     from triton_plate_backend.passes import affine as A

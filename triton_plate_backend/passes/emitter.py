@@ -233,7 +233,7 @@ class PInst:
     extra_uses: tuple = ()  # buffers a dma.wait keeps alive
 
 
-@dataclass
+@dataclass(eq=False)  # one DMA in flight: told apart by identity (`wait`'s list.remove finds it without __eq__)
 class _Pending:
     token: Token
     writes: set = field(default_factory=set)  # buffers the DMA writes (loads)
@@ -276,8 +276,9 @@ _NO_HAZARD = frozenset(
 
 class Emitter:
     """`emit`, `rematerialised` and `li` run in C (`_emit.Core`, passes/csrc/emit.cpp, built by setup.py) when it
-    is built: an emitter then holds the compiled methods as its own attributes; the methods below are the
-    reference, and what runs without the module or with ``compiled = False``."""
+    is built: an emitter then holds the compiled methods as its own attributes, and the compiled `emit` does what
+    `_hazards`, `_track`, `wait` and `wait_all` do while they are these; the methods below are the reference, and
+    what runs without the module or with ``compiled = False``."""
 
     share = True  # False: every use of a constant, argument or address term computes its own (`rematerialised`)
     compiled = True  # False: the Python `emit`, `rematerialised` and `li` even where `_emit` is built
@@ -493,19 +494,29 @@ class Emitter:
             self.emit(mnemonic, *ops, suffixes=suffixes)
 
 
-# mnemonic -> (ISA row, operand count, what `emit` tests by set membership as bits, written operand positions):
-# the table `_emit.Core` reads (the bits are emit.cpp's BRANCH, FORWARD, NO_HAZARD, DMA, HALT)
+# mnemonic -> (ISA row, operand count, what `emit` tests by set membership as bits, written operand positions, then
+# what `_hazards` and `_track` read: the tile operands read, those written, the memory it touches):
+# the table `_emit.Core` reads (the bits are emit.cpp's BRANCH, FORWARD, NO_HAZARD, DMA, HALT, FENCE)
 _CORE = {
     m: (
         row,
         len(row.operands),
-        (m in BRANCHES) | (m in _FORWARD) << 1 | (m in _NO_HAZARD) << 2 | (m in DMA_MEMORY) << 3 | (m == "halt") << 4,
+        (m in BRANCHES)
+        | (m in _FORWARD) << 1
+        | (m in _NO_HAZARD) << 2
+        | (m in DMA_MEMORY) << 3
+        | (m == "halt") << 4
+        | (m in ("fence", "barrier")) << 5,
         _WRITTEN_AT[m],
+        *_tile_positions(row),
+        DMA_MEMORY.get(m) or ("both" if m.startswith("atom.") else None),
     )
     for m, row in ISA.items()
 }
 if _emit is not None:
     _emit.init(_CORE, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li, _VREG_IDS)
+    if hasattr(_emit, "init_dma"):  # (a module built before it: the Python methods)
+        _emit.init_dma(Emitter._hazards, Emitter._track, Emitter.wait, Emitter.wait_all, _Pending)
 # VReg(hint) for the rules' hot paths: made in C without __init__'s frame where _emit is built (the same register)
 new_vreg = _emit.vreg if _emit is not None else VReg
 

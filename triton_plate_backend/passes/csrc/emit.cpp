@@ -14,6 +14,7 @@
 #include <Python.h>
 
 #include <cstring>
+#include <utility>
 
 #include "../../isa/csrc/fields.h"
 
@@ -44,7 +45,7 @@ struct Ref {
 };
 
 // flags of a mnemonic (emitter.py `_CORE`): what the Python `emit` tests by set membership
-enum : long { BRANCH = 1, FORWARD = 2, NO_HAZARD = 4, DMA = 8, HALT = 16 };
+enum : long { BRANCH = 1, FORWARD = 2, NO_HAZARD = 4, DMA = 8, HALT = 16, FENCE = 32 };
 
 // set by init(): mnemonic -> (row, operand count, flags, written operand positions); the classes; the Python methods
 PyObject *g_table, *g_pinst, *g_vreg, *g_imm, *g_imm_key, *g_emit_py, *g_remat_py, *g_li_py;
@@ -52,7 +53,7 @@ PyObject *g_table, *g_pinst, *g_vreg, *g_imm, *g_imm_key, *g_emit_py, *g_remat_p
 PyObject *g_vreg_ids, *g_vreg_init;
 PyObject *s_code, *s_pending, *s_remat, *s_version, *s_shared, *s_placed, *s_loc, *s_wait_all, *s_hazards,
     *s_track, *s_mnemonic, *s_suffixes, *s_operands, *s_extra_uses, *s_value, *s_force, *s_hint, *s_f, *s_i,
-    *s_li, *s_init, *k_force, *k_hint, *empty_tuple, *empty_str, *zero, *one;
+    *s_li, *s_init, *s_wait, *k_force, *k_hint, *empty_tuple, *empty_str, *zero, *one;
 
 bool strings() {
   struct {
@@ -78,7 +79,8 @@ bool strings() {
              {&s_f, "f"},
              {&s_i, "i"},
              {&s_li, "s.li"},
-             {&s_init, "__init__"}};
+             {&s_init, "__init__"},
+             {&s_wait, "wait"}};
   for (auto& s : all) {
     if (*s.at == nullptr && (*s.at = PyUnicode_InternFromString(s.text)) == nullptr) return false;
   }
@@ -203,6 +205,265 @@ int truth_of_attr(PyObject* em, PyObject* name, Ref& out) {
   return PyObject_IsTrue(out.p);
 }
 
+// ---- the DMAs in flight: Emitter._hazards, _track, wait and wait_all (passes/emitter.py) ----------------------------
+// set by init_dma(): the Python methods (an emitter whose class or instance has another runs that one) and _Pending
+PyObject *g_hazards_py, *g_track_py, *g_wait_py, *g_wait_all_py, *g_pending_cls;
+PyObject *s_buffer, *s_writes, *s_reads, *s_memory, *s_token, *s_carried, *s_other_program, *s_queue_depth, *s_read,
+    *s_write, *s_both, *s_dma_wait, *k_other_program;
+
+// init_dma(Emitter._hazards, Emitter._track, Emitter.wait, Emitter.wait_all, _Pending) -> None
+PyObject* init_dma(PyObject*, PyObject* args) {
+  PyObject *hazards, *track, *wait, *wait_all, *pending_cls;
+  if (!PyArg_ParseTuple(args, "OOOOO", &hazards, &track, &wait, &wait_all, &pending_cls)) return nullptr;
+  if (!strings()) return nullptr;
+  struct {
+    PyObject** at;
+    const char* text;
+  } all[] = {{&s_buffer, "buffer"},   {&s_writes, "writes"},   {&s_reads, "reads"},
+             {&s_memory, "memory"},   {&s_token, "token"},     {&s_carried, "carried"},
+             {&s_other_program, "other_program"}, {&s_queue_depth, "queue_depth"},
+             {&s_read, "read"},       {&s_write, "write"},     {&s_both, "both"},
+             {&s_dma_wait, "dma.wait"}};
+  for (auto& x : all) {
+    if (*x.at == nullptr && (*x.at = PyUnicode_InternFromString(x.text)) == nullptr) return nullptr;
+  }
+  if (k_other_program == nullptr && (k_other_program = PyTuple_Pack(1, s_other_program)) == nullptr) return nullptr;
+  PyObject** slots[] = {&g_hazards_py, &g_track_py, &g_wait_py, &g_wait_all_py, &g_pending_cls};
+  PyObject* values[] = {hazards, track, wait, wait_all, pending_cls};
+  for (size_t k = 0; k < sizeof(values) / sizeof(*values); k++) {
+    Py_INCREF(values[k]);
+    Py_XSETREF(*slots[k], values[k]);
+  }
+  Py_RETURN_NONE;
+}
+
+// is em.<name> the method init_dma saw (its class's, not replaced on the class or the instance)
+bool own_method(PyObject* em, PyObject* name, PyObject* fn) {
+  if (fn == nullptr || _PyType_Lookup(Py_TYPE(em), name) != fn) return false;
+  PyObject** dictptr = _PyObject_GetDictPtr(em);
+  if (dictptr == nullptr || *dictptr == nullptr) return true;
+  if (!PyDict_CheckExact(*dictptr)) return false;
+  PyObject* got = PyDict_GetItemWithError(*dictptr, name);
+  if (got == nullptr && PyErr_Occurred()) PyErr_Clear();
+  return got == nullptr;
+}
+
+// {operands[i].buffer for i in positions} (a new set)
+PyObject* buffers_at(PyObject* ops, PyObject* positions) {
+  Ref set(PySet_New(nullptr));
+  if (set.p == nullptr) return nullptr;
+  for (Py_ssize_t k = 0, n = PyTuple_GET_SIZE(positions); k < n; k++) {
+    Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(positions, k));
+    if (i == -1 && PyErr_Occurred()) return nullptr;
+    if (i < 0 || i >= PyTuple_GET_SIZE(ops)) {
+      PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+      return nullptr;
+    }
+    Ref b(get_attr(PyTuple_GET_ITEM(ops, i), s_buffer));
+    if (b.p == nullptr || PySet_Add(set.p, b.p) < 0) return nullptr;
+  }
+  return set.release();
+}
+
+// bool(a & b) (1, 0, -1 on error): a common member found by the smaller set's walk, as set & set finds them
+int meet(PyObject* a, PyObject* b) {
+  if (!PyAnySet_CheckExact(a) || !PyAnySet_CheckExact(b)) {
+    Ref both(PyNumber_And(a, b));
+    return both.p == nullptr ? -1 : PyObject_IsTrue(both.p);
+  }
+  if (PySet_GET_SIZE(a) > PySet_GET_SIZE(b)) std::swap(a, b);
+  Py_ssize_t pos = 0;
+  PyObject* key;
+  Py_hash_t hash;
+  while (_PySet_NextEntry(a, &pos, &key, &hash)) {
+    int in = PySet_Contains(b, key);
+    if (in != 0) return in;
+  }
+  return 0;
+}
+
+// Emitter.wait(p): p out of the pending list (list.remove), a dma.wait of its token keeping its buffers alive
+bool wait_c(PyObject* em, PyObject* p) {
+  Ref pending(get_attr(em, s_pending));
+  if (pending.p == nullptr) return false;
+  if (PyList_CheckExact(pending.p)) {
+    Py_ssize_t i = 0;
+    for (; i < PyList_GET_SIZE(pending.p); i++) {
+      PyObject* item = PyList_GET_ITEM(pending.p, i);
+      Py_INCREF(item);
+      int eq = PyObject_RichCompareBool(item, p, Py_EQ);
+      Py_DECREF(item);
+      if (eq < 0) return false;
+      if (eq) break;
+    }
+    if (i == PyList_GET_SIZE(pending.p)) {
+      PyErr_SetString(PyExc_ValueError, "list.remove(x): x not in list");
+      return false;
+    }
+    if (PyList_SetSlice(pending.p, i, i + 1, nullptr) < 0) return false;
+  } else {
+    Ref r(PyObject_CallMethod(pending.p, "remove", "O", p));
+    if (r.p == nullptr) return false;
+  }
+  Ref code(get_attr(em, s_code));
+  if (code.p == nullptr) return false;
+  Ref token(PyObject_GetAttr(p, s_token));
+  if (token.p == nullptr) return false;
+  Ref ops(PyTuple_Pack(1, token.p));
+  Ref loc(get_attr(em, s_loc));
+  if (ops.p == nullptr || loc.p == nullptr) return false;
+  Ref w(PyObject_GetAttr(p, s_writes));
+  if (w.p == nullptr) return false;
+  Ref r(PyObject_GetAttr(p, s_reads));
+  if (r.p == nullptr) return false;
+  Ref both(PyNumber_Or(w.p, r.p));
+  if (both.p == nullptr) return false;
+  Ref extra(PySequence_Tuple(both.p));
+  if (extra.p == nullptr) return false;
+  // PInst("dma.wait", (), (p.token,), self.loc, tuple(p.writes | p.reads)), made as its __init__ makes it
+  PyTypeObject* pinst_type = (PyTypeObject*)g_pinst;
+  Ref inst(pinst_type->tp_new(pinst_type, empty_tuple, nullptr));
+  if (inst.p == nullptr || f_mnemonic.set(inst.p, s_dma_wait) < 0 || f_suffixes.set(inst.p, empty_tuple) < 0 ||
+      f_operands.set(inst.p, ops.p) < 0 || f_loc.set(inst.p, loc.p) < 0 || f_extra_uses.set(inst.p, extra.p) < 0)
+    return false;
+  if (PyList_CheckExact(code.p)) return PyList_Append(code.p, inst.p) == 0;
+  Ref done(PyObject_CallMethod(code.p, "append", "O", inst.p));
+  return done.p != nullptr;
+}
+
+// a snapshot of the pending list (list(self.pending)), a new reference
+PyObject* pending_now(PyObject* em) {
+  Ref pending(get_attr(em, s_pending));
+  if (pending.p == nullptr) return nullptr;
+  return PySequence_List(pending.p);
+}
+
+// Emitter.wait_all(force): every pending DMA waited for (but carried prefetches, unless force)
+bool wait_all_c(PyObject* em, bool force) {
+  Ref all(pending_now(em));
+  if (all.p == nullptr) return false;
+  for (Py_ssize_t k = 0; k < PyList_GET_SIZE(all.p); k++) {
+    PyObject* p = PyList_GET_ITEM(all.p, k);
+    if (!force) {
+      Ref carried(PyObject_GetAttr(p, s_carried));
+      if (carried.p == nullptr) return false;
+      int yes = PyObject_IsTrue(carried.p);
+      if (yes < 0) return false;
+      if (yes) continue;
+    }
+    if (!wait_c(em, p)) return false;
+  }
+  return true;
+}
+
+// Emitter._hazards(mnemonic, row, operands) for the table's entry (row, count, flags, written, tiles read, tiles
+// written, memory): a pending DMA that clashes with this instruction is waited for, then a full queue drained
+bool hazards_c(PyObject* em, PyObject* entry, long flags, PyObject* ops) {
+  PyObject *used = PyTuple_GET_ITEM(entry, 4), *written = PyTuple_GET_ITEM(entry, 5),
+           *memory = PyTuple_GET_ITEM(entry, 6);
+  bool fence = flags & FENCE;
+  auto is = [&](const char* kind) { return PyUnicode_Check(memory) && PyUnicode_CompareWithASCIIString(memory, kind) == 0; };
+  bool mem_read = is("read"), mem_write = is("write"), mem_both = is("both");
+  if (memory == Py_None && PyTuple_GET_SIZE(used) == 0 && PyTuple_GET_SIZE(written) == 0 && !fence) return true;
+  Ref reads(buffers_at(ops, used));
+  if (reads.p == nullptr) return false;
+  Ref writes(buffers_at(ops, written));
+  if (writes.p == nullptr) return false;
+  Ref touched(PyNumber_Or(reads.p, writes.p));
+  if (touched.p == nullptr) return false;
+  Ref all(pending_now(em));
+  if (all.p == nullptr) return false;
+  for (Py_ssize_t k = 0; k < PyList_GET_SIZE(all.p); k++) {
+    PyObject* p = PyList_GET_ITEM(all.p, k);
+    // clash = (p.writes & (reads | writes)) or (p.reads & writes)
+    Ref pw(PyObject_GetAttr(p, s_writes));
+    if (pw.p == nullptr) return false;
+    int clash = meet(pw.p, touched.p);
+    if (clash < 0) return false;
+    if (!clash) {
+      Ref pr(PyObject_GetAttr(p, s_reads));
+      if (pr.p == nullptr) return false;
+      clash = meet(pr.p, writes.p);
+      if (clash < 0) return false;
+    }
+    // ordered = not (self.other_program or p.other_program): programs do not see each other's memory
+    Ref other(get_attr(em, s_other_program));
+    if (other.p == nullptr) return false;
+    int unordered = PyObject_IsTrue(other.p);
+    if (unordered < 0) return false;
+    if (!unordered) {
+      Ref po(PyObject_GetAttr(p, s_other_program));
+      if (po.p == nullptr) return false;
+      unordered = PyObject_IsTrue(po.p);
+      if (unordered < 0) return false;
+    }
+    if (!unordered && (mem_read || mem_both || mem_write)) {
+      Ref pm(PyObject_GetAttr(p, s_memory));
+      if (pm.p == nullptr) return false;
+      if (mem_read || mem_both) {  // a load must see an earlier store
+        int eq = PyObject_RichCompareBool(pm.p, s_write, Py_EQ);
+        if (eq < 0) return false;
+        if (eq) clash = 1;
+      }
+      if (mem_write || mem_both) {  // a store must not overtake an earlier load of the same memory
+        int eq = PyObject_RichCompareBool(pm.p, s_read, Py_EQ);
+        if (eq < 0) return false;
+        if (eq) clash = 1;
+      }
+    }
+    if (fence) clash = 1;
+    if (clash && !wait_c(em, p)) return false;
+  }
+  if (mem_read || mem_write) {  // while len(self.pending) >= self.queue_depth: self.wait(self.pending[0])
+    for (;;) {
+      Ref pending(get_attr(em, s_pending));
+      if (pending.p == nullptr) return false;
+      Py_ssize_t n = PyObject_Length(pending.p);
+      if (n < 0) return false;
+      Ref depth(get_attr(em, s_queue_depth));
+      if (depth.p == nullptr) return false;
+      Ref len(PyLong_FromSsize_t(n));
+      if (len.p == nullptr) return false;
+      int full = PyObject_RichCompareBool(len.p, depth.p, Py_GE);
+      if (full < 0) return false;
+      if (!full) break;
+      Ref first(PySequence_GetItem(pending.p, 0));
+      if (first.p == nullptr || !wait_c(em, first.p)) return false;
+    }
+  }
+  return true;
+}
+
+// Emitter._track(mnemonic, row, operands): the DMA just emitted joins the pending list
+bool track_c(PyObject* em, PyObject* entry, PyObject* ops) {
+  Ref pending(get_attr(em, s_pending));
+  if (pending.p == nullptr) return false;
+  if (PyTuple_GET_SIZE(ops) < 1) {
+    PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+    return false;
+  }
+  Ref w(buffers_at(ops, PyTuple_GET_ITEM(entry, 5)));
+  if (w.p == nullptr) return false;
+  Ref r(buffers_at(ops, PyTuple_GET_ITEM(entry, 4)));
+  if (r.p == nullptr) return false;
+  Ref other(get_attr(em, s_other_program));
+  if (other.p == nullptr) return false;
+  // _Pending(tok, writes, reads, DMA_MEMORY[mnemonic], other_program=self.other_program)
+  PyObject* argv[] = {PyTuple_GET_ITEM(ops, 0), w.p, r.p, PyTuple_GET_ITEM(entry, 6), other.p};
+  Ref p(PyObject_Vectorcall(g_pending_cls, argv, 4, k_other_program));
+  if (p.p == nullptr) return false;
+  if (PyList_CheckExact(pending.p)) return PyList_Append(pending.p, p.p) == 0;
+  Ref done(PyObject_CallMethod(pending.p, "append", "O", p.p));
+  return done.p != nullptr;
+}
+
+// the C methods above serve this emitter: the table's entry has their columns and the emitter's methods are the ones
+// init_dma saw (the callers of wait among them: wait too)
+bool dma_in_c(PyObject* em, PyObject* entry, PyObject* name, PyObject* fn) {
+  return PyTuple_GET_SIZE(entry) >= 7 && own_method(em, name, fn) &&
+         (name == s_track || own_method(em, s_wait, g_wait_py));
+}
+
 // the Python `emit` body for a known mnemonic with the right operand count (entry: the table's tuple)
 PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* ops, PyObject* suffixes) {
   PyObject* row = PyTuple_GET_ITEM(entry, 0);
@@ -213,9 +474,13 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
     int busy = truth_of_attr(em, s_pending, got);
     if (busy < 0) return nullptr;
     if (busy) {  // self.wait_all(force=mnemonic == "halt"): nothing to wait for when nothing is pending
-      PyObject* argv[] = {em, (flags & HALT) ? Py_True : Py_False};
-      Ref r(PyObject_VectorcallMethod(s_wait_all, argv, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, k_force));
-      if (r.p == nullptr) return nullptr;
+      if (dma_in_c(em, entry, s_wait_all, g_wait_all_py)) {
+        if (!wait_all_c(em, flags & HALT)) return nullptr;
+      } else {
+        PyObject* argv[] = {em, (flags & HALT) ? Py_True : Py_False};
+        Ref r(PyObject_VectorcallMethod(s_wait_all, argv, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, k_force));
+        if (r.p == nullptr) return nullptr;
+      }
     }
     int memo = truth_of_attr(em, s_remat, got);
     if (memo < 0) return nullptr;
@@ -240,8 +505,12 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
     int busy = truth_of_attr(em, s_pending, got);
     if (busy < 0) return nullptr;
     if (busy) {  // self._hazards(mnemonic, row, operands) returns at once when nothing is pending
-      Ref r(call_method(em, s_hazards, mnemonic, row, ops));
-      if (r.p == nullptr) return nullptr;
+      if (dma_in_c(em, entry, s_hazards, g_hazards_py)) {
+        if (!hazards_c(em, entry, flags, ops)) return nullptr;
+      } else {
+        Ref r(call_method(em, s_hazards, mnemonic, row, ops));
+        if (r.p == nullptr) return nullptr;
+      }
     }
   }
   Ref sfx;
@@ -291,8 +560,12 @@ PyObject* do_emit(PyObject* em, PyObject* mnemonic, PyObject* entry, PyObject* o
     if (now.p == nullptr || PyDict_SetItem(version.p, v, now.p) < 0) return nullptr;
   }
   if (flags & DMA) {
-    Ref r(call_method(em, s_track, mnemonic, row, ops));
-    if (r.p == nullptr) return nullptr;
+    if (dma_in_c(em, entry, s_track, g_track_py)) {
+      if (!track_c(em, entry, ops)) return nullptr;
+    } else {
+      Ref r(call_method(em, s_track, mnemonic, row, ops));
+      if (r.p == nullptr) return nullptr;
+    }
   }
   return inst.release();
 }
@@ -322,7 +595,7 @@ PyObject* entry_of(PyObject* mnemonic, Py_ssize_t nops) {
     PyErr_Clear();
     return nullptr;
   }
-  if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 4) return nullptr;
+  if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) < 4) return nullptr;
   Py_ssize_t want = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 1));
   if (want == -1 && PyErr_Occurred()) {
     PyErr_Clear();
@@ -721,6 +994,9 @@ PyMethodDef methods[] = {
      "materialize(ctx, e, memo): dma_operands.materialize in C"},
     {"vreg", (PyCFunction)(void (*)(void))vreg, METH_FASTCALL,
      "vreg(hint=''): a fresh VReg, without VReg.__init__'s frame while it is the one init() saw"},
+    {"init_dma", init_dma, METH_VARARGS,
+     "init_dma(Emitter._hazards, Emitter._track, Emitter.wait, Emitter.wait_all, _Pending): what emit's DMA "
+     "bookkeeping in C reads"},
     {"init", init, METH_VARARGS,
      "init(table, PInst, VReg, Imm, imm_key, Emitter.emit, Emitter.rematerialised, Emitter.li): what Core's methods "
      "read"},
