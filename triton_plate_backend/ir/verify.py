@@ -16,6 +16,11 @@ from ..errors import PlateError
 from .core import Block, FunctionType, Module, Op, Region, Type, TypeAttr, Value, element_type
 from .vocabulary import ISOLATED, OPS, TERMINATORS, region_terminators
 
+try:
+    from . import _irwalk
+except ImportError:  # not built (setup.py build_ext): the Python walk alone
+    _irwalk = None
+
 
 class IrVerifyError(PlateError):
     """plate IR breaks a structural rule; names the op, its source location and the rule."""
@@ -269,8 +274,30 @@ class _Verifier:
             _same(op, "successor arguments vs block arguments", _types(args), _types(succ.args))
 
 
+# name -> (operands min, max or -1, results min, max or -1, parents, region rule or None): what `_Verifier` reads of
+# OPS and REGION_RULES, as the compiled check (`_irwalk.sound`) reads it
+_FACTS = {
+    name: (
+        d.operands[0],
+        -1 if d.operands[1] is None else d.operands[1],
+        d.results[0],
+        -1 if d.results[1] is None else d.results[1],
+        tuple(d.parents),
+        REGION_RULES.get(d.region),
+    )
+    for name, d in OPS.items()
+}
+
+
 def verify(ir: Module | Op) -> None:
-    """Raise IrVerifyError on the first structural problem; return None when the IR is sound."""
+    """Raise IrVerifyError on the first structural problem; return None when the IR is sound.
+
+    Where ir/_irwalk is built, `sound` makes `_Verifier`'s checks in C first (the region contracts through the
+    functions above) and answers True only where they find nothing; anything it leaves (a region of several blocks,
+    a branch to a block) or finds wrong goes to `_Verifier`, which raises what it finds."""
+    roots = ir.ops if isinstance(ir, Module) else [ir]
+    if _irwalk is not None and _irwalk.sound(roots, _FACTS, ISOLATED, TERMINATORS):
+        return
     v = _Verifier()
-    for op in ir.ops if isinstance(ir, Module) else [ir]:
+    for op in roots:
         v.op(op, set())
