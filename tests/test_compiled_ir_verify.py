@@ -15,7 +15,7 @@ from triton_plate_backend.ir.verify import IrVerifyError
 from triton_plate_backend.ir.vocabulary import ISOLATED, TERMINATORS
 from triton_plate_backend.ttir.parser import parse
 
-pytestmark = pytest.mark.skipif(V._irwalk is None, reason="ir._irwalk is not built (setup.py build_ext)")
+pytestmark = pytest.mark.skipif(V._sound is None, reason="ir._irwalk is not built (setup.py build_ext)")
 
 I32 = ScalarType("i32")
 
@@ -34,7 +34,7 @@ GOOD = """module {
 
 
 def sound(m) -> bool:
-    return V._irwalk.sound(m.ops, V._FACTS, ISOLATED, TERMINATORS)
+    return V._sound(m.ops, V._FACTS, ISOLATED, TERMINATORS)
 
 
 def python_verdict(m) -> str:
@@ -51,7 +51,7 @@ def python_verdict(m) -> str:
 def verdict(m, monkeypatch, compiled: bool) -> str:
     with monkeypatch.context() as mp:
         if not compiled:
-            mp.setattr(V, "_irwalk", None)
+            mp.setattr(V, "_sound", None)
         try:
             V.verify(m)
         except IrVerifyError as e:

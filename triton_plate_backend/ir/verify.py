@@ -17,9 +17,9 @@ from .core import Block, FunctionType, Module, Op, Region, Type, TypeAttr, Value
 from .vocabulary import ISOLATED, OPS, TERMINATORS, region_terminators
 
 try:
-    from . import _irwalk
-except ImportError:  # not built (setup.py build_ext): the Python walk alone
-    _irwalk = None
+    from ._irwalk import sound as _sound
+except ImportError:  # not built (setup.py build_ext), or built before it: the Python walk alone
+    _sound = None
 
 
 class IrVerifyError(PlateError):
@@ -296,7 +296,7 @@ def verify(ir: Module | Op) -> None:
     functions above) and answers True only where they find nothing; anything it leaves (a region of several blocks,
     a branch to a block) or finds wrong goes to `_Verifier`, which raises what it finds."""
     roots = ir.ops if isinstance(ir, Module) else [ir]
-    if _irwalk is not None and _irwalk.sound(roots, _FACTS, ISOLATED, TERMINATORS):
+    if _sound is not None and _sound(roots, _FACTS, ISOLATED, TERMINATORS):
         return
     v = _Verifier()
     for op in roots:
