@@ -113,7 +113,16 @@ def _ascending(groups, j: tl.constexpr, k, base=0):
 
 
 @triton.jit
-def _exchange(x, k: tl.constexpr, j: tl.constexpr):
+def _runtime(k: tl.constexpr):
+    """k as an int32 value, not a constexpr: Triton's frontend generates a callee once per set of constexpr
+    arguments, so the stages' (k, j) passed as constexprs made one _exchange per stage (36 at 256 wide, ~0.15 s
+    of a sort kernel's compile); with k a value, one per j. The inliner and constant folding then leave the
+    same program."""
+    return tl.full([], k, tl.int32)
+
+
+@triton.jit
+def _exchange(x, k, j: tl.constexpr):
     """Stage (k, j) over order keys: each pair's smaller first where ascending, last where not."""
     a, b = _halves(x, j)
     lo = tl.minimum(a, b)
@@ -169,18 +178,19 @@ def sort_rows(
         x = _order_key(x, c.to(tl.int64), length, LOG_WIDTH, DESCENDING)
         for s in tl.static_range(1, LOG_KEEP + 1):
             for t in tl.static_range(s):
-                x = _exchange(x, 1 << s, 1 << (s - 1 - t))
+                x = _exchange(x, _runtime(1 << s), 1 << (s - 1 - t))
         for _ in tl.static_range(LOG_KEEP, LOG_WIDTH):
             x = _first_half(x, LOG_KEEP)
             for t in tl.static_range(LOG_KEEP):
-                x = _exchange(x, KEEP, 1 << (LOG_KEEP - 1 - t))
+                x = _exchange(x, _runtime(KEEP), 1 << (LOG_KEEP - 1 - t))
         positions = x & (WIDTH - 1)
         tl.store(values + r * v_row + o * v_col, tl.load(src + r * s_row + positions * s_col, mask=out), mask=out)
     else:
         positions = tl.broadcast_to(c.to(tl.int64), [ROWS, WIDTH])
         for s in tl.static_range(1, LOG_WIDTH + 1):
             for t in tl.static_range(s):
-                x, positions = _exchange_pairs(x, positions, length, 0, 1 << s, 1 << (s - 1 - t), CT, DESCENDING)
+                k = _runtime(1 << s)
+                x, positions = _exchange_pairs(x, positions, length, 0, k, 1 << (s - 1 - t), CT, DESCENDING)
         tl.store(values + r * v_row + o * v_col, x, mask=out)  # LOG_KEEP == LOG_WIDTH
     tl.store(indices + r * i_row + o * i_col, positions, mask=out)
 
@@ -203,7 +213,7 @@ def sort_blocks(
         p = base + tl.arange(0, BLOCK_)[None, :].to(tl.int64)
         for s in tl.static_range(1, LOG_BLOCK + 1):
             for t in tl.static_range(s):
-                x, p = _exchange_pairs(x, p, length, base, 1 << s, 1 << (s - 1 - t), CT, DESCENDING)
+                x, p = _exchange_pairs(x, p, length, base, _runtime(1 << s), 1 << (s - 1 - t), CT, DESCENDING)
     else:
         p = tl.load(positions + at)
         for t in tl.static_range(LOG_BLOCK):
