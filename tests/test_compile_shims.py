@@ -1,9 +1,12 @@
-"""The shims on Triton's compile(): one MLIR context per thread for plate's compiles, one KernelMetadata class
-per key set, the frontend's CodeGenerators emptied when ast_to_ttir returns (shims.py; patches/triton/
-compile-mlir-context-reuse.patch, kernel-metadata-class-cached.patch, code-generator-drops-its-state.patch)."""
+"""The shims on Triton's compile(): one MLIR context per thread for plate's compiles, one KernelMetadata and one
+SpecializationProxy class per key set, the frontend's CodeGenerators emptied when ast_to_ttir returns, the files
+compile() has just put read from what was written (shims.py; patches/triton/compile-mlir-context-reuse.patch,
+kernel-metadata-class-cached.patch, code-generator-drops-its-state.patch, specialization-proxy-class-cached.patch,
+compiled-kernel-from-compile-outputs.patch)."""
 
 from __future__ import annotations
 
+import inspect
 import threading
 import types
 
@@ -174,3 +177,93 @@ def test_no_frontend_shim_where_triton_empties_its_generators(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, shims.CODE_GENERATOR_MODULE, patched)
     assert shims._code_generator_drops_its_state() is False
     assert patched.ast_to_ttir is ast_to_ttir and patched.CodeGenerator is object
+
+
+_proxies = []  # what the kernel's repr was handed, one per compile
+
+
+@triton.jit(repr=lambda proxy: (_proxies.append(proxy), "_fill")[1])
+def _fill(Y, N: tl.constexpr, C: tl.constexpr):
+    tl.store(Y + tl.arange(0, N), tl.full((N,), C, tl.float32))
+
+
+def test_compiles_share_one_specialization_proxy_class(active):
+    import triton.compiler.code_generator as code_generator
+
+    assert shims.STATUS["ast_to_ttir reuses one SpecializationProxy class"] == "applied"
+    assert shims._specialization_proxy_class_cached() is False  # idempotent: the swapped code imports none
+    assert "namedtuple" not in inspect.unwrap(code_generator.ast_to_ttir).__code__.co_names
+    _proxies.clear()
+    y = torch.empty(8)
+    for c in (1.0, 2.0):
+        _fill[(1,)](y, N=8, C=c)
+        torch.testing.assert_close(y, torch.full((8,), c))
+    first, second = _proxies[-2:]
+    assert type(first) is type(second) and type(first).__name__ == "SpecializationProxy"
+    assert type(first).__module__ == shims.CODE_GENERATOR_MODULE and first._fields == ("constants", "signature")
+    assert first.constants["C"] == 1.0 and second.constants["C"] == 2.0  # each compile's values its own
+
+
+def test_no_proxy_shim_where_triton_has_the_patch(monkeypatch):
+    patched = types.SimpleNamespace(SpecializationProxy=object, ast_to_ttir=lambda: None)
+    monkeypatch.setitem(__import__("sys").modules, shims.CODE_GENERATOR_MODULE, patched)
+    assert shims._specialization_proxy_class_cached() is False
+
+
+def test_what_a_put_wrote_is_taken_once(tmp_path, monkeypatch):
+    from triton_plate_backend.cache_files import PlateFileCacheManager
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(shims, "_reading_written", True)
+    manager = PlateFileCacheManager("key")
+    text_path = manager.put("a\r\nb\rc \u00e9\n", "k.ttir", binary=False)
+    data_path = manager.put(b"\x00\x01", "k.pbin")
+    assert manager.put(b"\x02", "k.pbin") == data_path  # replaced by a rename: the last bytes kept
+    with open(text_path, "rb") as f:
+        assert shims._take_written(text_path) == f.read()
+    assert shims._take_written(data_path) == b"\x02"
+    assert shims._take_written(text_path) is None and shims._take_written(data_path) is None
+    monkeypatch.setattr(shims, "_reading_written", False)  # without the stand-in nothing is kept
+    manager.put(b"\x03", "k.pbin")
+    assert shims._take_written(data_path) is None
+
+
+def test_a_just_written_file_reads_as_the_file(tmp_path, monkeypatch):
+    import pathlib
+    import pickle
+
+    from triton_plate_backend.cache_files import PlateFileCacheManager
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(shims, "_reading_written", True)
+    manager = PlateFileCacheManager("key")
+    text = "line\r\nnext\rlast \u00e9\n"  # text mode's newline translation and the locale's encoding
+    text_path = shims._WrittenFilePath(manager.put(text, "k.ttir", binary=False))
+    data_path = shims._WrittenFilePath(manager.put(b"\x00\r\n\xff", "k.pbin"))
+    on_disk = pathlib.Path(text_path).read_text()  # a plain Path reads the file and takes nothing
+    assert on_disk == "line\nnext\nlast \u00e9\n"
+    pathlib.Path(text_path).write_text("changed on disk")  # the written bytes answer once, then the file
+    assert text_path.read_text() == on_disk and text_path.read_text() == "changed on disk"
+    assert data_path.read_bytes() == b"\x00\r\n\xff"
+    pathlib.Path(data_path).write_bytes(b"new")
+    assert data_path.read_bytes() == b"new"
+    assert type(pickle.loads(pickle.dumps(data_path))) is pathlib.PosixPath
+
+
+def test_a_compiled_kernel_holds_what_its_files_hold(active):
+    import json
+    import pathlib
+
+    assert shims.STATUS["CompiledKernel reads the files compile() has just put from what was written"] == "applied"
+    assert compiler.Path is shims._WrittenFilePath
+    assert shims._compiled_kernel_reads_what_was_written() is False  # idempotent
+    x = torch.arange(16, dtype=torch.float32)
+    y = torch.empty_like(x)
+    kernel = _add.warmup(x, y, N=16, C=7, grid=(1,))
+    files = {pathlib.Path(p).suffix[1:]: p for p in kernel.metadata_group.values()}
+    assert set(kernel.asm) == set(files) - {"json"} == {"source", "ttir", "pir", "pasm", "pbin"}
+    for ext, asm in kernel.asm.items():
+        assert asm == (pathlib.Path(files[ext]).read_bytes() if ext == "pbin" else pathlib.Path(files[ext]).read_text())
+    assert kernel.metadata.hash == json.loads(pathlib.Path(files["json"]).read_text())["hash"]
+    _add[(1,)](x, y, N=16, C=7)
+    torch.testing.assert_close(y, x + 7)

@@ -30,6 +30,8 @@ import uuid
 from triton import knobs as triton_knobs
 from triton.runtime.cache import FileCacheManager
 
+from . import shims
+
 
 class PlateFileCacheManager(FileCacheManager):
     """FileCacheManager whose put creates a new file in place and renames a temporary file over an
@@ -49,11 +51,13 @@ class PlateFileCacheManager(FileCacheManager):
         try:
             fd = os.open(filepath, _CREATE_NEW, 0o666)  # the mode open() gives, less the umask
         except FileExistsError:
-            return self._replace(payload, filename, filepath)
-        try:
-            _write_all(fd, payload)
-        finally:
-            os.close(fd)
+            self._replace(payload, filename, filepath)
+        else:
+            try:
+                _write_all(fd, payload)
+            finally:
+                os.close(fd)
+        shims.remember_written(filepath, payload)  # for CompiledKernel's read that follows (shims.py)
         return filepath
 
     def _replace(self, payload: bytes, filename: str, filepath: str) -> str:

@@ -30,6 +30,8 @@ it on exit.
 from __future__ import annotations
 
 import inspect
+import io
+import pathlib
 import sys
 import threading
 import types
@@ -258,6 +260,7 @@ def _do_bench_on_modeled_clock() -> bool:
 
 # ---- compile(): one MLIR context per thread for a backend that asks ("driver") ---------------------------
 COMPILER_MODULE = "triton.compiler.compiler"
+CODE_GENERATOR_MODULE = "triton.compiler.code_generator"
 
 
 class _ContextPerThread:
@@ -324,50 +327,149 @@ def _compile_context_per_thread() -> bool:
     return True
 
 
-# ---- CompiledKernel: one KernelMetadata class per set of keys ("driver") ---------------------------------
-_metadata_types: dict[tuple[str, tuple[str, ...]], type] = {}
+# ---- CompiledKernel / ast_to_ttir: one namedtuple class per set of fields ("driver") ---------------------
+_namedtuple_types: dict[tuple[str, str, tuple[str, ...]], type] = {}
+
+
+def _namedtuple_kept(typename, field_names, module: str) -> type:
+    """``collections.namedtuple(typename, field_names)`` as called from ``module``: one class per name and
+    tuple of fields, made at the first call (every kernel of a backend has the same ones)."""
+    from collections import namedtuple
+
+    key = (module, typename, tuple(field_names))
+    cls = _namedtuple_types.get(key)
+    if cls is None:
+        cls = _namedtuple_types.setdefault(key, namedtuple(typename, key[2], module=module))
+    return cls
 
 
 def _kernel_metadata_type(typename, field_names):
-    """``collections.namedtuple`` for ``CompiledKernel.__init__``: one class per name and tuple of fields,
-    made at the first kernel with those keys (a backend's kernels all have the same ones), in Triton's
-    module as namedtuple would name it there."""
-    from collections import namedtuple
+    """``collections.namedtuple`` for ``CompiledKernel.__init__``, in Triton's module as namedtuple would
+    name it there."""
+    return _namedtuple_kept(typename, field_names, COMPILER_MODULE)
 
-    key = (typename, tuple(field_names))
-    cls = _metadata_types.get(key)
-    if cls is None:
-        cls = _metadata_types.setdefault(key, namedtuple(typename, key[1], module=COMPILER_MODULE))
-    return cls
+
+def _specialization_proxy_type(typename, field_names):
+    """``collections.namedtuple`` for ``ast_to_ttir`` (its ``SpecializationProxy``), in its module."""
+    return _namedtuple_kept(typename, field_names, CODE_GENERATOR_MODULE)
+
+
+def _import_namedtuple_from_here(function, factory) -> bool:
+    """Swap ``function``'s code for the same code whose one ``from collections import namedtuple`` imports
+    this module's ``factory`` instead (the two names of that import statement renamed, nothing else), so
+    no line of Triton's function is copied here. False where the code imports otherwise (swapped already,
+    or another Triton's)."""
+    import dis
+
+    code = function.__code__
+    renames = {"collections": __name__, "namedtuple": factory.__name__}
+    uses = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opcode in dis.hasname]
+    if sorted(u for u in uses if u[1] in renames) != [("IMPORT_FROM", "namedtuple"), ("IMPORT_NAME", "collections")]:
+        return False
+    function.__code__ = code.replace(co_names=tuple(renames.get(name, name) for name in code.co_names))
+    return True
 
 
 def _kernel_metadata_class_cached() -> bool:
     """What kernel-metadata-class-cached.patch does: ``CompiledKernel.__init__`` builds a ``KernelMetadata``
     namedtuple class per kernel it compiles or loads (~0.17 ms of CPU and ~74 objects in reference cycles
     for the collector: two per test_core test). Its ``from collections import namedtuple`` is the one place
-    it names the factory: the function's code object is swapped for the same code importing this module's
-    ``_kernel_metadata_type`` instead (the two names of that import statement renamed, nothing else), so
-    no line of Triton's function is copied here. Applies to every backend's kernels, as the patch does: a
-    class per key set, each kernel's values its own. A Triton whose __init__ imports otherwise is left as is."""
+    it names the factory: it imports ``_kernel_metadata_type`` instead. Applies to every backend's kernels,
+    as the patch does: a class per key set, each kernel's values its own."""
     module = sys.modules.get(COMPILER_MODULE)
     if module is None:
         import triton.compiler.compiler as module
     if hasattr(module, "_kernel_metadata_type"):
         return False  # the patch is in
-    init = module.CompiledKernel.__init__
-    code = init.__code__
-    renames = {"collections": __name__, "namedtuple": _kernel_metadata_type.__name__}
-    import dis
+    return _import_namedtuple_from_here(module.CompiledKernel.__init__, _kernel_metadata_type)
 
-    uses = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opcode in dis.hasname]
-    if sorted(u for u in uses if u[1] in renames) != [("IMPORT_FROM", "namedtuple"), ("IMPORT_NAME", "collections")]:
-        return False  # the swapped code (or another Triton's)
-    init.__code__ = code.replace(co_names=tuple(renames.get(name, name) for name in code.co_names))
+
+def _specialization_proxy_class_cached() -> bool:
+    """What specialization-proxy-class-cached.patch does: ``ast_to_ttir`` builds a ``SpecializationProxy``
+    namedtuple class per compile (~0.04 ms of CPU, and a class with its methods in reference cycles) for
+    one instance it hands to the kernel's ``repr``; its ``from collections import namedtuple`` imports
+    ``_specialization_proxy_type`` instead: one class, each compile's instance its own. Triton's function
+    under plate's wrapper (``__wrapped__``, the shim below) is the one swapped."""
+    module = sys.modules.get(CODE_GENERATOR_MODULE)
+    if module is None:
+        import triton.compiler.code_generator as module
+    if hasattr(module, "SpecializationProxy"):
+        return False  # the patch is in (one class at module level)
+    return _import_namedtuple_from_here(inspect.unwrap(module.ast_to_ttir), _specialization_proxy_type)
+
+
+# ---- CompiledKernel: the files compile() has just put, read from what was written ("driver") --------------
+_written = threading.local()  # .files: {path: the bytes this thread's last put there wrote}
+_WRITTEN_KEPT = 64  # a compile writes seven files; past this many not taken the memo starts again
+_reading_written = False  # the stand-in below is installed: what is written is kept for it
+
+
+def remember_written(path: str, payload: bytes) -> None:
+    """Plate's cache manager (cache_files.py) tells what it has just written at ``path``: kept for the read
+    that follows (once the stand-in below is installed)."""
+    if not _reading_written:
+        return
+    files = _written.__dict__.setdefault("files", {})
+    if len(files) >= _WRITTEN_KEPT:
+        files.clear()
+    files[path] = payload
+
+
+def _take_written(path: str) -> bytes | None:
+    """The bytes this thread's last put at ``path`` wrote, once (None: not kept, or taken already). Triton's
+    compile() hands CompiledKernel the paths of the files it has just put, and CompiledKernel reads each back:
+    what it would read is what was written, byte for byte (a concurrent writer of the same entry writes the
+    same compile's output). Taken once, so any later read goes to the file."""
+    files = _written.__dict__.get("files")
+    return files.pop(path, None) if files else None
+
+
+class _WrittenFilePath(pathlib.PosixPath):
+    """``pathlib.Path`` for triton.compiler.compiler: the same paths, but ``read_text()`` / ``read_bytes()``
+    of a file this thread's plate cache manager has just written, not read since, answer from the bytes it
+    wrote (``remember_written``) as the file would (the text decoded as ``read_text`` decodes it:
+    ``io.TextIOWrapper`` over the bytes); any other read goes to the file. Pickled as a plain PosixPath."""
+
+    __slots__ = ()
+
+    def read_text(self, encoding=None, errors=None):
+        payload = _take_written(str(self))
+        if payload is None:
+            return super().read_text(encoding, errors)
+        return io.TextIOWrapper(io.BytesIO(payload), encoding=io.text_encoding(encoding), errors=errors).read()
+
+    def read_bytes(self):
+        payload = _take_written(str(self))
+        return payload if payload is not None else super().read_bytes()
+
+    def __reduce__(self):
+        return pathlib.PosixPath, (str(self),)
+
+
+def _compiled_kernel_reads_what_was_written() -> bool:
+    """What compiled-kernel-from-compile-outputs.patch does: ``compile()`` puts each stage's output and the
+    metadata in the cache, then ``CompiledKernel.__init__`` reads all six files back through ``Path``
+    (~0.15 ms of CPU per compile on tmpfs, ~25 us a file). compiler.py looks ``Path`` up in its module's
+    globals: a ``Path`` there whose two reads answer for the files plate's cache manager has just written
+    reaches it (and the module's other ``Path`` uses, which read no file this thread has just written, or
+    read it as it is) and no other module. POSIX only (``Path`` is ``PosixPath`` there). The patch's
+    Triton hands CompiledKernel the outputs (``_outputs``): nothing to do."""
+    import os
+
+    module = sys.modules.get(COMPILER_MODULE)
+    if module is None:
+        import triton.compiler.compiler as module
+    if "_outputs" in inspect.signature(module.CompiledKernel.__init__).parameters:
+        return False  # the patch is in
+    if os.name != "posix" or module.__dict__.get("Path") is not pathlib.Path:
+        return False  # another platform, or the stand-in is there already
+    global _reading_written
+    _reading_written = True
+    module.Path = _WrittenFilePath
     return True
 
 
 # ---- the frontend: a CodeGenerator's state dropped when ast_to_ttir returns ("driver") ------------------
-CODE_GENERATOR_MODULE = "triton.compiler.code_generator"
 _generators = threading.local()  # .made: the CodeGenerators of the ast_to_ttir call running in this thread
 
 
@@ -406,8 +508,118 @@ def _code_generator_drops_its_state() -> bool:
         return ttir
 
     ast_to_ttir._plate_drops_generators = True
+    ast_to_ttir.__wrapped__ = to_ttir
     module.CodeGenerator.__init__ = __init__
     module.ast_to_ttir = ast_to_ttir
+    return True
+
+
+# ---- JITFunction: a kernel's source lines and its binder's code, once per kernel ("driver") -------------
+JIT_MODULE = "triton.runtime.jit"
+_KEPT_MAX = 4096  # kept source lines / binder codes: past this the memo starts again (a test suite's kernels)
+
+
+class _SourceLinesPerCode:
+    """Stands for ``inspect`` in triton.runtime.jit: every name is inspect's, but ``getsourcelines`` of a plain
+    function (no ``__wrapped__``) answers from what it found for the same code object before, while linecache
+    holds the same lines of its file (the list inspect read them from, after ``linecache.checkcache`` as
+    inspect does: an edited file is read again). ``JITCallable.__init__`` asks it for every JITFunction made:
+    test_core makes eight per test of test_binary (four ``@triton.jit`` in the test's body, four
+    ``patch_kernel`` copies of them), all of a few code objects, and each answer tokenizes the function's
+    lines (~0.15 ms of CPU). The answer is a function of the code object and the file's lines only, so it is
+    the one inspect gives."""
+
+    def __init__(self, inspect_module) -> None:
+        self._plate_inspect = inspect_module
+        self._plate_kept: dict[int, tuple] = {}  # id(code): (code, the file's lines, source lines, first line)
+
+    def __getattr__(self, name):
+        return getattr(self._plate_inspect, name)
+
+    def getsourcelines(self, obj):
+        found = self._plate_inspect
+        if type(obj) is not types.FunctionType or hasattr(obj, "__wrapped__"):
+            return found.getsourcelines(obj)
+        import linecache
+
+        code = obj.__code__
+        filename = code.co_filename
+        linecache.checkcache(filename)
+        kept = self._plate_kept.get(id(code))
+        if kept is not None and kept[0] is code and kept[1] is _cached_lines(linecache, filename):
+            return list(kept[2]), kept[3]
+        lines, first = found.getsourcelines(obj)
+        read = _cached_lines(linecache, filename)
+        if read is not None and found.getsourcefile(obj) == filename:  # the lines inspect read
+            if len(self._plate_kept) >= _KEPT_MAX:
+                self._plate_kept.clear()
+            self._plate_kept[id(code)] = (code, read, tuple(lines), first)
+        return lines, first
+
+
+def _cached_lines(linecache, filename: str) -> list | None:
+    """The list of lines linecache holds for ``filename`` (None: none, or a lazy entry not read yet)."""
+    entry = linecache.cache.get(filename)
+    return entry[2] if entry is not None and len(entry) == 4 else None
+
+
+def _jit_source_lines_per_code() -> bool:
+    """What jit-source-lines-per-code.patch does: ``JITCallable.__init__`` reads a kernel's source lines
+    (``inspect.getsourcelines``) once per code object while its file is unchanged. triton.runtime.jit looks
+    ``inspect`` up in its module's globals: rebinding it there to ``_SourceLinesPerCode`` reaches it and no
+    other module. The patch's Triton has ``_source_lines``: nothing to do."""
+    module = sys.modules.get(JIT_MODULE)
+    if module is None:
+        import triton.runtime.jit as module
+    if hasattr(module, "_source_lines") or isinstance(module.inspect, _SourceLinesPerCode):
+        return False
+    module.inspect = _SourceLinesPerCode(module.inspect)
+    return True
+
+
+def _exec_compiling_once(flags: int):
+    """An ``exec`` for triton.runtime.jit: a source string is compiled once (with ``flags``: the future
+    features a string exec'd from that module compiles with) and its code run in the namespace given, so
+    every binder made from the same generated source runs the same code, as a fresh compile would."""
+    import builtins
+
+    codes: dict[str, types.CodeType] = {}
+
+    def exec_(source, globals=None, locals=None, /):  # noqa: A002 - exec's own parameter names
+        if type(source) is not str:
+            return builtins.exec(source, globals, locals)
+        code = codes.get(source)
+        if code is None:
+            code = compile(source, "<string>", "exec", flags, dont_inherit=True)
+            if len(codes) >= _KEPT_MAX:
+                codes.clear()
+            codes[source] = code
+        return builtins.exec(code, globals, locals)
+
+    exec_._plate_compiles_once = True
+    return exec_
+
+
+def _jit_binder_compiled_once() -> bool:
+    """What jit-binder-compiled-once.patch does: ``create_function_from_signature`` (a JITFunction's binder,
+    made at its first launch on a device) generates a function's source from the kernel's signature and
+    ``exec``s it: compiling that string is ~0.1 ms of CPU per new JITFunction (four per test_binary test),
+    while the source is the same for every kernel with the same parameters. ``exec`` is the one name
+    create_function_from_signature calls it by, looked up in its module's globals first: an ``exec`` there
+    that compiles each source once reaches it (jit.py's only exec) and no other module. The patch's Triton
+    has ``_compile_binder``: nothing to do."""
+    import __future__
+
+    module = sys.modules.get(JIT_MODULE)
+    if module is None:
+        import triton.runtime.jit as module
+    if hasattr(module, "_compile_binder") or getattr(module.__dict__.get("exec"), "_plate_compiles_once", False):
+        return False
+    features = 0
+    for name in __future__.all_feature_names:
+        features |= getattr(__future__, name).compiler_flag
+    flags = module.create_function_from_signature.__code__.co_flags & features
+    module.exec = _exec_compiling_once(flags)
     return True
 
 
@@ -997,9 +1209,33 @@ SHIMS: tuple[Shim, ...] = (
         "driver",
     ),
     Shim(
+        "CompiledKernel reads the files compile() has just put from what was written",
+        "patches/triton/compiled-kernel-from-compile-outputs.patch",
+        _compiled_kernel_reads_what_was_written,
+        "driver",
+    ),
+    Shim(
+        "ast_to_ttir reuses one SpecializationProxy class",
+        "patches/triton/specialization-proxy-class-cached.patch",
+        _specialization_proxy_class_cached,
+        "driver",
+    ),
+    Shim(
         "ast_to_ttir's CodeGenerators drop their state when it returns",
         "patches/triton/code-generator-drops-its-state.patch",
         _code_generator_drops_its_state,
+        "driver",
+    ),
+    Shim(
+        "JITFunction reads a kernel's source lines once per code object",
+        "patches/triton/jit-source-lines-per-code.patch",
+        _jit_source_lines_per_code,
+        "driver",
+    ),
+    Shim(
+        "a JITFunction's binder source is compiled once",
+        "patches/triton/jit-binder-compiled-once.patch",
+        _jit_binder_compiled_once,
         "driver",
     ),
     Shim("GPU_TYPES includes plate", "patches/pytorch/register-gpu-type.patch", _register_gpu_type, "inductor"),
