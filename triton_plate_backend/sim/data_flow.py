@@ -140,6 +140,23 @@ def _bits(operands, one, many) -> int:
     return out
 
 
+_BY_INST: dict[tuple, tuple] = {}  # (mnemonic, operands) -> _facts of the instruction
+_BY_INST_KEPT = 1 << 16  # instructions kept, at most (then forgotten all at once)
+
+
+def _facts(inst) -> tuple:
+    """What ``trace_reads_no_data`` reads of ``inst``, a function of its mnemonic and operands: (the tiles a load
+    writes data into, whether it falls through, its jump target or None, whether it is a DMA, a branch, a vector
+    or matrix instruction, the registers it reads and writes as bitmasks, the tiles it reads and writes)."""
+    e = _effects_of(inst)
+    ops = inst.operands
+    target = ops[e.label] if e.jumps and e.label is not None else None
+    uses = _bits(ops, e.use_one, e.use_many)
+    defs = _bits(ops, e.def_one, e.def_many)
+    tiles_in, tiles_out = tuple(ops[i] for i in e.tiles_in), tuple(ops[i] for i in e.tiles_out)
+    return tuple(ops[i] for i in e.loaded), e.falls, target, e.dma, e.branch, e.vecmat, uses, defs, tiles_in, tiles_out
+
+
 def trace_reads_no_data(program: Program) -> bool:
     """True when no control flow, address, mask or DMA descriptor of ``program`` is computed from
     memory's contents (module docstring): its trace over a grid, arguments and allocation layout is
@@ -151,24 +168,30 @@ def trace_reads_no_data(program: Program) -> bool:
     # per pc, what the walk reads of it: (whether it is a DMA, a branch, a vector or matrix instruction,
     # registers read and written as bitmasks, the address and mask tiles of a DMA or the tiles a vector or
     # matrix instruction reads, the tiles it writes, successors); a kernel's second launch asks this
-    # (sim/persistent_runs.py): the per-mnemonic part is found once (_Effects)
+    # (sim/persistent_runs.py): each instruction's part is found once (_facts, kept by its mnemonic and operands:
+    # a test suite's fresh kernels share most of their instructions)
     effects = []
     dma_written = []  # tiles a load writes data into
+    kept = _BY_INST
+    if len(kept) > _BY_INST_KEPT:
+        kept.clear()
     for pc, inst in enumerate(instrs):
-        e = _effects_of(inst)
-        ops = inst.operands
-        if e.loaded:
-            dma_written.extend(ops[i] for i in e.loaded)
-        succ = [pc + 1] if e.falls and pc + 1 < n else []
-        if e.jumps and e.label is not None:
-            target = ops[e.label]
-            if target is not None and target < n:
-                succ.append(target)
-        uses = _bits(ops, e.use_one, e.use_many) if e.use_one or e.use_many else 0
-        defs = _bits(ops, e.def_one, e.def_many) if e.def_one or e.def_many else 0
-        tiles_in = [ops[i] for i in e.tiles_in]
-        tiles_out = [ops[i] for i in e.tiles_out]
-        effects.append((e.dma, e.branch, e.vecmat, uses, defs, tiles_in, tiles_out, succ))
+        key = (inst.mnemonic, inst.operands)
+        try:
+            facts = kept.get(key)
+        except TypeError:  # operands that are no tuple of numbers: found each time
+            facts = key = None
+        if facts is None:
+            facts = _facts(inst)
+            if key is not None:
+                kept[key] = facts
+        loaded, falls, target, dma, branch, vecmat, uses, defs, tiles_in, tiles_out = facts
+        if loaded:
+            dma_written.extend(loaded)
+        succ = [pc + 1] if falls and pc + 1 < n else []
+        if target is not None and target < n:
+            succ.append(target)
+        effects.append((dma, branch, vecmat, uses, defs, tiles_in, tiles_out, succ))
     spans = np.array([t.span() for t in program.tiles], dtype=np.int64).reshape(-1, 2)
     overlap = (spans[:, None, 0] < spans[None, :, 1]) & (spans[None, :, 0] < spans[:, None, 1])
     np.fill_diagonal(overlap, True)
