@@ -317,6 +317,7 @@ def test_a_packed_trace_gives_its_source_while_it_lives_then_unpacks():
 def test_a_digest_sees_every_field():
     a, b = _trace(np.random.default_rng(1)), _trace(np.random.default_rng(1))
     assert a.digest() == b.digest()
+    b = _trace(np.random.default_rng(1))  # a trace's entries do not change once packed (Trace.pack keeps it)
     b.entries[7].runs = b.entries[7].runs + 1
     assert a.digest() != b.digest()
     c = _trace(np.random.default_rng(1))
@@ -715,6 +716,35 @@ def test_a_traces_byte_count_follows_its_entries():
     assert trace.nbytes() == trace._nbytes_now() == first + traffic.nbytes + 2 * 32 + 200
     trace.entries = trace.entries[:1]
     assert trace.nbytes() == pids.nbytes + 200
+
+
+def test_a_traces_packed_form_is_kept_for_its_entries_as_they_are(monkeypatch):
+    """pack() is made once for the entries as they are (a kept trace's repeat asks it for its kept packed form and
+    again for the clock's comparison with the waiting first launch that holds the same trace: one packing), and
+    made again once an entry is appended or the list replaced; the repeat is still counted as one."""
+    from triton_plate_backend.isa.program import Program
+    from triton_plate_backend.machine import get_machine
+    from triton_plate_backend.sim import clock as sim_clock
+    from triton_plate_backend.sim import trace as sim_trace
+
+    made = []
+    real = sim_trace.PackedTrace.__init__
+    monkeypatch.setattr(sim_trace.PackedTrace, "__init__", lambda self, t: made.append(t) or real(self, t))
+    pids = np.arange(4)
+    trace = Trace(Program("k"), (4, 1, 1), [TraceEntry(0, pids), TraceEntry(1, pids)])
+    first = trace.pack()
+    assert trace.pack() is first and trace.digest() == first.digest() and len(made) == 1
+    trace.entries.append(TraceEntry(2, pids, np.ones((4, 3)), np.ones(4, np.int64), np.ones(4, np.int64)))
+    second = trace.pack()
+    assert second is not first and second.rows == 3 and trace.pack() is second and len(made) == 2
+    trace.entries = trace.entries[:2]
+    assert trace.pack() is not second and trace.pack().digest() == first.digest() and len(made) == 3
+    made.clear()
+    trace = Trace(trace.program, trace.grid, list(trace.entries))
+    c = sim_clock.Clock(get_machine("plate-mini"))
+    c.add_untimed(trace, "round_robin")  # a first launch, its trace kept (sim/persistent_runs.py)
+    c.add_untimed(trace.pack(), "round_robin")  # its repeat, timed from the kept trace packed
+    assert len(made) == 1 and len(c._waiting) == 1 and c._waiting[0].repeats == 2
 
 
 def test_packing_keeps_one_row_arrays_and_shares_equal_larger_ones():

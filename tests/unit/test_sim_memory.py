@@ -322,3 +322,57 @@ def test_split_one_is_split_of_one_range(machine):
             shares = np.zeros(m.total_domains, np.int64)
             np.add.at(shares, np.asarray(rec.owners), rec.split(np.array([0]), np.array([n]))[0].astype(np.int64))
             assert rec.shares.tolist() == shares.tolist() and int(rec.shares.sum()) == n
+
+
+# ---- a shadow's registration of the allocations it leaves where they are -----------------------------
+def _record_fields(rec):
+    return (rec.id, rec.base, rec.nbytes, rec.placement, rec.label, rec.owners, rec.striped, rec.granule)
+
+
+def _accounting(m: DeviceMemory):
+    counters = (m.peak_total, m.copy_bytes, m.copy_peak, m.num_allocs, m._next_id, m._live_bases)
+    return counters, m.used.tolist(), m.peak.tolist(), [_record_fields(r) for r in m.allocations]
+
+
+def test_register_alike_is_register_of_the_allocation_as_it_is(mem):
+    """``register_alike(rec)`` makes what ``register(rec.base, rec.nbytes, rec.placement, owner=rec,
+    label=rec.label)`` makes: the same record (home domains, stripes, shares, an external view of the same
+    bytes), the same accounting; for every placement, a migrated allocation, a poisoned one and zero bytes."""
+    made = [
+        mem.alloc(3 * STRIPE + 100),
+        mem.alloc(64, "local:2"),
+        mem.alloc(5 * STRIPE, "blocked:0,1"),
+        mem.alloc(2 * STRIPE, [1, 3]),
+        mem.alloc(100, "replicated"),
+        mem.alloc(STRIPE + 1, poison=True),
+        mem.alloc(0),
+    ]
+    mem.migrate(made[0].base, "local:3")
+    mem.view(made[1].base, 64)[:] = 5
+    by_register, alike = DeviceMemory(mem.machine), DeviceMemory(mem.machine)
+    for rec in mem.allocations:
+        want = by_register.register(rec.base, rec.nbytes, rec.placement, owner=rec, label=rec.label)
+        got = alike.register_alike(rec)
+        assert _record_fields(got) == _record_fields(want)
+        assert got.shares.tolist() == want.shares.tolist() and got.shares is not rec.shares
+        assert got.external and got.owner is rec and got.replica_of is None and got.written is None
+        assert np.shares_memory(got.view, rec.view) or rec.nbytes == 0
+        assert got.view.tobytes() == want.view.tobytes()
+    assert _accounting(alike) == _accounting(by_register)
+    assert alike.view(made[1].base, 64).tolist() == [5] * 64
+
+
+def test_register_alike_raises_as_register_does():
+    """Past the shadow's capacity or over a live allocation, register's own error (the pricing catches it)."""
+    small = DeviceMemory(tiny_machine())
+    big = DeviceMemory(tiny_machine(hbm=256 * KiB))
+    rec = big.alloc(400 * KiB)  # 100 KiB a domain: past 64
+    with pytest.raises(DeviceOutOfMemory) as want:
+        small.register(rec.base, rec.nbytes, rec.placement, owner=rec, label=rec.label)
+    with pytest.raises(DeviceOutOfMemory) as got:
+        DeviceMemory(tiny_machine()).register_alike(rec)
+    assert str(got.value) == str(want.value)
+    twice = DeviceMemory(big.machine)
+    twice.register_alike(rec)
+    with pytest.raises(AllocationError, match="overlaps live allocation"):
+        twice.register_alike(rec)

@@ -93,6 +93,70 @@ def slots(inst) -> Slots:
     return got
 
 
+class _Effects:
+    """What ``trace_reads_no_data`` reads of one mnemonic's instructions, found once per mnemonic: its unit's part
+    (a DMA, a vector or matrix instruction), its branching, and the operand positions of the registers it reads and
+    writes (single ones and lists apart) and of the tiles it reads and writes as the walk counts them."""
+
+    __slots__ = ("row", "dma", "loaded", "vecmat", "branch", "falls", "jumps", "label")
+    __slots__ += ("use_one", "use_many", "def_one", "def_many", "tiles_in", "tiles_out")
+
+    def __init__(self, mnemonic: str, s: Slots):
+        unit = s.row.unit
+        self.row = s.row
+        self.dma = unit in ("dma_in", "dma_out")
+        self.loaded = s.tile_def if unit == "dma_in" else ()  # the tiles a load writes data into
+        self.vecmat = unit in ("vector", "matrix")
+        self.branch = mnemonic in _BRANCHES
+        self.falls = mnemonic not in _ENDS
+        self.jumps = self.branch or mnemonic == "jmp"
+        self.label = s.label
+        self.use_one = tuple(i for i, many in s.reg_use if not many)
+        self.use_many = tuple(i for i, many in s.reg_use if many)
+        self.def_one = tuple(i for i, many in s.reg_def if not many)
+        self.def_many = tuple(i for i, many in s.reg_def if many)
+        self.tiles_in = s.tile_addr if self.dma else s.tile_use if self.vecmat else ()
+        self.tiles_out = s.tile_def if self.vecmat else ()
+
+
+_EFFECTS: dict[str, _Effects] = {}  # mnemonic -> its _Effects (checked against the row the ISA table has now)
+
+
+def _effects_of(inst) -> _Effects:
+    got = _EFFECTS.get(inst.mnemonic)
+    if got is None or got.row is not inst.row:
+        got = _EFFECTS[inst.mnemonic] = _Effects(inst.mnemonic, slots(inst))
+    return got
+
+
+def _bits(operands, one, many) -> int:
+    """The registers at positions ``one`` (a register each) and ``many`` (a list each) as a bitmask."""
+    out = 0
+    for i in one:
+        out |= 1 << operands[i]
+    for i in many:
+        for r in operands[i]:
+            out |= 1 << r
+    return out
+
+
+_BY_INST: dict[tuple, tuple] = {}  # (mnemonic, operands) -> _facts of the instruction
+_BY_INST_KEPT = 1 << 16  # instructions kept, at most (then forgotten all at once)
+
+
+def _facts(inst) -> tuple:
+    """What ``trace_reads_no_data`` reads of ``inst``, a function of its mnemonic and operands: (the tiles a load
+    writes data into, whether it falls through, its jump target or None, whether it is a DMA, a branch, a vector
+    or matrix instruction, the registers it reads and writes as bitmasks, the tiles it reads and writes)."""
+    e = _effects_of(inst)
+    ops = inst.operands
+    target = ops[e.label] if e.jumps and e.label is not None else None
+    uses = _bits(ops, e.use_one, e.use_many)
+    defs = _bits(ops, e.def_one, e.def_many)
+    tiles_in, tiles_out = tuple(ops[i] for i in e.tiles_in), tuple(ops[i] for i in e.tiles_out)
+    return tuple(ops[i] for i in e.loaded), e.falls, target, e.dma, e.branch, e.vecmat, uses, defs, tiles_in, tiles_out
+
+
 def trace_reads_no_data(program: Program) -> bool:
     """True when no control flow, address, mask or DMA descriptor of ``program`` is computed from
     memory's contents (module docstring): its trace over a grid, arguments and allocation layout is
@@ -100,30 +164,40 @@ def trace_reads_no_data(program: Program) -> bool:
     instrs = program.instrs
     if any(i.mnemonic.startswith(("atom.", "dbg.")) for i in instrs):
         return False
+    n = len(instrs)
+    # per pc, what the walk reads of it: (whether it is a DMA, a branch, a vector or matrix instruction,
+    # registers read and written as bitmasks, the address and mask tiles of a DMA or the tiles a vector or
+    # matrix instruction reads, the tiles it writes, successors); a kernel's second launch asks this
+    # (sim/persistent_runs.py): each instruction's part is found once (_facts, kept by its mnemonic and operands:
+    # a test suite's fresh kernels share most of their instructions)
+    effects = []
+    dma_written = []  # tiles a load writes data into
+    kept = _BY_INST
+    if len(kept) > _BY_INST_KEPT:
+        kept.clear()
+    for pc, inst in enumerate(instrs):
+        key = (inst.mnemonic, inst.operands)
+        try:
+            facts = kept.get(key)
+        except TypeError:  # operands that are no tuple of numbers: found each time
+            facts = key = None
+        if facts is None:
+            facts = _facts(inst)
+            if key is not None:
+                kept[key] = facts
+        loaded, falls, target, dma, branch, vecmat, uses, defs, tiles_in, tiles_out = facts
+        if loaded:
+            dma_written.extend(loaded)
+        succ = [pc + 1] if falls and pc + 1 < n else []
+        if target is not None and target < n:
+            succ.append(target)
+        effects.append((dma, branch, vecmat, uses, defs, tiles_in, tiles_out, succ))
     spans = np.array([t.span() for t in program.tiles], dtype=np.int64).reshape(-1, 2)
     overlap = (spans[:, None, 0] < spans[None, :, 1]) & (spans[None, :, 0] < spans[:, None, 1])
     np.fill_diagonal(overlap, True)
-    # per pc, what the walk reads of it: (mnemonic, unit, registers read and written as bitmasks, the
-    # address and mask tiles of a DMA, the tiles a vector or matrix instruction reads and writes, successors)
-    effects = []
     written = [False] * len(program.tiles)  # tiles some instruction writes data into (to a fixpoint)
-    n = len(instrs)
-    for pc, inst in enumerate(instrs):
-        s = slots(inst)
-        m, unit = inst.mnemonic, s.row.unit
-        if unit == "dma_in":
-            for t in s.values(inst, s.tile_def):
-                written[t] = True
-        succ = []
-        if m not in _ENDS:
-            succ.append(pc + 1)
-        if m in _BRANCHES or m == "jmp":
-            succ.append(s.target(inst))
-        succ = [x for x in succ if x is not None and x < n]
-        dma = unit in ("dma_in", "dma_out")
-        tiles_in = s.values(inst, s.tile_addr if dma else s.tile_use) if dma or unit in ("vector", "matrix") else []
-        tiles_out = s.values(inst, s.tile_def) if unit in ("vector", "matrix") else []
-        effects.append((m, unit, s.mask(inst, s.reg_use), s.mask(inst, s.reg_def), dma, tiles_in, tiles_out, succ))
+    for t in dma_written:
+        written[t] = True
     data = overlap[np.array(written, bool)].any(axis=0).tolist()  # tiles sharing SRAM bytes with those
     while True:
         grown = False
@@ -134,15 +208,15 @@ def trace_reads_no_data(program: Program) -> bool:
         while work:
             pc = work.pop()
             tainted = into[pc]
-            m, unit, uses, defs_mask, dma, tiles_in, tiles_out, succ = effects[pc]
+            dma, branch, vecmat, uses, defs_mask, tiles_in, tiles_out, succ = effects[pc]
             reg_data = bool(tainted & uses)
             if dma:
                 if reg_data or any(data[t] for t in tiles_in):
                     return False
-            elif m in _BRANCHES and reg_data:
+            elif branch and reg_data:
                 return False
             from_data = reg_data
-            if unit in ("vector", "matrix"):
+            if vecmat:
                 from_data = reg_data or any(data[t] for t in tiles_in)
                 if from_data and tiles_out and not all(written[t] for t in tiles_out):
                     for t in tiles_out:

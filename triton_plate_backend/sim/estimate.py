@@ -231,8 +231,10 @@ def _shadow(memory: DeviceMemory, program: Program, args, placement) -> DeviceMe
     moved = _placed(memory, program, args, placement)
     shadow = DeviceMemory(memory.machine)
     for rec in memory.allocations:
-        spec = moved[id(rec)][1] if id(rec) in moved else rec.placement
-        shadow.register(rec.base, rec.nbytes, spec, owner=rec, label=rec.label)
+        if id(rec) in moved:
+            shadow.register(rec.base, rec.nbytes, moved[id(rec)][1], owner=rec, label=rec.label)
+        else:
+            shadow.register_alike(rec)
     return shadow
 
 

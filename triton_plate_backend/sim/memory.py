@@ -313,6 +313,30 @@ class DeviceMemory:
         record.view, record.owner, record.external = _host_view(host_addr, nbytes), owner, True
         return self._insert(record)
 
+    def register_alike(self, rec: Allocation) -> Allocation:
+        """``register(rec.base, rec.nbytes, rec.placement, owner=rec, label=rec.label)`` for ``rec``, a live
+        allocation of a memory of this machine: the same record, checks and accounting, its home domains and
+        shares taken from ``rec`` (a function of its size, placement and machine, made by ``_record``) and its
+        bytes viewed through ``rec.view``, not worked out again. A shadow memory (sim/estimate.py) registers every
+        allocation a launch's estimate leaves where it is so (the operand planner's pricing: two a priced launch)."""
+        view = rec.view
+        if view is None or rec.shares is None or view.size != rec.nbytes or rec.base <= 0 or not rec.nbytes:
+            return self.register(rec.base, rec.nbytes, rec.placement, owner=rec, label=rec.label)
+        base, nbytes = rec.base, rec.nbytes
+        i = bisect.bisect_right(self._live_bases, base)
+        for other in self._live[max(i - 1, 0) : i + 1]:
+            if other.nbytes and base < other.end and other.base < base + nbytes:
+                return self.register(base, nbytes, rec.placement, owner=rec, label=rec.label)  # it raises
+        if (self.used + rec.shares > self.capacity).any():
+            return self.register(base, nbytes, rec.placement, owner=rec, label=rec.label)  # it raises
+        label = rec.label or f"alloc{self._next_id}"
+        record = Allocation(
+            self._next_id, base, nbytes, rec.placement, label, rec.owners, rec.striped, rec.granule, None
+        )
+        record.shares = rec.shares.copy()
+        record.view, record.owner, record.external = view, rec, True
+        return self._insert(record)
+
     def free(self, addr: int) -> None:
         """Release the allocation based at ``addr``; later accesses fault as 'freed allocation'.
         Inside ``frees_held()`` the release waits until the block ends."""

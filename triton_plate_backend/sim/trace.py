@@ -81,14 +81,26 @@ class Trace:
         (a launch's trace is asked twice: sim/persistent_runs.py and the clock): counted again when the
         list, its length or its last entry changed (the executor appends; no one replaces an entry of a
         trace once made: PackedTrace.trace)."""
-        entries = self.entries
-        kept = self.__dict__.get("_nbytes")
+        kept = self._kept("_nbytes")
+        if kept is not None:
+            return kept
+        total = self._nbytes_now()
+        self._keep("_nbytes", total)
+        return total
+
+    def _kept(self, name: str):
+        """What ``_keep`` kept under ``name`` for the entries as they are now, else None."""
+        entries, kept = self.entries, self.__dict__.get(name)
         if kept is not None and kept[0] is entries and kept[1] == len(entries) and kept[2] is entries[-1]:
             return kept[3]
-        total = self._nbytes_now()
+        return None
+
+    def _keep(self, name: str, value) -> None:
+        """Keep ``value`` for the entries as they are (the list, its length and its last entry: the executor only
+        appends, and no one replaces an entry of a trace once made)."""
+        entries = self.entries
         if entries:
-            self.__dict__["_nbytes"] = (entries, len(entries), entries[-1], total)
-        return total
+            self.__dict__[name] = (entries, len(entries), entries[-1], value)
 
     def _nbytes_now(self) -> int:
         seen: set[int] = set()
@@ -113,7 +125,14 @@ class Trace:
         return self.pack().digest()
 
     def pack(self) -> PackedTrace:
-        return PackedTrace(self)
+        """The trace packed, kept for the entries as they are: a kept trace's repeat asks it twice (its kept
+        packed form, sim/persistent_runs.py, and the clock's packing of the waiting first launch that holds
+        the same trace to compare them, sim/clock.py), and a PackedTrace never changes."""
+        kept = self._kept("_packed")
+        if kept is None or kept.program is not self.program or kept.grid != self.grid:
+            kept = PackedTrace(self)
+            self._keep("_packed", kept)
+        return kept
 
 
 _ENTRY_BYTES = 200
