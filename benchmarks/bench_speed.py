@@ -8,10 +8,10 @@
    plate's timing deferred to the clock and, on the next row, settled after every launch.
 2. Compile: plate's TTIR -> pbin over Triton's CUDA sm_90 TTIR -> llir, geomean over the same
    kernels, Triton's cache bypassed, best of --compile-repeat uncached compiles a side (a compile is
-   milliseconds: best of 3 moved the ratio +-10% on a loaded 2-core host, best of 10 a few %):
-   the stage functions' own CPU time (Triton's stage-inspection
-   hook times them; a shared machine inflates CPU time far less than wall time), and beside it
-   bench_triton.py's measure (Triton's compile listener: wall time, each stage's cache write included).
+   milliseconds: best of 3 moved the ratio +-10% on a loaded 2-core host, best of 10 a few %): the
+   stage functions' own CPU time (Triton's stage-inspection hook times them; a shared machine
+   inflates CPU time far less than wall time), and beside it bench_triton.py's measure (Triton's
+   compile listener: wall time, each stage's cache write included).
 3. bf16 GEMM n^3 (bench/kernels.py's matmul kernel) with 128x128x64 and 512x256x64 tiles: wall
    time of one launch simulated (functional + level-1 timing; compiled beforehand on a small
    problem of the same specialization) and the peak RSS of the process that ran it (a fresh one per tile):
