@@ -1298,6 +1298,8 @@ TRIANGLES_AND_FLIPS = {
     "flip two dims": lambda t: t.flip((0, 2)),
     "flip a transposed view": lambda t: t.mT.flip(1),
     "flip 0-dim": lambda t: t[0, 0, 0].flip(0),
+    "flip a strided slice": lambda t: t[:, 1:4, ::2].flip((0, 2)),
+    "flip every dim": lambda t: t.flip((0, 1, 2)),
 }
 
 
