@@ -158,10 +158,31 @@ def test_a_contiguous_operand_is_a_strided_load_not_a_gather(no_host_ops):
     a = torch.randn(3001)
     same(a.to("plate") * 3.0 - a.to("plate"), a * 3.0 - a)
     compiled = [k for cache in kernels.elementwise.device_caches.values() for k in cache[0].values()]
-    flat = [k for k in compiled if k.src.constants.get((len(k.src.fn.arg_names) - 1,)) == 1]
+    flat = [k for k in compiled if k.src.constants.get((k.src.fn.arg_names.index("DIMS"),)) == 1]
     assert flat, "no kernel compiled for one dim"
     for k in flat:
         assert not re.search(r"\bdma\.(gather|scatter)\b", k.asm["pasm"]), k.asm["pasm"]
+
+
+def test_a_launch_of_one_program_reads_no_program_id(no_host_ops):
+    """A launch of one program runs the kernel's ONE_PROGRAM form: no program_id read, so no persistent loop
+    around its one trip; the same values as the form a launch of more programs runs, random numbers included
+    (the same Philox counters)."""
+    n = launch.BLOCK
+    a, b = torch.randn(n + 1), torch.randn(n + 1)
+    pa, pb = a.to("plate"), b.to("plate")
+    same(pa[:n] * pb[:n] - pa[:n], a[:n] * b[:n] - a[:n])  # one program
+    same(pa * pb - pa, a * b - a)  # two
+    compiled = [k for cache in kernels.elementwise.device_caches.values() for k in cache[0].values()]
+    one = [k for k in compiled if k.src.constants.get((k.src.fn.arg_names.index("ONE_PROGRAM"),))]
+    assert one and len(one) < len(compiled)
+    for k in one:
+        assert not re.search(r"\bs\.pid\b", k.asm["pasm"]) and "plate_rows" not in k.asm["pasm"], k.asm["pasm"]
+    torch.manual_seed(5)
+    short = torch.randn(n, device="plate")
+    torch.manual_seed(5)
+    long = torch.randn(n + 1, device="plate")
+    assert torch.equal(short.cpu(), long[:n].cpu())
 
 
 def test_a_large_one_dim_op_runs_in_wide_programs(monkeypatch, no_host_ops):
@@ -1277,6 +1298,8 @@ TRIANGLES_AND_FLIPS = {
     "flip two dims": lambda t: t.flip((0, 2)),
     "flip a transposed view": lambda t: t.mT.flip(1),
     "flip 0-dim": lambda t: t[0, 0, 0].flip(0),
+    "flip a strided slice": lambda t: t[:, 1:4, ::2].flip((0, 2)),
+    "flip every dim": lambda t: t.flip((0, 1, 2)),
 }
 
 

@@ -34,8 +34,8 @@
 - ``equal``: torch.equal as `!=` and any() over plate kernels.
 - ``masked_select``: self[mask] after broadcasting the two.
 - ``vector_norm``: linalg_vector_norm as torch's decomposition, the 2-norm as CUDA's kernel computes it.
-- ``triangle``: tril / triu as a where() of an index mask; ``flip``: index_select by reversed aranges; ``eye``:
-  zeros and a diagonal fill.
+- ``triangle``: tril / triu as a where() of an index mask; ``flip``: one copy kernel from the mirrored offsets
+  (negated strides); ``eye``: zeros and a diagonal fill.
 - ``variance``: var / std as two passes (the mean, the squared deviations) accumulating in float32.
 - ``bincount``: counts (or sums of weights) per value as a scatter_add into zeros whose length, max(self) + 1 or
   minlength, is read back from the device first (as CUDA's kernel does).
@@ -55,7 +55,7 @@ from collections.abc import Callable
 import torch
 from torch._decomp import decomposition_table
 
-from . import embedding_bag, integer_histc
+from . import embedding_bag, integer_histc, launch
 from .ops import HALF, Call, _result, _traced, as_expected, checked, on_one_dim_views
 from .table import Row
 
@@ -502,23 +502,48 @@ def triangle(op: torch._ops.OpOverload, row: Row) -> Callable:
 
 
 def flip(op: torch._ops.OpOverload, row: Row) -> Callable:
-    """flip: index_select by a reversed arange along each flipped dim (a gather on the device; CUDA's kernel
-    reads each element from its mirrored offset), the result laid out as the meta kernel lays it out."""
+    """flip: one copy kernel reading each element from its mirrored offset (CUDA's kernel does the same): the
+    source walked from its last element along each flipped dim with that dim's stride negated, its own type in and
+    out (the same bits); the result laid out as the meta kernel lays it out. A layout the kernel cannot address
+    (more than RANK merged dims): index_select by a reversed arange along each flipped dim."""
 
     @checked(op)
     def kernel(call: Call, expected):
         x = call["self"]
         if x.device.type != "plate":
             return call.on_host()
-        result = torch.view_as_real(x.resolve_conj()) if x.is_complex() else x  # a complex one: its real view
-        for d in sorted({d % max(x.dim(), 1) for d in call["dims"]}) if x.dim() else ():
-            n = x.shape[d]
-            result = result.index_select(d, torch.arange(n - 1, -1, -1, device=x.device))
-        result = torch.view_as_complex(result) if x.is_complex() else result
+        dims = sorted({d % max(x.dim(), 1) for d in call["dims"]}) if x.dim() else []
         out = torch.empty_strided(expected.shape, expected.stride(), dtype=expected.dtype, device=x.device)
-        return out.copy_(result)
+        source, target = x.resolve_neg(), out
+        if x.is_complex():  # over the real views: (real, imag) pairs, the last dim not flipped
+            source, target = torch.view_as_real(source.resolve_conj()), torch.view_as_real(out)
+        if _mirrored_copy(source, target, dims):
+            return out
+        result = source
+        for d in dims:
+            result = result.index_select(d, torch.arange(x.shape[d] - 1, -1, -1, device=x.device))
+        return out.copy_(torch.view_as_complex(result) if x.is_complex() else result)
 
     return kernel
+
+
+def _mirrored_copy(source: torch.Tensor, target: torch.Tensor, dims: list[int]) -> bool:
+    """target = source flipped along dims, as one launch of the elementwise copy (False: more than RANK merged dims).
+    The source's pointer is its element at the far end of each flipped dim, its strides there negated."""
+    shape = list(source.shape)
+    if source.numel() == 0:
+        return True
+    steps = [-s if d in dims else s for d, s in enumerate(source.stride())]
+    strides = [launch.broadcast_strides(target, shape), steps]
+    if not launch.fits(shape, strides):
+        return False
+    far = source.storage_offset() + sum((shape[d] - 1) * source.stride(d) for d in dims)
+    dtype = torch.int8 if source.dtype == torch.bool else source.dtype
+    launch.launch(
+        "elementwise", shape, [target, source.as_strided((1,), (1,), far)], strides,
+        FN=launch.kernels().copy, ARITY=1, CT=launch.triton_dtype(dtype),
+    )  # fmt: skip
+    return True
 
 
 def eye(op: torch._ops.OpOverload, row: Row) -> Callable:

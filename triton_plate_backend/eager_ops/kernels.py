@@ -877,11 +877,16 @@ FUNCTIONS = {
 
 # ---- indexing ----------------------------------------------------------------------------------------
 @triton.jit
-def _indices(n, s1, s2, s3, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4):
+def _indices(n, s1, s2, s3, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4, ONE_PROGRAM: tl.constexpr = False):
     """Element i's index (i0, i1, i2, i3) over sizes (., s1, s2, s3). DIMS: how many of them are not
-    padding (launch.dims); the padded ones are 0, which folds the address terms and the divisions away
-    (a contiguous operand becomes a strided load instead of a gather of computed offsets)."""
-    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    padding (launch._layout); the padded ones are 0, which folds the address terms and the divisions away
+    (a contiguous operand becomes a strided load instead of a gather of computed offsets). ONE_PROGRAM: a
+    launch of one program, which reads no program_id, so plate's persistent pass leaves the kernel as written
+    (no loop over programs, no loads fetched ahead for a next one): the same elements."""
+    if ONE_PROGRAM:
+        i = tl.arange(0, BLOCK).to(tl.int64)
+    else:
+        i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     i0 = 0
     i1 = 0
     i2 = 0
@@ -926,8 +931,9 @@ def elementwise(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
     FN: tl.constexpr, ARITY: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+    ONE_PROGRAM: tl.constexpr = False,
 ):  # fmt: skip
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS, ONE_PROGRAM)
     x, y, z = load_operands(a, b, c, i0, i1, i2, i3, mask, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, ARITY, CT)
     result = FN(x, y, z)
     tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), result.to(out.dtype.element_ty), mask=mask)
@@ -938,9 +944,10 @@ def arange_fill(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
     CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+    ONE_PROGRAM: tl.constexpr = False,
 ):  # fmt: skip
     """out[i] = start + i * step, computed in CT and rounded once: a holds (start, step) in CT."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS, ONE_PROGRAM)
     start = tl.load(a)
     step = tl.load(a + 1)
     value = start + i.to(CT) * step
@@ -953,12 +960,13 @@ def isclose(
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
     TOL: tl.constexpr, EQUAL_NAN: tl.constexpr, CT: tl.constexpr, ST: tl.constexpr,
     BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+    ONE_PROGRAM: tl.constexpr = False,
 ):  # fmt: skip
     """aten's isclose (TensorCompare.cpp) in one pass: a == b, or both NaN (EQUAL_NAN), or (TOL) a finite
     |a - b| <= atol + |rtol * b|. Each step rounds to the type torch's op returns (ST: the tensors' type; integer
     and bool tensors are cast to the default float type first), computing in CT (float32 for the half types, as
     opmath). c: [rtol, atol]."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS, ONE_PROGRAM)
     x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask)
     y = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask)
     close = x == y
@@ -978,9 +986,10 @@ def complex_binary(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
     FN: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+    ONE_PROGRAM: tl.constexpr = False,
 ):  # fmt: skip
     """Over real views: each operand's (real, imag) pair lies at offsets (k, k + 1); c is a real alpha."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS, ONE_PROGRAM)
     pa = a + _at(i0, i1, i2, i3, a0, a1, a2, a3)
     pb = b + _at(i0, i1, i2, i3, b0, b1, b2, b3)
     alpha = tl.load(c + _at(i0, i1, i2, i3, c0, c1, c2, c3), mask=mask).to(CT)
@@ -1016,9 +1025,10 @@ def _bits63(seed, counter):
 def random_fill(
     out, n, s1, s2, s3, o0, o1, o2, o3, seed, offset, p0, p1,
     KIND: tl.constexpr, WIDTH: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+    ONE_PROGRAM: tl.constexpr = False,
 ):  # fmt: skip
     """UNIFORM [p0, p1); NORMAL mean p0, std p1; BERNOULLI p0; INTEGERS p0 + [0, p1); EXPONENTIAL rate p0."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS, ONE_PROGRAM)
     counter = offset + i
     if KIND == UNIFORM:
         u = tl.rand(seed, counter)
@@ -1049,9 +1059,10 @@ def bernoulli_tensor(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
     seed, offset, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+    ONE_PROGRAM: tl.constexpr = False,
 ):  # fmt: skip
     """out[i] = 1 with probability a[i] (an element of the probabilities tensor), else 0."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS, ONE_PROGRAM)
     p = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(tl.float32)
     value = tl.rand(seed, offset + i) < p
     tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), value.to(out.dtype.element_ty), mask=mask)
@@ -1062,9 +1073,10 @@ def dropout(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
     seed, offset, p, scale, CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+    ONE_PROGRAM: tl.constexpr = False,
 ):  # fmt: skip
     """out = a * keep * scale and the mask b = keep, keep with probability 1 - p."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS, ONE_PROGRAM)
     x = tl.load(a + _at(i0, i1, i2, i3, a0, a1, a2, a3), mask=mask).to(CT)
     keep = tl.rand(seed, offset + i) >= p
     value = tl.where(keep, x * scale, 0.0)
@@ -1081,6 +1093,7 @@ def indexed(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
     size, step, MODE: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4, CHECKED: tl.constexpr = False,
+    ONE_PROGRAM: tl.constexpr = False,
     WRAPS: tl.constexpr = True,
 ):  # fmt: skip
     """Over the index's iteration space, b the index (negative counts from `size`), `step` the indexed
@@ -1092,7 +1105,7 @@ def indexed(
     CHECKED: an index outside [-size, size) ([0, size) without WRAPS) is not used; c (two int64, zero
     strides) gets 1 and that index, for the host to raise torch's error (CUDA's kernels assert; an index
     into the next row of a larger tensor would not fault)."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS, ONE_PROGRAM)
     raw = tl.load(b + _at(i0, i1, i2, i3, b0, b1, b2, b3), mask=mask).to(tl.int64)
     idx = tl.where(raw < 0, raw + size, raw) if WRAPS else raw
     if CHECKED:

@@ -8,6 +8,7 @@ import contextlib
 import importlib
 import itertools
 import math
+import sys
 
 import torch
 
@@ -48,7 +49,11 @@ def next_power_of_2(n: int) -> int:
 
 
 def kernels():
-    return importlib.import_module(f"{__package__}.kernels")
+    # sys.modules first: import_module's own lookup costs a few microseconds, several times per launch
+    return sys.modules.get(_KERNELS) or importlib.import_module(_KERNELS)
+
+
+_KERNELS = f"{__package__}.kernels"
 
 
 @contextlib.contextmanager
@@ -82,8 +87,15 @@ def library_compiles():
 
 def triton_dtype(dtype: torch.dtype):
     """The triton.language type of a torch dtype (the compute type CT the kernels take)."""
-    tl = importlib.import_module("triton.language")
-    return tl.int1 if dtype == torch.bool else getattr(tl, str(dtype).removeprefix("torch."))
+    found = _TRITON_DTYPES.get(dtype)
+    if found is None:
+        tl = importlib.import_module("triton.language")
+        found = tl.int1 if dtype == torch.bool else getattr(tl, str(dtype).removeprefix("torch."))
+        _TRITON_DTYPES[dtype] = found
+    return found
+
+
+_TRITON_DTYPES: dict = {}  # torch dtype -> triton.language type, filled on first use
 
 
 def broadcast_strides(t: torch.Tensor, shape) -> list[int]:
@@ -171,7 +183,7 @@ def launch_kernel(
     steps = steps + [[0] * RANK] * (4 - len(steps))
     flat = [s for step in steps for s in step]
     grid = (triton_cdiv(n, block),)
-    constexprs.update(_dims(kernel, sizes))
+    constexprs.update(_layout(kernel, sizes, grid))
     kernel[grid](
         *pointers, n, sizes[1], sizes[2], sizes[3], *flat, *extra,
         BLOCK=block, machine=kernels().machine_of(out), **constexprs,
@@ -185,18 +197,22 @@ def launch_fill(shape, out: torch.Tensor, *extra, **constexprs):
         return
     sizes, (steps,) = coalesce(shape, [broadcast_strides(out, shape)])
     k = kernels()
-    k.random_fill[(triton_cdiv(n, BLOCK),)](
+    grid = (triton_cdiv(n, BLOCK),)
+    k.random_fill[grid](
         out, n, sizes[1], sizes[2], sizes[3], *steps, *extra,
-        BLOCK=BLOCK, machine=k.machine_of(out), **constexprs, **_dims(k.random_fill, sizes),
+        BLOCK=BLOCK, machine=k.machine_of(out), **constexprs, **_layout(k.random_fill, sizes, grid),
     )  # fmt: skip
 
 
-def _dims(kernel, sizes: list[int]) -> dict:
-    """The DIMS constexpr of a kernel that takes it: how many of the coalesced sizes are not the leading
-    1s of padding (kernels._indices skips the index arithmetic of the others)."""
+def _layout(kernel, sizes: list[int], grid: tuple[int]) -> dict:
+    """The DIMS and ONE_PROGRAM constexprs of a kernel that takes them (kernels._indices): DIMS, how many of
+    the coalesced sizes are not the leading 1s of padding (the index arithmetic of the others is skipped);
+    ONE_PROGRAM, a grid of one program (its kernel reads no program_id: no persistent loop around one trip,
+    half a small launch's simulated instructions)."""
     if "DIMS" not in kernel.arg_names:
         return {}
-    return {"DIMS": max(1, RANK - next((d for d, size in enumerate(sizes) if size != 1), RANK))}
+    dims = max(1, RANK - next((d for d, size in enumerate(sizes) if size != 1), RANK))
+    return {"DIMS": dims, "ONE_PROGRAM": grid == (1,)}
 
 
 def fits(shape, strides: list[list[int]], split: bool = False) -> bool:

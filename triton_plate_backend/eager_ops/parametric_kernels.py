@@ -196,9 +196,10 @@ def parametric(
     out, a, b, c, n, s1, s2, s3,
     o0, o1, o2, o3, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
     p, FN: tl.constexpr, ARITY: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4,
+    ONE_PROGRAM: tl.constexpr = False,
 ):  # fmt: skip
     """out[i] = FN(a[i], b[i], c[i], p[0], p[1], p[2], p[3]) in CT, stored in the output's type."""
-    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS)
+    i, mask, i0, i1, i2, i3 = _indices(n, s1, s2, s3, BLOCK, DIMS, ONE_PROGRAM)
     x, y, z = load_operands(a, b, c, i0, i1, i2, i3, mask, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, ARITY, CT)
     result = FN(x, y, z, tl.load(p).to(CT), tl.load(p + 1).to(CT), tl.load(p + 2).to(CT), tl.load(p + 3).to(CT))
     tl.store(out + _at(i0, i1, i2, i3, o0, o1, o2, o3), result.to(out.dtype.element_ty), mask=mask)
