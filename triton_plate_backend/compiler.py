@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import glob
 import hashlib
+import importlib
 import os
 import re
 import tempfile
@@ -324,25 +325,52 @@ ASSEMBLED_PASM = TextMemo()  # pasm text -> the Program it was disassembled from
 TTIR_READ = TextMemo()  # f"{compile hash} ttir" -> the TTIR text the pir stage read (to tell override folders apart)
 
 
-def make_pir(src, metadata, options):
-    from .ir.printer import print_module
-    from .machine import get_machine
-    from .passes.access import AccessAnalysis
-    from .passes.pipeline import run_passes
-    from .ttir.parser import parse
+class _StageModules:
+    """The modules the stages call, imported at the first compile that reads one (not at ``import triton``: the
+    imports at the top stay light), then kept as attributes: an import statement in a stage function ran the import
+    machinery at every compile (15 a compile, ~10k instructions each). Read through the module at each call, as
+    those statements did, so a test's monkeypatch of a module's function still reaches the stages."""
 
+    _PATHS = {
+        "access": ".passes.access",
+        "asm": ".isa.asm",
+        "core": ".ir.core",
+        "encoding": ".isa.encoding",
+        "machine": ".machine",
+        "parser": ".ttir.parser",
+        "pipeline": ".passes.pipeline",
+        "printer": ".ir.printer",
+        "ttir_errors": ".ttir.errors",
+        "verified": ".isa.verified",
+    }
+
+    def __getattr__(self, name: str):  # (only while the attribute is not set yet)
+        if name not in self._PATHS:
+            raise AttributeError(name)
+        module = importlib.import_module(self._PATHS[name], __package__)
+        setattr(self, name, module)
+        return module
+
+
+_M = _StageModules()
+
+
+def make_pir(src, metadata, options):
     ttir_text = str(src)
     name = _entry_name(src, ttir_text)
     metadata["name"] = name
     _dump(metadata, "ttir", ttir_text)
     try:
-        analysis = AccessAnalysis()
-        machine = get_machine(options.machine)
+        analysis = _M.access.AccessAnalysis()
+        machine = _M.machine.get_machine(options.machine)
         sram = machine.core.sram_bytes if options.persistent_programs else None
-        module = run_passes(
-            parse(ttir_text, f"{name}.ttir"), analysis, persistent_sram=sram, persistent_groups=machine.total_domains
+        module = _M.pipeline.run_passes(
+            _M.parser.parse(ttir_text, f"{name}.ttir"),
+            analysis,
+            persistent_sram=sram,
+            persistent_groups=machine.total_domains,
         )
-        pir_text = print_module(module)
+        pir_text = _M.printer.print_module(module)
     except PlateError as e:
         e.add_note(f"reproducer: {_write_reproducer(metadata, 'ttir', ttir_text)} (the TTIR the pir stage read)")
         raise
@@ -354,24 +382,17 @@ def make_pir(src, metadata, options):
 
 
 def make_pasm(src, metadata, options):
-    from .ir.core import release
-    from .isa.asm import disassemble_read_back
-    from .isa.verified import passed, verify_once
-    from .machine import get_machine
-    from .passes.pipeline import format_report, generate
-    from .ttir.errors import TtirParseError
-
     pir_text, filename = _stage_text(src, "pir", metadata, options)
-    machine = get_machine(options.machine)
+    machine = _M.machine.get_machine(options.machine)
     try:
         module, analysis = PARSED_PIR.take(pir_text) or (_read_pir(pir_text, filename), None)
-        program, report = generate(module, options, machine, analysis, access_report=bool(knobs.dump_dir()))
-        release(module)  # read no more: freed now, not by the cycle collector's walk
-        verify_once(program, machine)
+        program, report = _M.pipeline.generate(module, options, machine, analysis, access_report=bool(knobs.dump_dir()))
+        _M.core.release(module)  # read no more: freed now, not by the cycle collector's walk
+        _M.verified.verify_once(program, machine)
     except SramOverflow as e:  # as Triton's OutOfResources too, so @triton.autotune prunes the config
         raise sram_out_of_resources(str(e), e.required, e.limit) from e
     except PlateError as e:
-        if isinstance(e, TtirParseError):  # names the file, line and column itself
+        if isinstance(e, _M.ttir_errors.TtirParseError):  # names the file, line and column itself
             raise
         if src is None:  # an override file: the file is the reproducer
             e.add_note(f"in {filename} (the plate IR the pasm stage read)")
@@ -379,33 +400,28 @@ def make_pasm(src, metadata, options):
             e.add_note(f"reproducer: {_write_reproducer(metadata, 'pir', pir_text)} (the plate IR the pasm stage read)")
         raise
     _set_binary_metadata(metadata, program)
-    text, read_back = disassemble_read_back(program)
+    text, read_back = _M.asm.disassemble_read_back(program)
     text = _sram_comment(report.get("sram", "")) + text
-    passed(read_back, machine)  # what verify() reads is the same: the names differ, not the content
+    _M.verified.passed(read_back, machine)  # what verify() reads is the same: the names differ, not the content
     ASSEMBLED_PASM.put(text, read_back)
     _dump(metadata, "pasm", text)
     if knobs.dump_dir():
-        _dump(metadata, "report.txt", format_report(report))
+        _dump(metadata, "report.txt", _M.pipeline.format_report(report))
     return text
 
 
 def make_pbin(src, metadata, options):
-    from .isa.asm import assemble
-    from .isa.encoding import encode
-    from .isa.verified import verify_once
-    from .machine import get_machine
-
     text, filename = _stage_text(src, "pasm", metadata, options)
-    machine = get_machine(options.machine)
+    machine = _M.machine.get_machine(options.machine)
     program = ASSEMBLED_PASM.take(text)
     if program is None:
         try:
-            program = assemble(text, machine)
+            program = _M.asm.assemble(text, machine)
         except AsmError as e:
             raise _in_file(e, filename) from e
-    verify_once(program, machine)
+    _M.verified.verify_once(program, machine)
     _set_binary_metadata(metadata, program)
-    return bytes(encode(program))
+    return bytes(_M.encoding.encode(program))
 
 
 def _read_pir(text: str, filename: str):

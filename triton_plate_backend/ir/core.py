@@ -307,10 +307,18 @@ def number_values(root: Module | Op) -> bool:
     parse of its printed text (and with whatever the process created before); after this, what orders Values by
     id (passes/affine.py) or prints it depends on the IR alone. Values created afterwards order after all of
     these, in the order they are created."""
-    changed = False
-    for i, v in enumerate(defined_values(root)):
-        if v.id != i:
-            v.id, changed = i, True
+    changed, i = False, 0
+    for op in root.walk():  # defined_values' order, walked inline (no generator resumed per Value)
+        for v in op.results:
+            if v.id != i:
+                v.id, changed = i, True
+            i += 1
+        for region in op.regions:
+            for block in region.blocks:
+                for v in block.args:
+                    if v.id != i:
+                        v.id, changed = i, True
+                    i += 1
     return changed
 
 

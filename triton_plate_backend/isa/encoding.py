@@ -246,7 +246,7 @@ def tile_names(program: Program) -> list[str] | None:
 
     Empty or mismatched names (e.g. compiler output) print as t0..tN."""
     names = getattr(program, "tile_names", None)
-    if names and len(names) == len(program.tiles) and all(isinstance(n, str) for n in names):
+    if names and len(names) == len(program.tiles) and not [n for n in names if not isinstance(n, str)]:
         return list(names)
     return None
 

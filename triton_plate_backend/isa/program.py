@@ -66,9 +66,15 @@ class Tile:
     def _span(self) -> tuple[int, int]:
         if self.numel == 0:
             return self.addr, self.addr
-        lo = self.addr + sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides)) * self.itemsize
-        hi = self.addr + (sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides)) + 1) * self.itemsize
-        return lo, hi
+        below = above = 0  # the most negative and most positive element offsets (one loop: no generator frames)
+        for n, s in zip(self.shape, self.strides):
+            d = (n - 1) * s
+            if d < 0:
+                below += d
+            else:
+                above += d
+        isz = self.itemsize
+        return self.addr + below * isz, self.addr + (above + 1) * isz
 
     def is_contiguous(self) -> bool:
         """Row-major contiguous (kept on the tile like span: a semantic rule asks it at every step)."""
@@ -120,7 +126,12 @@ class Program:
         return UNKNOWN_LOC
 
     def sram_high_water(self) -> int:
-        return max((t.span()[1] for t in self.tiles), default=0)
+        top = None  # (a loop, not max over a generator: asked three times a compile, a frame resumed per tile)
+        for t in self.tiles:
+            hi = t.span()[1]
+            if top is None or hi > top:
+                top = hi
+        return 0 if top is None else top
 
     def kept_answer(self, name: str, analysis=None):
         """An analysis of the instructions as they are, kept on the program under `name` (made again when its

@@ -186,8 +186,9 @@ def _finalize(em, name, args, machine, spill_scalars=False):
     asks `generate` to lower the kernel again with a load per use."""
     emitted = em.code
     count = writes(emitted)
-    if em.shared and any(count.get(r) != 1 for r in em.shared):
-        raise Rematerialise
+    for r in em.shared:  # (a loop, not any() over a generator: ~30 shared registers a compile)
+        if count.get(r) != 1:
+            raise Rematerialise
     em.code = scalar_cse.run(licm.run(emitted, count), count)
     try:
         return finalize(em, name, args, machine)

@@ -459,10 +459,11 @@ class Emitter:
         """Wait for `token` at a point other paths reach with its DMA in flight (a pipelined
         loop's exit, reached from every copy of the body): an explicit wait when the path being
         emitted has none pending (waiting for a completed DMA is free), else the pending one."""
-        if any(p.token is token for p in self.pending):
-            self.wait_token(token)
-        else:
-            self.code.append(PInst("dma.wait", (), (token,), self.loc, tuple(buffers)))
+        for p in self.pending:  # (a loop, not any() over a generator)
+            if p.token is token:
+                self.wait_token(token)
+                return
+        self.code.append(PInst("dma.wait", (), (token,), self.loc, tuple(buffers)))
 
     def wait_token(self, token: Token) -> None:
         for p in list(self.pending):
@@ -476,7 +477,7 @@ class Emitter:
         along the leading dims). v.iota's start follows the row-major position of each piece."""
         views = [v for v in operands if isinstance(v, View)]
         shape = views[0].shape
-        if any(v.shape != shape for v in views):
+        if [v for v in views if v.shape != shape]:
             raise CompileError(f"internal: {mnemonic} operands differ in shape: {[v.shape for v in views]}")
         n = math.prod(shape)
         if n <= self.max_elements:

@@ -108,7 +108,7 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
     program.labels = {lab.name: p for lab, p in pcs.items()}
     program.sram_bytes = max(top, program.sram_high_water())
     verify_once(program, machine)
-    return program, sum(1 for r in intervals if isinstance(r, Buffer))
+    return program, len([r for r in intervals if isinstance(r, Buffer)])  # (a list display: no generator frame)
 
 
 def _map_code(code, regs, toks, pcs, tile, operand, locs, program) -> None:

@@ -204,8 +204,12 @@ def _invariant(e, within: tuple, allow_iv: bool = True) -> bool:
 
 
 def _candidates(ctx, loop: Op) -> list:
-    if ctx.demand is None or stages(ctx, loop) < 2 or any(op.name in _blocking(loop) for op in loop.walk()):
+    if ctx.demand is None or stages(ctx, loop) < 2:
         return []
+    blocking = _blocking(loop)  # (once, not once per op: a persistent loop's is a set difference)
+    for op in loop.walk():
+        if op.name in blocking:
+            return []
     body = loop.regions[0].blocks[0]
     iv = body.args[0]
     inside = {r for op in loop.walk() if op is not loop for r in op.results}
@@ -218,7 +222,11 @@ def _candidates(ctx, loop: Op) -> list:
         acc = ctx.demand.strided.get(op)
         volatile = bool(getattr(op.attrs.get("isVolatile"), "value", False))
         # in a persistent loop a load after the trip's own store must see it: not issued early
-        stored = stored or any(inner.name in WRITES for inner in op.walk())
+        if not stored:  # (a loop, not any() over a generator: once per op of the body)
+            for inner in op.walk():
+                if inner.name in WRITES:
+                    stored = True
+                    break
         if op.name == "tt.load" and acc is not None and not volatile and not stored:
             exprs = [acc.base, acc.offset, *acc.strides, *acc.lo, *acc.hi]
             if all(e is None or _invariant(e, within) for e in exprs):

@@ -76,7 +76,9 @@ def defined_in(loop) -> set:
     for op in loop.walk():
         if op is not loop:
             out.update(op.results)
-            out.update(a for r in op.regions for b in r.blocks for a in b.args)
+            for r in op.regions:  # (loops, not a generator made for every op: most ops have no regions)
+                for b in r.blocks:
+                    out.update(b.args)
     return out
 
 

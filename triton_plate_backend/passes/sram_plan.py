@@ -29,17 +29,21 @@ def _first_fit(items, by_start: bool = False) -> tuple[dict, int]:
         size = _align(buf.nbytes)
         while by_start and ends and ends[0][0] < lo:
             del placed[heapq.heappop(ends)[1]]
-        busy = sorted((a, e) for l2, h2, a, e in placed.values() if not (h2 < lo or hi < l2))
+        # (a list display, and compares in place of max(): no generator or call per placed buffer)
+        busy = [(a, e) for l2, h2, a, e in placed.values() if not (h2 < lo or hi < l2)]
+        busy.sort()
         addr = 0
         for a, e in busy:
             if addr + size <= a:
                 break
-            addr = max(addr, e)
+            if e > addr:
+                addr = e
         addrs[buf] = addr
         placed[k] = (lo, hi, addr, addr + size)
         if by_start:
             heapq.heappush(ends, (hi, k))
-        top = max(top, addr + size)
+        if addr + size > top:
+            top = addr + size
     return addrs, top
 
 
