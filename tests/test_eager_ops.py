@@ -771,6 +771,32 @@ def test_cat(no_host_ops):
     same(out, torch.cat([a.half(), a], -1).double())
 
 
+def test_small_cat_inputs_go_several_to_a_launch_with_the_same_bits(no_host_ops, monkeypatch):
+    from triton_plate_backend.sim.device import Device
+
+    launched = []
+    real = Device.launch
+    monkeypatch.setattr(Device, "launch", lambda self, *a, **k: launched.append(1) or real(self, *a, **k))
+    for dtype in (torch.float32, torch.float16, torch.int64, torch.bool, torch.bfloat16):
+        rows = [torch.randn(7).to(dtype) for _ in range(8)]
+        launched.clear()
+        out = torch.stack([r.to("plate") for r in rows])
+        assert len(launched) == 1  # the 8 rows in one launch (cat_kernels.PARTS)
+        assert torch.equal(out.cpu(), torch.stack(rows))  # bit for bit, NaNs none
+    # mixed types (a run per compute type), a transposed input, a 3-dim layout, 11 inputs (two launches), a
+    # part over cat_kernels.BLOCK (its own elementwise copy), a legacy empty input
+    a, b, c = torch.randn(4, 6), torch.randint(0, 9, (4, 3)), torch.randn(6, 4).t()
+    same(torch.cat([a.to("plate"), b.to("plate"), c.t().to("plate").t()], 1), torch.cat([a, b, c], 1))
+    xs = [torch.randn(3, 2, 5) for _ in range(11)]
+    launched.clear()
+    same(torch.cat([x.to("plate") for x in xs], 2), torch.cat(xs, 2))
+    assert len(launched) == 2
+    big = [torch.randn(300), torch.randn(300), torch.randn(5), torch.randn(0)]
+    same(torch.cat([x.to("plate") for x in big]), torch.cat(big))
+    e = [torch.randn(0), torch.randn(3, 4), torch.randn(2, 4)]
+    same(torch.cat([x.to("plate") for x in e]), torch.cat(e))
+
+
 # ---- index ops -----------------------------------------------------------------------------------------
 X = torch.randn(5, 7)
 INDEX = torch.randint(0, 5, (3, 7))

@@ -887,6 +887,13 @@ def _indices(n, s1, s2, s3, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4, ONE_PRO
         i = tl.arange(0, BLOCK).to(tl.int64)
     else:
         i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    i0, i1, i2, i3 = _split(i, s1, s2, s3, DIMS)
+    return i, i < n, i0, i1, i2, i3
+
+
+@triton.jit
+def _split(i, s1, s2, s3, DIMS: tl.constexpr):
+    """(i0, i1, i2, i3): element i's index over sizes (., s1, s2, s3), the leading 4 - DIMS of them padding (0)."""
     i0 = 0
     i1 = 0
     i2 = 0
@@ -900,7 +907,7 @@ def _indices(n, s1, s2, s3, BLOCK: tl.constexpr, DIMS: tl.constexpr = 4, ONE_PRO
     if DIMS >= 4:
         i0 = i1 // s1
         i1 = i1 % s1
-    return i, i < n, i0, i1, i2, i3
+    return i0, i1, i2, i3
 
 
 @triton.jit

@@ -144,6 +144,57 @@ def launch(kernel_name: str, shape, tensors: list[torch.Tensor], strides: list[l
     launch_kernel(getattr(kernels(), kernel_name), shape, tensors, strides, *extra, wide=wide, **constexprs)
 
 
+def copy_parts(parts: list) -> None:
+    """Copy each (dst, src, strides, CT) part: src's elements, loaded in CT, into dst (both over dst's shape,
+    `strides` theirs): cat's inputs into their slices of its result, which overlap neither each other nor the
+    inputs, so the copies' order is free. Runs of small parts with one CT go several to a launch of one program
+    (cat_kernels.cat_parts: a stack of 8 rows is one launch, not 8); a part alone, large or of more than RANK
+    merged dims is the elementwise copy it always was."""
+    group: list = []  # (dst, src, sizes, steps, CT) of the next cat_parts launch
+    for dst, src, strides, ct in parts:
+        shape, order = pointwise_order(dst.shape, strides)
+        n = math.prod(shape)
+        layout = coalesce(shape, order) if 0 < n <= _cat().BLOCK else None
+        if group and (layout is None or group[0][4] != ct or len(group) == _cat().PARTS or
+                      sum(math.prod(g[2]) for g in group) + n > _cat().BLOCK):  # fmt: skip
+            _launch_parts(group)
+            group = []
+        if layout is not None:
+            group.append((dst, src, *layout, ct))
+        else:
+            launch("elementwise", dst.shape, [dst, src], strides, FN=kernels().copy, ARITY=1, CT=ct)
+    if group:
+        _launch_parts(group)
+
+
+def _launch_parts(group: list) -> None:
+    if len(group) == 1:  # the elementwise copy: no compile of cat_parts for a cat of one small input
+        dst, src, sizes, steps, ct = group[0]
+        launch_kernel(kernels().elementwise, sizes, [dst, src], steps, FN=kernels().copy, ARITY=1, CT=ct)
+        return
+    arguments = []
+    for dst, src, sizes, (out_steps, src_steps), _ in group:
+        arguments += [dst, src, math.prod(sizes), sizes[1], sizes[2], sizes[3], *out_steps, *src_steps]
+    # PARTS a power of two (3 compiles a type, not 7): the parts past the group copy nothing (n 0); the
+    # arguments of parts past PARTS are never read
+    parts = next_power_of_2(len(group))
+    empty = arguments[:2] + [0] + arguments[3:14]
+    arguments += empty * (_cat().PARTS - len(group))
+    dims = max(_layout(kernels().elementwise, sizes, (1,))["DIMS"] for _, _, sizes, _, _ in group)
+    cat = _cat()
+    cat.cat_parts[(1,)](
+        *arguments, PARTS=parts, CT=group[0][4], BLOCK=cat.BLOCK, DIMS=dims,
+        machine=kernels().machine_of(group[0][0]),
+    )  # fmt: skip
+
+
+def _cat():
+    return sys.modules.get(_CAT) or importlib.import_module(_CAT)
+
+
+_CAT = f"{__package__}.cat_kernels"
+
+
 def pointwise_order(shape, strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
     """A pointwise launch's dims reordered outermost first by the output's strides, as TensorIterator orders
     them, where that coalesces into no more dims: each element is computed alone, so the order changes no

@@ -806,7 +806,7 @@ def dropout(op: torch._ops.OpOverload, row: Row) -> Callable:
 # ---- cat -----------------------------------------------------------------------------------------------
 def cat(op: torch._ops.OpOverload, row: Row) -> Callable:
     """cat(tensors, dim): each input copied (and converted to the promoted type) into its slice of the
-    result, one copy kernel per input."""
+    result (launch.copy_parts: small inputs several to a launch)."""
 
     @checked(op)
     def kernel(call: Call, expected):
@@ -829,11 +829,7 @@ def cat(op: torch._ops.OpOverload, row: Row) -> Callable:
             if not launch.fits(part.shape, strides, split=True):
                 return call.on_host()
             launches.append((part, t, strides))
-        for part, t, strides in launches:
-            launch.launch(
-                "elementwise", part.shape, [part, t], strides,
-                FN=launch.kernels().copy, ARITY=1, CT=launch.triton_dtype(_opmath(t.dtype)),
-            )  # fmt: skip
+        launch.copy_parts([(part, t, strides, launch.triton_dtype(_opmath(t.dtype))) for part, t, strides in launches])
         return out
 
     return kernel
