@@ -136,6 +136,34 @@ def test_a_launch_repeated_many_times_holds_one_trace():
     assert c.now_ns() == want_ns + float(simulate_timing(other, MINI).time_ns)
 
 
+@pytest.mark.parametrize("small", [0, sim_clock.SMALL_REPEAT_ENTRIES])
+def test_repeats_found_entry_by_entry_are_those_the_digests_find(monkeypatch, small):
+    """Small traces' repeats are found by Trace.packs_like (small > 0), without packing each: the same
+    waiting launches, repeat counts, bytes and times as comparing digests (small = 0)."""
+    monkeypatch.setattr(sim_clock, "SMALL_REPEAT_ENTRIES", small)
+    series = []
+    for t in _launches(3)[:3]:
+        b = t.entries[3].bytes_by_domain
+        series += [straight_trace(t.program, t.grid[0], b.copy()) for _ in range(3)]
+        series.append(straight_trace(t.program, t.grid[0], b + 1.0))  # same program and length, other bytes
+    want_ns, want = _eager(series)
+    packs = []
+    pack = sim_clock.Trace.pack
+    monkeypatch.setattr(sim_clock.Trace, "pack", lambda self: packs.append(1) or pack(self))
+    c = sim_clock.Clock(MINI)
+    for t in series:
+        c.add_untimed(t, "round_robin")
+    monkeypatch.setattr(sim_clock.Trace, "pack", pack)
+    # each group: the first launch packed at its first repeat, then every launch after it (digests), or
+    # only the one with other bytes (entry by entry)
+    assert len(packs) == (12 if small == 0 else 6)
+    assert [w.repeats for w in c._waiting] == [3, 1, 3, 1, 3, 1]
+    assert c._waiting_bytes == sum(w.nbytes for w in c._waiting)
+    assert all(w.digest is not None for w in c._waiting)  # packed as the digests' comparison leaves them
+    assert _fields(c.last_profile()) == _fields(want[-1])
+    assert c.now_ns() == want_ns
+
+
 def test_a_launch_retired_by_reading_the_clock_still_hands_out_its_own_profile():
     """Reading the clock times a launch with a recent profile lent to it (no copy: do_bench reads the
     clock around every launch); last_profile() then gives a copy of its own."""

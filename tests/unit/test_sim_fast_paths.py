@@ -158,6 +158,36 @@ def test_a_tile_past_its_allocations_end_loads_and_stores_its_valid_elements(mem
 
 
 @pytest.mark.parametrize("placement", PLACEMENTS)
+@pytest.mark.parametrize("dtype", ["f32", "i8", "f16", "i64"])
+def test_one_element_over_a_block_counts_the_batched_traffic(mem, placement, dtype):
+    """An eager 0-dim view's load and store: one element read with stride 0 over a 512-lane block (one valid
+    lane, or a wider box clipped to one), at every element around stripe and chunk boundaries: the batched
+    code's values and Traffic, counted as one range without numpy arrays."""
+    rec, base = _setup(mem, dtype, placement, 0, 3)
+    isz = dma._storage(dtype).itemsize
+    try:
+        for boundary in (4096, 16384, 32768):
+            for delta in range(-2 * isz, 2 * isz, isz):
+                at = np.array([rec.base + boundary + delta], np.int64)
+                for shape, strides, lo, hi in (
+                    ((512,), [[0]], [[0]], [[1]]),
+                    ((3, 4), [[5, 0]], [[2, 1]], [[3, 2]]),  # one element of a strided box
+                ):
+                    strides, lo, hi = (np.array(v, np.int64) for v in (strides, lo, hi))
+                    vals, traffic = dma_one.load(mem, at, dtype, shape, strides, lo, hi, 7)
+                    want_vals, want = dma.load_strided(mem, at, dtype, shape, strides, lo, hi, 7)
+                    assert _bits(vals).tobytes() == _bits(want_vals).tobytes()
+                    _same_traffic(traffic, want)
+                    values = np.asarray(want_vals)
+                    _same_traffic(
+                        dma_one.store(mem, at, values, strides, lo, hi, dtype),
+                        dma.store_strided(mem, at, values, strides, lo, hi, dtype),
+                    )
+    finally:
+        mem.free(rec.base)
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
 @pytest.mark.parametrize("shape", [(40,), (1, 40), (2, 40)])
 @pytest.mark.parametrize("step", [1, -1])
 def test_one_row_traffic_across_a_stripe_or_chunk_boundary(mem, placement, shape, step):
@@ -312,6 +342,35 @@ def test_a_packed_trace_gives_its_source_while_it_lives_then_unpacks():
     assert packed.trace() is not back  # the source is gone: unpacked afresh at each call
     assert back.digest() == want
     assert_same_entries(entries, back.entries)
+
+
+def test_packs_like_is_true_only_for_the_same_digest():
+    """Trace.packs_like (the clock's repeat test without packing) says True only where the digests are
+    equal: the same entries in new arrays, not a changed element, pc, dtype or sharing of an array."""
+    a, b = _trace(np.random.default_rng(1)), _trace(np.random.default_rng(1))
+    assert a.packs_like(b) and b.packs_like(a) and a.digest() == b.digest()
+    changed = []
+    c = _trace(np.random.default_rng(1))
+    c.entries[7].runs = c.entries[7].runs + 1
+    changed.append(c)
+    c = _trace(np.random.default_rng(1))
+    c.entries[3] = TraceEntry(c.entries[3].pc, c.entries[3].programs.copy())  # same values, not shared
+    changed.append(c)
+    c = _trace(np.random.default_rng(1))
+    c.entries[2].bytes_by_domain = c.entries[2].bytes_by_domain.astype(np.float32)
+    changed.append(c)
+    c = _trace(np.random.default_rng(1))
+    c.entries[4] = TraceEntry(9, c.entries[4].programs)
+    changed.append(c)
+    c = _trace(np.random.default_rng(1))
+    c.entries[2].elements = None
+    changed.append(c)
+    c = _trace(np.random.default_rng(1))
+    c.entries.pop()
+    changed.append(c)
+    for c in changed:
+        assert not a.packs_like(c) and not c.packs_like(a)
+        assert a.digest() != c.digest()
 
 
 def test_a_digest_sees_every_field():

@@ -34,6 +34,7 @@ from .trace import PackedTrace, Trace
 
 PENDING_BYTES = 64 * MiB  # traces kept for timing on demand
 SHRINK_TO = 0.75  # past PENDING_BYTES, make room down to this share of it
+SMALL_REPEAT_ENTRIES = 256  # a repeat of a trace this short is found entry by entry (Clock._like)
 PENDING_LAUNCHES = 100_000  # launches waiting (timed or not) before the oldest are added to the clock
 PROFILES_KEPT = 32  # recent Profiles kept by trace digest for repeated launches
 
@@ -87,6 +88,9 @@ class Clock:
         self._waiting_bytes = 0
         self._last: Launch | None = None
         self._recent: OrderedDict = OrderedDict()  # (id(program), policy, digest) -> (program, content, Profile)
+        # (the last waiting launch, a small Trace that packs to its digest): its repeats are found by
+        # Trace.packs_like, entry by entry, instead of packing and digesting each (a warm eager op's launches)
+        self._like: tuple[Launch, Trace] | None = None
 
     # ---- the clock -----------------------------------------------------------------------------
     def now_ns(self) -> float:
@@ -104,7 +108,7 @@ class Clock:
         a benchmark phase's start, a test's (the suite drops what no test read, tests/conftest.py)."""
         self._waiting.clear()
         self._waiting_bytes = 0
-        self._last = None
+        self._last = self._like = None
         self._ns = float(ns)
 
     def advance(self, ns: float) -> None:
@@ -125,16 +129,26 @@ class Clock:
         """A launch to time on demand (``policy``: a name in timing.POLICIES or a timing.CoreMapping);
         its trace may come packed (a kept one: sim/persistent_runs.py)."""
         prev = self._waiting[-1] if self._waiting else None
+        small = trace if type(trace) is Trace and len(trace.entries) <= SMALL_REPEAT_ENTRIES else None
         if prev is not None and prev.profile is None and _may_repeat(prev, trace, policy):
+            like = self._like
+            if small is not None and like is not None and like[0] is prev and like[1].packs_like(small):
+                if prev.digest is None:  # packed as at the digests' comparison: the same bytes waiting
+                    self._waiting_bytes -= prev.pack()
+                prev.repeats += 1  # the same launch again, found without packing this trace (a warm eager op's)
+                self._last = prev
+                return
             if prev.digest is None:
                 self._waiting_bytes -= prev.pack()
             packed = trace if isinstance(trace, PackedTrace) else trace.pack()
             if packed.digest() == prev.digest:
                 prev.repeats += 1  # the same launch again: counted, its trace dropped
                 self._last = prev
+                self._like = None if small is None else (prev, small)
                 return
             trace = packed  # kept packed: packing was the price of the comparison
         launch = Launch(trace, policy)
+        self._like = None if small is None else (launch, small)
         self._waiting_bytes += launch.nbytes
         self._add(launch)
         if self._waiting_bytes > PENDING_BYTES:

@@ -130,6 +130,9 @@ def _traffic(mem: DeviceMemory, box: _Box1, pos: int) -> Traffic:
     rec = mem.live(pos)
     if len(rec.owners) == 1:
         out[0, rec.owners[0]] += box.count * float(box.isz)
+    elif box.count == 1:  # one element (an eager 0-dim view: stride 0 over the block): one range, no numpy arrays
+        at = sum(x * t for x, t in zip(box.a, box.s))
+        _one_range(rec, box.base + at * box.isz - rec.base, box.isz, out[0])
     elif abs(box.s[-1]) == 1:  # one contiguous byte range per row
         a, b, s = box.a[-1], box.b[-1], box.s[-1]
         first = box.base + min(a * s, (b - 1) * s) * box.isz

@@ -124,6 +124,48 @@ class Trace:
         """A fingerprint of all the timing model reads from a trace but its program (PackedTrace.digest)."""
         return self.pack().digest()
 
+    def packs_like(self, other: Trace) -> bool:
+        """True only when ``other`` packs to what this packs to (the same table and arrays: the same digest),
+        found without packing either: the same pcs, arrays shared in the same pattern, each array of the same
+        type, dtype, shape and bytes (grid and program are the caller's). False also where unsure (an entry's
+        field not a plain array): the caller packs and compares digests then."""
+        a, b = self.entries, other.entries
+        if len(a) != len(b):
+            return False
+        slots_a: dict[int, int] = {}  # id -> order of first appearance, as PackedTrace's slots
+        slots_b: dict[int, int] = {}
+
+        def same(u, v) -> bool:
+            if u is None or v is None:
+                return u is v
+            i, j = slots_a.get(id(u)), slots_b.get(id(v))
+            if i is not None or j is not None:
+                return i == j
+            if type(u) is not np.ndarray or type(v) is not np.ndarray:
+                return False
+            if u.dtype != v.dtype or u.shape != v.shape or u.tobytes() != v.tobytes():
+                return False
+            slots_a[id(u)] = slots_b[id(v)] = len(slots_a)
+            return True
+
+        last_a = last_b = None  # consecutive entries of one context share their programs array
+        for x, y in zip(a, b):
+            if x.pc != y.pc:
+                return False
+            p, q = x.programs, y.programs
+            if (p is not last_a or q is not last_b) and not same(p, q):
+                return False
+            last_a, last_b = p, q
+            if x.bytes_by_domain is None and x.elements is None and x.runs is None:
+                if y.bytes_by_domain is None and y.elements is None and y.runs is None:
+                    continue
+                return False
+            if not (same(x.bytes_by_domain, y.bytes_by_domain) and same(x.elements, y.elements)):
+                return False
+            if not same(x.runs, y.runs):
+                return False
+        return True
+
     def pack(self) -> PackedTrace:
         """The trace packed, kept for the entries as they are: a kept trace's repeat asks it twice (its kept
         packed form, sim/persistent_runs.py, and the clock's packing of the waiting first launch that holds
