@@ -202,6 +202,7 @@ FLOORS: dict[str, int] = {
         f"{TPB}.eager_ops.advanced_index",
         f"{TPB}.eager_ops.antialias",
         f"{TPB}.eager_ops.autoload",
+        f"{TPB}.eager_ops.cat_kernels",
         f"{TPB}.eager_ops.composite",
         f"{TPB}.eager_ops.convolution",
         f"{TPB}.eager_ops.ctc_kernels",
