@@ -382,10 +382,11 @@ def test_after_a_test_that_imported_modules_the_cycles_are_collected_and_the_res
         assert gc.get_freeze_count() > 0
         assert all(o is not kept for o in gc.get_objects())  # alive at the freeze: out of the collector's view
         frozen = gc.get_freeze_count()
-        assert not freezer.after_test() and gc.get_freeze_count() == frozen  # no new import since
+        # no new import since: nothing frozen (the count may fall: a frozen object whose last reference goes is freed)
+        assert not freezer.after_test() and gc.get_freeze_count() <= frozen
         monkeypatch.setitem(sys.modules, "plate_test_imported_module_2", types.ModuleType("m2"))
         gc.disable()  # a process whose collector is off is left alone
-        assert not freezer.after_test() and gc.get_freeze_count() == frozen
+        assert not freezer.after_test() and gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
         if was_on:
