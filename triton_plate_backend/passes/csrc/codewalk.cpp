@@ -670,6 +670,17 @@ PyObject* scalar_cse_walk(PyObject* code, PyObject* count, PyObject* pure, PyObj
     rename_to[s] = to;
     return true;
   };
+  // a mov of a register used once: d renamed to its source, the mov dropped. 1: done, 0: not such a mov, -1: error
+  auto forward_mov = [&](PyObject* ops, PyObject* d) -> int {
+    PyObject* v = PyTuple_GET_ITEM(ops, 1);
+    if ((PyObject*)Py_TYPE(v) != vreg_t) return 0;
+    PyObject* src = rename_get(v);
+    if (src == nullptr) return -1;
+    bool src_once;
+    if (!once(src, &src_once)) return -1;
+    if (!src_once) return 0;
+    return rename_set(d, src) ? 1 : -1;
+  };
   auto number_set = [&](PyObject* v) -> bool {  // number[v] = next(fresh)
     Py_ssize_t s = slot(v, true);
     if (s < 0) return false;
@@ -798,17 +809,9 @@ PyObject* scalar_cse_walk(PyObject* code, PyObject* count, PyObject* pure, PyObj
         kb.push_back('M');
         kb.push_back((char)recs[0].tag);
         kb.append((const char*)&recs[0].bits, 8);
-        PyObject* v = PyTuple_GET_ITEM(ops.p, 1);
-        if ((PyObject*)Py_TYPE(v) == vreg_t) {
-          PyObject* src = rename_get(v);
-          if (src == nullptr) return nullptr;
-          bool src_once;
-          if (!once(src, &src_once)) return nullptr;
-          if (src_once) {
-            if (!rename_set(d, src)) return nullptr;
-            continue;
-          }
-        }
+        int forwarded = forward_mov(ops.p, d);
+        if (forwarded < 0) return nullptr;
+        if (forwarded) continue;
       } else {  // (m, suffixes, tuple(srcs))
         kb.push_back('K');
         if (!put_text(kb, m.p)) return RETRY;
@@ -878,17 +881,9 @@ PyObject* scalar_cse_walk(PyObject* code, PyObject* count, PyObject* pure, PyObj
         }
         key.reset(PyTuple_Pack(2, s_mov, PyList_GET_ITEM(srcs.p, 0)));
         if (key.p == nullptr) return nullptr;
-        PyObject* v = PyTuple_GET_ITEM(ops.p, 1);
-        if ((PyObject*)Py_TYPE(v) == vreg_t) {
-          PyObject* src = rename_get(v);
-          if (src == nullptr) return nullptr;
-          bool src_once;
-          if (!once(src, &src_once)) return nullptr;
-          if (src_once) {
-            if (!rename_set(d, src)) return nullptr;
-            continue;
-          }
-        }
+        int forwarded = forward_mov(ops.p, d);
+        if (forwarded < 0) return nullptr;
+        if (forwarded) continue;
       } else {
         Ref t(PyList_AsTuple(srcs.p));
         if (t.p == nullptr) return nullptr;
