@@ -56,9 +56,15 @@ def rows(draw):
     )
 
 
+def _random_allocation(mem, nbytes, case):
+    """An allocation of nbytes placed as ``case["placement"]``, filled with random bytes from ``case["seed"]``."""
+    rec = mem.alloc(nbytes, case["placement"])
+    mem.view(rec.base, nbytes)[:] = np.random.default_rng(case["seed"]).integers(0, 256, nbytes, dtype=np.uint8)
+    return rec
+
+
 def _setup(mem, r, nbytes=64 * 1024):
-    rec = mem.alloc(nbytes, r["placement"])
-    mem.view(rec.base, nbytes)[:] = np.random.default_rng(r["seed"]).integers(0, 256, nbytes, dtype=np.uint8)
+    rec = _random_allocation(mem, nbytes, r)
     isz = dma._storage(r["dtype"]).itemsize
     first = rec.base + (8000 // isz) * isz  # room below for negative strides and steps
     elems = first // isz + np.arange(r["p"]) * r["step"] + (np.arange(r["p"]) == 1) * 5 * r["uneven"]
@@ -603,8 +609,7 @@ def tiles(draw):
 
 def _tile_args(mem, t):
     nbytes = 256 * 1024
-    rec = mem.alloc(nbytes, t["placement"])
-    mem.view(rec.base, nbytes)[:] = np.random.default_rng(t["seed"]).integers(0, 256, nbytes, dtype=np.uint8)
+    rec = _random_allocation(mem, nbytes, t)
     isz = dma._storage(t["dtype"]).itemsize
     p, r = len(t["rows"]), len(t["shape"])
     elems = 24000 // isz + np.array(t["rows"]) * t["row_step"] + np.array(t["cols"]) * t["col_step"]
@@ -1720,8 +1725,7 @@ def edge_tiles(draw):
 
 def _edge_setup(mem, t):
     nbytes = 64 * 1024
-    rec = mem.alloc(nbytes, t["placement"])
-    mem.view(rec.base, nbytes)[:] = np.random.default_rng(t["seed"]).integers(0, 256, nbytes, dtype=np.uint8)
+    rec = _random_allocation(mem, nbytes, t)
     isz = dma._storage(t["dtype"]).itemsize
     p, inner = t["p"], t["shape"][-1]
     i = np.arange(p, dtype=np.int64)
