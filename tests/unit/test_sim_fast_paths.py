@@ -1,8 +1,8 @@
 """The simulator's fast paths give the results of the plain code, bit for bit: one program's strided DMA
 (sim/dma_one.py) against the batched code in sim/dma.py, a hot CAS run against an element-by-element
 loop, a packed trace against the trace it packs, merged runs of compute-engine steps against step by
-step timing, m.mma's in-place widened f32 sum (on threads) against the plain expression, max/min with
-ordered zeros against their np.where form, rows split across threads."""
+step timing, m.mma's in-place widened f32 sum (on threads) against the plain expression, m.mma's BLAS on one
+thread against its threads, max/min with ordered zeros against their np.where form, rows split across threads."""
 
 import sys
 
@@ -553,6 +553,47 @@ def test_bf16_mma_in_c_declines_other_layouts():
     assert not sem_matrix._mma_bf16(*sgemm, a, b, c, a32, b32, True, True, 12)  # 32 rows in 12-row blocks
     assert not sem_matrix._mma_bf16(*sgemm, a, b[:, :4], c, a32, b32, True, True, 32)  # K does not chain
     assert not (c != 0).any()
+
+
+def _mma_products(a, b, c):
+    """What m.mma computes with BLAS from f32 operands: each f32 precision, an i8 product (f64, exact), f64."""
+    from triton_plate_backend.sim import sem_matrix
+
+    i8 = np.rint(a.clip(-127, 127)).astype(np.float64), np.rint(b * 40).clip(-127, 127).astype(np.float64)
+    out = [f(a, b, c) for f in sem_matrix.PRECISION.values()]
+    return [*out, np.matmul(*i8), sem_matrix._matmul(a.astype(np.float64), b.astype(np.float64))]
+
+
+def test_mma_runs_blas_on_one_thread_and_its_threads_give_the_same_bits(monkeypatch):
+    """Every m.mma runs with numpy's OpenBLAS on one thread (its threads cost ~100x the CPU on a tile's
+    product) and restores the count after; the products that thread count would change are the same bits
+    with BLAS on two threads: the i8 (f64 exact), f32 (each precision) and f64 sums of test_dot's shapes."""
+    from triton_plate_backend.sim import parallel, sem_matrix
+
+    blas = parallel._openblas()
+    if blas is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS whose threads can be set")
+    before = blas[0]()
+    blas[1](2)
+    try:
+        if blas[0]() != 2:
+            pytest.skip("OpenBLAS here runs one thread")
+        seen = []
+        monkeypatch.setattr(sem_matrix, "_mma_rule", lambda st, ins: seen.append(blas[0]()))
+        sem_matrix.SEMANTICS["m.mma"](None, None)
+        assert seen == [1] and blas[0]() == 2
+        rng = np.random.default_rng(5)
+        for P, M, K, N in [(1, 128, 64, 128), (1, 64, 128, 128), (2, 128, 32, 256), (1, 256, 256, 64)]:
+            a = (rng.standard_normal((P, M, K)) * 10.0 ** rng.integers(-3, 4, (P, M, 1))).astype(np.float32)
+            b = rng.standard_normal((P, K, N)).astype(np.float32)
+            c = rng.standard_normal((P, M, N)).astype(np.float32)
+            threaded = _mma_products(a, b, c)
+            with parallel.one_blas_thread():
+                single = _mma_products(a, b, c)
+            for x, y in zip(threaded, single):
+                np.testing.assert_array_equal(x.view(np.uint8), y.view(np.uint8))
+    finally:
+        blas[1](before)
 
 
 def test_widened_operands_are_reused_only_while_sram_is_unchanged():

@@ -24,7 +24,7 @@ from ..errors import IsaError
 from ..isa.table import ENUMS
 from ..machine import MatrixUnit
 from .numerics import F32, F64, round_float, round_tf32, store_int
-from .parallel import blas_sgemm, for_rows
+from .parallel import blas_sgemm, for_rows, one_blas_thread
 
 try:  # bf16 m.mma widened and summed per program in C (sim/csrc/tiles.cpp, built by setup.py); without it,
     from . import _tiles  # the numpy code
@@ -239,6 +239,14 @@ def _keep_widened(st, kept: dict, acc: int) -> None:
 
 
 def _mma(st, ins):
+    # numpy's OpenBLAS on one thread: its threads split no sum (the same bits) but, on a tile-sized product
+    # past its threading size (a 128x64 @ 64x128 i8 or f32 ieee dot), cost ~100x the CPU of one thread
+    # (0.04 -> 16 ms, 42 ms wall, on the shared 2-core host) and oversubscribe the cores (sim/parallel.py)
+    with one_blas_thread():
+        _mma_rule(st, ins)
+
+
+def _mma_rule(st, ins):
     acc, a, b = ins.operands
     tc, ta, tb = st.tiles[acc], st.tiles[a], st.tiles[b]
     if (
