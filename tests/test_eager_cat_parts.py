@@ -1,7 +1,7 @@
 """cat's small inputs several to a launch (eager_ops/cat_kernels.py's cat_parts, launch.copy_parts): for each dtype,
 1 to 4 dims, 1 to 9 inputs and inputs that are views (permuted, strided slices), the CPU's bits in ceil(inputs /
 PARTS) launches; and one compile of cat_parts per PARTS, whatever the inputs' sizes, strides and addresses (none of
-its arguments is specialized on its value)."""
+its arguments is specialized on its value), whose signature holds the arguments of PARTS parts only."""
 
 from __future__ import annotations
 
@@ -91,3 +91,11 @@ def test_cat_parts_compiles_once_per_parts_whatever_the_sizes_strides_and_addres
         assert len(launches) == 1
         assert torch.equal(out.cpu(), torch.stack(rows))
     assert len(variants() - before) <= 1  # PARTS 4, DIMS 1, float32: one compile, or none where it was there
+
+
+def test_a_cat_parts_compile_takes_the_arguments_of_its_parts_only(no_host_ops):
+    torch.stack([torch.arange(3.0).to("plate") for _ in range(2)])  # PARTS 2
+    compiled = [k for caches in cat_kernels.cat_parts.device_caches.values() for k in caches[0].values()]
+    arguments = {sum(t != "constexpr" for t in k.src.signature.values()) for k in compiled}
+    assert 2 * 14 in arguments  # the parts past PARTS are None: constexprs, out of the launch's arguments
+    assert arguments <= {2 * 14, 4 * 14, 8 * 14}
