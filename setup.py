@@ -48,8 +48,8 @@ WALKS = [
 def walk_extension(package: str, module: str, flags: list[str]) -> Extension:
     source = f"triton_plate_backend/{package}/csrc/{module.lstrip('_')}.cpp"
     name = f"triton_plate_backend.{package}.{module}"
-    # every csrc header, as a walk may include another package's (passes' walks read isa/csrc/fields.h): an
-    # incremental build_ext rebuilds a module whose header changed
+    # every csrc header, as a walk may include another package's (passes' walks read isa/csrc/fields.h, irwalk and
+    # codewalk share ir/csrc/ptr_table.h): an incremental build_ext rebuilds a module whose header changed
     depends = sorted(str(p) for p in Path("triton_plate_backend").glob("*/csrc/*.h"))
     return Extension(
         name, sources=[source], depends=depends, extra_compile_args=[*flags, "-g0"], language="c++", optional=True

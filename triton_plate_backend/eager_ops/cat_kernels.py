@@ -41,7 +41,8 @@ def cat_parts(
     dst7, src7, n_7, s1_7, s2_7, s3_7, o0_7, o1_7, o2_7, o3_7, a0_7, a1_7, a2_7, a3_7,
     PARTS: tl.constexpr, CT: tl.constexpr, BLOCK: tl.constexpr, DIMS: tl.constexpr,
 ):  # fmt: skip
-    """Parts 0..PARTS-1 laid end to end over the lanes (a launch's unused parts repeat its first with n 0)."""
+    """Parts 0..PARTS-1 laid end to end over the lanes (a launch's unused parts repeat its first with n 0; the
+    arguments of parts from PARTS on are None)."""
     i = tl.arange(0, BLOCK).to(tl.int64)
     start = 0
     start = _copy_part(

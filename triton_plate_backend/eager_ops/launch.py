@@ -175,11 +175,12 @@ def _launch_parts(group: list) -> None:
     arguments = []
     for dst, src, sizes, (out_steps, src_steps), _ in group:
         arguments += [dst, src, math.prod(sizes), sizes[1], sizes[2], sizes[3], *out_steps, *src_steps]
-    # PARTS a power of two (3 compiles a type, not 7): the parts past the group copy nothing (n 0); the
-    # arguments of parts past PARTS are never read
+    # PARTS a power of two (3 compiles a type, not 7): the parts past the group copy nothing (n 0); those past
+    # PARTS, never read, are None: constexprs, out of the compiled signature (a PARTS 2 compile, 28 arguments
+    # not 112)
     parts = next_power_of_2(len(group))
     empty = arguments[:2] + [0] + arguments[3:14]
-    arguments += empty * (_cat().PARTS - len(group))
+    arguments += empty * (parts - len(group)) + [None] * (len(empty) * (_cat().PARTS - parts))
     dims = max(_layout(kernels().elementwise, sizes, (1,))["DIMS"] for _, _, sizes, _, _ in group)
     cat = _cat()
     cat.cat_parts[(1,)](

@@ -19,10 +19,10 @@
 // with the IR changed between steps.
 #include <Python.h>
 
-#include <cstdint>
 #include <optional>
-#include <utility>
 #include <vector>
+
+#include "ptr_table.h"
 
 namespace {
 
@@ -210,46 +210,18 @@ PyObject *s_operands, *s_results, *s_owner, *s_index, *s_parent, *s_name, *s_arg
 // a plain attribute (the IR classes keep theirs in the instance dict, a Value in its slots): PyObject_GetAttr
 PyObject* attr(PyObject* o, PyObject* name) { return PyObject_GetAttr(o, name); }
 
-// pointer -> how many enclosing scopes hold it (open addressing, borrowed keys: the IR holds them)
+// pointer -> how many enclosing scopes hold it (borrowed keys: the IR holds them)
 struct Visible {
-  std::vector<std::pair<PyObject*, int>> slots = std::vector<std::pair<PyObject*, int>>(256, {nullptr, 0});
-  size_t used = 0;
+  plate_ptr_table::PtrTable<int, 0> count{128};  // 256 slots
   std::vector<PyObject*> stack;  // in the order added, to take them off at a scope's end
-  static size_t hash(PyObject* k) { return (size_t)(((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull >> 7); }
-  int& at(PyObject* k) {
-    if (2 * (used + 1) > slots.size()) grow();
-    size_t mask = slots.size() - 1;
-    for (size_t i = hash(k) & mask;; i = (i + 1) & mask) {
-      auto& e = slots[i];
-      if (e.first == k) return e.second;
-      if (e.first == nullptr) {
-        e.first = k;
-        e.second = 0;
-        used++;
-        return e.second;
-      }
-    }
-  }
-  void grow() {
-    std::vector<std::pair<PyObject*, int>> old;
-    old.swap(slots);
-    slots.assign(old.size() * 2, {nullptr, 0});
-    size_t mask = slots.size() - 1;
-    for (auto& e : old) {
-      if (e.first == nullptr) continue;
-      size_t i = hash(e.first) & mask;
-      while (slots[i].first != nullptr) i = (i + 1) & mask;
-      slots[i] = e;
-    }
-  }
   void add(PyObject* v) {
-    at(v)++;
+    count.at(v)++;
     stack.push_back(v);
   }
-  bool has(PyObject* v) { return at(v) > 0; }
+  bool has(PyObject* v) const { return count.find(v) > 0; }
   void pop_to(size_t n) {
     while (stack.size() > n) {
-      at(stack.back())--;
+      count.at(stack.back())--;
       stack.pop_back();
     }
   }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../../ir/csrc/ptr_table.h"
 #include "../../isa/csrc/fields.h"
 
 namespace {
@@ -60,55 +61,9 @@ bool by_identity(PyObject* o) {
   return t->tp_hash == PyBaseObject_Type.tp_hash && t->tp_richcompare == PyBaseObject_Type.tp_richcompare;
 }
 
-// pointer -> number, open addressing (the walks' register numbering without a dict's hashing and int objects); the
+// pointer -> number, -1: none yet (the walks' register numbering without a dict's hashing and int objects); the
 // keys are borrowed: the code being walked holds them
-struct PtrMap {
-  std::vector<std::pair<PyObject*, Py_ssize_t>> slots;
-  size_t used = 0;
-
-  explicit PtrMap(size_t expected) {
-    size_t cap = 16;
-    while (cap < 2 * expected) cap <<= 1;
-    slots.assign(cap, {nullptr, 0});
-  }
-  static size_t hash(PyObject* k) { return (size_t)(((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull >> 7); }
-  // the entry of k: its number, or -1 (then set it)
-  Py_ssize_t& at(PyObject* k) {
-    if (2 * (used + 1) > slots.size()) grow();
-    size_t mask = slots.size() - 1;
-    for (size_t i = hash(k) & mask;; i = (i + 1) & mask) {
-      auto& e = slots[i];
-      if (e.first == k) return e.second;
-      if (e.first == nullptr) {
-        e.first = k;
-        e.second = -1;
-        used++;
-        return e.second;
-      }
-    }
-  }
-  // k's number, or -1 when k has none
-  Py_ssize_t find(PyObject* k) const {
-    size_t mask = slots.size() - 1;
-    for (size_t i = hash(k) & mask;; i = (i + 1) & mask) {
-      const auto& e = slots[i];
-      if (e.first == k) return e.second;
-      if (e.first == nullptr) return -1;
-    }
-  }
-  void grow() {
-    std::vector<std::pair<PyObject*, Py_ssize_t>> old;
-    old.swap(slots);
-    slots.assign(old.size() * 2, {nullptr, 0});
-    size_t mask = slots.size() - 1;
-    for (auto& e : old) {
-      if (e.first == nullptr) continue;
-      size_t i = hash(e.first) & mask;
-      while (slots[i].first != nullptr) i = (i + 1) & mask;
-      slots[i] = e;
-    }
-  }
-};
+using PtrMap = plate_ptr_table::PtrTable<Py_ssize_t, -1>;
 
 // object -> slot (0, 1, ... in first-seen order): what by_identity holds by its pointer, anything else by a dict (its
 // own hash and equality), so a walk keeps what a Python dict keyed by the objects would keep in arrays by slot
