@@ -138,6 +138,27 @@ def test_inline_pass_removes_calls_and_private_functions():
     assert [codegen.func_name(f) for f in module.functions()] == ["reduce_misc"]
 
 
+def test_inline_leaves_a_kernel_that_calls_nothing_as_it_is():
+    module = parse(corpus_text("casts"), "casts")
+    ops = module.kernel().regions[0].blocks[0].ops
+    assert inline.run(module) is module and module.kernel().regions[0].blocks[0].ops is ops
+    assert not inline._nothing_to_inline(parse(corpus_text("reduce_misc"), "reduce_misc"), module.kernel())
+
+
+@pytest.mark.parametrize("kernel, rewritten", [("casts", False), ("atomics", False), ("vec_add", True)])
+def test_the_verifier_runs_again_only_after_a_pass_that_rewrote(kernel, rewritten, monkeypatch):
+    """persistent leaves most kernels as they are: the module after it is the one inline's verifier passed, and the
+    same text as without the pass; one it rewrites is verified (and numbered) again."""
+    names = []
+    verify_after = pipeline.verify_after
+    monkeypatch.setattr(pipeline, "verify_after", lambda name, m: (names.append(name), verify_after(name, m)))
+    sram = MACHINE.core.sram_bytes
+    text = pipeline.print_module(pipeline.run_passes(parse(corpus_text(kernel), kernel), persistent_sram=sram))
+    assert names == (["inline", "persistent"] if rewritten else ["inline"])
+    plain = pipeline.print_module(pipeline.run_passes(parse(corpus_text(kernel), kernel)))
+    assert (text != plain) == rewritten
+
+
 @pytest.mark.parametrize("name", LOWERABLE)
 def test_dma_waits_respect_the_asynchronous_contract(name):
     prog = compile_corpus(name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import zlib
 
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from triton_plate_backend.errors import BinaryFormatError, IsaError
+from triton_plate_backend.isa import encoding
 from triton_plate_backend.isa.asm import assemble, disassemble
 from triton_plate_backend.isa.encoding import (
     COUNT,
@@ -30,6 +32,15 @@ from triton_plate_backend.isa.program import ARG_TYPES, Arg, Inst, Program, Tile
 from triton_plate_backend.isa.table import DTYPES, ENUMS, ISA
 from triton_plate_backend.machine import get_machine
 from triton_plate_backend.srcloc import UNKNOWN_LOC, Loc
+
+
+class _Float(float):
+    pass
+
+
+class _Str(str):
+    pass
+
 
 # ---- random valid programs (also used by test_isa_asm) ---------------------------------------
 IDENT = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,5}", fullmatch=True)
@@ -320,6 +331,53 @@ def test_missing_and_duplicate_sections(sample):
     assert "missing code section" in str(e)
     e = _error(_patch(sample, entries["code"][0], "I", 5))
     assert "second locs section" in str(e)
+
+
+@FAST
+@given(programs())
+def test_a_program_packed_straight_is_the_bytes_of_its_records(p):
+    """`_encode_packed` (no dict per record) gives the bytes of `_encode_records` (one record per entry, by Layout),
+    strings numbered in the same order; it packs every valid program of the kinds codegen makes."""
+    packed = encoding._encode_packed(p)
+    assert packed is not None and packed == encoding._encode_records(p)
+
+
+def _bytes_or_error(f, program):
+    try:
+        return f(program)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"consts": [1 << 63]},  # beyond int64
+        {"consts": [True, 2.5, "s"]},  # a bool (an Integral, not an int)
+        {"consts": [_Float(2.5)]},  # a float subclass (numpy's float64 is one)
+        {"consts": [_Str("s")]},
+        {"consts": [object()]},
+        {"labels": {"x": 5}},  # past the end
+        {"labels": {"x": True}},
+        {"labels": {3: 0}},  # a name that is not a str
+        {"locs": [UNKNOWN_LOC, Loc("f.py", -1, 0, "x")]},  # a line that does not fit u32
+        {"locs": [UNKNOWN_LOC, Loc("f.py", 1, 0, None)]},
+        {"locs": [UNKNOWN_LOC, Loc("\udc80.py", 1, 0, "x")]},  # not UTF-8
+        {"args": [Arg(7, "i32")]},
+        {"args": [Arg("a", "u7")]},
+        {"affinity": 12},
+        {"sram_bytes": -64},
+        {"name": _Str("k")},
+    ],
+)
+def test_what_the_straight_packing_leaves_the_records_pack_or_reject_alike(change):
+    """Off the plain path, `_encode_packed` gives up (None) and `_encode` is the verifier and `_encode_records`: the
+    same bytes, or the same error naming what does not fit."""
+    program = Program("k", [Inst("s.li", (), (0, 0)), Inst("halt", (), (), 1)], consts=[3], locs=[UNKNOWN_LOC, Loc()])
+    program = dataclasses.replace(program, **change)
+    assert encoding._encode_packed(program) is None
+    records = _bytes_or_error(lambda p: encoding._encode_records(encoding.verify_once(p)), program)
+    assert _bytes_or_error(encoding._encode, program) == records
 
 
 def test_encode_rejects_what_it_cannot_represent():

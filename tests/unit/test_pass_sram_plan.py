@@ -4,6 +4,8 @@ largest tensors live at the peak."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from triton_plate_backend.errors import SramOverflow
@@ -33,6 +35,34 @@ def test_the_smaller_of_the_two_orders_wins():
     intervals = {x: (0, 1), y: (0, 3), z: (2, 3)}
     assert sram_plan.plan(intervals, 1 << 20) == 192
     assert (z.addr, x.addr, y.addr) == (0, 0, 128)
+
+
+def _two_orders(intervals: dict) -> tuple[dict, int]:
+    """The plan as both orders always made it: by start, replaced by the order by size where smaller."""
+    items = [(r, iv) for r, iv in intervals.items() if isinstance(r, Buffer)]
+    best = None
+    for by_start, key in (
+        (True, lambda x: (x[1][0], -x[0].nbytes, x[0].id)),
+        (False, lambda x: (-sram_plan._align(x[0].nbytes), x[1][0], x[0].id)),
+    ):
+        addrs, top, _ = sram_plan._first_fit(sorted(items, key=key), by_start)
+        if best is None or top < best[1]:
+            best = (addrs, top)
+    return {b.id: a for b, a in best[0].items()}, best[1]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_order_by_size_is_left_out_only_where_it_cannot_win(seed):
+    """The order by start at the most bytes live at once is kept without trying the order by size: the same
+    addresses as trying both, on random intervals (empty ones, lo > hi, included)."""
+    rng = random.Random(seed)
+    intervals = {}
+    for i in range(rng.randrange(1, 14)):
+        lo = rng.randrange(30)
+        intervals[Buffer(rng.choice([1, 64, 65, 200, 512, 4096]), f"b{i}")] = (lo, lo + rng.randrange(-2, 20))
+    want = _two_orders(intervals)
+    top = sram_plan.plan(intervals, 1 << 30)
+    assert ({b.id: b.addr for b in intervals}, top) == want
 
 
 def test_buffers_live_at_once_never_share_bytes():

@@ -291,6 +291,13 @@ def _fingerprint(data: bytes) -> tuple[int, bytes]:
 
 def _encode(program: Program) -> bytes:
     verify_once(program)
+    packed = _encode_packed(program)
+    return packed if packed is not None else _encode_records(program)
+
+
+def _encode_records(program: Program) -> bytes:
+    """The binary through one record (a dict) per entry and its Layout: what `_encode_packed` packs straight, and
+    what says which value does not fit where that one gives up."""
     strings: dict[str, int] = {}
 
     def s(text: str) -> int:
@@ -325,6 +332,92 @@ def _encode(program: Program) -> bytes:
     major, minor = VERSION
     crc, nsections = zlib.crc32(rest), len(SECTIONS)
     return HEADER.pack(dict(magic=MAGIC, major=major, minor=minor, flags=0, crc32=crc, nsections=nsections)) + rest
+
+
+_LABEL_ST, _ARG_ST, _CONST_ST, _LOC_ST, _META_ST = (x.whole for x in (LABEL, ARG, CONST, LOC, META))
+_SECTION_ST, _HEADER_ST = SECTION.whole, HEADER.whole
+_TILE_STS: dict[int, struct.Struct] = {}  # rank -> a tile record's Struct (TILE's head, then rank shapes and strides)
+
+
+def _encode_packed(program: Program) -> bytes | None:
+    """`_encode`'s bytes packed straight from the program, the strings numbered in the same order, without a dict
+    per record and `Layout.pack` per section and count (a small kernel's encode was ~0.7 M instructions, most of
+    them those); None where anything is off the plain path (a value that does not fit, a string that is not a
+    str, unequal tile arrays, an odd constant): `_encode_records` then packs it, or says what does not fit."""
+    strings: dict[str, int] = {}
+    s = strings.setdefault
+    u32 = _U32.pack
+    try:
+        n = len(program.instrs)
+        labels = []
+        for name, pc in program.labels.items():
+            if type(pc) is not int or not 0 <= pc <= n or type(name) is not str:
+                return None
+            labels.append(_LABEL_ST.pack(0, s(name, len(strings)), pc))
+        for i, name in enumerate(tile_names(program) or ()):
+            labels.append(_LABEL_ST.pack(1, s(name, len(strings)), i))
+        args = []
+        for a in program.args:
+            if type(a.name) is not str:
+                return None
+            args.append(_ARG_ST.pack(s(a.name, len(strings)), ARG_TYPES.index(a.type)))
+        tiles = []
+        for t in program.tiles:
+            rank = len(t.shape)
+            if len(t.strides) != rank:
+                return None
+            st = _TILE_STS.get(rank)
+            if st is None:
+                st = _TILE_STS[rank] = struct.Struct(f"<IBB{rank}I{rank}i")
+            tiles.append(st.pack(t.addr, DTYPES.index(t.dtype), rank, *t.shape, *t.strides))
+        locs = []
+        for loc in program.locs:
+            if type(loc.file) is not str or type(loc.name) is not str:
+                return None
+            f = s(loc.file, len(strings))
+            locs.append(_LOC_ST.pack(f, loc.line, loc.col, s(loc.name, len(strings))))
+        if type(program.name) is not str:
+            return None
+        meta = _META_ST.pack(s(program.name, len(strings)), program.sram_bytes)
+        consts = []
+        for c in program.consts:
+            if type(c) is int and -(1 << 63) <= c < 1 << 63:
+                consts.append(_CONST_ST.pack(0, c & MASK64))
+            elif type(c) is str:
+                consts.append(_CONST_ST.pack(2, s(c, len(strings))))
+            elif type(c) is float:
+                consts.append(_CONST_ST.pack(1, float_bits(c)))
+            else:
+                return None
+        affinity = program.affinity
+        if affinity and type(affinity) is not str:
+            return None
+        affinity = [u32(s(affinity, len(strings)))] if affinity else []
+        code = _pack_code(program.instrs)
+        texts = []
+        for text in strings:
+            data = text.encode("utf-8")
+            texts.append(u32(len(data)))
+            texts.append(data)
+    except (struct.error, TypeError, ValueError, AttributeError, OverflowError):
+        return None
+    payloads = (  # in SECTIONS' order: strings, meta, consts, tiles, locs, code, labels, affinity
+        b"".join([u32(len(strings)), *texts]),
+        b"".join([meta, u32(len(args)), *args]),
+        b"".join([u32(len(consts)), *consts]),
+        b"".join([u32(len(tiles)), *tiles]),
+        b"".join([u32(len(locs)), *locs]),
+        code,
+        b"".join([u32(len(labels)), *labels]),
+        b"".join([u32(len(affinity)), *affinity]),
+    )
+    table, offset = [], HEADER.min_size + SECTION.min_size * len(SECTIONS)
+    for sec, payload in zip(SECTIONS, payloads):
+        table.append(_SECTION_ST.pack(sec.kind, offset, len(payload)))
+        offset += len(payload)
+    rest = b"".join([*table, *payloads])
+    major, minor = VERSION
+    return _HEADER_ST.pack(MAGIC, major, minor, 0, zlib.crc32(rest), len(SECTIONS)) + rest
 
 
 def _pack_section(sec: Section, head: dict | None, records: list[dict]) -> bytes:
