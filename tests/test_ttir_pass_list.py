@@ -1,5 +1,6 @@
-"""compiler.ttir_passes: the TTIR passes a module needs, told from its ops; each kernel's TTIR after them is the
-full TTIR_PASSES list's, text for text."""
+"""compiler.ttir_passes: the TTIR passes a module needs, told from its ops, and reorder_broadcast_can_change:
+reorder-broadcast decided on the module combine leaves; each kernel's TTIR from make_ttir is the full TTIR_PASSES
+list's, text for text."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from triton_plate_backend import compiler as plate_compiler
-from triton_plate_backend.compiler import PLATE_ARCH, TTIR_PASSES, WARP_SIZE, PlateBackend
+from triton_plate_backend.compiler import CSE, PLATE_ARCH, REORDER_BROADCAST, TTIR_PASSES, WARP_SIZE, PlateBackend
 
 TARGET = GPUTarget("plate", PLATE_ARCH, WARP_SIZE)
 ALL = {p[1] for p in TTIR_PASSES}
@@ -65,19 +66,30 @@ def unrolled(x_ptr, n, BLOCK: tl.constexpr):
         tl.store(x_ptr + i * BLOCK + tl.arange(0, BLOCK), tl.arange(0, BLOCK))
 
 
+@triton.jit
+def broadcast2d(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+    tl.store(y_ptr + o, tl.load(x_ptr + o) + 1)
+
+
+@triton.jit
+def splat_arith(x_ptr, y_ptr, s, BLOCK: tl.constexpr):
+    tl.store(y_ptr + tl.arange(0, BLOCK), tl.full([BLOCK], s, tl.int32) * 3)  # muli(splat, splat constant)
+
+
 PTRS = {"x_ptr": "*fp32", "y_ptr": "*fp32"}
 DESC = {"desc": "tensordesc<fp32[16]>", "y_ptr": "*fp32"}
+NO_CALLS = {"add_inliner", "add_symbol_dce", "add_rewrite_tensor_pointer", "add_rewrite_tensor_descriptor_to_pointer"}
 CASES = {  # kernel: (signature, the passes it skips besides the loop unroller, unless it says "unrolled")
-    "plain": (
-        plain,
-        {**PTRS, "n": "i32"},
-        {"add_inliner", "add_symbol_dce", "add_rewrite_tensor_pointer", "add_rewrite_tensor_descriptor_to_pointer"},
-    ),
+    "plain": (plain, {**PTRS, "n": "i32"}, NO_CALLS | {"add_reorder_broadcast"}),
     "calls": (
         calls,
         PTRS,
-        {"add_rewrite_tensor_pointer", "add_rewrite_tensor_descriptor_to_pointer", "add_canonicalizer"},
+        {"add_rewrite_tensor_pointer", "add_rewrite_tensor_descriptor_to_pointer", "add_canonicalizer"}
+        | {"add_reorder_broadcast"},
     ),
+    "broadcast2d": (broadcast2d, PTRS, NO_CALLS),  # a tt.broadcast: reorder-broadcast always runs
+    "splat_arith": (splat_arith, {**PTRS, "s": "i32"}, NO_CALLS | {"add_reorder_broadcast"}),
     "block_ptr": (
         block_ptr,
         {**PTRS, "n": "i32"},
@@ -86,12 +98,10 @@ CASES = {  # kernel: (signature, the passes it skips besides the loop unroller, 
     "block_ptr_calls": (block_ptr_calls, {**PTRS, "n": "i32"}, set()),
     "descriptor": (descriptor, DESC, set()),
     "unused_descriptor": (unused_descriptor, DESC, set()),
-    "unrolled": (
-        unrolled,
-        {"x_ptr": "*fp32", "n": "i32"},
-        {"add_inliner", "add_symbol_dce", "add_rewrite_tensor_pointer", "add_rewrite_tensor_descriptor_to_pointer"},
-    ),
+    "unrolled": (unrolled, {"x_ptr": "*fp32", "n": "i32"}, NO_CALLS | {"add_reorder_broadcast"}),
 }
+# the kernels make_ttir runs reorder-broadcast for: from the list, or after combine (reorder_broadcast_can_change)
+REORDERED = {"block_ptr", "block_ptr_calls", "descriptor", "unused_descriptor", "broadcast2d", "splat_arith"}
 
 
 def _module(fn, signature, block):
@@ -117,14 +127,35 @@ def _run(mod, pass_list):
 
 @pytest.mark.filterwarnings("ignore:tl.make_block_ptr is deprecated")
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_kernel_skips_the_passes_its_ops_leave_nothing_to_do_for_and_gets_the_same_ttir(case):
+def test_a_kernel_skips_the_passes_its_ops_leave_nothing_to_do_for_and_gets_the_same_ttir(case, monkeypatch):
     fn, signature, skipped = CASES[case]
     mod, _ctx = _module(fn, signature, 16)
     chosen = plate_compiler.ttir_passes(mod)
     assert {p[1] for p in chosen} == ALL - skipped - ({"add_loop_unroll"} if case != "unrolled" else set())
     assert list(chosen) == [p for p in TTIR_PASSES if p in chosen]  # the full list's order
+    ran = []
+    real_run = plate_compiler._run_ttir_passes
+    monkeypatch.setattr(
+        plate_compiler, "_run_ttir_passes", lambda m, pass_list: ran.extend(pass_list) or real_run(m, pass_list)
+    )
     full, _ctx2 = _module(fn, signature, 16)
-    assert _run(mod, chosen) == _run(full, TTIR_PASSES)
+    assert plate_compiler.make_ttir(mod, {}, None) == _run(full, TTIR_PASSES)
+    assert (REORDER_BROADCAST in ran) == (case in REORDERED)
+    assert ran == [p for p in TTIR_PASSES if p in ran]  # one run of each, in the full list's order
+
+
+@pytest.mark.parametrize(("case", "can_change"), [("plain", False), ("calls", False), ("splat_arith", True)])
+def test_reorder_broadcast_is_told_apart_on_the_module_combine_leaves(case, can_change):
+    fn, signature, _skipped = CASES[case]
+    mod, _ctx = _module(fn, signature, 16)
+    chosen = plate_compiler.ttir_passes(mod)
+    before_cse = chosen[: chosen.index(CSE)]
+    _run(mod, before_cse)
+    assert plate_compiler.reorder_broadcast_can_change(mod) is can_change
+    without, _ctx2 = _module(fn, signature, 16)
+    with_it, _ctx3 = _module(fn, signature, 16)
+    # the pass changes exactly the module the check says it can change
+    assert (_run(without, before_cse) != _run(with_it, (*before_cse, REORDER_BROADCAST))) is can_change
 
 
 @pytest.mark.filterwarnings("ignore:tl.make_block_ptr is deprecated")

@@ -69,6 +69,8 @@ TTIR_PASSES = (
     ("common", "add_symbol_dce"),
     ("ttir", "add_loop_unroll"),
 )
+REORDER_BROADCAST = ("ttir", "add_reorder_broadcast")
+CSE = ("common", "add_cse")
 
 
 class OptionError(PlateError, ValueError):
@@ -239,13 +241,13 @@ def min_dot_size(lhs_type, rhs_type) -> tuple[int, int, int]:
 
 # ---- stages --------------------------------------------------------------------------------------
 def make_ttir(mod, metadata, options):
-    from triton._C.libtriton import ir, passes
-
-    pm = ir.pass_manager(mod.context)
-    pm.enable_debug()
-    for namespace, add_pass in ttir_passes(mod):
-        getattr(getattr(passes, namespace), add_pass)(pm)
-    pm.run(mod, "make_ttir")
+    chosen = ttir_passes(mod)
+    if REORDER_BROADCAST in chosen:
+        _run_ttir_passes(mod, chosen)
+    else:  # decided on the module as combine leaves it: the passes before CSE, the check, the rest
+        cut = chosen.index(CSE)
+        _run_ttir_passes(mod, chosen[:cut])
+        _run_ttir_passes(mod, ((REORDER_BROADCAST,) if reorder_broadcast_can_change(mod) else ()) + chosen[cut:])
     from triton import knobs as triton_knobs
 
     if triton_knobs.compilation.use_ir_loc == "ttir":  # Triton snapshots the locations of the module
@@ -253,6 +255,16 @@ def make_ttir(mod, metadata, options):
     # its text, printed once: Triton's cache writes the .ttir file from it and the pir stage reads it (the
     # module handed on was printed by both: ~0.1 ms per print of a small kernel)
     return str(mod)
+
+
+def _run_ttir_passes(mod, pass_list) -> None:
+    from triton._C.libtriton import ir, passes
+
+    pm = ir.pass_manager(mod.context)
+    pm.enable_debug()
+    for namespace, add_pass in pass_list:
+        getattr(getattr(passes, namespace), add_pass)(pm)
+    pm.run(mod, "make_ttir")
 
 
 def ttir_passes(mod) -> tuple[tuple[str, str], ...]:
@@ -270,9 +282,11 @@ def ttir_passes(mod) -> tuple[tuple[str, str], ...]:
 
     A module with a block pointer or a descriptor runs every pass (without the inliner's canonicalization
     first, the descriptor rewrite's constants come out in another order). Any module skips the loop unroller
-    (the last pass) without an ``scf.for`` carrying ``tt.loop_unroll_factor``. Combine, reorder-broadcast and
-    CSE always run. Over every 5th test of upstream test_core's interpreter selection (2441 compiles) the TTIR
-    this list produces is the full list's text for text."""
+    (the last pass) without an ``scf.for`` carrying ``tt.loop_unroll_factor``. Reorder-broadcast is in the list
+    only for a module with a ``tt.broadcast`` or a rewrite to run; elsewhere make_ttir decides it on the module
+    combine leaves (reorder_broadcast_can_change). Combine and CSE always run. Over every 5th test of upstream
+    test_core's interpreter selection (2441 compiles) the TTIR this list produces is the full list's text for
+    text."""
     names: set[str] = set()
     unroll = []
 
@@ -292,7 +306,59 @@ def ttir_passes(mod) -> tuple[tuple[str, str], ...]:
     if not (block_ptrs or descriptors):
         skip |= {"add_rewrite_tensor_pointer", "add_rewrite_tensor_descriptor_to_pointer"}
         skip |= {"add_canonicalizer"} if calls else {"add_inliner", "add_symbol_dce"}
+        if "tt.broadcast" not in names:
+            skip.add("add_reorder_broadcast")
     return tuple(p for p in TTIR_PASSES if p[1] not in skip)
+
+
+# the ops whose results reorder-broadcast's patterns take as splats: tt.splat, and arith.constant (the TTIR
+# op with the ConstantLike trait whose value can be a splat DenseElementsAttr; scalar ones count too: a
+# harmless over-approximation)
+_SPLAT_SOURCES = frozenset(("tt.splat", "arith.constant"))
+# ops that are neither Elementwise nor tt.expand_dims: their operands need no look (loop bounds, stored values)
+_NOT_ROOTS = frozenset(
+    ("tt.load", "tt.store", "tt.return", "tt.call", "tt.func", "scf.for", "scf.if", "scf.yield", "scf.while")
+    + ("scf.condition", "tt.reduce", "tt.reduce.return", "tt.scan", "tt.scan.return", "tt.dot", "tt.print")
+    + ("tt.assert", "tt.atomic_rmw", "tt.atomic_cas", "tt.make_range", "tt.get_program_id", "builtin.module")
+)
+
+
+def reorder_broadcast_can_change(mod) -> bool:
+    """Whether Triton's reorder-broadcast pass could change ``mod`` as combine leaves it (one walk, 30-45 us on a
+    small kernel at load 9, against 0.13-0.37 ms for the pass: its greedy driver freezes two trait patterns over
+    every registered op). From lib/Dialect/Triton/Transforms/ReorderBroadcast.cpp (3.7.1) its patterns are
+
+    - BroadcastOp's canonicalizations, broadcast(splat) and broadcast(broadcast): rooted at ``tt.broadcast``;
+    - ExpandDimsOp's canonicalization: expand_dims of a splat or of a broadcast;
+    - MoveSplatAfterElementwise: an Elementwise op with operands, each a ``tt.splat`` or a splat constant;
+    - MoveBroadcastAfterElementwise: an Elementwise op with a ``tt.broadcast`` operand.
+
+    So True for a module with a ``tt.broadcast`` or with an op (not in _NOT_ROOTS) whose operands all come
+    from _SPLAT_SOURCES. Without one no pattern matches, and the rest of the greedy driver (folding, dead-op
+    removal, uniquing and hoisting constants, region simplification) is what combine's driver, with the same
+    default config, has just done to a fixpoint (it converged: a driver that does not fails the pass), so the
+    pass leaves the module as it is (constants: combine left them uniqued at the front of their block, where a
+    fresh driver's folder keeps them). Checked over upstream test_core's interpreter selection (9339 compiles):
+    make_ttir's TTIR is the one with the pass, text for text. The walk is post-order: an operand's defining op
+    comes before its user."""
+    splats: set[int] = set()
+    found = []
+
+    def visit(op) -> None:
+        if found:
+            return
+        name = op.get_name()
+        if name in _SPLAT_SOURCES:
+            splats.add(op.get_result(0).id())
+        elif name == "tt.broadcast":
+            found.append(op)
+        elif name not in _NOT_ROOTS and splats:
+            n = op.get_num_operands()
+            if n and all(op.get_operand(i).id() in splats for i in range(n)):
+                found.append(op)
+
+    mod.walk(visit)
+    return bool(found)
 
 
 @functools.cache
