@@ -84,8 +84,8 @@ def test_a_key_without_the_offsets_gives_other_decisions(mini, monkeypatch):
 
 def test_a_layout_priced_once_keeps_no_decision_for_other_offsets(mini, monkeypatch):
     """A kept decision (``_Shifted``) is made at the second pricing of a launch layout, not the first (a launch
-    priced once, most of a test suite's fresh kernels, never uses one); the third launch of the loop is answered
-    by it, unpriced."""
+    priced once, most of a test suite's fresh kernels, never uses one). (Whether the third launch is answered by
+    it depends on where w's blocks start, the allocator's choice: the loops above count those answered.)"""
     from triton_plate_backend.sim import operands as ops
 
     made, priced = [], []
@@ -104,10 +104,10 @@ def test_a_layout_priced_once_keeps_no_decision_for_other_offsets(mini, monkeypa
     monkeypatch.setattr(mini, "_operands", ops.OperandPlanner())
     w, o = torch.ones(ROWS * COLS, device="plate"), torch.empty(1, device="plate")
     counts = []
-    for off in (0, 1, 2):
+    for off in (0, 1):
         strided_sum_kernel[(1,)](w[off:], o, COLS, ROWS, BLOCK=ROWS)
         counts.append((len(priced), len(made)))
-    assert counts == [(1, 0), (2, 1), (2, 1)]
+    assert counts == [(1, 0), (2, 1)]
 
 
 @pytest.mark.parametrize("striped", [True, False])
