@@ -41,6 +41,7 @@ from .estimate import (
     placed_allocation,
     replica_writes,
     shared_estimates,
+    writes_within,
 )
 from .footprints import launch_footprints
 from .memory import Allocation, DeviceMemory
@@ -174,6 +175,11 @@ def _writes_replica(program, grid, args, memory: DeviceMemory, chosen: dict, i: 
     alone. A one-domain chip writes one copy: no difference."""
     if memory.machine.domains < 2:
         return False
+    rec = memory.holding(int(args[i]))
+    if not any(memory.holding(int(args[j])) is rec for j in chosen) and writes_within(
+        program, grid, args, memory, rec.base, rec.end
+    ):
+        return True  # it writes an element of the operand, placed by ``chosen`` as it is (so not replicated)
     if not before:
         before.append(replica_writes(program, grid, list(args), memory, placement=chosen or None))
     return replica_writes(program, grid, list(args), memory, placement={**chosen, i: "replicated"}) > before[0]
