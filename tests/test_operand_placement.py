@@ -325,6 +325,41 @@ def test_a_written_operands_replica_is_dismissed_before_its_estimate_as_after_it
     torch.testing.assert_close(o.cpu(), (w.cpu() + x.cpu()).sum().expand(programs), rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("elements, programs", [(2048, 1), (1024, 2)])
+def test_a_written_operand_is_found_from_the_logged_run_without_its_replicas_trace(
+    mini, monkeypatch, elements, programs
+):
+    """sim/estimate.py ``writes_within``: the operand the launch stores into (``o``) is found written from the
+    spans of the accesses the pricing's run logged, without the trace of its replica (``replica_writes`` under
+    ``{o: replicated}``, which the base asked); every answer equals the two traces' comparison."""
+    from triton_plate_backend.sim import operands as ops
+
+    real_counts, real_writes = ops.replica_writes, ops._writes_replica
+    counted, compared = [], []
+
+    def replica_writes(*a, placement=None):
+        counted.append(placement)
+        return real_counts(*a, placement=placement)
+
+    def writes_replica(program, grid, args, memory, chosen, i, before):
+        answer = real_writes(program, grid, args, memory, chosen, i, before)
+        placed = real_counts(program, grid, list(args), memory, placement={**chosen, i: "replicated"})
+        compared.append((i, answer, placed > real_counts(program, grid, list(args), memory, placement=chosen or None)))
+        return answer
+
+    monkeypatch.setattr(ops, "replica_writes", replica_writes)
+    monkeypatch.setattr(ops, "_writes_replica", writes_replica)
+    monkeypatch.setattr(ops, "_replicas_change_nothing", lambda *a: False)  # priced: what is asked here
+    monkeypatch.setattr(mini, "_operands", ops.OperandPlanner())
+    w, x = torch.randn(elements, device="plate"), torch.randn(elements, device="plate")
+    o = torch.empty(programs, device="plate")
+    del compared[:], counted[:]  # the fills' launches
+    sum_two_kernel[(programs,)](w, x, o, BLOCK=elements)
+    assert compared == [(0, False, False), (1, False, False), (2, True, True)]
+    assert not any(p is not None and p.get(2) == "replicated" for p in counted)
+    torch.testing.assert_close(o.cpu(), (w.cpu() + x.cpu()).sum().expand(programs), rtol=1e-4, atol=1e-3)
+
+
 @triton.jit
 def scale_kernel(x, o, n, s, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

@@ -82,6 +82,34 @@ def test_a_key_without_the_offsets_gives_other_decisions(mini, monkeypatch):
     assert any(choices != fresh for _, _, choices, fresh, _ in seen)
 
 
+def test_a_layout_priced_once_keeps_no_decision_for_other_offsets(mini, monkeypatch):
+    """A kept decision (``_Shifted``) is made at the second pricing of a launch layout, not the first (a launch
+    priced once, most of a test suite's fresh kernels, never uses one). (Whether the third launch is answered by
+    it depends on where w's blocks start, the allocator's choice: the loops above count those answered.)"""
+    from triton_plate_backend.sim import operands as ops
+
+    made, priced = [], []
+    of, price = ops._Shifted.of, ops.OperandPlanner._price
+
+    def counted(into, real):  # the loop's kernel only (filling w with ones is priced too)
+        def call(program, *a):
+            if program.name == "strided_sum_kernel":
+                into.append(1)
+            return real(program, *a)
+
+        return staticmethod(call)
+
+    monkeypatch.setattr(ops._Shifted, "of", counted(made, of))
+    monkeypatch.setattr(ops.OperandPlanner, "_price", counted(priced, price))
+    monkeypatch.setattr(mini, "_operands", ops.OperandPlanner())
+    w, o = torch.ones(ROWS * COLS, device="plate"), torch.empty(1, device="plate")
+    counts = []
+    for off in (0, 1):
+        strided_sum_kernel[(1,)](w[off:], o, COLS, ROWS, BLOCK=ROWS)
+        counts.append((len(priced), len(made)))
+    assert counts == [(1, 0), (2, 1)]
+
+
 @pytest.mark.parametrize("striped", [True, False])
 def test_bytes_keep_their_homes_where_the_phases_say(striped):
     """``_Phases.keeps_homes`` against each byte's home (``Allocation.owner_index``) before and after the

@@ -109,12 +109,38 @@ def test_time_advanced_between_launches_times_none_and_adds_in_its_place(monkeyp
 
 
 def test_waiting_traces_stay_under_the_budget(monkeypatch):
+    """The launches before the last one stay under the budget at every add, and all of them once the next
+    launch makes room (sim/device.py, before it runs)."""
     monkeypatch.setattr(sim_clock, "PENDING_BYTES", 50_000)
     c = sim_clock.Clock(MINI)
     for t in _launches(30):
         c.add_untimed(t, "round_robin")
+        assert c._waiting_bytes - c._waiting[-1].nbytes <= 50_000
+        c.make_room()
         assert c._waiting_bytes <= 50_000
     assert c._waiting_bytes == sum(w.nbytes for w in c._waiting)
+
+
+def test_a_launch_over_the_budget_alone_is_packed_only_when_the_next_makes_room(monkeypatch):
+    """A launch whose trace passes the budget by itself waits whole (packing it is wasted where the clock
+    epoch ends or the clock is read before another launch: test_atomic_cas's spin lock); the next launch's
+    room packs it, and the clock reads as if each had been timed as it ran."""
+    traces = _launches(3)
+    monkeypatch.setattr(sim_clock, "PENDING_BYTES", traces[1].nbytes() - 1)
+    packs = []
+    pack = sim_clock.Trace.pack
+    monkeypatch.setattr(sim_clock.Trace, "pack", lambda self: packs.append(self) or pack(self))
+    c = sim_clock.Clock(MINI)
+    c.add_untimed(traces[1], "round_robin")
+    assert packs == [] and c._waiting_bytes == traces[1].nbytes()  # whole, over the budget
+    c.reset()  # a new epoch (the next test): dropped, never packed
+    assert packs == [] and c._waiting_bytes == 0
+    want_ns, _ = _eager(traces[1:3])
+    c.add_untimed(traces[1], "round_robin")
+    c.make_room()  # the next launch, before it runs
+    assert packs == [traces[1]] and c._waiting_bytes < traces[1].nbytes()
+    c.add_untimed(traces[2], "round_robin")
+    assert c.now_ns() == want_ns
 
 
 def test_a_launch_repeated_many_times_holds_one_trace():

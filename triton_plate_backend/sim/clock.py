@@ -10,7 +10,11 @@ hands its Trace to the Clock, which times it on demand:
   times in launch order: the same float sum as adding each launch's time as it ran;
 - waiting traces hold memory: past ``PENDING_BYTES`` the largest are packed (``Trace.pack``),
   then, if that is not enough, timed (their traces dropped): first those a recent profile serves,
-  then the largest; a run that never reads the clock stays bounded;
+  then the largest; a run that never reads the clock stays bounded. The bound is kept before a
+  launch runs (``make_room``) and before one is added, not right after a launch is added: a launch
+  over the bound by itself (test_atomic_cas's 2000-program spin lock: a 134 MiB trace, 0.2 s to
+  pack) that the next clock epoch drops, or a read times, is never packed (the next launch would
+  pack it before running, so no two such traces are held);
 - a launch identical to the one before it, still waiting (same program object, policy and trace
   digest: a kernel launched again and again with the same arguments) keeps no trace of its own: the
   waiting launch counts it (``repeats``), so a loop of launches that never reads the clock holds
@@ -128,6 +132,7 @@ class Clock:
     def add_untimed(self, trace: Trace | PackedTrace, policy: str) -> None:
         """A launch to time on demand (``policy``: a name in timing.POLICIES or a timing.CoreMapping);
         its trace may come packed (a kept one: sim/persistent_runs.py)."""
+        self.make_room()  # for the launches before it: this one is left whole until the next (module docstring)
         prev = self._waiting[-1] if self._waiting else None
         small = trace if type(trace) is Trace and len(trace.entries) <= SMALL_REPEAT_ENTRIES else None
         if prev is not None and prev.profile is None and _may_repeat(prev, trace, policy):
@@ -151,8 +156,6 @@ class Clock:
         self._like = None if small is None else (launch, small)
         self._waiting_bytes += launch.nbytes
         self._add(launch)
-        if self._waiting_bytes > PENDING_BYTES:
-            self._shrink()
         while len(self._waiting) > PENDING_LAUNCHES:
             self._retire()
 
@@ -176,6 +179,12 @@ class Clock:
             self._waiting_bytes -= launch.nbytes
             launch.trace, launch.nbytes = None, 0
         return launch.profile
+
+    def make_room(self) -> None:
+        """Bring the waiting traces under ``PENDING_BYTES`` (``_shrink``) if they passed it: before a launch
+        runs (sim/device.py) and before one is added."""
+        if self._waiting_bytes > PENDING_BYTES:
+            self._shrink()
 
     def _shrink(self) -> None:
         """Down to SHRINK_TO of PENDING_BYTES (a margin, so that this runs now and then, not at every

@@ -220,6 +220,7 @@ class Device:
                     self._clock.set_last_profile(None)  # a launch, estimated: it has no Profile
                     self.launches += 1
                     return None
+                self._clock.make_room()  # the traces waiting, under their bound before this one runs
                 trace, kept = self._run(program, grid, args, sanitize, max_steps, as_written)
             finally:
                 for base in registered:

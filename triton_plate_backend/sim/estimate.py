@@ -511,6 +511,24 @@ def accessed_elements(program: Program, grid, args, memory: DeviceMemory, lo: in
     return found
 
 
+def writes_within(program: Program, grid, args, memory: DeviceMemory, lo: int, hi: int) -> bool:
+    """Whether the launch's address-only run over ``memory`` (the run ``shared_estimates`` logged for an
+    estimate of the launch over ``memory`` as it is) made an outbound access (a store, a scatter: what
+    ``replica_writes`` counts) whose span lies in bytes [lo, hi): it writes an element there, since an access's
+    span runs from the first byte of an element it moves to the last byte of another (sim/dma.py ``Access``).
+    False where the block holds no logged run of the launch or no such access is found: it may still write."""
+    memo = getattr(_shared, "memo", None)
+    key = None if memo is None else _run_key(program, grid, args, memory, None)
+    hit = None if key is None else _kept(memo, (*key, _layout(memory)), program)
+    if hit is None or hit[2] is None:
+        return False
+    pcs = static_facts(program, get_machine(memory.machine))[0]
+    return any(
+        access is not None and lo <= access.lo < access.hi <= hi and pcs[pc].outbound
+        for pc, _, _, access in hit[2].accesses
+    )
+
+
 def launch_mapping(program: Program, grid, args, memory: DeviceMemory, placement=None):
     """The grid -> core mapping an estimate of the launch with ``placement`` uses (the policy knob's,
     resolved over the placement asked about: ``_shadow``'s memory). The mapping reads of memory only the

@@ -19,8 +19,8 @@ replicated memory through one of its arguments returns that argument's launch-ma
 placement before (``drop_written_replicas``; free: every domain holds a copy). Decisions are kept
 per kernel, grid, integer arguments and operand layout, not addresses, so a graph that allocates
 fresh buffers per call pays the estimates once; and a launch at other offsets of the same operands
-(a loop over a tensor's columns, heads or layers) gets a decision priced at another offset where
-its estimates are provably the same (``_Shifted``: every byte keeps its home under each placement
+(a loop over a tensor's columns, heads or layers) gets a decision priced at another offset, from its
+third launch on, where its estimates are provably the same (``_Shifted``: every byte keeps its home under each placement
 priced, and the mapping under each is the same).
 """
 
@@ -41,6 +41,7 @@ from .estimate import (
     placed_allocation,
     replica_writes,
     shared_estimates,
+    writes_within,
 )
 from .footprints import launch_footprints
 from .memory import Allocation, DeviceMemory
@@ -174,6 +175,11 @@ def _writes_replica(program, grid, args, memory: DeviceMemory, chosen: dict, i: 
     alone. A one-domain chip writes one copy: no difference."""
     if memory.machine.domains < 2:
         return False
+    rec = memory.holding(int(args[i]))
+    if not any(memory.holding(int(args[j])) is rec for j in chosen) and writes_within(
+        program, grid, args, memory, rec.base, rec.end
+    ):
+        return True  # it writes an element of the operand, placed by ``chosen`` as it is (so not replicated)
     if not before:
         before.append(replica_writes(program, grid, list(args), memory, placement=chosen or None))
     return replica_writes(program, grid, list(args), memory, placement={**chosen, i: "replicated"}) > before[0]
@@ -377,7 +383,8 @@ class OperandPlanner:
         self._shared: dict[tuple, tuple] = {}
         self._rent: dict[int, float] = {}  # allocation id -> ns a replica would have saved so far
         # _shift_key -> [_Shifted]: decisions priced at other offsets of the shared operands, kept for the
-        # launches whose every byte keeps its home and whose mapping is the same (a loop over slices)
+        # launches whose every byte keeps its home and whose mapping is the same (a loop over slices); an empty
+        # list after the key's first pricing (``plan``)
         self._shifts: dict[tuple, list] = {}
 
     def _key(self, program, grid, args, shared) -> tuple:
@@ -420,16 +427,21 @@ class OperandPlanner:
                 self._decided[key] = (program, kept.choices)
                 return shared, kept.choices
         asked: list = []
+        # a _Shifted is made from the second pricing of a shift key on (the first launch at another offset): a
+        # launch priced once (a test's fresh kernel, most of a test suite's) would never use it, and a loop over
+        # slices pays one more pricing than with it made at the first
+        again = self._shifts.get(shift_key)
         with shared_estimates():  # one address-only run of the launch prices every placement (sim/estimate.py)
             choices = tuple(self._price(program, grid, args, memory, shared, asked))
             kept = None
-            if asked and math.prod(grid) <= SHIFTED_PROGRAMS:
+            if again is not None and asked and math.prod(grid) <= SHIFTED_PROGRAMS:
                 kept = _Shifted.of(program, grid, args, recs, shared, memory, choices, asked)
-        if kept is not None:
+        if again is None or kept is not None:
             if len(self._shifts) >= MAX_DECISIONS:
                 self._shifts.clear()
             found = self._shifts.setdefault(shift_key, [])
-            found[:] = [*found[-(SHIFTS_KEPT - 1) :], kept]
+            if kept is not None:
+                found[:] = [*found[-(SHIFTS_KEPT - 1) :], kept]
         self._decided[key] = (program, choices)
         return shared, choices
 
