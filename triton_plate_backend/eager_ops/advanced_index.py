@@ -2,11 +2,11 @@
 tensors, on any dims, boolean masks, and nonzero.
 
 A mask becomes its nonzero elements' coordinates (prefix_kernels: each block's count, their exclusive
-sum, then each block's coordinates; one index tensor per dim it covers). The index tensors, broadcast
-together, give each element of the indexed shape one element offset into self (sum of index * stride,
-negatives counted from the dim's size, computed by plate's elementwise kernels: none for a mask's coordinates,
-which are never negative, nor a multiply by a stride of 1; `x[mask]` on a contiguous 1-dim x takes the
-coordinates as its offsets, with no elementwise launch); kernels.indexed then
+sum, then each block's coordinates; a mask of one block in one launch; one index tensor per dim it
+covers). The index tensors, broadcast together, give each element of the indexed shape one element offset
+into self (sum of index * stride, negatives counted from the dim's size, computed by plate's elementwise
+kernels: none for a mask's coordinates, which are never negative, nor a multiply by a stride of 1: `x[mask]`
+on a contiguous 1-dim x takes the coordinates as its offsets, with no elementwise launch); kernels.indexed then
 gathers (index) or scatters (index_put_, atomically adding with accumulate=True) through that offset,
 over the result's dims laid out as torch lays them out: the broadcast index dims in place of adjacent
 indexed dims, else first."""
@@ -39,12 +39,18 @@ def nonzero_of(x: torch.Tensor) -> torch.Tensor | None:
         return coordinates
     n, machine = x.numel(), k.machine_of(x)
     blocks = triton_cdiv(n, k.NONZERO_BLOCK)
+    count = torch.empty(1, dtype=torch.int64, device=x.device)
+    sizes = [1] * (k.RANK - x.dim()) + list(x.shape)
+    if blocks == 1:  # one launch: the block's places from 0, its count into `count`
+        k.nonzero_place[(1,)](
+            flat, count, coordinates, n, *sizes[1:], NDIM=x.dim(), BLOCK=k.NONZERO_BLOCK, ONE_BLOCK=True,
+            machine=machine,
+        )  # fmt: skip
+        return coordinates[: int(count.item())]
     counts = torch.empty(blocks, dtype=torch.int64, device=x.device)
     starts = torch.empty(blocks, dtype=torch.int64, device=x.device)
-    count = torch.empty(1, dtype=torch.int64, device=x.device)
     k.nonzero_counts[(blocks,)](flat, counts, n, BLOCK=k.NONZERO_BLOCK, machine=machine)
     k.exclusive_sum[(1,)](counts, starts, count, blocks, BLOCK=k.BLOCK, machine=machine)
-    sizes = [1] * (k.RANK - x.dim()) + list(x.shape)
     k.nonzero_place[(blocks,)](
         flat, starts, coordinates, n, *sizes[1:], NDIM=x.dim(), BLOCK=k.NONZERO_BLOCK, machine=machine
     )
