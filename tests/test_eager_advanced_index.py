@@ -64,6 +64,35 @@ def test_masks_and_several_indices(no_host_ops):
     same(py[:, plane.to("plate")], Y[:, plane])
 
 
+def _launches(monkeypatch) -> list:
+    from triton_plate_backend.sim.device import Device
+
+    seen = []
+    real = Device.launch
+    monkeypatch.setattr(Device, "launch", lambda self, *a, **k: seen.append(1) or real(self, *a, **k))
+    return seen
+
+
+def test_a_masks_coordinates_are_offsets_without_elementwise_launches(monkeypatch, no_host_ops):
+    """A mask's coordinates are never negative: no wrap of negative indices (3 elementwise launches), and a
+    stride of 1 no multiply; x[mask] of a contiguous 1-dim x of one nonzero block is nonzero's one launch and
+    the gather."""
+    x = torch.arange(40, dtype=torch.int16) * 3 - 50
+    mask = x % 7 < 3
+    px, pmask = x.to("plate"), mask.to("plate")
+    seen = _launches(monkeypatch)
+    got = px[pmask]
+    assert len(seen) == 2
+    same(got, x[mask])
+    wide = torch.randn(6, 5)  # a mask over the last dim of a 2-dim x: its coordinates times no stride
+    cols = torch.tensor([True, False, True, True, False])
+    same(wide.to("plate")[:, cols.to("plate")], wide[:, cols])
+    same(wide.to("plate")[1:, ::2][wide[1:, ::2].to("plate") > 0], wide[1:, ::2][wide[1:, ::2] > 0])
+    with_negative = (torch.tensor([[True], [False], [True]]), torch.tensor([-1, 0]))  # a negative index beside
+    same(wide.to("plate")[:3][with_negative[0].to("plate")[:, 0], with_negative[1].to("plate")[:, None]],
+         wide[:3][with_negative[0][:, 0], with_negative[1][:, None]])  # fmt: skip
+
+
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_index_put_with_masks_and_several_indices(accumulate, no_host_ops):
     a = torch.randn(3)

@@ -1054,6 +1054,42 @@ def test_equal(no_host_ops):
     assert not torch.equal(n, n.clone())  # NaN equals nothing
 
 
+def test_ops_that_move_elements_compile_one_kernel_for_every_type_of_a_width(monkeypatch, no_host_ops):
+    """fill (zeros, full), flip and the index gather run on integer views of their type's width: the same bits
+    (NaN payloads and -0.0 kept), and after an int32 op its float32 twin compiles nothing."""
+    import triton.compiler
+
+    compiles = []
+    real = triton.compiler.compile
+    monkeypatch.setattr(triton.compiler, "compile", lambda src, *a, **k: compiles.append(src) or real(src, *a, **k))
+    kernels.elementwise.device_caches.clear()  # so that the int32 ops below reach compile()
+    kernels.indexed.device_caches.clear()
+    values = torch.tensor([1.5, -0.0, float("nan"), -3.25, float("inf"), 7.0, 2.0**-140])
+    index = torch.tensor([6, 0, 2, 2, 1])
+
+    def moves(x, fill_value):
+        px = x.to("plate")
+        full = torch.full((3, 5), fill_value, dtype=x.dtype)
+        return [
+            (torch.full((3, 5), fill_value, dtype=x.dtype, device="plate"), full),
+            (torch.zeros(9, dtype=x.dtype, device="plate"), torch.zeros(9, dtype=x.dtype)),
+            (px.flip(0), x.flip(0)),
+            (px[index.to("plate")], x[index]),
+            (px.index_select(0, index.to("plate")), x.index_select(0, index)),
+        ]
+
+    for got, want in moves(values.view(torch.int32), -7):
+        assert torch.equal(got.cpu(), want)
+    assert compiles
+    compiles.clear()
+    for got, want in moves(values, -0.0):
+        assert torch.equal(got.cpu().view(torch.int32), want.view(torch.int32))  # the bits: NaN, -0.0
+    assert compiles == []
+    for dtype, bits in ((torch.float16, torch.int16), (torch.bfloat16, torch.int16), (torch.bool, torch.int8)):
+        for got, want in moves(values.to(dtype), 1):
+            assert got.dtype == want.dtype and torch.equal(got.cpu().view(bits), want.view(bits))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
 def test_masked_fill_and_bitwise_not(dtype, no_host_ops):
     x = torch.randn(4, 5)

@@ -127,6 +127,23 @@ def test_unique_on_plate_as_the_cpus(x, return_inverse, return_counts, no_host_o
         torch.testing.assert_close(g.cpu(), w, equal_nan=True, rtol=0, atol=0)
 
 
+def test_unique_without_inverse_or_counts_launches_no_group_numbers(monkeypatch, no_host_ops):
+    """torch.unique(x) (no inverse, no counts): the sort, the new-value flags (a fill and a compare) and the
+    select of the values (nonzero's one launch for a flag tensor of one block, and the gather); the group
+    numbers (cumsum, minus one) only for the inverse or the counts."""
+    x = torch.randint(-20, 20, (256,), dtype=torch.int16, generator=torch.Generator().manual_seed(5))
+    px = x.to("plate")
+    seen = _launches(monkeypatch)
+    got = px.unique()
+    assert len(seen) == 5
+    assert torch.equal(got.cpu(), x.unique())
+    seen.clear()
+    got, counts = px.unique(return_counts=True)
+    assert len(seen) > 5
+    want, want_counts = x.unique(return_counts=True)
+    assert torch.equal(got.cpu(), want) and torch.equal(counts.cpu(), want_counts)
+
+
 @pytest.mark.parametrize("return_inverse", [False, True])
 def test_the_older_unique_overload_on_plate_as_the_cpus(return_inverse, no_host_ops):
     """aten._unique (no counts), which graph breaks and scripted code still call, runs plate's unique too."""

@@ -2,9 +2,11 @@
 tensors, on any dims, boolean masks, and nonzero.
 
 A mask becomes its nonzero elements' coordinates (prefix_kernels: each block's count, their exclusive
-sum, then each block's coordinates; one index tensor per dim it covers). The index tensors, broadcast
-together, give each element of the indexed shape one element offset into self (sum of index * stride,
-negatives counted from the dim's size, computed by plate's elementwise kernels); kernels.indexed then
+sum, then each block's coordinates; a mask of one block in one launch; one index tensor per dim it
+covers). The index tensors, broadcast together, give each element of the indexed shape one element offset
+into self (sum of index * stride, negatives counted from the dim's size, computed by plate's elementwise
+kernels: none for a mask's coordinates, which are never negative, nor a multiply by a stride of 1: `x[mask]`
+on a contiguous 1-dim x takes the coordinates as its offsets, with no elementwise launch); kernels.indexed then
 gathers (index) or scatters (index_put_, atomically adding with accumulate=True) through that offset,
 over the result's dims laid out as torch lays them out: the broadcast index dims in place of adjacent
 indexed dims, else first."""
@@ -37,12 +39,18 @@ def nonzero_of(x: torch.Tensor) -> torch.Tensor | None:
         return coordinates
     n, machine = x.numel(), k.machine_of(x)
     blocks = triton_cdiv(n, k.NONZERO_BLOCK)
+    count = torch.empty(1, dtype=torch.int64, device=x.device)
+    sizes = [1] * (k.RANK - x.dim()) + list(x.shape)
+    if blocks == 1:  # one launch: the block's places from 0, its count into `count`
+        k.nonzero_place[(1,)](
+            flat, count, coordinates, n, *sizes[1:], NDIM=x.dim(), BLOCK=k.NONZERO_BLOCK, ONE_BLOCK=True,
+            machine=machine,
+        )  # fmt: skip
+        return coordinates[: int(count.item())]
     counts = torch.empty(blocks, dtype=torch.int64, device=x.device)
     starts = torch.empty(blocks, dtype=torch.int64, device=x.device)
-    count = torch.empty(1, dtype=torch.int64, device=x.device)
     k.nonzero_counts[(blocks,)](flat, counts, n, BLOCK=k.NONZERO_BLOCK, machine=machine)
     k.exclusive_sum[(1,)](counts, starts, count, blocks, BLOCK=k.BLOCK, machine=machine)
-    sizes = [1] * (k.RANK - x.dim()) + list(x.shape)
     k.nonzero_place[(blocks,)](
         flat, starts, coordinates, n, *sizes[1:], NDIM=x.dim(), BLOCK=k.NONZERO_BLOCK, machine=machine
     )
@@ -64,10 +72,11 @@ def nonzero(op: torch._ops.OpOverload, row):
     return kernel
 
 
-def _expanded(self: torch.Tensor, indices) -> list | None:
+def _expanded(self: torch.Tensor, indices) -> tuple[list, set[int]] | None:
     """The indices with each mask replaced by its coordinates (one index per dim it covers), all on self's
-    device; None for a form the kernels do not take."""
+    device, and the dims indexed by coordinates (never negative); None for a form the kernels do not take."""
     out = []
+    coordinate_dims = set()
     for index in indices:
         if index is None:
             out.append(None)
@@ -75,6 +84,7 @@ def _expanded(self: torch.Tensor, indices) -> list | None:
             coordinates = nonzero_of(index.to(self.device))
             if coordinates is None:
                 return None
+            coordinate_dims.update(range(len(out), len(out) + index.dim()))
             out.extend(coordinates[:, d] for d in range(index.dim()))
         elif index.dtype in INDEX_DTYPES:
             if len(out) < self.dim():  # (more indices than dims: the host raises torch's error)
@@ -84,17 +94,20 @@ def _expanded(self: torch.Tensor, indices) -> list | None:
             return None
     while out and out[-1] is None:
         out.pop()
-    return out if out and len(out) <= self.dim() else None
+    return (out, coordinate_dims) if out and len(out) <= self.dim() else None
 
 
-def _layout(self: torch.Tensor, indices: list):
-    """(result shape, self's strides over it (0 along the index dims), the offset tensor, its strides)."""
+def _layout(self: torch.Tensor, indices: list, coordinate_dims: set[int]):
+    """(result shape, self's strides over it (0 along the index dims), the offset tensor, its strides).
+    coordinate_dims: the dims whose index is a mask's coordinates, in [0, size): taken as they are."""
     positions = [d for d, index in enumerate(indices) if index is not None]
     broadcast = list(torch.broadcast_shapes(*(indices[d].shape for d in positions)))
     offset = None
     for d in positions:
         index = indices[d]
-        term = torch.where(index < 0, index + self.shape[d], index) * self.stride(d)
+        term = index if d in coordinate_dims else torch.where(index < 0, index + self.shape[d], index)
+        if self.stride(d) != 1:
+            term = term * self.stride(d)
         offset = term if offset is None else offset + term
     sliced = [d for d in range(self.dim()) if d not in positions]
     if positions == list(range(positions[0], positions[-1] + 1)):  # adjacent: the index dims in their place
@@ -124,11 +137,12 @@ def index_or_put(call: Call, row, run) -> torch.Tensor | None:
     self = call["self"]
     if self.dim() == 0 or self.dtype not in REAL_DTYPES or self.device.type != "plate":
         return None
-    indices = _expanded(self, call["indices"])
-    if indices is None:
+    expanded = _expanded(self, call["indices"])
+    if expanded is None:
         return None
+    indices, coordinate_dims = expanded
     try:
-        shape, self_strides, offset, offset_strides = _layout(self, indices)
+        shape, self_strides, offset, offset_strides = _layout(self, indices, coordinate_dims)
     except RuntimeError:
         return None  # indices that do not broadcast: the host raises torch's error
     if row.fn == "index":

@@ -503,9 +503,10 @@ def triangle(op: torch._ops.OpOverload, row: Row) -> Callable:
 
 def flip(op: torch._ops.OpOverload, row: Row) -> Callable:
     """flip: one copy kernel reading each element from its mirrored offset (CUDA's kernel does the same): the
-    source walked from its last element along each flipped dim with that dim's stride negated, its own type in and
-    out (the same bits); the result laid out as the meta kernel lays it out. A layout the kernel cannot address
-    (more than RANK merged dims): index_select by a reversed arange along each flipped dim."""
+    source walked from its last element along each flipped dim with that dim's stride negated, as the integer type
+    of its width in and out (the same bits; one kernel a width); the result laid out as the meta kernel lays it
+    out. A layout the kernel cannot address (more than RANK merged dims): index_select by a reversed arange along
+    each flipped dim."""
 
     @checked(op)
     def kernel(call: Call, expected):
@@ -538,10 +539,12 @@ def _mirrored_copy(source: torch.Tensor, target: torch.Tensor, dims: list[int]) 
     if not launch.fits(shape, strides):
         return False
     far = source.storage_offset() + sum((shape[d] - 1) * source.stride(d) for d in dims)
-    dtype = torch.int8 if source.dtype == torch.bool else source.dtype
+    bits = launch.BIT_TYPES.get(source.dtype)  # the same bits through integer views: one kernel a width
+    if bits is not None:
+        source, target = source.view(bits), target.view(bits)
     launch.launch(
         "elementwise", shape, [target, source.as_strided((1,), (1,), far)], strides,
-        FN=launch.kernels().copy, ARITY=1, CT=launch.triton_dtype(dtype),
+        FN=launch.kernels().copy, ARITY=1, CT=launch.triton_dtype(source.dtype),
     )  # fmt: skip
     return True
 

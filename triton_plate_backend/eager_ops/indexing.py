@@ -78,6 +78,9 @@ def _run(
     if peel is None:
         return False
     k = launch.kernels()
+    if mode in ("GATHER", "SCATTER") and out.dtype == source.dtype and out.dtype in launch.BIT_TYPES:
+        bits = launch.BIT_TYPES[out.dtype]  # elements moved as they are: one kernel for every type of a width
+        out, source = out.view(bits), source.view(bits)
     tensors = (out, source, index)
     flag = torch.zeros(2, dtype=torch.int64, device=out.device) if size is not None else None
     for position in itertools.product(*(range(n) for n in shape[:peel])):

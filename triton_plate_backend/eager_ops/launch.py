@@ -38,6 +38,21 @@ REAL_DTYPES = frozenset(
         torch.float64,
     }
 )
+# a real type -> the signed integer type of its width: an op that only moves elements (a fill, a gather) moves
+# the same bits through views of that type, so one compiled kernel serves every type of a width (the same
+# program: a load and a store of as many bytes)
+BIT_TYPES = {
+    torch.bool: torch.int8,
+    torch.uint8: torch.int8,
+    torch.int8: torch.int8,
+    torch.int16: torch.int16,
+    torch.float16: torch.int16,
+    torch.bfloat16: torch.int16,
+    torch.int32: torch.int32,
+    torch.float32: torch.int32,
+    torch.int64: torch.int64,
+    torch.float64: torch.int64,
+}
 # the floating types a plate kernel computes in (its accumulator: float32 for the half types)
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 COMPLEX_PARTS = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}

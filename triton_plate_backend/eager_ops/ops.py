@@ -630,9 +630,9 @@ def fill(op: torch._ops.OpOverload, row: Row) -> Callable:
             target = torch.view_as_real(self)
             parts = torch.tensor([complex(value).real, complex(value).imag], dtype=COMPLEX_PARTS[dtype])
             source = parts.to(self.device)
-        elif dtype in REAL_DTYPES and not isinstance(value, complex):
-            target = self
-            source = torch.tensor(value, dtype=dtype).to(self.device)
+        elif dtype in REAL_DTYPES and not isinstance(value, complex):  # the value's bits into integer views
+            target = self.view(launch.BIT_TYPES[dtype])
+            source = torch.tensor(value, dtype=dtype).view(target.dtype).to(self.device)
         else:
             return call.on_host()
         shape = target.shape

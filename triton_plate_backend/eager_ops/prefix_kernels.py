@@ -28,16 +28,23 @@ def nonzero_counts(x, counts, n, BLOCK: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["n", "s1", "s2", "s3"])
-def nonzero_place(x, starts, out, n, s1, s2, s3, NDIM: tl.constexpr, BLOCK: tl.constexpr):
+def nonzero_place(
+    x, starts, out, n, s1, s2, s3, NDIM: tl.constexpr, BLOCK: tl.constexpr, ONE_BLOCK: tl.constexpr = False
+):
     """x contiguous of n elements, sizes (., s1, s2, s3): out[c, :NDIM] = the coordinates of the c-th
     nonzero element, c = starts[p] (the nonzero elements of the blocks before block p) plus its running
-    count in block p, so in row-major order as torch lists them."""
+    count in block p, so in row-major order as torch lists them. ONE_BLOCK (n <= BLOCK, one program): no
+    starts to read (the counts and their sum are not launched), and starts[0] gets the count."""
     p = tl.program_id(0)
     i = p.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     inside = i < n
     flag = (tl.load(x + i, mask=inside, other=0) != 0) & inside
     ones = flag.to(tl.int64)
-    place = tl.load(starts + p) + tl.cumsum(ones, axis=0) - ones
+    if ONE_BLOCK:
+        place = tl.cumsum(ones, axis=0) - ones
+        tl.store(starts + tl.arange(0, 1), tl.sum(ones, axis=0) + tl.zeros([1], dtype=tl.int64))
+    else:
+        place = tl.load(starts + p) + tl.cumsum(ones, axis=0) - ones
     i3 = i % s3
     rest = i // s3
     i2 = rest % s2

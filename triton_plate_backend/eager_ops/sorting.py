@@ -230,11 +230,13 @@ def unique(op: torch._ops.OpOverload, row: Row):
         values, order = torch.sort(flat, stable=True)
         new = torch.ones(flat.shape, dtype=torch.bool, device=x.device)
         new[1:] = values[1:] != values[:-1]
-        group = torch.cumsum(new, 0) - 1
-        inverse = empty
-        if call["return_inverse"]:
-            inverse = torch.empty_like(group).scatter_(0, order, group).reshape(x.shape)
-        counts = torch.bincount(group) if call.bound.get("return_counts", False) else empty.clone()
+        inverse, counts = empty, empty.clone()
+        if call["return_inverse"] or call.bound.get("return_counts", False):  # the groups: two launches more
+            group = torch.cumsum(new, 0) - 1
+            if call["return_inverse"]:
+                inverse = torch.empty_like(group).scatter_(0, order, group).reshape(x.shape)
+            if call.bound.get("return_counts", False):
+                counts = torch.bincount(group)
         return (values[new], inverse, counts)[:results]
 
     return kernel
