@@ -211,7 +211,10 @@ def test_an_atomic_at_one_address_changed_memory_when_an_old_value_differs_from_
         ctx.write(1, np.ones((programs, 1), bool) if mask is None else np.asarray(mask)[:, None])
         ctx.write(3, np.asarray(cmp, np.int32)[:, None]), ctx.write(4, np.asarray(value, np.int32)[:, None])
         SEMANTICS["atom.cas"](ctx, cas)
-        return runaway._atomic_changed(ctx, cas)
+        changed = runaway._atomic_changed(ctx, cas)
+        check = runaway._atomic_check(ctx.tiles, cas)  # from the CAS's own tiles, without reading memory
+        assert check is not runaway._atomic_changed and check(ctx, cas) == changed
+        return changed
 
     pids = np.arange(programs)
     assert run(np.zeros(programs), np.ones(programs))  # program 0 takes the lock
@@ -219,3 +222,38 @@ def test_an_atomic_at_one_address_changed_memory_when_an_old_value_differs_from_
     assert not run(np.full(programs, 3), np.full(programs, 3), now=3)  # every swap writes back 3
     assert run(pids % 2, (pids + 1) % 2)  # 0 -> 1 -> 0 -> ...: memory ends as it began, changed in between
     assert not run(np.zeros(programs), np.ones(programs), mask=pids > programs)  # every element masked off
+
+
+@pytest.mark.parametrize("programs", [1, 300])
+def test_an_exchange_changed_memory_when_a_value_it_wrote_differs_from_the_one_it_found(mem, programs):
+    """The runaway check of atom.rmw.xchg from its own tiles agrees with reading memory back; a result tile that
+    overlaps a tile the atomic reads (here its value tile) is checked by reading memory."""
+    from triton_plate_backend.isa.program import Inst, Program, Tile
+    from triton_plate_backend.sim.executor import new_context
+    from triton_plate_backend.sim.semantics import SEMANTICS
+
+    tiles = [Tile(0, "i64", (1,)), Tile(64, "i1", (1,)), Tile(128, "i32", (1,)), Tile(192, "i32", (1,))]
+    xchg = Inst("atom.rmw", ("xchg", "acq_rel"), (2, 0, 3, 1))  # old t2, addresses t0, value t3, mask t1
+    in_place = Inst("atom.rmw", ("xchg", "acq_rel"), (3, 0, 3, 1))  # the old values over the values
+    assert runaway._atomic_check(tiles, in_place) is runaway._atomic_changed
+    lock = buffer(mem, [0])
+    ctx = new_context(Program("xchg", [xchg], tiles), grid=programs, memory=mem)
+    ctx.write(0, np.full((programs, 1), lock))
+    check = runaway._atomic_check(ctx.tiles, xchg)
+    assert check is not runaway._atomic_changed
+
+    def run(value, mask=None, now=0):
+        mem.write_bytes(lock, np.int32(now).tobytes())
+        ctx.write(1, np.ones((programs, 1), bool) if mask is None else np.asarray(mask)[:, None])
+        ctx.write(3, np.asarray(value, np.int32)[:, None])
+        SEMANTICS["atom.rmw"](ctx, xchg)
+        changed = runaway._atomic_changed(ctx, xchg)
+        assert check(ctx, xchg) == changed
+        return changed
+
+    pids = np.arange(programs)
+    assert run(np.ones(programs))  # 0 -> 1
+    assert not run(np.full(programs, 5), now=5)  # writes back what was there
+    assert not run(np.ones(programs), mask=pids > programs)  # every element masked off
+    if programs > 1:
+        assert run(pids % 2 * 7)  # 0 -> 0 -> 7 -> 0 -> ... -> 7

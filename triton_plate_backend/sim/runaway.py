@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import BITS
 from ..isa.table import ISA
 from .dma import gather
 
@@ -55,7 +56,7 @@ class LoopWatch:
         # per pc: may change device memory, is an atomic; made at the first armed access (most launches
         # end before the first window: a launch of a small kernel would pay for them every time)
         self.writes_at: list[bool] | None = None
-        self.atomic_at: list[bool] | None = None
+        self.atomic_at: list | None = None  # per pc: None, or how to tell whether the atomic changed memory
         self.arm_at, self.until, self.window, self.armed = WATCH_FIRST, 0, 0, False
         self.changes = 0  # memory changes seen while armed
 
@@ -88,10 +89,14 @@ class LoopWatch:
         if self.writes_at is None:
             rows = [ISA[i.mnemonic] for i in self.program.instrs]
             self.writes_at = [row.unit == "dma_out" for row in rows]
-            self.atomic_at = [row.cost == "atomic" for row in rows]
+            self.atomic_at = [
+                _atomic_check(ctx.tiles, i) if row.cost == "atomic" else None
+                for row, i in zip(rows, self.program.instrs)
+            ]
         if not self.writes_at[pc]:
             return
-        if self.atomic_at[pc] and not _atomic_changed(ctx, ins):
+        check = self.atomic_at[pc]
+        if check is not None and not check(ctx, ins):
             return
         self.changes += 1
 
@@ -99,6 +104,36 @@ class LoopWatch:
 def _stuck(ctx, window: int, changes: int) -> bool:
     seen = ctx.loop_seen
     return seen is not None and seen.window == window and seen.stuck == changes
+
+
+def _atomic_check(tiles, ins):
+    """How to tell whether the atomic ``ins`` changed memory: from its own tiles for a CAS or an exchange
+    (``_swap_changed``) when its result tile overlaps none of the tiles it reads, else ``_atomic_changed``."""
+    ops = dict(zip((od.name for od in ins.row.operands), ins.operands))
+    kind = "cas" if ins.mnemonic == "atom.cas" else "xchg" if ins.suffixes[:1] == ("xchg",) else None
+    d = tiles[ops["d"]]
+    if kind is None or d.dtype == "i1":  # an i1 tile's bytes may hold any bits: compare what memory holds
+        return _atomic_changed
+    lo, hi = d.span()
+    read = [ops[k] for k in ("addr", "m", "cmp", "v") if k in ops]
+    if any(tiles[t].span()[0] < hi and lo < tiles[t].span()[1] for t in read):
+        return _atomic_changed
+    bits = BITS[d.dtype]
+    d, m, v, cmp = ops["d"], ops["m"], ops["v"], ops.get("cmp")
+
+    def _swap_changed(ctx, ins) -> bool:
+        """Element k (in order, each seeing the ones before it) found ``old_k`` (the result tile) and wrote
+        ``v_k`` (a CAS: where ``old_k`` equals ``cmp_k``), bitwise: memory changed where some element wrote
+        other bits than it found. (Where none did, every element found and left what memory held before; where
+        one did, the last element at that address found other bits than memory holds now: the same answer as
+        ``_atomic_changed``'s comparison, without reading memory.)"""
+        old, new = ctx.view(d).view(bits), ctx.view(v).view(bits)
+        wrote = new != old
+        if cmp is not None:
+            wrote &= ctx.view(cmp).view(bits) == old
+        return bool(np.any(wrote & ctx.read(m)))
+
+    return _swap_changed
 
 
 def _atomic_changed(ctx, ins) -> bool:

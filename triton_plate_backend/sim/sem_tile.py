@@ -10,6 +10,7 @@ hardware's combine tree would: f16 sums round to f16 at every add; integer adds 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -116,8 +117,14 @@ def _extract(st, ins):
     k = st.consts[i]
     if not isinstance(k, int) or not 0 <= k < t.numel:
         raise IsaError(f"v.extract: element {k!r} outside t{a} of {t.numel} elements")
-    idx = np.unravel_index(k, t.shape)
-    st.regs[r] = nx.to_word(st.read(a)[(slice(None), *idx)], t.dtype)
+    st.regs[r] = nx.to_word(st.read(a)[_element_index(k, t.shape)], t.dtype)
+
+
+@functools.lru_cache(maxsize=1024)
+def _element_index(k: int, shape: tuple[int, ...]) -> tuple:
+    """(every program, the row-major element k's index) in Python ints: np.unravel_index costs ~5 us a call and
+    its numpy integers ~2 us more in the indexing (a spin loop extracts its CAS's old value every round)."""
+    return (slice(None), *(int(i) for i in np.unravel_index(k, shape)))
 
 
 def _iota(st, ins):
