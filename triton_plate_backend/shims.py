@@ -756,7 +756,7 @@ class _TreePerSource:
         if tree is None:
             tree = parse(source)  # a source that does not parse raises every time, as before
             if len(kept) >= _TREES_KEPT:
-                del kept[next(iter(kept))]
+                kept.pop(next(iter(kept), None), None)  # the oldest (another thread may have taken it)
         kept[source] = tree
         return tree
 
