@@ -1,7 +1,8 @@
 """The shims on Triton's compile(): one MLIR context per thread for plate's compiles, one KernelMetadata and one
-SpecializationProxy class per key set, the frontend's CodeGenerators emptied when ast_to_ttir returns, the files
-compile() has just put read from what was written (shims.py; patches/triton/compile-mlir-context-reuse.patch,
-kernel-metadata-class-cached.patch, code-generator-drops-its-state.patch, specialization-proxy-class-cached.patch,
+SpecializationProxy class per key set, the frontend's CodeGenerators emptied when ast_to_ttir returns and mapping
+their global scope through module_map name by name, the files compile() has just put read from what was written
+(shims.py; patches/triton/compile-mlir-context-reuse.patch, kernel-metadata-class-cached.patch,
+code-generator-drops-its-state.patch, code-generator-maps-scope-by-name.patch, specialization-proxy-class-cached.patch,
 compiled-kernel-from-compile-outputs.patch)."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import torch
 import triton
 import triton.compiler.compiler as compiler
 import triton.language as tl
+import triton.language.extra.libdevice as libdevice  # a module the backend's module_map maps
+from triton.language.extra.libdevice import tanh as libdevice_tanh  # a function of that module
 
 from triton_plate_backend import shims
 from triton_plate_backend.compiler import PlateBackend
@@ -177,6 +180,68 @@ def test_no_frontend_shim_where_triton_empties_its_generators(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, shims.CODE_GENERATOR_MODULE, patched)
     assert shims._code_generator_drops_its_state() is False
     assert patched.ast_to_ttir is ast_to_ttir and patched.CodeGenerator is object
+
+
+@triton.jit
+def _tanh_twice(X, Y, N: tl.constexpr, C: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(X + offs)
+    tl.store(Y + offs, libdevice.tanh(x) + libdevice_tanh(x) * C)
+
+
+def _tanh_twice_scopes(init) -> tuple[list[dict], str]:
+    """_tanh_twice compiled (fresh) with ``init`` as CodeGenerator.__init__: each generator's global scope as a
+    plain dict (read whole after the compile), and the TTIR."""
+    import triton.compiler.code_generator as code_generator
+
+    scopes = []
+
+    def recording_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        scopes.append(self.gscope)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(code_generator.CodeGenerator, "__init__", recording_init)
+        patch.setattr(triton.knobs.compilation, "always_compile", True)
+        _tanh_twice.device_caches.clear()
+        x = torch.linspace(-2, 2, 16)
+        y = torch.empty_like(x)
+        ttir = _tanh_twice[(1,)](x, y, N=16, C=3.0).asm["ttir"]
+        torch.testing.assert_close(y, torch.tanh(x) * 4)
+    return [dict(scope.items()) for scope in scopes], ttir
+
+
+def test_generators_map_their_scope_name_by_name(active):
+    import triton.compiler.code_generator as code_generator
+
+    from triton_plate_backend import libdevice_api
+
+    assert shims.STATUS["a CodeGenerator maps its global scope through module_map name by name"] == "applied"
+    assert shims._code_generator_maps_scope_by_name() is False  # idempotent
+    shimmed = code_generator.CodeGenerator.__init__
+    scopes, ttir = _tanh_twice_scopes(shimmed)
+    assert scopes and all(type(s) is dict for s in scopes)
+    # Triton's own __init__ (every value mapped up front): the same scopes, value for value, and the same TTIR
+    triton_scopes, triton_ttir = _tanh_twice_scopes(inspect.unwrap(shimmed))
+    assert ttir == triton_ttir
+    assert [list(s) for s in scopes] == [list(s) for s in triton_scopes]
+    assert all(a[k] is b[k] for a, b in zip(scopes, triton_scopes) for k in a)
+    assert scopes[0]["libdevice"] is libdevice_api and scopes[0]["libdevice_tanh"] is libdevice_api.tanh
+    # read by name: mapped on the first read, once
+    scope = shims._ModuleMappedScope(globals(), {"triton.language.extra.libdevice": libdevice_api})
+    assert dict.__getitem__(scope, "libdevice") is libdevice  # not read yet: as given
+    assert scope.get("libdevice") is libdevice_api and scope["libdevice_tanh"] is libdevice_api.tanh
+    assert "libdevice" in scope and scope.get("no such global", 7) == 7 and scope["torch"] is torch
+    with pytest.raises(KeyError):
+        scope["no such global"]
+    assert scope.copy() == dict(scope.items()) and list(scope.values()) == list(scope.copy().values())
+
+
+def test_no_scope_shim_where_triton_maps_by_name(monkeypatch):
+    patched = types.SimpleNamespace(_ModuleMappedScope=dict, CodeGenerator=type("CodeGenerator", (), {}))
+    init = patched.CodeGenerator.__init__
+    monkeypatch.setitem(__import__("sys").modules, shims.CODE_GENERATOR_MODULE, patched)
+    assert shims._code_generator_maps_scope_by_name() is False and patched.CodeGenerator.__init__ is init
 
 
 _proxies = []  # what the kernel's repr was handed, one per compile

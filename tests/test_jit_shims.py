@@ -1,8 +1,10 @@
 """The shims on Triton's JITFunction: a kernel's source lines read once per code object, a binder's generated
-source compiled once (shims.py; patches/triton/jit-source-lines-per-code.patch, jit-binder-compiled-once.patch)."""
+source compiled once, one syntax tree per source for Triton's readers of it (shims.py;
+patches/triton/jit-source-lines-per-code.patch, jit-binder-compiled-once.patch, jit-parse-once-per-source.patch)."""
 
 from __future__ import annotations
 
+import ast
 import builtins
 import functools
 import importlib
@@ -124,3 +126,67 @@ def test_no_jit_shim_where_triton_has_the_patches(monkeypatch):
     monkeypatch.setitem(sys.modules, shims.JIT_MODULE, patched)
     assert shims._jit_source_lines_per_code() is False and patched.inspect is inspect
     assert shims._jit_binder_compiled_once() is False and not hasattr(patched, "exec")
+    patched._parsed_tree = None
+    patched.ast = ast
+    assert shims._jit_parse_once_per_source() is False and patched.ast is ast
+
+
+@triton.jit
+def _plus(x, C: tl.constexpr = 1):
+    y = x
+    y += C  # the one node the code generator changes: a deep copy of it
+    return y
+
+
+@triton.jit
+def _twice_plus(X, Y, N: tl.constexpr, C: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(X + offs)
+    tl.store(Y + offs, _plus(x, C) + _plus(x))
+
+
+def _compile_three(kernel) -> list[str]:
+    """``kernel`` (_twice_plus) compiled and run for C = 0, 1, 2, results checked; the TTIR of each."""
+    kernel.device_caches.clear()
+    x = torch.arange(16, dtype=torch.float32)
+    ttirs = []
+    for c in range(3):
+        y = torch.empty_like(x)
+        ttirs.append(kernel[(1,)](x, y, N=16, C=c).asm["ttir"])
+        torch.testing.assert_close(y, 2 * x + c + 1)
+    return ttirs
+
+
+def test_readers_share_one_tree_per_source(active, monkeypatch):
+    assert shims.STATUS["Triton's readers of a @jit function's syntax tree share one per source"] == "applied"
+    assert isinstance(jit.ast, shims._TreePerSource)
+    assert shims._jit_parse_once_per_source() is False  # idempotent
+    jit.ast._plate_kept.clear()
+    sources = (_twice_plus.src, _plus.src)
+    parsed = []
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda src, *a, **k: (parsed.append(src), real_parse(src, *a, **k))[1])
+    ttirs = _compile_three(_twice_plus)  # three compiles, two call sites of _plus in each
+    assert sorted(src for src in parsed if src in sources) == sorted(sources)  # each parsed once
+    # the kept trees are what ast.parse makes: the compiles changed nothing in them
+    for fn in (_twice_plus, _plus):
+        kept = jit.ast._plate_kept[fn.src]
+        assert ast.dump(kept, include_attributes=True) == ast.dump(real_parse(fn.src), include_attributes=True)
+    # any other caller gets a tree of its own: a user's kernel.parse(), a direct ast.parse
+    trees = [_twice_plus.parse(), _twice_plus.parse(), jit.ast.parse(_twice_plus.src)]
+    assert len({id(tree) for tree in [*trees, jit.ast._plate_kept[_twice_plus.src]]}) == 4
+    # the same TTIR from fresh trees (jit.py's own ast), compiled again
+    monkeypatch.setattr(triton.knobs.compilation, "always_compile", True)
+    monkeypatch.setattr(jit, "ast", ast)
+    parsed.clear()
+    assert _compile_three(_twice_plus) == ttirs
+    # what the tree per source saves: a parse per function generated (C = 1: both call sites are one function)
+    assert len([src for src in parsed if src == _plus.src]) == 5
+
+
+def test_kept_trees_are_bounded(active, monkeypatch):
+    monkeypatch.setattr(shims, "_TREES_KEPT", 1)
+    monkeypatch.setattr(triton.knobs.compilation, "always_compile", True)
+    jit.ast._plate_kept.clear()
+    _compile_three(_twice_plus)
+    assert len(jit.ast._plate_kept) == 1

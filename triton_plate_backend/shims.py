@@ -514,6 +514,91 @@ def _code_generator_drops_its_state() -> bool:
     return True
 
 
+# ---- the frontend: a CodeGenerator's global scope mapped through module_map name by name ("driver") ------
+class _ModuleMappedScope(dict):
+    """A CodeGenerator's global scope: the names and values of the scope it was given (copied when it is made,
+    as Triton's copy is), each value mapped through the backend's ``module_map`` when its name is first read
+    (a module named in the map: the map's module; a value whose ``__module__`` is named in the map: the map's
+    module's attribute of its name), as Triton maps every value up front. A generator reads its scope by name
+    only (``get``, ``in``, ``[]``: its global lookup, ``_is_constexpr_global``, ``ContainsReturnChecker``), and
+    a kernel reads a few of its module's hundreds of globals (test_core's: 303, ~0.1 ms of CPU to map them all,
+    once per CodeGenerator: the kernel's and one per called function). Whole-scope reads map every name first."""
+
+    __slots__ = ("_plate_module_map", "_plate_done")
+
+    def __init__(self, scope, module_map) -> None:
+        super().__init__(scope)
+        self._plate_module_map = module_map
+        self._plate_done: set = set()  # the names whose value is mapped
+
+    def _plate_mapped(self, name):
+        value = dict.__getitem__(self, name)
+        if name not in self._plate_done:
+            module_map = self._plate_module_map
+            if isinstance(value, types.ModuleType):
+                value = module_map.get(value.__name__, value)
+            else:
+                module = getattr(value, "__module__", "")
+                if module in module_map:
+                    value = getattr(module_map[module], value.__name__)
+            dict.__setitem__(self, name, value)
+            self._plate_done.add(name)
+        return value
+
+    def __getitem__(self, name):
+        return self._plate_mapped(name)
+
+    def get(self, name, default=None):
+        return self._plate_mapped(name) if name in self else default
+
+    def _plate_map_all(self) -> None:
+        for name in list(self):
+            self._plate_mapped(name)
+
+    def values(self):
+        self._plate_map_all()
+        return super().values()
+
+    def items(self):
+        self._plate_map_all()
+        return super().items()
+
+    def copy(self):
+        self._plate_map_all()
+        return dict(super().items())
+
+
+_NO_GLOBALS: dict = {}  # what Triton's CodeGenerator.__init__ maps now: nothing
+
+
+def _code_generator_maps_scope_by_name() -> bool:
+    """What code-generator-maps-scope-by-name.patch does: ``CodeGenerator.__init__`` maps every value of its
+    global scope through ``module_map`` (an ``isinstance`` and a ``getattr`` of ``__module__`` per name: ~0.1 ms
+    for test_core's 303 globals, twice a compile on average); it now gets an empty scope to map and its scope is
+    a ``_ModuleMappedScope`` of the one it was given. The one difference: a value whose mapping fails (a name
+    ``module_map``'s module lacks) fails the compile only where the kernel reads that global, not in every
+    kernel of its module. A ``module_map`` of None (which Triton's loop cannot map a module through) goes to
+    Triton's ``__init__`` as it is. The patch's Triton has ``_ModuleMappedScope``: nothing to do."""
+    module = sys.modules.get(CODE_GENERATOR_MODULE)
+    if module is None:
+        import triton.compiler.code_generator as module
+    init = module.CodeGenerator.__init__
+    if hasattr(module, "_ModuleMappedScope") or getattr(init, "_plate_maps_by_name", False):
+        return False
+
+    def __init__(self, context, prototype, gscope, *args, **kwargs):  # noqa: N807 - CodeGenerator's own
+        module_map = kwargs.get("module_map")
+        if module_map is None:
+            return init(self, context, prototype, gscope, *args, **kwargs)
+        init(self, context, prototype, _NO_GLOBALS, *args, **kwargs)
+        self.gscope = _ModuleMappedScope(gscope, module_map)
+
+    __init__._plate_maps_by_name = True
+    __init__.__wrapped__ = init
+    module.CodeGenerator.__init__ = __init__
+    return True
+
+
 # ---- JITFunction: a kernel's source lines and its binder's code, once per kernel ("driver") -------------
 JIT_MODULE = "triton.runtime.jit"
 _KEPT_MAX = 4096  # kept source lines / binder codes: past this the memo starts again (a test suite's kernels)
@@ -620,6 +705,73 @@ def _jit_binder_compiled_once() -> bool:
         features |= getattr(__future__, name).compiler_flag
     flags = module.create_function_from_signature.__code__.co_flags & features
     module.exec = _exec_compiling_once(flags)
+    return True
+
+
+_TREES_KEPT = 256  # kept syntax trees, the least recently asked dropped first (a test's kernels and helpers)
+
+
+class _TreePerSource:
+    """Stands for ``ast`` in triton.runtime.jit: every name is ast's, but ``parse(source)`` asked through
+    ``JITFunction.parse`` by Triton's own readers of the tree (``ast_to_ttir`` for the kernel,
+    ``CodeGenerator.call_JitFunction`` at every call site of a ``@jit`` helper, ``JITFunction.cache_key``'s
+    dependency walk) answers the tree it parsed for the same source string before. Each compile parsed the
+    kernel's and every called helper's source again (~0.1 ms of CPU each, 2.5 parses per test_core compile),
+    and the trees are the same: ``ast.parse`` of one string gives equal trees. The three readers only read
+    the tree (``ast.NodeVisitor``s; the code generator builds new nodes for defaults and ``+=``, and
+    deep-copies the one node it changes), so sharing one is what a fresh one would be. Every other caller
+    (a user's ``kernel.parse()``, which may edit what it gets) gets a fresh tree, as before."""
+
+    def __init__(self, ast_module, jit_parse_code) -> None:
+        self._plate_ast = ast_module
+        self._plate_jit_parse = jit_parse_code  # JITFunction.parse's code: the one caller answered
+        self._plate_readers: frozenset | None = None  # the codes of the readers, found at the first parse
+        self._plate_kept: dict[str, object] = {}  # source: tree, in the order last asked
+
+    def __getattr__(self, name):
+        return getattr(self._plate_ast, name)
+
+    def _readers(self) -> frozenset:
+        import triton.compiler.code_generator as code_generator
+        import triton.runtime.jit as jit
+
+        readers = (
+            code_generator.ast_to_ttir,
+            code_generator.CodeGenerator.call_JitFunction,
+            jit.JITFunction.cache_key.fget,
+        )
+        return frozenset(inspect.unwrap(reader).__code__ for reader in readers)  # Triton's, under any wrapper
+
+    def parse(self, source, *args, **kwargs):
+        parse = self._plate_ast.parse
+        caller = sys._getframe(1)
+        if args or kwargs or type(source) is not str or caller.f_code is not self._plate_jit_parse:
+            return parse(source, *args, **kwargs)
+        if self._plate_readers is None:
+            self._plate_readers = self._readers()
+        if caller.f_back is None or caller.f_back.f_code not in self._plate_readers:
+            return parse(source)
+        kept = self._plate_kept
+        tree = kept.pop(source, None)
+        if tree is None:
+            tree = parse(source)  # a source that does not parse raises every time, as before
+            if len(kept) >= _TREES_KEPT:
+                kept.pop(next(iter(kept), None), None)  # the oldest (another thread may have taken it)
+        kept[source] = tree
+        return tree
+
+
+def _jit_parse_once_per_source() -> bool:
+    """What jit-parse-once-per-source.patch does: Triton's readers of a ``@jit`` function's syntax tree share one
+    tree per source string. ``JITFunction.parse`` looks ``ast`` up in triton.runtime.jit's globals: rebinding it
+    there to ``_TreePerSource`` reaches it (jit.py's only ``ast.parse``) and no other module. The patch's Triton
+    has ``_parsed_tree``: nothing to do."""
+    module = sys.modules.get(JIT_MODULE)
+    if module is None:
+        import triton.runtime.jit as module
+    if hasattr(module, "_parsed_tree") or isinstance(module.ast, _TreePerSource):
+        return False
+    module.ast = _TreePerSource(module.ast, inspect.unwrap(module.JITFunction.parse).__code__)
     return True
 
 
@@ -1236,6 +1388,18 @@ SHIMS: tuple[Shim, ...] = (
         "a JITFunction's binder source is compiled once",
         "patches/triton/jit-binder-compiled-once.patch",
         _jit_binder_compiled_once,
+        "driver",
+    ),
+    Shim(
+        "Triton's readers of a @jit function's syntax tree share one per source",
+        "patches/triton/jit-parse-once-per-source.patch",
+        _jit_parse_once_per_source,
+        "driver",
+    ),
+    Shim(
+        "a CodeGenerator maps its global scope through module_map name by name",
+        "patches/triton/code-generator-maps-scope-by-name.patch",
+        _code_generator_maps_scope_by_name,
         "driver",
     ),
     Shim("GPU_TYPES includes plate", "patches/pytorch/register-gpu-type.patch", _register_gpu_type, "inductor"),
