@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ttir_fixtures import fixture_text
+import pytest
+from ttir_fixtures import LOWERABLE, fixture_text
 
 from triton_plate_backend.passes import access, demand
 from triton_plate_backend.ttir.parser import parse
@@ -123,3 +124,47 @@ def test_the_analyses_leave_no_reference_cycle():
     finally:
         if was_on:
             gc.enable()
+
+
+def _last_uses_by_climbing(func) -> tuple[dict, set]:
+    """last_uses' definition, the slow way: from each use climb the op's parents to the value's defining block."""
+    def_block, parent_of = {}, {}
+
+    def place(block, parent):
+        def_block.update({a: block for a in block.args})
+        for op in block.ops:
+            parent_of[op] = (block, parent)
+            def_block.update({r: block for r in op.results})
+            for region in op.regions:
+                for b in region.blocks:
+                    place(b, op)
+
+    for b in func.regions[0].blocks:
+        place(b, func)
+    order = {op: i for i, op in enumerate(func.walk())}
+    last, immortal, used = {}, set(), set()
+    for op in list(func.walk())[1:]:
+        for v in op.operands:
+            used.add(v)
+            top = op
+            while top is not func and parent_of[top][0] is not def_block.get(v):
+                top = parent_of[top][1]
+            if top is func:
+                immortal.add(v)
+            elif v not in last or order[top] > order[last[v]]:
+                last[v] = top
+    dies = {}
+    for v, op in last.items():
+        if v not in immortal:
+            dies.setdefault(op, set()).add(v)
+    return dies, set(def_block) - used
+
+
+@pytest.mark.parametrize("kernel", LOWERABLE)
+def test_last_uses_agree_with_climbing_the_parents(kernel):
+    """(each use finds its op in the defining block by one lookup: the same answer, in the same order)"""
+    func = _kernel(fixture_text(kernel))
+    dies, unused = demand.last_uses(func)
+    want_dies, want_unused = _last_uses_by_climbing(func)
+    assert list(dies.items()) == list(want_dies.items()) and unused == want_unused
+    assert dies  # (every kernel reads some value last somewhere)

@@ -193,53 +193,50 @@ def _need_iter(d: Demand, loop: Op, j: int, need) -> None:
 
 
 # ---- last uses: which values die at which op (codegen's in-place reuse) ----------------------------
-def _place(block, parent_op, def_block: dict, parent_of: dict, position: dict) -> None:
-    """The block's values' defining block, each op's (block, parent op) and position, nested blocks too."""
+def _define(block, def_block: dict) -> None:
+    """Each value's defining block: the block's arguments and its ops' results, nested blocks too."""
     for a in block.args:
         def_block[a] = block
-    for i, op in enumerate(block.ops):
-        parent_of[op] = (block, parent_op)
-        position[op] = i
+    for op in block.ops:
         for r in op.results:
             def_block[r] = block
         for region in op.regions:
             for b in region.blocks:
-                parent_of[b] = op
-                _place(b, op, def_block, parent_of, position)
+                _define(b, def_block)
+
+
+def _uses(block, at: dict, def_block: dict, last: dict, immortal: set, used: set) -> None:
+    """The uses in the block's ops, nested ones too (`last_uses`; a function of its own, not a closure that calls
+    itself: that would leave a cycle for the collector at every compile). `at`: block -> its op the walk is in,
+    for the blocks around the op walked only: a use's defining block is one of them (then that op is where the
+    use sits in it) or the value never dies; the walk meets a block's ops in order, so the latest is the last."""
+    for op in block.ops:
+        at[block] = op
+        for v in op.operands:
+            used.add(v)
+            top = at.get(def_block.get(v))
+            if top is None:
+                immortal.add(v)
+            else:
+                last[v] = top
+        for region in op.regions:
+            for b in region.blocks:
+                _uses(b, at, def_block, last, immortal, used)
+    at.pop(block, None)
 
 
 def last_uses(func: Op) -> tuple[dict, set]:
     """op -> values whose last use (in their defining block) is that op; and the unused values.
     A value used from another block of a multi-block region never dies."""
-    def_block, parent_of, position = {}, {}, {}
+    def_block: dict = {}
     for b in func.regions[0].blocks:
-        _place(b, func, def_block, parent_of, position)
-
-    def enclosing(op, block):
-        """The op of `block` that contains `op` (or op itself), or None."""
-        while op is not None and op is not func:
-            blk, parent = parent_of[op]
-            if blk is block:
-                return op
-            op = parent
-        return None
-
-    last, immortal, used = {}, set(), set()
-    for op in func.walk():
-        if op is func:
-            continue
-        for v in op.operands:
-            used.add(v)
-            blk = def_block.get(v)
-            top = enclosing(op, blk) if blk is not None else None
-            if top is None:
-                immortal.add(v)
-                continue
-            pos = position[top]
-            if v not in last or pos > last[v][0]:
-                last[v] = (pos, top)
+        _define(b, def_block)
+    last, immortal, used, at = {}, set(), set(), {}
+    for region in func.regions:
+        for b in region.blocks:
+            _uses(b, at, def_block, last, immortal, used)
     dies: dict = {}
-    for v, (_, op) in last.items():
+    for v, op in last.items():
         if v not in immortal:
             dies.setdefault(op, set()).add(v)
     unused = set(def_block) - used
