@@ -112,3 +112,36 @@ def test_a_buffer_a_dma_reads_stays_live_until_its_wait():
     assert intervals[data.buffer][1] == 2 * wait
     sram_plan.plan(intervals, 1 << 20)
     assert data.buffer.addr != other.buffer.addr
+
+
+def _first_fit_plainly(items) -> tuple[dict, int]:
+    """First fit as defined: each buffer at the lowest aligned address clear of every buffer placed before it
+    whose interval meets its own."""
+    placed, addrs, top = [], {}, 0
+    for buf, (lo, hi) in items:
+        size, addr = sram_plan._align(buf.nbytes), 0
+        for a, e in sorted((a, e) for a, e, l2, h2 in placed if not (h2 < lo or hi < l2)):
+            if addr + size <= a:
+                break
+            addr = max(addr, e)
+        addrs[buf], top = addr, max(top, addr + size)
+        placed.append((addr, addr + size, lo, hi))
+    return addrs, top
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_first_fit_places_as_defined_in_both_orders(seed):
+    """(the placed buffers are kept in address order, and with the order by start the ended ones dropped: the
+    same addresses as the definition; the bytes live at once are the peak's)"""
+    rng = random.Random(1000 + seed)
+    items = []
+    for i in range(rng.randrange(1, 30)):
+        lo = rng.randrange(40)
+        items.append((Buffer(rng.choice([1, 64, 65, 200, 512, 4096]), f"b{i}"), (lo, lo + rng.randrange(-2, 25))))
+    by_start = sorted(items, key=lambda x: (x[1][0], -x[0].nbytes, x[0].id))
+    by_size = sorted(items, key=lambda x: (-sram_plan._align(x[0].nbytes), x[1][0], x[0].id))
+    addrs, top, most_live = sram_plan._first_fit(by_start, True)
+    assert (addrs, top) == _first_fit_plainly(by_start)
+    assert most_live == sram_plan.peak(items)[0]
+    addrs, top, _ = sram_plan._first_fit(by_size)
+    assert (addrs, top) == _first_fit_plainly(by_size)

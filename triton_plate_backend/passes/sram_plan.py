@@ -11,6 +11,7 @@ a compile-time error (`SramOverflow`), never a silent spill."""
 from __future__ import annotations
 
 import heapq
+from bisect import insort
 
 from ..errors import SramOverflow
 from .emitter import ALIGN, Buffer
@@ -25,28 +26,31 @@ def _first_fit(items, by_start: bool = False) -> tuple[dict, int, int | None]:
     item's start is free for every later one too, and leaves the list of those looked at; the buffers left
     are then the ones live at that start, and the third value is the most bytes live at once (no plan needs
     less: `plan`), else None."""
-    placed: dict[int, tuple[int, int, int, int]] = {}  # k -> (lo, hi, addr, end) of the k-th buffer placed
-    ends: list[tuple[int, int]] = []  # a heap of (hi, k): with by_start, the placed buffers that end first
+    # (addr, end, lo, hi) of each buffer placed (with by_start, of those not ended), kept in address order: an
+    # item looks at them in that order and stops at the first gap it fits (no list of the busy ones to sort)
+    spans: list[tuple[int, int, int, int]] = []
+    ends: list[tuple[int, int, tuple]] = []  # a heap of (hi, k, span): with by_start, the placed buffers that end first
     addrs, top, live, peak = {}, 0, 0, 0
     for k, (buf, (lo, hi)) in enumerate(items):
         size = _align(buf.nbytes)
         while by_start and ends and ends[0][0] < lo:
-            gone = placed.pop(heapq.heappop(ends)[1])
-            if gone[0] <= gone[1]:  # (an empty interval, never live, was never counted)
-                live -= gone[3] - gone[2]
-        # (a list display, and compares in place of max(): no generator or call per placed buffer)
-        busy = [(a, e) for l2, h2, a, e in placed.values() if not (h2 < lo or hi < l2)]
-        busy.sort()
+            gone = heapq.heappop(ends)[2]
+            spans.remove(gone)
+            if gone[2] <= gone[3]:  # (an empty interval, never live, was never counted)
+                live -= gone[1] - gone[0]
         addr = 0
-        for a, e in busy:
+        for a, e, l2, h2 in spans:
+            if h2 < lo or hi < l2:  # not live with this one
+                continue
             if addr + size <= a:
                 break
             if e > addr:
                 addr = e
         addrs[buf] = addr
-        placed[k] = (lo, hi, addr, addr + size)
+        span = (addr, addr + size, lo, hi)
+        insort(spans, span)
         if by_start:
-            heapq.heappush(ends, (hi, k))
+            heapq.heappush(ends, (hi, k, span))
             live += size if lo <= hi else 0
             if live > peak:
                 peak = live
