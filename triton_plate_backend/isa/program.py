@@ -16,6 +16,7 @@ try:
 except ImportError:  # not built (setup.py build_ext): verify walks in Python
     _isawalk = None
 
+_INT = frozenset((int,))  # (Tile.of: the element types of a shape as __post_init__ leaves it)
 ARG_TYPES = ("ptr", "i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")
 
 
@@ -46,6 +47,24 @@ class Tile:
             object.__setattr__(self, "strides", tuple(map(int, self.strides)))
         if len(self.strides) != len(self.shape):
             raise IsaError(f"tile {self}: {len(self.shape)} dims but {len(self.strides)} strides")
+
+    @classmethod
+    def of(cls, addr: int, dtype: str, shape: tuple[int, ...], strides: tuple[int, ...]) -> Tile:
+        """``Tile(addr, dtype, shape, strides)``, without the frozen dataclass' checked path where the fields are
+        already what `__post_init__` makes of them (an int address, a dtype of ITEMSIZE, tuples of ints of one
+        length: each view of a compile's code; ~2 us a tile as the dataclass makes it)."""
+        if (
+            type(addr) is int
+            and type(shape) is tuple
+            and type(strides) is tuple
+            and len(shape) == len(strides)
+            and dtype in ITEMSIZE
+            and _INT.issuperset(map(type, shape + strides))
+        ):
+            tile = object.__new__(cls)
+            tile.__dict__.update(addr=addr, dtype=dtype, shape=shape, strides=strides)
+            return tile
+        return cls(addr, dtype, shape, strides)
 
     @property
     def itemsize(self) -> int:

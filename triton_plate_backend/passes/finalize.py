@@ -59,7 +59,7 @@ def finalize(em: Emitter, name: str, args, machine, spill_scalars: bool = False)
         got = view_tiles.get(v)  # (one lookup: a view's hash is the dataclass' Python method)
         if got is not None:  # the same view again (a tile is built, and checked, once per distinct view)
             return got
-        t = Tile(v.buffer.addr + v.offset * ITEMSIZE[v.dtype], v.dtype, v.shape, v.strides)
+        t = Tile.of(v.buffer.addr + v.offset * ITEMSIZE[v.dtype], v.dtype, v.shape, v.strides)
         k = tiles.get(t)
         if k is None:
             k = tiles[t] = len(program.tiles)
