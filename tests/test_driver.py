@@ -290,3 +290,22 @@ def test_registers_used_is_one_past_the_highest_register_any_instruction_names()
         regs = _regs(inst, ("use", "def", "inout"))
         assert _registers_used(Program("k", instrs=[inst])) == (max(regs) + 1 if regs else 1)
     assert _registers_used(Program("k")) == 1
+
+
+def test_registers_used_is_kept_per_program_until_its_instructions_change(monkeypatch):
+    """load_binary counts a program's registers once (encoding.load hands back the program it decoded before,
+    for each new definition of a kernel); a program whose instructions change is counted again."""
+    from triton_plate_backend import driver
+    from triton_plate_backend.isa.program import Inst, Program
+
+    counted = []
+    named = driver._registers_named
+    monkeypatch.setattr(driver, "_registers_named", lambda instrs: counted.append(len(instrs)) or named(instrs))
+    program = Program("k", instrs=[Inst("s.li", (), (3, 0))])
+    assert driver._registers_used(program) == driver._registers_used(program) == 4
+    assert counted == [1]
+    program.instrs.append(Inst("s.li", (), (9, 0)))  # in place: the same list, one more instruction
+    assert driver._registers_used(program) == 10
+    program.instrs[1] = Inst("s.li", (), (5, 0))  # replaced: the same length
+    assert driver._registers_used(program) == 6
+    assert counted == [1, 2, 2]

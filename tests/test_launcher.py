@@ -399,3 +399,16 @@ def test_an_fp32_launch_does_not_import_ml_dtypes(tmp_path):
     (tmp_path / "launch.py").write_text(code)  # Triton reads a jit function's source from its file
     env = {**os.environ, "TRITON_ALWAYS_COMPILE": "1"}
     subprocess.run([sys.executable, str(tmp_path / "launch.py")], check=True, env=env)
+
+
+def test_host_memory_mode_is_read_only_for_a_cpu_tensor(mini, monkeypatch):
+    """A launch over device memory does not ask the PLATE_HOST_MEMORY knob (an environment read per launch); a
+    CPU tensor does, at its launch."""
+    monkeypatch.setenv("PLATE_HOST_MEMORY", "maybe")  # malformed: reading it raises
+    rec = mini.memory.alloc(256)
+    values, buffers = bind_arguments(
+        "k", _program("ptr"), ["*fp32"], [SimpleNamespace(data_ptr=lambda: rec.base)], mini
+    )
+    assert values == [rec.base] and buffers == []
+    with pytest.raises(ValueError, match="PLATE_HOST_MEMORY='maybe'"):
+        bind_arguments("k", _program("ptr"), ["*fp32"], [torch.zeros(4)], mini)

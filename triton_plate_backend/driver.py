@@ -60,6 +60,21 @@ def _gpu_usable() -> bool:
         return False
 
 
+def _sim_device():
+    """sim/device.py, imported at the first ask (the simulator imports numpy and more); Triton asks the
+    current device at every launch, where a relative import inside the function costs a name lookup
+    through importlib."""
+    module = _SIM_DEVICE.get("module")
+    if module is None:
+        from .sim import device as module
+
+        _SIM_DEVICE["module"] = module
+    return module
+
+
+_SIM_DEVICE: dict = {}
+
+
 # ---- utils: load_binary and device properties ----------------------------------------------------
 class PlateUtils:
     def load_binary(self, name, kernel, shared, device):
@@ -67,9 +82,8 @@ class PlateUtils:
         Bytes that do not decode are looked up in Triton's cache and recompiled (binary_cache)."""
         from .isa.encoding import load
         from .launcher import KernelHandle
-        from .sim.device import get_device
 
-        dev = get_device(device)
+        dev = _sim_device().get_device(device)
         try:
             program = load(bytes(kernel), dev.machine)  # verified against the device's machine
         except BinaryFormatError as e:
@@ -112,13 +126,30 @@ class PlateUtils:
         return None
 
 
+_REGS = "_plate_registers_used"  # on the program: (its instructions as a tuple, _registers_used of them)
+
+
 def _registers_used(program) -> int:
-    """One past the highest register an instruction names (read or written), at least 1."""
+    """One past the highest register an instruction names (read or written), at least 1. Kept on the
+    program for its instructions (an Inst is frozen: the same instructions in the same order name the
+    same registers): Triton loads a cached kernel's binary once per definition of it, and encoding.load
+    hands back the program it decoded before (a test suite defines its kernels anew per test)."""
+    instrs = tuple(program.instrs)
+    kept = getattr(program, _REGS, None)
+    if kept is not None and kept[0] == instrs:  # compares element by element, each first by identity
+        return kept[1]
+    regs = _registers_named(instrs)
+    setattr(program, _REGS, (instrs, regs))
+    return regs
+
+
+def _registers_named(instrs) -> int:
+    """``_registers_used`` of these instructions, counted."""
     from .sim.data_flow import slots
 
     highest = -1
     positions: dict[str, tuple] = {}  # mnemonic -> (operand position, is a register list) of its registers
-    for ins in program.instrs:
+    for ins in instrs:
         pos = positions.get(ins.mnemonic)
         if pos is None:
             s = slots(ins)
@@ -298,9 +329,7 @@ class PlateDriver(DriverBase):
         return GPUTarget(BACKEND, PLATE_ARCH, WARP_SIZE)
 
     def get_current_device(self):
-        from .sim.device import current_device
-
-        return current_device()
+        return _sim_device().current_device()
 
     def set_current_device(self, device):
         from .sim.device import set_current_device

@@ -325,8 +325,6 @@ def _expand_tensordesc(ty: str, desc):
 
 def bind_arguments(name, program, signature, args, device, declared_constexpr=None):
     """Runtime values in Program.args order, and the host buffers to register (host-memory mode)."""
-    from .sim.device import HostBuffer
-
     flat = flatten(signature, args, declared_constexpr)
     params, kinds = _runtime_params(program)
     if len(flat) != len(params):
@@ -335,13 +333,14 @@ def bind_arguments(name, program, signature, args, device, declared_constexpr=No
             f"kernel {name} takes {len(params)} runtime argument(s) ({wanted}); the launch gave "
             f"{len(flat)} after dropping constexprs and flattening tuples"
         )
-    host_mode = knobs.host_memory()
     values, host_buffers = [], []
     for (position, _ty, value), param, bits in zip(flat, params, kinds):
         if bits == _PTR:
-            addr, host = _pointer(name, position, value, device, host_mode)
+            addr, host = _pointer(name, position, value, device)
             values.append(addr)
             if host is not None:
+                from .sim.device import HostBuffer
+
                 host_buffers.append(HostBuffer(*host, label=f"{name} arg {position} ({param.name})"))
         elif bits == _FLOAT:
             values.append(float(value))
@@ -384,8 +383,9 @@ def _wrapped(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
-def _pointer(name, position, value, device, host_mode):
-    """(device address, (host addr, nbytes, owner) to register or None)."""
+def _pointer(name, position, value, device):
+    """(device address, (host addr, nbytes, owner) to register or None). Host-memory mode (the knob) is
+    asked only of a CPU tensor: a launch over plate tensors reads no environment variable for it."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value, None  # a raw device address
     data_ptr = getattr(value, "data_ptr", None)
@@ -399,7 +399,7 @@ def _pointer(name, position, value, device, host_mode):
     dev_type = getattr(dev, "type", dev if isinstance(dev, str) else None)
     if dev_type == "cpu":
         base, nbytes, owner = _host_extent(value, addr)
-        if host_mode or _pinned(owner):  # lent to the simulator for the launch; pinned: as CUDA maps it
+        if knobs.host_memory() or _pinned(owner):  # lent to the simulator for the launch; pinned: as CUDA maps it
             return addr, (base, nbytes, owner)
         if nbytes and device.covers(base, nbytes):
             return addr, None  # host memory the user made device memory explicitly

@@ -548,7 +548,10 @@ def decode(data: bytes, machine=None) -> Program:
             f"crc32 mismatch: header says {head['crc32']:#010x}, contents give {crc:#010x} (the file is corrupt)",
             offset=HEADER.offsets["crc32"],
         )
-    entries = [SECTION.unpack(reader) for _ in _bounded(head["nsections"], SECTION, reader)]
+    bounded = _bounded(head["nsections"], SECTION, reader)  # raises where the table cannot fit
+    entries = _unpack_fixed(SECTION, reader, len(bounded))  # where it fits, read in one pass
+    if entries is None:
+        entries = [SECTION.unpack(reader) for _ in bounded]
     table_end, sections = reader.pos, {}
     for e in entries:
         sec = SECTION_BY_KIND.get(e["kind"])
@@ -761,7 +764,11 @@ def _program(sections: dict, machine) -> Program:
         Tile(r["addr"], _pick(DTYPES, TILE, r, "dtype", "dtype code"), r["shape"], r["strides"])
         for r in sections["tiles"][1]
     ]
-    locs = [Loc(s(LOC, r, "file"), r["line"], r["col"], s(LOC, r, "name")) for r in sections["locs"][1]]
+    loc_recs, n = sections["locs"][1], len(strings)
+    if all(r["file"] < n and r["name"] < n for r in loc_recs):  # every string index in range: no _pick each
+        locs = [Loc(strings[r["file"]], r["line"], r["col"], strings[r["name"]]) for r in loc_recs]
+    else:
+        locs = [Loc(s(LOC, r, "file"), r["line"], r["col"], s(LOC, r, "name")) for r in loc_recs]
     code = sections["code"][1]
     fast = len(sections["code"]) == 3  # instructions already (decode's _unpack_code), records on demand
     program = Program(
