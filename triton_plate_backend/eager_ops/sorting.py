@@ -57,8 +57,9 @@ def _sort_rows(
     )  # fmt: skip
     common = {"CT": launch.triton_dtype(ct), "DESCENDING": descending, "LOG_WIDTH": log_width, "ROWS": per_program}
     grid = (launch.triton_cdiv(count, per_program),)
-    if log_width <= kernel.MAX_LOG_RANK and per_program << (2 * log_width) <= kernel.RANK_PAIRS:
-        # a few short rows, one program: each element's rank (the same values and indices, fewer instructions)
+    if 1 < log_width <= kernel.MAX_LOG_RANK and per_program << (2 * log_width) <= kernel.RANK_PAIRS:
+        # a few short rows, one program: each element's rank (the same values and indices, fewer instructions;
+        # rows of 2 are the network's one stage: it stays)
         kernel.rank_rows[grid](*arguments, **common, machine=kernel.machine_of(rows))
     else:
         kernel.sort_rows[grid](*arguments, **common, LOG_KEEP=log_keep, machine=kernel.machine_of(rows))
