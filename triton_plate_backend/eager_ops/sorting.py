@@ -50,13 +50,19 @@ def _sort_rows(
     ct = torch.int8 if ct == torch.bool else ct
     log_keep = max(keep - 1, 0).bit_length() if rows.element_size() <= 4 else log_width
     per_program = min(launch.next_power_of_2(count), max(kernel.ROW_ELEMENTS >> log_width, 1))
-    kernel.sort_rows[(launch.triton_cdiv(count, per_program),)](
+    arguments = (
         rows, values, indices, count, length, keep,
         _rows_stride(rows), rows.stride(-1), _rows_stride(values), values.stride(-1),
         _rows_stride(indices), indices.stride(-1),
-        CT=launch.triton_dtype(ct), DESCENDING=descending, LOG_WIDTH=log_width, LOG_KEEP=log_keep, ROWS=per_program,
-        machine=kernel.machine_of(rows),
     )  # fmt: skip
+    common = {"CT": launch.triton_dtype(ct), "DESCENDING": descending, "LOG_WIDTH": log_width, "ROWS": per_program}
+    grid = (launch.triton_cdiv(count, per_program),)
+    if 1 < log_width <= kernel.MAX_LOG_RANK and per_program << (2 * log_width) <= kernel.RANK_PAIRS:
+        # a few short rows, one program: each element's rank (the same values and indices, fewer instructions;
+        # rows of 2 are the network's one stage: it stays)
+        kernel.rank_rows[grid](*arguments, **common, machine=kernel.machine_of(rows))
+    else:
+        kernel.sort_rows[grid](*arguments, **common, LOG_KEEP=log_keep, machine=kernel.machine_of(rows))
     return values, indices
 
 
