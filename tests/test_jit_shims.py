@@ -176,7 +176,7 @@ def test_readers_share_one_tree_per_source(active, monkeypatch):
     trees = [_twice_plus.parse(), _twice_plus.parse(), jit.ast.parse(_twice_plus.src)]
     assert len({id(tree) for tree in [*trees, jit.ast._plate_kept[_twice_plus.src]]}) == 4
     # the same TTIR from fresh trees (jit.py's own ast), compiled again
-    monkeypatch.setattr(triton.knobs.compilation, "always_compile", True)
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")  # setattr would leave the knob set to its old value
     monkeypatch.setattr(jit, "ast", ast)
     parsed.clear()
     assert _compile_three(_twice_plus) == ttirs
@@ -186,7 +186,7 @@ def test_readers_share_one_tree_per_source(active, monkeypatch):
 
 def test_kept_trees_are_bounded(active, monkeypatch):
     monkeypatch.setattr(shims, "_TREES_KEPT", 1)
-    monkeypatch.setattr(triton.knobs.compilation, "always_compile", True)
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")  # setattr would leave the knob set to its old value
     jit.ast._plate_kept.clear()
     _compile_three(_twice_plus)
     assert len(jit.ast._plate_kept) == 1
