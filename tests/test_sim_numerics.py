@@ -342,6 +342,23 @@ def test_const_and_words_round_trip():
     assert nx.to_word(np.array([True]), "i1").tolist() == [1]
 
 
+def test_const_scalar_is_const_arrays_number_per_value_and_dtype():
+    """The kept conversion answers each number as const_array does, also for numbers equal but apart in bits
+    (-0.0 and 0.0, two NaN payloads) or in type (True and 1 both read as 1), asked in either order."""
+    nan_a = np.frombuffer(np.array([0x7FF8000000000001], np.uint64).tobytes(), np.float64)[0]
+    nan_b = np.frombuffer(np.array([0x7FF8000000000002], np.uint64).tobytes(), np.float64)[0]
+    values = [0, 0.0, -0.0, 1, True, 1.0, -1, 2**64 + 5, 5, -1.7, float("inf"), float("-inf"), nan_a, nan_b, 0.1, 300]
+    for dtype in ("f32", "f16", "bf16", "f64", "i8", "i32", "i64", "i1"):
+        for order in (values, values[::-1]):
+            for v in order:
+                want = nx.const_array(v, dtype)[0]
+                got = nx.const_scalar(v, dtype)
+                assert type(got) is type(want)
+                assert np.asarray(got).tobytes() == np.asarray(want).tobytes(), (v, dtype)
+    with pytest.raises((TypeError, ValueError)):
+        nx.const_scalar("x", "i32")
+
+
 # ---- the formats written out, the dtype table loading ml_dtypes on its first bf16 / fp8 use ---------
 @pytest.mark.parametrize("name", ["bf16", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz"])
 def test_the_written_out_formats_are_ml_dtypes_finfo(name):

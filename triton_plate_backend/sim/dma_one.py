@@ -11,8 +11,6 @@ the caller then runs the batched code, which handles and reports it.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..dtypes import NUMPY
@@ -26,26 +24,39 @@ _SAFE = 1 << 62  # addresses and offsets stay below this: int64 arithmetic in dm
 class _Box1:
     """dma._Box for one program, in Python integers (same clipping, spans and runs)."""
 
+    # one loop per method, no generator or comprehension frames: every strided access of a one-program launch
+    # makes a box and asks for its span (a fresh small kernel's first launch: three of its ~20 steps)
     def __init__(self, base: int, storage: np.dtype, shape: tuple, strides: list, lo: list, hi: list):
         self.base, self.storage, self.isz, self.shape, self.s = base, storage, storage.itemsize, shape, strides
-        self.a = [min(max(v, 0), n) for v, n in zip(lo, shape)]
-        self.b = [min(max(v, 0), n) for v, n in zip(hi, shape)]
-        self.n = [max(y - x, 0) for x, y in zip(self.a, self.b)]
-        self.count = math.prod(self.n)
-        self.full = all(x == 0 and y == n for x, y, n in zip(self.a, self.b, shape))
+        self.a, self.b, self.n = a, b, n = [], [], []
+        count, full = 1, True
+        for v, w, m in zip(lo, hi, shape):  # each bound clipped to [0, m] (m >= 0): min(max(v, 0), m)
+            x = 0 if v < 0 else (m if v > m else v)
+            y = 0 if w < 0 else (m if w > m else w)
+            k = y - x if y > x else 0
+            a.append(x)
+            b.append(y)
+            n.append(k)
+            count *= k
+            if x != 0 or y != m:
+                full = False
+        self.count, self.full = count, full
 
     def safe(self) -> bool:
-        reach = sum(abs(s) * n for s, n in zip(self.s, self.shape)) * self.isz
-        return abs(self.base) + reach < _SAFE
+        reach = 0
+        for s, m in zip(self.s, self.shape):
+            reach += abs(s) * m
+        return abs(self.base) + reach * self.isz < _SAFE
 
     def span(self, whole: bool = False) -> tuple[int, int]:
         """Byte range [lo, hi) of the valid elements (whole=True: of all elements)."""
-        a = [0] * len(self.shape) if whole else self.a
-        b = self.shape if whole else self.b
-        first = [x * s for x, s in zip(a, self.s)]
-        last = [(y - 1) * s for y, s in zip(b, self.s)]
-        lo = sum(min(f, g) for f, g in zip(first, last))
-        hi = sum(max(f, g) for f, g in zip(first, last)) + 1
+        lo, hi = 0, 1
+        for x, y, s in zip([0] * len(self.shape) if whole else self.a, self.shape if whole else self.b, self.s):
+            f, g = x * s, (y - 1) * s
+            if f < g:
+                lo, hi = lo + f, hi + g
+            else:
+                lo, hi = lo + g, hi + f
         return self.base + lo * self.isz, self.base + hi * self.isz
 
     def runs(self) -> int:
@@ -53,7 +64,9 @@ class _Box1:
         n, s, r = self.n, self.s, len(self.shape)
         cont, outer = 0, 1
         for k in range(r):
-            inner = sum((n[j] - 1) * s[j] for j in range(k + 1, r))
+            inner = 0
+            for j in range(k + 1, r):
+                inner += (n[j] - 1) * s[j]
             if n[k] > 1 and abs(s[k] - inner) == 1:
                 cont += (n[k] - 1) * outer
             outer *= n[k]
@@ -137,7 +150,9 @@ def _traffic(mem: DeviceMemory, box: _Box1, pos: int) -> Traffic:
         a, b, s = box.a[-1], box.b[-1], box.s[-1]
         first = box.base + min(a * s, (b - 1) * s) * box.isz
         if box.count == box.n[-1]:  # one row (box.offsets' one offset): one range, in Python integers
-            row = sum(x * t for x, t in zip(box.a[:-1], box.s[:-1]))
+            row = 0
+            for x, t in zip(box.a[:-1], box.s[:-1]):
+                row += x * t
             _one_range(rec, first + row * box.isz - rec.base, box.count * box.isz, out[0])
             return Traffic(out, np.array([box.count], np.int64), np.array([box.runs()], np.int64))
         starts = first + box.offsets(len(box.shape) - 1) * box.isz - rec.base

@@ -19,6 +19,7 @@ wraps modulo 2**w; "signed"/"unsigned" views reinterpret the same bits.
 from __future__ import annotations
 
 import math
+import struct
 from fractions import Fraction
 
 import numpy as np
@@ -546,3 +547,28 @@ def const_array(value, dtype: str) -> np.ndarray:
         return round_float(x, dtype) if is_float(dtype) else float_to_int(x, dtype, True)
     w = np.array([int(value) & MASK64], np.uint64).view(np.int64)
     return int_to_float(w, True, dtype) if is_float(dtype) else store_int(w, dtype)
+
+
+_CONST_SCALARS: dict = {}  # (dtype, the number as const_array reads it) -> const_array(...)[0]
+_CONST_SCALARS_KEPT = 4096
+
+
+def const_scalar(value, dtype: str):
+    """``const_array(value, dtype)[0]``, kept process-wide by what const_array reads of the number (a float's
+    bits, an int's low 64 bits): a fill constant is converted once, not once per launch (most of a test suite's
+    launches are a fresh kernel's first, and their fills are a few values: 0, 0.0, -inf). A number it
+    refuses raises, as const_array does, and is not kept."""
+    try:
+        if isinstance(value, (float, np.floating)):
+            key = (dtype, True, struct.pack("<d", float(value)))  # bits: -0.0 and every NaN payload apart
+        else:
+            key = (dtype, False, int(value) & MASK64)
+    except (TypeError, ValueError, OverflowError):
+        return const_array(value, dtype)[0]  # raises as it would
+    x = _CONST_SCALARS.get(key)
+    if x is None:
+        x = const_array(value, dtype)[0]
+        if len(_CONST_SCALARS) >= _CONST_SCALARS_KEPT:
+            _CONST_SCALARS.clear()
+        _CONST_SCALARS[key] = x
+    return x

@@ -30,11 +30,11 @@ def _bounds(st, ins, tile, *rlists):
 
 
 def _fill(st, index, dtype):
-    """The fill constant as a ``dtype`` scalar, converted once per launch (a persistent loop loads every trip)."""
+    """The fill constant as a ``dtype`` scalar, looked up once per launch (a persistent loop loads every trip)."""
     fills, key = st.launch.fills, (index, dtype)
     v = fills.get(key)
     if v is None:
-        v = fills[key] = nx.const_array(st.consts[index], dtype)[0]
+        v = fills[key] = nx.const_scalar(st.consts[index], dtype)
     return v
 
 

@@ -143,7 +143,7 @@ def _fill(st, ins):
     fills, key = st.launch.fills, (v, dtype)
     x = fills.get(key)
     if x is None:
-        x = fills[key] = nx.const_array(st.consts[v], dtype)[0]
+        x = fills[key] = nx.const_scalar(st.consts[v], dtype)
     st.write(d, x)
 
 
