@@ -302,13 +302,12 @@ class DeviceMemory:
         host_addr = int(host_addr)
         if host_addr <= 0:
             raise AllocationError(f"register: host address {host_addr:#x} is not a valid pointer")
-        i = bisect.bisect_right(self._live_bases, host_addr)
-        for other in self._live[max(i - 1, 0) : i + 1]:
-            if nbytes and other.nbytes and host_addr < other.end and other.base < host_addr + nbytes:
-                raise AllocationError(
-                    f"register: [{host_addr:#x}, {host_addr + nbytes:#x}) overlaps live allocation "
-                    f"{other.describe()}; free it first"
-                )
+        other = self._overlapping(host_addr, nbytes)
+        if other is not None:
+            raise AllocationError(
+                f"register: [{host_addr:#x}, {host_addr + nbytes:#x}) overlaps live allocation "
+                f"{other.describe()}; free it first"
+            )
         record = self._record(host_addr, nbytes, Placement.parse(placement), label)
         record.view, record.owner, record.external = _host_view(host_addr, nbytes), owner, True
         return self._insert(record)
@@ -323,11 +322,7 @@ class DeviceMemory:
         if view is None or rec.shares is None or view.size != rec.nbytes or rec.base <= 0 or not rec.nbytes:
             return self.register(rec.base, rec.nbytes, rec.placement, owner=rec, label=rec.label)
         base, nbytes = rec.base, rec.nbytes
-        i = bisect.bisect_right(self._live_bases, base)
-        for other in self._live[max(i - 1, 0) : i + 1]:
-            if other.nbytes and base < other.end and other.base < base + nbytes:
-                return self.register(base, nbytes, rec.placement, owner=rec, label=rec.label)  # it raises
-        if (self.used + rec.shares > self.capacity).any():
+        if self._overlapping(base, nbytes) is not None or (self.used + rec.shares > self.capacity).any():
             return self.register(base, nbytes, rec.placement, owner=rec, label=rec.label)  # it raises
         label = rec.label or f"alloc{self._next_id}"
         record = Allocation(
@@ -336,6 +331,17 @@ class DeviceMemory:
         record.shares = rec.shares.copy()
         record.view, record.owner, record.external = view, rec, True
         return self._insert(record)
+
+    def _overlapping(self, base: int, nbytes: int) -> Allocation | None:
+        """A live allocation sharing a byte with [base, base + nbytes) (registered ranges never overlap, so only
+        the neighbours by base can), or None."""
+        if not nbytes:
+            return None
+        i = bisect.bisect_right(self._live_bases, base)
+        for other in self._live[max(i - 1, 0) : i + 1]:
+            if other.nbytes and base < other.end and other.base < base + nbytes:
+                return other
+        return None
 
     def free(self, addr: int) -> None:
         """Release the allocation based at ``addr``; later accesses fault as 'freed allocation'.
