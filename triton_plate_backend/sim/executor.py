@@ -487,7 +487,7 @@ class _Launch:
         self.watch = LoopWatch(program)
         self.loop_pc = None  # the back edge taken last: where a runaway is looping
         self.trace = Trace(program, grid)
-        self.fills: dict = {}  # (constant index, dtype) -> a DMA load's fill value (sem_memory)
+        self.fills: dict = {}  # (constant index, dtype) -> a fill value (sem_memory.fill_value)
         self.batch_rows = 0  # the instances of the batch running
         # the running batch's SRAM image and its view of each tile over all of its rows (Context.view)
         self.image, self.image_views = None, None

@@ -29,8 +29,9 @@ def _bounds(st, ins, tile, *rlists):
     return out
 
 
-def _fill(st, index, dtype):
-    """The fill constant as a ``dtype`` scalar, looked up once per launch (a persistent loop loads every trip)."""
+def fill_value(st, index, dtype):
+    """Constant ``index`` as a ``dtype`` scalar, looked up once per launch in its table of (constant index, dtype)
+    (a persistent loop loads every trip, a loop fills every trip): a DMA load's fill value and v.fill's."""
     fills, key = st.launch.fills, (index, dtype)
     v = fills.get(key)
     if v is None:
@@ -86,7 +87,7 @@ def _load(st, ins):
         and len(strides) == len(lo) == len(hi) == rank
         and st.launch.sanitizer is None
     ):  # whole tiles tested from the registers (_Tiles.from_registers): load_strided's tile path
-        _fill(st, fill, t.dtype)  # unused by whole tiles; converted (or refused) as on the general path
+        fill_value(st, fill, t.dtype)  # unused by whole tiles; converted (or refused) as on the general path
         tiles = dma._Tiles.from_registers(st.memory, st.regs, base, strides, lo, hi, t.dtype, t.shape)
         if tiles is not None:
             into = st.view(d)
@@ -99,7 +100,7 @@ def _load(st, ins):
         box = dma_one.box_of(st.regs, base, strides, lo, hi, t.dtype, t.shape)
         if box is not None:
             into = st.view(d) if t.dtype != "i1" else None
-            done = dma_one.load_box(st.memory, box, t.dtype, _fill(st, fill, t.dtype), into)
+            done = dma_one.load_box(st.memory, box, t.dtype, fill_value(st, fill, t.dtype), into)
             if done is not None:
                 vals, traffic = done
                 if vals is not into:
@@ -107,7 +108,7 @@ def _load(st, ins):
                 _issued(st, q)
                 return traffic
     s, a, b = _bounds(st, ins, t, strides, lo, hi)
-    args = (st.memory, st.regs[base], t.dtype, t.shape, s, a, b, _fill(st, fill, t.dtype))
+    args = (st.memory, st.regs[base], t.dtype, t.shape, s, a, b, fill_value(st, fill, t.dtype))
     into = st.view(d) if t.dtype != "i1" else None
     done = dma_one.load(*args, into=into) if st.P == 1 else None  # one program: the same in Python integers
     vals, traffic = done if done is not None else dma.load_strided(*args, into=into, counted=st.launch.counted)
@@ -141,7 +142,8 @@ def _gather(st, ins):
     q, d, addr, m, fill = ins.operands
     t = st.tiles[d]
     addrs, mask = _addresses(st, ins, addr, m, t)
-    vals, traffic = dma.gather(st.memory, addrs, mask, t.dtype, _fill(st, fill, t.dtype), counted=st.launch.counted)
+    fill_v = fill_value(st, fill, t.dtype)
+    vals, traffic = dma.gather(st.memory, addrs, mask, t.dtype, fill_v, counted=st.launch.counted)
     _sanitize_elements(st, READ, t, addrs, mask)
     st.write(d, vals)
     _issued(st, q)

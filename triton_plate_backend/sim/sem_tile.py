@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import IsaError, SimulatorError
 from ..isa.table import ENUMS
 from . import numerics as nx
+from .sem_memory import fill_value
 from .sem_vector import BINARY, kind
 
 # combine suffix -> (op on integers, op on floats); None: not defined on that kind
@@ -137,14 +138,7 @@ def _iota(st, ins):
 
 def _fill(st, ins):
     d, v = ins.operands
-    dtype = st.tiles[d].dtype
-    # the constant as a dtype scalar, converted once per launch (a loop fills every trip): the launch's table
-    # of (constant index, dtype) -> const_array(...)[0], which DMA fill values share (sem_memory._fill)
-    fills, key = st.launch.fills, (v, dtype)
-    x = fills.get(key)
-    if x is None:
-        x = fills[key] = nx.const_scalar(st.consts[v], dtype)
-    st.write(d, x)
+    st.write(d, fill_value(st, v, st.tiles[d].dtype))
 
 
 def _copy(st, ins):
