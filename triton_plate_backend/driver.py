@@ -16,6 +16,7 @@ benchmarker.
 
 from __future__ import annotations
 
+import functools
 import os
 
 from .target import BACKEND, PLATE_ARCH, WARP_SIZE, import_triton_first
@@ -60,19 +61,14 @@ def _gpu_usable() -> bool:
         return False
 
 
+@functools.cache
 def _sim_device():
     """sim/device.py, imported at the first ask (the simulator imports numpy and more); Triton asks the
     current device at every launch, where a relative import inside the function costs a name lookup
     through importlib."""
-    module = _SIM_DEVICE.get("module")
-    if module is None:
-        from .sim import device as module
+    from .sim import device
 
-        _SIM_DEVICE["module"] = module
-    return module
-
-
-_SIM_DEVICE: dict = {}
+    return device
 
 
 # ---- utils: load_binary and device properties ----------------------------------------------------

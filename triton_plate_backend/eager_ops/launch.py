@@ -64,8 +64,12 @@ def next_power_of_2(n: int) -> int:
 
 
 def kernels():
+    return _module(_KERNELS)
+
+
+def _module(name: str):
     # sys.modules first: import_module's own lookup costs a few microseconds, several times per launch
-    return sys.modules.get(_KERNELS) or importlib.import_module(_KERNELS)
+    return sys.modules.get(name) or importlib.import_module(name)
 
 
 _KERNELS = f"{__package__}.kernels"
@@ -205,7 +209,7 @@ def _launch_parts(group: list) -> None:
 
 
 def _cat():
-    return sys.modules.get(_CAT) or importlib.import_module(_CAT)
+    return _module(_CAT)
 
 
 _CAT = f"{__package__}.cat_kernels"
