@@ -4298,6 +4298,15 @@ def k_offset_i32_wrap(x, o, n, a, b, N: tl.constexpr):
     tl.store(o + N + r, tl.load(x + N + (r + a + b)))  # a + b wraps to -N in int32
 
 
+@triton.jit
+def k_mask_i32_wrap(x, o, big, N: tl.constexpr):
+    r = tl.arange(0, N)
+    tl.store(o + r, tl.load(x + r, mask=(r + big) > 0, other=-1))  # r + big wraps negative for r >= 8
+    tl.store(o + N + r, tl.load(x + r, mask=r * 268435456 >= 0, other=-1))  # r * 2**28 wraps for r >= 8
+    tl.store(o + 2 * N + r, tl.load(x + r), mask=(r + big) > 0)
+    tl.store(o + 3 * N + r, tl.where(r + big > 0, r, -1))  # the same comparison as a value
+
+
 @probe("offsets: int64 offsets past 2**40 that cancel, far pointers brought back, uint32 offsets past 2**31; i32 wraps")
 def probe_offset_wrap():
     n = 16
@@ -4306,12 +4315,23 @@ def probe_offset_wrap():
     k_offset_wrap[(1,)](dev(x), o, 2**40 + 12345, 0xFFFFFFF0, n)
     r = np.arange(n)
     want = np.concatenate([x[::-1], np.where(2 * r < n, x[np.minimum(2 * r, n - 1)], -1), x, x[r ^ 1]])
+    res = {"out": (host(o), want.astype(np.int32), 0)}
+    # i32 wrap in masks: the access analysis computes the comparison as if nothing wrapped, so the mask is true
+    # where CUDA's (and the interpreter's) is false: no fault, other data. Shown, not counted (CUDA's result)
+    m = empty(4 * n, torch.int32)
+    m[2 * n :] = 7
+    k_mask_i32_wrap[(1,)](dev(x), m, 2**31 - 8, n)
+    first8 = np.arange(n) < 8
+    got = host(m).reshape(4, n)
+    res["mask (r + big) > 0, big = 2**31 - 8"] = (got[0], np.where(first8, x, -1), None)
+    res["mask r * 2**28 >= 0"] = (got[1], np.where(first8, x, -1), None)
+    res["store mask (r + big) > 0"] = (got[2], np.where(first8, x, 7), None)
+    res["where (r + big) > 0"] = (got[3], np.where(first8, np.arange(n), -1), 0)
+    if INTERPRET:  # the interpreter does not wrap either: it reads 2**32 elements away and dies (SIGSEGV)
+        return res
     # i32 offset arithmetic that wraps back into range: CUDA computes the i32 offset (wrapping), then the address;
     # plate's address expressions are unbounded integers (passes/affine.py: "i32 wrap-around ... not modelled"),
     # so it addresses 2**32 elements away and faults. Shown, not counted: the reference is CUDA's result.
-    res = {"out": (host(o), want.astype(np.int32), 0)}
-    if INTERPRET:  # the interpreter does not wrap either: it reads 2**32 elements away and dies (SIGSEGV)
-        return res
     wrap = empty(2 * n, torch.int32)
     b = 2**31 - 1 - (n - 2) - 2**32  # as int32: (2**31 - 1) + b == -n (mod 2**32)
     err = error_text(lambda: k_offset_i32_wrap[(1,)](dev(x), wrap, 65536, 2**31 - 1, b, n))
@@ -4623,6 +4643,230 @@ def probe_runtime_errors():
         for k, v in texts.items():
             print(f"--- {k}: {v}\n")
     return {k: (np.array([v]), np.array([True]), 0) for k, v in checks.items()}
+
+
+@triton.jit
+def k_fma_half(a, b, c, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    tl.store(o + r, tl.fma(tl.load(a + r), tl.load(b + r), tl.load(c + r)))
+    i = tl.program_id(0)
+    tl.store(o + N + r, tl.fma(tl.load(a + i), tl.load(b + i), tl.load(c + i)) + r * 0)  # the scalar path
+
+
+@probe("fp16 tl.fma at a crafted tie: a*b + c is a half-ulp plus 2**-31 (fp32 then fp16 rounds it to even: wrong)")
+def probe_fma_half_tie():
+    # (1 + 2**-10)(2 - 2**-9) = 2(1 - 2**-20): a*b = -(2**-11 - 2**-31), c = 1 + 2**-10: the exact sum is
+    # 1 + 2**-11 + 2**-31, just above the tie between 1 and 1 + 2**-10; rounded to fp32 first it is the tie
+    a = np.array([-(1 + 2**-10) * 2**-6, (1 + 2**-10) * 2**-6, 3.0, -0.0], np.float16)
+    b = np.array([(2 - 2**-9) * 2**-6, -(2 - 2**-9) * 2**-6, 2**-14, 5.0], np.float16)
+    c = np.array([1 + 2**-10, -(1 + 2**-10), -(2**-24), 0.0], np.float16)
+    exact = [Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)) for x, y, z in zip(a, b, c)]
+    want = np.array([float(e) for e in exact]).astype(np.float16)  # float64 holds these sums exactly
+    want[3] = np.float16(0.0)  # -0 * 5 + 0 = +0
+    o = empty(2 * 4, torch.float16)
+    k_fma_half[(1,)](dev(a), dev(b), dev(c), o, 4)
+    got = host(o)
+    return {"tensor": (got[:4], want, 0), "scalar (program 0)": (got[4:], np.full(4, want[0]), 0)}
+
+
+@triton.jit
+def _or(a, b):
+    return a | b
+
+
+@triton.jit
+def _xor_count(a, b, c, d):
+    return a ^ c, b + d
+
+
+@triton.jit
+def k_bool_tiles(x, idx, o, M: tl.constexpr, N: tl.constexpr, W: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    b = tl.load(x + rm * N + rn) != 0
+    halves = tl.split(tl.reshape(b, (M, N // 2, 2)))
+    outs = (
+        tl.sort(b, 1),
+        tl.sort(b, 1, descending=True),
+        tl.flip(b, 1),
+        tl.flip(b, 0),
+        tl.gather(b, tl.load(idx + rm * N + rn), 1),
+        tl.trans(tl.reshape(tl.trans(b), (N, M))),
+        tl.associative_scan(b, 1, _or),
+        tl.associative_scan(b, 0, _or, reverse=True),
+        tl.broadcast_to(tl.reduce(b, 1, _or)[:, None], (M, N)),
+        tl.broadcast_to(tl.xor_sum(b, 1)[:, None], (M, N)),
+        tl.broadcast_to(tl.max(b, 1)[:, None], (M, N)),
+        tl.broadcast_to(tl.argmax(b, 1)[:, None], (M, N)),
+        tl.where(b, rm, -rn),
+        tl.reshape(tl.permute(tl.reshape(b, (M, N // 2, 2)), (0, 2, 1)), (M, N)),
+        tl.associative_scan((b, b.to(tl.int32)), 1, _xor_count)[0],
+        tl.associative_scan((b, b.to(tl.int32)), 1, _xor_count)[1],
+        tl.interleave(halves[1], halves[0]),
+        (b.to(tl.int8) * 3 - (~b).to(tl.int16)),
+    )
+    for j in tl.static_range(W):
+        tl.store(o + j * M * N + rm * N + rn, outs[j].to(tl.int8))
+
+
+@probe("bool (i1) tiles through sort, flip, gather, trans/reshape/permute, or/xor scans and reduces, argmax, split")
+def probe_bool_tiles():
+    m, n, w = 4, 16, 18
+    g = rng(37)
+    x = g.integers(0, 2, (m, n)).astype(np.int8)
+    x[1], x[2] = 0, 1
+    x[3, ::3] = 7  # nonzero bytes other than 1
+    idx = g.integers(0, n, (m, n)).astype(np.int32)
+    o = empty(w * m * n, torch.int8)
+    k_bool_tiles[(1,)](dev(x), dev(idx), o, m, n, w)
+    b = x != 0
+    rm, rn = np.arange(m)[:, None], np.arange(n)[None, :]
+
+    def rows(v):
+        return np.broadcast_to(np.asarray(v)[:, None], (m, n))
+
+    pairs = b.reshape(m, n // 2, 2)
+    want = [
+        np.sort(b, 1),
+        np.sort(b, 1)[:, ::-1],
+        b[:, ::-1],
+        b[::-1],
+        np.take_along_axis(b, idx, 1),
+        b,
+        np.logical_or.accumulate(b, 1),
+        np.logical_or.accumulate(b[::-1], 0)[::-1],
+        rows(b.any(1)),
+        rows(b.sum(1) % 2),
+        rows(b.max(1)),
+        rows(b.argmax(1)),
+        np.where(b, rm, -rn),
+        pairs.transpose(0, 2, 1).reshape(m, n),
+        np.cumsum(b, 1) % 2,
+        np.cumsum(b, 1),
+        np.stack([pairs[..., 1], pairs[..., 0]], -1).reshape(m, n),
+        b * 3 - ~b,
+    ]
+    got = host(o).reshape(w, m, n)
+    return {f"out {j}": (got[j], np.asarray(v).astype(np.int8), 0) for j, v in enumerate(want)}
+
+
+@triton.jit
+def k_int1_casts(xi, xf, bo, o, i1, i2, i3, i4, i5, f1, f2, flag, N: tl.constexpr):
+    r = tl.arange(0, N)
+    bi = tl.load(xi + r).to(tl.int1)  # != 0, not a truncation
+    bf = tl.load(xf + r).to(tl.int1)  # != 0.0: NaN true, -0.0 false
+    tl.store(bo + r, bi)
+    tl.store(bo + N + r, bf)
+    tl.store(o + r, bi.to(tl.float64))
+    tl.store(o + N + r, bf.to(tl.int8).to(tl.float64))
+    tl.store(o + 2 * N + r, (tl.load(xi + 2).to(tl.int1) + r * 0).to(tl.float64))  # the scalar path
+    tl.store(o + 3 * N + r, (tl.arange(5, 5 + N) + tl.arange(2**30, 2**30 + N) - 2**30).to(tl.float64))
+    tl.store(o + 4 * N + 0, i1 + 0.0)  # 1: Triton specializes it as a constant
+    tl.store(o + 4 * N + 1, i2 + 0.0)  # 2**31: uint32
+    tl.store(o + 4 * N + 2, (i3 + 0).to(tl.float64))  # int64
+    tl.store(o + 4 * N + 3, (i4 + 0).to(tl.float64))
+    tl.store(o + 4 * N + 4, (i5 >> 60).to(tl.float64))  # uint64 past 2**63
+    tl.store(o + 4 * N + 5, f1 * 1.0)  # Python floats are fp32 arguments
+    tl.store(o + 4 * N + 6, f2 * 1.0)  # 1e300 -> inf
+    tl.store(o + 4 * N + 7, flag.to(tl.float64))
+
+
+@probe("casts to int1 (!= 0; NaN true, -0.0 false), tensor and scalar paths; scalar args (1, u32, i64, u64, f32, bool)")
+def probe_int1_and_args():
+    n = 8
+    xi = np.array([0, 1, 2, -1, 256, -128, 0, 3], np.int16)
+    xf = np.array([0.0, -0.0, 0.5, np.nan, -1e-45, np.inf, 1e-30, -2.0], np.float32)
+    bo, o = empty(2 * n, torch.bool), empty(5 * n, torch.float64)
+    k_int1_casts[(1,)](dev(xi), dev(xf), bo, o, 1, 2**31, 2**32 + 5, -(2**40), 2**63 + 7, 0.1, 1e300, True, n)
+    got = host(o)
+    args = [1, 2**31, 2**32 + 5, -(2**40), 8, float(np.float32(0.1)), np.inf, 1]
+    return {
+        "bools": (host(bo), np.concatenate([xi != 0, xf != 0]), 0),
+        "as numbers": (got[: 2 * n], np.concatenate([xi != 0, xf != 0]).astype(np.float64), 0),
+        "scalar cast": (got[2 * n : 3 * n], np.ones(n), 0),
+        "arange with a start": (got[3 * n : 4 * n], 5.0 + 2 * np.arange(n), 0),
+        "arguments": (got[4 * n :], np.array(args, np.float64), 0),
+    }
+
+
+@triton.jit
+def k_address_forms_neg(x, o, s, t, seed, N: tl.constexpr, W: tl.constexpr):
+    r = tl.arange(0, N)
+    m = x + 64  # the middle of a 128-element buffer: negative offsets are in bounds
+    rm = tl.arange(0, 4)[:, None]
+    rn = tl.arange(0, 8)[None, :]
+    pid = tl.program_id(0)
+    offs = (
+        (r - 5) % 16,  # C remainder: negative for r < 5
+        (r - 20) // 4,  # truncation toward zero, not floor
+        (r - 13) % 7 * 3,
+        (s - r) // 3,  # s: a runtime scalar
+        (r - s) % 5,
+        tl.reshape((rm * 8 + rn - 9) % 6 + rm * 10 - 20, (N,)),
+        (r * -3) // 2,
+        (r - 16) // t,  # t: a negative runtime divisor
+        (r - 16) % t,
+        (r - 10) >> 1,  # arithmetic shift: floor
+        (r.to(tl.int64) - 17) // 4,
+        (r * 1103515245 + 12345) % 64,  # an LCG: the i32 product wraps, its C remainder is in (-64, 64)
+        ((r + pid * N) * 1103515245 + seed) % 63,
+        (r * 1103515245) // 33554432,  # a wrapped product / 2**25
+        (r * 1103515245 + 12345) & 63,
+        ((r.to(tl.uint32) * 2654435761) >> 26).to(tl.int32),  # Knuth's multiplicative hash in uint32
+        ((r.to(tl.uint32) * 2654435761) % 64).to(tl.int32),
+        ((seed * seed) & 63) + r * 0,  # a scalar product that wraps
+    )
+    for j in tl.static_range(W):
+        tl.store(o + pid * W * N + j * N + r, tl.load(m + offs[j]))
+
+
+def c_trunc(a, b):
+    """C's quotient and remainder of integer arrays (objects) by b, elementwise."""
+    q = np.array([abs(int(v)) // abs(b) * (1 if (v < 0) == (b < 0) else -1) for v in a], dtype=object)
+    return q, np.array([int(v) - int(qi) * b for v, qi in zip(a, q)], dtype=object)
+
+
+def wrap32(v, signed=True):
+    out = [int(t) & 0xFFFFFFFF for t in np.asarray(v, dtype=object)]
+    return np.array([t - (1 << 32) if signed and t >= 1 << 31 else t for t in out], dtype=object)
+
+
+@probe("address forms with negative operands (C // and %), runtime divisors, and hashes whose i32/u32 products wrap")
+def probe_address_forms_neg():
+    n, w, progs, s, t, seed = 32, 18, 2, 7, -3, 1987654321
+    if INTERPRET:  # the interpreter computes the i32 products unwrapped and reads far away (SIGSEGV)
+        w = 11
+    x = np.arange(-64, 64, dtype=np.int32)
+    o = empty(progs * w * n, torch.int32)
+    k_address_forms_neg[(progs,)](dev(x), o, s, t, seed, n, w)
+    got = host(o).reshape(progs, w, n)
+    r = np.arange(n, dtype=object)
+    rm, rn = np.arange(4)[:, None], np.arange(8)[None, :]
+    res = {}
+    for p in range(progs):
+        want = [
+            c_trunc(r - 5, 16)[1],
+            c_trunc(r - 20, 4)[0],
+            c_trunc(r - 13, 7)[1] * 3,
+            c_trunc(s - r, 3)[0],
+            c_trunc(r - s, 5)[1],
+            c_trunc((rm * 8 + rn - 9).ravel(), 6)[1] + (rm * 10 - 20 + rn * 0).ravel(),
+            c_trunc(r * -3, 2)[0],
+            c_trunc(r - 16, t)[0],
+            c_trunc(r - 16, t)[1],
+            np.array([int(v) >> 1 for v in r - 10], dtype=object),
+            c_trunc(r - 17, 4)[0],
+            c_trunc(wrap32(r * 1103515245 + 12345), 64)[1],
+            c_trunc(wrap32((r + p * n) * 1103515245 + seed), 63)[1],
+            c_trunc(wrap32(r * 1103515245), 33554432)[0],
+            wrap32(r * 1103515245 + 12345) & 63,
+            wrap32(r * 2654435761, signed=False) >> 26,
+            wrap32(r * 2654435761, signed=False) % 64,
+            np.full(n, int(wrap32([seed * seed])[0]) & 63, dtype=object),
+        ]
+        for j, v in enumerate(want[:w]):
+            res[f"program {p} form {j}"] = (got[p, j], x[64 + np.asarray(v, dtype=np.int64)], 0)
+    return res
 
 
 # ---- runner -----------------------------------------------------------------------------------------------------
