@@ -4869,6 +4869,56 @@ def probe_address_forms_neg():
     return res
 
 
+@triton.jit
+def k_block_ptr_views(x, o, M, N, sm, sn, BM: tl.constexpr, BN: tl.constexpr):
+    # a column-major M x N matrix (strides (1, M)), order (0, 1); only dim 1 checked (dim 0 is in range)
+    p = tl.make_block_ptr(x, shape=(M, N), strides=(sm, sn), offsets=(2, -3), block_shape=(BM, BN), order=(0, 1))
+    q = tl.make_block_ptr(o, shape=(M, N), strides=(N, 1), offsets=(0, 0), block_shape=(BM, BN), order=(1, 0))
+    tl.store(q, tl.load(p, boundary_check=(1,), padding_option="zero"))
+    b = tl.load(tl.advance(p, (-2, 6)), boundary_check=(0, 1), padding_option="nan")
+    tl.store(tl.advance(q, (BM, 0)), b, boundary_check=(0,))  # rows M.. of the output block clipped
+    # a 3-D view (2, M, N // 2) of the same storage, strides (N // 2, N, 1): the middle dim checked
+    r = tl.make_block_ptr(
+        x, shape=(2, M, N // 2), strides=(N // 2, N, 1), offsets=(0, M - 2, 0), block_shape=(2, 4, 4), order=(2, 1, 0)
+    )
+    s = tl.make_block_ptr(
+        o + 2 * BM * BN, shape=(2, 4, 4), strides=(16, 4, 1), offsets=(0, 0, 0), block_shape=(2, 4, 4), order=(2, 1, 0)
+    )
+    tl.store(s, tl.load(r, boundary_check=(1,), padding_option="zero"))
+
+
+@probe("block pointers: column-major order (0, 1) checking one dim, advance into NaN padding, clipped rows, a 3-D view")
+def probe_block_ptr_views():
+    m, n, bm, bn = 6, 8, 4, 8
+    storage = np.arange(m * n, dtype=np.float32)
+    X = storage.reshape(n, m).T  # X[i, j] = storage[j * m + i]
+    o = empty(2 * bm * bn + 32, torch.float32)
+    o.fill_(-7.0)
+    k_block_ptr_views[(1,)](dev(storage), o, m, n, 1, m, bm, bn)
+
+    def window(r0, c0, fill, rows_checked):
+        out = np.full((bm, bn), fill, np.float32)
+        for i in range(bm):
+            for j in range(bn):
+                if (not rows_checked or 0 <= r0 + i < m) and 0 <= c0 + j < n:
+                    out[i, j] = X[r0 + i, c0 + j]
+        return out
+
+    second = window(0, 3, np.nan, True)
+    second[m - bm :] = -7.0  # output rows m.. (rows 2, 3 of the block) are clipped: untouched
+    view = np.zeros((2, 4, 4), np.float32)
+    for bi in range(2):
+        for i in range(4):
+            if m - 2 + i < m:
+                view[bi, i] = storage[bi * (n // 2) + (m - 2 + i) * n :][:4]
+    got = host(o)
+    return {
+        "column-major": (got[: bm * bn].reshape(bm, bn), window(2, -3, 0.0, False), 0),
+        "advance, nan padding, clipped store": (got[bm * bn : 2 * bm * bn].reshape(bm, bn), second, 0),
+        "3-D view": (got[2 * bm * bn :].reshape(2, 4, 4), view, 0),
+    }
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
