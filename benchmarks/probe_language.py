@@ -4919,6 +4919,45 @@ def probe_block_ptr_views():
     }
 
 
+@triton.jit
+def k_cas_loops(counter, tickets, fmax, vals, N: tl.constexpr):
+    pid = tl.program_id(0)
+    r = tl.arange(0, N)
+    # a ticket per lane from one counter, by a CAS loop (lanes done expect -1: their CAS fails)
+    done = r < 0
+    mine = tl.zeros((N,), tl.int32)
+    while tl.sum((~done).to(tl.int32)) > 0:
+        cur = tl.load(counter + r * 0, volatile=True)
+        old = tl.atomic_cas(counter + r * 0, tl.where(done, -1, cur), cur + 1)
+        won = (old == cur) & ~done
+        mine = tl.where(won, cur, mine)
+        done = done | won
+    tl.store(tickets + pid * N + r, mine)
+    # fp16 max into 4 slots through a 16-bit CAS loop on the bits (lanes done expect a value that is not there)
+    v = tl.load(vals + pid * N + r)
+    slot = fmax + r % 4
+    todo = r >= 0
+    while tl.max(todo.to(tl.int32), 0) > 0:
+        curb = tl.load(slot, volatile=True)
+        new = tl.maximum(v, curb.to(tl.float16, bitcast=True)).to(tl.int16, bitcast=True)
+        old = tl.atomic_cas(slot, tl.where(todo, curb, curb ^ 1), new, sem="acq_rel", scope="gpu")
+        todo = todo & (old != curb)
+
+
+@probe("CAS loops: a ticket per lane from one counter (3 programs), an fp16 max through 16-bit CAS on the bits")
+def probe_cas_loops():
+    n, progs = 16, 3
+    counter, tickets = empty(1, torch.int32), empty(progs * n, torch.int32)
+    vals = rng(37).standard_normal(progs * n).astype(np.float16)
+    fmax = dev(np.full(4, -np.inf, np.float16).view(np.int16))
+    k_cas_loops[(progs,)](counter, tickets, fmax, dev(vals), n)
+    return {
+        "counter": (host(counter), np.array([progs * n], np.int32), 0),
+        "tickets (sorted)": (np.sort(host(tickets)), np.arange(progs * n, dtype=np.int32), 0),
+        "fp16 max": (host(fmax).view(np.float16), vals.reshape(-1, 4).max(0), 0),
+    }
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
