@@ -4958,6 +4958,68 @@ def probe_cas_loops():
     }
 
 
+@triton.jit
+def k_long_affine(a, b, oa, ob, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    A = tl.load(a + rm * N + rn)
+    B = tl.load(b + rm * N + rn)
+    AX: tl.constexpr = 1 if N > M else 0
+    sa, sb = tl.associative_scan((A, B), AX, _affine)
+    tl.store(oa + rm * N + rn, sa)
+    tl.store(ob + rm * N + rn, sb)
+    ra, rb = tl.associative_scan((A, B), AX, _affine, reverse=True)
+    tl.store(oa + M * N + rm * N + rn, ra)
+    tl.store(ob + M * N + rm * N + rn, rb)
+    ta, tb = tl.reduce((A, B), AX, _affine, keep_dims=True)
+    if AX == 1:
+        tl.store(oa + 2 * M * N + rm, ta)
+        tl.store(ob + 2 * M * N + rm, tb)
+    else:
+        tl.store(oa + 2 * M * N + rn, ta)
+        tl.store(ob + 2 * M * N + rn, tb)
+
+
+def affine_prefixes(pa, pb):
+    """Every prefix composition of each row's affine maps, wrapping i32 (uint64 arithmetic mod 2**32)."""
+    mask = np.uint64(0xFFFFFFFF)
+    ca, cb = np.ones(pa.shape[0], np.uint64), np.zeros(pa.shape[0], np.uint64)
+    outa, outb = np.empty(pa.shape, np.uint64), np.empty(pa.shape, np.uint64)
+    for j in range(pa.shape[1]):
+        x, y = (v[:, j].astype(np.uint32).astype(np.uint64) for v in (pa, pb))
+        ca, cb = (ca * x) & mask, (cb * x + y) & mask
+        outa[:, j], outb[:, j] = ca, cb
+    return outa.astype(np.uint32).view(np.int32), outb.astype(np.uint32).view(np.int32)
+
+
+@probe("the affine-map tuple combine on lines past the vector unit: a 16384-element row, 8192 rows on axis 0")
+def probe_long_affine_scan():
+    res = {}
+    shapes = ((1, 16384),) if INTERPRET else ((1, 16384), (8192, 2))  # the interpreter: a minute a shape
+    for m, n in shapes:
+        g = rng(37)
+        a = g.integers(-(2**31), 2**31, (m, n), dtype=np.int64).astype(np.int32)
+        b = g.integers(-(2**31), 2**31, (m, n), dtype=np.int64).astype(np.int32)
+        oa, ob = empty(2 * m * n + max(m, n), torch.int32), empty(2 * m * n + max(m, n), torch.int32)
+        k_long_affine[(1,)](dev(a), dev(b), oa, ob, m, n)
+        rows = (a, b) if n > m else (a.T, b.T)
+        fa, fb = affine_prefixes(*rows)
+        ra, rb = (v[:, ::-1] for v in affine_prefixes(rows[0][:, ::-1], rows[1][:, ::-1]))
+        red = (fa[:, -1], fb[:, -1])
+        if n <= m:
+            fa, fb, ra, rb = fa.T, fb.T, ra.T, rb.T
+        ga, gb = host(oa), host(ob)
+        k = len(red[0])
+        for name, got, want in (
+            ("scan", (ga[: m * n], gb[: m * n]), (fa.ravel(), fb.ravel())),
+            ("reverse scan", (ga[m * n : 2 * m * n], gb[m * n : 2 * m * n]), (ra.ravel(), rb.ravel())),
+            ("reduce", (ga[2 * m * n :][:k], gb[2 * m * n :][:k]), red),
+        ):
+            res[f"{m}x{n} {name} a"] = (got[0], want[0], 0)
+            res[f"{m}x{n} {name} b"] = (got[1], want[1], 0)
+    return res
+
+
 # ---- runner -----------------------------------------------------------------------------------------------------
 def run_probes(selected):
     """{name: {output: (got, want, tol)} or the error text}."""
