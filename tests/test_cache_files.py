@@ -32,6 +32,30 @@ def test_put_writes_the_same_files_as_triton_and_leaves_nothing_else(cache_dir):
     assert len(mode) == 1, f"the file permissions differ from Triton's: {mode}"
 
 
+def test_a_manager_makes_its_folder_as_triton_does(tmp_path, monkeypatch):
+    """The same cache_dir, lock_path and folder (its mode too) as FileCacheManager's, under a root not made
+    yet as well; a file where the folder goes is an error, as for os.makedirs; dump and override managers
+    are Triton's own."""
+    root = tmp_path / "not" / "made"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(root))
+    ours = PlateFileCacheManager("K" * 32)
+    again = PlateFileCacheManager("K" * 32)  # the folder is there: nothing to make
+    theirs = FileCacheManager("L" * 32)
+    assert ours.cache_dir == again.cache_dir == str(root / ("K" * 32)) and os.path.isdir(ours.cache_dir)
+    assert (ours.key, ours.lock_path) == ("K" * 32, os.path.join(ours.cache_dir, "lock"))
+    assert os.stat(ours.cache_dir).st_mode == os.stat(theirs.cache_dir).st_mode
+    (root / ("F" * 32)).write_text("a file")
+    for manager_class in (PlateFileCacheManager, FileCacheManager):
+        with pytest.raises(FileExistsError):
+            manager_class("F" * 32)
+    monkeypatch.setenv("TRITON_DUMP_DIR", str(tmp_path / "dump"))
+    dump = PlateFileCacheManager("D" * 32, dump=True)
+    assert dump.cache_dir == str(tmp_path / "dump" / ("D" * 32)) and os.path.isdir(dump.cache_dir)
+    monkeypatch.setenv("TRITON_CACHE_DIR", "")
+    with pytest.raises(RuntimeError, match="cache dir"):
+        PlateFileCacheManager("E" * 32)
+
+
 def test_put_replaces_an_existing_file(cache_dir):
     manager = PlateFileCacheManager("c" * 32)
     manager.put("old", "k.pasm")

@@ -8,6 +8,7 @@ compiled-kernel-from-compile-outputs.patch)."""
 from __future__ import annotations
 
 import inspect
+import locale
 import threading
 import types
 
@@ -285,8 +286,8 @@ def test_what_a_put_wrote_is_taken_once(tmp_path, monkeypatch):
     data_path = manager.put(b"\x00\x01", "k.pbin")
     assert manager.put(b"\x02", "k.pbin") == data_path  # replaced by a rename: the last bytes kept
     with open(text_path, "rb") as f:
-        assert shims._take_written(text_path) == f.read()
-    assert shims._take_written(data_path) == b"\x02"
+        assert shims._take_written(text_path) == (f.read(), ("a\r\nb\rc \u00e9\n", locale.getpreferredencoding(False)))
+    assert shims._take_written(data_path) == (b"\x02", None)
     assert shims._take_written(text_path) is None and shims._take_written(data_path) is None
     monkeypatch.setattr(shims, "_reading_written", False)  # without the stand-in nothing is kept
     manager.put(b"\x03", "k.pbin")
@@ -313,6 +314,26 @@ def test_a_just_written_file_reads_as_the_file(tmp_path, monkeypatch):
     pathlib.Path(data_path).write_bytes(b"new")
     assert data_path.read_bytes() == b"new"
     assert type(pickle.loads(pickle.dumps(data_path))) is pathlib.PosixPath
+
+
+def test_a_just_written_text_without_cr_reads_as_the_file(tmp_path, monkeypatch):
+    """A text with no \\r is handed back as it was put (the very string), equal to what the file reads; one
+    with \\r, or read in another encoding, is decoded from the bytes as the file is."""
+    import pathlib
+
+    from triton_plate_backend.cache_files import PlateFileCacheManager
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(shims, "_reading_written", True)
+    manager = PlateFileCacheManager("key")
+    text = "module {\n  tt.func @k() \u00e9\n}\n" * 3
+    path = shims._WrittenFilePath(manager.put(text, "k.ttir", binary=False))
+    read = path.read_text()
+    assert read is text and read == pathlib.Path(path).read_text()
+    manager.put(text, "k.ttir", binary=False)
+    assert path.read_text(encoding="latin-1") == pathlib.Path(path).read_text(encoding="latin-1") != text
+    manager.put("a\rb\n", "k.ttir", binary=False)
+    assert path.read_text() == "a\nb\n" == pathlib.Path(path).read_text()
 
 
 def test_a_compiled_kernel_holds_what_its_files_hold(active):

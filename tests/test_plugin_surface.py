@@ -209,6 +209,23 @@ def test_parse_options_shares_one_instance_per_argument_set(plate_env, monkeypat
     assert be.parse_options({"num_warps": 2, "machine": "plate-mini"}) is o
 
 
+def test_a_copy_of_returned_options_parses_to_those_options(plate_env, monkeypatch):
+    """compile() parses a copy of the binder's options' __dict__ again: that copy gives the very options; a copy
+    with a value of another type, another value, another key order or an extra key is parsed as any dict is."""
+    be = PlateBackend(TARGET)
+    o = be.parse_options({"num_warps": 2, "debug": False})
+    assert be.parse_options(dict(o.__dict__)) is o
+    monkeypatch.setenv("PLATE_MACHINE", "plate1")  # the copy names its machine: no knob is read for it
+    assert be.parse_options(dict(o.__dict__)) is o and o.machine == "plate-mini"
+    as_int = be.parse_options(dict(o.__dict__, debug=0))
+    assert as_int == o and type(as_int.debug) is int and as_int.hash() != o.hash()
+    other = be.parse_options(dict(o.__dict__, num_warps=4))
+    assert other.num_warps == 4 and other.machine == "plate-mini"
+    reordered = dict(reversed(list(o.__dict__.items())))
+    assert be.parse_options(reordered) == o and be.parse_options(dict(o.__dict__, BLOCK=64)) == o
+    assert plate_compiler._options_copied([("num_warps", 2)]) is None
+
+
 def test_option_memos_are_bounded(plate_env, monkeypatch):
     monkeypatch.setattr(plate_compiler, "_MEMO_LIMIT", 4)
     be = PlateBackend(TARGET)

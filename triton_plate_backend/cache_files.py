@@ -37,17 +37,37 @@ class PlateFileCacheManager(FileCacheManager):
     """FileCacheManager whose put creates a new file in place and renames a temporary file over an
     existing one, instead of a temporary directory's file (module docstring)."""
 
+    def __init__(self, key, override=False, dump=False):
+        if override or dump:
+            super().__init__(key, override=override, dump=dump)
+            return
+        # FileCacheManager's, with one mkdir for os.makedirs' stat and mkdir (compile() makes one a compile)
+        self.key = key
+        root = triton_knobs.cache.dir
+        if not root:
+            raise RuntimeError("Could not create or locate cache dir")
+        self.cache_dir = os.path.join(root, key)
+        self.lock_path = os.path.join(self.cache_dir, "lock")
+        try:
+            os.mkdir(self.cache_dir)
+        except FileExistsError:
+            if not os.path.isdir(self.cache_dir):
+                raise
+        except FileNotFoundError:  # the cache's root is not there yet
+            os.makedirs(self.cache_dir, exist_ok=True)
+
     def put(self, data, filename, binary=True) -> str:
         if not self.cache_dir:
             raise RuntimeError("Could not create or locate cache dir")
         binary = isinstance(data, bytes)
         if not binary:
             data = str(data)
-        filepath = self._make_path(filename)
+        filepath = os.path.join(self.cache_dir, filename)
         if binary:
-            payload = data
+            payload, text = data, None
         else:  # the bytes text mode writes: the locale's encoding, its line ends
-            payload = (data if os.linesep == "\n" else data.replace("\n", os.linesep)).encode(_encoding())
+            text = (data, _encoding())
+            payload = (data if os.linesep == "\n" else data.replace("\n", os.linesep)).encode(text[1])
         try:
             fd = os.open(filepath, _CREATE_NEW, 0o666)  # the mode open() gives, less the umask
         except FileExistsError:
@@ -57,7 +77,7 @@ class PlateFileCacheManager(FileCacheManager):
                 _write_all(fd, payload)
             finally:
                 os.close(fd)
-        shims.remember_written(filepath, payload)  # for CompiledKernel's read that follows (shims.py)
+        shims.remember_written(filepath, payload, text)  # for CompiledKernel's read that follows (shims.py)
         return filepath
 
     def _replace(self, payload: bytes, filename: str, filepath: str) -> str:
