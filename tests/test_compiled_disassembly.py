@@ -54,3 +54,11 @@ def test_odd_operands_print_alike_both_ways(kernel, monkeypatch):
             broken = dataclasses.replace(program, instrs=[*program.instrs[:pc], variant, *program.instrs[pc + 1 :]])
             errors += ":" in same(broken, monkeypatch).split("\n")[0]
     assert errors  # some variants cannot print (the comparison covered errors too)
+
+
+@pytest.mark.parametrize("equal_strings", [False, True])
+@pytest.mark.parametrize("kernel", ["softmax", "matmul"])
+def test_a_fresh_suffix_tuple_per_instruction_prints_alike(kernel, equal_strings, monkeypatch):
+    program = ttir_fixtures.lowered(kernel)
+    remade = ttir_fixtures.remade_suffixes(program, equal_strings)
+    assert same(remade, monkeypatch) == same(program, monkeypatch)

@@ -151,3 +151,16 @@ def test_constants_record_alike_without_the_abcs(c):
             return str(e)
 
     assert record(_CONST_RECORD) == record(_const_record_by_abcs)
+
+
+@pytest.mark.parametrize("equal_strings", [False, True])
+@pytest.mark.parametrize("kernel", ["softmax", "matmul"])
+def test_a_fresh_suffix_tuple_per_instruction_packs_alike(kernel, equal_strings, monkeypatch):
+    program = ttir_fixtures.lowered(kernel)
+    remade = ttir_fixtures.remade_suffixes(program, equal_strings)
+    fresh = [b for a, b in zip(program.instrs, remade.instrs) if b.suffixes and b.suffixes is not a.suffixes]
+    assert len({(ins.mnemonic, ins.suffixes) for ins in fresh}) > 3  # several forms, each met in new tuples
+    encoding._pack_code(program.instrs)
+    want = packed(program.instrs, False, monkeypatch)
+    assert encoding._isawalk.pack_code(remade.instrs, encoding._CODE_KINDS) == want
+    assert encoding._isawalk.pack_code(program.instrs, encoding._CODE_KINDS) == want

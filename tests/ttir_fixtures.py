@@ -5,6 +5,7 @@ an op came from with `kernels_py_line`."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import pathlib
@@ -64,3 +65,14 @@ def with_or_without_isawalk(module, compiled: bool, monkeypatch, fn):
             return fn()
         except Exception as e:  # noqa: BLE001
             return f"{type(e).__name__}: {e}"
+
+
+def remade_suffixes(program, equal_strings: bool):
+    """The program with a tuple of its own as every instruction's suffixes (the compiled walks remember a form by
+    the suffixes' items, not the tuple): of the same strings, or of equal strings that are other objects."""
+
+    def remake(suffixes):
+        return tuple("".join(list(s)) if equal_strings else s for s in suffixes)
+
+    instrs = [dataclasses.replace(ins, suffixes=remake(ins.suffixes)) for ins in program.instrs]
+    return dataclasses.replace(program, instrs=instrs)

@@ -150,6 +150,9 @@ class StrAttr:
     value: str
 
 
+_PRIVATE = StrAttr("private")  # (Module.kernel: a function's sym_visibility that is not the kernel's)
+
+
 @dataclass(frozen=True)
 class EnumAttr:
     """A keyword enum value (`slt`, `acq_rel`, `#tt<cache ca>` keeps its full text in `text`)."""
@@ -275,11 +278,12 @@ class Module:
         return [op for op in self.ops if op.name == "tt.func"]
 
     def kernel(self) -> Op:
-        """The public entry function (Triton modules hold one public tt.func)."""
-        public = [f for f in self.functions() if f.attrs.get("sym_visibility") != StrAttr("private")]
-        if not public:
-            raise ValueError("module has no public tt.func")
-        return public[0]
+        """The public entry function (Triton modules hold one public tt.func): the first tt.func not private (one
+        loop and one StrAttr made at import: asked 4-5 times a compile)."""
+        for op in self.ops:
+            if op.name == "tt.func" and op.attrs.get("sym_visibility") != _PRIVATE:
+                return op
+        raise ValueError("module has no public tt.func")
 
 
 def new_op(name: str, operands=(), result_types=(), attrs=None, regions=(), loc=None) -> Op:

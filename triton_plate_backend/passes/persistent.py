@@ -94,6 +94,7 @@ ROWS_ARG, GRID_ARG = "plate_rows", "plate_grid_x"  # the last two appended argum
 SPLIT_ARG = "plate_split"  # plate_split1 .. plate_split<groups - 1>: where each group after the first starts
 MATRIX = frozenset({"tt.dot"})  # a GEMM's K loop may be flattened (`flattenable`); tt.dot_scaled not yet
 EXCLUDED = frozenset({"tt.dot", "tt.dot_scaled", "tt.atomic_rmw", "tt.atomic_cas", "tt.print", "tt.assert"})
+EXCLUDED_MATRIX = EXCLUDED - MATRIX  # what a GEMM's flattened loop may not hold
 STAGES = 3  # the loop's num_stages: two programs' loads in flight, computed in place (no copy)
 I32 = ScalarType("i32")
 
@@ -113,30 +114,41 @@ def tensor_bytes(func: Op) -> int:
     return total
 
 
-def eligible(func: Op, sram_bytes: int) -> bool:
+def kinds(func: Op) -> tuple[set, bool]:
+    """(the names of the ops at any depth in func, whether one is program_id(x)): what `_shape_ok` and
+    `flattenable` ask of the kernel's ops, in one walk (`rewrite` asks both: most kernels are neither)."""
+    names, pid = set(), False
+    for op in func.walk():
+        name = op.name
+        names.add(name)
+        if not pid and name == "tt.get_program_id":
+            pid = _axis(op) in ("x", "0")
+    return names, pid
+
+
+def eligible(func: Op, sram_bytes: int, found: tuple[set, bool] | None = None) -> bool:
     """The kernel can run as a persistent loop, has loads for the pipeline to run ahead, and its
     tensors fit the SRAM twice over even if no buffer were reused: the loop and what is hoisted out
     of it then always fit (when the pipelined loop's copies of the body do not, codegen lowers the
     loop again unpipelined, see codegen.generate), so the transform never makes a kernel overflow."""
-    return _shape_ok(func, sram_bytes) and any(op.name == "tt.load" for op in func.regions[0].blocks[0].ops)
+    ok = _shape_ok(func, sram_bytes, EXCLUDED, found)
+    return ok and any(op.name == "tt.load" for op in func.regions[0].blocks[0].ops)
 
 
-def _shape_ok(func: Op, sram_bytes: int | None, excluded: frozenset = EXCLUDED) -> bool:
+def _shape_ok(
+    func: Op, sram_bytes: int | None, excluded: frozenset = EXCLUDED, found: tuple[set, bool] | None = None
+) -> bool:
     """One block ending in a plain tt.return, no `excluded` op or branch, reads program_id(x), and its
-    tensors fit the SRAM twice over (`eligible`; sram_bytes None: the caller checks the SRAM itself)."""
+    tensors fit the SRAM twice over (`eligible`; sram_bytes None: the caller checks the SRAM itself).
+    found: `kinds(func)` when the caller has it."""
     blocks = func.regions[0].blocks
     if len(blocks) != 1 or not blocks[0].ops:
         return False
     last = blocks[0].ops[-1]
     if last.name != "tt.return" or last.operands:
         return False
-    pid = False
-    for op in func.walk():  # (one walk for both; the SRAM sum, the costliest check, last)
-        name = op.name
-        if name in excluded or name.startswith("cf."):
-            return False
-        pid = pid or name == "tt.get_program_id" and _axis(op) in ("x", "0")
-    if not pid:
+    names, pid = found or kinds(func)  # (the SRAM sum, the costliest check, last)
+    if not pid or not names.isdisjoint(excluded) or any(name.startswith("cf.") for name in names):
         return False
     return sram_bytes is None or 2 * tensor_bytes(func) <= sram_bytes
 
@@ -203,8 +215,9 @@ def rewrite(module: Module, sram_bytes: int, groups: int = 1) -> bool:
     """`run`, and whether it rewrote the kernel: False leaves the module as it was (most of test_core's kernels:
     the pipeline's verifier then has nothing new to check)."""
     func = module.kernel()
-    if not eligible(func, sram_bytes):
-        plan = flattenable(func, sram_bytes)
+    found = kinds(func)
+    if not eligible(func, sram_bytes, found):
+        plan = flattenable(func, sram_bytes, found)
         if plan is None:
             return False
         _flatten(func, plan, groups)
@@ -313,16 +326,17 @@ def _disjoint(func: Op, loop: Op, post: list) -> bool:
     return None not in read and None not in written and not read & written
 
 
-def flattenable(func: Op, sram_bytes: int) -> Flat | None:
+def flattenable(func: Op, sram_bytes: int, found: tuple[set, bool] | None = None) -> Flat | None:
     """The kernel is a program of one chunk loop (a row reduction, Inductor's looped reductions, a
     GEMM's K loop): `_shape_ok` as for `eligible` (a GEMM: tt.dot allowed, `gemm_fits` for the
     SRAM); one top-level scf.for whose body loads at its top level and writes no memory, with
     bounds, a positive constant step and initial values the same in every program (i32), except a
     GEMM's carried pointers advanced by a step the same in every trip (`_advanced`); the ops before
     it that vary with the program pure (recomputed every trip); the writes after it `_disjoint`
-    from its loads. Else None: the kernel is left as it is."""
-    matrix = any(op.name in MATRIX for op in func.walk())
-    if not _shape_ok(func, None if matrix else sram_bytes, EXCLUDED - MATRIX if matrix else EXCLUDED):
+    from its loads. Else None: the kernel is left as it is. found: `kinds(func)` when the caller has it."""
+    found = found or kinds(func)
+    matrix = not found[0].isdisjoint(MATRIX)
+    if not _shape_ok(func, None if matrix else sram_bytes, EXCLUDED_MATRIX if matrix else EXCLUDED, found):
         return None
     ops = func.regions[0].blocks[0].ops[:-1]
     loops = [op for op in ops if op.name == "scf.for"]

@@ -38,13 +38,14 @@ struct Ref {
   }
 };
 
-// table[(mnemonic, suffixes)] within one walk, remembered by the two objects' identity: an instruction's mnemonic
-// and suffixes are mostly the same objects from instruction to instruction (interned names, a call site's suffix
-// tuple), and the key tuple built and hashed for each instruction was a third of a walk. The memo holds what it
-// remembers (a key object freed and its address reused cannot be mistaken for it); the table is not changed during
-// a walk. NULL: not in the table (or the lookup's error, set).
+// table[(mnemonic, suffixes)] within one walk, remembered by the objects' identity (the mnemonic, and the suffix
+// tuple's items: `find`): an instruction's mnemonic and suffixes are mostly the same objects from instruction to
+// instruction (interned names and dtypes), and the key tuple built and hashed for each instruction was a third of a
+// walk. The memo holds what it remembers (a key object freed and its address reused cannot be mistaken for it); the
+// table is not changed during a walk. NULL: not in the table (or the lookup's error, set).
 struct FormMemo {
   static constexpr size_t N = 64;
+  static constexpr Py_ssize_t K = 4;  // a suffix tuple of up to K items is told by its items, a longer one by itself
   PyObject* mnemonics[N] = {};
   PyObject* suffixes[N] = {};
   PyObject* values[N] = {};
@@ -55,9 +56,30 @@ struct FormMemo {
       Py_XDECREF(values[i]);
     }
   }
+  // the code makes a fresh suffix tuple for most instructions (`suffixes=(dtype,)`) of the same interned strings:
+  // a tuple whose items are the very objects of the kept one's is an equal key (the dict finds the same form), so
+  // the way is found by the mnemonic and the items, not the tuple object (which missed the memo every instruction)
+  static Py_ssize_t items_of(PyObject* sfx) {
+    return PyTuple_CheckExact(sfx) && PyTuple_GET_SIZE(sfx) <= K ? PyTuple_GET_SIZE(sfx) : -1;
+  }
+  static bool same(PyObject* kept, PyObject* sfx, Py_ssize_t n) {
+    if (kept == sfx) return true;
+    if (n < 0 || kept == nullptr || !PyTuple_CheckExact(kept) || PyTuple_GET_SIZE(kept) != n) return false;
+    for (Py_ssize_t i = 0; i < n; i++) {
+      if (PyTuple_GET_ITEM(kept, i) != PyTuple_GET_ITEM(sfx, i)) return false;
+    }
+    return true;
+  }
   PyObject* find(PyObject* table, PyObject* m, PyObject* sfx) {
-    const size_t h = (((uintptr_t)m >> 4) * 31 + ((uintptr_t)sfx >> 4)) & (N - 1);
-    if (mnemonics[h] == m && suffixes[h] == sfx) return values[h];
+    const Py_ssize_t n = items_of(sfx);
+    size_t h = ((uintptr_t)m >> 4) * 31;
+    if (n < 0) {
+      h += (uintptr_t)sfx >> 4;
+    } else {
+      for (Py_ssize_t i = 0; i < n; i++) h = h * 31 + ((uintptr_t)PyTuple_GET_ITEM(sfx, i) >> 4);
+    }
+    h &= N - 1;
+    if (mnemonics[h] == m && same(suffixes[h], sfx, n)) return values[h];
     Ref key(PyTuple_Pack(2, m, sfx));
     if (key.p == nullptr) return nullptr;
     PyObject* got = PyDict_GetItemWithError(table, key.p);
@@ -406,8 +428,11 @@ PyObject* pack_code(PyObject*, PyObject* args) {
     if (!s_mnemonic || !s_suffixes || !s_operands || !s_loc) return nullptr;
   }
   std::string out;
-  auto put = [&](uint64_t v, int bytes) {
-    for (int b = 0; b < bytes; b++) out.push_back(char((v >> (8 * b)) & 0xff));
+  out.reserve(4 + 24 * (size_t)PyList_GET_SIZE(instrs));  // (most records: 8 bytes and up to 4 operands)
+  auto put = [&](uint64_t v, int bytes) {  // little-endian, a value's bytes appended at once (not a byte at a time)
+    char b[8];
+    for (int k = 0; k < bytes; k++) b[k] = char((v >> (8 * k)) & 0xff);
+    out.append(b, bytes);
   };
   auto word = [](PyObject* v, uint64_t limit, uint64_t* x) -> bool {  // an int in [0, limit] (struct's I, H)
     if (!PyLong_Check(v)) return false;
