@@ -7,7 +7,7 @@ A persistent kernel (passes/persistent.py) starts with this launched program's r
     q, r = divmod(b - a, plate_rows)                      (shares of q programs, the first r one more)
     base, end = a + i * q + min(i, r), a + (i + 1) * q + min(i + 1, r)
 
-(base and end each capped by plate_grid_x). It is the same ~70 scalar operations in every persistent
+(base and end each capped by plate_grid_x). It is the same ~50 scalar operations in every persistent
 kernel, up to the number of groups, so the IR holds it as ONE op,
 
     %base, %count = "plate.program_range"(%plate_split1, .., %plate_rows, %plate_grid_x)
@@ -43,17 +43,21 @@ def share(
     the ops stand in the program (an operand's ops before the op reading it, left operand first)."""
     g = op("arith.divsi", pid, rows)
     i = op("arith.subi", pid, op("arith.muli", g, rows))
-    bounds = [const(0), *splits, grid]
-
-    def start(h: H) -> H:  # split[h] for h >= 0: the sum over d of [h >= d] * (split[d] - split[d - 1])
-        total = bounds[0]
-        for d in range(1, len(bounds)):
-            past = op("arith.minsi", const(1), op("arith.maxsi", const(0), op("arith.subi", h, const(d - 1))))
-            total = op("arith.addi", total, op("arith.muli", past, op("arith.subi", bounds[d], bounds[d - 1])))
-        return total
-
-    a = start(g)
-    n = op("arith.subi", start(op("arith.addi", g, const(1))), a)
+    bounds = [*splits, grid]  # split[1..D]; split[0] = 0
+    # past[k - 1] = [g >= k] = min(1, max(0, g - (k - 1))) for k = 1..D (g >= 0: pid_x and plate_rows are)
+    past = [
+        op("arith.minsi", const(1), op("arith.maxsi", const(0), op("arith.subi", g, const(k)) if k else g))
+        for k in range(len(bounds))
+    ]
+    widths = [bounds[0], *(op("arith.subi", bounds[k], bounds[k - 1]) for k in range(1, len(bounds)))]
+    # a = split[g] = the widths of the groups before g; b = split[g + 1] = group 0's and the others' before g + 1
+    a = op("arith.muli", past[0], widths[0])
+    for k in range(1, len(bounds)):
+        a = op("arith.addi", a, op("arith.muli", past[k], widths[k]))
+    b = widths[0]
+    for k in range(1, len(bounds)):
+        b = op("arith.addi", b, op("arith.muli", past[k - 1], widths[k]))
+    n = op("arith.subi", b, a)
     q = op("arith.divsi", n, rows)  # shares of q programs, the first r of them one more (no i32 product over n)
     r = op("arith.subi", n, op("arith.muli", q, rows))
 
