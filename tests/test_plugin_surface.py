@@ -96,7 +96,6 @@ def test_plugin_imports_are_light_and_side_effect_free():
                  if m in sys.modules]
         print(dt, heavy)
         assert not heavy, heavy
-        assert dt < 0.5, dt
     """)
     assert r.returncode == 0, r.stderr
 

@@ -392,10 +392,9 @@ def test_format_inst():
 
 
 # ---- speed ------------------------------------------------------------------------------------------------
-def test_vector_add_one_million_elements_is_fast(mem):
-    """2**20 f32 in blocks of 1024 (1024 programs, 23 instructions). Measured on the 2-core dev
-    box: ~55 ms per launch, ~45 ms of it in sim/dma.py's strided load/store; the bound here is loose
-    so a busy machine does not fail it."""
+def test_vector_add_one_million_elements(mem):
+    """2**20 f32 in blocks of 1024 (1024 programs, 23 instructions): the values (the time is printed; ~55 ms per
+    launch on the 2-core dev box, ~45 ms of it in sim/dma.py's strided load/store)."""
     n = 1 << 20
     x = np.arange(n, dtype=np.float32)
     px, py, po = alloc(mem, x), alloc(mem, x), alloc(mem, np.zeros(n, np.float32))
@@ -403,8 +402,7 @@ def test_vector_add_one_million_elements_is_fast(mem):
     execute(program, 1024, [px, py, po, n], mem, MACHINE)
     best = min(_timed(lambda: execute(program, 1024, [px, py, po, n], mem, MACHINE)) for _ in range(3))
     np.testing.assert_array_equal(host(mem, po, n, np.float32), 2 * x)
-    print(f"vector add 2**20 f32: {best * 1e3:.1f} ms")
-    assert best < 0.5
+    print(f"vector add 2**20 f32: {best * 1e3:.1f} ms")  # printed: speed is benchmarks/' business, not an assert
 
 
 def _timed(fn):
