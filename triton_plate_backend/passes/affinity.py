@@ -298,7 +298,7 @@ def _names(n: ast.expr) -> frozenset:
 
 
 def _share(splits: tuple, rows: str, grid: str) -> tuple[str, str]:
-    """The persistent prologue's (base, count) texts: ~70 folds, a function of the operands' texts alone, so
+    """The persistent prologue's (base, count) texts: ~50 folds, a function of the operands' texts alone, so
     kept in _MEMO as one entry (a repeated compile's prologue is one lookup; emptied with the trees)."""
     key = (program_range.share, splits, rows, grid)
     got = _MEMO.get(key)
