@@ -787,3 +787,50 @@ def test_one_address_atomics_match_the_sorted_path(mem, placement):
         assert old.tolist() == [[1]] and t[rel // 4] == 7
         want = dma._element_traffic(mem, mem.locate(addrs[:1], 4), addrs[:1].reshape(-1), np.ones(1, np.int64), 4)
         assert traffic.bytes_by_domain.tobytes() == want.bytes_by_domain.tobytes()
+
+
+@pytest.mark.parametrize("P", [2, 10, 64, 65, 300])
+def test_one_address_atomics_match_the_reference(mem, P):
+    """Every element at one address (a lock, a counter) at any count: a CAS chain that swaps at every element
+    (past the searched jumps) and one that swaps at some, exchanges and adds, against the element-by-element
+    reference; the old values, what memory holds after, and the traffic in the address's home domain."""
+    rec = mem.alloc(64)
+    t = typed(mem, rec, "i32")
+    idx = np.full((P, 1), 3)
+    addrs = rec.base + idx * 4
+    mask = np.ones((P, 1), bool)
+    mask[1::3] = False
+    chain = np.arange(P, dtype=np.int32).reshape(P, 1)
+    rng = np.random.default_rng(P)
+    some = rng.integers(0, 3, (P, 1)).astype(np.int32)
+    for cmp, vals in ((chain, chain + 1), (some, rng.integers(0, 3, (P, 1)).astype(np.int32))):
+        t[:] = 0
+        want = t.copy()
+        want_old = ref_atomic(want, "cas", idx, vals, mask, "i32", cmp=cmp)
+        old, tr = atomics.atomic_cas(mem, addrs, cmp, vals, mask, "i32")
+        assert np.array_equal(old[mask], want_old[mask]) and (old[~mask] == 0).all() and np.array_equal(t, want)
+        assert tr.elements.tolist() == mask[:, 0].astype(int).tolist()
+        assert tr.bytes_by_domain.sum() == 4 * mask.sum()
+    for op in ("xchg", "add", "max"):
+        vals = rng.integers(-5, 5, (P, 1)).astype(np.int32)
+        want = t.copy()
+        want_old = ref_atomic(want, op, idx, vals, mask, "i32")
+        old, _ = atomics.atomic_rmw(mem, op, addrs, vals, mask, "i32")
+        assert np.array_equal(old[mask], want_old[mask]) and np.array_equal(t, want)
+
+
+def test_one_address_atomic_faults_name_the_programs(mem):
+    """One address for every element, but misaligned or past the allocation's end: the fault names every program
+    that touched it, and memory is unchanged."""
+    rec = mem.alloc(256)
+    t = typed(mem, rec, "i32")
+    mask = np.array([[True], [False], [True]])
+    for addr, what in ((rec.base + 2, "misaligned"), (rec.end, "outside")):
+        with pytest.raises(MemoryFault) as e:
+            atomics.atomic_cas(
+                mem, np.full((3, 1), addr), np.zeros((3, 1), np.int32), np.ones((3, 1), np.int32), mask, "i32"
+            )
+        assert e.value.programs == [0, 2], what
+        with pytest.raises(MemoryFault):
+            atomics.atomic_rmw(mem, "add", np.full((1, 1), addr), np.ones((1, 1), np.int32), None, "i32")
+    assert (t == 0).all()

@@ -84,8 +84,17 @@ def _atomic_operands(mem, addrs, mask, dtype, what):
     storage = _storage(dtype)
     shape, flat, m = _flat(addrs, mask)
     av, counts = _elements_of(flat, m)
-    pos = mem.locate(flat, storage.itemsize, m, f"atomic {what} of {dtype}", av)
     n = av.size
+    isz = storage.itemsize
+    if n == 1 or (n > 1 and av[0] == av[-1]):
+        # one aligned address inside a live allocation (a lock, a counter): its position by one bisection, what
+        # locate finds for it; anything else (several addresses, a fault to report) is located below
+        lo = int(av[0])
+        if (n == 1 or (int(av.min()) == lo and int(av.max()) == lo)) and not lo & (isz - 1):
+            pos = mem.span_position(lo, lo + isz)
+            if pos >= 0:
+                return shape, flat, m, pos, av, counts, True
+    pos = mem.locate(flat, isz, m, f"atomic {what} of {dtype}", av)
     one = n == 1 or (n > 1 and av[0] == av[-1] and int(av.min()) == int(av.max()))
     return shape, flat, m, pos, av, counts, one
 
@@ -175,17 +184,19 @@ def _one_address(mem, pos, av, work, v, step, kind, ufunc, cmp):
     stable sort gives), one group from element 0, without sorting or grouping; a hot CAS (a lock's spinners)
     is ``_segmented``'s one pass along the address."""
     n = av.size
-    addr = av[:1]
-    gpos = pos if isinstance(pos, (int, np.integer)) else pos[:1]
-    cur0 = _read(mem, gpos, addr, work)
+    # the element read and written in place: _read's and _write's one element at the one position
+    rec = mem.live(int(pos) if isinstance(pos, (int, np.integer)) else int(pos[0]))
+    typed, start = rec.typed(work)
+    at = (int(av[0]) - rec.base - start) // typed.itemsize
+    cur0 = typed[at : at + 1].copy()
     if n == 1:
         old, final = cur0, step(cur0, _FIRST)
-    elif kind == "cas" and n > _BIG_GROUP:
+    elif kind == "cas":  # one pass along the address, whatever the count (the rank rounds took one round each)
         final = cur0.copy()
         old, final[0] = _cas_run(cur0[0], cmp, v)
     else:
         old, final = _segmented(kind, ufunc, cur0, np.arange(n), v, cmp, _FIRST, n, step)
-    _write(mem, gpos, addr, np.asarray(final, work), unique=True)
+    typed[at : at + 1] = np.asarray(final, work)
     return old
 
 
