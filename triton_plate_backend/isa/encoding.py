@@ -276,9 +276,18 @@ def encode(program: Program) -> bytes:
 
 
 def _remember(data: bytes, program: Program) -> None:
-    """Keep ``program`` as the one ``data`` stands for (``load``), the oldest kept forgotten past _ENCODED_KEEP."""
+    """Keep ``program`` as the one ``data`` stands for (``load``), the oldest kept forgotten past _ENCODED_KEEP.
+    Where another program, unchanged, already stands for these very bytes (a kernel's other specialization
+    compiled to the same binary), that one stays: its loads get one program, as a warm cache's loads of the two
+    binaries do (decode, then the same bytes again), so the analyses kept per program (sim/operands.py's
+    decisions, the per-program derivations) serve both."""
     key = _fingerprint(data)
-    _ENCODED[key] = (data, program, _snapshot(program))
+    snapshot = _snapshot(program)
+    known = _ENCODED.get(key)
+    if known is not None and known[1] is not program and known[0] == data and known[2] == snapshot:
+        if _snapshot(known[1]) == snapshot:  # the same content as the bytes say, and unchanged since
+            program = known[1]
+    _ENCODED[key] = (data, program, snapshot)
     _ENCODED.move_to_end(key)
     while len(_ENCODED) > _ENCODED_KEEP:
         _ENCODED.popitem(last=False)
