@@ -523,8 +523,9 @@ def _inst_record(ins: Inst) -> dict:
 
 # ---- decode ----------------------------------------------------------------------------------
 def load(data: bytes, machine=None) -> Program:
-    """decode(), or the program these bytes were encoded from or last decoded to in this process if it is
-    unchanged (a kernel loaded again from Triton's cache: a test suite defines its kernels anew per test)."""
+    """decode(), or the program these bytes were encoded from or decoded to in this process if it is unchanged
+    (a kernel loaded again from Triton's cache: a test suite defines its kernels anew per test; the first such
+    program where several were: ``_remember``)."""
     raw = bytes(data)
     known = _ENCODED.get(_fingerprint(raw))
     if known is not None and known[0] == raw and known[2] == _snapshot(known[1]):

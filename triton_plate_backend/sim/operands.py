@@ -27,6 +27,7 @@ priced, and the mapping under each is the same).
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 from dataclasses import dataclass
 
@@ -514,7 +515,8 @@ class OperandPlanner:
                 continue
             if spec == "replicated":
                 rec.replica_of = before
-                _MADE.append(weakref.ref(rec))
+                with _MADE_LOCK:
+                    _MADE.append(weakref.ref(rec))
             moves.append(Move(program.name, program.args[c.arg].name, str(before), spec, ns, saved))
         if len(self._rent) >= MAX_DECISIONS:
             self._rent.clear()
@@ -522,15 +524,18 @@ class OperandPlanner:
 
 
 # the allocations ``OperandPlanner.apply`` made replicas (set their ``replica_of``), while they may still be: the
-# one place ``replica_of`` is set, so with none left no argument of a launch is such a replica
+# one place ``replica_of`` is set, so with none left no argument of a launch is such a replica (one list for every
+# device: its lock keeps one device's pruning from losing another's append)
 _MADE: list[weakref.ref] = []
+_MADE_LOCK = threading.Lock()
 
 
 def _replicas_made() -> bool:
     """Whether an allocation may hold a replica a launch made: one of ``_MADE`` alive with ``replica_of`` set
     (memory.migrate clears it). Those that no longer do are forgotten here."""
     if _MADE:
-        _MADE[:] = [r for r in _MADE if (rec := r()) is not None and rec.replica_of is not None]
+        with _MADE_LOCK:
+            _MADE[:] = [r for r in _MADE if (rec := r()) is not None and rec.replica_of is not None]
     return bool(_MADE)
 
 
