@@ -6,6 +6,8 @@ placement before; operands the user placed are never moved."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,6 +18,7 @@ import triton.language as tl
 
 import triton_plate_backend.torch_device  # noqa: F401  (registers the plate device)
 from triton_plate_backend.bench.kernels import matmul_kernel
+from triton_plate_backend.sim import operands as ops
 from triton_plate_backend.sim.memory import DeviceMemory
 from triton_plate_backend.sim.operands import shared_operands
 
@@ -119,6 +122,7 @@ def test_a_replica_is_bought_once_its_rent_is_paid_and_dropped_when_written(mini
     assert [m.after for m in moves] == ["interleaved", "replicated"]
     replica = moves[1]
     assert replica.saved_ns > 0 and replica.migration_ns > replica.saved_ns  # it pays over several launches
+    assert ops._replicas_made()  # drop_written_replicas now looks the launches' arguments up
     assert mini.last_profile.remote_bytes < mini.last_profile.total_bytes  # B now read locally
     assert torch.plate.memory_allocated() >= 3 * 4 * N * N  # its copies count
     assert torch.equal(c.cpu(), reference(a_cpu, b_cpu))
@@ -127,6 +131,30 @@ def test_a_replica_is_bought_once_its_rent_is_paid_and_dropped_when_written(mini
     rec = mini.memory.live(int(mini.memory.span_positions(np.array([b.data_ptr()]), np.array([b.data_ptr() + 1]))[0]))
     assert rec.placement.mode == "interleaved" and rec.replica_of is None
     torch.testing.assert_close(b.cpu(), b_cpu + 1)
+
+
+def test_no_argument_is_looked_up_after_a_launch_while_no_launch_made_replica_is_left(monkeypatch):
+    """drop_written_replicas asks nothing of memory until the planner made a replica, and again once every
+    replica it made lost ``replica_of`` (migrated back) or was freed."""
+
+    class Rec:
+        replica_of = "blocked"
+
+    monkeypatch.setattr(ops, "_MADE", [])
+    memory = SimpleNamespace(holding=lambda addr: pytest.fail(f"looked up {addr}"))
+    program = SimpleNamespace(args=[SimpleNamespace(type="ptr")])
+    assert ops.drop_written_replicas(None, program, [4096], memory) == []
+    kept, gone = Rec(), Rec()
+    ops._MADE.extend([weakref.ref(kept), weakref.ref(gone)])
+    assert ops._replicas_made()
+    with pytest.raises(pytest.fail.Exception):
+        ops.drop_written_replicas(None, program, [4096], memory)
+    del gone
+    gc.collect()
+    assert ops._replicas_made() and len(ops._MADE) == 1
+    kept.replica_of = None
+    assert not ops._replicas_made() and ops._MADE == []
+    assert ops.drop_written_replicas(None, program, [4096], memory) == []
 
 
 def test_operands_the_user_placed_stay(mini):

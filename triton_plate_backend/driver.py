@@ -71,14 +71,22 @@ def _sim_device():
     return device
 
 
+@functools.cache
+def _loading():
+    """(isa.encoding.load, launcher.KernelHandle), imported at the first load_binary (each fresh kernel's first
+    launch asks it: a relative import inside the function resolves the names through importlib each time)."""
+    from .isa.encoding import load
+    from .launcher import KernelHandle
+
+    return load, KernelHandle
+
+
 # ---- utils: load_binary and device properties ----------------------------------------------------
 class PlateUtils:
     def load_binary(self, name, kernel, shared, device):
         """Decode pbin bytes into a Program: (module, function, n_regs, n_spills, n_max_threads).
         Bytes that do not decode are looked up in Triton's cache and recompiled (binary_cache)."""
-        from .isa.encoding import load
-        from .launcher import KernelHandle
-
+        load, KernelHandle = _loading()
         dev = _sim_device().get_device(device)
         try:
             program = load(bytes(kernel), dev.machine)  # verified against the device's machine

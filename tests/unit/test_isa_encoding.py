@@ -420,6 +420,7 @@ def test_fuzz_flips_and_truncations(p, data):
 
 
 def test_load_reuses_the_program_just_encoded_unless_it_changed():
+    encoding._ENCODED.clear()  # (a program an earlier test encoded to these bytes, unchanged, would be kept)
     sample = assemble(SAMPLE)
     data = encode(sample)
     assert load(data) is sample  # Triton loads the binary it just compiled: no second decode
@@ -435,6 +436,7 @@ def test_load_reuses_a_program_only_for_the_very_bytes_it_was_encoded_to():
     other bytes under the same key (a crc32 collision) are decoded, not taken for the program kept."""
     from triton_plate_backend.isa import encoding
 
+    encoding._ENCODED.clear()
     sample = assemble(SAMPLE)
     data = encode(sample)
     key = encoding._fingerprint(data)
@@ -462,6 +464,26 @@ def test_load_keeps_the_program_it_decoded_for_the_same_bytes_again():
     again = load(data)
     assert again is not first and disassemble(again) == disassemble(assemble(SAMPLE))
     assert load(data) is again
+
+
+def test_byte_identical_binaries_load_to_the_program_encoded_first():
+    """Two programs compiled to the same bytes (a kernel's two specializations) load to the first, as a warm
+    cache's loads of the two binaries do; not once the first changed, nor for a program whose bytes differ."""
+    encoding._ENCODED.clear()
+    first, second = assemble(SAMPLE), assemble(SAMPLE)
+    data = encode(first)
+    assert encode(second) == data
+    assert load(data) is first and load(data, get_machine("plate-mini")) is first
+    assert encode(second) == data and load(data) is first  # asked again: still the first
+    other = assemble(SAMPLE)
+    other.instrs.append(other.instrs[-1])
+    assert load(encode(other)) is other  # other bytes: its own
+    first.instrs.append(first.instrs[-1])  # the first changed since: the second stands for the bytes
+    assert encode(second) == data and load(data) is second
+    encoding._ENCODED.clear()
+    decoded = load(data)  # a warm cache's: decoded once, then the same program for the same bytes
+    third = assemble(SAMPLE)
+    assert encode(third) == data and load(data) is decoded
 
 
 def _outcome(data: bytes):

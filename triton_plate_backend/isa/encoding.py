@@ -276,9 +276,18 @@ def encode(program: Program) -> bytes:
 
 
 def _remember(data: bytes, program: Program) -> None:
-    """Keep ``program`` as the one ``data`` stands for (``load``), the oldest kept forgotten past _ENCODED_KEEP."""
+    """Keep ``program`` as the one ``data`` stands for (``load``), the oldest kept forgotten past _ENCODED_KEEP.
+    Where another program, unchanged, already stands for these very bytes (a kernel's other specialization
+    compiled to the same binary), that one stays: its loads get one program, as a warm cache's loads of the two
+    binaries do (decode, then the same bytes again), so the analyses kept per program (sim/operands.py's
+    decisions, the per-program derivations) serve both."""
     key = _fingerprint(data)
-    _ENCODED[key] = (data, program, _snapshot(program))
+    snapshot = _snapshot(program)
+    known = _ENCODED.get(key)
+    if known is not None and known[1] is not program and known[0] == data and known[2] == snapshot:
+        if _snapshot(known[1]) == snapshot:  # the same content as the bytes say, and unchanged since
+            program = known[1]
+    _ENCODED[key] = (data, program, snapshot)
     _ENCODED.move_to_end(key)
     while len(_ENCODED) > _ENCODED_KEEP:
         _ENCODED.popitem(last=False)
@@ -514,8 +523,9 @@ def _inst_record(ins: Inst) -> dict:
 
 # ---- decode ----------------------------------------------------------------------------------
 def load(data: bytes, machine=None) -> Program:
-    """decode(), or the program these bytes were encoded from or last decoded to in this process if it is
-    unchanged (a kernel loaded again from Triton's cache: a test suite defines its kernels anew per test)."""
+    """decode(), or the program these bytes were encoded from or decoded to in this process if it is unchanged
+    (a kernel loaded again from Triton's cache: a test suite defines its kernels anew per test; the first such
+    program where several were: ``_remember``)."""
     raw = bytes(data)
     known = _ENCODED.get(_fingerprint(raw))
     if known is not None and known[0] == raw and known[2] == _snapshot(known[1]):

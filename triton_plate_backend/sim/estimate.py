@@ -33,7 +33,6 @@ own (their allocations) unless ``placement`` names another for some pointer argu
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import threading
 import time
@@ -941,20 +940,27 @@ def model(trace: Trace, machine=None, *, policy=None, wall_s: float = 0.0) -> Es
 _shared = threading.local()  # .memo: the queries answered inside ``shared_estimates``, else absent
 
 
-@contextlib.contextmanager
-def shared_estimates():
+def shared_estimates() -> _SharedEstimates:
     """Inside the block, an estimate asked again with the same program, grid, arguments, policy and
     placement, over the same allocations and placements, is the first answer: a launch's preparation
     (the persistent gate, then the operand planner) asks for the same launch twice, and nothing
     writes device memory before it runs. No estimate may be asked in the block after memory was written
     (the launcher's block ends with the launch's run). A small launch's placement whose model input is
     one already modeled in the block gets that estimate without the model (``_modeled_alike``)."""
-    outer = getattr(_shared, "memo", None)
-    _shared.memo = {} if outer is None else outer
-    try:
-        yield
-    finally:
-        _shared.memo = outer
+    return _SharedEstimates()
+
+
+class _SharedEstimates:
+    """``shared_estimates``' block (a class, not a generator's context manager: every launch enters one)."""
+
+    __slots__ = ("outer",)
+
+    def __enter__(self) -> None:
+        self.outer = outer = getattr(_shared, "memo", None)
+        _shared.memo = {} if outer is None else outer
+
+    def __exit__(self, *exc) -> None:
+        _shared.memo = self.outer
 
 
 def _memo_key(program, grid, args, memory, machine, policy, placement, *, layout: bool = True):

@@ -27,6 +27,8 @@ priced, and the mapping under each is the same).
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -513,15 +515,36 @@ class OperandPlanner:
                 continue
             if spec == "replicated":
                 rec.replica_of = before
+                with _MADE_LOCK:
+                    _MADE.append(weakref.ref(rec))
             moves.append(Move(program.name, program.args[c.arg].name, str(before), spec, ns, saved))
         if len(self._rent) >= MAX_DECISIONS:
             self._rent.clear()
         return moves
 
 
+# the allocations ``OperandPlanner.apply`` made replicas (set their ``replica_of``), while they may still be: the
+# one place ``replica_of`` is set, so with none left no argument of a launch is such a replica (one list for every
+# device: its lock keeps one device's pruning from losing another's append)
+_MADE: list[weakref.ref] = []
+_MADE_LOCK = threading.Lock()
+
+
+def _replicas_made() -> bool:
+    """Whether an allocation may hold a replica a launch made: one of ``_MADE`` alive with ``replica_of`` set
+    (memory.migrate clears it). Those that no longer do are forgotten here."""
+    if _MADE:
+        with _MADE_LOCK:
+            _MADE[:] = [r for r in _MADE if (rec := r()) is not None and rec.replica_of is not None]
+    return bool(_MADE)
+
+
 def drop_written_replicas(trace: Trace, program, args, memory: DeviceMemory) -> list[Allocation]:
     """After a launch: when it wrote replicated memory, its arguments' launch-made replicas go back to
-    the placement they had (free). Returns the allocations returned."""
+    the placement they had (free). Returns the allocations returned. No launch-made replica left
+    (``_replicas_made``: most launches), it looks up no argument."""
+    if not _replicas_made():
+        return []
     made = []
     for a, v in zip(program.args, args):
         if a.type != "ptr":
