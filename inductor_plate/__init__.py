@@ -9,7 +9,8 @@ idempotent):
 - the DeviceOpOverrides (op_overrides), the modeled-time benchmarker (benchmarker),
 - the GEMM template configurations (templates), the plate lowerings of matrix products
   (gemm_lowering), the convolution decompositions (conv_gemm) and those of ops Inductor would call on
-  the host (extern_decomps) or as eager plate ops (the fused RNN cells: rnn_cells), and the shims for what
+  the host (extern_decomps) or as eager plate ops (the fused RNN cells: rnn_cells;
+  nn.TransformerEncoderLayer's fast path: encoder_layer), and the shims for what
   PyTorch hard-codes (triton_plate_backend.shims, THE module of runtime patches, given this package's
   answers: its DeviceInterface and policies).
 
@@ -87,6 +88,7 @@ def register() -> None:
             compile_workers,
             config,
             conv_gemm,
+            encoder_layer,
             extern_decomps,
             fallback,
             gemm_lowering,
@@ -129,6 +131,7 @@ def register() -> None:
         conv_gemm.register()
         extern_decomps.register()
         rnn_cells.register()
+        encoder_layer.register()
         compile_workers.watch()  # a switch of machine preset drops its kernels and compile workers
         register_inductor_backend(  # what torch.plate answers to Inductor's PrivateUse1 discovery
             Scheduling=PlateScheduling,
