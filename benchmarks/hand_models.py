@@ -134,7 +134,7 @@ def moe():
             h = F.gelu(torch.bmm(x[token].unsqueeze(1), self.w1[e]))
             y = torch.bmm(h, self.w2[e]).squeeze(1) * top_p.reshape(-1, 1)
             out = torch.zeros_like(x).index_add_(0, token, y.to(x.dtype))  # y: bf16 under autocast
-            counts = torch.zeros(self.experts, device=x.device).scatter_add_(0, e, torch.ones_like(e, dtype=x.dtype))
+            counts = x.new_zeros(self.experts).scatter_add_(0, e, torch.ones_like(e, dtype=x.dtype))
             aux = (counts / e.numel() * probs.mean(0)).sum() * self.experts
             return out.reshape(b, t, D) + aux
 

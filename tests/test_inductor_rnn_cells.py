@@ -81,3 +81,19 @@ def test_compiled_bf16_cells_match_eager_plate():
     assert fused_cell_calls(code) == []
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out.cpu(), want.cpu(), rtol=1.6e-2, atol=1e-2)
+
+
+def test_gru_cell_compiles_at_symbolic_sizes():
+    """dynamic=True: the GRU cell needs a Meta kernel (PyTorch has none); without it Dynamo skipped the frame."""
+    torch.manual_seed(0)
+    model = Cells(True)
+    plate = Cells(True).to("plate")
+    plate.load_state_dict(model.state_dict())
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    fn = torch.compile(plate, dynamic=True)
+    with torch.no_grad():
+        for batch in (3, 5):
+            x = torch.randn(batch, 4, 8)
+            torch.testing.assert_close(fn(x.to("plate")).cpu(), model(x), rtol=1e-5, atol=1e-5)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
