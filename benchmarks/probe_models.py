@@ -3,6 +3,11 @@ and bf16, each against the same model in CPU eager, with the host ops of each te
 
     PYTHONPATH=.:LIBS python benchmarks/probe_models.py MODEL [--tests eager,compile,dynamic,train,bf16]
 
+Tests: eager, compile, maxat (max-autotune-no-cudagraphs), dynamic (dynamic=True, then inputs of another size),
+bf16 / bf16c (weights and inputs in bf16, eager / compiled), autocast (compiled under
+``torch.autocast("plate", bf16)`` against CPU eager under ``torch.autocast("cpu", bf16)``), train / adamw (one
+compiled step of forward, backward and SGD / AdamW). The ``hand_*`` models (hand_models.py) need no LIBS.
+
 LIBS: transformers and torchvision installed without their C++ parts (see bench_models.py). Random weights
 from seed 0, small configs, nothing downloaded. One line per test: the error (largest |plate - CPU| over the
 CPU output's largest magnitude, at least 1), the host ops (``torch.plate.host_ops()`` plus
@@ -21,6 +26,8 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import hand_models  # noqa: E402
 
 SEQ = 16
 
@@ -366,6 +373,7 @@ def detr():
 
 
 MODELS["detr"] = detr
+MODELS.update(hand_models.MODELS)
 
 
 def first_tensor(out):
@@ -439,19 +447,27 @@ def main(argv=None) -> int:
         start = time.perf_counter()
         extra = ""
         try:
-            if test in ("eager", "compile", "dynamic", "bf16", "bf16c"):
+            if test in ("eager", "compile", "maxat", "dynamic", "bf16", "bf16c", "autocast"):
                 dtype = torch.bfloat16 if test.startswith("bf16") else torch.float32
                 cpu = copy.deepcopy(model).to(dtype)
                 cin = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+
+                def cast(device, on=test == "autocast"):
+                    return torch.autocast(device, torch.bfloat16, enabled=on)
+
                 with torch.no_grad():
-                    want = cpu(*cin)
+                    with cast("cpu"):
+                        want = cpu(*cin)
                     pm = cpu.to("plate")
                     fn = pm
-                    if test in ("compile", "bf16c"):
+                    if test in ("compile", "bf16c", "autocast"):
                         fn = torch.compile(pm)
+                    elif test == "maxat":
+                        fn = torch.compile(pm, mode="max-autotune-no-cudagraphs")
                     elif test == "dynamic":
                         fn = torch.compile(pm, dynamic=True)
-                    out = fn(*[x.to("plate") for x in cin])
+                    with cast("plate"):
+                        out = fn(*[x.to("plate") for x in cin])
                     err = rel_error(out, want)
                     extra = f" scale {first_tensor(want).float().abs().max().item():.1e}"
                     if test == "dynamic":
@@ -462,11 +478,11 @@ def main(argv=None) -> int:
                         with inductor_plate.collect_profiles() as prof:
                             fn(*[x.to("plate") for x in inputs])
                         extra += f" dyn_us {prof.time_ns / 1e3:.1f}"
-                    if test == "compile":
+                    if test in ("compile", "maxat"):
                         with inductor_plate.collect_profiles() as prof:
                             fn(*[x.to("plate") for x in inputs])
-                        extra += f" us {prof.time_ns / 1e3:.1f}"
-            elif test == "train":
+                        extra += f" us {prof.time_ns / 1e3:.1f} launches {len(prof.launches)}"
+            elif test in ("train", "adamw"):
                 cpu = copy.deepcopy(model).train()
                 plate = copy.deepcopy(model).train().to("plate")
                 with torch.no_grad():
@@ -481,8 +497,13 @@ def main(argv=None) -> int:
                     opt.zero_grad(set_to_none=False)
                     return loss
 
-                want = step(cpu, torch.optim.SGD(cpu.parameters(), lr=1e-2), weights, *inputs)
-                opt = torch.optim.SGD(plate.parameters(), lr=1e-2)
+                def optimizer(params, adamw=test == "adamw"):
+                    if adamw:
+                        return torch.optim.AdamW(params, lr=1e-2, weight_decay=0.1)
+                    return torch.optim.SGD(params, lr=1e-2)
+
+                want = step(cpu, optimizer(cpu.parameters()), weights, *inputs)
+                opt = optimizer(plate.parameters())
                 out = torch.compile(step)(plate, opt, weights.to("plate"), *[x.to("plate") for x in inputs])
                 err = abs(out.item() - want.item()) / max(abs(want.item()), 1e-12)
                 perr = max(

@@ -9,8 +9,10 @@ idempotent):
 - the DeviceOpOverrides (op_overrides), the modeled-time benchmarker (benchmarker),
 - the GEMM template configurations (templates), the plate lowerings of matrix products
   (gemm_lowering), the convolution decompositions (conv_gemm) and those of ops Inductor would call on
-  the host (extern_decomps), and the shims for what PyTorch hard-codes (triton_plate_backend.shims, THE module
-  of runtime patches, given this package's answers: its DeviceInterface and policies).
+  the host (extern_decomps) or as eager plate ops (the fused RNN cells: rnn_cells;
+  nn.TransformerEncoderLayer's fast path: encoder_layer), and the shims for what
+  PyTorch hard-codes (triton_plate_backend.shims, THE module of runtime patches, given this package's
+  answers: its DeviceInterface and policies).
 
 ``placement_summary()`` lists every buffer of the compiled graphs with its layout across the NUMA
 domains and the reason (placement.py, the graph-level placement pass).
@@ -86,10 +88,12 @@ def register() -> None:
             compile_workers,
             config,
             conv_gemm,
+            encoder_layer,
             extern_decomps,
             fallback,
             gemm_lowering,
             policy,
+            rnn_cells,
             templates,
         )
         from .device_interface import PlateInterface
@@ -126,6 +130,8 @@ def register() -> None:
         gemm_lowering.register()
         conv_gemm.register()
         extern_decomps.register()
+        rnn_cells.register()
+        encoder_layer.register()
         compile_workers.watch()  # a switch of machine preset drops its kernels and compile workers
         register_inductor_backend(  # what torch.plate answers to Inductor's PrivateUse1 discovery
             Scheduling=PlateScheduling,
