@@ -9,11 +9,9 @@ Python (the op-math type, the same workspace layouts: LSTM [i, f, g, o] activate
 [r, i, n, hn + b_hn, hx]), which Inductor lowers into one fused kernel per cell. Other devices keep the
 table's previous entry (decompositions.install).
 
-PyTorch has a meta function for the LSTM cell but none for the GRU cell: FakeTensor then runs the real kernel on
-zeros, which it cannot at symbolic sizes, so ``dynamic=True`` skipped a frame with a GRU cell and ran it eagerly
-("Operator does not support running with fake tensors"). ``register`` adds a Meta kernel of CUDA's output shapes
-for the forward (the backward's optional outputs are not given one: a training step at symbolic sizes still
-skips)."""
+At symbolic sizes (``dynamic=True``) the GRU cell needs a Meta kernel, which PyTorch 2.13 lacks: shims.py
+registers one (patches/pytorch/gru-cell-meta.patch). The backward's optional outputs have none: a training step
+at symbolic sizes still skips the frame."""
 
 from __future__ import annotations
 
@@ -107,20 +105,7 @@ DECOMPOSITIONS = {
 }
 
 
-def gru_cell_meta(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
-    """CUDA's outputs (native/cuda/RNN.cu): hy like hx, the workspace (batch, 5 * hidden) in hx's dtype."""
-    return torch.empty_like(hx, memory_format=torch.contiguous_format), hx.new_empty(hx.shape[0], 5 * hx.shape[1])
-
-
-_META_LIBRARY = None  # kept alive: the Meta kernel lives with it
-
-
 @functools.cache
 def register() -> None:
-    """Put the decompositions in Inductor's table and the GRU cell's Meta kernel in the dispatcher (once, where
-    PyTorch has none; inductor_plate.register)."""
-    global _META_LIBRARY
+    """Put the decompositions in Inductor's table (once; inductor_plate.register)."""
     decompositions.install(DECOMPOSITIONS, "_plate_rnn")
-    if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::_thnn_fused_gru_cell", "Meta"):
-        _META_LIBRARY = torch.library.Library("aten", "IMPL")
-        _META_LIBRARY.impl("_thnn_fused_gru_cell", gru_cell_meta, "Meta")

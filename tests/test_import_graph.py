@@ -271,6 +271,7 @@ FLOORS: dict[str, int] = {
         "inductor_plate.config",
         "inductor_plate.conv_gemm",
         "inductor_plate.decompositions",
+        "inductor_plate.encoder_layer",
         "inductor_plate.device_interface",
         "inductor_plate.encoder_layer",
         "inductor_plate.extern_decomps",

@@ -9,6 +9,7 @@ import torch
 from torch._inductor.utils import run_and_get_code
 
 import inductor_plate
+from triton_plate_backend import shims
 
 FUSED_CELL_CALLS = (
     "aten._thnn_fused_lstm_cell.",
@@ -97,3 +98,21 @@ def test_gru_cell_compiles_at_symbolic_sizes():
             x = torch.randn(batch, 4, 8)
             torch.testing.assert_close(fn(x.to("plate")).cpu(), model(x), rtol=1e-5, atol=1e-5)
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_gru_cell_meta_kernel_gives_the_plate_kernels_outputs(bias):
+    """shims.py's Meta kernel (gru-cell-meta.patch): the shapes, dtypes and strides of the eager plate kernel's
+    outputs, with or without biases; a wrong hx size is refused."""
+    assert shims.STATUS["_thnn_fused_gru_cell has a Meta kernel"] in ("applied", "not needed")
+    assert torch._C._dispatch_has_kernel_for_dispatch_key("aten::_thnn_fused_gru_cell", "Meta")
+    batch, hidden = 3, 5
+    inputs = [torch.randn(batch, 3 * hidden), torch.randn(batch, 3 * hidden), torch.randn(batch, hidden)]
+    inputs += [torch.randn(3 * hidden), torch.randn(3 * hidden)] if bias else [None, None]
+    plate = torch.ops.aten._thnn_fused_gru_cell(*[t if t is None else t.to("plate") for t in inputs])
+    on_meta = [t if t is None else t.to("meta") for t in inputs]
+    meta = torch.ops.aten._thnn_fused_gru_cell(*on_meta)
+    assert [(t.shape, t.dtype, t.stride()) for t in meta] == [(t.shape, t.dtype, t.stride()) for t in plate]
+    on_meta[2] = on_meta[2][:2]  # hx of another batch
+    with pytest.raises(RuntimeError, match="!="):
+        torch.ops.aten._thnn_fused_gru_cell(*on_meta)

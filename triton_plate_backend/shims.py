@@ -1323,6 +1323,55 @@ def _multilabel_margin_loss_forward(input, target, reduction: int):
     return loss, is_target.to(input.dtype).reshape(target.shape)
 
 
+# ---- the GRU cell's Meta kernel: FakeTensor at symbolic sizes ("device") -----------------------------------
+GRU_CELL_OP = "aten::_thnn_fused_gru_cell"
+_gru_cell_meta_library = None  # kept alive: the Meta kernel lives as long as its Library
+
+
+def _gru_cell_meta_kernel() -> bool:
+    """``nn.GRUCell`` on a device with a fused cell (CUDA, XPU, PrivateUse1) calls ``_thnn_fused_gru_cell``, for
+    which PyTorch 2.13 has no meta function (it has the LSTM cell's): FakeTensor then runs the real kernel on
+    zeros, which it cannot at symbolic sizes, so ``torch.compile(dynamic=True)`` skipped the frame with a GRU
+    cell and ran it eagerly ("Operator does not support running with fake tensors"). Every tracer that runs
+    fake tensors (Dynamo with any backend, export) needs it, eager code included: installed with the device.
+    A Meta kernel in the dispatcher (a PyTorch with the patch registers one at import): nothing to do."""
+    global _gru_cell_meta_library
+    import torch
+
+    if torch._C._dispatch_has_kernel_for_dispatch_key(GRU_CELL_OP, "Meta"):
+        return False
+    _gru_cell_meta_library = torch.library.Library("aten", "IMPL")
+    _gru_cell_meta_library.impl("_thnn_fused_gru_cell", _thnn_fused_gru_cell_meta, "Meta")
+    return True
+
+
+def _thnn_fused_gru_cell_meta(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
+    """The patch's meta function: CUDA's size checks (checkSizes in native/cuda/RNN.cu, whose device check
+    skips absent biases) and outputs: hy like hx, the workspace [r, i, n, hn + b_hn, hx] of (batch, 5 * hidden)
+    in hx's dtype."""
+    import torch
+
+    torch._check(input_gates.ndim == 2, lambda: f"{input_gates.ndim} != 2")
+    torch._check(input_gates.shape == hidden_gates.shape, lambda: f"{input_gates.shape} != {hidden_gates.shape}")
+    gates_size = input_gates.size(1)
+    if input_bias is not None:
+        torch._check(input_bias.ndim == 1, lambda: f"{input_bias.ndim} != 1")
+        torch._check(input_bias.numel() == gates_size, lambda: f"{input_bias.numel()} != {gates_size}")
+        torch._check(input_bias.shape == hidden_bias.shape, lambda: f"{input_bias.shape} != {hidden_bias.shape}")
+    torch._check(hx.ndim == 2, lambda: f"{hx.ndim} != 2")
+    torch._check(
+        hx.numel() == input_gates.size(0) * gates_size // 3, lambda: f"{hx.numel()} != batch * {gates_size} // 3"
+    )
+    others = (hidden_gates, input_bias, hidden_bias, hx)
+    torch._check(
+        all(x.device == input_gates.device for x in others if x is not None),
+        lambda: "expected all inputs to be same device",
+    )
+    hy = torch.empty_like(hx, memory_format=torch.contiguous_format)
+    workspace = hx.new_empty(hx.size(0), 5 * hx.size(1))
+    return hy, workspace
+
+
 SHIMS: tuple[Shim, ...] = (
     Shim(
         "get_interface_for_device asks the PrivateUse1 device",
@@ -1340,6 +1389,12 @@ SHIMS: tuple[Shim, ...] = (
         "multilabel_margin_loss's decomposition stops at the first -1 on plate",
         "patches/pytorch/multilabel-margin-loss-decomp-first-end.patch",
         _multilabel_margin_loss_first_end,
+        "device",
+    ),
+    Shim(
+        "_thnn_fused_gru_cell has a Meta kernel",
+        "patches/pytorch/gru-cell-meta.patch",
+        _gru_cell_meta_kernel,
         "device",
     ),
     Shim(
