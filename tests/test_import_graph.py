@@ -273,7 +273,6 @@ FLOORS: dict[str, int] = {
         "inductor_plate.decompositions",
         "inductor_plate.encoder_layer",
         "inductor_plate.device_interface",
-        "inductor_plate.encoder_layer",
         "inductor_plate.extern_decomps",
         "inductor_plate.fallback",
         "inductor_plate.fallback_counter",
