@@ -277,7 +277,10 @@ class Forms:
         rule = OFFSET_RULES.get(op.name)
         if rule is None:
             raise NotStructured(f"offset is not affine: {where(op)}")
-        return rule(self, op)
+        form = rule(self, op)
+        if op.name in _WRAPPING:
+            _check_no_wrap(op, form, self.offset(op.operands[0]) if op.name == "arith.extui" else None)
+        return form
 
     def mask(self, v: Value) -> Box:
         return self._cached("mask", v, self._mask)
@@ -367,6 +370,44 @@ _SCALAR_RULES = {
 
 
 # ---- offset rules: integer tensors as affine functions of the tile index ---------------------------------
+
+# Ops whose result CUDA computes in a fixed-width type (wrapping) where the forms keep unbounded integers.
+_WRAPPING = frozenset(("arith.addi", "arith.subi", "arith.muli", "arith.trunci", "arith.extui"))
+_INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
+
+
+def _const_range(form: Affine, shape: tuple[int, ...]) -> tuple[int, int] | None:
+    """[lo, hi] of a form whose terms are all constants, over the tile; None when a term is not (its value
+    is known at the launch only)."""
+    terms = (form.const, *form.coeffs)
+    if not all(isinstance(t, Const) for t in terms):
+        return None
+    lo = hi = form.const.value
+    for c, n in zip(form.coeffs, shape):
+        span = c.value * (n - 1)
+        lo, hi = lo + min(span, 0), hi + max(span, 0)
+    return lo, hi
+
+
+def _check_no_wrap(op: Op, form: Affine, source: Affine | None) -> None:
+    """Refuse (a gather: computed per element, wrapping as on CUDA) a tensor of at most 32 bits whose form,
+    all constants, leaves its type's range somewhere on the tile: `r * 2**28` with r < 16 wraps in i32, and
+    the unbounded form would compare or address other elements (session 38, wrap38). An extui of a
+    negative value is 2**bits more. Forms over runtime scalars are not checked here."""
+    bits = _INT_BITS.get(element_name(op.results[0].type))
+    if bits is None or bits > 32:
+        return
+    shape = shape_of(op.results[0].type)
+    if source is not None:  # extui: the source's signed values must be non-negative
+        got = _const_range(source, shape)
+        if got is not None and got[0] < 0:
+            raise NotStructured(f"offset wraps: zero-extends values down to {got[0]} at {where(op)}")
+        return
+    got = _const_range(form, shape)
+    if got is not None and (got[0] < -(1 << (bits - 1)) or got[1] >= 1 << (bits - 1)):
+        raise NotStructured(
+            f"offset wraps in i{bits}: values {got[0]}..{got[1]} at {where(op)} (computed per element, wrapping)"
+        )
 
 
 def _off_constant(a: Forms, op: Op) -> Affine:
