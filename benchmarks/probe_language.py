@@ -4307,6 +4307,19 @@ def k_mask_i32_wrap(x, o, big, N: tl.constexpr):
     tl.store(o + 3 * N + r, tl.where(r + big > 0, r, -1))  # the same comparison as a value
 
 
+@triton.jit
+def k_const_i32_wrap(x, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    tl.store(o + r, tl.load(x + r, mask=(r + 2147483640) > 0, other=-1))  # r + (2**31 - 8) wraps for r >= 8
+    tl.store(o + N + r, tl.load(x + r), mask=(r + 2147483640) > 0)
+
+
+@triton.jit
+def k_const_offset_wrap(x, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    tl.store(o + r, tl.load(x + (r * 65536 * 65536 + r)))  # r * 2**32 wraps to 0 in int32
+
+
 @probe("offsets: int64 offsets past 2**40 that cancel, far pointers brought back, uint32 offsets past 2**31; i32 wraps")
 def probe_offset_wrap():
     n = 16
@@ -4316,22 +4329,34 @@ def probe_offset_wrap():
     r = np.arange(n)
     want = np.concatenate([x[::-1], np.where(2 * r < n, x[np.minimum(2 * r, n - 1)], -1), x, x[r ^ 1]])
     res = {"out": (host(o), want.astype(np.int32), 0)}
-    # i32 wrap in masks: the access analysis computes the comparison as if nothing wrapped, so the mask is true
-    # where CUDA's (and the interpreter's) is false: no fault, other data. Shown, not counted (CUDA's result)
+    # i32 wrap in masks and offsets whose terms are all constants: the access analysis sees the wrap at compile
+    # time and computes the access per element, wrapping as CUDA (passes/access_forms.py, wrap38). Counted
+    first8 = np.arange(n) < 8
+    c = empty(2 * n, torch.int32)
+    c[n:] = 7
+    k_const_i32_wrap[(1,)](dev(x), c, n)
+    got = host(c).reshape(2, n)
+    res["mask (r + (2**31 - 8)) > 0, a literal"] = (got[0], np.where(first8, x, -1), 0)
+    res["store mask (r + (2**31 - 8)) > 0, a literal"] = (got[1], np.where(first8, x, 7), 0)
+    # with a runtime scalar in the sum (big, an argument) the analysis cannot tell at compile time: the mask is
+    # computed as if nothing wrapped, true where CUDA's (and the interpreter's) is false: no fault, other data.
+    # Shown, not counted (CUDA's result)
     m = empty(4 * n, torch.int32)
     m[2 * n :] = 7
     k_mask_i32_wrap[(1,)](dev(x), m, 2**31 - 8, n)
-    first8 = np.arange(n) < 8
     got = host(m).reshape(4, n)
     res["mask (r + big) > 0, big = 2**31 - 8"] = (got[0], np.where(first8, x, -1), None)
-    res["mask r * 2**28 >= 0"] = (got[1], np.where(first8, x, -1), None)
-    res["store mask (r + big) > 0"] = (got[2], np.where(first8, x, 7), None)
+    res["mask r * 2**28 >= 0"] = (got[1], np.where(first8, x, -1), 0)
+    res["store mask (r + big) > 0, big = 2**31 - 8"] = (got[2], np.where(first8, x, 7), None)
     res["where (r + big) > 0"] = (got[3], np.where(first8, np.arange(n), -1), 0)
     if INTERPRET:  # the interpreter does not wrap either: it reads 2**32 elements away and dies (SIGSEGV)
         return res
-    # i32 offset arithmetic that wraps back into range: CUDA computes the i32 offset (wrapping), then the address;
-    # plate's address expressions are unbounded integers (passes/affine.py: "i32 wrap-around ... not modelled"),
-    # so it addresses 2**32 elements away and faults. Shown, not counted: the reference is CUDA's result.
+    c = empty(n, torch.int32)
+    k_const_offset_wrap[(1,)](dev(x), c, n)
+    res["offset r * 65536 * 65536 + r (constants)"] = (host(c), x, 0)
+    # i32 offset arithmetic over runtime scalars that wraps back into range: CUDA computes the i32 offset
+    # (wrapping), then the address; plate's address expressions over scalars are unbounded integers
+    # (passes/affine.py), so it addresses 2**32 elements away and faults. Shown, not counted: CUDA's result.
     wrap = empty(2 * n, torch.int32)
     b = 2**31 - 1 - (n - 2) - 2**32  # as int32: (2**31 - 1) + b == -n (mod 2**32)
     err = error_text(lambda: k_offset_i32_wrap[(1,)](dev(x), wrap, 65536, 2**31 - 1, b, n))
