@@ -17,7 +17,9 @@ Recognised forms:
   fold into `offset`, so `base` is the root pointer (a kernel argument, usually).
 - affine offsets: tt.make_range, tt.splat, dense splat constants (and 1-D arithmetic progressions),
   arith.addi/subi, arith.muli with one uniform side, extsi/extui/trunci (assumed not to overflow, as
-  Triton's own axis analysis does), the shape ops above, and arith.remsi by a constant when no tile
+  Triton's own axis analysis does, except that a form of constants alone that leaves its i32 or narrower
+  type on the tile is refused: a gather, which wraps as CUDA; access_forms `_check_no_wrap`), the shape
+  ops above, and arith.remsi by a constant when no tile
   can wrap (`rm % M` of the GEMM templates; passes/access_modular.py).
 - masks: arith.andi of arith.cmpi between an offset that varies along one dim with a constant
   coefficient and a uniform bound (either operand order; eq/slt/sle/sgt/sge; ult/ule against a

@@ -18,7 +18,8 @@ folded, `x*1`, `x+0` and `x-x` gone, terms in a fixed order), so two expressions
 polynomials compare equal with `==`.
 
 Values are unbounded integers: the code generator evaluates them in 64-bit scalar registers; i32
-wrap-around of the TTIR that produced them is not modelled (Triton's address arithmetic assumes none).
+wrap-around of the TTIR that produced them is not modelled (Triton's address arithmetic assumes none;
+passes/access_forms.py refuses a tensor form of constants alone that wraps, so it is computed per element).
 """
 
 from __future__ import annotations
