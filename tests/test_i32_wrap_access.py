@@ -53,22 +53,25 @@ def _gathers(kernel) -> int:
 
 def test_a_load_mask_that_wraps_is_false_where_cudas_is():
     o = torch.zeros(N, dtype=torch.int32, device="plate")
-    mask_mul_wrap[(1,)](_x(), o, N)
+    k = mask_mul_wrap[(1,)](_x(), o, N)
     want = np.where(np.arange(N) < 8, np.arange(100, 100 + N), -1)
     np.testing.assert_array_equal(o.cpu().numpy(), want)
+    assert _gathers(k) == 1  # the load, per element; the store stays a strided DMA
 
 
 def test_a_store_mask_that_wraps_stores_nothing_where_cudas_is_false():
     o = torch.full((N,), 7, dtype=torch.int32, device="plate")
-    store_mask_add_wrap[(1,)](_x(), o, N)
+    k = store_mask_add_wrap[(1,)](_x(), o, N)
     want = np.where(np.arange(N) < 8, np.arange(100, 100 + N), 7)
     np.testing.assert_array_equal(o.cpu().numpy(), want)
+    assert _gathers(k) == 1  # the masked store, per element
 
 
 def test_offsets_that_wrap_back_in_range_load_and_store_the_elements_cuda_does():
     o = torch.zeros(N, dtype=torch.int32, device="plate")
-    offset_wrap[(1,)](_x(), o, N)
+    k = offset_wrap[(1,)](_x(), o, N)
     np.testing.assert_array_equal(o.cpu().numpy(), np.arange(100, 100 + N))
+    assert _gathers(k) == 2
 
 
 def test_offsets_and_masks_that_stay_in_i32_stay_strided_dma():
