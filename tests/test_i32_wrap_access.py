@@ -38,6 +38,13 @@ def offset_wrap(x, o, N: tl.constexpr):
 
 
 @triton.jit
+def mask_zero_extended(x, o, N: tl.constexpr):
+    r = tl.arange(0, N)
+    u = (r - 8).to(tl.uint32).to(tl.int64)  # 2**32 - 8 + r for r < 8: zero-extended
+    tl.store(o + r, tl.load(x + r, mask=u >= 8, other=-1))
+
+
+@triton.jit
 def no_wrap(x, o, n, N: tl.constexpr):
     r = tl.arange(0, N)
     tl.store(o + r, tl.load(x + r * 2 + 1, mask=(r + 2147483600) > 0), mask=r < n)
@@ -72,6 +79,13 @@ def test_offsets_that_wrap_back_in_range_load_and_store_the_elements_cuda_does()
     k = offset_wrap[(1,)](_x(), o, N)
     np.testing.assert_array_equal(o.cpu().numpy(), np.arange(100, 100 + N))
     assert _gathers(k) == 2
+
+
+def test_a_mask_over_zero_extended_negative_values_is_cudas():
+    o = torch.zeros(N, dtype=torch.int32, device="plate")
+    mask_zero_extended[(1,)](_x(), o, N)
+    want = np.where(np.arange(N) < 8, np.arange(100, 100 + N), -1)
+    np.testing.assert_array_equal(o.cpu().numpy(), want)
 
 
 def test_offsets_and_masks_that_stay_in_i32_stay_strided_dma():

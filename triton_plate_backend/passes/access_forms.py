@@ -394,14 +394,14 @@ def _check_no_wrap(op: Op, form: Affine, source: Affine | None) -> None:
     all constants, leaves its type's range somewhere on the tile: `r * 2**28` with r < 16 wraps in i32, and
     the unbounded form would compare or address other elements (session 38, wrap38). An extui of a
     negative value is 2**bits more. Forms over runtime scalars are not checked here."""
-    bits = _INT_BITS.get(element_name(op.results[0].type))
-    if bits is None or bits > 32:
-        return
     shape = shape_of(op.results[0].type)
-    if source is not None:  # extui: the source's signed values must be non-negative
+    if source is not None:  # extui (to any width): the source's signed values must be non-negative
         got = _const_range(source, shape)
         if got is not None and got[0] < 0:
             raise NotStructured(f"offset wraps: zero-extends values down to {got[0]} at {where(op)}")
+        return
+    bits = _INT_BITS.get(element_name(op.results[0].type))
+    if bits is None or bits > 32:
         return
     got = _const_range(form, shape)
     if got is not None and (got[0] < -(1 << (bits - 1)) or got[1] >= 1 << (bits - 1)):
