@@ -686,7 +686,7 @@ def _arg_words(program: Program, args) -> np.ndarray:
     repeated launch passes the same ones)."""
     args = list(args)
     types = tuple(a.type for a in program.args)
-    key = tuple(args) if all(type(v) is int for v in args) else None  # ints only: 0.0 == -0.0, 1 == 1.0
+    key = tuple(args) if {*map(type, args)} <= _INT_ONLY else None  # ints only: 0.0 == -0.0, 1 == 1.0
     kept = getattr(program, _ARG_WORDS, None)
     if key is not None and kept is not None and kept[0] == types and kept[1] == key:
         return kept[2].copy()
@@ -696,6 +696,7 @@ def _arg_words(program: Program, args) -> np.ndarray:
     return words
 
 
+_INT_ONLY = {int}
 _INT_BITS = {"ptr": 64, "i64": 64, "i32": 32, "i16": 16, "i8": 8, "i1": 1}  # an argument's word width
 
 

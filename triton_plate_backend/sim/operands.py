@@ -46,7 +46,7 @@ from .estimate import (
     writes_within,
 )
 from .footprints import launch_footprints
-from .memory import Allocation, DeviceMemory
+from .memory import Allocation, DeviceMemory, held_by_argument
 from .replay import static_facts
 from .timing import map_programs
 from .trace import Trace
@@ -398,7 +398,7 @@ class OperandPlanner:
         self, program, grid, args, memory: DeviceMemory
     ) -> tuple[list[tuple[int, Allocation]], tuple[_Choice, ...]]:
         """The shared operands of this launch that launches may move, and the cost model's choice for each."""
-        recs = [memory.holding(int(v)) if a.type == "ptr" else None for a, v in zip(program.args, args)]
+        recs = held_by_argument(program, args, memory)
         if _one_home_every_pointer(program, grid, args, recs):
             return [], ()  # what the launch's shared operands would get: no move (_one_home), found unpriced
         layout = _sizes_key(program, grid, args, recs, memory)
