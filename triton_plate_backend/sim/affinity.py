@@ -29,7 +29,7 @@ from .. import cost
 from ..isa.footprint import FootprintError
 from ..machine import Machine
 from .footprints import launch_footprints
-from .memory import DeviceMemory, held_by_argument, pointer_positions
+from .memory import DeviceMemory, argument_types, held_by_argument, pointer_positions
 from .timing import CoreMapping
 
 MAX_ROUNDS = 64  # balancing rounds; each moves a batch of programs
@@ -258,8 +258,7 @@ def launch_layout(program, grid, args, memory: DeviceMemory) -> tuple[tuple, lis
                 layout[i] = ("-", v)
             else:
                 layout[i] = (int(v) - r.base, r.nbytes, str(r.placement), r.owners, r.striped, r.granule, r.replicas)
-    types = tuple(a.type for a in program.args)
-    key = (program.affinity, types, tuple(int(g) for g in grid), tuple(layout), id(memory.machine))
+    key = (program.affinity, argument_types(program), tuple(int(g) for g in grid), tuple(layout), id(memory.machine))
     return key, recs
 
 

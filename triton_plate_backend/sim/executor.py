@@ -677,7 +677,7 @@ def format_inst(program: Program, ins: Inst) -> str:
     return ".".join((ins.mnemonic, *ins.suffixes)) + (f" {ops}" if ops else "")
 
 
-_ARG_WORDS = "_plate_arg_words"  # on the program: (its argument types, the last all-int arguments, their words)
+_ARG_WORDS = "_plate_arg_words"  # on the program: (its arguments, the last all-int arguments, their words)
 
 
 def _arg_words(program: Program, args) -> np.ndarray:
@@ -685,7 +685,7 @@ def _arg_words(program: Program, args) -> np.ndarray:
     The words of the last launch whose arguments were all Python ints are kept on the program (a
     repeated launch passes the same ones)."""
     args = list(args)
-    types = tuple(a.type for a in program.args)
+    types = tuple(program.args)  # its Args (frozen): their types, compared without a loop in Python
     key = tuple(args) if {*map(type, args)} <= _INT_ONLY else None  # ints only: 0.0 == -0.0, 1 == 1.0
     kept = getattr(program, _ARG_WORDS, None)
     if key is not None and kept is not None and kept[0] == types and kept[1] == key:

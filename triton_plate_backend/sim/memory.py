@@ -131,18 +131,27 @@ class Placement:
         return f"{self.mode}({self.domain})" if self.domain is not None else self.mode
 
 
-_POINTERS = "_plate_pointer_positions"  # on the program: (its args list, their number, the pointers' positions)
+_POINTERS = "_plate_pointer_positions"  # on the program: (its Args, the pointers' positions, the Args' types)
+
+
+def _argument_kinds(program) -> tuple:
+    params = tuple(program.args)  # Args are frozen: equal Args, equal types
+    kept = getattr(program, _POINTERS, None)
+    if kept is None or kept[0] != params:
+        kept = (params, tuple(i for i, a in enumerate(params) if a.type == "ptr"), tuple(a.type for a in params))
+        setattr(program, _POINTERS, kept)
+    return kept
 
 
 def pointer_positions(program) -> tuple[int, ...]:
     """The positions of a Program's pointer arguments, kept on the program (each launch looks up the allocation
     behind each of them, several times: the other arguments are copied as they are)."""
-    params = program.args
-    kept = getattr(program, _POINTERS, None)
-    if kept is None or kept[0] is not params or kept[1] != len(params):
-        kept = (params, len(params), tuple(i for i, a in enumerate(params) if a.type == "ptr"))
-        setattr(program, _POINTERS, kept)
-    return kept[2]
+    return _argument_kinds(program)[1]
+
+
+def argument_types(program) -> tuple[str, ...]:
+    """The types of a Program's arguments, kept on the program as ``pointer_positions``."""
+    return _argument_kinds(program)[2]
 
 
 def held_by_argument(program, args, memory) -> list:

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import cost
 from ..errors import DeviceOutOfMemory, PlateError
-from ..isa.footprint import FootprintError
+from ..isa.footprint import FootprintError, parse_footprints
 from .estimate import (
     accessed_elements,
     estimate_launch,
@@ -165,8 +165,9 @@ def _one_home_every_pointer(program, grid, args, recs) -> bool:
             return False
         if len(rec.owners) > 1 and rec.nbytes > rec.granule:
             return False
-    launch = launch_footprints(program, grid, args)
-    return launch is None or all(fp.arg >= 0 for fp in launch.footprints)
+    # what the footprint text says, not its values at this launch (launch_footprints': the same entries)
+    footprints = parse_footprints(getattr(program, "affinity", ""))
+    return not footprints or all(fp.arg >= 0 for fp in footprints)
 
 
 def _writes_replica(program, grid, args, memory: DeviceMemory, chosen: dict, i: int, before: list) -> bool:
