@@ -258,7 +258,7 @@ def launch_layout(program, grid, args, memory: DeviceMemory) -> tuple[tuple, lis
                 layout[i] = ("-", v)
             else:
                 layout[i] = (int(v) - r.base, r.nbytes, str(r.placement), r.owners, r.striped, r.granule, r.replicas)
-    key = (program.affinity, argument_types(program), tuple(int(g) for g in grid), tuple(layout), id(memory.machine))
+    key = (program.affinity, argument_types(program), tuple(map(int, grid)), tuple(layout), id(memory.machine))
     return key, recs
 
 

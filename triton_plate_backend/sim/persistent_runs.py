@@ -113,7 +113,7 @@ class PersistentRuns:
                 v = args[i]
                 where = (int(v) - rec.base, rec.nbytes, str(rec.placement), rec.owners, rec.striped, rec.granule)
                 layout[i] = (*where, rec.replica_of is not None)
-        key = (id(program), tuple(int(g) for g in grid), tuple(layout), id(memory))
+        key = (id(program), tuple(map(int, grid)), tuple(layout), id(memory))
         try:
             hash(key)
         except TypeError:
