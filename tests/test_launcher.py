@@ -132,6 +132,12 @@ def test_scalars_are_wrapped_to_the_parameter_type(mini):
     )
     assert values == [-(2**31) + 1, -1, 1, 3.0, -5] and buffers == []
     assert isinstance(values[3], float)
+    # each width's edges: the values kept as they are (no call) and the first ones wrapped
+    edges = {"i8": [127, 128, -128, -129], "i16": [2**15 - 1, 2**15, -(2**15)], "i1": [0, 1, 2, -1]}
+    want = {"i8": [127, -128, -128, 127], "i16": [2**15 - 1, -(2**15), -(2**15)], "i1": [0, 1, 0, 1]}
+    for ty, vs in edges.items():
+        got, _ = bind_arguments("k", _program(*[ty] * len(vs)), [ty] * len(vs), vs, mini)
+        assert got == want[ty], ty
 
 
 def test_argument_count_must_match_the_binary(mini):

@@ -345,7 +345,8 @@ def bind_arguments(name, program, signature, args, device, declared_constexpr=No
         elif bits == _FLOAT:
             values.append(float(value))
         else:
-            values.append(_wrapped(int(value), bits))
+            value = int(value)
+            values.append(value if value in _UNWRAPPED[bits] else _wrapped(value, bits))
     return values, host_buffers
 
 
@@ -373,6 +374,14 @@ def _runtime_params(program) -> tuple[list, list[int]]:
 def _integer(value: int, ty: str) -> int:
     """Wrap to the parameter's width, signed (u64 bit patterns keep their bits)."""
     return _wrapped(value, INT_BITS.get(ty, 64))
+
+
+def _unwrapped(bits: int) -> range:
+    """The values ``_wrapped`` returns as they are (a launch's integers mostly are: one range test, no call)."""
+    return range(2) if bits == 1 else range(-(1 << (bits - 1)), 1 << (bits - 1))
+
+
+_UNWRAPPED = {bits: _unwrapped(bits) for bits in {*INT_BITS.values(), 64}}
 
 
 def _wrapped(value: int, bits: int) -> int:

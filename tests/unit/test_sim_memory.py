@@ -296,6 +296,49 @@ def test_holding_finds_the_live_allocation_of_a_byte(mem):
     assert mem.holding(recs[2].base + 5) is not recs[2]
 
 
+def test_holding_answers_follow_the_live_table(mem):
+    """``holding`` keeps its answers while the live table stands: asked before and after a free, an allocation at
+    the freed bytes, a registered range and a frees_held block, it answers as a fresh table does."""
+    a = mem.alloc(8192)
+    addr = a.base + 100
+    assert mem.holding(addr) is a and mem.holding(addr) is a
+    with mem.frees_held():
+        mem.free(a.base)
+        assert mem.holding(addr) is a  # the release waits until the block ends
+    assert mem.holding(addr) is None and mem.holding(np.int64(addr)) is None
+    b = mem.alloc(8192)
+    assert b.base <= addr < b.end  # the freed bytes again (the allocator reuses them)
+    assert mem.holding(addr) is b
+    host = np.zeros(4096, np.uint8)
+    hb = host.ctypes.data
+    assert mem.holding(hb) is None
+    r = mem.register(hb, host.nbytes)
+    assert mem.holding(hb) is r and mem.holding(hb + 4095) is r and mem.holding(hb + 4096) is not r
+    mem.free(r.base)
+    assert mem.holding(hb) is None
+
+
+def test_held_by_argument_follows_the_program_arguments(mem):
+    """The allocation behind each pointer argument, None for the others; the pointer positions are kept per
+    program and made again when its arguments change."""
+    from triton_plate_backend.isa.program import Arg
+    from triton_plate_backend.sim.memory import argument_types, held_by_argument, pointer_positions
+
+    class P:
+        args = [Arg("x", "ptr"), Arg("n", "i32"), Arg("y", "ptr")]
+
+    x, y = mem.alloc(4096), mem.alloc(4096)
+    p = P()
+    assert pointer_positions(p) == (0, 2) and argument_types(p) == ("ptr", "i32", "ptr")
+    assert held_by_argument(p, [x.base + 8, y.base, y.base + 16], mem) == [x, None, y]
+    assert held_by_argument(p, [x.base, 7], mem) == [x, None]  # as zip pairs them
+    p.args = [Arg("x", "ptr"), Arg("n", "ptr"), Arg("y", "i64")]
+    assert pointer_positions(p) == (0, 1) and argument_types(p) == ("ptr", "ptr", "i64")
+    assert held_by_argument(p, [x.base, y.base, y.base], mem) == [x, y, None]
+    p.args[1] = Arg("n", "i32")  # the same list, changed in place
+    assert pointer_positions(p) == (0,)
+
+
 @pytest.mark.parametrize("machine", ["plate-mini", "plate1", "plate4"])
 def test_split_one_is_split_of_one_range(machine):
     """``Allocation.split_one`` (Python numbers, one range) gives ``split``'s values for ranges inside,

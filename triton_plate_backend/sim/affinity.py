@@ -29,7 +29,7 @@ from .. import cost
 from ..isa.footprint import FootprintError
 from ..machine import Machine
 from .footprints import launch_footprints
-from .memory import DeviceMemory
+from .memory import DeviceMemory, argument_types, held_by_argument, pointer_positions
 from .timing import CoreMapping
 
 MAX_ROUNDS = 64  # balancing rounds; each moves a batch of programs
@@ -249,16 +249,16 @@ def launch_layout(program, grid, args, memory: DeviceMemory) -> tuple[tuple, lis
     tensors) finds the answer of the first. Of the program it holds what those answers read of it, its
     footprint text and its arguments' types, not the program itself: a fresh kernel compiled to the same
     footprint (a test's next parameters: another dtype, constant or operator) finds them too."""
-    layout, recs = [], []
-    for a, v in zip(program.args, args):
-        r = memory.holding(int(v)) if a.type == "ptr" else None
-        recs.append(r)
-        if r is None:
-            layout.append(("-", v) if a.type == "ptr" else v)
-        else:
-            layout.append((int(v) - r.base, r.nbytes, str(r.placement), r.owners, r.striped, r.granule, r.replicas))
-    types = tuple(a.type for a in program.args)
-    key = (program.affinity, types, tuple(int(g) for g in grid), tuple(layout), id(memory.machine))
+    recs = held_by_argument(program, args, memory)
+    layout = list(args[: len(recs)])  # the other arguments as they are
+    for i in pointer_positions(program):
+        if i < len(recs):
+            v, r = args[i], recs[i]
+            if r is None:
+                layout[i] = ("-", v)
+            else:
+                layout[i] = (int(v) - r.base, r.nbytes, str(r.placement), r.owners, r.striped, r.granule, r.replicas)
+    key = (program.affinity, argument_types(program), tuple(map(int, grid)), tuple(layout), id(memory.machine))
     return key, recs
 
 

@@ -186,7 +186,7 @@ class Device:
         affinity, estimate, operands, timing = _modules()
         AFFINITY, MAPPINGS = affinity.AFFINITY, affinity.MAPPINGS
 
-        grid = tuple(int(g) for g in grid)
+        grid = tuple(map(int, grid))
         trace_path = trace_path or knobs.trace()
         policy = policy or knobs.policy()
         max_steps = max_steps or knobs.max_steps()

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import operator
 import threading
 
 import numpy as np
@@ -444,9 +445,12 @@ def _derived(program: Program) -> tuple[list, list[int], int, list[bool]]:
     changed, or when a SEMANTICS rule of one of its mnemonics was replaced (as tests and tools do)."""
     source = (tuple(program.instrs), tuple(program.consts), tuple(program.tiles), program.sram_bytes)
     kept = getattr(program, _DERIVED, None)
-    if kept is not None and kept[0] == source and all(SEMANTICS[m] is r for m, r in kept[1]):
+    # the rules its mnemonics had, read back in one C call (itemgetter); rules compare by identity
+    if kept is not None and kept[0] == source and kept[1][0](SEMANTICS) == kept[1][1]:
         return kept[2]
-    used = tuple((m, SEMANTICS[m]) for m in {"s.li", *(ins.mnemonic for ins in program.instrs)} if m in SEMANTICS)
+    names = [m for m in {"s.li", *(ins.mnemonic for ins in program.instrs)} if m in SEMANTICS]
+    rules_of = operator.itemgetter(*names) if names else (lambda _: ())
+    used = (rules_of, rules_of(SEMANTICS))
     row_bytes = -(-max(program.sram_bytes, program.sram_high_water(), 1) // _ROW_ALIGN) * _ROW_ALIGN
     values = (_rules(program), _straight(program), row_bytes, _sees_order(program))
     setattr(program, _DERIVED, (source, used, values))
@@ -677,7 +681,7 @@ def format_inst(program: Program, ins: Inst) -> str:
     return ".".join((ins.mnemonic, *ins.suffixes)) + (f" {ops}" if ops else "")
 
 
-_ARG_WORDS = "_plate_arg_words"  # on the program: (its argument types, the last all-int arguments, their words)
+_ARG_WORDS = "_plate_arg_words"  # on the program: (its arguments, the last all-int arguments, their words)
 
 
 def _arg_words(program: Program, args) -> np.ndarray:
@@ -685,8 +689,8 @@ def _arg_words(program: Program, args) -> np.ndarray:
     The words of the last launch whose arguments were all Python ints are kept on the program (a
     repeated launch passes the same ones)."""
     args = list(args)
-    types = tuple(a.type for a in program.args)
-    key = tuple(args) if all(type(v) is int for v in args) else None  # ints only: 0.0 == -0.0, 1 == 1.0
+    types = tuple(program.args)  # its Args (frozen): their types, compared without a loop in Python
+    key = tuple(args) if {*map(type, args)} <= _INT_ONLY else None  # ints only: 0.0 == -0.0, 1 == 1.0
     kept = getattr(program, _ARG_WORDS, None)
     if key is not None and kept is not None and kept[0] == types and kept[1] == key:
         return kept[2].copy()
@@ -696,6 +700,7 @@ def _arg_words(program: Program, args) -> np.ndarray:
     return words
 
 
+_INT_ONLY = {int}
 _INT_BITS = {"ptr": 64, "i64": 64, "i32": 32, "i16": 16, "i8": 8, "i1": 1}  # an argument's word width
 
 
@@ -780,9 +785,10 @@ def _run_cut(launch: _Launch, pids: np.ndarray, cut: int) -> None:
 
 def _grid3(grid) -> tuple[int, int, int]:
     g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
-    if not 1 <= len(g) <= 3 or any(int(v) < 0 for v in g):
+    ints = tuple(map(int, g)) if 1 <= len(g) <= 3 else ()
+    if not ints or min(ints) < 0:
         raise SimulatorError(f"grid {grid!r}: expected 1 to 3 non-negative sizes")
-    return tuple(int(v) for v in g) + (1,) * (3 - len(g))
+    return ints + (1,) * (3 - len(ints))
 
 
 def new_context(program: Program, grid=1, args=(), memory=None, machine=None, *, printer=None) -> Context:

@@ -37,6 +37,7 @@ ALIGN = 256  # base alignment of owned buffers; also the granule of blocked chun
 BLOCKED_MIN_BYTES = 64 << 10
 MODES = ("interleaved", "local", "blocked", "explicit", "replicated")
 FREED_KEPT = 4096  # freed allocations remembered for fault messages
+HELD_KEPT = 4096  # ``holding`` answers kept, then forgotten all at once
 # Freed owned buffers of at least SPARE_MIN_BYTES, up to SPARE_BYTES in all, are kept for the next
 # allocation of their size, which zeroes one instead of taking fresh pages from the OS: a fresh page's
 # first write costs a page fault (on this project's VMs ~100 ms per 64 MiB, against 2 ms to zero it
@@ -128,6 +129,40 @@ class Placement:
         if self.domains is not None:
             return f"{self.mode}({','.join(map(str, self.domains))})"
         return f"{self.mode}({self.domain})" if self.domain is not None else self.mode
+
+
+_POINTERS = "_plate_pointer_positions"  # on the program: (its Args, the pointers' positions, the Args' types)
+
+
+def _argument_kinds(program) -> tuple:
+    params = tuple(program.args)  # Args are frozen: equal Args, equal types
+    kept = getattr(program, _POINTERS, None)
+    if kept is None or kept[0] != params:
+        kept = (params, tuple(i for i, a in enumerate(params) if a.type == "ptr"), tuple(a.type for a in params))
+        setattr(program, _POINTERS, kept)
+    return kept
+
+
+def pointer_positions(program) -> tuple[int, ...]:
+    """The positions of a Program's pointer arguments, kept on the program (each launch looks up the allocation
+    behind each of them, several times: the other arguments are copied as they are)."""
+    return _argument_kinds(program)[1]
+
+
+def argument_types(program) -> tuple[str, ...]:
+    """The types of a Program's arguments, kept on the program as ``pointer_positions``."""
+    return _argument_kinds(program)[2]
+
+
+def held_by_argument(program, args, memory) -> list:
+    """The live allocation each pointer argument of a launch points into (None there when none does, and for
+    every other argument)."""
+    n = min(len(program.args), len(args))  # as zip(program.args, args) pairs them
+    recs = [None] * n
+    for i in pointer_positions(program):
+        if i < n:
+            recs[i] = memory.holding(args[i])
+    return recs
 
 
 @dataclass(eq=False)
@@ -272,6 +307,9 @@ class DeviceMemory:
         self._freed: deque[Allocation] = deque(maxlen=FREED_KEPT)
         self._empty: dict[int, list[Allocation]] = {}  # zero-byte allocations: outside the lookup table
         self._tables = None  # (bases, ends) int64 arrays, rebuilt lazily
+        # address -> ``holding``'s answer while the live table stands (a launch asks it of each pointer argument a
+        # dozen times: planner, mapping, kept runs); forgotten with ``_tables`` at every insert and release
+        self._held: dict[int, Allocation | None] = {}
         self._hold = 0  # > 0 inside frees_held(): free() queues the address in _held_frees
         self._held_frees: list[int] = []
         self._spare: deque[np.ndarray] = deque()  # freed owned buffers for reuse, oldest first
@@ -356,6 +394,7 @@ class DeviceMemory:
             rec = self._live.pop(i)
             self._live_bases.pop(i)
             self._tables = None
+            self._held.clear()
         elif self._empty.get(addr):
             rec = self._empty[addr].pop()
             if not self._empty[addr]:
@@ -598,10 +637,19 @@ class DeviceMemory:
 
     def holding(self, addr: int) -> Allocation | None:
         """The live allocation that holds byte ``addr``, or None (``span_position``: a launch asks this
-        of each pointer argument several times, and one address through numpy arrays cost ~10 us)."""
-        addr = int(addr)
-        pos = self.span_position(addr, addr + 1)
-        return self._live[pos] if pos >= 0 else None
+        of each pointer argument several times, and one address through numpy arrays cost ~10 us); kept in
+        ``_held`` until the live table changes (an allocation's base and size never do)."""
+        try:
+            return self._held[addr]
+        except (KeyError, TypeError):  # TypeError: an unhashable address (a numpy array of one)
+            pass
+        a = int(addr)
+        pos = self.span_position(a, a + 1)
+        rec = self._live[pos] if pos >= 0 else None
+        if len(self._held) >= HELD_KEPT:
+            self._held.clear()
+        self._held[a] = rec
+        return rec
 
     def positions(self, addrs: np.ndarray) -> np.ndarray:
         """Live-table position of the allocation holding each byte address, for addresses already
@@ -712,6 +760,7 @@ class DeviceMemory:
         self._live_bases.insert(i, rec.base)
         self._live.insert(i, rec)
         self._tables = None
+        self._held.clear()
         return rec
 
     def _table(self):

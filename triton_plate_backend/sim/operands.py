@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import cost
 from ..errors import DeviceOutOfMemory, PlateError
-from ..isa.footprint import FootprintError
+from ..isa.footprint import FootprintError, parse_footprints
 from .estimate import (
     accessed_elements,
     estimate_launch,
@@ -46,7 +46,7 @@ from .estimate import (
     writes_within,
 )
 from .footprints import launch_footprints
-from .memory import Allocation, DeviceMemory
+from .memory import Allocation, DeviceMemory, held_by_argument
 from .replay import static_facts
 from .timing import map_programs
 from .trace import Trace
@@ -165,8 +165,9 @@ def _one_home_every_pointer(program, grid, args, recs) -> bool:
             return False
         if len(rec.owners) > 1 and rec.nbytes > rec.granule:
             return False
-    launch = launch_footprints(program, grid, args)
-    return launch is None or all(fp.arg >= 0 for fp in launch.footprints)
+    # what the footprint text says, not its values at this launch (launch_footprints': the same entries)
+    footprints = parse_footprints(getattr(program, "affinity", ""))
+    return not footprints or all(fp.arg >= 0 for fp in footprints)
 
 
 def _writes_replica(program, grid, args, memory: DeviceMemory, chosen: dict, i: int, before: list) -> bool:
@@ -398,7 +399,7 @@ class OperandPlanner:
         self, program, grid, args, memory: DeviceMemory
     ) -> tuple[list[tuple[int, Allocation]], tuple[_Choice, ...]]:
         """The shared operands of this launch that launches may move, and the cost model's choice for each."""
-        recs = [memory.holding(int(v)) if a.type == "ptr" else None for a, v in zip(program.args, args)]
+        recs = held_by_argument(program, args, memory)
         if _one_home_every_pointer(program, grid, args, recs):
             return [], ()  # what the launch's shared operands would get: no move (_one_home), found unpriced
         layout = _sizes_key(program, grid, args, recs, memory)

@@ -56,6 +56,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .data_flow import trace_reads_no_data
+from .memory import held_by_argument, pointer_positions
 from .trace import PackedTrace, Trace
 
 KEPT = 8  # recent launches' traces kept
@@ -104,15 +105,15 @@ class PersistentRuns:
         known = reads_no_data(program) if checked else known_reads_no_data(program)
         if known is False:
             return None
-        layout = []
-        for a, v in zip(program.args, args):
-            rec = memory.holding(int(v)) if a.type == "ptr" else None
-            if rec is None:
-                layout.append(v)
-            else:  # where in its allocation, and how that allocation is placed: what its home domains follow
+        recs = held_by_argument(program, args, memory)
+        layout = list(args[: len(recs)])
+        for i in pointer_positions(program):
+            rec = recs[i] if i < len(recs) else None
+            if rec is not None:  # where in its allocation, and how that allocation is placed: what its homes follow
+                v = args[i]
                 where = (int(v) - rec.base, rec.nbytes, str(rec.placement), rec.owners, rec.striped, rec.granule)
-                layout.append((*where, rec.replica_of is not None))
-        key = (id(program), tuple(int(g) for g in grid), tuple(layout), id(memory))
+                layout[i] = (*where, rec.replica_of is not None)
+        key = (id(program), tuple(map(int, grid)), tuple(layout), id(memory))
         try:
             hash(key)
         except TypeError:
