@@ -392,7 +392,7 @@ def _const_range(form: Affine, shape: tuple[int, ...]) -> tuple[int, int] | None
 def _check_no_wrap(op: Op, form: Affine, source: Affine | None) -> None:
     """Refuse (a gather: computed per element, wrapping as on CUDA) a tensor of at most 32 bits whose form,
     all constants, leaves its type's range somewhere on the tile: `r * 2**28` with r < 16 wraps in i32, and
-    the unbounded form would compare or address other elements (session 38, wrap38). An extui of a
+    the unbounded form would compare or address other elements. An extui of a
     negative value is 2**bits more. Forms over runtime scalars are not checked here."""
     shape = shape_of(op.results[0].type)
     if source is not None:  # extui (to any width): the source's signed values must be non-negative

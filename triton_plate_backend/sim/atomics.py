@@ -86,16 +86,15 @@ def _atomic_operands(mem, addrs, mask, dtype, what):
     av, counts = _elements_of(flat, m)
     n = av.size
     isz = storage.itemsize
-    if n == 1 or (n > 1 and av[0] == av[-1]):
+    one = n == 1 or (n > 1 and av[0] == av[-1] and int(av.min()) == int(av.max()))
+    if one and not int(av[0]) & (isz - 1):
         # one aligned address inside a live allocation (a lock, a counter): its position by one bisection, what
         # locate finds for it; anything else (several addresses, a fault to report) is located below
         lo = int(av[0])
-        if (n == 1 or (int(av.min()) == lo and int(av.max()) == lo)) and not lo & (isz - 1):
-            pos = mem.span_position(lo, lo + isz)
-            if pos >= 0:
-                return shape, flat, m, pos, av, counts, True
+        pos = mem.span_position(lo, lo + isz)
+        if pos >= 0:
+            return shape, flat, m, pos, av, counts, True
     pos = mem.locate(flat, isz, m, f"atomic {what} of {dtype}", av)
-    one = n == 1 or (n > 1 and av[0] == av[-1] and int(av.min()) == int(av.max()))
     return shape, flat, m, pos, av, counts, one
 
 
