@@ -37,25 +37,6 @@ class PlateFileCacheManager(FileCacheManager):
     """FileCacheManager whose put creates a new file in place and renames a temporary file over an
     existing one, instead of a temporary directory's file (module docstring)."""
 
-    def __init__(self, key, override=False, dump=False):
-        if override or dump:
-            super().__init__(key, override=override, dump=dump)
-            return
-        # FileCacheManager's, with one mkdir for os.makedirs' stat and mkdir (compile() makes one a compile)
-        self.key = key
-        root = triton_knobs.cache.dir
-        if not root:
-            raise RuntimeError("Could not create or locate cache dir")
-        self.cache_dir = os.path.join(root, key)
-        self.lock_path = os.path.join(self.cache_dir, "lock")
-        try:
-            os.mkdir(self.cache_dir)
-        except FileExistsError:
-            if not os.path.isdir(self.cache_dir):
-                raise
-        except FileNotFoundError:  # the cache's root is not there yet
-            os.makedirs(self.cache_dir, exist_ok=True)
-
     def put(self, data, filename, binary=True) -> str:
         if not self.cache_dir:
             raise RuntimeError("Could not create or locate cache dir")
